@@ -1,0 +1,61 @@
+/**
+ * Minting Gatehouse tokens (ES256). Used by the admin API, by the CLI for the offline bootstrap
+ * admin token, and by tests. Runs in workerd and in Node (WebCrypto only).
+ */
+import { SignJWT, exportJWK, generateKeyPair, importJWK, type JWK } from 'jose';
+
+export const SIGNING_ALG = 'ES256';
+
+export interface MintOptions {
+  /** Private JWK (object or JSON string), as stored in GATEHOUSE_SIGNING_KEY. */
+  privateJwk: JWK | string;
+  issuer: string;
+  audience: string;
+  team: string;
+  subject: string;
+  scopes: string[];
+  ttlSeconds: number;
+  jti?: string;
+  now?: number;
+}
+
+export interface MintedToken {
+  token: string;
+  jti: string;
+  expiresAt: number;
+}
+
+export async function mintToken(o: MintOptions): Promise<MintedToken> {
+  const jwk: JWK = typeof o.privateJwk === 'string' ? JSON.parse(o.privateJwk) : o.privateJwk;
+  const key = await importJWK(jwk, SIGNING_ALG);
+  const jti = o.jti ?? crypto.randomUUID();
+  const now = o.now ?? Math.floor(Date.now() / 1000);
+  const expiresAt = now + o.ttlSeconds;
+  const token = await new SignJWT({ team: o.team, scope: o.scopes.join(' ') })
+    .setProtectedHeader({ alg: SIGNING_ALG, kid: jwk.kid, typ: 'JWT' })
+    .setIssuer(o.issuer)
+    .setAudience(o.audience)
+    .setSubject(o.subject)
+    .setIssuedAt(now)
+    .setExpirationTime(expiresAt)
+    .setJti(jti)
+    .sign(key);
+  return { token, jti, expiresAt };
+}
+
+/** A new ES256 private JWK with a kid, as a JSON string (the GATEHOUSE_SIGNING_KEY secret). */
+export async function generateSigningKey(): Promise<string> {
+  const { privateKey } = await generateKeyPair(SIGNING_ALG, { extractable: true });
+  const jwk = await exportJWK(privateKey);
+  jwk.kid = crypto.randomUUID().slice(0, 8);
+  jwk.alg = SIGNING_ALG;
+  jwk.use = 'sig';
+  return JSON.stringify(jwk);
+}
+
+/** The public half of a private JWK, for /.well-known/jwks.json. */
+export function publicJwk(privateJwk: JWK | string): JWK {
+  const jwk: JWK = typeof privateJwk === 'string' ? JSON.parse(privateJwk) : privateJwk;
+  const { d: _d, ...pub } = jwk;
+  return pub;
+}

@@ -1,0 +1,164 @@
+/**
+ * Agent protocol v1: the messages exchanged over the WebSocket between an executor agent and
+ * its team's TeamDispatcher. One schema per message; `parseAgentMessage`/`parseEdgeMessage`
+ * are the only way in, so a malformed message is a logged rejection, never a crash.
+ */
+import { z } from 'zod';
+import { RuntimeName } from './runtimes.ts';
+import { describeIssues } from './errors.ts';
+
+export const PROTOCOL_VERSION = 1;
+export const AGENT_CONNECT_PATH = '/agent/v1/connect';
+/** `PUT {gateway}/agent/v1/artifacts/{handle}/{stream}` with Content-Length and X-Gatehouse-* headers. */
+export const ARTIFACT_UPLOAD_PATH = '/agent/v1/artifacts';
+
+export const SandboxKind = z.enum(['gvisor', 'bwrap', 'none']);
+export type SandboxKind = z.infer<typeof SandboxKind>;
+export const StreamName = z.enum(['stdout', 'stderr']);
+export type StreamName = z.infer<typeof StreamName>;
+
+/** Terminal states are distinct and truthful; there is no "exit 0" for a job that did not run. */
+export const TerminalState = z.enum(['exited', 'signaled', 'timed_out', 'cancelled', 'lost', 'failed_to_start']);
+export type TerminalState = z.infer<typeof TerminalState>;
+
+export const JobLimits = z.object({
+  /** Combined inline stdout+stderr returned in the result (reference 001: 40000). */
+  inlineBytes: z.number().int().min(0),
+  /** Per-stream cap of what is kept in the artifact. */
+  artifactBytes: z.number().int().min(0),
+  maxProcesses: z.number().int().positive().optional(),
+  maxOpenFiles: z.number().int().positive().optional(),
+  maxFileBytes: z.number().int().positive().optional(),
+  memoryBytes: z.number().int().positive().optional(),
+});
+export type JobLimits = z.infer<typeof JobLimits>;
+
+export const JobSpec = z.object({
+  jobId: z.string().min(1),
+  artifactHandle: z.string().min(1),
+  /** argv: exec `command` with `args`; shell: `sh -c command`; code: runtime code mode. */
+  mode: z.enum(['argv', 'shell', 'code']),
+  command: z.string(),
+  args: z.array(z.string()),
+  runtime: RuntimeName.optional(),
+  code: z.string().optional(),
+  stdin: z.string().optional(),
+  /** Relative to the agent's workspace root; '' is the root. Re-checked by the agent (realpath). */
+  cwd: z.string(),
+  /** Already scrubbed by the edge; the agent adds PATH/HOME/TMPDIR for the sandbox, nothing of its own. */
+  env: z.record(z.string(), z.string()),
+  timeoutMs: z.number().int().positive(),
+  limits: JobLimits,
+  /**
+   * Executables (names or absolute paths) the policy allows; the agent resolves the job's
+   * executable inside the sandbox PATH and refuses it unless the resolved path matches.
+   * Absent in shell mode, where the edge decided on the whole string.
+   */
+  allowedExecutables: z.array(z.string()).optional(),
+});
+export type JobSpec = z.infer<typeof JobSpec>;
+
+export const RuntimeInfo = z.object({
+  name: RuntimeName,
+  executable: z.string(),
+  path: z.string(),
+  version: z.string(),
+});
+export type RuntimeInfo = z.infer<typeof RuntimeInfo>;
+
+export const StreamSummary = z.object({
+  bytes: z.number().int().min(0),
+  lines: z.number().int().min(0),
+  /** The artifact hit its cap: it holds the first `artifactBytes` bytes only. */
+  artifactTruncated: z.boolean(),
+});
+
+export const JobExit = z.object({
+  type: z.literal('job.exit'),
+  jobId: z.string(),
+  state: TerminalState,
+  exitCode: z.number().int().nullable(),
+  signal: z.string().nullable(),
+  timedOut: z.boolean(),
+  durationMs: z.number().min(0),
+  stdout: z.string(),
+  stderr: z.string(),
+  stdoutTruncated: z.boolean(),
+  stderrTruncated: z.boolean(),
+  streams: z.object({ stdout: StreamSummary, stderr: StreamSummary }),
+  /** Whether the full streams reached the edge (HTTP PUT) before this message was sent. */
+  artifactsUploaded: z.boolean(),
+  /** Set for failed_to_start and other errors worth showing: e.g. spawn failed, compile error. */
+  error: z.object({ code: z.string(), message: z.string() }).optional(),
+  /** Code mode: which step produced this result. A failing build is a compile error, not a run error. */
+  phase: z.enum(['build', 'run']).optional(),
+});
+export type JobExit = z.infer<typeof JobExit>;
+
+// ---- agent → edge ----
+export const AgentHello = z.object({
+  type: z.literal('hello'),
+  v: z.literal(PROTOCOL_VERSION),
+  agentId: z.string().min(1).max(128),
+  version: z.string(),
+  capacity: z.number().int().min(1).max(256),
+  sandbox: SandboxKind,
+  runtimes: z.array(RuntimeInfo),
+  /** Jobs still running from before a reconnect; their results will follow. */
+  running: z.array(z.string()),
+});
+export const AgentHeartbeat = z.object({
+  type: z.literal('heartbeat'),
+  running: z.array(z.string()),
+});
+export const JobOutput = z.object({
+  type: z.literal('job.output'),
+  jobId: z.string(),
+  stream: StreamName,
+  seq: z.number().int().min(0),
+  data: z.string(),
+});
+/** The agent refused or could not take a job (capacity, local floor, unknown runtime). */
+export const JobError = z.object({
+  type: z.literal('job.error'),
+  jobId: z.string(),
+  code: z.string(),
+  message: z.string(),
+});
+export const AgentMessage = z.discriminatedUnion('type', [AgentHello, AgentHeartbeat, JobOutput, JobExit, JobError]);
+export type AgentMessage = z.infer<typeof AgentMessage>;
+export type AgentHello = z.infer<typeof AgentHello>;
+export type JobOutput = z.infer<typeof JobOutput>;
+export type JobError = z.infer<typeof JobError>;
+
+// ---- edge → agent ----
+export const EdgeWelcome = z.object({
+  type: z.literal('welcome'),
+  v: z.literal(PROTOCOL_VERSION),
+  team: z.string(),
+  heartbeatMs: z.number().int().positive(),
+});
+export const JobStart = z.object({ type: z.literal('job.start'), spec: JobSpec });
+export const JobCancel = z.object({ type: z.literal('job.cancel'), jobId: z.string(), reason: z.string() });
+/** The edge stored this job's result; the agent may forget it (until then it re-sends after reconnect). */
+export const JobAck = z.object({ type: z.literal('job.ack'), jobId: z.string() });
+export const EdgeMessage = z.discriminatedUnion('type', [EdgeWelcome, JobStart, JobCancel, JobAck]);
+export type EdgeMessage = z.infer<typeof EdgeMessage>;
+
+export type Parsed<T> = { ok: true; message: T } | { ok: false; reason: string };
+
+function parseWith<T>(schema: z.ZodType<T>, raw: string | ArrayBuffer): Parsed<T> {
+  if (typeof raw !== 'string') return { ok: false, reason: 'binary frames are not part of the protocol' };
+  let json: unknown;
+  try {
+    json = JSON.parse(raw);
+  } catch {
+    return { ok: false, reason: 'message is not valid JSON' };
+  }
+  const r = schema.safeParse(json);
+  if (!r.success) return { ok: false, reason: `malformed message: ${describeIssues(r.error.issues)}` };
+  return { ok: true, message: r.data };
+}
+
+export const parseAgentMessage = (raw: string | ArrayBuffer) => parseWith(AgentMessage, raw);
+export const parseEdgeMessage = (raw: string | ArrayBuffer) => parseWith(EdgeMessage, raw);

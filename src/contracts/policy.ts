@@ -1,0 +1,73 @@
+/**
+ * The team policy document (versioned JSON, stored in D1, set by `admin` tokens only).
+ * Stages are decided in the reference's order; see src/policy/ for the engine.
+ */
+import { z } from 'zod';
+import { RuntimeName } from './runtimes.ts';
+
+export const POLICY_SCHEMA_VERSION = 1;
+
+export const ArgumentRule = z.object({
+  /** Regular expressions (JavaScript syntax) tested against each argument; any match denies. */
+  deny: z.array(z.string()).default([]),
+  /** Interpreters' inline-code flags (`-c`, `-e`, …) are denied unless this is true. */
+  allowInlineCode: z.boolean().default(false),
+});
+export type ArgumentRule = z.infer<typeof ArgumentRule>;
+
+export const OpaEvaluator = z.object({
+  /** Base URL of an OPA-compatible server: `POST {url}/v1/data/{policyPath}`. */
+  url: z.string().url(),
+  policyPath: z.string().regex(/^[A-Za-z0-9_]+(\/[A-Za-z0-9_]+)*$/, 'policyPath is slash-separated rule path like mcp/subprocess').default('mcp/subprocess'),
+});
+
+export const PolicyDocument = z.object({
+  version: z.literal(POLICY_SCHEMA_VERSION),
+  /** Feature gates: `runtime.enabled = false` denies every runtime_execute call. */
+  execute: z.object({ enabled: z.boolean().default(true) }).default({ enabled: true }),
+  runtime: z
+    .object({
+      enabled: z.boolean().default(true),
+      allowedRuntimes: z.array(RuntimeName).default([]),
+    })
+    .default({ enabled: true, allowedRuntimes: [] }),
+  /** Executable allowlist: bare names (resolved in the sandbox PATH) or absolute paths. */
+  executables: z.object({ allow: z.array(z.string().min(1)).default([]) }).default({ allow: [] }),
+  /** Per-executable argument screens, on top of the built-in screens for known escapes. */
+  argumentRules: z.record(z.string(), ArgumentRule).default({}),
+  /** Shell strings (`execute` without args, runtime `shell` code). Off by default. */
+  shell: z
+    .object({
+      enabled: z.boolean().default(false),
+      /** The whole string must match one entry: exact text, or `/regex/` anchored by the engine. */
+      allow: z.array(z.string()).default([]),
+    })
+    .default({ enabled: false, allow: [] }),
+  env: z.object({ allow: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/)).default([]) }).default({ allow: [] }),
+  limits: z
+    .object({
+      defaultTimeoutMs: z.number().int().min(100).default(30_000),
+      maxTimeoutMs: z.number().int().min(100).max(3_600_000).default(30_000),
+      /** What to do with a requested timeout above the max: clamp it (and say so) or refuse. */
+      overMax: z.enum(['clamp', 'deny']).default('deny'),
+      inlineOutputBytes: z.number().int().min(0).max(10 * 1024 * 1024).default(40_000),
+      maxArtifactBytes: z.number().int().min(0).max(1024 * 1024 * 1024).default(100 * 1024 * 1024),
+      maxConcurrentJobs: z.number().int().min(1).max(256).default(2),
+      /** How long a call may wait for a free slot before "Concurrency limit reached". */
+      queueWaitMs: z.number().int().min(0).max(60_000).default(5_000),
+    })
+    .default({
+      defaultTimeoutMs: 30_000, maxTimeoutMs: 30_000, overMax: 'deny', inlineOutputBytes: 40_000,
+      maxArtifactBytes: 100 * 1024 * 1024, maxConcurrentJobs: 2, queueWaitMs: 5_000,
+    }),
+  opa: z
+    .object({
+      mode: z.enum(['any', 'all']).default('any'),
+      evaluators: z.array(OpaEvaluator).default([]),
+      timeoutMs: z.number().int().min(100).max(10_000).default(2_000),
+    })
+    .default({ mode: 'any', evaluators: [], timeoutMs: 2_000 }),
+  artifacts: z.object({ retentionHours: z.number().min(1).max(24 * 90).default(24) }).default({ retentionHours: 24 }),
+});
+export type PolicyDocument = z.infer<typeof PolicyDocument>;
+export type PolicyDocumentInput = z.input<typeof PolicyDocument>;

@@ -1,0 +1,123 @@
+/**
+ * MCP tool contracts: input and output shapes of every tool, defined once (zod) and used by
+ * the MCP server for validation and for the JSON Schema it advertises.
+ * Names use [a-z_] only: several MCP clients reject dots in tool names.
+ */
+import { z } from 'zod';
+import { RuntimeName } from './runtimes.ts';
+
+export const LINE_CAP = 500;
+export const TRUNCATED_SUFFIX = ' [truncated]';
+
+const EnvMap = z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'env names are [A-Za-z_][A-Za-z0-9_]*'), z.string());
+const RelCwd = z
+  .string()
+  .max(4096)
+  .describe('Working directory relative to the agent workspace root; no absolute paths or ".."');
+
+// ---- execute (reference 001) ----
+export const ExecuteInput = {
+  command: z.string().max(64 * 1024).describe('Command string (run with sh -c) or executable name when args is given'),
+  args: z.array(z.string().max(64 * 1024)).max(1000).optional().describe('Arguments; when present the command is executed directly, without a shell'),
+  stdin: z.string().max(512 * 1024).optional().describe('Content written to stdin'),
+  timeout_ms: z.number().int().positive().optional().describe('Timeout in milliseconds; the whole process tree is killed on timeout'),
+  cwd: RelCwd.optional(),
+  env: EnvMap.optional().describe('Environment variables; only names the team policy allows are passed'),
+};
+export const ExecuteOutput = {
+  stdout: z.string(),
+  stderr: z.string(),
+  exit_code: z.number().int().nullable(),
+  timed_out: z.boolean(),
+  stdout_truncated: z.boolean(),
+  stderr_truncated: z.boolean(),
+  elapsed_ms: z.number(),
+  // Gatehouse additions: truthful terminal state, the job and its artifact.
+  state: z.string(),
+  signal: z.string().nullable(),
+  job_id: z.string(),
+  artifact_handle: z.string(),
+};
+
+// ---- runtime_execute (reference 000) ----
+export const OutputMode = z.enum(['minimal', 'summary', 'intent']);
+export const RuntimeExecuteInput = {
+  runtime: RuntimeName.describe('One of the 16 runtimes'),
+  executable: z.string().max(4096).optional().describe('Executable compatible with the runtime (default: the runtime\'s first available)'),
+  args: z.array(z.string().max(64 * 1024)).max(100).optional().describe('Args mode: arguments for the executable'),
+  code: z.string().max(1024 * 1024).optional().describe('Code mode: source written to a temp file, compiled if needed, then run'),
+  stdin: z.string().max(512 * 1024).optional(),
+  relativeCwd: RelCwd.optional(),
+  timeoutMs: z.number().int().min(100).max(600_000).optional(),
+  env: EnvMap.optional(),
+  outputMode: OutputMode.optional().describe('minimal (default), summary (head+tail), intent (lines matching queryTerms)'),
+  queryTerms: z.array(z.string().min(1).max(200)).max(10).optional(),
+  contextLines: z.number().int().min(0).max(20).optional(),
+  maxResponseLines: z.number().int().min(5).max(1000).optional(),
+};
+export const Excerpt = z.object({
+  lineStart: z.number().int(),
+  lineEnd: z.number().int(),
+  content: z.string(),
+  source: z.enum(['stdout', 'stderr']),
+});
+export type Excerpt = z.infer<typeof Excerpt>;
+export const RuntimeExecuteOutput = {
+  status: z.enum(['success', 'failure', 'timeout', 'cancelled', 'denied']),
+  exitCode: z.number().int().nullable(),
+  signal: z.string().nullable(),
+  durationMs: z.number(),
+  outputLines: z.number().int(),
+  outputBytes: z.number().int(),
+  artifactHandle: z.string().nullable(),
+  stdoutSummary: z.string().optional(),
+  stderrSummary: z.string().optional(),
+  excerpts: z.array(Excerpt).optional(),
+  phase: z.enum(['build', 'run']).optional(),
+  notes: z.array(z.string()).optional(),
+};
+
+// ---- query_output (reference 000) ----
+export const QueryOutputInput = {
+  artifactHandle: z.string().min(1).max(200),
+  queryTerms: z.array(z.string().min(1).max(200)).min(1).max(10),
+  maxExcerpts: z.number().int().min(1).max(50).optional(),
+  contextLines: z.number().int().min(0).max(10).optional(),
+  stream: z.enum(['stdout', 'stderr', 'both']).optional(),
+};
+export const QueryOutputOutput = {
+  artifactHandle: z.string(),
+  excerpts: z.array(Excerpt),
+  totalLines: z.number().int(),
+  totalBytes: z.number().int(),
+  searchedStreams: z.array(z.enum(['stdout', 'stderr'])),
+  matchCount: z.number().int(),
+  matchStatus: z.enum(['matched', 'noMatch']),
+};
+
+// ---- policy_check ----
+export const PolicyCheckInput = {
+  command: z.string().max(64 * 1024),
+  args: z.array(z.string()).max(1000).optional(),
+  runtime: RuntimeName.optional(),
+  cwd: RelCwd.optional(),
+  env: EnvMap.optional(),
+  timeout_ms: z.number().int().positive().optional(),
+};
+export const PolicyCheckOutput = {
+  allowed: z.boolean(),
+  stage: z.string(),
+  reason: z.string(),
+  notes: z.array(z.string()),
+};
+
+// ---- list_runtimes ----
+export const ListRuntimesOutput = {
+  runtimes: z.array(
+    z.object({
+      name: RuntimeName,
+      allowed: z.boolean(),
+      agents: z.array(z.object({ agentId: z.string(), executable: z.string(), path: z.string(), version: z.string() })),
+    }),
+  ),
+};

@@ -1,0 +1,40 @@
+/** Bindings and configuration of the edge Worker (wrangler.toml [vars], secrets, bindings). */
+import type { TeamDispatcher } from './dispatch/team-dispatcher.ts';
+
+export interface Env {
+  DB: D1Database;
+  ARTIFACTS: R2Bucket;
+  TEAM_DISPATCHER: DurableObjectNamespace<TeamDispatcher>;
+  /** Secret: private JWK (JSON) of the Gatehouse signing key (ES256). `npm start` generates one. */
+  GATEHOUSE_SIGNING_KEY?: string;
+  /** Optional secret: HS256 shared secret for tokens minted by another system; ≥ 32 bytes. */
+  GATEHOUSE_HS_SECRET?: string;
+  GATEHOUSE_ISSUER?: string;
+  GATEHOUSE_AUDIENCE?: string;
+  ALLOWED_ORIGINS?: string;
+  MAX_BODY_BYTES?: string;
+  HEARTBEAT_MS?: string;
+  ARTIFACT_RETENTION_HOURS?: string;
+  EXTERNAL_JWKS_URL?: string;
+  EXTERNAL_ISSUER?: string;
+  EXTERNAL_AUDIENCE?: string;
+}
+
+export const SCOPES = ['execute', 'artifacts:read', 'admin', 'agent'] as const;
+export type Scope = (typeof SCOPES)[number];
+
+/** Who is calling, from a verified token. Every query is keyed by `team`. */
+export interface Principal {
+  team: string;
+  subject: string;
+  scopes: string[];
+  /** Token id (`jti`), used for revocation and audit. */
+  tokenId: string;
+  issuer: string;
+}
+
+/** Hono context variables set by middleware. */
+export interface AppVariables {
+  principal: Principal;
+}
+export type AppEnv = { Bindings: Env; Variables: AppVariables };

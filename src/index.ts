@@ -1,0 +1,29 @@
+/**
+ * Gatehouse edge Worker: routes only. Each concern lives in its own folder.
+ */
+import { Hono } from 'hono';
+import type { AppEnv, Env } from './env.ts';
+import { requireAuth, wellKnownRoutes, configGuard } from './auth/index.ts';
+import { adminRoutes } from './admin/index.ts';
+import { mcpRoutes } from './mcp/index.ts';
+import { agentRoutes } from './dispatch/routes.ts';
+import { cleanupExpiredArtifacts } from './store/artifacts.ts';
+export { TeamDispatcher } from './dispatch/team-dispatcher.ts';
+
+const app = new Hono<AppEnv>();
+
+app.get('/healthz', (c) => c.json({ ok: true }));
+// Misconfiguration (short HS secret, bad signing key) refuses every request but /healthz.
+app.use('*', configGuard());
+app.route('/', wellKnownRoutes);
+app.route('/mcp', mcpRoutes);
+app.route('/agent/v1', agentRoutes);
+app.use('/admin/v1/*', requireAuth({ scopes: ['admin'] }));
+app.route('/admin/v1', adminRoutes);
+
+export default {
+  fetch: app.fetch,
+  async scheduled(_controller: ScheduledController, env: Env, ctx: ExecutionContext) {
+    ctx.waitUntil(cleanupExpiredArtifacts(env, Date.now()));
+  },
+} satisfies ExportedHandler<Env>;

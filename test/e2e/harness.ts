@@ -1,0 +1,172 @@
+/**
+ * Whole-system test harness: starts the real gateway (`wrangler dev` → workerd with local D1/R2
+ * emulation) on a free loopback port with its own state dir, and real agent processes.
+ * Everything listens on 127.0.0.1 only.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync, rmSync, mkdirSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { generateSigningKey, mintToken } from '../../src/auth/mint.ts';
+
+export const ROOT = resolve(import.meta.dirname, '../..');
+const WRANGLER = join(ROOT, 'node_modules/.bin/wrangler');
+const NODE = process.execPath;
+
+export function freePort(): Promise<number> {
+  return new Promise((res, rej) => {
+    const s = createServer();
+    s.once('error', rej);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => res(port));
+    });
+  });
+}
+
+function run(cmd: string, args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<{ code: number; out: string }> {
+  return new Promise((res) => {
+    const p = spawn(cmd, args, { cwd: opts.cwd ?? ROOT, env: opts.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    p.stdout.on('data', (d) => (out += d));
+    p.stderr.on('data', (d) => (out += d));
+    p.on('close', (code) => res({ code: code ?? -1, out }));
+  });
+}
+
+/** Stops a detached process group: TERM, a grace, then KILL (wrangler dev is slow to stop). */
+export async function stopGroup(p: ChildProcess, graceMs = 3000): Promise<void> {
+  if (p.exitCode !== null || p.signalCode !== null || !p.pid) return;
+  const exited = new Promise<void>((r) => p.once('exit', () => r()));
+  try { process.kill(-p.pid, 'SIGTERM'); } catch { /* already gone */ }
+  const t = setTimeout(() => { try { process.kill(-p.pid!, 'SIGKILL'); } catch { /* gone */ } }, graceMs);
+  await exited;
+  clearTimeout(t);
+}
+
+export interface Gateway {
+  url: string;
+  mcpUrl: string;
+  stateDir: string;
+  signingKey: string;
+  issuer: string;
+  audience: string;
+  logs: () => string;
+  /** Mints a token with the gateway's signing key (what the offline bootstrap does). */
+  token(o: { team: string; scopes: string[]; subject?: string; ttlSeconds?: number; jti?: string; now?: number }): Promise<string>;
+  stop(): Promise<void>;
+}
+
+export interface GatewayOptions {
+  /** Extra [vars]/secrets, e.g. HEARTBEAT_MS or GATEHOUSE_HS_SECRET. */
+  vars?: Record<string, string>;
+  /** Skip applying migrations (to test a refused start-up, for example). */
+  skipMigrations?: boolean;
+}
+
+export async function startGateway(opts: GatewayOptions = {}): Promise<Gateway> {
+  const stateDir = mkdtempSync(join(tmpdir(), 'gatehouse-gw-'));
+  const port = await freePort();
+  const inspector = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const signingKey = await generateSigningKey();
+  const vars: Record<string, string> = { GATEHOUSE_SIGNING_KEY: signingKey, HEARTBEAT_MS: '1000', ...opts.vars };
+  const envFile = join(stateDir, '.dev.vars');
+  // JSON-encode values: dotenv keeps them verbatim inside double quotes only after unescaping.
+  writeFileSync(envFile, Object.entries(vars).map(([k, v]) => `${k}='${v}'`).join('\n') + '\n');
+  const persist = join(stateDir, 'state');
+  mkdirSync(persist, { recursive: true });
+  const env = { ...process.env, WRANGLER_SEND_METRICS: 'false', CI: 'true', NO_COLOR: '1' };
+  if (!opts.skipMigrations) {
+    const m = await run(WRANGLER, ['d1', 'migrations', 'apply', 'DB', '--local', '--persist-to', persist], { env });
+    if (m.code !== 0) throw new Error(`migrations failed:\n${m.out}`);
+  }
+  const p = spawn(
+    WRANGLER,
+    ['dev', '--ip', '127.0.0.1', '--port', String(port), '--inspector-port', String(inspector), '--persist-to', persist,
+      '--env-file', envFile, '--show-interactive-dev-session=false', '--log-level', 'warn'],
+    { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let logs = '';
+  p.stdout!.on('data', (d) => (logs += d));
+  p.stderr!.on('data', (d) => (logs += d));
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (p.exitCode !== null) throw new Error(`wrangler dev exited early:\n${logs}`);
+    try {
+      const r = await fetch(`${url}/healthz`);
+      if (r.ok) break;
+    } catch { /* not up yet */ }
+    if (Date.now() > deadline) { await stopGroup(p); throw new Error(`gateway did not start:\n${logs}`); }
+    await new Promise((r) => setTimeout(r, 150));
+  }
+  const issuer = vars.GATEHOUSE_ISSUER || url;
+  const audience = vars.GATEHOUSE_AUDIENCE || `${url}/mcp`;
+  return {
+    url, mcpUrl: `${url}/mcp`, stateDir, signingKey, issuer, audience,
+    logs: () => logs,
+    async token(o) {
+      const t = await mintToken({ privateJwk: signingKey, issuer, audience, team: o.team, subject: o.subject ?? `test-${o.team}`, scopes: o.scopes, ttlSeconds: o.ttlSeconds ?? 3600, jti: o.jti, now: o.now });
+      return t.token;
+    },
+    async stop() {
+      await stopGroup(p);
+      rmSync(stateDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface AgentProcess {
+  proc: ChildProcess;
+  logs: () => string;
+  /** Resolves once the agent printed that it is connected. */
+  ready: Promise<void>;
+  stop(signal?: NodeJS.Signals): Promise<void>;
+}
+
+export interface AgentOptions {
+  token: string;
+  root: string;
+  sandbox?: 'gvisor' | 'bwrap' | 'none';
+  capacity?: number;
+  agentId?: string;
+  extraArgs?: string[];
+  env?: NodeJS.ProcessEnv;
+}
+
+/** Starts a real agent process (`node executor/main.ts`) connected to `gw`. */
+export function startAgent(gw: Pick<Gateway, 'url'>, o: AgentOptions): AgentProcess {
+  const args = [join(ROOT, 'executor/main.ts'), '--url', gw.url, '--root', o.root, '--token', o.token];
+  if (o.sandbox) args.push('--sandbox', o.sandbox);
+  if (o.capacity) args.push('--capacity', String(o.capacity));
+  if (o.agentId) args.push('--id', o.agentId);
+  if (o.extraArgs) args.push(...o.extraArgs);
+  const proc = spawn(NODE, args, { cwd: ROOT, env: { ...process.env, ...o.env }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  let logs = '';
+  const ready = new Promise<void>((res, rej) => {
+    const onData = (d: Buffer) => {
+      logs += d;
+      if (/connected to /.test(logs)) res();
+    };
+    proc.stdout!.on('data', onData);
+    proc.stderr!.on('data', onData);
+    proc.once('exit', (c) => rej(new Error(`agent exited (${c}) before connecting:\n${logs}`)));
+    setTimeout(() => rej(new Error(`agent did not connect in 30s:\n${logs}`)), 30_000).unref();
+  });
+  ready.catch(() => {});
+  return {
+    proc, ready, logs: () => logs,
+    async stop(signal: NodeJS.Signals = 'SIGTERM') {
+      if (signal === 'SIGKILL') {
+        if (proc.exitCode === null && proc.signalCode === null && proc.pid) {
+          const exited = new Promise<void>((r) => proc.once('exit', () => r()));
+          process.kill(proc.pid, 'SIGKILL');
+          await exited;
+        }
+        return;
+      }
+      await stopGroup(proc, 5000);
+    },
+  };
+}
