@@ -1,0 +1,25 @@
+/**
+ * The policy every team gets until an admin sets one: safe (no shell strings, no network —
+ * the sandbox has none — conservative limits) but useful (read/build tools, installed runtimes).
+ */
+import { PolicyDocument } from '../contracts/policy.ts';
+
+export const DEFAULT_POLICY: PolicyDocument = PolicyDocument.parse({
+  version: 1,
+  execute: { enabled: true },
+  runtime: {
+    enabled: true,
+    allowedRuntimes: ['node', 'typescript', 'python', 'ruby', 'php', 'perl', 'r', 'elixir', 'go', 'java', 'kotlin', 'rust', 'c', 'cpp', 'csharp'],
+  },
+  executables: {
+    allow: [
+      'true', 'false', 'echo', 'printf', 'cat', 'head', 'tail', 'wc', 'ls', 'pwd', 'date', 'sleep', 'grep', 'sort', 'uniq',
+      'cut', 'tr', 'diff', 'find', 'stat', 'du', 'mkdir', 'touch', 'cp', 'mv', 'rm', 'sed', 'tar', 'gzip', 'git', 'make',
+      'node', 'python3', 'python', 'perl', 'ruby', 'php', 'Rscript', 'elixir', 'go', 'java', 'kotlinc', 'rustc',
+      'cc', 'gcc', 'c++', 'g++', 'dotnet', 'tsx',
+    ],
+  },
+  shell: { enabled: false, allow: [] },
+  env: { allow: ['LANG', 'LC_ALL', 'TZ', 'CI', 'NO_COLOR'] },
+  limits: { defaultTimeoutMs: 30_000, maxTimeoutMs: 120_000, overMax: 'clamp', inlineOutputBytes: 40_000, maxArtifactBytes: 100 * 1024 * 1024, maxConcurrentJobs: 4, queueWaitMs: 5_000 },
+});
