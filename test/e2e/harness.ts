@@ -63,6 +63,8 @@ export interface GatewayOptions {
   vars?: Record<string, string>;
   /** Skip applying migrations (to test a refused start-up, for example). */
   skipMigrations?: boolean;
+  /** Extra `wrangler dev` arguments. */
+  extraArgs?: string[];
 }
 
 export async function startGateway(opts: GatewayOptions = {}): Promise<Gateway> {
@@ -85,7 +87,9 @@ export async function startGateway(opts: GatewayOptions = {}): Promise<Gateway> 
   const p = spawn(
     WRANGLER,
     ['dev', '--ip', '127.0.0.1', '--port', String(port), '--inspector-port', String(inspector), '--persist-to', persist,
-      '--env-file', envFile, '--show-interactive-dev-session=false', '--log-level', 'warn'],
+      '--env-file', envFile, '--show-interactive-dev-session=false', '--log-level', 'warn',
+      // Lets tests trigger the cron handler with GET /__scheduled.
+      '--test-scheduled', ...(opts.extraArgs ?? [])],
     { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let logs = '';
