@@ -11,6 +11,7 @@ export type ErrorCode =
   | 'policy_denied'
   | 'no_agent'
   | 'concurrency_limit'
+  | 'cancelled'
   | 'runtime_unavailable'
   | 'spawn_failed'
   | 'payload_too_large'
