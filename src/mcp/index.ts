@@ -1,0 +1,106 @@
+/**
+ * The MCP endpoint (Streamable HTTP, stateless): Origin check, auth, body limit, JSON-RPC
+ * parsing, cancellation routing, then the SDK's web-standard transport with a fresh server.
+ */
+import { Hono, type MiddlewareHandler } from 'hono';
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import type { AppEnv } from '../env.ts';
+import { requireAuth } from '../auth/index.ts';
+import { buildServer } from './server.ts';
+import { cancelKey } from './context.ts';
+import { cancelByCall } from '../dispatch/client.ts';
+
+export const mcpRoutes = new Hono<AppEnv>();
+
+const DEFAULT_MAX_BODY = 1024 * 1024;
+
+function jsonRpcError(status: number, code: number, message: string): Response {
+  return Response.json({ jsonrpc: '2.0', error: { code, message }, id: null }, { status });
+}
+
+/** Browsers send Origin; a page from an origin not on the list must not drive the endpoint (DNS rebinding, CSRF). */
+export function originCheck(): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const origin = c.req.header('Origin');
+    if (origin === undefined) return next();
+    const allowed = (c.env.ALLOWED_ORIGINS ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+    const self = new URL(c.req.url).origin;
+    if (origin === self || allowed.includes(origin)) return next();
+    return jsonRpcError(403, -32000, `Forbidden: Origin "${origin}" is not allowed (allowed: ${[self, ...allowed].join(', ')})`);
+  };
+}
+
+mcpRoutes.use('*', originCheck());
+mcpRoutes.use('*', requireAuth({ anyScope: ['execute', 'artifacts:read', 'admin'] }));
+
+// Stateless: there is no standalone server→client stream to open (the spec allows 405 here).
+mcpRoutes.get('/', () => new Response(null, { status: 405, headers: { Allow: 'POST, DELETE' } }));
+
+mcpRoutes.on(['POST', 'DELETE'], '/', async (c) => {
+  const maxBody = Number(c.env.MAX_BODY_BYTES ?? DEFAULT_MAX_BODY) || DEFAULT_MAX_BODY;
+  let parsedBody: unknown;
+  if (c.req.method === 'POST') {
+    const declared = c.req.header('Content-Length');
+    if (declared !== undefined && Number(declared) > maxBody) {
+      return jsonRpcError(413, -32000, `Payload Too Large: the body has ${declared} bytes; the limit is ${maxBody}`);
+    }
+    const body = await readCapped(c.req.raw, maxBody);
+    if (body === null) return jsonRpcError(413, -32000, `Payload Too Large: the limit is ${maxBody} bytes`);
+    try {
+      parsedBody = JSON.parse(body);
+    } catch {
+      return jsonRpcError(400, -32700, 'Parse error: the body is not valid JSON');
+    }
+    await routeCancellations(c.env, c.get('principal'), parsedBody);
+  }
+  const p = c.get('principal');
+  const server = buildServer({ env: c.env, principal: p });
+  const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: false });
+  await server.connect(transport);
+  const res = await transport.handleRequest(c.req.raw, {
+    parsedBody,
+    authInfo: { token: '', clientId: p.subject, scopes: p.scopes, extra: { team: p.team, tokenId: p.tokenId } },
+  });
+  return res;
+});
+
+async function readCapped(req: Request, max: number): Promise<string | null> {
+  if (!req.body) return '';
+  const reader = req.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > max) {
+      await reader.cancel();
+      return null;
+    }
+    chunks.push(value);
+  }
+  const all = new Uint8Array(size);
+  let o = 0;
+  for (const ch of chunks) {
+    all.set(ch, o);
+    o += ch.byteLength;
+  }
+  return new TextDecoder().decode(all);
+}
+
+/**
+ * `notifications/cancelled` arrives as its own POST, possibly in another isolate than the call
+ * it cancels; the team's DO finds the job by (token, request id) and tells the agent to kill it.
+ */
+async function routeCancellations(env: AppEnv['Bindings'], p: AppEnv['Variables']['principal'], body: unknown): Promise<void> {
+  const messages = Array.isArray(body) ? body : [body];
+  for (const m of messages) {
+    if (!m || typeof m !== 'object') continue;
+    const msg = m as { method?: unknown; params?: { requestId?: unknown; reason?: unknown } };
+    if (msg.method !== 'notifications/cancelled') continue;
+    const id = msg.params?.requestId;
+    if (typeof id !== 'string' && typeof id !== 'number') continue;
+    const reason = typeof msg.params?.reason === 'string' ? msg.params.reason : 'cancelled by the client';
+    await cancelByCall(env, p.team, cancelKey(p, id), reason);
+  }
+}

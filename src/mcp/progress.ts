@@ -1,0 +1,37 @@
+/**
+ * Turns job output events into MCP progress notifications, when the client asked for them
+ * (a progressToken in the request's _meta). Throttled so a chatty job cannot flood the stream.
+ */
+import type { ToolExtra } from './context.ts';
+import type { DispatchEvent } from '../dispatch/events.ts';
+
+const MIN_INTERVAL_MS = 200;
+const MESSAGE_CHARS = 200;
+
+export function progressReporter(extra: ToolExtra): (e: DispatchEvent) => Promise<void> {
+  const token = extra._meta?.progressToken;
+  let progress = 0;
+  let last = 0;
+  let pending = '';
+  return async (e) => {
+    if (token === undefined) return;
+    let message: string;
+    if (e.type === 'queued') message = `queued (position ${e.position})`;
+    else if (e.type === 'started') message = `started on agent ${e.agentId}`;
+    else if (e.type === 'output') {
+      pending += e.data;
+      const now = Date.now();
+      if (now - last < MIN_INTERVAL_MS) return;
+      const lines = pending.split('\n').filter((l) => l.trim() !== '');
+      message = `${e.stream}: ${(lines.at(-1) ?? '').slice(0, MESSAGE_CHARS)}`;
+      pending = '';
+    } else return;
+    last = Date.now();
+    progress += 1;
+    try {
+      await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress, message } });
+    } catch {
+      // The client stream may be gone; the job's result still matters more than its progress.
+    }
+  };
+}

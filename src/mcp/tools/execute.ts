@@ -1,0 +1,60 @@
+/**
+ * `execute` (reference 001): `args` given → the executable runs directly; omitted → `sh -c
+ * command` (a policy switch, decided on the whole string). Result keeps the reference's shape
+ * plus Gatehouse's truthful terminal state, the job id and the artifact handle.
+ */
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { ExecuteInput, ExecuteOutput } from '../../contracts/tools.ts';
+import { missingScope, toolError, toolResult, type ToolContext } from '../context.ts';
+import { runGoverned } from '../governed-run.ts';
+
+export function registerExecute(server: McpServer, ctx: ToolContext): void {
+  server.registerTool(
+    'execute',
+    {
+      title: 'Run a command under the team policy',
+      description:
+        'Runs a command in a sandbox on one of the team\'s executor agents. With "args" the executable runs directly (no shell); ' +
+        'without it the whole string runs with sh -c, if the team policy allows shell strings. Returns stdout, stderr, exit code ' +
+        '(inline output capped, full output kept as an artifact: search it with query_output).',
+      inputSchema: ExecuteInput,
+      outputSchema: ExecuteOutput,
+    },
+    async (input, extra) => {
+      const denied = missingScope(ctx, 'execute', ['execute']);
+      if (denied) return denied;
+      if (input.command.trim() === '') return toolError('Error: command: empty');
+      const shell = input.args === undefined;
+      const out = await runGoverned(ctx, extra, {
+        tool: 'execute',
+        policy: {
+          mode: shell ? 'shell' : 'argv', command: input.command, args: input.args ?? [],
+          cwd: input.cwd, env: input.env, timeoutMs: input.timeout_ms,
+        },
+        job: { mode: shell ? 'shell' : 'argv', command: input.command, args: input.args ?? [], stdin: input.stdin },
+      });
+      if (out.kind === 'denied') return toolError(`Error: policy denied (${out.decision.stage}): ${out.decision.reason}`);
+      if (out.kind === 'error') return toolError(`Error: ${out.error.message}`);
+      const { exit } = out;
+      if (exit.state === 'failed_to_start') {
+        return toolError(`Error: execute: spawn failed${exit.error ? ` (${exit.error.message.replace(/^Error: execute: spawn failed:?\s*/, '')})` : ''}`);
+      }
+      const structured = {
+        stdout: exit.stdout,
+        stderr: exit.stderr,
+        exit_code: exit.exitCode,
+        timed_out: exit.timedOut,
+        stdout_truncated: exit.stdoutTruncated,
+        stderr_truncated: exit.stderrTruncated,
+        elapsed_ms: Math.round(exit.durationMs),
+        state: exit.state,
+        signal: exit.signal,
+        job_id: out.jobId,
+        artifact_handle: out.handle,
+      };
+      const notes = out.decision.notes.length ? `\n(policy: ${out.decision.notes.join('; ')})` : '';
+      if (exit.state === 'lost') return { ...toolError(`Error: the job was lost: ${exit.error?.message ?? 'its executor agent vanished'}`), structuredContent: structured };
+      return toolResult(structured, JSON.stringify(structured) + notes);
+    },
+  );
+}

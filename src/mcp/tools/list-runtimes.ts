@@ -1,0 +1,38 @@
+/** `list_runtimes`: which of the 16 runtimes the team may use and which its agents have, with versions. */
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { ListRuntimesOutput } from '../../contracts/tools.ts';
+import { RUNTIME_NAMES, RUNTIMES } from '../../contracts/runtimes.ts';
+import { getTeamPolicy } from '../../store/policies.ts';
+import { listAgents } from '../../dispatch/client.ts';
+import { writeAudit } from '../../store/audit.ts';
+import { missingScope, toolResult, type ToolContext } from '../context.ts';
+
+export function registerListRuntimes(server: McpServer, ctx: ToolContext): void {
+  server.registerTool(
+    'list_runtimes',
+    {
+      title: 'List runtimes',
+      description: 'Lists the 16 runtimes: whether the team policy allows each, and which connected executor agents have its toolchain (with versions).',
+      outputSchema: ListRuntimesOutput,
+    },
+    async () => {
+      const denied = missingScope(ctx, 'list_runtimes', ['execute', 'artifacts:read', 'admin']);
+      if (denied) return denied;
+      const [{ policy }, agents] = await Promise.all([getTeamPolicy(ctx.env, ctx.principal.team), listAgents(ctx.env, ctx.principal.team)]);
+      const runtimes = RUNTIME_NAMES.map((name) => ({
+        name,
+        allowed: policy.runtime.enabled && policy.runtime.allowedRuntimes.includes(name),
+        agents: agents.flatMap((a) =>
+          a.runtimes.filter((r) => r.name === name).map((r) => ({ agentId: a.agentId, executable: r.executable, path: r.path, version: r.version })),
+        ),
+      }));
+      const p = ctx.principal;
+      await writeAudit(ctx.env.DB, { team: p.team, subject: p.subject, tokenId: p.tokenId, tool: 'list_runtimes', decision: 'allowed' });
+      const lines = runtimes.map((r) =>
+        `${r.name}: ${r.allowed ? 'allowed' : 'not allowed'}; ${r.agents.length ? r.agents.map((a) => `${a.agentId} ${a.version}`).join(', ') : `no agent has it (Debian package: ${RUNTIMES[r.name].debianPackage})`}`,
+      );
+      if (agents.length === 0) lines.unshift(`no executor agent is connected for team '${p.team}'`);
+      return toolResult({ runtimes }, lines.join('\n'));
+    },
+  );
+}

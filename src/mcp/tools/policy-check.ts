@@ -1,0 +1,38 @@
+/** `policy_check`: a dry run of the team policy for a command, with the stage and reason. */
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { PolicyCheckInput, PolicyCheckOutput } from '../../contracts/tools.ts';
+import { decide } from '../../policy/engine.ts';
+import { getTeamPolicy } from '../../store/policies.ts';
+import { writeAudit } from '../../store/audit.ts';
+import { missingScope, toolResult, type ToolContext } from '../context.ts';
+
+export function registerPolicyCheck(server: McpServer, ctx: ToolContext): void {
+  server.registerTool(
+    'policy_check',
+    {
+      title: 'Dry-run the team policy',
+      description: 'Says whether the team policy would allow a command (args given: direct exec; omitted: shell string), which stage decides, and why. Nothing runs.',
+      inputSchema: PolicyCheckInput,
+      outputSchema: PolicyCheckOutput,
+    },
+    async (input) => {
+      const denied = missingScope(ctx, 'policy_check', ['execute', 'admin']);
+      if (denied) return denied;
+      const { policy } = await getTeamPolicy(ctx.env, ctx.principal.team);
+      const shell = input.args === undefined && !input.runtime;
+      const d = await decide(policy, {
+        tool: input.runtime ? 'runtime_execute' : 'policy_check',
+        mode: shell ? 'shell' : 'argv', command: input.command, args: input.args ?? [], runtime: input.runtime,
+        cwd: input.cwd, env: input.env, timeoutMs: input.timeout_ms, team: ctx.principal.team, subject: ctx.principal.subject,
+      });
+      const p = ctx.principal;
+      await writeAudit(ctx.env.DB, {
+        team: p.team, subject: p.subject, tokenId: p.tokenId, tool: 'policy_check',
+        command: { command: input.command, args: input.args, runtime: input.runtime, env: input.env }, cwd: input.cwd,
+        decision: d.allowed ? 'allowed' : 'denied', reason: `dry run; ${d.stage}: ${d.reason}`,
+      });
+      const structured = { allowed: d.allowed, stage: d.stage, reason: d.reason, notes: d.notes };
+      return toolResult(structured, `${d.allowed ? 'allowed' : 'denied'} (${d.stage}): ${d.reason}${d.notes.length ? `\nnotes: ${d.notes.join('; ')}` : ''}`);
+    },
+  );
+}

@@ -1,0 +1,35 @@
+/** `query_output` (reference 000): search a job's artifact instead of reading it whole. */
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { QueryOutputInput, QueryOutputOutput } from '../../contracts/tools.ts';
+import { queryOutput } from '../query-output.ts';
+import { writeAudit } from '../../store/audit.ts';
+import { missingScope, toolError, toolResult, type ToolContext } from '../context.ts';
+
+export function registerQueryOutput(server: McpServer, ctx: ToolContext): void {
+  server.registerTool(
+    'query_output',
+    {
+      title: 'Search a job\'s stored output',
+      description:
+        'Searches the stored stdout/stderr of a job (artifactHandle from execute or runtime_execute) for queryTerms and returns excerpt ' +
+        'windows with line numbers (contextLines around each match, overlapping windows merged).',
+      inputSchema: QueryOutputInput,
+      outputSchema: QueryOutputOutput,
+    },
+    async (input) => {
+      const denied = missingScope(ctx, 'query_output', ['artifacts:read']);
+      if (denied) return denied;
+      const started = Date.now();
+      const r = await queryOutput(ctx.env, ctx.principal.team, input);
+      const p = ctx.principal;
+      await writeAudit(ctx.env.DB, {
+        team: p.team, subject: p.subject, tokenId: p.tokenId, tool: 'query_output',
+        command: { artifactHandle: input.artifactHandle, queryTerms: input.queryTerms, stream: input.stream },
+        decision: r.ok ? 'allowed' : 'failed', reason: r.ok ? undefined : `${r.error.code}: ${r.error.message}`,
+        durationMs: Date.now() - started, bytes: r.ok ? r.value.totalBytes : undefined,
+      });
+      if (!r.ok) return toolError(`Error: ${r.error.message}`);
+      return toolResult(r.value as unknown as Record<string, unknown>);
+    },
+  );
+}

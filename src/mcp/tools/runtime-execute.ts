@@ -1,0 +1,88 @@
+/**
+ * `runtime_execute` (reference 000): one of 16 runtimes, args mode or code mode, output shaped
+ * by `outputMode` (minimal by default: a few numbers and the artifact handle).
+ */
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { RuntimeExecuteInput, RuntimeExecuteOutput } from '../../contracts/tools.ts';
+import { RUNTIMES, type RuntimeName } from '../../contracts/runtimes.ts';
+import { listAgents } from '../../dispatch/client.ts';
+import { getArtifactRows, readTail } from '../../store/artifacts.ts';
+import { shapeRuntimeResult } from '../output-shape.ts';
+import { missingScope, toolError, toolResult, type ToolContext } from '../context.ts';
+import { runGoverned } from '../governed-run.ts';
+
+/** Bytes of the real end of the output read back for a summary when the inline copy was cut. */
+const TAIL_BYTES = 16 * 1024;
+
+export function registerRuntimeExecute(server: McpServer, ctx: ToolContext): void {
+  server.registerTool(
+    'runtime_execute',
+    {
+      title: 'Run code or a program in a runtime',
+      description:
+        'Runs a runtime (node, typescript, python, shell, ruby, php, perl, r, elixir, go, java, kotlin, rust, c, cpp, csharp) under the team policy. ' +
+        'Args mode: "args" for the runtime\'s executable. Code mode: "code" is written to a temp file, compiled if needed, and run. ' +
+        'outputMode minimal (default) returns status and counts plus an artifactHandle to search with query_output; summary adds head+tail; intent returns only lines matching queryTerms.',
+      inputSchema: RuntimeExecuteInput,
+      outputSchema: RuntimeExecuteOutput,
+    },
+    async (input, extra) => {
+      const denied = missingScope(ctx, 'runtime_execute', ['execute']);
+      if (denied) return denied;
+      if (input.args !== undefined && input.code !== undefined) {
+        return toolError('Error: pass either "args" (args mode) or "code" (code mode), not both');
+      }
+      const outputMode = input.outputMode ?? 'minimal';
+      if (outputMode === 'intent' && !input.queryTerms?.length) {
+        return toolError('Error: outputMode "intent" returns only lines matching queryTerms; pass at least one query term');
+      }
+      const runtime: RuntimeName = input.runtime;
+      const executable = input.executable ?? (await defaultExecutable(ctx, runtime));
+      const code = input.code;
+      const codeMode = code !== undefined;
+      // Runtime `shell` code is a shell string: the policy decides the whole string, like execute without args.
+      const policyMode = codeMode ? (runtime === 'shell' ? 'shell' : 'code') : 'argv';
+      const out = await runGoverned(ctx, extra, {
+        tool: 'runtime_execute',
+        policy: {
+          mode: policyMode, command: policyMode === 'shell' ? code! : executable, args: input.args ?? [], runtime, code,
+          cwd: input.relativeCwd, env: input.env, timeoutMs: input.timeoutMs,
+        },
+        job: { mode: codeMode ? 'code' : 'argv', command: executable, args: input.args ?? [], runtime, code, stdin: input.stdin },
+      });
+      if (out.kind === 'denied') {
+        const structured = {
+          status: 'denied' as const, exitCode: null, signal: null, durationMs: 0, outputLines: 0, outputBytes: 0, artifactHandle: null,
+          notes: [`${out.decision.stage}: ${out.decision.reason}`],
+        };
+        return { ...toolError(`Error: policy denied (${out.decision.stage}): ${out.decision.reason}`), structuredContent: structured };
+      }
+      if (out.kind === 'error') return toolError(`Error: ${out.error.message}`);
+      const { exit } = out;
+      const hasArtifact = exit.streams.stdout.bytes + exit.streams.stderr.bytes > 0 && exit.artifactsUploaded;
+      let tails: { stdout?: string; stderr?: string } | undefined;
+      if (outputMode === 'summary' && hasArtifact && (exit.stdoutTruncated || exit.stderrTruncated)) {
+        const rows = await getArtifactRows(ctx.env, ctx.principal.team, out.handle);
+        tails = {};
+        for (const row of rows) tails[row.stream] = await readTail(ctx.env, row, TAIL_BYTES);
+      }
+      const shaped = shapeRuntimeResult(exit, {
+        artifactHandle: hasArtifact ? out.handle : null, outputMode, queryTerms: input.queryTerms,
+        contextLines: input.contextLines, maxResponseLines: input.maxResponseLines, tails,
+      });
+      const notes = [...out.decision.notes, ...(exit.error ? [`${exit.error.code}: ${exit.error.message}`] : [])];
+      const structured = { ...shaped, ...(notes.length ? { notes: [...(shaped.notes ?? []), ...notes] } : {}) };
+      if (exit.state === 'failed_to_start' || exit.state === 'lost') {
+        return { ...toolError(`Error: ${exit.error?.message ?? exit.state}`), structuredContent: structured };
+      }
+      return toolResult(structured);
+    },
+  );
+}
+
+/** The runtime's first executable that a connected agent actually has, else its preferred one. */
+async function defaultExecutable(ctx: ToolContext, runtime: RuntimeName): Promise<string> {
+  const agents = await listAgents(ctx.env, ctx.principal.team);
+  const present = new Set(agents.flatMap((a) => a.runtimes.filter((r) => r.name === runtime).map((r) => r.executable)));
+  return RUNTIMES[runtime].executables.find((e) => present.has(e)) ?? RUNTIMES[runtime].executables[0];
+}
