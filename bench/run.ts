@@ -1,0 +1,176 @@
+/**
+ * `npm run bench`: speed and memory figures, each with a baseline measured in the same run.
+ * Everything talks to 127.0.0.1 only: a local `wrangler dev` gateway and local agents.
+ *
+ *  1. bare `spawn('true')` in a Node process (the baseline)
+ *  2. `execute true` end to end (MCP SDK client → workerd → DO → agent → sandbox → back) with
+ *     sandbox none, gVisor cold (no warm pool), gVisor warm pool: p50/p99 and ratio to (1)
+ *  3. jobs/s with 16 concurrent clients (warm-pool gVisor, and none)
+ *  4. policy decision time in-process (median/p99)
+ *  5. query_output over a 100 MB artifact end to end, and the in-process search rate
+ *  6. runtime_execute `minimal` response size in bytes
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { startAgent, startGateway, type AgentProcess, type Gateway } from '../test/e2e/harness.ts';
+import { DEFAULT_POLICY } from '../src/policy/default-policy.ts';
+import { benchBareSpawn } from './executor.ts';
+import { benchPolicy } from './policy.ts';
+import { benchSearch } from './query.ts';
+
+const quick = process.argv.includes('--quick');
+const N = quick ? 20 : 100;
+const N_COLD = quick ? 5 : 20;
+
+function pct(xs: number[], p: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
+}
+const f = (ms: number) => `${ms.toFixed(1)} ms`;
+const rows: string[][] = [];
+function row(...cells: string[]) {
+  rows.push(cells);
+  console.log(cells.join(' | '));
+}
+
+async function connect(gw: Gateway, team: string): Promise<Client> {
+  const c = new Client({ name: 'gatehouse-bench', version: '1' });
+  const token = await gw.token({ team, scopes: ['execute', 'artifacts:read'] });
+  await c.connect(new StreamableHTTPClientTransport(new URL(gw.mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+  return c;
+}
+
+async function setPolicy(gw: Gateway, team: string, patch: Record<string, unknown>) {
+  const token = await gw.token({ team, scopes: ['admin'] });
+  const r = await fetch(`${gw.url}/admin/v1/policy`, {
+    method: 'PUT', headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ ...DEFAULT_POLICY, ...patch }),
+  });
+  if (!r.ok) throw new Error(`policy: ${r.status} ${await r.text()}`);
+}
+
+async function timeCalls(c: Client, n: number, args: Record<string, unknown>): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t = performance.now();
+    const r = await c.callTool({ name: 'execute', arguments: args });
+    if (r.isError) throw new Error(`execute failed: ${JSON.stringify(r.content)}`);
+    out.push(performance.now() - t);
+  }
+  return out;
+}
+
+async function throughput(gw: Gateway, team: string, clients: number, perClient: number): Promise<number> {
+  const cs = await Promise.all(Array.from({ length: clients }, () => connect(gw, team)));
+  const t = performance.now();
+  await Promise.all(cs.map((c) => timeCalls(c, perClient, { command: 'true', args: [] })));
+  const s = (performance.now() - t) / 1000;
+  await Promise.all(cs.map((c) => c.close()));
+  return (clients * perClient) / s;
+}
+
+function hasRunsc(): boolean {
+  try {
+    execFileSync('runsc', ['--version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function main() {
+  console.log(`Gatehouse benchmark (${quick ? 'quick' : 'full'}; loopback only)\n`);
+  const bare = await benchBareSpawn(N);
+  const bareP50 = pct(bare, 50);
+  row('measure', 'p50', 'p99', 'ratio p50 / bare spawn');
+  row("bare spawn('true') in the agent process", f(bareP50), f(pct(bare, 99)), '1.0×');
+
+  const gw = await startGateway({ vars: { HEARTBEAT_MS: '5000' } });
+  const agents: AgentProcess[] = [];
+  const roots: string[] = [];
+  const launch = async (team: string, sandbox: 'none' | 'gvisor', extra: string[] = []) => {
+    const root = mkdtempSync(join(tmpdir(), 'gatehouse-bench-'));
+    roots.push(root);
+    await setPolicy(gw, team, {
+      limits: { ...DEFAULT_POLICY.limits, maxConcurrentJobs: 16, queueWaitMs: 60_000, maxArtifactBytes: 200 * 1024 * 1024 },
+      executables: { allow: [...DEFAULT_POLICY.executables.allow, 'seq'] },
+    });
+    const a = startAgent(gw, { token: await gw.token({ team, scopes: ['agent'] }), root, sandbox, capacity: 16, agentId: `bench-${team}`, extraArgs: extra });
+    agents.push(a);
+    await a.ready;
+    return a;
+  };
+  try {
+    await launch('b-none', 'none');
+    const none = await connect(gw, 'b-none');
+    await timeCalls(none, 5, { command: 'true', args: [] }); // warm-up
+    const tNone = await timeCalls(none, N, { command: 'true', args: [] });
+    row('execute true, sandbox none (end to end)', f(pct(tNone, 50)), f(pct(tNone, 99)), `${(pct(tNone, 50) / bareP50).toFixed(1)}× (+${f(pct(tNone, 50) - bareP50)})`);
+
+    let warmClient: Client | null = null;
+    if (hasRunsc()) {
+      await launch('b-cold', 'gvisor', ['--warm', '0']);
+      const cold = await connect(gw, 'b-cold');
+      await timeCalls(cold, 2, { command: 'true', args: [] });
+      const tCold = await timeCalls(cold, N_COLD, { command: 'true', args: [] });
+      row('execute true, gVisor cold (runsc run per job)', f(pct(tCold, 50)), f(pct(tCold, 99)), `${(pct(tCold, 50) / bareP50).toFixed(1)}×`);
+      await cold.close();
+
+      await launch('b-warm', 'gvisor', ['--warm', '4']);
+      warmClient = await connect(gw, 'b-warm');
+      await timeCalls(warmClient, 5, { command: 'true', args: [] });
+      const tWarm: number[] = [];
+      // Paced like an interactive client, so the pool refills between calls (its steady state).
+      for (let i = 0; i < N; i++) {
+        tWarm.push(...(await timeCalls(warmClient, 1, { command: 'true', args: [] })));
+        await new Promise((r) => setTimeout(r, 150));
+      }
+      row('execute true, gVisor warm pool', f(pct(tWarm, 50)), f(pct(tWarm, 99)), `${(pct(tWarm, 50) / bareP50).toFixed(1)}× (target p50 ≤ 60 ms)`);
+    } else {
+      row('execute true, gVisor', 'skipped: runsc not installed', '', '');
+    }
+
+    const per = quick ? 5 : 20;
+    row('throughput, 16 concurrent clients, sandbox none', `${(await throughput(gw, 'b-none', 16, per)).toFixed(1)} jobs/s`, '', '');
+    if (warmClient) row('throughput, 16 concurrent clients, gVisor warm pool', `${(await throughput(gw, 'b-warm', 16, per)).toFixed(1)} jobs/s`, '', '');
+
+    const pol = await benchPolicy(quick ? 2_000 : 20_000);
+    row('policy decision (in-process, default policy)', `${pol.medianUs.toFixed(1)} µs`, `${pol.p99Us.toFixed(1)} µs`, '');
+
+    const s100 = await benchSearch(100);
+    row('artifact search in-process, 100 MB', `${s100.ms.toFixed(0)} ms`, `${s100.mbPerS.toFixed(0)} MB/s`, '');
+
+    // 100 MB artifact produced by a real job, then searched through query_output end to end.
+    const big = await none.callTool({ name: 'execute', arguments: { command: 'seq', args: ['1', '13500000'], timeout_ms: 120_000 } }, undefined, { timeout: 300_000 });
+    const handle = (big.structuredContent as { artifact_handle: string }).artifact_handle;
+    const tq: number[] = [];
+    let totalBytes = 0;
+    for (let i = 0; i < (quick ? 2 : 5); i++) {
+      const t = performance.now();
+      const q = await none.callTool({ name: 'query_output', arguments: { artifactHandle: handle, queryTerms: ['12345678'], contextLines: 2 } }, undefined, { timeout: 120_000 });
+      tq.push(performance.now() - t);
+      totalBytes = (q.structuredContent as { totalBytes: number }).totalBytes;
+    }
+    row(`query_output over a ${(totalBytes / 1e6).toFixed(0)} MB artifact (end to end)`, f(pct(tq, 50)), f(Math.max(...tq)), 'target < 1000 ms');
+
+    const minimal = await none.callTool({ name: 'runtime_execute', arguments: { runtime: 'python', code: 'print("hello")' } });
+    row('runtime_execute minimal: structuredContent size', `${JSON.stringify(minimal.structuredContent).length} bytes`, '', 'target ≤ 300 bytes');
+    await none.close();
+    await warmClient?.close();
+  } finally {
+    for (const a of agents) await a.stop();
+    await gw.stop();
+    for (const r of roots) rmSync(r, { recursive: true, force: true });
+  }
+  console.log('\nMarkdown:\n');
+  console.log(rows.map((r, i) => `| ${r.join(' | ')} |${i === 0 ? `\n|${r.map(() => '---').join('|')}|` : ''}`).join('\n'));
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
