@@ -66,7 +66,7 @@ export class TeamDispatcher extends DurableObject<Env> {
     if (team) await this.rememberTeam(team);
     switch (url.pathname) {
       case DO_PATHS.connect:
-        return this.connect(request);
+        return this.acceptAgent(request);
       case DO_PATHS.run:
         return this.run(request);
       case DO_PATHS.cancel: {
@@ -90,7 +90,7 @@ export class TeamDispatcher extends DurableObject<Env> {
 
   // ---- agent sockets ----
 
-  private connect(request: Request): Response {
+  private acceptAgent(request: Request): Response {
     if (request.headers.get('Upgrade')?.toLowerCase() !== 'websocket') {
       return Response.json({ error: { code: 'invalid_argument', message: 'expected a WebSocket upgrade' } }, { status: 426 });
     }

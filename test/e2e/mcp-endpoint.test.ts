@@ -144,16 +144,16 @@ describe('HTTP guards on /mcp', () => {
     const big = JSON.stringify({ ...init, params: { ...init.params, pad: 'x'.repeat(70_000) } });
     const r = await post(big);
     expect(r.status).toBe(413);
-    expect((await r.json()).error.message).toContain('65536');
+    expect(((await r.json()) as any).error.message).toContain('65536');
   });
 
   it('answers garbage with a JSON-RPC parse error and non-JSON-RPC JSON with an invalid request', async () => {
     const garbage = await post('{not json');
     expect(garbage.status).toBe(400);
-    expect((await garbage.json()).error.code).toBe(-32700);
+    expect(((await garbage.json()) as any).error.code).toBe(-32700);
     const wrong = await post(JSON.stringify({ hello: 'world' }));
     expect(wrong.status).toBe(400);
-    expect((await wrong.json()).error.code).toBeLessThan(-32000 + 1);
+    expect(((await wrong.json()) as any).error.code).toBeLessThan(-32000 + 1);
   });
 
   it('refuses an unsupported MCP-Protocol-Version with 400', async () => {
