@@ -65,6 +65,8 @@ export interface GatewayOptions {
   skipMigrations?: boolean;
   /** Extra `wrangler dev` arguments. */
   extraArgs?: string[];
+  /** Runs after migrations, before `wrangler dev` starts: seed local D1/R2 state under `persistDir`. */
+  beforeStart?: (persistDir: string) => Promise<void>;
 }
 
 export async function startGateway(opts: GatewayOptions = {}): Promise<Gateway> {
@@ -84,6 +86,7 @@ export async function startGateway(opts: GatewayOptions = {}): Promise<Gateway> 
     const m = await run(WRANGLER, ['d1', 'migrations', 'apply', 'DB', '--local', '--persist-to', persist], { env });
     if (m.code !== 0) throw new Error(`migrations failed:\n${m.out}`);
   }
+  if (opts.beforeStart) await opts.beforeStart(persist);
   const p = spawn(
     WRANGLER,
     ['dev', '--ip', '127.0.0.1', '--port', String(port), '--inspector-port', String(inspector), '--persist-to', persist,
