@@ -108,11 +108,11 @@ function summarize(exit: JobExit, stream: StreamName, headLines: number, tailLin
   const head = inline.slice(0, headLines);
   if (realTail !== undefined) {
     const tailAll = splitLines(realTail);
-    const tail = tailAll.slice(Math.max(0, tailAll.length - tailLines));
+    // A stream only a little over the inline cap (few, long lines): the tail must not repeat the head.
+    const want = total > 0 ? Math.max(0, Math.min(tailLines, total - head.length)) : tailLines;
+    const tail = want > 0 ? tailAll.slice(Math.max(0, tailAll.length - want)) : [];
     const omitted = total - head.length - tail.length;
-    // The real tail may reach back into the head when the stream is only a little over the inline cap.
-    const marker = omitted > 0 ? `... [${omitted} lines omitted${where}] ...` : '... [output continues] ...';
-    return [...head, marker, ...tail].join('\n');
+    return (omitted > 0 ? [...head, `... [${omitted} lines omitted${where}] ...`, ...tail] : [...head, ...tail]).join('\n');
   }
   // Only the start of the stream is at hand: say so rather than pass its end off as the real tail.
   const shown = inline.slice(0, headLines + tailLines);

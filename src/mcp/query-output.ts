@@ -6,7 +6,7 @@ import { z } from 'zod';
 import type { Env } from '../env.ts';
 import type { StreamName } from '../contracts/agent-protocol.ts';
 import { QueryOutputInput, QueryOutputOutput, type Excerpt } from '../contracts/tools.ts';
-import { describeIssues, err, ok, type Result } from '../contracts/errors.ts';
+import { describeIssues, err, ok, toErrorShape, type Result } from '../contracts/errors.ts';
 import { getArtifactRows } from '../store/artifacts.ts';
 import { searchStream } from '../store/artifact-search.ts';
 
@@ -29,8 +29,18 @@ export async function queryOutput(env: Env, team: string, input: QueryOutputArgs
   const contextLines = q.contextLines ?? QUERY_DEFAULTS.contextLines;
   const want: StreamName[] = (q.stream ?? QUERY_DEFAULTS.stream) === 'both' ? ['stdout', 'stderr'] : [q.stream as StreamName];
 
-  const rows = await getArtifactRows(env, team, q.artifactHandle, now);
-  if (rows.length === 0) return notFound(q.artifactHandle);
+  try {
+    return await search(env, team, q.artifactHandle, q.queryTerms, want, maxExcerpts, contextLines, now);
+  } catch (e) {
+    return err('upstream_error', `searching artifact "${q.artifactHandle}" failed: ${toErrorShape(e).message}`);
+  }
+}
+
+async function search(
+  env: Env, team: string, handle: string, terms: string[], want: StreamName[], maxExcerpts: number, contextLines: number, now: number,
+): Promise<Result<QueryOutputStructured>> {
+  const rows = await getArtifactRows(env, team, handle, now);
+  if (rows.length === 0) return notFound(handle);
 
   const excerpts: Excerpt[] = [];
   const searchedStreams: StreamName[] = [];
@@ -45,7 +55,7 @@ export async function queryOutput(env: Env, team: string, input: QueryOutputArgs
     // Row without body: cleanup removed it between the two reads; same as expired.
     if (!obj) continue;
     const r = await searchStream(obj.body, {
-      terms: q.queryTerms, contextLines, source: stream, maxExcerpts: maxExcerpts - excerpts.length,
+      terms, contextLines, source: stream, maxExcerpts: maxExcerpts - excerpts.length,
     });
     excerpts.push(...r.excerpts);
     matchCount += r.matchCount;
@@ -55,10 +65,10 @@ export async function queryOutput(env: Env, team: string, input: QueryOutputArgs
   }
   // Asking only for a stream the job never wrote is an empty search, not "not found";
   // a handle whose bodies are all gone is.
-  if (searchedStreams.length === 0 && want.some((s) => rows.some((r) => r.stream === s))) return notFound(q.artifactHandle);
+  if (searchedStreams.length === 0 && want.some((s) => rows.some((r) => r.stream === s))) return notFound(handle);
 
   return ok({
-    artifactHandle: q.artifactHandle,
+    artifactHandle: handle,
     excerpts,
     totalLines,
     totalBytes,

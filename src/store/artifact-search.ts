@@ -237,6 +237,10 @@ export async function searchStream(body: ReadableStream<Uint8Array>, o: SearchOp
       s.push(decoder.decode(value, { stream: true }));
     }
     s.push(decoder.decode());
+  } catch (e) {
+    // Stop the producer (an R2 body) rather than leave it streaming into nothing.
+    await reader.cancel(e).catch(() => {});
+    throw e;
   } finally {
     reader.releaseLock();
   }

@@ -92,6 +92,15 @@ describe('outputMode summary', () => {
     expect(lines.slice(6)).toEqual(['out 99998', 'out 99999', 'out 100000']);
   });
 
+  it('does not repeat head lines in the tail when the stream is only a little over the inline cap', () => {
+    const long = (i: number) => `${i}:` + 'z'.repeat(3000);
+    const full = Array.from({ length: 8 }, (_, i) => long(i + 1)).join('\n') + '\n';
+    const e = exit({ stdout: full.slice(0, 10_000), stdoutTruncated: true });
+    e.streams.stdout = { bytes: full.length, lines: 8, artifactTruncated: false };
+    const r = shape(e, { outputMode: 'summary', maxResponseLines: 10, tails: { stdout: full.slice(full.length - 16_000).replace(/^[^\n]*\n/, '') } });
+    expect(r.stdoutSummary!.split('\n').map((l) => l.split(':')[0])).toEqual(['1', '2', '3', '4', '5', '6', '7', '8']);
+  });
+
   it('says so when the inline copy was cut and no real tail is at hand', () => {
     const e = exit({ stdout: numbered(300), stdoutTruncated: true });
     e.streams.stdout = { bytes: 5_000_000, lines: 100_000, artifactTruncated: false };

@@ -75,6 +75,16 @@ describe('queryOutput', () => {
     expect(await queryOutput(env, 'team-a', { artifactHandle: 'art_q', queryTerms: ['x'] }, T0)).toMatchObject({ ok: false, error: { code: 'not_found' } });
   });
 
+  it('turns a failing read into an upstream_error value', async () => {
+    const { env, r2 } = await seed({ stdout: 'x\n' });
+    r2.get = async () => ({
+      body: new ReadableStream<Uint8Array>({ pull: (c) => c.error(new Error('R2 read reset')) }),
+    }) as never;
+    expect(await queryOutput(env, 'team-a', { artifactHandle: 'art_q', queryTerms: ['x'] }, T0)).toEqual({
+      ok: false, error: { code: 'upstream_error', message: 'searching artifact "art_q" failed: R2 read reset' },
+    });
+  });
+
   it('validates its input with the tool schema', async () => {
     const { env } = await seed({ stdout: 'x\n' });
     const bad = [
