@@ -104,7 +104,7 @@ export async function putArtifact(env: Env, u: ArtifactUpload): Promise<Result<{
   if (pipe.status === 'rejected' || put.status === 'rejected') {
     const cause = toErrorShape(pipe.status === 'rejected' ? pipe.reason : (put as PromiseRejectedResult).reason).message;
     // A short or long body is the uploader's mistake; anything else is ours.
-    if (pipe.status === 'rejected' && /FixedLengthStream|bytes/i.test(cause)) {
+    if (/FixedLengthStream|bytes/i.test(cause)) {
       return err('invalid_argument', `artifact body does not match Content-Length ${u.contentLength}: ${cause}`);
     }
     return err('internal', `storing artifact body failed: ${cause}`);
