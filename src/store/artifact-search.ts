@@ -140,9 +140,8 @@ export class LineSearch {
   private finishPart(): void {
     let len = this.partLen;
     let head = this.partHead;
-    // A '\r' ending the line (CRLF) is not content; when the line is longer than the head, the
-    // '\r' is beyond what is shown, and only the length needs adjusting.
-    // '\r' is beyond the head, and the line is capped either way.
+    // A '\r' ending the line (CRLF) is not content. On a line longer than the head the '\r' is
+    // not shown and the line is capped either way.
     if (len > 0 && len <= head.length && head.charCodeAt(len - 1) === 13) { head = head.slice(0, len - 1); len -= 1; }
     this.line(head, len, this.partMatched);
     this.partHead = '';
@@ -163,15 +162,12 @@ export class LineSearch {
       if (cur && n - C <= curEnd + 1) {
         // Overlapping or adjacent to the open window: the lines between come from the ring.
         for (let k = curEnd + 1; k < n; k++) this.addToWindow(this.ringLine(n - k), k, false);
-        this.addToWindow(text, n, true);
+        // Filling the gap may have hit maxExcerptLines and closed the window.
+        if (this.cur) this.addToWindow(text, n, true);
+        else this.openWindow(n, text);
       } else {
         this.closeWindow();
-        if (this.excerpts.length < this.o.maxExcerpts) {
-          const first = Math.max(1, n - C, this.closedEnd + 1);
-          this.cur = { start: first, lines: [], lastMatch: n };
-          for (let k = first; k < n; k++) this.cur.lines.push(this.ringLine(n - k));
-          this.addToWindow(text, n, true);
-        }
+        this.openWindow(n, text);
       }
     } else if (cur && n <= cur.lastMatch + C && cur.start + cur.lines.length === n) {
       this.addToWindow(text, n, false);
@@ -183,6 +179,16 @@ export class LineSearch {
       this.ring[this.ringPos] = text;
       this.ringPos = (this.ringPos + 1) % C;
     }
+  }
+
+  /** A new excerpt around the match on line n, with leading context not already in an excerpt. */
+  private openWindow(n: number, text: string): void {
+    if (this.excerpts.length >= this.o.maxExcerpts) return;
+    const first = Math.max(1, n - this.o.contextLines, this.closedEnd + 1, n - this.o.maxExcerptLines + 1);
+    const cur: Window = { start: first, lines: [], lastMatch: n };
+    for (let k = first; k < n; k++) cur.lines.push(this.ringLine(n - k));
+    cur.lines.push(text);
+    this.cur = cur;
   }
 
   /** The line `back` lines before the current one (1 = the previous line), from the ring. */

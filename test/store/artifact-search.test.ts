@@ -107,6 +107,43 @@ describe('searchStream: excerpts', () => {
     expect(r.excerpts.map((e) => [e.lineStart, e.lineEnd])).toEqual([[1, 200], [201, 400], [401, 600], [601, 800], [801, 1000]]);
     expect(r.matchCount).toBe(1000);
   });
+
+  it('starts a new excerpt for a match whose leading context filled the previous one to maxExcerptLines', async () => {
+    const text = numbered(20, (i) => (i === 2 || i === 7 ? ' hit' : ''));
+    const r = await searchStream(streamOf(enc.encode(text)), opts({ terms: ['hit'], contextLines: 3, maxExcerptLines: 5 }));
+    expect(r.excerpts.map((e) => [e.lineStart, e.lineEnd])).toEqual([[1, 5], [6, 10]]);
+    expect(r.excerpts.every((e) => e.content.split('\n').length === e.lineEnd - e.lineStart + 1)).toBe(true);
+    expect(r.matchCount).toBe(2);
+  });
+
+  it('never returns overlapping excerpts or more lines than maxExcerptLines, for random inputs', async () => {
+    let seed = 7;
+    const rnd = (n: number) => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) % n);
+    for (let round = 0; round < 300; round++) {
+      const n = 1 + rnd(80);
+      const text = numbered(n, () => (rnd(3) === 0 ? ' hit' : ''));
+      const o = opts({ terms: ['hit'], contextLines: rnd(5), maxExcerpts: 1 + rnd(8), maxExcerptLines: 1 + rnd(12) });
+      const r = await searchStream(streamOf(enc.encode(text), [1 + rnd(40)]), o);
+      const all = text.split('\n');
+      let prevEnd = 0;
+      for (const e of r.excerpts) {
+        const ctx = JSON.stringify({ n, o, e });
+        expect(e.lineStart, ctx).toBeGreaterThan(prevEnd);
+        expect(e.lineEnd - e.lineStart + 1, ctx).toBeLessThanOrEqual(o.maxExcerptLines!);
+        expect(e.content, ctx).toBe(all.slice(e.lineStart - 1, e.lineEnd).join('\n'));
+        prevEnd = e.lineEnd;
+      }
+      expect(r.excerpts.length).toBeLessThanOrEqual(o.maxExcerpts);
+      const hits = all.filter((l) => l.endsWith(' hit')).length;
+      expect(r.matchCount).toBe(hits);
+      // Every match up to the last excerpt's end is inside some excerpt, unless excerpts ran out.
+      if (r.excerpts.length < o.maxExcerpts) {
+        all.forEach((l, i) => {
+          if (l.endsWith(' hit')) expect(r.excerpts.some((e) => e.lineStart <= i + 1 && i + 1 <= e.lineEnd), `line ${i + 1} ${JSON.stringify({ n, o })}`).toBe(true);
+        });
+      }
+    }
+  });
 });
 
 describe('searchStream: lines and bytes', () => {
