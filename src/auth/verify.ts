@@ -1,0 +1,216 @@
+/**
+ * Bearer token verification: header extraction and limits, algorithm allowlist, verifier chosen
+ * by the token's `iss`, claims, revocation. Every failure is a value with the HTTP status it maps
+ * to and a message that says exactly what was wrong.
+ */
+import { decodeJwt, decodeProtectedHeader, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import type { Env, Principal, Scope } from '../env.ts';
+import { EXTERNAL_ALGS, canonicalMcpUrl, gatehouseIssuer, trustConfig, type TrustConfig } from './config.ts';
+import { isRevoked } from '../store/tokens.ts';
+
+/** Requests whose Authorization header is larger than this are refused before any parsing. */
+export const MAX_AUTH_HEADER_BYTES = 8 * 1024;
+export const CLOCK_TOLERANCE_S = 30;
+export const TEAM_RE = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+
+export interface AuthFailure {
+  status: 400 | 401 | 403 | 431 | 500;
+  code: 'unauthenticated' | 'insufficient_scope' | 'invalid_argument' | 'config_error' | 'internal';
+  message: string;
+  /** A token was presented (RFC 6750: add error="invalid_token" to the challenge). */
+  tokenPresented: boolean;
+  /** For insufficient_scope: the scopes the route needs. */
+  scope?: string;
+}
+
+export interface ScopeRequirement {
+  /** All of these are required. */
+  scopes?: Scope[];
+  /** At least one of these is required. */
+  anyScope?: Scope[];
+}
+
+export type AuthResult = { ok: true; value: Principal } | { ok: false; error: AuthFailure };
+
+const fail = (status: AuthFailure['status'], code: AuthFailure['code'], message: string, tokenPresented = true): AuthResult => ({
+  ok: false, error: { status, code, message, tokenPresented },
+});
+const invalid = (message: string): AuthResult => fail(401, 'unauthenticated', message);
+
+const QUERY_TOKEN_PARAMS = ['access_token', 'token'];
+
+/** Extracts the bearer token: exactly one `Authorization: Bearer <token>`, never the query string. */
+export function extractBearer(req: Request): { ok: true; value: string | null } | { ok: false; error: AuthFailure } {
+  const url = new URL(req.url);
+  const inQuery = QUERY_TOKEN_PARAMS.find((p) => url.searchParams.has(p));
+  if (inQuery) {
+    return {
+      ok: false,
+      error: {
+        status: 400, code: 'invalid_argument', tokenPresented: false,
+        message: `tokens in the query string ("${inQuery}=") are not accepted (they leak into logs); send "Authorization: Bearer <token>"`,
+      },
+    };
+  }
+  const header = req.headers.get('Authorization');
+  if (header === null || header.trim() === '') return { ok: true, value: null };
+  const size = new TextEncoder().encode(header).byteLength;
+  if (size > MAX_AUTH_HEADER_BYTES) {
+    return {
+      ok: false,
+      error: { status: 431, code: 'unauthenticated', tokenPresented: true, message: `Authorization header is ${size} bytes; the limit is ${MAX_AUTH_HEADER_BYTES}` },
+    };
+  }
+  const m = /^Bearer[ ]+([A-Za-z0-9\-._~+/]+=*)\s*$/i.exec(header);
+  if (!m) {
+    const scheme = header.trim().split(/\s+/)[0];
+    const message = /^bearer$/i.test(scheme)
+      ? 'Authorization header has "Bearer" but the token is missing or contains invalid characters'
+      : `Authorization scheme "${scheme.slice(0, 20)}" is not supported; use "Bearer <token>"`;
+    return { ok: false, error: { status: 401, code: 'unauthenticated', tokenPresented: true, message } };
+  }
+  return { ok: true, value: m[1] };
+}
+
+/** Verifies the request's token and checks the route's scopes. */
+export async function authenticate(req: Request, env: Env, o: ScopeRequirement = {}): Promise<AuthResult> {
+  const cfg = await trustConfig(env);
+  if (!cfg.ok) return fail(500, 'config_error', cfg.message, false);
+  const bearer = extractBearer(req);
+  if (!bearer.ok) return bearer;
+  if (bearer.value === null) {
+    return fail(401, 'unauthenticated', 'authentication required: send "Authorization: Bearer <token>"', false);
+  }
+  const verified = await verifyToken(bearer.value, req, env, cfg.value);
+  if (!verified.ok) return verified;
+  const principal = verified.value;
+  let revoked: boolean;
+  try {
+    revoked = await isRevoked(env, principal.team, principal.tokenId);
+  } catch (e) {
+    // Fail closed: without the revocation list we cannot tell a revoked token from a good one.
+    return fail(500, 'internal', `cannot check token revocation: ${(e as Error).message}`);
+  }
+  if (revoked) return invalid(`token ${principal.tokenId} has been revoked`);
+  return checkScopes(principal, o);
+}
+
+export function checkScopes(p: Principal, o: ScopeRequirement): AuthResult {
+  const missing = (o.scopes ?? []).filter((s) => !p.scopes.includes(s));
+  if (missing.length) {
+    return {
+      ok: false,
+      error: {
+        status: 403, code: 'insufficient_scope', tokenPresented: true, scope: (o.scopes ?? []).join(' '),
+        message: `this token lacks the required scope ${missing.map((s) => `"${s}"`).join(', ')} (token scopes: ${p.scopes.join(' ') || 'none'})`,
+      },
+    };
+  }
+  if (o.anyScope?.length && !o.anyScope.some((s) => p.scopes.includes(s))) {
+    return {
+      ok: false,
+      error: {
+        status: 403, code: 'insufficient_scope', tokenPresented: true, scope: o.anyScope.join(' '),
+        message: `this token needs one of the scopes ${o.anyScope.map((s) => `"${s}"`).join(', ')} (token scopes: ${p.scopes.join(' ') || 'none'})`,
+      },
+    };
+  }
+  return { ok: true, value: p };
+}
+
+interface Verifier {
+  issuer: string;
+  audience: string;
+  algorithms: string[];
+  key: JWTVerifyGetKey | Uint8Array;
+  label: string;
+}
+
+/** Verifies signature and registered claims, then maps the Gatehouse claims to a Principal. */
+export async function verifyToken(token: string, req: Request, env: Env, cfg: TrustConfig): Promise<AuthResult> {
+  let alg: string | undefined;
+  let iss: unknown;
+  try {
+    alg = decodeProtectedHeader(token).alg;
+    iss = decodeJwt(token).iss;
+  } catch {
+    return invalid('malformed token: not a signed JWT (expected three base64url parts with a JSON header and claims)');
+  }
+  if (!alg || alg.toLowerCase() === 'none') return invalid('unsigned tokens (alg "none") are never accepted');
+
+  const issuer = gatehouseIssuer(req, env);
+  const audience = canonicalMcpUrl(req, env);
+  let v: Verifier;
+  if (cfg.external && iss === cfg.external.issuer) {
+    v = { issuer: cfg.external.issuer, audience: cfg.external.audience ?? audience, algorithms: EXTERNAL_ALGS, key: cfg.external.keys, label: 'external issuer' };
+  } else {
+    if (iss !== issuer) {
+      const trusted = [issuer, ...(cfg.external ? [cfg.external.issuer] : [])].map((i) => `"${i}"`).join(' or ');
+      return invalid(`wrong issuer: expected ${trusted}, got ${typeof iss === 'string' ? `"${iss}"` : 'no "iss" claim'}`);
+    }
+    const algs = [...(cfg.localKeys ? ['ES256'] : []), ...(cfg.hsKey ? ['HS256'] : [])];
+    if (!algs.includes(alg)) {
+      const why = alg === 'HS256' ? ' (no GATEHOUSE_HS_SECRET is configured)' : alg === 'ES256' ? ' (no GATEHOUSE_SIGNING_KEY is configured)' : '';
+      return invalid(`signing algorithm "${alg}" is not accepted${why}; accepted: ${algs.join(', ') || 'none'}`);
+    }
+    v = { issuer, audience, algorithms: [alg], key: alg === 'HS256' ? cfg.hsKey! : cfg.localKeys!, label: 'Gatehouse' };
+  }
+
+  let payload: JWTPayload;
+  try {
+    const opts = {
+      issuer: v.issuer, audience: v.audience, algorithms: v.algorithms, clockTolerance: CLOCK_TOLERANCE_S,
+      requiredClaims: ['exp', 'iat', 'sub', 'jti'],
+    };
+    const r = v.key instanceof Uint8Array ? await jwtVerify(token, v.key, opts) : await jwtVerify(token, v.key, opts);
+    payload = r.payload;
+  } catch (e) {
+    return invalid(describeJoseError(e, v));
+  }
+  return principalFrom(payload, v.issuer);
+}
+
+function describeJoseError(e: unknown, v: Verifier): string {
+  if (e instanceof errors.JWTExpired) {
+    const exp = typeof e.payload.exp === 'number' ? ` at ${new Date(e.payload.exp * 1000).toISOString()}` : '';
+    return `token expired${exp}`;
+  }
+  if (e instanceof errors.JWTClaimValidationFailed) {
+    if (e.reason === 'missing') return `token is missing the required "${e.claim}" claim`;
+    if (e.claim === 'aud') {
+      const got = e.payload.aud === undefined ? 'none' : JSON.stringify(e.payload.aud);
+      return `wrong audience: expected "${v.audience}", got ${got}`;
+    }
+    if (e.claim === 'iss') return `wrong issuer: expected "${v.issuer}", got ${JSON.stringify(e.payload.iss ?? null)}`;
+    if (e.claim === 'nbf') return 'token is not yet valid ("nbf" is in the future)';
+    if (e.claim === 'iat') return `invalid "iat" claim: ${e.message}`;
+    return `invalid "${e.claim}" claim: ${e.message}`;
+  }
+  if (e instanceof errors.JOSEAlgNotAllowed) return `signing algorithm not accepted by the ${v.label}; accepted: ${v.algorithms.join(', ')}`;
+  if (e instanceof errors.JWKSNoMatchingKey) return `unknown signing key: no key of the ${v.label} matches the token's "kid"`;
+  if (e instanceof errors.JWKSMultipleMatchingKeys) return `ambiguous signing key: several keys of the ${v.label} match; the token needs a "kid"`;
+  if (e instanceof errors.JWSSignatureVerificationFailed) return `signature verification failed: the token was not signed by the ${v.label}'s key`;
+  if (e instanceof errors.JWKSTimeout) return `could not fetch the ${v.label}'s JWKS in time`;
+  if (e instanceof errors.JWKSInvalid) return `the ${v.label}'s JWKS is invalid`;
+  if (e instanceof errors.JWTInvalid || e instanceof errors.JWSInvalid) return `malformed token: ${e.message}`;
+  if (e instanceof errors.JOSENotSupported) return `unsupported token: ${e.message}`;
+  if (e instanceof errors.JOSEError) return `token rejected: ${e.message}`;
+  // e.g. the external JWKS could not be fetched at all.
+  return `token could not be verified by the ${v.label}: ${(e as Error)?.message ?? String(e)}`;
+}
+
+function principalFrom(payload: JWTPayload, issuer: string): AuthResult {
+  const team = payload.team;
+  if (typeof team !== 'string' || !TEAM_RE.test(team)) {
+    return invalid(team === undefined ? 'token has no "team" claim' : `invalid "team" claim: must match ${TEAM_RE.source}`);
+  }
+  if (typeof payload.sub !== 'string' || payload.sub === '') return invalid('invalid "sub" claim: must be a non-empty string');
+  if (typeof payload.jti !== 'string' || payload.jti === '') return invalid('invalid "jti" claim: must be a non-empty string (needed for revocation)');
+  const scopes = new Set<string>();
+  if (typeof payload.scope === 'string') payload.scope.split(/\s+/).filter(Boolean).forEach((s) => scopes.add(s));
+  else if (payload.scope !== undefined) return invalid('invalid "scope" claim: must be a space-separated string');
+  const scp = payload.scp;
+  if (Array.isArray(scp)) scp.filter((s): s is string => typeof s === 'string').forEach((s) => scopes.add(s));
+  else if (typeof scp === 'string') scp.split(/\s+/).filter(Boolean).forEach((s) => scopes.add(s));
+  return { ok: true, value: { team, subject: payload.sub, scopes: [...scopes], tokenId: payload.jti, issuer } };
+}

@@ -1,0 +1,80 @@
+/**
+ * Issued tokens and revocations (D1). Every query is keyed by team: a jti of another team is
+ * "not found", and a team can only revoke its own tokens.
+ */
+import type { Env } from '../env.ts';
+
+export interface TokenRow {
+  jti: string;
+  subject: string;
+  scopes: string[];
+  createdAt: number;
+  expiresAt: number;
+  revokedAt: number | null;
+  note: string | null;
+}
+
+interface DbTokenRow {
+  jti: string;
+  subject: string;
+  scopes: string;
+  created_at: number;
+  expires_at: number;
+  revoked_at: number | null;
+  note: string | null;
+}
+
+const toRow = (r: DbTokenRow): TokenRow => ({
+  jti: r.jti, subject: r.subject, scopes: r.scopes.split(' ').filter(Boolean), createdAt: r.created_at,
+  expiresAt: r.expires_at, revokedAt: r.revoked_at, note: r.note,
+});
+
+/** True when the token `jti` of `team` was revoked (recorded token or a bare revocation). */
+export async function isRevoked(env: Env, team: string, jti: string): Promise<boolean> {
+  const row = await env.DB.prepare(
+    `SELECT 1 AS r FROM revocations WHERE jti = ?1 AND team = ?2
+     UNION ALL SELECT 1 AS r FROM tokens WHERE jti = ?1 AND team = ?2 AND revoked_at IS NOT NULL LIMIT 1`,
+  ).bind(jti, team).first<{ r: number }>();
+  return row !== null;
+}
+
+/** Records a minted token (times in ms since the epoch, like every other table). */
+export async function insertToken(
+  env: Env,
+  t: { jti: string; team: string; subject: string; scopes: string[]; createdAt: number; expiresAt: number; note?: string | null },
+): Promise<void> {
+  await env.DB.batch([
+    env.DB.prepare('INSERT OR IGNORE INTO teams (id, created_at) VALUES (?, ?)').bind(t.team, t.createdAt),
+    env.DB.prepare(
+      'INSERT INTO tokens (jti, team, subject, scopes, created_at, expires_at, revoked_at, note) VALUES (?, ?, ?, ?, ?, ?, NULL, ?)',
+    ).bind(t.jti, t.team, t.subject, t.scopes.join(' '), t.createdAt, t.expiresAt, t.note ?? null),
+  ]);
+}
+
+/** The team's recorded tokens, newest first. */
+export async function listTokens(env: Env, team: string, limit = 1000): Promise<TokenRow[]> {
+  const r = await env.DB.prepare(
+    'SELECT jti, subject, scopes, created_at, expires_at, revoked_at, note FROM tokens WHERE team = ? ORDER BY created_at DESC, jti LIMIT ?',
+  ).bind(team, limit).all<DbTokenRow>();
+  return r.results.map(toRow);
+}
+
+export type RevokeResult = { ok: true; value: { jti: string; revokedAt: number } } | { ok: false; error: { code: 'not_found'; message: string } };
+
+/**
+ * Revokes `jti` for `team`. A jti recorded in `tokens` must belong to the team (else not found);
+ * an unrecorded jti (offline bootstrap token, external issuer) gets a bare revocation row. Idempotent:
+ * revoking twice keeps the first time.
+ */
+export async function revokeToken(env: Env, team: string, jti: string, now = Date.now()): Promise<RevokeResult> {
+  const owner = await env.DB.prepare('SELECT team, revoked_at FROM tokens WHERE jti = ?').bind(jti).first<{ team: string; revoked_at: number | null }>();
+  if (owner && owner.team !== team) return { ok: false, error: { code: 'not_found', message: `token "${jti}" not found` } };
+  if (owner?.revoked_at != null) return { ok: true, value: { jti, revokedAt: owner.revoked_at } };
+  const existing = await env.DB.prepare('SELECT team, revoked_at FROM revocations WHERE jti = ?').bind(jti).first<{ team: string; revoked_at: number }>();
+  if (existing && existing.team !== team) return { ok: false, error: { code: 'not_found', message: `token "${jti}" not found` } };
+  const revokedAt = existing?.revoked_at ?? now;
+  const stmts = [env.DB.prepare('INSERT OR IGNORE INTO revocations (jti, team, revoked_at) VALUES (?, ?, ?)').bind(jti, team, revokedAt)];
+  if (owner) stmts.push(env.DB.prepare('UPDATE tokens SET revoked_at = ? WHERE jti = ? AND team = ? AND revoked_at IS NULL').bind(revokedAt, jti, team));
+  await env.DB.batch(stmts);
+  return { ok: true, value: { jti, revokedAt } };
+}
