@@ -1,6 +1,7 @@
 /**
- * Audit log: one D1 row per tool call — allowed, denied or failed.
- * (Owner: auth/admin work; this first version only inserts.)
+ * Audit log: one D1 row per tool call — allowed, denied or failed. Commands and reasons are
+ * redacted before storage (a secret in an argv or env must not become readable by every admin),
+ * and queries are always keyed by team, newest first, with an opaque id cursor.
  */
 export interface AuditEntry {
   team: string;
@@ -18,7 +19,11 @@ export interface AuditEntry {
   bytes?: number;
 }
 
+export const AUDIT_DECISIONS = ['allowed', 'denied', 'failed'] as const;
+export const AUDIT_TOOLS = ['execute', 'runtime_execute', 'query_output', 'policy_check', 'list_runtimes'] as const;
+
 export async function writeAudit(db: D1Database, e: AuditEntry): Promise<void> {
+  const command = e.command === undefined ? null : JSON.stringify(redact(e.command));
   await db
     .prepare(
       `INSERT INTO audit (at, team, subject, token_id, tool, command, cwd, decision, reason, job_id, exit_status, duration_ms, bytes)
@@ -26,8 +31,168 @@ export async function writeAudit(db: D1Database, e: AuditEntry): Promise<void> {
     )
     .bind(
       Date.now(), e.team, e.subject, e.tokenId ?? null, e.tool,
-      e.command === undefined ? null : JSON.stringify(e.command), e.cwd ?? null, e.decision, e.reason ?? null,
+      command, e.cwd ?? null, e.decision, e.reason === undefined ? null : redactString(e.reason),
       e.jobId ?? null, e.exitStatus ?? null, e.durationMs ?? null, e.bytes ?? null,
     )
     .run();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Redaction
+
+export const REDACTED = '[redacted]';
+
+/** Names of env vars / object keys whose values are secrets. */
+const SECRET_NAME = /(secret|token|passw|pwd|api[_-]?key|apikey|access[_-]?key|private[_-]?key|credential|auth|session|cookie|signature|bearer)/i;
+/** Flags whose next argv element is a secret (`--password hunter2`). */
+const SECRET_FLAG = /^-{1,2}[a-z0-9-]*(password|passwd|token|secret|api-?key|auth|credential)[a-z0-9-]*$/i;
+
+/** Patterns of secret values inside any string; each replacement keeps the non-secret prefix. */
+const SECRET_PATTERNS: Array<[RegExp, string]> = [
+  // Authorization header values.
+  [/\b(Bearer|Basic|Token)(\s+)[A-Za-z0-9\-._~+/]+=*/gi, `$1$2${REDACTED}`],
+  // JWTs anywhere.
+  [/\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*/g, REDACTED],
+  // Well-known API key shapes: sk-…/rk_live_…, GitHub, GitLab, Slack, AWS access key ids, Google API keys.
+  [/\b(?:sk|rk|pk)[-_](?:live|test|proj|ant)?[-_]?[A-Za-z0-9_-]{12,}/g, REDACTED],
+  [/\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}/g, REDACTED],
+  [/\bglpat-[A-Za-z0-9_-]{16,}/g, REDACTED],
+  [/\bxox[abposr]-[A-Za-z0-9-]{10,}/g, REDACTED],
+  [/\bAKIA[0-9A-Z]{16}\b/g, REDACTED],
+  [/\bAIza[0-9A-Za-z_-]{30,}/g, REDACTED],
+  // PEM private keys.
+  [/-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(-----END [A-Z ]*PRIVATE KEY-----|$)/g, REDACTED],
+  // Credentials in URLs: scheme://user:password@host.
+  [/\b([a-z][a-z0-9+.-]*:\/\/[^\s:/@]+:)[^\s@/]+@/gi, `$1${REDACTED}@`],
+  // name=value and name: value where the name looks secret (--token=x, PASSWORD=x, api_key: x).
+  [/\b([A-Za-z0-9_.-]*(?:secret|token|passw(?:or)?d?|pwd|api[_-]?key|apikey|access[_-]?key|private[_-]?key|credential)[A-Za-z0-9_.-]*)(\s*[=:]\s*)(?!\[redacted\])("[^"]*"|'[^']*'|[^\s&;,'"]+)/gi, `$1$2${REDACTED}`],
+];
+
+/** Replaces secret-looking substrings of `s`. */
+export function redactString(s: string): string {
+  let out = s;
+  for (const [re, rep] of SECRET_PATTERNS) out = out.replace(re, rep);
+  return out;
+}
+
+/**
+ * Deep copy of `value` with secrets replaced by '[redacted]': values under secret-looking keys
+ * (env vars like GITHUB_TOKEN, AWS_SECRET_ACCESS_KEY), the argv element after a secret flag,
+ * and token-shaped substrings of every string (JWTs, Bearer values, API keys, URL passwords).
+ */
+export function redact(value: unknown, depth = 0): unknown {
+  if (depth > 20) return REDACTED;
+  if (typeof value === 'string') return redactString(value);
+  if (Array.isArray(value)) {
+    const out: unknown[] = [];
+    for (let i = 0; i < value.length; i++) {
+      const prev = value[i - 1];
+      out.push(typeof prev === 'string' && SECRET_FLAG.test(prev) && typeof value[i] === 'string' ? REDACTED : redact(value[i], depth + 1));
+    }
+    return out;
+  }
+  if (value && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) {
+      out[k] = SECRET_NAME.test(k) && v !== null && v !== undefined && typeof v !== 'boolean' && typeof v !== 'object' ? REDACTED : redact(v, depth + 1);
+    }
+    return out;
+  }
+  return value;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Queries
+
+export interface AuditRow {
+  id: number;
+  at: number;
+  subject: string;
+  tokenId: string | null;
+  tool: string;
+  command: unknown;
+  cwd: string | null;
+  decision: string;
+  reason: string | null;
+  jobId: string | null;
+  exitStatus: string | null;
+  durationMs: number | null;
+  bytes: number | null;
+}
+
+export interface AuditFilter {
+  limit?: number;
+  cursor?: string;
+  decision?: string;
+  tool?: string;
+  subject?: string;
+  /** Inclusive lower bound on `at` (ms since the epoch). */
+  since?: number;
+  /** Exclusive upper bound on `at` (ms since the epoch). */
+  until?: number;
+}
+
+export const AUDIT_DEFAULT_LIMIT = 50;
+export const AUDIT_MAX_LIMIT = 500;
+
+/** Opaque paging cursor: the id of the last row returned (rows are ordered by id, newest first). */
+export const encodeCursor = (id: number): string => btoa(`audit:${id}`).replace(/=+$/, '');
+export function decodeCursor(c: string): number | null {
+  try {
+    const m = /^audit:(\d{1,15})$/.exec(atob(c));
+    return m ? Number(m[1]) : null;
+  } catch {
+    return null;
+  }
+}
+
+interface DbAuditRow {
+  id: number; at: number; subject: string; token_id: string | null; tool: string; command: string | null; cwd: string | null;
+  decision: string; reason: string | null; job_id: string | null; exit_status: string | null; duration_ms: number | null; bytes: number | null;
+}
+
+/**
+ * The team's audit rows, newest first. Filters are assumed validated (the admin route does it);
+ * an undecodable cursor is treated as an error by throwing, so callers validate it first too.
+ */
+export async function queryAudit(db: D1Database, team: string, f: AuditFilter): Promise<{ entries: AuditRow[]; nextCursor: string | null }> {
+  const limit = Math.min(Math.max(1, Math.floor(f.limit ?? AUDIT_DEFAULT_LIMIT)), AUDIT_MAX_LIMIT);
+  const where = ['team = ?'];
+  const params: unknown[] = [team];
+  if (f.cursor !== undefined) {
+    const id = decodeCursor(f.cursor);
+    if (id === null) throw new Error('invalid cursor');
+    where.push('id < ?');
+    params.push(id);
+  }
+  if (f.decision !== undefined) { where.push('decision = ?'); params.push(f.decision); }
+  if (f.tool !== undefined) { where.push('tool = ?'); params.push(f.tool); }
+  if (f.subject !== undefined) { where.push('subject = ?'); params.push(f.subject); }
+  if (f.since !== undefined) { where.push('at >= ?'); params.push(f.since); }
+  if (f.until !== undefined) { where.push('at < ?'); params.push(f.until); }
+  // One extra row tells whether another page exists without a COUNT.
+  params.push(limit + 1);
+  const r = await db
+    .prepare(
+      `SELECT id, at, subject, token_id, tool, command, cwd, decision, reason, job_id, exit_status, duration_ms, bytes
+       FROM audit WHERE ${where.join(' AND ')} ORDER BY id DESC LIMIT ?`,
+    )
+    .bind(...params)
+    .all<DbAuditRow>();
+  const rows = r.results;
+  const page = rows.slice(0, limit);
+  const entries = page.map((x): AuditRow => ({
+    id: x.id, at: x.at, subject: x.subject, tokenId: x.token_id, tool: x.tool, command: parseJson(x.command), cwd: x.cwd,
+    decision: x.decision, reason: x.reason, jobId: x.job_id, exitStatus: x.exit_status, durationMs: x.duration_ms, bytes: x.bytes,
+  }));
+  return { entries, nextCursor: rows.length > limit ? encodeCursor(page[page.length - 1].id) : null };
+}
+
+function parseJson(s: string | null): unknown {
+  if (s === null) return null;
+  try {
+    return JSON.parse(s);
+  } catch {
+    return s;
+  }
 }

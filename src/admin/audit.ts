@@ -1,0 +1,63 @@
+/** Admin: query the team's audit log, newest first, with filters and an opaque cursor. */
+import { Hono } from 'hono';
+import type { AppEnv } from '../env.ts';
+import { AUDIT_DECISIONS, AUDIT_MAX_LIMIT, AUDIT_TOOLS, decodeCursor, queryAudit, type AuditFilter } from '../store/audit.ts';
+import { apiError } from './http.ts';
+
+export const auditRoutes = new Hono<AppEnv>();
+
+const ALLOWED_PARAMS = ['limit', 'cursor', 'decision', 'tool', 'subject', 'since', 'until'];
+
+/** ms since the epoch, or an ISO 8601 date. */
+function parseTime(s: string): number | null {
+  if (/^\d{1,15}$/.test(s)) return Number(s);
+  const t = Date.parse(s);
+  return /^\d{4}-\d{2}-\d{2}/.test(s) && Number.isFinite(t) ? t : null;
+}
+
+export function parseAuditQuery(q: URLSearchParams): { ok: true; value: AuditFilter } | { ok: false; message: string } {
+  for (const k of q.keys()) {
+    if (!ALLOWED_PARAMS.includes(k)) return { ok: false, message: `unknown query parameter "${k}"; allowed: ${ALLOWED_PARAMS.join(', ')}` };
+  }
+  const f: AuditFilter = {};
+  const limit = q.get('limit');
+  if (limit !== null) {
+    if (!/^\d+$/.test(limit) || Number(limit) < 1 || Number(limit) > AUDIT_MAX_LIMIT) {
+      return { ok: false, message: `limit must be an integer from 1 to ${AUDIT_MAX_LIMIT}, got "${limit}"` };
+    }
+    f.limit = Number(limit);
+  }
+  const cursor = q.get('cursor');
+  if (cursor !== null && cursor !== '') {
+    if (decodeCursor(cursor) === null) return { ok: false, message: 'cursor is not valid; pass the nextCursor of a previous page' };
+    f.cursor = cursor;
+  }
+  const decision = q.get('decision');
+  if (decision !== null) {
+    if (!(AUDIT_DECISIONS as readonly string[]).includes(decision)) {
+      return { ok: false, message: `decision must be one of ${AUDIT_DECISIONS.join(', ')}, got "${decision}"` };
+    }
+    f.decision = decision;
+  }
+  const tool = q.get('tool');
+  if (tool !== null) {
+    if (!(AUDIT_TOOLS as readonly string[]).includes(tool)) return { ok: false, message: `tool must be one of ${AUDIT_TOOLS.join(', ')}, got "${tool}"` };
+    f.tool = tool;
+  }
+  const subject = q.get('subject');
+  if (subject !== null) f.subject = subject;
+  for (const k of ['since', 'until'] as const) {
+    const v = q.get(k);
+    if (v === null) continue;
+    const t = parseTime(v);
+    if (t === null) return { ok: false, message: `${k} must be milliseconds since the epoch or an ISO 8601 date, got "${v}"` };
+    f[k] = t;
+  }
+  return { ok: true, value: f };
+}
+
+auditRoutes.get('/', async (c) => {
+  const f = parseAuditQuery(new URL(c.req.url).searchParams);
+  if (!f.ok) return apiError(c, 'invalid_argument', f.message);
+  return c.json(await queryAudit(c.env.DB, c.get('principal').team, f.value));
+});

@@ -1,0 +1,43 @@
+/**
+ * The admin HTTP API (mounted at /admin/v1 behind requireAuth({ scopes: ['admin'] })).
+ * Everything acts on the admin token's own team: the plain paths (`/tokens`, `/policy`, `/audit`)
+ * and the explicit `/teams/:team/...` form, where any other team is "not found".
+ */
+import { Hono, type Handler } from 'hono';
+import type { AppEnv } from '../env.ts';
+import { toErrorShape } from '../contracts/errors.ts';
+import { tokenRoutes } from './tokens.ts';
+import { policyRoutes } from './policy.ts';
+import { auditRoutes } from './audit.ts';
+import { ownTeamOnly } from './team.ts';
+import { apiError } from './http.ts';
+
+/** Who am I: the admin token's team and subject (the CLI uses it to check `--team`). */
+const whoami: Handler<AppEnv> = (c) => {
+  const p = c.get('principal');
+  return c.json({ team: p.team, subject: p.subject, scopes: p.scopes, tokenId: p.tokenId, issuer: p.issuer });
+};
+
+const teamApi = new Hono<AppEnv>();
+teamApi.get('/', whoami);
+teamApi.route('/tokens', tokenRoutes);
+teamApi.route('/policy', policyRoutes);
+teamApi.route('/audit', auditRoutes);
+
+export const adminRoutes = new Hono<AppEnv>();
+
+adminRoutes.onError((e, c) => {
+  const shape = toErrorShape(e);
+  console.error('admin API error', shape.message);
+  return apiError(c, shape.code, shape.message);
+});
+
+adminRoutes.get('/whoami', whoami);
+adminRoutes.use('/teams/:team', ownTeamOnly());
+adminRoutes.use('/teams/:team/*', ownTeamOnly());
+adminRoutes.route('/teams/:team', teamApi);
+adminRoutes.route('/', teamApi);
+
+adminRoutes.all('*', (c) =>
+  apiError(c, 'not_found', `no admin route ${c.req.method} ${new URL(c.req.url).pathname}; see /admin/v1/{tokens,policy,policy/check,audit}`),
+);

@@ -1,0 +1,48 @@
+/** Admin: read, replace and dry-run the team policy. */
+import { Hono } from 'hono';
+import { z } from 'zod';
+import type { AppEnv } from '../env.ts';
+import { describeIssues } from '../contracts/errors.ts';
+import { PolicyCheckInput } from '../contracts/tools.ts';
+import { decide, parsePolicy } from '../policy/engine.ts';
+import { getTeamPolicy, putTeamPolicy } from '../store/policies.ts';
+import { apiError, readJson } from './http.ts';
+
+export const policyRoutes = new Hono<AppEnv>();
+
+async function current(c: { env: AppEnv['Bindings'] }, team: string) {
+  const t = await getTeamPolicy(c.env, team);
+  return { team, version: t.version, updatedAt: t.updatedAt, updatedBy: t.updatedBy, isDefault: t.isDefault, policy: t.policy };
+}
+
+policyRoutes.get('/', async (c) => c.json(await current(c, c.get('principal').team)));
+
+policyRoutes.put('/', async (c) => {
+  const p = c.get('principal');
+  const body = await readJson(c);
+  if (!body.ok) return body.response;
+  const parsed = parsePolicy(body.value);
+  if (!parsed.ok) return apiError(c, 'invalid_argument', `invalid policy: ${parsed.error.message}`);
+  await putTeamPolicy(c.env, p.team, parsed.value, p.subject);
+  return c.json(await current(c, p.team));
+});
+
+const CheckBody = z.object(PolicyCheckInput).strict();
+
+policyRoutes.post('/check', async (c) => {
+  const p = c.get('principal');
+  const body = await readJson(c);
+  if (!body.ok) return body.response;
+  const parsed = CheckBody.safeParse(body.value);
+  if (!parsed.success) return apiError(c, 'invalid_argument', describeIssues(parsed.error.issues));
+  const input = parsed.data;
+  const { policy, version } = await getTeamPolicy(c.env, p.team);
+  // Same mapping as the MCP policy_check tool: no args (and no runtime) means a shell string.
+  const shell = input.args === undefined && !input.runtime;
+  const d = await decide(policy, {
+    tool: input.runtime ? 'runtime_execute' : 'policy_check',
+    mode: shell ? 'shell' : 'argv', command: input.command, args: input.args ?? [], runtime: input.runtime,
+    cwd: input.cwd, env: input.env, timeoutMs: input.timeout_ms, team: p.team, subject: p.subject,
+  });
+  return c.json({ allowed: d.allowed, stage: d.stage, reason: d.reason, notes: d.notes, policyVersion: version });
+});

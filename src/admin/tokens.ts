@@ -1,0 +1,74 @@
+/** Admin: mint, list and revoke the team's tokens. The minted token is returned once and never stored. */
+import { Hono } from 'hono';
+import { z } from 'zod';
+import { SCOPES, type AppEnv } from '../env.ts';
+import { describeIssues } from '../contracts/errors.ts';
+import { mintToken } from '../auth/mint.ts';
+import { canonicalMcpUrl, gatehouseIssuer } from '../auth/config.ts';
+import { insertToken, listTokens, revokeToken } from '../store/tokens.ts';
+import { apiError, readJson } from './http.ts';
+import { teamNotFound } from './team.ts';
+
+export const DEFAULT_TTL_SECONDS = 30 * 24 * 3600;
+export const MAX_TTL_SECONDS = 365 * 24 * 3600;
+export const MIN_TTL_SECONDS = 60;
+
+const scopeList = SCOPES.join(', ');
+
+export const CreateTokenBody = z.object({
+  team: z.string().optional(),
+  subject: z.string().min(1, 'subject is required').max(200).regex(/^[\x21-\x7e]+$/, 'subject must be printable ASCII without spaces'),
+  scopes: z
+    .array(z.string())
+    .min(1, `at least one scope is required; allowed: ${scopeList}`)
+    .superRefine((xs, ctx) => {
+      for (const s of xs) {
+        if (!(SCOPES as readonly string[]).includes(s)) ctx.addIssue({ code: 'custom', message: `unknown scope "${s}"; allowed: ${scopeList}` });
+      }
+    }),
+  ttlSeconds: z
+    .number()
+    .int()
+    .min(MIN_TTL_SECONDS, `ttlSeconds must be at least ${MIN_TTL_SECONDS}`)
+    .max(MAX_TTL_SECONDS, `ttlSeconds must be at most ${MAX_TTL_SECONDS} (1 year)`)
+    .default(DEFAULT_TTL_SECONDS),
+  note: z.string().max(500).optional(),
+}).strict();
+
+export const tokenRoutes = new Hono<AppEnv>();
+
+tokenRoutes.post('/', async (c) => {
+  const p = c.get('principal');
+  const body = await readJson(c);
+  if (!body.ok) return body.response;
+  const parsed = CreateTokenBody.safeParse(body.value);
+  if (!parsed.success) return apiError(c, 'invalid_argument', describeIssues(parsed.error.issues));
+  const b = parsed.data;
+  if (b.team !== undefined && b.team !== p.team) return teamNotFound(c, b.team);
+  if (!c.env.GATEHOUSE_SIGNING_KEY?.trim()) {
+    return apiError(c, 'config_error', 'GATEHOUSE_SIGNING_KEY is not configured: this gateway cannot mint tokens');
+  }
+  const scopes = [...new Set(b.scopes)];
+  const now = Date.now();
+  const minted = await mintToken({
+    privateJwk: c.env.GATEHOUSE_SIGNING_KEY, issuer: gatehouseIssuer(c.req.raw, c.env), audience: canonicalMcpUrl(c.req.raw, c.env),
+    team: p.team, subject: b.subject, scopes, ttlSeconds: b.ttlSeconds, now: Math.floor(now / 1000),
+  });
+  const expiresAt = minted.expiresAt * 1000;
+  await insertToken(c.env, { jti: minted.jti, team: p.team, subject: b.subject, scopes, createdAt: now, expiresAt, note: b.note ?? null });
+  return c.json({ token: minted.token, jti: minted.jti, team: p.team, subject: b.subject, scopes, expiresAt }, 201);
+});
+
+tokenRoutes.get('/', async (c) => {
+  const p = c.get('principal');
+  return c.json({ tokens: await listTokens(c.env, p.team) });
+});
+
+tokenRoutes.delete('/:jti', async (c) => {
+  const p = c.get('principal');
+  const jti = c.req.param('jti');
+  if (!/^[A-Za-z0-9._:-]{1,200}$/.test(jti)) return apiError(c, 'invalid_argument', `malformed token id "${jti.slice(0, 60)}"`);
+  const r = await revokeToken(c.env, p.team, jti);
+  if (!r.ok) return apiError(c, 'not_found', r.error.message);
+  return c.json(r.value);
+});
