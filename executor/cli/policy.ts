@@ -1,0 +1,119 @@
+/** `gatehouse policy get|set|check`. */
+import { readFileSync } from 'node:fs';
+import { parseArgs, UsageError, formatFlags, type FlagSpecs } from './args.ts';
+import { api, connection, formatError } from './client.ts';
+import { info, iso, out, printJson } from './io.ts';
+
+export const POLICY_HELP = `gatehouse policy — the team policy
+
+usage:
+  gatehouse policy get                      print the policy document (JSON) to stdout; version on stderr
+  gatehouse policy set <file.json|->        replace the policy (validated by the gateway; - reads stdin)
+  gatehouse policy check [--runtime r] [--cwd d] [--env K=V] [--timeout ms] -- <command> [args...]
+  gatehouse policy check --shell "<shell string>"
+                                            dry run: would the policy allow it, which stage decides, why
+                                            (exit 0 allowed, 1 denied)`;
+
+const CHECK_FLAGS: FlagSpecs = {
+  runtime: { type: 'string', value: 'runtime', help: 'decide as runtime_execute for this runtime' },
+  cwd: { type: 'string', value: 'dir', help: 'working directory, relative to the agent root' },
+  env: { type: 'list', value: 'K=V', help: 'environment variable for the job' },
+  timeout: { type: 'string', value: 'ms', help: 'requested timeout in milliseconds' },
+  shell: { type: 'string', value: 'string', help: 'check a shell string (sh -c) instead of an argv' },
+};
+
+export async function policyCommand(argv: string[]): Promise<number> {
+  const [sub, ...rest] = argv;
+  switch (sub) {
+    case 'get': return get(rest);
+    case 'set': return set(rest);
+    case 'check': return check(rest);
+    case undefined: case '--help': case '-h': case 'help':
+      out(POLICY_HELP);
+      return sub === undefined ? 2 : 0;
+    default:
+      throw new UsageError(`unknown policy command "${sub}"; allowed: get, set, check`);
+  }
+}
+
+type PolicyAnswer = { team: string; version: number; updatedAt: number | null; updatedBy: string | null; isDefault: boolean; policy: unknown };
+
+const describe = (p: PolicyAnswer) =>
+  p.isDefault ? `team ${p.team}: default policy (never set)` : `team ${p.team}: policy version ${p.version}, set by ${p.updatedBy} at ${iso(p.updatedAt)}`;
+
+async function get(argv: string[]): Promise<number> {
+  const a = parseArgs(argv, {}, 'policy get');
+  if (a.flags.help) return out(`usage: gatehouse policy get [--json]\n\nflags:\n${formatFlags({})}`), 0;
+  if (a.positionals.length) throw new UsageError('policy get takes no arguments');
+  const r = await api<PolicyAnswer>(connection(a.flags), 'GET', '/policy');
+  if (!r.ok) return info(formatError(r.error)), 1;
+  if (a.flags.json) return printJson(r.value), 0;
+  printJson(r.value.policy);
+  info(describe(r.value));
+  return 0;
+}
+
+function readInput(path: string): string {
+  try {
+    return readFileSync(path === '-' ? 0 : path, 'utf8');
+  } catch (e) {
+    throw new UsageError(`cannot read ${path === '-' ? 'stdin' : path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+  }
+}
+
+async function set(argv: string[]): Promise<number> {
+  const a = parseArgs(argv, {}, 'policy set');
+  if (a.flags.help) return out(`usage: gatehouse policy set <file.json|->\n\nflags:\n${formatFlags({})}`), 0;
+  if (a.positionals.length !== 1) throw new UsageError('usage: gatehouse policy set <file.json|-> (one file; - reads stdin)');
+  const conn = connection(a.flags);
+  const text = readInput(a.positionals[0]);
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch (e) {
+    info(`error (invalid_argument): ${a.positionals[0]} is not valid JSON: ${(e as Error).message}`);
+    return 1;
+  }
+  // `policy get --json` output is accepted too: take its .policy.
+  if (doc && typeof doc === 'object' && 'policy' in doc && 'team' in doc) doc = (doc as { policy: unknown }).policy;
+  const r = await api<PolicyAnswer>(conn, 'PUT', '/policy', doc);
+  if (!r.ok) return info(formatError(r.error)), 1;
+  if (a.flags.json) return printJson(r.value), 0;
+  out(`stored: ${describe(r.value)}`);
+  return 0;
+}
+
+async function check(argv: string[]): Promise<number> {
+  const a = parseArgs(argv, CHECK_FLAGS, 'policy check');
+  if (a.flags.help) return out(`usage: gatehouse policy check [flags] -- <command> [args...]\n       gatehouse policy check --shell "<string>"\n\nflags:\n${formatFlags(CHECK_FLAGS)}`), 0;
+  const shell = a.flags.shell as string | undefined;
+  const argvToCheck = [...a.positionals, ...a.rest];
+  if (shell !== undefined && argvToCheck.length) throw new UsageError('give either --shell "<string>" or -- <command> [args...], not both');
+  if (shell === undefined && !argvToCheck.length) throw new UsageError('nothing to check: pass -- <command> [args...] or --shell "<string>"');
+  const env: Record<string, string> = {};
+  for (const kv of (a.flags.env as string[] | undefined) ?? []) {
+    const i = kv.indexOf('=');
+    if (i < 1) throw new UsageError(`--env "${kv}" must be NAME=value`);
+    env[kv.slice(0, i)] = kv.slice(i + 1);
+  }
+  let timeout: number | undefined;
+  if (a.flags.timeout !== undefined) {
+    timeout = Number(a.flags.timeout);
+    if (!Number.isInteger(timeout) || timeout <= 0) throw new UsageError(`--timeout "${a.flags.timeout}" must be a positive integer (milliseconds)`);
+  }
+  const body = {
+    ...(shell !== undefined ? { command: shell } : { command: argvToCheck[0], args: argvToCheck.slice(1) }),
+    ...(a.flags.runtime !== undefined ? { runtime: a.flags.runtime } : {}),
+    ...(a.flags.cwd !== undefined ? { cwd: a.flags.cwd } : {}),
+    ...(Object.keys(env).length ? { env } : {}),
+    ...(timeout !== undefined ? { timeout_ms: timeout } : {}),
+  };
+  const r = await api<{ allowed: boolean; stage: string; reason: string; notes: string[] }>(connection(a.flags), 'POST', '/policy/check', body);
+  if (!r.ok) return info(formatError(r.error)), 1;
+  if (a.flags.json) printJson(r.value);
+  else {
+    out(`${r.value.allowed ? 'allowed' : 'denied'} (${r.value.stage}): ${r.value.reason}`);
+    for (const n of r.value.notes) out(`  note: ${n}`);
+  }
+  return r.value.allowed ? 0 : 1;
+}

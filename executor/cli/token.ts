@@ -1,0 +1,194 @@
+/** `gatehouse token create|list|revoke|bootstrap`. */
+import { readFileSync } from 'node:fs';
+import { parseArgs, parseDuration, UsageError, formatFlags, type FlagSpecs } from './args.ts';
+import { api, connection, formatError } from './client.ts';
+import { info, iso, out, printJson, table } from './io.ts';
+import { mintToken } from '../../src/auth/mint.ts';
+import { SCOPES } from '../../src/env.ts';
+
+const SCOPE_LIST = SCOPES.join(', ');
+const TEAM_RE = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+const MAX_TTL = 365 * 86400;
+
+const CREATE_FLAGS: FlagSpecs = {
+  team: { type: 'string', value: 'team', help: "team of the new token (must be the admin token's team; default: that team)" },
+  scope: { type: 'list', value: 'scope', help: `scope to grant: ${SCOPE_LIST}` },
+  subject: { type: 'string', value: 'name', help: 'who the token is for (default: cli-<scopes>)' },
+  ttl: { type: 'string', value: 'duration', help: 'lifetime: 30d (default), 12h, 90m, 3600 (seconds); at most 1y' },
+  note: { type: 'string', value: 'text', help: 'free-form note shown by token list' },
+};
+const BOOTSTRAP_FLAGS: FlagSpecs = {
+  team: { type: 'string', value: 'team', help: 'team of the token (required)' },
+  scope: { type: 'list', value: 'scope', help: `scope to grant (default: admin); allowed: ${SCOPE_LIST}` },
+  subject: { type: 'string', value: 'name', help: 'subject (default: bootstrap-admin)' },
+  ttl: { type: 'string', value: 'duration', help: 'lifetime (default 30d, at most 1y)' },
+  'key-file': { type: 'string', value: 'path', help: 'signing key: a JWK JSON file or a .dev.vars with GATEHOUSE_SIGNING_KEY (default: $GATEHOUSE_SIGNING_KEY)' },
+  issuer: { type: 'string', value: 'URL', help: "the gateway's issuer (GATEHOUSE_ISSUER; default: the --url origin)" },
+  audience: { type: 'string', value: 'URL', help: "the gateway's MCP URL (GATEHOUSE_AUDIENCE; default: <url>/mcp)" },
+};
+
+export const TOKEN_HELP = `gatehouse token — manage the team's tokens
+
+usage:
+  gatehouse token create --scope <scope> [--scope ...] [--team t] [--subject s] [--ttl 30d] [--note text]
+  gatehouse token list
+  gatehouse token revoke <jti>
+  gatehouse token bootstrap --team <team> --key-file <jwk.json|.dev.vars> [--issuer URL --audience URL] [--scope admin]
+
+create, list and revoke call the admin API (--url/$GATEHOUSE_URL, --token/$GATEHOUSE_ADMIN_TOKEN).
+bootstrap mints a token offline from the signing key (the first admin token of a deployment)
+and prints it; nothing is sent anywhere.
+scopes: ${SCOPE_LIST}`;
+
+function ttlSeconds(v: unknown, fallback: number): number {
+  if (v === undefined) return fallback;
+  const s = parseDuration(String(v));
+  if (s === null || s < 60) throw new UsageError(`--ttl "${v}" is not a duration of at least 60 seconds (examples: 30d, 12h, 90m, 3600)`);
+  if (s > MAX_TTL) throw new UsageError(`--ttl "${v}" is longer than the 1 year maximum`);
+  return s;
+}
+
+function scopesOf(v: unknown, fallback?: string[]): string[] {
+  const list = ((v as string[] | undefined) ?? fallback ?? []).flatMap((s) => s.split(/[\s,]+/)).filter(Boolean);
+  if (!list.length) throw new UsageError(`at least one --scope is required; allowed: ${SCOPE_LIST}`);
+  for (const s of list) {
+    if (!(SCOPES as readonly string[]).includes(s)) throw new UsageError(`unknown scope "${s}"; allowed: ${SCOPE_LIST}`);
+  }
+  return [...new Set(list)];
+}
+
+const help = (usage: string, specs: FlagSpecs) => out(`${usage}\n\nflags:\n${formatFlags(specs)}`);
+
+export async function tokenCommand(argv: string[]): Promise<number> {
+  const [sub, ...rest] = argv;
+  switch (sub) {
+    case 'create': return create(rest);
+    case 'list': return list(rest);
+    case 'revoke': return revoke(rest);
+    case 'bootstrap': return bootstrap(rest);
+    case undefined: case '--help': case '-h': case 'help':
+      out(TOKEN_HELP);
+      return sub === undefined ? 2 : 0;
+    default:
+      throw new UsageError(`unknown token command "${sub}"; allowed: create, list, revoke, bootstrap`);
+  }
+}
+
+async function create(argv: string[]): Promise<number> {
+  const a = parseArgs(argv, CREATE_FLAGS, 'token create');
+  if (a.flags.help) return help('usage: gatehouse token create --scope <scope> [--scope ...] [--team t] [--subject s] [--ttl 30d] [--note text]', CREATE_FLAGS), 0;
+  if (a.positionals.length || a.rest.length) throw new UsageError(`token create takes no positional arguments (got "${[...a.positionals, ...a.rest].join(' ')}")`);
+  const scopes = scopesOf(a.flags.scope);
+  const team = a.flags.team as string | undefined;
+  if (team !== undefined && !TEAM_RE.test(team)) throw new UsageError(`--team "${team}" is not a valid team name (${TEAM_RE.source})`);
+  const body = {
+    ...(team !== undefined ? { team } : {}),
+    subject: (a.flags.subject as string | undefined) ?? `cli-${scopes.join('-').replace(/[^a-z0-9-]/g, '-')}`,
+    scopes,
+    ttlSeconds: ttlSeconds(a.flags.ttl, 30 * 86400),
+    ...(a.flags.note !== undefined ? { note: a.flags.note } : {}),
+  };
+  const r = await api<{ token: string; jti: string; team: string; subject: string; scopes: string[]; expiresAt: number }>(connection(a.flags), 'POST', '/tokens', body);
+  if (!r.ok) return info(formatError(r.error)), 1;
+  if (a.flags.json) return printJson(r.value), 0;
+  out(r.value.token);
+  info(`created token ${r.value.jti} for ${r.value.subject} in team ${r.value.team} (scopes: ${r.value.scopes.join(' ')}; expires ${iso(r.value.expiresAt)})`);
+  return 0;
+}
+
+async function list(argv: string[]): Promise<number> {
+  const a = parseArgs(argv, {}, 'token list');
+  if (a.flags.help) return help('usage: gatehouse token list', {}), 0;
+  if (a.positionals.length) throw new UsageError('token list takes no arguments');
+  type Row = { jti: string; subject: string; scopes: string[]; createdAt: number; expiresAt: number; revokedAt: number | null; note: string | null };
+  const r = await api<{ tokens: Row[] }>(connection(a.flags), 'GET', '/tokens');
+  if (!r.ok) return info(formatError(r.error)), 1;
+  if (a.flags.json) return printJson(r.value), 0;
+  if (!r.value.tokens.length) return info('no tokens (offline bootstrap tokens are not listed)'), 0;
+  const now = Date.now();
+  const rows = r.value.tokens.map((t) => [
+    t.jti, t.subject, t.scopes.join(' '), iso(t.createdAt), iso(t.expiresAt),
+    t.revokedAt ? `revoked ${iso(t.revokedAt)}` : t.expiresAt < now ? 'expired' : 'active', t.note ?? '',
+  ]);
+  out(table([['JTI', 'SUBJECT', 'SCOPES', 'CREATED', 'EXPIRES', 'STATE', 'NOTE'], ...rows]));
+  return 0;
+}
+
+async function revoke(argv: string[]): Promise<number> {
+  const a = parseArgs(argv, {}, 'token revoke');
+  if (a.flags.help) return help('usage: gatehouse token revoke <jti>', {}), 0;
+  if (a.positionals.length !== 1) throw new UsageError('usage: gatehouse token revoke <jti> (exactly one token id; see gatehouse token list)');
+  const jti = a.positionals[0];
+  const r = await api<{ jti: string; revokedAt: number }>(connection(a.flags), 'DELETE', `/tokens/${encodeURIComponent(jti)}`);
+  if (!r.ok) return info(formatError(r.error)), 1;
+  if (a.flags.json) return printJson(r.value), 0;
+  out(`revoked ${r.value.jti} at ${iso(r.value.revokedAt)}`);
+  return 0;
+}
+
+/** Reads GATEHOUSE_SIGNING_KEY from a JWK JSON file or a dotenv file (`.dev.vars`). */
+export function readSigningKey(path: string): string {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (e) {
+    throw new UsageError(`cannot read --key-file ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+  }
+  const t = text.trim();
+  if (t.startsWith('{')) return t;
+  for (const line of t.split(/\r?\n/)) {
+    const m = /^\s*(?:export\s+)?GATEHOUSE_SIGNING_KEY\s*=\s*(.*)$/.exec(line);
+    if (!m) continue;
+    let v = m[1].trim();
+    if ((v.startsWith("'") && v.endsWith("'")) || (v.startsWith('"') && v.endsWith('"'))) {
+      const quote = v[0];
+      v = v.slice(1, -1);
+      // dotenv unescapes \" inside double quotes.
+      if (quote === '"') v = v.replace(/\\"/g, '"').replace(/\\\\/g, '\\');
+    }
+    return v;
+  }
+  throw new UsageError(`--key-file ${path} is neither a JWK (JSON) nor a dotenv file with GATEHOUSE_SIGNING_KEY=`);
+}
+
+async function bootstrap(argv: string[]): Promise<number> {
+  const a = parseArgs(argv, BOOTSTRAP_FLAGS, 'token bootstrap');
+  if (a.flags.help) {
+    return help('usage: gatehouse token bootstrap --team <team> --key-file <jwk.json|.dev.vars> [--issuer URL --audience URL | --url URL] [--scope admin]\n\nMints a token offline from the signing key and prints it (the first admin token of a deployment).', BOOTSTRAP_FLAGS), 0;
+  }
+  if (a.positionals.length) throw new UsageError(`token bootstrap takes no positional arguments (got "${a.positionals.join(' ')}")`);
+  const team = a.flags.team as string | undefined;
+  if (!team) throw new UsageError('--team is required');
+  if (!TEAM_RE.test(team)) throw new UsageError(`--team "${team}" is not a valid team name (${TEAM_RE.source})`);
+  const keyFile = a.flags['key-file'] as string | undefined;
+  const key = keyFile ? readSigningKey(keyFile) : process.env.GATEHOUSE_SIGNING_KEY;
+  if (!key) throw new UsageError('--key-file is required (or set GATEHOUSE_SIGNING_KEY)');
+  let jwk: { kty?: string; crv?: string; d?: string };
+  try {
+    jwk = JSON.parse(key);
+  } catch {
+    throw new UsageError('the signing key is not valid JSON (expected a private ES256 JWK)');
+  }
+  if (jwk.kty !== 'EC' || jwk.crv !== 'P-256' || !jwk.d) throw new UsageError('the signing key must be a private EC P-256 JWK (kty EC, crv P-256, with d)');
+  const base = (a.flags.url as string | undefined) ?? process.env.GATEHOUSE_URL;
+  let origin: string | undefined;
+  if (base) {
+    try {
+      origin = new URL(base).origin;
+    } catch {
+      throw new UsageError(`--url "${base}" is not a URL`);
+    }
+  }
+  const issuer = (a.flags.issuer as string | undefined) ?? origin;
+  const audience = (a.flags.audience as string | undefined) ?? (origin ? `${origin}/mcp` : undefined);
+  if (!issuer || !audience) throw new UsageError('--issuer and --audience are required (or --url to derive them: issuer = origin, audience = origin/mcp)');
+  const scopes = scopesOf(a.flags.scope, ['admin']);
+  const minted = await mintToken({
+    privateJwk: key, issuer, audience, team, subject: (a.flags.subject as string | undefined) ?? 'bootstrap-admin', scopes,
+    ttlSeconds: ttlSeconds(a.flags.ttl, 30 * 86400),
+  });
+  if (a.flags.json) return printJson({ token: minted.token, jti: minted.jti, team, scopes, issuer, audience, expiresAt: minted.expiresAt * 1000 }), 0;
+  out(minted.token);
+  info(`bootstrap token ${minted.jti} for team ${team} (scopes: ${scopes.join(' ')}; iss ${issuer}; aud ${audience}; expires ${iso(minted.expiresAt * 1000)}); revoke it with: gatehouse token revoke ${minted.jti}`);
+  return 0;
+}
