@@ -1,0 +1,253 @@
+/**
+ * The `gatehouse` CLI as a user runs it (`node bin/gatehouse.mjs ...`) against a real gateway:
+ * tokens, offline bootstrap, policy, audit; usage errors exit 2, gateway errors exit 1.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { decodeJwt } from 'jose';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ROOT, startGateway, type Gateway } from '../e2e/harness.ts';
+import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
+import { auditInsertSql, execSql } from '../admin/seed.ts';
+
+let gw: Gateway;
+let adminToken: string;
+let dir: string;
+const BASE = Date.now() - 600_000;
+
+interface Run { code: number; stdout: string; stderr: string }
+
+function cli(args: string[], o: { env?: Record<string, string | undefined>; stdin?: string; token?: string } = {}): Promise<Run> {
+  return new Promise((res) => {
+    const env: NodeJS.ProcessEnv = { ...process.env, GATEHOUSE_URL: gw.url, GATEHOUSE_ADMIN_TOKEN: o.token ?? adminToken, ...o.env };
+    for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];
+    const p = spawn(process.execPath, [join(ROOT, 'bin/gatehouse.mjs'), ...args], { cwd: dir, env, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    p.stdout.on('data', (d) => (stdout += d));
+    p.stderr.on('data', (d) => (stderr += d));
+    p.stdin.end(o.stdin ?? '');
+    p.on('close', (code) => res({ code: code ?? -1, stdout, stderr }));
+  });
+}
+
+const authGet = (path: string, token: string) => fetch(`${gw.url}${path}`, { headers: { Authorization: `Bearer ${token}` } });
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'gatehouse-cli-'));
+  gw = await startGateway({
+    beforeStart: async (persist) => execSql(persist, auditInsertSql(Array.from({ length: 6 }, (_, i) => ({
+      at: BASE + i * 1000, team: 'acme', subject: 'seeder', tool: 'execute', decision: i % 2 ? 'denied' : 'allowed',
+      command: { mode: 'argv', command: 'echo', args: [`seeded-${i}`] }, reason: `seed reason ${i}`,
+    })))),
+  });
+  adminToken = await gw.token({ team: 'acme', scopes: ['admin'], subject: 'cli-admin' });
+});
+afterAll(async () => {
+  await gw?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+describe('usage', () => {
+  it('prints help and version', async () => {
+    const h = await cli(['--help']);
+    expect(h.code).toBe(0);
+    expect(h.stdout).toContain('gatehouse token create');
+    const v = await cli(['--version']);
+    expect(v.stdout.trim()).toBe(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version);
+    for (const c of [['token', '--help'], ['policy', '--help'], ['audit', '--help'], ['token', 'create', '--help'], ['policy', 'check', '--help']]) {
+      const r = await cli(c);
+      expect(r.code, c.join(' ')).toBe(0);
+      expect(r.stdout, c.join(' ')).toMatch(/usage/);
+    }
+  });
+
+  it('exits 2 on an unknown command or flag, listing what is allowed', async () => {
+    const c = await cli(['frobnicate']);
+    expect(c.code).toBe(2);
+    expect(c.stderr).toContain('unknown command "frobnicate"; allowed: token, policy, audit, agent');
+    const f = await cli(['token', 'list', '--colour']);
+    expect(f.code).toBe(2);
+    expect(f.stderr).toMatch(/unknown flag "--colour" for "token list"; allowed: --url, --token/);
+    const s = await cli(['token', 'mint']);
+    expect(s.code).toBe(2);
+    expect(s.stderr).toContain('allowed: create, list, revoke, bootstrap');
+  });
+
+  it('exits 2 without a gateway URL or token', async () => {
+    const r = await cli(['token', 'list'], { env: { GATEHOUSE_URL: undefined } });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('pass --url or set GATEHOUSE_URL');
+    const t = await cli(['token', 'list'], { env: { GATEHOUSE_ADMIN_TOKEN: undefined } });
+    expect(t.code).toBe(2);
+    expect(t.stderr).toContain('GATEHOUSE_ADMIN_TOKEN');
+  });
+
+  it('refuses an unknown scope before calling the gateway', async () => {
+    const r = await cli(['token', 'create', '--scope', 'root']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('unknown scope "root"; allowed: execute, artifacts:read, admin, agent');
+  });
+});
+
+describe('tokens', () => {
+  it('creates, lists and revokes a token', async () => {
+    const c = await cli(['token', 'create', '--team', 'acme', '--scope', 'execute', '--scope', 'artifacts:read', '--subject', 'ci-bot', '--ttl', '2d', '--note', 'nightly']);
+    expect(c.code, c.stderr).toBe(0);
+    const token = c.stdout.trim();
+    const claims = decodeJwt(token);
+    expect(claims).toMatchObject({ team: 'acme', sub: 'ci-bot', scope: 'execute artifacts:read' });
+    expect(claims.exp! - claims.iat!).toBe(2 * 86400);
+    expect(c.stderr).toContain(`created token ${claims.jti}`);
+    // Valid at the gateway (execute only: the admin API says 403, not 401).
+    expect((await authGet('/admin/v1/tokens', token)).status).toBe(403);
+
+    const l = await cli(['token', 'list']);
+    expect(l.code).toBe(0);
+    expect(l.stdout).toMatch(new RegExp(`${claims.jti}\\s+ci-bot\\s+execute artifacts:read.*active\\s+nightly`));
+    const lj = JSON.parse((await cli(['token', 'list', '--json'])).stdout) as { tokens: { jti: string }[] };
+    expect(lj.tokens.map((t) => t.jti)).toContain(claims.jti);
+
+    const r = await cli(['token', 'revoke', String(claims.jti)]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(`revoked ${claims.jti} at `);
+    expect((await authGet('/admin/v1/tokens', token)).status).toBe(401);
+    expect((await cli(['token', 'list'])).stdout).toMatch(new RegExp(`${claims.jti}.*revoked`));
+  });
+
+  it('prints gateway errors as "error (code): message" and exits 1', async () => {
+    const r = await cli(['token', 'create', '--team', 'globex', '--scope', 'execute']);
+    expect(r.code).toBe(1);
+    expect(r.stderr.trim()).toBe('error (not_found): team "globex" not found');
+    const u = await cli(['token', 'list'], { token: await gw.token({ team: 'acme', scopes: ['execute'] }) });
+    expect(u.code).toBe(1);
+    expect(u.stderr).toMatch(/^error \(insufficient_scope\): /);
+    const d = await cli(['token', 'list', '--url', 'http://127.0.0.1:9']);
+    expect(d.code).toBe(1);
+    expect(d.stderr).toMatch(/^error \(unreachable\): cannot reach http:\/\/127\.0\.0\.1:9/);
+  });
+
+  it('bootstraps an admin token offline from a .dev.vars or JWK file, and the gateway accepts it', async () => {
+    const devVars = join(dir, '.dev.vars');
+    writeFileSync(devVars, `HEARTBEAT_MS=1000\nGATEHOUSE_SIGNING_KEY='${gw.signingKey}'\n`);
+    const jwkFile = join(dir, 'signing-key.json');
+    writeFileSync(jwkFile, gw.signingKey);
+    for (const keyFile of [devVars, jwkFile]) {
+      const b = await cli(['token', 'bootstrap', '--team', 'acme', '--key-file', keyFile, '--issuer', gw.issuer, '--audience', gw.audience], { env: { GATEHOUSE_URL: undefined, GATEHOUSE_ADMIN_TOKEN: undefined } });
+      expect(b.code, b.stderr).toBe(0);
+      const token = b.stdout.trim();
+      const who = await authGet('/admin/v1/whoami', token);
+      expect(who.status).toBe(200);
+      expect(await who.json()).toMatchObject({ team: 'acme', subject: 'bootstrap-admin', scopes: ['admin'] });
+      // Not recorded (offline), but revocable by jti.
+      const jti = String(decodeJwt(token).jti);
+      expect(b.stderr).toContain(`gatehouse token revoke ${jti}`);
+      expect((await cli(['token', 'revoke', jti])).code).toBe(0);
+      expect((await authGet('/admin/v1/whoami', token)).status).toBe(401);
+    }
+  });
+
+  it('bootstrap derives issuer and audience from --url and refuses a missing key', async () => {
+    const jwkFile = join(dir, 'k.json');
+    writeFileSync(jwkFile, gw.signingKey);
+    const b = await cli(['token', 'bootstrap', '--team', 'acme', '--key-file', jwkFile, '--url', gw.url, '--scope', 'execute', '--json']);
+    expect(b.code, b.stderr).toBe(0);
+    const out = JSON.parse(b.stdout) as { token: string; issuer: string; audience: string; scopes: string[] };
+    expect(out).toMatchObject({ issuer: gw.url, audience: `${gw.url}/mcp`, scopes: ['execute'] });
+    expect((await authGet('/admin/v1/whoami', out.token)).status).toBe(403);
+    const missing = await cli(['token', 'bootstrap', '--team', 'acme', '--key-file', join(dir, 'nope.json'), '--url', gw.url]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain('cannot read --key-file');
+  });
+});
+
+describe('policy', () => {
+  it('gets the default policy, sets one from a file and from stdin, refuses an invalid one', async () => {
+    const g = await cli(['policy', 'get']);
+    expect(g.code).toBe(0);
+    expect(JSON.parse(g.stdout)).toEqual(DEFAULT_POLICY);
+    expect(g.stderr).toContain('default policy');
+
+    const file = join(dir, 'policy.json');
+    writeFileSync(file, JSON.stringify({ ...DEFAULT_POLICY, shell: { enabled: true, allow: ['ls'] } }));
+    const s = await cli(['policy', 'set', file]);
+    expect(s.code, s.stderr).toBe(0);
+    expect(s.stdout).toContain('policy version 1, set by cli-admin');
+    const s2 = await cli(['policy', 'set', '-'], { stdin: JSON.stringify(DEFAULT_POLICY) });
+    expect(s2.code, s2.stderr).toBe(0);
+    expect(s2.stdout).toContain('policy version 2');
+    const gj = JSON.parse((await cli(['policy', 'get', '--json'])).stdout);
+    expect(gj).toMatchObject({ team: 'acme', version: 2, isDefault: false, updatedBy: 'cli-admin' });
+
+    writeFileSync(file, JSON.stringify({ ...DEFAULT_POLICY, limits: { ...DEFAULT_POLICY.limits, maxTimeoutMs: -5 } }));
+    const bad = await cli(['policy', 'set', file]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/^error \(invalid_argument\): invalid policy: .*limits\.maxTimeoutMs/);
+    writeFileSync(file, '{not json');
+    expect((await cli(['policy', 'set', file])).code).toBe(1);
+  });
+
+  it('checks commands: exit 0 when allowed, 1 when denied', async () => {
+    const ok = await cli(['policy', 'check', '--', 'git', 'status']);
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(ok.stdout).toMatch(/^allowed \(/);
+    const no = await cli(['policy', 'check', '--', 'curl', 'http://example.com']);
+    expect(no.code).toBe(1);
+    expect(no.stdout).toMatch(/^denied \(.*curl/);
+    const shell = await cli(['policy', 'check', '--shell', 'ls | wc -l']);
+    expect(shell.code).toBe(1);
+    expect(shell.stdout).toMatch(/^denied/);
+    const none = await cli(['policy', 'check']);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toContain('nothing to check');
+  });
+});
+
+describe('audit', () => {
+  it('tails the newest rows oldest first, with filters', async () => {
+    const t = await cli(['audit', 'tail', '--limit', '3']);
+    expect(t.code, t.stderr).toBe(0);
+    const lines = t.stdout.trim().split('\n');
+    expect(lines).toHaveLength(3);
+    expect(lines[0]).toContain('echo seeded-3');
+    expect(lines[2]).toMatch(/denied\s+execute\s+seeder\s+echo seeded-5\s+— seed reason 5/);
+    const d = await cli(['audit', 'tail', '--decision', 'denied', '--json']);
+    const rows = d.stdout.trim().split('\n').map((l) => JSON.parse(l) as { decision: string });
+    expect(rows.length).toBeGreaterThanOrEqual(3);
+    expect(rows.every((r) => r.decision === 'denied')).toBe(true);
+    const bad = await cli(['audit', 'tail', '--decision', 'maybe']);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain('error (invalid_argument): decision must be one of allowed, denied, failed');
+  });
+
+  it('follows new rows until interrupted', async () => {
+    const env: NodeJS.ProcessEnv = { ...process.env, GATEHOUSE_URL: gw.url, GATEHOUSE_ADMIN_TOKEN: adminToken };
+    const p = spawn(process.execPath, [join(ROOT, 'bin/gatehouse.mjs'), 'audit', 'tail', '--limit', '1', '--follow', '--interval', '200'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    p.stdout.on('data', (d) => (out += d));
+    const waitFor = async (re: RegExp) => {
+      const until = Date.now() + 15_000;
+      while (!re.test(out)) {
+        if (Date.now() > until) throw new Error(`no ${re} in:\n${out}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    };
+    await waitFor(/seeded-5/);
+    // A new audit row: an MCP policy_check call (audited like every tool call).
+    const client = new Client({ name: 'cli-test', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(gw.mcpUrl), {
+      requestInit: { headers: { Authorization: `Bearer ${await gw.token({ team: 'acme', scopes: ['execute'], subject: 'mcp-user' })}` } },
+    }));
+    await client.callTool({ name: 'policy_check', arguments: { command: 'git', args: ['log'] } });
+    await client.close();
+    await waitFor(/policy_check\s+mcp-user\s+git log/);
+    const exited = new Promise<number | null>((r) => p.on('close', (c) => r(c)));
+    p.kill('SIGINT');
+    expect(await exited).toBe(0);
+    expect(out.match(/seeded-5/g)).toHaveLength(1);
+  });
+});
