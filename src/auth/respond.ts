@@ -3,8 +3,8 @@ import type { Env } from '../env.ts';
 import { resourceMetadataUrl } from './config.ts';
 import type { AuthFailure } from './verify.ts';
 
-/** Quoted-string value for a WWW-Authenticate parameter (no quotes/backslashes/control chars). */
-const q = (s: string) => `"${s.replace(/[\\"]/g, "'").replace(/[\x00-\x1f\x7f]/g, ' ')}"`;
+/** Quoted-string value for a WWW-Authenticate parameter: printable ASCII only (header values must be Latin-1). */
+const q = (s: string) => `"${s.replace(/[\\"]/g, "'").replace(/[^\x20-\x7e]/g, '?')}"`;
 
 export function authErrorResponse(req: Request, _env: Env, f: AuthFailure): Response {
   const headers = new Headers({ 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-store' });

@@ -167,6 +167,10 @@ export async function verifyToken(token: string, req: Request, env: Env, cfg: Tr
   } catch (e) {
     return invalid(describeJoseError(e, v));
   }
+  // jose checks iat's type only; a token "issued" in the future is a clock or forgery problem.
+  if (typeof payload.iat === 'number' && payload.iat > Date.now() / 1000 + CLOCK_TOLERANCE_S) {
+    return invalid(`token "iat" is in the future (${new Date(payload.iat * 1000).toISOString()}); check the issuer's clock`);
+  }
   return principalFrom(payload, v.issuer);
 }
 

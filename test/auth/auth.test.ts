@@ -109,6 +109,10 @@ describe('refused tokens', () => {
     });
   }
 
+  it('refuses a token issued in the future', async () => {
+    await expect401(await forge(gw, { iat: now() + 3600, exp: now() + 7200 }), /"iat" is in the future/);
+  });
+
   it('refuses a token without a valid team claim', async () => {
     await expect401(await forge(gw, {}, { omit: ['team'] }), /no "team" claim/);
     await expect401(await forge(gw, { team: 'Acme Corp' }), /invalid "team" claim/);
