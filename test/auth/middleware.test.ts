@@ -1,0 +1,94 @@
+/**
+ * requireAuth / configGuard alone (Hono `app.request()` in Node, an in-memory revocation list):
+ * the fast checks of the middleware contract; the full matrix runs against workerd in auth.test.ts.
+ */
+import { beforeAll, describe, expect, it } from 'vitest';
+import { Hono } from 'hono';
+import type { AppEnv, Env } from '../../src/env.ts';
+import { authenticate, configGuard, requireAuth } from '../../src/auth/index.ts';
+import { generateSigningKey, mintToken } from '../../src/auth/mint.ts';
+
+const ORIGIN = 'http://gw.test';
+let key: string;
+const revoked = new Set<string>();
+
+/** Just enough of D1 for isRevoked(): `prepare(sql).bind(jti, team).first()`. */
+const fakeDb = {
+  prepare: () => ({ bind: (jti: string, team: string) => ({ first: async () => (revoked.has(`${team}/${jti}`) ? { r: 1 } : null) }) }),
+} as unknown as D1Database;
+
+const envWith = (extra: Partial<Env> = {}): Env => ({ DB: fakeDb, GATEHOUSE_SIGNING_KEY: key, ...extra }) as Env;
+
+function app() {
+  const a = new Hono<AppEnv>();
+  a.get('/healthz', (c) => c.text('ok'));
+  a.use('*', configGuard());
+  a.use('/admin/*', requireAuth({ scopes: ['admin'] }));
+  a.use('/mcp/*', requireAuth({ anyScope: ['execute', 'artifacts:read'] }));
+  a.get('/admin/x', (c) => c.json(c.get('principal')));
+  a.get('/mcp/x', (c) => c.json(c.get('principal')));
+  return a;
+}
+
+const token = async (scopes: string[], o: { team?: string; jti?: string; aud?: string } = {}) =>
+  (await mintToken({ privateJwk: key, issuer: ORIGIN, audience: o.aud ?? `${ORIGIN}/mcp`, team: o.team ?? 'acme', subject: 'u', scopes, ttlSeconds: 600, jti: o.jti })).token;
+
+const req = (path: string, t?: string) => new Request(`${ORIGIN}${path}`, { headers: t ? { Authorization: `Bearer ${t}` } : {} });
+
+beforeAll(async () => {
+  key = await generateSigningKey();
+});
+
+describe('requireAuth', () => {
+  it('sets the principal from a valid token', async () => {
+    const r = await app().request(req('/admin/x', await token(['admin', 'execute'], { jti: 'j1' })), undefined, envWith());
+    expect(r.status).toBe(200);
+    expect(await r.json()).toEqual({ team: 'acme', subject: 'u', scopes: ['admin', 'execute'], tokenId: 'j1', issuer: ORIGIN });
+  });
+
+  it('anyScope needs one of the scopes; scopes needs all', async () => {
+    const a = app();
+    expect((await a.request(req('/mcp/x', await token(['artifacts:read'])), undefined, envWith())).status).toBe(200);
+    expect((await a.request(req('/mcp/x', await token(['agent'])), undefined, envWith())).status).toBe(403);
+    const r = await a.request(req('/admin/x', await token(['execute'])), undefined, envWith());
+    expect(r.status).toBe(403);
+    expect(r.headers.get('WWW-Authenticate')).toMatch(/^Bearer error="insufficient_scope", scope="admin", /);
+  });
+
+  it('checks revocation per team', async () => {
+    revoked.add('acme/gone');
+    expect((await app().request(req('/admin/x', await token(['admin'], { jti: 'gone' })), undefined, envWith())).status).toBe(401);
+    expect((await app().request(req('/admin/x', await token(['admin'], { jti: 'gone', team: 'other' })), undefined, envWith())).status).toBe(200);
+  });
+
+  it('uses GATEHOUSE_AUDIENCE as the expected audience when set', async () => {
+    const env = envWith({ GATEHOUSE_AUDIENCE: 'https://public.example/mcp' });
+    const bad = await app().request(req('/admin/x', await token(['admin'])), undefined, env);
+    expect(bad.status).toBe(401);
+    expect(((await bad.json()) as { error: { message: string } }).error.message).toContain('expected "https://public.example/mcp"');
+    expect((await app().request(req('/admin/x', await token(['admin'], { aud: 'https://public.example/mcp' })), undefined, env)).status).toBe(200);
+  });
+
+  it('authenticate() works without Hono (for Durable Object routes)', async () => {
+    const ok = await authenticate(req('/anything', await token(['agent'])), envWith(), { scopes: ['agent'] });
+    expect(ok.ok && ok.value.team).toBe('acme');
+    const no = await authenticate(req('/anything'), envWith(), {});
+    expect(!no.ok && no.error.status).toBe(401);
+  });
+});
+
+describe('configGuard', () => {
+  it('refuses everything but /healthz while the configuration is broken', async () => {
+    const env = envWith({ GATEHOUSE_HS_SECRET: 'short' });
+    expect((await app().request(req('/healthz'), undefined, env)).status).toBe(200);
+    const r = await app().request(req('/admin/x', await token(['admin'])), undefined, env);
+    expect(r.status).toBe(500);
+    expect(await r.json()).toEqual({ error: { code: 'config_error', message: expect.stringContaining('GATEHOUSE_HS_SECRET is 5 bytes') } });
+  });
+
+  it('requires EXTERNAL_JWKS_URL and EXTERNAL_ISSUER together', async () => {
+    const r = await app().request(req('/admin/x'), undefined, envWith({ EXTERNAL_JWKS_URL: 'http://127.0.0.1:1/jwks.json' }));
+    expect(r.status).toBe(500);
+    expect(((await r.json()) as { error: { message: string } }).error.message).toContain('must be set together');
+  });
+});
