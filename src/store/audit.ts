@@ -47,12 +47,16 @@ const SECRET_NAME = /(secret|token|passw|pwd|api[_-]?key|apikey|access[_-]?key|p
 /** Flags whose next argv element is a secret (`--password hunter2`). */
 const SECRET_FLAG = /^-{1,2}[a-z0-9-]*(password|passwd|token|secret|api-?key|auth|credential)[a-z0-9-]*$/i;
 
-/** Patterns of secret values inside any string; each replacement keeps the non-secret prefix. */
+/**
+ * Patterns of secret values inside any string; each replacement keeps the non-secret prefix.
+ * Quantifiers are bounded so a hostile 50 KB argument cannot make redaction quadratic-slow.
+ */
 const SECRET_PATTERNS: Array<[RegExp, string]> = [
   // Authorization header values.
-  [/\b(Bearer|Basic|Token)(\s+)[A-Za-z0-9\-._~+/]+=*/gi, `$1$2${REDACTED}`],
+  [/\b(Bearer|Basic|Token)(\s{1,8})[A-Za-z0-9\-._~+/]{1,8192}=*/gi, `$1$2${REDACTED}`],
   // JWTs anywhere.
-  [/\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*/g, REDACTED],
+  // (?=(x))\1 is an atomic group: a failed match never backtracks through the segment.
+  [/\beyJ(?=([A-Za-z0-9_-]{5,4096}))\1\.(?=([A-Za-z0-9_-]{5,8192}))\2\.[A-Za-z0-9_-]{0,4096}/g, REDACTED],
   // Well-known API key shapes: sk-…/rk_live_…, GitHub, GitLab, Slack, AWS access key ids, Google API keys.
   [/\b(?:sk|rk|pk)[-_](?:live|test|proj|ant)?[-_]?[A-Za-z0-9_-]{12,}/g, REDACTED],
   [/\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}/g, REDACTED],
@@ -63,16 +67,20 @@ const SECRET_PATTERNS: Array<[RegExp, string]> = [
   // PEM private keys.
   [/-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(-----END [A-Z ]*PRIVATE KEY-----|$)/g, REDACTED],
   // Credentials in URLs: scheme://user:password@host.
-  [/\b([a-z][a-z0-9+.-]*:\/\/[^\s:/@]+:)[^\s@/]+@/gi, `$1${REDACTED}@`],
-  // name=value and name: value where the name looks secret (--token=x, PASSWORD=x, api_key: x).
-  [/\b([A-Za-z0-9_.-]*(?:secret|token|passw(?:or)?d?|pwd|api[_-]?key|apikey|access[_-]?key|private[_-]?key|credential)[A-Za-z0-9_.-]*)(\s*[=:]\s*)(?!\[redacted\])("[^"]*"|'[^']*'|[^\s&;,'"]+)/gi, `$1$2${REDACTED}`],
+  [/\b([a-z][a-z0-9+.-]{0,20}:\/\/[^\s:/@]{1,256}:)[^\s@/]{1,1024}@/gi, `$1${REDACTED}@`],
 ];
 
 /** Replaces secret-looking substrings of `s`. */
+/** `name=value` / `name: value` (--token=x, PASSWORD=x, api_key: x): the name is checked in code, not by backtracking. */
+const NAME_VALUE = /([A-Za-z0-9_.-]{1,64})([ \t]{0,4}[=:][ \t]{0,4})("[^"]{0,4096}"|'[^']{0,4096}'|[^\s&;,'"]{1,4096})/g;
+const SECRET_WORD = /secret|token|passw|pwd|api[_-]?key|apikey|access[_-]?key|private[_-]?key|credential/i;
+
 export function redactString(s: string): string {
   let out = s;
   for (const [re, rep] of SECRET_PATTERNS) out = out.replace(re, rep);
-  return out;
+  return out.replace(NAME_VALUE, (m, name: string, sep: string, value: string) =>
+    SECRET_WORD.test(name) && value !== REDACTED ? `${name}${sep}${REDACTED}` : m,
+  );
 }
 
 /**
