@@ -1,0 +1,139 @@
+/**
+ * The policy engine: decides one tool call against the team policy, stage by stage in the
+ * reference's order (feature gate → runtime allowlist → executable → arguments/shell → cwd →
+ * env → limits → OPA), and says which stage denied and why. Concurrency (stage 8 of the
+ * reference) is enforced by the TeamDispatcher; its message lives here so the text is one.
+ *
+ * Runs in workerd and in Node: web-standard APIs only. Never throws: any internal failure is a
+ * denial (fail closed) naming the stage it happened in.
+ */
+import type { PolicyDocument } from '../contracts/policy.ts';
+import { checkCwd } from './cwd.ts';
+import { screenEnv } from './env-screen.ts';
+import { checkExecutable, requestedExecutable } from './executables.ts';
+import { featureGate, runtimeAllowlist } from './gates.ts';
+import { checkLimits } from './limits.ts';
+import { askOpa, type OpaInput } from './opa.ts';
+import { screenArguments } from './argument-screens.ts';
+import { checkShellString } from './shell.ts';
+import type { DecideOptions, PolicyDecision, PolicyRequest, PolicyStage, StageResult } from './types.ts';
+
+export type { DecideOptions, EffectiveJob, OpaVerdict, PolicyDecision, PolicyRequest, PolicyStage } from './types.ts';
+export { parsePolicy } from './parse.ts';
+
+/** Stage 8's message (reference 000), used by the TeamDispatcher when no slot frees up in time. */
+export function concurrencyLimitMessage(active: number, max: number): string {
+  return `Concurrency limit reached (${active}/${max} active jobs)`;
+}
+
+export async function decide(policy: PolicyDocument, req: PolicyRequest, opts: DecideOptions = {}): Promise<PolicyDecision> {
+  const state: { stage: PolicyStage; notes: string[] } = { stage: 'feature_gate', notes: [] };
+  try {
+    return await decideStages(policy, req, opts, state);
+  } catch (e) {
+    return {
+      allowed: false, stage: state.stage, notes: state.notes,
+      reason: `Policy evaluation failed in stage ${state.stage}: ${e instanceof Error ? e.message : String(e)} (denied: the engine fails closed)`,
+    };
+  }
+}
+
+async function decideStages(
+  policy: PolicyDocument, req: PolicyRequest, opts: DecideOptions, state: { stage: PolicyStage; notes: string[] },
+): Promise<PolicyDecision> {
+  const notes = state.notes;
+  const denied = (reason: string): PolicyDecision => ({ allowed: false, stage: state.stage, reason, notes });
+  /** Runs one stage: records its notes, or turns its denial into the decision. */
+  const run = <T>(stage: PolicyStage, r: StageResult<T>): { value: T } | { decision: PolicyDecision } => {
+    state.stage = stage;
+    if (!r.ok) return { decision: denied(r.reason) };
+    if (r.notes) notes.push(...r.notes);
+    return { value: r.value };
+  };
+
+  let g = run('feature_gate', featureGate(policy, req));
+  if ('decision' in g) return g.decision;
+  g = run('runtime_allowlist', runtimeAllowlist(policy, req));
+  if ('decision' in g) return g.decision;
+
+  // Runtime `shell` code is a shell string: decided like `execute` without args.
+  const isShell = req.mode === 'shell' || (req.mode === 'code' && req.runtime === 'shell');
+  const script = req.mode === 'shell' ? req.command : (req.code ?? '');
+  const hasOpa = policy.opa.evaluators.length > 0;
+  let exe: string | undefined;
+  /** Set when a shell string is not in shell.allow and only OPA can still allow it. */
+  let needsOpa: string | undefined;
+
+  if (isShell) {
+    state.stage = 'shell';
+    const v = checkShellString(policy, script);
+    if (v.kind === 'disabled' || v.kind === 'invalid') return denied(v.reason);
+    if (v.kind === 'unlisted') {
+      if (!hasOpa) return denied(v.reason);
+      needsOpa = v.reason;
+    } else {
+      notes.push(`shell string allowed by shell.allow entry ${JSON.stringify(v.entry)}`);
+    }
+  } else {
+    const e = run('executable', checkExecutable(policy, requestedExecutable(req.command, req.runtime), req.runtime));
+    if ('decision' in e) return e.decision;
+    exe = e.value;
+    if (req.mode === 'code' && typeof req.code !== 'string') {
+      state.stage = 'arguments';
+      return denied('Code mode needs "code"');
+    }
+    const a = run('arguments', screenArguments(policy, exe, req.args ?? []));
+    if ('decision' in a) return a.decision;
+  }
+
+  const cwd = run('cwd', checkCwd(req.cwd));
+  if ('decision' in cwd) return cwd.decision;
+  const env = run('env', screenEnv(policy, req.env));
+  if ('decision' in env) return env.decision;
+  const limits = run('limits', checkLimits(policy, req.timeoutMs));
+  if ('decision' in limits) return limits.decision;
+
+  let opa: PolicyDecision['opa'];
+  let reason = needsOpa ? '' : 'Allowed by the team policy';
+  if (hasOpa) {
+    state.stage = 'opa';
+    const input: OpaInput = {
+      operation: isShell ? 'exec' : 'command_output',
+      command: isShell ? '/bin/sh' : exe!,
+      args: isShell ? ['-c', script] : [...(req.args ?? [])],
+      ...(req.cwd !== undefined ? { cwd: cwd.value } : {}),
+      ...(req.env !== undefined ? { env: env.value } : {}),
+      team: req.team,
+      subject: req.subject,
+      tool: req.tool,
+      ...(req.runtime ? { runtime: req.runtime } : {}),
+      mode: isShell ? 'shell' : req.mode,
+      ...(!isShell && req.mode === 'code' && req.code !== undefined ? { code: req.code } : {}),
+    };
+    const now = opts.now ?? (() => Date.now());
+    const out = await askOpa(policy.opa, input, opts.fetch ?? globalThis.fetch.bind(globalThis), now);
+    opa = { mode: policy.opa.mode, verdicts: out.verdicts };
+    if (!out.allowed) {
+      const r = needsOpa ? `${needsOpa}; OPA did not allow it either: ${out.reason}` : out.reason;
+      return { allowed: false, stage: 'opa', reason: r, notes, opa };
+    }
+    if (needsOpa) notes.push('shell string not in shell.allow; allowed by OPA');
+    reason = `Allowed by the team policy and OPA (${out.reason})`;
+  }
+
+  return {
+    allowed: true,
+    stage: 'allowed',
+    reason,
+    notes,
+    effective: {
+      cwd: cwd.value,
+      env: env.value,
+      timeoutMs: limits.value.timeoutMs,
+      inlineBytes: limits.value.inlineBytes,
+      artifactBytes: limits.value.artifactBytes,
+      ...(isShell ? {} : { allowedExecutables: [...policy.executables.allow] }),
+    },
+    ...(opa ? { opa } : {}),
+  };
+}

@@ -1,0 +1,118 @@
+/**
+ * git: every way an argument can make git run a program the caller picks. Configuration is the
+ * big one (core.pager, core.sshCommand, core.fsmonitor, aliases with `!`, filters, …), so `-c`,
+ * `--config-env` and writing such keys with `git config` are all refused; so are the transport
+ * hooks (`--upload-pack`, `--receive-pack`, `-u`/`--exec`, `ext::` URLs) and subcommands that
+ * run a given command (`rebase --exec`, `bisect run`, `submodule foreach`, `filter-branch`, …).
+ * git's parse-options accepts unambiguous long-option prefixes, so those are matched too.
+ */
+import { argDenied, type Screen } from './common.ts';
+import { isLong, longOption, shortCluster } from './options.ts';
+
+/** Global options (before the subcommand) that take the next argument as their value. */
+const GLOBAL_VALUED = new Set(['-C', '-c', '--git-dir', '--work-tree', '--namespace', '--super-prefix', '--config-env', '--list-cmds', '--attr-source']);
+
+/** Config keys whose value names a program, a file of config, or a hook (lower-cased). */
+const DANGEROUS_KEY = new RegExp(
+  '^(?:' + [
+    'core\\.(?:sshcommand|pager|editor|fsmonitor|hookspath|gitproxy|askpass|alternaterefscommand|attributesfile|worktree)',
+    'credential\\.(?:.*\\.)?helper',
+    'diff\\.external', 'diff\\..*\\.(?:textconv|command)', 'difftool\\..*\\.(?:cmd|path)', 'mergetool\\..*\\.(?:cmd|path)',
+    'merge\\..*\\.driver', 'filter\\..*', 'sequence\\.editor', 'pager\\..*', 'alias\\..*', 'gpg\\..*program', 'gpg\\.program',
+    'uploadpack\\.packobjectshook', 'remote\\..*\\.(?:uploadpack|receivepack|vcs|proxy)', 'protocol\\..*allow', 'include\\.path',
+    'includeif\\..*', 'submodule\\..*\\.update', 'url\\..*\\.(?:insteadof|pushinsteadof)', 'hook\\..*', 'init\\.templatedir',
+    'web\\.browser', 'browser\\..*\\.(?:cmd|path)', 'man\\..*\\.(?:cmd|path)', 'sendemail\\..*', 'instaweb\\..*',
+    'interactive\\.difffilter', 'ssh\\.variant', 'receive\\.procreceiverefs', 'http\\..*proxy', 'http\\.proxy',
+  ].join('|') + ')(?:=|$)',
+  's',
+);
+
+/** Subcommands that exist to run a command or an external program. */
+const DENIED_SUBCOMMANDS: Record<string, string> = {
+  'filter-branch': 'it runs shell filters given as arguments',
+  'send-email': 'it runs sendmail and *-cmd programs given as arguments',
+  daemon: 'it serves repositories over the network',
+  instaweb: 'it starts a web server and a browser',
+  'web--browse': 'it starts a browser program',
+  'remote-ext': 'it runs an arbitrary command as a transport',
+  'credential': 'it talks to credential helpers',
+  'credential-store': 'it writes credentials',
+  'credential-cache': 'it runs a credential daemon',
+  shell: 'it is a restricted login shell',
+};
+
+/** Long options that name a program to run, per subcommand ('*' = any subcommand). */
+const PROGRAM_OPTIONS: { sub: string[] | '*'; long: string; why: string }[] = [
+  { sub: '*', long: 'upload-pack', why: 'it names a program git runs for the transfer' },
+  { sub: '*', long: 'receive-pack', why: 'it names a program git runs for the transfer' },
+  { sub: ['fetch', 'clone', 'ls-remote', 'pull', 'archive', 'push', 'remote', 'submodule'], long: 'exec', why: 'it names a program git runs for the transfer' },
+  { sub: ['clone', 'submodule'], long: 'config', why: 'it sets configuration, which can name programs git runs' },
+  { sub: ['clone', 'init'], long: 'template', why: 'it installs hooks from a directory the caller chooses' },
+  { sub: ['rebase'], long: 'exec', why: 'it runs a command after each commit' },
+  { sub: ['difftool', 'mergetool'], long: 'extcmd', why: 'it runs the given command' },
+  { sub: ['difftool', 'mergetool'], long: 'tool', why: 'it picks an external program to run' },
+  { sub: ['grep'], long: 'open-files-in-pager', why: 'it runs a pager program' },
+  { sub: ['config'], long: 'edit', why: 'it starts an editor program' },
+];
+
+/** Short options that name a program to run, per subcommand. */
+const PROGRAM_SHORT: { sub: string[]; letter: string; why: string }[] = [
+  { sub: ['clone', 'fetch', 'ls-remote', 'pull'], letter: 'u', why: 'it names a program git runs for the transfer (--upload-pack)' },
+  { sub: ['clone'], letter: 'c', why: 'it sets configuration, which can name programs git runs' },
+  { sub: ['rebase'], letter: 'x', why: 'it runs a command after each commit' },
+  { sub: ['difftool', 'mergetool'], letter: 'x', why: 'it runs the given command' },
+  { sub: ['difftool', 'mergetool'], letter: 't', why: 'it picks an external program to run' },
+  { sub: ['grep'], letter: 'O', why: 'it runs a pager program' },
+  { sub: ['config'], letter: 'e', why: 'it starts an editor program' },
+];
+
+export const screenGit: Screen = (args, ctx) => {
+  const no = (a: string, why: string) => argDenied(a, ctx.base, why);
+
+  // Anywhere: a transport that runs a command.
+  for (const a of args) {
+    if (/ext::/i.test(a)) return no(a, 'ext:: URLs make git run an arbitrary command as the transport');
+  }
+
+  // Global options, up to the subcommand.
+  let i = 0;
+  for (; i < args.length; i++) {
+    const a = args[i];
+    if (!a.startsWith('-')) break;
+    if (a === '-c' || (a.startsWith('-c') && a.length > 2 && !a.startsWith('--'))) return no(a, 'it sets configuration, which can name programs git runs (core.pager, core.sshCommand, …)');
+    if (isLong(a, 'config-env', { abbrev: true })) return no(a, 'it sets configuration from the environment, which can name programs git runs');
+    const lo = longOption(a);
+    if (lo && lo.name === 'exec-path' && lo.value !== undefined) return no(a, 'it makes git run its subcommands from another directory');
+    if (GLOBAL_VALUED.has(a)) i++;
+  }
+  const sub = args[i];
+  if (sub === undefined) return null;
+  const rest = args.slice(i + 1);
+  const deniedSub = DENIED_SUBCOMMANDS[sub];
+  if (deniedSub) return no(sub, deniedSub);
+  if (sub === 'bisect' && rest.includes('run')) return no('run', 'git bisect run runs a command for every step');
+  if (sub === 'submodule' && rest.includes('foreach')) return no('foreach', 'git submodule foreach runs a command in every submodule');
+
+  if (sub === 'config') {
+    // Only here: elsewhere `filter.py` or `hook.sh` are file names, not keys.
+    for (const a of rest) {
+      if (DANGEROUS_KEY.test(a.toLowerCase())) {
+        return no(a, 'this configuration key names a program, hook or config file git would use (core.pager, core.sshCommand, aliases, filters, …)');
+      }
+    }
+  }
+  for (const a of rest) {
+    if (a === '--') break;
+    for (const p of PROGRAM_OPTIONS) {
+      if ((p.sub === '*' || p.sub.includes(sub)) && isLong(a, p.long, { abbrev: true })) return no(a, p.why);
+    }
+    const cluster = shortCluster(a);
+    if (cluster) {
+      for (const p of PROGRAM_SHORT) {
+        if (p.sub.includes(sub) && cluster.includes(p.letter)) return no(a, p.why);
+      }
+    }
+  }
+  return null;
+};
+

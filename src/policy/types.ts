@@ -1,0 +1,62 @@
+/**
+ * The policy engine's request and decision shapes. Re-exported by engine.ts, which is what
+ * the rest of Gatehouse imports; stage modules import from here to avoid an import cycle.
+ */
+import type { RuntimeName } from '../contracts/runtimes.ts';
+
+export interface PolicyRequest {
+  tool: 'execute' | 'runtime_execute' | 'policy_check';
+  /** argv: command+args, no shell; shell: command is the whole `sh -c` string; code: runtime code mode */
+  mode: 'argv' | 'shell' | 'code';
+  command: string; // executable (argv/code) or the whole shell string (shell)
+  args: string[];
+  runtime?: RuntimeName; // runtime_execute (and optional in policy_check)
+  code?: string; // code mode source (runtime 'shell' code is decided as a shell string)
+  cwd?: string; // relative to the workspace root
+  env?: Record<string, string>;
+  timeoutMs?: number;
+  team: string;
+  subject: string;
+}
+
+export type PolicyStage =
+  | 'feature_gate' | 'runtime_allowlist' | 'executable' | 'arguments' | 'shell' | 'cwd' | 'env' | 'limits' | 'opa' | 'allowed';
+
+export interface EffectiveJob {
+  cwd: string;
+  env: Record<string, string>;
+  timeoutMs: number;
+  inlineBytes: number;
+  artifactBytes: number;
+  /** For argv/code mode: the policy allowlist, re-checked by the agent against resolved paths. */
+  allowedExecutables?: string[];
+}
+
+/** One remote evaluator's answer, kept for the audit trail and for policy_check. */
+export interface OpaVerdict {
+  url: string;
+  allowed: boolean;
+  reason: string;
+  elapsedMs: number;
+}
+
+export interface PolicyDecision {
+  allowed: boolean;
+  stage: PolicyStage; // the stage that denied, or 'allowed'
+  reason: string; // a message a user can act on; the reference's text where it gives one
+  notes: string[]; // e.g. 'timeout 200000ms clamped to the maximum 120000ms'
+  effective?: EffectiveJob; // present when allowed: what the job spec must use
+  /** Present when OPA evaluators were asked (addition to the lead's interface). */
+  opa?: { mode: 'any' | 'all'; verdicts: OpaVerdict[] };
+}
+
+export interface DecideOptions {
+  fetch?: typeof fetch;
+  now?: () => number;
+}
+
+/** What a stage returns: pass (with anything it computed) or deny with a reason. */
+export type StageResult<T = undefined> = { ok: true; value: T; notes?: string[] } | { ok: false; reason: string };
+
+export const pass = <T>(value: T, notes?: string[]): StageResult<T> => ({ ok: true, value, ...(notes?.length ? { notes } : {}) });
+export const deny = (reason: string): StageResult<never> => ({ ok: false, reason });
