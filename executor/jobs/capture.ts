@@ -1,0 +1,119 @@
+/**
+ * One output stream of a job: counts every byte and line, spools the first `artifactBytes`
+ * to a file (the artifact), keeps the first `inlineBytes` in memory (the inline result), and
+ * relays the first `relayBytes` live. Memory stays bounded by those caps: reading pauses
+ * while a chunk is written to disk, so a job printing 50 MB is held back, not buffered.
+ */
+import { open, type FileHandle } from 'node:fs/promises';
+import type { Readable } from 'node:stream';
+import type { StreamName } from '../../src/contracts/agent-protocol.ts';
+
+export interface CaptureOptions {
+  stream: StreamName;
+  spoolPath: string;
+  artifactBytes: number;
+  inlineBytes: number;
+  relayBytes: number;
+  /** Live output, already capped; called synchronously per chunk (the relay coalesces). */
+  relay: (stream: StreamName, chunk: Buffer) => void;
+}
+
+export class StreamCapture {
+  readonly stream: StreamName;
+  readonly spoolPath: string;
+  bytes = 0;
+  lines = 0;
+  spooledBytes = 0;
+  spooledLines = 0;
+  private lastByte = -1;
+  private spoolLastByte = -1;
+  private readonly inline: Buffer[] = [];
+  private inlineLen = 0;
+  private relayed = 0;
+  private file: FileHandle | null = null;
+  private readonly opts: CaptureOptions;
+  private writeError: string | null = null;
+
+  constructor(opts: CaptureOptions) {
+    this.opts = opts;
+    this.stream = opts.stream;
+    this.spoolPath = opts.spoolPath;
+  }
+
+  async open(): Promise<void> {
+    this.file = await open(this.spoolPath, 'w', 0o600);
+  }
+
+  /** Reads `src` to its end (or until it is destroyed); safe to call once per phase. */
+  async consume(src: Readable): Promise<void> {
+    try {
+      for await (const chunk of src as AsyncIterable<Buffer>) await this.take(chunk);
+    } catch {
+      // Destroyed by the runner after the drain deadline, or the pipe broke: what we have is kept.
+    }
+  }
+
+  private async take(chunk: Buffer): Promise<void> {
+    this.bytes += chunk.length;
+    this.lines += countNewlines(chunk);
+    this.lastByte = chunk[chunk.length - 1];
+    if (this.inlineLen < this.opts.inlineBytes) {
+      const part = chunk.subarray(0, this.opts.inlineBytes - this.inlineLen);
+      this.inline.push(Buffer.from(part)); // copy: the slice would pin the whole chunk
+      this.inlineLen += part.length;
+    }
+    if (this.relayed < this.opts.relayBytes) {
+      const part = chunk.subarray(0, this.opts.relayBytes - this.relayed);
+      this.relayed += part.length;
+      this.opts.relay(this.stream, part);
+    }
+    if (this.spooledBytes < this.opts.artifactBytes && this.file && !this.writeError) {
+      const part = chunk.subarray(0, this.opts.artifactBytes - this.spooledBytes);
+      try {
+        await this.file.write(part);
+        this.spooledBytes += part.length;
+        this.spooledLines += countNewlines(part);
+        this.spoolLastByte = part[part.length - 1];
+      } catch (e) {
+        this.writeError = (e as Error).message; // disk full: keep counting, stop spooling
+      }
+    }
+  }
+
+  async close(): Promise<void> {
+    const f = this.file;
+    this.file = null;
+    await f?.close().catch(() => {});
+  }
+
+  head(): Buffer {
+    return Buffer.concat(this.inline);
+  }
+
+  /** A last line without a newline still counts. */
+  totalLines(): number {
+    return this.lines + (this.bytes > 0 && this.lastByte !== 0x0a ? 1 : 0);
+  }
+
+  artifactLines(): number {
+    return this.spooledLines + (this.spooledBytes > 0 && this.spoolLastByte !== 0x0a ? 1 : 0);
+  }
+
+  artifactTruncated(): boolean {
+    return this.spooledBytes < this.bytes;
+  }
+
+  spoolError(): string | null {
+    return this.writeError;
+  }
+}
+
+function countNewlines(b: Buffer): number {
+  let n = 0;
+  let i = b.indexOf(0x0a);
+  while (i !== -1) {
+    n++;
+    i = b.indexOf(0x0a, i + 1);
+  }
+  return n;
+}

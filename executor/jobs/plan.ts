@@ -1,0 +1,102 @@
+/**
+ * Turns a JobSpec into what to run, after the agent's own checks (its local floor): cwd in
+ * the workspace, executable present in the sandbox and on the allowlist, runtime toolchain
+ * installed, limits clamped to the agent's ceilings. Pure apart from reading the filesystem.
+ */
+import { RUNTIMES } from '../../src/contracts/runtimes.ts';
+import type { JobSpec } from '../../src/contracts/agent-protocol.ts';
+import type { GatehouseErrorShape } from '../../src/contracts/errors.ts';
+import { SANDBOX_PATH } from '../sandbox/types.ts';
+import { pickRuntimeExecutable, type RuntimeTable } from '../runtimes/probe.ts';
+import { checkCwd, isAllowedExecutable, resolveExecutable, type ResolveContext } from './resolve.ts';
+
+export interface Ceilings {
+  maxTimeoutMs: number;
+  maxArtifactBytes: number;
+}
+
+export interface CodeStep {
+  /** Source file name inside the job dir. */
+  file: string;
+  code: string;
+  /** argv templates with {exe}/{file}/{out} still to substitute with in-sandbox paths. */
+  build: string[] | null;
+  run: string[];
+  exe: string;
+}
+
+export interface JobPlan {
+  cwd: string;
+  env: Record<string, string>;
+  timeoutMs: number;
+  inlineBytes: number;
+  artifactBytes: number;
+  /** argv/shell modes: what to exec (argv[0] as seen inside the sandbox). */
+  argv: string[] | null;
+  code: CodeStep | null;
+}
+
+/** A refusal the edge sees as `job.error`, or a start failure it sees as `failed_to_start`. */
+export type PlanFailure =
+  | { kind: 'refuse'; error: GatehouseErrorShape | { code: string; message: string } }
+  | { kind: 'spawn_failed'; detail: string };
+
+export interface PlanContext {
+  root: string;
+  workspaceInside: string;
+  hostVisible: boolean;
+  runtimes: RuntimeTable;
+  ceilings: Ceilings;
+}
+
+export function planJob(spec: JobSpec, ctx: PlanContext): { ok: true; plan: JobPlan } | { ok: false; failure: PlanFailure } {
+  const refuse = (code: string, message: string) => ({ ok: false as const, failure: { kind: 'refuse' as const, error: { code, message } } });
+  const cwd = checkCwd(ctx.root, spec.cwd);
+  if (!cwd.ok) return refuse(cwd.error.code, cwd.error.message);
+  const rctx: ResolveContext = { root: ctx.root, cwd: cwd.value, workspaceInside: ctx.workspaceInside, hostVisible: ctx.hostVisible };
+
+  // The job's env is exactly what the edge sent plus the sandbox basics; nothing of ours.
+  const env: Record<string, string> = { ...spec.env };
+  if (spec.runtime) Object.assign(env, RUNTIMES[spec.runtime].env ?? {});
+  Object.assign(env, { PATH: SANDBOX_PATH, HOME: '/tmp', TMPDIR: '/tmp' });
+
+  const base = {
+    cwd: cwd.value,
+    env,
+    timeoutMs: Math.max(1, Math.min(spec.timeoutMs, ctx.ceilings.maxTimeoutMs)),
+    inlineBytes: spec.limits.inlineBytes,
+    artifactBytes: Math.min(spec.limits.artifactBytes, ctx.ceilings.maxArtifactBytes),
+  };
+
+  if (spec.mode === 'code') {
+    if (!spec.runtime) return refuse('invalid_argument', 'code mode needs a runtime');
+    if (spec.code === undefined) return refuse('invalid_argument', 'code mode needs code');
+    const def = RUNTIMES[spec.runtime];
+    const info = pickRuntimeExecutable(ctx.runtimes, spec.runtime, spec.command || undefined);
+    if (!info) {
+      const wanted = spec.command || def.executables.join(' or ');
+      return refuse('runtime_unavailable', `runtime "${spec.runtime}" needs ${wanted} on the agent; install Debian package ${def.debianPackage}`);
+    }
+    const exe = resolveExecutable(info.path, rctx);
+    if (!exe) return refuse('runtime_unavailable', `runtime "${spec.runtime}" needs ${info.executable} on the agent; install Debian package ${def.debianPackage}`);
+    if (spec.allowedExecutables && !isAllowedExecutable(exe, spec.allowedExecutables, rctx)) {
+      return refuse('policy_denied', `Executable "${info.executable}" is not in the allowed executables list`);
+    }
+    return { ok: true, plan: { ...base, argv: null, code: { file: def.codeFile, code: spec.code, build: def.build ?? null, run: def.run, exe: exe.inside } } };
+  }
+
+  const command = spec.mode === 'shell' ? 'sh' : spec.command;
+  if (!command.trim()) return refuse('invalid_argument', 'Error: command: empty');
+  const exe = resolveExecutable(command, rctx);
+  if (!exe) return { ok: false, failure: { kind: 'spawn_failed', detail: `executable "${command}" not found in ${SANDBOX_PATH} of the sandbox` } };
+  if (spec.mode === 'argv' && spec.allowedExecutables && !isAllowedExecutable(exe, spec.allowedExecutables, rctx)) {
+    return refuse('policy_denied', `Executable "${command}" is not in the allowed executables list`);
+  }
+  const argv = spec.mode === 'shell' ? [exe.inside, '-c', spec.command] : [exe.inside, ...spec.args];
+  return { ok: true, plan: { ...base, argv, code: null } };
+}
+
+/** Substitutes {exe}/{file}/{out} in a RUNTIMES build/run template. */
+export function expandTemplate(t: string[], v: { exe: string; file: string; out: string }): string[] {
+  return t.map((a) => a.replaceAll('{exe}', v.exe).replaceAll('{file}', v.file).replaceAll('{out}', v.out));
+}

@@ -1,0 +1,149 @@
+/**
+ * bubblewrap driver: a fresh user/pid/net/ipc/uts namespace per exec, the allowlisted system
+ * dirs read-only, the workspace read-write at /workspace, a private /job dir, tmpfs /tmp,
+ * uid 65534, no capabilities, explicit env. bwrap itself is started with an empty
+ * environment because inside the pid namespace it is pid 1 and /proc/1/environ is readable.
+ * --die-with-parent and the pid namespace take every descendant down with it.
+ */
+import { spawn } from 'node:child_process';
+import { chownSync, existsSync, mkdirSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { systemView } from './system-view.ts';
+import { delay, killGroup, runQuiet, watchWrapper } from './exec-util.ts';
+import {
+  SANDBOX_GID, SANDBOX_UID, type DriverOptions, type ExecRequest, type ResourceLimits, type Sandbox,
+  type SandboxDriver, type SandboxProcess,
+} from './types.ts';
+import type { Logger } from '../log.ts';
+
+const WORKSPACE_INSIDE = '/workspace';
+const JOB_DIR_INSIDE = '/job';
+const PRLIMIT = ['/usr/bin/prlimit', '/bin/prlimit'].find((p) => existsSync(p));
+
+export class BwrapDriver implements SandboxDriver {
+  readonly kind = 'bwrap' as const;
+  private readonly opts: DriverOptions;
+  private readonly live = new Set<BwrapSandbox>();
+  private counter = 0;
+
+  constructor(opts: DriverOptions, _log: Logger) {
+    this.opts = opts;
+  }
+
+  describe(): string {
+    return `bwrap (bubblewrap, user+pid+net namespaces${PRLIMIT ? ', rlimits via prlimit' : ''})`;
+  }
+
+  async init(): Promise<void> {
+    rmSync(join(this.opts.stateDir, 'jobdirs'), { recursive: true, force: true });
+    // Prove it works here (unprivileged user namespaces may be disabled).
+    const r = await runQuiet('bwrap', [...this.baseArgs(null), '--chdir', '/', '--', '/bin/true'], { env: {}, timeoutMs: 10_000 });
+    if (r.code !== 0) throw new Error(`bwrap does not work here: ${(r.stderr || r.error || '').trim()}`);
+  }
+
+  baseArgs(jobDir: string | null): string[] {
+    const a = ['--unshare-all', '--die-with-parent', '--new-session', '--uid', String(SANDBOX_UID), '--gid', String(SANDBOX_GID), '--cap-drop', 'ALL'];
+    for (const e of systemView()) {
+      if (e.kind === 'symlink') a.push('--symlink', e.target!, e.path);
+      else a.push('--ro-bind', e.path, e.path);
+    }
+    a.push('--bind', this.opts.root, WORKSPACE_INSIDE);
+    if (jobDir) a.push('--bind', jobDir, JOB_DIR_INSIDE);
+    a.push('--tmpfs', '/tmp', '--proc', '/proc', '--dev', '/dev', '--hostname', 'sandbox');
+    return a;
+  }
+
+  async acquire(jobId: string, limits: ResourceLimits): Promise<Sandbox> {
+    const id = `bw-${++this.counter}-${randomBytes(3).toString('hex')}`;
+    const jobDir = join(this.opts.stateDir, 'jobdirs', id);
+    mkdirSync(jobDir, { recursive: true, mode: 0o700 });
+    if (process.getuid?.() === 0) {
+      // The namespace maps the job user to our uid, so the dir is already its own; keep it private.
+      chownSync(jobDir, process.getuid(), process.getgid?.() ?? 0);
+    }
+    const sb = new BwrapSandbox(this, id, jobDir, limits);
+    void jobId;
+    this.live.add(sb);
+    return sb;
+  }
+
+  forget(sb: BwrapSandbox): void {
+    this.live.delete(sb);
+  }
+
+  async idle(): Promise<void> {}
+
+  async close(): Promise<void> {
+    await Promise.allSettled([...this.live].map((s) => s.destroy()));
+  }
+}
+
+/** Puts rlimits on the wrapper so the job inherits them (bwrap has no flag for them). */
+export function withRlimits(argv: string[], limits: ResourceLimits): string[] {
+  if (!PRLIMIT) return argv;
+  const l = [`--nofile=${limits.maxOpenFiles ?? 1024}`];
+  if (limits.maxFileBytes) l.push(`--fsize=${limits.maxFileBytes}`);
+  if (limits.memoryBytes) l.push(`--as=${limits.memoryBytes}`);
+  return [PRLIMIT, ...l, '--', ...argv];
+}
+
+class BwrapSandbox implements Sandbox {
+  readonly id: string;
+  readonly jobDirHost: string;
+  readonly jobDirInside = JOB_DIR_INSIDE;
+  readonly workspaceInside = WORKSPACE_INSIDE;
+  private readonly driver: BwrapDriver;
+  private readonly limits: ResourceLimits;
+  private readonly procs = new Map<number, Promise<unknown>>();
+  private destroyed: Promise<void> | null = null;
+
+  constructor(driver: BwrapDriver, id: string, jobDir: string, limits: ResourceLimits) {
+    this.driver = driver;
+    this.id = id;
+    this.jobDirHost = jobDir;
+    this.limits = limits;
+  }
+
+  exec(req: ExecRequest): SandboxProcess {
+    const args = [...this.driver.baseArgs(this.jobDirHost)];
+    args.push('--chdir', req.cwd ? `${WORKSPACE_INSIDE}/${req.cwd}` : WORKSPACE_INSIDE, '--clearenv');
+    for (const [k, v] of Object.entries(req.env)) args.push('--setenv', k, v);
+    args.push('--', ...req.argv);
+    const argv = withRlimits(['bwrap', ...args], this.limits);
+    // Own process group, empty environment (see the file comment).
+    const child = spawn(argv[0], argv.slice(1), { env: {}, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+    const ended = watchWrapper(child);
+    if (child.pid) {
+      const pid = child.pid;
+      this.procs.set(pid, ended);
+      void ended.finally(() => this.procs.delete(pid));
+    }
+    return { child, ended };
+  }
+
+  async kill(graceMs: number): Promise<void> {
+    const live = [...this.procs.entries()];
+    if (!live.length) return;
+    if (graceMs > 0) {
+      for (const [pid] of live) killGroup(pid, 'SIGTERM');
+      await Promise.race([Promise.all(live.map(([, p]) => p)), delay(graceMs)]);
+    }
+    // bwrap is pid 1 of the job's pid namespace: when it dies the kernel kills everything inside.
+    for (const [pid] of live) killGroup(pid, 'SIGKILL');
+    await Promise.race([Promise.all(live.map(([, p]) => p)), delay(2000)]);
+  }
+
+  destroy(): Promise<void> {
+    this.destroyed ??= (async () => {
+      await this.kill(0);
+      this.driver.forget(this);
+      rmSync(this.jobDirHost, { recursive: true, force: true });
+    })();
+    return this.destroyed;
+  }
+}
+
+export function bwrapAvailable(): Promise<boolean> {
+  return runQuiet('bwrap', ['--version'], { env: { PATH: '/usr/bin:/bin' }, timeoutMs: 5000 }).then((r) => r.code === 0);
+}

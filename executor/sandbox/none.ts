@@ -1,0 +1,137 @@
+/**
+ * No isolation: a plain spawn in a new process group, as the agent's own user. Only for
+ * development machines without gVisor or bubblewrap, and only when asked for explicitly.
+ * Kill is best effort: the process group, then any process still holding the job's pipes
+ * (which catches setsid/double-fork escapees that kept stdout open).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { delay, killGroup, watchWrapper } from './exec-util.ts';
+import { withRlimits } from './bwrap.ts';
+import type { DriverOptions, ExecRequest, ResourceLimits, Sandbox, SandboxDriver, SandboxProcess } from './types.ts';
+import type { Logger } from '../log.ts';
+
+export const NONE_WARNING =
+  '!!! --sandbox none: jobs run WITHOUT ISOLATION as this user; they can read the agent token, its files and its environment. Development only. !!!';
+
+export class NoneDriver implements SandboxDriver {
+  readonly kind = 'none' as const;
+  private readonly opts: DriverOptions;
+  private readonly live = new Set<NoneSandbox>();
+  private counter = 0;
+
+  constructor(opts: DriverOptions, log: Logger) {
+    this.opts = opts;
+    log.warn(NONE_WARNING);
+  }
+
+  describe(): string {
+    return 'none (NO ISOLATION)';
+  }
+
+  async init(): Promise<void> {
+    rmSync(join(this.opts.stateDir, 'jobdirs'), { recursive: true, force: true });
+  }
+
+  async acquire(_jobId: string, limits: ResourceLimits): Promise<Sandbox> {
+    const id = `nb-${++this.counter}-${randomBytes(3).toString('hex')}`;
+    const jobDir = join(this.opts.stateDir, 'jobdirs', id);
+    mkdirSync(jobDir, { recursive: true, mode: 0o700 });
+    const sb = new NoneSandbox(this, this.opts.root, id, jobDir, limits);
+    this.live.add(sb);
+    return sb;
+  }
+
+  forget(sb: NoneSandbox): void {
+    this.live.delete(sb);
+  }
+
+  async idle(): Promise<void> {}
+
+  async close(): Promise<void> {
+    await Promise.allSettled([...this.live].map((s) => s.destroy()));
+  }
+}
+
+class NoneSandbox implements Sandbox {
+  readonly id: string;
+  readonly jobDirHost: string;
+  readonly jobDirInside: string;
+  readonly workspaceInside: string;
+  private readonly driver: NoneDriver;
+  private readonly limits: ResourceLimits;
+  private readonly procs = new Map<ChildProcess, Promise<unknown>>();
+  private readonly pipeLinks = new Set<string>();
+  private destroyed: Promise<void> | null = null;
+
+  constructor(driver: NoneDriver, root: string, id: string, jobDir: string, limits: ResourceLimits) {
+    this.driver = driver;
+    this.id = id;
+    this.jobDirHost = jobDir;
+    this.jobDirInside = jobDir;
+    this.workspaceInside = root;
+    this.limits = limits;
+  }
+
+  exec(req: ExecRequest): SandboxProcess {
+    const argv = withRlimits(req.argv, this.limits);
+    const child = spawn(argv[0], argv.slice(1), {
+      cwd: req.cwd ? `${this.workspaceInside}/${req.cwd}` : this.workspaceInside,
+      env: req.env,
+      detached: true,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    // libuv gives children socketpairs: note the child's own ends (as /proc shows them) so a
+    // process that escaped the group but still holds them can be found later.
+    if (child.pid) {
+      for (const fd of [1, 2]) {
+        try { this.pipeLinks.add(readlinkSync(`/proc/${child.pid}/fd/${fd}`)); } catch { /* already gone */ }
+      }
+    }
+    const ended = watchWrapper(child, true);
+    this.procs.set(child, ended);
+    void ended.finally(() => this.procs.delete(child));
+    return { child, ended };
+  }
+
+  async kill(graceMs: number): Promise<void> {
+    const live = [...this.procs.entries()];
+    if (graceMs > 0 && live.length) {
+      for (const [c] of live) killGroup(c.pid, 'SIGTERM');
+      await Promise.race([Promise.all(live.map(([, p]) => p)), delay(graceMs)]);
+    }
+    for (const [c] of live) killGroup(c.pid, 'SIGKILL');
+    killPipeHolders(this.pipeLinks);
+  }
+
+  destroy(): Promise<void> {
+    this.destroyed ??= (async () => {
+      await this.kill(0);
+      this.driver.forget(this);
+      rmSync(this.jobDirHost, { recursive: true, force: true });
+    })();
+    return this.destroyed;
+  }
+}
+
+/** KILLs every process (but us) with an fd whose /proc link is one of `links` (`socket:[ino]`). */
+export function killPipeHolders(wanted: Set<string>): void {
+  if (!wanted.size) return;
+  let pids: string[];
+  try { pids = readdirSync('/proc').filter((p) => /^\d+$/.test(p)); } catch { return; }
+  for (const pid of pids) {
+    if (Number(pid) === process.pid) continue;
+    let fds: string[];
+    try { fds = readdirSync(`/proc/${pid}/fd`); } catch { continue; }
+    for (const fd of fds) {
+      let link: string;
+      try { link = readlinkSync(`/proc/${pid}/fd/${fd}`); } catch { continue; }
+      if (wanted.has(link)) {
+        try { process.kill(Number(pid), 'SIGKILL'); } catch { /* gone */ }
+        break;
+      }
+    }
+  }
+}

@@ -1,0 +1,96 @@
+/**
+ * One interface for every isolation technology (gVisor, bubblewrap, none). The job runner
+ * only sees this: acquire a single-use sandbox, exec argv in it (maybe twice: build then
+ * run), kill everything in it, destroy it.
+ */
+import type { ChildProcess } from 'node:child_process';
+import type { SandboxKind } from '../../src/contracts/agent-protocol.ts';
+
+/** Search path inside every sandbox; executables are resolved against it, never the agent's PATH. */
+export const SANDBOX_PATH = '/usr/local/bin:/usr/bin:/bin';
+/** The unprivileged user jobs run as (nobody/nogroup). */
+export const SANDBOX_UID = 65534;
+export const SANDBOX_GID = 65534;
+
+export interface ResourceLimits {
+  maxProcesses?: number;
+  maxOpenFiles?: number;
+  maxFileBytes?: number;
+  memoryBytes?: number;
+}
+
+export interface ExecRequest {
+  /** argv[0] is an absolute path as seen inside the sandbox. */
+  argv: string[];
+  /** Working directory relative to the workspace root, already checked by the job floor. */
+  cwd: string;
+  /** Exactly the job's environment; nothing of the agent's own is added. */
+  env: Record<string, string>;
+}
+
+/** How a process ended, as far as the driver can tell. */
+export type ProcessEnd =
+  | { kind: 'exited'; code: number }
+  | { kind: 'signaled'; signal: string }
+  | { kind: 'spawn_failed'; message: string };
+
+export interface SandboxProcess {
+  /** stdin/stdout/stderr are always pipes. */
+  child: ChildProcess;
+  /** Resolves when the process (not its pipes) is gone; never rejects. */
+  ended: Promise<ProcessEnd>;
+}
+
+/** A single-use sandbox: one job, then destroyed. */
+export interface Sandbox {
+  readonly id: string;
+  /** Host path of the job's private directory (code files, build output); not in the workspace. */
+  readonly jobDirHost: string;
+  /** The same directory as the job sees it. */
+  readonly jobDirInside: string;
+  /** The workspace root as the job sees it. */
+  readonly workspaceInside: string;
+  exec(req: ExecRequest): SandboxProcess;
+  /** Kills every process of the sandbox: TERM, `graceMs`, then KILL. Idempotent. */
+  kill(graceMs: number): Promise<void>;
+  /** Kills what is left and releases everything (runsc delete, job dir). Idempotent. */
+  destroy(): Promise<void>;
+}
+
+export interface SandboxDriver {
+  readonly kind: SandboxKind;
+  /** One line for the start-up banner. */
+  describe(): string;
+  /** A fresh sandbox for `jobId` (from the warm pool when there is one). */
+  acquire(jobId: string, limits: ResourceLimits): Promise<Sandbox>;
+  /** Resolves once no sandbox is being torn down in the background (tests, shutdown). */
+  idle(): Promise<void>;
+  /** Destroys pooled and live sandboxes. */
+  close(): Promise<void>;
+}
+
+export interface DriverOptions {
+  /** Host workspace root (realpath). */
+  root: string;
+  /** Agent-private state dir: runsc state, bundles, job dirs, spool. Never visible to jobs. */
+  stateDir: string;
+  /** gVisor only: sandboxes kept pre-started. */
+  warm?: number;
+}
+
+/** Maps the exit status a wrapper (runsc, bwrap) reports to how the job's process ended. */
+export function endFromWrapperStatus(code: number | null, signal: NodeJS.Signals | null): ProcessEnd {
+  if (signal) return { kind: 'signaled', signal };
+  // Wrappers report death by signal N as 128+N (the shell convention); they give no other way to tell.
+  if (code !== null && code > 128 && code < 128 + 65) {
+    const name = signalName(code - 128);
+    if (name) return { kind: 'signaled', signal: name };
+  }
+  return { kind: 'exited', code: code ?? -1 };
+}
+
+import { constants } from 'node:os';
+export function signalName(n: number): string | null {
+  for (const [name, v] of Object.entries(constants.signals)) if (v === n) return name;
+  return null;
+}

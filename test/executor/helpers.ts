@@ -1,0 +1,86 @@
+/**
+ * Test helpers: a real driver + runner over a temp workspace, and a JobSpec builder.
+ * Tests drive the runner directly (no edge); spool files stay on disk for inspection.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { JobOutput, JobSpec, SandboxKind } from '../../src/contracts/agent-protocol.ts';
+import { startDriver } from '../../executor/sandbox/index.ts';
+import type { SandboxDriver } from '../../executor/sandbox/types.ts';
+import { JobRunner, type JobResult } from '../../executor/jobs/runner.ts';
+import { probeRuntimes, type RuntimeTable } from '../../executor/runtimes/probe.ts';
+import { silentLogger } from '../../executor/log.ts';
+
+export function toolWorks(cmd: string, args: string[] = ['--version']): boolean {
+  try {
+    execFileSync(cmd, args, { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Skips only outside CI, saying so; under CI=true a missing tool fails the file. */
+export function requireTool(kind: SandboxKind): boolean {
+  if (kind === 'none') return true;
+  const tool = kind === 'gvisor' ? 'runsc' : 'bwrap';
+  const ok = toolWorks(tool);
+  if (!ok && process.env.CI === 'true') throw new Error(`${tool} is required under CI=true`);
+  if (!ok) console.warn(`skipping ${kind} tests: ${tool} is not installed (allowed outside CI only)`);
+  return ok;
+}
+
+let runtimesCache: Promise<RuntimeTable> | null = null;
+export const runtimes = () => (runtimesCache ??= probeRuntimes());
+
+export interface Rig {
+  kind: SandboxKind;
+  root: string;
+  stateDir: string;
+  driver: SandboxDriver;
+  runner: JobRunner;
+  outputs: JobOutput[];
+  run(spec: Partial<JobSpec>): Promise<JobResult>;
+  close(): Promise<void>;
+}
+
+export async function makeRig(kind: SandboxKind, o: { capacity?: number; warm?: number; maxTimeoutMs?: number; maxArtifactBytes?: number } = {}): Promise<Rig> {
+  const root = realpathSync(mkdtempSync(join(tmpdir(), `gh-ws-${kind}-`)));
+  const stateDir = mkdtempSync(join(tmpdir(), `gh-state-${kind}-`));
+  // As the agent does: the job user (nobody) owns the workspace so writes inside work.
+  if (process.getuid?.() === 0 && kind === 'gvisor') execFileSync('chown', ['65534:65534', root]);
+  const d = await startDriver(kind, { root, stateDir, warm: o.warm ?? 1 }, silentLogger);
+  if (!d.ok) throw new Error(d.error.message);
+  const driver = d.value;
+  const outputs: JobOutput[] = [];
+  const runner = new JobRunner({
+    driver, runtimes: await runtimes(), root, spoolDir: join(stateDir, 'spool'), capacity: o.capacity ?? 4,
+    ceilings: { maxTimeoutMs: o.maxTimeoutMs ?? 120_000, maxArtifactBytes: o.maxArtifactBytes ?? 200 * 1024 * 1024 },
+    upload: null, log: silentLogger,
+  });
+  let n = 0;
+  return {
+    kind, root, stateDir, driver, runner, outputs,
+    run(spec) {
+      const r = runner.start(jobSpec({ jobId: `job-${++n}`, ...spec }), (m) => outputs.push(m));
+      if (!r.accepted) throw Object.assign(new Error(r.error.message), { jobError: r.error });
+      return r.done;
+    },
+    async close() {
+      await runner.shutdown();
+      await driver.close();
+      rmSync(root, { recursive: true, force: true });
+      rmSync(stateDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export function jobSpec(p: Partial<JobSpec> & { jobId: string }): JobSpec {
+  return {
+    artifactHandle: `art_${p.jobId}_0123456789`, mode: 'argv', command: 'true', args: [], cwd: '', env: {},
+    timeoutMs: 30_000, limits: { inlineBytes: 40_000, artifactBytes: 10 * 1024 * 1024 },
+    ...p,
+  };
+}
