@@ -124,12 +124,9 @@ export class JobRunner {
     });
     const caps = { stdout: mk('stdout'), stderr: mk('stderr') };
 
-    let stopped: (why: 'timeout' | 'cancel') => void = () => {};
-    const stopSignal = new Promise<'timeout' | 'cancel'>((r) => (stopped = r));
     job.stopNow = (why) => {
       if (job.stop) return;
       job.stop = why;
-      stopped(why);
       void job.sandbox?.kill(this.graceMs);
     };
     const timer = setTimeout(() => job.stopNow('timeout'), plan.timeoutMs);
@@ -155,16 +152,16 @@ export class JobRunner {
           const vars = { exe: c.exe, file: `${sandbox.jobDirInside}/${c.file}`, out: `${sandbox.jobDirInside}/main` };
           if (c.build) {
             phase = 'build';
-            end = await this.step(sandbox, expandTemplate(c.build, vars), plan, undefined, caps, stopSignal);
+            end = await this.step(sandbox, expandTemplate(c.build, vars), plan, undefined, caps, false);
             const buildFailed = end.kind !== 'exited' || end.code !== 0;
             if (buildFailed || job.stop) {
               return await this.finish(spec, t0, end, job.stop, caps, relay, sandbox, phase, buildFailed && !job.stop);
             }
           }
           phase = 'run';
-          end = await this.step(sandbox, expandTemplate(c.run, vars), plan, spec.stdin, caps, stopSignal);
+          end = await this.step(sandbox, expandTemplate(c.run, vars), plan, spec.stdin, caps, true);
         } else {
-          end = await this.step(sandbox, plan.argv!, plan, spec.stdin, caps, stopSignal);
+          end = await this.step(sandbox, plan.argv!, plan, spec.stdin, caps, true);
         }
         return await this.finish(spec, t0, end, job.stop, caps, relay, sandbox, phase, false);
       } finally {
@@ -179,7 +176,7 @@ export class JobRunner {
 
   /** Runs one process in the sandbox and reads its output; returns once the process is gone. */
   private async step(sandbox: Sandbox, argv: string[], plan: JobPlan, stdin: string | undefined,
-    caps: Record<StreamName, StreamCapture>, stopSignal: Promise<unknown>): Promise<ProcessEnd> {
+    caps: Record<StreamName, StreamCapture>, last: boolean): Promise<ProcessEnd> {
     const p = sandbox.exec({ argv, cwd: plan.cwd, env: plan.env });
     const { child } = p;
     // stdin is always a pipe: write what was given, then close, so readers see EOF.
@@ -188,10 +185,10 @@ export class JobRunner {
     else child.stdin?.end();
     const reading = Promise.all([caps.stdout.consume(child.stdout as Readable), caps.stderr.consume(child.stderr as Readable)]);
     const end = await p.ended;
-    void stopSignal;
-    // The main process is gone: anything still in the sandbox (background, setsid, double fork)
-    // dies now, which also closes the pipes those held.
-    await sandbox.kill(0);
+    // The job's last process is gone: anything still in the sandbox (background, setsid, double
+    // fork) dies now, which also closes the pipes those held. (Not after a build step: the
+    // run step needs the sandbox.)
+    if (last) await sandbox.kill(0);
     const drained = await Promise.race([reading.then(() => true), new Promise<false>((r) => setTimeout(() => r(false), this.drainMs))]);
     if (!drained) {
       // Something outside our reach still holds a pipe: stop reading rather than wait on it.

@@ -1,0 +1,91 @@
+/**
+ * Wires the connection to the job runner: job.start → runner, output and exits → socket.
+ * A finished job's exit is kept until the edge acknowledges it (job.ack) and re-sent after
+ * every reconnect, so a result survives a dropped socket.
+ */
+import type { AgentMessage, JobExit, JobSpec, RuntimeInfo, SandboxKind } from '../src/contracts/agent-protocol.ts';
+import { PROTOCOL_VERSION } from '../src/contracts/agent-protocol.ts';
+import { EdgeConnection } from './connection.ts';
+import type { JobRunner } from './jobs/runner.ts';
+import type { Logger } from './log.ts';
+
+export interface AgentOptions {
+  url: string;
+  token: string;
+  agentId: string;
+  version: string;
+  capacity: number;
+  sandbox: SandboxKind;
+  runtimes: RuntimeInfo[];
+  runner: JobRunner;
+  log: Logger;
+}
+
+/** Exits kept for an edge that never acks (a lost edge must not grow the agent without bound). */
+const MAX_UNACKED = 1000;
+
+export class Agent {
+  private readonly o: AgentOptions;
+  private readonly conn: EdgeConnection;
+  private readonly unacked = new Map<string, JobExit>();
+
+  constructor(o: AgentOptions) {
+    this.o = o;
+    this.conn = new EdgeConnection({
+      url: o.url, token: o.token, log: o.log,
+      hello: () => ({
+        type: 'hello', v: PROTOCOL_VERSION, agentId: o.agentId, version: o.version, capacity: o.capacity,
+        sandbox: o.sandbox, runtimes: o.runtimes, running: this.inFlight(),
+      }),
+      heartbeat: () => ({ type: 'heartbeat', running: this.inFlight() }),
+      onWelcome: (w) => {
+        o.log.info(`connected to ${o.url} as agent ${o.agentId} (team ${w.team})`);
+        for (const exit of this.unacked.values()) this.conn.send(exit);
+      },
+      onMessage: (m) => {
+        if (m.type === 'job.start') this.startJob(m.spec);
+        else if (m.type === 'job.cancel') {
+          if (!o.runner.cancel(m.jobId)) o.log.info(`cancel for job ${m.jobId}, which is not running here (${m.reason})`);
+          else o.log.info(`cancelling job ${m.jobId}: ${m.reason}`);
+        } else if (m.type === 'job.ack') this.unacked.delete(m.jobId);
+      },
+    });
+  }
+
+  start(): void {
+    this.conn.start();
+  }
+
+  async stop(): Promise<void> {
+    await this.o.runner.shutdown();
+    // Give the exits of cancelled jobs a moment to go out before closing.
+    for (const exit of this.unacked.values()) this.conn.send(exit);
+    this.conn.stop();
+  }
+
+  /** Running and finished-but-unacknowledged jobs: the edge will get a result for each. */
+  private inFlight(): string[] {
+    return [...new Set([...this.o.runner.runningIds(), ...this.unacked.keys()])];
+  }
+
+  private send(m: AgentMessage): boolean {
+    return this.conn.send(m);
+  }
+
+  private startJob(spec: JobSpec): void {
+    const { log, runner } = this.o;
+    const r = runner.start(spec, (m) => this.send(m));
+    if (!r.accepted) {
+      log.warn(`refused job ${spec.jobId}: ${r.error.code}: ${r.error.message}`);
+      this.send(r.error);
+      return;
+    }
+    log.info(`job ${spec.jobId} started (${spec.mode}${spec.runtime ? ` ${spec.runtime}` : ''})`);
+    void r.done.then(({ exit }) => {
+      log.info(`job ${spec.jobId} ${exit.state}${exit.exitCode !== null ? ` ${exit.exitCode}` : ''}${exit.signal ? ` ${exit.signal}` : ''} in ${exit.durationMs} ms`);
+      if (this.unacked.size >= MAX_UNACKED) this.unacked.delete(this.unacked.keys().next().value!);
+      this.unacked.set(spec.jobId, exit);
+      this.send(exit);
+    });
+  }
+}

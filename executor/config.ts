@@ -1,0 +1,114 @@
+/**
+ * Agent configuration from flags and environment variables, validated in one place.
+ * Bad input is a value (`usage` error) the CLI prints with the list of allowed flags.
+ */
+import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import type { SandboxKind } from '../src/contracts/agent-protocol.ts';
+
+export interface AgentConfig {
+  url: string;
+  token: string;
+  root: string;
+  /** null: the strongest available (gvisor, then bwrap). */
+  sandbox: SandboxKind | null;
+  capacity: number;
+  agentId: string;
+  warm: number;
+  maxTimeoutMs: number;
+  maxArtifactBytes: number;
+  /** Agent-private state (runsc state, bundles, spool); default derived from root and id. */
+  stateDir: string | null;
+}
+
+export const AGENT_USAGE = `gatehouse agent — executor agent: connects out to a Gatehouse gateway and runs its team's jobs in a sandbox
+
+usage: node executor/main.ts --url URL (--token TOKEN | --token-file FILE) --root DIR [options]
+
+  --url URL               gateway base URL                      (env GATEHOUSE_URL)
+  --token TOKEN           agent token (JWT with scope "agent")  (env GATEHOUSE_AGENT_TOKEN)
+  --token-file FILE       read the agent token from FILE        (env GATEHOUSE_AGENT_TOKEN_FILE)
+  --root DIR              workspace jobs run in; created if missing (env GATEHOUSE_ROOT)
+  --sandbox KIND          gvisor | bwrap | none; default: strongest that works (gvisor, then bwrap)
+                          (none = no isolation, development only; never chosen implicitly)
+  --capacity N            jobs run at once (1-256, default 4)
+  --id ID                 agent id (default: hostname-pid)
+  --warm N                gVisor sandboxes kept pre-started (default: capacity)
+  --max-timeout-ms N      this agent's ceiling on job timeouts (default 600000)
+  --max-artifact-bytes N  this agent's ceiling on each stream's artifact (default 268435456)
+  --state-dir DIR         agent-private state (default: <tmp>/gatehouse-agent-<hash of root and id>)
+  --help                  this text
+`;
+
+const FLAGS = new Set(['url', 'token', 'token-file', 'root', 'sandbox', 'capacity', 'id', 'warm', 'max-timeout-ms', 'max-artifact-bytes', 'state-dir', 'help']);
+
+export type ConfigResult = { ok: true; config: AgentConfig } | { ok: false; help: true } | { ok: false; help: false; message: string };
+
+export function parseAgentArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): ConfigResult {
+  const bad = (message: string): ConfigResult => ({ ok: false, help: false, message });
+  const v: Record<string, string> = {};
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '-h' || a === '--help') return { ok: false, help: true };
+    const m = /^--([a-z-]+)(?:=(.*))?$/s.exec(a);
+    if (!m || !FLAGS.has(m[1])) return bad(`unknown argument "${a}"`);
+    let val = m[2];
+    if (val === undefined) {
+      val = argv[++i];
+      if (val === undefined) return bad(`--${m[1]} needs a value`);
+    }
+    v[m[1]] = val;
+  }
+  const url = v.url ?? env.GATEHOUSE_URL;
+  if (!url) return bad('--url is required (or GATEHOUSE_URL)');
+  try {
+    const u = new URL(url);
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') return bad(`--url must be http(s), got "${url}"`);
+  } catch {
+    return bad(`--url is not a URL: "${url}"`);
+  }
+  let token = v.token ?? env.GATEHOUSE_AGENT_TOKEN;
+  const tokenFile = v['token-file'] ?? env.GATEHOUSE_AGENT_TOKEN_FILE;
+  if (v.token && v['token-file']) return bad('give --token or --token-file, not both');
+  if (!v.token && tokenFile) {
+    try {
+      token = readFileSync(tokenFile, 'utf8').trim();
+    } catch (e) {
+      return bad(`cannot read --token-file ${tokenFile}: ${(e as Error).message}`);
+    }
+  }
+  if (!token) return bad('an agent token is required: --token, --token-file, GATEHOUSE_AGENT_TOKEN or GATEHOUSE_AGENT_TOKEN_FILE');
+  const root = v.root ?? env.GATEHOUSE_ROOT;
+  if (!root) return bad('--root is required (or GATEHOUSE_ROOT)');
+  const sandboxRaw = v.sandbox ?? env.GATEHOUSE_SANDBOX;
+  if (sandboxRaw !== undefined && !['gvisor', 'bwrap', 'none'].includes(sandboxRaw)) {
+    return bad(`--sandbox must be one of gvisor, bwrap, none; got "${sandboxRaw}"`);
+  }
+  const int = (name: string, dflt: number, min: number, max: number): number | string => {
+    const raw = v[name];
+    if (raw === undefined) return dflt;
+    if (!/^\d+$/.test(raw)) return `--${name} must be a whole number, got "${raw}"`;
+    const n = Number(raw);
+    if (n < min || n > max) return `--${name} must be between ${min} and ${max}, got ${n}`;
+    return n;
+  };
+  const capacity = int('capacity', 4, 1, 256);
+  if (typeof capacity === 'string') return bad(capacity);
+  const warm = int('warm', capacity, 0, 256);
+  if (typeof warm === 'string') return bad(warm);
+  const maxTimeoutMs = int('max-timeout-ms', 600_000, 100, 24 * 3600_000);
+  if (typeof maxTimeoutMs === 'string') return bad(maxTimeoutMs);
+  const maxArtifactBytes = int('max-artifact-bytes', 256 * 1024 * 1024, 0, 2 ** 40);
+  if (typeof maxArtifactBytes === 'string') return bad(maxArtifactBytes);
+  const agentId = v.id ?? env.GATEHOUSE_AGENT_ID ?? `${hostname()}-${process.pid}`;
+  if (agentId.length < 1 || agentId.length > 128 || !/^[\w.@:-]+$/.test(agentId)) {
+    return bad(`--id must be 1-128 characters of letters, digits, . _ - @ :, got "${agentId}"`);
+  }
+  return {
+    ok: true,
+    config: {
+      url: url.replace(/\/+$/, ''), token, root, sandbox: (sandboxRaw as SandboxKind | undefined) ?? null, capacity, agentId, warm,
+      maxTimeoutMs, maxArtifactBytes, stateDir: v['state-dir'] ?? null,
+    },
+  };
+}

@@ -1,0 +1,174 @@
+/**
+ * The agent's one outbound socket to its gateway: connects with the agent token, says
+ * `hello`, waits for `welcome`, sends heartbeats, and reconnects with jittered exponential
+ * backoff whenever the socket goes away. Jobs are not this module's business: it hands
+ * parsed edge messages to `onMessage` and sends what it is given.
+ */
+import { WebSocket, request } from 'undici';
+import {
+  AGENT_CONNECT_PATH, parseEdgeMessage, type AgentMessage, type EdgeMessage,
+} from '../src/contracts/agent-protocol.ts';
+import type { Logger } from './log.ts';
+
+type Welcome = Extract<EdgeMessage, { type: 'welcome' }>;
+
+export interface ConnectionOptions {
+  /** Gateway base URL (http or https). */
+  url: string;
+  token: string;
+  log: Logger;
+  /** Built at each connect: the running job ids change between attempts. */
+  hello: () => AgentMessage;
+  heartbeat: () => AgentMessage;
+  onWelcome: (w: Welcome) => void;
+  /** job.start / job.cancel / job.ack, after validation. */
+  onMessage: (m: Exclude<EdgeMessage, Welcome>) => void;
+  /** Backoff bounds for reconnects. */
+  minBackoffMs?: number;
+  maxBackoffMs?: number;
+}
+
+export function connectUrl(base: string): string {
+  return base.replace(/\/+$/, '').replace(/^http/i, 'ws') + AGENT_CONNECT_PATH;
+}
+
+export class EdgeConnection {
+  private readonly o: ConnectionOptions;
+  private ws: WebSocket | null = null;
+  private welcomed = false;
+  private heartbeat: NodeJS.Timeout | null = null;
+  private retry: NodeJS.Timeout | null = null;
+  private attempt = 0;
+  private stopped = false;
+
+  constructor(o: ConnectionOptions) {
+    this.o = o;
+  }
+
+  get ready(): boolean {
+    return this.welcomed && this.ws?.readyState === WebSocket.OPEN;
+  }
+
+  start(): void {
+    this.stopped = false;
+    this.connect();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    if (this.retry) clearTimeout(this.retry);
+    this.clearHeartbeat();
+    try { this.ws?.close(1000, 'agent shutting down'); } catch { /* already closed */ }
+    this.ws = null;
+  }
+
+  /** Sends on a welcomed socket; false when there is none (the caller keeps what must survive). */
+  send(m: AgentMessage): boolean {
+    if (!this.ready) return false;
+    try {
+      this.ws!.send(JSON.stringify(m));
+      return true;
+    } catch (e) {
+      this.o.log.warn(`send failed: ${(e as Error).message}`);
+      return false;
+    }
+  }
+
+  private connect(): void {
+    if (this.stopped) return;
+    const { log } = this.o;
+    let opened = false;
+    let ws: WebSocket;
+    try {
+      ws = new WebSocket(connectUrl(this.o.url), { headers: { Authorization: `Bearer ${this.o.token}` } });
+    } catch (e) {
+      log.error(`cannot connect to ${this.o.url}: ${(e as Error).message}`);
+      this.scheduleReconnect();
+      return;
+    }
+    this.ws = ws;
+    this.welcomed = false;
+    ws.addEventListener('open', () => {
+      opened = true;
+      ws.send(JSON.stringify(this.o.hello()));
+    });
+    ws.addEventListener('message', (ev) => {
+      const data = typeof ev.data === 'string' ? ev.data : new ArrayBuffer(0);
+      const parsed = parseEdgeMessage(data);
+      if (!parsed.ok) {
+        log.warn(`ignored a message from the gateway: ${parsed.reason}`);
+        return;
+      }
+      const m = parsed.message;
+      if (m.type === 'welcome') {
+        this.welcomed = true;
+        this.attempt = 0;
+        this.startHeartbeat(m.heartbeatMs);
+        this.o.onWelcome(m);
+        return;
+      }
+      if (!this.welcomed) {
+        log.warn(`ignored ${m.type} before welcome`);
+        return;
+      }
+      try {
+        this.o.onMessage(m);
+      } catch (e) {
+        log.error(`handling ${m.type}: ${(e as Error).stack ?? e}`);
+      }
+    });
+    ws.addEventListener('error', () => { /* 'close' follows; it decides */ });
+    ws.addEventListener('close', (ev) => {
+      if (this.ws !== ws) return;
+      this.ws = null;
+      this.welcomed = false;
+      this.clearHeartbeat();
+      if (this.stopped) return;
+      if (opened) {
+        log.warn(`disconnected from ${this.o.url} (code ${ev.code}${ev.reason ? `: ${ev.reason}` : ''}); reconnecting`);
+        this.scheduleReconnect();
+      } else {
+        void this.explainRefusal().finally(() => this.scheduleReconnect());
+      }
+    });
+  }
+
+  /**
+   * A failed WebSocket handshake does not say why; one plain request to the same URL does
+   * (401/403 means the token was refused, which retrying will not fix by itself).
+   */
+  private async explainRefusal(): Promise<void> {
+    const { log } = this.o;
+    const httpUrl = this.o.url.replace(/\/+$/, '') + AGENT_CONNECT_PATH;
+    try {
+      const r = await request(httpUrl, { headers: { authorization: `Bearer ${this.o.token}` }, headersTimeout: 5000, bodyTimeout: 5000 });
+      const body = (await r.body.text()).slice(0, 300);
+      if (r.statusCode === 401 || r.statusCode === 403) {
+        log.error(`the gateway refused the agent token (HTTP ${r.statusCode}): ${body || 'no detail'} — check --token/--token-file; retrying`);
+      } else {
+        log.warn(`could not connect to ${this.o.url} (HTTP ${r.statusCode} to a plain request); retrying`);
+      }
+    } catch (e) {
+      log.warn(`could not reach ${this.o.url}: ${(e as Error).message}; retrying`);
+    }
+  }
+
+  private scheduleReconnect(): void {
+    if (this.stopped) return;
+    const min = this.o.minBackoffMs ?? 250;
+    const max = this.o.maxBackoffMs ?? 10_000;
+    const base = Math.min(max, min * 2 ** this.attempt++);
+    const wait = Math.round(base / 2 + Math.random() * (base / 2)); // jitter: agents of a team don't reconnect in step
+    this.retry = setTimeout(() => this.connect(), wait);
+  }
+
+  private startHeartbeat(ms: number): void {
+    this.clearHeartbeat();
+    this.heartbeat = setInterval(() => this.send(this.o.heartbeat()), ms);
+  }
+
+  private clearHeartbeat(): void {
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    this.heartbeat = null;
+  }
+}

@@ -1,0 +1,108 @@
+/**
+ * Executor agent entry point: `node executor/main.ts --url … --token … --root …`.
+ * Finds the strongest sandbox, probes runtimes, connects out to the gateway and runs jobs
+ * until SIGTERM/SIGINT. `runAgentCli` is also what `gatehouse agent` calls.
+ */
+import { chownSync, mkdirSync, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join, resolve, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { AGENT_USAGE, parseAgentArgs } from './config.ts';
+import { Agent } from './agent.ts';
+import { JobRunner } from './jobs/runner.ts';
+import { consoleLogger, type Logger } from './log.ts';
+import { probeRuntimes } from './runtimes/probe.ts';
+import { startDriver, startStrongestDriver } from './sandbox/index.ts';
+import { SANDBOX_GID, SANDBOX_UID } from './sandbox/types.ts';
+
+function agentVersion(): string {
+  try {
+    const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version?: string };
+    return pkg.version ?? '0.0.0';
+  } catch {
+    return '0.0.0';
+  }
+}
+
+/** Runs the agent until a stop signal; resolves with the process exit code (2: bad flags, 1: cannot start). */
+export async function runAgentCli(argv: string[], log: Logger = consoleLogger()): Promise<number> {
+  const parsed = parseAgentArgs(argv);
+  if (!parsed.ok) {
+    if (parsed.help) {
+      process.stdout.write(AGENT_USAGE);
+      return 0;
+    }
+    process.stderr.write(`error: ${parsed.message}\n\n${AGENT_USAGE}`);
+    return 2;
+  }
+  const cfg = parsed.config;
+
+  let root: string;
+  try {
+    mkdirSync(cfg.root, { recursive: true });
+    root = realpathSync(cfg.root);
+  } catch (e) {
+    log.error(`cannot use --root ${cfg.root}: ${(e as Error).message}`);
+    return 1;
+  }
+  const stateDir = resolve(cfg.stateDir ?? join(tmpdir(), `gatehouse-agent-${createHash('sha256').update(`${root}\0${cfg.agentId}`).digest('hex').slice(0, 16)}`));
+  if (stateDir === root || stateDir.startsWith(root + sep)) {
+    log.error(`--state-dir must be outside the workspace (${root}): jobs must not reach the agent's own files`);
+    return 1;
+  }
+  mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+  const spoolDir = join(stateDir, 'spool');
+  rmSync(spoolDir, { recursive: true, force: true }); // leftovers of a previous run that can no longer be reported
+
+  const driverOpts = { root, stateDir, warm: cfg.warm };
+  const d = cfg.sandbox ? await startDriver(cfg.sandbox, driverOpts, log) : await startStrongestDriver(driverOpts, log);
+  if (!d.ok) {
+    log.error(d.error.message);
+    return 1;
+  }
+  const driver = d.value;
+  // Jobs run as nobody inside gVisor: the workspace root must be theirs to write in.
+  if (driver.kind === 'gvisor' && process.getuid?.() === 0 && statSync(root).uid !== SANDBOX_UID) {
+    chownSync(root, SANDBOX_UID, SANDBOX_GID);
+    log.info(`workspace ${root} now owned by uid ${SANDBOX_UID} (the sandbox user)`);
+  }
+
+  const runtimes = await probeRuntimes();
+  log.info(`gatehouse agent ${agentVersion()} id ${cfg.agentId}`);
+  log.info(`sandbox: ${driver.describe()}`);
+  log.info(`workspace: ${root}; state: ${stateDir}`);
+  log.info(`capacity: ${cfg.capacity} jobs; ceilings: timeout ${cfg.maxTimeoutMs} ms, artifact ${cfg.maxArtifactBytes} bytes per stream`);
+  log.info(`runtimes: ${runtimes.list.length ? runtimes.list.map((r) => `${r.name} (${r.path}: ${r.version})`).join(', ') : 'none found'}`);
+
+  const runner = new JobRunner({
+    driver, runtimes, root, spoolDir, capacity: cfg.capacity,
+    ceilings: { maxTimeoutMs: cfg.maxTimeoutMs, maxArtifactBytes: cfg.maxArtifactBytes },
+    upload: { url: cfg.url, token: cfg.token }, log,
+  });
+  const agent = new Agent({
+    url: cfg.url, token: cfg.token, agentId: cfg.agentId, version: agentVersion(), capacity: cfg.capacity,
+    sandbox: driver.kind, runtimes: runtimes.list, runner, log,
+  });
+  agent.start();
+
+  const signal = await new Promise<NodeJS.Signals>((res) => {
+    process.once('SIGTERM', () => res('SIGTERM'));
+    process.once('SIGINT', () => res('SIGINT'));
+  });
+  log.info(`${signal}: stopping (cancelling running jobs, removing sandboxes)`);
+  const hard = setTimeout(() => process.exit(1), 15_000);
+  hard.unref();
+  await agent.stop();
+  await driver.close();
+  clearTimeout(hard);
+  return 0;
+}
+
+const invokedDirectly = process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url);
+if (invokedDirectly) {
+  runAgentCli(process.argv.slice(2)).then((code) => process.exit(code), (e) => {
+    process.stderr.write(`gatehouse agent crashed: ${(e as Error).stack ?? e}\n`);
+    process.exit(1);
+  });
+}

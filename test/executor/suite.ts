@@ -1,0 +1,240 @@
+/**
+ * The behaviour every sandbox driver must show, run against a real driver + runner.
+ * `driver-*.test.ts` call `driverSuite(kind)`; isolation checks are skipped for `none`
+ * (it has none, by design, and says so loudly).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { SandboxKind } from '../../src/contracts/agent-protocol.ts';
+import { makeRig, requireTool, runtimes, type Rig } from './helpers.ts';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export function driverSuite(kind: SandboxKind): void {
+  const available = requireTool(kind);
+  const d = available ? describe : describe.skip;
+  const isolated = kind !== 'none';
+
+  d(`${kind} driver: running jobs`, () => {
+    let rig: Rig;
+    beforeAll(async () => { rig = await makeRig(kind, { warm: 2 }); }, 60_000);
+    afterAll(async () => { await rig?.close(); });
+
+    it('runs argv mode directly, without a shell', async () => {
+      const { exit } = await rig.run({ command: 'echo', args: ['a b', '$HOME', ';', 'c'] });
+      expect(exit).toMatchObject({ state: 'exited', exitCode: 0, signal: null, timedOut: false, stdout: 'a b $HOME ; c\n', stderr: '', stdoutTruncated: false });
+    });
+
+    it('runs shell mode with sh -c and reports stderr and a non-zero exit', async () => {
+      const { exit } = await rig.run({ mode: 'shell', command: 'echo one; echo two >&2; exit 3' });
+      expect(exit).toMatchObject({ state: 'exited', exitCode: 3, stdout: 'one\n', stderr: 'two\n' });
+      expect(exit.streams.stdout).toEqual({ bytes: 4, lines: 1, artifactTruncated: false });
+    });
+
+    it('reports a plain non-zero exit truthfully', async () => {
+      const { exit } = await rig.run({ command: 'false' });
+      expect(exit).toMatchObject({ state: 'exited', exitCode: 1, signal: null });
+    });
+
+    it('writes stdin and closes it', async () => {
+      const { exit } = await rig.run({ command: 'cat', stdin: 'from stdin\nline 2' });
+      expect(exit.stdout).toBe('from stdin\nline 2');
+      const empty = await rig.run({ command: 'cat' });
+      expect(empty.exit).toMatchObject({ state: 'exited', exitCode: 0, stdout: '' });
+    });
+
+    it('reports death by signal with the signal name and a null exit code', async () => {
+      const { exit } = await rig.run({ mode: 'shell', command: 'echo before; kill -KILL $$' });
+      expect(exit).toMatchObject({ state: 'signaled', exitCode: null, signal: 'SIGKILL', stdout: 'before\n' });
+    });
+
+    it('gives the job exactly its env plus PATH, HOME and TMPDIR', async () => {
+      const { exit } = await rig.run({ command: 'env', env: { FOO: 'bar' } });
+      const names = exit.stdout.trim().split('\n').map((l) => l.split('=')[0]).filter((n) => n !== 'PWD' && n !== 'SHLVL' && n !== '_').sort();
+      expect(names).toEqual(['FOO', 'HOME', 'PATH', 'TMPDIR']);
+      expect(exit.stdout).toContain('PATH=/usr/local/bin:/usr/bin:/bin\n');
+    });
+
+    it('kills the whole tree on timeout, setsid and double-fork grandchildren included', async () => {
+      const started = Date.now();
+      const { exit } = await rig.run({
+        mode: 'shell', timeoutMs: 1000,
+        command: "setsid sh -c 'sleep 2; echo survived > escaped-setsid' & (sh -c 'sleep 2; echo survived > escaped-fork' &) ; nohup sh -c 'sleep 2; echo x > escaped-nohup' >/dev/null 2>&1 & echo started; sleep 30",
+      });
+      expect(exit).toMatchObject({ state: 'timed_out', timedOut: true, exitCode: null, stdout: 'started\n' });
+      expect(Date.now() - started).toBeLessThan(5000);
+      await sleep(3000);
+      for (const f of ['escaped-setsid', 'escaped-fork', 'escaped-nohup']) expect(existsSync(join(rig.root, f)), f).toBe(false);
+    });
+
+    it('does not wait for a background grandchild that keeps stdout open after a normal exit', async () => {
+      const started = Date.now();
+      const { exit } = await rig.run({ mode: 'shell', command: "(sleep 20; echo late > late-writer) & echo done" });
+      expect(exit).toMatchObject({ state: 'exited', exitCode: 0, stdout: 'done\n' });
+      expect(Date.now() - started).toBeLessThan(kind === 'none' ? 5000 : 5000);
+    });
+
+    it('cancels a running job and leaves nothing behind', async () => {
+      const r = rig.runner.start({ ...baseSpec('cancel-me'), mode: 'shell', command: 'sleep 3; echo finished > cancelled-marker' }, () => {});
+      expect(r.accepted).toBe(true);
+      await sleep(700);
+      expect(rig.runner.cancel('cancel-me')).toBe(true);
+      const { exit } = await (r as { done: Promise<{ exit: { state: string; exitCode: number | null } }> }).done;
+      expect(exit).toMatchObject({ state: 'cancelled', exitCode: null });
+      await sleep(3500);
+      expect(existsSync(join(rig.root, 'cancelled-marker'))).toBe(false);
+    });
+
+    it('reports an executable that is not there as failed_to_start, never exit 0', async () => {
+      const { exit } = await rig.run({ command: 'no-such-tool-xyz' });
+      expect(exit).toMatchObject({ state: 'failed_to_start', exitCode: null, signal: null });
+      expect(exit.error?.code).toBe('spawn_failed');
+      expect(exit.error?.message).toMatch(/^Error: execute: spawn failed: /);
+    });
+
+    it('caps inline output (reference 001), flags truncation and spools everything', async () => {
+      const { exit, spool } = await rig.run({ mode: 'shell', command: 'yes 0123456789 | head -c 100000; echo err >&2' });
+      expect(exit.stdoutTruncated).toBe(true);
+      expect(exit.stderrTruncated).toBe(true); // stdout used the whole budget: stderr cut to nothing
+      expect(Buffer.byteLength(exit.stdout) + Buffer.byteLength(exit.stderr)).toBeLessThanOrEqual(40_000);
+      expect(exit.stdout.length).toBe(40_000);
+      expect(exit.streams.stdout).toEqual({ bytes: 100_000, lines: 9091, artifactTruncated: false });
+      expect(statSync(spool!.stdout).size).toBe(100_000);
+      expect(readFileSync(spool!.stderr, 'utf8')).toBe('err\n');
+    });
+
+    it('cuts stderr so stdout+stderr fit the inline cap', async () => {
+      const { exit } = await rig.run({ mode: 'shell', command: 'printf abc; printf defghijklm >&2', limits: { inlineBytes: 10, artifactBytes: 1000 } });
+      expect(exit).toMatchObject({ stdout: 'abc', stderr: 'defghij', stdoutTruncated: false, stderrTruncated: true });
+    });
+
+    it('keeps the artifact to artifactBytes and says so', async () => {
+      const { exit, spool } = await rig.run({ mode: 'shell', command: 'head -c 5000 /dev/zero', limits: { inlineBytes: 100, artifactBytes: 1000 } });
+      expect(exit.streams.stdout).toMatchObject({ bytes: 5000, artifactTruncated: true });
+      expect(statSync(spool!.stdout).size).toBe(1000);
+    });
+
+    it('handles binary and invalid UTF-8 output, and never cuts inside a character', async () => {
+      const { exit } = await rig.run({ mode: 'shell', command: "printf '\\377\\376\\000ok\\n'" });
+      expect(exit.state).toBe('exited');
+      expect(exit.stdout).toContain('ok');
+      const cut = await rig.run({ mode: 'shell', command: "printf 'ééé'", limits: { inlineBytes: 3, artifactBytes: 100 } });
+      expect(cut.exit).toMatchObject({ stdout: 'é', stdoutTruncated: true });
+      const bin = await rig.run({ mode: 'shell', command: 'head -c 3000 /dev/urandom', limits: { inlineBytes: 1000, artifactBytes: 10_000 } });
+      expect(Buffer.byteLength(bin.exit.stdout)).toBeLessThanOrEqual(1000);
+      expect(bin.exit.stdoutTruncated).toBe(true);
+      expect(statSync(bin.spool!.stdout).size).toBe(3000);
+    });
+
+    it('streams ~50 MB with bounded agent memory, relays only the inline cap live, spools it all', async () => {
+      const outputsBefore = rig.outputs.length;
+      const before = process.memoryUsage.rss();
+      let peak = before;
+      const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage.rss())), 20);
+      const { exit, spool } = await rig.run({ mode: 'shell', command: 'seq 1 6000000; echo THE-END', timeoutMs: 90_000, limits: { inlineBytes: 40_000, artifactBytes: 200 * 1024 * 1024 } });
+      clearInterval(sampler);
+      expect(exit.state).toBe('exited');
+      expect(exit.stdoutTruncated).toBe(true);
+      expect(exit.streams.stdout.lines).toBe(6_000_001);
+      expect(exit.streams.stdout.bytes).toBeGreaterThan(46_000_000);
+      expect(statSync(spool!.stdout).size).toBe(exit.streams.stdout.bytes);
+      expect(peak - before).toBeLessThan(100 * 1024 * 1024);
+      const relayed = rig.outputs.slice(outputsBefore).filter((m) => m.stream === 'stdout').reduce((n, m) => n + Buffer.byteLength(m.data), 0);
+      expect(relayed).toBeLessThanOrEqual(40_000);
+      rmSync(spool!.stdout);
+    }, 120_000);
+
+    it('runs code mode: python runtime error vs success, node, C compile error vs success', async () => {
+      const rt = await runtimes();
+      if (rt.byRuntime.has('python')) {
+        const ok = await rig.run({ mode: 'code', runtime: 'python', command: '', code: 'import sys\nprint(sys.stdin.read().upper())', stdin: 'hi' });
+        expect(ok.exit).toMatchObject({ state: 'exited', exitCode: 0, stdout: 'HI\n', phase: 'run' });
+        const bad = await rig.run({ mode: 'code', runtime: 'python', command: '', code: 'raise ValueError("boom")' });
+        expect(bad.exit).toMatchObject({ state: 'exited', exitCode: 1, phase: 'run' });
+        expect(bad.exit.stderr).toContain('ValueError: boom');
+        expect(bad.exit.error).toBeUndefined();
+      }
+      if (rt.byRuntime.has('node')) {
+        const n = await rig.run({ mode: 'code', runtime: 'node', command: '', code: 'console.log(typeof process.env.FOO, [1,2].map(x => x * 2).join(","))' });
+        expect(n.exit).toMatchObject({ state: 'exited', exitCode: 0, stdout: 'undefined 2,4\n' });
+      }
+      if (rt.byRuntime.has('c')) {
+        const ce = await rig.run({ mode: 'code', runtime: 'c', command: '', code: 'int main(void) { return nope; }\n' });
+        expect(ce.exit).toMatchObject({ state: 'exited', phase: 'build' });
+        expect(ce.exit.exitCode).not.toBe(0);
+        expect(ce.exit.error?.code).toBe('compile_error');
+        expect(ce.exit.error?.message).toMatch(/nope/);
+        const c = await rig.run({ mode: 'code', runtime: 'c', command: '', code: '#include <stdio.h>\nint main(void) { printf("compiled %d\\n", 6*7); return 4; }\n' });
+        expect(c.exit).toMatchObject({ state: 'exited', exitCode: 4, stdout: 'compiled 42\n', phase: 'run' });
+      }
+    }, 60_000);
+
+    it.runIf(isolated)('keeps the agent token file and the agent environment away from the job', async () => {
+      const secrets = mkdtempSync(join(tmpdir(), 'gh-secrets-'));
+      const tokenFile = join(secrets, 'agent.token');
+      writeFileSync(tokenFile, 'agent-token-value-0987654321', { mode: 0o600 });
+      process.env.GATEHOUSE_TEST_SECRET = 'agent-env-secret-value-1234567890';
+      try {
+        const { exit } = await rig.run({ mode: 'shell', command: `cat ${tokenFile}; ls ${secrets}; cat /proc/1/environ; printenv; cat /proc/${process.pid}/environ; cat /proc/*/environ; ls /root /home /work`, limits: { inlineBytes: 1_000_000, artifactBytes: 1_000_000 } });
+        const all = exit.stdout + exit.stderr;
+        expect(all).not.toContain('agent-token-value');
+        expect(all).not.toContain('agent-env-secret-value');
+        expect(all).not.toContain('GATEHOUSE_TEST_SECRET');
+      } finally {
+        delete process.env.GATEHOUSE_TEST_SECRET;
+        rmSync(secrets, { recursive: true, force: true });
+      }
+    });
+
+    it.runIf(isolated)('cannot write outside the workspace', async () => {
+      const outside = mkdtempSync(join(tmpdir(), 'gh-outside-'));
+      try {
+        const { exit } = await rig.run({ mode: 'shell', command: `touch ${outside}/pwned; touch /etc/pwned; touch /usr/pwned; touch /pwned; touch inside-ok; echo done` });
+        expect(exit.stdout).toContain('done');
+        expect(existsSync(join(outside, 'pwned'))).toBe(false);
+        expect(existsSync('/etc/pwned')).toBe(false);
+        expect(existsSync('/usr/pwned')).toBe(false);
+        expect(existsSync('/pwned')).toBe(false);
+        expect(existsSync(join(rig.root, 'inside-ok'))).toBe(true);
+      } finally {
+        rmSync(outside, { recursive: true, force: true });
+      }
+    });
+
+    it.runIf(isolated)('runs jobs as an unprivileged user', async () => {
+      const { exit } = await rig.run({ command: 'id', args: ['-u'] });
+      expect(exit.stdout).toBe('65534\n');
+    });
+  });
+
+  if (kind === 'gvisor' && available) {
+    describe('gvisor driver: sandboxes', () => {
+      it('leaves runsc list empty once idle (no warm pool), after timeouts too', async () => {
+        const rig = await makeRig('gvisor', { warm: 0 });
+        try {
+          const runscRoot = join(rig.stateDir, 'runsc');
+          const list = () => execFileSync('runsc', ['--root', runscRoot, 'list', '-quiet'], { encoding: 'utf8' }).trim();
+          const r = rig.run({ mode: 'shell', command: 'setsid sleep 60 & sleep 60', timeoutMs: 800 });
+          await sleep(500);
+          expect(list()).not.toBe('');
+          expect((await r).exit.state).toBe('timed_out');
+          await rig.run({ command: 'true' });
+          await rig.driver.idle();
+          expect(list()).toBe('');
+        } finally {
+          await rig.close();
+        }
+      }, 60_000);
+    });
+  }
+}
+
+function baseSpec(jobId: string) {
+  return {
+    jobId, artifactHandle: `art_${jobId}_0123456789`, mode: 'argv' as const, command: 'true', args: [], cwd: '', env: {},
+    timeoutMs: 30_000, limits: { inlineBytes: 40_000, artifactBytes: 10 * 1024 * 1024 },
+  };
+}
