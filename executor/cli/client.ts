@@ -26,7 +26,9 @@ export function connection(flags: Record<string, unknown>, env: NodeJS.ProcessEn
   } catch {
     throw new UsageError(`--url "${url}" is not a URL`);
   }
-  return { url: u.href.replace(/\/+$/, ''), token: token.trim() };
+  // The MCP URL is what users have at hand; the admin API lives beside it.
+  const base = u.href.replace(/\/+$/, '').replace(/\/mcp$/, '');
+  return { url: base, token: token.trim() };
 }
 
 export async function api<T>(conn: Connection, method: string, path: string, body?: unknown): Promise<ApiResult<T>> {
