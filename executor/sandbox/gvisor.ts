@@ -7,14 +7,14 @@
  * Never `runsc do`: it hands the caller's environment and filesystem to the job.
  */
 import { spawn } from 'node:child_process';
-import { chownSync, closeSync, mkdirSync, openSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chownSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { systemView } from './system-view.ts';
 import { delay, runQuiet, watchWrapper } from './exec-util.ts';
 import {
   SANDBOX_GID, SANDBOX_UID, type DriverOptions, type ExecRequest, type ResourceLimits, type Sandbox,
-  type SandboxDriver, type SandboxProcess,
+  type ProcessEnd, type SandboxDriver, type SandboxProcess,
 } from './types.ts';
 import type { Logger } from '../log.ts';
 
@@ -261,11 +261,16 @@ export class GvisorSandbox implements Sandbox {
   exec(req: ExecRequest): SandboxProcess {
     const spec = join(this.bundle, `exec-${++this.execs}.json`);
     writeFileSync(spec, JSON.stringify(processSpec(req, this.limits)));
-    const child = spawn('runsc', ['--root', this.driver.runscRoot, 'exec', '--process', spec, this.id], {
+    const pidFile = join(this.bundle, `exec-${this.execs}.pid`);
+    const child = spawn('runsc', ['--root', this.driver.runscRoot, 'exec', '--internal-pid-file', pidFile, '--process', spec, this.id], {
       env: RUNSC_ENV,
       stdio: ['pipe', 'pipe', 'pipe'],
     });
-    const ended = watchWrapper(child);
+    // runsc writes the pid file once the process runs inside: without it, runsc itself failed
+    // (its message is on stderr) and the job never started.
+    const ended = watchWrapper(child).then((e): ProcessEnd => (e.kind !== 'spawn_failed' && !existsSync(pidFile)
+      ? { kind: 'spawn_failed', message: `runsc exec could not start the process in sandbox ${this.id} (${e.kind === 'exited' ? `exit ${e.code}` : e.signal})` }
+      : e));
     this.running.add(ended);
     void ended.finally(() => this.running.delete(ended));
     return { child, ended };

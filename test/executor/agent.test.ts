@@ -1,0 +1,185 @@
+/**
+ * The agent against a stand-in gateway: hello/welcome/heartbeat, jobs with live output,
+ * artifact upload before job.exit, exits kept until job.ack and re-sent after reconnect,
+ * jobs that outlive a dropped socket, malformed messages, refused tokens, and the CLI.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { Agent } from '../../executor/agent.ts';
+import { JobRunner } from '../../executor/jobs/runner.ts';
+import { startDriver } from '../../executor/sandbox/index.ts';
+import type { SandboxDriver } from '../../executor/sandbox/types.ts';
+import { silentLogger, type Logger } from '../../executor/log.ts';
+import { ARTIFACT_UPLOAD_PATH } from '../../src/contracts/agent-protocol.ts';
+import { FakeEdge } from './fake-edge.ts';
+import { jobSpec, runtimes } from './helpers.ts';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+let edge: FakeEdge;
+let root: string;
+let stateDir: string;
+let driver: SandboxDriver;
+let agent: Agent | null = null;
+let logs: string[] = [];
+const log: Logger = { info: (m) => logs.push(m), warn: (m) => logs.push(m), error: (m) => logs.push(m) };
+const isType = (t: string, jobId?: string) => (m: Record<string, unknown>) => m.type === t && (!jobId || m.jobId === jobId);
+const waitFor = async (cond: () => boolean, ms = 10_000) => {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error('condition not met');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+};
+
+beforeAll(async () => {
+  root = realpathSync(mkdtempSync(join(tmpdir(), 'gh-agent-ws-')));
+  stateDir = mkdtempSync(join(tmpdir(), 'gh-agent-state-'));
+  const d = await startDriver('none', { root, stateDir }, silentLogger);
+  if (!d.ok) throw new Error(d.error.message);
+  driver = d.value;
+});
+afterAll(async () => {
+  await driver.close();
+  rmSync(root, { recursive: true, force: true });
+  rmSync(stateDir, { recursive: true, force: true });
+});
+afterEach(async () => {
+  await agent?.stop();
+  agent = null;
+  await edge?.stop();
+  logs = [];
+});
+
+async function startAgent(o: { capacity?: number; token?: string } = {}) {
+  edge = new FakeEdge();
+  await edge.start();
+  const rt = await runtimes();
+  const runner = new JobRunner({
+    driver, runtimes: rt, root, spoolDir: join(stateDir, 'spool'), capacity: o.capacity ?? 2,
+    ceilings: { maxTimeoutMs: 60_000, maxArtifactBytes: 1 << 30 }, upload: { url: edge.url, token: o.token ?? edge.token }, log,
+  });
+  agent = new Agent({ url: edge.url, token: o.token ?? edge.token, agentId: 'a1', version: '0.1.0', capacity: o.capacity ?? 2, sandbox: 'none', runtimes: rt.list, runner, log });
+  agent.start();
+}
+
+async function welcome() {
+  const hello = await edge.next(isType('hello'));
+  edge.send({ type: 'welcome', v: 1, team: 'acme', heartbeatMs: 100 });
+  return hello;
+}
+
+describe('agent ↔ gateway protocol', () => {
+  it('says hello with its id, capacity, sandbox and runtimes, then heartbeats after welcome', async () => {
+    await startAgent();
+    const hello = await welcome();
+    expect(hello).toMatchObject({ type: 'hello', v: 1, agentId: 'a1', version: '0.1.0', capacity: 2, sandbox: 'none', running: [] });
+    expect((hello.runtimes as { name: string }[]).map((r) => r.name)).toContain('shell');
+    expect(await edge.next(isType('heartbeat'))).toEqual({ type: 'heartbeat', running: [] });
+    expect(logs.join('\n')).toMatch(/connected to http:\/\/127\.0\.0\.1:\d+ as agent a1 \(team acme\)/);
+  });
+
+  it('runs a job: live output, artifact PUT with headers, then job.exit', async () => {
+    await startAgent();
+    await welcome();
+    edge.send({ type: 'job.start', spec: jobSpec({ jobId: 'j1', mode: 'shell', command: 'echo hi; echo oops >&2; exit 2' }) });
+    const exit = await edge.next(isType('job.exit', 'j1'));
+    expect(exit).toMatchObject({ state: 'exited', exitCode: 2, stdout: 'hi\n', stderr: 'oops\n', artifactsUploaded: true });
+    const outs = edge.received.filter(isType('job.output', 'j1'));
+    expect(outs.map((m) => m.data).join('')).toContain('hi\n');
+    const up = edge.uploads.find((u) => u.path === `${ARTIFACT_UPLOAD_PATH}/art_j1_0123456789/stdout`)!;
+    expect(up.body.toString()).toBe('hi\n');
+    expect(up.headers).toMatchObject({ 'content-length': '3', authorization: `Bearer ${edge.token}`, 'x-gatehouse-job': 'j1', 'x-gatehouse-lines': '1', 'x-gatehouse-truncated': '0' });
+    expect(edge.uploads.some((u) => u.path.endsWith('/stderr'))).toBe(true);
+  });
+
+  it('keeps a job running across a dropped socket and re-sends its exit until acknowledged', async () => {
+    await startAgent();
+    await welcome();
+    edge.send({ type: 'job.start', spec: jobSpec({ jobId: 'j2', mode: 'shell', command: 'sleep 1; echo done' }) });
+    await new Promise((r) => setTimeout(r, 200));
+    edge.drop();
+    const hello2 = await edge.next(isType('hello'));
+    expect(hello2.running).toEqual(['j2']);
+    edge.send({ type: 'welcome', v: 1, team: 'acme', heartbeatMs: 100 });
+    expect(await edge.next(isType('job.exit', 'j2'))).toMatchObject({ state: 'exited', exitCode: 0, stdout: 'done\n' });
+    // Not acknowledged: after the next reconnect it comes again, and hello still lists it.
+    edge.drop();
+    const hello3 = await edge.next(isType('hello'));
+    expect(hello3.running).toEqual(['j2']);
+    edge.send({ type: 'welcome', v: 1, team: 'acme', heartbeatMs: 100 });
+    await edge.next(isType('job.exit', 'j2'));
+    edge.send({ type: 'job.ack', jobId: 'j2' });
+    await new Promise((r) => setTimeout(r, 100));
+    edge.drop();
+    const hello4 = await edge.next(isType('hello'));
+    expect(hello4.running).toEqual([]);
+  }, 30_000);
+
+  it('logs malformed and unknown messages and keeps working', async () => {
+    await startAgent();
+    await welcome();
+    edge.sendRaw('not json');
+    edge.send({ type: 'job.explode' });
+    edge.send({ type: 'job.start', spec: { jobId: 'x' } });
+    edge.send({ type: 'job.start', spec: jobSpec({ jobId: 'j3', command: 'echo', args: ['still here'] }) });
+    expect(await edge.next(isType('job.exit', 'j3'))).toMatchObject({ stdout: 'still here\n' });
+    expect(logs.filter((l) => l.includes('ignored a message')).length).toBe(3);
+    expect(edge.connections).toBe(1);
+  });
+
+  it('refuses work beyond capacity with job.error and cancels on job.cancel', async () => {
+    await startAgent({ capacity: 1 });
+    await welcome();
+    edge.send({ type: 'job.start', spec: jobSpec({ jobId: 'long', command: 'sleep', args: ['20'] }) });
+    edge.send({ type: 'job.start', spec: jobSpec({ jobId: 'extra', command: 'true' }) });
+    expect(await edge.next(isType('job.error', 'extra'))).toMatchObject({ code: 'capacity' });
+    edge.send({ type: 'job.cancel', jobId: 'long', reason: 'client went away' });
+    expect(await edge.next(isType('job.exit', 'long'))).toMatchObject({ state: 'cancelled', exitCode: null });
+  });
+
+  it('says clearly when the gateway refuses the agent token, and keeps retrying', async () => {
+    await startAgent({ token: 'wrong-token' });
+    await waitFor(() => logs.some((l) => l.includes('refused the agent token (HTTP 401)')));
+    expect(edge.connections).toBe(0);
+  });
+});
+
+describe('agent CLI', () => {
+  const NODE = process.execPath;
+  const run = (args: string[], env: NodeJS.ProcessEnv = {}) => spawn(NODE, [join(ROOT, 'executor/main.ts'), ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+
+  it('exits 2 with the allowed flags on a bad flag', async () => {
+    const p = run(['--url', 'http://127.0.0.1:1', '--token', 't', '--root', root, '--sandbox', 'docker']);
+    let out = '';
+    p.stdout.on('data', (d) => (out += d));
+    p.stderr.on('data', (d) => (out += d));
+    const code = await new Promise((r) => p.on('exit', r));
+    expect(code).toBe(2);
+    expect(out).toContain('--sandbox must be one of gvisor, bwrap, none');
+    expect(out).toContain('--max-artifact-bytes');
+  });
+
+  it('starts, prints what it found, connects, and stops cleanly on SIGTERM', async () => {
+    edge = new FakeEdge();
+    await edge.start();
+    const ws = mkdtempSync(join(tmpdir(), 'gh-cli-ws-'));
+    const p = run(['--url', edge.url, '--root', join(ws, 'created'), '--sandbox', 'none', '--capacity', '3', '--id', 'cli-agent'], { GATEHOUSE_AGENT_TOKEN: edge.token });
+    let out = '';
+    p.stdout.on('data', (d) => (out += d));
+    p.stderr.on('data', (d) => (out += d));
+    const hello = await edge.next(isType('hello'), 30_000);
+    expect(hello).toMatchObject({ agentId: 'cli-agent', capacity: 3, sandbox: 'none' });
+    edge.send({ type: 'welcome', v: 1, team: 'acme', heartbeatMs: 1000 });
+    await waitFor(() => /connected to /.test(out));
+    expect(out).toMatch(/sandbox: none/);
+    expect(out).toMatch(/NO ISOLATION/);
+    expect(out).toMatch(/runtimes: .*python/);
+    expect(out).toMatch(/capacity: 3/);
+    p.kill('SIGTERM');
+    expect(await new Promise((r) => p.on('exit', r))).toBe(0);
+    rmSync(ws, { recursive: true, force: true });
+  }, 40_000);
+});

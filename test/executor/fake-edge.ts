@@ -1,0 +1,143 @@
+/**
+ * A stand-in gateway for agent tests: accepts the agent WebSocket (RFC 6455 framing, by
+ * hand: Node has no WebSocket server and we add no dependency), records what the agent
+ * sends, and takes artifact PUTs. Loopback only.
+ */
+import { createHash } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { Socket } from 'node:net';
+import { AGENT_CONNECT_PATH, ARTIFACT_UPLOAD_PATH } from '../../src/contracts/agent-protocol.ts';
+
+export interface Upload { path: string; headers: IncomingMessage['headers']; body: Buffer }
+
+export class FakeEdge {
+  url = '';
+  token = 'good-token';
+  readonly received: Record<string, unknown>[] = [];
+  readonly uploads: Upload[] = [];
+  connections = 0;
+  private server: Server;
+  private socket: Socket | null = null;
+  private waiters: { pred: (m: Record<string, unknown>) => boolean; resolve: (m: Record<string, unknown>) => void }[] = [];
+  /** Messages already consumed by `next` are not matched again. */
+  private cursor = 0;
+
+  constructor() {
+    this.server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        if (req.headers.authorization !== `Bearer ${this.token}`) {
+          res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":{"code":"unauthenticated","message":"token refused"}}');
+          return;
+        }
+        if (req.method === 'PUT' && req.url?.startsWith(ARTIFACT_UPLOAD_PATH)) {
+          this.uploads.push({ path: req.url, headers: req.headers, body: Buffer.concat(chunks) });
+          res.writeHead(201).end('{}');
+          return;
+        }
+        res.writeHead(426).end('upgrade required');
+      });
+    });
+    this.server.on('upgrade', (req, socket: Socket) => this.upgrade(req, socket));
+  }
+
+  async start(): Promise<void> {
+    await new Promise<void>((r) => this.server.listen(0, '127.0.0.1', () => r()));
+    const { port } = this.server.address() as { port: number };
+    this.url = `http://127.0.0.1:${port}`;
+  }
+
+  async stop(): Promise<void> {
+    this.socket?.destroy();
+    this.server.closeAllConnections();
+    await new Promise((r) => this.server.close(() => r(undefined)));
+  }
+
+  private upgrade(req: IncomingMessage, socket: Socket): void {
+    if (req.url !== AGENT_CONNECT_PATH || req.headers.authorization !== `Bearer ${this.token}`) {
+      socket.end('HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
+      return;
+    }
+    const accept = createHash('sha1').update(`${req.headers['sec-websocket-key']}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest('base64');
+    socket.write(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n`);
+    this.connections++;
+    this.socket = socket;
+    let buf = Buffer.alloc(0);
+    socket.on('data', (d: Buffer) => {
+      buf = Buffer.concat([buf, d]);
+      for (;;) {
+        const f = parseFrame(buf);
+        if (!f) break;
+        buf = buf.subarray(f.size);
+        if (f.opcode === 1) this.onMessage(JSON.parse(f.payload.toString('utf8')) as Record<string, unknown>);
+        else if (f.opcode === 8) socket.end();
+        else if (f.opcode === 9) socket.write(frame(f.payload, 10));
+      }
+    });
+    socket.on('error', () => {});
+  }
+
+  private onMessage(m: Record<string, unknown>): void {
+    this.received.push(m);
+    this.waiters = this.waiters.filter((w) => {
+      if (!w.pred(m)) return true;
+      w.resolve(m);
+      return false;
+    });
+  }
+
+  /** The first message (from now on, or already received and not yet taken) matching `pred`. */
+  next(pred: (m: Record<string, unknown>) => boolean, timeoutMs = 10_000): Promise<Record<string, unknown>> {
+    for (let i = this.cursor; i < this.received.length; i++) {
+      if (pred(this.received[i])) {
+        this.cursor = i + 1;
+        return Promise.resolve(this.received[i]);
+      }
+    }
+    return new Promise((resolve, reject) => {
+      const t = setTimeout(() => reject(new Error(`no matching message in ${timeoutMs} ms; got ${JSON.stringify(this.received.slice(-5))}`)), timeoutMs);
+      this.waiters.push({ pred, resolve: (m) => { clearTimeout(t); this.cursor = this.received.length; resolve(m); } });
+    });
+  }
+
+  send(m: unknown): void {
+    this.sendRaw(typeof m === 'string' ? m : JSON.stringify(m));
+  }
+
+  sendRaw(text: string): void {
+    this.socket?.write(frame(Buffer.from(text), 1));
+  }
+
+  /** Drops the socket without a close handshake (a network failure). */
+  drop(): void {
+    this.socket?.destroy();
+    this.socket = null;
+  }
+}
+
+function frame(payload: Buffer, opcode: number): Buffer {
+  const n = payload.length;
+  const head = n < 126 ? Buffer.from([0x80 | opcode, n])
+    : n < 65536 ? Buffer.from([0x80 | opcode, 126, n >> 8, n & 255])
+      : Buffer.concat([Buffer.from([0x80 | opcode, 127]), (() => { const b = Buffer.alloc(8); b.writeBigUInt64BE(BigInt(n)); return b; })()]);
+  return Buffer.concat([head, payload]);
+}
+
+function parseFrame(b: Buffer): { opcode: number; payload: Buffer; size: number } | null {
+  if (b.length < 2) return null;
+  const opcode = b[0] & 0x0f;
+  const masked = (b[1] & 0x80) !== 0;
+  let len = b[1] & 0x7f;
+  let off = 2;
+  if (len === 126) { if (b.length < 4) return null; len = b.readUInt16BE(2); off = 4; }
+  else if (len === 127) { if (b.length < 10) return null; len = Number(b.readBigUInt64BE(2)); off = 10; }
+  const maskLen = masked ? 4 : 0;
+  if (b.length < off + maskLen + len) return null;
+  const payload = Buffer.from(b.subarray(off + maskLen, off + maskLen + len));
+  if (masked) {
+    const mask = b.subarray(off, off + 4);
+    for (let i = 0; i < payload.length; i++) payload[i] ^= mask[i & 3];
+  }
+  return { opcode, payload, size: off + maskLen + len };
+}
