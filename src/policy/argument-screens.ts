@@ -18,19 +18,20 @@ import { screenSed } from './screens/sed.ts';
 import { screenTar } from './screens/tar.ts';
 import { deny, pass, type StageResult } from './types.ts';
 
-const BY_NAME: Record<string, Screen> = {
-  find: screenFind,
-  git: screenGit,
-  tar: screenTar, gtar: screenTar, bsdtar: screenTar,
-  sed: screenSed, gsed: screenSed,
-  awk: screenAwk, gawk: screenAwk, mawk: screenAwk, nawk: screenAwk, original_awk: screenAwk,
-  make: screenMake, gmake: screenMake,
-};
+// A Map, not an object literal: an executable called `__proto__` must find nothing.
+const BY_NAME = new Map<string, Screen>([
+  ['find', screenFind],
+  ['git', screenGit],
+  ['tar', screenTar], ['gtar', screenTar], ['bsdtar', screenTar],
+  ['sed', screenSed], ['gsed', screenSed],
+  ['awk', screenAwk], ['gawk', screenAwk], ['mawk', screenAwk], ['nawk', screenAwk], ['original-awk', screenAwk],
+  ['make', screenMake], ['gmake', screenMake],
+]);
 
 /** Built-in screens that apply to an executable basename, most specific first. */
 export function builtinScreens(base: string): Screen[] {
   const out: Screen[] = [];
-  const named = BY_NAME[base];
+  const named = BY_NAME.get(base);
   if (named) out.push(named);
   for (const s of [programOptionsScreen(base), compilerScreen(base), interpreterScreen(base)]) if (s) out.push(s);
   return out;

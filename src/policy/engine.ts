@@ -44,16 +44,17 @@ async function decideStages(
   const notes = state.notes;
   const denied = (reason: string): PolicyDecision => ({ allowed: false, stage: state.stage, reason, notes });
   /** Runs one stage: records its notes, or turns its denial into the decision. */
-  const run = <T>(stage: PolicyStage, r: StageResult<T>): { value: T } | { decision: PolicyDecision } => {
-    state.stage = stage;
+  const run = <T>(stage: PolicyStage, f: () => StageResult<T>): { value: T } | { decision: PolicyDecision } => {
+    state.stage = stage; // before the stage runs, so a failure inside it is attributed to it
+    const r = f();
     if (!r.ok) return { decision: denied(r.reason) };
     if (r.notes) notes.push(...r.notes);
     return { value: r.value };
   };
 
-  let g = run('feature_gate', featureGate(policy, req));
+  let g = run('feature_gate', () => featureGate(policy, req));
   if ('decision' in g) return g.decision;
-  g = run('runtime_allowlist', runtimeAllowlist(policy, req));
+  g = run('runtime_allowlist', () => runtimeAllowlist(policy, req));
   if ('decision' in g) return g.decision;
 
   // Runtime `shell` code is a shell string: decided like `execute` without args.
@@ -75,22 +76,23 @@ async function decideStages(
       notes.push(`shell string allowed by shell.allow entry ${JSON.stringify(v.entry)}`);
     }
   } else {
-    const e = run('executable', checkExecutable(policy, requestedExecutable(req.command, req.runtime), req.runtime));
+    const e = run('executable', () => checkExecutable(policy, requestedExecutable(req.command, req.runtime), req.runtime));
     if ('decision' in e) return e.decision;
-    exe = e.value;
+    const chosen = e.value;
+    exe = chosen;
     if (req.mode === 'code' && typeof req.code !== 'string') {
       state.stage = 'arguments';
       return denied('Code mode needs "code"');
     }
-    const a = run('arguments', screenArguments(policy, exe, req.args ?? []));
+    const a = run('arguments', () => screenArguments(policy, chosen, req.args ?? []));
     if ('decision' in a) return a.decision;
   }
 
-  const cwd = run('cwd', checkCwd(req.cwd));
+  const cwd = run('cwd', () => checkCwd(req.cwd));
   if ('decision' in cwd) return cwd.decision;
-  const env = run('env', screenEnv(policy, req.env));
+  const env = run('env', () => screenEnv(policy, req.env));
   if ('decision' in env) return env.decision;
-  const limits = run('limits', checkLimits(policy, req.timeoutMs));
+  const limits = run('limits', () => checkLimits(policy, req.timeoutMs));
   if ('decision' in limits) return limits.decision;
 
   let opa: PolicyDecision['opa'];

@@ -15,7 +15,7 @@ const ACTIONS: Record<string, string> = {
 
 export const screenFind: Screen = (args, ctx) => {
   for (const a of args) {
-    const why = ACTIONS[a];
+    const why = Object.hasOwn(ACTIONS, a) ? ACTIONS[a] : undefined;
     if (why) return argDenied(a, ctx.base, why);
   }
   return null;

@@ -88,7 +88,7 @@ export const screenGit: Screen = (args, ctx) => {
   const sub = args[i];
   if (sub === undefined) return null;
   const rest = args.slice(i + 1);
-  const deniedSub = DENIED_SUBCOMMANDS[sub];
+  const deniedSub = Object.hasOwn(DENIED_SUBCOMMANDS, sub) ? DENIED_SUBCOMMANDS[sub] : undefined;
   if (deniedSub) return no(sub, deniedSub);
   if (sub === 'bisect' && rest.includes('run')) return no('run', 'git bisect run runs a command for every step');
   if (sub === 'submodule' && rest.includes('foreach')) return no('foreach', 'git submodule foreach runs a command in every submodule');

@@ -38,8 +38,8 @@ const TABLE: Record<string, ProgramOptions> = {
 };
 
 export function programOptionsScreen(base: string): Screen | undefined {
+  if (!Object.hasOwn(TABLE, base)) return undefined;
   const t = TABLE[base];
-  if (!t) return undefined;
   return (args, ctx) => {
     for (let i = 0; i < args.length; i++) {
       const a = args[i];

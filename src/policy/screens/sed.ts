@@ -149,7 +149,7 @@ class SedParser {
       }
       case 's': {
         const d = this.delimiter();
-        this.until(d);
+        this.until(d, true);
         this.until(d);
         while (this.i < s.length) {
           const f = s[this.i];
@@ -182,13 +182,13 @@ class SedParser {
       this.i++;
     } else if (c === '/') {
       this.i++;
-      this.until('/');
+      this.until('/', true);
       while (/[IM]/.test(s[this.i] ?? '')) this.i++;
     } else if (c === '\\') {
       this.i++;
       const d = s[this.i++];
       if (d === undefined) throw new Error('unterminated address');
-      this.until(d);
+      this.until(d, true);
       while (/[IM]/.test(s[this.i] ?? '')) this.i++;
     } else if (c === '+' || c === '~') {
       this.i++;
@@ -203,14 +203,31 @@ class SedParser {
   }
 
   /**
-   * Consumes up to and including the first unescaped delimiter. Like GNU sed's match_slash, a
-   * bracket expression gets no special treatment: a delimiter inside one ends the regex there.
+   * Consumes up to and including the first unescaped delimiter. In a regex, GNU sed (4.9, as
+   * checked against the real binary) lets a bracket expression hold the delimiter: `s/[/]/x/`.
    */
-  private until(d: string): void {
+  private until(d: string, regex = false): void {
     const s = this.s;
     while (this.i < s.length) {
       const c = s[this.i++];
       if (c === '\\') {
+        this.i++;
+        continue;
+      }
+      if (regex && c === '[') {
+        // `]` first (after an optional `^`) is literal; `[:alpha:]`-style classes may hold `]`.
+        if (s[this.i] === '^') this.i++;
+        if (s[this.i] === ']') this.i++;
+        while (this.i < s.length && s[this.i] !== ']') {
+          if (s[this.i] === '[' && /[.:=]/.test(s[this.i + 1] ?? '')) {
+            const close = s.indexOf(`${s[this.i + 1]}]`, this.i + 2);
+            if (close < 0) throw new Error('unterminated bracket expression');
+            this.i = close + 2;
+            continue;
+          }
+          this.i++;
+        }
+        if (this.i >= s.length) throw new Error('unterminated bracket expression');
         this.i++;
         continue;
       }
