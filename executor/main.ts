@@ -3,7 +3,7 @@
  * Finds the strongest sandbox, probes runtimes, connects out to the gateway and runs jobs
  * until SIGTERM/SIGINT. `runAgentCli` is also what `gatehouse agent` calls.
  */
-import { chownSync, mkdirSync, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
+import { mkdirSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join, resolve, sep } from 'node:path';
@@ -14,7 +14,6 @@ import { JobRunner } from './jobs/runner.ts';
 import { consoleLogger, type Logger } from './log.ts';
 import { probeRuntimes } from './runtimes/probe.ts';
 import { startDriver, startStrongestDriver } from './sandbox/index.ts';
-import { SANDBOX_GID, SANDBOX_UID } from './sandbox/types.ts';
 
 function agentVersion(): string {
   try {
@@ -62,11 +61,6 @@ export async function runAgentCli(argv: string[], log: Logger = consoleLogger())
     return 1;
   }
   const driver = d.value;
-  // Jobs run as nobody inside gVisor: the workspace root must be theirs to write in.
-  if (driver.kind === 'gvisor' && process.getuid?.() === 0 && statSync(root).uid !== SANDBOX_UID) {
-    chownSync(root, SANDBOX_UID, SANDBOX_GID);
-    log.info(`workspace ${root} now owned by uid ${SANDBOX_UID} (the sandbox user)`);
-  }
 
   const runtimes = await probeRuntimes();
   log.info(`gatehouse agent ${agentVersion()} id ${cfg.agentId}`);

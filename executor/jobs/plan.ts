@@ -8,6 +8,7 @@ import type { JobSpec } from '../../src/contracts/agent-protocol.ts';
 import type { GatehouseErrorShape } from '../../src/contracts/errors.ts';
 import { SANDBOX_PATH } from '../sandbox/types.ts';
 import { pickRuntimeExecutable, type RuntimeTable } from '../runtimes/probe.ts';
+import { ENV_NAME } from './launcher.ts';
 import { checkCwd, isAllowedExecutable, resolveExecutable, type ResolveContext } from './resolve.ts';
 
 export interface Ceilings {
@@ -51,6 +52,13 @@ export interface PlanContext {
 
 export function planJob(spec: JobSpec, ctx: PlanContext): { ok: true; plan: JobPlan } | { ok: false; failure: PlanFailure } {
   const refuse = (code: string, message: string) => ({ ok: false as const, failure: { kind: 'refuse' as const, error: { code, message } } });
+  // The launcher passes everything through sh and `env -i`: NUL cannot be carried, and env
+  // names must be plain names (anything else could read as an option or a command).
+  for (const [k, v] of Object.entries(spec.env)) {
+    if (!ENV_NAME.test(k)) return refuse('invalid_argument', `environment variable name "${k}" is not allowed (letters, digits, _ only)`);
+    if (v.includes('\0')) return refuse('invalid_argument', `environment variable ${k} contains a NUL byte`);
+  }
+  if ([spec.command, ...spec.args].some((a) => a.includes('\0'))) return refuse('invalid_argument', 'command and args must not contain NUL bytes');
   const cwd = checkCwd(ctx.root, spec.cwd);
   if (!cwd.ok) return refuse(cwd.error.code, cwd.error.message);
   const rctx: ResolveContext = { root: ctx.root, cwd: cwd.value, workspaceInside: ctx.workspaceInside, hostVisible: ctx.hostVisible };
@@ -88,7 +96,7 @@ export function planJob(spec: JobSpec, ctx: PlanContext): { ok: true; plan: JobP
   const command = spec.mode === 'shell' ? 'sh' : spec.command;
   if (!command.trim()) return refuse('invalid_argument', 'Error: command: empty');
   const exe = resolveExecutable(command, rctx);
-  if (!exe) return { ok: false, failure: { kind: 'spawn_failed', detail: `executable "${command}" not found in ${SANDBOX_PATH} of the sandbox` } };
+  if (!exe || exe.inside.includes('=')) return { ok: false, failure: { kind: 'spawn_failed', detail: `executable "${command}" not found in ${SANDBOX_PATH} of the sandbox` } };
   if (spec.mode === 'argv' && spec.allowedExecutables && !isAllowedExecutable(exe, spec.allowedExecutables, rctx)) {
     return refuse('policy_denied', `Executable "${command}" is not in the allowed executables list`);
   }

@@ -3,17 +3,19 @@
  * job in a fresh sandbox with a timeout that kills the whole sandbox, captures and spools
  * output, uploads the artifacts and produces a truthful JobExit.
  */
-import { chmodSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
-import type { JobError, JobExit, JobOutput, JobSpec, StreamName, TerminalState } from '../../src/contracts/agent-protocol.ts';
+import type { JobError, JobExit, JobLimits, JobOutput, JobSpec, SandboxKind, StreamName, TerminalState } from '../../src/contracts/agent-protocol.ts';
 import type { Logger } from '../log.ts';
 import type { ProcessEnd, Sandbox, SandboxDriver } from '../sandbox/types.ts';
 import type { RuntimeTable } from '../runtimes/probe.ts';
 import { StreamCapture } from './capture.ts';
 import { inlineResult } from './inline.ts';
 import { OutputRelay } from './relay.ts';
+import { BUILD_STATUS_FILE, EXIT_STATUS_FILE, launchScript } from './launcher.ts';
+import { endFromWrapperStatus } from '../sandbox/types.ts';
 import { expandTemplate, planJob, type Ceilings, type JobPlan } from './plan.ts';
 import { uploadArtifact, type UploadTarget } from './upload.ts';
 
@@ -143,27 +145,35 @@ export class JobRunner {
         await caps.stdout.open();
         await caps.stderr.open();
 
-        let end: ProcessEnd;
-        let phase: 'build' | 'run' | undefined;
-        if (plan.code) {
-          const c = plan.code;
+        const c = plan.code;
+        const vars = { exe: c?.exe ?? '', file: `${sandbox.jobDirInside}/${c?.file ?? ''}`, out: `${sandbox.jobDirInside}/main` };
+        if (c) {
           writeFileSync(join(sandbox.jobDirHost, c.file), c.code);
           chmodSync(join(sandbox.jobDirHost, c.file), 0o644);
-          const vars = { exe: c.exe, file: `${sandbox.jobDirInside}/${c.file}`, out: `${sandbox.jobDirInside}/main` };
-          if (c.build) {
-            phase = 'build';
-            end = await this.step(sandbox, expandTemplate(c.build, vars), plan, undefined, caps, false);
-            const buildFailed = end.kind !== 'exited' || end.code !== 0;
-            if (buildFailed || job.stop) {
-              return await this.finish(spec, t0, end, job.stop, caps, relay, sandbox, phase, buildFailed && !job.stop);
-            }
-          }
-          phase = 'run';
-          end = await this.step(sandbox, expandTemplate(c.run, vars), plan, spec.stdin, caps, true);
-        } else {
-          end = await this.step(sandbox, plan.argv!, plan, spec.stdin, caps, true);
         }
-        return await this.finish(spec, t0, end, job.stop, caps, relay, sandbox, phase, false);
+        const build = c?.build ? expandTemplate(c.build, vars) : undefined;
+        const script = launchScript({
+          cwd: plan.cwd ? `${sandbox.workspaceInside}/${plan.cwd}` : sandbox.workspaceInside,
+          env: plan.env,
+          build,
+          buildStatusPath: build ? `${sandbox.jobDirInside}/${BUILD_STATUS_FILE}` : undefined,
+          run: c ? expandTemplate(c.run, vars) : plan.argv!,
+          rlimitPrefix: rlimitPrefix(spec.limits, driver.kind),
+          exitStatusPath: sandbox.earlyExitStatus ? `${sandbox.jobDirInside}/${EXIT_STATUS_FILE}` : undefined,
+        });
+        const end = await this.runLaunched(sandbox, script, spec.stdin, caps);
+        let phase: 'build' | 'run' | undefined = c ? 'run' : undefined;
+        let compileError = false;
+        if (build) {
+          // The launcher records the build's status; absent means the build never finished.
+          let status: string | null = null;
+          try { status = readFileSync(join(sandbox.jobDirHost, BUILD_STATUS_FILE), 'utf8').trim(); } catch { /* absent */ }
+          if (status !== '0') {
+            phase = 'build';
+            compileError = status !== null && !job.stop;
+          }
+        }
+        return await this.finish(spec, t0, end, job.stop, caps, relay, phase, compileError);
       } finally {
         void sandbox.destroy().catch((e) => log.error(`sandbox ${sandbox.id} teardown: ${(e as Error).message}`));
       }
@@ -174,27 +184,27 @@ export class JobRunner {
     }
   }
 
-  /** Runs one process in the sandbox and reads its output; returns once the process is gone. */
-  private async step(sandbox: Sandbox, argv: string[], plan: JobPlan, stdin: string | undefined,
-    caps: Record<StreamName, StreamCapture>, last: boolean): Promise<ProcessEnd> {
-    const p = sandbox.exec({ argv, cwd: plan.cwd, env: plan.env });
-    const { child } = p;
+  /** Starts the launcher, feeds stdin, reads output; returns once the job's process is gone. */
+  private async runLaunched(sandbox: Sandbox, script: string, stdin: string | undefined,
+    caps: Record<StreamName, StreamCapture>): Promise<ProcessEnd> {
+    const { child, ended } = sandbox.launch({ script });
     // stdin is always a pipe: write what was given, then close, so readers see EOF.
     child.stdin?.on('error', () => {}); // the job may exit without reading it
-    if (stdin !== undefined && stdin !== '') child.stdin?.end(stdin);
+    if (stdin) child.stdin?.end(stdin);
     else child.stdin?.end();
     const reading = Promise.all([caps.stdout.consume(child.stdout as Readable), caps.stderr.consume(child.stderr as Readable)]);
-    const end = await p.ended;
-    // The job's last process is gone: anything still in the sandbox (background, setsid, double
-    // fork) dies now, which also closes the pipes those held. (Not after a build step: the
-    // run step needs the sandbox.)
-    if (last) await sandbox.kill(0);
-    const drained = await Promise.race([reading.then(() => true), new Promise<false>((r) => setTimeout(() => r(false), this.drainMs))]);
-    if (!drained) {
-      // Something outside our reach still holds a pipe: stop reading rather than wait on it.
-      child.stdout?.destroy();
-      child.stderr?.destroy();
-      await reading;
+    const statusFile = sandbox.earlyExitStatus ? join(sandbox.jobDirHost, EXIT_STATUS_FILE) : null;
+    const end = statusFile ? await Promise.race([ended, statusFromFile(statusFile, ended)]) : await ended;
+    const drainedWithin = (ms: number) => Promise.race([reading.then(() => true), new Promise<false>((r) => setTimeout(() => r(false), ms))]);
+    if (!(await drainedWithin(30))) {
+      // Something still holds the pipes (a background or escaped grandchild): everything left
+      // in the sandbox dies now; if the pipes still stay open, stop reading rather than wait.
+      await sandbox.kill(0);
+      if (!(await drainedWithin(this.drainMs))) {
+        child.stdout?.destroy();
+        child.stderr?.destroy();
+        await reading;
+      }
     }
     return end;
   }
@@ -205,10 +215,9 @@ export class JobRunner {
   }
 
   private async finish(spec: JobSpec, t0: number, end: ProcessEnd, stop: 'timeout' | 'cancel' | null,
-    caps: Record<StreamName, StreamCapture>, relay: OutputRelay, sandbox: Sandbox,
+    caps: Record<StreamName, StreamCapture>, relay: OutputRelay,
     phase: 'build' | 'run' | undefined, compileError: boolean): Promise<JobResult> {
     relay.flush();
-    void sandbox;
     await caps.stdout.close();
     await caps.stderr.close();
     const durationMs = Math.round(performance.now() - t0);
@@ -284,4 +293,36 @@ function emptyExit(jobId: string, t0: number): JobExit {
 /** Never an exit 0: the process did not run. Message text follows reference 001. */
 export function failedToStart(jobId: string, t0: number, detail: string): JobExit {
   return { ...emptyExit(jobId, t0), error: { code: 'spawn_failed', message: `Error: execute: spawn failed${detail ? `: ${detail}` : ''}` } };
+}
+
+const PRLIMIT = existsSync('/usr/bin/prlimit') ? '/usr/bin/prlimit' : null;
+
+/**
+ * rlimits for the job's processes via prlimit (same path in every sandbox). RLIMIT_NPROC only
+ * inside gVisor: elsewhere the job's uid maps to a host uid whose other processes count too.
+ */
+export function rlimitPrefix(l: JobLimits, kind: SandboxKind): string[] | undefined {
+  if (!PRLIMIT) return undefined;
+  const f: string[] = [];
+  if (l.maxOpenFiles) f.push(`--nofile=${l.maxOpenFiles}`);
+  if (l.maxFileBytes) f.push(`--fsize=${l.maxFileBytes}`);
+  if (l.maxProcesses && kind === 'gvisor') f.push(`--nproc=${l.maxProcesses}`);
+  return f.length ? [PRLIMIT, ...f, '--'] : undefined;
+}
+
+/**
+ * The launcher's record of the job's exit status, polled (briefly often, then every 25 ms)
+ * until it appears; never resolves if the process ends first (the caller races the two).
+ */
+async function statusFromFile(path: string, ended: Promise<unknown>): Promise<ProcessEnd> {
+  let over = false;
+  void ended.then(() => (over = true));
+  for (let wait = 1; !over; wait = Math.min(wait * 2, 25)) {
+    try {
+      const m = /^(\d+)\n$/.exec(readFileSync(path, 'utf8'));
+      if (m) return endFromWrapperStatus(Number(m[1]), null);
+    } catch { /* not yet */ }
+    await new Promise((r) => setTimeout(r, wait));
+  }
+  return new Promise<never>(() => {});
 }

@@ -6,20 +6,20 @@
  * --die-with-parent and the pid namespace take every descendant down with it.
  */
 import { spawn } from 'node:child_process';
-import { chownSync, existsSync, mkdirSync, rmSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { LAUNCHER_FILE } from '../jobs/launcher.ts';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { systemView } from './system-view.ts';
 import { delay, killGroup, runQuiet, watchWrapper } from './exec-util.ts';
 import {
-  SANDBOX_GID, SANDBOX_UID, type DriverOptions, type ExecRequest, type ResourceLimits, type Sandbox,
+  SANDBOX_GID, SANDBOX_UID, type DriverOptions, type LaunchRequest, type ResourceLimits, type Sandbox,
   type SandboxDriver, type SandboxProcess,
 } from './types.ts';
 import type { Logger } from '../log.ts';
 
 const WORKSPACE_INSIDE = '/workspace';
 const JOB_DIR_INSIDE = '/job';
-const PRLIMIT = ['/usr/bin/prlimit', '/bin/prlimit'].find((p) => existsSync(p));
 
 export class BwrapDriver implements SandboxDriver {
   readonly kind = 'bwrap' as const;
@@ -32,7 +32,7 @@ export class BwrapDriver implements SandboxDriver {
   }
 
   describe(): string {
-    return `bwrap (bubblewrap, user+pid+net namespaces${PRLIMIT ? ', rlimits via prlimit' : ''})`;
+    return 'bwrap (bubblewrap, user+pid+net namespaces)';
   }
 
   async init(): Promise<void> {
@@ -58,10 +58,7 @@ export class BwrapDriver implements SandboxDriver {
     const id = `bw-${++this.counter}-${randomBytes(3).toString('hex')}`;
     const jobDir = join(this.opts.stateDir, 'jobdirs', id);
     mkdirSync(jobDir, { recursive: true, mode: 0o700 });
-    if (process.getuid?.() === 0) {
-      // The namespace maps the job user to our uid, so the dir is already its own; keep it private.
-      chownSync(jobDir, process.getuid(), process.getgid?.() ?? 0);
-    }
+    // The user namespace maps the job user to our uid, so the dir is the job's own inside.
     const sb = new BwrapSandbox(this, id, jobDir, limits);
     void jobId;
     this.live.add(sb);
@@ -79,22 +76,13 @@ export class BwrapDriver implements SandboxDriver {
   }
 }
 
-/** Puts rlimits on the wrapper so the job inherits them (bwrap has no flag for them). */
-export function withRlimits(argv: string[], limits: ResourceLimits): string[] {
-  if (!PRLIMIT) return argv;
-  const l = [`--nofile=${limits.maxOpenFiles ?? 1024}`];
-  if (limits.maxFileBytes) l.push(`--fsize=${limits.maxFileBytes}`);
-  if (limits.memoryBytes) l.push(`--as=${limits.memoryBytes}`);
-  return [PRLIMIT, ...l, '--', ...argv];
-}
-
 class BwrapSandbox implements Sandbox {
   readonly id: string;
   readonly jobDirHost: string;
   readonly jobDirInside = JOB_DIR_INSIDE;
   readonly workspaceInside = WORKSPACE_INSIDE;
+  readonly earlyExitStatus = false;
   private readonly driver: BwrapDriver;
-  private readonly limits: ResourceLimits;
   private readonly procs = new Map<number, Promise<unknown>>();
   private destroyed: Promise<void> | null = null;
 
@@ -102,17 +90,14 @@ class BwrapSandbox implements Sandbox {
     this.driver = driver;
     this.id = id;
     this.jobDirHost = jobDir;
-    this.limits = limits;
+    void limits; // rlimits are applied by the launcher (prlimit)
   }
 
-  exec(req: ExecRequest): SandboxProcess {
-    const args = [...this.driver.baseArgs(this.jobDirHost)];
-    args.push('--chdir', req.cwd ? `${WORKSPACE_INSIDE}/${req.cwd}` : WORKSPACE_INSIDE, '--clearenv');
-    for (const [k, v] of Object.entries(req.env)) args.push('--setenv', k, v);
-    args.push('--', ...req.argv);
-    const argv = withRlimits(['bwrap', ...args], this.limits);
+  launch(req: LaunchRequest): SandboxProcess {
+    writeFileSync(join(this.jobDirHost, LAUNCHER_FILE), req.script, { mode: 0o644 });
+    const args = [...this.driver.baseArgs(this.jobDirHost), '--chdir', WORKSPACE_INSIDE, '--clearenv', '--', '/bin/sh', `${JOB_DIR_INSIDE}/${LAUNCHER_FILE}`];
     // Own process group, empty environment (see the file comment).
-    const child = spawn(argv[0], argv.slice(1), { env: {}, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn('bwrap', args, { env: {}, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
     const ended = watchWrapper(child);
     if (child.pid) {
       const pid = child.pid;

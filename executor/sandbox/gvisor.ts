@@ -2,28 +2,35 @@
  * gVisor driver: every job gets its own single-use `runsc` sandbox, created from a generated
  * OCI bundle (read-only rootfs made only of allowlisted system dirs, workspace bind-mounted
  * read-write at /workspace, a private /job dir, private tmpfs /tmp, uid 65534, no
- * capabilities, no network). A warm pool keeps N sandboxes started with a placeholder
- * process; the job is `runsc exec`-ed into one, which is destroyed afterwards.
+ * capabilities, no network).
+ *
+ * The sandbox's init is a tiny waiter (`read` one line from stdin, then run the job's
+ * launcher script), started attached with `runsc run` so its stdio are our pipes. A warm
+ * pool keeps N of those started; a job is one line on stdin, no `runsc exec` round trip.
+ * When the job's process exits the container ends, which kills everything in it
+ * (setsid/double-fork escapees included) and `runsc run` removes the sandbox.
  * Never `runsc do`: it hands the caller's environment and filesystem to the job.
  */
-import { spawn } from 'node:child_process';
-import { chownSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { chownSync, existsSync, mkdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { systemView } from './system-view.ts';
 import { delay, runQuiet, watchWrapper } from './exec-util.ts';
 import {
-  SANDBOX_GID, SANDBOX_UID, type DriverOptions, type ExecRequest, type ResourceLimits, type Sandbox,
-  type ProcessEnd, type SandboxDriver, type SandboxProcess,
+  SANDBOX_GID, SANDBOX_UID, type DriverOptions, type LaunchRequest, type ProcessEnd, type ResourceLimits,
+  type Sandbox, type SandboxDriver, type SandboxProcess,
 } from './types.ts';
+import { LAUNCHER_FILE } from '../jobs/launcher.ts';
 import type { Logger } from '../log.ts';
 
 export const WORKSPACE_INSIDE = '/workspace';
 export const JOB_DIR_INSIDE = '/job';
 /** Prefix of our sandbox ids, so stale ones from a killed agent can be found and removed. */
 const ID_PREFIX = 'gh-';
-
 const RUNSC_ENV = { PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' };
+/** The init: wait for the go line, then become the launcher (which `exec`s the job). */
+const WAITER = ['/bin/sh', '-c', `read -r go && exec /bin/sh ${JOB_DIR_INSIDE}/${LAUNCHER_FILE}`];
 
 export class GvisorDriver implements SandboxDriver {
   readonly kind = 'gvisor' as const;
@@ -31,8 +38,7 @@ export class GvisorDriver implements SandboxDriver {
   private readonly opts: DriverOptions;
   private readonly log: Logger;
   private readonly rootfs: string;
-  private readonly pool: Promise<GvisorSandbox | null>[] = [];
-  private readonly teardowns = new Set<Promise<void>>();
+  private readonly pool: GvisorSandbox[] = [];
   private readonly live = new Set<GvisorSandbox>();
   private closed = false;
   private counter = 0;
@@ -49,25 +55,34 @@ export class GvisorDriver implements SandboxDriver {
     return `gvisor (runsc, state ${this.runscRoot}, warm pool ${this.opts.warm ?? 0})`;
   }
 
-  /** Removes sandboxes a previous (killed) agent left behind, builds the rootfs skeleton, fills the pool. */
+  /** Removes sandboxes a previous (killed) agent left behind, builds the rootfs, proves runsc works, fills the pool. */
   async init(): Promise<void> {
     mkdirSync(this.runscRoot, { recursive: true, mode: 0o700 });
+    // Jobs run as nobody inside: the workspace root must be theirs to enter and write in.
+    if (process.getuid?.() === 0 && statSync(this.opts.root).uid !== SANDBOX_UID) {
+      chownSync(this.opts.root, SANDBOX_UID, SANDBOX_GID);
+      this.log.info(`workspace ${this.opts.root} now owned by uid ${SANDBOX_UID} (the sandbox user)`);
+    }
     await this.removeStale();
     this.buildRootfs();
-    // Prove runsc really works here before claiming gVisor: the first sandbox must start.
-    const first = await this.create({});
-    if ((this.opts.warm ?? 0) > 0) this.pool.push(Promise.resolve(first));
+    const first = this.create({});
+    if (!(await first.ready)) {
+      const why = first.startError();
+      await first.destroy();
+      throw new Error(why);
+    }
+    if ((this.opts.warm ?? 0) > 0) this.pool.push(first);
     else await first.destroy();
     this.fillPool();
   }
 
   private async removeStale(): Promise<void> {
-    const r = await runQuiet('runsc', ['--root', this.runscRoot, 'list', '-quiet'], { env: RUNSC_ENV });
+    const r = await this.runsc(['list', '-quiet']);
     const ids = r.stdout.split('\n').map((s) => s.trim()).filter((s) => s.startsWith(ID_PREFIX));
     if (ids.length) this.log.warn(`removing ${ids.length} sandbox(es) left by a previous agent: ${ids.join(', ')}`);
     await Promise.all(ids.map(async (id) => {
-      await runQuiet('runsc', ['--root', this.runscRoot, 'kill', '--all', id, 'KILL'], { env: RUNSC_ENV });
-      await runQuiet('runsc', ['--root', this.runscRoot, 'delete', '--force', id], { env: RUNSC_ENV });
+      await this.runsc(['kill', '--all', id, 'KILL']);
+      await this.runsc(['delete', '--force', id], 30_000);
     }));
     rmSync(join(this.opts.stateDir, 'bundles'), { recursive: true, force: true });
     rmSync(join(this.opts.stateDir, 'jobdirs'), { recursive: true, force: true });
@@ -88,13 +103,21 @@ export class GvisorDriver implements SandboxDriver {
     }
   }
 
+  refill(): void {
+    this.fillPool();
+  }
+
   private fillPool(): void {
     while (!this.closed && this.pool.length < (this.opts.warm ?? 0)) {
-      const p = this.create({}).catch((e) => {
-        this.log.warn(`warm sandbox failed to start: ${(e as Error).message}`);
-        return null;
+      const sb = this.create({});
+      this.pool.push(sb);
+      void sb.ready.then((ok) => {
+        if (ok) return;
+        this.log.warn(`warm sandbox failed to start: ${sb.startError()}`);
+        const i = this.pool.indexOf(sb);
+        if (i >= 0) this.pool.splice(i, 1);
+        void sb.destroy();
       });
-      this.pool.push(p);
     }
   }
 
@@ -102,22 +125,28 @@ export class GvisorDriver implements SandboxDriver {
     // A memory limit is a property of the whole sandbox: such jobs get a fresh one.
     if (!limits.memoryBytes) {
       while (this.pool.length) {
-        const sb = await this.pool.shift()!;
-        this.fillPool();
-        if (sb) {
-          sb.limits = limits;
+        const sb = this.pool.shift()!;
+        // Refill after the job rather than now: starting a sandbox costs CPU the job could use.
+        if (!this.pool.length) this.fillPool();
+        if ((await sb.ready) && sb.alive()) {
           sb.jobId = jobId;
           return sb;
         }
+        void sb.destroy();
       }
     }
-    const sb = await this.create(limits);
+    const sb = this.create(limits);
+    if (!(await sb.ready)) {
+      const why = sb.startError();
+      await sb.destroy();
+      throw new Error(why);
+    }
     sb.jobId = jobId;
     return sb;
   }
 
-  /** Starts a sandbox whose init is a placeholder (`sleep infinity`); jobs are exec-ed into it. */
-  async create(limits: ResourceLimits): Promise<GvisorSandbox> {
+  /** Starts a sandbox whose init waits for its job. `ready` says whether it came up. */
+  create(limits: ResourceLimits): GvisorSandbox {
     const id = `${ID_PREFIX}${this.tag}-${++this.counter}-${randomBytes(3).toString('hex')}`;
     const bundle = join(this.opts.stateDir, 'bundles', id);
     const jobDir = join(this.opts.stateDir, 'jobdirs', id);
@@ -126,41 +155,9 @@ export class GvisorDriver implements SandboxDriver {
     // The job user must be able to write its own dir (build output); nobody else can reach it.
     if (process.getuid?.() === 0) chownSync(jobDir, SANDBOX_UID, SANDBOX_GID);
     writeFileSync(join(bundle, 'config.json'), JSON.stringify(this.bundleConfig(jobDir, limits)));
-    const sb = new GvisorSandbox(this, id, bundle, jobDir, limits);
-    const r = await this.startDetached(bundle, id);
-    if (!r.ok) {
-      void this.track(sb.destroy());
-      throw new Error(`runsc run failed: ${r.message}`);
-    }
+    const sb = new GvisorSandbox(this, id, bundle, jobDir);
     this.live.add(sb);
     return sb;
-  }
-
-  /**
-   * `runsc run --detach`: the placeholder inherits runsc's stdio, so no pipes here (they would
-   * never close); stderr goes to a file we read only when the start fails.
-   */
-  private startDetached(bundle: string, id: string): Promise<{ ok: true } | { ok: false; message: string }> {
-    const logPath = join(bundle, 'run.log');
-    const fd = openSync(logPath, 'w', 0o600);
-    return new Promise((resolve) => {
-      const p = spawn('runsc', ['--root', this.runscRoot, '--network=none', 'run', '--detach', '--bundle', bundle, id], {
-        env: RUNSC_ENV, stdio: ['ignore', 'ignore', fd],
-      });
-      closeSync(fd);
-      const t = setTimeout(() => p.kill('SIGKILL'), 30_000);
-      const fail = (why: string) => {
-        let log = '';
-        try { log = readFileSync(logPath, 'utf8').trim().split('\n').slice(-3).join(' | '); } catch { /* none */ }
-        resolve({ ok: false, message: `${why}${log ? `: ${log}` : ''}` });
-      };
-      p.once('error', (e) => { clearTimeout(t); fail(e.message); });
-      p.once('exit', (code, sig) => {
-        clearTimeout(t);
-        if (code === 0) resolve({ ok: true });
-        else fail(`exit ${code ?? sig}`);
-      });
-    });
   }
 
   bundleConfig(jobDir: string, limits: ResourceLimits): object {
@@ -183,7 +180,20 @@ export class GvisorDriver implements SandboxDriver {
     return {
       ociVersion: '1.0.0',
       hostname: 'sandbox',
-      process: processSpec({ argv: ['/usr/bin/sleep', 'infinity'], cwd: '', env: { PATH: '/usr/bin:/bin' } }, limits),
+      process: {
+        terminal: false,
+        user: { uid: SANDBOX_UID, gid: SANDBOX_GID, additionalGids: [] },
+        args: WAITER,
+        // The launcher replaces this with `env -i` + the job's env for every step.
+        env: ['PATH=/usr/bin:/bin'],
+        cwd: WORKSPACE_INSIDE,
+        capabilities: { bounding: [], effective: [], inheritable: [], permitted: [], ambient: [] },
+        noNewPrivileges: true,
+        rlimits: [
+          { type: 'RLIMIT_NOFILE', hard: 4096, soft: 1024 },
+          { type: 'RLIMIT_NPROC', hard: 1024, soft: 1024 },
+        ],
+      },
       root: { path: this.rootfs, readonly: true },
       mounts,
       linux,
@@ -194,46 +204,24 @@ export class GvisorDriver implements SandboxDriver {
     return runQuiet('runsc', ['--root', this.runscRoot, ...args], { env: RUNSC_ENV, timeoutMs });
   }
 
-  /** Teardown happens in the background (runsc delete takes ~2 s); idle() waits for it. */
-  track(p: Promise<void>): Promise<void> {
-    this.teardowns.add(p);
-    void p.finally(() => this.teardowns.delete(p));
-    return p;
-  }
-
   forget(sb: GvisorSandbox): void {
     this.live.delete(sb);
   }
 
   async idle(): Promise<void> {
-    while (this.teardowns.size) await Promise.allSettled([...this.teardowns]);
+    // Pooled sandboxes wait on purpose; everything else should be on its way out.
+    for (;;) {
+      const busy = [...this.live].filter((s) => !this.pool.includes(s));
+      if (!busy.length) return;
+      await Promise.allSettled(busy.map((s) => s.gone));
+    }
   }
 
   async close(): Promise<void> {
     this.closed = true;
-    const pooled = await Promise.all(this.pool.splice(0));
-    await Promise.allSettled([...pooled, ...this.live].map((sb) => sb?.destroy()));
-    await this.idle();
+    const all = [...this.pool.splice(0), ...this.live];
+    await Promise.allSettled(all.map((sb) => sb.destroy()));
   }
-}
-
-/** The OCI process of a job (or of the placeholder): explicit env, nobody, no capabilities. */
-export function processSpec(req: ExecRequest, limits: ResourceLimits): object {
-  const rlimits = [
-    { type: 'RLIMIT_NOFILE', hard: limits.maxOpenFiles ?? 1024, soft: limits.maxOpenFiles ?? 1024 },
-    { type: 'RLIMIT_NPROC', hard: limits.maxProcesses ?? 512, soft: limits.maxProcesses ?? 512 },
-  ];
-  if (limits.maxFileBytes) rlimits.push({ type: 'RLIMIT_FSIZE', hard: limits.maxFileBytes, soft: limits.maxFileBytes });
-  return {
-    terminal: false,
-    user: { uid: SANDBOX_UID, gid: SANDBOX_GID, additionalGids: [] },
-    args: req.argv,
-    env: Object.entries(req.env).map(([k, v]) => `${k}=${v}`),
-    cwd: req.cwd ? `${WORKSPACE_INSIDE}/${req.cwd}` : WORKSPACE_INSIDE,
-    capabilities: { bounding: [], effective: [], inheritable: [], permitted: [], ambient: [] },
-    noNewPrivileges: true,
-    rlimits,
-  };
 }
 
 export class GvisorSandbox implements Sandbox {
@@ -241,74 +229,111 @@ export class GvisorSandbox implements Sandbox {
   readonly jobDirHost: string;
   readonly jobDirInside = JOB_DIR_INSIDE;
   readonly workspaceInside = WORKSPACE_INSIDE;
-  limits: ResourceLimits;
+  readonly earlyExitStatus = true;
   jobId = '';
+  /** Whether the sandbox came up (its pid file appeared) — false if `runsc run` failed. */
+  readonly ready: Promise<boolean>;
+  /** Resolves once `runsc run` has exited (the sandbox is gone). */
+  readonly gone: Promise<void>;
   private readonly driver: GvisorDriver;
   private readonly bundle: string;
-  private execs = 0;
-  private readonly running = new Set<Promise<unknown>>();
+  private readonly child: ChildProcess;
+  private readonly ended: Promise<ProcessEnd>;
+  private readonly pidFile: string;
+  private stderrHead = '';
+  private launched = false;
   private killing: Promise<void> | null = null;
   private destroying: Promise<void> | null = null;
 
-  constructor(driver: GvisorDriver, id: string, bundle: string, jobDir: string, limits: ResourceLimits) {
+  constructor(driver: GvisorDriver, id: string, bundle: string, jobDir: string) {
     this.driver = driver;
     this.id = id;
     this.bundle = bundle;
     this.jobDirHost = jobDir;
-    this.limits = limits;
+    this.pidFile = join(bundle, 'pid');
+    this.child = spawn('runsc', ['--root', driver.runscRoot, '--network=none', 'run', '--pid-file', this.pidFile, '--bundle', bundle, id], {
+      env: RUNSC_ENV, stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    this.child.stdin!.on('error', () => {});
+    // Until a job takes the pipes, keep what runsc says (start errors) and nothing more.
+    this.child.stderr!.on('data', this.onEarlyStderr);
+    const watched = watchWrapper(this.child);
+    this.ended = watched.then((e): ProcessEnd => (e.kind !== 'spawn_failed' && !existsSync(this.pidFile)
+      ? { kind: 'spawn_failed', message: `runsc run did not start sandbox ${id}: ${this.stderrHead.trim().split('\n').slice(-2).join(' | ') || (e.kind === 'exited' ? `exit ${e.code}` : e.signal)}` }
+      : e));
+    this.gone = this.ended.then(() => {});
+    this.ready = waitForFile(this.pidFile, this.ended, 30_000);
   }
 
-  exec(req: ExecRequest): SandboxProcess {
-    const spec = join(this.bundle, `exec-${++this.execs}.json`);
-    writeFileSync(spec, JSON.stringify(processSpec(req, this.limits)));
-    const pidFile = join(this.bundle, `exec-${this.execs}.pid`);
-    const child = spawn('runsc', ['--root', this.driver.runscRoot, 'exec', '--internal-pid-file', pidFile, '--process', spec, this.id], {
-      env: RUNSC_ENV,
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    // runsc writes the pid file once the process runs inside: without it, runsc itself failed
-    // (its message is on stderr) and the job never started.
-    const ended = watchWrapper(child).then((e): ProcessEnd => (e.kind !== 'spawn_failed' && !existsSync(pidFile)
-      ? { kind: 'spawn_failed', message: `runsc exec could not start the process in sandbox ${this.id} (${e.kind === 'exited' ? `exit ${e.code}` : e.signal})` }
-      : e));
-    this.running.add(ended);
-    void ended.finally(() => this.running.delete(ended));
-    return { child, ended };
+  private onEarlyStderr = (d: Buffer) => {
+    if (this.stderrHead.length < 4096) this.stderrHead += d.toString();
+  };
+
+  alive(): boolean {
+    return this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  startError(): string {
+    return `runsc run failed for ${this.id}: ${this.stderrHead.trim().split('\n').slice(-3).join(' | ') || 'no output'}`;
+  }
+
+  launch(req: LaunchRequest): SandboxProcess {
+    if (this.launched) throw new Error('a gVisor sandbox runs one job');
+    this.launched = true;
+    writeFileSync(join(this.jobDirHost, LAUNCHER_FILE), req.script, { mode: 0o644 });
+    this.child.stderr!.off('data', this.onEarlyStderr);
+    this.child.stdin!.write('go\n');
+    return { child: this.child, ended: this.ended };
   }
 
   kill(graceMs: number): Promise<void> {
+    if (!this.alive()) return Promise.resolve();
     if (!this.killing || graceMs === 0) {
       const prev = this.killing;
       this.killing = (async () => {
         if (prev) await prev;
-        if (graceMs > 0) {
+        if (graceMs > 0 && this.alive()) {
           await this.driver.runsc(['kill', '--all', this.id, 'TERM']);
-          await Promise.race([Promise.all([...this.running]), delay(graceMs)]);
+          await Promise.race([this.gone, delay(graceMs)]);
         }
-        await this.driver.runsc(['kill', '--all', this.id, 'KILL']);
+        if (this.alive()) await this.driver.runsc(['kill', '--all', this.id, 'KILL']);
+        // The container's processes are dead; runsc run follows. If it does not, make it.
+        if (await Promise.race([this.gone.then(() => true), delay(3000).then(() => false)])) return;
+        this.child.kill('SIGKILL');
+        await this.driver.runsc(['delete', '--force', this.id], 30_000);
       })();
     }
     return this.killing;
   }
 
   destroy(): Promise<void> {
-    this.destroying ??= this.driver.track((async () => {
-      await this.kill(0);
-      const r = await this.driver.runsc(['delete', '--force', this.id], 30_000);
-      if (r.code !== 0 && !/not exist|cannot load/i.test(r.stderr)) {
-        // Leave nothing running: one more try, then report it.
-        await delay(500);
-        await this.driver.runsc(['delete', '--force', this.id], 30_000);
+    this.destroying ??= (async () => {
+      if (this.alive()) {
+        await this.driver.runsc(['kill', '--all', this.id, 'KILL']);
+        await this.kill(0);
       }
+      await this.gone;
       this.driver.forget(this);
       rmSync(this.bundle, { recursive: true, force: true });
       rmSync(this.jobDirHost, { recursive: true, force: true });
-    })());
+      this.driver.refill();
+    })();
     return this.destroying;
   }
+}
+
+/** Polls for `path` (runsc writes the pid file once the sandbox runs); false if `ended` first. */
+async function waitForFile(path: string, ended: Promise<unknown>, timeoutMs: number): Promise<boolean> {
+  let over = false;
+  void ended.then(() => (over = true));
+  const deadline = Date.now() + timeoutMs;
+  for (let wait = 2; !over && Date.now() < deadline; wait = Math.min(wait * 2, 25)) {
+    if (existsSync(path)) return true;
+    await delay(wait);
+  }
+  return existsSync(path) && !over;
 }
 
 export function runscAvailable(): Promise<boolean> {
   return runQuiet('runsc', ['--version'], { env: RUNSC_ENV, timeoutMs: 5000 }).then((r) => r.code === 0);
 }
-

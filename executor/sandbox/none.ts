@@ -5,12 +5,12 @@
  * (which catches setsid/double-fork escapees that kept stdout open).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
+import { mkdirSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { delay, killGroup, watchWrapper } from './exec-util.ts';
-import { withRlimits } from './bwrap.ts';
-import type { DriverOptions, ExecRequest, ResourceLimits, Sandbox, SandboxDriver, SandboxProcess } from './types.ts';
+import { LAUNCHER_FILE } from '../jobs/launcher.ts';
+import type { DriverOptions, LaunchRequest, ResourceLimits, Sandbox, SandboxDriver, SandboxProcess } from './types.ts';
 import type { Logger } from '../log.ts';
 
 export const NONE_WARNING =
@@ -60,8 +60,8 @@ class NoneSandbox implements Sandbox {
   readonly jobDirHost: string;
   readonly jobDirInside: string;
   readonly workspaceInside: string;
+  readonly earlyExitStatus = false;
   private readonly driver: NoneDriver;
-  private readonly limits: ResourceLimits;
   private readonly procs = new Map<ChildProcess, Promise<unknown>>();
   private readonly pipeLinks = new Set<string>();
   private destroyed: Promise<void> | null = null;
@@ -72,17 +72,13 @@ class NoneSandbox implements Sandbox {
     this.jobDirHost = jobDir;
     this.jobDirInside = jobDir;
     this.workspaceInside = root;
-    this.limits = limits;
+    void limits; // rlimits are applied by the launcher (prlimit)
   }
 
-  exec(req: ExecRequest): SandboxProcess {
-    const argv = withRlimits(req.argv, this.limits);
-    const child = spawn(argv[0], argv.slice(1), {
-      cwd: req.cwd ? `${this.workspaceInside}/${req.cwd}` : this.workspaceInside,
-      env: req.env,
-      detached: true,
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
+  launch(req: LaunchRequest): SandboxProcess {
+    const script = join(this.jobDirHost, LAUNCHER_FILE);
+    writeFileSync(script, req.script, { mode: 0o644 });
+    const child = spawn('/bin/sh', [script], { cwd: this.workspaceInside, env: {}, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
     // libuv gives children socketpairs: note the child's own ends (as /proc shows them) so a
     // process that escaped the group but still holds them can be found later.
     if (child.pid) {

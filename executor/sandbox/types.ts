@@ -19,13 +19,10 @@ export interface ResourceLimits {
   memoryBytes?: number;
 }
 
-export interface ExecRequest {
-  /** argv[0] is an absolute path as seen inside the sandbox. */
-  argv: string[];
-  /** Working directory relative to the workspace root, already checked by the job floor. */
-  cwd: string;
-  /** Exactly the job's environment; nothing of the agent's own is added. */
-  env: Record<string, string>;
+/** What a sandbox starts for a job: one launcher script (see jobs/launcher.ts). */
+export interface LaunchRequest {
+  /** The script text; the driver writes it into the job dir and runs it with /bin/sh. */
+  script: string;
 }
 
 /** How a process ended, as far as the driver can tell. */
@@ -50,7 +47,13 @@ export interface Sandbox {
   readonly jobDirInside: string;
   /** The workspace root as the job sees it. */
   readonly workspaceInside: string;
-  exec(req: ExecRequest): SandboxProcess;
+  /**
+   * Whether the job's exit status should also be written to a file in the job dir: true where
+   * the sandbox takes a while to go away after its job ends (gVisor), so the result need not wait.
+   */
+  readonly earlyExitStatus: boolean;
+  /** Starts the job's launcher; once per sandbox. The caller writes stdin and closes it. */
+  launch(req: LaunchRequest): SandboxProcess;
   /** Kills every process of the sandbox: TERM, `graceMs`, then KILL. Idempotent. */
   kill(graceMs: number): Promise<void>;
   /** Kills what is left and releases everything (runsc delete, job dir). Idempotent. */

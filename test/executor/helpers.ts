@@ -49,8 +49,6 @@ export interface Rig {
 export async function makeRig(kind: SandboxKind, o: { capacity?: number; warm?: number; maxTimeoutMs?: number; maxArtifactBytes?: number } = {}): Promise<Rig> {
   const root = realpathSync(mkdtempSync(join(tmpdir(), `gh-ws-${kind}-`)));
   const stateDir = mkdtempSync(join(tmpdir(), `gh-state-${kind}-`));
-  // As the agent does: the job user (nobody) owns the workspace so writes inside work.
-  if (process.getuid?.() === 0 && kind === 'gvisor') execFileSync('chown', ['65534:65534', root]);
   const d = await startDriver(kind, { root, stateDir, warm: o.warm ?? 1 }, silentLogger);
   if (!d.ok) throw new Error(d.error.message);
   const driver = d.value;
