@@ -46,7 +46,7 @@ export function ruleFor(policy: PolicyDocument, exe: string): PolicyDocument['ar
   return Object.hasOwn(rules, base) ? rules[base] : undefined;
 }
 
-export function screenArguments(policy: PolicyDocument, exe: string, args: readonly string[]): StageResult {
+export function screenArguments(policy: PolicyDocument, exe: string, args: readonly string[], o: { codeMode?: boolean } = {}): StageResult {
   const base = executableBase(exe);
   const launcher = launcherReason(base);
   if (launcher) return deny(launcher);
@@ -55,7 +55,7 @@ export function screenArguments(policy: PolicyDocument, exe: string, args: reado
     if (args[i].includes('\u0000')) return deny(`Argument ${i + 1} contains a NUL byte, which cannot be passed to a program`);
   }
   const rule = ruleFor(policy, exe);
-  const ctx: ScreenContext = { exe, base, allowInlineCode: rule?.allowInlineCode ?? false };
+  const ctx: ScreenContext = { exe, base, allowInlineCode: rule?.allowInlineCode ?? false, codeMode: o.codeMode ?? false };
   for (const screen of builtinScreens(base)) {
     const reason = screen(args, ctx);
     if (reason) return deny(reason);

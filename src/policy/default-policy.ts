@@ -1,6 +1,9 @@
 /**
  * The policy every team gets until an admin sets one: safe (no shell strings, no network —
  * the sandbox has none — conservative limits) but useful (read/build tools, installed runtimes).
+ * Tools that can run other programs (find, git, sed, awk, tar, make, sort, compilers,
+ * interpreters) are listed because the engine's argument screens refuse those uses; note that
+ * make, git hooks and the runtimes' code mode run workspace or caller code inside the sandbox.
  */
 import { PolicyDocument } from '../contracts/policy.ts';
 
@@ -14,7 +17,8 @@ export const DEFAULT_POLICY: PolicyDocument = PolicyDocument.parse({
   executables: {
     allow: [
       'true', 'false', 'echo', 'printf', 'cat', 'head', 'tail', 'wc', 'ls', 'pwd', 'date', 'sleep', 'grep', 'sort', 'uniq',
-      'cut', 'tr', 'diff', 'find', 'stat', 'du', 'mkdir', 'touch', 'cp', 'mv', 'rm', 'sed', 'tar', 'gzip', 'git', 'make',
+      'cut', 'tr', 'diff', 'find', 'stat', 'du', 'mkdir', 'touch', 'cp', 'mv', 'rm', 'sed', 'awk', 'tar', 'gzip', 'git', 'make',
+      'basename', 'dirname', 'realpath', 'readlink', 'which', 'seq', 'nl', 'tac', 'rev', 'paste', 'comm', 'cmp', 'od', 'md5sum', 'sha256sum', 'uname',
       'node', 'python3', 'python', 'perl', 'ruby', 'php', 'Rscript', 'elixir', 'go', 'java', 'kotlinc', 'rustc',
       'cc', 'gcc', 'c++', 'g++', 'dotnet', 'tsx',
     ],

@@ -84,7 +84,7 @@ async function decideStages(
       state.stage = 'arguments';
       return denied('Code mode needs "code"');
     }
-    const a = run('arguments', () => screenArguments(policy, chosen, req.args ?? []));
+    const a = run('arguments', () => screenArguments(policy, chosen, req.args ?? [], { codeMode: req.mode === 'code' }));
     if ('decision' in a) return a.decision;
   }
 

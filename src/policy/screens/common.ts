@@ -6,6 +6,8 @@ export interface ScreenContext {
   base: string;
   /** `argumentRules[exe].allowInlineCode`: interpreters' inline-code flags are then permitted. */
   allowInlineCode: boolean;
+  /** Code mode: the agent puts the code file first, so the arguments are the program's own. */
+  codeMode: boolean;
 }
 
 export type Screen = (args: readonly string[], ctx: ScreenContext) => string | null;
