@@ -14,6 +14,7 @@ import { JobRunner } from './jobs/runner.ts';
 import { consoleLogger, type Logger } from './log.ts';
 import { probeRuntimes } from './runtimes/probe.ts';
 import { startDriver, startStrongestDriver } from './sandbox/index.ts';
+import { systemView } from './sandbox/system-view.ts';
 
 function agentVersion(): string {
   try {
@@ -62,6 +63,7 @@ export async function runAgentCli(argv: string[], log: Logger = consoleLogger())
   }
   const driver = d.value;
 
+  warnIfVisible(argv, log);
   const runtimes = await probeRuntimes();
   log.info(`gatehouse agent ${agentVersion()} id ${cfg.agentId}`);
   log.info(`sandbox: ${driver.describe()}`);
@@ -91,6 +93,17 @@ export async function runAgentCli(argv: string[], log: Logger = consoleLogger())
   await driver.close();
   clearTimeout(hard);
   return 0;
+}
+
+/** A token file under a directory sandboxes show read-only (/usr, /etc allowlist) would be readable by jobs. */
+function warnIfVisible(argv: string[], log: Logger): void {
+  const i = argv.findIndex((a) => a === '--token-file' || a.startsWith('--token-file='));
+  const file = i < 0 ? process.env.GATEHOUSE_AGENT_TOKEN_FILE : argv[i].includes('=') ? argv[i].slice(argv[i].indexOf('=') + 1) : argv[i + 1];
+  if (!file) return;
+  let real: string;
+  try { real = realpathSync(file); } catch { return; }
+  const visible = systemView().find((e) => e.kind !== 'symlink' && (real === e.path || real.startsWith(e.path + '/')));
+  if (visible) log.warn(`!!! the token file ${real} is under ${visible.path}, which sandboxes can read: move it (e.g. /root or /var/lib) !!!`);
 }
 
 const invokedDirectly = process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url);

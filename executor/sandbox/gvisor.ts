@@ -29,8 +29,8 @@ export const JOB_DIR_INSIDE = '/job';
 /** Prefix of our sandbox ids, so stale ones from a killed agent can be found and removed. */
 const ID_PREFIX = 'gh-';
 const RUNSC_ENV = { PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' };
-/** The init: wait for the go line, then become the launcher (which `exec`s the job). */
-const WAITER = ['/bin/sh', '-c', `read -r go && exec /bin/sh ${JOB_DIR_INSIDE}/${LAUNCHER_FILE}`];
+/** The init: wait for the go line, then run the launcher in the same shell (one exec fewer: execs are slow under ptrace). */
+const WAITER = ['/bin/sh', '-c', `read -r go && . ${JOB_DIR_INSIDE}/${LAUNCHER_FILE}`];
 
 export class GvisorDriver implements SandboxDriver {
   readonly kind = 'gvisor' as const;
@@ -213,7 +213,9 @@ export class GvisorDriver implements SandboxDriver {
     for (;;) {
       const busy = [...this.live].filter((s) => !this.pool.includes(s));
       if (!busy.length) return;
-      await Promise.allSettled(busy.map((s) => s.gone));
+      // Wait for their teardown to finish (not just for runsc to exit): a resolved promise
+      // here would make this loop spin on microtasks and starve the teardown it waits for.
+      await Promise.race([Promise.allSettled(busy.map((s) => s.released)), delay(50)]);
     }
   }
 
@@ -235,6 +237,9 @@ export class GvisorSandbox implements Sandbox {
   readonly ready: Promise<boolean>;
   /** Resolves once `runsc run` has exited (the sandbox is gone). */
   readonly gone: Promise<void>;
+  /** Resolves once destroy() has finished (files removed, driver forgot it). */
+  readonly released: Promise<void>;
+  private release: () => void = () => {};
   private readonly driver: GvisorDriver;
   private readonly bundle: string;
   private readonly child: ChildProcess;
@@ -251,6 +256,7 @@ export class GvisorSandbox implements Sandbox {
     this.bundle = bundle;
     this.jobDirHost = jobDir;
     this.pidFile = join(bundle, 'pid');
+    this.released = new Promise((r) => (this.release = r));
     this.child = spawn('runsc', ['--root', driver.runscRoot, '--network=none', 'run', '--pid-file', this.pidFile, '--bundle', bundle, id], {
       env: RUNSC_ENV, stdio: ['pipe', 'pipe', 'pipe'],
     });
@@ -316,6 +322,7 @@ export class GvisorSandbox implements Sandbox {
       this.driver.forget(this);
       rmSync(this.bundle, { recursive: true, force: true });
       rmSync(this.jobDirHost, { recursive: true, force: true });
+      this.release();
       this.driver.refill();
     })();
     return this.destroying;
