@@ -91,6 +91,9 @@ export async function runAgentCli(argv: string[], log: Logger = consoleLogger())
   hard.unref();
   await agent.stop();
   await driver.close();
+  // Nothing to clean up at the next start: the default state dir goes (a chosen one stays).
+  if (!cfg.stateDir) rmSync(stateDir, { recursive: true, force: true });
+  log.info('stopped');
   clearTimeout(hard);
   return 0;
 }

@@ -161,7 +161,7 @@ export class JobRunner {
           rlimitPrefix: rlimitPrefix(spec.limits, driver.kind),
           exitStatusPath: sandbox.earlyExitStatus ? `${sandbox.jobDirInside}/${EXIT_STATUS_FILE}` : undefined,
         });
-        const end = await this.runLaunched(sandbox, script, spec.stdin, caps);
+        const end = await this.runLaunched(job, sandbox, script, spec.stdin, caps);
         let phase: 'build' | 'run' | undefined = c ? 'run' : undefined;
         let compileError = false;
         if (build) {
@@ -185,9 +185,11 @@ export class JobRunner {
   }
 
   /** Starts the launcher, feeds stdin, reads output; returns once the job's process is gone. */
-  private async runLaunched(sandbox: Sandbox, script: string, stdin: string | undefined,
+  private async runLaunched(job: LiveJob, sandbox: Sandbox, script: string, stdin: string | undefined,
     caps: Record<StreamName, StreamCapture>): Promise<ProcessEnd> {
     const { child, ended } = sandbox.launch({ script });
+    // A cancel or timeout that landed while the sandbox was being prepared found nothing to kill.
+    if (job.stop) void sandbox.kill(this.graceMs);
     // stdin is always a pipe: write what was given, then close, so readers see EOF.
     child.stdin?.on('error', () => {}); // the job may exit without reading it
     if (stdin) child.stdin?.end(stdin);

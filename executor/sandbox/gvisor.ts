@@ -223,6 +223,10 @@ export class GvisorDriver implements SandboxDriver {
     this.closed = true;
     const all = [...this.pool.splice(0), ...this.live];
     await Promise.allSettled(all.map((sb) => sb.destroy()));
+    // A `runsc run` that died by a signal (the agent's process group was signalled) leaves
+    // its container listed as stopped: sweep so nothing of ours stays behind.
+    const left = (await this.runsc(['list', '-quiet'])).stdout.split('\n').map((x) => x.trim()).filter((x) => x.startsWith(ID_PREFIX));
+    await Promise.all(left.map((id) => this.runsc(['delete', '--force', id], 30_000)));
   }
 }
 
@@ -304,7 +308,7 @@ export class GvisorSandbox implements Sandbox {
         }
         if (this.alive()) await this.driver.runsc(['kill', '--all', this.id, 'KILL']);
         // The container's processes are dead; runsc run follows. If it does not, make it.
-        if (await Promise.race([this.gone.then(() => true), delay(3000).then(() => false)])) return;
+        if (await Promise.race([this.gone.then(() => true), delay(1000).then(() => false)])) return;
         this.child.kill('SIGKILL');
         await this.driver.runsc(['delete', '--force', this.id], 30_000);
       })();

@@ -4,7 +4,7 @@
  * jobs that outlive a dropped socket, malformed messages, refused tokens, and the CLI.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -15,7 +15,7 @@ import type { SandboxDriver } from '../../executor/sandbox/types.ts';
 import { silentLogger, type Logger } from '../../executor/log.ts';
 import { ARTIFACT_UPLOAD_PATH } from '../../src/contracts/agent-protocol.ts';
 import { FakeEdge } from './fake-edge.ts';
-import { jobSpec, runtimes } from './helpers.ts';
+import { jobSpec, requireTool, runtimes } from './helpers.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 let edge: FakeEdge;
@@ -182,4 +182,27 @@ describe('agent CLI', () => {
     expect(await new Promise((r) => p.on('exit', r))).toBe(0);
     rmSync(ws, { recursive: true, force: true });
   }, 40_000);
+
+  it.runIf(requireTool('gvisor'))('with gVisor, a SIGTERM to its process group mid-job cancels the job and leaves no sandbox behind', async () => {
+    edge = new FakeEdge();
+    await edge.start();
+    const ws = mkdtempSync(join(tmpdir(), 'gh-cli-ws-'));
+    const state = mkdtempSync(join(tmpdir(), 'gh-cli-state-'));
+    const p = spawn(NODE, [join(ROOT, 'executor/main.ts'), '--url', edge.url, '--token', edge.token, '--root', ws, '--sandbox', 'gvisor', '--capacity', '2', '--id', 'term', '--state-dir', state],
+      { cwd: ROOT, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    p.stdout!.resume();
+    p.stderr!.resume();
+    await edge.next(isType('hello'), 30_000);
+    edge.send({ type: 'welcome', v: 1, team: 'acme', heartbeatMs: 1000 });
+    edge.send({ type: 'job.start', spec: jobSpec({ jobId: 'term-job', mode: 'shell', command: 'sleep 30' }) });
+    await new Promise((r) => setTimeout(r, 1500));
+    const started = Date.now();
+    process.kill(-p.pid!, 'SIGTERM'); // what the e2e harness does
+    expect(await new Promise((r) => p.on('exit', r))).toBe(0);
+    expect(Date.now() - started).toBeLessThan(5000); // the harness KILLs after 5 s
+    expect(await edge.next(isType('job.exit', 'term-job'))).toMatchObject({ state: 'cancelled' });
+    expect(execFileSync('runsc', ['--root', join(state, 'runsc'), 'list', '-quiet'], { encoding: 'utf8' }).trim()).toBe('');
+    rmSync(ws, { recursive: true, force: true });
+    rmSync(state, { recursive: true, force: true });
+  }, 60_000);
 });
