@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import type { JobError, JobExit, JobLimits, JobOutput, JobSpec, SandboxKind, StreamName, TerminalState } from '../../src/contracts/agent-protocol.ts';
 import type { Logger } from '../log.ts';
-import type { ProcessEnd, Sandbox, SandboxDriver } from '../sandbox/types.ts';
+import type { LaunchRequest, ProcessEnd, Sandbox, SandboxDriver } from '../sandbox/types.ts';
 import type { RuntimeTable } from '../runtimes/probe.ts';
 import { StreamCapture } from './capture.ts';
 import { inlineResult } from './inline.ts';
@@ -152,16 +152,16 @@ export class JobRunner {
           chmodSync(join(sandbox.jobDirHost, c.file), 0o644);
         }
         const build = c?.build ? expandTemplate(c.build, vars) : undefined;
+        const cwdInside = plan.cwd ? `${sandbox.workspaceInside}/${plan.cwd}` : sandbox.workspaceInside;
+        const run = c ? expandTemplate(c.run, vars) : plan.argv!;
+        const limitsPrefix = rlimitPrefix(spec.limits, driver.kind);
         const script = launchScript({
-          cwd: plan.cwd ? `${sandbox.workspaceInside}/${plan.cwd}` : sandbox.workspaceInside,
-          env: plan.env,
-          build,
+          cwd: cwdInside, env: plan.env, build, run, rlimitPrefix: limitsPrefix,
           buildStatusPath: build ? `${sandbox.jobDirInside}/${BUILD_STATUS_FILE}` : undefined,
-          run: c ? expandTemplate(c.run, vars) : plan.argv!,
-          rlimitPrefix: rlimitPrefix(spec.limits, driver.kind),
           exitStatusPath: sandbox.earlyExitStatus ? `${sandbox.jobDirInside}/${EXIT_STATUS_FILE}` : undefined,
         });
-        const end = await this.runLaunched(job, sandbox, script, spec.stdin, caps);
+        const direct = build ? undefined : { argv: [...(limitsPrefix ?? []), ...run], cwd: cwdInside, env: plan.env };
+        const end = await this.runLaunched(job, sandbox, { script, direct }, spec.stdin, caps);
         let phase: 'build' | 'run' | undefined = c ? 'run' : undefined;
         let compileError = false;
         if (build) {
@@ -185,9 +185,9 @@ export class JobRunner {
   }
 
   /** Starts the launcher, feeds stdin, reads output; returns once the job's process is gone. */
-  private async runLaunched(job: LiveJob, sandbox: Sandbox, script: string, stdin: string | undefined,
+  private async runLaunched(job: LiveJob, sandbox: Sandbox, req: LaunchRequest, stdin: string | undefined,
     caps: Record<StreamName, StreamCapture>): Promise<ProcessEnd> {
-    const { child, ended } = sandbox.launch({ script });
+    const { child, ended } = sandbox.launch(req);
     // A cancel or timeout that landed while the sandbox was being prepared found nothing to kill.
     if (job.stop) void sandbox.kill(this.graceMs);
     // stdin is always a pipe: write what was given, then close, so readers see EOF.

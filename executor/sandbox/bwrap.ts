@@ -94,8 +94,15 @@ class BwrapSandbox implements Sandbox {
   }
 
   launch(req: LaunchRequest): SandboxProcess {
-    writeFileSync(join(this.jobDirHost, LAUNCHER_FILE), req.script, { mode: 0o644 });
-    const args = [...this.driver.baseArgs(this.jobDirHost), '--chdir', WORKSPACE_INSIDE, '--clearenv', '--', '/bin/sh', `${JOB_DIR_INSIDE}/${LAUNCHER_FILE}`];
+    const args = [...this.driver.baseArgs(this.jobDirHost)];
+    if (req.direct) {
+      args.push('--chdir', req.direct.cwd, '--clearenv');
+      for (const [k, v] of Object.entries(req.direct.env)) args.push('--setenv', k, v);
+      args.push('--', ...req.direct.argv);
+    } else {
+      writeFileSync(join(this.jobDirHost, LAUNCHER_FILE), req.script, { mode: 0o644 });
+      args.push('--chdir', WORKSPACE_INSIDE, '--clearenv', '--', '/bin/sh', `${JOB_DIR_INSIDE}/${LAUNCHER_FILE}`);
+    }
     // Own process group, empty environment (see the file comment).
     const child = spawn('bwrap', args, { env: {}, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
     const ended = watchWrapper(child);

@@ -76,9 +76,15 @@ class NoneSandbox implements Sandbox {
   }
 
   launch(req: LaunchRequest): SandboxProcess {
-    const script = join(this.jobDirHost, LAUNCHER_FILE);
-    writeFileSync(script, req.script, { mode: 0o644 });
-    const child = spawn('/bin/sh', [script], { cwd: this.workspaceInside, env: {}, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+    let child: ChildProcess;
+    if (req.direct) {
+      const { argv, cwd, env } = req.direct;
+      child = spawn(argv[0], argv.slice(1), { cwd, env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+    } else {
+      const script = join(this.jobDirHost, LAUNCHER_FILE);
+      writeFileSync(script, req.script, { mode: 0o644 });
+      child = spawn('/bin/sh', [script], { cwd: this.workspaceInside, env: {}, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+    }
     // libuv gives children socketpairs: note the child's own ends (as /proc shows them) so a
     // process that escaped the group but still holds them can be found later.
     if (child.pid) {
@@ -104,7 +110,9 @@ class NoneSandbox implements Sandbox {
 
   destroy(): Promise<void> {
     this.destroyed ??= (async () => {
-      await this.kill(0);
+      // The group only: the runner already swept pipe holders if the pipes stayed open, and
+      // scanning /proc after every job would cost more than the job.
+      for (const [c] of this.procs) killGroup(c.pid, 'SIGKILL');
       this.driver.forget(this);
       rmSync(this.jobDirHost, { recursive: true, force: true });
     })();

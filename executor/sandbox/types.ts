@@ -23,6 +23,11 @@ export interface ResourceLimits {
 export interface LaunchRequest {
   /** The script text; the driver writes it into the job dir and runs it with /bin/sh. */
   script: string;
+  /**
+   * The same job as a plain exec, when it is one (no build step): drivers that start a fresh
+   * process per job anyway (bwrap, none) run this instead and save the launcher's execs.
+   */
+  direct?: { argv: string[]; cwd: string; env: Record<string, string> };
 }
 
 /** How a process ended, as far as the driver can tell. */
