@@ -11,6 +11,7 @@ const MESSAGE_CHARS = 200;
 export function progressReporter(extra: ToolExtra): (e: DispatchEvent) => Promise<void> {
   const token = extra._meta?.progressToken;
   let progress = 0;
+  /** Last output-driven notification; lifecycle events (queued/started) are never throttled. */
   let last = 0;
   let pending = '';
   return async (e) => {
@@ -22,11 +23,11 @@ export function progressReporter(extra: ToolExtra): (e: DispatchEvent) => Promis
       pending += e.data;
       const now = Date.now();
       if (now - last < MIN_INTERVAL_MS) return;
+      last = now;
       const lines = pending.split('\n').filter((l) => l.trim() !== '');
       message = `${e.stream}: ${(lines.at(-1) ?? '').slice(0, MESSAGE_CHARS)}`;
       pending = '';
     } else return;
-    last = Date.now();
     progress += 1;
     try {
       await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress, message } });

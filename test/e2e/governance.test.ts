@@ -41,7 +41,7 @@ async function connect(team: string, scopes: string[]): Promise<Client> {
   await c.connect(new StreamableHTTPClientTransport(new URL(gw.mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
   return c;
 }
-const text = (r: { content?: unknown }) => ((r.content as { text: string }[])[0]?.text ?? '');
+const text = (r: Record<string, unknown>) => ((r.content as { text: string }[])[0]?.text ?? '');
 
 async function admin(method: string, path: string, body?: unknown, scopes = ['admin']) {
   const token = await gw.token({ team: TEAM, scopes });
