@@ -155,16 +155,16 @@ maybe('execute through a real agent in gVisor', () => {
     const before = rss();
     let peak = before;
     const sampler = setInterval(() => (peak = Math.max(peak, rss())), 50);
-    const { s } = await exec({ command: 'seq 1 6000000; echo THE-END', timeout_ms: 60_000 }, { timeout: 120_000 });
+    const { s } = await exec({ command: 'seq 1 7000000; echo THE-END', timeout_ms: 60_000 }, { timeout: 120_000 });
     clearInterval(sampler);
     expect(s.state).toBe('exited');
     expect(s.stdout_truncated).toBe(true);
     expect(peak - before).toBeLessThan(150 * 1024 * 1024);
     const q = await client.callTool({ name: 'query_output', arguments: { artifactHandle: s.artifact_handle, queryTerms: ['THE-END'], contextLines: 1 } });
     const qs = q.structuredContent as { totalBytes: number; totalLines: number; excerpts: { lineStart: number; content: string }[] };
-    expect(qs.totalLines).toBe(6_000_001);
+    expect(qs.totalLines).toBe(7_000_001);
     expect(qs.totalBytes).toBeGreaterThan(50_000_000);
-    expect(qs.excerpts[0].content).toContain('6000000');
+    expect(qs.excerpts[0].content).toContain('7000000');
   }, 180_000);
 
   it('cancels a job when the client sends notifications/cancelled', async () => {
