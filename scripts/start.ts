@@ -12,7 +12,8 @@ import { join, resolve } from 'node:path';
 import { generateSigningKey, mintToken } from '../src/auth/mint.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
-const STATE = join(ROOT, '.gatehouse');
+// GATEHOUSE_STATE_DIR lets tests (and a second local instance) keep their own state.
+const STATE = resolve(process.env.GATEHOUSE_STATE_DIR ?? join(ROOT, '.gatehouse'));
 const PORT = Number(process.env.PORT ?? 8787);
 const HOST = '127.0.0.1';
 const URL_BASE = `http://${HOST}:${PORT}`;
@@ -80,7 +81,8 @@ async function main(): Promise<void> {
   const gw = spawn(
     WRANGLER,
     ['dev', '--ip', HOST, '--port', String(PORT), '--persist-to', join(STATE, 'state'), '--env-file', envFile,
-      '--show-interactive-dev-session=false', '--log-level', 'warn'],
+      '--show-interactive-dev-session=false', '--log-level', 'warn',
+      ...(process.env.GATEHOUSE_INSPECTOR_PORT ? ['--inspector-port', process.env.GATEHOUSE_INSPECTOR_PORT] : [])],
     { cwd: ROOT, detached: true, stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, WRANGLER_SEND_METRICS: 'false' } },
   );
   children.push(gw);
@@ -112,7 +114,7 @@ async function main(): Promise<void> {
       `dev client token: ${client.token}\n\n` +
       `Claude Code:\n  claude mcp add --transport http gatehouse ${audience} --header "Authorization: Bearer ${client.token}"\n\n` +
       `Admin CLI (policy, tokens, audit):\n  export GATEHOUSE_URL=${URL_BASE} GATEHOUSE_ADMIN_TOKEN=${admin.token}\n  npx gatehouse policy get\n\n` +
-      `All tokens: .gatehouse/tokens.json   Workspace: .gatehouse/workspace   Ctrl-C stops everything.\n${line}\n\n`,
+      `All tokens: ${join(STATE, 'tokens.json')}   Workspace: ${join(STATE, 'workspace')}   Ctrl-C stops everything.\n${line}\n\n`,
   );
 }
 
