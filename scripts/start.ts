@@ -8,7 +8,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { generateSigningKey, mintToken } from '../src/auth/mint.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -20,6 +20,8 @@ const URL_BASE = `http://${HOST}:${PORT}`;
 const TEAM = process.env.GATEHOUSE_TEAM ?? 'dev';
 const WRANGLER = join(ROOT, 'node_modules/.bin/wrangler');
 const NODE = process.execPath;
+// wrangler's shebang runs `node` from PATH: make that this (pinned Node 22) binary.
+process.env.PATH = `${dirname(NODE)}:${process.env.PATH}`;
 
 const children: ChildProcess[] = [];
 

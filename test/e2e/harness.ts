@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync, rmSync, mkdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { generateSigningKey, mintToken } from '../../src/auth/mint.ts';
 
 export const ROOT = resolve(import.meta.dirname, '../..');
@@ -81,7 +81,8 @@ export async function startGateway(opts: GatewayOptions = {}): Promise<Gateway> 
   writeFileSync(envFile, Object.entries(vars).map(([k, v]) => `${k}='${v}'`).join('\n') + '\n');
   const persist = join(stateDir, 'state');
   mkdirSync(persist, { recursive: true });
-  const env = { ...process.env, WRANGLER_SEND_METRICS: 'false', CI: 'true', NO_COLOR: '1' };
+  // wrangler's shebang runs `node` from PATH: make that the pinned Node 22 even outside npm scripts.
+  const env = { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH}`, WRANGLER_SEND_METRICS: 'false', CI: 'true', NO_COLOR: '1' };
   if (!opts.skipMigrations) {
     const m = await run(WRANGLER, ['d1', 'migrations', 'apply', 'DB', '--local', '--persist-to', persist], { env });
     if (m.code !== 0) throw new Error(`migrations failed:\n${m.out}`);
