@@ -27,6 +27,7 @@ export class UsageError extends Error {
 export const GLOBAL_FLAGS: FlagSpecs = {
   url: { type: 'string', value: 'URL', help: 'gateway URL (default: $GATEHOUSE_URL)' },
   token: { type: 'string', value: 'JWT', help: 'admin token (default: $GATEHOUSE_ADMIN_TOKEN)' },
+  team: { type: 'string', value: 'team', help: "team to act on (must be the admin token's team; default: that team)" },
   json: { type: 'bool', help: 'print the raw JSON answer' },
   help: { type: 'bool', help: 'show this help' },
 };

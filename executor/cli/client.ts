@@ -4,6 +4,8 @@ import { UsageError } from './args.ts';
 export interface Connection {
   url: string;
   token: string;
+  /** --team: requests go to /admin/v1/teams/<team>/…, which the gateway checks against the token's team. */
+  team?: string;
 }
 
 export interface ApiError {
@@ -28,13 +30,15 @@ export function connection(flags: Record<string, unknown>, env: NodeJS.ProcessEn
   }
   // The MCP URL is what users have at hand; the admin API lives beside it.
   const base = u.href.replace(/\/+$/, '').replace(/\/mcp$/, '');
-  return { url: base, token: token.trim() };
+  const team = flags.team as string | undefined;
+  return { url: base, token: token.trim(), ...(team ? { team } : {}) };
 }
 
 export async function api<T>(conn: Connection, method: string, path: string, body?: unknown): Promise<ApiResult<T>> {
   let res: Response;
   try {
-    res = await fetch(`${conn.url}/admin/v1${path}`, {
+    const scoped = conn.team ? `/teams/${encodeURIComponent(conn.team)}${path}` : path;
+    res = await fetch(`${conn.url}/admin/v1${scoped}`, {
       method,
       headers: { Authorization: `Bearer ${conn.token}`, Accept: 'application/json', ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
       body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),

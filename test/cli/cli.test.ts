@@ -205,6 +205,14 @@ describe('policy', () => {
     expect(none.code).toBe(2);
     expect(none.stderr).toContain('nothing to check');
   });
+
+  it('takes --team on every admin command: its own team works, another is "not found"', async () => {
+    const ok = await cli(['policy', 'check', '--team', 'acme', '--', 'git', 'status']);
+    expect(ok.code, ok.stderr).toBe(0);
+    const other = await cli(['audit', 'tail', '--team', 'globex']);
+    expect(other.code).toBe(1);
+    expect(other.stderr.trim()).toBe('error (not_found): team "globex" not found');
+  });
 });
 
 describe('audit', () => {
