@@ -91,6 +91,7 @@ export class LineSearch {
     const nextHit = this.terms.map(() => -1);
     let pos = 0;
     for (;;) {
+      if (aligned && this.cur === null && this.partLen === 0) pos = this.skipQuietLines(text, lower, pos, nextHit);
       const nl = text.indexOf('\n', pos);
       const end = nl === -1 ? text.length : nl;
       if (nl !== -1 && this.partLen === 0) {
@@ -117,6 +118,33 @@ export class LineSearch {
       if (nl === -1) return;
       pos = nl + 1;
     }
+  }
+
+  /**
+   * Fast-forward over whole lines that cannot be part of an excerpt: no window is open and no
+   * term occurs before the line of the next hit, so only the last `contextLines` of them (the
+   * ring) matter. They are counted, never sliced — this is what makes a large artifact cheap.
+   */
+  private skipQuietLines(text: string, lower: string, pos: number, nextHit: number[]): number {
+    let hit = Infinity;
+    for (let i = 0; i < this.terms.length; i++) {
+      if (nextHit[i] < pos) {
+        const h = lower.indexOf(this.terms[i], pos);
+        nextHit[i] = h === -1 ? Infinity : h;
+      }
+      if (nextHit[i] < hit) hit = nextHit[i];
+    }
+    // Start of the line holding the hit (or of the unfinished last line): lines before it are quiet.
+    const limit = text.lastIndexOf('\n', (hit === Infinity ? text.length : hit) - 1) + 1;
+    if (limit <= pos) return pos;
+    // Keep the last C quiet lines for the ring; skip the ones before them.
+    let keepFrom = limit;
+    for (let j = 0; j < this.o.contextLines && keepFrom > pos; j++) keepFrom = keepFrom >= 2 ? text.lastIndexOf('\n', keepFrom - 2) + 1 : 0;
+    if (keepFrom < pos) keepFrom = pos;
+    let skipped = 0;
+    for (let p = text.indexOf('\n', pos); p !== -1 && p < keepFrom; p = text.indexOf('\n', p + 1)) skipped++;
+    this.lineNo += skipped;
+    return keepFrom;
   }
 
   /** End of input: a last line without '\n' still counts. */
@@ -230,18 +258,44 @@ export class LineSearch {
  * most maxExcerpts windows but counts every matching line; every line capped at LINE_CAP.
  * Invalid UTF-8 is decoded with U+FFFD replacement.
  */
+const SEARCH_BATCH_BYTES = 1024 * 1024;
+
+function concat(parts: Uint8Array[], total: number): Uint8Array {
+  const out = new Uint8Array(total);
+  let o = 0;
+  for (const p of parts) {
+    out.set(p, o);
+    o += p.byteLength;
+  }
+  return out;
+}
+
 export async function searchStream(body: ReadableStream<Uint8Array>, o: SearchOptions): Promise<SearchResult> {
   const s = new LineSearch(o);
   const decoder = new TextDecoder('utf-8', { fatal: false, ignoreBOM: false });
   const reader = body.getReader();
   let bytes = 0;
   try {
+    // Small chunks (R2 streams hand out a few KiB at a time) are batched: the per-push setup
+    // then happens once per ~1 MiB instead of once per chunk. Memory stays bounded by the batch.
+    const pending: Uint8Array[] = [];
+    let pendingBytes = 0;
+    const flush = () => {
+      if (pendingBytes === 0) return;
+      const batch = pending.length === 1 ? pending[0] : concat(pending, pendingBytes);
+      pending.length = 0;
+      pendingBytes = 0;
+      s.push(decoder.decode(batch, { stream: true }));
+    };
     for (;;) {
       const { done, value } = await reader.read();
       if (done) break;
       bytes += value.byteLength;
-      s.push(decoder.decode(value, { stream: true }));
+      pending.push(value);
+      pendingBytes += value.byteLength;
+      if (pendingBytes >= SEARCH_BATCH_BYTES) flush();
     }
+    flush();
     s.push(decoder.decode());
   } catch (e) {
     // Stop the producer (an R2 body) rather than leave it streaming into nothing.

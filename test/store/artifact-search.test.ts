@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { searchStream, searchText, capLine, type SearchOptions } from '../../src/store/artifact-search.ts';
+import { searchStream, searchText, capLine, LineSearch, type SearchOptions } from '../../src/store/artifact-search.ts';
 import { LINE_CAP, TRUNCATED_SUFFIX, type Excerpt } from '../../src/contracts/tools.ts';
 
 const enc = new TextEncoder();
@@ -219,6 +219,29 @@ describe('searchStream: lines and bytes', () => {
       const r = await searchStream(streamOf(enc.encode(text), [1 + rnd(10), 1 + rnd(30)]), o);
       const want = naive(text, o);
       expect({ excerpts: r.excerpts, matchCount: r.matchCount, totalLines: r.totalLines }, JSON.stringify({ text, o })).toEqual(want);
+    }
+  });
+});
+
+describe('LineSearch: any chunking of the decoded text', () => {
+  it('agrees with a whole-text implementation when fed in random string pieces, with rare matches', () => {
+    let seed = 7;
+    const rnd = (n: number) => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) % n);
+    const words = ['foo', 'bar', 'baz', 'x', '', 'é', 'warn', '\r', 'qux', 'lorem', 'ipsum'];
+    for (let round = 0; round < 300; round++) {
+      const n = rnd(200);
+      const lines = Array.from({ length: n }, () => (rnd(25) === 0 ? 'Fatal ERROR here' : Array.from({ length: rnd(5) }, () => words[rnd(words.length)]).join(' ')));
+      const text = lines.join('\n') + (rnd(2) ? '\n' : '');
+      const o = opts({ terms: rnd(3) ? ['error'] : ['error', 'WARN'], contextLines: rnd(5), maxExcerpts: 1 + rnd(6), maxExcerptLines: 10_000 });
+      const s = new LineSearch(o);
+      // Either one piece (the batched path) or many small ones (lines split across pushes).
+      for (let i = 0; i < text.length;) {
+        const step = rnd(2) ? text.length : 1 + rnd(40);
+        s.push(text.slice(i, i + step));
+        i += step;
+      }
+      const r = s.finish(0);
+      expect({ excerpts: r.excerpts, matchCount: r.matchCount, totalLines: r.totalLines }, JSON.stringify({ text, o })).toEqual(naive(text, o));
     }
   });
 });
