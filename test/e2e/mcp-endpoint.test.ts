@@ -199,6 +199,24 @@ describe('TeamDispatcher relay to an agent socket', () => {
     agent.close();
   });
 
+  it('never sends an agent more jobs than its advertised capacity; the next waits in the queue', async () => {
+    const agent = new TestAgent(gw.url, await gw.token({ team: 'narrow', scopes: ['agent'] }));
+    await agent.open('narrow-1', 1);
+    const client = await connect(await gw.token({ team: 'narrow', scopes: ['execute'] }));
+    const first = client.callTool({ name: 'execute', arguments: { command: 'echo', args: ['1'] } }, undefined, { timeout: 30_000 });
+    const second = client.callTool({ name: 'execute', arguments: { command: 'echo', args: ['2'] } }, undefined, { timeout: 30_000 });
+    const a = await agent.next('job.start');
+    await expect(agent.next('job.start', 1500)).rejects.toThrow(/no job.start/);
+    agent.send(exitFor(a.spec, `${a.spec.args[0]}\n`));
+    const b = await agent.next('job.start');
+    expect(b.spec.jobId).not.toBe(a.spec.jobId);
+    agent.send(exitFor(b.spec, `${b.spec.args[0]}\n`));
+    const outs = [(await first).structuredContent, (await second).structuredContent].map((x) => (x as { stdout: string }).stdout).sort();
+    expect(outs).toEqual(['1\n', '2\n']);
+    await client.close();
+    agent.close();
+  });
+
   it('survives malformed agent messages and keeps dispatching on the same socket', async () => {
     const agent = new TestAgent(gw.url, await gw.token({ team: 'sturdy', scopes: ['agent'] }));
     await agent.open('sturdy-1');
