@@ -69,11 +69,21 @@ export interface GatewayOptions {
   beforeStart?: (persistDir: string) => Promise<void>;
 }
 
+async function waitHealthy(p: ChildProcess, url: string, logs: () => string): Promise<'up' | 'port-in-use' | 'exited' | 'timeout'> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (p.exitCode !== null || p.signalCode !== null) return /Address already in use/.test(logs()) ? 'port-in-use' : 'exited';
+    try {
+      const r = await fetch(`${url}/healthz`);
+      if (r.ok) return 'up';
+    } catch { /* not up yet */ }
+    if (Date.now() > deadline) return 'timeout';
+    await new Promise((r) => setTimeout(r, 150));
+  }
+}
+
 export async function startGateway(opts: GatewayOptions = {}): Promise<Gateway> {
   const stateDir = mkdtempSync(join(tmpdir(), 'gatehouse-gw-'));
-  const port = await freePort();
-  const inspector = await freePort();
-  const url = `http://127.0.0.1:${port}`;
   const signingKey = await generateSigningKey();
   const vars: Record<string, string> = { GATEHOUSE_SIGNING_KEY: signingKey, HEARTBEAT_MS: '1000', ...opts.vars };
   const envFile = join(stateDir, '.dev.vars');
@@ -88,26 +98,32 @@ export async function startGateway(opts: GatewayOptions = {}): Promise<Gateway> 
     if (m.code !== 0) throw new Error(`migrations failed:\n${m.out}`);
   }
   if (opts.beforeStart) await opts.beforeStart(persist);
-  const p = spawn(
-    WRANGLER,
-    ['dev', '--ip', '127.0.0.1', '--port', String(port), '--inspector-port', String(inspector), '--persist-to', persist,
-      '--env-file', envFile, '--show-interactive-dev-session=false', '--log-level', 'warn',
-      // Lets tests trigger the cron handler with GET /__scheduled.
-      '--test-scheduled', ...(opts.extraArgs ?? [])],
-    { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] },
-  );
+  // freePort() can hand the same port to two test files running in parallel (or another process
+  // takes it before wrangler binds): retry on "Address already in use" with fresh ports.
+  let p: ChildProcess;
+  let url = '';
   let logs = '';
-  p.stdout!.on('data', (d) => (logs += d));
-  p.stderr!.on('data', (d) => (logs += d));
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (p.exitCode !== null) throw new Error(`wrangler dev exited early:\n${logs}`);
-    try {
-      const r = await fetch(`${url}/healthz`);
-      if (r.ok) break;
-    } catch { /* not up yet */ }
-    if (Date.now() > deadline) { await stopGroup(p); throw new Error(`gateway did not start:\n${logs}`); }
-    await new Promise((r) => setTimeout(r, 150));
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    const inspector = await freePort();
+    url = `http://127.0.0.1:${port}`;
+    logs = '';
+    p = spawn(
+      WRANGLER,
+      ['dev', '--ip', '127.0.0.1', '--port', String(port), '--inspector-port', String(inspector), '--persist-to', persist,
+        '--env-file', envFile, '--show-interactive-dev-session=false', '--log-level', 'warn',
+        // Lets tests trigger the cron handler with GET /__scheduled.
+        '--test-scheduled', ...(opts.extraArgs ?? [])],
+      { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    const child = p;
+    child.stdout!.on('data', (d) => (logs += d));
+    child.stderr!.on('data', (d) => (logs += d));
+    const up = await waitHealthy(child, url, () => logs);
+    if (up === 'up') break;
+    if (up === 'port-in-use' && attempt < 4) continue;
+    await stopGroup(child);
+    throw new Error(up === 'timeout' ? `gateway did not start:\n${logs}` : `wrangler dev exited early:\n${logs}`);
   }
   const issuer = vars.GATEHOUSE_ISSUER || url;
   const audience = vars.GATEHOUSE_AUDIENCE || `${url}/mcp`;
