@@ -10,13 +10,11 @@
  *  5. query_output over a 100 MB artifact end to end, and the in-process search rate
  *  6. runtime_execute `minimal` response size in bytes
  */
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { startAgent, startGateway, type AgentProcess, type Gateway } from '../test/e2e/harness.ts';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { hasCommand, startAgent, startGateway, type AgentProcess, type Gateway } from '../test/e2e/harness.ts';
 import { DEFAULT_POLICY } from '../src/policy/default-policy.ts';
 import { benchBareSpawn } from './executor.ts';
 import { benchPolicy } from './policy.ts';
@@ -37,21 +35,7 @@ function row(...cells: string[]) {
   console.log(cells.join(' | '));
 }
 
-async function connect(gw: Gateway, team: string): Promise<Client> {
-  const c = new Client({ name: 'gatehouse-bench', version: '1' });
-  const token = await gw.token({ team, scopes: ['execute', 'artifacts:read'] });
-  await c.connect(new StreamableHTTPClientTransport(new URL(gw.mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
-  return c;
-}
-
-async function setPolicy(gw: Gateway, team: string, patch: Record<string, unknown>) {
-  const token = await gw.token({ team, scopes: ['admin'] });
-  const r = await fetch(`${gw.url}/admin/v1/policy`, {
-    method: 'PUT', headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
-    body: JSON.stringify({ ...DEFAULT_POLICY, ...patch }),
-  });
-  if (!r.ok) throw new Error(`policy: ${r.status} ${await r.text()}`);
-}
+const connect = (gw: Gateway, team: string) => gw.mcp(team, ['execute', 'artifacts:read']);
 
 async function timeCalls(c: Client, n: number, args: Record<string, unknown>): Promise<number[]> {
   const out: number[] = [];
@@ -73,15 +57,6 @@ async function throughput(gw: Gateway, team: string, clients: number, perClient:
   return (clients * perClient) / s;
 }
 
-function hasRunsc(): boolean {
-  try {
-    execFileSync('runsc', ['--version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 async function main() {
   console.log(`Gatehouse benchmark (${quick ? 'quick' : 'full'}; loopback only)\n`);
   const bare = await benchBareSpawn(N);
@@ -95,7 +70,8 @@ async function main() {
   const launch = async (team: string, sandbox: 'none' | 'gvisor', extra: string[] = []) => {
     const root = mkdtempSync(join(tmpdir(), 'gatehouse-bench-'));
     roots.push(root);
-    await setPolicy(gw, team, {
+    await gw.putPolicy(team, {
+      ...DEFAULT_POLICY,
       limits: { ...DEFAULT_POLICY.limits, maxConcurrentJobs: 16, queueWaitMs: 60_000, maxArtifactBytes: 200 * 1024 * 1024 },
       executables: { allow: [...DEFAULT_POLICY.executables.allow, 'seq'] },
     });
@@ -112,7 +88,7 @@ async function main() {
     row('execute true, sandbox none (end to end)', f(pct(tNone, 50)), f(pct(tNone, 99)), `${(pct(tNone, 50) / bareP50).toFixed(1)}× (+${f(pct(tNone, 50) - bareP50)})`);
 
     let warmClient: Client | null = null;
-    if (hasRunsc()) {
+    if (hasCommand('runsc')) {
       await launch('b-cold', 'gvisor', ['--warm', '0']);
       const cold = await connect(gw, 'b-cold');
       await timeCalls(cold, 2, { command: 'true', args: [] });

@@ -1,4 +1,3 @@
 -- Who started a job and why it failed, for `lost` / `failed_to_start` diagnostics.
 ALTER TABLE jobs ADD COLUMN subject TEXT;
 ALTER TABLE jobs ADD COLUMN error TEXT;
-CREATE INDEX jobs_artifact ON jobs (artifact_handle);

@@ -14,7 +14,6 @@ export interface Env {
   ALLOWED_ORIGINS?: string;
   MAX_BODY_BYTES?: string;
   HEARTBEAT_MS?: string;
-  ARTIFACT_RETENTION_HOURS?: string;
   EXTERNAL_JWKS_URL?: string;
   EXTERNAL_ISSUER?: string;
   EXTERNAL_AUDIENCE?: string;

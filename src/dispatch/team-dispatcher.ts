@@ -80,12 +80,18 @@ export class TeamDispatcher extends DurableObject<Env> {
     }
   }
 
+  /** The team this DO serves: every request carries it; storage keeps it for wake-ups from alarms/sockets. */
+  private teamName: string | null = null;
+
   private async rememberTeam(team: string): Promise<void> {
+    if (this.teamName === team) return;
+    this.teamName = team;
     if ((await this.ctx.storage.get('team')) !== team) await this.ctx.storage.put('team', team);
   }
 
   private async team(): Promise<string> {
-    return ((await this.ctx.storage.get('team')) as string | undefined) ?? '';
+    this.teamName ??= ((await this.ctx.storage.get('team')) as string | undefined) ?? '';
+    return this.teamName;
   }
 
   // ---- agent sockets ----
@@ -161,7 +167,7 @@ export class TeamDispatcher extends DurableObject<Env> {
         this.jobs.delete(msg.jobId);
         j.send({ type: 'error', code: msg.code, message: msg.message });
         j.finish();
-        void this.record(() => recordJobEnd(this.env.DB, msg.jobId, { state: 'failed_to_start', error: msg.message }));
+        void this.record(async () => recordJobEnd(this.env.DB, await this.team(), msg.jobId, { state: 'failed_to_start', error: msg.message }));
         this.pump();
         return;
       }
@@ -258,14 +264,15 @@ export class TeamDispatcher extends DurableObject<Env> {
   }
 
   private admit(req: DispatchRequest, send: (e: DispatchEvent) => void, finish: () => void): void {
-    if (this.agents().length === 0) {
+    const agents = this.agents();
+    if (agents.length === 0) {
       void this.team().then((t) => {
         send({ type: 'error', code: 'no_agent', message: noAgentMessage(t) });
         finish();
       });
       return;
     }
-    if (req.runtime && !this.agents().some((a) => a.hello.runtimes.some((r) => r.name === req.runtime))) {
+    if (req.runtime && !agents.some((a) => a.hello.runtimes.some((r) => r.name === req.runtime))) {
       const def = RUNTIMES[req.runtime as RuntimeName];
       send({
         type: 'error', code: 'runtime_unavailable',
@@ -316,7 +323,7 @@ export class TeamDispatcher extends DurableObject<Env> {
     const now = Date.now();
     this.jobs.set(req.spec.jobId, { spec: req.spec, agentId: agent.hello.agentId, cancelKey: req.cancelKey, startedAt: now, orphanedAt: null, send, finish });
     send({ type: 'started', agentId: agent.hello.agentId });
-    void this.record(() => recordJobRunning(this.env.DB, req.spec.jobId, agent.hello.agentId, now));
+    void this.record(async () => recordJobRunning(this.env.DB, await this.team(), req.spec.jobId, agent.hello.agentId, now));
     void this.ensureAlarm();
     return true;
   }
@@ -339,7 +346,7 @@ export class TeamDispatcher extends DurableObject<Env> {
       j.send({ type: 'exit', exit, agentId });
       j.finish();
     }
-    void this.record(() => recordJobEnd(this.env.DB, jobId, { state: exit.state, exitCode: exit.exitCode, signal: exit.signal, durationMs: exit.durationMs, error: exit.error?.message }));
+    void this.record(async () => recordJobEnd(this.env.DB, await this.team(), jobId, { state: exit.state, exitCode: exit.exitCode, signal: exit.signal, durationMs: exit.durationMs, error: exit.error?.message }));
     this.pump();
   }
 

@@ -27,8 +27,9 @@ export async function recordJobCreated(db: D1Database, r: JobCreateRecord): Prom
     .run();
 }
 
-export async function recordJobRunning(db: D1Database, jobId: string, agentId: string, at: number): Promise<void> {
-  await db.prepare(`UPDATE jobs SET state = 'running', agent = ?, started_at = ? WHERE id = ?`).bind(agentId, at, jobId).run();
+// Updates name (team, id): the primary key, so they never scan the table.
+export async function recordJobRunning(db: D1Database, team: string, jobId: string, agentId: string, at: number): Promise<void> {
+  await db.prepare(`UPDATE jobs SET state = 'running', agent = ?, started_at = ? WHERE team = ? AND id = ?`).bind(agentId, at, team, jobId).run();
 }
 
 export interface JobEndRecord {
@@ -39,10 +40,10 @@ export interface JobEndRecord {
   error?: string;
 }
 
-export async function recordJobEnd(db: D1Database, jobId: string, r: JobEndRecord): Promise<void> {
+export async function recordJobEnd(db: D1Database, team: string, jobId: string, r: JobEndRecord): Promise<void> {
   await db
-    .prepare(`UPDATE jobs SET state = ?, exit_code = ?, signal = ?, duration_ms = ?, error = ?, ended_at = ? WHERE id = ?`)
-    .bind(r.state, r.exitCode ?? null, r.signal ?? null, r.durationMs ?? null, r.error ?? null, Date.now(), jobId)
+    .prepare(`UPDATE jobs SET state = ?, exit_code = ?, signal = ?, duration_ms = ?, error = ?, ended_at = ? WHERE team = ? AND id = ?`)
+    .bind(r.state, r.exitCode ?? null, r.signal ?? null, r.durationMs ?? null, r.error ?? null, Date.now(), team, jobId)
     .run();
 }
 

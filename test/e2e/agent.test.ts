@@ -4,24 +4,14 @@
  * Outside CI the file skips when runsc is missing (and says so); under CI=true that is a failure.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { startAgent, startGateway, type AgentProcess, type Gateway } from './harness.ts';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { hasCommand, startAgent, startGateway, type AgentProcess, type Gateway } from './harness.ts';
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
 
-function hasRunsc(): boolean {
-  try {
-    execFileSync('runsc', ['--version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
-const RUNSC = hasRunsc();
+const RUNSC = hasCommand('runsc');
 if (!RUNSC && process.env.CI === 'true') throw new Error('runsc is required under CI=true (.ci/run installs it)');
 if (!RUNSC) console.warn('agent.test.ts: skipped — runsc is not installed (allowed outside CI only)');
 
@@ -35,21 +25,9 @@ const AGENT_SECRET = 'agent-env-secret-value-1234567890';
 
 type Structured = Record<string, unknown> & { stdout: string; stderr: string; exit_code: number | null; state: string };
 
-async function connect(token: string): Promise<Client> {
-  const c = new Client({ name: 'gatehouse-e2e', version: '1.0.0' });
-  await c.connect(new StreamableHTTPClientTransport(new URL(gw.mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
-  return c;
-}
-
 async function exec(args: Record<string, unknown>, opts: { timeout?: number; signal?: AbortSignal } = {}) {
   const r = await client.callTool({ name: 'execute', arguments: args }, undefined, { timeout: opts.timeout ?? 60_000, signal: opts.signal });
   return { r, s: r.structuredContent as Structured, text: (r.content as { text: string }[])[0]?.text ?? '' };
-}
-
-async function adminPut(path: string, body: unknown) {
-  const token = await gw.token({ team: TEAM, scopes: ['admin'] });
-  const r = await fetch(`${gw.url}/admin/v1${path}`, { method: 'PUT', body: JSON.stringify(body), headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' } });
-  if (!r.ok) throw new Error(`PUT ${path}: ${r.status} ${await r.text()}`);
 }
 
 function startTestAgent(extra: { agentId?: string } = {}): AgentProcess {
@@ -70,7 +48,7 @@ maybe('execute through a real agent in gVisor', () => {
     agentToken = await gw.token({ team: TEAM, scopes: ['agent'] });
     writeFileSync(join(secretsDir, 'agent.token'), agentToken);
     // This team allows shell strings (the default policy does not) so the tests can build process trees.
-    await adminPut('/policy', {
+    await gw.putPolicy(TEAM, {
       ...DEFAULT_POLICY,
       shell: { enabled: true, allow: ['/.*/'] },
       executables: { allow: [...DEFAULT_POLICY.executables.allow, 'sh', 'yes', 'seq', 'id'] },
@@ -78,7 +56,7 @@ maybe('execute through a real agent in gVisor', () => {
     });
     agent = startTestAgent();
     await agent.ready;
-    client = await connect(await gw.token({ team: TEAM, scopes: ['execute', 'artifacts:read'] }));
+    client = await gw.mcp(TEAM, ['execute', 'artifacts:read']);
   }, 120_000);
 
   afterAll(async () => {
@@ -114,7 +92,7 @@ maybe('execute through a real agent in gVisor', () => {
 
   it('reports failed_to_start as "Error: execute: spawn failed", never a fake exit 0', async () => {
     // Allowed by name but not present on the agent.
-    await adminPut('/policy', {
+    await gw.putPolicy(TEAM, {
       ...DEFAULT_POLICY,
       shell: { enabled: true, allow: ['/.*/'] },
       executables: { allow: [...DEFAULT_POLICY.executables.allow, 'sh', 'yes', 'seq', 'id', 'no-such-tool-xyz'] },

@@ -7,25 +7,15 @@
  * binary is installable here).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { startAgent, startGateway, type AgentProcess, type Gateway } from './harness.ts';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { hasCommand, startAgent, startGateway, type AgentProcess, type Gateway } from './harness.ts';
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
 import { startOpaServer, type OpaServer } from '../support/opa-server.ts';
 
-function has(cmd: string, args = ['--version']): boolean {
-  try {
-    execFileSync(cmd, args, { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
-const SANDBOX = has('bwrap') ? 'bwrap' : 'none';
+const SANDBOX = hasCommand('bwrap') ? 'bwrap' : 'none';
 if (SANDBOX === 'none' && process.env.CI === 'true') throw new Error('bubblewrap is required under CI=true (.ci/run installs it)');
 
 const TEAM = 'gov';
@@ -35,22 +25,13 @@ let root: string;
 let client: Client;
 let opa: OpaServer;
 
-async function connect(team: string, scopes: string[]): Promise<Client> {
-  const c = new Client({ name: 'gatehouse-gov', version: '1.0.0' });
-  const token = await gw.token({ team, scopes });
-  await c.connect(new StreamableHTTPClientTransport(new URL(gw.mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
-  return c;
-}
 const text = (r: Record<string, unknown>) => ((r.content as { text: string }[])[0]?.text ?? '');
 
 async function admin(method: string, path: string, body?: unknown, scopes = ['admin']) {
   const token = await gw.token({ team: TEAM, scopes });
   return fetch(`${gw.url}/admin/v1${path}`, { method, body: body === undefined ? undefined : JSON.stringify(body), headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' } });
 }
-async function setPolicy(patch: Record<string, unknown>) {
-  const r = await admin('PUT', '/policy', { ...DEFAULT_POLICY, ...patch });
-  if (!r.ok) throw new Error(`policy: ${r.status} ${await r.text()}`);
-}
+const setPolicy = (patch: Record<string, unknown>) => gw.putPolicy(TEAM, { ...DEFAULT_POLICY, ...patch });
 async function call(name: string, args: Record<string, unknown>) {
   const r = await client.callTool({ name, arguments: args }, undefined, { timeout: 60_000 });
   return { r, s: r.structuredContent as Record<string, any>, t: text(r) };
@@ -62,7 +43,7 @@ beforeAll(async () => {
   root = mkdtempSync(join(tmpdir(), 'gatehouse-gov-'));
   agent = startAgent(gw, { token: await gw.token({ team: TEAM, scopes: ['agent'] }), root, sandbox: SANDBOX, capacity: 4, agentId: 'gov-agent' });
   await agent.ready;
-  client = await connect(TEAM, ['execute', 'artifacts:read']);
+  client = await gw.mcp(TEAM, ['execute', 'artifacts:read']);
 }, 120_000);
 
 afterAll(async () => {
@@ -113,8 +94,8 @@ describe('default policy through MCP', () => {
 });
 
 describe('runtime_execute', () => {
-  const py = has('python3');
-  const cc = has('cc');
+  const py = hasCommand('python3');
+  const cc = hasCommand('cc');
   it.skipIf(!py && process.env.CI !== 'true')('minimal mode is small and carries an artifact handle', async () => {
     const r = await call('runtime_execute', { runtime: 'python', code: 'for i in range(1000):\n    print("row", i)\n' });
     expect(r.r.isError).toBeFalsy();

@@ -3,16 +3,35 @@
  * emulation) on a free loopback port with its own state dir, and real agent processes.
  * Everything listens on 127.0.0.1 only.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync, rmSync, mkdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { generateSigningKey, mintToken } from '../../src/auth/mint.ts';
 
 export const ROOT = resolve(import.meta.dirname, '../..');
 const WRANGLER = join(ROOT, 'node_modules/.bin/wrangler');
 const NODE = process.execPath;
+
+/** Whether a tool is installed (tests that need one skip outside CI only, and say so). */
+export function hasCommand(cmd: string, args = ['--version']): boolean {
+  try {
+    execFileSync(cmd, args, { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The official MCP SDK client, connected over Streamable HTTP with a bearer token. */
+export async function connectMcp(mcpUrl: string, token: string, name = 'gatehouse-test'): Promise<Client> {
+  const client = new Client({ name, version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+  return client;
+}
 
 export function freePort(): Promise<number> {
   return new Promise((res, rej) => {
@@ -55,6 +74,10 @@ export interface Gateway {
   logs: () => string;
   /** Mints a token with the gateway's signing key (what the offline bootstrap does). */
   token(o: { team: string; scopes: string[]; subject?: string; ttlSeconds?: number; jti?: string; now?: number }): Promise<string>;
+  /** An MCP client of `team` with these scopes. */
+  mcp(team: string, scopes: string[]): Promise<Client>;
+  /** Sets the team's policy through the admin API (throws with the gateway's answer on refusal). */
+  putPolicy(team: string, policy: unknown): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -127,12 +150,19 @@ export async function startGateway(opts: GatewayOptions = {}): Promise<Gateway> 
   }
   const issuer = vars.GATEHOUSE_ISSUER || url;
   const audience = vars.GATEHOUSE_AUDIENCE || `${url}/mcp`;
+  const token: Gateway['token'] = async (o) =>
+    (await mintToken({ privateJwk: signingKey, issuer, audience, team: o.team, subject: o.subject ?? `test-${o.team}`, scopes: o.scopes, ttlSeconds: o.ttlSeconds ?? 3600, jti: o.jti, now: o.now })).token;
   return {
     url, mcpUrl: `${url}/mcp`, stateDir, signingKey, issuer, audience,
     logs: () => logs,
-    async token(o) {
-      const t = await mintToken({ privateJwk: signingKey, issuer, audience, team: o.team, subject: o.subject ?? `test-${o.team}`, scopes: o.scopes, ttlSeconds: o.ttlSeconds ?? 3600, jti: o.jti, now: o.now });
-      return t.token;
+    token,
+    async mcp(team, scopes) {
+      return connectMcp(`${url}/mcp`, await token({ team, scopes }));
+    },
+    async putPolicy(team, policy) {
+      const adminToken = await token({ team, scopes: ['admin'] });
+      const r = await fetch(`${url}/admin/v1/policy`, { method: 'PUT', body: JSON.stringify(policy), headers: { Authorization: `Bearer ${adminToken}`, 'Content-Type': 'application/json' } });
+      if (!r.ok) throw new Error(`PUT policy for ${team}: ${r.status} ${await r.text()}`);
     },
     async stop() {
       await stopGroup(p);

@@ -5,22 +5,13 @@
  * the real agent process is covered in agent.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { WebSocket } from 'undici';
-import { startGateway, type Gateway } from './harness.ts';
+import { connectMcp, startGateway, type Gateway } from './harness.ts';
 import type { EdgeMessage, JobExit, JobSpec } from '../../src/contracts/agent-protocol.ts';
 
 let gw: Gateway;
 
-async function connect(token: string): Promise<Client> {
-  const client = new Client({ name: 'gatehouse-test', version: '1.0.0' });
-  const transport = new StreamableHTTPClientTransport(new URL(gw.mcpUrl), {
-    requestInit: { headers: { Authorization: `Bearer ${token}` } },
-  });
-  await client.connect(transport);
-  return client;
-}
+const connect = (token: string) => connectMcp(gw.mcpUrl, token);
 
 /** A hand-driven executor agent: connects, says hello, and exposes the edge's messages. */
 class TestAgent {

@@ -5,13 +5,11 @@
  * present under CI=true. README "Runtimes" lists the untested ones.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { startAgent, startGateway, type AgentProcess, type Gateway } from './harness.ts';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { hasCommand, startAgent, startGateway, type AgentProcess, type Gateway } from './harness.ts';
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
 import { RUNTIME_NAMES, RUNTIMES, type RuntimeName } from '../../src/contracts/runtimes.ts';
 
@@ -37,15 +35,6 @@ const HELLO: Record<RuntimeName, string> = {
 const REQUIRED_IN_CI: RuntimeName[] = ['python', 'shell', 'ruby', 'php', 'perl', 'r', 'elixir', 'go', 'java', 'rust', 'c', 'cpp'];
 const CI = process.env.CI === 'true';
 
-function has(cmd: string): boolean {
-  try {
-    execFileSync(cmd, ['--version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 let gw: Gateway;
 let agent: AgentProcess;
 let root: string;
@@ -55,22 +44,17 @@ let found = new Map<string, string>();
 beforeAll(async () => {
   gw = await startGateway();
   root = mkdtempSync(join(tmpdir(), 'gatehouse-rt-'));
-  const admin = await gw.token({ team: 'rt', scopes: ['admin'] });
-  const policy = {
+  await gw.putPolicy('rt', {
     ...DEFAULT_POLICY,
     runtime: { enabled: true, allowedRuntimes: [...RUNTIME_NAMES] },
     // Any string, newlines included (the engine anchors the whole string).
     shell: { enabled: true, allow: ['/[\\s\\S]*/'] },
     executables: { allow: [...new Set([...DEFAULT_POLICY.executables.allow, ...RUNTIME_NAMES.flatMap((r) => RUNTIMES[r].executables)])] },
     limits: { ...DEFAULT_POLICY.limits, maxTimeoutMs: 180_000, defaultTimeoutMs: 120_000 },
-  };
-  const put = await fetch(`${gw.url}/admin/v1/policy`, { method: 'PUT', body: JSON.stringify(policy), headers: { Authorization: `Bearer ${admin}`, 'Content-Type': 'application/json' } });
-  if (!put.ok) throw new Error(await put.text());
-  agent = startAgent(gw, { token: await gw.token({ team: 'rt', scopes: ['agent'] }), root, sandbox: has('runsc') ? 'gvisor' : 'bwrap', capacity: 4, agentId: 'rt-agent' });
+  });
+  agent = startAgent(gw, { token: await gw.token({ team: 'rt', scopes: ['agent'] }), root, sandbox: hasCommand('runsc') ? 'gvisor' : 'bwrap', capacity: 4, agentId: 'rt-agent' });
   await agent.ready;
-  client = new Client({ name: 'gatehouse-rt', version: '1' });
-  const token = await gw.token({ team: 'rt', scopes: ['execute', 'artifacts:read'] });
-  await client.connect(new StreamableHTTPClientTransport(new URL(gw.mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+  client = await gw.mcp('rt', ['execute', 'artifacts:read']);
   const list = await client.callTool({ name: 'list_runtimes', arguments: {} });
   const runtimes = (list.structuredContent as { runtimes: { name: string; agents: { version: string }[] }[] }).runtimes;
   found = new Map(runtimes.filter((r) => r.agents.length).map((r) => [r.name, r.agents[0].version]));

@@ -8,9 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { freePort, ROOT, stopGroup } from './harness.ts';
+import { connectMcp, freePort, ROOT, stopGroup } from './harness.ts';
 
 const state = mkdtempSync(join(tmpdir(), 'gatehouse-start-'));
 let proc: ChildProcess | null = null;
@@ -32,12 +30,6 @@ async function start(port: number): Promise<{ out: () => string; token: string }
   return { out: () => out, token: /dev client token: (\S+)/.exec(out)![1] };
 }
 
-async function client(url: string, token: string): Promise<Client> {
-  const c = new Client({ name: 'quick-start', version: '1' });
-  await c.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
-  return c;
-}
-
 afterAll(async () => {
   if (proc) await stopGroup(proc, 8000);
   rmSync(state, { recursive: true, force: true });
@@ -51,7 +43,7 @@ describe('npm start', () => {
     expect(first.out()).toContain(`MCP URL:          ${url}`);
     expect(first.out()).toContain(`claude mcp add --transport http gatehouse ${url} --header "Authorization: Bearer ${first.token}"`);
     expect(first.out()).toMatch(/sandbox: (gvisor|bwrap)/);
-    const c = await client(url, first.token);
+    const c = await connectMcp(url, first.token);
     expect((await c.listTools()).tools.map((t) => t.name)).toContain('execute');
     const r = await c.callTool({ name: 'execute', arguments: { command: 'echo', args: ['quick start'] } });
     expect(r.structuredContent).toMatchObject({ stdout: 'quick start\n', exit_code: 0 });
@@ -60,7 +52,7 @@ describe('npm start', () => {
 
     // Second start: same signing key, so the first run's token still works.
     const second = await start(port);
-    const again = await client(url, first.token);
+    const again = await connectMcp(url, first.token);
     expect((await again.listTools()).tools.length).toBe(5);
     await again.close();
     expect(second.out()).not.toContain('generated a dev signing key');
