@@ -9,8 +9,6 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ROOT, startGateway, type Gateway } from './harness.ts';
 import { artifactKey } from '../../src/store/artifacts.ts';
 import type { StreamName } from '../../src/contracts/agent-protocol.ts';
@@ -97,12 +95,7 @@ async function seed(persist: string): Promise<void> {
 let gw: Gateway;
 let persist = '';
 
-async function connect(team: string): Promise<Client> {
-  const token = await gw.token({ team, scopes: ['artifacts:read'] });
-  const client = new Client({ name: 'gatehouse-retention-test', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(gw.mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
-  return client;
-}
+const connect = (team: string) => gw.mcp(team, ['artifacts:read']);
 
 beforeAll(async () => {
   gw = await startGateway({
