@@ -10,6 +10,7 @@ import { tokenRoutes } from './tokens.ts';
 import { policyRoutes } from './policy.ts';
 import { auditRoutes } from './audit.ts';
 import { ownTeamOnly } from './team.ts';
+import { agentAdminRoutes, jobAdminRoutes } from './jobs.ts';
 import { apiError } from './http.ts';
 
 /** Who am I: the admin token's team and subject (the CLI uses it to check `--team`). */
@@ -23,6 +24,8 @@ teamApi.get('/', whoami);
 teamApi.route('/tokens', tokenRoutes);
 teamApi.route('/policy', policyRoutes);
 teamApi.route('/audit', auditRoutes);
+teamApi.route('/agents', agentAdminRoutes);
+teamApi.route('/jobs', jobAdminRoutes);
 
 export const adminRoutes = new Hono<AppEnv>();
 
@@ -39,5 +42,5 @@ adminRoutes.route('/teams/:team', teamApi);
 adminRoutes.route('/', teamApi);
 
 adminRoutes.all('*', (c) =>
-  apiError(c, 'not_found', `no admin route ${c.req.method} ${new URL(c.req.url).pathname}; see /admin/v1/{tokens,policy,policy/check,audit}`),
+  apiError(c, 'not_found', `no admin route ${c.req.method} ${new URL(c.req.url).pathname}; see /admin/v1/{tokens,policy,policy/check,audit,agents,jobs}`),
 );

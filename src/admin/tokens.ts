@@ -7,6 +7,7 @@ import { mintToken } from '../auth/mint.ts';
 import { canonicalMcpUrl, gatehouseIssuer } from '../auth/config.ts';
 import { insertToken, listTokens, revokeToken } from '../store/tokens.ts';
 import { apiError, readJson } from './http.ts';
+import { revokeAgentToken } from '../dispatch/client.ts';
 import { teamNotFound } from './team.ts';
 
 export const DEFAULT_TTL_SECONDS = 30 * 24 * 3600;
@@ -70,5 +71,10 @@ tokenRoutes.delete('/:jti', async (c) => {
   if (!/^[A-Za-z0-9._:-]{1,200}$/.test(jti)) return apiError(c, 'invalid_argument', `malformed token id "${jti.slice(0, 60)}"`);
   const r = await revokeToken(c.env, p.team, jti);
   if (!r.ok) return apiError(c, 'not_found', r.error.message);
-  return c.json(r.value);
+  // An agent connected with this token goes now (not at its next reconnect), and gets no more jobs.
+  const disconnected = await revokeAgentToken(c.env, p.team, jti).catch((e: Error) => {
+    console.error(`revoke: could not reach the team dispatcher: ${e.message}; its next liveness check disconnects the agent`);
+    return 0;
+  });
+  return c.json({ ...r.value, agentsDisconnected: disconnected });
 });
