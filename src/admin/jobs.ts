@@ -35,9 +35,12 @@ jobAdminRoutes.get('/', async (c) => {
 jobAdminRoutes.get('/:id', async (c) => {
   const id = c.req.param('id');
   if (!JOB_ID.test(id)) return apiError(c, 'invalid_argument', `malformed job id "${id.slice(0, 60)}"`);
+  const include = c.req.query('include');
+  if (include !== undefined && include !== 'result') return apiError(c, 'invalid_argument', `include must be "result", got "${include.slice(0, 40)}"`);
   const r = await jobResult(c.env, c.get('principal').team, id);
   if (!r) return apiError(c, 'not_found', `job "${id}" not found`);
-  return c.json({ job: r.view });
+  // include=result: the stored exit with its inline output, as the caller got it (may be MiBs).
+  return c.json(include === 'result' ? { job: r.view, result: r.exit } : { job: r.view });
 });
 
 jobAdminRoutes.post('/:id/kill', async (c) => {

@@ -8,6 +8,8 @@ import { RuntimeName } from './runtimes.ts';
 import { describeIssues } from './errors.ts';
 
 export const PROTOCOL_VERSION = 1;
+/** Upper bound of an agent's reconnect backoff: after a gateway restart every agent is back within it. */
+export const AGENT_RECONNECT_MAX_BACKOFF_MS = 10_000;
 export const AGENT_CONNECT_PATH = '/agent/v1/connect';
 /** `PUT {gateway}/agent/v1/artifacts/{handle}/{stream}` with Content-Length and X-Gatehouse-* headers. */
 export const ARTIFACT_UPLOAD_PATH = '/agent/v1/artifacts';

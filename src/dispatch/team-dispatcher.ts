@@ -7,7 +7,7 @@
 import { DurableObject } from 'cloudflare:workers';
 import type { Env } from '../env.ts';
 import {
-  PROTOCOL_VERSION, parseAgentMessage, type AgentHello, type EdgeMessage, type JobExit, type SandboxKind, type StreamName,
+  AGENT_RECONNECT_MAX_BACKOFF_MS, PROTOCOL_VERSION, parseAgentMessage, type AgentHello, type EdgeMessage, type JobExit, type SandboxKind, type StreamName,
 } from '../contracts/agent-protocol.ts';
 import { HIBERNATION_ATTACHMENT_MAX_BYTES, attachmentBytes } from '../contracts/limits.ts';
 import { isTerminal, JobListFilter, type AgentView, type JobState, type JobView } from '../contracts/jobs.ts';
@@ -578,7 +578,11 @@ export class TeamDispatcher extends DurableObject<Env> {
     // A token revoked by any path (admin API, offline) disconnects its agents at the next tick.
     await this.dropRevokedAgents();
     for (const j of this.store.running()) {
-      if (j.orphaned_at === null && !this.socketOf(j.agent!)) this.store.setOrphaned([j.id], now); // e.g. sockets lost in a deploy
+      if (j.orphaned_at === null && !this.socketOf(j.agent!)) {
+        // No socket and no close event: this object restarted (a deploy drops every socket). Its agents
+        // are reconnecting with backoff; count the grace from when the slowest of them is back.
+        this.store.setOrphaned([j.id], now + Math.max(0, AGENT_RECONNECT_MAX_BACKOFF_MS - silentFor));
+      }
       else if (j.orphaned_at !== null && now - j.orphaned_at > silentFor) {
         this.close(j.id, 'lost', { error: { code: 'lost', message: `executor agent ${j.agent} did not report the job for ${now - j.orphaned_at}ms (${MISSED_HEARTBEATS} heartbeats); it disconnected or no longer holds the job` } });
       }
