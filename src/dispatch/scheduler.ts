@@ -64,14 +64,15 @@ export function ineligible(job: SchedJob, agent: SchedAgent): Ineligibility | nu
 }
 
 /**
- * Why no connected agent can ever take `job` (the most specific reason), or null when some can.
- * Order: no agents at all, then the first requirement that rules every agent out.
+ * Why no connected agent can ever take `job`, or null when some can. Each agent fails on its first
+ * unmet requirement (agent, sandbox, runtime, labels); the answer is the one of the agent that got
+ * furthest, which is what the user has to change.
  */
 export function whyNoAgentFits(job: SchedJob, agents: SchedAgent[]): Ineligibility | null {
   if (agents.length === 0) return 'no_agent';
   const reasons = agents.map((a) => ineligible(job, a));
   if (reasons.some((r) => r === null)) return null;
-  for (const r of ['agent', 'sandbox', 'runtime', 'labels'] as const) if (reasons.includes(r)) return r;
+  for (const r of ['labels', 'runtime', 'sandbox', 'agent'] as const) if (reasons.includes(r)) return r;
   return 'no_agent';
 }
 

@@ -81,6 +81,8 @@ describe('scheduler', () => {
     expect(whyNoAgentFits(job('x', { runtime: 'kotlin' }), agents)).toBe('runtime');
     expect(whyNoAgentFits(job('x', { labels: ['arm64'] }), agents)).toBe('labels');
     expect(whyNoAgentFits(job('x', { agent: 'nope' }), agents)).toBe('agent');
+    // The agent that got furthest says what to change: the gVisor agent lacks the label, the bwrap one fails the floor.
+    expect(whyNoAgentFits(job('x', { sandboxMinimum: 'gvisor', labels: ['arm64'] }), [agent('bw', { sandbox: 'bwrap' }), agent('gv')])).toBe('labels');
   });
 
   it('is FIFO: a later job never takes a slot an earlier waiting job could use', () => {
