@@ -8,6 +8,7 @@ import { adminRoutes } from './admin/index.ts';
 import { mcpRoutes } from './mcp/index.ts';
 import { agentRoutes } from './dispatch/routes.ts';
 import { cleanupExpiredArtifacts } from './store/artifacts.ts';
+import { siteRoutes, mcpPathHint, notFound } from './site/index.ts';
 export { TeamDispatcher } from './dispatch/team-dispatcher.ts';
 
 const app = new Hono<AppEnv>();
@@ -16,10 +17,16 @@ app.get('/healthz', (c) => c.json({ ok: true }));
 // Misconfiguration (short HS secret, bad signing key) refuses every request but /healthz.
 app.use('*', configGuard());
 app.route('/', wellKnownRoutes);
+app.route('/', siteRoutes);
+// Near-miss MCP paths get the right URL (before /mcp's auth, which would only say 401).
+app.all('/mcp/', mcpPathHint);
+app.all('/mcp/:rest{.+}', mcpPathHint);
+app.all('/sse', mcpPathHint);
 app.route('/mcp', mcpRoutes);
 app.route('/agent/v1', agentRoutes);
 app.use('/admin/v1/*', requireAuth({ scopes: ['admin'] }));
 app.route('/admin/v1', adminRoutes);
+app.notFound(notFound);
 
 export default {
   fetch: app.fetch,
