@@ -62,6 +62,7 @@ export const AgentView = z.object({
   agent_id: z.string(),
   subject: z.string(),
   state: z.enum(['connected', 'disconnected']),
+  connected: z.boolean(),
   version: z.string(),
   sandbox: SandboxKind,
   capacity: z.number().int(),

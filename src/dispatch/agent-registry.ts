@@ -69,7 +69,7 @@ export class AgentRegistry {
 
   view(r: AgentRow, running: number, connected: boolean): AgentView {
     return {
-      agent_id: r.id, subject: r.subject, state: connected ? 'connected' : 'disconnected', version: r.version, sandbox: r.sandbox,
+      agent_id: r.id, subject: r.subject, state: connected ? 'connected' : 'disconnected', connected, version: r.version, sandbox: r.sandbox,
       capacity: r.capacity, running, labels: JSON.parse(r.labels) as string[], runtimes: JSON.parse(r.runtimes) as AgentView['runtimes'],
       connected_at: r.connected_at, last_seen: r.last_seen,
     };

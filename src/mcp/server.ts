@@ -10,6 +10,7 @@ import { registerJobStatus } from './tools/job-status.ts';
 import { registerJobOutput } from './tools/job-output.ts';
 import { registerJobKill } from './tools/job-kill.ts';
 import { registerJobList } from './tools/job-list.ts';
+import { registerRunScript } from './tools/run-script.ts';
 
 export const SERVER_INFO = { name: 'gatehouse', version: '0.1.0' };
 
@@ -30,5 +31,6 @@ export function buildServer(ctx: ToolContext): McpServer {
   registerJobOutput(server, ctx);
   registerJobKill(server, ctx);
   registerJobList(server, ctx);
+  registerRunScript(server, ctx);
   return server;
 }
