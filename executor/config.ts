@@ -23,7 +23,8 @@ export interface AgentConfig {
 
 export const AGENT_USAGE = `gatehouse agent — executor agent: connects out to a Gatehouse gateway and runs its team's jobs in a sandbox
 
-usage: node executor/main.ts --url URL (--token TOKEN | --token-file FILE) --root DIR [options]
+usage: gatehouse agent --url URL (--token-file FILE | --token TOKEN) --root DIR [options]
+       gatehouse agent doctor --url URL --token-file FILE   (check this host: sandbox, runtimes, gateway, token, clock)
 
   --url URL               gateway base URL                      (env GATEHOUSE_URL)
   --token TOKEN           agent token (JWT with scope "agent")  (env GATEHOUSE_AGENT_TOKEN)

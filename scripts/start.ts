@@ -7,7 +7,7 @@
  * .gatehouse/signing-key.json (generated on first start, never committed), .gatehouse/workspace.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { generateSigningKey, mintToken } from '../src/auth/mint.ts';
 
@@ -29,10 +29,32 @@ function log(msg: string): void {
   process.stdout.write(`[gatehouse] ${msg}\n`);
 }
 
-function run(cmd: string, args: string[]): Promise<void> {
+// Every child's chatter goes to a log file under the state dir; the console shows our own lines and
+// the banner. CLOUDFLARE_CF_FETCH_ENABLED=false stops wrangler's lookup of workers.cloudflare.com
+// for a `Request.cf` sample (two stack traces offline); local requests get a placeholder cf object.
+const CHILD_ENV = { ...process.env, WRANGLER_SEND_METRICS: 'false', CLOUDFLARE_CF_FETCH_ENABLED: 'false', NO_COLOR: '1' };
+
+function logFile(name: string): number {
+  return openSync(join(STATE, name), 'w');
+}
+
+function tail(file: string, lines = 30): string {
+  try {
+    return readFileSync(join(STATE, file), 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
+  } catch {
+    return '';
+  }
+}
+
+function run(cmd: string, args: string[], log: string): Promise<void> {
+  const fd = logFile(log);
   return new Promise((ok, fail) => {
-    const p = spawn(cmd, args, { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, WRANGLER_SEND_METRICS: 'false' } });
-    p.on('exit', (code) => (code === 0 ? ok() : fail(new Error(`${cmd} ${args.join(' ')} exited with ${code}`))));
+    const p = spawn(cmd, args, { cwd: ROOT, stdio: ['ignore', fd, fd], env: CHILD_ENV });
+    p.on('exit', (code) => {
+      closeSync(fd);
+      if (code === 0) ok();
+      else fail(new Error(`${cmd} ${args.join(' ')} exited with ${code}:\n${tail(log)}`));
+    });
   });
 }
 
@@ -52,6 +74,18 @@ async function waitHealthy(deadlineMs: number): Promise<void> {
       if ((await fetch(`${URL_BASE}/healthz`)).ok) return;
     } catch { /* not up yet */ }
     if (Date.now() > until) throw new Error(`the gateway did not answer on ${URL_BASE}/healthz within ${deadlineMs} ms`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** Waits for the agent's "connected to" line in its log; answers the sandbox it chose. */
+async function agentConnected(ag: ChildProcess, deadlineMs: number): Promise<string> {
+  const until = Date.now() + deadlineMs;
+  for (;;) {
+    const text = tail('agent.log', 200);
+    if (/connected to /.test(text)) return /sandbox: (\w+)/.exec(text)?.[1] ?? 'unknown';
+    if (ag.exitCode !== null) throw new Error(`the executor agent exited (${ag.exitCode}):\n${tail('agent.log')}`);
+    if (Date.now() > until) throw new Error(`the executor agent did not connect within ${deadlineMs} ms:\n${tail('agent.log')}`);
     await new Promise((r) => setTimeout(r, 200));
   }
 }
@@ -77,19 +111,20 @@ async function main(): Promise<void> {
   writeFileSync(envFile, `GATEHOUSE_SIGNING_KEY='${key}'\nGATEHOUSE_ISSUER='${issuer}'\nGATEHOUSE_AUDIENCE='${audience}'\n`, { mode: 0o600 });
 
   log('applying D1 migrations (local)…');
-  await run(WRANGLER, ['d1', 'migrations', 'apply', 'DB', '--local', '--persist-to', join(STATE, 'state')]);
+  await run(WRANGLER, ['d1', 'migrations', 'apply', 'DB', '--local', '--persist-to', join(STATE, 'state')], 'migrations.log');
 
-  log(`starting the gateway on ${URL_BASE} (wrangler dev)…`);
+  log(`starting the gateway on ${URL_BASE} (wrangler dev; log: ${join(STATE, 'gateway.log')})…`);
+  const gwLog = logFile('gateway.log');
   const gw = spawn(
     WRANGLER,
     ['dev', '--ip', HOST, '--port', String(PORT), '--persist-to', join(STATE, 'state'), '--env-file', envFile,
       '--show-interactive-dev-session=false', '--log-level', 'warn',
       ...(process.env.GATEHOUSE_INSPECTOR_PORT ? ['--inspector-port', process.env.GATEHOUSE_INSPECTOR_PORT] : [])],
-    { cwd: ROOT, detached: true, stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, WRANGLER_SEND_METRICS: 'false' } },
+    { cwd: ROOT, detached: true, stdio: ['ignore', gwLog, gwLog], env: CHILD_ENV },
   );
   children.push(gw);
   gw.on('exit', (code) => {
-    log(`the gateway exited (${code})`);
+    log(`the gateway exited (${code}); the end of ${join(STATE, 'gateway.log')}:\n${tail('gateway.log')}`);
     stopAll(code ?? 1);
   });
   await waitHealthy(90_000);
@@ -101,22 +136,26 @@ async function main(): Promise<void> {
   const agent = await mint('dev-agent', ['agent']);
   writeFileSync(join(STATE, 'tokens.json'), JSON.stringify({ team: TEAM, client: client.token, admin: admin.token, agent: agent.token }, null, 2) + '\n', { mode: 0o600 });
 
-  log('starting one executor agent (strongest sandbox available)…');
+  log(`starting one executor agent (strongest sandbox available; log: ${join(STATE, 'agent.log')})…`);
   const agentArgs = [join(ROOT, 'executor/main.ts'), '--url', URL_BASE, '--token', agent.token, '--root', join(STATE, 'workspace'), '--id', 'local-agent'];
   if (process.env.GATEHOUSE_SANDBOX) agentArgs.push('--sandbox', process.env.GATEHOUSE_SANDBOX);
-  const ag = spawn(NODE, agentArgs, { cwd: ROOT, detached: true, stdio: ['ignore', 'inherit', 'inherit'] });
+  const agentLog = logFile('agent.log');
+  const ag = spawn(NODE, agentArgs, { cwd: ROOT, detached: true, stdio: ['ignore', agentLog, agentLog] });
   children.push(ag);
-  ag.on('exit', (code) => log(`the executor agent exited (${code}); restart with: node executor/main.ts ${agentArgs.slice(1).join(' ').replace(agent.token, '<agent token from .gatehouse/tokens.json>')}`));
+  ag.on('exit', (code) => log(`the executor agent exited (${code}); the end of ${join(STATE, 'agent.log')}:\n${tail('agent.log')}\nrestart it with: node executor/main.ts ${agentArgs.slice(1).join(' ').replace(agent.token, '<agent token from .gatehouse/tokens.json>')}`));
+  const sandbox = await agentConnected(ag, 60_000);
 
   const line = '─'.repeat(72);
   process.stdout.write(
     `\n${line}\n` +
-      `Gatehouse is running (team "${TEAM}")\n\n` +
+      `Gatehouse is running (team "${TEAM}"; agent local-agent, sandbox: ${sandbox})\n\n` +
       `MCP URL:          ${audience}\n` +
       `dev client token: ${client.token}\n\n` +
       `Claude Code:\n  claude mcp add --transport http gatehouse ${audience} --header "Authorization: Bearer ${client.token}"\n\n` +
       `Admin CLI (policy, tokens, audit):\n  export GATEHOUSE_URL=${URL_BASE} GATEHOUSE_ADMIN_TOKEN=${admin.token}\n  npx gatehouse policy get\n\n` +
-      `All tokens: ${join(STATE, 'tokens.json')}   Workspace: ${join(STATE, 'workspace')}   Ctrl-C stops everything.\n${line}\n\n`,
+      `Home page:        ${URL_BASE}/\n` +
+      `All tokens: ${join(STATE, 'tokens.json')}   Workspace: ${join(STATE, 'workspace')}\n` +
+      `Logs: ${join(STATE, 'gateway.log')}, ${join(STATE, 'agent.log')} (one line per job)   Ctrl-C stops everything.\n${line}\n`,
   );
 }
 

@@ -8,18 +8,26 @@ import { adminRoutes } from './admin/index.ts';
 import { mcpRoutes } from './mcp/index.ts';
 import { agentRoutes } from './dispatch/routes.ts';
 import { cleanupExpiredArtifacts } from './store/artifacts.ts';
+import { siteRoutes, mcpPathHint, notFound } from './site/index.ts';
 export { TeamDispatcher } from './dispatch/team-dispatcher.ts';
 
 const app = new Hono<AppEnv>();
 
-app.get('/healthz', (c) => c.json({ ok: true }));
+// `time` lets `gatehouse agent doctor` measure clock skew (local workerd sends no Date header).
+app.get('/healthz', (c) => c.json({ ok: true, time: Date.now() }));
 // Misconfiguration (short HS secret, bad signing key) refuses every request but /healthz.
 app.use('*', configGuard());
 app.route('/', wellKnownRoutes);
+app.route('/', siteRoutes);
+// Near-miss MCP paths get the right URL (before /mcp's auth, which would only say 401).
+app.all('/mcp/', mcpPathHint);
+app.all('/mcp/:rest{.+}', mcpPathHint);
+app.all('/sse', mcpPathHint);
 app.route('/mcp', mcpRoutes);
 app.route('/agent/v1', agentRoutes);
 app.use('/admin/v1/*', requireAuth({ scopes: ['admin'] }));
 app.route('/admin/v1', adminRoutes);
+app.notFound(notFound);
 
 export default {
   fetch: app.fetch,

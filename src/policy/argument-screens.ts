@@ -16,6 +16,7 @@ import { screenMake } from './screens/make.ts';
 import { programOptionsScreen } from './screens/program-options.ts';
 import { screenSed } from './screens/sed.ts';
 import { screenTar } from './screens/tar.ts';
+import { isAllowed } from './executables.ts';
 import { deny, pass, type StageResult } from './types.ts';
 
 // A Map, not an object literal: an executable called `__proto__` must find nothing.
@@ -55,7 +56,10 @@ export function screenArguments(policy: PolicyDocument, exe: string, args: reado
     if (args[i].includes('\u0000')) return deny(`Argument ${i + 1} contains a NUL byte, which cannot be passed to a program`);
   }
   const rule = ruleFor(policy, exe);
-  const ctx: ScreenContext = { exe, base, allowInlineCode: rule?.allowInlineCode ?? false, codeMode: o.codeMode ?? false };
+  const ctx: ScreenContext = {
+    exe, base, allowInlineCode: rule?.allowInlineCode ?? false, codeMode: o.codeMode ?? false,
+    isAllowedExecutable: (name) => isAllowed(policy.executables.allow, name),
+  };
   for (const screen of builtinScreens(base)) {
     const reason = screen(args, ctx);
     if (reason) return deny(reason);

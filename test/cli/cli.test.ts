@@ -59,20 +59,38 @@ describe('usage', () => {
     expect(h.stdout).toContain('gatehouse token create');
     const v = await cli(['--version']);
     expect(v.stdout.trim()).toBe(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version);
-    for (const c of [['token', '--help'], ['policy', '--help'], ['audit', '--help'], ['token', 'create', '--help'], ['policy', 'check', '--help']]) {
-      const r = await cli(c);
+    const every = [
+      ['token', '--help'], ['token', 'create', '--help'], ['token', 'list', '--help'], ['token', 'revoke', '--help'], ['token', 'bootstrap', '--help'],
+      ['policy', '--help'], ['policy', 'get', '--help'], ['policy', 'set', '--help'], ['policy', 'check', '--help'],
+      ['audit', '--help'], ['audit', 'tail', '--help'], ['agents', '--help'],
+      ['jobs', '--help'], ['jobs', 'list', '--help'], ['jobs', 'show', '-h'], ['jobs', 'kill', '--help'],
+    ];
+    for (const c of every) {
+      // No gateway needed for help: it works without a URL or token.
+      const r = await cli(c, { env: { GATEHOUSE_URL: undefined, GATEHOUSE_ADMIN_TOKEN: undefined } });
       expect(r.code, c.join(' ')).toBe(0);
       expect(r.stdout, c.join(' ')).toMatch(/usage/);
     }
+    // The agent's help names the command a user types, not a file in the repository.
+    const agent = await cli(['agent', '--help']);
+    expect(agent.code).toBe(0);
+    expect(agent.stdout).toContain('usage: gatehouse agent --url URL');
+    expect(agent.stdout).not.toContain('executor/main.ts');
   });
 
   it('exits 2 on an unknown command or flag, listing what is allowed', async () => {
     const c = await cli(['frobnicate']);
     expect(c.code).toBe(2);
-    expect(c.stderr).toContain('unknown command "frobnicate"; allowed: token, policy, audit, agent');
+    expect(c.stderr).toContain('unknown command "frobnicate"; allowed: token, policy, audit, agents, jobs, agent, help');
     const f = await cli(['token', 'list', '--colour']);
     expect(f.code).toBe(2);
     expect(f.stderr).toMatch(/unknown flag "--colour" for "token list"; allowed: --url, --token/);
+    const v = await cli(['token', 'create', '--scope']);
+    expect(v.code).toBe(2);
+    expect(v.stderr).toContain('--scope needs a value');
+    const j = await cli(['jobs', 'frob']);
+    expect(j.code).toBe(2);
+    expect(j.stderr).toContain('allowed: list, show, kill');
     const s = await cli(['token', 'mint']);
     expect(s.code).toBe(2);
     expect(s.stderr).toContain('allowed: create, list, revoke, bootstrap');

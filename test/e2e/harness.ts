@@ -115,7 +115,7 @@ export async function startGateway(opts: GatewayOptions = {}): Promise<Gateway> 
   const persist = join(stateDir, 'state');
   mkdirSync(persist, { recursive: true });
   // wrangler's shebang runs `node` from PATH: make that the pinned Node 22 even outside npm scripts.
-  const env = { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH}`, WRANGLER_SEND_METRICS: 'false', CI: 'true', NO_COLOR: '1' };
+  const env = { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH}`, WRANGLER_SEND_METRICS: 'false', CI: 'true', NO_COLOR: '1', CLOUDFLARE_CF_FETCH_ENABLED: 'false' };
   if (!opts.skipMigrations) {
     const m = await run(WRANGLER, ['d1', 'migrations', 'apply', 'DB', '--local', '--persist-to', persist], { env });
     if (m.code !== 0) throw new Error(`migrations failed:\n${m.out}`);

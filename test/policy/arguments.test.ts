@@ -6,7 +6,7 @@ import { check, policy, run } from './helpers.ts';
 const EXES = [
   'find', 'git', 'tar', 'sed', 'awk', 'gawk', 'mawk', 'make', 'sort', 'split', 'zip', 'rsync', 'ssh', 'wget', 'node', 'python3', 'python', 'perl', 'ruby', 'php',
   'bash', 'sh', 'Rscript', 'elixir', 'erl', 'kotlinc', 'lua', 'julia', 'pwsh', 'vim', 'deno', 'bun', 'tsx', 'gcc', 'cc', 'clang', 'rustc', 'go', 'java', 'javac',
-  'env', 'xargs', 'nice', 'timeout', 'nohup', 'stdbuf', 'setsid', 'chroot', 'sudo', 'su', 'busybox', 'ld-linux-x86-64.so.2', 'ls', 'cat', '/usr/bin/git',
+  'diff', 'sdiff', 'env', 'xargs', 'nice', 'timeout', 'nohup', 'stdbuf', 'setsid', 'chroot', 'sudo', 'su', 'busybox', 'ld-linux-x86-64.so.2', 'ls', 'cat', '/usr/bin/git',
 ];
 const P = policy({ executables: { allow: EXES } });
 
@@ -73,6 +73,16 @@ const BYPASSES: string[][] = [
   ['rustc', '-C', 'link-arg=-fuse-ld=/tmp/ld', 'x.rs'],
   ['go', 'test', '-exec', 'sh', './...'], ['go', 'build', '-toolexec=sh', '.'], ['go', 'vet', '-vettool=/tmp/x', '.'], ['go', 'build', '-ldflags=-extld=sh', '.'], ['go', 'env', '-w', 'CC=sh'],
   ['java', '-XX:OnOutOfMemoryError=id', 'Main'], ['java', '-XX:OnError=id', 'Main'], ['java', '@argfile'], ['javac', '-J-XX:OnError=id', 'X.java'],
+  // an option's value is never the end of the options (getopt takes `--` as the value)
+  ['tar', '-c', '-f', '--', '--checkpoint=1', '--checkpoint-action=exec=id', '.'], ['tar', 'cf', '--', '--to-command=sh', '.'], ['tar', '-cf', '--', '-I', 'sh', '.'],
+  ['sort', '-o', '--', '--compress-program=sh', 'f'], ['sort', '-S1K', '-o', '--', '--compress=sh', 'f'], ['split', '-l', '--', '--filter=sh', 'f'],
+  ['git', 'clone', '--branch', '--', '--upload-pack=id', 'a', 'b'], ['git', 'clone', '-b', '--', '-uid', 'a', 'b'], ['git', 'fetch', '--depth', '--', '--upload-pack=id', 'a'],
+  ['git', 'log', '--frobnicate', '--', '--ext-diff'], ['rsync', '-f', '--', '-e', 'sh', 'a', 'b'], ['make', '-f', '--', '--eval=x'], ['make', '-C', '--', '-E', 'x'],
+  // config keys and options that name programs
+  ['git', 'config', 'gpg.ssh.defaultKeyCommand', 'id'], ['git', 'config', 'gpg.ssh.program', 'id'], ['git', 'config', 'diff.external', 'id'], ['git', 'config', 'core.fsmonitor', 'id'],
+  ['git', 'commit', '-S', '-m', 'x'], ['git', 'commit', '--gpg-sign', '-m', 'x'], ['git', 'tag', '-s', 'v1'], ['git', 'diff', '--ext-diff'], ['git', 'log', '-p', '--ext-diff'], ['git', 'show', '--ext'],
+  ['make', '-f', '/dev/null', 'x', 'CC=touch m #'], ['make', 'CC=/tmp/evil'], ['make', 'CXX=evil'], ['make', 'LINK.c=evil'], ['make', 'CC=cc # x'], ['make', 'CFLAGS=-O2 #'],
+  ['diff', '--diff-program=sh', 'a', 'b'], ['sdiff', '-o', '--', '--diff-program=sh', 'a', 'b'],
 ];
 
 describe('built-in screens deny known escapes', () => {
@@ -97,7 +107,9 @@ const EVERYDAY: string[][] = [
   ['sed', 's/[/]/x/'], ['sed', '-n', 'l'], ['sed', '--expression=s/e/f/'], ['sed', '-i.bak', 's/a/b/', 'f'],
   ['awk', '{ print $1 }', 'f'], ['awk', '-F:', '{ print $1 }', '/etc/passwd'], ['awk', '/a|b/ { n++ } END { print n }'], ['awk', '{ split($0, a, "|"); print a[1] }'],
   ['awk', '$1 == "x" || $2 == "y"'], ['awk', '{ print $1 / 2 }'], ['awk', '{ print > "/dev/stderr" }'], ['gawk', '-v', 'x=1', 'BEGIN { print x }'],
-  ['make'], ['make', '-j4', 'test'], ['make', 'CFLAGS=-O2 -g', 'all'], ['make', '-C', 'sub', 'install', 'PREFIX=/tmp/p'], ['make', '-f', 'Other.mk'],
+  ['make'], ['make', 'CC=gcc'], ['make', 'CC=cc', 'CFLAGS=-O2'], ['git', 'clone', '--branch', 'main', 'a', 'b'], ['git', 'log', '--', 'path'], ['tar', '-cf', 'x.tar', '--', '-odd-name'],
+  ['sort', '-o', 'out', '--', '-odd-name'], ['git', 'diff', '--no-ext-diff'],
+  ['make', '-j4', 'test'], ['make', 'CFLAGS=-O2 -g', 'all'], ['make', '-C', 'sub', 'install', 'PREFIX=/tmp/p'], ['make', '-f', 'Other.mk'],
   ['sort', '-u', 'x'], ['sort', '--check', 'x'], ['zip', '-T', 'x.zip', 'x'], ['rsync', '-av', 'a/', 'b/'], ['ssh', '-o', 'BatchMode=yes', 'h'],
   ['node', 'script.js'], ['node', 'script.js', '-e', 'x'], ['node', '--test'], ['node', '--max-old-space-size=512', 'x.js'], ['node', '--enable-source-maps', 'x.js', '--print'],
   ['node', '--version'], ['tsx', 'x.ts'],

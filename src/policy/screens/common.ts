@@ -8,6 +8,8 @@ export interface ScreenContext {
   allowInlineCode: boolean;
   /** Code mode: the agent puts the code file first, so the arguments are the program's own. */
   codeMode: boolean;
+  /** Whether the policy's executable allowlist admits this bare name (make's `CC=clang`). */
+  isAllowedExecutable: (name: string) => boolean;
 }
 
 export type Screen = (args: readonly string[], ctx: ScreenContext) => string | null;

@@ -7,25 +7,44 @@
  * git's parse-options accepts unambiguous long-option prefixes, so those are matched too.
  */
 import { argDenied, type Screen } from './common.ts';
-import { isLong, longOption, shortCluster } from './options.ts';
+import { longIs, scanOptions, type Arity, type GetoptSpec } from './getopt.ts';
+import { isLong, longOption } from './options.ts';
 
 /** Global options (before the subcommand) that take the next argument as their value. */
 const GLOBAL_VALUED = new Set(['-C', '-c', '--git-dir', '--work-tree', '--namespace', '--super-prefix', '--config-env', '--list-cmds', '--attr-source']);
 
-/** Config keys whose value names a program, a file of config, or a hook (lower-cased). */
-const DANGEROUS_KEY = new RegExp(
-  '^(?:' + [
-    'core\\.(?:sshcommand|pager|editor|fsmonitor|hookspath|gitproxy|askpass|alternaterefscommand|attributesfile|worktree)',
-    'credential\\.(?:.*\\.)?helper',
-    'diff\\.external', 'diff\\..*\\.(?:textconv|command)', 'difftool\\..*\\.(?:cmd|path)', 'mergetool\\..*\\.(?:cmd|path)',
-    'merge\\..*\\.driver', 'filter\\..*', 'sequence\\.editor', 'pager\\..*', 'alias\\..*', 'gpg\\..*program', 'gpg\\.program',
-    'uploadpack\\.packobjectshook', 'remote\\..*\\.(?:uploadpack|receivepack|vcs|proxy)', 'protocol\\..*allow', 'include\\.path',
-    'includeif\\..*', 'submodule\\..*\\.update', 'url\\..*\\.(?:insteadof|pushinsteadof)', 'hook\\..*', 'init\\.templatedir',
-    'web\\.browser', 'browser\\..*\\.(?:cmd|path)', 'man\\..*\\.(?:cmd|path)', 'sendemail\\..*', 'instaweb\\..*',
-    'interactive\\.difffilter', 'ssh\\.variant', 'receive\\.procreceiverefs', 'http\\..*proxy', 'http\\.proxy',
-  ].join('|') + ')(?:=|$)',
-  's',
+/**
+ * Config keys whose value names a program, a hook, or more configuration (lower-cased). One
+ * list, used for `git config` and for the `-c`/`--config` refusals' messages, and by the strict preset.
+ */
+export const GIT_PROGRAM_KEYS: readonly string[] = [
+  'core\\.(?:sshcommand|pager|editor|fsmonitor|hookspath|gitproxy|askpass|alternaterefscommand|attributesfile|worktree|excludesfile)',
+  'credential\\.(?:.*\\.)?helper',
+  'diff\\.external', 'diff\\..*\\.(?:textconv|command)', 'difftool\\..*\\.(?:cmd|path)', 'mergetool\\..*\\.(?:cmd|path)',
+  'merge\\..*\\.driver', 'filter\\..*', 'sequence\\.editor', 'pager\\..*', 'alias\\..*', 'gpg\\..*program', 'gpg\\.program',
+  'gpg\\.ssh\\.defaultkeycommand', 'commit\\.gpgsign', 'tag\\.gpgsign',
+  'uploadpack\\.packobjectshook', 'remote\\..*\\.(?:uploadpack|receivepack|vcs|proxy)', 'protocol\\..*allow', 'include\\.path',
+  'includeif\\..*', 'submodule\\..*\\.update', 'url\\..*\\.(?:insteadof|pushinsteadof)', 'hook\\..*', 'init\\.templatedir',
+  'web\\.browser', 'browser\\..*\\.(?:cmd|path)', 'man\\..*\\.(?:cmd|path)', 'sendemail\\..*', 'instaweb\\..*',
+  'interactive\\.difffilter', 'ssh\\.variant', 'receive\\.procreceiverefs', 'http\\..*proxy', 'http\\.proxy', 'core\\.sshcommand',
+];
+const DANGEROUS_KEY = new RegExp(`^(?:${GIT_PROGRAM_KEYS.join('|')})(?:=|$)`, 's');
+
+/** Long options that take a value in the transport subcommands (for abbreviations and `--opt --`). */
+const TRANSPORT_LONG: Record<string, Arity> = Object.fromEntries(
+  ['branch', 'origin', 'upload-pack', 'receive-pack', 'exec', 'template', 'reference', 'reference-if-able', 'depth', 'shallow-since', 'shallow-exclude',
+    'separate-git-dir', 'config', 'jobs', 'server-option', 'filter', 'bundle-uri', 'ref-format', 'refmap', 'repo', 'push-option', 'deepen', 'negotiation-tip',
+    'recurse-submodules-default', 'submodule-prefix', 'sort']
+    .map((n) => [n, 'required' as const]),
 );
+/**
+ * git's parse-options per subcommand: only what is certain is declared; every other option is
+ * taken as "may take a value", so a `--` after it never ends the scan (see getopt.ts).
+ */
+function subSpec(sub: string): GetoptSpec {
+  if (['clone', 'fetch', 'pull', 'push', 'ls-remote'].includes(sub)) return { shortValued: sub === 'clone' ? 'bocuj' : 'ouj', shortFlags: 'qvlsn', long: TRANSPORT_LONG };
+  return { shortFlags: '' };
+}
 
 /** Subcommands that exist to run a command or an external program. */
 const DENIED_SUBCOMMANDS: Record<string, string> = {
@@ -53,6 +72,9 @@ const PROGRAM_OPTIONS: { sub: string[] | '*'; long: string; why: string }[] = [
   { sub: ['difftool', 'mergetool'], long: 'tool', why: 'it picks an external program to run' },
   { sub: ['grep'], long: 'open-files-in-pager', why: 'it runs a pager program' },
   { sub: ['config'], long: 'edit', why: 'it starts an editor program' },
+  { sub: '*', long: 'ext-diff', why: 'it runs the diff.external program from the repository\'s configuration, which the workspace can change' },
+  { sub: '*', long: 'textconv', why: 'it runs textconv programs from the repository\'s attributes and configuration' },
+  { sub: ['commit', 'tag', 'merge', 'rebase', 'cherry-pick', 'revert', 'am', 'pull'], long: 'gpg-sign', why: 'it runs the signing program named in the configuration (gpg.program, gpg.ssh.defaultKeyCommand)' },
 ];
 
 /** Short options that name a program to run, per subcommand. */
@@ -64,6 +86,8 @@ const PROGRAM_SHORT: { sub: string[]; letter: string; why: string }[] = [
   { sub: ['difftool', 'mergetool'], letter: 't', why: 'it picks an external program to run' },
   { sub: ['grep'], letter: 'O', why: 'it runs a pager program' },
   { sub: ['config'], letter: 'e', why: 'it starts an editor program' },
+  { sub: ['commit', 'tag', 'merge', 'rebase', 'cherry-pick', 'revert', 'am', 'pull'], letter: 'S', why: 'it runs the signing program named in the configuration (gpg.program, gpg.ssh.defaultKeyCommand)' },
+  { sub: ['tag'], letter: 's', why: 'it runs the signing program named in the configuration (gpg.program, gpg.ssh.defaultKeyCommand)' },
 ];
 
 export const screenGit: Screen = (args, ctx) => {
@@ -101,15 +125,14 @@ export const screenGit: Screen = (args, ctx) => {
       }
     }
   }
-  for (const a of rest) {
-    if (a === '--') break;
-    for (const p of PROGRAM_OPTIONS) {
-      if ((p.sub === '*' || p.sub.includes(sub)) && isLong(a, p.long, { abbrev: true })) return no(a, p.why);
-    }
-    const cluster = shortCluster(a);
-    if (cluster) {
+  for (const t of scanOptions(rest, subSpec(sub))) {
+    if (t.kind === 'long') {
+      for (const p of PROGRAM_OPTIONS) {
+        if ((p.sub === '*' || p.sub.includes(sub)) && longIs(t, p.long)) return no(t.arg, p.why);
+      }
+    } else if (t.kind === 'short') {
       for (const p of PROGRAM_SHORT) {
-        if (p.sub.includes(sub) && cluster.includes(p.letter)) return no(a, p.why);
+        if (p.sub.includes(sub) && t.letter === p.letter) return no(t.arg, p.why);
       }
     }
   }

@@ -1,6 +1,7 @@
 /**
- * The `gatehouse` CLI: admin commands against a gateway (tokens, policy, audit), the offline
- * bootstrap of the first admin token, and `gatehouse agent` (the executor agent).
+ * The `gatehouse` admin CLI: commands against a gateway's admin API (tokens, policy, audit,
+ * agents, jobs) and the offline bootstrap of the first admin token. `gatehouse agent …` is the
+ * executor agent, which bin/gatehouse.mjs starts without loading this module.
  * Exit codes: 0 ok, 1 the gateway refused or failed (printed as "error (code): message"), 2 usage.
  */
 import { readFileSync } from 'node:fs';
@@ -9,8 +10,10 @@ import { info, out } from './io.ts';
 import { tokenCommand } from './token.ts';
 import { policyCommand } from './policy.ts';
 import { auditCommand } from './audit.ts';
+import { agentsCommand } from './agents.ts';
+import { jobsCommand } from './jobs.ts';
 
-const COMMANDS = ['token', 'policy', 'audit', 'agent', 'help'];
+const COMMANDS = ['token', 'policy', 'audit', 'agents', 'jobs', 'agent', 'help'];
 
 export const HELP = `gatehouse — admin CLI and executor agent of a Gatehouse MCP gateway
 
@@ -21,7 +24,10 @@ usage:
   gatehouse token bootstrap --team <team> --key-file <jwk.json|.dev.vars> --issuer URL --audience URL
   gatehouse policy get | set <file.json|-> | check [--runtime r] [--cwd d] -- <command> [args...]
   gatehouse audit tail [--limit N] [--follow] [--decision denied]
-  gatehouse agent --url URL --token <agent token> --root DIR [...]   (run an executor agent)
+  gatehouse agents                                    the team's executor agents
+  gatehouse jobs list [--state s] | show <id> | kill <id>
+  gatehouse agent --url URL --token-file FILE --root DIR [...]   run an executor agent
+  gatehouse agent doctor --url URL --token-file FILE             check an agent host
   gatehouse --version
 
 connection (admin commands):
@@ -31,7 +37,7 @@ ${formatFlags({ url: GLOBAL_FLAGS.url, token: GLOBAL_FLAGS.token, json: GLOBAL_F
 
 export function version(): string {
   try {
-    return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+    return (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
   } catch {
     return 'unknown';
   }
@@ -44,13 +50,11 @@ export async function main(argv: string[]): Promise<number> {
       case 'token': return await tokenCommand(rest);
       case 'policy': return await policyCommand(rest);
       case 'audit': return await auditCommand(rest);
-      case 'agent': {
-        // The agent lives in executor/main.ts (its own module); loaded only when asked for.
-        // (A variable specifier keeps the CLI type-checking on its own while the agent evolves.)
-        const agentModule = '../main.ts';
-        const agent = (await import(agentModule)) as { runAgentCli(argv: string[]): Promise<number> };
-        return await agent.runAgentCli(rest);
-      }
+      case 'agents': return await agentsCommand(rest);
+      case 'jobs': return await jobsCommand(rest);
+      case 'agent':
+        info('gatehouse: "agent" is started by the gatehouse command itself (bin/gatehouse.mjs), not by the admin CLI');
+        return 2;
       case '--version': case '-v': case 'version':
         out(version());
         return 0;

@@ -3,8 +3,8 @@ import { readFileSync } from 'node:fs';
 import { parseArgs, parseDuration, UsageError, formatFlags, type FlagSpecs } from './args.ts';
 import { api, connection, formatError } from './client.ts';
 import { info, iso, out, printJson, table } from './io.ts';
-import { mintToken } from '../../src/auth/mint.ts';
-import { SCOPES } from '../../src/env.ts';
+import { mintToken } from '../src/auth/mint.ts';
+import { SCOPES } from '../src/env.ts';
 
 const SCOPE_LIST = SCOPES.join(', ');
 const TEAM_RE = /^[a-z0-9][a-z0-9_-]{0,62}$/;
