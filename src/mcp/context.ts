@@ -19,6 +19,12 @@ export interface ToolContext {
   era: ProtocolEra;
   /** Keeps work alive after the response is gone (a cancellation sent when the client hangs up). */
   waitUntil: (p: Promise<unknown>) => void;
+  /**
+   * A nonce per request (the server and this context are built per request): 2026-era calls are
+   * cancelled by closing their own stream, so their jobs need not be found by request id alone,
+   * and two calls that reuse a request id must not cancel each other's jobs.
+   */
+  callNonce?: string;
 }
 
 /**
@@ -45,6 +51,11 @@ export function missingScope(ctx: ToolContext, tool: string, anyOf: Scope[]): Ca
     undefined,
     'insufficient_scope',
   );
+}
+
+/** The cancel key of this call's jobs (every job a call starts shares it). */
+export function callCancelKey(ctx: ToolContext, extra: ToolExtra): string {
+  return cancelKey(ctx.principal, extra.mcpReq.id, ctx.callNonce);
 }
 
 /**

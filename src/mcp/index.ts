@@ -80,7 +80,7 @@ export const SSE_KEEPALIVE_MS = 1000;
 const factory: McpServerFactory = ({ era, authInfo }) => {
   const base = authInfo ? requestContexts.get(authInfo) : undefined;
   if (!base) throw new Error('MCP request without a verified principal');
-  return buildServer({ ...base, era });
+  return buildServer({ ...base, era, ...(era === 'modern' ? { callNonce: crypto.randomUUID() } : {}) });
 };
 
 /**
