@@ -16,8 +16,8 @@ import { getTeamPolicy } from '../store/policies.ts';
 import { newArtifactHandle } from '../store/artifacts.ts';
 import { writeAudit } from '../store/audit.ts';
 import { failAudit, recordJobCreated } from '../store/jobs.ts';
-import { awaitJob, errorCode, submitJob } from '../dispatch/client.ts';
-import { cancelKey, type ToolContext, type ToolExtra } from './context.ts';
+import { awaitJob, cancelByCall, errorCode, submitJob } from '../dispatch/client.ts';
+import { callCancelKey, type ToolContext, type ToolExtra } from './context.ts';
 import { progressReporter } from './progress.ts';
 
 export interface GovernedRequest {
@@ -85,8 +85,9 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
       jobId: spec.jobId, exitStatus: 'queued',
     });
     audited = true;
+    const key = callCancelKey(ctx, extra);
     const answer = await submitJob(env, principal.team, {
-      spec, cancelKey: cancelKey(principal, extra.requestId), runtime: r.job.runtime, tool: r.tool, subject: principal.subject,
+      spec, cancelKey: key, runtime: r.job.runtime, tool: r.tool, subject: principal.subject,
       tokenId: principal.tokenId, maxConcurrentJobs: policy.limits.maxConcurrentJobs, queueWaitMs: policy.limits.queueWaitMs,
       maxQueueLength: policy.queue.maxLength, sandboxMinimum: policy.sandbox.minimum === 'none' ? undefined : policy.sandbox.minimum,
       agent: r.selector?.agent, labels: r.selector?.labels, background: r.background === true, auditId,
@@ -94,7 +95,9 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
     submitted = true;
     if (!answer.ok) return { kind: 'error', error: { code: errorCode(answer.code), message: answer.message }, decision, jobId, handle: spec.artifactHandle };
     if (r.background) return { kind: 'accepted', state: answer.state, decision, jobId, handle: spec.artifactHandle, agentId: answer.agentId };
-    const res = await awaitJob(env, principal.team, spec.jobId, progressReporter(extra));
+    // A background call's stream ends at once; only a foreground call's hang-up is a 2026-era cancel.
+    const stopOnHangUp = cancelOnStreamClose(ctx, extra, key);
+    const res = await awaitJob(env, principal.team, spec.jobId, progressReporter(extra)).finally(stopOnHangUp);
     if (!res.ok) return { kind: 'error', error: res.error, decision, jobId, handle: spec.artifactHandle };
     return { kind: 'done', exit: res.value.exit, decision, jobId, handle: spec.artifactHandle, agentId: res.value.agentId, sandbox: res.value.sandbox };
   } catch (e) {
@@ -108,6 +111,23 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
       await failAudit(env.DB, principal.team, auditId, `dispatch failed: ${failure ?? 'unknown'}`).catch(() => {});
     }
   }
+}
+
+/**
+ * 2026-07-28 has no `notifications/cancelled` over HTTP: a client cancels a call by closing the
+ * call's response stream, which aborts the SDK's request signal. Then the team's DO kills the
+ * job's whole process tree. (2025-era clients keep `notifications/cancelled`, routed in index.ts.)
+ * Returns the function that stops listening once the job has ended on its own.
+ */
+function cancelOnStreamClose(ctx: ToolContext, extra: ToolExtra, key: string): () => void {
+  if (ctx.era !== 'modern') return () => {};
+  const signal = extra.mcpReq.signal;
+  const onAbort = () => {
+    ctx.waitUntil(cancelByCall(ctx.env, ctx.principal.team, key, 'the client closed the request stream').catch(() => false));
+  };
+  if (signal.aborted) onAbort();
+  else signal.addEventListener('abort', onAbort, { once: true });
+  return () => signal.removeEventListener('abort', onAbort);
 }
 
 export function exitStatus(exit: JobExit): string {

@@ -1,5 +1,5 @@
 /** `job_kill`: stops a job — queued: cancelled at once; running: TERM, then KILL after a grace, whole sandbox. */
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { McpServer } from '@modelcontextprotocol/server';
 import { JobKillInput, JobKillOutput } from '../../contracts/job-tools.ts';
 import { killJob } from '../../dispatch/client.ts';
 import type { JobState } from '../../contracts/jobs.ts';

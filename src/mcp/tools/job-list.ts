@@ -1,5 +1,5 @@
 /** `job_list`: the team's jobs, newest first, filtered by state / subject / tool, paged by cursor. */
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { McpServer } from '@modelcontextprotocol/server';
 import { JobListInput, JobListOutput } from '../../contracts/job-tools.ts';
 import { listJobs } from '../../dispatch/client.ts';
 import { missingScope, toolResult, type ToolContext } from '../context.ts';

@@ -3,7 +3,7 @@
  * relayed so far (live tail, up to the job's inline cap); once its artifact is stored: the full
  * stream from R2. Any connection of the team can read, at any time.
  */
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { McpServer } from '@modelcontextprotocol/server';
 import { JOB_OUTPUT_DEFAULT_BYTES, JobOutputInput, JobOutputOutput } from '../../contracts/job-tools.ts';
 import { isTerminal } from '../../contracts/jobs.ts';
 import { jobStatus, liveOutput } from '../../dispatch/client.ts';

@@ -1,5 +1,5 @@
 /** `job_status`: where a job stands; with wait_ms, waits (long-poll, ≤ 60 s) for it to end. */
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { McpServer } from '@modelcontextprotocol/server';
 import { JobStatusInput, JobStatusOutput } from '../../contracts/job-tools.ts';
 import { jobStatus } from '../../dispatch/client.ts';
 import { missingScope, toolResult, type ToolContext } from '../context.ts';
