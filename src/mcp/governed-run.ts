@@ -11,12 +11,14 @@ import { getTeamPolicy } from '../store/policies.ts';
 import { newArtifactHandle } from '../store/artifacts.ts';
 import { writeAudit } from '../store/audit.ts';
 import { recordJobCreated } from '../store/jobs.ts';
-import { dispatchJob } from '../dispatch/client.ts';
-import { cancelKey, type ToolContext, type ToolExtra } from './context.ts';
+import { cancelByCall, dispatchJob } from '../dispatch/client.ts';
+import { callCancelKey, type ToolContext, type ToolExtra } from './context.ts';
 import { progressReporter } from './progress.ts';
 
 export interface GovernedRequest {
-  tool: 'execute' | 'runtime_execute';
+  tool: 'execute' | 'runtime_execute' | 'run_script';
+  /** A run_script subprocess: the script's id, so its audit row links to the script's row. */
+  parentJobId?: string;
   policy: Omit<PolicyRequest, 'team' | 'subject' | 'tool'>;
   /** What the agent runs; `mode` may differ from the policy's (runtime shell code is decided as a shell string). */
   job: Pick<JobSpec, 'mode' | 'command' | 'args'> & { runtime?: RuntimeName; code?: string; stdin?: string };
@@ -34,6 +36,7 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
     team: principal.team, subject: principal.subject, tokenId: principal.tokenId, tool: r.tool,
     command: { mode: r.policy.mode, command: r.policy.command, args: r.policy.args, runtime: r.policy.runtime, env: r.policy.env },
     cwd: r.policy.cwd,
+    ...(r.parentJobId ? { parentJobId: r.parentJobId } : {}),
   };
   const { policy } = await getTeamPolicy(env, principal.team);
   const decision = await decide(policy, { ...r.policy, tool: r.tool, team: principal.team, subject: principal.subject });
@@ -64,14 +67,16 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
     ...(eff.allowedExecutables && r.job.mode !== 'shell' ? { allowedExecutables: eff.allowedExecutables } : {}),
   };
   await recordJobCreated(env.DB, { team: principal.team, spec, tool: r.tool, subject: principal.subject, at: started });
+  const key = callCancelKey(ctx, extra);
+  const stopOnHangUp = cancelOnStreamClose(ctx, extra, key);
   const res = await dispatchJob(
     env, principal.team,
     {
-      spec, cancelKey: cancelKey(principal, extra.requestId), runtime: r.job.runtime, tool: r.tool, subject: principal.subject,
+      spec, cancelKey: key, runtime: r.job.runtime, tool: r.tool, subject: principal.subject,
       maxConcurrentJobs: policy.limits.maxConcurrentJobs, queueWaitMs: policy.limits.queueWaitMs,
     },
     progressReporter(extra),
-  );
+  ).finally(stopOnHangUp);
   if (!res.ok) {
     await writeAudit(env.DB, { ...auditBase, decision: 'failed', reason: `${res.error.code}: ${res.error.message}`, jobId: spec.jobId, durationMs: Date.now() - started });
     return { kind: 'error', error: res.error, decision, jobId: spec.jobId, handle: spec.artifactHandle };
@@ -87,6 +92,23 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
     bytes: exit.streams.stdout.bytes + exit.streams.stderr.bytes,
   });
   return { kind: 'done', exit, decision, jobId: spec.jobId, handle: spec.artifactHandle, agentId: res.value.agentId };
+}
+
+/**
+ * 2026-07-28 has no `notifications/cancelled` over HTTP: a client cancels a call by closing the
+ * call's response stream, which aborts the SDK's request signal. Then the team's DO kills the
+ * job's whole process tree. (2025-era clients keep `notifications/cancelled`, routed in index.ts.)
+ * Returns the function that stops listening once the job has ended on its own.
+ */
+function cancelOnStreamClose(ctx: ToolContext, extra: ToolExtra, key: string): () => void {
+  if (ctx.era !== 'modern') return () => {};
+  const signal = extra.mcpReq.signal;
+  const onAbort = () => {
+    ctx.waitUntil(cancelByCall(ctx.env, ctx.principal.team, key, 'the client closed the request stream').catch(() => false));
+  };
+  if (signal.aborted) onAbort();
+  else signal.addEventListener('abort', onAbort, { once: true });
+  return () => signal.removeEventListener('abort', onAbort);
 }
 
 export function exitStatus(exit: JobExit): string {
