@@ -5,11 +5,11 @@
  * subprocess API's shapes and messages; each subprocess has its own audit row linked to the script.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { hasCommand, startAgent, startGateway, type AgentProcess, type Gateway } from './harness.ts';
+import { hasCommand, ROOT, startAgent, startGateway, type AgentProcess, type Gateway } from './harness.ts';
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
 import { startOpaServer, type OpaServer } from '../support/opa-server.ts';
 
@@ -44,6 +44,7 @@ beforeAll(async () => {
   root = mkdtempSync(join(tmpdir(), 'gatehouse-script-'));
   mkdirSync(join(root, 'sub'));
   writeFileSync(join(root, 'report.txt'), 'ok 1\nFAIL test_two\nok 3\nFAIL test_four\n');
+  writeFileSync(join(root, 'Makefile'), 'build:\n\techo building\ntest:\n\tcat report.txt\n\tfalse\n');
   agent = startAgent(gw, { token: await gw.token({ team: TEAM, scopes: ['agent'] }), root, sandbox: SANDBOX, capacity: 4, agentId: 'script-agent' });
   await agent.ready;
   client = await gw.mcp(TEAM, ['execute', 'artifacts:read']);
@@ -127,6 +128,18 @@ describe('run_script basics', () => {
     const out = await run('return 1', { timeout_ms: 500_000 });
     expect(out.r.isError).toBe(true);
     expect(out.t).toContain('Requested timeout (500000ms) exceeds maximum (120000ms)');
+  });
+});
+
+describe('the README example', () => {
+  it('builds, tests and greps the failures in one call', async () => {
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const code = /```js\n\/\/ run_script[^\n]*\n([\s\S]*?)```/.exec(readme)![1];
+    const out = await run(code, { outputMode: 'summary' });
+    expect(out.r.isError, out.t).toBeFalsy();
+    expect(out.s.result).toEqual({ stage: 'test', passed: false, failures: ['FAIL test_two', 'FAIL test_four'] });
+    expect(out.s.stdoutSummary).toContain('tests exited 2');
+    expect(out.s.subprocesses.count).toBe(2);
   });
 });
 
