@@ -67,7 +67,7 @@ describe('memory', () => {
     }
     if (hog) {
       expect(hog.isError).toBe(true);
-      expect((hog.structuredContent as { error: string }).error).toMatch(/^Sandbox error: /);
+      expect((hog.structuredContent as { error: { message: string } }).error.message).toMatch(/^Sandbox error: /);
     }
     await client.close().catch(() => undefined);
     // The runtime restarts; within a minute a fresh client runs a script again.
