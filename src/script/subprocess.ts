@@ -110,6 +110,8 @@ export async function runSubprocess(sc: SubprocessContext, raw: unknown): Promis
   // Subprocesses never run in the background: runGoverned answers them only when the job ended.
   if (out.kind !== 'done') return fail('internal', `subprocess.${op}: the job was accepted but not awaited`);
   const { exit } = out;
+  // A cancelled subprocess means the call was cancelled (or the script timed out): start nothing more.
+  if (exit.state === 'cancelled') budget.closed = true;
   await notify(sc, `#${n} ${label(req.command)}: ${exit.state}${exit.exitCode !== null ? ` ${exit.exitCode}` : ''} (${Math.round(exit.durationMs)} ms)`);
   if (exit.state === 'failed_to_start') {
     const os = (exit.error?.message ?? 'spawn failed').replace(/^Error: execute: spawn failed:?\s*/, '') || 'spawn failed';
