@@ -5,6 +5,7 @@
  */
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { ExecuteInput, ExecuteOutput } from '../../contracts/tools.ts';
+import { strictInput } from '../../contracts/strict-input.ts';
 import { missingScope, toolError, toolResult, type ToolContext } from '../context.ts';
 import { runGoverned } from '../governed-run.ts';
 
@@ -17,7 +18,7 @@ export function registerExecute(server: McpServer, ctx: ToolContext): void {
         'Runs a command in a sandbox on one of the team\'s executor agents. With "args" the executable runs directly (no shell); ' +
         'without it the whole string runs with sh -c, if the team policy allows shell strings. Returns stdout, stderr, exit code ' +
         '(inline output capped, full output kept as an artifact: search it with query_output).',
-      inputSchema: ExecuteInput,
+      inputSchema: strictInput(ExecuteInput),
       outputSchema: ExecuteOutput,
     },
     async (input, extra) => {

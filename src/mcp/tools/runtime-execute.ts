@@ -4,6 +4,7 @@
  */
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { RuntimeExecuteInput, RuntimeExecuteOutput } from '../../contracts/tools.ts';
+import { strictInput } from '../../contracts/strict-input.ts';
 import { RUNTIMES, type RuntimeName } from '../../contracts/runtimes.ts';
 import { listAgents } from '../../dispatch/client.ts';
 import { getArtifactRows, readTail } from '../../store/artifacts.ts';
@@ -23,7 +24,7 @@ export function registerRuntimeExecute(server: McpServer, ctx: ToolContext): voi
         'Runs a runtime (node, typescript, python, shell, ruby, php, perl, r, elixir, go, java, kotlin, rust, c, cpp, csharp) under the team policy. ' +
         'Args mode: "args" for the runtime\'s executable. Code mode: "code" is written to a temp file, compiled if needed, and run. ' +
         'outputMode minimal (default) returns status and counts plus an artifactHandle to search with query_output; summary adds head+tail; intent returns only lines matching queryTerms.',
-      inputSchema: RuntimeExecuteInput,
+      inputSchema: strictInput(RuntimeExecuteInput),
       outputSchema: RuntimeExecuteOutput,
     },
     async (input, extra) => {
