@@ -13,7 +13,8 @@ export { TeamDispatcher } from './dispatch/team-dispatcher.ts';
 
 const app = new Hono<AppEnv>();
 
-app.get('/healthz', (c) => c.json({ ok: true }));
+// `time` lets `gatehouse agent doctor` measure clock skew (local workerd sends no Date header).
+app.get('/healthz', (c) => c.json({ ok: true, time: Date.now() }));
 // Misconfiguration (short HS secret, bad signing key) refuses every request but /healthz.
 app.use('*', configGuard());
 app.route('/', wellKnownRoutes);
