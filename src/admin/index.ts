@@ -9,6 +9,7 @@ import { toErrorShape } from '../contracts/errors.ts';
 import { tokenRoutes } from './tokens.ts';
 import { policyRoutes } from './policy.ts';
 import { auditRoutes } from './audit.ts';
+import { artifactRoutes } from './artifacts.ts';
 import { ownTeamOnly } from './team.ts';
 import { apiError } from './http.ts';
 
@@ -23,6 +24,7 @@ teamApi.get('/', whoami);
 teamApi.route('/tokens', tokenRoutes);
 teamApi.route('/policy', policyRoutes);
 teamApi.route('/audit', auditRoutes);
+teamApi.route('/artifacts', artifactRoutes);
 
 export const adminRoutes = new Hono<AppEnv>();
 
@@ -39,5 +41,5 @@ adminRoutes.route('/teams/:team', teamApi);
 adminRoutes.route('/', teamApi);
 
 adminRoutes.all('*', (c) =>
-  apiError(c, 'not_found', `no admin route ${c.req.method} ${new URL(c.req.url).pathname}; see /admin/v1/{tokens,policy,policy/check,audit}`),
+  apiError(c, 'not_found', `no admin route ${c.req.method} ${new URL(c.req.url).pathname}; see /admin/v1/{tokens,policy,policy/check,audit,artifacts/:handle}`),
 );
