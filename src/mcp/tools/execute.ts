@@ -3,6 +3,7 @@
  * command` (a policy switch, decided on the whole string). Result keeps the reference's shape
  * plus Gatehouse's truthful terminal state, the job id and the artifact handle.
  */
+import { z } from 'zod';
 import type { McpServer } from '@modelcontextprotocol/server';
 import { ExecuteInput, ExecuteOutput } from '../../contracts/tools.ts';
 import { strictInput } from '../../contracts/strict-input.ts';
@@ -19,7 +20,7 @@ export function registerExecute(server: McpServer, ctx: ToolContext): void {
         'without it the whole string runs with sh -c, if the team policy allows shell strings. Returns stdout, stderr, exit code ' +
         '(inline output capped, full output kept as an artifact: search it with query_output).',
       inputSchema: strictInput(ExecuteInput),
-      outputSchema: ExecuteOutput,
+      outputSchema: z.object(ExecuteOutput),
     },
     async (input, extra) => {
       const denied = missingScope(ctx, 'execute', ['execute']);

@@ -1,4 +1,5 @@
 /** `policy_check`: a dry run of the team policy for a command, with the stage and reason. */
+import { z } from 'zod';
 import type { McpServer } from '@modelcontextprotocol/server';
 import { PolicyCheckInput, PolicyCheckOutput } from '../../contracts/tools.ts';
 import { strictInput } from '../../contracts/strict-input.ts';
@@ -14,7 +15,7 @@ export function registerPolicyCheck(server: McpServer, ctx: ToolContext): void {
       title: 'Dry-run the team policy',
       description: 'Says whether the team policy would allow a command (args given: direct exec; omitted: shell string), which stage decides, and why. Nothing runs.',
       inputSchema: strictInput(PolicyCheckInput),
-      outputSchema: PolicyCheckOutput,
+      outputSchema: z.object(PolicyCheckOutput),
     },
     async (input) => {
       const denied = missingScope(ctx, 'policy_check', ['execute', 'admin']);

@@ -1,4 +1,5 @@
 /** `query_output` (reference 000): search a job's artifact instead of reading it whole. */
+import { z } from 'zod';
 import type { McpServer } from '@modelcontextprotocol/server';
 import { QueryOutputInput, QueryOutputOutput } from '../../contracts/tools.ts';
 import { strictInput } from '../../contracts/strict-input.ts';
@@ -15,7 +16,7 @@ export function registerQueryOutput(server: McpServer, ctx: ToolContext): void {
         'Searches the stored stdout/stderr of a job (artifactHandle from execute or runtime_execute) for queryTerms and returns excerpt ' +
         'windows with line numbers (contextLines around each match, overlapping windows merged).',
       inputSchema: strictInput(QueryOutputInput),
-      outputSchema: QueryOutputOutput,
+      outputSchema: z.object(QueryOutputOutput),
     },
     async (input) => {
       const denied = missingScope(ctx, 'query_output', ['artifacts:read']);

@@ -2,6 +2,7 @@
  * `runtime_execute` (reference 000): one of 16 runtimes, args mode or code mode, output shaped
  * by `outputMode` (minimal by default: a few numbers and the artifact handle).
  */
+import { z } from 'zod';
 import type { McpServer } from '@modelcontextprotocol/server';
 import { RuntimeExecuteInput, RuntimeExecuteOutput } from '../../contracts/tools.ts';
 import { strictInput } from '../../contracts/strict-input.ts';
@@ -25,7 +26,7 @@ export function registerRuntimeExecute(server: McpServer, ctx: ToolContext): voi
         'Args mode: "args" for the runtime\'s executable. Code mode: "code" is written to a temp file, compiled if needed, and run. ' +
         'outputMode minimal (default) returns status and counts plus an artifactHandle to search with query_output; summary adds head+tail; intent returns only lines matching queryTerms.',
       inputSchema: strictInput(RuntimeExecuteInput),
-      outputSchema: RuntimeExecuteOutput,
+      outputSchema: z.object(RuntimeExecuteOutput),
     },
     async (input, extra) => {
       const denied = missingScope(ctx, 'runtime_execute', ['execute']);
