@@ -1,8 +1,10 @@
 /** `job_kill`: stops a job — queued: cancelled at once; running: TERM, then KILL after a grace, whole sandbox. */
+import { z } from 'zod';
 import type { McpServer } from '@modelcontextprotocol/server';
 import { JobKillInput, JobKillOutput } from '../../contracts/job-tools.ts';
 import { killJob } from '../../dispatch/client.ts';
 import type { JobState } from '../../contracts/jobs.ts';
+import { strictInput } from '../../contracts/strict-input.ts';
 import { missingScope, toolResult, type ToolContext } from '../context.ts';
 import { auditJobCall, jobNotFound } from './job-common.ts';
 
@@ -12,8 +14,8 @@ export function registerJobKill(server: McpServer, ctx: ToolContext): void {
     {
       title: 'Stop a job',
       description: 'Stops a job of your team: a queued job is cancelled at once; a running one is killed with its whole process tree (TERM, then KILL) and ends "cancelled". Follow with job_status.',
-      inputSchema: JobKillInput,
-      outputSchema: JobKillOutput,
+      inputSchema: strictInput(JobKillInput),
+      outputSchema: z.object(JobKillOutput),
     },
     async (input) => {
       const denied = missingScope(ctx, 'job_kill', ['execute']);

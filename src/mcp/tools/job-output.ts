@@ -3,11 +3,13 @@
  * relayed so far (live tail, up to the job's inline cap); once its artifact is stored: the full
  * stream from R2. Any connection of the team can read, at any time.
  */
+import { z } from 'zod';
 import type { McpServer } from '@modelcontextprotocol/server';
 import { JOB_OUTPUT_DEFAULT_BYTES, JobOutputInput, JobOutputOutput } from '../../contracts/job-tools.ts';
 import { isTerminal } from '../../contracts/jobs.ts';
 import { jobStatus, liveOutput } from '../../dispatch/client.ts';
 import { getArtifactRows } from '../../store/artifacts.ts';
+import { strictInput } from '../../contracts/strict-input.ts';
 import { missingScope, toolError, toolResult, type ToolContext } from '../context.ts';
 import { auditJobCall, jobNotFound } from './job-common.ts';
 
@@ -19,8 +21,8 @@ export function registerJobOutput(server: McpServer, ctx: ToolContext): void {
       description:
         'Reads stdout or stderr of a job from a byte offset (max_bytes at a time; continue from next_offset until eof). ' +
         'Works while the job runs (live tail) and after it ended (stored artifact).',
-      inputSchema: JobOutputInput,
-      outputSchema: JobOutputOutput,
+      inputSchema: strictInput(JobOutputInput),
+      outputSchema: z.object(JobOutputOutput),
     },
     async (input) => {
       const denied = missingScope(ctx, 'job_output', ['artifacts:read']);
