@@ -6,7 +6,7 @@ import { Hono } from 'hono';
 import type { AppEnv } from '../env.ts';
 import { JobState } from '../contracts/jobs.ts';
 import { jobResult, killJob, listAllAgents, listJobs } from '../dispatch/client.ts';
-import { writeAudit } from '../store/audit.ts';
+import { auditAdmin } from './audit-action.ts';
 import { apiError } from './http.ts';
 
 export const agentAdminRoutes = new Hono<AppEnv>();
@@ -49,10 +49,7 @@ jobAdminRoutes.post('/:id/kill', async (c) => {
   if (!JOB_ID.test(id)) return apiError(c, 'invalid_argument', `malformed job id "${id.slice(0, 60)}"`);
   const reason = `killed by ${p.subject} (admin API)`;
   const r = await killJob(c.env, p.team, id, reason);
-  await writeAudit(c.env.DB, {
-    team: p.team, subject: p.subject, tokenId: p.tokenId, tool: 'admin.job_kill', command: { job_id: id }, jobId: id,
-    decision: r.found ? 'allowed' : 'failed', reason: r.found ? `state ${r.state}` : 'not_found',
-  });
+  await auditAdmin(c, 'admin.job_kill', { command: { job_id: id }, jobId: id, ok: r.found, reason: r.found ? `state ${r.state}` : 'not_found' });
   if (!r.found) return apiError(c, 'not_found', `job "${id}" not found`);
   return c.json({ job_id: id, state: r.state });
 });

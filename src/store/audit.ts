@@ -22,7 +22,7 @@ export interface AuditEntry {
 }
 
 export const AUDIT_DECISIONS = ['allowed', 'denied', 'failed'] as const;
-export const AUDIT_TOOLS = ['execute', 'runtime_execute', 'query_output', 'policy_check', 'list_runtimes', 'run_script', 'job_status', 'job_output', 'job_kill', 'job_list', 'admin.job_kill'] as const;
+export const AUDIT_TOOLS = ['execute', 'runtime_execute', 'query_output', 'policy_check', 'list_runtimes', 'run_script', 'job_status', 'job_output', 'job_kill', 'job_list', 'admin.policy_set', 'admin.token_create', 'admin.token_revoke', 'admin.job_kill'] as const;
 
 /** Inserts one audit row; returns its id (a running job's row is completed later by its id). */
 export async function writeAudit(db: D1Database, e: AuditEntry): Promise<number | null> {

@@ -245,7 +245,7 @@ maybe('durable dispatch', () => {
     const jti = `rev-agent-${Date.now()}`;
     const a = await agentFor('rev', { id: 'rev-a', sandbox: 'bwrap', jti });
     const before = Date.now();
-    const revoke = await admin('rev', 'DELETE', `/tokens/${jti}`);
+    const revoke = await admin('rev', 'DELETE', `/tokens/${jti}?unrecorded=true`);
     expect(revoke.status).toBe(200);
     expect(revoke.body.agentsDisconnected).toBe(1);
     await until(async () => /agent token revoked/.test(a.logs()), 1_000, 'the agent to see its socket closed');
@@ -275,6 +275,48 @@ maybe('durable dispatch', () => {
     const noSuch = await call(c, 'execute', { command: 'echo', args: ['x'], labels: ['arm64'] });
     expect(noSuch.t).toContain('carries all the labels');
   }, 120_000);
+
+  it('a 2025-era client that hangs up mid-call does not stop its job: the result stays readable and the call has exactly one audit row', async () => {
+    const token = await gw.token({ team: 'dur', scopes: ['execute', 'artifacts:read'] });
+    const ctl = new AbortController();
+    const res = await fetch(gw.mcpUrl, {
+      method: 'POST', signal: ctl.signal,
+      headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', 'MCP-Protocol-Version': '2025-11-25' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'execute', arguments: { command: 'sleep 2; echo survived' }, _meta: { progressToken: 'p1' } } }),
+    });
+    // Read until the first progress notification names the job, then hang up without cancelling.
+    const reader = res.body!.getReader();
+    let seen = '';
+    let jobId = '';
+    while (!jobId) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error(`stream ended before a progress notification: ${seen}`);
+      seen += new TextDecoder().decode(value);
+      jobId = /job ([0-9a-f-]{36})/.exec(seen)?.[1] ?? '';
+    }
+    ctl.abort();
+    const c = await mcp('dur');
+    const end = await call(c, 'job_status', { job_id: jobId, wait_ms: 30_000 });
+    expect(end.s).toMatchObject({ state: 'exited', exit_code: 0 });
+    expect((await call(c, 'job_output', { job_id: jobId })).s.data).toBe('survived\n');
+    const rows = await until(async () => {
+      const a = await admin('dur', 'GET', '/audit?tool=execute&limit=200');
+      const mine = (a.body.entries as S[]).filter((e) => e.jobId === jobId);
+      return mine.length === 1 && mine[0].exitStatus === 'exit 0' ? mine : null;
+    }, 20_000, 'the audit row to be completed');
+    expect(rows).toHaveLength(1);
+  }, 60_000);
+
+  it('audits admin actions: policy set, token create and revoke, job kill', async () => {
+    await gw.putPolicy('dur', POLICY);
+    const created = await admin('dur', 'POST', '/tokens', { subject: 'audited-token', scopes: ['execute'] });
+    expect(created.status).toBe(201);
+    await admin('dur', 'DELETE', `/tokens/${created.body.jti as string}`);
+    await admin('dur', 'POST', '/jobs/no-such-job/kill');
+    const audit = await admin('dur', 'GET', '/audit?limit=50');
+    const tools = (audit.body.entries as S[]).map((e) => e.tool);
+    for (const t of ['admin.policy_set', 'admin.token_create', 'admin.token_revoke', 'admin.job_kill']) expect(tools).toContain(t);
+  }, 60_000);
 
   it('a gateway restart mid-job loses nothing: the job completes, its result and a 10 MiB inline output read back, recorded once', async () => {
     const c = await mcp('dur');
