@@ -6,7 +6,8 @@
  *
  * `node bench/hotpath.ts [n]` runs it alone against a fresh gateway and agent.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -45,6 +46,24 @@ export async function benchHotPath(client: Client, n: number): Promise<HotPathFi
     f.execute.push(...(await timed(1, exec)));
   }
   return f;
+}
+
+/**
+ * CPU time (ms, user + system) used so far by the process listening on `port` on 127.0.0.1 —
+ * workerd for a `wrangler dev` gateway. null when it cannot be found (no `ss`, not Linux).
+ */
+export function cpuMsOfListener(port: number): number | null {
+  try {
+    const out = execFileSync('ss', ['-ltnpH', `sport = :${port}`], { encoding: 'utf8' });
+    const pid = /pid=(\d+)/.exec(out)?.[1];
+    if (!pid) return null;
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // Fields 14 and 15 of /proc/<pid>/stat (utime, stime), in clock ticks of 10 ms.
+    return (Number(f[11]) + Number(f[12])) * 10;
+  } catch {
+    return null;
+  }
 }
 
 export function p50(xs: number[]): number {
