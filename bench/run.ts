@@ -187,7 +187,7 @@ async function main() {
     await warmClient?.close();
 
     const sc2 = await benchScale(gw, { agents: 100, jobs: quick ? 300 : 2000 });
-    row(`one team: ${sc2.agents} simulated agents, ${sc2.jobs} queued jobs`, `${sc2.dispatchPerS.toFixed(0)} jobs/s dispatched`, `queue→start p99 ${f(sc2.queueToStartP99)}`, `p50 ${f(sc2.queueToStartP50)}; submit ${sc2.submitPerS.toFixed(0)} jobs/s; ${sc2.errors} errors`);
+    row(`one team: ${sc2.agents} simulated agents, ${sc2.jobs} queued jobs`, `${sc2.dispatchPerS.toFixed(0)} jobs/s dispatched`, `queue→start p99 ${f(sc2.queueToStartP99)}`, `p50 ${f(sc2.queueToStartP50)}; submit ${sc2.submitPerS.toFixed(0)} jobs/s (call p50 ${f(sc2.submitCallP50)}); gateway RSS +${sc2.gatewayRssGrowthMb?.toFixed(0) ?? '?'} MB; ${sc2.errors} errors`);
   } finally {
     for (const a of agents) await a.stop();
     await gw.stop();
