@@ -5,6 +5,8 @@ export interface Env {
   DB: D1Database;
   ARTIFACTS: R2Bucket;
   TEAM_DISPATCHER: DurableObjectNamespace<TeamDispatcher>;
+  /** Worker Loader (Dynamic Workers): run_script's isolates. Absent → run_script answers a configuration error. */
+  LOADER?: WorkerLoader;
   /** Secret: private JWK (JSON) of the Gatehouse signing key (ES256). `npm start` generates one. */
   GATEHOUSE_SIGNING_KEY?: string;
   /** Optional secret: HS256 shared secret for tokens minted by another system; ≥ 32 bytes. */

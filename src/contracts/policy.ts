@@ -21,6 +21,29 @@ export const OpaEvaluator = z.object({
   policyPath: z.string().regex(/^[A-Za-z0-9_]+(\/[A-Za-z0-9_]+)*$/, 'policyPath is slash-separated rule path like mcp/subprocess').default('mcp/subprocess'),
 });
 
+/**
+ * Script mode (`run_script`): off unless enabled. Subprocesses are a separate switch — without a
+ * `subprocess` section a script may compute but start nothing.
+ */
+export const ScriptSubprocessPolicy = z.object({
+  /** Subprocesses one script may start (each one is a governed job with its own audit row). */
+  maxCount: z.number().int().min(1).max(1000).default(50),
+  /** Total wall time of one script's subprocesses added together. */
+  maxTotalMs: z.number().int().min(100).max(3_600_000).default(600_000),
+});
+export const ScriptPolicy = z.object({
+  enabled: z.boolean().default(false),
+  defaultTimeoutMs: z.number().int().min(100).max(3_600_000).default(120_000),
+  maxTimeoutMs: z.number().int().min(100).max(3_600_000).default(120_000),
+  /**
+   * CPU budget of the script's isolate. Cloudflare's default CPU limit per invocation is 30 s
+   * and the most a Worker may be given is 5 min (developers.cloudflare.com/workers/platform/limits/#cpu-time).
+   */
+  cpuMs: z.number().int().min(10).max(300_000).default(30_000),
+  subprocess: ScriptSubprocessPolicy.optional(),
+});
+export type ScriptPolicy = z.infer<typeof ScriptPolicy>;
+
 export const PolicyDocument = z.object({
   version: z.literal(POLICY_SCHEMA_VERSION),
   /** Feature gates: `runtime.enabled = false` denies every runtime_execute call. */
@@ -67,6 +90,7 @@ export const PolicyDocument = z.object({
       timeoutMs: z.number().int().min(100).max(10_000).default(2_000),
     })
     .default({ mode: 'any', evaluators: [], timeoutMs: 2_000 }),
+  script: ScriptPolicy.default({ enabled: false, defaultTimeoutMs: 120_000, maxTimeoutMs: 120_000, cpuMs: 30_000 }),
   artifacts: z.object({ retentionHours: z.number().min(1).max(24 * 90).default(24) }).default({ retentionHours: 24 }),
 });
 export type PolicyDocument = z.infer<typeof PolicyDocument>;

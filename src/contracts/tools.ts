@@ -77,6 +77,27 @@ export const RuntimeExecuteOutput = {
   notes: z.array(z.string()).optional(),
 };
 
+// ---- run_script (script mode) ----
+export const RunScriptInput = {
+  code: z.string().describe('JavaScript, or TypeScript (types are stripped): top-level statements with await and a top-level return, or a module with export default. At most 51200 bytes.'),
+  vars: z.record(z.string(), z.unknown()).optional().describe('JSON values the script reads as the frozen global "vars"'),
+  timeout_ms: z.number().int().min(100).max(3_600_000).optional().describe('Wall time for the whole script (default 120000; the team policy sets the maximum)'),
+  outputMode: OutputMode.optional().describe('minimal (default: status, result, counts, artifactHandle), summary (console head+tail), intent (console lines matching queryTerms)'),
+  queryTerms: z.array(z.string().min(1).max(200)).max(10).optional(),
+  contextLines: z.number().int().min(0).max(20).optional(),
+  maxResponseLines: z.number().int().min(5).max(1000).optional(),
+};
+export const RunScriptOutput = {
+  ...RuntimeExecuteOutput,
+  /** The script's return value (JSON). Absent when it returned nothing or failed. */
+  result: z.unknown().optional(),
+  /** `Sandbox error: …` when the script failed. */
+  error: z.string().optional(),
+  scriptId: z.string().optional(),
+  subprocesses: z.object({ count: z.number().int(), totalMs: z.number() }).optional(),
+  consoleTruncated: z.boolean().optional(),
+};
+
 // ---- query_output (reference 000) ----
 export const QueryOutputInput = {
   artifactHandle: z.string().min(1).max(200),

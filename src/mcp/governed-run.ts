@@ -16,7 +16,9 @@ import { cancelKey, type ToolContext, type ToolExtra } from './context.ts';
 import { progressReporter } from './progress.ts';
 
 export interface GovernedRequest {
-  tool: 'execute' | 'runtime_execute';
+  tool: 'execute' | 'runtime_execute' | 'run_script';
+  /** A run_script subprocess: the script's id, so its audit row links to the script's row. */
+  parentJobId?: string;
   policy: Omit<PolicyRequest, 'team' | 'subject' | 'tool'>;
   /** What the agent runs; `mode` may differ from the policy's (runtime shell code is decided as a shell string). */
   job: Pick<JobSpec, 'mode' | 'command' | 'args'> & { runtime?: RuntimeName; code?: string; stdin?: string };
@@ -34,6 +36,7 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
     team: principal.team, subject: principal.subject, tokenId: principal.tokenId, tool: r.tool,
     command: { mode: r.policy.mode, command: r.policy.command, args: r.policy.args, runtime: r.policy.runtime, env: r.policy.env },
     cwd: r.policy.cwd,
+    ...(r.parentJobId ? { parentJobId: r.parentJobId } : {}),
   };
   const { policy } = await getTeamPolicy(env, principal.team);
   const decision = await decide(policy, { ...r.policy, tool: r.tool, team: principal.team, subject: principal.subject });

@@ -6,6 +6,7 @@ import { registerRuntimeExecute } from './tools/runtime-execute.ts';
 import { registerQueryOutput } from './tools/query-output-tool.ts';
 import { registerPolicyCheck } from './tools/policy-check.ts';
 import { registerListRuntimes } from './tools/list-runtimes.ts';
+import { registerRunScript } from './tools/run-script.ts';
 
 export const SERVER_INFO = { name: 'gatehouse', version: '0.1.0' };
 
@@ -22,5 +23,6 @@ export function buildServer(ctx: ToolContext): McpServer {
   registerQueryOutput(server, ctx);
   registerPolicyCheck(server, ctx);
   registerListRuntimes(server, ctx);
+  registerRunScript(server, ctx);
   return server;
 }

@@ -5,7 +5,7 @@
 import type { RuntimeName } from '../contracts/runtimes.ts';
 
 export interface PolicyRequest {
-  tool: 'execute' | 'runtime_execute' | 'policy_check';
+  tool: 'execute' | 'runtime_execute' | 'policy_check' | 'run_script';
   /** argv: command+args, no shell; shell: command is the whole `sh -c` string; code: runtime code mode */
   mode: 'argv' | 'shell' | 'code';
   command: string; // executable (argv/code) or the whole shell string (shell)

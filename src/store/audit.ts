@@ -17,22 +17,24 @@ export interface AuditEntry {
   exitStatus?: string;
   durationMs?: number;
   bytes?: number;
+  /** Set on a run_script subprocess's row: the script's job id (its own row has that jobId). */
+  parentJobId?: string;
 }
 
 export const AUDIT_DECISIONS = ['allowed', 'denied', 'failed'] as const;
-export const AUDIT_TOOLS = ['execute', 'runtime_execute', 'query_output', 'policy_check', 'list_runtimes'] as const;
+export const AUDIT_TOOLS = ['execute', 'runtime_execute', 'query_output', 'policy_check', 'list_runtimes', 'run_script'] as const;
 
 export async function writeAudit(db: D1Database, e: AuditEntry): Promise<void> {
   const command = e.command === undefined ? null : JSON.stringify(redact(e.command));
   await db
     .prepare(
-      `INSERT INTO audit (at, team, subject, token_id, tool, command, cwd, decision, reason, job_id, exit_status, duration_ms, bytes)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO audit (at, team, subject, token_id, tool, command, cwd, decision, reason, job_id, exit_status, duration_ms, bytes, parent_job_id)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     )
     .bind(
       Date.now(), e.team, e.subject, e.tokenId ?? null, e.tool,
       command, e.cwd ?? null, e.decision, e.reason === undefined ? null : redactString(e.reason),
-      e.jobId ?? null, e.exitStatus ?? null, e.durationMs ?? null, e.bytes ?? null,
+      e.jobId ?? null, e.exitStatus ?? null, e.durationMs ?? null, e.bytes ?? null, e.parentJobId ?? null,
     )
     .run();
 }
@@ -126,6 +128,7 @@ export interface AuditRow {
   exitStatus: string | null;
   durationMs: number | null;
   bytes: number | null;
+  parentJobId: string | null;
 }
 
 export interface AuditFilter {
@@ -157,6 +160,7 @@ export function decodeCursor(c: string): number | null {
 interface DbAuditRow {
   id: number; at: number; subject: string; token_id: string | null; tool: string; command: string | null; cwd: string | null;
   decision: string; reason: string | null; job_id: string | null; exit_status: string | null; duration_ms: number | null; bytes: number | null;
+  parent_job_id: string | null;
 }
 
 /**
@@ -182,7 +186,7 @@ export async function queryAudit(db: D1Database, team: string, f: AuditFilter): 
   params.push(limit + 1);
   const r = await db
     .prepare(
-      `SELECT id, at, subject, token_id, tool, command, cwd, decision, reason, job_id, exit_status, duration_ms, bytes
+      `SELECT id, at, subject, token_id, tool, command, cwd, decision, reason, job_id, exit_status, duration_ms, bytes, parent_job_id
        FROM audit WHERE ${where.join(' AND ')} ORDER BY id DESC LIMIT ?`,
     )
     .bind(...params)
@@ -191,7 +195,7 @@ export async function queryAudit(db: D1Database, team: string, f: AuditFilter): 
   const page = rows.slice(0, limit);
   const entries = page.map((x): AuditRow => ({
     id: x.id, at: x.at, subject: x.subject, tokenId: x.token_id, tool: x.tool, command: parseJson(x.command), cwd: x.cwd,
-    decision: x.decision, reason: x.reason, jobId: x.job_id, exitStatus: x.exit_status, durationMs: x.duration_ms, bytes: x.bytes,
+    decision: x.decision, reason: x.reason, jobId: x.job_id, exitStatus: x.exit_status, durationMs: x.duration_ms, bytes: x.bytes, parentJobId: x.parent_job_id,
   }));
   return { entries, nextCursor: rows.length > limit ? encodeCursor(page[page.length - 1].id) : null };
 }

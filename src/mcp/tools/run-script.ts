@@ -1,0 +1,80 @@
+/**
+ * `run_script`: one JS/TS program in its own isolate instead of many tool calls; its
+ * subprocesses go through the governed path. Thin: src/script/ does the work, this file maps
+ * the outcome onto the tool result (shaped by `outputMode` like runtime_execute).
+ */
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { RunScriptInput, RunScriptOutput } from '../../contracts/tools.ts';
+import type { JobExit } from '../../contracts/agent-protocol.ts';
+import { shapeRuntimeResult } from '../output-shape.ts';
+import { missingScope, toolError, toolResult, type ToolContext } from '../context.ts';
+import { runScript, type ScriptRun } from '../../script/run.ts';
+
+export function registerRunScript(server: McpServer, ctx: ToolContext): void {
+  server.registerTool(
+    'run_script',
+    {
+      title: 'Run a script that may start governed subprocesses',
+      description:
+        'Runs a JavaScript/TypeScript program in an isolate with no network. Globals: console, sleep(ms), vars, ' +
+        'gatehouse.exec(command, args?, {cwd, env, stdin, timeoutMs}), Deno.Command(cmd, {args, cwd, env}).output(), ' +
+        'child_process.exec(shellString, {cwd, env, encoding}), queryOutput(handle, terms, opts). Every subprocess is decided by the ' +
+        'team policy and audited like execute. The top-level return value (or export default) comes back as JSON in "result"; ' +
+        'console output is kept as an artifact (outputMode summary/intent shows it). Off unless the team policy enables script mode.',
+      inputSchema: RunScriptInput,
+      outputSchema: RunScriptOutput,
+    },
+    async (input, extra) => {
+      const denied = missingScope(ctx, 'run_script', ['execute']);
+      if (denied) return denied;
+      const outputMode = input.outputMode ?? 'minimal';
+      if (outputMode === 'intent' && !input.queryTerms?.length) {
+        return toolError('Error: outputMode "intent" returns only console lines matching queryTerms; pass at least one query term');
+      }
+      const out = await runScript(ctx, extra, { code: input.code, vars: input.vars, timeoutMs: input.timeout_ms });
+      if (out.kind === 'refused') {
+        if (out.code !== 'policy_denied') return toolError(out.message.startsWith('Error:') ? out.message : `Error: ${out.message}`);
+        const structured = {
+          status: 'denied' as const, exitCode: null, signal: null, durationMs: 0, outputLines: 0, outputBytes: 0, artifactHandle: null,
+          notes: [`script: ${out.message}`],
+        };
+        return { ...toolError(`Error: policy denied (script): ${out.message}`), structuredContent: structured };
+      }
+      const run = out.run;
+      const shaped = shapeRuntimeResult(asExit(run), {
+        artifactHandle: run.artifactHandle, outputMode, queryTerms: input.queryTerms,
+        contextLines: input.contextLines, maxResponseLines: input.maxResponseLines,
+      });
+      const structured = {
+        ...shaped,
+        status: run.status,
+        ...(run.result !== undefined ? { result: run.result } : {}),
+        ...(run.error ? { error: run.error } : {}),
+        scriptId: run.scriptId,
+        subprocesses: run.subprocesses,
+        consoleTruncated: run.consoleTruncated,
+        ...(run.typescript ? { notes: [...(shaped.notes ?? []), 'TypeScript: types were stripped before running'] } : {}),
+      };
+      if (run.error) return { ...toolError(run.error), structuredContent: structured };
+      return toolResult(structured);
+    },
+  );
+}
+
+/** The script's output as a job exit, so outputMode shaping is the same code as runtime_execute's. */
+function asExit(run: ScriptRun): JobExit {
+  const enc = new TextEncoder();
+  const lines = (s: string) => (s === '' ? 0 : s.split('\n').length - (s.endsWith('\n') ? 1 : 0));
+  return {
+    type: 'job.exit', jobId: run.scriptId,
+    state: run.status === 'timeout' ? 'timed_out' : run.status === 'cancelled' ? 'cancelled' : 'exited',
+    exitCode: run.status === 'success' ? 0 : run.status === 'failure' ? 1 : null,
+    signal: null, timedOut: run.status === 'timeout', durationMs: run.durationMs,
+    stdout: run.stdout, stderr: run.stderr, stdoutTruncated: false, stderrTruncated: false,
+    streams: {
+      stdout: { bytes: enc.encode(run.stdout).byteLength, lines: lines(run.stdout), artifactTruncated: false },
+      stderr: { bytes: enc.encode(run.stderr).byteLength, lines: lines(run.stderr), artifactTruncated: false },
+    },
+    artifactsUploaded: run.artifactHandle !== null,
+  };
+}

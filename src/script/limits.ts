@@ -1,0 +1,44 @@
+/**
+ * Limits of script mode. The script-facing ones keep the script runner's documented values;
+ * the platform ones are Cloudflare's, named here with the page that states them.
+ */
+
+/** Code larger than this is refused before anything runs. */
+export const CODE_MAX_BYTES = 51_200;
+/** Console output kept per script; past it one `[output truncated]` line and nothing more. */
+export const CONSOLE_MAX_BYTES = 10 * 1024 * 1024;
+/** The script's return value, serialized as JSON. */
+export const RETURN_MAX_BYTES = 10 * 1024 * 1024;
+/** One `sleep(ms)` call waits at most this long (longer requests are silently capped). */
+export const SLEEP_MAX_MS = 30_000;
+
+/**
+ * Loop/call budget per CPU millisecond for the isolate's execution guard. workerd enforces the
+ * Worker Loader's `limits.cpuMs` on Cloudflare, but local `wrangler dev` does not, and a spinning
+ * isolate there blocks the whole runtime thread; so every loop iteration and function entry of
+ * the script also counts against a budget of `cpuMs × TICKS_PER_CPU_MS`.
+ */
+export const TICKS_PER_CPU_MS = 20_000;
+
+/**
+ * Cloudflare: a Worker request may have at most 4 distinct Dynamic Workers with in-flight
+ * requests (developers.cloudflare.com/dynamic-workers/platform/limits/). One run_script call
+ * uses one.
+ */
+export const DYNAMIC_WORKERS_PER_REQUEST = 4;
+
+/**
+ * Cloudflare: 128 MB of memory per isolate (developers.cloudflare.com/workers/platform/limits/#memory);
+ * a script above it is ended by the platform, which reports it as a Sandbox error.
+ */
+export const ISOLATE_MEMORY_MB = 128;
+
+/** The compatibility date the script's isolate runs with (fixed: a script must not change meaning between deploys). */
+export const ISOLATE_COMPATIBILITY_DATE = '2026-11-01';
+
+/** The binding name run_script needs, and what to tell an operator when it is missing. */
+export const LOADER_BINDING = 'LOADER';
+export const LOADER_MISSING_MESSAGE =
+  `Error: run_script needs the Worker Loader binding "${LOADER_BINDING}" ([[worker_loaders]] binding = "${LOADER_BINDING}" in wrangler.toml). ` +
+  'On Cloudflare this is the Dynamic Workers feature (Worker Loader), available on the Workers Paid plan; ' +
+  'add the binding and redeploy, or use execute / runtime_execute instead.';

@@ -1,0 +1,207 @@
+/**
+ * Runs one script: policy gate and limits, code preparation, a fresh isolate from the Worker
+ * Loader (no network, no bindings, CPU limit), a wall timeout, then the output — console lines
+ * and the return value — stored as an artifact and one audit row for the script (each
+ * subprocess has its own row, linked by the script's id).
+ */
+import type { ScriptPolicy } from '../contracts/policy.ts';
+import { getTeamPolicy } from '../store/policies.ts';
+import { newArtifactHandle, putArtifact } from '../store/artifacts.ts';
+import { writeAudit } from '../store/audit.ts';
+import { cancelByCall } from '../dispatch/client.ts';
+import { cancelKey, type ToolContext, type ToolExtra } from '../mcp/context.ts';
+import {
+  CONSOLE_MAX_BYTES, ISOLATE_COMPATIBILITY_DATE, LOADER_MISSING_MESSAGE, RETURN_MAX_BYTES, SLEEP_MAX_MS, TICKS_PER_CPU_MS,
+} from './limits.ts';
+import { codeBytes, prepareScript } from './prepare.ts';
+import { RUNNER_MODULE, RUNNER_SOURCE, SCRIPT_MODULE } from './isolate-runner.ts';
+import { ScriptHost } from './host.ts';
+import type { ScriptRunOptions, ScriptRunReport } from './protocol.ts';
+import type { ScriptBudget } from './subprocess.ts';
+
+export interface RunScriptRequest {
+  code: string;
+  vars?: Record<string, unknown>;
+  timeoutMs?: number;
+}
+
+export type ScriptStatus = 'success' | 'failure' | 'timeout' | 'cancelled';
+
+export interface ScriptRun {
+  status: ScriptStatus;
+  scriptId: string;
+  /** The return value (JSON), when the script succeeded and returned something. */
+  result?: unknown;
+  /** `Sandbox error: …` when the script failed. */
+  error?: string;
+  console: string[];
+  consoleTruncated: boolean;
+  /** What the artifact holds: console lines then the return value (stdout), the error (stderr). */
+  stdout: string;
+  stderr: string;
+  artifactHandle: string | null;
+  durationMs: number;
+  subprocesses: { count: number; totalMs: number };
+  typescript: boolean;
+}
+
+export type ScriptOutcome =
+  | { kind: 'refused'; message: string; code: 'policy_denied' | 'invalid_argument' | 'config_error' }
+  | { kind: 'ran'; run: ScriptRun };
+
+export async function runScript(ctx: ToolContext, extra: ToolExtra, req: RunScriptRequest): Promise<ScriptOutcome> {
+  const { env, principal } = ctx;
+  const started = Date.now();
+  const scriptId = crypto.randomUUID();
+  const bytes = codeBytes(req.code);
+  const auditBase = {
+    team: principal.team, subject: principal.subject, tokenId: principal.tokenId, tool: 'run_script',
+    command: { mode: 'script', codeBytes: bytes, codeSha256: await sha256(req.code) }, jobId: scriptId,
+  };
+  const refuse = async (code: 'policy_denied' | 'invalid_argument' | 'config_error', message: string): Promise<ScriptOutcome> => {
+    await writeAudit(env.DB, { ...auditBase, decision: code === 'config_error' ? 'failed' : 'denied', reason: message, durationMs: Date.now() - started });
+    return { kind: 'refused', code, message };
+  };
+
+  const { policy } = await getTeamPolicy(env, principal.team);
+  const script = policy.script;
+  if (!script.enabled) return refuse('policy_denied', 'Script mode is disabled in configuration (script.enabled = false)');
+  const timeoutMs = req.timeoutMs ?? script.defaultTimeoutMs;
+  if (timeoutMs > script.maxTimeoutMs) return refuse('policy_denied', `Requested timeout (${timeoutMs}ms) exceeds maximum (${script.maxTimeoutMs}ms)`);
+  const prepared = prepareScript(req.code);
+  if (!prepared.ok && prepared.code === 'invalid_argument') return refuse('invalid_argument', prepared.message);
+  if (!env.LOADER) return refuse('config_error', LOADER_MISSING_MESSAGE);
+
+  const budget: ScriptBudget = { started: 0, totalMs: 0, progress: 0, closed: false };
+  let report: ScriptRunReport | undefined;
+  let status: ScriptStatus;
+  let error: string | undefined;
+  let typescript = false;
+  if (!prepared.ok) {
+    status = 'failure';
+    error = `Sandbox error: ${prepared.message}`;
+  } else {
+    typescript = prepared.value.typescript;
+    const ended = await runIsolate(env.LOADER, script, prepared.value.source, prepared.value.guardName, req, timeoutMs, {
+      ctx, extra, script, scriptId, budget,
+    });
+    budget.closed = true;
+    if (ended.kind !== 'report' && budget.started > 0) {
+      // Kill what the script still has running: its subprocesses share this call's cancel key.
+      await cancelByCall(env, principal.team, cancelKey(principal, extra.requestId), ended.kind === 'timeout' ? 'the script timed out' : 'the script was cancelled').catch(() => false);
+    }
+    if (ended.kind === 'report') {
+      report = ended.report;
+      status = report.error === null ? 'success' : 'failure';
+      if (report.error !== null) error = `Sandbox error: ${report.error}`;
+    } else if (ended.kind === 'timeout') {
+      status = 'timeout';
+      error = 'Sandbox error: Execution timeout';
+    } else if (ended.kind === 'cancelled') {
+      status = 'cancelled';
+      error = 'Sandbox error: Execution cancelled by the client';
+    } else {
+      status = 'failure';
+      error = `Sandbox error: ${sanitize(ended.message)}`;
+    }
+  }
+
+  const consoleLines = report?.console ?? [];
+  const result = report?.resultJson != null ? JSON.parse(report.resultJson) as unknown : undefined;
+  const stdout = joinOutput(consoleLines, result);
+  const stderr = error ? `${error}\n` : '';
+  const durationMs = Date.now() - started;
+  const handle = await storeOutput(ctx, scriptId, stdout, stderr, policy.artifacts.retentionHours);
+  await writeAudit(env.DB, {
+    ...auditBase,
+    decision: 'allowed',
+    reason: [error, budget.started ? `${budget.started} subprocess${budget.started === 1 ? '' : 'es'} (${budget.totalMs} ms)` : undefined].filter(Boolean).join('; ') || 'Allowed by the team policy (script.enabled)',
+    exitStatus: status,
+    durationMs,
+    bytes: new TextEncoder().encode(stdout + stderr).byteLength,
+  });
+  return {
+    kind: 'ran',
+    run: {
+      status, scriptId, ...(result !== undefined ? { result } : {}), ...(error ? { error } : {}),
+      console: consoleLines, consoleTruncated: report?.consoleTruncated ?? false, stdout, stderr, artifactHandle: handle, durationMs,
+      subprocesses: { count: budget.started, totalMs: budget.totalMs }, typescript,
+    },
+  };
+}
+
+type Ended = { kind: 'report'; report: ScriptRunReport } | { kind: 'timeout' } | { kind: 'cancelled' } | { kind: 'crashed'; message: string };
+
+async function runIsolate(
+  loader: WorkerLoader, script: ScriptPolicy, source: string, guardName: string, req: RunScriptRequest, timeoutMs: number,
+  sc: ConstructorParameters<typeof ScriptHost>[0],
+): Promise<Ended> {
+  // load(), not get(): every script gets a fresh isolate, so nothing one script does to its
+  // globals or prototypes is seen by the next.
+  const worker = loader.load({
+    compatibilityDate: ISOLATE_COMPATIBILITY_DATE,
+    mainModule: RUNNER_MODULE,
+    modules: { [RUNNER_MODULE]: RUNNER_SOURCE, [SCRIPT_MODULE]: source },
+    globalOutbound: null,
+    env: {},
+    limits: { cpuMs: script.cpuMs },
+  });
+  const entry = worker.getEntrypoint() as unknown as { run(host: ScriptHost, opts: ScriptRunOptions): Promise<ScriptRunReport> };
+  const opts: ScriptRunOptions = {
+    vars: req.vars ?? {}, consoleMaxBytes: CONSOLE_MAX_BYTES, returnMaxBytes: RETURN_MAX_BYTES, sleepMaxMs: SLEEP_MAX_MS,
+    tickBudget: script.cpuMs * TICKS_PER_CPU_MS, cpuMs: script.cpuMs, guardName,
+  };
+  const host = new ScriptHost(sc);
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let onAbort: (() => void) | undefined;
+  const signal = sc.extra.signal;
+  try {
+    return await Promise.race<Ended>([
+      entry.run(host, opts).then(
+        (report) => ({ kind: 'report', report }),
+        (e: unknown) => ({ kind: 'crashed', message: e instanceof Error ? e.message : String(e) }),
+      ),
+      new Promise<Ended>((resolve) => { timer = setTimeout(() => resolve({ kind: 'timeout' }), timeoutMs); }),
+      new Promise<Ended>((resolve) => {
+        if (signal.aborted) return resolve({ kind: 'cancelled' });
+        onAbort = () => resolve({ kind: 'cancelled' });
+        signal.addEventListener('abort', onAbort, { once: true });
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+    if (onAbort) signal.removeEventListener('abort', onAbort);
+  }
+}
+
+/** Platform errors may name internal files; the caller sees only the message. */
+function sanitize(message: string): string {
+  return message.replace(/(file:\/\/)?\/[\w.\-/]+\.(m?js|ts)(:\d+)*/g, '<path>').replace(/\n\s+at [^\n]*/g, '');
+}
+
+/** Console lines, then the return value: a string as it is, anything else as 2-space JSON. */
+export function joinOutput(lines: string[], result: unknown): string {
+  const parts = [...lines];
+  if (result !== undefined) parts.push(typeof result === 'string' ? result : JSON.stringify(result, null, 2));
+  return parts.length ? `${parts.join('\n')}\n` : '';
+}
+
+async function storeOutput(ctx: ToolContext, scriptId: string, stdout: string, stderr: string, retentionHours: number): Promise<string | null> {
+  if (stdout === '' && stderr === '') return null;
+  const handle = newArtifactHandle();
+  for (const [stream, text] of [['stdout', stdout], ['stderr', stderr]] as const) {
+    if (text === '') continue;
+    const body = new TextEncoder().encode(text);
+    const r = await putArtifact(ctx.env, {
+      team: ctx.principal.team, handle, jobId: scriptId, stream, body: new Blob([body]).stream(), contentLength: body.byteLength,
+      lines: text.split('\n').length - (text.endsWith('\n') ? 1 : 0), truncated: false, retentionHours,
+    });
+    if (!r.ok) return null;
+  }
+  return handle;
+}
+
+async function sha256(text: string): Promise<string> {
+  const d = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text));
+  return Array.from(new Uint8Array(d), (b) => b.toString(16).padStart(2, '0')).join('');
+}

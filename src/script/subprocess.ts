@@ -1,0 +1,176 @@
+/**
+ * One subprocess a script asks for, through the same governed path as the `execute` tool
+ * (staged policy, OPA, audit, dispatch to the team's agent, sandbox, artifact), answered with
+ * the subprocess API's documented messages. Per-script caps (how many, how long in total) are
+ * checked here, before the policy.
+ */
+import type { PolicyDecision } from '../policy/engine.ts';
+import type { ScriptPolicy } from '../contracts/policy.ts';
+import { describeIssues } from '../contracts/errors.ts';
+import { writeAudit } from '../store/audit.ts';
+import { runGoverned, type GovernedOutcome } from '../mcp/governed-run.ts';
+import type { ToolContext, ToolExtra } from '../mcp/context.ts';
+import { SubprocessRequest, type HostAnswer, type SubprocessValue } from './protocol.ts';
+
+/** The operation name of the policy input document and of the error messages. */
+export type Operation = 'command_output' | 'exec';
+
+export const NO_SUBPROCESS_CONFIG = 'subprocess: internal error — no subprocess config available';
+
+export function deniedMessage(op: Operation, command: string): string {
+  return `subprocess.${op} denied by policy: '${command}' is not allowed`;
+}
+export function policyErrorMessage(op: Operation, detail: string): string {
+  return `subprocess.${op}: policy error: ${detail}`;
+}
+export function failedToExecuteMessage(op: Operation, command: string, osError: string): string {
+  return op === 'exec' ? `subprocess.exec: failed to execute '${command}': ${osError}` : `subprocess: failed to execute '${command}': ${osError}`;
+}
+
+/** OPA could not be asked (network, HTTP status, unparsable answer) — an evaluation error, not a "no". */
+const OPA_ERROR = /^(OPA request|OPA returned HTTP|Failed to parse OPA response|OPA evaluator URL)/;
+
+export function isPolicyError(d: PolicyDecision): boolean {
+  if (d.stage !== 'opa' || !d.opa) return false;
+  const no = d.opa.verdicts.filter((v) => !v.allowed);
+  return no.length > 0 && no.every((v) => OPA_ERROR.test(v.reason));
+}
+
+/** Mutable per-script accounting, shared by every subprocess of one script. */
+export interface ScriptBudget {
+  started: number;
+  totalMs: number;
+  progress: number;
+  closed: boolean;
+}
+
+export interface SubprocessContext {
+  ctx: ToolContext;
+  extra: ToolExtra;
+  script: ScriptPolicy;
+  scriptId: string;
+  budget: ScriptBudget;
+}
+
+type Answer = HostAnswer<SubprocessValue>;
+
+const fail = (code: string, message: string, reason?: string): Answer => ({ ok: false, error: { code, message, ...(reason ? { reason } : {}) } });
+
+export async function runSubprocess(sc: SubprocessContext, raw: unknown): Promise<Answer> {
+  const parsed = SubprocessRequest.safeParse(raw);
+  if (!parsed.success) return fail('invalid_argument', `subprocess: invalid request: ${describeIssues(parsed.error.issues)}`);
+  const req = parsed.data;
+  const shell = req.op === 'exec' || (req.op === 'gatehouse_exec' && req.args === undefined);
+  const op: Operation = shell ? 'exec' : 'command_output';
+  const { ctx, script, budget } = sc;
+  const cfg = script.subprocess;
+  if (!cfg) return fail('policy_denied', NO_SUBPROCESS_CONFIG);
+  if (budget.closed) return fail('cancelled', `subprocess.${op}: the script has ended (timed out or cancelled); no more subprocesses`);
+  if (req.command.trim() === '') return fail('invalid_argument', `subprocess.${op}: command is empty`);
+
+  const auditBase = {
+    team: ctx.principal.team, subject: ctx.principal.subject, tokenId: ctx.principal.tokenId, tool: 'run_script',
+    command: { operation: op, mode: shell ? 'shell' : 'argv', command: req.command, args: req.args ?? [], env: req.env },
+    cwd: req.cwd, parentJobId: sc.scriptId,
+  };
+  const refuse = async (message: string): Promise<Answer> => {
+    await writeAudit(ctx.env.DB, { ...auditBase, decision: 'denied', reason: message });
+    return fail('limit_reached', message);
+  };
+  if (budget.started >= cfg.maxCount) {
+    return refuse(`subprocess: limit reached — a script may start at most ${cfg.maxCount} subprocesses (script.subprocess.maxCount)`);
+  }
+  const remaining = cfg.maxTotalMs - budget.totalMs;
+  if (remaining <= 0) {
+    return refuse(`subprocess: limit reached — this script's subprocesses already ran ${budget.totalMs} ms of the ${cfg.maxTotalMs} ms allowed (script.subprocess.maxTotalMs)`);
+  }
+  budget.started += 1;
+  const n = budget.started;
+  // A subprocess never outlives the script's remaining subprocess time.
+  const timeoutMs = req.timeoutMs !== undefined ? Math.min(req.timeoutMs, remaining) : remaining < 30_000 ? remaining : undefined;
+
+  const started = Date.now();
+  let out: GovernedOutcome;
+  try {
+    out = await runGoverned(ctx, progressFor(sc, `#${n} ${label(req.command)}`), {
+      tool: 'run_script',
+      parentJobId: sc.scriptId,
+      policy: { mode: shell ? 'shell' : 'argv', command: req.command, args: shell ? [] : (req.args ?? []), cwd: req.cwd, env: req.env, timeoutMs },
+      job: { mode: shell ? 'shell' : 'argv', command: req.command, args: shell ? [] : (req.args ?? []), stdin: req.stdin },
+    });
+  } finally {
+    budget.totalMs += Date.now() - started;
+  }
+  if (out.kind === 'denied') {
+    const reason = `${out.decision.stage}: ${out.decision.reason}`;
+    if (isPolicyError(out.decision)) return fail('policy_error', policyErrorMessage(op, out.decision.reason), reason);
+    return fail('policy_denied', deniedMessage(op, req.command), reason);
+  }
+  if (out.kind === 'error') return fail(out.error.code, `subprocess.${op}: ${out.error.message}`);
+  const { exit } = out;
+  await notify(sc, `#${n} ${label(req.command)}: ${exit.state}${exit.exitCode !== null ? ` ${exit.exitCode}` : ''} (${Math.round(exit.durationMs)} ms)`);
+  if (exit.state === 'failed_to_start') {
+    const os = (exit.error?.message ?? 'spawn failed').replace(/^Error: execute: spawn failed:?\s*/, '') || 'spawn failed';
+    return fail('spawn_failed', failedToExecuteMessage(op, req.command, os));
+  }
+  if (exit.state === 'lost') return fail('lost', `subprocess.${op}: the job was lost: ${exit.error?.message ?? 'its executor agent vanished'}`);
+  return {
+    ok: true,
+    value: {
+      code: exit.exitCode ?? -1,
+      stdout: exit.stdout,
+      stderr: exit.stderr,
+      result: {
+        stdout: exit.stdout,
+        stderr: exit.stderr,
+        exit_code: exit.exitCode,
+        timed_out: exit.timedOut,
+        stdout_truncated: exit.stdoutTruncated,
+        stderr_truncated: exit.stderrTruncated,
+        elapsed_ms: Math.round(exit.durationMs),
+        state: exit.state,
+        signal: exit.signal,
+        job_id: out.jobId,
+        artifact_handle: out.handle,
+      },
+    },
+  };
+}
+
+function label(command: string): string {
+  const s = command.replace(/\s+/g, ' ').trim();
+  return s.length > 60 ? `${s.slice(0, 60)}…` : s;
+}
+
+/**
+ * Progress of every subprocess goes to the run_script call's progress token, numbered on one
+ * counter: progress must only increase over the whole call, not restart with each job.
+ */
+function progressFor(sc: SubprocessContext, prefix: string): ToolExtra {
+  const extra = sc.extra;
+  return {
+    ...extra,
+    sendNotification: async (n) => {
+      if (n.method === 'notifications/progress') {
+        sc.budget.progress += 1;
+        const params = n.params as { progressToken: string | number; message?: string };
+        return extra.sendNotification({
+          method: 'notifications/progress',
+          params: { progressToken: params.progressToken, progress: sc.budget.progress, message: `${prefix}: ${params.message ?? ''}` },
+        });
+      }
+      return extra.sendNotification(n);
+    },
+  };
+}
+
+async function notify(sc: SubprocessContext, message: string): Promise<void> {
+  const token = sc.extra._meta?.progressToken;
+  if (token === undefined) return;
+  sc.budget.progress += 1;
+  try {
+    await sc.extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: sc.budget.progress, message } });
+  } catch {
+    // The client stream may be gone; the script's result matters more than its progress.
+  }
+}

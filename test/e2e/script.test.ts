@@ -1,0 +1,310 @@
+/**
+ * Script mode end to end: run_script through the official MCP client against real `wrangler dev`
+ * (workerd with the Worker Loader, local D1/R2/DO) and a real agent (bubblewrap, so this file
+ * does not depend on runsc). Escapes of a script sandbox must fail; subprocesses get the
+ * subprocess API's shapes and messages; each subprocess has its own audit row linked to the script.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { hasCommand, startAgent, startGateway, type AgentProcess, type Gateway } from './harness.ts';
+import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
+import { startOpaServer, type OpaServer } from '../support/opa-server.ts';
+
+const SANDBOX = hasCommand('bwrap') ? 'bwrap' : 'none';
+if (SANDBOX === 'none' && process.env.CI === 'true') throw new Error('bubblewrap is required under CI=true (.ci/run installs it)');
+
+const TEAM = 'scr';
+let gw: Gateway;
+let agent: AgentProcess;
+let root: string;
+let client: Client;
+let opa: OpaServer;
+
+const SCRIPT_ON = { enabled: true, cpuMs: 2_000, subprocess: { maxCount: 25, maxTotalMs: 120_000 } };
+const setPolicy = (patch: Record<string, unknown>) => gw.putPolicy(TEAM, { ...DEFAULT_POLICY, script: SCRIPT_ON, ...patch });
+
+async function run(code: string, extra: Record<string, unknown> = {}) {
+  const r = await client.callTool({ name: 'run_script', arguments: { code, ...extra } }, undefined, { timeout: 120_000 });
+  return { r, s: r.structuredContent as Record<string, any>, t: (r.content as { text: string }[])[0]?.text ?? '' };
+}
+
+async function auditRows(): Promise<Array<Record<string, any>>> {
+  const token = await gw.token({ team: TEAM, scopes: ['admin'] });
+  const res = await fetch(`${gw.url}/admin/v1/audit?limit=200&tool=run_script`, { headers: { Authorization: `Bearer ${token}` } });
+  expect(res.status).toBe(200);
+  return ((await res.json()) as { entries: Array<Record<string, any>> }).entries;
+}
+
+beforeAll(async () => {
+  opa = await startOpaServer();
+  gw = await startGateway();
+  root = mkdtempSync(join(tmpdir(), 'gatehouse-script-'));
+  mkdirSync(join(root, 'sub'));
+  writeFileSync(join(root, 'report.txt'), 'ok 1\nFAIL test_two\nok 3\nFAIL test_four\n');
+  agent = startAgent(gw, { token: await gw.token({ team: TEAM, scopes: ['agent'] }), root, sandbox: SANDBOX, capacity: 4, agentId: 'script-agent' });
+  await agent.ready;
+  client = await gw.mcp(TEAM, ['execute', 'artifacts:read']);
+  await setPolicy({});
+}, 120_000);
+
+afterAll(async () => {
+  await client?.close();
+  await agent?.stop();
+  await gw?.stop();
+  await opa?.close();
+  if (root) rmSync(root, { recursive: true, force: true });
+});
+
+describe('run_script basics', () => {
+  it('is off unless the team policy enables it', async () => {
+    await gw.putPolicy(TEAM, DEFAULT_POLICY);
+    const off = await run('return 1');
+    expect(off.r.isError).toBe(true);
+    expect(off.t).toContain('Script mode is disabled in configuration (script.enabled = false)');
+    expect(off.s.status).toBe('denied');
+    await setPolicy({});
+  });
+
+  it('returns the top-level return value as JSON and keeps console lines with their prefixes in the artifact', async () => {
+    const out = await run(
+      'console.log("hello", vars.name); console.warn("careful"); console.error("bad"); console.info("fyi"); console.debug("dbg");\n' +
+      'await sleep(5);\nreturn { signals: 42, healthy: true, name: vars.name };',
+      { vars: { name: 'world' }, outputMode: 'summary' },
+    );
+    expect(out.r.isError).toBeFalsy();
+    expect(out.s.status).toBe('success');
+    expect(out.s.result).toEqual({ signals: 42, healthy: true, name: 'world' });
+    expect(out.s.stdoutSummary).toContain('hello world\n[warn] careful\n[error] bad\n[info] fyi\n[debug] dbg');
+    const q = await client.callTool({ name: 'query_output', arguments: { artifactHandle: out.s.artifactHandle, queryTerms: ['warn', 'signals'], contextLines: 0 } });
+    const excerpts = (q.structuredContent as { excerpts: { content: string }[] }).excerpts.map((e) => e.content).join('\n');
+    expect(excerpts).toContain('[warn] careful');
+    expect(excerpts).toContain('"signals": 42');
+  });
+
+  it('runs TypeScript with its types stripped, and a module with export default', async () => {
+    const ts = await run('interface R { n: number }\nconst r: R = { n: 2 as number };\nreturn r.n * 21;');
+    expect(ts.s.status).toBe('success');
+    expect(ts.s.result).toBe(42);
+    const mod = await run('export default async function main() { return ["a", "b"]; }');
+    expect(mod.s.result).toEqual(['a', 'b']);
+  });
+
+  it('refuses code over 51200 bytes before running it', async () => {
+    const big = await run(`return 1; // ${'x'.repeat(51_200)}`);
+    expect(big.r.isError).toBe(true);
+    expect(big.t).toContain('Code size exceeds limit (51200 bytes)');
+  });
+
+  it('reports script errors as Sandbox error without host paths or stack frames', async () => {
+    const out = await run('function f() { throw new Error("boom at the edge"); }\nf();');
+    expect(out.r.isError).toBe(true);
+    expect(out.s.error).toBe('Sandbox error: boom at the edge');
+    expect(out.t).not.toMatch(/\/work\/|node_modules|file:\/\/|\n\s+at /);
+    const syntax = await run('return {');
+    expect(syntax.s.error).toMatch(/^Sandbox error: SyntaxError: /);
+  });
+
+  it('caps console output at 10 MB with [output truncated] and the return value at 10 MB', async () => {
+    const out = await run('const line = "y".repeat(1024 * 1024); for (let i = 0; i < 12; i++) console.log(line); return "done";');
+    expect(out.s.status).toBe('success');
+    expect(out.s.consoleTruncated).toBe(true);
+    const q = await client.callTool({ name: 'query_output', arguments: { artifactHandle: out.s.artifactHandle, queryTerms: ['[output truncated]'], contextLines: 0 } });
+    expect((q.structuredContent as { matchCount: number }).matchCount).toBe(1);
+    const ret = await run('return "z".repeat(11 * 1024 * 1024);');
+    expect(ret.s.error).toBe('Sandbox error: Return value exceeds limit (10485760 bytes)');
+  });
+
+  it('times out a script that waits too long with Sandbox error: Execution timeout', async () => {
+    const out = await run('await sleep(10_000); return 1;', { timeout_ms: 500 });
+    expect(out.s.status).toBe('timeout');
+    expect(out.s.error).toBe('Sandbox error: Execution timeout');
+  });
+
+  it('refuses a timeout above the policy maximum', async () => {
+    const out = await run('return 1', { timeout_ms: 500_000 });
+    expect(out.r.isError).toBe(true);
+    expect(out.t).toContain('Requested timeout (500000ms) exceeds maximum (120000ms)');
+  });
+});
+
+describe('escapes fail', () => {
+  it('has no process, no code generation, no constructor escape', async () => {
+    const out = await run(`
+      const tries = {};
+      const attempt = async (name, f) => { try { tries[name] = { ok: true, value: String(await f()) }; } catch (e) { tries[name] = { ok: false, error: e.name + ': ' + e.message }; } };
+      await attempt('ctor', () => console.log.constructor('return process')());
+      await attempt('this', () => this.constructor);
+      await attempt('eval', () => eval('1 + 1'));
+      await attempt('Function', () => new Function('return 1')());
+      await attempt('asyncFunction', () => (async () => {}).constructor('return 1')());
+      await attempt('fetch', () => fetch('http://127.0.0.1:1/'));
+      await attempt('WebSocket', () => new WebSocket('ws://127.0.0.1:1/'));
+      await attempt('process', () => process.env);
+      await attempt('importFs', async () => { const fs = await import('node:fs'); return JSON.stringify(fs.readdirSync('/')); });
+      await attempt('importEnv', async () => { const m = await import('cloudflare:workers'); return JSON.stringify(Object.keys(m.env)); });
+      await attempt('sockets', async () => { const m = await import('cloudflare:sockets'); const s = m.connect('127.0.0.1:1'); await s.opened; return 'connected'; });
+      await attempt('importChildProcess', async () => { const cp = await import('node:child_process'); return cp.execSync('id'); });
+      await attempt('freezeGatehouse', () => { gatehouse.exec = () => 'mine'; return gatehouse.exec === undefined; });
+      return tries;`);
+    expect(out.s.status).toBe('success');
+    const t = out.s.result as Record<string, { ok: boolean; value?: string; error?: string }>;
+    expect(t.ctor.ok).toBe(false);
+    expect(t.ctor.error).toMatch(/EvalError: Code generation from strings disallowed/);
+    expect(t.eval.error).toMatch(/EvalError/);
+    expect(t.Function.error).toMatch(/EvalError/);
+    expect(t.asyncFunction.error).toMatch(/EvalError/);
+    // `this` at the top of a script body is undefined (strict module code): nothing to climb.
+    expect(t.this.ok).toBe(false);
+    expect(t.fetch.ok).toBe(false);
+    expect(t.WebSocket.ok).toBe(false);
+    expect(t.process.ok).toBe(false);
+    // Modules an import() can reach are the isolate's own: a virtual file system, an empty env, no sockets, no processes.
+    if (t.importFs.ok) expect(JSON.parse(t.importFs.value!)).not.toContain('work');
+    expect(t.importEnv.value).toBe('[]');
+    expect(t.sockets.ok).toBe(false);
+    expect(t.importChildProcess.ok).toBe(false);
+    expect(t.freezeGatehouse.ok).toBe(false);
+  });
+
+  it('prototype pollution does not reach the next script', async () => {
+    const first = await run('Object.prototype.polluted = "yes"; Array.prototype.push = () => 0; globalThis.leak = 1; return [].polluted;');
+    expect(first.s.result).toBe('yes');
+    const second = await run('const a = []; a.push(1); return { polluted: ({}).polluted ?? null, leak: typeof leak, len: a.length };');
+    expect(second.s.result).toEqual({ polluted: null, leak: 'undefined', len: 1 });
+  });
+
+  it('two concurrent scripts cannot see each other', async () => {
+    const a = run('globalThis.secretA = "alpha"; await sleep(800); return typeof secretB;');
+    const b = run('globalThis.secretB = "beta"; await sleep(800); return typeof secretA;');
+    const [ra, rb] = await Promise.all([a, b]);
+    expect(ra.s.result).toBe('undefined');
+    expect(rb.s.result).toBe('undefined');
+  });
+
+  it('while(true){} is stopped by the CPU limit with a Sandbox error, and the gateway keeps serving', async () => {
+    await setPolicy({ script: { ...SCRIPT_ON, cpuMs: 200 } });
+    const out = await run('while (true) {}');
+    expect(out.r.isError).toBe(true);
+    expect(out.s.error).toMatch(/^Sandbox error: CPU limit exceeded/);
+    const caught = await run('for (;;) { try { while (true) {} } catch (e) { } }');
+    expect(caught.s.error).toMatch(/^Sandbox error: CPU limit exceeded/);
+    const recursion = await run('function f() { Promise.resolve().then(f); } f(); await sleep(50000); return 1;', { timeout_ms: 60_000 });
+    expect(recursion.s.error).toMatch(/^Sandbox error: CPU limit exceeded|^Sandbox error: Execution timeout/);
+    expect((await run('return 7')).s.result).toBe(7);
+    await setPolicy({});
+  });
+});
+
+describe('subprocesses', () => {
+  it('without a subprocess section a script may not start anything', async () => {
+    await setPolicy({ script: { enabled: true } });
+    const out = await run('try { await new Deno.Command("ls").output(); } catch (e) { return e.message; }');
+    expect(out.s.result).toBe('subprocess: internal error — no subprocess config available');
+    await setPolicy({});
+  });
+
+  it('Deno.Command, child_process.exec and gatehouse.exec return the documented shapes', async () => {
+    await setPolicy({ shell: { enabled: true, allow: ['/^grep -c FAIL report\\.txt$/'] } });
+    const out = await run(`
+      const d = await new Deno.Command('cat', { args: ['report.txt'] }).output();
+      const c = await child_process.exec('grep -c FAIL report.txt');
+      const b = await child_process.exec('grep -c FAIL report.txt', { encoding: 'buffer' });
+      const g = await gatehouse.exec('ls', ['-a']);
+      const sync = (() => { try { new Deno.Command('ls').outputSync(); } catch (e) { return String(e); } })();
+      const spawn = (() => { try { new Deno.Command('ls').spawn(); } catch (e) { return String(e); } })();
+      const typeErrs = [];
+      for (const f of [() => new Deno.Command(1), () => new Deno.Command('ls', { args: 'x' }), () => child_process.exec(1)]) {
+        try { await f(); } catch (e) { typeErrs.push(e.name + ': ' + e.message); }
+      }
+      return {
+        d: { code: d.code, success: d.success, signal: d.signal, isBytes: d.stdout instanceof Uint8Array, text: new TextDecoder().decode(d.stdout), errBytes: d.stderr instanceof Uint8Array },
+        c, bIsBytes: b.stdout instanceof Uint8Array,
+        g: { keys: Object.keys(g).sort(), exit: g.exit_code, hasReport: g.stdout.includes('report.txt') },
+        sync, spawn, typeErrs,
+      };`);
+    expect(out.r.isError, out.t).toBeFalsy();
+    const r = out.s.result;
+    expect(r.d).toEqual({ code: 0, success: true, signal: null, isBytes: true, text: 'ok 1\nFAIL test_two\nok 3\nFAIL test_four\n', errBytes: true });
+    expect(r.c).toEqual({ code: 0, success: true, stdout: '2\n', stderr: '' });
+    expect(r.bIsBytes).toBe(true);
+    expect(r.g.exit).toBe(0);
+    expect(r.g.hasReport).toBe(true);
+    expect(r.g.keys).toEqual(expect.arrayContaining(['stdout', 'stderr', 'exit_code', 'timed_out', 'stdout_truncated', 'stderr_truncated', 'elapsed_ms', 'job_id', 'artifact_handle']));
+    expect(r.sync).toBe('Error: Deno.Command.outputSync() is not supported; use output() instead');
+    expect(r.spawn).toBe('Error: Deno.Command.spawn() is not yet supported; use output() instead');
+    expect(r.typeErrs).toEqual([
+      'TypeError: Deno.Command: command must be a string',
+      'TypeError: Deno.Command: args must be an array',
+      'TypeError: child_process.exec: command must be a string',
+    ]);
+    expect(out.s.subprocesses.count).toBe(4);
+  });
+
+  it('denied subprocesses fail with the documented messages; the shell-string rules decide child_process.exec', async () => {
+    await setPolicy({});
+    const out = await run(`
+      const msgs = [];
+      for (const f of [() => new Deno.Command('curl', { args: ['http://127.0.0.1:1'] }).output(), () => child_process.exec('ls; id')]) {
+        try { await f(); msgs.push('ran'); } catch (e) { msgs.push(e.message + ' | ' + e.reason); }
+      }
+      return msgs;`);
+    const [curl, shell] = out.s.result as string[];
+    expect(curl).toMatch(/^subprocess\.command_output denied by policy: 'curl' is not allowed \| executable: Executable "curl" is not in the allowed executables list/);
+    expect(shell).toMatch(/^subprocess\.exec denied by policy: 'ls; id' is not allowed \| shell: /);
+  });
+
+  it('OPA decides with the subprocess input document; an unreachable evaluator is a policy error', async () => {
+    opa.set('mcp/subprocess', { decide: (input) => ({ allow: (input as { args: string[] }).args[0] !== '-R' }) });
+    await setPolicy({ opa: { mode: 'any', evaluators: [{ url: opa.url, policyPath: 'mcp/subprocess' }], timeoutMs: 2_000 } });
+    const before = opa.requests.length;
+    const out = await run(`
+      const ok = await new Deno.Command('ls', { args: ['-a'], cwd: 'sub' }).output();
+      let denied; try { await new Deno.Command('ls', { args: ['-R'] }).output(); } catch (e) { denied = e.message; }
+      return { ok: ok.code, denied };`);
+    expect(out.s.result).toEqual({ ok: 0, denied: "subprocess.command_output denied by policy: 'ls' is not allowed" });
+    const inputs = opa.requests.slice(before).map((q) => q.input as Record<string, unknown>);
+    expect(inputs[0]).toMatchObject({ operation: 'command_output', command: 'ls', args: ['-a'], cwd: 'sub' });
+    expect(inputs[0]).not.toHaveProperty('env');
+    expect(inputs[1]).not.toHaveProperty('cwd');
+
+    await setPolicy({ opa: { mode: 'any', evaluators: [{ url: 'http://127.0.0.1:1', policyPath: 'mcp/subprocess' }], timeoutMs: 1_000 } });
+    const broken = await run('try { await new Deno.Command("ls").output(); } catch (e) { return e.message; }');
+    expect(broken.s.result).toMatch(/^subprocess\.command_output: policy error: OPA request failed/);
+    await setPolicy({});
+  });
+
+  it('caps the number of subprocesses per script', async () => {
+    await setPolicy({ script: { ...SCRIPT_ON, subprocess: { maxCount: 2, maxTotalMs: 120_000 } } });
+    const out = await run('const r = []; for (let i = 0; i < 3; i++) { try { await gatehouse.exec("true", []); r.push("ran"); } catch (e) { r.push(e.message); } } return r;');
+    expect(out.s.result).toEqual(['ran', 'ran', 'subprocess: limit reached — a script may start at most 2 subprocesses (script.subprocess.maxCount)']);
+    await setPolicy({});
+  });
+
+  it('writes one audit row per subprocess, linked to the script row', async () => {
+    const out = await run('await gatehouse.exec("ls", []); try { await gatehouse.exec("curl", []); } catch {} return 1;');
+    const rows = await auditRows();
+    const scriptRow = rows.find((r) => r.jobId === out.s.scriptId && r.parentJobId === null);
+    expect(scriptRow).toBeDefined();
+    expect(scriptRow!.exitStatus).toBe('success');
+    expect(JSON.stringify(scriptRow!.command)).not.toContain('gatehouse.exec');
+    const children = rows.filter((r) => r.parentJobId === out.s.scriptId);
+    expect(children.map((c) => c.decision).sort()).toEqual(['allowed', 'denied']);
+    expect(children.find((c) => c.decision === 'allowed')!.jobId).toBeTruthy();
+  });
+
+  it('sends progress per subprocess on one increasing counter', async () => {
+    const progress: Array<{ progress: number; message?: string }> = [];
+    const r = await client.callTool(
+      { name: 'run_script', arguments: { code: 'await gatehouse.exec("true", []); await gatehouse.exec("ls", []); return 1;' } },
+      undefined,
+      { timeout: 60_000, onprogress: (p) => progress.push(p) },
+    );
+    expect((r.structuredContent as { result: number }).result).toBe(1);
+    expect(progress.some((p) => p.message?.startsWith('#1 true'))).toBe(true);
+    expect(progress.some((p) => p.message?.startsWith('#2 ls'))).toBe(true);
+    for (let i = 1; i < progress.length; i++) expect(progress[i].progress).toBeGreaterThan(progress[i - 1].progress);
+  });
+});
