@@ -1,21 +1,42 @@
 /**
- * What every tool handler gets: the Worker's bindings, the verified caller, and the MCP
- * request's extras (progress token, request id, notification sender).
+ * What every tool handler gets: the Worker's bindings, the verified caller, the protocol era of
+ * the request, and the SDK's per-request context (`ctx.mcpReq`: request id, progress token,
+ * notification sender, abort signal).
  */
-import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
-import type { CallToolResult, ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, ServerContext } from '@modelcontextprotocol/server';
 import type { Env, Principal, Scope } from '../env.ts';
 
-export type ToolExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+/** The SDK's per-call context (v2 `ServerContext`); named for what tools use it for. */
+export type ToolExtra = ServerContext;
+
+/** 2025-era clients (initialize handshake) are `legacy`; 2026-07-28 clients are `modern`. */
+export type ProtocolEra = 'legacy' | 'modern';
 
 export interface ToolContext {
   env: Env;
   principal: Principal;
+  /** Which protocol era this request speaks; decides how cancellation reaches a running job. */
+  era: ProtocolEra;
+  /** Keeps work alive after the response is gone (a cancellation sent when the client hangs up). */
+  waitUntil: (p: Promise<unknown>) => void;
+  /**
+   * A nonce per request (the server and this context are built per request): 2026-era calls are
+   * cancelled by closing their own stream, so their jobs need not be found by request id alone,
+   * and two calls that reuse a request id must not cancel each other's jobs.
+   */
+  callNonce?: string;
 }
 
-/** A tool error the model can read and act on: `isError` result, not a transport error. */
-export function toolError(message: string, structured?: Record<string, unknown>): CallToolResult {
-  return { isError: true, content: [{ type: 'text', text: message }], ...(structured ? { structuredContent: structured } : {}) };
+/**
+ * A tool error the model can read and act on: an `isError` result, not a transport error. The
+ * structured part always carries a stable `error.code` a client can branch on.
+ */
+export function toolError(message: string, structured?: Record<string, unknown>, code = 'tool_error'): CallToolResult {
+  return {
+    isError: true,
+    content: [{ type: 'text', text: message }],
+    structuredContent: { ...(structured ?? {}), error: { code, message } },
+  };
 }
 
 export function toolResult(structured: Record<string, unknown>, text?: string): CallToolResult {
@@ -25,10 +46,24 @@ export function toolResult(structured: Record<string, unknown>, text?: string): 
 /** A per-tool scope check: one /mcp endpoint serves tokens with different scopes. */
 export function missingScope(ctx: ToolContext, tool: string, anyOf: Scope[]): CallToolResult | null {
   if (anyOf.some((s) => ctx.principal.scopes.includes(s))) return null;
-  return toolError(`insufficient_scope: the tool "${tool}" needs a token with scope ${anyOf.map((s) => `"${s}"`).join(' or ')}; this token has ${ctx.principal.scopes.join(', ') || 'no scopes'}`);
+  return toolError(
+    `insufficient_scope: the tool "${tool}" needs a token with scope ${anyOf.map((s) => `"${s}"`).join(' or ')}; this token has ${ctx.principal.scopes.join(', ') || 'no scopes'}`,
+    undefined,
+    'insufficient_scope',
+  );
 }
 
-/** Identifies one MCP call across requests, so `notifications/cancelled` can find its job. */
-export function cancelKey(p: Principal, requestId: string | number): string {
-  return `${p.tokenId}:${p.subject}:${String(requestId)}`;
+/** The cancel key of this call's jobs (every job a call starts shares it). */
+export function callCancelKey(ctx: ToolContext, extra: ToolExtra): string {
+  return cancelKey(ctx.principal, extra.mcpReq.id, ctx.callNonce);
 }
+
+/**
+ * Identifies one MCP call across requests, so `notifications/cancelled` (2025 era: its own POST,
+ * maybe in another isolate) can find its job. 2026-era calls are cancelled by closing their own
+ * stream, so a per-request nonce keeps two calls that reuse a request id apart.
+ */
+export function cancelKey(p: Principal, requestId: string | number, nonce?: string): string {
+  return `${p.tokenId}:${p.subject}:${String(requestId)}${nonce ? `:${nonce}` : ''}`;
+}
+

@@ -11,8 +11,8 @@ import { getTeamPolicy } from '../store/policies.ts';
 import { newArtifactHandle } from '../store/artifacts.ts';
 import { writeAudit } from '../store/audit.ts';
 import { recordJobCreated } from '../store/jobs.ts';
-import { dispatchJob } from '../dispatch/client.ts';
-import { cancelKey, type ToolContext, type ToolExtra } from './context.ts';
+import { cancelByCall, dispatchJob } from '../dispatch/client.ts';
+import { callCancelKey, type ToolContext, type ToolExtra } from './context.ts';
 import { progressReporter } from './progress.ts';
 
 export interface GovernedRequest {
@@ -61,14 +61,16 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
     ...(eff.allowedExecutables && r.job.mode !== 'shell' ? { allowedExecutables: eff.allowedExecutables } : {}),
   };
   await recordJobCreated(env.DB, { team: principal.team, spec, tool: r.tool, subject: principal.subject, at: started });
+  const key = callCancelKey(ctx, extra);
+  const stopOnHangUp = cancelOnStreamClose(ctx, extra, key);
   const res = await dispatchJob(
     env, principal.team,
     {
-      spec, cancelKey: cancelKey(principal, extra.requestId), runtime: r.job.runtime, tool: r.tool, subject: principal.subject,
+      spec, cancelKey: key, runtime: r.job.runtime, tool: r.tool, subject: principal.subject,
       maxConcurrentJobs: policy.limits.maxConcurrentJobs, queueWaitMs: policy.limits.queueWaitMs,
     },
     progressReporter(extra),
-  );
+  ).finally(stopOnHangUp);
   if (!res.ok) {
     await writeAudit(env.DB, { ...auditBase, decision: 'failed', reason: `${res.error.code}: ${res.error.message}`, jobId: spec.jobId, durationMs: Date.now() - started });
     return { kind: 'error', error: res.error, decision, jobId: spec.jobId, handle: spec.artifactHandle };
@@ -84,6 +86,23 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
     bytes: exit.streams.stdout.bytes + exit.streams.stderr.bytes,
   });
   return { kind: 'done', exit, decision, jobId: spec.jobId, handle: spec.artifactHandle, agentId: res.value.agentId };
+}
+
+/**
+ * 2026-07-28 has no `notifications/cancelled` over HTTP: a client cancels a call by closing the
+ * call's response stream, which aborts the SDK's request signal. Then the team's DO kills the
+ * job's whole process tree. (2025-era clients keep `notifications/cancelled`, routed in index.ts.)
+ * Returns the function that stops listening once the job has ended on its own.
+ */
+function cancelOnStreamClose(ctx: ToolContext, extra: ToolExtra, key: string): () => void {
+  if (ctx.era !== 'modern') return () => {};
+  const signal = extra.mcpReq.signal;
+  const onAbort = () => {
+    ctx.waitUntil(cancelByCall(ctx.env, ctx.principal.team, key, 'the client closed the request stream').catch(() => false));
+  };
+  if (signal.aborted) onAbort();
+  else signal.addEventListener('abort', onAbort, { once: true });
+  return () => signal.removeEventListener('abort', onAbort);
 }
 
 export function exitStatus(exit: JobExit): string {

@@ -1,13 +1,15 @@
 /**
- * The MCP endpoint (Streamable HTTP, stateless): Origin check, auth, body limit, JSON-RPC
- * parsing, cancellation routing, then the SDK's web-standard transport with a fresh server.
+ * The MCP endpoint (Streamable HTTP): Origin check, auth, body limit, JSON-RPC parsing,
+ * cancellation routing, then SDK v2's `createMcpHandler`, which serves both protocol eras from
+ * one endpoint: 2025-era clients (initialize handshake, stateless) and 2026-07-28 clients
+ * (`server/discover`, per-request `_meta`), each request with a fresh server for its team.
  */
 import { Hono, type MiddlewareHandler } from 'hono';
-import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import { createMcpHandler, type AuthInfo, type McpServerFactory } from '@modelcontextprotocol/server';
 import type { AppEnv } from '../env.ts';
 import { requireAuth } from '../auth/index.ts';
 import { buildServer } from './server.ts';
-import { cancelKey } from './context.ts';
+import { cancelKey, type ToolContext } from './context.ts';
 import { cancelByCall } from '../dispatch/client.ts';
 
 export const mcpRoutes = new Hono<AppEnv>();
@@ -54,15 +56,44 @@ mcpRoutes.on(['POST', 'DELETE'], '/', async (c) => {
     await routeCancellations(c.env, c.get('principal'), parsedBody);
   }
   const p = c.get('principal');
-  const server = buildServer({ env: c.env, principal: p });
-  const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: false });
-  await server.connect(transport);
-  const res = await transport.handleRequest(c.req.raw, {
-    parsedBody,
-    authInfo: { token: '', clientId: p.subject, scopes: p.scopes, extra: { team: p.team, tokenId: p.tokenId } },
+  // The SDK hands `authInfo` back to the factory unchanged: it is the key to this request's team context.
+  const authInfo: AuthInfo = { token: '', clientId: p.subject, scopes: p.scopes, extra: { team: p.team, tokenId: p.tokenId } };
+  requestContexts.set(authInfo, {
+    env: c.env,
+    principal: p,
+    waitUntil: (w) => c.executionCtx.waitUntil(w),
   });
-  return res;
+  return (isToolCall(parsedBody) ? streamingHandler : mcpHandler).fetch(c.req.raw, { authInfo, ...(parsedBody !== undefined ? { parsedBody } : {}) });
 });
+
+/** Per-request team context, found by the request's `authInfo` object (dropped with it). */
+const requestContexts = new WeakMap<AuthInfo, Omit<ToolContext, 'era'>>();
+
+/**
+ * How often an open SSE stream gets a keep-alive comment. Writing is how the Worker learns that a
+ * client hung up (the platform reports a closed connection on the next write), and a 2026-era
+ * client cancels a call by hanging up: so this bounds how long a cancelled job keeps running.
+ */
+export const SSE_KEEPALIVE_MS = 1000;
+
+/** The per-request factory: a fresh server for the caller's team, in the request's era. */
+const factory: McpServerFactory = ({ era, authInfo }) => {
+  const base = authInfo ? requestContexts.get(authInfo) : undefined;
+  if (!base) throw new Error('MCP request without a verified principal');
+  return buildServer({ ...base, era, ...(era === 'modern' ? { callNonce: crypto.randomUUID() } : {}) });
+};
+
+/**
+ * One handler per isolate, both eras (`legacy: 'stateless'` serves 2025-era clients per request).
+ * `auto` answers in JSON unless a call reports progress, which upgrades it to SSE; `tools/call`
+ * always streams, so the keep-alive can notice a client that hangs up on a silent job.
+ */
+const mcpHandler = createMcpHandler(factory, { legacy: 'stateless', keepAliveMs: SSE_KEEPALIVE_MS });
+const streamingHandler = createMcpHandler(factory, { legacy: 'stateless', keepAliveMs: SSE_KEEPALIVE_MS, responseMode: 'sse' });
+
+function isToolCall(body: unknown): boolean {
+  return !!body && typeof body === 'object' && (body as { method?: unknown }).method === 'tools/call';
+}
 
 async function readCapped(req: Request, max: number): Promise<string | null> {
   if (!req.body) return '';

@@ -9,7 +9,7 @@ const MIN_INTERVAL_MS = 200;
 const MESSAGE_CHARS = 200;
 
 export function progressReporter(extra: ToolExtra): (e: DispatchEvent) => Promise<void> {
-  const token = extra._meta?.progressToken;
+  const token = extra.mcpReq._meta?.progressToken;
   let progress = 0;
   /** Last output-driven notification; lifecycle events (queued/started) are never throttled. */
   let last = 0;
@@ -30,7 +30,7 @@ export function progressReporter(extra: ToolExtra): (e: DispatchEvent) => Promis
     } else return;
     progress += 1;
     try {
-      await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress, message } });
+      await extra.mcpReq.notify({ method: 'notifications/progress', params: { progressToken: token, progress, message } });
     } catch {
       // The client stream may be gone; the job's result still matters more than its progress.
     }

@@ -1,5 +1,8 @@
-/** One McpServer per request (stateless): every isolate can serve every call. */
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+/**
+ * One McpServer per request (both eras are stateless): every isolate can serve every call.
+ * The factory closes over the caller's team context, so a tool never sees another team.
+ */
+import { McpServer } from '@modelcontextprotocol/server';
 import type { ToolContext } from './context.ts';
 import { registerExecute } from './tools/execute.ts';
 import { registerRuntimeExecute } from './tools/runtime-execute.ts';
@@ -10,9 +13,20 @@ import { registerRunScript } from './tools/run-script.ts';
 
 export const SERVER_INFO = { name: 'gatehouse', version: '0.1.0' };
 
+/**
+ * 2026-07-28 caching hints. The tool list is the same for every caller of a deployment but the
+ * endpoint is authenticated, so only the caller may cache it (`private`); five minutes is short
+ * enough that a deploy adding a tool is seen soon after.
+ */
+export const CACHE_HINTS = {
+  'tools/list': { ttlMs: 300_000, cacheScope: 'private' },
+  'server/discover': { ttlMs: 300_000, cacheScope: 'private' },
+} as const;
+
 export function buildServer(ctx: ToolContext): McpServer {
   const server = new McpServer(SERVER_INFO, {
     capabilities: { tools: {} },
+    cacheHints: CACHE_HINTS,
     instructions:
       'Gatehouse runs commands for your team under its policy, in gVisor sandboxes on the team\'s executor agents. ' +
       'Prefer runtime_execute with outputMode "minimal", then query_output on the artifactHandle when you need to see output. ' +

@@ -9,7 +9,7 @@ import { getTeamPolicy } from '../store/policies.ts';
 import { newArtifactHandle, putArtifact } from '../store/artifacts.ts';
 import { writeAudit } from '../store/audit.ts';
 import { cancelByCall } from '../dispatch/client.ts';
-import { cancelKey, type ToolContext, type ToolExtra } from '../mcp/context.ts';
+import { callCancelKey, type ToolContext, type ToolExtra } from '../mcp/context.ts';
 import {
   CONSOLE_MAX_BYTES, ISOLATE_COMPATIBILITY_DATE, LOADER_MISSING_MESSAGE, RETURN_MAX_BYTES, SLEEP_MAX_MS, TICKS_PER_CPU_MS,
 } from './limits.ts';
@@ -88,7 +88,7 @@ export async function runScript(ctx: ToolContext, extra: ToolExtra, req: RunScri
     budget.closed = true;
     if (ended.kind !== 'report' && budget.started > 0) {
       // Kill what the script still has running: its subprocesses share this call's cancel key.
-      await cancelByCall(env, principal.team, cancelKey(principal, extra.requestId), ended.kind === 'timeout' ? 'the script timed out' : 'the script was cancelled').catch(() => false);
+      await cancelByCall(env, principal.team, callCancelKey(ctx, extra), ended.kind === 'timeout' ? 'the script timed out' : 'the script was cancelled').catch(() => false);
     }
     if (ended.kind === 'report') {
       report = ended.report;
@@ -154,7 +154,7 @@ async function runIsolate(
   const host = new ScriptHost(sc);
   let timer: ReturnType<typeof setTimeout> | undefined;
   let onAbort: (() => void) | undefined;
-  const signal = sc.extra.signal;
+  const signal = sc.extra.mcpReq.signal;
   try {
     return await Promise.race<Ended>([
       entry.run(host, opts).then(

@@ -150,26 +150,29 @@ function progressFor(sc: SubprocessContext, prefix: string): ToolExtra {
   const extra = sc.extra;
   return {
     ...extra,
-    sendNotification: async (n) => {
-      if (n.method === 'notifications/progress') {
-        sc.budget.progress += 1;
-        const params = n.params as { progressToken: string | number; message?: string };
-        return extra.sendNotification({
-          method: 'notifications/progress',
-          params: { progressToken: params.progressToken, progress: sc.budget.progress, message: `${prefix}: ${params.message ?? ''}` },
-        });
-      }
-      return extra.sendNotification(n);
+    mcpReq: {
+      ...extra.mcpReq,
+      notify: async (n) => {
+        if (n.method === 'notifications/progress') {
+          sc.budget.progress += 1;
+          const params = n.params as { progressToken: string | number; message?: string };
+          return extra.mcpReq.notify({
+            method: 'notifications/progress',
+            params: { progressToken: params.progressToken, progress: sc.budget.progress, message: `${prefix}: ${params.message ?? ''}` },
+          });
+        }
+        return extra.mcpReq.notify(n);
+      },
     },
   };
 }
 
 async function notify(sc: SubprocessContext, message: string): Promise<void> {
-  const token = sc.extra._meta?.progressToken;
+  const token = sc.extra.mcpReq._meta?.progressToken;
   if (token === undefined) return;
   sc.budget.progress += 1;
   try {
-    await sc.extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: sc.budget.progress, message } });
+    await sc.extra.mcpReq.notify({ method: 'notifications/progress', params: { progressToken: token, progress: sc.budget.progress, message } });
   } catch {
     // The client stream may be gone; the script's result matters more than its progress.
   }

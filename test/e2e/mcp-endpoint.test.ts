@@ -85,7 +85,7 @@ describe('MCP handshake', () => {
     const client = await connect(await gw.token({ team: 'acme', scopes: ['execute', 'artifacts:read'] }));
     expect(client.getServerVersion()?.name).toBe('gatehouse');
     const { tools } = await client.listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual(['execute', 'list_runtimes', 'policy_check', 'query_output', 'runtime_execute']);
+    expect(tools.map((t) => t.name).sort()).toEqual(['execute', 'list_runtimes', 'policy_check', 'query_output', 'run_script', 'runtime_execute']);
     for (const t of tools) expect(t.name).toMatch(/^[a-z_]+$/);
     const execute = tools.find((t) => t.name === 'execute')!;
     expect(execute.inputSchema.required).toEqual(['command']);

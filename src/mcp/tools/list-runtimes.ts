@@ -1,5 +1,5 @@
 /** `list_runtimes`: which of the 16 runtimes the team may use and which its agents have, with versions. */
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { McpServer } from '@modelcontextprotocol/server';
 import { ListRuntimesOutput } from '../../contracts/tools.ts';
 import { RUNTIME_NAMES, RUNTIMES } from '../../contracts/runtimes.ts';
 import { getTeamPolicy } from '../../store/policies.ts';

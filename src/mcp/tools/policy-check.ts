@@ -1,5 +1,5 @@
 /** `policy_check`: a dry run of the team policy for a command, with the stage and reason. */
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { McpServer } from '@modelcontextprotocol/server';
 import { PolicyCheckInput, PolicyCheckOutput } from '../../contracts/tools.ts';
 import { decide } from '../../policy/engine.ts';
 import { getTeamPolicy } from '../../store/policies.ts';

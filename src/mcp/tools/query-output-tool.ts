@@ -1,5 +1,5 @@
 /** `query_output` (reference 000): search a job's artifact instead of reading it whole. */
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { McpServer } from '@modelcontextprotocol/server';
 import { QueryOutputInput, QueryOutputOutput } from '../../contracts/tools.ts';
 import { queryOutput } from '../query-output.ts';
 import { writeAudit } from '../../store/audit.ts';

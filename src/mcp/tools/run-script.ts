@@ -3,7 +3,7 @@
  * subprocesses go through the governed path. Thin: src/script/ does the work, this file maps
  * the outcome onto the tool result (shaped by `outputMode` like runtime_execute).
  */
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { McpServer } from '@modelcontextprotocol/server';
 import { RunScriptInput, RunScriptOutput } from '../../contracts/tools.ts';
 import type { JobExit } from '../../contracts/agent-protocol.ts';
 import { shapeRuntimeResult } from '../output-shape.ts';
