@@ -6,7 +6,7 @@
  */
 import type { Env, Principal } from '../env.ts';
 import { canonicalMcpUrl, gatehouseIssuer } from '../auth/config.ts';
-import { authorizationServer, hasOAuthStore, OAUTH_SCOPES, type OAuthGrantProps } from './server.ts';
+import type { OAuthGrantProps } from './server.ts';
 
 const OAUTH_BEARER = /^Bearer[ ]+([A-Za-z0-9_.~%-]{1,300}:[A-Za-z0-9_-]{1,100}:[A-Za-z0-9_-]{1,200})\s*$/i;
 const TEAM_RE = /^[a-z0-9][a-z0-9_-]{0,62}$/;
@@ -18,6 +18,9 @@ export async function verifyOAuthBearer(req: Request, env: Env): Promise<OAuthVe
   const header = req.headers.get('Authorization');
   const m = header ? OAUTH_BEARER.exec(header) : null;
   if (!m) return null;
+  // Loaded only for OAuth-shaped tokens: the library needs the Workers runtime (`cloudflare:` modules),
+  // and JWT verification must not depend on it.
+  const { authorizationServer, hasOAuthStore, OAUTH_SCOPES } = await import('./server.ts');
   if (!hasOAuthStore(env)) return { ok: false, message: 'OAuth access tokens are not accepted here: the gateway has no OAUTH_KV binding' };
   const resource = canonicalMcpUrl(req, env);
   const v = await authorizationServer(req, env).validateToken<OAuthGrantProps>(resource, m[1], env);
