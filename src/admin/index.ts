@@ -10,6 +10,7 @@ import { tokenRoutes } from './tokens.ts';
 import { policyRoutes } from './policy.ts';
 import { auditRoutes } from './audit.ts';
 import { artifactRoutes } from './artifacts.ts';
+import { policyHistoryRoutes } from './policy-history.ts';
 import { ownTeamOnly } from './team.ts';
 import { apiError } from './http.ts';
 
@@ -22,6 +23,7 @@ const whoami: Handler<AppEnv> = (c) => {
 const teamApi = new Hono<AppEnv>();
 teamApi.get('/', whoami);
 teamApi.route('/tokens', tokenRoutes);
+teamApi.route('/policy/history', policyHistoryRoutes);
 teamApi.route('/policy', policyRoutes);
 teamApi.route('/audit', auditRoutes);
 teamApi.route('/artifacts', artifactRoutes);

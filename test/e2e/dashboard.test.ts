@@ -213,6 +213,9 @@ describe.skipIf(!HAVE_CHROMIUM)('dashboard in a real browser', () => {
     await page.click(aria('Save as new version'));
     await waitText('the policy is now version 1');
     expect(await editorError()).toBe('');
+    // The history lists the saved version, who saved it, and can load it back into the editor.
+    await page.waitForSelector(aria('Load version 1'), { timeout: 10_000 });
+    expect(await page.$eval('caption ::-p-text(Policy versions)', (e: any) => e.closest('table').innerText)).toContain('dash-admin');
     // Dry run in the page.
     await fill('Command', 'ls');
     await fill('Arguments (one per line)', '-a');
@@ -240,6 +243,22 @@ describe.skipIf(!HAVE_CHROMIUM)('dashboard in a real browser', () => {
     await page.click(aria('Apply filters'));
     await page.waitForFunction(() => [...document.querySelectorAll('main [role=alert]')].some((e: any) => /tool must be one of/.test(e.textContent)), { timeout: 10_000 });
     await gw.putPolicy(TEAM, DEFAULT_POLICY);
+  });
+
+  it('keeps every saved policy version, per team, newest first', async () => {
+    const admin = (team: string) => gw.token({ team, scopes: ['admin'], subject: `${team}-admin` });
+    const history = async (team: string, q = '') =>
+      (await fetch(`${gw.url}/admin/v1/policy/history${q}`, { headers: { Authorization: `Bearer ${await admin(team)}` } })).json() as Promise<any>;
+    // The previous test saved version 1 (no `ls`) and then restored the default as version 2.
+    const h = await history(TEAM);
+    expect(h.versions.map((v: { version: number }) => v.version)).toEqual([2, 1]);
+    expect(h.versions[1].policy.executables.allow).not.toContain('ls');
+    expect(h.versions[0].policy.executables.allow).toContain('ls');
+    expect((await history(TEAM, '?limit=1')).nextBefore).toBe(2);
+    expect((await history(TEAM, '?before=2')).versions.map((v: { version: number }) => v.version)).toEqual([1]);
+    // Another team sees only its own (none).
+    expect((await history('other-team')).versions).toEqual([]);
+    expect((await history(TEAM, '?limit=0')).error.message).toMatch(/limit must be an integer from 1 to 100/);
   });
 
   it('pages through the audit log without gaps or repeats', async () => {

@@ -5,11 +5,11 @@
  * subprocess API's shapes and messages; each subprocess has its own audit row linked to the script.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { hasCommand, startAgent, startGateway, type AgentProcess, type Gateway } from './harness.ts';
+import { hasCommand, ROOT, startAgent, startGateway, type AgentProcess, type Gateway } from './harness.ts';
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
 import { startOpaServer, type OpaServer } from '../support/opa-server.ts';
 
@@ -44,6 +44,7 @@ beforeAll(async () => {
   root = mkdtempSync(join(tmpdir(), 'gatehouse-script-'));
   mkdirSync(join(root, 'sub'));
   writeFileSync(join(root, 'report.txt'), 'ok 1\nFAIL test_two\nok 3\nFAIL test_four\n');
+  writeFileSync(join(root, 'Makefile'), 'build:\n\techo building\ntest:\n\tcat report.txt\n\tfalse\n');
   agent = startAgent(gw, { token: await gw.token({ team: TEAM, scopes: ['agent'] }), root, sandbox: SANDBOX, capacity: 4, agentId: 'script-agent' });
   await agent.ready;
   client = await gw.mcp(TEAM, ['execute', 'artifacts:read']);
@@ -101,10 +102,10 @@ describe('run_script basics', () => {
   it('reports script errors as Sandbox error without host paths or stack frames', async () => {
     const out = await run('function f() { throw new Error("boom at the edge"); }\nf();');
     expect(out.r.isError).toBe(true);
-    expect(out.s.error).toBe('Sandbox error: boom at the edge');
+    expect(out.s.error?.message).toBe('Sandbox error: boom at the edge');
     expect(out.t).not.toMatch(/\/work\/|node_modules|file:\/\/|\n\s+at /);
     const syntax = await run('return {');
-    expect(syntax.s.error).toMatch(/^Sandbox error: SyntaxError: /);
+    expect(syntax.s.error?.message).toMatch(/^Sandbox error: SyntaxError: /);
   });
 
   it('caps console output at 10 MB with [output truncated] and the return value at 10 MB', async () => {
@@ -114,19 +115,39 @@ describe('run_script basics', () => {
     const q = await client.callTool({ name: 'query_output', arguments: { artifactHandle: out.s.artifactHandle, queryTerms: ['[output truncated]'], contextLines: 0 } });
     expect((q.structuredContent as { matchCount: number }).matchCount).toBe(1);
     const ret = await run('return "z".repeat(11 * 1024 * 1024);');
-    expect(ret.s.error).toBe('Sandbox error: Return value exceeds limit (10485760 bytes)');
+    expect(ret.s.error?.message).toBe('Sandbox error: Return value exceeds limit (10485760 bytes)');
   });
 
   it('times out a script that waits too long with Sandbox error: Execution timeout', async () => {
     const out = await run('await sleep(10_000); return 1;', { timeout_ms: 500 });
     expect(out.s.status).toBe('timeout');
-    expect(out.s.error).toBe('Sandbox error: Execution timeout');
+    expect(out.s.error?.message).toBe('Sandbox error: Execution timeout');
   });
+
+  it('caps each sleep() at 30 s and keeps vars frozen', async () => {
+    const out = await run('"use strict"; let frozen; try { vars.x = 2; frozen = false; } catch { frozen = true; } const t = Date.now(); await sleep(600_000); return { frozen, slept: Date.now() - t };', { vars: { x: 1 }, timeout_ms: 100_000 });
+    expect(out.s.status).toBe('success');
+    expect(out.s.result.frozen).toBe(true);
+    expect(out.s.result.slept).toBeGreaterThanOrEqual(29_000);
+    expect(out.s.result.slept).toBeLessThan(60_000);
+  }, 120_000);
 
   it('refuses a timeout above the policy maximum', async () => {
     const out = await run('return 1', { timeout_ms: 500_000 });
     expect(out.r.isError).toBe(true);
     expect(out.t).toContain('Requested timeout (500000ms) exceeds maximum (120000ms)');
+  });
+});
+
+describe('the README example', () => {
+  it('builds, tests and greps the failures in one call', async () => {
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const code = /```js\n\/\/ run_script[^\n]*\n([\s\S]*?)```/.exec(readme)![1];
+    const out = await run(code, { outputMode: 'summary' });
+    expect(out.r.isError, out.t).toBeFalsy();
+    expect(out.s.result).toEqual({ stage: 'test', passed: false, failures: ['FAIL test_two', 'FAIL test_four'] });
+    expect(out.s.stdoutSummary).toContain('tests exited 2');
+    expect(out.s.subprocesses.count).toBe(2);
   });
 });
 
@@ -188,11 +209,11 @@ describe('escapes fail', () => {
     await setPolicy({ script: { ...SCRIPT_ON, cpuMs: 200 } });
     const out = await run('while (true) {}');
     expect(out.r.isError).toBe(true);
-    expect(out.s.error).toMatch(/^Sandbox error: CPU limit exceeded/);
+    expect(out.s.error?.message).toMatch(/^Sandbox error: CPU limit exceeded/);
     const caught = await run('for (;;) { try { while (true) {} } catch (e) { } }');
-    expect(caught.s.error).toMatch(/^Sandbox error: CPU limit exceeded/);
+    expect(caught.s.error?.message).toMatch(/^Sandbox error: CPU limit exceeded/);
     const recursion = await run('function f() { Promise.resolve().then(f); } f(); await sleep(50000); return 1;', { timeout_ms: 60_000 });
-    expect(recursion.s.error).toMatch(/^Sandbox error: CPU limit exceeded|^Sandbox error: Execution timeout/);
+    expect(recursion.s.error?.message).toMatch(/^Sandbox error: CPU limit exceeded|^Sandbox error: Execution timeout/);
     expect((await run('return 7')).s.result).toBe(7);
     await setPolicy({});
   });
@@ -281,6 +302,28 @@ describe('subprocesses', () => {
     const out = await run('const r = []; for (let i = 0; i < 3; i++) { try { await gatehouse.exec("true", []); r.push("ran"); } catch (e) { r.push(e.message); } } return r;');
     expect(out.s.result).toEqual(['ran', 'ran', 'subprocess: limit reached — a script may start at most 2 subprocesses (script.subprocess.maxCount)']);
     await setPolicy({});
+  });
+
+  it('caps the total subprocess time per script', async () => {
+    await setPolicy({ script: { ...SCRIPT_ON, subprocess: { maxCount: 25, maxTotalMs: 1_000 } } });
+    const out = await run(`
+      const first = await gatehouse.exec('sleep', ['5']);
+      let second; try { await gatehouse.exec('true', []); second = 'ran'; } catch (e) { second = e.message; }
+      return { timedOut: first.timed_out, second };`);
+    expect(out.s.result.timedOut).toBe(true);
+    expect(out.s.result.second).toMatch(/^subprocess: limit reached — this script's subprocesses already ran \d+ ms of the 1000 ms allowed \(script\.subprocess\.maxTotalMs\)$/);
+    await setPolicy({});
+  });
+
+  it('queryOutput needs the artifacts:read scope, like query_output', async () => {
+    const execOnly = await gw.mcp(TEAM, ['execute']);
+    const r = await execOnly.callTool({ name: 'run_script', arguments: { code: `
+      const g = await gatehouse.exec('ls', []);
+      try { await gatehouse.queryOutput(g.artifact_handle, ['report']); return 'read'; } catch (e) { return e.message; }` } }, undefined, { timeout: 60_000 });
+    await execOnly.close();
+    expect((r.structuredContent as { result: string }).result).toMatch(/^queryOutput: insufficient_scope/);
+    const withScope = await run(`const g = await gatehouse.exec('ls', []); return (await gatehouse.queryOutput(g.artifact_handle, ['report'], { contextLines: 0 })).excerpts.map((e) => e.content);`);
+    expect(withScope.s.result).toEqual(['report.txt']);
   });
 
   it('writes one audit row per subprocess, linked to the script row', async () => {

@@ -33,12 +33,12 @@ export function registerRunScript(server: McpServer, ctx: ToolContext): void {
       }
       const out = await runScript(ctx, extra, { code: input.code, vars: input.vars, timeoutMs: input.timeout_ms });
       if (out.kind === 'refused') {
-        if (out.code !== 'policy_denied') return toolError(out.message.startsWith('Error:') ? out.message : `Error: ${out.message}`);
+        if (out.code !== 'policy_denied') return toolError(out.message.startsWith('Error:') ? out.message : `Error: ${out.message}`, undefined, out.code);
         const structured = {
           status: 'denied' as const, exitCode: null, signal: null, durationMs: 0, outputLines: 0, outputBytes: 0, artifactHandle: null,
           notes: [`script: ${out.message}`],
         };
-        return { ...toolError(`Error: policy denied (script): ${out.message}`), structuredContent: structured };
+        return toolError(`Error: policy denied (script): ${out.message}`, structured, 'policy_denied');
       }
       const run = out.run;
       const shaped = shapeRuntimeResult(asExit(run), {
@@ -49,13 +49,13 @@ export function registerRunScript(server: McpServer, ctx: ToolContext): void {
         ...shaped,
         status: run.status,
         ...(run.result !== undefined ? { result: run.result } : {}),
-        ...(run.error ? { error: run.error } : {}),
         scriptId: run.scriptId,
         subprocesses: run.subprocesses,
         consoleTruncated: run.consoleTruncated,
         ...(run.typescript ? { notes: [...(shaped.notes ?? []), 'TypeScript: types were stripped before running'] } : {}),
       };
-      if (run.error) return { ...toolError(run.error), structuredContent: structured };
+      // A failed script: the structured part carries `error: {code: "sandbox_error", message: "Sandbox error: …"}`.
+      if (run.error) return toolError(run.error, structured, 'sandbox_error');
       return toolResult(structured);
     },
   );
