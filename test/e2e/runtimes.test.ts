@@ -50,7 +50,8 @@ beforeAll(async () => {
     // Any string, newlines included (the engine anchors the whole string).
     shell: { enabled: true, allow: ['/[\\s\\S]*/'] },
     executables: { allow: [...new Set([...DEFAULT_POLICY.executables.allow, ...RUNTIME_NAMES.flatMap((r) => RUNTIMES[r].executables)])] },
-    limits: { ...DEFAULT_POLICY.limits, maxTimeoutMs: 180_000, defaultTimeoutMs: 120_000 },
+    // Two limits with recognisable values: the team's limits must reach the job (see the last test).
+    limits: { ...DEFAULT_POLICY.limits, maxTimeoutMs: 180_000, defaultTimeoutMs: 120_000, maxOpenFiles: 777, tmpBytes: 48 * 1024 * 1024 },
   });
   agent = startAgent(gw, { token: await gw.token({ team: 'rt', scopes: ['agent'] }), root, sandbox: CI || hasCommand('runsc') ? 'gvisor' : 'bwrap', capacity: 4, agentId: 'rt-agent' });
   await agent.ready;
@@ -86,4 +87,15 @@ describe('runtimes in code mode', () => {
       expect(s.stdoutSummary).toContain(`hello ${name}`);
     }, 180_000);
   }
+});
+
+describe('resource limits', () => {
+  it("applies the team policy's limits to the job (open files, /tmp size)", async () => {
+    const r = await client.callTool({ name: 'execute', arguments: { command: 'ulimit -n; df -k /tmp | tail -1' } }, undefined, { timeout: 60_000 });
+    const s = r.structuredContent as { stdout: string; exit_code: number };
+    expect(s.exit_code, JSON.stringify(r)).toBe(0);
+    const [nofile, df] = s.stdout.trim().split('\n');
+    expect(nofile).toBe('777');
+    expect(Number(df.trim().split(/\s+/)[1])).toBe(48 * 1024);
+  }, 90_000);
 });
