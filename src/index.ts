@@ -16,10 +16,10 @@ const app = new Hono<AppEnv>();
 
 // `time` lets `gatehouse agent doctor` measure clock skew (local workerd sends no Date header).
 app.get('/healthz', (c) => c.json({ ok: true, time: Date.now() }));
-// Misconfiguration (short HS secret, bad signing key, no issuer/audience on a public host)
-// refuses every request but /healthz; then only configured hosts are served (DNS rebinding).
-app.use('*', configGuard());
+// Only configured hosts are served (DNS rebinding: always a 4xx); then misconfiguration (short
+// HS secret, bad signing key, no issuer/audience on a public host) refuses every request but /healthz.
 app.use('*', hostCheck());
+app.use('*', configGuard());
 app.route('/', wellKnownRoutes);
 app.route('/', siteRoutes);
 // Near-miss MCP paths get the right URL (before /mcp's auth, which would only say 401).

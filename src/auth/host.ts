@@ -43,8 +43,10 @@ export function hostProblem(req: Request, env: Env): string | null {
   if (configured.includes(host)) return null;
   // Development (no issuer/audience configured): loopback names, any port.
   if (blank(env.GATEHOUSE_AUDIENCE) && isLoopbackHost(url.hostname)) return null;
-  const allowed = configured.length ? configured.join(', ') : 'localhost, 127.0.0.1 and [::1] (any port) until GATEHOUSE_AUDIENCE is set';
-  return `Host "${host.slice(0, 100)}" is not served by this gateway (allowed: ${allowed}); set ALLOWED_HOSTS to add one`;
+  if (!configured.length) {
+    return `Host "${host.slice(0, 100)}" is not served by this gateway: without GATEHOUSE_ISSUER and GATEHOUSE_AUDIENCE it is a development gateway and answers on localhost, 127.0.0.1 and [::1] only; to serve this host, set both (and ALLOWED_HOSTS for any other name)`;
+  }
+  return `Host "${host.slice(0, 100)}" is not served by this gateway (allowed: ${configured.join(', ')}); set ALLOWED_HOSTS to add one`;
 }
 
 export function hostCheck(): MiddlewareHandler<AppEnv> {
