@@ -32,6 +32,8 @@ export interface Env {
   MAX_TOKEN_LIFETIME_SECONDS?: string;
   /** Extra host names (comma-separated `host[:port]`) the gateway answers on besides the issuer's and audience's. */
   ALLOWED_HOSTS?: string;
+  /** KV of the OAuth authorization server (clients, grants, tokens; src/oauth/). Absent → OAuth answers 501. */
+  OAUTH_KV?: KVNamespace;
 }
 
 export const SCOPES = ['execute', 'artifacts:read', 'admin', 'agent'] as const;

@@ -114,6 +114,11 @@ describe('run_script basics', () => {
     expect(out.s.consoleTruncated).toBe(true);
     const q = await client.callTool({ name: 'query_output', arguments: { artifactHandle: out.s.artifactHandle, queryTerms: ['[output truncated]'], contextLines: 0 } });
     expect((q.structuredContent as { matchCount: number }).matchCount).toBe(1);
+    // Both at their caps in one script: the isolate's report still crosses one RPC return.
+    const both = await run('const line = "w".repeat(1000); for (let i = 0; i < 10_400; i++) console.log(line); return "v".repeat(10 * 1024 * 1024 - 2);');
+    expect(both.s.status).toBe('success');
+    expect(both.s.result.length).toBe(10 * 1024 * 1024 - 2);
+    expect(both.s.consoleTruncated).toBe(false);
     const ret = await run('return "z".repeat(11 * 1024 * 1024);');
     expect(ret.s.error?.message).toBe('Sandbox error: Return value exceeds limit (10485760 bytes)');
   });
