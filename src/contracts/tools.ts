@@ -91,8 +91,6 @@ export const RunScriptOutput = {
   ...RuntimeExecuteOutput,
   /** The script's return value (JSON). Absent when it returned nothing or failed. */
   result: z.unknown().optional(),
-  /** `Sandbox error: …` when the script failed. */
-  error: z.string().optional(),
   scriptId: z.string().optional(),
   subprocesses: z.object({ count: z.number().int(), totalMs: z.number() }).optional(),
   consoleTruncated: z.boolean().optional(),
@@ -142,3 +140,10 @@ export const ListRuntimesOutput = {
     }),
   ),
 };
+
+// ---- tool errors (every tool) ----
+/** What a failed call carries in `structuredContent.error`: a stable code and an actionable message. */
+export const ToolErrorShape = z.object({
+  code: z.string().describe('Stable error code to branch on (policy_denied, no_agent, invalid_argument, insufficient_scope, …)'),
+  message: z.string(),
+});

@@ -101,10 +101,10 @@ describe('run_script basics', () => {
   it('reports script errors as Sandbox error without host paths or stack frames', async () => {
     const out = await run('function f() { throw new Error("boom at the edge"); }\nf();');
     expect(out.r.isError).toBe(true);
-    expect(out.s.error).toBe('Sandbox error: boom at the edge');
+    expect(out.s.error.message).toBe('Sandbox error: boom at the edge');
     expect(out.t).not.toMatch(/\/work\/|node_modules|file:\/\/|\n\s+at /);
     const syntax = await run('return {');
-    expect(syntax.s.error).toMatch(/^Sandbox error: SyntaxError: /);
+    expect(syntax.s.error.message).toMatch(/^Sandbox error: SyntaxError: /);
   });
 
   it('caps console output at 10 MB with [output truncated] and the return value at 10 MB', async () => {
@@ -114,13 +114,13 @@ describe('run_script basics', () => {
     const q = await client.callTool({ name: 'query_output', arguments: { artifactHandle: out.s.artifactHandle, queryTerms: ['[output truncated]'], contextLines: 0 } });
     expect((q.structuredContent as { matchCount: number }).matchCount).toBe(1);
     const ret = await run('return "z".repeat(11 * 1024 * 1024);');
-    expect(ret.s.error).toBe('Sandbox error: Return value exceeds limit (10485760 bytes)');
+    expect(ret.s.error.message).toBe('Sandbox error: Return value exceeds limit (10485760 bytes)');
   });
 
   it('times out a script that waits too long with Sandbox error: Execution timeout', async () => {
     const out = await run('await sleep(10_000); return 1;', { timeout_ms: 500 });
     expect(out.s.status).toBe('timeout');
-    expect(out.s.error).toBe('Sandbox error: Execution timeout');
+    expect(out.s.error.message).toBe('Sandbox error: Execution timeout');
   });
 
   it('refuses a timeout above the policy maximum', async () => {
@@ -188,11 +188,11 @@ describe('escapes fail', () => {
     await setPolicy({ script: { ...SCRIPT_ON, cpuMs: 200 } });
     const out = await run('while (true) {}');
     expect(out.r.isError).toBe(true);
-    expect(out.s.error).toMatch(/^Sandbox error: CPU limit exceeded/);
+    expect(out.s.error.message).toMatch(/^Sandbox error: CPU limit exceeded/);
     const caught = await run('for (;;) { try { while (true) {} } catch (e) { } }');
-    expect(caught.s.error).toMatch(/^Sandbox error: CPU limit exceeded/);
+    expect(caught.s.error.message).toMatch(/^Sandbox error: CPU limit exceeded/);
     const recursion = await run('function f() { Promise.resolve().then(f); } f(); await sleep(50000); return 1;', { timeout_ms: 60_000 });
-    expect(recursion.s.error).toMatch(/^Sandbox error: CPU limit exceeded|^Sandbox error: Execution timeout/);
+    expect(recursion.s.error.message).toMatch(/^Sandbox error: CPU limit exceeded|^Sandbox error: Execution timeout/);
     expect((await run('return 7')).s.result).toBe(7);
     await setPolicy({});
   });

@@ -4,6 +4,7 @@ import { PolicyCheckInput, PolicyCheckOutput } from '../../contracts/tools.ts';
 import { decide } from '../../policy/engine.ts';
 import { getTeamPolicy } from '../../store/policies.ts';
 import { writeAudit } from '../../store/audit.ts';
+import { READ_ONLY, toolOutput } from '../register.ts';
 import { missingScope, toolResult, type ToolContext } from '../context.ts';
 
 export function registerPolicyCheck(server: McpServer, ctx: ToolContext): void {
@@ -12,8 +13,9 @@ export function registerPolicyCheck(server: McpServer, ctx: ToolContext): void {
     {
       title: 'Dry-run the team policy',
       description: 'Says whether the team policy would allow a command (args given: direct exec; omitted: shell string), which stage decides, and why. Nothing runs.',
+      annotations: READ_ONLY,
       inputSchema: PolicyCheckInput,
-      outputSchema: PolicyCheckOutput,
+      outputSchema: toolOutput(PolicyCheckOutput),
     },
     async (input) => {
       const denied = missingScope(ctx, 'policy_check', ['execute', 'admin']);

@@ -7,6 +7,7 @@ import type { McpServer } from '@modelcontextprotocol/server';
 import { RunScriptInput, RunScriptOutput } from '../../contracts/tools.ts';
 import type { JobExit } from '../../contracts/agent-protocol.ts';
 import { shapeRuntimeResult } from '../output-shape.ts';
+import { RUNS_JOBS, toolOutput } from '../register.ts';
 import { missingScope, toolError, toolResult, type ToolContext } from '../context.ts';
 import { runScript, type ScriptRun } from '../../script/run.ts';
 
@@ -21,24 +22,25 @@ export function registerRunScript(server: McpServer, ctx: ToolContext): void {
         'child_process.exec(shellString, {cwd, env, encoding}), queryOutput(handle, terms, opts). Every subprocess is decided by the ' +
         'team policy and audited like execute. The top-level return value (or export default) comes back as JSON in "result"; ' +
         'console output is kept as an artifact (outputMode summary/intent shows it). Off unless the team policy enables script mode.',
+      annotations: RUNS_JOBS,
       inputSchema: RunScriptInput,
-      outputSchema: RunScriptOutput,
+      outputSchema: toolOutput(RunScriptOutput),
     },
     async (input, extra) => {
       const denied = missingScope(ctx, 'run_script', ['execute']);
       if (denied) return denied;
       const outputMode = input.outputMode ?? 'minimal';
       if (outputMode === 'intent' && !input.queryTerms?.length) {
-        return toolError('Error: outputMode "intent" returns only console lines matching queryTerms; pass at least one query term');
+        return toolError('Error: outputMode "intent" returns only console lines matching queryTerms; pass at least one query term', undefined, 'invalid_argument');
       }
       const out = await runScript(ctx, extra, { code: input.code, vars: input.vars, timeoutMs: input.timeout_ms });
       if (out.kind === 'refused') {
-        if (out.code !== 'policy_denied') return toolError(out.message.startsWith('Error:') ? out.message : `Error: ${out.message}`);
+        if (out.code !== 'policy_denied') return toolError(out.message.startsWith('Error:') ? out.message : `Error: ${out.message}`, undefined, out.code);
         const structured = {
           status: 'denied' as const, exitCode: null, signal: null, durationMs: 0, outputLines: 0, outputBytes: 0, artifactHandle: null,
           notes: [`script: ${out.message}`],
         };
-        return { ...toolError(`Error: policy denied (script): ${out.message}`), structuredContent: structured };
+        return toolError(`Error: policy denied (script): ${out.message}`, structured, 'policy_denied');
       }
       const run = out.run;
       const shaped = shapeRuntimeResult(asExit(run), {
@@ -49,13 +51,13 @@ export function registerRunScript(server: McpServer, ctx: ToolContext): void {
         ...shaped,
         status: run.status,
         ...(run.result !== undefined ? { result: run.result } : {}),
-        ...(run.error ? { error: run.error } : {}),
         scriptId: run.scriptId,
         subprocesses: run.subprocesses,
         consoleTruncated: run.consoleTruncated,
         ...(run.typescript ? { notes: [...(shaped.notes ?? []), 'TypeScript: types were stripped before running'] } : {}),
       };
-      if (run.error) return { ...toolError(run.error), structuredContent: structured };
+      // `Sandbox error: …` (the script runner's wording) is the message; the code says which kind.
+      if (run.error) return toolError(run.error, structured, run.status === 'timeout' ? 'timeout' : 'script_error');
       return toolResult(structured);
     },
   );
