@@ -9,6 +9,7 @@
  *  4. policy decision time in-process (median/p99)
  *  5. query_output over a 100 MB artifact end to end, and the in-process search rate
  *  6. runtime_execute `minimal` response size in bytes
+ *  7. script mode: one run_script with 20 subprocesses against 20 execute calls (bench/script.ts)
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -19,6 +20,7 @@ import { DEFAULT_POLICY } from '../src/policy/default-policy.ts';
 import { benchBareSpawn } from './executor.ts';
 import { benchPolicy } from './policy.ts';
 import { benchSearch } from './query.ts';
+import { benchScriptVsExecute, median, SUBPROCESSES } from './script.ts';
 
 const quick = process.argv.includes('--quick');
 const N = quick ? 20 : 100;
@@ -132,6 +134,9 @@ async function main() {
       totalBytes = (q.structuredContent as { totalBytes: number }).totalBytes;
     }
     row(`query_output over a ${(totalBytes / 1e6).toFixed(0)} MB artifact (end to end)`, f(pct(tq, 50)), f(Math.max(...tq)), 'target < 1000 ms');
+
+    const sc = await benchScriptVsExecute(gw, 'b-none', none, quick ? 3 : 10);
+    row(`${SUBPROCESSES} × true: one run_script vs ${SUBPROCESSES} execute calls (sandbox none, median)`, f(median(sc.script)), f(median(sc.calls)), `execute / script = ${(median(sc.calls) / median(sc.script)).toFixed(2)}×`);
 
     const minimal = await none.callTool({ name: 'runtime_execute', arguments: { runtime: 'python', code: 'print("hello")' } });
     row('runtime_execute minimal: structuredContent size', `${JSON.stringify(minimal.structuredContent).length} bytes`, '', 'target ≤ 300 bytes');

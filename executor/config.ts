@@ -23,15 +23,16 @@ export interface AgentConfig {
 
 export const AGENT_USAGE = `gatehouse agent — executor agent: connects out to a Gatehouse gateway and runs its team's jobs in a sandbox
 
-usage: gatehouse agent --url URL (--token-file FILE | --token TOKEN) --root DIR [options]
+usage: gatehouse agent --url URL --token-file FILE --root DIR [options]
        gatehouse agent doctor --url URL --token-file FILE   (check this host: sandbox, runtimes, gateway, token, clock)
+       (the token may also come from the environment, GATEHOUSE_AGENT_TOKEN; never from the command line, where ps shows it)
 
   --url URL               gateway base URL                      (env GATEHOUSE_URL)
-  --token TOKEN           agent token (JWT with scope "agent")  (env GATEHOUSE_AGENT_TOKEN)
-  --token-file FILE       read the agent token from FILE        (env GATEHOUSE_AGENT_TOKEN_FILE)
+  --token-file FILE       read the agent token (JWT with scope "agent") from FILE (env GATEHOUSE_AGENT_TOKEN_FILE)
   --root DIR              workspace jobs run in; created if missing (env GATEHOUSE_ROOT)
   --sandbox KIND          gvisor | bwrap | none; default: strongest that works (gvisor, then bwrap)
-                          (none = no isolation, development only; never chosen implicitly)
+                          (none = no isolation; never chosen implicitly, and only with --allow-no-isolation)
+  --allow-no-isolation    let --sandbox none start (development machines only) (env GATEHOUSE_ALLOW_NO_ISOLATION=1)
   --capacity N            jobs run at once (1-256, default 4)
   --id ID                 agent id (default: hostname-pid)
   --warm N                gVisor sandboxes kept pre-started (default: capacity)
@@ -41,7 +42,9 @@ usage: gatehouse agent --url URL (--token-file FILE | --token TOKEN) --root DIR 
   --help                  this text
 `;
 
-const FLAGS = new Set(['url', 'token', 'token-file', 'root', 'sandbox', 'capacity', 'id', 'warm', 'max-timeout-ms', 'max-artifact-bytes', 'state-dir', 'help']);
+const FLAGS = new Set(['url', 'token', 'token-file', 'allow-no-isolation', 'root', 'sandbox', 'capacity', 'id', 'warm', 'max-timeout-ms', 'max-artifact-bytes', 'state-dir', 'help']);
+
+const BOOLEAN_FLAGS = new Set(['allow-no-isolation']);
 
 export type ConfigResult = { ok: true; config: AgentConfig } | { ok: false; help: true } | { ok: false; help: false; message: string };
 
@@ -53,6 +56,14 @@ export function parseAgentArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     if (a === '-h' || a === '--help') return { ok: false, help: true };
     const m = /^--([a-z-]+)(?:=(.*))?$/s.exec(a);
     if (!m || !FLAGS.has(m[1])) return bad(`unknown argument "${a}"`);
+    if (m[1] === 'token') {
+      return bad('the agent token is not taken on the command line (every local user can read it with ps); put it in a file readable only by the agent (--token-file FILE) or in the environment (GATEHOUSE_AGENT_TOKEN)');
+    }
+    if (BOOLEAN_FLAGS.has(m[1])) {
+      if (m[2] !== undefined) return bad(`--${m[1]} takes no value`);
+      v[m[1]] = 'true';
+      continue;
+    }
     let val = m[2];
     if (val === undefined) {
       val = argv[++i];
@@ -68,22 +79,24 @@ export function parseAgentArgs(argv: string[], env: NodeJS.ProcessEnv = process.
   } catch {
     return bad(`--url is not a URL: "${url}"`);
   }
-  let token = v.token ?? env.GATEHOUSE_AGENT_TOKEN;
+  let token = env.GATEHOUSE_AGENT_TOKEN;
   const tokenFile = v['token-file'] ?? env.GATEHOUSE_AGENT_TOKEN_FILE;
-  if (v.token && v['token-file']) return bad('give --token or --token-file, not both');
-  if (!v.token && tokenFile) {
+  if (tokenFile) {
     try {
       token = readFileSync(tokenFile, 'utf8').trim();
     } catch (e) {
       return bad(`cannot read --token-file ${tokenFile}: ${(e as Error).message}`);
     }
   }
-  if (!token) return bad('an agent token is required: --token, --token-file, GATEHOUSE_AGENT_TOKEN or GATEHOUSE_AGENT_TOKEN_FILE');
+  if (!token) return bad('an agent token is required: --token-file FILE, GATEHOUSE_AGENT_TOKEN_FILE or GATEHOUSE_AGENT_TOKEN');
   const root = v.root ?? env.GATEHOUSE_ROOT;
   if (!root) return bad('--root is required (or GATEHOUSE_ROOT)');
   const sandboxRaw = v.sandbox ?? env.GATEHOUSE_SANDBOX;
   if (sandboxRaw !== undefined && !['gvisor', 'bwrap', 'none'].includes(sandboxRaw)) {
     return bad(`--sandbox must be one of gvisor, bwrap, none; got "${sandboxRaw}"`);
+  }
+  if (sandboxRaw === 'none' && v['allow-no-isolation'] !== 'true' && env.GATEHOUSE_ALLOW_NO_ISOLATION !== '1') {
+    return bad('--sandbox none is refused: jobs would run without isolation, as this user, able to read the agent token, its files and environment and everything else this user can, and to reach the network. On a development machine, add --allow-no-isolation (or GATEHOUSE_ALLOW_NO_ISOLATION=1); anywhere else install gVisor (runsc) or bubblewrap');
   }
   const int = (name: string, dflt: number, min: number, max: number): number | string => {
     const raw = v[name];

@@ -4,6 +4,7 @@
  * runtimes a job inside it can see, the gateway reachable, the token valid for this gateway and
  * not expiring soon, the clock close to the gateway's. Exit 0 when nothing failed, 1 otherwise.
  */
+import { DEFAULT_RESOURCE_LIMITS } from '../src/contracts/resource-limits.ts';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -97,7 +98,7 @@ async function sandboxChecks(kind: SandboxKind | undefined): Promise<Check[]> {
     const paths = runtimes.list.map((r) => r.path);
     // One shell inside a real sandbox: proves it starts and lists which toolchains a job can see.
     const script = `echo gatehouse-doctor-ok\nfor p in ${paths.map(shellQuote).join(' ')}; do [ -x "$p" ] && echo "visible $p"; done\nexit 0\n`;
-    const sb = await driver.acquire('doctor', {});
+    const sb = await driver.acquire('doctor', DEFAULT_RESOURCE_LIMITS);
     try {
       const proc = sb.launch({ script });
       proc.child.stdin?.end();

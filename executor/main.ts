@@ -1,5 +1,5 @@
 /**
- * Executor agent entry point: `node executor/main.ts --url … --token … --root …`.
+ * Executor agent entry point: `node executor/main.ts --url … --token-file … --root …` (or GATEHOUSE_AGENT_TOKEN).
  * Finds the strongest sandbox, probes runtimes, connects out to the gateway and runs jobs
  * until SIGTERM/SIGINT. `runAgentCli` is also what `gatehouse agent` calls.
  */
@@ -67,6 +67,7 @@ export async function runAgentCli(argv: string[], log: Logger = consoleLogger())
   const runtimes = await probeRuntimes();
   log.info(`gatehouse agent ${agentVersion()} id ${cfg.agentId}`);
   log.info(`sandbox: ${driver.describe()}`);
+  log.info(`limits: ${driver.limitMechanisms()}`);
   log.info(`workspace: ${root}; state: ${stateDir}`);
   log.info(`capacity: ${cfg.capacity} jobs; ceilings: timeout ${cfg.maxTimeoutMs} ms, artifact ${cfg.maxArtifactBytes} bytes per stream`);
   log.info(`runtimes: ${runtimes.list.length ? runtimes.list.map((r) => `${r.name} (${r.path}: ${r.version})`).join(', ') : 'none found'}`);

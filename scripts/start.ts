@@ -7,7 +7,7 @@
  * .gatehouse/signing-key.json (generated on first start, never committed), .gatehouse/workspace.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { generateSigningKey, mintToken } from '../src/auth/mint.ts';
 
@@ -137,12 +137,18 @@ async function main(): Promise<void> {
   writeFileSync(join(STATE, 'tokens.json'), JSON.stringify({ team: TEAM, client: client.token, admin: admin.token, agent: agent.token }, null, 2) + '\n', { mode: 0o600 });
 
   log(`starting one executor agent (strongest sandbox available; log: ${join(STATE, 'agent.log')})…`);
-  const agentArgs = [join(ROOT, 'executor/main.ts'), '--url', URL_BASE, '--token', agent.token, '--root', join(STATE, 'workspace'), '--id', 'local-agent'];
+  // The token goes in a file only we can read, never on the command line (ps shows argv to every local user).
+  const tokenFile = join(STATE, 'agent.token');
+  writeFileSync(tokenFile, agent.token + '\n', { mode: 0o600 });
+  chmodSync(tokenFile, 0o600);
+  const agentArgs = [join(ROOT, 'executor/main.ts'), '--url', URL_BASE, '--token-file', tokenFile, '--root', join(STATE, 'workspace'), '--id', 'local-agent'];
   if (process.env.GATEHOUSE_SANDBOX) agentArgs.push('--sandbox', process.env.GATEHOUSE_SANDBOX);
+  // Asking for no isolation by name is the explicit development choice the agent wants.
+  if (process.env.GATEHOUSE_SANDBOX === 'none') agentArgs.push('--allow-no-isolation');
   const agentLog = logFile('agent.log');
   const ag = spawn(NODE, agentArgs, { cwd: ROOT, detached: true, stdio: ['ignore', agentLog, agentLog] });
   children.push(ag);
-  ag.on('exit', (code) => log(`the executor agent exited (${code}); the end of ${join(STATE, 'agent.log')}:\n${tail('agent.log')}\nrestart it with: node executor/main.ts ${agentArgs.slice(1).join(' ').replace(agent.token, '<agent token from .gatehouse/tokens.json>')}`));
+  ag.on('exit', (code) => log(`the executor agent exited (${code}); the end of ${join(STATE, 'agent.log')}:\n${tail('agent.log')}\nrestart it with: node executor/main.ts ${agentArgs.slice(1).join(' ')}`));
   const sandbox = await agentConnected(ag, 60_000);
 
   const line = '─'.repeat(72);

@@ -7,6 +7,7 @@ import { requireAuth, wellKnownRoutes, configGuard } from './auth/index.ts';
 import { adminRoutes } from './admin/index.ts';
 import { mcpRoutes } from './mcp/index.ts';
 import { agentRoutes } from './dispatch/routes.ts';
+import { dashboardRoutes } from './dashboard/index.ts';
 import { cleanupExpiredArtifacts } from './store/artifacts.ts';
 import { siteRoutes, mcpPathHint, notFound } from './site/index.ts';
 export { TeamDispatcher } from './dispatch/team-dispatcher.ts';
@@ -27,6 +28,7 @@ app.route('/mcp', mcpRoutes);
 app.route('/agent/v1', agentRoutes);
 app.use('/admin/v1/*', requireAuth({ scopes: ['admin'] }));
 app.route('/admin/v1', adminRoutes);
+app.route('/dashboard', dashboardRoutes);
 app.notFound(notFound);
 
 export default {

@@ -9,6 +9,8 @@ import type { GatehouseErrorShape } from '../../src/contracts/errors.ts';
 import { SANDBOX_PATH } from '../sandbox/types.ts';
 import { pickRuntimeExecutable, type RuntimeTable } from '../runtimes/probe.ts';
 import { ENV_NAME } from './launcher.ts';
+import { effectiveLimits } from './limits.ts';
+import type { ResourceLimits } from '../../src/contracts/resource-limits.ts';
 import { checkCwd, isAllowedExecutable, resolveExecutable, type ResolveContext } from './resolve.ts';
 
 export interface Ceilings {
@@ -32,6 +34,8 @@ export interface JobPlan {
   timeoutMs: number;
   inlineBytes: number;
   artifactBytes: number;
+  /** Resource limits, every one set. */
+  limits: ResourceLimits;
   /** argv/shell modes: what to exec (argv[0] as seen inside the sandbox). */
   argv: string[] | null;
   code: CodeStep | null;
@@ -73,6 +77,7 @@ export function planJob(spec: JobSpec, ctx: PlanContext): { ok: true; plan: JobP
     env,
     timeoutMs: Math.max(1, Math.min(spec.timeoutMs, ctx.ceilings.maxTimeoutMs)),
     inlineBytes: spec.limits.inlineBytes,
+    limits: effectiveLimits(spec.limits),
     artifactBytes: Math.min(spec.limits.artifactBytes, ctx.ceilings.maxArtifactBytes),
   };
 

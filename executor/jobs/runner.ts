@@ -3,7 +3,8 @@
  * job in a fresh sandbox with a timeout that kills the whole sandbox, captures and spools
  * output, uploads the artifacts and produces a truthful JobExit.
  */
-import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -14,8 +15,9 @@ import type { RuntimeTable } from '../runtimes/probe.ts';
 import { StreamCapture } from './capture.ts';
 import { inlineResult } from './inline.ts';
 import { OutputRelay } from './relay.ts';
-import { BUILD_STATUS_FILE, EXIT_STATUS_FILE, launchScript } from './launcher.ts';
-import { endFromWrapperStatus } from '../sandbox/types.ts';
+import { launchScript, parseBuildStatus } from './launcher.ts';
+import { startWatchdog, NO_WATCHDOG, type Watchdog } from './watchdog.ts';
+import { rlimitPrefix } from './limits.ts';
 import { expandTemplate, planJob, type Ceilings, type JobPlan } from './plan.ts';
 import { uploadArtifact, type UploadTarget } from './upload.ts';
 
@@ -35,7 +37,12 @@ export interface RunnerOptions {
   graceMs?: number;
   /** After the process ends, how long its pipes may stay open (a grandchild) before we stop reading. */
   drainMs?: number;
+  /** How often the job's disk writes are added up (ms). */
+  diskPollMs?: number;
 }
+
+/** The watchdog fires this long after the agent's own timeout + grace would have (see watchdog.ts). */
+const WATCHDOG_MARGIN_MS = 2000;
 
 export interface JobResult {
   exit: JobExit;
@@ -132,10 +139,11 @@ export class JobRunner {
       void job.sandbox?.kill(this.graceMs);
     };
     const timer = setTimeout(() => job.stopNow('timeout'), plan.timeoutMs);
+    const limits = plan.limits;
     try {
       let sandbox: Sandbox;
       try {
-        sandbox = await driver.acquire(spec.jobId, spec.limits);
+        sandbox = await driver.acquire(spec.jobId, limits);
       } catch (e) {
         return { exit: failedToStart(spec.jobId, t0, `sandbox did not start: ${(e as Error).message}`), spool: null };
       }
@@ -154,26 +162,26 @@ export class JobRunner {
         const build = c?.build ? expandTemplate(c.build, vars) : undefined;
         const cwdInside = plan.cwd ? `${sandbox.workspaceInside}/${plan.cwd}` : sandbox.workspaceInside;
         const run = c ? expandTemplate(c.run, vars) : plan.argv!;
-        const limitsPrefix = rlimitPrefix(spec.limits, driver.kind);
-        const script = launchScript({
-          cwd: cwdInside, env: plan.env, build, run, rlimitPrefix: limitsPrefix,
-          buildStatusPath: build ? `${sandbox.jobDirInside}/${BUILD_STATUS_FILE}` : undefined,
-          exitStatusPath: sandbox.earlyExitStatus ? `${sandbox.jobDirInside}/${EXIT_STATUS_FILE}` : undefined,
-        });
+        const limitsPrefix = rlimitPrefix(limits, driver.processLimitByRlimit);
+        const script = launchScript({ cwd: cwdInside, env: plan.env, build, run, rlimitPrefix: limitsPrefix });
         const direct = build ? undefined : { argv: [...(limitsPrefix ?? []), ...run], cwd: cwdInside, env: plan.env };
-        const end = await this.runLaunched(job, sandbox, { script, direct }, spec.stdin, caps);
+        const launched = await this.runLaunched(job, sandbox, { script, direct }, spec.stdin, caps, plan);
+        const { end, buildStatus } = launched;
         let phase: 'build' | 'run' | undefined = c ? 'run' : undefined;
         let compileError = false;
-        if (build) {
-          // The launcher records the build's status; absent means the build never finished.
-          let status: string | null = null;
-          try { status = readFileSync(join(sandbox.jobDirHost, BUILD_STATUS_FILE), 'utf8').trim(); } catch { /* absent */ }
-          if (status !== '0') {
-            phase = 'build';
-            compileError = status !== null && !job.stop;
-          }
+        // The launcher reports the build's status on its status pipe; none means the build never finished.
+        if (build && buildStatus !== 0) {
+          phase = 'build';
+          compileError = buildStatus !== null && !job.stop;
         }
-        return await this.finish(spec, t0, end, job.stop, caps, relay, phase, compileError);
+        // A timeout the agent's timer missed (its event loop was blocked; the watchdog killed the job) is still a timeout.
+        if (!job.stop && performance.now() - launched.startedAt >= plan.timeoutMs) job.stop = 'timeout';
+        const limitError = launched.diskExceeded
+          ? { code: 'disk_write_limit', message: `the job was stopped: it wrote more than ${limits.diskWriteBytes} bytes to disk (limits.diskWriteBytes)` }
+          : end.kind === 'signaled' && end.signal === 'SIGKILL' && !job.stop && launched.memoryHit
+            ? { code: 'memory_limit', message: `the job was killed: it used more than ${limits.memoryBytes} bytes of memory (limits.memoryBytes)` }
+            : undefined;
+        return await this.finish(spec, t0, end, job.stop, caps, relay, phase, compileError, limitError);
       } finally {
         void sandbox.destroy().catch((e) => log.error(`sandbox ${sandbox.id} teardown: ${(e as Error).message}`));
       }
@@ -186,29 +194,70 @@ export class JobRunner {
 
   /** Starts the launcher, feeds stdin, reads output; returns once the job's process is gone. */
   private async runLaunched(job: LiveJob, sandbox: Sandbox, req: LaunchRequest, stdin: string | undefined,
-    caps: Record<StreamName, StreamCapture>): Promise<ProcessEnd> {
-    const { child, ended } = sandbox.launch(req);
-    // A cancel or timeout that landed while the sandbox was being prepared found nothing to kill.
-    if (job.stop) void sandbox.kill(this.graceMs);
-    // stdin is always a pipe: write what was given, then close, so readers see EOF.
-    child.stdin?.on('error', () => {}); // the job may exit without reading it
-    if (stdin) child.stdin?.end(stdin);
-    else child.stdin?.end();
-    const reading = Promise.all([caps.stdout.consume(child.stdout as Readable), caps.stderr.consume(child.stderr as Readable)]);
-    const statusFile = sandbox.earlyExitStatus ? join(sandbox.jobDirHost, EXIT_STATUS_FILE) : null;
-    const end = statusFile ? await Promise.race([ended, statusFromFile(statusFile, ended)]) : await ended;
-    const drainedWithin = (ms: number) => Promise.race([reading.then(() => true), new Promise<false>((r) => setTimeout(() => r(false), ms))]);
-    if (!(await drainedWithin(30))) {
-      // Something still holds the pipes (a background or escaped grandchild): everything left
-      // in the sandbox dies now; if the pipes still stay open, stop reading rather than wait.
-      await sandbox.kill(0);
-      if (!(await drainedWithin(this.drainMs))) {
-        child.stdout?.destroy();
-        child.stderr?.destroy();
-        await reading;
+    caps: Record<StreamName, StreamCapture>, plan: JobPlan): Promise<{ end: ProcessEnd; buildStatus: number | null; startedAt: number; diskExceeded: boolean; memoryHit: boolean }> {
+    const { child, ended, status } = sandbox.launch(req);
+    const startedAt = performance.now();
+    const kill = sandbox.hostKillArgv();
+    const watchdog: Watchdog = kill ? startWatchdog(plan.timeoutMs + this.graceMs + WATCHDOG_MARGIN_MS, kill, WATCHDOG_ENV) : NO_WATCHDOG;
+    const disk = this.watchDiskWrites(sandbox, plan.limits.diskWriteBytes);
+    try {
+      // A cancel or timeout that landed while the sandbox was being prepared found nothing to kill.
+      if (job.stop) void sandbox.kill(this.graceMs);
+      // stdin is always a pipe: write what was given, then close, so readers see EOF.
+      child.stdin?.on('error', () => {}); // the job may exit without reading it
+      if (stdin) child.stdin?.end(stdin);
+      else child.stdin?.end();
+      const statusText = readSome(status, 64);
+      const reading = Promise.all([caps.stdout.consume(child.stdout as Readable), caps.stderr.consume(child.stderr as Readable)]);
+      const end = await ended;
+      const drainedWithin = (ms: number) => Promise.race([reading.then(() => true), new Promise<false>((r) => setTimeout(() => r(false), ms))]);
+      if (!(await drainedWithin(30))) {
+        // Something still holds the pipes (a background or escaped grandchild): everything left
+        // in the sandbox dies now; if the pipes still stay open, stop reading rather than wait.
+        await sandbox.kill(0);
+        if (!(await drainedWithin(this.drainMs))) {
+          child.stdout?.destroy();
+          child.stderr?.destroy();
+          await reading;
+        }
       }
+      // After the process is gone nothing holds the status pipe's write end: its EOF is near.
+      await Promise.race([statusText, new Promise((r) => setTimeout(r, 1000))]);
+      status?.destroy();
+      return { end, buildStatus: parseBuildStatus(await statusText), startedAt, diskExceeded: disk.exceeded(), memoryHit: disk.memoryHit() };
+    } finally {
+      disk.stop();
+      watchdog.disarm();
     }
-    return end;
+  }
+
+  /**
+   * Adds up what the sandbox's host processes wrote to disk (/proc/PID/io write_bytes, which
+   * counts page-cache writes to files, not pipes or memory) and stops the job past `limit`.
+   */
+  private watchDiskWrites(sandbox: Sandbox, limit: number): { exceeded(): boolean; memoryHit(): boolean; stop(): void } {
+    let exceeded = false;
+    let memoryHit = false;
+    let baseline: number | null = null;
+    let busy = false;
+    const poll = async () => {
+      if (busy || exceeded) return;
+      busy = true;
+      try {
+        memoryHit ||= sandbox.memoryLimitHit();
+        const total = await writtenBytes(sandbox.hostPids());
+        baseline ??= total;
+        if (total - baseline > limit && !exceeded) {
+          exceeded = true;
+          void sandbox.kill(0);
+        }
+      } finally {
+        busy = false;
+      }
+    };
+    void poll();
+    const t = setInterval(() => void poll(), this.opts.diskPollMs ?? 200);
+    return { exceeded: () => exceeded, memoryHit: () => memoryHit || sandbox.memoryLimitHit(), stop: () => clearInterval(t) };
   }
 
   private finishEarly(jobId: string, t0: number, why: 'timeout' | 'cancel'): JobExit {
@@ -218,7 +267,7 @@ export class JobRunner {
 
   private async finish(spec: JobSpec, t0: number, end: ProcessEnd, stop: 'timeout' | 'cancel' | null,
     caps: Record<StreamName, StreamCapture>, relay: OutputRelay,
-    phase: 'build' | 'run' | undefined, compileError: boolean): Promise<JobResult> {
+    phase: 'build' | 'run' | undefined, compileError: boolean, limitError?: { code: string; message: string }): Promise<JobResult> {
     relay.flush();
     await caps.stdout.close();
     await caps.stderr.close();
@@ -243,7 +292,8 @@ export class JobRunner {
       state = 'exited';
       exitCode = end.code;
     }
-    if (compileError) {
+    if (limitError) error = limitError;
+    else if (compileError) {
       const msg = new TextDecoder().decode(caps.stderr.head().subarray(0, 8000)).trim();
       error = { code: 'compile_error', message: msg || `build step failed (${exitCode !== null ? `exit ${exitCode}` : signal})` };
     }
@@ -297,34 +347,30 @@ export function failedToStart(jobId: string, t0: number, detail: string): JobExi
   return { ...emptyExit(jobId, t0), error: { code: 'spawn_failed', message: `Error: execute: spawn failed${detail ? `: ${detail}` : ''}` } };
 }
 
-const PRLIMIT = existsSync('/usr/bin/prlimit') ? '/usr/bin/prlimit' : null;
+/** The watchdog's environment: where `timeout`, `kill` and `runsc` are, nothing else. */
+const WATCHDOG_ENV = { PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' };
 
-/**
- * rlimits for the job's processes via prlimit (same path in every sandbox). RLIMIT_NPROC only
- * inside gVisor: elsewhere the job's uid maps to a host uid whose other processes count too.
- */
-export function rlimitPrefix(l: JobLimits, kind: SandboxKind): string[] | undefined {
-  if (!PRLIMIT) return undefined;
-  const f: string[] = [];
-  if (l.maxOpenFiles) f.push(`--nofile=${l.maxOpenFiles}`);
-  if (l.maxFileBytes) f.push(`--fsize=${l.maxFileBytes}`);
-  if (l.maxProcesses && kind === 'gvisor') f.push(`--nproc=${l.maxProcesses}`);
-  return f.length ? [PRLIMIT, ...f, '--'] : undefined;
+/** Up to `max` bytes from `src` until it ends (or is destroyed); '' for no stream. */
+async function readSome(src: Readable | null, max: number): Promise<string> {
+  if (!src) return '';
+  let text = '';
+  try {
+    for await (const chunk of src as AsyncIterable<Buffer>) {
+      if (text.length < max) text += chunk.toString('latin1').slice(0, max - text.length);
+      if (text.includes('\n')) break;
+    }
+  } catch { /* destroyed: what we have */ }
+  return text;
 }
 
-/**
- * The launcher's record of the job's exit status, polled (briefly often, then every 25 ms)
- * until it appears; never resolves if the process ends first (the caller races the two).
- */
-async function statusFromFile(path: string, ended: Promise<unknown>): Promise<ProcessEnd> {
-  let over = false;
-  void ended.then(() => (over = true));
-  for (let wait = 1; !over; wait = Math.min(wait * 2, 25)) {
+/** Sum of /proc/PID/io write_bytes over `pids` (each read is tiny and never blocks: procfs). */
+async function writtenBytes(pids: number[]): Promise<number> {
+  let total = 0;
+  await Promise.all(pids.map(async (pid) => {
     try {
-      const m = /^(\d+)\n$/.exec(readFileSync(path, 'utf8'));
-      if (m) return endFromWrapperStatus(Number(m[1]), null);
-    } catch { /* not yet */ }
-    await new Promise((r) => setTimeout(r, wait));
-  }
-  return new Promise<never>(() => {});
+      const m = /^write_bytes: (\d+)$/m.exec(await readFile(`/proc/${pid}/io`, 'utf8'));
+      if (m) total += Number(m[1]);
+    } catch { /* gone */ }
+  }));
+  return total;
 }

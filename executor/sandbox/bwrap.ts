@@ -4,13 +4,18 @@
  * uid 65534, no capabilities, explicit env. bwrap itself is started with an empty
  * environment because inside the pid namespace it is pid 1 and /proc/1/environ is readable.
  * --die-with-parent and the pid namespace take every descendant down with it.
+ * Limits: a per-job cgroup (memory, processes) when the agent may create one, /tmp as a sized
+ * tmpfs, rlimits through the launcher.
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { LAUNCHER_FILE } from '../jobs/launcher.ts';
+import { rm } from 'node:fs/promises';
+import type { Readable } from 'node:stream';
+import { LAUNCHER_FILE, STATUS_FD } from '../jobs/launcher.ts';
+import { JobCgroup, cgroupSupport, type CgroupVersion } from './cgroup.ts';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { systemView } from './system-view.ts';
+import { hiddenPaths, systemView } from './system-view.ts';
 import { delay, killGroup, runQuiet, watchWrapper } from './exec-util.ts';
 import {
   SANDBOX_GID, SANDBOX_UID, type DriverOptions, type LaunchRequest, type ResourceLimits, type Sandbox,
@@ -23,34 +28,53 @@ const JOB_DIR_INSIDE = '/job';
 
 export class BwrapDriver implements SandboxDriver {
   readonly kind = 'bwrap' as const;
+  /** Without a cgroup, RLIMIT_NPROC is the only process limit there is. */
+  processLimitByRlimit = true;
+  private cgroups: CgroupVersion | null = null;
+  private readonly log: Logger;
   private readonly opts: DriverOptions;
   private readonly live = new Set<BwrapSandbox>();
   private counter = 0;
 
-  constructor(opts: DriverOptions, _log: Logger) {
+  constructor(opts: DriverOptions, log: Logger) {
     this.opts = opts;
+    this.log = log;
   }
 
   describe(): string {
     return 'bwrap (bubblewrap, user+pid+net namespaces)';
   }
 
+  limitMechanisms(): string {
+    return this.cgroups
+      ? `memory, processes: a cgroup ${this.cgroups} per job; /tmp: tmpfs --size; open files, file size, CPU time: rlimits (prlimit); disk writes: write_bytes of the job's processes`
+      : 'NO memory limit and no disk-write limit (cgroups need root); processes, open files, file size, CPU time: rlimits (prlimit); /tmp: tmpfs --size';
+  }
+
   async init(): Promise<void> {
     rmSync(join(this.opts.stateDir, 'jobdirs'), { recursive: true, force: true });
+    this.cgroups = cgroupSupport();
+    this.processLimitByRlimit = this.cgroups === null;
+    if (!this.cgroups) this.log.warn('bwrap: cannot create cgroups here (the agent is not root?): jobs get no memory limit and no disk-write limit, only rlimits');
     // Prove it works here (unprivileged user namespaces may be disabled).
-    const r = await runQuiet('bwrap', [...this.baseArgs(null), '--chdir', '/', '--', '/bin/true'], { env: {}, timeoutMs: 10_000 });
+    const r = await runQuiet(BWRAP, [...this.baseArgs(null), '--chdir', '/', '--', '/bin/true'], { env: {}, timeoutMs: 10_000 });
     if (r.code !== 0) throw new Error(`bwrap does not work here: ${(r.stderr || r.error || '').trim()}`);
   }
 
-  baseArgs(jobDir: string | null): string[] {
+  baseArgs(jobDir: string | null, tmpBytes = 0): string[] {
     const a = ['--unshare-all', '--die-with-parent', '--new-session', '--uid', String(SANDBOX_UID), '--gid', String(SANDBOX_GID), '--cap-drop', 'ALL'];
     for (const e of systemView()) {
       if (e.kind === 'symlink') a.push('--symlink', e.target!, e.path);
       else a.push('--ro-bind', e.path, e.path);
     }
+    for (const h of hiddenPaths()) {
+      if (h.kind === 'dir') a.push('--perms', '0755', '--tmpfs', h.path, '--remount-ro', h.path);
+      else a.push('--ro-bind', '/dev/null', h.path);
+    }
     a.push('--bind', this.opts.root, WORKSPACE_INSIDE);
     if (jobDir) a.push('--bind', jobDir, JOB_DIR_INSIDE);
-    a.push('--tmpfs', '/tmp', '--proc', '/proc', '--dev', '/dev', '--hostname', 'sandbox');
+    if (tmpBytes) a.push('--size', String(tmpBytes));
+    a.push('--perms', '1777', '--tmpfs', '/tmp', '--proc', '/proc', '--dev', '/dev', '--hostname', 'sandbox');
     return a;
   }
 
@@ -59,7 +83,8 @@ export class BwrapDriver implements SandboxDriver {
     const jobDir = join(this.opts.stateDir, 'jobdirs', id);
     mkdirSync(jobDir, { recursive: true, mode: 0o700 });
     // The user namespace maps the job user to our uid, so the dir is the job's own inside.
-    const sb = new BwrapSandbox(this, id, jobDir, limits);
+    const cg = this.cgroups ? new JobCgroup(this.cgroups, `${id}`, limits) : null;
+    const sb = new BwrapSandbox(this, id, jobDir, limits, cg);
     void jobId;
     this.live.add(sb);
     return sb;
@@ -81,20 +106,23 @@ class BwrapSandbox implements Sandbox {
   readonly jobDirHost: string;
   readonly jobDirInside = JOB_DIR_INSIDE;
   readonly workspaceInside = WORKSPACE_INSIDE;
-  readonly earlyExitStatus = false;
   private readonly driver: BwrapDriver;
+  private readonly limits: ResourceLimits;
+  private readonly cgroup: JobCgroup | null;
+  private pgid: number | undefined;
   private readonly procs = new Map<number, Promise<unknown>>();
   private destroyed: Promise<void> | null = null;
 
-  constructor(driver: BwrapDriver, id: string, jobDir: string, limits: ResourceLimits) {
+  constructor(driver: BwrapDriver, id: string, jobDir: string, limits: ResourceLimits, cgroup: JobCgroup | null) {
     this.driver = driver;
     this.id = id;
     this.jobDirHost = jobDir;
-    void limits; // rlimits are applied by the launcher (prlimit)
+    this.limits = limits; // rlimits are applied by the launcher (prlimit)
+    this.cgroup = cgroup;
   }
 
   launch(req: LaunchRequest): SandboxProcess {
-    const args = [...this.driver.baseArgs(this.jobDirHost)];
+    const args = [...this.driver.baseArgs(this.jobDirHost, this.limits.tmpBytes)];
     if (req.direct) {
       args.push('--chdir', req.direct.cwd, '--clearenv');
       for (const [k, v] of Object.entries(req.direct.env)) args.push('--setenv', k, v);
@@ -103,15 +131,31 @@ class BwrapSandbox implements Sandbox {
       writeFileSync(join(this.jobDirHost, LAUNCHER_FILE), req.script, { mode: 0o644 });
       args.push('--chdir', WORKSPACE_INSIDE, '--clearenv', '--', '/bin/sh', `${JOB_DIR_INSIDE}/${LAUNCHER_FILE}`);
     }
-    // Own process group, empty environment (see the file comment).
-    const child = spawn('bwrap', args, { env: {}, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+    // Own process group, empty environment (see the file comment); joins the job's cgroup first.
+    const argv = this.cgroup ? this.cgroup.wrap([BWRAP, ...args]) : [BWRAP, ...args];
+    const child = spawn(argv[0], argv.slice(1), { env: {}, detached: true, stdio: ['pipe', 'pipe', 'pipe', req.direct ? 'ignore' : 'pipe'] });
     const ended = watchWrapper(child);
     if (child.pid) {
       const pid = child.pid;
+      this.pgid = pid;
       this.procs.set(pid, ended);
       void ended.finally(() => this.procs.delete(pid));
     }
-    return { child, ended };
+    return { child, ended, status: req.direct ? null : (child.stdio[STATUS_FD] as Readable) };
+  }
+
+  hostKillArgv(): string[] | null {
+    if (!this.pgid) return null;
+    // The process group (bwrap is pid 1 of the job's namespace: its death ends them all), and the cgroup.
+    return ['/bin/sh', '-c', 'kill -KILL -- -"$1"; [ -z "$2" ] || kill -KILL $(cat "$2"); exit 0', 'gatehouse-kill', String(this.pgid), this.cgroup?.procsFiles()[0] ?? ''];
+  }
+
+  hostPids(): number[] {
+    return this.cgroup?.pids() ?? [];
+  }
+
+  memoryLimitHit(): boolean {
+    return this.cgroup?.oomKilled() ?? false;
   }
 
   async kill(graceMs: number): Promise<void> {
@@ -123,19 +167,23 @@ class BwrapSandbox implements Sandbox {
     }
     // bwrap is pid 1 of the job's pid namespace: when it dies the kernel kills everything inside.
     for (const [pid] of live) killGroup(pid, 'SIGKILL');
+    this.cgroup?.killAll();
     await Promise.race([Promise.all(live.map(([, p]) => p)), delay(2000)]);
   }
 
   destroy(): Promise<void> {
     this.destroyed ??= (async () => {
       await this.kill(0);
+      await this.cgroup?.remove();
       this.driver.forget(this);
-      rmSync(this.jobDirHost, { recursive: true, force: true });
+      await rm(this.jobDirHost, { recursive: true, force: true });
     })();
     return this.destroyed;
   }
 }
 
+const BWRAP = '/usr/bin/bwrap';
+
 export function bwrapAvailable(): Promise<boolean> {
-  return runQuiet('bwrap', ['--version'], { env: { PATH: '/usr/bin:/bin' }, timeoutMs: 5000 }).then((r) => r.code === 0);
+  return runQuiet(BWRAP, ['--version'], { env: { PATH: '/usr/bin:/bin' }, timeoutMs: 5000 }).then((r) => r.code === 0);
 }

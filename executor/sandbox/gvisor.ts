@@ -12,16 +12,19 @@
  * Never `runsc do`: it hands the caller's environment and filesystem to the job.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chownSync, existsSync, mkdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chownSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import type { Readable } from 'node:stream';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { systemView } from './system-view.ts';
+import { hiddenPaths, systemView } from './system-view.ts';
 import { delay, runQuiet, watchWrapper } from './exec-util.ts';
 import {
   SANDBOX_GID, SANDBOX_UID, type DriverOptions, type LaunchRequest, type ProcessEnd, type ResourceLimits,
   type Sandbox, type SandboxDriver, type SandboxProcess,
 } from './types.ts';
-import { LAUNCHER_FILE } from '../jobs/launcher.ts';
+import { LAUNCHER_FILE, STATUS_FD } from '../jobs/launcher.ts';
+import { DEFAULT_RESOURCE_LIMITS } from '../../src/contracts/resource-limits.ts';
 import type { Logger } from '../log.ts';
 
 export const WORKSPACE_INSIDE = '/workspace';
@@ -29,12 +32,25 @@ export const JOB_DIR_INSIDE = '/job';
 /** Prefix of our sandbox ids, so stale ones from a killed agent can be found and removed. */
 const ID_PREFIX = 'gh-';
 const RUNSC_ENV = { PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' };
+/**
+ * The oldest runsc build checked to run `ls -l` and `stat` (Debian trixie's 0.0~20240729).
+ * Older builds are refused: Debian bookworm's 20221219 rejects statx(AT_NO_AUTOMOUNT) with
+ * EINVAL, so `ls -l`, `ls -la` and `stat` fail inside the sandbox.
+ */
+export const MIN_RUNSC_DATE = 20240729;
+/** The sandbox-wide limits (fixed when a sandbox starts): warm sandboxes only serve jobs with the same. */
+type SandboxLimits = Pick<ResourceLimits, 'memoryBytes' | 'tmpBytes'>;
+const sameSandboxLimits = (a: SandboxLimits, b: SandboxLimits) => a.memoryBytes === b.memoryBytes && a.tmpBytes === b.tmpBytes;
 /** The init: wait for the go line, then run the launcher in the same shell (one exec fewer: execs are slow under ptrace). */
 const WAITER = ['/bin/sh', '-c', `read -r go && . ${JOB_DIR_INSIDE}/${LAUNCHER_FILE}`];
 
 export class GvisorDriver implements SandboxDriver {
   readonly kind = 'gvisor' as const;
+  readonly processLimitByRlimit = true;
   readonly runscRoot: string;
+  version = 'unknown';
+  /** What warm sandboxes are started with: the sandbox-wide limits of the latest job. */
+  private poolLimits: SandboxLimits = { memoryBytes: DEFAULT_RESOURCE_LIMITS.memoryBytes, tmpBytes: DEFAULT_RESOURCE_LIMITS.tmpBytes };
   private readonly opts: DriverOptions;
   private readonly log: Logger;
   private readonly rootfs: string;
@@ -52,12 +68,33 @@ export class GvisorDriver implements SandboxDriver {
   }
 
   describe(): string {
-    return `gvisor (runsc, state ${this.runscRoot}, warm pool ${this.opts.warm ?? 0})`;
+    return `gvisor (runsc ${this.version}, state ${this.runscRoot}, warm pool ${this.opts.warm ?? 0})`;
+  }
+
+  limitMechanisms(): string {
+    return 'memory: the sandbox\'s memory limit (OCI linux.resources, applied by runsc); /tmp: tmpfs size=; processes, open files, file size, CPU time: rlimits inside the sandbox (prlimit); disk writes: write_bytes of the sandbox\'s host processes';
+  }
+
+  /** Refuses runsc builds known to break basic commands, with the reason. */
+  private async checkVersion(): Promise<void> {
+    const r = await this.runsc(['--version']);
+    const first = r.stdout.split('\n')[0]?.trim() ?? '';
+    this.version = first.replace(/^runsc version\s*/, '') || 'unknown';
+    this.log.info(`runsc: ${first || 'no version output'}`);
+    const date = runscBuildDate(first);
+    if (date === null) {
+      this.log.warn(`cannot tell the runsc build date from "${first}"; builds before ${MIN_RUNSC_DATE} fail \`ls -l\` and \`stat\``);
+      return;
+    }
+    if (date < MIN_RUNSC_DATE) {
+      throw new Error(`runsc ${this.version} is too old: builds before ${MIN_RUNSC_DATE} (Debian bookworm's 20221219 among them) fail \`ls -l\` and \`stat\` inside the sandbox (statx AT_NO_AUTOMOUNT is rejected); install a current runsc from gVisor's release channel (see README "Running an executor agent")`);
+    }
   }
 
   /** Removes sandboxes a previous (killed) agent left behind, builds the rootfs, proves runsc works, fills the pool. */
   async init(): Promise<void> {
     mkdirSync(this.runscRoot, { recursive: true, mode: 0o700 });
+    await this.checkVersion();
     // Jobs run as nobody inside: the workspace root must be theirs to enter and write in.
     if (process.getuid?.() === 0 && statSync(this.opts.root).uid !== SANDBOX_UID) {
       chownSync(this.opts.root, SANDBOX_UID, SANDBOX_GID);
@@ -65,7 +102,7 @@ export class GvisorDriver implements SandboxDriver {
     }
     await this.removeStale();
     this.buildRootfs();
-    const first = this.create({});
+    const first = this.create(this.poolLimits);
     if (!(await first.ready)) {
       const why = first.startError();
       await first.destroy();
@@ -109,7 +146,7 @@ export class GvisorDriver implements SandboxDriver {
 
   private fillPool(): void {
     while (!this.closed && this.pool.length < (this.opts.warm ?? 0)) {
-      const sb = this.create({});
+      const sb = this.create(this.poolLimits);
       this.pool.push(sb);
       void sb.ready.then((ok) => {
         if (ok) return;
@@ -122,8 +159,12 @@ export class GvisorDriver implements SandboxDriver {
   }
 
   async acquire(jobId: string, limits: ResourceLimits): Promise<Sandbox> {
-    // A memory limit is a property of the whole sandbox: such jobs get a fresh one.
-    if (!limits.memoryBytes) {
+    // Memory and /tmp size are properties of the whole sandbox: a warm one serves only a job with
+    // the same; the pool follows the latest job's (teams rarely change their limits).
+    if (!sameSandboxLimits(limits, this.poolLimits)) {
+      this.poolLimits = { memoryBytes: limits.memoryBytes, tmpBytes: limits.tmpBytes };
+      for (const sb of this.pool.splice(0)) void sb.destroy();
+    } else {
       while (this.pool.length) {
         const sb = this.pool.shift()!;
         // Refill after the job rather than now: starting a sandbox costs CPU the job could use.
@@ -146,7 +187,7 @@ export class GvisorDriver implements SandboxDriver {
   }
 
   /** Starts a sandbox whose init waits for its job. `ready` says whether it came up. */
-  create(limits: ResourceLimits): GvisorSandbox {
+  create(limits: SandboxLimits): GvisorSandbox {
     const id = `${ID_PREFIX}${this.tag}-${++this.counter}-${randomBytes(3).toString('hex')}`;
     const bundle = join(this.opts.stateDir, 'bundles', id);
     const jobDir = join(this.opts.stateDir, 'jobdirs', id);
@@ -154,21 +195,27 @@ export class GvisorDriver implements SandboxDriver {
     mkdirSync(jobDir, { recursive: true, mode: 0o700 });
     // The job user must be able to write its own dir (build output); nobody else can reach it.
     if (process.getuid?.() === 0) chownSync(jobDir, SANDBOX_UID, SANDBOX_GID);
-    writeFileSync(join(bundle, 'config.json'), JSON.stringify(this.bundleConfig(jobDir, limits)));
-    const sb = new GvisorSandbox(this, id, bundle, jobDir);
+    writeFileSync(join(bundle, 'config.json'), JSON.stringify(this.bundleConfig(jobDir, limits, id)));
+    const sb = new GvisorSandbox(this, id, bundle, jobDir, limits);
     this.live.add(sb);
     return sb;
   }
 
-  bundleConfig(jobDir: string, limits: ResourceLimits): object {
+  bundleConfig(jobDir: string, limits: SandboxLimits, id = ''): object {
     const mounts: object[] = [
       { destination: '/proc', type: 'proc', source: 'proc' },
       { destination: '/dev', type: 'tmpfs', source: 'tmpfs', options: ['nosuid', 'strictatime', 'mode=755', 'size=65536k'] },
-      { destination: '/tmp', type: 'tmpfs', source: 'tmpfs', options: ['nosuid', 'nodev', 'mode=1777'] },
+      { destination: '/tmp', type: 'tmpfs', source: 'tmpfs', options: ['nosuid', 'nodev', 'mode=1777', `size=${limits.tmpBytes}`] },
     ];
     for (const e of systemView()) {
       if (e.kind === 'symlink') continue; // recreated in the rootfs
       mounts.push({ destination: e.path, type: 'bind', source: e.path, options: ['rbind', 'ro', 'nosuid', 'nodev'] });
+    }
+    // Configuration and credentials under the visible dirs: an empty dir or /dev/null instead.
+    for (const h of hiddenPaths()) {
+      mounts.push(h.kind === 'dir'
+        ? { destination: h.path, type: 'tmpfs', source: 'tmpfs', options: ['ro', 'nosuid', 'nodev', 'noexec', 'size=4k', 'mode=755'] }
+        : { destination: h.path, type: 'bind', source: '/dev/null', options: ['rbind', 'ro', 'nosuid'] });
     }
     mounts.push({ destination: WORKSPACE_INSIDE, type: 'bind', source: this.opts.root, options: ['rbind', 'rw', 'nosuid', 'nodev'] });
     mounts.push({ destination: JOB_DIR_INSIDE, type: 'bind', source: jobDir, options: ['rbind', 'rw', 'nosuid', 'nodev'] });
@@ -176,7 +223,9 @@ export class GvisorDriver implements SandboxDriver {
       namespaces: [{ type: 'pid' }, { type: 'ipc' }, { type: 'uts' }, { type: 'mount' }, { type: 'network' }],
       maskedPaths: ['/proc/kcore', '/proc/keys', '/proc/timer_list', '/sys/firmware'],
     };
-    if (limits.memoryBytes) linux.resources = { memory: { limit: limits.memoryBytes } };
+    linux.resources = { memory: { limit: limits.memoryBytes } };
+    // Our own cgroup path, so the sandbox's host processes can be found (disk-write accounting).
+    if (id) linux.cgroupsPath = `/gatehouse/${id}`;
     return {
       ociVersion: '1.0.0',
       hostname: 'sandbox',
@@ -189,9 +238,10 @@ export class GvisorDriver implements SandboxDriver {
         cwd: WORKSPACE_INSIDE,
         capabilities: { bounding: [], effective: [], inheritable: [], permitted: [], ambient: [] },
         noNewPrivileges: true,
+        // Hard limits high enough for any policy: the launcher lowers them to the job's (prlimit).
         rlimits: [
-          { type: 'RLIMIT_NOFILE', hard: 4096, soft: 1024 },
-          { type: 'RLIMIT_NPROC', hard: 1024, soft: 1024 },
+          { type: 'RLIMIT_NOFILE', hard: 1_048_576, soft: 1024 },
+          { type: 'RLIMIT_NPROC', hard: 65_536, soft: 1024 },
         ],
       },
       root: { path: this.rootfs, readonly: true },
@@ -235,8 +285,8 @@ export class GvisorSandbox implements Sandbox {
   readonly jobDirHost: string;
   readonly jobDirInside = JOB_DIR_INSIDE;
   readonly workspaceInside = WORKSPACE_INSIDE;
-  readonly earlyExitStatus = true;
   jobId = '';
+  readonly limits: SandboxLimits;
   /** Whether the sandbox came up (its pid file appeared) — false if `runsc run` failed. */
   readonly ready: Promise<boolean>;
   /** Resolves once `runsc run` has exited (the sandbox is gone). */
@@ -254,15 +304,17 @@ export class GvisorSandbox implements Sandbox {
   private killing: Promise<void> | null = null;
   private destroying: Promise<void> | null = null;
 
-  constructor(driver: GvisorDriver, id: string, bundle: string, jobDir: string) {
+  constructor(driver: GvisorDriver, id: string, bundle: string, jobDir: string, limits: SandboxLimits) {
+    this.limits = limits;
     this.driver = driver;
     this.id = id;
     this.bundle = bundle;
     this.jobDirHost = jobDir;
     this.pidFile = join(bundle, 'pid');
     this.released = new Promise((r) => (this.release = r));
-    this.child = spawn('runsc', ['--root', driver.runscRoot, '--network=none', 'run', '--pid-file', this.pidFile, '--bundle', bundle, id], {
-      env: RUNSC_ENV, stdio: ['pipe', 'pipe', 'pipe'],
+    // fd 3 is the launcher's status pipe, passed into the sandbox as its fd 3.
+    this.child = spawn('runsc', ['--root', driver.runscRoot, '--network=none', 'run', '--pass-fd', `${STATUS_FD}:${STATUS_FD}`, '--pid-file', this.pidFile, '--bundle', bundle, id], {
+      env: RUNSC_ENV, stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
     });
     this.child.stdin!.on('error', () => {});
     // Until a job takes the pipes, keep what runsc says (start errors) and nothing more.
@@ -293,7 +345,23 @@ export class GvisorSandbox implements Sandbox {
     writeFileSync(join(this.jobDirHost, LAUNCHER_FILE), req.script, { mode: 0o644 });
     this.child.stderr!.off('data', this.onEarlyStderr);
     this.child.stdin!.write('go\n');
-    return { child: this.child, ended: this.ended };
+    return { child: this.child, ended: this.ended, status: this.child.stdio[STATUS_FD] as Readable };
+  }
+
+  hostKillArgv(): string[] {
+    return ['runsc', '--root', this.driver.runscRoot, 'kill', '--all', this.id, 'KILL'];
+  }
+
+  hostPids(): number[] {
+    for (const f of [`/sys/fs/cgroup/memory/gatehouse/${this.id}/cgroup.procs`, `/sys/fs/cgroup/gatehouse/${this.id}/cgroup.procs`]) {
+      try { return readFileSync(f, 'utf8').split('\n').filter(Boolean).map(Number); } catch { /* not this hierarchy */ }
+    }
+    return this.child.pid ? descendants(this.child.pid) : [];
+  }
+
+  memoryLimitHit(): boolean {
+    // runsc removes its cgroup with the sandbox: the runner samples this while the job runs.
+    try { return Number(readFileSync(`/sys/fs/cgroup/memory/gatehouse/${this.id}/memory.failcnt`, 'utf8')) > 0; } catch { return false; }
   }
 
   kill(graceMs: number): Promise<void> {
@@ -324,8 +392,9 @@ export class GvisorSandbox implements Sandbox {
       }
       await this.gone;
       this.driver.forget(this);
-      rmSync(this.bundle, { recursive: true, force: true });
-      rmSync(this.jobDirHost, { recursive: true, force: true });
+      // Async: a job dir the job filled with many files must not block the event loop.
+      await rm(this.bundle, { recursive: true, force: true });
+      await rm(this.jobDirHost, { recursive: true, force: true });
       this.release();
       this.driver.refill();
     })();
@@ -343,6 +412,32 @@ async function waitForFile(path: string, ended: Promise<unknown>, timeoutMs: num
     await delay(wait);
   }
   return existsSync(path) && !over;
+}
+
+/** `runsc version release-20251110.0` or Debian's `runsc version 0.0~20240729.0` → 20251110. */
+export function runscBuildDate(versionLine: string): number | null {
+  const m = /runsc version (?:release-|0\.0~)?(\d{8})/.exec(versionLine);
+  return m ? Number(m[1]) : null;
+}
+
+/** Pids below `pid` (via /proc/PID/task/TID/children). */
+function descendants(pid: number): number[] {
+  const out: number[] = [];
+  const walk = (p: number, depth: number) => {
+    if (depth > 8) return;
+    let tids: string[];
+    try { tids = readdirSync(`/proc/${p}/task`); } catch { return; }
+    for (const t of tids) {
+      let kids: string;
+      try { kids = readFileSync(`/proc/${p}/task/${t}/children`, 'utf8'); } catch { continue; }
+      for (const k of kids.split(' ').filter(Boolean).map(Number)) {
+        out.push(k);
+        walk(k, depth + 1);
+      }
+    }
+  };
+  walk(pid, 0);
+  return out;
 }
 
 export function runscAvailable(): Promise<boolean> {

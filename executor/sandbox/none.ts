@@ -6,10 +6,13 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import type { Readable } from 'node:stream';
+import { JobCgroup, cgroupSupport, type CgroupVersion } from './cgroup.ts';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { delay, killGroup, watchWrapper } from './exec-util.ts';
-import { LAUNCHER_FILE } from '../jobs/launcher.ts';
+import { LAUNCHER_FILE, STATUS_FD } from '../jobs/launcher.ts';
 import type { DriverOptions, LaunchRequest, ResourceLimits, Sandbox, SandboxDriver, SandboxProcess } from './types.ts';
 import type { Logger } from '../log.ts';
 
@@ -18,6 +21,8 @@ export const NONE_WARNING =
 
 export class NoneDriver implements SandboxDriver {
   readonly kind = 'none' as const;
+  processLimitByRlimit = true;
+  private cgroups: CgroupVersion | null = null;
   private readonly opts: DriverOptions;
   private readonly live = new Set<NoneSandbox>();
   private counter = 0;
@@ -31,15 +36,24 @@ export class NoneDriver implements SandboxDriver {
     return 'none (NO ISOLATION)';
   }
 
+  limitMechanisms(): string {
+    return this.cgroups
+      ? `memory, processes: a cgroup ${this.cgroups} per job; open files, file size, CPU time: rlimits (prlimit); /tmp: NOT limited (the host's)`
+      : 'NO memory, /tmp or disk-write limit; processes, open files, file size, CPU time: rlimits (prlimit)';
+  }
+
   async init(): Promise<void> {
     rmSync(join(this.opts.stateDir, 'jobdirs'), { recursive: true, force: true });
+    this.cgroups = cgroupSupport();
+    this.processLimitByRlimit = this.cgroups === null;
   }
 
   async acquire(_jobId: string, limits: ResourceLimits): Promise<Sandbox> {
     const id = `nb-${++this.counter}-${randomBytes(3).toString('hex')}`;
     const jobDir = join(this.opts.stateDir, 'jobdirs', id);
     mkdirSync(jobDir, { recursive: true, mode: 0o700 });
-    const sb = new NoneSandbox(this, this.opts.root, id, jobDir, limits);
+    const cg = this.cgroups ? new JobCgroup(this.cgroups, id, limits) : null;
+    const sb = new NoneSandbox(this, this.opts.root, id, jobDir, cg);
     this.live.add(sb);
     return sb;
   }
@@ -60,30 +74,33 @@ class NoneSandbox implements Sandbox {
   readonly jobDirHost: string;
   readonly jobDirInside: string;
   readonly workspaceInside: string;
-  readonly earlyExitStatus = false;
   private readonly driver: NoneDriver;
+  private readonly cgroup: JobCgroup | null;
   private readonly procs = new Map<ChildProcess, Promise<unknown>>();
   private readonly pipeLinks = new Set<string>();
   private destroyed: Promise<void> | null = null;
 
-  constructor(driver: NoneDriver, root: string, id: string, jobDir: string, limits: ResourceLimits) {
+  constructor(driver: NoneDriver, root: string, id: string, jobDir: string, cgroup: JobCgroup | null) {
+    this.cgroup = cgroup;
     this.driver = driver;
     this.id = id;
     this.jobDirHost = jobDir;
     this.jobDirInside = jobDir;
     this.workspaceInside = root;
-    void limits; // rlimits are applied by the launcher (prlimit)
   }
 
   launch(req: LaunchRequest): SandboxProcess {
     let child: ChildProcess;
+    const wrap = (argv: string[]) => (this.cgroup ? this.cgroup.wrap(argv) : argv);
     if (req.direct) {
-      const { argv, cwd, env } = req.direct;
+      const { cwd, env } = req.direct;
+      const argv = wrap(req.direct.argv);
       child = spawn(argv[0], argv.slice(1), { cwd, env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
     } else {
       const script = join(this.jobDirHost, LAUNCHER_FILE);
       writeFileSync(script, req.script, { mode: 0o644 });
-      child = spawn('/bin/sh', [script], { cwd: this.workspaceInside, env: {}, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+      const argv = wrap(['/bin/sh', script]);
+      child = spawn(argv[0], argv.slice(1), { cwd: this.workspaceInside, env: {}, detached: true, stdio: ['pipe', 'pipe', 'pipe', 'pipe'] });
     }
     // libuv gives children socketpairs: note the child's own ends (as /proc shows them) so a
     // process that escaped the group but still holds them can be found later.
@@ -94,8 +111,24 @@ class NoneSandbox implements Sandbox {
     }
     const ended = watchWrapper(child, true);
     this.procs.set(child, ended);
+    this.pgid = child.pid;
     void ended.finally(() => this.procs.delete(child));
-    return { child, ended };
+    return { child, ended, status: req.direct ? null : (child.stdio[STATUS_FD] as Readable) };
+  }
+
+  private pgid: number | undefined;
+
+  hostKillArgv(): string[] | null {
+    if (!this.pgid) return null;
+    return ['/bin/sh', '-c', 'kill -KILL -- -"$1"; [ -z "$2" ] || kill -KILL $(cat "$2"); exit 0', 'gatehouse-kill', String(this.pgid), this.cgroup?.procsFiles()[0] ?? ''];
+  }
+
+  hostPids(): number[] {
+    return this.cgroup?.pids() ?? [];
+  }
+
+  memoryLimitHit(): boolean {
+    return this.cgroup?.oomKilled() ?? false;
   }
 
   async kill(graceMs: number): Promise<void> {
@@ -105,6 +138,7 @@ class NoneSandbox implements Sandbox {
       await Promise.race([Promise.all(live.map(([, p]) => p)), delay(graceMs)]);
     }
     for (const [c] of live) killGroup(c.pid, 'SIGKILL');
+    this.cgroup?.killAll();
     killPipeHolders(this.pipeLinks);
   }
 
@@ -113,8 +147,9 @@ class NoneSandbox implements Sandbox {
       // The group only: the runner already swept pipe holders if the pipes stayed open, and
       // scanning /proc after every job would cost more than the job.
       for (const [c] of this.procs) killGroup(c.pid, 'SIGKILL');
+      await this.cgroup?.remove();
       this.driver.forget(this);
-      rmSync(this.jobDirHost, { recursive: true, force: true });
+      await rm(this.jobDirHost, { recursive: true, force: true });
     })();
     return this.destroyed;
   }

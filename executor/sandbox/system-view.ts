@@ -56,3 +56,28 @@ function describe(p: string, follow = false): SystemEntry | null {
     return null; // dangling link or unreadable: leave it out
   }
 }
+
+/**
+ * Places under the visible system dirs that hold configuration or credentials jobs do not need:
+ * site-wide package-manager configs (npm's `prefix/etc/npmrc` holds registry tokens, pip's
+ * `prefix/pip.conf`, cargo's credentials under a shared CARGO_HOME). A sandbox shows each as
+ * empty (a directory) or as /dev/null (a file). Only existing paths are returned.
+ */
+const HIDDEN = [
+  '/usr/local/etc', '/usr/etc',
+  '/usr/lib/node_modules/npm/npmrc', '/usr/local/lib/node_modules/npm/npmrc', '/usr/share/nodejs/npm/npmrc',
+  '/usr/pip.conf', '/usr/local/pip.conf', '/usr/local/cargo/credentials', '/usr/local/cargo/credentials.toml',
+  '/usr/local/share/.config', '/usr/local/share/.npmrc',
+];
+
+export function hiddenPaths(): { path: string; kind: 'dir' | 'file' }[] {
+  const out: { path: string; kind: 'dir' | 'file' }[] = [];
+  for (const p of HIDDEN) {
+    try {
+      const l = lstatSync(p);
+      if (l.isDirectory()) out.push({ path: p, kind: 'dir' });
+      else if (l.isFile()) out.push({ path: p, kind: 'file' });
+    } catch { /* absent */ }
+  }
+  return out;
+}

@@ -4,6 +4,7 @@
  * run), kill everything in it, destroy it.
  */
 import type { ChildProcess } from 'node:child_process';
+import type { Readable } from 'node:stream';
 import type { SandboxKind } from '../../src/contracts/agent-protocol.ts';
 
 /** Search path inside every sandbox; executables are resolved against it, never the agent's PATH. */
@@ -12,12 +13,8 @@ export const SANDBOX_PATH = '/usr/local/bin:/usr/bin:/bin';
 export const SANDBOX_UID = 65534;
 export const SANDBOX_GID = 65534;
 
-export interface ResourceLimits {
-  maxProcesses?: number;
-  maxOpenFiles?: number;
-  maxFileBytes?: number;
-  memoryBytes?: number;
-}
+/** The job's limits, every one set (the runner fills absent ones with the defaults). */
+export type ResourceLimits = import('../../src/contracts/resource-limits.ts').ResourceLimits;
 
 /** What a sandbox starts for a job: one launcher script (see jobs/launcher.ts). */
 export interface LaunchRequest {
@@ -41,6 +38,11 @@ export interface SandboxProcess {
   child: ChildProcess;
   /** Resolves when the process (not its pipes) is gone; never rejects. */
   ended: Promise<ProcessEnd>;
+  /**
+   * The launcher's status pipe (fd 3 inside): `build N` once the build step ended. Created by
+   * the agent, closed before the job's own code runs; null for a direct exec (no launcher).
+   */
+  status: Readable | null;
 }
 
 /** A single-use sandbox: one job, then destroyed. */
@@ -53,10 +55,14 @@ export interface Sandbox {
   /** The workspace root as the job sees it. */
   readonly workspaceInside: string;
   /**
-   * Whether the job's exit status should also be written to a file in the job dir: true where
-   * the sandbox takes a while to go away after its job ends (gVisor), so the result need not wait.
+   * A host command that kills everything of this sandbox, for the watchdog (a separate
+   * process) to run when the agent cannot: its event loop is blocked, or it died.
    */
-  readonly earlyExitStatus: boolean;
+  hostKillArgv(): string[] | null;
+  /** Host processes whose /proc/PID/io `write_bytes` add up to what the job wrote to disk. */
+  hostPids(): number[];
+  /** Whether the sandbox's memory limit was hit (a kill by SIGKILL then means "out of memory"). */
+  memoryLimitHit(): boolean;
   /** Starts the job's launcher; once per sandbox. The caller writes stdin and closes it. */
   launch(req: LaunchRequest): SandboxProcess;
   /** Kills every process of the sandbox: TERM, `graceMs`, then KILL. Idempotent. */
@@ -69,6 +75,10 @@ export interface SandboxDriver {
   readonly kind: SandboxKind;
   /** One line for the start-up banner. */
   describe(): string;
+  /** One line per limit: what enforces it in this driver (start-up log). */
+  limitMechanisms(): string;
+  /** Whether the job's process limit is RLIMIT_NPROC (it counts the job alone) rather than a cgroup. */
+  readonly processLimitByRlimit: boolean;
   /** A fresh sandbox for `jobId` (from the warm pool when there is one). */
   acquire(jobId: string, limits: ResourceLimits): Promise<Sandbox>;
   /** Resolves once no sandbox is being torn down in the background (tests, shutdown). */

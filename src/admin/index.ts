@@ -9,6 +9,8 @@ import { toErrorShape } from '../contracts/errors.ts';
 import { tokenRoutes } from './tokens.ts';
 import { policyRoutes } from './policy.ts';
 import { auditRoutes } from './audit.ts';
+import { artifactRoutes } from './artifacts.ts';
+import { policyHistoryRoutes } from './policy-history.ts';
 import { ownTeamOnly } from './team.ts';
 import { apiError } from './http.ts';
 
@@ -21,8 +23,10 @@ const whoami: Handler<AppEnv> = (c) => {
 const teamApi = new Hono<AppEnv>();
 teamApi.get('/', whoami);
 teamApi.route('/tokens', tokenRoutes);
+teamApi.route('/policy/history', policyHistoryRoutes);
 teamApi.route('/policy', policyRoutes);
 teamApi.route('/audit', auditRoutes);
+teamApi.route('/artifacts', artifactRoutes);
 
 export const adminRoutes = new Hono<AppEnv>();
 
@@ -39,5 +43,5 @@ adminRoutes.route('/teams/:team', teamApi);
 adminRoutes.route('/', teamApi);
 
 adminRoutes.all('*', (c) =>
-  apiError(c, 'not_found', `no admin route ${c.req.method} ${new URL(c.req.url).pathname}; see /admin/v1/{tokens,policy,policy/check,audit}`),
+  apiError(c, 'not_found', `no admin route ${c.req.method} ${new URL(c.req.url).pathname}; see /admin/v1/{tokens,policy,policy/check,audit,artifacts/:handle}`),
 );

@@ -30,6 +30,12 @@ export const JobLimits = z.object({
   maxOpenFiles: z.number().int().positive().optional(),
   maxFileBytes: z.number().int().positive().optional(),
   memoryBytes: z.number().int().positive().optional(),
+  /** RLIMIT_CPU seconds per process. Absent limits get the agent's defaults (src/contracts/resource-limits.ts). */
+  cpuSeconds: z.number().int().positive().optional(),
+  /** Size of the job's private /tmp. */
+  tmpBytes: z.number().int().positive().optional(),
+  /** Bytes the job may write to disk (workspace and job dir) before the agent stops it. */
+  diskWriteBytes: z.number().int().positive().optional(),
 });
 export type JobLimits = z.infer<typeof JobLimits>;
 

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { RuntimeName } from './runtimes.ts';
+import { DEFAULT_RESOURCE_LIMITS, ResourceLimits } from './resource-limits.ts';
 
 export const POLICY_SCHEMA_VERSION = 1;
 
@@ -78,10 +79,18 @@ export const PolicyDocument = z.object({
       maxConcurrentJobs: z.number().int().min(1).max(256).default(2),
       /** How long a call may wait for a free slot before "Concurrency limit reached". */
       queueWaitMs: z.number().int().min(0).max(60_000).default(5_000),
+      // What one job may use of the agent's machine (src/contracts/resource-limits.ts).
+      memoryBytes: ResourceLimits.shape.memoryBytes.default(DEFAULT_RESOURCE_LIMITS.memoryBytes),
+      maxProcesses: ResourceLimits.shape.maxProcesses.default(DEFAULT_RESOURCE_LIMITS.maxProcesses),
+      maxOpenFiles: ResourceLimits.shape.maxOpenFiles.default(DEFAULT_RESOURCE_LIMITS.maxOpenFiles),
+      maxFileBytes: ResourceLimits.shape.maxFileBytes.default(DEFAULT_RESOURCE_LIMITS.maxFileBytes),
+      cpuSeconds: ResourceLimits.shape.cpuSeconds.default(DEFAULT_RESOURCE_LIMITS.cpuSeconds),
+      tmpBytes: ResourceLimits.shape.tmpBytes.default(DEFAULT_RESOURCE_LIMITS.tmpBytes),
+      diskWriteBytes: ResourceLimits.shape.diskWriteBytes.default(DEFAULT_RESOURCE_LIMITS.diskWriteBytes),
     })
     .default({
       defaultTimeoutMs: 30_000, maxTimeoutMs: 30_000, overMax: 'deny', inlineOutputBytes: 40_000,
-      maxArtifactBytes: 100 * 1024 * 1024, maxConcurrentJobs: 2, queueWaitMs: 5_000,
+      maxArtifactBytes: 100 * 1024 * 1024, maxConcurrentJobs: 2, queueWaitMs: 5_000, ...DEFAULT_RESOURCE_LIMITS,
     }),
   opa: z
     .object({

@@ -91,6 +91,8 @@ export const RunScriptOutput = {
   ...RuntimeExecuteOutput,
   /** The script's return value (JSON). Absent when it returned nothing or failed. */
   result: z.unknown().optional(),
+  /** When the script failed: code `sandbox_error`, message `Sandbox error: …`. */
+  error: z.object({ code: z.string(), message: z.string() }).optional(),
   scriptId: z.string().optional(),
   subprocesses: z.object({ count: z.number().int(), totalMs: z.number() }).optional(),
   consoleTruncated: z.boolean().optional(),

@@ -409,7 +409,7 @@ export class TeamDispatcher extends DurableObject<Env> {
 }
 
 export function noAgentMessage(team: string): string {
-  return `no executor agent is connected for team '${team}'; start one with: npx gatehouse agent --url <gateway url> --token <agent token> --root <workspace dir> (mint the token with: gatehouse token create --team ${team} --scope agent)`;
+  return `no executor agent is connected for team '${team}'; start one with: npx gatehouse agent --url <gateway url> --token-file <file with the agent token> --root <workspace dir> (mint the token with: gatehouse token create --team ${team} --scope agent)`;
 }
 
 function lostExit(jobId: string, durationMs: number, why: string): JobExit {

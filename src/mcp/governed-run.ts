@@ -57,7 +57,13 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
     cwd: eff.cwd,
     env: eff.env,
     timeoutMs: eff.timeoutMs,
-    limits: { inlineBytes: eff.inlineBytes, artifactBytes: eff.artifactBytes },
+    limits: {
+      inlineBytes: eff.inlineBytes, artifactBytes: eff.artifactBytes,
+      // The team's resource limits; the agent enforces them (executor/README.md, "Limits").
+      memoryBytes: policy.limits.memoryBytes, maxProcesses: policy.limits.maxProcesses, maxOpenFiles: policy.limits.maxOpenFiles,
+      maxFileBytes: policy.limits.maxFileBytes, cpuSeconds: policy.limits.cpuSeconds, tmpBytes: policy.limits.tmpBytes,
+      diskWriteBytes: policy.limits.diskWriteBytes,
+    },
     ...(eff.allowedExecutables && r.job.mode !== 'shell' ? { allowedExecutables: eff.allowedExecutables } : {}),
   };
   await recordJobCreated(env.DB, { team: principal.team, spec, tool: r.tool, subject: principal.subject, at: started });

@@ -6,6 +6,7 @@
  * make, git hooks and the runtimes' code mode run workspace or caller code inside the sandbox.
  */
 import { PolicyDocument } from '../contracts/policy.ts';
+import { DEFAULT_RESOURCE_LIMITS } from '../contracts/resource-limits.ts';
 
 export const DEFAULT_POLICY: PolicyDocument = PolicyDocument.parse({
   version: 1,
@@ -25,5 +26,5 @@ export const DEFAULT_POLICY: PolicyDocument = PolicyDocument.parse({
   },
   shell: { enabled: false, allow: [] },
   env: { allow: ['LANG', 'LC_ALL', 'TZ', 'CI', 'NO_COLOR'] },
-  limits: { defaultTimeoutMs: 30_000, maxTimeoutMs: 120_000, overMax: 'clamp', inlineOutputBytes: 40_000, maxArtifactBytes: 100 * 1024 * 1024, maxConcurrentJobs: 4, queueWaitMs: 5_000 },
+  limits: { defaultTimeoutMs: 30_000, maxTimeoutMs: 120_000, overMax: 'clamp', inlineOutputBytes: 40_000, maxArtifactBytes: 100 * 1024 * 1024, maxConcurrentJobs: 4, queueWaitMs: 5_000, ...DEFAULT_RESOURCE_LIMITS },
 });

@@ -72,8 +72,11 @@ export default class ScriptRunner extends WorkerEntrypoint {
     let exhausted = false;
     const budget = opts.tickBudget;
     const limitMessage = 'CPU limit exceeded: the script used its execution budget (script.cpuMs = ' + opts.cpuMs + ')';
-    // Once the budget is gone every guard throws, so no loop or catch block can keep running.
-    const guard = () => { if (++ticks > budget) { exhausted = true; throw new RangeError(limitMessage); } };
+    // Once the budget is gone every guard throws, so no loop or catch block can keep running,
+    // and the run ends at once even if the script is still awaiting something.
+    let stop;
+    const stopped = new Promise((resolve) => { stop = resolve; });
+    const guard = () => { if (++ticks > budget) { exhausted = true; stop(); throw new RangeError(limitMessage); } };
 
     const sleep = (ms) => new Promise((r) => setTimeout(r, Math.min(Math.max(0, Number(ms) || 0), opts.sleepMaxMs)));
 
@@ -178,11 +181,13 @@ export default class ScriptRunner extends WorkerEntrypoint {
     let result;
     let error;
     try {
-      const mod = await import('./script.js');
-      let v = mod.default;
-      if (typeof v === 'function') v = await v();
-      else v = await v;
-      result = v;
+      const main = (async () => {
+        const mod = await import('./script.js');
+        const v = mod.default;
+        return typeof v === 'function' ? await v() : await v;
+      })();
+      main.catch(() => {});
+      result = await Promise.race([main, stopped]);
     } catch (e) {
       error = describeThrown(e);
     }

@@ -191,12 +191,14 @@ export interface AgentOptions {
 
 /** Starts a real agent process (`node executor/main.ts`) connected to `gw`. */
 export function startAgent(gw: Pick<Gateway, 'url'>, o: AgentOptions): AgentProcess {
-  const args = [join(ROOT, 'executor/main.ts'), '--url', gw.url, '--root', o.root, '--token', o.token];
+  // The token goes in the environment: the agent refuses it on the command line (ps shows argv).
+  const args = [join(ROOT, 'executor/main.ts'), '--url', gw.url, '--root', o.root];
   if (o.sandbox) args.push('--sandbox', o.sandbox);
+  if (o.sandbox === 'none') args.push('--allow-no-isolation');
   if (o.capacity) args.push('--capacity', String(o.capacity));
   if (o.agentId) args.push('--id', o.agentId);
   if (o.extraArgs) args.push(...o.extraArgs);
-  const proc = spawn(NODE, args, { cwd: ROOT, env: { ...process.env, ...o.env }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(NODE, args, { cwd: ROOT, env: { ...process.env, GATEHOUSE_AGENT_TOKEN: o.token, ...o.env }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   let logs = '';
   const ready = new Promise<void>((res, rej) => {
     const onData = (d: Buffer) => {

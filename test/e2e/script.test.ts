@@ -5,11 +5,11 @@
  * subprocess API's shapes and messages; each subprocess has its own audit row linked to the script.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { hasCommand, startAgent, startGateway, type AgentProcess, type Gateway } from './harness.ts';
+import { hasCommand, ROOT, startAgent, startGateway, type AgentProcess, type Gateway } from './harness.ts';
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
 import { startOpaServer, type OpaServer } from '../support/opa-server.ts';
 
@@ -44,6 +44,7 @@ beforeAll(async () => {
   root = mkdtempSync(join(tmpdir(), 'gatehouse-script-'));
   mkdirSync(join(root, 'sub'));
   writeFileSync(join(root, 'report.txt'), 'ok 1\nFAIL test_two\nok 3\nFAIL test_four\n');
+  writeFileSync(join(root, 'Makefile'), 'build:\n\techo building\ntest:\n\tcat report.txt\n\tfalse\n');
   agent = startAgent(gw, { token: await gw.token({ team: TEAM, scopes: ['agent'] }), root, sandbox: SANDBOX, capacity: 4, agentId: 'script-agent' });
   await agent.ready;
   client = await gw.mcp(TEAM, ['execute', 'artifacts:read']);
@@ -101,10 +102,10 @@ describe('run_script basics', () => {
   it('reports script errors as Sandbox error without host paths or stack frames', async () => {
     const out = await run('function f() { throw new Error("boom at the edge"); }\nf();');
     expect(out.r.isError).toBe(true);
-    expect(out.s.error.message).toBe('Sandbox error: boom at the edge');
+    expect(out.s.error?.message).toBe('Sandbox error: boom at the edge');
     expect(out.t).not.toMatch(/\/work\/|node_modules|file:\/\/|\n\s+at /);
     const syntax = await run('return {');
-    expect(syntax.s.error.message).toMatch(/^Sandbox error: SyntaxError: /);
+    expect(syntax.s.error?.message).toMatch(/^Sandbox error: SyntaxError: /);
   });
 
   it('caps console output at 10 MB with [output truncated] and the return value at 10 MB', async () => {
@@ -114,19 +115,31 @@ describe('run_script basics', () => {
     const q = await client.callTool({ name: 'query_output', arguments: { artifactHandle: out.s.artifactHandle, queryTerms: ['[output truncated]'], contextLines: 0 } });
     expect((q.structuredContent as { matchCount: number }).matchCount).toBe(1);
     const ret = await run('return "z".repeat(11 * 1024 * 1024);');
-    expect(ret.s.error.message).toBe('Sandbox error: Return value exceeds limit (10485760 bytes)');
+    expect(ret.s.error?.message).toBe('Sandbox error: Return value exceeds limit (10485760 bytes)');
   });
 
   it('times out a script that waits too long with Sandbox error: Execution timeout', async () => {
     const out = await run('await sleep(10_000); return 1;', { timeout_ms: 500 });
     expect(out.s.status).toBe('timeout');
-    expect(out.s.error.message).toBe('Sandbox error: Execution timeout');
+    expect(out.s.error?.message).toBe('Sandbox error: Execution timeout');
   });
 
   it('refuses a timeout above the policy maximum', async () => {
     const out = await run('return 1', { timeout_ms: 500_000 });
     expect(out.r.isError).toBe(true);
     expect(out.t).toContain('Requested timeout (500000ms) exceeds maximum (120000ms)');
+  });
+});
+
+describe('the README example', () => {
+  it('builds, tests and greps the failures in one call', async () => {
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const code = /```js\n\/\/ run_script[^\n]*\n([\s\S]*?)```/.exec(readme)![1];
+    const out = await run(code, { outputMode: 'summary' });
+    expect(out.r.isError, out.t).toBeFalsy();
+    expect(out.s.result).toEqual({ stage: 'test', passed: false, failures: ['FAIL test_two', 'FAIL test_four'] });
+    expect(out.s.stdoutSummary).toContain('tests exited 2');
+    expect(out.s.subprocesses.count).toBe(2);
   });
 });
 
@@ -188,11 +201,11 @@ describe('escapes fail', () => {
     await setPolicy({ script: { ...SCRIPT_ON, cpuMs: 200 } });
     const out = await run('while (true) {}');
     expect(out.r.isError).toBe(true);
-    expect(out.s.error.message).toMatch(/^Sandbox error: CPU limit exceeded/);
+    expect(out.s.error?.message).toMatch(/^Sandbox error: CPU limit exceeded/);
     const caught = await run('for (;;) { try { while (true) {} } catch (e) { } }');
-    expect(caught.s.error.message).toMatch(/^Sandbox error: CPU limit exceeded/);
+    expect(caught.s.error?.message).toMatch(/^Sandbox error: CPU limit exceeded/);
     const recursion = await run('function f() { Promise.resolve().then(f); } f(); await sleep(50000); return 1;', { timeout_ms: 60_000 });
-    expect(recursion.s.error.message).toMatch(/^Sandbox error: CPU limit exceeded|^Sandbox error: Execution timeout/);
+    expect(recursion.s.error?.message).toMatch(/^Sandbox error: CPU limit exceeded|^Sandbox error: Execution timeout/);
     expect((await run('return 7')).s.result).toBe(7);
     await setPolicy({});
   });

@@ -152,7 +152,7 @@ describe('agent CLI', () => {
   const run = (args: string[], env: NodeJS.ProcessEnv = {}) => spawn(NODE, [join(ROOT, 'executor/main.ts'), ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
 
   it('exits 2 with the allowed flags on a bad flag', async () => {
-    const p = run(['--url', 'http://127.0.0.1:1', '--token', 't', '--root', root, '--sandbox', 'docker']);
+    const p = run(['--url', 'http://127.0.0.1:1', '--root', root, '--sandbox', 'docker'], { GATEHOUSE_AGENT_TOKEN: 't' });
     let out = '';
     p.stdout.on('data', (d) => (out += d));
     p.stderr.on('data', (d) => (out += d));
@@ -162,11 +162,35 @@ describe('agent CLI', () => {
     expect(out).toContain('--max-artifact-bytes');
   });
 
+  const refusal = async (args: string[], env: NodeJS.ProcessEnv = {}) => {
+    const p = run(args, env);
+    let out = '';
+    p.stdout.on('data', (d) => (out += d));
+    p.stderr.on('data', (d) => (out += d));
+    const code = await new Promise((r) => p.on('exit', r));
+    return { code, out };
+  };
+
+  it('refuses the agent token on the command line, where every local user sees it in ps', async () => {
+    const { code, out } = await refusal(['--url', 'http://127.0.0.1:1', '--token', 'secret-on-argv', '--root', root, '--sandbox', 'bwrap']);
+    expect(code).toBe(2);
+    expect(out).toContain('the agent token is not taken on the command line');
+    expect(out).toContain('--token-file FILE');
+    expect(out).not.toContain('secret-on-argv');
+  });
+
+  it('refuses --sandbox none unless no isolation is explicitly allowed, and says why', async () => {
+    const { code, out } = await refusal(['--url', 'http://127.0.0.1:1', '--root', root, '--sandbox', 'none'], { GATEHOUSE_AGENT_TOKEN: 't' });
+    expect(code).toBe(2);
+    expect(out).toContain('--sandbox none is refused: jobs would run without isolation');
+    expect(out).toContain('--allow-no-isolation');
+  });
+
   it('starts, prints what it found, connects, and stops cleanly on SIGTERM', async () => {
     edge = new FakeEdge();
     await edge.start();
     const ws = mkdtempSync(join(tmpdir(), 'gh-cli-ws-'));
-    const p = run(['--url', edge.url, '--root', join(ws, 'created'), '--sandbox', 'none', '--capacity', '3', '--id', 'cli-agent'], { GATEHOUSE_AGENT_TOKEN: edge.token });
+    const p = run(['--url', edge.url, '--root', join(ws, 'created'), '--sandbox', 'none', '--allow-no-isolation', '--capacity', '3', '--id', 'cli-agent'], { GATEHOUSE_AGENT_TOKEN: edge.token });
     let out = '';
     p.stdout.on('data', (d) => (out += d));
     p.stderr.on('data', (d) => (out += d));
@@ -188,8 +212,8 @@ describe('agent CLI', () => {
     await edge.start();
     const ws = mkdtempSync(join(tmpdir(), 'gh-cli-ws-'));
     const state = mkdtempSync(join(tmpdir(), 'gh-cli-state-'));
-    const p = spawn(NODE, [join(ROOT, 'executor/main.ts'), '--url', edge.url, '--token', edge.token, '--root', ws, '--sandbox', 'gvisor', '--capacity', '2', '--id', 'term', '--state-dir', state],
-      { cwd: ROOT, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    const p = spawn(NODE, [join(ROOT, 'executor/main.ts'), '--url', edge.url, '--root', ws, '--sandbox', 'gvisor', '--capacity', '2', '--id', 'term', '--state-dir', state],
+      { cwd: ROOT, detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, GATEHOUSE_AGENT_TOKEN: edge.token } });
     p.stdout!.resume();
     p.stderr!.resume();
     await edge.next(isType('hello'), 30_000);

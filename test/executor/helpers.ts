@@ -46,15 +46,21 @@ export interface Rig {
   close(): Promise<void>;
 }
 
-export async function makeRig(kind: SandboxKind, o: { capacity?: number; warm?: number; maxTimeoutMs?: number; maxArtifactBytes?: number } = {}): Promise<Rig> {
+export async function makeRig(kind: SandboxKind, o: { capacity?: number; warm?: number; maxTimeoutMs?: number; maxArtifactBytes?: number; withoutRuntimes?: string[] } = {}): Promise<Rig> {
   const root = realpathSync(mkdtempSync(join(tmpdir(), `gh-ws-${kind}-`)));
   const stateDir = mkdtempSync(join(tmpdir(), `gh-state-${kind}-`));
   const d = await startDriver(kind, { root, stateDir, warm: o.warm ?? 1 }, silentLogger);
   if (!d.ok) throw new Error(d.error.message);
   const driver = d.value;
   const outputs: JobOutput[] = [];
+  const all = await runtimes();
+  // A table that pretends some toolchains are missing (every runtime is installed on CI machines).
+  const without = new Set(o.withoutRuntimes ?? []);
+  const table: RuntimeTable = without.size
+    ? { list: all.list.filter((r) => !without.has(r.name)), byRuntime: new Map([...all.byRuntime].filter(([n]) => !without.has(n))) }
+    : all;
   const runner = new JobRunner({
-    driver, runtimes: await runtimes(), root, spoolDir: join(stateDir, 'spool'), capacity: o.capacity ?? 4,
+    driver, runtimes: table, root, spoolDir: join(stateDir, 'spool'), capacity: o.capacity ?? 4,
     ceilings: { maxTimeoutMs: o.maxTimeoutMs ?? 120_000, maxArtifactBytes: o.maxArtifactBytes ?? 200 * 1024 * 1024 },
     upload: null, log: silentLogger,
   });

@@ -217,8 +217,9 @@ export function driverSuite(kind: SandboxKind): void {
         try {
           const runscRoot = join(rig.stateDir, 'runsc');
           const list = () => execFileSync('runsc', ['--root', runscRoot, 'list', '-quiet'], { encoding: 'utf8' }).trim();
-          const r = rig.run({ mode: 'shell', command: 'setsid sleep 60 & sleep 60', timeoutMs: 800 });
-          await sleep(500);
+          const r = rig.run({ mode: 'shell', command: 'setsid sleep 60 & sleep 60', timeoutMs: 4000 });
+          // A cold sandbox takes a while to appear on a loaded machine: wait until it is listed.
+          for (let i = 0; i < 60 && list() === ''; i++) await sleep(50);
           expect(list()).not.toBe('');
           expect((await r).exit.state).toBe('timed_out');
           await rig.run({ command: 'true' });

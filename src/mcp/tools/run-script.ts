@@ -56,8 +56,8 @@ export function registerRunScript(server: McpServer, ctx: ToolContext): void {
         consoleTruncated: run.consoleTruncated,
         ...(run.typescript ? { notes: [...(shaped.notes ?? []), 'TypeScript: types were stripped before running'] } : {}),
       };
-      // `Sandbox error: …` (the script runner's wording) is the message; the code says which kind.
-      if (run.error) return toolError(run.error, structured, run.status === 'timeout' ? 'timeout' : 'script_error');
+      // A failed script: the structured part carries `error: {code: "sandbox_error", message: "Sandbox error: …"}`.
+      if (run.error) return toolError(run.error, structured, 'sandbox_error');
       return toolResult(structured);
     },
   );

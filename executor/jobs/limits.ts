@@ -1,0 +1,35 @@
+/**
+ * A job's resource limits: every one set (the spec's values, the defaults for the rest), and
+ * the rlimit part of them as a `prlimit` prefix for the job's command.
+ */
+import { existsSync } from 'node:fs';
+import type { JobLimits } from '../../src/contracts/agent-protocol.ts';
+import { DEFAULT_RESOURCE_LIMITS, type ResourceLimits } from '../../src/contracts/resource-limits.ts';
+
+export const PRLIMIT = existsSync('/usr/bin/prlimit') ? '/usr/bin/prlimit' : null;
+/** Every limit set: what the spec gives, the defaults for the rest. */
+export function effectiveLimits(l: JobLimits): ResourceLimits {
+  const d = DEFAULT_RESOURCE_LIMITS;
+  return {
+    memoryBytes: l.memoryBytes ?? d.memoryBytes,
+    maxProcesses: l.maxProcesses ?? d.maxProcesses,
+    maxOpenFiles: l.maxOpenFiles ?? d.maxOpenFiles,
+    maxFileBytes: l.maxFileBytes ?? d.maxFileBytes,
+    cpuSeconds: l.cpuSeconds ?? d.cpuSeconds,
+    tmpBytes: l.tmpBytes ?? d.tmpBytes,
+    diskWriteBytes: l.diskWriteBytes ?? d.diskWriteBytes,
+  };
+}
+
+/**
+ * rlimits for the job's processes via prlimit (same path in every sandbox), soft = hard so the
+ * job cannot raise them. RLIMIT_NPROC only where it counts the job alone (inside gVisor, or a
+ * driver without a pids cgroup); elsewhere the job's uid maps to a host uid with other processes.
+ */
+export function rlimitPrefix(l: ResourceLimits, nproc: boolean): string[] | undefined {
+  if (!PRLIMIT) return undefined;
+  const f = [`--nofile=${l.maxOpenFiles}`, `--fsize=${l.maxFileBytes}`, `--cpu=${l.cpuSeconds}`, '--core=0'];
+  if (nproc) f.push(`--nproc=${l.maxProcesses}`);
+  return [PRLIMIT, ...f, '--'];
+}
+

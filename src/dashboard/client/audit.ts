@@ -1,0 +1,92 @@
+/** Browser module `audit.js`: the team's audit log with filters, paging and each decision's reason. */
+export const AUDIT_JS = String.raw`
+import { api, field, fmtDuration, fmtTime, h, messages, table } from './core.js';
+
+const TOOLS = ['execute', 'runtime_execute', 'query_output', 'policy_check', 'list_runtimes', 'run_script', 'job_status', 'job_output', 'job_kill', 'job_list'];
+
+export function render(main) {
+  const msg = messages();
+  const decision = h('select', { name: 'decision' }, h('option', { value: '' }, 'any'),
+    ['allowed', 'denied', 'failed'].map((d) => h('option', { value: d }, d)));
+  const toolList = h('datalist', { id: 'audit-tools' }, TOOLS.map((t) => h('option', { value: t })));
+  const tool = h('input', { name: 'tool', type: 'text', list: 'audit-tools', placeholder: 'any' });
+  const subject = h('input', { name: 'subject', type: 'text', placeholder: 'any' });
+  const since = h('input', { name: 'since', type: 'datetime-local' });
+  const until = h('input', { name: 'until', type: 'datetime-local' });
+  const limit = h('select', { name: 'limit' }, ['25', '50', '100', '200'].map((n) => h('option', { value: n, selected: n === '50' }, n)));
+  const body = h('div');
+  const older = h('button', { type: 'button', hidden: true }, 'Older entries');
+  const newest = h('button', { type: 'button', hidden: true }, 'Back to the newest');
+  const pageInfo = h('span', { class: 'sub' });
+  // The cursors of the pages before this one, so "newest" and paging stay consistent.
+  let cursors = [];
+  let next = null;
+
+  const query = () => {
+    const q = new URLSearchParams({ limit: limit.value });
+    if (decision.value) q.set('decision', decision.value);
+    if (tool.value.trim()) q.set('tool', tool.value.trim());
+    if (subject.value.trim()) q.set('subject', subject.value.trim());
+    // datetime-local is the viewer's local time; the API takes ISO 8601 (UTC) or epoch ms.
+    if (since.value) q.set('since', new Date(since.value).toISOString());
+    if (until.value) q.set('until', new Date(until.value).toISOString());
+    const c = cursors[cursors.length - 1];
+    if (c) q.set('cursor', c);
+    return q.toString();
+  };
+  const load = async () => {
+    msg.clear();
+    msg.say('Loading…');
+    try {
+      const r = await api('GET', '/audit?' + query());
+      next = r.nextCursor;
+      older.hidden = !next;
+      newest.hidden = cursors.length === 0;
+      pageInfo.textContent = 'page ' + (cursors.length + 1);
+      body.replaceChildren(view(r.entries));
+      msg.say(r.entries.length + ' entr' + (r.entries.length === 1 ? 'y' : 'ies') + ' on page ' + (cursors.length + 1));
+    } catch (e) { msg.say(''); msg.fail(e); }
+  };
+  const form = h('form', { class: 'filters', 'aria-label': 'Filter the audit log' },
+    field('Decision', decision), field('Tool', tool), toolList, field('Subject', subject),
+    field('Since', since), field('Until', until), field('Per page', limit),
+    h('button', { type: 'submit' }, 'Apply filters'));
+  form.addEventListener('submit', (ev) => { ev.preventDefault(); cursors = []; load(); });
+  older.addEventListener('click', () => { cursors.push(next); load(); });
+  newest.addEventListener('click', () => { cursors = []; load(); });
+  const refresh = h('button', { type: 'button' }, 'Refresh');
+  refresh.addEventListener('click', load);
+  main.append(h('h1', null, 'Audit log'),
+    h('p', { class: 'lead' }, 'Every call and its decision, newest first. Denials carry the policy\'s reason.'),
+    form, msg.status, msg.error, body, h('div', { class: 'pager' }, newest, older, refresh, pageInfo));
+  load();
+}
+
+function command(c) {
+  if (c === null || c === undefined) return '';
+  if (Array.isArray(c)) return c.join(' ');
+  if (typeof c === 'object') {
+    const parts = [];
+    if (c.runtime) parts.push('[' + c.runtime + ']');
+    if (c.command) parts.push(c.command);
+    if (Array.isArray(c.args)) parts.push(c.args.join(' '));
+    if (c.artifactHandle) parts.push(c.artifactHandle);
+    return parts.length ? parts.join(' ') : JSON.stringify(c);
+  }
+  return String(c);
+}
+
+function view(entries) {
+  if (entries.length === 0) return h('p', { class: 'empty' }, 'No audit entries match.');
+  return table('Audit entries', ['Time', 'Decision', 'Tool', 'Subject', 'Command', 'Reason', 'Job', 'Result'],
+    entries.map((e) => h('tr', { 'data-decision': e.decision },
+      h('td', null, h('time', { datetime: new Date(e.at).toISOString() }, fmtTime(e.at))),
+      h('td', null, h('span', { class: 'badge ' + e.decision }, e.decision)),
+      h('td', null, e.tool),
+      h('td', null, e.subject),
+      h('td', null, h('code', null, command(e.command)), e.cwd ? h('div', { class: 'sub' }, 'cwd ' + e.cwd) : null),
+      h('td', { class: 'reason' }, e.reason || ''),
+      h('td', null, e.jobId ? h('a', { href: '#/jobs/' + encodeURIComponent(e.jobId) }, e.jobId) : ''),
+      h('td', null, [e.exitStatus, fmtDuration(e.durationMs)].filter(Boolean).join(' · ')))));
+}
+`;

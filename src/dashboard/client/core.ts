@@ -1,0 +1,199 @@
+/**
+ * Browser module `core.js`: the admin token session, the admin API client, a small DOM builder
+ * and formatting helpers shared by every page. Plain JavaScript in a string (served as a file, so
+ * the CSP needs no inline script); it avoids backticks and dollar-brace so it fits String.raw.
+ */
+export const CORE_JS = String.raw`
+// The admin token lives in sessionStorage only: gone when the tab closes, never in a URL or a cookie.
+const TOKEN_KEY = 'gatehouse.adminToken';
+
+export const session = {
+  token() { return sessionStorage.getItem(TOKEN_KEY); },
+  set(t) { sessionStorage.setItem(TOKEN_KEY, t); },
+  clear() { sessionStorage.removeItem(TOKEN_KEY); },
+};
+
+export class ApiError extends Error {
+  constructor(status, code, message) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+const listeners = { unauthenticated: [] };
+export function onUnauthenticated(fn) { listeners.unauthenticated.push(fn); }
+
+/** Calls the admin API with the session's token as Bearer; errors become ApiError(code, message). */
+export async function api(method, path, body, opts) {
+  const token = (opts && opts.token) || session.token();
+  const headers = { Authorization: 'Bearer ' + token, Accept: 'application/json' };
+  const init = { method: method, headers: headers, cache: 'no-store', credentials: 'omit', referrerPolicy: 'no-referrer' };
+  if (body !== undefined) {
+    headers['Content-Type'] = 'application/json';
+    init.body = typeof body === 'string' ? body : JSON.stringify(body);
+  }
+  let r;
+  try {
+    r = await fetch('/admin/v1' + path, init);
+  } catch (e) {
+    throw new ApiError(0, 'network', 'the gateway did not answer (' + e.message + ')');
+  }
+  if (opts && opts.raw) {
+    if (!r.ok) await failure(r, opts);
+    return r;
+  }
+  if (!r.ok) await failure(r, opts);
+  const text = await r.text();
+  return text ? JSON.parse(text) : null;
+}
+
+async function failure(r, opts) {
+  let code = 'http_' + r.status;
+  let message = 'the gateway answered HTTP ' + r.status;
+  try {
+    const data = JSON.parse(await r.text());
+    if (data && data.error) { code = data.error.code || code; message = data.error.message || message; }
+  } catch (e) { /* not JSON */ }
+  if (r.status === 401 && !(opts && opts.token)) listeners.unauthenticated.forEach((fn) => fn(message));
+  throw new ApiError(r.status, code, message);
+}
+
+/** A route the gateway does not have yet (older deployment): the admin API answers 404 "no admin route". */
+export function isMissingRoute(e) {
+  return e instanceof ApiError && e.status === 404 && /^no admin route/.test(e.message);
+}
+
+/**
+ * h('tag', {attrs}, ...children): builds DOM. Text is always a text node, so data from the API can
+ * never become markup. 'on*' attributes become event listeners; 'class', 'for' map to properties.
+ */
+export function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  if (attrs) {
+    for (const k of Object.keys(attrs)) {
+      const v = attrs[k];
+      if (v === undefined || v === null || v === false) continue;
+      if (k.startsWith('on') && typeof v === 'function') el.addEventListener(k.slice(2), v);
+      else if (k === 'class') el.className = v;
+      else if (k === 'for') el.htmlFor = v;
+      else if (k === 'value') el.value = v;
+      else if (k === 'checked') el.checked = !!v;
+      else if (v === true) el.setAttribute(k, '');
+      else el.setAttribute(k, String(v));
+    }
+  }
+  append(el, children);
+  return el;
+}
+
+function append(el, children) {
+  for (const c of children) {
+    if (c === undefined || c === null || c === false) continue;
+    if (Array.isArray(c)) append(el, c);
+    else if (c instanceof Node) el.appendChild(c);
+    else el.appendChild(document.createTextNode(String(c)));
+  }
+}
+
+let ids = 0;
+export function uid(prefix) { ids += 1; return prefix + '-' + ids; }
+
+/** A labelled control: label + input/select/textarea, optionally a hint. */
+export function field(label, control, hint) {
+  if (!control.id) control.id = uid('f');
+  const parts = [h('label', { for: control.id }, label), control];
+  if (hint) {
+    const hid = uid('hint');
+    control.setAttribute('aria-describedby', hid);
+    parts.push(h('span', { class: 'hint', id: hid }, hint));
+  }
+  return h('div', { class: 'field' }, parts);
+}
+
+/** A polite status line and an assertive error line for a section. */
+export function messages() {
+  const status = h('p', { class: 'status', role: 'status' });
+  const error = h('p', { class: 'error', role: 'alert' });
+  return {
+    status: status, error: error,
+    say(t) { status.textContent = t || ''; },
+    fail(e) { error.textContent = e ? describe(e) : ''; },
+    clear() { status.textContent = ''; error.textContent = ''; },
+  };
+}
+
+export function describe(e) {
+  if (e instanceof ApiError) return e.message + ' (' + e.code + ')';
+  return (e && e.message) || String(e);
+}
+
+export function fmtTime(ms) {
+  if (ms === null || ms === undefined) return '';
+  const d = new Date(ms);
+  return isNaN(d.getTime()) ? String(ms) : d.toLocaleString();
+}
+
+export function fmtAgo(ms, now) {
+  if (ms === null || ms === undefined) return 'never';
+  const s = Math.max(0, Math.round(((now || Date.now()) - ms) / 1000));
+  if (s < 60) return s + ' s ago';
+  if (s < 3600) return Math.floor(s / 60) + ' min ago';
+  if (s < 86400) return Math.floor(s / 3600) + ' h ago';
+  return Math.floor(s / 86400) + ' d ago';
+}
+
+export function fmtDuration(ms) {
+  if (ms === null || ms === undefined) return '';
+  if (ms < 1000) return ms + ' ms';
+  if (ms < 60000) return (ms / 1000).toFixed(1) + ' s';
+  return Math.floor(ms / 60000) + ' min ' + Math.round((ms % 60000) / 1000) + ' s';
+}
+
+export function fmtBytes(n) {
+  if (n === null || n === undefined) return '';
+  if (n < 1024) return n + ' B';
+  if (n < 1048576) return (n / 1024).toFixed(1) + ' KiB';
+  return (n / 1048576).toFixed(1) + ' MiB';
+}
+
+/** First defined of several possible field names (the API grows; the page reads what is there). */
+export function pick(o, ...names) {
+  for (const n of names) if (o && o[n] !== undefined && o[n] !== null) return o[n];
+  return undefined;
+}
+
+/** A table with a caption and header cells (scope=col), one row per item. */
+export function table(caption, headers, rows) {
+  return h('table', null,
+    h('caption', null, caption),
+    h('thead', null, h('tr', null, headers.map((t) => h('th', { scope: 'col' }, t)))),
+    h('tbody', null, rows));
+}
+
+/**
+ * Runs fn now and then every ms while the page shows; returns stop(). A slow answer is never
+ * overlapped by the next call.
+ */
+export function poll(fn, ms) {
+  let stopped = false;
+  let timer = null;
+  const tick = async () => {
+    if (stopped) return;
+    try { await fn(); } catch (e) { /* fn reports its own errors */ }
+    if (!stopped) timer = setTimeout(tick, ms);
+  };
+  tick();
+  return () => { stopped = true; if (timer) clearTimeout(timer); };
+}
+
+/** Saves a Blob as a file (downloads go through fetch with the Bearer token, never a tokened URL). */
+export function saveBlob(blob, name) {
+  const url = URL.createObjectURL(blob);
+  const a = h('a', { href: url, download: name });
+  document.body.appendChild(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10000);
+}
+`;

@@ -1,0 +1,114 @@
+/**
+ * Browser module `main.js`: sign-in, navigation and the hash router. Each page module exports
+ * render(main, params) and returns a cleanup function (stops its polling).
+ */
+export const MAIN_JS = String.raw`
+import { api, ApiError, describe, field, h, messages, onUnauthenticated, session } from './core.js';
+import * as agents from './agents.js';
+import * as jobs from './jobs.js';
+import * as audit from './audit.js';
+import * as policy from './policy.js';
+import * as tokens from './tokens.js';
+
+const PAGES = [
+  { path: 'agents', title: 'Agents', mod: agents },
+  { path: 'jobs', title: 'Jobs', mod: jobs },
+  { path: 'audit', title: 'Audit', mod: audit },
+  { path: 'policy', title: 'Policy', mod: policy },
+  { path: 'tokens', title: 'Tokens', mod: tokens },
+];
+
+const main = document.getElementById('main');
+const nav = document.getElementById('nav');
+const who = document.getElementById('who');
+const signout = document.getElementById('signout');
+let cleanup = null;
+let me = null;
+
+function clearPage() {
+  if (cleanup) { try { cleanup(); } catch (e) { /* ignore */ } }
+  cleanup = null;
+  main.replaceChildren();
+}
+
+function signIn(reason) {
+  clearPage();
+  me = null;
+  nav.replaceChildren();
+  who.textContent = '';
+  signout.hidden = true;
+  document.title = 'Sign in · Gatehouse';
+  const input = h('input', { type: 'password', name: 'token', autocomplete: 'off', spellcheck: 'false', required: true });
+  const msg = messages();
+  const form = h('form', { class: 'card signin', 'aria-labelledby': 'signin-title', novalidate: true },
+    h('h1', { id: 'signin-title', tabindex: '-1' }, 'Sign in to Gatehouse'),
+    h('p', null, 'Paste an admin token of your team (a token with the admin scope, e.g. from ',
+      h('code', null, 'gatehouse token create --scope admin'), '). It stays in this browser tab only and is sent to this gateway as a Bearer header.'),
+    field('Admin token', input),
+    h('button', { type: 'submit' }, 'Sign in'),
+    msg.status, msg.error);
+  if (reason) msg.error.textContent = reason;
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    msg.clear();
+    const t = input.value.trim();
+    if (!t) { msg.error.textContent = 'Enter an admin token.'; input.focus(); return; }
+    msg.say('Checking the token…');
+    try {
+      const w = await api('GET', '/whoami', undefined, { token: t });
+      session.set(t);
+      input.value = '';
+      start(w);
+    } catch (e) {
+      msg.say('');
+      msg.fail(e);
+      input.focus();
+    }
+  });
+  main.appendChild(form);
+  input.focus();
+}
+
+function start(w) {
+  me = w;
+  who.textContent = 'team ' + w.team + ' · ' + w.subject;
+  signout.hidden = false;
+  nav.replaceChildren(h('ul', null, PAGES.map((p) => h('li', null, h('a', { href: '#/' + p.path, 'data-page': p.path }, p.title)))));
+  if (!location.hash || location.hash === '#' || location.hash === '#/') location.hash = '#/agents';
+  else route();
+}
+
+function route() {
+  if (!me) return;
+  const parts = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
+  const page = PAGES.find((p) => p.path === parts[0]) || PAGES[0];
+  for (const a of nav.querySelectorAll('a')) {
+    if (a.getAttribute('data-page') === page.path) a.setAttribute('aria-current', 'page');
+    else a.removeAttribute('aria-current');
+  }
+  clearPage();
+  document.title = page.title + ' · Gatehouse';
+  try {
+    cleanup = page.mod.render(main, parts.slice(1), me) || null;
+  } catch (e) {
+    main.appendChild(h('p', { class: 'error', role: 'alert' }, describe(e)));
+  }
+  const title = main.querySelector('h1');
+  if (title) { title.setAttribute('tabindex', '-1'); title.focus(); }
+}
+
+window.addEventListener('hashchange', route);
+signout.addEventListener('click', () => { session.clear(); signIn(); });
+onUnauthenticated((message) => { session.clear(); signIn('Signed out: ' + message); });
+
+(async () => {
+  const t = session.token();
+  if (!t) return signIn();
+  try {
+    start(await api('GET', '/whoami'));
+  } catch (e) {
+    // A 401 already went back to the sign-in form (onUnauthenticated); anything else is said there too.
+    if (!(e instanceof ApiError && e.status === 401)) { session.clear(); signIn(describe(e)); }
+  }
+})();
+`;

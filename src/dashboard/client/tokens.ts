@@ -1,0 +1,111 @@
+/** Browser module `tokens.js`: create a token (shown once), list the team's tokens, revoke one. */
+export const TOKENS_JS = String.raw`
+import { api, field, fmtTime, h, messages, table, uid } from './core.js';
+
+const SCOPES = [
+  ['execute', 'run jobs (execute, runtime_execute, policy_check)'],
+  ['artifacts:read', 'read stored output (query_output)'],
+  ['admin', 'manage the team: tokens, policy, audit, this dashboard'],
+  ['agent', 'an executor agent joining the team'],
+];
+const TTLS = [['3600', '1 hour'], ['28800', '8 hours'], ['86400', '1 day'], ['604800', '7 days'], ['2592000', '30 days'], ['7776000', '90 days'], ['31536000', '1 year']];
+
+export function render(main) {
+  const listMsg = messages();
+  const list = h('div');
+  const created = h('div', { class: 'once', 'aria-live': 'polite' });
+
+  const load = async () => {
+    try {
+      const r = await api('GET', '/tokens');
+      listMsg.fail(null);
+      list.replaceChildren(view(r.tokens, load, listMsg));
+    } catch (e) { listMsg.fail(e); }
+  };
+
+  main.append(h('h1', null, 'Tokens'), createForm(created, load), created,
+    h('section', { 'aria-labelledby': 'tok-list' }, h('h2', { id: 'tok-list' }, 'Tokens of this team'), listMsg.status, listMsg.error, list));
+  load();
+}
+
+function createForm(created, reload) {
+  const msg = messages();
+  const subject = h('input', { type: 'text', name: 'subject', required: true, maxlength: '200', placeholder: 'ci-bot', autocomplete: 'off' });
+  const ttl = h('select', { name: 'ttl' }, TTLS.map(([v, t]) => h('option', { value: v, selected: v === '2592000' }, t)));
+  const note = h('input', { type: 'text', name: 'note', maxlength: '500', placeholder: 'what it is for' });
+  const boxes = SCOPES.map(([s, what]) => {
+    const id = uid('scope');
+    return { s: s, input: h('input', { type: 'checkbox', name: 'scope', value: s, id: id, checked: s === 'execute' || s === 'artifacts:read' }),
+      label: h('label', { for: id }, h('code', null, s), ' — ' + what) };
+  });
+  const form = h('form', { class: 'filters', 'aria-label': 'Create a token', novalidate: true },
+    field('Subject', subject, 'who or what uses it: printable ASCII, no spaces'),
+    h('fieldset', null, h('legend', null, 'Scopes'), boxes.map((b) => h('div', { class: 'field check' }, b.input, b.label))),
+    field('Expires after', ttl), field('Note', note),
+    h('button', { type: 'submit' }, 'Create token'));
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    msg.clear();
+    created.replaceChildren();
+    const scopes = boxes.filter((b) => b.input.checked).map((b) => b.s);
+    const body = { subject: subject.value.trim(), scopes: scopes, ttlSeconds: Number(ttl.value) };
+    if (note.value.trim()) body.note = note.value.trim();
+    try {
+      const t = await api('POST', '/tokens', body);
+      const out = h('textarea', { readonly: true, rows: '4', class: 'code', id: uid('tok'), 'data-token': 'new' });
+      out.value = t.token;
+      const copy = h('button', { type: 'button' }, 'Copy to clipboard');
+      copy.addEventListener('click', async () => {
+        try { await navigator.clipboard.writeText(t.token); copy.textContent = 'Copied'; } catch (e) { out.select(); copy.textContent = 'Press Ctrl+C to copy'; }
+      });
+      created.replaceChildren(h('section', { class: 'card', 'aria-labelledby': 'tok-new' },
+        h('h2', { id: 'tok-new' }, 'New token for ' + t.subject),
+        h('p', { class: 'warn' }, 'This is the only time the token is shown. Copy it now; the gateway keeps only its id (' + t.jti + ').'),
+        field('Token (' + t.scopes.join(' ') + ', expires ' + fmtTime(t.expiresAt) + ')', out), copy));
+      subject.value = '';
+      note.value = '';
+      out.focus();
+      out.select();
+      reload();
+    } catch (e) { msg.fail(e); subject.focus(); }
+  });
+  return h('section', { 'aria-labelledby': 'tok-create' }, h('h2', { id: 'tok-create' }, 'Create a token'), form, msg.status, msg.error);
+}
+
+function status(t, now) {
+  if (t.revokedAt) return 'revoked';
+  if (t.expiresAt <= now) return 'expired';
+  return 'active';
+}
+
+function view(tokens, reload, msg) {
+  if (!tokens || tokens.length === 0) return h('p', { class: 'empty' }, 'No tokens minted through this gateway yet.');
+  const now = Date.now();
+  return table('Tokens (' + tokens.length + ')', ['Token id', 'Subject', 'Scopes', 'Created', 'Expires', 'Status', 'Note', ''],
+    tokens.map((t) => {
+      const st = status(t, now);
+      let revoke = '';
+      if (st === 'active') {
+        revoke = h('button', { type: 'button', class: 'danger', 'aria-label': 'Revoke token ' + t.jti + ' of ' + t.subject }, 'Revoke');
+        revoke.addEventListener('click', async () => {
+          if (!window.confirm('Revoke the token of ' + t.subject + ' (' + t.jti + ')? Clients using it are refused from now on.')) return;
+          revoke.disabled = true;
+          try {
+            await api('DELETE', '/tokens/' + encodeURIComponent(t.jti));
+            msg.say('Revoked ' + t.jti + '.');
+            reload();
+          } catch (e) { msg.fail(e); revoke.disabled = false; }
+        });
+      }
+      return h('tr', { 'data-jti': t.jti, 'data-status': st },
+        h('th', { scope: 'row' }, h('code', null, t.jti)),
+        h('td', null, t.subject),
+        h('td', null, (t.scopes || []).join(' ')),
+        h('td', null, fmtTime(t.createdAt)),
+        h('td', null, fmtTime(t.expiresAt)),
+        h('td', null, h('span', { class: 'badge ' + st }, st)),
+        h('td', null, t.note || ''),
+        h('td', null, revoke));
+    }));
+}
+`;

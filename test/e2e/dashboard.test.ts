@@ -1,0 +1,315 @@
+/**
+ * The dashboard in a real browser: Debian's chromium driven by puppeteer-core against the real
+ * gateway (`wrangler dev`), a real agent and the official MCP client. Each page is screenshotted
+ * to test/screenshots/ (git-ignored). Controls are found by their accessible names (aria
+ * selectors), so an unlabelled control fails the test.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import { hasCommand, ROOT, startAgent, startGateway, type AgentProcess, type Gateway } from './harness.ts';
+import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
+
+// Callbacks given to page.evaluate/waitForFunction run in the browser; the project's types have no DOM lib.
+declare const document: any, window: any, location: any, sessionStorage: any;
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const HAVE_CHROMIUM = existsSync(CHROMIUM);
+if (!HAVE_CHROMIUM && process.env.CI === 'true') throw new Error(`chromium is required under CI=true (${CHROMIUM}; .ci/run installs it)`);
+if (!HAVE_CHROMIUM) console.warn(`dashboard browser tests skipped: no chromium at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`);
+const SANDBOX = hasCommand('bwrap') ? 'bwrap' : 'none';
+if (SANDBOX === 'none' && process.env.CI === 'true') throw new Error('bubblewrap is required under CI=true (.ci/run installs it)');
+const SHOTS = join(ROOT, 'test/screenshots');
+
+const TEAM = 'dash';
+let gw: Gateway;
+let agent: AgentProcess;
+let root: string;
+let browser: Browser;
+let page: Page;
+let client: Client;
+let adminToken: string;
+/** Every URL the browser requested: the admin token must never be in one. */
+const requested: string[] = [];
+const cspViolations: string[] = [];
+
+async function shot(name: string) {
+  await page.screenshot({ path: join(SHOTS, `dashboard-${name}.png`), fullPage: true });
+}
+/** Waits until the main region's text contains `text`. */
+async function waitText(text: string, timeout = 30_000) {
+  await page.waitForFunction((t) => document.getElementById('main')!.innerText.includes(t), { timeout }, text);
+}
+/** Waits for the audit page's answer for page n (its status line says "… on page n" once loaded). */
+async function auditPage(n: number) {
+  await page.waitForFunction((k: number) => document.querySelector('main [role=status]')?.textContent?.endsWith(`on page ${k}`), { timeout: 15_000 }, n);
+}
+/** The error shown at the policy editor (the element its aria-describedby points to). */
+const editorError = () => page.$eval('textarea[name=policy]', (e: any) => document.getElementById(e.getAttribute('aria-describedby'))?.textContent ?? '');
+async function waitEditorError(re: RegExp) {
+  await page.waitForFunction((src: string) => {
+    const e = document.querySelector('textarea[name=policy]');
+    return new RegExp(src).test(document.getElementById(e?.getAttribute('aria-describedby'))?.textContent ?? '');
+  }, { timeout: 10_000 }, re.source);
+}
+async function go(hash: string, heading: string) {
+  await page.evaluate((h) => { location.hash = h; }, hash);
+  await page.waitForFunction((t) => document.querySelector('main h1')?.textContent?.startsWith(t), { timeout: 15_000 }, heading);
+}
+const aria = (name: string) => `::-p-aria(${name})`;
+async function fill(label: string, value: string) {
+  const el = await page.waitForSelector(aria(label), { timeout: 10_000 });
+  await el!.click({ count: 3 });
+  await page.evaluate((e) => { (e as any).value = ''; }, el);
+  await el!.type(value);
+}
+
+describe.skipIf(!HAVE_CHROMIUM)('dashboard in a real browser', () => {
+  beforeAll(async () => {
+    mkdirSync(SHOTS, { recursive: true });
+    gw = await startGateway();
+    root = mkdtempSync(join(tmpdir(), 'gatehouse-dash-'));
+    agent = startAgent(gw, { token: await gw.token({ team: TEAM, scopes: ['agent'], subject: 'dash-agent' }), root, sandbox: SANDBOX, capacity: 2, agentId: 'dash-agent' });
+    await agent.ready;
+    adminToken = await gw.token({ team: TEAM, scopes: ['admin'], subject: 'dash-admin' });
+    client = await gw.mcp(TEAM, ['execute', 'artifacts:read']);
+    browser = await puppeteer.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      userDataDir: mkdtempSync(join(tmpdir(), 'gatehouse-chromium-')),
+      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+    });
+    page = await browser.newPage();
+    await page.setViewport({ width: 1366, height: 900 });
+    page.on('request', (r) => requested.push(r.url()));
+    page.on('console', (m) => { if (/Content.Security.Policy/i.test(m.text())) cspViolations.push(m.text()); });
+    page.on('dialog', (d) => void d.accept());
+  }, 180_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await client?.close();
+    await agent?.stop();
+    await gw?.stop();
+    if (root) rmSync(root, { recursive: true, force: true });
+  });
+
+  it('serves one document with a strict CSP: no inline script, no framing, no form posting', async () => {
+    const r = await fetch(`${gw.url}/dashboard`);
+    expect(r.status).toBe(200);
+    const csp = r.headers.get('content-security-policy')!;
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).toContain("frame-ancestors 'none'");
+    expect(csp).toContain("form-action 'none'");
+    expect(csp).not.toMatch(/unsafe-inline|unsafe-eval/);
+    expect(r.headers.get('x-frame-options')).toBe('DENY');
+    const html = await r.text();
+    expect(html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);
+    expect(html).not.toMatch(/\son[a-z]+=/i);
+    const js = await fetch(`${gw.url}/dashboard/assets/core.js`);
+    expect(js.headers.get('content-type')).toMatch(/^text\/javascript/);
+    expect(js.headers.get('x-content-type-options')).toBe('nosniff');
+    expect((await fetch(`${gw.url}/dashboard/assets/nope.js`)).status).toBe(404);
+  });
+
+  it('refuses a wrong token with the gateway\'s reason and signs in with the keyboard alone', async () => {
+    await page.goto(`${gw.url}/dashboard`);
+    await page.waitForSelector(aria('Admin token'));
+    // The token field has focus on load: type and press Enter, no mouse.
+    await page.keyboard.type('not-a-jwt');
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(() => document.querySelector('[role=alert]')?.textContent?.length, { timeout: 15_000 });
+    expect(await page.$eval('[role=alert]', (e: any) => e.textContent)).toMatch(/unauthenticated/);
+    await shot('signin');
+    const noAdmin = await gw.token({ team: TEAM, scopes: ['execute'] });
+    await fill('Admin token', noAdmin);
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(() => /insufficient_scope/.test(document.querySelector('[role=alert]')?.textContent ?? ''), { timeout: 15_000 });
+    await fill('Admin token', adminToken);
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(() => document.querySelector('main h1')?.textContent === 'Agents', { timeout: 15_000 });
+    expect(await page.$eval('#who', (e: any) => e.textContent)).toBe(`team ${TEAM} · dash-admin`);
+    // Kept in this tab's sessionStorage only: not in the URL, not in a cookie.
+    expect(await page.evaluate(() => sessionStorage.getItem('gatehouse.adminToken'))).toBe(adminToken);
+    expect(page.url()).not.toContain(adminToken.slice(-20));
+    expect(await page.evaluate(() => document.cookie)).toBe('');
+    expect((await page.cookies()).length).toBe(0);
+  });
+
+  it('navigates between pages with the keyboard', async () => {
+    await page.focus('#nav a[data-page="agents"]');
+    for (let i = 0; i < 4 && (await page.evaluate(() => document.activeElement?.textContent)) !== 'Tokens'; i++) await page.keyboard.press('Tab');
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Tokens');
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(() => document.querySelector('main h1')?.textContent === 'Tokens', { timeout: 10_000 });
+    // Focus moves to the new page's heading, so keyboard and screen-reader users land on it.
+    expect(await page.evaluate(() => document.activeElement?.tagName)).toBe('H1');
+    expect(await page.$eval('#nav a[aria-current=page]', (e: any) => e.textContent)).toBe('Tokens');
+  });
+
+  it('creates a token (shown once), lists it, and revokes it so the gateway refuses it', async () => {
+    await go('#/tokens', 'Tokens');
+    await fill('Subject', 'dash-ci-bot');
+    await page.click(aria('admin — manage the team: tokens, policy, audit, this dashboard'));
+    await page.select(aria('Expires after'), '86400');
+    await page.click(aria('Create token'));
+    const out = await page.waitForSelector('textarea[data-token=new]', { timeout: 15_000 });
+    const minted = await page.evaluate((e) => (e as any).value, out);
+    expect(minted.split('.')).toHaveLength(3);
+    await waitText('This is the only time the token is shown');
+    const who = await fetch(`${gw.url}/admin/v1/whoami`, { headers: { Authorization: `Bearer ${minted}` } });
+    expect(await who.json()).toMatchObject({ team: TEAM, subject: 'dash-ci-bot', scopes: ['execute', 'artifacts:read', 'admin'] });
+    await page.waitForSelector('tr[data-status=active] ::-p-text(dash-ci-bot)', { timeout: 15_000 });
+    await shot('tokens');
+    // A bad subject gets the gateway's explanation, not a silent failure.
+    await fill('Subject', 'has space');
+    await page.click(aria('Create token'));
+    await page.waitForFunction(() => /printable ASCII without spaces/.test(document.body.innerText), { timeout: 10_000 });
+
+    const jti = await page.$$eval('tr[data-status=active]', (trs: any[]) => trs.find((t) => t.cells[1].textContent === 'dash-ci-bot')?.getAttribute('data-jti'));
+    expect(jti).toBeTruthy();
+    await page.click(aria(`Revoke token ${jti} of dash-ci-bot`));
+    await page.waitForSelector(`tr[data-jti="${jti}"][data-status=revoked]`, { timeout: 15_000 });
+    const refused = await fetch(`${gw.url}/admin/v1/whoami`, { headers: { Authorization: `Bearer ${minted}` } });
+    expect(refused.status).toBe(401);
+    expect(await refused.text()).toMatch(/revoked/);
+  });
+
+  it('shows attacker-controlled strings as text: a subject holding markup never runs', async () => {
+    const evil = '<img/src=x/onerror=window.__pwned=1>';
+    await fill('Subject', evil);
+    await page.click(aria('Create token'));
+    await page.waitForSelector('textarea[data-token=new]', { timeout: 15_000 });
+    await page.waitForSelector(`tr ::-p-text(${evil})`, { timeout: 15_000 });
+    expect(await page.evaluate(() => window.__pwned)).toBeUndefined();
+    expect(await page.$$('main img')).toHaveLength(0);
+  });
+
+  it('edits the policy with inline validation errors, dry-runs a command, and the denial shows in the audit page', async () => {
+    await go('#/policy', 'Policy');
+    await page.waitForFunction(() => (document.querySelector('textarea[name=policy]') as any)?.value.includes('"executables"'), { timeout: 15_000 });
+    await waitText('the shipped default');
+    // Broken JSON: the editor says where, and nothing is sent.
+    await page.$eval('textarea[name=policy]', (e) => { (e as any).value = '{ "version": 1, }'; });
+    await page.click(aria('Save as new version'));
+    await waitEditorError(/Not valid JSON at line 1, column \d+/);
+    expect(await page.$eval('textarea[name=policy]', (e: any) => e.getAttribute('aria-invalid'))).toBe('true');
+    // Valid JSON, invalid policy: the gateway's message names the failing path, shown at the editor.
+    const bad = { ...DEFAULT_POLICY, limits: { ...DEFAULT_POLICY.limits, maxTimeoutMs: 'soon' } };
+    await page.$eval('textarea[name=policy]', (e, v) => { (e as any).value = v; }, JSON.stringify(bad, null, 2));
+    await page.click(aria('Save as new version'));
+    await waitEditorError(/invalid policy: limits\.maxTimeoutMs/);
+    await shot('policy-error');
+    // A preset, edited: take `ls` out of the allowlist, save.
+    await page.select(aria('Preset'), 'standard');
+    await page.click(aria('Load preset into editor'));
+    const doc = JSON.parse(await page.$eval('textarea[name=policy]', (e) => (e as any).value));
+    doc.executables.allow = doc.executables.allow.filter((x: string) => x !== 'ls');
+    await page.$eval('textarea[name=policy]', (e, v) => { (e as any).value = v; }, JSON.stringify(doc, null, 2));
+    await page.click(aria('Save as new version'));
+    await waitText('the policy is now version 1');
+    expect(await editorError()).toBe('');
+    // The history lists the saved version, who saved it, and can load it back into the editor.
+    await page.waitForSelector(aria('Load version 1'), { timeout: 10_000 });
+    expect(await page.$eval('caption ::-p-text(Policy versions)', (e: any) => e.closest('table').innerText)).toContain('dash-admin');
+    // Dry run in the page.
+    await fill('Command', 'ls');
+    await fill('Arguments (one per line)', '-a');
+    await page.click(aria('Check'));
+    await page.waitForSelector('.verdict[data-allowed=false]', { timeout: 10_000 });
+    await waitText('Executable "ls" is not in the allowed executables list');
+    await shot('policy');
+
+    // The same call from an MCP client is denied...
+    const r = await client.callTool({ name: 'execute', arguments: { command: 'ls', args: ['-a'] } });
+    expect(r.isError).toBe(true);
+    // ...and the audit page shows it, with its reason, under a decision filter.
+    await go('#/audit', 'Audit log');
+    await page.select(aria('Decision'), 'denied');
+    await fill('Tool', 'execute');
+    await page.click(aria('Apply filters'));
+    await auditPage(1);
+    const rows = await page.$$eval('tbody tr', (trs) => trs.map((t) => (t as any).innerText));
+    expect(rows.length).toBeGreaterThan(0);
+    expect(rows.every((t) => /denied/.test(t))).toBe(true);
+    expect(rows[0]).toContain('Executable "ls" is not in the allowed executables list');
+    await shot('audit');
+    // A bad filter gets the gateway's explanation.
+    await fill('Tool', 'rm -rf');
+    await page.click(aria('Apply filters'));
+    await page.waitForFunction(() => [...document.querySelectorAll('main [role=alert]')].some((e: any) => /tool must be one of/.test(e.textContent)), { timeout: 10_000 });
+    await gw.putPolicy(TEAM, DEFAULT_POLICY);
+  });
+
+  it('keeps every saved policy version, per team, newest first', async () => {
+    const admin = (team: string) => gw.token({ team, scopes: ['admin'], subject: `${team}-admin` });
+    const history = async (team: string, q = '') =>
+      (await fetch(`${gw.url}/admin/v1/policy/history${q}`, { headers: { Authorization: `Bearer ${await admin(team)}` } })).json() as Promise<any>;
+    // The previous test saved version 1 (no `ls`) and then restored the default as version 2.
+    const h = await history(TEAM);
+    expect(h.versions.map((v: { version: number }) => v.version)).toEqual([2, 1]);
+    expect(h.versions[1].policy.executables.allow).not.toContain('ls');
+    expect(h.versions[0].policy.executables.allow).toContain('ls');
+    expect((await history(TEAM, '?limit=1')).nextBefore).toBe(2);
+    expect((await history(TEAM, '?before=2')).versions.map((v: { version: number }) => v.version)).toEqual([1]);
+    // Another team sees only its own (none).
+    expect((await history('other-team')).versions).toEqual([]);
+    expect((await history(TEAM, '?limit=0')).error.message).toMatch(/limit must be an integer from 1 to 100/);
+  });
+
+  it('pages through the audit log without gaps or repeats', async () => {
+    for (let i = 0; i < 30; i++) await client.callTool({ name: 'policy_check', arguments: { command: 'echo', args: [`page-${i}`] } });
+    await go('#/audit', 'Audit log');
+    await page.select(aria('Per page'), '25');
+    await page.select(aria('Decision'), '');
+    await fill('Tool', 'policy_check');
+    await page.click(aria('Apply filters'));
+    const rows = () => page.$$eval('tbody tr', (trs: any[]) => trs.map((t) => t.cells[4].textContent as string));
+    const onPage = async (n: number) => { await auditPage(n); return rows(); };
+    const p1 = await onPage(1);
+    expect(p1).toHaveLength(25);
+    expect(p1[0]).toBe('echo page-29');
+    await page.click(aria('Older entries'));
+    const p2 = await onPage(2);
+    expect(p2.length).toBeGreaterThanOrEqual(5);
+    expect(p2[0]).toBe('echo page-4');
+    expect(p1.filter((x) => p2.includes(x))).toEqual([]);
+    await shot('audit-page2');
+    await page.click(aria('Back to the newest'));
+    expect((await onPage(1))[0]).toBe('echo page-29');
+  });
+
+  it('cannot be framed by another origin (clickjacking), while a frameable page of the same gateway can', async () => {
+    const server: Server = createServer((_req, res) => {
+      res.setHeader('Content-Type', 'text/html');
+      res.end(`<iframe name="dash" src="${gw.url}/dashboard" onload="window.dashLoaded=true"></iframe>` +
+        `<iframe name="health" src="${gw.url}/healthz" onload="window.healthLoaded=true"></iframe>`);
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    const p = await browser.newPage();
+    try {
+      await p.goto(`http://localhost:${(server.address() as { port: number }).port}/`);
+      await p.waitForFunction(() => window.dashLoaded && window.healthLoaded, { timeout: 15_000 });
+      const frame = (name: string) => p.frames().find((f) => f.name() === name)!;
+      // The control: a page without frame-ancestors loads in the frame, so the check below can fail.
+      expect(await frame('health').evaluate(() => document.body.innerText)).toContain('"ok":true');
+      // The dashboard is blocked: its document never appears in the frame.
+      const dash = frame('dash');
+      const hasApp = await dash.evaluate(() => !!document.getElementById('main')).catch(() => false);
+      expect(hasApp).toBe(false);
+    } finally {
+      await p.close();
+      server.close();
+    }
+  });
+
+  it('never puts the admin token in a URL and obeys its own CSP', () => {
+    const tail = adminToken.slice(-24);
+    expect(requested.filter((u) => u.includes(tail))).toEqual([]);
+    expect(cspViolations).toEqual([]);
+  });
+});
