@@ -26,7 +26,8 @@ export const CACHE_HINTS = {
 
 export function buildServer(ctx: ToolContext): McpServer {
   const server = new McpServer(SERVER_INFO, {
-    capabilities: { tools: {} },
+    // The tool list is fixed per deployment: there is never a list_changed notification to send.
+    capabilities: { tools: { listChanged: false } },
     cacheHints: CACHE_HINTS,
     instructions:
       'Gatehouse runs commands for your team under its policy, in gVisor sandboxes on the team\'s executor agents. ' +
