@@ -5,6 +5,7 @@
  */
 import type { McpServer } from '@modelcontextprotocol/server';
 import { ExecuteInput, ExecuteOutput } from '../../contracts/tools.ts';
+import { strictInput } from '../../contracts/strict-input.ts';
 import { missingScope, toolError, toolResult, type ToolContext } from '../context.ts';
 import { runGoverned } from '../governed-run.ts';
 import { RUNS_JOBS, toolOutput } from '../register.ts';
@@ -19,7 +20,7 @@ export function registerExecute(server: McpServer, ctx: ToolContext): void {
         'without it the whole string runs with sh -c, if the team policy allows shell strings. Returns stdout, stderr, exit code ' +
         '(inline output capped, full output kept as an artifact: search it with query_output).',
       annotations: RUNS_JOBS,
-      inputSchema: ExecuteInput,
+      inputSchema: strictInput(ExecuteInput),
       outputSchema: toolOutput(ExecuteOutput),
     },
     async (input, extra) => {

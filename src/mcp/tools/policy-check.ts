@@ -1,6 +1,7 @@
 /** `policy_check`: a dry run of the team policy for a command, with the stage and reason. */
 import type { McpServer } from '@modelcontextprotocol/server';
 import { PolicyCheckInput, PolicyCheckOutput } from '../../contracts/tools.ts';
+import { strictInput } from '../../contracts/strict-input.ts';
 import { decide } from '../../policy/engine.ts';
 import { getTeamPolicy } from '../../store/policies.ts';
 import { writeAudit } from '../../store/audit.ts';
@@ -14,7 +15,7 @@ export function registerPolicyCheck(server: McpServer, ctx: ToolContext): void {
       title: 'Dry-run the team policy',
       description: 'Says whether the team policy would allow a command (args given: direct exec; omitted: shell string), which stage decides, and why. Nothing runs.',
       annotations: READ_ONLY,
-      inputSchema: PolicyCheckInput,
+      inputSchema: strictInput(PolicyCheckInput),
       outputSchema: toolOutput(PolicyCheckOutput),
     },
     async (input) => {

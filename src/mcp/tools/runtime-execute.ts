@@ -4,6 +4,7 @@
  */
 import type { McpServer } from '@modelcontextprotocol/server';
 import { RuntimeExecuteInput, RuntimeExecuteOutput } from '../../contracts/tools.ts';
+import { strictInput } from '../../contracts/strict-input.ts';
 import { RUNTIMES, type RuntimeName } from '../../contracts/runtimes.ts';
 import { listAgents } from '../../dispatch/client.ts';
 import { getArtifactRows, readTail } from '../../store/artifacts.ts';
@@ -25,7 +26,7 @@ export function registerRuntimeExecute(server: McpServer, ctx: ToolContext): voi
         'Args mode: "args" for the runtime\'s executable. Code mode: "code" is written to a temp file, compiled if needed, and run. ' +
         'outputMode minimal (default) returns status and counts plus an artifactHandle to search with query_output; summary adds head+tail; intent returns only lines matching queryTerms.',
       annotations: RUNS_JOBS,
-      inputSchema: RuntimeExecuteInput,
+      inputSchema: strictInput(RuntimeExecuteInput),
       outputSchema: toolOutput(RuntimeExecuteOutput),
     },
     async (input, extra) => {
