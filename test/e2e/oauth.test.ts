@@ -1,7 +1,7 @@
 /**
  * OAuth for interactive MCP clients, end to end: the official MCP SDK client's OAuth provider
  * discovers the authorization server from the gateway's 401, registers itself (RFC 7591), sends a
- * headless Chromium (Debian's, driven by playwright-core) to the consent page, where a team admin
+ * headless Chromium (Debian's, driven by puppeteer-core) to the consent page, where a team admin
  * signs in with an admin token and grants a team and scopes; the code (PKCE S256) becomes a token
  * that carries the same team/scope claims as an API token. API tokens keep working unchanged.
  * Attacks: an admin of another team, a forged OAuth-shaped token, an OAuth token on the admin API,
@@ -17,7 +17,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { UnauthorizedError, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import { ROOT, connectMcp, startGateway, type Gateway } from './harness.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -26,7 +26,7 @@ if (!HAVE_CHROMIUM && process.env.CI === 'true') throw new Error(`${CHROMIUM} is
 const SHOTS = join(ROOT, 'test/screenshots');
 
 let gw: Gateway;
-let browser: BrowserContext;
+let browser: Browser;
 let profile: string;
 let callback: Server;
 let callbackUrl: string;
@@ -76,17 +76,22 @@ async function waitArrival(state: string | null): Promise<URL> {
   }
 }
 
+const text = (page: Page, sel: string) => page.$eval(sel, (e) => e.textContent);
+
 async function consent(page: Page, o: { token: string; team: string; scopes?: string[]; decision?: 'approve' | 'deny'; shot?: string }) {
-  await page.fill('#admin_token', o.token);
-  await page.fill('#team', o.team);
+  for (const [sel, value] of [['#admin_token', o.token], ['#team', o.team]] as const) {
+    await page.$eval(sel, (e) => { (e as unknown as { value: string }).value = ''; });
+    await page.type(sel, value);
+  }
   if (o.scopes) {
-    for (const box of await page.locator('input[name=scope]').all()) {
-      const want = o.scopes.includes((await box.getAttribute('value'))!);
-      if ((await box.isChecked()) !== want) await box.click();
+    for (const box of await page.$$('input[name=scope]')) {
+      const [value, checked] = await box.evaluate((e) => [(e as unknown as { value: string }).value, (e as unknown as { checked: boolean }).checked] as const);
+      if (checked !== o.scopes.includes(value)) await box.click();
     }
   }
   if (o.shot) await page.screenshot({ path: join(SHOTS, o.shot), fullPage: true });
-  await page.click(o.decision === 'deny' ? '#deny' : '#approve');
+  // The form posts back to the page, which answers with the page again (an error) or a redirect to the client.
+  await Promise.all([page.waitForNavigation(), page.click(o.decision === 'deny' ? '#deny' : '#approve')]);
 }
 
 beforeAll(async () => {
@@ -101,11 +106,11 @@ beforeAll(async () => {
   gw = await startGateway();
   if (HAVE_CHROMIUM) {
     profile = mkdtempSync(join(tmpdir(), 'gatehouse-chromium-'));
-    // A fresh profile (--user-data-dir) per run; playwright passes it itself.
-    browser = await chromium.launchPersistentContext(profile, {
+    browser = await puppeteer.launch({
       executablePath: CHROMIUM,
       headless: true,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+      userDataDir: profile, // a fresh profile per run
+      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
     });
   }
 }, 180_000);
@@ -145,16 +150,16 @@ describe.skipIf(!HAVE_CHROMIUM)('sign-in of an MCP client through the consent pa
     const page = await browser.newPage();
     const shown = await page.goto(authUrl.href);
     expect(shown!.headers()['content-security-policy']).toContain("frame-ancestors 'none'");
-    expect(await page.textContent('#client-name')).toBe('Gatehouse OAuth test client');
-    expect(await page.textContent('#redirect-host')).toBe('127.0.0.1');
+    expect(await text(page, '#client-name')).toBe('Gatehouse OAuth test client');
+    expect(await text(page, '#redirect-host')).toBe('127.0.0.1');
     await page.screenshot({ path: join(SHOTS, 'oauth-consent.png'), fullPage: true });
 
     // An admin of another team cannot grant this one: the page says why and no code is issued.
     await consent(page, { token: await gw.token({ team: 'globex', scopes: ['admin'], subject: 'globex-admin' }), team: 'acme' });
-    expect(await page.textContent('#error')).toContain('the admin token is for team "globex"; it cannot grant team "acme"');
+    expect(await text(page, '#error')).toContain('the admin token is for team "globex"; it cannot grant team "acme"');
     // A client token is no admin token.
     await consent(page, { token: await gw.token({ team: 'acme', scopes: ['execute'] }), team: 'acme' });
-    expect(await page.textContent('#error')).toContain('lacks the required scope "admin"');
+    expect(await text(page, '#error')).toContain('lacks the required scope "admin"');
     await page.screenshot({ path: join(SHOTS, 'oauth-consent-refused.png'), fullPage: true });
     expect(arrivals.filter((u) => u.searchParams.get('state') === authUrl.searchParams.get('state'))).toEqual([]);
 
@@ -217,9 +222,9 @@ describe.skipIf(!HAVE_CHROMIUM)('sign-in of an MCP client through the consent pa
     const dialogs: string[] = [];
     page.on('dialog', (d) => { dialogs.push(d.message()); void d.dismiss(); });
     await page.goto(authUrl.href);
-    expect(await page.textContent('#client-name')).toBe(evil);
+    expect(await text(page, '#client-name')).toBe(evil);
     expect(await page.title()).not.toBe('pwned');
-    expect(await page.locator('#client-name img, #client-name script').count()).toBe(0);
+    expect(await page.$$('#client-name img, #client-name script')).toHaveLength(0);
     expect(dialogs).toEqual([]);
     await page.screenshot({ path: join(SHOTS, 'oauth-consent-escaped.png'), fullPage: true });
     await page.close();
