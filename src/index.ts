@@ -3,23 +3,27 @@
  */
 import { Hono } from 'hono';
 import type { AppEnv, Env } from './env.ts';
-import { requireAuth, wellKnownRoutes, configGuard } from './auth/index.ts';
+import { configGuard, hostCheck, requireAuth, wellKnownRoutes } from './auth/index.ts';
 import { adminRoutes } from './admin/index.ts';
 import { mcpRoutes } from './mcp/index.ts';
 import { agentRoutes } from './dispatch/routes.ts';
 import { dashboardRoutes } from './dashboard/index.ts';
 import { cleanupExpiredArtifacts } from './store/artifacts.ts';
 import { siteRoutes, mcpPathHint, notFound } from './site/index.ts';
+import { oauthRoutes } from './oauth/routes.ts';
 export { TeamDispatcher } from './dispatch/team-dispatcher.ts';
 
 const app = new Hono<AppEnv>();
 
 // `time` lets `gatehouse agent doctor` measure clock skew (local workerd sends no Date header).
 app.get('/healthz', (c) => c.json({ ok: true, time: Date.now() }));
-// Misconfiguration (short HS secret, bad signing key) refuses every request but /healthz.
+// Only configured hosts are served (DNS rebinding: always a 4xx); then misconfiguration (short
+// HS secret, bad signing key, no issuer/audience on a public host) refuses every request but /healthz.
+app.use('*', hostCheck());
 app.use('*', configGuard());
 app.route('/', wellKnownRoutes);
 app.route('/', siteRoutes);
+app.route('/', oauthRoutes);
 // Near-miss MCP paths get the right URL (before /mcp's auth, which would only say 401).
 app.all('/mcp/', mcpPathHint);
 app.all('/mcp/:rest{.+}', mcpPathHint);

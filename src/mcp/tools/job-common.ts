@@ -13,5 +13,5 @@ export async function auditJobCall(ctx: ToolContext, tool: 'job_status' | 'job_o
 }
 
 export function jobNotFound(jobId: string) {
-  return toolError(`Error: job "${jobId}" not found (jobs are visible to their own team only; finished jobs are kept 7 days)`);
+  return toolError(`Error: job "${jobId}" not found (jobs are visible to their own team only; finished jobs are kept 7 days)`, undefined, 'not_found');
 }
