@@ -11,7 +11,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { startAgent, startGateway } from '../test/e2e/harness.ts';
+import { startAgent } from '../test/e2e/harness.ts';
+import { startBenchGateway } from './gateway.ts';
 
 export interface HotPathFigures {
   toolsList: number[];
@@ -73,7 +74,7 @@ export function p50(xs: number[]): number {
 
 if (import.meta.main) {
   const n = Number(process.argv[2] ?? 50);
-  const gw = await startGateway({ vars: { HEARTBEAT_MS: '5000' } });
+  const gw = await startBenchGateway({ vars: { HEARTBEAT_MS: '5000' } });
   const root = mkdtempSync(join(tmpdir(), 'gatehouse-bench-'));
   const agent = startAgent(gw, { token: await gw.token({ team: 'hot', scopes: ['agent'] }), root, sandbox: 'none', capacity: 4, agentId: 'hot' });
   try {

@@ -20,7 +20,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { hasCommand, startAgent, startGateway, type AgentProcess, type Gateway } from '../test/e2e/harness.ts';
+import { hasCommand, startAgent, type AgentProcess, type Gateway } from '../test/e2e/harness.ts';
+import { startBenchGateway } from './gateway.ts';
 import { DEFAULT_POLICY } from '../src/policy/default-policy.ts';
 import { benchBareSpawn, bareSpawnThroughput } from './executor.ts';
 import { benchHotPath, cpuMsOfListener, p50 } from './hotpath.ts';
@@ -86,7 +87,7 @@ async function main() {
   row('measure', 'p50', 'p99', 'ratio p50 / bare spawn');
   row("bare spawn('true') in the agent process", f(bareP50), f(pct(bare, 99)), '1.0×');
 
-  const gw = await startGateway({ vars: { HEARTBEAT_MS: '5000' } });
+  const gw = await startBenchGateway({ vars: { HEARTBEAT_MS: '5000' } });
   const agents: AgentProcess[] = [];
   const roots: string[] = [];
   const launch = async (team: string, sandbox: 'none' | 'gvisor', extra: string[] = []) => {

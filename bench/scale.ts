@@ -14,7 +14,8 @@ import { readFileSync } from 'node:fs';
 import { WebSocket } from 'undici';
 import { AGENT_CONNECT_PATH, PROTOCOL_VERSION, type AgentMessage } from '../src/contracts/agent-protocol.ts';
 import { DEFAULT_POLICY } from '../src/policy/default-policy.ts';
-import { startGateway, type Gateway } from '../test/e2e/harness.ts';
+import type { Gateway } from '../test/e2e/harness.ts';
+import { startBenchGateway } from './gateway.ts';
 
 export interface ScaleFigures {
   agents: number;
@@ -157,7 +158,7 @@ export async function benchScale(gw: Gateway, o: { agents: number; jobs: number;
 }
 
 if (import.meta.main) {
-  const gw = await startGateway({ vars: { HEARTBEAT_MS: '5000' } });
+  const gw = await startBenchGateway({ vars: { HEARTBEAT_MS: '5000' } });
   try {
     const f = await benchScale(gw, { agents: Number(process.argv[2] ?? 100), jobs: Number(process.argv[3] ?? 2000) });
     console.log(JSON.stringify(f, null, 2));
