@@ -104,7 +104,7 @@ function hello(agentId: string, extra: S = {}): string {
 maybe('durable dispatch', () => {
   beforeAll(async () => {
     gw = await startGateway();
-    for (const team of ['dur', 'other', 'rev', 'floor']) await gw.putPolicy(team, POLICY);
+    for (const team of ['dur', 'other', 'rev', 'floor', 'k9']) await gw.putPolicy(team, POLICY);
     await gw.putPolicy('floor', { ...POLICY, sandbox: { minimum: 'gvisor' } });
     await agentFor('dur', { id: 'dur-gv', sandbox: 'gvisor', capacity: 4 });
   }, 180_000);
@@ -317,6 +317,35 @@ maybe('durable dispatch', () => {
     const tools = (audit.body.entries as S[]).map((e) => e.tool);
     for (const t of ['admin.policy_set', 'admin.token_create', 'admin.token_revoke', 'admin.job_kill']) expect(tools).toContain(t);
   }, 60_000);
+
+  it('queue cap and kill -9: a full queue refuses at once; a killed agent\'s job is lost within 3 heartbeats and its rows reach that final state', async () => {
+    await gw.putPolicy('k9', { ...POLICY, limits: { ...POLICY.limits, maxConcurrentJobs: 1 }, queue: { maxLength: 1 } });
+    const agent = await agentFor('k9', { id: 'k9-agent', sandbox: 'bwrap', capacity: 1 });
+    const c = await mcp('k9');
+    const running = await call(c, 'execute', { command: 'sleep 30', background: true });
+    await until(async () => (await call(c, 'job_status', { job_id: running.s.job_id })).s.state === 'running', 20_000, 'job running');
+    const queued = await call(c, 'execute', { command: 'echo', args: ['queued'], background: true });
+    expect(queued.s.state).toBe('queued');
+    const full = await call(c, 'execute', { command: 'echo', args: ['too many'], background: true });
+    expect(full.r.isError).toBe(true);
+    expect(full.t).toContain('queue is full');
+    await call(c, 'job_kill', { job_id: queued.s.job_id });
+
+    await agent.stop('SIGKILL');
+    const killedAt = Date.now();
+    const end = await call(c, 'job_status', { job_id: running.s.job_id, wait_ms: 30_000 });
+    expect(end.s).toMatchObject({ state: 'lost', agent_id: 'k9-agent', error: { code: 'lost' } });
+    // HEARTBEAT_MS is 1000 in tests: 3 heartbeats, plus one liveness tick and the long-poll's answer.
+    expect((end.s.ended_at as number) - killedAt).toBeLessThan(3 * 1000 + 2000);
+    const rows = await until(async () => {
+      const a = await admin('k9', 'GET', '/audit?tool=execute&limit=50');
+      const mine = (a.body.entries as S[]).filter((e) => e.jobId === running.s.job_id);
+      return mine.length === 1 && mine[0].exitStatus === 'lost' ? mine : null;
+    }, 20_000, 'the audit row to say lost');
+    expect(rows[0]).toMatchObject({ decision: 'failed' });
+    const refused = (await call(c, 'job_list', { state: 'refused' })).s.jobs as S[];
+    expect(refused.some((j) => (j.error as S | null)?.code === 'queue_full')).toBe(true);
+  }, 120_000);
 
   it('a gateway restart mid-job loses nothing: the job completes, its result and a 10 MiB inline output read back, recorded once', async () => {
     const c = await mcp('dur');
