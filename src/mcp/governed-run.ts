@@ -63,8 +63,9 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
       return { kind: 'denied', decision };
     }
     const eff = decision.effective;
-    // A simple command string was decided as argv: it runs exactly as decided, without sh -c.
-    const job = decision.runAs && r.job.mode === 'shell' ? { ...r.job, mode: 'argv' as const, command: decision.runAs.command, args: decision.runAs.args } : r.job;
+    // A simple command string decided as argv, or the policy's prepended arguments: the job runs
+    // exactly the argv that was decided, without sh -c.
+    const job = decision.runAs && r.job.mode !== 'code' ? { ...r.job, mode: 'argv' as const, command: decision.runAs.command, args: decision.runAs.args } : r.job;
     const spec: JobSpec = {
       jobId: crypto.randomUUID(),
       artifactHandle: newArtifactHandle(),
