@@ -21,6 +21,7 @@ export const SCENARIOS: Record<string, Array<'2025-11-25' | '2026-07-28'>> = {
   'tools-list': ['2025-11-25', '2026-07-28'],
   'dns-rebinding-protection': ['2025-11-25', '2026-07-28'],
   'server-stateless': ['2026-07-28'],
+  caching: ['2026-07-28'],
   'http-header-validation': ['2026-07-28'],
   'input-required-result-unsupported-methods': ['2026-07-28'],
 };

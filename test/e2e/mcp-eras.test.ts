@@ -27,6 +27,9 @@ let token: string;
 type Era = '2025-v1' | '2025-v2' | '2026-v2';
 
 interface AnyClient {
+  listResources(): Promise<{ resources: { uri: string; name: string }[] }>;
+  readResource(p: { uri: string }): Promise<{ contents: { uri: string; text?: string }[] }>;
+  getPrompt(p: { name: string; arguments: Record<string, string> }): Promise<{ messages: { content: { type: string; text?: string } }[] }>;
   listTools(): Promise<{ tools: { name: string; annotations?: Record<string, unknown>; outputSchema?: unknown; title?: string }[] }>;
   callTool(params: { name: string; arguments: Record<string, unknown> }, ...rest: unknown[]): Promise<Record<string, unknown>>;
   close(): Promise<void>;
@@ -104,6 +107,15 @@ maybe('both protocol eras on /mcp with real clients', () => {
           const qs = q.structuredContent as { matchCount: number; excerpts: { content: string }[] };
           expect(qs.matchCount).toBe(1);
           expect(qs.excerpts[0].content).toContain(`needle-${era}`);
+          // The same output as an MCP resource: listed for this team, readable by its URI.
+          const uri = `gatehouse://artifacts/${s.artifact_handle}/stdout`;
+          const { resources } = await c.listResources();
+          expect(resources.map((r) => r.uri)).toContain(uri);
+          const read = await c.readResource({ uri });
+          expect(read.contents[0].text).toBe(s.stdout);
+          await expect(c.readResource({ uri: 'gatehouse://artifacts/art_nope/stdout' })).rejects.toThrow(/not found/);
+          const prompt = await c.getPrompt({ name: 'investigate_output', arguments: { artifactHandle: s.artifact_handle } });
+          expect(prompt.messages[0].content.text).toContain(`query_output with artifactHandle "${s.artifact_handle}"`);
         } finally {
           await c.close();
         }
