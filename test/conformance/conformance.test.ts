@@ -22,6 +22,9 @@ export const SCENARIOS: Record<string, Array<'2025-11-25' | '2026-07-28'>> = {
   'dns-rebinding-protection': ['2025-11-25', '2026-07-28'],
   'server-stateless': ['2026-07-28'],
   caching: ['2026-07-28'],
+  'resources-list': ['2025-11-25', '2026-07-28'],
+  'prompts-list': ['2025-11-25', '2026-07-28'],
+  'sep-2164-resource-not-found': ['2026-07-28'],
   'http-header-validation': ['2026-07-28'],
   'input-required-result-unsupported-methods': ['2026-07-28'],
 };
