@@ -132,12 +132,13 @@ maybe('both protocol eras on /mcp with real clients', () => {
             expect(t.outputSchema, t.name).toBeDefined();
             expect(t.annotations, t.name).toBeDefined();
           }
-          for (const name of ['query_output', 'policy_check', 'list_runtimes']) {
+          for (const name of ['query_output', 'policy_check', 'list_runtimes', 'job_status', 'job_output', 'job_list']) {
             expect(byName[name].annotations, name).toMatchObject({ readOnlyHint: true, destructiveHint: false });
           }
           for (const name of ['execute', 'runtime_execute', 'run_script']) {
             expect(byName[name].annotations, name).toMatchObject({ readOnlyHint: false, destructiveHint: true, openWorldHint: true });
           }
+          expect(byName.job_kill.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: true });
           const blank = await call(era, c, 'execute', { command: '   ' });
           expect(blank.isError).toBe(true);
           expect(blank.structuredContent).toMatchObject({ error: { code: 'invalid_argument', message: 'Error: command: empty' } });
