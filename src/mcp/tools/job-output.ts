@@ -42,7 +42,7 @@ export function registerJobOutput(server: McpServer, ctx: ToolContext): void {
       let total: number | null = null;
       let source: 'live' | 'artifact' | 'result' | 'none' = 'none';
       const ended = isTerminal(v.state);
-      const row = ended && v.artifact_state === 'complete'
+      const row = ended && (v.artifact_state === 'complete' || v.artifact_state === 'partial')
         ? (await getArtifactRows(ctx.env, team, v.artifact_handle)).find((r) => r.stream === stream)
         : undefined;
       if (row) {
