@@ -84,6 +84,17 @@ if (import.meta.main) {
     console.log(`tools/list   p50 ${p50(f.toolsList).toFixed(1)} ms`);
     console.log(`policy_check p50 ${p50(f.policyCheck).toFixed(1)} ms`);
     console.log(`execute true p50 ${p50(f.execute).toFixed(1)} ms`);
+    // The gateway's CPU per call: what the edge path costs, whatever else loads the machine.
+    const port = Number(new URL(gw.url).port);
+    for (const [name, call] of [
+      ['execute true', () => c.callTool({ name: 'execute', arguments: { command: 'true', args: [] } })],
+      ['policy_check', () => c.callTool({ name: 'policy_check', arguments: { command: 'true', args: [] } })],
+    ] as const) {
+      const before = cpuMsOfListener(port);
+      await timed(n, call);
+      const after = cpuMsOfListener(port);
+      if (before !== null && after !== null) console.log(`${name}: gateway CPU ${((after - before) / n).toFixed(2)} ms per call`);
+    }
     await c.close();
   } finally {
     await agent.stop();
