@@ -10,6 +10,7 @@ import { registerQueryOutput } from './tools/query-output-tool.ts';
 import { registerPolicyCheck } from './tools/policy-check.ts';
 import { registerListRuntimes } from './tools/list-runtimes.ts';
 import { registerRunScript } from './tools/run-script.ts';
+import { registerJobViewer } from './apps/job-viewer.ts';
 
 export const SERVER_INFO = { name: 'gatehouse', version: '0.1.0' };
 
@@ -25,7 +26,7 @@ export const CACHE_HINTS = {
 
 export function buildServer(ctx: ToolContext): McpServer {
   const server = new McpServer(SERVER_INFO, {
-    capabilities: { tools: {} },
+    capabilities: { tools: {}, resources: {} },
     cacheHints: CACHE_HINTS,
     instructions:
       'Gatehouse runs commands for your team under its policy, in gVisor sandboxes on the team\'s executor agents. ' +
@@ -38,5 +39,6 @@ export function buildServer(ctx: ToolContext): McpServer {
   registerPolicyCheck(server, ctx);
   registerListRuntimes(server, ctx);
   registerRunScript(server, ctx);
+  registerJobViewer(server);
   return server;
 }

@@ -5,7 +5,7 @@
  * selectors), so an unlabelled control fails the test.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -149,6 +149,78 @@ describe.skipIf(!HAVE_CHROMIUM)('dashboard in a real browser', () => {
     // Focus moves to the new page's heading, so keyboard and screen-reader users land on it.
     expect(await page.evaluate(() => document.activeElement?.tagName)).toBe('H1');
     expect(await page.$eval('#nav a[aria-current=page]', (e: any) => e.textContent)).toBe('Tokens');
+  });
+
+  it('shows the connected agent with its sandbox, capacity and runtimes, live', async () => {
+    await go('#/agents', 'Agents');
+    const row = await page.waitForSelector('tr[data-agent=dash-agent]', { timeout: 20_000 });
+    const text = await page.evaluate((e: any) => e.innerText, row);
+    expect(text).toContain('connected');
+    expect(text).toContain(SANDBOX);
+    expect(text).toMatch(/0 \/ 2 slots/);
+    // Runtimes with versions, as the agent probed them.
+    expect(await page.$$eval('tr[data-agent=dash-agent] ul.runtimes li', (li: any[]) => li.length)).toBeGreaterThan(0);
+    await shot('agents');
+  });
+
+  it('watches a job from another client appear, stream, finish; searches and downloads its output', async () => {
+    const TICKS = 'for i in 1 2 3 4 5 6; do echo tick-$i; sleep 1; done; echo done >&2';
+    await gw.putPolicy(TEAM, { ...DEFAULT_POLICY, shell: { enabled: true, allow: [TICKS] } });
+    await go('#/jobs', 'Jobs');
+    // A foreground call from the MCP client, left running while the browser watches.
+    const call = client.callTool({ name: 'execute', arguments: { command: TICKS } }, undefined, { timeout: 60_000 });
+    const row = await page.waitForSelector('tr[data-job] .badge.running', { timeout: 20_000 });
+    const jobId = await page.evaluate((e: any) => e.closest('tr').getAttribute('data-job'), row);
+    await shot('jobs');
+    await page.click(`tr[data-job="${jobId}"] a`);
+    await page.waitForFunction((id: string) => document.querySelector('main h1')?.textContent?.includes(id), { timeout: 10_000 }, jobId);
+    // Live tail while it runs: the first ticks show before the job ends.
+    await page.waitForFunction(() => /tick-2/.test(document.querySelector('pre[data-stream=stdout]')?.textContent ?? ''), { timeout: 20_000 });
+    expect(await page.$eval('dd .badge', (e: any) => e.dataset.state)).toBe('running');
+    await shot('job-running');
+    const result = await call;
+    expect((result.structuredContent as { exit_code: number }).exit_code).toBe(0);
+    await page.waitForSelector('dd .badge[data-state=exited]', { timeout: 20_000 });
+    await page.waitForFunction(() => /tick-6/.test(document.querySelector('pre[data-stream=stdout]')?.textContent ?? ''), { timeout: 20_000 });
+    const out = await page.$eval('pre[data-stream=stdout]', (e: any) => e.textContent);
+    expect(out.match(/tick-\d/g)).toEqual(['tick-1', 'tick-2', 'tick-3', 'tick-4', 'tick-5', 'tick-6']);
+    expect(await page.$eval('pre[data-stream=stderr]', (e: any) => e.textContent)).toContain('done');
+    // Search the stored output.
+    await fill('Search terms', 'tick-4');
+    await page.select(aria('Stream'), 'stdout');
+    await fill('Context lines', '1');
+    await page.click(aria('Search'));
+    await page.waitForSelector('figure.excerpt', { timeout: 15_000 });
+    expect(await page.$eval('figure.excerpt figcaption', (e: any) => e.textContent)).toBe('stdout lines 3–5');
+    expect(await page.$eval('figure.excerpt mark', (e: any) => e.textContent)).toBe('tick-4');
+    await shot('job');
+    // Download: through fetch with the Bearer token, saved as a file.
+    const dir = mkdtempSync(join(tmpdir(), 'gatehouse-dl-'));
+    const cdp = await page.createCDPSession();
+    await cdp.send('Browser.setDownloadBehavior', { behavior: 'allow', downloadPath: dir });
+    await page.click(aria('Download stdout'));
+    const file = join(dir, `${jobId}-stdout.txt`);
+    for (let i = 0; i < 100 && !existsSync(file); i++) await new Promise((r) => setTimeout(r, 100));
+    expect(readFileSync(file, 'utf8')).toBe('tick-1\ntick-2\ntick-3\ntick-4\ntick-5\ntick-6\n');
+    rmSync(dir, { recursive: true, force: true });
+    await gw.putPolicy(TEAM, DEFAULT_POLICY);
+  });
+
+  it('kills a running job from its page', async () => {
+    const call = client.callTool({ name: 'execute', arguments: { command: 'sleep', args: ['60'] } }, undefined, { timeout: 90_000 });
+    await go('#/jobs', 'Jobs');
+    await page.select(aria('State'), 'running');
+    await page.click(aria('Apply filters'));
+    const row = await page.waitForSelector('tr[data-job] .badge.running', { timeout: 20_000 });
+    const jobId = await page.evaluate((e: any) => e.closest('tr').getAttribute('data-job'), row);
+    await page.click(`tr[data-job="${jobId}"] a`);
+    await page.click(aria('Kill job'));
+    const r = await call;
+    expect((r.structuredContent as { state: string }).state).toMatch(/cancelled|signaled/);
+    await page.waitForSelector('dd .badge:is([data-state=cancelled],[data-state=signaled])', { timeout: 20_000 });
+    // The kill is audited with who did it.
+    const audit = await (await fetch(`${gw.url}/admin/v1/audit?tool=admin.job_kill`, { headers: { Authorization: `Bearer ${adminToken}` } })).json() as any;
+    expect(audit.entries[0]).toMatchObject({ subject: 'dash-admin', jobId });
   });
 
   it('creates a token (shown once), lists it, and revokes it so the gateway refuses it', async () => {

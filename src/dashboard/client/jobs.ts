@@ -114,7 +114,8 @@ function renderJob(main, id) {
   const refresh = async () => {
     let j;
     try {
-      j = await api('GET', '/jobs/' + encodeURIComponent(id));
+      const r = await api('GET', '/jobs/' + encodeURIComponent(id));
+      j = r.job || r;
       msg.fail(null);
     } catch (e) {
       if (isMissingRoute(e)) { msg.say('This gateway does not show jobs yet (no GET /admin/v1/jobs/:id).'); stop(); return; }
@@ -167,11 +168,12 @@ async function liveTail(id, outputs, live, outMsg) {
   for (const s of ['stdout', 'stderr']) {
     try {
       const r = await api('GET', '/jobs/' + encodeURIComponent(id) + '/output?stream=' + s + '&offset=' + live[s]);
-      const text = pick(r, 'data', 'text') || '';
-      if (text) outputs[s].pre.append(text);
-      live[s] = pick(r, 'next_offset', 'nextOffset') || live[s] + text.length;
+      if (r.text) {
+        outputs[s].pre.append(r.text);
+        outputs[s].pre.scrollTop = outputs[s].pre.scrollHeight;
+      }
+      live[s] = r.nextOffset;
       outputs[s].info.textContent = 'live · ' + fmtBytes(live[s]);
-      outputs[s].pre.scrollTop = outputs[s].pre.scrollHeight;
     } catch (e) {
       if (isMissingRoute(e)) { outMsg.say('Running… the output appears here when the job ends (this gateway has no live output).'); return; }
       outMsg.fail(e);

@@ -7,6 +7,7 @@ import type { McpServer } from '@modelcontextprotocol/server';
 import { ExecuteInput, ExecuteOutput } from '../../contracts/tools.ts';
 import { missingScope, toolError, toolResult, type ToolContext } from '../context.ts';
 import { runGoverned } from '../governed-run.ts';
+import { JOB_VIEWER_TOOL_META } from '../apps/job-viewer.ts';
 
 export function registerExecute(server: McpServer, ctx: ToolContext): void {
   server.registerTool(
@@ -19,6 +20,7 @@ export function registerExecute(server: McpServer, ctx: ToolContext): void {
         '(inline output capped, full output kept as an artifact: search it with query_output).',
       inputSchema: ExecuteInput,
       outputSchema: ExecuteOutput,
+      _meta: JOB_VIEWER_TOOL_META,
     },
     async (input, extra) => {
       const denied = missingScope(ctx, 'execute', ['execute']);

@@ -10,6 +10,7 @@ import { getArtifactRows, readTail } from '../../store/artifacts.ts';
 import { shapeRuntimeResult } from '../output-shape.ts';
 import { missingScope, toolError, toolResult, type ToolContext } from '../context.ts';
 import { runGoverned } from '../governed-run.ts';
+import { JOB_VIEWER_TOOL_META } from '../apps/job-viewer.ts';
 
 /** Bytes of the real end of the output read back for a summary when the inline copy was cut. */
 const TAIL_BYTES = 16 * 1024;
@@ -25,6 +26,7 @@ export function registerRuntimeExecute(server: McpServer, ctx: ToolContext): voi
         'outputMode minimal (default) returns status and counts plus an artifactHandle to search with query_output; summary adds head+tail; intent returns only lines matching queryTerms.',
       inputSchema: RuntimeExecuteInput,
       outputSchema: RuntimeExecuteOutput,
+      _meta: JOB_VIEWER_TOOL_META,
     },
     async (input, extra) => {
       const denied = missingScope(ctx, 'runtime_execute', ['execute']);
