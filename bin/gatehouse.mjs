@@ -1,15 +1,15 @@
 #!/usr/bin/env node
 // The `gatehouse` command: `gatehouse agent …` runs the executor agent (`agent doctor` checks its
 // host), everything else is the admin CLI. In the repository it runs the TypeScript sources with
-// Node's type stripping (Node >= 22.18: `npx gatehouse …` uses the pinned devDependency); an
+// Node's type stripping (Node >= 22.19: `npx gatehouse …` uses the pinned devDependency); an
 // installed package (`npm pack`) runs the bundles in dist/ that `npm run build` wrote.
 import { existsSync } from 'node:fs';
 
 const here = (p) => new URL(p, import.meta.url).href;
 const fromSources = existsSync(new URL('../cli/main.ts', import.meta.url));
 const [major, minor] = process.versions.node.split('.').map(Number);
-if (fromSources ? major < 22 || (major === 22 && minor < 18) : major < 22) {
-  console.error(`gatehouse needs Node >= ${fromSources ? '22.18 (TypeScript sources)' : '22'}; this is ${process.version}${fromSources ? ' — run it through npm: npx gatehouse …' : ''}`);
+if (major < 22 || (major === 22 && minor < 19)) {
+  console.error(`gatehouse needs Node >= 22.19; this is ${process.version}${fromSources ? ' — run it through npm: npx gatehouse …' : ''}`);
   process.exit(1);
 }
 const argv = process.argv.slice(2);

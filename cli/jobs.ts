@@ -6,15 +6,17 @@ import { info, out, printJson, table } from './io.ts';
 import { formatCommand } from './audit.ts';
 
 const LIST_FLAGS: FlagSpecs = {
-  limit: { type: 'string', value: 'N', help: 'how many jobs (default 20, at most 500)' },
+  limit: { type: 'string', value: 'N', help: 'how many jobs (default: the gateway\'s, 50; at most 200)' },
   state: { type: 'string', value: 'state', help: 'only jobs in this state (queued, running, exited, …)' },
+  subject: { type: 'string', value: 'sub', help: 'only jobs started by this token subject' },
+  tool: { type: 'string', value: 'tool', help: 'only jobs of this tool (execute, runtime_execute, …)' },
   cursor: { type: 'string', value: 'cursor', help: 'continue after a previous page (printed as "next page: …")' },
 };
 
 export const JOBS_HELP = `gatehouse jobs — the team's jobs
 
 usage:
-  gatehouse jobs list [--limit N] [--state running] [--cursor c]   newest first
+  gatehouse jobs list [--state running] [--subject s] [--tool t] [--limit N] [--cursor c]   newest first
   gatehouse jobs show <job id>                                     one job: command, state, exit, timing
   gatehouse jobs kill <job id>                                     stop a queued or running job
 
@@ -52,10 +54,10 @@ async function list(argv: string[]): Promise<number> {
   const q = new URLSearchParams();
   if (a.flags.limit !== undefined) {
     const n = Number(a.flags.limit);
-    if (!Number.isInteger(n) || n < 1 || n > 500) throw new UsageError(`--limit "${a.flags.limit}" must be an integer from 1 to 500`);
+    if (!Number.isInteger(n) || n < 1 || n > 200) throw new UsageError(`--limit "${a.flags.limit}" must be an integer from 1 to 200`);
     q.set('limit', String(n));
   }
-  if (a.flags.state !== undefined) q.set('state', String(a.flags.state));
+  for (const k of ['state', 'subject', 'tool'] as const) if (a.flags[k] !== undefined) q.set(k, String(a.flags[k]));
   if (a.flags.cursor !== undefined) q.set('cursor', String(a.flags.cursor));
   const r = await api<{ jobs: Row[]; next_cursor?: string | null; nextCursor?: string | null }>(connection(a.flags), 'GET', `/jobs${q.size ? `?${q}` : ''}`);
   if (!r.ok) return info(formatError(r.error)), 1;
@@ -63,11 +65,13 @@ async function list(argv: string[]): Promise<number> {
   const jobs = r.value.jobs ?? [];
   if (!jobs.length) info('no jobs');
   else {
+    // The command column only when the gateway's rows carry one.
+    const withCommand = jobs.some((j) => field(j, 'command') !== undefined);
     const rows = jobs.map((j) => [
       jobId(j), text(field(j, 'state')), text(field(j, 'tool')), text(field(j, 'subject')),
-      when(field(j, 'createdAt', 'created_at')), duration(field(j, 'durationMs', 'duration_ms')), exit(j), command(j),
+      when(field(j, 'createdAt', 'created_at')), duration(field(j, 'durationMs', 'duration_ms')), exit(j), ...(withCommand ? [command(j)] : []),
     ]);
-    out(table([['ID', 'STATE', 'TOOL', 'SUBJECT', 'CREATED', 'DURATION', 'EXIT', 'COMMAND'], ...rows]));
+    out(table([['ID', 'STATE', 'TOOL', 'SUBJECT', 'CREATED', 'DURATION', 'EXIT', ...(withCommand ? ['COMMAND'] : [])], ...rows]));
   }
   const next = r.value.next_cursor ?? r.value.nextCursor;
   if (next) info(`next page: gatehouse jobs list --cursor ${next}`);
@@ -95,6 +99,7 @@ async function show(argv: string[]): Promise<number> {
     ['subject', text(field(j, 'subject'))],
     ['command', command(j)],
     ['agent', text(field(j, 'agent', 'agentId', 'agent_id'))],
+    ['sandbox', text(field(j, 'sandbox'))],
     ['created', when(field(j, 'createdAt', 'created_at'))],
     ['started', when(field(j, 'startedAt', 'started_at'))],
     ['ended', when(field(j, 'endedAt', 'ended_at'))],

@@ -32,7 +32,7 @@ export const TOKEN_HELP = `gatehouse token — manage the team's tokens
 usage:
   gatehouse token create --scope <scope> [--scope ...] [--team t] [--subject s] [--ttl 30d] [--note text]
   gatehouse token list
-  gatehouse token revoke <jti>
+  gatehouse token revoke <jti> [--unrecorded]
   gatehouse token bootstrap --team <team> --key-file <jwk.json|.dev.vars> [--issuer URL --audience URL] [--scope admin]
 
 create, list and revoke call the admin API (--url/$GATEHOUSE_URL, --token/$GATEHOUSE_ADMIN_TOKEN).
@@ -115,11 +115,12 @@ async function list(argv: string[]): Promise<number> {
 }
 
 async function revoke(argv: string[]): Promise<number> {
-  const a = parseArgs(argv, {}, 'token revoke');
-  if (a.flags.help) return help('usage: gatehouse token revoke <jti>', {}), 0;
+  const flags = { unrecorded: { type: 'bool', help: 'revoke a token this gateway did not issue (bootstrap or external issuer)' } } as const;
+  const a = parseArgs(argv, flags, 'token revoke');
+  if (a.flags.help) return help('usage: gatehouse token revoke <jti> [--unrecorded]', flags), 0;
   if (a.positionals.length !== 1) throw new UsageError('usage: gatehouse token revoke <jti> (exactly one token id; see gatehouse token list)');
   const jti = a.positionals[0];
-  const r = await api<{ jti: string; revokedAt: number }>(connection(a.flags), 'DELETE', `/tokens/${encodeURIComponent(jti)}`);
+  const r = await api<{ jti: string; revokedAt: number }>(connection(a.flags), 'DELETE', `/tokens/${encodeURIComponent(jti)}${a.flags.unrecorded ? '?unrecorded=true' : ''}`);
   if (!r.ok) return info(formatError(r.error)), 1;
   if (a.flags.json) return printJson(r.value), 0;
   out(`revoked ${r.value.jti} at ${iso(r.value.revokedAt)}`);
@@ -189,6 +190,6 @@ async function bootstrap(argv: string[]): Promise<number> {
   });
   if (a.flags.json) return printJson({ token: minted.token, jti: minted.jti, team, scopes, issuer, audience, expiresAt: minted.expiresAt * 1000 }), 0;
   out(minted.token);
-  info(`bootstrap token ${minted.jti} for team ${team} (scopes: ${scopes.join(' ')}; iss ${issuer}; aud ${audience}; expires ${iso(minted.expiresAt * 1000)}); revoke it with: gatehouse token revoke ${minted.jti}`);
+  info(`bootstrap token ${minted.jti} for team ${team} (scopes: ${scopes.join(' ')}; iss ${issuer}; aud ${audience}; expires ${iso(minted.expiresAt * 1000)}); revoke it with: gatehouse token revoke ${minted.jti} --unrecorded`);
   return 0;
 }

@@ -19,6 +19,8 @@ export interface Env {
   EXTERNAL_JWKS_URL?: string;
   EXTERNAL_ISSUER?: string;
   EXTERNAL_AUDIENCE?: string;
+  /** KV of the OAuth authorization server (clients, grants, tokens; src/oauth/). Absent → OAuth answers 501. */
+  OAUTH_KV?: KVNamespace;
 }
 
 export const SCOPES = ['execute', 'artifacts:read', 'admin', 'agent'] as const;

@@ -10,6 +10,7 @@ import { agentRoutes } from './dispatch/routes.ts';
 import { dashboardRoutes } from './dashboard/index.ts';
 import { cleanupExpiredArtifacts } from './store/artifacts.ts';
 import { siteRoutes, mcpPathHint, notFound } from './site/index.ts';
+import { oauthRoutes } from './oauth/routes.ts';
 export { TeamDispatcher } from './dispatch/team-dispatcher.ts';
 
 const app = new Hono<AppEnv>();
@@ -20,6 +21,7 @@ app.get('/healthz', (c) => c.json({ ok: true, time: Date.now() }));
 app.use('*', configGuard());
 app.route('/', wellKnownRoutes);
 app.route('/', siteRoutes);
+app.route('/', oauthRoutes);
 // Near-miss MCP paths get the right URL (before /mcp's auth, which would only say 401).
 app.all('/mcp/', mcpPathHint);
 app.all('/mcp/:rest{.+}', mcpPathHint);

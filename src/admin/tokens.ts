@@ -68,7 +68,11 @@ tokenRoutes.delete('/:jti', async (c) => {
   const p = c.get('principal');
   const jti = c.req.param('jti');
   if (!/^[A-Za-z0-9._:-]{1,200}$/.test(jti)) return apiError(c, 'invalid_argument', `malformed token id "${jti.slice(0, 60)}"`);
-  const r = await revokeToken(c.env, p.team, jti);
+  const unrecorded = c.req.query('unrecorded');
+  if (unrecorded !== undefined && unrecorded !== 'true' && unrecorded !== 'false') {
+    return apiError(c, 'invalid_argument', `unrecorded must be "true" or "false", got "${unrecorded.slice(0, 20)}"`);
+  }
+  const r = await revokeToken(c.env, p.team, jti, { unrecorded: unrecorded === 'true' });
   if (!r.ok) return apiError(c, 'not_found', r.error.message);
   return c.json(r.value);
 });

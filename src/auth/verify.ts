@@ -7,6 +7,7 @@ import { decodeJwt, decodeProtectedHeader, errors, jwtVerify, type JWTPayload, t
 import type { Env, Principal, Scope } from '../env.ts';
 import { EXTERNAL_ALGS, canonicalMcpUrl, gatehouseIssuer, trustConfig, type TrustConfig } from './config.ts';
 import { isRevoked } from '../store/tokens.ts';
+import { verifyOAuthBearer } from '../oauth/verify.ts';
 
 /** Requests whose Authorization header is larger than this are refused before any parsing. */
 export const MAX_AUTH_HEADER_BYTES = 8 * 1024;
@@ -76,6 +77,10 @@ export function extractBearer(req: Request): { ok: true; value: string | null } 
 export async function authenticate(req: Request, env: Env, o: ScopeRequirement = {}): Promise<AuthResult> {
   const cfg = await trustConfig(env);
   if (!cfg.ok) return fail(500, 'config_error', cfg.message, false);
+  // Trusted issuer hook: access tokens our OAuth authorization server issued (src/oauth/) are
+  // opaque "user:grant:secret" strings, not JWTs; they are checked there, then scoped like any token.
+  const oauth = await verifyOAuthBearer(req, env);
+  if (oauth) return oauth.ok ? checkScopes(oauth.value, o) : invalid(oauth.message);
   const bearer = extractBearer(req);
   if (!bearer.ok) return bearer;
   if (bearer.value === null) {

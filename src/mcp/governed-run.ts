@@ -45,15 +45,17 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
     return { kind: 'denied', decision };
   }
   const eff = decision.effective;
+  // A simple command string was decided as argv: it runs exactly as decided, without sh -c.
+  const job = decision.runAs && r.job.mode === 'shell' ? { ...r.job, mode: 'argv' as const, command: decision.runAs.command, args: decision.runAs.args } : r.job;
   const spec: JobSpec = {
     jobId: crypto.randomUUID(),
     artifactHandle: newArtifactHandle(),
-    mode: r.job.mode,
-    command: r.job.command,
-    args: r.job.args,
-    ...(r.job.runtime ? { runtime: r.job.runtime } : {}),
-    ...(r.job.code !== undefined ? { code: r.job.code } : {}),
-    ...(r.job.stdin !== undefined ? { stdin: r.job.stdin } : {}),
+    mode: job.mode,
+    command: job.command,
+    args: job.args,
+    ...(job.runtime ? { runtime: job.runtime } : {}),
+    ...(job.code !== undefined ? { code: job.code } : {}),
+    ...(job.stdin !== undefined ? { stdin: job.stdin } : {}),
     cwd: eff.cwd,
     env: eff.env,
     timeoutMs: eff.timeoutMs,
@@ -64,7 +66,7 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
       maxFileBytes: policy.limits.maxFileBytes, cpuSeconds: policy.limits.cpuSeconds, tmpBytes: policy.limits.tmpBytes,
       diskWriteBytes: policy.limits.diskWriteBytes,
     },
-    ...(eff.allowedExecutables && r.job.mode !== 'shell' ? { allowedExecutables: eff.allowedExecutables } : {}),
+    ...(eff.allowedExecutables && job.mode !== 'shell' ? { allowedExecutables: eff.allowedExecutables } : {}),
   };
   await recordJobCreated(env.DB, { team: principal.team, spec, tool: r.tool, subject: principal.subject, at: started });
   const key = callCancelKey(ctx, extra);

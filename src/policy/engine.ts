@@ -16,6 +16,7 @@ import { checkLimits } from './limits.ts';
 import { askOpa, type OpaInput } from './opa.ts';
 import { screenArguments } from './argument-screens.ts';
 import { checkShellString } from './shell.ts';
+import { splitSimpleCommand } from './simple-command.ts';
 import type { DecideOptions, PolicyDecision, PolicyRequest, PolicyStage, StageResult } from './types.ts';
 
 export type { DecideOptions, EffectiveJob, OpaVerdict, PolicyDecision, PolicyRequest, PolicyStage } from './types.ts';
@@ -27,6 +28,21 @@ export function concurrencyLimitMessage(active: number, max: number): string {
 }
 
 export async function decide(policy: PolicyDocument, req: PolicyRequest, opts: DecideOptions = {}): Promise<PolicyDecision> {
+  // A command string without shell syntax is decided (and run) as argv. A policy that allows
+  // shell strings keeps its meaning: if the argv decision denies, the shell decision still may allow.
+  const argv = req.mode === 'shell' && req.tool !== 'runtime_execute' ? splitSimpleCommand(req.command) : null;
+  if (argv) {
+    const asArgv = await decideOne(policy, { ...req, mode: 'argv', command: argv[0], args: argv.slice(1) }, opts);
+    const note = `the command has no shell syntax: decided as argv ${JSON.stringify(argv)}`;
+    if (asArgv.allowed || !policy.shell.enabled) {
+      return { ...asArgv, notes: [note, ...asArgv.notes], ...(asArgv.allowed ? { runAs: { command: argv[0], args: argv.slice(1) } } : {}) };
+    }
+    return decideOne(policy, req, opts);
+  }
+  return decideOne(policy, req, opts);
+}
+
+async function decideOne(policy: PolicyDocument, req: PolicyRequest, opts: DecideOptions): Promise<PolicyDecision> {
   const state: { stage: PolicyStage; notes: string[] } = { stage: 'feature_gate', notes: [] };
   try {
     return await decideStages(policy, req, opts, state);

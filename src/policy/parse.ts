@@ -3,11 +3,16 @@
  * regexes that must compile, allowlist entries that must be bare names or absolute paths, a
  * default timeout within the maximum. Errors name the failing path (`limits.maxTimeoutMs: …`).
  */
+import { z } from 'zod';
 import { PolicyDocument } from '../contracts/policy.ts';
+import { unknownKeysMessage } from '../contracts/strict-input.ts';
 import { describeIssues, err, ok, type Result } from '../contracts/errors.ts';
 import { entryRegex } from './shell.ts';
 
 export function parsePolicy(json: unknown): Result<PolicyDocument> {
+  // Unknown keys first: a typo (`"shel"`) must not be stored as if the policy said nothing.
+  const unknown = unknownKeys(PolicyDocument, json, []);
+  if (unknown.length) return err('invalid_argument', describeIssues(unknown));
   const parsed = PolicyDocument.safeParse(json);
   if (!parsed.success) return err('invalid_argument', describeIssues(parsed.error.issues));
   const doc = parsed.data;
@@ -46,4 +51,30 @@ function allowEntryProblem(e: string): string | null {
   if (!e.startsWith('/')) return 'must be a bare name or an absolute path';
   if (e.split('/').some((s) => s === '.' || s === '..') || e.endsWith('/')) return 'absolute paths must be normalised (no ".", ".." or trailing "/")';
   return null;
+}
+
+/**
+ * Keys of `value` that `schema` does not declare, with their paths, found by walking the schema
+ * itself — so fields other parts add to the policy schema are known here without a second list.
+ */
+export function unknownKeys(schema: z.ZodType, value: unknown, path: PropertyKey[]): { path: PropertyKey[]; message: string }[] {
+  let s: z.ZodType = schema;
+  // Look through wrappers that do not change the shape.
+  while (s instanceof z.ZodDefault || s instanceof z.ZodOptional || s instanceof z.ZodNullable || s instanceof z.ZodPrefault) {
+    s = s.unwrap() as z.ZodType;
+  }
+  if (value === null || typeof value !== 'object') return [];
+  const out: { path: PropertyKey[]; message: string }[] = [];
+  if (s instanceof z.ZodObject) {
+    const shape = s.shape as Record<string, z.ZodType>;
+    const valid = Object.keys(shape);
+    const extra = Object.keys(value).filter((k) => !Object.hasOwn(shape, k));
+    if (extra.length) out.push({ path, message: unknownKeysMessage(extra, valid) });
+    for (const k of valid) if (Object.hasOwn(value, k)) out.push(...unknownKeys(shape[k], (value as Record<string, unknown>)[k], [...path, k]));
+  } else if (s instanceof z.ZodRecord && !Array.isArray(value)) {
+    for (const [k, v] of Object.entries(value)) out.push(...unknownKeys(s.valueType as z.ZodType, v, [...path, k]));
+  } else if (s instanceof z.ZodArray && Array.isArray(value)) {
+    value.forEach((v, i) => out.push(...unknownKeys(s.element as z.ZodType, v, [...path, i])));
+  }
+  return out;
 }

@@ -205,7 +205,7 @@ export default class ScriptRunner extends WorkerEntrypoint {
       }
       if (json === undefined) json = null;
     }
-    return { console: lines, consoleTruncated, resultJson: error === undefined ? json : null, error: error ?? null, ticks };
+    return { console: lines.join('\n'), consoleTruncated, resultJson: error === undefined ? json : null, error: error ?? null, ticks };
   }
 }
 `;

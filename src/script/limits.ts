@@ -9,6 +9,15 @@ export const CODE_MAX_BYTES = 51_200;
 export const CONSOLE_MAX_BYTES = 10 * 1024 * 1024;
 /** The script's return value, serialized as JSON. */
 export const RETURN_MAX_BYTES = 10 * 1024 * 1024;
+/**
+ * Cloudflare: "The maximum serialized RPC limit is 32 MiB"
+ * (developers.cloudflare.com/workers/runtime-apis/rpc/, Limitations). The isolate's report — the
+ * console as one string plus the return value's JSON — must fit in one RPC return.
+ */
+export const RPC_MAX_SERIALIZED_BYTES = 32 * 1024 * 1024;
+/** Room for the report's other fields and the serializer's framing. */
+export const REPORT_OVERHEAD_BYTES = 64 * 1024;
+
 /** One `sleep(ms)` call waits at most this long (longer requests are silently capped). */
 export const SLEEP_MAX_MS = 30_000;
 
@@ -19,19 +28,6 @@ export const SLEEP_MAX_MS = 30_000;
  * the script also counts against a budget of `cpuMs × TICKS_PER_CPU_MS`.
  */
 export const TICKS_PER_CPU_MS = 20_000;
-
-/**
- * Cloudflare: a Worker request may have at most 4 distinct Dynamic Workers with in-flight
- * requests (developers.cloudflare.com/dynamic-workers/platform/limits/). One run_script call
- * uses one.
- */
-export const DYNAMIC_WORKERS_PER_REQUEST = 4;
-
-/**
- * Cloudflare: 128 MB of memory per isolate (developers.cloudflare.com/workers/platform/limits/#memory);
- * a script above it is ended by the platform, which reports it as a Sandbox error.
- */
-export const ISOLATE_MEMORY_MB = 128;
 
 /** The compatibility date the script's isolate runs with (fixed: a script must not change meaning between deploys). */
 export const ISOLATE_COMPATIBILITY_DATE = '2026-11-01';

@@ -45,7 +45,8 @@ export interface ScriptRunOptions {
 }
 
 export interface ScriptRunReport {
-  console: string[];
+  /** Console lines joined with newlines: one string, so the report's serialized size stays near its byte caps. */
+  console: string;
   consoleTruncated: boolean;
   /** The return value as JSON text; null when there is none or on error. */
   resultJson: string | null;

@@ -34,7 +34,6 @@ export interface ScriptRun {
   result?: unknown;
   /** `Sandbox error: …` when the script failed. */
   error?: string;
-  console: string[];
   consoleTruncated: boolean;
   /** What the artifact holds: console lines then the return value (stdout), the error (stderr). */
   stdout: string;
@@ -106,9 +105,9 @@ export async function runScript(ctx: ToolContext, extra: ToolExtra, req: RunScri
     }
   }
 
-  const consoleLines = report?.console ?? [];
+  const consoleText = report?.console ?? '';
   const result = report?.resultJson != null ? JSON.parse(report.resultJson) as unknown : undefined;
-  const stdout = joinOutput(consoleLines, result);
+  const stdout = joinOutput(consoleText, result);
   const stderr = error ? `${error}\n` : '';
   const durationMs = Date.now() - started;
   const handle = await storeOutput(ctx, scriptId, stdout, stderr, policy.artifacts.retentionHours);
@@ -124,7 +123,7 @@ export async function runScript(ctx: ToolContext, extra: ToolExtra, req: RunScri
     kind: 'ran',
     run: {
       status, scriptId, ...(result !== undefined ? { result } : {}), ...(error ? { error } : {}),
-      console: consoleLines, consoleTruncated: report?.consoleTruncated ?? false, stdout, stderr, artifactHandle: handle, durationMs,
+      consoleTruncated: report?.consoleTruncated ?? false, stdout, stderr, artifactHandle: handle, durationMs,
       subprocesses: { count: budget.started, totalMs: budget.totalMs }, typescript,
     },
   };
@@ -137,7 +136,8 @@ async function runIsolate(
   sc: ConstructorParameters<typeof ScriptHost>[0],
 ): Promise<Ended> {
   // load(), not get(): every script gets a fresh isolate, so nothing one script does to its
-  // globals or prototypes is seen by the next.
+  // globals or prototypes is seen by the next. One Dynamic Worker per call, well under the 4 a
+  // Worker request may have in flight (developers.cloudflare.com/dynamic-workers/platform/limits/).
   const worker = loader.load({
     compatibilityDate: ISOLATE_COMPATIBILITY_DATE,
     mainModule: RUNNER_MODULE,
@@ -180,8 +180,8 @@ function sanitize(message: string): string {
 }
 
 /** Console lines, then the return value: a string as it is, anything else as 2-space JSON. */
-export function joinOutput(lines: string[], result: unknown): string {
-  const parts = [...lines];
+export function joinOutput(consoleText: string, result: unknown): string {
+  const parts = consoleText === '' ? [] : [consoleText];
   if (result !== undefined) parts.push(typeof result === 'string' ? result : JSON.stringify(result, null, 2));
   return parts.length ? `${parts.join('\n')}\n` : '';
 }

@@ -108,6 +108,8 @@ export async function runSubprocess(sc: SubprocessContext, raw: unknown): Promis
   }
   if (out.kind === 'error') return fail(out.error.code, `subprocess.${op}: ${out.error.message}`);
   const { exit } = out;
+  // A cancelled subprocess means the call was cancelled (or the script timed out): start nothing more.
+  if (exit.state === 'cancelled') budget.closed = true;
   await notify(sc, `#${n} ${label(req.command)}: ${exit.state}${exit.exitCode !== null ? ` ${exit.exitCode}` : ''} (${Math.round(exit.durationMs)} ms)`);
   if (exit.state === 'failed_to_start') {
     const os = (exit.error?.message ?? 'spawn failed').replace(/^Error: execute: spawn failed:?\s*/, '') || 'spawn failed';

@@ -62,18 +62,28 @@ export async function listTokens(env: Env, team: string, limit = 1000): Promise<
 export type RevokeResult = { ok: true; value: { jti: string; revokedAt: number } } | { ok: false; error: { code: 'not_found'; message: string } };
 
 /**
- * Revokes `jti` for `team`. A jti recorded in `tokens` must belong to the team (else not found);
- * an unrecorded jti (offline bootstrap token, external issuer) gets a bare revocation row. Idempotent:
- * revoking twice keeps the first time.
+ * Revokes `jti` for `team`. A token this gateway issued must be one of the team's (else not
+ * found). A token it did not issue (offline bootstrap, external issuer) is only revoked when the
+ * caller says so with `unrecorded`, so a typo in a jti is "not found" rather than a silent no-op.
+ * Revocations are keyed by (team, jti): another team revoking the same jti changes nothing here.
+ * Idempotent: revoking twice keeps the first time.
  */
-export async function revokeToken(env: Env, team: string, jti: string, now = Date.now()): Promise<RevokeResult> {
-  const owner = await env.DB.prepare('SELECT team, revoked_at FROM tokens WHERE jti = ?').bind(jti).first<{ team: string; revoked_at: number | null }>();
-  if (owner && owner.team !== team) return { ok: false, error: { code: 'not_found', message: `token "${jti}" not found` } };
+export async function revokeToken(env: Env, team: string, jti: string, o: { unrecorded?: boolean; now?: number } = {}): Promise<RevokeResult> {
+  const now = o.now ?? Date.now();
+  const owner = await env.DB.prepare('SELECT revoked_at FROM tokens WHERE jti = ? AND team = ?').bind(jti, team).first<{ revoked_at: number | null }>();
   if (owner?.revoked_at != null) return { ok: true, value: { jti, revokedAt: owner.revoked_at } };
-  const existing = await env.DB.prepare('SELECT team, revoked_at FROM revocations WHERE jti = ?').bind(jti).first<{ team: string; revoked_at: number }>();
-  if (existing && existing.team !== team) return { ok: false, error: { code: 'not_found', message: `token "${jti}" not found` } };
+  const existing = await env.DB.prepare('SELECT revoked_at FROM revocations WHERE team = ? AND jti = ?').bind(team, jti).first<{ revoked_at: number }>();
+  if (!owner && !existing && !o.unrecorded) {
+    return {
+      ok: false,
+      error: {
+        code: 'not_found',
+        message: `token "${jti}" not found among the team's issued tokens (see GET /admin/v1/tokens); to revoke a token this gateway did not issue (offline bootstrap, external issuer), repeat the request with ?unrecorded=true`,
+      },
+    };
+  }
   const revokedAt = existing?.revoked_at ?? now;
-  const stmts = [env.DB.prepare('INSERT OR IGNORE INTO revocations (jti, team, revoked_at) VALUES (?, ?, ?)').bind(jti, team, revokedAt)];
+  const stmts = [env.DB.prepare('INSERT OR IGNORE INTO revocations (team, jti, revoked_at) VALUES (?, ?, ?)').bind(team, jti, revokedAt)];
   if (owner) stmts.push(env.DB.prepare('UPDATE tokens SET revoked_at = ? WHERE jti = ? AND team = ? AND revoked_at IS NULL').bind(revokedAt, jti, team));
   await env.DB.batch(stmts);
   return { ok: true, value: { jti, revokedAt } };

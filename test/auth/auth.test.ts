@@ -154,11 +154,43 @@ describe('refused tokens', () => {
     const boot = await gw.token({ team: 'acme', scopes: ['admin'], jti });
     const admin = await gw.token({ team: 'acme', scopes: ['admin'] });
     expect((await get(gw, PATH, boot)).status).toBe(200);
-    const del = await fetch(`${gw.url}/admin/v1/tokens/${jti}`, { method: 'DELETE', headers: { Authorization: `Bearer ${admin}` } });
+    // Not issued through the admin API: "not found" unless the admin says it is an unrecorded token.
+    const unknown = await fetch(`${gw.url}/admin/v1/tokens/${jti}`, { method: 'DELETE', headers: { Authorization: `Bearer ${admin}` } });
+    expect(unknown.status).toBe(404);
+    expect((await errorOf(unknown)).message).toContain('?unrecorded=true');
+    expect((await get(gw, PATH, boot)).status).toBe(200);
+    const del = await fetch(`${gw.url}/admin/v1/tokens/${jti}?unrecorded=true`, { method: 'DELETE', headers: { Authorization: `Bearer ${admin}` } });
     expect(del.status).toBe(200);
     await expect401(boot, /has been revoked/);
     // Same jti in another team is not affected: a team can only revoke its own tokens.
     expect((await get(gw, PATH, await gw.token({ team: 'other', scopes: ['admin'], jti }))).status).toBe(200);
+  });
+});
+
+describe('revocations are keyed by (team, jti)', () => {
+  it("another team revoking a jti first changes nothing for the owner's token, and the owner can still revoke it", async () => {
+    const devAdmin = await gw.token({ team: 'dev', scopes: ['admin'] });
+    const created = await fetch(`${gw.url}/admin/v1/tokens`, {
+      method: 'POST', headers: { Authorization: `Bearer ${devAdmin}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ subject: 'client', scopes: ['admin'] }),
+    });
+    const { token, jti } = (await created.json()) as { token: string; jti: string };
+    const evil = await gw.token({ team: 'evil', scopes: ['admin'] });
+    const plain = await fetch(`${gw.url}/admin/v1/tokens/${jti}`, { method: 'DELETE', headers: { Authorization: `Bearer ${evil}` } });
+    expect(plain.status).toBe(404);
+    // Even as an "unrecorded" revocation it only lands in evil's own namespace.
+    const pre = await fetch(`${gw.url}/admin/v1/tokens/${jti}?unrecorded=true`, { method: 'DELETE', headers: { Authorization: `Bearer ${evil}` } });
+    expect(pre.status).toBe(200);
+    expect((await get(gw, PATH, token)).status).toBe(200);
+    const own = await fetch(`${gw.url}/admin/v1/tokens/${jti}`, { method: 'DELETE', headers: { Authorization: `Bearer ${devAdmin}` } });
+    expect(own.status).toBe(200);
+    await expect401(token, /has been revoked/);
+  });
+  it('revoking a jti that does not exist is "not found"', async () => {
+    const admin = await gw.token({ team: 'acme', scopes: ['admin'] });
+    const r = await fetch(`${gw.url}/admin/v1/tokens/no-such-jti`, { method: 'DELETE', headers: { Authorization: `Bearer ${admin}` } });
+    expect(r.status).toBe(404);
+    expect((await errorOf(r)).code).toBe('not_found');
   });
 });
 

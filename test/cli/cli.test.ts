@@ -163,8 +163,8 @@ describe('tokens', () => {
       expect(await who.json()).toMatchObject({ team: 'acme', subject: 'bootstrap-admin', scopes: ['admin'] });
       // Not recorded (offline), but revocable by jti.
       const jti = String(decodeJwt(token).jti);
-      expect(b.stderr).toContain(`gatehouse token revoke ${jti}`);
-      expect((await cli(['token', 'revoke', jti])).code).toBe(0);
+      expect(b.stderr).toContain(`gatehouse token revoke ${jti} --unrecorded`);
+      expect((await cli(['token', 'revoke', jti, '--unrecorded'])).code).toBe(0);
       expect((await authGet('/admin/v1/whoami', token)).status).toBe(401);
     }
   });

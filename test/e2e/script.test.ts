@@ -114,6 +114,11 @@ describe('run_script basics', () => {
     expect(out.s.consoleTruncated).toBe(true);
     const q = await client.callTool({ name: 'query_output', arguments: { artifactHandle: out.s.artifactHandle, queryTerms: ['[output truncated]'], contextLines: 0 } });
     expect((q.structuredContent as { matchCount: number }).matchCount).toBe(1);
+    // Both at their caps in one script: the isolate's report still crosses one RPC return.
+    const both = await run('const line = "w".repeat(1000); for (let i = 0; i < 10_400; i++) console.log(line); return "v".repeat(10 * 1024 * 1024 - 2);');
+    expect(both.s.status).toBe('success');
+    expect(both.s.result.length).toBe(10 * 1024 * 1024 - 2);
+    expect(both.s.consoleTruncated).toBe(false);
     const ret = await run('return "z".repeat(11 * 1024 * 1024);');
     expect(ret.s.error?.message).toBe('Sandbox error: Return value exceeds limit (10485760 bytes)');
   });
@@ -123,6 +128,14 @@ describe('run_script basics', () => {
     expect(out.s.status).toBe('timeout');
     expect(out.s.error?.message).toBe('Sandbox error: Execution timeout');
   });
+
+  it('caps each sleep() at 30 s and keeps vars frozen', async () => {
+    const out = await run('"use strict"; let frozen; try { vars.x = 2; frozen = false; } catch { frozen = true; } const t = Date.now(); await sleep(600_000); return { frozen, slept: Date.now() - t };', { vars: { x: 1 }, timeout_ms: 100_000 });
+    expect(out.s.status).toBe('success');
+    expect(out.s.result.frozen).toBe(true);
+    expect(out.s.result.slept).toBeGreaterThanOrEqual(29_000);
+    expect(out.s.result.slept).toBeLessThan(60_000);
+  }, 120_000);
 
   it('refuses a timeout above the policy maximum', async () => {
     const out = await run('return 1', { timeout_ms: 500_000 });
@@ -294,6 +307,28 @@ describe('subprocesses', () => {
     const out = await run('const r = []; for (let i = 0; i < 3; i++) { try { await gatehouse.exec("true", []); r.push("ran"); } catch (e) { r.push(e.message); } } return r;');
     expect(out.s.result).toEqual(['ran', 'ran', 'subprocess: limit reached — a script may start at most 2 subprocesses (script.subprocess.maxCount)']);
     await setPolicy({});
+  });
+
+  it('caps the total subprocess time per script', async () => {
+    await setPolicy({ script: { ...SCRIPT_ON, subprocess: { maxCount: 25, maxTotalMs: 1_000 } } });
+    const out = await run(`
+      const first = await gatehouse.exec('sleep', ['5']);
+      let second; try { await gatehouse.exec('true', []); second = 'ran'; } catch (e) { second = e.message; }
+      return { timedOut: first.timed_out, second };`);
+    expect(out.s.result.timedOut).toBe(true);
+    expect(out.s.result.second).toMatch(/^subprocess: limit reached — this script's subprocesses already ran \d+ ms of the 1000 ms allowed \(script\.subprocess\.maxTotalMs\)$/);
+    await setPolicy({});
+  });
+
+  it('queryOutput needs the artifacts:read scope, like query_output', async () => {
+    const execOnly = await gw.mcp(TEAM, ['execute']);
+    const r = await execOnly.callTool({ name: 'run_script', arguments: { code: `
+      const g = await gatehouse.exec('ls', []);
+      try { await gatehouse.queryOutput(g.artifact_handle, ['report']); return 'read'; } catch (e) { return e.message; }` } }, undefined, { timeout: 60_000 });
+    await execOnly.close();
+    expect((r.structuredContent as { result: string }).result).toMatch(/^queryOutput: insufficient_scope/);
+    const withScope = await run(`const g = await gatehouse.exec('ls', []); return (await gatehouse.queryOutput(g.artifact_handle, ['report'], { contextLines: 0 })).excerpts.map((e) => e.content);`);
+    expect(withScope.s.result).toEqual(['report.txt']);
   });
 
   it('writes one audit row per subprocess, linked to the script row', async () => {

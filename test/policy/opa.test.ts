@@ -190,10 +190,10 @@ describe('when OPA is asked, and with what input', () => {
   });
   it('shell string: operation exec, /bin/sh -c <string>', async () => {
     opa.set('p', { allow: true });
-    const p = withOpa(['p'], 'any', { shell: { enabled: true, allow: ['ls -la'] } });
-    const d = await check(p, { mode: 'shell', command: 'ls -la' });
+    const p = withOpa(['p'], 'any', { shell: { enabled: true, allow: ['ls -la | wc -l'] } });
+    const d = await check(p, { mode: 'shell', command: 'ls -la | wc -l' });
     expect(d.allowed).toBe(true);
-    expect(opa.requests[0].input).toMatchObject({ operation: 'exec', command: '/bin/sh', args: ['-c', 'ls -la'], mode: 'shell' });
+    expect(opa.requests[0].input).toMatchObject({ operation: 'exec', command: '/bin/sh', args: ['-c', 'ls -la | wc -l'], mode: 'shell' });
   });
   it('OPA may allow a shell string not in shell.allow when shell is enabled', async () => {
     opa.set('shellgate', { decide: (input) => ({ allow: (input as { args: string[] }).args[1] === 'make test' }) });
@@ -207,7 +207,7 @@ describe('when OPA is asked, and with what input', () => {
   });
   it('OPA cannot enable shell strings when shell.enabled = false', async () => {
     opa.set('p', { allow: true });
-    const d = await check(withOpa(['p']), { mode: 'shell', command: 'ls' });
+    const d = await check(withOpa(['p']), { mode: 'shell', command: 'ls | wc -l' });
     expect(d).toMatchObject({ allowed: false, stage: 'shell' });
     expect(opa.requests).toHaveLength(0);
   });

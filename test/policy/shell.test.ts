@@ -4,24 +4,24 @@ import { check, policy } from './helpers.ts';
 const shellOn = policy({
   executables: { allow: ['ls'] },
   runtime: { enabled: true, allowedRuntimes: ['shell', 'python'] },
-  shell: { enabled: true, allow: ['ls', 'ls -la', '/git (status|log --oneline)/', '/echo [a-z]+/'] },
+  shell: { enabled: true, allow: ['ls', 'ls -la', 'ls -la | wc -l', '/git (status|log --oneline)/', '/echo [a-z]+/'] },
 });
 
 describe('shell strings are decided on the whole string', () => {
   it('denies every shell string while shell.enabled = false, saying how to proceed', async () => {
-    const d = await check(policy({ executables: { allow: ['ls'] } }), { mode: 'shell', command: 'ls' });
+    const d = await check(policy({ executables: { allow: ['ls'] } }), { mode: 'shell', command: 'ls *' });
     expect(d).toMatchObject({
       allowed: false, stage: 'shell',
       reason: 'Shell strings are disabled by policy (shell.enabled = false); pass "args" to run an executable directly',
     });
   });
   it('allows an exact entry', async () => {
-    const d = await check(shellOn, { mode: 'shell', command: 'ls -la' });
+    const d = await check(shellOn, { mode: 'shell', command: 'ls -la | wc -l' });
     expect(d.allowed).toBe(true);
     expect(d.notes.join()).toContain('shell.allow');
   });
   it('never allows by the first word: `ls; rm -rf /` is denied when `ls` is allowed', async () => {
-    for (const command of ['ls; rm -rf /', 'ls && id', 'ls | sh', 'ls\nid', 'ls $(id)', 'ls `id`', 'ls > /etc/x', ' ls', 'ls ']) {
+    for (const command of ['ls; rm -rf /', 'ls && id', 'ls | sh', 'ls\nid', 'ls $(id)', 'ls `id`', 'ls > /etc/x', 'ls *']) {
       const d = await check(shellOn, { mode: 'shell', command });
       expect(d.allowed, command).toBe(false);
       expect(d.stage).toBe('shell');

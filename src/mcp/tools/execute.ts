@@ -3,8 +3,10 @@
  * command` (a policy switch, decided on the whole string). Result keeps the reference's shape
  * plus Gatehouse's truthful terminal state, the job id and the artifact handle.
  */
+import { z } from 'zod';
 import type { McpServer } from '@modelcontextprotocol/server';
 import { ExecuteInput, ExecuteOutput } from '../../contracts/tools.ts';
+import { strictInput } from '../../contracts/strict-input.ts';
 import { missingScope, toolError, toolResult, type ToolContext } from '../context.ts';
 import { runGoverned } from '../governed-run.ts';
 import { JOB_VIEWER_TOOL_META } from '../apps/job-viewer.ts';
@@ -18,8 +20,8 @@ export function registerExecute(server: McpServer, ctx: ToolContext): void {
         'Runs a command in a sandbox on one of the team\'s executor agents. With "args" the executable runs directly (no shell); ' +
         'without it the whole string runs with sh -c, if the team policy allows shell strings. Returns stdout, stderr, exit code ' +
         '(inline output capped, full output kept as an artifact: search it with query_output).',
-      inputSchema: ExecuteInput,
-      outputSchema: ExecuteOutput,
+      inputSchema: strictInput(ExecuteInput),
+      outputSchema: z.object(ExecuteOutput),
       _meta: JOB_VIEWER_TOOL_META,
     },
     async (input, extra) => {

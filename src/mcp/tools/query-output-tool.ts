@@ -1,6 +1,8 @@
 /** `query_output` (reference 000): search a job's artifact instead of reading it whole. */
+import { z } from 'zod';
 import type { McpServer } from '@modelcontextprotocol/server';
 import { QueryOutputInput, QueryOutputOutput } from '../../contracts/tools.ts';
+import { strictInput } from '../../contracts/strict-input.ts';
 import { queryOutput } from '../query-output.ts';
 import { writeAudit } from '../../store/audit.ts';
 import { missingScope, toolError, toolResult, type ToolContext } from '../context.ts';
@@ -13,8 +15,8 @@ export function registerQueryOutput(server: McpServer, ctx: ToolContext): void {
       description:
         'Searches the stored stdout/stderr of a job (artifactHandle from execute or runtime_execute) for queryTerms and returns excerpt ' +
         'windows with line numbers (contextLines around each match, overlapping windows merged).',
-      inputSchema: QueryOutputInput,
-      outputSchema: QueryOutputOutput,
+      inputSchema: strictInput(QueryOutputInput),
+      outputSchema: z.object(QueryOutputOutput),
     },
     async (input) => {
       const denied = missingScope(ctx, 'query_output', ['artifacts:read']);

@@ -2,8 +2,10 @@
  * `runtime_execute` (reference 000): one of 16 runtimes, args mode or code mode, output shaped
  * by `outputMode` (minimal by default: a few numbers and the artifact handle).
  */
+import { z } from 'zod';
 import type { McpServer } from '@modelcontextprotocol/server';
 import { RuntimeExecuteInput, RuntimeExecuteOutput } from '../../contracts/tools.ts';
+import { strictInput } from '../../contracts/strict-input.ts';
 import { RUNTIMES, type RuntimeName } from '../../contracts/runtimes.ts';
 import { listAgents } from '../../dispatch/client.ts';
 import { getArtifactRows, readTail } from '../../store/artifacts.ts';
@@ -24,8 +26,8 @@ export function registerRuntimeExecute(server: McpServer, ctx: ToolContext): voi
         'Runs a runtime (node, typescript, python, shell, ruby, php, perl, r, elixir, go, java, kotlin, rust, c, cpp, csharp) under the team policy. ' +
         'Args mode: "args" for the runtime\'s executable. Code mode: "code" is written to a temp file, compiled if needed, and run. ' +
         'outputMode minimal (default) returns status and counts plus an artifactHandle to search with query_output; summary adds head+tail; intent returns only lines matching queryTerms.',
-      inputSchema: RuntimeExecuteInput,
-      outputSchema: RuntimeExecuteOutput,
+      inputSchema: strictInput(RuntimeExecuteInput),
+      outputSchema: z.object(RuntimeExecuteOutput),
       _meta: JOB_VIEWER_TOOL_META,
     },
     async (input, extra) => {

@@ -1,0 +1,56 @@
+/**
+ * Unknown keys are an error, never silently dropped: `{"command":"ls","arg":["-l"]}` must not
+ * run `ls` as a shell string. The message names the valid keys and the one most likely meant.
+ */
+import { z } from 'zod';
+
+/** Spellings people (and models) use for a key by another name. Only used when the target exists. */
+const ALIASES: Record<string, string[]> = {
+  arg: ['args'], argv: ['args'], arguments: ['args'], cmd: ['command'], exe: ['executable', 'command'], program: ['executable', 'command'],
+  timeout: ['timeout_ms', 'timeoutMs'], timeoutMs: ['timeout_ms'], timeout_ms: ['timeoutMs'], timeout_seconds: ['timeout_ms', 'timeoutMs'],
+  cwd: ['relativeCwd'], relativeCwd: ['cwd'], relative_cwd: ['relativeCwd', 'cwd'], workdir: ['cwd', 'relativeCwd'], dir: ['cwd', 'relativeCwd'],
+  input: ['stdin'], environment: ['env'], lang: ['runtime'], language: ['runtime'], source: ['code'], script: ['code'],
+  output_mode: ['outputMode'], query: ['queryTerms'], terms: ['queryTerms'], handle: ['artifactHandle'], artifact: ['artifactHandle'],
+};
+
+const norm = (s: string) => s.toLowerCase().replace(/[_-]/g, '');
+
+function distance(a: string, b: string): number {
+  const d = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array<number>(b.length).fill(0)]);
+  for (let j = 1; j <= b.length; j++) d[0][j] = j;
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) d[i][j] = Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+  }
+  return d[a.length][b.length];
+}
+
+/** The valid key most likely meant by `key`, or null. */
+export function likelyKey(key: string, valid: readonly string[]): string | null {
+  const alias = Object.hasOwn(ALIASES, key) ? ALIASES[key].find((k) => valid.includes(k)) : undefined;
+  if (alias) return alias;
+  const same = valid.find((v) => norm(v) === norm(key));
+  if (same) return same;
+  let best: { k: string; d: number } | null = null;
+  for (const v of valid) {
+    const d = distance(norm(key), norm(v));
+    if (d <= Math.max(1, Math.floor(v.length / 3)) && (!best || d < best.d)) best = { k: v, d };
+  }
+  if (best) return best.k;
+  return valid.find((v) => norm(v).startsWith(norm(key)) || norm(key).startsWith(norm(v))) ?? null;
+}
+
+export function unknownKeysMessage(keys: readonly string[], valid: readonly string[]): string {
+  const parts = keys.map((k) => {
+    const m = likelyKey(k, valid);
+    return `"${k}"${m ? ` (did you mean "${m}"?)` : ''}`;
+  });
+  return `unknown ${keys.length === 1 ? 'key' : 'keys'} ${parts.join(', ')}; valid keys: ${valid.join(', ')}`;
+}
+
+/** A strict object schema for tool arguments, with the message above for unknown keys. */
+export function strictInput<S extends z.ZodRawShape>(shape: S) {
+  const valid = Object.keys(shape);
+  return z.strictObject(shape, {
+    error: (iss) => (iss.code === 'unrecognized_keys' ? unknownKeysMessage(iss.keys, valid) : undefined),
+  });
+}

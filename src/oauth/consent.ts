@@ -1,0 +1,76 @@
+/**
+ * The consent page at /authorize: a team admin signs in with an admin token and grants an MCP
+ * client a team and scopes. No cookie and no session: the form posts the admin token itself
+ * (a cross-site page cannot forge that), and the authorization request is validated again by the
+ * library from the same query string on every step. Everything the client chose (its name, its
+ * redirect URI) is escaped; the page cannot be framed and runs no script.
+ */
+import { html, raw } from 'hono/html';
+import type { ConsentDescription } from '@cloudflare/workers-oauth-provider';
+
+export interface ConsentView {
+  details: ConsentDescription;
+  grantable: readonly string[];
+  team?: string;
+  checked?: string[];
+  error?: string;
+}
+
+const DESCRIBE: Record<string, string> = {
+  execute: 'run commands and runtimes through the team policy (execute, runtime_execute, run_script)',
+  'artifacts:read': "search the team's job outputs (query_output)",
+};
+
+export function consentPage(v: ConsentView) {
+  const d = v.details;
+  const checked = new Set(v.checked ?? v.grantable.filter((s) => d.scope.length === 0 || d.scope.includes(s)));
+  const asked = d.scope.filter((s) => !v.grantable.includes(s));
+  return html`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Authorize ${d.clientName} — Gatehouse</title>
+<style>
+  body { font: 16px/1.5 system-ui, sans-serif; max-width: 36rem; margin: 2rem auto; padding: 0 1rem; color: #1b1b1b; }
+  label { display: block; margin: .5em 0 .2em; font-weight: 600; }
+  input[type=text], input[type=password] { width: 100%; box-sizing: border-box; padding: .45em; font: inherit; }
+  fieldset { margin: 1em 0; } .scope label { font-weight: normal; display: inline; }
+  .warn { background: #fff4ce; padding: .6em; border-radius: 4px; }
+  .error { background: #fde7e9; padding: .6em; border-radius: 4px; }
+  button { font: inherit; padding: .45em 1.2em; margin-right: .6em; }
+</style>
+</head>
+<body>
+<main>
+<h1>Allow <strong id="client-name">${d.clientName}</strong> to use Gatehouse?</h1>
+<p>${d.clientDomain ? html`Published by <strong>${d.clientDomain}</strong>.` : 'This app registered itself; its name is not verified.'}
+Access will be sent to <strong id="redirect-host">${d.redirectHost}</strong>.</p>
+${d.redirectIsLoopback ? html`<p class="warn" role="note"><strong>This sends access to an app on your computer.</strong> Continue only if you just started signing in from it.</p>` : ''}
+${v.error ? html`<p class="error" role="alert" id="error">${v.error}</p>` : ''}
+<form method="post">
+  <label for="admin_token">Admin token of the team</label>
+  <input type="password" id="admin_token" name="admin_token" autocomplete="off" required aria-describedby="token-help">
+  <small id="token-help">A token with the <code>admin</code> scope (<code>gatehouse token create --scope admin</code>); it is checked, never stored.</small>
+  <label for="team">Team to grant</label>
+  <input type="text" id="team" name="team" value="${v.team ?? ''}" required pattern="[a-z0-9][a-z0-9_-]{0,62}" aria-describedby="team-help">
+  <small id="team-help">Must be the admin token's own team.</small>
+  <fieldset>
+    <legend>Scopes to grant</legend>
+    ${v.grantable.map((s) => html`<div class="scope"><input type="checkbox" id="scope-${s}" name="scope" value="${s}" ${checked.has(s) ? raw('checked') : ''}> <label for="scope-${s}"><code>${s}</code> — ${DESCRIBE[s] ?? s}</label></div>`)}
+    ${asked.length ? html`<p><small>Also asked for, never granted to an OAuth client: ${asked.join(', ')}</small></p>` : ''}
+  </fieldset>
+  <button type="submit" name="decision" value="approve" id="approve">Allow</button>
+  <button type="submit" name="decision" value="deny" id="deny" formnovalidate>Deny</button>
+</form>
+</main>
+</body>
+</html>`;
+}
+
+export function errorPage(message: string) {
+  return html`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Authorization failed — Gatehouse</title></head>
+<body><main><h1>This authorization request cannot continue</h1><p role="alert" id="error">${message}</p>
+<p>Start the sign-in again from your MCP client.</p></main></body></html>`;
+}

@@ -1,0 +1,102 @@
+/**
+ * OAuth routes: /authorize (our consent page) and the library's endpoints — RFC 8414 metadata at
+ * /.well-known/oauth-authorization-server, token/revocation at /oauth/token, registration at
+ * /oauth/register.
+ */
+import { Hono, type Context } from 'hono';
+import { AuthorizationError, CimdFetchError, authorizationErrorRedirect, type AuthRequest } from '@cloudflare/workers-oauth-provider';
+import type { AppEnv } from '../env.ts';
+import { authenticate } from '../auth/verify.ts';
+import { authorizationServer, hasOAuthStore, OAUTH_SCOPES, type OAuthGrantProps } from './server.ts';
+import { consentPage, errorPage } from './consent.ts';
+
+export const oauthRoutes = new Hono<AppEnv>();
+
+const notConfigured = (c: Context<AppEnv>) =>
+  c.json({ error: { code: 'config_error', message: 'OAuth is not configured on this gateway: bind a KV namespace as OAUTH_KV (see README, "OAuth for interactive MCP clients")' } }, 501);
+
+/** Protocol endpoints: the library answers them. */
+const protocol = (c: Context<AppEnv>) => {
+  if (!hasOAuthStore(c.env)) return notConfigured(c);
+  return authorizationServer(c.req.raw, c.env).fetch(c.req.raw, c.env, c.executionCtx as never);
+};
+oauthRoutes.all('/.well-known/oauth-authorization-server', protocol);
+oauthRoutes.all('/.well-known/oauth-authorization-server/*', protocol);
+oauthRoutes.all('/oauth/*', protocol);
+
+/** The page's headers: no framing, no script, forms only to us and (after approval) the client's redirect. */
+function pageHeaders(c: Context<AppEnv>, redirectUri?: string): void {
+  let redirectOrigin = '';
+  try {
+    if (redirectUri) redirectOrigin = ` ${new URL(redirectUri).origin}`;
+  } catch { /* a private-use scheme: no origin to add */ }
+  // form-action also governs where the form's POST may redirect: the client's validated redirect URI.
+  c.header('Content-Security-Policy', `default-src 'none'; style-src 'unsafe-inline'; form-action 'self'${redirectOrigin}; frame-ancestors 'none'; base-uri 'none'`);
+  c.header('X-Frame-Options', 'DENY');
+  c.header('Cache-Control', 'no-store');
+  c.header('Referrer-Policy', 'no-referrer');
+  c.header('X-Content-Type-Options', 'nosniff');
+}
+
+/** Parses (and so validates) the authorization request from the URL's query, for GET and POST alike. */
+async function parse(c: Context<AppEnv>): Promise<{ ok: true; request: AuthRequest } | { ok: false; response: Response }> {
+  const asGet = new Request(c.req.url, { method: 'GET', headers: c.req.raw.headers });
+  try {
+    return { ok: true, request: await authorizationServer(c.req.raw, c.env).getOAuthApi(c.env as never).parseAuthRequest(asGet) };
+  } catch (e) {
+    if (e instanceof AuthorizationError && e.redirectTo) return { ok: false, response: c.redirect(e.redirectTo, 302) };
+    if (e instanceof AuthorizationError || e instanceof CimdFetchError) {
+      pageHeaders(c);
+      const message = e instanceof AuthorizationError ? e.description : 'this app could not be verified';
+      return { ok: false, response: await c.html(errorPage(message), 400) };
+    }
+    throw e;
+  }
+}
+
+oauthRoutes.get('/authorize', async (c) => {
+  if (!hasOAuthStore(c.env)) return notConfigured(c);
+  const p = await parse(c);
+  if (!p.ok) return p.response;
+  const details = await authorizationServer(c.req.raw, c.env).getOAuthApi(c.env as never).describeConsent(p.request);
+  pageHeaders(c, p.request.redirectUri);
+  return c.html(consentPage({ details, grantable: OAUTH_SCOPES }));
+});
+
+oauthRoutes.post('/authorize', async (c) => {
+  if (!hasOAuthStore(c.env)) return notConfigured(c);
+  const p = await parse(c);
+  if (!p.ok) return p.response;
+  const request = p.request;
+  const api = authorizationServer(c.req.raw, c.env).getOAuthApi(c.env as never);
+  const form = await c.req.formData();
+  if (form.get('decision') !== 'approve') {
+    return c.redirect(authorizationErrorRedirect(request, 'access_denied', 'the team admin denied access'), 302);
+  }
+  const team = String(form.get('team') ?? '').trim();
+  const scopes = form.getAll('scope').map(String);
+  const again = async (error: string) => {
+    pageHeaders(c, request.redirectUri);
+    return c.html(consentPage({ details: await api.describeConsent(request), grantable: OAUTH_SCOPES, team, checked: scopes, error }), 400);
+  };
+  const unknown = scopes.filter((s) => !(OAUTH_SCOPES as readonly string[]).includes(s));
+  if (unknown.length) return again(`scope ${unknown.join(', ')} cannot be granted to an OAuth client; allowed: ${OAUTH_SCOPES.join(', ')}`);
+  if (!scopes.length) return again(`choose at least one scope (${OAUTH_SCOPES.join(', ')})`);
+  // The admin token is checked exactly as the admin API checks it (signature, audience, expiry, revocation, scope).
+  const token = String(form.get('admin_token') ?? '').trim();
+  const asAdmin = new Request(c.req.url, { headers: { Authorization: `Bearer ${token}` } });
+  const who = await authenticate(asAdmin, c.env, { scopes: ['admin'] });
+  if (!who.ok) return again(`the admin token was refused: ${who.error.message}`);
+  if (who.value.tokenId.startsWith('oauth-')) return again('sign in with an admin API token, not an OAuth access token');
+  if (team !== who.value.team) return again(`the admin token is for team "${who.value.team}"; it cannot grant team "${team}"`);
+  const props: OAuthGrantProps = { team, subject: `oauth:${who.value.subject}`, scopes };
+  const { redirectTo } = await api.completeAuthorization({
+    request,
+    // The library's user id may not contain ':' (it separates token parts).
+    userId: encodeURIComponent(`${team}/${who.value.subject}`),
+    metadata: { grantedBy: who.value.subject, tokenId: who.value.tokenId },
+    scope: scopes,
+    props,
+  });
+  return c.redirect(redirectTo, 302);
+});

@@ -1,0 +1,58 @@
+/**
+ * The gateway as an OAuth 2.1 authorization server for interactive MCP clients, on
+ * `@cloudflare/workers-oauth-provider`: RFC 8414 metadata, dynamic client registration (RFC 7591),
+ * authorization code + PKCE (S256 only), token and revocation endpoints. The consent page at
+ * /authorize is ours (consent.ts); access tokens are opaque and checked by `validateOAuthToken`.
+ *
+ * The issuer and the one resource (the MCP URL) follow GATEHOUSE_ISSUER / GATEHOUSE_AUDIENCE, or
+ * the request's origin when those are unset, exactly like Gatehouse's own JWTs.
+ */
+import { OAuthAuthorizationServer } from '@cloudflare/workers-oauth-provider';
+import type { Env } from '../env.ts';
+import { canonicalMcpUrl, gatehouseIssuer } from '../auth/config.ts';
+
+/** What an admin may grant an OAuth client: using the tools, not administering or serving as an agent. */
+export const OAUTH_SCOPES = ['execute', 'artifacts:read'] as const;
+export const AUTHORIZE_PATH = '/authorize';
+export const TOKEN_PATH = '/oauth/token';
+export const REGISTER_PATH = '/oauth/register';
+/** Access tokens live an hour; the client refreshes (refresh tokens rotate, 30 days). */
+export const ACCESS_TOKEN_TTL_S = 3600;
+
+/** What a grant stores and every request with its token sees: the same claims an API token carries. */
+export interface OAuthGrantProps {
+  team: string;
+  subject: string;
+  scopes: string[];
+}
+
+export type OAuthEnv = Env & { OAUTH_KV: KVNamespace };
+
+
+export function hasOAuthStore(env: Env): env is OAuthEnv {
+  return (env as Partial<OAuthEnv>).OAUTH_KV !== undefined;
+}
+
+// One instance per (issuer, resource): the library fixes both at construction.
+const servers = new Map<string, OAuthAuthorizationServer<OAuthEnv>>();
+
+export function authorizationServer(req: Request, env: Env): OAuthAuthorizationServer<OAuthEnv> {
+  const issuer = gatehouseIssuer(req, env);
+  const resource = canonicalMcpUrl(req, env);
+  const key = `${issuer}\n${resource}`;
+  let s = servers.get(key);
+  if (!s) {
+    s = new OAuthAuthorizationServer<OAuthEnv>({
+      issuer,
+      resources: [resource],
+      defaultResource: resource,
+      authorizeEndpoint: AUTHORIZE_PATH,
+      tokenEndpoint: TOKEN_PATH,
+      clientRegistrationEndpoint: REGISTER_PATH,
+      scopesSupported: [...OAUTH_SCOPES],
+      accessTokenTTL: ACCESS_TOKEN_TTL_S,
+    });
+    servers.set(key, s);
+  }
+  return s;
+}

@@ -1,0 +1,261 @@
+/**
+ * OAuth for interactive MCP clients, end to end: the official MCP SDK client's OAuth provider
+ * discovers the authorization server from the gateway's 401, registers itself (RFC 7591), sends a
+ * headless Chromium (Debian's, driven by puppeteer-core) to the consent page, where a team admin
+ * signs in with an admin token and grants a team and scopes; the code (PKCE S256) becomes a token
+ * that carries the same team/scope claims as an API token. API tokens keep working unchanged.
+ * Attacks: an admin of another team, a forged OAuth-shaped token, an OAuth token on the admin API,
+ * a wrong PKCE verifier, script in a self-registered client name, framing of the consent page.
+ * Screenshots of the consent page go to test/screenshots/ (git-ignored).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createServer, type Server } from 'node:http';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { UnauthorizedError, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
+import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
+import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import { ROOT, connectMcp, startGateway, type Gateway } from './harness.ts';
+
+const CHROMIUM = '/usr/bin/chromium';
+const HAVE_CHROMIUM = existsSync(CHROMIUM);
+if (!HAVE_CHROMIUM && process.env.CI === 'true') throw new Error(`${CHROMIUM} is required under CI=true (Debian package chromium)`);
+const SHOTS = join(ROOT, 'test/screenshots');
+
+let gw: Gateway;
+let browser: Browser;
+let profile: string;
+let callback: Server;
+let callbackUrl: string;
+/** Codes (or errors) the consent page redirected to our loopback callback, by state. */
+const arrivals: URL[] = [];
+
+/** The MCP SDK's OAuthClientProvider, as a CLI client keeps it: in memory, redirect to a loopback URL. */
+class TestOAuthProvider implements OAuthClientProvider {
+  info?: OAuthClientInformationMixed;
+  saved?: OAuthTokens;
+  verifier = '';
+  authorizationUrl?: URL;
+  readonly name: string;
+  constructor(name: string) { this.name = name; }
+  get redirectUrl() { return callbackUrl; }
+  get clientMetadata(): OAuthClientMetadata {
+    return { client_name: this.name, redirect_uris: [callbackUrl], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' };
+  }
+  /** A fresh state per sign-in: it ties the callback to this request. */
+  state() { return crypto.randomUUID(); }
+  clientInformation() { return this.info; }
+  saveClientInformation(i: OAuthClientInformationMixed) { this.info = i; }
+  tokens() { return this.saved; }
+  saveTokens(t: OAuthTokens) { this.saved = t; }
+  redirectToAuthorization(url: URL) { this.authorizationUrl = url; }
+  saveCodeVerifier(v: string) { this.verifier = v; }
+  codeVerifier() { return this.verifier; }
+}
+
+/** Connects; the first attempt ends in the provider's redirect to the consent page. */
+async function startSignIn(provider: TestOAuthProvider): Promise<URL> {
+  const client = new Client({ name: 'oauth-test', version: '1.0.0' });
+  const transport = new StreamableHTTPClientTransport(new URL(gw.mcpUrl), { authProvider: provider });
+  await expect(client.connect(transport)).rejects.toBeInstanceOf(UnauthorizedError);
+  expect(provider.authorizationUrl).toBeDefined();
+  return provider.authorizationUrl!;
+}
+
+async function waitArrival(state: string | null): Promise<URL> {
+  if (!state) throw new Error('the authorization URL carries no state');
+  const until = Date.now() + 15_000;
+  for (;;) {
+    const hit = arrivals.find((u) => u.searchParams.get('state') === state);
+    if (hit) return hit;
+    if (Date.now() > until) throw new Error(`nothing arrived at the callback for state ${state}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+const text = (page: Page, sel: string) => page.$eval(sel, (e) => e.textContent);
+
+async function consent(page: Page, o: { token: string; team: string; scopes?: string[]; decision?: 'approve' | 'deny'; shot?: string }) {
+  for (const [sel, value] of [['#admin_token', o.token], ['#team', o.team]] as const) {
+    await page.$eval(sel, (e) => { (e as unknown as { value: string }).value = ''; });
+    await page.type(sel, value);
+  }
+  if (o.scopes) {
+    for (const box of await page.$$('input[name=scope]')) {
+      const [value, checked] = await box.evaluate((e) => [(e as unknown as { value: string }).value, (e as unknown as { checked: boolean }).checked] as const);
+      if (checked !== o.scopes.includes(value)) await box.click();
+    }
+  }
+  if (o.shot) await page.screenshot({ path: join(SHOTS, o.shot), fullPage: true });
+  // The form posts back to the page, which answers with the page again (an error) or a redirect to the client.
+  await Promise.all([page.waitForNavigation(), page.click(o.decision === 'deny' ? '#deny' : '#approve')]);
+}
+
+beforeAll(async () => {
+  mkdirSync(SHOTS, { recursive: true });
+  callback = createServer((req, res) => {
+    arrivals.push(new URL(req.url!, callbackUrl));
+    res.setHeader('Content-Type', 'text/html');
+    res.end('<!doctype html><title>signed in</title><p id="done">You can close this window.</p>');
+  });
+  await new Promise<void>((r) => callback.listen(0, '127.0.0.1', r));
+  callbackUrl = `http://127.0.0.1:${(callback.address() as { port: number }).port}/callback`;
+  gw = await startGateway();
+  if (HAVE_CHROMIUM) {
+    profile = mkdtempSync(join(tmpdir(), 'gatehouse-chromium-'));
+    browser = await puppeteer.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      userDataDir: profile, // a fresh profile per run
+      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+    });
+  }
+}, 180_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await gw?.stop();
+  await new Promise<void>((r) => (callback ? callback.close(() => r()) : r()));
+  if (profile) rmSync(profile, { recursive: true, force: true });
+});
+
+describe('authorization server discovery', () => {
+  it('publishes real RFC 8414 metadata that the protected-resource metadata points at', async () => {
+    const prm = (await (await fetch(`${gw.url}/.well-known/oauth-protected-resource/mcp`)).json()) as { authorization_servers: string[] };
+    expect(prm.authorization_servers).toContain(gw.issuer);
+    const r = await fetch(`${gw.issuer}/.well-known/oauth-authorization-server`);
+    expect(r.status).toBe(200);
+    expect(await r.json()).toMatchObject({
+      issuer: gw.issuer,
+      authorization_endpoint: `${gw.url}/authorize`,
+      token_endpoint: `${gw.url}/oauth/token`,
+      registration_endpoint: `${gw.url}/oauth/register`,
+      code_challenge_methods_supported: ['S256'],
+      scopes_supported: ['execute', 'artifacts:read'],
+    });
+  });
+});
+
+describe.skipIf(!HAVE_CHROMIUM)('sign-in of an MCP client through the consent page', () => {
+  it('grants team and scopes; the token acts exactly like an API token of that team, and API tokens still work', async () => {
+    const provider = new TestOAuthProvider('Gatehouse OAuth test client');
+    const authUrl = await startSignIn(provider);
+    expect(authUrl.origin).toBe(new URL(gw.url).origin);
+    expect(authUrl.searchParams.get('code_challenge_method')).toBe('S256');
+    expect(provider.info?.client_id).toBeTruthy(); // registered dynamically
+
+    const page = await browser.newPage();
+    const shown = await page.goto(authUrl.href);
+    expect(shown!.headers()['content-security-policy']).toContain("frame-ancestors 'none'");
+    expect(await text(page, '#client-name')).toBe('Gatehouse OAuth test client');
+    expect(await text(page, '#redirect-host')).toBe('127.0.0.1');
+    await page.screenshot({ path: join(SHOTS, 'oauth-consent.png'), fullPage: true });
+
+    // An admin of another team cannot grant this one: the page says why and no code is issued.
+    await consent(page, { token: await gw.token({ team: 'globex', scopes: ['admin'], subject: 'globex-admin' }), team: 'acme' });
+    expect(await text(page, '#error')).toContain('the admin token is for team "globex"; it cannot grant team "acme"');
+    // A client token is no admin token.
+    await consent(page, { token: await gw.token({ team: 'acme', scopes: ['execute'] }), team: 'acme' });
+    expect(await text(page, '#error')).toContain('lacks the required scope "admin"');
+    await page.screenshot({ path: join(SHOTS, 'oauth-consent-refused.png'), fullPage: true });
+    expect(arrivals.filter((u) => u.searchParams.get('state') === authUrl.searchParams.get('state'))).toEqual([]);
+
+    // The team admin grants execute only.
+    await consent(page, { token: await gw.token({ team: 'acme', scopes: ['admin'], subject: 'acme-admin' }), team: 'acme', scopes: ['execute'], shot: 'oauth-consent-filled.png' });
+    const back = await waitArrival(authUrl.searchParams.get('state')!);
+    expect(back.searchParams.get('iss')).toBe(gw.issuer);
+    const code = back.searchParams.get('code')!;
+    expect(code).toBeTruthy();
+    await page.close();
+
+    // The SDK exchanges the code (with its PKCE verifier) and connects with the token.
+    const first = new StreamableHTTPClientTransport(new URL(gw.mcpUrl), { authProvider: provider });
+    await first.finishAuth(code);
+    expect(provider.saved?.access_token).toBeTruthy();
+    expect(provider.saved?.scope).toBe('execute');
+    const client = new Client({ name: 'oauth-test', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(gw.mcpUrl), { authProvider: provider }));
+    const tools = (await client.listTools()).tools.map((t) => t.name);
+    expect(tools).toContain('execute');
+    const r = await client.callTool({ name: 'policy_check', arguments: { command: 'git', args: ['status'] } });
+    expect(r.isError).toBeFalsy();
+    await client.close();
+
+    // Same claims as an API token: the audit row is acme's, with the OAuth subject.
+    const admin = await gw.token({ team: 'acme', scopes: ['admin'] });
+    const audit = (await (await fetch(`${gw.url}/admin/v1/audit?tool=policy_check`, { headers: { Authorization: `Bearer ${admin}` } })).json()) as { entries: { subject: string }[] };
+    expect(audit.entries.map((e) => e.subject)).toContain('oauth:acme-admin');
+    // Only the scopes granted: no admin API with it, and another team's admin API sees nothing of it.
+    const asOAuth = { Authorization: `Bearer ${provider.saved!.access_token}` };
+    const adminApi = await fetch(`${gw.url}/admin/v1/whoami`, { headers: asOAuth });
+    expect(adminApi.status).toBe(403);
+    expect(((await adminApi.json()) as { error: { message: string } }).error.message).toContain('lacks the required scope "admin" (token scopes: execute)');
+    // Not an agent token either.
+    expect((await fetch(`${gw.url}/agent/v1/connect`, { headers: asOAuth })).status).toBe(403);
+
+    // API tokens keep working unchanged.
+    const api = await connectMcp(gw.mcpUrl, await gw.token({ team: 'acme', scopes: ['execute'] }));
+    expect((await api.listTools()).tools.length).toBe(tools.length);
+    await api.close();
+  }, 180_000);
+
+  it('Deny sends access_denied back to the client', async () => {
+    const provider = new TestOAuthProvider('Denied client');
+    const authUrl = await startSignIn(provider);
+    const page = await browser.newPage();
+    await page.goto(authUrl.href);
+    await consent(page, { token: 'not-even-a-token', team: 'acme', decision: 'deny' });
+    const back = await waitArrival(authUrl.searchParams.get('state')!);
+    expect(back.searchParams.get('error'), back.href).toBe('access_denied');
+    expect(back.searchParams.get('code')).toBeNull();
+    await page.close();
+  }, 120_000);
+
+  it('escapes a self-registered client name: no script runs on the consent page', async () => {
+    const evil = '<img src=x onerror="document.title=\'pwned\'"><script>document.title="pwned"</script>';
+    const provider = new TestOAuthProvider(evil);
+    const authUrl = await startSignIn(provider);
+    const page = await browser.newPage();
+    const dialogs: string[] = [];
+    page.on('dialog', (d) => { dialogs.push(d.message()); void d.dismiss(); });
+    await page.goto(authUrl.href);
+    expect(await text(page, '#client-name')).toBe(evil);
+    expect(await page.title()).not.toBe('pwned');
+    expect(await page.$$('#client-name img, #client-name script')).toHaveLength(0);
+    expect(dialogs).toEqual([]);
+    await page.screenshot({ path: join(SHOTS, 'oauth-consent-escaped.png'), fullPage: true });
+    await page.close();
+  }, 120_000);
+});
+
+describe('attacks on the token path', () => {
+  it('refuses a forged OAuth-shaped token and a code redeemed with the wrong PKCE verifier', async () => {
+    const forged = await fetch(gw.mcpUrl, {
+      method: 'POST',
+      headers: { Authorization: 'Bearer acme%2Fadmin:grant123:secretsecretsecret', 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+    });
+    expect(forged.status).toBe(401);
+    expect(((await forged.json()) as { error: { message: string } }).error.message).toMatch(/OAuth access token is invalid, expired or revoked/);
+
+    if (!HAVE_CHROMIUM) return;
+    const provider = new TestOAuthProvider('PKCE test client');
+    const authUrl = await startSignIn(provider);
+    const page = await browser.newPage();
+    await page.goto(authUrl.href);
+    await consent(page, { token: await gw.token({ team: 'acme', scopes: ['admin'], subject: 'acme-admin' }), team: 'acme', scopes: ['execute'] });
+    const code = (await waitArrival(authUrl.searchParams.get('state')!)).searchParams.get('code')!;
+    await page.close();
+    const redeem = (verifier: string) => fetch(`${gw.url}/oauth/token`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: callbackUrl, client_id: provider.info!.client_id, code_verifier: verifier, resource: gw.mcpUrl }),
+    });
+    const wrong = await redeem('x'.repeat(64));
+    expect(wrong.status).toBe(400);
+    expect(((await wrong.json()) as { error: string }).error).toBe('invalid_grant');
+  }, 120_000);
+});
