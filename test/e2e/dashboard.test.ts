@@ -172,7 +172,12 @@ describe.skipIf(!HAVE_CHROMIUM)('dashboard in a real browser', () => {
     const row = await page.waitForSelector('tr[data-job] .badge.running', { timeout: 20_000 });
     const jobId = await page.evaluate((e: any) => e.closest('tr').getAttribute('data-job'), row);
     await shot('jobs');
-    await page.click(`tr[data-job="${jobId}"] a`);
+    // The list refreshes under the keyboard user's focus without taking it away; Enter opens the job.
+    await page.focus(`tr[data-job="${jobId}"] a`);
+    await page.$eval(`tr[data-job="${jobId}"]`, (e: any) => { e.__old = true; });
+    await page.waitForFunction((id: string) => document.querySelector(`tr[data-job="${id}"]`)?.__old !== true, { timeout: 10_000 }, jobId);
+    expect(await page.evaluate(() => document.activeElement?.getAttribute('href'))).toBe(`#/jobs/${jobId}`);
+    await page.keyboard.press('Enter');
     await page.waitForFunction((id: string) => document.querySelector('main h1')?.textContent?.includes(id), { timeout: 10_000 }, jobId);
     // Live tail while it runs: the first ticks show before the job ends.
     await page.waitForFunction(() => /tick-2/.test(document.querySelector('pre[data-stream=stdout]')?.textContent ?? ''), { timeout: 20_000 });

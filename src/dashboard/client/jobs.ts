@@ -1,6 +1,6 @@
 /** Browser module `jobs.js`: the live job list and a job's page (output tail, search, download, kill). */
 export const JOBS_JS = String.raw`
-import { api, ApiError, describe, field, fmtBytes, fmtDuration, fmtTime, h, isMissingRoute, messages, pick, poll, saveBlob, table } from './core.js';
+import { api, ApiError, describe, field, fmtBytes, fmtDuration, fmtTime, h, isMissingRoute, messages, pick, poll, replaceKeepingFocus, saveBlob, table } from './core.js';
 
 const STATES = ['queued', 'running', 'exited', 'signaled', 'timed_out', 'cancelled', 'lost', 'failed_to_start', 'refused'];
 const OPEN = ['queued', 'running'];
@@ -45,7 +45,7 @@ function renderList(main) {
       nextCursor = pick(r, 'next_cursor', 'nextCursor') || null;
       more.hidden = !nextCursor;
       first.hidden = !cursor;
-      body.replaceChildren(view(r.jobs || []));
+      replaceKeepingFocus(body, view(r.jobs || []));
     } catch (e) {
       if (isMissingRoute(e)) { msg.say('This gateway does not list jobs yet (no GET /admin/v1/jobs).'); return; }
       msg.fail(e);
