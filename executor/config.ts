@@ -3,6 +3,7 @@
  * Bad input is a value (`usage` error) the CLI prints with the list of allowed flags.
  */
 import { readFileSync } from 'node:fs';
+import { parseArgs as nodeParseArgs, type ParseArgsOptionsConfig } from 'node:util';
 import { hostname } from 'node:os';
 import type { SandboxKind } from '../src/contracts/agent-protocol.ts';
 
@@ -51,25 +52,26 @@ export type ConfigResult = { ok: true; config: AgentConfig } | { ok: false; help
 export function parseAgentArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): ConfigResult {
   const bad = (message: string): ConfigResult => ({ ok: false, help: false, message });
   const v: Record<string, string> = {};
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    if (a === '-h' || a === '--help') return { ok: false, help: true };
-    const m = /^--([a-z-]+)(?:=(.*))?$/s.exec(a);
-    if (!m || !FLAGS.has(m[1])) return bad(`unknown argument "${a}"`);
-    if (m[1] === 'token') {
+  // Node's own parser (as the admin CLI's); strict: false so every refusal below says it our way.
+  const { tokens } = nodeParseArgs({
+    args: argv, strict: false, allowPositionals: true, tokens: true,
+    options: Object.fromEntries([...FLAGS].map((f) => [f, { type: BOOLEAN_FLAGS.has(f) || f === 'help' ? 'boolean' : 'string', ...(f === 'help' ? { short: 'h' } : {}) }])) as ParseArgsOptionsConfig,
+  });
+  for (const t of tokens) {
+    if (t.kind === 'option-terminator') return bad('unknown argument "--"');
+    if (t.kind === 'positional') return bad(`unknown argument "${t.value}"`);
+    if (t.name === 'help') return { ok: false, help: true };
+    if (!FLAGS.has(t.name)) return bad(`unknown argument "${t.rawName}"`);
+    if (t.name === 'token') {
       return bad('the agent token is not taken on the command line (every local user can read it with ps); put it in a file readable only by the agent (--token-file FILE) or in the environment (GATEHOUSE_AGENT_TOKEN)');
     }
-    if (BOOLEAN_FLAGS.has(m[1])) {
-      if (m[2] !== undefined) return bad(`--${m[1]} takes no value`);
-      v[m[1]] = 'true';
+    if (BOOLEAN_FLAGS.has(t.name)) {
+      if (t.value !== undefined) return bad(`--${t.name} takes no value`);
+      v[t.name] = 'true';
       continue;
     }
-    let val = m[2];
-    if (val === undefined) {
-      val = argv[++i];
-      if (val === undefined) return bad(`--${m[1]} needs a value`);
-    }
-    v[m[1]] = val;
+    if (t.value === undefined) return bad(`--${t.name} needs a value`);
+    v[t.name] = t.value;
   }
   const url = v.url ?? env.GATEHOUSE_URL;
   if (!url) return bad('--url is required (or GATEHOUSE_URL)');

@@ -31,11 +31,11 @@ export const SKEW_FAIL_MS = 5 * 60_000;
 
 export const DOCTOR_USAGE = `gatehouse agent doctor — check this host before running an agent
 
-usage: gatehouse agent doctor --url URL (--token-file FILE | --token TOKEN) [--sandbox gvisor|bwrap|none] [--json]
+usage: gatehouse agent doctor --url URL --token-file FILE [--sandbox gvisor|bwrap|none] [--json]
+       (the token may also come from GATEHOUSE_AGENT_TOKEN; never from the command line, where ps shows it)
 
   --url URL          gateway base URL                      (env GATEHOUSE_URL)
   --token-file FILE  read the agent token from FILE        (env GATEHOUSE_AGENT_TOKEN_FILE)
-  --token TOKEN      agent token                           (env GATEHOUSE_AGENT_TOKEN)
   --sandbox KIND     check this sandbox (default: the strongest that works, as the agent picks)
   --json             print the checks as JSON
   --help             this text
@@ -235,11 +235,15 @@ export function formatChecks(checks: Check[]): string {
 
 /** `gatehouse agent doctor …`: resolves with the exit code. */
 export async function runDoctorCli(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
-  let v: { url?: string; token?: string; 'token-file'?: string; sandbox?: string; json?: boolean; help?: boolean };
+  let v: { url?: string; 'token-file'?: string; sandbox?: string; json?: boolean; help?: boolean };
+  if (argv.some((a) => a === '--token' || a.startsWith('--token='))) {
+    process.stderr.write('error: the agent token is not taken on the command line (every local user can read it with ps): use --token-file FILE or GATEHOUSE_AGENT_TOKEN\n');
+    return 2;
+  }
   try {
     ({ values: v } = parseArgs({
       args: argv, allowPositionals: false, strict: true,
-      options: { url: { type: 'string' }, token: { type: 'string' }, 'token-file': { type: 'string' }, sandbox: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+      options: { url: { type: 'string' }, 'token-file': { type: 'string' }, sandbox: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
     }));
   } catch (e) {
     process.stderr.write(`error: ${(e as Error).message}\n\n${DOCTOR_USAGE}`);
@@ -250,12 +254,8 @@ export async function runDoctorCli(argv: string[], env: NodeJS.ProcessEnv = proc
     process.stderr.write(`error: --sandbox must be one of gvisor, bwrap, none; got "${v.sandbox}"\n`);
     return 2;
   }
-  if (v.token && v['token-file']) {
-    process.stderr.write('error: give --token or --token-file, not both\n');
-    return 2;
-  }
-  let token = v.token ?? env.GATEHOUSE_AGENT_TOKEN;
-  const tokenFile = v['token-file'] ?? (v.token ? undefined : env.GATEHOUSE_AGENT_TOKEN_FILE);
+  let token = env.GATEHOUSE_AGENT_TOKEN;
+  const tokenFile = v['token-file'] ?? (token ? undefined : env.GATEHOUSE_AGENT_TOKEN_FILE);
   if (tokenFile) {
     try {
       token = readFileSync(tokenFile, 'utf8').trim();

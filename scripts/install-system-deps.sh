@@ -25,11 +25,16 @@ declare -A want=(
   [/usr/bin/mcs]=mono-mcs
   [/usr/bin/mono]=mono-runtime
   [/usr/bin/tsc]=node-typescript
+  [/usr/bin/sed]=sed
   [/usr/bin/node]=nodejs
   [/usr/bin/git]=git
   [/usr/bin/make]=make
   [/usr/bin/chromium]=chromium
   [/usr/bin/prlimit]=util-linux
+  [/usr/bin/setpriv]=util-linux
+  [/usr/bin/timeout]=coreutils
+  [/usr/bin/mkfifo]=coreutils
+  [/usr/bin/ps]=procps
 )
 need=()
 for f in "${!want[@]}"; do [ -e "$f" ] || need+=("${want[$f]}"); done

@@ -19,6 +19,19 @@ export interface Env {
   EXTERNAL_JWKS_URL?: string;
   EXTERNAL_ISSUER?: string;
   EXTERNAL_AUDIENCE?: string;
+  /** Teams the external issuer may speak for (comma-separated, `*` = any); required with EXTERNAL_ISSUER. */
+  EXTERNAL_TEAMS?: string;
+  /** Scopes the external issuer may grant (default `execute artifacts:read`; `admin`/`agent` only when listed). */
+  EXTERNAL_SCOPES?: string;
+  /** Accepted `typ` of external tokens (default `at+jwt`). */
+  EXTERNAL_TOKEN_TYPES?: string;
+  /** Teams and scopes HS256 tokens may carry (like EXTERNAL_TEAMS / EXTERNAL_SCOPES). */
+  HS_TEAMS?: string;
+  HS_SCOPES?: string;
+  /** Longest accepted token lifetime in seconds (default one year). */
+  MAX_TOKEN_LIFETIME_SECONDS?: string;
+  /** Extra host names (comma-separated `host[:port]`) the gateway answers on besides the issuer's and audience's. */
+  ALLOWED_HOSTS?: string;
   /** KV of the OAuth authorization server (clients, grants, tokens; src/oauth/). Absent → OAuth answers 501. */
   OAUTH_KV?: KVNamespace;
 }

@@ -3,7 +3,7 @@
  */
 import { Hono } from 'hono';
 import type { AppEnv, Env } from './env.ts';
-import { requireAuth, wellKnownRoutes, configGuard } from './auth/index.ts';
+import { configGuard, hostCheck, requireAuth, wellKnownRoutes } from './auth/index.ts';
 import { adminRoutes } from './admin/index.ts';
 import { mcpRoutes } from './mcp/index.ts';
 import { agentRoutes } from './dispatch/routes.ts';
@@ -17,7 +17,9 @@ const app = new Hono<AppEnv>();
 
 // `time` lets `gatehouse agent doctor` measure clock skew (local workerd sends no Date header).
 app.get('/healthz', (c) => c.json({ ok: true, time: Date.now() }));
-// Misconfiguration (short HS secret, bad signing key) refuses every request but /healthz.
+// Only configured hosts are served (DNS rebinding: always a 4xx); then misconfiguration (short
+// HS secret, bad signing key, no issuer/audience on a public host) refuses every request but /healthz.
+app.use('*', hostCheck());
 app.use('*', configGuard());
 app.route('/', wellKnownRoutes);
 app.route('/', siteRoutes);

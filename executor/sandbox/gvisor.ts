@@ -41,6 +41,7 @@ export const MIN_RUNSC_DATE = 20240729;
 /** The sandbox-wide limits (fixed when a sandbox starts): warm sandboxes only serve jobs with the same. */
 type SandboxLimits = Pick<ResourceLimits, 'memoryBytes' | 'tmpBytes'>;
 const sameSandboxLimits = (a: SandboxLimits, b: SandboxLimits) => a.memoryBytes === b.memoryBytes && a.tmpBytes === b.tmpBytes;
+const SETPRIV = existsSync('/usr/bin/setpriv') ? '/usr/bin/setpriv' : null;
 /** The init: wait for the go line, then run the launcher in the same shell (one exec fewer: execs are slow under ptrace). */
 const WAITER = ['/bin/sh', '-c', `read -r go && . ${JOB_DIR_INSIDE}/${LAUNCHER_FILE}`];
 
@@ -312,10 +313,12 @@ export class GvisorSandbox implements Sandbox {
     this.jobDirHost = jobDir;
     this.pidFile = join(bundle, 'pid');
     this.released = new Promise((r) => (this.release = r));
-    // fd 3 is the launcher's status pipe, passed into the sandbox as its fd 3.
-    this.child = spawn('runsc', ['--root', driver.runscRoot, '--network=none', 'run', '--pass-fd', `${STATUS_FD}:${STATUS_FD}`, '--pid-file', this.pidFile, '--bundle', bundle, id], {
-      env: RUNSC_ENV, stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
-    });
+    // fd 3 is the launcher's status pipe, passed into the sandbox as its fd 3. `runsc run` gets a
+    // parent-death signal: if the agent dies, it dies, and its sandbox with it (even one still
+    // starting, which would otherwise outlive the agent).
+    const runArgs = ['runsc', '--root', driver.runscRoot, '--network=none', 'run', '--pass-fd', `${STATUS_FD}:${STATUS_FD}`, '--pid-file', this.pidFile, '--bundle', bundle, id];
+    const argv = SETPRIV ? [SETPRIV, '--pdeathsig', 'KILL', '--', ...runArgs] : runArgs;
+    this.child = spawn(argv[0], argv.slice(1), { env: RUNSC_ENV, stdio: ['pipe', 'pipe', 'pipe', 'pipe'] });
     this.child.stdin!.on('error', () => {});
     // Until a job takes the pipes, keep what runsc says (start errors) and nothing more.
     this.child.stderr!.on('data', this.onEarlyStderr);

@@ -4,12 +4,24 @@
  * so a bad secret is reported on every request by configGuard rather than half-working.
  */
 import { createLocalJWKSet, createRemoteJWKSet, importJWK, type JWK, type JWTVerifyGetKey } from 'jose';
-import type { Env } from '../env.ts';
+import { SCOPES, type Env } from '../env.ts';
 import { SIGNING_ALG, publicJwk } from './mint.ts';
 
 export const HS_MIN_BYTES = 32;
 /** Algorithms accepted from an external issuer: asymmetric only (a JWKS never carries shared secrets we'd trust). */
 export const EXTERNAL_ALGS = ['ES256', 'ES384', 'ES512', 'RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'EdDSA', 'Ed25519'];
+
+/**
+ * What one trusted issuer may say: the teams it speaks for (`*` = any) and the scopes it may
+ * grant. A token claiming another team or scope is refused, so one identity provider cannot
+ * speak for every team or hand out `admin` unless configured to.
+ */
+export interface IssuerTrust {
+  teams: '*' | string[];
+  scopes: string[];
+  /** Accepted `typ` header values (normalised: lower case, no `application/`); null = not checked. */
+  types: string[] | null;
+}
 
 export interface TrustConfig {
   /** Public JWK of the Gatehouse signing key, or null when none is configured. */
@@ -17,7 +29,30 @@ export interface TrustConfig {
   /** Local JWKS resolving the signing key by `kid` (null when no key). */
   localKeys: JWTVerifyGetKey | null;
   hsKey: Uint8Array | null;
-  external: { issuer: string; audience: string | null; keys: JWTVerifyGetKey; jwksUrl: string } | null;
+  /** The HS256 secret's trust (HS_TEAMS / HS_SCOPES). */
+  hsTrust: IssuerTrust;
+  external: { issuer: string; audience: string | null; keys: JWTVerifyGetKey; jwksUrl: string; trust: IssuerTrust } | null;
+  /** Longest accepted token lifetime (exp - iat, and exp - now), seconds. */
+  maxLifetimeS: number;
+}
+
+/** Scopes an outside issuer may grant unless configured otherwise: never `admin` or `agent`. */
+export const DEFAULT_OUTSIDE_SCOPES = ['execute', 'artifacts:read'];
+/** Access tokens only (RFC 9068): an ID token or any other JWT of the provider is not a credential here. */
+export const DEFAULT_EXTERNAL_TYPES = ['at+jwt'];
+/** Matches the admin API's longest token (1 year). */
+export const DEFAULT_MAX_TOKEN_LIFETIME_S = 365 * 24 * 3600;
+
+export const normaliseTyp = (t: string) => t.trim().toLowerCase().replace(/^application\//, '');
+
+function parseTrust(name: string, teamsVar: string | undefined, scopesVar: string | undefined, types: string[] | null): IssuerTrust | string {
+  if (blank(teamsVar)) return `${name}_TEAMS must list the teams this issuer may speak for (comma-separated, or * for any team)`;
+  const list = teamsVar.split(',').map((t) => t.trim()).filter(Boolean);
+  const teams = list.includes('*') ? '*' : list;
+  const scopes = blank(scopesVar) ? DEFAULT_OUTSIDE_SCOPES : scopesVar.split(/[\s,]+/).filter(Boolean);
+  const unknown = scopes.filter((sc) => !(SCOPES as readonly string[]).includes(sc));
+  if (unknown.length) return `${name}_SCOPES has unknown scope ${unknown.map((u) => `"${u}"`).join(', ')}; allowed: ${SCOPES.join(', ')}`;
+  return { teams, scopes, types };
 }
 
 export type ConfigResult = { ok: true; value: TrustConfig } | { ok: false; message: string };
@@ -28,7 +63,10 @@ let cached: { key: string; result: Promise<ConfigResult> } | null = null;
 
 /** The trust configuration for this Env (cached while the relevant env values stay the same). */
 export function trustConfig(env: Env): Promise<ConfigResult> {
-  const key = JSON.stringify([env.GATEHOUSE_SIGNING_KEY ?? '', env.GATEHOUSE_HS_SECRET ?? '', env.EXTERNAL_JWKS_URL ?? '', env.EXTERNAL_ISSUER ?? '', env.EXTERNAL_AUDIENCE ?? '']);
+  const key = JSON.stringify([
+    env.GATEHOUSE_SIGNING_KEY, env.GATEHOUSE_HS_SECRET, env.EXTERNAL_JWKS_URL, env.EXTERNAL_ISSUER, env.EXTERNAL_AUDIENCE, env.EXTERNAL_TEAMS,
+    env.EXTERNAL_SCOPES, env.EXTERNAL_TOKEN_TYPES, env.HS_TEAMS, env.HS_SCOPES, env.MAX_TOKEN_LIFETIME_SECONDS,
+  ].map((v) => v ?? ''));
   if (cached?.key !== key) cached = { key, result: build(env) };
   return cached.result;
 }
@@ -55,10 +93,21 @@ async function build(env: Env): Promise<ConfigResult> {
     localKeys = createLocalJWKSet({ keys: [publicKey] });
   }
   let hsKey: Uint8Array | null = null;
+  let hsTrust: IssuerTrust = { teams: [], scopes: [], types: null };
   if (!blank(env.GATEHOUSE_HS_SECRET)) {
     hsKey = new TextEncoder().encode(env.GATEHOUSE_HS_SECRET);
     if (hsKey.byteLength < HS_MIN_BYTES) {
       return { ok: false, message: `GATEHOUSE_HS_SECRET is ${hsKey.byteLength} bytes; HS256 needs at least ${HS_MIN_BYTES} bytes. Set a longer secret or unset it` };
+    }
+    const t = parseTrust('HS', env.HS_TEAMS, env.HS_SCOPES, null);
+    if (typeof t === 'string') return { ok: false, message: `GATEHOUSE_HS_SECRET is set, but ${t}` };
+    hsTrust = t;
+  }
+  let maxLifetimeS = DEFAULT_MAX_TOKEN_LIFETIME_S;
+  if (!blank(env.MAX_TOKEN_LIFETIME_SECONDS)) {
+    maxLifetimeS = Number(env.MAX_TOKEN_LIFETIME_SECONDS);
+    if (!Number.isInteger(maxLifetimeS) || maxLifetimeS < 60) {
+      return { ok: false, message: `MAX_TOKEN_LIFETIME_SECONDS must be an integer of at least 60, got "${env.MAX_TOKEN_LIFETIME_SECONDS}"` };
     }
   }
   let external: TrustConfig['external'] = null;
@@ -74,17 +123,47 @@ async function build(env: Env): Promise<ConfigResult> {
     } catch {
       return { ok: false, message: `EXTERNAL_JWKS_URL "${env.EXTERNAL_JWKS_URL}" is not a URL` };
     }
+    const types = blank(env.EXTERNAL_TOKEN_TYPES) ? DEFAULT_EXTERNAL_TYPES : env.EXTERNAL_TOKEN_TYPES.split(',').map(normaliseTyp).filter(Boolean);
+    const trust = parseTrust('EXTERNAL', env.EXTERNAL_TEAMS, env.EXTERNAL_SCOPES, types);
+    if (typeof trust === 'string') return { ok: false, message: `EXTERNAL_ISSUER is set, but ${trust}` };
     external = {
+      trust,
       issuer: env.EXTERNAL_ISSUER!,
       audience: blank(env.EXTERNAL_AUDIENCE) ? null : env.EXTERNAL_AUDIENCE,
       keys: createRemoteJWKSet(url, { timeoutDuration: 5000, cooldownDuration: 30_000, cacheMaxAge: 10 * 60_000 }),
       jwksUrl: url.href,
     };
   }
-  return { ok: true, value: { publicKey, localKeys, hsKey, external } };
+  return { ok: true, value: { publicKey, localKeys, hsKey, hsTrust, external, maxLifetimeS } };
 }
 
-/** Issuer of Gatehouse-minted tokens: GATEHOUSE_ISSUER, else the request origin. */
+/** Loopback hosts: the only ones a development gateway (no configured issuer/audience) answers on. */
+export function isLoopbackHost(hostname: string): boolean {
+  const h = hostname.toLowerCase().replace(/^\[|\]$/g, '');
+  return h === 'localhost' || h.endsWith('.localhost') || h === '::1' || /^127(?:\.\d{1,3}){3}$/.test(h);
+}
+
+/**
+ * In production (any non-loopback host) the issuer and audience must be configured: deriving
+ * them from the request would let whoever picks the Host header pick what tokens must say.
+ */
+export function productionConfigProblem(req: Request, env: Env): string | null {
+  if (isLoopbackHost(new URL(req.url).hostname)) return null;
+  const missing = [blank(env.GATEHOUSE_ISSUER) ? 'GATEHOUSE_ISSUER' : null, blank(env.GATEHOUSE_AUDIENCE) ? 'GATEHOUSE_AUDIENCE' : null].filter(Boolean);
+  return missing.length
+    ? `${missing.join(' and ')} must be set when serving a non-loopback host (e.g. GATEHOUSE_ISSUER="https://gw.example.com", GATEHOUSE_AUDIENCE="https://gw.example.com/mcp")`
+    : null;
+}
+
+/**
+ * The gateway's public origin: the configured audience's, else (development, loopback only,
+ * after hostCheck) the request's. Metadata, challenges and links are built from this.
+ */
+export function publicOrigin(req: Request, env: Env): string {
+  return blank(env.GATEHOUSE_AUDIENCE) ? new URL(req.url).origin : new URL(env.GATEHOUSE_AUDIENCE).origin;
+}
+
+/** Issuer of Gatehouse-minted tokens: GATEHOUSE_ISSUER, else the (loopback) request origin. */
 export function gatehouseIssuer(req: Request, env: Env): string {
   return blank(env.GATEHOUSE_ISSUER) ? new URL(req.url).origin : env.GATEHOUSE_ISSUER;
 }
@@ -94,6 +173,6 @@ export function canonicalMcpUrl(req: Request, env: Env): string {
   return blank(env.GATEHOUSE_AUDIENCE) ? `${new URL(req.url).origin}/mcp` : env.GATEHOUSE_AUDIENCE;
 }
 
-export function resourceMetadataUrl(req: Request): string {
-  return `${new URL(req.url).origin}/.well-known/oauth-protected-resource`;
+export function resourceMetadataUrl(req: Request, env: Env): string {
+  return `${publicOrigin(req, env)}/.well-known/oauth-protected-resource`;
 }

@@ -9,13 +9,14 @@
  */
 import type { MiddlewareHandler } from 'hono';
 import type { AppEnv } from '../env.ts';
-import { trustConfig } from './config.ts';
+import { productionConfigProblem, trustConfig } from './config.ts';
 import { authErrorResponse } from './respond.ts';
 import { authenticate, type ScopeRequirement } from './verify.ts';
 
 export { authenticate, checkScopes, extractBearer, MAX_AUTH_HEADER_BYTES, TEAM_RE, type AuthFailure, type AuthResult, type ScopeRequirement } from './verify.ts';
 export { authErrorResponse } from './respond.ts';
-export { canonicalMcpUrl, gatehouseIssuer, resourceMetadataUrl } from './config.ts';
+export { canonicalMcpUrl, gatehouseIssuer, publicOrigin, resourceMetadataUrl } from './config.ts';
+export { hostCheck } from './host.ts';
 export { wellKnownRoutes } from './well-known.ts';
 
 /** Verifies the bearer token, checks scopes (`scopes`: all of them, `anyScope`: at least one), sets `principal`. */
@@ -40,6 +41,8 @@ export function configGuard(): MiddlewareHandler<AppEnv> {
     if (!cfg.ok) {
       return c.json({ error: { code: 'config_error', message: `gateway misconfigured: ${cfg.message}` } }, 500);
     }
+    const prod = productionConfigProblem(c.req.raw, c.env);
+    if (prod) return c.json({ error: { code: 'config_error', message: `gateway misconfigured: ${prod}` } }, 500);
     await next();
   };
 }

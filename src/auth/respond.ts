@@ -6,9 +6,9 @@ import type { AuthFailure } from './verify.ts';
 /** Quoted-string value for a WWW-Authenticate parameter: printable ASCII only (header values must be Latin-1). */
 const q = (s: string) => `"${s.replace(/[\\"]/g, "'").replace(/[^\x20-\x7e]/g, '?')}"`;
 
-export function authErrorResponse(req: Request, _env: Env, f: AuthFailure): Response {
+export function authErrorResponse(req: Request, env: Env, f: AuthFailure): Response {
   const headers = new Headers({ 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-store' });
-  const meta = `resource_metadata=${q(resourceMetadataUrl(req))}`;
+  const meta = `resource_metadata=${q(resourceMetadataUrl(req, env))}`;
   if (f.status === 403 && f.code === 'insufficient_scope') {
     headers.set('WWW-Authenticate', `Bearer error="insufficient_scope", scope=${q(f.scope ?? '')}, error_description=${q(f.message)}, ${meta}`);
   } else if (f.status === 401 || f.status === 431) {

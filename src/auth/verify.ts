@@ -5,7 +5,7 @@
  */
 import { decodeJwt, decodeProtectedHeader, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import type { Env, Principal, Scope } from '../env.ts';
-import { EXTERNAL_ALGS, canonicalMcpUrl, gatehouseIssuer, trustConfig, type TrustConfig } from './config.ts';
+import { EXTERNAL_ALGS, canonicalMcpUrl, gatehouseIssuer, normaliseTyp, trustConfig, type IssuerTrust, type TrustConfig } from './config.ts';
 import { isRevoked } from '../store/tokens.ts';
 import { verifyOAuthBearer } from '../oauth/verify.ts';
 
@@ -129,6 +129,10 @@ interface Verifier {
   algorithms: string[];
   key: JWTVerifyGetKey | Uint8Array;
   label: string;
+  /** What this issuer may say; null for Gatehouse's own key (it mints what the admin API allows). */
+  trust: IssuerTrust | null;
+  /** The variables that configure `trust`, for messages. */
+  trustVars?: { teams: string; scopes: string; types?: string };
 }
 
 /** Verifies signature and registered claims, then maps the Gatehouse claims to a Principal. */
@@ -147,7 +151,10 @@ export async function verifyToken(token: string, req: Request, env: Env, cfg: Tr
   const audience = canonicalMcpUrl(req, env);
   let v: Verifier;
   if (cfg.external && iss === cfg.external.issuer) {
-    v = { issuer: cfg.external.issuer, audience: cfg.external.audience ?? audience, algorithms: EXTERNAL_ALGS, key: cfg.external.keys, label: 'external issuer' };
+    v = {
+      issuer: cfg.external.issuer, audience: cfg.external.audience ?? audience, algorithms: EXTERNAL_ALGS, key: cfg.external.keys, label: 'external issuer',
+      trust: cfg.external.trust, trustVars: { teams: 'EXTERNAL_TEAMS', scopes: 'EXTERNAL_SCOPES', types: 'EXTERNAL_TOKEN_TYPES' },
+    };
   } else {
     if (iss !== issuer) {
       const trusted = [issuer, ...(cfg.external ? [cfg.external.issuer] : [])].map((i) => `"${i}"`).join(' or ');
@@ -158,10 +165,13 @@ export async function verifyToken(token: string, req: Request, env: Env, cfg: Tr
       const why = alg === 'HS256' ? ' (no GATEHOUSE_HS_SECRET is configured)' : alg === 'ES256' ? ' (no GATEHOUSE_SIGNING_KEY is configured)' : '';
       return invalid(`signing algorithm "${alg}" is not accepted${why}; accepted: ${algs.join(', ') || 'none'}`);
     }
-    v = { issuer, audience, algorithms: [alg], key: alg === 'HS256' ? cfg.hsKey! : cfg.localKeys!, label: 'Gatehouse' };
+    v = alg === 'HS256'
+      ? { issuer, audience, algorithms: [alg], key: cfg.hsKey!, label: 'HS256 secret', trust: cfg.hsTrust, trustVars: { teams: 'HS_TEAMS', scopes: 'HS_SCOPES' } }
+      : { issuer, audience, algorithms: [alg], key: cfg.localKeys!, label: 'Gatehouse', trust: null };
   }
 
   let payload: JWTPayload;
+  let typ: string | undefined;
   try {
     const opts = {
       issuer: v.issuer, audience: v.audience, algorithms: v.algorithms, clockTolerance: CLOCK_TOLERANCE_S,
@@ -169,6 +179,7 @@ export async function verifyToken(token: string, req: Request, env: Env, cfg: Tr
     };
     const r = v.key instanceof Uint8Array ? await jwtVerify(token, v.key, opts) : await jwtVerify(token, v.key, opts);
     payload = r.payload;
+    typ = r.protectedHeader.typ;
   } catch (e) {
     return invalid(describeJoseError(e, v));
   }
@@ -176,7 +187,39 @@ export async function verifyToken(token: string, req: Request, env: Env, cfg: Tr
   if (typeof payload.iat === 'number' && payload.iat > Date.now() / 1000 + CLOCK_TOLERANCE_S) {
     return invalid(`token "iat" is in the future (${new Date(payload.iat * 1000).toISOString()}); check the issuer's clock`);
   }
-  return principalFrom(payload, v.issuer);
+  const life = lifetimeProblem(payload, cfg.maxLifetimeS);
+  if (life) return invalid(life);
+  if (v.trust?.types && !v.trust.types.includes(normaliseTyp(typ ?? ''))) {
+    return invalid(`token type ${typ === undefined ? '(no "typ" header)' : `"${typ}"`} is not accepted from the ${v.label}: send an access token (typ ${v.trust.types.map((t) => `"${t}"`).join(' or ')}; ${v.trustVars?.types} configures this), not an ID token`);
+  }
+  const p = principalFrom(payload, v.issuer);
+  if (!p.ok || !v.trust) return p;
+  return trusted(p.value, v);
+}
+
+/** A token living longer than the maximum is refused, whatever its issuer says (`exp: 1e20`). */
+function lifetimeProblem(payload: JWTPayload, maxS: number): string | null {
+  const now = Date.now() / 1000;
+  const exp = payload.exp as number;
+  const iat = payload.iat as number;
+  if (typeof iat === 'number' && exp - iat > maxS + CLOCK_TOLERANCE_S) {
+    return `token lifetime ${Math.round(exp - iat)} s exceeds the maximum of ${maxS} s (MAX_TOKEN_LIFETIME_SECONDS)`;
+  }
+  if (exp - now > maxS + CLOCK_TOLERANCE_S) return `token expires too far in the future (more than ${maxS} s from now; MAX_TOKEN_LIFETIME_SECONDS)`;
+  return null;
+}
+
+/** The team and every scope must be ones this issuer is trusted for. */
+function trusted(p: Principal, v: Verifier): AuthResult {
+  const t = v.trust!;
+  if (t.teams !== '*' && !t.teams.includes(p.team)) {
+    return invalid(`the ${v.label} is not trusted to speak for team "${p.team}" (${v.trustVars?.teams} lists the teams it may)`);
+  }
+  const extra = p.scopes.filter((sc) => !t.scopes.includes(sc));
+  if (extra.length) {
+    return invalid(`the ${v.label} may not grant scope ${extra.map((x) => `"${x}"`).join(', ')} (allowed: ${t.scopes.join(' ')}; ${v.trustVars?.scopes} configures this)`);
+  }
+  return { ok: true, value: p };
 }
 
 function describeJoseError(e: unknown, v: Verifier): string {

@@ -4,13 +4,13 @@
  */
 import { Hono, type Handler } from 'hono';
 import { SCOPES, type AppEnv } from '../env.ts';
-import { canonicalMcpUrl, gatehouseIssuer, trustConfig } from './config.ts';
+import { canonicalMcpUrl, gatehouseIssuer, publicOrigin, trustConfig } from './config.ts';
 
 export const wellKnownRoutes = new Hono<AppEnv>();
 
 const metadata: Handler<AppEnv> = async (c) => {
   const cfg = await trustConfig(c.env);
-  const origin = new URL(c.req.url).origin;
+  const origin = publicOrigin(c.req.raw, c.env);
   const servers = [gatehouseIssuer(c.req.raw, c.env)];
   if (cfg.ok && cfg.value.external && !servers.includes(cfg.value.external.issuer)) servers.push(cfg.value.external.issuer);
   c.header('Cache-Control', 'public, max-age=300');

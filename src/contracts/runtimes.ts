@@ -33,7 +33,12 @@ export interface RuntimeDef {
 
 export const RUNTIMES: Record<RuntimeName, RuntimeDef> = {
   node: { name: 'node', kind: 'interpreted', executables: ['node', 'bun'], versionArgs: ['--version'], codeFile: 'main.mjs', run: ['{exe}', '{file}'], debianPackage: 'nodejs' },
-  typescript: { name: 'typescript', kind: 'interpreted', executables: ['tsx', 'ts-node'], versionArgs: ['--version'], codeFile: 'main.ts', run: ['{exe}', '{file}'], debianPackage: 'node-typescript (tsx from npm)' },
+  // Debian's tsc compiles to JavaScript that the sandbox's node runs (its node, 20, has no type stripping).
+  // Type errors are compile errors; Node's own type declarations are not installed (`declare const process: any`).
+  typescript: {
+    name: 'typescript', kind: 'compiled', executables: ['tsc'], versionArgs: ['--version'], codeFile: 'main.ts',
+    build: ['{exe}', '--target', 'es2020', '--module', 'commonjs', '--outDir', '{out}', '{file}'], run: ['node', '{out}/main.js'], debianPackage: 'node-typescript',
+  },
   python: { name: 'python', kind: 'interpreted', executables: ['python3', 'python'], versionArgs: ['--version'], codeFile: 'main.py', run: ['{exe}', '{file}'], debianPackage: 'python3' },
   shell: { name: 'shell', kind: 'interpreted', executables: ['bash', 'sh', 'dash'], versionArgs: ['--version'], codeFile: 'main.sh', run: ['{exe}', '{file}'], debianPackage: 'bash' },
   ruby: { name: 'ruby', kind: 'interpreted', executables: ['ruby'], versionArgs: ['--version'], codeFile: 'main.rb', run: ['{exe}', '{file}'], debianPackage: 'ruby' },
@@ -47,7 +52,11 @@ export const RUNTIMES: Record<RuntimeName, RuntimeDef> = {
   rust: { name: 'rust', kind: 'compiled', executables: ['rustc'], versionArgs: ['--version'], codeFile: 'main.rs', build: ['{exe}', '-o', '{out}', '{file}'], run: ['{out}'], debianPackage: 'rustc' },
   c: { name: 'c', kind: 'compiled', executables: ['cc', 'gcc', 'clang'], versionArgs: ['--version'], codeFile: 'main.c', build: ['{exe}', '-o', '{out}', '{file}'], run: ['{out}'], debianPackage: 'gcc' },
   cpp: { name: 'cpp', kind: 'compiled', executables: ['c++', 'g++', 'clang++'], versionArgs: ['--version'], codeFile: 'main.cpp', build: ['{exe}', '-o', '{out}', '{file}'], run: ['{out}'], debianPackage: 'g++' },
-  csharp: { name: 'csharp', kind: 'compiled', executables: ['dotnet'], versionArgs: ['--version'], codeFile: 'main.cs', run: ['{exe}', 'run', '{file}'], debianPackage: 'dotnet-sdk-10.0 (Microsoft packages)' },
+  // Mono's C# compiler (C# 7: a class with a static Main, no top-level statements), run by mono.
+  csharp: {
+    name: 'csharp', kind: 'compiled', executables: ['mcs'], versionArgs: ['--version'], codeFile: 'main.cs',
+    build: ['{exe}', '-nologo', '-out:{out}.exe', '{file}'], run: ['mono', '{out}.exe'], debianPackage: 'mono-mcs',
+  },
 };
 
 /** The executable name without directories: `/usr/bin/python3` → `python3`. */

@@ -142,3 +142,10 @@ export const ListRuntimesOutput = {
     }),
   ),
 };
+
+// ---- tool errors (every tool) ----
+/** What a failed call carries in `structuredContent.error`: a stable code and an actionable message. */
+export const ToolErrorShape = z.object({
+  code: z.string().describe('Stable error code to branch on (policy_denied, no_agent, invalid_argument, insufficient_scope, …)'),
+  message: z.string(),
+});

@@ -7,7 +7,7 @@
 import { Hono, type MiddlewareHandler } from 'hono';
 import { createMcpHandler, type AuthInfo, type McpServerFactory } from '@modelcontextprotocol/server';
 import type { AppEnv } from '../env.ts';
-import { requireAuth } from '../auth/index.ts';
+import { publicOrigin, requireAuth } from '../auth/index.ts';
 import { buildServer } from './server.ts';
 import { cancelKey, type ToolContext } from './context.ts';
 import { cancelByCall } from '../dispatch/client.ts';
@@ -26,7 +26,8 @@ export function originCheck(): MiddlewareHandler<AppEnv> {
     const origin = c.req.header('Origin');
     if (origin === undefined) return next();
     const allowed = (c.env.ALLOWED_ORIGINS ?? '').split(',').map((s) => s.trim()).filter(Boolean);
-    const self = new URL(c.req.url).origin;
+    // The gateway's own origin comes from configuration (or, in development, a Host hostCheck accepted).
+    const self = publicOrigin(c.req.raw, c.env);
     if (origin === self || allowed.includes(origin)) return next();
     return jsonRpcError(403, -32000, `Forbidden: Origin "${origin}" is not allowed (allowed: ${[self, ...allowed].join(', ')})`);
   };

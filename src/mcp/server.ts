@@ -3,7 +3,8 @@
  * The factory closes over the caller's team context, so a tool never sees another team.
  */
 import { McpServer } from '@modelcontextprotocol/server';
-import type { ToolContext } from './context.ts';
+import type { CallToolResult } from '@modelcontextprotocol/server';
+import { toolError, type ToolContext } from './context.ts';
 import { registerExecute } from './tools/execute.ts';
 import { registerRuntimeExecute } from './tools/runtime-execute.ts';
 import { registerQueryOutput } from './tools/query-output-tool.ts';
@@ -26,13 +27,15 @@ export const CACHE_HINTS = {
 
 export function buildServer(ctx: ToolContext): McpServer {
   const server = new McpServer(SERVER_INFO, {
-    capabilities: { tools: {}, resources: {} },
+    // The tool and resource lists are fixed per deployment: there is never a list_changed notification to send.
+    capabilities: { tools: { listChanged: false }, resources: { listChanged: false } },
     cacheHints: CACHE_HINTS,
     instructions:
       'Gatehouse runs commands for your team under its policy, in gVisor sandboxes on the team\'s executor agents. ' +
       'Prefer runtime_execute with outputMode "minimal", then query_output on the artifactHandle when you need to see output. ' +
       'Use policy_check to learn why something would be denied.',
   });
+  withCodedSdkErrors(server);
   registerExecute(server, ctx);
   registerRuntimeExecute(server, ctx);
   registerQueryOutput(server, ctx);
@@ -41,4 +44,16 @@ export function buildServer(ctx: ToolContext): McpServer {
   registerRunScript(server, ctx);
   registerJobViewer(server);
   return server;
+}
+
+/**
+ * The SDK answers arguments that fail a tool's input schema (and a handler that throws) with a
+ * tool error of its own, without a code. Give those the same `structuredContent.error` shape as
+ * every other failure. (Pinned SDK 2.4.0: `createToolError` is the single place it builds them;
+ * test/e2e/mcp-eras.test.ts fails if that changes.)
+ */
+function withCodedSdkErrors(server: McpServer): void {
+  const sdk = server as unknown as { createToolError(message: string): CallToolResult };
+  sdk.createToolError = (message) =>
+    toolError(message, undefined, message.startsWith('Input validation error') ? 'invalid_argument' : 'internal');
 }

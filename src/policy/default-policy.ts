@@ -21,7 +21,7 @@ export const DEFAULT_POLICY: PolicyDocument = PolicyDocument.parse({
       'cut', 'tr', 'diff', 'find', 'stat', 'du', 'mkdir', 'touch', 'cp', 'mv', 'rm', 'sed', 'awk', 'tar', 'gzip', 'git', 'make',
       'basename', 'dirname', 'realpath', 'readlink', 'which', 'seq', 'nl', 'tac', 'rev', 'paste', 'comm', 'cmp', 'od', 'md5sum', 'sha256sum', 'uname',
       'node', 'python3', 'python', 'perl', 'ruby', 'php', 'Rscript', 'elixir', 'go', 'java', 'kotlinc', 'rustc',
-      'cc', 'gcc', 'c++', 'g++', 'dotnet', 'tsx',
+      'cc', 'gcc', 'c++', 'g++', 'dotnet', 'tsx', 'tsc', 'mcs',
     ],
   },
   shell: { enabled: false, allow: [] },

@@ -72,6 +72,8 @@ export async function runScript(ctx: ToolContext, extra: ToolExtra, req: RunScri
   if (!env.LOADER) return refuse('config_error', LOADER_MISSING_MESSAGE);
 
   const budget: ScriptBudget = { started: 0, totalMs: 0, progress: 0, closed: false };
+  /** The script's audit row is written once: by the normal end or by the cancellation path. */
+  let finalized = false;
   let report: ScriptRunReport | undefined;
   let status: ScriptStatus;
   let error: string | undefined;
@@ -81,11 +83,29 @@ export async function runScript(ctx: ToolContext, extra: ToolExtra, req: RunScri
     error = `Sandbox error: ${prepared.message}`;
   } else {
     typescript = prepared.value.typescript;
+    // A client that closes the call ends this request: what must still happen (kill the running
+    // subprocesses, the script's audit row) is handed to waitUntil from the abort event itself.
+    const signal = extra.mcpReq.signal;
+    const onAbort = () => {
+      budget.closed = true;
+      ctx.waitUntil((async () => {
+        if (budget.started > 0) await cancelByCall(env, principal.team, callCancelKey(ctx, extra), 'the client cancelled the script').catch(() => false);
+        if (finalized) return;
+        finalized = true;
+        await writeAudit(env.DB, {
+          ...auditBase, decision: 'allowed', reason: `Sandbox error: Execution cancelled by the client; ${budget.started} subprocess(es) started`,
+          exitStatus: 'cancelled', durationMs: Date.now() - started,
+        });
+      })().catch(() => undefined));
+    };
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
     const ended = await runIsolate(env.LOADER, script, prepared.value.source, prepared.value.guardName, req, timeoutMs, {
       ctx, extra, script, scriptId, budget,
     });
     budget.closed = true;
-    if (ended.kind !== 'report' && budget.started > 0) {
+    signal.removeEventListener('abort', onAbort);
+    if (ended.kind !== 'report' && ended.kind !== 'cancelled' && budget.started > 0) {
       // Kill what the script still has running: its subprocesses share this call's cancel key.
       await cancelByCall(env, principal.team, callCancelKey(ctx, extra), ended.kind === 'timeout' ? 'the script timed out' : 'the script was cancelled').catch(() => false);
     }
@@ -111,14 +131,17 @@ export async function runScript(ctx: ToolContext, extra: ToolExtra, req: RunScri
   const stderr = error ? `${error}\n` : '';
   const durationMs = Date.now() - started;
   const handle = await storeOutput(ctx, scriptId, stdout, stderr, policy.artifacts.retentionHours);
-  await writeAudit(env.DB, {
+  if (!finalized) {
+    finalized = true;
+    await writeAudit(env.DB, {
     ...auditBase,
     decision: 'allowed',
     reason: [error, budget.started ? `${budget.started} subprocess${budget.started === 1 ? '' : 'es'} (${budget.totalMs} ms)` : undefined].filter(Boolean).join('; ') || 'Allowed by the team policy (script.enabled)',
     exitStatus: status,
     durationMs,
     bytes: new TextEncoder().encode(stdout + stderr).byteLength,
-  });
+    });
+  }
   return {
     kind: 'ran',
     run: {

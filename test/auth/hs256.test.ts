@@ -7,7 +7,7 @@ const SECRET = 'a-shared-secret-of-more-than-32-bytes!!';
 let gw: Gateway;
 
 beforeAll(async () => {
-  gw = await startGateway({ vars: { GATEHOUSE_HS_SECRET: SECRET } });
+  gw = await startGateway({ vars: { GATEHOUSE_HS_SECRET: SECRET, HS_TEAMS: 'acme', HS_SCOPES: 'execute admin' } });
 });
 afterAll(async () => {
   await gw?.stop();

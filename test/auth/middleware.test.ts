@@ -17,7 +17,8 @@ const fakeDb = {
   prepare: () => ({ bind: (jti: string, team: string) => ({ first: async () => (revoked.has(`${team}/${jti}`) ? { r: 1 } : null) }) }),
 } as unknown as D1Database;
 
-const envWith = (extra: Partial<Env> = {}): Env => ({ DB: fakeDb, GATEHOUSE_SIGNING_KEY: key, ...extra }) as Env;
+// A public host: production configuration (issuer and audience) is required there.
+const envWith = (extra: Partial<Env> = {}): Env => ({ DB: fakeDb, GATEHOUSE_SIGNING_KEY: key, GATEHOUSE_ISSUER: ORIGIN, GATEHOUSE_AUDIENCE: `${ORIGIN}/mcp`, ...extra }) as Env;
 
 function app() {
   const a = new Hono<AppEnv>();

@@ -3,7 +3,7 @@
  * tokens, offline bootstrap, policy, audit; usage errors exit 2, gateway errors exit 1.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,6 +13,8 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { ROOT, startGateway, type Gateway } from '../e2e/harness.ts';
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
 import { auditInsertSql, execSql } from '../admin/seed.ts';
+import { promisify } from 'node:util';
+import { readmeBlock } from './readme.ts';
 
 let gw: Gateway;
 let adminToken: string;
@@ -276,4 +278,36 @@ describe('audit', () => {
     expect(await exited).toBe(0);
     expect(out.match(/seeded-5/g)).toHaveLength(1);
   });
+});
+
+describe('README', () => {
+  it('runs the admin CLI lines of the README as written (team dev, as npm start mints)', async () => {
+    const lines = readmeBlock('cli-admin');
+    expect(lines[0]).toMatch(/^export GATEHOUSE_URL=/);
+    // npx finds the repository's own package from a directory inside it; files land in a scratch dir.
+    const cwd = mkdtempSync(join(ROOT, 'node_modules/.cache-readme-'));
+    const env: NodeJS.ProcessEnv = {
+      ...process.env, PATH: `${join(ROOT, 'node_modules/.bin')}:${process.env.PATH}`,
+      GATEHOUSE_URL: gw.url, GATEHOUSE_ADMIN_TOKEN: await gw.token({ team: 'dev', scopes: ['admin'], subject: 'dev-admin' }),
+    };
+    const sh = promisify(execFile);
+    try {
+      for (const line of lines.slice(1)) {
+        try {
+          await sh('/bin/sh', ['-ec', line], { cwd, env });
+        } catch (e) {
+          const x = e as { stdout?: string; stderr?: string; message: string };
+          throw new Error(`README line failed: ${line}\n${x.message}\n${x.stdout ?? ''}${x.stderr ?? ''}`);
+        }
+        if (line.includes('> ci-bot.token')) {
+          const claims = decodeJwt(readFileSync(join(cwd, 'ci-bot.token'), 'utf8').trim());
+          expect(claims).toMatchObject({ team: 'dev', sub: 'ci-bot', scope: 'execute artifacts:read' });
+          env.JTI = String(claims.jti);
+        }
+      }
+      expect(JSON.parse(readFileSync(join(cwd, 'policy.json'), 'utf8'))).toEqual(DEFAULT_POLICY);
+    } finally {
+      rmSync(cwd, { recursive: true, force: true });
+    }
+  }, 120_000);
 });

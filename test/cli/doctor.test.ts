@@ -66,13 +66,18 @@ describe('gatehouse agent doctor', () => {
   }, 120_000);
 
   it('fails an unreachable gateway, and exits 2 on bad flags', async () => {
-    const r = await doctor(['--url', 'http://127.0.0.1:9', '--token', 'x', '--sandbox', 'none']);
+    const junk = join(dir, 'junk.token');
+    writeFileSync(junk, 'x');
+    const r = await doctor(['--url', 'http://127.0.0.1:9', '--token-file', junk, '--sandbox', 'none']);
     expect(r.code).toBe(1);
     expect(r.stdout).toMatch(/^FAIL +gateway +cannot reach http:\/\/127\.0\.0\.1:9/m);
     expect(r.stdout).toContain('check(s) failed');
     const bad = await doctor(['--url', gw.url, '--sandbox', 'docker']);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('--sandbox must be one of gvisor, bwrap, none');
+    const argvToken = await doctor(['--url', gw.url, '--token', 'eyJ.secret.token']);
+    expect(argvToken.code).toBe(2);
+    expect(argvToken.stderr).toContain('not taken on the command line');
     const unknown = await doctor(['--colour']);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toContain("Unknown option '--colour'");

@@ -108,6 +108,46 @@ maybe('both protocol eras on /mcp with real clients', () => {
         }
       }, 90_000);
 
+      it('describes every tool, and a failed call carries a stable code that fits the advertised schema', async () => {
+        const c = await connect(era);
+        try {
+          // Listing first makes the v1 client validate every later result against the advertised outputSchema.
+          const { tools } = await c.listTools();
+          const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
+          for (const t of tools) {
+            expect(t.title, t.name).toBeTruthy();
+            expect(t.outputSchema, t.name).toBeDefined();
+            expect(t.annotations, t.name).toBeDefined();
+          }
+          for (const name of ['query_output', 'policy_check', 'list_runtimes']) {
+            expect(byName[name].annotations, name).toMatchObject({ readOnlyHint: true, destructiveHint: false });
+          }
+          for (const name of ['execute', 'runtime_execute', 'run_script']) {
+            expect(byName[name].annotations, name).toMatchObject({ readOnlyHint: false, destructiveHint: true, openWorldHint: true });
+          }
+          const blank = await call(era, c, 'execute', { command: '   ' });
+          expect(blank.isError).toBe(true);
+          expect(blank.structuredContent).toMatchObject({ error: { code: 'invalid_argument', message: 'Error: command: empty' } });
+          const denied = await call(era, c, 'execute', { command: 'curl', args: ['http://127.0.0.1:1/'] });
+          expect(denied.isError).toBe(true);
+          expect((denied.structuredContent as { error: { code: string; message: string } }).error.code).toBe('policy_denied');
+          const invalid = await call(era, c, 'runtime_execute', { runtime: 'cobol', code: 'x' });
+          expect(invalid.isError).toBe(true);
+          expect((invalid.structuredContent as { error: { code: string; message: string } }).error).toMatchObject({
+            code: 'invalid_argument', message: expect.stringMatching(/^Input validation error: .*runtime/),
+          });
+          const missing = await call(era, c, 'query_output', { artifactHandle: 'art_does_not_exist', queryTerms: ['x'] });
+          expect(missing.isError).toBe(true);
+          expect((missing.structuredContent as { error: { code: string } }).error.code).toBe('not_found');
+          const ok = await call(era, c, 'policy_check', { command: 'ls', args: ['-l'] });
+          expect(ok.isError).toBeFalsy();
+          expect(ok.structuredContent).toMatchObject({ allowed: true });
+          expect((ok.structuredContent as Record<string, unknown>).error).toBeUndefined();
+        } finally {
+          await c.close();
+        }
+      }, 60_000);
+
       it('cancelling the call kills the job\'s whole process tree', async () => {
         const c = await connect(era);
         const marker = `cancel-${era}`;

@@ -10,7 +10,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer, type Server } from 'node:http';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -74,6 +74,17 @@ async function waitArrival(state: string | null): Promise<URL> {
     if (Date.now() > until) throw new Error(`nothing arrived at the callback for state ${state}`);
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/** Files under `dir` whose bytes contain `needle`. */
+function filesContaining(dir: string, needle: string): string[] {
+  const hits: string[] = [];
+  for (const e of readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    if (!e.isFile()) continue;
+    const path = join(e.parentPath, e.name);
+    if (readFileSync(path).includes(needle)) hits.push(path);
+  }
+  return hits;
 }
 
 const text = (page: Page, sel: string) => page.$eval(sel, (e) => e.textContent);
@@ -164,7 +175,8 @@ describe.skipIf(!HAVE_CHROMIUM)('sign-in of an MCP client through the consent pa
     expect(arrivals.filter((u) => u.searchParams.get('state') === authUrl.searchParams.get('state'))).toEqual([]);
 
     // The team admin grants execute only.
-    await consent(page, { token: await gw.token({ team: 'acme', scopes: ['admin'], subject: 'acme-admin' }), team: 'acme', scopes: ['execute'], shot: 'oauth-consent-filled.png' });
+    const acmeAdmin = await gw.token({ team: 'acme', scopes: ['admin'], subject: 'acme-admin' });
+    await consent(page, { token: acmeAdmin, team: 'acme', scopes: ['execute'], shot: 'oauth-consent-filled.png' });
     const back = await waitArrival(authUrl.searchParams.get('state')!);
     expect(back.searchParams.get('iss')).toBe(gw.issuer);
     const code = back.searchParams.get('code')!;
@@ -195,6 +207,9 @@ describe.skipIf(!HAVE_CHROMIUM)('sign-in of an MCP client through the consent pa
     expect(((await adminApi.json()) as { error: { message: string } }).error.message).toContain('lacks the required scope "admin" (token scopes: execute)');
     // Not an agent token either.
     expect((await fetch(`${gw.url}/agent/v1/connect`, { headers: asOAuth })).status).toBe(403);
+
+    // The admin token was checked, never stored: it is nowhere in the gateway's state (D1, R2, KV, DO).
+    expect(filesContaining(gw.stateDir, acmeAdmin)).toEqual([]);
 
     // API tokens keep working unchanged.
     const api = await connectMcp(gw.mcpUrl, await gw.token({ team: 'acme', scopes: ['execute'] }));
@@ -244,6 +259,13 @@ describe('attacks on the token path', () => {
     if (!HAVE_CHROMIUM) return;
     const provider = new TestOAuthProvider('PKCE test client');
     const authUrl = await startSignIn(provider);
+    // A redirect URI the client did not register: the page says so and never redirects there.
+    const hijack = new URL(authUrl);
+    hijack.searchParams.set('redirect_uri', 'http://127.0.0.1:9/steal');
+    const refused = await fetch(hijack, { redirect: 'manual' });
+    expect(refused.status).toBe(400);
+    expect(refused.headers.get('location')).toBeNull();
+    expect(await refused.text()).toContain('cannot continue');
     const page = await browser.newPage();
     await page.goto(authUrl.href);
     await consent(page, { token: await gw.token({ team: 'acme', scopes: ['admin'], subject: 'acme-admin' }), team: 'acme', scopes: ['execute'] });

@@ -11,7 +11,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { decodeJwt } from 'jose';
-import { ROOT, connectMcp, hasCommand, startGateway, stopGroup, type Gateway } from './harness.ts';
+import { ROOT, hasCommand, startGateway, stopGroup, type Gateway } from './harness.ts';
+import { readmeBlock } from '../cli/readme.ts';
 
 const run = promisify(execFile);
 const HAVE_SANDBOX = hasCommand('runsc', ['--version']) || hasCommand('bwrap', ['--version']);
@@ -21,15 +22,6 @@ let gw: Gateway;
 let work: string;
 let tarball: string;
 const agents: ChildProcess[] = [];
-
-/** The fenced sh block that follows `<!-- marker… -->` in the README: its command lines. */
-function readmeBlock(marker: string): string[] {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  const at = readme.indexOf(`<!-- ${marker}`);
-  if (at < 0) throw new Error(`README has no <!-- ${marker} --> block`);
-  const block = /```sh\n([\s\S]*?)```/.exec(readme.slice(at))![1];
-  return block.split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'));
-}
 
 /** A shell on the build host: the installed package's bin and Node 22 first, no repository, no node_modules/.bin. */
 function hostEnv(prefix: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {

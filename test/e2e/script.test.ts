@@ -5,10 +5,12 @@
  * subprocess API's shapes and messages; each subprocess has its own audit row linked to the script.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from '@modelcontextprotocol/client';
 import { hasCommand, ROOT, startAgent, startGateway, type AgentProcess, type Gateway } from './harness.ts';
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
 import { startOpaServer, type OpaServer } from '../support/opa-server.ts';
@@ -342,6 +344,40 @@ describe('subprocesses', () => {
     expect(children.map((c) => c.decision).sort()).toEqual(['allowed', 'denied']);
     expect(children.find((c) => c.decision === 'allowed')!.jobId).toBeTruthy();
   });
+
+  it('a 2026-07-28 client runs scripts, and closing the call kills its running subprocess', async () => {
+    const c = new ClientV2({ name: 'script-2026', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+    await c.connect(new TransportV2(new URL(gw.mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${await gw.token({ team: TEAM, scopes: ['execute'] })}` } } }));
+    try {
+      const ok = await c.callTool({ name: 'run_script', arguments: { code: 'const r = await gatehouse.exec("ls", []); return r.exit_code;' } }, { timeout: 60_000 });
+      expect((ok.structuredContent as { result: number }).result).toBe(0);
+
+      const ctl = new AbortController();
+      const pending = c.callTool({ name: 'run_script', arguments: { code: 'await gatehouse.exec("sleep", ["47"], { timeoutMs: 60000 }); return "finished";' } }, { timeout: 60_000, signal: ctl.signal });
+      pending.catch(() => undefined);
+      // The subprocess really runs (the agent's sandbox is a process on this host)…
+      const sleeping = () => execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').some((l) => /^(\S*\/)?sleep 47$/.test(l.trim()));
+      const t0 = Date.now();
+      while (!sleeping() && Date.now() - t0 < 20_000) await new Promise((r) => setTimeout(r, 200));
+      expect(sleeping()).toBe(true);
+      const scriptRowsBefore = (await auditRows()).filter((r) => r.parentJobId === null).length;
+      ctl.abort();
+      await expect(pending).rejects.toThrow();
+      // …and closing the call kills it, long before its 47 s are up; the script's row says cancelled.
+      const t1 = Date.now();
+      while (sleeping() && Date.now() - t1 < 15_000) await new Promise((r) => setTimeout(r, 200));
+      expect(sleeping()).toBe(false);
+      let cancelled: Record<string, any> | undefined;
+      while (!cancelled && Date.now() - t1 < 15_000) {
+        const rows = (await auditRows()).filter((r) => r.parentJobId === null);
+        if (rows.length > scriptRowsBefore) cancelled = rows.find((r) => r.exitStatus === 'cancelled');
+        if (!cancelled) await new Promise((r) => setTimeout(r, 300));
+      }
+      expect(cancelled?.reason).toMatch(/^Sandbox error: Execution cancelled by the client/);
+    } finally {
+      await c.close();
+    }
+  }, 60_000);
 
   it('sends progress per subprocess on one increasing counter', async () => {
     const progress: Array<{ progress: number; message?: string }> = [];

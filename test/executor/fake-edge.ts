@@ -15,6 +15,12 @@ export class FakeEdge {
   token = 'good-token';
   readonly received: Record<string, unknown>[] = [];
   readonly uploads: Upload[] = [];
+  /** When each heartbeat arrived (ms since the epoch). */
+  readonly heartbeatTimes: number[] = [];
+  /** Every HTTP request and upgrade attempt, whatever it asked for. */
+  requests = 0;
+  /** TCP connections accepted, whatever came over them. */
+  tcpConnections = 0;
   connections = 0;
   private server: Server;
   private socket: Socket | null = null;
@@ -24,6 +30,7 @@ export class FakeEdge {
 
   constructor() {
     this.server = createServer((req, res) => {
+      this.requests++;
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
@@ -40,6 +47,7 @@ export class FakeEdge {
       });
     });
     this.server.on('upgrade', (req, socket: Socket) => this.upgrade(req, socket));
+    this.server.on('connection', () => this.tcpConnections++);
   }
 
   async start(): Promise<void> {
@@ -55,6 +63,7 @@ export class FakeEdge {
   }
 
   private upgrade(req: IncomingMessage, socket: Socket): void {
+    this.requests++;
     if (req.url !== AGENT_CONNECT_PATH || req.headers.authorization !== `Bearer ${this.token}`) {
       socket.end('HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
       return;
@@ -79,6 +88,7 @@ export class FakeEdge {
   }
 
   private onMessage(m: Record<string, unknown>): void {
+    if (m.type === 'heartbeat') this.heartbeatTimes.push(Date.now());
     this.received.push(m);
     this.waiters = this.waiters.filter((w) => {
       if (!w.pred(m)) return true;

@@ -147,9 +147,17 @@ export function driverSuite(kind: SandboxKind): void {
       rmSync(spool!.stdout);
     }, 120_000);
 
-    it('runs code mode: python runtime error vs success, node, C compile error vs success', async () => {
+    it('runs code mode: python runtime error vs success, node, C compile error vs success', async (ctx) => {
       const rt = await runtimes();
-      if (rt.byRuntime.has('python')) {
+      const missing = (['python', 'node', 'c'] as const).filter((r) => !rt.byRuntime.has(r));
+      // `.ci/run` installs all three: under CI a missing one is a failure, elsewhere a skip that says so.
+      if (missing.length && process.env.CI === 'true') throw new Error(`runtimes missing under CI: ${missing.join(', ')}`);
+      if (missing.length) {
+        console.warn(`code mode test skipped: ${missing.join(', ')} not installed (allowed outside CI only)`);
+        ctx.skip();
+        return;
+      }
+      {
         const ok = await rig.run({ mode: 'code', runtime: 'python', command: '', code: 'import sys\nprint(sys.stdin.read().upper())', stdin: 'hi' });
         expect(ok.exit).toMatchObject({ state: 'exited', exitCode: 0, stdout: 'HI\n', phase: 'run' });
         const bad = await rig.run({ mode: 'code', runtime: 'python', command: '', code: 'raise ValueError("boom")' });
@@ -157,11 +165,11 @@ export function driverSuite(kind: SandboxKind): void {
         expect(bad.exit.stderr).toContain('ValueError: boom');
         expect(bad.exit.error).toBeUndefined();
       }
-      if (rt.byRuntime.has('node')) {
+      {
         const n = await rig.run({ mode: 'code', runtime: 'node', command: '', code: 'console.log(typeof process.env.FOO, [1,2].map(x => x * 2).join(","))' });
         expect(n.exit).toMatchObject({ state: 'exited', exitCode: 0, stdout: 'undefined 2,4\n' });
       }
-      if (rt.byRuntime.has('c')) {
+      {
         const ce = await rig.run({ mode: 'code', runtime: 'c', command: '', code: 'int main(void) { return nope; }\n' });
         expect(ce.exit).toMatchObject({ state: 'exited', phase: 'build' });
         expect(ce.exit.exitCode).not.toBe(0);

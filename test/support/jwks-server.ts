@@ -16,7 +16,8 @@ export interface JwksServer {
   /** How many times the JWKS was fetched. */
   fetches: () => number;
   /** Signs a token with the provider's key: defaults iss, iat, exp (+1h), jti; `claims` override. */
-  sign(claims: JWTPayload & Record<string, unknown>, o?: { omit?: string[]; kid?: string }): Promise<string>;
+  /** `typ` defaults to `at+jwt` (an access token, RFC 9068); pass `JWT` to stand for an ID token. */
+  sign(claims: JWTPayload & Record<string, unknown>, o?: { omit?: string[]; kid?: string; typ?: string }): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -46,7 +47,7 @@ export async function startJwksServer(o: { alg?: 'RS256' | 'ES256'; issuer?: str
       const now = Math.floor(Date.now() / 1000);
       const full: Record<string, unknown> = { iss: issuer, iat: now, exp: now + 3600, jti: crypto.randomUUID(), ...claims };
       for (const k of so.omit ?? []) delete full[k];
-      return new SignJWT(full as JWTPayload).setProtectedHeader({ alg, kid: so.kid ?? kid, typ: 'JWT' }).sign(privateKey as CryptoKey);
+      return new SignJWT(full as JWTPayload).setProtectedHeader({ alg, kid: so.kid ?? kid, typ: so.typ ?? 'at+jwt' }).sign(privateKey as CryptoKey);
     },
     close: () => new Promise<void>((r) => server.close(() => r())),
   };

@@ -3,12 +3,12 @@
  * command` (a policy switch, decided on the whole string). Result keeps the reference's shape
  * plus Gatehouse's truthful terminal state, the job id and the artifact handle.
  */
-import { z } from 'zod';
 import type { McpServer } from '@modelcontextprotocol/server';
 import { ExecuteInput, ExecuteOutput } from '../../contracts/tools.ts';
 import { strictInput } from '../../contracts/strict-input.ts';
 import { missingScope, toolError, toolResult, type ToolContext } from '../context.ts';
 import { runGoverned } from '../governed-run.ts';
+import { RUNS_JOBS, toolOutput } from '../register.ts';
 import { JOB_VIEWER_TOOL_META } from '../apps/job-viewer.ts';
 
 export function registerExecute(server: McpServer, ctx: ToolContext): void {
@@ -20,14 +20,15 @@ export function registerExecute(server: McpServer, ctx: ToolContext): void {
         'Runs a command in a sandbox on one of the team\'s executor agents. With "args" the executable runs directly (no shell); ' +
         'without it the whole string runs with sh -c, if the team policy allows shell strings. Returns stdout, stderr, exit code ' +
         '(inline output capped, full output kept as an artifact: search it with query_output).',
+      annotations: RUNS_JOBS,
       inputSchema: strictInput(ExecuteInput),
-      outputSchema: z.object(ExecuteOutput),
+      outputSchema: toolOutput(ExecuteOutput),
       _meta: JOB_VIEWER_TOOL_META,
     },
     async (input, extra) => {
       const denied = missingScope(ctx, 'execute', ['execute']);
       if (denied) return denied;
-      if (input.command.trim() === '') return toolError('Error: command: empty');
+      if (input.command.trim() === '') return toolError('Error: command: empty', undefined, 'invalid_argument');
       const shell = input.args === undefined;
       const out = await runGoverned(ctx, extra, {
         tool: 'execute',
@@ -37,11 +38,11 @@ export function registerExecute(server: McpServer, ctx: ToolContext): void {
         },
         job: { mode: shell ? 'shell' : 'argv', command: input.command, args: input.args ?? [], stdin: input.stdin },
       });
-      if (out.kind === 'denied') return toolError(`Error: policy denied (${out.decision.stage}): ${out.decision.reason}`);
-      if (out.kind === 'error') return toolError(`Error: ${out.error.message}`);
+      if (out.kind === 'denied') return toolError(`Error: policy denied (${out.decision.stage}): ${out.decision.reason}`, undefined, 'policy_denied');
+      if (out.kind === 'error') return toolError(`Error: ${out.error.message}`, undefined, out.error.code);
       const { exit } = out;
       if (exit.state === 'failed_to_start') {
-        return toolError(`Error: execute: spawn failed${exit.error ? ` (${exit.error.message.replace(/^Error: execute: spawn failed:?\s*/, '')})` : ''}`);
+        return toolError(`Error: execute: spawn failed${exit.error ? ` (${exit.error.message.replace(/^Error: execute: spawn failed:?\s*/, '')})` : ''}`, undefined, 'spawn_failed');
       }
       const structured = {
         stdout: exit.stdout,
@@ -57,7 +58,7 @@ export function registerExecute(server: McpServer, ctx: ToolContext): void {
         artifact_handle: out.handle,
       };
       const notes = out.decision.notes.length ? `\n(policy: ${out.decision.notes.join('; ')})` : '';
-      if (exit.state === 'lost') return { ...toolError(`Error: the job was lost: ${exit.error?.message ?? 'its executor agent vanished'}`), structuredContent: structured };
+      if (exit.state === 'lost') return toolError(`Error: the job was lost: ${exit.error?.message ?? 'its executor agent vanished'}`, structured, 'job_lost');
       return toolResult(structured, JSON.stringify(structured) + notes);
     },
   );

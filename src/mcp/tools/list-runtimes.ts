@@ -5,6 +5,7 @@ import { RUNTIME_NAMES, RUNTIMES } from '../../contracts/runtimes.ts';
 import { getTeamPolicy } from '../../store/policies.ts';
 import { listAgents } from '../../dispatch/client.ts';
 import { writeAudit } from '../../store/audit.ts';
+import { READ_ONLY, toolOutput } from '../register.ts';
 import { missingScope, toolResult, type ToolContext } from '../context.ts';
 
 export function registerListRuntimes(server: McpServer, ctx: ToolContext): void {
@@ -13,7 +14,8 @@ export function registerListRuntimes(server: McpServer, ctx: ToolContext): void 
     {
       title: 'List runtimes',
       description: 'Lists the 16 runtimes: whether the team policy allows each, and which connected executor agents have its toolchain (with versions).',
-      outputSchema: ListRuntimesOutput,
+      annotations: READ_ONLY,
+      outputSchema: toolOutput(ListRuntimesOutput),
     },
     async () => {
       const denied = missingScope(ctx, 'list_runtimes', ['execute', 'artifacts:read', 'admin']);

@@ -1,11 +1,11 @@
 /** `policy_check`: a dry run of the team policy for a command, with the stage and reason. */
-import { z } from 'zod';
 import type { McpServer } from '@modelcontextprotocol/server';
 import { PolicyCheckInput, PolicyCheckOutput } from '../../contracts/tools.ts';
 import { strictInput } from '../../contracts/strict-input.ts';
 import { decide } from '../../policy/engine.ts';
 import { getTeamPolicy } from '../../store/policies.ts';
 import { writeAudit } from '../../store/audit.ts';
+import { READ_ONLY, toolOutput } from '../register.ts';
 import { missingScope, toolResult, type ToolContext } from '../context.ts';
 
 export function registerPolicyCheck(server: McpServer, ctx: ToolContext): void {
@@ -14,8 +14,9 @@ export function registerPolicyCheck(server: McpServer, ctx: ToolContext): void {
     {
       title: 'Dry-run the team policy',
       description: 'Says whether the team policy would allow a command (args given: direct exec; omitted: shell string), which stage decides, and why. Nothing runs.',
+      annotations: READ_ONLY,
       inputSchema: strictInput(PolicyCheckInput),
-      outputSchema: z.object(PolicyCheckOutput),
+      outputSchema: toolOutput(PolicyCheckOutput),
     },
     async (input) => {
       const denied = missingScope(ctx, 'policy_check', ['execute', 'admin']);

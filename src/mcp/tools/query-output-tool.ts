@@ -1,10 +1,10 @@
 /** `query_output` (reference 000): search a job's artifact instead of reading it whole. */
-import { z } from 'zod';
 import type { McpServer } from '@modelcontextprotocol/server';
 import { QueryOutputInput, QueryOutputOutput } from '../../contracts/tools.ts';
 import { strictInput } from '../../contracts/strict-input.ts';
 import { queryOutput } from '../query-output.ts';
 import { writeAudit } from '../../store/audit.ts';
+import { READ_ONLY, toolOutput } from '../register.ts';
 import { missingScope, toolError, toolResult, type ToolContext } from '../context.ts';
 
 export function registerQueryOutput(server: McpServer, ctx: ToolContext): void {
@@ -15,8 +15,9 @@ export function registerQueryOutput(server: McpServer, ctx: ToolContext): void {
       description:
         'Searches the stored stdout/stderr of a job (artifactHandle from execute or runtime_execute) for queryTerms and returns excerpt ' +
         'windows with line numbers (contextLines around each match, overlapping windows merged).',
+      annotations: READ_ONLY,
       inputSchema: strictInput(QueryOutputInput),
-      outputSchema: z.object(QueryOutputOutput),
+      outputSchema: toolOutput(QueryOutputOutput),
     },
     async (input) => {
       const denied = missingScope(ctx, 'query_output', ['artifacts:read']);
@@ -30,7 +31,7 @@ export function registerQueryOutput(server: McpServer, ctx: ToolContext): void {
         decision: r.ok ? 'allowed' : 'failed', reason: r.ok ? undefined : `${r.error.code}: ${r.error.message}`,
         durationMs: Date.now() - started, bytes: r.ok ? r.value.totalBytes : undefined,
       });
-      if (!r.ok) return toolError(`Error: ${r.error.message}`);
+      if (!r.ok) return toolError(`Error: ${r.error.message}`, undefined, r.error.code);
       return toolResult(r.value as unknown as Record<string, unknown>);
     },
   );

@@ -7,6 +7,7 @@ import type { McpServer } from '@modelcontextprotocol/server';
 import { RunScriptInput, RunScriptOutput } from '../../contracts/tools.ts';
 import type { JobExit } from '../../contracts/agent-protocol.ts';
 import { shapeRuntimeResult } from '../output-shape.ts';
+import { RUNS_JOBS, toolOutput } from '../register.ts';
 import { missingScope, toolError, toolResult, type ToolContext } from '../context.ts';
 import { runScript, type ScriptRun } from '../../script/run.ts';
 
@@ -21,15 +22,16 @@ export function registerRunScript(server: McpServer, ctx: ToolContext): void {
         'child_process.exec(shellString, {cwd, env, encoding}), queryOutput(handle, terms, opts). Every subprocess is decided by the ' +
         'team policy and audited like execute. The top-level return value (or export default) comes back as JSON in "result"; ' +
         'console output is kept as an artifact (outputMode summary/intent shows it). Off unless the team policy enables script mode.',
+      annotations: RUNS_JOBS,
       inputSchema: RunScriptInput,
-      outputSchema: RunScriptOutput,
+      outputSchema: toolOutput(RunScriptOutput),
     },
     async (input, extra) => {
       const denied = missingScope(ctx, 'run_script', ['execute']);
       if (denied) return denied;
       const outputMode = input.outputMode ?? 'minimal';
       if (outputMode === 'intent' && !input.queryTerms?.length) {
-        return toolError('Error: outputMode "intent" returns only console lines matching queryTerms; pass at least one query term');
+        return toolError('Error: outputMode "intent" returns only console lines matching queryTerms; pass at least one query term', undefined, 'invalid_argument');
       }
       const out = await runScript(ctx, extra, { code: input.code, vars: input.vars, timeoutMs: input.timeout_ms });
       if (out.kind === 'refused') {

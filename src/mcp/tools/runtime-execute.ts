@@ -2,7 +2,6 @@
  * `runtime_execute` (reference 000): one of 16 runtimes, args mode or code mode, output shaped
  * by `outputMode` (minimal by default: a few numbers and the artifact handle).
  */
-import { z } from 'zod';
 import type { McpServer } from '@modelcontextprotocol/server';
 import { RuntimeExecuteInput, RuntimeExecuteOutput } from '../../contracts/tools.ts';
 import { strictInput } from '../../contracts/strict-input.ts';
@@ -12,6 +11,7 @@ import { getArtifactRows, readTail } from '../../store/artifacts.ts';
 import { shapeRuntimeResult } from '../output-shape.ts';
 import { missingScope, toolError, toolResult, type ToolContext } from '../context.ts';
 import { runGoverned } from '../governed-run.ts';
+import { RUNS_JOBS, toolOutput } from '../register.ts';
 import { JOB_VIEWER_TOOL_META } from '../apps/job-viewer.ts';
 
 /** Bytes of the real end of the output read back for a summary when the inline copy was cut. */
@@ -26,19 +26,20 @@ export function registerRuntimeExecute(server: McpServer, ctx: ToolContext): voi
         'Runs a runtime (node, typescript, python, shell, ruby, php, perl, r, elixir, go, java, kotlin, rust, c, cpp, csharp) under the team policy. ' +
         'Args mode: "args" for the runtime\'s executable. Code mode: "code" is written to a temp file, compiled if needed, and run. ' +
         'outputMode minimal (default) returns status and counts plus an artifactHandle to search with query_output; summary adds head+tail; intent returns only lines matching queryTerms.',
+      annotations: RUNS_JOBS,
       inputSchema: strictInput(RuntimeExecuteInput),
-      outputSchema: z.object(RuntimeExecuteOutput),
+      outputSchema: toolOutput(RuntimeExecuteOutput),
       _meta: JOB_VIEWER_TOOL_META,
     },
     async (input, extra) => {
       const denied = missingScope(ctx, 'runtime_execute', ['execute']);
       if (denied) return denied;
       if (input.args !== undefined && input.code !== undefined) {
-        return toolError('Error: pass either "args" (args mode) or "code" (code mode), not both');
+        return toolError('Error: pass either "args" (args mode) or "code" (code mode), not both', undefined, 'invalid_argument');
       }
       const outputMode = input.outputMode ?? 'minimal';
       if (outputMode === 'intent' && !input.queryTerms?.length) {
-        return toolError('Error: outputMode "intent" returns only lines matching queryTerms; pass at least one query term');
+        return toolError('Error: outputMode "intent" returns only lines matching queryTerms; pass at least one query term', undefined, 'invalid_argument');
       }
       const runtime: RuntimeName = input.runtime;
       const executable = input.executable ?? (await defaultExecutable(ctx, runtime));
@@ -59,9 +60,9 @@ export function registerRuntimeExecute(server: McpServer, ctx: ToolContext): voi
           status: 'denied' as const, exitCode: null, signal: null, durationMs: 0, outputLines: 0, outputBytes: 0, artifactHandle: null,
           notes: [`${out.decision.stage}: ${out.decision.reason}`],
         };
-        return { ...toolError(`Error: policy denied (${out.decision.stage}): ${out.decision.reason}`), structuredContent: structured };
+        return toolError(`Error: policy denied (${out.decision.stage}): ${out.decision.reason}`, structured, 'policy_denied');
       }
-      if (out.kind === 'error') return toolError(`Error: ${out.error.message}`);
+      if (out.kind === 'error') return toolError(`Error: ${out.error.message}`, undefined, out.error.code);
       const { exit } = out;
       const hasArtifact = exit.streams.stdout.bytes + exit.streams.stderr.bytes > 0 && exit.artifactsUploaded;
       let tails: { stdout?: string; stderr?: string } | undefined;
@@ -77,7 +78,7 @@ export function registerRuntimeExecute(server: McpServer, ctx: ToolContext): voi
       const notes = [...out.decision.notes, ...(exit.error ? [`${exit.error.code}: ${exit.error.message}`] : [])];
       const structured = { ...shaped, ...(notes.length ? { notes: [...(shaped.notes ?? []), ...notes] } : {}) };
       if (exit.state === 'failed_to_start' || exit.state === 'lost') {
-        return { ...toolError(`Error: ${exit.error?.message ?? exit.state}`), structuredContent: structured };
+        return toolError(`Error: ${exit.error?.message ?? exit.state}`, structured, exit.state === 'lost' ? 'job_lost' : 'spawn_failed');
       }
       return toolResult(structured);
     },

@@ -1,0 +1,345 @@
+/**
+ * The attack suite: what a hostile job tries, run as jobs against a real agent process
+ * (`node executor/main.ts`) with a real sandbox, connected to a stand-in gateway. Every attack
+ * runs with a short timeout and must end in a truthful terminal state within timeout + grace;
+ * afterwards no process of the job is left on the host, the agent's heartbeats never stopped,
+ * and the next `true` job succeeds within 1 s. The sizes that would hurt this shared machine
+ * if containment failed (8 GiB of memory, 10 GiB files) sit behind the job's limits (256 MiB
+ * memory, 64 MiB files and /tmp, 256 MiB of disk writes), which are in place before they run.
+ *
+ * Each outcome and its time to contain is printed as a table row (README "Attack suite").
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import type { JobExit, JobSpec } from '../../src/contracts/agent-protocol.ts';
+import { FakeEdge } from '../executor/fake-edge.ts';
+import { jobSpec, requireTool } from '../executor/helpers.ts';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const MiB = 1024 * 1024;
+/** Limits every attack job runs under (what a team policy sets). */
+export const ATTACK_LIMITS = {
+  inlineBytes: 40_000, artifactBytes: 4 * MiB,
+  memoryBytes: 256 * MiB, maxProcesses: 64, maxOpenFiles: 256, maxFileBytes: 64 * MiB, cpuSeconds: 30, tmpBytes: 64 * MiB, diskWriteBytes: 256 * MiB,
+};
+/** Past the job's timeout, how long the agent may take to report (a loaded CI machine). */
+const GRACE_MS = 10_000;
+const HEARTBEAT_MS = 250;
+/** gVisor sandboxes the agent keeps started (as many as it runs at once, so a job never waits for a refill). */
+const WARM = 2;
+/** Largest gap between heartbeats that still counts as "never stopped" on a loaded machine. */
+const MAX_HEARTBEAT_GAP_MS = 3000;
+
+type Msg = Record<string, unknown>;
+interface Row { attack: string; outcome: string; ms: number }
+
+export function attackSuite(kind: 'gvisor' | 'bwrap'): void {
+  const available = requireTool(kind);
+  const d = available ? describe : describe.skip;
+
+  d(`attacks under ${kind}`, () => {
+    const token = `agent-token-${randomBytes(24).toString('hex')}`;
+    let edge: FakeEdge;
+    let agent: ChildProcess;
+    let agentLog = '';
+    let base: string;
+    let root: string;
+    let stateDir: string;
+    const rows: Row[] = [];
+    let n = 0;
+
+    beforeAll(async () => {
+      // The workspace's parent holds the agent's token file and a `.gatehouse/` like `npm start` makes.
+      base = realpathSync(mkdtempSync(join(tmpdir(), `gh-attack-${kind}-`)));
+      root = join(base, 'workspace');
+      mkdirSync(root);
+      mkdirSync(join(base, '.gatehouse'));
+      writeFileSync(join(base, 'agent.token'), `${token}\n`, { mode: 0o600 });
+      writeFileSync(join(base, '.gatehouse', 'tokens.json'), JSON.stringify({ agent: token }), { mode: 0o600 });
+      stateDir = mkdtempSync(join(tmpdir(), `gh-attack-state-${kind}-`));
+      edge = new FakeEdge();
+      edge.token = token;
+      await edge.start();
+      agent = spawn(process.execPath, [join(ROOT, 'executor/main.ts'), '--url', edge.url, '--token-file', join(base, 'agent.token'),
+        '--root', root, '--sandbox', kind, '--capacity', '2', '--warm', String(WARM), '--id', `attack-${kind}`, '--state-dir', stateDir], {
+        cwd: ROOT, detached: true, stdio: ['ignore', 'pipe', 'pipe'],
+        // The token in the agent's environment too: a job must not reach it there either.
+        env: { ...process.env, GATEHOUSE_AGENT_TOKEN: token },
+      });
+      agent.stdout!.on('data', (b: Buffer) => (agentLog += b));
+      agent.stderr!.on('data', (b: Buffer) => (agentLog += b));
+      await edge.next((m) => m.type === 'hello', 60_000);
+      edge.send({ type: 'welcome', v: 1, team: 'attack', heartbeatMs: HEARTBEAT_MS });
+      // Warm up (the pool's sandboxes are made with the limits of the latest job).
+      const w = await job({ command: 'true' }, 60_000);
+      expect(w.exit?.state, agentLog).toBe('exited');
+    }, 120_000);
+
+    afterAll(async () => {
+      if (agent?.pid && agent.exitCode === null && agent.signalCode === null) {
+        const gone = new Promise((r) => agent.once('exit', r));
+        try { process.kill(-agent.pid, 'SIGTERM'); } catch { /* gone */ }
+        await Promise.race([gone, new Promise((r) => setTimeout(r, 15_000))]);
+        try { process.kill(-agent.pid, 'SIGKILL'); } catch { /* gone */ }
+      }
+      await edge?.stop();
+      if (base) rmSync(base, { recursive: true, force: true });
+      if (stateDir) rmSync(stateDir, { recursive: true, force: true });
+      if (rows.length) {
+        console.log(`\nattack suite, ${kind}:\n| attack | outcome | time to contain |\n|---|---|---|\n${rows.map((r) => `| ${r.attack} | ${r.outcome} | ${(r.ms / 1000).toFixed(2)} s |`).join('\n')}\n`);
+      }
+    });
+
+    /** Sends a job, waits for its exit (or refusal), acknowledges it. */
+    async function job(spec: Partial<JobSpec>, waitMs = 30_000): Promise<{ exit?: JobExit; error?: Msg; ms: number }> {
+      const jobId = `atk-${kind}-${++n}`;
+      const t0 = Date.now();
+      edge.send({ type: 'job.start', spec: jobSpec({ jobId, limits: ATTACK_LIMITS, ...spec }) });
+      const m = await edge.next((x) => (x.type === 'job.exit' || x.type === 'job.error') && x.jobId === jobId, waitMs);
+      const ms = Date.now() - t0;
+      if (m.type === 'job.error') return { error: m, ms };
+      edge.send({ type: 'job.ack', jobId });
+      return { exit: m as unknown as JobExit, ms };
+    }
+
+    /** Runs an attack: within timeout + grace, then the agent must be healthy and clean. */
+    async function attack(name: string, spec: Partial<JobSpec>, markers: string[] = []) {
+      const since = Date.now();
+      const timeoutMs = spec.timeoutMs ?? 5000;
+      const r = await job({ timeoutMs, ...spec }, timeoutMs + GRACE_MS);
+      expect(r.ms, `${name}: reported within timeout + grace`).toBeLessThan(timeoutMs + GRACE_MS);
+      await healthy(name, since, markers);
+      const e = r.exit;
+      rows.push({ attack: name, ms: r.ms, outcome: e ? `${e.state}${e.exitCode !== null ? ` ${e.exitCode}` : ''}${e.signal ? ` ${e.signal}` : ''}${e.error ? ` (${e.error.code})` : ''}` : `refused (${String(r.error?.code)})` });
+      return r;
+    }
+
+    /** `since`: from when heartbeats must not have stopped (the one before it counts too). */
+    async function healthy(name: string, since: number, markers: string[]) {
+      expect(agent.exitCode, `${name}: agent still running\n${agentLog}`).toBeNull();
+      // No process of the job is left on the host.
+      let left: string[] = [];
+      for (let i = 0; i < 50; i++) {
+        left = leftovers(markers);
+        if (!left.length) break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(left, `${name}: processes left on the host`).toEqual([]);
+      // Heartbeats never stopped: the largest gap since the attack began (counting from the one before it).
+      const times = edge.heartbeatTimes;
+      const from = Math.max(0, times.findIndex((t) => t >= since) - 1);
+      const window = [...times.slice(from), Date.now()];
+      const gap = Math.max(...window.slice(1).map((t, i) => t - window[i]));
+      expect(gap, `${name}: heartbeat gap`).toBeLessThan(MAX_HEARTBEAT_GAP_MS);
+      // The next job runs, quickly.
+      const t = await job({ command: 'true' }, 30_000);
+      expect(t.exit?.state, `${name}: next job`).toBe('exited');
+      expect(t.exit?.exitCode).toBe(0);
+      expect(t.ms, `${name}: next \`true\` took ${t.ms} ms`).toBeLessThan(1000);
+    }
+
+    /** Host processes whose command line carries one of `markers`; under gVisor also sandboxes beyond the warm one. */
+    function leftovers(markers: string[]): string[] {
+      const ps = execFileSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' }).split('\n');
+      const hits = ps.filter((l) => markers.some((m) => l.includes(m)) && !l.includes('ps -eo'));
+      if (kind === 'gvisor') {
+        const sandboxes = ps.filter((l) => l.includes('runsc-sandbox') && l.includes(stateDir));
+        if (sandboxes.length > WARM) hits.push(...sandboxes); // only the warm pool may be left
+      }
+      return hits;
+    }
+
+    it('fork bomb: bounded by the process limit, ends, leaves nothing', async () => {
+      const r = await attack('fork bomb', { mode: 'shell', command: 'b() { b | b & }; b; sleep 3; echo after-bomb', timeoutMs: 4000 });
+      expect(r.exit).toBeDefined();
+      expect(['exited', 'timed_out', 'signaled']).toContain(r.exit!.state);
+    }, 60_000);
+
+    it('8 GiB allocation: killed at the memory limit, never completes', async () => {
+      const code = 'chunks = []\nfor i in range(64):\n    chunks.append(b"x" * (128 << 20))\nprint("ALLOCATED 8 GiB")\n';
+      const r = await attack('8 GiB allocation', { mode: 'code', runtime: 'python', command: '', code, timeoutMs: 10_000 });
+      expect(r.exit!.stdout).not.toContain('ALLOCATED');
+      expect(r.exit!.state === 'signaled' || (r.exit!.state === 'exited' && r.exit!.exitCode !== 0), JSON.stringify(r.exit)).toBe(true);
+      if (kind === 'bwrap' && r.exit!.state === 'signaled') expect(r.exit!.error?.code).toBe('memory_limit');
+    }, 60_000);
+
+    it('10 GiB file in /tmp: stops at the /tmp size', async () => {
+      const r = await attack('10 GiB file in /tmp', { mode: 'shell', command: 'head -c 10737418240 /dev/zero > /tmp/big; echo "rc=$?"; stat -c %s /tmp/big', timeoutMs: 10_000 });
+      const size = Number(r.exit!.stdout.trim().split('\n').at(-1));
+      expect(size).toBeLessThanOrEqual(ATTACK_LIMITS.tmpBytes);
+      expect(r.exit!.stdout).toMatch(/rc=[1-9]/);
+    }, 60_000);
+
+    it('10 GiB file in the workspace: stops at the file size limit', async () => {
+      const r = await attack('10 GiB file in the workspace', { mode: 'shell', command: 'head -c 10737418240 /dev/zero > big.bin; echo "rc=$?"', timeoutMs: 10_000 });
+      expect(r.exit!.stdout).toMatch(/rc=[1-9]/);
+      expect(statSync(join(root, 'big.bin')).size).toBeLessThanOrEqual(ATTACK_LIMITS.maxFileBytes);
+      rmSync(join(root, 'big.bin'), { force: true });
+    }, 60_000);
+
+    it('10 GiB in many files in the workspace: stopped at the disk-write limit', async () => {
+      const r = await attack('10 GiB in many workspace files', {
+        mode: 'shell', timeoutMs: 20_000,
+        command: 'i=0; while [ $i -lt 200 ]; do i=$((i+1)); head -c 52428800 /dev/zero > many-$i.bin; done; echo wrote-all',
+      });
+      expect(r.exit!.stdout).not.toContain('wrote-all');
+      expect(r.exit!.error?.code).toBe('disk_write_limit');
+      const written = readdirSync(root).filter((f) => f.startsWith('many-')).reduce((s, f) => s + statSync(join(root, f)).size, 0);
+      // The limit is checked a few times a second: a little more than the limit may land, never the 10 GiB.
+      expect(written).toBeLessThan(ATTACK_LIMITS.diskWriteBytes + 512 * MiB);
+      for (const f of readdirSync(root)) if (f.startsWith('many-')) rmSync(join(root, f), { force: true });
+    }, 60_000);
+
+    it('2 GiB to stdout: counted, capped in the artifact, the agent keeps up', async () => {
+      const r = await attack('2 GiB to stdout', { command: 'head', args: ['-c', '2147483648', '/dev/zero'], timeoutMs: 8000 });
+      expect(['exited', 'timed_out']).toContain(r.exit!.state);
+      expect(r.exit!.streams.stdout.bytes).toBeGreaterThan(0);
+      expect(r.exit!.streams.stdout.artifactTruncated).toBe(true);
+      expect(r.exit!.stdoutTruncated).toBe(true);
+    }, 60_000);
+
+    it('setsid, nohup, double fork and `sleep &` left behind: all gone when the job ends', async () => {
+      const r = await attack('setsid / nohup / double fork / sleep &', {
+        mode: 'shell', timeoutMs: 5000,
+        command: 'setsid sleep 1000.7101 & nohup sleep 1000.7102 >/dev/null 2>&1 & (sleep 1000.7103 &) ; sleep 1000.7104 & echo started',
+      }, ['sleep 1000.710']);
+      expect(r.exit).toMatchObject({ state: 'exited', exitCode: 0, stdout: 'started\n' });
+    }, 60_000);
+
+    it('status files as symlinks to /dev/kmsg and a host file, a FIFO, /dev/zero: the exit code is the job\'s', async () => {
+      const code = [
+        'import os',
+        'd = os.path.dirname(os.path.abspath(__file__))',
+        'plant = [(".gatehouse-exit-status", "/dev/kmsg"), (".gatehouse-build-status", "/proc/sys/kernel/pid_max"), (".gatehouse-status", "/dev/zero")]',
+        'for name, target in plant:',
+        '    p = os.path.join(d, name)',
+        '    if os.path.lexists(p): os.remove(p)',
+        '    os.symlink(target, p)',
+        'os.mkfifo(os.path.join(d, ".gatehouse-exit-status.fifo"))',
+        'print("planted")',
+        'raise SystemExit(7)',
+      ].join('\n');
+      const r = await attack('status files → /dev/kmsg, host file, FIFO, /dev/zero', { mode: 'code', runtime: 'python', command: '', code, timeoutMs: 10_000 });
+      expect(r.exit).toMatchObject({ state: 'exited', exitCode: 7, signal: null, stdout: 'planted\n', phase: 'run' });
+    }, 60_000);
+
+    it('forged values in status files: "0" then exit 7, "137" then exit 3 are reported as 7 and 3', async () => {
+      const forge0 = await attack('forged exit status "0", exit 7', { mode: 'shell', timeoutMs: 5000, command: 'for d in /job .; do echo 0 > $d/.gatehouse-exit-status; done 2>/dev/null; echo out; exit 7' });
+      expect(forge0.exit).toMatchObject({ state: 'exited', exitCode: 7, stdout: 'out\n' });
+      const forge137 = await attack('forged exit status "137", exit 3', { mode: 'shell', timeoutMs: 5000, command: 'for d in /job .; do echo 137 > $d/.gatehouse-exit-status; done 2>/dev/null; exit 3' });
+      expect(forge137.exit).toMatchObject({ state: 'exited', exitCode: 3, signal: null });
+    }, 60_000);
+
+    it('a run step forging the build status (file and status pipe) is still a successful run, not a compile error', async () => {
+      const code = [
+        '#include <stdio.h>', '#include <unistd.h>',
+        'int main(void) {',
+        '  FILE *f = fopen("/job/.gatehouse-build-status", "w"); if (f) { fputs("1\\n", f); fclose(f); }',
+        '  if (write(3, "build 1\\n", 8) < 0) puts("no status pipe");',
+        '  puts("ran"); return 0;',
+        '}',
+      ].join('\n');
+      const r = await attack('forged build status', { mode: 'code', runtime: 'c', command: '', code, timeoutMs: 30_000 });
+      expect(r.exit).toMatchObject({ state: 'exited', exitCode: 0, phase: 'run', stdout: 'no status pipe\nran\n' });
+      expect(r.exit!.error).toBeUndefined();
+    }, 90_000);
+
+    it('1 MiB of argv: one huge argument fails cleanly; 1 MiB in many arguments runs', async () => {
+      const one = await attack('1 MiB argument', { command: 'echo', args: ['x'.repeat(MiB)], timeoutMs: 5000 });
+      expect(one.exit?.state === 'failed_to_start' || (one.exit?.state === 'exited' && one.exit.exitCode !== 0), JSON.stringify(one.exit ?? one.error).slice(0, 300)).toBe(true);
+      const many = await attack('1 MiB in 16 arguments', { command: 'printf', args: ['%s', ...Array.from({ length: 16 }, () => 'y'.repeat(64 * 1024))], timeoutMs: 5000 });
+      expect(many.exit).toMatchObject({ state: 'exited', exitCode: 0 });
+      expect(many.exit!.streams.stdout.bytes).toBe(MiB);
+    }, 60_000);
+
+    it('NUL in an argument is refused; invalid UTF-8 reaches the job as U+FFFD', async () => {
+      const nul = await attack('NUL in args', { command: 'echo', args: ['a\0b'] });
+      expect(nul.error).toMatchObject({ type: 'job.error', code: 'invalid_argument' });
+      const bad = await attack('invalid UTF-8 in args', { command: 'echo', args: ['\ud800x'] });
+      expect(bad.exit).toMatchObject({ state: 'exited', exitCode: 0, stdout: '\ufffdx\n' });
+    }, 60_000);
+
+    it('the agent token stays out of reach: env, /proc, ps, the workspace parent, .gatehouse/', async () => {
+      const command = [
+        'env', 'cat /proc/self/environ /proc/1/environ', "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/environ; tr '\\0' ' ' < $p/cmdline; echo; done",
+        'ps auxwwe', 'ls -la .. ../.gatehouse', 'cat ../agent.token ../.gatehouse/tokens.json',
+        `cat ${base}/agent.token ${base}/.gatehouse/tokens.json`, 'find / -xdev \\( -name agent.token -o -name tokens.json \\) 2>/dev/null | head',
+        'grep -rs agent-token- /proc/[0-9]*/environ /etc /tmp /job 2>/dev/null | head', 'echo searched',
+      ].join('; ');
+      const r = await attack('read the agent token (env, /proc, ps, parent, .gatehouse/)', {
+        mode: 'shell', command, timeoutMs: 15_000, limits: { ...ATTACK_LIMITS, inlineBytes: 2 * MiB },
+      });
+      expect(r.exit!.stdout).toContain('searched');
+      const seen = r.exit!.stdout + r.exit!.stderr + edge.uploads.map((u) => u.body.toString('latin1')).join('');
+      expect(seen).not.toContain(token);
+    }, 60_000);
+
+    it('network to 127.0.0.1 from inside: refused, the gateway sees no connection', async () => {
+      const port = new URL(edge.url).port;
+      const before = edge.tcpConnections;
+      const code = `import socket\ns = socket.socket()\ns.settimeout(3)\ntry:\n    s.connect(("127.0.0.1", ${port}))\n    print("CONNECTED")\nexcept OSError as e:\n    print("BLOCKED", e)\n`;
+      const r = await attack('network to 127.0.0.1', { mode: 'code', runtime: 'python', command: '', code, timeoutMs: 10_000 });
+      expect(r.exit!.stdout).toMatch(/^BLOCKED/);
+      expect(edge.tcpConnections).toBe(before);
+    }, 60_000);
+
+    it('a blocked agent (SIGSTOP) still cannot keep a job past its deadline: the watchdog kills it', async () => {
+      const tick = join(root, 'tick-stop');
+      const t0 = Date.now();
+      const jobId = `atk-${kind}-${++n}`;
+      edge.send({ type: 'job.start', spec: jobSpec({ jobId, limits: ATTACK_LIMITS, mode: 'shell', timeoutMs: 1000, command: 'while :; do date +%s > tick-stop; sleep 0.2; done # 1000.7201' }) });
+      for (let i = 0; i < 100 && !existsSync(tick); i++) await new Promise((r) => setTimeout(r, 50));
+      expect(existsSync(tick), 'the job started').toBe(true);
+      process.kill(agent.pid!, 'SIGSTOP');
+      let stoppedMs = 0; // when the job stopped ticking, from its start
+      try {
+        // Deadline: timeout + the agent's grace (500 ms) + the watchdog's margin (2 s); then some slack.
+        await new Promise((r) => setTimeout(r, 1000 + 500 + 2000 + 3000));
+        const last = statSync(tick).mtimeMs;
+        await new Promise((r) => setTimeout(r, 1500));
+        stoppedMs = Math.round(last - t0);
+        expect(statSync(tick).mtimeMs, 'the job stopped ticking while the agent was stopped').toBe(last);
+        expect(last - t0).toBeLessThan(1000 + 500 + 2000 + 3000);
+        if (kind === 'bwrap') expect(leftovers(['1000.7201'])).toEqual([]);
+      } finally {
+        process.kill(agent.pid!, 'SIGCONT');
+      }
+      const m = await edge.next((x) => x.type === 'job.exit' && x.jobId === jobId, 30_000);
+      edge.send({ type: 'job.ack', jobId });
+      expect(m).toMatchObject({ state: 'timed_out', timedOut: true, exitCode: null });
+      rows.push({ attack: 'agent blocked (SIGSTOP) during a job with a 1 s timeout', outcome: 'timed_out (killed by the watchdog; time = job start to its last sign of life)', ms: stoppedMs });
+      rmSync(tick, { force: true });
+      // Heartbeats resume once the agent runs again (they stopped only while we stopped it).
+      const resumed = Date.now();
+      for (let i = 0; i < 100 && !edge.heartbeatTimes.some((t) => t > resumed); i++) await new Promise((r) => setTimeout(r, 50));
+      await healthy('after SIGSTOP', edge.heartbeatTimes.find((t) => t > resumed) ?? resumed, ['1000.7201']);
+    }, 90_000);
+
+    it('a killed agent (SIGKILL) leaves no sandbox running', async () => {
+      const tick = join(root, 'tick-kill');
+      edge.send({ type: 'job.start', spec: jobSpec({ jobId: `atk-${kind}-${++n}`, limits: ATTACK_LIMITS, mode: 'shell', timeoutMs: 60_000, command: 'while :; do date +%s > tick-kill; sleep 0.2; done # 1000.7301' }) });
+      for (let i = 0; i < 100 && !existsSync(tick); i++) await new Promise((r) => setTimeout(r, 50));
+      expect(existsSync(tick), 'the job started').toBe(true);
+      const t0 = Date.now();
+      const gone = new Promise((r) => agent.once('exit', r));
+      process.kill(agent.pid!, 'SIGKILL');
+      await gone;
+      let left: string[] = [];
+      for (let i = 0; i < 100; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        left = [...leftovers(['1000.7301']), ...execFileSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' }).split('\n').filter((l) => l.includes('runsc') && l.includes(stateDir))];
+        if (!left.length) break;
+      }
+      const ms = Date.now() - t0;
+      expect(left, 'nothing of the job or its sandbox left after the agent died').toEqual([]);
+      const last = statSync(tick).mtimeMs;
+      await new Promise((r) => setTimeout(r, 1000));
+      expect(statSync(tick).mtimeMs).toBe(last);
+      rows.push({ attack: 'agent killed (SIGKILL) during a job', outcome: 'sandbox gone', ms });
+    }, 60_000);
+  });
+}
