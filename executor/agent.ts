@@ -5,6 +5,7 @@
  */
 import type { AgentMessage, JobExit, JobSpec, RuntimeInfo, SandboxKind } from '../src/contracts/agent-protocol.ts';
 import { PROTOCOL_VERSION } from '../src/contracts/agent-protocol.ts';
+import { AGENT_MESSAGE_BUDGET_BYTES, EXIT_PART_CHARS, splitText } from '../src/contracts/limits.ts';
 import { EdgeConnection } from './connection.ts';
 import type { JobRunner } from './jobs/runner.ts';
 import type { Logger } from './log.ts';
@@ -17,6 +18,8 @@ export interface AgentOptions {
   capacity: number;
   sandbox: SandboxKind;
   runtimes: RuntimeInfo[];
+  /** Placement labels (`--label`), advertised in hello. */
+  labels?: string[];
   runner: JobRunner;
   log: Logger;
 }
@@ -35,12 +38,12 @@ export class Agent {
       url: o.url, token: o.token, log: o.log,
       hello: () => ({
         type: 'hello', v: PROTOCOL_VERSION, agentId: o.agentId, version: o.version, capacity: o.capacity,
-        sandbox: o.sandbox, runtimes: o.runtimes, running: this.inFlight(),
+        sandbox: o.sandbox, runtimes: o.runtimes, labels: o.labels ?? [], running: this.inFlight(),
       }),
       heartbeat: () => ({ type: 'heartbeat', running: this.inFlight() }),
       onWelcome: (w) => {
         o.log.info(`connected to ${o.url} as agent ${o.agentId} (team ${w.team})`);
-        for (const exit of this.unacked.values()) this.conn.send(exit);
+        for (const exit of this.unacked.values()) this.sendExit(exit);
       },
       onMessage: (m) => {
         if (m.type === 'job.start') this.startJob(m.spec);
@@ -59,7 +62,7 @@ export class Agent {
   async stop(): Promise<void> {
     await this.o.runner.shutdown();
     // Give the exits of cancelled jobs a moment to go out before closing.
-    for (const exit of this.unacked.values()) this.conn.send(exit);
+    for (const exit of this.unacked.values()) this.sendExit(exit);
     this.conn.stop();
   }
 
@@ -85,7 +88,29 @@ export class Agent {
       log.info(`job ${spec.jobId} ${exit.state}${exit.exitCode !== null ? ` ${exit.exitCode}` : ''}${exit.signal ? ` ${exit.signal}` : ''} in ${exit.durationMs} ms`);
       if (this.unacked.size >= MAX_UNACKED) this.unacked.delete(this.unacked.keys().next().value!);
       this.unacked.set(spec.jobId, exit);
-      this.send(exit);
+      this.sendExit(exit);
     });
   }
+
+  /** A result whose inline output would not fit one WebSocket message goes as parts, then the exit. */
+  private sendExit(exit: JobExit): void {
+    for (const m of exitMessages(exit)) if (!this.send(m)) return;
+  }
+}
+
+/**
+ * The messages that carry `exit`: itself when it fits the message budget, else its inline
+ * output in `job.exit.part` pieces followed by the exit with empty output and the part counts.
+ */
+export function exitMessages(exit: JobExit, budget = AGENT_MESSAGE_BUDGET_BYTES, partChars = EXIT_PART_CHARS): AgentMessage[] {
+  if (Buffer.byteLength(JSON.stringify(exit)) <= budget) return [exit];
+  const out: AgentMessage[] = [];
+  const counts = { stdout: 0, stderr: 0 };
+  for (const stream of ['stdout', 'stderr'] as const) {
+    const pieces = exit[stream] === '' ? [] : splitText(exit[stream], partChars);
+    pieces.forEach((data, seq) => out.push({ type: 'job.exit.part', jobId: exit.jobId, stream, seq, data }));
+    counts[stream] = pieces.length;
+  }
+  out.push({ ...exit, stdout: '', stderr: '', parts: counts });
+  return out;
 }

@@ -20,6 +20,8 @@ export interface AgentConfig {
   maxArtifactBytes: number;
   /** Agent-private state (runsc state, bundles, spool); default derived from root and id. */
   stateDir: string | null;
+  /** Placement labels (`--label gpu --label linux-x64`); a job may require some. */
+  labels: string[];
 }
 
 export const AGENT_USAGE = `gatehouse agent — executor agent: connects out to a Gatehouse gateway and runs its team's jobs in a sandbox
@@ -40,10 +42,14 @@ usage: gatehouse agent --url URL --token-file FILE --root DIR [options]
   --max-timeout-ms N      this agent's ceiling on job timeouts (default 600000)
   --max-artifact-bytes N  this agent's ceiling on each stream's artifact (default 268435456)
   --state-dir DIR         agent-private state (default: <tmp>/gatehouse-agent-<hash of root and id>)
+  --label LABEL           placement label jobs can require (repeatable, e.g. --label gpu --label linux-x64)
+                          (env GATEHOUSE_AGENT_LABELS, comma-separated)
   --help                  this text
 `;
 
-const FLAGS = new Set(['url', 'token', 'token-file', 'allow-no-isolation', 'root', 'sandbox', 'capacity', 'id', 'warm', 'max-timeout-ms', 'max-artifact-bytes', 'state-dir', 'help']);
+const FLAGS = new Set(['url', 'token', 'token-file', 'allow-no-isolation', 'root', 'sandbox', 'capacity', 'id', 'warm', 'max-timeout-ms', 'max-artifact-bytes', 'state-dir', 'label', 'help']);
+const LABEL = /^[A-Za-z0-9._:=-]{1,64}$/;
+const MAX_LABELS = 32;
 
 const BOOLEAN_FLAGS = new Set(['allow-no-isolation']);
 
@@ -52,6 +58,7 @@ export type ConfigResult = { ok: true; config: AgentConfig } | { ok: false; help
 export function parseAgentArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): ConfigResult {
   const bad = (message: string): ConfigResult => ({ ok: false, help: false, message });
   const v: Record<string, string> = {};
+  const labels: string[] = [];
   // Node's own parser (as the admin CLI's); strict: false so every refusal below says it our way.
   const { tokens } = nodeParseArgs({
     args: argv, strict: false, allowPositionals: true, tokens: true,
@@ -71,8 +78,12 @@ export function parseAgentArgs(argv: string[], env: NodeJS.ProcessEnv = process.
       continue;
     }
     if (t.value === undefined) return bad(`--${t.name} needs a value`);
-    v[t.name] = t.value;
+    if (t.name === 'label') labels.push(t.value);
+    else v[t.name] = t.value;
   }
+  if (labels.length === 0 && env.GATEHOUSE_AGENT_LABELS) labels.push(...env.GATEHOUSE_AGENT_LABELS.split(',').map((l) => l.trim()).filter(Boolean));
+  for (const l of labels) if (!LABEL.test(l)) return bad(`--label must be 1-64 characters of letters, digits, . _ : = -, got "${l}"`);
+  if (labels.length > MAX_LABELS) return bad(`at most ${MAX_LABELS} --label flags, got ${labels.length}`);
   const url = v.url ?? env.GATEHOUSE_URL;
   if (!url) return bad('--url is required (or GATEHOUSE_URL)');
   try {
@@ -124,7 +135,7 @@ export function parseAgentArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     ok: true,
     config: {
       url: url.replace(/\/+$/, ''), token, root, sandbox: (sandboxRaw as SandboxKind | undefined) ?? null, capacity, agentId, warm,
-      maxTimeoutMs, maxArtifactBytes, stateDir: v['state-dir'] ?? null,
+      maxTimeoutMs, maxArtifactBytes, stateDir: v['state-dir'] ?? null, labels: [...new Set(labels)],
     },
   };
 }

@@ -6,7 +6,7 @@
  */
 import { WebSocket, request } from 'undici';
 import {
-  AGENT_CONNECT_PATH, parseEdgeMessage, type AgentMessage, type EdgeMessage,
+  AGENT_CONNECT_PATH, AGENT_RECONNECT_MAX_BACKOFF_MS, parseEdgeMessage, type AgentMessage, type EdgeMessage,
 } from '../src/contracts/agent-protocol.ts';
 import type { Logger } from './log.ts';
 
@@ -156,7 +156,7 @@ export class EdgeConnection {
   private scheduleReconnect(): void {
     if (this.stopped) return;
     const min = this.o.minBackoffMs ?? 250;
-    const max = this.o.maxBackoffMs ?? 10_000;
+    const max = this.o.maxBackoffMs ?? AGENT_RECONNECT_MAX_BACKOFF_MS;
     const base = Math.min(max, min * 2 ** this.attempt++);
     const wait = Math.round(base / 2 + Math.random() * (base / 2)); // jitter: agents of a team don't reconnect in step
     this.retry = setTimeout(() => this.connect(), wait);

@@ -78,7 +78,7 @@ export async function runAgentCli(argv: string[], log: Logger = consoleLogger())
     upload: { url: cfg.url, token: cfg.token }, log,
   });
   const agent = new Agent({
-    url: cfg.url, token: cfg.token, agentId: cfg.agentId, version: agentVersion(), capacity: cfg.capacity,
+    url: cfg.url, token: cfg.token, agentId: cfg.agentId, version: agentVersion(), capacity: cfg.capacity, labels: cfg.labels,
     sandbox: driver.kind, runtimes: runtimes.list, runner, log,
   });
   agent.start();

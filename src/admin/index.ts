@@ -12,6 +12,7 @@ import { auditRoutes } from './audit.ts';
 import { artifactRoutes } from './artifacts.ts';
 import { policyHistoryRoutes } from './policy-history.ts';
 import { ownTeamOnly } from './team.ts';
+import { agentAdminRoutes, jobAdminRoutes } from './jobs.ts';
 import { apiError } from './http.ts';
 
 /** Who am I: the admin token's team and subject (the CLI uses it to check `--team`). */
@@ -26,6 +27,8 @@ teamApi.route('/tokens', tokenRoutes);
 teamApi.route('/policy/history', policyHistoryRoutes);
 teamApi.route('/policy', policyRoutes);
 teamApi.route('/audit', auditRoutes);
+teamApi.route('/agents', agentAdminRoutes);
+teamApi.route('/jobs', jobAdminRoutes);
 teamApi.route('/artifacts', artifactRoutes);
 
 export const adminRoutes = new Hono<AppEnv>();
@@ -43,5 +46,5 @@ adminRoutes.route('/teams/:team', teamApi);
 adminRoutes.route('/', teamApi);
 
 adminRoutes.all('*', (c) =>
-  apiError(c, 'not_found', `no admin route ${c.req.method} ${new URL(c.req.url).pathname}; see /admin/v1/{tokens,policy,policy/check,audit,artifacts/:handle}`),
+  apiError(c, 'not_found', `no admin route ${c.req.method} ${new URL(c.req.url).pathname}; see /admin/v1/{tokens,policy,policy/check,audit,agents,jobs,artifacts/:handle}`),
 );

@@ -7,6 +7,7 @@ import { PolicyCheckInput } from '../contracts/tools.ts';
 import { decide, parsePolicy } from '../policy/engine.ts';
 import { getTeamPolicy, putTeamPolicy } from '../store/policies.ts';
 import { apiError, readJson } from './http.ts';
+import { auditAdmin } from './audit-action.ts';
 
 export const policyRoutes = new Hono<AppEnv>();
 
@@ -24,7 +25,9 @@ policyRoutes.put('/', async (c) => {
   const parsed = parsePolicy(body.value);
   if (!parsed.ok) return apiError(c, 'invalid_argument', `invalid policy: ${parsed.error.message}`);
   await putTeamPolicy(c.env, p.team, parsed.value, p.subject);
-  return c.json(await current(c, p.team));
+  const now = await current(c, p.team);
+  await auditAdmin(c, 'admin.policy_set', { command: { version: now.version }, ok: true, reason: `policy version ${now.version}` });
+  return c.json(now);
 });
 
 const CheckBody = z.object(PolicyCheckInput).strict();

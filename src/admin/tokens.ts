@@ -7,6 +7,8 @@ import { mintToken } from '../auth/mint.ts';
 import { canonicalMcpUrl, gatehouseIssuer } from '../auth/config.ts';
 import { insertToken, listTokens, revokeToken } from '../store/tokens.ts';
 import { apiError, readJson } from './http.ts';
+import { revokeAgentToken } from '../dispatch/client.ts';
+import { auditAdmin } from './audit-action.ts';
 import { teamNotFound } from './team.ts';
 
 export const DEFAULT_TTL_SECONDS = 30 * 24 * 3600;
@@ -56,6 +58,7 @@ tokenRoutes.post('/', async (c) => {
   });
   const expiresAt = minted.expiresAt * 1000;
   await insertToken(c.env, { jti: minted.jti, team: p.team, subject: b.subject, scopes, createdAt: now, expiresAt, note: b.note ?? null });
+  await auditAdmin(c, 'admin.token_create', { command: { jti: minted.jti, subject: b.subject, scopes, ttlSeconds: b.ttlSeconds }, ok: true });
   return c.json({ token: minted.token, jti: minted.jti, team: p.team, subject: b.subject, scopes, expiresAt }, 201);
 });
 
@@ -73,6 +76,12 @@ tokenRoutes.delete('/:jti', async (c) => {
     return apiError(c, 'invalid_argument', `unrecorded must be "true" or "false", got "${unrecorded.slice(0, 20)}"`);
   }
   const r = await revokeToken(c.env, p.team, jti, { unrecorded: unrecorded === 'true' });
+  await auditAdmin(c, 'admin.token_revoke', { command: { jti }, ok: r.ok, reason: r.ok ? undefined : r.error.message });
   if (!r.ok) return apiError(c, 'not_found', r.error.message);
-  return c.json(r.value);
+  // An agent connected with this token goes now (not at its next reconnect), and gets no more jobs.
+  const disconnected = await revokeAgentToken(c.env, p.team, jti).catch((e: Error) => {
+    console.error(`revoke: could not reach the team dispatcher: ${e.message}; its next liveness check disconnects the agent`);
+    return 0;
+  });
+  return c.json({ ...r.value, agentsDisconnected: disconnected });
 });

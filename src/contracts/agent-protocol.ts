@@ -8,6 +8,8 @@ import { RuntimeName } from './runtimes.ts';
 import { describeIssues } from './errors.ts';
 
 export const PROTOCOL_VERSION = 1;
+/** Upper bound of an agent's reconnect backoff: after a gateway restart every agent is back within it. */
+export const AGENT_RECONNECT_MAX_BACKOFF_MS = 10_000;
 export const AGENT_CONNECT_PATH = '/agent/v1/connect';
 /** `PUT {gateway}/agent/v1/artifacts/{handle}/{stream}` with Content-Length and X-Gatehouse-* headers. */
 export const ARTIFACT_UPLOAD_PATH = '/agent/v1/artifacts';
@@ -66,10 +68,13 @@ export type JobSpec = z.infer<typeof JobSpec>;
 
 export const RuntimeInfo = z.object({
   name: RuntimeName,
-  executable: z.string(),
-  path: z.string(),
-  version: z.string(),
+  executable: z.string().max(256),
+  path: z.string().max(4096),
+  version: z.string().max(4096),
 });
+
+/** A label an agent advertises (`--label gpu`) and a job may require. */
+export const AgentLabel = z.string().regex(/^[A-Za-z0-9._:=-]{1,64}$/, 'labels are 1-64 characters of letters, digits, . _ : = -');
 export type RuntimeInfo = z.infer<typeof RuntimeInfo>;
 
 export const StreamSummary = z.object({
@@ -94,6 +99,11 @@ export const JobExit = z.object({
   streams: z.object({ stdout: StreamSummary, stderr: StreamSummary }),
   /** Whether the full streams reached the edge (HTTP PUT) before this message was sent. */
   artifactsUploaded: z.boolean(),
+  /**
+   * Inline output too large for one message came first as `job.exit.part` messages: how many
+   * parts per stream (`stdout`/`stderr` here are then empty).
+   */
+  parts: z.object({ stdout: z.number().int().min(0), stderr: z.number().int().min(0) }).optional(),
   /** Set for failed_to_start and other errors worth showing: e.g. spawn failed, compile error. */
   error: z.object({ code: z.string(), message: z.string() }).optional(),
   /** Code mode: which step produced this result. A failing build is a compile error, not a run error. */
@@ -109,7 +119,9 @@ export const AgentHello = z.object({
   version: z.string(),
   capacity: z.number().int().min(1).max(256),
   sandbox: SandboxKind,
-  runtimes: z.array(RuntimeInfo),
+  runtimes: z.array(RuntimeInfo).max(64),
+  /** Free-form placement labels (`--label gpu`); a job may require some. */
+  labels: z.array(AgentLabel).max(32).default([]),
   /** Jobs still running from before a reconnect; their results will follow. */
   running: z.array(z.string()),
 });
@@ -124,6 +136,14 @@ export const JobOutput = z.object({
   seq: z.number().int().min(0),
   data: z.string(),
 });
+/** One piece of a result's inline output, sent before a `job.exit` that says `parts`. */
+export const JobExitPart = z.object({
+  type: z.literal('job.exit.part'),
+  jobId: z.string(),
+  stream: StreamName,
+  seq: z.number().int().min(0),
+  data: z.string(),
+});
 /** The agent refused or could not take a job (capacity, local floor, unknown runtime). */
 export const JobError = z.object({
   type: z.literal('job.error'),
@@ -131,10 +151,11 @@ export const JobError = z.object({
   code: z.string(),
   message: z.string(),
 });
-export const AgentMessage = z.discriminatedUnion('type', [AgentHello, AgentHeartbeat, JobOutput, JobExit, JobError]);
+export const AgentMessage = z.discriminatedUnion('type', [AgentHello, AgentHeartbeat, JobOutput, JobExitPart, JobExit, JobError]);
 export type AgentMessage = z.infer<typeof AgentMessage>;
 export type AgentHello = z.infer<typeof AgentHello>;
 export type JobOutput = z.infer<typeof JobOutput>;
+export type JobExitPart = z.infer<typeof JobExitPart>;
 export type JobError = z.infer<typeof JobError>;
 
 // ---- edge → agent ----

@@ -99,6 +99,13 @@ export const PolicyDocument = z.object({
       timeoutMs: z.number().int().min(100).max(10_000).default(2_000),
     })
     .default({ mode: 'any', evaluators: [], timeoutMs: 2_000 }),
+  /**
+   * Isolation floor: agents whose sandbox is weaker never get this team's jobs
+   * (gvisor > bwrap > none). `none` admits every agent.
+   */
+  sandbox: z.object({ minimum: z.enum(['gvisor', 'bwrap', 'none']).default('none') }).default({ minimum: 'none' }),
+  /** Jobs waiting for a slot or an agent; beyond `maxLength` a call is refused at once ("queue is full"). */
+  queue: z.object({ maxLength: z.number().int().min(0).max(10_000).default(1_000) }).default({ maxLength: 1_000 }),
   script: ScriptPolicy.default({ enabled: false, defaultTimeoutMs: 120_000, maxTimeoutMs: 120_000, cpuMs: 30_000 }),
   artifacts: z.object({ retentionHours: z.number().min(1).max(24 * 90).default(24) }).default({ retentionHours: 24 }),
 });

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { RuntimeName } from './runtimes.ts';
+import { AgentLabel } from './agent-protocol.ts';
 
 export const LINE_CAP = 500;
 export const TRUNCATED_SUFFIX = ' [truncated]';
@@ -15,6 +16,13 @@ const RelCwd = z
   .max(4096)
   .describe('Working directory relative to the agent workspace root; no absolute paths or ".."');
 
+/** Where and how a job runs: in the background, on a given agent, on agents with given labels. */
+const Placement = {
+  background: z.boolean().optional().describe('Answer at once with job_id and state; follow the job with job_status / job_output'),
+  agent: z.string().min(1).max(128).optional().describe('Run only on this executor agent (its id)'),
+  labels: z.array(AgentLabel).max(16).optional().describe('Run only on agents that carry all these labels'),
+};
+
 // ---- execute (reference 001) ----
 export const ExecuteInput = {
   command: z.string().max(64 * 1024).describe('Command string (run with sh -c) or executable name when args is given'),
@@ -23,6 +31,7 @@ export const ExecuteInput = {
   timeout_ms: z.number().int().positive().optional().describe('Timeout in milliseconds; the whole process tree is killed on timeout'),
   cwd: RelCwd.optional(),
   env: EnvMap.optional().describe('Environment variables; only names the team policy allows are passed'),
+  ...Placement,
 };
 export const ExecuteOutput = {
   stdout: z.string(),
@@ -37,6 +46,9 @@ export const ExecuteOutput = {
   signal: z.string().nullable(),
   job_id: z.string(),
   artifact_handle: z.string(),
+  agent_id: z.string().nullable().optional(),
+  sandbox: z.enum(['gvisor', 'bwrap', 'none']).nullable().optional(),
+  background: z.boolean().optional(),
 };
 
 // ---- runtime_execute (reference 000) ----
@@ -54,6 +66,7 @@ export const RuntimeExecuteInput = {
   queryTerms: z.array(z.string().min(1).max(200)).max(10).optional(),
   contextLines: z.number().int().min(0).max(20).optional(),
   maxResponseLines: z.number().int().min(5).max(1000).optional(),
+  ...Placement,
 };
 export const Excerpt = z.object({
   lineStart: z.number().int(),
@@ -63,7 +76,8 @@ export const Excerpt = z.object({
 });
 export type Excerpt = z.infer<typeof Excerpt>;
 export const RuntimeExecuteOutput = {
-  status: z.enum(['success', 'failure', 'timeout', 'cancelled', 'denied']),
+  /** `queued` / `running`: a background job's answer (follow it with job_status). */
+  status: z.enum(['success', 'failure', 'timeout', 'cancelled', 'denied', 'queued', 'running']),
   exitCode: z.number().int().nullable(),
   signal: z.string().nullable(),
   durationMs: z.number(),
@@ -75,6 +89,9 @@ export const RuntimeExecuteOutput = {
   excerpts: z.array(Excerpt).optional(),
   phase: z.enum(['build', 'run']).optional(),
   notes: z.array(z.string()).optional(),
+  jobId: z.string().optional(),
+  agentId: z.string().nullable().optional(),
+  sandbox: z.enum(['gvisor', 'bwrap', 'none']).nullable().optional(),
 };
 
 // ---- run_script (script mode) ----

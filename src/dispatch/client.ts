@@ -1,79 +1,153 @@
 /**
- * The Worker's side of the TeamDispatcher: start a job and read its NDJSON event stream,
- * cancel a job by its MCP call, list a team's agents. One DO per team, addressed by name.
+ * The Worker's side of the TeamDispatcher, over Workers RPC: submit a job, follow its events
+ * (a byte stream of NDJSON lines), read its status and output, kill it, list jobs and agents.
+ * One DO per team, addressed by name; every call names the team (the DO remembers it).
+ *
+ * Following a job survives a restart of the DO: when the event stream breaks before the job's
+ * end, the caller long-polls the job's status from the durable job table and reads its result.
  */
 import type { Env } from '../env.ts';
-import type { JobExit } from '../contracts/agent-protocol.ts';
-import { err, ok, type Result } from '../contracts/errors.ts';
-import { DispatchEvent, DO_PATHS, type AgentView, type DispatchRequest } from './events.ts';
+import type { JobExit, SandboxKind, StreamName } from '../contracts/agent-protocol.ts';
+import type { AgentView, JobListFilter, JobView } from '../contracts/jobs.ts';
+import { isTerminal } from '../contracts/jobs.ts';
+import { err, ok, type ErrorCode, type Result } from '../contracts/errors.ts';
+import { DispatchEvent, type DispatchRequest, type SubmitAnswer, type UploadAnswer } from './events.ts';
+import { lostExit } from './outcomes.ts';
 
 function stub(env: Env, team: string) {
   return env.TEAM_DISPATCHER.get(env.TEAM_DISPATCHER.idFromName(team));
 }
 
-function doRequest(team: string, path: string, init: RequestInit = {}): Request {
-  const headers = new Headers(init.headers);
-  headers.set('X-Gatehouse-Team', team);
-  return new Request(`https://team-dispatcher${path}`, { ...init, headers });
+/** Forwards an (already authenticated) agent WebSocket upgrade to the team's DO (a 101 needs fetch). */
+export function connectAgent(env: Env, team: string, who: { subject: string; tokenId: string }): Promise<Response> {
+  const headers = new Headers({ Upgrade: 'websocket', 'X-Gatehouse-Team': team, 'X-Gatehouse-Subject': who.subject, 'X-Gatehouse-Token-Id': who.tokenId });
+  return stub(env, team).fetch(new Request('https://team-dispatcher/connect', { headers }));
 }
 
-/** Forwards an (already authenticated) agent WebSocket upgrade to the team's DO. */
-export function connectAgent(env: Env, team: string, subject: string, upgrade: Request): Promise<Response> {
-  const headers = new Headers({ Upgrade: 'websocket', 'X-Gatehouse-Subject': subject });
-  return stub(env, team).fetch(doRequest(team, DO_PATHS.connect, { headers }));
+export async function submitJob(env: Env, team: string, req: DispatchRequest): Promise<SubmitAnswer> {
+  return (await stub(env, team).submit(team, req)) as SubmitAnswer;
 }
 
 export interface DispatchOutcome {
   exit: JobExit;
   agentId: string;
+  sandbox: SandboxKind;
 }
+
+/** How long one long-poll waits when the event stream broke (DO restart, deploy). */
+const REPOLL_MS = 30_000;
+/** Attempts to reach the DO again after it went away mid-job (each waits up to REPOLL_MS). */
+const MAX_REPOLLS = 200;
 
 /**
- * Runs a job through the team's DO. `onEvent` sees queued/started/output events as they arrive
- * (the MCP tools turn output into progress notifications). Errors (no agent, busy, refused by
- * the agent) come back as values with the DO's code and message.
+ * Waits for a submitted job's end. `onEvent` sees queued/started/output events as they arrive
+ * (the MCP tools turn them into progress notifications). A refusal (no agent, busy, queue full)
+ * comes back as an error value with the DO's code and message.
  */
-export async function dispatchJob(
-  env: Env,
-  team: string,
-  req: DispatchRequest,
-  onEvent: (e: DispatchEvent) => void | Promise<void>,
+export async function awaitJob(
+  env: Env, team: string, jobId: string, onEvent: (e: DispatchEvent) => void | Promise<void>,
 ): Promise<Result<DispatchOutcome>> {
-  const res = await stub(env, team).fetch(
-    doRequest(team, DO_PATHS.run, { method: 'POST', body: JSON.stringify(req), headers: { 'Content-Type': 'application/json' } }),
-  );
-  if (!res.ok || !res.body) {
-    const body = (await res.json().catch(() => null)) as { error?: { code: string; message: string } } | null;
-    return err('internal', body?.error?.message ?? `dispatcher answered HTTP ${res.status}`);
-  }
-  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
-  let buffered = '';
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (value) buffered += value;
-    let nl: number;
-    while ((nl = buffered.indexOf('\n')) >= 0) {
-      const line = buffered.slice(0, nl);
-      buffered = buffered.slice(nl + 1);
-      if (!line) continue;
-      const parsed = DispatchEvent.safeParse(JSON.parse(line));
-      if (!parsed.success) continue;
-      const e = parsed.data;
-      if (e.type === 'exit') {
-        void reader.cancel().catch(() => {});
-        return ok({ exit: e.exit, agentId: e.agentId });
+  try {
+    const stream = (await stub(env, team).follow(team, jobId)) as ReadableStream<Uint8Array>;
+    const reader = stream.pipeThrough(new TextDecoderStream()).getReader();
+    let buffered = '';
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (value) buffered += value;
+      let nl: number;
+      while ((nl = buffered.indexOf('\n')) >= 0) {
+        const line = buffered.slice(0, nl);
+        buffered = buffered.slice(nl + 1);
+        if (!line) continue;
+        const parsed = DispatchEvent.safeParse(JSON.parse(line));
+        if (!parsed.success) continue;
+        const e = parsed.data;
+        if (e.type === 'exit') return ok({ exit: e.exit, agentId: e.agentId, sandbox: e.sandbox });
+        if (e.type === 'error') return err(errorCode(e.code), e.message);
+        await onEvent(e);
       }
-      if (e.type === 'error') {
-        void reader.cancel().catch(() => {});
-        return err(errorCode(e.code), e.message);
-      }
-      await onEvent(e);
+      if (done) break;
     }
-    if (done) return err('internal', 'the dispatcher closed the stream without a result');
+  } catch (e) {
+    console.warn(`job ${jobId}: event stream broke (${(e as Error).message}); polling its status`);
   }
+  return pollToEnd(env, team, jobId);
 }
 
-function errorCode(code: string) {
+/** The event stream ended early (the DO restarted): the durable job table still has the answer. */
+async function pollToEnd(env: Env, team: string, jobId: string): Promise<Result<DispatchOutcome>> {
+  let lastError = '';
+  for (let i = 0; i < MAX_REPOLLS; i++) {
+    try {
+      const v = await jobStatus(env, team, jobId, REPOLL_MS);
+      if (!v) return err('not_found', `job "${jobId}" not found`);
+      if (isTerminal(v.state)) return outcomeOf(env, team, jobId);
+    } catch (e) {
+      lastError = (e as Error).message;
+      await new Promise((r) => setTimeout(r, Math.min(2000, 100 * 2 ** i)));
+    }
+  }
+  return err('upstream_error', `lost contact with the team dispatcher while waiting for job ${jobId}: ${lastError}; ask job_status later`);
+}
+
+async function outcomeOf(env: Env, team: string, jobId: string): Promise<Result<DispatchOutcome>> {
+  const r = await jobResult(env, team, jobId);
+  if (!r) return err('not_found', `job "${jobId}" not found`);
+  const { view, exit } = r;
+  if (exit) return ok({ exit, agentId: view.agent_id ?? '', sandbox: view.sandbox ?? 'none' });
+  if (view.state === 'lost') {
+    return ok({ exit: lostExit(jobId, view.duration_ms ?? 0, view.error?.message ?? 'lost'), agentId: view.agent_id ?? '', sandbox: view.sandbox ?? 'none' });
+  }
+  return err(errorCode(view.error?.code ?? view.state), view.error?.message ?? `job ${view.state}`);
+}
+
+export async function jobStatus(env: Env, team: string, jobId: string, waitMs = 0): Promise<JobView | null> {
+  return (await stub(env, team).status(team, jobId, waitMs)) as JobView | null;
+}
+
+export async function jobResult(env: Env, team: string, jobId: string): Promise<{ view: JobView; exit: JobExit | null } | null> {
+  return (await stub(env, team).result(team, jobId)) as { view: JobView; exit: JobExit | null } | null;
+}
+
+export async function liveOutput(env: Env, team: string, jobId: string, stream: StreamName, offset: number, maxBytes: number) {
+  return (await stub(env, team).liveOutput(team, jobId, stream, offset, maxBytes)) as { data: Uint8Array; total: number } | null;
+}
+
+export async function listJobs(env: Env, team: string, filter: JobListFilter): Promise<{ jobs: JobView[]; next_cursor: string | null }> {
+  return (await stub(env, team).list(team, filter)) as { jobs: JobView[]; next_cursor: string | null };
+}
+
+export async function killJob(env: Env, team: string, jobId: string, reason: string) {
+  return (await stub(env, team).kill(team, jobId, reason)) as { found: boolean; state: string | null };
+}
+
+export async function cancelByCall(env: Env, team: string, cancelKey: string, reason: string): Promise<boolean> {
+  return (await stub(env, team).cancelByKey(team, cancelKey, reason)) as boolean;
+}
+
+/** The team's connected agents. */
+export async function listAgents(env: Env, team: string): Promise<AgentView[]> {
+  return (await listAllAgents(env, team)).filter((a) => a.state === 'connected');
+}
+
+/** Every agent the team's DO knows, connected or not (recently seen). */
+export async function listAllAgents(env: Env, team: string): Promise<AgentView[]> {
+  return (await stub(env, team).agents(team)) as AgentView[];
+}
+
+export async function revokeAgentToken(env: Env, team: string, tokenId: string): Promise<number> {
+  return (await stub(env, team).revokeToken(team, tokenId)) as number;
+}
+
+export async function beginUpload(env: Env, team: string, u: { jobId: string; handle: string; stream: StreamName; subject: string }): Promise<UploadAnswer> {
+  return (await stub(env, team).beginUpload(team, u)) as UploadAnswer;
+}
+
+export async function endUpload(env: Env, team: string, jobId: string, stream: StreamName, okay: boolean, bytes: number): Promise<void> {
+  await stub(env, team).endUpload(team, jobId, stream, okay, bytes);
+}
+
+export function errorCode(code: string): ErrorCode {
   switch (code) {
     case 'no_agent':
     case 'concurrency_limit':
@@ -81,23 +155,12 @@ function errorCode(code: string) {
     case 'policy_denied':
     case 'spawn_failed':
     case 'invalid_argument':
-      return code;
+    case 'not_found':
     case 'cancelled':
-      return 'cancelled' as const;
+      return code;
+    case 'queue_full':
+      return 'concurrency_limit';
     default:
-      return 'upstream_error' as const;
+      return 'upstream_error';
   }
-}
-
-export async function cancelByCall(env: Env, team: string, cancelKey: string, reason: string): Promise<boolean> {
-  const res = await stub(env, team).fetch(
-    doRequest(team, DO_PATHS.cancel, { method: 'POST', body: JSON.stringify({ cancelKey, reason }) }),
-  );
-  const body = (await res.json()) as { cancelled: boolean };
-  return body.cancelled;
-}
-
-export async function listAgents(env: Env, team: string): Promise<AgentView[]> {
-  const res = await stub(env, team).fetch(doRequest(team, DO_PATHS.agents));
-  return ((await res.json()) as { agents: AgentView[] }).agents;
 }

@@ -1,9 +1,11 @@
 /**
- * What the TeamDispatcher streams back to the Worker for one job (NDJSON, one event per line),
- * and the request that starts it. Defined once here; the DO writes them, the MCP tools read them.
+ * What the Worker asks the TeamDispatcher (Workers RPC arguments) and the events the DO streams
+ * back for one job (NDJSON lines on a byte ReadableStream). Defined once here; the DO writes
+ * them, the Worker reads them.
  */
 import { z } from 'zod';
-import { JobExit, JobSpec, StreamName } from '../contracts/agent-protocol.ts';
+import { JobExit, JobSpec, SandboxKind, StreamName } from '../contracts/agent-protocol.ts';
+import { AgentLabel } from '../contracts/jobs.ts';
 
 export const DispatchRequest = z.object({
   spec: JobSpec,
@@ -13,30 +15,32 @@ export const DispatchRequest = z.object({
   runtime: z.string().optional(),
   tool: z.string(),
   subject: z.string(),
+  tokenId: z.string(),
   maxConcurrentJobs: z.number().int().positive(),
+  /** How long the job may wait in the queue (for a free slot or for an agent to connect). */
   queueWaitMs: z.number().int().min(0),
+  maxQueueLength: z.number().int().min(0),
+  /** The team policy's sandbox floor: agents with weaker isolation never get the job. */
+  sandboxMinimum: SandboxKind.optional(),
+  agent: z.string().min(1).max(128).optional(),
+  labels: z.array(AgentLabel).max(16).optional(),
+  background: z.boolean(),
+  /** The audit row written when the call was accepted; the DO completes it when the job ends. */
+  auditId: z.number().int().nullable(),
 });
 export type DispatchRequest = z.infer<typeof DispatchRequest>;
 
 export const DispatchEvent = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('queued'), position: z.number().int() }),
-  z.object({ type: z.literal('started'), agentId: z.string() }),
+  z.object({ type: z.literal('queued'), jobId: z.string(), position: z.number().int() }),
+  z.object({ type: z.literal('started'), jobId: z.string(), agentId: z.string(), sandbox: SandboxKind }),
   z.object({ type: z.literal('output'), stream: StreamName, data: z.string() }),
-  z.object({ type: z.literal('exit'), exit: JobExit, agentId: z.string() }),
+  z.object({ type: z.literal('exit'), exit: JobExit, agentId: z.string(), sandbox: SandboxKind }),
   z.object({ type: z.literal('error'), code: z.string(), message: z.string() }),
 ]);
 export type DispatchEvent = z.infer<typeof DispatchEvent>;
 
-/** Internal DO paths (the DO is only reachable through the Worker's stub). */
-export const DO_PATHS = { connect: '/connect', run: '/run', cancel: '/cancel', agents: '/agents' } as const;
+export type SubmitAnswer =
+  | { ok: true; jobId: string; state: 'queued' | 'running'; agentId: string | null }
+  | { ok: false; code: string; message: string };
 
-export interface AgentView {
-  agentId: string;
-  version: string;
-  sandbox: string;
-  capacity: number;
-  running: number;
-  runtimes: { name: string; executable: string; path: string; version: string }[];
-  connectedAt: number;
-  lastSeen: number;
-}
+export type UploadAnswer = { ok: true } | { ok: false; status: 404 | 409; code: 'not_found' | 'conflict'; message: string };

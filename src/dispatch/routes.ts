@@ -7,8 +7,7 @@ import { Hono } from 'hono';
 import type { AppEnv } from '../env.ts';
 import { requireAuth } from '../auth/index.ts';
 import { StreamName } from '../contracts/agent-protocol.ts';
-import { connectAgent } from './client.ts';
-import { findJobForArtifact } from '../store/jobs.ts';
+import { beginUpload, connectAgent, endUpload } from './client.ts';
 import { putArtifact } from '../store/artifacts.ts';
 import { getTeamPolicy } from '../store/policies.ts';
 
@@ -21,7 +20,7 @@ agentRoutes.get('/connect', async (c) => {
     return c.json({ error: { code: 'invalid_argument', message: 'this endpoint takes a WebSocket upgrade (executor agents only)' } }, 426);
   }
   const p = c.get('principal');
-  return connectAgent(c.env, p.team, p.subject, c.req.raw);
+  return connectAgent(c.env, p.team, { subject: p.subject, tokenId: p.tokenId });
 });
 
 const HANDLE = /^[A-Za-z0-9_-]{8,200}$/;
@@ -39,18 +38,21 @@ agentRoutes.put('/artifacts/:handle/:stream', async (c) => {
   }
   const jobId = c.req.header('X-Gatehouse-Job') ?? '';
   const lines = Number(c.req.header('X-Gatehouse-Lines') ?? '0');
-  const job = await findJobForArtifact(c.env.DB, p.team, jobId, handle);
-  // Another team's handle, or a made-up one: "not found", never "forbidden".
-  if (!job) return c.json({ error: { code: 'not_found', message: `job "${jobId}" with artifact "${handle}" not found` } }, 404);
   const { policy } = await getTeamPolicy(c.env, p.team);
   if (contentLength > policy.limits.maxArtifactBytes) {
     return c.json({ error: { code: 'payload_too_large', message: `artifact of ${contentLength} bytes exceeds the team's maxArtifactBytes (${policy.limits.maxArtifactBytes})` } }, 413);
   }
+  // Only the agent the job runs on, only while it is open, only once per stream. Another team's
+  // handle, another agent's job or a made-up one: "not found", never "forbidden".
+  if (!jobId) return c.json({ error: { code: 'invalid_argument', message: 'X-Gatehouse-Job is required' } }, 400);
+  const may = await beginUpload(c.env, p.team, { jobId, handle, stream: s.data, subject: p.subject });
+  if (!may.ok) return c.json({ error: { code: may.code, message: may.message } }, may.status);
   const r = await putArtifact(c.env, {
     team: p.team, handle, jobId, stream: s.data, body: c.req.raw.body ?? new ReadableStream({ start: (ctl) => ctl.close() }),
     contentLength, lines: Number.isFinite(lines) && lines >= 0 ? Math.floor(lines) : 0,
     truncated: c.req.header('X-Gatehouse-Truncated') === '1', retentionHours: policy.artifacts.retentionHours,
   });
+  await endUpload(c.env, p.team, jobId, s.data, r.ok, r.ok ? r.value.bytes : 0);
   if (!r.ok) return c.json({ error: r.error }, r.error.code === 'invalid_argument' ? 400 : 500);
   return c.json({ handle, stream: s.data, bytes: r.value.bytes }, 201);
 });

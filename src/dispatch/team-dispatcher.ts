@@ -1,88 +1,63 @@
 /**
- * TeamDispatcher: one Durable Object per team. It holds the team's executor-agent WebSockets
- * (hibernation API), tracks their capacity and liveness, enforces the team's concurrency limit
- * (strongly consistent: one DO instance decides), hands jobs to agents and relays their events
- * back to the waiting tool call as an NDJSON stream.
+ * TeamDispatcher: one Durable Object per team, a thin shell over three capabilities —
+ * the agent registry, the job store (both in the DO's own SQLite) and the pure scheduler.
+ * It wires them to the agents' WebSockets (hibernation API) and to Workers RPC methods the
+ * edge Worker calls. Memory holds only the live listeners of callers that are waiting.
  */
 import { DurableObject } from 'cloudflare:workers';
 import type { Env } from '../env.ts';
 import {
-  PROTOCOL_VERSION, parseAgentMessage,
-  type AgentHello, type EdgeMessage, type JobExit, type JobSpec,
+  AGENT_RECONNECT_MAX_BACKOFF_MS, PROTOCOL_VERSION, parseAgentMessage, type AgentHello, type EdgeMessage, type JobExit, type SandboxKind, type StreamName,
 } from '../contracts/agent-protocol.ts';
+import { HIBERNATION_ATTACHMENT_MAX_BYTES, attachmentBytes } from '../contracts/limits.ts';
+import { isTerminal, JobListFilter, type AgentView, type JobState, type JobView } from '../contracts/jobs.ts';
 import { describeIssues } from '../contracts/errors.ts';
 import { RUNTIMES, type RuntimeName } from '../contracts/runtimes.ts';
-import { DispatchRequest, DO_PATHS, type AgentView, type DispatchEvent } from './events.ts';
 import { concurrencyLimitMessage } from '../policy/engine.ts';
-import { recordJobRunning, recordJobEnd } from '../store/jobs.ts';
+import { isRevoked } from '../store/tokens.ts';
+import { syncJobToD1 } from '../store/jobs.ts';
+import { DispatchRequest, type DispatchEvent, type SubmitAnswer, type UploadAnswer } from './events.ts';
+import { JobStore, type JobRow } from './job-store.ts';
+import { AgentRegistry } from './agent-registry.ts';
+import { lostExit, noAgentMessage } from './outcomes.ts';
+import { nextDeadline, schedule, whyNoAgentFits, type Ineligibility, type SchedAgent, type SchedJob } from './scheduler.ts';
 
-/** Per-socket state that must survive hibernation (serialized attachment). */
-interface AgentAttachment {
+/** The only per-socket state: who this is. Everything else is in SQLite (attachment ≤ 16 KiB). */
+export interface AgentAttachment {
   subject: string;
+  tokenId: string;
+  agentId: string | null;
   connectedAt: number;
-  lastSeen: number;
-  hello: AgentHello | null;
-  /** Job ids the agent itself reports running (hello/heartbeat). */
-  running: string[];
 }
 
-interface ActiveJob {
-  spec: JobSpec;
-  agentId: string;
-  cancelKey: string;
-  startedAt: number;
-  /** Set when the agent's socket went away: the job is `lost` unless the agent returns in time. */
-  orphanedAt: number | null;
-  send: (e: DispatchEvent) => void;
-  finish: () => void;
-}
+/** An agent silent (or a job's agent gone) for this many heartbeats is gone. */
+export const MISSED_HEARTBEATS = 3;
+/** Finished jobs are kept this long for job_status / job_output / job_list. */
+const JOB_RETENTION_MS = 7 * 24 * 3600_000;
 
-interface Waiter {
-  req: DispatchRequest;
-  deadline: number;
-  send: (e: DispatchEvent) => void;
-  finish: () => void;
-  timer: ReturnType<typeof setTimeout>;
-}
-
-const MISSED_HEARTBEATS = 3;
-/** How long past its own timeout a job may take to report before the edge calls it lost. */
-const JOB_GRACE_MS = 60_000;
+type Listener = (e: DispatchEvent) => void;
 
 export class TeamDispatcher extends DurableObject<Env> {
-  private jobs = new Map<string, ActiveJob>();
-  private queue: Waiter[] = [];
-  /** Results already accepted: an agent re-sending after a reconnect gets an ack, not a second result. */
-  private accepted = new Set<string>();
+  private readonly store: JobStore;
+  private readonly registry: AgentRegistry;
+  private readonly listeners = new Map<string, Set<Listener>>();
+  private readonly endWaiters = new Map<string, Set<() => void>>();
+  private teamName: string | null = null;
+  private syncing = false;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    const host = { sql: ctx.storage.sql, transactionSync: <T,>(f: () => T) => ctx.storage.transactionSync(f) };
+    this.store = new JobStore(host);
+    this.registry = new AgentRegistry(host);
+  }
 
   private heartbeatMs(): number {
     const n = Number(this.env.HEARTBEAT_MS ?? '5000');
     return Number.isFinite(n) && n >= 100 ? n : 5000;
   }
 
-  async fetch(request: Request): Promise<Response> {
-    const url = new URL(request.url);
-    const team = request.headers.get('X-Gatehouse-Team') ?? '';
-    if (team) await this.rememberTeam(team);
-    switch (url.pathname) {
-      case DO_PATHS.connect:
-        return this.acceptAgent(request);
-      case DO_PATHS.run:
-        return this.run(request);
-      case DO_PATHS.cancel: {
-        const { cancelKey, reason } = (await request.json()) as { cancelKey: string; reason?: string };
-        return Response.json({ cancelled: this.cancelByKey(cancelKey, reason ?? 'cancelled by the client') });
-      }
-      case DO_PATHS.agents:
-        return Response.json({ agents: this.agentViews() });
-      default:
-        return new Response('not found', { status: 404 });
-    }
-  }
-
-  /** The team this DO serves: every request carries it; storage keeps it for wake-ups from alarms/sockets. */
-  private teamName: string | null = null;
-
+  /** The team this DO serves: every call names it; storage keeps it for wake-ups from alarms/sockets. */
   private async rememberTeam(team: string): Promise<void> {
     if (this.teamName === team) return;
     this.teamName = team;
@@ -94,84 +69,328 @@ export class TeamDispatcher extends DurableObject<Env> {
     return this.teamName;
   }
 
-  // ---- agent sockets ----
+  // ================= RPC: called by the edge Worker =================
 
-  private acceptAgent(request: Request): Response {
+  /**
+   * Agent WebSocket upgrades are the one thing that still arrives as `fetch`: a WebSocket can only
+   * be handed over in an HTTP 101 response. The Worker has verified the token; it passes identity.
+   */
+  async fetch(request: Request): Promise<Response> {
     if (request.headers.get('Upgrade')?.toLowerCase() !== 'websocket') {
       return Response.json({ error: { code: 'invalid_argument', message: 'expected a WebSocket upgrade' } }, { status: 426 });
     }
+    await this.rememberTeam(request.headers.get('X-Gatehouse-Team') ?? '');
     const pair = new WebSocketPair();
     const [client, server] = [pair[0], pair[1]];
-    const now = Date.now();
-    const att: AgentAttachment = { subject: request.headers.get('X-Gatehouse-Subject') ?? '', connectedAt: now, lastSeen: now, hello: null, running: [] };
+    const att: AgentAttachment = {
+      subject: request.headers.get('X-Gatehouse-Subject') ?? '', tokenId: request.headers.get('X-Gatehouse-Token-Id') ?? '',
+      agentId: null, connectedAt: Date.now(),
+    };
     this.ctx.acceptWebSocket(server);
-    server.serializeAttachment(att);
-    void this.ensureAlarm();
+    this.attach(server, att);
+    await this.scheduleAlarm();
     return new Response(null, { status: 101, webSocket: client });
   }
 
+  /** Records a job and queues it (or refuses it at once with a reason the caller can act on). */
+  async submit(team: string, raw: DispatchRequest): Promise<SubmitAnswer> {
+    await this.rememberTeam(team);
+    const parsed = DispatchRequest.safeParse(raw);
+    if (!parsed.success) return { ok: false, code: 'invalid_argument', message: describeIssues(parsed.error.issues) };
+    const req = parsed.data;
+    const existing = this.store.get(req.spec.jobId);
+    if (existing) return answerFor(existing);
+    const now = Date.now();
+    const queuedBefore = this.store.queued().length;
+    this.store.create({
+      spec: req.spec, tool: req.tool, subject: req.subject, tokenId: req.tokenId, cancelKey: req.cancelKey, runtime: req.runtime,
+      sandboxMinimum: req.sandboxMinimum, selAgent: req.agent, selLabels: req.labels, background: req.background,
+      maxConcurrent: req.maxConcurrentJobs, deadline: now + req.queueWaitMs, auditId: req.auditId, now,
+    });
+    if (queuedBefore >= req.maxQueueLength) {
+      this.close(req.spec.jobId, 'refused', {
+        error: { code: 'queue_full', message: `the team's queue is full (${queuedBefore} jobs waiting; limit queue.maxLength = ${req.maxQueueLength}); try again later or start another agent` },
+      });
+    } else {
+      const agents = this.schedAgents();
+      const why = agents.length ? whyNoAgentFits(toSchedJob(this.store.get(req.spec.jobId)!), agents) : null;
+      // With agents connected and none able to take the job ever, waiting would only delay the answer.
+      if (why && why !== 'no_agent') this.close(req.spec.jobId, 'refused', { error: await this.refusal(req.spec.jobId, why) });
+      else await this.pump();
+    }
+    return answerFor(this.store.get(req.spec.jobId)!);
+  }
+
+  /**
+   * The job's events as NDJSON lines: where it stands now, then output, then its end. The stream
+   * ends with the job (or when the caller goes away — which never affects the job).
+   */
+  async follow(team: string, jobId: string): Promise<ReadableStream<Uint8Array>> {
+    await this.rememberTeam(team);
+    const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
+    const writer = writable.getWriter();
+    const encoder = new TextEncoder();
+    let open = true;
+    const stop = () => {
+      if (!open) return;
+      open = false;
+      this.listeners.get(jobId)?.delete(listener);
+      writer.close().catch(() => {});
+    };
+    const listener: Listener = (e) => {
+      if (!open) return;
+      writer.write(encoder.encode(JSON.stringify(e) + '\n')).catch(() => stop());
+      if (e.type === 'exit' || e.type === 'error') stop();
+    };
+    const row = this.store.get(jobId);
+    if (!row) {
+      listener({ type: 'error', code: 'not_found', message: `job "${jobId}" not found` });
+      return readable;
+    }
+    if (isTerminal(row.state)) {
+      listener(this.finalEvent(row));
+      return readable;
+    }
+    let set = this.listeners.get(jobId);
+    if (!set) this.listeners.set(jobId, (set = new Set()));
+    set.add(listener);
+    listener(row.state === 'running'
+      ? { type: 'started', jobId, agentId: row.agent!, sandbox: row.sandbox! }
+      : { type: 'queued', jobId, position: this.store.queued().findIndex((q) => q.id === jobId) + 1 });
+    return readable;
+  }
+
+  /** The job's view; with `waitMs`, waits (long-poll) until it ends or the time is up. */
+  async status(team: string, jobId: string, waitMs = 0): Promise<JobView | null> {
+    await this.rememberTeam(team);
+    let row = this.store.get(jobId);
+    if (!row) return null;
+    if (!isTerminal(row.state) && waitMs > 0) {
+      await new Promise<void>((resolve) => {
+        let set = this.endWaiters.get(jobId);
+        if (!set) this.endWaiters.set(jobId, (set = new Set()));
+        const done = () => {
+          clearTimeout(timer);
+          set!.delete(done);
+          resolve();
+        };
+        const timer = setTimeout(done, waitMs);
+        set.add(done);
+      });
+      row = this.store.get(jobId)!;
+    }
+    return this.store.view(row);
+  }
+
+  /** The finished job's full result (inline output reassembled), with who ran it. */
+  async result(team: string, jobId: string): Promise<{ view: JobView; exit: JobExit | null } | null> {
+    await this.rememberTeam(team);
+    const row = this.store.get(jobId);
+    if (!row) return null;
+    return { view: this.store.view(row), exit: this.store.result(jobId) };
+  }
+
+  /** Output relayed live (the first `inlineBytes` of each stream) from a byte offset. */
+  async liveOutput(team: string, jobId: string, stream: StreamName, offset: number, maxBytes: number): Promise<{ data: Uint8Array; total: number } | null> {
+    await this.rememberTeam(team);
+    if (!this.store.get(jobId)) return null;
+    return this.store.readOutput(jobId, stream, offset, maxBytes);
+  }
+
+  async list(team: string, filter: JobListFilter): Promise<{ jobs: JobView[]; next_cursor: string | null }> {
+    await this.rememberTeam(team);
+    const f = JobListFilter.parse(filter);
+    const cursor = f.cursor !== undefined && /^\d+$/.test(f.cursor) ? Number(f.cursor) : undefined;
+    const { rows, next } = this.store.list({ state: f.state, subject: f.subject, tool: f.tool, cursor, limit: f.limit });
+    return { jobs: rows.map((r) => this.store.view(r)), next_cursor: next === null ? null : String(next) };
+  }
+
+  /**
+   * Stops a job: a queued one is cancelled at once; a running one gets `job.cancel` (the agent
+   * kills the whole sandbox: TERM, then KILL after its grace) and ends `cancelled` by its report.
+   */
+  async kill(team: string, jobId: string, reason: string): Promise<{ found: boolean; state: JobState | null }> {
+    await this.rememberTeam(team);
+    const row = this.store.get(jobId);
+    if (!row) return { found: false, state: null };
+    if (row.state === 'queued') {
+      this.close(jobId, 'cancelled', { error: { code: 'cancelled', message: `cancelled before it started: ${reason}` } });
+      await this.pump();
+    } else if (row.state === 'running') {
+      const ws = this.socketOf(row.agent!);
+      if (ws) this.sendTo(ws, { type: 'job.cancel', jobId, reason });
+    }
+    return { found: true, state: this.store.get(jobId)!.state };
+  }
+
+  /** `notifications/cancelled` for an MCP call: finds its job by (token, request id). */
+  async cancelByKey(team: string, cancelKey: string, reason: string): Promise<boolean> {
+    await this.rememberTeam(team);
+    const row = this.store.byCancelKey(cancelKey);
+    if (!row) return false;
+    await this.kill(team, row.id, reason);
+    return true;
+  }
+
+  async agents(team: string): Promise<AgentView[]> {
+    await this.rememberTeam(team);
+    const live = new Set(this.liveAgents().map((a) => a.att.agentId));
+    const load = this.loadByAgent();
+    return this.registry.all().map((r) => this.registry.view(r, load.get(r.id) ?? 0, live.has(r.id)));
+  }
+
+  /** A token was revoked: every agent socket that authenticated with it goes now. */
+  async revokeToken(team: string, tokenId: string): Promise<number> {
+    await this.rememberTeam(team);
+    let n = 0;
+    for (const ws of this.ctx.getWebSockets()) {
+      const att = this.attachmentOf(ws);
+      if (att?.tokenId !== tokenId) continue;
+      n += 1;
+      this.dropAgentSocket(ws, 'its token was revoked');
+      try { ws.close(4001, 'agent token revoked'); } catch { /* already closed */ }
+    }
+    return n;
+  }
+
+  /**
+   * May this agent token upload this stream of this job's artifact? Only the agent the job was
+   * assigned to (its token subject), only while the job is open, and only once per stream.
+   */
+  async beginUpload(team: string, u: { jobId: string; handle: string; stream: StreamName; subject: string }): Promise<UploadAnswer> {
+    await this.rememberTeam(team);
+    const row = this.store.get(u.jobId);
+    const notFound = { ok: false as const, status: 404 as const, code: 'not_found' as const, message: `job "${u.jobId}" with artifact "${u.handle}" not found` };
+    if (!row || row.artifact_handle !== u.handle || row.agent_subject !== u.subject) return notFound;
+    if (row.state !== 'running') return { ok: false, status: 409, code: 'conflict', message: `job "${u.jobId}" is ${row.state}: its artifact can no longer be written` };
+    if (!this.store.beginUpload(u.jobId, u.stream)) return { ok: false, status: 409, code: 'conflict', message: `the ${u.stream} artifact of job "${u.jobId}" is already stored; artifacts are written once` };
+    return { ok: true };
+  }
+
+  async endUpload(team: string, jobId: string, stream: StreamName, ok: boolean, bytes: number): Promise<void> {
+    await this.rememberTeam(team);
+    this.store.endUpload(jobId, stream, ok ? 'complete' : 'failed', bytes);
+  }
+
+  // ================= agent sockets =================
+
+  private attach(ws: WebSocket, att: AgentAttachment): void {
+    // Identity only, far below the platform limit; checked so a change that grows it fails loudly here.
+    if (attachmentBytes(att) > HIBERNATION_ATTACHMENT_MAX_BYTES / 4) throw new Error('agent attachment grew beyond identity');
+    ws.serializeAttachment(att);
+  }
+
+  private attachmentOf(ws: WebSocket): AgentAttachment | null {
+    return (ws.deserializeAttachment() as AgentAttachment | null) ?? null;
+  }
+
   async webSocketMessage(ws: WebSocket, raw: string | ArrayBuffer): Promise<void> {
+    const att = this.attachmentOf(ws);
+    if (!att) return;
     const parsed = parseAgentMessage(raw);
-    const att = ws.deserializeAttachment() as AgentAttachment;
     if (!parsed.ok) {
-      console.warn(`agent ${att.hello?.agentId ?? '(before hello)'}: rejected message: ${parsed.reason}`);
+      console.warn(`agent ${att.agentId ?? '(before hello)'}: rejected message: ${parsed.reason}`);
       return;
     }
     const msg = parsed.message;
-    att.lastSeen = Date.now();
-    if (msg.type !== 'hello' && !att.hello) {
-      console.warn(`agent sent ${msg.type} before hello; closing`);
+    const now = Date.now();
+    if (msg.type === 'hello') return this.onHello(ws, att, msg, now);
+    if (!att.agentId) {
       ws.close(1002, 'hello first');
       return;
     }
+    const agentId = att.agentId;
+    this.registry.touch(agentId, now);
     switch (msg.type) {
-      case 'hello': {
-        // A reconnecting agent replaces its previous socket (same agent id).
-        for (const other of this.ctx.getWebSockets()) {
-          if (other === ws) continue;
-          const o = other.deserializeAttachment() as AgentAttachment;
-          if (o.hello?.agentId === msg.agentId) other.close(1000, 'replaced by a new connection');
-        }
-        att.hello = msg;
-        att.running = msg.running;
-        for (const id of msg.running) {
-          const j = this.jobs.get(id);
-          if (j && j.agentId === msg.agentId) j.orphanedAt = null;
-        }
-        ws.serializeAttachment(att);
-        this.sendTo(ws, { type: 'welcome', v: PROTOCOL_VERSION, team: await this.team(), heartbeatMs: this.heartbeatMs() });
-        this.pump();
+      case 'heartbeat': {
+        this.reconcileHeld(agentId, msg.running, now, 2 * this.heartbeatMs());
         return;
       }
-      case 'heartbeat':
-        att.running = msg.running;
-        ws.serializeAttachment(att);
-        return;
       case 'job.output': {
-        ws.serializeAttachment(att);
-        this.jobs.get(msg.jobId)?.send({ type: 'output', stream: msg.stream, data: msg.data });
+        const row = this.store.get(msg.jobId);
+        if (row?.state !== 'running' || row.agent !== agentId) return;
+        this.store.appendOutput(msg.jobId, msg.stream, msg.data);
+        this.emit(msg.jobId, { type: 'output', stream: msg.stream, data: msg.data });
+        return;
+      }
+      case 'job.exit.part': {
+        const row = this.store.get(msg.jobId);
+        if (row?.state !== 'running' || row.agent !== agentId) return;
+        this.store.putPart(msg.jobId, msg.stream, msg.seq, msg.data);
         return;
       }
       case 'job.exit': {
-        ws.serializeAttachment(att);
+        const row = this.store.get(msg.jobId);
+        if (row && row.agent !== agentId) {
+          // Only the agent a job was assigned to may report its end.
+          console.warn(`agent ${agentId} reported the end of job ${msg.jobId}, which runs on ${row.agent ?? 'no agent'}; ignored`);
+          return;
+        }
+        if (row?.state === 'running') {
+          let exit: JobExit = msg;
+          if (msg.parts) {
+            const stdout = this.store.partsText(msg.jobId, 'stdout', msg.parts.stdout);
+            const stderr = this.store.partsText(msg.jobId, 'stderr', msg.parts.stderr);
+            if (stdout === null || stderr === null) return; // parts missing: the agent re-sends everything after a reconnect
+            exit = { ...msg, stdout, stderr, parts: undefined };
+          }
+          this.close(msg.jobId, exit.state, { exit, fromAgent: agentId });
+        }
+        // Stored now or before: the agent may forget it.
         this.sendTo(ws, { type: 'job.ack', jobId: msg.jobId });
-        if (this.accepted.has(msg.jobId)) return;
-        this.accepted.add(msg.jobId);
-        this.finishJob(msg.jobId, msg, att.hello!.agentId);
+        await this.pump();
         return;
       }
       case 'job.error': {
-        ws.serializeAttachment(att);
-        const j = this.jobs.get(msg.jobId);
-        if (!j) return;
-        this.jobs.delete(msg.jobId);
-        j.send({ type: 'error', code: msg.code, message: msg.message });
-        j.finish();
-        void this.record(async () => recordJobEnd(this.env.DB, await this.team(), msg.jobId, { state: 'failed_to_start', error: msg.message }));
-        this.pump();
+        const row = this.store.get(msg.jobId);
+        if (row?.state !== 'running' || row.agent !== agentId) return;
+        // A full agent (its own count raced ours): the job goes back to the head of the queue.
+        if (msg.code === 'capacity') this.store.requeue(msg.jobId);
+        else this.close(msg.jobId, 'failed_to_start', { error: { code: msg.code, message: msg.message }, fromAgent: agentId });
+        await this.pump();
         return;
       }
     }
+  }
+
+  private async onHello(ws: WebSocket, att: AgentAttachment, hello: AgentHello, now: number): Promise<void> {
+    if (att.agentId && att.agentId !== hello.agentId) {
+      ws.close(1002, 'an agent id cannot change on a connection');
+      return;
+    }
+    // An agent id is bound to the token subject that registered it, while it is in use.
+    const known = this.registry.get(hello.agentId);
+    if (known && known.subject !== att.subject) {
+      const inUse = this.socketOf(hello.agentId) !== null || this.store.running().some((j) => j.agent === hello.agentId);
+      if (inUse) {
+        console.warn(`refused hello: agent id ${hello.agentId} belongs to subject ${known.subject}, not ${att.subject}`);
+        ws.close(4003, `agent id "${hello.agentId}" is in use by another agent token; pick another --id`);
+        return;
+      }
+    }
+    // Same identity again (a reconnect, or a restarted process): the new connection replaces the old one.
+    for (const other of this.ctx.getWebSockets()) {
+      if (other === ws) continue;
+      const o = this.attachmentOf(other);
+      if (o?.agentId !== hello.agentId) continue;
+      this.attach(other, { ...o, agentId: null });
+      try { other.close(1000, 'replaced by a new connection of the same agent'); } catch { /* gone */ }
+    }
+    this.attach(ws, { ...att, agentId: hello.agentId });
+    this.registry.connect(hello, att, now);
+    // Jobs this agent should hold but does not list are orphaned: lost unless a connection reports them in time.
+    this.reconcileHeld(hello.agentId, hello.running, now, 0);
+    this.sendTo(ws, { type: 'welcome', v: PROTOCOL_VERSION, team: await this.team(), heartbeatMs: this.heartbeatMs() });
+    await this.pump();
+    await this.scheduleAlarm();
+  }
+
+  /** Jobs the agent reports are held; assigned ones it does not report (older than `settleMs`) are orphaned. */
+  private reconcileHeld(agentId: string, reported: string[], now: number, settleMs: number): void {
+    const held = new Set(reported);
+    const mine = this.store.running().filter((j) => j.agent === agentId);
+    this.store.clearOrphaned(mine.filter((j) => held.has(j.id) && j.orphaned_at !== null).map((j) => j.id));
+    this.store.setOrphaned(mine.filter((j) => !held.has(j.id) && j.orphaned_at === null && now - (j.started_at ?? now) >= settleMs).map((j) => j.id), now);
   }
 
   async webSocketClose(ws: WebSocket, code: number, reason: string): Promise<void> {
@@ -182,17 +401,18 @@ export class TeamDispatcher extends DurableObject<Env> {
     this.dropAgentSocket(ws, `socket error: ${String(error)}`);
   }
 
-  /** Jobs of a vanished agent are not failed at once: the agent may reconnect and deliver them. */
+  /** Jobs of a vanished agent are not failed at once: it may reconnect and deliver them. */
   private dropAgentSocket(ws: WebSocket, why: string): void {
-    const att = ws.deserializeAttachment() as AgentAttachment | null;
-    const agentId = att?.hello?.agentId;
-    if (!agentId) return;
+    const att = this.attachmentOf(ws);
+    const agentId = att?.agentId;
+    if (!att || !agentId) return;
+    this.attach(ws, { ...att, agentId: null });
     console.log(`agent ${agentId} ${why}`);
-    const stillConnected = this.liveSockets().some((s) => s !== ws && (s.deserializeAttachment() as AgentAttachment).hello?.agentId === agentId);
-    if (stillConnected) return;
+    if (this.socketOf(agentId)) return;
+    this.registry.disconnected(agentId);
     const now = Date.now();
-    for (const j of this.jobs.values()) if (j.agentId === agentId && j.orphanedAt === null) j.orphanedAt = now;
-    void this.ensureAlarm();
+    this.store.setOrphaned(this.store.running().filter((j) => j.agent === agentId).map((j) => j.id), now);
+    void this.scheduleAlarm();
   }
 
   private sendTo(ws: WebSocket, m: EdgeMessage): boolean {
@@ -204,220 +424,234 @@ export class TeamDispatcher extends DurableObject<Env> {
     }
   }
 
-  private liveSockets(): WebSocket[] {
-    return this.ctx.getWebSockets().filter((ws) => ws.readyState === WebSocket.OPEN);
-  }
-
-  private agents(): { ws: WebSocket; att: AgentAttachment; hello: AgentHello; load: number }[] {
+  private liveAgents(): { ws: WebSocket; att: AgentAttachment & { agentId: string } }[] {
     const out = [];
-    for (const ws of this.liveSockets()) {
-      const att = ws.deserializeAttachment() as AgentAttachment;
-      if (!att.hello) continue;
-      const mine = [...this.jobs.values()].filter((j) => j.agentId === att.hello!.agentId).length;
-      // Jobs the agent runs that this instance no longer tracks (e.g. after an eviction) still use slots.
-      const untracked = att.running.filter((id) => !this.jobs.has(id)).length;
-      out.push({ ws, att, hello: att.hello, load: mine + untracked });
+    for (const ws of this.ctx.getWebSockets()) {
+      if (ws.readyState !== WebSocket.OPEN) continue;
+      const att = this.attachmentOf(ws);
+      if (att?.agentId) out.push({ ws, att: att as AgentAttachment & { agentId: string } });
     }
     return out;
   }
 
-  private agentViews(): AgentView[] {
-    return this.agents().map(({ att, hello, load }) => ({
-      agentId: hello.agentId, version: hello.version, sandbox: hello.sandbox, capacity: hello.capacity, running: load,
-      runtimes: hello.runtimes, connectedAt: att.connectedAt, lastSeen: att.lastSeen,
-    }));
+  private socketOf(agentId: string): WebSocket | null {
+    return this.liveAgents().find((a) => a.att.agentId === agentId)?.ws ?? null;
   }
 
-  // ---- jobs ----
+  private loadByAgent(): Map<string, number> {
+    const load = new Map<string, number>();
+    for (const j of this.store.running()) load.set(j.agent!, (load.get(j.agent!) ?? 0) + 1);
+    return load;
+  }
 
-  private async run(request: Request): Promise<Response> {
-    let body: unknown;
-    try {
-      body = await request.json();
-    } catch {
-      return Response.json({ error: { code: 'invalid_argument', message: 'body is not JSON' } }, { status: 400 });
-    }
-    const parsed = DispatchRequest.safeParse(body);
-    if (!parsed.success) {
-      return Response.json({ error: { code: 'invalid_argument', message: describeIssues(parsed.error.issues) } }, { status: 400 });
-    }
-    const req = parsed.data;
-    const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
-    const writer = writable.getWriter();
-    const enc = new TextEncoder();
-    let open = true;
-    const finish = () => {
-      if (!open) return;
-      open = false;
-      writer.close().catch(() => {});
-    };
-    const send = (e: DispatchEvent) => {
-      if (!open) return;
-      writer.write(enc.encode(JSON.stringify(e) + '\n')).catch(() => {
-        // The caller went away (client disconnected): stop the job rather than run it for nobody.
-        open = false;
-        this.cancelJob(req.spec.jobId, 'the caller disconnected');
+  private schedAgents(): SchedAgent[] {
+    const load = this.loadByAgent();
+    const out: SchedAgent[] = [];
+    for (const { att } of this.liveAgents()) {
+      const r = this.registry.get(att.agentId);
+      if (!r) continue;
+      out.push({
+        id: r.id, capacity: r.capacity, running: load.get(r.id) ?? 0, sandbox: r.sandbox,
+        labels: JSON.parse(r.labels) as string[], runtimes: (JSON.parse(r.runtimes) as { name: string }[]).map((x) => x.name),
       });
-    };
-    this.admit(req, send, finish);
-    return new Response(readable, { headers: { 'Content-Type': 'application/x-ndjson' } });
+    }
+    return out;
   }
 
-  private admit(req: DispatchRequest, send: (e: DispatchEvent) => void, finish: () => void): void {
-    const agents = this.agents();
-    if (agents.length === 0) {
-      void this.team().then((t) => {
-        send({ type: 'error', code: 'no_agent', message: noAgentMessage(t) });
-        finish();
+  // ================= scheduling =================
+
+  /** Applies the scheduler's decisions: start what can start, refuse what waited too long. */
+  private async pump(): Promise<void> {
+    for (let round = 0; round < 4; round++) {
+      const queue = this.store.queued();
+      if (queue.length === 0) return;
+      const running = this.store.running();
+      const decision = schedule({
+        now: Date.now(), queue: queue.map(toSchedJob), agents: this.schedAgents(), teamRunning: running.length,
+        maxConcurrent: queue[0].max_concurrent,
       });
-      return;
+      let retry = false;
+      for (const { jobId, reason } of decision.expire) {
+        this.close(jobId, 'refused', { error: await this.refusal(jobId, reason) });
+      }
+      for (const { jobId, agentId } of decision.start) {
+        const spec = this.store.spec(jobId);
+        const r = this.registry.get(agentId);
+        const ws = this.socketOf(agentId);
+        if (!spec || !r || !ws) continue;
+        if (!this.store.assign(jobId, { id: agentId, subject: r.subject, sandbox: r.sandbox }, Date.now())) continue;
+        if (!this.sendTo(ws, { type: 'job.start', spec })) {
+          this.store.requeue(jobId);
+          retry = true;
+          continue;
+        }
+        this.emit(jobId, { type: 'started', jobId, agentId, sandbox: r.sandbox });
+        void this.sync();
+      }
+      if (!retry) break;
     }
-    if (req.runtime && !agents.some((a) => a.hello.runtimes.some((r) => r.name === req.runtime))) {
-      const def = RUNTIMES[req.runtime as RuntimeName];
-      send({
-        type: 'error', code: 'runtime_unavailable',
-        message: `runtime "${req.runtime}" is not installed on any connected executor agent; install ${def ? `the Debian package ${def.debianPackage}` : 'its toolchain'} on the agent host and restart the agent`,
-      });
-      finish();
-      return;
-    }
-    if (this.tryStart(req, send, finish)) return;
-    if (req.queueWaitMs <= 0) {
-      this.refuseBusy(req, send, finish);
-      return;
-    }
-    const w: Waiter = {
-      req, send, finish, deadline: Date.now() + req.queueWaitMs,
-      timer: setTimeout(() => {
-        const i = this.queue.indexOf(w);
-        if (i < 0) return;
-        this.queue.splice(i, 1);
-        this.refuseBusy(req, send, finish);
-      }, req.queueWaitMs),
-    };
-    this.queue.push(w);
-    send({ type: 'queued', position: this.queue.length });
+    await this.scheduleAlarm();
   }
 
-  private refuseBusy(req: DispatchRequest, send: (e: DispatchEvent) => void, finish: () => void): void {
-    const active = this.jobs.size;
-    const agents = this.agents();
-    const slots = agents.reduce((n, a) => n + a.hello.capacity, 0);
-    const message = active >= req.maxConcurrentJobs || slots >= req.maxConcurrentJobs
-      ? concurrencyLimitMessage(active, req.maxConcurrentJobs)
-      : `All executor agents are busy (${active}/${slots} slots in use on ${agents.length} agent${agents.length === 1 ? '' : 's'}); try again later or start another agent`;
-    send({ type: 'error', code: 'concurrency_limit', message });
-    finish();
+  private async refusal(jobId: string, why: Ineligibility | 'busy'): Promise<{ code: string; message: string }> {
+    const row = this.store.get(jobId)!;
+    const team = await this.team();
+    const waited = `${Math.max(0, row.deadline - row.created_at)}ms`;
+    switch (why) {
+      case 'no_agent':
+        return { code: 'no_agent', message: `${noAgentMessage(team)} (waited ${waited} for one)` };
+      case 'runtime': {
+        const def = RUNTIMES[row.runtime as RuntimeName];
+        return {
+          code: 'runtime_unavailable',
+          message: `runtime "${row.runtime}" is not installed on any connected executor agent; install ${def ? `the Debian package ${def.debianPackage}` : 'its toolchain'} on the agent host and restart the agent`,
+        };
+      }
+      case 'sandbox':
+        return { code: 'no_agent', message: `no connected executor agent meets the team's sandbox floor (sandbox.minimum = ${row.sandbox_min}); start an agent with --sandbox ${row.sandbox_min === 'gvisor' ? 'gvisor' : 'gvisor or bwrap'}` };
+      case 'agent':
+        return { code: 'no_agent', message: `executor agent "${row.sel_agent}" is not connected (or cannot run this job); connected: ${this.liveAgents().map((a) => a.att.agentId).join(', ') || 'none'}` };
+      case 'labels':
+        return { code: 'no_agent', message: `no connected executor agent carries all the labels ${row.sel_labels}; start one with --label for each` };
+      case 'busy': {
+        const agents = this.schedAgents();
+        const active = this.store.running().length;
+        const slots = agents.reduce((n, a) => n + a.capacity, 0);
+        const message = active >= row.max_concurrent || slots >= row.max_concurrent
+          ? concurrencyLimitMessage(active, row.max_concurrent)
+          : `All executor agents are busy (${active}/${slots} slots in use on ${agents.length} agent${agents.length === 1 ? '' : 's'}); try again later or start another agent`;
+        return { code: 'concurrency_limit', message: `${message} (waited ${waited} in the queue)` };
+      }
+    }
   }
 
-  /** Starts the job on the least-loaded agent with a free slot, within the team limit. */
-  private tryStart(req: DispatchRequest, send: (e: DispatchEvent) => void, finish: () => void): boolean {
-    if (this.jobs.size >= req.maxConcurrentJobs) return false;
-    const candidates = this.agents()
-      .filter((a) => a.load < a.hello.capacity)
-      .filter((a) => !req.runtime || a.hello.runtimes.some((r) => r.name === req.runtime))
-      .sort((a, b) => a.load / a.hello.capacity - b.load / b.hello.capacity);
-    const agent = candidates[0];
-    if (!agent) return false;
-    if (!this.sendTo(agent.ws, { type: 'job.start', spec: req.spec })) return false;
-    const now = Date.now();
-    this.jobs.set(req.spec.jobId, { spec: req.spec, agentId: agent.hello.agentId, cancelKey: req.cancelKey, startedAt: now, orphanedAt: null, send, finish });
-    send({ type: 'started', agentId: agent.hello.agentId });
-    void this.record(async () => recordJobRunning(this.env.DB, await this.team(), req.spec.jobId, agent.hello.agentId, now));
-    void this.ensureAlarm();
+  /** Moves a job to its terminal state (once), tells whoever waits, and queues the D1/audit update. */
+  private close(jobId: string, state: JobState, o: { exit?: JobExit; error?: { code: string; message: string }; fromAgent?: string }): boolean {
+    if (!this.store.finish(jobId, state, Date.now(), o)) return false;
+    const row = this.store.get(jobId)!;
+    this.emit(jobId, this.finalEvent(row));
+    this.listeners.delete(jobId);
+    for (const done of [...(this.endWaiters.get(jobId) ?? [])]) done();
+    this.endWaiters.delete(jobId);
+    void this.sync();
     return true;
   }
 
-  /** Fills free slots from the queue, oldest first. */
-  private pump(): void {
-    while (this.queue.length) {
-      const w = this.queue[0];
-      if (!this.tryStart(w.req, w.send, w.finish)) return;
-      clearTimeout(w.timer);
-      this.queue.shift();
+  private finalEvent(row: JobRow): DispatchEvent {
+    const exit = this.store.result(row.id);
+    if (exit) return { type: 'exit', exit, agentId: row.agent ?? '', sandbox: (row.sandbox ?? 'none') as SandboxKind };
+    if (row.state === 'lost' && row.agent) {
+      return { type: 'exit', exit: lostExit(row.id, (row.ended_at ?? Date.now()) - (row.started_at ?? row.created_at), row.error_message ?? 'lost'), agentId: row.agent, sandbox: row.sandbox ?? 'none' };
     }
+    return { type: 'error', code: row.error_code ?? row.state, message: row.error_message ?? `job ${row.state}` };
   }
 
-  private finishJob(jobId: string, exit: JobExit, agentId: string): void {
-    const j = this.jobs.get(jobId);
-    this.jobs.delete(jobId);
-    this.accepted.add(jobId);
-    if (j) {
-      j.send({ type: 'exit', exit, agentId });
-      j.finish();
-    }
-    void this.record(async () => recordJobEnd(this.env.DB, await this.team(), jobId, { state: exit.state, exitCode: exit.exitCode, signal: exit.signal, durationMs: exit.durationMs, error: exit.error?.message }));
-    this.pump();
+  private emit(jobId: string, e: DispatchEvent): void {
+    for (const l of [...(this.listeners.get(jobId) ?? [])]) l(e);
   }
 
-  private cancelByKey(cancelKey: string, reason: string): boolean {
-    const queued = this.queue.findIndex((w) => w.req.cancelKey === cancelKey);
-    if (queued >= 0) {
-      const [w] = this.queue.splice(queued, 1);
-      clearTimeout(w.timer);
-      w.send({ type: 'error', code: 'cancelled', message: `cancelled before it started: ${reason}` });
-      w.finish();
-      return true;
-    }
-    for (const [id, j] of this.jobs) if (j.cancelKey === cancelKey) return this.cancelJob(id, reason);
-    return false;
-  }
+  // ================= liveness, deadlines, bookkeeping =================
 
-  private cancelJob(jobId: string, reason: string): boolean {
-    const j = this.jobs.get(jobId);
-    if (!j) return false;
-    const agent = this.agents().find((a) => a.hello.agentId === j.agentId);
-    // The agent answers with job.exit state `cancelled`; that result is what the caller gets.
-    if (agent) return this.sendTo(agent.ws, { type: 'job.cancel', jobId, reason });
-    return false;
-  }
-
-  // ---- liveness ----
-
-  private async ensureAlarm(): Promise<void> {
+  private async scheduleAlarm(): Promise<void> {
+    const open = this.store.queued().length + this.store.running().length;
+    const anyone = this.ctx.getWebSockets().length > 0;
+    if (!open && !anyone && this.store.unsynced(1).length === 0) return;
+    const now = Date.now();
+    let at = now + this.heartbeatMs();
+    const dl = nextDeadline(this.store.queued().map(toSchedJob));
+    if (dl !== null) at = Math.min(at, Math.max(now + 10, dl));
     const current = await this.ctx.storage.getAlarm();
-    if (current === null) await this.ctx.storage.setAlarm(Date.now() + this.heartbeatMs());
+    if (current === null || current > at) await this.ctx.storage.setAlarm(at);
   }
 
   async alarm(): Promise<void> {
     const hb = this.heartbeatMs();
     const now = Date.now();
     const silentFor = MISSED_HEARTBEATS * hb;
-    for (const ws of this.liveSockets()) {
-      const att = ws.deserializeAttachment() as AgentAttachment;
-      if (now - att.lastSeen > silentFor) {
-        ws.close(4000, `no heartbeat for ${now - att.lastSeen}ms`);
-        this.dropAgentSocket(ws, 'missed heartbeats');
+    for (const { ws, att } of this.liveAgents()) {
+      const lastSeen = this.registry.get(att.agentId)?.last_seen ?? att.connectedAt;
+      if (now - lastSeen > silentFor) {
+        this.dropAgentSocket(ws, `missed heartbeats (silent for ${now - lastSeen}ms)`);
+        try { ws.close(4000, `no heartbeat for ${now - lastSeen}ms`); } catch { /* gone */ }
       }
     }
-    for (const [id, j] of this.jobs) {
-      const orphaned = j.orphanedAt !== null && now - j.orphanedAt > silentFor;
-      const overdue = now - j.startedAt > j.spec.timeoutMs + JOB_GRACE_MS;
-      if (orphaned || overdue) this.finishJob(id, lostExit(id, now - j.startedAt, orphaned ? `executor agent ${j.agentId} disconnected and did not come back within ${silentFor}ms` : `executor agent ${j.agentId} did not report the job's end within its timeout plus ${JOB_GRACE_MS}ms`), j.agentId);
+    // A token revoked by any path (admin API, offline) disconnects its agents at the next tick.
+    await this.dropRevokedAgents();
+    for (const j of this.store.running()) {
+      if (j.orphaned_at === null && !this.socketOf(j.agent!)) {
+        // No socket and no close event: this object restarted (a deploy drops every socket). Its agents
+        // are reconnecting with backoff; count the grace from when the slowest of them is back.
+        this.store.setOrphaned([j.id], now + Math.max(0, AGENT_RECONNECT_MAX_BACKOFF_MS - silentFor));
+      }
+      else if (j.orphaned_at !== null && now - j.orphaned_at > silentFor) {
+        this.close(j.id, 'lost', { error: { code: 'lost', message: `executor agent ${j.agent} did not report the job for ${now - j.orphaned_at}ms (${MISSED_HEARTBEATS} heartbeats); it disconnected or no longer holds the job` } });
+      }
     }
-    if (this.jobs.size > 0 || this.liveSockets().length > 0) await this.ctx.storage.setAlarm(Date.now() + hb);
+    await this.pump();
+    await this.sync();
+    this.store.prune(now - JOB_RETENTION_MS);
+    this.registry.prune(now - JOB_RETENTION_MS);
+    await this.scheduleAlarm();
   }
 
-  /** D1 bookkeeping must never break the relay of a result. */
-  private async record(f: () => Promise<unknown>): Promise<void> {
+  private async dropRevokedAgents(): Promise<void> {
+    const team = await this.team();
+    const byToken = new Map<string, WebSocket[]>();
+    for (const ws of this.ctx.getWebSockets()) {
+      const att = this.attachmentOf(ws);
+      if (att?.tokenId) byToken.set(att.tokenId, [...(byToken.get(att.tokenId) ?? []), ws]);
+    }
+    for (const [tokenId, sockets] of byToken) {
+      let revoked = false;
+      try {
+        revoked = await isRevoked(this.env, team, tokenId);
+      } catch (e) {
+        console.error(`revocation check failed: ${(e as Error).message}`);
+      }
+      if (!revoked) continue;
+      for (const ws of sockets) {
+        this.dropAgentSocket(ws, 'its token was revoked');
+        try { ws.close(4001, 'agent token revoked'); } catch { /* gone */ }
+      }
+    }
+  }
+
+  /** Copies job rows that changed into D1 (the team-wide index) and completes their audit rows. */
+  private async sync(): Promise<void> {
+    if (this.syncing) return;
+    this.syncing = true;
     try {
-      await f();
-    } catch (e) {
-      console.error(`job bookkeeping failed: ${e instanceof Error ? e.message : String(e)}`);
+      const team = await this.team();
+      for (let i = 0; i < 20; i++) {
+        const rows = this.store.unsynced();
+        if (rows.length === 0) break;
+        for (const row of rows) {
+          try {
+            await syncJobToD1(this.env.DB, team, this.store.view(row), row.audit_id);
+            this.store.markSynced(row.id, row.state);
+          } catch (e) {
+            console.error(`job bookkeeping failed for ${row.id}: ${(e as Error).message}; retried at the next alarm`);
+            return;
+          }
+        }
+      }
+    } finally {
+      this.syncing = false;
     }
   }
 }
 
-export function noAgentMessage(team: string): string {
-  return `no executor agent is connected for team '${team}'; start one with: npx gatehouse agent --url <gateway url> --token-file <file with the agent token> --root <workspace dir> (mint the token with: gatehouse token create --team ${team} --scope agent)`;
+function toSchedJob(r: JobRow): SchedJob {
+  return {
+    id: r.id, deadline: r.deadline, runtime: r.runtime ?? undefined, sandboxMinimum: r.sandbox_min ?? undefined,
+    agent: r.sel_agent ?? undefined, labels: r.sel_labels ? (JSON.parse(r.sel_labels) as string[]) : undefined,
+  };
 }
 
-function lostExit(jobId: string, durationMs: number, why: string): JobExit {
-  const empty = { bytes: 0, lines: 0, artifactTruncated: false };
-  return {
-    type: 'job.exit', jobId, state: 'lost', exitCode: null, signal: null, timedOut: false, durationMs,
-    stdout: '', stderr: '', stdoutTruncated: false, stderrTruncated: false,
-    streams: { stdout: empty, stderr: empty }, artifactsUploaded: false,
-    error: { code: 'lost', message: why },
-  };
+function answerFor(row: JobRow): SubmitAnswer {
+  if (row.state === 'queued' || row.state === 'running') return { ok: true, jobId: row.id, state: row.state, agentId: row.agent };
+  if (row.state === 'refused' || row.state === 'cancelled' && !row.agent) {
+    return { ok: false, code: row.error_code ?? row.state, message: row.error_message ?? `job ${row.state}` };
+  }
+  return { ok: true, jobId: row.id, state: 'running', agentId: row.agent };
 }

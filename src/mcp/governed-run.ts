@@ -1,17 +1,22 @@
 /**
  * The request path of one governed job, shared by `execute` and `runtime_execute`:
- * team policy → (denied: audit, return the reason) → job spec → TeamDispatcher → audit.
- * Every call leaves exactly one audit row, whatever happens.
+ * team policy → (denied: audit, return the reason) → job spec → audit row → team DO → result.
+ *
+ * Every call leaves exactly one audit row, whatever happens: a denial writes it complete; an
+ * accepted job writes it when accepted (so a running job is visible in the audit tail) and the
+ * team's DO completes it when the job ends — even if this call's client went away meanwhile.
+ * A client that disconnects never stops its job and never gets a made-up result.
  */
-import type { JobExit, JobSpec } from '../contracts/agent-protocol.ts';
+import type { JobExit, JobSpec, SandboxKind } from '../contracts/agent-protocol.ts';
 import type { GatehouseErrorShape } from '../contracts/errors.ts';
 import type { RuntimeName } from '../contracts/runtimes.ts';
+import type { JobSelector } from '../contracts/jobs.ts';
 import { decide, type PolicyDecision, type PolicyRequest } from '../policy/engine.ts';
 import { getTeamPolicy } from '../store/policies.ts';
 import { newArtifactHandle } from '../store/artifacts.ts';
 import { writeAudit } from '../store/audit.ts';
-import { recordJobCreated } from '../store/jobs.ts';
-import { cancelByCall, dispatchJob } from '../dispatch/client.ts';
+import { failAudit, recordJobCreated } from '../store/jobs.ts';
+import { awaitJob, cancelByCall, errorCode, submitJob } from '../dispatch/client.ts';
 import { callCancelKey, type ToolContext, type ToolExtra } from './context.ts';
 import { progressReporter } from './progress.ts';
 
@@ -22,12 +27,16 @@ export interface GovernedRequest {
   policy: Omit<PolicyRequest, 'team' | 'subject' | 'tool'>;
   /** What the agent runs; `mode` may differ from the policy's (runtime shell code is decided as a shell string). */
   job: Pick<JobSpec, 'mode' | 'command' | 'args'> & { runtime?: RuntimeName; code?: string; stdin?: string };
+  /** Answer as soon as the job is accepted; the client follows it with job_status / job_output. */
+  background?: boolean;
+  selector?: JobSelector;
 }
 
 export type GovernedOutcome =
   | { kind: 'denied'; decision: PolicyDecision }
-  | { kind: 'error'; error: GatehouseErrorShape; decision: PolicyDecision; jobId: string; handle: string }
-  | { kind: 'done'; exit: JobExit; decision: PolicyDecision; jobId: string; handle: string; agentId: string };
+  | { kind: 'error'; error: GatehouseErrorShape; decision: PolicyDecision | null; jobId: string; handle: string }
+  | { kind: 'accepted'; state: 'queued' | 'running'; decision: PolicyDecision; jobId: string; handle: string; agentId: string | null }
+  | { kind: 'done'; exit: JobExit; decision: PolicyDecision; jobId: string; handle: string; agentId: string; sandbox: SandboxKind };
 
 export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: GovernedRequest): Promise<GovernedOutcome> {
   const { env, principal } = ctx;
@@ -38,62 +47,78 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
     cwd: r.policy.cwd,
     ...(r.parentJobId ? { parentJobId: r.parentJobId } : {}),
   };
-  const { policy } = await getTeamPolicy(env, principal.team);
-  const decision = await decide(policy, { ...r.policy, tool: r.tool, team: principal.team, subject: principal.subject });
-  if (!decision.allowed || !decision.effective) {
-    await writeAudit(env.DB, { ...auditBase, decision: 'denied', reason: `${decision.stage}: ${decision.reason}`, durationMs: Date.now() - started });
-    return { kind: 'denied', decision };
-  }
-  const eff = decision.effective;
-  // A simple command string was decided as argv: it runs exactly as decided, without sh -c.
-  const job = decision.runAs && r.job.mode === 'shell' ? { ...r.job, mode: 'argv' as const, command: decision.runAs.command, args: decision.runAs.args } : r.job;
-  const spec: JobSpec = {
-    jobId: crypto.randomUUID(),
-    artifactHandle: newArtifactHandle(),
-    mode: job.mode,
-    command: job.command,
-    args: job.args,
-    ...(job.runtime ? { runtime: job.runtime } : {}),
-    ...(job.code !== undefined ? { code: job.code } : {}),
-    ...(job.stdin !== undefined ? { stdin: job.stdin } : {}),
-    cwd: eff.cwd,
-    env: eff.env,
-    timeoutMs: eff.timeoutMs,
-    limits: {
-      inlineBytes: eff.inlineBytes, artifactBytes: eff.artifactBytes,
-      // The team's resource limits; the agent enforces them (executor/README.md, "Limits").
-      memoryBytes: policy.limits.memoryBytes, maxProcesses: policy.limits.maxProcesses, maxOpenFiles: policy.limits.maxOpenFiles,
-      maxFileBytes: policy.limits.maxFileBytes, cpuSeconds: policy.limits.cpuSeconds, tmpBytes: policy.limits.tmpBytes,
-      diskWriteBytes: policy.limits.diskWriteBytes,
-    },
-    ...(eff.allowedExecutables && job.mode !== 'shell' ? { allowedExecutables: eff.allowedExecutables } : {}),
-  };
-  await recordJobCreated(env.DB, { team: principal.team, spec, tool: r.tool, subject: principal.subject, at: started });
-  const key = callCancelKey(ctx, extra);
-  const stopOnHangUp = cancelOnStreamClose(ctx, extra, key);
-  const res = await dispatchJob(
-    env, principal.team,
-    {
+  /** Set once an audit row exists for this call; the finally below writes one if none does. */
+  let audited = false;
+  let auditId: number | null = null;
+  /** Whether the team's DO took the job (from then on it completes the audit row). */
+  let submitted = false;
+  let failure: string | null = null;
+  let jobId = '';
+  try {
+    const { policy } = await getTeamPolicy(env, principal.team);
+    const decision = await decide(policy, { ...r.policy, tool: r.tool, team: principal.team, subject: principal.subject });
+    if (!decision.allowed || !decision.effective) {
+      audited = true;
+      await writeAudit(env.DB, { ...auditBase, decision: 'denied', reason: `${decision.stage}: ${decision.reason}`, durationMs: Date.now() - started });
+      return { kind: 'denied', decision };
+    }
+    const eff = decision.effective;
+    // A simple command string was decided as argv: it runs exactly as decided, without sh -c.
+    const job = decision.runAs && r.job.mode === 'shell' ? { ...r.job, mode: 'argv' as const, command: decision.runAs.command, args: decision.runAs.args } : r.job;
+    const spec: JobSpec = {
+      jobId: crypto.randomUUID(),
+      artifactHandle: newArtifactHandle(),
+      mode: job.mode,
+      command: job.command,
+      args: job.args,
+      ...(job.runtime ? { runtime: job.runtime } : {}),
+      ...(job.code !== undefined ? { code: job.code } : {}),
+      ...(job.stdin !== undefined ? { stdin: job.stdin } : {}),
+      cwd: eff.cwd,
+      env: eff.env,
+      timeoutMs: eff.timeoutMs,
+      limits: {
+        inlineBytes: eff.inlineBytes, artifactBytes: eff.artifactBytes,
+        // The team's resource limits; the agent enforces them (executor/README.md, "Limits").
+        memoryBytes: policy.limits.memoryBytes, maxProcesses: policy.limits.maxProcesses, maxOpenFiles: policy.limits.maxOpenFiles,
+        maxFileBytes: policy.limits.maxFileBytes, cpuSeconds: policy.limits.cpuSeconds, tmpBytes: policy.limits.tmpBytes,
+        diskWriteBytes: policy.limits.diskWriteBytes,
+      },
+      ...(eff.allowedExecutables && job.mode !== 'shell' ? { allowedExecutables: eff.allowedExecutables } : {}),
+    };
+    jobId = spec.jobId;
+    await recordJobCreated(env.DB, { team: principal.team, spec, tool: r.tool, subject: principal.subject, at: started });
+    auditId = await writeAudit(env.DB, {
+      ...auditBase, decision: 'allowed', reason: [decision.reason, ...decision.notes].filter(Boolean).join('; '),
+      jobId: spec.jobId, exitStatus: 'queued',
+    });
+    audited = true;
+    const key = callCancelKey(ctx, extra);
+    const answer = await submitJob(env, principal.team, {
       spec, cancelKey: key, runtime: r.job.runtime, tool: r.tool, subject: principal.subject,
-      maxConcurrentJobs: policy.limits.maxConcurrentJobs, queueWaitMs: policy.limits.queueWaitMs,
-    },
-    progressReporter(extra),
-  ).finally(stopOnHangUp);
-  if (!res.ok) {
-    await writeAudit(env.DB, { ...auditBase, decision: 'failed', reason: `${res.error.code}: ${res.error.message}`, jobId: spec.jobId, durationMs: Date.now() - started });
-    return { kind: 'error', error: res.error, decision, jobId: spec.jobId, handle: spec.artifactHandle };
+      tokenId: principal.tokenId, maxConcurrentJobs: policy.limits.maxConcurrentJobs, queueWaitMs: policy.limits.queueWaitMs,
+      maxQueueLength: policy.queue.maxLength, sandboxMinimum: policy.sandbox.minimum === 'none' ? undefined : policy.sandbox.minimum,
+      agent: r.selector?.agent, labels: r.selector?.labels, background: r.background === true, auditId,
+    });
+    submitted = true;
+    if (!answer.ok) return { kind: 'error', error: { code: errorCode(answer.code), message: answer.message }, decision, jobId, handle: spec.artifactHandle };
+    if (r.background) return { kind: 'accepted', state: answer.state, decision, jobId, handle: spec.artifactHandle, agentId: answer.agentId };
+    // A background call's stream ends at once; only a foreground call's hang-up is a 2026-era cancel.
+    const stopOnHangUp = cancelOnStreamClose(ctx, extra, key);
+    const res = await awaitJob(env, principal.team, spec.jobId, progressReporter(extra)).finally(stopOnHangUp);
+    if (!res.ok) return { kind: 'error', error: res.error, decision, jobId, handle: spec.artifactHandle };
+    return { kind: 'done', exit: res.value.exit, decision, jobId, handle: spec.artifactHandle, agentId: res.value.agentId, sandbox: res.value.sandbox };
+  } catch (e) {
+    failure = e instanceof Error ? e.message : String(e);
+    return { kind: 'error', error: { code: 'internal', message: `the call failed before the job's end was known: ${failure}` }, decision: null, jobId, handle: '' };
+  } finally {
+    // Exactly one row: none yet → write it; written but the DO never took the job → complete it here.
+    if (!audited) {
+      await writeAudit(env.DB, { ...auditBase, decision: 'failed', reason: `internal: ${failure ?? 'no decision'}`, jobId: jobId || undefined, durationMs: Date.now() - started }).catch(() => {});
+    } else if (!submitted && auditId !== null) {
+      await failAudit(env.DB, principal.team, auditId, `dispatch failed: ${failure ?? 'unknown'}`).catch(() => {});
+    }
   }
-  const exit = res.value.exit;
-  await writeAudit(env.DB, {
-    ...auditBase,
-    decision: exit.state === 'failed_to_start' || exit.state === 'lost' ? 'failed' : 'allowed',
-    reason: [decision.reason, ...decision.notes, exit.error?.message].filter(Boolean).join('; '),
-    jobId: spec.jobId,
-    exitStatus: exitStatus(exit),
-    durationMs: exit.durationMs,
-    bytes: exit.streams.stdout.bytes + exit.streams.stderr.bytes,
-  });
-  return { kind: 'done', exit, decision, jobId: spec.jobId, handle: spec.artifactHandle, agentId: res.value.agentId };
 }
 
 /**

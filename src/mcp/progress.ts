@@ -1,6 +1,8 @@
 /**
- * Turns job output events into MCP progress notifications, when the client asked for them
- * (a progressToken in the request's _meta). Throttled so a chatty job cannot flood the stream.
+ * Turns job events into MCP progress notifications, when the client asked for them (a
+ * progressToken in the request's _meta). The first one always names the job id, so a client
+ * that loses the call can re-attach with job_status / job_output. Output is throttled so a
+ * chatty job cannot flood the stream.
  */
 import type { ToolExtra } from './context.ts';
 import type { DispatchEvent } from '../dispatch/events.ts';
@@ -17,8 +19,8 @@ export function progressReporter(extra: ToolExtra): (e: DispatchEvent) => Promis
   return async (e) => {
     if (token === undefined) return;
     let message: string;
-    if (e.type === 'queued') message = `queued (position ${e.position})`;
-    else if (e.type === 'started') message = `started on agent ${e.agentId}`;
+    if (e.type === 'queued') message = `job ${e.jobId} queued (position ${e.position})`;
+    else if (e.type === 'started') message = `job ${e.jobId} started on agent ${e.agentId} (${e.sandbox})`;
     else if (e.type === 'output') {
       pending += e.data;
       const now = Date.now();

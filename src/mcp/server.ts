@@ -10,6 +10,10 @@ import { registerRuntimeExecute } from './tools/runtime-execute.ts';
 import { registerQueryOutput } from './tools/query-output-tool.ts';
 import { registerPolicyCheck } from './tools/policy-check.ts';
 import { registerListRuntimes } from './tools/list-runtimes.ts';
+import { registerJobStatus } from './tools/job-status.ts';
+import { registerJobOutput } from './tools/job-output.ts';
+import { registerJobKill } from './tools/job-kill.ts';
+import { registerJobList } from './tools/job-list.ts';
 import { registerRunScript } from './tools/run-script.ts';
 import { registerJobViewer } from './apps/job-viewer.ts';
 
@@ -33,7 +37,7 @@ export function buildServer(ctx: ToolContext): McpServer {
     instructions:
       'Gatehouse runs commands for your team under its policy, in gVisor sandboxes on the team\'s executor agents. ' +
       'Prefer runtime_execute with outputMode "minimal", then query_output on the artifactHandle when you need to see output. ' +
-      'Use policy_check to learn why something would be denied.',
+      'Use policy_check to learn why something would be denied. Long jobs: pass background: true, then job_status / job_output / job_kill.',
   });
   withCodedSdkErrors(server);
   registerExecute(server, ctx);
@@ -41,6 +45,10 @@ export function buildServer(ctx: ToolContext): McpServer {
   registerQueryOutput(server, ctx);
   registerPolicyCheck(server, ctx);
   registerListRuntimes(server, ctx);
+  registerJobStatus(server, ctx);
+  registerJobOutput(server, ctx);
+  registerJobKill(server, ctx);
+  registerJobList(server, ctx);
   registerRunScript(server, ctx);
   registerJobViewer(server);
   return server;

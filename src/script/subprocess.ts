@@ -107,6 +107,8 @@ export async function runSubprocess(sc: SubprocessContext, raw: unknown): Promis
     return fail('policy_denied', deniedMessage(op, req.command), reason);
   }
   if (out.kind === 'error') return fail(out.error.code, `subprocess.${op}: ${out.error.message}`);
+  // Subprocesses never run in the background: runGoverned answers them only when the job ended.
+  if (out.kind !== 'done') return fail('internal', `subprocess.${op}: the job was accepted but not awaited`);
   const { exit } = out;
   // A cancelled subprocess means the call was cancelled (or the script timed out): start nothing more.
   if (exit.state === 'cancelled') budget.closed = true;

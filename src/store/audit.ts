@@ -22,11 +22,12 @@ export interface AuditEntry {
 }
 
 export const AUDIT_DECISIONS = ['allowed', 'denied', 'failed'] as const;
-export const AUDIT_TOOLS = ['execute', 'runtime_execute', 'query_output', 'policy_check', 'list_runtimes', 'run_script'] as const;
+export const AUDIT_TOOLS = ['execute', 'runtime_execute', 'query_output', 'policy_check', 'list_runtimes', 'run_script', 'job_status', 'job_output', 'job_kill', 'job_list', 'admin.policy_set', 'admin.token_create', 'admin.token_revoke', 'admin.job_kill'] as const;
 
-export async function writeAudit(db: D1Database, e: AuditEntry): Promise<void> {
+/** Inserts one audit row; returns its id (a running job's row is completed later by its id). */
+export async function writeAudit(db: D1Database, e: AuditEntry): Promise<number | null> {
   const command = e.command === undefined ? null : JSON.stringify(redact(e.command));
-  await db
+  const r = await db
     .prepare(
       `INSERT INTO audit (at, team, subject, token_id, tool, command, cwd, decision, reason, job_id, exit_status, duration_ms, bytes, parent_job_id)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -37,6 +38,8 @@ export async function writeAudit(db: D1Database, e: AuditEntry): Promise<void> {
       e.jobId ?? null, e.exitStatus ?? null, e.durationMs ?? null, e.bytes ?? null, e.parentJobId ?? null,
     )
     .run();
+  const id = r.meta?.last_row_id;
+  return typeof id === 'number' ? id : null;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,9 +1,12 @@
 /**
- * The `jobs` table: one row per dispatched job, written by the TeamDispatcher when the job
- * starts and when it ends. Env values are never stored (names only), so a secret a caller
- * passed does not end up in D1.
+ * The D1 `jobs` table: the team-wide index of jobs (one row per job), and the completion of each
+ * job's audit row. The team's Durable Object is the source of truth; it copies every state change
+ * here (and retries until D1 took it), so every row reaches the job's final state. Env values are
+ * never stored (names only), so a secret a caller passed does not end up in D1.
  */
 import type { JobSpec } from '../contracts/agent-protocol.ts';
+import type { JobView } from '../contracts/jobs.ts';
+import { redactString } from './audit.ts';
 
 export interface JobCreateRecord {
   team: string;
@@ -13,7 +16,7 @@ export interface JobCreateRecord {
   at: number;
 }
 
-/** Written by the Worker before dispatch, so an artifact upload can never race ahead of its row. */
+/** Written by the Worker before it submits the job to the team's DO. */
 export async function recordJobCreated(db: D1Database, r: JobCreateRecord): Promise<void> {
   const { code, stdin, env, ...rest } = r.spec;
   const stored = { ...rest, envNames: Object.keys(env), codeBytes: code?.length ?? 0, stdinBytes: stdin?.length ?? 0 };
@@ -27,30 +30,47 @@ export async function recordJobCreated(db: D1Database, r: JobCreateRecord): Prom
     .run();
 }
 
-// Updates name (team, id): the primary key, so they never scan the table.
-export async function recordJobRunning(db: D1Database, team: string, jobId: string, agentId: string, at: number): Promise<void> {
-  await db.prepare(`UPDATE jobs SET state = 'running', agent = ?, started_at = ? WHERE team = ? AND id = ?`).bind(agentId, at, team, jobId).run();
+/** How a job ended, as the audit log shows it. */
+export function exitStatusOf(v: Pick<JobView, 'state' | 'exit_code' | 'signal'>): string {
+  if (v.state === 'exited') return `exit ${v.exit_code}`;
+  if (v.state === 'signaled') return `signal ${v.signal}`;
+  return v.state;
 }
 
-export interface JobEndRecord {
-  state: string;
-  exitCode?: number | null;
-  signal?: string | null;
-  durationMs?: number;
-  error?: string;
+const FAILED_STATES = new Set(['lost', 'failed_to_start', 'refused']);
+
+/** Copies the DO's view of a job into D1 and, once it has ended, completes its audit row. */
+export async function syncJobToD1(db: D1Database, team: string, v: JobView, auditId: number | null): Promise<void> {
+  const ended = v.ended_at !== null;
+  const stmts = [
+    db.prepare(
+      `UPDATE jobs SET state = ?, agent = ?, started_at = ?, exit_code = ?, signal = ?, duration_ms = ?, error = ?, ended_at = ?
+       WHERE team = ? AND id = ?`,
+    ).bind(v.state, v.agent_id, v.started_at, v.exit_code, v.signal, v.duration_ms === null ? null : Math.round(v.duration_ms),
+      v.error?.message ?? null, v.ended_at, team, v.job_id),
+  ];
+  if (auditId !== null) {
+    const note = [v.agent_id ? `agent ${v.agent_id} (${v.sandbox})` : null, v.error ? `${v.error.code}: ${v.error.message}` : null].filter(Boolean).join('; ');
+    stmts.push(
+      db.prepare(
+        `UPDATE audit SET decision = ?, exit_status = ?, duration_ms = ?, bytes = ?,
+           reason = CASE WHEN ? = '' THEN reason WHEN reason IS NULL OR reason = '' THEN ? ELSE reason || '; ' || ? END
+         WHERE id = ? AND team = ?`,
+      ).bind(
+        FAILED_STATES.has(v.state) ? 'failed' : 'allowed', ended ? exitStatusOf(v) : v.state,
+        v.duration_ms === null ? null : Math.round(v.duration_ms), v.stdout_bytes + v.stderr_bytes,
+        ended ? redactString(note) : '', redactString(note), redactString(note), auditId, team,
+      ),
+    );
+  }
+  await db.batch(stmts);
 }
 
-export async function recordJobEnd(db: D1Database, team: string, jobId: string, r: JobEndRecord): Promise<void> {
-  await db
-    .prepare(`UPDATE jobs SET state = ?, exit_code = ?, signal = ?, duration_ms = ?, error = ?, ended_at = ? WHERE team = ? AND id = ?`)
-    .bind(r.state, r.exitCode ?? null, r.signal ?? null, r.durationMs ?? null, r.error ?? null, Date.now(), team, jobId)
-    .run();
-}
-
-/** The job an artifact upload claims to belong to, if it is this team's. */
-export async function findJobForArtifact(db: D1Database, team: string, jobId: string, handle: string): Promise<{ id: string } | null> {
-  return db
-    .prepare(`SELECT id FROM jobs WHERE team = ? AND id = ? AND artifact_handle = ?`)
-    .bind(team, jobId, handle)
-    .first<{ id: string }>();
+/** Completes an audit row whose job never reached the team's DO (the dispatch itself failed). */
+export async function failAudit(db: D1Database, team: string, auditId: number, reason: string): Promise<void> {
+  await db.prepare(
+    `UPDATE audit SET decision = 'failed', exit_status = 'failed_to_dispatch',
+       reason = CASE WHEN reason IS NULL OR reason = '' THEN ? ELSE reason || '; ' || ? END
+     WHERE id = ? AND team = ? AND exit_status = 'queued'`,
+  ).bind(redactString(reason), redactString(reason), auditId, team).run();
 }

@@ -78,6 +78,8 @@ export interface Gateway {
   mcp(team: string, scopes: string[]): Promise<Client>;
   /** Sets the team's policy through the admin API (throws with the gateway's answer on refusal). */
   putPolicy(team: string, policy: unknown): Promise<void>;
+  /** Stops `wrangler dev` and starts it again on the same port with the same state (a restart or deploy). */
+  restart(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -123,31 +125,36 @@ export async function startGateway(opts: GatewayOptions = {}): Promise<Gateway> 
   if (opts.beforeStart) await opts.beforeStart(persist);
   // freePort() can hand the same port to two test files running in parallel (or another process
   // takes it before wrangler binds): retry on "Address already in use" with fresh ports.
-  let p: ChildProcess;
+  let p!: ChildProcess;
   let url = '';
   let logs = '';
-  for (let attempt = 1; ; attempt++) {
-    const port = await freePort();
-    const inspector = await freePort();
-    url = `http://127.0.0.1:${port}`;
-    logs = '';
-    p = spawn(
-      WRANGLER,
-      ['dev', '--ip', '127.0.0.1', '--port', String(port), '--inspector-port', String(inspector), '--persist-to', persist,
-        '--env-file', envFile, '--show-interactive-dev-session=false', '--log-level', 'warn',
-        // Lets tests trigger the cron handler with GET /__scheduled.
-        '--test-scheduled', ...(opts.extraArgs ?? [])],
-      { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    const child = p;
-    child.stdout!.on('data', (d) => (logs += d));
-    child.stderr!.on('data', (d) => (logs += d));
-    const up = await waitHealthy(child, url, () => logs);
-    if (up === 'up') break;
-    if (up === 'port-in-use' && attempt < 4) continue;
-    await stopGroup(child);
-    throw new Error(up === 'timeout' ? `gateway did not start:\n${logs}` : `wrangler dev exited early:\n${logs}`);
-  }
+  const launch = async (fixedPort?: number): Promise<void> => {
+    for (let attempt = 1; ; attempt++) {
+      const port = fixedPort ?? (await freePort());
+      const inspector = await freePort();
+      url = `http://127.0.0.1:${port}`;
+      p = spawn(
+        WRANGLER,
+        ['dev', '--ip', '127.0.0.1', '--port', String(port), '--inspector-port', String(inspector), '--persist-to', persist,
+          '--env-file', envFile, '--show-interactive-dev-session=false', '--log-level', 'warn',
+          // Lets tests trigger the cron handler with GET /__scheduled.
+          '--test-scheduled', ...(opts.extraArgs ?? [])],
+        { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] },
+      );
+      const child = p;
+      child.stdout!.on('data', (d) => (logs += d));
+      child.stderr!.on('data', (d) => (logs += d));
+      const up = await waitHealthy(child, url, () => logs);
+      if (up === 'up') return;
+      if (up === 'port-in-use' && attempt < (fixedPort ? 20 : 4)) {
+        if (fixedPort) await new Promise((r) => setTimeout(r, 500));
+        continue;
+      }
+      await stopGroup(child);
+      throw new Error(up === 'timeout' ? `gateway did not start:\n${logs}` : `wrangler dev exited early:\n${logs}`);
+    }
+  };
+  await launch();
   const issuer = vars.GATEHOUSE_ISSUER || url;
   const audience = vars.GATEHOUSE_AUDIENCE || `${url}/mcp`;
   const token: Gateway['token'] = async (o) =>
@@ -163,6 +170,10 @@ export async function startGateway(opts: GatewayOptions = {}): Promise<Gateway> 
       const adminToken = await token({ team, scopes: ['admin'] });
       const r = await fetch(`${url}/admin/v1/policy`, { method: 'PUT', body: JSON.stringify(policy), headers: { Authorization: `Bearer ${adminToken}`, 'Content-Type': 'application/json' } });
       if (!r.ok) throw new Error(`PUT policy for ${team}: ${r.status} ${await r.text()}`);
+    },
+    async restart() {
+      await stopGroup(p);
+      await launch(Number(new URL(url).port));
     },
     async stop() {
       await stopGroup(p);

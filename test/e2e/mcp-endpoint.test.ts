@@ -85,7 +85,7 @@ describe('MCP handshake', () => {
     const client = await connect(await gw.token({ team: 'acme', scopes: ['execute', 'artifacts:read'] }));
     expect(client.getServerVersion()?.name).toBe('gatehouse');
     const { tools } = await client.listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual(['execute', 'list_runtimes', 'policy_check', 'query_output', 'run_script', 'runtime_execute']);
+    expect(tools.map((t) => t.name).sort()).toEqual(['execute', 'job_kill', 'job_list', 'job_output', 'job_status', 'list_runtimes', 'policy_check', 'query_output', 'run_script', 'runtime_execute']);
     for (const t of tools) expect(t.name).toMatch(/^[a-z_]+$/);
     const execute = tools.find((t) => t.name === 'execute')!;
     expect(execute.inputSchema.required).toEqual(['command']);
@@ -93,13 +93,15 @@ describe('MCP handshake', () => {
     await client.close();
   });
 
-  it('answers execute with a clear tool error while no agent is connected', async () => {
+  it('waits for an agent up to the queue deadline, then answers with a clear tool error', async () => {
     const client = await connect(await gw.token({ team: 'lonely', scopes: ['execute'] }));
     const started = Date.now();
     const r = await client.callTool({ name: 'execute', arguments: { command: 'echo', args: ['hi'] } });
     expect(r.isError).toBe(true);
     expect((r.content as { text: string }[])[0].text).toContain("no executor agent is connected for team 'lonely'; start one with:");
-    expect(Date.now() - started).toBeLessThan(5_000);
+    // The default policy's queueWaitMs (5 s): a job arriving before any agent waits for one that long.
+    expect((r.content as { text: string }[])[0].text).toContain('waited 5000ms for one');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(4_900);
     await client.close();
   });
 

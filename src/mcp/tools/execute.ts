@@ -37,9 +37,18 @@ export function registerExecute(server: McpServer, ctx: ToolContext): void {
           cwd: input.cwd, env: input.env, timeoutMs: input.timeout_ms,
         },
         job: { mode: shell ? 'shell' : 'argv', command: input.command, args: input.args ?? [], stdin: input.stdin },
+        background: input.background, selector: { agent: input.agent, labels: input.labels },
       });
       if (out.kind === 'denied') return toolError(`Error: policy denied (${out.decision.stage}): ${out.decision.reason}`, undefined, 'policy_denied');
-      if (out.kind === 'error') return toolError(`Error: ${out.error.message}`, undefined, out.error.code);
+      if (out.kind === 'error') return toolError(`Error: ${out.error.message}`, out.jobId ? { job_id: out.jobId } : undefined, out.error.code);
+      if (out.kind === 'accepted') {
+        // Background: nothing has run yet; the fields of a result stay empty until job_status says it ended.
+        const structured = {
+          stdout: '', stderr: '', exit_code: null, timed_out: false, stdout_truncated: false, stderr_truncated: false, elapsed_ms: 0,
+          state: out.state, signal: null, job_id: out.jobId, artifact_handle: out.handle, agent_id: out.agentId, sandbox: null, background: true,
+        };
+        return toolResult(structured, `job ${out.jobId} ${out.state}; follow it with job_status {"job_id":"${out.jobId}","wait_ms":60000} and job_output {"job_id":"${out.jobId}"}`);
+      }
       const { exit } = out;
       if (exit.state === 'failed_to_start') {
         return toolError(`Error: execute: spawn failed${exit.error ? ` (${exit.error.message.replace(/^Error: execute: spawn failed:?\s*/, '')})` : ''}`, undefined, 'spawn_failed');
@@ -56,6 +65,8 @@ export function registerExecute(server: McpServer, ctx: ToolContext): void {
         signal: exit.signal,
         job_id: out.jobId,
         artifact_handle: out.handle,
+        agent_id: out.agentId,
+        sandbox: out.sandbox,
       };
       const notes = out.decision.notes.length ? `\n(policy: ${out.decision.notes.join('; ')})` : '';
       if (exit.state === 'lost') return toolError(`Error: the job was lost: ${exit.error?.message ?? 'its executor agent vanished'}`, structured, 'job_lost');

@@ -25,7 +25,7 @@ export function registerListRuntimes(server: McpServer, ctx: ToolContext): void 
         name,
         allowed: policy.runtime.enabled && policy.runtime.allowedRuntimes.includes(name),
         agents: agents.flatMap((a) =>
-          a.runtimes.filter((r) => r.name === name).map((r) => ({ agentId: a.agentId, executable: r.executable, path: r.path, version: r.version })),
+          a.runtimes.filter((r) => r.name === name).map((r) => ({ agentId: a.agent_id, executable: r.executable, path: r.path, version: r.version })),
         ),
       }));
       const p = ctx.principal;

@@ -54,6 +54,7 @@ export function registerRuntimeExecute(server: McpServer, ctx: ToolContext): voi
           cwd: input.relativeCwd, env: input.env, timeoutMs: input.timeoutMs,
         },
         job: { mode: codeMode ? 'code' : 'argv', command: executable, args: input.args ?? [], runtime, code, stdin: input.stdin },
+        background: input.background, selector: { agent: input.agent, labels: input.labels },
       });
       if (out.kind === 'denied') {
         const structured = {
@@ -62,7 +63,14 @@ export function registerRuntimeExecute(server: McpServer, ctx: ToolContext): voi
         };
         return toolError(`Error: policy denied (${out.decision.stage}): ${out.decision.reason}`, structured, 'policy_denied');
       }
-      if (out.kind === 'error') return toolError(`Error: ${out.error.message}`, undefined, out.error.code);
+      if (out.kind === 'error') return toolError(`Error: ${out.error.message}`, out.jobId ? { jobId: out.jobId } : undefined, out.error.code);
+      if (out.kind === 'accepted') {
+        const structured = {
+          status: out.state, exitCode: null, signal: null, durationMs: 0, outputLines: 0, outputBytes: 0, artifactHandle: out.handle,
+          jobId: out.jobId, agentId: out.agentId, sandbox: null,
+        };
+        return toolResult(structured, `${JSON.stringify(structured)}\nfollow it with job_status {"job_id":"${out.jobId}","wait_ms":60000} and job_output {"job_id":"${out.jobId}"}`);
+      }
       const { exit } = out;
       const hasArtifact = exit.streams.stdout.bytes + exit.streams.stderr.bytes > 0 && exit.artifactsUploaded;
       let tails: { stdout?: string; stderr?: string } | undefined;
@@ -76,7 +84,10 @@ export function registerRuntimeExecute(server: McpServer, ctx: ToolContext): voi
         contextLines: input.contextLines, maxResponseLines: input.maxResponseLines, tails,
       });
       const notes = [...out.decision.notes, ...(exit.error ? [`${exit.error.code}: ${exit.error.message}`] : [])];
-      const structured = { ...shaped, ...(notes.length ? { notes: [...(shaped.notes ?? []), ...notes] } : {}) };
+      const structured = {
+        ...shaped, ...(notes.length ? { notes: [...(shaped.notes ?? []), ...notes] } : {}),
+        jobId: out.jobId, agentId: out.agentId, sandbox: out.sandbox,
+      };
       if (exit.state === 'failed_to_start' || exit.state === 'lost') {
         return toolError(`Error: ${exit.error?.message ?? exit.state}`, structured, exit.state === 'lost' ? 'job_lost' : 'spawn_failed');
       }

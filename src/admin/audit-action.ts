@@ -1,0 +1,14 @@
+/** Admin actions (policy set, token create/revoke, job kill) leave an audit row like tool calls do. */
+import type { Context } from 'hono';
+import type { AppEnv } from '../env.ts';
+import { writeAudit } from '../store/audit.ts';
+
+export type AdminAction = 'admin.policy_set' | 'admin.token_create' | 'admin.token_revoke' | 'admin.job_kill';
+
+export async function auditAdmin(c: Context<AppEnv>, action: AdminAction, o: { command?: unknown; ok: boolean; reason?: string; jobId?: string }): Promise<void> {
+  const p = c.get('principal');
+  await writeAudit(c.env.DB, {
+    team: p.team, subject: p.subject, tokenId: p.tokenId, tool: action, command: o.command, jobId: o.jobId,
+    decision: o.ok ? 'allowed' : 'failed', reason: o.reason,
+  });
+}

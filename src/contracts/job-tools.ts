@@ -1,0 +1,62 @@
+/**
+ * Input and output shapes of the background-job tools (job_status, job_output, job_kill,
+ * job_list), defined once and used by the MCP server for validation and advertised schemas.
+ */
+import { z } from 'zod';
+import { JobState, JobView } from './jobs.ts';
+
+export const JOB_STATUS_MAX_WAIT_MS = 60_000;
+export const JOB_OUTPUT_DEFAULT_BYTES = 64 * 1024;
+export const JOB_OUTPUT_MAX_BYTES = 1024 * 1024;
+
+const JobId = z.string().min(1).max(64).describe('The job_id an execute / runtime_execute call answered with');
+
+export const JobStatusInput = {
+  job_id: JobId,
+  wait_ms: z.number().int().min(0).max(JOB_STATUS_MAX_WAIT_MS).optional()
+    .describe(`Wait up to this long (≤ ${JOB_STATUS_MAX_WAIT_MS} ms) for the job to end before answering`),
+};
+export const JobStatusOutput = JobView.shape;
+
+export const JobOutputInput = {
+  job_id: JobId,
+  stream: z.enum(['stdout', 'stderr']).optional().describe('stdout (default) or stderr'),
+  offset: z.number().int().min(0).optional().describe('Byte offset to read from (default 0); pass next_offset to continue'),
+  max_bytes: z.number().int().min(1).max(JOB_OUTPUT_MAX_BYTES).optional().describe(`Bytes to return at most (default ${JOB_OUTPUT_DEFAULT_BYTES})`),
+};
+export const JobOutputOutput = {
+  job_id: z.string(),
+  stream: z.enum(['stdout', 'stderr']),
+  state: JobState,
+  data: z.string(),
+  offset: z.number().int(),
+  next_offset: z.number().int(),
+  /** True once nothing more will ever be readable past next_offset. */
+  eof: z.boolean(),
+  /** live: what the agent relayed while the job runs (its first inline-cap bytes); artifact: the stored full stream. */
+  source: z.enum(['live', 'artifact', 'none']),
+  total_bytes: z.number().int().nullable(),
+};
+
+export const JobKillInput = {
+  job_id: JobId,
+  reason: z.string().max(500).optional(),
+};
+export const JobKillOutput = {
+  job_id: z.string(),
+  state: JobState,
+  /** True when the kill was delivered (a queued job is cancelled at once; a running one ends `cancelled`). */
+  signalled: z.boolean(),
+};
+
+export const JobListInput = {
+  state: JobState.optional(),
+  subject: z.string().max(200).optional(),
+  tool: z.string().max(64).optional(),
+  cursor: z.string().max(64).optional().describe('next_cursor of the previous page'),
+  limit: z.number().int().min(1).max(200).optional(),
+};
+export const JobListOutput = {
+  jobs: z.array(JobView),
+  next_cursor: z.string().nullable(),
+};

@@ -1,0 +1,68 @@
+/**
+ * Cloudflare platform limits the dispatch path relies on. The local emulator (workerd under
+ * `wrangler dev`) does not enforce all of them, so code checks against these constants and tests
+ * prove it stays below them.
+ *
+ * Sources (as of 2026-11):
+ * - Durable Objects limits: https://developers.cloudflare.com/durable-objects/platform/limits/
+ * - WebSocket hibernation API (serializeAttachment):
+ *   https://developers.cloudflare.com/durable-objects/api/websockets/
+ */
+
+/** `WebSocket.serializeAttachment()` throws above this many bytes (structured-clone size). */
+export const HIBERNATION_ATTACHMENT_MAX_BYTES = 16_384;
+
+/** Largest WebSocket message a Durable Object receives. */
+export const WEBSOCKET_MESSAGE_MAX_BYTES = 32 * 1024 * 1024;
+
+/** Largest row, and largest string or BLOB value, in a SQLite-backed Durable Object. */
+export const SQLITE_ROW_MAX_BYTES = 2 * 1000 * 1000;
+
+/** Bound parameters per SQL statement in a SQLite-backed Durable Object. */
+export const SQL_MAX_BOUND_PARAMS = 100;
+
+/** Length of one SQL statement's text in a SQLite-backed Durable Object. */
+export const SQL_STATEMENT_MAX_BYTES = 100 * 1000;
+
+/** CPU time per request (or per alarm / WebSocket event) by default. */
+export const CPU_MS_PER_REQUEST = 30_000;
+
+// ---- Gatehouse's own budgets, derived from the limits above ----
+
+/**
+ * Characters per stored chunk of a large text (job spec, inline output). A JS string character
+ * is at most 3 UTF-8 bytes, so 512 Ki characters stay below the row limit with room for the
+ * other columns.
+ */
+export const STORED_CHUNK_CHARS = 512 * 1024;
+
+/**
+ * Largest agent message the agent sends as one frame; above it the inline output travels as
+ * `job.exit.part` messages first. Half the platform limit: JSON escaping and framing stay inside.
+ */
+export const AGENT_MESSAGE_BUDGET_BYTES = WEBSOCKET_MESSAGE_MAX_BYTES / 2;
+
+/** Characters of inline output per `job.exit.part` message (≤ 6 bytes per char once JSON-escaped). */
+export const EXIT_PART_CHARS = 1024 * 1024;
+
+/** Sanity check used by tests and by the DO before it serializes an attachment. */
+export function attachmentBytes(value: unknown): number {
+  return new TextEncoder().encode(JSON.stringify(value)).byteLength;
+}
+
+/**
+ * Splits `text` into pieces of at most `n` characters, never between the two halves of a
+ * surrogate pair (SQLite stores UTF-8, where a lone half would be replaced). Always ≥ 1 piece.
+ */
+export function splitText(text: string, n: number): string[] {
+  const out: string[] = [];
+  let i = 0;
+  do {
+    let end = Math.min(text.length, i + n);
+    const last = text.charCodeAt(end - 1);
+    if (end < text.length && last >= 0xd800 && last <= 0xdbff) end -= 1;
+    out.push(text.slice(i, end));
+    i = end;
+  } while (i < text.length);
+  return out;
+}

@@ -1,0 +1,77 @@
+/**
+ * The team's executor agents in the Durable Object's SQLite storage: what each said in its
+ * `hello` (capacity, sandbox, labels, runtimes), which token subject it is bound to, and when it
+ * was last heard from. The socket attachment keeps identity only; everything else lives here.
+ */
+import type { AgentHello, SandboxKind } from '../contracts/agent-protocol.ts';
+import type { AgentView } from '../contracts/jobs.ts';
+import type { SqlHost } from './job-store.ts';
+
+export interface AgentRow {
+  id: string;
+  subject: string;
+  token_id: string;
+  version: string;
+  sandbox: SandboxKind;
+  capacity: number;
+  labels: string;
+  runtimes: string;
+  connected_at: number;
+  last_seen: number;
+  state: 'connected' | 'disconnected';
+}
+
+const SCHEMA = [
+  `CREATE TABLE IF NOT EXISTS agents (
+    id TEXT PRIMARY KEY, subject TEXT NOT NULL, token_id TEXT NOT NULL, version TEXT NOT NULL, sandbox TEXT NOT NULL,
+    capacity INTEGER NOT NULL, labels TEXT NOT NULL, runtimes TEXT NOT NULL, connected_at INTEGER NOT NULL,
+    last_seen INTEGER NOT NULL, state TEXT NOT NULL)`,
+];
+
+export class AgentRegistry {
+  private readonly host: SqlHost;
+
+  constructor(host: SqlHost) {
+    this.host = host;
+    for (const s of SCHEMA) host.sql.exec(s);
+  }
+
+  get(id: string): AgentRow | null {
+    return this.host.sql.exec<AgentRow & Record<string, SqlStorageValue>>(`SELECT * FROM agents WHERE id = ?`, id).toArray()[0] ?? null;
+  }
+
+  all(): AgentRow[] {
+    return this.host.sql.exec<AgentRow & Record<string, SqlStorageValue>>(`SELECT * FROM agents ORDER BY id`).toArray();
+  }
+
+  /** Records a `hello` from an agent whose identity the caller has checked. */
+  connect(h: AgentHello, who: { subject: string; tokenId: string }, now: number): void {
+    this.host.sql.exec(
+      `INSERT OR REPLACE INTO agents (id, subject, token_id, version, sandbox, capacity, labels, runtimes, connected_at, last_seen, state)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'connected')`,
+      h.agentId, who.subject, who.tokenId, h.version, h.sandbox, h.capacity, JSON.stringify(h.labels ?? []),
+      JSON.stringify(h.runtimes), now, now,
+    );
+  }
+
+  touch(id: string, now: number): void {
+    this.host.sql.exec(`UPDATE agents SET last_seen = ? WHERE id = ?`, now, id);
+  }
+
+  disconnected(id: string): void {
+    this.host.sql.exec(`UPDATE agents SET state = 'disconnected' WHERE id = ?`, id);
+  }
+
+  /** Agents not connected for a long time are forgotten (they re-register with their next hello). */
+  prune(before: number): void {
+    this.host.sql.exec(`DELETE FROM agents WHERE state = 'disconnected' AND last_seen < ?`, before);
+  }
+
+  view(r: AgentRow, running: number, connected: boolean): AgentView {
+    return {
+      agent_id: r.id, subject: r.subject, state: connected ? 'connected' : 'disconnected', connected, version: r.version, sandbox: r.sandbox,
+      capacity: r.capacity, running, labels: JSON.parse(r.labels) as string[], runtimes: JSON.parse(r.runtimes) as AgentView['runtimes'],
+      connected_at: r.connected_at, last_seen: r.last_seen,
+    };
+  }
+}

@@ -1,0 +1,355 @@
+/**
+ * The team's jobs in the Durable Object's own SQLite storage: one row per job from submit to its
+ * terminal state, the job spec and inline results as chunked blobs (a row is capped at 2 MB), the
+ * live output tail, and each stream's artifact upload state. Memory holds nothing this needs:
+ * a restarted object reads everything back from here.
+ *
+ * Exactly-once: a job leaves `queued`/`running` through one conditional UPDATE; whoever changes
+ * the row first wins, every later attempt sees zero rows written.
+ */
+import type { JobExit, JobSpec, SandboxKind, StreamName } from '../contracts/agent-protocol.ts';
+import { STORED_CHUNK_CHARS, splitText } from '../contracts/limits.ts';
+import type { ArtifactState, JobListFilter, JobState, JobView } from '../contracts/jobs.ts';
+
+/** What the store needs from its host: the DO's `ctx.storage.sql` and `transactionSync`. */
+export interface SqlHost {
+  sql: SqlStorage;
+  transactionSync<T>(f: () => T): T;
+}
+
+export interface NewJob {
+  spec: JobSpec;
+  tool: string;
+  subject: string;
+  tokenId: string;
+  cancelKey: string;
+  runtime?: string;
+  sandboxMinimum?: SandboxKind;
+  selAgent?: string;
+  selLabels?: string[];
+  background: boolean;
+  maxConcurrent: number;
+  deadline: number;
+  auditId: number | null;
+  now: number;
+}
+
+export interface JobRow {
+  id: string;
+  seq: number;
+  tool: string;
+  subject: string;
+  token_id: string;
+  cancel_key: string;
+  runtime: string | null;
+  sandbox_min: SandboxKind | null;
+  sel_agent: string | null;
+  sel_labels: string | null;
+  background: number;
+  artifact_handle: string;
+  state: JobState;
+  agent: string | null;
+  agent_subject: string | null;
+  sandbox: SandboxKind | null;
+  created_at: number;
+  deadline: number;
+  started_at: number | null;
+  ended_at: number | null;
+  orphaned_at: number | null;
+  timeout_ms: number;
+  max_concurrent: number;
+  exit: string | null;
+  error_code: string | null;
+  error_message: string | null;
+  audit_id: number | null;
+  synced: number;
+}
+
+const SCHEMA = [
+  `CREATE TABLE IF NOT EXISTS jobs (
+    id TEXT PRIMARY KEY, seq INTEGER NOT NULL, tool TEXT NOT NULL, subject TEXT NOT NULL, token_id TEXT NOT NULL,
+    cancel_key TEXT NOT NULL, runtime TEXT, sandbox_min TEXT, sel_agent TEXT, sel_labels TEXT,
+    background INTEGER NOT NULL, artifact_handle TEXT NOT NULL, state TEXT NOT NULL, agent TEXT, agent_subject TEXT,
+    sandbox TEXT, created_at INTEGER NOT NULL, deadline INTEGER NOT NULL, started_at INTEGER, ended_at INTEGER,
+    orphaned_at INTEGER, timeout_ms INTEGER NOT NULL, max_concurrent INTEGER NOT NULL, exit TEXT,
+    error_code TEXT, error_message TEXT, audit_id INTEGER, synced INTEGER NOT NULL DEFAULT 0)`,
+  `CREATE INDEX IF NOT EXISTS jobs_state ON jobs (state, seq)`,
+  `CREATE INDEX IF NOT EXISTS jobs_seq ON jobs (seq)`,
+  `CREATE INDEX IF NOT EXISTS jobs_cancel ON jobs (cancel_key)`,
+  // Large texts (spec, inline stdout/stderr, exit parts) split below the row limit.
+  `CREATE TABLE IF NOT EXISTS job_blobs (job_id TEXT NOT NULL, kind TEXT NOT NULL, seq INTEGER NOT NULL, data TEXT NOT NULL,
+    PRIMARY KEY (job_id, kind, seq))`,
+  // Live output relayed while the job runs (bounded by the job's inline cap), keyed by byte offset.
+  `CREATE TABLE IF NOT EXISTS job_output (job_id TEXT NOT NULL, stream TEXT NOT NULL, offset INTEGER NOT NULL, bytes INTEGER NOT NULL,
+    data TEXT NOT NULL, PRIMARY KEY (job_id, stream, offset))`,
+  `CREATE TABLE IF NOT EXISTS job_artifacts (job_id TEXT NOT NULL, stream TEXT NOT NULL, state TEXT NOT NULL, bytes INTEGER NOT NULL,
+    PRIMARY KEY (job_id, stream))`,
+];
+
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+
+export class JobStore {
+  private readonly host: SqlHost;
+
+  constructor(host: SqlHost) {
+    this.host = host;
+    for (const s of SCHEMA) host.sql.exec(s);
+  }
+
+  private get sql(): SqlStorage {
+    return this.host.sql;
+  }
+
+  create(j: NewJob): void {
+    this.host.transactionSync(() => {
+      const seq = (this.sql.exec<{ n: number }>(`SELECT COALESCE(MAX(seq), 0) + 1 AS n FROM jobs`).one().n);
+      this.sql.exec(
+        `INSERT INTO jobs (id, seq, tool, subject, token_id, cancel_key, runtime, sandbox_min, sel_agent, sel_labels, background,
+          artifact_handle, state, created_at, deadline, timeout_ms, max_concurrent, audit_id)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?)`,
+        j.spec.jobId, seq, j.tool, j.subject, j.tokenId, j.cancelKey, j.runtime ?? null, j.sandboxMinimum ?? null,
+        j.selAgent ?? null, j.selLabels?.length ? JSON.stringify(j.selLabels) : null, j.background ? 1 : 0,
+        j.spec.artifactHandle, j.now, j.deadline, j.spec.timeoutMs, j.maxConcurrent, j.auditId,
+      );
+      this.putText(j.spec.jobId, 'spec', JSON.stringify(j.spec));
+    });
+  }
+
+  get(id: string): JobRow | null {
+    return this.sql.exec<JobRow & Record<string, SqlStorageValue>>(`SELECT * FROM jobs WHERE id = ?`, id).toArray()[0] ?? null;
+  }
+
+  spec(id: string): JobSpec | null {
+    const t = this.getText(id, 'spec');
+    return t === null ? null : (JSON.parse(t) as JobSpec);
+  }
+
+  queued(): JobRow[] {
+    return this.sql.exec<JobRow & Record<string, SqlStorageValue>>(`SELECT * FROM jobs WHERE state = 'queued' ORDER BY seq`).toArray();
+  }
+
+  running(): JobRow[] {
+    return this.sql.exec<JobRow & Record<string, SqlStorageValue>>(`SELECT * FROM jobs WHERE state = 'running' ORDER BY seq`).toArray();
+  }
+
+  byCancelKey(key: string): JobRow | null {
+    return this.sql.exec<JobRow & Record<string, SqlStorageValue>>(
+      `SELECT * FROM jobs WHERE cancel_key = ? AND state IN ('queued', 'running') ORDER BY seq DESC LIMIT 1`, key,
+    ).toArray()[0] ?? null;
+  }
+
+  /** queued → running on `agent`. False when the job is no longer queued. */
+  assign(id: string, agent: { id: string; subject: string; sandbox: SandboxKind }, now: number): boolean {
+    return this.sql.exec(
+      `UPDATE jobs SET state = 'running', agent = ?, agent_subject = ?, sandbox = ?, started_at = ?, orphaned_at = NULL, synced = 0
+       WHERE id = ? AND state = 'queued'`,
+      agent.id, agent.subject, agent.sandbox, now, id,
+    ).rowsWritten > 0;
+  }
+
+  /** running → queued (the agent refused it for capacity, or never received it). */
+  requeue(id: string): boolean {
+    return this.sql.exec(
+      `UPDATE jobs SET state = 'queued', agent = NULL, agent_subject = NULL, sandbox = NULL, started_at = NULL, orphaned_at = NULL
+       WHERE id = ? AND state = 'running'`,
+      id,
+    ).rowsWritten > 0;
+  }
+
+  setOrphaned(ids: string[], now: number): void {
+    for (const id of ids) this.sql.exec(`UPDATE jobs SET orphaned_at = ? WHERE id = ? AND state = 'running' AND orphaned_at IS NULL`, now, id);
+  }
+
+  clearOrphaned(ids: string[]): void {
+    for (const id of ids) this.sql.exec(`UPDATE jobs SET orphaned_at = NULL WHERE id = ? AND state = 'running'`, id);
+  }
+
+  /**
+   * Moves an open job to its terminal state, once. With an `exit`, the inline output is stored
+   * in chunks and the rest of the exit as JSON. Returns false when the job was already closed.
+   */
+  finish(id: string, state: JobState, now: number, o: { exit?: JobExit; error?: { code: string; message: string }; fromAgent?: string } = {}): boolean {
+    return this.host.transactionSync(() => {
+      const { exit } = o;
+      const stored = exit ? JSON.stringify({ ...exit, stdout: '', stderr: '' }) : null;
+      const agentCheck = o.fromAgent !== undefined ? ` AND state = 'running' AND agent = ?` : ` AND state IN ('queued', 'running')`;
+      const params: SqlStorageValue[] = [state, now, stored, o.error?.code ?? exit?.error?.code ?? null, o.error?.message ?? exit?.error?.message ?? null, id];
+      if (o.fromAgent !== undefined) params.push(o.fromAgent);
+      const changed = this.sql.exec(
+        `UPDATE jobs SET state = ?, ended_at = ?, exit = ?, error_code = ?, error_message = ?, orphaned_at = NULL, synced = 0 WHERE id = ?${agentCheck}`,
+        ...params,
+      ).rowsWritten > 0;
+      if (!changed) return false;
+      if (exit) {
+        this.putText(id, 'stdout', exit.stdout);
+        this.putText(id, 'stderr', exit.stderr);
+      }
+      this.sql.exec(`DELETE FROM job_blobs WHERE job_id = ? AND kind LIKE 'part:%'`, id);
+      return true;
+    });
+  }
+
+  /** The full exit of a finished job (inline output reassembled), or null. */
+  result(id: string): JobExit | null {
+    const row = this.get(id);
+    if (!row?.exit) return null;
+    const exit = JSON.parse(row.exit) as JobExit;
+    return { ...exit, stdout: this.getText(id, 'stdout') ?? '', stderr: this.getText(id, 'stderr') ?? '' };
+  }
+
+  // ---- exit parts: inline output too large for one agent message arrives first in parts ----
+
+  putPart(id: string, stream: StreamName, seq: number, data: string): void {
+    this.sql.exec(`INSERT OR REPLACE INTO job_blobs (job_id, kind, seq, data) VALUES (?, ?, ?, ?)`, id, `part:${stream}`, seq, data);
+  }
+
+  partsText(id: string, stream: StreamName, count: number): string | null {
+    const rows = this.sql.exec<{ seq: number; data: string }>(`SELECT seq, data FROM job_blobs WHERE job_id = ? AND kind = ? ORDER BY seq`, id, `part:${stream}`).toArray();
+    if (rows.length !== count || rows.some((r, i) => r.seq !== i)) return null;
+    return rows.map((r) => r.data).join('');
+  }
+
+  // ---- live output ----
+
+  /** Appends relayed output; returns the byte offset it starts at. */
+  appendOutput(id: string, stream: StreamName, data: string): number {
+    const end = this.sql.exec<{ n: number }>(
+      `SELECT COALESCE(MAX(offset + bytes), 0) AS n FROM job_output WHERE job_id = ? AND stream = ?`, id, stream,
+    ).one().n;
+    const bytes = enc.encode(data).byteLength;
+    this.sql.exec(`INSERT INTO job_output (job_id, stream, offset, bytes, data) VALUES (?, ?, ?, ?, ?)`, id, stream, end, bytes, data);
+    return end;
+  }
+
+  /** Bytes [offset, offset+max) of the relayed output, and the total relayed so far. */
+  readOutput(id: string, stream: StreamName, offset: number, max: number): { data: Uint8Array; total: number } {
+    const rows = this.sql.exec<{ offset: number; bytes: number; data: string }>(
+      `SELECT offset, bytes, data FROM job_output WHERE job_id = ? AND stream = ? AND offset + bytes > ? AND offset < ? ORDER BY offset`,
+      id, stream, offset, offset + max,
+    ).toArray();
+    const total = this.sql.exec<{ n: number }>(`SELECT COALESCE(MAX(offset + bytes), 0) AS n FROM job_output WHERE job_id = ? AND stream = ?`, id, stream).one().n;
+    const parts: Uint8Array[] = [];
+    let size = 0;
+    for (const r of rows) {
+      const b = enc.encode(r.data);
+      const from = Math.max(0, offset - r.offset);
+      const to = Math.min(b.byteLength, offset + max - r.offset);
+      const piece = b.subarray(from, to);
+      parts.push(piece);
+      size += piece.byteLength;
+    }
+    const data = new Uint8Array(size);
+    let o = 0;
+    for (const p of parts) {
+      data.set(p, o);
+      o += p.byteLength;
+    }
+    return { data, total };
+  }
+
+  // ---- artifacts ----
+
+  /** An upload may begin unless this stream's artifact is already complete (written once). */
+  beginUpload(id: string, stream: StreamName): boolean {
+    const cur = this.sql.exec<{ state: string }>(`SELECT state FROM job_artifacts WHERE job_id = ? AND stream = ?`, id, stream).toArray()[0];
+    if (cur?.state === 'complete') return false;
+    this.sql.exec(`INSERT OR REPLACE INTO job_artifacts (job_id, stream, state, bytes) VALUES (?, ?, 'uploading', 0)`, id, stream);
+    return true;
+  }
+
+  endUpload(id: string, stream: StreamName, state: ArtifactState, bytes: number): void {
+    this.sql.exec(`UPDATE job_artifacts SET state = ?, bytes = ? WHERE job_id = ? AND stream = ?`, state, bytes, id, stream);
+  }
+
+  artifactState(id: string, row: JobRow): ArtifactState {
+    const rows = this.sql.exec<{ state: ArtifactState }>(`SELECT state FROM job_artifacts WHERE job_id = ?`, id).toArray();
+    if (rows.length === 0) {
+      if (row.exit) {
+        const exit = JSON.parse(row.exit) as JobExit;
+        const bytes = exit.streams.stdout.bytes + exit.streams.stderr.bytes;
+        if (bytes === 0) return 'none';
+        return exit.artifactsUploaded ? 'complete' : 'failed';
+      }
+      return 'none';
+    }
+    for (const s of ['uploading', 'failed', 'partial'] as const) if (rows.some((r) => r.state === s)) return s;
+    return 'complete';
+  }
+
+  // ---- views ----
+
+  view(row: JobRow): JobView {
+    const exit = row.exit ? (JSON.parse(row.exit) as JobExit) : null;
+    const error = row.error_code ? { code: row.error_code, message: row.error_message ?? '' } : null;
+    return {
+      job_id: row.id, state: row.state, tool: row.tool, subject: row.subject, background: row.background === 1,
+      agent_id: row.agent, sandbox: row.sandbox, created_at: row.created_at, started_at: row.started_at, ended_at: row.ended_at,
+      exit_code: exit?.exitCode ?? null, signal: exit?.signal ?? null, timed_out: exit?.timedOut ?? false,
+      duration_ms: exit?.durationMs ?? (row.ended_at && row.started_at ? row.ended_at - row.started_at : null),
+      error, artifact_handle: row.artifact_handle, artifact_state: this.artifactState(row.id, row),
+      stdout_bytes: exit?.streams.stdout.bytes ?? this.relayed(row.id, 'stdout'),
+      stderr_bytes: exit?.streams.stderr.bytes ?? this.relayed(row.id, 'stderr'),
+    };
+  }
+
+  private relayed(id: string, stream: StreamName): number {
+    return this.sql.exec<{ n: number }>(`SELECT COALESCE(MAX(offset + bytes), 0) AS n FROM job_output WHERE job_id = ? AND stream = ?`, id, stream).one().n;
+  }
+
+  /** Newest first; the cursor is the last row's `seq`. */
+  list(f: { state?: JobState; subject?: string; tool?: string; cursor?: number; limit: number }): { rows: JobRow[]; next: number | null } {
+    const where: string[] = [];
+    const params: SqlStorageValue[] = [];
+    if (f.state) (where.push('state = ?'), params.push(f.state));
+    if (f.subject) (where.push('subject = ?'), params.push(f.subject));
+    if (f.tool) (where.push('tool = ?'), params.push(f.tool));
+    if (f.cursor !== undefined) (where.push('seq < ?'), params.push(f.cursor));
+    const rows = this.sql.exec<JobRow & Record<string, SqlStorageValue>>(
+      `SELECT * FROM jobs ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY seq DESC LIMIT ?`, ...params, f.limit + 1,
+    ).toArray();
+    const more = rows.length > f.limit;
+    const page = rows.slice(0, f.limit);
+    return { rows: page, next: more ? page[page.length - 1].seq : null };
+  }
+
+  /** Terminal rows whose D1 index row / audit row has not been updated yet. */
+  unsynced(limit = 50): JobRow[] {
+    return this.sql.exec<JobRow & Record<string, SqlStorageValue>>(
+      `SELECT * FROM jobs WHERE synced = 0 AND state NOT IN ('queued') ORDER BY seq LIMIT ?`, limit,
+    ).toArray();
+  }
+
+  markSynced(id: string, state: JobState): void {
+    // Only if nothing changed since the copy was taken.
+    this.sql.exec(`UPDATE jobs SET synced = 1 WHERE id = ? AND state = ?`, id, state);
+  }
+
+  /** Drops finished jobs older than `before` with everything stored for them. */
+  prune(before: number): number {
+    const ids = this.sql.exec<{ id: string }>(`SELECT id FROM jobs WHERE ended_at IS NOT NULL AND ended_at < ? AND synced = 1 LIMIT 200`, before).toArray().map((r) => r.id);
+    for (const id of ids) {
+      this.sql.exec(`DELETE FROM job_blobs WHERE job_id = ?`, id);
+      this.sql.exec(`DELETE FROM job_output WHERE job_id = ?`, id);
+      this.sql.exec(`DELETE FROM job_artifacts WHERE job_id = ?`, id);
+      this.sql.exec(`DELETE FROM jobs WHERE id = ?`, id);
+    }
+    return ids.length;
+  }
+
+  // ---- chunked text ----
+
+  private putText(id: string, kind: string, text: string): void {
+    this.sql.exec(`DELETE FROM job_blobs WHERE job_id = ? AND kind = ?`, id, kind);
+    splitText(text, STORED_CHUNK_CHARS).forEach((data, seq) => {
+      this.sql.exec(`INSERT INTO job_blobs (job_id, kind, seq, data) VALUES (?, ?, ?, ?)`, id, kind, seq, data);
+    });
+  }
+
+  private getText(id: string, kind: string): string | null {
+    const rows = this.sql.exec<{ data: string }>(`SELECT data FROM job_blobs WHERE job_id = ? AND kind = ? ORDER BY seq`, id, kind).toArray();
+    return rows.length ? rows.map((r) => r.data).join('') : null;
+  }
+}
+
+export const decodeBytes = (b: Uint8Array): string => dec.decode(b);

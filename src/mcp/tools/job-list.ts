@@ -1,0 +1,28 @@
+/** `job_list`: the team's jobs, newest first, filtered by state / subject / tool, paged by cursor. */
+import { z } from 'zod';
+import type { McpServer } from '@modelcontextprotocol/server';
+import { JobListInput, JobListOutput } from '../../contracts/job-tools.ts';
+import { listJobs } from '../../dispatch/client.ts';
+import { strictInput } from '../../contracts/strict-input.ts';
+import { missingScope, toolResult, type ToolContext } from '../context.ts';
+import { auditJobCall } from './job-common.ts';
+
+export function registerJobList(server: McpServer, ctx: ToolContext): void {
+  server.registerTool(
+    'job_list',
+    {
+      title: 'List the team\'s jobs',
+      description: 'Recent jobs of your team, newest first. Filters: state, subject, tool. Pass next_cursor as cursor for the next page.',
+      inputSchema: strictInput(JobListInput),
+      outputSchema: z.object(JobListOutput),
+    },
+    async (input) => {
+      const denied = missingScope(ctx, 'job_list', ['artifacts:read']);
+      if (denied) return denied;
+      const started = Date.now();
+      const r = await listJobs(ctx.env, ctx.principal.team, { ...input, limit: input.limit ?? 50 });
+      await auditJobCall(ctx, 'job_list', { command: input, ok: true, started });
+      return toolResult(r);
+    },
+  );
+}

@@ -1,0 +1,29 @@
+/** `job_status`: where a job stands; with wait_ms, waits (long-poll, ≤ 60 s) for it to end. */
+import { z } from 'zod';
+import type { McpServer } from '@modelcontextprotocol/server';
+import { JobStatusInput, JobStatusOutput } from '../../contracts/job-tools.ts';
+import { jobStatus } from '../../dispatch/client.ts';
+import { strictInput } from '../../contracts/strict-input.ts';
+import { missingScope, toolResult, type ToolContext } from '../context.ts';
+import { auditJobCall, jobNotFound } from './job-common.ts';
+
+export function registerJobStatus(server: McpServer, ctx: ToolContext): void {
+  server.registerTool(
+    'job_status',
+    {
+      title: 'State of a job',
+      description: 'State, exit code, timings, agent and sandbox of a job (background or not). wait_ms (≤ 60000) waits for the job to end first.',
+      inputSchema: strictInput(JobStatusInput),
+      outputSchema: z.object(JobStatusOutput),
+    },
+    async (input) => {
+      const denied = missingScope(ctx, 'job_status', ['artifacts:read']);
+      if (denied) return denied;
+      const started = Date.now();
+      const v = await jobStatus(ctx.env, ctx.principal.team, input.job_id, input.wait_ms ?? 0);
+      await auditJobCall(ctx, 'job_status', { jobId: input.job_id, ok: v !== null, reason: v ? v.state : 'not_found', started });
+      if (!v) return jobNotFound(input.job_id);
+      return toolResult(v);
+    },
+  );
+}

@@ -1,0 +1,148 @@
+/**
+ * The DO's job store against a real SQLite (node:sqlite standing in for `ctx.storage.sql`):
+ * exactly-once results, chunked storage below Cloudflare's row limit, byte offsets of the live
+ * output, write-once artifacts, paging; plus the agent's splitting of oversized results and the
+ * size of the socket attachment.
+ */
+import { describe, expect, it } from 'vitest';
+import { DatabaseSync } from 'node:sqlite';
+import { serialize } from 'node:v8';
+import { JobStore, type SqlHost } from '../../src/dispatch/job-store.ts';
+import { HIBERNATION_ATTACHMENT_MAX_BYTES, SQLITE_ROW_MAX_BYTES, STORED_CHUNK_CHARS, splitText } from '../../src/contracts/limits.ts';
+import type { JobExit, JobSpec } from '../../src/contracts/agent-protocol.ts';
+import { exitMessages } from '../../executor/agent.ts';
+import type { AgentAttachment } from '../../src/dispatch/team-dispatcher.ts';
+
+function sqlHost(): SqlHost & { db: DatabaseSync } {
+  const db = new DatabaseSync(':memory:');
+  const sql = {
+    exec(q: string, ...params: unknown[]) {
+      const stmt = db.prepare(q);
+      if (/^\s*SELECT/i.test(q)) {
+        const rows = stmt.all(...(params as never[]));
+        return { toArray: () => rows, one: () => rows[0], rowsWritten: 0 };
+      }
+      const r = stmt.run(...(params as never[]));
+      return { toArray: () => [], one: () => undefined, rowsWritten: Number(r.changes) };
+    },
+  };
+  return {
+    db, sql: sql as unknown as SqlStorage,
+    transactionSync<T>(f: () => T): T {
+      db.exec('BEGIN');
+      try {
+        const v = f();
+        db.exec('COMMIT');
+        return v;
+      } catch (e) {
+        db.exec('ROLLBACK');
+        throw e;
+      }
+    },
+  };
+}
+
+const spec = (id: string, extra: Partial<JobSpec> = {}): JobSpec => ({
+  jobId: id, artifactHandle: `art_${id}`, mode: 'argv', command: 'true', args: [], cwd: '', env: {}, timeoutMs: 1000,
+  limits: { inlineBytes: 1000, artifactBytes: 1000 }, ...extra,
+});
+const newJob = (store: JobStore, id: string, extra: Partial<JobSpec> = {}) => store.create({
+  spec: spec(id, extra), tool: 'execute', subject: 'alice', tokenId: 't1', cancelKey: `k-${id}`, background: false,
+  maxConcurrent: 4, deadline: 10_000, auditId: null, now: 1,
+});
+const exitOf = (id: string, stdout: string, extra: Partial<JobExit> = {}): JobExit => ({
+  type: 'job.exit', jobId: id, state: 'exited', exitCode: 0, signal: null, timedOut: false, durationMs: 5, stdout, stderr: '',
+  stdoutTruncated: false, stderrTruncated: false, artifactsUploaded: true,
+  streams: { stdout: { bytes: stdout.length, lines: 1, artifactTruncated: false }, stderr: { bytes: 0, lines: 0, artifactTruncated: false } }, ...extra,
+});
+const agentA = { id: 'a', subject: 'agent-a', sandbox: 'gvisor' as const };
+
+describe('job store', () => {
+  it('accepts a result exactly once, only from the assigned agent, only while the job is open', () => {
+    const h = sqlHost();
+    const store = new JobStore(h);
+    newJob(store, 'j1');
+    expect(store.assign('j1', agentA, 2)).toBe(true);
+    expect(store.finish('j1', 'exited', 3, { exit: exitOf('j1', 'FORGED'), fromAgent: 'rogue' })).toBe(false);
+    expect(store.finish('j1', 'exited', 3, { exit: exitOf('j1', 'real\n'), fromAgent: 'a' })).toBe(true);
+    expect(store.finish('j1', 'exited', 4, { exit: exitOf('j1', 'again'), fromAgent: 'a' })).toBe(false);
+    expect(store.finish('j1', 'lost', 5, { error: { code: 'lost', message: 'x' } })).toBe(false);
+    expect(store.result('j1')?.stdout).toBe('real\n');
+    expect(store.get('j1')?.state).toBe('exited');
+  });
+
+  it('stores a 10 MiB inline output (with multi-byte characters on chunk edges) in rows below the 2 MB limit and reads it back', () => {
+    const h = sqlHost();
+    const store = new JobStore(h);
+    newJob(store, 'big');
+    store.assign('big', agentA, 2);
+    // An emoji (a surrogate pair) straddling every chunk boundary.
+    const unit = 'x'.repeat(STORED_CHUNK_CHARS - 1) + '😀';
+    const stdout = unit.repeat(Math.ceil((10 * 1024 * 1024) / unit.length)).slice(0, 10 * 1024 * 1024);
+    expect(store.finish('big', 'exited', 3, { exit: exitOf('big', stdout), fromAgent: 'a' })).toBe(true);
+    const biggest = h.db.prepare(`SELECT MAX(length(CAST(data AS BLOB))) AS b FROM job_blobs`).get() as { b: number };
+    expect(biggest.b).toBeLessThan(SQLITE_ROW_MAX_BYTES);
+    // A fresh store over the same database (what a restarted object sees).
+    expect(new JobStore(h).result('big')?.stdout).toBe(stdout);
+  });
+
+  it('keeps live output by byte offset, multi-byte characters included', () => {
+    const store = new JobStore(sqlHost());
+    newJob(store, 'j');
+    store.assign('j', agentA, 2);
+    store.appendOutput('j', 'stdout', 'héllo\n');
+    store.appendOutput('j', 'stdout', 'wörld\n');
+    const all = store.readOutput('j', 'stdout', 0, 1000);
+    expect(all.total).toBe(Buffer.byteLength('héllo\nwörld\n'));
+    expect(Buffer.from(all.data).toString()).toBe('héllo\nwörld\n');
+    const mid = store.readOutput('j', 'stdout', 7, 3);
+    expect(Buffer.from(mid.data).toString()).toBe(Buffer.from('héllo\nwörld\n').subarray(7, 10).toString());
+  });
+
+  it('writes each stream\'s artifact once', () => {
+    const store = new JobStore(sqlHost());
+    newJob(store, 'j');
+    expect(store.beginUpload('j', 'stdout')).toBe(true);
+    store.endUpload('j', 'stdout', 'failed', 0);
+    expect(store.beginUpload('j', 'stdout')).toBe(true); // a retry after a failed attempt
+    store.endUpload('j', 'stdout', 'complete', 10);
+    expect(store.beginUpload('j', 'stdout')).toBe(false);
+  });
+
+  it('pages the job list newest first with a cursor, and filters', () => {
+    const store = new JobStore(sqlHost());
+    for (let i = 0; i < 5; i++) newJob(store, `j${i}`);
+    store.finish('j1', 'refused', 2, { error: { code: 'queue_full', message: 'full' } });
+    const p1 = store.list({ limit: 2 });
+    expect(p1.rows.map((r) => r.id)).toEqual(['j4', 'j3']);
+    const p2 = store.list({ limit: 2, cursor: p1.next! });
+    expect(p2.rows.map((r) => r.id)).toEqual(['j2', 'j1']);
+    expect(store.list({ limit: 10, state: 'refused' }).rows.map((r) => r.id)).toEqual(['j1']);
+  });
+});
+
+describe('platform limits', () => {
+  it('splits text without breaking surrogate pairs', () => {
+    const parts = splitText('ab😀cd', 3);
+    expect(parts.join('')).toBe('ab😀cd');
+    for (const p of parts) expect(Buffer.from(p).toString()).toBe(p);
+    expect(splitText('', 3)).toEqual(['']);
+  });
+
+  it('sends a result too large for one WebSocket message as parts the edge reassembles', () => {
+    const exit = exitOf('j', 'y'.repeat(5000), { stderr: 'z'.repeat(300) });
+    const msgs = exitMessages(exit, 1000, 1024);
+    expect(msgs.length).toBeGreaterThan(2);
+    for (const m of msgs) expect(Buffer.byteLength(JSON.stringify(m))).toBeLessThan(2000);
+    const last = msgs.at(-1) as JobExit;
+    expect(last).toMatchObject({ type: 'job.exit', stdout: '', stderr: '', parts: { stdout: 5, stderr: 1 } });
+    const parts = msgs.filter((m) => m.type === 'job.exit.part') as { stream: string; data: string }[];
+    expect(parts.filter((p) => p.stream === 'stdout').map((p) => p.data).join('')).toBe(exit.stdout);
+    expect(exitMessages(exitOf('k', 'small'))).toHaveLength(1);
+  });
+
+  it('keeps the socket attachment far below the hibernation limit, whatever the agent says', () => {
+    const att: AgentAttachment = { subject: 's'.repeat(200), tokenId: 't'.repeat(200), agentId: 'a'.repeat(128), connectedAt: Date.now() };
+    expect(serialize(att).byteLength).toBeLessThan(HIBERNATION_ATTACHMENT_MAX_BYTES / 4);
+  });
+});
