@@ -137,10 +137,12 @@ describe.skipIf(!HAVE_CHROMIUM)('MCP Apps job viewer', () => {
     expect(await text('stdout')).toBe('tick-1\ntick-2\ntick-3\ntick-4\ntick-5\ntick-6\n');
     expect(await text('stderr')).toBe('done\n');
     expect(await text('state')).toContain('exit 0');
+    expect(await view().$eval('#state', (e: any) => e.className)).toBe('state ok');
     // Search through query_output, via the host.
     await view().type('#terms', 'tick-5');
-    await view().click('button[type=submit]');
-    await view().waitForSelector('#results mark', { timeout: 15_000 });
+    await view().click('#go');
+    await view().waitForFunction(() => document.querySelector('#results mark') || document.getElementById('error').textContent, { timeout: 15_000 });
+    expect(await text('error')).toBe('');
     expect(await view().$eval('#results mark', (e: any) => e.textContent)).toBe('tick-5');
     expect(await text('found')).toMatch(/^1 matching line in 7 lines/);
     await page.screenshot({ path: join(SHOTS, 'mcp-app-job-viewer.png'), fullPage: true });

@@ -219,6 +219,7 @@ describe.skipIf(!HAVE_CHROMIUM)('dashboard in a real browser', () => {
     const row = await page.waitForSelector('tr[data-job] .badge.running', { timeout: 20_000 });
     const jobId = await page.evaluate((e: any) => e.closest('tr').getAttribute('data-job'), row);
     await page.click(`tr[data-job="${jobId}"] a`);
+    await page.waitForSelector(aria('Kill job'), { visible: true, timeout: 15_000 });
     await page.click(aria('Kill job'));
     const r = await call;
     expect((r.structuredContent as { state: string }).state).toMatch(/cancelled|signaled/);
@@ -287,11 +288,12 @@ describe.skipIf(!HAVE_CHROMIUM)('dashboard in a real browser', () => {
     const doc = JSON.parse(await page.$eval('textarea[name=policy]', (e) => (e as any).value));
     doc.executables.allow = doc.executables.allow.filter((x: string) => x !== 'ls');
     await page.$eval('textarea[name=policy]', (e, v) => { (e as any).value = v; }, JSON.stringify(doc, null, 2));
+    const before = (await (await fetch(`${gw.url}/admin/v1/policy`, { headers: { Authorization: `Bearer ${adminToken}` } })).json() as { version: number }).version;
     await page.click(aria('Save as new version'));
-    await waitText('the policy is now version 1');
+    await waitText(`the policy is now version ${before + 1}`);
     expect(await editorError()).toBe('');
     // The history lists the saved version, who saved it, and can load it back into the editor.
-    await page.waitForSelector(aria('Load version 1'), { timeout: 10_000 });
+    await page.waitForSelector(aria(`Load version ${before + 1}`), { timeout: 10_000 });
     expect(await page.$eval('caption ::-p-text(Policy versions)', (e: any) => e.closest('table').innerText)).toContain('dash-admin');
     // Dry run in the page.
     await fill('Command', 'ls');
@@ -326,13 +328,15 @@ describe.skipIf(!HAVE_CHROMIUM)('dashboard in a real browser', () => {
     const admin = (team: string) => gw.token({ team, scopes: ['admin'], subject: `${team}-admin` });
     const history = async (team: string, q = '') =>
       (await fetch(`${gw.url}/admin/v1/policy/history${q}`, { headers: { Authorization: `Bearer ${await admin(team)}` } })).json() as Promise<any>;
-    // The previous test saved version 1 (no `ls`) and then restored the default as version 2.
+    // The previous test saved a version without `ls`, then restored the default as the next one.
     const h = await history(TEAM);
-    expect(h.versions.map((v: { version: number }) => v.version)).toEqual([2, 1]);
-    expect(h.versions[1].policy.executables.allow).not.toContain('ls');
+    const latest = h.versions[0].version;
+    expect(h.versions.map((v: { version: number }) => v.version)).toEqual(Array.from({ length: latest }, (_, i) => latest - i));
     expect(h.versions[0].policy.executables.allow).toContain('ls');
-    expect((await history(TEAM, '?limit=1')).nextBefore).toBe(2);
-    expect((await history(TEAM, '?before=2')).versions.map((v: { version: number }) => v.version)).toEqual([1]);
+    expect(h.versions[1].policy.executables.allow).not.toContain('ls');
+    expect(h.versions[1].updatedBy).toBe('dash-admin');
+    expect((await history(TEAM, '?limit=1')).nextBefore).toBe(latest);
+    expect((await history(TEAM, `?before=${latest}`)).versions[0].version).toBe(latest - 1);
     // Another team sees only its own (none).
     expect((await history('other-team')).versions).toEqual([]);
     expect((await history(TEAM, '?limit=0')).error.message).toMatch(/limit must be an integer from 1 to 100/);

@@ -185,6 +185,8 @@ async function liveTail(id, outputs, live, outMsg) {
 /** After the job: the tail of each stored stream, and downloads. Returns true once shown. */
 async function finalOutput(handle, outputs, outMsg, job) {
   if (!handle) { outMsg.say('This job stored no output.'); return true; }
+  // The upload can trail the exit: wait until the gateway says the artifact is complete (or failed).
+  if (job.artifact_state === 'uploading') { outMsg.say('Storing the output…'); return false; }
   let info;
   try {
     info = await api('GET', '/artifacts/' + encodeURIComponent(handle));

@@ -25,7 +25,7 @@ h1 { font-size: 1rem; margin: 0; }
 pre { font: 12px/1.4 ui-monospace, Menlo, Consolas, monospace; background: #0d1117; color: #e6edf3; padding: .5rem; border-radius: 6px;
   max-height: 18rem; overflow: auto; white-space: pre-wrap; overflow-wrap: anywhere; margin: .25rem 0; }
 h2 { font-size: .9rem; margin: .5rem 0 0; }
-form { display: flex; flex-wrap: wrap; gap: .5rem; align-items: flex-end; margin: .5rem 0; }
+.search { display: flex; flex-wrap: wrap; gap: .5rem; align-items: flex-end; margin: .5rem 0; }
 label { display: flex; flex-direction: column; font-size: .8rem; font-weight: 600; }
 input, select, button { font: inherit; padding: .25rem .5rem; }
 mark { background: #f2cc60; color: #0d1117; }
@@ -37,11 +37,11 @@ mark { background: #f2cc60; color: #0d1117; }
 <p id="error" class="error" role="alert"></p>
 <h2>stdout</h2><pre id="stdout" tabindex="0" aria-label="stdout"></pre>
 <h2>stderr</h2><pre id="stderr" tabindex="0" aria-label="stderr"></pre>
-<form id="search" aria-label="Search the output">
-<label>Search terms<input id="terms" type="search" placeholder="error, warning" required></label>
+<div class="search" role="search" aria-label="Search the output">
+<label>Search terms<input id="terms" type="search" placeholder="error, warning"></label>
 <label>Stream<select id="stream"><option>both</option><option>stdout</option><option>stderr</option></select></label>
-<button type="submit">Search</button>
-</form>
+<button id="go" type="button">Search</button>
+</div>
 <p id="found" class="sub" role="status"></p>
 <div id="results"></div>
 <script type="module">
@@ -87,10 +87,10 @@ async function callTool(name, args) {
 }
 
 // ---- the view ----
-function setState(s, done) {
+function setState(s, done, good) {
   const el = $('state');
   el.textContent = s;
-  el.className = 'state' + (done ? (s === 'exited' ? ' ok' : ' bad') : '');
+  el.className = 'state' + (done ? (good ? ' ok' : ' bad') : '');
 }
 function fail(e) { $('error').textContent = e ? String(e.message || e) : ''; }
 function append(stream, text) {
@@ -123,7 +123,7 @@ async function follow() {
     if (stopped) return;
     const st = await callTool('job_status', { job_id: job });
     const done = TERMINAL.includes(st.state);
-    setState(st.state + (st.exit_code !== null && st.exit_code !== undefined ? ' (exit ' + st.exit_code + ')' : ''), done);
+    setState(st.state + (st.exit_code !== null && st.exit_code !== undefined ? ' (exit ' + st.exit_code + ')' : ''), done, st.state === 'exited' && st.exit_code === 0);
     $('meta').textContent = [st.tool, st.agent_id, st.duration_ms !== null && st.duration_ms !== undefined ? st.duration_ms + ' ms' : ''].filter(Boolean).join(' · ');
     if (!handle && st.artifact_handle) handle = st.artifact_handle;
     for (const s of ['stdout', 'stderr']) {
@@ -161,8 +161,10 @@ function highlight(line, terms) {
   return frag;
 }
 
-$('search').addEventListener('submit', async (ev) => {
-  ev.preventDefault();
+// Hosts sandbox the frame without allow-forms (no form submission), so no <form>: a button and Enter.
+$('go').addEventListener('click', () => search());
+$('terms').addEventListener('keydown', (ev) => { if (ev.key === 'Enter') search(); });
+async function search() {
   fail(null);
   const terms = $('terms').value.split(',').map((t) => t.trim()).filter(Boolean);
   if (!handle) { fail('no stored output to search yet'); return; }
@@ -182,7 +184,7 @@ $('search').addEventListener('submit', async (ev) => {
       return fig;
     }));
   } catch (e) { fail(e); }
-});
+}
 
 // Tell the host how tall we are, so it can size the frame.
 new ResizeObserver(() => notify('ui/notifications/size-changed', { width: document.documentElement.scrollWidth, height: document.documentElement.scrollHeight }))
