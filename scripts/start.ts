@@ -159,6 +159,7 @@ async function main(): Promise<void> {
       `dev client token: ${client.token}\n\n` +
       `Claude Code:\n  claude mcp add --transport http gatehouse ${audience} --header "Authorization: Bearer ${client.token}"\n\n` +
       `Admin CLI (policy, tokens, audit):\n  export GATEHOUSE_URL=${URL_BASE} GATEHOUSE_ADMIN_TOKEN=${admin.token}\n  npx gatehouse policy get\n\n` +
+      `Dashboard:        ${URL_BASE}/dashboard (sign in with the admin token)\n` +
       `Home page:        ${URL_BASE}/\n` +
       `All tokens: ${join(STATE, 'tokens.json')}   Workspace: ${join(STATE, 'workspace')}\n` +
       `Logs: ${join(STATE, 'gateway.log')}, ${join(STATE, 'agent.log')} (one line per job)   Ctrl-C stops everything.\n${line}\n`,

@@ -30,6 +30,11 @@ export interface Env {
   HS_SCOPES?: string;
   /** Longest accepted token lifetime in seconds (default one year). */
   MAX_TOKEN_LIFETIME_SECONDS?: string;
+  /** Rate-limiting bindings (wrangler.toml `[[ratelimits]]`); absent in unit tests, where nothing is limited. */
+  RL_MCP_TOKEN?: RateLimit;
+  RL_MCP_TEAM?: RateLimit;
+  RL_ADMIN_TOKEN?: RateLimit;
+  RL_ADMIN_TEAM?: RateLimit;
   /** Extra host names (comma-separated `host[:port]`) the gateway answers on besides the issuer's and audience's. */
   ALLOWED_HOSTS?: string;
   /** KV of the OAuth authorization server (clients, grants, tokens; src/oauth/). Absent → OAuth answers 501. */

@@ -4,6 +4,7 @@
 import { Hono } from 'hono';
 import type { AppEnv, Env } from './env.ts';
 import { configGuard, hostCheck, requireAuth, wellKnownRoutes } from './auth/index.ts';
+import { rateLimit } from './edge/rate-limit.ts';
 import { adminRoutes } from './admin/index.ts';
 import { mcpRoutes } from './mcp/index.ts';
 import { agentRoutes } from './dispatch/routes.ts';
@@ -30,7 +31,7 @@ app.all('/mcp/:rest{.+}', mcpPathHint);
 app.all('/sse', mcpPathHint);
 app.route('/mcp', mcpRoutes);
 app.route('/agent/v1', agentRoutes);
-app.use('/admin/v1/*', requireAuth({ scopes: ['admin'] }));
+app.use('/admin/v1/*', requireAuth({ scopes: ['admin'] }), rateLimit('admin'));
 app.route('/admin/v1', adminRoutes);
 app.route('/dashboard', dashboardRoutes);
 app.notFound(notFound);

@@ -33,8 +33,11 @@ export const JobOutputOutput = {
   next_offset: z.number().int(),
   /** True once nothing more will ever be readable past next_offset. */
   eof: z.boolean(),
-  /** live: what the agent relayed while the job runs (its first inline-cap bytes); artifact: the stored full stream. */
-  source: z.enum(['live', 'artifact', 'none']),
+  /**
+   * live: what the agent relayed while the job runs (its first inline-cap bytes); artifact: the stored full stream;
+   * result: the job ended but its artifact is not stored (upload failed): the inline output of its result.
+   */
+  source: z.enum(['live', 'artifact', 'result', 'none']),
   total_bytes: z.number().int().nullable(),
 };
 

@@ -264,17 +264,16 @@ export class JobStore {
 
   artifactState(id: string, row: JobRow): ArtifactState {
     const rows = this.sql.exec<{ state: ArtifactState }>(`SELECT state FROM job_artifacts WHERE job_id = ?`, id).toArray();
-    if (rows.length === 0) {
-      if (row.exit) {
-        const exit = JSON.parse(row.exit) as JobExit;
-        const bytes = exit.streams.stdout.bytes + exit.streams.stderr.bytes;
-        if (bytes === 0) return 'none';
-        return exit.artifactsUploaded ? 'complete' : 'failed';
-      }
-      return 'none';
+    if (row.exit) {
+      // The agent reports the exit after its uploads: what it says is final.
+      const exit = JSON.parse(row.exit) as JobExit;
+      if (exit.streams.stdout.bytes + exit.streams.stderr.bytes === 0) return 'none';
+      if (exit.artifactsUploaded) return 'complete';
+      return rows.some((r) => r.state === 'complete') ? 'partial' : 'failed';
     }
-    for (const s of ['uploading', 'failed', 'partial'] as const) if (rows.some((r) => r.state === s)) return s;
-    return 'complete';
+    if (rows.some((r) => r.state === 'uploading')) return 'uploading';
+    if (rows.some((r) => r.state === 'failed')) return 'failed';
+    return rows.length ? 'complete' : 'none';
   }
 
   // ---- views ----

@@ -8,6 +8,8 @@ import { Hono, type MiddlewareHandler } from 'hono';
 import { createMcpHandler, type AuthInfo, type McpServerFactory } from '@modelcontextprotocol/server';
 import type { AppEnv } from '../env.ts';
 import { publicOrigin, requireAuth } from '../auth/index.ts';
+import { rateLimit } from '../edge/rate-limit.ts';
+import { batchProblem } from './bounds.ts';
 import { buildServer } from './server.ts';
 import { cancelKey, type ToolContext } from './context.ts';
 import { cancelByCall } from '../dispatch/client.ts';
@@ -35,6 +37,7 @@ export function originCheck(): MiddlewareHandler<AppEnv> {
 
 mcpRoutes.use('*', originCheck());
 mcpRoutes.use('*', requireAuth({ anyScope: ['execute', 'artifacts:read', 'admin'] }));
+mcpRoutes.use('*', rateLimit('mcp'));
 
 // Stateless: there is no standalone server→client stream to open (the spec allows 405 here).
 mcpRoutes.get('/', () => new Response(null, { status: 405, headers: { Allow: 'POST, DELETE' } }));
@@ -54,6 +57,8 @@ mcpRoutes.on(['POST', 'DELETE'], '/', async (c) => {
     } catch {
       return jsonRpcError(400, -32700, 'Parse error: the body is not valid JSON');
     }
+    const bounds = batchProblem(parsedBody);
+    if (bounds) return jsonRpcError(400, -32600, bounds);
     await routeCancellations(c.env, c.get('principal'), parsedBody);
   }
   const p = c.get('principal');

@@ -33,6 +33,9 @@ type S = Record<string, unknown>;
 const text = (r: object) => (((r as { content?: unknown }).content as { text: string }[] | undefined)?.[0]?.text ?? '');
 
 let gw: Gateway;
+const REV_JTI = `rev-agent-${Date.now()}`;
+/** [dur-gv, rev-a, rev-b, floor-bw, floor2-bw, floor2-gv, k9-agent] */
+let revAgents: AgentProcess[] = [];
 const roots: string[] = [];
 const agents: AgentProcess[] = [];
 const clients: Client[] = [];
@@ -43,14 +46,21 @@ function workspace(): string {
   return d;
 }
 
-async function agentFor(team: string, o: { id: string; sandbox: 'gvisor' | 'bwrap'; capacity?: number; jti?: string; subject?: string; labels?: string[] }) {
+type AgentSpec = { id: string; sandbox: 'gvisor' | 'bwrap'; capacity?: number; jti?: string; subject?: string; labels?: string[] };
+
+/** Starts an agent and waits until the team's registry shows it connected (agents start slowly on a loaded machine). */
+async function agentFor(team: string, o: AgentSpec) {
   const token = await gw.token({ team, scopes: ['agent'], jti: o.jti, subject: o.subject ?? `agent-${o.id}` });
   const a = startAgent(gw, {
-    token, root: workspace(), sandbox: o.sandbox, capacity: o.capacity ?? 4, agentId: o.id,
+    token, root: workspace(), sandbox: o.sandbox, capacity: o.capacity ?? 2, agentId: o.id,
     extraArgs: (o.labels ?? []).flatMap((l) => ['--label', l]),
   });
   agents.push(a);
-  await a.ready;
+  await until(async () => {
+    if (a.proc.exitCode !== null) throw new Error(`agent ${o.id} exited:\n${a.logs()}`);
+    const r = await admin(team, 'GET', '/agents');
+    return (r.body.agents as S[] | undefined)?.some((x) => x.agent_id === o.id && x.state === 'connected');
+  }, 150_000, `agent ${o.id} to connect`);
   return a;
 }
 
@@ -104,10 +114,20 @@ function hello(agentId: string, extra: S = {}): string {
 maybe('durable dispatch', () => {
   beforeAll(async () => {
     gw = await startGateway();
-    for (const team of ['dur', 'other', 'rev', 'floor']) await gw.putPolicy(team, POLICY);
-    await gw.putPolicy('floor', { ...POLICY, sandbox: { minimum: 'gvisor' } });
-    await agentFor('dur', { id: 'dur-gv', sandbox: 'gvisor', capacity: 4 });
-  }, 180_000);
+    for (const team of ['dur', 'other', 'rev']) await gw.putPolicy(team, POLICY);
+    for (const team of ['floor', 'floor2']) await gw.putPolicy(team, { ...POLICY, sandbox: { minimum: 'gvisor' } });
+    await gw.putPolicy('k9', { ...POLICY, limits: { ...POLICY.limits, maxConcurrentJobs: 1 }, queue: { maxLength: 1 } });
+    // Every agent the file needs, started together: one at a time takes minutes on a loaded machine.
+    revAgents = await Promise.all([
+      agentFor('dur', { id: 'dur-gv', sandbox: 'gvisor', capacity: 3 }),
+      agentFor('rev', { id: 'rev-a', sandbox: 'bwrap', jti: REV_JTI }),
+      agentFor('rev', { id: 'rev-b', sandbox: 'bwrap' }),
+      agentFor('floor', { id: 'floor-bw', sandbox: 'bwrap' }),
+      agentFor('floor2', { id: 'floor2-bw', sandbox: 'bwrap' }),
+      agentFor('floor2', { id: 'floor2-gv', sandbox: 'gvisor', labels: ['gpu'] }),
+      agentFor('k9', { id: 'k9-agent', sandbox: 'bwrap', capacity: 1 }),
+    ]);
+  }, 300_000);
 
   afterAll(async () => {
     for (const c of clients) await c.close().catch(() => {});
@@ -241,37 +261,32 @@ maybe('durable dispatch', () => {
     big.ws.close();
   }, 60_000);
 
-  it('revoking a connected agent\'s token disconnects it within a second; the next job waits for another agent', async () => {
-    const jti = `rev-agent-${Date.now()}`;
-    const a = await agentFor('rev', { id: 'rev-a', sandbox: 'bwrap', jti });
+  it('revoking a connected agent\'s token disconnects it within a second; the next jobs go to another agent', async () => {
+    const a = revAgents[1];
     const before = Date.now();
-    const revoke = await admin('rev', 'DELETE', `/tokens/${jti}?unrecorded=true`);
+    const revoke = await admin('rev', 'DELETE', `/tokens/${REV_JTI}?unrecorded=true`);
     expect(revoke.status).toBe(200);
     expect(revoke.body.agentsDisconnected).toBe(1);
     await until(async () => /agent token revoked/.test(a.logs()), 1_000, 'the agent to see its socket closed');
     expect(Date.now() - before).toBeLessThan(2_000);
     const c = await mcp('rev');
-    const pending = call(c, 'execute', { command: 'echo', args: ['after-revoke'] });
-    await new Promise((r) => setTimeout(r, 1500));
-    await agentFor('rev', { id: 'rev-b', sandbox: 'bwrap' });
-    const r = await pending;
-    expect(r.s).toMatchObject({ stdout: 'after-revoke\n', agent_id: 'rev-b', sandbox: 'bwrap' });
-    expect(a.logs()).toMatch(/refused the agent token/);
+    const runs = await Promise.all(Array.from({ length: 4 }, (_, i) => call(c, 'execute', { command: 'echo', args: [`after-revoke-${i}`] })));
+    for (const r of runs) expect(r.s).toMatchObject({ agent_id: 'rev-b', sandbox: 'bwrap', exit_code: 0 });
+    await until(async () => /refused the agent token/.test(a.logs()), 30_000, 'the revoked agent to be refused on reconnect');
     const listed = await admin('rev', 'GET', '/agents');
     expect((listed.body.agents as S[]).find((x) => x.agent_id === 'rev-a')).toMatchObject({ state: 'disconnected' });
   }, 120_000);
 
   it('a team whose policy requires gVisor never runs a job on a bwrap agent', async () => {
-    await agentFor('floor', { id: 'floor-bw', sandbox: 'bwrap' });
-    const c = await mcp('floor');
-    const refused = await call(c, 'execute', { command: 'echo', args: ['x'] });
+    const onlyBwrap = await mcp('floor');
+    const refused = await call(onlyBwrap, 'execute', { command: 'echo', args: ['x'] });
     expect(refused.r.isError).toBe(true);
     expect(refused.t).toContain('sandbox.minimum = gvisor');
-    await agentFor('floor', { id: 'floor-gv', sandbox: 'gvisor', labels: ['gpu'] });
+    const c = await mcp('floor2');
     const runs = await Promise.all(Array.from({ length: 6 }, (_, i) => call(c, 'execute', { command: 'echo', args: [`n${i}`] })));
-    for (const r of runs) expect(r.s).toMatchObject({ agent_id: 'floor-gv', sandbox: 'gvisor', exit_code: 0 });
+    for (const r of runs) expect(r.s).toMatchObject({ agent_id: 'floor2-gv', sandbox: 'gvisor', exit_code: 0 });
     const labelled = await call(c, 'execute', { command: 'echo', args: ['gpu'], labels: ['gpu'] });
-    expect(labelled.s).toMatchObject({ agent_id: 'floor-gv' });
+    expect(labelled.s).toMatchObject({ agent_id: 'floor2-gv' });
     const noSuch = await call(c, 'execute', { command: 'echo', args: ['x'], labels: ['arm64'] });
     expect(noSuch.t).toContain('carries all the labels');
   }, 120_000);
@@ -317,6 +332,35 @@ maybe('durable dispatch', () => {
     const tools = (audit.body.entries as S[]).map((e) => e.tool);
     for (const t of ['admin.policy_set', 'admin.token_create', 'admin.token_revoke', 'admin.job_kill']) expect(tools).toContain(t);
   }, 60_000);
+
+  it('queue cap and kill -9: a full queue refuses at once; a killed agent\'s job is lost within 3 heartbeats and its rows reach that final state', async () => {
+    const agent = revAgents[6];
+    const c = await mcp('k9');
+    const running = await call(c, 'execute', { command: 'sleep 30', background: true });
+    await until(async () => (await call(c, 'job_status', { job_id: running.s.job_id })).s.state === 'running', 20_000, 'job running');
+    const queued = await call(c, 'execute', { command: 'echo', args: ['queued'], background: true });
+    expect(queued.s.state).toBe('queued');
+    const full = await call(c, 'execute', { command: 'echo', args: ['too many'], background: true });
+    expect(full.r.isError).toBe(true);
+    expect(full.t).toContain('queue is full');
+    await call(c, 'job_kill', { job_id: queued.s.job_id });
+
+    await agent.stop('SIGKILL');
+    const killedAt = Date.now();
+    const end = await call(c, 'job_status', { job_id: running.s.job_id, wait_ms: 30_000 });
+    expect(end.s).toMatchObject({ state: 'lost', agent_id: 'k9-agent', error: { code: 'lost' } });
+    // HEARTBEAT_MS is 1000 in tests: 3 heartbeats after the socket closed, at the next liveness tick (every
+    // heartbeat), with 2 s of slack for a loaded machine.
+    expect((end.s.ended_at as number) - killedAt).toBeLessThan(3 * 1000 + 1000 + 2000);
+    const rows = await until(async () => {
+      const a = await admin('k9', 'GET', '/audit?tool=execute&limit=50');
+      const mine = (a.body.entries as S[]).filter((e) => e.jobId === running.s.job_id);
+      return mine.length === 1 && mine[0].exitStatus === 'lost' ? mine : null;
+    }, 20_000, 'the audit row to say lost');
+    expect(rows[0]).toMatchObject({ decision: 'failed' });
+    const refused = (await call(c, 'job_list', { state: 'refused' })).s.jobs as S[];
+    expect(refused.some((j) => (j.error as S | null)?.code === 'queue_full')).toBe(true);
+  }, 120_000);
 
   it('a gateway restart mid-job loses nothing: the job completes, its result and a 10 MiB inline output read back, recorded once', async () => {
     const c = await mcp('dur');

@@ -45,6 +45,7 @@ describe('npm start', () => {
     expect(first.out()).toContain(`MCP URL:          ${url}`);
     expect(first.out()).toContain(`claude mcp add --transport http gatehouse ${url} --header "Authorization: Bearer ${first.token}"`);
     expect(first.out()).toMatch(/agent local-agent, sandbox: (gvisor|bwrap)\)/);
+    expect(first.out()).toContain(`Dashboard:        http://127.0.0.1:${port}/dashboard`);
     // Quiet: a few lines of our own, then the banner, and nothing after it; no wrangler noise, no stack traces
     // (the offline lookup of workers.cloudflare.com for Request.cf is switched off).
     const text = first.out();
@@ -76,6 +77,9 @@ describe('npm start', () => {
     expect(page).toContain('governed command execution');
     expect(page).toContain(url);
     expect(page).toContain('/dashboard');
+    // …and the links on it lead somewhere.
+    expect((await fetch(`http://127.0.0.1:${port}/dashboard`)).status).toBe(200);
+    expect((await fetch(`http://127.0.0.1:${port}/.well-known/oauth-protected-resource`)).status).toBe(200);
     // A near-miss MCP path gets the endpoint to use, with or without a token.
     for (const path of ['/mcp/', '/mcp/messages', '/sse']) {
       const miss = await fetch(`http://127.0.0.1:${port}${path}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' });

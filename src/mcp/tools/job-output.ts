@@ -7,7 +7,7 @@ import { z } from 'zod';
 import type { McpServer } from '@modelcontextprotocol/server';
 import { JOB_OUTPUT_DEFAULT_BYTES, JobOutputInput, JobOutputOutput } from '../../contracts/job-tools.ts';
 import { isTerminal } from '../../contracts/jobs.ts';
-import { jobStatus, liveOutput } from '../../dispatch/client.ts';
+import { jobResult, jobStatus, liveOutput } from '../../dispatch/client.ts';
 import { getArtifactRows } from '../../store/artifacts.ts';
 import { strictInput } from '../../contracts/strict-input.ts';
 import { missingScope, toolError, toolResult, type ToolContext } from '../context.ts';
@@ -39,7 +39,7 @@ export function registerJobOutput(server: McpServer, ctx: ToolContext): void {
       }
       let data: Uint8Array = new Uint8Array(0);
       let total: number | null = null;
-      let source: 'live' | 'artifact' | 'none' = 'none';
+      let source: 'live' | 'artifact' | 'result' | 'none' = 'none';
       const ended = isTerminal(v.state);
       const row = ended && v.artifact_state === 'complete'
         ? (await getArtifactRows(ctx.env, team, v.artifact_handle)).find((r) => r.stream === stream)
@@ -54,6 +54,13 @@ export function registerJobOutput(server: McpServer, ctx: ToolContext): void {
         }
       } else if (ended && v.artifact_state === 'none' && (stream === 'stdout' ? v.stdout_bytes : v.stderr_bytes) === 0) {
         total = 0;
+      } else if (ended && (v.artifact_state === 'failed' || v.artifact_state === 'partial' || v.artifact_state === 'none')) {
+        // No stored artifact (its upload failed): the result's inline output is what the edge kept.
+        const exit = (await jobResult(ctx.env, team, input.job_id))?.exit;
+        const all = new TextEncoder().encode(exit?.[stream] ?? '');
+        source = 'result';
+        total = all.byteLength;
+        data = all.subarray(Math.min(offset, all.byteLength), Math.min(offset + max, all.byteLength));
       } else {
         const live = await liveOutput(ctx.env, team, input.job_id, stream, offset, max);
         source = 'live';

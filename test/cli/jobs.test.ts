@@ -1,0 +1,142 @@
+/**
+ * `gatehouse agents` and `gatehouse jobs list|show|kill` as an operator runs them, against a real
+ * gateway and a real agent: the agent appears with its sandbox and load, a job run through MCP is
+ * listed and shown with its exit, a running job is killed from the CLI (the MCP caller sees it
+ * cancelled), another team's job is "not found", `--json` prints the gateway's rows.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { ROOT, hasCommand, startAgent, startGateway, type AgentProcess, type Gateway } from '../e2e/harness.ts';
+import { readmeBlock } from './readme.ts';
+
+// The CLI is under test here, not isolation: bubblewrap when present, else no sandbox.
+const SANDBOX = hasCommand('bwrap') ? 'bwrap' : 'none';
+if (SANDBOX === 'none' && process.env.CI === 'true') throw new Error('bubblewrap is required under CI=true (.ci/run installs it)');
+
+let gw: Gateway;
+let agent: AgentProcess;
+let root: string;
+let adminToken: string;
+
+function cli(args: string[], token = adminToken): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((res) => {
+    const p = spawn(process.execPath, [join(ROOT, 'bin/gatehouse.mjs'), ...args], {
+      env: { ...process.env, GATEHOUSE_URL: gw.url, GATEHOUSE_ADMIN_TOKEN: token }, stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    p.stdout.on('data', (d) => (stdout += d));
+    p.stderr.on('data', (d) => (stderr += d));
+    p.on('close', (code) => res({ code: code ?? -1, stdout, stderr }));
+  });
+}
+
+beforeAll(async () => {
+  root = mkdtempSync(join(tmpdir(), 'gatehouse-cli-jobs-'));
+  gw = await startGateway();
+  adminToken = await gw.token({ team: 'acme', scopes: ['admin'], subject: 'ops' });
+  agent = startAgent(gw, { token: await gw.token({ team: 'acme', scopes: ['agent'], subject: 'cli-agent' }), root, sandbox: SANDBOX, capacity: 2, agentId: 'cli-agent' });
+  await agent.ready;
+}, 180_000);
+
+afterAll(async () => {
+  await agent?.stop();
+  await gw?.stop();
+  if (root) rmSync(root, { recursive: true, force: true });
+});
+
+describe('gatehouse agents', () => {
+  it('lists the connected agent with its sandbox, load and runtimes', async () => {
+    const r = await cli(['agents']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^ID\s+STATE\s+SANDBOX\s+LOAD\s+LAST HEARTBEAT\s+RUNTIMES/);
+    expect(r.stdout).toMatch(new RegExp(`cli-agent\\s+connected\\s+${SANDBOX}\\s+0/2\\s+\\d{4}-\\d\\d-\\d\\dT\\S+Z\\s+\\S*shell`));
+    const j = JSON.parse((await cli(['agents', '--json'])).stdout) as { agents: { agent_id: string; capacity: number }[] };
+    expect(j.agents).toEqual([expect.objectContaining({ agent_id: 'cli-agent', capacity: 2 })]);
+    // Another team sees no agents of acme.
+    const other = await cli(['agents', '--json'], await gw.token({ team: 'globex', scopes: ['admin'] }));
+    expect(JSON.parse(other.stdout)).toEqual({ agents: [] });
+  });
+});
+
+describe('gatehouse jobs', () => {
+  it('lists and shows a finished job with its exit', async () => {
+    const c = await gw.mcp('acme', ['execute']);
+    const r = await c.callTool({ name: 'execute', arguments: { command: 'echo', args: ['listed'] } });
+    await c.close();
+    const id = (r.structuredContent as { job_id: string }).job_id;
+
+    const list = await cli(['jobs', 'list']);
+    expect(list.code, list.stderr).toBe(0);
+    expect(list.stdout).toMatch(new RegExp(`^${id}\\s+exited\\s+execute\\s+test-acme\\s+\\S+Z\\s+\\S+\\s+0$`, 'm'));
+    const json = JSON.parse((await cli(['jobs', 'list', '--json', '--limit', '5'])).stdout) as { jobs: { job_id: string }[]; next_cursor: unknown };
+    expect(json.jobs.map((j) => j.job_id)).toContain(id);
+    expect(json).toHaveProperty('next_cursor');
+
+    const show = await cli(['jobs', 'show', id]);
+    expect(show.code, show.stderr).toBe(0);
+    expect(show.stdout).toMatch(new RegExp(`^job: +${id}$`, 'm'));
+    expect(show.stdout).toMatch(/^state: +exited$/m);
+    expect(show.stdout).toMatch(/^agent: +cli-agent$/m);
+    expect(show.stdout).toMatch(/^exit: +0$/m);
+
+    // Another team's admin: "not found", never the job.
+    const other = await cli(['jobs', 'show', id], await gw.token({ team: 'globex', scopes: ['admin'] }));
+    expect(other.code).toBe(1);
+    expect(other.stderr.trim()).toBe(`error (not_found): job "${id}" not found`);
+    const bad = await cli(['jobs', 'list', '--limit', '900']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--limit "900" must be an integer from 1 to 200');
+  });
+
+  it('kills a running job; the MCP caller gets it cancelled', async () => {
+    const c = await gw.mcp('acme', ['execute']);
+    const call = c.callTool({ name: 'execute', arguments: { command: 'sleep', args: ['60'], timeout_ms: 90_000 } }, undefined, { timeout: 120_000 });
+    let id = '';
+    const until = Date.now() + 30_000;
+    while (!id) {
+      const running = JSON.parse((await cli(['jobs', 'list', '--state', 'running', '--json'])).stdout) as { jobs: { job_id: string }[] };
+      id = running.jobs[0]?.job_id ?? '';
+      if (!id && Date.now() > until) throw new Error('the sleep job never showed up as running');
+      if (!id) await new Promise((r) => setTimeout(r, 250));
+    }
+    const k = await cli(['jobs', 'kill', id]);
+    expect(k.code, k.stderr).toBe(0);
+    expect(k.stdout).toMatch(new RegExp(`^kill sent to job ${id} \\(state: `));
+    const r = await call;
+    await c.close();
+    expect((r.structuredContent as { state: string }).state).toBe('cancelled');
+    expect((await cli(['jobs', 'show', id])).stdout).toMatch(/^state: +cancelled$/m);
+  }, 120_000);
+});
+
+describe('README', () => {
+  it('runs the agents and jobs lines of the README as written', async () => {
+    const c = await gw.mcp('acme', ['execute']);
+    const r = await c.callTool({ name: 'execute', arguments: { command: 'echo', args: ['readme'] } });
+    await c.close();
+    const env = {
+      ...process.env, PATH: `${join(ROOT, 'node_modules/.bin')}:${process.env.PATH}`,
+      GATEHOUSE_URL: gw.url, GATEHOUSE_ADMIN_TOKEN: adminToken, JOB_ID: (r.structuredContent as { job_id: string }).job_id,
+    };
+    const lines = readmeBlock('cli-ops');
+    expect(lines).toHaveLength(4);
+    const outs: string[] = [];
+    for (const line of lines) {
+      try {
+        outs.push((await promisify(execFile)('/bin/sh', ['-ec', line], { cwd: ROOT, env })).stdout);
+      } catch (e) {
+        const x = e as { stdout?: string; stderr?: string; message: string };
+        throw new Error(`README line failed: ${line}\n${x.message}\n${x.stdout ?? ''}${x.stderr ?? ''}`);
+      }
+    }
+    expect(outs[0]).toContain('cli-agent');
+    expect(outs[2]).toMatch(new RegExp(`^job: +${env.JOB_ID}$`, 'm'));
+    expect(outs[3]).toContain(`kill sent to job ${env.JOB_ID}`);
+  }, 120_000);
+});
