@@ -9,7 +9,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startAgent, startGateway } from '../test/e2e/harness.ts';
+import { startAgent } from '../test/e2e/harness.ts';
+import { startBenchGateway } from './gateway.ts';
 import { DEFAULT_POLICY } from '../src/policy/default-policy.ts';
 
 const CLIENTS = Number(process.argv[2] ?? 64);
@@ -17,7 +18,7 @@ const SLEEP = process.argv[3] ?? '0.2';
 const TEAM = 'bench-dispatch';
 
 async function main() {
-  const gw = await startGateway();
+  const gw = await startBenchGateway();
   const root = mkdtempSync(join(tmpdir(), 'gatehouse-bench-dispatch-'));
   const agent = startAgent(gw, { token: await gw.token({ team: TEAM, scopes: ['agent'] }), root, sandbox: 'none', capacity: 4, agentId: 'bench-agent' });
   try {

@@ -29,6 +29,13 @@ export async function benchBareSpawn(n: number): Promise<number[]> {
   return out;
 }
 
+/** Jobs/s of `concurrency` loops each spawning `true` `perLoop` times (the baseline for concurrent clients). */
+export async function bareSpawnThroughput(concurrency: number, perLoop: number): Promise<number> {
+  const t = performance.now();
+  await Promise.all(Array.from({ length: concurrency }, () => benchBareSpawn(perLoop)));
+  return (concurrency * perLoop) / ((performance.now() - t) / 1000);
+}
+
 export interface DriverBenchOptions {
   /** gVisor: sandboxes kept pre-started (0 = cold: `runsc run` per job). */
   warm?: number;

@@ -11,7 +11,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { startAgent, startGateway, type Gateway } from '../test/e2e/harness.ts';
+import { startAgent, type Gateway } from '../test/e2e/harness.ts';
+import { startBenchGateway } from './gateway.ts';
 import { DEFAULT_POLICY } from '../src/policy/default-policy.ts';
 
 export const SUBPROCESSES = 20;
@@ -64,7 +65,7 @@ export function median(xs: number[]): number {
 
 async function standalone(): Promise<void> {
   const samples = Number(process.argv[2] ?? 5) || 5;
-  const gw = await startGateway({ vars: { HEARTBEAT_MS: '5000' } });
+  const gw = await startBenchGateway({ vars: { HEARTBEAT_MS: '5000' } });
   const root = mkdtempSync(join(tmpdir(), 'gatehouse-bench-script-'));
   const team = 'b-script';
   await gw.putPolicy(team, { ...DEFAULT_POLICY, limits: { ...DEFAULT_POLICY.limits, maxConcurrentJobs: 4 } });

@@ -56,6 +56,8 @@ export async function runAgentCli(argv: string[], log: Logger = consoleLogger())
   rmSync(spoolDir, { recursive: true, force: true }); // leftovers of a previous run that can no longer be reported
 
   const driverOpts = { root, stateDir, warm: cfg.warm };
+  // Probing toolchain versions (a JVM start for kotlinc) overlaps the sandbox start-up.
+  const probing = probeRuntimes();
   const d = cfg.sandbox ? await startDriver(cfg.sandbox, driverOpts, log) : await startStrongestDriver(driverOpts, log);
   if (!d.ok) {
     log.error(d.error.message);
@@ -64,7 +66,7 @@ export async function runAgentCli(argv: string[], log: Logger = consoleLogger())
   const driver = d.value;
 
   warnIfVisible(argv, log);
-  const runtimes = await probeRuntimes();
+  const runtimes = await probing;
   log.info(`gatehouse agent ${agentVersion()} id ${cfg.agentId}`);
   log.info(`sandbox: ${driver.describe()}`);
   log.info(`limits: ${driver.limitMechanisms()}`);

@@ -7,6 +7,7 @@ import { PolicyCheckInput } from '../contracts/tools.ts';
 import { decide, parsePolicy } from '../policy/engine.ts';
 import { getTeamPolicy, putTeamPolicy } from '../store/policies.ts';
 import { apiError, readJson } from './http.ts';
+import { isPresetName, PRESET_NAMES, PRESETS } from '../policy/presets.ts';
 import { auditAdmin } from './audit-action.ts';
 
 export const policyRoutes = new Hono<AppEnv>();
@@ -28,6 +29,18 @@ policyRoutes.put('/', async (c) => {
   const now = await current(c, p.team);
   await auditAdmin(c, 'admin.policy_set', { command: { version: now.version }, ok: true, reason: `policy version ${now.version}` });
   return c.json(now);
+});
+
+/** The presets (strict, standard, open) with what each really allows. */
+policyRoutes.get('/presets', (c) => c.json({ presets: PRESET_NAMES.map((n) => PRESETS[n]) }));
+
+/** Replaces the team policy with a preset (a new version, like any PUT). */
+policyRoutes.put('/presets/:name', async (c) => {
+  const p = c.get('principal');
+  const name = c.req.param('name');
+  if (!isPresetName(name)) return apiError(c, 'not_found', `no preset "${name.slice(0, 40)}"; presets: ${PRESET_NAMES.join(', ')}`);
+  await putTeamPolicy(c.env, p.team, PRESETS[name].policy, p.subject);
+  return c.json({ preset: name, ...(await current(c, p.team)) });
 });
 
 const CheckBody = z.object(PolicyCheckInput).strict();

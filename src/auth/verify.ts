@@ -6,7 +6,8 @@
 import { decodeJwt, decodeProtectedHeader, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import type { Env, Principal, Scope } from '../env.ts';
 import { EXTERNAL_ALGS, canonicalMcpUrl, gatehouseIssuer, normaliseTyp, trustConfig, type IssuerTrust, type TrustConfig } from './config.ts';
-import { isRevoked } from '../store/tokens.ts';
+import { admissionOf } from '../store/admission.ts';
+import { notePolicyStamp } from '../policy/cache.ts';
 import { verifyOAuthBearer } from '../oauth/verify.ts';
 
 /** Requests whose Authorization header is larger than this are refused before any parsing. */
@@ -89,14 +90,16 @@ export async function authenticate(req: Request, env: Env, o: ScopeRequirement =
   const verified = await verifyToken(bearer.value, req, env, cfg.value);
   if (!verified.ok) return verified;
   const principal = verified.value;
-  let revoked: boolean;
+  let admission;
   try {
-    revoked = await isRevoked(env, principal.team, principal.tokenId);
+    // One query: revocation (never cached) and the team's current policy version (for the policy cache).
+    admission = await admissionOf(env, principal.team, principal.tokenId);
   } catch (e) {
     // Fail closed: without the revocation list we cannot tell a revoked token from a good one.
     return fail(500, 'internal', `cannot check token revocation: ${(e as Error).message}`);
   }
-  if (revoked) return invalid(`token ${principal.tokenId} has been revoked`);
+  if (admission.revoked) return invalid(`token ${principal.tokenId} has been revoked`);
+  notePolicyStamp(principal, admission.policy);
   return checkScopes(principal, o);
 }
 

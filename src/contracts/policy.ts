@@ -13,6 +13,11 @@ export const ArgumentRule = z.object({
   deny: z.array(z.string()).default([]),
   /** Interpreters' inline-code flags (`-c`, `-e`, …) are denied unless this is true. */
   allowInlineCode: z.boolean().default(false),
+  /**
+   * Arguments the gateway puts before the caller's (never screened: they are the policy's own),
+   * e.g. git's `-c core.hooksPath=/dev/null` so a workspace's hooks cannot run.
+   */
+  prependArgs: z.array(z.string().max(4096)).max(50).default([]),
 });
 export type ArgumentRule = z.infer<typeof ArgumentRule>;
 

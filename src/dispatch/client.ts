@@ -28,6 +28,11 @@ export async function submitJob(env: Env, team: string, req: DispatchRequest): P
   return (await stub(env, team).submit(team, req)) as SubmitAnswer;
 }
 
+/** Submits a job and, for a foreground job the DO took, opens its event stream in the same hop (pass it to `awaitJob`). */
+export async function submitAndFollow(env: Env, team: string, req: DispatchRequest): Promise<{ answer: SubmitAnswer; events: ReadableStream<Uint8Array> | null }> {
+  return (await stub(env, team).submitAndFollow(team, req)) as { answer: SubmitAnswer; events: ReadableStream<Uint8Array> | null };
+}
+
 export interface DispatchOutcome {
   exit: JobExit;
   agentId: string;
@@ -45,10 +50,10 @@ const MAX_REPOLLS = 200;
  * comes back as an error value with the DO's code and message.
  */
 export async function awaitJob(
-  env: Env, team: string, jobId: string, onEvent: (e: DispatchEvent) => void | Promise<void>,
+  env: Env, team: string, jobId: string, onEvent: (e: DispatchEvent) => void | Promise<void>, opened?: ReadableStream<Uint8Array> | null,
 ): Promise<Result<DispatchOutcome>> {
   try {
-    const stream = (await stub(env, team).follow(team, jobId)) as ReadableStream<Uint8Array>;
+    const stream = opened ?? ((await stub(env, team).follow(team, jobId)) as ReadableStream<Uint8Array>);
     const reader = stream.pipeThrough(new TextDecoderStream()).getReader();
     let buffered = '';
     for (;;) {

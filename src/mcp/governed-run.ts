@@ -12,11 +12,11 @@ import type { GatehouseErrorShape } from '../contracts/errors.ts';
 import type { RuntimeName } from '../contracts/runtimes.ts';
 import type { JobSelector } from '../contracts/jobs.ts';
 import { decide, type PolicyDecision, type PolicyRequest } from '../policy/engine.ts';
-import { getTeamPolicy } from '../store/policies.ts';
+import { teamPolicyOf } from '../policy/cache.ts';
 import { newArtifactHandle } from '../store/artifacts.ts';
 import { writeAudit } from '../store/audit.ts';
-import { failAudit, recordJobCreated } from '../store/jobs.ts';
-import { awaitJob, cancelByCall, errorCode, submitJob } from '../dispatch/client.ts';
+import { failAudit, recordJobAndAudit } from '../store/jobs.ts';
+import { awaitJob, cancelByCall, errorCode, submitAndFollow } from '../dispatch/client.ts';
 import { callCancelKey, type ToolContext, type ToolExtra } from './context.ts';
 import { progressReporter } from './progress.ts';
 
@@ -55,7 +55,7 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
   let failure: string | null = null;
   let jobId = '';
   try {
-    const { policy } = await getTeamPolicy(env, principal.team);
+    const { policy } = await teamPolicyOf(env, principal);
     const decision = await decide(policy, { ...r.policy, tool: r.tool, team: principal.team, subject: principal.subject });
     if (!decision.allowed || !decision.effective) {
       audited = true;
@@ -63,8 +63,9 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
       return { kind: 'denied', decision };
     }
     const eff = decision.effective;
-    // A simple command string was decided as argv: it runs exactly as decided, without sh -c.
-    const job = decision.runAs && r.job.mode === 'shell' ? { ...r.job, mode: 'argv' as const, command: decision.runAs.command, args: decision.runAs.args } : r.job;
+    // A simple command string decided as argv, or the policy's prepended arguments: the job runs
+    // exactly the argv that was decided, without sh -c.
+    const job = decision.runAs && r.job.mode !== 'code' ? { ...r.job, mode: 'argv' as const, command: decision.runAs.command, args: decision.runAs.args } : r.job;
     const spec: JobSpec = {
       jobId: crypto.randomUUID(),
       artifactHandle: newArtifactHandle(),
@@ -87,14 +88,14 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
       ...(eff.allowedExecutables && job.mode !== 'shell' ? { allowedExecutables: eff.allowedExecutables } : {}),
     };
     jobId = spec.jobId;
-    await recordJobCreated(env.DB, { team: principal.team, spec, tool: r.tool, subject: principal.subject, at: started });
-    auditId = await writeAudit(env.DB, {
+    // One round trip: the job's index row and the call's audit row are written together.
+    auditId = await recordJobAndAudit(env.DB, { team: principal.team, spec, tool: r.tool, subject: principal.subject, at: started }, {
       ...auditBase, decision: 'allowed', reason: [decision.reason, ...decision.notes].filter(Boolean).join('; '),
       jobId: spec.jobId, exitStatus: 'queued',
     });
     audited = true;
     const key = callCancelKey(ctx, extra);
-    const answer = await submitJob(env, principal.team, {
+    const { answer, events } = await submitAndFollow(env, principal.team, {
       spec, cancelKey: key, runtime: r.job.runtime, tool: r.tool, subject: principal.subject,
       tokenId: principal.tokenId, maxConcurrentJobs: policy.limits.maxConcurrentJobs, queueWaitMs: policy.limits.queueWaitMs,
       maxQueueLength: policy.queue.maxLength, sandboxMinimum: policy.sandbox.minimum === 'none' ? undefined : policy.sandbox.minimum,
@@ -105,7 +106,7 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
     if (r.background) return { kind: 'accepted', state: answer.state, decision, jobId, handle: spec.artifactHandle, agentId: answer.agentId };
     // A background call's stream ends at once; only a foreground call's hang-up is a 2026-era cancel.
     const stopOnHangUp = cancelOnStreamClose(ctx, extra, key);
-    const res = await awaitJob(env, principal.team, spec.jobId, progressReporter(extra)).finally(stopOnHangUp);
+    const res = await awaitJob(env, principal.team, spec.jobId, progressReporter(extra), events).finally(stopOnHangUp);
     if (!res.ok) return { kind: 'error', error: res.error, decision, jobId, handle: spec.artifactHandle };
     return { kind: 'done', exit: res.value.exit, decision, jobId, handle: spec.artifactHandle, agentId: res.value.agentId, sandbox: res.value.sandbox };
   } catch (e) {

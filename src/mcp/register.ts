@@ -24,7 +24,9 @@ export const STOPS_JOBS: ToolAnnotations = { readOnlyHint: false, destructiveHin
  * tool's own shape, required fields included.
  */
 export function toolOutput<S extends z.ZodRawShape>(shape: S): StandardSchemaWithJSON {
-  const schema = z.object(shape).extend({ error: ToolErrorShape.optional() });
+  // A tool whose own result has an `error` field (a job's error) keeps it; a failed call's error fits either way.
+  const own = shape.error as z.ZodType | undefined;
+  const schema = z.object(shape).extend({ error: own ? z.union([own, ToolErrorShape]) : ToolErrorShape.optional() });
   const std = schema['~standard'];
   const advertised = (json: Record<string, unknown>): Record<string, unknown> => {
     const { required, ...rest } = json as { required?: string[] } & Record<string, unknown>;

@@ -15,6 +15,8 @@ import { registerJobOutput } from './tools/job-output.ts';
 import { registerJobKill } from './tools/job-kill.ts';
 import { registerJobList } from './tools/job-list.ts';
 import { registerRunScript } from './tools/run-script.ts';
+import { registerArtifactResources } from './resources.ts';
+import { registerPrompts } from './prompts.ts';
 import { registerJobViewer } from './apps/job-viewer.ts';
 
 export const SERVER_INFO = { name: 'gatehouse', version: '0.1.0' };
@@ -26,13 +28,17 @@ export const SERVER_INFO = { name: 'gatehouse', version: '0.1.0' };
  */
 export const CACHE_HINTS = {
   'tools/list': { ttlMs: 300_000, cacheScope: 'private' },
+  'prompts/list': { ttlMs: 300_000, cacheScope: 'private' },
+  'resources/templates/list': { ttlMs: 300_000, cacheScope: 'private' },
   'server/discover': { ttlMs: 300_000, cacheScope: 'private' },
+  // The team's artifact list changes with every job.
+  'resources/list': { ttlMs: 0, cacheScope: 'private' },
 } as const;
 
 export function buildServer(ctx: ToolContext): McpServer {
   const server = new McpServer(SERVER_INFO, {
-    // The tool and resource lists are fixed per deployment: there is never a list_changed notification to send.
-    capabilities: { tools: { listChanged: false }, resources: { listChanged: false } },
+    // The tool list is fixed per deployment: there is never a list_changed notification to send.
+    capabilities: { tools: { listChanged: false }, resources: { listChanged: false }, prompts: { listChanged: false } },
     cacheHints: CACHE_HINTS,
     instructions:
       'Gatehouse runs commands for your team under its policy, in gVisor sandboxes on the team\'s executor agents. ' +
@@ -50,6 +56,8 @@ export function buildServer(ctx: ToolContext): McpServer {
   registerJobKill(server, ctx);
   registerJobList(server, ctx);
   registerRunScript(server, ctx);
+  registerArtifactResources(server, ctx);
+  registerPrompts(server);
   registerJobViewer(server);
   return server;
 }

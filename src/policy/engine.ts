@@ -14,7 +14,7 @@ import { checkExecutable, requestedExecutable } from './executables.ts';
 import { featureGate, runtimeAllowlist } from './gates.ts';
 import { checkLimits } from './limits.ts';
 import { askOpa, type OpaInput } from './opa.ts';
-import { screenArguments } from './argument-screens.ts';
+import { ruleFor, screenArguments } from './argument-screens.ts';
 import { checkShellString } from './shell.ts';
 import { splitSimpleCommand } from './simple-command.ts';
 import type { DecideOptions, PolicyDecision, PolicyRequest, PolicyStage, StageResult } from './types.ts';
@@ -35,7 +35,8 @@ export async function decide(policy: PolicyDocument, req: PolicyRequest, opts: D
     const asArgv = await decideOne(policy, { ...req, mode: 'argv', command: argv[0], args: argv.slice(1) }, opts);
     const note = `the command has no shell syntax: decided as argv ${JSON.stringify(argv)}`;
     if (asArgv.allowed || !policy.shell.enabled) {
-      return { ...asArgv, notes: [note, ...asArgv.notes], ...(asArgv.allowed ? { runAs: { command: argv[0], args: argv.slice(1) } } : {}) };
+      const runAs = asArgv.runAs ?? { command: argv[0], args: argv.slice(1) };
+      return { ...asArgv, notes: [note, ...asArgv.notes], ...(asArgv.allowed ? { runAs } : {}) };
     }
     return decideOne(policy, req, opts);
   }
@@ -139,11 +140,15 @@ async function decideStages(
     reason = `Allowed by the team policy and OPA (${out.reason})`;
   }
 
+  // The policy's own arguments go first (argv mode only; a code-mode file comes first there).
+  const prepend = exe !== undefined && req.mode === 'argv' ? (ruleFor(policy, exe)?.prependArgs ?? []) : [];
+  if (prepend.length) notes.push(`the policy adds ${JSON.stringify(prepend)} before the arguments`);
   return {
     allowed: true,
     stage: 'allowed',
     reason,
     notes,
+    ...(prepend.length ? { runAs: { command: exe!, args: [...prepend, ...(req.args ?? [])] } } : {}),
     effective: {
       cwd: cwd.value,
       env: env.value,

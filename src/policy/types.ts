@@ -46,7 +46,10 @@ export interface PolicyDecision {
   reason: string; // a message a user can act on; the reference's text where it gives one
   notes: string[]; // e.g. 'timeout 200000ms clamped to the maximum 120000ms'
   effective?: EffectiveJob; // present when allowed: what the job spec must use
-  /** A shell-mode command string without shell syntax, allowed as argv: run it as this argv, without a shell. */
+  /**
+   * Run exactly this argv, without a shell: a shell-mode command string without shell syntax that
+   * was allowed as argv, and/or the policy's `prependArgs` in front of the caller's arguments.
+   */
   runAs?: { command: string; args: string[] };
   /** Present when OPA evaluators were asked (addition to the lead's interface). */
   opa?: { mode: 'any' | 'all'; verdicts: OpaVerdict[] };

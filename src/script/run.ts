@@ -5,7 +5,7 @@
  * subprocess has its own row, linked by the script's id).
  */
 import type { ScriptPolicy } from '../contracts/policy.ts';
-import { getTeamPolicy } from '../store/policies.ts';
+import { teamPolicyOf } from '../policy/cache.ts';
 import { newArtifactHandle, putArtifact } from '../store/artifacts.ts';
 import { writeAudit } from '../store/audit.ts';
 import { cancelByCall } from '../dispatch/client.ts';
@@ -62,7 +62,7 @@ export async function runScript(ctx: ToolContext, extra: ToolExtra, req: RunScri
     return { kind: 'refused', code, message };
   };
 
-  const { policy } = await getTeamPolicy(env, principal.team);
+  const { policy } = await teamPolicyOf(env, principal);
   const script = policy.script;
   if (!script.enabled) return refuse('policy_denied', 'Script mode is disabled in configuration (script.enabled = false)');
   const timeoutMs = req.timeoutMs ?? script.defaultTimeoutMs;

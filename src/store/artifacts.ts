@@ -190,3 +190,22 @@ export async function cleanupExpiredArtifacts(env: Env, now: number): Promise<{ 
   }
   return { deleted };
 }
+
+/** The team's newest unexpired artifact streams (newest first), for listing them as MCP resources. */
+export async function listRecentArtifacts(env: Env, team: string, limit: number, now: number = Date.now()): Promise<ArtifactRow[]> {
+  const r = await env.DB.prepare(
+    `SELECT handle, team, job_id, stream, r2_key, bytes, lines, truncated, created_at, expires_at
+     FROM artifacts WHERE team = ? AND expires_at > ? ORDER BY created_at DESC LIMIT ?`,
+  )
+    .bind(team, now, limit)
+    .all<DbRow>();
+  return r.results.map(fromDb);
+}
+
+/** The first `bytes` of a stream's body (an R2 range read, never the whole of a large object). */
+export async function readHead(env: Env, row: ArtifactRow, bytes: number): Promise<string> {
+  const want = Math.max(0, Math.floor(bytes));
+  if (want === 0 || row.bytes === 0) return '';
+  const obj = await env.ARTIFACTS.get(row.r2Key, want >= row.bytes ? undefined : { range: { offset: 0, length: want } });
+  return obj ? obj.text() : '';
+}

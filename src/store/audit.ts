@@ -24,10 +24,10 @@ export interface AuditEntry {
 export const AUDIT_DECISIONS = ['allowed', 'denied', 'failed'] as const;
 export const AUDIT_TOOLS = ['execute', 'runtime_execute', 'query_output', 'policy_check', 'list_runtimes', 'run_script', 'job_status', 'job_output', 'job_kill', 'job_list', 'admin.policy_set', 'admin.token_create', 'admin.token_revoke', 'admin.job_kill'] as const;
 
-/** Inserts one audit row; returns its id (a running job's row is completed later by its id). */
-export async function writeAudit(db: D1Database, e: AuditEntry): Promise<number | null> {
+/** The INSERT of one audit row, to run alone or in a batch with other writes of the same call. */
+export function auditInsert(db: D1Database, e: AuditEntry): D1PreparedStatement {
   const command = e.command === undefined ? null : JSON.stringify(redact(e.command));
-  const r = await db
+  return db
     .prepare(
       `INSERT INTO audit (at, team, subject, token_id, tool, command, cwd, decision, reason, job_id, exit_status, duration_ms, bytes, parent_job_id)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -36,8 +36,12 @@ export async function writeAudit(db: D1Database, e: AuditEntry): Promise<number 
       Date.now(), e.team, e.subject, e.tokenId ?? null, e.tool,
       command, e.cwd ?? null, e.decision, e.reason === undefined ? null : redactString(e.reason),
       e.jobId ?? null, e.exitStatus ?? null, e.durationMs ?? null, e.bytes ?? null, e.parentJobId ?? null,
-    )
-    .run();
+    );
+}
+
+/** Inserts one audit row; returns its id (a running job's row is completed later by its id). */
+export async function writeAudit(db: D1Database, e: AuditEntry): Promise<number | null> {
+  const r = await auditInsert(db, e).run();
   const id = r.meta?.last_row_id;
   return typeof id === 'number' ? id : null;
 }

@@ -6,7 +6,7 @@
  */
 import type { JobSpec } from '../contracts/agent-protocol.ts';
 import type { JobView } from '../contracts/jobs.ts';
-import { redactString } from './audit.ts';
+import { auditInsert, redactString, type AuditEntry } from './audit.ts';
 
 export interface JobCreateRecord {
   team: string;
@@ -16,18 +16,24 @@ export interface JobCreateRecord {
   at: number;
 }
 
-/** Written by the Worker before it submits the job to the team's DO. */
-export async function recordJobCreated(db: D1Database, r: JobCreateRecord): Promise<void> {
+/** The INSERT of a new job's row (written by the Worker before it submits the job to the team's DO), to batch with the call's audit row (one round trip). */
+export function jobCreatedInsert(db: D1Database, r: JobCreateRecord): D1PreparedStatement {
   const { code, stdin, env, ...rest } = r.spec;
   const stored = { ...rest, envNames: Object.keys(env), codeBytes: code?.length ?? 0, stdinBytes: stdin?.length ?? 0 };
-  await db
+  return db
     .prepare(
       `INSERT INTO jobs (team, id, tool, spec, state, agent, created_at, started_at, artifact_handle, subject)
        VALUES (?, ?, ?, ?, 'queued', NULL, ?, NULL, ?, ?)
        ON CONFLICT (team, id) DO NOTHING`,
     )
-    .bind(r.team, r.spec.jobId, r.tool, JSON.stringify(stored), r.at, r.spec.artifactHandle, r.subject)
-    .run();
+    .bind(r.team, r.spec.jobId, r.tool, JSON.stringify(stored), r.at, r.spec.artifactHandle, r.subject);
+}
+
+/** Writes a new job's row and its call's audit row in one batch (one transaction); returns the audit row's id. */
+export async function recordJobAndAudit(db: D1Database, job: JobCreateRecord, audit: AuditEntry): Promise<number | null> {
+  const [, a] = await db.batch([jobCreatedInsert(db, job), auditInsert(db, audit)]);
+  const id = a.meta?.last_row_id;
+  return typeof id === 'number' ? id : null;
 }
 
 /** How a job ended, as the audit log shows it. */

@@ -21,6 +21,10 @@ export const SCENARIOS: Record<string, Array<'2025-11-25' | '2026-07-28'>> = {
   'tools-list': ['2025-11-25', '2026-07-28'],
   'dns-rebinding-protection': ['2025-11-25', '2026-07-28'],
   'server-stateless': ['2026-07-28'],
+  caching: ['2026-07-28'],
+  'resources-list': ['2025-11-25', '2026-07-28'],
+  'prompts-list': ['2025-11-25', '2026-07-28'],
+  'sep-2164-resource-not-found': ['2026-07-28'],
   'http-header-validation': ['2026-07-28'],
   'input-required-result-unsupported-methods': ['2026-07-28'],
 };
@@ -43,11 +47,21 @@ const NOT_TESTABLE = /^Not testable: server does not list the diagnostic tool /;
 interface Check { id: string; status: string; errorMessage?: string }
 
 let gw: Gateway;
-let proxy: AuthProxy;
 let outRoot: string;
 
-function runScenario(scenario: string, version: string): Promise<{ code: number; out: string; checks: Check[] }> {
+/** Each run gets its own team and token, so the gateway's per-token and per-team rate limits never mix runs. */
+async function runScenario(scenario: string, version: string): Promise<{ code: number; out: string; checks: Check[] }> {
   const dir = join(outRoot, `${scenario}@${version}`);
+  const team = `conf-${scenario}-${version}`.replace(/[^a-z0-9-]/g, '-');
+  const proxy: AuthProxy = await startAuthProxy(gw.url, await gw.token({ team, scopes: ['execute', 'artifacts:read'] }));
+  try {
+    return await runCli(proxy, scenario, version, dir);
+  } finally {
+    await proxy.close();
+  }
+}
+
+function runCli(proxy: AuthProxy, scenario: string, version: string, dir: string): Promise<{ code: number; out: string; checks: Check[] }> {
   return new Promise((resolve) => {
     const p = spawn(process.execPath, [CLI, 'server', '--url', `${proxy.url}/mcp`, '--scenario', scenario, '--spec-version', version, '-o', dir], {
       cwd: ROOT, env: { ...process.env, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'],
@@ -78,11 +92,9 @@ function collectChecks(dir: string): Check[] {
 describe('MCP conformance suite against the real gateway', () => {
   beforeAll(async () => {
     gw = await startGateway();
-    proxy = await startAuthProxy(gw.url, await gw.token({ team: 'conformance', scopes: ['execute', 'artifacts:read'] }));
     outRoot = mkdtempSync(join(tmpdir(), 'gatehouse-conformance-'));
   });
   afterAll(async () => {
-    await proxy?.close();
     await gw?.stop();
     if (outRoot) rmSync(outRoot, { recursive: true, force: true });
   });

@@ -3,14 +3,15 @@
  * (2025-11-25 handshake), the SDK v2 client in its default legacy mode, and the SDK v2 client
  * pinned to 2026-07-28 (`server/discover`, per-request `_meta`, no sessions). Each lists the
  * tools, runs a job on a real agent (bubblewrap sandbox) and reads its artifact back; progress
- * and cancellation are checked in both eras.
+ * and cancellation are checked in both eras. The MCP Inspector CLI does the same from the shell.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from '@modelcontextprotocol/client';
-import { hasCommand, startAgent, startGateway, type AgentProcess, type Gateway } from './harness.ts';
+import { ROOT, hasCommand, startAgent, startGateway, type AgentProcess, type Gateway } from './harness.ts';
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
 
 const BWRAP = hasCommand('bwrap');
@@ -26,6 +27,9 @@ let token: string;
 type Era = '2025-v1' | '2025-v2' | '2026-v2';
 
 interface AnyClient {
+  listResources(): Promise<{ resources: { uri: string; name: string }[] }>;
+  readResource(p: { uri: string }): Promise<{ contents: { uri: string; text?: string }[] }>;
+  getPrompt(p: { name: string; arguments: Record<string, string> }): Promise<{ messages: { content: { type: string; text?: string } }[] }>;
   listTools(): Promise<{ tools: { name: string; annotations?: Record<string, unknown>; outputSchema?: unknown; title?: string }[] }>;
   callTool(params: { name: string; arguments: Record<string, unknown> }, ...rest: unknown[]): Promise<Record<string, unknown>>;
   close(): Promise<void>;
@@ -103,6 +107,15 @@ maybe('both protocol eras on /mcp with real clients', () => {
           const qs = q.structuredContent as { matchCount: number; excerpts: { content: string }[] };
           expect(qs.matchCount).toBe(1);
           expect(qs.excerpts[0].content).toContain(`needle-${era}`);
+          // The same output as an MCP resource: listed for this team, readable by its URI.
+          const uri = `gatehouse://artifacts/${s.artifact_handle}/stdout`;
+          const { resources } = await c.listResources();
+          expect(resources.map((r) => r.uri)).toContain(uri);
+          const read = await c.readResource({ uri });
+          expect(read.contents[0].text).toBe(s.stdout);
+          await expect(c.readResource({ uri: 'gatehouse://artifacts/art_nope/stdout' })).rejects.toThrow(/not found/);
+          const prompt = await c.getPrompt({ name: 'investigate_output', arguments: { artifactHandle: s.artifact_handle } });
+          expect(prompt.messages[0].content.text).toContain(`query_output with artifactHandle "${s.artifact_handle}"`);
         } finally {
           await c.close();
         }
@@ -119,12 +132,13 @@ maybe('both protocol eras on /mcp with real clients', () => {
             expect(t.outputSchema, t.name).toBeDefined();
             expect(t.annotations, t.name).toBeDefined();
           }
-          for (const name of ['query_output', 'policy_check', 'list_runtimes']) {
+          for (const name of ['query_output', 'policy_check', 'list_runtimes', 'job_status', 'job_output', 'job_list']) {
             expect(byName[name].annotations, name).toMatchObject({ readOnlyHint: true, destructiveHint: false });
           }
           for (const name of ['execute', 'runtime_execute', 'run_script']) {
             expect(byName[name].annotations, name).toMatchObject({ readOnlyHint: false, destructiveHint: true, openWorldHint: true });
           }
+          expect(byName.job_kill.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: true });
           const blank = await call(era, c, 'execute', { command: '   ' });
           expect(blank.isError).toBe(true);
           expect(blank.structuredContent).toMatchObject({ error: { code: 'invalid_argument', message: 'Error: command: empty' } });
@@ -170,4 +184,36 @@ maybe('both protocol eras on /mcp with real clients', () => {
       }, 60_000);
     });
   }
+
+  describe('MCP Inspector CLI', () => {
+    const CLI = join(ROOT, 'node_modules/@modelcontextprotocol/inspector-cli/build/index.js');
+    const inspect = (...args: string[]) =>
+      new Promise<Record<string, unknown>>((resolve, reject) => {
+        execFile(process.execPath, [CLI, gw.mcpUrl, '--transport', 'http', '--header', `Authorization: Bearer ${token}`, ...args], {
+          timeout: 60_000,
+          // inspector-cli 1.0.3 checks for its own package.json relative to the working directory but imports it
+          // relative to its module: run it from its build folder so both agree.
+          cwd: dirname(CLI),
+        }, (e, stdout, stderr) => {
+          if (e) return reject(new Error(`inspector-cli ${args.join(' ')} failed: ${e.message}\n${stdout}\n${stderr}`));
+          resolve(JSON.parse(stdout) as Record<string, unknown>);
+        });
+      });
+
+    it('lists the tools, runs a job and reads its artifact', async () => {
+      const list = (await inspect('--method', 'tools/list')) as { tools: { name: string }[] };
+      expect(list.tools.map((t) => t.name)).toEqual(expect.arrayContaining(['execute', 'query_output']));
+      const run = (await inspect('--method', 'tools/call', '--tool-name', 'execute', '--tool-arg', 'command=echo', 'args=["from-inspector"]')) as {
+        isError?: boolean; structuredContent: { stdout: string; artifact_handle: string };
+      };
+      expect(run.isError).toBeFalsy();
+      expect(run.structuredContent.stdout).toBe('from-inspector\n');
+      const q = (await inspect('--method', 'tools/call', '--tool-name', 'query_output',
+        '--tool-arg', `artifactHandle=${run.structuredContent.artifact_handle}`, 'queryTerms=["from-inspector"]')) as {
+        structuredContent: { matchCount: number; excerpts: { content: string }[] };
+      };
+      expect(q.structuredContent.matchCount).toBe(1);
+      expect(q.structuredContent.excerpts[0].content).toContain('from-inspector');
+    }, 120_000);
+  });
 });

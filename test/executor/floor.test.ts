@@ -97,7 +97,8 @@ describe('limits and capacity', () => {
     const r = start({ command: 'sleep', args: ['10'], timeoutMs: 60_000 });
     expect(r.accepted).toBe(true);
     if (r.accepted) expect((await r.done).exit).toMatchObject({ state: 'timed_out', timedOut: true, exitCode: null });
-    expect(Date.now() - started).toBeLessThan(4000);
+    // Clamped to the 600 ms ceiling, not the 60 s asked for (and killed long before `sleep 10` ends), even on a loaded machine.
+    expect(Date.now() - started).toBeLessThan(9000);
   });
 
   it('refuses a job beyond capacity with job.error capacity', async () => {

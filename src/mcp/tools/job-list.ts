@@ -1,9 +1,9 @@
 /** `job_list`: the team's jobs, newest first, filtered by state / subject / tool, paged by cursor. */
-import { z } from 'zod';
 import type { McpServer } from '@modelcontextprotocol/server';
 import { JobListInput, JobListOutput } from '../../contracts/job-tools.ts';
 import { listJobs } from '../../dispatch/client.ts';
 import { strictInput } from '../../contracts/strict-input.ts';
+import { READ_ONLY, toolOutput } from '../register.ts';
 import { missingScope, toolResult, type ToolContext } from '../context.ts';
 import { auditJobCall } from './job-common.ts';
 
@@ -13,8 +13,9 @@ export function registerJobList(server: McpServer, ctx: ToolContext): void {
     {
       title: 'List the team\'s jobs',
       description: 'Recent jobs of your team, newest first. Filters: state, subject, tool. Pass next_cursor as cursor for the next page.',
+      annotations: READ_ONLY,
       inputSchema: strictInput(JobListInput),
-      outputSchema: z.object(JobListOutput),
+      outputSchema: toolOutput(JobListOutput),
     },
     async (input) => {
       const denied = missingScope(ctx, 'job_list', ['artifacts:read']);

@@ -3,13 +3,13 @@
  * relayed so far (live tail, up to the job's inline cap); once its artifact is stored: the full
  * stream from R2. Any connection of the team can read, at any time.
  */
-import { z } from 'zod';
 import type { McpServer } from '@modelcontextprotocol/server';
 import { JOB_OUTPUT_DEFAULT_BYTES, JobOutputInput, JobOutputOutput } from '../../contracts/job-tools.ts';
 import { isTerminal } from '../../contracts/jobs.ts';
 import { jobResult, jobStatus, liveOutput } from '../../dispatch/client.ts';
 import { getArtifactRows } from '../../store/artifacts.ts';
 import { strictInput } from '../../contracts/strict-input.ts';
+import { READ_ONLY, toolOutput } from '../register.ts';
 import { missingScope, toolError, toolResult, type ToolContext } from '../context.ts';
 import { auditJobCall, jobNotFound } from './job-common.ts';
 
@@ -21,8 +21,9 @@ export function registerJobOutput(server: McpServer, ctx: ToolContext): void {
       description:
         'Reads stdout or stderr of a job from a byte offset (max_bytes at a time; continue from next_offset until eof). ' +
         'Works while the job runs (live tail) and after it ended (stored artifact).',
+      annotations: READ_ONLY,
       inputSchema: strictInput(JobOutputInput),
-      outputSchema: z.object(JobOutputOutput),
+      outputSchema: toolOutput(JobOutputOutput),
     },
     async (input) => {
       const denied = missingScope(ctx, 'job_output', ['artifacts:read']);
@@ -41,7 +42,7 @@ export function registerJobOutput(server: McpServer, ctx: ToolContext): void {
       let total: number | null = null;
       let source: 'live' | 'artifact' | 'result' | 'none' = 'none';
       const ended = isTerminal(v.state);
-      const row = ended && v.artifact_state === 'complete'
+      const row = ended && (v.artifact_state === 'complete' || v.artifact_state === 'partial')
         ? (await getArtifactRows(ctx.env, team, v.artifact_handle)).find((r) => r.stream === stream)
         : undefined;
       if (row) {
@@ -49,7 +50,7 @@ export function registerJobOutput(server: McpServer, ctx: ToolContext): void {
         total = row.bytes;
         if (offset < row.bytes) {
           const obj = await ctx.env.ARTIFACTS.get(row.r2Key, { range: { offset, length: Math.min(max, row.bytes - offset) } });
-          if (!obj) return toolError(`Error: the artifact of job "${input.job_id}" has expired`);
+          if (!obj) return toolError(`Error: the artifact of job "${input.job_id}" has expired`, undefined, 'not_found');
           data = new Uint8Array(await obj.arrayBuffer());
         }
       } else if (ended && v.artifact_state === 'none' && (stream === 'stdout' ? v.stdout_bytes : v.stderr_bytes) === 0) {

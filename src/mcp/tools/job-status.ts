@@ -1,9 +1,9 @@
 /** `job_status`: where a job stands; with wait_ms, waits (long-poll, ≤ 60 s) for it to end. */
-import { z } from 'zod';
 import type { McpServer } from '@modelcontextprotocol/server';
 import { JobStatusInput, JobStatusOutput } from '../../contracts/job-tools.ts';
 import { jobStatus } from '../../dispatch/client.ts';
 import { strictInput } from '../../contracts/strict-input.ts';
+import { READ_ONLY, toolOutput } from '../register.ts';
 import { missingScope, toolResult, type ToolContext } from '../context.ts';
 import { auditJobCall, jobNotFound } from './job-common.ts';
 
@@ -13,8 +13,9 @@ export function registerJobStatus(server: McpServer, ctx: ToolContext): void {
     {
       title: 'State of a job',
       description: 'State, exit code, timings, agent and sandbox of a job (background or not). wait_ms (≤ 60000) waits for the job to end first.',
+      annotations: READ_ONLY,
       inputSchema: strictInput(JobStatusInput),
-      outputSchema: z.object(JobStatusOutput),
+      outputSchema: toolOutput(JobStatusOutput),
     },
     async (input) => {
       const denied = missingScope(ctx, 'job_status', ['artifacts:read']);

@@ -3,7 +3,7 @@ import type { McpServer } from '@modelcontextprotocol/server';
 import { PolicyCheckInput, PolicyCheckOutput } from '../../contracts/tools.ts';
 import { strictInput } from '../../contracts/strict-input.ts';
 import { decide } from '../../policy/engine.ts';
-import { getTeamPolicy } from '../../store/policies.ts';
+import { teamPolicyOf } from '../../policy/cache.ts';
 import { writeAudit } from '../../store/audit.ts';
 import { READ_ONLY, toolOutput } from '../register.ts';
 import { missingScope, toolResult, type ToolContext } from '../context.ts';
@@ -21,7 +21,7 @@ export function registerPolicyCheck(server: McpServer, ctx: ToolContext): void {
     async (input) => {
       const denied = missingScope(ctx, 'policy_check', ['execute', 'admin']);
       if (denied) return denied;
-      const { policy } = await getTeamPolicy(ctx.env, ctx.principal.team);
+      const { policy } = await teamPolicyOf(ctx.env, ctx.principal);
       const shell = input.args === undefined && !input.runtime;
       const d = await decide(policy, {
         tool: input.runtime ? 'runtime_execute' : 'policy_check',

@@ -1,0 +1,22 @@
+/**
+ * The gateway the benchmarks run against: `wrangler dev` with the repository's configuration,
+ * except that the per-token/per-team rate limits are raised far above what a benchmark sends.
+ * Rate limits are a tenant policy, not capacity: with them, 2,000 jobs of one team would
+ * measure the limiter (300 MCP requests per minute per token). The limiter still runs on every
+ * request (its cost is in the figures); it just never says no.
+ */
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ROOT, startGateway, type Gateway, type GatewayOptions } from '../test/e2e/harness.ts';
+
+/** Lives beside wrangler.toml so its relative paths (main, migrations) resolve the same; git-ignored. */
+const BENCH_CONFIG = join(ROOT, 'wrangler.bench.toml');
+const BENCH_RATE_LIMIT = 1_000_000;
+
+export async function startBenchGateway(o: GatewayOptions = {}): Promise<Gateway> {
+  const toml = readFileSync(join(ROOT, 'wrangler.toml'), 'utf8').replace(/simple = \{ limit = \d+, period = (\d+) \}/g, `simple = { limit = ${BENCH_RATE_LIMIT}, period = $1 }`);
+  writeFileSync(BENCH_CONFIG, toml);
+  const gw = await startGateway({ ...o, extraArgs: ['--config', BENCH_CONFIG, ...(o.extraArgs ?? [])] });
+  const stop = gw.stop.bind(gw);
+  return { ...gw, stop: async () => { await stop(); rmSync(BENCH_CONFIG, { force: true }); } };
+}

@@ -1,0 +1,86 @@
+/**
+ * Three honest starting points for a team policy. Each says what it really allows: the
+ * argument screens refuse the known ways to make an allowed tool run another program, but a
+ * tool that runs code the workspace holds (make's recipes, interpreters running workspace
+ * scripts, git's repository configuration) runs that code — inside the sandbox, which is then
+ * the boundary.
+ */
+import { PolicyDocument } from '../contracts/policy.ts';
+import { RUNTIME_NAMES } from '../contracts/runtimes.ts';
+import { DEFAULT_POLICY } from './default-policy.ts';
+
+export const PRESET_NAMES = ['strict', 'standard', 'open'] as const;
+export type PresetName = (typeof PRESET_NAMES)[number];
+
+/**
+ * Arguments put before every git command under `strict`: no hooks, no fsmonitor program, and
+ * no pager/editor/askpass/ssh programs from the repository's own `.git/config`.
+ */
+export const STRICT_GIT_ARGS = [
+  '-c', 'core.hooksPath=/dev/null', '-c', 'core.fsmonitor=false', '-c', 'core.pager=cat', '-c', 'core.editor=false',
+  '-c', 'core.sshCommand=false', '-c', 'core.askPass=false', '-c', 'credential.helper=',
+];
+
+const READ_TOOLS = [
+  'true', 'false', 'echo', 'printf', 'cat', 'head', 'tail', 'wc', 'ls', 'pwd', 'date', 'sleep', 'grep', 'sort', 'uniq', 'cut', 'tr', 'diff',
+  'find', 'stat', 'du', 'mkdir', 'touch', 'cp', 'mv', 'rm', 'sed', 'awk', 'tar', 'gzip', 'basename', 'dirname', 'realpath', 'readlink',
+  'which', 'seq', 'nl', 'tac', 'rev', 'paste', 'comm', 'cmp', 'od', 'md5sum', 'sha256sum', 'uname', 'git',
+];
+
+const STRICT: PolicyDocument = PolicyDocument.parse({
+  ...JSON.parse(JSON.stringify(DEFAULT_POLICY)),
+  runtime: { enabled: false, allowedRuntimes: [] },
+  executables: { allow: READ_TOOLS },
+  shell: { enabled: false, allow: [] },
+  argumentRules: {
+    // `git diff` runs diff.external from the repository's config, which the workspace can write.
+    git: { deny: ['^(?:diff|difftool|mergetool)$'], allowInlineCode: false, prependArgs: STRICT_GIT_ARGS },
+  },
+});
+
+const INTERPRETERS = ['node', 'python3', 'python', 'perl', 'ruby', 'php', 'Rscript', 'elixir', 'tsx', 'sh', 'bash'];
+
+const OPEN: PolicyDocument = PolicyDocument.parse({
+  ...JSON.parse(JSON.stringify(DEFAULT_POLICY)),
+  runtime: { enabled: true, allowedRuntimes: [...RUNTIME_NAMES] },
+  executables: { allow: [...new Set([...DEFAULT_POLICY.executables.allow, 'sh', 'bash', 'xz', 'zip', 'unzip', 'jq', 'npm', 'pip', 'cargo'])] },
+  shell: { enabled: true, allow: ['/[\\s\\S]*/'] },
+  argumentRules: Object.fromEntries(INTERPRETERS.map((i) => [i, { deny: [], allowInlineCode: true, prependArgs: [] }])),
+});
+
+export interface Preset {
+  name: PresetName;
+  /** What it really allows, for the admin API and the README. */
+  summary: string;
+  policy: PolicyDocument;
+}
+
+export const PRESETS: Record<PresetName, Preset> = {
+  strict: {
+    name: 'strict',
+    summary:
+      'Read and file tools plus git; no interpreters, no make, no compilers, no runtimes, no shell strings. git runs with ' +
+      'hooks, fsmonitor and the repository\'s pager/editor/ssh/askpass/credential programs disabled (prepended -c options) and ' +
+      '`git diff`/difftool/mergetool refused (diff.external); filters named in the workspace\'s .gitattributes and .git/config still run on add/checkout.',
+    policy: STRICT,
+  },
+  standard: {
+    name: 'standard',
+    summary:
+      'The default: read/build tools, git, make, compilers and 15 runtimes; no shell strings (simple commands like `ls -la` run as argv). ' +
+      'Screens refuse inline code (-c/-e) and options that run other programs, but interpreters and make on a writable workspace = arbitrary code inside the sandbox, ' +
+      'and git runs the repository\'s hooks and config programs.',
+    policy: DEFAULT_POLICY,
+  },
+  open: {
+    name: 'open',
+    summary:
+      'Everything the sandbox offers: any shell string, all 16 runtimes, inline code for interpreters, sh/bash. Arbitrary code inside the sandbox by design; ' +
+      'the sandbox (no network, resource limits, jail) is the only boundary.',
+    policy: OPEN,
+  },
+};
+
+export function isPresetName(s: string): s is PresetName {
+  return (PRESET_NAMES as readonly string[]).includes(s);
+}
