@@ -133,6 +133,8 @@ describe.skipIf(!HAVE_CHROMIUM)('MCP Apps job viewer', () => {
     expect(await text('job')).toBe((started.structuredContent as { job_id: string }).job_id);
     // Then the end: every line once, the exit code, stderr.
     await view().waitForFunction(() => /exited/.test(document.getElementById('state').textContent), { timeout: 30_000 });
+    // The state shows first; the last reads of both streams follow in the same round.
+    await view().waitForFunction(() => document.getElementById('stderr').textContent === 'done\n', { timeout: 15_000 });
     expect((await text('stdout')).match(/tick-\d/g)).toEqual(['tick-1', 'tick-2', 'tick-3', 'tick-4', 'tick-5', 'tick-6']);
     expect(await text('stdout')).toBe('tick-1\ntick-2\ntick-3\ntick-4\ntick-5\ntick-6\n');
     expect(await text('stderr')).toBe('done\n');
