@@ -167,17 +167,22 @@ async function main() {
     row('artifact search in-process, 100 MB', `${s100.ms.toFixed(0)} ms`, `${s100.mbPerS.toFixed(0)} MB/s`, '');
 
     // 100 MB artifact produced by a real job, then searched through query_output end to end.
-    const big = await none.callTool({ name: 'execute', arguments: { command: 'seq', args: ['1', '13500000'], timeout_ms: 120_000 } }, undefined, { timeout: 300_000 });
-    const handle = (big.structuredContent as { artifact_handle: string }).artifact_handle;
-    const tq: number[] = [];
-    let totalBytes = 0;
-    for (let i = 0; i < (quick ? 2 : 5); i++) {
-      const t = performance.now();
-      const q = await none.callTool({ name: 'query_output', arguments: { artifactHandle: handle, queryTerms: ['12345678'], contextLines: 2 } }, undefined, { timeout: 120_000 });
-      tq.push(performance.now() - t);
-      totalBytes = (q.structuredContent as { totalBytes: number }).totalBytes;
+    // A failure here (e.g. the job times out on a loaded machine) is reported, and the bench goes on.
+    try {
+      const big = await none.callTool({ name: 'execute', arguments: { command: 'seq', args: ['1', '13500000'], timeout_ms: 120_000 } }, undefined, { timeout: 300_000 });
+      const handle = (big.structuredContent as { artifact_handle: string }).artifact_handle;
+      const tq: number[] = [];
+      let totalBytes = 0;
+      for (let i = 0; i < (quick ? 2 : 5); i++) {
+        const t = performance.now();
+        const q = await none.callTool({ name: 'query_output', arguments: { artifactHandle: handle, queryTerms: ['12345678'], contextLines: 2 } }, undefined, { timeout: 120_000 });
+        tq.push(performance.now() - t);
+        totalBytes = (q.structuredContent as { totalBytes: number }).totalBytes;
+      }
+      row(`query_output over a ${(totalBytes / 1e6).toFixed(0)} MB artifact (end to end)`, f(pct(tq, 50)), f(Math.max(...tq)), 'target < 1000 ms');
+    } catch (e) {
+      row('query_output over a 100 MB artifact (end to end)', `failed: ${(e as Error).message.slice(0, 100)}`, '', 'target < 1000 ms');
     }
-    row(`query_output over a ${(totalBytes / 1e6).toFixed(0)} MB artifact (end to end)`, f(pct(tq, 50)), f(Math.max(...tq)), 'target < 1000 ms');
 
     const sc = await benchScriptVsExecute(gw, 'b-none', none, quick ? 3 : 10);
     row(`${SUBPROCESSES} × true: one run_script vs ${SUBPROCESSES} execute calls (sandbox none, median)`, f(median(sc.script)), f(median(sc.calls)), `execute / script = ${(median(sc.calls) / median(sc.script)).toFixed(2)}×`);
@@ -187,8 +192,11 @@ async function main() {
     await none.close();
     await warmClient?.close();
 
-    const sc2 = await benchScale(gw, { agents: 100, jobs: quick ? 300 : 2000 });
-    row(`one team: ${sc2.agents} simulated agents, ${sc2.jobs} queued jobs`, `${sc2.dispatchPerS.toFixed(0)} jobs/s dispatched`, `queue→start p99 ${f(sc2.queueToStartP99)}`, `p50 ${f(sc2.queueToStartP50)}; submit ${sc2.submitPerS.toFixed(0)} jobs/s (call p50 ${f(sc2.submitCallP50)}); gateway RSS +${sc2.gatewayRssGrowthMb?.toFixed(0) ?? '?'} MB; ${sc2.errors} errors`);
+    const sc2 = await benchScale(gw, { agents: 100, jobs: quick ? 300 : 2000 }).catch((e: Error) => {
+      row('one team: 100 simulated agents', `failed: ${e.message.slice(0, 100)}`, '', '');
+      return null;
+    });
+    if (sc2) row(`one team: ${sc2.agents} simulated agents, ${sc2.jobs} queued jobs`, `${sc2.dispatchPerS.toFixed(0)} jobs/s dispatched`, `queue→start p99 ${f(sc2.queueToStartP99)}`, `p50 ${f(sc2.queueToStartP50)}; submit ${sc2.submitPerS.toFixed(0)} jobs/s (call p50 ${f(sc2.submitCallP50)}); gateway RSS +${sc2.gatewayRssGrowthMb?.toFixed(0) ?? '?'} MB; ${sc2.errors} errors`);
   } finally {
     for (const a of agents) await a.stop();
     await gw.stop();
