@@ -11,6 +11,9 @@ import { StreamName } from '../contracts/agent-protocol.ts';
 import { ArtifactReadQuery, MAX_ARTIFACT_READ_BYTES, type ArtifactChunk, type ArtifactInfo } from '../contracts/artifact-read.ts';
 import { getArtifactRows, type ArtifactRow } from '../store/artifacts.ts';
 import { queryOutput } from '../mcp/query-output.ts';
+import { jobStatus, liveOutput } from '../dispatch/client.ts';
+import { isTerminal } from '../contracts/jobs.ts';
+import { utf8Boundary } from '../mcp/tools/job-output.ts';
 import { apiError, STATUS } from './http.ts';
 
 export const artifactRoutes = new Hono<AppEnv>();
@@ -121,5 +124,64 @@ artifactRoutes.get('/:handle/:stream/download', async (c) => {
       'X-Content-Type-Options': 'nosniff',
       'Cache-Control': 'no-store',
     },
+  });
+});
+
+/**
+ * A job's output from a byte offset, for the dashboard's live tail: while the job runs, what the
+ * agent has relayed so far (held by the team's Durable Object); once its artifact is stored, R2.
+ * `GET /admin/v1/jobs/:id/output?stream=stdout|stderr&offset=N&length=M`.
+ */
+export const jobOutputRoutes = new Hono<AppEnv>();
+
+const JOB_ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
+const JobOutputQuery = z
+  .object({
+    stream: StreamName.default('stdout'),
+    offset: z.string().regex(/^\d{1,15}$/, 'offset must be a non-negative integer').transform(Number).default(0),
+    length: z
+      .string()
+      .regex(/^\d{1,15}$/, 'length must be a positive integer')
+      .transform(Number)
+      .refine((n) => n >= 1 && n <= MAX_ARTIFACT_READ_BYTES, `length must be from 1 to ${MAX_ARTIFACT_READ_BYTES}`)
+      .default(MAX_ARTIFACT_READ_BYTES),
+  })
+  .strict();
+
+jobOutputRoutes.get('/:id/output', async (c) => {
+  const id = c.req.param('id');
+  if (!JOB_ID_RE.test(id)) return apiError(c, 'invalid_argument', `malformed job id "${id.slice(0, 60)}"`);
+  const q = JobOutputQuery.safeParse(Object.fromEntries(new URL(c.req.url).searchParams));
+  if (!q.success) return apiError(c, 'invalid_argument', `${describeIssues(q.error.issues)} (allowed: stream, offset, length)`);
+  const { stream, offset, length } = q.data;
+  const team = c.get('principal').team;
+  const job = await jobStatus(c.env, team, id);
+  if (!job) return apiError(c, 'not_found', `job "${id}" not found`);
+  const ended = isTerminal(job.state);
+  let data: Uint8Array = new Uint8Array(0);
+  let total: number | null = null;
+  let source: 'live' | 'artifact' = 'live';
+  const row = ended && job.artifact_state === 'complete'
+    ? (await getArtifactRows(c.env, team, job.artifact_handle)).find((r) => r.stream === stream)
+    : undefined;
+  if (row) {
+    source = 'artifact';
+    total = row.bytes;
+    if (offset < row.bytes) {
+      const obj = await c.env.ARTIFACTS.get(row.r2Key, { range: { offset, length: Math.min(length, row.bytes - offset) } });
+      if (!obj) return notFound(c, row.handle);
+      data = new Uint8Array(await obj.arrayBuffer());
+    }
+  } else {
+    const live = await liveOutput(c.env, team, id, stream, offset, length);
+    data = live?.data ?? new Uint8Array(0);
+    total = ended ? (live?.total ?? 0) : null;
+  }
+  // Never end a page inside a UTF-8 character: the rest comes with the next read.
+  if (total === null || offset + data.byteLength < total) data = data.subarray(0, utf8Boundary(data));
+  const nextOffset = offset + data.byteLength;
+  return c.json({
+    jobId: id, stream, state: job.state, source, offset, length: data.byteLength, nextOffset,
+    totalBytes: total, eof: ended && total !== null && nextOffset >= total, text: new TextDecoder().decode(data),
   });
 });

@@ -9,7 +9,7 @@ import { toErrorShape } from '../contracts/errors.ts';
 import { tokenRoutes } from './tokens.ts';
 import { policyRoutes } from './policy.ts';
 import { auditRoutes } from './audit.ts';
-import { artifactRoutes } from './artifacts.ts';
+import { artifactRoutes, jobOutputRoutes } from './artifacts.ts';
 import { policyHistoryRoutes } from './policy-history.ts';
 import { ownTeamOnly } from './team.ts';
 import { agentAdminRoutes, jobAdminRoutes } from './jobs.ts';
@@ -28,6 +28,7 @@ teamApi.route('/policy/history', policyHistoryRoutes);
 teamApi.route('/policy', policyRoutes);
 teamApi.route('/audit', auditRoutes);
 teamApi.route('/agents', agentAdminRoutes);
+teamApi.route('/jobs', jobOutputRoutes);
 teamApi.route('/jobs', jobAdminRoutes);
 teamApi.route('/artifacts', artifactRoutes);
 

@@ -17,6 +17,7 @@ import { registerJobList } from './tools/job-list.ts';
 import { registerRunScript } from './tools/run-script.ts';
 import { registerArtifactResources } from './resources.ts';
 import { registerPrompts } from './prompts.ts';
+import { registerJobViewer } from './apps/job-viewer.ts';
 
 export const SERVER_INFO = { name: 'gatehouse', version: '0.1.0' };
 
@@ -57,6 +58,7 @@ export function buildServer(ctx: ToolContext): McpServer {
   registerRunScript(server, ctx);
   registerArtifactResources(server, ctx);
   registerPrompts(server);
+  registerJobViewer(server);
   return server;
 }
 

@@ -130,6 +130,18 @@ describe('admin artifact API', () => {
     expect((await get(`/artifacts/${handle}/stderr`)).status).toBe(404);
   });
 
+  it('reads a job\'s output by job id from a byte offset (the stored artifact once the job ended)', async () => {
+    const a = await json(get(`/jobs/${jobId}/output?stream=stdout&offset=0&length=10`));
+    expect(a).toMatchObject({ jobId, stream: 'stdout', state: 'exited', source: 'artifact', offset: 0, length: 10, nextOffset: 10, totalBytes: EXPECTED.length, eof: false, text: EXPECTED.slice(0, 10) });
+    const end = await json(get(`/jobs/${jobId}/output?stream=stdout&offset=${EXPECTED.length - 6}`));
+    expect(end).toMatchObject({ text: '20000\n', eof: true });
+    expect((await get(`/jobs/${jobId}/output`, 'someone-else')).status).toBe(404);
+    const bad = await get(`/jobs/${jobId}/output?stream=stdin`);
+    expect(bad.status).toBe(400);
+    expect((await json(bad)).error.message).toMatch(/stream.*(allowed: stream, offset, length)/);
+    expect((await json(get(`/jobs/${jobId}/output?length=0`))).error.message).toMatch(/length must be from 1 to 262144/);
+  });
+
   it('requires the admin scope', async () => {
     const token = await gw.token({ team: TEAM, scopes: ['execute', 'artifacts:read'] });
     const r = await fetch(`${gw.url}/admin/v1/artifacts/${handle}`, { headers: { Authorization: `Bearer ${token}` } });

@@ -5,7 +5,7 @@
  * selectors), so an unlabelled control fails the test.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -151,6 +151,84 @@ describe.skipIf(!HAVE_CHROMIUM)('dashboard in a real browser', () => {
     expect(await page.$eval('#nav a[aria-current=page]', (e: any) => e.textContent)).toBe('Tokens');
   });
 
+  it('shows the connected agent with its sandbox, capacity and runtimes, live', async () => {
+    await go('#/agents', 'Agents');
+    const row = await page.waitForSelector('tr[data-agent=dash-agent]', { timeout: 20_000 });
+    const text = await page.evaluate((e: any) => e.innerText, row);
+    expect(text).toContain('connected');
+    expect(text).toContain(SANDBOX);
+    expect(text).toMatch(/0 \/ 2 slots/);
+    // Runtimes with versions, as the agent probed them.
+    expect(await page.$$eval('tr[data-agent=dash-agent] ul.runtimes li', (li: any[]) => li.length)).toBeGreaterThan(0);
+    await shot('agents');
+  });
+
+  it('watches a job from another client appear, stream, finish; searches and downloads its output', async () => {
+    const TICKS = 'for i in 1 2 3 4 5 6; do echo tick-$i; sleep 1; done; echo done >&2';
+    await gw.putPolicy(TEAM, { ...DEFAULT_POLICY, shell: { enabled: true, allow: [TICKS] } });
+    await go('#/jobs', 'Jobs');
+    // A foreground call from the MCP client, left running while the browser watches.
+    const call = client.callTool({ name: 'execute', arguments: { command: TICKS } }, undefined, { timeout: 60_000 });
+    const row = await page.waitForSelector('tr[data-job] .badge.running', { timeout: 20_000 });
+    const jobId = await page.evaluate((e: any) => e.closest('tr').getAttribute('data-job'), row);
+    await shot('jobs');
+    // The list refreshes under the keyboard user's focus without taking it away; Enter opens the job.
+    await page.focus(`tr[data-job="${jobId}"] a`);
+    await page.$eval(`tr[data-job="${jobId}"]`, (e: any) => { e.__old = true; });
+    await page.waitForFunction((id: string) => document.querySelector(`tr[data-job="${id}"]`)?.__old !== true, { timeout: 10_000 }, jobId);
+    expect(await page.evaluate(() => document.activeElement?.getAttribute('href'))).toBe(`#/jobs/${jobId}`);
+    await page.keyboard.press('Enter');
+    await page.waitForFunction((id: string) => document.querySelector('main h1')?.textContent?.includes(id), { timeout: 10_000 }, jobId);
+    // Live tail while it runs: the first ticks show before the job ends.
+    await page.waitForFunction(() => /tick-2/.test(document.querySelector('pre[data-stream=stdout]')?.textContent ?? ''), { timeout: 20_000 });
+    expect(await page.$eval('dd .badge', (e: any) => e.dataset.state)).toBe('running');
+    await shot('job-running');
+    const result = await call;
+    expect((result.structuredContent as { exit_code: number }).exit_code).toBe(0);
+    await page.waitForSelector('dd .badge[data-state=exited]', { timeout: 20_000 });
+    // The stored output replaces the live view once the artifact is complete: stderr shows up there too.
+    await page.waitForFunction(() => /done/.test(document.querySelector('pre[data-stream=stderr]')?.textContent ?? ''), { timeout: 20_000 });
+    const out = await page.$eval('pre[data-stream=stdout]', (e: any) => e.textContent);
+    expect(out).toBe('tick-1\ntick-2\ntick-3\ntick-4\ntick-5\ntick-6\n');
+    // Search the stored output.
+    await fill('Search terms', 'tick-4');
+    await page.select(aria('Stream'), 'stdout');
+    await fill('Context lines', '1');
+    await page.click(aria('Search'));
+    await page.waitForSelector('figure.excerpt', { timeout: 15_000 });
+    expect(await page.$eval('figure.excerpt figcaption', (e: any) => e.textContent)).toBe('stdout lines 3–5');
+    expect(await page.$eval('figure.excerpt mark', (e: any) => e.textContent)).toBe('tick-4');
+    await shot('job');
+    // Download: through fetch with the Bearer token, saved as a file.
+    const dir = mkdtempSync(join(tmpdir(), 'gatehouse-dl-'));
+    const cdp = await page.createCDPSession();
+    await cdp.send('Browser.setDownloadBehavior', { behavior: 'allow', downloadPath: dir });
+    await page.click(aria('Download stdout'));
+    const file = join(dir, `${jobId}-stdout.txt`);
+    for (let i = 0; i < 100 && !existsSync(file); i++) await new Promise((r) => setTimeout(r, 100));
+    expect(readFileSync(file, 'utf8')).toBe('tick-1\ntick-2\ntick-3\ntick-4\ntick-5\ntick-6\n');
+    rmSync(dir, { recursive: true, force: true });
+    await gw.putPolicy(TEAM, DEFAULT_POLICY);
+  });
+
+  it('kills a running job from its page', async () => {
+    const call = client.callTool({ name: 'execute', arguments: { command: 'sleep', args: ['60'] } }, undefined, { timeout: 90_000 });
+    await go('#/jobs', 'Jobs');
+    await page.select(aria('State'), 'running');
+    await page.click(aria('Apply filters'));
+    const row = await page.waitForSelector('tr[data-job] .badge.running', { timeout: 20_000 });
+    const jobId = await page.evaluate((e: any) => e.closest('tr').getAttribute('data-job'), row);
+    await page.click(`tr[data-job="${jobId}"] a`);
+    await page.waitForSelector(aria('Kill job'), { visible: true, timeout: 15_000 });
+    await page.click(aria('Kill job'));
+    const r = await call;
+    expect((r.structuredContent as { state: string }).state).toMatch(/cancelled|signaled/);
+    await page.waitForSelector('dd .badge:is([data-state=cancelled],[data-state=signaled])', { timeout: 20_000 });
+    // The kill is audited with who did it.
+    const audit = await (await fetch(`${gw.url}/admin/v1/audit?tool=admin.job_kill`, { headers: { Authorization: `Bearer ${adminToken}` } })).json() as any;
+    expect(audit.entries[0]).toMatchObject({ subject: 'dash-admin', jobId });
+  });
+
   it('creates a token (shown once), lists it, and revokes it so the gateway refuses it', async () => {
     await go('#/tokens', 'Tokens');
     await fill('Subject', 'dash-ci-bot');
@@ -210,11 +288,12 @@ describe.skipIf(!HAVE_CHROMIUM)('dashboard in a real browser', () => {
     const doc = JSON.parse(await page.$eval('textarea[name=policy]', (e) => (e as any).value));
     doc.executables.allow = doc.executables.allow.filter((x: string) => x !== 'ls');
     await page.$eval('textarea[name=policy]', (e, v) => { (e as any).value = v; }, JSON.stringify(doc, null, 2));
+    const before = (await (await fetch(`${gw.url}/admin/v1/policy`, { headers: { Authorization: `Bearer ${adminToken}` } })).json() as { version: number }).version;
     await page.click(aria('Save as new version'));
-    await waitText('the policy is now version 1');
+    await waitText(`the policy is now version ${before + 1}`);
     expect(await editorError()).toBe('');
     // The history lists the saved version, who saved it, and can load it back into the editor.
-    await page.waitForSelector(aria('Load version 1'), { timeout: 10_000 });
+    await page.waitForSelector(aria(`Load version ${before + 1}`), { timeout: 10_000 });
     expect(await page.$eval('caption ::-p-text(Policy versions)', (e: any) => e.closest('table').innerText)).toContain('dash-admin');
     // Dry run in the page.
     await fill('Command', 'ls');
@@ -249,13 +328,15 @@ describe.skipIf(!HAVE_CHROMIUM)('dashboard in a real browser', () => {
     const admin = (team: string) => gw.token({ team, scopes: ['admin'], subject: `${team}-admin` });
     const history = async (team: string, q = '') =>
       (await fetch(`${gw.url}/admin/v1/policy/history${q}`, { headers: { Authorization: `Bearer ${await admin(team)}` } })).json() as Promise<any>;
-    // The previous test saved version 1 (no `ls`) and then restored the default as version 2.
+    // The previous test saved a version without `ls`, then restored the default as the next one.
     const h = await history(TEAM);
-    expect(h.versions.map((v: { version: number }) => v.version)).toEqual([2, 1]);
-    expect(h.versions[1].policy.executables.allow).not.toContain('ls');
+    const latest = h.versions[0].version;
+    expect(h.versions.map((v: { version: number }) => v.version)).toEqual(Array.from({ length: latest }, (_, i) => latest - i));
     expect(h.versions[0].policy.executables.allow).toContain('ls');
-    expect((await history(TEAM, '?limit=1')).nextBefore).toBe(2);
-    expect((await history(TEAM, '?before=2')).versions.map((v: { version: number }) => v.version)).toEqual([1]);
+    expect(h.versions[1].policy.executables.allow).not.toContain('ls');
+    expect(h.versions[1].updatedBy).toBe('dash-admin');
+    expect((await history(TEAM, '?limit=1')).nextBefore).toBe(latest);
+    expect((await history(TEAM, `?before=${latest}`)).versions[0].version).toBe(latest - 1);
     // Another team sees only its own (none).
     expect((await history('other-team')).versions).toEqual([]);
     expect((await history(TEAM, '?limit=0')).error.message).toMatch(/limit must be an integer from 1 to 100/);

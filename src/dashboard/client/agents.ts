@@ -1,6 +1,6 @@
 /** Browser module `agents.js`: the team's executor agents, refreshed every 2 s. */
 export const AGENTS_JS = String.raw`
-import { api, fmtAgo, fmtTime, h, isMissingRoute, messages, pick, poll, table } from './core.js';
+import { api, fmtAgo, fmtTime, h, isMissingRoute, messages, pick, poll, replaceKeepingFocus, table } from './core.js';
 
 export function render(main) {
   const msg = messages();
@@ -14,7 +14,7 @@ export function render(main) {
       const r = await api('GET', '/agents');
       msg.fail(null);
       body.setAttribute('aria-busy', 'false');
-      body.replaceChildren(view(r.agents || []));
+      replaceKeepingFocus(body, view(r.agents || []));
     } catch (e) {
       body.setAttribute('aria-busy', 'false');
       if (isMissingRoute(e)) { msg.say('This gateway does not list agents yet (no GET /admin/v1/agents).'); body.replaceChildren(); return; }

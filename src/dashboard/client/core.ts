@@ -172,6 +172,20 @@ export function table(caption, headers, rows) {
 }
 
 /**
+ * Replaces a live region's content without losing the keyboard focus: the control that had focus
+ * (found again by its href, aria-label or id) gets it back in the new content.
+ */
+export function replaceKeepingFocus(el, content) {
+  const a = document.activeElement;
+  const keyOf = (x) => x.getAttribute('href') || x.getAttribute('aria-label') || x.id || null;
+  const key = a && a !== el && el.contains(a) ? keyOf(a) : null;
+  el.replaceChildren(content);
+  if (!key) return;
+  const again = Array.from(el.querySelectorAll('a, button, [tabindex]')).find((x) => keyOf(x) === key);
+  if (again) again.focus();
+}
+
+/**
  * Runs fn now and then every ms while the page shows; returns stop(). A slow answer is never
  * overlapped by the next call.
  */

@@ -1,6 +1,6 @@
 /** Browser module `jobs.js`: the live job list and a job's page (output tail, search, download, kill). */
 export const JOBS_JS = String.raw`
-import { api, ApiError, describe, field, fmtBytes, fmtDuration, fmtTime, h, isMissingRoute, messages, pick, poll, saveBlob, table } from './core.js';
+import { api, ApiError, describe, field, fmtBytes, fmtDuration, fmtTime, h, isMissingRoute, messages, pick, poll, replaceKeepingFocus, saveBlob, table } from './core.js';
 
 const STATES = ['queued', 'running', 'exited', 'signaled', 'timed_out', 'cancelled', 'lost', 'failed_to_start', 'refused'];
 const OPEN = ['queued', 'running'];
@@ -45,7 +45,7 @@ function renderList(main) {
       nextCursor = pick(r, 'next_cursor', 'nextCursor') || null;
       more.hidden = !nextCursor;
       first.hidden = !cursor;
-      body.replaceChildren(view(r.jobs || []));
+      replaceKeepingFocus(body, view(r.jobs || []));
     } catch (e) {
       if (isMissingRoute(e)) { msg.say('This gateway does not list jobs yet (no GET /admin/v1/jobs).'); return; }
       msg.fail(e);
@@ -114,7 +114,8 @@ function renderJob(main, id) {
   const refresh = async () => {
     let j;
     try {
-      j = await api('GET', '/jobs/' + encodeURIComponent(id));
+      const r = await api('GET', '/jobs/' + encodeURIComponent(id));
+      j = r.job || r;
       msg.fail(null);
     } catch (e) {
       if (isMissingRoute(e)) { msg.say('This gateway does not show jobs yet (no GET /admin/v1/jobs/:id).'); stop(); return; }
@@ -167,11 +168,12 @@ async function liveTail(id, outputs, live, outMsg) {
   for (const s of ['stdout', 'stderr']) {
     try {
       const r = await api('GET', '/jobs/' + encodeURIComponent(id) + '/output?stream=' + s + '&offset=' + live[s]);
-      const text = pick(r, 'data', 'text') || '';
-      if (text) outputs[s].pre.append(text);
-      live[s] = pick(r, 'next_offset', 'nextOffset') || live[s] + text.length;
+      if (r.text) {
+        outputs[s].pre.append(r.text);
+        outputs[s].pre.scrollTop = outputs[s].pre.scrollHeight;
+      }
+      live[s] = r.nextOffset;
       outputs[s].info.textContent = 'live · ' + fmtBytes(live[s]);
-      outputs[s].pre.scrollTop = outputs[s].pre.scrollHeight;
     } catch (e) {
       if (isMissingRoute(e)) { outMsg.say('Running… the output appears here when the job ends (this gateway has no live output).'); return; }
       outMsg.fail(e);
@@ -183,6 +185,8 @@ async function liveTail(id, outputs, live, outMsg) {
 /** After the job: the tail of each stored stream, and downloads. Returns true once shown. */
 async function finalOutput(handle, outputs, outMsg, job) {
   if (!handle) { outMsg.say('This job stored no output.'); return true; }
+  // The upload can trail the exit: wait until the gateway says the artifact is complete (or failed).
+  if (job.artifact_state === 'uploading') { outMsg.say('Storing the output…'); return false; }
   let info;
   try {
     info = await api('GET', '/artifacts/' + encodeURIComponent(handle));

@@ -9,6 +9,7 @@ import { strictInput } from '../../contracts/strict-input.ts';
 import { missingScope, toolError, toolResult, type ToolContext } from '../context.ts';
 import { runGoverned } from '../governed-run.ts';
 import { RUNS_JOBS, toolOutput } from '../register.ts';
+import { JOB_VIEWER_TOOL_META } from '../apps/job-viewer.ts';
 
 export function registerExecute(server: McpServer, ctx: ToolContext): void {
   server.registerTool(
@@ -22,6 +23,7 @@ export function registerExecute(server: McpServer, ctx: ToolContext): void {
       annotations: RUNS_JOBS,
       inputSchema: strictInput(ExecuteInput),
       outputSchema: toolOutput(ExecuteOutput),
+      _meta: JOB_VIEWER_TOOL_META,
     },
     async (input, extra) => {
       const denied = missingScope(ctx, 'execute', ['execute']);

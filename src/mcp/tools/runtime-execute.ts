@@ -12,6 +12,7 @@ import { shapeRuntimeResult } from '../output-shape.ts';
 import { missingScope, toolError, toolResult, type ToolContext } from '../context.ts';
 import { runGoverned } from '../governed-run.ts';
 import { RUNS_JOBS, toolOutput } from '../register.ts';
+import { JOB_VIEWER_TOOL_META } from '../apps/job-viewer.ts';
 
 /** Bytes of the real end of the output read back for a summary when the inline copy was cut. */
 const TAIL_BYTES = 16 * 1024;
@@ -28,6 +29,7 @@ export function registerRuntimeExecute(server: McpServer, ctx: ToolContext): voi
       annotations: RUNS_JOBS,
       inputSchema: strictInput(RuntimeExecuteInput),
       outputSchema: toolOutput(RuntimeExecuteOutput),
+      _meta: JOB_VIEWER_TOOL_META,
     },
     async (input, extra) => {
       const denied = missingScope(ctx, 'runtime_execute', ['execute']);

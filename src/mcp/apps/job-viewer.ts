@@ -1,0 +1,35 @@
+/**
+ * MCP Apps: the tools that run jobs point hosts at a `ui://` view of the job's output (live tail,
+ * search), which the host renders beside the result. Hosts without MCP Apps ignore the metadata.
+ *
+ * ```ts
+ * registerJobViewer(server);                         // the ui:// resource
+ * server.registerTool('execute', { …, _meta: JOB_VIEWER_TOOL_META }, handler);
+ * ```
+ */
+import type { McpServer } from '@modelcontextprotocol/server';
+import { RESOURCE_MIME_TYPE, RESOURCE_URI_META_KEY, registerAppResource } from '@modelcontextprotocol/ext-apps/server';
+import { JOB_VIEWER_HTML } from './job-viewer-html.ts';
+
+export const JOB_VIEWER_URI = 'ui://gatehouse/job-output.html';
+
+/** `_meta` of a tool whose result the viewer shows (the nested form, plus the flat key older hosts read). */
+export const JOB_VIEWER_TOOL_META = { ui: { resourceUri: JOB_VIEWER_URI }, [RESOURCE_URI_META_KEY]: JOB_VIEWER_URI };
+
+export function registerJobViewer(server: McpServer): void {
+  registerAppResource(
+    server,
+    'Job output viewer',
+    JOB_VIEWER_URI,
+    { description: 'Live output of a Gatehouse job, with search (reads through job_status, job_output and query_output).' },
+    async () => ({
+      contents: [{
+        uri: JOB_VIEWER_URI,
+        mimeType: RESOURCE_MIME_TYPE,
+        text: JOB_VIEWER_HTML,
+        // No network of its own: every read goes through the host's tools/call.
+        _meta: { ui: { csp: { connectDomains: [], resourceDomains: [] }, prefersBorder: true } },
+      }],
+    }),
+  );
+}
