@@ -1,9 +1,10 @@
 /**
- * Policy presets offered by the dashboard's editor: whole documents an admin loads, reviews and
- * saves. Parsed with the policy schema when the Worker loads, so a preset can never be invalid.
+ * Policy presets offered by the dashboard's editor: the gateway's own presets (strict, standard,
+ * open — `src/policy/presets.ts`, also served by `GET /admin/v1/policy/presets`), so the editor and
+ * the admin API can never disagree about what a preset allows.
  */
-import { PolicyDocument } from '../contracts/policy.ts';
-import { DEFAULT_POLICY } from '../policy/default-policy.ts';
+import type { PolicyDocument } from '../contracts/policy.ts';
+import { PRESET_NAMES, PRESETS } from '../policy/presets.ts';
 
 export interface PolicyPreset {
   name: string;
@@ -12,37 +13,15 @@ export interface PolicyPreset {
   policy: PolicyDocument;
 }
 
-const READ_ONLY_TOOLS = ['true', 'echo', 'printf', 'cat', 'head', 'tail', 'wc', 'ls', 'pwd', 'date', 'grep', 'sort', 'uniq', 'cut', 'diff', 'stat', 'du', 'basename', 'dirname', 'realpath'];
+const TITLES: Record<(typeof PRESET_NAMES)[number], string> = {
+  strict: 'Strict (read and file tools, hardened git)',
+  standard: 'Standard (the shipped default)',
+  open: 'Open (anything the sandbox allows)',
+};
 
-export const POLICY_PRESETS: PolicyPreset[] = [
-  {
-    name: 'standard',
-    title: 'Standard (the shipped default)',
-    description: 'Common read and build tools and the runtimes; no shell strings; 30 s default and 120 s maximum timeout; 4 concurrent jobs.',
-    policy: DEFAULT_POLICY,
-  },
-  {
-    name: 'read-only',
-    title: 'Read-only tools',
-    description: 'Only tools that read the workspace (ls, cat, grep, diff, …); no runtimes, no shell strings, no tools that write or run other programs; 2 concurrent jobs.',
-    policy: PolicyDocument.parse({
-      ...DEFAULT_POLICY,
-      runtime: { enabled: false, allowedRuntimes: [] },
-      executables: { allow: READ_ONLY_TOOLS },
-      shell: { enabled: false, allow: [] },
-      limits: { ...DEFAULT_POLICY.limits, maxConcurrentJobs: 2 },
-    }),
-  },
-  {
-    name: 'locked',
-    title: 'Locked (nothing runs)',
-    description: 'Every execute and runtime_execute call is denied; dry runs and stored output still work. For an incident, or a team not yet set up.',
-    policy: PolicyDocument.parse({
-      ...DEFAULT_POLICY,
-      execute: { enabled: false },
-      runtime: { enabled: false, allowedRuntimes: [] },
-      executables: { allow: [] },
-      shell: { enabled: false, allow: [] },
-    }),
-  },
-];
+export const POLICY_PRESETS: PolicyPreset[] = PRESET_NAMES.map((name) => ({
+  name,
+  title: TITLES[name],
+  description: PRESETS[name].summary,
+  policy: PRESETS[name].policy,
+}));
