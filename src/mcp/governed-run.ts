@@ -139,6 +139,26 @@ function cancelOnStreamClose(ctx: ToolContext, extra: ToolExtra, key: string): (
   return () => signal.removeEventListener('abort', onAbort);
 }
 
+/** The `execute` tool's result for a job that ended; `gatehouse.exec` in scripts returns the same shape. */
+export function executeResult(out: Extract<GovernedOutcome, { kind: 'done' }>) {
+  const { exit } = out;
+  return {
+    stdout: exit.stdout,
+    stderr: exit.stderr,
+    exit_code: exit.exitCode,
+    timed_out: exit.timedOut,
+    stdout_truncated: exit.stdoutTruncated,
+    stderr_truncated: exit.stderrTruncated,
+    elapsed_ms: Math.round(exit.durationMs),
+    state: exit.state,
+    signal: exit.signal,
+    job_id: out.jobId,
+    artifact_handle: out.handle,
+    agent_id: out.agentId,
+    sandbox: out.sandbox,
+  };
+}
+
 export function exitStatus(exit: JobExit): string {
   switch (exit.state) {
     case 'exited':

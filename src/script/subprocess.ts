@@ -8,7 +8,7 @@ import type { PolicyDecision } from '../policy/engine.ts';
 import type { ScriptPolicy } from '../contracts/policy.ts';
 import { describeIssues } from '../contracts/errors.ts';
 import { writeAudit } from '../store/audit.ts';
-import { runGoverned, type GovernedOutcome } from '../mcp/governed-run.ts';
+import { executeResult, runGoverned, type GovernedOutcome } from '../mcp/governed-run.ts';
 import type { ToolContext, ToolExtra } from '../mcp/context.ts';
 import { SubprocessRequest, type HostAnswer, type SubprocessValue } from './protocol.ts';
 
@@ -124,19 +124,7 @@ export async function runSubprocess(sc: SubprocessContext, raw: unknown): Promis
       code: exit.exitCode ?? -1,
       stdout: exit.stdout,
       stderr: exit.stderr,
-      result: {
-        stdout: exit.stdout,
-        stderr: exit.stderr,
-        exit_code: exit.exitCode,
-        timed_out: exit.timedOut,
-        stdout_truncated: exit.stdoutTruncated,
-        stderr_truncated: exit.stderrTruncated,
-        elapsed_ms: Math.round(exit.durationMs),
-        state: exit.state,
-        signal: exit.signal,
-        job_id: out.jobId,
-        artifact_handle: out.handle,
-      },
+      result: executeResult(out),
     },
   };
 }

@@ -7,7 +7,7 @@ import type { McpServer } from '@modelcontextprotocol/server';
 import { ExecuteInput, ExecuteOutput } from '../../contracts/tools.ts';
 import { strictInput } from '../../contracts/strict-input.ts';
 import { missingScope, toolError, toolResult, type ToolContext } from '../context.ts';
-import { runGoverned } from '../governed-run.ts';
+import { executeResult, runGoverned } from '../governed-run.ts';
 import { RUNS_JOBS, toolOutput } from '../register.ts';
 import { JOB_VIEWER_TOOL_META } from '../apps/job-viewer.ts';
 
@@ -53,21 +53,7 @@ export function registerExecute(server: McpServer, ctx: ToolContext): void {
       if (exit.state === 'failed_to_start') {
         return toolError(`Error: execute: spawn failed${exit.error ? ` (${exit.error.message.replace(/^Error: execute: spawn failed:?\s*/, '')})` : ''}`, undefined, 'spawn_failed');
       }
-      const structured = {
-        stdout: exit.stdout,
-        stderr: exit.stderr,
-        exit_code: exit.exitCode,
-        timed_out: exit.timedOut,
-        stdout_truncated: exit.stdoutTruncated,
-        stderr_truncated: exit.stderrTruncated,
-        elapsed_ms: Math.round(exit.durationMs),
-        state: exit.state,
-        signal: exit.signal,
-        job_id: out.jobId,
-        artifact_handle: out.handle,
-        agent_id: out.agentId,
-        sandbox: out.sandbox,
-      };
+      const structured = executeResult(out);
       const notes = out.decision.notes.length ? `\n(policy: ${out.decision.notes.join('; ')})` : '';
       if (exit.state === 'lost') return toolError(`Error: the job was lost: ${exit.error?.message ?? 'its executor agent vanished'}`, structured, 'job_lost');
       return toolResult(structured, JSON.stringify(structured) + notes);
