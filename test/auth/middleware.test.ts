@@ -12,9 +12,13 @@ const ORIGIN = 'http://gw.test';
 let key: string;
 const revoked = new Set<string>();
 
-/** Just enough of D1 for isRevoked(): `prepare(sql).bind(jti, team).first()`. */
+/** Just enough of D1 for the admission query (`src/store/admission.ts`): revoked?, and no stored policy. */
 const fakeDb = {
-  prepare: () => ({ bind: (jti: string, team: string) => ({ first: async () => (revoked.has(`${team}/${jti}`) ? { r: 1 } : null) }) }),
+  prepare: () => ({
+    bind: (jti: string, team: string) => ({
+      first: async () => ({ revoked: revoked.has(`${team}/${jti}`) ? 1 : 0, version: null, updated_at: null }),
+    }),
+  }),
 } as unknown as D1Database;
 
 // A public host: production configuration (issuer and audience) is required there.
