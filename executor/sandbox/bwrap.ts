@@ -12,7 +12,7 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import { LAUNCHER_FILE, STATUS_FD } from '../jobs/launcher.ts';
-import { JobCgroup, cgroupSupport, type CgroupVersion } from './cgroup.ts';
+import { JobCgroup, cgroupSupport, groupKillArgv, type CgroupVersion } from './cgroup.ts';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { hiddenPaths, systemView } from './system-view.ts';
@@ -145,9 +145,8 @@ class BwrapSandbox implements Sandbox {
   }
 
   hostKillArgv(): string[] | null {
-    if (!this.pgid) return null;
     // The process group (bwrap is pid 1 of the job's namespace: its death ends them all), and the cgroup.
-    return ['/bin/sh', '-c', 'kill -KILL -- -"$1"; [ -z "$2" ] || kill -KILL $(cat "$2"); exit 0', 'gatehouse-kill', String(this.pgid), this.cgroup?.procsFiles()[0] ?? ''];
+    return groupKillArgv(this.pgid, this.cgroup);
   }
 
   hostPids(): number[] {

@@ -121,3 +121,12 @@ export class JobCgroup {
 function trySet(file: string, value: string): void {
   try { writeFileSync(file, value); } catch { /* not offered by this kernel (no swap accounting) */ }
 }
+
+/**
+ * The watchdog's kill command for a job run as a host process group, optionally in a cgroup:
+ * the whole group, then every process the cgroup still holds (one that left the group by setsid).
+ */
+export function groupKillArgv(pgid: number | undefined, cgroup: JobCgroup | null | undefined): string[] | null {
+  if (!pgid) return null;
+  return ['/bin/sh', '-c', 'kill -KILL -- -"$1"; [ -z "$2" ] || kill -KILL $(cat "$2"); exit 0', 'gatehouse-kill', String(pgid), cgroup?.procsFiles()[0] ?? ''];
+}

@@ -8,7 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
-import { JobCgroup, cgroupSupport, type CgroupVersion } from './cgroup.ts';
+import { JobCgroup, cgroupSupport, groupKillArgv, type CgroupVersion } from './cgroup.ts';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { delay, killGroup, watchWrapper } from './exec-util.ts';
@@ -119,8 +119,7 @@ class NoneSandbox implements Sandbox {
   private pgid: number | undefined;
 
   hostKillArgv(): string[] | null {
-    if (!this.pgid) return null;
-    return ['/bin/sh', '-c', 'kill -KILL -- -"$1"; [ -z "$2" ] || kill -KILL $(cat "$2"); exit 0', 'gatehouse-kill', String(this.pgid), this.cgroup?.procsFiles()[0] ?? ''];
+    return groupKillArgv(this.pgid, this.cgroup);
   }
 
   hostPids(): number[] {

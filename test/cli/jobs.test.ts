@@ -11,12 +11,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { ROOT, hasCommand, startAgent, startGateway, type AgentProcess, type Gateway } from '../e2e/harness.ts';
+import { ROOT, startAgent, startGateway, type AgentProcess, type Gateway, testSandbox } from '../e2e/harness.ts';
 import { readmeBlock } from './readme.ts';
 
 // The CLI is under test here, not isolation: bubblewrap when present, else no sandbox.
-const SANDBOX = hasCommand('bwrap') ? 'bwrap' : 'none';
-if (SANDBOX === 'none' && process.env.CI === 'true') throw new Error('bubblewrap is required under CI=true (.ci/run installs it)');
+const SANDBOX = testSandbox();
 
 let gw: Gateway;
 let agent: AgentProcess;

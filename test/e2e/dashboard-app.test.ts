@@ -6,26 +6,23 @@
  * its own: it follows a real job (live tail, then the end) and searches its output through the host.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { build } from 'esbuild';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import puppeteer, { type Browser, type Frame, type Page } from 'puppeteer-core';
-import { hasCommand, ROOT, startAgent, startGateway, type AgentProcess, type Gateway } from './harness.ts';
+import { type Browser, type Frame, type Page } from 'puppeteer-core';
+import { HAVE_CHROMIUM, launchChromium, requireChromium } from '../support/chromium.ts';
+import { ROOT, startAgent, startGateway, type AgentProcess, type Gateway, testSandbox } from './harness.ts';
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
 import { JOB_VIEWER_URI } from '../../src/mcp/apps/job-viewer.ts';
 
 // Callbacks given to page.evaluate/waitForFunction run in the browser; the project's types have no DOM lib.
 declare const document: any, window: any;
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const HAVE_CHROMIUM = existsSync(CHROMIUM);
-if (!HAVE_CHROMIUM && process.env.CI === 'true') throw new Error(`chromium is required under CI=true (${CHROMIUM}; .ci/run installs it)`);
-if (!HAVE_CHROMIUM) console.warn(`MCP Apps viewer tests skipped: no chromium at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`);
-const SANDBOX = hasCommand('bwrap') ? 'bwrap' : 'none';
-if (SANDBOX === 'none' && process.env.CI === 'true') throw new Error('bubblewrap is required under CI=true (.ci/run installs it)');
+requireChromium('MCP Apps viewer tests');
+const SANDBOX = testSandbox();
 const SHOTS = join(ROOT, 'test/screenshots');
 
 /** The host page: the ext-apps AppBridge, the view in a sandboxed srcdoc iframe, tool calls sent to Node. */
@@ -83,10 +80,7 @@ describe.skipIf(!HAVE_CHROMIUM)('MCP Apps job viewer', () => {
     await agent.ready;
     await gw.putPolicy(TEAM, { ...DEFAULT_POLICY, shell: { enabled: true, allow: [TICKS] } });
     client = await gw.mcp(TEAM, ['execute', 'artifacts:read']);
-    browser = await puppeteer.launch({
-      executablePath: CHROMIUM, headless: true, userDataDir: mkdtempSync(join(tmpdir(), 'gatehouse-chromium-')),
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-    });
+    browser = await launchChromium(mkdtempSync(join(tmpdir(), 'gatehouse-chromium-')));
   }, 180_000);
 
   afterAll(async () => {

@@ -7,11 +7,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { hasCommand, startAgent, startGateway, type AgentProcess, type Gateway } from './harness.ts';
+import { startAgent, startGateway, type AgentProcess, type Gateway, testSandbox } from './harness.ts';
 import { MAX_ARTIFACT_READ_BYTES } from '../../src/contracts/artifact-read.ts';
 
-const SANDBOX = hasCommand('bwrap') ? 'bwrap' : 'none';
-if (SANDBOX === 'none' && process.env.CI === 'true') throw new Error('bubblewrap is required under CI=true (.ci/run installs it)');
+const SANDBOX = testSandbox();
 
 const TEAM = 'artview';
 let gw: Gateway;

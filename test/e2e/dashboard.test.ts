@@ -10,19 +10,16 @@ import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import puppeteer, { type Browser, type Page } from 'puppeteer-core';
-import { hasCommand, ROOT, startAgent, startGateway, type AgentProcess, type Gateway } from './harness.ts';
+import { type Browser, type Page } from 'puppeteer-core';
+import { HAVE_CHROMIUM, launchChromium, requireChromium } from '../support/chromium.ts';
+import { ROOT, startAgent, startGateway, type AgentProcess, type Gateway, testSandbox } from './harness.ts';
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
 
 // Callbacks given to page.evaluate/waitForFunction run in the browser; the project's types have no DOM lib.
 declare const document: any, window: any, location: any, sessionStorage: any;
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const HAVE_CHROMIUM = existsSync(CHROMIUM);
-if (!HAVE_CHROMIUM && process.env.CI === 'true') throw new Error(`chromium is required under CI=true (${CHROMIUM}; .ci/run installs it)`);
-if (!HAVE_CHROMIUM) console.warn(`dashboard browser tests skipped: no chromium at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`);
-const SANDBOX = hasCommand('bwrap') ? 'bwrap' : 'none';
-if (SANDBOX === 'none' && process.env.CI === 'true') throw new Error('bubblewrap is required under CI=true (.ci/run installs it)');
+requireChromium('dashboard browser tests');
+const SANDBOX = testSandbox();
 const SHOTS = join(ROOT, 'test/screenshots');
 
 const TEAM = 'dash';
@@ -77,12 +74,7 @@ describe.skipIf(!HAVE_CHROMIUM)('dashboard in a real browser', () => {
     await agent.ready;
     adminToken = await gw.token({ team: TEAM, scopes: ['admin'], subject: 'dash-admin' });
     client = await gw.mcp(TEAM, ['execute', 'artifacts:read']);
-    browser = await puppeteer.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      userDataDir: mkdtempSync(join(tmpdir(), 'gatehouse-chromium-')),
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-    });
+    browser = await launchChromium(mkdtempSync(join(tmpdir(), 'gatehouse-chromium-')));
     page = await browser.newPage();
     await page.setViewport({ width: 1366, height: 900 });
     page.on('request', (r) => requested.push(r.url()));

@@ -26,6 +26,13 @@ export function hasCommand(cmd: string, args = ['--version']): boolean {
   }
 }
 
+/** The sandbox for whole-system tests: bubblewrap (`.ci/run` installs it, so under CI it must be there), else none. */
+export function testSandbox(): 'bwrap' | 'none' {
+  if (hasCommand('bwrap')) return 'bwrap';
+  if (process.env.CI === 'true') throw new Error('bubblewrap is required under CI=true (.ci/run installs it)');
+  return 'none';
+}
+
 /** The official MCP SDK client, connected over Streamable HTTP with a bearer token. */
 export async function connectMcp(mcpUrl: string, token: string, name = 'gatehouse-test'): Promise<Client> {
   const client = new Client({ name, version: '1.0.0' });

@@ -11,12 +11,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from '@modelcontextprotocol/client';
-import { hasCommand, ROOT, startAgent, startGateway, type AgentProcess, type Gateway } from './harness.ts';
+import { ROOT, startAgent, startGateway, type AgentProcess, type Gateway, testSandbox } from './harness.ts';
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
 import { startOpaServer, type OpaServer } from '../support/opa-server.ts';
 
-const SANDBOX = hasCommand('bwrap') ? 'bwrap' : 'none';
-if (SANDBOX === 'none' && process.env.CI === 'true') throw new Error('bubblewrap is required under CI=true (.ci/run installs it)');
+const SANDBOX = testSandbox();
 
 const TEAM = 'scr';
 let gw: Gateway;
