@@ -11,9 +11,8 @@ import { StreamName } from '../contracts/agent-protocol.ts';
 import { ArtifactReadQuery, MAX_ARTIFACT_READ_BYTES, type ArtifactChunk, type ArtifactInfo } from '../contracts/artifact-read.ts';
 import { getArtifactRows, type ArtifactRow } from '../store/artifacts.ts';
 import { queryOutput } from '../mcp/query-output.ts';
-import { jobStatus, liveOutput } from '../dispatch/client.ts';
-import { isTerminal } from '../contracts/jobs.ts';
-import { utf8Boundary } from '../mcp/tools/job-output.ts';
+import { jobStatus } from '../dispatch/client.ts';
+import { readJobOutput } from '../dispatch/job-output.ts';
 import { apiError, STATUS } from './http.ts';
 
 export const artifactRoutes = new Hono<AppEnv>();
@@ -157,31 +156,11 @@ jobOutputRoutes.get('/:id/output', async (c) => {
   const team = c.get('principal').team;
   const job = await jobStatus(c.env, team, id);
   if (!job) return apiError(c, 'not_found', `job "${id}" not found`);
-  const ended = isTerminal(job.state);
-  let data: Uint8Array = new Uint8Array(0);
-  let total: number | null = null;
-  let source: 'live' | 'artifact' = 'live';
-  const row = ended && job.artifact_state === 'complete'
-    ? (await getArtifactRows(c.env, team, job.artifact_handle)).find((r) => r.stream === stream)
-    : undefined;
-  if (row) {
-    source = 'artifact';
-    total = row.bytes;
-    if (offset < row.bytes) {
-      const obj = await c.env.ARTIFACTS.get(row.r2Key, { range: { offset, length: Math.min(length, row.bytes - offset) } });
-      if (!obj) return notFound(c, row.handle);
-      data = new Uint8Array(await obj.arrayBuffer());
-    }
-  } else {
-    const live = await liveOutput(c.env, team, id, stream, offset, length);
-    data = live?.data ?? new Uint8Array(0);
-    total = ended ? (live?.total ?? 0) : null;
-  }
-  // Never end a page inside a UTF-8 character: the rest comes with the next read.
-  if (total === null || offset + data.byteLength < total) data = data.subarray(0, utf8Boundary(data));
-  const nextOffset = offset + data.byteLength;
+  const page = await readJobOutput(c.env, team, job, stream, offset, length);
+  if ('expired' in page) return apiError(c, 'not_found', `the output of job "${id}" has expired`);
+  const { data, source, total: totalBytes, nextOffset, eof } = page;
   return c.json({
     jobId: id, stream, state: job.state, source, offset, length: data.byteLength, nextOffset,
-    totalBytes: total, eof: ended && total !== null && nextOffset >= total, text: new TextDecoder().decode(data),
+    totalBytes, eof, text: new TextDecoder().decode(data),
   });
 });

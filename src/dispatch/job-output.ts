@@ -1,0 +1,71 @@
+/**
+ * One page of a job's stdout/stderr from a byte offset, for the `job_output` tool and the admin
+ * API alike: the stored artifact once the job ended (complete or partial), the result's inline
+ * output when the upload failed, else what the agent relayed live. Never ends inside a UTF-8 character.
+ */
+import type { Env } from '../env.ts';
+import type { StreamName } from '../contracts/agent-protocol.ts';
+import { isTerminal } from '../contracts/jobs.ts';
+import { getArtifactRows } from '../store/artifacts.ts';
+import type { JobView } from '../contracts/jobs.ts';
+import { jobResult, liveOutput } from './client.ts';
+
+export interface OutputPage {
+  data: Uint8Array;
+  /** Bytes in the stream; null while the job runs. */
+  total: number | null;
+  source: 'live' | 'artifact' | 'result' | 'none';
+  nextOffset: number;
+  eof: boolean;
+}
+
+/** `{ expired: true }`: the index names an artifact whose body is gone (retention). */
+export async function readJobOutput(
+  env: Env, team: string, job: JobView, stream: StreamName, offset: number, max: number,
+): Promise<OutputPage | { expired: true }> {
+  let data: Uint8Array = new Uint8Array(0);
+  let total: number | null = null;
+  let source: OutputPage['source'] = 'none';
+  const ended = isTerminal(job.state);
+  const row = ended && (job.artifact_state === 'complete' || job.artifact_state === 'partial')
+    ? (await getArtifactRows(env, team, job.artifact_handle)).find((r) => r.stream === stream)
+    : undefined;
+  if (row) {
+    source = 'artifact';
+    total = row.bytes;
+    if (offset < row.bytes) {
+      const obj = await env.ARTIFACTS.get(row.r2Key, { range: { offset, length: Math.min(max, row.bytes - offset) } });
+      if (!obj) return { expired: true };
+      data = new Uint8Array(await obj.arrayBuffer());
+    }
+  } else if (ended && job.artifact_state === 'none' && (stream === 'stdout' ? job.stdout_bytes : job.stderr_bytes) === 0) {
+    total = 0;
+  } else if (ended && (job.artifact_state === 'failed' || job.artifact_state === 'partial' || job.artifact_state === 'none')) {
+    // No stored artifact (its upload failed): the result's inline output is what the edge kept.
+    const exit = (await jobResult(env, team, job.job_id))?.exit;
+    const all = new TextEncoder().encode(exit?.[stream] ?? '');
+    source = 'result';
+    total = all.byteLength;
+    data = all.subarray(Math.min(offset, all.byteLength), Math.min(offset + max, all.byteLength));
+  } else {
+    const live = await liveOutput(env, team, job.job_id, stream, offset, max);
+    source = 'live';
+    data = live?.data ?? new Uint8Array(0);
+    total = ended ? (live?.total ?? 0) : null;
+  }
+  // Never cut a UTF-8 character in two: the rest comes with the next read.
+  if (total === null || offset + data.byteLength < total) data = data.subarray(0, utf8Boundary(data));
+  const nextOffset = offset + data.byteLength;
+  return { data, total, source, nextOffset, eof: ended && total !== null && nextOffset >= total };
+}
+
+/** Length of the longest prefix of `b` that does not end inside a multi-byte UTF-8 sequence. */
+export function utf8Boundary(b: Uint8Array): number {
+  let i = b.byteLength;
+  let back = 0;
+  while (i > 0 && back < 4 && (b[i - 1] & 0xc0) === 0x80) (i--, back++);
+  if (i === 0) return b.byteLength;
+  const lead = b[i - 1];
+  const need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
+  return need > back + 1 ? i - 1 : b.byteLength;
+}
