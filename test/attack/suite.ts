@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { JobExit, JobSpec } from '../../src/contracts/agent-protocol.ts';
@@ -279,12 +280,19 @@ export function attackSuite(kind: 'gvisor' | 'bwrap'): void {
     }, 60_000);
 
     it('network to 127.0.0.1 from inside: refused, the gateway sees no connection', async () => {
-      const port = new URL(edge.url).port;
-      const before = edge.tcpConnections;
-      const code = `import socket\ns = socket.socket()\ns.settimeout(3)\ntry:\n    s.connect(("127.0.0.1", ${port}))\n    print("CONNECTED")\nexcept OSError as e:\n    print("BLOCKED", e)\n`;
-      const r = await attack('network to 127.0.0.1', { mode: 'code', runtime: 'python', command: '', code, timeoutMs: 10_000 });
-      expect(r.exit!.stdout).toMatch(/^BLOCKED/);
-      expect(edge.tcpConnections).toBe(before);
+      // A listener of its own on loopback: the edge's port also takes the agent's own uploads, which must not count.
+      let connections = 0;
+      const listener = createServer((sock) => { connections++; sock.destroy(); });
+      await new Promise<void>((r) => listener.listen(0, '127.0.0.1', () => r()));
+      const port = (listener.address() as AddressInfo).port;
+      try {
+        const code = `import socket\ns = socket.socket()\ns.settimeout(3)\ntry:\n    s.connect(("127.0.0.1", ${port}))\n    print("CONNECTED")\nexcept OSError as e:\n    print("BLOCKED", e)\n`;
+        const r = await attack('network to 127.0.0.1', { mode: 'code', runtime: 'python', command: '', code, timeoutMs: 10_000 });
+        expect(r.exit!.stdout).toMatch(/^BLOCKED/);
+        expect(connections).toBe(0);
+      } finally {
+        listener.close();
+      }
     }, 60_000);
 
     it('a blocked agent (SIGSTOP) still cannot keep a job past its deadline: the watchdog kills it', async () => {

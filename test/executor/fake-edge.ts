@@ -19,8 +19,6 @@ export class FakeEdge {
   readonly heartbeatTimes: number[] = [];
   /** Every HTTP request and upgrade attempt, whatever it asked for. */
   requests = 0;
-  /** TCP connections accepted, whatever came over them. */
-  tcpConnections = 0;
   connections = 0;
   private server: Server;
   private socket: Socket | null = null;
@@ -47,7 +45,6 @@ export class FakeEdge {
       });
     });
     this.server.on('upgrade', (req, socket: Socket) => this.upgrade(req, socket));
-    this.server.on('connection', () => this.tcpConnections++);
   }
 
   async start(): Promise<void> {
