@@ -53,7 +53,8 @@ fi
 # gVisor: bookworm's runsc (2022-12-19) fails `ls -l` and `stat` inside the sandbox. Debian trixie's runsc is a
 # static binary that installs on bookworm; take exactly that one package from trixie (pin priority 1, so nothing
 # else ever upgrades from it) when the installed runsc is missing or older.
-runsc_date() { runsc --version 2>/dev/null | sed -n 's/^runsc version release-\([0-9]\{8\}\).*/\1/p; s/^runsc version 0\.0~\([0-9]\{8\}\).*/\1/p' | head -1; }
+# No `| head` anywhere here: under pipefail, head closing the pipe early makes the writer die of SIGPIPE (exit 141).
+runsc_date() { runsc --version 2>/dev/null | sed -n 's/^runsc version release-\([0-9]\{8\}\).*/\1/p; s/^runsc version 0\.0~\([0-9]\{8\}\).*/\1/p'; }
 have=$(command -v runsc >/dev/null && runsc_date || echo 0)
 if [ "${have:-0}" -lt 20240729 ]; then
   echo "install-system-deps: runsc ${have:-none} is too old; installing trixie's runsc"
@@ -79,4 +80,4 @@ EOF
   apt_update
   apt-get install -y -qq --no-install-recommends runsc
 fi
-runsc --version | head -1
+runsc --version | sed -n 1p
