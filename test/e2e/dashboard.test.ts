@@ -208,9 +208,18 @@ describe.skipIf(!HAVE_CHROMIUM)('dashboard in a real browser', () => {
     await go('#/jobs', 'Jobs');
     await page.select(aria('State'), 'running');
     await page.click(aria('Apply filters'));
-    const row = await page.waitForSelector('tr[data-job] .badge.running', { timeout: 20_000 });
-    const jobId = await page.evaluate((e: any) => e.closest('tr').getAttribute('data-job'), row);
-    await page.click(`tr[data-job="${jobId}"] a`);
+    // The live list re-renders its rows while we look at them, so find and click inside the page in one step
+    // (an element handle taken first can be detached by the time it is clicked).
+    const found = await page.waitForFunction(
+      () => document.querySelector('tr[data-job] .badge.running')?.closest('tr')?.getAttribute('data-job'),
+      { timeout: 20_000 },
+    );
+    const jobId = (await found.jsonValue()) as string;
+    await page.waitForFunction((id: string) => {
+      const a = document.querySelector<HTMLAnchorElement>(`tr[data-job="${id}"] a`);
+      a?.click();
+      return !!a;
+    }, { timeout: 15_000 }, jobId);
     await page.waitForSelector(aria('Kill job'), { visible: true, timeout: 15_000 });
     await page.click(aria('Kill job'));
     const r = await call;
