@@ -13,7 +13,7 @@
  * with the job's rlimits. One process per job keeps every driver the same, and lets gVisor
  * start a pre-created sandbox with a single line on stdin instead of a `runsc exec` round trip.
  */
-import { GIT_FIXED_CONFIG, GIT_LISTED_KEYS, GIT_REFUSED_KEYS, gitRefusedMessage } from '../../src/contracts/git-hardening.ts';
+import { GIT_FIXED_CONFIG, GIT_LISTED_KEYS, GIT_LISTING_FAILED, GIT_REFUSED_KEYS, gitRefusedMessage } from '../../src/contracts/git-hardening.ts';
 
 export interface LaunchPlan {
   /** Absolute cwd as the job sees it. */
@@ -75,6 +75,9 @@ function gitOverrideLines(p: LaunchPlan, cmd: (argv: string[], extra?: string) =
   const list = cmd([p.run[0], ...p.hardenGit!.repositoryOptions, 'config', '--name-only', '--get-regexp', GIT_LISTED_KEYS],
     `${fixed.join(' ')} GIT_CONFIG_COUNT=${GIT_FIXED_CONFIG.length}`);
   const lines = [
+    // Exit 1 is "no such key"; anything else (a broken config, a failed start) fails closed.
+    `gh_keys=$(${list} </dev/null 2>/dev/null); gh_s=$?`,
+    `case "$gh_s" in 0|1) ;; *) printf '%s\\n' ${sq(GIT_LISTING_FAILED)}" ($gh_s)" >&2; exit 126;; esac`,
     'gh_n=0',
     'set --',
     'while IFS= read -r gh_k; do',
@@ -83,7 +86,7 @@ function gitOverrideLines(p: LaunchPlan, cmd: (argv: string[], extra?: string) =
     '  set -- "$@" "GIT_CONFIG_KEY_$gh_n=$gh_k" "GIT_CONFIG_VALUE_$gh_n="',
     '  gh_n=$((gh_n + 1))',
     'done <<GATEHOUSE_GIT_KEYS',
-    `$(${list} </dev/null 2>/dev/null)`,
+    '$gh_keys',
     'GATEHOUSE_GIT_KEYS',
   ];
   for (const [k, v] of GIT_FIXED_CONFIG) {

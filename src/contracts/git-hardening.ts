@@ -87,6 +87,10 @@ export const GIT_REFUSED_KEYS: readonly string[] = ['core.gitproxy', 'remote.*.u
 export const GIT_LISTED_KEYS =
   `^(${GIT_EMPTIED_KEYS}|${GIT_REFUSED_KEYS.map((g) => g.replaceAll('.', '\\.').replaceAll('*', '.+')).join('|')})$`;
 
+/** When git could not list the configuration, the job's git is not started (the listing status follows). */
+export const GIT_LISTING_FAILED =
+  'gatehouse: git refused: could not list the repository configuration to switch its programs off (git.repositoryPrograms = "disable")';
+
 /** The message of a refusal (printed by the launcher, which then exits 126). */
 export function gitRefusedMessage(keyShellVar: string): string {
   return `gatehouse: git refused: the repository configuration sets ${keyShellVar}, which names a program git would run and ` +

@@ -109,6 +109,19 @@ describe.skipIf(skip)('strict switches off the programs a repository names; open
     expect(r.stderr).toContain('sets remote.o.uploadpack, which names a program git would run and cannot be switched off');
   }, 60_000);
 
+  it('fails closed when git cannot list the configuration (a broken .git/config)', async () => {
+    const r = await attempt(PRESETS.strict.policy, { name: 'broken config', setup: `printf '[filter "x"\\n\\tclean = touch %s\\n[[[\\n' "$M" >> .git/config`, args: ['status'] });
+    expect(r.marker).toBe(false);
+    expect(r.exitCode).toBe(126);
+    expect(r.stderr).toContain('could not list the repository configuration');
+  }, 60_000);
+
+  it('runs git outside any repository (nothing to list)', async () => {
+    const d = await check(PRESETS.strict.policy, { command: 'git', args: ['version'] });
+    const r = await rig.run({ mode: 'argv', command: 'git', args: ['version'], cwd: '', env: d.effective!.env, allowedExecutables: d.effective!.allowedExecutables, hardenGit: true });
+    expect(r.exit.stdout, r.exit.stderr).toMatch(/^git version /);
+  }, 60_000);
+
   it('strict still does the git work: add, commit, status, diff, log in a repository without programs', async () => {
     const dir = 'plain';
     const host = join(rig.root, dir);
