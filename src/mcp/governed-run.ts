@@ -86,6 +86,7 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
         diskWriteBytes: policy.limits.diskWriteBytes,
       },
       ...(eff.allowedExecutables && job.mode !== 'shell' ? { allowedExecutables: eff.allowedExecutables } : {}),
+      ...(policy.sandbox.reuse ? { reuse: policy.sandbox.reuse } : {}),
     };
     jobId = spec.jobId;
     // One round trip: the job's index row and the call's audit row are written together.

@@ -1,0 +1,305 @@
+/**
+ * Sandbox reuse for gVisor (opt-in by team policy, `sandbox.reuse`): a sandbox whose init is
+ * the trusted in-sandbox init (init/reuse-init.ts) runs one job after another. Each job gets a
+ * lease — the `Sandbox` the runner sees — and the sandbox goes back to the pool only when the
+ * job ended on its own, the init reported the sandbox clean, the memory limit was not hit,
+ * and it has run fewer than `reuse.jobs` jobs and is younger than `reuse.seconds`. Anything
+ * else (a timeout, a cancel, a kill, a dirty report, a broken channel) discards it.
+ *
+ * Reuse is only between jobs with the same limits and the same reuse setting (the pool key);
+ * an agent serves one team, so a sandbox never passes between teams.
+ */
+import { PassThrough, Writable } from 'node:stream';
+import type { ChildProcess } from 'node:child_process';
+import { SANDBOX_GID, SANDBOX_UID, signalName, type LaunchRequest, type ProcessEnd, type ResourceLimits, type Sandbox, type SandboxProcess } from './types.ts';
+import type { SandboxReuse } from '../../src/contracts/sandbox-reuse.ts';
+import type { GvisorSandbox } from './gvisor.ts';
+import type { Logger } from '../log.ts';
+
+/** What the driver gives the pool: a way to start a sandbox whose init is the reuse init. */
+export interface ReuseHost {
+  createReusable(limits: ResourceLimits): GvisorSandbox;
+  closed(): boolean;
+}
+
+/** Largest stdin frame (the init reads its channel in 64 KiB pieces anyway). */
+const STDIN_FRAME = 256 * 1024;
+/** Most idle reusable sandboxes kept at once; more are discarded. */
+const MAX_PARKED = 8;
+
+type CleanReport = { ok: boolean; why?: string | null };
+
+const keyOf = (limits: ResourceLimits, reuse: SandboxReuse) => JSON.stringify([limits, reuse]);
+
+export class ReusePool {
+  private readonly parked: ReusableSandbox[] = [];
+  private readonly host: ReuseHost;
+  private readonly log: Logger;
+
+  constructor(host: ReuseHost, log: Logger) {
+    this.host = host;
+    this.log = log;
+  }
+
+  /** A lease on a clean parked sandbox with the same key, or on a new one. */
+  async acquire(jobId: string, limits: ResourceLimits, reuse: SandboxReuse): Promise<Sandbox> {
+    const key = keyOf(limits, reuse);
+    for (let i = this.parked.findIndex((s) => s.key === key); i >= 0; i = this.parked.findIndex((s) => s.key === key)) {
+      const [sb] = this.parked.splice(i, 1);
+      if (sb.usable()) return sb.lease(jobId);
+      void sb.discard();
+    }
+    const sb = new ReusableSandbox(this, this.host.createReusable(limits), key, reuse);
+    if (!(await sb.ready)) {
+      const why = sb.box.startError();
+      await sb.discard();
+      throw new Error(why);
+    }
+    return sb.lease(jobId);
+  }
+
+  /** Whether `box` is waiting in the pool (not running a job, not being torn down). */
+  holds(box: GvisorSandbox): boolean {
+    return this.parked.some((s) => s.box === box);
+  }
+
+  park(sb: ReusableSandbox): void {
+    if (this.host.closed() || !sb.usable() || this.parked.length >= MAX_PARKED) {
+      void sb.discard();
+      return;
+    }
+    this.parked.push(sb);
+    // A parked sandbox that outlives its time is discarded even if no job comes.
+    const t = setTimeout(() => {
+      const i = this.parked.indexOf(sb);
+      if (i >= 0) {
+        this.parked.splice(i, 1);
+        void sb.discard();
+      }
+    }, Math.max(0, sb.expiresAt - Date.now()));
+    t.unref();
+  }
+
+  warn(msg: string): void {
+    this.log.warn(msg);
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled(this.parked.splice(0).map((s) => s.discard()));
+  }
+}
+
+/** One sandbox running the reuse init, and the frame channel to it. */
+class ReusableSandbox {
+  readonly box: GvisorSandbox;
+  readonly key: string;
+  readonly expiresAt: number;
+  readonly ready: Promise<boolean>;
+  private readonly maxJobs: number;
+  private readonly pool: ReusePool;
+  private readonly channel: ChildProcess;
+  private served = 0;
+  private buf: Buffer = Buffer.alloc(0);
+  private current: ReuseLease | null = null;
+  private broken: string | null = null;
+  private onReady: () => void = () => {};
+
+  constructor(pool: ReusePool, box: GvisorSandbox, key: string, reuse: SandboxReuse) {
+    this.pool = pool;
+    this.box = box;
+    this.key = key;
+    this.maxJobs = reuse.jobs;
+    this.expiresAt = Date.now() + reuse.seconds * 1000;
+    this.channel = box.channel();
+    const initReady = new Promise<void>((r) => (this.onReady = r));
+    this.ready = box.ready.then((ok) => ok && Promise.race([initReady.then(() => true), box.gone.then(() => false)]));
+    this.channel.stdout!.on('data', (d: Buffer) => this.onData(d));
+    void box.gone.then(() => this.current?.sandboxGone());
+  }
+
+  usable(): boolean {
+    return !this.broken && this.box.alive() && this.served < this.maxJobs && Date.now() < this.expiresAt;
+  }
+
+  lease(jobId: string): ReuseLease {
+    this.served++;
+    this.current = new ReuseLease(this, jobId);
+    return this.current;
+  }
+
+  send(type: string, data: Buffer = Buffer.alloc(0)): void {
+    const head = Buffer.alloc(5);
+    head.write(type, 0, 'latin1');
+    head.writeUInt32BE(data.length, 1);
+    this.channel.stdin!.write(Buffer.concat([head, data]));
+  }
+
+  /** Output backpressure: stop reading the init's channel until the job's reader catches up. */
+  pause(): void { this.channel.stdout!.pause(); }
+  resume(): void { this.channel.stdout!.resume(); }
+
+  private onData(d: Buffer): void {
+    this.buf = this.buf.length ? Buffer.concat([this.buf, d]) : d;
+    let off = 0;
+    while (this.buf.length - off >= 5) {
+      const n = this.buf.readUInt32BE(off + 1);
+      if (this.buf.length - off < 5 + n) break;
+      const type = String.fromCharCode(this.buf[off]);
+      const data = this.buf.subarray(off + 5, off + 5 + n);
+      off += 5 + n;
+      this.onFrame(type, data);
+    }
+    this.buf = off === this.buf.length ? Buffer.alloc(0) : this.buf.subarray(off);
+  }
+
+  private onFrame(type: string, data: Buffer): void {
+    if (type === 'R') { this.onReady(); return; }
+    if (!this.current) {
+      // Nothing but the init writes to this channel; anything unexpected is a reason to stop trusting it.
+      this.broken = `unexpected frame "${type}" with no job running`;
+      void this.discard();
+      return;
+    }
+    this.current.frame(type, data);
+  }
+
+  /** The lease is over: back to the pool, or gone. */
+  done(lease: ReuseLease, keep: boolean, why: string | null): void {
+    if (this.current === lease) this.current = null;
+    if (why) this.broken = why;
+    if (keep && this.usable()) this.pool.park(this);
+    else void this.discard();
+  }
+
+  warn(msg: string): void {
+    this.pool.warn(`reused sandbox ${this.box.id}: ${msg}`);
+  }
+
+  discard(): Promise<void> {
+    return this.box.destroy();
+  }
+}
+
+/** One job's view of a reusable sandbox. */
+class ReuseLease implements Sandbox {
+  readonly id: string;
+  readonly jobDirHost: string;
+  readonly jobDirInside: string;
+  readonly workspaceInside: string;
+  private readonly sb: ReusableSandbox;
+  private readonly failuresAtStart: number;
+  private launched = false;
+  private killed = false;
+  private exited = false;
+  private io: { stdout: PassThrough; stderr: PassThrough; status: PassThrough; end: (e: ProcessEnd) => void } | null = null;
+  private onClean: (r: CleanReport) => void = () => {};
+  private readonly clean = new Promise<CleanReport>((r) => (this.onClean = r));
+  private destroying: Promise<void> | null = null;
+
+  constructor(sb: ReusableSandbox, jobId: string) {
+    this.sb = sb;
+    this.id = `${sb.box.id}/${jobId}`;
+    this.jobDirHost = sb.box.jobDirHost;
+    this.jobDirInside = sb.box.jobDirInside;
+    this.workspaceInside = sb.box.workspaceInside;
+    this.failuresAtStart = sb.box.memoryFailures();
+  }
+
+  launch(req: LaunchRequest): SandboxProcess {
+    if (this.launched) throw new Error('a lease runs one job');
+    if (!req.steps) throw new Error('a reused sandbox needs the job as steps');
+    this.launched = true;
+    const stdout = new PassThrough();
+    const stderr = new PassThrough();
+    const status = new PassThrough();
+    let end: (e: ProcessEnd) => void = () => {};
+    const ended = new Promise<ProcessEnd>((r) => (end = r));
+    this.io = { stdout, stderr, status, end };
+    for (const s of [stdout, stderr]) s.on('drain', () => this.sb.resume());
+    const { cwd, env, build, run, rlimits } = req.steps;
+    this.sb.send('J', Buffer.from(JSON.stringify({ cwd, env, build: build ?? null, run, rlimits, uid: SANDBOX_UID, gid: SANDBOX_GID })));
+    const sb = this.sb;
+    const stdin = new Writable({
+      write(chunk: Buffer, _enc, cb) {
+        for (let i = 0; i < chunk.length; i += STDIN_FRAME) sb.send('I', chunk.subarray(i, i + STDIN_FRAME));
+        cb();
+      },
+      final(cb) {
+        sb.send('i');
+        cb();
+      },
+    });
+    return { child: { stdin, stdout, stderr } as SandboxProcess['child'], ended, status };
+  }
+
+  /** A frame from the init for this job. */
+  frame(type: string, data: Buffer): void {
+    const io = this.io;
+    if (type === 'C') {
+      let r: CleanReport;
+      try { r = JSON.parse(data.toString()) as CleanReport; } catch { r = { ok: false, why: 'unreadable clean report' }; }
+      this.onClean(r);
+      return;
+    }
+    if (!io) return;
+    switch (type) {
+      case 'O': if (!io.stdout.write(data)) this.sb.pause(); break;
+      case 'E': if (!io.stderr.write(data)) this.sb.pause(); break;
+      case 'o': io.stdout.end(); break;
+      case 'e': io.stderr.end(); break;
+      case 'B': io.status.end(`build ${data.toString()}\n`); break;
+      case 'X': {
+        this.exited = true;
+        io.status.end();
+        let e: ProcessEnd;
+        try {
+          const x = JSON.parse(data.toString()) as { code?: number; signal?: number };
+          e = x.signal !== undefined ? { kind: 'signaled', signal: signalName(x.signal) ?? `SIG${x.signal}` } : { kind: 'exited', code: x.code ?? -1 };
+        } catch {
+          e = { kind: 'exited', code: -1 };
+        }
+        io.end(e);
+        break;
+      }
+      default:
+        this.onClean({ ok: false, why: `unexpected frame "${type}"` });
+    }
+  }
+
+  /** The whole sandbox ended (killed, or its init died): the job's streams end with it. */
+  sandboxGone(): void {
+    this.onClean({ ok: false, why: 'the sandbox ended' });
+    const io = this.io;
+    if (!io) return;
+    io.stdout.end();
+    io.stderr.end();
+    io.status.end();
+    void this.sb.box.wrapperEnd().then((e) => io.end(e));
+  }
+
+  hostKillArgv(): string[] { return this.sb.box.hostKillArgv(); }
+  hostPids(): number[] { return this.sb.box.hostPids(); }
+  memoryLimitHit(): boolean { return this.sb.box.memoryFailures() > this.failuresAtStart; }
+
+  /** Kills the job by killing the whole sandbox: a killed job's sandbox is never reused. */
+  kill(graceMs: number): Promise<void> {
+    this.killed = true;
+    return this.sb.box.kill(graceMs);
+  }
+
+  destroy(): Promise<void> {
+    this.destroying ??= (async () => {
+      if (!this.launched) {
+        this.sb.done(this, !this.killed, null);
+        return;
+      }
+      const report = this.killed || !this.exited ? { ok: false, why: 'the job was stopped' } : await this.clean;
+      const memory = this.memoryLimitHit();
+      const keep = report.ok && !this.killed && !memory;
+      if (!report.ok && report.why && !this.killed) this.sb.warn(`discarded: ${report.why}`);
+      this.sb.done(this, keep, keep ? null : (report.why ?? (memory ? 'the memory limit was hit' : 'stopped')));
+      if (!keep) await this.sb.box.released;
+    })();
+    return this.destroying;
+  }
+}
