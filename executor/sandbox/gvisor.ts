@@ -224,7 +224,8 @@ export class GvisorDriver implements SandboxDriver {
     // The job user must be able to write its own dir (build output); nobody else can reach it.
     if (process.getuid?.() === 0) chownSync(jobDir, SANDBOX_UID, SANDBOX_GID);
     writeFileSync(join(bundle, 'config.json'), JSON.stringify(this.bundleConfig(jobDir, limits, id, mode)));
-    const sb = new GvisorSandbox(this, id, bundle, jobDir, limits);
+    // A reused sandbox's seccomp filter (bundleConfig) is only applied with --oci-seccomp.
+    const sb = new GvisorSandbox(this, id, bundle, jobDir, limits, mode === 'reuse' ? ['--oci-seccomp'] : []);
     this.live.add(sb);
     return sb;
   }
@@ -254,6 +255,11 @@ export class GvisorDriver implements SandboxDriver {
     linux.resources = { memory: { limit: limits.memoryBytes } };
     // Our own cgroup path, so the sandbox's host processes can be found (disk-write accounting).
     if (id) linux.cgroupsPath = `/gatehouse/${id}`;
+    // POSIX message queues outlive their creator and cannot be listed without mounting mqueue
+    // (CAP_SYS_ADMIN): in a sandbox that runs several jobs, none may create one.
+    if (mode === 'reuse') {
+      linux.seccomp = { defaultAction: 'SCMP_ACT_ALLOW', syscalls: [{ names: ['mq_open'], action: 'SCMP_ACT_ERRNO', errnoRet: 1 }] };
+    }
     const reuse = mode === 'reuse';
     const caps = reuse ? REUSE_INIT_CAPS : [];
     return {
@@ -336,7 +342,7 @@ export class GvisorSandbox implements Sandbox {
   private killing: Promise<void> | null = null;
   private destroying: Promise<void> | null = null;
 
-  constructor(driver: GvisorDriver, id: string, bundle: string, jobDir: string, limits: SandboxLimits) {
+  constructor(driver: GvisorDriver, id: string, bundle: string, jobDir: string, limits: SandboxLimits, runscFlags: string[] = []) {
     this.limits = limits;
     this.driver = driver;
     this.id = id;
@@ -347,7 +353,7 @@ export class GvisorSandbox implements Sandbox {
     // fd 3 is the launcher's status pipe, passed into the sandbox as its fd 3. `runsc run` gets a
     // parent-death signal: if the agent dies, it dies, and its sandbox with it (even one still
     // starting, which would otherwise outlive the agent).
-    const runArgs = ['runsc', '--root', driver.runscRoot, '--network=none', 'run', '--pass-fd', `${STATUS_FD}:${STATUS_FD}`, '--pid-file', this.pidFile, '--bundle', bundle, id];
+    const runArgs = ['runsc', '--root', driver.runscRoot, '--network=none', ...runscFlags, 'run', '--pass-fd', `${STATUS_FD}:${STATUS_FD}`, '--pid-file', this.pidFile, '--bundle', bundle, id];
     const argv = SETPRIV ? [SETPRIV, '--pdeathsig', 'KILL', '--', ...runArgs] : runArgs;
     this.child = spawn(argv[0], argv.slice(1), { env: RUNSC_ENV, stdio: ['pipe', 'pipe', 'pipe', 'pipe'] });
     this.child.stdin!.on('error', () => {});

@@ -9,7 +9,8 @@
  * setpriv to the job user, exec. After the job's process ends: every other
  * process dies (kill -1 until none is left to reap), the output pipes drain to EOF, /tmp and
  * /job are emptied, and the init checks the sandbox is clean (no process but itself, no file
- * in /tmp or /job, no System V IPC object). Any doubt is reported and the agent discards
+ * in /tmp or /job, no System V IPC object; POSIX message queues are refused by the sandbox's
+ * seccomp filter). Any doubt is reported and the agent discards
  * the sandbox.
  *
  * Channel (frames of 1 type byte + 4-byte big-endian length + payload):
@@ -20,9 +21,12 @@
 export const INIT_FILE_INSIDE = '/.gatehouse-init.py';
 
 export const REUSE_INIT_PY = String.raw`
-import errno, json, os, resource, select, signal, struct, subprocess, sys
+import ctypes, errno, json, os, resource, select, signal, struct, subprocess, sys
 
 CH_IN, CH_OUT = 0, 1
+libc = ctypes.CDLL(None, use_errno=True)
+# shm_info.used_ids, msginfo.msgpool, seminfo.semusz: how many objects exist (sys/ipc.h *_INFO commands).
+SHM_INFO, MSG_INFO, SEM_INFO = 14, 12, 19
 WIPE = ('/tmp', '/job')
 SETPRIV = ['/usr/bin/setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', '--bounding-set=-all', '--']
 RL = {'nofile': resource.RLIMIT_NOFILE, 'fsize': resource.RLIMIT_FSIZE, 'cpu': resource.RLIMIT_CPU,
@@ -118,13 +122,15 @@ def check_clean(job):
         left = os.listdir(d)
         if left:
             return 'files left in %s: %s' % (d, ' '.join(left[:10]))
-    for f in ('shm', 'msg', 'sem'):
-        try:
-            with open('/proc/sysvipc/' + f) as h:
-                if len(h.read().strip().split('\n')) > 1:
-                    return 'System V IPC objects left (%s)' % f
-        except OSError:
-            pass
+    # gVisor's /proc/sysvipc is empty whatever exists (ipcs shows nothing): ask the kernel.
+    info = ctypes.create_string_buffer(256)
+    words = ctypes.cast(info, ctypes.POINTER(ctypes.c_int))
+    if libc.shmctl(0, SHM_INFO, info) < 0 or words[0]:
+        return 'System V shared memory left'
+    if libc.msgctl(0, MSG_INFO, info) < 0 or words[0]:
+        return 'System V message queues left'
+    if libc.semctl(0, 0, SEM_INFO, info) < 0 or words[7]:
+        return 'System V semaphores left'
     return None
 
 def st_code(st):
