@@ -15,6 +15,7 @@ import { SANDBOX_GID, SANDBOX_UID, signalName, type LaunchRequest, type ProcessE
 import type { SandboxReuse } from '../../src/contracts/sandbox-reuse.ts';
 import type { GvisorSandbox } from './gvisor.ts';
 import type { Logger } from '../log.ts';
+import { delay } from './exec-util.ts';
 
 /** What the driver gives the pool: a way to start a sandbox whose init is the reuse init. */
 export interface ReuseHost {
@@ -24,6 +25,8 @@ export interface ReuseHost {
 
 /** Largest stdin frame (the init reads its channel in 64 KiB pieces anyway). */
 const STDIN_FRAME = 256 * 1024;
+/** How long the init may take to report a sandbox clean after a job before it is discarded. */
+const CLEAN_REPORT_MS = 5000;
 /** Most idle reusable sandboxes kept at once; more are discarded. */
 const MAX_PARKED = 8;
 
@@ -33,6 +36,8 @@ const keyOf = (limits: ResourceLimits, reuse: SandboxReuse) => JSON.stringify([l
 
 export class ReusePool {
   private readonly parked: ReusableSandbox[] = [];
+  /** Sandboxes whose job just ended, until the init's clean report parks or discards them. */
+  private readonly returning = new Map<ReusableSandbox, Promise<void>>();
   private readonly host: ReuseHost;
   private readonly log: Logger;
 
@@ -44,10 +49,18 @@ export class ReusePool {
   /** A lease on a clean parked sandbox with the same key, or on a new one. */
   async acquire(jobId: string, limits: ResourceLimits, reuse: SandboxReuse): Promise<Sandbox> {
     const key = keyOf(limits, reuse);
-    for (let i = this.parked.findIndex((s) => s.key === key); i >= 0; i = this.parked.findIndex((s) => s.key === key)) {
-      const [sb] = this.parked.splice(i, 1);
-      if (sb.usable()) return sb.lease(jobId);
-      void sb.discard();
+    for (;;) {
+      const i = this.parked.findIndex((s) => s.key === key);
+      if (i >= 0) {
+        const [sb] = this.parked.splice(i, 1);
+        if (sb.usable()) return sb.lease(jobId);
+        void sb.discard();
+        continue;
+      }
+      // A sandbox of the previous job is a few ms from its clean report: waiting beats a cold start.
+      const back = [...this.returning].filter(([s]) => s.key === key).map(([, p]) => p);
+      if (!back.length) break;
+      await Promise.race(back);
     }
     const sb = new ReusableSandbox(this, this.host.createReusable(limits), key, reuse);
     if (!(await sb.ready)) {
@@ -61,6 +74,12 @@ export class ReusePool {
   /** Whether `box` is waiting in the pool (not running a job, not being torn down). */
   holds(box: GvisorSandbox): boolean {
     return this.parked.some((s) => s.box === box);
+  }
+
+  /** `sb`'s job is over; `settled` resolves once it is parked or discarded. */
+  returningUntil(sb: ReusableSandbox, settled: Promise<void>): void {
+    const p = settled.finally(() => this.returning.delete(sb));
+    this.returning.set(sb, p);
   }
 
   park(sb: ReusableSandbox): void {
@@ -169,6 +188,10 @@ class ReusableSandbox {
     if (why) this.broken = why;
     if (keep && this.usable()) this.pool.park(this);
     else void this.discard();
+  }
+
+  returning(settled: Promise<void>): void {
+    this.pool.returningUntil(this, settled);
   }
 
   warn(msg: string): void {
@@ -288,18 +311,21 @@ class ReuseLease implements Sandbox {
   }
 
   destroy(): Promise<void> {
-    this.destroying ??= (async () => {
+    if (this.destroying) return this.destroying;
+    this.destroying = (async () => {
       if (!this.launched) {
         this.sb.done(this, !this.killed, null);
         return;
       }
-      const report = this.killed || !this.exited ? { ok: false, why: 'the job was stopped' } : await this.clean;
+      const report = this.killed || !this.exited ? { ok: false, why: 'the job was stopped' }
+        : await Promise.race([this.clean, delay(CLEAN_REPORT_MS).then(() => ({ ok: false, why: `no clean report within ${CLEAN_REPORT_MS} ms` }))]);
       const memory = this.memoryLimitHit();
       const keep = report.ok && !this.killed && !memory;
       if (!report.ok && report.why && !this.killed) this.sb.warn(`discarded: ${report.why}`);
       this.sb.done(this, keep, keep ? null : (report.why ?? (memory ? 'the memory limit was hit' : 'stopped')));
       if (!keep) await this.sb.box.released;
     })();
+    this.sb.returning(this.destroying);
     return this.destroying;
   }
 }
