@@ -143,7 +143,8 @@ export class JobRunner {
     try {
       let sandbox: Sandbox;
       try {
-        sandbox = await driver.acquire(spec.jobId, limits, spec.reuse);
+        // A hardened git runs through the launcher script, which only a fresh sandbox starts.
+        sandbox = await driver.acquire(spec.jobId, limits, plan.hardenGit ? undefined : spec.reuse);
       } catch (e) {
         return { exit: failedToStart(spec.jobId, t0, `sandbox did not start: ${(e as Error).message}`), spool: null };
       }
@@ -167,9 +168,11 @@ export class JobRunner {
         const script = launchScript({
           cwd: cwdInside, env: plan.env, build, run,
           ...(driver.launcherEnvClean ? { inShell: { rlimits } } : { rlimitPrefix: limitsPrefix }),
+          ...(plan.hardenGit ? { hardenGit: plan.hardenGit } : {}),
         });
-        const direct = build ? undefined : { argv: [...(limitsPrefix ?? []), ...run], cwd: cwdInside, env: plan.env };
-        const steps = { cwd: cwdInside, env: plan.env, ...(build ? { build } : {}), run, rlimits };
+        // A hardened git needs the launcher (it lists the repository's program keys first).
+        const direct = build || plan.hardenGit ? undefined : { argv: [...(limitsPrefix ?? []), ...run], cwd: cwdInside, env: plan.env };
+        const steps = plan.hardenGit ? undefined : { cwd: cwdInside, env: plan.env, ...(build ? { build } : {}), run, rlimits };
         const launched = await this.runLaunched(job, sandbox, { script, direct, steps }, spec.stdin, caps, plan);
         const { end, buildStatus } = launched;
         let phase: 'build' | 'run' | undefined = c ? 'run' : undefined;

@@ -66,6 +66,12 @@ export const JobSpec = z.object({
   allowedExecutables: z.array(z.string()).optional(),
   /** The team's `sandbox.reuse`: a gVisor agent may run this job in a sandbox a previous job of the team used. */
   reuse: SandboxReuse.optional(),
+  /**
+   * argv-mode git under a policy with `git.repositoryPrograms = "disable"`: the agent runs it with
+   * the repository's filters, drivers, aliases, hooks and helpers switched off
+   * (src/contracts/git-hardening.ts).
+   */
+  hardenGit: z.literal(true).optional(),
 });
 export type JobSpec = z.infer<typeof JobSpec>;
 

@@ -87,6 +87,7 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
       },
       ...(eff.allowedExecutables && job.mode !== 'shell' ? { allowedExecutables: eff.allowedExecutables } : {}),
       ...(policy.sandbox.reuse ? { reuse: policy.sandbox.reuse } : {}),
+      ...(eff.hardenGit && job.mode === 'argv' ? { hardenGit: true as const } : {}),
     };
     jobId = spec.jobId;
     // One round trip: the job's index row and the call's audit row are written together.

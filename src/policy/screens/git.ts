@@ -35,7 +35,8 @@ const TRANSPORT_LONG: Record<string, Arity> = Object.fromEntries(
   ['branch', 'origin', 'upload-pack', 'receive-pack', 'exec', 'template', 'reference', 'reference-if-able', 'depth', 'shallow-since', 'shallow-exclude',
     'separate-git-dir', 'config', 'jobs', 'server-option', 'filter', 'bundle-uri', 'ref-format', 'refmap', 'repo', 'push-option', 'deepen', 'negotiation-tip',
     'recurse-submodules-default', 'submodule-prefix', 'sort']
-    .map((n) => [n, 'required' as const]),
+    .map((n): [string, Arity] => [n, 'required'])
+    .concat([['recurse-submodules', 'optional']]),
 );
 /**
  * git's parse-options per subcommand: only what is certain is declared; every other option is
@@ -114,6 +115,9 @@ export const screenGit: Screen = (args, ctx) => {
   const rest = args.slice(i + 1);
   const deniedSub = Object.hasOwn(DENIED_SUBCOMMANDS, sub) ? DENIED_SUBCOMMANDS[sub] : undefined;
   if (deniedSub) return no(sub, deniedSub);
+  // The agent lists only the job's own repository's program keys: a submodule's configuration is another file.
+  const submodules = 'under git.repositoryPrograms = "disable" git must not enter submodules, whose own configuration is not switched off';
+  if (ctx.gitHardened && sub === 'submodule') return no(sub, submodules);
   if (sub === 'bisect' && rest.includes('run')) return no('run', 'git bisect run runs a command for every step');
   if (sub === 'submodule' && rest.includes('foreach')) return no('foreach', 'git submodule foreach runs a command in every submodule');
 
@@ -127,6 +131,7 @@ export const screenGit: Screen = (args, ctx) => {
   }
   for (const t of scanOptions(rest, subSpec(sub))) {
     if (t.kind === 'long') {
+      if (ctx.gitHardened && longIs(t, 'recurse-submodules')) return no(t.arg, submodules);
       for (const p of PROGRAM_OPTIONS) {
         if ((p.sub === '*' || p.sub.includes(sub)) && longIs(t, p.long)) return no(t.arg, p.why);
       }
