@@ -9,9 +9,10 @@
  * Reuse is only between jobs with the same limits and the same reuse setting (the pool key);
  * an agent serves one team, so a sandbox never passes between teams.
  */
+import { availableParallelism } from 'node:os';
 import { PassThrough, Writable } from 'node:stream';
 import type { ChildProcess } from 'node:child_process';
-import { SANDBOX_GID, SANDBOX_UID, signalName, type LaunchRequest, type ProcessEnd, type ResourceLimits, type Sandbox, type SandboxProcess } from './types.ts';
+import { signalName, type LaunchRequest, type ProcessEnd, type ResourceLimits, type Sandbox, type SandboxProcess } from './types.ts';
 import type { SandboxReuse } from '../../src/contracts/sandbox-reuse.ts';
 import type { GvisorSandbox } from './gvisor.ts';
 import type { Logger } from '../log.ts';
@@ -29,6 +30,13 @@ const STDIN_FRAME = 256 * 1024;
 const CLEAN_REPORT_MS = 5000;
 /** Most idle reusable sandboxes kept at once; more are discarded. */
 const MAX_PARKED = 8;
+/**
+ * Spare sandboxes started at once in the background: a start is mostly CPU (runsc boot, the
+ * init's interpreter), so more at once than there are CPUs only slows the jobs running.
+ */
+const MAX_SPARE_STARTS = Math.max(1, availableParallelism() - 1);
+/** A sandbox this close to its end of life gets its replacement started while it runs its last job. */
+const RETIRE_AHEAD_MS = 2000;
 
 type CleanReport = { ok: boolean; why?: string | null };
 
@@ -38,6 +46,8 @@ export class ReusePool {
   private readonly parked: ReusableSandbox[] = [];
   /** Sandboxes whose job just ended, until the init's clean report parks or discards them. */
   private readonly returning = new Map<ReusableSandbox, Promise<void>>();
+  /** Spares being started for a key whose sandbox left (discarded, or at its end of life). */
+  private readonly starting = new Map<ReusableSandbox, Promise<void>>();
   private readonly host: ReuseHost;
   private readonly log: Logger;
 
@@ -53,22 +63,43 @@ export class ReusePool {
       const i = this.parked.findIndex((s) => s.key === key);
       if (i >= 0) {
         const [sb] = this.parked.splice(i, 1);
-        if (sb.usable()) return sb.lease(jobId);
+        if (sb.usable()) return this.lease(sb, jobId);
         void sb.discard();
         continue;
       }
-      // A sandbox of the previous job is a few ms from its clean report: waiting beats a cold start.
-      const back = [...this.returning].filter(([s]) => s.key === key).map(([, p]) => p);
-      if (!back.length) break;
-      await Promise.race(back);
+      // A sandbox of the previous job is a few ms from its clean report, a spare is already
+      // starting: waiting for either beats a cold start.
+      const near = [...this.returning, ...this.starting].filter(([s]) => s.key === key).map(([, p]) => p);
+      if (!near.length) break;
+      await Promise.race(near);
     }
-    const sb = new ReusableSandbox(this, this.host.createReusable(limits), key, reuse);
+    const sb = new ReusableSandbox(this, this.host.createReusable(limits), key, limits, reuse);
     if (!(await sb.ready)) {
       const why = sb.box.startError();
       await sb.discard();
       throw new Error(why);
     }
-    return sb.lease(jobId);
+    return this.lease(sb, jobId);
+  }
+
+  private lease(sb: ReusableSandbox, jobId: string): Sandbox {
+    const lease = sb.lease(jobId);
+    // Its last job: the replacement starts now, so the next job does not wait for a cold start.
+    if (!sb.usableAfter(RETIRE_AHEAD_MS)) this.startSpare(sb);
+    return lease;
+  }
+
+  /** Starts a sandbox like `like` in the background and parks it, unless one is parked or starting already. */
+  startSpare(like: ReusableSandbox): void {
+    if (this.host.closed() || this.starting.size >= MAX_SPARE_STARTS) return;
+    if ([...this.parked, ...this.starting.keys()].some((s) => s.key === like.key && s !== like)) return;
+    const sb = new ReusableSandbox(this, this.host.createReusable(like.limits), like.key, like.limits, like.reuse);
+    const settled = sb.ready.then((ok) => {
+      this.starting.delete(sb);
+      if (ok) this.park(sb);
+      else void sb.discard();
+    });
+    this.starting.set(sb, settled);
   }
 
   /** Whether `box` is waiting in the pool (not running a job, not being torn down). */
@@ -114,6 +145,8 @@ class ReusableSandbox {
   readonly key: string;
   readonly expiresAt: number;
   readonly ready: Promise<boolean>;
+  readonly limits: ResourceLimits;
+  readonly reuse: SandboxReuse;
   private readonly maxJobs: number;
   private readonly pool: ReusePool;
   private readonly channel: ChildProcess;
@@ -123,8 +156,10 @@ class ReusableSandbox {
   private broken: string | null = null;
   private onReady: () => void = () => {};
 
-  constructor(pool: ReusePool, box: GvisorSandbox, key: string, reuse: SandboxReuse) {
+  constructor(pool: ReusePool, box: GvisorSandbox, key: string, limits: ResourceLimits, reuse: SandboxReuse) {
     this.pool = pool;
+    this.limits = limits;
+    this.reuse = reuse;
     this.box = box;
     this.key = key;
     this.maxJobs = reuse.jobs;
@@ -138,6 +173,11 @@ class ReusableSandbox {
 
   usable(): boolean {
     return !this.broken && this.box.alive() && this.served < this.maxJobs && Date.now() < this.expiresAt;
+  }
+
+  /** Whether it can still take a job after the current one, `marginMs` from now. */
+  usableAfter(marginMs: number): boolean {
+    return this.served < this.maxJobs && Date.now() + marginMs < this.expiresAt;
   }
 
   lease(jobId: string): ReuseLease {
@@ -186,8 +226,13 @@ class ReusableSandbox {
   done(lease: ReuseLease, keep: boolean, why: string | null): void {
     if (this.current === lease) this.current = null;
     if (why) this.broken = why;
-    if (keep && this.usable()) this.pool.park(this);
-    else void this.discard();
+    if (keep && this.usable()) {
+      this.pool.park(this);
+    } else {
+      void this.discard();
+      // Its team is still running jobs: have the next sandbox ready before the next job asks.
+      this.pool.startSpare(this);
+    }
   }
 
   returning(settled: Promise<void>): void {
@@ -202,6 +247,9 @@ class ReusableSandbox {
     return this.box.destroy();
   }
 }
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+const wellFormed = (s: string) => s.replace(LONE_SURROGATE, '\uFFFD');
 
 /** One job's view of a reusable sandbox. */
 class ReuseLease implements Sandbox {
@@ -240,7 +288,8 @@ class ReuseLease implements Sandbox {
     this.io = { stdout, stderr, status, end };
     for (const s of [stdout, stderr]) s.on('drain', () => this.sb.resume());
     const { cwd, env, build, run, rlimits } = req.steps;
-    this.sb.send('J', Buffer.from(JSON.stringify({ cwd, env, build: build ?? null, run, rlimits, uid: SANDBOX_UID, gid: SANDBOX_GID })));
+    // Lone surrogates become U+FFFD, as a direct spawn encodes them (the init could not encode them).
+    this.sb.send('J', Buffer.from(JSON.stringify({ cwd, env, build: build ?? null, run, rlimits }, (_k, v: unknown) => (typeof v === 'string' ? wellFormed(v) : v))));
     const sb = this.sb;
     const stdin = new Writable({
       write(chunk: Buffer, _enc, cb) {
@@ -297,7 +346,11 @@ class ReuseLease implements Sandbox {
     io.stdout.end();
     io.stderr.end();
     io.status.end();
-    void this.sb.box.wrapperEnd().then((e) => io.end(e));
+    // runsc's status is the init's, never the job's: a kill (timeout, cancel, memory) reads as
+    // the signal it was; an init that exited on its own means the job's end is unknown.
+    void this.sb.box.wrapperEnd().then((e) => io.end(e.kind === 'exited'
+      ? { kind: 'spawn_failed', message: `the sandbox's init ended during the job (exit ${e.code}): ${this.sb.box.startError()}` }
+      : e));
   }
 
   hostKillArgv(): string[] { return this.sb.box.hostKillArgv(); }

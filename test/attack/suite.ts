@@ -299,61 +299,6 @@ export function attackSuite(kind: 'gvisor' | 'bwrap', o: { reuse?: SandboxReuse 
       }
     }, 60_000);
 
-    it('a blocked agent (SIGSTOP) still cannot keep a job past its deadline: the watchdog kills it', async () => {
-      const tick = join(root, 'tick-stop');
-      const t0 = Date.now();
-      const jobId = `atk-${kind}-${++n}`;
-      edge.send({ type: 'job.start', spec: jobSpec({ jobId, limits: ATTACK_LIMITS, mode: 'shell', timeoutMs: 1000, command: 'while :; do date +%s > tick-stop; sleep 0.2; done # 1000.7201' }) });
-      for (let i = 0; i < 100 && !existsSync(tick); i++) await new Promise((r) => setTimeout(r, 50));
-      expect(existsSync(tick), 'the job started').toBe(true);
-      process.kill(agent.pid!, 'SIGSTOP');
-      let stoppedMs = 0; // when the job stopped ticking, from its start
-      try {
-        // Deadline: timeout + the agent's grace (500 ms) + the watchdog's margin (2 s); then some slack.
-        await new Promise((r) => setTimeout(r, 1000 + 500 + 2000 + 3000));
-        const last = statSync(tick).mtimeMs;
-        await new Promise((r) => setTimeout(r, 1500));
-        stoppedMs = Math.round(last - t0);
-        expect(statSync(tick).mtimeMs, 'the job stopped ticking while the agent was stopped').toBe(last);
-        expect(last - t0).toBeLessThan(1000 + 500 + 2000 + 3000);
-        if (kind === 'bwrap') expect(leftovers(['1000.7201'])).toEqual([]);
-      } finally {
-        process.kill(agent.pid!, 'SIGCONT');
-      }
-      const m = await edge.next((x) => x.type === 'job.exit' && x.jobId === jobId, 30_000);
-      edge.send({ type: 'job.ack', jobId });
-      expect(m).toMatchObject({ state: 'timed_out', timedOut: true, exitCode: null });
-      rows.push({ attack: 'agent blocked (SIGSTOP) during a job with a 1 s timeout', outcome: 'timed_out (killed by the watchdog; time = job start to its last sign of life)', ms: stoppedMs });
-      rmSync(tick, { force: true });
-      // Heartbeats resume once the agent runs again (they stopped only while we stopped it).
-      const resumed = Date.now();
-      for (let i = 0; i < 100 && !edge.heartbeatTimes.some((t) => t > resumed); i++) await new Promise((r) => setTimeout(r, 50));
-      await healthy('after SIGSTOP', edge.heartbeatTimes.find((t) => t > resumed) ?? resumed, ['1000.7201']);
-    }, 90_000);
-
-    it('a killed agent (SIGKILL) leaves no sandbox running', async () => {
-      const tick = join(root, 'tick-kill');
-      edge.send({ type: 'job.start', spec: jobSpec({ jobId: `atk-${kind}-${++n}`, limits: ATTACK_LIMITS, mode: 'shell', timeoutMs: 60_000, command: 'while :; do date +%s > tick-kill; sleep 0.2; done # 1000.7301' }) });
-      for (let i = 0; i < 100 && !existsSync(tick); i++) await new Promise((r) => setTimeout(r, 50));
-      expect(existsSync(tick), 'the job started').toBe(true);
-      const t0 = Date.now();
-      const gone = new Promise((r) => agent.once('exit', r));
-      process.kill(agent.pid!, 'SIGKILL');
-      await gone;
-      let left: string[] = [];
-      for (let i = 0; i < 100; i++) {
-        await new Promise((r) => setTimeout(r, 100));
-        left = [...leftovers(['1000.7301']), ...execFileSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' }).split('\n').filter((l) => l.includes('runsc') && l.includes(stateDir))];
-        if (!left.length) break;
-      }
-      const ms = Date.now() - t0;
-      expect(left, 'nothing of the job or its sandbox left after the agent died').toEqual([]);
-      const last = statSync(tick).mtimeMs;
-      await new Promise((r) => setTimeout(r, 1000));
-      expect(statSync(tick).mtimeMs).toBe(last);
-      rows.push({ attack: 'agent killed (SIGKILL) during a job', outcome: 'sandbox gone', ms });
-    }, 60_000);
-
     // ---- sandbox reuse: what one job of the team leaves must never reach the next ----
     if (o.reuse) {
       /** gVisor gives each sandbox a random boot id: equal ids = the same (reused) sandbox. */
@@ -459,5 +404,60 @@ export function attackSuite(kind: 'gvisor' | 'bwrap', o: { reuse?: SandboxReuse 
         expect(p.stdout).toContain('mq -1');
       }, 60_000);
     }
+
+    it('a blocked agent (SIGSTOP) still cannot keep a job past its deadline: the watchdog kills it', async () => {
+      const tick = join(root, 'tick-stop');
+      const t0 = Date.now();
+      const jobId = `atk-${kind}-${++n}`;
+      edge.send({ type: 'job.start', spec: jobSpec({ jobId, limits: ATTACK_LIMITS, mode: 'shell', timeoutMs: 1000, command: 'while :; do date +%s > tick-stop; sleep 0.2; done # 1000.7201' }) });
+      for (let i = 0; i < 100 && !existsSync(tick); i++) await new Promise((r) => setTimeout(r, 50));
+      expect(existsSync(tick), 'the job started').toBe(true);
+      process.kill(agent.pid!, 'SIGSTOP');
+      let stoppedMs = 0; // when the job stopped ticking, from its start
+      try {
+        // Deadline: timeout + the agent's grace (500 ms) + the watchdog's margin (2 s); then some slack.
+        await new Promise((r) => setTimeout(r, 1000 + 500 + 2000 + 3000));
+        const last = statSync(tick).mtimeMs;
+        await new Promise((r) => setTimeout(r, 1500));
+        stoppedMs = Math.round(last - t0);
+        expect(statSync(tick).mtimeMs, 'the job stopped ticking while the agent was stopped').toBe(last);
+        expect(last - t0).toBeLessThan(1000 + 500 + 2000 + 3000);
+        if (kind === 'bwrap') expect(leftovers(['1000.7201'])).toEqual([]);
+      } finally {
+        process.kill(agent.pid!, 'SIGCONT');
+      }
+      const m = await edge.next((x) => x.type === 'job.exit' && x.jobId === jobId, 30_000);
+      edge.send({ type: 'job.ack', jobId });
+      expect(m).toMatchObject({ state: 'timed_out', timedOut: true, exitCode: null });
+      rows.push({ attack: 'agent blocked (SIGSTOP) during a job with a 1 s timeout', outcome: 'timed_out (killed by the watchdog; time = job start to its last sign of life)', ms: stoppedMs });
+      rmSync(tick, { force: true });
+      // Heartbeats resume once the agent runs again (they stopped only while we stopped it).
+      const resumed = Date.now();
+      for (let i = 0; i < 100 && !edge.heartbeatTimes.some((t) => t > resumed); i++) await new Promise((r) => setTimeout(r, 50));
+      await healthy('after SIGSTOP', edge.heartbeatTimes.find((t) => t > resumed) ?? resumed, ['1000.7201']);
+    }, 90_000);
+
+    it('a killed agent (SIGKILL) leaves no sandbox running', async () => {
+      const tick = join(root, 'tick-kill');
+      edge.send({ type: 'job.start', spec: jobSpec({ jobId: `atk-${kind}-${++n}`, limits: ATTACK_LIMITS, mode: 'shell', timeoutMs: 60_000, command: 'while :; do date +%s > tick-kill; sleep 0.2; done # 1000.7301' }) });
+      for (let i = 0; i < 100 && !existsSync(tick); i++) await new Promise((r) => setTimeout(r, 50));
+      expect(existsSync(tick), 'the job started').toBe(true);
+      const t0 = Date.now();
+      const gone = new Promise((r) => agent.once('exit', r));
+      process.kill(agent.pid!, 'SIGKILL');
+      await gone;
+      let left: string[] = [];
+      for (let i = 0; i < 100; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        left = [...leftovers(['1000.7301']), ...execFileSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' }).split('\n').filter((l) => l.includes('runsc') && l.includes(stateDir))];
+        if (!left.length) break;
+      }
+      const ms = Date.now() - t0;
+      expect(left, 'nothing of the job or its sandbox left after the agent died').toEqual([]);
+      const last = statSync(tick).mtimeMs;
+      await new Promise((r) => setTimeout(r, 1000));
+      expect(statSync(tick).mtimeMs).toBe(last);
+      rows.push({ attack: 'agent killed (SIGKILL) during a job', outcome: 'sandbox gone', ms });
+    }, 60_000);
   });
 }

@@ -18,6 +18,8 @@
  *   init → agent (fd 1): R ready, O/E stdout/stderr bytes, o/e stream end, B build status,
  *                        X exit JSON {code} | {signal}, C clean JSON {ok, why?}
  */
+import { SANDBOX_GID, SANDBOX_UID } from '../types.ts';
+
 export const INIT_FILE_INSIDE = '/.gatehouse-init.py';
 
 export const REUSE_INIT_PY = String.raw`
@@ -28,7 +30,8 @@ libc = ctypes.CDLL(None, use_errno=True)
 # shm_info.used_ids, msginfo.msgpool, seminfo.semusz: how many objects exist (sys/ipc.h *_INFO commands).
 SHM_INFO, MSG_INFO, SEM_INFO = 14, 12, 19
 WIPE = ('/tmp', '/job')
-SETPRIV = ['/usr/bin/setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', '--bounding-set=-all', '--']
+CWD_ROOTS = ('/workspace', '/job')
+SETPRIV = ['/usr/bin/setpriv', '--reuid=${SANDBOX_UID}', '--regid=${SANDBOX_GID}', '--clear-groups', '--bounding-set=-all', '--']
 RL = {'nofile': resource.RLIMIT_NOFILE, 'fsize': resource.RLIMIT_FSIZE, 'cpu': resource.RLIMIT_CPU,
       'core': resource.RLIMIT_CORE, 'nproc': resource.RLIMIT_NPROC}
 
@@ -68,13 +71,20 @@ def spawn(job, argv, fd0, fd1, fd2):
         for name, v in job['rlimits'].items():
             saved.append((RL[name], resource.getrlimit(RL[name])))
             resource.setrlimit(RL[name], (v, v))
-        p = subprocess.Popen(SETPRIV + argv, stdin=fd0, stdout=fd1, stderr=fd2, cwd=job['cwd'], env=job['env'],
+        # The agent checked the cwd; resolved again here so a symlink swapped in since cannot lead out.
+        cwd = os.path.realpath(job['cwd'])
+        if not any(cwd == d or cwd.startswith(d + '/') for d in CWD_ROOTS):
+            raise OSError(errno.EACCES, 'the working directory left the workspace')
+        p = subprocess.Popen(SETPRIV + argv, stdin=fd0, stdout=fd1, stderr=fd2, cwd=cwd, env=job['env'],
                              start_new_session=True, close_fds=True, restore_signals=True)
         p.returncode = 0  # reaped by us (waitpid), not by subprocess
         return p.pid
     except OSError as e:
         os.write(fd2, ('%s: %s\n' % (argv[0], e.strerror)).encode())
         return -(127 if e.errno == errno.ENOENT else 126)
+    except Exception as e:  # e.g. a string the system cannot encode: the job does not start, the init lives on
+        os.write(fd2, ('%s: cannot start: %s\n' % (argv[0], e)).encode('utf-8', 'replace'))
+        return -126
     finally:
         for r, lim in saved:
             resource.setrlimit(r, lim)
