@@ -286,7 +286,6 @@ class ReuseLease implements Sandbox {
     let end: (e: ProcessEnd) => void = () => {};
     const ended = new Promise<ProcessEnd>((r) => (end = r));
     this.io = { stdout, stderr, status, end };
-    for (const s of [stdout, stderr]) s.on('drain', () => this.sb.resume());
     const { cwd, env, build, run, rlimits } = req.steps;
     // Lone surrogates become U+FFFD, as a direct spawn encodes them (the init could not encode them).
     this.sb.send('J', Buffer.from(JSON.stringify({ cwd, env, build: build ?? null, run, rlimits }, (_k, v: unknown) => (typeof v === 'string' ? wellFormed(v) : v))));
@@ -315,10 +314,10 @@ class ReuseLease implements Sandbox {
     }
     if (!io) return;
     switch (type) {
-      case 'O': if (!io.stdout.write(data)) this.sb.pause(); break;
-      case 'E': if (!io.stderr.write(data)) this.sb.pause(); break;
-      case 'o': io.stdout.end(); break;
-      case 'e': io.stderr.end(); break;
+      case 'O': this.write(io.stdout, data); break;
+      case 'E': this.write(io.stderr, data); break;
+      case 'o': this.unblock(io.stdout); io.stdout.end(); break;
+      case 'e': this.unblock(io.stderr); io.stderr.end(); break;
       case 'B': io.status.end(`build ${data.toString()}\n`); break;
       case 'X': {
         this.exited = true;
@@ -336,6 +335,23 @@ class ReuseLease implements Sandbox {
       default:
         this.onClean({ ok: false, why: `unexpected frame "${type}"` });
     }
+  }
+
+  /**
+   * Output backpressure: while a stream's reader is behind, the init's channel is not read (the
+   * init then blocks on its pipe, and the job on its own). An ended stream blocks nothing: an
+   * ended Writable never emits 'drain'.
+   */
+  private readonly blocked = new Set<PassThrough>();
+  private write(s: PassThrough, data: Buffer): void {
+    if (s.write(data) || this.blocked.has(s)) return;
+    this.blocked.add(s);
+    this.sb.pause();
+    s.once('drain', () => this.unblock(s));
+  }
+
+  private unblock(s: PassThrough): void {
+    if (this.blocked.delete(s) && !this.blocked.size) this.sb.resume();
   }
 
   /** The whole sandbox ended (killed, or its init died): the job's streams end with it. */
