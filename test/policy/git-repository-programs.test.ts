@@ -57,6 +57,11 @@ const CASES: Case[] = [
     args: ['fetch', 'o'],
   },
   { name: 'core.gitProxy on a git:// fetch', setup: `${SCRIPT('touch $M')} > p.sh && chmod +x p.sh && git config core.gitProxy "$W/p.sh"`, args: ['fetch', 'git://h.invalid/x'] },
+  {
+    name: 'a filter in a conditional include (includeIf onbranch)',
+    setup: `git checkout -qb topic && echo '* filter=x' > .gitattributes && printf '[filter "x"]\\n\\tclean = touch %s; cat\\n' "$M" > inc && git config includeIf.onbranch:topic.path ../inc && echo two >> f`,
+    args: ['add', 'f'],
+  },
   { name: 'a bare repository found by walking up (its alias)', setup: `rm -rf .git f && git init -q --bare . && git config alias.st "!touch $M"`, args: ['st'] },
 ];
 
@@ -106,7 +111,11 @@ describe.skipIf(skip)('strict switches off the programs a repository names; open
     const r = await attempt(PRESETS.strict.policy, CASES.find((c) => c.name.startsWith('remote.<name>.uploadpack'))!);
     expect(r.marker).toBe(false);
     expect(r.exitCode).toBe(126);
-    expect(r.stderr).toContain('sets remote.o.uploadpack, which names a program git would run and cannot be switched off');
+    expect(r.stderr).toContain('sets remote.o.uploadpack, which can make git run a program that cannot be switched off');
+    // A conditional include: its condition can turn true within one command, after the listing.
+    const inc = await attempt(PRESETS.strict.policy, CASES.find((c) => c.name.startsWith('a filter in a conditional include'))!);
+    expect(inc.exitCode).toBe(126);
+    expect(inc.stderr).toContain('sets includeif.onbranch:topic.path');
   }, 60_000);
 
   it('fails closed when git cannot list the configuration (a broken .git/config)', async () => {
