@@ -107,8 +107,98 @@ async function benchDriverRun(kind: SandboxKind, n: number, o: DriverBenchOption
   }
 }
 
+export interface GatewayGvisorFigures {
+  /** ms per `execute true`, back to back, no pause: sandbox none (the gateway's own share), gVisor single-use, gVisor reuse. */
+  none: number[];
+  single: number[];
+  reuse: number[];
+  /** jobs/s of `clients` concurrent MCP clients. */
+  singleRate: { perS: number; errors: number };
+  reuseRate: { perS: number; errors: number };
+}
+
+/**
+ * `execute true` end to end (MCP client → local gateway → DO → agent → gVisor) for a team
+ * without and a team with `sandbox.reuse`, each with its own agent (`--warm 4`, capacity 16),
+ * in one run: `n` calls back to back, then `clients` clients × `perClient` calls.
+ */
+export async function benchGatewayGvisor(n: number, clients: number, perClient: number): Promise<GatewayGvisorFigures> {
+  const { startBenchGateway } = await import('./gateway.ts');
+  const { startAgent } = await import('../test/e2e/harness.ts');
+  const { DEFAULT_POLICY } = await import('../src/policy/default-policy.ts');
+  const gw = await startBenchGateway({ vars: { HEARTBEAT_MS: '5000' } });
+  const agents: { stop(): Promise<unknown> }[] = [];
+  const roots: string[] = [];
+  const launch = async (team: string, sandbox: 'none' | 'gvisor', reuse?: SandboxReuse) => {
+    const root = mkdtempSync(join(tmpdir(), 'gatehouse-bench-'));
+    roots.push(root);
+    await gw.putPolicy(team, {
+      ...DEFAULT_POLICY,
+      limits: { ...DEFAULT_POLICY.limits, maxConcurrentJobs: 16, queueWaitMs: 60_000 },
+      sandbox: { minimum: 'none', ...(reuse ? { reuse } : {}) },
+    });
+    const a = startAgent(gw, { token: await gw.token({ team, scopes: ['agent'] }), root, sandbox, capacity: 16, agentId: `bench-${team}`, extraArgs: sandbox === 'gvisor' ? ['--warm', '4'] : [] });
+    agents.push(a);
+    await a.ready;
+    return gw.mcp(team, ['execute', 'artifacts:read']);
+  };
+  const call = async (c: Awaited<ReturnType<typeof launch>>) => {
+    const r = await c.callTool({ name: 'execute', arguments: { command: 'true', args: [] } }, undefined, { timeout: 120_000 });
+    if (r.isError) throw new Error(`execute failed: ${JSON.stringify(r.content).slice(0, 300)}`);
+  };
+  const backToBack = async (c: Awaited<ReturnType<typeof launch>>, count: number) => {
+    const out: number[] = [];
+    for (let i = 0; i < count; i++) {
+      const t = performance.now();
+      await call(c);
+      out.push(performance.now() - t);
+    }
+    return out;
+  };
+  const rate = async (team: string) => {
+    const cs = await Promise.all(Array.from({ length: clients }, () => gw.mcp(team, ['execute', 'artifacts:read'])));
+    let errors = 0;
+    const t = performance.now();
+    await Promise.all(cs.map(async (c) => {
+      for (let i = 0; i < perClient; i++) await call(c).catch(() => { errors++; });
+    }));
+    const perS = (clients * perClient) / ((performance.now() - t) / 1000);
+    await Promise.all(cs.map((c) => c.close()));
+    return { perS, errors };
+  };
+  try {
+    const none = await launch('bx-none', 'none');
+    const single = await launch('bx-single', 'gvisor');
+    const reuse = await launch('bx-reuse', 'gvisor', BENCH_REUSE);
+    for (const c of [none, single, reuse]) await backToBack(c, 5); // warm-up (the reuse team's first sandbox)
+    const figures: GatewayGvisorFigures = {
+      none: await backToBack(none, n),
+      single: await backToBack(single, n),
+      reuse: await backToBack(reuse, n),
+      singleRate: await rate('bx-single'),
+      reuseRate: await rate('bx-reuse'),
+    };
+    await Promise.all([none, single, reuse].map((c) => c.close()));
+    return figures;
+  } finally {
+    for (const a of agents) await a.stop();
+    await gw.stop();
+    for (const r of roots) rmSync(r, { recursive: true, force: true });
+  }
+}
+
 const invokedDirectly = process.argv[1]?.endsWith('bench/executor.ts');
-if (invokedDirectly) {
+if (invokedDirectly && process.argv.includes('--e2e')) {
+  const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
+  const show = (name: string, xs: number[]) => console.log(`${name.padEnd(44)} p50 ${pct(xs, 50).toFixed(1)} ms  p99 ${pct(xs, 99).toFixed(1)} ms  (n=${xs.length})`);
+  const n = Number(process.argv[process.argv.indexOf('--e2e') + 1] ?? 200) || 200;
+  const r = await benchGatewayGvisor(n, 16, Math.max(2, Math.round(n / 16)));
+  show(`e2e execute true, sandbox none, ${n} back-to-back`, r.none);
+  show(`e2e execute true, gvisor single-use, ${n} back-to-back`, r.single);
+  show(`e2e execute true, gvisor reuse, ${n} back-to-back`, r.reuse);
+  console.log(`e2e 16 clients, gvisor single-use: ${r.singleRate.perS.toFixed(1)} jobs/s (${r.singleRate.errors} errors)`);
+  console.log(`e2e 16 clients, gvisor reuse: ${r.reuseRate.perS.toFixed(1)} jobs/s (${r.reuseRate.errors} errors)`);
+} else if (invokedDirectly) {
   const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
   const show = (name: string, xs: number[]) => console.log(`${name.padEnd(34)} p50 ${pct(xs, 50).toFixed(1)} ms  p99 ${pct(xs, 99).toFixed(1)} ms  (n=${xs.length})`);
   const n = Number(process.argv[2] ?? 30);
