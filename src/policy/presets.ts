@@ -27,6 +27,16 @@ const READ_TOOLS = [
   'which', 'seq', 'nl', 'tac', 'rev', 'paste', 'comm', 'cmp', 'od', 'md5sum', 'sha256sum', 'uname', 'git',
 ];
 
+/**
+ * Under `strict`, what destroys work in the workspace waits for a person: a recursive `rm`
+ * (recursive flag first, as tools and people write it) and the git commands that throw away
+ * uncommitted work or rewrite what is shared.
+ */
+export const STRICT_ASK_RULES = [
+  { pattern: ['rm', '/-[A-Za-z]*[rR][A-Za-z]*|--recursive/'], decision: 'ask' as const, reason: 'a recursive delete in the workspace needs a person\'s approval' },
+  { pattern: ['git', ['clean', 'reset', 'push', 'rebase', 'filter-branch']], decision: 'ask' as const, reason: 'this git command can discard or rewrite work; it needs a person\'s approval' },
+];
+
 const STRICT: PolicyDocument = PolicyDocument.parse({
   ...JSON.parse(JSON.stringify(DEFAULT_POLICY)),
   runtime: { enabled: false, allowedRuntimes: [] },
@@ -36,6 +46,7 @@ const STRICT: PolicyDocument = PolicyDocument.parse({
     // `git diff` runs diff.external from the repository's config, which the workspace can write.
     git: { deny: ['^(?:diff|difftool|mergetool)$'], allowInlineCode: false, prependArgs: STRICT_GIT_ARGS },
   },
+  rules: STRICT_ASK_RULES,
 });
 
 const INTERPRETERS = ['node', 'python3', 'python', 'perl', 'ruby', 'php', 'Rscript', 'elixir', 'tsx', 'sh', 'bash'];
@@ -61,7 +72,8 @@ export const PRESETS: Record<PresetName, Preset> = {
     summary:
       'Read and file tools plus git; no interpreters, no make, no compilers, no runtimes, no shell strings. git runs with ' +
       'hooks, fsmonitor and the repository\'s pager/editor/ssh/askpass/credential programs disabled (prepended -c options) and ' +
-      '`git diff`/difftool/mergetool refused (diff.external); filters named in the workspace\'s .gitattributes and .git/config still run on add/checkout.',
+      '`git diff`/difftool/mergetool refused (diff.external); filters named in the workspace\'s .gitattributes and .git/config still run on add/checkout. ' +
+      'Asks a person first (rule decision "ask") for a recursive rm and for git clean/reset/push/rebase/filter-branch.',
     policy: STRICT,
   },
   standard: {
