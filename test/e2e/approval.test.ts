@@ -120,6 +120,14 @@ describe('policy_check reports ask', () => {
     const ok = (await c.callTool({ name: 'policy_check', arguments: { command: 'echo', args: ['hello'] } })) as ToolResult;
     expect(ok.structuredContent).toMatchObject({ allowed: true, decision: 'allow' });
   });
+  it('the admin dry run says ask, and gatehouse policy check exits 3 (needs approval)', async () => {
+    const r = await admin('POST', '/policy/check', TEAM, { command: 'echo', args: ['ship-it'] });
+    expect(r.json).toMatchObject({ allowed: false, decision: 'ask', stage: 'rules' });
+    const c = await cli(['policy', 'check', '--', 'echo', 'ship-it']);
+    expect(c.code, c.stderr).toBe(3);
+    expect(c.stdout).toContain('needs approval (rules): Approval required by rule 0: shipping needs a person');
+    expect((await cli(['policy', 'check', '--', 'echo', 'hello'])).code).toBe(0);
+  });
 });
 
 describe('a 2026-07-28 client with elicitation: the approval prompt', () => {
