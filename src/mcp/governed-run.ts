@@ -118,6 +118,7 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
         diskWriteBytes: policy.limits.diskWriteBytes,
       },
       ...(eff.allowedExecutables && job.mode !== 'shell' ? { allowedExecutables: eff.allowedExecutables } : {}),
+      ...(eff.hardenGit && job.mode === 'argv' ? { hardenGit: true as const } : {}),
     };
     // One round trip: the job's index row and the call's audit row are written together.
     auditId = await recordJobAndAudit(env.DB, { team: principal.team, spec, tool: r.tool, subject: principal.subject, at: started }, {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { verdictOf } from '../../src/policy/engine.ts';
 import { parsePolicy } from '../../src/policy/parse.ts';
-import { PRESETS, STRICT_GIT_ARGS } from '../../src/policy/presets.ts';
+import { PRESETS } from '../../src/policy/presets.ts';
 import { check, policy, run } from './helpers.ts';
 
 const base = { executables: { allow: ['git', '/usr/bin/git', 'ls', 'rm', 'python3'] }, runtime: { enabled: true, allowedRuntimes: ['python' as const] } };
@@ -105,8 +105,8 @@ describe('strict preset asks before destroying work', () => {
     expect((await run(strict, 'rm', 'one-file')).allowed).toBe(true);
     const push = await run(strict, 'git', 'push');
     expect(push.ask).toBeDefined();
-    // What runs once approved keeps the preset's git switches.
-    expect(push.runAs).toEqual({ command: 'git', args: [...STRICT_GIT_ARGS, 'push'] });
+    // What runs once approved keeps the preset's git hardening.
+    expect(push.effective?.hardenGit).toBe(true);
     expect((await run(strict, 'git', 'status')).allowed).toBe(true);
   });
 });
