@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JobSpec } from '../../src/contracts/agent-protocol.ts';
 import type { PolicyDocument } from '../../src/contracts/policy.ts';
+import { gitRepositoryOptions } from '../../src/contracts/git-hardening.ts';
 import { PRESETS } from '../../src/policy/presets.ts';
 import { hasCommand, testSandbox } from '../e2e/harness.ts';
 import { makeRig, type Rig } from '../executor/helpers.ts';
@@ -151,6 +152,14 @@ describe.skipIf(skip)('strict switches off the programs a repository names; open
     expect((await go('status', '--porcelain')).exit.stdout).toBe('');
     expect((await go('log', '--oneline')).exit.stdout).toContain('two');
   }, 60_000);
+});
+
+describe('the listing run reads the repository the job\'s git reads', () => {
+  it('keeps -C, --git-dir and --work-tree (both spellings) and --bare, in order; drops the rest', () => {
+    expect(gitRepositoryOptions(['-C', 'a', '--no-pager', '-C', 'b', '--git-dir=g', '--work-tree', 'w', '--bare', 'status', '-C', 'x'])).toEqual(['-C', 'a', '-C', 'b', '--git-dir=g', '--work-tree', 'w', '--bare']);
+    expect(gitRepositoryOptions(['--namespace', 'n', '--git-dir', 'g', 'log'])).toEqual(['--git-dir', 'g']);
+    expect(gitRepositoryOptions(['status'])).toEqual([]);
+  });
 });
 
 describe('strict: git decisions', () => {
