@@ -86,6 +86,7 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
         diskWriteBytes: policy.limits.diskWriteBytes,
       },
       ...(eff.allowedExecutables && job.mode !== 'shell' ? { allowedExecutables: eff.allowedExecutables } : {}),
+      ...(eff.hardenGit && job.mode === 'argv' ? { hardenGit: true as const } : {}),
     };
     jobId = spec.jobId;
     // One round trip: the job's index row and the call's audit row are written together.

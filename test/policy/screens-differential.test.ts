@@ -82,6 +82,11 @@ const CASES: Case[] = [
     executes: true, setup: gitRepo,
   },
   {
+    name: 'git config --rename-section turns a harmless b.fsmonitor into core.fsmonitor, run by status',
+    steps: [['git', '-C', 'a', 'config', 'b.fsmonitor', 'touch M; :'], ['git', '-C', 'a', 'config', '--rename-section', 'b', 'core'], ['git', '-C', 'a', 'status']],
+    executes: true, setup: gitRepo,
+  },
+  {
     name: 'git diff --ext-diff runs diff.external from the repository',
     steps: [['git', '-C', 'a', 'diff', '--ext-diff', 'HEAD~0']],
     executes: true,
