@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from '@modelcontextprotocol/client';
 import { connectMcp, startAgent, startGateway, type AgentProcess, type Gateway } from './harness.ts';
+import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
 
 let gw: Gateway;
 const agents: AgentProcess[] = [];
@@ -22,9 +23,11 @@ const roots: string[] = [];
 beforeAll(async () => {
   gw = await startGateway();
   for (const team of ['ctx-a', 'ctx-b']) {
+    // Room for every concurrent job of the test, so a slow machine queues them instead of refusing.
+    await gw.putPolicy(team, { ...DEFAULT_POLICY, limits: { ...DEFAULT_POLICY.limits, maxConcurrentJobs: 12, queueWaitMs: 60_000 } });
     const root = mkdtempSync(join(tmpdir(), `gatehouse-${team}-`));
     roots.push(root);
-    const a = startAgent(gw, { token: await gw.token({ team, scopes: ['agent'] }), root, sandbox: 'none', capacity: 8, agentId: `agent-${team}` });
+    const a = startAgent(gw, { token: await gw.token({ team, scopes: ['agent'] }), root, sandbox: 'none', capacity: 12, agentId: `agent-${team}` });
     agents.push(a);
   }
   await Promise.all(agents.map((a) => a.ready));
