@@ -75,13 +75,16 @@ export const GIT_EMPTIED_KEYS =
   'filter\\..+\\.(clean|smudge|process)|diff\\..+\\.(command|textconv)|merge\\..+\\.driver|alias\\..+|' +
   'credential\\..+\\.helper|remote\\..+\\.vcs|(difftool|mergetool|man|browser)\\..+\\.(cmd|path)|' +
   'gpg\\..+\\.program|pager\\..+|submodule\\..+\\.update|diff\\.external|core\\.(askpass|alternaterefscommand)|' +
-  'interactive\\.difffilter|web\\.browser|gpg\\.ssh\\.defaultkeycommand';
+  'interactive\\.difffilter|web\\.browser|gpg\\.ssh\\.defaultkeycommand|imap\\.tunnel|help\\.(browser|format|htmlpath)|man\\.viewer|' +
+  'guitool\\..+\\.cmd|hook\\..+\\.command';
 
 /**
- * Keys where git keeps the first value it reads, so a later override is ignored: a repository
- * that sets one is refused (the job's git does not start). As `case` patterns of sh.
+ * Refused outright (the job's git does not start), as `case` patterns of sh: keys where git keeps
+ * the first value it reads, so a later override is ignored; and conditional includes, whose
+ * condition (the branch, the remotes) can change within one git command and its child gits,
+ * after the listing saw them false.
  */
-export const GIT_REFUSED_KEYS: readonly string[] = ['core.gitproxy', 'remote.*.uploadpack', 'remote.*.receivepack'];
+export const GIT_REFUSED_KEYS: readonly string[] = ['core.gitproxy', 'remote.*.uploadpack', 'remote.*.receivepack', 'includeif.*'];
 
 /** Everything the listing run asks git for. */
 export const GIT_LISTED_KEYS =
@@ -93,7 +96,7 @@ export const GIT_LISTING_FAILED =
 
 /** The message of a refusal (printed by the launcher, which then exits 126). */
 export function gitRefusedMessage(keyShellVar: string): string {
-  return `gatehouse: git refused: the repository configuration sets ${keyShellVar}, which names a program git would run and ` +
+  return `gatehouse: git refused: the repository configuration sets ${keyShellVar}, which can make git run a program that ` +
     'cannot be switched off (git.repositoryPrograms = "disable"); remove it from the repository configuration';
 }
 /**

@@ -26,7 +26,7 @@ export const GIT_PROGRAM_KEYS: readonly string[] = [
   'uploadpack\\.packobjectshook', 'remote\\..*\\.(?:uploadpack|receivepack|vcs|proxy)', 'protocol\\..*allow', 'include\\.path',
   'includeif\\..*', 'submodule\\..*\\.update', 'url\\..*\\.(?:insteadof|pushinsteadof)', 'hook\\..*', 'init\\.templatedir',
   'web\\.browser', 'browser\\..*\\.(?:cmd|path)', 'man\\..*\\.(?:cmd|path)', 'sendemail\\..*', 'instaweb\\..*',
-  'interactive\\.difffilter', 'ssh\\.variant', 'receive\\.procreceiverefs', 'http\\..*proxy', 'http\\.proxy', 'core\\.sshcommand',
+  'interactive\\.difffilter', 'ssh\\.variant', 'imap\\.tunnel', 'guitool\\..*\\.cmd', 'help\\.browser', 'man\\.viewer', 'receive\\.procreceiverefs', 'http\\..*proxy', 'http\\.proxy', 'core\\.sshcommand',
 ];
 const DANGEROUS_KEY = new RegExp(`^(?:${GIT_PROGRAM_KEYS.join('|')})(?:=|$)`, 's');
 /** The sections those keys live in (`core`, `filter`, `alias`, …): what `git config --rename-section` must not produce. */
@@ -61,6 +61,7 @@ const DENIED_SUBCOMMANDS: Record<string, string> = {
   'credential-store': 'it writes credentials',
   'credential-cache': 'it runs a credential daemon',
   shell: 'it is a restricted login shell',
+  'imap-send': 'it runs the imap.tunnel program from the configuration (and the sandbox has no network to reach a server)',
 };
 
 /** Long options that name a program to run, per subcommand ('*' = any subcommand). */
