@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { RuntimeName } from './runtimes.ts';
 import { DEFAULT_RESOURCE_LIMITS, ResourceLimits } from './resource-limits.ts';
+import { SandboxReuse } from './sandbox-reuse.ts';
 
 export const POLICY_SCHEMA_VERSION = 1;
 
@@ -114,7 +115,11 @@ export const PolicyDocument = z.object({
    * Isolation floor: agents whose sandbox is weaker never get this team's jobs
    * (gvisor > bwrap > none). `none` admits every agent.
    */
-  sandbox: z.object({ minimum: z.enum(['gvisor', 'bwrap', 'none']).default('none') }).default({ minimum: 'none' }),
+  sandbox: z.object({
+    minimum: z.enum(['gvisor', 'bwrap', 'none']).default('none'),
+    /** Absent: every job gets a fresh sandbox. Set: gVisor agents may reuse one (src/contracts/sandbox-reuse.ts). */
+    reuse: SandboxReuse.optional(),
+  }).default({ minimum: 'none' }),
   /** Jobs waiting for a slot or an agent; beyond `maxLength` a call is refused at once ("queue is full"). */
   queue: z.object({ maxLength: z.number().int().min(0).max(10_000).default(1_000) }).default({ maxLength: 1_000 }),
   script: ScriptPolicy.default({ enabled: false, defaultTimeoutMs: 120_000, maxTimeoutMs: 120_000, cpuMs: 30_000 }),

@@ -94,6 +94,7 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
         diskWriteBytes: policy.limits.diskWriteBytes,
       },
       ...(eff.allowedExecutables && job.mode !== 'shell' ? { allowedExecutables: eff.allowedExecutables } : {}),
+      ...(policy.sandbox.reuse ? { reuse: policy.sandbox.reuse } : {}),
       ...(eff.hardenGit && job.mode === 'argv' ? { hardenGit: true as const } : {}),
     };
     jobId = spec.jobId;
