@@ -23,6 +23,7 @@ const INLINE = 1000;
 const POLICY = {
   ...DEFAULT_POLICY,
   shell: { enabled: true, allow: ['/.*/'] },
+  runtime: { ...DEFAULT_POLICY.runtime, allowedRuntimes: [...DEFAULT_POLICY.runtime.allowedRuntimes, 'shell'] },
   limits: { ...DEFAULT_POLICY.limits, maxConcurrentJobs: 4, queueWaitMs: 20_000, inlineOutputBytes: INLINE, maxTimeoutMs: 60_000 },
 };
 
@@ -143,16 +144,24 @@ describe('a job\'s end and its artifact', () => {
   it('a foreground call answers once the held upload is stored, with a queryable artifact', async () => {
     const c = await mcp('art');
     const release = proxy.holdUploads();
-    const pending = call(c, 'runtime_execute', { runtime: 'shell', code: 'seq 1 500; echo needle-here', outputMode: 'minimal' });
-    const jobId = await until(async () => {
-      const l = await call(c, 'job_list', { tool: 'runtime_execute', limit: 5 });
-      return ((l.s.jobs as S[]).find((j) => j.state === 'exited' && j.artifact_state === 'uploading')?.job_id as string | undefined) ?? null;
-    }, 30_000, 'the foreground job to end with its upload held');
-    release();
-    const r = await pending;
-    expect(r.s).toMatchObject({ status: 'success', exitCode: 0, jobId });
-    const q = await call(c, 'query_output', { artifactHandle: r.s.artifactHandle, queryTerms: ['needle-here'] });
-    expect(q.s).toMatchObject({ matchCount: 1 });
+    try {
+      let answered: Awaited<ReturnType<typeof call>> | null = null;
+      const pending = call(c, 'runtime_execute', { runtime: 'shell', code: 'seq 1 500; echo needle-here', outputMode: 'minimal' }).then((r) => (answered = r));
+      const jobId = await until(async () => {
+        if (answered) throw new Error(`the call answered while its upload was held: ${answered.t}`);
+        const l = await call(c, 'job_list', { tool: 'runtime_execute', limit: 5 });
+        return ((l.s.jobs as S[]).find((j) => j.state === 'exited' && j.artifact_state === 'uploading')?.job_id as string | undefined) ?? null;
+      }, 30_000, 'the foreground job to end with its upload held');
+      await new Promise((r) => setTimeout(r, 500));
+      expect(answered).toBeNull();
+      release();
+      const r = await pending;
+      expect(r.s).toMatchObject({ status: 'success', exitCode: 0, jobId });
+      const q = await call(c, 'query_output', { artifactHandle: r.s.artifactHandle, queryTerms: ['needle-here'] });
+      expect(q.s).toMatchObject({ matchCount: 1 });
+    } finally {
+      release();
+    }
   }, 120_000);
 
   it('an upload that fails ends partial: the job stays exited and its output stays readable from what the edge kept', async () => {
