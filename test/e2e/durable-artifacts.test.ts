@@ -16,7 +16,9 @@ import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { startAgent, startGateway, testSandbox, type AgentProcess, type Gateway } from './harness.ts';
 import { AgentProxy } from './agent-proxy.ts';
+import { WebSocket } from 'undici';
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
+import { PROTOCOL_VERSION } from '../../src/contracts/agent-protocol.ts';
 
 const SANDBOX = testSandbox();
 const INLINE = 1000;
@@ -85,6 +87,21 @@ async function call(c: Client, name: string, args: S, timeout = 90_000) {
 const status = async (c: Client, jobId: string, waitMs = 0) => (await call(c, 'job_status', { job_id: jobId, wait_ms: waitMs })).s;
 const output = async (c: Client, jobId: string, o: S = {}) => (await call(c, 'job_output', { job_id: jobId, ...o })).s;
 
+/** A hand-made agent connection that says hello under its own id and sends `msg` (what a stolen agent token allows). */
+async function rogueReport(token: string, msg: S): Promise<void> {
+  const ws = new WebSocket(`${gw.url.replace(/^http/, 'ws')}/agent/v1/connect`, { headers: { Authorization: `Bearer ${token}` } });
+  const welcomed = new Promise<void>((resolve, reject) => {
+    ws.addEventListener('message', (e) => { if ((JSON.parse(String(e.data)) as S).type === 'welcome') resolve(); });
+    ws.addEventListener('error', () => reject(new Error('rogue agent could not connect')));
+  });
+  await new Promise<void>((r) => ws.addEventListener('open', () => r()));
+  ws.send(JSON.stringify({ type: 'hello', v: PROTOCOL_VERSION, agentId: 'rogue', version: 'x', capacity: 1, sandbox: 'gvisor', runtimes: [], labels: [], running: [] }));
+  await welcomed;
+  ws.send(JSON.stringify(msg));
+  await new Promise((r) => setTimeout(r, 500));
+  ws.close();
+}
+
 async function auditRows(team: string, jobId: string): Promise<S[]> {
   const a = await admin(team, 'GET', '/audit?tool=execute&limit=200');
   return (a.body.entries as S[]).filter((e) => e.jobId === jobId);
@@ -107,7 +124,7 @@ describe('a job\'s end and its artifact', () => {
     for (const d of roots) rmSync(d, { recursive: true, force: true });
   });
 
-  it('reports the exit when the process ends while the upload is held, never turns it lost, and ends complete', async () => {
+  it('reports the exit when the process ends while the upload is held, never turns it lost, ignores another agent, and ends complete', async () => {
     const c = await mcp('art');
     const release = proxy.holdUploads();
     let released = false;
@@ -121,6 +138,14 @@ describe('a job\'s end and its artifact', () => {
       expect(await status(c, jobId)).toMatchObject({ state: 'exited', exit_code: 3, artifact_state: 'uploading' });
       // Its output is readable meanwhile, from what the edge kept live; more may come, so no eof yet.
       expect(await output(c, jobId)).toMatchObject({ data: 'one\n', source: 'live', eof: false, total_bytes: null });
+      // Another agent of the team can neither write the open artifact nor say how its upload ended.
+      const rogueToken = await gw.token({ team: 'art', scopes: ['agent'], subject: 'rogue-agent' });
+      const put = await fetch(`${gw.url}/agent/v1/artifacts/${started.s.artifact_handle as string}/stdout`, {
+        method: 'PUT', body: 'FORGED\n', headers: { Authorization: `Bearer ${rogueToken}`, 'X-Gatehouse-Job': jobId },
+      });
+      expect(put.status).toBe(404);
+      await rogueReport(rogueToken, { type: 'job.artifact', jobId, stream: 'stdout', state: 'failed', bytes: 0 });
+      expect(await status(c, jobId)).toMatchObject({ artifacts: { stdout: { state: 'uploading' } } });
       released = true;
       release();
       const done = await until(async () => {
