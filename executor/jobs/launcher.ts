@@ -13,6 +13,8 @@
  * with the job's rlimits. One process per job keeps every driver the same, and lets gVisor
  * start a pre-created sandbox with a single line on stdin instead of a `runsc exec` round trip.
  */
+import { GIT_FIXED_CONFIG, GIT_LISTED_KEYS, GIT_LISTING_FAILED, GIT_REFUSED_KEYS, gitRefusedMessage } from '../../src/contracts/git-hardening.ts';
+
 export interface LaunchPlan {
   /** Absolute cwd as the job sees it. */
   cwd: string;
@@ -21,6 +23,12 @@ export interface LaunchPlan {
   run: string[];
   /** e.g. ['/usr/bin/prlimit', '--nofile=64', '--'] */
   rlimitPrefix?: string[];
+  /**
+   * The run step is git with the repository's programs switched off: the launcher lists the
+   * configured program keys with the same git, cwd, env and these repository options, and
+   * overrides each (src/contracts/git-hardening.ts). `env` is already the hardened one.
+   */
+  hardenGit?: { repositoryOptions: string[] };
 }
 
 export const LAUNCHER_FILE = '.gatehouse-launch.sh';
@@ -34,8 +42,10 @@ export function sq(s: string): string {
 
 export function launchScript(p: LaunchPlan): string {
   const env = Object.entries(p.env).map(([k, v]) => sq(`${k}=${v}`));
-  const cmd = (argv: string[]) => [...(p.rlimitPrefix ?? []), '/usr/bin/env', '-i', ...env.map((e) => ({ raw: e })), ...argv]
-    .map((a) => (typeof a === 'string' ? sq(a) : a.raw)).join(' ');
+  // `extra`: raw shell words put after the job's env (later assignments win in `env`).
+  const cmd = (argv: string[], extra?: string) =>
+    [...(p.rlimitPrefix ?? []), '/usr/bin/env', '-i', ...env.map((e) => ({ raw: e })), ...(extra ? [{ raw: extra }] : []), ...argv]
+      .map((a) => (typeof a === 'string' ? sq(a) : a.raw)).join(' ');
   const fd = STATUS_FD;
   const lines = [`cd ${sq(p.cwd)} || exit 126`];
   if (p.build) {
@@ -44,8 +54,45 @@ export function launchScript(p: LaunchPlan): string {
   } else {
     lines.push(`exec ${fd}>&-`);
   }
-  lines.push(`exec ${cmd(p.run)}`);
+  if (p.hardenGit) {
+    lines.push(...gitOverrideLines(p, cmd));
+    lines.push(`exec ${cmd(p.run, '"$@" "GIT_CONFIG_COUNT=$gh_n"')}`);
+  } else {
+    lines.push(`exec ${cmd(p.run)}`);
+  }
   return lines.join('\n') + '\n';
+}
+
+/**
+ * Builds "$@" as GIT_CONFIG_KEY_n/GIT_CONFIG_VALUE_n pairs: first every program key git lists
+ * (one per line: a config name cannot hold a newline), each set empty; then the fixed keys,
+ * which therefore win. The listing run sees the fixed keys too (`safe.bareRepository`), so it
+ * finds the same repository as the real run. A here-document, not a pipe, keeps the loop in
+ * this shell; the listing's output is inserted as text and never expanded again.
+ */
+function gitOverrideLines(p: LaunchPlan, cmd: (argv: string[], extra?: string) => string): string[] {
+  const fixed = GIT_FIXED_CONFIG.flatMap(([k, v], i) => [sq(`GIT_CONFIG_KEY_${i}=${k}`), sq(`GIT_CONFIG_VALUE_${i}=${v}`)]);
+  const list = cmd([p.run[0], ...p.hardenGit!.repositoryOptions, 'config', '--name-only', '--get-regexp', GIT_LISTED_KEYS],
+    `${fixed.join(' ')} GIT_CONFIG_COUNT=${GIT_FIXED_CONFIG.length}`);
+  const lines = [
+    // Exit 1 is "no such key"; anything else (a broken config, a failed start) fails closed.
+    `gh_keys=$(${list} </dev/null 2>/dev/null); gh_s=$?`,
+    `case "$gh_s" in 0|1) ;; *) printf '%s\\n' ${sq(GIT_LISTING_FAILED)}" ($gh_s)" >&2; exit 126;; esac`,
+    'gh_n=0',
+    'set --',
+    'while IFS= read -r gh_k; do',
+    '  [ -n "$gh_k" ] || continue',
+    `  case "$gh_k" in ${GIT_REFUSED_KEYS.join('|')}) printf '%s\\n' ${sq(gitRefusedMessage('%KEY%')).replace('%KEY%', `'"$gh_k"'`)} >&2; exit 126;; esac`,
+    '  set -- "$@" "GIT_CONFIG_KEY_$gh_n=$gh_k" "GIT_CONFIG_VALUE_$gh_n="',
+    '  gh_n=$((gh_n + 1))',
+    'done <<GATEHOUSE_GIT_KEYS',
+    '$gh_keys',
+    'GATEHOUSE_GIT_KEYS',
+  ];
+  for (const [k, v] of GIT_FIXED_CONFIG) {
+    lines.push(`set -- "$@" "GIT_CONFIG_KEY_$gh_n="${sq(k)} "GIT_CONFIG_VALUE_$gh_n="${sq(v)}; gh_n=$((gh_n + 1))`);
+  }
+  return lines;
 }
 
 /**

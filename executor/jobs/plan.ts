@@ -6,6 +6,7 @@
 import { RUNTIMES } from '../../src/contracts/runtimes.ts';
 import type { JobSpec } from '../../src/contracts/agent-protocol.ts';
 import type { GatehouseErrorShape } from '../../src/contracts/errors.ts';
+import { GIT_HARDENING_ENV, gitRepositoryOptions } from '../../src/contracts/git-hardening.ts';
 import { SANDBOX_PATH } from '../sandbox/types.ts';
 import { pickRuntimeExecutable, type RuntimeTable } from '../runtimes/probe.ts';
 import { ENV_NAME } from './launcher.ts';
@@ -39,6 +40,8 @@ export interface JobPlan {
   /** argv/shell modes: what to exec (argv[0] as seen inside the sandbox). */
   argv: string[] | null;
   code: CodeStep | null;
+  /** Run git with the repository's programs switched off (see launcher.ts). */
+  hardenGit?: { repositoryOptions: string[] };
 }
 
 /** A refusal the edge sees as `job.error`, or a start failure it sees as `failed_to_start`. */
@@ -106,6 +109,13 @@ export function planJob(spec: JobSpec, ctx: PlanContext): { ok: true; plan: JobP
     return refuse('policy_denied', `Executable "${command}" is not in the allowed executables list`);
   }
   const argv = spec.mode === 'shell' ? [exe.inside, '-c', spec.command] : [exe.inside, ...spec.args];
+  if (spec.hardenGit) {
+    if (spec.mode !== 'argv') return refuse('invalid_argument', 'hardenGit applies to an argv-mode git job only');
+    // None of the job's own GIT_* variables: they can name programs or configuration.
+    for (const k of Object.keys(env)) if (k.startsWith('GIT_')) delete env[k];
+    Object.assign(env, GIT_HARDENING_ENV);
+    return { ok: true, plan: { ...base, argv, code: null, hardenGit: { repositoryOptions: gitRepositoryOptions(spec.args) } } };
+  }
   return { ok: true, plan: { ...base, argv, code: null } };
 }
 

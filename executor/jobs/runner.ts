@@ -168,8 +168,9 @@ export class JobRunner {
         const cwdInside = plan.cwd ? `${sandbox.workspaceInside}/${plan.cwd}` : sandbox.workspaceInside;
         const run = c ? expandTemplate(c.run, vars) : plan.argv!;
         const limitsPrefix = rlimitPrefix(limits, driver.processLimitByRlimit);
-        const script = launchScript({ cwd: cwdInside, env: plan.env, build, run, rlimitPrefix: limitsPrefix });
-        const direct = build ? undefined : { argv: [...(limitsPrefix ?? []), ...run], cwd: cwdInside, env: plan.env };
+        const script = launchScript({ cwd: cwdInside, env: plan.env, build, run, rlimitPrefix: limitsPrefix, ...(plan.hardenGit ? { hardenGit: plan.hardenGit } : {}) });
+        // A hardened git needs the launcher (it lists the repository's program keys first).
+        const direct = build || plan.hardenGit ? undefined : { argv: [...(limitsPrefix ?? []), ...run], cwd: cwdInside, env: plan.env };
         const launched = await this.runLaunched(job, sandbox, { script, direct }, spec.stdin, caps, plan);
         const { end, buildStatus } = launched;
         let phase: 'build' | 'run' | undefined = c ? 'run' : undefined;

@@ -63,6 +63,12 @@ export const JobSpec = z.object({
    * Absent in shell mode, where the edge decided on the whole string.
    */
   allowedExecutables: z.array(z.string()).optional(),
+  /**
+   * argv-mode git under a policy with `git.repositoryPrograms = "disable"`: the agent runs it with
+   * the repository's filters, drivers, aliases, hooks and helpers switched off
+   * (src/contracts/git-hardening.ts).
+   */
+  hardenGit: z.literal(true).optional(),
 });
 export type JobSpec = z.infer<typeof JobSpec>;
 

@@ -12,10 +12,14 @@ export const JobState = z.enum(['queued', 'running', ...TerminalState.options, '
 export type JobState = z.infer<typeof JobState>;
 export const OPEN_STATES: readonly JobState[] = ['queued', 'running'];
 export const isTerminal = (s: JobState): boolean => !OPEN_STATES.includes(s);
+/** Finished jobs are kept this long (in the team's Durable Object) for job_status / job_output / job_list and tasks. */
+export const JOB_RETENTION_MS = 7 * 24 * 3600_000;
 
 /** The artifact has its own life: a slow upload never changes how the process ended. */
 export const ArtifactState = z.enum(['none', 'uploading', 'complete', 'partial', 'failed']);
 export type ArtifactState = z.infer<typeof ArtifactState>;
+/** Ended, and no upload its exit announced is still running: its whole result (artifact included) is known. */
+export const isSettled = (v: { state: JobState; artifact_state: ArtifactState }): boolean => isTerminal(v.state) && v.artifact_state !== 'uploading';
 /**
  * One stream's artifact: `uploading` (the process ended, the upload runs), `complete` (stored
  * whole), `partial` (the upload failed or the agent was lost: `bytes` of its start are kept and

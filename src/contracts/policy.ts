@@ -64,6 +64,12 @@ export const PolicyDocument = z.object({
   executables: z.object({ allow: z.array(z.string().min(1)).default([]) }).default({ allow: [] }),
   /** Per-executable argument screens, on top of the built-in screens for known escapes. */
   argumentRules: z.record(z.string(), ArgumentRule).default({}),
+  /**
+   * `disable`: git (run as argv) gets the repository's filters, diff/merge drivers, aliases, hooks,
+   * fsmonitor and helpers switched off by the agent, and `submodule`/`--recurse-submodules` are
+   * refused (src/contracts/git-hardening.ts). `run`: the repository's configuration applies.
+   */
+  git: z.object({ repositoryPrograms: z.enum(['run', 'disable']).default('run') }).default({ repositoryPrograms: 'run' }),
   /** Shell strings (`execute` without args, runtime `shell` code). Off by default. */
   shell: z
     .object({

@@ -95,6 +95,11 @@ async function pollToEnd(env: Env, team: string, jobId: string): Promise<Result<
   return err('upstream_error', `lost contact with the team dispatcher while waiting for job ${jobId}: ${lastError}; ask job_status later`);
 }
 
+/** A finished job's outcome, read from the durable job table (what `awaitJob` would have returned). */
+export function jobOutcome(env: Env, team: string, jobId: string): Promise<Result<DispatchOutcome>> {
+  return outcomeOf(env, team, jobId);
+}
+
 async function outcomeOf(env: Env, team: string, jobId: string): Promise<Result<DispatchOutcome>> {
   const r = await jobResult(env, team, jobId);
   if (!r) return err('not_found', `job "${jobId}" not found`);

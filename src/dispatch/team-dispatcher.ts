@@ -10,7 +10,7 @@ import {
   AGENT_RECONNECT_MAX_BACKOFF_MS, PROTOCOL_VERSION, parseAgentMessage, type AgentHello, type EdgeMessage, type JobExit, type SandboxKind, type StreamName,
 } from '../contracts/agent-protocol.ts';
 import { HIBERNATION_ATTACHMENT_MAX_BYTES, attachmentBytes } from '../contracts/limits.ts';
-import { isTerminal, JobListFilter, type AgentView, type JobState, type JobView } from '../contracts/jobs.ts';
+import { isTerminal, JOB_RETENTION_MS, JobListFilter, type AgentView, type JobState, type JobView } from '../contracts/jobs.ts';
 import { describeIssues } from '../contracts/errors.ts';
 import { RUNTIMES, type RuntimeName } from '../contracts/runtimes.ts';
 import { concurrencyLimitMessage } from '../policy/engine.ts';
@@ -34,8 +34,6 @@ export interface AgentAttachment {
 export const MISSED_HEARTBEATS = 3;
 /** Characters of each live output message passed on to callers following the job (progress shows the last line). */
 const FOLLOW_OUTPUT_CHARS = 4096;
-/** Finished jobs are kept this long for job_status / job_output / job_list. */
-const JOB_RETENTION_MS = 7 * 24 * 3600_000;
 
 type Listener = (e: DispatchEvent) => void;
 

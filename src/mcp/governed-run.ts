@@ -16,7 +16,8 @@ import { teamPolicyOf } from '../policy/cache.ts';
 import { newArtifactHandle } from '../store/artifacts.ts';
 import { writeAudit } from '../store/audit.ts';
 import { failAudit, recordJobAndAudit } from '../store/jobs.ts';
-import { awaitJob, cancelByCall, errorCode, submitAndFollow } from '../dispatch/client.ts';
+import { awaitJob, cancelByCall, errorCode, jobOutcome, jobStatus, submitAndFollow } from '../dispatch/client.ts';
+import { isSettled } from '../contracts/jobs.ts';
 import { callCancelKey, type ToolContext, type ToolExtra } from './context.ts';
 import { progressReporter } from './progress.ts';
 
@@ -29,6 +30,11 @@ export interface GovernedRequest {
   job: Pick<JobSpec, 'mode' | 'command' | 'args'> & { runtime?: RuntimeName; code?: string; stdin?: string };
   /** Answer as soon as the job is accepted; the client follows it with job_status / job_output. */
   background?: boolean;
+  /**
+   * The client may take a task (MCP Tasks extension): wait up to `afterMs` for the job; if it is
+   * still open then, answer `pending` and let the caller turn the call into a task.
+   */
+  task?: { afterMs: number };
   selector?: JobSelector;
 }
 
@@ -36,6 +42,8 @@ export type GovernedOutcome =
   | { kind: 'denied'; decision: PolicyDecision }
   | { kind: 'error'; error: GatehouseErrorShape; decision: PolicyDecision | null; jobId: string; handle: string }
   | { kind: 'accepted'; state: 'queued' | 'running'; decision: PolicyDecision; jobId: string; handle: string; agentId: string | null }
+  /** Offered as a task (`GovernedRequest.task`) and still open after the wait: the job runs on; the caller makes it a task. */
+  | { kind: 'pending'; state: 'queued' | 'running'; decision: PolicyDecision; jobId: string; handle: string; agentId: string | null }
   | { kind: 'done'; exit: JobExit; decision: PolicyDecision; jobId: string; handle: string; agentId: string; sandbox: SandboxKind };
 
 export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: GovernedRequest): Promise<GovernedOutcome> {
@@ -86,6 +94,7 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
         diskWriteBytes: policy.limits.diskWriteBytes,
       },
       ...(eff.allowedExecutables && job.mode !== 'shell' ? { allowedExecutables: eff.allowedExecutables } : {}),
+      ...(eff.hardenGit && job.mode === 'argv' ? { hardenGit: true as const } : {}),
     };
     jobId = spec.jobId;
     // One round trip: the job's index row and the call's audit row are written together.
@@ -99,11 +108,23 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
       spec, cancelKey: key, runtime: r.job.runtime, tool: r.tool, subject: principal.subject,
       tokenId: principal.tokenId, maxConcurrentJobs: policy.limits.maxConcurrentJobs, queueWaitMs: policy.limits.queueWaitMs,
       maxQueueLength: policy.queue.maxLength, sandboxMinimum: policy.sandbox.minimum === 'none' ? undefined : policy.sandbox.minimum,
-      agent: r.selector?.agent, labels: r.selector?.labels, background: r.background === true, auditId,
+      // A job that may become a task is followed by polling its durable row, not by an event stream.
+      agent: r.selector?.agent, labels: r.selector?.labels, background: r.background === true || r.task !== undefined, auditId,
     });
     submitted = true;
     if (!answer.ok) return { kind: 'error', error: { code: errorCode(answer.code), message: answer.message }, decision, jobId, handle: spec.artifactHandle };
     if (r.background) return { kind: 'accepted', state: answer.state, decision, jobId, handle: spec.artifactHandle, agentId: answer.agentId };
+    if (r.task) {
+      const stopWaiting = cancelOnStreamClose(ctx, extra, key);
+      const view = await jobStatus(env, principal.team, spec.jobId, r.task.afterMs).finally(stopWaiting);
+      // Its result is complete once the uploads its exit announced have ended (a foreground call waits for them too).
+      if (view && !isSettled(view)) {
+        return { kind: 'pending', state: view.state as 'queued' | 'running', decision, jobId, handle: spec.artifactHandle, agentId: view.agent_id };
+      }
+      const res = await jobOutcome(env, principal.team, spec.jobId);
+      if (!res.ok) return { kind: 'error', error: res.error, decision, jobId, handle: spec.artifactHandle };
+      return { kind: 'done', exit: res.value.exit, decision, jobId, handle: spec.artifactHandle, agentId: res.value.agentId, sandbox: res.value.sandbox };
+    }
     // A background call's stream ends at once; only a foreground call's hang-up is a 2026-era cancel.
     const stopOnHangUp = cancelOnStreamClose(ctx, extra, key);
     const res = await awaitJob(env, principal.team, spec.jobId, progressReporter(extra), events).finally(stopOnHangUp);
@@ -139,8 +160,14 @@ function cancelOnStreamClose(ctx: ToolContext, extra: ToolExtra, key: string): (
   return () => signal.removeEventListener('abort', onAbort);
 }
 
+/** A job that ended, as the tools shape their answer from it (also when a task's result is read later). */
+export type EndedJob = Pick<Extract<GovernedOutcome, { kind: 'done' }>, 'exit' | 'jobId' | 'handle' | 'agentId' | 'sandbox'> & {
+  /** The policy decision's notes (said beside the result). */
+  notes: string[];
+};
+
 /** The `execute` tool's result for a job that ended; `gatehouse.exec` in scripts returns the same shape. */
-export function executeResult(out: Extract<GovernedOutcome, { kind: 'done' }>) {
+export function executeResult(out: Pick<EndedJob, 'exit' | 'jobId' | 'handle' | 'agentId' | 'sandbox'>) {
   const { exit } = out;
   return {
     stdout: exit.stdout,

@@ -18,6 +18,7 @@ import { registerRunScript } from './tools/run-script.ts';
 import { registerArtifactResources } from './resources.ts';
 import { registerPrompts } from './prompts.ts';
 import { registerJobViewer } from './apps/job-viewer.ts';
+import { installTasks } from './tasks/index.ts';
 
 export const SERVER_INFO = { name: 'gatehouse', version: '0.1.0' };
 
@@ -59,6 +60,7 @@ export function buildServer(ctx: ToolContext): McpServer {
   registerArtifactResources(server, ctx);
   registerPrompts(server);
   registerJobViewer(server);
+  installTasks(server, ctx);
   return server;
 }
 

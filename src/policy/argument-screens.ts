@@ -59,6 +59,7 @@ export function screenArguments(policy: PolicyDocument, exe: string, args: reado
   const ctx: ScreenContext = {
     exe, base, allowInlineCode: rule?.allowInlineCode ?? false, codeMode: o.codeMode ?? false,
     isAllowedExecutable: (name) => isAllowed(policy.executables.allow, name),
+    gitHardened: policy.git.repositoryPrograms === 'disable',
   };
   for (const screen of builtinScreens(base)) {
     const reason = screen(args, ctx);

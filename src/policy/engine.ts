@@ -8,6 +8,7 @@
  * denial (fail closed) naming the stage it happened in.
  */
 import type { PolicyDocument } from '../contracts/policy.ts';
+import { executableBase } from '../contracts/runtimes.ts';
 import { checkCwd } from './cwd.ts';
 import { screenEnv } from './env-screen.ts';
 import { checkExecutable, requestedExecutable } from './executables.ts';
@@ -143,6 +144,8 @@ async function decideStages(
   // The policy's own arguments go first (argv mode only; a code-mode file comes first there).
   const prepend = exe !== undefined && req.mode === 'argv' ? (ruleFor(policy, exe)?.prependArgs ?? []) : [];
   if (prepend.length) notes.push(`the policy adds ${JSON.stringify(prepend)} before the arguments`);
+  const hardenGit = exe !== undefined && req.mode === 'argv' && executableBase(exe) === 'git' && policy.git.repositoryPrograms === 'disable';
+  if (hardenGit) notes.push('git runs with the repository\'s filters, drivers, aliases, hooks and helpers switched off (git.repositoryPrograms = "disable")');
   return {
     allowed: true,
     stage: 'allowed',
@@ -156,6 +159,7 @@ async function decideStages(
       inlineBytes: limits.value.inlineBytes,
       artifactBytes: limits.value.artifactBytes,
       ...(isShell ? {} : { allowedExecutables: [...policy.executables.allow] }),
+      ...(hardenGit ? { hardenGit: true as const } : {}),
     },
     ...(opa ? { opa } : {}),
   };

@@ -12,15 +12,6 @@ import { DEFAULT_POLICY } from './default-policy.ts';
 export const PRESET_NAMES = ['strict', 'standard', 'open'] as const;
 export type PresetName = (typeof PRESET_NAMES)[number];
 
-/**
- * Arguments put before every git command under `strict`: no hooks, no fsmonitor program, and
- * no pager/editor/askpass/ssh programs from the repository's own `.git/config`.
- */
-export const STRICT_GIT_ARGS = [
-  '-c', 'core.hooksPath=/dev/null', '-c', 'core.fsmonitor=false', '-c', 'core.pager=cat', '-c', 'core.editor=false',
-  '-c', 'core.sshCommand=false', '-c', 'core.askPass=false', '-c', 'credential.helper=',
-];
-
 const READ_TOOLS = [
   'true', 'false', 'echo', 'printf', 'cat', 'head', 'tail', 'wc', 'ls', 'pwd', 'date', 'sleep', 'grep', 'sort', 'uniq', 'cut', 'tr', 'diff',
   'find', 'stat', 'du', 'mkdir', 'touch', 'cp', 'mv', 'rm', 'sed', 'awk', 'tar', 'gzip', 'basename', 'dirname', 'realpath', 'readlink',
@@ -32,10 +23,12 @@ const STRICT: PolicyDocument = PolicyDocument.parse({
   runtime: { enabled: false, allowedRuntimes: [] },
   executables: { allow: READ_TOOLS },
   shell: { enabled: false, allow: [] },
-  argumentRules: {
-    // `git diff` runs diff.external from the repository's config, which the workspace can write.
-    git: { deny: ['^(?:diff|difftool|mergetool)$'], allowInlineCode: false, prependArgs: STRICT_GIT_ARGS },
-  },
+  // The agent switches off the repository's filters, drivers, aliases, hooks and helpers for git.
+  git: { repositoryPrograms: 'disable' },
+  // That switch lists the repository's configuration just before git runs: one job at a time, so
+  // no other job of the team can rewrite .git/config in between.
+  limits: { ...DEFAULT_POLICY.limits, maxConcurrentJobs: 1 },
+  argumentRules: {},
 });
 
 const INTERPRETERS = ['node', 'python3', 'python', 'perl', 'ruby', 'php', 'Rscript', 'elixir', 'tsx', 'sh', 'bash'];
@@ -59,9 +52,11 @@ export const PRESETS: Record<PresetName, Preset> = {
   strict: {
     name: 'strict',
     summary:
-      'Read and file tools plus git; no interpreters, no make, no compilers, no runtimes, no shell strings. git runs with ' +
-      'hooks, fsmonitor and the repository\'s pager/editor/ssh/askpass/credential programs disabled (prepended -c options) and ' +
-      '`git diff`/difftool/mergetool refused (diff.external); filters named in the workspace\'s .gitattributes and .git/config still run on add/checkout.',
+      'Read and file tools plus git; no interpreters, no make, no compilers, no runtimes, no shell strings; one job at a time. ' +
+      'git runs with the repository\'s programs switched off by the agent: filters (clean/smudge/process), diff and merge drivers, ' +
+      'textconv, diff.external, aliases, hooks, fsmonitor, pager, editor, ssh/askpass/credential/gpg programs, remote upload/receive-pack; ' +
+      'no system or global git configuration, no bare repository found by walking up, no submodules. ' +
+      'Still allowed: sed/cp/mv can rewrite any workspace file (including .git/), which later strict git calls ignore the programs of.',
     policy: STRICT,
   },
   standard: {

@@ -30,6 +30,8 @@ export interface EffectiveJob {
   artifactBytes: number;
   /** For argv/code mode: the policy allowlist, re-checked by the agent against resolved paths. */
   allowedExecutables?: string[];
+  /** git run as argv under `git.repositoryPrograms = "disable"`: the agent switches the repository's programs off. */
+  hardenGit?: true;
 }
 
 /** One remote evaluator's answer, kept for the audit trail and for policy_check. */

@@ -20,10 +20,10 @@ afterAll(async () => {
   await gw?.stop();
 });
 
-function get(path: string, host: string): Promise<{ status: number; text: string }> {
-  const u = new URL(gw.url);
+function get(path: string, host: string, on: Gateway = gw, headers: Record<string, string> = {}): Promise<{ status: number; text: string }> {
+  const u = new URL(on.url);
   return new Promise((resolve, reject) => {
-    const req = request({ host: u.hostname, port: u.port, path, method: 'GET', headers: { Host: host } }, (res) => {
+    const req = request({ host: u.hostname, port: u.port, path, method: 'GET', headers: { ...headers, Host: host } }, (res) => {
       let text = '';
       res.on('data', (d) => (text += d));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
@@ -57,5 +57,29 @@ describe('a public host without GATEHOUSE_ISSUER / GATEHOUSE_AUDIENCE', () => {
   });
   it('is not served at all: the host check refuses it before anything is derived from it', () => {
     expect(hostProblem(req, {} as Env)).toContain('development gateway');
+  });
+});
+
+describe('a gateway deployed with GATEHOUSE_ISSUER but without GATEHOUSE_AUDIENCE (the real Worker)', () => {
+  let half: Gateway;
+  beforeAll(async () => {
+    half = await startGateway({ vars: { GATEHOUSE_ISSUER: `https://${PUBLIC}` } });
+  });
+  afterAll(async () => {
+    await half?.stop();
+  });
+  it('refuses every route on its public host with config_error naming the missing variable, a valid token included', async () => {
+    const token = await half.token({ team: 'acme', scopes: ['admin', 'execute'] });
+    for (const path of ['/.well-known/oauth-protected-resource', '/mcp', '/admin/v1/policy']) {
+      const r = await get(path, PUBLIC, half, { Authorization: `Bearer ${token}` });
+      expect(r.status, path).toBe(500);
+      expect(JSON.parse(r.text).error).toMatchObject({ code: 'config_error' });
+      expect(r.text, path).toContain('GATEHOUSE_AUDIENCE must be set');
+      // Nothing derived from the request: no metadata, no challenge naming the Host.
+      expect(r.text).not.toContain('jwks_uri');
+    }
+  });
+  it('keeps /healthz up so the deployment is diagnosable', async () => {
+    expect((await get('/healthz', PUBLIC, half)).status).toBe(200);
   });
 });

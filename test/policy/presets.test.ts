@@ -1,12 +1,7 @@
-import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import { hasCommand } from '../e2e/harness.ts';
+import { describe, expect, it } from 'vitest';
 import { parsePolicy } from '../../src/policy/parse.ts';
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
-import { PRESETS, PRESET_NAMES, STRICT_GIT_ARGS } from '../../src/policy/presets.ts';
+import { PRESETS, PRESET_NAMES } from '../../src/policy/presets.ts';
 import { check, run } from './helpers.ts';
 
 const { strict, standard, open } = { strict: PRESETS.strict.policy, standard: PRESETS.standard.policy, open: PRESETS.open.policy };
@@ -27,14 +22,14 @@ describe('strict: no interpreters, no make, git without repository programs', ()
     expect((await check(strict, { tool: 'runtime_execute', mode: 'argv', runtime: 'python', command: 'python3', args: ['x.py'] })).allowed).toBe(false);
     expect((await check(strict, { mode: 'shell', command: 'ls | wc -l' })).allowed).toBe(false);
   });
-  it('runs git with the repository-program switches in front, also for a simple command string', async () => {
+  it('hands git to the agent to run with the repository\'s programs switched off, also for a simple command string', async () => {
     const d = await run(strict, 'git', 'status');
     expect(d.allowed).toBe(true);
-    expect(d.runAs).toEqual({ command: 'git', args: [...STRICT_GIT_ARGS, 'status'] });
-    expect((await check(strict, { mode: 'shell', command: 'git log --oneline' })).runAs).toEqual({ command: 'git', args: [...STRICT_GIT_ARGS, 'log', '--oneline'] });
+    expect(d.effective?.hardenGit).toBe(true);
+    expect((await check(strict, { mode: 'shell', command: 'git log --oneline' })).runAs).toEqual({ command: 'git', args: ['log', '--oneline'] });
   });
-  it('refuses git diff (diff.external comes from the repository)', async () => {
-    expect((await run(strict, 'git', 'diff')).allowed).toBe(false);
+  it('allows git diff: diff.external and diff drivers are switched off like every other repository program', async () => {
+    expect((await run(strict, 'git', 'diff')).allowed).toBe(true);
   });
   it('still allows the read tools', async () => {
     expect((await check(strict, { mode: 'shell', command: 'ls -la' })).allowed).toBe(true);
@@ -52,43 +47,4 @@ describe('open: arbitrary code inside the sandbox, by design', () => {
   });
 });
 
-const roots: string[] = [];
-afterAll(() => {
-  for (const d of roots) rmSync(d, { recursive: true, force: true });
-});
-const skipGit = !hasCommand('git') && process.env.CI !== 'true';
-
-describe.skipIf(skipGit)("strict's git switches against the real git", () => {
-  function repo(): { dir: string; marker: (n: string) => string; git: (...a: string[]) => void } {
-    const dir = mkdtempSync(join(tmpdir(), 'gh-strict-'));
-    roots.push(dir);
-    const env = { PATH: process.env.PATH, HOME: dir, GIT_CONFIG_NOSYSTEM: '1', GIT_AUTHOR_NAME: 'a', GIT_AUTHOR_EMAIL: 'a@x.invalid', GIT_COMMITTER_NAME: 'a', GIT_COMMITTER_EMAIL: 'a@x.invalid' };
-    const git = (...a: string[]) => void spawnSync('git', a, { cwd: join(dir, 'r'), env, stdio: 'ignore' });
-    mkdirSync(join(dir, 'r'));
-    git('init', '-q');
-    // What a workspace can write: an fsmonitor program and a pre-commit hook.
-    const payload = join(dir, 'payload.sh');
-    writeFileSync(payload, `#!/bin/sh\ntouch '${dir}/M_'"$1"\n`);
-    chmodSync(payload, 0o755);
-    git('config', 'core.fsmonitor', `${payload} fsmonitor`);
-    writeFileSync(join(dir, 'r', '.git', 'hooks', 'pre-commit'), `#!/bin/sh\n'${payload}' hook\n`);
-    chmodSync(join(dir, 'r', '.git', 'hooks', 'pre-commit'), 0o755);
-    return { dir, marker: (n) => join(dir, `M_${n}`), git };
-  }
-  it('without the switches, the workspace\'s programs run (the payload is real)', () => {
-    const r = repo();
-    r.git('status');
-    r.git('commit', '-q', '--allow-empty', '-m', 'x');
-    expect(existsSync(r.marker('fsmonitor'))).toBe(true);
-    expect(existsSync(r.marker('hook'))).toBe(true);
-  });
-  it('with them, neither fsmonitor nor the hook runs', () => {
-    const r = repo();
-    r.git(...STRICT_GIT_ARGS, 'status');
-    r.git(...STRICT_GIT_ARGS, 'commit', '-q', '--allow-empty', '-m', 'x');
-    expect(existsSync(r.marker('fsmonitor'))).toBe(false);
-    expect(existsSync(r.marker('hook'))).toBe(false);
-    // …and git still works: the commit was made.
-    expect(spawnSync('git', ['rev-parse', '--verify', 'HEAD'], { cwd: join(r.dir, 'r'), stdio: 'ignore' }).status).toBe(0);
-  });
-});
+// strict's git against the real git, in the real sandbox: test/policy/git-repository-programs.test.ts.

@@ -30,6 +30,8 @@ interface Case {
   setup?: (dir: string, marker: string) => void;
   /** Whether the payload really runs with the real program (checked). */
   executes: boolean;
+  /** Standard input of every step (empty when absent). */
+  stdin?: string;
 }
 
 function scratch(): string {
@@ -82,6 +84,17 @@ const CASES: Case[] = [
     executes: true, setup: gitRepo,
   },
   {
+    name: 'git config --rename-section turns a harmless b.fsmonitor into core.fsmonitor, run by status',
+    steps: [['git', '-C', 'a', 'config', 'b.fsmonitor', 'touch M; :'], ['git', '-C', 'a', 'config', '--rename-section', 'b', 'core'], ['git', '-C', 'a', 'status']],
+    executes: true, setup: gitRepo,
+  },
+  {
+    name: 'git config imap.tunnel then imap-send runs the tunnel',
+    steps: [['git', '-C', 'a', 'config', 'imap.folder', 'x'], ['git', '-C', 'a', 'config', 'imap.tunnel', 'touch M'], ['git', '-C', 'a', 'imap-send']],
+    executes: true, setup: gitRepo,
+    stdin: 'From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\nFrom: a <a@example.invalid>\nDate: Mon, 1 Jan 2024 00:00:00 +0000\nSubject: [PATCH] x\n\nbody\n---\n f | 1 +\n',
+  },
+  {
     name: 'git diff --ext-diff runs diff.external from the repository',
     steps: [['git', '-C', 'a', 'diff', '--ext-diff', 'HEAD~0']],
     executes: true,
@@ -114,7 +127,7 @@ describe.skipIf(skip)('argument screens agree with the real programs', () => {
     for (const step of c.steps) {
       const argv = step.map(fill);
       verdicts.push((await run(P, argv[0], ...argv.slice(1))).allowed);
-      spawnSync(argv[0], argv.slice(1), { cwd: dir, env: envFor(dir), stdio: 'ignore', timeout: 30_000, input: '' });
+      spawnSync(argv[0], argv.slice(1), { cwd: dir, env: envFor(dir), stdio: ['pipe', 'ignore', 'ignore'], timeout: 30_000, input: c.stdin ?? '' });
     }
     const ran = existsSync(marker);
     expect(ran, `the payload ${ran ? 'ran' : 'did not run'} with the real ${c.steps[0][0]}`).toBe(c.executes);

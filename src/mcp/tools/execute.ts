@@ -3,11 +3,14 @@
  * command` (a policy switch, decided on the whole string). Result keeps the reference's shape
  * plus Gatehouse's truthful terminal state, the job id and the artifact handle.
  */
-import type { McpServer } from '@modelcontextprotocol/server';
+import type { CallToolResult, McpServer } from '@modelcontextprotocol/server';
+import type { GatehouseErrorShape } from '../../contracts/errors.ts';
 import { ExecuteInput, ExecuteOutput } from '../../contracts/tools.ts';
 import { strictInput } from '../../contracts/strict-input.ts';
 import { missingScope, toolError, toolResult, type ToolContext } from '../context.ts';
-import { executeResult, runGoverned } from '../governed-run.ts';
+import { executeResult, runGoverned, type EndedJob } from '../governed-run.ts';
+import { TASK_SUPPORT_META_KEY, taskOffer } from '../tasks/negotiation.ts';
+import { becomeTask } from '../tasks/create.ts';
 import { RUNS_JOBS, toolOutput } from '../register.ts';
 import { JOB_VIEWER_TOOL_META } from '../apps/job-viewer.ts';
 
@@ -23,7 +26,7 @@ export function registerExecute(server: McpServer, ctx: ToolContext): void {
       annotations: RUNS_JOBS,
       inputSchema: strictInput(ExecuteInput),
       outputSchema: toolOutput(ExecuteOutput),
-      _meta: JOB_VIEWER_TOOL_META,
+      _meta: { ...JOB_VIEWER_TOOL_META, [TASK_SUPPORT_META_KEY]: 'optional' },
     },
     async (input, extra) => {
       const denied = missingScope(ctx, 'execute', ['execute']);
@@ -38,10 +41,13 @@ export function registerExecute(server: McpServer, ctx: ToolContext): void {
         },
         job: { mode: shell ? 'shell' : 'argv', command: input.command, args: input.args ?? [], stdin: input.stdin },
         background: input.background, selector: { agent: input.agent, labels: input.labels },
+        task: taskOffer(ctx, extra, input),
       });
       if (out.kind === 'denied') return toolError(`Error: policy denied (${out.decision.stage}): ${out.decision.reason}`, undefined, 'policy_denied');
-      if (out.kind === 'error') return toolError(`Error: ${out.error.message}`, out.jobId ? { job_id: out.jobId } : undefined, out.error.code);
-      if (out.kind === 'accepted') {
+      if (out.kind === 'error') return executeFailed(out.error, out.jobId);
+      if (out.kind === 'accepted' || out.kind === 'pending') {
+        // Still running after the task offer's wait: this call's answer becomes a task (tasks/get has the result).
+        if (out.kind === 'pending') await becomeTask(ctx, extra, { tool: 'execute', jobId: out.jobId, state: out.state, shaping: { notes: out.decision.notes } });
         // Background: nothing has run yet; the fields of a result stay empty until job_status says it ended.
         const structured = {
           stdout: '', stderr: '', exit_code: null, timed_out: false, stdout_truncated: false, stderr_truncated: false, elapsed_ms: 0,
@@ -49,14 +55,24 @@ export function registerExecute(server: McpServer, ctx: ToolContext): void {
         };
         return toolResult(structured, `job ${out.jobId} ${out.state}; follow it with job_status {"job_id":"${out.jobId}","wait_ms":60000} and job_output {"job_id":"${out.jobId}"}`);
       }
-      const { exit } = out;
-      if (exit.state === 'failed_to_start') {
-        return toolError(`Error: execute: spawn failed${exit.error ? ` (${exit.error.message.replace(/^Error: execute: spawn failed:?\s*/, '')})` : ''}`, undefined, 'spawn_failed');
-      }
-      const structured = executeResult(out);
-      const notes = out.decision.notes.length ? `\n(policy: ${out.decision.notes.join('; ')})` : '';
-      if (exit.state === 'lost') return toolError(`Error: the job was lost: ${exit.error?.message ?? 'its executor agent vanished'}`, structured, 'job_lost');
-      return toolResult(structured, JSON.stringify(structured) + notes);
+      return executeEnded({ ...out, notes: out.decision.notes });
     },
   );
+}
+
+/** `execute`'s answer for a job that ended (a foreground call's, and a task's final result). */
+export function executeEnded(out: EndedJob): CallToolResult {
+  const { exit } = out;
+  if (exit.state === 'failed_to_start') {
+    return toolError(`Error: execute: spawn failed${exit.error ? ` (${exit.error.message.replace(/^Error: execute: spawn failed:?\s*/, '')})` : ''}`, undefined, 'spawn_failed');
+  }
+  const structured = executeResult(out);
+  const notes = out.notes.length ? `\n(policy: ${out.notes.join('; ')})` : '';
+  if (exit.state === 'lost') return toolError(`Error: the job was lost: ${exit.error?.message ?? 'its executor agent vanished'}`, structured, 'job_lost');
+  return toolResult(structured, JSON.stringify(structured) + notes);
+}
+
+/** `execute`'s answer for a job that could not run (refused, lost contact). */
+export function executeFailed(error: GatehouseErrorShape, jobId: string): CallToolResult {
+  return toolError(`Error: ${error.message}`, jobId ? { job_id: jobId } : undefined, error.code);
 }

@@ -10,6 +10,7 @@ import { shapeRuntimeResult } from '../output-shape.ts';
 import { RUNS_JOBS, toolOutput } from '../register.ts';
 import { missingScope, toolError, toolResult, type ToolContext } from '../context.ts';
 import { runScript, type ScriptRun } from '../../script/run.ts';
+import { TASK_SUPPORT_META_KEY } from '../tasks/negotiation.ts';
 
 export function registerRunScript(server: McpServer, ctx: ToolContext): void {
   server.registerTool(
@@ -25,6 +26,8 @@ export function registerRunScript(server: McpServer, ctx: ToolContext): void {
       annotations: RUNS_JOBS,
       inputSchema: RunScriptInput,
       outputSchema: toolOutput(RunScriptOutput),
+      // Never a task: the script runs inside this request at the edge, not as one durable job.
+      _meta: { [TASK_SUPPORT_META_KEY]: 'forbidden' },
     },
     async (input, extra) => {
       const denied = missingScope(ctx, 'run_script', ['execute']);

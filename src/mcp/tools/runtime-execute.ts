@@ -2,15 +2,19 @@
  * `runtime_execute` (reference 000): one of 16 runtimes, args mode or code mode, output shaped
  * by `outputMode` (minimal by default: a few numbers and the artifact handle).
  */
-import type { McpServer } from '@modelcontextprotocol/server';
-import { RuntimeExecuteInput, RuntimeExecuteOutput } from '../../contracts/tools.ts';
+import { z } from 'zod';
+import type { CallToolResult, McpServer } from '@modelcontextprotocol/server';
+import type { GatehouseErrorShape } from '../../contracts/errors.ts';
+import { OutputMode, RuntimeExecuteInput, RuntimeExecuteOutput } from '../../contracts/tools.ts';
 import { strictInput } from '../../contracts/strict-input.ts';
 import { RUNTIMES, type RuntimeName } from '../../contracts/runtimes.ts';
 import { listAgents } from '../../dispatch/client.ts';
 import { getArtifactRows, readTail } from '../../store/artifacts.ts';
 import { shapeRuntimeResult } from '../output-shape.ts';
 import { missingScope, toolError, toolResult, type ToolContext } from '../context.ts';
-import { runGoverned } from '../governed-run.ts';
+import { runGoverned, type EndedJob } from '../governed-run.ts';
+import { TASK_SUPPORT_META_KEY, taskOffer } from '../tasks/negotiation.ts';
+import { becomeTask } from '../tasks/create.ts';
 import { RUNS_JOBS, toolOutput } from '../register.ts';
 import { JOB_VIEWER_TOOL_META } from '../apps/job-viewer.ts';
 
@@ -29,7 +33,7 @@ export function registerRuntimeExecute(server: McpServer, ctx: ToolContext): voi
       annotations: RUNS_JOBS,
       inputSchema: strictInput(RuntimeExecuteInput),
       outputSchema: toolOutput(RuntimeExecuteOutput),
-      _meta: JOB_VIEWER_TOOL_META,
+      _meta: { ...JOB_VIEWER_TOOL_META, [TASK_SUPPORT_META_KEY]: 'optional' },
     },
     async (input, extra) => {
       const denied = missingScope(ctx, 'runtime_execute', ['execute']);
@@ -55,6 +59,7 @@ export function registerRuntimeExecute(server: McpServer, ctx: ToolContext): voi
         },
         job: { mode: codeMode ? 'code' : 'argv', command: executable, args: input.args ?? [], runtime, code, stdin: input.stdin },
         background: input.background, selector: { agent: input.agent, labels: input.labels },
+        task: taskOffer(ctx, extra, input),
       });
       if (out.kind === 'denied') {
         const structured = {
@@ -63,37 +68,62 @@ export function registerRuntimeExecute(server: McpServer, ctx: ToolContext): voi
         };
         return toolError(`Error: policy denied (${out.decision.stage}): ${out.decision.reason}`, structured, 'policy_denied');
       }
-      if (out.kind === 'error') return toolError(`Error: ${out.error.message}`, out.jobId ? { jobId: out.jobId } : undefined, out.error.code);
-      if (out.kind === 'accepted') {
+      if (out.kind === 'error') return runtimeFailed(out.error, out.jobId);
+      const shaping: RuntimeShaping = {
+        outputMode, queryTerms: input.queryTerms, contextLines: input.contextLines, maxResponseLines: input.maxResponseLines, notes: out.decision.notes,
+      };
+      if (out.kind === 'accepted' || out.kind === 'pending') {
+        // Still running after the task offer's wait: this call's answer becomes a task (tasks/get has the result).
+        if (out.kind === 'pending') await becomeTask(ctx, extra, { tool: 'runtime_execute', jobId: out.jobId, state: out.state, shaping });
         const structured = {
           status: out.state, exitCode: null, signal: null, durationMs: 0, outputLines: 0, outputBytes: 0, artifactHandle: out.handle,
           jobId: out.jobId, agentId: out.agentId, sandbox: null,
         };
         return toolResult(structured, `${JSON.stringify(structured)}\nfollow it with job_status {"job_id":"${out.jobId}","wait_ms":60000} and job_output {"job_id":"${out.jobId}"}`);
       }
-      const { exit } = out;
-      const hasArtifact = exit.streams.stdout.bytes + exit.streams.stderr.bytes > 0 && exit.artifactsUploaded;
-      let tails: { stdout?: string; stderr?: string } | undefined;
-      if (outputMode === 'summary' && hasArtifact && (exit.stdoutTruncated || exit.stderrTruncated)) {
-        const rows = await getArtifactRows(ctx.env, ctx.principal.team, out.handle);
-        tails = {};
-        for (const row of rows) tails[row.stream] = await readTail(ctx.env, row, TAIL_BYTES);
-      }
-      const shaped = shapeRuntimeResult(exit, {
-        artifactHandle: hasArtifact ? out.handle : null, outputMode, queryTerms: input.queryTerms,
-        contextLines: input.contextLines, maxResponseLines: input.maxResponseLines, tails,
-      });
-      const notes = [...out.decision.notes, ...(exit.error ? [`${exit.error.code}: ${exit.error.message}`] : [])];
-      const structured = {
-        ...shaped, ...(notes.length ? { notes: [...(shaped.notes ?? []), ...notes] } : {}),
-        jobId: out.jobId, agentId: out.agentId, sandbox: out.sandbox,
-      };
-      if (exit.state === 'failed_to_start' || exit.state === 'lost') {
-        return toolError(`Error: ${exit.error?.message ?? exit.state}`, structured, exit.state === 'lost' ? 'job_lost' : 'spawn_failed');
-      }
-      return toolResult(structured);
+      return runtimeEnded(ctx, { ...out, notes: out.decision.notes }, shaping);
     },
   );
+}
+
+/** How a runtime_execute call shapes its result (kept with a task, to shape its result later). */
+export const RuntimeShaping = z.object({
+  outputMode: OutputMode,
+  queryTerms: z.array(z.string()).optional(),
+  contextLines: z.number().int().optional(),
+  maxResponseLines: z.number().int().optional(),
+  notes: z.array(z.string()),
+});
+export type RuntimeShaping = z.infer<typeof RuntimeShaping>;
+
+/** `runtime_execute`'s answer for a job that ended (a foreground call's, and a task's final result). */
+export async function runtimeEnded(ctx: ToolContext, out: EndedJob, shaping: RuntimeShaping): Promise<CallToolResult> {
+  const { exit } = out;
+  const hasArtifact = exit.streams.stdout.bytes + exit.streams.stderr.bytes > 0 && exit.artifactsUploaded;
+  let tails: { stdout?: string; stderr?: string } | undefined;
+  if (shaping.outputMode === 'summary' && hasArtifact && (exit.stdoutTruncated || exit.stderrTruncated)) {
+    const rows = await getArtifactRows(ctx.env, ctx.principal.team, out.handle);
+    tails = {};
+    for (const row of rows) tails[row.stream] = await readTail(ctx.env, row, TAIL_BYTES);
+  }
+  const shaped = shapeRuntimeResult(exit, {
+    artifactHandle: hasArtifact ? out.handle : null, outputMode: shaping.outputMode, queryTerms: shaping.queryTerms,
+    contextLines: shaping.contextLines, maxResponseLines: shaping.maxResponseLines, tails,
+  });
+  const notes = [...shaping.notes, ...(exit.error ? [`${exit.error.code}: ${exit.error.message}`] : [])];
+  const structured = {
+    ...shaped, ...(notes.length ? { notes: [...(shaped.notes ?? []), ...notes] } : {}),
+    jobId: out.jobId, agentId: out.agentId, sandbox: out.sandbox,
+  };
+  if (exit.state === 'failed_to_start' || exit.state === 'lost') {
+    return toolError(`Error: ${exit.error?.message ?? exit.state}`, structured, exit.state === 'lost' ? 'job_lost' : 'spawn_failed');
+  }
+  return toolResult(structured);
+}
+
+/** `runtime_execute`'s answer for a job that could not run (refused, lost contact). */
+export function runtimeFailed(error: GatehouseErrorShape, jobId: string): CallToolResult {
+  return toolError(`Error: ${error.message}`, jobId ? { jobId } : undefined, error.code);
 }
 
 /** The runtime's first executable that a connected agent actually has, else its preferred one. */

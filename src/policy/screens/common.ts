@@ -10,6 +10,8 @@ export interface ScreenContext {
   codeMode: boolean;
   /** Whether the policy's executable allowlist admits this bare name (make's `CC=clang`). */
   isAllowedExecutable: (name: string) => boolean;
+  /** `git.repositoryPrograms = "disable"`: git must not reach configuration the agent did not list (submodules). */
+  gitHardened?: boolean;
 }
 
 export type Screen = (args: readonly string[], ctx: ScreenContext) => string | null;

@@ -26,16 +26,19 @@ export const GIT_PROGRAM_KEYS: readonly string[] = [
   'uploadpack\\.packobjectshook', 'remote\\..*\\.(?:uploadpack|receivepack|vcs|proxy)', 'protocol\\..*allow', 'include\\.path',
   'includeif\\..*', 'submodule\\..*\\.update', 'url\\..*\\.(?:insteadof|pushinsteadof)', 'hook\\..*', 'init\\.templatedir',
   'web\\.browser', 'browser\\..*\\.(?:cmd|path)', 'man\\..*\\.(?:cmd|path)', 'sendemail\\..*', 'instaweb\\..*',
-  'interactive\\.difffilter', 'ssh\\.variant', 'receive\\.procreceiverefs', 'http\\..*proxy', 'http\\.proxy', 'core\\.sshcommand',
+  'interactive\\.difffilter', 'ssh\\.variant', 'imap\\.tunnel', 'guitool\\..*\\.cmd', 'help\\.browser', 'man\\.viewer', 'receive\\.procreceiverefs', 'http\\..*proxy', 'http\\.proxy', 'core\\.sshcommand',
 ];
 const DANGEROUS_KEY = new RegExp(`^(?:${GIT_PROGRAM_KEYS.join('|')})(?:=|$)`, 's');
+/** The sections those keys live in (`core`, `filter`, `alias`, …): what `git config --rename-section` must not produce. */
+const PROGRAM_SECTIONS = new Set(GIT_PROGRAM_KEYS.map((k) => k.split('\\.')[0]));
 
 /** Long options that take a value in the transport subcommands (for abbreviations and `--opt --`). */
 const TRANSPORT_LONG: Record<string, Arity> = Object.fromEntries(
   ['branch', 'origin', 'upload-pack', 'receive-pack', 'exec', 'template', 'reference', 'reference-if-able', 'depth', 'shallow-since', 'shallow-exclude',
     'separate-git-dir', 'config', 'jobs', 'server-option', 'filter', 'bundle-uri', 'ref-format', 'refmap', 'repo', 'push-option', 'deepen', 'negotiation-tip',
     'recurse-submodules-default', 'submodule-prefix', 'sort']
-    .map((n) => [n, 'required' as const]),
+    .map((n): [string, Arity] => [n, 'required'])
+    .concat([['recurse-submodules', 'optional']]),
 );
 /**
  * git's parse-options per subcommand: only what is certain is declared; every other option is
@@ -58,6 +61,7 @@ const DENIED_SUBCOMMANDS: Record<string, string> = {
   'credential-store': 'it writes credentials',
   'credential-cache': 'it runs a credential daemon',
   shell: 'it is a restricted login shell',
+  'imap-send': 'it runs the imap.tunnel program from the configuration (and the sandbox has no network to reach a server)',
 };
 
 /** Long options that name a program to run, per subcommand ('*' = any subcommand). */
@@ -114,10 +118,18 @@ export const screenGit: Screen = (args, ctx) => {
   const rest = args.slice(i + 1);
   const deniedSub = Object.hasOwn(DENIED_SUBCOMMANDS, sub) ? DENIED_SUBCOMMANDS[sub] : undefined;
   if (deniedSub) return no(sub, deniedSub);
+  // The agent lists only the job's own repository's program keys: a submodule's configuration is another file.
+  const submodules = 'under git.repositoryPrograms = "disable" git must not enter submodules, whose own configuration is not switched off';
+  if (ctx.gitHardened && sub === 'submodule') return no(sub, submodules);
   if (sub === 'bisect' && rest.includes('run')) return no('run', 'git bisect run runs a command for every step');
   if (sub === 'submodule' && rest.includes('foreach')) return no('foreach', 'git submodule foreach runs a command in every submodule');
 
   if (sub === 'config') {
+    // `b.fsmonitor=x` is harmless until `--rename-section b core` turns it into core.fsmonitor.
+    if ([...scanOptions(rest, subSpec(sub))].some((t) => longIs(t, 'rename-section'))) {
+      const hit = rest.find((a) => !a.startsWith('-') && PROGRAM_SECTIONS.has(a.toLowerCase().split('.')[0]));
+      if (hit !== undefined) return no(hit, 'renaming a section to or from one whose keys name programs (core, filter, alias, diff, …) sets or moves such keys');
+    }
     // Only here: elsewhere `filter.py` or `hook.sh` are file names, not keys.
     for (const a of rest) {
       if (DANGEROUS_KEY.test(a.toLowerCase())) {
@@ -127,6 +139,7 @@ export const screenGit: Screen = (args, ctx) => {
   }
   for (const t of scanOptions(rest, subSpec(sub))) {
     if (t.kind === 'long') {
+      if (ctx.gitHardened && longIs(t, 'recurse-submodules')) return no(t.arg, submodules);
       for (const p of PROGRAM_OPTIONS) {
         if ((p.sub === '*' || p.sub.includes(sub)) && longIs(t, p.long)) return no(t.arg, p.why);
       }
