@@ -136,6 +136,7 @@ describe('a job\'s end and its artifact', () => {
       // Held for more than 3 heartbeats (1 s each in tests): a job whose exit is recorded is never lost.
       await new Promise((r) => setTimeout(r, 4500));
       expect(await status(c, jobId)).toMatchObject({ state: 'exited', exit_code: 3, artifact_state: 'uploading' });
+      expect((await admin('art', 'GET', `/jobs/${jobId}`)).body.job).toMatchObject({ state: 'exited', artifact_state: 'uploading' });
       // Its output is readable meanwhile, from what the edge kept live; more may come, so no eof yet.
       expect(await output(c, jobId)).toMatchObject({ data: 'one\n', source: 'live', eof: false, total_bytes: null });
       // Another agent of the team can neither write the open artifact nor say how its upload ended.
@@ -154,6 +155,7 @@ describe('a job\'s end and its artifact', () => {
       }, 30_000, 'the artifact to be complete');
       expect(done).toMatchObject({ state: 'exited', exit_code: 3, artifacts: { stdout: { state: 'complete', bytes: 4 }, stderr: { state: 'complete', bytes: 4 } } });
       expect(await output(c, jobId, { stream: 'stderr' })).toMatchObject({ data: 'two\n', source: 'artifact', eof: true });
+      expect((await admin('art', 'GET', `/jobs/${jobId}`)).body.job).toMatchObject({ state: 'exited', artifact_state: 'complete' });
       // The agent reported each stream once, and the call has one audit row, completed with the real exit.
       expect(proxy.messages('job.artifact', jobId).map((m) => [m.stream, m.state]).sort()).toEqual([['stderr', 'complete'], ['stdout', 'complete']]);
       const rows = await until(async () => {
