@@ -10,9 +10,11 @@
  * which the host kernel hands to the agent. No status files in the job dir.
  *
  * Every step runs under `env -i` with exactly the job's environment, and under `prlimit`
- * with the job's rlimits. One process per job keeps every driver the same, and lets gVisor
+ * with the job's rlimits (or, where the shell's own environment is already clean, with
+ * `export` and `ulimit` builtins: no extra exec). One process per job keeps every driver the same, and lets gVisor
  * start a pre-created sandbox with a single line on stdin instead of a `runsc exec` round trip.
  */
+import { ulimitCommands, type JobRlimits } from './limits.ts';
 import { GIT_FIXED_CONFIG, GIT_LISTED_KEYS, GIT_LISTING_FAILED, GIT_REFUSED_KEYS, gitRefusedMessage } from '../../src/contracts/git-hardening.ts';
 
 export interface LaunchPlan {
@@ -23,6 +25,12 @@ export interface LaunchPlan {
   run: string[];
   /** e.g. ['/usr/bin/prlimit', '--nofile=64', '--'] */
   rlimitPrefix?: string[];
+  /**
+   * Set env and rlimits with shell builtins (`export`, `ulimit`) instead of `env -i` and
+   * `prlimit`: two execs fewer. Only where the launcher's shell starts with nothing in its
+   * environment but PATH (gVisor's init, whose env is the sandbox spec's).
+   */
+  inShell?: { rlimits: JobRlimits };
   /**
    * The run step is git with the repository's programs switched off: the launcher lists the
    * configured program keys with the same git, cwd, env and these repository options, and
@@ -43,11 +51,19 @@ export function sq(s: string): string {
 export function launchScript(p: LaunchPlan): string {
   const env = Object.entries(p.env).map(([k, v]) => sq(`${k}=${v}`));
   // `extra`: raw shell words put after the job's env (later assignments win in `env`).
-  const cmd = (argv: string[], extra?: string) =>
-    [...(p.rlimitPrefix ?? []), '/usr/bin/env', '-i', ...env.map((e) => ({ raw: e })), ...(extra ? [{ raw: extra }] : []), ...argv]
+  const cmd = p.inShell
+    // The shell already exports exactly the job's env: only extra assignments need `env`.
+    ? (argv: string[], extra?: string) => [...(extra ? ['/usr/bin/env', { raw: extra }] : []), ...argv]
+      .map((a) => (typeof a === 'string' ? sq(a) : a.raw)).join(' ')
+    : (argv: string[], extra?: string) =>
+      [...(p.rlimitPrefix ?? []), '/usr/bin/env', '-i', ...env.map((e) => ({ raw: e })), ...(extra ? [{ raw: extra }] : []), ...argv]
       .map((a) => (typeof a === 'string' ? sq(a) : a.raw)).join(' ');
   const fd = STATUS_FD;
   const lines = [`cd ${sq(p.cwd)} || exit 126`];
+  if (p.inShell) {
+    // `cd` exported PWD and OLDPWD: drop them, so the job's env is exactly its own.
+    lines.push('unset OLDPWD PWD', ...env.map((e) => `export ${e}`), ...ulimitCommands(p.inShell.rlimits).map((c) => `${c} || exit 126`));
+  }
   if (p.build) {
     lines.push(`${cmd(p.build)} </dev/null ${fd}>&-`);
     lines.push(`s=$?; echo "build $s" >&${fd}; exec ${fd}>&-; [ "$s" -eq 0 ] || exit "$s"`);

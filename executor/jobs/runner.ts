@@ -18,7 +18,7 @@ import { inlineResult } from './inline.ts';
 import { OutputRelay } from './relay.ts';
 import { launchScript, parseBuildStatus } from './launcher.ts';
 import { startWatchdog, NO_WATCHDOG, type Watchdog } from './watchdog.ts';
-import { rlimitPrefix } from './limits.ts';
+import { jobRlimits, rlimitPrefix } from './limits.ts';
 import { expandTemplate, planJob, type Ceilings, type JobPlan } from './plan.ts';
 import { uploadArtifact, type UploadItem, type UploadTarget } from './upload.ts';
 import { LIVE_OUTPUT_MAX_BYTES } from '../../src/contracts/limits.ts';
@@ -148,7 +148,8 @@ export class JobRunner {
     try {
       let sandbox: Sandbox;
       try {
-        sandbox = await driver.acquire(spec.jobId, limits);
+        // A hardened git runs through the launcher script, which only a fresh sandbox starts.
+        sandbox = await driver.acquire(spec.jobId, limits, plan.hardenGit ? undefined : spec.reuse);
       } catch (e) {
         return settled(failedToStart(spec.jobId, t0, `sandbox did not start: ${(e as Error).message}`));
       }
@@ -168,10 +169,16 @@ export class JobRunner {
         const cwdInside = plan.cwd ? `${sandbox.workspaceInside}/${plan.cwd}` : sandbox.workspaceInside;
         const run = c ? expandTemplate(c.run, vars) : plan.argv!;
         const limitsPrefix = rlimitPrefix(limits, driver.processLimitByRlimit);
-        const script = launchScript({ cwd: cwdInside, env: plan.env, build, run, rlimitPrefix: limitsPrefix, ...(plan.hardenGit ? { hardenGit: plan.hardenGit } : {}) });
+        const rlimits = jobRlimits(limits, driver.processLimitByRlimit);
+        const script = launchScript({
+          cwd: cwdInside, env: plan.env, build, run,
+          ...(driver.launcherEnvClean ? { inShell: { rlimits } } : { rlimitPrefix: limitsPrefix }),
+          ...(plan.hardenGit ? { hardenGit: plan.hardenGit } : {}),
+        });
         // A hardened git needs the launcher (it lists the repository's program keys first).
         const direct = build || plan.hardenGit ? undefined : { argv: [...(limitsPrefix ?? []), ...run], cwd: cwdInside, env: plan.env };
-        const launched = await this.runLaunched(job, sandbox, { script, direct }, spec.stdin, caps, plan);
+        const steps = plan.hardenGit ? undefined : { cwd: cwdInside, env: plan.env, ...(build ? { build } : {}), run, rlimits };
+        const launched = await this.runLaunched(job, sandbox, { script, direct, steps }, spec.stdin, caps, plan);
         const { end, buildStatus } = launched;
         let phase: 'build' | 'run' | undefined = c ? 'run' : undefined;
         let compileError = false;

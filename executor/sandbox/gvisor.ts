@@ -24,6 +24,9 @@ import {
   type Sandbox, type SandboxDriver, type SandboxProcess,
 } from './types.ts';
 import { LAUNCHER_FILE, STATUS_FD } from '../jobs/launcher.ts';
+import { INIT_FILE_INSIDE, REUSE_INIT_PY } from './init/reuse-init.ts';
+import { ReusePool } from './gvisor-reuse.ts';
+import type { SandboxReuse } from '../../src/contracts/sandbox-reuse.ts';
 import { DEFAULT_RESOURCE_LIMITS } from '../../src/contracts/resource-limits.ts';
 import type { Logger } from '../log.ts';
 
@@ -44,10 +47,24 @@ const sameSandboxLimits = (a: SandboxLimits, b: SandboxLimits) => a.memoryBytes 
 const SETPRIV = existsSync('/usr/bin/setpriv') ? '/usr/bin/setpriv' : null;
 /** The init: wait for the go line, then run the launcher in the same shell (one exec fewer: execs are slow under ptrace). */
 const WAITER = ['/bin/sh', '-c', `read -r go && . ${JOB_DIR_INSIDE}/${LAUNCHER_FILE}`];
+/** The interpreter of the reuse init (-I -S: nothing from the environment or site dirs). */
+const PYTHON = '/usr/bin/python3';
+const REUSE_INIT = [PYTHON, '-I', '-S', '-B', INIT_FILE_INSIDE];
+/**
+ * What the reuse init may do as root inside the sandbox (jobs get none of it): drop to the job
+ * user and clear its bounding set (setuid, setgid, setpcap), put back its own rlimits after
+ * lending them to a job's start (sys_resource), kill the job's leftovers (kill), and wipe what
+ * a job left in /tmp and /job whatever its modes (DAC override, fowner).
+ */
+const REUSE_INIT_CAPS = ['CAP_SETUID', 'CAP_SETGID', 'CAP_SETPCAP', 'CAP_SYS_RESOURCE', 'CAP_KILL', 'CAP_DAC_OVERRIDE', 'CAP_FOWNER'];
+const SETPRIV_INSIDE = '/usr/bin/setpriv';
+type SandboxMode = 'single' | 'reuse';
 
 export class GvisorDriver implements SandboxDriver {
   readonly kind = 'gvisor' as const;
   readonly processLimitByRlimit = true;
+  /** The waiter's shell has only PATH in its env (the bundle's), so the launcher uses export/ulimit. */
+  readonly launcherEnvClean = true;
   readonly runscRoot: string;
   version = 'unknown';
   /** What warm sandboxes are started with: the sandbox-wide limits of the latest job. */
@@ -59,6 +76,8 @@ export class GvisorDriver implements SandboxDriver {
   private readonly live = new Set<GvisorSandbox>();
   private closed = false;
   private counter = 0;
+  /** Reusable sandboxes (teams whose policy sets sandbox.reuse); null when python3 is missing. */
+  private reuse: ReusePool | null = null;
   private readonly tag = randomBytes(3).toString('hex');
 
   constructor(opts: DriverOptions, log: Logger) {
@@ -73,7 +92,7 @@ export class GvisorDriver implements SandboxDriver {
   }
 
   limitMechanisms(): string {
-    return 'memory: the sandbox\'s memory limit (OCI linux.resources, applied by runsc); /tmp: tmpfs size=; processes, open files, file size, CPU time: rlimits inside the sandbox (prlimit); disk writes: write_bytes of the sandbox\'s host processes';
+    return 'memory: the sandbox\'s memory limit (OCI linux.resources, applied by runsc); /tmp: tmpfs size=; processes, open files, file size, CPU time: rlimits inside the sandbox (the launcher\'s ulimit, or the reuse init); disk writes: write_bytes of the sandbox\'s host processes';
   }
 
   /** Refuses runsc builds known to break basic commands, with the reason. */
@@ -139,6 +158,13 @@ export class GvisorDriver implements SandboxDriver {
       else if (e.kind === 'dir') mkdirSync(at, { recursive: true });
       else writeFileSync(at, '');
     }
+    // The reuse init lives in the read-only root: a job can read it, never change it.
+    writeFileSync(join(this.rootfs, INIT_FILE_INSIDE), REUSE_INIT_PY, { mode: 0o644 });
+    if (existsSync(PYTHON) && existsSync(SETPRIV_INSIDE)) {
+      this.reuse = new ReusePool({ createReusable: (l) => this.create(l, 'reuse'), closed: () => this.closed }, this.log);
+    } else {
+      this.log.warn(`sandbox reuse is off: it needs ${PYTHON} and ${SETPRIV_INSIDE} (Debian packages python3-minimal, util-linux); every job gets a fresh sandbox`);
+    }
   }
 
   refill(): void {
@@ -159,7 +185,8 @@ export class GvisorDriver implements SandboxDriver {
     }
   }
 
-  async acquire(jobId: string, limits: ResourceLimits): Promise<Sandbox> {
+  async acquire(jobId: string, limits: ResourceLimits, reuse?: SandboxReuse): Promise<Sandbox> {
+    if (reuse && this.reuse) return this.reuse.acquire(jobId, limits, reuse);
     // Memory and /tmp size are properties of the whole sandbox: a warm one serves only a job with
     // the same; the pool follows the latest job's (teams rarely change their limits).
     if (!sameSandboxLimits(limits, this.poolLimits)) {
@@ -188,7 +215,7 @@ export class GvisorDriver implements SandboxDriver {
   }
 
   /** Starts a sandbox whose init waits for its job. `ready` says whether it came up. */
-  create(limits: SandboxLimits): GvisorSandbox {
+  create(limits: SandboxLimits, mode: SandboxMode = 'single'): GvisorSandbox {
     const id = `${ID_PREFIX}${this.tag}-${++this.counter}-${randomBytes(3).toString('hex')}`;
     const bundle = join(this.opts.stateDir, 'bundles', id);
     const jobDir = join(this.opts.stateDir, 'jobdirs', id);
@@ -196,13 +223,14 @@ export class GvisorDriver implements SandboxDriver {
     mkdirSync(jobDir, { recursive: true, mode: 0o700 });
     // The job user must be able to write its own dir (build output); nobody else can reach it.
     if (process.getuid?.() === 0) chownSync(jobDir, SANDBOX_UID, SANDBOX_GID);
-    writeFileSync(join(bundle, 'config.json'), JSON.stringify(this.bundleConfig(jobDir, limits, id)));
-    const sb = new GvisorSandbox(this, id, bundle, jobDir, limits);
+    writeFileSync(join(bundle, 'config.json'), JSON.stringify(this.bundleConfig(jobDir, limits, id, mode)));
+    // A reused sandbox's seccomp filter (bundleConfig) is only applied with --oci-seccomp.
+    const sb = new GvisorSandbox(this, id, bundle, jobDir, limits, mode === 'reuse' ? ['--oci-seccomp'] : []);
     this.live.add(sb);
     return sb;
   }
 
-  bundleConfig(jobDir: string, limits: SandboxLimits, id = ''): object {
+  bundleConfig(jobDir: string, limits: SandboxLimits, id = '', mode: SandboxMode = 'single'): object {
     const mounts: object[] = [
       { destination: '/proc', type: 'proc', source: 'proc' },
       { destination: '/dev', type: 'tmpfs', source: 'tmpfs', options: ['nosuid', 'strictatime', 'mode=755', 'size=65536k'] },
@@ -227,17 +255,25 @@ export class GvisorDriver implements SandboxDriver {
     linux.resources = { memory: { limit: limits.memoryBytes } };
     // Our own cgroup path, so the sandbox's host processes can be found (disk-write accounting).
     if (id) linux.cgroupsPath = `/gatehouse/${id}`;
+    // POSIX message queues outlive their creator and cannot be listed without mounting mqueue
+    // (CAP_SYS_ADMIN): in a sandbox that runs several jobs, none may create one.
+    if (mode === 'reuse') {
+      linux.seccomp = { defaultAction: 'SCMP_ACT_ALLOW', syscalls: [{ names: ['mq_open'], action: 'SCMP_ACT_ERRNO', errnoRet: 1 }] };
+    }
+    const reuse = mode === 'reuse';
+    const caps = reuse ? REUSE_INIT_CAPS : [];
     return {
       ociVersion: '1.0.0',
       hostname: 'sandbox',
       process: {
         terminal: false,
-        user: { uid: SANDBOX_UID, gid: SANDBOX_GID, additionalGids: [] },
-        args: WAITER,
+        // The reuse init is root inside (it drops every job to the sandbox user); the waiter is that user.
+        user: reuse ? { uid: 0, gid: 0, additionalGids: [] } : { uid: SANDBOX_UID, gid: SANDBOX_GID, additionalGids: [] },
+        args: reuse ? REUSE_INIT : WAITER,
         // The launcher replaces this with `env -i` + the job's env for every step.
         env: ['PATH=/usr/bin:/bin'],
         cwd: WORKSPACE_INSIDE,
-        capabilities: { bounding: [], effective: [], inheritable: [], permitted: [], ambient: [] },
+        capabilities: { bounding: caps, effective: caps, inheritable: [], permitted: caps, ambient: [] },
         noNewPrivileges: true,
         // Hard limits high enough for any policy: the launcher lowers them to the job's (prlimit).
         rlimits: [
@@ -262,7 +298,7 @@ export class GvisorDriver implements SandboxDriver {
   async idle(): Promise<void> {
     // Pooled sandboxes wait on purpose; everything else should be on its way out.
     for (;;) {
-      const busy = [...this.live].filter((s) => !this.pool.includes(s));
+      const busy = [...this.live].filter((s) => !this.pool.includes(s) && !this.reuse?.holds(s));
       if (!busy.length) return;
       // Wait for their teardown to finish (not just for runsc to exit): a resolved promise
       // here would make this loop spin on microtasks and starve the teardown it waits for.
@@ -272,6 +308,7 @@ export class GvisorDriver implements SandboxDriver {
 
   async close(): Promise<void> {
     this.closed = true;
+    await this.reuse?.close();
     const all = [...this.pool.splice(0), ...this.live];
     await Promise.allSettled(all.map((sb) => sb.destroy()));
     // A `runsc run` that died by a signal (the agent's process group was signalled) leaves
@@ -305,7 +342,7 @@ export class GvisorSandbox implements Sandbox {
   private killing: Promise<void> | null = null;
   private destroying: Promise<void> | null = null;
 
-  constructor(driver: GvisorDriver, id: string, bundle: string, jobDir: string, limits: SandboxLimits) {
+  constructor(driver: GvisorDriver, id: string, bundle: string, jobDir: string, limits: SandboxLimits, runscFlags: string[] = []) {
     this.limits = limits;
     this.driver = driver;
     this.id = id;
@@ -316,7 +353,7 @@ export class GvisorSandbox implements Sandbox {
     // fd 3 is the launcher's status pipe, passed into the sandbox as its fd 3. `runsc run` gets a
     // parent-death signal: if the agent dies, it dies, and its sandbox with it (even one still
     // starting, which would otherwise outlive the agent).
-    const runArgs = ['runsc', '--root', driver.runscRoot, '--network=none', 'run', '--pass-fd', `${STATUS_FD}:${STATUS_FD}`, '--pid-file', this.pidFile, '--bundle', bundle, id];
+    const runArgs = ['runsc', '--root', driver.runscRoot, '--network=none', ...runscFlags, 'run', '--pass-fd', `${STATUS_FD}:${STATUS_FD}`, '--pid-file', this.pidFile, '--bundle', bundle, id];
     const argv = SETPRIV ? [SETPRIV, '--pdeathsig', 'KILL', '--', ...runArgs] : runArgs;
     this.child = spawn(argv[0], argv.slice(1), { env: RUNSC_ENV, stdio: ['pipe', 'pipe', 'pipe', 'pipe'] });
     this.child.stdin!.on('error', () => {});
@@ -333,6 +370,21 @@ export class GvisorSandbox implements Sandbox {
   private onEarlyStderr = (d: Buffer) => {
     if (this.stderrHead.length < 4096) this.stderrHead += d.toString();
   };
+
+  /** The sandbox's own stdio: the reuse init's frame channel. */
+  channel(): ChildProcess {
+    return this.child;
+  }
+
+  /** How `runsc run` ended (the sandbox's end). */
+  wrapperEnd(): Promise<ProcessEnd> {
+    return this.ended;
+  }
+
+  /** How often the sandbox hit its memory limit so far (cgroup v1 failcnt; 0 where unreadable). */
+  memoryFailures(): number {
+    try { return Number(readFileSync(`/sys/fs/cgroup/memory/gatehouse/${this.id}/memory.failcnt`, 'utf8')) || 0; } catch { return 0; }
+  }
 
   alive(): boolean {
     return this.child.exitCode === null && this.child.signalCode === null;

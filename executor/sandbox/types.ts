@@ -6,6 +6,8 @@
 import type { ChildProcess } from 'node:child_process';
 import type { Readable } from 'node:stream';
 import type { SandboxKind } from '../../src/contracts/agent-protocol.ts';
+import type { SandboxReuse } from '../../src/contracts/sandbox-reuse.ts';
+import type { JobRlimits } from '../jobs/limits.ts';
 
 /** Search path inside every sandbox; executables are resolved against it, never the agent's PATH. */
 export const SANDBOX_PATH = '/usr/local/bin:/usr/bin:/bin';
@@ -25,6 +27,8 @@ export interface LaunchRequest {
    * process per job anyway (bwrap, none) run this instead and save the launcher's execs.
    */
   direct?: { argv: string[]; cwd: string; env: Record<string, string> };
+  /** The job's steps as data, for a sandbox whose own init starts them (a reused gVisor sandbox). */
+  steps?: { cwd: string; env: Record<string, string>; build?: string[]; run: string[]; rlimits: JobRlimits };
 }
 
 /** How a process ended, as far as the driver can tell. */
@@ -34,8 +38,8 @@ export type ProcessEnd =
   | { kind: 'spawn_failed'; message: string };
 
 export interface SandboxProcess {
-  /** stdin/stdout/stderr are always pipes. */
-  child: ChildProcess;
+  /** stdin/stdout/stderr are always pipes (or streams relayed from the sandbox's own pipes). */
+  child: Pick<ChildProcess, 'stdin' | 'stdout' | 'stderr'>;
   /** Resolves when the process (not its pipes) is gone; never rejects. */
   ended: Promise<ProcessEnd>;
   /**
@@ -79,8 +83,13 @@ export interface SandboxDriver {
   limitMechanisms(): string;
   /** Whether the job's process limit is RLIMIT_NPROC (it counts the job alone) rather than a cgroup. */
   readonly processLimitByRlimit: boolean;
-  /** A fresh sandbox for `jobId` (from the warm pool when there is one). */
-  acquire(jobId: string, limits: ResourceLimits): Promise<Sandbox>;
+  /** Whether the launcher's shell starts with only PATH in its env (it may then use export/ulimit). */
+  readonly launcherEnvClean?: boolean;
+  /**
+   * A fresh sandbox for `jobId` (from the warm pool when there is one), or with `reuse` (the
+   * team's policy) one a previous job of the team used, where the driver supports it.
+   */
+  acquire(jobId: string, limits: ResourceLimits, reuse?: SandboxReuse): Promise<Sandbox>;
   /** Resolves once no sandbox is being torn down in the background (tests, shutdown). */
   idle(): Promise<void>;
   /** Destroys pooled and live sandboxes. */

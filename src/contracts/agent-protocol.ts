@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { RuntimeName } from './runtimes.ts';
 import { describeIssues } from './errors.ts';
+import { SandboxReuse } from './sandbox-reuse.ts';
 
 export const PROTOCOL_VERSION = 1;
 /** Upper bound of an agent's reconnect backoff: after a gateway restart every agent is back within it. */
@@ -63,6 +64,8 @@ export const JobSpec = z.object({
    * Absent in shell mode, where the edge decided on the whole string.
    */
   allowedExecutables: z.array(z.string()).optional(),
+  /** The team's `sandbox.reuse`: a gVisor agent may run this job in a sandbox a previous job of the team used. */
+  reuse: SandboxReuse.optional(),
   /**
    * argv-mode git under a policy with `git.repositoryPrograms = "disable"`: the agent runs it with
    * the repository's filters, drivers, aliases, hooks and helpers switched off

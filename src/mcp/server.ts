@@ -18,6 +18,7 @@ import { registerRunScript } from './tools/run-script.ts';
 import { registerArtifactResources } from './resources.ts';
 import { registerPrompts } from './prompts.ts';
 import { registerJobViewer } from './apps/job-viewer.ts';
+import { promptStateVerifier } from '../approval/prompt-state.ts';
 import { installTasks } from './tasks/index.ts';
 
 export const SERVER_INFO = { name: 'gatehouse', version: '0.1.0' };
@@ -41,6 +42,8 @@ export function buildServer(ctx: ToolContext): McpServer {
     // The tool list is fixed per deployment: there is never a list_changed notification to send.
     capabilities: { tools: { listChanged: false }, resources: { listChanged: false }, prompts: { listChanged: false } },
     cacheHints: CACHE_HINTS,
+    // Approval prompts (src/approval/): echoed request state is checked before any tool sees it.
+    requestState: { verify: promptStateVerifier(ctx.env, ctx.principal) },
     instructions:
       'Gatehouse runs commands for your team under its policy, in gVisor sandboxes on the team\'s executor agents. ' +
       'Prefer runtime_execute with outputMode "minimal", then query_output on the artifactHandle when you need to see output. ' +

@@ -19,6 +19,7 @@ import { join, resolve } from 'node:path';
 import type { JobExit, JobSpec } from '../../src/contracts/agent-protocol.ts';
 import { FakeEdge } from '../executor/fake-edge.ts';
 import { jobSpec, requireTool } from '../executor/helpers.ts';
+import type { SandboxReuse } from '../../src/contracts/sandbox-reuse.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const MiB = 1024 * 1024;
@@ -38,11 +39,13 @@ const MAX_HEARTBEAT_GAP_MS = 3000;
 type Msg = Record<string, unknown>;
 interface Row { attack: string; outcome: string; ms: number }
 
-export function attackSuite(kind: 'gvisor' | 'bwrap'): void {
+/** `reuse`: every job carries the team's sandbox.reuse (gVisor then runs jobs one after another in one sandbox). */
+export function attackSuite(kind: 'gvisor' | 'bwrap', o: { reuse?: SandboxReuse } = {}): void {
   const available = requireTool(kind);
   const d = available ? describe : describe.skip;
+  const label = o.reuse ? `${kind} with sandbox reuse` : kind;
 
-  d(`attacks under ${kind}`, () => {
+  d(`attacks under ${label}`, () => {
     const token = `agent-token-${randomBytes(24).toString('hex')}`;
     let edge: FakeEdge;
     let agent: ChildProcess;
@@ -91,7 +94,7 @@ export function attackSuite(kind: 'gvisor' | 'bwrap'): void {
       if (base) rmSync(base, { recursive: true, force: true });
       if (stateDir) rmSync(stateDir, { recursive: true, force: true });
       if (rows.length) {
-        console.log(`\nattack suite, ${kind}:\n| attack | outcome | time to contain |\n|---|---|---|\n${rows.map((r) => `| ${r.attack} | ${r.outcome} | ${(r.ms / 1000).toFixed(2)} s |`).join('\n')}\n`);
+        console.log(`\nattack suite, ${label}:\n| attack | outcome | time to contain |\n|---|---|---|\n${rows.map((r) => `| ${r.attack} | ${r.outcome} | ${(r.ms / 1000).toFixed(2)} s |`).join('\n')}\n`);
       }
     });
 
@@ -99,7 +102,7 @@ export function attackSuite(kind: 'gvisor' | 'bwrap'): void {
     async function job(spec: Partial<JobSpec>, waitMs = 30_000): Promise<{ exit?: JobExit; error?: Msg; ms: number }> {
       const jobId = `atk-${kind}-${++n}`;
       const t0 = Date.now();
-      edge.send({ type: 'job.start', spec: jobSpec({ jobId, limits: ATTACK_LIMITS, ...spec }) });
+      edge.send({ type: 'job.start', spec: jobSpec({ jobId, limits: ATTACK_LIMITS, ...(o.reuse ? { reuse: o.reuse } : {}), ...spec }) });
       const m = await edge.next((x) => (x.type === 'job.exit' || x.type === 'job.error') && x.jobId === jobId, waitMs);
       const ms = Date.now() - t0;
       if (m.type === 'job.error') return { error: m, ms };
@@ -149,7 +152,8 @@ export function attackSuite(kind: 'gvisor' | 'bwrap'): void {
       const hits = ps.filter((l) => markers.some((m) => l.includes(m)) && !l.includes('ps -eo'));
       if (kind === 'gvisor') {
         const sandboxes = ps.filter((l) => l.includes('runsc-sandbox') && l.includes(stateDir));
-        if (sandboxes.length > WARM) hits.push(...sandboxes); // only the warm pool may be left
+        // Only the warm pool may be left (and, with reuse, the agent's capacity of parked reusable sandboxes).
+        if (sandboxes.length > WARM + (o.reuse ? 2 : 0)) hits.push(...sandboxes);
       }
       return hits;
     }
@@ -294,6 +298,112 @@ export function attackSuite(kind: 'gvisor' | 'bwrap'): void {
         listener.close();
       }
     }, 60_000);
+
+    // ---- sandbox reuse: what one job of the team leaves must never reach the next ----
+    if (o.reuse) {
+      /** gVisor gives each sandbox a random boot id: equal ids = the same (reused) sandbox. */
+      const BOOT = 'cat /proc/sys/kernel/random/boot_id';
+      const bootOf = (out: string) => /^[0-9a-f-]{36}$/m.exec(out)?.[0] ?? 'none';
+      /** Runs `attacker`, then `probe` as the team's next job; both exits, and whether the probe ran in the attacker's sandbox. */
+      async function afterAttack(name: string, attacker: Partial<JobSpec>, probe: Partial<JobSpec>) {
+        const t0 = Date.now();
+        const a = await job({ timeoutMs: 10_000, ...attacker }, 10_000 + GRACE_MS);
+        const p = await job({ timeoutMs: 10_000, ...probe }, 10_000 + GRACE_MS);
+        expect(a.exit, `${name}: attacker`).toBeDefined();
+        expect(p.exit, `${name}: probe`).toBeDefined();
+        const same = bootOf(a.exit!.stdout) === bootOf(p.exit!.stdout);
+        rows.push({ attack: `reuse: ${name}`, outcome: `next job saw nothing (${same ? 'sandbox cleaned and reused' : 'sandbox discarded'})`, ms: Date.now() - t0 });
+        return { a: a.exit!, p: p.exit!, same };
+      }
+
+      it('reuse: background, setsid, nohup, double-forked and stopped processes are gone before the next job', async () => {
+        const { a, p, same } = await afterAttack('processes left behind', {
+          mode: 'shell',
+          command: `${BOOT}; setsid sleep 1000.8101 & nohup sleep 1000.8102 >/dev/null 2>&1 & (sleep 1000.8103 &); sleep 1000.8104 & kill -STOP $!; (sleep 1; echo late > /tmp/late-writer) & echo started`,
+        }, {
+          mode: 'shell', command: `${BOOT}; sleep 1.5; for p in /proc/[0-9]*; do echo "$p $(tr '\\0' ' ' < $p/cmdline)"; done; ls -A /tmp`,
+        });
+        expect(a).toMatchObject({ state: 'exited', exitCode: 0 });
+        expect(p).toMatchObject({ state: 'exited', exitCode: 0 });
+        expect(p.stdout).not.toContain('1000.81');
+        expect(p.stdout).not.toContain('late-writer');
+        // The init killed them and kept the sandbox: the wipe, not a discard, is what this checks.
+        expect(same, 'the sandbox was reused').toBe(true);
+      }, 60_000);
+
+      it('reuse: files in /tmp and /job (hidden, nested, unreadable, FIFOs, sockets, symlinks) are gone', async () => {
+        const { p, same } = await afterAttack('files left in /tmp and /job', {
+          mode: 'shell',
+          command: `${BOOT}; for d in /tmp /job; do echo x > $d/.hidden; mkdir -p $d/a/b; echo y > $d/a/b/c; chmod 000 $d/a/b $d/a; mkfifo $d/fifo; ln -s /etc/passwd $d/link; python3 -c "import socket; socket.socket(socket.AF_UNIX).bind('$d/sock')"; done; echo "EVIL=1" > /tmp/.profile; ls -A /tmp /job`,
+        }, { mode: 'shell', command: `${BOOT}; find /tmp /job -mindepth 1 2>&1; echo end` });
+        expect(p.stdout.split('\n').filter((l) => l.startsWith('/'))).toEqual([]);
+        expect(p.stdout).toContain('end');
+        expect(same, 'the sandbox was reused').toBe(true);
+      }, 60_000);
+
+      it('reuse: a job that lowers its rlimits and exports variables changes nothing for the next job', async () => {
+        const { p, same } = await afterAttack('changed env and rlimits', {
+          mode: 'shell', env: { LEAK_ME: 'from-job-1' },
+          command: `${BOOT}; ulimit -n 16; ulimit -t 2; export EVIL=1; echo 'export EVIL=1' > /tmp/.profile; umask 000; echo done`,
+        }, { mode: 'shell', command: `${BOOT}; ulimit -Hn; ulimit -Sn; ulimit -t; umask; env` });
+        const lines = p.stdout.split('\n');
+        expect(lines.slice(1, 5)).toEqual([String(ATTACK_LIMITS.maxOpenFiles), String(ATTACK_LIMITS.maxOpenFiles), String(ATTACK_LIMITS.cpuSeconds), '0022']);
+        expect(p.stdout).not.toMatch(/EVIL|LEAK_ME/);
+        expect(same).toBe(true);
+      }, 60_000);
+
+      it('reuse: a job that attacks the init (signals, its fds, its memory, forged frames) gets its own truthful result, and so does the next', async () => {
+        const code = [
+          'import os, signal, sys',
+          `print(open('/proc/sys/kernel/random/boot_id').read().strip())`,
+          'forged = b"X\\x00\\x00\\x00\\x0a{\\"code\\":0}C\\x00\\x00\\x00\\x0b{\\"ok\\":true}"',
+          'for sig in (signal.SIGSTOP, signal.SIGTERM, signal.SIGKILL):',
+          '    try: os.kill(1, sig); print("signalled init", sig)',
+          '    except OSError as e: print("signal refused", e.errno)',
+          'for fd in range(0, 16):',
+          '    for mode in ("wb", "rb"):',
+          '        try:',
+          '            f = open("/proc/1/fd/%d" % fd, mode)',
+          '            f.write(forged) if mode == "wb" else f.read(1)',
+          '            print("OPENED init fd", fd, mode)',
+          '        except OSError: pass',
+          'try: open("/proc/1/mem", "r+b"); print("OPENED init memory")',
+          'except OSError: pass',
+          'sys.stdout.flush(); os.write(1, forged); os.write(2, forged)',
+          'sys.exit(7)',
+        ].join('\n');
+        const { a, p } = await afterAttack('attacks on the init and its channel', { mode: 'code', runtime: 'python', command: '', code }, { command: 'echo', args: ['probe-ok'] });
+        expect(a).toMatchObject({ state: 'exited', exitCode: 7 });
+        expect(a.stdout).not.toMatch(/signalled init|OPENED/);
+        // The forged frames arrived as the job's own output bytes, nothing more.
+        expect(a.stdout).toContain('{"code":0}');
+        expect(p).toMatchObject({ state: 'exited', exitCode: 0, stdout: 'probe-ok\n' });
+      }, 60_000);
+
+      it('reuse: System V IPC objects and POSIX message queues never reach the next job', async () => {
+        const make = [
+          'import ctypes, os',
+          'libc = ctypes.CDLL(None, use_errno=True)',
+          'rt = ctypes.CDLL("librt.so.1", use_errno=True)',
+          `print(open('/proc/sys/kernel/random/boot_id').read().strip())`,
+          'print("shm", libc.shmget(0x4748, 4096, 0o1666), "msg", libc.msgget(0x4748, 0o1666), "sem", libc.semget(0x4748, 1, 0o1666))',
+          'print("mq", rt.mq_open(b"/gatehouse-leak", os.O_CREAT | os.O_RDWR, 0o666, None))',
+        ].join('\n');
+        const look = [
+          'import ctypes, os',
+          'libc = ctypes.CDLL(None, use_errno=True)',
+          'rt = ctypes.CDLL("librt.so.1", use_errno=True)',
+          `print(open('/proc/sys/kernel/random/boot_id').read().strip())`,
+          'print("shm", libc.shmget(0x4748, 0, 0), "msg", libc.msgget(0x4748, 0), "sem", libc.semget(0x4748, 0, 0))',
+          'print("mq", rt.mq_open(b"/gatehouse-leak", os.O_RDWR, 0, None))',
+        ].join('\n');
+        const { a, p } = await afterAttack('System V IPC and POSIX message queues', { mode: 'code', runtime: 'python', command: '', code: make }, { mode: 'code', runtime: 'python', command: '', code: look });
+        expect(a.stdout, 'the attacker created System V objects (else this proves nothing)').toMatch(/shm \d+ msg \d+ sem \d+/);
+        expect(a.stdout, 'POSIX message queues are refused in a reused sandbox').toContain('mq -1');
+        expect(p.stdout).toContain('shm -1 msg -1 sem -1');
+        expect(p.stdout).toContain('mq -1');
+      }, 60_000);
+    }
 
     it('a blocked agent (SIGSTOP) still cannot keep a job past its deadline: the watchdog kills it', async () => {
       const tick = join(root, 'tick-stop');

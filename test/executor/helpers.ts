@@ -7,6 +7,7 @@ import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { JobOutput, JobSpec, SandboxKind } from '../../src/contracts/agent-protocol.ts';
+import type { SandboxReuse } from '../../src/contracts/sandbox-reuse.ts';
 import { startDriver } from '../../executor/sandbox/index.ts';
 import type { SandboxDriver } from '../../executor/sandbox/types.ts';
 import { JobRunner, type JobResult } from '../../executor/jobs/runner.ts';
@@ -46,7 +47,7 @@ export interface Rig {
   close(): Promise<void>;
 }
 
-export async function makeRig(kind: SandboxKind, o: { capacity?: number; warm?: number; maxTimeoutMs?: number; maxArtifactBytes?: number; withoutRuntimes?: string[] } = {}): Promise<Rig> {
+export async function makeRig(kind: SandboxKind, o: { capacity?: number; warm?: number; maxTimeoutMs?: number; maxArtifactBytes?: number; withoutRuntimes?: string[]; reuse?: SandboxReuse } = {}): Promise<Rig> {
   const root = realpathSync(mkdtempSync(join(tmpdir(), `gh-ws-${kind}-`)));
   const stateDir = mkdtempSync(join(tmpdir(), `gh-state-${kind}-`));
   const d = await startDriver(kind, { root, stateDir, warm: o.warm ?? 1 }, silentLogger);
@@ -68,7 +69,7 @@ export async function makeRig(kind: SandboxKind, o: { capacity?: number; warm?: 
   return {
     kind, root, stateDir, driver, runner, outputs,
     run(spec) {
-      const r = runner.start(jobSpec({ jobId: `job-${++n}`, ...spec }), (m) => outputs.push(m));
+      const r = runner.start(jobSpec({ jobId: `job-${++n}`, ...(o.reuse ? { reuse: o.reuse } : {}), ...spec }), (m) => outputs.push(m));
       if (!r.accepted) throw Object.assign(new Error(r.error.message), { jobError: r.error });
       return r.done;
     },

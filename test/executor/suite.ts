@@ -10,18 +10,20 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { SandboxKind } from '../../src/contracts/agent-protocol.ts';
 import { LIVE_MESSAGE_CHARS, LIVE_OUTPUT_MAX_BYTES } from '../../src/contracts/limits.ts';
+import type { SandboxReuse } from '../../src/contracts/sandbox-reuse.ts';
 import { makeRig, requireTool, runtimes, type Rig } from './helpers.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-export function driverSuite(kind: SandboxKind): void {
+/** `reuse`: every job carries the team's sandbox.reuse setting (gVisor then reuses sandboxes). */
+export function driverSuite(kind: SandboxKind, o: { reuse?: SandboxReuse } = {}): void {
   const available = requireTool(kind);
   const d = available ? describe : describe.skip;
   const isolated = kind !== 'none';
 
-  d(`${kind} driver: running jobs`, () => {
+  d(`${kind} driver${o.reuse ? ' with sandbox reuse' : ''}: running jobs`, () => {
     let rig: Rig;
-    beforeAll(async () => { rig = await makeRig(kind, { warm: 2 }); }, 60_000);
+    beforeAll(async () => { rig = await makeRig(kind, { warm: 2, reuse: o.reuse }); }, 60_000);
     afterAll(async () => { await rig?.close(); });
 
     it('runs argv mode directly, without a shell', async () => {
@@ -222,7 +224,7 @@ export function driverSuite(kind: SandboxKind): void {
     });
   });
 
-  if (kind === 'gvisor' && available) {
+  if (kind === 'gvisor' && available && !o.reuse) {
     describe('gvisor driver: sandboxes', () => {
       it('leaves runsc list empty once idle (no warm pool), after timeouts too', async () => {
         const rig = await makeRig('gvisor', { warm: 0 });

@@ -7,6 +7,8 @@
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JobSpec } from '../../src/contracts/agent-protocol.ts';
@@ -65,6 +67,30 @@ const CASES: Case[] = [
   { name: 'a bare repository found by walking up (its alias)', setup: `rm -rf .git f && git init -q --bare . && git config alias.st "!touch $M"`, args: ['st'] },
 ];
 
+let n = 0;
+/** Decides `git args` under the policy and runs the decided job the way the edge hands it to the agent. */
+async function attempt(rig: Rig, policy: PolicyDocument, c: Case): Promise<{ allowed: boolean; marker: boolean; exitCode: number | null; stderr: string }> {
+  const dir = `case${++n}`;
+  const host = join(rig.root, dir);
+  const inside = `${rig.kind === 'none' ? rig.root : '/workspace'}/${dir}`;
+  mkdirSync(host);
+  const base = c.name.startsWith('a bare repository') ? 'true' : BASE;
+  execFileSync('sh', ['-ec', `${base} && ${c.setup}`], {
+    cwd: host, stdio: 'pipe',
+    env: { PATH: process.env.PATH, HOME: host, GIT_CONFIG_NOSYSTEM: '1', W: inside, M: `${inside}/MARKER` },
+  });
+  const d = await check(policy, { command: 'git', args: c.args, cwd: dir });
+  if (!d.allowed || !d.effective) return { allowed: false, marker: false, exitCode: null, stderr: d.reason };
+  const e = d.effective;
+  const spec: Partial<JobSpec> = {
+    mode: 'argv', command: d.runAs?.command ?? 'git', args: d.runAs?.args ?? c.args, cwd: e.cwd, env: e.env, timeoutMs: 20_000,
+    ...(e.allowedExecutables ? { allowedExecutables: e.allowedExecutables } : {}),
+    ...(e.hardenGit ? { hardenGit: true as const } : {}),
+  };
+  const r = await rig.run(spec);
+  return { allowed: true, marker: existsSync(join(host, 'MARKER')), exitCode: r.exit.exitCode, stderr: r.exit.stderr };
+}
+
 describe.skipIf(skip)('strict switches off the programs a repository names; open runs them', () => {
   let rig: Rig;
   beforeAll(async () => {
@@ -74,52 +100,28 @@ describe.skipIf(skip)('strict switches off the programs a repository names; open
     await rig?.close();
   });
 
-  let n = 0;
-  /** Decides `git args` under the policy and runs the decided job the way the edge hands it to the agent. */
-  async function attempt(policy: PolicyDocument, c: Case): Promise<{ allowed: boolean; marker: boolean; exitCode: number | null; stderr: string }> {
-    const dir = `case${++n}`;
-    const host = join(rig.root, dir);
-    const inside = `${rig.kind === 'none' ? rig.root : '/workspace'}/${dir}`;
-    mkdirSync(host);
-    const base = c.name.startsWith('a bare repository') ? 'true' : BASE;
-    execFileSync('sh', ['-ec', `${base} && ${c.setup}`], {
-      cwd: host, stdio: 'pipe',
-      env: { PATH: process.env.PATH, HOME: host, GIT_CONFIG_NOSYSTEM: '1', W: inside, M: `${inside}/MARKER` },
-    });
-    const d = await check(policy, { command: 'git', args: c.args, cwd: dir });
-    if (!d.allowed || !d.effective) return { allowed: false, marker: false, exitCode: null, stderr: d.reason };
-    const e = d.effective;
-    const spec: Partial<JobSpec> = {
-      mode: 'argv', command: d.runAs?.command ?? 'git', args: d.runAs?.args ?? c.args, cwd: e.cwd, env: e.env, timeoutMs: 20_000,
-      ...(e.allowedExecutables ? { allowedExecutables: e.allowedExecutables } : {}),
-      ...(e.hardenGit ? { hardenGit: true as const } : {}),
-    };
-    const r = await rig.run(spec);
-    return { allowed: true, marker: existsSync(join(host, 'MARKER')), exitCode: r.exit.exitCode, stderr: r.exit.stderr };
-  }
-
   it.each(CASES)('$name', async (c) => {
-    const open = await attempt(PRESETS.open.policy, c);
+    const open = await attempt(rig, PRESETS.open.policy, c);
     expect(open.allowed).toBe(true);
     expect(open.marker, `open: the payload must run (exit ${open.exitCode}: ${open.stderr})`).toBe(true);
-    const strict = await attempt(PRESETS.strict.policy, c);
+    const strict = await attempt(rig, PRESETS.strict.policy, c);
     expect(strict.allowed, strict.stderr).toBe(true);
     expect(strict.marker, `strict: the payload ran (exit ${strict.exitCode}: ${strict.stderr})`).toBe(false);
   }, 60_000);
 
   it('refuses to start git when the repository sets a key git keeps the first value of (an override would be ignored)', async () => {
-    const r = await attempt(PRESETS.strict.policy, CASES.find((c) => c.name.startsWith('remote.<name>.uploadpack'))!);
+    const r = await attempt(rig, PRESETS.strict.policy, CASES.find((c) => c.name.startsWith('remote.<name>.uploadpack'))!);
     expect(r.marker).toBe(false);
     expect(r.exitCode).toBe(126);
     expect(r.stderr).toContain('sets remote.o.uploadpack, which can make git run a program that cannot be switched off');
     // A conditional include: its condition can turn true within one command, after the listing.
-    const inc = await attempt(PRESETS.strict.policy, CASES.find((c) => c.name.startsWith('a filter in a conditional include'))!);
+    const inc = await attempt(rig, PRESETS.strict.policy, CASES.find((c) => c.name.startsWith('a filter in a conditional include'))!);
     expect(inc.exitCode).toBe(126);
     expect(inc.stderr).toContain('sets includeif.onbranch:topic.path');
   }, 60_000);
 
   it('fails closed when git cannot list the configuration (a broken .git/config)', async () => {
-    const r = await attempt(PRESETS.strict.policy, { name: 'broken config', setup: `printf '[filter "x"\\n\\tclean = touch %s\\n[[[\\n' "$M" >> .git/config`, args: ['status'] });
+    const r = await attempt(rig, PRESETS.strict.policy, { name: 'broken config', setup: `printf '[filter "x"\\n\\tclean = touch %s\\n[[[\\n' "$M" >> .git/config`, args: ['status'] });
     expect(r.marker).toBe(false);
     expect(r.exitCode).toBe(126);
     expect(r.stderr).toContain('could not list the repository configuration');
@@ -172,4 +174,43 @@ describe('strict: git decisions', () => {
   it('runs one job at a time (the agent lists the configuration just before git reads it)', () => {
     expect(PRESETS.strict.policy.limits.maxConcurrentJobs).toBe(1);
   });
+});
+
+/**
+ * Credential helpers and askpass run only when a server asks for credentials, and the sandboxes
+ * have no network. So these two run in the `none` driver (the same launcher, no isolation)
+ * against a loopback HTTP server that answers 401 to everything.
+ */
+describe.skipIf(skip)('strict switches off credential helpers and askpass (loopback server, driver none)', () => {
+  let rig: Rig;
+  let server: Server;
+  let url = '';
+  beforeAll(async () => {
+    rig = await makeRig('none');
+    server = createServer((_req, res) => {
+      res.writeHead(401, { 'WWW-Authenticate': 'Basic realm="gatehouse-test"' });
+      res.end();
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/repo.git`;
+  }, 60_000);
+  afterAll(async () => {
+    await rig?.close();
+    await new Promise((r) => server?.close(r));
+  });
+
+  const cases = (): Case[] => [
+    { name: 'credential.helper', setup: `git config credential.helper "!touch $M; :"`, args: ['ls-remote', url] },
+    { name: 'credential.<url>.helper', setup: `git config "credential.${url}.helper" "!touch $M; :"`, args: ['ls-remote', url] },
+    { name: 'core.askPass', setup: `${SCRIPT('touch $M')} > a.sh && chmod +x a.sh && git config core.askPass "$W/a.sh"`, args: ['ls-remote', url] },
+  ];
+  it.each(['credential.helper', 'credential.<url>.helper', 'core.askPass'])('%s', async (name) => {
+    const c = cases().find((x) => x.name === name)!;
+    const open = await attempt(rig, PRESETS.open.policy, c);
+    expect(open.marker, `${c.name} under open must run (exit ${open.exitCode}: ${open.stderr})`).toBe(true);
+    const strict = await attempt(rig, PRESETS.strict.policy, c);
+    expect(strict.allowed).toBe(true);
+    expect(strict.marker, `${c.name} ran under strict (exit ${strict.exitCode}: ${strict.stderr})`).toBe(false);
+    expect(strict.exitCode).not.toBe(0);
+  }, 60_000);
 });

@@ -1,0 +1,281 @@
+/**
+ * The trusted init (PID 1) of a reusable gVisor sandbox, as the Python program the driver
+ * writes into the sandbox's read-only root. It runs as root inside the sandbox with only the
+ * capabilities it needs (see REUSE_INIT_CAPS in gvisor.ts); a job runs as uid 65534 with no
+ * capability at all (setpriv clears the bounding set), so it can neither signal nor trace the
+ * init, nor write to its channel (the init's own fds 0/1, host pipes).
+ *
+ * Per job: vfork, a new session, the job's rlimits (soft = hard), cwd and exactly its env,
+ * setpriv to the job user, exec. After the job's process ends: every other
+ * process dies (kill -1 until none is left to reap), the output pipes drain to EOF, /tmp and
+ * /job are emptied, and the init checks the sandbox is clean (no process but itself, no file
+ * in /tmp or /job, no System V IPC object; POSIX message queues are refused by the sandbox's
+ * seccomp filter). Any doubt is reported and the agent discards
+ * the sandbox.
+ *
+ * Channel (frames of 1 type byte + 4-byte big-endian length + payload):
+ *   agent → init (fd 0): J job JSON, I stdin bytes, i stdin end
+ *   init → agent (fd 1): R ready, O/E stdout/stderr bytes, o/e stream end, B build status,
+ *                        X exit JSON {code} | {signal}, C clean JSON {ok, why?}
+ */
+import { SANDBOX_GID, SANDBOX_UID } from '../types.ts';
+
+export const INIT_FILE_INSIDE = '/.gatehouse-init.py';
+
+export const REUSE_INIT_PY = String.raw`
+import ctypes, errno, json, os, resource, select, signal, struct, subprocess, sys
+
+CH_IN, CH_OUT = 0, 1
+libc = ctypes.CDLL(None, use_errno=True)
+# shm_info.used_ids, msginfo.msgpool, seminfo.semusz: how many objects exist (sys/ipc.h *_INFO commands).
+SHM_INFO, MSG_INFO, SEM_INFO = 14, 12, 19
+WIPE = ('/tmp', '/job')
+CWD_ROOTS = ('/workspace', '/job')
+SETPRIV = ['/usr/bin/setpriv', '--reuid=${SANDBOX_UID}', '--regid=${SANDBOX_GID}', '--clear-groups', '--bounding-set=-all', '--']
+RL = {'nofile': resource.RLIMIT_NOFILE, 'fsize': resource.RLIMIT_FSIZE, 'cpu': resource.RLIMIT_CPU,
+      'core': resource.RLIMIT_CORE, 'nproc': resource.RLIMIT_NPROC}
+
+def send(t, data=b''):
+    msg = t + struct.pack('>I', len(data)) + data
+    while msg:
+        msg = msg[os.write(CH_OUT, msg):]
+
+inbuf = bytearray()
+def read_frame(block=True):
+    """One frame from the agent, or None when none is complete (non-blocking) / the channel closed."""
+    global inbuf
+    while True:
+        if len(inbuf) >= 5:
+            n = struct.unpack('>I', bytes(inbuf[1:5]))[0]
+            if len(inbuf) >= 5 + n:
+                t, data = bytes(inbuf[0:1]), bytes(inbuf[5:5 + n])
+                del inbuf[:5 + n]
+                return t, data
+        if not block:
+            return None
+        chunk = os.read(CH_IN, 65536)
+        if not chunk:
+            sys.exit(0)  # the agent is gone: the sandbox ends with us
+        inbuf += chunk
+
+def spawn(job, argv, fd0, fd1, fd2):
+    """Starts argv as the job user: returns its pid, or a wait status when it could not start.
+
+    vfork (subprocess without preexec_fn): a fork of this interpreter costs ~50 ms under
+    gVisor's ptrace platform, vfork + exec a few. The rlimits are this process's own for the
+    moment of the vfork (the child inherits them; CAP_SYS_RESOURCE puts ours back); setpriv
+    drops to the job user, clears groups and the capability bounding set, then execs the job.
+    """
+    saved = []
+    try:
+        for name, v in job['rlimits'].items():
+            saved.append((RL[name], resource.getrlimit(RL[name])))
+            resource.setrlimit(RL[name], (v, v))
+        # The agent checked the cwd; resolved again here so a symlink swapped in since cannot lead out.
+        cwd = os.path.realpath(job['cwd'])
+        if not any(cwd == d or cwd.startswith(d + '/') for d in CWD_ROOTS):
+            raise OSError(errno.EACCES, 'the working directory left the workspace')
+        p = subprocess.Popen(SETPRIV + argv, stdin=fd0, stdout=fd1, stderr=fd2, cwd=cwd, env=job['env'],
+                             start_new_session=True, close_fds=True, restore_signals=True)
+        p.returncode = 0  # reaped by us (waitpid), not by subprocess
+        return p.pid
+    except OSError as e:
+        os.write(fd2, ('%s: %s\n' % (argv[0], e.strerror)).encode())
+        return -(127 if e.errno == errno.ENOENT else 126)
+    except Exception as e:  # e.g. a string the system cannot encode: the job does not start, the init lives on
+        os.write(fd2, ('%s: cannot start: %s\n' % (argv[0], e)).encode('utf-8', 'replace'))
+        return -126
+    finally:
+        for r, lim in saved:
+            resource.setrlimit(r, lim)
+
+def status_of(st):
+    if os.WIFSIGNALED(st):
+        return {'signal': os.WTERMSIG(st)}
+    return {'code': os.WEXITSTATUS(st)}
+
+def kill_all():
+    """Kills every process but ours and reaps them; True once none is left (we are PID 1: all are our descendants)."""
+    for _ in range(200):
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except OSError:
+            pass
+        try:
+            while True:
+                pid, _st = os.waitpid(-1, 0)
+        except ChildProcessError:
+            return True
+        except InterruptedError:
+            continue
+    return False
+
+def wipe(path):
+    for name in os.listdir(path):
+        p = os.path.join(path, name)
+        if os.path.isdir(p) and not os.path.islink(p):
+            os.chmod(p, 0o700)
+            wipe(p)
+            os.rmdir(p)
+        else:
+            os.unlink(p)
+
+def check_clean(job):
+    # The job's rlimits are ours for the moment of each start: never let our own CPU time near them.
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    if (ru.ru_utime + ru.ru_stime) * 2 > job['rlimits'].get('cpu', 1 << 30):
+        return 'the init used over half the job CPU limit'
+    others = [p for p in os.listdir('/proc') if p.isdigit() and p != '1']
+    if others:
+        return 'processes left: ' + ' '.join(others[:10])
+    for d in WIPE:
+        left = os.listdir(d)
+        if left:
+            return 'files left in %s: %s' % (d, ' '.join(left[:10]))
+    # gVisor's /proc/sysvipc is empty whatever exists (ipcs shows nothing): ask the kernel.
+    info = ctypes.create_string_buffer(256)
+    words = ctypes.cast(info, ctypes.POINTER(ctypes.c_int))
+    if libc.shmctl(0, SHM_INFO, info) < 0 or words[0]:
+        return 'System V shared memory left'
+    if libc.msgctl(0, MSG_INFO, info) < 0 or words[0]:
+        return 'System V message queues left'
+    if libc.semctl(0, 0, SEM_INFO, info) < 0 or words[7]:
+        return 'System V semaphores left'
+    return None
+
+def st_code(st):
+    return os.WEXITSTATUS(st) if os.WIFEXITED(st) else 128 + os.WTERMSIG(st)
+
+stdin_state = {'eof': False, 'closed': False}
+def wait_relay(pid, readers, in_w, stdin_buf):
+    """Relays output and stdin until the process pid has exited; returns its wait status."""
+    global inbuf
+    if pid < 0:
+        return (-pid) << 8
+    while True:
+        try:
+            got, st = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return 0
+        if got:
+            return st
+        rl = [wake_r, CH_IN] + list(readers)
+        wl = [in_w] if (in_w is not None and stdin_buf and not stdin_state['closed']) else []
+        r, w, _ = select.select(rl, wl, [], 0.5)
+        for fd in r:
+            if fd == wake_r:
+                try:
+                    os.read(wake_r, 512)
+                except BlockingIOError:
+                    pass
+            elif fd == CH_IN:
+                chunk = os.read(CH_IN, 65536)
+                if not chunk:
+                    sys.exit(0)
+                inbuf += chunk
+                while True:
+                    f = read_frame(False)
+                    if f is None:
+                        break
+                    if f[0] == b'I':
+                        stdin_buf += f[1]
+                    elif f[0] == b'i':
+                        stdin_state['eof'] = True
+            else:
+                relay(fd, readers)
+        if in_w is not None and not stdin_state['closed']:
+            if w and stdin_buf:
+                try:
+                    n = os.write(in_w, bytes(stdin_buf[:65536]))
+                    del stdin_buf[:n]
+                except BlockingIOError:
+                    pass
+                except BrokenPipeError:
+                    stdin_buf.clear()
+            if not stdin_buf and stdin_state['eof']:
+                os.close(in_w)
+                stdin_state['closed'] = True
+
+def relay(fd, readers):
+    data = os.read(fd, 65536)
+    t, end = readers[fd]
+    if data:
+        send(t, data)
+    else:
+        send(end)
+        del readers[fd]
+        os.close(fd)
+
+def finish(st, readers, in_w):
+    if not kill_all():
+        os._exit(1)  # a process that will not die: end the sandbox (the agent sees it gone)
+    clean = True
+    # Every writer is dead now: the pipes reach EOF.
+    while readers:
+        for fd in list(readers):
+            relay(fd, readers)
+    if not stdin_state['closed']:
+        os.close(in_w)
+        stdin_state['closed'] = True
+    send(b'X', json.dumps(status_of(st)).encode())
+    return clean
+
+def main():
+    global wake_r, inbuf
+    os.umask(0o022)
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    send(b'R')
+    while True:
+        t, data = read_frame()
+        if t != b'J':
+            continue
+        job = json.loads(data)
+        stdin_state.update(eof=False, closed=False)
+        # Stdin frames that arrived with the job frame.
+        pre = bytearray()
+        while True:
+            f = read_frame(False)
+            if f is None:
+                break
+            if f[0] == b'I':
+                pre += f[1]
+            elif f[0] == b'i':
+                stdin_state['eof'] = True
+        ok = run_job(job, pre)
+        why = None if ok else 'a process did not die'
+        if why is None:
+            try:
+                for d in WIPE:
+                    wipe(d)
+                why = check_clean(job)
+            except OSError as e:
+                why = 'cleaning failed: %s' % e
+        send(b'C', json.dumps({'ok': why is None, 'why': why}).encode())
+
+def run_job(job, buf):
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    in_r, in_w = os.pipe()
+    os.set_blocking(in_w, False)
+    readers = {out_r: (b'O', b'o'), err_r: (b'E', b'e')}
+    if job.get('build'):
+        null = os.open('/dev/null', os.O_RDONLY)
+        pid = spawn(job, job['build'], null, out_w, err_w)
+        os.close(null)
+        st = wait_relay(pid, readers, None, buf)
+        send(b'B', str(st_code(st)).encode())
+        if not (os.WIFEXITED(st) and os.WEXITSTATUS(st) == 0):
+            os.close(in_r); os.close(out_w); os.close(err_w)
+            return finish(st, readers, in_w)
+    pid = spawn(job, job['run'], in_r, out_w, err_w)
+    os.close(in_r); os.close(out_w); os.close(err_w)
+    st = wait_relay(pid, readers, in_w, buf)
+    return finish(st, readers, in_w)
+
+main()
+`;

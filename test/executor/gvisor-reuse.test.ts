@@ -1,0 +1,96 @@
+/**
+ * Sandbox reuse under gVisor (team policy `sandbox.reuse`): the shared driver behaviour with
+ * reuse on, then what reuse itself promises — which jobs share a sandbox and when it is
+ * recycled. What a hostile job cannot leave for the next one is in test/attack/gvisor-reuse.test.ts.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { JobSpec } from '../../src/contracts/agent-protocol.ts';
+import type { SandboxReuse } from '../../src/contracts/sandbox-reuse.ts';
+import { driverSuite } from './suite.ts';
+import { makeRig, requireTool, type Rig } from './helpers.ts';
+
+driverSuite('gvisor', { reuse: { jobs: 100, seconds: 600 } });
+
+const d = requireTool('gvisor') ? describe : describe.skip;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+d('gvisor sandbox reuse', () => {
+  let rig: Rig;
+  beforeAll(async () => { rig = await makeRig('gvisor', { warm: 0 }); }, 60_000);
+  afterAll(async () => { await rig?.close(); });
+
+  /** gVisor gives each sandbox a random boot id: the same id means the same sandbox ran both jobs. */
+  async function sandboxOf(reuse: SandboxReuse | undefined, extra: Partial<JobSpec> = {}): Promise<string> {
+    const { exit } = await rig.run({ command: 'cat', args: ['/proc/sys/kernel/random/boot_id'], ...(reuse ? { reuse } : {}), ...extra });
+    expect(exit).toMatchObject({ state: 'exited', exitCode: 0 });
+    expect(exit.stdout).toMatch(/^[0-9a-f-]{36}\n$/);
+    return exit.stdout;
+  }
+
+  it('runs consecutive jobs with the setting in one sandbox; without it every job gets a fresh one', async () => {
+    const reuse = { jobs: 10, seconds: 600 };
+    const a = await sandboxOf(reuse);
+    expect(await sandboxOf(reuse)).toBe(a);
+    expect(await sandboxOf(reuse)).toBe(a);
+    const single = [await sandboxOf(undefined), await sandboxOf(undefined)];
+    expect(single[0]).not.toBe(single[1]);
+    expect(single).not.toContain(a);
+  }, 60_000);
+
+  it('recycles a sandbox after reuse.jobs jobs', async () => {
+    const reuse = { jobs: 2, seconds: 600 };
+    const ids = [];
+    for (let i = 0; i < 5; i++) ids.push(await sandboxOf(reuse));
+    expect(ids[1]).toBe(ids[0]);
+    expect(ids[2]).not.toBe(ids[1]);
+    expect(ids[3]).toBe(ids[2]);
+    expect(ids[4]).not.toBe(ids[3]);
+  }, 60_000);
+
+  it('recycles a sandbox after reuse.seconds', async () => {
+    const reuse = { jobs: 100, seconds: 2 };
+    const a = await sandboxOf(reuse);
+    await sleep(2500);
+    expect(await sandboxOf(reuse)).not.toBe(a);
+  }, 60_000);
+
+  it('shares a sandbox only between jobs whose limits match', async () => {
+    const reuse = { jobs: 100, seconds: 600 };
+    const limits = { inlineBytes: 40_000, artifactBytes: 1 << 20 };
+    const a = await sandboxOf(reuse, { limits: { ...limits, maxOpenFiles: 100 } });
+    const b = await sandboxOf(reuse, { limits: { ...limits, maxOpenFiles: 101 } });
+    expect(b).not.toBe(a);
+    // The first one waited, parked, for a job like its own.
+    expect(await sandboxOf(reuse, { limits: { ...limits, maxOpenFiles: 100 } })).toBe(a);
+  }, 60_000);
+
+  it('never reuses the sandbox of a job that timed out or was cancelled', async () => {
+    const reuse = { jobs: 100, seconds: 600 };
+    const a = await sandboxOf(reuse);
+    const t = await rig.run({ command: 'sleep', args: ['30'], timeoutMs: 500, reuse });
+    expect(t.exit.state).toBe('timed_out');
+    const b = await sandboxOf(reuse);
+    expect(b).not.toBe(a);
+    const running = rig.runner.start({ ...(await import('./helpers.ts')).jobSpec({ jobId: 'reuse-cancel', command: 'sleep', args: ['30'], reuse }) }, () => {});
+    if (!running.accepted) throw new Error(running.error.message);
+    await sleep(300);
+    rig.runner.cancel('reuse-cancel');
+    expect((await running.done).exit.state).toBe('cancelled');
+    expect(await sandboxOf(reuse)).not.toBe(b);
+  }, 60_000);
+
+  it('starts each job as the sandbox user, in its own session, with no capability, never as the init', async () => {
+    const reuse = { jobs: 100, seconds: 600 };
+    const { exit } = await rig.run({
+      mode: 'shell', reuse, limits: { inlineBytes: 40_000, artifactBytes: 1 << 20, maxOpenFiles: 77 },
+      command: 'echo pid=$$ sid=$(cut -d" " -f6 /proc/$$/stat); grep -E "^(Uid|Gid|Groups|CapEff|CapPrm|CapBnd|CapAmb)" /proc/self/status; ulimit -Hn; ulimit -Sn',
+    });
+    expect(exit.state).toBe('exited');
+    const pid = /pid=(\d+) sid=(\d+)/.exec(exit.stdout);
+    expect(pid && pid[1] !== '1' && pid[1] === pid[2], exit.stdout).toBe(true);
+    expect(exit.stdout).toMatch(/^Uid:\s+65534\s+65534\s+65534\s+65534$/m);
+    expect(exit.stdout).toMatch(/^Gid:\s+65534\s+65534\s+65534\s+65534$/m);
+    for (const c of ['CapEff', 'CapPrm', 'CapBnd']) expect(exit.stdout).toMatch(new RegExp(`^${c}:\\s+0000000000000000$`, 'm'));
+    expect(exit.stdout).toMatch(/^77\n77\n$/m);
+  }, 60_000);
+});
