@@ -5,6 +5,7 @@
 import { McpServer } from '@modelcontextprotocol/server';
 import type { CallToolResult } from '@modelcontextprotocol/server';
 import { toolError, type ToolContext } from './context.ts';
+import { cachedInput } from './register.ts';
 import { registerExecute } from './tools/execute.ts';
 import { registerRuntimeExecute } from './tools/runtime-execute.ts';
 import { registerQueryOutput } from './tools/query-output-tool.ts';
@@ -50,6 +51,7 @@ export function buildServer(ctx: ToolContext): McpServer {
       'Use policy_check to learn why something would be denied. Long jobs: pass background: true, then job_status / job_output / job_kill.',
   });
   withCodedSdkErrors(server);
+  withCachedSchemas(server);
   registerExecute(server, ctx);
   registerRuntimeExecute(server, ctx);
   registerQueryOutput(server, ctx);
@@ -65,6 +67,17 @@ export function buildServer(ctx: ToolContext): McpServer {
   registerJobViewer(server);
   installTasks(server, ctx);
   return server;
+}
+
+/**
+ * Every tool's input schema converts to JSON Schema once per isolate, not once per request
+ * (output schemas already do, through `toolOutput`). Tool files keep calling
+ * `server.registerTool` as usual.
+ */
+function withCachedSchemas(server: McpServer): void {
+  const register = server.registerTool.bind(server) as (name: string, config: { inputSchema?: unknown }, cb: unknown) => unknown;
+  (server as unknown as { registerTool: typeof register }).registerTool = (name, config, cb) =>
+    register(name, config.inputSchema === undefined ? config : { ...config, inputSchema: cachedInput(config.inputSchema) }, cb);
 }
 
 /**
