@@ -5,7 +5,7 @@
  * Each returns the samples in ms; bench/run.ts prints percentiles.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { SandboxKind } from '../src/contracts/agent-protocol.ts';
@@ -28,6 +28,20 @@ export async function benchBareSpawn(n: number): Promise<number[]> {
     out.push(performance.now() - t);
   }
   return out;
+}
+
+/** CPU (ms) per `spawn('true')` until exit, this process and the child together: the agent's CPU baseline. */
+export async function bareSpawnCpu(n: number): Promise<number> {
+  const before = cpuWithChildren();
+  await benchBareSpawn(n);
+  return (cpuWithChildren() - before) / n;
+}
+
+function cpuWithChildren(): number {
+  const stat = readFileSync('/proc/self/stat', 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // utime, stime, cutime, cstime in clock ticks of 10 ms.
+  return (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) * 10;
 }
 
 /** Jobs/s of `concurrency` loops each spawning `true` `perLoop` times (the baseline for concurrent clients). */

@@ -2,7 +2,9 @@
  * The governed hot path taken apart, end to end through the MCP SDK client (sandbox none):
  * `tools/list` (auth + a fresh MCP server, no storage), `list_runtimes`-free `policy_check`
  * (auth + policy read + one audit row), and `execute true` (everything). The differences say
- * where the per-call overhead goes; `bench/run.ts` prints them next to the bare spawn.
+ * where the per-call overhead goes; `bench/run.ts` prints them next to the bare spawn. The CPU
+ * each process spends per call (client, gateway, agent with its children) says where the work
+ * goes on a loaded machine, where wall time cannot.
  *
  * `node bench/hotpath.ts [n]` runs it alone against a fresh gateway and agent.
  */
@@ -57,14 +59,53 @@ export function cpuMsOfListener(port: number): number | null {
   try {
     const out = execFileSync('ss', ['-ltnpH', `sport = :${port}`], { encoding: 'utf8' });
     const pid = /pid=(\d+)/.exec(out)?.[1];
-    if (!pid) return null;
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    // Fields 14 and 15 of /proc/<pid>/stat (utime, stime), in clock ticks of 10 ms.
-    return (Number(f[11]) + Number(f[12])) * 10;
+    return pid ? cpuMsOfPid(Number(pid)) : null;
   } catch {
     return null;
   }
+}
+
+/**
+ * CPU time (ms) used so far by process `pid`; with `children`, also by its children that have
+ * ended (the agent's job processes, sandbox wrappers and helpers). null when it cannot be read.
+ */
+export function cpuMsOfPid(pid: number, children = false): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // Fields 14–17 of /proc/<pid>/stat (utime, stime, cutime, cstime), in clock ticks of 10 ms.
+    return (Number(f[11]) + Number(f[12]) + (children ? Number(f[13]) + Number(f[14]) : 0)) * 10;
+  } catch {
+    return null;
+  }
+}
+
+export interface CpuPerCall {
+  /** This process: the MCP SDK client. */
+  client: number;
+  /** workerd: the Worker, the Durable Object and the local D1/R2 emulation. */
+  gateway: number | null;
+  /** The agent process and every process it started (sandbox, job, helpers). */
+  agent: number | null;
+}
+
+/**
+ * CPU (ms) each process spends per call, over `n` sequential calls: where the work of a call
+ * goes, a figure that stays meaningful on a machine loaded by other processes (wall time does not).
+ */
+export async function cpuPerCall(n: number, call: () => Promise<unknown>, gatewayPort: number, agentPid?: number): Promise<CpuPerCall> {
+  const c0 = process.cpuUsage();
+  const g0 = cpuMsOfListener(gatewayPort);
+  const a0 = agentPid ? cpuMsOfPid(agentPid, true) : null;
+  for (let i = 0; i < n; i++) await call();
+  const c = process.cpuUsage(c0);
+  const g1 = cpuMsOfListener(gatewayPort);
+  const a1 = agentPid ? cpuMsOfPid(agentPid, true) : null;
+  return {
+    client: (c.user + c.system) / 1000 / n,
+    gateway: g0 !== null && g1 !== null ? (g1 - g0) / n : null,
+    agent: a0 !== null && a1 !== null ? (a1 - a0) / n : null,
+  };
 }
 
 export function p50(xs: number[]): number {
@@ -84,16 +125,15 @@ if (import.meta.main) {
     console.log(`tools/list   p50 ${p50(f.toolsList).toFixed(1)} ms`);
     console.log(`policy_check p50 ${p50(f.policyCheck).toFixed(1)} ms`);
     console.log(`execute true p50 ${p50(f.execute).toFixed(1)} ms`);
-    // The gateway's CPU per call: what the edge path costs, whatever else loads the machine.
+    // CPU per call and process: what each part of the path costs, whatever else loads the machine.
     const port = Number(new URL(gw.url).port);
     for (const [name, call] of [
-      ['execute true', () => c.callTool({ name: 'execute', arguments: { command: 'true', args: [] } })],
+      ['tools/list', () => c.listTools()],
       ['policy_check', () => c.callTool({ name: 'policy_check', arguments: { command: 'true', args: [] } })],
+      ['execute true', () => c.callTool({ name: 'execute', arguments: { command: 'true', args: [] } })],
     ] as const) {
-      const before = cpuMsOfListener(port);
-      await timed(n, call);
-      const after = cpuMsOfListener(port);
-      if (before !== null && after !== null) console.log(`${name}: gateway CPU ${((after - before) / n).toFixed(2)} ms per call`);
+      const cpu = await cpuPerCall(n, call, port, agent.proc.pid);
+      console.log(`${name.padEnd(12)} CPU per call: client ${cpu.client.toFixed(2)} ms, gateway ${cpu.gateway?.toFixed(2)} ms, agent (with its children) ${cpu.agent?.toFixed(2)} ms`);
     }
     await c.close();
   } finally {

@@ -7,7 +7,8 @@
  *     sandbox none, gVisor cold (no warm pool), gVisor warm pool: p50/p99 and ratio to (1)
  *  3. jobs/s with 16 concurrent clients (warm-pool gVisor, and none)
  *  4. policy decision time in-process (median/p99)
- *  5. query_output over a 100 MB artifact end to end, and the in-process search rate
+ *  5. query_output over a 100 MB artifact end to end, idle and while 16 clients run jobs
+ *     (bench/output.ts), and the in-process search rate
  *  6. runtime_execute `minimal` response size in bytes
  *  7. script mode: one run_script with 20 subprocesses against 20 execute calls (bench/script.ts)
  *  8. the hot path taken apart (bench/hotpath.ts): tools/list, policy_check, execute, and the
@@ -15,6 +16,7 @@
  *  9. gVisor sustained: 200 back-to-back calls with no pause (the pool must keep up)
  * 10. 16 clients against a bare spawn loop at the same concurrency; 64 clients: errors (want 0)
  * 11. one team at scale (bench/scale.ts): 100 simulated agents on real WebSockets, 2,000 queued jobs
+ * 12. one job writing 1 GB to stdout (bench/output.ts): the agent's peak RSS, artifact complete
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -23,16 +25,19 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { hasCommand, startAgent, type AgentProcess, type Gateway } from '../test/e2e/harness.ts';
 import { startBenchGateway } from './gateway.ts';
 import { DEFAULT_POLICY } from '../src/policy/default-policy.ts';
-import { benchBareSpawn, bareSpawnThroughput } from './executor.ts';
-import { benchHotPath, cpuMsOfListener, p50 } from './hotpath.ts';
+import { benchBareSpawn, bareSpawnCpu, bareSpawnThroughput } from './executor.ts';
+import { benchHotPath, cpuPerCall, p50 } from './hotpath.ts';
 import { benchScale } from './scale.ts';
 import { benchPolicy } from './policy.ts';
 import { benchSearch } from './query.ts';
 import { benchScriptVsExecute, median, SUBPROCESSES } from './script.ts';
+import { benchBigOutput, benchQueryUnderLoad } from './output.ts';
 
 const quick = process.argv.includes('--quick');
 const N = quick ? 20 : 100;
 const N_COLD = quick ? 5 : 20;
+/** One job's stdout for the big-output row: 1 GB (the policy schema's ceiling is 1 GiB). */
+const BIG_OUTPUT_BYTES = 1_000_000_000;
 
 function pct(xs: number[], p: number): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -95,8 +100,8 @@ async function main() {
     roots.push(root);
     await gw.putPolicy(team, {
       ...DEFAULT_POLICY,
-      limits: { ...DEFAULT_POLICY.limits, maxConcurrentJobs: 16, queueWaitMs: 60_000, maxArtifactBytes: 200 * 1024 * 1024 },
-      executables: { allow: [...DEFAULT_POLICY.executables.allow, 'seq'] },
+      limits: { ...DEFAULT_POLICY.limits, maxConcurrentJobs: 16, queueWaitMs: 60_000, maxTimeoutMs: 600_000, maxArtifactBytes: BIG_OUTPUT_BYTES },
+      executables: { allow: [...DEFAULT_POLICY.executables.allow, 'seq', 'head'] },
     });
     const a = startAgent(gw, { token: await gw.token({ team, scopes: ['agent'] }), root, sandbox, capacity: 16, agentId: `bench-${team}`, extraArgs: extra });
     agents.push(a);
@@ -104,7 +109,7 @@ async function main() {
     return a;
   };
   try {
-    await launch('b-none', 'none');
+    const noneAgent = await launch('b-none', 'none', ['--max-artifact-bytes', String(BIG_OUTPUT_BYTES)]);
     const none = await connect(gw, 'b-none');
     await timeCalls(none, 5, { command: 'true', args: [] }); // warm-up
     const tNone = await timeCalls(none, N, { command: 'true', args: [] });
@@ -112,15 +117,18 @@ async function main() {
 
     // The hot path taken apart, and the gateway's CPU per call (robust to other processes' load).
     const hp = await benchHotPath(none, quick ? 15 : 50);
-    row('  tools/list (auth + fresh MCP server, no storage)', f(p50(hp.toolsList)), f(pct(hp.toolsList, 99)), '');
+    row('  tools/list (auth + MCP server, no storage; wall time includes the client)', f(p50(hp.toolsList)), f(pct(hp.toolsList, 99)), '');
     row('  policy_check (auth+policy version query, policy cache, audit row)', f(p50(hp.policyCheck)), f(pct(hp.policyCheck, 99)), '');
     row('  execute true (+ job/audit batch, DO submit+follow, agent)', f(p50(hp.execute)), f(pct(hp.execute, 99)), `+${f(p50(hp.execute) - bareP50)} over bare spawn (target ≤ +10 ms)`);
     const port = Number(new URL(gw.url).port);
-    const cpu0 = cpuMsOfListener(port);
     const nCpu = quick ? 20 : 100;
-    await timeCalls(none, nCpu, { command: 'true', args: [] });
-    const cpu1 = cpuMsOfListener(port);
-    if (cpu0 !== null && cpu1 !== null) row('  gateway (workerd) CPU per execute call', f((cpu1 - cpu0) / nCpu), '', 'includes the DO and local D1/R2 emulation');
+    const cpu = await cpuPerCall(nCpu, () => timeCalls(none, 1, { command: 'true', args: [] }), port, noneAgent.proc.pid);
+    const bareCpu = await bareSpawnCpu(nCpu);
+    if (cpu.gateway !== null) row('  gateway (workerd) CPU per execute call', f(cpu.gateway), '', 'the Worker, the DO and the local D1/R2 emulation');
+    if (cpu.agent !== null) row('  agent CPU per execute call (with its child processes)', f(cpu.agent), '', `bare spawn('true'): ${f(bareCpu)} with the child`);
+    row('  MCP client (SDK v1) CPU per execute call', f(cpu.client), '', '');
+    const cpuList = await cpuPerCall(quick ? 10 : 30, () => none.listTools(), port);
+    row('  tools/list CPU per call: gateway / MCP client', cpuList.gateway !== null ? f(cpuList.gateway) : '?', f(cpuList.client), 'the SDK v1 client compiles every output schema on listTools');
 
     let warmClient: Client | null = null;
     if (hasCommand('runsc')) {
@@ -166,23 +174,21 @@ async function main() {
     const s100 = await benchSearch(100);
     row('artifact search in-process, 100 MB', `${s100.ms.toFixed(0)} ms`, `${s100.mbPerS.toFixed(0)} MB/s`, '');
 
-    // 100 MB artifact produced by a real job, then searched through query_output end to end.
-    // A failure here (e.g. the job times out on a loaded machine) is reported, and the bench goes on.
+    // 100 MB artifact produced by a real job, then searched through query_output end to end, idle
+    // and while 16 other clients run jobs. A failure (e.g. a timeout on a loaded machine) is reported, and the bench goes on.
     try {
-      const big = await none.callTool({ name: 'execute', arguments: { command: 'seq', args: ['1', '13500000'], timeout_ms: 120_000 } }, undefined, { timeout: 300_000 });
-      const handle = (big.structuredContent as { artifact_handle: string }).artifact_handle;
-      const tq: number[] = [];
-      let totalBytes = 0;
-      for (let i = 0; i < (quick ? 2 : 5); i++) {
-        const t = performance.now();
-        const q = await none.callTool({ name: 'query_output', arguments: { artifactHandle: handle, queryTerms: ['12345678'], contextLines: 2 } }, undefined, { timeout: 120_000 });
-        tq.push(performance.now() - t);
-        totalBytes = (q.structuredContent as { totalBytes: number }).totalBytes;
-      }
-      row(`query_output over a ${(totalBytes / 1e6).toFixed(0)} MB artifact (end to end)`, f(pct(tq, 50)), f(Math.max(...tq)), 'target < 1000 ms');
+      const q = await benchQueryUnderLoad(gw, 'b-none', none, 100, 16, quick ? 2 : 5);
+      row(`query_output over a ${q.artifactMb.toFixed(0)} MB artifact, idle (end to end)`, f(pct(q.idle, 50)), f(Math.max(...q.idle)), 'target < 1000 ms');
+      row(`query_output over a ${q.artifactMb.toFixed(0)} MB artifact, while 16 clients run jobs`, f(pct(q.loaded, 50)), f(Math.max(...q.loaded)),
+        `target < 1000 ms; ${(pct(q.loaded, 50) / pct(q.idle, 50)).toFixed(1)}× idle; load ${q.load.perS.toFixed(1)} jobs/s, ${q.load.errors} errors`);
     } catch (e) {
       row('query_output over a 100 MB artifact (end to end)', `failed: ${(e as Error).message.slice(0, 100)}`, '', 'target < 1000 ms');
     }
+
+    // One job writing 1 GB to stdout: the agent streams it to a spool file and uploads it, so its memory stays flat.
+    const bigOut = await benchBigOutput(gw, 'b-none', none, noneAgent.proc.pid!, BIG_OUTPUT_BYTES);
+    row(`one job writing ${(BIG_OUTPUT_BYTES / 1e9).toFixed(0)} GB to stdout: agent RSS`, `${bigOut.rssBeforeMb.toFixed(0)} → peak ${bigOut.rssPeakMb.toFixed(0)} MB`, `${bigOut.seconds.toFixed(1)} s`,
+      `target < 150 MB; artifact ${bigOut.artifactBytes ?? '?'} bytes, ${bigOut.complete ? 'complete' : 'NOT complete'}${bigOut.error ? `; error: ${bigOut.error.slice(0, 100)}` : ''}`);
 
     const sc = await benchScriptVsExecute(gw, 'b-none', none, quick ? 3 : 10);
     row(`${SUBPROCESSES} × true: one run_script vs ${SUBPROCESSES} execute calls (sandbox none, median)`, f(median(sc.script)), f(median(sc.calls)), `execute / script = ${(median(sc.calls) / median(sc.script)).toFixed(2)}×`);

@@ -7,7 +7,7 @@ const TAIL_FLAGS: FlagSpecs = {
   limit: { type: 'string', value: 'N', help: 'how many rows (default 20, at most 500)' },
   follow: { type: 'bool', help: 'keep polling for new rows (Ctrl-C to stop)' },
   interval: { type: 'string', value: 'ms', help: 'poll interval with --follow (default 2000)' },
-  decision: { type: 'string', value: 'd', help: 'only allowed | denied | failed' },
+  decision: { type: 'string', value: 'd', help: 'only allowed | denied | failed | asked (waiting for approval)' },
   tool: { type: 'string', value: 'tool', help: 'only this tool (execute, runtime_execute, query_output, policy_check, list_runtimes)' },
   subject: { type: 'string', value: 'sub', help: 'only this token subject' },
   since: { type: 'string', value: 'time', help: 'only rows at or after (ms since epoch or ISO date)' },

@@ -1,6 +1,6 @@
 /**
  * The `gatehouse` admin CLI: commands against a gateway's admin API (tokens, policy, audit,
- * agents, jobs) and the offline bootstrap of the first admin token. `gatehouse agent …` is the
+ * agents, jobs, approvals) and the offline bootstrap of the first admin token. `gatehouse agent …` is the
  * executor agent, which bin/gatehouse.mjs starts without loading this module.
  * Exit codes: 0 ok, 1 the gateway refused or failed (printed as "error (code): message"), 2 usage.
  */
@@ -12,8 +12,9 @@ import { policyCommand } from './policy.ts';
 import { auditCommand } from './audit.ts';
 import { agentsCommand } from './agents.ts';
 import { jobsCommand } from './jobs.ts';
+import { approvalsCommand } from './approvals.ts';
 
-const COMMANDS = ['token', 'policy', 'audit', 'agents', 'jobs', 'agent', 'help'];
+const COMMANDS = ['token', 'policy', 'audit', 'agents', 'jobs', 'approvals', 'agent', 'help'];
 
 export const HELP = `gatehouse — admin CLI and executor agent of a Gatehouse MCP gateway
 
@@ -26,6 +27,7 @@ usage:
   gatehouse audit tail [--limit N] [--follow] [--decision denied]
   gatehouse agents                                    the team's executor agents
   gatehouse jobs list [--state s] | show <id> | kill <id>
+  gatehouse approvals list [--status pending] | show <id> | approve <id> | deny <id>   runs the policy asks about
   gatehouse agent --url URL --token-file FILE --root DIR [...]   run an executor agent
   gatehouse agent doctor --url URL --token-file FILE             check an agent host
   gatehouse --version
@@ -52,6 +54,7 @@ export async function main(argv: string[]): Promise<number> {
       case 'audit': return await auditCommand(rest);
       case 'agents': return await agentsCommand(rest);
       case 'jobs': return await jobsCommand(rest);
+      case 'approvals': return await approvalsCommand(rest);
       case 'agent':
         info('gatehouse: "agent" is started by the gatehouse command itself (bin/gatehouse.mjs), not by the admin CLI');
         return 2;

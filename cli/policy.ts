@@ -12,7 +12,7 @@ usage:
   gatehouse policy check [--runtime r] [--cwd d] [--env K=V] [--timeout ms] -- <command> [args...]
   gatehouse policy check --shell "<shell string>"
                                             dry run: would the policy allow it, which stage decides, why
-                                            (exit 0 allowed, 1 denied)`;
+                                            (exit 0 allowed, 1 denied, 3 needs approval)`;
 
 const CHECK_FLAGS: FlagSpecs = {
   runtime: { type: 'string', value: 'runtime', help: 'decide as runtime_execute for this runtime' },
@@ -108,12 +108,13 @@ async function check(argv: string[]): Promise<number> {
     ...(Object.keys(env).length ? { env } : {}),
     ...(timeout !== undefined ? { timeout_ms: timeout } : {}),
   };
-  const r = await api<{ allowed: boolean; stage: string; reason: string; notes: string[] }>(connection(a.flags), 'POST', '/policy/check', body);
+  const r = await api<{ allowed: boolean; decision?: 'allow' | 'ask' | 'deny'; stage: string; reason: string; notes: string[] }>(connection(a.flags), 'POST', '/policy/check', body);
   if (!r.ok) return info(formatError(r.error)), 1;
   if (a.flags.json) printJson(r.value);
   else {
-    out(`${r.value.allowed ? 'allowed' : 'denied'} (${r.value.stage}): ${r.value.reason}`);
+    out(`${r.value.decision === 'ask' ? 'needs approval' : r.value.allowed ? 'allowed' : 'denied'} (${r.value.stage}): ${r.value.reason}`);
     for (const n of r.value.notes) out(`  note: ${n}`);
   }
-  return r.value.allowed ? 0 : 1;
+  // 3: allowed once a person approves it (a rule decided `ask`).
+  return r.value.allowed ? 0 : r.value.decision === 'ask' ? 3 : 1;
 }

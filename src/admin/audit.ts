@@ -6,7 +6,7 @@ import { apiError } from './http.ts';
 
 export const auditRoutes = new Hono<AppEnv>();
 
-const ALLOWED_PARAMS = ['limit', 'cursor', 'decision', 'tool', 'subject', 'since', 'until'];
+const ALLOWED_PARAMS = ['limit', 'cursor', 'decision', 'tool', 'subject', 'since', 'until', 'approval'];
 
 /** ms since the epoch, or an ISO 8601 date. */
 function parseTime(s: string): number | null {
@@ -46,6 +46,11 @@ export function parseAuditQuery(q: URLSearchParams): { ok: true; value: AuditFil
   }
   const subject = q.get('subject');
   if (subject !== null) f.subject = subject;
+  const approval = q.get('approval');
+  if (approval !== null) {
+    if (!/^ap_[A-Za-z0-9_-]{1,64}$/.test(approval)) return { ok: false, message: `approval must be an approval id like "ap_…", got "${approval.slice(0, 70)}"` };
+    f.approvalId = approval;
+  }
   for (const k of ['since', 'until'] as const) {
     const v = q.get(k);
     if (v === null) continue;

@@ -13,6 +13,7 @@ import { artifactRoutes, jobOutputRoutes } from './artifacts.ts';
 import { policyHistoryRoutes } from './policy-history.ts';
 import { ownTeamOnly } from './team.ts';
 import { agentAdminRoutes, jobAdminRoutes } from './jobs.ts';
+import { approvalRoutes } from './approvals.ts';
 import { apiError } from './http.ts';
 
 /** Who am I: the admin token's team and subject (the CLI uses it to check `--team`). */
@@ -31,6 +32,7 @@ teamApi.route('/agents', agentAdminRoutes);
 teamApi.route('/jobs', jobOutputRoutes);
 teamApi.route('/jobs', jobAdminRoutes);
 teamApi.route('/artifacts', artifactRoutes);
+teamApi.route('/approvals', approvalRoutes);
 
 export const adminRoutes = new Hono<AppEnv>();
 
@@ -47,5 +49,5 @@ adminRoutes.route('/teams/:team', teamApi);
 adminRoutes.route('/', teamApi);
 
 adminRoutes.all('*', (c) =>
-  apiError(c, 'not_found', `no admin route ${c.req.method} ${new URL(c.req.url).pathname}; see /admin/v1/{tokens,policy,policy/check,audit,agents,jobs,artifacts/:handle}`),
+  apiError(c, 'not_found', `no admin route ${c.req.method} ${new URL(c.req.url).pathname}; see /admin/v1/{tokens,policy,policy/check,audit,agents,jobs,artifacts/:handle,approvals}`),
 );

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { AppEnv } from '../env.ts';
 import { describeIssues } from '../contracts/errors.ts';
 import { PolicyCheckInput } from '../contracts/tools.ts';
-import { decide, parsePolicy } from '../policy/engine.ts';
+import { decide, parsePolicy, verdictOf } from '../policy/engine.ts';
 import { getTeamPolicy, putTeamPolicy } from '../store/policies.ts';
 import { apiError, readJson } from './http.ts';
 import { isPresetName, PRESET_NAMES, PRESETS } from '../policy/presets.ts';
@@ -60,5 +60,5 @@ policyRoutes.post('/check', async (c) => {
     mode: shell ? 'shell' : 'argv', command: input.command, args: input.args ?? [], runtime: input.runtime,
     cwd: input.cwd, env: input.env, timeoutMs: input.timeout_ms, team: p.team, subject: p.subject,
   });
-  return c.json({ allowed: d.allowed, stage: d.stage, reason: d.reason, notes: d.notes, policyVersion: version });
+  return c.json({ allowed: d.allowed, decision: verdictOf(d), stage: d.stage, reason: d.reason, notes: d.notes, policyVersion: version });
 });

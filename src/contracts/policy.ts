@@ -51,6 +51,38 @@ export const ScriptPolicy = z.object({
 });
 export type ScriptPolicy = z.infer<typeof ScriptPolicy>;
 
+/**
+ * One element of a rule's pattern: exact text, `/regex/` (anchored at both ends, like shell.allow
+ * entries), or a list of alternatives. The first element names the executable: without a `/` it
+ * is compared with the executable's base name, so `/usr/bin/git` is `git` too.
+ */
+export const RulePatternElement = z.union([z.string().min(1).max(4096), z.array(z.string().min(1).max(4096)).min(1).max(50)]);
+
+/**
+ * A decision rule on top of the allowlists: `allow` (no further question), `ask` (a person must
+ * approve each run) or `deny`. Rules are tried in order and the first whose pattern is a prefix
+ * of the argv decides; a request no rule matches is decided by the rest of the policy alone. A
+ * rule can only narrow: whatever an earlier stage denies stays denied.
+ */
+export const PolicyRule = z.object({
+  /** argv prefix: the executable, then its first arguments (`["git", "push"]`). */
+  pattern: z.array(RulePatternElement).min(1).max(50),
+  decision: z.enum(['allow', 'ask', 'deny']),
+  /** Shown to the caller and to the approver ("pushes leave the sandbox"). */
+  reason: z.string().max(500).optional(),
+  /** Only these tools (default: every tool that runs something). */
+  tools: z.array(z.enum(['execute', 'runtime_execute', 'run_script'])).min(1).optional(),
+});
+export type PolicyRule = z.infer<typeof PolicyRule>;
+
+/** How long approvals of `ask` decisions live. */
+export const ApprovalPolicy = z.object({
+  /** A pending approval an admin has not decided expires after this; an approval granted expires this long after it was granted. */
+  ttlSeconds: z.number().int().min(1).max(7 * 24 * 3600).default(3600),
+  /** How long a person has to answer an approval prompt shown by an MCP client (elicitation). */
+  promptTtlSeconds: z.number().int().min(1).max(3600).default(600),
+});
+
 export const PolicyDocument = z.object({
   version: z.literal(POLICY_SCHEMA_VERSION),
   /** Feature gates: `runtime.enabled = false` denies every runtime_execute call. */
@@ -124,6 +156,9 @@ export const PolicyDocument = z.object({
   queue: z.object({ maxLength: z.number().int().min(0).max(10_000).default(1_000) }).default({ maxLength: 1_000 }),
   script: ScriptPolicy.default({ enabled: false, defaultTimeoutMs: 120_000, maxTimeoutMs: 120_000, cpuMs: 30_000 }),
   artifacts: z.object({ retentionHours: z.number().min(1).max(24 * 90).default(24) }).default({ retentionHours: 24 }),
+  /** Decision rules (allow / ask / deny by argv prefix), tried in order after the allowlists. */
+  rules: z.array(PolicyRule).max(200).default([]),
+  approvals: ApprovalPolicy.default({ ttlSeconds: 3600, promptTtlSeconds: 600 }),
 });
 export type PolicyDocument = z.infer<typeof PolicyDocument>;
 export type PolicyDocumentInput = z.input<typeof PolicyDocument>;

@@ -47,8 +47,21 @@ export function unknownKeysMessage(keys: readonly string[], valid: readonly stri
   return `unknown ${keys.length === 1 ? 'key' : 'keys'} ${parts.join(', ')}; valid keys: ${valid.join(', ')}`;
 }
 
-/** A strict object schema for tool arguments, with the message above for unknown keys. */
+/**
+ * A strict object schema for tool arguments, with the message above for unknown keys. One per
+ * shape: the MCP server is built per request, and building a zod schema costs more than a call.
+ */
 export function strictInput<S extends z.ZodRawShape>(shape: S) {
+  const known = built.get(shape);
+  if (known) return known as ReturnType<typeof build<S>>;
+  const s = build(shape);
+  built.set(shape, s);
+  return s;
+}
+
+const built = new WeakMap<z.ZodRawShape, z.ZodType>();
+
+function build<S extends z.ZodRawShape>(shape: S) {
   const valid = Object.keys(shape);
   return z.strictObject(shape, {
     error: (iss) => (iss.code === 'unrecognized_keys' ? unknownKeysMessage(iss.keys, valid) : undefined),

@@ -4,6 +4,7 @@
  * Names use [a-z_] only: several MCP clients reject dots in tool names.
  */
 import { z } from 'zod';
+import { ApprovalId, ApprovalInfo } from './approvals.ts';
 import { RuntimeName } from './runtimes.ts';
 import { AgentLabel } from './agent-protocol.ts';
 
@@ -31,9 +32,12 @@ export const ExecuteInput = {
   timeout_ms: z.number().int().positive().optional().describe('Timeout in milliseconds; the whole process tree is killed on timeout'),
   cwd: RelCwd.optional(),
   env: EnvMap.optional().describe('Environment variables; only names the team policy allows are passed'),
+  approval_id: ApprovalId.optional().describe('An approval a team admin granted for exactly this call (after an approval_required error); used once'),
   ...Placement,
 };
 export const ExecuteOutput = {
+  /** Set on an approval_required error: the pending approval to get approved, then retry with. */
+  approval: ApprovalInfo.optional(),
   stdout: z.string(),
   stderr: z.string(),
   exit_code: z.number().int().nullable(),
@@ -62,6 +66,7 @@ export const RuntimeExecuteInput = {
   relativeCwd: RelCwd.optional(),
   timeoutMs: z.number().int().min(100).max(600_000).optional(),
   env: EnvMap.optional(),
+  approvalId: ApprovalId.optional().describe('An approval a team admin granted for exactly this call (after an approval_required error); used once'),
   outputMode: OutputMode.optional().describe('minimal (default), summary (head+tail), intent (lines matching queryTerms)'),
   queryTerms: z.array(z.string().min(1).max(200)).max(10).optional(),
   contextLines: z.number().int().min(0).max(20).optional(),
@@ -76,6 +81,7 @@ export const Excerpt = z.object({
 });
 export type Excerpt = z.infer<typeof Excerpt>;
 export const RuntimeExecuteOutput = {
+  approval: ApprovalInfo.optional(),
   /** `queued` / `running`: a background job's answer (follow it with job_status). */
   status: z.enum(['success', 'failure', 'timeout', 'cancelled', 'denied', 'queued', 'running']),
   exitCode: z.number().int().nullable(),
@@ -144,6 +150,8 @@ export const PolicyCheckInput = {
 };
 export const PolicyCheckOutput = {
   allowed: z.boolean(),
+  /** `ask`: the policy allows it once a person approves (allowed is false until then). */
+  decision: z.enum(['allow', 'ask', 'deny']),
   stage: z.string(),
   reason: z.string(),
   notes: z.array(z.string()),

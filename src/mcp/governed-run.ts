@@ -20,6 +20,9 @@ import { awaitJob, cancelByCall, errorCode, jobOutcome, jobStatus, submitAndFoll
 import { isTerminal } from '../contracts/jobs.ts';
 import { callCancelKey, type ToolContext, type ToolExtra } from './context.ts';
 import { progressReporter } from './progress.ts';
+import type { InputRequiredResult } from '@modelcontextprotocol/server';
+import { approvalGate, type Refusal } from '../approval/gate.ts';
+import type { ApprovableRequest } from '../approval/request.ts';
 
 export interface GovernedRequest {
   tool: 'execute' | 'runtime_execute' | 'run_script';
@@ -36,10 +39,16 @@ export interface GovernedRequest {
    */
   task?: { afterMs: number };
   selector?: JobSelector;
+  /** An admin-approved approval for exactly this request (policy rule decided `ask`). */
+  approvalId?: string;
 }
 
 export type GovernedOutcome =
   | { kind: 'denied'; decision: PolicyDecision }
+  /** A rule decided `ask` and no approval lets the call run (yet): the tool answers with this refusal. */
+  | { kind: 'approval'; refusal: Refusal; decision: PolicyDecision }
+  /** A rule decided `ask` and the client's user is asked (2026-07-28 input_required). */
+  | { kind: 'input_required'; result: InputRequiredResult; decision: PolicyDecision }
   | { kind: 'error'; error: GatehouseErrorShape; decision: PolicyDecision | null; jobId: string; handle: string }
   | { kind: 'accepted'; state: 'queued' | 'running'; decision: PolicyDecision; jobId: string; handle: string; agentId: string | null }
   /** Offered as a task (`GovernedRequest.task`) and still open after the wait: the job runs on; the caller makes it a task. */
@@ -65,7 +74,30 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
   try {
     const { policy } = await teamPolicyOf(env, principal);
     const decision = await decide(policy, { ...r.policy, tool: r.tool, team: principal.team, subject: principal.subject });
-    if (!decision.allowed || !decision.effective) {
+    jobId = crypto.randomUUID();
+    let approval: { id: string; note: string } | undefined;
+    if (decision.ask && decision.effective) {
+      const gate = await approvalGate(ctx, extra, { request: approvable(r), decision: { ...decision, ask: decision.ask }, policy, approvalId: r.approvalId, jobId });
+      if (gate.kind === 'prompt') {
+        audited = true;
+        await writeAudit(env.DB, {
+          ...auditBase, decision: 'asked', reason: `${decision.stage}: ${decision.reason}; asked the MCP client's user to approve (approval prompt)`,
+          approvalId: gate.approvalId, durationMs: Date.now() - started,
+        });
+        return { kind: 'input_required', result: gate.result, decision };
+      }
+      if (gate.kind === 'refused') {
+        audited = true;
+        await writeAudit(env.DB, {
+          ...auditBase, decision: gate.refusal.asked ? 'asked' : 'denied', reason: `${gate.refusal.code}: ${gate.refusal.message}`,
+          approvalId: gate.refusal.approvalId, durationMs: Date.now() - started,
+        });
+        // A script's subprocess sees an ordinary denial (it has no way to come back with an approval).
+        if (r.tool === 'run_script') return { kind: 'denied', decision: { ...decision, reason: gate.refusal.message } };
+        return { kind: 'approval', refusal: gate.refusal, decision };
+      }
+      approval = { id: gate.approvalId, note: gate.note };
+    } else if (!decision.allowed || !decision.effective) {
       audited = true;
       await writeAudit(env.DB, { ...auditBase, decision: 'denied', reason: `${decision.stage}: ${decision.reason}`, durationMs: Date.now() - started });
       return { kind: 'denied', decision };
@@ -75,7 +107,7 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
     // exactly the argv that was decided, without sh -c.
     const job = decision.runAs && r.job.mode !== 'code' ? { ...r.job, mode: 'argv' as const, command: decision.runAs.command, args: decision.runAs.args } : r.job;
     const spec: JobSpec = {
-      jobId: crypto.randomUUID(),
+      jobId,
       artifactHandle: newArtifactHandle(),
       mode: job.mode,
       command: job.command,
@@ -97,11 +129,10 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
       ...(policy.sandbox.reuse ? { reuse: policy.sandbox.reuse } : {}),
       ...(eff.hardenGit && job.mode === 'argv' ? { hardenGit: true as const } : {}),
     };
-    jobId = spec.jobId;
     // One round trip: the job's index row and the call's audit row are written together.
     auditId = await recordJobAndAudit(env.DB, { team: principal.team, spec, tool: r.tool, subject: principal.subject, at: started }, {
-      ...auditBase, decision: 'allowed', reason: [decision.reason, ...decision.notes].filter(Boolean).join('; '),
-      jobId: spec.jobId, exitStatus: 'queued',
+      ...auditBase, decision: 'allowed', reason: [approval ? `ask: ${approval.note}` : decision.reason, ...decision.notes].filter(Boolean).join('; '),
+      jobId: spec.jobId, exitStatus: 'queued', ...(approval ? { approvalId: approval.id } : {}),
     });
     audited = true;
     const key = callCancelKey(ctx, extra);
@@ -141,6 +172,14 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
       await failAudit(env.DB, principal.team, auditId, `dispatch failed: ${failure ?? 'unknown'}`).catch(() => {});
     }
   }
+}
+
+/** What an approval is bound to: the request as the caller sent it. */
+function approvable(r: GovernedRequest): ApprovableRequest {
+  return {
+    tool: r.tool, mode: r.policy.mode, command: r.policy.command, args: r.policy.args, runtime: r.policy.runtime,
+    code: r.policy.code ?? r.job.code, stdin: r.job.stdin, cwd: r.policy.cwd, env: r.policy.env, timeoutMs: r.policy.timeoutMs,
+  };
 }
 
 /**

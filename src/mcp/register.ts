@@ -24,6 +24,9 @@ export const STOPS_JOBS: ToolAnnotations = { readOnlyHint: false, destructiveHin
  * tool's own shape, required fields included.
  */
 export function toolOutput<S extends z.ZodRawShape>(shape: S): StandardSchemaWithJSON {
+  // Built once per shape per isolate: the server is built per request, its schemas are not.
+  const known = outputs.get(shape);
+  if (known) return known;
   // A tool whose own result has an `error` field (a job's error) keeps it; a failed call's error fits either way.
   const own = shape.error as z.ZodType | undefined;
   const schema = z.object(shape).extend({ error: own ? z.union([own, ToolErrorShape]) : ToolErrorShape.optional() });
@@ -32,13 +35,61 @@ export function toolOutput<S extends z.ZodRawShape>(shape: S): StandardSchemaWit
     const { required, ...rest } = json as { required?: string[] } & Record<string, unknown>;
     return { ...rest, anyOf: [{ required: required ?? [] }, { required: ['error'] }] };
   };
-  return {
+  const out = {
     '~standard': {
       ...std,
       jsonSchema: {
-        input: (o) => advertised(std.jsonSchema.input(o)),
-        output: (o) => advertised(std.jsonSchema.output(o)),
+        input: once((o) => advertised(std.jsonSchema.input(o))),
+        output: once((o) => advertised(std.jsonSchema.output(o))),
       },
     },
   } as StandardSchemaWithJSON;
+  outputs.set(shape, out);
+  return out;
+}
+
+const outputs = new WeakMap<z.ZodRawShape, StandardSchemaWithJSON>();
+
+type JsonSchemaOf = StandardSchemaWithJSON['~standard']['jsonSchema']['input'];
+
+/**
+ * Converts a schema to JSON Schema once per isolate and target instead of once per request (the
+ * SDK converts on every tools/list, and on every tools/call for the output schema and, in the
+ * 2026 era, the input schema). The result is frozen: every request shares it, so none may change it.
+ */
+function once(convert: JsonSchemaOf): JsonSchemaOf {
+  const byTarget = new Map<string, Record<string, unknown>>();
+  return (o) => {
+    const key = String(o?.target ?? '');
+    let json = byTarget.get(key);
+    if (!json) {
+      json = deepFreeze(convert(o));
+      byTarget.set(key, json);
+    }
+    return json;
+  };
+}
+
+/**
+ * A tool's input schema with its JSON Schema conversion cached (see `once`). Idempotent, so
+ * the per-request server can pass every tool's input schema through it.
+ */
+export function cachedInput<T>(schema: T): T {
+  const s = schema as unknown as StandardSchemaWithJSON;
+  const std = s?.['~standard'];
+  if (!std?.jsonSchema || inputs.has(s)) return schema;
+  inputs.add(s);
+  // zod keeps `~standard` settable per instance (it is a prototype getter with a setter).
+  (s as { '~standard': unknown })['~standard'] = { ...std, jsonSchema: { input: once(std.jsonSchema.input), output: once(std.jsonSchema.output) } };
+  return schema;
+}
+
+const inputs = new WeakSet<object>();
+
+function deepFreeze<T>(v: T): T {
+  if (v && typeof v === 'object' && !Object.isFrozen(v)) {
+    Object.freeze(v);
+    for (const x of Object.values(v)) deepFreeze(x);
+  }
+  return v;
 }

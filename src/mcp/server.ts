@@ -5,6 +5,7 @@
 import { McpServer } from '@modelcontextprotocol/server';
 import type { CallToolResult } from '@modelcontextprotocol/server';
 import { toolError, type ToolContext } from './context.ts';
+import { cachedInput } from './register.ts';
 import { registerExecute } from './tools/execute.ts';
 import { registerRuntimeExecute } from './tools/runtime-execute.ts';
 import { registerQueryOutput } from './tools/query-output-tool.ts';
@@ -18,6 +19,7 @@ import { registerRunScript } from './tools/run-script.ts';
 import { registerArtifactResources } from './resources.ts';
 import { registerPrompts } from './prompts.ts';
 import { registerJobViewer } from './apps/job-viewer.ts';
+import { promptStateVerifier } from '../approval/prompt-state.ts';
 import { installTasks } from './tasks/index.ts';
 
 export const SERVER_INFO = { name: 'gatehouse', version: '0.1.0' };
@@ -41,12 +43,15 @@ export function buildServer(ctx: ToolContext): McpServer {
     // The tool list is fixed per deployment: there is never a list_changed notification to send.
     capabilities: { tools: { listChanged: false }, resources: { listChanged: false }, prompts: { listChanged: false } },
     cacheHints: CACHE_HINTS,
+    // Approval prompts (src/approval/): echoed request state is checked before any tool sees it.
+    requestState: { verify: promptStateVerifier(ctx.env, ctx.principal) },
     instructions:
       'Gatehouse runs commands for your team under its policy, in gVisor sandboxes on the team\'s executor agents. ' +
       'Prefer runtime_execute with outputMode "minimal", then query_output on the artifactHandle when you need to see output. ' +
       'Use policy_check to learn why something would be denied. Long jobs: pass background: true, then job_status / job_output / job_kill.',
   });
   withCodedSdkErrors(server);
+  withCachedSchemas(server);
   registerExecute(server, ctx);
   registerRuntimeExecute(server, ctx);
   registerQueryOutput(server, ctx);
@@ -62,6 +67,17 @@ export function buildServer(ctx: ToolContext): McpServer {
   registerJobViewer(server);
   installTasks(server, ctx);
   return server;
+}
+
+/**
+ * Every tool's input schema converts to JSON Schema once per isolate, not once per request
+ * (output schemas already do, through `toolOutput`). Tool files keep calling
+ * `server.registerTool` as usual.
+ */
+function withCachedSchemas(server: McpServer): void {
+  const register = server.registerTool.bind(server) as (name: string, config: { inputSchema?: unknown }, cb: unknown) => unknown;
+  (server as unknown as { registerTool: typeof register }).registerTool = (name, config, cb) =>
+    register(name, config.inputSchema === undefined ? config : { ...config, inputSchema: cachedInput(config.inputSchema) }, cb);
 }
 
 /**

@@ -1,7 +1,8 @@
 /**
  * The policy engine: decides one tool call against the team policy, stage by stage in the
  * reference's order (feature gate → runtime allowlist → executable → arguments/shell → cwd →
- * env → limits → OPA), and says which stage denied and why. Concurrency (stage 8 of the
+ * env → limits → rules → OPA), and says which stage denied and why. The rules stage may also
+ * decide `ask`: allowed once a person approves (`decision.ask`). Concurrency (stage 8 of the
  * reference) is enforced by the TeamDispatcher; its message lives here so the text is one.
  *
  * Runs in workerd and in Node: web-standard APIs only. Never throws: any internal failure is a
@@ -17,6 +18,7 @@ import { checkLimits } from './limits.ts';
 import { askOpa, type OpaInput } from './opa.ts';
 import { ruleFor, screenArguments } from './argument-screens.ts';
 import { checkShellString } from './shell.ts';
+import { matchRule, ruleArgv } from './rules.ts';
 import { splitSimpleCommand } from './simple-command.ts';
 import type { DecideOptions, PolicyDecision, PolicyRequest, PolicyStage, StageResult } from './types.ts';
 
@@ -28,6 +30,11 @@ export function concurrencyLimitMessage(active: number, max: number): string {
   return `Concurrency limit reached (${active}/${max} active jobs)`;
 }
 
+/** The three-way verdict of a decision: run, ask a person first, or refuse. */
+export function verdictOf(d: Pick<PolicyDecision, 'allowed' | 'ask'>): 'allow' | 'ask' | 'deny' {
+  return d.allowed ? 'allow' : d.ask ? 'ask' : 'deny';
+}
+
 export async function decide(policy: PolicyDocument, req: PolicyRequest, opts: DecideOptions = {}): Promise<PolicyDecision> {
   // A command string without shell syntax is decided (and run) as argv. A policy that allows
   // shell strings keeps its meaning: if the argv decision denies, the shell decision still may allow.
@@ -35,9 +42,10 @@ export async function decide(policy: PolicyDocument, req: PolicyRequest, opts: D
   if (argv) {
     const asArgv = await decideOne(policy, { ...req, mode: 'argv', command: argv[0], args: argv.slice(1) }, opts);
     const note = `the command has no shell syntax: decided as argv ${JSON.stringify(argv)}`;
-    if (asArgv.allowed || !policy.shell.enabled) {
+    // An `ask` is as good as allowed here: deciding the string as a shell string instead must not dodge the rule.
+    if (asArgv.allowed || asArgv.ask || !policy.shell.enabled) {
       const runAs = asArgv.runAs ?? { command: argv[0], args: argv.slice(1) };
-      return { ...asArgv, notes: [note, ...asArgv.notes], ...(asArgv.allowed ? { runAs } : {}) };
+      return { ...asArgv, notes: [note, ...asArgv.notes], ...(asArgv.allowed || asArgv.ask ? { runAs } : {}) };
     }
     return decideOne(policy, req, opts);
   }
@@ -113,6 +121,12 @@ async function decideStages(
   const limits = run('limits', () => checkLimits(policy, req.timeoutMs));
   if ('decision' in limits) return limits.decision;
 
+  state.stage = 'rules';
+  const rule = matchRule(policy, req, ruleArgv(req, exe, isShell ? script : undefined));
+  if (rule?.decision === 'deny') return denied(`Denied by rule ${rule.index}: ${rule.reason}`);
+  if (rule?.decision === 'allow') notes.push(`allowed by rules[${rule.index}]`);
+  const ask = rule?.decision === 'ask' ? { rule: rule.index, reason: rule.reason } : undefined;
+
   let opa: PolicyDecision['opa'];
   let reason = needsOpa ? '' : 'Allowed by the team policy';
   if (hasOpa) {
@@ -147,10 +161,11 @@ async function decideStages(
   const hardenGit = exe !== undefined && req.mode === 'argv' && executableBase(exe) === 'git' && policy.git.repositoryPrograms === 'disable';
   if (hardenGit) notes.push('git runs with the repository\'s filters, drivers, aliases, hooks and helpers switched off (git.repositoryPrograms = "disable")');
   return {
-    allowed: true,
-    stage: 'allowed',
-    reason,
+    allowed: !ask,
+    stage: ask ? 'rules' : 'allowed',
+    reason: ask ? `Approval required by rule ${ask.rule}: ${ask.reason}` : reason,
     notes,
+    ...(ask ? { ask } : {}),
     ...(prepend.length ? { runAs: { command: exe!, args: [...prepend, ...(req.args ?? [])] } } : {}),
     effective: {
       cwd: cwd.value,

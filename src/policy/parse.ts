@@ -35,6 +35,16 @@ export function parsePolicy(json: unknown): Result<PolicyDocument> {
     if (entryRegex(entry) === 'invalid') issues.push({ path: ['shell', 'allow', i], message: 'invalid regular expression between the slashes' });
     if (entry === '') issues.push({ path: ['shell', 'allow', i], message: 'empty entry' });
   });
+  doc.rules.forEach((rule, i) => {
+    rule.pattern.forEach((element, j) => {
+      const alternatives = Array.isArray(element) ? element : [element];
+      alternatives.forEach((alt, k) => {
+        if (entryRegex(alt) === 'invalid') {
+          issues.push({ path: ['rules', i, 'pattern', j, ...(Array.isArray(element) ? [k] : [])], message: 'invalid regular expression between the slashes' });
+        }
+      });
+    });
+  });
   if (doc.limits.defaultTimeoutMs > doc.limits.maxTimeoutMs) {
     issues.push({ path: ['limits', 'defaultTimeoutMs'], message: `must not exceed limits.maxTimeoutMs (${doc.limits.maxTimeoutMs})` });
   }

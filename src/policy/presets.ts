@@ -18,6 +18,16 @@ const READ_TOOLS = [
   'which', 'seq', 'nl', 'tac', 'rev', 'paste', 'comm', 'cmp', 'od', 'md5sum', 'sha256sum', 'uname', 'git',
 ];
 
+/**
+ * Under `strict`, what destroys work in the workspace waits for a person: a recursive `rm`
+ * (recursive flag first, as tools and people write it) and the git commands that throw away
+ * uncommitted work or rewrite what is shared.
+ */
+export const STRICT_ASK_RULES = [
+  { pattern: ['rm', '/-[A-Za-z]*[rR][A-Za-z]*|--recursive/'], decision: 'ask' as const, reason: 'a recursive delete in the workspace needs a person\'s approval' },
+  { pattern: ['git', ['clean', 'reset', 'push', 'rebase', 'filter-branch']], decision: 'ask' as const, reason: 'this git command can discard or rewrite work; it needs a person\'s approval' },
+];
+
 const STRICT: PolicyDocument = PolicyDocument.parse({
   ...JSON.parse(JSON.stringify(DEFAULT_POLICY)),
   runtime: { enabled: false, allowedRuntimes: [] },
@@ -29,6 +39,7 @@ const STRICT: PolicyDocument = PolicyDocument.parse({
   // no other job of the team can rewrite .git/config in between.
   limits: { ...DEFAULT_POLICY.limits, maxConcurrentJobs: 1 },
   argumentRules: {},
+  rules: STRICT_ASK_RULES,
 });
 
 const INTERPRETERS = ['node', 'python3', 'python', 'perl', 'ruby', 'php', 'Rscript', 'elixir', 'tsx', 'sh', 'bash'];
@@ -56,7 +67,8 @@ export const PRESETS: Record<PresetName, Preset> = {
       'git runs with the repository\'s programs switched off by the agent: filters (clean/smudge/process), diff and merge drivers, ' +
       'textconv, diff.external, aliases, hooks, fsmonitor, pager, editor, ssh/askpass/credential/gpg programs, remote upload/receive-pack; ' +
       'no system or global git configuration, no bare repository found by walking up, no submodules. ' +
-      'Still allowed: sed/cp/mv can rewrite any workspace file (including .git/), which later strict git calls ignore the programs of.',
+      'Still allowed: sed, cp, mv and tar may rewrite any workspace file, .git/ included; later strict git calls switch off the programs such files name. ' +
+      'Asks a person first (rule decision "ask") for a recursive rm and for git clean/reset/push/rebase/filter-branch.',
     policy: STRICT,
   },
   standard: {

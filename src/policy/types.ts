@@ -20,7 +20,7 @@ export interface PolicyRequest {
 }
 
 export type PolicyStage =
-  | 'feature_gate' | 'runtime_allowlist' | 'executable' | 'arguments' | 'shell' | 'cwd' | 'env' | 'limits' | 'opa' | 'allowed';
+  | 'feature_gate' | 'runtime_allowlist' | 'executable' | 'arguments' | 'shell' | 'cwd' | 'env' | 'limits' | 'rules' | 'opa' | 'allowed';
 
 export interface EffectiveJob {
   cwd: string;
@@ -53,6 +53,12 @@ export interface PolicyDecision {
    * was allowed as argv, and/or the policy's `prependArgs` in front of the caller's arguments.
    */
   runAs?: { command: string; args: string[] };
+  /**
+   * Present when a rule decided `ask`: everything else allows the call, but a person must approve
+   * it first. `allowed` is false then, so code that does not know about approvals refuses it;
+   * `effective` (and `runAs`) say what runs once approved.
+   */
+  ask?: { rule: number; reason: string };
   /** Present when OPA evaluators were asked (addition to the lead's interface). */
   opa?: { mode: 'any' | 'all'; verdicts: OpaVerdict[] };
 }

@@ -11,7 +11,8 @@ export interface AuditEntry {
   /** argv, shell string or runtime request; secrets are redacted before storage. */
   command?: unknown;
   cwd?: string;
-  decision: 'allowed' | 'denied' | 'failed';
+  /** `asked`: a policy rule needs a person's approval first; the row carries the approval id. */
+  decision: 'allowed' | 'denied' | 'failed' | 'asked';
   reason?: string;
   jobId?: string;
   exitStatus?: string;
@@ -19,23 +20,25 @@ export interface AuditEntry {
   bytes?: number;
   /** Set on a run_script subprocess's row: the script's job id (its own row has that jobId). */
   parentJobId?: string;
+  /** The approval this row is about: the ask, the decision on it, and the run that used it. */
+  approvalId?: string;
 }
 
-export const AUDIT_DECISIONS = ['allowed', 'denied', 'failed'] as const;
-export const AUDIT_TOOLS = ['execute', 'runtime_execute', 'query_output', 'policy_check', 'list_runtimes', 'run_script', 'job_status', 'job_output', 'job_kill', 'job_list', 'admin.policy_set', 'admin.token_create', 'admin.token_revoke', 'admin.job_kill'] as const;
+export const AUDIT_DECISIONS = ['allowed', 'denied', 'failed', 'asked'] as const;
+export const AUDIT_TOOLS = ['execute', 'runtime_execute', 'query_output', 'policy_check', 'list_runtimes', 'run_script', 'job_status', 'job_output', 'job_kill', 'job_list', 'admin.policy_set', 'admin.token_create', 'admin.token_revoke', 'admin.job_kill', 'admin.approval_approve', 'admin.approval_deny', 'approval.elicitation'] as const;
 
 /** The INSERT of one audit row, to run alone or in a batch with other writes of the same call. */
 export function auditInsert(db: D1Database, e: AuditEntry): D1PreparedStatement {
   const command = e.command === undefined ? null : JSON.stringify(redact(e.command));
   return db
     .prepare(
-      `INSERT INTO audit (at, team, subject, token_id, tool, command, cwd, decision, reason, job_id, exit_status, duration_ms, bytes, parent_job_id)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO audit (at, team, subject, token_id, tool, command, cwd, decision, reason, job_id, exit_status, duration_ms, bytes, parent_job_id, approval_id)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     )
     .bind(
       Date.now(), e.team, e.subject, e.tokenId ?? null, e.tool,
       command, e.cwd ?? null, e.decision, e.reason === undefined ? null : redactString(e.reason),
-      e.jobId ?? null, e.exitStatus ?? null, e.durationMs ?? null, e.bytes ?? null, e.parentJobId ?? null,
+      e.jobId ?? null, e.exitStatus ?? null, e.durationMs ?? null, e.bytes ?? null, e.parentJobId ?? null, e.approvalId ?? null,
     );
 }
 
@@ -136,6 +139,7 @@ export interface AuditRow {
   durationMs: number | null;
   bytes: number | null;
   parentJobId: string | null;
+  approvalId: string | null;
 }
 
 export interface AuditFilter {
@@ -148,6 +152,8 @@ export interface AuditFilter {
   since?: number;
   /** Exclusive upper bound on `at` (ms since the epoch). */
   until?: number;
+  /** Rows about one approval: the ask, the decision, the run. */
+  approvalId?: string;
 }
 
 export const AUDIT_DEFAULT_LIMIT = 50;
@@ -168,6 +174,7 @@ interface DbAuditRow {
   id: number; at: number; subject: string; token_id: string | null; tool: string; command: string | null; cwd: string | null;
   decision: string; reason: string | null; job_id: string | null; exit_status: string | null; duration_ms: number | null; bytes: number | null;
   parent_job_id: string | null;
+  approval_id: string | null;
 }
 
 /**
@@ -189,11 +196,12 @@ export async function queryAudit(db: D1Database, team: string, f: AuditFilter): 
   if (f.subject !== undefined) { where.push('subject = ?'); params.push(f.subject); }
   if (f.since !== undefined) { where.push('at >= ?'); params.push(f.since); }
   if (f.until !== undefined) { where.push('at < ?'); params.push(f.until); }
+  if (f.approvalId !== undefined) { where.push('approval_id = ?'); params.push(f.approvalId); }
   // One extra row tells whether another page exists without a COUNT.
   params.push(limit + 1);
   const r = await db
     .prepare(
-      `SELECT id, at, subject, token_id, tool, command, cwd, decision, reason, job_id, exit_status, duration_ms, bytes, parent_job_id
+      `SELECT id, at, subject, token_id, tool, command, cwd, decision, reason, job_id, exit_status, duration_ms, bytes, parent_job_id, approval_id
        FROM audit WHERE ${where.join(' AND ')} ORDER BY id DESC LIMIT ?`,
     )
     .bind(...params)
@@ -202,7 +210,7 @@ export async function queryAudit(db: D1Database, team: string, f: AuditFilter): 
   const page = rows.slice(0, limit);
   const entries = page.map((x): AuditRow => ({
     id: x.id, at: x.at, subject: x.subject, tokenId: x.token_id, tool: x.tool, command: parseJson(x.command), cwd: x.cwd,
-    decision: x.decision, reason: x.reason, jobId: x.job_id, exitStatus: x.exit_status, durationMs: x.duration_ms, bytes: x.bytes, parentJobId: x.parent_job_id,
+    decision: x.decision, reason: x.reason, jobId: x.job_id, exitStatus: x.exit_status, durationMs: x.duration_ms, bytes: x.bytes, parentJobId: x.parent_job_id, approvalId: x.approval_id,
   }));
   return { entries, nextCursor: rows.length > limit ? encodeCursor(page[page.length - 1].id) : null };
 }

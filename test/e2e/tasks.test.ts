@@ -136,12 +136,25 @@ maybe('MCP Tasks on /mcp (io.modelcontextprotocol/tasks)', () => {
     }
   }, 90_000);
 
-  it('runtime_execute keeps its outputMode in the task\'s result', async () => {
+  it('runtime_execute keeps its outputMode in the task\'s result; every answer has the extension\'s wire shape', async () => {
     const created = await request(gw.mcpUrl, token, 'tools/call', {
       name: 'runtime_execute', arguments: { runtime: 'python', code: 'import time\ntime.sleep(2)\nprint("alpha")\nprint("needle-beta")', outputMode: 'intent', queryTerms: ['needle'], contextLines: 0 },
     }, true);
     expect(CreateTaskResultV2Schema.safeParse(created.result).success, JSON.stringify(created)).toBe(true);
-    const done = await settle(created.result!.taskId as string);
+    const taskId = created.result!.taskId as string;
+    // Flat Result & Task: no v1 `task` wrapper, no v1 `ttl`/`pollInterval` names, no `requestState`; integer milliseconds.
+    expect(created.result).toMatchObject({ resultType: 'task', status: 'working' });
+    for (const key of ['task', 'ttl', 'pollInterval', 'requestState', 'content']) expect(created.result, key).not.toHaveProperty(key);
+    expect(Number.isInteger(created.result!.ttlMs) && Number.isInteger(created.result!.pollIntervalMs)).toBe(true);
+    // The update and cancel acknowledgements are complete results; an update for a task that asks nothing changes nothing.
+    const update = await request(gw.mcpUrl, token, 'tasks/update', { taskId, inputResponses: { 'never-asked': { action: 'accept' } } }, true);
+    expect(update.result).toMatchObject({ resultType: 'complete' });
+    const done = await settle(taskId);
+    for (const key of ['requestState', 'ttl', 'pollInterval']) expect(done, key).not.toHaveProperty(key);
+    expect((done.result as { _meta?: Record<string, unknown> })._meta ?? {}).not.toHaveProperty(['io.modelcontextprotocol/related-task']);
+    const cancelDone = await request(gw.mcpUrl, token, 'tasks/cancel', { taskId }, true);
+    expect(cancelDone.result).toMatchObject({ resultType: 'complete' });
+    expect((await getTask(taskId)).result).toMatchObject({ status: 'completed' });
     expect(done.status).toBe('completed');
     const sc = (done.result as { structuredContent: { status: string; excerpts: { content: string }[] } }).structuredContent;
     expect(sc.status).toBe('success');

@@ -7,7 +7,7 @@ const TOOLS = ['execute', 'runtime_execute', 'query_output', 'policy_check', 'li
 export function render(main) {
   const msg = messages();
   const decision = h('select', { name: 'decision' }, h('option', { value: '' }, 'any'),
-    ['allowed', 'denied', 'failed'].map((d) => h('option', { value: d }, d)));
+    ['allowed', 'denied', 'failed', 'asked'].map((d) => h('option', { value: d }, d)));
   const toolList = h('datalist', { id: 'audit-tools' }, TOOLS.map((t) => h('option', { value: t })));
   const tool = h('input', { name: 'tool', type: 'text', list: 'audit-tools', placeholder: 'any' });
   const subject = h('input', { name: 'subject', type: 'text', placeholder: 'any' });

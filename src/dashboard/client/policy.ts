@@ -142,7 +142,8 @@ function dryRun() {
     try {
       const d = await api('POST', '/policy/check', body);
       result.replaceChildren(
-        h('p', { class: 'verdict ' + (d.allowed ? 'allowed' : 'denied'), 'data-allowed': String(d.allowed) }, d.allowed ? 'Allowed' : 'Denied'),
+        h('p', { class: 'verdict ' + (d.decision === 'ask' ? 'ask' : d.allowed ? 'allowed' : 'denied'), 'data-allowed': String(d.allowed), 'data-decision': d.decision || (d.allowed ? 'allow' : 'deny') },
+          d.decision === 'ask' ? 'Needs approval (ask)' : d.allowed ? 'Allowed' : 'Denied'),
         h('dl', { class: 'facts' },
           h('dt', null, 'Deciding stage'), h('dd', null, d.stage || '—'),
           h('dt', null, 'Reason'), h('dd', null, d.reason || '—'),

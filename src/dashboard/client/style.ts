@@ -61,6 +61,7 @@ mark { background: #f2cc60; color: #0d1117; }
 .excerpt figcaption { font-size: .85rem; color: var(--muted); }
 .verdict { font-size: 1.2rem; font-weight: 700; margin: .5rem 0 0; }
 .verdict.allowed { color: var(--ok); }
+.verdict.ask { color: #9a6700; }
 .verdict.denied { color: var(--bad); }
 ul.runtimes { margin: 0; padding-left: 1rem; columns: 2; font-size: .85rem; }
 ul.runtimes .ver { color: var(--muted); }

@@ -3,7 +3,7 @@
  * command` (a policy switch, decided on the whole string). Result keeps the reference's shape
  * plus Gatehouse's truthful terminal state, the job id and the artifact handle.
  */
-import type { CallToolResult, McpServer } from '@modelcontextprotocol/server';
+import type { CallToolResult, InputRequiredResult, McpServer } from '@modelcontextprotocol/server';
 import type { GatehouseErrorShape } from '../../contracts/errors.ts';
 import { ExecuteInput, ExecuteOutput } from '../../contracts/tools.ts';
 import { strictInput } from '../../contracts/strict-input.ts';
@@ -22,13 +22,14 @@ export function registerExecute(server: McpServer, ctx: ToolContext): void {
       description:
         'Runs a command in a sandbox on one of the team\'s executor agents. With "args" the executable runs directly (no shell); ' +
         'without it the whole string runs with sh -c, if the team policy allows shell strings. Returns stdout, stderr, exit code ' +
-        '(inline output capped, full output kept as an artifact: search it with query_output).',
+        '(inline output capped, full output kept as an artifact: search it with query_output). If the policy asks for approval, ' +
+        'a client with elicitation is asked to approve; otherwise the error approval_required names an approval id to retry with once an admin approved it.',
       annotations: RUNS_JOBS,
       inputSchema: strictInput(ExecuteInput),
       outputSchema: toolOutput(ExecuteOutput),
       _meta: { ...JOB_VIEWER_TOOL_META, [TASK_SUPPORT_META_KEY]: 'optional' },
     },
-    async (input, extra) => {
+    async (input, extra): Promise<CallToolResult | InputRequiredResult> => {
       const denied = missingScope(ctx, 'execute', ['execute']);
       if (denied) return denied;
       if (input.command.trim() === '') return toolError('Error: command: empty', undefined, 'invalid_argument');
@@ -40,9 +41,11 @@ export function registerExecute(server: McpServer, ctx: ToolContext): void {
           cwd: input.cwd, env: input.env, timeoutMs: input.timeout_ms,
         },
         job: { mode: shell ? 'shell' : 'argv', command: input.command, args: input.args ?? [], stdin: input.stdin },
-        background: input.background, selector: { agent: input.agent, labels: input.labels },
+        background: input.background, selector: { agent: input.agent, labels: input.labels }, approvalId: input.approval_id,
         task: taskOffer(ctx, extra, input),
       });
+      if (out.kind === 'input_required') return out.result;
+      if (out.kind === 'approval') return toolError(`Error: ${out.refusal.message}`, out.refusal.approval ? { approval: out.refusal.approval } : undefined, out.refusal.code);
       if (out.kind === 'denied') return toolError(`Error: policy denied (${out.decision.stage}): ${out.decision.reason}`, undefined, 'policy_denied');
       if (out.kind === 'error') return executeFailed(out.error, out.jobId);
       if (out.kind === 'accepted' || out.kind === 'pending') {

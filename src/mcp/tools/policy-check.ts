@@ -2,7 +2,7 @@
 import type { McpServer } from '@modelcontextprotocol/server';
 import { PolicyCheckInput, PolicyCheckOutput } from '../../contracts/tools.ts';
 import { strictInput } from '../../contracts/strict-input.ts';
-import { decide } from '../../policy/engine.ts';
+import { decide, verdictOf } from '../../policy/engine.ts';
 import { teamPolicyOf } from '../../policy/cache.ts';
 import { writeAudit } from '../../store/audit.ts';
 import { READ_ONLY, toolOutput } from '../register.ts';
@@ -13,7 +13,7 @@ export function registerPolicyCheck(server: McpServer, ctx: ToolContext): void {
     'policy_check',
     {
       title: 'Dry-run the team policy',
-      description: 'Says whether the team policy would allow a command (args given: direct exec; omitted: shell string), which stage decides, and why. Nothing runs.',
+      description: 'Says whether the team policy would allow a command, deny it, or ask a person to approve it first (decision allow|ask|deny; args given: direct exec; omitted: shell string), which stage decides, and why. Nothing runs.',
       annotations: READ_ONLY,
       inputSchema: strictInput(PolicyCheckInput),
       outputSchema: toolOutput(PolicyCheckOutput),
@@ -32,10 +32,12 @@ export function registerPolicyCheck(server: McpServer, ctx: ToolContext): void {
       await writeAudit(ctx.env.DB, {
         team: p.team, subject: p.subject, tokenId: p.tokenId, tool: 'policy_check',
         command: { command: input.command, args: input.args, runtime: input.runtime, env: input.env }, cwd: input.cwd,
-        decision: d.allowed ? 'allowed' : 'denied', reason: `dry run; ${d.stage}: ${d.reason}`,
+        decision: d.allowed ? 'allowed' : 'denied', reason: `dry run; ${verdictOf(d)}; ${d.stage}: ${d.reason}`,
       });
-      const structured = { allowed: d.allowed, stage: d.stage, reason: d.reason, notes: d.notes };
-      return toolResult(structured, `${d.allowed ? 'allowed' : 'denied'} (${d.stage}): ${d.reason}${d.notes.length ? `\nnotes: ${d.notes.join('; ')}` : ''}`);
+      const verdict = verdictOf(d);
+      const structured = { allowed: d.allowed, decision: verdict, stage: d.stage, reason: d.reason, notes: d.notes };
+      const label = verdict === 'ask' ? 'needs approval' : d.allowed ? 'allowed' : 'denied';
+      return toolResult(structured, `${label} (${d.stage}): ${d.reason}${d.notes.length ? `\nnotes: ${d.notes.join('; ')}` : ''}`);
     },
   );
 }

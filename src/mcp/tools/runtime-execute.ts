@@ -3,7 +3,7 @@
  * by `outputMode` (minimal by default: a few numbers and the artifact handle).
  */
 import { z } from 'zod';
-import type { CallToolResult, McpServer } from '@modelcontextprotocol/server';
+import type { CallToolResult, InputRequiredResult, McpServer } from '@modelcontextprotocol/server';
 import type { GatehouseErrorShape } from '../../contracts/errors.ts';
 import { OutputMode, RuntimeExecuteInput, RuntimeExecuteOutput } from '../../contracts/tools.ts';
 import { strictInput } from '../../contracts/strict-input.ts';
@@ -35,7 +35,7 @@ export function registerRuntimeExecute(server: McpServer, ctx: ToolContext): voi
       outputSchema: toolOutput(RuntimeExecuteOutput),
       _meta: { ...JOB_VIEWER_TOOL_META, [TASK_SUPPORT_META_KEY]: 'optional' },
     },
-    async (input, extra) => {
+    async (input, extra): Promise<CallToolResult | InputRequiredResult> => {
       const denied = missingScope(ctx, 'runtime_execute', ['execute']);
       if (denied) return denied;
       if (input.args !== undefined && input.code !== undefined) {
@@ -58,9 +58,17 @@ export function registerRuntimeExecute(server: McpServer, ctx: ToolContext): voi
           cwd: input.relativeCwd, env: input.env, timeoutMs: input.timeoutMs,
         },
         job: { mode: codeMode ? 'code' : 'argv', command: executable, args: input.args ?? [], runtime, code, stdin: input.stdin },
-        background: input.background, selector: { agent: input.agent, labels: input.labels },
+        background: input.background, selector: { agent: input.agent, labels: input.labels }, approvalId: input.approvalId,
         task: taskOffer(ctx, extra, input),
       });
+      if (out.kind === 'input_required') return out.result;
+      if (out.kind === 'approval') {
+        const structured = {
+          status: 'denied' as const, exitCode: null, signal: null, durationMs: 0, outputLines: 0, outputBytes: 0, artifactHandle: null,
+          notes: [`${out.refusal.code}: ${out.refusal.message}`], ...(out.refusal.approval ? { approval: out.refusal.approval } : {}),
+        };
+        return toolError(`Error: ${out.refusal.message}`, structured, out.refusal.code);
+      }
       if (out.kind === 'denied') {
         const structured = {
           status: 'denied' as const, exitCode: null, signal: null, durationMs: 0, outputLines: 0, outputBytes: 0, artifactHandle: null,

@@ -1,0 +1,171 @@
+/**
+ * Big outputs, end to end (sandbox none, so the figures are the agent's and the edge's, not a
+ * sandbox's):
+ *  - one job writing `bytes` of stdout: the agent's peak RSS while it captures, spools and
+ *    uploads it (sampled from /proc every 50 ms, and the kernel's own high-water mark), and
+ *    whether the artifact is complete (its stored size equals what the job wrote, and its last
+ *    bytes read back are the job's last bytes);
+ *  - `query_output` over a large artifact while `clients` other MCP clients run `execute true`
+ *    in a loop: the search's latency under load, beside the same search on an idle gateway.
+ *
+ * `node bench/output.ts [megabytes=1000]` runs both alone against a fresh gateway and agent.
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { startAgent, type Gateway } from '../test/e2e/harness.ts';
+import { DEFAULT_POLICY } from '../src/policy/default-policy.ts';
+import { startBenchGateway } from './gateway.ts';
+
+function statusKb(pid: number, field: 'VmRSS' | 'VmHWM'): number | null {
+  try {
+    const m = new RegExp(`^${field}:\\s+(\\d+)`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) : null;
+  } catch {
+    return null;
+  }
+}
+
+export interface BigOutputFigures {
+  bytesWritten: number;
+  artifactBytes: number | null;
+  /** The artifact's size matches and its last bytes are the job's last bytes. */
+  complete: boolean;
+  rssBeforeMb: number;
+  rssPeakMb: number;
+  /** The kernel's high-water mark (VmHWM) after the job: over the agent's whole life. */
+  hwmMb: number | null;
+  seconds: number;
+  error?: string;
+}
+
+/** The team needs `head` allowed and maxArtifactBytes ≥ `bytes`; the agent `--max-artifact-bytes` ≥ `bytes`. */
+export async function benchBigOutput(gw: Gateway, team: string, c: Client, agentPid: number, bytes: number): Promise<BigOutputFigures> {
+  const rssBefore = (statusKb(agentPid, 'VmRSS') ?? 0) / 1024;
+  let peak = rssBefore;
+  const sampler = setInterval(() => {
+    const kb = statusKb(agentPid, 'VmRSS');
+    if (kb !== null) peak = Math.max(peak, kb / 1024);
+  }, 50);
+  const t = performance.now();
+  const out: BigOutputFigures = { bytesWritten: bytes, artifactBytes: null, complete: false, rssBeforeMb: rssBefore, rssPeakMb: peak, hwmMb: null, seconds: 0 };
+  try {
+    // /dev/zero: a known size and known last bytes, so completeness is checkable byte for byte at the end.
+    const r = await c.callTool({ name: 'execute', arguments: { command: 'head', args: ['-c', String(bytes), '/dev/zero'], timeout_ms: 600_000 } }, undefined, { timeout: 900_000 });
+    out.seconds = (performance.now() - t) / 1000;
+    const s = r.structuredContent as { artifact_handle?: string; exit_code?: number; error?: { message: string } };
+    if (r.isError || s.exit_code !== 0 || !s.artifact_handle) throw new Error(s.error?.message ?? JSON.stringify(r.content).slice(0, 200));
+    const admin = { Authorization: `Bearer ${await gw.token({ team, scopes: ['admin'] })}` };
+    const info = (await (await fetch(`${gw.url}/admin/v1/artifacts/${s.artifact_handle}`, { headers: admin })).json()) as { streams?: { stream: string; bytes: number }[] };
+    out.artifactBytes = info.streams?.find((x) => x.stream === 'stdout')?.bytes ?? null;
+    const tail = (await (await fetch(`${gw.url}/admin/v1/artifacts/${s.artifact_handle}/stdout?tail=4096`, { headers: admin })).json()) as { totalBytes?: number; length?: number; text?: string };
+    out.complete = out.artifactBytes === bytes && tail.totalBytes === bytes && tail.length === 4096 && tail.text === '\0'.repeat(4096);
+  } catch (e) {
+    out.error = (e as Error).message;
+  } finally {
+    clearInterval(sampler);
+  }
+  out.rssPeakMb = peak;
+  const hwm = statusKb(agentPid, 'VmHWM');
+  out.hwmMb = hwm === null ? null : hwm / 1024;
+  return out;
+}
+
+/** `clients` MCP clients of `team` calling `execute true` back to back until stopped. */
+export async function backgroundLoad(gw: Gateway, team: string, clients: number): Promise<{ stop(): Promise<{ jobs: number; errors: number; perS: number }> }> {
+  const cs = await Promise.all(Array.from({ length: clients }, () => gw.mcp(team, ['execute'])));
+  let running = true;
+  let jobs = 0;
+  let errors = 0;
+  const t = performance.now();
+  const loops = cs.map(async (c) => {
+    while (running) {
+      try {
+        const r = await c.callTool({ name: 'execute', arguments: { command: 'true', args: [] } }, undefined, { timeout: 120_000 });
+        if (r.isError) errors += 1;
+        else jobs += 1;
+      } catch {
+        errors += 1;
+      }
+    }
+  });
+  return {
+    async stop() {
+      running = false;
+      await Promise.all(loops);
+      const s = (performance.now() - t) / 1000;
+      await Promise.all(cs.map((c) => c.close()));
+      return { jobs, errors, perS: jobs / s };
+    },
+  };
+}
+
+export interface QueryUnderLoad {
+  artifactMb: number;
+  idle: number[];
+  loaded: number[];
+  load: { jobs: number; errors: number; perS: number };
+}
+
+/** Makes a ~`megabytes` artifact with a real job (seq), then times query_output on it idle and under `clients` clients' load. */
+export async function benchQueryUnderLoad(gw: Gateway, team: string, c: Client, megabytes: number, clients: number, n: number): Promise<QueryUnderLoad> {
+  // seq 1..N writes about 8.9 bytes a line around N = 13.5 million: 13.5M lines ≈ 110 MB.
+  const lines = Math.round((megabytes / 110) * 13_500_000);
+  const big = await c.callTool({ name: 'execute', arguments: { command: 'seq', args: ['1', String(lines)], timeout_ms: 300_000 } }, undefined, { timeout: 600_000 });
+  const handle = (big.structuredContent as { artifact_handle?: string }).artifact_handle;
+  if (big.isError || !handle) throw new Error(`the job making the artifact failed: ${JSON.stringify(big.content).slice(0, 200)}`);
+  let totalBytes = 0;
+  const query = async () => {
+    const t = performance.now();
+    const q = await c.callTool({ name: 'query_output', arguments: { artifactHandle: handle, queryTerms: ['12345678'], contextLines: 2 } }, undefined, { timeout: 300_000 });
+    if (q.isError) throw new Error(`query_output failed: ${JSON.stringify(q.content).slice(0, 200)}`);
+    totalBytes = (q.structuredContent as { totalBytes: number }).totalBytes;
+    return performance.now() - t;
+  };
+  const idle: number[] = [];
+  for (let i = 0; i < n; i++) idle.push(await query());
+  const load = await backgroundLoad(gw, team, clients);
+  const loaded: number[] = [];
+  const timing = (async () => {
+    for (let i = 0; i < n; i++) loaded.push(await query());
+  })();
+  // The load always stops, even when a query failed.
+  const [outcome, figures] = await Promise.all([timing.then(() => null, (e: Error) => e), timing.catch(() => {}).then(() => load.stop())]);
+  if (outcome) throw outcome;
+  return { artifactMb: totalBytes / 1e6, idle, loaded, load: figures };
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)];
+}
+
+if (import.meta.main) {
+  const mb = Number(process.argv[2] ?? 1000);
+  const team = 'b-out';
+  const gw = await startBenchGateway({ vars: { HEARTBEAT_MS: '5000' } });
+  const root = mkdtempSync(join(tmpdir(), 'gatehouse-bench-'));
+  await gw.putPolicy(team, {
+    ...DEFAULT_POLICY,
+    limits: { ...DEFAULT_POLICY.limits, maxConcurrentJobs: 17, queueWaitMs: 60_000, maxTimeoutMs: 600_000, maxArtifactBytes: 1024 * 1024 * 1024 },
+    executables: { allow: [...DEFAULT_POLICY.executables.allow, 'seq', 'head'] },
+  });
+  const agent = startAgent(gw, {
+    token: await gw.token({ team, scopes: ['agent'] }), root, sandbox: 'none', capacity: 17, agentId: 'b-out',
+    extraArgs: ['--max-artifact-bytes', String(1024 * 1024 * 1024)],
+  });
+  try {
+    await agent.ready;
+    const c = await gw.mcp(team, ['execute', 'artifacts:read']);
+    const big = await benchBigOutput(gw, team, c, agent.proc.pid!, mb * 1_000_000);
+    console.log(`${mb} MB to stdout: agent RSS ${big.rssBeforeMb.toFixed(0)} → peak ${big.rssPeakMb.toFixed(0)} MB (VmHWM ${big.hwmMb?.toFixed(0)} MB), artifact ${big.artifactBytes} bytes, complete ${big.complete}, ${big.seconds.toFixed(1)} s${big.error ? `, error: ${big.error}` : ''}`);
+    const q = await benchQueryUnderLoad(gw, team, c, 100, 16, 3);
+    console.log(`query_output over ${q.artifactMb.toFixed(0)} MB: idle p50 ${median(q.idle).toFixed(0)} ms, with 16 clients running jobs p50 ${median(q.loaded).toFixed(0)} ms (load: ${q.load.perS.toFixed(1)} jobs/s, ${q.load.errors} errors)`);
+    await c.close();
+  } finally {
+    await agent.stop();
+    await gw.stop();
+    rmSync(root, { recursive: true, force: true });
+  }
+}
