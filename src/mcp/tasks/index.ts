@@ -16,7 +16,8 @@ import type { ToolContext } from '../context.ts';
 import { auditJobCall } from '../tools/job-common.ts';
 import { takeCreatedTask } from './create.ts';
 import { declaresTasks } from './negotiation.ts';
-import { readTask } from './read.ts';
+import { findOwnTask, readTask } from './read.ts';
+import { isTerminal } from '../../contracts/jobs.ts';
 
 type RawHandler = (request: unknown, ctx: ServerContext) => Promise<unknown>;
 
@@ -36,7 +37,7 @@ export function installTasks(server: McpServer, ctx: ToolContext): void {
   // Gatehouse tasks never ask for input (no `input_required`): a known task's update is acknowledged and ignored.
   low.setRequestHandler('tasks/update', { params: UpdateTaskParams }, async ({ taskId }, extra) => {
     gate(ctx, extra, ['execute', 'artifacts:read']);
-    if (!(await readTask(ctx, taskId))) throw notFound(taskId);
+    if (!(await findOwnTask(ctx, taskId))) throw notFound(taskId);
     return {};
   });
 
@@ -44,9 +45,10 @@ export function installTasks(server: McpServer, ctx: ToolContext): void {
   low.setRequestHandler('tasks/cancel', { params: TaskIdParams }, async ({ taskId }, extra) => {
     gate(ctx, extra, ['execute']);
     const started = Date.now();
-    const task = await readTask(ctx, taskId);
-    if (!task) throw notFound(taskId);
-    if (task.status === 'working') {
+    const own = await findOwnTask(ctx, taskId);
+    if (!own) throw notFound(taskId);
+    // A job that already ended keeps its end (and the task its status): nothing to kill, nothing to audit.
+    if (!isTerminal(own.view.state)) {
       const r = await killJob(ctx.env, ctx.principal.team, taskId, `cancelled by ${ctx.principal.subject} (tasks/cancel)`);
       await auditJobCall(ctx, 'job_kill', { jobId: taskId, command: { task_id: taskId, via: 'tasks/cancel' }, ok: r.found, reason: `tasks/cancel: state ${r.state}`, started });
     }

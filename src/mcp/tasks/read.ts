@@ -17,13 +17,20 @@ import { TASK_POLL_INTERVAL_MS } from './negotiation.ts';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-/** The caller's task (own team and subject), or null: unknown, another team's or subject's, or past its TTL. */
-export async function readTask(ctx: ToolContext, taskId: string): Promise<DetailedTask | null> {
+/** The caller's task (own team and subject) and its job, or null: unknown, another team's or subject's, past its TTL, or its job is gone. */
+export async function findOwnTask(ctx: ToolContext, taskId: string): Promise<{ rec: TaskRecord; view: JobView } | null> {
   const { env, principal } = ctx;
   const rec = await findTask(env.DB, principal.team, principal.subject, taskId);
   if (!rec) return null;
   const view = await jobStatus(env, principal.team, taskId, 0);
-  if (!view) return null;
+  return view ? { rec, view } : null;
+}
+
+/** The caller's task as `tasks/get` answers it, or null (see `findOwnTask`). */
+export async function readTask(ctx: ToolContext, taskId: string): Promise<DetailedTask | null> {
+  const own = await findOwnTask(ctx, taskId);
+  if (!own) return null;
+  const { rec, view } = own;
   const base = {
     taskId, createdAt: iso(rec.createdAt), lastUpdatedAt: iso(view.ended_at ?? view.started_at ?? rec.createdAt),
     ttlMs: rec.ttlMs, pollIntervalMs: TASK_POLL_INTERVAL_MS,
