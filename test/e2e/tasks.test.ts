@@ -86,7 +86,7 @@ maybe('MCP Tasks on /mcp (io.modelcontextprotocol/tasks)', () => {
     agent = startAgent(gw, { token: await gw.token({ team: TEAM, scopes: ['agent'] }), root, sandbox: SANDBOX, capacity: 4, agentId: 'tasks-agent' });
     await agent.ready;
     token = await gw.token({ team: TEAM, scopes: ['execute', 'artifacts:read'], subject: 'alice' });
-  }, 120_000);
+  }, 240_000); // wrangler dev + an agent: slow when the machine is shared
 
   afterAll(async () => {
     await agent?.stop();
