@@ -67,7 +67,7 @@ export const PRESETS: Record<PresetName, Preset> = {
       'git runs with the repository\'s programs switched off by the agent: filters (clean/smudge/process), diff and merge drivers, ' +
       'textconv, diff.external, aliases, hooks, fsmonitor, pager, editor, ssh/askpass/credential/gpg programs, remote upload/receive-pack; ' +
       'no system or global git configuration, no bare repository found by walking up, no submodules. ' +
-      'Still allowed: sed/cp/mv can rewrite any workspace file (including .git/), which later strict git calls ignore the programs of. ' +
+      'Still allowed: sed, cp, mv and tar may rewrite any workspace file, .git/ included; later strict git calls switch off the programs such files name. ' +
       'Asks a person first (rule decision "ask") for a recursive rm and for git clean/reset/push/rebase/filter-branch.',
     policy: STRICT,
   },

@@ -12,7 +12,8 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JobSpec } from '../../src/contracts/agent-protocol.ts';
-import type { PolicyDocument } from '../../src/contracts/policy.ts';
+import { PolicyDocument } from '../../src/contracts/policy.ts';
+import { gitRepositoryOptions } from '../../src/contracts/git-hardening.ts';
 import { PRESETS } from '../../src/policy/presets.ts';
 import { hasCommand, testSandbox } from '../e2e/harness.ts';
 import { makeRig, type Rig } from '../executor/helpers.ts';
@@ -27,6 +28,12 @@ interface Case {
   setup: string;
   args: string[];
 }
+
+/**
+ * The strict preset without its "ask" rules: `git rebase` would wait for a person's approval
+ * there, and what these tests attack is how the approved git runs.
+ */
+const STRICT = PolicyDocument.parse({ ...PRESETS.strict.policy, rules: [] });
 
 const BASE = 'git init -q . && git config user.email a@x.invalid && git config user.name a && echo one > f && git add f && git commit -qm 1';
 const SCRIPT = (body: string) => `printf '#!/bin/sh\\n%s\\n' "${body}"`;
@@ -104,7 +111,7 @@ describe.skipIf(skip)('strict switches off the programs a repository names; open
     const open = await attempt(rig, PRESETS.open.policy, c);
     expect(open.allowed).toBe(true);
     expect(open.marker, `open: the payload must run (exit ${open.exitCode}: ${open.stderr})`).toBe(true);
-    const strict = await attempt(rig, PRESETS.strict.policy, c);
+    const strict = await attempt(rig, STRICT, c);
     expect(strict.allowed, strict.stderr).toBe(true);
     expect(strict.marker, `strict: the payload ran (exit ${strict.exitCode}: ${strict.stderr})`).toBe(false);
   }, 60_000);
@@ -151,6 +158,14 @@ describe.skipIf(skip)('strict switches off the programs a repository names; open
     expect((await go('status', '--porcelain')).exit.stdout).toBe('');
     expect((await go('log', '--oneline')).exit.stdout).toContain('two');
   }, 60_000);
+});
+
+describe('the listing run reads the repository the job\'s git reads', () => {
+  it('keeps -C, --git-dir and --work-tree (both spellings) and --bare, in order; drops the rest', () => {
+    expect(gitRepositoryOptions(['-C', 'a', '--no-pager', '-C', 'b', '--git-dir=g', '--work-tree', 'w', '--bare', 'status', '-C', 'x'])).toEqual(['-C', 'a', '-C', 'b', '--git-dir=g', '--work-tree', 'w', '--bare']);
+    expect(gitRepositoryOptions(['--namespace', 'n', '--git-dir', 'g', 'log'])).toEqual(['--git-dir', 'g']);
+    expect(gitRepositoryOptions(['status'])).toEqual([]);
+  });
 });
 
 describe('strict: git decisions', () => {
@@ -208,7 +223,7 @@ describe.skipIf(skip)('strict switches off credential helpers and askpass (loopb
     const c = cases().find((x) => x.name === name)!;
     const open = await attempt(rig, PRESETS.open.policy, c);
     expect(open.marker, `${c.name} under open must run (exit ${open.exitCode}: ${open.stderr})`).toBe(true);
-    const strict = await attempt(rig, PRESETS.strict.policy, c);
+    const strict = await attempt(rig, STRICT, c);
     expect(strict.allowed).toBe(true);
     expect(strict.marker, `${c.name} ran under strict (exit ${strict.exitCode}: ${strict.stderr})`).toBe(false);
     expect(strict.exitCode).not.toBe(0);
