@@ -1,9 +1,10 @@
 /**
  * Wires the connection to the job runner: job.start → runner, output and exits → socket.
- * A finished job's exit is kept until the edge acknowledges it (job.ack) and re-sent after
- * every reconnect, so a result survives a dropped socket.
+ * A job's exit goes out when its process ends; its artifact uploads follow, each reported with
+ * a `job.artifact`. Exits and reports are kept until the edge acknowledges them (job.ack) and
+ * re-sent after every reconnect, so a result survives a dropped socket.
  */
-import type { AgentMessage, JobExit, JobSpec, RuntimeInfo, SandboxKind } from '../src/contracts/agent-protocol.ts';
+import type { AgentMessage, JobArtifact, JobExit, JobSpec, RuntimeInfo, SandboxKind } from '../src/contracts/agent-protocol.ts';
 import { PROTOCOL_VERSION } from '../src/contracts/agent-protocol.ts';
 import { AGENT_MESSAGE_BUDGET_BYTES, EXIT_PART_CHARS, splitText } from '../src/contracts/limits.ts';
 import { EdgeConnection } from './connection.ts';
@@ -31,6 +32,10 @@ export class Agent {
   private readonly o: AgentOptions;
   private readonly conn: EdgeConnection;
   private readonly unacked = new Map<string, JobExit>();
+  /** Artifact reports not yet acknowledged, by `jobId/stream`. */
+  private readonly unackedArtifacts = new Map<string, JobArtifact>();
+  /** Jobs whose uploads still run. */
+  private readonly uploading = new Set<string>();
 
   constructor(o: AgentOptions) {
     this.o = o;
@@ -43,14 +48,19 @@ export class Agent {
       heartbeat: () => ({ type: 'heartbeat', running: this.inFlight() }),
       onWelcome: (w) => {
         o.log.info(`connected to ${o.url} as agent ${o.agentId} (team ${w.team})`);
+        // Exits first: the edge records how a job ended before how its uploads ended.
         for (const exit of this.unacked.values()) this.sendExit(exit);
+        for (const report of this.unackedArtifacts.values()) this.send(report);
       },
       onMessage: (m) => {
         if (m.type === 'job.start') this.startJob(m.spec);
         else if (m.type === 'job.cancel') {
           if (!o.runner.cancel(m.jobId)) o.log.info(`cancel for job ${m.jobId}, which is not running here (${m.reason})`);
           else o.log.info(`cancelling job ${m.jobId}: ${m.reason}`);
-        } else if (m.type === 'job.ack') this.unacked.delete(m.jobId);
+        } else if (m.type === 'job.ack') {
+          if (m.stream) this.unackedArtifacts.delete(`${m.jobId}/${m.stream}`);
+          else this.unacked.delete(m.jobId);
+        }
       },
     });
   }
@@ -66,9 +76,10 @@ export class Agent {
     this.conn.stop();
   }
 
-  /** Running and finished-but-unacknowledged jobs: the edge will get a result for each. */
+  /** Running jobs, and finished ones whose result or uploads the edge has not acknowledged yet. */
   private inFlight(): string[] {
-    return [...new Set([...this.o.runner.runningIds(), ...this.unacked.keys()])];
+    const reports = [...this.unackedArtifacts.values()].map((r) => r.jobId);
+    return [...new Set([...this.o.runner.runningIds(), ...this.unacked.keys(), ...this.uploading, ...reports])];
   }
 
   private send(m: AgentMessage): boolean {
@@ -84,11 +95,22 @@ export class Agent {
       return;
     }
     log.info(`job ${spec.jobId} started (${spec.mode}${spec.runtime ? ` ${spec.runtime}` : ''})`);
-    void r.done.then(({ exit }) => {
+    void r.done.then(async ({ exit, artifacts }) => {
       log.info(`job ${spec.jobId} ${exit.state}${exit.exitCode !== null ? ` ${exit.exitCode}` : ''}${exit.signal ? ` ${exit.signal}` : ''} in ${exit.durationMs} ms`);
       if (this.unacked.size >= MAX_UNACKED) this.unacked.delete(this.unacked.keys().next().value!);
       this.unacked.set(spec.jobId, exit);
+      if (exit.pendingArtifacts?.length) this.uploading.add(spec.jobId);
       this.sendExit(exit);
+      try {
+        for (const report of await artifacts) {
+          if (this.unackedArtifacts.size >= 2 * MAX_UNACKED) this.unackedArtifacts.delete(this.unackedArtifacts.keys().next().value!);
+          this.unackedArtifacts.set(`${report.jobId}/${report.stream}`, report);
+          log.info(`job ${spec.jobId}: ${report.stream} artifact ${report.state} (${report.bytes} bytes)`);
+          this.send(report);
+        }
+      } finally {
+        this.uploading.delete(spec.jobId);
+      }
     });
   }
 

@@ -5,6 +5,7 @@
  */
 import { StringDecoder } from 'node:string_decoder';
 import type { JobOutput, StreamName } from '../../src/contracts/agent-protocol.ts';
+import { LIVE_MESSAGE_CHARS, splitText } from '../../src/contracts/limits.ts';
 
 export class OutputRelay {
   private seq = 0;
@@ -33,7 +34,8 @@ export class OutputRelay {
     for (const stream of ['stdout', 'stderr'] as const) {
       const data = this.pending[stream].join('');
       this.pending[stream] = [];
-      if (data) this.send({ type: 'job.output', jobId: this.jobId, stream, seq: this.seq++, data });
+      // A fast writer can gather megabytes between flushes: each message stays far below the platform's size limit.
+      if (data) for (const piece of splitText(data, LIVE_MESSAGE_CHARS)) this.send({ type: 'job.output', jobId: this.jobId, stream, seq: this.seq++, data: piece });
     }
   }
 }

@@ -1,14 +1,15 @@
 /**
  * The job runner: takes `job.start` specs, enforces capacity and the local floor, runs each
  * job in a fresh sandbox with a timeout that kills the whole sandbox, captures and spools
- * output, uploads the artifacts and produces a truthful JobExit.
+ * output, produces a truthful JobExit as soon as the process ends, then uploads the artifacts
+ * and reports how each upload ended.
  */
 import { chmodSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
-import type { JobError, JobExit, JobLimits, JobOutput, JobSpec, SandboxKind, StreamName, TerminalState } from '../../src/contracts/agent-protocol.ts';
+import type { JobArtifact, JobError, JobExit, JobLimits, JobOutput, JobSpec, SandboxKind, StreamName, TerminalState } from '../../src/contracts/agent-protocol.ts';
 import type { Logger } from '../log.ts';
 import type { LaunchRequest, ProcessEnd, Sandbox, SandboxDriver } from '../sandbox/types.ts';
 import type { RuntimeTable } from '../runtimes/probe.ts';
@@ -19,7 +20,8 @@ import { launchScript, parseBuildStatus } from './launcher.ts';
 import { startWatchdog, NO_WATCHDOG, type Watchdog } from './watchdog.ts';
 import { jobRlimits, rlimitPrefix } from './limits.ts';
 import { expandTemplate, planJob, type Ceilings, type JobPlan } from './plan.ts';
-import { uploadArtifact, type UploadTarget } from './upload.ts';
+import { uploadArtifact, type UploadItem, type UploadTarget } from './upload.ts';
+import { LIVE_OUTPUT_MAX_BYTES } from '../../src/contracts/limits.ts';
 
 export interface RunnerOptions {
   driver: SandboxDriver;
@@ -45,9 +47,12 @@ export interface RunnerOptions {
 const WATCHDOG_MARGIN_MS = 2000;
 
 export interface JobResult {
+  /** Known when the process ends; `pendingArtifacts` names the uploads still running. */
   exit: JobExit;
-  /** Spool files still on disk (when not uploaded). */
+  /** Spool files still on disk (when there is no upload target). */
   spool: Record<StreamName, string> | null;
+  /** One report per stream in `exit.pendingArtifacts`, once its upload ended. */
+  artifacts: Promise<JobArtifact[]>;
 }
 
 export type StartResult = { accepted: true; done: Promise<JobResult> } | { accepted: false; error: JobError };
@@ -95,11 +100,11 @@ export class JobRunner {
     this.jobs.set(spec.jobId, job);
     const done = (async (): Promise<JobResult> => {
       try {
-        if (!planned.ok) return { exit: failedToStart(spec.jobId, t0, planned.failure.kind === 'spawn_failed' ? planned.failure.detail : ''), spool: null };
+        if (!planned.ok) return settled(failedToStart(spec.jobId, t0, planned.failure.kind === 'spawn_failed' ? planned.failure.detail : ''));
         return await this.run(job, planned.plan, send, t0);
       } catch (e) {
         this.opts.log.error(`job ${spec.jobId}: ${(e as Error).stack ?? e}`);
-        return { exit: failedToStart(spec.jobId, t0, (e as Error).message), spool: null };
+        return settled(failedToStart(spec.jobId, t0, (e as Error).message));
       } finally {
         this.jobs.delete(spec.jobId);
       }
@@ -129,7 +134,7 @@ export class JobRunner {
     const relay = new OutputRelay(spec.jobId, send);
     const mk = (stream: StreamName) => new StreamCapture({
       stream, spoolPath: `${base}.${stream}`, artifactBytes: plan.artifactBytes,
-      inlineBytes: plan.inlineBytes, relayBytes: plan.inlineBytes, relay: relay.push,
+      inlineBytes: plan.inlineBytes, relayBytes: liveBytes(plan), relay: relay.push,
     });
     const caps = { stdout: mk('stdout'), stderr: mk('stderr') };
 
@@ -146,11 +151,11 @@ export class JobRunner {
         // A hardened git runs through the launcher script, which only a fresh sandbox starts.
         sandbox = await driver.acquire(spec.jobId, limits, plan.hardenGit ? undefined : spec.reuse);
       } catch (e) {
-        return { exit: failedToStart(spec.jobId, t0, `sandbox did not start: ${(e as Error).message}`), spool: null };
+        return settled(failedToStart(spec.jobId, t0, `sandbox did not start: ${(e as Error).message}`));
       }
       job.sandbox = sandbox;
       try {
-        if (job.stop) return { exit: this.finishEarly(spec.jobId, t0, job.stop), spool: null };
+        if (job.stop) return settled(this.finishEarly(spec.jobId, t0, job.stop));
         await caps.stdout.open();
         await caps.stderr.open();
 
@@ -290,7 +295,7 @@ export class JobRunner {
     let signal: string | null = null;
     let error: JobExit['error'];
     if (end.kind === 'spawn_failed') {
-      return { exit: { ...failedToStart(spec.jobId, t0, end.message), phase }, spool: null };
+      return settled({ ...failedToStart(spec.jobId, t0, end.message), phase });
     }
     if (end.kind === 'signaled') signal = end.signal;
     if (stop === 'timeout') state = 'timed_out';
@@ -306,25 +311,14 @@ export class JobRunner {
       error = { code: 'compile_error', message: msg || `build step failed (${exitCode !== null ? `exit ${exitCode}` : signal})` };
     }
 
-    // Upload the full streams, then report; the edge answers the caller once it has both.
-    let uploaded = true;
+    // Report the exit now (the process has ended); the uploads follow and report on their own, so
+    // a slow upload never holds back — or loses — how the job ended.
     const keep: Record<StreamName, string> = { stdout: caps.stdout.spoolPath, stderr: caps.stderr.spoolPath };
     const target = this.opts.upload;
+    const toUpload: StreamCapture[] = [];
     for (const c of [caps.stdout, caps.stderr]) {
-      if (c.spooledBytes === 0) {
-        rmSync(c.spoolPath, { force: true });
-        continue;
-      }
-      if (!target) { uploaded = false; continue; }
-      const r = await uploadArtifact(target, {
-        jobId: spec.jobId, handle: spec.artifactHandle, stream: c.stream, file: c.spoolPath,
-        bytes: c.spooledBytes, lines: c.artifactLines(), truncated: c.artifactTruncated(),
-      });
-      if (r.ok) rmSync(c.spoolPath, { force: true });
-      else {
-        uploaded = false;
-        this.opts.log.error(`job ${spec.jobId}: ${r.error.message} (spool kept at ${c.spoolPath})`);
-      }
+      if (c.spooledBytes === 0) rmSync(c.spoolPath, { force: true });
+      else if (target) toUpload.push(c);
     }
     const exit: JobExit = {
       type: 'job.exit', jobId: spec.jobId, state, exitCode, signal, timedOut: stop === 'timeout', durationMs,
@@ -333,13 +327,36 @@ export class JobRunner {
         stdout: { bytes: caps.stdout.bytes, lines: caps.stdout.totalLines(), artifactTruncated: caps.stdout.artifactTruncated() },
         stderr: { bytes: caps.stderr.bytes, lines: caps.stderr.totalLines(), artifactTruncated: caps.stderr.artifactTruncated() },
       },
-      artifactsUploaded: uploaded,
+      artifactsUploaded: toUpload.length === 0 && (target !== null || caps.stdout.spooledBytes + caps.stderr.spooledBytes === 0),
     };
+    if (toUpload.length) exit.pendingArtifacts = toUpload.map((c) => c.stream);
     if (error) exit.error = error;
     if (phase) exit.phase = phase;
-    return { exit, spool: target ? null : keep };
+    const artifacts = target ? this.uploadAll(spec, target, toUpload.map((c) => ({
+      stream: c.stream, file: c.spoolPath, bytes: c.spooledBytes, lines: c.artifactLines(), truncated: c.artifactTruncated(),
+    }))) : Promise.resolve([]);
+    return { exit, spool: target ? null : keep, artifacts };
+  }
+
+  /** Uploads each spooled stream (one after the other) and says how each ended; spools of failed uploads stay on disk. */
+  private async uploadAll(spec: JobSpec, target: UploadTarget, items: Omit<UploadItem, 'jobId' | 'handle'>[]): Promise<JobArtifact[]> {
+    const out: JobArtifact[] = [];
+    for (const it of items) {
+      const r = await uploadArtifact(target, { ...it, jobId: spec.jobId, handle: spec.artifactHandle });
+      if (r.ok) {
+        rmSync(it.file, { force: true });
+        out.push({ type: 'job.artifact', jobId: spec.jobId, stream: it.stream, state: 'complete', bytes: it.bytes });
+      } else {
+        this.opts.log.error(`job ${spec.jobId}: ${r.error.message} (spool kept at ${it.file})`);
+        out.push({ type: 'job.artifact', jobId: spec.jobId, stream: it.stream, state: 'failed', bytes: it.bytes, error: r.error.message.slice(0, 1000) });
+      }
+    }
+    return out;
   }
 }
+
+/** A result with nothing to upload. */
+const settled = (exit: JobExit): JobResult => ({ exit, spool: null, artifacts: Promise.resolve([]) });
 
 function emptyExit(jobId: string, t0: number): JobExit {
   const empty = { bytes: 0, lines: 0, artifactTruncated: false };
@@ -353,6 +370,14 @@ function emptyExit(jobId: string, t0: number): JobExit {
 /** Never an exit 0: the process did not run. Message text follows reference 001. */
 export function failedToStart(jobId: string, t0: number, detail: string): JobExit {
   return { ...emptyExit(jobId, t0), error: { code: 'spawn_failed', message: `Error: execute: spawn failed${detail ? `: ${detail}` : ''}` } };
+}
+
+/**
+ * Bytes of each stream relayed live: the edge keeps them for the live tail and as the readable
+ * prefix when the artifact never arrives (kill -9, failed upload). Never less than the inline cap.
+ */
+export function liveBytes(plan: Pick<JobPlan, 'inlineBytes' | 'artifactBytes'>): number {
+  return Math.max(plan.inlineBytes, Math.min(plan.artifactBytes, LIVE_OUTPUT_MAX_BYTES));
 }
 
 /** The watchdog's environment: where `timeout`, `kill` and `runsc` are, nothing else. */

@@ -109,6 +109,12 @@ export const JobExit = z.object({
   /** Whether the full streams reached the edge (HTTP PUT) before this message was sent. */
   artifactsUploaded: z.boolean(),
   /**
+   * Streams whose artifact upload starts after this message: the exit is reported when the process
+   * ends, and one `job.artifact` per listed stream follows with how its upload ended. Absent or
+   * empty: no upload follows (`artifactsUploaded` says how the earlier ones went).
+   */
+  pendingArtifacts: z.array(StreamName).max(2).optional(),
+  /**
    * Inline output too large for one message came first as `job.exit.part` messages: how many
    * parts per stream (`stdout`/`stderr` here are then empty).
    */
@@ -153,6 +159,20 @@ export const JobExitPart = z.object({
   seq: z.number().int().min(0),
   data: z.string(),
 });
+/**
+ * How one stream's artifact upload ended, sent after the job's `job.exit` (which listed the stream
+ * in `pendingArtifacts`). `complete`: the whole spool is stored; `failed`: the upload gave up
+ * after its retries (the edge keeps what it received live). Accepted once, from the job's agent.
+ */
+export const JobArtifact = z.object({
+  type: z.literal('job.artifact'),
+  jobId: z.string(),
+  stream: StreamName,
+  state: z.enum(['complete', 'failed']),
+  /** Bytes the agent uploaded (complete) or tried to (failed). */
+  bytes: z.number().int().min(0),
+  error: z.string().max(1000).optional(),
+});
 /** The agent refused or could not take a job (capacity, local floor, unknown runtime). */
 export const JobError = z.object({
   type: z.literal('job.error'),
@@ -160,12 +180,13 @@ export const JobError = z.object({
   code: z.string(),
   message: z.string(),
 });
-export const AgentMessage = z.discriminatedUnion('type', [AgentHello, AgentHeartbeat, JobOutput, JobExitPart, JobExit, JobError]);
+export const AgentMessage = z.discriminatedUnion('type', [AgentHello, AgentHeartbeat, JobOutput, JobExitPart, JobExit, JobArtifact, JobError]);
 export type AgentMessage = z.infer<typeof AgentMessage>;
 export type AgentHello = z.infer<typeof AgentHello>;
 export type JobOutput = z.infer<typeof JobOutput>;
 export type JobExitPart = z.infer<typeof JobExitPart>;
 export type JobError = z.infer<typeof JobError>;
+export type JobArtifact = z.infer<typeof JobArtifact>;
 
 // ---- edge → agent ----
 export const EdgeWelcome = z.object({
@@ -176,8 +197,11 @@ export const EdgeWelcome = z.object({
 });
 export const JobStart = z.object({ type: z.literal('job.start'), spec: JobSpec });
 export const JobCancel = z.object({ type: z.literal('job.cancel'), jobId: z.string(), reason: z.string() });
-/** The edge stored this job's result; the agent may forget it (until then it re-sends after reconnect). */
-export const JobAck = z.object({ type: z.literal('job.ack'), jobId: z.string() });
+/**
+ * The edge stored this job's result (or, with `stream`, that stream's `job.artifact` report); the
+ * agent may forget it (until then it re-sends after every reconnect).
+ */
+export const JobAck = z.object({ type: z.literal('job.ack'), jobId: z.string(), stream: StreamName.optional() });
 export const EdgeMessage = z.discriminatedUnion('type', [EdgeWelcome, JobStart, JobCancel, JobAck]);
 export type EdgeMessage = z.infer<typeof EdgeMessage>;
 

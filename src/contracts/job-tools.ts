@@ -34,8 +34,9 @@ export const JobOutputOutput = {
   /** True once nothing more will ever be readable past next_offset. */
   eof: z.boolean(),
   /**
-   * live: what the agent relayed while the job runs (its first inline-cap bytes); artifact: the stored full stream;
-   * result: the job ended but its artifact is not stored (upload failed): the inline output of its result.
+   * live: what the edge kept of the live output (the first 16 MiB of the stream) — while the job runs, while its
+   * artifact uploads, and after the upload failed or the agent was lost; artifact: the stored full stream;
+   * result: the job ended without a stored artifact and its inline result holds more than the live output.
    */
   source: z.enum(['live', 'artifact', 'result', 'none']),
   total_bytes: z.number().int().nullable(),

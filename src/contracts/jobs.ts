@@ -18,6 +18,15 @@ export const JOB_RETENTION_MS = 7 * 24 * 3600_000;
 /** The artifact has its own life: a slow upload never changes how the process ended. */
 export const ArtifactState = z.enum(['none', 'uploading', 'complete', 'partial', 'failed']);
 export type ArtifactState = z.infer<typeof ArtifactState>;
+/** Ended, and no upload its exit announced is still running: its whole result (artifact included) is known. */
+export const isSettled = (v: { state: JobState; artifact_state: ArtifactState }): boolean => isTerminal(v.state) && v.artifact_state !== 'uploading';
+/**
+ * One stream's artifact: `uploading` (the process ended, the upload runs), `complete` (stored
+ * whole), `partial` (the upload failed or the agent was lost: `bytes` of its start are kept and
+ * readable), `failed` (nothing kept), `none` (no output, or the job has not ended).
+ */
+export const StreamArtifact = z.object({ state: ArtifactState, bytes: z.number().int().min(0) });
+export type StreamArtifact = z.infer<typeof StreamArtifact>;
 
 
 /** Optional placement of a job: a given agent, and/or agents that carry all these labels. */
@@ -45,6 +54,8 @@ export const JobView = z.object({
   error: z.object({ code: z.string(), message: z.string() }).nullable(),
   artifact_handle: z.string(),
   artifact_state: ArtifactState,
+  /** Per stream: its artifact's state and the bytes of it kept (stored, or readable from the edge). */
+  artifacts: z.object({ stdout: StreamArtifact, stderr: StreamArtifact }),
   stdout_bytes: z.number().int(),
   stderr_bytes: z.number().int(),
 });

@@ -27,6 +27,9 @@ export const SQL_STATEMENT_MAX_BYTES = 100 * 1000;
 /** CPU time per request (or per alarm / WebSocket event) by default. */
 export const CPU_MS_PER_REQUEST = 30_000;
 
+/** Storage of one SQLite-backed Durable Object. */
+export const DO_STORAGE_MAX_BYTES = 10 * 1000 * 1000 * 1000;
+
 // ---- Gatehouse's own budgets, derived from the limits above ----
 
 /**
@@ -44,6 +47,18 @@ export const AGENT_MESSAGE_BUDGET_BYTES = WEBSOCKET_MESSAGE_MAX_BYTES / 2;
 
 /** Characters of inline output per `job.exit.part` message (≤ 6 bytes per char once JSON-escaped). */
 export const EXIT_PART_CHARS = 1024 * 1024;
+
+/**
+ * Bytes of each stream the agent relays live and the team's Durable Object keeps (in rows of
+ * STORED_CHUNK_CHARS): what `job_output` reads while a job runs, while its artifact uploads, and
+ * after an upload failed or the agent was lost (kill -9). Kept only until the stream's artifact is
+ * stored. 64 jobs × 2 streams × 16 MiB = 2 GiB, a fifth of DO_STORAGE_MAX_BYTES; at least the
+ * largest inline cap a policy allows (10 MiB), so the live tail always covers the inline result.
+ */
+export const LIVE_OUTPUT_MAX_BYTES = 16 * 1024 * 1024;
+
+/** Characters of live output per `job.output` message (≤ 6 bytes per char once JSON-escaped: far below the message limit). */
+export const LIVE_MESSAGE_CHARS = 256 * 1024;
 
 /** Sanity check used by tests and by the DO before it serializes an attachment. */
 export function attachmentBytes(value: unknown): number {

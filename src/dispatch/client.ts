@@ -11,7 +11,7 @@ import type { JobExit, SandboxKind, StreamName } from '../contracts/agent-protoc
 import type { AgentView, JobListFilter, JobView } from '../contracts/jobs.ts';
 import { isTerminal } from '../contracts/jobs.ts';
 import { err, ok, type ErrorCode, type Result } from '../contracts/errors.ts';
-import { DispatchEvent, type DispatchRequest, type SubmitAnswer, type UploadAnswer } from './events.ts';
+import { DispatchEvent, type DispatchRequest, type KeptOutput, type SubmitAnswer, type UploadAnswer } from './events.ts';
 import { lostExit } from './outcomes.ts';
 
 function stub(env: Env, team: string) {
@@ -120,7 +120,7 @@ export async function jobResult(env: Env, team: string, jobId: string): Promise<
 }
 
 export async function liveOutput(env: Env, team: string, jobId: string, stream: StreamName, offset: number, maxBytes: number) {
-  return (await stub(env, team).liveOutput(team, jobId, stream, offset, maxBytes)) as { data: Uint8Array; total: number } | null;
+  return (await stub(env, team).liveOutput(team, jobId, stream, offset, maxBytes)) as KeptOutput | null;
 }
 
 export async function listJobs(env: Env, team: string, filter: JobListFilter): Promise<{ jobs: JobView[]; next_cursor: string | null }> {

@@ -44,3 +44,11 @@ export type SubmitAnswer =
   | { ok: false; code: string; message: string };
 
 export type UploadAnswer = { ok: true } | { ok: false; status: 404 | 409; code: 'not_found' | 'conflict'; message: string };
+
+/** Output the team's DO keeps for a job: live-relayed bytes, or an ended job's inline result when that holds more. */
+export interface KeptOutput {
+  data: Uint8Array;
+  /** Bytes kept so far. */
+  total: number;
+  source: 'live' | 'result';
+}

@@ -1,18 +1,20 @@
 /**
  * One page of a job's stdout/stderr from a byte offset, for the `job_output` tool and the admin
- * API alike: the stored artifact once the job ended (complete or partial), the result's inline
- * output when the upload failed, else what the agent relayed live. Never ends inside a UTF-8 character.
+ * API alike: the stored artifact once that stream's upload is complete; otherwise what the edge
+ * kept — the output relayed live (while the job runs, while its upload runs, and after an upload
+ * failed or the agent was lost), or an ended job's inline result when that holds more. Never ends
+ * inside a UTF-8 character.
  */
 import type { Env } from '../env.ts';
 import type { StreamName } from '../contracts/agent-protocol.ts';
 import { isTerminal } from '../contracts/jobs.ts';
 import { getArtifactRows } from '../store/artifacts.ts';
 import type { JobView } from '../contracts/jobs.ts';
-import { jobResult, liveOutput } from './client.ts';
+import { liveOutput } from './client.ts';
 
 export interface OutputPage {
   data: Uint8Array;
-  /** Bytes in the stream; null while the job runs. */
+  /** Bytes in the stream; null while more can still arrive (the job runs, or its upload does). */
   total: number | null;
   source: 'live' | 'artifact' | 'result' | 'none';
   nextOffset: number;
@@ -27,7 +29,8 @@ export async function readJobOutput(
   let total: number | null = null;
   let source: OutputPage['source'] = 'none';
   const ended = isTerminal(job.state);
-  const row = ended && (job.artifact_state === 'complete' || job.artifact_state === 'partial')
+  const art = job.artifacts[stream];
+  const row = art.state === 'complete'
     ? (await getArtifactRows(env, team, job.artifact_handle)).find((r) => r.stream === stream)
     : undefined;
   if (row) {
@@ -38,25 +41,19 @@ export async function readJobOutput(
       if (!obj) return { expired: true };
       data = new Uint8Array(await obj.arrayBuffer());
     }
-  } else if (ended && job.artifact_state === 'none' && (stream === 'stdout' ? job.stdout_bytes : job.stderr_bytes) === 0) {
+  } else if (ended && art.state === 'none' && art.bytes === 0) {
     total = 0;
-  } else if (ended && (job.artifact_state === 'failed' || job.artifact_state === 'partial' || job.artifact_state === 'none')) {
-    // No stored artifact (its upload failed): the result's inline output is what the edge kept.
-    const exit = (await jobResult(env, team, job.job_id))?.exit;
-    const all = new TextEncoder().encode(exit?.[stream] ?? '');
-    source = 'result';
-    total = all.byteLength;
-    data = all.subarray(Math.min(offset, all.byteLength), Math.min(offset + max, all.byteLength));
   } else {
-    const live = await liveOutput(env, team, job.job_id, stream, offset, max);
-    source = 'live';
-    data = live?.data ?? new Uint8Array(0);
-    total = ended ? (live?.total ?? 0) : null;
+    const kept = await liveOutput(env, team, job.job_id, stream, offset, max);
+    source = kept?.source ?? 'live';
+    data = kept?.data ?? new Uint8Array(0);
+    // Settled: nothing more will ever be kept for this stream than what is there now.
+    total = ended && art.state !== 'uploading' ? (kept?.total ?? 0) : null;
   }
   // Never cut a UTF-8 character in two: the rest comes with the next read.
   if (total === null || offset + data.byteLength < total) data = data.subarray(0, utf8Boundary(data));
   const nextOffset = offset + data.byteLength;
-  return { data, total, source, nextOffset, eof: ended && total !== null && nextOffset >= total };
+  return { data, total, source, nextOffset, eof: total !== null && nextOffset >= total };
 }
 
 /** Length of the longest prefix of `b` that does not end inside a multi-byte UTF-8 sequence. */

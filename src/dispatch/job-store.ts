@@ -8,8 +8,8 @@
  * the row first wins, every later attempt sees zero rows written.
  */
 import type { JobExit, JobSpec, SandboxKind, StreamName } from '../contracts/agent-protocol.ts';
-import { STORED_CHUNK_CHARS, splitText } from '../contracts/limits.ts';
-import type { ArtifactState, JobListFilter, JobState, JobView } from '../contracts/jobs.ts';
+import { LIVE_OUTPUT_MAX_BYTES, STORED_CHUNK_CHARS, splitText } from '../contracts/limits.ts';
+import type { ArtifactState, JobListFilter, JobState, JobView, StreamArtifact } from '../contracts/jobs.ts';
 
 /** What the store needs from its host: the DO's `ctx.storage.sql` and `transactionSync`. */
 export interface SqlHost {
@@ -185,6 +185,16 @@ export class JobStore {
         this.putText(id, 'stdout', exit.stdout);
         this.putText(id, 'stderr', exit.stderr);
       }
+      // Uploads the agent still runs (it said so in the exit) stay open; any other unfinished one never will finish.
+      const pending = exit?.pendingArtifacts ?? [];
+      for (const stream of pending) {
+        this.sql.exec(`INSERT OR IGNORE INTO job_artifacts (job_id, stream, state, bytes) VALUES (?, ?, 'uploading', 0)`, id, stream);
+      }
+      this.sql.exec(
+        `UPDATE job_artifacts SET state = 'failed' WHERE job_id = ? AND state = 'uploading' AND stream NOT IN (${pending.map(() => '?').join(', ') || `''`})`,
+        id, ...pending,
+      );
+      this.dropStoredLive(id);
       this.sql.exec(`DELETE FROM job_blobs WHERE job_id = ? AND kind LIKE 'part:%'`, id);
       return true;
     });
@@ -195,7 +205,10 @@ export class JobStore {
     const row = this.get(id);
     if (!row?.exit) return null;
     const exit = JSON.parse(row.exit) as JobExit;
-    return { ...exit, stdout: this.getText(id, 'stdout') ?? '', stderr: this.getText(id, 'stderr') ?? '' };
+    // Uploads that followed the exit: once all are stored, the result says so.
+    const pending = exit.pendingArtifacts ?? [];
+    const uploaded = exit.artifactsUploaded || (pending.length > 0 && pending.every((s) => this.artifactRow(id, s)?.state === 'complete'));
+    return { ...exit, artifactsUploaded: uploaded, stdout: this.getText(id, 'stdout') ?? '', stderr: this.getText(id, 'stderr') ?? '' };
   }
 
   // ---- exit parts: inline output too large for one agent message arrives first in parts ----
@@ -212,14 +225,32 @@ export class JobStore {
 
   // ---- live output ----
 
-  /** Appends relayed output; returns the byte offset it starts at. */
+  /**
+   * Appends relayed output up to LIVE_OUTPUT_MAX_BYTES per stream (whatever the agent sends), in
+   * rows below the SQLite row limit. Returns the bytes kept.
+   */
   appendOutput(id: string, stream: StreamName, data: string): number {
-    const end = this.sql.exec<{ n: number }>(
-      `SELECT COALESCE(MAX(offset + bytes), 0) AS n FROM job_output WHERE job_id = ? AND stream = ?`, id, stream,
-    ).one().n;
-    const bytes = enc.encode(data).byteLength;
-    this.sql.exec(`INSERT INTO job_output (job_id, stream, offset, bytes, data) VALUES (?, ?, ?, ?, ?)`, id, stream, end, bytes, data);
-    return end;
+    let end = this.relayed(id, stream);
+    let room = LIVE_OUTPUT_MAX_BYTES - end;
+    let kept = 0;
+    for (const piece of splitText(data, STORED_CHUNK_CHARS)) {
+      if (room <= 0 || piece === '') break;
+      let b = enc.encode(piece);
+      if (b.byteLength > room) b = b.subarray(0, utf8Prefix(b, room));
+      if (b.byteLength === 0) break;
+      this.sql.exec(`INSERT INTO job_output (job_id, stream, offset, bytes, data) VALUES (?, ?, ?, ?, ?)`, id, stream, end, b.byteLength, dec.decode(b));
+      end += b.byteLength;
+      room -= b.byteLength;
+      kept += b.byteLength;
+    }
+    return kept;
+  }
+
+  /** Live output of streams whose artifact is stored is not needed any more (R2 serves them). */
+  private dropStoredLive(id: string): void {
+    this.sql.exec(
+      `DELETE FROM job_output WHERE job_id = ? AND stream IN (SELECT stream FROM job_artifacts WHERE job_id = ? AND state = 'complete')`, id, id,
+    );
   }
 
   /** Bytes [offset, offset+max) of the relayed output, and the total relayed so far. */
@@ -250,30 +281,74 @@ export class JobStore {
 
   // ---- artifacts ----
 
-  /** An upload may begin unless this stream's artifact is already complete (written once). */
+  artifactRow(id: string, stream: StreamName): { state: 'uploading' | 'complete' | 'failed'; bytes: number } | null {
+    return this.sql.exec<{ state: 'uploading' | 'complete' | 'failed'; bytes: number }>(
+      `SELECT state, bytes FROM job_artifacts WHERE job_id = ? AND stream = ?`, id, stream,
+    ).toArray()[0] ?? null;
+  }
+
+  /** An upload may begin unless this stream's artifact is already complete or given up (written once). */
   beginUpload(id: string, stream: StreamName): boolean {
-    const cur = this.sql.exec<{ state: string }>(`SELECT state FROM job_artifacts WHERE job_id = ? AND stream = ?`, id, stream).toArray()[0];
-    if (cur?.state === 'complete') return false;
-    this.sql.exec(`INSERT OR REPLACE INTO job_artifacts (job_id, stream, state, bytes) VALUES (?, ?, 'uploading', 0)`, id, stream);
+    const cur = this.artifactRow(id, stream);
+    if (cur && cur.state !== 'uploading') return false;
+    if (!cur) this.sql.exec(`INSERT INTO job_artifacts (job_id, stream, state, bytes) VALUES (?, ?, 'uploading', 0)`, id, stream);
     return true;
   }
 
-  endUpload(id: string, stream: StreamName, state: ArtifactState, bytes: number): void {
-    this.sql.exec(`UPDATE job_artifacts SET state = ?, bytes = ? WHERE job_id = ? AND stream = ?`, state, bytes, id, stream);
+  /** The edge stored the body (R2 + index): the stream is complete. A failed attempt changes nothing (the agent retries, then reports). */
+  endUpload(id: string, stream: StreamName, bytes: number): void {
+    this.sql.exec(`UPDATE job_artifacts SET state = 'complete', bytes = ? WHERE job_id = ? AND stream = ? AND state = 'uploading'`, bytes, id, stream);
+    if (this.get(id)?.ended_at != null) this.dropStoredLive(id);
   }
 
-  artifactState(id: string, row: JobRow): ArtifactState {
-    const rows = this.sql.exec<{ state: ArtifactState }>(`SELECT state FROM job_artifacts WHERE job_id = ?`, id).toArray();
-    if (row.exit) {
-      // The agent reports the exit after its uploads: what it says is final.
-      const exit = JSON.parse(row.exit) as JobExit;
-      if (exit.streams.stdout.bytes + exit.streams.stderr.bytes === 0) return 'none';
-      if (exit.artifactsUploaded) return 'complete';
-      return rows.some((r) => r.state === 'complete') ? 'partial' : 'failed';
-    }
-    if (rows.some((r) => r.state === 'uploading')) return 'uploading';
-    if (rows.some((r) => r.state === 'failed')) return 'failed';
-    return rows.length ? 'complete' : 'none';
+  /**
+   * The agent's last word on one stream's upload, applied once. Only a body the edge itself
+   * stored counts as complete: an upload the agent calls complete that the edge never saw failed.
+   */
+  reportArtifact(id: string, stream: StreamName): boolean {
+    const cur = this.artifactRow(id, stream);
+    if (cur && cur.state !== 'uploading') return false;
+    this.sql.exec(`INSERT OR REPLACE INTO job_artifacts (job_id, stream, state, bytes) VALUES (?, ?, 'failed', 0)`, id, stream);
+    return true;
+  }
+
+  /** Ended jobs with an upload still running (their agent owes a report). */
+  uploading(): JobRow[] {
+    return this.sql.exec<JobRow & Record<string, SqlStorageValue>>(
+      `SELECT * FROM jobs WHERE ended_at IS NOT NULL AND id IN (SELECT job_id FROM job_artifacts WHERE state = 'uploading') ORDER BY seq`,
+    ).toArray();
+  }
+
+  hasUploading(id: string): boolean {
+    return this.sql.exec(`SELECT 1 FROM job_artifacts WHERE job_id = ? AND state = 'uploading' LIMIT 1`, id).toArray().length > 0;
+  }
+
+  /** Marks (or clears) when an uploading job's agent went away; reuses the job's orphan mark, unused once it ended. */
+  markUploadOrphaned(id: string, at: number | null): void {
+    this.sql.exec(`UPDATE jobs SET orphaned_at = ? WHERE id = ? AND ended_at IS NOT NULL`, at, id);
+  }
+
+  /** The agent of an ended job is gone for good: its open uploads will never report. */
+  failUploads(id: string): void {
+    this.sql.exec(`UPDATE job_artifacts SET state = 'failed' WHERE job_id = ? AND state = 'uploading'`, id);
+    this.markUploadOrphaned(id, null);
+  }
+
+  /**
+   * One stream's artifact as clients see it: stored whole, uploading, or — when it never arrived
+   * (failed upload, lost agent) — `partial` with the live bytes the edge kept, else `failed`.
+   */
+  streamArtifact(row: JobRow, exit: JobExit | null, stream: StreamName): StreamArtifact {
+    const live = this.relayed(row.id, stream);
+    if (row.ended_at === null) return { state: 'none', bytes: live };
+    if (exit && exit.streams[stream].bytes === 0) return { state: 'none', bytes: 0 };
+    const a = this.artifactRow(row.id, stream);
+    if (a?.state === 'complete') return { state: 'complete', bytes: a.bytes };
+    if (a?.state === 'uploading') return { state: 'uploading', bytes: live };
+    // An agent that uploaded before reporting its exit (no row: nothing was needed) said how it went.
+    if (!a && exit?.artifactsUploaded) return { state: 'complete', bytes: exit.streams[stream].bytes };
+    if (live > 0) return { state: 'partial', bytes: live };
+    return { state: exit ? 'failed' : 'none', bytes: 0 };
   }
 
   // ---- views ----
@@ -281,18 +356,19 @@ export class JobStore {
   view(row: JobRow): JobView {
     const exit = row.exit ? (JSON.parse(row.exit) as JobExit) : null;
     const error = row.error_code ? { code: row.error_code, message: row.error_message ?? '' } : null;
+    const artifacts = { stdout: this.streamArtifact(row, exit, 'stdout'), stderr: this.streamArtifact(row, exit, 'stderr') };
     return {
       job_id: row.id, state: row.state, tool: row.tool, subject: row.subject, background: row.background === 1,
       agent_id: row.agent, sandbox: row.sandbox, created_at: row.created_at, started_at: row.started_at, ended_at: row.ended_at,
       exit_code: exit?.exitCode ?? null, signal: exit?.signal ?? null, timed_out: exit?.timedOut ?? false,
       duration_ms: exit?.durationMs ?? (row.ended_at && row.started_at ? row.ended_at - row.started_at : null),
-      error, artifact_handle: row.artifact_handle, artifact_state: this.artifactState(row.id, row),
+      error, artifact_handle: row.artifact_handle, artifact_state: jobArtifactState(artifacts.stdout.state, artifacts.stderr.state), artifacts,
       stdout_bytes: exit?.streams.stdout.bytes ?? this.relayed(row.id, 'stdout'),
       stderr_bytes: exit?.streams.stderr.bytes ?? this.relayed(row.id, 'stderr'),
     };
   }
 
-  private relayed(id: string, stream: StreamName): number {
+  relayed(id: string, stream: StreamName): number {
     return this.sql.exec<{ n: number }>(`SELECT COALESCE(MAX(offset + bytes), 0) AS n FROM job_output WHERE job_id = ? AND stream = ?`, id, stream).one().n;
   }
 
@@ -352,3 +428,21 @@ export class JobStore {
 }
 
 export const decodeBytes = (b: Uint8Array): string => dec.decode(b);
+
+/** The job's artifact from its streams': any upload running → uploading; all stored → complete; some kept → partial. */
+export function jobArtifactState(...streams: ArtifactState[]): ArtifactState {
+  const s = streams.filter((x) => x !== 'none');
+  if (s.length === 0) return 'none';
+  if (s.includes('uploading')) return 'uploading';
+  if (s.every((x) => x === 'complete')) return 'complete';
+  if (s.some((x) => x === 'complete' || x === 'partial')) return 'partial';
+  return 'failed';
+}
+
+/** Length of the longest prefix of `b` of at most `max` bytes that does not end inside a UTF-8 character. */
+function utf8Prefix(b: Uint8Array, max: number): number {
+  let n = Math.min(max, b.byteLength);
+  if (n === b.byteLength) return n;
+  while (n > 0 && (b[n] & 0xc0) === 0x80) n--;
+  return n;
+}

@@ -16,7 +16,7 @@ import { RUNTIMES, type RuntimeName } from '../contracts/runtimes.ts';
 import { concurrencyLimitMessage } from '../policy/engine.ts';
 import { isRevoked } from '../store/tokens.ts';
 import { syncJobToD1 } from '../store/jobs.ts';
-import { DispatchRequest, type DispatchEvent, type SubmitAnswer, type UploadAnswer } from './events.ts';
+import { DispatchRequest, type DispatchEvent, type KeptOutput, type SubmitAnswer, type UploadAnswer } from './events.ts';
 import { JobStore, type JobRow } from './job-store.ts';
 import { AgentRegistry } from './agent-registry.ts';
 import { lostExit, noAgentMessage } from './outcomes.ts';
@@ -32,6 +32,8 @@ export interface AgentAttachment {
 
 /** An agent silent (or a job's agent gone) for this many heartbeats is gone. */
 export const MISSED_HEARTBEATS = 3;
+/** Characters of each live output message passed on to callers following the job (progress shows the last line). */
+const FOLLOW_OUTPUT_CHARS = 4096;
 
 type Listener = (e: DispatchEvent) => void;
 
@@ -155,13 +157,14 @@ export class TeamDispatcher extends DurableObject<Env> {
       listener({ type: 'error', code: 'not_found', message: `job "${jobId}" not found` });
       return readable;
     }
-    if (isTerminal(row.state)) {
+    if (isTerminal(row.state) && !this.store.hasUploading(jobId)) {
       listener(this.finalEvent(row));
       return readable;
     }
     let set = this.listeners.get(jobId);
     if (!set) this.listeners.set(jobId, (set = new Set()));
     set.add(listener);
+    if (isTerminal(row.state)) return readable; // its end comes once the uploads it announced are settled
     listener(row.state === 'running'
       ? { type: 'started', jobId, agentId: row.agent!, sandbox: row.sandbox! }
       : { type: 'queued', jobId, position: this.store.queued().findIndex((q) => q.id === jobId) + 1 });
@@ -198,11 +201,23 @@ export class TeamDispatcher extends DurableObject<Env> {
     return { view: this.store.view(row), exit: this.store.result(jobId) };
   }
 
-  /** Output relayed live (the first `inlineBytes` of each stream) from a byte offset. */
-  async liveOutput(team: string, jobId: string, stream: StreamName, offset: number, maxBytes: number): Promise<{ data: Uint8Array; total: number } | null> {
+  /**
+   * Output the edge keeps, from a byte offset: what the agent relayed live (the first
+   * LIVE_OUTPUT_MAX_BYTES of each stream), or — for an ended job whose result holds more — the
+   * result's inline output. `total` is what is kept so far.
+   */
+  async liveOutput(team: string, jobId: string, stream: StreamName, offset: number, maxBytes: number): Promise<KeptOutput | null> {
     await this.rememberTeam(team);
-    if (!this.store.get(jobId)) return null;
-    return this.store.readOutput(jobId, stream, offset, maxBytes);
+    const row = this.store.get(jobId);
+    if (!row) return null;
+    const live = this.store.readOutput(jobId, stream, offset, maxBytes);
+    if (isTerminal(row.state) && row.exit) {
+      const inline = new TextEncoder().encode(this.store.result(jobId)?.[stream] ?? '');
+      if (inline.byteLength > live.total) {
+        return { data: inline.subarray(Math.min(offset, inline.byteLength), Math.min(offset + maxBytes, inline.byteLength)), total: inline.byteLength, source: 'result' };
+      }
+    }
+    return { ...live, source: 'live' };
   }
 
   async list(team: string, filter: JobListFilter): Promise<{ jobs: JobView[]; next_cursor: string | null }> {
@@ -263,21 +278,28 @@ export class TeamDispatcher extends DurableObject<Env> {
 
   /**
    * May this agent token upload this stream of this job's artifact? Only the agent the job was
-   * assigned to (its token subject), only while the job is open, and only once per stream.
+   * assigned to (its token subject), only while the job runs or its exit announced this upload,
+   * and only once per stream.
    */
   async beginUpload(team: string, u: { jobId: string; handle: string; stream: StreamName; subject: string }): Promise<UploadAnswer> {
     await this.rememberTeam(team);
     const row = this.store.get(u.jobId);
     const notFound = { ok: false as const, status: 404 as const, code: 'not_found' as const, message: `job "${u.jobId}" with artifact "${u.handle}" not found` };
     if (!row || row.artifact_handle !== u.handle || row.agent_subject !== u.subject) return notFound;
-    if (row.state !== 'running') return { ok: false, status: 409, code: 'conflict', message: `job "${u.jobId}" is ${row.state}: its artifact can no longer be written` };
-    if (!this.store.beginUpload(u.jobId, u.stream)) return { ok: false, status: 409, code: 'conflict', message: `the ${u.stream} artifact of job "${u.jobId}" is already stored; artifacts are written once` };
+    const announced = this.store.artifactRow(u.jobId, u.stream);
+    if (row.state !== 'running' && announced?.state !== 'uploading') {
+      return { ok: false, status: 409, code: 'conflict', message: `job "${u.jobId}" is ${row.state}: its ${u.stream} artifact can no longer be written` };
+    }
+    if (!this.store.beginUpload(u.jobId, u.stream)) return { ok: false, status: 409, code: 'conflict', message: `the ${u.stream} artifact of job "${u.jobId}" is already ${announced?.state === 'failed' ? 'given up' : 'stored'}; artifacts are written once` };
     return { ok: true };
   }
 
+  /** The upload route's outcome: a stored body completes the stream; a failed attempt waits for the agent's retry or report. */
   async endUpload(team: string, jobId: string, stream: StreamName, ok: boolean, bytes: number): Promise<void> {
     await this.rememberTeam(team);
-    this.store.endUpload(jobId, stream, ok ? 'complete' : 'failed', bytes);
+    if (!ok) return;
+    this.store.endUpload(jobId, stream, bytes);
+    this.settle(jobId);
   }
 
   // ================= agent sockets =================
@@ -318,7 +340,8 @@ export class TeamDispatcher extends DurableObject<Env> {
         const row = this.store.get(msg.jobId);
         if (row?.state !== 'running' || row.agent !== agentId) return;
         this.store.appendOutput(msg.jobId, msg.stream, msg.data);
-        this.emit(msg.jobId, { type: 'output', stream: msg.stream, data: msg.data });
+        // Followers turn output into progress (its last line): the tail is enough, and keeps their streams small.
+        this.emit(msg.jobId, { type: 'output', stream: msg.stream, data: msg.data.length > FOLLOW_OUTPUT_CHARS ? msg.data.slice(-FOLLOW_OUTPUT_CHARS) : msg.data });
         return;
       }
       case 'job.exit.part': {
@@ -347,6 +370,20 @@ export class TeamDispatcher extends DurableObject<Env> {
         // Stored now or before: the agent may forget it.
         this.sendTo(ws, { type: 'job.ack', jobId: msg.jobId });
         await this.pump();
+        return;
+      }
+      case 'job.artifact': {
+        const row = this.store.get(msg.jobId);
+        if (row && (row.agent !== agentId || row.state === 'queued')) {
+          // Only the agent a job was assigned to may say how its upload ended.
+          console.warn(`agent ${agentId} reported the ${msg.stream} artifact of job ${msg.jobId}, which is not its job; ignored`);
+          return;
+        }
+        if (row && this.store.reportArtifact(msg.jobId, msg.stream)) {
+          console.warn(`job ${msg.jobId}: the ${msg.stream} artifact was not stored (agent says ${msg.state}${msg.error ? `: ${msg.error}` : ''})`);
+          this.settle(msg.jobId);
+        }
+        this.sendTo(ws, { type: 'job.ack', jobId: msg.jobId, stream: msg.stream });
         return;
       }
       case 'job.error': {
@@ -536,13 +573,20 @@ export class TeamDispatcher extends DurableObject<Env> {
   /** Moves a job to its terminal state (once), tells whoever waits, and queues the D1/audit update. */
   private close(jobId: string, state: JobState, o: { exit?: JobExit; error?: { code: string; message: string }; fromAgent?: string }): boolean {
     if (!this.store.finish(jobId, state, Date.now(), o)) return false;
-    const row = this.store.get(jobId)!;
-    this.emit(jobId, this.finalEvent(row));
-    this.listeners.delete(jobId);
+    // job_status waiters learn the end now; a caller waiting for the whole result also gets the stored artifact.
     for (const done of [...(this.endWaiters.get(jobId) ?? [])]) done();
     this.endWaiters.delete(jobId);
+    this.settle(jobId);
     void this.sync();
     return true;
+  }
+
+  /** Gives callers following an ended job its result once no upload it announced is still running. */
+  private settle(jobId: string): void {
+    const row = this.store.get(jobId);
+    if (!row || !isTerminal(row.state) || this.store.hasUploading(jobId)) return;
+    this.emit(jobId, this.finalEvent(row));
+    this.listeners.delete(jobId);
   }
 
   private finalEvent(row: JobRow): DispatchEvent {
@@ -561,7 +605,7 @@ export class TeamDispatcher extends DurableObject<Env> {
   // ================= liveness, deadlines, bookkeeping =================
 
   private async scheduleAlarm(): Promise<void> {
-    const open = this.store.queued().length + this.store.running().length;
+    const open = this.store.queued().length + this.store.running().length + this.store.uploading().length;
     const anyone = this.ctx.getWebSockets().length > 0;
     if (!open && !anyone && this.store.unsynced(1).length === 0) return;
     const now = Date.now();
@@ -593,6 +637,19 @@ export class TeamDispatcher extends DurableObject<Env> {
       }
       else if (j.orphaned_at !== null && now - j.orphaned_at > silentFor) {
         this.close(j.id, 'lost', { error: { code: 'lost', message: `executor agent ${j.agent} did not report the job for ${now - j.orphaned_at}ms (${MISSED_HEARTBEATS} heartbeats); it disconnected or no longer holds the job` } });
+      }
+    }
+    // An ended job's uploads: its agent keeps reporting them while connected; gone for 3 heartbeats
+    // (after the reconnect allowance), they never will, and what the edge kept live is what remains.
+    for (const j of this.store.uploading()) {
+      if (this.socketOf(j.agent ?? '')) {
+        if (j.orphaned_at !== null) this.store.markUploadOrphaned(j.id, null);
+      } else if (j.orphaned_at === null) {
+        this.store.markUploadOrphaned(j.id, now + Math.max(0, AGENT_RECONNECT_MAX_BACKOFF_MS - silentFor));
+      } else if (now - j.orphaned_at > silentFor) {
+        console.warn(`job ${j.id}: agent ${j.agent} went away before its artifact upload ended`);
+        this.store.failUploads(j.id);
+        this.settle(j.id);
       }
     }
     await this.pump();

@@ -17,7 +17,7 @@ import { newArtifactHandle } from '../store/artifacts.ts';
 import { writeAudit } from '../store/audit.ts';
 import { failAudit, recordJobAndAudit } from '../store/jobs.ts';
 import { awaitJob, cancelByCall, errorCode, jobOutcome, jobStatus, submitAndFollow } from '../dispatch/client.ts';
-import { isTerminal } from '../contracts/jobs.ts';
+import { isSettled } from '../contracts/jobs.ts';
 import { callCancelKey, type ToolContext, type ToolExtra } from './context.ts';
 import { progressReporter } from './progress.ts';
 import type { InputRequiredResult } from '@modelcontextprotocol/server';
@@ -149,7 +149,8 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
     if (r.task) {
       const stopWaiting = cancelOnStreamClose(ctx, extra, key);
       const view = await jobStatus(env, principal.team, spec.jobId, r.task.afterMs).finally(stopWaiting);
-      if (view && !isTerminal(view.state)) {
+      // Its result is complete once the uploads its exit announced have ended (a foreground call waits for them too).
+      if (view && !isSettled(view)) {
         return { kind: 'pending', state: view.state as 'queued' | 'running', decision, jobId, handle: spec.artifactHandle, agentId: view.agent_id };
       }
       const res = await jobOutcome(env, principal.team, spec.jobId);

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { DatabaseSync } from 'node:sqlite';
 import { serialize } from 'node:v8';
 import { JobStore, type SqlHost } from '../../src/dispatch/job-store.ts';
-import { HIBERNATION_ATTACHMENT_MAX_BYTES, SQLITE_ROW_MAX_BYTES, STORED_CHUNK_CHARS, splitText } from '../../src/contracts/limits.ts';
+import { HIBERNATION_ATTACHMENT_MAX_BYTES, LIVE_OUTPUT_MAX_BYTES, SQLITE_ROW_MAX_BYTES, STORED_CHUNK_CHARS, splitText } from '../../src/contracts/limits.ts';
 import type { JobExit, JobSpec } from '../../src/contracts/agent-protocol.ts';
 import { exitMessages } from '../../executor/agent.ts';
 import type { AgentAttachment } from '../../src/dispatch/team-dispatcher.ts';
@@ -103,10 +103,76 @@ describe('job store', () => {
     const store = new JobStore(sqlHost());
     newJob(store, 'j');
     expect(store.beginUpload('j', 'stdout')).toBe(true);
-    store.endUpload('j', 'stdout', 'failed', 0);
     expect(store.beginUpload('j', 'stdout')).toBe(true); // a retry after a failed attempt
-    store.endUpload('j', 'stdout', 'complete', 10);
+    store.endUpload('j', 'stdout', 10);
     expect(store.beginUpload('j', 'stdout')).toBe(false);
+    expect(store.artifactRow('j', 'stdout')).toEqual({ state: 'complete', bytes: 10 });
+  });
+
+  it('records the exit at once while its announced uploads run; each stream ends complete, or partial with the live bytes kept', () => {
+    const store = new JobStore(sqlHost());
+    newJob(store, 'j');
+    store.assign('j', agentA, 2);
+    store.appendOutput('j', 'stdout', 'line-1\nline-2\n');
+    store.appendOutput('j', 'stderr', 'warn\n');
+    const exit = exitOf('j', 'line-1\nline-2\n', {
+      artifactsUploaded: false, pendingArtifacts: ['stdout', 'stderr'],
+      streams: { stdout: { bytes: 5000, lines: 300, artifactTruncated: false }, stderr: { bytes: 5, lines: 1, artifactTruncated: false } },
+    });
+    expect(store.finish('j', 'exited', 3, { exit, fromAgent: 'a' })).toBe(true);
+    let v = store.view(store.get('j')!);
+    expect(v).toMatchObject({ state: 'exited', exit_code: 0, artifact_state: 'uploading', artifacts: { stdout: { state: 'uploading' }, stderr: { state: 'uploading' } } });
+    expect(store.hasUploading('j')).toBe(true);
+    expect(store.uploading().map((r) => r.id)).toEqual(['j']);
+    expect(store.result('j')?.artifactsUploaded).toBe(false);
+
+    // stdout stored by the edge; stderr's upload failed (the agent's report), the edge kept its live bytes.
+    expect(store.beginUpload('j', 'stdout')).toBe(true);
+    store.endUpload('j', 'stdout', 5000);
+    expect(store.reportArtifact('j', 'stdout')).toBe(false); // already complete: the agent's report changes nothing
+    expect(store.reportArtifact('j', 'stderr')).toBe(true);
+    expect(store.reportArtifact('j', 'stderr')).toBe(false); // once
+    expect(store.beginUpload('j', 'stderr')).toBe(false); // given up: never written later
+    v = store.view(store.get('j')!);
+    expect(v).toMatchObject({
+      state: 'exited', artifact_state: 'partial',
+      artifacts: { stdout: { state: 'complete', bytes: 5000 }, stderr: { state: 'partial', bytes: 5 } },
+    });
+    expect(store.hasUploading('j')).toBe(false);
+    // The stored stream's live copy is dropped (R2 serves it); the failed one's stays readable.
+    expect(store.relayed('j', 'stdout')).toBe(0);
+    expect(Buffer.from(store.readOutput('j', 'stderr', 0, 100).data).toString()).toBe('warn\n');
+  });
+
+  it('an upload the agent calls complete but the edge never stored is failed; a lost job keeps what was relayed', () => {
+    const store = new JobStore(sqlHost());
+    newJob(store, 'j');
+    store.assign('j', agentA, 2);
+    store.finish('j', 'exited', 3, { exit: exitOf('j', 'x', { artifactsUploaded: false, pendingArtifacts: ['stdout'] }), fromAgent: 'a' });
+    expect(store.reportArtifact('j', 'stdout')).toBe(true);
+    expect(store.view(store.get('j')!)).toMatchObject({ artifact_state: 'failed', artifacts: { stdout: { state: 'failed', bytes: 0 } } });
+
+    newJob(store, 'k');
+    store.assign('k', agentA, 2);
+    store.appendOutput('k', 'stdout', 'before the kill\n');
+    store.finish('k', 'lost', 9, { error: { code: 'lost', message: 'agent gone' } });
+    expect(store.view(store.get('k')!)).toMatchObject({ state: 'lost', artifact_state: 'partial', stdout_bytes: 16, artifacts: { stdout: { state: 'partial', bytes: 16 } } });
+  });
+
+  it('keeps at most LIVE_OUTPUT_MAX_BYTES of a stream live, in rows below the row limit', () => {
+    const h = sqlHost();
+    const store = new JobStore(h);
+    newJob(store, 'j');
+    store.assign('j', agentA, 2);
+    const piece = 'é'.repeat(3 * 1024 * 1024); // 6 MiB in UTF-8, one message
+    let kept = 0;
+    for (let i = 0; i < 4; i++) kept += store.appendOutput('j', 'stdout', piece);
+    expect(kept).toBe(LIVE_OUTPUT_MAX_BYTES);
+    expect(store.relayed('j', 'stdout')).toBe(LIVE_OUTPUT_MAX_BYTES);
+    const biggest = h.db.prepare(`SELECT MAX(length(CAST(data AS BLOB))) AS b FROM job_output`).get() as { b: number };
+    expect(biggest.b).toBeLessThan(SQLITE_ROW_MAX_BYTES);
+    const mid = store.readOutput('j', 'stdout', 10 * 1024 * 1024, 4);
+    expect(Buffer.from(mid.data).toString()).toBe('éé');
   });
 
   it('pages the job list newest first with a cursor, and filters', () => {

@@ -179,7 +179,11 @@ maybe('durable dispatch', () => {
     const expected = Array.from({ length: 20_000 }, (_, i) => `${i + 1}\n`).join('');
     const started = await call(c, 'execute', { command: 'seq', args: ['1', '20000'], background: true });
     const jobId = started.s.job_id as string;
-    const end = await call(c, 'job_status', { job_id: jobId, wait_ms: 60_000 });
+    // job_status answers when the process ends; the artifact's upload follows.
+    const end = await until(async () => {
+      const v = await call(c, 'job_status', { job_id: jobId, wait_ms: 60_000 });
+      return v.s.artifact_state === 'complete' ? v : null;
+    }, 60_000, 'the artifact to be stored');
     expect(end.s).toMatchObject({ state: 'exited', exit_code: 0, artifact_state: 'complete', stdout_bytes: expected.length });
     const mid = await call(c, 'job_output', { job_id: jobId, offset: 50_000, max_bytes: 1000 });
     expect(mid.s).toMatchObject({ source: 'artifact', data: expected.slice(50_000, 51_000), next_offset: 51_000, eof: false, total_bytes: expected.length });

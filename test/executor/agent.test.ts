@@ -1,6 +1,7 @@
 /**
  * The agent against a stand-in gateway: hello/welcome/heartbeat, jobs with live output,
- * artifact upload before job.exit, exits kept until job.ack and re-sent after reconnect,
+ * job.exit as soon as the process ends and each artifact upload reported after it, exits and
+ * artifact reports kept until job.ack and re-sent after reconnect,
  * jobs that outlive a dropped socket, malformed messages, refused tokens, and the CLI.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -81,12 +82,17 @@ describe('agent ↔ gateway protocol', () => {
     expect(logs.join('\n')).toMatch(/connected to http:\/\/127\.0\.0\.1:\d+ as agent a1 \(team acme\)/);
   });
 
-  it('runs a job: live output, artifact PUT with headers, then job.exit', async () => {
+  it('runs a job: live output, job.exit, then the artifact PUTs with headers and a job.artifact report per stream', async () => {
     await startAgent();
     await welcome();
     edge.send({ type: 'job.start', spec: jobSpec({ jobId: 'j1', mode: 'shell', command: 'echo hi; echo oops >&2; exit 2' }) });
     const exit = await edge.next(isType('job.exit', 'j1'));
-    expect(exit).toMatchObject({ state: 'exited', exitCode: 2, stdout: 'hi\n', stderr: 'oops\n', artifactsUploaded: true });
+    expect(exit).toMatchObject({ state: 'exited', exitCode: 2, stdout: 'hi\n', stderr: 'oops\n', artifactsUploaded: false, pendingArtifacts: ['stdout', 'stderr'] });
+    const reports = [await edge.next(isType('job.artifact', 'j1')), await edge.next(isType('job.artifact', 'j1'))];
+    expect(reports).toEqual([
+      { type: 'job.artifact', jobId: 'j1', stream: 'stdout', state: 'complete', bytes: 3 },
+      { type: 'job.artifact', jobId: 'j1', stream: 'stderr', state: 'complete', bytes: 5 },
+    ]);
     const outs = edge.received.filter(isType('job.output', 'j1'));
     expect(outs.map((m) => m.data).join('')).toContain('hi\n');
     const up = edge.uploads.find((u) => u.path === `${ARTIFACT_UPLOAD_PATH}/art_j1_0123456789/stdout`)!;
@@ -111,11 +117,51 @@ describe('agent ↔ gateway protocol', () => {
     expect(hello3.running).toEqual(['j2']);
     edge.send({ type: 'welcome', v: 1, team: 'acme', heartbeatMs: 100 });
     await edge.next(isType('job.exit', 'j2'));
+    expect(await edge.next(isType('job.artifact', 'j2'))).toMatchObject({ stream: 'stdout', state: 'complete' });
     edge.send({ type: 'job.ack', jobId: 'j2' });
+    edge.send({ type: 'job.ack', jobId: 'j2', stream: 'stdout' });
     await new Promise((r) => setTimeout(r, 100));
     edge.drop();
     const hello4 = await edge.next(isType('hello'));
     expect(hello4.running).toEqual([]);
+  }, 30_000);
+
+  it('reports the exit while the upload is held, then how it ended; a refused upload is reported failed and re-sent until acknowledged', async () => {
+    await startAgent();
+    await welcome();
+    let release!: () => void;
+    edge.uploadGate = new Promise<void>((r) => (release = r));
+    edge.send({ type: 'job.start', spec: jobSpec({ jobId: 'held', mode: 'shell', command: 'echo kept' }) });
+    // The exit comes while the upload hangs: the edge learns how the job ended without waiting for it.
+    expect(await edge.next(isType('job.exit', 'held'))).toMatchObject({ state: 'exited', exitCode: 0, stdout: 'kept\n', pendingArtifacts: ['stdout'] });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(edge.received.some(isType('job.artifact', 'held'))).toBe(false);
+    expect(edge.uploads).toHaveLength(0);
+    // Until the upload is reported, the agent says it holds the job.
+    expect(await edge.next(isType('heartbeat'))).toEqual({ type: 'heartbeat', running: ['held'] });
+    release();
+    expect(await edge.next(isType('job.artifact', 'held'))).toMatchObject({ stream: 'stdout', state: 'complete', bytes: 5 });
+    edge.send({ type: 'job.ack', jobId: 'held' });
+    edge.send({ type: 'job.ack', jobId: 'held', stream: 'stdout' });
+
+    edge.uploadGate = null;
+    edge.uploadStatus = 400;
+    edge.send({ type: 'job.start', spec: jobSpec({ jobId: 'refused', mode: 'shell', command: 'echo lost-upload' }) });
+    await edge.next(isType('job.exit', 'refused'));
+    const failed = await edge.next(isType('job.artifact', 'refused'));
+    expect(failed).toMatchObject({ stream: 'stdout', state: 'failed', bytes: 12 });
+    expect(failed.error).toMatch(/refused: HTTP 400/);
+    edge.drop();
+    const hello = await edge.next(isType('hello'));
+    expect(hello.running).toEqual(['refused']);
+    edge.send({ type: 'welcome', v: 1, team: 'acme', heartbeatMs: 100 });
+    await edge.next(isType('job.exit', 'refused'));
+    expect(await edge.next(isType('job.artifact', 'refused'))).toMatchObject({ state: 'failed' });
+    edge.send({ type: 'job.ack', jobId: 'refused' });
+    edge.send({ type: 'job.ack', jobId: 'refused', stream: 'stdout' });
+    await new Promise((r) => setTimeout(r, 100));
+    edge.drop();
+    expect((await edge.next(isType('hello'))).running).toEqual([]);
   }, 30_000);
 
   it('logs malformed and unknown messages and keeps working', async () => {

@@ -17,6 +17,10 @@ export class FakeEdge {
   readonly uploads: Upload[] = [];
   /** When each heartbeat arrived (ms since the epoch). */
   readonly heartbeatTimes: number[] = [];
+  /** While set, artifact PUTs wait for it before they are answered (a slow upload target). */
+  uploadGate: Promise<void> | null = null;
+  /** Status the artifact PUTs get (e.g. 400: a refused upload, which the agent does not retry). */
+  uploadStatus = 201;
   /** Every HTTP request and upgrade attempt, whatever it asked for. */
   requests = 0;
   connections = 0;
@@ -37,8 +41,11 @@ export class FakeEdge {
           return;
         }
         if (req.method === 'PUT' && req.url?.startsWith(ARTIFACT_UPLOAD_PATH)) {
-          this.uploads.push({ path: req.url, headers: req.headers, body: Buffer.concat(chunks) });
-          res.writeHead(201).end('{}');
+          const upload = { path: req.url, headers: req.headers, body: Buffer.concat(chunks) };
+          void (this.uploadGate ?? Promise.resolve()).then(() => {
+            if (this.uploadStatus < 300) this.uploads.push(upload);
+            res.writeHead(this.uploadStatus).end(this.uploadStatus < 300 ? '{}' : '{"error":{"code":"invalid_argument","message":"refused by the test"}}');
+          });
           return;
         }
         res.writeHead(426).end('upgrade required');

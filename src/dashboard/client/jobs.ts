@@ -194,7 +194,8 @@ async function finalOutput(handle, outputs, outMsg, job) {
     // The upload can trail the exit by a moment; keep polling unless the artifact is gone for good.
     if (e instanceof ApiError && e.status === 404) {
       const st = job.artifact_state;
-      if (st === 'failed' || st === 'none') { outMsg.say('No stored output (artifact ' + st + ').'); return true; }
+      // partial with nothing stored: the upload failed or the agent was lost; what the gateway kept is in job_output.
+      if (st === 'failed' || st === 'none' || st === 'partial') { outMsg.say('No stored output (artifact ' + st + ').'); return true; }
       outMsg.say('Waiting for the output to be stored…');
       return false;
     }

@@ -7,7 +7,7 @@
  */
 import type { CallToolResult } from '@modelcontextprotocol/server';
 import type { DetailedTask, TaskRecord } from '../../contracts/tasks.ts';
-import { isTerminal, type JobView } from '../../contracts/jobs.ts';
+import { isSettled, isTerminal, type JobView } from '../../contracts/jobs.ts';
 import { jobOutcome, jobStatus } from '../../dispatch/client.ts';
 import type { ToolContext } from '../context.ts';
 import { executeEnded, executeFailed } from '../tools/execute.ts';
@@ -28,13 +28,14 @@ export async function readTask(ctx: ToolContext, taskId: string): Promise<Detail
     taskId, createdAt: iso(rec.createdAt), lastUpdatedAt: iso(view.ended_at ?? view.started_at ?? rec.createdAt),
     ttlMs: rec.ttlMs, pollIntervalMs: TASK_POLL_INTERVAL_MS,
   };
-  if (!isTerminal(view.state)) return { ...base, status: 'working', statusMessage: workingMessage(view) };
+  if (!isSettled(view)) return { ...base, status: 'working', statusMessage: workingMessage(view) };
   if (view.state === 'cancelled') return { ...base, status: 'cancelled', statusMessage: view.error?.message ?? 'the job was cancelled' };
   const result = await finalResult(ctx, rec, view);
   return { ...base, status: 'completed', statusMessage: `job ${taskId} ${endedAs(view)}`, result: { ...result, resultType: 'complete' } };
 }
 
 function workingMessage(v: JobView): string {
+  if (isTerminal(v.state)) return `job ${v.job_id} ${endedAs(v)}; storing its output`;
   return v.state === 'running' ? `job ${v.job_id} running on agent ${v.agent_id} (${v.sandbox})` : `job ${v.job_id} queued: waiting for a free executor agent`;
 }
 

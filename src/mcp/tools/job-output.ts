@@ -1,7 +1,8 @@
 /**
- * `job_output`: a job's stdout/stderr from a byte offset. While the job runs: what the agent has
- * relayed so far (live tail, up to the job's inline cap); once its artifact is stored: the full
- * stream from R2. Any connection of the team can read, at any time.
+ * `job_output`: a job's stdout/stderr from a byte offset. While the job runs (and while its
+ * artifact uploads): what the agent has relayed so far (live tail, the first 16 MiB of each
+ * stream); once its artifact is stored: the full stream from R2. Any connection of the team can
+ * read, at any time.
  */
 import type { McpServer } from '@modelcontextprotocol/server';
 import { JOB_OUTPUT_DEFAULT_BYTES, JobOutputInput, JobOutputOutput } from '../../contracts/job-tools.ts';

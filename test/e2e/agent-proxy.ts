@@ -1,0 +1,177 @@
+/**
+ * A loopback proxy between an executor agent and the gateway, for whole-system tests of what a
+ * network does to an agent: it forwards every HTTP request and the agent's WebSocket unchanged,
+ * reads (never alters) the agent's messages, and on request holds or refuses artifact uploads
+ * (a slow or failing upload target) or drops the agent's socket without the agent process
+ * noticing anything but a broken connection. Listens on 127.0.0.1 only.
+ */
+import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { connect, type Socket } from 'node:net';
+import { ARTIFACT_UPLOAD_PATH } from '../../src/contracts/agent-protocol.ts';
+
+type Msg = Record<string, unknown>;
+
+export class AgentProxy {
+  url = '';
+  /** Every message the agent sent through the proxy, in order, across its connections. */
+  readonly fromAgent: Msg[] = [];
+  /** WebSocket connections the agent opened through the proxy. */
+  connections = 0;
+  private readonly target: URL;
+  private readonly server: Server;
+  private readonly pairs = new Set<{ agent: Socket; gateway: Socket }>();
+  private gate: Promise<void> | null = null;
+  private refuseWith: number | null = null;
+  private dropAfterExit: string | null = null;
+
+  constructor(gatewayUrl: string) {
+    this.target = new URL(gatewayUrl);
+    this.server = createServer((req, res) => void this.forward(req, res));
+    this.server.on('upgrade', (req, socket: Socket, head: Buffer) => this.upgrade(req, socket, head));
+  }
+
+  async start(): Promise<void> {
+    await new Promise<void>((r) => this.server.listen(0, '127.0.0.1', () => r()));
+    this.url = `http://127.0.0.1:${(this.server.address() as { port: number }).port}`;
+  }
+
+  async stop(): Promise<void> {
+    this.dropAgentSockets();
+    this.server.closeAllConnections();
+    await new Promise((r) => this.server.close(() => r(undefined)));
+  }
+
+  /** Artifact uploads wait until the returned function is called. */
+  holdUploads(): () => void {
+    let release!: () => void;
+    this.gate = new Promise<void>((r) => (release = r));
+    return () => {
+      this.gate = null;
+      release();
+    };
+  }
+
+  /** Artifact uploads are answered with `status` (never reaching the gateway); null forwards them again. */
+  refuseUploads(status: number | null): void {
+    this.refuseWith = status;
+  }
+
+  /** Cuts every agent socket (no close handshake): what a network failure does. */
+  dropAgentSockets(): void {
+    for (const p of this.pairs) {
+      p.agent.destroy();
+      p.gateway.destroy();
+    }
+    this.pairs.clear();
+  }
+
+  /**
+   * The next `job.exit` of `jobId` reaches the gateway, and the agent's socket is cut right after
+   * it: the gateway's acknowledgement never reaches the agent, which sends the exit again.
+   */
+  dropRightAfterExitOf(jobId: string): void {
+    this.dropAfterExit = jobId;
+  }
+
+  messages(type: string, jobId?: string): Msg[] {
+    return this.fromAgent.filter((m) => m.type === type && (jobId === undefined || m.jobId === jobId));
+  }
+
+  private async forward(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (req.method === 'PUT' && req.url?.startsWith(ARTIFACT_UPLOAD_PATH)) {
+      if (this.gate) await this.gate;
+      if (this.refuseWith !== null) {
+        req.resume();
+        res.writeHead(this.refuseWith, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ error: { code: 'upstream_error', message: 'upload refused by the test proxy' } }));
+        return;
+      }
+    }
+    const up = request({
+      // The gateway's own Host: it checks tokens against its own origin.
+      host: this.target.hostname, port: this.target.port, method: req.method, path: req.url, headers: { ...req.headers, host: this.target.host },
+    }, (r) => {
+      res.writeHead(r.statusCode ?? 502, r.headers);
+      r.pipe(res);
+    });
+    up.on('error', () => res.destroy());
+    req.pipe(up);
+  }
+
+  private upgrade(req: IncomingMessage, agent: Socket, head: Buffer): void {
+    const gateway = connect(Number(this.target.port), this.target.hostname);
+    const pair = { agent, gateway };
+    this.pairs.add(pair);
+    this.connections++;
+    const close = () => {
+      agent.destroy();
+      gateway.destroy();
+      this.pairs.delete(pair);
+    };
+    agent.on('error', close);
+    gateway.on('error', close);
+    agent.on('close', close);
+    gateway.on('close', close);
+    gateway.on('connect', () => {
+      const lines = [`${req.method} ${req.url} HTTP/1.1`];
+      for (let i = 0; i < req.rawHeaders.length; i += 2) {
+        const name = req.rawHeaders[i];
+        lines.push(`${name}: ${name.toLowerCase() === 'host' ? this.target.host : req.rawHeaders[i + 1]}`);
+      }
+      gateway.write(lines.join('\r\n') + '\r\n\r\n');
+      if (head.length) gateway.write(head);
+      gateway.pipe(agent);
+      let buf = Buffer.alloc(0);
+      agent.on('data', (d: Buffer) => {
+        gateway.write(d);
+        buf = Buffer.concat([buf, d]);
+        for (;;) {
+          const f = parseFrame(buf);
+          if (!f) break;
+          buf = buf.subarray(f.size);
+          if (f.opcode !== 1) continue;
+          let m: Msg;
+          try {
+            m = JSON.parse(f.payload.toString('utf8')) as Msg;
+          } catch {
+            continue;
+          }
+          this.fromAgent.push(m);
+          if (m.type === 'job.exit' && m.jobId === this.dropAfterExit) {
+            this.dropAfterExit = null;
+            agent.destroy(); // the acknowledgement has nowhere to go
+            gateway.end(); // the exit itself is delivered
+            this.pairs.delete(pair);
+            return;
+          }
+        }
+      });
+    });
+  }
+}
+
+/** One client→server WebSocket frame (masked, RFC 6455), or null until it is complete. */
+function parseFrame(b: Buffer): { opcode: number; payload: Buffer; size: number } | null {
+  if (b.length < 2) return null;
+  const opcode = b[0] & 0x0f;
+  const masked = (b[1] & 0x80) !== 0;
+  let len = b[1] & 0x7f;
+  let off = 2;
+  if (len === 126) {
+    if (b.length < 4) return null;
+    len = b.readUInt16BE(2);
+    off = 4;
+  } else if (len === 127) {
+    if (b.length < 10) return null;
+    len = Number(b.readBigUInt64BE(2));
+    off = 10;
+  }
+  const maskLen = masked ? 4 : 0;
+  if (b.length < off + maskLen + len) return null;
+  const payload = Buffer.from(b.subarray(off + maskLen, off + maskLen + len));
+  if (masked) {
+    const mask = b.subarray(off, off + 4);
+    for (let i = 0; i < payload.length; i++) payload[i] ^= mask[i & 3];
+  }
+  return { opcode, payload, size: off + maskLen + len };
+}
