@@ -7,7 +7,7 @@
  * 2. The call carries an approval id (an admin approved it with the CLI, the admin API or the
  *    dashboard): use it once, for this subject and this exact request only.
  * 3. A 2026-era client that declared form elicitation gets an `input_required` result asking
- *    its user to approve. (2025-era clients cannot be asked on this stateless endpoint: the
+ *    its user to approve (unless the policy says `approvals.askClient: false`). (2025-era clients cannot be asked on this stateless endpoint: the
  *    server cannot send them a request and receive the answer.)
  * 4. Anyone else gets `approval_required` with a pending approval id and how to get it approved.
  *
@@ -77,7 +77,7 @@ export async function approvalGate(ctx: ToolContext, extra: ToolExtra, g: GateIn
   }
 
   const summary = requestSummary(g.request);
-  if (canPrompt(ctx, extra)) {
+  if (g.policy.approvals.askClient && canPrompt(ctx, extra)) {
     const ttlSeconds = g.policy.approvals.promptTtlSeconds;
     const { row } = await openApproval(env.DB, {
       team: p.team, subject: p.subject, tokenId: p.tokenId, tool: g.request.tool, hash, summary, ruleReason: askReason,

@@ -81,6 +81,12 @@ export const ApprovalPolicy = z.object({
   ttlSeconds: z.number().int().min(1).max(7 * 24 * 3600).default(3600),
   /** How long a person has to answer an approval prompt shown by an MCP client (elicitation). */
   promptTtlSeconds: z.number().int().min(1).max(3600).default(600),
+  /**
+   * Ask the MCP client's own user (an approval prompt, when the client supports elicitation).
+   * Whoever runs that client answers it — an agent's host may answer it by itself — so set this
+   * false when only a team admin may approve.
+   */
+  askClient: z.boolean().default(true),
 });
 
 export const PolicyDocument = z.object({
@@ -158,7 +164,7 @@ export const PolicyDocument = z.object({
   artifacts: z.object({ retentionHours: z.number().min(1).max(24 * 90).default(24) }).default({ retentionHours: 24 }),
   /** Decision rules (allow / ask / deny by argv prefix), tried in order after the allowlists. */
   rules: z.array(PolicyRule).max(200).default([]),
-  approvals: ApprovalPolicy.default({ ttlSeconds: 3600, promptTtlSeconds: 600 }),
+  approvals: ApprovalPolicy.default({ ttlSeconds: 3600, promptTtlSeconds: 600, askClient: true }),
 });
 export type PolicyDocument = z.infer<typeof PolicyDocument>;
 export type PolicyDocumentInput = z.input<typeof PolicyDocument>;

@@ -19,6 +19,8 @@ const TEAM = 'appr';
 /** Short lifetimes, to see expiry; no agent needed — nothing there ever runs. */
 const FAST = 'appr-fast';
 const OTHER = 'appr-other';
+/** `approvals.askClient: false`: only a team admin may approve. */
+const ADMIN_ONLY = 'appr-admin-only';
 const RULE = { pattern: ['echo', 'ship-it'], decision: 'ask', reason: 'shipping needs a person' };
 
 let gw: Gateway;
@@ -99,6 +101,7 @@ beforeAll(async () => {
   const policy = { ...DEFAULT_POLICY, rules: [RULE] };
   await gw.putPolicy(TEAM, policy);
   await gw.putPolicy(OTHER, policy);
+  await gw.putPolicy(ADMIN_ONLY, { ...policy, approvals: { askClient: false } });
   await gw.putPolicy(FAST, { ...policy, approvals: { ttlSeconds: 1, promptTtlSeconds: 1 } });
   agent = startAgent(gw, { token: await gw.token({ team: TEAM, scopes: ['agent'] }), root, sandbox: SANDBOX, capacity: 2, agentId: 'approval-agent' });
   await agent.ready;
@@ -203,6 +206,14 @@ describe('a 2026-07-28 client with elicitation: the approval prompt', () => {
     expect(late.content?.[0]?.text).toContain('the approval prompt expired before it was answered');
   });
 
+  it('under approvals.askClient = false the client is never asked, even if it could answer', async () => {
+    const { c, prompts } = await modern(ADMIN_ONLY, { answer: { action: 'accept', content: { approve: true } } });
+    const r = await execute(c, { command: 'echo', args: ['ship-it', 'admin-only'] });
+    expect(prompts).toHaveLength(0);
+    expect(r.isError).toBe(true);
+    expect(r.structuredContent?.error?.code).toBe('approval_required');
+  });
+
   it('a 2026 client that did not declare elicitation gets the admin flow', async () => {
     const { c } = await modern(TEAM);
     const r = await execute(c, { command: 'echo', args: ['ship-it', 'no-elicitation'] });
@@ -277,6 +288,24 @@ describe('a client without elicitation (SDK v1, 2025-11-25): approval id, CLI ap
     expect(rows.filter((x) => x.tool === 'execute' && x.decision === 'allowed')).toHaveLength(1);
     const final = (await admin('GET', `/approvals/${approval.id}`)).json.approval;
     expect(final).toMatchObject({ status: 'used', decided_by: 'ops', note: 'release day', job_id: ran.structuredContent!.job_id });
+  });
+
+  it('a 2025-era client that declares elicitation gets the admin flow too (a stateless endpoint cannot ask it)', async () => {
+    const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
+    const { StreamableHTTPClientTransport } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js');
+    const { ElicitRequestSchema } = await import('@modelcontextprotocol/sdk/types.js');
+    const c = new Client({ name: 'approval-2025-elicit', version: '1.0.0' }, { capabilities: { elicitation: {} } });
+    let asked = 0;
+    c.setRequestHandler(ElicitRequestSchema, async () => {
+      asked++;
+      return { action: 'accept', content: { approve: true } };
+    });
+    const token = await gw.token({ team: TEAM, scopes: ['execute'], subject: 'frank' });
+    await c.connect(new StreamableHTTPClientTransport(new URL(gw.mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+    open.push(c);
+    const r = (await c.callTool({ name: 'execute', arguments: { command: 'echo', args: ['ship-it', 'legacy-elicit'] } })) as ToolResult;
+    expect(asked).toBe(0);
+    expect(r.structuredContent?.error?.code).toBe('approval_required');
   });
 
   it('an admin denial is final: the retry is denied with who denied it', async () => {

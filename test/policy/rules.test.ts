@@ -93,7 +93,8 @@ describe('rules in the policy document', () => {
   });
   it('approval lifetimes are bounded', () => {
     expect(parsePolicy({ version: 1, approvals: { ttlSeconds: 0 } }).ok).toBe(false);
-    expect(parsePolicy({ version: 1, approvals: { ttlSeconds: 60, promptTtlSeconds: 30 } }).ok).toBe(true);
+    expect(parsePolicy({ version: 1, approvals: { ttlSeconds: 60, promptTtlSeconds: 30, askClient: false } }).ok).toBe(true);
+    expect(parsePolicy({ version: 1, approvals: { askClient: 'no' } }).ok).toBe(false);
   });
 });
 
