@@ -17,6 +17,7 @@ import { rm } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
+import { availableParallelism } from 'node:os';
 import { hiddenPaths, systemView } from './system-view.ts';
 import { delay, runQuiet, watchWrapper } from './exec-util.ts';
 import {
@@ -59,6 +60,13 @@ const REUSE_INIT = [PYTHON, '-I', '-S', '-B', INIT_FILE_INSIDE];
 const REUSE_INIT_CAPS = ['CAP_SETUID', 'CAP_SETGID', 'CAP_SETPCAP', 'CAP_SYS_RESOURCE', 'CAP_KILL', 'CAP_DAC_OVERRIDE', 'CAP_FOWNER'];
 const SETPRIV_INSIDE = '/usr/bin/setpriv';
 type SandboxMode = 'single' | 'reuse';
+/**
+ * Warm sandboxes started at once: a start is mostly CPU (runsc boots a kernel), so more
+ * parallel starts than CPUs only slow each other and the jobs running.
+ */
+const MAX_PARALLEL_STARTS = Math.max(1, availableParallelism());
+/** The window over which the single-use arrival rate is measured (refill ahead of demand). */
+const ARRIVAL_WINDOW_MS = 5000;
 
 export class GvisorDriver implements SandboxDriver {
   readonly kind = 'gvisor' as const;
@@ -76,6 +84,9 @@ export class GvisorDriver implements SandboxDriver {
   private readonly live = new Set<GvisorSandbox>();
   private closed = false;
   private counter = 0;
+  /** When single-use jobs arrived (the last ARRIVAL_WINDOW_MS), and how long a sandbox start takes lately. */
+  private readonly arrivals: number[] = [];
+  private startMs = 300;
   /** Reusable sandboxes (teams whose policy sets sandbox.reuse); null when python3 is missing. */
   private reuse: ReusePool | null = null;
   private readonly tag = randomBytes(3).toString('hex');
@@ -171,12 +182,38 @@ export class GvisorDriver implements SandboxDriver {
     this.fillPool();
   }
 
+  /**
+   * How many warm sandboxes to keep: `--warm`, or more while jobs arrive faster than that
+   * many cover for one sandbox start (recent arrivals × recent start time), up to twice `--warm`.
+   */
+  poolTarget(now = Date.now()): number {
+    const warm = this.opts.warm ?? 0;
+    while (this.arrivals.length && this.arrivals[0] < now - ARRIVAL_WINDOW_MS) this.arrivals.shift();
+    const perMs = this.arrivals.length / ARRIVAL_WINDOW_MS;
+    return warm && Math.min(2 * warm, Math.max(warm, Math.ceil(perMs * this.startMs) + 1));
+  }
+
+  /** A single-use job arrived (it counts toward the rate the pool refills ahead of). */
+  noteArrival(at = Date.now()): void {
+    this.arrivals.push(at);
+  }
+
+  /** Tops the pool up to its target, never starting more sandboxes at once than MAX_PARALLEL_STARTS. */
   private fillPool(): void {
-    while (!this.closed && this.pool.length < (this.opts.warm ?? 0)) {
+    const target = this.poolTarget();
+    let starting = this.pool.filter((sb) => !sb.up).length;
+    while (!this.closed && this.pool.length < target && starting < MAX_PARALLEL_STARTS) {
       const sb = this.create(this.poolLimits);
+      const t0 = performance.now();
       this.pool.push(sb);
+      starting++;
       void sb.ready.then((ok) => {
-        if (ok) return;
+        if (ok) {
+          // Recent start time (moving average): how far ahead the pool must be filled.
+          this.startMs = 0.7 * this.startMs + 0.3 * (performance.now() - t0);
+          this.fillPool();
+          return;
+        }
         this.log.warn(`warm sandbox failed to start: ${sb.startError()}`);
         const i = this.pool.indexOf(sb);
         if (i >= 0) this.pool.splice(i, 1);
@@ -187,6 +224,7 @@ export class GvisorDriver implements SandboxDriver {
 
   async acquire(jobId: string, limits: ResourceLimits, reuse?: SandboxReuse): Promise<Sandbox> {
     if (reuse && this.reuse) return this.reuse.acquire(jobId, limits, reuse);
+    this.noteArrival();
     // Memory and /tmp size are properties of the whole sandbox: a warm one serves only a job with
     // the same; the pool follows the latest job's (teams rarely change their limits).
     if (!sameSandboxLimits(limits, this.poolLimits)) {
@@ -338,6 +376,8 @@ export class GvisorSandbox implements Sandbox {
   private readonly ended: Promise<ProcessEnd>;
   private readonly pidFile: string;
   private stderrHead = '';
+  /** Whether it came up (ready resolved true). */
+  up = false;
   private launched = false;
   private killing: Promise<void> | null = null;
   private destroying: Promise<void> | null = null;
@@ -365,6 +405,7 @@ export class GvisorSandbox implements Sandbox {
       : e));
     this.gone = this.ended.then(() => {});
     this.ready = waitForFile(this.pidFile, this.ended, 30_000);
+    void this.ready.then((ok) => (this.up = ok));
   }
 
   private onEarlyStderr = (d: Buffer) => {

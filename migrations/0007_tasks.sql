@@ -1,7 +1,7 @@
 -- MCP Tasks (`io.modelcontextprotocol/tasks`): a task is a job (task_id = the job id) that a
 -- 2026-07-28 client received as a task handle. The row keeps what the job table does not: who
 -- may see the task (team + subject) and how to shape the tool's result once the job has ended.
-CREATE TABLE tasks (
+CREATE TABLE IF NOT EXISTS tasks (
   team TEXT NOT NULL,
   task_id TEXT NOT NULL,
   subject TEXT NOT NULL,
@@ -11,4 +11,4 @@ CREATE TABLE tasks (
   ttl_ms INTEGER NOT NULL,
   PRIMARY KEY (team, task_id)
 );
-CREATE INDEX tasks_by_age ON tasks (team, created_at);
+CREATE INDEX IF NOT EXISTS tasks_by_age ON tasks (team, created_at);
