@@ -373,8 +373,14 @@ class ReuseLease implements Sandbox {
   hostPids(): number[] { return this.sb.box.hostPids(); }
   memoryLimitHit(): boolean { return this.sb.box.memoryFailures() > this.failuresAtStart; }
 
-  /** Kills the job by killing the whole sandbox: a killed job's sandbox is never reused. */
+  /**
+   * Kills the job by killing the whole sandbox: a killed job's sandbox is never reused. Once the
+   * init reported the exit there is nothing left to kill (it killed every other process first),
+   * so a late kill — the runner's "output still open" check losing a race on a loaded machine —
+   * does not cost the sandbox.
+   */
   kill(graceMs: number): Promise<void> {
+    if (this.exited) return Promise.resolve();
     this.killed = true;
     return this.sb.box.kill(graceMs);
   }
