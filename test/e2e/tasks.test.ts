@@ -206,6 +206,12 @@ maybe('MCP Tasks on /mcp (io.modelcontextprotocol/tasks)', () => {
       expect(existsSync(join(root, `${marker}-child`))).toBe(false);
       const js = await c.callTool({ name: 'job_status', arguments: { job_id: execution.handle!.taskId } });
       expect((js.structuredContent as { state: string }).state).toBe('cancelled');
+      // Audited like job_kill: who cancelled which task.
+      const adminToken = await gw.token({ team: TEAM, scopes: ['admin'] });
+      const audit = await fetch(`${gw.url}/admin/v1/audit?tool=job_kill&subject=alice`, { headers: { Authorization: `Bearer ${adminToken}` } });
+      const entries = ((await audit.json()) as { entries: { jobId?: string; job_id?: string; command: unknown; reason: string }[] }).entries;
+      expect(JSON.stringify(entries)).toContain(execution.handle!.taskId);
+      expect(JSON.stringify(entries)).toContain('tasks/cancel');
     } finally {
       await session.close();
       await c.close();
