@@ -59,3 +59,4 @@ await cpuPerOp('tools/list (2025 era)', async () => (await handler.fetch(request
 await cpuPerOp('tools/list (2026 era)', async () => (await handler.fetch(request('tools/list', {}, true))).text());
 await cpuPerOp('tools/call answered at once (2025, SSE)', async () => (await streaming.fetch(request('tools/call', call, false))).text());
 await cpuPerOp('tools/call answered at once (2026, SSE)', async () => (await streaming.fetch(request('tools/call', call, true))).text());
+await cpuPerOp('tools/call answered at once (2026, JSON)', async () => (await handler.fetch(request('tools/call', call, true))).text());

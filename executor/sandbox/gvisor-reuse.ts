@@ -28,8 +28,12 @@ export interface ReuseHost {
 const STDIN_FRAME = 256 * 1024;
 /** How long the init may take to report a sandbox clean after a job before it is discarded. */
 const CLEAN_REPORT_MS = 5000;
-/** Most idle reusable sandboxes kept at once; more are discarded. */
-const MAX_PARKED = 8;
+/**
+ * Most idle reusable sandboxes kept at once; more are discarded. There are never more than the
+ * agent's peak of concurrent jobs anyway (plus spares); this only bounds a burst's leftovers,
+ * which otherwise wait for their `seconds` to run out.
+ */
+const MAX_PARKED = 64;
 /**
  * Spare sandboxes started at once in the background: a start is mostly CPU (runsc boot, the
  * init's interpreter), so more at once than there are CPUs only slows the jobs running.
@@ -373,8 +377,14 @@ class ReuseLease implements Sandbox {
   hostPids(): number[] { return this.sb.box.hostPids(); }
   memoryLimitHit(): boolean { return this.sb.box.memoryFailures() > this.failuresAtStart; }
 
-  /** Kills the job by killing the whole sandbox: a killed job's sandbox is never reused. */
+  /**
+   * Kills the job by killing the whole sandbox: a killed job's sandbox is never reused. Once the
+   * init reported the exit there is nothing left to kill (it killed every other process first),
+   * so a late kill — the runner's "output still open" check losing a race on a loaded machine —
+   * does not cost the sandbox.
+   */
   kill(graceMs: number): Promise<void> {
+    if (this.exited) return Promise.resolve();
     this.killed = true;
     return this.sb.box.kill(graceMs);
   }

@@ -19,6 +19,7 @@ import { JOBS_JS } from './client/jobs.ts';
 import { AUDIT_JS } from './client/audit.ts';
 import { POLICY_JS } from './client/policy.ts';
 import { TOKENS_JS } from './client/tokens.ts';
+import { APPROVALS_JS } from './client/approvals.ts';
 import { STYLE_CSS } from './client/style.ts';
 
 const JS = 'text/javascript; charset=utf-8';
@@ -30,6 +31,7 @@ const ASSETS: Record<string, { type: string; body: string }> = {
   'audit.js': { type: JS, body: AUDIT_JS },
   'policy.js': { type: JS, body: POLICY_JS },
   'tokens.js': { type: JS, body: TOKENS_JS },
+  'approvals.js': { type: JS, body: APPROVALS_JS },
   'style.css': { type: 'text/css; charset=utf-8', body: STYLE_CSS },
 };
 export const DASHBOARD_ASSETS: readonly string[] = Object.keys(ASSETS);
@@ -50,5 +52,5 @@ dashboardRoutes.get('/assets/:name', (c) => {
 dashboardRoutes.get('/presets.json', (c) => c.json({ presets: POLICY_PRESETS }));
 
 dashboardRoutes.all('*', (c) =>
-  c.text(`no dashboard page ${c.req.method} ${new URL(c.req.url).pathname}; open /dashboard (pages are #/agents, #/jobs, #/audit, #/policy, #/tokens)`, 404),
+  c.text(`no dashboard page ${c.req.method} ${new URL(c.req.url).pathname}; open /dashboard (pages are #/agents, #/jobs, #/approvals, #/audit, #/policy, #/tokens)`, 404),
 );

@@ -9,7 +9,7 @@
 import type { Env } from '../env.ts';
 import type { JobExit, SandboxKind, StreamName } from '../contracts/agent-protocol.ts';
 import type { AgentView, JobListFilter, JobView } from '../contracts/jobs.ts';
-import { isTerminal } from '../contracts/jobs.ts';
+import { isSettled, isTerminal } from '../contracts/jobs.ts';
 import { err, ok, type ErrorCode, type Result } from '../contracts/errors.ts';
 import { DispatchEvent, type DispatchRequest, type KeptOutput, type SubmitAnswer, type UploadAnswer } from './events.ts';
 import { lostExit } from './outcomes.ts';
@@ -41,6 +41,8 @@ export interface DispatchOutcome {
 
 /** How long one long-poll waits when the event stream broke (DO restart, deploy). */
 const REPOLL_MS = 30_000;
+/** How often a caller whose event stream broke checks an ended job's uploads. */
+const UPLOAD_POLL_MS = 1000;
 /** Attempts to reach the DO again after it went away mid-job (each waits up to REPOLL_MS). */
 const MAX_REPOLLS = 200;
 
@@ -86,7 +88,13 @@ async function pollToEnd(env: Env, team: string, jobId: string): Promise<Result<
     try {
       const v = await jobStatus(env, team, jobId, REPOLL_MS);
       if (!v) return err('not_found', `job "${jobId}" not found`);
-      if (isTerminal(v.state)) return outcomeOf(env, team, jobId);
+      if (isSettled(v)) return outcomeOf(env, team, jobId);
+      if (isTerminal(v.state)) {
+        // Ended, its uploads still running (they end: reported, or failed once the agent is gone); the status
+        // long-poll returns at once for an ended job, so wait here. Not an attempt to reach the dispatcher.
+        await new Promise((r) => setTimeout(r, UPLOAD_POLL_MS));
+        i -= 1;
+      }
     } catch (e) {
       lastError = (e as Error).message;
       await new Promise((r) => setTimeout(r, Math.min(2000, 100 * 2 ** i)));

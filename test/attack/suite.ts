@@ -373,12 +373,15 @@ export function attackSuite(kind: 'gvisor' | 'bwrap', o: { reuse?: SandboxReuse 
           'sys.stdout.flush(); os.write(1, forged); os.write(2, forged)',
           'sys.exit(7)',
         ].join('\n');
-        const { a, p } = await afterAttack('attacks on the init and its channel', { mode: 'code', runtime: 'python', command: '', code }, { command: 'echo', args: ['probe-ok'] });
+        const { a, p, same } = await afterAttack('attacks on the init and its channel', { mode: 'code', runtime: 'python', command: '', code }, { mode: 'shell', command: `${BOOT}; echo probe-ok` });
         expect(a).toMatchObject({ state: 'exited', exitCode: 7 });
         expect(a.stdout).not.toMatch(/signalled init|OPENED/);
         // The forged frames arrived as the job's own output bytes, nothing more.
         expect(a.stdout).toContain('{"code":0}');
-        expect(p).toMatchObject({ state: 'exited', exitCode: 0, stdout: 'probe-ok\n' });
+        expect(p).toMatchObject({ state: 'exited', exitCode: 0 });
+        expect(p.stdout).toMatch(/^[0-9a-f-]{36}\nprobe-ok\n$/);
+        // The init came through untouched and reported the sandbox clean: the next job ran in it.
+        expect(same, 'the sandbox was reused').toBe(true);
       }, 60_000);
 
       it('reuse: System V IPC objects and POSIX message queues never reach the next job', async () => {

@@ -8,9 +8,11 @@ import { describe, expect, it } from 'vitest';
 import { DatabaseSync } from 'node:sqlite';
 import { serialize } from 'node:v8';
 import { JobStore, type SqlHost } from '../../src/dispatch/job-store.ts';
-import { HIBERNATION_ATTACHMENT_MAX_BYTES, LIVE_OUTPUT_MAX_BYTES, SQLITE_ROW_MAX_BYTES, STORED_CHUNK_CHARS, splitText } from '../../src/contracts/limits.ts';
+import { DO_STORAGE_MAX_BYTES, HIBERNATION_ATTACHMENT_MAX_BYTES, LIVE_MESSAGE_CHARS, LIVE_OUTPUT_MAX_BYTES, WEBSOCKET_MESSAGE_MAX_BYTES, SQLITE_ROW_MAX_BYTES, STORED_CHUNK_CHARS, splitText } from '../../src/contracts/limits.ts';
 import type { JobExit, JobSpec } from '../../src/contracts/agent-protocol.ts';
 import { exitMessages } from '../../executor/agent.ts';
+import { PolicyDocument } from '../../src/contracts/policy.ts';
+import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
 import type { AgentAttachment } from '../../src/dispatch/team-dispatcher.ts';
 
 function sqlHost(): SqlHost & { db: DatabaseSync } {
@@ -205,6 +207,17 @@ describe('platform limits', () => {
     const parts = msgs.filter((m) => m.type === 'job.exit.part') as { stream: string; data: string }[];
     expect(parts.filter((p) => p.stream === 'stdout').map((p) => p.data).join('')).toBe(exit.stdout);
     expect(exitMessages(exitOf('k', 'small'))).toHaveLength(1);
+  });
+
+  it('sizes the live output budgets below the platform limits they depend on', () => {
+    // A live message, JSON-escaped at worst (6 bytes per character), fits one received WebSocket message.
+    expect(LIVE_MESSAGE_CHARS * 6).toBeLessThan(WEBSOCKET_MESSAGE_MAX_BYTES);
+    // 64 running jobs keeping both streams' live window stay a fraction of one object's storage.
+    expect(64 * 2 * LIVE_OUTPUT_MAX_BYTES).toBeLessThan(DO_STORAGE_MAX_BYTES / 4);
+    // The live window always covers the largest inline result a policy allows.
+    const policy = (inlineOutputBytes: number) => PolicyDocument.safeParse({ ...DEFAULT_POLICY, limits: { ...DEFAULT_POLICY.limits, inlineOutputBytes } }).success;
+    expect(policy(10 * 1024 * 1024)).toBe(true);
+    expect(policy(LIVE_OUTPUT_MAX_BYTES + 1)).toBe(false);
   });
 
   it('keeps the socket attachment far below the hibernation limit, whatever the agent says', () => {

@@ -22,6 +22,8 @@ const OTHER = 'appr-other';
 /** `approvals.askClient: false`: only a team admin may approve. */
 const ADMIN_ONLY = 'appr-admin-only';
 const RULE = { pattern: ['echo', 'ship-it'], decision: 'ask', reason: 'shipping needs a person' };
+/** runtime_execute's python code waits for a person too (its argv starts with the runtime's executable). */
+const PY_RULE = { pattern: [['python3', 'python']], decision: 'ask', reason: 'python code needs a person', tools: ['runtime_execute'] };
 
 let gw: Gateway;
 let agent: AgentProcess;
@@ -98,7 +100,7 @@ beforeAll(async () => {
   root = mkdtempSync(join(tmpdir(), 'gatehouse-approval-'));
   gw = await startGateway();
   adminToken = await gw.token({ team: TEAM, scopes: ['admin'], subject: 'ops' });
-  const policy = { ...DEFAULT_POLICY, rules: [RULE] };
+  const policy = { ...DEFAULT_POLICY, rules: [RULE, PY_RULE] };
   await gw.putPolicy(TEAM, policy);
   await gw.putPolicy(OTHER, policy);
   await gw.putPolicy(ADMIN_ONLY, { ...policy, approvals: { askClient: false } });
@@ -306,6 +308,38 @@ describe('a client without elicitation (SDK v1, 2025-11-25): approval id, CLI ap
     const r = (await c.callTool({ name: 'execute', arguments: { command: 'echo', args: ['ship-it', 'legacy-elicit'] } })) as ToolResult;
     expect(asked).toBe(0);
     expect(r.structuredContent?.error?.code).toBe('approval_required');
+  });
+
+  it('retries racing for one approval: exactly one runs', async () => {
+    const c = await connectMcp(gw.mcpUrl, await gw.token({ team: TEAM, scopes: ['execute'], subject: 'gina' }));
+    open.push(c);
+    const args = { command: 'echo', args: ['ship-it', 'race'] };
+    const id = ((await c.callTool({ name: 'execute', arguments: args })) as ToolResult).structuredContent!.approval.id;
+    expect((await admin('POST', `/approvals/${id}/approve`)).status).toBe(200);
+    const all = (await Promise.all([1, 2, 3, 4].map(() => c.callTool({ name: 'execute', arguments: { ...args, approval_id: id } }, undefined, { timeout: 60_000 })))) as ToolResult[];
+    const ran = all.filter((r) => !r.isError);
+    expect(ran).toHaveLength(1);
+    expect(ran[0].structuredContent).toMatchObject({ stdout: 'ship-it race\n' });
+    expect(all.filter((r) => r.structuredContent?.error?.code === 'approval_used')).toHaveLength(3);
+  });
+
+  it('runtime_execute asks too, and runs the approved code with approvalId', async () => {
+    const c = await connectMcp(gw.mcpUrl, await gw.token({ team: TEAM, scopes: ['execute'], subject: 'hank' }));
+    open.push(c);
+    const args = { runtime: 'python', code: 'print(6 * 7)', outputMode: 'summary' };
+    const asked = (await c.callTool({ name: 'runtime_execute', arguments: args })) as ToolResult;
+    expect(asked.isError).toBe(true);
+    expect(asked.structuredContent).toMatchObject({ status: 'denied', error: { code: 'approval_required' }, approval: { status: 'pending', reason: 'python code needs a person' } });
+    const id = asked.structuredContent!.approval.id;
+    expect(asked.content![0].text).toContain(`"approvalId": "${id}"`);
+    expect((await admin('POST', `/approvals/${id}/approve`)).status).toBe(200);
+    // The code is part of what was approved.
+    const other = (await c.callTool({ name: 'runtime_execute', arguments: { ...args, code: 'print(0)', approvalId: id } })) as ToolResult;
+    expect(other.structuredContent?.error?.code).toBe('approval_mismatch');
+    const ran = (await c.callTool({ name: 'runtime_execute', arguments: { ...args, approvalId: id } })) as ToolResult;
+    expect(ran.isError, JSON.stringify(ran)).toBeFalsy();
+    expect(ran.structuredContent).toMatchObject({ status: 'success', exitCode: 0 });
+    expect(JSON.stringify(ran.structuredContent)).toContain('42');
   });
 
   it('an admin denial is final: the retry is denied with who denied it', async () => {

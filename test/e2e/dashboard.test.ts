@@ -216,7 +216,7 @@ describe.skipIf(!HAVE_CHROMIUM)('dashboard in a real browser', () => {
     );
     const jobId = (await found.jsonValue()) as string;
     await page.waitForFunction((id: string) => {
-      const a = document.querySelector<HTMLAnchorElement>(`tr[data-job="${id}"] a`);
+      const a = document.querySelector(`tr[data-job="${id}"] a`);
       a?.click();
       return !!a;
     }, { timeout: 15_000 }, jobId);

@@ -16,7 +16,9 @@ import { PolicyDocument } from '../../src/contracts/policy.ts';
 import { gitRepositoryOptions } from '../../src/contracts/git-hardening.ts';
 import { PRESETS } from '../../src/policy/presets.ts';
 import { hasCommand, testSandbox } from '../e2e/harness.ts';
-import { makeRig, type Rig } from '../executor/helpers.ts';
+import { makeRig, requireTool, type Rig } from '../executor/helpers.ts';
+import type { SandboxKind } from '../../src/contracts/agent-protocol.ts';
+import { SANDBOX_UID } from '../../executor/sandbox/types.ts';
 import { check, run } from './helpers.ts';
 
 const skip = !hasCommand('git') && process.env.CI !== 'true';
@@ -74,6 +76,11 @@ const CASES: Case[] = [
   { name: 'a bare repository found by walking up (its alias)', setup: `rm -rf .git f && git init -q --bare . && git config alias.st "!touch $M"`, args: ['st'] },
 ];
 
+/** Under gVisor the job is the sandbox user: give it the repository (git refuses another user's). */
+function ownForSandbox(rig: Rig, host: string): void {
+  if (rig.kind === 'gvisor') execFileSync('chown', ['-R', `${SANDBOX_UID}:${SANDBOX_UID}`, host]);
+}
+
 let n = 0;
 /** Decides `git args` under the policy and runs the decided job the way the edge hands it to the agent. */
 async function attempt(rig: Rig, policy: PolicyDocument, c: Case): Promise<{ allowed: boolean; marker: boolean; exitCode: number | null; stderr: string }> {
@@ -86,6 +93,7 @@ async function attempt(rig: Rig, policy: PolicyDocument, c: Case): Promise<{ all
     cwd: host, stdio: 'pipe',
     env: { PATH: process.env.PATH, HOME: host, GIT_CONFIG_NOSYSTEM: '1', W: inside, M: `${inside}/MARKER` },
   });
+  ownForSandbox(rig, host);
   const d = await check(policy, { command: 'git', args: c.args, cwd: dir });
   if (!d.allowed || !d.effective) return { allowed: false, marker: false, exitCode: null, stderr: d.reason };
   const e = d.effective;
@@ -98,10 +106,17 @@ async function attempt(rig: Rig, policy: PolicyDocument, c: Case): Promise<{ all
   return { allowed: true, marker: existsSync(join(host, 'MARKER')), exitCode: r.exit.exitCode, stderr: r.exit.stderr };
 }
 
-describe.skipIf(skip)('strict switches off the programs a repository names; open runs them', () => {
+/**
+ * bwrap (or none outside CI), and gVisor, whose launcher sets the job's env with shell builtins.
+ * gVisor runs jobs as the sandbox user, and git refuses a repository another user owns, so there
+ * the scratch repositories are handed to that user.
+ */
+const SANDBOXES: SandboxKind[] = [testSandbox(), ...(requireTool('gvisor') ? ['gvisor' as const] : [])];
+
+describe.skipIf(skip).each(SANDBOXES)('%s: strict switches off the programs a repository names; open runs them', (kind) => {
   let rig: Rig;
   beforeAll(async () => {
-    rig = await makeRig(testSandbox());
+    rig = await makeRig(kind);
   }, 60_000);
   afterAll(async () => {
     await rig?.close();
@@ -145,6 +160,7 @@ describe.skipIf(skip)('strict switches off the programs a repository names; open
     const host = join(rig.root, dir);
     mkdirSync(host);
     execFileSync('sh', ['-ec', `${BASE} && echo two >> f`], { cwd: host, stdio: 'pipe', env: { PATH: process.env.PATH, HOME: host, GIT_CONFIG_NOSYSTEM: '1' } });
+    ownForSandbox(rig, host);
     const go = async (...args: string[]) => {
       const d = await check(PRESETS.strict.policy, { command: 'git', args, cwd: dir });
       expect(d.allowed, d.reason).toBe(true);

@@ -9,6 +9,7 @@ import * as jobs from './jobs.js';
 import * as audit from './audit.js';
 import * as policy from './policy.js';
 import * as tokens from './tokens.js';
+import * as approvals from './approvals.js';
 
 const PAGES = [
   { path: 'agents', title: 'Agents', mod: agents },
@@ -16,6 +17,7 @@ const PAGES = [
   { path: 'audit', title: 'Audit', mod: audit },
   { path: 'policy', title: 'Policy', mod: policy },
   { path: 'tokens', title: 'Tokens', mod: tokens },
+  { path: 'approvals', title: 'Approvals', mod: approvals },
 ];
 
 const main = document.getElementById('main');
