@@ -8,7 +8,7 @@
  *  - `query_output` over a large artifact while `clients` other MCP clients run `execute true`
  *    in a loop: the search's latency under load, beside the same search on an idle gateway.
  *
- * `node bench/output.ts [megabytes=1000]` runs both alone against a fresh gateway and agent.
+ * `node bench/output.ts [megabytes=1000] [--no-query]` runs them alone against a fresh gateway and agent.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -160,8 +160,8 @@ if (import.meta.main) {
     const c = await gw.mcp(team, ['execute', 'artifacts:read']);
     const big = await benchBigOutput(gw, team, c, agent.proc.pid!, mb * 1_000_000);
     console.log(`${mb} MB to stdout: agent RSS ${big.rssBeforeMb.toFixed(0)} → peak ${big.rssPeakMb.toFixed(0)} MB (VmHWM ${big.hwmMb?.toFixed(0)} MB), artifact ${big.artifactBytes} bytes, complete ${big.complete}, ${big.seconds.toFixed(1)} s${big.error ? `, error: ${big.error}` : ''}`);
-    const q = await benchQueryUnderLoad(gw, team, c, 100, 16, 3);
-    console.log(`query_output over ${q.artifactMb.toFixed(0)} MB: idle p50 ${median(q.idle).toFixed(0)} ms, with 16 clients running jobs p50 ${median(q.loaded).toFixed(0)} ms (load: ${q.load.perS.toFixed(1)} jobs/s, ${q.load.errors} errors)`);
+    const q = process.argv.includes('--no-query') ? null : await benchQueryUnderLoad(gw, team, c, 100, 16, 3);
+    if (q) console.log(`query_output over ${q.artifactMb.toFixed(0)} MB: idle p50 ${median(q.idle).toFixed(0)} ms, with 16 clients running jobs p50 ${median(q.loaded).toFixed(0)} ms (load: ${q.load.perS.toFixed(1)} jobs/s, ${q.load.errors} errors)`);
     await c.close();
   } finally {
     await agent.stop();

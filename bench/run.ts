@@ -189,7 +189,8 @@ async function main() {
       row(`query_output over a ${q.artifactMb.toFixed(0)} MB artifact, while 16 clients run jobs`, f(pct(q.loaded, 50)), f(Math.max(...q.loaded)),
         `target < 1000 ms; ${(pct(q.loaded, 50) / pct(q.idle, 50)).toFixed(1)}× idle; load ${q.load.perS.toFixed(1)} jobs/s, ${q.load.errors} errors`);
     } catch (e) {
-      row('query_output over a 100 MB artifact (end to end)', `failed: ${(e as Error).message.slice(0, 100)}`, '', 'target < 1000 ms');
+      const cause = (e as Error & { cause?: Error }).cause?.message;
+      row('query_output over a 100 MB artifact (end to end)', `failed: ${(e as Error).message.slice(0, 100)}${cause ? ` (${cause.slice(0, 100)})` : ''}`, '', 'target < 1000 ms');
     }
 
     // One job writing 1 GB to stdout: the agent streams it to a spool file and uploads it, so its memory stays flat.
