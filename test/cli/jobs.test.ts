@@ -5,7 +5,6 @@
  * cancelled), another team's job is "not found", `--json` prints the gateway's rows.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,6 +12,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { ROOT, startAgent, startGateway, type AgentProcess, type Gateway, testSandbox } from '../e2e/harness.ts';
 import { readmeBlock } from './readme.ts';
+import { runCli, type CliRun } from '../support/cli.ts';
 
 // The CLI is under test here, not isolation: bubblewrap when present, else no sandbox.
 const SANDBOX = testSandbox();
@@ -22,17 +22,8 @@ let agent: AgentProcess;
 let root: string;
 let adminToken: string;
 
-function cli(args: string[], token = adminToken): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((res) => {
-    const p = spawn(process.execPath, [join(ROOT, 'bin/gatehouse.mjs'), ...args], {
-      env: { ...process.env, GATEHOUSE_URL: gw.url, GATEHOUSE_ADMIN_TOKEN: token }, stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    p.stdout.on('data', (d) => (stdout += d));
-    p.stderr.on('data', (d) => (stderr += d));
-    p.on('close', (code) => res({ code: code ?? -1, stdout, stderr }));
-  });
+function cli(args: string[], token = adminToken): Promise<CliRun> {
+  return runCli(gw.url, token, args);
 }
 
 beforeAll(async () => {

@@ -8,6 +8,7 @@
 import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { ARTIFACT_UPLOAD_PATH } from '../../src/contracts/agent-protocol.ts';
+import { parseFrame } from '../support/ws-frames.ts';
 
 type Msg = Record<string, unknown>;
 
@@ -150,28 +151,3 @@ export class AgentProxy {
   }
 }
 
-/** One client→server WebSocket frame (masked, RFC 6455), or null until it is complete. */
-function parseFrame(b: Buffer): { opcode: number; payload: Buffer; size: number } | null {
-  if (b.length < 2) return null;
-  const opcode = b[0] & 0x0f;
-  const masked = (b[1] & 0x80) !== 0;
-  let len = b[1] & 0x7f;
-  let off = 2;
-  if (len === 126) {
-    if (b.length < 4) return null;
-    len = b.readUInt16BE(2);
-    off = 4;
-  } else if (len === 127) {
-    if (b.length < 10) return null;
-    len = Number(b.readBigUInt64BE(2));
-    off = 10;
-  }
-  const maskLen = masked ? 4 : 0;
-  if (b.length < off + maskLen + len) return null;
-  const payload = Buffer.from(b.subarray(off + maskLen, off + maskLen + len));
-  if (masked) {
-    const mask = b.subarray(off, off + 4);
-    for (let i = 0; i < payload.length; i++) payload[i] ^= mask[i & 3];
-  }
-  return { opcode, payload, size: off + maskLen + len };
-}

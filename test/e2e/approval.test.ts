@@ -6,13 +6,13 @@
  * the run together.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2, specTypeSchemas, withInputRequired } from '@modelcontextprotocol/client';
-import { ROOT, connectMcp, startAgent, startGateway, testSandbox, type AgentProcess, type Gateway } from './harness.ts';
+import { connectMcp, startAgent, startGateway, testSandbox, type AgentProcess, type Gateway } from './harness.ts';
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
+import { runCli, type CliRun } from '../support/cli.ts';
 
 const SANDBOX = testSandbox();
 const TEAM = 'appr';
@@ -73,17 +73,8 @@ function round(c: ClientV2, args: Record<string, unknown>, retry?: { requestStat
   ) as Promise<ToolResult>;
 }
 
-function cli(args: string[], token = adminToken): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((res) => {
-    const p = spawn(process.execPath, [join(ROOT, 'bin/gatehouse.mjs'), ...args], {
-      env: { ...process.env, GATEHOUSE_URL: gw.url, GATEHOUSE_ADMIN_TOKEN: token }, stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    p.stdout.on('data', (d) => (stdout += d));
-    p.stderr.on('data', (d) => (stderr += d));
-    p.on('close', (code) => res({ code: code ?? -1, stdout, stderr }));
-  });
+function cli(args: string[], token = adminToken): Promise<CliRun> {
+  return runCli(gw.url, token, args);
 }
 
 async function admin(method: string, path: string, team = TEAM, body?: unknown): Promise<{ status: number; json: any }> {

@@ -19,6 +19,7 @@ import { AgentProxy } from './agent-proxy.ts';
 import { WebSocket } from 'undici';
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
 import { PROTOCOL_VERSION } from '../../src/contracts/agent-protocol.ts';
+import { until } from '../support/until.ts';
 
 const SANDBOX = testSandbox();
 const INLINE = 1000;
@@ -41,15 +42,6 @@ const roots: string[] = [];
 const agents: AgentProcess[] = [];
 const clients: Client[] = [];
 
-async function until<T>(f: () => Promise<T | null | undefined | false>, ms: number, what: string): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 async function admin(team: string, method: string, path: string) {
   const token = await gw.token({ team, scopes: ['admin'] });

@@ -15,6 +15,7 @@ import { hasCommand, startAgent, startGateway, type AgentProcess, type Gateway }
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
 import { RUNTIME_NAMES } from '../../src/contracts/runtimes.ts';
 import { PROTOCOL_VERSION } from '../../src/contracts/agent-protocol.ts';
+import { until } from '../support/until.ts';
 
 const PARTS = hasCommand('runsc') && hasCommand('bwrap');
 if (!PARTS && process.env.CI === 'true') throw new Error('runsc and bwrap are required under CI=true (.ci/run installs them)');
@@ -83,15 +84,6 @@ async function admin(team: string, method: string, path: string, body?: unknown)
   return { status: r.status, body: (await r.json()) as S };
 }
 
-async function until<T>(f: () => Promise<T | null | undefined | false>, ms: number, what: string): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 /** A hand-made agent connection (what an attacker holding an agent token can do). */
 function rawAgent(token: string): Promise<{ ws: WebSocket; messages: S[]; closed: Promise<{ code: number; reason: string }> }> {

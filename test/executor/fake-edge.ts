@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import { AGENT_CONNECT_PATH, ARTIFACT_UPLOAD_PATH } from '../../src/contracts/agent-protocol.ts';
+import { encodeFrame, parseFrame } from '../support/ws-frames.ts';
 
 export interface Upload { path: string; headers: IncomingMessage['headers']; body: Buffer }
 
@@ -85,7 +86,7 @@ export class FakeEdge {
         buf = buf.subarray(f.size);
         if (f.opcode === 1) this.onMessage(JSON.parse(f.payload.toString('utf8')) as Record<string, unknown>);
         else if (f.opcode === 8) socket.end();
-        else if (f.opcode === 9) socket.write(frame(f.payload, 10));
+        else if (f.opcode === 9) socket.write(encodeFrame(f.payload, 10));
       }
     });
     socket.on('error', () => {});
@@ -120,7 +121,7 @@ export class FakeEdge {
   }
 
   sendRaw(text: string): void {
-    this.socket?.write(frame(Buffer.from(text), 1));
+    this.socket?.write(encodeFrame(Buffer.from(text), 1));
   }
 
   /** Drops the socket without a close handshake (a network failure). */
@@ -130,28 +131,4 @@ export class FakeEdge {
   }
 }
 
-function frame(payload: Buffer, opcode: number): Buffer {
-  const n = payload.length;
-  const head = n < 126 ? Buffer.from([0x80 | opcode, n])
-    : n < 65536 ? Buffer.from([0x80 | opcode, 126, n >> 8, n & 255])
-      : Buffer.concat([Buffer.from([0x80 | opcode, 127]), (() => { const b = Buffer.alloc(8); b.writeBigUInt64BE(BigInt(n)); return b; })()]);
-  return Buffer.concat([head, payload]);
-}
 
-function parseFrame(b: Buffer): { opcode: number; payload: Buffer; size: number } | null {
-  if (b.length < 2) return null;
-  const opcode = b[0] & 0x0f;
-  const masked = (b[1] & 0x80) !== 0;
-  let len = b[1] & 0x7f;
-  let off = 2;
-  if (len === 126) { if (b.length < 4) return null; len = b.readUInt16BE(2); off = 4; }
-  else if (len === 127) { if (b.length < 10) return null; len = Number(b.readBigUInt64BE(2)); off = 10; }
-  const maskLen = masked ? 4 : 0;
-  if (b.length < off + maskLen + len) return null;
-  const payload = Buffer.from(b.subarray(off + maskLen, off + maskLen + len));
-  if (masked) {
-    const mask = b.subarray(off, off + 4);
-    for (let i = 0; i < payload.length; i++) payload[i] ^= mask[i & 3];
-  }
-  return { opcode, payload, size: off + maskLen + len };
-}
