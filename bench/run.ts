@@ -25,7 +25,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { hasCommand, startAgent, type AgentProcess, type Gateway } from '../test/e2e/harness.ts';
 import { startBenchGateway } from './gateway.ts';
 import { DEFAULT_POLICY } from '../src/policy/default-policy.ts';
-import { benchBareSpawn, bareSpawnCpu, bareSpawnThroughput } from './executor.ts';
+import { BENCH_REUSE, benchBareSpawn, bareSpawnCpu, bareSpawnThroughput } from './executor.ts';
 import { benchHotPath, cpuPerCall, p50 } from './hotpath.ts';
 import { benchScale } from './scale.ts';
 import { benchPolicy } from './policy.ts';
@@ -95,13 +95,14 @@ async function main() {
   const gw = await startBenchGateway({ vars: { HEARTBEAT_MS: '5000' } });
   const agents: AgentProcess[] = [];
   const roots: string[] = [];
-  const launch = async (team: string, sandbox: 'none' | 'gvisor', extra: string[] = []) => {
+  const launch = async (team: string, sandbox: 'none' | 'gvisor', extra: string[] = [], reuse?: typeof BENCH_REUSE) => {
     const root = mkdtempSync(join(tmpdir(), 'gatehouse-bench-'));
     roots.push(root);
     await gw.putPolicy(team, {
       ...DEFAULT_POLICY,
       limits: { ...DEFAULT_POLICY.limits, maxConcurrentJobs: 16, queueWaitMs: 60_000, maxTimeoutMs: 600_000, maxArtifactBytes: BIG_OUTPUT_BYTES },
       executables: { allow: [...DEFAULT_POLICY.executables.allow, 'seq', 'head'] },
+      ...(reuse ? { sandbox: { minimum: 'none' as const, reuse } } : {}),
     });
     const a = startAgent(gw, { token: await gw.token({ team, scopes: ['agent'] }), root, sandbox, capacity: 16, agentId: `bench-${team}`, extraArgs: extra });
     agents.push(a);
@@ -131,6 +132,7 @@ async function main() {
     row('  tools/list CPU per call: gateway / MCP client', cpuList.gateway !== null ? f(cpuList.gateway) : '?', f(cpuList.client), 'the SDK v1 client compiles every output schema on listTools');
 
     let warmClient: Client | null = null;
+    let reuseClient: Client | null = null;
     // A gVisor agent that does not start (e.g. its warm pool too slow to come up on a loaded machine) is
     // reported, and the bench goes on with the rows that do not need it.
     if (hasCommand('runsc')) {
@@ -155,8 +157,17 @@ async function main() {
         // Sustained: no pause, so the single-use pool drains and the refill rate decides.
         const tSus = await timeCalls(warmClient, quick ? 40 : 200, { command: 'true', args: [] });
         row(`execute true, gVisor warm pool, ${tSus.length} back-to-back`, f(pct(tSus, 50)), f(pct(tSus, 99)), 'target p50 ≤ 60 ms, p99 ≤ 150 ms');
+
+        // The same, for a team whose policy opts into sandbox reuse (one sandbox serves many of its jobs).
+        await launch('b-reuse', 'gvisor', ['--warm', '1'], BENCH_REUSE);
+        reuseClient = await connect(gw, 'b-reuse');
+        await timeCalls(reuseClient, 5, { command: 'true', args: [] });
+        const tReuse = await timeCalls(reuseClient, quick ? 40 : 200, { command: 'true', args: [] });
+        row(`execute true, gVisor sandbox.reuse, ${tReuse.length} back-to-back`, f(pct(tReuse, 50)), f(pct(tReuse, 99)),
+          `${(pct(tReuse, 50) / pct(tSus, 50)).toFixed(2)}× single-use; target p50 ≤ 60 ms, p99 ≤ 150 ms`);
       } catch (e) {
         warmClient = null;
+        reuseClient = null;
         row('execute true, gVisor', `failed: ${(e as Error).message.split('\n')[0].slice(0, 100)}`, '', '');
       }
     } else {
@@ -171,6 +182,10 @@ async function main() {
     if (warmClient) {
       const tpWarm = await throughput(gw, 'b-warm', 16, per);
       row('throughput, 16 concurrent clients, gVisor warm pool', `${tpWarm.perS.toFixed(1)} jobs/s`, `${tpWarm.errors} errors`, 'target ≥ 30 jobs/s');
+    }
+    if (reuseClient) {
+      const tpReuse = await throughput(gw, 'b-reuse', 16, per);
+      row('throughput, 16 concurrent clients, gVisor sandbox.reuse', `${tpReuse.perS.toFixed(1)} jobs/s`, `${tpReuse.errors} errors`, 'target ≥ 30 jobs/s');
     }
     const tp64 = await throughput(gw, 'b-none', 64, quick ? 2 : 5);
     row('64 concurrent clients, sandbox none', `${tp64.perS.toFixed(1)} jobs/s`, `${tp64.errors} errors`, `target 0 errors${tp64.firstError ? `; first: ${tp64.firstError.slice(0, 120)}` : ''}`);
