@@ -13,6 +13,7 @@ import type { Browser, Page } from 'puppeteer-core';
 import { HAVE_CHROMIUM, launchChromium, requireChromium } from '../support/chromium.ts';
 import { connectMcp, startGateway, type Gateway } from './harness.ts';
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
+import { aria, fillField, goTo } from '../support/dashboard-page.ts';
 
 declare const document: any, location: any;
 
@@ -25,17 +26,8 @@ let page: Page;
 let client: Client;
 let adminToken: string;
 
-const aria = (name: string) => `::-p-aria(${name})`;
-async function fill(label: string, value: string) {
-  const el = await page.waitForSelector(aria(label), { timeout: 10_000 });
-  await el!.click({ count: 3 });
-  await page.evaluate((e) => { (e as any).value = ''; }, el);
-  await el!.type(value);
-}
-async function go(hash: string, heading: string) {
-  await page.evaluate((h) => { location.hash = h; }, hash);
-  await page.waitForFunction((t) => document.querySelector('main h1')?.textContent?.startsWith(t), { timeout: 15_000 }, heading);
-}
+const fill = (label: string, value: string) => fillField(page, label, value);
+const go = (hash: string, heading: string) => goTo(page, hash, heading);
 async function ask(word: string): Promise<string> {
   const r = (await client.callTool({ name: 'execute', arguments: { command: 'echo', args: ['ship-it', word] } })) as { structuredContent?: any };
   expect(r.structuredContent?.error?.code).toBe('approval_required');

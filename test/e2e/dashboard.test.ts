@@ -14,6 +14,7 @@ import { type Browser, type Page } from 'puppeteer-core';
 import { HAVE_CHROMIUM, launchChromium, requireChromium } from '../support/chromium.ts';
 import { ROOT, startAgent, startGateway, type AgentProcess, type Gateway, testSandbox } from './harness.ts';
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
+import { aria, fillField, goTo } from '../support/dashboard-page.ts';
 
 // Callbacks given to page.evaluate/waitForFunction run in the browser; the project's types have no DOM lib.
 declare const document: any, window: any, location: any, sessionStorage: any;
@@ -53,17 +54,8 @@ async function waitEditorError(re: RegExp) {
     return new RegExp(src).test(document.getElementById(e?.getAttribute('aria-describedby'))?.textContent ?? '');
   }, { timeout: 10_000 }, re.source);
 }
-async function go(hash: string, heading: string) {
-  await page.evaluate((h) => { location.hash = h; }, hash);
-  await page.waitForFunction((t) => document.querySelector('main h1')?.textContent?.startsWith(t), { timeout: 15_000 }, heading);
-}
-const aria = (name: string) => `::-p-aria(${name})`;
-async function fill(label: string, value: string) {
-  const el = await page.waitForSelector(aria(label), { timeout: 10_000 });
-  await el!.click({ count: 3 });
-  await page.evaluate((e) => { (e as any).value = ''; }, el);
-  await el!.type(value);
-}
+const go = (hash: string, heading: string) => goTo(page, hash, heading);
+const fill = (label: string, value: string) => fillField(page, label, value);
 
 describe.skipIf(!HAVE_CHROMIUM)('dashboard in a real browser', () => {
   beforeAll(async () => {
