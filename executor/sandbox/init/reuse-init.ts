@@ -147,6 +147,18 @@ def st_code(st):
     return os.WEXITSTATUS(st) if os.WIFEXITED(st) else 128 + os.WTERMSIG(st)
 
 stdin_state = {'eof': False, 'closed': False}
+def take_stdin_frames(into):
+    """Moves every complete stdin frame already received into the buffer; the end frame marks stdin EOF."""
+    while True:
+        f = read_frame(False)
+        if f is None:
+            return
+        if f[0] == b'I':
+            into += f[1]
+        elif f[0] == b'i':
+            stdin_state['eof'] = True
+
+
 def wait_relay(pid, readers, in_w, stdin_buf):
     """Relays output and stdin until the process pid has exited; returns its wait status."""
     global inbuf
@@ -173,14 +185,7 @@ def wait_relay(pid, readers, in_w, stdin_buf):
                 if not chunk:
                     sys.exit(0)
                 inbuf += chunk
-                while True:
-                    f = read_frame(False)
-                    if f is None:
-                        break
-                    if f[0] == b'I':
-                        stdin_buf += f[1]
-                    elif f[0] == b'i':
-                        stdin_state['eof'] = True
+                take_stdin_frames(stdin_buf)
             else:
                 relay(fd, readers)
         if in_w is not None and not stdin_state['closed']:
@@ -238,14 +243,7 @@ def main():
         stdin_state.update(eof=False, closed=False)
         # Stdin frames that arrived with the job frame.
         pre = bytearray()
-        while True:
-            f = read_frame(False)
-            if f is None:
-                break
-            if f[0] == b'I':
-                pre += f[1]
-            elif f[0] == b'i':
-                stdin_state['eof'] = True
+        take_stdin_frames(pre)
         ok = run_job(job, pre)
         why = None if ok else 'a process did not die'
         if why is None:
