@@ -279,6 +279,24 @@ describe('escapes fail', () => {
     }
   });
 
+  it('a script that rewrites the built-ins its runner uses cannot break the limits or the gateway', async () => {
+    // The runner's own checks run inside the script's isolate, after the script: the host must
+    // not trust the report it gets back.
+    const garbage = await run('JSON.stringify = () => "{not json"; return 1;');
+    expect(garbage.s.status).toBe('failure');
+    expect(garbage.s.error?.message).toMatch(/^Sandbox error: /);
+    const bigReturn = await run('TextEncoder.prototype.encode = function () { return new Uint8Array(0); }; return "r".repeat(11 * 1024 * 1024);');
+    expect(bigReturn.s.error?.message).toBe('Sandbox error: Return value exceeds limit (10485760 bytes)');
+    expect(bigReturn.s.result).toBeUndefined();
+    const bigConsole = await run('TextEncoder.prototype.encode = function () { return new Uint8Array(0); }; const l = "c".repeat(1024 * 1024); for (let i = 0; i < 12; i++) console.log(l); return "done";');
+    expect(bigConsole.s.status).toBe('success');
+    expect(bigConsole.s.consoleTruncated).toBe(true);
+    expect(bigConsole.s.outputBytes).toBeLessThanOrEqual(10 * 1024 * 1024 + 64);
+    const rows = (await auditRows()).filter((r) => r.parentJobId === null);
+    for (const id of [garbage.s.scriptId, bigReturn.s.scriptId, bigConsole.s.scriptId]) expect(rows.some((r) => r.jobId === id), id).toBe(true);
+    expect((await run('return 8')).s.result).toBe(8);
+  });
+
   it('prototype pollution does not reach the next script', async () => {
     const first = await run('Object.prototype.polluted = "yes"; Array.prototype.push = () => 0; globalThis.leak = 1; return [].polluted;');
     expect(first.s.result).toBe('yes');
