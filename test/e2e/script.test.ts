@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
 import { connect as tcpConnect, createServer as createTcpServer, type Server as TcpServer } from 'node:net';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -486,6 +486,25 @@ describe('subprocesses', () => {
     while (sleeping() && Date.now() - t1 < 15_000) await new Promise((r) => setTimeout(r, 200));
     expect(sleeping()).toBe(false);
     expect(Date.now() - started).toBeLessThan(40_000);
+  }, 60_000);
+
+  it('nothing a script left running starts a subprocess after it ended (returned or timed out)', async () => {
+    // A timer armed before returning, and a loop still awaiting when the wall timeout hits: the
+    // isolate is not stopped by either. Two things refuse what they ask for afterwards — the
+    // platform ends the host stub with the call, and the host refuses once the script has ended —
+    // so this fails only if both are gone.
+    const returned = await run('setTimeout(() => { gatehouse.exec("touch", ["late-after-return"]).catch(() => {}); }, 300); return "bye";');
+    expect(returned.s.result).toBe('bye');
+    const timedOut = await run('let i = 0; for (;;) { await gatehouse.exec("touch", ["late-loop-" + i]); i++; await sleep(200); }', { timeout_ms: 1_500 });
+    expect(timedOut.s.status).toBe('timeout');
+    const touchedAtEnd = readdirSync(root).filter((f) => f.startsWith('late-loop-')).length;
+    expect(touchedAtEnd).toBeGreaterThan(0);
+    await new Promise((r) => setTimeout(r, 3_000));
+    expect(existsSync(join(root, 'late-after-return'))).toBe(false);
+    expect(readdirSync(root).filter((f) => f.startsWith('late-loop-')).length).toBe(touchedAtEnd);
+    const rows = await auditRows();
+    const afterEnd = rows.filter((r) => r.parentJobId === returned.s.scriptId);
+    expect(afterEnd).toEqual([]);
   }, 60_000);
 
   it('caps the number of subprocesses per script', async () => {
