@@ -209,6 +209,14 @@ describe('escapes fail', () => {
       await attempt('sockets', async () => { const m = await import('cloudflare:sockets'); const s = m.connect('127.0.0.1:1'); await s.opened; return 'connected'; });
       await attempt('importChildProcess', async () => { const cp = await import('node:child_process'); return cp.execSync('id'); });
       await attempt('freezeGatehouse', () => { gatehouse.exec = () => 'mine'; return gatehouse.exec === undefined; });
+      await attempt('globalCtor', () => globalThis.constructor.constructor('return process')());
+      await attempt('injectedExecCtor', () => gatehouse.exec.constructor('return process')());
+      await attempt('sleepCtor', () => sleep.constructor('return process')());
+      await attempt('commandCtor', () => Deno.Command.constructor('return process')());
+      await attempt('varsCtor', () => vars.constructor.constructor('return process')());
+      await attempt('generatorCtor', () => Object.getPrototypeOf(function* () {}).constructor('yield 1')().next().value);
+      await attempt('functionThis', () => { const t = (function () { return this; })(); if (t === undefined) throw new TypeError('this is undefined'); return Object.keys(t); });
+      await attempt('wasm', () => WebAssembly.Module);
       return tries;`);
     expect(out.s.status).toBe('success');
     const t = out.s.result as Record<string, { ok: boolean; value?: string; error?: string }>;
@@ -228,6 +236,10 @@ describe('escapes fail', () => {
     expect(t.sockets.ok).toBe(false);
     expect(t.importChildProcess.ok).toBe(false);
     expect(t.freezeGatehouse.ok).toBe(false);
+    // The constructors of what the isolate injects (and of the global) are the isolate's own Function: code generation is off.
+    for (const k of ['globalCtor', 'injectedExecCtor', 'sleepCtor', 'commandCtor', 'varsCtor', 'generatorCtor']) expect(t[k].error, k).toMatch(/^EvalError: /);
+    expect(t.functionThis.ok).toBe(false);
+    expect(t.wasm.error).toMatch(/^ReferenceError: /);
   });
 
   it('has no network at all: fetch, WebSocket, sockets and the gateway itself are unreachable from a live listener\'s point of view', async () => {
