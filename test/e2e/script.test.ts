@@ -519,6 +519,24 @@ describe('subprocesses', () => {
     expect(afterEnd).toEqual([]);
   }, 60_000);
 
+  it('a subprocess\'s output in the script is the capped inline copy, the whole of it in its artifact; a timed-out one has code -1', async () => {
+    await setPolicy({ limits: { ...DEFAULT_POLICY.limits, inlineOutputBytes: 1_000, defaultTimeoutMs: 1_000 } });
+    const out = await run(`
+      const g = await gatehouse.exec('seq', ['1', '5000']);
+      const d = await new Deno.Command('seq', { args: ['1', '5000'] }).output();
+      const hits = await gatehouse.queryOutput(g.artifact_handle, ['4999'], { contextLines: 0 });
+      const slow = await new Deno.Command('sleep', { args: ['5'] }).output();
+      return { inline: g.stdout.length, truncated: g.stdout_truncated, bytes: d.stdout.byteLength, hits: hits.excerpts.map((e) => e.content), slow: { code: slow.code, success: slow.success, signal: slow.signal } };`);
+    expect(out.r.isError, out.t).toBeFalsy();
+    const r = out.s.result;
+    expect(r.inline).toBeLessThanOrEqual(1_000);
+    expect(r.truncated).toBe(true);
+    expect(r.bytes).toBeLessThanOrEqual(1_000);
+    expect(r.hits).toEqual(['4999']);
+    expect(r.slow).toEqual({ code: -1, success: false, signal: null });
+    await setPolicy({});
+  }, 60_000);
+
   it('caps the number of subprocesses per script', async () => {
     await setPolicy({ script: { ...SCRIPT_ON, subprocess: { maxCount: 2, maxTotalMs: 120_000 } } });
     const out = await run('const r = []; for (let i = 0; i < 3; i++) { try { await gatehouse.exec("true", []); r.push("ran"); } catch (e) { r.push(e.message); } } return r;');
@@ -549,15 +567,21 @@ describe('subprocesses', () => {
   });
 
   it('writes one audit row per subprocess, linked to the script row', async () => {
-    const out = await run('await gatehouse.exec("ls", []); try { await gatehouse.exec("curl", []); } catch {} return 1;');
+    const out = await run('const a = await gatehouse.exec("ls", []); const b = await gatehouse.exec("echo", ["hi"]); try { await gatehouse.exec("curl", []); } catch {} return [a, b].map((r) => ({ job: r.job_id, artifact: r.artifact_handle }));');
     const rows = await auditRows();
     const scriptRow = rows.find((r) => r.jobId === out.s.scriptId && r.parentJobId === null);
     expect(scriptRow).toBeDefined();
     expect(scriptRow!.exitStatus).toBe('success');
     expect(JSON.stringify(scriptRow!.command)).not.toContain('gatehouse.exec');
+    expect(scriptRow!.command).toMatchObject({ mode: 'script', codeBytes: expect.any(Number), codeSha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
     const children = rows.filter((r) => r.parentJobId === out.s.scriptId);
-    expect(children.map((c) => c.decision).sort()).toEqual(['allowed', 'denied']);
-    expect(children.find((c) => c.decision === 'allowed')!.jobId).toBeTruthy();
+    expect(children.map((c) => c.decision).sort()).toEqual(['allowed', 'allowed', 'denied']);
+    // Each subprocess is its own job with its own artifact, and its row names that job.
+    const ran = out.s.result as Array<{ job: string; artifact: string }>;
+    expect(new Set(ran.map((r) => r.job)).size).toBe(2);
+    expect(new Set(ran.map((r) => r.artifact)).size).toBe(2);
+    expect(ran.every((r) => r.job !== out.s.scriptId && r.artifact && r.artifact !== out.s.artifactHandle)).toBe(true);
+    expect(children.filter((c) => c.decision === 'allowed').map((c) => c.jobId).sort()).toEqual(ran.map((r) => r.job).sort());
   });
 
   it('a 2026-07-28 client runs scripts, and closing the call kills its running subprocess', async () => {
