@@ -537,6 +537,30 @@ describe('subprocesses', () => {
     await setPolicy({});
   }, 60_000);
 
+  it('policy rules decide subprocesses too: a run_script-only deny rule, and an ask rule that a script cannot wait for', async () => {
+    await setPolicy({
+      rules: [
+        { pattern: ['git', 'push'], decision: 'ask', reason: 'pushes need a person' },
+        { pattern: ['rm'], decision: 'deny', reason: 'scripts do not delete', tools: ['run_script'] },
+      ],
+    });
+    writeFileSync(join(root, 'keep-me.txt'), 'x');
+    const out = await run(`
+      const msgs = {};
+      const attempt = async (name, f) => { try { msgs[name] = 'ran: ' + (await f()); } catch (e) { msgs[name] = e.message + ' | ' + (e.reason ?? e.code); } };
+      await attempt('rm', async () => (await new Deno.Command('rm', { args: ['keep-me.txt'] }).output()).code);
+      await attempt('push', async () => (await new Deno.Command('git', { args: ['push', 'origin', 'main'] }).output()).code);
+      return msgs;`);
+    const m = out.s.result as Record<string, string>;
+    expect(m.rm).toBe("subprocess.command_output denied by policy: 'rm' is not allowed | rules: Denied by rule 1: scripts do not delete");
+    expect(m.push).toMatch(/^subprocess\.command_output denied by policy: 'git' is not allowed \| rules: Approval required by rule 0: pushes need a person\. A script's subprocess cannot wait for a person's approval/);
+    expect(existsSync(join(root, 'keep-me.txt'))).toBe(true);
+    // The deny rule names run_script only: the same command through execute is decided by the rest of the policy.
+    const viaExecute = await client.callTool({ name: 'policy_check', arguments: { command: 'rm', args: ['keep-me.txt'] } });
+    expect((viaExecute.structuredContent as { allowed: boolean }).allowed).toBe(true);
+    await setPolicy({});
+  });
+
   it('caps the number of subprocesses per script', async () => {
     await setPolicy({ script: { ...SCRIPT_ON, subprocess: { maxCount: 2, maxTotalMs: 120_000 } } });
     const out = await run('const r = []; for (let i = 0; i < 3; i++) { try { await gatehouse.exec("true", []); r.push("ran"); } catch (e) { r.push(e.message); } } return r;');
