@@ -13,7 +13,7 @@ import { promisify } from 'node:util';
 import { ROOT, startAgent, startGateway, type AgentProcess, type Gateway, testSandbox } from '../e2e/harness.ts';
 import { readmeBlock } from './readme.ts';
 import { runCli, type CliRun } from '../support/cli.ts';
-import { until } from '../support/until.ts';
+import { until as waitUntil } from '../support/until.ts';
 
 // The CLI is under test here, not isolation: bubblewrap when present, else no sandbox.
 const SANDBOX = testSandbox();
@@ -117,7 +117,7 @@ describe('gatehouse jobs', () => {
     expect((r.structuredContent as { state: string }).state).toBe('cancelled');
     expect((await cli(['jobs', 'show', id])).stdout).toMatch(/^state: +cancelled$/m);
     // One line for the killed job too, with who killed it.
-    await until(async () => jobLines(agent.logs(), id).length > 0, 15_000, 'the killed job\'s log line');
+    await waitUntil(async () => jobLines(agent.logs(), id).length > 0, 15_000, 'the killed job\'s log line');
     expect(jobLines(agent.logs(), id)).toEqual([expect.stringMatching(new RegExp(`info job ${id} cancelled.* in \\d+ ms \\(argv; killed by ops \\(admin API\\)\\)$`))]);
   }, 120_000);
 
@@ -131,7 +131,7 @@ describe('gatehouse jobs', () => {
       const r = await c.callTool({ name: 'execute', arguments: { command: 'false', args: [] } });
       await c.close();
       const id = (r.structuredContent as { job_id: string }).job_id;
-      await until(async () => jobLines(jsonAgent.logs(), id).length > 0, 15_000, 'the job\'s log line');
+      await waitUntil(async () => jobLines(jsonAgent.logs(), id).length > 0, 15_000, 'the job\'s log line');
       const lines = jsonAgent.logs().trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
       expect(lines.every((l) => typeof l.time === 'string' && ['info', 'warn', 'error'].includes(String(l.level)) && typeof l.msg === 'string')).toBe(true);
       const mine = lines.filter((l) => String(l.msg).includes(id));
