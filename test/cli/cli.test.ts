@@ -331,9 +331,9 @@ describe('--json on every admin command', () => {
   it('prints one JSON document per command (tokens, policy, approvals; agents and jobs in jobs.test.ts, audit above)', async () => {
     // A team of its own, so the versions and rows the tests above count stay theirs.
     const token = await gw.token({ team: 'jsonteam', scopes: ['admin'], subject: 'json-admin' });
-    const json = async (args: string[], o: { stdin?: string } = {}) => {
-      const r = await cli([...args, '--json'], { token, ...o });
-      expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(0);
+    const json = async (args: string[], o: { stdin?: string; code?: number } = {}) => {
+      const r = await cli([...args, '--json'], { token, stdin: o.stdin });
+      expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(o.code ?? 0);
       try {
         return JSON.parse(r.stdout) as Record<string, any>;
       } catch {
@@ -349,7 +349,8 @@ describe('--json on every admin command', () => {
     const policy = { ...DEFAULT_POLICY, rules: [{ pattern: ['echo', 'ask-me'], decision: 'ask', reason: 'a person decides' }] };
     expect(await json(['policy', 'set', '-'], { stdin: JSON.stringify(policy) })).toMatchObject({ team: 'jsonteam', version: 1, isDefault: false });
     expect((await json(['policy', 'get'])).policy.rules).toEqual(policy.rules);
-    expect(await json(['policy', 'check', '--', 'echo', 'ask-me'])).toMatchObject({ allowed: false, decision: 'ask', stage: 'rules' });
+    // Exit 3: needs approval (the JSON says the same).
+    expect(await json(['policy', 'check', '--', 'echo', 'ask-me'], { code: 3 })).toMatchObject({ allowed: false, decision: 'ask', stage: 'rules' });
 
     // Two runs the rule asks about (a 2025-era client gets an approval id), one approved and one denied.
     const client = new Client({ name: 'cli-json', version: '1.0.0' });

@@ -197,6 +197,9 @@ describe.skipIf(!HAVE_CHROMIUM)('dashboard in a real browser', () => {
 
   it('kills a running job from its page', async () => {
     const call = client.callTool({ name: 'execute', arguments: { command: 'sleep', args: ['60'] } }, undefined, { timeout: 90_000 });
+    // The agents page is live: the job's slot shows as taken without a reload.
+    await go('#/agents', 'Agents');
+    await page.waitForFunction(() => /1 \/ 2 slots/.test(document.querySelector('tr[data-agent=dash-agent]')?.innerText ?? ''), { timeout: 20_000 });
     await go('#/jobs', 'Jobs');
     await page.select(aria('State'), 'running');
     await page.click(aria('Apply filters'));
@@ -379,6 +382,42 @@ describe.skipIf(!HAVE_CHROMIUM)('dashboard in a real browser', () => {
       await p.close();
       server.close();
     }
+  });
+
+  it('labels every control and link of every page, and fits every page on a laptop screen (1366 × 768)', async () => {
+    await page.setViewport({ width: 1366, height: 768 });
+    const jobId = await page.evaluate(async (t: string) => {
+      const r = await fetch('/admin/v1/jobs?limit=1', { headers: { Authorization: 'Bearer ' + t } });
+      return ((await r.json()) as any).jobs[0].job_id as string;
+    }, adminToken);
+    const pages: [string, string][] = [
+      ['#/agents', 'Agents'], ['#/jobs', 'Jobs'], [`#/jobs/${jobId}`, 'Job '], ['#/approvals', 'Approvals'],
+      ['#/audit', 'Audit log'], ['#/policy', 'Policy'], ['#/tokens', 'Tokens'],
+    ];
+    const CONTROLS = new Set(['button', 'link', 'textbox', 'searchbox', 'combobox', 'listbox', 'checkbox', 'radio', 'spinbutton', 'slider', 'switch']);
+    for (const [hash, heading] of pages) {
+      await go(hash, heading);
+      // Let the page's first data arrive (its tables and forms are built from it).
+      await page.waitForFunction(() => document.querySelector('main [aria-busy=true]') === null, { timeout: 15_000 });
+      const tree = await page.accessibility.snapshot();
+      const unnamed: string[] = [];
+      let controls = 0;
+      const walk = (n: any) => {
+        if (CONTROLS.has(n.role)) {
+          controls++;
+          if (!String(n.name ?? '').trim()) unnamed.push(`${n.role}${n.value ? ` (value ${n.value})` : ''}`);
+        }
+        for (const c of n.children ?? []) walk(c);
+      };
+      walk(tree);
+      expect(controls, hash).toBeGreaterThan(5);
+      expect(unnamed, `${hash}: controls without an accessible name`).toEqual([]);
+      // Readable on a laptop: nothing wider than the window, so no sideways scrolling.
+      const widths = await page.evaluate(() => ({ doc: document.documentElement.scrollWidth, win: document.documentElement.clientWidth }));
+      expect(widths.doc, `${hash} is ${widths.doc}px wide in a ${widths.win}px window`).toBeLessThanOrEqual(widths.win);
+      await page.screenshot({ path: join(SHOTS, `dashboard-laptop-${hash.slice(2).replace(/\//g, '-').replace(jobId, 'one')}.png`) });
+    }
+    await page.setViewport({ width: 1366, height: 900 });
   });
 
   it('never puts the admin token in a URL and obeys its own CSP', () => {
