@@ -332,7 +332,9 @@ describe('--json on every admin command', () => {
     // A team of its own, so the versions and rows the tests above count stay theirs.
     const token = await gw.token({ team: 'jsonteam', scopes: ['admin'], subject: 'json-admin' });
     const json = async (args: string[], o: { stdin?: string; code?: number } = {}) => {
-      const r = await cli([...args, '--json'], { token, stdin: o.stdin });
+      // Before `--`: everything after it is the command being checked.
+      const at = args.includes('--') ? args.indexOf('--') : args.length;
+      const r = await cli([...args.slice(0, at), '--json', ...args.slice(at)], { token, stdin: o.stdin });
       expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(o.code ?? 0);
       try {
         return JSON.parse(r.stdout) as Record<string, any>;

@@ -395,10 +395,8 @@ describe.skipIf(!HAVE_CHROMIUM)('dashboard in a real browser', () => {
       ['#/audit', 'Audit log'], ['#/policy', 'Policy'], ['#/tokens', 'Tokens'],
     ];
     const CONTROLS = new Set(['button', 'link', 'textbox', 'searchbox', 'combobox', 'listbox', 'checkbox', 'radio', 'spinbutton', 'slider', 'switch']);
-    for (const [hash, heading] of pages) {
-      await go(hash, heading);
-      // Let the page's first data arrive (its tables and forms are built from it).
-      await page.waitForFunction(() => document.querySelector('main [aria-busy=true]') === null, { timeout: 15_000 });
+    /** The controls of the page as assistive technology sees them, and those among them without a name. */
+    const audit = async () => {
       const tree = await page.accessibility.snapshot();
       const unnamed: string[] = [];
       let controls = 0;
@@ -410,6 +408,18 @@ describe.skipIf(!HAVE_CHROMIUM)('dashboard in a real browser', () => {
         for (const c of n.children ?? []) walk(c);
       };
       walk(tree);
+      return { controls, unnamed };
+    };
+    // The check itself: an unlabelled field added to the page is caught.
+    await go('#/agents', 'Agents');
+    await page.evaluate(() => { const i = document.createElement('input'); i.id = 'unlabelled-probe'; document.getElementById('main').append(i); });
+    expect((await audit()).unnamed).toContain('textbox');
+    await page.evaluate(() => document.getElementById('unlabelled-probe').remove());
+    for (const [hash, heading] of pages) {
+      await go(hash, heading);
+      // Let the page's first data arrive (its tables and forms are built from it).
+      await page.waitForFunction(() => document.querySelector('main [aria-busy=true]') === null, { timeout: 15_000 });
+      const { controls, unnamed } = await audit();
       expect(controls, hash).toBeGreaterThan(5);
       expect(unnamed, `${hash}: controls without an accessible name`).toEqual([]);
       // Readable on a laptop: nothing wider than the window, so no sideways scrolling.
