@@ -371,5 +371,10 @@ describe('--json on every admin command', () => {
     expect((await json(['approvals', 'show', first])).approval).toMatchObject({ id: first, status: 'pending', subject: 'asker' });
     expect((await json(['approvals', 'approve', first, '--note', 'ok'])).approval).toMatchObject({ id: first, status: 'approved' });
     expect((await json(['approvals', 'deny', second])).approval).toMatchObject({ id: second, status: 'denied' });
+    // The README's last approvals line: the asks in the audit log (one JSON row per line).
+    const asked = await cli(['audit', 'tail', '--decision', 'asked', '--json'], { token });
+    expect(asked.code, asked.stderr).toBe(0);
+    const rows = asked.stdout.trim().split('\n').map((l) => JSON.parse(l) as { decision: string; subject: string });
+    expect(rows.map((r) => `${r.decision}:${r.subject}`)).toEqual(['asked:asker', 'asked:asker']);
   }, 120_000);
 });
