@@ -8,6 +8,7 @@ import type { AgentMessage, JobArtifact, JobExit, JobSpec, RuntimeInfo, SandboxK
 import { PROTOCOL_VERSION } from '../src/contracts/agent-protocol.ts';
 import { AGENT_MESSAGE_BUDGET_BYTES, EXIT_PART_CHARS, splitText } from '../src/contracts/limits.ts';
 import { EdgeConnection } from './connection.ts';
+import { TRACE_PREFIX, type TraceStep } from '../src/mcp/trace.ts';
 import type { JobRunner } from './jobs/runner.ts';
 import type { Logger } from './log.ts';
 
@@ -53,7 +54,10 @@ export class Agent {
         for (const report of this.unackedArtifacts.values()) this.send(report);
       },
       onMessage: (m) => {
-        if (m.type === 'job.start') this.startJob(m.spec);
+        if (m.type === 'job.start') {
+          stamp('agent.job_start');
+          this.startJob(m.spec);
+        }
         else if (m.type === 'job.cancel') {
           if (!o.runner.cancel(m.jobId)) o.log.info(`cancel for job ${m.jobId}, which is not running here (${m.reason})`);
           else o.log.info(`cancelling job ${m.jobId}: ${m.reason}`);
@@ -96,11 +100,13 @@ export class Agent {
     }
     log.info(`job ${spec.jobId} started (${spec.mode}${spec.runtime ? ` ${spec.runtime}` : ''})`);
     void r.done.then(async ({ exit, artifacts }) => {
+      stamp('agent.exit_ready');
       log.info(`job ${spec.jobId} ${exit.state}${exit.exitCode !== null ? ` ${exit.exitCode}` : ''}${exit.signal ? ` ${exit.signal}` : ''} in ${exit.durationMs} ms`);
       if (this.unacked.size >= MAX_UNACKED) this.unacked.delete(this.unacked.keys().next().value!);
       this.unacked.set(spec.jobId, exit);
       if (exit.pendingArtifacts?.length) this.uploading.add(spec.jobId);
       this.sendExit(exit);
+      stamp('agent.exit_sent');
       try {
         for (const report of await artifacts) {
           if (this.unackedArtifacts.size >= 2 * MAX_UNACKED) this.unackedArtifacts.delete(this.unackedArtifacts.keys().next().value!);
@@ -135,4 +141,10 @@ export function exitMessages(exit: JobExit, budget = AGENT_MESSAGE_BUDGET_BYTES,
   }
   out.push({ ...exit, stdout: '', stderr: '', parts: counts });
   return out;
+}
+
+/** Bench only (`node bench/hotpath.ts --trace`): the agent's steps of a call; see src/mcp/trace.ts. */
+const TRACING = process.env.HOTPATH_TRACE === '1';
+function stamp(step: TraceStep): void {
+  if (TRACING) console.log(`${TRACE_PREFIX} ${step} ${Date.now()}`);
 }
