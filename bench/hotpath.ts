@@ -152,6 +152,23 @@ export interface StepTiming {
  * time of one call goes, step by step. Timestamps are the machine's clock in every process.
  */
 export async function traceSteps(n: number, call: () => Promise<unknown>, logs: (() => string)[]): Promise<StepTiming[]> {
+  // The MCP SDK client fetches with the global fetch: note when each response body's last byte arrives.
+  let lastBodyEnd = 0;
+  const plain = globalThis.fetch;
+  globalThis.fetch = async (input, init) => {
+    const res = await plain(input, init);
+    if (!res.body) return res;
+    const end = new TransformStream<Uint8Array, Uint8Array>({ flush: () => void (lastBodyEnd = Date.now()) });
+    return new Response(res.body.pipeThrough(end), { status: res.status, statusText: res.statusText, headers: res.headers });
+  };
+  try {
+    return await traceEach(n, call, logs, () => lastBodyEnd);
+  } finally {
+    globalThis.fetch = plain;
+  }
+}
+
+async function traceEach(n: number, call: () => Promise<unknown>, logs: (() => string)[], bodyEnd: () => number): Promise<StepTiming[]> {
   const perStep = new Map<TraceStep, { at: number[]; gap: number[] }>();
   for (let i = 0; i < n; i++) {
     const from = logs.map((l) => l().length);
@@ -161,6 +178,7 @@ export async function traceSteps(n: number, call: () => Promise<unknown>, logs: 
     // The gateway's lines come through wrangler's log pipe: give them a moment.
     await new Promise((r) => setTimeout(r, 150));
     const seen = new Map<TraceStep, number>([['client.send', t0], ['client.done', t1]]);
+    if (bodyEnd() >= t0) seen.set('client.body_end', bodyEnd());
     const re = new RegExp(`${TRACE_PREFIX} ([a-z_.]+) (\\d+)`, 'g');
     for (const m of logs.map((l, k) => l().slice(from[k])).join('\n').matchAll(re)) {
       const step = m[1] as TraceStep;

@@ -23,6 +23,7 @@ export const TRACE_STEPS = [
   'do.settled', // the job's end (and announced uploads) stored: followers get the exit event
   'edge.exit_event', // the Worker read the exit event from the DO's stream
   'edge.response_end', // the Worker's response body closed
+  'client.body_end', // the client read the response's last byte
   'client.done',
 ] as const;
 export type TraceStep = (typeof TRACE_STEPS)[number];
