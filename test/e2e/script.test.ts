@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
+import { connect as tcpConnect, createServer as createTcpServer, type Server as TcpServer } from 'node:net';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -138,6 +139,39 @@ describe('run_script basics', () => {
     expect(out.s.result.slept).toBeLessThan(60_000);
   }, 120_000);
 
+  it('needs a token with the execute scope', async () => {
+    const readOnly = await gw.mcp(TEAM, ['artifacts:read']);
+    try {
+      const r = await readOnly.callTool({ name: 'run_script', arguments: { code: 'return 1' } });
+      expect(r.isError).toBe(true);
+      expect(r.structuredContent).toMatchObject({ error: { code: 'insufficient_scope' } });
+      expect((r.content as { text: string }[])[0].text).toContain('insufficient_scope: the tool "run_script" needs a token with scope "execute"');
+    } finally {
+      await readOnly.close();
+    }
+  });
+
+  it('outputMode intent returns only the console lines matching queryTerms', async () => {
+    const out = await run('console.log("ok one"); console.error("FAIL two"); console.log("ok three"); return 1;', { outputMode: 'intent', queryTerms: ['FAIL'], contextLines: 0 });
+    expect(out.r.isError, out.t).toBeFalsy();
+    expect(out.s.result).toBe(1);
+    expect(out.s.excerpts.map((e: { content: string }) => e.content)).toEqual(['[error] FAIL two']);
+    expect(out.s.stdoutSummary).toBeUndefined();
+    const none = await run('return 1', { outputMode: 'intent' });
+    expect(none.r.isError).toBe(true);
+    expect(none.t).toContain('outputMode "intent" returns only console lines matching queryTerms');
+  });
+
+  it('without timeout_ms the policy default wall time applies (120 s unless the policy says otherwise)', async () => {
+    expect(DEFAULT_POLICY.script).toMatchObject({ enabled: false, defaultTimeoutMs: 120_000, maxTimeoutMs: 120_000 });
+    await setPolicy({ script: { ...SCRIPT_ON, defaultTimeoutMs: 800 } });
+    const out = await run('await sleep(20_000); return 1;');
+    expect(out.s.status).toBe('timeout');
+    expect(out.s.error?.message).toBe('Sandbox error: Execution timeout');
+    expect(out.s.durationMs).toBeLessThan(15_000);
+    await setPolicy({});
+  });
+
   it('refuses a timeout above the policy maximum', async () => {
     const out = await run('return 1', { timeout_ms: 500_000 });
     expect(out.r.isError).toBe(true);
@@ -194,6 +228,73 @@ describe('escapes fail', () => {
     expect(t.sockets.ok).toBe(false);
     expect(t.importChildProcess.ok).toBe(false);
     expect(t.freezeGatehouse.ok).toBe(false);
+  });
+
+  it('has no network at all: fetch, WebSocket, sockets and the gateway itself are unreachable from a live listener\'s point of view', async () => {
+    // A live listener on loopback: a refused port would fail any client, so only a listener that
+    // would have answered shows the isolate has no way out.
+    let connections = 0;
+    const listener: TcpServer = createTcpServer((sock) => { connections += 1; sock.end('HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok'); });
+    await new Promise<void>((res) => listener.listen(0, '127.0.0.1', res));
+    const port = (listener.address() as { port: number }).port;
+    try {
+      await new Promise<void>((res, rej) => { const c = tcpConnect(port, '127.0.0.1', () => { c.end(); res(); }); c.once('error', rej); });
+      await new Promise((r) => setTimeout(r, 100));
+      expect(connections).toBe(1); // the listener is live and counts
+      connections = 0;
+      const out = await run(`
+        const url = 'http://127.0.0.1:${port}/';
+        const tries = {};
+        const attempt = async (name, f) => {
+          try { tries[name] = 'reached: ' + String(await Promise.race([f(), sleep(3000).then(() => { throw new Error('no answer in 3 s'); })])); }
+          catch (e) { tries[name] = 'refused: ' + (e && e.name) + ': ' + (e && e.message); }
+        };
+        await attempt('fetch', async () => (await fetch(url)).status);
+        await attempt('fetchFromPrototype', async () => {
+          for (let p = globalThis; p; p = Object.getPrototypeOf(p)) {
+            const d = Object.getOwnPropertyDescriptor(p, 'fetch');
+            if (d && typeof d.value === 'function') return (await d.value.call(globalThis, url)).status;
+          }
+          throw new Error('no fetch on the global object or its prototypes');
+        });
+        await attempt('gateway', async () => (await fetch(${JSON.stringify(gw.url)} + '/mcp')).status);
+        await attempt('websocket', () => new Promise((res, rej) => {
+          const ws = new WebSocket('ws://127.0.0.1:${port}/');
+          ws.addEventListener('open', () => res('open'));
+          ws.addEventListener('error', () => rej(new Error('websocket error')));
+          ws.addEventListener('close', () => rej(new Error('websocket closed')));
+        }));
+        await attempt('sockets', async () => { const m = await import('cloudflare:sockets'); const s = m.connect({ hostname: '127.0.0.1', port: ${port} }); await s.opened; return 'opened'; });
+        await attempt('nodeNet', async () => { const net = await import('node:net'); return new Promise((res, rej) => { const c = net.connect(${port}, '127.0.0.1', () => res('connected')); c.on('error', rej); }); });
+        await attempt('nodeHttp', async () => { const http = await import('node:http'); return new Promise((res, rej) => { http.get(url, (r) => res(r.statusCode)).on('error', rej); }); });
+        return tries;`);
+      expect(out.s.status, out.t).toBe('success');
+      const tries = out.s.result as Record<string, string>;
+      expect(Object.keys(tries).sort()).toEqual(['fetch', 'fetchFromPrototype', 'gateway', 'nodeHttp', 'nodeNet', 'sockets', 'websocket']);
+      for (const [name, what] of Object.entries(tries)) expect(what, name).toMatch(/^refused: /);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(connections).toBe(0);
+    } finally {
+      await new Promise((r) => listener.close(r));
+    }
+  });
+
+  it('a script that rewrites the built-ins its runner uses cannot break the limits or the gateway', async () => {
+    // The runner's own checks run inside the script's isolate, after the script: the host must
+    // not trust the report it gets back.
+    const garbage = await run('JSON.stringify = () => "{not json"; return 1;');
+    expect(garbage.s.status).toBe('failure');
+    expect(garbage.s.error?.message).toMatch(/^Sandbox error: /);
+    const bigReturn = await run('TextEncoder.prototype.encode = function () { return new Uint8Array(0); }; return "r".repeat(11 * 1024 * 1024);');
+    expect(bigReturn.s.error?.message).toBe('Sandbox error: Return value exceeds limit (10485760 bytes)');
+    expect(bigReturn.s.result).toBeUndefined();
+    const bigConsole = await run('TextEncoder.prototype.encode = function () { return new Uint8Array(0); }; const l = "c".repeat(1024 * 1024); for (let i = 0; i < 12; i++) console.log(l); return "done";');
+    expect(bigConsole.s.status).toBe('success');
+    expect(bigConsole.s.consoleTruncated).toBe(true);
+    expect(bigConsole.s.outputBytes).toBeLessThanOrEqual(10 * 1024 * 1024 + 64);
+    const rows = (await auditRows()).filter((r) => r.parentJobId === null);
+    for (const id of [garbage.s.scriptId, bigReturn.s.scriptId, bigConsole.s.scriptId]) expect(rows.some((r) => r.jobId === id), id).toBe(true);
+    expect((await run('return 8')).s.result).toBe(8);
   });
 
   it('prototype pollution does not reach the next script', async () => {
@@ -302,6 +403,90 @@ describe('subprocesses', () => {
     expect(broken.s.result).toMatch(/^subprocess\.command_output: policy error: OPA request failed/);
     await setPolicy({});
   });
+
+  it('child_process.exec is always a shell string: with shell strings off even a simple one is denied (gatehouse.exec without args is decided like execute)', async () => {
+    await setPolicy({});
+    const out = await run(`
+      let cp; try { await child_process.exec('echo hi'); cp = 'ran'; } catch (e) { cp = e.message + ' | ' + e.reason; }
+      const g = await gatehouse.exec('echo hi');
+      return { cp, g: g.stdout };`);
+    expect(out.s.result.cp).toMatch(/^subprocess\.exec denied by policy: 'echo hi' is not allowed \| shell: /);
+    expect(out.s.result.g).toBe('hi\n');
+  });
+
+  it('child_process.exec gives OPA the exec input document: /bin/sh, ["-c", string], env only when given', async () => {
+    opa.set('mcp/subprocess', { decide: (input) => ({ allow: !(input as { args: string[] }).args.join(' ').includes('forbidden') }) });
+    await setPolicy({ shell: { enabled: true, allow: [] }, opa: { mode: 'any', evaluators: [{ url: opa.url, policyPath: 'mcp/subprocess' }], timeoutMs: 2_000 } });
+    const before = opa.requests.length;
+    const out = await run(`
+      const simple = await child_process.exec('echo hello', { env: { LANG: 'C' } });
+      const piped = await child_process.exec('echo hello | tr a-z A-Z');
+      let denied; try { await child_process.exec('echo forbidden'); } catch (e) { denied = e.message; }
+      return { simple: simple.stdout, piped: piped.stdout, denied };`);
+    expect(out.s.result).toEqual({ simple: 'hello\n', piped: 'HELLO\n', denied: "subprocess.exec denied by policy: 'echo forbidden' is not allowed" });
+    const inputs = opa.requests.slice(before).map((q) => q.input as Record<string, unknown>);
+    expect(inputs).toHaveLength(3);
+    expect(inputs[0]).toMatchObject({ operation: 'exec', command: '/bin/sh', args: ['-c', 'echo hello'], env: { LANG: 'C' }, tool: 'run_script' });
+    expect(inputs[0]).not.toHaveProperty('cwd');
+    expect(inputs[1]).toMatchObject({ operation: 'exec', command: '/bin/sh', args: ['-c', 'echo hello | tr a-z A-Z'] });
+    expect(inputs[1]).not.toHaveProperty('env');
+    expect(inputs[2]).toMatchObject({ operation: 'exec', command: '/bin/sh', args: ['-c', 'echo forbidden'] });
+    await setPolicy({});
+  });
+
+  it('a subprocess that cannot start fails with "subprocess: failed to execute"', async () => {
+    await setPolicy({ executables: { allow: [...DEFAULT_POLICY.executables.allow, 'no-such-tool-xyz'] } });
+    const out = await run(`
+      try { await new Deno.Command('no-such-tool-xyz', { args: ['x'] }).output(); return 'ran'; } catch (e) { return e.message; }`);
+    expect(out.s.result).toMatch(/^subprocess: failed to execute 'no-such-tool-xyz': \S/);
+    await setPolicy({});
+  });
+
+  it('a subprocess passes the cwd and env stages like execute, and never sees the agent\'s environment', async () => {
+    await setPolicy({ executables: { allow: [...DEFAULT_POLICY.executables.allow, 'printenv'] } });
+    const out = await run(`
+      const msgs = {};
+      const attempt = async (name, f) => { try { msgs[name] = 'ran: ' + (await f()); } catch (e) { msgs[name] = e.message + ' | ' + e.reason; } };
+      await attempt('traversal', async () => (await new Deno.Command('ls', { cwd: '../..' }).output()).code);
+      await attempt('absolute', async () => (await new Deno.Command('ls', { cwd: '/etc' }).output()).code);
+      await attempt('preload', async () => (await new Deno.Command('ls', { env: { LD_PRELOAD: '/tmp/x.so' } }).output()).code);
+      await attempt('unlisted', async () => (await new Deno.Command('ls', { env: { SECRET_THING: '1' } }).output()).code);
+      await attempt('lang', async () => new TextDecoder().decode((await new Deno.Command('printenv', { args: ['LANG'], env: { LANG: 'C.UTF-8' } }).output()).stdout));
+      await attempt('sub', async () => new TextDecoder().decode((await new Deno.Command('ls', { cwd: 'sub', args: ['-a'] }).output()).stdout).split('\\n').filter(Boolean).join(','));
+      const all = new TextDecoder().decode((await new Deno.Command('printenv').output()).stdout);
+      return { msgs, envNames: all.split('\\n').filter(Boolean).map((l) => l.split('=')[0]), agentToken: all.includes('GATEHOUSE_AGENT_TOKEN') };`);
+    expect(out.r.isError, out.t).toBeFalsy();
+    const r = out.s.result;
+    expect(r.msgs.traversal).toMatch(/^subprocess\.command_output denied by policy: 'ls' is not allowed \| cwd: /);
+    expect(r.msgs.absolute).toMatch(/^subprocess\.command_output denied by policy: 'ls' is not allowed \| cwd: /);
+    expect(r.msgs.preload).toMatch(/^subprocess\.command_output denied by policy: 'ls' is not allowed \| env: Environment variable "LD_PRELOAD" is not allowed/);
+    expect(r.msgs.unlisted).toMatch(/^subprocess\.command_output denied by policy: 'ls' is not allowed \| env: Environment variable "SECRET_THING" is not in the allowed list/);
+    expect(r.msgs.lang).toBe('ran: C.UTF-8\n');
+    expect(r.msgs.sub).toBe('ran: .,..');
+    expect(r.agentToken).toBe(false);
+    expect(r.envNames).not.toContain('GATEHOUSE_AGENT_TOKEN');
+    expect(r.envNames).toContain('PATH');
+    await setPolicy({});
+  });
+
+  it('a script that times out has its running subprocess killed', async () => {
+    const sleeping = () => execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').some((l) => /^(\S*\/)?sleep 43$/.test(l.trim()));
+    const started = Date.now();
+    const pending = run('await gatehouse.exec("sleep", ["43"], { timeoutMs: 60000 }); return "finished";', { timeout_ms: 4_000 });
+    let seen = false;
+    while (!seen && Date.now() - started < 20_000) {
+      seen = sleeping();
+      if (!seen) await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(seen).toBe(true);
+    const out = await pending;
+    expect(out.s.status).toBe('timeout');
+    expect(out.s.error?.message).toBe('Sandbox error: Execution timeout');
+    const t1 = Date.now();
+    while (sleeping() && Date.now() - t1 < 15_000) await new Promise((r) => setTimeout(r, 200));
+    expect(sleeping()).toBe(false);
+    expect(Date.now() - started).toBeLessThan(40_000);
+  }, 60_000);
 
   it('caps the number of subprocesses per script', async () => {
     await setPolicy({ script: { ...SCRIPT_ON, subprocess: { maxCount: 2, maxTotalMs: 120_000 } } });
