@@ -22,6 +22,8 @@ export interface AgentConfig {
   stateDir: string | null;
   /** Placement labels (`--label gpu --label linux-x64`); a job may require some. */
   labels: string[];
+  /** `--json`: log one JSON object per line instead of text. */
+  json: boolean;
 }
 
 export const AGENT_USAGE = `gatehouse agent — executor agent: connects out to a Gatehouse gateway and runs its team's jobs in a sandbox
@@ -44,14 +46,16 @@ usage: gatehouse agent --url URL --token-file FILE --root DIR [options]
   --state-dir DIR         agent-private state (default: <tmp>/gatehouse-agent-<hash of root and id>)
   --label LABEL           placement label jobs can require (repeatable, e.g. --label gpu --label linux-x64)
                           (env GATEHOUSE_AGENT_LABELS, comma-separated)
+  --json                  log one JSON object per line (time, level, msg; a job's line adds job, state,
+                          exitCode, signal, durationMs) instead of text
   --help                  this text
 `;
 
-const FLAGS = new Set(['url', 'token', 'token-file', 'allow-no-isolation', 'root', 'sandbox', 'capacity', 'id', 'warm', 'max-timeout-ms', 'max-artifact-bytes', 'state-dir', 'label', 'help']);
+const FLAGS = new Set(['url', 'token', 'token-file', 'allow-no-isolation', 'root', 'sandbox', 'capacity', 'id', 'warm', 'max-timeout-ms', 'max-artifact-bytes', 'state-dir', 'label', 'json', 'help']);
 const LABEL = /^[A-Za-z0-9._:=-]{1,64}$/;
 const MAX_LABELS = 32;
 
-const BOOLEAN_FLAGS = new Set(['allow-no-isolation']);
+const BOOLEAN_FLAGS = new Set(['allow-no-isolation', 'json']);
 
 export type ConfigResult = { ok: true; config: AgentConfig } | { ok: false; help: true } | { ok: false; help: false; message: string };
 
@@ -135,7 +139,7 @@ export function parseAgentArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     ok: true,
     config: {
       url: url.replace(/\/+$/, ''), token, root, sandbox: (sandboxRaw as SandboxKind | undefined) ?? null, capacity, agentId, warm,
-      maxTimeoutMs, maxArtifactBytes, stateDir: v['state-dir'] ?? null, labels: [...new Set(labels)],
+      maxTimeoutMs, maxArtifactBytes, stateDir: v['state-dir'] ?? null, labels: [...new Set(labels)], json: v.json === 'true',
     },
   };
 }

@@ -161,7 +161,7 @@ export class EdgeConnection {
       const r = await request(httpUrl, { headers: { authorization: `Bearer ${this.o.token}` }, headersTimeout: 5000, bodyTimeout: 5000 });
       const body = (await r.body.text()).slice(0, 300);
       if (r.statusCode === 401 || r.statusCode === 403) {
-        log.error(`the gateway refused the agent token (HTTP ${r.statusCode}): ${body || 'no detail'} — check --token/--token-file; retrying`);
+        log.error(`the gateway refused the agent token (HTTP ${r.statusCode}): ${body || 'no detail'} — check --token-file (or GATEHOUSE_AGENT_TOKEN); retrying`);
       } else {
         log.warn(`could not connect to ${this.o.url} (HTTP ${r.statusCode} to a plain request); retrying`);
       }

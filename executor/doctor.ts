@@ -179,7 +179,7 @@ export async function gatewayChecks(url: string, token: string | undefined, now:
   }
 
   if (!token) {
-    checks.push({ name: 'token', verdict: 'fail', detail: 'no agent token: --token-file, --token, GATEHOUSE_AGENT_TOKEN_FILE or GATEHOUSE_AGENT_TOKEN' });
+    checks.push({ name: 'token', verdict: 'fail', detail: 'no agent token: --token-file FILE, GATEHOUSE_AGENT_TOKEN_FILE or GATEHOUSE_AGENT_TOKEN (never on the command line)' });
     return checks;
   }
   let claims: { exp?: number; scope?: unknown; team?: unknown; sub?: string };

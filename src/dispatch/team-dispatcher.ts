@@ -18,6 +18,7 @@ import { concurrencyLimitMessage } from '../policy/engine.ts';
 import { isRevoked } from '../store/tokens.ts';
 import { syncJobToD1 } from '../store/jobs.ts';
 import { DispatchRequest, type DispatchEvent, type KeptOutput, type SubmitAnswer, type UploadAnswer } from './events.ts';
+import { stamp } from '../mcp/trace.ts';
 import { JobStore, type JobRow } from './job-store.ts';
 import { AgentRegistry } from './agent-registry.ts';
 import { lostExit, noAgentMessage } from './outcomes.ts';
@@ -127,6 +128,7 @@ export class TeamDispatcher extends DurableObject<Env> {
    * `events` is null when the job was not taken (the answer says why) or runs in the background.
    */
   async submitAndFollow(team: string, raw: DispatchRequest): Promise<{ answer: SubmitAnswer; events: ReadableStream<Uint8Array> | null }> {
+    stamp(this.env, 'do.submitted');
     const answer = await this.submit(team, raw);
     if (!answer.ok || raw.background) return { answer, events: null };
     return { answer, events: await this.follow(team, answer.jobId) };
@@ -351,6 +353,7 @@ export class TeamDispatcher extends DurableObject<Env> {
           console.warn(`agent ${agentId} reported the end of job ${msg.jobId}, which runs on ${row.agent ?? 'no agent'}; ignored`);
           return;
         }
+        stamp(this.env, 'do.exit_received');
         if (row?.state === 'running') {
           let exit: JobExit = msg;
           if (msg.parts) {
@@ -545,6 +548,7 @@ export class TeamDispatcher extends DurableObject<Env> {
           retry = true;
           continue;
         }
+        stamp(this.env, 'do.job_start_sent');
         this.emit(jobId, { type: 'started', jobId, agentId, sandbox: r.sandbox });
         void this.sync();
       }
@@ -600,6 +604,7 @@ export class TeamDispatcher extends DurableObject<Env> {
   private settle(jobId: string): void {
     const row = this.store.get(jobId);
     if (!row || !isTerminal(row.state) || this.store.hasUploading(jobId)) return;
+    stamp(this.env, 'do.settled');
     this.emit(jobId, this.finalEvent(row));
     this.listeners.delete(jobId);
   }
