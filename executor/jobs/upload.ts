@@ -5,9 +5,10 @@
  * (`src/contracts/artifact-upload.ts`): Cloudflare refuses a request body over
  * REQUEST_BODY_MAX_BYTES, and a part that fails is sent again alone, not the whole stream.
  * Starting a multipart upload resumes the one the edge holds (its stored parts are skipped), so
- * an upload cut by a gateway restart or a dropped connection goes on where it stopped. Network
- * errors and 5xx/408/429 are retried with backoff; other 4xx are final. An upload given up is
- * aborted, so the edge keeps none of its parts.
+ * when a part still fails after its retries (a gateway restart, a dropped connection) the upload
+ * starts again from where it stopped, up to MULTIPART_PASSES times. Network errors and
+ * 5xx/408/429 are retried with backoff; other 4xx are final. An upload given up is aborted, so
+ * the edge keeps none of its parts.
  */
 import { createReadStream } from 'node:fs';
 import { request } from 'undici';
@@ -51,15 +52,36 @@ async function uploadWhole(target: UploadTarget, item: UploadItem, attempts: num
   return failed(r.retryable ? `artifact upload of ${item.stream} failed after ${attempts} attempts: ${r.why}` : `artifact upload of ${item.stream} refused: ${r.why}`);
 }
 
+/** Passes over a multipart upload: each starts again from what the edge holds (after a gateway restart, say). */
+const MULTIPART_PASSES = 3;
+
 async function uploadInParts(target: UploadTarget, item: UploadItem, partBytes: number, attempts: number): Promise<Result<void>> {
+  let last: Attempt = { ok: false, retryable: true, why: 'not attempted' };
+  for (let pass = 1; pass <= MULTIPART_PASSES; pass++) {
+    if (pass > 1) await new Promise((r) => setTimeout(r, 2000 * pass));
+    last = await multipartPass(target, item, partBytes, attempts);
+    if (last.ok) return { ok: true, value: undefined };
+    if (!last.retryable) break;
+  }
+  // Given up: the edge aborts the R2 upload, so none of its parts stay stored. Best effort: if this
+  // does not get through, the edge aborts it itself once the agent reports the upload failed.
+  await withRetries(2, () => send(target, item, 'DELETE', `/${MULTIPART_SEGMENT}`, {}));
+  return failed(`artifact upload of ${item.stream} in parts of ${partBytes} bytes: ${last.ok ? '' : last.why}`);
+}
+
+/** Starts or resumes the upload, sends the parts the edge does not hold (each with its retries), completes. */
+async function multipartPass(target: UploadTarget, item: UploadItem, partBytes: number, attempts: number): Promise<Attempt> {
   const start: MultipartStart = { bytes: item.bytes, partBytes, lines: item.lines, truncated: item.truncated };
   const begun = await withRetries(attempts, () => send(target, item, 'POST', `/${MULTIPART_SEGMENT}`, { json: start }));
-  if (!begun.ok) return failed(`artifact upload of ${item.stream} in parts could not start: ${begun.why}`);
-  const state = MultipartState.safeParse(JSON.parse(begun.text || 'null'));
-  if (!state.success) return failed(`artifact upload of ${item.stream}: the gateway's answer to the start is not a multipart state: ${begun.text.slice(0, 200)}`);
-  const done = new Set(state.data.done);
-  let problem: string | null = null;
-  for (let n = 1; n <= state.data.parts && !problem; n++) {
+  if (!begun.ok) return { ...begun, why: `it could not start: ${begun.why}` };
+  let state: MultipartState;
+  try {
+    state = MultipartState.parse(JSON.parse(begun.text));
+  } catch {
+    return { ok: false, retryable: false, why: `the gateway's answer to the start is not a multipart state: ${begun.text.slice(0, 200)}` };
+  }
+  const done = new Set(state.done);
+  for (let n = 1; n <= state.parts; n++) {
     if (done.has(n)) continue;
     const { start: from, end } = partRange(item.bytes, partBytes, n);
     const r = await withRetries(attempts, () => send(target, item, 'PUT', `/${MULTIPART_SEGMENT}/${n}`, {
@@ -67,17 +89,10 @@ async function uploadInParts(target: UploadTarget, item: UploadItem, partBytes: 
       body: () => createReadStream(item.file, { start: from, end: end - 1 }), length: end - from,
       headers: { 'content-type': 'application/octet-stream' },
     }));
-    if (!r.ok) problem = `part ${n} of ${state.data.parts} ${r.retryable ? `failed after ${attempts} attempts` : 'was refused'}: ${r.why}`;
+    if (!r.ok) return { ...r, why: `part ${n} of ${state.parts} ${r.retryable ? `failed after ${attempts} attempts` : 'was refused'}: ${r.why}` };
   }
-  if (!problem) {
-    const r = await withRetries(attempts, () => send(target, item, 'POST', `/${MULTIPART_SEGMENT}/complete`, {}));
-    if (r.ok) return { ok: true, value: undefined };
-    problem = `completing it failed: ${r.why}`;
-  }
-  // Given up: the edge aborts the R2 upload, so none of its parts stay stored. Best effort: if this
-  // does not get through, the edge aborts it itself once the agent reports the upload failed.
-  await withRetries(2, () => send(target, item, 'DELETE', `/${MULTIPART_SEGMENT}`, {}));
-  return failed(`artifact upload of ${item.stream} in ${state.data.parts} parts of ${partBytes} bytes: ${problem}`);
+  const r = await withRetries(attempts, () => send(target, item, 'POST', `/${MULTIPART_SEGMENT}/complete`, {}));
+  return r.ok ? r : { ...r, why: `completing it failed: ${r.why}` };
 }
 
 async function withRetries(attempts: number, once: () => Promise<Attempt>): Promise<Attempt> {

@@ -25,7 +25,7 @@ export class AgentProxy {
   private gate: Promise<void> | null = null;
   private refuseWith: number | null = null;
   private dropAfterExit: string | null = null;
-  private failOnce: { suffix: string; status: number } | null = null;
+  private failing: { suffix: string; status: number; times: number } | null = null;
   /** Every artifact upload request the agent made (`METHOD path`, and the status it got), in order. */
   readonly uploadRequests: { request: string; status: number }[] = [];
 
@@ -61,9 +61,9 @@ export class AgentProxy {
     this.refuseWith = status;
   }
 
-  /** The next upload request whose path ends with `suffix` (e.g. `/multipart/2`) is answered `status`, once. */
-  failNextUpload(suffix: string, status: number): void {
-    this.failOnce = { suffix, status };
+  /** The next `times` upload requests whose path ends with `suffix` (e.g. `/multipart/2`) are answered `status`. */
+  failNextUpload(suffix: string, status: number, times = 1): void {
+    this.failing = { suffix, status, times };
   }
 
   /** Cuts every agent socket (no close handshake): what a network failure does. */
@@ -95,9 +95,9 @@ export class AgentProxy {
         .end(JSON.stringify({ error: { code: 'upstream_error', message: 'upload refused by the test proxy' } }));
       this.uploadRequests.push({ request: upload!, status });
     };
-    if (upload && this.failOnce && req.url!.endsWith(this.failOnce.suffix)) {
-      const { status } = this.failOnce;
-      this.failOnce = null;
+    if (upload && this.failing && req.url!.endsWith(this.failing.suffix)) {
+      const { status } = this.failing;
+      if (--this.failing.times <= 0) this.failing = null;
       return refuse(status);
     }
     if (req.method === 'PUT' && upload) {

@@ -185,6 +185,24 @@ describe('big outputs', () => {
       expect(openR2Uploads()).toBe(0);
     }, 240_000);
 
+    it('a part that keeps failing past its retries: the agent starts again and the edge resumes with the parts it holds', async () => {
+      await agentInParts();
+      const c = await mcp('parts');
+      proxy.failNextUpload('/multipart/2', 503, 5); // every attempt of the first pass
+      const r = await call(c, 'execute', { command: `seq 1 ${SEQ}` });
+      expect(r.s).toMatchObject({ exit_code: 0, state: 'exited' });
+      const handle = r.s.artifact_handle as string;
+      await until(async () => uploadsOf(handle).some((u) => u.includes('complete')), 10_000, 'the answer to complete');
+      // The second start is a resume (200, not 201): part 1 is not sent again.
+      expect(uploadsOf(handle)).toEqual([
+        'POST …/multipart 201', 'PUT …/multipart/1 200', ...Array(5).fill('PUT …/multipart/2 503'),
+        'POST …/multipart 200', 'PUT …/multipart/2 200', 'PUT …/multipart/3 200', 'POST …/multipart/complete 201',
+      ]);
+      const down = await fetch(`${gw.url}/admin/v1/artifacts/${handle}/stdout/download`, { headers: { Authorization: `Bearer ${await gw.token({ team: 'parts', scopes: ['admin'] })}` } });
+      expect(sha(new Uint8Array(await down.arrayBuffer()))).toBe(sha(expected));
+      expect(openR2Uploads()).toBe(0);
+    }, 240_000);
+
     it('a part refused for good: the agent aborts the upload, no index row and no R2 upload remain, the output stays readable from the live copy', async () => {
       await agentInParts();
       const c = await mcp('parts');
