@@ -8,6 +8,7 @@ import type { AgentMessage, JobArtifact, JobExit, JobSpec, RuntimeInfo, SandboxK
 import { PROTOCOL_VERSION } from '../src/contracts/agent-protocol.ts';
 import { AGENT_MESSAGE_BUDGET_BYTES, EXIT_PART_CHARS, splitText } from '../src/contracts/limits.ts';
 import { EdgeConnection } from './connection.ts';
+import { TRACE_PREFIX, type TraceStep } from '../src/mcp/trace.ts';
 import type { JobRunner } from './jobs/runner.ts';
 import type { Logger } from './log.ts';
 
@@ -55,7 +56,10 @@ export class Agent {
         for (const report of this.unackedArtifacts.values()) this.send(report);
       },
       onMessage: (m) => {
-        if (m.type === 'job.start') this.startJob(m.spec);
+        if (m.type === 'job.start') {
+          stamp('agent.job_start');
+          this.startJob(m.spec);
+        }
         else if (m.type === 'job.cancel') {
           // The reason goes on the job's one line, written when it ends.
           if (o.runner.cancel(m.jobId)) this.cancelReasons.set(m.jobId, m.reason);
@@ -91,13 +95,14 @@ export class Agent {
 
   private startJob(spec: JobSpec): void {
     const { log, runner } = this.o;
-    const r = runner.start(spec, (m) => this.send(m));
+    const r = runner.start(spec, { sendFrame: (f) => this.conn.sendFrame(f), buffered: () => this.conn.buffered() });
     if (!r.accepted) {
       log.warn(`refused job ${spec.jobId}: ${r.error.code}: ${r.error.message}`);
       this.send(r.error);
       return;
     }
     void r.done.then(async ({ exit, artifacts }) => {
+      stamp('agent.exit_ready');
       const cancelled = this.cancelReasons.get(spec.jobId);
       this.cancelReasons.delete(spec.jobId);
       jobLine(log, spec, exit, cancelled);
@@ -105,6 +110,7 @@ export class Agent {
       this.unacked.set(spec.jobId, exit);
       if (exit.pendingArtifacts?.length) this.uploading.add(spec.jobId);
       this.sendExit(exit);
+      stamp('agent.exit_sent');
       try {
         for (const report of await artifacts) {
           if (this.unackedArtifacts.size >= 2 * MAX_UNACKED) this.unackedArtifacts.delete(this.unackedArtifacts.keys().next().value!);
@@ -156,4 +162,10 @@ export function exitMessages(exit: JobExit, budget = AGENT_MESSAGE_BUDGET_BYTES,
   }
   out.push({ ...exit, stdout: '', stderr: '', parts: counts });
   return out;
+}
+
+/** Bench only (`node bench/hotpath.ts --trace`): the agent's steps of a call; see src/mcp/trace.ts. */
+const TRACING = process.env.HOTPATH_TRACE === '1';
+function stamp(step: TraceStep): void {
+  if (TRACING) console.log(`${TRACE_PREFIX} ${step} ${Date.now()}`);
 }
