@@ -40,9 +40,22 @@ export class StreamCapture {
     this.spoolPath = opts.spoolPath;
   }
 
+  /**
+   * Makes sure the spool file can be created; the file itself is created with the stream's
+   * first byte (most short jobs print nothing on one stream or both, and the file's create
+   * and removal cost more than such a job).
+   */
   async open(): Promise<void> {
-    this.file = await open(this.spoolPath, 'w', 0o600);
+    this.canSpool = true;
   }
+
+  private canSpool = false;
+  /** Whether the spool file exists (created by the first byte). */
+  get spoolCreated(): boolean {
+    return this.created;
+  }
+
+  private created = false;
 
   /** Reads `src` to its end (or until it is destroyed); safe to call once per phase. */
   async consume(src: Readable): Promise<void> {
@@ -67,9 +80,13 @@ export class StreamCapture {
       this.relayed += part.length;
       this.opts.relay(this.stream, part);
     }
-    if (this.spooledBytes < this.opts.artifactBytes && this.file && !this.writeError) {
+    if (this.spooledBytes < this.opts.artifactBytes && this.canSpool && !this.writeError) {
       const part = chunk.subarray(0, this.opts.artifactBytes - this.spooledBytes);
       try {
+        if (!this.file) {
+          this.file = await open(this.spoolPath, 'w', 0o600);
+          this.created = true;
+        }
         await this.file.write(part);
         this.spooledBytes += part.length;
         this.spooledLines += countNewlines(part);
@@ -83,6 +100,7 @@ export class StreamCapture {
   async close(): Promise<void> {
     const f = this.file;
     this.file = null;
+    this.canSpool = false;
     await f?.close().catch(() => {});
   }
 

@@ -80,6 +80,39 @@ export function launchScript(p: LaunchPlan): string {
 }
 
 /**
+ * A direct job (no build step, no launcher file) started by one `sh -c` that first joins the
+ * job's cgroup by writing its own pid (so the job and everything it forks start inside: no
+ * window where a fork escapes), sets the rlimits with `ulimit` builtins, then `exec`s the job
+ * (`"$@"`). One exec fewer than `sh` → `prlimit` → job, and no separate join shell.
+ *
+ * The shell runs with exactly the job's env (the spawn's env), which dash leaves as it is,
+ * except that it sets PWD: that is put back as the job gave it (or removed). The script's own
+ * words never expand a variable of the job's env unquoted, so no value (IFS included) changes
+ * what it does. Exit 125: the cgroup join failed; 126: an rlimit could not be set.
+ */
+export function directLaunchScript(o: { joinFiles: string[]; rlimits: JobRlimits; env: Record<string, string> }): string {
+  const lines = joinLines(o.joinFiles);
+  lines.push(...ulimitCommands(o.rlimits).map((c) => `${c} || exit 126`));
+  lines.push(o.env.PWD !== undefined ? `export PWD=${sq(o.env.PWD)}` : 'unset PWD');
+  lines.push('exec "$@"');
+  return lines.join('\n');
+}
+
+function joinLines(files: string[]): string[] {
+  return files.map((f) => `echo "$$" > ${sq(f)} || exit 125`);
+}
+
+/** Lines that make a launcher's shell join `cgroup` before anything else ('' without one). */
+export function cgroupJoinLines(cgroup: { joinFiles(): string[] } | null): string {
+  return cgroup ? joinLines(cgroup.joinFiles()).join('\n') + '\n' : '';
+}
+
+/** argv for `spawn` of a direct job through directLaunchScript (argv[0] is the job's $0-free command). */
+export function directLaunchArgv(script: string, run: string[]): string[] {
+  return ['/bin/sh', '-c', script, 'gatehouse-job', ...run];
+}
+
+/**
  * Builds "$@" as GIT_CONFIG_KEY_n/GIT_CONFIG_VALUE_n pairs: first every program key git lists
  * (one per line: a config name cannot hold a newline), each set empty; then the fixed keys,
  * which therefore win. The listing run sees the fixed keys too (`safe.bareRepository`), so it
