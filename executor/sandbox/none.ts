@@ -12,7 +12,7 @@ import { CgroupPool, JobCgroup, cgroupSupport, groupKillArgv, type CgroupVersion
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { delay, killGroup, watchWrapper } from './exec-util.ts';
-import { LAUNCHER_FILE, STATUS_FD, cgroupJoinLines, directLaunchArgv, directLaunchScript } from '../jobs/launcher.ts';
+import { LAUNCHER_FILE, STATUS_FD, cgroupJoinLines, directLaunch } from '../jobs/launcher.ts';
 import type { DriverOptions, LaunchRequest, ResourceLimits, Sandbox, SandboxDriver, SandboxProcess } from './types.ts';
 import type { Logger } from '../log.ts';
 
@@ -104,9 +104,8 @@ class NoneSandbox implements Sandbox {
     if (req.direct) {
       // One shell joins the cgroup, sets the rlimits and execs the job (jobs/launcher.ts).
       const { cwd, env, rlimits } = req.direct;
-      const script = directLaunchScript({ joinFiles: this.cgroup?.joinFiles() ?? [], rlimits, env });
-      const argv = directLaunchArgv(script, req.direct.argv);
-      child = spawn(argv[0], argv.slice(1), { cwd, env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+      const start = directLaunch({ joinFiles: this.cgroup?.joinFiles() ?? [], rlimits, env, run: req.direct.argv });
+      child = spawn(start.argv[0], start.argv.slice(1), { cwd, env: start.env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
     } else {
       const script = join(this.jobDirHost, LAUNCHER_FILE);
       // The launcher's own shell joins the cgroup first: no separate join shell.
