@@ -590,6 +590,24 @@ describe('subprocesses', () => {
     expect(withScope.s.result).toEqual(['report.txt']);
   });
 
+  it('queryOutput reads only its own team\'s artifacts', async () => {
+    const OTHER = 'scr-other';
+    await gw.putPolicy(OTHER, { ...DEFAULT_POLICY, script: SCRIPT_ON });
+    const other = await gw.mcp(OTHER, ['execute', 'artifacts:read']);
+    let handle: string;
+    try {
+      const r = await other.callTool({ name: 'run_script', arguments: { code: 'console.log("other team secret"); return 1;' } });
+      handle = (r.structuredContent as { artifactHandle: string }).artifactHandle;
+      expect(handle).toBeTruthy();
+      const own = await other.callTool({ name: 'run_script', arguments: { code: `return (await queryOutput(${JSON.stringify(handle)}, ['secret'], { contextLines: 0 })).excerpts.map((e) => e.content);` } });
+      expect((own.structuredContent as { result: unknown }).result).toEqual(['other team secret']);
+    } finally {
+      await other.close();
+    }
+    const out = await run(`try { return await queryOutput(${JSON.stringify(handle)}, ['secret']); } catch (e) { return e.message; }`);
+    expect(out.s.result).toBe(`queryOutput: artifact "${handle}" not found (it may have expired)`);
+  });
+
   it('writes one audit row per subprocess, linked to the script row', async () => {
     const out = await run('const a = await gatehouse.exec("ls", []); const b = await gatehouse.exec("echo", ["hi"]); try { await gatehouse.exec("curl", []); } catch {} return [a, b].map((r) => ({ job: r.job_id, artifact: r.artifact_handle }));');
     const rows = await auditRows();
