@@ -309,6 +309,18 @@ describe('escapes fail', () => {
     expect((await run('return 8')).s.result).toBe(8);
   });
 
+  it('has the safe built-ins and none of the host-ish globals the script runner blocks', async () => {
+    const out = await run(`
+      const allowed = ['JSON', 'Math', 'Date', 'Array', 'Map', 'Set', 'Promise', 'Object', 'String', 'Number', 'Boolean', 'RegExp', 'Error',
+        'TypeError', 'RangeError', 'SyntaxError', 'URIError', 'parseInt', 'parseFloat', 'isNaN', 'isFinite', 'encodeURIComponent',
+        'decodeURIComponent', 'encodeURI', 'decodeURI', 'setTimeout', 'clearTimeout', 'TextDecoder', 'TextEncoder',
+        'console', 'sleep', 'vars', 'gatehouse', 'Deno', 'child_process', 'queryOutput'];
+      const blocked = ['require', 'module', 'exports', 'process', 'Buffer', 'fs', 'path', 'net', 'http', 'fetch', 'SharedArrayBuffer',
+        'WebAssembly', 'global', '__dirname', '__filename', 'WebSocket', 'EventSource', 'XMLHttpRequest', 'connect', 'caches', 'navigator', 'LOADER', 'env'];
+      return { missing: allowed.filter((n) => globalThis[n] === undefined), present: blocked.filter((n) => globalThis[n] !== undefined) };`);
+    expect(out.s.result).toEqual({ missing: [], present: [] });
+  });
+
   it('prototype pollution does not reach the next script', async () => {
     const first = await run('Object.prototype.polluted = "yes"; Array.prototype.push = () => 0; globalThis.leak = 1; return [].polluted;');
     expect(first.s.result).toBe('yes');
