@@ -95,7 +95,7 @@ export class Agent {
 
   private startJob(spec: JobSpec): void {
     const { log, runner } = this.o;
-    const r = runner.start(spec, (m) => this.send(m));
+    const r = runner.start(spec, { sendFrame: (f) => this.conn.sendFrame(f), buffered: () => this.conn.buffered() });
     if (!r.accepted) {
       log.warn(`refused job ${spec.jobId}: ${r.error.code}: ${r.error.message}`);
       this.send(r.error);

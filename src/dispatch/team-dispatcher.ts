@@ -10,6 +10,7 @@ import {
   AGENT_RECONNECT_MAX_BACKOFF_MS, PROTOCOL_VERSION, parseAgentMessage, type AgentHello, type EdgeMessage, type JobExit, type SandboxKind, type StreamName,
 } from '../contracts/agent-protocol.ts';
 import { HIBERNATION_ATTACHMENT_MAX_BYTES, attachmentBytes } from '../contracts/limits.ts';
+import { decodeOutputFrame } from '../contracts/output-frame.ts';
 import { isTerminal, JOB_RETENTION_MS, JobListFilter, type AgentView, type JobState, type JobView } from '../contracts/jobs.ts';
 import { describeIssues } from '../contracts/errors.ts';
 import { RUNTIMES, type RuntimeName } from '../contracts/runtimes.ts';
@@ -33,8 +34,8 @@ export interface AgentAttachment {
 
 /** An agent silent (or a job's agent gone) for this many heartbeats is gone. */
 export const MISSED_HEARTBEATS = 3;
-/** Characters of each live output message passed on to callers following the job (progress shows the last line). */
-const FOLLOW_OUTPUT_CHARS = 4096;
+/** Bytes of each live output frame passed on to callers following the job (progress shows the last line). */
+const FOLLOW_OUTPUT_BYTES = 4096;
 
 type Listener = (e: DispatchEvent) => void;
 
@@ -319,6 +320,7 @@ export class TeamDispatcher extends DurableObject<Env> {
   async webSocketMessage(ws: WebSocket, raw: string | ArrayBuffer): Promise<void> {
     const att = this.attachmentOf(ws);
     if (!att) return;
+    if (typeof raw !== 'string') return this.onOutputFrame(att, raw);
     const parsed = parseAgentMessage(raw);
     if (!parsed.ok) {
       console.warn(`agent ${att.agentId ?? '(before hello)'}: rejected message: ${parsed.reason}`);
@@ -336,14 +338,6 @@ export class TeamDispatcher extends DurableObject<Env> {
     switch (msg.type) {
       case 'heartbeat': {
         this.reconcileHeld(agentId, msg.running, now, 2 * this.heartbeatMs());
-        return;
-      }
-      case 'job.output': {
-        const row = this.store.get(msg.jobId);
-        if (row?.state !== 'running' || row.agent !== agentId) return;
-        this.store.appendOutput(msg.jobId, msg.stream, msg.data);
-        // Followers turn output into progress (its last line): the tail is enough, and keeps their streams small.
-        this.emit(msg.jobId, { type: 'output', stream: msg.stream, data: msg.data.length > FOLLOW_OUTPUT_CHARS ? msg.data.slice(-FOLLOW_OUTPUT_CHARS) : msg.data });
         return;
       }
       case 'job.exit.part': {
@@ -399,6 +393,27 @@ export class TeamDispatcher extends DurableObject<Env> {
         return;
       }
     }
+  }
+
+  /**
+   * Live output (a binary frame): kept by byte offset while the job runs on this agent. Output
+   * is bulk data, not a sign of life: only the agent's JSON messages (heartbeats first) count as
+   * liveness, so a flood of output can never stand in for heartbeats that do not arrive.
+   */
+  private onOutputFrame(att: AgentAttachment, raw: ArrayBuffer): void {
+    if (!att.agentId) return;
+    const parsed = decodeOutputFrame(raw);
+    if (!parsed.ok) {
+      console.warn(`agent ${att.agentId}: rejected output frame: ${parsed.reason}`);
+      return;
+    }
+    const f = parsed.frame;
+    const row = this.store.get(f.jobId);
+    if (row?.state !== 'running' || row.agent !== att.agentId) return;
+    if (this.store.appendOutput(f.jobId, f.stream, f.offset, f.data) === 0) return;
+    // Followers turn output into progress (its last line): the tail is enough, and keeps their streams small.
+    const tail = f.data.subarray(Math.max(0, f.data.byteLength - FOLLOW_OUTPUT_BYTES));
+    this.emit(f.jobId, { type: 'output', stream: f.stream, data: new TextDecoder().decode(tail) });
   }
 
   private async onHello(ws: WebSocket, att: AgentAttachment, hello: AgentHello, now: number): Promise<void> {
