@@ -14,6 +14,7 @@ import { silentLogger } from '../executor/log.ts';
 import { probeRuntimes } from '../executor/runtimes/probe.ts';
 import { startDriver } from '../executor/sandbox/index.ts';
 import type { SandboxReuse } from '../src/contracts/sandbox-reuse.ts';
+import { DISCARD_LIVE } from '../executor/jobs/relay.ts';
 
 /** ms per `spawn('true')` until exit, sequentially. */
 export async function benchBareSpawn(n: number): Promise<number[]> {
@@ -120,7 +121,7 @@ async function benchDriverRun(kind: SandboxKind, n: number, o: DriverBenchOption
       const r = runner.start({
         jobId: `bench-${id}`, artifactHandle: `art_bench_${id}_000000`, mode: 'argv', command: 'true', args: [], cwd: '', env: {},
         timeoutMs: 30_000, limits: { inlineBytes: 40_000, artifactBytes: 1 << 20 }, ...(o.reuse ? { reuse: o.reuse } : {}),
-      }, () => {});
+      }, DISCARD_LIVE);
       if (!r.accepted) throw new Error(r.error.message);
       const { exit } = await r.done;
       if (exit.state !== 'exited' || exit.exitCode !== 0) throw new Error(`bench job ended ${exit.state} ${exit.exitCode}`);

@@ -26,7 +26,7 @@ import { hasCommand, startAgent, type AgentProcess, type Gateway } from '../test
 import { startBenchGateway } from './gateway.ts';
 import { DEFAULT_POLICY } from '../src/policy/default-policy.ts';
 import { BENCH_REUSE, benchBareSpawn, bareSpawnCpu, bareSpawnThroughput } from './executor.ts';
-import { benchHotPath, cpuPerCall, p50 } from './hotpath.ts';
+import { benchHotPath, cpuPerCall, healthzFloor, p50 } from './hotpath.ts';
 import { benchScale } from './scale.ts';
 import { benchPolicy } from './policy.ts';
 import { benchSearch } from './query.ts';
@@ -126,10 +126,13 @@ async function main() {
     const cpu = await cpuPerCall(nCpu, () => timeCalls(none, 1, { command: 'true', args: [] }), port, noneAgent.proc.pid);
     const bareCpu = await bareSpawnCpu(nCpu);
     if (cpu.gateway !== null) row('  gateway (workerd) CPU per execute call', f(cpu.gateway), '', 'the Worker, the DO and the local D1/R2 emulation');
+    if (cpu.devProxy !== null) row("  wrangler dev's local proxy (workerd) CPU per execute call", f(cpu.devProxy), '', 'forwards every request and WebSocket locally; no such hop when deployed');
     if (cpu.agent !== null) row('  agent CPU per execute call (with its child processes)', f(cpu.agent), '', `bare spawn('true'): ${f(bareCpu)} with the child`);
     row('  MCP client (SDK v1) CPU per execute call', f(cpu.client), '', '');
     const cpuList = await cpuPerCall(quick ? 10 : 30, () => none.listTools(), port);
     row('  tools/list CPU per call: gateway / MCP client', cpuList.gateway !== null ? f(cpuList.gateway) : '?', f(cpuList.client), 'the SDK v1 client compiles every output schema on listTools');
+    const floor = await healthzFloor(gw.url, quick ? 30 : 100);
+    row('  GET /healthz through wrangler dev (no Gatehouse work)', f(p50(floor)), f(pct(floor, 99)), "the local per-request floor: wrangler's proxy + workerd in development mode");
 
     let warmClient: Client | null = null;
     let reuseClient: Client | null = null;

@@ -8,6 +8,7 @@ import type { AgentMessage, JobArtifact, JobExit, JobSpec, RuntimeInfo, SandboxK
 import { PROTOCOL_VERSION } from '../src/contracts/agent-protocol.ts';
 import { AGENT_MESSAGE_BUDGET_BYTES, EXIT_PART_CHARS, splitText } from '../src/contracts/limits.ts';
 import { EdgeConnection } from './connection.ts';
+import { TRACE_PREFIX, type TraceStep } from '../src/mcp/trace.ts';
 import type { JobRunner } from './jobs/runner.ts';
 import type { Logger } from './log.ts';
 
@@ -36,6 +37,8 @@ export class Agent {
   private readonly unackedArtifacts = new Map<string, JobArtifact>();
   /** Jobs whose uploads still run. */
   private readonly uploading = new Set<string>();
+  /** Why the edge cancelled a running job, for its log line. */
+  private readonly cancelReasons = new Map<string, string>();
 
   constructor(o: AgentOptions) {
     this.o = o;
@@ -53,10 +56,14 @@ export class Agent {
         for (const report of this.unackedArtifacts.values()) this.send(report);
       },
       onMessage: (m) => {
-        if (m.type === 'job.start') this.startJob(m.spec);
+        if (m.type === 'job.start') {
+          stamp('agent.job_start');
+          this.startJob(m.spec);
+        }
         else if (m.type === 'job.cancel') {
-          if (!o.runner.cancel(m.jobId)) o.log.info(`cancel for job ${m.jobId}, which is not running here (${m.reason})`);
-          else o.log.info(`cancelling job ${m.jobId}: ${m.reason}`);
+          // The reason goes on the job's one line, written when it ends.
+          if (o.runner.cancel(m.jobId)) this.cancelReasons.set(m.jobId, m.reason);
+          else o.log.info(`cancel for job ${m.jobId}, which is not running here (${m.reason})`);
         } else if (m.type === 'job.ack') {
           if (m.stream) this.unackedArtifacts.delete(`${m.jobId}/${m.stream}`);
           else this.unacked.delete(m.jobId);
@@ -88,24 +95,28 @@ export class Agent {
 
   private startJob(spec: JobSpec): void {
     const { log, runner } = this.o;
-    const r = runner.start(spec, (m) => this.send(m));
+    const r = runner.start(spec, { sendFrame: (f) => this.conn.sendFrame(f), buffered: () => this.conn.buffered() });
     if (!r.accepted) {
       log.warn(`refused job ${spec.jobId}: ${r.error.code}: ${r.error.message}`);
       this.send(r.error);
       return;
     }
-    log.info(`job ${spec.jobId} started (${spec.mode}${spec.runtime ? ` ${spec.runtime}` : ''})`);
     void r.done.then(async ({ exit, artifacts }) => {
-      log.info(`job ${spec.jobId} ${exit.state}${exit.exitCode !== null ? ` ${exit.exitCode}` : ''}${exit.signal ? ` ${exit.signal}` : ''} in ${exit.durationMs} ms`);
+      stamp('agent.exit_ready');
+      const cancelled = this.cancelReasons.get(spec.jobId);
+      this.cancelReasons.delete(spec.jobId);
+      jobLine(log, spec, exit, cancelled);
       if (this.unacked.size >= MAX_UNACKED) this.unacked.delete(this.unacked.keys().next().value!);
       this.unacked.set(spec.jobId, exit);
       if (exit.pendingArtifacts?.length) this.uploading.add(spec.jobId);
       this.sendExit(exit);
+      stamp('agent.exit_sent');
       try {
         for (const report of await artifacts) {
           if (this.unackedArtifacts.size >= 2 * MAX_UNACKED) this.unackedArtifacts.delete(this.unackedArtifacts.keys().next().value!);
           this.unackedArtifacts.set(`${report.jobId}/${report.stream}`, report);
-          log.info(`job ${spec.jobId}: ${report.stream} artifact ${report.state} (${report.bytes} bytes)`);
+          // A stored stream is the normal case and says nothing; a failed upload is worth a line.
+          if (report.state !== 'complete') log.warn(`job ${spec.jobId}: ${report.stream} artifact ${report.state} (${report.bytes} bytes stored)`, { job: spec.jobId, stream: report.stream, artifact: report.state, bytes: report.bytes });
           this.send(report);
         }
       } finally {
@@ -118,6 +129,22 @@ export class Agent {
   private sendExit(exit: JobExit): void {
     for (const m of exitMessages(exit)) if (!this.send(m)) return;
   }
+}
+
+/**
+ * The one log line of a job, written when its process ends: id, state (with exit code or signal)
+ * and duration, as `job 7c1e… exited 0 in 41 ms`; what it ran, a failure's reason or a cancel's
+ * reason follow in parentheses. In JSON the same facts are fields.
+ */
+function jobLine(log: Logger, spec: JobSpec, exit: JobExit, cancelled: string | undefined): void {
+  const what = `${spec.mode}${spec.runtime ? ` ${spec.runtime}` : ''}`;
+  const why = cancelled ?? (exit.error ? `${exit.error.code}: ${exit.error.message.split('\n')[0].slice(0, 200)}` : undefined);
+  const code = exit.exitCode !== null ? ` ${exit.exitCode}` : '';
+  const signal = exit.signal ? ` ${exit.signal}` : '';
+  log.info(`job ${spec.jobId} ${exit.state}${code}${signal} in ${exit.durationMs} ms (${what}${why ? `; ${why}` : ''})`, {
+    job: spec.jobId, state: exit.state, exitCode: exit.exitCode, signal: exit.signal, durationMs: exit.durationMs, mode: spec.mode,
+    ...(spec.runtime ? { runtime: spec.runtime } : {}), ...(why ? { reason: why } : {}),
+  });
 }
 
 /**
@@ -135,4 +162,10 @@ export function exitMessages(exit: JobExit, budget = AGENT_MESSAGE_BUDGET_BYTES,
   }
   out.push({ ...exit, stdout: '', stderr: '', parts: counts });
   return out;
+}
+
+/** Bench only (`node bench/hotpath.ts --trace`): the agent's steps of a call; see src/mcp/trace.ts. */
+const TRACING = process.env.HOTPATH_TRACE === '1';
+function stamp(step: TraceStep): void {
+  if (TRACING) console.log(`${TRACE_PREFIX} ${step} ${Date.now()}`);
 }

@@ -74,6 +74,23 @@ export class EdgeConnection {
     }
   }
 
+  /** Sends a binary live-output frame on a welcomed socket; false when there is none. */
+  sendFrame(frame: Uint8Array): boolean {
+    if (!this.ready) return false;
+    try {
+      this.ws!.send(frame);
+      return true;
+    } catch (e) {
+      this.o.log.warn(`send failed: ${(e as Error).message}`);
+      return false;
+    }
+  }
+
+  /** Bytes handed to the socket and not yet written to the network; null without a welcomed socket. */
+  buffered(): number | null {
+    return this.ready ? this.ws!.bufferedAmount : null;
+  }
+
   private connect(): void {
     if (this.stopped) return;
     const { log } = this.o;
@@ -144,7 +161,7 @@ export class EdgeConnection {
       const r = await request(httpUrl, { headers: { authorization: `Bearer ${this.o.token}` }, headersTimeout: 5000, bodyTimeout: 5000 });
       const body = (await r.body.text()).slice(0, 300);
       if (r.statusCode === 401 || r.statusCode === 403) {
-        log.error(`the gateway refused the agent token (HTTP ${r.statusCode}): ${body || 'no detail'} — check --token/--token-file; retrying`);
+        log.error(`the gateway refused the agent token (HTTP ${r.statusCode}): ${body || 'no detail'} — check --token-file (or GATEHOUSE_AGENT_TOKEN); retrying`);
       } else {
         log.warn(`could not connect to ${this.o.url} (HTTP ${r.statusCode} to a plain request); retrying`);
       }

@@ -26,7 +26,7 @@ function agentVersion(): string {
 }
 
 /** Runs the agent until a stop signal; resolves with the process exit code (2: bad flags, 1: cannot start). */
-export async function runAgentCli(argv: string[], log: Logger = consoleLogger()): Promise<number> {
+export async function runAgentCli(argv: string[], logger?: Logger): Promise<number> {
   const parsed = parseAgentArgs(argv);
   if (!parsed.ok) {
     if (parsed.help) {
@@ -37,6 +37,7 @@ export async function runAgentCli(argv: string[], log: Logger = consoleLogger())
     return 2;
   }
   const cfg = parsed.config;
+  const log = logger ?? consoleLogger('gatehouse-agent', cfg.json);
 
   let root: string;
   try {

@@ -9,13 +9,13 @@ import { readFile } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
-import type { JobArtifact, JobError, JobExit, JobLimits, JobOutput, JobSpec, SandboxKind, StreamName, TerminalState } from '../../src/contracts/agent-protocol.ts';
+import type { JobArtifact, JobError, JobExit, JobLimits, JobSpec, SandboxKind, StreamName, TerminalState } from '../../src/contracts/agent-protocol.ts';
 import type { Logger } from '../log.ts';
 import type { LaunchRequest, ProcessEnd, Sandbox, SandboxDriver } from '../sandbox/types.ts';
 import type { RuntimeTable } from '../runtimes/probe.ts';
 import { StreamCapture } from './capture.ts';
 import { inlineResult } from './inline.ts';
-import { OutputRelay } from './relay.ts';
+import { OutputRelay, type LiveSink } from './relay.ts';
 import { launchScript, parseBuildStatus } from './launcher.ts';
 import { startWatchdog, NO_WATCHDOG, type Watchdog } from './watchdog.ts';
 import { jobRlimits, rlimitPrefix } from './limits.ts';
@@ -82,7 +82,7 @@ export class JobRunner {
   }
 
   /** Accepts or refuses synchronously (so capacity cannot be overbooked), then runs in the background. */
-  start(spec: JobSpec, send: (m: JobOutput) => void): StartResult {
+  start(spec: JobSpec, live: LiveSink): StartResult {
     const refuse = (code: string, message: string): StartResult => ({ accepted: false, error: { type: 'job.error', jobId: spec.jobId, code, message } });
     if (this.jobs.has(spec.jobId)) return refuse('invalid_argument', `job ${spec.jobId} is already running on this agent`);
     if (this.jobs.size >= this.opts.capacity) {
@@ -101,7 +101,7 @@ export class JobRunner {
     const done = (async (): Promise<JobResult> => {
       try {
         if (!planned.ok) return settled(failedToStart(spec.jobId, t0, planned.failure.kind === 'spawn_failed' ? planned.failure.detail : ''));
-        return await this.run(job, planned.plan, send, t0);
+        return await this.run(job, planned.plan, live, t0);
       } catch (e) {
         this.opts.log.error(`job ${spec.jobId}: ${(e as Error).stack ?? e}`);
         return settled(failedToStart(spec.jobId, t0, (e as Error).message));
@@ -127,15 +127,17 @@ export class JobRunner {
     while (this.jobs.size && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
   }
 
-  private async run(job: LiveJob, plan: JobPlan, send: (m: JobOutput) => void, t0: number): Promise<JobResult> {
+  private async run(job: LiveJob, plan: JobPlan, live: LiveSink, t0: number): Promise<JobResult> {
     const { spec } = job;
     const { log, driver } = this.opts;
     const base = join(this.opts.spoolDir, randomBytes(8).toString('hex'));
-    const relay = new OutputRelay(spec.jobId, send);
-    const mk = (stream: StreamName) => new StreamCapture({
-      stream, spoolPath: `${base}.${stream}`, artifactBytes: plan.artifactBytes,
-      inlineBytes: plan.inlineBytes, relayBytes: liveBytes(plan), relay: relay.push,
-    });
+    const relay = new OutputRelay(spec.jobId, live);
+    const mk = (stream: StreamName) => {
+      relay.track(stream, `${base}.${stream}`, liveBytes(plan));
+      return new StreamCapture({
+        stream, spoolPath: `${base}.${stream}`, artifactBytes: plan.artifactBytes, inlineBytes: plan.inlineBytes, spooled: relay.available,
+      });
+    };
     const caps = { stdout: mk('stdout'), stderr: mk('stderr') };
 
     job.stopNow = (why) => {
@@ -200,6 +202,7 @@ export class JobRunner {
       }
     } finally {
       clearTimeout(timer);
+      await relay.close();
       await caps.stdout.close();
       await caps.stderr.close();
     }
@@ -284,7 +287,8 @@ export class JobRunner {
   private async finish(spec: JobSpec, t0: number, end: ProcessEnd, stop: 'timeout' | 'cancel' | null,
     caps: Record<StreamName, StreamCapture>, relay: OutputRelay,
     phase: 'build' | 'run' | undefined, compileError: boolean, limitError?: { code: string; message: string }): Promise<JobResult> {
-    relay.flush();
+    // The live copy goes out before the exit: the edge takes live output only while the job runs.
+    await relay.finish();
     await caps.stdout.close();
     await caps.stderr.close();
     const durationMs = Math.round(performance.now() - t0);
@@ -379,7 +383,9 @@ export function failedToStart(jobId: string, t0: number, detail: string): JobExi
 
 /**
  * Bytes of each stream relayed live: the edge keeps them for the live tail and as the readable
- * prefix when the artifact never arrives (kill -9, failed upload). Never less than the inline cap.
+ * prefix when the artifact never arrives (kill -9, failed upload). The relay reads them from the
+ * spool, so a stream whose artifact cap is below the inline cap relays only what is spooled (the
+ * exit's inline result carries the rest).
  */
 export function liveBytes(plan: Pick<JobPlan, 'inlineBytes' | 'artifactBytes'>): number {
   return Math.max(plan.inlineBytes, Math.min(plan.artifactBytes, LIVE_OUTPUT_MAX_BYTES));

@@ -57,8 +57,22 @@ export const EXIT_PART_CHARS = 1024 * 1024;
  */
 export const LIVE_OUTPUT_MAX_BYTES = 16 * 1024 * 1024;
 
-/** Characters of live output per `job.output` message (≤ 6 bytes per char once JSON-escaped: far below the message limit). */
-export const LIVE_MESSAGE_CHARS = 256 * 1024;
+/**
+ * Output bytes per live output frame (binary, `output-frame.ts`): far below
+ * WEBSOCKET_MESSAGE_MAX_BYTES, and one frame is one row of the DO's live table (below
+ * SQLITE_ROW_MAX_BYTES), so a frame never has to be split.
+ */
+export const LIVE_FRAME_DATA_BYTES = 256 * 1024;
+
+/**
+ * The agent's relay sends another live frame only while its socket holds less than this many
+ * bytes not yet written (`WebSocket.bufferedAmount`): the relay's memory stays bounded whatever a
+ * job writes, and a heartbeat never queues behind more than this.
+ */
+export const RELAY_MAX_BUFFERED_BYTES = 1024 * 1024;
+
+/** Bytes per stored row of live output (a BLOB): below SQLITE_ROW_MAX_BYTES with room for the other columns. */
+export const STORED_OUTPUT_CHUNK_BYTES = 1024 * 1024;
 
 /** Sanity check used by tests and by the DO before it serializes an attachment. */
 export function attachmentBytes(value: unknown): number {

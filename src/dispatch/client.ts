@@ -12,6 +12,7 @@ import type { AgentView, JobListFilter, JobView } from '../contracts/jobs.ts';
 import { isSettled, isTerminal } from '../contracts/jobs.ts';
 import { err, ok, type ErrorCode, type Result } from '../contracts/errors.ts';
 import { DispatchEvent, type DispatchRequest, type KeptOutput, type SubmitAnswer, type UploadAnswer } from './events.ts';
+import { stamp } from '../mcp/trace.ts';
 import { lostExit } from './outcomes.ts';
 
 function stub(env: Env, team: string) {
@@ -69,6 +70,7 @@ export async function awaitJob(
         const parsed = DispatchEvent.safeParse(JSON.parse(line));
         if (!parsed.success) continue;
         const e = parsed.data;
+        if (e.type === 'exit') stamp(env, 'edge.exit_event');
         if (e.type === 'exit') return ok({ exit: e.exit, agentId: e.agentId, sandbox: e.sandbox });
         if (e.type === 'error') return err(errorCode(e.code), e.message);
         await onEvent(e);

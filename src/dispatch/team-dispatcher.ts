@@ -10,6 +10,7 @@ import {
   AGENT_RECONNECT_MAX_BACKOFF_MS, PROTOCOL_VERSION, parseAgentMessage, type AgentHello, type EdgeMessage, type JobExit, type SandboxKind, type StreamName,
 } from '../contracts/agent-protocol.ts';
 import { HIBERNATION_ATTACHMENT_MAX_BYTES, attachmentBytes } from '../contracts/limits.ts';
+import { decodeOutputFrame } from '../contracts/output-frame.ts';
 import { isTerminal, JOB_RETENTION_MS, JobListFilter, type AgentView, type JobState, type JobView } from '../contracts/jobs.ts';
 import { describeIssues } from '../contracts/errors.ts';
 import { RUNTIMES, type RuntimeName } from '../contracts/runtimes.ts';
@@ -17,6 +18,7 @@ import { concurrencyLimitMessage } from '../policy/engine.ts';
 import { isRevoked } from '../store/tokens.ts';
 import { syncJobToD1 } from '../store/jobs.ts';
 import { DispatchRequest, type DispatchEvent, type KeptOutput, type SubmitAnswer, type UploadAnswer } from './events.ts';
+import { stamp } from '../mcp/trace.ts';
 import { JobStore, type JobRow } from './job-store.ts';
 import { AgentRegistry } from './agent-registry.ts';
 import { lostExit, noAgentMessage } from './outcomes.ts';
@@ -32,8 +34,8 @@ export interface AgentAttachment {
 
 /** An agent silent (or a job's agent gone) for this many heartbeats is gone. */
 export const MISSED_HEARTBEATS = 3;
-/** Characters of each live output message passed on to callers following the job (progress shows the last line). */
-const FOLLOW_OUTPUT_CHARS = 4096;
+/** Bytes of each live output frame passed on to callers following the job (progress shows the last line). */
+const FOLLOW_OUTPUT_BYTES = 4096;
 
 type Listener = (e: DispatchEvent) => void;
 
@@ -126,6 +128,7 @@ export class TeamDispatcher extends DurableObject<Env> {
    * `events` is null when the job was not taken (the answer says why) or runs in the background.
    */
   async submitAndFollow(team: string, raw: DispatchRequest): Promise<{ answer: SubmitAnswer; events: ReadableStream<Uint8Array> | null }> {
+    stamp(this.env, 'do.submitted');
     const answer = await this.submit(team, raw);
     if (!answer.ok || raw.background) return { answer, events: null };
     return { answer, events: await this.follow(team, answer.jobId) };
@@ -317,6 +320,7 @@ export class TeamDispatcher extends DurableObject<Env> {
   async webSocketMessage(ws: WebSocket, raw: string | ArrayBuffer): Promise<void> {
     const att = this.attachmentOf(ws);
     if (!att) return;
+    if (typeof raw !== 'string') return this.onOutputFrame(att, raw);
     const parsed = parseAgentMessage(raw);
     if (!parsed.ok) {
       console.warn(`agent ${att.agentId ?? '(before hello)'}: rejected message: ${parsed.reason}`);
@@ -336,14 +340,6 @@ export class TeamDispatcher extends DurableObject<Env> {
         this.reconcileHeld(agentId, msg.running, now, 2 * this.heartbeatMs());
         return;
       }
-      case 'job.output': {
-        const row = this.store.get(msg.jobId);
-        if (row?.state !== 'running' || row.agent !== agentId) return;
-        this.store.appendOutput(msg.jobId, msg.stream, msg.data);
-        // Followers turn output into progress (its last line): the tail is enough, and keeps their streams small.
-        this.emit(msg.jobId, { type: 'output', stream: msg.stream, data: msg.data.length > FOLLOW_OUTPUT_CHARS ? msg.data.slice(-FOLLOW_OUTPUT_CHARS) : msg.data });
-        return;
-      }
       case 'job.exit.part': {
         const row = this.store.get(msg.jobId);
         if (row?.state !== 'running' || row.agent !== agentId) return;
@@ -357,6 +353,7 @@ export class TeamDispatcher extends DurableObject<Env> {
           console.warn(`agent ${agentId} reported the end of job ${msg.jobId}, which runs on ${row.agent ?? 'no agent'}; ignored`);
           return;
         }
+        stamp(this.env, 'do.exit_received');
         if (row?.state === 'running') {
           let exit: JobExit = msg;
           if (msg.parts) {
@@ -396,6 +393,27 @@ export class TeamDispatcher extends DurableObject<Env> {
         return;
       }
     }
+  }
+
+  /**
+   * Live output (a binary frame): kept by byte offset while the job runs on this agent. Output
+   * is bulk data, not a sign of life: only the agent's JSON messages (heartbeats first) count as
+   * liveness, so a flood of output can never stand in for heartbeats that do not arrive.
+   */
+  private onOutputFrame(att: AgentAttachment, raw: ArrayBuffer): void {
+    if (!att.agentId) return;
+    const parsed = decodeOutputFrame(raw);
+    if (!parsed.ok) {
+      console.warn(`agent ${att.agentId}: rejected output frame: ${parsed.reason}`);
+      return;
+    }
+    const f = parsed.frame;
+    const row = this.store.get(f.jobId);
+    if (row?.state !== 'running' || row.agent !== att.agentId) return;
+    if (this.store.appendOutput(f.jobId, f.stream, f.offset, f.data) === 0) return;
+    // Followers turn output into progress (its last line): the tail is enough, and keeps their streams small.
+    const tail = f.data.subarray(Math.max(0, f.data.byteLength - FOLLOW_OUTPUT_BYTES));
+    this.emit(f.jobId, { type: 'output', stream: f.stream, data: new TextDecoder().decode(tail) });
   }
 
   private async onHello(ws: WebSocket, att: AgentAttachment, hello: AgentHello, now: number): Promise<void> {
@@ -530,6 +548,7 @@ export class TeamDispatcher extends DurableObject<Env> {
           retry = true;
           continue;
         }
+        stamp(this.env, 'do.job_start_sent');
         this.emit(jobId, { type: 'started', jobId, agentId, sandbox: r.sandbox });
         void this.sync();
       }
@@ -585,6 +604,7 @@ export class TeamDispatcher extends DurableObject<Env> {
   private settle(jobId: string): void {
     const row = this.store.get(jobId);
     if (!row || !isTerminal(row.state) || this.store.hasUploading(jobId)) return;
+    stamp(this.env, 'do.settled');
     this.emit(jobId, this.finalEvent(row));
     this.listeners.delete(jobId);
   }

@@ -21,6 +21,7 @@ import { isSettled } from '../contracts/jobs.ts';
 import { callCancelKey, type ToolContext, type ToolExtra } from './context.ts';
 import { progressReporter } from './progress.ts';
 import type { InputRequiredResult } from '@modelcontextprotocol/server';
+import { stamp } from './trace.ts';
 import { approvalGate, type Refusal } from '../approval/gate.ts';
 import type { ApprovableRequest } from '../approval/request.ts';
 
@@ -74,6 +75,7 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
   try {
     const { policy } = await teamPolicyOf(env, principal);
     const decision = await decide(policy, { ...r.policy, tool: r.tool, team: principal.team, subject: principal.subject });
+    stamp(env, 'edge.decided');
     jobId = crypto.randomUUID();
     let approval: { id: string; note: string } | undefined;
     if (decision.ask && decision.effective) {
@@ -135,6 +137,7 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
       jobId: spec.jobId, exitStatus: 'queued', ...(approval ? { approvalId: approval.id } : {}),
     });
     audited = true;
+    stamp(env, 'edge.recorded');
     const key = callCancelKey(ctx, extra);
     const { answer, events } = await submitAndFollow(env, principal.team, {
       spec, cancelKey: key, runtime: r.job.runtime, tool: r.tool, subject: principal.subject,

@@ -13,6 +13,7 @@ import { batchProblem } from './bounds.ts';
 import { buildServer } from './server.ts';
 import { cancelKey, type ToolContext } from './context.ts';
 import { cancelByCall } from '../dispatch/client.ts';
+import { stamp, stampBodyEnd } from './trace.ts';
 
 export const mcpRoutes = new Hono<AppEnv>();
 
@@ -35,9 +36,13 @@ export function originCheck(): MiddlewareHandler<AppEnv> {
   };
 }
 
+// The trace steps (bench only; see trace.ts) mark where auth and the rate limits end.
+mcpRoutes.use('*', async (c, next) => { stamp(c.env, 'edge.request'); await next(); });
 mcpRoutes.use('*', originCheck());
 mcpRoutes.use('*', requireAuth({ anyScope: ['execute', 'artifacts:read', 'admin'] }));
+mcpRoutes.use('*', async (c, next) => { stamp(c.env, 'edge.authenticated'); await next(); });
 mcpRoutes.use('*', rateLimit('mcp'));
+mcpRoutes.use('*', async (c, next) => { stamp(c.env, 'edge.rate_limited'); await next(); });
 
 // Stateless: there is no standalone server→client stream to open (the spec allows 405 here).
 mcpRoutes.get('/', () => new Response(null, { status: 405, headers: { Allow: 'POST, DELETE' } }));
@@ -69,7 +74,8 @@ mcpRoutes.on(['POST', 'DELETE'], '/', async (c) => {
     principal: p,
     waitUntil: (w) => c.executionCtx.waitUntil(w),
   });
-  return (isToolCall(parsedBody) ? streamingHandler : mcpHandler).fetch(c.req.raw, { authInfo, ...(parsedBody !== undefined ? { parsedBody } : {}) });
+  const res = await (isToolCall(parsedBody) ? streamingHandler : mcpHandler).fetch(c.req.raw, { authInfo, ...(parsedBody !== undefined ? { parsedBody } : {}) });
+  return stampBodyEnd(c.env, res);
 });
 
 /** Per-request team context, found by the request's `authInfo` object (dropped with it). */

@@ -38,7 +38,7 @@ export function verdictOf(d: Pick<PolicyDecision, 'allowed' | 'ask'>): 'allow' |
 export async function decide(policy: PolicyDocument, req: PolicyRequest, opts: DecideOptions = {}): Promise<PolicyDecision> {
   // A command string without shell syntax is decided (and run) as argv. A policy that allows
   // shell strings keeps its meaning: if the argv decision denies, the shell decision still may allow.
-  const argv = req.mode === 'shell' && req.tool !== 'runtime_execute' ? splitSimpleCommand(req.command) : null;
+  const argv = req.mode === 'shell' && req.tool !== 'runtime_execute' && !req.shellOnly ? splitSimpleCommand(req.command) : null;
   if (argv) {
     const asArgv = await decideOne(policy, { ...req, mode: 'argv', command: argv[0], args: argv.slice(1) }, opts);
     const note = `the command has no shell syntax: decided as argv ${JSON.stringify(argv)}`;

@@ -9,6 +9,11 @@ export interface PolicyRequest {
   /** argv: command+args, no shell; shell: command is the whole `sh -c` string; code: runtime code mode */
   mode: 'argv' | 'shell' | 'code';
   command: string; // executable (argv/code) or the whole shell string (shell)
+  /**
+   * Shell mode only: decide the string as a shell string even when it has no shell syntax (no
+   * argv split). run_script's child_process.exec promises `sh -c` and the subprocess input document.
+   */
+  shellOnly?: true;
   args: string[];
   runtime?: RuntimeName; // runtime_execute (and optional in policy_check)
   code?: string; // code mode source (runtime 'shell' code is decided as a shell string)

@@ -18,6 +18,9 @@ export const RPC_MAX_SERIALIZED_BYTES = 32 * 1024 * 1024;
 /** Room for the report's other fields and the serializer's framing. */
 export const REPORT_OVERHEAD_BYTES = 64 * 1024;
 
+/** A script's error message as the caller sees it (a script can throw a string of any size). */
+export const ERROR_MAX_BYTES = 16 * 1024;
+
 /** One `sleep(ms)` call waits at most this long (longer requests are silently capped). */
 export const SLEEP_MAX_MS = 30_000;
 

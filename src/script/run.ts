@@ -17,6 +17,7 @@ import { codeBytes, prepareScript } from './prepare.ts';
 import { RUNNER_MODULE, RUNNER_SOURCE, SCRIPT_MODULE } from './isolate-runner.ts';
 import { ScriptHost } from './host.ts';
 import type { ScriptRunOptions, ScriptRunReport } from './protocol.ts';
+import { acceptReport, sanitizeError, type AcceptedReport } from './report.ts';
 import type { ScriptBudget } from './subprocess.ts';
 
 export interface RunScriptRequest {
@@ -74,7 +75,7 @@ export async function runScript(ctx: ToolContext, extra: ToolExtra, req: RunScri
   const budget: ScriptBudget = { started: 0, totalMs: 0, progress: 0, closed: false };
   /** The script's audit row is written once: by the normal end or by the cancellation path. */
   let finalized = false;
-  let report: ScriptRunReport | undefined;
+  let report: AcceptedReport | undefined;
   let status: ScriptStatus;
   let error: string | undefined;
   let typescript = false;
@@ -110,7 +111,7 @@ export async function runScript(ctx: ToolContext, extra: ToolExtra, req: RunScri
       await cancelByCall(env, principal.team, callCancelKey(ctx, extra), ended.kind === 'timeout' ? 'the script timed out' : 'the script was cancelled').catch(() => false);
     }
     if (ended.kind === 'report') {
-      report = ended.report;
+      report = acceptReport(ended.report);
       status = report.error === null ? 'success' : 'failure';
       if (report.error !== null) error = `Sandbox error: ${report.error}`;
     } else if (ended.kind === 'timeout') {
@@ -121,12 +122,12 @@ export async function runScript(ctx: ToolContext, extra: ToolExtra, req: RunScri
       error = 'Sandbox error: Execution cancelled by the client';
     } else {
       status = 'failure';
-      error = `Sandbox error: ${sanitize(ended.message)}`;
+      error = `Sandbox error: ${sanitizeError(ended.message)}`;
     }
   }
 
   const consoleText = report?.console ?? '';
-  const result = report?.resultJson != null ? JSON.parse(report.resultJson) as unknown : undefined;
+  const result = report?.result;
   const stdout = joinOutput(consoleText, result);
   const stderr = error ? `${error}\n` : '';
   const durationMs = Date.now() - started;
@@ -195,11 +196,6 @@ async function runIsolate(
     clearTimeout(timer);
     if (onAbort) signal.removeEventListener('abort', onAbort);
   }
-}
-
-/** Platform errors may name internal files; the caller sees only the message. */
-function sanitize(message: string): string {
-  return message.replace(/(file:\/\/)?\/[\w.\-/]+\.(m?js|ts)(:\d+)*/g, '<path>').replace(/\n\s+at [^\n]*/g, '');
 }
 
 /** Console lines, then the return value: a string as it is, anything else as 2-space JSON. */

@@ -95,7 +95,13 @@ export async function runSubprocess(sc: SubprocessContext, raw: unknown): Promis
     out = await runGoverned(ctx, progressFor(sc, `#${n} ${label(req.command)}`), {
       tool: 'run_script',
       parentJobId: sc.scriptId,
-      policy: { mode: shell ? 'shell' : 'argv', command: req.command, args: shell ? [] : (req.args ?? []), cwd: req.cwd, env: req.env, timeoutMs },
+      // child_process.exec is `sh -c` by contract: the shell-string rules decide it and OPA sees the
+      // `exec` document even for a string without shell syntax. gatehouse.exec without args is
+      // execute's command string, decided like execute's.
+      policy: {
+        mode: shell ? 'shell' : 'argv', command: req.command, args: shell ? [] : (req.args ?? []), cwd: req.cwd, env: req.env, timeoutMs,
+        ...(req.op === 'exec' ? { shellOnly: true as const } : {}),
+      },
       job: { mode: shell ? 'shell' : 'argv', command: req.command, args: shell ? [] : (req.args ?? []), stdin: req.stdin },
     });
   } finally {

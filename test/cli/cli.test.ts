@@ -16,6 +16,12 @@ import { auditInsertSql, execSql } from '../admin/seed.ts';
 import { promisify } from 'node:util';
 import { readmeBlock } from './readme.ts';
 
+/** Every command of the CLI (what `gatehouse --help` lists): each takes --help and --json. */
+const EVERY_COMMAND = [
+  'token create', 'token list', 'token revoke', 'token bootstrap', 'policy get', 'policy set', 'policy check', 'audit tail', 'agents',
+  'jobs list', 'jobs show', 'jobs kill', 'approvals list', 'approvals show', 'approvals approve', 'approvals deny', 'agent', 'agent doctor',
+];
+
 let gw: Gateway;
 let adminToken: string;
 let dir: string;
@@ -61,17 +67,23 @@ describe('usage', () => {
     expect(h.stdout).toContain('gatehouse token create');
     const v = await cli(['--version']);
     expect(v.stdout.trim()).toBe(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version);
-    const every = [
-      ['token', '--help'], ['token', 'create', '--help'], ['token', 'list', '--help'], ['token', 'revoke', '--help'], ['token', 'bootstrap', '--help'],
-      ['policy', '--help'], ['policy', 'get', '--help'], ['policy', 'set', '--help'], ['policy', 'check', '--help'],
-      ['audit', '--help'], ['audit', 'tail', '--help'], ['agents', '--help'],
-      ['jobs', '--help'], ['jobs', 'list', '--help'], ['jobs', 'show', '-h'], ['jobs', 'kill', '--help'],
-    ];
-    for (const c of every) {
-      // No gateway needed for help: it works without a URL or token.
-      const r = await cli(c, { env: { GATEHOUSE_URL: undefined, GATEHOUSE_ADMIN_TOKEN: undefined } });
-      expect(r.code, c.join(' ')).toBe(0);
-      expect(r.stdout, c.join(' ')).toMatch(/usage/);
+    // Every command `gatehouse --help` names, and every subcommand of it, has its own help that lists --json.
+    const named = new Set<string>();
+    for (const line of h.stdout.split('\n')) {
+      const m = /^\s+gatehouse ([a-z]+)(?: ([a-z]+))?(.*)$/.exec(line);
+      if (!m) continue;
+      named.add(m[2] && !m[2].startsWith('-') ? `${m[1]} ${m[2]}` : m[1]);
+      for (const alt of m[3].matchAll(/\| ([a-z]+)\b/g)) named.add(`${m[1]} ${alt[1]}`);
+    }
+    expect([...named].sort()).toEqual([...EVERY_COMMAND].sort());
+    for (const c of [...EVERY_COMMAND, 'token', 'policy', 'audit', 'jobs', 'approvals']) {
+      for (const flag of ['--help', '-h']) {
+        // No gateway needed for help: it works without a URL or token.
+        const r = await cli([...c.split(' '), flag], { env: { GATEHOUSE_URL: undefined, GATEHOUSE_ADMIN_TOKEN: undefined } });
+        expect(r.code, `${c} ${flag}: ${r.stderr}`).toBe(0);
+        expect(r.stdout, `${c} ${flag}`).toMatch(/usage/);
+        if (EVERY_COMMAND.includes(c)) expect(r.stdout, `${c} ${flag}`).toMatch(/--json\b/);
+      }
     }
     // The agent's help names the command a user types, not a file in the repository.
     const agent = await cli(['agent', '--help']);
@@ -312,5 +324,57 @@ describe('README', () => {
     } finally {
       rmSync(cwd, { recursive: true, force: true });
     }
+  }, 120_000);
+});
+
+describe('--json on every admin command', () => {
+  it('prints one JSON document per command (tokens, policy, approvals; agents and jobs in jobs.test.ts, audit above)', async () => {
+    // A team of its own, so the versions and rows the tests above count stay theirs.
+    const token = await gw.token({ team: 'jsonteam', scopes: ['admin'], subject: 'json-admin' });
+    const json = async (args: string[], o: { stdin?: string; code?: number } = {}) => {
+      // Before `--`: everything after it is the command being checked.
+      const at = args.includes('--') ? args.indexOf('--') : args.length;
+      const r = await cli([...args.slice(0, at), '--json', ...args.slice(at)], { token, stdin: o.stdin });
+      expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(o.code ?? 0);
+      try {
+        return JSON.parse(r.stdout) as Record<string, any>;
+      } catch {
+        throw new Error(`${args.join(' ')} --json printed no JSON:\n${r.stdout}`);
+      }
+    };
+    const created = await json(['token', 'create', '--scope', 'execute', '--subject', 'json-bot']);
+    expect(created).toMatchObject({ team: 'jsonteam', subject: 'json-bot', scopes: ['execute'] });
+    expect(decodeJwt(created.token).jti).toBe(created.jti);
+    expect((await json(['token', 'list'])).tokens.map((t: { jti: string }) => t.jti)).toContain(created.jti);
+    expect(await json(['token', 'revoke', created.jti])).toMatchObject({ jti: created.jti, revokedAt: expect.any(Number) });
+
+    const policy = { ...DEFAULT_POLICY, rules: [{ pattern: ['echo', 'ask-me'], decision: 'ask', reason: 'a person decides' }] };
+    expect(await json(['policy', 'set', '-'], { stdin: JSON.stringify(policy) })).toMatchObject({ team: 'jsonteam', version: 1, isDefault: false });
+    expect((await json(['policy', 'get'])).policy.rules).toEqual(policy.rules);
+    // Exit 3: needs approval (the JSON says the same).
+    expect(await json(['policy', 'check', '--', 'echo', 'ask-me'], { code: 3 })).toMatchObject({ allowed: false, decision: 'ask', stage: 'rules' });
+
+    // Two runs the rule asks about (a 2025-era client gets an approval id), one approved and one denied.
+    const client = new Client({ name: 'cli-json', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(gw.mcpUrl), {
+      requestInit: { headers: { Authorization: `Bearer ${await gw.token({ team: 'jsonteam', scopes: ['execute'], subject: 'asker' })}` } },
+    }));
+    const ask = async (word: string) => {
+      const r = await client.callTool({ name: 'execute', arguments: { command: 'echo', args: ['ask-me', word] } });
+      const id = (r.structuredContent as { approval?: { id: string } }).approval?.id;
+      if (!id) throw new Error(`no approval id in ${JSON.stringify(r)}`);
+      return id;
+    };
+    const [first, second] = [await ask('one'), await ask('two')];
+    await client.close();
+    expect((await json(['approvals', 'list', '--status', 'pending'])).approvals.map((a: { id: string }) => a.id).sort()).toEqual([first, second].sort());
+    expect((await json(['approvals', 'show', first])).approval).toMatchObject({ id: first, status: 'pending', subject: 'asker' });
+    expect((await json(['approvals', 'approve', first, '--note', 'ok'])).approval).toMatchObject({ id: first, status: 'approved' });
+    expect((await json(['approvals', 'deny', second])).approval).toMatchObject({ id: second, status: 'denied' });
+    // The README's last approvals line: the asks in the audit log (one JSON row per line).
+    const asked = await cli(['audit', 'tail', '--decision', 'asked', '--json'], { token });
+    expect(asked.code, asked.stderr).toBe(0);
+    const rows = asked.stdout.trim().split('\n').map((l) => JSON.parse(l) as { decision: string; subject: string });
+    expect(rows.map((r) => `${r.decision}:${r.subject}`)).toEqual(['asked:asker', 'asked:asker']);
   }, 120_000);
 });

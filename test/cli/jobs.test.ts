@@ -13,6 +13,7 @@ import { promisify } from 'node:util';
 import { ROOT, startAgent, startGateway, type AgentProcess, type Gateway, testSandbox } from '../e2e/harness.ts';
 import { readmeBlock } from './readme.ts';
 import { runCli, type CliRun } from '../support/cli.ts';
+import { until as waitUntil } from '../support/until.ts';
 
 // The CLI is under test here, not isolation: bubblewrap when present, else no sandbox.
 const SANDBOX = testSandbox();
@@ -21,6 +22,9 @@ let gw: Gateway;
 let agent: AgentProcess;
 let root: string;
 let adminToken: string;
+
+/** The agent's log lines about one job. */
+const jobLines = (logs: string, id: string) => logs.split('\n').filter((l) => l.includes(id));
 
 function cli(args: string[], token = adminToken): Promise<CliRun> {
   return runCli(gw.url, token, args);
@@ -75,6 +79,16 @@ describe('gatehouse jobs', () => {
     expect(show.stdout).toMatch(/^agent: +cli-agent$/m);
     expect(show.stdout).toMatch(/^exit: +0$/m);
 
+    // --json: the gateway's answers, whole.
+    const shown = JSON.parse((await cli(['jobs', 'show', id, '--json'])).stdout) as { job: { job_id: string; state: string; exit_code: number } };
+    expect(shown.job).toMatchObject({ job_id: id, state: 'exited', exit_code: 0 });
+    // Killing a job that already ended changes nothing and says so.
+    const late = await cli(['jobs', 'kill', id, '--json']);
+    expect(late.code, late.stderr).toBe(0);
+    expect(JSON.parse(late.stdout)).toEqual({ job_id: id, state: 'exited' });
+    // The agent logged exactly one line for the job: its id, state with exit code, duration.
+    expect(jobLines(agent.logs(), id)).toEqual([expect.stringMatching(new RegExp(`info job ${id} exited 0 in \\d+ ms \\(argv\\)$`))]);
+
     // Another team's admin: "not found", never the job.
     const other = await cli(['jobs', 'show', id], await gw.token({ team: 'globex', scopes: ['admin'] }));
     expect(other.code).toBe(1);
@@ -102,6 +116,29 @@ describe('gatehouse jobs', () => {
     await c.close();
     expect((r.structuredContent as { state: string }).state).toBe('cancelled');
     expect((await cli(['jobs', 'show', id])).stdout).toMatch(/^state: +cancelled$/m);
+    // One line for the killed job too, with who killed it.
+    await waitUntil(async () => jobLines(agent.logs(), id).length > 0, 15_000, 'the killed job\'s log line');
+    expect(jobLines(agent.logs(), id)).toEqual([expect.stringMatching(new RegExp(`info job ${id} cancelled.* in \\d+ ms \\(argv; killed by ops \\(admin API\\)\\)$`))]);
+  }, 120_000);
+
+  it('gatehouse agent --json logs one JSON object per line; a job\'s line carries its id, state and duration', async () => {
+    const jsonAgent = startAgent(gw, {
+      token: await gw.token({ team: 'jsonlog', scopes: ['agent'], subject: 'json-agent' }), root, sandbox: SANDBOX, agentId: 'json-agent', extraArgs: ['--json'],
+    });
+    try {
+      await jsonAgent.ready;
+      const c = await gw.mcp('jsonlog', ['execute']);
+      const r = await c.callTool({ name: 'execute', arguments: { command: 'false', args: [] } });
+      await c.close();
+      const id = (r.structuredContent as { job_id: string }).job_id;
+      await waitUntil(async () => jobLines(jsonAgent.logs(), id).length > 0, 15_000, 'the job\'s log line');
+      const lines = jsonAgent.logs().trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+      expect(lines.every((l) => typeof l.time === 'string' && ['info', 'warn', 'error'].includes(String(l.level)) && typeof l.msg === 'string')).toBe(true);
+      const mine = lines.filter((l) => String(l.msg).includes(id));
+      expect(mine).toEqual([expect.objectContaining({ level: 'info', job: id, state: 'exited', exitCode: 1, signal: null, durationMs: expect.any(Number), mode: 'argv' })]);
+    } finally {
+      await jsonAgent.stop();
+    }
   }, 120_000);
 });
 

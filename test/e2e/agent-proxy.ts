@@ -9,6 +9,7 @@ import { createServer, request, type IncomingMessage, type Server, type ServerRe
 import { connect, type Socket } from 'node:net';
 import { ARTIFACT_UPLOAD_PATH } from '../../src/contracts/agent-protocol.ts';
 import { parseFrame } from '../support/ws-frames.ts';
+import { decodeOutputFrame } from '../../src/contracts/output-frame.ts';
 
 type Msg = Record<string, unknown>;
 
@@ -130,6 +131,12 @@ export class AgentProxy {
           const f = parseFrame(buf);
           if (!f) break;
           buf = buf.subarray(f.size);
+          if (f.opcode === 2) {
+            // Live output (binary): recorded by where it starts and how much it carries.
+            const d = decodeOutputFrame(f.payload);
+            if (d.ok) this.fromAgent.push({ type: 'job.output', jobId: d.frame.jobId, stream: d.frame.stream, offset: d.frame.offset, bytes: d.frame.data.byteLength });
+            continue;
+          }
           if (f.opcode !== 1) continue;
           let m: Msg;
           try {

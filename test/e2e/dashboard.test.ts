@@ -142,8 +142,12 @@ describe.skipIf(!HAVE_CHROMIUM)('dashboard in a real browser', () => {
     expect(text).toContain('connected');
     expect(text).toContain(SANDBOX);
     expect(text).toMatch(/0 \/ 2 slots/);
-    // Runtimes with versions, as the agent probed them.
-    expect(await page.$$eval('tr[data-agent=dash-agent] ul.runtimes li', (li: any[]) => li.length)).toBeGreaterThan(0);
+    // Runtimes with versions, as the agent probed them, and a recent heartbeat.
+    const runtimes = await page.$$eval('tr[data-agent=dash-agent] ul.runtimes li', (li: any[]) => li.map((l) => [l.querySelector('.rt').textContent, l.querySelector('.ver').textContent]));
+    expect(runtimes.length).toBeGreaterThan(0);
+    expect(runtimes.find(([name]) => name === 'shell')?.[1]).toMatch(/\d/);
+    const beat = await page.$eval('tr[data-agent=dash-agent] time', (t: any) => t.getAttribute('datetime'));
+    expect(Date.now() - Date.parse(beat)).toBeLessThan(60_000);
     await shot('agents');
   });
 
@@ -170,6 +174,10 @@ describe.skipIf(!HAVE_CHROMIUM)('dashboard in a real browser', () => {
     const result = await call;
     expect((result.structuredContent as { exit_code: number }).exit_code).toBe(0);
     await page.waitForSelector('dd .badge[data-state=exited]', { timeout: 20_000 });
+    // The job's facts: who ran it with which tool, how it ended and how long it took.
+    const facts = await page.$eval('dl.facts', (e: any) => e.innerText);
+    expect(facts).toMatch(/execute/);
+    expect(facts).toMatch(/test-dash/);
     // The stored output replaces the live view once the artifact is complete: stderr shows up there too.
     await page.waitForFunction(() => /done/.test(document.querySelector('pre[data-stream=stderr]')?.textContent ?? ''), { timeout: 20_000 });
     const out = await page.$eval('pre[data-stream=stdout]', (e: any) => e.textContent);
@@ -192,11 +200,21 @@ describe.skipIf(!HAVE_CHROMIUM)('dashboard in a real browser', () => {
     for (let i = 0; i < 100 && !existsSync(file); i++) await new Promise((r) => setTimeout(r, 100));
     expect(readFileSync(file, 'utf8')).toBe('tick-1\ntick-2\ntick-3\ntick-4\ntick-5\ntick-6\n');
     rmSync(dir, { recursive: true, force: true });
+    // Back in the list, its row says how it ended: state, tool, subject, agent, duration, exit.
+    await go('#/jobs', 'Jobs');
+    await page.waitForFunction((id: string) => document.querySelector(`tr[data-job="${id}"] .badge`)?.textContent === 'exited', { timeout: 15_000 }, jobId);
+    const cells = await page.$eval(`tr[data-job="${jobId}"]`, (tr: any) => [...tr.cells].map((c: any) => c.textContent));
+    expect(cells.slice(1, 5)).toEqual(['exited', 'execute', 'test-dash', 'dash-agent']);
+    expect(cells[6]).toMatch(/\d/);
+    expect(cells[7]).toBe('0');
     await gw.putPolicy(TEAM, DEFAULT_POLICY);
   });
 
   it('kills a running job from its page', async () => {
     const call = client.callTool({ name: 'execute', arguments: { command: 'sleep', args: ['60'] } }, undefined, { timeout: 90_000 });
+    // The agents page is live: the job's slot shows as taken without a reload.
+    await go('#/agents', 'Agents');
+    await page.waitForFunction(() => /1 \/ 2 slots/.test(document.querySelector('tr[data-agent=dash-agent]')?.innerText ?? ''), { timeout: 20_000 });
     await go('#/jobs', 'Jobs');
     await page.select(aria('State'), 'running');
     await page.click(aria('Apply filters'));
@@ -294,6 +312,14 @@ describe.skipIf(!HAVE_CHROMIUM)('dashboard in a real browser', () => {
     await page.click(aria('Check'));
     await page.waitForSelector('.verdict[data-allowed=false]', { timeout: 10_000 });
     await waitText('Executable "ls" is not in the allowed executables list');
+    // Decision, deciding stage and reason, as the dry-run API says them.
+    const check = await (await fetch(`${gw.url}/admin/v1/policy/check`, {
+      method: 'POST', headers: { Authorization: `Bearer ${adminToken}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ command: 'ls', args: ['-a'] }),
+    })).json() as { stage: string; reason: string };
+    const verdict = await page.$eval('.verdict + dl.facts', (dl: any) => dl.innerText);
+    expect(check.stage).toMatch(/^[a-z_]+$/);
+    expect(verdict).toMatch(new RegExp(`Deciding stage\\s+${check.stage}\\s`));
+    expect(verdict).toContain(check.reason);
     await shot('policy');
 
     // The same call from an MCP client is denied...
@@ -355,6 +381,24 @@ describe.skipIf(!HAVE_CHROMIUM)('dashboard in a real browser', () => {
     await shot('audit-page2');
     await page.click(aria('Back to the newest'));
     expect((await onPage(1))[0]).toBe('echo page-29');
+    // The subject and time filters: the client's subject keeps its rows, another subject or a range around them none.
+    const subjects = () => page.$$eval('tbody tr', (trs: any[]) => [...new Set(trs.map((t) => t.cells[3].textContent as string))]);
+    await fill('Subject', 'test-dash');
+    await page.click(aria('Apply filters'));
+    await auditPage(1);
+    expect(await subjects()).toEqual(['test-dash']);
+    const setTime = (label: string, v: string) => page.$eval(aria(label), (e: any, x: string) => { e.value = x; }, v);
+    for (const [label, v] of [['Since', '2099-01-01T00:00'], ['Until', '2001-01-01T00:00']]) {
+      await setTime(label, v);
+      await page.click(aria('Apply filters'));
+      await page.waitForFunction(() => document.querySelector('main [role=status]')?.textContent === '0 entries on page 1', { timeout: 15_000 });
+      expect(await page.$('tbody tr')).toBeNull();
+      await setTime(label, '');
+    }
+    await fill('Subject', 'someone-else');
+    await page.click(aria('Apply filters'));
+    await page.waitForFunction(() => document.querySelector('main [role=status]')?.textContent === '0 entries on page 1', { timeout: 15_000 });
+    await fill('Subject', '');
   });
 
   it('cannot be framed by another origin (clickjacking), while a frameable page of the same gateway can', async () => {
@@ -379,6 +423,52 @@ describe.skipIf(!HAVE_CHROMIUM)('dashboard in a real browser', () => {
       await p.close();
       server.close();
     }
+  });
+
+  it('labels every control and link of every page, and fits every page on a laptop screen (1366 × 768)', async () => {
+    await page.setViewport({ width: 1366, height: 768 });
+    const jobId = await page.evaluate(async (t: string) => {
+      const r = await fetch('/admin/v1/jobs?limit=1', { headers: { Authorization: 'Bearer ' + t } });
+      return ((await r.json()) as any).jobs[0].job_id as string;
+    }, adminToken);
+    const pages: [string, string][] = [
+      ['#/agents', 'Agents'], ['#/jobs', 'Jobs'], [`#/jobs/${jobId}`, 'Job '], ['#/approvals', 'Approvals'],
+      ['#/audit', 'Audit log'], ['#/policy', 'Policy'], ['#/tokens', 'Tokens'],
+    ];
+    const CONTROLS = new Set(['button', 'link', 'textbox', 'searchbox', 'combobox', 'listbox', 'checkbox', 'radio', 'spinbutton', 'slider', 'switch']);
+    /** The controls of the page as assistive technology sees them, and those among them without a name. */
+    const audit = async () => {
+      const tree = await page.accessibility.snapshot();
+      const unnamed: string[] = [];
+      let controls = 0;
+      const walk = (n: any) => {
+        if (CONTROLS.has(n.role)) {
+          controls++;
+          if (!String(n.name ?? '').trim()) unnamed.push(`${n.role}${n.value ? ` (value ${n.value})` : ''}`);
+        }
+        for (const c of n.children ?? []) walk(c);
+      };
+      walk(tree);
+      return { controls, unnamed };
+    };
+    // The check itself: an unlabelled field added to the page is caught.
+    await go('#/agents', 'Agents');
+    await page.evaluate(() => { const i = document.createElement('input'); i.id = 'unlabelled-probe'; document.getElementById('main').append(i); });
+    expect((await audit()).unnamed).toContain('textbox');
+    await page.evaluate(() => document.getElementById('unlabelled-probe').remove());
+    for (const [hash, heading] of pages) {
+      await go(hash, heading);
+      // Let the page's first data arrive (its tables and forms are built from it).
+      await page.waitForFunction(() => document.querySelector('main [aria-busy=true]') === null, { timeout: 15_000 });
+      const { controls, unnamed } = await audit();
+      expect(controls, hash).toBeGreaterThan(5);
+      expect(unnamed, `${hash}: controls without an accessible name`).toEqual([]);
+      // Readable on a laptop: nothing wider than the window, so no sideways scrolling.
+      const widths = await page.evaluate(() => ({ doc: document.documentElement.scrollWidth, win: document.documentElement.clientWidth }));
+      expect(widths.doc, `${hash} is ${widths.doc}px wide in a ${widths.win}px window`).toBeLessThanOrEqual(widths.win);
+      await page.screenshot({ path: join(SHOTS, `dashboard-laptop-${hash.slice(2).replace(/\//g, '-').replace(jobId, 'one')}.png`) });
+    }
+    await page.setViewport({ width: 1366, height: 900 });
   });
 
   it('never puts the admin token in a URL and obeys its own CSP', () => {

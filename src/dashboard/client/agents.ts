@@ -31,7 +31,7 @@ function runtimes(a) {
 }
 
 function view(agents) {
-  if (agents.length === 0) return h('p', { class: 'empty' }, 'No agent has joined this team yet. Start one with gatehouse agent --url … --token <agent token>.');
+  if (agents.length === 0) return h('p', { class: 'empty' }, 'No agent has joined this team yet. Start one with gatehouse agent --url … --token-file <agent token file> --root <workspace>.');
   const now = Date.now();
   return table('Agents (' + agents.length + ')', ['Agent', 'State', 'Sandbox', 'Load', 'Labels', 'Runtimes', 'Last heartbeat', 'Connected since'],
     agents.map((a) => {

@@ -5,6 +5,7 @@ import { strictInput } from '../../contracts/strict-input.ts';
 import { decide, verdictOf } from '../../policy/engine.ts';
 import { teamPolicyOf } from '../../policy/cache.ts';
 import { writeAudit } from '../../store/audit.ts';
+import { stamp } from '../trace.ts';
 import { READ_ONLY, toolOutput } from '../register.ts';
 import { missingScope, toolResult, type ToolContext } from '../context.ts';
 
@@ -28,12 +29,14 @@ export function registerPolicyCheck(server: McpServer, ctx: ToolContext): void {
         mode: shell ? 'shell' : 'argv', command: input.command, args: input.args ?? [], runtime: input.runtime,
         cwd: input.cwd, env: input.env, timeoutMs: input.timeout_ms, team: ctx.principal.team, subject: ctx.principal.subject,
       });
+      stamp(ctx.env, 'edge.decided');
       const p = ctx.principal;
       await writeAudit(ctx.env.DB, {
         team: p.team, subject: p.subject, tokenId: p.tokenId, tool: 'policy_check',
         command: { command: input.command, args: input.args, runtime: input.runtime, env: input.env }, cwd: input.cwd,
         decision: d.allowed ? 'allowed' : 'denied', reason: `dry run; ${verdictOf(d)}; ${d.stage}: ${d.reason}`,
       });
+      stamp(ctx.env, 'edge.audited');
       const verdict = verdictOf(d);
       const structured = { allowed: d.allowed, decision: verdict, stage: d.stage, reason: d.reason, notes: d.notes };
       const label = verdict === 'ask' ? 'needs approval' : d.allowed ? 'allowed' : 'denied';
