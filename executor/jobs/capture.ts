@@ -40,8 +40,8 @@ export class StreamCapture {
   }
 
   /**
-   * Lets the stream spool; the file itself is created with the stream's first byte (most short jobs print nothing on one stream or both, and the file's create
-   * and removal cost more than such a job).
+   * Lets the stream spool. The file itself is created with the stream's first byte: most short
+   * jobs print nothing on one stream or both, and creating and removing it costs more than such a job.
    */
   async open(): Promise<void> {
     this.canSpool = true;
