@@ -395,6 +395,17 @@ describe('subprocesses', () => {
     expect(out.s.subprocesses.count).toBe(4);
   });
 
+  it('gatehouse.exec takes cwd, env, stdin and timeoutMs like execute', async () => {
+    const out = await run(`
+      const piped = await gatehouse.exec('cat', [], { stdin: 'piped in' });
+      const inSub = await gatehouse.exec('pwd', [], { cwd: 'sub' });
+      const tz = await gatehouse.exec('date', ['+%Z'], { env: { TZ: 'UTC' } });
+      const slow = await gatehouse.exec('sleep', ['30'], { timeoutMs: 500 });
+      return { piped: piped.stdout, sub: inSub.stdout.trim().endsWith('/sub'), tz: tz.stdout, slow: { timedOut: slow.timed_out, exit: slow.exit_code } };`);
+    expect(out.r.isError, out.t).toBeFalsy();
+    expect(out.s.result).toEqual({ piped: 'piped in', sub: true, tz: 'UTC\n', slow: { timedOut: true, exit: null } });
+  });
+
   it('denied subprocesses fail with the documented messages; the shell-string rules decide child_process.exec', async () => {
     await setPolicy({});
     const out = await run(`
