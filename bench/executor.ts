@@ -6,7 +6,7 @@
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { SandboxKind } from '../src/contracts/agent-protocol.ts';
 import { JobRunner } from '../executor/jobs/runner.ts';
@@ -39,10 +39,16 @@ export async function bareSpawnCpu(n: number): Promise<number> {
 }
 
 function cpuWithChildren(): number {
+  const c = cpuSplit();
+  return c.self + c.children;
+}
+
+/** CPU (ms) of this process and of its waited-for children so far (/proc/self/stat, 10 ms ticks). */
+function cpuSplit(): { self: number; children: number } {
   const stat = readFileSync('/proc/self/stat', 'utf8');
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   // utime, stime, cutime, cstime in clock ticks of 10 ms.
-  return (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) * 10;
+  return { self: (Number(f[11]) + Number(f[12])) * 10, children: (Number(f[13]) + Number(f[14])) * 10 };
 }
 
 /** Jobs/s of `concurrency` loops each spawning `true` `perLoop` times (the baseline for concurrent clients). */
@@ -77,7 +83,24 @@ export async function driverThroughput(kind: SandboxKind, clients: number, perCl
   return r.samples.length / (r.wallMs / 1000);
 }
 
-async function benchDriverRun(kind: SandboxKind, n: number, o: DriverBenchOptions): Promise<{ samples: number[]; wallMs: number }> {
+/**
+ * The agent's CPU per `true` job through `kind`'s driver and the job runner (ms, the agent
+ * itself and the processes it starts, apart), against a bare `spawn('true')` measured in the
+ * same process right before: the agent's share of a job's cost, without the gateway.
+ */
+export async function driverCpu(kind: SandboxKind, n: number, o: DriverBenchOptions = {}): Promise<{ self: number; children: number; bare: number; bareSelf: number }> {
+  let start = cpuSplit();
+  await benchBareSpawn(n);
+  const afterBare = cpuSplit();
+  const bareSelf = (afterBare.self - start.self) / n;
+  const bare = bareSelf + (afterBare.children - start.children) / n;
+  // Counted from the first timed job on (the driver's start-up and warm-up are not per job).
+  const r = await benchDriverRun(kind, n, { ...o, onTimedStart: () => { start = cpuSplit(); } });
+  const end = r.endCpu;
+  return { self: (end.self - start.self) / n, children: (end.children - start.children) / n, bare, bareSelf };
+}
+
+async function benchDriverRun(kind: SandboxKind, n: number, o: DriverBenchOptions & { onTimedStart?: () => void }): Promise<{ samples: number[]; wallMs: number; endCpu: { self: number; children: number } }> {
   const root = realpathSync(mkdtempSync(join(tmpdir(), 'gh-bench-ws-')));
   const stateDir = mkdtempSync(join(tmpdir(), 'gh-bench-state-'));
   const d = await startDriver(kind, { root, stateDir, warm: o.warm ?? 0 }, silentLogger);
@@ -108,13 +131,17 @@ async function benchDriverRun(kind: SandboxKind, n: number, o: DriverBenchOption
   const t0 = performance.now();
   try {
     // Each client's first job pays a cold sandbox when reusing: one warm-up job per client, not timed.
-    if (o.reuse) {
+    if (o.reuse || o.onTimedStart) {
       await Promise.all(Array.from({ length: clients }, () => client(1)));
       out.length = 0;
     }
+    o.onTimedStart?.();
     const start = performance.now();
     await Promise.all(Array.from({ length: clients }, () => client(n)));
-    return { samples: out, wallMs: performance.now() - start };
+    const wallMs = performance.now() - start;
+    // Teardown runs in the background after each exit: let the last one finish inside the count.
+    await driver.idle();
+    return { samples: out, wallMs, endCpu: cpuSplit() };
   } finally {
     await driver.close();
     rmSync(root, { recursive: true, force: true });
@@ -213,6 +240,15 @@ if (invokedDirectly && process.argv.includes('--e2e')) {
   show(`e2e execute true, gvisor reuse, ${n} back-to-back`, r.reuse);
   console.log(`e2e 16 clients, gvisor single-use: ${r.singleRate.perS.toFixed(1)} jobs/s (${r.singleRate.errors} errors)`);
   console.log(`e2e 16 clients, gvisor reuse: ${r.reuseRate.perS.toFixed(1)} jobs/s (${r.reuseRate.errors} errors)`);
+} else if (invokedDirectly && process.argv.includes('--cpu')) {
+  // `node bench/executor.ts --cpu [n] [driver…]`; add --cpu-prof to node's flags for a profile.
+  const i = process.argv.indexOf('--cpu');
+  const n = Number(process.argv[i + 1]) || 200;
+  const kinds = process.argv.slice(i + 2).filter((a) => !/^\d+$/.test(a)) as SandboxKind[];
+  for (const kind of kinds.length ? kinds : (['none'] as SandboxKind[])) {
+    const c = await driverCpu(kind, n);
+    console.log(`agent CPU per true job, driver ${kind}: ${(c.self + c.children).toFixed(2)} ms (itself ${c.self.toFixed(2)}, children ${c.children.toFixed(2)}); bare spawn('true') ${c.bare.toFixed(2)} ms (itself ${c.bareSelf.toFixed(2)})  (n=${n}, load ${loadavg()[0].toFixed(1)})`);
+  }
 } else if (invokedDirectly) {
   const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
   const show = (name: string, xs: number[]) => console.log(`${name.padEnd(34)} p50 ${pct(xs, 50).toFixed(1)} ms  p99 ${pct(xs, 99).toFixed(1)} ms  (n=${xs.length})`);

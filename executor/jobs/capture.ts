@@ -39,9 +39,21 @@ export class StreamCapture {
     this.spoolPath = opts.spoolPath;
   }
 
+  /**
+   * Lets the stream spool. The file itself is created with the stream's first byte: most short
+   * jobs print nothing on one stream or both, and creating and removing it costs more than such a job.
+   */
   async open(): Promise<void> {
-    this.file = await open(this.spoolPath, 'w', 0o600);
+    this.canSpool = true;
   }
+
+  private canSpool = false;
+  /** Whether the spool file exists (created by the first byte). */
+  get spoolCreated(): boolean {
+    return this.created;
+  }
+
+  private created = false;
 
   /** Reads `src` to its end (or until it is destroyed); safe to call once per phase. */
   async consume(src: Readable): Promise<void> {
@@ -61,9 +73,13 @@ export class StreamCapture {
       this.inline.push(Buffer.from(part)); // copy: the slice would pin the whole chunk
       this.inlineLen += part.length;
     }
-    if (this.spooledBytes < this.opts.artifactBytes && this.file && !this.writeError) {
+    if (this.spooledBytes < this.opts.artifactBytes && this.canSpool && !this.writeError) {
       const part = chunk.subarray(0, this.opts.artifactBytes - this.spooledBytes);
       try {
+        if (!this.file) {
+          this.file = await open(this.spoolPath, 'w', 0o600);
+          this.created = true;
+        }
         await this.file.write(part);
         this.spooledBytes += part.length;
         this.spooledLines += countNewlines(part);
@@ -78,6 +94,7 @@ export class StreamCapture {
   async close(): Promise<void> {
     const f = this.file;
     this.file = null;
+    this.canSpool = false;
     await f?.close().catch(() => {});
   }
 

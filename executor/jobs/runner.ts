@@ -178,7 +178,7 @@ export class JobRunner {
           ...(plan.hardenGit ? { hardenGit: plan.hardenGit } : {}),
         });
         // A hardened git needs the launcher (it lists the repository's program keys first).
-        const direct = build || plan.hardenGit ? undefined : { argv: [...(limitsPrefix ?? []), ...run], cwd: cwdInside, env: plan.env };
+        const direct = build || plan.hardenGit ? undefined : { argv: run, cwd: cwdInside, env: plan.env, rlimitPrefix: limitsPrefix, rlimits };
         const steps = plan.hardenGit ? undefined : { cwd: cwdInside, env: plan.env, ...(build ? { build } : {}), run, rlimits };
         const launched = await this.runLaunched(job, sandbox, { script, direct, steps }, spec.stdin, caps, plan);
         const { end, buildStatus } = launched;
@@ -254,7 +254,10 @@ export class JobRunner {
   private watchDiskWrites(sandbox: Sandbox, limit: number): { exceeded(): boolean; memoryHit(): boolean; stop(): void } {
     let exceeded = false;
     let memoryHit = false;
-    let baseline: number | null = null;
+    // Processes that all started with the job wrote nothing before it: their sum starts at 0, and
+    // the first look can wait a poll interval (a job shorter than that never costs a poll).
+    const fresh = sandbox.hostPidsStartWithJob === true;
+    let baseline: number | null = fresh ? 0 : null;
     let busy = false;
     const poll = async () => {
       if (busy || exceeded) return;
@@ -271,7 +274,7 @@ export class JobRunner {
         busy = false;
       }
     };
-    void poll();
+    if (!fresh) void poll();
     const t = setInterval(() => void poll(), this.opts.diskPollMs ?? 200);
     return { exceeded: () => exceeded, memoryHit: () => memoryHit || sandbox.memoryLimitHit(), stop: () => clearInterval(t) };
   }
@@ -321,7 +324,9 @@ export class JobRunner {
     const target = this.opts.upload;
     const toUpload: StreamCapture[] = [];
     for (const c of [caps.stdout, caps.stderr]) {
-      if (c.spooledBytes === 0) rmSync(c.spoolPath, { force: true });
+      if (c.spooledBytes === 0) {
+        if (c.spoolCreated) rmSync(c.spoolPath, { force: true });
+      }
       else if (target) toUpload.push(c);
     }
     const exit: JobExit = {

@@ -309,6 +309,18 @@ describe('escapes fail', () => {
     expect((await run('return 8')).s.result).toBe(8);
   });
 
+  it('has the safe built-ins and none of the host-ish globals the script runner blocks', async () => {
+    const out = await run(`
+      const allowed = ['JSON', 'Math', 'Date', 'Array', 'Map', 'Set', 'Promise', 'Object', 'String', 'Number', 'Boolean', 'RegExp', 'Error',
+        'TypeError', 'RangeError', 'SyntaxError', 'URIError', 'parseInt', 'parseFloat', 'isNaN', 'isFinite', 'encodeURIComponent',
+        'decodeURIComponent', 'encodeURI', 'decodeURI', 'setTimeout', 'clearTimeout', 'TextDecoder', 'TextEncoder',
+        'console', 'sleep', 'vars', 'gatehouse', 'Deno', 'child_process', 'queryOutput'];
+      const blocked = ['require', 'module', 'exports', 'process', 'Buffer', 'fs', 'path', 'net', 'http', 'fetch', 'SharedArrayBuffer',
+        'WebAssembly', 'global', '__dirname', '__filename', 'WebSocket', 'EventSource', 'XMLHttpRequest', 'connect', 'caches', 'navigator', 'LOADER', 'env'];
+      return { missing: allowed.filter((n) => globalThis[n] === undefined), present: blocked.filter((n) => globalThis[n] !== undefined) };`);
+    expect(out.s.result).toEqual({ missing: [], present: [] });
+  });
+
   it('prototype pollution does not reach the next script', async () => {
     const first = await run('Object.prototype.polluted = "yes"; Array.prototype.push = () => 0; globalThis.leak = 1; return [].polluted;');
     expect(first.s.result).toBe('yes');
@@ -381,6 +393,17 @@ describe('subprocesses', () => {
       'TypeError: child_process.exec: command must be a string',
     ]);
     expect(out.s.subprocesses.count).toBe(4);
+  });
+
+  it('gatehouse.exec takes cwd, env, stdin and timeoutMs like execute', async () => {
+    const out = await run(`
+      const piped = await gatehouse.exec('cat', [], { stdin: 'piped in' });
+      const inSub = await gatehouse.exec('pwd', [], { cwd: 'sub' });
+      const tz = await gatehouse.exec('date', ['+%Z'], { env: { TZ: 'UTC' } });
+      const slow = await gatehouse.exec('sleep', ['30'], { timeoutMs: 500 });
+      return { piped: piped.stdout, sub: inSub.stdout.trim().endsWith('/sub'), tz: tz.stdout, slow: { timedOut: slow.timed_out, exit: slow.exit_code } };`);
+    expect(out.r.isError, out.t).toBeFalsy();
+    expect(out.s.result).toEqual({ piped: 'piped in', sub: true, tz: 'UTC\n', slow: { timedOut: true, exit: null } });
   });
 
   it('denied subprocesses fail with the documented messages; the shell-string rules decide child_process.exec', async () => {
@@ -588,6 +611,24 @@ describe('subprocesses', () => {
     expect((r.structuredContent as { result: string }).result).toMatch(/^queryOutput: insufficient_scope/);
     const withScope = await run(`const g = await gatehouse.exec('ls', []); return (await gatehouse.queryOutput(g.artifact_handle, ['report'], { contextLines: 0 })).excerpts.map((e) => e.content);`);
     expect(withScope.s.result).toEqual(['report.txt']);
+  });
+
+  it('queryOutput reads only its own team\'s artifacts', async () => {
+    const OTHER = 'scr-other';
+    await gw.putPolicy(OTHER, { ...DEFAULT_POLICY, script: SCRIPT_ON });
+    const other = await gw.mcp(OTHER, ['execute', 'artifacts:read']);
+    let handle: string;
+    try {
+      const r = await other.callTool({ name: 'run_script', arguments: { code: 'console.log("other team secret"); return 1;' } });
+      handle = (r.structuredContent as { artifactHandle: string }).artifactHandle;
+      expect(handle).toBeTruthy();
+      const own = await other.callTool({ name: 'run_script', arguments: { code: `return (await queryOutput(${JSON.stringify(handle)}, ['secret'], { contextLines: 0 })).excerpts.map((e) => e.content);` } });
+      expect((own.structuredContent as { result: unknown }).result).toEqual(['other team secret']);
+    } finally {
+      await other.close();
+    }
+    const out = await run(`try { return await queryOutput(${JSON.stringify(handle)}, ['secret']); } catch (e) { return e.message; }`);
+    expect(out.s.result).toBe(`queryOutput: artifact "${handle}" not found (it may have expired)`);
   });
 
   it('writes one audit row per subprocess, linked to the script row', async () => {
