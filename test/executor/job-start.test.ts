@@ -5,9 +5,11 @@
  * pooled cgroup must never carry from one job to the next.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { REUSE_INIT_PY } from '../../executor/sandbox/init/reuse-init.ts';
 import { cgroupSupport } from '../../executor/sandbox/cgroup.ts';
-import { makeRig, toolWorks, type Rig } from './helpers.ts';
+import { makeRig, requireTool, toolWorks, type Rig } from './helpers.ts';
 
 const limits = (memoryBytes: number) => ({ inlineBytes: 100_000, artifactBytes: 100_000, memoryBytes, maxProcesses: 64 });
 const MiB = 1 << 20;
@@ -130,5 +132,45 @@ describe.runIf(cgroups !== null)('job cgroups pooled between jobs', () => {
     expect(cgroupOf(next.exit.stdout), 'the same (pooled) cgroup').toBe(cgroupOf(oom.exit.stdout));
     expect(next.exit).toMatchObject({ state: 'signaled', signal: 'SIGKILL' });
     expect(next.exit.error).toBeUndefined();
+  });
+});
+
+// The same rule where the launcher sets the env with shell builtins (gVisor single-use) and
+// where the reuse init starts the job: the variables dash manages arrive as the job gave them.
+for (const reuse of [undefined, { jobs: 10, seconds: 60 }]) {
+  describe.runIf(requireTool('gvisor'))(`gvisor driver${reuse ? ' with sandbox reuse' : ''}: the job's env`, () => {
+    let rig: Rig;
+    beforeAll(async () => { rig = await makeRig('gvisor', { warm: 1, reuse }); }, 60_000);
+    afterAll(async () => { await rig?.close(); });
+
+    it('passes IFS, OPTIND, PPID and PWD through exactly as given', async () => {
+      const managed = { IFS: '0123456789/', OPTIND: 'not a number', PPID: 'given', PWD: "/given by the 'caller'" };
+      const r = await rig.run({ command: 'env', env: { ...managed, FOO: 'x' } });
+      expect(r.exit).toMatchObject({ state: 'exited', exitCode: 0 });
+      expect(r.exit.stdout.trim().split('\n').sort()).toEqual([
+        'FOO=x', 'HOME=/tmp', 'IFS=0123456789/', 'OPTIND=not a number', 'PATH=/usr/local/bin:/usr/bin:/bin', 'PPID=given', "PWD=/given by the 'caller'", 'TMPDIR=/tmp',
+      ]);
+    }, 60_000);
+  });
+}
+
+describe.runIf(existsSync('/usr/bin/python3'))('reuse init: how it names the job user to setpriv', () => {
+  it('by name (no NSS module walk) only while nobody/nogroup resolve to the job user\'s ids, else by number, checked again when the files change', () => {
+    // The init's own code without its main loop, then its id choice with the real files and with a `nobody` that maps elsewhere.
+    const prog = `${REUSE_INIT_PY.replace(/\nmain\(\)\s*$/, '\n')}
+import types
+print(id_args())
+real = pwd.getpwnam
+pwd.getpwnam = lambda n: types.SimpleNamespace(pw_uid=0) if n == 'nobody' else real(n)
+print(id_args())
+ids['key'] = None
+print(id_args())
+`;
+    const out = execFileSync('/usr/bin/python3', ['-I', '-S', '-c', prog], { encoding: 'utf8' }).split('\n');
+    const hostNobody = /^nobody:[^:]*:65534:/m.test(readFileSync('/etc/passwd', 'utf8')) && /^nogroup:[^:]*:65534:/m.test(readFileSync('/etc/group', 'utf8'));
+    const byNumber = "['--reuid=65534', '--regid=65534']";
+    expect(out[0]).toBe(hostNobody ? "['--reuid=nobody', '--regid=nogroup']" : byNumber);
+    expect(out[1], 'unchanged files: the checked choice stands').toBe(out[0]);
+    expect(out[2], 'files changed and nobody is uid 0 now').toBe(byNumber);
   });
 });
