@@ -11,10 +11,10 @@ import { writeAudit, type AuditEntry } from '../store/audit.ts';
 import { cancelByCall } from '../dispatch/client.ts';
 import { callCancelKey, type ToolContext, type ToolExtra } from '../mcp/context.ts';
 import {
-  CONSOLE_MAX_BYTES, ISOLATE_COMPATIBILITY_DATE, LOADER_MISSING_MESSAGE, RETURN_MAX_BYTES, SLEEP_MAX_MS, TICKS_PER_CPU_MS,
+  CONSOLE_MAX_BYTES, LOADER_MISSING_MESSAGE, RETURN_MAX_BYTES, SLEEP_MAX_MS, TICKS_PER_CPU_MS,
 } from './limits.ts';
 import { codeBytes, prepareScript } from './prepare.ts';
-import { RUNNER_MODULE, RUNNER_SOURCE, SCRIPT_MODULE } from './isolate-runner.ts';
+import { openIsolate } from './isolate.ts';
 import { ScriptHost } from './host.ts';
 import type { ScriptRunOptions, ScriptRunReport } from './protocol.ts';
 import { acceptReport, sanitizeError, type AcceptedReport } from './report.ts';
@@ -190,18 +190,7 @@ async function runIsolate(
   loader: WorkerLoader, script: ScriptPolicy, source: string, guardName: string, req: RunScriptRequest, timeoutMs: number,
   sc: ConstructorParameters<typeof ScriptHost>[0],
 ): Promise<Ended> {
-  // load(), not get(): every script gets a fresh isolate, so nothing one script does to its
-  // globals or prototypes is seen by the next. One Dynamic Worker per call, well under the 4 a
-  // Worker request may have in flight (developers.cloudflare.com/dynamic-workers/platform/limits/).
-  const worker = loader.load({
-    compatibilityDate: ISOLATE_COMPATIBILITY_DATE,
-    mainModule: RUNNER_MODULE,
-    modules: { [RUNNER_MODULE]: RUNNER_SOURCE, [SCRIPT_MODULE]: source },
-    globalOutbound: null,
-    env: {},
-    limits: { cpuMs: script.cpuMs },
-  });
-  const entry = worker.getEntrypoint() as unknown as { run(host: ScriptHost, opts: ScriptRunOptions): Promise<ScriptRunReport> };
+  const entry = openIsolate<ScriptHost>(loader, script, source);
   const opts: ScriptRunOptions = {
     vars: req.vars ?? {}, consoleMaxBytes: CONSOLE_MAX_BYTES, returnMaxBytes: RETURN_MAX_BYTES, sleepMaxMs: SLEEP_MAX_MS,
     tickBudget: script.cpuMs * TICKS_PER_CPU_MS, cpuMs: script.cpuMs, guardName,
