@@ -52,9 +52,10 @@ export const SCRIPT_START_SUBREQUESTS = 2;
 /**
  * A script's end: its output artifact (per stream — stdout, stderr — an R2 put, a D1 index row, and
  * an R2 delete if the index row fails), its audit row (D1), and cancelling subprocesses still
- * running after a timeout or a hang-up (one DO call).
+ * running after a timeout or a hang-up (a DO call from the script, and on a hang-up one more from
+ * the running subprocess's own stream-close handler).
  */
-export const SCRIPT_END_SUBREQUESTS = 2 * 3 + 1 + 1;
+export const SCRIPT_END_SUBREQUESTS = 2 * 3 + 1 + 2;
 /** The audit row of the first subprocess refused for this limit, so the refusal is on record. */
 export const REFUSAL_AUDIT_SUBREQUESTS = 1;
 /**

@@ -27,12 +27,12 @@ describe('Workers plan setting', () => {
 
 describe('subprocess cap', () => {
   it('is min(policy cap, floor((limit - fixed) / per-subprocess cost))', () => {
-    expect(FIXED).toBe(15);
+    expect(FIXED).toBe(16);
     expect(SUBPROCESS_BASE_SUBREQUESTS).toBe(4);
-    expect(effectiveSubprocessCap('free', 1000, 0)).toBe(Math.floor((50 - 15) / 4)); // 8
+    expect(effectiveSubprocessCap('free', 1000, 0)).toBe(Math.floor((50 - 16) / 4)); // 8
     expect(effectiveSubprocessCap('free', 3, 0)).toBe(3);
     // Each remote OPA evaluator is one more fetch per subprocess.
-    expect(effectiveSubprocessCap('free', 1000, 2)).toBe(Math.floor(35 / 6));
+    expect(effectiveSubprocessCap('free', 1000, 2)).toBe(Math.floor(34 / 6));
     // On Paid the policy's largest cap (1000) is honoured even with a few OPA evaluators.
     expect(effectiveSubprocessCap('paid', 1000, 5)).toBe(1000);
   });
