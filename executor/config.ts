@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs, UsageError, type FlagSpecs, type Parsed } from '../cli/args.ts';
 import { hostname } from 'node:os';
 import type { SandboxKind } from '../src/contracts/agent-protocol.ts';
+import { ARTIFACT_PART_BYTES, R2_MULTIPART_MIN_PART_BYTES, REQUEST_BODY_MAX_BYTES } from '../src/contracts/limits.ts';
 
 export interface AgentConfig {
   url: string;
@@ -18,6 +19,8 @@ export interface AgentConfig {
   warm: number;
   maxTimeoutMs: number;
   maxArtifactBytes: number;
+  /** Artifacts above this go to the gateway in parts of this size (R2 multipart; each part one request). */
+  artifactPartBytes: number;
   /** Agent-private state (runsc state, bundles, spool); default derived from root and id. */
   stateDir: string | null;
   /** Placement labels (`--label gpu --label linux-x64`); a job may require some. */
@@ -43,6 +46,8 @@ usage: gatehouse agent --url URL --token-file FILE --root DIR [options]
   --warm N                gVisor sandboxes kept pre-started (default: capacity)
   --max-timeout-ms N      this agent's ceiling on job timeouts (default 600000)
   --max-artifact-bytes N  this agent's ceiling on each stream's artifact (default 268435456)
+  --artifact-part-bytes N upload artifacts larger than N in parts of N bytes (default ${ARTIFACT_PART_BYTES};
+                          ${R2_MULTIPART_MIN_PART_BYTES} to ${REQUEST_BODY_MAX_BYTES}: R2's smallest part to Cloudflare's largest request body)
   --state-dir DIR         agent-private state (default: <tmp>/gatehouse-agent-<hash of root and id>)
   --label LABEL           placement label jobs can require (repeatable, e.g. --label gpu --label linux-x64)
                           (env GATEHOUSE_AGENT_LABELS, comma-separated)
@@ -56,7 +61,7 @@ const MAX_LABELS = 32;
 
 /** The agent's flags, for the one argument parser every `gatehouse` command uses (cli/args.ts). */
 const FLAGS: FlagSpecs = Object.fromEntries(
-  ['url', 'token-file', 'root', 'sandbox', 'capacity', 'id', 'warm', 'max-timeout-ms', 'max-artifact-bytes', 'state-dir'].map((f) => [f, { type: 'string', help: '' }]),
+  ['url', 'token-file', 'root', 'sandbox', 'capacity', 'id', 'warm', 'max-timeout-ms', 'max-artifact-bytes', 'artifact-part-bytes', 'state-dir'].map((f) => [f, { type: 'string', help: '' }]),
 ) as FlagSpecs;
 FLAGS['allow-no-isolation'] = { type: 'bool', help: '' };
 FLAGS.label = { type: 'list', help: '' };
@@ -127,6 +132,8 @@ export function parseAgentArgs(argv: string[], env: NodeJS.ProcessEnv = process.
   if (typeof maxTimeoutMs === 'string') return bad(maxTimeoutMs);
   const maxArtifactBytes = int('max-artifact-bytes', 256 * 1024 * 1024, 0, 2 ** 40);
   if (typeof maxArtifactBytes === 'string') return bad(maxArtifactBytes);
+  const artifactPartBytes = int('artifact-part-bytes', ARTIFACT_PART_BYTES, R2_MULTIPART_MIN_PART_BYTES, REQUEST_BODY_MAX_BYTES);
+  if (typeof artifactPartBytes === 'string') return bad(artifactPartBytes);
   const agentId = v.id ?? env.GATEHOUSE_AGENT_ID ?? `${hostname()}-${process.pid}`;
   if (agentId.length < 1 || agentId.length > 128 || !/^[\w.@:-]+$/.test(agentId)) {
     return bad(`--id must be 1-128 characters of letters, digits, . _ - @ :, got "${agentId}"`);
@@ -135,7 +142,7 @@ export function parseAgentArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     ok: true,
     config: {
       url: url.replace(/\/+$/, ''), token, root, sandbox: (sandboxRaw as SandboxKind | undefined) ?? null, capacity, agentId, warm,
-      maxTimeoutMs, maxArtifactBytes, stateDir: v['state-dir'] ?? null, labels: [...new Set(labels)], json: v.json === 'true',
+      maxTimeoutMs, maxArtifactBytes, artifactPartBytes, stateDir: v['state-dir'] ?? null, labels: [...new Set(labels)], json: v.json === 'true',
     },
   };
 }

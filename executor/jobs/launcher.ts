@@ -50,11 +50,17 @@ export function sq(s: string): string {
 
 export function launchScript(p: LaunchPlan): string {
   const env = Object.entries(p.env).map(([k, v]) => sq(`${k}=${v}`));
+  // In-shell: the variables dash manages itself cannot be exported as given (it refuses a
+  // non-numeric OPTIND outright): the job gets them through `env` on its command line instead.
+  const managed = p.inShell ? Object.entries(p.env).filter(([k]) => SHELL_MANAGED.includes(k) && k !== 'PWD').map(([k, v]) => sq(`${k}=${v}`)) : [];
+  const exported = p.inShell ? Object.entries(p.env).filter(([k]) => !SHELL_MANAGED.includes(k) || k === 'PWD').map(([k, v]) => sq(`${k}=${v}`)) : env;
   // `extra`: raw shell words put after the job's env (later assignments win in `env`).
   const cmd = p.inShell
-    // The shell already exports exactly the job's env: only extra assignments need `env`.
-    ? (argv: string[], extra?: string) => [...(extra ? ['/usr/bin/env', { raw: extra }] : []), ...argv]
-      .map((a) => (typeof a === 'string' ? sq(a) : a.raw)).join(' ')
+    // The shell already exports the job's env: only the managed variables and extra assignments need `env`.
+    ? (argv: string[], extra?: string) => {
+      const words = [...managed, ...(extra ? [extra] : [])].join(' ');
+      return [...(words ? ['/usr/bin/env', { raw: words }] : []), ...argv].map((a) => (typeof a === 'string' ? sq(a) : a.raw)).join(' ');
+    }
     : (argv: string[], extra?: string) =>
       [...(p.rlimitPrefix ?? []), '/usr/bin/env', '-i', ...env.map((e) => ({ raw: e })), ...(extra ? [{ raw: extra }] : []), ...argv]
       .map((a) => (typeof a === 'string' ? sq(a) : a.raw)).join(' ');
@@ -62,7 +68,7 @@ export function launchScript(p: LaunchPlan): string {
   const lines = [`cd ${sq(p.cwd)} || exit 126`];
   if (p.inShell) {
     // `cd` exported PWD and OLDPWD: drop them, so the job's env is exactly its own.
-    lines.push('unset OLDPWD PWD', ...env.map((e) => `export ${e}`), ...ulimitCommands(p.inShell.rlimits).map((c) => `${c} || exit 126`));
+    lines.push('unset OLDPWD PWD', ...exported.map((e) => `export ${e}`), ...ulimitCommands(p.inShell.rlimits).map((c) => `${c} || exit 126`));
   }
   if (p.build) {
     lines.push(`${cmd(p.build)} </dev/null ${fd}>&-`);

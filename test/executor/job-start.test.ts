@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { cgroupSupport } from '../../executor/sandbox/cgroup.ts';
-import { makeRig, toolWorks, type Rig } from './helpers.ts';
+import { makeRig, requireTool, toolWorks, type Rig } from './helpers.ts';
 
 const limits = (memoryBytes: number) => ({ inlineBytes: 100_000, artifactBytes: 100_000, memoryBytes, maxProcesses: 64 });
 const MiB = 1 << 20;
@@ -132,3 +132,22 @@ describe.runIf(cgroups !== null)('job cgroups pooled between jobs', () => {
     expect(next.exit.error).toBeUndefined();
   });
 });
+
+// The same rule where the launcher sets the env with shell builtins (gVisor single-use) and
+// where the reuse init starts the job: the variables dash manages arrive as the job gave them.
+for (const reuse of [undefined, { jobs: 10, seconds: 60 }]) {
+  describe.runIf(requireTool('gvisor'))(`gvisor driver${reuse ? ' with sandbox reuse' : ''}: the job's env`, () => {
+    let rig: Rig;
+    beforeAll(async () => { rig = await makeRig('gvisor', { warm: 1, reuse }); }, 60_000);
+    afterAll(async () => { await rig?.close(); });
+
+    it('passes IFS, OPTIND, PPID and PWD through exactly as given', async () => {
+      const managed = { IFS: '0123456789/', OPTIND: 'not a number', PPID: 'given', PWD: "/given by the 'caller'" };
+      const r = await rig.run({ command: 'env', env: { ...managed, FOO: 'x' } });
+      expect(r.exit).toMatchObject({ state: 'exited', exitCode: 0 });
+      expect(r.exit.stdout.trim().split('\n').sort()).toEqual([
+        'FOO=x', 'HOME=/tmp', 'IFS=0123456789/', 'OPTIND=not a number', 'PATH=/usr/local/bin:/usr/bin:/bin', 'PPID=given', "PWD=/given by the 'caller'", 'TMPDIR=/tmp',
+      ]);
+    }, 60_000);
+  });
+}
