@@ -11,6 +11,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { startAgent, startGateway, testSandbox, type AgentProcess, type Gateway } from './harness.ts';
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
 import { effectiveSubprocessCap } from '../../src/script/request-budget.ts';
+import { batchOfScripts } from '../support/script-batch.ts';
 
 const TEAM = 'lim';
 let gw: Gateway;
@@ -73,35 +74,20 @@ describe('subrequests per request (Workers Free: 50)', () => {
   }, 60_000);
 });
 
-describe('Dynamic Workers in flight per request (4 in a Worker request)', () => {
-  it('a JSON-RPC batch of five run_script calls runs at most four at once and refuses the rest clearly', async () => {
-    const token = await gw.token({ team: TEAM, scopes: ['execute'] });
-    const batch = Array.from({ length: 5 }, (_, i) => ({
-      jsonrpc: '2.0', id: i + 1, method: 'tools/call',
-      params: { name: 'run_script', arguments: { code: `await sleep(1500); return ${i + 1};` } },
-    }));
-    const res = await fetch(`${gw.url}/mcp`, {
-      method: 'POST', body: JSON.stringify(batch),
-      headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', 'MCP-Protocol-Version': '2025-03-26' },
-    });
-    expect(res.status).toBe(200);
-    const text = await res.text();
-    const answers = text.split('\n').filter((l) => l.startsWith('data: ')).map((l) => JSON.parse(l.slice(6)) as {
-      id: number; result: { isError?: boolean; structuredContent: { result?: number; error?: { code: string; message: string } } };
-    });
-    expect(answers.map((a) => a.id).sort()).toEqual([1, 2, 3, 4, 5]);
+describe('one request, several scripts (a JSON-RPC batch)', () => {
+  it('the scripts of one batch share its 50 subrequests: those that do not fit are refused before they start', async () => {
+    const answers = await batchOfScripts(gw, TEAM, 5);
     const ran = answers.filter((a) => !a.result.isError);
     const refused = answers.filter((a) => a.result.isError);
-    // The batch's calls run concurrently (each sleeps 1.5 s): four isolates in flight, the fifth refused.
-    expect(ran).toHaveLength(4);
+    // Each script holds 12 of the 50 (start 2, end 9, a refusal's audit row 1) after the request's own 4: three fit.
+    expect(ran).toHaveLength(3);
     for (const a of ran) expect(a.result.structuredContent.result).toBe(a.id);
-    expect(refused).toHaveLength(1);
-    expect(refused[0].result.structuredContent.error).toEqual({
-      code: 'limit_reached',
-      message: 'Error: too many scripts in one request: Cloudflare allows 4 Dynamic Workers in flight per Worker request and this request already runs 4 run_script calls; send this call in its own request (or at most 4 run_script calls per JSON-RPC batch)',
-    });
-    // Separate requests each have their own four: the refused call succeeds on its own.
-    const again = await client.callTool({ name: 'run_script', arguments: { code: `return ${refused[0].id}` } });
-    expect((again.structuredContent as { result: number }).result).toBe(refused[0].id);
+    expect(refused).toHaveLength(2);
+    for (const a of refused) {
+      expect(a.result.structuredContent.error?.code).toBe('limit_reached');
+      expect(a.result.structuredContent.error?.message).toMatch(
+        /^Error: subrequest limit: Cloudflare allows 50 subrequests per request on the Workers Free plan \(GATEHOUSE_WORKERS_PLAN = "free"\); this request has \d+ left and a script needs 12 for its start, output and audit; send this call in its own request$/,
+      );
+    }
   }, 120_000);
 });
