@@ -5,7 +5,9 @@
  * pooled cgroup must never carry from one job to the next.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { REUSE_INIT_PY } from '../../executor/sandbox/init/reuse-init.ts';
 import { cgroupSupport } from '../../executor/sandbox/cgroup.ts';
 import { makeRig, requireTool, toolWorks, type Rig } from './helpers.ts';
 
@@ -151,3 +153,24 @@ for (const reuse of [undefined, { jobs: 10, seconds: 60 }]) {
     }, 60_000);
   });
 }
+
+describe.runIf(existsSync('/usr/bin/python3'))('reuse init: how it names the job user to setpriv', () => {
+  it('by name (no NSS module walk) only while nobody/nogroup resolve to the job user\'s ids, else by number, checked again when the files change', () => {
+    // The init's own code without its main loop, then its id choice with the real files and with a `nobody` that maps elsewhere.
+    const prog = `${REUSE_INIT_PY.replace(/\nmain\(\)\s*$/, '\n')}
+import types
+print(id_args())
+real = pwd.getpwnam
+pwd.getpwnam = lambda n: types.SimpleNamespace(pw_uid=0) if n == 'nobody' else real(n)
+print(id_args())
+ids['key'] = None
+print(id_args())
+`;
+    const out = execFileSync('/usr/bin/python3', ['-I', '-S', '-c', prog], { encoding: 'utf8' }).split('\n');
+    const hostNobody = /^nobody:[^:]*:65534:/m.test(readFileSync('/etc/passwd', 'utf8')) && /^nogroup:[^:]*:65534:/m.test(readFileSync('/etc/group', 'utf8'));
+    const byNumber = "['--reuid=65534', '--regid=65534']";
+    expect(out[0]).toBe(hostNobody ? "['--reuid=nobody', '--regid=nogroup']" : byNumber);
+    expect(out[1], 'unchanged files: the checked choice stands').toBe(out[0]);
+    expect(out[2], 'files changed and nobody is uid 0 now').toBe(byNumber);
+  });
+});
