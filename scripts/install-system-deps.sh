@@ -5,6 +5,8 @@
 # sandbox would run, and installed only when that file is missing.
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
+# Where apt's sources and pins go (a test points it at a temporary directory).
+apt_dir=${GATEHOUSE_APT_DIR:-/etc/apt}
 
 # file the sandbox runs → Debian package that provides it
 declare -A want=(
@@ -59,15 +61,15 @@ runsc_date() { runsc --version 2>/dev/null | sed -n 's/^runsc version release-\(
 have=$(command -v runsc >/dev/null && runsc_date || echo 0)
 if [ "${have:-0}" -lt 20240729 ]; then
   echo "install-system-deps: runsc ${have:-none} is too old; installing trixie's runsc"
-  if [ ! -e /etc/apt/sources.list.d/gatehouse-trixie.sources ]; then
-    cat > /etc/apt/sources.list.d/gatehouse-trixie.sources <<'EOF'
+  if [ ! -e "$apt_dir/sources.list.d/gatehouse-trixie.sources" ]; then
+    cat > "$apt_dir/sources.list.d/gatehouse-trixie.sources" <<'EOF'
 Types: deb
 URIs: http://deb.debian.org/debian
 Suites: trixie
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 EOF
-    cat > /etc/apt/preferences.d/gatehouse-trixie <<'EOF'
+    cat > "$apt_dir/preferences.d/gatehouse-trixie" <<'EOF'
 Package: *
 Pin: release n=trixie
 Pin-Priority: 1

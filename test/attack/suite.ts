@@ -173,6 +173,16 @@ export function attackSuite(kind: 'gvisor' | 'bwrap', o: { reuse?: SandboxReuse 
       if (kind === 'bwrap' && r.exit!.state === 'signaled') expect(r.exit!.error?.code).toBe('memory_limit');
     }, 60_000);
 
+    it('CPU spin: stopped by the CPU-time limit, long before its timeout', async () => {
+      // 1 CPU second; the wall-clock timeout is far away so only the CPU limit can end it (a loaded
+      // machine gives the job a small share of a core, hence the long timeout).
+      const r = await attack('CPU spin (1 CPU s limit)', {
+        mode: 'shell', command: 'while :; do :; done', timeoutMs: 60_000, limits: { ...ATTACK_LIMITS, cpuSeconds: 1 },
+      });
+      expect(r.exit, JSON.stringify(r.exit)).toMatchObject({ state: 'signaled', timedOut: false });
+      expect(['SIGXCPU', 'SIGKILL']).toContain(r.exit!.signal);
+    }, 120_000);
+
     it('10 GiB file in /tmp: stops at the /tmp size', async () => {
       const r = await attack('10 GiB file in /tmp', { mode: 'shell', command: 'head -c 10737418240 /dev/zero > /tmp/big; echo "rc=$?"; stat -c %s /tmp/big', timeoutMs: 10_000 });
       const size = Number(r.exit!.stdout.trim().split('\n').at(-1));
