@@ -5,8 +5,8 @@
  * Each returns the samples in ms; bench/run.ts prints percentiles.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { SandboxKind } from '../src/contracts/agent-protocol.ts';
 import { JobRunner } from '../executor/jobs/runner.ts';
@@ -14,6 +14,7 @@ import { silentLogger } from '../executor/log.ts';
 import { probeRuntimes } from '../executor/runtimes/probe.ts';
 import { startDriver } from '../executor/sandbox/index.ts';
 import type { SandboxReuse } from '../src/contracts/sandbox-reuse.ts';
+import { DISCARD_LIVE } from '../executor/jobs/relay.ts';
 
 /** ms per `spawn('true')` until exit, sequentially. */
 export async function benchBareSpawn(n: number): Promise<number[]> {
@@ -38,10 +39,40 @@ export async function bareSpawnCpu(n: number): Promise<number> {
 }
 
 function cpuWithChildren(): number {
+  const c = cpuSplit();
+  return c.self + c.children;
+}
+
+/**
+ * CPU (ms) of this process's whole tree so far: itself, every live descendant (runsc's sandbox
+ * and gofer processes run a gVisor job's work, and are not reaped until the sandbox ends) and
+ * what each reaped of its children. A process that ended unreaped by the tree is missed.
+ */
+function treeCpu(): number {
+  const procs = new Map<number, { ppid: number; cpu: number }>();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      procs.set(Number(name), { ppid: Number(f[1]), cpu: (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) * 10 });
+    } catch { /* gone */ }
+  }
+  let total = 0;
+  for (const [pid, p] of procs) {
+    for (let x: number | undefined = pid; x !== undefined && x > 1; x = procs.get(x)?.ppid) {
+      if (x === process.pid) { total += p.cpu; break; }
+    }
+  }
+  return total;
+}
+
+/** CPU (ms) of this process and of its waited-for children so far (/proc/self/stat, 10 ms ticks). */
+function cpuSplit(): { self: number; children: number } {
   const stat = readFileSync('/proc/self/stat', 'utf8');
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   // utime, stime, cutime, cstime in clock ticks of 10 ms.
-  return (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) * 10;
+  return { self: (Number(f[11]) + Number(f[12])) * 10, children: (Number(f[13]) + Number(f[14])) * 10 };
 }
 
 /** Jobs/s of `concurrency` loops each spawning `true` `perLoop` times (the baseline for concurrent clients). */
@@ -76,7 +107,25 @@ export async function driverThroughput(kind: SandboxKind, clients: number, perCl
   return r.samples.length / (r.wallMs / 1000);
 }
 
-async function benchDriverRun(kind: SandboxKind, n: number, o: DriverBenchOptions): Promise<{ samples: number[]; wallMs: number }> {
+/**
+ * The agent's CPU per `true` job through `kind`'s driver and the job runner (ms, the agent
+ * itself and the processes it starts, apart), against a bare `spawn('true')` measured in the
+ * same process right before: the agent's share of a job's cost, without the gateway.
+ */
+export async function driverCpu(kind: SandboxKind, n: number, o: DriverBenchOptions = {}): Promise<{ self: number; children: number; tree: number; bare: number; bareSelf: number }> {
+  let start = cpuSplit();
+  await benchBareSpawn(n);
+  const afterBare = cpuSplit();
+  const bareSelf = (afterBare.self - start.self) / n;
+  const bare = bareSelf + (afterBare.children - start.children) / n;
+  let treeStart = 0;
+  // Counted from the first timed job on (the driver's start-up and warm-up are not per job).
+  const r = await benchDriverRun(kind, n, { ...o, onTimedStart: () => { start = cpuSplit(); treeStart = treeCpu(); } });
+  const end = r.endCpu;
+  return { self: (end.self - start.self) / n, children: (end.children - start.children) / n, tree: (r.endTree - treeStart) / n, bare, bareSelf };
+}
+
+async function benchDriverRun(kind: SandboxKind, n: number, o: DriverBenchOptions & { onTimedStart?: () => void }): Promise<{ samples: number[]; wallMs: number; endCpu: { self: number; children: number }; endTree: number }> {
   const root = realpathSync(mkdtempSync(join(tmpdir(), 'gh-bench-ws-')));
   const stateDir = mkdtempSync(join(tmpdir(), 'gh-bench-state-'));
   const d = await startDriver(kind, { root, stateDir, warm: o.warm ?? 0 }, silentLogger);
@@ -97,7 +146,7 @@ async function benchDriverRun(kind: SandboxKind, n: number, o: DriverBenchOption
       const r = runner.start({
         jobId: `bench-${id}`, artifactHandle: `art_bench_${id}_000000`, mode: 'argv', command: 'true', args: [], cwd: '', env: {},
         timeoutMs: 30_000, limits: { inlineBytes: 40_000, artifactBytes: 1 << 20 }, ...(o.reuse ? { reuse: o.reuse } : {}),
-      }, () => {});
+      }, DISCARD_LIVE);
       if (!r.accepted) throw new Error(r.error.message);
       const { exit } = await r.done;
       if (exit.state !== 'exited' || exit.exitCode !== 0) throw new Error(`bench job ended ${exit.state} ${exit.exitCode}`);
@@ -107,13 +156,18 @@ async function benchDriverRun(kind: SandboxKind, n: number, o: DriverBenchOption
   const t0 = performance.now();
   try {
     // Each client's first job pays a cold sandbox when reusing: one warm-up job per client, not timed.
-    if (o.reuse) {
+    if (o.reuse || o.onTimedStart) {
       await Promise.all(Array.from({ length: clients }, () => client(1)));
       out.length = 0;
     }
+    o.onTimedStart?.();
     const start = performance.now();
     await Promise.all(Array.from({ length: clients }, () => client(n)));
-    return { samples: out, wallMs: performance.now() - start };
+    const wallMs = performance.now() - start;
+    // Teardown runs in the background after each exit: let the last one finish inside the count.
+    await driver.idle();
+    const endTree = o.onTimedStart ? treeCpu() : 0;
+    return { samples: out, wallMs, endCpu: cpuSplit(), endTree };
   } finally {
     await driver.close();
     rmSync(root, { recursive: true, force: true });
@@ -212,6 +266,20 @@ if (invokedDirectly && process.argv.includes('--e2e')) {
   show(`e2e execute true, gvisor reuse, ${n} back-to-back`, r.reuse);
   console.log(`e2e 16 clients, gvisor single-use: ${r.singleRate.perS.toFixed(1)} jobs/s (${r.singleRate.errors} errors)`);
   console.log(`e2e 16 clients, gvisor reuse: ${r.reuseRate.perS.toFixed(1)} jobs/s (${r.reuseRate.errors} errors)`);
+} else if (invokedDirectly && process.argv.includes('--cpu')) {
+  // `node bench/executor.ts --cpu [n] [driver…]`; add --cpu-prof to node's flags for a profile.
+  const i = process.argv.indexOf('--cpu');
+  const n = Number(process.argv[i + 1]) || 200;
+  const kinds = process.argv.slice(i + 2).filter((a) => !/^\d+$/.test(a) && !a.startsWith('--')) as SandboxKind[];
+  for (const kind of kinds.length ? kinds : (['none'] as SandboxKind[])) {
+    const c = await driverCpu(kind, n);
+    console.log(`agent CPU per true job, driver ${kind}: ${(c.self + c.children).toFixed(2)} ms (itself ${c.self.toFixed(2)}, children ${c.children.toFixed(2)}; whole process tree ${c.tree.toFixed(2)}); bare spawn('true') ${c.bare.toFixed(2)} ms (itself ${c.bareSelf.toFixed(2)})  (n=${n}, load ${loadavg()[0].toFixed(1)})`);
+  }
+  if (process.argv.includes('--reuse')) {
+    // gVisor with sandbox reuse: the sandbox (runsc's processes) outlives the jobs, so only the tree figure is whole.
+    const c = await driverCpu('gvisor', n, { warm: 0, reuse: BENCH_REUSE });
+    console.log(`CPU per true job, gvisor sandbox.reuse: whole process tree ${c.tree.toFixed(2)} ms (agent itself ${c.self.toFixed(2)})  (n=${n}, load ${loadavg()[0].toFixed(1)})`);
+  }
 } else if (invokedDirectly) {
   const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
   const show = (name: string, xs: number[]) => console.log(`${name.padEnd(34)} p50 ${pct(xs, 50).toFixed(1)} ms  p99 ${pct(xs, 99).toFixed(1)} ms  (n=${xs.length})`);

@@ -151,9 +151,11 @@ if (import.meta.main) {
     limits: { ...DEFAULT_POLICY.limits, maxConcurrentJobs: 17, queueWaitMs: 60_000, maxTimeoutMs: 600_000, maxArtifactBytes: 1024 * 1024 * 1024 },
     executables: { allow: [...DEFAULT_POLICY.executables.allow, 'seq', 'head'] },
   });
+  // --bundle: the agent as a package installs it (dist/agent.mjs from `npm run build`), not the TypeScript sources.
+  const entry = process.argv.includes('--bundle') ? join(import.meta.dirname, '../dist/agent.mjs') : undefined;
   const agent = startAgent(gw, {
     token: await gw.token({ team, scopes: ['agent'] }), root, sandbox: 'none', capacity: 17, agentId: 'b-out',
-    extraArgs: ['--max-artifact-bytes', String(1024 * 1024 * 1024)],
+    extraArgs: ['--max-artifact-bytes', String(1024 * 1024 * 1024)], ...(entry ? { entry } : {}),
   });
   try {
     await agent.ready;

@@ -95,7 +95,7 @@ export class Agent {
 
   private startJob(spec: JobSpec): void {
     const { log, runner } = this.o;
-    const r = runner.start(spec, (m) => this.send(m));
+    const r = runner.start(spec, { sendFrame: (f) => this.conn.sendFrame(f), buffered: () => this.conn.buffered() });
     if (!r.accepted) {
       log.warn(`refused job ${spec.jobId}: ${r.error.code}: ${r.error.message}`);
       this.send(r.error);
@@ -115,8 +115,7 @@ export class Agent {
         for (const report of await artifacts) {
           if (this.unackedArtifacts.size >= 2 * MAX_UNACKED) this.unackedArtifacts.delete(this.unackedArtifacts.keys().next().value!);
           this.unackedArtifacts.set(`${report.jobId}/${report.stream}`, report);
-          // A stored stream is the normal case and says nothing; a failed upload is worth a line.
-          if (report.state !== 'complete') log.warn(`job ${spec.jobId}: ${report.stream} artifact ${report.state} (${report.bytes} bytes stored)`, { job: spec.jobId, stream: report.stream, artifact: report.state, bytes: report.bytes });
+          // A stored stream says nothing here; the runner logs a failed upload (with where its spool file is kept).
           this.send(report);
         }
       } finally {

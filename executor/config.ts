@@ -3,9 +3,10 @@
  * Bad input is a value (`usage` error) the CLI prints with the list of allowed flags.
  */
 import { readFileSync } from 'node:fs';
-import { parseArgs as nodeParseArgs, type ParseArgsOptionsConfig } from 'node:util';
+import { parseArgs, UsageError, type FlagSpecs, type Parsed } from '../cli/args.ts';
 import { hostname } from 'node:os';
 import type { SandboxKind } from '../src/contracts/agent-protocol.ts';
+import { ARTIFACT_PART_BYTES, R2_MULTIPART_MIN_PART_BYTES, REQUEST_BODY_MAX_BYTES } from '../src/contracts/limits.ts';
 
 export interface AgentConfig {
   url: string;
@@ -18,6 +19,8 @@ export interface AgentConfig {
   warm: number;
   maxTimeoutMs: number;
   maxArtifactBytes: number;
+  /** Artifacts above this go to the gateway in parts of this size (R2 multipart; each part one request). */
+  artifactPartBytes: number;
   /** Agent-private state (runsc state, bundles, spool); default derived from root and id. */
   stateDir: string | null;
   /** Placement labels (`--label gpu --label linux-x64`); a job may require some. */
@@ -43,6 +46,8 @@ usage: gatehouse agent --url URL --token-file FILE --root DIR [options]
   --warm N                gVisor sandboxes kept pre-started (default: capacity)
   --max-timeout-ms N      this agent's ceiling on job timeouts (default 600000)
   --max-artifact-bytes N  this agent's ceiling on each stream's artifact (default 268435456)
+  --artifact-part-bytes N upload artifacts larger than N in parts of N bytes (default ${ARTIFACT_PART_BYTES};
+                          ${R2_MULTIPART_MIN_PART_BYTES} to ${REQUEST_BODY_MAX_BYTES}: R2's smallest part to Cloudflare's largest request body)
   --state-dir DIR         agent-private state (default: <tmp>/gatehouse-agent-<hash of root and id>)
   --label LABEL           placement label jobs can require (repeatable, e.g. --label gpu --label linux-x64)
                           (env GATEHOUSE_AGENT_LABELS, comma-separated)
@@ -51,40 +56,36 @@ usage: gatehouse agent --url URL --token-file FILE --root DIR [options]
   --help                  this text
 `;
 
-const FLAGS = new Set(['url', 'token', 'token-file', 'allow-no-isolation', 'root', 'sandbox', 'capacity', 'id', 'warm', 'max-timeout-ms', 'max-artifact-bytes', 'state-dir', 'label', 'json', 'help']);
 const LABEL = /^[A-Za-z0-9._:=-]{1,64}$/;
 const MAX_LABELS = 32;
 
-const BOOLEAN_FLAGS = new Set(['allow-no-isolation', 'json']);
+/** The agent's flags, for the one argument parser every `gatehouse` command uses (cli/args.ts). */
+const FLAGS: FlagSpecs = Object.fromEntries(
+  ['url', 'token-file', 'root', 'sandbox', 'capacity', 'id', 'warm', 'max-timeout-ms', 'max-artifact-bytes', 'artifact-part-bytes', 'state-dir'].map((f) => [f, { type: 'string', help: '' }]),
+) as FlagSpecs;
+FLAGS['allow-no-isolation'] = { type: 'bool', help: '' };
+FLAGS.label = { type: 'list', help: '' };
+
+const TOKEN_REFUSED = 'the agent token is not taken on the command line (every local user can read it with ps); put it in a file readable only by the agent (--token-file FILE) or in the environment (GATEHOUSE_AGENT_TOKEN)';
 
 export type ConfigResult = { ok: true; config: AgentConfig } | { ok: false; help: true } | { ok: false; help: false; message: string };
 
 export function parseAgentArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): ConfigResult {
   const bad = (message: string): ConfigResult => ({ ok: false, help: false, message });
-  const v: Record<string, string> = {};
-  const labels: string[] = [];
-  // Node's own parser (as the admin CLI's); strict: false so every refusal below says it our way.
-  const { tokens } = nodeParseArgs({
-    args: argv, strict: false, allowPositionals: true, tokens: true,
-    options: Object.fromEntries([...FLAGS].map((f) => [f, { type: BOOLEAN_FLAGS.has(f) || f === 'help' ? 'boolean' : 'string', ...(f === 'help' ? { short: 'h' } : {}) }])) as ParseArgsOptionsConfig,
-  });
-  for (const t of tokens) {
-    if (t.kind === 'option-terminator') return bad('unknown argument "--"');
-    if (t.kind === 'positional') return bad(`unknown argument "${t.value}"`);
-    if (t.name === 'help') return { ok: false, help: true };
-    if (!FLAGS.has(t.name)) return bad(`unknown argument "${t.rawName}"`);
-    if (t.name === 'token') {
-      return bad('the agent token is not taken on the command line (every local user can read it with ps); put it in a file readable only by the agent (--token-file FILE) or in the environment (GATEHOUSE_AGENT_TOKEN)');
-    }
-    if (BOOLEAN_FLAGS.has(t.name)) {
-      if (t.value !== undefined) return bad(`--${t.name} takes no value`);
-      v[t.name] = 'true';
-      continue;
-    }
-    if (t.value === undefined) return bad(`--${t.name} needs a value`);
-    if (t.name === 'label') labels.push(t.value);
-    else v[t.name] = t.value;
+  if (argv.some((a) => a === '--token' || a.startsWith('--token='))) return bad(TOKEN_REFUSED);
+  let parsed: Parsed;
+  try {
+    parsed = parseArgs(argv, FLAGS, 'agent', false);
+  } catch (e) {
+    if (e instanceof UsageError) return bad(e.message);
+    throw e;
   }
+  if (parsed.flags.help) return { ok: false, help: true };
+  const extra = [...parsed.positionals, ...(parsed.sawDoubleDash ? ['--'] : []), ...parsed.rest];
+  if (extra.length) return bad(`unknown argument "${extra[0]}"`);
+  const v: Record<string, string> = {};
+  for (const [k, x] of Object.entries(parsed.flags)) if (typeof x === 'string') v[k] = x; else if (x === true) v[k] = 'true';
+  const labels: string[] = [...((parsed.flags.label as string[] | undefined) ?? [])];
   if (labels.length === 0 && env.GATEHOUSE_AGENT_LABELS) labels.push(...env.GATEHOUSE_AGENT_LABELS.split(',').map((l) => l.trim()).filter(Boolean));
   for (const l of labels) if (!LABEL.test(l)) return bad(`--label must be 1-64 characters of letters, digits, . _ : = -, got "${l}"`);
   if (labels.length > MAX_LABELS) return bad(`at most ${MAX_LABELS} --label flags, got ${labels.length}`);
@@ -131,6 +132,8 @@ export function parseAgentArgs(argv: string[], env: NodeJS.ProcessEnv = process.
   if (typeof maxTimeoutMs === 'string') return bad(maxTimeoutMs);
   const maxArtifactBytes = int('max-artifact-bytes', 256 * 1024 * 1024, 0, 2 ** 40);
   if (typeof maxArtifactBytes === 'string') return bad(maxArtifactBytes);
+  const artifactPartBytes = int('artifact-part-bytes', ARTIFACT_PART_BYTES, R2_MULTIPART_MIN_PART_BYTES, REQUEST_BODY_MAX_BYTES);
+  if (typeof artifactPartBytes === 'string') return bad(artifactPartBytes);
   const agentId = v.id ?? env.GATEHOUSE_AGENT_ID ?? `${hostname()}-${process.pid}`;
   if (agentId.length < 1 || agentId.length > 128 || !/^[\w.@:-]+$/.test(agentId)) {
     return bad(`--id must be 1-128 characters of letters, digits, . _ - @ :, got "${agentId}"`);
@@ -139,7 +142,7 @@ export function parseAgentArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     ok: true,
     config: {
       url: url.replace(/\/+$/, ''), token, root, sandbox: (sandboxRaw as SandboxKind | undefined) ?? null, capacity, agentId, warm,
-      maxTimeoutMs, maxArtifactBytes, stateDir: v['state-dir'] ?? null, labels: [...new Set(labels)], json: v.json === 'true',
+      maxTimeoutMs, maxArtifactBytes, artifactPartBytes, stateDir: v['state-dir'] ?? null, labels: [...new Set(labels)], json: v.json === 'true',
     },
   };
 }

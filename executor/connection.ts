@@ -74,6 +74,23 @@ export class EdgeConnection {
     }
   }
 
+  /** Sends a binary live-output frame on a welcomed socket; false when there is none. */
+  sendFrame(frame: Uint8Array): boolean {
+    if (!this.ready) return false;
+    try {
+      this.ws!.send(frame);
+      return true;
+    } catch (e) {
+      this.o.log.warn(`send failed: ${(e as Error).message}`);
+      return false;
+    }
+  }
+
+  /** Bytes handed to the socket and not yet written to the network; null without a welcomed socket. */
+  buffered(): number | null {
+    return this.ready ? this.ws!.bufferedAmount : null;
+  }
+
   private connect(): void {
     if (this.stopped) return;
     const { log } = this.o;

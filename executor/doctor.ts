@@ -8,7 +8,7 @@ import { DEFAULT_RESOURCE_LIMITS } from '../src/contracts/resource-limits.ts';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
+import { parseArgs, UsageError, type FlagSpecs } from '../cli/args.ts';
 import { decodeJwt } from 'jose';
 import { probeRuntimes } from './runtimes/probe.ts';
 import { startDriver, startStrongestDriver, type SandboxDriver } from './sandbox/index.ts';
@@ -44,6 +44,12 @@ Checks: sandbox tool and version, a test sandbox starts, runtimes visible inside
 reachable, token valid for this gateway and not expiring within 7 days, clock skew.
 Exit 0 when no check failed, 1 when one did, 2 on bad flags.
 `;
+
+const DOCTOR_FLAGS: FlagSpecs = {
+  url: { type: 'string', value: 'URL', help: 'gateway base URL' },
+  'token-file': { type: 'string', value: 'FILE', help: 'read the agent token from FILE' },
+  sandbox: { type: 'string', value: 'KIND', help: 'gvisor | bwrap | none' },
+};
 
 export interface DoctorOptions {
   url?: string;
@@ -235,18 +241,19 @@ export function formatChecks(checks: Check[]): string {
 
 /** `gatehouse agent doctor …`: resolves with the exit code. */
 export async function runDoctorCli(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
-  let v: { url?: string; 'token-file'?: string; sandbox?: string; json?: boolean; help?: boolean };
   if (argv.some((a) => a === '--token' || a.startsWith('--token='))) {
     process.stderr.write('error: the agent token is not taken on the command line (every local user can read it with ps): use --token-file FILE or GATEHOUSE_AGENT_TOKEN\n');
     return 2;
   }
+  let v: { url?: string; 'token-file'?: string; sandbox?: string; json?: boolean; help?: boolean };
   try {
-    ({ values: v } = parseArgs({
-      args: argv, allowPositionals: false, strict: true,
-      options: { url: { type: 'string' }, 'token-file': { type: 'string' }, sandbox: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
-    }));
+    const a = parseArgs(argv, DOCTOR_FLAGS, 'agent doctor', false);
+    const extra = [...a.positionals, ...a.rest];
+    if (extra.length) throw new UsageError(`agent doctor takes no arguments (got "${extra.join(' ')}")`);
+    v = a.flags as typeof v;
   } catch (e) {
-    process.stderr.write(`error: ${(e as Error).message}\n\n${DOCTOR_USAGE}`);
+    if (!(e instanceof UsageError)) throw e;
+    process.stderr.write(`error: ${e.message}\n\n${DOCTOR_USAGE}`);
     return 2;
   }
   if (v.help) return process.stdout.write(DOCTOR_USAGE), 0;

@@ -35,6 +35,7 @@ declare -A want=(
   [/usr/bin/timeout]=coreutils
   [/usr/bin/mkfifo]=coreutils
   [/usr/bin/ps]=procps
+  [/usr/bin/systemd-analyze]=systemd
 )
 need=()
 for f in "${!want[@]}"; do [ -e "$f" ] || need+=("${want[$f]}"); done

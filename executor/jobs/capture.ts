@@ -1,8 +1,9 @@
 /**
  * One output stream of a job: counts every byte and line, spools the first `artifactBytes`
  * to a file (the artifact), keeps the first `inlineBytes` in memory (the inline result), and
- * relays the first `relayBytes` live. Memory stays bounded by those caps: reading pauses
- * while a chunk is written to disk, so a job printing 50 MB is held back, not buffered.
+ * tells the live relay how much of the spool file it may send. Memory stays bounded by those
+ * caps: reading pauses while a chunk is written to disk, so a job printing 50 MB is held back,
+ * not buffered.
  */
 import { open, type FileHandle } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
@@ -13,9 +14,8 @@ export interface CaptureOptions {
   spoolPath: string;
   artifactBytes: number;
   inlineBytes: number;
-  relayBytes: number;
-  /** Live output, already capped; called synchronously per chunk (the relay coalesces). */
-  relay: (stream: StreamName, chunk: Buffer) => void;
+  /** After each spool write: how many bytes of this stream the spool file now holds (the relay reads them from there). */
+  spooled: (stream: StreamName, bytes: number) => void;
 }
 
 export class StreamCapture {
@@ -29,7 +29,6 @@ export class StreamCapture {
   private spoolLastByte = -1;
   private readonly inline: Buffer[] = [];
   private inlineLen = 0;
-  private relayed = 0;
   private file: FileHandle | null = null;
   private readonly opts: CaptureOptions;
   private writeError: string | null = null;
@@ -40,9 +39,21 @@ export class StreamCapture {
     this.spoolPath = opts.spoolPath;
   }
 
+  /**
+   * Lets the stream spool. The file itself is created with the stream's first byte: most short
+   * jobs print nothing on one stream or both, and creating and removing it costs more than such a job.
+   */
   async open(): Promise<void> {
-    this.file = await open(this.spoolPath, 'w', 0o600);
+    this.canSpool = true;
   }
+
+  private canSpool = false;
+  /** Whether the spool file exists (created by the first byte). */
+  get spoolCreated(): boolean {
+    return this.created;
+  }
+
+  private created = false;
 
   /** Reads `src` to its end (or until it is destroyed); safe to call once per phase. */
   async consume(src: Readable): Promise<void> {
@@ -62,18 +73,18 @@ export class StreamCapture {
       this.inline.push(Buffer.from(part)); // copy: the slice would pin the whole chunk
       this.inlineLen += part.length;
     }
-    if (this.relayed < this.opts.relayBytes) {
-      const part = chunk.subarray(0, this.opts.relayBytes - this.relayed);
-      this.relayed += part.length;
-      this.opts.relay(this.stream, part);
-    }
-    if (this.spooledBytes < this.opts.artifactBytes && this.file && !this.writeError) {
+    if (this.spooledBytes < this.opts.artifactBytes && this.canSpool && !this.writeError) {
       const part = chunk.subarray(0, this.opts.artifactBytes - this.spooledBytes);
       try {
+        if (!this.file) {
+          this.file = await open(this.spoolPath, 'w', 0o600);
+          this.created = true;
+        }
         await this.file.write(part);
         this.spooledBytes += part.length;
         this.spooledLines += countNewlines(part);
         this.spoolLastByte = part[part.length - 1];
+        this.opts.spooled(this.stream, this.spooledBytes);
       } catch (e) {
         this.writeError = (e as Error).message; // disk full: keep counting, stop spooling
       }
@@ -83,6 +94,7 @@ export class StreamCapture {
   async close(): Promise<void> {
     const f = this.file;
     this.file = null;
+    this.canSpool = false;
     await f?.close().catch(() => {});
   }
 

@@ -50,11 +50,17 @@ export function sq(s: string): string {
 
 export function launchScript(p: LaunchPlan): string {
   const env = Object.entries(p.env).map(([k, v]) => sq(`${k}=${v}`));
+  // In-shell: the variables dash manages itself cannot be exported as given (it refuses a
+  // non-numeric OPTIND outright): the job gets them through `env` on its command line instead.
+  const managed = p.inShell ? Object.entries(p.env).filter(([k]) => SHELL_MANAGED.includes(k) && k !== 'PWD').map(([k, v]) => sq(`${k}=${v}`)) : [];
+  const exported = p.inShell ? Object.entries(p.env).filter(([k]) => !SHELL_MANAGED.includes(k) || k === 'PWD').map(([k, v]) => sq(`${k}=${v}`)) : env;
   // `extra`: raw shell words put after the job's env (later assignments win in `env`).
   const cmd = p.inShell
-    // The shell already exports exactly the job's env: only extra assignments need `env`.
-    ? (argv: string[], extra?: string) => [...(extra ? ['/usr/bin/env', { raw: extra }] : []), ...argv]
-      .map((a) => (typeof a === 'string' ? sq(a) : a.raw)).join(' ')
+    // The shell already exports the job's env: only the managed variables and extra assignments need `env`.
+    ? (argv: string[], extra?: string) => {
+      const words = [...managed, ...(extra ? [extra] : [])].join(' ');
+      return [...(words ? ['/usr/bin/env', { raw: words }] : []), ...argv].map((a) => (typeof a === 'string' ? sq(a) : a.raw)).join(' ');
+    }
     : (argv: string[], extra?: string) =>
       [...(p.rlimitPrefix ?? []), '/usr/bin/env', '-i', ...env.map((e) => ({ raw: e })), ...(extra ? [{ raw: extra }] : []), ...argv]
       .map((a) => (typeof a === 'string' ? sq(a) : a.raw)).join(' ');
@@ -62,7 +68,7 @@ export function launchScript(p: LaunchPlan): string {
   const lines = [`cd ${sq(p.cwd)} || exit 126`];
   if (p.inShell) {
     // `cd` exported PWD and OLDPWD: drop them, so the job's env is exactly its own.
-    lines.push('unset OLDPWD PWD', ...env.map((e) => `export ${e}`), ...ulimitCommands(p.inShell.rlimits).map((c) => `${c} || exit 126`));
+    lines.push('unset OLDPWD PWD', ...exported.map((e) => `export ${e}`), ...ulimitCommands(p.inShell.rlimits).map((c) => `${c} || exit 126`));
   }
   if (p.build) {
     lines.push(`${cmd(p.build)} </dev/null ${fd}>&-`);
@@ -77,6 +83,46 @@ export function launchScript(p: LaunchPlan): string {
     lines.push(`exec ${cmd(p.run)}`);
   }
   return lines.join('\n') + '\n';
+}
+
+/**
+ * A direct job (no build step, no launcher file) started by one `sh -c` that first joins the
+ * job's cgroup by writing its own pid (so the job and everything it forks start inside: no
+ * window where a fork escapes), sets the rlimits with `ulimit` builtins, then `exec`s the job
+ * (`"$@"`). One exec fewer than `sh` → `prlimit` → job, and no separate join shell.
+ *
+ * The shell runs with the job's env, which dash passes on unchanged except for the variables
+ * it manages itself (SHELL_MANAGED: it resets IFS and OPTIND, sets PPID and PWD, and refuses
+ * to start with a non-numeric OPTIND). Those are kept out of the shell's env; the job gets
+ * them exactly as given through `env` (one more exec, only for a job that sets one), and PWD
+ * is removed when the job did not give it. The script's own words never expand a variable of
+ * the job's env unquoted. Exit 125: the cgroup join failed; 126: an rlimit could not be set.
+ */
+export function directLaunch(o: { joinFiles: string[]; rlimits: JobRlimits; env: Record<string, string>; run: string[] }): { argv: string[]; env: Record<string, string> } {
+  const shellEnv: Record<string, string> = {};
+  const managed: string[] = [];
+  for (const [k, v] of Object.entries(o.env)) {
+    if (SHELL_MANAGED.includes(k)) managed.push(sq(`${k}=${v}`));
+    else shellEnv[k] = v;
+  }
+  const lines = joinLines(o.joinFiles);
+  lines.push(...ulimitCommands(o.rlimits).map((c) => `${c} || exit 126`));
+  lines.push('unset PWD');
+  // `env` reads an argv[0] with '=' as an assignment: plan.ts never lets one through.
+  lines.push(managed.length ? `exec /usr/bin/env ${managed.join(' ')} "$@"` : 'exec "$@"');
+  return { argv: ['/bin/sh', '-c', lines.join('\n'), 'gatehouse-job', ...o.run], env: shellEnv };
+}
+
+/** Variables dash sets or checks at start-up whatever the environment says (dash 0.5.12). */
+export const SHELL_MANAGED = ['IFS', 'OPTIND', 'PPID', 'PWD'];
+
+function joinLines(files: string[]): string[] {
+  return files.map((f) => `echo "$$" > ${sq(f)} || exit 125`);
+}
+
+/** Lines that make a launcher's shell join `cgroup` before anything else ('' without one). */
+export function cgroupJoinLines(cgroup: { joinFiles(): string[] } | null): string {
+  return cgroup ? joinLines(cgroup.joinFiles()).join('\n') + '\n' : '';
 }
 
 /**

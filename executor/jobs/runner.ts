@@ -9,13 +9,13 @@ import { readFile } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
-import type { JobArtifact, JobError, JobExit, JobLimits, JobOutput, JobSpec, SandboxKind, StreamName, TerminalState } from '../../src/contracts/agent-protocol.ts';
+import type { JobArtifact, JobError, JobExit, JobLimits, JobSpec, SandboxKind, StreamName, TerminalState } from '../../src/contracts/agent-protocol.ts';
 import type { Logger } from '../log.ts';
 import type { LaunchRequest, ProcessEnd, Sandbox, SandboxDriver } from '../sandbox/types.ts';
 import type { RuntimeTable } from '../runtimes/probe.ts';
 import { StreamCapture } from './capture.ts';
 import { inlineResult } from './inline.ts';
-import { OutputRelay } from './relay.ts';
+import { OutputRelay, type LiveSink } from './relay.ts';
 import { launchScript, parseBuildStatus } from './launcher.ts';
 import { startWatchdog, NO_WATCHDOG, type Watchdog } from './watchdog.ts';
 import { jobRlimits, rlimitPrefix } from './limits.ts';
@@ -82,7 +82,7 @@ export class JobRunner {
   }
 
   /** Accepts or refuses synchronously (so capacity cannot be overbooked), then runs in the background. */
-  start(spec: JobSpec, send: (m: JobOutput) => void): StartResult {
+  start(spec: JobSpec, live: LiveSink): StartResult {
     const refuse = (code: string, message: string): StartResult => ({ accepted: false, error: { type: 'job.error', jobId: spec.jobId, code, message } });
     if (this.jobs.has(spec.jobId)) return refuse('invalid_argument', `job ${spec.jobId} is already running on this agent`);
     if (this.jobs.size >= this.opts.capacity) {
@@ -101,7 +101,7 @@ export class JobRunner {
     const done = (async (): Promise<JobResult> => {
       try {
         if (!planned.ok) return settled(failedToStart(spec.jobId, t0, planned.failure.kind === 'spawn_failed' ? planned.failure.detail : ''));
-        return await this.run(job, planned.plan, send, t0);
+        return await this.run(job, planned.plan, live, t0);
       } catch (e) {
         this.opts.log.error(`job ${spec.jobId}: ${(e as Error).stack ?? e}`);
         return settled(failedToStart(spec.jobId, t0, (e as Error).message));
@@ -127,15 +127,17 @@ export class JobRunner {
     while (this.jobs.size && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
   }
 
-  private async run(job: LiveJob, plan: JobPlan, send: (m: JobOutput) => void, t0: number): Promise<JobResult> {
+  private async run(job: LiveJob, plan: JobPlan, live: LiveSink, t0: number): Promise<JobResult> {
     const { spec } = job;
     const { log, driver } = this.opts;
     const base = join(this.opts.spoolDir, randomBytes(8).toString('hex'));
-    const relay = new OutputRelay(spec.jobId, send);
-    const mk = (stream: StreamName) => new StreamCapture({
-      stream, spoolPath: `${base}.${stream}`, artifactBytes: plan.artifactBytes,
-      inlineBytes: plan.inlineBytes, relayBytes: liveBytes(plan), relay: relay.push,
-    });
+    const relay = new OutputRelay(spec.jobId, live);
+    const mk = (stream: StreamName) => {
+      relay.track(stream, `${base}.${stream}`, liveBytes(plan));
+      return new StreamCapture({
+        stream, spoolPath: `${base}.${stream}`, artifactBytes: plan.artifactBytes, inlineBytes: plan.inlineBytes, spooled: relay.available,
+      });
+    };
     const caps = { stdout: mk('stdout'), stderr: mk('stderr') };
 
     job.stopNow = (why) => {
@@ -176,7 +178,7 @@ export class JobRunner {
           ...(plan.hardenGit ? { hardenGit: plan.hardenGit } : {}),
         });
         // A hardened git needs the launcher (it lists the repository's program keys first).
-        const direct = build || plan.hardenGit ? undefined : { argv: [...(limitsPrefix ?? []), ...run], cwd: cwdInside, env: plan.env };
+        const direct = build || plan.hardenGit ? undefined : { argv: run, cwd: cwdInside, env: plan.env, rlimitPrefix: limitsPrefix, rlimits };
         const steps = plan.hardenGit ? undefined : { cwd: cwdInside, env: plan.env, ...(build ? { build } : {}), run, rlimits };
         const launched = await this.runLaunched(job, sandbox, { script, direct, steps }, spec.stdin, caps, plan);
         const { end, buildStatus } = launched;
@@ -200,6 +202,7 @@ export class JobRunner {
       }
     } finally {
       clearTimeout(timer);
+      await relay.close();
       await caps.stdout.close();
       await caps.stderr.close();
     }
@@ -251,7 +254,10 @@ export class JobRunner {
   private watchDiskWrites(sandbox: Sandbox, limit: number): { exceeded(): boolean; memoryHit(): boolean; stop(): void } {
     let exceeded = false;
     let memoryHit = false;
-    let baseline: number | null = null;
+    // Processes that all started with the job wrote nothing before it: their sum starts at 0, and
+    // the first look can wait a poll interval (a job shorter than that never costs a poll).
+    const fresh = sandbox.hostPidsStartWithJob === true;
+    let baseline: number | null = fresh ? 0 : null;
     let busy = false;
     const poll = async () => {
       if (busy || exceeded) return;
@@ -268,7 +274,7 @@ export class JobRunner {
         busy = false;
       }
     };
-    void poll();
+    if (!fresh) void poll();
     const t = setInterval(() => void poll(), this.opts.diskPollMs ?? 200);
     return { exceeded: () => exceeded, memoryHit: () => memoryHit || sandbox.memoryLimitHit(), stop: () => clearInterval(t) };
   }
@@ -281,7 +287,8 @@ export class JobRunner {
   private async finish(spec: JobSpec, t0: number, end: ProcessEnd, stop: 'timeout' | 'cancel' | null,
     caps: Record<StreamName, StreamCapture>, relay: OutputRelay,
     phase: 'build' | 'run' | undefined, compileError: boolean, limitError?: { code: string; message: string }): Promise<JobResult> {
-    relay.flush();
+    // The live copy goes out before the exit: the edge takes live output only while the job runs.
+    await relay.finish();
     await caps.stdout.close();
     await caps.stderr.close();
     const durationMs = Math.round(performance.now() - t0);
@@ -317,7 +324,9 @@ export class JobRunner {
     const target = this.opts.upload;
     const toUpload: StreamCapture[] = [];
     for (const c of [caps.stdout, caps.stderr]) {
-      if (c.spooledBytes === 0) rmSync(c.spoolPath, { force: true });
+      if (c.spooledBytes === 0) {
+        if (c.spoolCreated) rmSync(c.spoolPath, { force: true });
+      }
       else if (target) toUpload.push(c);
     }
     const exit: JobExit = {
@@ -374,7 +383,9 @@ export function failedToStart(jobId: string, t0: number, detail: string): JobExi
 
 /**
  * Bytes of each stream relayed live: the edge keeps them for the live tail and as the readable
- * prefix when the artifact never arrives (kill -9, failed upload). Never less than the inline cap.
+ * prefix when the artifact never arrives (kill -9, failed upload). The relay reads them from the
+ * spool, so a stream whose artifact cap is below the inline cap relays only what is spooled (the
+ * exit's inline result carries the rest).
  */
 export function liveBytes(plan: Pick<JobPlan, 'inlineBytes' | 'artifactBytes'>): number {
   return Math.max(plan.inlineBytes, Math.min(plan.artifactBytes, LIVE_OUTPUT_MAX_BYTES));

@@ -12,7 +12,7 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import { LAUNCHER_FILE, STATUS_FD } from '../jobs/launcher.ts';
-import { JobCgroup, cgroupSupport, groupKillArgv, type CgroupVersion } from './cgroup.ts';
+import { CgroupPool, JobCgroup, cgroupSupport, groupKillArgv, type CgroupVersion } from './cgroup.ts';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { hiddenPaths, systemView } from './system-view.ts';
@@ -31,6 +31,8 @@ export class BwrapDriver implements SandboxDriver {
   /** Without a cgroup, RLIMIT_NPROC is the only process limit there is. */
   processLimitByRlimit = true;
   private cgroups: CgroupVersion | null = null;
+  /** Empty cgroups of jobs that ended by themselves, for the next job with the same limits. */
+  private cgroupPool: CgroupPool | null = null;
   private readonly log: Logger;
   private readonly opts: DriverOptions;
   private readonly live = new Set<BwrapSandbox>();
@@ -54,6 +56,7 @@ export class BwrapDriver implements SandboxDriver {
   async init(): Promise<void> {
     rmSync(join(this.opts.stateDir, 'jobdirs'), { recursive: true, force: true });
     this.cgroups = cgroupSupport();
+    this.cgroupPool = this.cgroups ? new CgroupPool(this.cgroups) : null;
     this.processLimitByRlimit = this.cgroups === null;
     if (!this.cgroups) this.log.warn('bwrap: cannot create cgroups here (the agent is not root?): jobs get no memory limit and no disk-write limit, only rlimits');
     // Prove it works here (unprivileged user namespaces may be disabled).
@@ -83,7 +86,7 @@ export class BwrapDriver implements SandboxDriver {
     const jobDir = join(this.opts.stateDir, 'jobdirs', id);
     mkdirSync(jobDir, { recursive: true, mode: 0o700 });
     // The user namespace maps the job user to our uid, so the dir is the job's own inside.
-    const cg = this.cgroups ? new JobCgroup(this.cgroups, `${id}`, limits) : null;
+    const cg = this.cgroupPool ? this.cgroupPool.take(id, limits) : null;
     const sb = new BwrapSandbox(this, id, jobDir, limits, cg);
     void jobId;
     this.live.add(sb);
@@ -96,8 +99,15 @@ export class BwrapDriver implements SandboxDriver {
 
   async idle(): Promise<void> {}
 
+  /** A job's cgroup back: see CgroupPool (`clean`: its job was never killed). */
+  async releaseCgroup(cg: JobCgroup, clean: boolean): Promise<void> {
+    if (this.cgroupPool) await this.cgroupPool.give(cg, clean);
+    else await cg.remove();
+  }
+
   async close(): Promise<void> {
     await Promise.allSettled([...this.live].map((s) => s.destroy()));
+    await this.cgroupPool?.close();
   }
 }
 
@@ -126,7 +136,7 @@ class BwrapSandbox implements Sandbox {
     if (req.direct) {
       args.push('--chdir', req.direct.cwd, '--clearenv');
       for (const [k, v] of Object.entries(req.direct.env)) args.push('--setenv', k, v);
-      args.push('--', ...req.direct.argv);
+      args.push('--', ...(req.direct.rlimitPrefix ?? []), ...req.direct.argv);
     } else {
       writeFileSync(join(this.jobDirHost, LAUNCHER_FILE), req.script, { mode: 0o644 });
       args.push('--chdir', WORKSPACE_INSIDE, '--clearenv', '--', '/bin/sh', `${JOB_DIR_INSIDE}/${LAUNCHER_FILE}`);
@@ -149,6 +159,9 @@ class BwrapSandbox implements Sandbox {
     return groupKillArgv(this.pgid, this.cgroup);
   }
 
+  /** Only the job's own processes are ever in its cgroup (a pooled one is handed on empty). */
+  readonly hostPidsStartWithJob = true;
+
   hostPids(): number[] {
     return this.cgroup?.pids() ?? [];
   }
@@ -158,6 +171,14 @@ class BwrapSandbox implements Sandbox {
   }
 
   async kill(graceMs: number): Promise<void> {
+    this.killed = true;
+    await this.killNow(graceMs);
+  }
+
+  /** Set once anything asked to kill the job: its cgroup is then never pooled. */
+  private killed = false;
+
+  private async killNow(graceMs: number): Promise<void> {
     const live = [...this.procs.entries()];
     if (!live.length) return;
     if (graceMs > 0) {
@@ -172,8 +193,8 @@ class BwrapSandbox implements Sandbox {
 
   destroy(): Promise<void> {
     this.destroyed ??= (async () => {
-      await this.kill(0);
-      await this.cgroup?.remove();
+      await this.killNow(0);
+      if (this.cgroup) await this.driver.releaseCgroup(this.cgroup, !this.killed);
       this.driver.forget(this);
       await rm(this.jobDirHost, { recursive: true, force: true });
     })();

@@ -41,12 +41,18 @@ export function cgroupSupport(): CgroupVersion | null {
   return null;
 }
 
+type CgroupLimits = { memoryBytes: number; maxProcesses: number };
+
 export class JobCgroup {
   private readonly dirs: string[];
   private readonly version: CgroupVersion;
+  private readonly limits: CgroupLimits;
+  /** The OOM kill count when the current job started (the kernel's counter never goes back). */
+  private oomBase = 0;
 
-  constructor(version: CgroupVersion, id: string, limits: { memoryBytes: number; maxProcesses: number }) {
+  constructor(version: CgroupVersion, id: string, limits: CgroupLimits) {
     this.version = version;
+    this.limits = { memoryBytes: limits.memoryBytes, maxProcesses: limits.maxProcesses };
     this.dirs = version === 'v2' ? [join(V2, PARENT, id)] : [join(V1.memory, PARENT, id), join(V1.pids, PARENT, id)];
     for (const d of this.dirs) mkdirSync(d, { recursive: true });
     if (version === 'v2') {
@@ -64,6 +70,11 @@ export class JobCgroup {
   /** The `cgroup.procs` files a process writes its pid into to join. */
   procsFiles(): string[] {
     return this.dirs.map((d) => join(d, 'cgroup.procs'));
+  }
+
+  /** The files a process must write its pid into to join every hierarchy of the job (one in v2). */
+  joinFiles(): string[] {
+    return this.procsFiles();
   }
 
   /**
@@ -85,17 +96,43 @@ export class JobCgroup {
     }
   }
 
-  /** Whether the kernel's OOM killer killed a process of the job (the memory limit was hit). */
+  /** Whether the kernel's OOM killer killed a process of the current job (the memory limit was hit). */
   oomKilled(): boolean {
+    return this.oomKills() > this.oomBase;
+  }
+
+  private oomKills(): number {
     try {
       const text = this.version === 'v2'
         ? readFileSync(join(this.dirs[0], 'memory.events'), 'utf8')
         : readFileSync(join(this.dirs[0], 'memory.oom_control'), 'utf8');
       const m = /^oom_kill (\d+)$/m.exec(text);
-      return m !== null && Number(m[1]) > 0;
+      return m ? Number(m[1]) : 0;
     } catch {
-      return false;
+      return 0;
     }
+  }
+
+  /** Whether this cgroup enforces exactly `l` (a pooled one is only handed to a job with the same limits). */
+  fits(l: CgroupLimits): boolean {
+    return l.memoryBytes === this.limits.memoryBytes && l.maxProcesses === this.limits.maxProcesses;
+  }
+
+  /** Whether no process is in it, in any hierarchy. */
+  isEmpty(): boolean {
+    for (const f of this.procsFiles()) {
+      try {
+        if (readFileSync(f, 'utf8').trim() !== '') return false;
+      } catch {
+        return false; // unreadable: never hand it on
+      }
+    }
+    return true;
+  }
+
+  /** A pooled cgroup starts another job: its OOM kills are counted from now. */
+  beginJob(): void {
+    this.oomBase = this.oomKills();
   }
 
   killAll(): void {
@@ -115,6 +152,54 @@ export class JobCgroup {
       if (!left) return;
       await delay(Math.min(20 * (i + 1), 200));
     }
+  }
+}
+
+/**
+ * Empty job cgroups kept for the next job with the same limits: creating and removing a
+ * memory + pids cgroup per job costs the agent more CPU than the job `true` itself. A cgroup
+ * goes back to the pool only when its job ended by itself (never one the agent or the watchdog
+ * killed: a late kill command must not find the next job in it) and no process is left in it,
+ * so nothing of one job can be in another's cgroup. The limits are the same by construction
+ * (pooled by limits), and OOM kills are counted per job. Memory the kernel still charges to
+ * the cgroup (page cache of the previous job's files) is reclaimable and only ever makes the
+ * next job's limit tighter, never looser.
+ */
+export class CgroupPool {
+  private readonly version: CgroupVersion;
+  private readonly max: number;
+  private readonly free: JobCgroup[] = [];
+
+  constructor(version: CgroupVersion, max = 16) {
+    this.version = version;
+    this.max = max;
+  }
+
+  /** A pooled cgroup with exactly these limits, or a new one named `id`. */
+  take(id: string, limits: CgroupLimits): JobCgroup {
+    const i = this.free.findIndex((c) => c.fits(limits));
+    if (i < 0) return new JobCgroup(this.version, id, limits);
+    const cg = this.free.splice(i, 1)[0];
+    cg.beginJob();
+    return cg;
+  }
+
+  /** Back from a job: pooled when `clean` (its job was never killed) and empty, else removed. */
+  async give(cg: JobCgroup, clean: boolean): Promise<void> {
+    if (clean && this.free.length < this.max && cg.isEmpty()) {
+      this.free.push(cg);
+      return;
+    }
+    await cg.remove();
+  }
+
+  /** How many cgroups wait in the pool (tests). */
+  size(): number {
+    return this.free.length;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.free.splice(0).map((c) => c.remove()));
   }
 }
 

@@ -8,11 +8,11 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
-import { JobCgroup, cgroupSupport, groupKillArgv, type CgroupVersion } from './cgroup.ts';
+import { CgroupPool, JobCgroup, cgroupSupport, groupKillArgv, type CgroupVersion } from './cgroup.ts';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { delay, killGroup, watchWrapper } from './exec-util.ts';
-import { LAUNCHER_FILE, STATUS_FD } from '../jobs/launcher.ts';
+import { LAUNCHER_FILE, STATUS_FD, cgroupJoinLines, directLaunch } from '../jobs/launcher.ts';
 import type { DriverOptions, LaunchRequest, ResourceLimits, Sandbox, SandboxDriver, SandboxProcess } from './types.ts';
 import type { Logger } from '../log.ts';
 
@@ -23,6 +23,8 @@ export class NoneDriver implements SandboxDriver {
   readonly kind = 'none' as const;
   processLimitByRlimit = true;
   private cgroups: CgroupVersion | null = null;
+  /** Empty cgroups of jobs that ended by themselves, for the next job with the same limits. */
+  private cgroupPool: CgroupPool | null = null;
   private readonly opts: DriverOptions;
   private readonly live = new Set<NoneSandbox>();
   private counter = 0;
@@ -38,13 +40,14 @@ export class NoneDriver implements SandboxDriver {
 
   limitMechanisms(): string {
     return this.cgroups
-      ? `memory, processes: a cgroup ${this.cgroups} per job; open files, file size, CPU time: rlimits (prlimit); /tmp: NOT limited (the host's)`
-      : 'NO memory, /tmp or disk-write limit; processes, open files, file size, CPU time: rlimits (prlimit)';
+      ? `memory, processes: a cgroup ${this.cgroups} per job; open files, file size, CPU time: rlimits (ulimit in the job's start shell, or prlimit in a launcher); /tmp: NOT limited (the host's)`
+      : 'NO memory, /tmp or disk-write limit; processes, open files, file size, CPU time: rlimits (ulimit in the job\'s start shell, or prlimit in a launcher)';
   }
 
   async init(): Promise<void> {
     rmSync(join(this.opts.stateDir, 'jobdirs'), { recursive: true, force: true });
     this.cgroups = cgroupSupport();
+    this.cgroupPool = this.cgroups ? new CgroupPool(this.cgroups) : null;
     this.processLimitByRlimit = this.cgroups === null;
   }
 
@@ -52,7 +55,7 @@ export class NoneDriver implements SandboxDriver {
     const id = `nb-${++this.counter}-${randomBytes(3).toString('hex')}`;
     const jobDir = join(this.opts.stateDir, 'jobdirs', id);
     mkdirSync(jobDir, { recursive: true, mode: 0o700 });
-    const cg = this.cgroups ? new JobCgroup(this.cgroups, id, limits) : null;
+    const cg = this.cgroupPool ? this.cgroupPool.take(id, limits) : null;
     const sb = new NoneSandbox(this, this.opts.root, id, jobDir, cg);
     this.live.add(sb);
     return sb;
@@ -64,8 +67,15 @@ export class NoneDriver implements SandboxDriver {
 
   async idle(): Promise<void> {}
 
+  /** A job's cgroup back: see CgroupPool (`clean`: its job was never killed). */
+  async releaseCgroup(cg: JobCgroup, clean: boolean): Promise<void> {
+    if (this.cgroupPool) await this.cgroupPool.give(cg, clean);
+    else await cg.remove();
+  }
+
   async close(): Promise<void> {
     await Promise.allSettled([...this.live].map((s) => s.destroy()));
+    await this.cgroupPool?.close();
   }
 }
 
@@ -91,16 +101,16 @@ class NoneSandbox implements Sandbox {
 
   launch(req: LaunchRequest): SandboxProcess {
     let child: ChildProcess;
-    const wrap = (argv: string[]) => (this.cgroup ? this.cgroup.wrap(argv) : argv);
     if (req.direct) {
-      const { cwd, env } = req.direct;
-      const argv = wrap(req.direct.argv);
-      child = spawn(argv[0], argv.slice(1), { cwd, env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+      // One shell joins the cgroup, sets the rlimits and execs the job (jobs/launcher.ts).
+      const { cwd, env, rlimits } = req.direct;
+      const start = directLaunch({ joinFiles: this.cgroup?.joinFiles() ?? [], rlimits, env, run: req.direct.argv });
+      child = spawn(start.argv[0], start.argv.slice(1), { cwd, env: start.env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
     } else {
       const script = join(this.jobDirHost, LAUNCHER_FILE);
-      writeFileSync(script, req.script, { mode: 0o644 });
-      const argv = wrap(['/bin/sh', script]);
-      child = spawn(argv[0], argv.slice(1), { cwd: this.workspaceInside, env: {}, detached: true, stdio: ['pipe', 'pipe', 'pipe', 'pipe'] });
+      // The launcher's own shell joins the cgroup first: no separate join shell.
+      writeFileSync(script, cgroupJoinLines(this.cgroup) + req.script, { mode: 0o644 });
+      child = spawn('/bin/sh', [script], { cwd: this.workspaceInside, env: {}, detached: true, stdio: ['pipe', 'pipe', 'pipe', 'pipe'] });
     }
     // libuv gives children socketpairs: note the child's own ends (as /proc shows them) so a
     // process that escaped the group but still holds them can be found later.
@@ -122,6 +132,9 @@ class NoneSandbox implements Sandbox {
     return groupKillArgv(this.pgid, this.cgroup);
   }
 
+  /** Only the job's own processes are ever in its cgroup (a pooled one is handed on empty). */
+  readonly hostPidsStartWithJob = true;
+
   hostPids(): number[] {
     return this.cgroup?.pids() ?? [];
   }
@@ -130,7 +143,11 @@ class NoneSandbox implements Sandbox {
     return this.cgroup?.oomKilled() ?? false;
   }
 
+  /** Set once anything asked to kill the job: its cgroup is then never pooled. */
+  private killed = false;
+
   async kill(graceMs: number): Promise<void> {
+    this.killed = true;
     const live = [...this.procs.entries()];
     if (graceMs > 0 && live.length) {
       for (const [c] of live) killGroup(c.pid, 'SIGTERM');
@@ -145,8 +162,9 @@ class NoneSandbox implements Sandbox {
     this.destroyed ??= (async () => {
       // The group only: the runner already swept pipe holders if the pipes stayed open, and
       // scanning /proc after every job would cost more than the job.
+      if (this.procs.size) this.killed = true;
       for (const [c] of this.procs) killGroup(c.pid, 'SIGKILL');
-      await this.cgroup?.remove();
+      if (this.cgroup) await this.driver.releaseCgroup(this.cgroup, !this.killed);
       this.driver.forget(this);
       await rm(this.jobDirHost, { recursive: true, force: true });
     })();

@@ -26,7 +26,15 @@ export interface LaunchRequest {
    * The same job as a plain exec, when it is one (no build step): drivers that start a fresh
    * process per job anyway (bwrap, none) run this instead and save the launcher's execs.
    */
-  direct?: { argv: string[]; cwd: string; env: Record<string, string> };
+  direct?: {
+    /** The job's argv, without any rlimit wrapper. */
+    argv: string[];
+    cwd: string;
+    env: Record<string, string>;
+    /** The job's rlimits: as a `prlimit` argv prefix (undefined without prlimit), and by name for a shell's `ulimit`. */
+    rlimitPrefix?: string[];
+    rlimits: JobRlimits;
+  };
   /** The job's steps as data, for a sandbox whose own init starts them (a reused gVisor sandbox). */
   steps?: { cwd: string; env: Record<string, string>; build?: string[]; run: string[]; rlimits: JobRlimits };
 }
@@ -65,6 +73,11 @@ export interface Sandbox {
   hostKillArgv(): string[] | null;
   /** Host processes whose /proc/PID/io `write_bytes` add up to what the job wrote to disk. */
   hostPids(): number[];
+  /**
+   * True when every process hostPids() returns was started for this job (a per-job cgroup):
+   * what they wrote before the job is 0, so the runner needs no baseline reading at start.
+   */
+  readonly hostPidsStartWithJob?: boolean;
   /** Whether the sandbox's memory limit was hit (a kill by SIGKILL then means "out of memory"). */
   memoryLimitHit(): boolean;
   /** Starts the job's launcher; once per sandbox. The caller writes stdin and closes it. */

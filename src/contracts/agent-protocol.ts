@@ -1,6 +1,7 @@
 /**
  * Agent protocol v1: the messages exchanged over the WebSocket between an executor agent and
- * its team's TeamDispatcher. One schema per message; `parseAgentMessage`/`parseEdgeMessage`
+ * its team's TeamDispatcher, as JSON text frames — except live output, which goes as binary
+ * frames (`output-frame.ts`). One schema per message; `parseAgentMessage`/`parseEdgeMessage`
  * are the only way in, so a malformed message is a logged rejection, never a crash.
  */
 import { z } from 'zod';
@@ -144,13 +145,6 @@ export const AgentHeartbeat = z.object({
   type: z.literal('heartbeat'),
   running: z.array(z.string()),
 });
-export const JobOutput = z.object({
-  type: z.literal('job.output'),
-  jobId: z.string(),
-  stream: StreamName,
-  seq: z.number().int().min(0),
-  data: z.string(),
-});
 /** One piece of a result's inline output, sent before a `job.exit` that says `parts`. */
 export const JobExitPart = z.object({
   type: z.literal('job.exit.part'),
@@ -180,10 +174,9 @@ export const JobError = z.object({
   code: z.string(),
   message: z.string(),
 });
-export const AgentMessage = z.discriminatedUnion('type', [AgentHello, AgentHeartbeat, JobOutput, JobExitPart, JobExit, JobArtifact, JobError]);
+export const AgentMessage = z.discriminatedUnion('type', [AgentHello, AgentHeartbeat, JobExitPart, JobExit, JobArtifact, JobError]);
 export type AgentMessage = z.infer<typeof AgentMessage>;
 export type AgentHello = z.infer<typeof AgentHello>;
-export type JobOutput = z.infer<typeof JobOutput>;
 export type JobExitPart = z.infer<typeof JobExitPart>;
 export type JobError = z.infer<typeof JobError>;
 export type JobArtifact = z.infer<typeof JobArtifact>;
@@ -208,7 +201,8 @@ export type EdgeMessage = z.infer<typeof EdgeMessage>;
 export type Parsed<T> = { ok: true; message: T } | { ok: false; reason: string };
 
 function parseWith<T>(schema: z.ZodType<T>, raw: string | ArrayBuffer): Parsed<T> {
-  if (typeof raw !== 'string') return { ok: false, reason: 'binary frames are not part of the protocol' };
+  // Binary frames carry live output only, read by output-frame.ts.
+  if (typeof raw !== 'string') return { ok: false, reason: 'a binary frame is live output (output-frame.ts), not a JSON message' };
   let json: unknown;
   try {
     json = JSON.parse(raw);

@@ -57,8 +57,22 @@ export const EXIT_PART_CHARS = 1024 * 1024;
  */
 export const LIVE_OUTPUT_MAX_BYTES = 16 * 1024 * 1024;
 
-/** Characters of live output per `job.output` message (≤ 6 bytes per char once JSON-escaped: far below the message limit). */
-export const LIVE_MESSAGE_CHARS = 256 * 1024;
+/**
+ * Output bytes per live output frame (binary, `output-frame.ts`): far below
+ * WEBSOCKET_MESSAGE_MAX_BYTES, and one frame is one row of the DO's live table (below
+ * SQLITE_ROW_MAX_BYTES), so a frame never has to be split.
+ */
+export const LIVE_FRAME_DATA_BYTES = 256 * 1024;
+
+/**
+ * The agent's relay sends another live frame only while its socket holds less than this many
+ * bytes not yet written (`WebSocket.bufferedAmount`): the relay's memory stays bounded whatever a
+ * job writes, and a heartbeat never queues behind more than this.
+ */
+export const RELAY_MAX_BUFFERED_BYTES = 1024 * 1024;
+
+/** Bytes per stored row of live output (a BLOB): below SQLITE_ROW_MAX_BYTES with room for the other columns. */
+export const STORED_OUTPUT_CHUNK_BYTES = 1024 * 1024;
 
 /** Sanity check used by tests and by the DO before it serializes an attachment. */
 export function attachmentBytes(value: unknown): number {
@@ -81,3 +95,29 @@ export function splitText(text: string, n: number): string[] {
   } while (i < text.length);
   return out;
 }
+
+// ---- artifact uploads ----
+
+/**
+ * Largest request body Cloudflare lets through to a Worker on the Free and Pro plans (Business:
+ * 200 MB, Enterprise: 500 MB by default); a larger one is refused with HTTP 413 before the Worker
+ * runs. The smallest plan's figure, so an upload that fits here fits everywhere.
+ * Workers limits (request limits): https://developers.cloudflare.com/workers/platform/limits/
+ */
+export const REQUEST_BODY_MAX_BYTES = 100 * 1000 * 1000;
+
+/**
+ * R2 multipart uploads: every part but the last is the same size and at least 5 MiB (the last may
+ * be smaller, not larger), a part is at most 5 GiB, an upload has at most 10,000 parts.
+ * R2 limits: https://developers.cloudflare.com/r2/platform/limits/ and multipart objects:
+ * https://developers.cloudflare.com/r2/objects/multipart-objects/
+ */
+export const R2_MULTIPART_MIN_PART_BYTES = 5 * 1024 * 1024;
+export const R2_MULTIPART_MAX_PART_BYTES = 5 * 1024 * 1024 * 1024;
+export const R2_MULTIPART_MAX_PARTS = 10_000;
+
+/**
+ * The agent's default part size: one part is one request, far below REQUEST_BODY_MAX_BYTES; an
+ * artifact above it goes in parts. 64 MiB × 10,000 parts = 640 GiB per stream, far above any cap.
+ */
+export const ARTIFACT_PART_BYTES = 64 * 1024 * 1024;

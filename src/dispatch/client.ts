@@ -11,7 +11,10 @@ import type { JobExit, SandboxKind, StreamName } from '../contracts/agent-protoc
 import type { AgentView, JobListFilter, JobView } from '../contracts/jobs.ts';
 import { isSettled, isTerminal } from '../contracts/jobs.ts';
 import { err, ok, type ErrorCode, type Result } from '../contracts/errors.ts';
-import { DispatchEvent, type DispatchRequest, type KeptOutput, type SubmitAnswer, type UploadAnswer } from './events.ts';
+import {
+  DispatchEvent, type DispatchRequest, type KeptOutput, type MultipartAbandonAnswer, type MultipartBeginAnswer, type MultipartFinishAnswer,
+  type MultipartPartAnswer, type MultipartRef, type MultipartShape, type SubmitAnswer, type UploadAnswer, type UploadWho,
+} from './events.ts';
 import { stamp } from '../mcp/trace.ts';
 import { lostExit } from './outcomes.ts';
 
@@ -165,6 +168,30 @@ export async function beginUpload(env: Env, team: string, u: { jobId: string; ha
 
 export async function endUpload(env: Env, team: string, jobId: string, stream: StreamName, okay: boolean, bytes: number): Promise<void> {
   await stub(env, team).endUpload(team, jobId, stream, okay, bytes);
+}
+
+export async function multipartBegin(env: Env, team: string, who: UploadWho, shape: MultipartShape): Promise<MultipartBeginAnswer> {
+  return (await stub(env, team).multipartBegin(team, who, shape)) as MultipartBeginAnswer;
+}
+
+export async function multipartCreated(env: Env, team: string, who: UploadWho, ref: MultipartRef, shape: MultipartShape): Promise<void> {
+  await stub(env, team).multipartCreated(team, who, ref, shape);
+}
+
+export async function multipartPart(env: Env, team: string, who: UploadWho, part: number, bytes: number): Promise<MultipartPartAnswer> {
+  return (await stub(env, team).multipartPart(team, who, part, bytes)) as MultipartPartAnswer;
+}
+
+export async function multipartPartStored(env: Env, team: string, who: UploadWho, ref: MultipartRef, part: number, etag: string, bytes: number): Promise<void> {
+  await stub(env, team).multipartPartStored(team, who, ref, part, etag, bytes);
+}
+
+export async function multipartFinish(env: Env, team: string, who: UploadWho): Promise<MultipartFinishAnswer> {
+  return (await stub(env, team).multipartFinish(team, who)) as MultipartFinishAnswer;
+}
+
+export async function multipartAbandon(env: Env, team: string, who: UploadWho): Promise<MultipartAbandonAnswer> {
+  return (await stub(env, team).multipartAbandon(team, who)) as MultipartAbandonAnswer;
 }
 
 export function errorCode(code: string): ErrorCode {

@@ -44,6 +44,22 @@ export type SubmitAnswer =
   | { ok: false; code: string; message: string };
 
 export type UploadAnswer = { ok: true } | { ok: false; status: 404 | 409; code: 'not_found' | 'conflict'; message: string };
+export type UploadRefusal = Extract<UploadAnswer, { ok: false }> | { ok: false; status: 400; code: 'invalid_argument'; message: string };
+
+/** Who asks to write which stream of which job's artifact (the agent token's subject). */
+export interface UploadWho { jobId: string; handle: string; stream: StreamName; subject: string }
+/** An R2 multipart upload the edge keeps for a stream. */
+export interface MultipartRef { uploadId: string; key: string }
+export interface MultipartShape { bytes: number; partBytes: number; lines: number; truncated: boolean }
+
+/** Starting a multipart upload: resume the one the edge holds (same shape), or make a new one (aborting `replace`). */
+export type MultipartBeginAnswer =
+  | { ok: true; resume: MultipartRef & { done: number[] } }
+  | { ok: true; resume: null; replace: MultipartRef | null }
+  | UploadRefusal;
+export type MultipartPartAnswer = ({ ok: true } & MultipartRef) | UploadRefusal;
+export type MultipartFinishAnswer = ({ ok: true; parts: { partNumber: number; etag: string }[] } & MultipartRef & MultipartShape) | UploadRefusal;
+export type MultipartAbandonAnswer = { ok: true; upload: MultipartRef | null } | UploadRefusal;
 
 /** Output the team's DO keeps for a job: live-relayed bytes, or an ended job's inline result when that holds more. */
 export interface KeptOutput {

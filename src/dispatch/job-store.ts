@@ -8,7 +8,7 @@
  * the row first wins, every later attempt sees zero rows written.
  */
 import type { JobExit, JobSpec, SandboxKind, StreamName } from '../contracts/agent-protocol.ts';
-import { LIVE_OUTPUT_MAX_BYTES, STORED_CHUNK_CHARS, splitText } from '../contracts/limits.ts';
+import { LIVE_OUTPUT_MAX_BYTES, STORED_CHUNK_CHARS, STORED_OUTPUT_CHUNK_BYTES, splitText } from '../contracts/limits.ts';
 import type { ArtifactState, JobListFilter, JobState, JobView, StreamArtifact } from '../contracts/jobs.ts';
 
 /** What the store needs from its host: the DO's `ctx.storage.sql` and `transactionSync`. */
@@ -79,7 +79,7 @@ const SCHEMA = [
   // Large texts (spec, inline stdout/stderr, exit parts) split below the row limit.
   `CREATE TABLE IF NOT EXISTS job_blobs (job_id TEXT NOT NULL, kind TEXT NOT NULL, seq INTEGER NOT NULL, data TEXT NOT NULL,
     PRIMARY KEY (job_id, kind, seq))`,
-  // Live output relayed while the job runs (bounded by the job's inline cap), keyed by byte offset.
+  // Live output relayed while the job runs (a BLOB per row; rows written before output went binary hold text), keyed by byte offset.
   `CREATE TABLE IF NOT EXISTS job_output (job_id TEXT NOT NULL, stream TEXT NOT NULL, offset INTEGER NOT NULL, bytes INTEGER NOT NULL,
     data TEXT NOT NULL, PRIMARY KEY (job_id, stream, offset))`,
   `CREATE TABLE IF NOT EXISTS job_artifacts (job_id TEXT NOT NULL, stream TEXT NOT NULL, state TEXT NOT NULL, bytes INTEGER NOT NULL,
@@ -226,24 +226,23 @@ export class JobStore {
   // ---- live output ----
 
   /**
-   * Appends relayed output up to LIVE_OUTPUT_MAX_BYTES per stream (whatever the agent sends), in
-   * rows below the SQLite row limit. Returns the bytes kept.
+   * Keeps relayed output by byte offset, up to LIVE_OUTPUT_MAX_BYTES per stream, as one
+   * contiguous prefix: bytes already kept are skipped (a frame sent again), and a frame that starts
+   * past the end (one went missing on a dropped socket) is ignored, so every kept byte sits at its
+   * true offset. Stored as BLOB rows below the SQLite row limit. Returns the bytes kept.
    */
-  appendOutput(id: string, stream: StreamName, data: string): number {
+  appendOutput(id: string, stream: StreamName, offset: number, data: Uint8Array): number {
     let end = this.relayed(id, stream);
-    let room = LIVE_OUTPUT_MAX_BYTES - end;
-    let kept = 0;
-    for (const piece of splitText(data, STORED_CHUNK_CHARS)) {
-      if (room <= 0 || piece === '') break;
-      let b = enc.encode(piece);
-      if (b.byteLength > room) b = b.subarray(0, utf8Prefix(b, room));
-      if (b.byteLength === 0) break;
-      this.sql.exec(`INSERT INTO job_output (job_id, stream, offset, bytes, data) VALUES (?, ?, ?, ?, ?)`, id, stream, end, b.byteLength, dec.decode(b));
-      end += b.byteLength;
-      room -= b.byteLength;
-      kept += b.byteLength;
+    if (offset > end) return 0;
+    const fresh = data.subarray(Math.min(data.byteLength, end - offset));
+    const b = fresh.subarray(0, Math.max(0, LIVE_OUTPUT_MAX_BYTES - end));
+    for (let i = 0; i < b.byteLength; i += STORED_OUTPUT_CHUNK_BYTES) {
+      const piece = b.subarray(i, i + STORED_OUTPUT_CHUNK_BYTES);
+      // A copy of exactly these bytes: a view would hand SQLite the whole frame's buffer.
+      this.sql.exec(`INSERT INTO job_output (job_id, stream, offset, bytes, data) VALUES (?, ?, ?, ?, ?)`, id, stream, end, piece.byteLength, piece.slice());
+      end += piece.byteLength;
     }
-    return kept;
+    return b.byteLength;
   }
 
   /** Live output of streams whose artifact is stored is not needed any more (R2 serves them). */
@@ -255,7 +254,7 @@ export class JobStore {
 
   /** Bytes [offset, offset+max) of the relayed output, and the total relayed so far. */
   readOutput(id: string, stream: StreamName, offset: number, max: number): { data: Uint8Array; total: number } {
-    const rows = this.sql.exec<{ offset: number; bytes: number; data: string }>(
+    const rows = this.sql.exec<{ offset: number; bytes: number; data: SqlStorageValue }>(
       `SELECT offset, bytes, data FROM job_output WHERE job_id = ? AND stream = ? AND offset + bytes > ? AND offset < ? ORDER BY offset`,
       id, stream, offset, offset + max,
     ).toArray();
@@ -263,7 +262,7 @@ export class JobStore {
     const parts: Uint8Array[] = [];
     let size = 0;
     for (const r of rows) {
-      const b = enc.encode(r.data);
+      const b = storedBytes(r.data);
       const from = Math.max(0, offset - r.offset);
       const to = Math.min(b.byteLength, offset + max - r.offset);
       const piece = b.subarray(from, to);
@@ -439,10 +438,10 @@ export function jobArtifactState(...streams: ArtifactState[]): ArtifactState {
   return 'failed';
 }
 
-/** Length of the longest prefix of `b` of at most `max` bytes that does not end inside a UTF-8 character. */
-function utf8Prefix(b: Uint8Array, max: number): number {
-  let n = Math.min(max, b.byteLength);
-  if (n === b.byteLength) return n;
-  while (n > 0 && (b[n] & 0xc0) === 0x80) n--;
-  return n;
+/** A live output row's bytes: a BLOB (ArrayBuffer in workerd, Uint8Array elsewhere), or UTF-8 text in rows stored before output went binary. */
+function storedBytes(v: SqlStorageValue | Uint8Array): Uint8Array {
+  if (typeof v === 'string') return enc.encode(v);
+  if (v instanceof Uint8Array) return v;
+  if (v instanceof ArrayBuffer) return new Uint8Array(v);
+  return new Uint8Array(0);
 }

@@ -10,13 +10,19 @@ import {
   AGENT_RECONNECT_MAX_BACKOFF_MS, PROTOCOL_VERSION, parseAgentMessage, type AgentHello, type EdgeMessage, type JobExit, type SandboxKind, type StreamName,
 } from '../contracts/agent-protocol.ts';
 import { HIBERNATION_ATTACHMENT_MAX_BYTES, attachmentBytes } from '../contracts/limits.ts';
+import { decodeOutputFrame } from '../contracts/output-frame.ts';
 import { isTerminal, JOB_RETENTION_MS, JobListFilter, type AgentView, type JobState, type JobView } from '../contracts/jobs.ts';
 import { describeIssues } from '../contracts/errors.ts';
 import { RUNTIMES, type RuntimeName } from '../contracts/runtimes.ts';
 import { concurrencyLimitMessage } from '../policy/engine.ts';
 import { isRevoked } from '../store/tokens.ts';
 import { syncJobToD1 } from '../store/jobs.ts';
-import { DispatchRequest, type DispatchEvent, type KeptOutput, type SubmitAnswer, type UploadAnswer } from './events.ts';
+import {
+  DispatchRequest, type DispatchEvent, type KeptOutput, type MultipartAbandonAnswer, type MultipartBeginAnswer, type MultipartFinishAnswer,
+  type MultipartPartAnswer, type MultipartRef, type MultipartShape, type SubmitAnswer, type UploadAnswer, type UploadRefusal, type UploadWho,
+} from './events.ts';
+import { UploadStore } from './upload-store.ts';
+import { partCount, partRange } from '../contracts/artifact-upload.ts';
 import { stamp } from '../mcp/trace.ts';
 import { JobStore, type JobRow } from './job-store.ts';
 import { AgentRegistry } from './agent-registry.ts';
@@ -35,14 +41,15 @@ export interface AgentAttachment {
 export const MISSED_HEARTBEATS = 3;
 /** How long a started job's `running` state waits before it is copied to D1 (its end, if sooner, is copied instead). */
 export const START_SYNC_DELAY_MS = 250;
-/** Characters of each live output message passed on to callers following the job (progress shows the last line). */
-const FOLLOW_OUTPUT_CHARS = 4096;
+/** Bytes of each live output frame passed on to callers following the job (progress shows the last line). */
+const FOLLOW_OUTPUT_BYTES = 4096;
 
 type Listener = (e: DispatchEvent) => void;
 
 export class TeamDispatcher extends DurableObject<Env> {
   private readonly store: JobStore;
   private readonly registry: AgentRegistry;
+  private readonly uploads: UploadStore;
   private readonly listeners = new Map<string, Set<Listener>>();
   private readonly endWaiters = new Map<string, Set<() => void>>();
   private teamName: string | null = null;
@@ -54,6 +61,7 @@ export class TeamDispatcher extends DurableObject<Env> {
     const host = { sql: ctx.storage.sql, transactionSync: <T,>(f: () => T) => ctx.storage.transactionSync(f) };
     this.store = new JobStore(host);
     this.registry = new AgentRegistry(host);
+    this.uploads = new UploadStore(host);
   }
 
   private heartbeatMs(): number {
@@ -304,7 +312,110 @@ export class TeamDispatcher extends DurableObject<Env> {
     await this.rememberTeam(team);
     if (!ok) return;
     this.store.endUpload(jobId, stream, bytes);
+    this.uploads.remove(jobId, stream); // a completed multipart upload needs no bookkeeping
     this.settle(jobId);
+  }
+
+  // ---- multipart uploads: the same rules as one PUT (the job's agent, while announced, once), in parts ----
+
+  /** The rules every multipart step checks: the job's agent, its handle, a stream still uploading. */
+  private uploadRefusal(u: UploadWho, begin: boolean): UploadRefusal | null {
+    const row = this.store.get(u.jobId);
+    if (!row || row.artifact_handle !== u.handle || row.agent_subject !== u.subject) {
+      return { ok: false, status: 404, code: 'not_found', message: `job "${u.jobId}" with artifact "${u.handle}" not found` };
+    }
+    const a = this.store.artifactRow(u.jobId, u.stream);
+    if (begin && row.state === 'running' && !a) return null;
+    if (a?.state === 'uploading') return null;
+    if (a) return { ok: false, status: 409, code: 'conflict', message: `the ${u.stream} artifact of job "${u.jobId}" is already ${a.state === 'failed' ? 'given up' : 'stored'}; artifacts are written once` };
+    return { ok: false, status: 409, code: 'conflict', message: `job "${u.jobId}" is ${row.state}: its ${u.stream} artifact can no longer be written` };
+  }
+
+  /** Starts (or resumes) a stream's multipart upload: the same shape resumes with the parts already stored. */
+  async multipartBegin(team: string, u: UploadWho, shape: MultipartShape): Promise<MultipartBeginAnswer> {
+    await this.rememberTeam(team);
+    const refused = this.uploadRefusal(u, true);
+    if (refused) return refused;
+    this.store.beginUpload(u.jobId, u.stream);
+    const cur = this.uploads.get(u.jobId, u.stream);
+    if (cur && cur.bytes === shape.bytes && cur.part_bytes === shape.partBytes) {
+      return { ok: true, resume: { uploadId: cur.upload_id, key: cur.r2_key, done: this.uploads.parts(u.jobId, u.stream).map((p) => p.part) } };
+    }
+    return { ok: true, resume: null, replace: cur ? { uploadId: cur.upload_id, key: cur.r2_key } : null };
+  }
+
+  /** The Worker created the R2 upload `ref` for this stream. */
+  async multipartCreated(team: string, u: UploadWho, ref: MultipartRef, shape: MultipartShape): Promise<void> {
+    await this.rememberTeam(team);
+    this.uploads.put({
+      job_id: u.jobId, stream: u.stream, upload_id: ref.uploadId, r2_key: ref.key, bytes: shape.bytes, part_bytes: shape.partBytes,
+      lines: shape.lines, truncated: shape.truncated ? 1 : 0, created_at: Date.now(),
+    });
+  }
+
+  /** May part `part` of `bytes` go into the stream's upload? Every part but the last is exactly the part size (R2's rule). */
+  async multipartPart(team: string, u: UploadWho, part: number, bytes: number): Promise<MultipartPartAnswer> {
+    await this.rememberTeam(team);
+    const refused = this.uploadRefusal(u, false);
+    if (refused) return refused;
+    const up = this.uploads.get(u.jobId, u.stream);
+    if (!up) return { ok: false, status: 409, code: 'conflict', message: `no multipart upload of the ${u.stream} artifact of job "${u.jobId}" is open; start one with POST …/multipart` };
+    const n = partCount(up.bytes, up.part_bytes);
+    if (!Number.isInteger(part) || part < 1 || part > n) return { ok: false, status: 400, code: 'invalid_argument', message: `part ${part} is not a part of this upload: parts are numbered 1 to ${n}` };
+    const r = partRange(up.bytes, up.part_bytes, part);
+    if (bytes !== r.end - r.start) return { ok: false, status: 400, code: 'invalid_argument', message: `part ${part} of this upload is ${r.end - r.start} bytes (bytes ${r.start}..${r.end} of ${up.bytes}), not ${bytes}` };
+    return { ok: true, uploadId: up.upload_id, key: up.r2_key };
+  }
+
+  async multipartPartStored(team: string, u: UploadWho, ref: MultipartRef, part: number, etag: string, bytes: number): Promise<void> {
+    await this.rememberTeam(team);
+    this.uploads.putPart(u.jobId, u.stream, ref.uploadId, part, etag, bytes);
+  }
+
+  /** Everything `complete` needs, once every part is stored. */
+  async multipartFinish(team: string, u: UploadWho): Promise<MultipartFinishAnswer> {
+    await this.rememberTeam(team);
+    const refused = this.uploadRefusal(u, false);
+    if (refused) return refused;
+    const up = this.uploads.get(u.jobId, u.stream);
+    if (!up) return { ok: false, status: 409, code: 'conflict', message: `no multipart upload of the ${u.stream} artifact of job "${u.jobId}" is open; start one with POST …/multipart` };
+    const parts = this.uploads.parts(u.jobId, u.stream);
+    const n = partCount(up.bytes, up.part_bytes);
+    const missing = Array.from({ length: n }, (_, i) => i + 1).filter((p) => !parts.some((x) => x.part === p));
+    if (missing.length) return { ok: false, status: 409, code: 'conflict', message: `parts ${missing.slice(0, 10).join(', ')}${missing.length > 10 ? ', …' : ''} of ${n} are not stored yet; upload them before completing` };
+    return {
+      ok: true, uploadId: up.upload_id, key: up.r2_key, parts: parts.map((p) => ({ partNumber: p.part, etag: p.etag })),
+      bytes: up.bytes, partBytes: up.part_bytes, lines: up.lines, truncated: up.truncated === 1,
+    };
+  }
+
+  /** The agent gives up on the stream's upload: the edge forgets it and hands back the R2 upload to abort. */
+  async multipartAbandon(team: string, u: UploadWho): Promise<MultipartAbandonAnswer> {
+    await this.rememberTeam(team);
+    const row = this.store.get(u.jobId);
+    if (!row || row.artifact_handle !== u.handle || row.agent_subject !== u.subject) {
+      return { ok: false, status: 404, code: 'not_found', message: `job "${u.jobId}" with artifact "${u.handle}" not found` };
+    }
+    const up = this.uploads.get(u.jobId, u.stream);
+    if (up && this.store.artifactRow(u.jobId, u.stream)?.state === 'complete') return { ok: true, upload: null };
+    this.uploads.remove(u.jobId, u.stream);
+    return { ok: true, upload: up ? { uploadId: up.upload_id, key: up.r2_key } : null };
+  }
+
+  /**
+   * Aborts the R2 uploads that will never complete (their stream was given up, their agent was
+   * lost, their job pruned), so no parts stay stored (and billed) for nothing.
+   */
+  private async abortAbandonedUploads(): Promise<void> {
+    for (const up of this.uploads.abandoned()) {
+      try {
+        await this.env.ARTIFACTS.resumeMultipartUpload(up.r2_key, up.upload_id).abort();
+      } catch (e) {
+        // Already aborted or completed, or never known to R2: nothing is left to clean either way.
+        console.warn(`aborting the multipart upload of job ${up.job_id} ${up.stream}: ${(e as Error).message}`);
+      }
+      this.uploads.remove(up.job_id, up.stream);
+    }
   }
 
   // ================= agent sockets =================
@@ -322,6 +433,7 @@ export class TeamDispatcher extends DurableObject<Env> {
   async webSocketMessage(ws: WebSocket, raw: string | ArrayBuffer): Promise<void> {
     const att = this.attachmentOf(ws);
     if (!att) return;
+    if (typeof raw !== 'string') return this.onOutputFrame(att, raw);
     const parsed = parseAgentMessage(raw);
     if (!parsed.ok) {
       console.warn(`agent ${att.agentId ?? '(before hello)'}: rejected message: ${parsed.reason}`);
@@ -339,14 +451,6 @@ export class TeamDispatcher extends DurableObject<Env> {
     switch (msg.type) {
       case 'heartbeat': {
         this.reconcileHeld(agentId, msg.running, now, 2 * this.heartbeatMs());
-        return;
-      }
-      case 'job.output': {
-        const row = this.store.get(msg.jobId);
-        if (row?.state !== 'running' || row.agent !== agentId) return;
-        this.store.appendOutput(msg.jobId, msg.stream, msg.data);
-        // Followers turn output into progress (its last line): the tail is enough, and keeps their streams small.
-        this.emit(msg.jobId, { type: 'output', stream: msg.stream, data: msg.data.length > FOLLOW_OUTPUT_CHARS ? msg.data.slice(-FOLLOW_OUTPUT_CHARS) : msg.data });
         return;
       }
       case 'job.exit.part': {
@@ -388,6 +492,7 @@ export class TeamDispatcher extends DurableObject<Env> {
         if (row && this.store.reportArtifact(msg.jobId, msg.stream)) {
           console.warn(`job ${msg.jobId}: the ${msg.stream} artifact was not stored (agent says ${msg.state}${msg.error ? `: ${msg.error}` : ''})`);
           this.settle(msg.jobId);
+          await this.abortAbandonedUploads();
         }
         this.sendTo(ws, { type: 'job.ack', jobId: msg.jobId, stream: msg.stream });
         return;
@@ -402,6 +507,27 @@ export class TeamDispatcher extends DurableObject<Env> {
         return;
       }
     }
+  }
+
+  /**
+   * Live output (a binary frame): kept by byte offset while the job runs on this agent. Output
+   * is bulk data, not a sign of life: only the agent's JSON messages (heartbeats first) count as
+   * liveness, so a flood of output can never stand in for heartbeats that do not arrive.
+   */
+  private onOutputFrame(att: AgentAttachment, raw: ArrayBuffer): void {
+    if (!att.agentId) return;
+    const parsed = decodeOutputFrame(raw);
+    if (!parsed.ok) {
+      console.warn(`agent ${att.agentId}: rejected output frame: ${parsed.reason}`);
+      return;
+    }
+    const f = parsed.frame;
+    const row = this.store.get(f.jobId);
+    if (row?.state !== 'running' || row.agent !== att.agentId) return;
+    if (this.store.appendOutput(f.jobId, f.stream, f.offset, f.data) === 0) return;
+    // Followers turn output into progress (its last line): the tail is enough, and keeps their streams small.
+    const tail = f.data.subarray(Math.max(0, f.data.byteLength - FOLLOW_OUTPUT_BYTES));
+    this.emit(f.jobId, { type: 'output', stream: f.stream, data: new TextDecoder().decode(tail) });
   }
 
   private async onHello(ws: WebSocket, att: AgentAttachment, hello: AgentHello, now: number): Promise<void> {
@@ -663,6 +789,7 @@ export class TeamDispatcher extends DurableObject<Env> {
     await this.pump();
     await this.sync();
     this.store.prune(now - JOB_RETENTION_MS);
+    await this.abortAbandonedUploads();
     this.registry.prune(now - JOB_RETENTION_MS);
     await this.scheduleAlarm();
   }

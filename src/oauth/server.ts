@@ -16,8 +16,10 @@ export const OAUTH_SCOPES = ['execute', 'artifacts:read'] as const;
 export const AUTHORIZE_PATH = '/authorize';
 export const TOKEN_PATH = '/oauth/token';
 export const REGISTER_PATH = '/oauth/register';
-/** Access tokens live an hour; the client refreshes (refresh tokens rotate, 30 days). */
+/** Access tokens live an hour; the client refreshes (refresh tokens rotate). */
 export const ACCESS_TOKEN_TTL_S = 3600;
+/** A grant (and so its refresh tokens) lasts 30 days from the consent; then an admin consents again. */
+export const REFRESH_TOKEN_TTL_S = 30 * 86400;
 
 /** What a grant stores and every request with its token sees: the same claims an API token carries. */
 export interface OAuthGrantProps {
@@ -51,6 +53,7 @@ export function authorizationServer(req: Request, env: Env): OAuthAuthorizationS
       clientRegistrationEndpoint: REGISTER_PATH,
       scopesSupported: [...OAUTH_SCOPES],
       accessTokenTTL: ACCESS_TOKEN_TTL_S,
+      refreshTokenTTL: REFRESH_TOKEN_TTL_S,
     });
     servers.set(key, s);
   }

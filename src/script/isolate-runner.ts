@@ -170,8 +170,15 @@ export default class ScriptRunner extends WorkerEntrypoint {
       child_process: Object.freeze({ exec: childExec }),
       queryOutput,
     };
+    // Some of these (fetch, WebSocket, …) live on the global object's prototypes, not on the
+    // global itself: delete them along the whole chain, then shadow whatever is left.
     for (const name of REMOVED) {
-      try { delete globalThis[name]; } catch { /* non-configurable: shadowed below */ }
+      for (let o = globalThis; o && o !== Object.prototype; o = Object.getPrototypeOf(o)) {
+        try { delete o[name]; } catch { /* non-configurable: shadowed below */ }
+      }
+      if (name in globalThis && !(name in api)) {
+        try { Object.defineProperty(globalThis, name, { value: undefined, writable: false, configurable: false, enumerable: false }); } catch { /* the network is off anyway */ }
+      }
     }
     for (const [name, value] of Object.entries(api)) {
       Object.defineProperty(globalThis, name, { value, writable: false, configurable: false, enumerable: false });

@@ -76,7 +76,7 @@ function fromDb(r: DbRow): ArtifactRow {
  * FixedLengthStream gives (and it errors if the body is shorter or longer than announced).
  * Outside workerd (unit tests with an in-memory bucket) the body passes through as it is.
  */
-function knownLength(body: ReadableStream<Uint8Array>, length: number): { stream: ReadableStream<Uint8Array>; piped: Promise<void> } {
+export function knownLength(body: ReadableStream<Uint8Array>, length: number): { stream: ReadableStream<Uint8Array>; piped: Promise<void> } {
   const FLS = (globalThis as { FixedLengthStream?: typeof FixedLengthStream }).FixedLengthStream;
   if (!FLS) return { stream: body, piped: Promise.resolve() };
   const { readable, writable } = new FLS(length);
@@ -95,10 +95,7 @@ export async function putArtifact(env: Env, u: ArtifactUpload): Promise<Result<{
   const key = artifactKey(u.team, u.handle, u.stream);
   const { stream, piped } = knownLength(u.body, u.contentLength);
   const [put, pipe] = await Promise.allSettled([
-    env.ARTIFACTS.put(key, stream, {
-      httpMetadata: { contentType: 'text/plain; charset=utf-8' },
-      customMetadata: { team: u.team, jobId: u.jobId, lines: String(u.lines), truncated: u.truncated ? '1' : '0' },
-    }),
+    env.ARTIFACTS.put(key, stream, artifactObjectOptions(u)),
     piped,
   ]);
   if (pipe.status === 'rejected' || put.status === 'rejected') {
@@ -109,6 +106,18 @@ export async function putArtifact(env: Env, u: ArtifactUpload): Promise<Result<{
     }
     return err('internal', `storing artifact body failed: ${cause}`);
   }
+  return indexArtifact(env, { ...u, bytes: u.contentLength });
+}
+
+/** What the index row of a stored artifact body records. */
+export type ArtifactIndexEntry = Omit<ArtifactUpload, 'body' | 'contentLength'> & { bytes: number };
+
+/**
+ * Writes the index row of a body already stored in R2 (one PUT, or a completed multipart upload).
+ * The body is removed when its row cannot be written: nothing would ever find (or expire) it.
+ */
+export async function indexArtifact(env: Env, u: ArtifactIndexEntry): Promise<Result<{ bytes: number }>> {
+  const key = artifactKey(u.team, u.handle, u.stream);
   const createdAt = u.now ?? Date.now();
   const expiresAt = createdAt + Math.round(u.retentionHours * HOUR_MS);
   try {
@@ -121,7 +130,7 @@ export async function putArtifact(env: Env, u: ArtifactUpload): Promise<Result<{
          truncated = excluded.truncated, created_at = excluded.created_at, expires_at = excluded.expires_at
        WHERE artifacts.team = excluded.team`,
     )
-      .bind(u.handle, u.team, u.jobId, u.stream, key, u.contentLength, Math.max(0, Math.floor(u.lines)), u.truncated ? 1 : 0, createdAt, expiresAt)
+      .bind(u.handle, u.team, u.jobId, u.stream, key, u.bytes, Math.max(0, Math.floor(u.lines)), u.truncated ? 1 : 0, createdAt, expiresAt)
       .run();
     if (r.meta.changes === 0) {
       await env.ARTIFACTS.delete(key);
@@ -132,7 +141,15 @@ export async function putArtifact(env: Env, u: ArtifactUpload): Promise<Result<{
     await env.ARTIFACTS.delete(key).catch(() => {});
     return err('internal', `indexing artifact failed: ${toErrorShape(e).message}`);
   }
-  return ok({ bytes: u.contentLength });
+  return ok({ bytes: u.bytes });
+}
+
+/** The R2 metadata every artifact body carries (one PUT or multipart alike). */
+export function artifactObjectOptions(u: Pick<ArtifactUpload, 'team' | 'jobId' | 'lines' | 'truncated'>): R2PutOptions & R2MultipartOptions {
+  return {
+    httpMetadata: { contentType: 'text/plain; charset=utf-8' },
+    customMetadata: { team: u.team, jobId: u.jobId, lines: String(u.lines), truncated: u.truncated ? '1' : '0' },
+  };
 }
 
 /** Rows of a handle for this team only (stdout first); another team's handle → []. Expired rows excluded. */

@@ -376,5 +376,33 @@ describe('--json on every admin command', () => {
     expect(asked.code, asked.stderr).toBe(0);
     const rows = asked.stdout.trim().split('\n').map((l) => JSON.parse(l) as { decision: string; subject: string });
     expect(rows.map((r) => `${r.decision}:${r.subject}`)).toEqual(['asked:asker', 'asked:asker']);
+
+    // The README's approvals lines as written, with a real pending approval in place of its example id.
+    const asker = new Client({ name: 'cli-readme', version: '1.0.0' });
+    await asker.connect(new StreamableHTTPClientTransport(new URL(gw.mcpUrl), {
+      requestInit: { headers: { Authorization: `Bearer ${await gw.token({ team: 'jsonteam', scopes: ['execute'], subject: 'asker' })}` } },
+    }));
+    const third = (await asker.callTool({ name: 'execute', arguments: { command: 'echo', args: ['ask-me', 'three'] } })).structuredContent as { approval: { id: string } };
+    await asker.close();
+    const id = third.approval.id;
+    const bin = mkdtempSync(join(dir, 'bin-'));
+    writeFileSync(join(bin, 'gatehouse'), `#!/bin/sh\nexec "${process.execPath}" "${join(ROOT, 'bin/gatehouse.mjs')}" "$@"\n`, { mode: 0o755 });
+    const env = { ...process.env, PATH: `${bin}:${process.env.PATH}`, GATEHOUSE_URL: gw.url, GATEHOUSE_ADMIN_TOKEN: token };
+    const lines = readmeBlock('approvals');
+    expect(lines).toHaveLength(3);
+    const outs: string[] = [];
+    for (const line of lines) {
+      const real = line.replace(/ap_Q3…/g, id);
+      try {
+        outs.push((await promisify(execFile)('/bin/sh', ['-ec', real], { cwd: dir, env })).stdout);
+      } catch (e) {
+        const x = e as { stdout?: string; stderr?: string; message: string };
+        throw new Error(`README line failed: ${real}\n${x.message}\n${x.stdout ?? ''}${x.stderr ?? ''}`);
+      }
+    }
+    expect(outs[0]).toMatch(new RegExp(`^${id}\\s+pending\\s+asker`, 'm'));
+    expect(outs[1]).toContain(`approved ${id}: asker may now retry this call once`);
+    expect((await json(['approvals', 'show', id])).approval).toMatchObject({ status: 'approved', note: 'release' });
+    expect(outs[2].trim().split('\n').filter((l) => /\basked\s+execute\s+asker\s+echo ask-me/.test(l))).toHaveLength(3);
   }, 120_000);
 });

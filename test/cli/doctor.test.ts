@@ -80,7 +80,7 @@ describe('gatehouse agent doctor', () => {
     expect(argvToken.stderr).toContain('not taken on the command line');
     const unknown = await doctor(['--colour']);
     expect(unknown.code).toBe(2);
-    expect(unknown.stderr).toContain("Unknown option '--colour'");
+    expect(unknown.stderr).toContain('unknown flag "--colour" for "agent doctor"; allowed: --json, --help, --url, --token-file, --sandbox');
   });
 
   it('names the token problems: another gateway, a client token, about to expire, none at all', async () => {

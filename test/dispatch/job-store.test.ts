@@ -8,7 +8,8 @@ import { describe, expect, it } from 'vitest';
 import { DatabaseSync } from 'node:sqlite';
 import { serialize } from 'node:v8';
 import { JobStore, type SqlHost } from '../../src/dispatch/job-store.ts';
-import { DO_STORAGE_MAX_BYTES, HIBERNATION_ATTACHMENT_MAX_BYTES, LIVE_MESSAGE_CHARS, LIVE_OUTPUT_MAX_BYTES, WEBSOCKET_MESSAGE_MAX_BYTES, SQLITE_ROW_MAX_BYTES, STORED_CHUNK_CHARS, splitText } from '../../src/contracts/limits.ts';
+import { OUTPUT_FRAME_JOB_ID_MAX_BYTES, outputFrameBytes } from '../../src/contracts/output-frame.ts';
+import { DO_STORAGE_MAX_BYTES, HIBERNATION_ATTACHMENT_MAX_BYTES, LIVE_FRAME_DATA_BYTES, LIVE_OUTPUT_MAX_BYTES, STORED_OUTPUT_CHUNK_BYTES, WEBSOCKET_MESSAGE_MAX_BYTES, SQLITE_ROW_MAX_BYTES, STORED_CHUNK_CHARS, splitText } from '../../src/contracts/limits.ts';
 import type { JobExit, JobSpec } from '../../src/contracts/agent-protocol.ts';
 import { exitMessages } from '../../executor/agent.ts';
 import { PolicyDocument } from '../../src/contracts/policy.ts';
@@ -58,6 +59,9 @@ const exitOf = (id: string, stdout: string, extra: Partial<JobExit> = {}): JobEx
   streams: { stdout: { bytes: stdout.length, lines: 1, artifactTruncated: false }, stderr: { bytes: 0, lines: 0, artifactTruncated: false } }, ...extra,
 });
 const agentA = { id: 'a', subject: 'agent-a', sandbox: 'gvisor' as const };
+/** Live output in order, each piece at the stream's current end (what the agent's relay sends). */
+const append = (store: JobStore, id: string, stream: 'stdout' | 'stderr', data: string | Uint8Array) =>
+  store.appendOutput(id, stream, store.relayed(id, stream), typeof data === 'string' ? Buffer.from(data) : data);
 
 describe('job store', () => {
   it('accepts a result exactly once, only from the assigned agent, only while the job is open', () => {
@@ -92,13 +96,29 @@ describe('job store', () => {
     const store = new JobStore(sqlHost());
     newJob(store, 'j');
     store.assign('j', agentA, 2);
-    store.appendOutput('j', 'stdout', 'héllo\n');
-    store.appendOutput('j', 'stdout', 'wörld\n');
+    append(store, 'j', 'stdout', 'héllo\n');
+    append(store, 'j', 'stdout', 'wörld\n');
     const all = store.readOutput('j', 'stdout', 0, 1000);
     expect(all.total).toBe(Buffer.byteLength('héllo\nwörld\n'));
     expect(Buffer.from(all.data).toString()).toBe('héllo\nwörld\n');
     const mid = store.readOutput('j', 'stdout', 7, 3);
     expect(Buffer.from(mid.data).toString()).toBe(Buffer.from('héllo\nwörld\n').subarray(7, 10).toString());
+  });
+
+  it('keeps live output byte for byte (NUL and invalid UTF-8 included) as one gap-free prefix at its true offsets', () => {
+    const store = new JobStore(sqlHost());
+    newJob(store, 'b');
+    store.assign('b', agentA, 2);
+    const bytes = Buffer.from([0, 0, 0xff, 0xfe, 0x0a, 0xc3]);
+    expect(store.appendOutput('b', 'stdout', 0, bytes.subarray(0, 4))).toBe(4);
+    // Sent again after a reconnect, overlapping what is kept: only the new bytes count.
+    expect(store.appendOutput('b', 'stdout', 2, bytes.subarray(2))).toBe(2);
+    // A frame past the end (the one before it was lost): ignored, nothing is kept at a wrong offset.
+    expect(store.appendOutput('b', 'stdout', 10, Buffer.from('later'))).toBe(0);
+    expect(store.appendOutput('b', 'stdout', 0, bytes)).toBe(0);
+    const all = store.readOutput('b', 'stdout', 0, 100);
+    expect(all.total).toBe(6);
+    expect(Buffer.from(all.data).equals(bytes)).toBe(true);
   });
 
   it('writes each stream\'s artifact once', () => {
@@ -115,8 +135,8 @@ describe('job store', () => {
     const store = new JobStore(sqlHost());
     newJob(store, 'j');
     store.assign('j', agentA, 2);
-    store.appendOutput('j', 'stdout', 'line-1\nline-2\n');
-    store.appendOutput('j', 'stderr', 'warn\n');
+    append(store, 'j', 'stdout', 'line-1\nline-2\n');
+    append(store, 'j', 'stderr', 'warn\n');
     const exit = exitOf('j', 'line-1\nline-2\n', {
       artifactsUploaded: false, pendingArtifacts: ['stdout', 'stderr'],
       streams: { stdout: { bytes: 5000, lines: 300, artifactTruncated: false }, stderr: { bytes: 5, lines: 1, artifactTruncated: false } },
@@ -156,7 +176,7 @@ describe('job store', () => {
 
     newJob(store, 'k');
     store.assign('k', agentA, 2);
-    store.appendOutput('k', 'stdout', 'before the kill\n');
+    append(store, 'k', 'stdout', 'before the kill\n');
     store.finish('k', 'lost', 9, { error: { code: 'lost', message: 'agent gone' } });
     expect(store.view(store.get('k')!)).toMatchObject({ state: 'lost', artifact_state: 'partial', stdout_bytes: 16, artifacts: { stdout: { state: 'partial', bytes: 16 } } });
   });
@@ -166,9 +186,9 @@ describe('job store', () => {
     const store = new JobStore(h);
     newJob(store, 'j');
     store.assign('j', agentA, 2);
-    const piece = 'é'.repeat(3 * 1024 * 1024); // 6 MiB in UTF-8, one message
+    const piece = Buffer.from('é'.repeat(3 * 1024 * 1024)); // 6 MiB, more than a frame carries: the store splits it anyway
     let kept = 0;
-    for (let i = 0; i < 4; i++) kept += store.appendOutput('j', 'stdout', piece);
+    for (let i = 0; i < 4; i++) kept += append(store, 'j', 'stdout', piece);
     expect(kept).toBe(LIVE_OUTPUT_MAX_BYTES);
     expect(store.relayed('j', 'stdout')).toBe(LIVE_OUTPUT_MAX_BYTES);
     const biggest = h.db.prepare(`SELECT MAX(length(CAST(data AS BLOB))) AS b FROM job_output`).get() as { b: number };
@@ -210,8 +230,10 @@ describe('platform limits', () => {
   });
 
   it('sizes the live output budgets below the platform limits they depend on', () => {
-    // A live message, JSON-escaped at worst (6 bytes per character), fits one received WebSocket message.
-    expect(LIVE_MESSAGE_CHARS * 6).toBeLessThan(WEBSOCKET_MESSAGE_MAX_BYTES);
+    // A live output frame (its data plus the largest header) fits one received WebSocket message, and one stored row.
+    expect(outputFrameBytes('j'.repeat(OUTPUT_FRAME_JOB_ID_MAX_BYTES), LIVE_FRAME_DATA_BYTES)).toBeLessThan(WEBSOCKET_MESSAGE_MAX_BYTES);
+    expect(LIVE_FRAME_DATA_BYTES).toBeLessThanOrEqual(STORED_OUTPUT_CHUNK_BYTES);
+    expect(STORED_OUTPUT_CHUNK_BYTES).toBeLessThan(SQLITE_ROW_MAX_BYTES);
     // 64 running jobs keeping both streams' live window stay a fraction of one object's storage.
     expect(64 * 2 * LIVE_OUTPUT_MAX_BYTES).toBeLessThan(DO_STORAGE_MAX_BYTES / 4);
     // The live window always covers the largest inline result a policy allows.

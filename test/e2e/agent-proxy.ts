@@ -1,14 +1,15 @@
 /**
  * A loopback proxy between an executor agent and the gateway, for whole-system tests of what a
  * network does to an agent: it forwards every HTTP request and the agent's WebSocket unchanged,
- * reads (never alters) the agent's messages, and on request holds or refuses artifact uploads
- * (a slow or failing upload target) or drops the agent's socket without the agent process
+ * reads (never alters) the agent's messages, and on request holds or refuses artifact uploads, or
+ * one upload request once (a slow or failing upload target), or drops the agent's socket without the agent process
  * noticing anything but a broken connection. Listens on 127.0.0.1 only.
  */
 import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { ARTIFACT_UPLOAD_PATH } from '../../src/contracts/agent-protocol.ts';
 import { parseFrame } from '../support/ws-frames.ts';
+import { decodeOutputFrame } from '../../src/contracts/output-frame.ts';
 
 type Msg = Record<string, unknown>;
 
@@ -24,6 +25,9 @@ export class AgentProxy {
   private gate: Promise<void> | null = null;
   private refuseWith: number | null = null;
   private dropAfterExit: string | null = null;
+  private failing: { suffix: string; status: number; times: number } | null = null;
+  /** Every artifact upload request the agent made (`METHOD path`, and the status it got), in order. */
+  readonly uploadRequests: { request: string; status: number }[] = [];
 
   constructor(gatewayUrl: string) {
     this.target = new URL(gatewayUrl);
@@ -57,6 +61,11 @@ export class AgentProxy {
     this.refuseWith = status;
   }
 
+  /** The next `times` upload requests whose path ends with `suffix` (e.g. `/multipart/2`) are answered `status`. */
+  failNextUpload(suffix: string, status: number, times = 1): void {
+    this.failing = { suffix, status, times };
+  }
+
   /** Cuts every agent socket (no close handshake): what a network failure does. */
   dropAgentSockets(): void {
     for (const p of this.pairs) {
@@ -79,19 +88,27 @@ export class AgentProxy {
   }
 
   private async forward(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    if (req.method === 'PUT' && req.url?.startsWith(ARTIFACT_UPLOAD_PATH)) {
+    const upload = req.url?.startsWith(ARTIFACT_UPLOAD_PATH) ? `${req.method} ${req.url}` : null;
+    const refuse = (status: number) => {
+      req.resume();
+      res.writeHead(status, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ error: { code: 'upstream_error', message: 'upload refused by the test proxy' } }));
+      this.uploadRequests.push({ request: upload!, status });
+    };
+    if (upload && this.failing && req.url!.endsWith(this.failing.suffix)) {
+      const { status } = this.failing;
+      if (--this.failing.times <= 0) this.failing = null;
+      return refuse(status);
+    }
+    if (req.method === 'PUT' && upload) {
       if (this.gate) await this.gate;
-      if (this.refuseWith !== null) {
-        req.resume();
-        res.writeHead(this.refuseWith, { 'content-type': 'application/json' })
-          .end(JSON.stringify({ error: { code: 'upstream_error', message: 'upload refused by the test proxy' } }));
-        return;
-      }
+      if (this.refuseWith !== null) return refuse(this.refuseWith);
     }
     const up = request({
       // The gateway's own Host: it checks tokens against its own origin.
       host: this.target.hostname, port: this.target.port, method: req.method, path: req.url, headers: { ...req.headers, host: this.target.host },
     }, (r) => {
+      if (upload) this.uploadRequests.push({ request: upload, status: r.statusCode ?? 502 });
       res.writeHead(r.statusCode ?? 502, r.headers);
       r.pipe(res);
     });
@@ -130,6 +147,12 @@ export class AgentProxy {
           const f = parseFrame(buf);
           if (!f) break;
           buf = buf.subarray(f.size);
+          if (f.opcode === 2) {
+            // Live output (binary): recorded by where it starts and how much it carries.
+            const d = decodeOutputFrame(f.payload);
+            if (d.ok) this.fromAgent.push({ type: 'job.output', jobId: d.frame.jobId, stream: d.frame.stream, offset: d.frame.offset, bytes: d.frame.data.byteLength });
+            continue;
+          }
           if (f.opcode !== 1) continue;
           let m: Msg;
           try {

@@ -312,6 +312,14 @@ describe.skipIf(!HAVE_CHROMIUM)('dashboard in a real browser', () => {
     await page.click(aria('Check'));
     await page.waitForSelector('.verdict[data-allowed=false]', { timeout: 10_000 });
     await waitText('Executable "ls" is not in the allowed executables list');
+    // Decision, deciding stage and reason, as the dry-run API says them.
+    const check = await (await fetch(`${gw.url}/admin/v1/policy/check`, {
+      method: 'POST', headers: { Authorization: `Bearer ${adminToken}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ command: 'ls', args: ['-a'] }),
+    })).json() as { stage: string; reason: string };
+    const verdict = await page.$eval('.verdict + dl.facts', (dl: any) => dl.innerText);
+    expect(check.stage).toMatch(/^[a-z_]+$/);
+    expect(verdict).toMatch(new RegExp(`Deciding stage\\s+${check.stage}\\s`));
+    expect(verdict).toContain(check.reason);
     await shot('policy');
 
     // The same call from an MCP client is denied...

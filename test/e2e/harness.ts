@@ -205,12 +205,14 @@ export interface AgentOptions {
   agentId?: string;
   extraArgs?: string[];
   env?: NodeJS.ProcessEnv;
+  /** The agent's entry point: the TypeScript sources by default, or the bundle `npm run build` writes (`dist/agent.mjs`). */
+  entry?: string;
 }
 
 /** Starts a real agent process (`node executor/main.ts`) connected to `gw`. */
 export function startAgent(gw: Pick<Gateway, 'url'>, o: AgentOptions): AgentProcess {
   // The token goes in the environment: the agent refuses it on the command line (ps shows argv).
-  const args = [join(ROOT, 'executor/main.ts'), '--url', gw.url, '--root', o.root];
+  const args = [o.entry ?? join(ROOT, 'executor/main.ts'), '--url', gw.url, '--root', o.root];
   if (o.sandbox) args.push('--sandbox', o.sandbox);
   if (o.sandbox === 'none') args.push('--allow-no-isolation');
   if (o.capacity) args.push('--capacity', String(o.capacity));

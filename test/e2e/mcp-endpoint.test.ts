@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'undici';
 import { connectMcp, startGateway, type Gateway } from './harness.ts';
 import type { EdgeMessage, JobExit, JobSpec } from '../../src/contracts/agent-protocol.ts';
+import { encodeOutputFrame } from '../../src/contracts/output-frame.ts';
 
 let gw: Gateway;
 
@@ -175,7 +176,7 @@ describe('TeamDispatcher relay to an agent socket', () => {
     const start = await agent.next('job.start');
     expect(start.spec).toMatchObject({ mode: 'argv', command: 'echo', args: ['hello'], cwd: '' });
     expect(start.spec.env).toEqual({});
-    agent.send({ type: 'job.output', jobId: start.spec.jobId, stream: 'stdout', seq: 0, data: 'hello\n' });
+    agent.ws.send(encodeOutputFrame({ jobId: start.spec.jobId, stream: 'stdout', offset: 0, data: Buffer.from('hello\n') }));
     await new Promise((r) => setTimeout(r, 300));
     expect((await uploadArtifact(agentToken, start.spec, 'stdout', 'hello\n')).status).toBe(201);
     const exit = exitFor(start.spec, 'hello\n');

@@ -205,6 +205,23 @@ describe.skipIf(!HAVE_CHROMIUM)('sign-in of an MCP client through the consent pa
     // The admin token was checked, never stored: it is nowhere in the gateway's state (D1, R2, KV, DO).
     expect(filesContaining(gw.stateDir, acmeAdmin)).toEqual([]);
 
+    // An hour's access token; the refresh token gets a new pair (rotated), whose access token works the same.
+    expect(provider.saved?.expires_in).toBe(3600); // ACCESS_TOKEN_TTL_S (src/oauth/server.ts imports a workerd-only module)
+    const refreshed = await fetch(`${gw.url}/oauth/token`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: provider.saved!.refresh_token!, client_id: provider.info!.client_id }),
+    });
+    expect(refreshed.status).toBe(200);
+    const pair = (await refreshed.json()) as { access_token: string; refresh_token: string; scope: string };
+    expect(pair.refresh_token).toBeTruthy();
+    expect(pair.refresh_token).not.toBe(provider.saved!.refresh_token);
+    expect(pair.access_token).not.toBe(provider.saved!.access_token);
+    expect(pair.scope).toBe('execute');
+    const again = await connectMcp(gw.mcpUrl, pair.access_token);
+    expect((await again.callTool({ name: 'policy_check', arguments: { command: 'git', args: ['log'] } })).isError).toBeFalsy();
+    await again.close();
+
     // API tokens keep working unchanged.
     const api = await connectMcp(gw.mcpUrl, await gw.token({ team: 'acme', scopes: ['execute'] }));
     expect((await api.listTools()).tools.length).toBe(tools.length);

@@ -17,6 +17,10 @@ import { readmeBlock } from '../cli/readme.ts';
 const run = promisify(execFile);
 const HAVE_SANDBOX = hasCommand('runsc', ['--version']) || hasCommand('bwrap', ['--version']);
 if (!HAVE_SANDBOX && process.env.CI === 'true') throw new Error('runsc or bwrap is required under CI=true');
+// systemd's own checker for the unit file (Debian package systemd; nothing is started).
+const HAVE_SYSTEMD_ANALYZE = hasCommand('systemd-analyze', ['--version']);
+if (!HAVE_SYSTEMD_ANALYZE && process.env.CI === 'true') throw new Error('systemd-analyze is required under CI=true (Debian package systemd)');
+if (!HAVE_SYSTEMD_ANALYZE) console.warn('the systemd unit check is skipped: no systemd-analyze (apt-get install systemd)');
 
 let gw: Gateway;
 let work: string;
@@ -140,6 +144,25 @@ describe('npm pack → install on a build host → gatehouse agent', () => {
     await runsAJob(agent.logs, 'from-the-package');
     await stopGroup(agent.proc, 8000);
   }, 240_000);
+
+  it.skipIf(!HAVE_SYSTEMD_ANALYZE)('the systemd unit passes systemd-analyze verify (which catches a broken line)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gatehouse-unit-'));
+    try {
+      const verify = (text: string) => {
+        const file = join(dir, 'gatehouse-agent.service');
+        writeFileSync(file, text);
+        return new Promise<{ code: number | null; stderr: string }>((res) => {
+          execFile('systemd-analyze', ['verify', file], { timeout: 60_000 }, (e, _out, stderr) => res({ code: e ? (e as { code?: number }).code ?? 1 : 0, stderr }));
+        });
+      };
+      const unitText = readFileSync(join(ROOT, 'deploy/gatehouse-agent.service'), 'utf8');
+      expect(await verify(unitText)).toEqual({ code: 0, stderr: '' });
+      const broken = await verify(unitText.replace('Type=simple', 'Type=simpel'));
+      expect(broken.stderr).toMatch(/Failed to parse service type/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
 
   it.skipIf(!HAVE_SANDBOX)("the systemd unit's ExecStart, environment file and credential run the installed agent", async () => {
     const prefix = join(work, 'prefix');

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
 import { connect as tcpConnect, createServer as createTcpServer, type Server as TcpServer } from 'node:net';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -209,6 +209,14 @@ describe('escapes fail', () => {
       await attempt('sockets', async () => { const m = await import('cloudflare:sockets'); const s = m.connect('127.0.0.1:1'); await s.opened; return 'connected'; });
       await attempt('importChildProcess', async () => { const cp = await import('node:child_process'); return cp.execSync('id'); });
       await attempt('freezeGatehouse', () => { gatehouse.exec = () => 'mine'; return gatehouse.exec === undefined; });
+      await attempt('globalCtor', () => globalThis.constructor.constructor('return process')());
+      await attempt('injectedExecCtor', () => gatehouse.exec.constructor('return process')());
+      await attempt('sleepCtor', () => sleep.constructor('return process')());
+      await attempt('commandCtor', () => Deno.Command.constructor('return process')());
+      await attempt('varsCtor', () => vars.constructor.constructor('return process')());
+      await attempt('generatorCtor', () => Object.getPrototypeOf(function* () {}).constructor('yield 1')().next().value);
+      await attempt('functionThis', () => { const t = (function () { return this; })(); if (t === undefined) throw new TypeError('this is undefined'); return Object.keys(t); });
+      await attempt('wasm', () => WebAssembly.Module);
       return tries;`);
     expect(out.s.status).toBe('success');
     const t = out.s.result as Record<string, { ok: boolean; value?: string; error?: string }>;
@@ -228,6 +236,10 @@ describe('escapes fail', () => {
     expect(t.sockets.ok).toBe(false);
     expect(t.importChildProcess.ok).toBe(false);
     expect(t.freezeGatehouse.ok).toBe(false);
+    // The constructors of what the isolate injects (and of the global) are the isolate's own Function: code generation is off.
+    for (const k of ['globalCtor', 'injectedExecCtor', 'sleepCtor', 'commandCtor', 'varsCtor', 'generatorCtor']) expect(t[k].error, k).toMatch(/^EvalError: /);
+    expect(t.functionThis.ok).toBe(false);
+    expect(t.wasm.error).toMatch(/^ReferenceError: /);
   });
 
   it('has no network at all: fetch, WebSocket, sockets and the gateway itself are unreachable from a live listener\'s point of view', async () => {
@@ -295,6 +307,18 @@ describe('escapes fail', () => {
     const rows = (await auditRows()).filter((r) => r.parentJobId === null);
     for (const id of [garbage.s.scriptId, bigReturn.s.scriptId, bigConsole.s.scriptId]) expect(rows.some((r) => r.jobId === id), id).toBe(true);
     expect((await run('return 8')).s.result).toBe(8);
+  });
+
+  it('has the safe built-ins and none of the host-ish globals the script runner blocks', async () => {
+    const out = await run(`
+      const allowed = ['JSON', 'Math', 'Date', 'Array', 'Map', 'Set', 'Promise', 'Object', 'String', 'Number', 'Boolean', 'RegExp', 'Error',
+        'TypeError', 'RangeError', 'SyntaxError', 'URIError', 'parseInt', 'parseFloat', 'isNaN', 'isFinite', 'encodeURIComponent',
+        'decodeURIComponent', 'encodeURI', 'decodeURI', 'setTimeout', 'clearTimeout', 'TextDecoder', 'TextEncoder',
+        'console', 'sleep', 'vars', 'gatehouse', 'Deno', 'child_process', 'queryOutput'];
+      const blocked = ['require', 'module', 'exports', 'process', 'Buffer', 'fs', 'path', 'net', 'http', 'fetch', 'SharedArrayBuffer',
+        'WebAssembly', 'global', '__dirname', '__filename', 'WebSocket', 'EventSource', 'XMLHttpRequest', 'connect', 'caches', 'navigator', 'LOADER', 'env'];
+      return { missing: allowed.filter((n) => globalThis[n] === undefined), present: blocked.filter((n) => globalThis[n] !== undefined) };`);
+    expect(out.s.result).toEqual({ missing: [], present: [] });
   });
 
   it('prototype pollution does not reach the next script', async () => {
@@ -369,6 +393,17 @@ describe('subprocesses', () => {
       'TypeError: child_process.exec: command must be a string',
     ]);
     expect(out.s.subprocesses.count).toBe(4);
+  });
+
+  it('gatehouse.exec takes cwd, env, stdin and timeoutMs like execute', async () => {
+    const out = await run(`
+      const piped = await gatehouse.exec('cat', [], { stdin: 'piped in' });
+      const inSub = await gatehouse.exec('pwd', [], { cwd: 'sub' });
+      const tz = await gatehouse.exec('date', ['+%Z'], { env: { TZ: 'UTC' } });
+      const slow = await gatehouse.exec('sleep', ['30'], { timeoutMs: 500 });
+      return { piped: piped.stdout, sub: inSub.stdout.trim().endsWith('/sub'), tz: tz.stdout, slow: { timedOut: slow.timed_out, exit: slow.exit_code } };`);
+    expect(out.r.isError, out.t).toBeFalsy();
+    expect(out.s.result).toEqual({ piped: 'piped in', sub: true, tz: 'UTC\n', slow: { timedOut: true, exit: null } });
   });
 
   it('denied subprocesses fail with the documented messages; the shell-string rules decide child_process.exec', async () => {
@@ -488,6 +523,67 @@ describe('subprocesses', () => {
     expect(Date.now() - started).toBeLessThan(40_000);
   }, 60_000);
 
+  it('nothing a script left running starts a subprocess after it ended (returned or timed out)', async () => {
+    // A timer armed before returning, and a loop still awaiting when the wall timeout hits: the
+    // isolate is not stopped by either. Two things refuse what they ask for afterwards — the
+    // platform ends the host stub with the call, and the host refuses once the script has ended —
+    // so this fails only if both are gone.
+    const returned = await run('setTimeout(() => { gatehouse.exec("touch", ["late-after-return"]).catch(() => {}); }, 300); return "bye";');
+    expect(returned.s.result).toBe('bye');
+    const timedOut = await run('let i = 0; for (;;) { await gatehouse.exec("touch", ["late-loop-" + i]); i++; await sleep(200); }', { timeout_ms: 1_500 });
+    expect(timedOut.s.status).toBe('timeout');
+    const touchedAtEnd = readdirSync(root).filter((f) => f.startsWith('late-loop-')).length;
+    expect(touchedAtEnd).toBeGreaterThan(0);
+    await new Promise((r) => setTimeout(r, 3_000));
+    expect(existsSync(join(root, 'late-after-return'))).toBe(false);
+    expect(readdirSync(root).filter((f) => f.startsWith('late-loop-')).length).toBe(touchedAtEnd);
+    const rows = await auditRows();
+    const afterEnd = rows.filter((r) => r.parentJobId === returned.s.scriptId);
+    expect(afterEnd).toEqual([]);
+  }, 60_000);
+
+  it('a subprocess\'s output in the script is the capped inline copy, the whole of it in its artifact; a timed-out one has code -1', async () => {
+    await setPolicy({ limits: { ...DEFAULT_POLICY.limits, inlineOutputBytes: 1_000, defaultTimeoutMs: 1_000 } });
+    const out = await run(`
+      const g = await gatehouse.exec('seq', ['1', '5000']);
+      const d = await new Deno.Command('seq', { args: ['1', '5000'] }).output();
+      const hits = await gatehouse.queryOutput(g.artifact_handle, ['4999'], { contextLines: 0 });
+      const slow = await new Deno.Command('sleep', { args: ['5'] }).output();
+      return { inline: g.stdout.length, truncated: g.stdout_truncated, bytes: d.stdout.byteLength, hits: hits.excerpts.map((e) => e.content), slow: { code: slow.code, success: slow.success, signal: slow.signal } };`);
+    expect(out.r.isError, out.t).toBeFalsy();
+    const r = out.s.result;
+    expect(r.inline).toBeLessThanOrEqual(1_000);
+    expect(r.truncated).toBe(true);
+    expect(r.bytes).toBeLessThanOrEqual(1_000);
+    expect(r.hits).toEqual(['4999']);
+    expect(r.slow).toEqual({ code: -1, success: false, signal: null });
+    await setPolicy({});
+  }, 60_000);
+
+  it('policy rules decide subprocesses too: a run_script-only deny rule, and an ask rule that a script cannot wait for', async () => {
+    await setPolicy({
+      rules: [
+        { pattern: ['git', 'push'], decision: 'ask', reason: 'pushes need a person' },
+        { pattern: ['rm'], decision: 'deny', reason: 'scripts do not delete', tools: ['run_script'] },
+      ],
+    });
+    writeFileSync(join(root, 'keep-me.txt'), 'x');
+    const out = await run(`
+      const msgs = {};
+      const attempt = async (name, f) => { try { msgs[name] = 'ran: ' + (await f()); } catch (e) { msgs[name] = e.message + ' | ' + (e.reason ?? e.code); } };
+      await attempt('rm', async () => (await new Deno.Command('rm', { args: ['keep-me.txt'] }).output()).code);
+      await attempt('push', async () => (await new Deno.Command('git', { args: ['push', 'origin', 'main'] }).output()).code);
+      return msgs;`);
+    const m = out.s.result as Record<string, string>;
+    expect(m.rm).toBe("subprocess.command_output denied by policy: 'rm' is not allowed | rules: Denied by rule 1: scripts do not delete");
+    expect(m.push).toMatch(/^subprocess\.command_output denied by policy: 'git' is not allowed \| rules: Approval required by rule 0: pushes need a person\. A script's subprocess cannot wait for a person's approval/);
+    expect(existsSync(join(root, 'keep-me.txt'))).toBe(true);
+    // The deny rule names run_script only: the same command through execute is decided by the rest of the policy.
+    const viaExecute = await client.callTool({ name: 'policy_check', arguments: { command: 'rm', args: ['keep-me.txt'] } });
+    expect((viaExecute.structuredContent as { allowed: boolean }).allowed).toBe(true);
+    await setPolicy({});
+  });
+
   it('caps the number of subprocesses per script', async () => {
     await setPolicy({ script: { ...SCRIPT_ON, subprocess: { maxCount: 2, maxTotalMs: 120_000 } } });
     const out = await run('const r = []; for (let i = 0; i < 3; i++) { try { await gatehouse.exec("true", []); r.push("ran"); } catch (e) { r.push(e.message); } } return r;');
@@ -517,16 +613,40 @@ describe('subprocesses', () => {
     expect(withScope.s.result).toEqual(['report.txt']);
   });
 
+  it('queryOutput reads only its own team\'s artifacts', async () => {
+    const OTHER = 'scr-other';
+    await gw.putPolicy(OTHER, { ...DEFAULT_POLICY, script: SCRIPT_ON });
+    const other = await gw.mcp(OTHER, ['execute', 'artifacts:read']);
+    let handle: string;
+    try {
+      const r = await other.callTool({ name: 'run_script', arguments: { code: 'console.log("other team secret"); return 1;' } });
+      handle = (r.structuredContent as { artifactHandle: string }).artifactHandle;
+      expect(handle).toBeTruthy();
+      const own = await other.callTool({ name: 'run_script', arguments: { code: `return (await queryOutput(${JSON.stringify(handle)}, ['secret'], { contextLines: 0 })).excerpts.map((e) => e.content);` } });
+      expect((own.structuredContent as { result: unknown }).result).toEqual(['other team secret']);
+    } finally {
+      await other.close();
+    }
+    const out = await run(`try { return await queryOutput(${JSON.stringify(handle)}, ['secret']); } catch (e) { return e.message; }`);
+    expect(out.s.result).toBe(`queryOutput: artifact "${handle}" not found (it may have expired)`);
+  });
+
   it('writes one audit row per subprocess, linked to the script row', async () => {
-    const out = await run('await gatehouse.exec("ls", []); try { await gatehouse.exec("curl", []); } catch {} return 1;');
+    const out = await run('const a = await gatehouse.exec("ls", []); const b = await gatehouse.exec("echo", ["hi"]); try { await gatehouse.exec("curl", []); } catch {} return [a, b].map((r) => ({ job: r.job_id, artifact: r.artifact_handle }));');
     const rows = await auditRows();
     const scriptRow = rows.find((r) => r.jobId === out.s.scriptId && r.parentJobId === null);
     expect(scriptRow).toBeDefined();
     expect(scriptRow!.exitStatus).toBe('success');
     expect(JSON.stringify(scriptRow!.command)).not.toContain('gatehouse.exec');
+    expect(scriptRow!.command).toMatchObject({ mode: 'script', codeBytes: expect.any(Number), codeSha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
     const children = rows.filter((r) => r.parentJobId === out.s.scriptId);
-    expect(children.map((c) => c.decision).sort()).toEqual(['allowed', 'denied']);
-    expect(children.find((c) => c.decision === 'allowed')!.jobId).toBeTruthy();
+    expect(children.map((c) => c.decision).sort()).toEqual(['allowed', 'allowed', 'denied']);
+    // Each subprocess is its own job with its own artifact, and its row names that job.
+    const ran = out.s.result as Array<{ job: string; artifact: string }>;
+    expect(new Set(ran.map((r) => r.job)).size).toBe(2);
+    expect(new Set(ran.map((r) => r.artifact)).size).toBe(2);
+    expect(ran.every((r) => r.job !== out.s.scriptId && r.artifact && r.artifact !== out.s.artifactHandle)).toBe(true);
+    expect(children.filter((c) => c.decision === 'allowed').map((c) => c.jobId).sort()).toEqual(ran.map((r) => r.job).sort());
   });
 
   it('a 2026-07-28 client runs scripts, and closing the call kills its running subprocess', async () => {

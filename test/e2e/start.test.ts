@@ -10,12 +10,15 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connectMcp, freePort, ROOT, stopGroup } from './harness.ts';
+import { readmeBlock } from '../cli/readme.ts';
 
 const state = mkdtempSync(join(tmpdir(), 'gatehouse-start-'));
 let proc: ChildProcess | null = null;
 
 async function start(port: number): Promise<{ out: () => string; token: string }> {
   // `npm start` as the README says (npm runs scripts/start.ts on the pinned Node 22 of node_modules/.bin).
+  const [quickStart] = readmeBlock('quick-start');
+  expect(quickStart).toBe('npm install && npm start');
   proc = spawn('npm', ['start'], {
     cwd: ROOT, detached: true, stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, PORT: String(port), GATEHOUSE_STATE_DIR: state, GATEHOUSE_INSPECTOR_PORT: String(await freePort()) },

@@ -151,6 +151,11 @@ describe('agent ↔ gateway protocol', () => {
     const failed = await edge.next(isType('job.artifact', 'refused'));
     expect(failed).toMatchObject({ stream: 'stdout', state: 'failed', bytes: 12 });
     expect(failed.error).toMatch(/refused: HTTP 400/);
+    // The log: one line per job when it ends (a stored stream adds nothing); a failed upload adds an error line.
+    expect(logs.filter((l) => l.includes('job held'))).toEqual([expect.stringMatching(/^job held exited 0 in \d+ ms \(shell\)$/)]);
+    expect(logs.filter((l) => l.includes('job refused'))).toEqual([
+      expect.stringMatching(/^job refused exited 0 in \d+ ms \(shell\)$/), expect.stringMatching(/^job refused: artifact upload of stdout refused: HTTP 400: .*\(spool kept at /),
+    ]);
     edge.drop();
     const hello = await edge.next(isType('hello'));
     expect(hello.running).toEqual(['refused']);

@@ -8,6 +8,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import { AGENT_CONNECT_PATH, ARTIFACT_UPLOAD_PATH } from '../../src/contracts/agent-protocol.ts';
 import { encodeFrame, parseFrame } from '../support/ws-frames.ts';
+import { decodeOutputFrame } from '../../src/contracts/output-frame.ts';
 
 export interface Upload { path: string; headers: IncomingMessage['headers']; body: Buffer }
 
@@ -85,11 +86,20 @@ export class FakeEdge {
         if (!f) break;
         buf = buf.subarray(f.size);
         if (f.opcode === 1) this.onMessage(JSON.parse(f.payload.toString('utf8')) as Record<string, unknown>);
+        else if (f.opcode === 2) this.onFrame(f.payload);
         else if (f.opcode === 8) socket.end();
         else if (f.opcode === 9) socket.write(encodeFrame(f.payload, 10));
       }
     });
     socket.on('error', () => {});
+  }
+
+  /** A binary frame is live output: recorded as a `job.output` entry (`data` as text, `bytes` as sent). */
+  private onFrame(payload: Buffer): void {
+    const d = decodeOutputFrame(payload);
+    if (!d.ok) throw new Error(`the agent sent a malformed output frame: ${d.reason}`);
+    const bytes = Buffer.from(d.frame.data);
+    this.onMessage({ type: 'job.output', jobId: d.frame.jobId, stream: d.frame.stream, offset: d.frame.offset, data: bytes.toString('utf8'), bytes });
   }
 
   private onMessage(m: Record<string, unknown>): void {

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jobSpec, makeRig, type Rig } from './helpers.ts';
 import type { JobSpec } from '../../src/contracts/agent-protocol.ts';
+import { DISCARD_LIVE } from '../../executor/jobs/relay.ts';
 
 let rig: Rig;
 let outside: string;
@@ -26,7 +27,7 @@ afterAll(async () => {
 
 let n = 0;
 function start(p: Partial<JobSpec>) {
-  return rig.runner.start(jobSpec({ jobId: `floor-${++n}`, ...p }), () => {});
+  return rig.runner.start(jobSpec({ jobId: `floor-${++n}`, ...p }), DISCARD_LIVE);
 }
 function refusal(p: Partial<JobSpec>) {
   const r = start(p);

@@ -8,6 +8,7 @@ import type { JobSpec } from '../../src/contracts/agent-protocol.ts';
 import type { SandboxReuse } from '../../src/contracts/sandbox-reuse.ts';
 import { driverSuite } from './suite.ts';
 import { makeRig, requireTool, type Rig } from './helpers.ts';
+import { DISCARD_LIVE } from '../../executor/jobs/relay.ts';
 
 driverSuite('gvisor', { reuse: { jobs: 100, seconds: 600 } });
 
@@ -71,7 +72,7 @@ d('gvisor sandbox reuse', () => {
     expect(t.exit.state).toBe('timed_out');
     const b = await sandboxOf(reuse);
     expect(b).not.toBe(a);
-    const running = rig.runner.start({ ...(await import('./helpers.ts')).jobSpec({ jobId: 'reuse-cancel', command: 'sleep', args: ['30'], reuse }) }, () => {});
+    const running = rig.runner.start({ ...(await import('./helpers.ts')).jobSpec({ jobId: 'reuse-cancel', command: 'sleep', args: ['30'], reuse }) }, DISCARD_LIVE);
     if (!running.accepted) throw new Error(running.error.message);
     await sleep(300);
     rig.runner.cancel('reuse-cancel');

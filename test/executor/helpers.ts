@@ -6,7 +6,9 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { JobOutput, JobSpec, SandboxKind } from '../../src/contracts/agent-protocol.ts';
+import type { JobSpec, SandboxKind } from '../../src/contracts/agent-protocol.ts';
+import { decodeOutputFrame, type OutputFrame } from '../../src/contracts/output-frame.ts';
+import type { LiveSink } from '../../executor/jobs/relay.ts';
 import type { SandboxReuse } from '../../src/contracts/sandbox-reuse.ts';
 import { startDriver } from '../../executor/sandbox/index.ts';
 import type { SandboxDriver } from '../../executor/sandbox/types.ts';
@@ -42,7 +44,8 @@ export interface Rig {
   stateDir: string;
   driver: SandboxDriver;
   runner: JobRunner;
-  outputs: JobOutput[];
+  /** Live output frames the runner sent, decoded. */
+  outputs: OutputFrame[];
   run(spec: Partial<JobSpec>): Promise<JobResult>;
   close(): Promise<void>;
 }
@@ -53,7 +56,16 @@ export async function makeRig(kind: SandboxKind, o: { capacity?: number; warm?: 
   const d = await startDriver(kind, { root, stateDir, warm: o.warm ?? 1 }, silentLogger);
   if (!d.ok) throw new Error(d.error.message);
   const driver = d.value;
-  const outputs: JobOutput[] = [];
+  const outputs: OutputFrame[] = [];
+  const live: LiveSink = {
+    sendFrame(f) {
+      const d = decodeOutputFrame(f);
+      if (!d.ok) throw new Error(d.reason);
+      outputs.push({ ...d.frame, data: Buffer.from(d.frame.data) });
+      return true;
+    },
+    buffered: () => 0,
+  };
   const all = await runtimes();
   // A table that pretends some toolchains are missing (every runtime is installed on CI machines).
   const without = new Set(o.withoutRuntimes ?? []);
@@ -69,7 +81,7 @@ export async function makeRig(kind: SandboxKind, o: { capacity?: number; warm?: 
   return {
     kind, root, stateDir, driver, runner, outputs,
     run(spec) {
-      const r = runner.start(jobSpec({ jobId: `job-${++n}`, ...(o.reuse ? { reuse: o.reuse } : {}), ...spec }), (m) => outputs.push(m));
+      const r = runner.start(jobSpec({ jobId: `job-${++n}`, ...(o.reuse ? { reuse: o.reuse } : {}), ...spec }), live);
       if (!r.accepted) throw Object.assign(new Error(r.error.message), { jobError: r.error });
       return r.done;
     },

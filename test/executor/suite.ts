@@ -9,9 +9,10 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { SandboxKind } from '../../src/contracts/agent-protocol.ts';
-import { LIVE_MESSAGE_CHARS, LIVE_OUTPUT_MAX_BYTES } from '../../src/contracts/limits.ts';
+import { LIVE_FRAME_DATA_BYTES, LIVE_OUTPUT_MAX_BYTES } from '../../src/contracts/limits.ts';
 import type { SandboxReuse } from '../../src/contracts/sandbox-reuse.ts';
 import { makeRig, requireTool, runtimes, type Rig } from './helpers.ts';
+import { DISCARD_LIVE } from '../../executor/jobs/relay.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -81,7 +82,7 @@ export function driverSuite(kind: SandboxKind, o: { reuse?: SandboxReuse } = {})
     });
 
     it('cancels a running job and leaves nothing behind', async () => {
-      const r = rig.runner.start({ ...baseSpec('cancel-me'), mode: 'shell', command: 'sleep 3; echo finished > cancelled-marker' }, () => {});
+      const r = rig.runner.start({ ...baseSpec('cancel-me'), mode: 'shell', command: 'sleep 3; echo finished > cancelled-marker' }, DISCARD_LIVE);
       expect(r.accepted).toBe(true);
       await sleep(700);
       expect(rig.runner.cancel('cancel-me')).toBe(true);
@@ -145,11 +146,15 @@ export function driverSuite(kind: SandboxKind, o: { reuse?: SandboxReuse } = {})
       expect(exit.streams.stdout.bytes).toBeGreaterThan(46_000_000);
       expect(statSync(spool!.stdout).size).toBe(exit.streams.stdout.bytes);
       expect(peak - before).toBeLessThan(100 * 1024 * 1024);
-      const relayed = rig.outputs.slice(outputsBefore).filter((m) => m.stream === 'stdout').reduce((n, m) => n + Buffer.byteLength(m.data), 0);
+      const frames = rig.outputs.slice(outputsBefore).filter((m) => m.stream === 'stdout');
+      const relayed = frames.reduce((n, m) => n + m.data.byteLength, 0);
       // Beyond the inline cap (what the edge keeps for the live tail and a lost agent's prefix), never beyond the window.
       expect(relayed).toBe(LIVE_OUTPUT_MAX_BYTES);
-      const biggest = Math.max(...rig.outputs.slice(outputsBefore).map((m) => m.data.length));
-      expect(biggest).toBeLessThanOrEqual(LIVE_MESSAGE_CHARS);
+      // Byte for byte, in order, each frame starting where the previous one ended: exactly the spool's first 16 MiB.
+      let at = 0;
+      for (const f of frames) (expect(f.offset).toBe(at), (at += f.data.byteLength));
+      expect(Buffer.concat(frames.map((f) => f.data)).equals(readFileSync(spool!.stdout).subarray(0, LIVE_OUTPUT_MAX_BYTES))).toBe(true);
+      expect(Math.max(...frames.map((m) => m.data.byteLength))).toBeLessThanOrEqual(LIVE_FRAME_DATA_BYTES);
       rmSync(spool!.stdout);
     }, 120_000);
 

@@ -1,4 +1,7 @@
-/** Artifact upload: exact Content-Length, headers, retries on 5xx, no retry on a refusal. */
+/**
+ * Artifact upload: exact Content-Length, headers, retries on 5xx, no retry on a refusal; above the
+ * part size, in parts (start or resume, each part retried alone, complete), aborted when given up.
+ */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer, type Server } from 'node:http';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -10,7 +13,9 @@ let server: Server;
 let url: string;
 let dir: string;
 let replies: number[] = [];
-const seen: { url: string; headers: Record<string, unknown>; body: string }[] = [];
+/** Answers by request ("METHOD path"), consumed in order, before `replies`; a body for 2xx answers. */
+let scripted: { match: string; status: number; body?: unknown }[] = [];
+const seen: { method: string; url: string; headers: Record<string, unknown>; body: string }[] = [];
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'gh-upload-'));
@@ -18,7 +23,13 @@ beforeAll(async () => {
     let body = '';
     req.on('data', (d) => (body += d));
     req.on('end', () => {
-      seen.push({ url: req.url!, headers: req.headers, body });
+      seen.push({ method: req.method!, url: req.url!, headers: req.headers, body });
+      const i = scripted.findIndex((x) => `${req.method} ${req.url}` === x.match);
+      if (i >= 0) {
+        const [x] = scripted.splice(i, 1);
+        res.writeHead(x.status).end(JSON.stringify(x.body ?? { error: { code: 'x', message: 'no' } }));
+        return;
+      }
       res.writeHead(replies.shift() ?? 201).end('{"error":{"code":"x","message":"no"}}');
     });
   });
@@ -56,5 +67,54 @@ describe('artifact upload', () => {
     expect(r.ok).toBe(false);
     if (!r.ok) expect(r.error.message).toMatch(/refused: HTTP 413/);
     expect(seen).toHaveLength(1);
+  });
+
+  describe('in parts', () => {
+    const base = '/agent/v1/artifacts/art_abcdefgh/stdout/multipart';
+    const file = () => {
+      const f = join(dir, 'big');
+      writeFileSync(f, Buffer.from(Array.from({ length: 25 }, (_, i) => String.fromCharCode(97 + i)).join(''))); // a..y
+      return f;
+    };
+    const start = (done: number[] = []) => ({ match: `POST ${base}`, status: 201, body: { parts: 3, partBytes: 10, done } });
+
+    it('starts, sends each part with its exact bytes (a part failing once is sent again alone), then completes', async () => {
+      seen.length = 0;
+      scripted = [start(), { match: `PUT ${base}/2`, status: 503 }];
+      replies = [];
+      const r = await uploadArtifact({ url, token: 'tok', partBytes: 10 }, { ...item(file(), 25) });
+      expect(r.ok).toBe(true);
+      expect(seen.map((x) => `${x.method} ${x.url.replace(base, '…')}`)).toEqual(['POST …', 'PUT …/1', 'PUT …/2', 'PUT …/2', 'PUT …/3', 'POST …/complete']);
+      expect(JSON.parse(seen[0].body)).toEqual({ bytes: 25, partBytes: 10, lines: 2, truncated: true });
+      expect(seen.filter((x) => x.method === 'PUT').map((x) => [x.body, x.headers['content-length']])).toEqual([
+        ['abcdefghij', '10'], ['klmnopqrst', '10'], ['klmnopqrst', '10'], ['uvwxy', '5'],
+      ]);
+      expect(seen.every((x) => x.headers['x-gatehouse-job'] === 'j1' && x.headers.authorization === 'Bearer tok')).toBe(true);
+    });
+
+    it('resumes: parts the gateway already holds are not sent again', async () => {
+      seen.length = 0;
+      scripted = [start([1, 3])];
+      const r = await uploadArtifact({ url, token: 'tok', partBytes: 10 }, item(file(), 25));
+      expect(r.ok).toBe(true);
+      expect(seen.map((x) => `${x.method} ${x.url.replace(base, '…')}`)).toEqual(['POST …', 'PUT …/2', 'POST …/complete']);
+    });
+
+    it('gives up on a refused part without trying the rest, and aborts the upload so nothing of it stays stored', async () => {
+      seen.length = 0;
+      scripted = [start(), { match: `PUT ${base}/2`, status: 400 }];
+      const r = await uploadArtifact({ url, token: 'tok', partBytes: 10 }, item(file(), 25));
+      expect(r.ok).toBe(false);
+      if (!r.ok) expect(r.error.message).toMatch(/part 2 of 3 was refused: HTTP 400/);
+      expect(seen.map((x) => `${x.method} ${x.url.replace(base, '…')}`)).toEqual(['POST …', 'PUT …/1', 'PUT …/2', 'DELETE …']);
+    });
+
+    it('sends a stream no larger than one part as one PUT', async () => {
+      seen.length = 0;
+      scripted = [];
+      const r = await uploadArtifact({ url, token: 'tok', partBytes: 25 }, item(file(), 25));
+      expect(r.ok).toBe(true);
+      expect(seen.map((x) => `${x.method} ${x.url}`)).toEqual(['PUT /agent/v1/artifacts/art_abcdefgh/stdout']);
+    });
   });
 });

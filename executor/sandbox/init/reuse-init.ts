@@ -23,7 +23,7 @@ import { SANDBOX_GID, SANDBOX_UID } from '../types.ts';
 export const INIT_FILE_INSIDE = '/.gatehouse-init.py';
 
 export const REUSE_INIT_PY = String.raw`
-import ctypes, errno, json, os, resource, select, signal, struct, subprocess, sys
+import ctypes, errno, grp, json, os, pwd, resource, select, signal, struct, subprocess, sys
 
 CH_IN, CH_OUT = 0, 1
 libc = ctypes.CDLL(None, use_errno=True)
@@ -31,7 +31,32 @@ libc = ctypes.CDLL(None, use_errno=True)
 SHM_INFO, MSG_INFO, SEM_INFO = 14, 12, 19
 WIPE = ('/tmp', '/job')
 CWD_ROOTS = ('/workspace', '/job')
-SETPRIV = ['/usr/bin/setpriv', '--reuid=${SANDBOX_UID}', '--regid=${SANDBOX_GID}', '--clear-groups', '--bounding-set=-all', '--']
+SETPRIV = ['/usr/bin/setpriv', '--clear-groups', '--bounding-set=-all']
+JOB_UID, JOB_GID = ${SANDBOX_UID}, ${SANDBOX_GID}
+ID_FILES = ('/etc/passwd', '/etc/group')
+ids = {'key': None, 'args': None}
+
+def id_args():
+    """setpriv's --reuid/--regid for the job user.
+
+    setpriv looks each value up as a name first: a number misses in /etc/passwd and goes on through
+    every NSS module (loading them costs a few ms per job under gVisor), while the names
+    nobody/nogroup are found at once. The names are used only while they resolve to exactly the job
+    user's ids through the same lookup, checked again whenever either file changes; else the numbers.
+    """
+    try:
+        key = tuple((st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size) for st in map(os.stat, ID_FILES))
+    except OSError:
+        key = None
+    if key is None or key != ids['key']:
+        args = ['--reuid=%d' % JOB_UID, '--regid=%d' % JOB_GID]
+        try:
+            if key is not None and pwd.getpwnam('nobody').pw_uid == JOB_UID and grp.getgrnam('nogroup').gr_gid == JOB_GID:
+                args = ['--reuid=nobody', '--regid=nogroup']
+        except KeyError:
+            pass
+        ids.update(key=key, args=args)
+    return ids['args']
 RL = {'nofile': resource.RLIMIT_NOFILE, 'fsize': resource.RLIMIT_FSIZE, 'cpu': resource.RLIMIT_CPU,
       'core': resource.RLIMIT_CORE, 'nproc': resource.RLIMIT_NPROC}
 
@@ -68,6 +93,7 @@ def spawn(job, argv, fd0, fd1, fd2):
     """
     saved = []
     try:
+        who = id_args()  # before the job's rlimits are ours
         for name, v in job['rlimits'].items():
             saved.append((RL[name], resource.getrlimit(RL[name])))
             resource.setrlimit(RL[name], (v, v))
@@ -75,7 +101,7 @@ def spawn(job, argv, fd0, fd1, fd2):
         cwd = os.path.realpath(job['cwd'])
         if not any(cwd == d or cwd.startswith(d + '/') for d in CWD_ROOTS):
             raise OSError(errno.EACCES, 'the working directory left the workspace')
-        p = subprocess.Popen(SETPRIV + argv, stdin=fd0, stdout=fd1, stderr=fd2, cwd=cwd, env=job['env'],
+        p = subprocess.Popen(SETPRIV + who + ['--'] + argv, stdin=fd0, stdout=fd1, stderr=fd2, cwd=cwd, env=job['env'],
                              start_new_session=True, close_fds=True, restore_signals=True)
         p.returncode = 0  # reaped by us (waitpid), not by subprocess
         return p.pid

@@ -1,0 +1,52 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { WebSocket } from 'undici';
+import { startAgent } from '../test/e2e/harness.ts';
+import { startBenchGateway } from './gateway.ts';
+import { gatewayPids } from './hotpath.ts';
+const log = (...a: unknown[]) => console.log(new Date().toISOString().slice(11, 19), ...a);
+const gw = await startBenchGateway({ vars: { HEARTBEAT_MS: '5000' } });
+const root = mkdtempSync(join(tmpdir(), 'gatehouse-bench-'));
+const agent = startAgent(gw, { token: await gw.token({ team: 'hot', scopes: ['agent'] }), root, sandbox: 'none', capacity: 4, agentId: 'hot' });
+await agent.ready;
+log('ready');
+const pids = gatewayPids(Number(new URL(gw.url).port))!;
+const ports = execFileSync('ss', ['-ltnpH'], { encoding: 'utf8' }).split('\n').filter((l) => l.includes(`pid=${pids.worker},`)).map((l) => /127\.0\.0\.1:(\d+)/.exec(l)![1]);
+let url = '';
+for (const p of ports) { try { const r = await fetch(`http://127.0.0.1:${p}/json/list`, { signal: AbortSignal.timeout(2000) }); const t = await r.text(); if (t.startsWith('[')) url = (JSON.parse(t) as any[]).find((x) => x.id === (process.env.TARGET ?? 'core:user:gatehouse')).webSocketDebuggerUrl; } catch {} }
+log('url', url);
+const ws = new WebSocket(url);
+await new Promise((r, j) => { ws.addEventListener('open', r, { once: true }); ws.addEventListener('error', j, { once: true }); setTimeout(() => j(new Error('open timeout')), 10000); });
+log('open');
+let id = 0;
+const pending = new Map<number, (v: any) => void>();
+ws.binaryType = 'arraybuffer';
+ws.addEventListener('message', (ev) => { const raw = typeof ev.data === 'string' ? ev.data : Buffer.from(ev.data as ArrayBuffer).toString('utf8'); if (process.env.DBG) console.log(raw.slice(0, 120)); const m = JSON.parse(raw); if (m.id && pending.has(m.id)) { pending.get(m.id)!(m); pending.delete(m.id); } });
+const send = (method: string, params: object = {}) => new Promise<any>((r, j) => { const i = ++id; pending.set(i, r); ws.send(JSON.stringify({ id: i, method, params })); setTimeout(() => j(new Error(`${method} timeout`)), 20000); });
+const c = await gw.mcp('hot', ['execute']);
+const tool = process.argv[2] ?? 'execute';
+const call = () => tool === 'list' ? c.listTools() : c.callTool({ name: tool, arguments: { command: 'true', args: [] } });
+for (let i = 0; i < 5; i++) await call();
+log(await send('Profiler.enable'));
+await send('Profiler.setSamplingInterval', { interval: 200 });
+await send('Profiler.start');
+log('profiling');
+const N = Number(process.argv[3] ?? 20);
+for (let i = 0; i < N; i++) await call();
+const prof = (await send('Profiler.stop')).result.profile;
+writeFileSync(`/tmp/hp/${tool}.cpuprofile`, JSON.stringify(prof));
+const dt = new Map<number, number>();
+for (let i = 0; i < prof.samples.length; i++) dt.set(prof.samples[i], (dt.get(prof.samples[i]) ?? 0) + (prof.timeDeltas[i] ?? 0));
+const self = new Map<string, number>();
+let total = 0;
+for (const n of prof.nodes) { const cf = n.callFrame; if (cf.functionName === '(idle)') continue; const t = (dt.get(n.id) ?? 0) / 1000; total += t; const k = `${cf.functionName || '(anon)'} ${cf.url.split('/').slice(-2).join('/')}:${cf.lineNumber}`; self.set(k, (self.get(k) ?? 0) + t); }
+// inclusive time per url (module)
+const byUrl = new Map<string, number>();
+for (const n of prof.nodes) { const cf = n.callFrame; if (cf.functionName === '(idle)') continue; const t = (dt.get(n.id) ?? 0) / 1000; const u = cf.url.replace(/.*node_modules\//, 'nm:').split('/').slice(0, 3).join('/') || cf.functionName; byUrl.set(u, (byUrl.get(u) ?? 0) + t); }
+log(`non-idle sampled ms per call ${(total / N).toFixed(2)}`);
+for (const [f, v] of [...self].sort((a, b) => b[1] - a[1]).slice(0, 30)) console.log((v / N).toFixed(3).padStart(8), f);
+console.log('--- self time by file');
+for (const [f, v] of [...byUrl].sort((a, b) => b[1] - a[1]).slice(0, 20)) console.log((v / N).toFixed(3).padStart(8), f);
+ws.close(); await c.close(); await agent.stop(); await gw.stop(); rmSync(root, { recursive: true, force: true });

@@ -1,0 +1,246 @@
+/**
+ * Big outputs, end to end (real `wrangler dev` with DO SQLite, D1 and R2, real agent processes,
+ * the official MCP client):
+ *  - the live relay: a job writing NUL bytes at full speed on both streams keeps its agent alive
+ *    in the edge's eyes (heartbeats are not starved behind output: the agent is never dropped),
+ *    and the edge keeps each stream's first LIVE_OUTPUT_MAX_BYTES byte for byte;
+ *  - multipart artifact uploads: an agent with 5 MiB parts (R2's smallest) uploads a ~12 MB stream in
+ *    3 parts through a loopback proxy that fails one part once; the artifact reads back whole. A part
+ *    refused for good is aborted: no index row, and no R2 upload left in progress (read from the local
+ *    R2 emulation's own SQLite). The edge refuses one request body over Cloudflare's limit, and part
+ *    sizes R2 would refuse, with errors that say what to do.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { DatabaseSync } from 'node:sqlite';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { startAgent, startGateway, testSandbox, type AgentProcess, type Gateway } from './harness.ts';
+import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
+import { LIVE_OUTPUT_MAX_BYTES, R2_MULTIPART_MIN_PART_BYTES, REQUEST_BODY_MAX_BYTES } from '../../src/contracts/limits.ts';
+import { AgentProxy } from './agent-proxy.ts';
+import { until } from '../support/until.ts';
+
+const SANDBOX = testSandbox();
+/** Short heartbeats: an agent silent for 3 of them (1.5 s) is dropped by the edge. */
+const HEARTBEAT_MS = 500;
+const POLICY = {
+  ...DEFAULT_POLICY,
+  shell: { enabled: true, allow: ['/.*/'] },
+  runtime: { ...DEFAULT_POLICY.runtime, allowedRuntimes: [...DEFAULT_POLICY.runtime.allowedRuntimes, 'shell'] },
+  // The artifact cap keeps a full-speed writer's spool small; the live window (16 MiB) fits inside it.
+  limits: { ...DEFAULT_POLICY.limits, maxConcurrentJobs: 4, queueWaitMs: 20_000, maxTimeoutMs: 120_000, maxArtifactBytes: LIVE_OUTPUT_MAX_BYTES + 4 * 1024 * 1024 },
+};
+
+type S = Record<string, unknown>;
+
+let gw: Gateway;
+let proxy: AgentProxy;
+const roots: string[] = [];
+const agents: AgentProcess[] = [];
+const clients: Client[] = [];
+
+async function admin(team: string, method: string, path: string) {
+  const token = await gw.token({ team, scopes: ['admin'] });
+  const r = await fetch(`${gw.url}/admin/v1${path}`, { method, headers: { Authorization: `Bearer ${token}` } });
+  return { status: r.status, body: (await r.json()) as S };
+}
+
+async function agentFor(team: string, id: string, extraArgs: string[] = [], url = gw.url): Promise<AgentProcess> {
+  const root = mkdtempSync(join(tmpdir(), 'gatehouse-bigout-'));
+  roots.push(root);
+  const token = await gw.token({ team, scopes: ['agent'], subject: `agent-${id}` });
+  const a = startAgent({ url }, { token, root, sandbox: SANDBOX, capacity: 2, agentId: id, extraArgs });
+  agents.push(a);
+  await until(async () => {
+    if (a.proc.exitCode !== null) throw new Error(`agent ${id} exited:\n${a.logs()}`);
+    return (await agentView(team, id))?.state === 'connected';
+  }, 150_000, `agent ${id} to connect`).catch((e: Error) => {
+    throw new Error(`${e.message}; its log:\n${a.logs()}`);
+  });
+  return a;
+}
+
+async function agentView(team: string, id: string): Promise<S | undefined> {
+  return ((await admin(team, 'GET', '/agents')).body.agents as S[] | undefined)?.find((x) => x.agent_id === id);
+}
+
+async function mcp(team: string): Promise<Client> {
+  const c = await gw.mcp(team, ['execute', 'artifacts:read']);
+  clients.push(c);
+  return c;
+}
+
+async function call(c: Client, name: string, args: S, timeout = 120_000) {
+  const r = await c.callTool({ name, arguments: args }, undefined, { timeout });
+  return { r, s: (r.structuredContent ?? {}) as S };
+}
+
+describe('big outputs', () => {
+  beforeAll(async () => {
+    gw = await startGateway({ vars: { HEARTBEAT_MS: String(HEARTBEAT_MS) } });
+    await gw.putPolicy('flood', POLICY);
+    await gw.putPolicy('parts', { ...POLICY, limits: { ...POLICY.limits, maxArtifactBytes: 64 * 1024 * 1024 } });
+    proxy = new AgentProxy(gw.url);
+    await proxy.start();
+  }, 300_000);
+
+  afterAll(async () => {
+    for (const c of clients) await c.close().catch(() => {});
+    for (const a of agents) await a.stop().catch(() => {});
+    await proxy?.stop();
+    await gw?.stop();
+    for (const d of roots) rmSync(d, { recursive: true, force: true });
+  });
+
+  it('a job writing NUL bytes at full speed on both streams: its agent stays alive to the edge, and the edge keeps each stream\'s live window byte for byte', async () => {
+    const agent = await agentFor('flood', 'flood-agent');
+    const c = await mcp('flood');
+    const before = await agentView('flood', 'flood-agent');
+    // Both streams at once for 4 s (many heartbeat intervals): 16 MiB of each is relayed live, the rest
+    // spooled up to the cap; then it idles, so the live window can be read while the job still runs.
+    const started = await call(c, 'execute', {
+      command: '(timeout 4 cat /dev/zero &) ; timeout 4 cat /dev/zero >&2; sleep 4; echo end', background: true, timeout_ms: 60_000,
+    });
+    expect(started.r.isError).toBeFalsy();
+    const jobId = started.s.job_id as string;
+    // While it floods, the edge hears the agent's heartbeats: output frames do not count as a sign of
+    // life, so an agent whose heartbeats queued behind its output would be dropped (3 silent heartbeats).
+    let heard = 0;
+    let lastSeen = before!.last_seen as number;
+    const liveWindow: Record<string, S> = {};
+    const ended = await until(async () => {
+      const v = await agentView('flood', 'flood-agent');
+      expect(v).toMatchObject({ state: 'connected', connected_at: before!.connected_at });
+      if ((v!.last_seen as number) > lastSeen) (heard += 1, (lastSeen = v!.last_seen as number));
+      for (const stream of ['stdout', 'stderr']) {
+        if (liveWindow[stream]) continue;
+        // The last bytes of the live window, read from what the edge kept while the job runs: exactly 8 bytes, nothing past it.
+        const o = (await call(c, 'job_output', { job_id: jobId, stream, offset: LIVE_OUTPUT_MAX_BYTES - 8, max_bytes: 16 })).s;
+        if (o.source === 'live' && o.state === 'running' && (o.data as string).length === 8) liveWindow[stream] = o;
+      }
+      const s = (await call(c, 'job_status', { job_id: jobId })).s;
+      return s.state !== 'running' && s.artifact_state !== 'uploading' ? s : null;
+    }, 90_000, 'the flooding job to end');
+    expect(ended).toMatchObject({ state: 'exited', exit_code: 0, agent_id: 'flood-agent', artifact_state: 'complete' });
+    expect(heard).toBeGreaterThanOrEqual(2);
+    expect(agent.logs()).not.toMatch(/disconnected from/);
+    for (const stream of ['stdout', 'stderr']) {
+      expect(liveWindow[stream], `the ${stream} live window was never complete while the job ran`).toMatchObject({ data: '\0'.repeat(8), next_offset: LIVE_OUTPUT_MAX_BYTES });
+      // Stored whole: the artifact holds the capped stream, NUL bytes as written.
+      const head = (await call(c, 'job_output', { job_id: jobId, stream, offset: 0, max_bytes: 4096 })).s;
+      expect(head).toMatchObject({ source: 'artifact', data: '\0'.repeat(4096) });
+    }
+  }, 180_000);
+
+  describe('multipart artifact uploads', () => {
+    /** `seq 1 1700000`: 12,488,896 bytes, 3 parts of 5 MiB (the last 1.9 MB); known bytes to check the stored artifact against. */
+    const SEQ = 1_700_000;
+    const expected = Buffer.from(Array.from({ length: SEQ }, (_, i) => `${i + 1}\n`).join(''));
+    const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
+    let partsAgent: AgentProcess | null = null;
+    const agentInParts = async () => (partsAgent ??= await agentFor('parts', 'parts-agent', ['--artifact-part-bytes', String(R2_MULTIPART_MIN_PART_BYTES)], proxy.url));
+    const uploadsOf = (handle: string) => proxy.uploadRequests.filter((u) => u.request.includes(`/${handle}/`)).map((u) => `${u.request.replace(/^(\w+) .*\/stdout/, '$1 …')} ${u.status}`);
+    /** R2 multipart uploads the local emulation still holds open (state 0), read from its own SQLite. */
+    const openR2Uploads = () => {
+      const dir = join(gw.stateDir, 'state', 'v3', 'r2', 'miniflare-R2BucketObject');
+      let n = 0;
+      for (const f of readdirSync(dir).filter((x) => x.endsWith('.sqlite'))) {
+        const db = new DatabaseSync(join(dir, f), { readOnly: true });
+        try {
+          if (!db.prepare(`SELECT 1 FROM sqlite_master WHERE name = '_mf_multipart_uploads'`).get()) continue;
+          n += (db.prepare('SELECT COUNT(*) AS n FROM _mf_multipart_uploads WHERE state = 0').get() as { n: number }).n;
+        } finally {
+          db.close();
+        }
+      }
+      return n;
+    };
+
+    it('uploads a stream above the part size in parts, sends a part that failed once again alone, and the whole artifact reads back', async () => {
+      await agentInParts();
+      const c = await mcp('parts');
+      proxy.failNextUpload('/multipart/2', 503);
+      const r = await call(c, 'execute', { command: `seq 1 ${SEQ}` });
+      expect(r.r.isError).toBeFalsy();
+      expect(r.s).toMatchObject({ exit_code: 0, state: 'exited' });
+      const handle = r.s.artifact_handle as string;
+      // The call answers once the edge stored the artifact; the proxy sees the answer to `complete` a moment later.
+      await until(async () => uploadsOf(handle).some((u) => u.includes('complete')), 10_000, 'the answer to complete');
+      expect(uploadsOf(handle)).toEqual([
+        'POST …/multipart 201', 'PUT …/multipart/1 200', 'PUT …/multipart/2 503', 'PUT …/multipart/2 200', 'PUT …/multipart/3 200', 'POST …/multipart/complete 201',
+      ]);
+      const v = (await call(c, 'job_status', { job_id: r.s.job_id })).s;
+      expect(v).toMatchObject({ artifact_state: 'complete', artifacts: { stdout: { state: 'complete', bytes: expected.length } } });
+      // Byte for byte: the stored object is the job's output.
+      const down = await fetch(`${gw.url}/admin/v1/artifacts/${handle}/stdout/download`, { headers: { Authorization: `Bearer ${await gw.token({ team: 'parts', scopes: ['admin'] })}` } });
+      expect(down.status).toBe(200);
+      expect(sha(new Uint8Array(await down.arrayBuffer()))).toBe(sha(expected));
+      const q = (await call(c, 'query_output', { artifactHandle: handle, queryTerms: [String(SEQ - 1)], contextLines: 0 })).s;
+      expect(q).toMatchObject({ matchCount: 1, totalBytes: expected.length });
+      const tail = (await call(c, 'job_output', { job_id: r.s.job_id, offset: expected.length - 8 })).s;
+      expect(tail).toMatchObject({ data: `${SEQ}\n`, source: 'artifact', eof: true });
+      expect(openR2Uploads()).toBe(0);
+    }, 240_000);
+
+    it('a part that keeps failing past its retries: the agent starts again and the edge resumes with the parts it holds', async () => {
+      await agentInParts();
+      const c = await mcp('parts');
+      proxy.failNextUpload('/multipart/2', 503, 5); // every attempt of the first pass
+      const r = await call(c, 'execute', { command: `seq 1 ${SEQ}` });
+      expect(r.s).toMatchObject({ exit_code: 0, state: 'exited' });
+      const handle = r.s.artifact_handle as string;
+      await until(async () => uploadsOf(handle).some((u) => u.includes('complete')), 10_000, 'the answer to complete');
+      // The second start is a resume (200, not 201): part 1 is not sent again.
+      expect(uploadsOf(handle)).toEqual([
+        'POST …/multipart 201', 'PUT …/multipart/1 200', ...Array(5).fill('PUT …/multipart/2 503'),
+        'POST …/multipart 200', 'PUT …/multipart/2 200', 'PUT …/multipart/3 200', 'POST …/multipart/complete 201',
+      ]);
+      const down = await fetch(`${gw.url}/admin/v1/artifacts/${handle}/stdout/download`, { headers: { Authorization: `Bearer ${await gw.token({ team: 'parts', scopes: ['admin'] })}` } });
+      expect(sha(new Uint8Array(await down.arrayBuffer()))).toBe(sha(expected));
+      expect(openR2Uploads()).toBe(0);
+    }, 240_000);
+
+    it('a part refused for good: the agent aborts the upload, no index row and no R2 upload remain, the output stays readable from the live copy', async () => {
+      await agentInParts();
+      const c = await mcp('parts');
+      proxy.refuseUploads(400);
+      try {
+        const r = await call(c, 'execute', { command: `seq 1 ${SEQ}`, background: true });
+        const jobId = r.s.job_id as string;
+        const handle = r.s.artifact_handle as string;
+        const v = await until(async () => {
+          const s = (await call(c, 'job_status', { job_id: jobId, wait_ms: 5000 })).s;
+          return s.state !== 'running' && s.artifact_state !== 'uploading' ? s : null;
+        }, 120_000, 'the upload to end');
+        expect(v).toMatchObject({ state: 'exited', artifact_state: 'partial', artifacts: { stdout: { state: 'partial', bytes: expected.length } } });
+        expect(uploadsOf(handle)).toEqual(['POST …/multipart 201', 'PUT …/multipart/1 400', 'DELETE …/multipart 200']);
+        expect((await admin('parts', 'GET', `/artifacts/${handle}`)).status).toBe(404);
+        expect(openR2Uploads()).toBe(0);
+        const tail = (await call(c, 'job_output', { job_id: jobId, offset: expected.length - 8 })).s;
+        expect(tail).toMatchObject({ data: `${SEQ}\n`, source: 'live', eof: true });
+      } finally {
+        proxy.refuseUploads(null);
+      }
+    }, 240_000);
+
+    // One request body over Cloudflare's limit is refused from its Content-Length (test/dispatch/artifact-routes.test.ts):
+    // `wrangler dev` reads a whole body before the Worker sees the request, so that is tested on the route itself.
+    it('refuses part sizes R2 would refuse, saying what to do', async () => {
+      const token = await gw.token({ team: 'parts', scopes: ['agent'], subject: 'agent-parts-agent' });
+      const path = '/agent/v1/artifacts/art_made_up_handle_0000/stdout';
+      const start = (body: unknown) => fetch(`${gw.url}${path}/multipart`, {
+        method: 'POST', body: JSON.stringify(body), headers: { Authorization: `Bearer ${token}`, 'X-Gatehouse-Job': 'j', 'Content-Type': 'application/json' },
+      });
+      const small = await start({ bytes: 20 * 1024 * 1024, partBytes: 1024 * 1024, lines: 0, truncated: false });
+      expect(small.status).toBe(400);
+      expect(((await small.json()) as { error: { message: string } }).error.message).toMatch(/partBytes.*5242880/);
+      const many = await start({ bytes: 10_001 * R2_MULTIPART_MIN_PART_BYTES, partBytes: R2_MULTIPART_MIN_PART_BYTES, lines: 0, truncated: false });
+      expect(((await many.json()) as { error: { message: string } }).error.message).toMatch(/10001 parts; R2 allows at most 10000/);
+      const overPart = await start({ bytes: 300 * 1000 * 1000, partBytes: REQUEST_BODY_MAX_BYTES + 1, lines: 0, truncated: false });
+      expect(overPart.status).toBe(400);
+    });
+  });
+});
