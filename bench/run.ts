@@ -214,7 +214,7 @@ async function main() {
     // One job writing 1 GB to stdout: the agent streams it to a spool file and uploads it, so its memory stays flat.
     const bigOut = await benchBigOutput(gw, 'b-none', none, noneAgent.proc.pid!, BIG_OUTPUT_BYTES);
     row(`one job writing ${(BIG_OUTPUT_BYTES / 1e9).toFixed(0)} GB to stdout: agent RSS`, `${bigOut.rssBeforeMb.toFixed(0)} → peak ${bigOut.rssPeakMb.toFixed(0)} MB`, `${bigOut.seconds.toFixed(1)} s`,
-      `target < 150 MB; artifact ${bigOut.artifactBytes ?? '?'} bytes, ${bigOut.complete ? 'complete' : 'NOT complete'}${bigOut.error ? `; error: ${bigOut.error.slice(0, 100)}` : ''}`);
+      `target < 150 MB; +${(bigOut.rssPeakMb - bigOut.rssBeforeMb).toFixed(0)} MB over the agent's idle RSS (agent run from its TypeScript sources); artifact ${bigOut.artifactBytes ?? '?'} bytes, ${bigOut.complete ? 'complete' : 'NOT complete'}${bigOut.error ? `; error: ${bigOut.error.slice(0, 100)}` : ''}`);
 
     const sc = await benchScriptVsExecute(gw, 'b-none', none, quick ? 3 : 10);
     row(`${SUBPROCESSES} × true: one run_script vs ${SUBPROCESSES} execute calls (sandbox none, median)`, f(median(sc.script)), f(median(sc.calls)), `execute / script = ${(median(sc.calls) / median(sc.script)).toFixed(2)}×`);

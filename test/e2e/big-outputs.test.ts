@@ -141,6 +141,8 @@ describe('big outputs', () => {
     const expected = Buffer.from(Array.from({ length: SEQ }, (_, i) => `${i + 1}\n`).join(''));
     const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
     let partsAgent: AgentProcess | null = null;
+    /** The first test's job, whose stdout artifact is stored: what another agent's token tries to write below. */
+    let stored: { jobId: string; handle: string } | null = null;
     const agentInParts = async () => (partsAgent ??= await agentFor('parts', 'parts-agent', ['--artifact-part-bytes', String(R2_MULTIPART_MIN_PART_BYTES)], proxy.url));
     const uploadsOf = (handle: string) => proxy.uploadRequests.filter((u) => u.request.includes(`/${handle}/`)).map((u) => `${u.request.replace(/^(\w+) .*\/stdout/, '$1 …')} ${u.status}`);
     /** R2 multipart uploads the local emulation still holds open (state 0), read from its own SQLite. */
@@ -167,6 +169,7 @@ describe('big outputs', () => {
       expect(r.r.isError).toBeFalsy();
       expect(r.s).toMatchObject({ exit_code: 0, state: 'exited' });
       const handle = r.s.artifact_handle as string;
+      stored = { jobId: r.s.job_id as string, handle };
       // The call answers once the edge stored the artifact; the proxy sees the answer to `complete` a moment later.
       await until(async () => uploadsOf(handle).some((u) => u.includes('complete')), 10_000, 'the answer to complete');
       expect(uploadsOf(handle)).toEqual([
@@ -241,6 +244,27 @@ describe('big outputs', () => {
       expect(((await many.json()) as { error: { message: string } }).error.message).toMatch(/10001 parts; R2 allows at most 10000/);
       const overPart = await start({ bytes: 300 * 1000 * 1000, partBytes: REQUEST_BODY_MAX_BYTES + 1, lines: 0, truncated: false });
       expect(overPart.status).toBe(400);
+    });
+
+    it('another agent of the team can neither start, write, complete nor abort a job\'s multipart upload; its own agent cannot write a stored one again', async () => {
+      expect(stored).not.toBeNull();
+      const { jobId, handle } = stored!;
+      const base = `${gw.url}/agent/v1/artifacts/${handle}/stdout/multipart`;
+      const as = async (subject: string, method: string, suffix: string, body?: string) => {
+        const token = await gw.token({ team: 'parts', scopes: ['agent'], subject });
+        const r = await fetch(`${base}${suffix}`, { method, body, headers: { Authorization: `Bearer ${token}`, 'X-Gatehouse-Job': jobId, 'Content-Type': 'application/json' } });
+        return { status: r.status, body: (await r.json()) as { error?: { code: string; message: string }; aborted?: boolean } };
+      };
+      const startBody = JSON.stringify({ bytes: expected.length, partBytes: R2_MULTIPART_MIN_PART_BYTES, lines: SEQ, truncated: false });
+      for (const [method, suffix, body] of [['POST', '', startBody], ['PUT', '/1', 'FORGED'], ['POST', '/complete', undefined], ['DELETE', '', undefined]] as const) {
+        const r = await as('rogue-agent', method, suffix, body);
+        expect(r, `${method} …/multipart${suffix}`).toMatchObject({ status: 404, body: { error: { code: 'not_found' } } });
+      }
+      const again = await as('agent-parts-agent', 'POST', '', startBody);
+      expect(again).toMatchObject({ status: 409, body: { error: { message: expect.stringMatching(/already stored; artifacts are written once/) } } });
+      // The stored artifact is untouched.
+      const down = await fetch(`${gw.url}/admin/v1/artifacts/${handle}/stdout/download`, { headers: { Authorization: `Bearer ${await gw.token({ team: 'parts', scopes: ['admin'] })}` } });
+      expect(sha(new Uint8Array(await down.arrayBuffer()))).toBe(sha(expected));
     });
   });
 });
