@@ -117,7 +117,8 @@ export const RunScriptOutput = {
   /** When the script failed: code `sandbox_error`, message `Sandbox error: …`. */
   error: z.object({ code: z.string(), message: z.string() }).optional(),
   scriptId: z.string().optional(),
-  subprocesses: z.object({ count: z.number().int(), totalMs: z.number() }).optional(),
+  /** `cap`: how many subprocesses this script could start (the policy's maxCount, lowered by the plan's subrequest limit). */
+  subprocesses: z.object({ count: z.number().int(), totalMs: z.number(), cap: z.number().int().optional() }).optional(),
   consoleTruncated: z.boolean().optional(),
 };
 

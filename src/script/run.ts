@@ -7,24 +7,27 @@
 import type { ScriptPolicy } from '../contracts/policy.ts';
 import { teamPolicyOf } from '../policy/cache.ts';
 import { newArtifactHandle, putArtifact } from '../store/artifacts.ts';
-import { writeAudit } from '../store/audit.ts';
+import { writeAudit, type AuditEntry } from '../store/audit.ts';
 import { cancelByCall } from '../dispatch/client.ts';
 import { callCancelKey, type ToolContext, type ToolExtra } from '../mcp/context.ts';
 import {
-  CONSOLE_MAX_BYTES, ISOLATE_COMPATIBILITY_DATE, LOADER_MISSING_MESSAGE, RETURN_MAX_BYTES, SLEEP_MAX_MS, TICKS_PER_CPU_MS,
+  CONSOLE_MAX_BYTES, LOADER_MISSING_MESSAGE, RETURN_MAX_BYTES, SLEEP_MAX_MS, TICKS_PER_CPU_MS,
 } from './limits.ts';
 import { codeBytes, prepareScript } from './prepare.ts';
-import { RUNNER_MODULE, RUNNER_SOURCE, SCRIPT_MODULE } from './isolate-runner.ts';
+import { openIsolate } from './isolate.ts';
 import { ScriptHost } from './host.ts';
 import type { ScriptRunOptions, ScriptRunReport } from './protocol.ts';
 import { acceptReport, sanitizeError, type AcceptedReport } from './report.ts';
 import type { ScriptBudget } from './subprocess.ts';
+import { requestLedger, workersPlan, type ScriptSlot } from './request-budget.ts';
 
 export interface RunScriptRequest {
   code: string;
   vars?: Record<string, unknown>;
   timeoutMs?: number;
 }
+
+type RefusalCode = 'policy_denied' | 'invalid_argument' | 'config_error' | 'limit_reached';
 
 export type ScriptStatus = 'success' | 'failure' | 'timeout' | 'cancelled';
 
@@ -41,12 +44,13 @@ export interface ScriptRun {
   stderr: string;
   artifactHandle: string | null;
   durationMs: number;
-  subprocesses: { count: number; totalMs: number };
+  /** `cap`: the subprocesses this script could start — the policy's maxCount, or fewer where the plan's subrequest limit says so. */
+  subprocesses: { count: number; totalMs: number; cap: number };
   typescript: boolean;
 }
 
 export type ScriptOutcome =
-  | { kind: 'refused'; message: string; code: 'policy_denied' | 'invalid_argument' | 'config_error' }
+  | { kind: 'refused'; message: string; code: RefusalCode }
   | { kind: 'ran'; run: ScriptRun };
 
 export async function runScript(ctx: ToolContext, extra: ToolExtra, req: RunScriptRequest): Promise<ScriptOutcome> {
@@ -58,8 +62,8 @@ export async function runScript(ctx: ToolContext, extra: ToolExtra, req: RunScri
     team: principal.team, subject: principal.subject, tokenId: principal.tokenId, tool: 'run_script',
     command: { mode: 'script', codeBytes: bytes, codeSha256: await sha256(req.code) }, jobId: scriptId,
   };
-  const refuse = async (code: 'policy_denied' | 'invalid_argument' | 'config_error', message: string): Promise<ScriptOutcome> => {
-    await writeAudit(env.DB, { ...auditBase, decision: code === 'config_error' ? 'failed' : 'denied', reason: message, durationMs: Date.now() - started });
+  const refuse = async (code: RefusalCode, message: string, audit = true): Promise<ScriptOutcome> => {
+    if (audit) await writeAudit(env.DB, { ...auditBase, decision: code === 'config_error' ? 'failed' : 'denied', reason: message, durationMs: Date.now() - started });
     return { kind: 'refused', code, message };
   };
 
@@ -71,6 +75,33 @@ export async function runScript(ctx: ToolContext, extra: ToolExtra, req: RunScri
   const prepared = prepareScript(req.code);
   if (!prepared.ok && prepared.code === 'invalid_argument') return refuse('invalid_argument', prepared.message);
   if (!env.LOADER) return refuse('config_error', LOADER_MISSING_MESSAGE);
+  const plan = workersPlan(env);
+  if (!plan.ok) return refuse('config_error', plan.message);
+  // The request's subrequests and Dynamic Workers are shared by every run_script call it carries.
+  const ledger = requestLedger(principal, plan.plan);
+  const opened = ledger.openScript(script.subprocess?.maxCount ?? 0, policy.opa.evaluators.length);
+  if (!opened.ok) return refuse('limit_reached', opened.message, ledger.takeAudit());
+  try {
+    return await runOpened(ctx, extra, req, { policy, script, timeoutMs, prepared, scriptId, started, auditBase, slot: opened.slot });
+  } finally {
+    opened.slot.close();
+  }
+}
+
+interface Opened {
+  policy: Awaited<ReturnType<typeof teamPolicyOf>>['policy'];
+  script: ScriptPolicy;
+  timeoutMs: number;
+  prepared: ReturnType<typeof prepareScript>;
+  scriptId: string;
+  started: number;
+  auditBase: Omit<AuditEntry, 'decision'>;
+  slot: ScriptSlot;
+}
+
+async function runOpened(ctx: ToolContext, extra: ToolExtra, req: RunScriptRequest, o: Opened): Promise<ScriptOutcome> {
+  const { env, principal } = ctx;
+  const { policy, script, timeoutMs, prepared, scriptId, started, auditBase, slot } = o;
 
   const budget: ScriptBudget = { started: 0, totalMs: 0, progress: 0, closed: false };
   /** The script's audit row is written once: by the normal end or by the cancellation path. */
@@ -101,8 +132,8 @@ export async function runScript(ctx: ToolContext, extra: ToolExtra, req: RunScri
     };
     if (signal.aborted) onAbort();
     else signal.addEventListener('abort', onAbort, { once: true });
-    const ended = await runIsolate(env.LOADER, script, prepared.value.source, prepared.value.guardName, req, timeoutMs, {
-      ctx, extra, script, scriptId, budget,
+    const ended = await runIsolate(env.LOADER!, script, prepared.value.source, prepared.value.guardName, req, timeoutMs, {
+      ctx, extra, script, scriptId, budget, slot,
     });
     budget.closed = true;
     signal.removeEventListener('abort', onAbort);
@@ -148,7 +179,7 @@ export async function runScript(ctx: ToolContext, extra: ToolExtra, req: RunScri
     run: {
       status, scriptId, ...(result !== undefined ? { result } : {}), ...(error ? { error } : {}),
       consoleTruncated: report?.consoleTruncated ?? false, stdout, stderr, artifactHandle: handle, durationMs,
-      subprocesses: { count: budget.started, totalMs: budget.totalMs }, typescript,
+      subprocesses: { count: budget.started, totalMs: budget.totalMs, cap: slot.cap }, typescript,
     },
   };
 }
@@ -159,18 +190,7 @@ async function runIsolate(
   loader: WorkerLoader, script: ScriptPolicy, source: string, guardName: string, req: RunScriptRequest, timeoutMs: number,
   sc: ConstructorParameters<typeof ScriptHost>[0],
 ): Promise<Ended> {
-  // load(), not get(): every script gets a fresh isolate, so nothing one script does to its
-  // globals or prototypes is seen by the next. One Dynamic Worker per call, well under the 4 a
-  // Worker request may have in flight (developers.cloudflare.com/dynamic-workers/platform/limits/).
-  const worker = loader.load({
-    compatibilityDate: ISOLATE_COMPATIBILITY_DATE,
-    mainModule: RUNNER_MODULE,
-    modules: { [RUNNER_MODULE]: RUNNER_SOURCE, [SCRIPT_MODULE]: source },
-    globalOutbound: null,
-    env: {},
-    limits: { cpuMs: script.cpuMs },
-  });
-  const entry = worker.getEntrypoint() as unknown as { run(host: ScriptHost, opts: ScriptRunOptions): Promise<ScriptRunReport> };
+  const entry = openIsolate<ScriptHost>(loader, script, source);
   const opts: ScriptRunOptions = {
     vars: req.vars ?? {}, consoleMaxBytes: CONSOLE_MAX_BYTES, returnMaxBytes: RETURN_MAX_BYTES, sleepMaxMs: SLEEP_MAX_MS,
     tickBudget: script.cpuMs * TICKS_PER_CPU_MS, cpuMs: script.cpuMs, guardName,

@@ -10,6 +10,7 @@ import { describeIssues } from '../contracts/errors.ts';
 import { writeAudit } from '../store/audit.ts';
 import { executeResult, runGoverned, type GovernedOutcome } from '../mcp/governed-run.ts';
 import type { ToolContext, ToolExtra } from '../mcp/context.ts';
+import type { ScriptSlot } from './request-budget.ts';
 import { SubprocessRequest, type HostAnswer, type SubprocessValue } from './protocol.ts';
 
 /** The operation name of the policy input document and of the error messages. */
@@ -50,6 +51,8 @@ export interface SubprocessContext {
   script: ScriptPolicy;
   scriptId: string;
   budget: ScriptBudget;
+  /** The script's share of its request's subrequests (Cloudflare's per-request limit). */
+  slot: ScriptSlot;
 }
 
 type Answer = HostAnswer<SubprocessValue>;
@@ -74,7 +77,8 @@ export async function runSubprocess(sc: SubprocessContext, raw: unknown): Promis
     cwd: req.cwd, parentJobId: sc.scriptId,
   };
   const refuse = async (message: string): Promise<Answer> => {
-    await writeAudit(ctx.env.DB, { ...auditBase, decision: 'denied', reason: message });
+    // Each refusal's audit row is a subrequest too: past the request's limit a refusal goes unaudited.
+    if (sc.slot.takeRefusalAudit()) await writeAudit(ctx.env.DB, { ...auditBase, decision: 'denied', reason: message });
     return fail('limit_reached', message);
   };
   if (budget.started >= cfg.maxCount) {
@@ -84,6 +88,8 @@ export async function runSubprocess(sc: SubprocessContext, raw: unknown): Promis
   if (remaining <= 0) {
     return refuse(`subprocess: limit reached — this script's subprocesses already ran ${budget.totalMs} ms of the ${cfg.maxTotalMs} ms allowed (script.subprocess.maxTotalMs)`);
   }
+  const overLimit = sc.slot.beforeSubprocess(budget.started);
+  if (overLimit) return refuse(overLimit);
   budget.started += 1;
   const n = budget.started;
   // A subprocess never outlives the script's remaining subprocess time.

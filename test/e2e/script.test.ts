@@ -15,6 +15,7 @@ import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from
 import { ROOT, startAgent, startGateway, type AgentProcess, type Gateway, testSandbox } from './harness.ts';
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
 import { startOpaServer, type OpaServer } from '../support/opa-server.ts';
+import { batchOfScripts } from '../support/script-batch.ts';
 
 const SANDBOX = testSandbox();
 
@@ -694,5 +695,24 @@ describe('subprocesses', () => {
     expect(progress.some((p) => p.message?.startsWith('#1 true'))).toBe(true);
     expect(progress.some((p) => p.message?.startsWith('#2 ls'))).toBe(true);
     for (let i = 1; i < progress.length; i++) expect(progress[i].progress).toBeGreaterThan(progress[i - 1].progress);
+  });
+});
+
+describe('Dynamic Workers in flight per request (4 in a Worker request)', () => {
+  it('a JSON-RPC batch of five run_script calls runs four at once and refuses the fifth clearly', async () => {
+    const answers = await batchOfScripts(gw, TEAM, 5);
+    const ran = answers.filter((a) => !a.result.isError);
+    const refused = answers.filter((a) => a.result.isError);
+    // The batch's calls run concurrently (each sleeps 1.5 s): four isolates in flight, the fifth refused.
+    expect(ran).toHaveLength(4);
+    for (const a of ran) expect(a.result.structuredContent.result).toBe(a.id);
+    expect(refused).toHaveLength(1);
+    expect(refused[0].result.structuredContent.error).toEqual({
+      code: 'limit_reached',
+      message: 'Error: too many scripts in one request: Cloudflare allows 4 Dynamic Workers in flight per Worker request and this request already runs 4 run_script calls; send this call in its own request (or at most 4 run_script calls per JSON-RPC batch)',
+    });
+    // Each request has its own four: the refused call runs when sent on its own.
+    const again = await run(`return ${refused[0].id}`);
+    expect(again.s.result).toBe(refused[0].id);
   });
 });
