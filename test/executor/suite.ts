@@ -223,6 +223,39 @@ export function driverSuite(kind: SandboxKind, o: { reuse?: SandboxReuse } = {})
       }
     });
 
+    it('lists and stats files: `ls -la` and `stat` work (Debian 12\'s runsc failed both)', async () => {
+      const { exit } = await rig.run({ mode: 'shell', command: 'printf abc > ls-stat.txt; ls -la ls-stat.txt; ls -la / >/dev/null && echo root-listed; stat -c "%s %F" ls-stat.txt; rm ls-stat.txt' });
+      expect(exit, exit.stderr).toMatchObject({ state: 'exited', exitCode: 0 });
+      expect(exit.stdout).toMatch(/^-rw\S* +\d+ +\S+ +\S+ +3 .* ls-stat\.txt\nroot-listed\n3 regular file\n$/);
+    });
+
+    it.runIf(isolated)('hides /usr/local/etc and package-manager configs (registry tokens) from the job', async () => {
+      // A site-wide npmrc with a registry token, as an admin installs it. Planted before the sandbox
+      // starts (a rig of its own) and removed after; the test runs as root, as the agent and CI do.
+      const secret = `npm-registry-token-${Date.now()}`;
+      const dir = '/usr/local/etc';
+      const made = !existsSync(dir);
+      const planted = join(dir, 'gatehouse-test-npmrc');
+      try {
+        execFileSync('mkdir', ['-p', dir]);
+        writeFileSync(planted, `//registry.example/:_authToken=${secret}\n`, { mode: 0o644 });
+      } catch (e) {
+        if (process.env.CI === 'true') throw e;
+        console.warn(`skipping: cannot plant ${planted} (needs root; allowed outside CI only): ${String(e)}`);
+        return;
+      }
+      const own = await makeRig(kind, { warm: 0, reuse: o.reuse });
+      try {
+        const { exit } = await own.run({ mode: 'shell', command: `ls -A ${dir}; cat ${planted} ${dir}/npmrc; for f in /usr/lib/node_modules/npm/npmrc /usr/share/nodejs/npm/npmrc /usr/local/lib/node_modules/npm/npmrc; do [ -s $f ] && echo "nonempty $f"; done; echo searched` });
+        expect(exit.stdout).toBe('searched\n');
+        expect(exit.stdout + exit.stderr).not.toContain(secret);
+      } finally {
+        await own.close();
+        rmSync(planted, { force: true });
+        if (made) rmSync(dir, { recursive: true, force: true });
+      }
+    }, 60_000);
+
     it.runIf(isolated)('runs jobs as an unprivileged user', async () => {
       const { exit } = await rig.run({ command: 'id', args: ['-u'] });
       expect(exit.stdout).toBe('65534\n');
