@@ -118,9 +118,13 @@ export async function benchQueryUnderLoad(gw: Gateway, team: string, c: Client, 
   let totalBytes = 0;
   const query = async () => {
     const t = performance.now();
-    const q = await c.callTool({ name: 'query_output', arguments: { artifactHandle: handle, queryTerms: ['12345678'], contextLines: 2 } }, undefined, { timeout: 300_000 });
+    // A term that occurs (1234567 and 11234567 are below N for ~100 MB): the timed search must find
+    // something and build its excerpts, not only scan.
+    const q = await c.callTool({ name: 'query_output', arguments: { artifactHandle: handle, queryTerms: ['1234567'], contextLines: 2 } }, undefined, { timeout: 300_000 });
     if (q.isError) throw new Error(`query_output failed: ${JSON.stringify(q.content).slice(0, 200)}`);
-    totalBytes = (q.structuredContent as { totalBytes: number }).totalBytes;
+    const found = q.structuredContent as { totalBytes: number; matchCount: number };
+    if (found.matchCount < 1) throw new Error(`query_output found no match of 1234567 in seq 1..${lines}`);
+    totalBytes = found.totalBytes;
     return performance.now() - t;
   };
   const idle: number[] = [];

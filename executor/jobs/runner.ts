@@ -164,6 +164,7 @@ export class JobRunner {
         const c = plan.code;
         const vars = { exe: c?.exe ?? '', file: `${sandbox.jobDirInside}/${c?.file ?? ''}`, out: `${sandbox.jobDirInside}/main` };
         if (c) {
+          sandbox.prepareJobDir?.();
           writeFileSync(join(sandbox.jobDirHost, c.file), c.code);
           chmodSync(join(sandbox.jobDirHost, c.file), 0o644);
         }

@@ -53,8 +53,8 @@ export class NoneDriver implements SandboxDriver {
 
   async acquire(_jobId: string, limits: ResourceLimits): Promise<Sandbox> {
     const id = `nb-${++this.counter}-${randomBytes(3).toString('hex')}`;
+    // Created only when a job needs it (code files, a launcher script): see prepareJobDir.
     const jobDir = join(this.opts.stateDir, 'jobdirs', id);
-    mkdirSync(jobDir, { recursive: true, mode: 0o700 });
     const cg = this.cgroupPool ? this.cgroupPool.take(id, limits) : null;
     const sb = new NoneSandbox(this, this.opts.root, id, jobDir, cg);
     this.live.add(sb);
@@ -99,6 +99,15 @@ class NoneSandbox implements Sandbox {
     this.workspaceInside = root;
   }
 
+  private jobDirMade = false;
+
+  /** The job dir exists from here on (most jobs, a plain exec, never need it: no mkdir, no removal). */
+  prepareJobDir(): void {
+    if (this.jobDirMade) return;
+    mkdirSync(this.jobDirHost, { recursive: true, mode: 0o700 });
+    this.jobDirMade = true;
+  }
+
   launch(req: LaunchRequest): SandboxProcess {
     let child: ChildProcess;
     if (req.direct) {
@@ -107,6 +116,7 @@ class NoneSandbox implements Sandbox {
       const start = directLaunch({ joinFiles: this.cgroup?.joinFiles() ?? [], rlimits, env, run: req.direct.argv });
       child = spawn(start.argv[0], start.argv.slice(1), { cwd, env: start.env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
     } else {
+      this.prepareJobDir();
       const script = join(this.jobDirHost, LAUNCHER_FILE);
       // The launcher's own shell joins the cgroup first: no separate join shell.
       writeFileSync(script, cgroupJoinLines(this.cgroup) + req.script, { mode: 0o644 });
@@ -166,7 +176,7 @@ class NoneSandbox implements Sandbox {
       for (const [c] of this.procs) killGroup(c.pid, 'SIGKILL');
       if (this.cgroup) await this.driver.releaseCgroup(this.cgroup, !this.killed);
       this.driver.forget(this);
-      await rm(this.jobDirHost, { recursive: true, force: true });
+      if (this.jobDirMade) await rm(this.jobDirHost, { recursive: true, force: true });
     })();
     return this.destroyed;
   }

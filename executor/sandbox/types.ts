@@ -62,6 +62,8 @@ export interface Sandbox {
   readonly id: string;
   /** Host path of the job's private directory (code files, build output); not in the workspace. */
   readonly jobDirHost: string;
+  /** Creates jobDirHost where the driver makes it only on demand; call before writing into it. */
+  prepareJobDir?(): void;
   /** The same directory as the job sees it. */
   readonly jobDirInside: string;
   /** The workspace root as the job sees it. */

@@ -39,6 +39,8 @@ export interface AgentAttachment {
 
 /** An agent silent (or a job's agent gone) for this many heartbeats is gone. */
 export const MISSED_HEARTBEATS = 3;
+/** How long a started job's `running` state waits before it is copied to D1 (its end, if sooner, is copied instead). */
+export const START_SYNC_DELAY_MS = 250;
 /** Bytes of each live output frame passed on to callers following the job (progress shows the last line). */
 const FOLLOW_OUTPUT_BYTES = 4096;
 
@@ -52,6 +54,7 @@ export class TeamDispatcher extends DurableObject<Env> {
   private readonly endWaiters = new Map<string, Set<() => void>>();
   private teamName: string | null = null;
   private syncing = false;
+  private syncTimer: ReturnType<typeof setTimeout> | null = null;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -661,7 +664,7 @@ export class TeamDispatcher extends DurableObject<Env> {
         }
         stamp(this.env, 'do.job_start_sent');
         this.emit(jobId, { type: 'started', jobId, agentId, sandbox: r.sandbox });
-        void this.sync();
+        this.syncSoon();
       }
       if (!retry) break;
     }
@@ -811,6 +814,19 @@ export class TeamDispatcher extends DurableObject<Env> {
         try { ws.close(4001, 'agent token revoked'); } catch { /* gone */ }
       }
     }
+  }
+
+  /**
+   * A started job's `running` reaches D1 a moment later: a short job has ended by then, and one
+   * D1 write carries its end instead of two (its start, then its end) — one storage call less on
+   * the gateway per short job. The DO's own row is the durable record meanwhile, and the alarm
+   * retries whatever is still unsynced.
+   */
+  private syncSoon(): void {
+    this.syncTimer ??= setTimeout(() => {
+      this.syncTimer = null;
+      void this.sync();
+    }, START_SYNC_DELAY_MS);
   }
 
   /** Copies job rows that changed into D1 (the team-wide index) and completes their audit rows. */

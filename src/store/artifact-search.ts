@@ -5,6 +5,7 @@
  */
 import { LINE_CAP, TRUNCATED_SUFFIX, type Excerpt } from '../contracts/tools.ts';
 import type { StreamName } from '../contracts/agent-protocol.ts';
+import { asciiNeedles, ByteLineScan } from './byte-line-scan.ts';
 
 export interface SearchOptions {
   terms: string[];
@@ -147,6 +148,19 @@ export class LineSearch {
     return keepFrom;
   }
 
+  /** No excerpt is open and no line is half read: whole lines may be skipped (see `skipLines`). */
+  get idle(): boolean {
+    return this.cur === null && this.partLen === 0;
+  }
+
+  /**
+   * Counts n whole lines the caller knows hold no term, without their text. Only while idle,
+   * and the caller pushes the last `contextLines` lines before the next hit as text (the ring).
+   */
+  skipLines(n: number): void {
+    this.lineNo += n;
+  }
+
   /** End of input: a last line without '\n' still counts. */
   finish(totalBytes: number): SearchResult {
     if (this.partLen > 0) this.finishPart();
@@ -270,8 +284,12 @@ function concat(parts: Uint8Array[], total: number): Uint8Array {
   return out;
 }
 
-export async function searchStream(body: ReadableStream<Uint8Array>, o: SearchOptions): Promise<SearchResult> {
+export async function searchStream(body: ReadableStream<Uint8Array>, o: SearchOptions, batchBytes: number = SEARCH_BATCH_BYTES): Promise<SearchResult> {
   const s = new LineSearch(o);
+  // All-ASCII terms (the usual query): hits are found in the bytes and only the lines around
+  // them are decoded. Otherwise every byte is decoded and searched as text.
+  const needles = asciiNeedles(o.terms);
+  const scan = needles ? new ByteLineScan(s, needles, o.contextLines) : null;
   const decoder = new TextDecoder('utf-8', { fatal: false, ignoreBOM: false });
   const reader = body.getReader();
   let bytes = 0;
@@ -285,7 +303,8 @@ export async function searchStream(body: ReadableStream<Uint8Array>, o: SearchOp
       const batch = pending.length === 1 ? pending[0] : concat(pending, pendingBytes);
       pending.length = 0;
       pendingBytes = 0;
-      s.push(decoder.decode(batch, { stream: true }));
+      if (scan) scan.push(batch);
+      else s.push(decoder.decode(batch, { stream: true }));
     };
     for (;;) {
       const { done, value } = await reader.read();
@@ -293,10 +312,11 @@ export async function searchStream(body: ReadableStream<Uint8Array>, o: SearchOp
       bytes += value.byteLength;
       pending.push(value);
       pendingBytes += value.byteLength;
-      if (pendingBytes >= SEARCH_BATCH_BYTES) flush();
+      if (pendingBytes >= batchBytes) flush();
     }
     flush();
-    s.push(decoder.decode());
+    if (scan) scan.finish();
+    else s.push(decoder.decode());
   } catch (e) {
     // Stop the producer (an R2 body) rather than leave it streaming into nothing.
     await reader.cancel(e).catch(() => {});

@@ -7,8 +7,9 @@
  *  - multipart artifact uploads: an agent with 5 MiB parts (R2's smallest) uploads a ~12 MB stream in
  *    3 parts through a loopback proxy that fails one part once; the artifact reads back whole. A part
  *    refused for good is aborted: no index row, and no R2 upload left in progress (read from the local
- *    R2 emulation's own SQLite). The edge refuses one request body over Cloudflare's limit, and part
- *    sizes R2 would refuse, with errors that say what to do.
+ *    R2 emulation's own SQLite), and so is the upload of an agent killed mid-upload. Part sizes R2 would
+ *    refuse, and parts of the wrong size or number, are refused with errors that say what to do; another
+ *    agent of the team cannot touch a job's upload.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
@@ -245,6 +246,41 @@ describe('big outputs', () => {
       const overPart = await start({ bytes: 300 * 1000 * 1000, partBytes: REQUEST_BODY_MAX_BYTES + 1, lines: 0, truncated: false });
       expect(overPart.status).toBe(400);
     });
+
+    it('checks each part against the upload\'s shape, and aborts the R2 upload of an agent that vanished mid-upload', async () => {
+      const doomed = await agentFor('parts', 'parts-doomed', ['--artifact-part-bytes', String(R2_MULTIPART_MIN_PART_BYTES)], proxy.url);
+      const c = await mcp('parts');
+      const release = proxy.holdUploads(); // holds the parts (PUT); the start (POST) goes through
+      try {
+        const r = await call(c, 'execute', { command: `seq 1 ${SEQ}`, background: true, agent: 'parts-doomed' });
+        const jobId = r.s.job_id as string;
+        const handle = r.s.artifact_handle as string;
+        await until(async () => uploadsOf(handle).includes('POST …/multipart 201'), 60_000, 'the multipart upload to start');
+        expect(openR2Uploads()).toBeGreaterThanOrEqual(1);
+        // The job's own agent token, straight to the gateway: parts must have the shape the upload started with.
+        const token = await gw.token({ team: 'parts', scopes: ['agent'], subject: 'agent-parts-doomed' });
+        const part = async (method: string, suffix: string, body?: string) => {
+          const res = await fetch(`${gw.url}/agent/v1/artifacts/${handle}/stdout/multipart${suffix}`, { method, body, headers: { Authorization: `Bearer ${token}`, 'X-Gatehouse-Job': jobId } });
+          return { status: res.status, message: ((await res.json()) as { error?: { message: string } }).error?.message ?? '' };
+        };
+        expect(await part('PUT', '/2', 'x'.repeat(10))).toEqual({ status: 400, message: `part 2 of this upload is ${R2_MULTIPART_MIN_PART_BYTES} bytes (bytes ${R2_MULTIPART_MIN_PART_BYTES}..${2 * R2_MULTIPART_MIN_PART_BYTES} of ${expected.length}), not 10` });
+        expect(await part('PUT', '/4', 'x')).toMatchObject({ status: 400, message: 'part 4 is not a part of this upload: parts are numbered 1 to 3' });
+        expect(await part('POST', '/complete')).toMatchObject({ status: 409, message: expect.stringMatching(/^parts 1, 2, 3 of 3 are not stored yet/) });
+        // The agent dies with its upload open: once it has been gone 3 heartbeats (after the reconnect allowance),
+        // the edge gives the upload up, keeps the live copy, and aborts the R2 upload.
+        await doomed.stop('SIGKILL');
+        release();
+        const v = await until(async () => {
+          const st = (await call(c, 'job_status', { job_id: jobId })).s;
+          return st.artifact_state !== 'uploading' ? st : null;
+        }, 90_000, 'the edge to give the upload up');
+        expect(v).toMatchObject({ state: 'exited', artifact_state: 'partial', artifacts: { stdout: { state: 'partial', bytes: expected.length } } });
+        await until(async () => openR2Uploads() === 0, 30_000, 'the R2 upload to be aborted');
+        expect((await admin('parts', 'GET', `/artifacts/${handle}`)).status).toBe(404);
+      } finally {
+        release();
+      }
+    }, 240_000);
 
     it('another agent of the team can neither start, write, complete nor abort a job\'s multipart upload; its own agent cannot write a stored one again', async () => {
       expect(stored).not.toBeNull();

@@ -82,4 +82,25 @@ describe('governed hot path with the policy cache', () => {
     expect(JSON.stringify(mine[0])).toMatch(/exit 0/);
     expect(JSON.stringify(mine[0])).toContain(jobId);
   });
+
+  it("a job that keeps running shows as running in the audit log while it runs (its start is copied a moment later), then ends there", async () => {
+    const c = await gw.mcp(TEAM, ['execute']);
+    const r = await c.callTool({ name: 'execute', arguments: { command: 'sleep', args: ['3'], background: true } });
+    expect(r.isError).toBeFalsy();
+    const jobId = (r.structuredContent as { job_id: string }).job_id;
+    await c.close();
+    const rowOf = async () => ((await admin('GET', '/audit?limit=50')).body.entries as any[]).find((e) => JSON.stringify(e).includes(jobId));
+    const seen: string[] = [];
+    for (let i = 0; i < 100; i++) {
+      const row = await rowOf();
+      const status = String(row?.exit_status ?? row?.exitStatus ?? '');
+      if (status && seen.at(-1) !== status) seen.push(status);
+      if (status === 'exit 0') break;
+      await new Promise((res) => setTimeout(res, 100));
+    }
+    // The row went from running to its end: the delayed copy of the start did not skip or overwrite anything.
+    expect(seen).toContain('running');
+    expect(seen.at(-1)).toBe('exit 0');
+    expect(seen.indexOf('running')).toBeLessThan(seen.indexOf('exit 0'));
+  });
 });

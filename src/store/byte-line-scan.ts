@@ -1,0 +1,190 @@
+/**
+ * The byte-level front of the artifact search, for queries whose terms are all ASCII (after
+ * lowercasing): it finds candidate hits in the raw UTF-8 bytes (ASCII case folded, native
+ * `Buffer.indexOf`), counts the lines between them without decoding, and hands the line search
+ * only the text around hits. Which lines match is still decided by `LineSearch` on decoded
+ * text, so results are the same as decoding everything; only the quiet stretches are skipped.
+ *
+ * Why bytes are enough: in UTF-8 an ASCII byte is always that character (also after invalid
+ * sequences, which decode to U+FFFD), and '\n' bytes are exactly the line breaks. Lowercasing
+ * turns only two non-ASCII characters into ASCII ones ('İ' → 'i̇', Kelvin sign 'K' → 'k'); their
+ * byte forms are searched as candidates too when a term holds that letter.
+ */
+import { Buffer } from 'node:buffer';
+import type { LineSearch } from './artifact-search.ts';
+
+const NL = 0x0a;
+const UTF8_BOM = [0xef, 0xbb, 0xbf];
+/** Non-ASCII characters whose lowercase form contains an ASCII letter, with that letter. */
+const FOLDS_TO_ASCII: { letter: string; bytes: number[] }[] = [
+  { letter: 'i', bytes: [0xc4, 0xb0] }, // U+0130 'İ'
+  { letter: 'k', bytes: [0xe2, 0x84, 0xaa] }, // U+212A KELVIN SIGN
+];
+/** Text handed to the line search after a hit is at least this long, so dense hits cost one decode per span, not per line. */
+const MIN_TEXT_SPAN = 4096;
+
+/** Lowercased, deduplicated terms as the line search uses them; null when one is not ASCII (the byte path does not apply). */
+export function asciiNeedles(terms: string[]): Uint8Array[] | null {
+  const lowered = [...new Set(terms.map((t) => t.toLowerCase()).filter((t) => t.length > 0 && !t.includes('\n')))];
+  if (lowered.some((t) => /[^\x00-\x7f]/.test(t))) return null;
+  const needles = lowered.map((t) => Uint8Array.from(t, (c) => c.charCodeAt(0)));
+  for (const f of FOLDS_TO_ASCII) if (lowered.some((t) => t.includes(f.letter))) needles.push(Uint8Array.from(f.bytes));
+  return needles;
+}
+
+/** ASCII 'A'–'Z' → 'a'–'z' in place, four bytes at a time; every other byte unchanged. */
+export function foldAsciiCase(b: Uint8Array, len: number): void {
+  const words = len >>> 2;
+  const w32 = new Uint32Array(b.buffer, b.byteOffset, words);
+  for (let i = 0; i < words; i++) {
+    const w = w32[i];
+    const x = w & 0x7f7f7f7f;
+    // Per byte, bit 7 of (x + 0x3f) is set for x ≥ 0x41 and of (x + 0x25) for x ≥ 0x5b; no carry crosses bytes.
+    const upper = (x + 0x3f3f3f3f) & ~(x + 0x25252525) & ~w & 0x80808080;
+    if (upper !== 0) w32[i] = w | (upper >>> 2);
+  }
+  for (let i = words << 2; i < len; i++) {
+    const c = b[i];
+    if (c >= 0x41 && c <= 0x5a) b[i] = c | 0x20;
+  }
+}
+
+/** Number of '\n' bytes in b[from, to); b must start 4-byte aligned in its buffer. */
+export function countNewlines(b: Uint8Array, from: number, to: number): number {
+  let n = 0;
+  let i = from;
+  for (; i < to && (i & 3) !== 0; i++) if (b[i] === NL) n++;
+  const words = (to - i) >>> 2;
+  if (words > 0) {
+    const w32 = new Uint32Array(b.buffer, b.byteOffset + i, words);
+    for (let k = 0; k < words; k++) {
+      const t = w32[k] ^ 0x0a0a0a0a;
+      // Bit 7 of each byte of `nz` is set iff that byte of t is non-zero (no carry crosses bytes).
+      const nz = ((t & 0x7f7f7f7f) + 0x7f7f7f7f) | t;
+      const z = ~nz & 0x80808080;
+      if (z !== 0) n += Math.imul(z >>> 7, 0x01010101) >>> 24;
+    }
+    i += words << 2;
+  }
+  for (; i < to; i++) if (b[i] === NL) n++;
+  return n;
+}
+
+/**
+ * Feeds one `LineSearch` from raw bytes in batches of any size. Lines that span batches, and
+ * everything near a hit, go through the line search as decoded text; whole quiet lines are only
+ * counted. Memory: one scratch copy of the current batch.
+ */
+export class ByteLineScan {
+  private readonly decoder = new TextDecoder('utf-8', { fatal: false, ignoreBOM: true });
+  private readonly needles: Uint8Array[];
+  private readonly fold: boolean;
+  private readonly contextLines: number;
+  private scratch = new Uint8Array(0);
+  /** The first bytes, held until there are enough to tell whether they are a BOM. */
+  private head: Uint8Array | null = new Uint8Array(0);
+  /** The last byte given to the decoder was '\n' (or none yet): it holds no partial character. */
+  private clean = true;
+
+  private readonly s: LineSearch;
+
+  constructor(s: LineSearch, needles: Uint8Array[], contextLines: number) {
+    this.s = s;
+    this.needles = needles.map((n) => Buffer.from(n.buffer, n.byteOffset, n.byteLength));
+    this.fold = needles.some((n) => n.some((c) => (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a)));
+    this.contextLines = Math.max(0, Math.floor(contextLines));
+  }
+
+  push(batch: Uint8Array): void {
+    if (this.head) {
+      // A leading BOM is not content (as a decoder that honours it would drop it); later ones are.
+      const h = this.head.length ? concat2(this.head, batch) : batch;
+      if (h.length < UTF8_BOM.length) { this.head = h; return; }
+      this.head = null;
+      batch = UTF8_BOM.every((c, i) => h[i] === c) ? h.subarray(UTF8_BOM.length) : h;
+    }
+    this.scan(batch);
+  }
+
+  finish(): void {
+    if (this.head && this.head.length) {
+      const h = this.head;
+      this.head = null;
+      this.s.push(new TextDecoder('utf-8', { fatal: false, ignoreBOM: false }).decode(h));
+      return;
+    }
+    this.s.push(this.decoder.decode());
+  }
+
+  private text(b: Uint8Array, from: number, to: number): void {
+    if (to <= from) return;
+    this.s.push(this.decoder.decode(b.subarray(from, to), { stream: true }));
+    this.clean = b[to - 1] === NL;
+  }
+
+  private scan(batch: Uint8Array): void {
+    const len = batch.length;
+    if (len === 0) return;
+    if (this.scratch.length < len) this.scratch = new Uint8Array(Math.max(len, this.scratch.length * 2));
+    this.scratch.set(batch);
+    if (this.fold) foldAsciiCase(this.scratch, len);
+    // `f` is what hits are searched in (case folded); `batch` is what gets decoded.
+    const f = Buffer.from(this.scratch.buffer, 0, len);
+    const C = this.contextLines;
+    const nextHit = this.needles.map(() => -1);
+    let pos = 0;
+    while (pos < len) {
+      if (!this.clean || !this.s.idle) {
+        // Inside a line begun earlier, or an excerpt is still open: text, through at least
+        // the 2C+2 lines after which an excerpt without further matches has closed.
+        let end = pos;
+        for (let k = 0; k < 2 * C + 2 && end < len; k++) {
+          const nl = f.indexOf(NL, end);
+          end = nl === -1 ? len : nl + 1;
+        }
+        if (end < len && end - pos < MIN_TEXT_SPAN) {
+          const nl = f.indexOf(NL, pos + MIN_TEXT_SPAN - 1);
+          end = nl === -1 ? len : nl + 1;
+        }
+        this.text(batch, pos, end);
+        pos = end;
+        continue;
+      }
+      let hit = Infinity;
+      for (let i = 0; i < this.needles.length; i++) {
+        if (nextHit[i] < pos) {
+          const h = f.indexOf(this.needles[i], pos);
+          nextHit[i] = h === -1 ? Infinity : h;
+        }
+        if (nextHit[i] < hit) hit = nextHit[i];
+      }
+      // Lines before `limit` are quiet: the hit's line start, or the unfinished last line's.
+      const limit = Math.max(pos, lineStart(f, hit === Infinity ? len : hit));
+      let keepFrom = limit;
+      for (let j = 0; j < C && keepFrom > pos; j++) keepFrom = lineStart(f, keepFrom - 1);
+      if (keepFrom < pos) keepFrom = pos;
+      this.s.skipLines(countNewlines(this.scratch, pos, keepFrom));
+      // The last C quiet lines (leading context) and the hit's line, or the unfinished tail.
+      let end = len;
+      if (hit !== Infinity) {
+        const nl = f.indexOf(NL, hit);
+        end = nl === -1 ? len : nl + 1;
+      }
+      this.text(batch, keepFrom, end);
+      pos = end;
+    }
+  }
+}
+
+/** Index of the first byte of the line that holds position p (the byte after the previous '\n'). */
+function lineStart(b: Buffer, p: number): number {
+  if (p <= 0) return 0;
+  return b.lastIndexOf(NL, p - 1) + 1;
+}
+
+function concat2(a: Uint8Array, b: Uint8Array): Uint8Array {
+  const out = new Uint8Array(a.length + b.length);
+  out.set(a);
+  out.set(b, a.length);
+  return out;
+}
