@@ -101,7 +101,11 @@ def spawn(job, argv, fd0, fd1, fd2):
         cwd = os.path.realpath(job['cwd'])
         if not any(cwd == d or cwd.startswith(d + '/') for d in CWD_ROOTS):
             raise OSError(errno.EACCES, 'the working directory left the workspace')
-        p = subprocess.Popen(SETPRIV + who + ['--'] + argv, stdin=fd0, stdout=fd1, stderr=fd2, cwd=cwd, env=job['env'],
+        # gVisor arms the CPU-time limit only for a process that sets it itself (an inherited one
+        # never fired: a spinning job ran to its timeout), so the job's process sets it again.
+        cpu = job['rlimits'].get('cpu')
+        again = ['/usr/bin/prlimit', '--cpu=%d:%d' % (cpu, cpu), '--'] if cpu is not None else []
+        p = subprocess.Popen(SETPRIV + who + ['--'] + again + argv, stdin=fd0, stdout=fd1, stderr=fd2, cwd=cwd, env=job['env'],
                              start_new_session=True, close_fds=True, restore_signals=True)
         p.returncode = 0  # reaped by us (waitpid), not by subprocess
         return p.pid
