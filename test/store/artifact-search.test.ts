@@ -1,24 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { searchStream, searchText, capLine, LineSearch, type SearchOptions } from '../../src/store/artifact-search.ts';
 import { LINE_CAP, TRUNCATED_SUFFIX, type Excerpt } from '../../src/contracts/tools.ts';
+import { opts, streamOf } from '../support/search-input.ts';
 
 const enc = new TextEncoder();
 
-/** A stream of `bytes` cut into chunks of the given sizes (cycled). */
-function streamOf(bytes: Uint8Array, sizes: number[] = [65536]): ReadableStream<Uint8Array> {
-  let pos = 0;
-  let i = 0;
-  return new ReadableStream<Uint8Array>({
-    pull(c) {
-      if (pos >= bytes.length) return c.close();
-      const n = Math.max(1, sizes[i++ % sizes.length]);
-      c.enqueue(bytes.slice(pos, pos + n));
-      pos += n;
-    },
-  });
-}
-
-const opts = (o: Partial<SearchOptions> & { terms: string[] }): SearchOptions => ({ maxExcerpts: 10, contextLines: 3, source: 'stdout', ...o });
 const numbered = (n: number, mark: (i: number) => string = () => '') => Array.from({ length: n }, (_, i) => `line ${i + 1}${mark(i + 1)}`).join('\n') + '\n';
 
 /** The obvious whole-text implementation, to compare the streaming one against. */

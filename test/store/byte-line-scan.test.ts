@@ -2,23 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { searchStream, searchText, type SearchOptions } from '../../src/store/artifact-search.ts';
 import { asciiNeedles, countNewlines, foldAsciiCase } from '../../src/store/byte-line-scan.ts';
 import { LINE_CAP } from '../../src/contracts/tools.ts';
+import { opts, streamOf } from '../support/search-input.ts';
 
 const enc = new TextEncoder();
-
-function streamOf(bytes: Uint8Array, sizes: number[]): ReadableStream<Uint8Array> {
-  let pos = 0;
-  let i = 0;
-  return new ReadableStream<Uint8Array>({
-    pull(c) {
-      if (pos >= bytes.length) return c.close();
-      const n = Math.max(1, sizes[i++ % sizes.length]);
-      c.enqueue(bytes.slice(pos, pos + n));
-      pos += n;
-    },
-  });
-}
-
-const opts = (o: Partial<SearchOptions> & { terms: string[] }): SearchOptions => ({ maxExcerpts: 10, contextLines: 3, source: 'stdout', ...o });
 
 /** The byte path, in batches of `batch` bytes, against the decode-everything path on the same bytes. */
 async function agree(bytes: Uint8Array, o: SearchOptions, batch: number, chunks: number[] = [7, 1, 64]) {
