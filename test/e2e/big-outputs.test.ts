@@ -13,18 +13,16 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { DatabaseSync } from 'node:sqlite';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { startAgent, startGateway, testSandbox, type AgentProcess, type Gateway } from './harness.ts';
+import { startGateway, type AgentProcess, type Gateway } from './harness.ts';
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
 import { LIVE_OUTPUT_MAX_BYTES, R2_MULTIPART_MIN_PART_BYTES, REQUEST_BODY_MAX_BYTES } from '../../src/contracts/limits.ts';
 import { AgentProxy } from './agent-proxy.ts';
+import { Fleet, call } from './fleet.ts';
 import { until } from '../support/until.ts';
 
-const SANDBOX = testSandbox();
 /** Short heartbeats: an agent silent for 3 of them (1.5 s) is dropped by the edge. */
 const HEARTBEAT_MS = 500;
 const POLICY = {
@@ -39,67 +37,28 @@ type S = Record<string, unknown>;
 
 let gw: Gateway;
 let proxy: AgentProxy;
-const roots: string[] = [];
-const agents: AgentProcess[] = [];
-const clients: Client[] = [];
-
-async function admin(team: string, method: string, path: string) {
-  const token = await gw.token({ team, scopes: ['admin'] });
-  const r = await fetch(`${gw.url}/admin/v1${path}`, { method, headers: { Authorization: `Bearer ${token}` } });
-  return { status: r.status, body: (await r.json()) as S };
-}
-
-async function agentFor(team: string, id: string, extraArgs: string[] = [], url = gw.url): Promise<AgentProcess> {
-  const root = mkdtempSync(join(tmpdir(), 'gatehouse-bigout-'));
-  roots.push(root);
-  const token = await gw.token({ team, scopes: ['agent'], subject: `agent-${id}` });
-  const a = startAgent({ url }, { token, root, sandbox: SANDBOX, capacity: 2, agentId: id, extraArgs });
-  agents.push(a);
-  await until(async () => {
-    if (a.proc.exitCode !== null) throw new Error(`agent ${id} exited:\n${a.logs()}`);
-    return (await agentView(team, id))?.state === 'connected';
-  }, 150_000, `agent ${id} to connect`).catch((e: Error) => {
-    throw new Error(`${e.message}; its log:\n${a.logs()}`);
-  });
-  return a;
-}
-
-async function agentView(team: string, id: string): Promise<S | undefined> {
-  return ((await admin(team, 'GET', '/agents')).body.agents as S[] | undefined)?.find((x) => x.agent_id === id);
-}
-
-async function mcp(team: string): Promise<Client> {
-  const c = await gw.mcp(team, ['execute', 'artifacts:read']);
-  clients.push(c);
-  return c;
-}
-
-async function call(c: Client, name: string, args: S, timeout = 120_000) {
-  const r = await c.callTool({ name, arguments: args }, undefined, { timeout });
-  return { r, s: (r.structuredContent ?? {}) as S };
-}
+let fleet: Fleet;
 
 describe('big outputs', () => {
   beforeAll(async () => {
     gw = await startGateway({ vars: { HEARTBEAT_MS: String(HEARTBEAT_MS) } });
     await gw.putPolicy('flood', POLICY);
     await gw.putPolicy('parts', { ...POLICY, limits: { ...POLICY.limits, maxArtifactBytes: 64 * 1024 * 1024 } });
+    fleet = new Fleet(gw, { tmpPrefix: 'gatehouse-bigout-', capacity: 2 });
     proxy = new AgentProxy(gw.url);
     await proxy.start();
   }, 300_000);
 
   afterAll(async () => {
-    for (const c of clients) await c.close().catch(() => {});
-    for (const a of agents) await a.stop().catch(() => {});
+    await fleet?.close();
     await proxy?.stop();
     await gw?.stop();
-    for (const d of roots) rmSync(d, { recursive: true, force: true });
   });
 
   it('a job writing NUL bytes at full speed on both streams: its agent stays alive to the edge, and the edge keeps each stream\'s live window byte for byte', async () => {
-    const agent = await agentFor('flood', 'flood-agent');
-    const c = await mcp('flood');
-    const before = await agentView('flood', 'flood-agent');
+    const agent = await fleet.agentFor('flood', 'flood-agent');
+    const c = await fleet.mcp('flood');
+    const before = await fleet.agentView('flood', 'flood-agent');
     // Both streams at once for 4 s (many heartbeat intervals): 16 MiB of each is relayed live, the rest
     // spooled up to the cap; then it idles, so the live window can be read while the job still runs.
     const started = await call(c, 'execute', {
@@ -113,7 +72,7 @@ describe('big outputs', () => {
     let lastSeen = before!.last_seen as number;
     const liveWindow: Record<string, S> = {};
     const ended = await until(async () => {
-      const v = await agentView('flood', 'flood-agent');
+      const v = await fleet.agentView('flood', 'flood-agent');
       expect(v).toMatchObject({ state: 'connected', connected_at: before!.connected_at });
       if ((v!.last_seen as number) > lastSeen) (heard += 1, (lastSeen = v!.last_seen as number));
       for (const stream of ['stdout', 'stderr']) {
@@ -144,7 +103,7 @@ describe('big outputs', () => {
     let partsAgent: AgentProcess | null = null;
     /** The first test's job, whose stdout artifact is stored: what another agent's token tries to write below. */
     let stored: { jobId: string; handle: string } | null = null;
-    const agentInParts = async () => (partsAgent ??= await agentFor('parts', 'parts-agent', ['--artifact-part-bytes', String(R2_MULTIPART_MIN_PART_BYTES)], proxy.url));
+    const agentInParts = async () => (partsAgent ??= await fleet.agentFor('parts', 'parts-agent', { extraArgs: ['--artifact-part-bytes', String(R2_MULTIPART_MIN_PART_BYTES)], url: proxy.url }));
     const uploadsOf = (handle: string) => proxy.uploadRequests.filter((u) => u.request.includes(`/${handle}/`)).map((u) => `${u.request.replace(/^(\w+) .*\/stdout/, '$1 …')} ${u.status}`);
     /** R2 multipart uploads the local emulation still holds open (state 0), read from its own SQLite. */
     const openR2Uploads = () => {
@@ -164,7 +123,7 @@ describe('big outputs', () => {
 
     it('uploads a stream above the part size in parts, sends a part that failed once again alone, and the whole artifact reads back', async () => {
       await agentInParts();
-      const c = await mcp('parts');
+      const c = await fleet.mcp('parts');
       proxy.failNextUpload('/multipart/2', 503);
       const r = await call(c, 'execute', { command: `seq 1 ${SEQ}` });
       expect(r.r.isError).toBeFalsy();
@@ -191,7 +150,7 @@ describe('big outputs', () => {
 
     it('a part that keeps failing past its retries: the agent starts again and the edge resumes with the parts it holds', async () => {
       await agentInParts();
-      const c = await mcp('parts');
+      const c = await fleet.mcp('parts');
       proxy.failNextUpload('/multipart/2', 503, 5); // every attempt of the first pass
       const r = await call(c, 'execute', { command: `seq 1 ${SEQ}` });
       expect(r.s).toMatchObject({ exit_code: 0, state: 'exited' });
@@ -209,7 +168,7 @@ describe('big outputs', () => {
 
     it('a part refused for good: the agent aborts the upload, no index row and no R2 upload remain, the output stays readable from the live copy', async () => {
       await agentInParts();
-      const c = await mcp('parts');
+      const c = await fleet.mcp('parts');
       proxy.refuseUploads(400);
       try {
         const r = await call(c, 'execute', { command: `seq 1 ${SEQ}`, background: true });
@@ -221,7 +180,7 @@ describe('big outputs', () => {
         }, 120_000, 'the upload to end');
         expect(v).toMatchObject({ state: 'exited', artifact_state: 'partial', artifacts: { stdout: { state: 'partial', bytes: expected.length } } });
         expect(uploadsOf(handle)).toEqual(['POST …/multipart 201', 'PUT …/multipart/1 400', 'DELETE …/multipart 200']);
-        expect((await admin('parts', 'GET', `/artifacts/${handle}`)).status).toBe(404);
+        expect((await fleet.admin('parts', 'GET', `/artifacts/${handle}`)).status).toBe(404);
         expect(openR2Uploads()).toBe(0);
         const tail = (await call(c, 'job_output', { job_id: jobId, offset: expected.length - 8 })).s;
         expect(tail).toMatchObject({ data: `${SEQ}\n`, source: 'live', eof: true });
@@ -248,8 +207,8 @@ describe('big outputs', () => {
     });
 
     it('checks each part against the upload\'s shape, and aborts the R2 upload of an agent that vanished mid-upload', async () => {
-      const doomed = await agentFor('parts', 'parts-doomed', ['--artifact-part-bytes', String(R2_MULTIPART_MIN_PART_BYTES)], proxy.url);
-      const c = await mcp('parts');
+      const doomed = await fleet.agentFor('parts', 'parts-doomed', { extraArgs: ['--artifact-part-bytes', String(R2_MULTIPART_MIN_PART_BYTES)], url: proxy.url });
+      const c = await fleet.mcp('parts');
       const release = proxy.holdUploads(); // holds the parts (PUT); the start (POST) goes through
       try {
         const r = await call(c, 'execute', { command: `seq 1 ${SEQ}`, background: true, agent: 'parts-doomed' });
@@ -276,7 +235,7 @@ describe('big outputs', () => {
         }, 90_000, 'the edge to give the upload up');
         expect(v).toMatchObject({ state: 'exited', artifact_state: 'partial', artifacts: { stdout: { state: 'partial', bytes: expected.length } } });
         await until(async () => openR2Uploads() === 0, 30_000, 'the R2 upload to be aborted');
-        expect((await admin('parts', 'GET', `/artifacts/${handle}`)).status).toBe(404);
+        expect((await fleet.admin('parts', 'GET', `/artifacts/${handle}`)).status).toBe(404);
       } finally {
         release();
       }

@@ -10,18 +10,15 @@
  * fail, or a real socket break, without changing the agent or the gateway for the test.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { startAgent, startGateway, testSandbox, type AgentProcess, type Gateway } from './harness.ts';
+import { startGateway, type AgentProcess, type Gateway } from './harness.ts';
 import { AgentProxy } from './agent-proxy.ts';
+import { Fleet, call } from './fleet.ts';
 import { WebSocket } from 'undici';
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
 import { PROTOCOL_VERSION } from '../../src/contracts/agent-protocol.ts';
 import { until } from '../support/until.ts';
 
-const SANDBOX = testSandbox();
 const INLINE = 1000;
 const POLICY = {
   ...DEFAULT_POLICY,
@@ -31,50 +28,14 @@ const POLICY = {
 };
 
 type S = Record<string, unknown>;
-const text = (r: object) => (((r as { content?: unknown }).content as { text: string }[] | undefined)?.[0]?.text ?? '');
 const lines = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => `${from + i}\n`).join('');
 
 let gw: Gateway;
 let proxy: AgentProxy;
 let viaProxy: AgentProcess;
 let doomed: AgentProcess;
-const roots: string[] = [];
-const agents: AgentProcess[] = [];
-const clients: Client[] = [];
+let fleet: Fleet;
 
-
-async function admin(team: string, method: string, path: string) {
-  const token = await gw.token({ team, scopes: ['admin'] });
-  const r = await fetch(`${gw.url}/admin/v1${path}`, { method, headers: { Authorization: `Bearer ${token}` } });
-  return { status: r.status, body: (await r.json()) as S };
-}
-
-async function agentFor(team: string, id: string, url: string): Promise<AgentProcess> {
-  const root = mkdtempSync(join(tmpdir(), 'gatehouse-durart-'));
-  roots.push(root);
-  const token = await gw.token({ team, scopes: ['agent'], subject: `agent-${id}` });
-  const a = startAgent({ url }, { token, root, sandbox: SANDBOX, capacity: 3, agentId: id });
-  agents.push(a);
-  await until(async () => {
-    if (a.proc.exitCode !== null) throw new Error(`agent ${id} exited:\n${a.logs()}`);
-    const r = await admin(team, 'GET', '/agents');
-    return (r.body.agents as S[] | undefined)?.some((x) => x.agent_id === id && x.state === 'connected');
-  }, 150_000, `agent ${id} to connect`).catch((e: Error) => {
-    throw new Error(`${e.message}; its log:\n${a.logs()}`);
-  });
-  return a;
-}
-
-async function mcp(team: string): Promise<Client> {
-  const c = await gw.mcp(team, ['execute', 'artifacts:read']);
-  clients.push(c);
-  return c;
-}
-
-async function call(c: Client, name: string, args: S, timeout = 90_000) {
-  const r = await c.callTool({ name, arguments: args }, undefined, { timeout });
-  return { r, s: (r.structuredContent ?? {}) as S, t: text(r) };
-}
 
 const status = async (c: Client, jobId: string, waitMs = 0) => (await call(c, 'job_status', { job_id: jobId, wait_ms: waitMs })).s;
 const output = async (c: Client, jobId: string, o: S = {}) => (await call(c, 'job_output', { job_id: jobId, ...o })).s;
@@ -95,29 +56,28 @@ async function rogueReport(token: string, msg: S): Promise<void> {
 }
 
 async function auditRows(team: string, jobId: string): Promise<S[]> {
-  const a = await admin(team, 'GET', '/audit?tool=execute&limit=200');
+  const a = await fleet.admin(team, 'GET', '/audit?tool=execute&limit=200');
   return (a.body.entries as S[]).filter((e) => e.jobId === jobId);
 }
 
 describe('a job\'s end and its artifact', () => {
   beforeAll(async () => {
     gw = await startGateway();
+    fleet = new Fleet(gw, { tmpPrefix: 'gatehouse-durart-', capacity: 3 });
     proxy = new AgentProxy(gw.url);
     await proxy.start();
     for (const team of ['art', 'k9p']) await gw.putPolicy(team, POLICY);
-    [viaProxy, doomed] = await Promise.all([agentFor('art', 'art-proxied', proxy.url), agentFor('k9p', 'k9p-agent', gw.url)]);
+    [viaProxy, doomed] = await Promise.all([fleet.agentFor('art', 'art-proxied', { url: proxy.url }), fleet.agentFor('k9p', 'k9p-agent')]);
   }, 300_000);
 
   afterAll(async () => {
-    for (const c of clients) await c.close().catch(() => {});
-    for (const a of agents) await a.stop().catch(() => {});
+    await fleet?.close();
     await proxy?.stop();
     await gw?.stop();
-    for (const d of roots) rmSync(d, { recursive: true, force: true });
   });
 
   it('reports the exit when the process ends while the upload is held, never turns it lost, ignores another agent, and ends complete', async () => {
-    const c = await mcp('art');
+    const c = await fleet.mcp('art');
     const release = proxy.holdUploads();
     let released = false;
     try {
@@ -128,7 +88,7 @@ describe('a job\'s end and its artifact', () => {
       // Held for more than 3 heartbeats (1 s each in tests): a job whose exit is recorded is never lost.
       await new Promise((r) => setTimeout(r, 4500));
       expect(await status(c, jobId)).toMatchObject({ state: 'exited', exit_code: 3, artifact_state: 'uploading' });
-      expect((await admin('art', 'GET', `/jobs/${jobId}`)).body.job).toMatchObject({ state: 'exited', artifact_state: 'uploading' });
+      expect((await fleet.admin('art', 'GET', `/jobs/${jobId}`)).body.job).toMatchObject({ state: 'exited', artifact_state: 'uploading' });
       // Its output is readable meanwhile, from what the edge kept live; more may come, so no eof yet.
       expect(await output(c, jobId)).toMatchObject({ data: 'one\n', source: 'live', eof: false, total_bytes: null });
       // Another agent of the team can neither write the open artifact nor say how its upload ended.
@@ -147,7 +107,7 @@ describe('a job\'s end and its artifact', () => {
       }, 30_000, 'the artifact to be complete');
       expect(done).toMatchObject({ state: 'exited', exit_code: 3, artifacts: { stdout: { state: 'complete', bytes: 4 }, stderr: { state: 'complete', bytes: 4 } } });
       expect(await output(c, jobId, { stream: 'stderr' })).toMatchObject({ data: 'two\n', source: 'artifact', eof: true });
-      expect((await admin('art', 'GET', `/jobs/${jobId}`)).body.job).toMatchObject({ state: 'exited', artifact_state: 'complete' });
+      expect((await fleet.admin('art', 'GET', `/jobs/${jobId}`)).body.job).toMatchObject({ state: 'exited', artifact_state: 'complete' });
       // The agent reported each stream once, and the call has one audit row, completed with the real exit.
       expect(proxy.messages('job.artifact', jobId).map((m) => [m.stream, m.state]).sort()).toEqual([['stderr', 'complete'], ['stdout', 'complete']]);
       const rows = await until(async () => {
@@ -161,7 +121,7 @@ describe('a job\'s end and its artifact', () => {
   }, 120_000);
 
   it('a foreground call answers once the held upload is stored, with a queryable artifact', async () => {
-    const c = await mcp('art');
+    const c = await fleet.mcp('art');
     const release = proxy.holdUploads();
     try {
       let answered: Awaited<ReturnType<typeof call>> | null = null;
@@ -184,7 +144,7 @@ describe('a job\'s end and its artifact', () => {
   }, 120_000);
 
   it('an upload that fails ends partial: the job stays exited and its output stays readable from what the edge kept', async () => {
-    const c = await mcp('art');
+    const c = await fleet.mcp('art');
     proxy.refuseUploads(400);
     try {
       const expected = lines(1, 3000);
@@ -201,7 +161,7 @@ describe('a job\'s end and its artifact', () => {
       expect(page).toMatchObject({ data: expected.slice(10_000, 12_000), source: 'live', eof: false, total_bytes: expected.length });
       const last = await output(c, jobId, { offset: expected.length - 5 });
       expect(last).toMatchObject({ data: expected.slice(-5), eof: true });
-      const res = await admin('art', 'GET', `/jobs/${jobId}?include=result`);
+      const res = await fleet.admin('art', 'GET', `/jobs/${jobId}?include=result`);
       expect(((res.body.result as S).stdout as string)).toBe(expected.slice(0, INLINE));
     } finally {
       proxy.refuseUploads(null);
@@ -209,7 +169,7 @@ describe('a job\'s end and its artifact', () => {
   }, 120_000);
 
   it('the live tail of a running job reads from the middle of its output, far past the inline cap', async () => {
-    const c = await mcp('art');
+    const c = await fleet.mcp('art');
     const expected = lines(1, 20_000);
     const started = await call(c, 'execute', { command: 'seq 1 20000; sleep 30', background: true });
     const jobId = started.s.job_id as string;
@@ -223,7 +183,7 @@ describe('a job\'s end and its artifact', () => {
   }, 120_000);
 
   it('kill -9 of the agent mid-job: lost within 3 heartbeats, and the lines it printed before stay readable', async () => {
-    const c = await mcp('k9p');
+    const c = await fleet.mcp('k9p');
     const started = await call(c, 'execute', { command: 'for i in 1 2 3 4 5; do echo known-line-$i; done; sleep 30', background: true });
     const jobId = started.s.job_id as string;
     const printed = 'known-line-1\nknown-line-2\nknown-line-3\nknown-line-4\nknown-line-5\n';
@@ -239,7 +199,7 @@ describe('a job\'s end and its artifact', () => {
   }, 120_000);
 
   it('an agent whose socket is cut mid-job, and again right after it sent the exit, reconnects and its result is recorded once', async () => {
-    const c = await mcp('art');
+    const c = await fleet.mcp('art');
     const started = await call(c, 'execute', { command: 'echo before; sleep 3; echo after', background: true });
     const jobId = started.s.job_id as string;
     await until(async () => (await output(c, jobId)).data === 'before\n', 30_000, 'the job to print');
