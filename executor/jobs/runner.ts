@@ -215,7 +215,11 @@ export class JobRunner {
     const { child, ended, status } = sandbox.launch(req);
     const startedAt = performance.now();
     const kill = sandbox.hostKillArgv();
-    const watchdog: Watchdog = kill ? startWatchdog(plan.timeoutMs + this.graceMs + WATCHDOG_MARGIN_MS, kill, WATCHDOG_ENV) : NO_WATCHDOG;
+    const deadline = plan.timeoutMs + this.graceMs + WATCHDOG_MARGIN_MS;
+    const watchdog: Watchdog = kill ? startWatchdog(deadline, kill, WATCHDOG_ENV, (r) => this.opts.log.warn(
+      `job ${job.spec.jobId}: the watchdog killed its sandbox at ${r.at}, ${deadline} ms after the start (the agent had not ended it): ` +
+      (r.error ? `\`${kill[0]}\` did not start: ${r.error}` : `\`${kill.join(' ')}\` ${r.signal ? `died of ${r.signal}` : `exited ${r.code}`} in ${r.ms} ms${r.stderr ? `: ${r.stderr.trim()}` : ''}`),
+      { jobId: job.spec.jobId, watchdog: true })) : NO_WATCHDOG;
     const disk = this.watchDiskWrites(sandbox, plan.limits.diskWriteBytes);
     try {
       // A cancel or timeout that landed while the sandbox was being prepared found nothing to kill.

@@ -25,12 +25,23 @@ import type { Socket } from 'node:net';
 const PROGRAM = `
 const { spawn } = require('node:child_process');
 const armed = new Map();
+process.stdout.on('error', () => {});
+const report = (m) => { try { process.stdout.write(JSON.stringify(m) + '\\n'); } catch {} };
 const fire = (id) => {
   const a = armed.get(id);
   if (!a) return;
   armed.delete(id);
   clearTimeout(a.timer);
-  try { spawn(a.kill[0], a.kill.slice(1), { stdio: 'ignore', env: a.env, detached: true }).on('error', () => {}).unref(); } catch {}
+  const at = new Date().toISOString();
+  const t = Date.now();
+  let err = '';
+  try {
+    const c = spawn(a.kill[0], a.kill.slice(1), { stdio: ['ignore', 'ignore', 'pipe'], env: a.env, detached: true });
+    c.stderr.on('data', (d) => { if (err.length < 400) err += d; });
+    c.on('error', (e) => report({ fired: id, at, error: e.message }));
+    c.on('close', (code, signal) => report({ fired: id, at, code, signal, ms: Date.now() - t, stderr: err.slice(0, 400) }));
+    c.unref();
+  } catch (e) { report({ fired: id, at, error: String(e) }); }
 };
 let buf = '';
 let over = false;
@@ -67,6 +78,21 @@ export interface Watchdog {
   disarm(): void;
 }
 
+/** What the watchdog process says after it ran a job's kill command (`error` when it could not start it). */
+export interface WatchdogReport {
+  /** When the deadline fired (ISO time, the watchdog's clock). */
+  at: string;
+  code?: number | null;
+  signal?: string | null;
+  /** How long the kill command took. */
+  ms?: number;
+  stderr?: string;
+  error?: string;
+}
+
+/** How long a report is awaited after a disarm that came past the deadline (the kill may have raced the job's end). */
+const REPORT_WAIT_MS = 60_000;
+
 export const NO_WATCHDOG: Watchdog = { disarm() {} };
 
 interface Armed {
@@ -78,6 +104,8 @@ interface Armed {
 
 /** Jobs armed and not yet disarmed: re-sent to a new watchdog process if the current one exits. */
 const armed = new Map<number, Armed>();
+/** Who hears of a fired deadline, by arm id; dropped at a disarm before the deadline (it cannot have fired). */
+const listeners = new Map<number, (r: WatchdogReport) => void>();
 let nextId = 0;
 let proc: ChildProcess | null = null;
 
@@ -99,35 +127,58 @@ function watchdogProcess(env: Record<string, string>): ChildProcess | null {
   if (proc && proc.exitCode === null && proc.signalCode === null && proc.stdin?.writable) return proc;
   let p: ChildProcess;
   try {
-    p = spawn(process.execPath, ['-e', PROGRAM], { detached: true, stdio: ['pipe', 'ignore', 'ignore'], env });
+    p = spawn(process.execPath, ['-e', PROGRAM], { detached: true, stdio: ['pipe', 'pipe', 'ignore'], env });
   } catch {
     return null;
   }
   p.on('error', () => {});
   p.stdin!.on('error', () => {});
+  let out = '';
+  p.stdout!.setEncoding('utf8');
+  p.stdout!.on('data', (d: string) => {
+    out += d;
+    for (let i = out.indexOf('\n'); i >= 0; i = out.indexOf('\n')) {
+      const line = out.slice(0, i);
+      out = out.slice(i + 1);
+      let m: { fired?: unknown } & WatchdogReport;
+      try { m = JSON.parse(line) as typeof m; } catch { continue; }
+      if (typeof m.fired !== 'number') continue;
+      const hear = listeners.get(m.fired);
+      listeners.delete(m.fired);
+      hear?.({ at: m.at, code: m.code, signal: m.signal, ms: m.ms, stderr: m.stderr, error: m.error });
+    }
+  });
   p.once('exit', () => {
     if (proc === p) proc = null;
   });
   // Neither the process nor its stdin keeps the agent alive: the agent's exit is what ends it.
   p.unref();
   (p.stdin as unknown as Socket).unref?.();
+  (p.stdout as unknown as Socket).unref?.();
   proc = p;
   for (const [id, a] of armed) arm(p, id, a);
   return p;
 }
 
-/** Arms a deadline: `killArgv` runs `deadlineMs` from now (or at once if the agent dies) unless disarmed. */
-export function startWatchdog(deadlineMs: number, killArgv: string[], env: Record<string, string>): Watchdog {
+/**
+ * Arms a deadline: `killArgv` runs `deadlineMs` from now (or at once if the agent dies) unless
+ * disarmed; `onFired` hears how the kill went (after the fact: the agent may have been blocked).
+ */
+export function startWatchdog(deadlineMs: number, killArgv: string[], env: Record<string, string>, onFired?: (r: WatchdogReport) => void): Watchdog {
   const p = watchdogProcess(env);
   if (!p) return NO_WATCHDOG;
   const id = ++nextId;
   const a: Armed = { at: performance.now() + deadlineMs, kill: killArgv, env };
   armed.set(id, a);
+  if (onFired) listeners.set(id, onFired);
   arm(p, id, a);
   return {
     disarm() {
       if (!armed.delete(id)) return;
       if (proc) write(proc, { disarm: id });
+      // The watchdog's timer starts after `a.at` was taken, so before it nothing has fired.
+      if (performance.now() < a.at) listeners.delete(id);
+      else setTimeout(() => listeners.delete(id), REPORT_WAIT_MS).unref();
     },
   };
 }

@@ -112,14 +112,9 @@ export class GvisorDriver implements SandboxDriver {
     const first = r.stdout.split('\n')[0]?.trim() ?? '';
     this.version = first.replace(/^runsc version\s*/, '') || 'unknown';
     this.log.info(`runsc: ${first || 'no version output'}`);
-    const date = runscBuildDate(first);
-    if (date === null) {
-      this.log.warn(`cannot tell the runsc build date from "${first}"; builds before ${MIN_RUNSC_DATE} fail \`ls -l\` and \`stat\``);
-      return;
-    }
-    if (date < MIN_RUNSC_DATE) {
-      throw new Error(`runsc ${this.version} is too old: builds before ${MIN_RUNSC_DATE} (Debian bookworm's 20221219 among them) fail \`ls -l\` and \`stat\` inside the sandbox (statx AT_NO_AUTOMOUNT is rejected); install a current runsc from gVisor's release channel (see README "Running an executor agent")`);
-    }
+    const verdict = runscVersionVerdict(first);
+    if (verdict.warn) this.log.warn(verdict.warn);
+    if (verdict.refuse) throw new Error(verdict.refuse);
   }
 
   /** Removes sandboxes a previous (killed) agent left behind, builds the rootfs, proves runsc works, fills the pool. */
@@ -514,6 +509,17 @@ async function waitForFile(path: string, ended: Promise<unknown>, timeoutMs: num
 export function runscBuildDate(versionLine: string): number | null {
   const m = /runsc version (?:release-|0\.0~)?(\d{8})/.exec(versionLine);
   return m ? Number(m[1]) : null;
+}
+
+/** What the agent does with a `runsc --version` first line: refuse a known-broken build (with why), warn on an unreadable one. */
+export function runscVersionVerdict(versionLine: string): { refuse?: string; warn?: string } {
+  const version = versionLine.replace(/^runsc version\s*/, '') || 'unknown';
+  const date = runscBuildDate(versionLine);
+  if (date === null) return { warn: `cannot tell the runsc build date from "${versionLine}"; builds before ${MIN_RUNSC_DATE} fail \`ls -l\` and \`stat\`` };
+  if (date < MIN_RUNSC_DATE) {
+    return { refuse: `runsc ${version} is too old: builds before ${MIN_RUNSC_DATE} (Debian bookworm's 20221219 among them) fail \`ls -l\` and \`stat\` inside the sandbox (statx AT_NO_AUTOMOUNT is rejected); install a current runsc from gVisor's release channel (see README "Running an executor agent")` };
+  }
+  return {};
 }
 
 /** Pids below `pid` (via /proc/PID/task/TID/children). */

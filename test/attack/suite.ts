@@ -77,6 +77,11 @@ export function attackSuite(kind: 'gvisor' | 'bwrap', o: { reuse?: SandboxReuse 
       agent.stdout!.on('data', (b: Buffer) => (agentLog += b));
       agent.stderr!.on('data', (b: Buffer) => (agentLog += b));
       await edge.next((m) => m.type === 'hello', 60_000);
+      // The agent says which runsc it runs and which mechanism enforces each limit.
+      if (kind === 'gvisor') expect(agentLog).toMatch(/runsc: runsc version \S+/);
+      const limitsLine = /limits: .*/.exec(agentLog)?.[0] ?? '';
+      for (const what of ['memory', 'processes', 'open files', 'file size', 'CPU time', '/tmp', 'disk writes']) expect(limitsLine).toContain(what);
+      expect(agentLog).not.toMatch(/NO memory limit/);
       edge.send({ type: 'welcome', v: 1, team: 'attack', heartbeatMs: HEARTBEAT_MS });
       // Warm up (the pool's sandboxes are made with the limits of the latest job).
       const w = await job({ command: 'true' }, 60_000);
@@ -440,7 +445,7 @@ export function attackSuite(kind: 'gvisor' | 'bwrap', o: { reuse?: SandboxReuse 
         const last = statSync(tick).mtimeMs;
         await new Promise((r) => setTimeout(r, 1500));
         stoppedMs = Math.round(last - t0);
-        expect(statSync(tick).mtimeMs, 'the job stopped ticking while the agent was stopped').toBe(last);
+        expect(statSync(tick).mtimeMs, `the job stopped ticking while the agent was stopped; agent log:\n${agentLog.slice(-3000)}`).toBe(last);
         expect(last - t0).toBeLessThan(1000 + 500 + 2000 + 3000);
         if (kind === 'bwrap') expect(leftovers(['1000.7201'])).toEqual([]);
       } finally {
@@ -449,6 +454,10 @@ export function attackSuite(kind: 'gvisor' | 'bwrap', o: { reuse?: SandboxReuse 
       const m = await edge.next((x) => x.type === 'job.exit' && x.jobId === jobId, 30_000);
       edge.send({ type: 'job.ack', jobId });
       expect(m).toMatchObject({ state: 'timed_out', timedOut: true, exitCode: null });
+      // The agent, running again, logs what its watchdog did meanwhile: it was the watchdog's kill, and it worked.
+      const said = new RegExp(`job ${jobId}: the watchdog killed its sandbox at \\S+, 3500 ms after the start.*exited 0 in \\d+ ms`);
+      for (let i = 0; i < 100 && !said.test(agentLog); i++) await new Promise((r) => setTimeout(r, 50));
+      expect(agentLog).toMatch(said);
       rows.push({ attack: 'agent blocked (SIGSTOP) during a job with a 1 s timeout', outcome: 'timed_out (killed by the watchdog; time = job start to its last sign of life)', ms: stoppedMs });
       rmSync(tick, { force: true });
       // Heartbeats resume once the agent runs again (they stopped only while we stopped it).

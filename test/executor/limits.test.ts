@@ -9,7 +9,7 @@ import { parsePolicy } from '../../src/policy/engine.ts';
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
 import { DEFAULT_RESOURCE_LIMITS } from '../../src/contracts/resource-limits.ts';
 import { effectiveLimits, rlimitPrefix, PRLIMIT } from '../../executor/jobs/limits.ts';
-import { MIN_RUNSC_DATE, runscBuildDate } from '../../executor/sandbox/gvisor.ts';
+import { MIN_RUNSC_DATE, runscBuildDate, runscVersionVerdict } from '../../executor/sandbox/gvisor.ts';
 import { makeRig } from './helpers.ts';
 
 describe('resource limits in the team policy', () => {
@@ -56,5 +56,15 @@ describe('runsc version', () => {
     expect(runscBuildDate('runsc version 0.0~20240729.0')).toBe(20240729);
     expect(runscBuildDate('runsc version 0.0~20221219.0')).toBeLessThan(MIN_RUNSC_DATE);
     expect(runscBuildDate('something else')).toBeNull();
+  });
+
+  it('the agent refuses Debian bookworm\'s runsc with the reason and what to install, and accepts current builds', () => {
+    const old = runscVersionVerdict('runsc version 0.0~20221219.0');
+    expect(old.refuse).toContain('runsc 0.0~20221219.0 is too old');
+    expect(old.refuse).toContain('`ls -l` and `stat`');
+    expect(old.refuse).toContain("gVisor's release channel");
+    expect(runscVersionVerdict('runsc version 0.0~20240729.0')).toEqual({});
+    expect(runscVersionVerdict('runsc version release-20251110.0')).toEqual({});
+    expect(runscVersionVerdict('').warn).toContain('cannot tell the runsc build date');
   });
 });

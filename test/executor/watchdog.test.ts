@@ -9,7 +9,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { startWatchdog } from '../../executor/jobs/watchdog.ts';
+import { startWatchdog, type WatchdogReport } from '../../executor/jobs/watchdog.ts';
 
 const ENV = { PATH: '/usr/bin:/bin' };
 const dir = mkdtempSync(join(tmpdir(), 'gatehouse-watchdog-'));
@@ -45,6 +45,24 @@ describe('shared watchdog process', () => {
     startWatchdog(800, touch('later'), ENV); // proves the watchdog still works after the disarm
     expect(await until(() => existsSync(marker('later')), 10_000)).toBe(true);
     expect(existsSync(marker('disarmed'))).toBe(false);
+  });
+
+  it('says when it fired and how the kill command ended, also when it failed or could not start', async () => {
+    const heard: WatchdogReport[] = [];
+    startWatchdog(200, touch('reported'), ENV, (r) => heard.push(r));
+    startWatchdog(200, ['/bin/sh', '-c', 'echo cannot kill that >&2; exit 3'], ENV, (r) => heard.push(r));
+    startWatchdog(200, ['/nonexistent/runsc', 'kill'], ENV, (r) => heard.push(r));
+    const quiet = startWatchdog(60_000, touch('never'), ENV, (r) => heard.push(r));
+    quiet.disarm();
+    expect(await until(() => heard.length >= 3, 10_000)).toBe(true);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(heard).toHaveLength(3);
+    const ok = heard.find((r) => r.code === 0)!;
+    expect(Date.parse(ok.at)).toBeGreaterThan(Date.now() - 60_000);
+    expect(ok.ms).toBeGreaterThanOrEqual(0);
+    expect(heard.find((r) => r.code === 3)?.stderr).toContain('cannot kill that');
+    expect(heard.find((r) => r.error !== undefined)?.error).toContain('ENOENT');
+    expect(existsSync(marker('never'))).toBe(false);
   });
 
   it('a watchdog process that dies is replaced, and the armed jobs keep their deadlines', async () => {
