@@ -30,7 +30,7 @@ usage:
   gatehouse approvals list [--status pending] | show <id> | approve <id> | deny <id>   runs the policy asks about
   gatehouse agent --url URL --token-file FILE --root DIR [...]   run an executor agent
   gatehouse agent doctor --url URL --token-file FILE             check an agent host
-  gatehouse --version
+  gatehouse --version [--json]
 
 connection (admin commands):
 ${formatFlags({ url: GLOBAL_FLAGS.url, token: GLOBAL_FLAGS.token, json: GLOBAL_FLAGS.json }, false)}
@@ -58,9 +58,12 @@ export async function main(argv: string[]): Promise<number> {
       case 'agent':
         info('gatehouse: "agent" is started by the gatehouse command itself (bin/gatehouse.mjs), not by the admin CLI');
         return 2;
-      case '--version': case '-v': case 'version':
-        out(version());
+      case '--version': case '-v': case 'version': {
+        const extra = rest.filter((a) => a !== '--json');
+        if (extra.length) throw new UsageError(`${cmd} takes no arguments but --json; got "${extra[0]}"`);
+        out(rest.includes('--json') ? JSON.stringify({ version: version(), node: process.version }) : version());
         return 0;
+      }
       case '--help': case '-h': case 'help':
         out(HELP);
         return 0;

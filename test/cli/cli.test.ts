@@ -66,7 +66,13 @@ describe('usage', () => {
     expect(h.code).toBe(0);
     expect(h.stdout).toContain('gatehouse token create');
     const v = await cli(['--version']);
-    expect(v.stdout.trim()).toBe(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version);
+    const pkgVersion = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version;
+    expect(v.stdout.trim()).toBe(pkgVersion);
+    const vj = await cli(['--version', '--json']);
+    expect(JSON.parse(vj.stdout)).toEqual({ version: pkgVersion, node: expect.stringMatching(/^v22\./) });
+    const bad = await cli(['--version', '--jsn']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('takes no arguments but --json; got "--jsn"');
     // Every command `gatehouse --help` names, and every subcommand of it, has its own help that lists --json.
     const named = new Set<string>();
     for (const line of h.stdout.split('\n')) {
