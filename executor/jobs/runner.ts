@@ -218,7 +218,7 @@ export class JobRunner {
     const deadline = plan.timeoutMs + this.graceMs + WATCHDOG_MARGIN_MS;
     const watchdog: Watchdog = kill ? startWatchdog(deadline, kill, WATCHDOG_ENV, (r) => this.opts.log.warn(
       `job ${job.spec.jobId}: the watchdog killed its sandbox at ${r.at}, ${deadline} ms after the start (the agent had not ended it): ` +
-      (r.error ? `\`${kill[0]}\` did not start: ${r.error}` : `\`${kill.join(' ')}\` ${r.signal ? `died of ${r.signal}` : `exited ${r.code}`} in ${r.ms} ms${r.stderr ? `: ${r.stderr.trim()}` : ''}`),
+      (r.error ? `\`${kill[0]}\` did not start: ${r.error}` : `\`${kill.join(' ')}\` ${r.signal ? `died of ${r.signal}` : `exited ${r.code}`} in ${r.ms} ms${(r.attempts ?? 1) > 1 ? ` (${r.attempts} attempts)` : ''}${r.stderr ? `: ${r.stderr.trim()}` : ''}`),
       { jobId: job.spec.jobId, watchdog: true })) : NO_WATCHDOG;
     const disk = this.watchDiskWrites(sandbox, plan.limits.diskWriteBytes);
     try {

@@ -27,6 +27,9 @@ const { spawn } = require('node:child_process');
 const armed = new Map();
 process.stdout.on('error', () => {});
 const report = (m) => { try { process.stdout.write(JSON.stringify(m) + '\\n'); } catch {} };
+/** A kill command that failed is run again after these pauses (a loaded host can make runsc miss its sandbox's control socket). */
+const RETRY_MS = [300, 1000];
+let pending = 0;
 const fire = (id) => {
   const a = armed.get(id);
   if (!a) return;
@@ -34,14 +37,26 @@ const fire = (id) => {
   clearTimeout(a.timer);
   const at = new Date().toISOString();
   const t = Date.now();
-  let err = '';
-  try {
-    const c = spawn(a.kill[0], a.kill.slice(1), { stdio: ['ignore', 'ignore', 'pipe'], env: a.env, detached: true });
-    c.stderr.on('data', (d) => { if (err.length < 400) err += d; });
-    c.on('error', (e) => report({ fired: id, at, error: e.message }));
-    c.on('close', (code, signal) => report({ fired: id, at, code, signal, ms: Date.now() - t, stderr: err.slice(0, 400) }));
-    c.unref();
-  } catch (e) { report({ fired: id, at, error: String(e) }); }
+  pending++;
+  const attempt = (n) => {
+    let err = '';
+    let over = false;
+    const done = (m) => {
+      if (over) return; // a failed spawn may emit both 'error' and 'close'
+      over = true;
+      if (n < RETRY_MS.length && (m.error || m.code !== 0)) return void setTimeout(() => attempt(n + 1), RETRY_MS[n]);
+      report({ fired: id, at, attempts: n + 1, ms: Date.now() - t, stderr: err.slice(0, 400), ...m });
+      pending--;
+    };
+    try {
+      const c = spawn(a.kill[0], a.kill.slice(1), { stdio: ['ignore', 'ignore', 'pipe'], env: a.env, detached: true });
+      c.stderr.on('data', (d) => { if (err.length < 400) err += d; });
+      c.on('error', (e) => done({ error: e.message }));
+      c.on('close', (code, signal) => done({ code, signal }));
+      c.unref();
+    } catch (e) { done({ error: String(e) }); }
+  };
+  attempt(0);
 };
 let buf = '';
 let over = false;
@@ -49,7 +64,10 @@ const end = () => {
   if (over) return;
   over = true;
   for (const id of [...armed.keys()]) fire(id);
-  setTimeout(() => process.exit(0), 200);
+  // Exit once every kill (retries included) is over, or after 5 s whatever happened.
+  const quit = Date.now() + 5000;
+  const check = () => (pending === 0 || Date.now() > quit ? process.exit(0) : setTimeout(check, 50));
+  setTimeout(check, 50);
 };
 process.stdin.setEncoding('utf8');
 process.stdin.on('data', (d) => {
@@ -84,8 +102,10 @@ export interface WatchdogReport {
   at: string;
   code?: number | null;
   signal?: string | null;
-  /** How long the kill command took. */
+  /** How long the kill took, retries included. */
   ms?: number;
+  /** How often the kill command ran (a failed one is retried). */
+  attempts?: number;
   stderr?: string;
   error?: string;
 }
@@ -145,7 +165,7 @@ function watchdogProcess(env: Record<string, string>): ChildProcess | null {
       if (typeof m.fired !== 'number') continue;
       const hear = listeners.get(m.fired);
       listeners.delete(m.fired);
-      hear?.({ at: m.at, code: m.code, signal: m.signal, ms: m.ms, stderr: m.stderr, error: m.error });
+      hear?.({ at: m.at, code: m.code, signal: m.signal, ms: m.ms, attempts: m.attempts, stderr: m.stderr, error: m.error });
     }
   });
   p.once('exit', () => {
