@@ -12,7 +12,7 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import { LAUNCHER_FILE, STATUS_FD } from '../jobs/launcher.ts';
-import { CgroupPool, JobCgroup, cgroupSupport, groupKillArgv, type CgroupVersion } from './cgroup.ts';
+import { CgroupPool, JobCgroup, cgroupOwner, cgroupSupport, groupKillArgv, sweepStaleCgroups, type CgroupVersion } from './cgroup.ts';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { hiddenPaths, systemView } from './system-view.ts';
@@ -37,10 +37,13 @@ export class BwrapDriver implements SandboxDriver {
   private readonly opts: DriverOptions;
   private readonly live = new Set<BwrapSandbox>();
   private counter = 0;
+  /** Names this agent's job cgroups (see cgroupOwner). */
+  private readonly owner: string;
 
   constructor(opts: DriverOptions, log: Logger) {
     this.opts = opts;
     this.log = log;
+    this.owner = cgroupOwner(opts.stateDir);
   }
 
   describe(): string {
@@ -57,6 +60,9 @@ export class BwrapDriver implements SandboxDriver {
     rmSync(join(this.opts.stateDir, 'jobdirs'), { recursive: true, force: true });
     this.cgroups = cgroupSupport();
     this.cgroupPool = this.cgroups ? new CgroupPool(this.cgroups) : null;
+    // Job cgroups an earlier run of this agent left when it was killed (and any job still in one).
+    const swept = this.cgroups ? await sweepStaleCgroups(this.cgroups, this.owner) : 0;
+    if (swept) this.log.warn(`removed ${swept} job cgroups left by an earlier run of this agent (it was killed without cleaning up)`);
     this.processLimitByRlimit = this.cgroups === null;
     if (!this.cgroups) this.log.warn('bwrap: cannot create cgroups here (the agent is not root?): jobs get no memory limit and no disk-write limit, only rlimits');
     // Prove it works here (unprivileged user namespaces may be disabled).
@@ -82,7 +88,7 @@ export class BwrapDriver implements SandboxDriver {
   }
 
   async acquire(jobId: string, limits: ResourceLimits): Promise<Sandbox> {
-    const id = `bw-${++this.counter}-${randomBytes(3).toString('hex')}`;
+    const id = `bw-${this.owner}-${++this.counter}-${randomBytes(3).toString('hex')}`;
     const jobDir = join(this.opts.stateDir, 'jobdirs', id);
     mkdirSync(jobDir, { recursive: true, mode: 0o700 });
     // The user namespace maps the job user to our uid, so the dir is the job's own inside.

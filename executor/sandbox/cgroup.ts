@@ -6,7 +6,8 @@
  * (memory + pids controllers) and v2 (memory + pids enabled at the root) both work.
  * gVisor does not need this: runsc applies the memory limit itself and counts processes inside.
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { delay } from './exec-util.ts';
@@ -43,6 +44,34 @@ export function cgroupSupport(): CgroupVersion | null {
 
 type CgroupLimits = { memoryBytes: number; maxProcesses: number };
 
+/**
+ * The part of a job cgroup's name that says which agent made it: a hash of the agent's state
+ * dir, so the same agent started again (after a crash or SIGKILL) recognises its own leftovers
+ * and never another live agent's. Job cgroups are named `<kind>-<owner>-<n>-<random>`.
+ */
+export function cgroupOwner(stateDir: string): string {
+  return createHash('sha256').update(stateDir).digest('hex').slice(0, 8);
+}
+
+/**
+ * Removes the job cgroups an earlier run of this agent (same state dir) left behind when it was
+ * killed without cleaning up: every process still in one is killed first (a job that outlived
+ * its agent), then the cgroup goes. Returns how many were removed. Two agents never share a
+ * state dir (each wipes the other's job dirs at start), so nothing here belongs to a live agent.
+ */
+export async function sweepStaleCgroups(version: CgroupVersion, owner: string): Promise<number> {
+  const parents = version === 'v2' ? [join(V2, PARENT)] : [join(V1.memory, PARENT), join(V1.pids, PARENT)];
+  const mine = new RegExp(`^[a-z]+-${owner}-`);
+  const ids = new Set<string>();
+  for (const p of parents) {
+    try {
+      for (const e of readdirSync(p, { withFileTypes: true })) if (e.isDirectory() && mine.test(e.name)) ids.add(e.name);
+    } catch { /* hierarchy not there */ }
+  }
+  await Promise.all([...ids].map((id) => JobCgroup.existing(version, id).remove()));
+  return ids.size;
+}
+
 export class JobCgroup {
   private readonly dirs: string[];
   private readonly version: CgroupVersion;
@@ -50,10 +79,11 @@ export class JobCgroup {
   /** The OOM kill count when the current job started (the kernel's counter never goes back). */
   private oomBase = 0;
 
-  constructor(version: CgroupVersion, id: string, limits: CgroupLimits) {
+  constructor(version: CgroupVersion, id: string, limits: CgroupLimits, create = true) {
     this.version = version;
     this.limits = { memoryBytes: limits.memoryBytes, maxProcesses: limits.maxProcesses };
     this.dirs = version === 'v2' ? [join(V2, PARENT, id)] : [join(V1.memory, PARENT, id), join(V1.pids, PARENT, id)];
+    if (!create) return;
     for (const d of this.dirs) mkdirSync(d, { recursive: true });
     if (version === 'v2') {
       const d = this.dirs[0];
@@ -65,6 +95,11 @@ export class JobCgroup {
       trySet(join(this.dirs[0], 'memory.memsw.limit_in_bytes'), String(limits.memoryBytes));
       writeFileSync(join(this.dirs[1], 'pids.max'), String(limits.maxProcesses));
     }
+  }
+
+  /** A cgroup that already exists (a leftover to remove): nothing is created or set. */
+  static existing(version: CgroupVersion, id: string): JobCgroup {
+    return new JobCgroup(version, id, { memoryBytes: 0, maxProcesses: 0 }, false);
   }
 
   /** The `cgroup.procs` files a process writes its pid into to join. */

@@ -8,7 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
-import { CgroupPool, JobCgroup, cgroupSupport, groupKillArgv, type CgroupVersion } from './cgroup.ts';
+import { CgroupPool, JobCgroup, cgroupOwner, cgroupSupport, groupKillArgv, sweepStaleCgroups, type CgroupVersion } from './cgroup.ts';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { delay, killGroup, watchWrapper } from './exec-util.ts';
@@ -26,11 +26,16 @@ export class NoneDriver implements SandboxDriver {
   /** Empty cgroups of jobs that ended by themselves, for the next job with the same limits. */
   private cgroupPool: CgroupPool | null = null;
   private readonly opts: DriverOptions;
+  private readonly log: Logger;
   private readonly live = new Set<NoneSandbox>();
   private counter = 0;
+  /** Names this agent's job cgroups (see cgroupOwner). */
+  private readonly owner: string;
 
   constructor(opts: DriverOptions, log: Logger) {
     this.opts = opts;
+    this.log = log;
+    this.owner = cgroupOwner(opts.stateDir);
     log.warn(NONE_WARNING);
   }
 
@@ -48,11 +53,14 @@ export class NoneDriver implements SandboxDriver {
     rmSync(join(this.opts.stateDir, 'jobdirs'), { recursive: true, force: true });
     this.cgroups = cgroupSupport();
     this.cgroupPool = this.cgroups ? new CgroupPool(this.cgroups) : null;
+    // Job cgroups an earlier run of this agent left when it was killed (and any job still in one).
+    const swept = this.cgroups ? await sweepStaleCgroups(this.cgroups, this.owner) : 0;
+    if (swept) this.log.warn(`removed ${swept} job cgroups left by an earlier run of this agent (it was killed without cleaning up)`);
     this.processLimitByRlimit = this.cgroups === null;
   }
 
   async acquire(_jobId: string, limits: ResourceLimits): Promise<Sandbox> {
-    const id = `nb-${++this.counter}-${randomBytes(3).toString('hex')}`;
+    const id = `nb-${this.owner}-${++this.counter}-${randomBytes(3).toString('hex')}`;
     // Created only when a job needs it (code files, a launcher script): see prepareJobDir.
     const jobDir = join(this.opts.stateDir, 'jobdirs', id);
     const cg = this.cgroupPool ? this.cgroupPool.take(id, limits) : null;
