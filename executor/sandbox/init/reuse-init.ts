@@ -101,13 +101,19 @@ def spawn(job, argv, fd0, fd1, fd2):
         cwd = os.path.realpath(job['cwd'])
         if not any(cwd == d or cwd.startswith(d + '/') for d in CWD_ROOTS):
             raise OSError(errno.EACCES, 'the working directory left the workspace')
-        # gVisor arms the CPU-time limit only for a process that sets it itself (an inherited one
-        # never fired: a spinning job ran to its timeout), so the job's process sets it again.
-        cpu = job['rlimits'].get('cpu')
-        again = ['/usr/bin/prlimit', '--cpu=%d:%d' % (cpu, cpu), '--'] if cpu is not None else []
-        p = subprocess.Popen(SETPRIV + who + ['--'] + again + argv, stdin=fd0, stdout=fd1, stderr=fd2, cwd=cwd, env=job['env'],
+        p = subprocess.Popen(SETPRIV + who + ['--'] + argv, stdin=fd0, stdout=fd1, stderr=fd2, cwd=cwd, env=job['env'],
                              start_new_session=True, close_fds=True, restore_signals=True)
         p.returncode = 0  # reaped by us (waitpid), not by subprocess
+        # gVisor arms the CPU-time limit only when it is set on a process (an inherited one never
+        # fired: a spinning job ran to its timeout), so it is set again on the job's process, from
+        # here: no exec of prlimit in the job's path. The child is ours and not yet reaped, so the
+        # pid is still the job's; CPU it used before this counts all the same.
+        cpu = job['rlimits'].get('cpu')
+        if cpu is not None:
+            try:
+                resource.prlimit(p.pid, resource.RLIMIT_CPU, (cpu, cpu))
+            except ProcessLookupError:
+                pass  # already gone
         return p.pid
     except OSError as e:
         os.write(fd2, ('%s: %s\n' % (argv[0], e.strerror)).encode())
