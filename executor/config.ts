@@ -20,7 +20,8 @@ export interface AgentConfig {
   maxTimeoutMs: number;
   maxArtifactBytes: number;
   /** Artifacts above this go to the gateway in parts of this size (R2 multipart; each part one request). */
-  artifactPartBytes: number;
+  /** Set with --artifact-part-bytes; null: one PUT while a stream fits one request, 64 MiB parts above. */
+  artifactPartBytes: number | null;
   /** Agent-private state (runsc state, bundles, spool); default derived from root and id. */
   stateDir: string | null;
   /** Placement labels (`--label gpu --label linux-x64`); a job may require some. */
@@ -46,8 +47,8 @@ usage: gatehouse agent --url URL --token-file FILE --root DIR [options]
   --warm N                gVisor sandboxes kept pre-started (default: capacity)
   --max-timeout-ms N      this agent's ceiling on job timeouts (default 600000)
   --max-artifact-bytes N  this agent's ceiling on each stream's artifact (default 268435456)
-  --artifact-part-bytes N upload artifacts larger than N in parts of N bytes (default ${ARTIFACT_PART_BYTES};
-                          ${R2_MULTIPART_MIN_PART_BYTES} to ${REQUEST_BODY_MAX_BYTES}: R2's smallest part to Cloudflare's largest request body)
+  --artifact-part-bytes N upload artifacts larger than N in parts of N bytes (default: one PUT up to ${REQUEST_BODY_MAX_BYTES},
+                          parts of ${ARTIFACT_PART_BYTES} above; ${R2_MULTIPART_MIN_PART_BYTES} to ${REQUEST_BODY_MAX_BYTES}: R2's smallest part to Cloudflare's largest request body)
   --state-dir DIR         agent-private state (default: <tmp>/gatehouse-agent-<hash of root and id>)
   --label LABEL           placement label jobs can require (repeatable, e.g. --label gpu --label linux-x64)
                           (env GATEHOUSE_AGENT_LABELS, comma-separated)
@@ -134,6 +135,7 @@ export function parseAgentArgs(argv: string[], env: NodeJS.ProcessEnv = process.
   if (typeof maxArtifactBytes === 'string') return bad(maxArtifactBytes);
   const artifactPartBytes = int('artifact-part-bytes', ARTIFACT_PART_BYTES, R2_MULTIPART_MIN_PART_BYTES, REQUEST_BODY_MAX_BYTES);
   if (typeof artifactPartBytes === 'string') return bad(artifactPartBytes);
+  const partBytesGiven = v['artifact-part-bytes'] !== undefined;
   const agentId = v.id ?? env.GATEHOUSE_AGENT_ID ?? `${hostname()}-${process.pid}`;
   if (agentId.length < 1 || agentId.length > 128 || !/^[\w.@:-]+$/.test(agentId)) {
     return bad(`--id must be 1-128 characters of letters, digits, . _ - @ :, got "${agentId}"`);
@@ -142,7 +144,7 @@ export function parseAgentArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     ok: true,
     config: {
       url: url.replace(/\/+$/, ''), token, root, sandbox: (sandboxRaw as SandboxKind | undefined) ?? null, capacity, agentId, warm,
-      maxTimeoutMs, maxArtifactBytes, artifactPartBytes, stateDir: v['state-dir'] ?? null, labels: [...new Set(labels)], json: v.json === 'true',
+      maxTimeoutMs, maxArtifactBytes, artifactPartBytes: partBytesGiven ? artifactPartBytes : null, stateDir: v['state-dir'] ?? null, labels: [...new Set(labels)], json: v.json === 'true',
     },
   };
 }

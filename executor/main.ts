@@ -78,7 +78,7 @@ export async function runAgentCli(argv: string[], logger?: Logger): Promise<numb
   const runner = new JobRunner({
     driver, runtimes, root, spoolDir, capacity: cfg.capacity,
     ceilings: { maxTimeoutMs: cfg.maxTimeoutMs, maxArtifactBytes: cfg.maxArtifactBytes },
-    upload: { url: cfg.url, token: cfg.token, partBytes: cfg.artifactPartBytes }, log,
+    upload: { url: cfg.url, token: cfg.token, ...(cfg.artifactPartBytes !== null ? { partBytes: cfg.artifactPartBytes } : {}) }, log,
   });
   const agent = new Agent({
     url: cfg.url, token: cfg.token, agentId: cfg.agentId, version: agentVersion(), capacity: cfg.capacity, labels: cfg.labels,

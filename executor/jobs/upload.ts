@@ -14,14 +14,17 @@ import { createReadStream } from 'node:fs';
 import { request } from 'undici';
 import { ARTIFACT_UPLOAD_PATH, type StreamName } from '../../src/contracts/agent-protocol.ts';
 import { MULTIPART_SEGMENT, MultipartState, partRange, type MultipartStart } from '../../src/contracts/artifact-upload.ts';
-import { ARTIFACT_PART_BYTES } from '../../src/contracts/limits.ts';
+import { ARTIFACT_PART_BYTES, ARTIFACT_SINGLE_PUT_MAX_BYTES } from '../../src/contracts/limits.ts';
 import type { Result } from '../../src/contracts/errors.ts';
 
 export interface UploadTarget {
   /** Gateway base URL, e.g. http://127.0.0.1:8787 */
   url: string;
   token: string;
-  /** Streams larger than this go in parts of this size (default ARTIFACT_PART_BYTES). */
+  /**
+   * Streams larger than this go in parts of this size. Unset: one PUT up to
+   * ARTIFACT_SINGLE_PUT_MAX_BYTES, parts of ARTIFACT_PART_BYTES above it.
+   */
   partBytes?: number;
 }
 
@@ -40,7 +43,8 @@ const failed = (message: string): Result<void> => ({ ok: false, error: { code: '
 
 export async function uploadArtifact(target: UploadTarget, item: UploadItem, attempts = 5): Promise<Result<void>> {
   const partBytes = target.partBytes ?? ARTIFACT_PART_BYTES;
-  return item.bytes > partBytes ? uploadInParts(target, item, partBytes, attempts) : uploadWhole(target, item, attempts);
+  const wholeUpTo = target.partBytes ?? ARTIFACT_SINGLE_PUT_MAX_BYTES;
+  return item.bytes > wholeUpTo ? uploadInParts(target, item, partBytes, attempts) : uploadWhole(target, item, attempts);
 }
 
 async function uploadWhole(target: UploadTarget, item: UploadItem, attempts: number): Promise<Result<void>> {

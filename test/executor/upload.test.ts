@@ -4,10 +4,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer, type Server } from 'node:http';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { uploadArtifact } from '../../executor/jobs/upload.ts';
+import { ARTIFACT_PART_BYTES, REQUEST_BODY_MAX_BYTES } from '../../src/contracts/limits.ts';
 
 let server: Server;
 let url: string;
@@ -21,7 +22,7 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'gh-upload-'));
   server = createServer((req, res) => {
     let body = '';
-    req.on('data', (d) => (body += d));
+    req.on('data', (d) => { if (body.length < 4096) body += d; }); // the start of a big body is enough to check
     req.on('end', () => {
       seen.push({ method: req.method!, url: req.url!, headers: req.headers, body });
       const i = scripted.findIndex((x) => `${req.method} ${req.url}` === x.match);
@@ -68,6 +69,28 @@ describe('artifact upload', () => {
     if (!r.ok) expect(r.error.message).toMatch(/refused: HTTP 413/);
     expect(seen).toHaveLength(1);
   });
+
+  it('without a part size of its own, sends one PUT while the stream fits one request (100 MB), parts of 64 MiB above', async () => {
+    const sparse = (name: string, bytes: number) => {
+      const f = join(dir, name);
+      writeFileSync(f, '');
+      truncateSync(f, bytes);
+      return f;
+    };
+    seen.length = 0;
+    replies = [];
+    const whole = await uploadArtifact({ url, token: 'tok' }, item(sparse('fits', REQUEST_BODY_MAX_BYTES), REQUEST_BODY_MAX_BYTES));
+    expect(whole.ok).toBe(true);
+    expect(seen.map((x) => `${x.method} ${x.url} ${x.headers['content-length']}`)).toEqual([`PUT /agent/v1/artifacts/art_abcdefgh/stdout ${REQUEST_BODY_MAX_BYTES}`]);
+    seen.length = 0;
+    scripted = [{ match: 'POST /agent/v1/artifacts/art_abcdefgh/stdout/multipart', status: 409 }];
+    await uploadArtifact({ url, token: 'tok' }, item(sparse('over', REQUEST_BODY_MAX_BYTES + 1), REQUEST_BODY_MAX_BYTES + 1), 1);
+    expect(seen[0]).toMatchObject({ method: 'POST', url: '/agent/v1/artifacts/art_abcdefgh/stdout/multipart' });
+    expect(JSON.parse(seen[0].body)).toMatchObject({ bytes: REQUEST_BODY_MAX_BYTES + 1, partBytes: ARTIFACT_PART_BYTES });
+    scripted = [];
+    rmSync(join(dir, 'fits'));
+    rmSync(join(dir, 'over'));
+  }, 60_000);
 
   describe('in parts', () => {
     const base = '/agent/v1/artifacts/art_abcdefgh/stdout/multipart';
