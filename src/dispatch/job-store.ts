@@ -76,6 +76,9 @@ const SCHEMA = [
   `CREATE INDEX IF NOT EXISTS jobs_state ON jobs (state, seq)`,
   `CREATE INDEX IF NOT EXISTS jobs_seq ON jobs (seq)`,
   `CREATE INDEX IF NOT EXISTS jobs_cancel ON jobs (cancel_key)`,
+  // The background copy to D1 looks for rows not copied yet after every change: without this it
+  // scanned every job the object keeps (7 days of them).
+  `CREATE INDEX IF NOT EXISTS jobs_unsynced ON jobs (seq) WHERE synced = 0`,
   // Large texts (spec, inline stdout/stderr, exit parts) split below the row limit.
   `CREATE TABLE IF NOT EXISTS job_blobs (job_id TEXT NOT NULL, kind TEXT NOT NULL, seq INTEGER NOT NULL, data TEXT NOT NULL,
     PRIMARY KEY (job_id, kind, seq))`,

@@ -420,14 +420,40 @@ export class TeamDispatcher extends DurableObject<Env> {
 
   // ================= agent sockets =================
 
+  /**
+   * Attachments already read in this instance's life: deserializing one is a structured clone,
+   * and a governed call walks every socket's attachment several times (placement, liveness).
+   * Only `attach` writes attachments and it writes both; after hibernation or a restart the
+   * instance is new and the map empty, so a socket's attachment is read from the platform again.
+   */
+  private readonly attachments = new WeakMap<WebSocket, Readonly<AgentAttachment> | null>();
+
   private attach(ws: WebSocket, att: AgentAttachment): void {
     // Identity only, far below the platform limit; checked so a change that grows it fails loudly here.
     if (attachmentBytes(att) > HIBERNATION_ATTACHMENT_MAX_BYTES / 4) throw new Error('agent attachment grew beyond identity');
     ws.serializeAttachment(att);
+    this.attachments.set(ws, Object.freeze({ ...att }));
+  }
+
+  /** When each agent's `last_seen` was last written by this instance. */
+  private readonly touched = new Map<string, number>();
+
+  /**
+   * Records that an agent was heard from. Written at most every quarter heartbeat: an agent sends
+   * several messages per job, and liveness only needs `last_seen` within MISSED_HEARTBEATS
+   * heartbeats (a heartbeat itself is always written: they come a whole heartbeat apart).
+   */
+  private touch(agentId: string, now: number): void {
+    if (now - (this.touched.get(agentId) ?? -Infinity) < this.heartbeatMs() / 4) return;
+    this.touched.set(agentId, now);
+    this.registry.touch(agentId, now);
   }
 
   private attachmentOf(ws: WebSocket): AgentAttachment | null {
-    return (ws.deserializeAttachment() as AgentAttachment | null) ?? null;
+    if (this.attachments.has(ws)) return this.attachments.get(ws) as AgentAttachment | null;
+    const att = (ws.deserializeAttachment() as AgentAttachment | null) ?? null;
+    this.attachments.set(ws, att && Object.freeze(att));
+    return att;
   }
 
   async webSocketMessage(ws: WebSocket, raw: string | ArrayBuffer): Promise<void> {
@@ -447,7 +473,7 @@ export class TeamDispatcher extends DurableObject<Env> {
       return;
     }
     const agentId = att.agentId;
-    this.registry.touch(agentId, now);
+    this.touch(agentId, now);
     switch (msg.type) {
       case 'heartbeat': {
         this.reconcileHeld(agentId, msg.running, now, 2 * this.heartbeatMs());

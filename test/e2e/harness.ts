@@ -75,6 +75,8 @@ export interface Gateway {
   url: string;
   mcpUrl: string;
   stateDir: string;
+  /** wrangler dev's DevTools inspector port (bench/profile-gateway.ts takes CPU profiles through it). */
+  inspectorPort: () => number;
   signingKey: string;
   issuer: string;
   audience: string;
@@ -135,10 +137,12 @@ export async function startGateway(opts: GatewayOptions = {}): Promise<Gateway> 
   let p!: ChildProcess;
   let url = '';
   let logs = '';
+  let inspectorPort = 0;
   const launch = async (fixedPort?: number): Promise<void> => {
     for (let attempt = 1; ; attempt++) {
       const port = fixedPort ?? (await freePort());
       const inspector = await freePort();
+      inspectorPort = inspector;
       url = `http://127.0.0.1:${port}`;
       p = spawn(
         WRANGLER,
@@ -167,7 +171,7 @@ export async function startGateway(opts: GatewayOptions = {}): Promise<Gateway> 
   const token: Gateway['token'] = async (o) =>
     (await mintToken({ privateJwk: signingKey, issuer, audience, team: o.team, subject: o.subject ?? `test-${o.team}`, scopes: o.scopes, ttlSeconds: o.ttlSeconds ?? 3600, jti: o.jti, now: o.now })).token;
   return {
-    url, mcpUrl: `${url}/mcp`, stateDir, signingKey, issuer, audience,
+    url, mcpUrl: `${url}/mcp`, stateDir, signingKey, issuer, audience, inspectorPort: () => inspectorPort,
     logs: () => logs,
     token,
     async mcp(team, scopes) {
