@@ -4,7 +4,8 @@
  * where workerd lists them apart, its Durable Objects) is profiled at once. Prints self time by
  * where the code comes from (our src/…, the MCP SDK, hono, zod, jose, wrangler's local D1/R2
  * emulation …) and the top functions, and writes each profile as a `.cpuprofile` (open it in
- * Chrome DevTools → Performance).
+ * Chrome DevTools → Performance) beside the source of the bundle it samples (`<target>.index.js`),
+ * so a line number in the summary can be looked up.
  *
  *   node bench/profile-gateway.ts [n=200] [--out DIR]
  */
@@ -14,7 +15,7 @@ import { join } from 'node:path';
 import { startAgent } from '../test/e2e/harness.ts';
 import { startBenchGateway } from './gateway.ts';
 
-interface ProfileNode { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; hitCount?: number; children?: number[] }
+interface ProfileNode { id: number; callFrame: { functionName: string; url: string; lineNumber: number; scriptId?: string }; hitCount?: number; children?: number[] }
 interface Profile { nodes: ProfileNode[]; samples?: number[]; timeDeltas?: number[]; startTime: number; endTime: number }
 
 /** One DevTools protocol session over a WebSocket. */
@@ -107,6 +108,13 @@ if (import.meta.main) {
       const { profile } = await s.send<{ profile: Profile }>('Profiler.stop', {}, 120_000);
       const file = join(outDir, `${t.title.replace(/[^\w.-]+/g, '_')}.cpuprofile`);
       writeFileSync(file, JSON.stringify(profile));
+      // The bundle wrangler built, as the isolate runs it: the summary's line numbers point into it.
+      const bundle = profile.nodes.find((x) => x.callFrame.url.endsWith('index.js') && x.callFrame.scriptId)?.callFrame.scriptId;
+      if (bundle) {
+        await s.send('Debugger.enable');
+        const { scriptSource } = await s.send<{ scriptSource: string }>('Debugger.getScriptSource', { scriptId: bundle });
+        writeFileSync(file.replace(/\.cpuprofile$/, '.index.js'), scriptSource);
+      }
       console.log(`\n## ${t.title} (${file})`);
       for (const l of summarise(profile, n)) console.log(l);
       s.close();
