@@ -1,0 +1,90 @@
+/**
+ * The emulator floor: what each binding operation of an `execute` call costs in local workerd
+ * (`wrangler dev`) with no Gatehouse code around it — a D1 query, a D1 batch, a rate-limit call,
+ * a Durable Object RPC, DO SQLite writes, a WebSocket round trip to a hibernating agent socket —
+ * and all of them in an execute call's order (`/op/path`, bench/floor/index.ts). The gateway's
+ * own CPU per call minus this path's is what Gatehouse's code (MCP layer, auth, policy,
+ * dispatch) adds; the rest is the local emulation's, which a deployed Worker does not run.
+ *
+ *   node bench/emulator-floor.ts [n=200]
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { ROOT, freePort, stopGroup } from '../test/e2e/harness.ts';
+import { cpuMsOfGateway, p50 } from './hotpath.ts';
+
+export const FLOOR_OPS = ['healthz', 'd1-query', 'd1-batch', 'ratelimit', 'do-rpc', 'do-sql', 'do-sql-50', 'ws-roundtrip', 'path'] as const;
+export type FloorOp = (typeof FLOOR_OPS)[number];
+export interface FloorFigure { op: FloorOp; wallP50: number; cpu: number | null }
+
+export async function benchEmulatorFloor(n: number): Promise<FloorFigure[]> {
+  const dir = mkdtempSync(join(tmpdir(), 'gatehouse-floor-'));
+  const port = await freePort();
+  const inspector = await freePort();
+  const env = { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH}`, WRANGLER_SEND_METRICS: 'false', CI: 'true', NO_COLOR: '1' };
+  let logs = '';
+  const p = spawn(join(ROOT, 'node_modules/.bin/wrangler'),
+    ['dev', '--config', join(ROOT, 'bench/floor/wrangler.toml'), '--ip', '127.0.0.1', '--port', String(port), '--inspector-port', String(inspector),
+      '--persist-to', dir, '--show-interactive-dev-session=false', '--log-level', 'warn'],
+    { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  p.stdout!.on('data', (d) => (logs += d));
+  p.stderr!.on('data', (d) => (logs += d));
+  const url = `http://127.0.0.1:${port}`;
+  let agent: WebSocket | null = null;
+  try {
+    for (const deadline = Date.now() + 60_000; ;) {
+      if (p.exitCode !== null) throw new Error(`floor worker exited:\n${logs}`);
+      if (await fetch(`${url}/healthz`).then((r) => r.ok, () => false)) break;
+      if (Date.now() > deadline) throw new Error(`floor worker did not start:\n${logs}`);
+      await new Promise((r) => setTimeout(r, 150));
+    }
+    // The simulated agent answers every job.start with a job.exit, as a real one does for `true`.
+    agent = new WebSocket(`ws://127.0.0.1:${port}/connect?agent=floor`);
+    await new Promise<void>((ok, bad) => {
+      agent!.addEventListener('open', () => ok());
+      agent!.addEventListener('error', () => bad(new Error(`agent socket failed:\n${logs}`)));
+    });
+    agent.addEventListener('message', (e: { data: unknown }) => {
+      const m = JSON.parse(String(e.data)) as { type: string; spec?: { jobId: string } };
+      if (m.type === 'job.start') agent!.send(JSON.stringify({ type: 'job.exit', jobId: m.spec!.jobId, state: 'exited', exitCode: 0 }));
+    });
+    const get = async (op: FloorOp) => {
+      const r = await fetch(`${url}/${op === 'healthz' ? 'healthz' : `op/${op}`}`);
+      const body = await r.text();
+      if (!r.ok) throw new Error(`${op}: ${r.status} ${body}`);
+    };
+    const out: FloorFigure[] = [];
+    for (const op of FLOOR_OPS) {
+      for (let i = 0; i < 20; i++) await get(op);
+      const c0 = cpuMsOfGateway(port).worker;
+      const walls: number[] = [];
+      for (let i = 0; i < n; i++) {
+        const t = performance.now();
+        await get(op);
+        walls.push(performance.now() - t);
+      }
+      const c1 = cpuMsOfGateway(port).worker;
+      out.push({ op, wallP50: p50(walls), cpu: c0 !== null && c1 !== null ? (c1 - c0) / n : null });
+    }
+    return out;
+  } finally {
+    agent?.close();
+    await stopGroup(p);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (import.meta.main) {
+  const n = Number(process.argv[2]) || 200;
+  const figs = await benchEmulatorFloor(n);
+  const base = figs.find((f) => f.op === 'healthz')!;
+  console.log(`emulator floor, ${n} requests per operation (load ${loadavg()[0].toFixed(1)})\n`);
+  console.log('| operation | wall p50 | workerd CPU per request | over GET /healthz |\n|---|---|---|---|');
+  for (const f of figs) {
+    const over = f.cpu !== null && base.cpu !== null && f !== base ? `+${(f.cpu - base.cpu).toFixed(2)} ms` : '';
+    console.log(`| ${f.op} | ${f.wallP50.toFixed(1)} ms | ${f.cpu === null ? 'n/a' : `${f.cpu.toFixed(2)} ms`} | ${over} |`);
+  }
+  process.exit(0);
+}
