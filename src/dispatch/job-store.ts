@@ -89,11 +89,28 @@ const SCHEMA = [
     PRIMARY KEY (job_id, stream))`,
 ];
 
+/**
+ * Inline output (stdout + stderr characters) kept in the job row's `exit` JSON itself; above it
+ * each stream goes to `job_blobs` in chunks. The default inline cap (40,000 bytes) fits, so most
+ * results are one row; 64 Ki characters (≤ 192 KiB of UTF-8) keep the row far below the 2 MB limit.
+ */
+export const EXIT_ROW_INLINE_CHARS = 64 * 1024;
+
+/** The `exit` column: the job's exit, with its inline output when `outputInline` (else in `job_blobs`; rows written before that flag existed too). */
+type StoredExit = JobExit & { outputInline?: true };
+
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 
 export class JobStore {
   private readonly host: SqlHost;
+  /**
+   * Job rows by id as last read, frozen: one call reads the same row several times (submit,
+   * follow, exit, settle, view), and each read is a SQLite statement of its own. Every write to a
+   * row drops it here (`changed`); a transaction that throws drops them all, since its writes were
+   * rolled back. Memory only: a restarted object starts empty and reads from storage.
+   */
+  private readonly rows = new Map<string, Readonly<JobRow>>();
 
   constructor(host: SqlHost) {
     this.host = host;
@@ -104,8 +121,24 @@ export class JobStore {
     return this.host.sql;
   }
 
+  private transaction<T>(f: () => T): T {
+    try {
+      return this.host.transactionSync(f);
+    } catch (e) {
+      this.rows.clear();
+      throw e;
+    }
+  }
+
+  /** A write to job `id`'s row (or to all rows, without an id): the cached copy is stale. */
+  private changed(id?: string): void {
+    if (id === undefined) this.rows.clear();
+    else this.rows.delete(id);
+  }
+
   create(j: NewJob): void {
-    this.host.transactionSync(() => {
+    this.changed(j.spec.jobId);
+    this.transaction(() => {
       const seq = (this.sql.exec<{ n: number }>(`SELECT COALESCE(MAX(seq), 0) + 1 AS n FROM jobs`).one().n);
       this.sql.exec(
         `INSERT INTO jobs (id, seq, tool, subject, token_id, cancel_key, runtime, sandbox_min, sel_agent, sel_labels, background,
@@ -119,8 +152,12 @@ export class JobStore {
     });
   }
 
-  get(id: string): JobRow | null {
-    return this.sql.exec<JobRow & Record<string, SqlStorageValue>>(`SELECT * FROM jobs WHERE id = ?`, id).toArray()[0] ?? null;
+  get(id: string): Readonly<JobRow> | null {
+    const hit = this.rows.get(id);
+    if (hit) return hit;
+    const row = this.sql.exec<JobRow & Record<string, SqlStorageValue>>(`SELECT * FROM jobs WHERE id = ?`, id).toArray()[0] ?? null;
+    if (row) this.rows.set(id, Object.freeze(row));
+    return row;
   }
 
   spec(id: string): JobSpec | null {
@@ -144,6 +181,7 @@ export class JobStore {
 
   /** queued → running on `agent`. False when the job is no longer queued. */
   assign(id: string, agent: { id: string; subject: string; sandbox: SandboxKind }, now: number): boolean {
+    this.changed(id);
     return this.sql.exec(
       `UPDATE jobs SET state = 'running', agent = ?, agent_subject = ?, sandbox = ?, started_at = ?, orphaned_at = NULL, synced = 0
        WHERE id = ? AND state = 'queued'`,
@@ -153,6 +191,7 @@ export class JobStore {
 
   /** running → queued (the agent refused it for capacity, or never received it). */
   requeue(id: string): boolean {
+    this.changed(id);
     return this.sql.exec(
       `UPDATE jobs SET state = 'queued', agent = NULL, agent_subject = NULL, sandbox = NULL, started_at = NULL, orphaned_at = NULL
        WHERE id = ? AND state = 'running'`,
@@ -161,11 +200,17 @@ export class JobStore {
   }
 
   setOrphaned(ids: string[], now: number): void {
-    for (const id of ids) this.sql.exec(`UPDATE jobs SET orphaned_at = ? WHERE id = ? AND state = 'running' AND orphaned_at IS NULL`, now, id);
+    for (const id of ids) {
+      this.changed(id);
+      this.sql.exec(`UPDATE jobs SET orphaned_at = ? WHERE id = ? AND state = 'running' AND orphaned_at IS NULL`, now, id);
+    }
   }
 
   clearOrphaned(ids: string[]): void {
-    for (const id of ids) this.sql.exec(`UPDATE jobs SET orphaned_at = NULL WHERE id = ? AND state = 'running'`, id);
+    for (const id of ids) {
+      this.changed(id);
+      this.sql.exec(`UPDATE jobs SET orphaned_at = NULL WHERE id = ? AND state = 'running'`, id);
+    }
   }
 
   /**
@@ -173,9 +218,12 @@ export class JobStore {
    * in chunks and the rest of the exit as JSON. Returns false when the job was already closed.
    */
   finish(id: string, state: JobState, now: number, o: { exit?: JobExit; error?: { code: string; message: string }; fromAgent?: string } = {}): boolean {
-    return this.host.transactionSync(() => {
+    this.changed(id);
+    return this.transaction(() => {
       const { exit } = o;
-      const stored = exit ? JSON.stringify({ ...exit, stdout: '', stderr: '' }) : null;
+      // Output up to EXIT_ROW_INLINE_CHARS stays in the row (no blob rows to write, delete and read back).
+      const inline = exit !== undefined && exit.stdout.length + exit.stderr.length <= EXIT_ROW_INLINE_CHARS;
+      const stored = exit ? JSON.stringify(inline ? { ...exit, outputInline: true } : { ...exit, stdout: '', stderr: '' }) : null;
       const agentCheck = o.fromAgent !== undefined ? ` AND state = 'running' AND agent = ?` : ` AND state IN ('queued', 'running')`;
       const params: SqlStorageValue[] = [state, now, stored, o.error?.code ?? exit?.error?.code ?? null, o.error?.message ?? exit?.error?.message ?? null, id];
       if (o.fromAgent !== undefined) params.push(o.fromAgent);
@@ -184,7 +232,7 @@ export class JobStore {
         ...params,
       ).rowsWritten > 0;
       if (!changed) return false;
-      if (exit) {
+      if (exit && !inline) {
         this.putText(id, 'stdout', exit.stdout);
         this.putText(id, 'stderr', exit.stderr);
       }
@@ -207,10 +255,11 @@ export class JobStore {
   result(id: string): JobExit | null {
     const row = this.get(id);
     if (!row?.exit) return null;
-    const exit = JSON.parse(row.exit) as JobExit;
+    const { outputInline, ...exit } = JSON.parse(row.exit) as StoredExit;
     // Uploads that followed the exit: once all are stored, the result says so.
     const pending = exit.pendingArtifacts ?? [];
     const uploaded = exit.artifactsUploaded || (pending.length > 0 && pending.every((s) => this.artifactRow(id, s)?.state === 'complete'));
+    if (outputInline) return { ...exit, artifactsUploaded: uploaded };
     return { ...exit, artifactsUploaded: uploaded, stdout: this.getText(id, 'stdout') ?? '', stderr: this.getText(id, 'stderr') ?? '' };
   }
 
@@ -327,6 +376,7 @@ export class JobStore {
 
   /** Marks (or clears) when an uploading job's agent went away; reuses the job's orphan mark, unused once it ended. */
   markUploadOrphaned(id: string, at: number | null): void {
+    this.changed(id);
     this.sql.exec(`UPDATE jobs SET orphaned_at = ? WHERE id = ? AND ended_at IS NOT NULL`, at, id);
   }
 
@@ -399,6 +449,7 @@ export class JobStore {
 
   markSynced(id: string, state: JobState): void {
     // Only if nothing changed since the copy was taken.
+    this.changed(id);
     this.sql.exec(`UPDATE jobs SET synced = 1 WHERE id = ? AND state = ?`, id, state);
   }
 
@@ -406,6 +457,7 @@ export class JobStore {
   prune(before: number): number {
     const ids = this.sql.exec<{ id: string }>(`SELECT id FROM jobs WHERE ended_at IS NOT NULL AND ended_at < ? AND synced = 1 LIMIT 200`, before).toArray().map((r) => r.id);
     for (const id of ids) {
+      this.changed(id);
       this.sql.exec(`DELETE FROM job_blobs WHERE job_id = ?`, id);
       this.sql.exec(`DELETE FROM job_output WHERE job_id = ?`, id);
       this.sql.exec(`DELETE FROM job_artifacts WHERE job_id = ?`, id);

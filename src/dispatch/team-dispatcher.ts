@@ -641,14 +641,15 @@ export class TeamDispatcher extends DurableObject<Env> {
     return this.liveAgents().find((a) => a.att.agentId === agentId)?.ws ?? null;
   }
 
-  private loadByAgent(): Map<string, number> {
+  private loadByAgent(running: readonly JobRow[] = this.store.running()): Map<string, number> {
     const load = new Map<string, number>();
-    for (const j of this.store.running()) load.set(j.agent!, (load.get(j.agent!) ?? 0) + 1);
+    for (const j of running) load.set(j.agent!, (load.get(j.agent!) ?? 0) + 1);
     return load;
   }
 
-  private schedAgents(): SchedAgent[] {
-    const load = this.loadByAgent();
+  /** The connected agents as the scheduler sees them; `running` when the caller just read it. */
+  private schedAgents(running?: readonly JobRow[]): SchedAgent[] {
+    const load = this.loadByAgent(running);
     const out: SchedAgent[] = [];
     for (const { att } of this.liveAgents()) {
       const r = this.registry.get(att.agentId);
@@ -670,7 +671,7 @@ export class TeamDispatcher extends DurableObject<Env> {
       if (queue.length === 0) return;
       const running = this.store.running();
       const decision = schedule({
-        now: Date.now(), queue: queue.map(toSchedJob), agents: this.schedAgents(), teamRunning: running.length,
+        now: Date.now(), queue: queue.map(toSchedJob), agents: this.schedAgents(running), teamRunning: running.length,
         maxConcurrent: queue[0].max_concurrent,
       });
       let retry = false;
@@ -765,12 +766,13 @@ export class TeamDispatcher extends DurableObject<Env> {
   // ================= liveness, deadlines, bookkeeping =================
 
   private async scheduleAlarm(): Promise<void> {
-    const open = this.store.queued().length + this.store.running().length + this.store.uploading().length;
+    const queued = this.store.queued();
+    const open = queued.length + this.store.running().length + this.store.uploading().length;
     const anyone = this.ctx.getWebSockets().length > 0;
     if (!open && !anyone && this.store.unsynced(1).length === 0) return;
     const now = Date.now();
     let at = now + this.heartbeatMs();
-    const dl = nextDeadline(this.store.queued().map(toSchedJob));
+    const dl = nextDeadline(queued.map(toSchedJob));
     if (dl !== null) at = Math.min(at, Math.max(now + 10, dl));
     const current = await this.ctx.storage.getAlarm();
     if (current === null || current > at) await this.ctx.storage.setAlarm(at);

@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { DatabaseSync } from 'node:sqlite';
 import { serialize } from 'node:v8';
-import { JobStore, type SqlHost } from '../../src/dispatch/job-store.ts';
+import { EXIT_ROW_INLINE_CHARS, JobStore, type SqlHost } from '../../src/dispatch/job-store.ts';
 import { OUTPUT_FRAME_JOB_ID_MAX_BYTES, outputFrameBytes } from '../../src/contracts/output-frame.ts';
 import { DO_STORAGE_MAX_BYTES, HIBERNATION_ATTACHMENT_MAX_BYTES, LIVE_FRAME_DATA_BYTES, LIVE_OUTPUT_MAX_BYTES, STORED_OUTPUT_CHUNK_BYTES, WEBSOCKET_MESSAGE_MAX_BYTES, SQLITE_ROW_MAX_BYTES, STORED_CHUNK_CHARS, splitText } from '../../src/contracts/limits.ts';
 import type { JobExit, JobSpec } from '../../src/contracts/agent-protocol.ts';
@@ -90,6 +90,70 @@ describe('job store', () => {
     expect(biggest.b).toBeLessThan(SQLITE_ROW_MAX_BYTES);
     // A fresh store over the same database (what a restarted object sees).
     expect(new JobStore(h).result('big')?.stdout).toBe(stdout);
+  });
+
+  it('keeps a result up to EXIT_ROW_INLINE_CHARS in the job row, a larger one in chunks, and still reads rows stored before that', () => {
+    const h = sqlHost();
+    const store = new JobStore(h);
+    const blobs = (id: string) => (h.db.prepare(`SELECT count(*) AS n FROM job_blobs WHERE job_id = ? AND kind IN ('stdout', 'stderr')`).get(id) as { n: number }).n;
+    const small = 'ö'.repeat(EXIT_ROW_INLINE_CHARS - 2); // with stderr's 2 characters: exactly the limit
+    const large = 'x'.repeat(EXIT_ROW_INLINE_CHARS - 1); // one over
+    for (const [id, stdout, inRow] of [['small', small, true], ['large', large, false], ['empty', '', true]] as const) {
+      newJob(store, id);
+      store.assign(id, agentA, 2);
+      expect(store.finish(id, 'exited', 3, { exit: exitOf(id, stdout, { stderr: 'e\n' }), fromAgent: 'a' })).toBe(true);
+      expect(blobs(id), id).toBe(inRow ? 0 : 2);
+      for (const s of [store, new JobStore(h)]) {
+        expect(s.result(id)?.stdout, id).toBe(stdout);
+        expect(s.result(id)?.stderr, id).toBe('e\n');
+        expect(s.result(id), id).not.toHaveProperty('outputInline');
+      }
+    }
+    // A row a previous version stored: output in chunks, no flag in the row.
+    newJob(store, 'old');
+    store.assign('old', agentA, 2);
+    h.db.prepare(`UPDATE jobs SET state = 'exited', ended_at = 3, exit = ? WHERE id = 'old'`).run(JSON.stringify({ ...exitOf('old', ''), stdout: '', stderr: '' }));
+    h.db.prepare(`INSERT INTO job_blobs (job_id, kind, seq, data) VALUES ('old', 'stdout', 0, 'from a chunk\n')`).run();
+    expect(new JobStore(h).result('old')?.stdout).toBe('from a chunk\n');
+  });
+
+  it('never answers from a row it read before a write to it, nor from one a failed transaction wrote', () => {
+    const h = sqlHost();
+    let failCommit = false;
+    const host: SqlHost = {
+      sql: h.sql,
+      transactionSync<T>(f: () => T): T {
+        return h.transactionSync(() => {
+          const v = f();
+          if (failCommit) {
+            // A read inside the transaction sees (and may keep) the write about to be rolled back.
+            expect(store.get('j')?.state).toBe('exited');
+            throw new Error('commit failed');
+          }
+          return v;
+        });
+      },
+    };
+    const store: JobStore = new JobStore(host);
+    newJob(store, 'j');
+    expect(store.get('j')?.state).toBe('queued');
+    expect(store.assign('j', agentA, 2)).toBe(true);
+    expect(store.get('j')).toMatchObject({ state: 'running', agent: 'a' });
+    store.setOrphaned(['j'], 7);
+    expect(store.get('j')?.orphaned_at).toBe(7);
+    store.clearOrphaned(['j']);
+    expect(store.get('j')?.orphaned_at).toBeNull();
+    // The finish is rolled back: the row read inside the transaction must not be kept.
+    failCommit = true;
+    expect(() => store.finish('j', 'exited', 3, { exit: exitOf('j', 'out'), fromAgent: 'a' })).toThrow('commit failed');
+    expect(store.get('j')?.state).toBe('running');
+    failCommit = false;
+    expect(store.finish('j', 'exited', 3, { exit: exitOf('j', 'out'), fromAgent: 'a' })).toBe(true);
+    expect(store.get('j')?.state).toBe('exited');
+    expect(store.requeue('j')).toBe(false);
+    // Rows handed out are read-only: a caller cannot change what the next caller reads.
+    expect(() => { (store.get('j') as { state: string }).state = 'queued'; }).toThrow();
+    expect(new JobStore(host).get('j')).toEqual(store.get('j'));
   });
 
   it('keeps live output by byte offset, multi-byte characters included', () => {
