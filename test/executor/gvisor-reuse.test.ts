@@ -9,6 +9,7 @@ import type { SandboxReuse } from '../../src/contracts/sandbox-reuse.ts';
 import { driverSuite } from './suite.ts';
 import { makeRig, requireTool, type Rig } from './helpers.ts';
 import { DISCARD_LIVE } from '../../executor/jobs/relay.ts';
+import { RETIRE_AHEAD_JOBS } from '../../executor/sandbox/gvisor-reuse.ts';
 
 driverSuite('gvisor', { reuse: { jobs: 100, seconds: 600 } });
 
@@ -46,6 +47,31 @@ d('gvisor sandbox reuse', () => {
     expect(ids[2]).not.toBe(ids[1]);
     expect(ids[3]).toBe(ids[2]);
     expect(ids[4]).not.toBe(ids[3]);
+  }, 60_000);
+
+  it('starts the replacement RETIRE_AHEAD_JOBS jobs before a sandbox retires', async () => {
+    const reuse = { jobs: RETIRE_AHEAD_JOBS + 4, seconds: 600 };
+    // Counts the sandboxes the pool starts (the driver's own `create`, wrapped).
+    const driver = rig.driver as unknown as { create: (...a: unknown[]) => unknown };
+    const create = driver.create.bind(driver);
+    const startedAt: number[] = [];
+    let job = 0;
+    driver.create = (...a: unknown[]) => {
+      if (a[1] === 'reuse') startedAt.push(job);
+      return create(...a);
+    };
+    try {
+      const ids: string[] = [];
+      for (job = 1; job <= reuse.jobs + 1; job++) ids.push(await sandboxOf(reuse));
+      // One sandbox until its replacement was started, while it had RETIRE_AHEAD_JOBS jobs left
+      // (not at its last job: then the job after it would wait for a start).
+      expect(new Set(ids.slice(0, reuse.jobs - RETIRE_AHEAD_JOBS)).size).toBe(1);
+      expect(startedAt.slice(0, 2)).toEqual([1, reuse.jobs - RETIRE_AHEAD_JOBS]);
+      // Both serve jobs from then on; the first is recycled after reuse.jobs of them.
+      expect(ids.filter((id) => id === ids[0]).length).toBeLessThanOrEqual(reuse.jobs);
+    } finally {
+      driver.create = create;
+    }
   }, 60_000);
 
   it('recycles a sandbox after reuse.seconds', async () => {
