@@ -39,6 +39,15 @@ const MAX_PARKED = 64;
  * init's interpreter), so more at once than there are CPUs only slows the jobs running.
  */
 const MAX_SPARE_STARTS = Math.max(1, availableParallelism() - 1);
+/**
+ * Sandbox starts in flight at once, for jobs and spares together. A burst of N short jobs used
+ * to start N sandboxes at once: on 2 cores each of those ~250 ms CPU starts then took seconds,
+ * while the sandboxes already running freed up every ~40 ms. Past this bound a job waits for
+ * whichever comes first: a sandbox of its key parked, or a start slot.
+ */
+export const MAX_STARTS = Math.max(1, availableParallelism());
+/** Upper bound of one wait for a slot before looking again (a missed wake-up cannot stall a job). */
+const SLOT_RECHECK_MS = 250;
 /** A sandbox this close to its end of life (`reuse.seconds`) gets its replacement started. */
 const RETIRE_AHEAD_MS = 2000;
 /**
@@ -58,6 +67,10 @@ export class ReusePool {
   private readonly returning = new Map<ReusableSandbox, Promise<void>>();
   /** Spares being started for a key whose sandbox left (discarded, or at its end of life). */
   private readonly starting = new Map<ReusableSandbox, Promise<void>>();
+  /** Starts for jobs (not spares) in flight. */
+  private creating = 0;
+  /** Jobs waiting for a parked sandbox or a start slot: woken when either may have appeared. */
+  private waiters: (() => void)[] = [];
   private readonly host: ReuseHost;
   private readonly log: Logger;
 
@@ -80,16 +93,34 @@ export class ReusePool {
       // A sandbox of the previous job is a few ms from its clean report, a spare is already
       // starting: waiting for either beats a cold start.
       const near = [...this.returning, ...this.starting].filter(([s]) => s.key === key).map(([, p]) => p);
-      if (!near.length) break;
-      await Promise.race(near);
+      if (near.length) {
+        await Promise.race(near);
+        continue;
+      }
+      if (this.creating + this.starting.size < MAX_STARTS || this.host.closed()) break;
+      await Promise.race([new Promise<void>((r) => this.waiters.push(r)), delay(SLOT_RECHECK_MS)]);
     }
-    const sb = new ReusableSandbox(this, this.host.createReusable(limits), key, limits, reuse);
-    if (!(await sb.ready)) {
+    this.creating++;
+    let sb: ReusableSandbox;
+    let ok: boolean;
+    try {
+      sb = new ReusableSandbox(this, this.host.createReusable(limits), key, limits, reuse);
+      ok = await sb.ready;
+    } finally {
+      this.creating--;
+      this.wake();
+    }
+    if (!ok) {
       const why = sb.box.startError();
       await sb.discard();
       throw new Error(why);
     }
     return this.lease(sb, jobId);
+  }
+
+  /** Something parked or a start slot freed: every waiting job looks again. */
+  private wake(): void {
+    for (const w of this.waiters.splice(0)) w();
   }
 
   private lease(sb: ReusableSandbox, jobId: string): Sandbox {
@@ -108,6 +139,7 @@ export class ReusePool {
       this.starting.delete(sb);
       if (ok) this.park(sb);
       else void sb.discard();
+      this.wake();
     });
     this.starting.set(sb, settled);
   }
@@ -129,6 +161,7 @@ export class ReusePool {
       return;
     }
     this.parked.push(sb);
+    this.wake();
     // A parked sandbox that outlives its time is discarded even if no job comes.
     const t = setTimeout(() => {
       const i = this.parked.indexOf(sb);

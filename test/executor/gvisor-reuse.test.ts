@@ -9,7 +9,7 @@ import type { SandboxReuse } from '../../src/contracts/sandbox-reuse.ts';
 import { driverSuite } from './suite.ts';
 import { makeRig, requireTool, type Rig } from './helpers.ts';
 import { DISCARD_LIVE } from '../../executor/jobs/relay.ts';
-import { RETIRE_AHEAD_JOBS } from '../../executor/sandbox/gvisor-reuse.ts';
+import { MAX_STARTS, RETIRE_AHEAD_JOBS } from '../../executor/sandbox/gvisor-reuse.ts';
 
 driverSuite('gvisor', { reuse: { jobs: 100, seconds: 600 } });
 
@@ -71,6 +71,36 @@ d('gvisor sandbox reuse', () => {
       expect(ids.filter((id) => id === ids[0]).length).toBeLessThanOrEqual(reuse.jobs);
     } finally {
       driver.create = create;
+    }
+  }, 60_000);
+
+  it('starts at most MAX_STARTS sandboxes at once for a burst; the rest of the burst takes the ones that free up', async () => {
+    const reuse = { jobs: 100, seconds: 600 };
+    const limits = { inlineBytes: 40_000, artifactBytes: 1 << 20 };
+    const burst = 12;
+    const big = await makeRig('gvisor', { warm: 0, capacity: burst });
+    const driver = big.driver as unknown as { create: (...a: unknown[]) => { ready: Promise<boolean> } };
+    const create = driver.create.bind(driver);
+    let inFlight = 0;
+    let peak = 0;
+    let starts = 0;
+    driver.create = (...a: unknown[]) => {
+      const box = create(...a);
+      if (a[1] === 'reuse') {
+        starts++;
+        peak = Math.max(peak, ++inFlight);
+        void box.ready.finally(() => inFlight--);
+      }
+      return box;
+    };
+    try {
+      const runs = await Promise.all(Array.from({ length: burst }, () => big.run({ command: 'true', reuse, limits })));
+      for (const r of runs) expect(r.exit).toMatchObject({ state: 'exited', exitCode: 0 });
+      expect(peak).toBeLessThanOrEqual(MAX_STARTS);
+      // Not one sandbox per job: jobs of the burst waited for sandboxes the earlier ones freed.
+      expect(starts).toBeLessThan(burst);
+    } finally {
+      await big.close();
     }
   }, 60_000);
 
