@@ -17,6 +17,8 @@
  * 10. 16 clients against a bare spawn loop at the same concurrency; 64 clients: errors (want 0)
  * 11. one team at scale (bench/scale.ts): 100 simulated agents on real WebSockets, 2,000 queued jobs
  * 12. one job writing 1 GB to stdout (bench/output.ts): the agent's peak RSS, artifact complete
+ * 13. the emulator floor (bench/emulator-floor.ts): an execute call's binding operations in local
+ *     workerd with no Gatehouse code, against the gateway's own CPU per call
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -28,6 +30,7 @@ import { DEFAULT_POLICY } from '../src/policy/default-policy.ts';
 import { BENCH_REUSE, benchBareSpawn, bareSpawnCpu, bareSpawnThroughput } from './executor.ts';
 import { benchHotPath, cpuPerCall, healthzFloor, p50 } from './hotpath.ts';
 import { benchScale } from './scale.ts';
+import { benchEmulatorFloor } from './emulator-floor.ts';
 import { benchPolicy } from './policy.ts';
 import { benchSearch } from './query.ts';
 import { benchScriptVsExecute, median, SUBPROCESSES } from './script.ts';
@@ -133,6 +136,16 @@ async function main() {
     row('  tools/list CPU per call: gateway / MCP client', cpuList.gateway !== null ? f(cpuList.gateway) : '?', f(cpuList.client), 'the SDK v1 client compiles every output schema on listTools');
     const floor = await healthzFloor(gw.url, quick ? 30 : 100);
     row('  GET /healthz through wrangler dev (no Gatehouse work)', f(p50(floor)), f(pct(floor, 99)), "the local per-request floor: wrangler's proxy + workerd in development mode");
+    // The same binding operations as an execute call, with no Gatehouse code (a second wrangler dev): the emulator's share.
+    const emu = await benchEmulatorFloor(quick ? 50 : 200).catch((e: Error) => { console.log(`emulator floor not measured: ${e.message}`); return null; });
+    const path = emu?.find((x) => x.op === 'path');
+    const stmt = emu?.find((x) => x.op === 'do-sql-50');
+    const rpc = emu?.find((x) => x.op === 'do-rpc');
+    if (path?.cpu != null) {
+      row("  emulator floor: an execute call's binding operations alone (bench/floor, no Gatehouse code; CPU)", f(path.wallP50), f(path.cpu),
+        `${cpu.gateway !== null ? `gateway CPU − floor = ${f(cpu.gateway - path.cpu)} of Gatehouse's own code per call; ` : ''}` +
+        `a DO SQLite statement ${stmt?.cpu != null && rpc?.cpu != null ? `${(((stmt.cpu - rpc.cpu) / 50) * 1000).toFixed(0)} µs` : '?'}`);
+    }
 
     let warmClient: Client | null = null;
     let reuseClient: Client | null = null;
