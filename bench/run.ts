@@ -142,7 +142,7 @@ async function main() {
     const stmt = emu?.find((x) => x.op === 'do-sql-50');
     const rpc = emu?.find((x) => x.op === 'do-rpc');
     if (path?.cpu != null) {
-      row("  emulator floor: an execute call's binding operations alone (bench/floor, no Gatehouse code; CPU)", f(path.wallP50), f(path.cpu),
+      row("  emulator floor: an execute call's binding operations alone (bench/floor, no Gatehouse code); columns: wall p50, workerd CPU", f(path.wallP50), f(path.cpu),
         `${cpu.gateway !== null ? `gateway CPU − floor = ${f(cpu.gateway - path.cpu)} of Gatehouse's own code per call; ` : ''}` +
         `a DO SQLite statement ${stmt?.cpu != null && rpc?.cpu != null ? `${(((stmt.cpu - rpc.cpu) / 50) * 1000).toFixed(0)} µs` : '?'}`);
     }
