@@ -391,15 +391,17 @@ export class JobStore {
    * (failed upload, lost agent) — `partial` with the live bytes the edge kept, else `failed`.
    */
   streamArtifact(row: JobRow, exit: JobExit | null, stream: StreamName): StreamArtifact {
-    const live = this.relayed(row.id, stream);
-    if (row.ended_at === null) return { state: 'none', bytes: live };
+    // Read only where needed: an ended job whose stream was empty (most short jobs) costs no query.
+    const live = () => this.relayed(row.id, stream);
+    if (row.ended_at === null) return { state: 'none', bytes: live() };
     if (exit && exit.streams[stream].bytes === 0) return { state: 'none', bytes: 0 };
     const a = this.artifactRow(row.id, stream);
     if (a?.state === 'complete') return { state: 'complete', bytes: a.bytes };
-    if (a?.state === 'uploading') return { state: 'uploading', bytes: live };
+    if (a?.state === 'uploading') return { state: 'uploading', bytes: live() };
     // An agent that uploaded before reporting its exit (no row: nothing was needed) said how it went.
     if (!a && exit?.artifactsUploaded) return { state: 'complete', bytes: exit.streams[stream].bytes };
-    if (live > 0) return { state: 'partial', bytes: live };
+    const kept = live();
+    if (kept > 0) return { state: 'partial', bytes: kept };
     return { state: exit ? 'failed' : 'none', bytes: 0 };
   }
 
