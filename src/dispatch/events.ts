@@ -25,8 +25,18 @@ export const DispatchRequest = z.object({
   agent: z.string().min(1).max(128).optional(),
   labels: z.array(AgentLabel).max(16).optional(),
   background: z.boolean(),
-  /** The audit row written when the call was accepted; the DO completes it when the job ends. */
-  auditId: z.number().int().nullable(),
+  /**
+   * The call's audit row as accepted (decision `allowed`, the job `queued`): the DO keeps it with
+   * the job, writes it to D1 together with the job's index row, and completes it when the job ends.
+   */
+  audit: z.object({
+    at: z.number().int(),
+    reason: z.string(),
+    command: z.unknown(),
+    cwd: z.string().optional(),
+    parentJobId: z.string().optional(),
+    approvalId: z.string().optional(),
+  }),
 });
 export type DispatchRequest = z.infer<typeof DispatchRequest>;
 

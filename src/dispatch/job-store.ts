@@ -10,6 +10,7 @@
 import type { JobExit, JobSpec, SandboxKind, StreamName } from '../contracts/agent-protocol.ts';
 import { LIVE_OUTPUT_MAX_BYTES, STORED_CHUNK_CHARS, STORED_OUTPUT_CHUNK_BYTES, splitText } from '../contracts/limits.ts';
 import type { ArtifactState, JobListFilter, JobState, JobView, StreamArtifact } from '../contracts/jobs.ts';
+import type { AuditEntry } from '../store/audit.ts';
 
 /** What the store needs from its host: the DO's `ctx.storage.sql` and `transactionSync`. */
 export interface SqlHost {
@@ -30,7 +31,8 @@ export interface NewJob {
   background: boolean;
   maxConcurrent: number;
   deadline: number;
-  auditId: number | null;
+  /** The call's audit row, written to D1 with the job's index row by the background copy (one D1 write per short job). */
+  audit: AuditEntry;
   now: number;
 }
 
@@ -61,8 +63,11 @@ export interface JobRow {
   exit: string | null;
   error_code: string | null;
   error_message: string | null;
+  /** D1 id of an audit row the Worker wrote itself (jobs recorded before the DO wrote them); else the row is found by its job id. */
   audit_id: number | null;
   synced: number;
+  /** 0 until the job's D1 index row and audit row exist (see `d1Record`). */
+  d1_created: number;
 }
 
 const SCHEMA = [
@@ -72,7 +77,8 @@ const SCHEMA = [
     background INTEGER NOT NULL, artifact_handle TEXT NOT NULL, state TEXT NOT NULL, agent TEXT, agent_subject TEXT,
     sandbox TEXT, created_at INTEGER NOT NULL, deadline INTEGER NOT NULL, started_at INTEGER, ended_at INTEGER,
     orphaned_at INTEGER, timeout_ms INTEGER NOT NULL, max_concurrent INTEGER NOT NULL, exit TEXT,
-    error_code TEXT, error_message TEXT, audit_id INTEGER, synced INTEGER NOT NULL DEFAULT 0)`,
+    error_code TEXT, error_message TEXT, audit_id INTEGER, synced INTEGER NOT NULL DEFAULT 0,
+    d1_created INTEGER NOT NULL DEFAULT 1)`,
   `CREATE INDEX IF NOT EXISTS jobs_state ON jobs (state, seq)`,
   `CREATE INDEX IF NOT EXISTS jobs_seq ON jobs (seq)`,
   `CREATE INDEX IF NOT EXISTS jobs_cancel ON jobs (cancel_key)`,
@@ -115,6 +121,7 @@ export class JobStore {
   constructor(host: SqlHost) {
     this.host = host;
     for (const s of SCHEMA) host.sql.exec(s);
+    addColumnOnce(host.sql, 'jobs', 'd1_created', 'INTEGER NOT NULL DEFAULT 1');
   }
 
   private get sql(): SqlStorage {
@@ -142,13 +149,15 @@ export class JobStore {
       const seq = (this.sql.exec<{ n: number }>(`SELECT COALESCE(MAX(seq), 0) + 1 AS n FROM jobs`).one().n);
       this.sql.exec(
         `INSERT INTO jobs (id, seq, tool, subject, token_id, cancel_key, runtime, sandbox_min, sel_agent, sel_labels, background,
-          artifact_handle, state, created_at, deadline, timeout_ms, max_concurrent, audit_id)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?)`,
+          artifact_handle, state, created_at, deadline, timeout_ms, max_concurrent, audit_id, d1_created)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, NULL, 0)`,
         j.spec.jobId, seq, j.tool, j.subject, j.tokenId, j.cancelKey, j.runtime ?? null, j.sandboxMinimum ?? null,
         j.selAgent ?? null, j.selLabels?.length ? JSON.stringify(j.selLabels) : null, j.background ? 1 : 0,
-        j.spec.artifactHandle, j.now, j.deadline, j.spec.timeoutMs, j.maxConcurrent, j.auditId,
+        j.spec.artifactHandle, j.now, j.deadline, j.spec.timeoutMs, j.maxConcurrent,
       );
-      this.putText(j.spec.jobId, 'spec', JSON.stringify(j.spec));
+      // A new job id has no blobs yet: no DELETE first.
+      this.insertText(j.spec.jobId, 'spec', JSON.stringify(j.spec));
+      this.insertText(j.spec.jobId, 'audit', JSON.stringify(j.audit));
     });
   }
 
@@ -442,17 +451,29 @@ export class JobStore {
     return { rows: page, next: more ? page[page.length - 1].seq : null };
   }
 
-  /** Terminal rows whose D1 index row / audit row has not been updated yet. */
+  /** Rows whose D1 index row / audit row is missing or behind (a queued job once, to create them). */
   unsynced(limit = 50): JobRow[] {
     return this.sql.exec<JobRow & Record<string, SqlStorageValue>>(
-      `SELECT * FROM jobs WHERE synced = 0 AND state NOT IN ('queued') ORDER BY seq LIMIT ?`, limit,
+      `SELECT * FROM jobs WHERE synced = 0 AND (state != 'queued' OR d1_created = 0) ORDER BY seq LIMIT ?`, limit,
     ).toArray();
   }
 
+  /** What D1 needs to create a job's rows: its spec and its call's audit entry (null once created, or for a job recorded by the Worker). */
+  d1Record(row: JobRow): { spec: JobSpec; audit: AuditEntry } | null {
+    if (row.d1_created) return null;
+    const parts = this.sql.exec<{ kind: string; data: string }>(
+      `SELECT kind, data FROM job_blobs WHERE job_id = ? AND kind IN ('spec', 'audit') ORDER BY kind, seq`, row.id,
+    ).toArray();
+    const text = (kind: string) => parts.filter((p) => p.kind === kind).map((p) => p.data).join('');
+    const spec = text('spec');
+    const audit = text('audit');
+    return spec && audit ? { spec: JSON.parse(spec) as JobSpec, audit: JSON.parse(audit) as AuditEntry } : null;
+  }
+
+  /** D1 took the row as of `state` (its creation included): synced unless it changed since the copy was taken. */
   markSynced(id: string, state: JobState): void {
-    // Only if nothing changed since the copy was taken.
     this.changed(id);
-    this.sql.exec(`UPDATE jobs SET synced = 1 WHERE id = ? AND state = ?`, id, state);
+    this.sql.exec(`UPDATE jobs SET d1_created = 1, synced = CASE WHEN state = ? THEN 1 ELSE synced END WHERE id = ?`, state, id);
   }
 
   /** Drops finished jobs older than `before` with everything stored for them. */
@@ -477,9 +498,28 @@ export class JobStore {
     });
   }
 
+  private insertText(id: string, kind: string, text: string): void {
+    splitText(text, STORED_CHUNK_CHARS).forEach((data, seq) => {
+      this.sql.exec(`INSERT INTO job_blobs (job_id, kind, seq, data) VALUES (?, ?, ?, ?)`, id, kind, seq, data);
+    });
+  }
+
   private getText(id: string, kind: string): string | null {
     const rows = this.sql.exec<{ data: string }>(`SELECT data FROM job_blobs WHERE job_id = ? AND kind = ? ORDER BY seq`, id, kind).toArray();
     return rows.length ? rows.map((r) => r.data).join('') : null;
+  }
+}
+
+/**
+ * Adds a column to a table an earlier version created without it (SQLite has no ADD COLUMN IF
+ * NOT EXISTS); existing rows take its default.
+ */
+function addColumnOnce(sql: SqlStorage, table: string, column: string, decl: string): void {
+  // Not pragma_table_info: the ALTER itself says whether the column is there, on every SQLite host.
+  try {
+    sql.exec(`ALTER TABLE ${table} ADD COLUMN ${column} ${decl}`);
+  } catch (e) {
+    if (!/duplicate column/i.test((e as Error).message)) throw e;
   }
 }
 

@@ -117,7 +117,8 @@ export class TeamDispatcher extends DurableObject<Env> {
     this.store.create({
       spec: req.spec, tool: req.tool, subject: req.subject, tokenId: req.tokenId, cancelKey: req.cancelKey, runtime: req.runtime,
       sandboxMinimum: req.sandboxMinimum, selAgent: req.agent, selLabels: req.labels, background: req.background,
-      maxConcurrent: req.maxConcurrentJobs, deadline: now + req.queueWaitMs, auditId: req.auditId, now,
+      maxConcurrent: req.maxConcurrentJobs, deadline: now + req.queueWaitMs, now,
+      audit: { ...req.audit, team, subject: req.subject, tokenId: req.tokenId, tool: req.tool, decision: 'allowed', jobId: req.spec.jobId, exitStatus: 'queued' },
     });
     if (queuedBefore >= req.maxQueueLength) {
       this.close(req.spec.jobId, 'refused', {
@@ -130,6 +131,8 @@ export class TeamDispatcher extends DurableObject<Env> {
       if (why && why !== 'no_agent') this.close(req.spec.jobId, 'refused', { error: await this.refusal(req.spec.jobId, why) });
       else await this.pump();
     }
+    // The job's D1 rows (index + audit) follow in the background: with its end if it ends soon.
+    this.syncSoon();
     return answerFor(this.store.get(req.spec.jobId)!);
   }
 
@@ -868,7 +871,7 @@ export class TeamDispatcher extends DurableObject<Env> {
         if (rows.length === 0) break;
         for (const row of rows) {
           try {
-            await syncJobToD1(this.env.DB, team, this.store.view(row), row.audit_id);
+            await syncJobToD1(this.env.DB, team, this.store.view(row), row.audit_id !== null ? { id: row.audit_id } : { jobId: row.id }, this.store.d1Record(row));
             this.store.markSynced(row.id, row.state);
           } catch (e) {
             console.error(`job bookkeeping failed for ${row.id}: ${(e as Error).message}; retried at the next alarm`);

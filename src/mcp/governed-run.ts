@@ -15,7 +15,6 @@ import { decide, type PolicyDecision, type PolicyRequest } from '../policy/engin
 import { teamPolicyOf } from '../policy/cache.ts';
 import { newArtifactHandle } from '../store/artifacts.ts';
 import { writeAudit } from '../store/audit.ts';
-import { failAudit, recordJobAndAudit } from '../store/jobs.ts';
 import { awaitJob, cancelByCall, errorCode, jobOutcome, jobStatus, submitAndFollow } from '../dispatch/client.ts';
 import { isSettled } from '../contracts/jobs.ts';
 import { callCancelKey, type ToolContext, type ToolExtra } from './context.ts';
@@ -65,11 +64,8 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
     cwd: r.policy.cwd,
     ...(r.parentJobId ? { parentJobId: r.parentJobId } : {}),
   };
-  /** Set once an audit row exists for this call; the finally below writes one if none does. */
+  /** Set once an audit row exists for this call (or the team's DO holds it); the finally below writes one if none does. */
   let audited = false;
-  let auditId: number | null = null;
-  /** Whether the team's DO took the job (from then on it completes the audit row). */
-  let submitted = false;
   let failure: string | null = null;
   let jobId = '';
   try {
@@ -131,22 +127,22 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
       ...(policy.sandbox.reuse ? { reuse: policy.sandbox.reuse } : {}),
       ...(eff.hardenGit && job.mode === 'argv' ? { hardenGit: true as const } : {}),
     };
-    // One round trip: the job's index row and the call's audit row are written together.
-    auditId = await recordJobAndAudit(env.DB, { team: principal.team, spec, tool: r.tool, subject: principal.subject, at: started }, {
-      ...auditBase, decision: 'allowed', reason: [approval ? `ask: ${approval.note}` : decision.reason, ...decision.notes].filter(Boolean).join('; '),
-      jobId: spec.jobId, exitStatus: 'queued', ...(approval ? { approvalId: approval.id } : {}),
-    });
-    audited = true;
-    stamp(env, 'edge.recorded');
+    // No D1 write here: the team's DO keeps the call's audit row with the job (durably, in the
+    // same transaction) and writes both D1 rows in the background, with the job's end if it is short.
     const key = callCancelKey(ctx, extra);
     const { answer, events } = await submitAndFollow(env, principal.team, {
       spec, cancelKey: key, runtime: r.job.runtime, tool: r.tool, subject: principal.subject,
       tokenId: principal.tokenId, maxConcurrentJobs: policy.limits.maxConcurrentJobs, queueWaitMs: policy.limits.queueWaitMs,
       maxQueueLength: policy.queue.maxLength, sandboxMinimum: policy.sandbox.minimum === 'none' ? undefined : policy.sandbox.minimum,
       // A job that may become a task is followed by polling its durable row, not by an event stream.
-      agent: r.selector?.agent, labels: r.selector?.labels, background: r.background === true || r.task !== undefined, auditId,
+      agent: r.selector?.agent, labels: r.selector?.labels, background: r.background === true || r.task !== undefined,
+      audit: {
+        at: started, command: auditBase.command, cwd: auditBase.cwd, ...(r.parentJobId ? { parentJobId: r.parentJobId } : {}),
+        reason: [approval ? `ask: ${approval.note}` : decision.reason, ...decision.notes].filter(Boolean).join('; '),
+        ...(approval ? { approvalId: approval.id } : {}),
+      },
     });
-    submitted = true;
+    audited = true;
     if (!answer.ok) return { kind: 'error', error: { code: errorCode(answer.code), message: answer.message }, decision, jobId, handle: spec.artifactHandle };
     if (r.background) return { kind: 'accepted', state: answer.state, decision, jobId, handle: spec.artifactHandle, agentId: answer.agentId };
     if (r.task) {
@@ -169,11 +165,10 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
     failure = e instanceof Error ? e.message : String(e);
     return { kind: 'error', error: { code: 'internal', message: `the call failed before the job's end was known: ${failure}` }, decision: null, jobId, handle: '' };
   } finally {
-    // Exactly one row: none yet → write it; written but the DO never took the job → complete it here.
+    // Exactly one row: none yet → write it. If the DO did take the job and only its answer was
+    // lost, its own copy of the row finds this one (same job id) and completes it.
     if (!audited) {
       await writeAudit(env.DB, { ...auditBase, decision: 'failed', reason: `internal: ${failure ?? 'no decision'}`, jobId: jobId || undefined, durationMs: Date.now() - started }).catch(() => {});
-    } else if (!submitted && auditId !== null) {
-      await failAudit(env.DB, principal.team, auditId, `dispatch failed: ${failure ?? 'unknown'}`).catch(() => {});
     }
   }
 }

@@ -13,8 +13,7 @@ export const TRACE_STEPS = [
   'edge.rate_limited', // the per-token and per-team limits
   'edge.decided', // policy from the isolate's cache, decision
   'edge.audited', // policy_check: its audit row written
-  'edge.recorded', // execute: job row + audit row written (one D1 batch)
-  'do.submitted', // the team's DO took the submit+follow call
+  'do.submitted', // the team's DO took the submit+follow call (it writes the job's D1 rows later)
   'do.job_start_sent', // job.start written to the agent's WebSocket
   'agent.job_start', // the agent read it
   'agent.exit_ready', // the job's process ended and its exit is built

@@ -60,12 +60,12 @@ export const SCRIPT_END_SUBREQUESTS = 2 * 3 + 1 + 2;
 export const REFUSAL_AUDIT_SUBREQUESTS = 1;
 /**
  * One subprocess, besides one fetch per remote OPA evaluator: the team policy read (D1, on a
- * cache miss), then either its denial's audit row (D1) or its job + audit rows (one D1 batch) and
- * the submit-and-follow call to the team's DO, plus completing the audit row (D1) if the DO call
- * fails. Not counted: the status polls that follow a job when the DO's event stream breaks
+ * cache miss), then either its denial's audit row (D1) or the submit-and-follow call to the team's
+ * DO (which writes the job's and the audit's D1 rows itself, in its own requests), plus a `failed`
+ * audit row (D1) if the DO call fails. Not counted: the status polls that follow a job when the DO's event stream breaks
  * (a DO restart mid-job), a path too rare to hold back for on every subprocess.
  */
-export const SUBPROCESS_BASE_SUBREQUESTS = 4;
+export const SUBPROCESS_BASE_SUBREQUESTS = 3;
 /** queryOutput: the artifact's index rows (D1) and one R2 read per stream. */
 export const QUERY_OUTPUT_SUBREQUESTS = 3;
 

@@ -4,6 +4,8 @@
  * and queries are always keyed by team, newest first, with an opaque id cursor.
  */
 export interface AuditEntry {
+  /** When the call was made (ms); now when absent. A job's row reaches D1 after the call (the team's DO writes it). */
+  at?: number;
   team: string;
   subject: string;
   tokenId?: string;
@@ -27,16 +29,21 @@ export interface AuditEntry {
 export const AUDIT_DECISIONS = ['allowed', 'denied', 'failed', 'asked'] as const;
 export const AUDIT_TOOLS = ['execute', 'runtime_execute', 'query_output', 'policy_check', 'list_runtimes', 'run_script', 'job_status', 'job_output', 'job_kill', 'job_list', 'admin.policy_set', 'admin.token_create', 'admin.token_revoke', 'admin.job_kill', 'admin.approval_approve', 'admin.approval_deny', 'approval.elicitation'] as const;
 
-/** The INSERT of one audit row, to run alone or in a batch with other writes of the same call. */
+/**
+ * The INSERT of one audit row, to run alone or in a batch with other writes of the same call.
+ * A job's row exists once (migrations/0008): inserting it again (a retried copy from the team's
+ * DO, or the Worker's own `failed` row for a dispatch whose answer was lost) changes nothing.
+ */
 export function auditInsert(db: D1Database, e: AuditEntry): D1PreparedStatement {
   const command = e.command === undefined ? null : JSON.stringify(redact(e.command));
   return db
     .prepare(
       `INSERT INTO audit (at, team, subject, token_id, tool, command, cwd, decision, reason, job_id, exit_status, duration_ms, bytes, parent_job_id, approval_id)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT DO NOTHING`,
     )
     .bind(
-      Date.now(), e.team, e.subject, e.tokenId ?? null, e.tool,
+      e.at ?? Date.now(), e.team, e.subject, e.tokenId ?? null, e.tool,
       command, e.cwd ?? null, e.decision, e.reason === undefined ? null : redactString(e.reason),
       e.jobId ?? null, e.exitStatus ?? null, e.durationMs ?? null, e.bytes ?? null, e.parentJobId ?? null, e.approvalId ?? null,
     );

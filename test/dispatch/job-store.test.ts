@@ -51,7 +51,8 @@ const spec = (id: string, extra: Partial<JobSpec> = {}): JobSpec => ({
 });
 const newJob = (store: JobStore, id: string, extra: Partial<JobSpec> = {}) => store.create({
   spec: spec(id, extra), tool: 'execute', subject: 'alice', tokenId: 't1', cancelKey: `k-${id}`, background: false,
-  maxConcurrent: 4, deadline: 10_000, auditId: null, now: 1,
+  maxConcurrent: 4, deadline: 10_000, now: 1,
+  audit: { team: 'acme', subject: 'alice', tool: 'execute', decision: 'allowed', reason: 'rule r1', jobId: id, exitStatus: 'queued', at: 1 },
 });
 const exitOf = (id: string, stdout: string, extra: Partial<JobExit> = {}): JobExit => ({
   type: 'job.exit', jobId: id, state: 'exited', exitCode: 0, signal: null, timedOut: false, durationMs: 5, stdout, stderr: '',
@@ -115,6 +116,57 @@ describe('job store', () => {
     h.db.prepare(`UPDATE jobs SET state = 'exited', ended_at = 3, exit = ? WHERE id = 'old'`).run(JSON.stringify({ ...exitOf('old', ''), stdout: '', stderr: '' }));
     h.db.prepare(`INSERT INTO job_blobs (job_id, kind, seq, data) VALUES ('old', 'stdout', 0, 'from a chunk\n')`).run();
     expect(new JobStore(h).result('old')?.stdout).toBe('from a chunk\n');
+  });
+
+  it("keeps the call's audit entry with a new job until D1 has both rows, and copies a queued job once", () => {
+    const h = sqlHost();
+    const store = new JobStore(h);
+    newJob(store, 'q');
+    // Queued and not in D1 yet: the background copy must pick it up, with its spec and audit entry.
+    expect(store.unsynced().map((r) => r.id)).toEqual(['q']);
+    const rec = store.d1Record(store.get('q')!);
+    expect(rec?.spec.jobId).toBe('q');
+    expect(rec?.audit).toMatchObject({ team: 'acme', jobId: 'q', decision: 'allowed', exitStatus: 'queued', reason: 'rule r1', at: 1 });
+    store.markSynced('q', 'queued');
+    // Created: a queued job is not copied again, and no record is offered twice.
+    expect(store.unsynced()).toEqual([]);
+    expect(store.d1Record(store.get('q')!)).toBeNull();
+    // Its start and end are copied as before.
+    store.assign('q', agentA, 2);
+    expect(store.unsynced().map((r) => r.id)).toEqual(['q']);
+  });
+
+  it('marks the D1 rows created even when the job moved on while they were copied, and copies its new state later', () => {
+    const h = sqlHost();
+    const store = new JobStore(h);
+    newJob(store, 's');
+    const copied = store.get('s')!; // the copy is taken while queued…
+    store.assign('s', agentA, 2); // …and the job starts before D1 answered
+    store.markSynced('s', copied.state);
+    const row = store.get('s')!;
+    expect(row.d1_created).toBe(1);
+    expect(row.synced).toBe(0);
+    expect(store.unsynced().map((r) => r.id)).toEqual(['s']);
+    expect(store.d1Record(row)).toBeNull();
+  });
+
+  it('treats jobs stored before the DO wrote D1 rows as created (the Worker wrote them), after adding the column once', () => {
+    const h = sqlHost();
+    // The table as an earlier version created it: no d1_created column.
+    h.db.exec(`CREATE TABLE jobs (
+      id TEXT PRIMARY KEY, seq INTEGER NOT NULL, tool TEXT NOT NULL, subject TEXT NOT NULL, token_id TEXT NOT NULL,
+      cancel_key TEXT NOT NULL, runtime TEXT, sandbox_min TEXT, sel_agent TEXT, sel_labels TEXT,
+      background INTEGER NOT NULL, artifact_handle TEXT NOT NULL, state TEXT NOT NULL, agent TEXT, agent_subject TEXT,
+      sandbox TEXT, created_at INTEGER NOT NULL, deadline INTEGER NOT NULL, started_at INTEGER, ended_at INTEGER,
+      orphaned_at INTEGER, timeout_ms INTEGER NOT NULL, max_concurrent INTEGER NOT NULL, exit TEXT,
+      error_code TEXT, error_message TEXT, audit_id INTEGER, synced INTEGER NOT NULL DEFAULT 0)`);
+    h.db.exec(`INSERT INTO jobs (id, seq, tool, subject, token_id, cancel_key, background, artifact_handle, state, created_at, deadline,
+      timeout_ms, max_concurrent, audit_id) VALUES ('old', 1, 'execute', 'alice', 't1', 'k', 0, 'art_old', 'queued', 1, 10000, 1000, 4, 42)`);
+    const store = new JobStore(h);
+    expect(store.get('old')).toMatchObject({ d1_created: 1, audit_id: 42 });
+    expect(store.unsynced()).toEqual([]);
+    // A second start over the same storage (the column is there now) is fine.
+    expect(() => new JobStore(h)).not.toThrow();
   });
 
   it('never answers from a row it read before a write to it, nor from one a failed transaction wrote', () => {

@@ -107,6 +107,8 @@ maybe('durable dispatch', () => {
   beforeAll(async () => {
     gw = await startGateway();
     for (const team of ['dur', 'other', 'rev']) await gw.putPolicy(team, POLICY);
+    // Its job waits for an agent across a gateway restart: the longest queue wait allowed.
+    await gw.putPolicy('nosync', { ...POLICY, limits: { ...POLICY.limits, queueWaitMs: 60_000 } });
     for (const team of ['floor', 'floor2']) await gw.putPolicy(team, { ...POLICY, sandbox: { minimum: 'gvisor' } });
     await gw.putPolicy('k9', { ...POLICY, limits: { ...POLICY.limits, maxConcurrentJobs: 1 }, queue: { maxLength: 1 } });
     // Every agent the file needs, started together: one at a time takes minutes on a loaded machine.
@@ -358,7 +360,7 @@ maybe('durable dispatch', () => {
     expect(refused.some((j) => (j.error as S | null)?.code === 'queue_full')).toBe(true);
   }, 120_000);
 
-  it('a gateway restart mid-job loses nothing: the job completes, its result and a 10 MiB inline output read back, recorded once', async () => {
+  it('a gateway restart mid-job loses nothing: the job completes, its result and a 10 MiB inline output read back, recorded once; a job accepted just before the restart, whose D1 rows were not written yet, gets them afterwards', async () => {
     const c = await mcp('dur');
     // 10 MiB of inline output: stored in the DO in chunks below the 2 MB row limit.
     const big = await call(c, 'execute', { command: `head -c ${TEN_MIB} /dev/zero | tr '\\0' x` }, 120_000);
@@ -369,7 +371,20 @@ maybe('durable dispatch', () => {
     const bg = await call(c, 'execute', { command: 'sleep 10; echo finished', background: true });
     const jobId = bg.s.job_id as string;
     await until(async () => (await call(c, 'job_status', { job_id: jobId })).s.state === 'running', 20_000, 'job running');
+    // Team `nosync` has no agent: its job waits in the queue. The DO holds the call's audit row and
+    // writes it (and the job's index row) to D1 250 ms after the submit; the restart comes first.
+    const nosync = await call(await mcp('nosync'), 'execute', { command: 'echo accepted before the restart', background: true });
+    const nosyncId = nosync.s.job_id as string;
+    const auditOf = async (team: string, id: string) => ((await admin(team, 'GET', '/audit?tool=execute&limit=200')).body.entries as S[]).filter((e) => e.jobId === id);
+    if ((await auditOf('nosync', nosyncId)).length > 0) console.warn('durable.test.ts: the background D1 copy ran before the restart; the lost-copy path was not exercised this run');
     await gw.restart();
+    // The queued job's audit row reaches D1 from the restarted object (its alarm retries the copy) while the job still waits.
+    const queuedRow = await until(async () => {
+      const rows = await auditOf('nosync', nosyncId);
+      return rows.length === 1 ? rows : null;
+    }, 20_000, 'the queued job\'s audit row to reach D1 after the restart');
+    expect(queuedRow[0]).toMatchObject({ decision: 'allowed', exitStatus: 'queued' });
+    const nosyncAgent = agentFor('nosync', { id: 'nosync-bw', sandbox: 'bwrap' });
 
     const c2 = await mcp('dur');
     const end = await call(c2, 'job_status', { job_id: jobId, wait_ms: 60_000 });
@@ -389,5 +404,14 @@ maybe('durable dispatch', () => {
     const stdout = (stored.body.result as S).stdout as string;
     expect(stdout.length).toBe(TEN_MIB);
     expect(/^x+$/.test(stdout)).toBe(true);
-  }, 240_000);
+
+    await nosyncAgent;
+    const ran = await call(await mcp('nosync'), 'job_status', { job_id: nosyncId, wait_ms: 60_000 });
+    expect(ran.s).toMatchObject({ state: 'exited', exit_code: 0, agent_id: 'nosync-bw' });
+    const done = await until(async () => {
+      const rows = await auditOf('nosync', nosyncId);
+      return rows.length === 1 && rows[0].exitStatus === 'exit 0' ? rows : null;
+    }, 20_000, 'the queued job\'s audit row to be completed, once');
+    expect(done[0].reason).toMatch(/agent nosync-bw \(bwrap\)/);
+  }, 300_000);
 });

@@ -39,7 +39,7 @@ afterAll(async () => {
 describe('subrequests per request (Workers Free: 50)', () => {
   it('caps a script\'s subprocesses below the plan\'s limit and says which limit, which plan and how many ran', async () => {
     const cap = effectiveSubprocessCap('free', 1000, 0);
-    expect(cap).toBe(8);
+    expect(cap).toBe(11);
     const r = await client.callTool({
       name: 'run_script',
       arguments: { code: 'const out = []; for (let i = 0; i < 20; i++) { try { await gatehouse.exec("true", []); out.push("ran"); } catch (e) { out.push(e.message); } } return out;' },
@@ -50,7 +50,7 @@ describe('subrequests per request (Workers Free: 50)', () => {
     expect(s.result.slice(0, cap).every((x) => x === 'ran')).toBe(true);
     const message =
       'subprocess: limit reached — Cloudflare allows 50 subrequests per request on the Workers Free plan (GATEHOUSE_WORKERS_PLAN = "free"); ' +
-      `each subprocess costs up to 4 (D1, Durable Object) and this script's output and audit need their share, so it may start at most ${cap} subprocesses in one request (script.subprocess.maxCount allows more); it has started ${cap}`;
+      `each subprocess costs up to 3 (D1, Durable Object) and this script's output and audit need their share, so it may start at most ${cap} subprocesses in one request (script.subprocess.maxCount allows more); it has started ${cap}`;
     // Every later attempt is refused with the same message: never a platform exception mid-script.
     expect(s.result.slice(cap)).toEqual(Array(20 - cap).fill(message));
     expect(s.subprocesses).toMatchObject({ count: cap, cap });

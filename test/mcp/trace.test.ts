@@ -17,8 +17,8 @@ describe('hot-path trace (bench only)', () => {
     const lines: string[] = [];
     vi.spyOn(console, 'warn').mockImplementation((l: string) => void lines.push(l));
     const env = { HOTPATH_TRACE: '1' };
-    stamp(env, 'edge.recorded');
-    expect(lines[0]).toMatch(new RegExp(`^${TRACE_PREFIX} edge\\.recorded \\d{13}$`));
+    stamp(env, 'edge.decided');
+    expect(lines[0]).toMatch(new RegExp(`^${TRACE_PREFIX} edge\\.decided \\d{13}$`));
     const res = stampBodyEnd(env, new Response('event: message\ndata: {}\n\n', { status: 200, headers: { 'content-type': 'text/event-stream' } }));
     expect(res.headers.get('content-type')).toBe('text/event-stream');
     expect(lines.some((l) => l.includes('edge.response_end'))).toBe(false);

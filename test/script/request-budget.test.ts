@@ -28,11 +28,11 @@ describe('Workers plan setting', () => {
 describe('subprocess cap', () => {
   it('is min(policy cap, floor((limit - fixed) / per-subprocess cost))', () => {
     expect(FIXED).toBe(16);
-    expect(SUBPROCESS_BASE_SUBREQUESTS).toBe(4);
-    expect(effectiveSubprocessCap('free', 1000, 0)).toBe(Math.floor((50 - 16) / 4)); // 8
+    expect(SUBPROCESS_BASE_SUBREQUESTS).toBe(3);
+    expect(effectiveSubprocessCap('free', 1000, 0)).toBe(Math.floor((50 - 16) / 3)); // 11
     expect(effectiveSubprocessCap('free', 3, 0)).toBe(3);
     // Each remote OPA evaluator is one more fetch per subprocess.
-    expect(effectiveSubprocessCap('free', 1000, 2)).toBe(Math.floor(34 / 6));
+    expect(effectiveSubprocessCap('free', 1000, 2)).toBe(Math.floor(34 / 5));
     // On Paid the policy's largest cap (1000) is honoured even with a few OPA evaluators.
     expect(effectiveSubprocessCap('paid', 1000, 5)).toBe(1000);
   });
@@ -48,10 +48,10 @@ describe('subprocess cap', () => {
       refusal = slot.beforeSubprocess(started);
       if (!refusal) started += 1;
     }
-    expect(started).toBe(8);
+    expect(started).toBe(11);
     expect(refusal).toBe(
       'subprocess: limit reached — Cloudflare allows 50 subrequests per request on the Workers Free plan (GATEHOUSE_WORKERS_PLAN = "free"); ' +
-      'each subprocess costs up to 4 (D1, Durable Object) and this script\'s output and audit need their share, so it may start at most 8 subprocesses in one request (script.subprocess.maxCount allows more); it has started 8',
+      'each subprocess costs up to 3 (D1, Durable Object) and this script\'s output and audit need their share, so it may start at most 11 subprocesses in one request (script.subprocess.maxCount allows more); it has started 11',
     );
     // The first refusal is audited from the reserve; later ones only while there is room.
     let audited = 0;
@@ -95,7 +95,7 @@ describe('one request, several scripts (a JSON-RPC batch)', () => {
     if (!a.ok) throw new Error(a.message);
     let ran = 0;
     while (!a.slot.beforeSubprocess(ran)) ran += 1;
-    expect(ran).toBe(8);
+    expect(ran).toBe(11);
     const b = ledger.openScript(1000, 0);
     expect(b.ok).toBe(false);
     if (!b.ok) expect(b.message).toMatch(/^Error: subrequest limit: Cloudflare allows 50 subrequests per request on the Workers Free plan \(GATEHOUSE_WORKERS_PLAN = "free"\); this request has \d+ left/);

@@ -21,7 +21,7 @@ function exitOf(jobId: string): JobExit {
 }
 
 /** An Env whose every platform call is counted; the team's stored policy is `doc`. */
-function countingEnv(doc: unknown) {
+function countingEnv(doc: unknown, o: { failSubmit?: boolean } = {}) {
   const calls: string[] = [];
   const stmt = (sql: string): unknown => ({
     bind: () => stmt(sql),
@@ -41,6 +41,7 @@ function countingEnv(doc: unknown) {
     get: (_t, method: string) => async (_team: string, req: { spec: { jobId: string } }) => {
       calls.push(`do.${method}`);
       if (method !== 'submitAndFollow') return null;
+      if (o.failSubmit) throw new Error('Durable Object reset because its code was updated');
       const line = JSON.stringify({ type: 'exit', exit: exitOf(req.spec.jobId), agentId: 'a1', sandbox: 'bwrap' }) + '\n';
       return {
         answer: { ok: true, jobId: req.spec.jobId, state: 'running', agentId: 'a1' },
@@ -72,12 +73,21 @@ const withScript = (extra: Record<string, unknown> = {}) => PolicyDocument.parse
 afterEach(() => vi.unstubAllGlobals());
 
 describe('subrequests of one subprocess', () => {
-  it('an allowed subprocess: policy read, job + audit rows in one batch, one DO call — within the budget', async () => {
+  it('an allowed subprocess: policy read and one DO call (the DO writes the job and audit rows) — within the budget', async () => {
     const doc = withScript();
     const { env, calls } = countingEnv(doc);
     const r = await runSubprocess(context(doc, env), { op: 'gatehouse_exec', command: 'true', args: [] });
     expect(r.ok).toBe(true);
-    expect(calls.map((c) => c.split(' ')[0])).toEqual(['d1.first', 'd1.batch(2)', 'do.submitAndFollow']);
+    expect(calls.map((c) => c.split(' ')[0])).toEqual(['d1.first', 'do.submitAndFollow']);
+    expect(calls.length).toBeLessThanOrEqual(SUBPROCESS_BASE_SUBREQUESTS);
+  });
+
+  it('a subprocess whose DO call fails: policy read, the DO call and its `failed` audit row — within the budget', async () => {
+    const doc = withScript();
+    const { env, calls } = countingEnv(doc, { failSubmit: true });
+    const r = await runSubprocess(context(doc, env), { op: 'gatehouse_exec', command: 'true', args: [] });
+    expect(r.ok).toBe(false);
+    expect(calls.map((c) => c.split(' ')[0])).toEqual(['d1.first', 'do.submitAndFollow', 'd1.run']);
     expect(calls.length).toBeLessThanOrEqual(SUBPROCESS_BASE_SUBREQUESTS);
   });
 

@@ -118,3 +118,59 @@ describe('artifact store in workerd', () => {
     expect(await get('/r2', { key: 't/tc/a/art_new/stdout' })).toEqual({ exists: true });
   });
 });
+
+describe("a job's D1 rows, written by the team's DO in the background (real D1 SQL)", () => {
+  const post = async (path: string, body: unknown) => {
+    const r = await fetch(`${url}${path}`, { method: 'POST', body: JSON.stringify(body), headers: { 'Content-Type': 'application/json' } });
+    if (!r.ok) throw new Error(`${path}: ${r.status} ${await r.text()}`);
+    return r.json();
+  };
+  const spec = (id: string) => ({
+    jobId: id, artifactHandle: `art_${id}`, mode: 'argv', command: 'echo', args: ['hi'], cwd: '', env: { API_TOKEN: 'sekrit' }, timeoutMs: 1000,
+    limits: { inlineBytes: 1000, artifactBytes: 1000 },
+  });
+  const view = (id: string, o: Record<string, unknown> = {}) => ({
+    job_id: id, state: 'exited', tool: 'execute', subject: 'alice', background: false, agent_id: 'a1', sandbox: 'gvisor', created_at: T0,
+    started_at: T0 + 1, ended_at: T0 + 9, exit_code: 0, signal: null, timed_out: false, duration_ms: 8, error: null, artifact_handle: `art_${id}`,
+    artifact_state: 'none', artifacts: { stdout: { state: 'none', bytes: 0 }, stderr: { state: 'none', bytes: 0 } }, stdout_bytes: 3, stderr_bytes: 0, ...o,
+  });
+  const audit = (id: string) => ({
+    at: T0 - 5, team: 'tj', subject: 'alice', tokenId: 'tok1', tool: 'execute', decision: 'allowed', reason: 'rule r1', jobId: id,
+    exitStatus: 'queued', command: { mode: 'argv', command: 'echo', args: ['--password', 'hunter2'] },
+  });
+  type Rows = { audit: Array<Record<string, unknown>>; jobs: Array<Record<string, unknown>> };
+
+  it('creates and completes both rows in one batch, and a retried copy (its answer lost) adds nothing', async () => {
+    const sync = { team: 'tj', view: view('j1'), ref: { jobId: 'j1' }, create: { spec: spec('j1'), audit: audit('j1') } };
+    await post('/job-sync', sync);
+    await post('/job-sync', sync);
+    const d1 = (await get('/d1', { team: 'tj', job: 'j1' })) as Rows;
+    expect(d1.jobs).toHaveLength(1);
+    expect(d1.jobs[0]).toMatchObject({ state: 'exited', exit_code: 0, tool: 'execute', subject: 'alice' });
+    // Env names only, never values; secrets in the argv redacted in the audit row.
+    expect(d1.jobs[0].spec).not.toContain('sekrit');
+    expect(d1.audit).toHaveLength(1);
+    expect(d1.audit[0]).toMatchObject({ decision: 'allowed', exit_status: 'exit 0', at: T0 - 5 });
+    expect(String(d1.audit[0].reason)).toMatch(/^rule r1; agent a1 \(gvisor\)/);
+  });
+
+  it("completes the Worker's own `failed` row when the DO did take the job and only its answer was lost", async () => {
+    await post('/audit-write', { ...audit('j2'), decision: 'failed', reason: 'internal: the DO call failed', exitStatus: undefined });
+    await post('/job-sync', { team: 'tj', view: view('j2'), ref: { jobId: 'j2' }, create: { spec: spec('j2'), audit: audit('j2') } });
+    const d1 = (await get('/d1', { team: 'tj', job: 'j2' })) as Rows;
+    expect(d1.audit).toHaveLength(1);
+    expect(d1.audit[0]).toMatchObject({ decision: 'allowed', exit_status: 'exit 0' });
+    expect(d1.jobs).toHaveLength(1);
+  });
+
+  it('keeps other rows that name the job (job_status, admin kill) beside its own, and another team’s job of the same id apart', async () => {
+    await post('/job-sync', { team: 'tj', view: view('j3', { state: 'running', ended_at: null, exit_code: null, duration_ms: null }), ref: { jobId: 'j3' }, create: { spec: spec('j3'), audit: audit('j3') } });
+    await post('/audit-write', { team: 'tj', subject: 'alice', tool: 'job_status', decision: 'allowed', jobId: 'j3' });
+    await post('/audit-write', { team: 'tj', subject: 'root', tool: 'admin.job_kill', decision: 'allowed', jobId: 'j3' });
+    await post('/job-sync', { team: 'other', view: view('j3'), ref: { jobId: 'j3' }, create: { spec: spec('j3'), audit: { ...audit('j3'), team: 'other' } } });
+    await post('/job-sync', { team: 'tj', view: view('j3', { exit_code: 3 }), ref: { jobId: 'j3' }, create: null });
+    const d1 = (await get('/d1', { team: 'tj', job: 'j3' })) as Rows;
+    expect(d1.audit.map((r) => [r.tool, r.exit_status])).toEqual([['execute', 'exit 3'], ['job_status', null], ['admin.job_kill', null]]);
+    expect(((await get('/d1', { team: 'other', job: 'j3' })) as Rows).audit.map((r) => r.exit_status)).toEqual(['exit 0']);
+  });
+});

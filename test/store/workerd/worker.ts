@@ -1,11 +1,13 @@
 /**
- * Test-only Worker: exposes the artifact store's functions over HTTP so Node tests can drive
- * them inside workerd. Never deployed.
+ * Test-only Worker: exposes the artifact store's functions (and the job/audit rows' D1 writes)
+ * over HTTP so Node tests can drive them inside workerd. Never deployed.
  */
 import type { Env } from '../../../src/env.ts';
 import { cleanupExpiredArtifacts, getArtifactRows, putArtifact, readTail } from '../../../src/store/artifacts.ts';
 import { queryOutput } from '../../../src/mcp/query-output.ts';
 import { StreamName } from '../../../src/contracts/agent-protocol.ts';
+import { syncJobToD1 } from '../../../src/store/jobs.ts';
+import { writeAudit } from '../../../src/store/audit.ts';
 
 export default {
   async fetch(req: Request, env: Env): Promise<Response> {
@@ -32,6 +34,21 @@ export default {
         return Response.json(await queryOutput(env, p('team'), await req.json(), now));
       case '/cleanup':
         return Response.json(await cleanupExpiredArtifacts(env, Number(p('now'))));
+      case '/job-sync': {
+        // The team DO's background copy of one job (src/dispatch/team-dispatcher.ts `sync`).
+        type Sync = Parameters<typeof syncJobToD1>;
+        const b = await req.json() as { team: Sync[1]; view: Sync[2]; ref: Sync[3]; create: Sync[4] };
+        await syncJobToD1(env.DB, b.team, b.view, b.ref, b.create);
+        return Response.json({ ok: true });
+      }
+      case '/audit-write':
+        return Response.json({ id: await writeAudit(env.DB, await req.json()) });
+      case '/d1':
+        // Both D1 rows of a job, as admins and the dashboard read them.
+        return Response.json({
+          audit: (await env.DB.prepare(`SELECT tool, decision, reason, job_id, exit_status, at FROM audit WHERE team = ? AND job_id = ? ORDER BY id`).bind(p('team'), p('job')).all()).results,
+          jobs: (await env.DB.prepare(`SELECT id, state, tool, subject, spec, exit_code FROM jobs WHERE team = ? AND id = ?`).bind(p('team'), p('job')).all()).results,
+        });
       case '/r2':
         return Response.json({ exists: (await env.ARTIFACTS.head(p('key'))) !== null });
     }
