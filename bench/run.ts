@@ -123,7 +123,7 @@ async function main() {
     const hp = await benchHotPath(none, quick ? 15 : 50);
     row('  tools/list (auth + MCP server, no storage; wall time includes the client)', f(p50(hp.toolsList)), f(pct(hp.toolsList, 99)), '');
     row('  policy_check (auth+policy version query, policy cache, audit row)', f(p50(hp.policyCheck)), f(pct(hp.policyCheck, 99)), '');
-    row('  execute true (+ job/audit batch, DO submit+follow, agent)', f(p50(hp.execute)), f(pct(hp.execute, 99)), `+${f(p50(hp.execute) - bareP50)} over bare spawn (target ≤ +10 ms)`);
+    row('  execute true (+ DO submit+follow, agent)', f(p50(hp.execute)), f(pct(hp.execute, 99)), `+${f(p50(hp.execute) - bareP50)} over bare spawn (target ≤ +10 ms)`);
     const port = Number(new URL(gw.url).port);
     const nCpu = quick ? 20 : 100;
     const cpu = await cpuPerCall(nCpu, () => timeCalls(none, 1, { command: 'true', args: [] }), port, noneAgent.proc.pid);

@@ -66,7 +66,7 @@ export class Floor extends DurableObject<FloorEnv> {
     return 1;
   }
 
-  /** An execute call's DO part: record, send to the agent, take its exit, ack, copy to D1, answer as a stream. */
+  /** An execute call's DO part: record, send to the agent, take its exit, ack, answer as a stream, copy to D1 (rows created and completed). */
   path(id: string): ReadableStream<Uint8Array> {
     this.ctx.storage.sql.exec('INSERT INTO jobs (id, spec, state) VALUES (?, ?, ?)', id, '{"command":"true"}', 'queued');
     const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
@@ -78,7 +78,10 @@ export class Floor extends DurableObject<FloorEnv> {
       this.ctx.getWebSockets()[0]?.send(JSON.stringify({ type: 'job.ack', jobId: id }));
       await w.write(enc.encode(JSON.stringify({ type: 'exit', jobId: id, exitCode: 0 }) + '\n'));
       await w.close();
+      // The background copy: the job's and the audit's rows created and completed in one batch.
       this.ctx.waitUntil(this.env.DB.batch([
+        this.env.DB.prepare('INSERT INTO jobs (id, spec, state) VALUES (?, ?, ?)').bind(id, '{}', 'queued'),
+        this.env.DB.prepare('INSERT INTO audit (job, note) VALUES (?, ?)').bind(id, 'queued'),
         this.env.DB.prepare('UPDATE jobs SET state = ? WHERE id = ?').bind('exited', id),
         this.env.DB.prepare('UPDATE audit SET note = ? WHERE job = ?').bind('exit 0', id),
       ]));
@@ -126,14 +129,11 @@ export default {
       case '/op/ws-roundtrip':
         return new Response(String(await stub(env).ws(id)));
       case '/op/path': {
-        // The order of an `execute` call: revocation/policy query, two rate limits, job+audit batch, DO submit+follow.
+        // The order of an `execute` call: revocation/policy query, two rate limits, DO submit+follow
+        // (the job and audit rows go to D1 from the DO, in the background: see `path`).
         await env.DB.prepare('SELECT count(*) AS n FROM jobs WHERE id = ?').bind(id).first();
         await env.RL_A.limit({ key: 'token' });
         await env.RL_B.limit({ key: 'team' });
-        await env.DB.batch([
-          env.DB.prepare('INSERT INTO jobs (id, spec, state) VALUES (?, ?, ?)').bind(id, '{}', 'queued'),
-          env.DB.prepare('INSERT INTO audit (job, note) VALUES (?, ?)').bind(id, 'queued'),
-        ]);
         const events = await stub(env).path(id);
         return new Response(await new Response(events).text());
       }
