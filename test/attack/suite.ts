@@ -438,6 +438,7 @@ export function attackSuite(kind: 'gvisor' | 'bwrap', o: { reuse?: SandboxReuse 
       expect(existsSync(tick), 'the job started').toBe(true);
       process.kill(agent.pid!, 'SIGSTOP');
       let stoppedMs = 0; // when the job stopped ticking, from its start
+      let continued = 0; // when the agent was let run again
       try {
         // Deadline: timeout + the agent's grace (500 ms) + the watchdog's margin (2 s); then some slack.
         await new Promise((r) => setTimeout(r, 1000 + 500 + 2000 + 3000));
@@ -449,6 +450,7 @@ export function attackSuite(kind: 'gvisor' | 'bwrap', o: { reuse?: SandboxReuse 
         if (kind === 'bwrap') expect(leftovers(['1000.7201'])).toEqual([]);
       } finally {
         process.kill(agent.pid!, 'SIGCONT');
+        continued = Date.now();
       }
       const m = await edge.next((x) => x.type === 'job.exit' && x.jobId === jobId, 30_000);
       edge.send({ type: 'job.ack', jobId });
@@ -459,10 +461,13 @@ export function attackSuite(kind: 'gvisor' | 'bwrap', o: { reuse?: SandboxReuse 
       expect(agentLog).toMatch(said);
       rows.push({ attack: 'agent blocked (SIGSTOP) during a job with a 1 s timeout', outcome: 'timed_out (killed by the watchdog; time = job start to its last sign of life)', ms: stoppedMs });
       rmSync(tick, { force: true });
-      // Heartbeats resume once the agent runs again (they stopped only while we stopped it).
-      const resumed = Date.now();
-      for (let i = 0; i < 100 && !edge.heartbeatTimes.some((t) => t > resumed); i++) await new Promise((r) => setTimeout(r, 50));
-      await healthy('after SIGSTOP', edge.heartbeatTimes.find((t) => t > resumed) ?? resumed, ['1000.7201']);
+      // Heartbeats resume once the agent runs again (they stopped only while we stopped it): counted from
+      // the first one after SIGCONT — `healthy` counts the one before `since` too, so `since` is the second.
+      // (From a moment after the exit instead, a loaded machine's late first heartbeat made the stop itself the gap.)
+      const after = () => edge.heartbeatTimes.filter((t) => t > continued);
+      for (let i = 0; i < 200 && after().length < 2; i++) await new Promise((r) => setTimeout(r, 50));
+      expect(after().length, 'heartbeats resumed after SIGCONT').toBeGreaterThanOrEqual(2);
+      await healthy('after SIGSTOP', after()[1], ['1000.7201']);
     }, 90_000);
 
     it('a killed agent (SIGKILL) leaves no sandbox running', async () => {

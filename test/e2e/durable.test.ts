@@ -389,7 +389,12 @@ maybe('durable dispatch', () => {
     const c2 = await mcp('dur');
     const end = await call(c2, 'job_status', { job_id: jobId, wait_ms: 60_000 });
     expect(end.s).toMatchObject({ state: 'exited', exit_code: 0, agent_id: 'dur-gv' });
-    const out = await call(c2, 'job_output', { job_id: jobId });
+    // The exit comes first, the artifact upload after it: until that ends, job_output reads the live copy (eof false).
+    const out = await until(async () => {
+      const o = await call(c2, 'job_output', { job_id: jobId });
+      expect(o.s.data).toBe('finished\n');
+      return o.s.eof === true ? o : null;
+    }, 20_000, 'the job\'s artifact to be complete');
     expect(out.s).toMatchObject({ data: 'finished\n', eof: true });
     const listed = await call(c2, 'job_list', { limit: 200 });
     expect((listed.s.jobs as S[]).filter((j) => j.job_id === jobId)).toHaveLength(1);
