@@ -17,6 +17,7 @@ import { RUNTIMES, type RuntimeName } from '../contracts/runtimes.ts';
 import { concurrencyLimitMessage } from '../policy/engine.ts';
 import { isRevoked } from '../store/tokens.ts';
 import { syncJobToD1 } from '../store/jobs.ts';
+import { copyPending } from './d1-copy.ts';
 import {
   DispatchRequest, type DispatchEvent, type KeptOutput, type MultipartAbandonAnswer, type MultipartBeginAnswer, type MultipartFinishAnswer,
   type MultipartPartAnswer, type MultipartRef, type MultipartShape, type SubmitAnswer, type UploadAnswer, type UploadRefusal, type UploadWho,
@@ -860,25 +861,20 @@ export class TeamDispatcher extends DurableObject<Env> {
     }, START_SYNC_DELAY_MS);
   }
 
-  /** Copies job rows that changed into D1 (the team-wide index) and completes their audit rows. */
+  /** Copies job rows that changed into D1 (the team-wide index and the audit log): see copyPending. */
   private async sync(): Promise<void> {
     if (this.syncing) return;
     this.syncing = true;
     try {
       const team = await this.team();
-      for (let i = 0; i < 20; i++) {
-        const rows = this.store.unsynced();
-        if (rows.length === 0) break;
-        for (const row of rows) {
-          try {
-            await syncJobToD1(this.env.DB, team, this.store.view(row), row.audit_id !== null ? { id: row.audit_id } : { jobId: row.id }, this.store.d1Record(row));
-            this.store.markSynced(row.id, row.state);
-          } catch (e) {
-            console.error(`job bookkeeping failed for ${row.id}: ${(e as Error).message}; retried at the next alarm`);
-            return;
-          }
-        }
-      }
+      await copyPending({
+        pending: () => this.store.unsynced(),
+        copy: async (row) => {
+          await syncJobToD1(this.env.DB, team, this.store.view(row), row.audit_id !== null ? { id: row.audit_id } : { jobId: row.id }, this.store.d1Record(row));
+          this.store.markSynced(row.id, row.state);
+        },
+        onError: (row, e) => console.error(`job bookkeeping failed for ${row.id}: ${(e as Error).message}; retried at the next alarm`),
+      });
     } finally {
       this.syncing = false;
     }

@@ -26,6 +26,29 @@ export interface AuditEntry {
   approvalId?: string;
 }
 
+/** D1's largest string, BLOB or row: 2,000,000 bytes (https://developers.cloudflare.com/d1/platform/limits/). */
+export const D1_ROW_MAX_BYTES = 2_000_000;
+
+/**
+ * A JSON column as stored (an audit row's command, a job index row's spec): at most this many
+ * characters, ≤ 192 KiB of UTF-8, so the row stays far below D1_ROW_MAX_BYTES whatever a caller
+ * sent (1,000 arguments of 64 KiB pass the tool's schema). A write D1 refuses would be retried
+ * for ever and hold up the team's other rows; a longer value keeps its start instead.
+ */
+export const STORED_JSON_MAX_CHARS = 64 * 1024;
+
+/** `value` as JSON, or, past STORED_JSON_MAX_CHARS, an object that says so and keeps the start. */
+export function boundedJson(value: unknown): string {
+  const s = JSON.stringify(value);
+  if (s.length <= STORED_JSON_MAX_CHARS) return s;
+  return JSON.stringify({ truncated: true, chars: s.length, head: s.slice(0, STORED_JSON_MAX_CHARS - 256) });
+}
+
+/** A text column as stored (an audit row's reason), bounded like boundedJson: the start, then how long it was. */
+export function boundedText(s: string): string {
+  return s.length <= STORED_JSON_MAX_CHARS ? s : `${s.slice(0, STORED_JSON_MAX_CHARS - 64)}… (${s.length} characters)`;
+}
+
 export const AUDIT_DECISIONS = ['allowed', 'denied', 'failed', 'asked'] as const;
 export const AUDIT_TOOLS = ['execute', 'runtime_execute', 'query_output', 'policy_check', 'list_runtimes', 'run_script', 'job_status', 'job_output', 'job_kill', 'job_list', 'admin.policy_set', 'admin.token_create', 'admin.token_revoke', 'admin.job_kill', 'admin.approval_approve', 'admin.approval_deny', 'approval.elicitation'] as const;
 
@@ -35,7 +58,7 @@ export const AUDIT_TOOLS = ['execute', 'runtime_execute', 'query_output', 'polic
  * DO, or the Worker's own `failed` row for a dispatch whose answer was lost) changes nothing.
  */
 export function auditInsert(db: D1Database, e: AuditEntry): D1PreparedStatement {
-  const command = e.command === undefined ? null : JSON.stringify(redact(e.command));
+  const command = e.command === undefined ? null : boundedJson(redact(e.command));
   return db
     .prepare(
       `INSERT INTO audit (at, team, subject, token_id, tool, command, cwd, decision, reason, job_id, exit_status, duration_ms, bytes, parent_job_id, approval_id)
@@ -44,7 +67,7 @@ export function auditInsert(db: D1Database, e: AuditEntry): D1PreparedStatement 
     )
     .bind(
       e.at ?? Date.now(), e.team, e.subject, e.tokenId ?? null, e.tool,
-      command, e.cwd ?? null, e.decision, e.reason === undefined ? null : redactString(e.reason),
+      command, e.cwd ?? null, e.decision, e.reason === undefined ? null : boundedText(redactString(e.reason)),
       e.jobId ?? null, e.exitStatus ?? null, e.durationMs ?? null, e.bytes ?? null, e.parentJobId ?? null, e.approvalId ?? null,
     );
 }

@@ -6,7 +6,7 @@
  */
 import type { JobSpec } from '../contracts/agent-protocol.ts';
 import type { JobView } from '../contracts/jobs.ts';
-import { auditInsert, redactString, type AuditEntry } from './audit.ts';
+import { auditInsert, boundedJson, redactString, type AuditEntry } from './audit.ts';
 
 /** The INSERT of a job's index row, from the job's spec (env values, code and stdin never stored). No-op if it exists. */
 function jobCreatedInsert(db: D1Database, team: string, spec: JobSpec, v: Pick<JobView, 'tool' | 'subject' | 'created_at'>): D1PreparedStatement {
@@ -18,7 +18,7 @@ function jobCreatedInsert(db: D1Database, team: string, spec: JobSpec, v: Pick<J
        VALUES (?, ?, ?, ?, 'queued', NULL, ?, NULL, ?, ?)
        ON CONFLICT (team, id) DO NOTHING`,
     )
-    .bind(team, spec.jobId, v.tool, JSON.stringify(stored), v.created_at, spec.artifactHandle, v.subject);
+    .bind(team, spec.jobId, v.tool, boundedJson(stored), v.created_at, spec.artifactHandle, v.subject);
 }
 
 /**

@@ -163,6 +163,23 @@ describe("a job's D1 rows, written by the team's DO in the background (real D1 S
     expect(d1.jobs).toHaveLength(1);
   });
 
+  it('stores a job whose argv is past D1\'s 2 MB row limit with its command cut short (and says so), so its rows and the ones behind it are written', async () => {
+    const huge = Array.from({ length: 50 }, () => 'x'.repeat(64 * 1024)); // 3.2 MB: the tool's schema allows 1,000 of these
+    const big = { ...audit('j4'), command: { mode: 'argv', command: 'echo', args: huge } };
+    await post('/job-sync', { team: 'tj', view: view('j4'), ref: { jobId: 'j4' }, create: { spec: { ...spec('j4'), args: huge }, audit: big } });
+    const d1 = (await get('/d1', { team: 'tj', job: 'j4' })) as Rows;
+    expect(d1.audit).toHaveLength(1);
+    expect(d1.audit[0]).toMatchObject({ decision: 'allowed', exit_status: 'exit 0' });
+    expect(d1.jobs).toHaveLength(1);
+    const stored = JSON.parse(String(d1.jobs[0].spec)) as { truncated: boolean; chars: number; head: string };
+    expect(stored.truncated).toBe(true);
+    expect(stored.chars).toBeGreaterThan(50 * 64 * 1024);
+    expect(stored.head.startsWith('{"jobId":"j4"')).toBe(true);
+    const command = JSON.parse(String(d1.audit[0].command)) as { truncated: boolean; head: string };
+    expect(command.truncated).toBe(true);
+    expect(command.head.startsWith('{"mode":"argv","command":"echo","args":["xxx')).toBe(true);
+  });
+
   it('keeps other rows that name the job (job_status, admin kill) beside its own, and another team’s job of the same id apart', async () => {
     await post('/job-sync', { team: 'tj', view: view('j3', { state: 'running', ended_at: null, exit_code: null, duration_ms: null }), ref: { jobId: 'j3' }, create: { spec: spec('j3'), audit: audit('j3') } });
     await post('/audit-write', { team: 'tj', subject: 'alice', tool: 'job_status', decision: 'allowed', jobId: 'j3' });

@@ -46,7 +46,7 @@ export default {
       case '/d1':
         // Both D1 rows of a job, as admins and the dashboard read them.
         return Response.json({
-          audit: (await env.DB.prepare(`SELECT tool, decision, reason, job_id, exit_status, at FROM audit WHERE team = ? AND job_id = ? ORDER BY id`).bind(p('team'), p('job')).all()).results,
+          audit: (await env.DB.prepare(`SELECT tool, decision, reason, job_id, exit_status, at, command FROM audit WHERE team = ? AND job_id = ? ORDER BY id`).bind(p('team'), p('job')).all()).results,
           jobs: (await env.DB.prepare(`SELECT id, state, tool, subject, spec, exit_code FROM jobs WHERE team = ? AND id = ?`).bind(p('team'), p('job')).all()).results,
         });
       case '/r2':
