@@ -38,6 +38,9 @@ import { benchBigOutput, benchQueryUnderLoad } from './output.ts';
 
 const quick = process.argv.includes('--quick');
 const N = quick ? 20 : 100;
+/** Calls measured after a pause each, and the pause: what a client that thinks between calls sees. */
+const PAUSED_CALLS = quick ? 8 : 20;
+const PAUSE_MS = 1000;
 const N_COLD = quick ? 5 : 20;
 /** One job's stdout for the big-output row: 1 GB (the policy schema's ceiling is 1 GiB). */
 const BIG_OUTPUT_BYTES = 1_000_000_000;
@@ -55,9 +58,11 @@ function row(...cells: string[]) {
 
 const connect = (gw: Gateway, team: string) => gw.mcp(team, ['execute', 'artifacts:read']);
 
-async function timeCalls(c: Client, n: number, args: Record<string, unknown>): Promise<number[]> {
+/** `n` execute calls, one at a time; with `pauseMs`, each after that long idle (an AI agent thinking between calls). */
+async function timeCalls(c: Client, n: number, args: Record<string, unknown>, pauseMs = 0): Promise<number[]> {
   const out: number[] = [];
   for (let i = 0; i < n; i++) {
+    if (pauseMs) await new Promise((r) => setTimeout(r, pauseMs));
     const t = performance.now();
     const r = await c.callTool({ name: 'execute', arguments: args });
     if (r.isError) throw new Error(`execute failed: ${JSON.stringify(r.content)}`);
@@ -118,6 +123,9 @@ async function main() {
     await timeCalls(none, 5, { command: 'true', args: [] }); // warm-up
     const tNone = await timeCalls(none, N, { command: 'true', args: [] });
     row('execute true, sandbox none (end to end)', f(pct(tNone, 50)), f(pct(tNone, 99)), `${(pct(tNone, 50) / bareP50).toFixed(1)}× (+${f(pct(tNone, 50) - bareP50)})`);
+    const tNonePaused = await timeCalls(none, PAUSED_CALLS, { command: 'true', args: [] }, PAUSE_MS);
+    row(`  the same, each call after a ${PAUSE_MS / 1000} s pause (${PAUSED_CALLS} calls)`, f(pct(tNonePaused, 50)), f(pct(tNonePaused, 99)),
+      `+${f(pct(tNonePaused, 50) - pct(tNone, 50))} over back to back: mostly the job's cgroup join after idle (README, "After an idle moment")`);
 
     // The hot path taken apart, and the gateway's CPU per call (robust to other processes' load).
     const hp = await benchHotPath(none, quick ? 15 : 50);
@@ -181,6 +189,9 @@ async function main() {
         const tReuse = await timeCalls(reuseClient, quick ? 40 : 200, { command: 'true', args: [] });
         row(`execute true, gVisor sandbox.reuse, ${tReuse.length} back-to-back`, f(pct(tReuse, 50)), f(pct(tReuse, 99)),
           `${(pct(tReuse, 50) / pct(tSus, 50)).toFixed(2)}× single-use; target p50 ≤ 60 ms, p99 ≤ 150 ms`);
+        const tReusePaused = await timeCalls(reuseClient, PAUSED_CALLS, { command: 'true', args: [] }, PAUSE_MS);
+        row(`  the same, each call after a ${PAUSE_MS / 1000} s pause (${PAUSED_CALLS} calls)`, f(pct(tReusePaused, 50)), f(pct(tReusePaused, 99)),
+          `+${f(pct(tReusePaused, 50) - pct(tReuse, 50))} over back to back (no host cgroup join on this path: see README)`);
       } catch (e) {
         warmClient = null;
         reuseClient = null;
