@@ -4,8 +4,24 @@
  * pass, so it cannot hold up the rows behind it (the next pass tries it again); a few refusals
  * in a row mean D1 itself is failing, and the pass stops instead of spending the invocation's
  * subrequests on calls that fail the same way (50 per invocation on Workers Free:
- * https://developers.cloudflare.com/workers/platform/limits/).
+ * https://developers.cloudflare.com/workers/platform/limits/). A pass also stops before it spends
+ * its share of the invocation's D1 queries; what is left waits for the next pass (the next
+ * message, submit or alarm — each its own invocation).
  */
+import type { WorkersPlan } from '../script/request-budget.ts';
+
+/**
+ * D1 queries one invocation (of a Worker or a Durable Object) may make: "Queries per Worker
+ * invocation: 1000 (Workers Paid) / 50 (Free)" — https://developers.cloudflare.com/d1/platform/limits/.
+ * Each statement of a batch is counted as one, since the page does not say a batch counts once.
+ */
+export const D1_QUERIES_PER_INVOCATION: Record<WorkersPlan, number> = { free: 50, paid: 1000 };
+/** The share of them one copy pass takes: the invocation it runs in makes D1 calls of its own. */
+export const D1_COPY_QUERY_SHARE = 0.5;
+
+export function copyQueryBudget(plan: WorkersPlan): number {
+  return Math.floor(D1_QUERIES_PER_INVOCATION[plan] * D1_COPY_QUERY_SHARE);
+}
 
 /** Refusals in a row after which a pass stops (D1 unreachable, not one bad row). */
 export const D1_COPY_MAX_FAILURES_IN_A_ROW = 3;
@@ -17,18 +33,25 @@ export interface CopyPass<R extends { id: string }> {
   pending(): R[];
   /** Copies one row into D1 and marks it copied; throws when D1 refused it. */
   copy(row: R): Promise<void>;
+  /** The D1 queries copying `row` makes (statements in its batch). */
+  cost(row: R): number;
+  /** The D1 queries this pass may make in all (copyQueryBudget). */
+  maxQueries: number;
   onError(row: R, e: unknown): void;
 }
 
-/** Runs one pass; returns how many rows were copied and which were refused. */
-export async function copyPending<R extends { id: string }>(p: CopyPass<R>): Promise<{ copied: number; refused: string[] }> {
+/** Runs one pass; returns how many rows were copied, which were refused, and whether it stopped at its query budget with rows left. */
+export async function copyPending<R extends { id: string }>(p: CopyPass<R>): Promise<{ copied: number; refused: string[]; budgetLeftRows?: true }> {
   const refused = new Set<string>();
   let copied = 0;
   let inARow = 0;
+  let queries = 0;
   for (let round = 0; round < D1_COPY_MAX_ROUNDS; round++) {
     const rows = p.pending().filter((r) => !refused.has(r.id));
     if (rows.length === 0) break;
     for (const row of rows) {
+      queries += p.cost(row);
+      if (queries > p.maxQueries) return { copied, refused: [...refused], budgetLeftRows: true };
       try {
         await p.copy(row);
         copied += 1;

@@ -17,7 +17,8 @@ import { RUNTIMES, type RuntimeName } from '../contracts/runtimes.ts';
 import { concurrencyLimitMessage } from '../policy/engine.ts';
 import { isRevoked } from '../store/tokens.ts';
 import { syncJobToD1 } from '../store/jobs.ts';
-import { copyPending } from './d1-copy.ts';
+import { copyPending, copyQueryBudget } from './d1-copy.ts';
+import { workersPlan } from '../script/request-budget.ts';
 import {
   DispatchRequest, type DispatchEvent, type KeptOutput, type MultipartAbandonAnswer, type MultipartBeginAnswer, type MultipartFinishAnswer,
   type MultipartPartAnswer, type MultipartRef, type MultipartShape, type SubmitAnswer, type UploadAnswer, type UploadRefusal, type UploadWho,
@@ -42,6 +43,8 @@ export interface AgentAttachment {
 export const MISSED_HEARTBEATS = 3;
 /** How long a started job's `running` state waits before it is copied to D1 (its end, if sooner, is copied instead). */
 export const START_SYNC_DELAY_MS = 250;
+/** A copy pass that stopped at its D1 query budget goes on in an alarm this soon. */
+const COPY_AGAIN_AFTER_MS = 50;
 /** Bytes of each live output frame passed on to callers following the job (progress shows the last line). */
 const FOLLOW_OUTPUT_BYTES = 4096;
 
@@ -867,14 +870,24 @@ export class TeamDispatcher extends DurableObject<Env> {
     this.syncing = true;
     try {
       const team = await this.team();
-      await copyPending({
+      const plan = workersPlan(this.env);
+      const pass = await copyPending({
         pending: () => this.store.unsynced(),
+        // A job's copy is its two UPDATEs, and the two INSERTs that create its rows the first time.
+        cost: (row) => (row.d1_created ? 2 : 4),
+        maxQueries: copyQueryBudget(plan.ok ? plan.plan : 'free'),
         copy: async (row) => {
           await syncJobToD1(this.env.DB, team, this.store.view(row), row.audit_id !== null ? { id: row.audit_id } : { jobId: row.id }, this.store.d1Record(row));
           this.store.markSynced(row.id, row.state);
         },
         onError: (row, e) => console.error(`job bookkeeping failed for ${row.id}: ${(e as Error).message}; retried at the next alarm`),
       });
+      // The rest in a new invocation (its own D1 query budget): an alarm right away, not at the next heartbeat.
+      if (pass.budgetLeftRows) {
+        const at = Date.now() + COPY_AGAIN_AFTER_MS;
+        const current = await this.ctx.storage.getAlarm();
+        if (current === null || current > at) await this.ctx.storage.setAlarm(at);
+      }
     } finally {
       this.syncing = false;
     }

@@ -3,9 +3,9 @@
  * and D1 a function that may refuse: what a refused row does to the rows behind it.
  */
 import { describe, expect, it } from 'vitest';
-import { D1_COPY_MAX_FAILURES_IN_A_ROW, copyPending } from '../../src/dispatch/d1-copy.ts';
+import { D1_COPY_MAX_FAILURES_IN_A_ROW, D1_QUERIES_PER_INVOCATION, copyPending, copyQueryBudget } from '../../src/dispatch/d1-copy.ts';
 
-function store(ids: string[], refuses: (id: string) => boolean) {
+function store(ids: string[], refuses: (id: string) => boolean, maxQueries = copyQueryBudget('paid')) {
   const pending = new Set(ids);
   const calls: string[] = [];
   return {
@@ -19,6 +19,8 @@ function store(ids: string[], refuses: (id: string) => boolean) {
         pending.delete(r.id);
       },
       onError: () => {},
+      cost: (r: { id: string }) => (r.id.startsWith('new') ? 4 : 2),
+      maxQueries,
     },
   };
 }
@@ -45,5 +47,19 @@ describe('the background D1 copy', () => {
     const s = store(Array.from({ length: 120 }, (_, i) => `j${i}`), () => false);
     expect((await copyPending(s.pass)).copied).toBe(120);
     expect(s.pending.size).toBe(0);
+  });
+
+  it("stops a pass before it spends its share of the invocation's D1 queries (50 on Workers Free), and the next pass goes on", async () => {
+    expect(D1_QUERIES_PER_INVOCATION).toEqual({ free: 50, paid: 1000 });
+    const budget = copyQueryBudget('free');
+    expect(budget).toBeLessThan(D1_QUERIES_PER_INVOCATION.free);
+    // New jobs: 4 statements each (create both rows, then complete them).
+    const s = store(Array.from({ length: 30 }, (_, i) => `new${i}`), () => false, budget);
+    const first = await copyPending(s.pass);
+    expect(first.copied).toBe(Math.floor(budget / 4));
+    expect(s.calls.length * 4).toBeLessThanOrEqual(budget);
+    const second = await copyPending(s.pass);
+    expect(second.copied).toBe(Math.floor(budget / 4));
+    expect(s.pending.size).toBe(30 - 2 * Math.floor(budget / 4));
   });
 });

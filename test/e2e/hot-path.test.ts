@@ -1,8 +1,11 @@
 /**
  * The governed hot path reads less storage per call (the team policy comes from a per-isolate
- * cache keyed by the policy version the auth query returns; the job and audit rows are written in
- * one batch; submit and follow are one hop). These tests attack what that must not break: a policy
- * change or a revocation takes effect on the very next call, with the cache warm.
+ * cache keyed by the policy version the auth query returns; the team's DO writes the job and audit
+ * rows in the background; submit and follow are one hop). These tests attack what that must not
+ * break: a policy change or a revocation takes effect on the very next call, with the cache warm;
+ * every call's audit row reaches D1, even in bursts past one invocation's D1 query budget.
+ * The gateway runs as on Workers Free (50 D1 queries per invocation) with a slow heartbeat, so a
+ * copy that waited for the heartbeat's alarm would be seen waiting.
  * Real `wrangler dev`, a real agent (sandbox none: this file is about the edge), the MCP SDK client.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,6 +16,7 @@ import { connectMcp, startAgent, startGateway, type AgentProcess, type Gateway }
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
 
 const TEAM = 'hot';
+const HEARTBEAT_MS = 20_000;
 let gw: Gateway;
 let agent: AgentProcess;
 let root: string;
@@ -24,7 +28,7 @@ async function admin(method: string, path: string) {
 }
 
 beforeAll(async () => {
-  gw = await startGateway();
+  gw = await startGateway({ vars: { GATEHOUSE_WORKERS_PLAN: 'free', HEARTBEAT_MS: String(HEARTBEAT_MS) } });
   root = mkdtempSync(join(tmpdir(), 'gatehouse-hot-'));
   agent = startAgent(gw, { token: await gw.token({ team: TEAM, scopes: ['agent'] }), root, sandbox: 'none', capacity: 4, agentId: 'hot-agent' });
   await agent.ready;
@@ -103,4 +107,31 @@ describe('governed hot path with the policy cache', () => {
     expect(seen.at(-1)).toBe('exit 0');
     expect(seen.indexOf('running')).toBeLessThan(seen.indexOf('exit 0'));
   });
+
+  it("a burst of calls past one invocation's D1 query budget: every audit row reaches D1 within seconds, not one budget per heartbeat", async () => {
+    const team = 'burst';
+    // No agent: the jobs wait in the queue, so only their creation is copied (4 D1 statements each).
+    await gw.putPolicy(team, { ...DEFAULT_POLICY, limits: { ...DEFAULT_POLICY.limits, queueWaitMs: 60_000 } });
+    const clients = await Promise.all(Array.from({ length: 4 }, () => gw.mcp(team, ['execute'])));
+    const ids: string[] = [];
+    const started = Date.now();
+    await Promise.all(clients.map(async (c) => {
+      for (let i = 0; i < 15; i++) {
+        const r = await c.callTool({ name: 'execute', arguments: { command: 'true', args: [], background: true } });
+        expect(r.isError).toBeFalsy();
+        ids.push((r.structuredContent as { job_id: string }).job_id);
+      }
+    }));
+    expect(ids).toHaveLength(60); // 60 × 4 statements: ten passes of Workers Free's share
+    const token = await gw.token({ team, scopes: ['admin'] });
+    let seen = new Set<string>();
+    for (let i = 0; i < 80 && seen.size < ids.length; i++) {
+      const r = await fetch(`${gw.url}/admin/v1/audit?tool=execute&limit=200`, { headers: { Authorization: `Bearer ${token}` } });
+      seen = new Set(((await r.json()) as { entries: Array<{ jobId: string; exitStatus: string }> }).entries.filter((e) => e.exitStatus === 'queued').map((e) => e.jobId));
+      if (seen.size < ids.length) await new Promise((res) => setTimeout(res, 100));
+    }
+    expect(ids.filter((id) => !seen.has(id))).toEqual([]);
+    expect(Date.now() - started).toBeLessThan(HEARTBEAT_MS);
+    await Promise.all(clients.map((c) => c.close()));
+  }, 60_000);
 });
