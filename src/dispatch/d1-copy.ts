@@ -25,7 +25,7 @@ export function copyQueryBudget(plan: WorkersPlan): number {
 
 /** Refusals in a row after which a pass stops (D1 unreachable, not one bad row). */
 export const D1_COPY_MAX_FAILURES_IN_A_ROW = 3;
-/** Rows one pass copies at most (it re-reads what is pending between rounds). */
+/** Rounds of one pass: each reads a page of pending rows and copies them (a pass copies at most this many pages). */
 export const D1_COPY_MAX_ROUNDS = 20;
 
 export interface CopyPass<R extends { id: string }> {

@@ -155,7 +155,6 @@ export class JobStore {
         j.selAgent ?? null, j.selLabels?.length ? JSON.stringify(j.selLabels) : null, j.background ? 1 : 0,
         j.spec.artifactHandle, j.now, j.deadline, j.spec.timeoutMs, j.maxConcurrent,
       );
-      // A new job id has no blobs yet: no DELETE first.
       this.insertText(j.spec.jobId, 'spec', JSON.stringify(j.spec));
       this.insertText(j.spec.jobId, 'audit', JSON.stringify(j.audit));
     });
@@ -461,12 +460,9 @@ export class JobStore {
   /** What D1 needs to create a job's rows: its spec and its call's audit entry (null once created, or for a job recorded by the Worker). */
   d1Record(row: JobRow): { spec: JobSpec; audit: AuditEntry } | null {
     if (row.d1_created) return null;
-    const parts = this.sql.exec<{ kind: string; data: string }>(
-      `SELECT kind, data FROM job_blobs WHERE job_id = ? AND kind IN ('spec', 'audit') ORDER BY kind, seq`, row.id,
-    ).toArray();
-    const text = (kind: string) => parts.filter((p) => p.kind === kind).map((p) => p.data).join('');
-    const spec = text('spec');
-    const audit = text('audit');
+    const t = this.getTexts(row.id, ['spec', 'audit']);
+    const spec = t.get('spec');
+    const audit = t.get('audit');
     return spec && audit ? { spec: JSON.parse(spec) as JobSpec, audit: JSON.parse(audit) as AuditEntry } : null;
   }
 
@@ -493,11 +489,10 @@ export class JobStore {
 
   private putText(id: string, kind: string, text: string): void {
     this.sql.exec(`DELETE FROM job_blobs WHERE job_id = ? AND kind = ?`, id, kind);
-    splitText(text, STORED_CHUNK_CHARS).forEach((data, seq) => {
-      this.sql.exec(`INSERT INTO job_blobs (job_id, kind, seq, data) VALUES (?, ?, ?, ?)`, id, kind, seq, data);
-    });
+    this.insertText(id, kind, text);
   }
 
+  /** Stores `text` under a kind the job has no blobs of yet (a new job: no DELETE first). */
   private insertText(id: string, kind: string, text: string): void {
     splitText(text, STORED_CHUNK_CHARS).forEach((data, seq) => {
       this.sql.exec(`INSERT INTO job_blobs (job_id, kind, seq, data) VALUES (?, ?, ?, ?)`, id, kind, seq, data);
@@ -505,8 +500,17 @@ export class JobStore {
   }
 
   private getText(id: string, kind: string): string | null {
-    const rows = this.sql.exec<{ data: string }>(`SELECT data FROM job_blobs WHERE job_id = ? AND kind = ? ORDER BY seq`, id, kind).toArray();
-    return rows.length ? rows.map((r) => r.data).join('') : null;
+    return this.getTexts(id, [kind]).get(kind) ?? null;
+  }
+
+  /** Several kinds of a job's chunked text in one statement; a kind with no blobs is absent. */
+  private getTexts(id: string, kinds: string[]): Map<string, string> {
+    const rows = this.sql.exec<{ kind: string; data: string }>(
+      `SELECT kind, data FROM job_blobs WHERE job_id = ? AND kind IN (${kinds.map(() => '?').join(', ')}) ORDER BY kind, seq`, id, ...kinds,
+    ).toArray();
+    const out = new Map<string, string>();
+    for (const r of rows) out.set(r.kind, (out.get(r.kind) ?? '') + r.data);
+    return out;
   }
 }
 

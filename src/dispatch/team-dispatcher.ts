@@ -781,6 +781,11 @@ export class TeamDispatcher extends DurableObject<Env> {
     let at = now + this.heartbeatMs();
     const dl = nextDeadline(queued.map(toSchedJob));
     if (dl !== null) at = Math.min(at, Math.max(now + 10, dl));
+    await this.alarmNoLaterThan(at);
+  }
+
+  /** Moves the object's alarm to `at` unless one is set sooner. */
+  private async alarmNoLaterThan(at: number): Promise<void> {
     const current = await this.ctx.storage.getAlarm();
     if (current === null || current > at) await this.ctx.storage.setAlarm(at);
   }
@@ -883,11 +888,7 @@ export class TeamDispatcher extends DurableObject<Env> {
         onError: (row, e) => console.error(`job bookkeeping failed for ${row.id}: ${(e as Error).message}; retried at the next alarm`),
       });
       // The rest in a new invocation (its own D1 query budget): an alarm right away, not at the next heartbeat.
-      if (pass.budgetLeftRows) {
-        const at = Date.now() + COPY_AGAIN_AFTER_MS;
-        const current = await this.ctx.storage.getAlarm();
-        if (current === null || current > at) await this.ctx.storage.setAlarm(at);
-      }
+      if (pass.budgetLeftRows) await this.alarmNoLaterThan(Date.now() + COPY_AGAIN_AFTER_MS);
     } finally {
       this.syncing = false;
     }

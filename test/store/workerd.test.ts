@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ROOT, freePort, stopGroup } from '../e2e/harness.ts';
+import { D1_ROW_MAX_BYTES } from '../../src/store/audit.ts';
 
 const CONFIG = join(ROOT, 'test/store/workerd/wrangler.toml');
 const WRANGLER = join(ROOT, 'node_modules/.bin/wrangler');
@@ -175,6 +176,8 @@ describe("a job's D1 rows, written by the team's DO in the background (real D1 S
     expect(stored.truncated).toBe(true);
     expect(stored.chars).toBeGreaterThan(50 * 64 * 1024);
     expect(stored.head.startsWith('{"jobId":"j4"')).toBe(true);
+    // Each stored value far below D1's row limit, which the local emulator does not enforce.
+    for (const v of [d1.jobs[0].spec, d1.audit[0].command]) expect(Buffer.byteLength(String(v))).toBeLessThan(D1_ROW_MAX_BYTES / 4);
     const command = JSON.parse(String(d1.audit[0].command)) as { truncated: boolean; head: string };
     expect(command.truncated).toBe(true);
     expect(command.head.startsWith('{"mode":"argv","command":"echo","args":["xxx')).toBe(true);
