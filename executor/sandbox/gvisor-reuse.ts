@@ -46,6 +46,19 @@ const MAX_SPARE_STARTS = Math.max(1, availableParallelism() - 1);
  * whichever comes first: a sandbox of its key parked, or a start slot.
  */
 export const MAX_STARTS = Math.max(1, availableParallelism());
+/**
+ * Sandboxes of one key running short jobs at once, past which a new job waits for one of them
+ * instead of starting another. Each sandbox's sentry and its job compete for the same CPUs: 16
+ * clients of `true` on 2 cores grew the pool to 12 sandboxes and got 29 jobs/s, held to 3 they
+ * got 34-37 (bench run by hand, session 9). One more than the CPUs keeps every CPU busy while a
+ * sandbox waits on its channel.
+ */
+export const MAX_SHORT_BUSY = availableParallelism() + 1;
+/**
+ * A job running this long no longer counts as short: it may run for minutes, and a job behind it
+ * starts its own sandbox rather than wait (about two cold starts here).
+ */
+export const SHORT_JOB_MS = 500;
 /** Upper bound of one wait for a slot before looking again (a missed wake-up cannot stall a job). */
 const SLOT_RECHECK_MS = 250;
 /** A sandbox this close to its end of life (`reuse.seconds`) gets its replacement started. */
@@ -67,8 +80,10 @@ export class ReusePool {
   private readonly returning = new Map<ReusableSandbox, Promise<void>>();
   /** Spares being started for a key whose sandbox left (discarded, or at its end of life). */
   private readonly starting = new Map<ReusableSandbox, Promise<void>>();
-  /** Starts for jobs (not spares) in flight. */
-  private creating = 0;
+  /** Sandboxes running a job, with when the job started. */
+  private readonly busy = new Map<ReusableSandbox, number>();
+  /** Starts for jobs (not spares) in flight, by key. */
+  private readonly creating = new Map<string, number>();
   /** Jobs waiting for a parked sandbox or a start slot: woken when either may have appeared. */
   private waiters: (() => void)[] = [];
   private readonly host: ReuseHost;
@@ -97,17 +112,27 @@ export class ReusePool {
         await Promise.race(near);
         continue;
       }
-      if (this.creating + this.starting.size < MAX_STARTS || this.host.closed()) break;
+      // Enough sandboxes of this key run short jobs: one of them frees sooner than a cold start.
+      const now = Date.now();
+      const short = [...this.busy].filter(([s, t]) => s.key === key && now - t < SHORT_JOB_MS).map(([, t]) => t);
+      if (short.length && short.length + (this.creating.get(key) ?? 0) >= MAX_SHORT_BUSY && !this.host.closed()) {
+        const turnsLong = Math.min(...short) + SHORT_JOB_MS - now;
+        await Promise.race([new Promise<void>((r) => this.waiters.push(r)), delay(Math.min(SLOT_RECHECK_MS, turnsLong + 1))]);
+        continue;
+      }
+      if (this.startsInFlight() < MAX_STARTS || this.host.closed()) break;
       await Promise.race([new Promise<void>((r) => this.waiters.push(r)), delay(SLOT_RECHECK_MS)]);
     }
-    this.creating++;
+    this.creating.set(key, (this.creating.get(key) ?? 0) + 1);
     let sb: ReusableSandbox;
     let ok: boolean;
     try {
       sb = new ReusableSandbox(this, this.host.createReusable(limits), key, limits, reuse);
       ok = await sb.ready;
     } finally {
-      this.creating--;
+      const n = this.creating.get(key)! - 1;
+      if (n) this.creating.set(key, n);
+      else this.creating.delete(key);
       this.wake();
     }
     if (!ok) {
@@ -116,6 +141,18 @@ export class ReusePool {
       throw new Error(why);
     }
     return this.lease(sb, jobId);
+  }
+
+  private startsInFlight(): number {
+    let n = this.starting.size;
+    for (const c of this.creating.values()) n += c;
+    return n;
+  }
+
+  /** `sb` runs a job from now on / no longer. */
+  running(sb: ReusableSandbox, on: boolean): void {
+    if (on) this.busy.set(sb, Date.now());
+    else if (this.busy.delete(sb)) this.wake();
   }
 
   /** Something parked or a start slot freed: every waiting job looks again. */
@@ -226,6 +263,7 @@ class ReusableSandbox {
 
   lease(jobId: string): ReuseLease {
     this.served++;
+    this.pool.running(this, true);
     this.current = new ReuseLease(this, jobId);
     return this.current;
   }
@@ -269,6 +307,7 @@ class ReusableSandbox {
   /** The lease is over: back to the pool, or gone. */
   done(lease: ReuseLease, keep: boolean, why: string | null): void {
     if (this.current === lease) this.current = null;
+    this.pool.running(this, false);
     if (why) this.broken = why;
     if (keep && this.usable()) {
       this.pool.park(this);

@@ -58,7 +58,6 @@ const REUSE_INIT = [PYTHON, '-I', '-S', '-B', INIT_FILE_INSIDE];
  * a job left in /tmp and /job whatever its modes (DAC override, fowner).
  */
 const REUSE_INIT_CAPS = ['CAP_SETUID', 'CAP_SETGID', 'CAP_SETPCAP', 'CAP_SYS_RESOURCE', 'CAP_KILL', 'CAP_DAC_OVERRIDE', 'CAP_FOWNER'];
-const SETPRIV_INSIDE = '/usr/bin/setpriv';
 type SandboxMode = 'single' | 'reuse';
 /**
  * Warm sandboxes started at once: a start is mostly CPU (runsc boots a kernel), so more
@@ -166,10 +165,10 @@ export class GvisorDriver implements SandboxDriver {
     }
     // The reuse init lives in the read-only root: a job can read it, never change it.
     writeFileSync(join(this.rootfs, INIT_FILE_INSIDE), REUSE_INIT_PY, { mode: 0o644 });
-    if (existsSync(PYTHON) && existsSync(SETPRIV_INSIDE)) {
+    if (existsSync(PYTHON)) {
       this.reuse = new ReusePool({ createReusable: (l) => this.create(l, 'reuse'), closed: () => this.closed }, this.log);
     } else {
-      this.log.warn(`sandbox reuse is off: it needs ${PYTHON} and ${SETPRIV_INSIDE} (Debian packages python3-minimal, util-linux); every job gets a fresh sandbox`);
+      this.log.warn(`sandbox reuse is off: it needs ${PYTHON} (Debian package python3-minimal); every job gets a fresh sandbox`);
     }
   }
 

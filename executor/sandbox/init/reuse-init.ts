@@ -2,11 +2,12 @@
  * The trusted init (PID 1) of a reusable gVisor sandbox, as the Python program the driver
  * writes into the sandbox's read-only root. It runs as root inside the sandbox with only the
  * capabilities it needs (see REUSE_INIT_CAPS in gvisor.ts); a job runs as uid 65534 with no
- * capability at all (setpriv clears the bounding set), so it can neither signal nor trace the
- * init, nor write to its channel (the init's own fds 0/1, host pipes).
+ * capability at all (the init clears its bounding set and groups once; the sandbox has
+ * no_new_privs), so it can neither trace the init nor write to its channel (the init's own
+ * fds 0/1, host pipes), and a signal it sends the init finds it ignored.
  *
- * Per job: vfork, a new session, the job's rlimits (soft = hard), cwd and exactly its env,
- * setpriv to the job user, exec. After the job's process ends: every other
+ * Per job: one posix_spawn (vfork + exec, no helper exec): a new session, the job's rlimits
+ * (soft = hard), cwd, exactly its env, the job user's ids. After the job's process ends: every other
  * process dies (kill -1 until none is left to reap), the output pipes drain to EOF, /tmp and
  * /job are emptied, and the init checks the sandbox is clean (no process but itself, no file
  * in /tmp or /job, no System V IPC object; POSIX message queues are refused by the sandbox's
@@ -23,7 +24,7 @@ import { SANDBOX_GID, SANDBOX_UID } from '../types.ts';
 export const INIT_FILE_INSIDE = '/.gatehouse-init.py';
 
 export const REUSE_INIT_PY = String.raw`
-import ctypes, errno, grp, json, os, pwd, resource, select, signal, struct, subprocess, sys
+import ctypes, errno, json, os, resource, select, signal, struct, sys
 
 CH_IN, CH_OUT = 0, 1
 libc = ctypes.CDLL(None, use_errno=True)
@@ -31,32 +32,14 @@ libc = ctypes.CDLL(None, use_errno=True)
 SHM_INFO, MSG_INFO, SEM_INFO = 14, 12, 19
 WIPE = ('/tmp', '/job')
 CWD_ROOTS = ('/workspace', '/job')
-SETPRIV = ['/usr/bin/setpriv', '--clear-groups', '--bounding-set=-all']
 JOB_UID, JOB_GID = ${SANDBOX_UID}, ${SANDBOX_GID}
-ID_FILES = ('/etc/passwd', '/etc/group')
-ids = {'key': None, 'args': None}
-
-def id_args():
-    """setpriv's --reuid/--regid for the job user.
-
-    setpriv looks each value up as a name first: a number misses in /etc/passwd and goes on through
-    every NSS module (loading them costs a few ms per job under gVisor), while the names
-    nobody/nogroup are found at once. The names are used only while they resolve to exactly the job
-    user's ids through the same lookup, checked again whenever either file changes; else the numbers.
-    """
-    try:
-        key = tuple((st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size) for st in map(os.stat, ID_FILES))
-    except OSError:
-        key = None
-    if key is None or key != ids['key']:
-        args = ['--reuid=%d' % JOB_UID, '--regid=%d' % JOB_GID]
-        try:
-            if key is not None and pwd.getpwnam('nobody').pw_uid == JOB_UID and grp.getgrnam('nogroup').gr_gid == JOB_GID:
-                args = ['--reuid=nobody', '--regid=nogroup']
-        except KeyError:
-            pass
-        ids.update(key=key, args=args)
-    return ids['args']
+# Every signal a job could send the init while it starts a job (see spawn) finds it ignored; SIGCHLD
+# only wakes the relay loop.
+# (Faults stay as they are: the kernel delivers those to whoever caused them.)
+QUIET = sorted(signal.valid_signals() - {signal.SIGKILL, signal.SIGSTOP, signal.SIGCHLD, signal.SIGSEGV, signal.SIGBUS,
+                                         signal.SIGFPE, signal.SIGILL, signal.SIGTRAP, signal.SIGSYS})
+DEFAULT_PATH = '/usr/local/bin:/usr/bin:/bin'
+PR_CAPBSET_DROP = 24
 RL = {'nofile': resource.RLIMIT_NOFILE, 'fsize': resource.RLIMIT_FSIZE, 'cpu': resource.RLIMIT_CPU,
       'core': resource.RLIMIT_CORE, 'nproc': resource.RLIMIT_NPROC}
 
@@ -83,27 +66,58 @@ def read_frame(block=True):
             sys.exit(0)  # the agent is gone: the sandbox ends with us
         inbuf += chunk
 
+def candidates(name, env):
+    """Where execvp would look for name, in its order: the job's own PATH (not ours)."""
+    if '/' in name:
+        return [name]
+    return [os.path.join(d or '.', name) for d in env.get('PATH', DEFAULT_PATH).split(':')]
+
 def spawn(job, argv, fd0, fd1, fd2):
     """Starts argv as the job user: returns its pid, or a wait status when it could not start.
 
-    vfork (subprocess without preexec_fn): a fork of this interpreter costs ~50 ms under
-    gVisor's ptrace platform, vfork + exec a few. The rlimits are this process's own for the
-    moment of the vfork (the child inherits them; CAP_SYS_RESOURCE puts ours back); setpriv
-    drops to the job user, clears groups and the capability bounding set, then execs the job.
+    One vfork and one exec (posix_spawn), nothing else in the job's path: under gVisor's ptrace
+    platform a fork of this interpreter costs ~50 ms and every exec several ms of CPU. The job's
+    ids come from POSIX_SPAWN_RESETIDS: for the moment of the spawn our real ids are the job
+    user's (effective ids stay root), the child sets its effective ids to them, and the exec makes
+    the saved ids the same: the job holds no root id and, as a non-root exec with no_new_privs,
+    no capability (our bounding set is empty besides, see drop_privilege_for_jobs). The rlimits
+    are ours for the moment of the spawn too (CAP_SYS_RESOURCE puts ours back); the cwd is ours
+    as well, checked after the chdir, so a symlink swapped in cannot lead out of the workspace.
+    While our real ids are the job user's, a process the same job's build step left behind may
+    signal us: every signal it can send is ignored (QUIET), and SIGKILL/SIGSTOP would end or stall
+    this sandbox, which then serves no other job (the agent discards it).
     """
     saved = []
     try:
-        who = id_args()  # before the job's rlimits are ours
         for name, v in job['rlimits'].items():
             saved.append((RL[name], resource.getrlimit(RL[name])))
             resource.setrlimit(RL[name], (v, v))
-        # The agent checked the cwd; resolved again here so a symlink swapped in since cannot lead out.
-        cwd = os.path.realpath(job['cwd'])
+        os.chdir(job['cwd'])
+        cwd = os.getcwd()
         if not any(cwd == d or cwd.startswith(d + '/') for d in CWD_ROOTS):
             raise OSError(errno.EACCES, 'the working directory left the workspace')
-        p = subprocess.Popen(SETPRIV + who + ['--'] + argv, stdin=fd0, stdout=fd1, stderr=fd2, cwd=cwd, env=job['env'],
-                             start_new_session=True, close_fds=True, restore_signals=True)
-        p.returncode = 0  # reaped by us (waitpid), not by subprocess
+        env = job['env']
+        actions = [(os.POSIX_SPAWN_DUP2, fd0, 0), (os.POSIX_SPAWN_DUP2, fd1, 1), (os.POSIX_SPAWN_DUP2, fd2, 2)]
+        err = None
+        os.setresgid(JOB_GID, -1, -1)
+        os.setresuid(JOB_UID, -1, -1)
+        try:
+            for path in candidates(argv[0], env):
+                try:
+                    pid = os.posix_spawn(path, argv, env, file_actions=actions, setsid=True, resetids=True,
+                                         setsigdef=QUIET, setsigmask=())
+                    break
+                except OSError as e:
+                    # execvp goes on past a missing or unreadable candidate and reports EACCES if any was one.
+                    if e.errno not in (errno.ENOENT, errno.ENOTDIR, errno.EACCES) or '/' in argv[0]:
+                        raise
+                    if err is None or e.errno == errno.EACCES:
+                        err = e
+            else:
+                raise err
+        finally:
+            os.setresuid(0, -1, -1)
+            os.setresgid(0, -1, -1)
         # gVisor arms the CPU-time limit only when it is set on a process (an inherited one never
         # fired: a spinning job ran to its timeout), so it is set again on the job's process, from
         # here: no exec of prlimit in the job's path. The child is ours and not yet reaped, so the
@@ -111,10 +125,10 @@ def spawn(job, argv, fd0, fd1, fd2):
         cpu = job['rlimits'].get('cpu')
         if cpu is not None:
             try:
-                resource.prlimit(p.pid, resource.RLIMIT_CPU, (cpu, cpu))
+                resource.prlimit(pid, resource.RLIMIT_CPU, (cpu, cpu))
             except ProcessLookupError:
                 pass  # already gone
-        return p.pid
+        return pid
     except OSError as e:
         os.write(fd2, ('%s: %s\n' % (argv[0], e.strerror)).encode())
         return -(127 if e.errno == errno.ENOENT else 126)
@@ -122,8 +136,29 @@ def spawn(job, argv, fd0, fd1, fd2):
         os.write(fd2, ('%s: cannot start: %s\n' % (argv[0], e)).encode('utf-8', 'replace'))
         return -126
     finally:
+        os.chdir('/')
         for r, lim in saved:
             resource.setrlimit(r, lim)
+
+def drop_privilege_for_jobs():
+    """Once, before any job: no supplementary group and an empty capability bounding set.
+
+    Jobs inherit both. The init keeps its own capabilities (the bounding set only limits what an
+    exec could gain, and the init execs nothing itself).
+    """
+    os.setgroups([])
+    # posix_spawn closes nothing: whatever the sandbox handed us besides stdio (a host fd) must not reach a job.
+    for fd in map(int, os.listdir('/proc/self/fd')):
+        if fd > 2:
+            try:
+                os.set_inheritable(fd, False)
+            except OSError:
+                pass  # the listing's own fd, closed by now
+    cap = 0
+    while libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0:
+        cap += 1
+    if ctypes.get_errno() != errno.EINVAL:  # EINVAL: past the last capability there is
+        raise OSError(ctypes.get_errno(), 'could not clear the capability bounding set')
 
 def status_of(st):
     if os.WIFSIGNALED(st):
@@ -269,7 +304,12 @@ def main():
     os.set_blocking(wake_w, False)
     signal.signal(signal.SIGCHLD, lambda *_: None)
     signal.set_wakeup_fd(wake_w)
-    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    for sig in QUIET:
+        try:
+            signal.signal(sig, signal.SIG_IGN)
+        except (OSError, ValueError):
+            pass  # not settable in this sandbox
+    drop_privilege_for_jobs()
     send(b'R')
     while True:
         t, data = read_frame()
