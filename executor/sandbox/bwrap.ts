@@ -7,11 +7,12 @@
  * Limits: a per-job cgroup (memory, processes) when the agent may create one, /tmp as a sized
  * tmpfs, rlimits through the launcher.
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
-import { LAUNCHER_FILE, STATUS_FD } from '../jobs/launcher.ts';
+import { LAUNCHER_FILE, STATUS_FD, sq } from '../jobs/launcher.ts';
+import { StartShellPool, shellKey, type StartShell } from './start-shell.ts';
 import { CgroupPool, JobCgroup, cgroupOwner, cgroupSupport, groupKillArgv, sweepStaleCgroups, type CgroupVersion } from './cgroup.ts';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
@@ -39,6 +40,8 @@ export class BwrapDriver implements SandboxDriver {
   private counter = 0;
   /** Names this agent's job cgroups (see cgroupOwner). */
   private readonly owner: string;
+  /** The next job's start shell, per limits (see start-shell.ts). */
+  private shells: StartShellPool | null = null;
 
   constructor(opts: DriverOptions, log: Logger) {
     this.opts = opts;
@@ -68,6 +71,7 @@ export class BwrapDriver implements SandboxDriver {
     // Prove it works here (unprivileged user namespaces may be disabled).
     const r = await runQuiet(BWRAP, [...this.baseArgs(null), '--chdir', '/', '--', '/bin/true'], { env: {}, timeoutMs: 10_000 });
     if (r.code !== 0) throw new Error(`bwrap does not work here: ${(r.stderr || r.error || '').trim()}`);
+    this.shells = new StartShellPool(this.opts.stateDir);
   }
 
   baseArgs(jobDir: string | null, tmpBytes = 0): string[] {
@@ -92,11 +96,20 @@ export class BwrapDriver implements SandboxDriver {
     const jobDir = join(this.opts.stateDir, 'jobdirs', id);
     mkdirSync(jobDir, { recursive: true, mode: 0o700 });
     // The user namespace maps the job user to our uid, so the dir is the job's own inside.
-    const cg = this.cgroupPool ? this.cgroupPool.take(id, limits) : null;
-    const sb = new BwrapSandbox(this, id, jobDir, limits, cg);
+    const shell = this.shells?.take(shellKey(this.cgroups, limits)) ?? null;
+    const cg = shell ? shell.cgroup : this.cgroupPool ? this.cgroupPool.take(id, limits) : null;
+    if (shell) cg?.beginJob();
+    const sb = new BwrapSandbox(this, id, jobDir, limits, cg, shell);
     void jobId;
     this.live.add(sb);
     return sb;
+  }
+
+  /** A job with `limits` ended by itself: the next one's shell starts now (see start-shell.ts). */
+  prepareShell(limits: ResourceLimits): void {
+    this.shells?.prepare(shellKey(this.cgroups, limits), '/',
+      () => (this.cgroupPool ? this.cgroupPool.take(`bw-${this.owner}-${++this.counter}-${randomBytes(3).toString('hex')}`, limits) : null),
+      (cg) => void this.releaseCgroup(cg, true));
   }
 
   forget(sb: BwrapSandbox): void {
@@ -112,6 +125,7 @@ export class BwrapDriver implements SandboxDriver {
   }
 
   async close(): Promise<void> {
+    await this.shells?.close((cg) => this.releaseCgroup(cg, false));
     await Promise.allSettled([...this.live].map((s) => s.destroy()));
     await this.cgroupPool?.close();
   }
@@ -125,16 +139,19 @@ class BwrapSandbox implements Sandbox {
   private readonly driver: BwrapDriver;
   private readonly limits: ResourceLimits;
   private readonly cgroup: JobCgroup | null;
+  /** A start shell already in the cgroup, waiting for this job (else one is spawned at launch). */
+  private readonly shell: StartShell | null;
   private pgid: number | undefined;
   private readonly procs = new Map<number, Promise<unknown>>();
   private destroyed: Promise<void> | null = null;
 
-  constructor(driver: BwrapDriver, id: string, jobDir: string, limits: ResourceLimits, cgroup: JobCgroup | null) {
+  constructor(driver: BwrapDriver, id: string, jobDir: string, limits: ResourceLimits, cgroup: JobCgroup | null, shell: StartShell | null) {
     this.driver = driver;
     this.id = id;
     this.jobDirHost = jobDir;
     this.limits = limits; // rlimits are applied by the launcher (prlimit)
     this.cgroup = cgroup;
+    this.shell = shell;
   }
 
   launch(req: LaunchRequest): SandboxProcess {
@@ -148,8 +165,16 @@ class BwrapSandbox implements Sandbox {
       args.push('--chdir', WORKSPACE_INSIDE, '--clearenv', '--', '/bin/sh', `${JOB_DIR_INSIDE}/${LAUNCHER_FILE}`);
     }
     // Own process group, empty environment (see the file comment); joins the job's cgroup first.
-    const argv = this.cgroup ? this.cgroup.wrap([BWRAP, ...args]) : [BWRAP, ...args];
-    const child = spawn(argv[0], argv.slice(1), { env: {}, detached: true, stdio: ['pipe', 'pipe', 'pipe', req.direct ? 'ignore' : 'pipe'] });
+    let child: ChildProcess;
+    if (this.shell?.waiting()) {
+      // Already in the cgroup: the shell execs bwrap (with an empty environment, as below).
+      this.shell.go(`${req.direct ? `exec ${STATUS_FD}>&-\n` : ''}exec ${[BWRAP, ...args].map(sq).join(' ')}\n`);
+      child = this.shell.child;
+      if (req.direct) (child.stdio[STATUS_FD] as Readable).destroy();
+    } else {
+      const argv = this.cgroup ? this.cgroup.wrap([BWRAP, ...args]) : [BWRAP, ...args];
+      child = spawn(argv[0], argv.slice(1), { env: {}, detached: true, stdio: ['pipe', 'pipe', 'pipe', req.direct ? 'ignore' : 'pipe'] });
+    }
     const ended = watchWrapper(child);
     if (child.pid) {
       const pid = child.pid;
@@ -200,7 +225,10 @@ class BwrapSandbox implements Sandbox {
   destroy(): Promise<void> {
     this.destroyed ??= (async () => {
       await this.killNow(0);
+      if (this.shell?.waiting()) this.shell.discard(); // never launched: its shell goes, its cgroup is released below
+      this.shell?.forget();
       if (this.cgroup) await this.driver.releaseCgroup(this.cgroup, !this.killed);
+      if (!this.killed) this.driver.prepareShell(this.limits);
       this.driver.forget(this);
       await rm(this.jobDirHost, { recursive: true, force: true });
     })();

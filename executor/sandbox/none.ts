@@ -12,7 +12,8 @@ import { CgroupPool, JobCgroup, cgroupOwner, cgroupSupport, groupKillArgv, sweep
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { delay, killGroup, watchWrapper } from './exec-util.ts';
-import { LAUNCHER_FILE, STATUS_FD, cgroupJoinLines, directLaunch } from '../jobs/launcher.ts';
+import { LAUNCHER_FILE, STATUS_FD, cgroupJoinLines, directLaunch, launchScript } from '../jobs/launcher.ts';
+import { StartShellPool, shellKey, type StartShell } from './start-shell.ts';
 import type { DriverOptions, LaunchRequest, ResourceLimits, Sandbox, SandboxDriver, SandboxProcess } from './types.ts';
 import type { Logger } from '../log.ts';
 
@@ -31,6 +32,8 @@ export class NoneDriver implements SandboxDriver {
   private counter = 0;
   /** Names this agent's job cgroups (see cgroupOwner). */
   private readonly owner: string;
+  /** The next job's start shell, per limits (see start-shell.ts). */
+  private shells: StartShellPool | null = null;
 
   constructor(opts: DriverOptions, log: Logger) {
     this.opts = opts;
@@ -57,16 +60,26 @@ export class NoneDriver implements SandboxDriver {
     const swept = this.cgroups ? await sweepStaleCgroups(this.cgroups, this.owner) : 0;
     if (swept) this.log.warn(`removed ${swept} job cgroups left by an earlier run of this agent (it was killed without cleaning up)`);
     this.processLimitByRlimit = this.cgroups === null;
+    this.shells = new StartShellPool(this.opts.stateDir);
   }
 
   async acquire(_jobId: string, limits: ResourceLimits): Promise<Sandbox> {
     const id = `nb-${this.owner}-${++this.counter}-${randomBytes(3).toString('hex')}`;
     // Created only when a job needs it (code files, a launcher script): see prepareJobDir.
     const jobDir = join(this.opts.stateDir, 'jobdirs', id);
-    const cg = this.cgroupPool ? this.cgroupPool.take(id, limits) : null;
-    const sb = new NoneSandbox(this, this.opts.root, id, jobDir, cg);
+    const shell = this.shells?.take(shellKey(this.cgroups, limits)) ?? null;
+    const cg = shell ? shell.cgroup : this.cgroupPool ? this.cgroupPool.take(id, limits) : null;
+    if (shell) cg?.beginJob();
+    const sb = new NoneSandbox(this, this.opts.root, id, jobDir, limits, cg, shell);
     this.live.add(sb);
     return sb;
+  }
+
+  /** A job with `limits` ended by itself: the next one's shell starts now (see start-shell.ts). */
+  prepareShell(limits: ResourceLimits): void {
+    this.shells?.prepare(shellKey(this.cgroups, limits), this.opts.root,
+      () => (this.cgroupPool ? this.cgroupPool.take(`nb-${this.owner}-${++this.counter}-${randomBytes(3).toString('hex')}`, limits) : null),
+      (cg) => void this.releaseCgroup(cg, true));
   }
 
   forget(sb: NoneSandbox): void {
@@ -82,6 +95,7 @@ export class NoneDriver implements SandboxDriver {
   }
 
   async close(): Promise<void> {
+    await this.shells?.close((cg) => this.releaseCgroup(cg, false));
     await Promise.allSettled([...this.live].map((s) => s.destroy()));
     await this.cgroupPool?.close();
   }
@@ -94,12 +108,17 @@ class NoneSandbox implements Sandbox {
   readonly workspaceInside: string;
   private readonly driver: NoneDriver;
   private readonly cgroup: JobCgroup | null;
+  private readonly limits: ResourceLimits;
+  /** A start shell already in the cgroup, waiting for this job (else one is spawned at launch). */
+  private readonly shell: StartShell | null;
   private readonly procs = new Map<ChildProcess, Promise<unknown>>();
   private readonly pipeLinks = new Set<string>();
   private destroyed: Promise<void> | null = null;
 
-  constructor(driver: NoneDriver, root: string, id: string, jobDir: string, cgroup: JobCgroup | null) {
+  constructor(driver: NoneDriver, root: string, id: string, jobDir: string, limits: ResourceLimits, cgroup: JobCgroup | null, shell: StartShell | null) {
     this.cgroup = cgroup;
+    this.limits = limits;
+    this.shell = shell;
     this.driver = driver;
     this.id = id;
     this.jobDirHost = jobDir;
@@ -118,7 +137,15 @@ class NoneSandbox implements Sandbox {
 
   launch(req: LaunchRequest): SandboxProcess {
     let child: ChildProcess;
-    if (req.direct) {
+    if (this.shell?.waiting()) {
+      // The shell is in the cgroup already: it sources the job's script (a direct job as an
+      // in-shell launcher: its shell started with an empty environment).
+      const d = req.direct;
+      if (!d) this.prepareJobDir();
+      this.shell.go(d ? launchScript({ cwd: d.cwd, env: d.env, run: d.argv, inShell: { rlimits: d.rlimits } }) : req.script);
+      child = this.shell.child;
+      if (d) (child.stdio[STATUS_FD] as Readable).destroy();
+    } else if (req.direct) {
       // One shell joins the cgroup, sets the rlimits and execs the job (jobs/launcher.ts).
       const { cwd, env, rlimits } = req.direct;
       const start = directLaunch({ joinFiles: this.cgroup?.joinFiles() ?? [], rlimits, env, run: req.direct.argv });
@@ -182,7 +209,10 @@ class NoneSandbox implements Sandbox {
       // scanning /proc after every job would cost more than the job.
       if (this.procs.size) this.killed = true;
       for (const [c] of this.procs) killGroup(c.pid, 'SIGKILL');
+      if (this.shell?.waiting()) this.shell.discard(); // never launched: its shell goes, its cgroup is released below
+      this.shell?.forget();
       if (this.cgroup) await this.driver.releaseCgroup(this.cgroup, !this.killed);
+      if (!this.killed) this.driver.prepareShell(this.limits);
       this.driver.forget(this);
       if (this.jobDirMade) await rm(this.jobDirHost, { recursive: true, force: true });
     })();
