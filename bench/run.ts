@@ -129,7 +129,7 @@ async function main() {
     row('execute true, sandbox none (end to end)', f(pct(tNone, 50)), f(pct(tNone, 99)), `${(pct(tNone, 50) / bareP50).toFixed(1)}× (+${f(pct(tNone, 50) - bareP50)})`);
     const tNonePaused = await timeCalls(none, PAUSED_CALLS, { command: 'true', args: [] }, PAUSE_MS);
     row(`  the same, each call after a ${PAUSE_MS / 1000} s pause (${PAUSED_CALLS} calls)`, f(pct(tNonePaused, 50)), f(pct(tNonePaused, 99)),
-      `+${f(pct(tNonePaused, 50) - pct(tNone, 50))} over back to back: mostly the job's cgroup join after idle (README, "After an idle moment")`);
+      `+${f(pct(tNonePaused, 50) - pct(tNone, 50))} over back to back (the job's shell waits in its cgroup before the call: README, "After an idle moment")`);
 
     // The hot path taken apart, and the gateway's CPU per call (robust to other processes' load).
     const hp = await benchHotPath(none, quick ? 15 : 50);
@@ -195,7 +195,7 @@ async function main() {
           `${(pct(tReuse, 50) / pct(tSus, 50)).toFixed(2)}× single-use; target p50 ≤ 60 ms, p99 ≤ 150 ms`);
         const tReusePaused = await timeCalls(reuseClient, PAUSED_CALLS, { command: 'true', args: [] }, PAUSE_MS);
         row(`  the same, each call after a ${PAUSE_MS / 1000} s pause (${PAUSED_CALLS} calls)`, f(pct(tReusePaused, 50)), f(pct(tReusePaused, 99)),
-          `+${f(pct(tReusePaused, 50) - pct(tReuse, 50))} over back to back (no host cgroup join on this path: see README)`);
+          `+${f(pct(tReusePaused, 50) - pct(tReuse, 50))} over back to back`);
       } catch (e) {
         warmClient = null;
         reuseClient = null;
