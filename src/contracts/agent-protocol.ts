@@ -94,6 +94,19 @@ export const StreamSummary = z.object({
   artifactTruncated: z.boolean(),
 });
 
+/**
+ * Longest error message kept from an agent (characters): ours are at most ~8,000 (a compile
+ * error's first stderr bytes). A longer one is cut, not refused — the job's result must not be
+ * lost — so the DO's row and the D1 audit row stay far below their 2 MB limits whatever an agent sends.
+ */
+export const ERROR_MESSAGE_MAX_CHARS = 16_384;
+/** Longest error code kept from an agent (ours are short names like `compile_error`). */
+export const ERROR_CODE_MAX_CHARS = 64;
+// A cut text stays as it is when parsed again (the DO re-reads what it stored): up to max + the marker's room.
+const cut = (max: number) => (s: string) => (s.length <= max + 64 ? s : `${s.slice(0, max)}… (cut: ${s.length} characters)`);
+const ErrorMessageText = z.string().transform(cut(ERROR_MESSAGE_MAX_CHARS));
+const ErrorCodeText = z.string().transform(cut(ERROR_CODE_MAX_CHARS));
+
 export const JobExit = z.object({
   type: z.literal('job.exit'),
   jobId: z.string(),
@@ -121,7 +134,7 @@ export const JobExit = z.object({
    */
   parts: z.object({ stdout: z.number().int().min(0), stderr: z.number().int().min(0) }).optional(),
   /** Set for failed_to_start and other errors worth showing: e.g. spawn failed, compile error. */
-  error: z.object({ code: z.string(), message: z.string() }).optional(),
+  error: z.object({ code: ErrorCodeText, message: ErrorMessageText }).optional(),
   /** Code mode: which step produced this result. A failing build is a compile error, not a run error. */
   phase: z.enum(['build', 'run']).optional(),
 });
@@ -171,8 +184,8 @@ export const JobArtifact = z.object({
 export const JobError = z.object({
   type: z.literal('job.error'),
   jobId: z.string(),
-  code: z.string(),
-  message: z.string(),
+  code: ErrorCodeText,
+  message: ErrorMessageText,
 });
 export const AgentMessage = z.discriminatedUnion('type', [AgentHello, AgentHeartbeat, JobExitPart, JobExit, JobArtifact, JobError]);
 export type AgentMessage = z.infer<typeof AgentMessage>;

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'undici';
 import { connectMcp, startGateway, type Gateway } from './harness.ts';
 import type { EdgeMessage, JobExit, JobSpec } from '../../src/contracts/agent-protocol.ts';
+import { ERROR_CODE_MAX_CHARS, ERROR_MESSAGE_MAX_CHARS } from '../../src/contracts/agent-protocol.ts';
 import { encodeOutputFrame } from '../../src/contracts/output-frame.ts';
 
 let gw: Gateway;
@@ -223,6 +224,34 @@ describe('TeamDispatcher relay to an agent socket', () => {
     agent.send(exitFor(start.spec, ''));
     const r = await call;
     expect(r.structuredContent).toMatchObject({ exit_code: 0, state: 'exited' });
+    await client.close();
+    agent.close();
+  });
+
+  it("cuts an agent's oversized error (1 MB message, 10 KB code): the call still gets its result, the audit row stays small", async () => {
+    const agent = new TestAgent(gw.url, await gw.token({ team: 'wordy', scopes: ['agent'] }));
+    await agent.open('wordy-1');
+    const client = await connect(await gw.token({ team: 'wordy', scopes: ['execute'] }));
+    const call = client.callTool({ name: 'execute', arguments: { command: 'true', args: [] } });
+    const start = await agent.next('job.start');
+    agent.send(exitFor(start.spec, '', { state: 'failed_to_start', exitCode: null, error: { code: `x${'c'.repeat(10_000)}`, message: `start ${'E'.repeat(1_000_000)}` } }));
+    const r = await call;
+    expect(r.isError).toBe(true);
+    const err = (r.structuredContent as { error: { code: string; message: string } });
+    expect(err.error.message).toContain('spawn failed (start EEE');
+    expect(err.error.message).toContain('… (cut: 1000006 characters)');
+    expect(err.error.message.length).toBeLessThan(ERROR_MESSAGE_MAX_CHARS + 200);
+    expect(err.error.code.length).toBeLessThan(ERROR_CODE_MAX_CHARS + 40);
+    const admin = { Authorization: `Bearer ${await gw.token({ team: 'wordy', scopes: ['admin'] })}` };
+    let entry: { jobId: string; exitStatus: string | null; reason: string | null } | undefined;
+    for (let i = 0; i < 100 && entry?.exitStatus !== 'failed_to_start'; i++) {
+      const list = (await (await fetch(`${gw.url}/admin/v1/audit?tool=execute`, { headers: admin })).json()) as { entries: NonNullable<typeof entry>[] };
+      entry = list.entries.find((e) => e.jobId === start.spec.jobId);
+      if (entry?.exitStatus !== 'failed_to_start') await new Promise((res) => setTimeout(res, 100));
+    }
+    expect(entry?.exitStatus).toBe('failed_to_start');
+    expect(entry!.reason!.length).toBeLessThan(ERROR_MESSAGE_MAX_CHARS + ERROR_CODE_MAX_CHARS + 1000);
+    expect(entry!.reason).toContain('cut: 1000006 characters');
     await client.close();
     agent.close();
   });
