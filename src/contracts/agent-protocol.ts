@@ -106,13 +106,15 @@ export const ERROR_CODE_MAX_CHARS = 64;
 const cut = (max: number) => (s: string) => (s.length <= max + 64 ? s : `${s.slice(0, max)}… (cut: ${s.length} characters)`);
 const ErrorMessageText = z.string().transform(cut(ERROR_MESSAGE_MAX_CHARS));
 const ErrorCodeText = z.string().transform(cut(ERROR_CODE_MAX_CHARS));
+/** A signal's name (`SIGKILL`): an agent's longer text is cut like an error code. */
+const SignalText = z.string().transform(cut(ERROR_CODE_MAX_CHARS));
 
 export const JobExit = z.object({
   type: z.literal('job.exit'),
   jobId: z.string(),
   state: TerminalState,
   exitCode: z.number().int().nullable(),
-  signal: z.string().nullable(),
+  signal: SignalText.nullable(),
   timedOut: z.boolean(),
   durationMs: z.number().min(0),
   stdout: z.string(),

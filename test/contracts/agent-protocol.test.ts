@@ -1,0 +1,35 @@
+/**
+ * What the edge keeps of an agent's text fields it stores (error code and message, signal): cut to
+ * a bound, never refused — a result must not be lost because its agent sent too much.
+ */
+import { describe, expect, it } from 'vitest';
+import { ERROR_CODE_MAX_CHARS, ERROR_MESSAGE_MAX_CHARS, parseAgentMessage } from '../../src/contracts/agent-protocol.ts';
+
+const exit = (over: Record<string, unknown>) => JSON.stringify({
+  type: 'job.exit', jobId: 'j1', state: 'signaled', exitCode: null, signal: 'SIGKILL', timedOut: false, durationMs: 1,
+  stdout: '', stderr: '', stdoutTruncated: false, stderrTruncated: false,
+  streams: { stdout: { bytes: 0, lines: 0, artifactTruncated: false }, stderr: { bytes: 0, lines: 0, artifactTruncated: false } },
+  artifactsUploaded: true, ...over,
+});
+
+describe('agent messages: oversized text is cut, not refused', () => {
+  it('keeps ordinary values as they are', () => {
+    const p = parseAgentMessage(exit({ error: { code: 'compile_error', message: 'main.c:1: error' } }));
+    expect(p.ok && p.message.type === 'job.exit' && [p.message.signal, p.message.error]).toEqual(['SIGKILL', { code: 'compile_error', message: 'main.c:1: error' }]);
+  });
+
+  it('cuts a long signal, error code and message, saying how long each was; a cut value parses back unchanged', () => {
+    const p = parseAgentMessage(exit({ signal: 'S'.repeat(5000), error: { code: 'c'.repeat(5000), message: 'm'.repeat(100_000) } }));
+    if (!p.ok || p.message.type !== 'job.exit') throw new Error('not parsed');
+    expect(p.message.signal).toBe(`${'S'.repeat(ERROR_CODE_MAX_CHARS)}… (cut: 5000 characters)`);
+    expect(p.message.error!.code).toBe(`${'c'.repeat(ERROR_CODE_MAX_CHARS)}… (cut: 5000 characters)`);
+    expect(p.message.error!.message).toBe(`${'m'.repeat(ERROR_MESSAGE_MAX_CHARS)}… (cut: 100000 characters)`);
+    const again = parseAgentMessage(JSON.stringify(p.message));
+    expect(again.ok && again.message).toEqual(p.message);
+  });
+
+  it('cuts a job.error message the same way', () => {
+    const p = parseAgentMessage(JSON.stringify({ type: 'job.error', jobId: 'j1', code: 'capacity', message: 'x'.repeat(50_000) }));
+    expect(p.ok && p.message.type === 'job.error' && p.message.message.length).toBe(ERROR_MESSAGE_MAX_CHARS + '… (cut: 50000 characters)'.length);
+  });
+});
