@@ -143,22 +143,24 @@ export const JobExit = z.object({
 export type JobExit = z.infer<typeof JobExit>;
 
 // ---- agent → edge ----
+/** The jobs an agent runs: at most its capacity (≤ 256), ids as the edge makes them. */
+const RunningJobs = z.array(z.string().max(128)).max(256);
 export const AgentHello = z.object({
   type: z.literal('hello'),
   v: z.literal(PROTOCOL_VERSION),
   agentId: z.string().min(1).max(128),
-  version: z.string(),
+  version: z.string().max(256),
   capacity: z.number().int().min(1).max(256),
   sandbox: SandboxKind,
   runtimes: z.array(RuntimeInfo).max(64),
   /** Free-form placement labels (`--label gpu`); a job may require some. */
   labels: z.array(AgentLabel).max(32).default([]),
   /** Jobs still running from before a reconnect; their results will follow. */
-  running: z.array(z.string()),
+  running: RunningJobs,
 });
 export const AgentHeartbeat = z.object({
   type: z.literal('heartbeat'),
-  running: z.array(z.string()),
+  running: RunningJobs,
 });
 /** One piece of a result's inline output, sent before a `job.exit` that says `parts`. */
 export const JobExitPart = z.object({

@@ -33,3 +33,16 @@ describe('agent messages: oversized text is cut, not refused', () => {
     expect(p.ok && p.message.type === 'job.error' && p.message.message.length).toBe(ERROR_MESSAGE_MAX_CHARS + '… (cut: 50000 characters)'.length);
   });
 });
+
+describe('agent messages: identity fields have bounds (refused past them)', () => {
+  const hello = (over: Record<string, unknown>) => JSON.stringify({ type: 'hello', v: 1, agentId: 'a1', version: '0.1.0', capacity: 4, sandbox: 'none', runtimes: [], running: [], ...over });
+  it('accepts a normal hello and heartbeat', () => {
+    expect(parseAgentMessage(hello({})).ok).toBe(true);
+    expect(parseAgentMessage(JSON.stringify({ type: 'heartbeat', running: [crypto.randomUUID()] })).ok).toBe(true);
+  });
+  it('refuses a 1 MB version, a running list past 256 jobs, or a job id past 128 characters', () => {
+    expect(parseAgentMessage(hello({ version: 'v'.repeat(1 << 20) })).ok).toBe(false);
+    expect(parseAgentMessage(hello({ running: Array.from({ length: 257 }, () => crypto.randomUUID()) })).ok).toBe(false);
+    expect(parseAgentMessage(JSON.stringify({ type: 'heartbeat', running: ['j'.repeat(129)] })).ok).toBe(false);
+  });
+});
