@@ -3,7 +3,13 @@
  * no server built): a batch holds at most MAX_BATCH_MESSAGES messages, and at most
  * MAX_CANCELLATIONS_PER_REQUEST of them may be `notifications/cancelled` (each one is a call to
  * the team's Durable Object). The body's byte size is capped before parsing (MAX_BODY_BYTES).
+ * A batch whose calls together could pass Cloudflare's subrequests-per-request limit is refused
+ * whole (batchSubrequestProblem): all of a batch runs in one request.
  */
+import {
+  CANCEL_SUBREQUESTS, GOVERNED_TOOLS, REQUEST_SUBREQUESTS, SUBREQUESTS_PER_REQUEST, TOOL_CALL_SUBREQUESTS, UNKNOWN_TOOL_SUBREQUESTS,
+  planPhrase, type WorkersPlan,
+} from '../script/request-budget.ts';
 
 /** The MCP TypeScript SDK refuses larger batches too; here the refusal comes before any work. */
 export const MAX_BATCH_MESSAGES = 100;
@@ -20,4 +26,39 @@ export function batchProblem(body: unknown): string | null {
     return `Invalid Request: the batch has ${cancels} notifications/cancelled; at most ${MAX_CANCELLATIONS_PER_REQUEST} are accepted per request`;
   }
   return null;
+}
+
+type Message = { method?: unknown; params?: { name?: unknown } };
+
+/** How many of a batch's messages are calls of policy-deciding tools (each pays the OPA evaluators). */
+export function governedCalls(body: unknown): number {
+  if (!Array.isArray(body)) return 0;
+  return body.filter((m: Message) => m?.method === 'tools/call' && GOVERNED_TOOLS.has(String(m.params?.name))).length;
+}
+
+/** Subrequests a batch's calls may need besides the request's own and run_script's (see TOOL_CALL_SUBREQUESTS). */
+export function batchSubrequests(body: unknown, opaEvaluators: number): number {
+  if (!Array.isArray(body)) return 0;
+  let need = 0;
+  for (const m of body as Message[]) {
+    if (m?.method === 'notifications/cancelled') need += CANCEL_SUBREQUESTS;
+    if (m?.method !== 'tools/call') continue;
+    const name = String(m.params?.name);
+    if (name === 'run_script') continue;
+    need += (TOOL_CALL_SUBREQUESTS[name] ?? UNKNOWN_TOOL_SUBREQUESTS) + (GOVERNED_TOOLS.has(name) ? opaEvaluators : 0);
+  }
+  return need;
+}
+
+/**
+ * Null when a batch's calls fit the plan's subrequests per request, else the message for a 400: a
+ * batch is one HTTP request on Cloudflare, so its calls share one budget, and a call past it would
+ * fail half-done. Refused before any call runs, with how many execute calls would fit.
+ */
+export function batchSubrequestProblem(need: number, plan: WorkersPlan, opaEvaluators: number): string | null {
+  const limit = SUBREQUESTS_PER_REQUEST[plan];
+  if (REQUEST_SUBREQUESTS + need <= limit) return null;
+  const perExecute = TOOL_CALL_SUBREQUESTS.execute + opaEvaluators;
+  return `Invalid Request: the batch's calls may need up to ${REQUEST_SUBREQUESTS + need} subrequests and ${planPhrase(plan)}; `
+    + `send fewer calls per request (at most ${Math.floor((limit - REQUEST_SUBREQUESTS) / perExecute)} execute calls, up to ${perExecute} subrequests each) or one call per request`;
 }

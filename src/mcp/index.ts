@@ -6,10 +6,12 @@
  */
 import { Hono, type MiddlewareHandler } from 'hono';
 import { createMcpHandler, type AuthInfo, type McpServerFactory } from '@modelcontextprotocol/server';
-import type { AppEnv } from '../env.ts';
+import type { AppEnv, Env, Principal } from '../env.ts';
+import { requestLedger, workersPlan } from '../script/request-budget.ts';
+import { teamPolicyOf } from '../policy/cache.ts';
 import { publicOrigin, requireAuth } from '../auth/index.ts';
 import { rateLimit } from '../edge/rate-limit.ts';
-import { batchProblem } from './bounds.ts';
+import { batchProblem, batchSubrequestProblem, batchSubrequests, governedCalls } from './bounds.ts';
 import { buildServer } from './server.ts';
 import { cancelKey, type ToolContext } from './context.ts';
 import { cancelByCall } from '../dispatch/client.ts';
@@ -62,7 +64,7 @@ mcpRoutes.on(['POST', 'DELETE'], '/', async (c) => {
     } catch {
       return jsonRpcError(400, -32700, 'Parse error: the body is not valid JSON');
     }
-    const bounds = batchProblem(parsedBody);
+    const bounds = batchProblem(parsedBody) ?? (await batchBudgetProblem(c.env, c.get('principal'), parsedBody));
     if (bounds) return jsonRpcError(400, -32600, bounds);
     await routeCancellations(c.env, c.get('principal'), parsedBody);
   }
@@ -146,4 +148,19 @@ async function routeCancellations(env: AppEnv['Bindings'], p: AppEnv['Variables'
     const reason = typeof msg.params?.reason === 'string' ? msg.params.reason : 'cancelled by the client';
     await cancelByCall(env, p.team, cancelKey(p, id), reason);
   }
+}
+
+/**
+ * A batch's subrequest budget (bounds.ts): refused whole when its calls cannot fit; else their share
+ * is charged to the request's ledger, so the batch's scripts are admitted from what is left.
+ */
+async function batchBudgetProblem(env: Env, principal: Principal, body: unknown): Promise<string | null> {
+  if (!Array.isArray(body)) return null;
+  const plan = workersPlan(env);
+  if (!plan.ok) return null; // a misconfigured plan is reported by the calls that depend on it
+  const evaluators = governedCalls(body) ? (await teamPolicyOf(env, principal)).policy.opa.evaluators.length : 0;
+  const need = batchSubrequests(body, evaluators);
+  const problem = batchSubrequestProblem(need, plan.plan, evaluators);
+  if (!problem && need) requestLedger(principal, plan.plan).chargeBatch(need);
+  return problem;
 }

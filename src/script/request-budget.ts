@@ -69,6 +69,31 @@ export const SUBPROCESS_BASE_SUBREQUESTS = 3;
 /** queryOutput: the artifact's index rows (D1) and one R2 read per stream. */
 export const QUERY_OUTPUT_SUBREQUESTS = 3;
 
+/**
+ * What one `tools/call` may cost in subrequests, worst case on its code path, besides one fetch per
+ * remote OPA evaluator for the tools that decide policy (GOVERNED_TOOLS). Used to refuse a JSON-RPC
+ * batch up front whose calls together could pass the plan's limit (src/mcp/bounds.ts); a single
+ * call never comes near it.
+ *  - execute, runtime_execute: the policy read (D1), an `ask` rule's approval lookup and row (2),
+ *    the submit-and-follow call to the team's DO, a task's status and outcome reads (2), the
+ *    `failed` audit row if the DO call fails (D1);
+ *  - run_script is not in the table: the request's ledger admits each script and its subprocesses
+ *    as they come, from what the batch's other calls left (RequestLedger.chargeBatch);
+ *  - policy_check: the policy read and its audit row; query_output: its reads and audit row;
+ *  - the job tools and list_runtimes: the DO call, an R2 read (job_output past the live window), the audit row.
+ */
+export const TOOL_CALL_SUBREQUESTS: Record<string, number> = {
+  execute: 7, runtime_execute: 7,
+  policy_check: 2, query_output: QUERY_OUTPUT_SUBREQUESTS + 1,
+  job_status: 3, job_output: 3, job_kill: 3, job_list: 3, list_runtimes: 3,
+};
+/** A tool this table does not know (refused when it runs): counted like a job tool. */
+export const UNKNOWN_TOOL_SUBREQUESTS = 3;
+/** Tools that decide policy: each remote OPA evaluator is one more fetch per call. */
+export const GOVERNED_TOOLS = new Set(['execute', 'runtime_execute', 'run_script', 'policy_check']);
+/** A `notifications/cancelled` is one call to the team's DO. */
+export const CANCEL_SUBREQUESTS = 1;
+
 export type PlanResult = { ok: true; plan: WorkersPlan } | { ok: false; message: string };
 
 /** The configured plan; a value that is neither `free` nor `paid` is a configuration error, not a guess. */
@@ -117,6 +142,11 @@ export class RequestLedger {
 
   free(): number {
     return this.limit - this.used - this.reserved;
+  }
+
+  /** The batch's other calls (everything but run_script), counted up front: scripts get what they leave. */
+  chargeBatch(subrequests: number): void {
+    this.reserved += subrequests;
   }
 
   /** Whether one more D1 write (a refusal's audit row) fits; takes it if so. */

@@ -10,8 +10,8 @@ import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { startAgent, startGateway, testSandbox, type AgentProcess, type Gateway } from './harness.ts';
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
-import { effectiveSubprocessCap } from '../../src/script/request-budget.ts';
-import { batchOfScripts } from '../support/script-batch.ts';
+import { effectiveSubprocessCap, TOOL_CALL_SUBREQUESTS } from '../../src/script/request-budget.ts';
+import { batchOfScripts, postBatch, toolCalls } from '../support/script-batch.ts';
 
 const TEAM = 'lim';
 let gw: Gateway;
@@ -91,3 +91,49 @@ describe('one request, several scripts (a JSON-RPC batch)', () => {
     }
   }, 120_000);
 });
+
+describe('one request, several execute calls (a JSON-RPC batch)', () => {
+  const perExecute = TOOL_CALL_SUBREQUESTS.execute;
+  // The request's own 4, then up to `perExecute` per execute call: this many fit in 50.
+  const fit = Math.floor((50 - 4) / perExecute);
+
+  it('refuses a batch whose calls cannot all fit in 50 subrequests, whole and before any call runs, saying how many would', async () => {
+    const jobsBefore = await jobCount();
+    const r = await postBatch(gw, TEAM, toolCalls('execute', { command: 'true', args: [] }, fit + 1));
+    expect(r.status).toBe(400);
+    const message = (JSON.parse(r.body) as { error: { code: number; message: string } }).error;
+    expect(message.code).toBe(-32600);
+    expect(message.message).toContain(`the batch's calls may need up to ${4 + (fit + 1) * perExecute} subrequests and Cloudflare allows 50 subrequests per request on the Workers Free plan (GATEHOUSE_WORKERS_PLAN = "free")`);
+    expect(message.message).toContain(`at most ${fit} execute calls`);
+    expect(await jobCount()).toBe(jobsBefore);
+  }, 60_000);
+
+  it('runs a batch that fits: every call gets its result', async () => {
+    const r = await postBatch(gw, TEAM, toolCalls('execute', { command: 'echo', args: ['ok'] }, fit));
+    expect(r.status).toBe(200);
+    expect(r.answers).toHaveLength(fit);
+    for (const a of r.answers) expect(a.result?.structuredContent).toMatchObject({ exit_code: 0, stdout: 'ok\n' });
+  }, 120_000);
+
+  it('scripts in a batch get what its other calls leave', async () => {
+    // 4 + 2 execute calls leave 50 - 4 - 2 × perExecute for scripts, 12 each.
+    const scripts = Math.floor((50 - 4 - 2 * perExecute) / 12);
+    const r = await postBatch(gw, TEAM, [
+      ...toolCalls('execute', { command: 'true', args: [] }, 2),
+      ...toolCalls('run_script', { code: 'return 7' }, scripts + 1, 3),
+    ]);
+    expect(r.status).toBe(200);
+    const ran = r.answers.filter((a) => a.id >= 3 && !a.result?.isError);
+    const refused = r.answers.filter((a) => a.id >= 3 && a.result?.isError);
+    expect(ran).toHaveLength(scripts);
+    expect(refused).toHaveLength(1);
+    expect(refused[0].result?.structuredContent.error?.code).toBe('limit_reached');
+    for (const a of r.answers.filter((x) => x.id < 3)) expect(a.result?.structuredContent).toMatchObject({ exit_code: 0 });
+  }, 120_000);
+});
+
+async function jobCount(): Promise<number> {
+  const token = await gw.token({ team: TEAM, scopes: ['admin'] });
+  const res = await fetch(`${gw.url}/admin/v1/jobs?limit=200`, { headers: { Authorization: `Bearer ${token}` } });
+  return ((await res.json()) as { jobs: unknown[] }).jobs.length;
+}

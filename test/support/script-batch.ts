@@ -21,3 +21,23 @@ export async function batchOfScripts(g: Pick<Gateway, 'url' | 'token'>, team: st
   expect(answers.map((a) => a.id).sort()).toEqual(Array.from({ length: n }, (_, i) => i + 1));
   return answers;
 }
+
+export type BatchAnswer = { id: number; result?: { isError?: boolean; structuredContent: Record<string, any> }; error?: { code: number; message: string } };
+
+/** POSTs `messages` as one JSON-RPC batch (2025-03-26 era, the last with batches); the status and the answers (SSE or JSON). */
+export async function postBatch(g: Pick<Gateway, 'url' | 'token'>, team: string, messages: unknown[]): Promise<{ status: number; answers: BatchAnswer[]; body: string }> {
+  const token = await g.token({ team, scopes: ['execute'] });
+  const res = await fetch(`${g.url}/mcp`, {
+    method: 'POST', body: JSON.stringify(messages),
+    headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', 'MCP-Protocol-Version': '2025-03-26' },
+  });
+  const body = await res.text();
+  const sse = body.split('\n').filter((l) => l.startsWith('data: ')).map((l) => JSON.parse(l.slice(6)) as BatchAnswer);
+  const answers = sse.length ? sse : (() => { try { const j = JSON.parse(body); return Array.isArray(j) ? j : [j]; } catch { return []; } })();
+  return { status: res.status, answers, body };
+}
+
+/** `n` tools/call messages of `name` with `args`, ids from `firstId`. */
+export function toolCalls(name: string, args: Record<string, unknown>, n: number, firstId = 1): unknown[] {
+  return Array.from({ length: n }, (_, i) => ({ jsonrpc: '2.0', id: firstId + i, method: 'tools/call', params: { name, arguments: args } }));
+}
