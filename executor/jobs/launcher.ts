@@ -85,34 +85,6 @@ export function launchScript(p: LaunchPlan): string {
   return lines.join('\n') + '\n';
 }
 
-/**
- * A direct job (no build step, no launcher file) started by one `sh -c` that first joins the
- * job's cgroup by writing its own pid (so the job and everything it forks start inside: no
- * window where a fork escapes), sets the rlimits with `ulimit` builtins, then `exec`s the job
- * (`"$@"`). One exec fewer than `sh` → `prlimit` → job, and no separate join shell.
- *
- * The shell runs with the job's env, which dash passes on unchanged except for the variables
- * it manages itself (SHELL_MANAGED: it resets IFS and OPTIND, sets PPID and PWD, and refuses
- * to start with a non-numeric OPTIND). Those are kept out of the shell's env; the job gets
- * them exactly as given through `env` (one more exec, only for a job that sets one), and PWD
- * is removed when the job did not give it. The script's own words never expand a variable of
- * the job's env unquoted. Exit 125: the cgroup join failed; 126: an rlimit could not be set.
- */
-export function directLaunch(o: { joinFiles: string[]; rlimits: JobRlimits; env: Record<string, string>; run: string[] }): { argv: string[]; env: Record<string, string> } {
-  const shellEnv: Record<string, string> = {};
-  const managed: string[] = [];
-  for (const [k, v] of Object.entries(o.env)) {
-    if (SHELL_MANAGED.includes(k)) managed.push(sq(`${k}=${v}`));
-    else shellEnv[k] = v;
-  }
-  const lines = joinLines(o.joinFiles);
-  lines.push(...ulimitCommands(o.rlimits).map((c) => `${c} || exit 126`));
-  lines.push('unset PWD');
-  // `env` reads an argv[0] with '=' as an assignment: plan.ts never lets one through.
-  lines.push(managed.length ? `exec /usr/bin/env ${managed.join(' ')} "$@"` : 'exec "$@"');
-  return { argv: ['/bin/sh', '-c', lines.join('\n'), 'gatehouse-job', ...o.run], env: shellEnv };
-}
-
 /** Variables dash sets or checks at start-up whatever the environment says (dash 0.5.12). */
 export const SHELL_MANAGED = ['IFS', 'OPTIND', 'PPID', 'PWD'];
 

@@ -7,12 +7,10 @@
  * Limits: a per-job cgroup (memory, processes) when the agent may create one, /tmp as a sized
  * tmpfs, rlimits through the launcher.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
-import type { Readable } from 'node:stream';
-import { LAUNCHER_FILE, STATUS_FD, sq } from '../jobs/launcher.ts';
-import { StartShellPool, shellKey, type StartShell } from './start-shell.ts';
+import { LAUNCHER_FILE, launchScript } from '../jobs/launcher.ts';
+import { StartShell, StartShellPool, startKey, waitThenSource } from './start-shell.ts';
 import { CgroupPool, JobCgroup, cgroupOwner, cgroupSupport, groupKillArgv, sweepStaleCgroups, type CgroupVersion } from './cgroup.ts';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
@@ -29,6 +27,8 @@ const JOB_DIR_INSIDE = '/job';
 
 export class BwrapDriver implements SandboxDriver {
   readonly kind = 'bwrap' as const;
+  /** The start shell's env is empty (bwrap adds PWD, which the launcher unsets), so the launcher uses export/ulimit. */
+  readonly launcherEnvClean = true;
   /** Without a cgroup, RLIMIT_NPROC is the only process limit there is. */
   processLimitByRlimit = true;
   private cgroups: CgroupVersion | null = null;
@@ -55,8 +55,8 @@ export class BwrapDriver implements SandboxDriver {
 
   limitMechanisms(): string {
     return this.cgroups
-      ? `memory, processes: a cgroup ${this.cgroups} per job; /tmp: tmpfs --size; open files, file size, CPU time: rlimits (prlimit); disk writes: write_bytes of the job's processes`
-      : 'NO memory limit and no disk-write limit (cgroups need root); processes, open files, file size, CPU time: rlimits (prlimit); /tmp: tmpfs --size';
+      ? `memory, processes: a cgroup ${this.cgroups} per job; /tmp: tmpfs --size; open files, file size, CPU time: rlimits (ulimit in the job's start shell); disk writes: write_bytes of the job's processes`
+      : 'NO memory limit and no disk-write limit (cgroups need root); processes, open files, file size, CPU time: rlimits (ulimit in the job's start shell); /tmp: tmpfs --size';
   }
 
   async init(): Promise<void> {
@@ -92,24 +92,49 @@ export class BwrapDriver implements SandboxDriver {
   }
 
   async acquire(jobId: string, limits: ResourceLimits): Promise<Sandbox> {
-    const id = `bw-${this.owner}-${++this.counter}-${randomBytes(3).toString('hex')}`;
-    const jobDir = join(this.opts.stateDir, 'jobdirs', id);
-    mkdirSync(jobDir, { recursive: true, mode: 0o700 });
-    // The user namespace maps the job user to our uid, so the dir is the job's own inside.
-    const shell = this.shells?.take(shellKey(this.cgroups, limits)) ?? null;
-    const cg = shell ? shell.cgroup : this.cgroupPool ? this.cgroupPool.take(id, limits) : null;
-    if (shell) cg?.beginJob();
-    const sb = new BwrapSandbox(this, id, jobDir, limits, cg, shell);
+    // A sandbox already set up for a job like this one (its own job dir, /tmp and cgroup), or a new job dir now.
+    const start = this.shells?.take(startKey(this.cgroups, limits, String(limits.tmpBytes))) ?? null;
+    const { id, jobDir } = start?.meta ?? this.newJobDir();
+    const cg = start ? start.cgroup : this.cgroupPool ? this.cgroupPool.take(id, limits) : null;
+    if (start) cg?.beginJob();
+    const sb = new BwrapSandbox(this, id, jobDir, limits, cg, start);
     void jobId;
     this.live.add(sb);
     return sb;
   }
 
-  /** A job with `limits` ended by itself: the next one's shell starts now (see start-shell.ts). */
+  private newJobDir(): { id: string; jobDir: string } {
+    const id = `bw-${this.owner}-${++this.counter}-${randomBytes(3).toString('hex')}`;
+    const jobDir = join(this.opts.stateDir, 'jobdirs', id);
+    // The user namespace maps the job user to our uid, so the dir is the job's own inside.
+    mkdirSync(jobDir, { recursive: true, mode: 0o700 });
+    return { id, jobDir };
+  }
+
+  /**
+   * A start for a job in `jobDir`: a shell that joins `cgroup` and becomes bwrap at once, whose
+   * shell inside waits for the job's script (start-shell.ts). bwrap gets an empty environment
+   * (see the file comment) and sets PWD to its --chdir; the script sets the job's own env.
+   */
+  startShell(meta: { id: string; jobDir: string }, tmpBytes: number, cgroup: JobCgroup | null): StartShell {
+    const inside = `${JOB_DIR_INSIDE}/${LAUNCHER_FILE}`;
+    return new StartShell({
+      cwd: '/', cgroup, scriptFile: join(meta.jobDir, LAUNCHER_FILE), meta,
+      exec: [BWRAP, ...this.baseArgs(meta.jobDir, tmpBytes), '--chdir', '/', '--clearenv', '--', '/bin/sh', '-c', waitThenSource(inside)],
+    });
+  }
+
+  /** A job with `limits` ended by itself: the next one's sandbox is set up now (see start-shell.ts). */
   prepareShell(limits: ResourceLimits): void {
-    this.shells?.prepare(shellKey(this.cgroups, limits), '/',
-      () => (this.cgroupPool ? this.cgroupPool.take(`bw-${this.owner}-${++this.counter}-${randomBytes(3).toString('hex')}`, limits) : null),
-      (cg) => void this.releaseCgroup(cg, true));
+    this.shells?.prepare(startKey(this.cgroups, limits, String(limits.tmpBytes)),
+      () => {
+        const meta = this.newJobDir();
+        return this.startShell(meta, limits.tmpBytes, this.cgroupPool ? this.cgroupPool.take(meta.id, limits) : null);
+      },
+      (s) => {
+        if (s.cgroup) void this.releaseCgroup(s.cgroup, true);
+        rmSync(s.meta!.jobDir, { recursive: true, force: true });
+      });
   }
 
   forget(sb: BwrapSandbox): void {
@@ -125,7 +150,10 @@ export class BwrapDriver implements SandboxDriver {
   }
 
   async close(): Promise<void> {
-    await this.shells?.close((cg) => this.releaseCgroup(cg, false));
+    await this.shells?.close(async (s) => {
+      if (s.cgroup) await this.releaseCgroup(s.cgroup, false);
+      rmSync(s.meta!.jobDir, { recursive: true, force: true });
+    });
     await Promise.allSettled([...this.live].map((s) => s.destroy()));
     await this.cgroupPool?.close();
   }
@@ -149,32 +177,18 @@ class BwrapSandbox implements Sandbox {
     this.driver = driver;
     this.id = id;
     this.jobDirHost = jobDir;
-    this.limits = limits; // rlimits are applied by the launcher (prlimit)
+    this.limits = limits; // rlimits are applied by the launcher (ulimit)
     this.cgroup = cgroup;
     this.shell = shell;
   }
 
   launch(req: LaunchRequest): SandboxProcess {
-    const args = [...this.driver.baseArgs(this.jobDirHost, this.limits.tmpBytes)];
-    if (req.direct) {
-      args.push('--chdir', req.direct.cwd, '--clearenv');
-      for (const [k, v] of Object.entries(req.direct.env)) args.push('--setenv', k, v);
-      args.push('--', ...(req.direct.rlimitPrefix ?? []), ...req.direct.argv);
-    } else {
-      writeFileSync(join(this.jobDirHost, LAUNCHER_FILE), req.script, { mode: 0o644 });
-      args.push('--chdir', WORKSPACE_INSIDE, '--clearenv', '--', '/bin/sh', `${JOB_DIR_INSIDE}/${LAUNCHER_FILE}`);
-    }
-    // Own process group, empty environment (see the file comment); joins the job's cgroup first.
-    let child: ChildProcess;
-    if (this.shell?.waiting()) {
-      // Already in the cgroup: the shell execs bwrap (with an empty environment, as below).
-      this.shell.go(`${req.direct ? `exec ${STATUS_FD}>&-\n` : ''}exec ${[BWRAP, ...args].map(sq).join(' ')}\n`);
-      child = this.shell.child;
-      if (req.direct) (child.stdio[STATUS_FD] as Readable).destroy();
-    } else {
-      const argv = this.cgroup ? this.cgroup.wrap([BWRAP, ...args]) : [BWRAP, ...args];
-      child = spawn(argv[0], argv.slice(1), { env: {}, detached: true, stdio: ['pipe', 'pipe', 'pipe', req.direct ? 'ignore' : 'pipe'] });
-    }
+    // The sandbox that waited for this job, or one set up now: either way its shell sources the
+    // job's script (a direct job as an in-shell launcher).
+    const start = this.shell?.waiting() ? this.shell : this.driver.startShell({ id: this.id, jobDir: this.jobDirHost }, this.limits.tmpBytes, this.cgroup);
+    if (start !== this.shell) this.shell?.discard();
+    const d = req.direct;
+    const { child, status } = start.go(d ? launchScript({ cwd: d.cwd, env: d.env, run: d.argv, inShell: { rlimits: d.rlimits } }) : req.script, !d);
     const ended = watchWrapper(child);
     if (child.pid) {
       const pid = child.pid;
@@ -182,7 +196,7 @@ class BwrapSandbox implements Sandbox {
       this.procs.set(pid, ended);
       void ended.finally(() => this.procs.delete(pid));
     }
-    return { child, ended, status: req.direct ? null : (child.stdio[STATUS_FD] as Readable) };
+    return { child, ended, status };
   }
 
   hostKillArgv(): string[] | null {
@@ -225,8 +239,7 @@ class BwrapSandbox implements Sandbox {
   destroy(): Promise<void> {
     this.destroyed ??= (async () => {
       await this.killNow(0);
-      if (this.shell?.waiting()) this.shell.discard(); // never launched: its shell goes, its cgroup is released below
-      this.shell?.forget();
+      if (this.shell?.waiting()) this.shell.discard(); // never launched: its start goes, its cgroup is released below
       if (this.cgroup) await this.driver.releaseCgroup(this.cgroup, !this.killed);
       if (!this.killed) this.driver.prepareShell(this.limits);
       this.driver.forget(this);

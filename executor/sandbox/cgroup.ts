@@ -112,16 +112,6 @@ export class JobCgroup {
     return this.procsFiles();
   }
 
-  /**
-   * argv that joins the cgroup and then execs `argv`: the shell writes its own pid before
-   * exec, so every descendant starts inside (no window where a fork escapes the limit).
-   */
-  wrap(argv: string[]): string[] {
-    const files = this.procsFiles();
-    const script = 'for f in "$1" "$2"; do echo $$ > "$f" || exit 125; done; shift 2; exec "$@"';
-    return ['/bin/sh', '-c', script, 'gatehouse-cgroup', files[0], files[files.length - 1], ...argv];
-  }
-
   /** Every process of the job now. */
   pids(): number[] {
     try {

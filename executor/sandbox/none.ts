@@ -4,16 +4,15 @@
  * Kill is best effort: the process group, then any process still holding the job's pipes
  * (which catches setsid/double-fork escapees that kept stdout open).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import { mkdirSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
-import type { Readable } from 'node:stream';
 import { CgroupPool, JobCgroup, cgroupOwner, cgroupSupport, groupKillArgv, sweepStaleCgroups, type CgroupVersion } from './cgroup.ts';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { delay, killGroup, watchWrapper } from './exec-util.ts';
-import { LAUNCHER_FILE, STATUS_FD, cgroupJoinLines, directLaunch, launchScript } from '../jobs/launcher.ts';
-import { StartShellPool, shellKey, type StartShell } from './start-shell.ts';
+import { launchScript } from '../jobs/launcher.ts';
+import { StartShell, StartShellPool, startKey } from './start-shell.ts';
 import type { DriverOptions, LaunchRequest, ResourceLimits, Sandbox, SandboxDriver, SandboxProcess } from './types.ts';
 import type { Logger } from '../log.ts';
 
@@ -22,6 +21,8 @@ export const NONE_WARNING =
 
 export class NoneDriver implements SandboxDriver {
   readonly kind = 'none' as const;
+  /** The start shell's env is empty (bwrap adds PWD, which the launcher unsets), so the launcher uses export/ulimit. */
+  readonly launcherEnvClean = true;
   processLimitByRlimit = true;
   private cgroups: CgroupVersion | null = null;
   /** Empty cgroups of jobs that ended by themselves, for the next job with the same limits. */
@@ -48,8 +49,8 @@ export class NoneDriver implements SandboxDriver {
 
   limitMechanisms(): string {
     return this.cgroups
-      ? `memory, processes: a cgroup ${this.cgroups} per job; open files, file size, CPU time: rlimits (ulimit in the job's start shell, or prlimit in a launcher); /tmp: NOT limited (the host's)`
-      : 'NO memory, /tmp or disk-write limit; processes, open files, file size, CPU time: rlimits (ulimit in the job\'s start shell, or prlimit in a launcher)';
+      ? `memory, processes: a cgroup ${this.cgroups} per job; open files, file size, CPU time: rlimits (ulimit in the job's start shell); /tmp: NOT limited (the host's)`
+      : 'NO memory, /tmp or disk-write limit; processes, open files, file size, CPU time: rlimits (ulimit in the job\'s start shell)';
   }
 
   async init(): Promise<void> {
@@ -67,7 +68,7 @@ export class NoneDriver implements SandboxDriver {
     const id = `nb-${this.owner}-${++this.counter}-${randomBytes(3).toString('hex')}`;
     // Created only when a job needs it (code files, a launcher script): see prepareJobDir.
     const jobDir = join(this.opts.stateDir, 'jobdirs', id);
-    const shell = this.shells?.take(shellKey(this.cgroups, limits)) ?? null;
+    const shell = this.shells?.take(startKey(this.cgroups, limits)) ?? null;
     const cg = shell ? shell.cgroup : this.cgroupPool ? this.cgroupPool.take(id, limits) : null;
     if (shell) cg?.beginJob();
     const sb = new NoneSandbox(this, this.opts.root, id, jobDir, limits, cg, shell);
@@ -75,11 +76,16 @@ export class NoneDriver implements SandboxDriver {
     return sb;
   }
 
-  /** A job with `limits` ended by itself: the next one's shell starts now (see start-shell.ts). */
+  /** A start shell in `cgroup` (its job's script file in the pool's dir). */
+  startShell(cgroup: JobCgroup | null): StartShell {
+    return new StartShell({ cwd: this.opts.root, cgroup, scriptFile: this.shells!.scriptFile() });
+  }
+
+  /** A job with `limits` ended by itself: the next one's start shell is spawned now (see start-shell.ts). */
   prepareShell(limits: ResourceLimits): void {
-    this.shells?.prepare(shellKey(this.cgroups, limits), this.opts.root,
-      () => (this.cgroupPool ? this.cgroupPool.take(`nb-${this.owner}-${++this.counter}-${randomBytes(3).toString('hex')}`, limits) : null),
-      (cg) => void this.releaseCgroup(cg, true));
+    this.shells?.prepare(startKey(this.cgroups, limits),
+      () => this.startShell(this.cgroupPool ? this.cgroupPool.take(`nb-${this.owner}-${++this.counter}-${randomBytes(3).toString('hex')}`, limits) : null),
+      (s) => { if (s.cgroup) void this.releaseCgroup(s.cgroup, true); });
   }
 
   forget(sb: NoneSandbox): void {
@@ -95,7 +101,7 @@ export class NoneDriver implements SandboxDriver {
   }
 
   async close(): Promise<void> {
-    await this.shells?.close((cg) => this.releaseCgroup(cg, false));
+    await this.shells?.close(async (s) => { if (s.cgroup) await this.releaseCgroup(s.cgroup, false); });
     await Promise.allSettled([...this.live].map((s) => s.destroy()));
     await this.cgroupPool?.close();
   }
@@ -136,27 +142,13 @@ class NoneSandbox implements Sandbox {
   }
 
   launch(req: LaunchRequest): SandboxProcess {
-    let child: ChildProcess;
-    if (this.shell?.waiting()) {
-      // The shell is in the cgroup already: it sources the job's script (a direct job as an
-      // in-shell launcher: its shell started with an empty environment).
-      const d = req.direct;
-      if (!d) this.prepareJobDir();
-      this.shell.go(d ? launchScript({ cwd: d.cwd, env: d.env, run: d.argv, inShell: { rlimits: d.rlimits } }) : req.script);
-      child = this.shell.child;
-      if (d) (child.stdio[STATUS_FD] as Readable).destroy();
-    } else if (req.direct) {
-      // One shell joins the cgroup, sets the rlimits and execs the job (jobs/launcher.ts).
-      const { cwd, env, rlimits } = req.direct;
-      const start = directLaunch({ joinFiles: this.cgroup?.joinFiles() ?? [], rlimits, env, run: req.direct.argv });
-      child = spawn(start.argv[0], start.argv.slice(1), { cwd, env: start.env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
-    } else {
-      this.prepareJobDir();
-      const script = join(this.jobDirHost, LAUNCHER_FILE);
-      // The launcher's own shell joins the cgroup first: no separate join shell.
-      writeFileSync(script, cgroupJoinLines(this.cgroup) + req.script, { mode: 0o644 });
-      child = spawn('/bin/sh', [script], { cwd: this.workspaceInside, env: {}, detached: true, stdio: ['pipe', 'pipe', 'pipe', 'pipe'] });
-    }
+    // The start shell that waited in the cgroup, or one spawned now: either way it sources the
+    // job's script (a direct job as an in-shell launcher: the shell started with an empty environment).
+    const shell = this.shell?.waiting() ? this.shell : this.driver.startShell(this.cgroup);
+    if (shell !== this.shell) this.shell?.discard();
+    this.started = shell;
+    const d = req.direct;
+    const { child, status } = shell.go(d ? launchScript({ cwd: d.cwd, env: d.env, run: d.argv, inShell: { rlimits: d.rlimits } }) : req.script, !d);
     // libuv gives children socketpairs: note the child's own ends (as /proc shows them) so a
     // process that escaped the group but still holds them can be found later.
     if (child.pid) {
@@ -168,10 +160,12 @@ class NoneSandbox implements Sandbox {
     this.procs.set(child, ended);
     this.pgid = child.pid;
     void ended.finally(() => this.procs.delete(child));
-    return { child, ended, status: req.direct ? null : (child.stdio[STATUS_FD] as Readable) };
+    return { child, ended, status };
   }
 
   private pgid: number | undefined;
+  /** The start that runs the job (its script file goes when the job does). */
+  private started: StartShell | null = null;
 
   hostKillArgv(): string[] | null {
     return groupKillArgv(this.pgid, this.cgroup);
@@ -211,6 +205,7 @@ class NoneSandbox implements Sandbox {
       for (const [c] of this.procs) killGroup(c.pid, 'SIGKILL');
       if (this.shell?.waiting()) this.shell.discard(); // never launched: its shell goes, its cgroup is released below
       this.shell?.forget();
+      this.started?.forget();
       if (this.cgroup) await this.driver.releaseCgroup(this.cgroup, !this.killed);
       if (!this.killed) this.driver.prepareShell(this.limits);
       this.driver.forget(this);

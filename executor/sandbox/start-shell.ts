@@ -1,46 +1,65 @@
 /**
- * Start shells spawned before their job arrives (bwrap and none drivers). A job's first
- * process has to join the job's cgroup, and that write is slow after an idle moment: 0.05 ms
- * back to back, 7 ms after 200 ms without one, 13–18 ms after 1 s (cgroup v1 here). So when a
- * job ends cleanly the driver spawns the next job's shell at once — it joins a pooled cgroup
- * while the previous job's join is still recent — and the shell waits on its control fd. The
- * job then costs a file write and one byte: the shell sources the script the driver wrote
- * (cd, env, rlimits, `exec` of the job or of bwrap) and is replaced by it. The fork and exec of
- * the shell leave the job's path too.
+ * How the bwrap and none drivers start a job: a start shell, spawned before the job arrives when
+ * it can be. A job's first process has to join the job's cgroup, and that write is slow after an
+ * idle moment: 0.05 ms back to back, 7 ms after 200 ms without one, 13–18 ms after 1 s (cgroup
+ * v1 here). So when a job ends cleanly the driver spawns the next job's start at once — it joins
+ * a pooled cgroup while the previous job's join is still recent — and it waits on its control fd:
+ * sandbox none, as the shell itself; bwrap, as a shell inside a sandbox already set up (the shell
+ * execs bwrap at once). The job then costs a file write and one byte: the waiting shell sources
+ * the job's script (cd, env, rlimits, `exec` of the job). Without a waiting start the driver
+ * spawns one at the job's launch and starts it at once: one path either way.
  *
- * The shell holds the job's stdio (0-2) and status pipe (3) from its spawn; the control fd (4)
- * is closed before the script runs, and the script closes 3 when the job has no build step.
- * Nothing of one job reaches another's shell: a shell serves one job, and its cgroup was
- * pooled empty from a job that ended by itself (CgroupPool).
+ * The start holds the job's stdio (0-2) and status pipe (3) from its spawn; the control fd (4) is
+ * closed before the script runs, and the script closes 3 when the job has no build step. Nothing
+ * of one job reaches another's start: a start serves one job, and its cgroup was pooled empty from
+ * a job that ended by itself (CgroupPool); bwrap's sandbox, /tmp and job dir are its own.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Writable } from 'node:stream';
-import { cgroupJoinLines } from '../jobs/launcher.ts';
+import type { Readable, Writable } from 'node:stream';
+import { STATUS_FD, cgroupJoinLines, sq } from '../jobs/launcher.ts';
 import { killGroup } from './exec-util.ts';
 import type { JobCgroup } from './cgroup.ts';
 
-/** The shell's fd on which one line starts its job. */
+/** The start's fd on which one line starts its job. */
 export const CONTROL_FD = 4;
-/** Shells kept waiting at once (one per limits key): each is an idle `sh` holding a pooled cgroup. */
-export const MAX_WAITING_SHELLS = 4;
+/** Starts kept waiting at once (one per key): each is an idle `sh` (and bwrap) holding a pooled cgroup. */
+export const MAX_WAITING_STARTS = 4;
+
+/** Shell text that waits for the go line on CONTROL_FD, closes it, then sources `file` (a shell word). */
+export function waitThenSource(file: string): string {
+  return `read -r gh_go <&${CONTROL_FD} || exit 125\nexec ${CONTROL_FD}<&-\n. ${file}\n`;
+}
+
+export interface StartOptions {
+  cwd: string;
+  cgroup: JobCgroup | null;
+  /** Where the job's script goes: the waiting shell sources it. */
+  scriptFile: string;
+  /** A program the start shell becomes at once (bwrap), which waits and sources `scriptFile` itself. */
+  exec?: string[];
+  /** The driver's own: what this start was made for (bwrap: its sandbox id and job dir). */
+  meta?: { id: string; jobDir: string };
+}
 
 export class StartShell {
   readonly child: ChildProcess;
   readonly cgroup: JobCgroup | null;
+  readonly meta: { id: string; jobDir: string } | null;
   private readonly scriptFile: string;
   private started = false;
 
-  constructor(o: { cwd: string; cgroup: JobCgroup | null; scriptFile: string }) {
+  constructor(o: StartOptions) {
     this.cgroup = o.cgroup;
+    this.meta = o.meta ?? null;
     this.scriptFile = o.scriptFile;
-    // 125: the cgroup join failed (as for a direct start); the job never starts in this shell then.
-    const prelude = `${cgroupJoinLines(o.cgroup)}read -r gh_go <&${CONTROL_FD} || exit 125\nexec ${CONTROL_FD}<&-\n. "$1"\n`;
-    this.child = spawn('/bin/sh', ['-c', prelude, 'gatehouse-start', o.scriptFile], {
+    // 125: the cgroup join failed (or no go line came); the job never starts in this shell then.
+    const then = o.exec ? `exec ${o.exec.map(sq).join(' ')}\n` : waitThenSource('"$1"');
+    this.child = spawn('/bin/sh', ['-c', cgroupJoinLines(o.cgroup) + then, 'gatehouse-start', o.scriptFile], {
       cwd: o.cwd, env: {}, detached: true, stdio: ['pipe', 'pipe', 'pipe', 'pipe', 'pipe'],
     });
-    // A shell that dies while waiting (killed from outside) is simply not used.
+    // A start that dies while waiting (killed from outside) is simply not used.
     this.child.once('error', () => {});
   }
 
@@ -49,30 +68,36 @@ export class StartShell {
     return !this.started && this.child.pid !== undefined && this.child.exitCode === null && this.child.signalCode === null;
   }
 
-  /** Starts the job: `script` runs in this shell (already in its cgroup, stdio attached). */
-  go(script: string): void {
+  /**
+   * Starts the job: `script` runs in the waiting shell (already in its cgroup, stdio attached).
+   * `status`: whether the job reports a build status on fd 3 (else our end of it is closed).
+   */
+  go(script: string, status: boolean): { child: ChildProcess; status: Readable | null } {
     this.started = true;
-    writeFileSync(this.scriptFile, script, { mode: 0o600 });
-    const control = this.child.stdio[CONTROL_FD] as Writable;
-    control.end('\n');
+    writeFileSync(this.scriptFile, script, { mode: 0o644 });
+    (this.child.stdio[CONTROL_FD] as Writable).end('\n');
+    const pipe = this.child.stdio[STATUS_FD] as Readable;
+    if (!status) pipe.destroy();
+    return { child: this.child, status: status ? pipe : null };
   }
 
-  /** Its script file is no longer needed (the job ended, or the shell was never used). */
+  /** Its script file is no longer needed (the job ended, or the start was never used). */
   forget(): void {
     rmSync(this.scriptFile, { force: true });
   }
 
-  /** Kills an unused shell; its cgroup is the caller's to release. */
+  /** Kills an unused start; its cgroup and files are the caller's to release. */
   discard(): void {
     killGroup(this.child.pid, 'SIGKILL');
     this.forget();
   }
 }
 
-/** Waiting shells, one per key (the job's cgroup limits). */
+/** Waiting starts, one per key (the job's cgroup limits, and bwrap's /tmp size). */
 export class StartShellPool {
-  private readonly waitingShells = new Map<string, StartShell>();
-  private readonly dir: string;
+  private readonly waitingStarts = new Map<string, StartShell>();
+  /** Where none's scripts go (bwrap's go into the job dir). */
+  readonly dir: string;
   private counter = 0;
   private closed = false;
 
@@ -82,51 +107,57 @@ export class StartShellPool {
     mkdirSync(this.dir, { recursive: true, mode: 0o700 });
   }
 
-  /** The waiting shell for `key`, if there is one that still waits. */
+  /** A fresh script file name in `dir`. */
+  scriptFile(): string {
+    return join(this.dir, `${process.pid}-${++this.counter}.sh`);
+  }
+
+  /** The waiting start for `key`, if there is one that still waits. */
   take(key: string): StartShell | null {
-    const s = this.waitingShells.get(key);
+    const s = this.waitingStarts.get(key);
     if (!s) return null;
-    this.waitingShells.delete(key);
-    return s.waiting() ? s : (s.discard(), null);
+    this.waitingStarts.delete(key);
+    if (s.waiting()) return s;
+    s.discard();
+    return null;
   }
 
   /**
-   * Spawns a shell for the next job with `key`, unless one waits already or too many do.
-   * `cgroup` gives it its cgroup (null: none); `release` takes that back if the shell is dropped.
+   * Makes a start for the next job with `key` (`make`), unless one waits already or too many do.
+   * `release` gets back what `make` took (its cgroup, files) when the start is dropped unused.
    */
-  prepare(key: string, cwd: string, cgroup: () => JobCgroup | null, release: (cg: JobCgroup) => void): void {
-    if (this.closed || this.waitingShells.has(key) || this.waitingShells.size >= MAX_WAITING_SHELLS) return;
-    const cg = cgroup();
-    const s = new StartShell({ cwd, cgroup: cg, scriptFile: join(this.dir, `${process.pid}-${++this.counter}.sh`) });
+  prepare(key: string, make: () => StartShell, release: (s: StartShell) => void): void {
+    if (this.closed || this.waitingStarts.has(key) || this.waitingStarts.size >= MAX_WAITING_STARTS) return;
+    const s = make();
     if (!s.child.pid) {
       s.discard();
-      if (cg) release(cg);
+      release(s);
       return;
     }
-    this.waitingShells.set(key, s);
-    // Died while waiting: its cgroup goes back (the pool checks it is empty).
+    this.waitingStarts.set(key, s);
+    // Died while waiting: what it held goes back (a cgroup only if empty: CgroupPool checks).
     s.child.once('exit', () => {
-      if (this.waitingShells.get(key) !== s) return;
-      this.waitingShells.delete(key);
+      if (this.waitingStarts.get(key) !== s) return;
+      this.waitingStarts.delete(key);
       s.forget();
-      if (cg) release(cg);
+      release(s);
     });
   }
 
-  /** Kills every waiting shell and hands their cgroups to `release`. */
-  close(release: (cg: JobCgroup) => Promise<void>): Promise<unknown> {
+  /** Kills every waiting start and hands each to `release` once it has exited. */
+  close(release: (s: StartShell) => Promise<void>): Promise<unknown> {
     this.closed = true;
-    const shells = [...this.waitingShells.values()];
-    this.waitingShells.clear();
-    return Promise.allSettled(shells.map(async (s) => {
+    const starts = [...this.waitingStarts.values()];
+    this.waitingStarts.clear();
+    return Promise.allSettled(starts.map(async (s) => {
       s.discard();
       await new Promise<void>((r) => (s.child.exitCode !== null || s.child.signalCode !== null ? r() : s.child.once('exit', () => r())));
-      if (s.cgroup) await release(s.cgroup);
+      await release(s);
     }));
   }
 }
 
-/** Which waiting shell a job can take: any, without cgroups; else one whose cgroup has the job's limits. */
-export function shellKey(cgroups: unknown, limits: { memoryBytes: number; maxProcesses: number }): string {
-  return cgroups ? `${limits.memoryBytes}/${limits.maxProcesses}` : '';
+/** Which waiting start a job can take: one whose cgroup has the job's limits (any, without cgroups), plus `extra` (bwrap: /tmp size). */
+export function startKey(cgroups: unknown, limits: { memoryBytes: number; maxProcesses: number }, extra = ''): string {
+  return `${cgroups ? `${limits.memoryBytes}/${limits.maxProcesses}` : ''}|${extra}`;
 }

@@ -98,7 +98,7 @@ export interface SandboxDriver {
   limitMechanisms(): string;
   /** Whether the job's process limit is RLIMIT_NPROC (it counts the job alone) rather than a cgroup. */
   readonly processLimitByRlimit: boolean;
-  /** Whether the launcher's shell starts with only PATH in its env (it may then use export/ulimit). */
+  /** Whether the launcher's shell starts with nothing but PATH (or PWD) in its env (it may then use export/ulimit). */
   readonly launcherEnvClean?: boolean;
   /**
    * A fresh sandbox for `jobId` (from the warm pool when there is one), or with `reuse` (the

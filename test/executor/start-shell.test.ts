@@ -13,16 +13,23 @@ const limits = (memoryBytes: number) => ({ inlineBytes: 100_000, artifactBytes: 
 const MiB = 1 << 20;
 const cgroups = cgroupSupport();
 
-/** Pids of the start shells waiting in `stateDir` (their argv names their script there). */
+/**
+ * Pids of the starts of `stateDir`'s agent: none's shell (its argv names its script there), or the
+ * bwrap a bwrap start became (its argv binds a job dir there and holds the waiting shell's text).
+ */
 function waitingShells(stateDir: string): number[] {
-  return readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
+  const found = readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
     try {
       const argv = readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0');
-      return argv[0] === '/bin/sh' && argv[3] === 'gatehouse-start' && argv[4]?.startsWith(stateDir);
+      if (argv[0] === '/bin/sh') return argv[3] === 'gatehouse-start' && argv[4]?.startsWith(stateDir);
+      return argv[0] === '/usr/bin/bwrap' && argv.some((a) => a.startsWith(`${stateDir}/jobdirs/`)) && argv.some((a) => a.includes('read -r gh_go'));
     } catch {
       return false;
     }
-  }).map(Number);
+  });
+  // bwrap forks (its pid 1 inside has the same argv): only the outermost, the agent's child.
+  const parentOf = (p: string) => { try { return /^\d+ \(.*\) \S (\d+)/.exec(readFileSync(`/proc/${p}/stat`, 'utf8'))![1]; } catch { return ''; } };
+  return found.filter((p) => !found.includes(parentOf(p))).map(Number);
 }
 
 /** Runs `job`, then returns the start shell that began waiting after it. */
@@ -34,7 +41,7 @@ async function shellAfter(rig: Rig, job: () => Promise<unknown>): Promise<number
     if (s.length === 1) return s[0];
     await new Promise((r) => setTimeout(r, 20));
   }
-  throw new Error('no start shell began waiting after the job');
+  throw new Error(`no start shell began waiting after the job (before: ${[...before]}, now: ${waitingShells(rig.stateDir)})`);
 }
 
 const envOf = (stdout: string) => stdout.trim().split('\n').sort();
@@ -75,15 +82,18 @@ for (const kind of ['none', 'bwrap'] as const) {
       const coldEnv = await rig.run({ command: 'env', env: { FOO: 'bar baz' }, limits: limits(124 * MiB) });
       const warmEnv = await rig.run({ command: 'env', env: { FOO: 'bar baz' }, limits: l });
       expect(envOf(warmEnv.exit.stdout)).toEqual(envOf(coldEnv.exit.stdout));
-      // (bwrap itself sets PWD to its --chdir.)
-      expect(envOf(warmEnv.exit.stdout)).toEqual(['FOO=bar baz', 'HOME=/tmp', 'PATH=/usr/local/bin:/usr/bin:/bin', ...(kind === 'bwrap' ? ['PWD=/workspace'] : []), 'TMPDIR=/tmp']);
+      expect(envOf(warmEnv.exit.stdout)).toEqual(['FOO=bar baz', 'HOME=/tmp', 'PATH=/usr/local/bin:/usr/bin:/bin', 'TMPDIR=/tmp']);
     }, 60_000);
 
     it.runIf(cgroups !== null)('a job with other limits does not take it; a waiting shell killed from outside is not used', async () => {
       const l = limits(116 * MiB);
       const pid = await shellAfter(rig, () => rig.run({ command: 'true', limits: l }));
-      // A bwrap job cannot see the waiting shell (nor its script: the agent's state dir is not in its view).
-      const other = await rig.run({ mode: 'shell', command: `cat /proc/self/cgroup; grep -l 'gatehouse-star[t]' /proc/[0-9]*/cmdline; ls ${rig.stateDir}/starts`, limits: limits(120 * MiB) });
+      // A bwrap job cannot see the waiting start (nor the agent's state dir: not in its view). The
+      // pattern is the waiting start's own argument (none: its script; bwrap: its job dir) with its
+      // last character as a class, so the job's own command line does not match it.
+      const own = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').find((a) => a.startsWith(rig.stateDir))!;
+      const pattern = `${own.slice(0, -1)}[${own.slice(-1)}]`;
+      const other = await rig.run({ mode: 'shell', command: `cat /proc/self/cgroup; grep -l '${pattern}' /proc/[0-9]*/cmdline; ls ${rig.stateDir}/starts`, limits: limits(120 * MiB) });
       expect(waitingShells(rig.stateDir)).toContain(pid);
       if (kind === 'bwrap') {
         expect(other.exit.stdout).not.toContain('cmdline');
