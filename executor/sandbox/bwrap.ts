@@ -56,7 +56,7 @@ export class BwrapDriver implements SandboxDriver {
   limitMechanisms(): string {
     return this.cgroups
       ? `memory, processes: a cgroup ${this.cgroups} per job; /tmp: tmpfs --size; open files, file size, CPU time: rlimits (ulimit in the job's start shell); disk writes: write_bytes of the job's processes`
-      : 'NO memory limit and no disk-write limit (cgroups need root); processes, open files, file size, CPU time: rlimits (ulimit in the job's start shell); /tmp: tmpfs --size';
+      : 'NO memory limit and no disk-write limit (cgroups need root); processes, open files, file size, CPU time: rlimits (ulimit in the job\'s start shell); /tmp: tmpfs --size';
   }
 
   async init(): Promise<void> {
