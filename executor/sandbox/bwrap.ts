@@ -27,7 +27,7 @@ const JOB_DIR_INSIDE = '/job';
 
 export class BwrapDriver implements SandboxDriver {
   readonly kind = 'bwrap' as const;
-  /** The start shell's env is empty (bwrap adds PWD, which the launcher unsets), so the launcher uses export/ulimit. */
+  /** The shell inside starts with no env but the PWD bwrap sets (the launcher unsets it): the launcher uses export/ulimit. */
   readonly launcherEnvClean = true;
   /** Without a cgroup, RLIMIT_NPROC is the only process limit there is. */
   processLimitByRlimit = true;

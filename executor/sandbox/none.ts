@@ -21,7 +21,7 @@ export const NONE_WARNING =
 
 export class NoneDriver implements SandboxDriver {
   readonly kind = 'none' as const;
-  /** The start shell's env is empty (bwrap adds PWD, which the launcher unsets), so the launcher uses export/ulimit. */
+  /** The start shell's env is empty, so the launcher sets the job's with export (and rlimits with ulimit). */
   readonly launcherEnvClean = true;
   processLimitByRlimit = true;
   private cgroups: CgroupVersion | null = null;
