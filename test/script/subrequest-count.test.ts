@@ -8,7 +8,8 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { JobExit } from '../../src/contracts/agent-protocol.ts';
 import { PolicyDocument } from '../../src/contracts/policy.ts';
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
-import { RequestLedger, SUBPROCESS_BASE_SUBREQUESTS, subprocessCost } from '../../src/script/request-budget.ts';
+import { RequestLedger, SUBPROCESS_BASE_SUBREQUESTS, TOOL_CALL_SUBREQUESTS, subprocessCost } from '../../src/script/request-budget.ts';
+import { runGoverned, type GovernedRequest } from '../../src/mcp/governed-run.ts';
 import { runSubprocess, type SubprocessContext } from '../../src/script/subprocess.ts';
 
 function exitOf(jobId: string): JobExit {
@@ -108,5 +109,43 @@ describe('subrequests of one subprocess', () => {
     expect(r.ok).toBe(true);
     expect(calls.filter((c) => c === 'fetch')).toHaveLength(2);
     expect(calls.length).toBeLessThanOrEqual(subprocessCost(2));
+  });
+});
+
+/**
+ * The same for an `execute` call (what TOOL_CALL_SUBREQUESTS budgets a JSON-RPC batch with):
+ * every way through runGoverned that execute and runtime_execute take, against its worst case.
+ */
+describe('subrequests of one execute call', () => {
+  const ctxOf = (env: never) => ({
+    ctx: { env, principal: { team: 't', subject: 's', scopes: ['execute'], tokenId: 'tk', issuer: 'i' }, era: 'legacy' as const, waitUntil: () => {} },
+    extra: { mcpReq: { id: 1, signal: new AbortController().signal, notify: async () => {}, _meta: {} } } as never,
+  });
+  const req = (o: Partial<GovernedRequest> = {}): GovernedRequest => ({
+    tool: 'execute', policy: { mode: 'argv', command: 'true', args: [] }, job: { mode: 'argv', command: 'true', args: [] }, ...o,
+  });
+  const budget = TOOL_CALL_SUBREQUESTS.execute;
+
+  it.each([
+    ['foreground, allowed', {}, {}],
+    ['background', { background: true }, {}],
+    ['offered as a task', { task: { afterMs: 0 } }, {}],
+    ['the DO call fails', {}, { failSubmit: true }],
+    ['denied', { policy: { mode: 'argv', command: 'curl', args: ['http://x'] }, job: { mode: 'argv', command: 'curl', args: ['http://x'] } }, {}],
+  ] as const)('%s: within TOOL_CALL_SUBREQUESTS.execute', async (_name, o, envOpts) => {
+    const doc = PolicyDocument.parse(DEFAULT_POLICY);
+    const { env, calls } = countingEnv(doc, envOpts);
+    const { ctx, extra } = ctxOf(env);
+    await runGoverned(ctx as never, extra, req(o as Partial<GovernedRequest>));
+    expect(calls.length, calls.join(', ')).toBeLessThanOrEqual(budget);
+  });
+
+  it('an `ask` rule (an approval opened, the call refused until approved): within TOOL_CALL_SUBREQUESTS.execute', async () => {
+    const doc = PolicyDocument.parse({ ...DEFAULT_POLICY, rules: [{ pattern: ['true'], decision: 'ask', reason: 'asked' }], approvals: { askClient: false } });
+    const { env, calls } = countingEnv(doc);
+    const { ctx, extra } = ctxOf(env);
+    const out = await runGoverned(ctx as never, extra, req());
+    expect(out.kind).toBe('approval');
+    expect(calls.length, calls.join(', ')).toBeLessThanOrEqual(budget);
   });
 });
