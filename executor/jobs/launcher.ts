@@ -9,10 +9,10 @@
  * closed before the run step starts); the run's status is the sandbox wrapper's exit status,
  * which the host kernel hands to the agent. No status files in the job dir.
  *
- * Every step runs under `env -i` with exactly the job's environment, and under `prlimit`
- * with the job's rlimits (or, where the shell's own environment is already clean, with
- * `export` and `ulimit` builtins: no extra exec). One process per job keeps every driver the same, and lets gVisor
- * start a pre-created sandbox with a single line on stdin instead of a `runsc exec` round trip.
+ * Every driver runs it in a shell whose own environment is empty (gVisor's init: PATH only; bwrap
+ * sets PWD, which the script unsets), so it sets exactly the job's environment with `export` and
+ * the job's rlimits with `ulimit` builtins: no `env -i` or `prlimit` exec. One process per job keeps
+ * every driver the same, and lets a sandbox set up ahead start its job with a single line.
  */
 import { ulimitCommands, type JobRlimits } from './limits.ts';
 import { GIT_FIXED_CONFIG, GIT_LISTED_KEYS, GIT_LISTING_FAILED, GIT_REFUSED_KEYS, gitRefusedMessage } from '../../src/contracts/git-hardening.ts';
@@ -23,14 +23,8 @@ export interface LaunchPlan {
   env: Record<string, string>;
   build?: string[];
   run: string[];
-  /** e.g. ['/usr/bin/prlimit', '--nofile=64', '--'] */
-  rlimitPrefix?: string[];
-  /**
-   * Set env and rlimits with shell builtins (`export`, `ulimit`) instead of `env -i` and
-   * `prlimit`: two execs fewer. Only where the launcher's shell starts with nothing in its
-   * environment but PATH (gVisor's init, whose env is the sandbox spec's).
-   */
-  inShell?: { rlimits: JobRlimits };
+  /** The job's rlimits, set with `ulimit` (soft = hard) before any step runs. */
+  rlimits: JobRlimits;
   /**
    * The run step is git with the repository's programs switched off: the launcher lists the
    * configured program keys with the same git, cwd, env and these repository options, and
@@ -49,27 +43,19 @@ export function sq(s: string): string {
 }
 
 export function launchScript(p: LaunchPlan): string {
-  const env = Object.entries(p.env).map(([k, v]) => sq(`${k}=${v}`));
-  // In-shell: the variables dash manages itself cannot be exported as given (it refuses a
-  // non-numeric OPTIND outright): the job gets them through `env` on its command line instead.
-  const managed = p.inShell ? Object.entries(p.env).filter(([k]) => SHELL_MANAGED.includes(k) && k !== 'PWD').map(([k, v]) => sq(`${k}=${v}`)) : [];
-  const exported = p.inShell ? Object.entries(p.env).filter(([k]) => !SHELL_MANAGED.includes(k) || k === 'PWD').map(([k, v]) => sq(`${k}=${v}`)) : env;
-  // `extra`: raw shell words put after the job's env (later assignments win in `env`).
-  const cmd = p.inShell
-    // The shell already exports the job's env: only the managed variables and extra assignments need `env`.
-    ? (argv: string[], extra?: string) => {
-      const words = [...managed, ...(extra ? [extra] : [])].join(' ');
-      return [...(words ? ['/usr/bin/env', { raw: words }] : []), ...argv].map((a) => (typeof a === 'string' ? sq(a) : a.raw)).join(' ');
-    }
-    : (argv: string[], extra?: string) =>
-      [...(p.rlimitPrefix ?? []), '/usr/bin/env', '-i', ...env.map((e) => ({ raw: e })), ...(extra ? [{ raw: extra }] : []), ...argv]
-      .map((a) => (typeof a === 'string' ? sq(a) : a.raw)).join(' ');
+  // The variables dash manages itself cannot be exported as given (it refuses a non-numeric
+  // OPTIND outright): the job gets them through `env` on its command line instead.
+  const managed = Object.entries(p.env).filter(([k]) => SHELL_MANAGED.includes(k) && k !== 'PWD').map(([k, v]) => sq(`${k}=${v}`));
+  const exported = Object.entries(p.env).filter(([k]) => !SHELL_MANAGED.includes(k) || k === 'PWD').map(([k, v]) => sq(`${k}=${v}`));
+  // The shell exports the job's env: only the managed variables and `extra` (raw shell words put
+  // after them; later assignments win in `env`) need `env`.
+  const cmd = (argv: string[], extra?: string) => {
+    const words = [...managed, ...(extra ? [extra] : [])].join(' ');
+    return [...(words ? ['/usr/bin/env', { raw: words }] : []), ...argv].map((a) => (typeof a === 'string' ? sq(a) : a.raw)).join(' ');
+  };
   const fd = STATUS_FD;
-  const lines = [`cd ${sq(p.cwd)} || exit 126`];
-  if (p.inShell) {
-    // `cd` exported PWD and OLDPWD: drop them, so the job's env is exactly its own.
-    lines.push('unset OLDPWD PWD', ...exported.map((e) => `export ${e}`), ...ulimitCommands(p.inShell.rlimits).map((c) => `${c} || exit 126`));
-  }
+  // `cd` exported PWD and OLDPWD: drop them, so the job's env is exactly its own.
+  const lines = [`cd ${sq(p.cwd)} || exit 126`, 'unset OLDPWD PWD', ...exported.map((e) => `export ${e}`), ...ulimitCommands(p.rlimits).map((c) => `${c} || exit 126`)];
   if (p.build) {
     lines.push(`${cmd(p.build)} </dev/null ${fd}>&-`);
     lines.push(`s=$?; echo "build $s" >&${fd}; exec ${fd}>&-; [ "$s" -eq 0 ] || exit "$s"`);

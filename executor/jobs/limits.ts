@@ -1,12 +1,10 @@
 /**
  * A job's resource limits: every one set (the spec's values, the defaults for the rest), and
- * the rlimit part of them as a `prlimit` prefix for the job's command.
+ * the rlimit part of them as the launcher's `ulimit` lines.
  */
-import { existsSync } from 'node:fs';
 import type { JobLimits } from '../../src/contracts/agent-protocol.ts';
 import { DEFAULT_RESOURCE_LIMITS, type ResourceLimits } from '../../src/contracts/resource-limits.ts';
 
-export const PRLIMIT = existsSync('/usr/bin/prlimit') ? '/usr/bin/prlimit' : null;
 /** Every limit set: what the spec gives, the defaults for the rest. */
 export function effectiveLimits(l: JobLimits): ResourceLimits {
   const d = DEFAULT_RESOURCE_LIMITS;
@@ -22,19 +20,10 @@ export function effectiveLimits(l: JobLimits): ResourceLimits {
 }
 
 /**
- * rlimits for the job's processes via prlimit (same path in every sandbox), soft = hard so the
- * job cannot raise them. RLIMIT_NPROC only where it counts the job alone (inside gVisor, or a
- * driver without a pids cgroup); elsewhere the job's uid maps to a host uid with other processes.
+ * The job's rlimits by name (soft = hard, so the job cannot raise them). RLIMIT_NPROC only where
+ * it counts the job alone (inside gVisor, or a driver without a pids cgroup); elsewhere the job's
+ * uid maps to a host uid with other processes.
  */
-export function rlimitPrefix(l: ResourceLimits, nproc: boolean): string[] | undefined {
-  if (!PRLIMIT) return undefined;
-  const f = [`--nofile=${l.maxOpenFiles}`, `--fsize=${l.maxFileBytes}`, `--cpu=${l.cpuSeconds}`, '--core=0'];
-  if (nproc) f.push(`--nproc=${l.maxProcesses}`);
-  return [PRLIMIT, ...f, '--'];
-}
-
-
-/** The job's rlimits by name (soft = hard), for launchers that set them without an exec. */
 export interface JobRlimits { nofile: number; fsize: number; cpu: number; core: 0; nproc?: number }
 
 export function jobRlimits(l: ResourceLimits, nproc: boolean): JobRlimits {

@@ -18,7 +18,7 @@ import { inlineResult } from './inline.ts';
 import { OutputRelay, type LiveSink } from './relay.ts';
 import { launchScript, parseBuildStatus } from './launcher.ts';
 import { startWatchdog, NO_WATCHDOG, type Watchdog } from './watchdog.ts';
-import { jobRlimits, rlimitPrefix } from './limits.ts';
+import { jobRlimits } from './limits.ts';
 import { expandTemplate, planJob, type Ceilings, type JobPlan } from './plan.ts';
 import { uploadArtifact, type UploadItem, type UploadTarget } from './upload.ts';
 import { LIVE_OUTPUT_MAX_BYTES } from '../../src/contracts/limits.ts';
@@ -171,15 +171,13 @@ export class JobRunner {
         const build = c?.build ? expandTemplate(c.build, vars) : undefined;
         const cwdInside = plan.cwd ? `${sandbox.workspaceInside}/${plan.cwd}` : sandbox.workspaceInside;
         const run = c ? expandTemplate(c.run, vars) : plan.argv!;
-        const limitsPrefix = rlimitPrefix(limits, driver.processLimitByRlimit);
         const rlimits = jobRlimits(limits, driver.processLimitByRlimit);
         const script = launchScript({
-          cwd: cwdInside, env: plan.env, build, run,
-          ...(driver.launcherEnvClean ? { inShell: { rlimits } } : { rlimitPrefix: limitsPrefix }),
+          cwd: cwdInside, env: plan.env, build, run, rlimits,
           ...(plan.hardenGit ? { hardenGit: plan.hardenGit } : {}),
         });
         // A hardened git needs the launcher (it lists the repository's program keys first).
-        const direct = build || plan.hardenGit ? undefined : { argv: run, cwd: cwdInside, env: plan.env, rlimitPrefix: limitsPrefix, rlimits };
+        const direct = build || plan.hardenGit ? undefined : { argv: run, cwd: cwdInside, env: plan.env, rlimits };
         const steps = plan.hardenGit ? undefined : { cwd: cwdInside, env: plan.env, ...(build ? { build } : {}), run, rlimits };
         const launched = await this.runLaunched(job, sandbox, { script, direct, steps }, spec.stdin, caps, plan);
         const { end, buildStatus } = launched;

@@ -27,8 +27,6 @@ const JOB_DIR_INSIDE = '/job';
 
 export class BwrapDriver implements SandboxDriver {
   readonly kind = 'bwrap' as const;
-  /** The shell inside starts with no env but the PWD bwrap sets (the launcher unsets it): the launcher uses export/ulimit. */
-  readonly launcherEnvClean = true;
   /** Without a cgroup, RLIMIT_NPROC is the only process limit there is. */
   processLimitByRlimit = true;
   private cgroups: CgroupVersion | null = null;
@@ -188,7 +186,7 @@ class BwrapSandbox implements Sandbox {
     const start = this.shell?.waiting() ? this.shell : this.driver.startShell({ id: this.id, jobDir: this.jobDirHost }, this.limits.tmpBytes, this.cgroup);
     if (start !== this.shell) this.shell?.discard();
     const d = req.direct;
-    const { child, status } = start.go(d ? launchScript({ cwd: d.cwd, env: d.env, run: d.argv, inShell: { rlimits: d.rlimits } }) : req.script, !d);
+    const { child, status } = start.go(d ? launchScript({ cwd: d.cwd, env: d.env, run: d.argv, rlimits: d.rlimits }) : req.script, !d);
     const ended = watchWrapper(child);
     if (child.pid) {
       const pid = child.pid;

@@ -70,8 +70,6 @@ const ARRIVAL_WINDOW_MS = 5000;
 export class GvisorDriver implements SandboxDriver {
   readonly kind = 'gvisor' as const;
   readonly processLimitByRlimit = true;
-  /** The waiter's shell has only PATH in its env (the bundle's), so the launcher uses export/ulimit. */
-  readonly launcherEnvClean = true;
   readonly runscRoot: string;
   version = 'unknown';
   /** What warm sandboxes are started with: the sandbox-wide limits of the latest job. */
@@ -307,7 +305,7 @@ export class GvisorDriver implements SandboxDriver {
         cwd: WORKSPACE_INSIDE,
         capabilities: { bounding: caps, effective: caps, inheritable: [], permitted: caps, ambient: [] },
         noNewPrivileges: true,
-        // Hard limits high enough for any policy: the launcher lowers them to the job's (prlimit).
+        // Hard limits high enough for any policy: the launcher lowers them to the job's (ulimit).
         rlimits: [
           { type: 'RLIMIT_NOFILE', hard: 1_048_576, soft: 1024 },
           { type: 'RLIMIT_NPROC', hard: 65_536, soft: 1024 },

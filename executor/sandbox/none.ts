@@ -21,8 +21,6 @@ export const NONE_WARNING =
 
 export class NoneDriver implements SandboxDriver {
   readonly kind = 'none' as const;
-  /** The start shell's env is empty, so the launcher sets the job's with export (and rlimits with ulimit). */
-  readonly launcherEnvClean = true;
   processLimitByRlimit = true;
   private cgroups: CgroupVersion | null = null;
   /** Empty cgroups of jobs that ended by themselves, for the next job with the same limits. */
@@ -148,7 +146,7 @@ class NoneSandbox implements Sandbox {
     if (shell !== this.shell) this.shell?.discard();
     this.started = shell;
     const d = req.direct;
-    const { child, status } = shell.go(d ? launchScript({ cwd: d.cwd, env: d.env, run: d.argv, inShell: { rlimits: d.rlimits } }) : req.script, !d);
+    const { child, status } = shell.go(d ? launchScript({ cwd: d.cwd, env: d.env, run: d.argv, rlimits: d.rlimits }) : req.script, !d);
     // libuv gives children socketpairs: note the child's own ends (as /proc shows them) so a
     // process that escaped the group but still holds them can be found later.
     if (child.pid) {

@@ -31,8 +31,7 @@ export interface LaunchRequest {
     argv: string[];
     cwd: string;
     env: Record<string, string>;
-    /** The job's rlimits: as a `prlimit` argv prefix (undefined without prlimit), and by name for a shell's `ulimit`. */
-    rlimitPrefix?: string[];
+    /** The job's rlimits by name, for the launcher's `ulimit`. */
     rlimits: JobRlimits;
   };
   /** The job's steps as data, for a sandbox whose own init starts them (a reused gVisor sandbox). */
@@ -98,8 +97,6 @@ export interface SandboxDriver {
   limitMechanisms(): string;
   /** Whether the job's process limit is RLIMIT_NPROC (it counts the job alone) rather than a cgroup. */
   readonly processLimitByRlimit: boolean;
-  /** Whether the launcher's shell starts with nothing but PATH (or PWD) in its env (it may then use export/ulimit). */
-  readonly launcherEnvClean?: boolean;
   /**
    * A fresh sandbox for `jobId` (from the warm pool when there is one), or with `reuse` (the
    * team's policy) one a previous job of the team used, where the driver supports it.

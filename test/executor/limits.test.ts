@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { parsePolicy } from '../../src/policy/engine.ts';
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
 import { DEFAULT_RESOURCE_LIMITS } from '../../src/contracts/resource-limits.ts';
-import { effectiveLimits, rlimitPrefix, PRLIMIT } from '../../executor/jobs/limits.ts';
+import { effectiveLimits, jobRlimits, ulimitCommands } from '../../executor/jobs/limits.ts';
 import { MIN_RUNSC_DATE, runscBuildDate, runscVersionVerdict } from '../../executor/sandbox/gvisor.ts';
 import { makeRig } from './helpers.ts';
 
@@ -33,10 +33,10 @@ describe('limits on the agent', () => {
     expect(effectiveLimits({ inlineBytes: 1, artifactBytes: 1, memoryBytes: 300 << 20, cpuSeconds: 5 })).toMatchObject({ memoryBytes: 300 << 20, cpuSeconds: 5, maxProcesses: DEFAULT_RESOURCE_LIMITS.maxProcesses });
   });
 
-  it.runIf(PRLIMIT !== null)('runs the job under prlimit with soft = hard for every rlimit', () => {
+  it('sets every rlimit in the launcher with ulimit (soft and hard), the process count only where it counts the job alone', () => {
     const l = { ...DEFAULT_RESOURCE_LIMITS, maxOpenFiles: 99, maxFileBytes: 4096, cpuSeconds: 7, maxProcesses: 33 };
-    expect(rlimitPrefix(l, true)).toEqual([PRLIMIT, '--nofile=99', '--fsize=4096', '--cpu=7', '--core=0', '--nproc=33', '--']);
-    expect(rlimitPrefix(l, false)).not.toContain('--nproc=33');
+    expect(ulimitCommands(jobRlimits(l, true))).toEqual(['ulimit -n 99', 'ulimit -f 8', 'ulimit -t 7', 'ulimit -c 0', 'ulimit -p 33']);
+    expect(ulimitCommands(jobRlimits(l, false))).toEqual(['ulimit -n 99', 'ulimit -f 8', 'ulimit -t 7', 'ulimit -c 0']);
   });
 
   it('a job sees its limits and cannot raise them (none driver: rlimits only)', async () => {
