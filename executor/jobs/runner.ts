@@ -176,10 +176,8 @@ export class JobRunner {
           cwd: cwdInside, env: plan.env, build, run, rlimits,
           ...(plan.hardenGit ? { hardenGit: plan.hardenGit } : {}),
         });
-        // A hardened git needs the launcher (it lists the repository's program keys first).
-        const direct = build || plan.hardenGit ? undefined : { argv: run, cwd: cwdInside, env: plan.env, rlimits };
         const steps = plan.hardenGit ? undefined : { cwd: cwdInside, env: plan.env, ...(build ? { build } : {}), run, rlimits };
-        const launched = await this.runLaunched(job, sandbox, { script, direct, steps }, spec.stdin, caps, plan);
+        const launched = await this.runLaunched(job, sandbox, { script, steps }, spec.stdin, caps, plan);
         const { end, buildStatus } = launched;
         let phase: 'build' | 'run' | undefined = c ? 'run' : undefined;
         let compileError = false;

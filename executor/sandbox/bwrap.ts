@@ -9,7 +9,7 @@
  */
 import { mkdirSync, rmSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
-import { LAUNCHER_FILE, launchScript } from '../jobs/launcher.ts';
+import { LAUNCHER_FILE } from '../jobs/launcher.ts';
 import { StartShell, StartShellPool, startKey, waitThenSource } from './start-shell.ts';
 import { CgroupPool, JobCgroup, cgroupOwner, cgroupSupport, groupKillArgv, sweepStaleCgroups, type CgroupVersion } from './cgroup.ts';
 import { randomBytes } from 'node:crypto';
@@ -165,8 +165,8 @@ class BwrapSandbox implements Sandbox {
   private readonly driver: BwrapDriver;
   private readonly limits: ResourceLimits;
   private readonly cgroup: JobCgroup | null;
-  /** A start shell already in the cgroup, waiting for this job (else one is spawned at launch). */
-  private readonly shell: StartShell | null;
+  /** The job's start: a sandbox already waiting in the cgroup, or (from launch on) the one that runs it. */
+  private shell: StartShell | null;
   private pgid: number | undefined;
   private readonly procs = new Map<number, Promise<unknown>>();
   private destroyed: Promise<void> | null = null;
@@ -182,11 +182,12 @@ class BwrapSandbox implements Sandbox {
 
   launch(req: LaunchRequest): SandboxProcess {
     // The sandbox that waited for this job, or one set up now: either way its shell sources the
-    // job's script (a direct job as an in-shell launcher).
-    const start = this.shell?.waiting() ? this.shell : this.driver.startShell({ id: this.id, jobDir: this.jobDirHost }, this.limits.tmpBytes, this.cgroup);
-    if (start !== this.shell) this.shell?.discard();
-    const d = req.direct;
-    const { child, status } = start.go(d ? launchScript({ cwd: d.cwd, env: d.env, run: d.argv, rlimits: d.rlimits }) : req.script, !d);
+    // job's launcher.
+    if (!this.shell?.waiting()) {
+      this.shell?.discard();
+      this.shell = this.driver.startShell({ id: this.id, jobDir: this.jobDirHost }, this.limits.tmpBytes, this.cgroup);
+    }
+    const { child, status } = this.shell.go(req.script);
     const ended = watchWrapper(child);
     if (child.pid) {
       const pid = child.pid;

@@ -11,7 +11,6 @@ import { CgroupPool, JobCgroup, cgroupOwner, cgroupSupport, groupKillArgv, sweep
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { delay, killGroup, watchWrapper } from './exec-util.ts';
-import { launchScript } from '../jobs/launcher.ts';
 import { StartShell, StartShellPool, startKey } from './start-shell.ts';
 import type { DriverOptions, LaunchRequest, ResourceLimits, Sandbox, SandboxDriver, SandboxProcess } from './types.ts';
 import type { Logger } from '../log.ts';
@@ -113,8 +112,8 @@ class NoneSandbox implements Sandbox {
   private readonly driver: NoneDriver;
   private readonly cgroup: JobCgroup | null;
   private readonly limits: ResourceLimits;
-  /** A start shell already in the cgroup, waiting for this job (else one is spawned at launch). */
-  private readonly shell: StartShell | null;
+  /** The job's start shell: one already waiting in the cgroup, or (from launch on) the one that runs it. */
+  private shell: StartShell | null;
   private readonly procs = new Map<ChildProcess, Promise<unknown>>();
   private readonly pipeLinks = new Set<string>();
   private destroyed: Promise<void> | null = null;
@@ -141,12 +140,12 @@ class NoneSandbox implements Sandbox {
 
   launch(req: LaunchRequest): SandboxProcess {
     // The start shell that waited in the cgroup, or one spawned now: either way it sources the
-    // job's script (a direct job as an in-shell launcher: the shell started with an empty environment).
-    const shell = this.shell?.waiting() ? this.shell : this.driver.startShell(this.cgroup);
-    if (shell !== this.shell) this.shell?.discard();
-    this.started = shell;
-    const d = req.direct;
-    const { child, status } = shell.go(d ? launchScript({ cwd: d.cwd, env: d.env, run: d.argv, rlimits: d.rlimits }) : req.script, !d);
+    // job's launcher (the shell started with an empty environment).
+    if (!this.shell?.waiting()) {
+      this.shell?.discard();
+      this.shell = this.driver.startShell(this.cgroup);
+    }
+    const { child, status } = this.shell.go(req.script);
     // libuv gives children socketpairs: note the child's own ends (as /proc shows them) so a
     // process that escaped the group but still holds them can be found later.
     if (child.pid) {
@@ -162,8 +161,6 @@ class NoneSandbox implements Sandbox {
   }
 
   private pgid: number | undefined;
-  /** The start that runs the job (its script file goes when the job does). */
-  private started: StartShell | null = null;
 
   hostKillArgv(): string[] | null {
     return groupKillArgv(this.pgid, this.cgroup);
@@ -203,7 +200,6 @@ class NoneSandbox implements Sandbox {
       for (const [c] of this.procs) killGroup(c.pid, 'SIGKILL');
       if (this.shell?.waiting()) this.shell.discard(); // never launched: its shell goes, its cgroup is released below
       this.shell?.forget();
-      this.started?.forget();
       if (this.cgroup) await this.driver.releaseCgroup(this.cgroup, !this.killed);
       if (!this.killed) this.driver.prepareShell(this.limits);
       this.driver.forget(this);

@@ -10,7 +10,7 @@
  * spawns one at the job's launch and starts it at once: one path either way.
  *
  * The start holds the job's stdio (0-2) and status pipe (3) from its spawn; the control fd (4) is
- * closed before the script runs, and the script closes 3 when the job has no build step. Nothing
+ * closed before the launcher runs, and the launcher closes 3 before the job's run step. Nothing
  * of one job reaches another's start: a start serves one job, and its cgroup was pooled empty from
  * a job that ended by itself (CgroupPool); bwrap's sandbox, /tmp and job dir are its own.
  */
@@ -61,6 +61,9 @@ export class StartShell {
     });
     // A start that dies while waiting (killed from outside) is simply not used.
     this.child.once('error', () => {});
+    // The control socket only carries our one line: a shell killed before reading it resets it
+    // (ECONNRESET), which says nothing the child's exit does not.
+    (this.child.stdio[CONTROL_FD] as Writable).on('error', () => {});
   }
 
   /** Still waiting for its job (spawned, not exited, not used). */
@@ -68,17 +71,12 @@ export class StartShell {
     return !this.started && this.child.pid !== undefined && this.child.exitCode === null && this.child.signalCode === null;
   }
 
-  /**
-   * Starts the job: `script` runs in the waiting shell (already in its cgroup, stdio attached).
-   * `status`: whether the job reports a build status on fd 3 (else our end of it is closed).
-   */
-  go(script: string, status: boolean): { child: ChildProcess; status: Readable | null } {
+  /** Starts the job: `script` (its launcher) runs in the waiting shell, already in its cgroup, stdio and status pipe attached. */
+  go(script: string): { child: ChildProcess; status: Readable } {
     this.started = true;
     writeFileSync(this.scriptFile, script, { mode: 0o644 });
     (this.child.stdio[CONTROL_FD] as Writable).end('\n');
-    const pipe = this.child.stdio[STATUS_FD] as Readable;
-    if (!status) pipe.destroy();
-    return { child: this.child, status: status ? pipe : null };
+    return { child: this.child, status: this.child.stdio[STATUS_FD] as Readable };
   }
 
   /** Its script file is no longer needed (the job ended, or the start was never used). */
@@ -89,6 +87,8 @@ export class StartShell {
   /** Kills an unused start; its cgroup and files are the caller's to release. */
   discard(): void {
     killGroup(this.child.pid, 'SIGKILL');
+    // Nobody reads an unused start's stdio: let go of our ends.
+    for (const s of this.child.stdio) s?.destroy();
     this.forget();
   }
 }

@@ -20,20 +20,8 @@ export type ResourceLimits = import('../../src/contracts/resource-limits.ts').Re
 
 /** What a sandbox starts for a job: one launcher script (see jobs/launcher.ts). */
 export interface LaunchRequest {
-  /** The script text; the driver writes it into the job dir and runs it with /bin/sh. */
+  /** The launcher script (jobs/launcher.ts): the driver has a shell with an empty environment source it. */
   script: string;
-  /**
-   * The same job as a plain exec, when it is one (no build step): drivers that start a fresh
-   * process per job anyway (bwrap, none) run this instead and save the launcher's execs.
-   */
-  direct?: {
-    /** The job's argv, without any rlimit wrapper. */
-    argv: string[];
-    cwd: string;
-    env: Record<string, string>;
-    /** The job's rlimits by name, for the launcher's `ulimit`. */
-    rlimits: JobRlimits;
-  };
   /** The job's steps as data, for a sandbox whose own init starts them (a reused gVisor sandbox). */
   steps?: { cwd: string; env: Record<string, string>; build?: string[]; run: string[]; rlimits: JobRlimits };
 }

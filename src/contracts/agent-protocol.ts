@@ -105,16 +105,15 @@ export const ERROR_CODE_MAX_CHARS = 64;
 // A cut text stays as it is when parsed again (the DO re-reads what it stored): up to max + the marker's room.
 const cut = (max: number) => (s: string) => (s.length <= max + 64 ? s : `${s.slice(0, max)}… (cut: ${s.length} characters)`);
 const ErrorMessageText = z.string().transform(cut(ERROR_MESSAGE_MAX_CHARS));
-const ErrorCodeText = z.string().transform(cut(ERROR_CODE_MAX_CHARS));
-/** A signal's name (`SIGKILL`): an agent's longer text is cut like an error code. */
-const SignalText = z.string().transform(cut(ERROR_CODE_MAX_CHARS));
+/** An error code or a signal's name (`compile_error`, `SIGKILL`). */
+const NameText = z.string().transform(cut(ERROR_CODE_MAX_CHARS));
 
 export const JobExit = z.object({
   type: z.literal('job.exit'),
   jobId: z.string(),
   state: TerminalState,
   exitCode: z.number().int().nullable(),
-  signal: SignalText.nullable(),
+  signal: NameText.nullable(),
   timedOut: z.boolean(),
   durationMs: z.number().min(0),
   stdout: z.string(),
@@ -136,7 +135,7 @@ export const JobExit = z.object({
    */
   parts: z.object({ stdout: z.number().int().min(0), stderr: z.number().int().min(0) }).optional(),
   /** Set for failed_to_start and other errors worth showing: e.g. spawn failed, compile error. */
-  error: z.object({ code: ErrorCodeText, message: ErrorMessageText }).optional(),
+  error: z.object({ code: NameText, message: ErrorMessageText }).optional(),
   /** Code mode: which step produced this result. A failing build is a compile error, not a run error. */
   phase: z.enum(['build', 'run']).optional(),
 });
@@ -188,7 +187,7 @@ export const JobArtifact = z.object({
 export const JobError = z.object({
   type: z.literal('job.error'),
   jobId: z.string(),
-  code: ErrorCodeText,
+  code: NameText,
   message: ErrorMessageText,
 });
 export const AgentMessage = z.discriminatedUnion('type', [AgentHello, AgentHeartbeat, JobExitPart, JobExit, JobArtifact, JobError]);

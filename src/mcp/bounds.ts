@@ -30,24 +30,22 @@ export function batchProblem(body: unknown): string | null {
 
 type Message = { method?: unknown; params?: { name?: unknown } };
 
-/** How many of a batch's messages are calls of policy-deciding tools (each pays the OPA evaluators). */
-export function governedCalls(body: unknown): number {
-  if (!Array.isArray(body)) return 0;
-  return body.filter((m: Message) => m?.method === 'tools/call' && GOVERNED_TOOLS.has(String(m.params?.name))).length;
-}
-
-/** Subrequests a batch's calls may need besides the request's own and run_script's (see TOOL_CALL_SUBREQUESTS). */
-export function batchSubrequests(body: unknown, opaEvaluators: number): number {
-  if (!Array.isArray(body)) return 0;
-  let need = 0;
+/**
+ * What a batch's calls may need in subrequests besides the request's own and run_script's (see
+ * TOOL_CALL_SUBREQUESTS): `fixed`, and `governed` calls that each add one per remote OPA evaluator.
+ */
+export function batchSubrequests(body: unknown): { fixed: number; governed: number } {
+  const out = { fixed: 0, governed: 0 };
+  if (!Array.isArray(body)) return out;
   for (const m of body as Message[]) {
-    if (m?.method === 'notifications/cancelled') need += CANCEL_SUBREQUESTS;
+    if (m?.method === 'notifications/cancelled') out.fixed += CANCEL_SUBREQUESTS;
     if (m?.method !== 'tools/call') continue;
     const name = String(m.params?.name);
     if (name === 'run_script') continue;
-    need += (TOOL_CALL_SUBREQUESTS[name] ?? UNKNOWN_TOOL_SUBREQUESTS) + (GOVERNED_TOOLS.has(name) ? opaEvaluators : 0);
+    out.fixed += TOOL_CALL_SUBREQUESTS[name] ?? UNKNOWN_TOOL_SUBREQUESTS;
+    if (GOVERNED_TOOLS.has(name)) out.governed += 1;
   }
-  return need;
+  return out;
 }
 
 /**

@@ -11,7 +11,7 @@ import { requestLedger, workersPlan } from '../script/request-budget.ts';
 import { teamPolicyOf } from '../policy/cache.ts';
 import { publicOrigin, requireAuth } from '../auth/index.ts';
 import { rateLimit } from '../edge/rate-limit.ts';
-import { batchProblem, batchSubrequestProblem, batchSubrequests, governedCalls } from './bounds.ts';
+import { batchProblem, batchSubrequestProblem, batchSubrequests } from './bounds.ts';
 import { buildServer } from './server.ts';
 import { cancelKey, type ToolContext } from './context.ts';
 import { cancelByCall } from '../dispatch/client.ts';
@@ -158,8 +158,9 @@ async function batchBudgetProblem(env: Env, principal: Principal, body: unknown)
   if (!Array.isArray(body)) return null;
   const plan = workersPlan(env);
   if (!plan.ok) return null; // a misconfigured plan is reported by the calls that depend on it
-  const evaluators = governedCalls(body) ? (await teamPolicyOf(env, principal)).policy.opa.evaluators.length : 0;
-  const need = batchSubrequests(body, evaluators);
+  const { fixed, governed } = batchSubrequests(body);
+  const evaluators = governed ? (await teamPolicyOf(env, principal)).policy.opa.evaluators.length : 0;
+  const need = fixed + governed * evaluators;
   const problem = batchSubrequestProblem(need, plan.plan, evaluators);
   if (!problem && need) requestLedger(principal, plan.plan).chargeBatch(need);
   return problem;

@@ -89,8 +89,8 @@ export const TOOL_CALL_SUBREQUESTS: Record<string, number> = {
 };
 /** A tool this table does not know (refused when it runs): counted like a job tool. */
 export const UNKNOWN_TOOL_SUBREQUESTS = 3;
-/** Tools that decide policy: each remote OPA evaluator is one more fetch per call. */
-export const GOVERNED_TOOLS = new Set(['execute', 'runtime_execute', 'run_script', 'policy_check']);
+/** Tools in TOOL_CALL_SUBREQUESTS that decide policy: each remote OPA evaluator is one more fetch per call. */
+export const GOVERNED_TOOLS = new Set(['execute', 'runtime_execute', 'policy_check']);
 /** A `notifications/cancelled` is one call to the team's DO. */
 export const CANCEL_SUBREQUESTS = 1;
 

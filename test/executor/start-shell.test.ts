@@ -36,7 +36,8 @@ function waitingShells(stateDir: string): number[] {
 async function shellAfter(rig: Rig, job: () => Promise<unknown>): Promise<number> {
   const before = new Set(waitingShells(rig.stateDir));
   await job();
-  for (let i = 0; i < 100; i++) {
+  // Up to 10 s: the start is spawned after the job's teardown, which a loaded machine delays.
+  for (let i = 0; i < 500; i++) {
     const s = waitingShells(rig.stateDir).filter((p) => !before.has(p));
     if (s.length === 1) return s[0];
     await new Promise((r) => setTimeout(r, 20));

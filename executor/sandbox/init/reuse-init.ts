@@ -19,7 +19,7 @@
  *   init → agent (fd 1): R ready, O/E stdout/stderr bytes, o/e stream end, B build status,
  *                        X exit JSON {code} | {signal}, C clean JSON {ok, why?}
  */
-import { SANDBOX_GID, SANDBOX_UID } from '../types.ts';
+import { SANDBOX_GID, SANDBOX_PATH, SANDBOX_UID } from '../types.ts';
 
 export const INIT_FILE_INSIDE = '/.gatehouse-init.py';
 
@@ -38,7 +38,7 @@ JOB_UID, JOB_GID = ${SANDBOX_UID}, ${SANDBOX_GID}
 # (Faults stay as they are: the kernel delivers those to whoever caused them.)
 QUIET = sorted(signal.valid_signals() - {signal.SIGKILL, signal.SIGSTOP, signal.SIGCHLD, signal.SIGSEGV, signal.SIGBUS,
                                          signal.SIGFPE, signal.SIGILL, signal.SIGTRAP, signal.SIGSYS})
-DEFAULT_PATH = '/usr/local/bin:/usr/bin:/bin'
+DEFAULT_PATH = '${SANDBOX_PATH}'  # a job whose env has no PATH (the agent always sets one)
 PR_CAPBSET_DROP = 24
 RL = {'nofile': resource.RLIMIT_NOFILE, 'fsize': resource.RLIMIT_FSIZE, 'cpu': resource.RLIMIT_CPU,
       'core': resource.RLIMIT_CORE, 'nproc': resource.RLIMIT_NPROC}
