@@ -3,7 +3,8 @@ import type { Context } from 'hono';
 import type { AppEnv } from '../env.ts';
 import { writeAudit } from '../store/audit.ts';
 
-export type AdminAction = 'admin.policy_set' | 'admin.token_create' | 'admin.token_revoke' | 'admin.job_kill';
+export type AdminAction = 'admin.policy_set' | 'admin.token_create' | 'admin.token_revoke' | 'admin.job_kill'
+  | 'admin.oauth_grant_revoke' | 'admin.oauth_client_revoke' | 'admin.oauth_client_unblock';
 
 export async function auditAdmin(c: Context<AppEnv>, action: AdminAction, o: { command?: unknown; ok: boolean; reason?: string; jobId?: string }): Promise<void> {
   const p = c.get('principal');

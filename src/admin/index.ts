@@ -14,6 +14,7 @@ import { policyHistoryRoutes } from './policy-history.ts';
 import { ownTeamOnly } from './team.ts';
 import { agentAdminRoutes, jobAdminRoutes } from './jobs.ts';
 import { approvalRoutes } from './approvals.ts';
+import { oauthAdminRoutes } from './oauth.ts';
 import { apiError } from './http.ts';
 
 /** Who am I: the admin token's team and subject (the CLI uses it to check `--team`). */
@@ -33,6 +34,7 @@ teamApi.route('/jobs', jobOutputRoutes);
 teamApi.route('/jobs', jobAdminRoutes);
 teamApi.route('/artifacts', artifactRoutes);
 teamApi.route('/approvals', approvalRoutes);
+teamApi.route('/oauth', oauthAdminRoutes);
 
 export const adminRoutes = new Hono<AppEnv>();
 
@@ -49,5 +51,5 @@ adminRoutes.route('/teams/:team', teamApi);
 adminRoutes.route('/', teamApi);
 
 adminRoutes.all('*', (c) =>
-  apiError(c, 'not_found', `no admin route ${c.req.method} ${new URL(c.req.url).pathname}; see /admin/v1/{tokens,policy,policy/check,audit,agents,jobs,artifacts/:handle,approvals}`),
+  apiError(c, 'not_found', `no admin route ${c.req.method} ${new URL(c.req.url).pathname}; see /admin/v1/{tokens,policy,policy/check,audit,agents,jobs,artifacts/:handle,approvals,oauth/grants,oauth/clients/:id}`),
 );

@@ -3,6 +3,8 @@ import { Hono } from 'hono';
 import { z } from 'zod';
 import { SCOPES, type AppEnv } from '../env.ts';
 import { describeIssues } from '../contracts/errors.ts';
+import { AgentGrant } from '../contracts/agent-grant.ts';
+import { strictInput } from '../contracts/strict-input.ts';
 import { mintToken } from '../auth/mint.ts';
 import { canonicalMcpUrl, gatehouseIssuer } from '../auth/config.ts';
 import { insertToken, listTokens, revokeToken } from '../store/tokens.ts';
@@ -10,6 +12,9 @@ import { apiError, readJson } from './http.ts';
 import { revokeAgentToken } from '../dispatch/client.ts';
 import { auditAdmin } from './audit-action.ts';
 import { teamNotFound } from './team.ts';
+import { revokeOAuthGrant } from './oauth.ts';
+import { forgetGrants } from '../oauth/grants.ts';
+import { OAUTH_TOKEN_PREFIX, revokeGrantsOfToken } from '../store/oauth-grants.ts';
 
 export const DEFAULT_TTL_SECONDS = 30 * 24 * 3600;
 export const MAX_TTL_SECONDS = 365 * 24 * 3600;
@@ -17,7 +22,7 @@ export const MIN_TTL_SECONDS = 60;
 
 const scopeList = SCOPES.join(', ');
 
-export const CreateTokenBody = z.object({
+export const CreateTokenBody = strictInput({
   team: z.string().optional(),
   subject: z.string().min(1, 'subject is required').max(200).regex(/^[\x21-\x7e]+$/, 'subject must be printable ASCII without spaces'),
   scopes: z
@@ -35,7 +40,13 @@ export const CreateTokenBody = z.object({
     .max(MAX_TTL_SECONDS, `ttlSeconds must be at most ${MAX_TTL_SECONDS} (1 year)`)
     .default(DEFAULT_TTL_SECONDS),
   note: z.string().max(500).optional(),
-}).strict();
+  /** An agent token's grant: the sandboxes, labels and agent id its agents may claim (src/contracts/agent-grant.ts). */
+  agentGrant: AgentGrant.optional(),
+}).superRefine((b, ctx) => {
+  if (b.agentGrant && !b.scopes.includes('agent')) {
+    ctx.addIssue({ code: 'custom', path: ['agentGrant'], message: `says what an agent may claim, so it needs the "agent" scope (scopes: ${b.scopes.join(', ')}); add "agent" to scopes or leave agentGrant out` });
+  }
+});
 
 export const tokenRoutes = new Hono<AppEnv>();
 
@@ -54,12 +65,13 @@ tokenRoutes.post('/', async (c) => {
   const now = Date.now();
   const minted = await mintToken({
     privateJwk: c.env.GATEHOUSE_SIGNING_KEY, issuer: gatehouseIssuer(c.req.raw, c.env), audience: canonicalMcpUrl(c.req.raw, c.env),
-    team: p.team, subject: b.subject, scopes, ttlSeconds: b.ttlSeconds, now: Math.floor(now / 1000),
+    team: p.team, subject: b.subject, scopes, ttlSeconds: b.ttlSeconds, now: Math.floor(now / 1000), agentGrant: b.agentGrant,
   });
   const expiresAt = minted.expiresAt * 1000;
-  await insertToken(c.env, { jti: minted.jti, team: p.team, subject: b.subject, scopes, createdAt: now, expiresAt, note: b.note ?? null });
-  await auditAdmin(c, 'admin.token_create', { command: { jti: minted.jti, subject: b.subject, scopes, ttlSeconds: b.ttlSeconds }, ok: true });
-  return c.json({ token: minted.token, jti: minted.jti, team: p.team, subject: b.subject, scopes, expiresAt }, 201);
+  const agentGrant = b.agentGrant ?? null;
+  await insertToken(c.env, { jti: minted.jti, team: p.team, subject: b.subject, scopes, createdAt: now, expiresAt, note: b.note ?? null, agentGrant });
+  await auditAdmin(c, 'admin.token_create', { command: { jti: minted.jti, subject: b.subject, scopes, ttlSeconds: b.ttlSeconds, ...(agentGrant ? { agentGrant } : {}) }, ok: true });
+  return c.json({ token: minted.token, jti: minted.jti, team: p.team, subject: b.subject, scopes, expiresAt, agentGrant }, 201);
 });
 
 tokenRoutes.get('/', async (c) => {
@@ -75,13 +87,21 @@ tokenRoutes.delete('/:jti', async (c) => {
   if (unrecorded !== undefined && unrecorded !== 'true' && unrecorded !== 'false') {
     return apiError(c, 'invalid_argument', `unrecorded must be "true" or "false", got "${unrecorded.slice(0, 20)}"`);
   }
+  // An OAuth principal's token id names its grant: revoking it revokes the grant (never a bare revocation
+  // of an id the gateway does not know).
+  if (jti.startsWith(OAUTH_TOKEN_PREFIX)) return revokeOAuthGrant(c, jti.slice(OAUTH_TOKEN_PREFIX.length));
   const r = await revokeToken(c.env, p.team, jti, { unrecorded: unrecorded === 'true' });
-  await auditAdmin(c, 'admin.token_revoke', { command: { jti }, ok: r.ok, reason: r.ok ? undefined : r.error.message });
+  // The OAuth grants this token consented to end with it.
+  const ended = r.ok ? await revokeGrantsOfToken(c.env, p.team, jti) : [];
+  await auditAdmin(c, 'admin.token_revoke', {
+    command: ended.length ? { jti, oauthGrantsEnded: ended.map((g) => g.grantId) } : { jti }, ok: r.ok, reason: r.ok ? undefined : r.error.message,
+  });
   if (!r.ok) return apiError(c, 'not_found', r.error.message);
+  await forgetGrants(c.req.raw, c.env, ended);
   // An agent connected with this token goes now (not at its next reconnect), and gets no more jobs.
   const disconnected = await revokeAgentToken(c.env, p.team, jti).catch((e: Error) => {
     console.error(`revoke: could not reach the team dispatcher: ${e.message}; its next liveness check disconnects the agent`);
     return 0;
   });
-  return c.json({ ...r.value, agentsDisconnected: disconnected });
+  return c.json({ ...r.value, agentsDisconnected: disconnected, oauthGrantsEnded: ended.map((g) => g.grantId) });
 });

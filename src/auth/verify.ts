@@ -6,9 +6,13 @@
 import { decodeJwt, decodeProtectedHeader, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import type { Env, Principal, Scope } from '../env.ts';
 import { EXTERNAL_ALGS, canonicalMcpUrl, gatehouseIssuer, normaliseTyp, trustConfig, type IssuerTrust, type TrustConfig } from './config.ts';
+import { AGENT_GRANT_CLAIM, AgentGrant } from '../contracts/agent-grant.ts';
+import { describeIssues } from '../contracts/errors.ts';
 import { admissionOf } from '../store/admission.ts';
 import { notePolicyStamp } from '../policy/cache.ts';
 import { verifyOAuthBearer } from '../oauth/verify.ts';
+import { forgetGrants } from '../oauth/grants.ts';
+import { LAST_USED_RESOLUTION_MS, OAUTH_TOKEN_PREFIX, noteGrantUsed, oauthAdmissionOf } from '../store/oauth-grants.ts';
 
 /** Requests whose Authorization header is larger than this are refused before any parsing. */
 export const MAX_AUTH_HEADER_BYTES = 8 * 1024;
@@ -81,7 +85,7 @@ export async function authenticate(req: Request, env: Env, o: ScopeRequirement =
   // Trusted issuer hook: access tokens our OAuth authorization server issued (src/oauth/) are
   // opaque "user:grant:secret" strings, not JWTs; they are checked there, then scoped like any token.
   const oauth = await verifyOAuthBearer(req, env);
-  if (oauth) return oauth.ok ? checkScopes(oauth.value, o) : invalid(oauth.message);
+  if (oauth) return oauth.ok ? admitOAuth(req, env, oauth.value, o) : invalid(oauth.message);
   const bearer = extractBearer(req);
   if (!bearer.ok) return bearer;
   if (bearer.value === null) {
@@ -99,6 +103,30 @@ export async function authenticate(req: Request, env: Env, o: ScopeRequirement =
     return fail(500, 'internal', `cannot check token revocation: ${(e as Error).message}`);
   }
   if (admission.revoked) return invalid(`token ${principal.tokenId} has been revoked`);
+  notePolicyStamp(principal, admission.policy);
+  return checkScopes(principal, o);
+}
+
+/**
+ * An OAuth principal passes the same gate as a token: its grant must be on record and not ended —
+ * revoked itself, by its consenting admin token's revocation, or by its client being cut off.
+ */
+async function admitOAuth(req: Request, env: Env, principal: Principal, o: ScopeRequirement): Promise<AuthResult> {
+  const grantId = principal.tokenId.slice(OAUTH_TOKEN_PREFIX.length);
+  let admission;
+  try {
+    admission = await oauthAdmissionOf(env, principal.team, grantId);
+  } catch (e) {
+    return fail(500, 'internal', `cannot check the OAuth grant: ${(e as Error).message}`);
+  }
+  if (!admission.ok) {
+    // The grant's tokens may still sit in the authorization server's store: forget them now.
+    if (admission.key) await forgetGrants(req, env, [admission.key]);
+    return invalid(admission.message);
+  }
+  if (admission.lastUsedAt === null || admission.lastUsedAt < Date.now() - LAST_USED_RESOLUTION_MS) {
+    await noteGrantUsed(env, grantId).catch((e: Error) => console.error(`oauth: could not note the grant's last use: ${e.message}`));
+  }
   notePolicyStamp(principal, admission.policy);
   return checkScopes(principal, o);
 }
@@ -267,5 +295,9 @@ function principalFrom(payload: JWTPayload, issuer: string): AuthResult {
   const scp = payload.scp;
   if (Array.isArray(scp)) scp.filter((s): s is string => typeof s === 'string').forEach((s) => scopes.add(s));
   else if (typeof scp === 'string') scp.split(/\s+/).filter(Boolean).forEach((s) => scopes.add(s));
-  return { ok: true, value: { team, subject: payload.sub, scopes: [...scopes], tokenId: payload.jti, issuer } };
+  // A malformed agent grant refuses the token: it must never read as "claims: whatever the agent says".
+  const grant = payload[AGENT_GRANT_CLAIM] === undefined ? null : AgentGrant.safeParse(payload[AGENT_GRANT_CLAIM]);
+  if (grant && !grant.success) return invalid(`invalid "${AGENT_GRANT_CLAIM}" claim: ${describeIssues(grant.error.issues)}`);
+  const agentGrant = grant ? { agentGrant: grant.data } : {};
+  return { ok: true, value: { team, subject: payload.sub, scopes: [...scopes], tokenId: payload.jti, issuer, ...agentGrant } };
 }

@@ -7,7 +7,10 @@ import { Hono, type Context } from 'hono';
 import { AuthorizationError, CimdFetchError, authorizationErrorRedirect, type AuthRequest } from '@cloudflare/workers-oauth-provider';
 import type { AppEnv } from '../env.ts';
 import { authenticate } from '../auth/verify.ts';
-import { authorizationServer, hasOAuthStore, OAUTH_SCOPES, type OAuthGrantProps } from './server.ts';
+import { authorizationServer, hasOAuthStore, OAUTH_SCOPES, REFRESH_TOKEN_TTL_S, TOKEN_PATH, type OAuthGrantProps } from './server.ts';
+import { forgetGrants } from './grants.ts';
+import { GRANT_ID_RE, isClientBlocked, oauthAdmissionOf, recordGrant, teamOfGrant } from '../store/oauth-grants.ts';
+import { writeAudit } from '../store/audit.ts';
 import { consentPage, errorPage } from './consent.ts';
 
 export const oauthRoutes = new Hono<AppEnv>();
@@ -22,7 +25,34 @@ const protocol = (c: Context<AppEnv>) => {
 };
 oauthRoutes.all('/.well-known/oauth-authorization-server', protocol);
 oauthRoutes.all('/.well-known/oauth-authorization-server/*', protocol);
+oauthRoutes.post(TOKEN_PATH, async (c) => {
+  if (!hasOAuthStore(c.env)) return notConfigured(c);
+  const refused = await refreshRefusal(c);
+  return refused ?? protocol(c);
+});
 oauthRoutes.all('/oauth/*', protocol);
+
+/**
+ * A refresh token of an ended grant mints nothing: its grant is checked against D1 before the library
+ * sees the request (the library alone would honour it until its KV cleanup has run).
+ */
+async function refreshRefusal(c: Context<AppEnv>): Promise<Response | null> {
+  let form: FormData;
+  try {
+    form = await c.req.raw.clone().formData();
+  } catch {
+    return null; // not a form: the library answers invalid_request
+  }
+  if (form.get('grant_type') !== 'refresh_token') return null;
+  const grantId = String(form.get('refresh_token') ?? '').split(':')[1] ?? '';
+  if (!GRANT_ID_RE.test(grantId)) return null;
+  const team = await teamOfGrant(c.env, grantId);
+  const admission = team ? await oauthAdmissionOf(c.env, team, grantId) : null;
+  if (admission?.ok) return null;
+  if (admission?.key) await forgetGrants(c.req.raw, c.env, [admission.key]);
+  const description = admission ? admission.message : `OAuth grant ${grantId} is not on record: authorize again`;
+  return c.json({ error: 'invalid_grant', error_description: description }, 400, { 'Cache-Control': 'no-store' });
+}
 
 /** The page's headers: no framing, no script, forms only to us and (after approval) the client's redirect. */
 function pageHeaders(c: Context<AppEnv>, redirectUri?: string): void {
@@ -89,14 +119,27 @@ oauthRoutes.post('/authorize', async (c) => {
   if (!who.ok) return again(`the admin token was refused: ${who.error.message}`);
   if (who.value.tokenId.startsWith('oauth-')) return again('sign in with an admin API token, not an OAuth access token');
   if (team !== who.value.team) return again(`the admin token is for team "${who.value.team}"; it cannot grant team "${team}"`);
+  if (await isClientBlocked(c.env, team, request.clientId)) {
+    return again(`this client was revoked for team "${team}"; an admin must unblock it first (DELETE /admin/v1/oauth/clients/<id>/block)`);
+  }
   const props: OAuthGrantProps = { team, subject: `oauth:${who.value.subject}`, scopes };
+  // The library's user id may not contain ':' (it separates token parts).
+  const userId = encodeURIComponent(`${team}/${who.value.subject}`);
   const { redirectTo } = await api.completeAuthorization({
-    request,
-    // The library's user id may not contain ':' (it separates token parts).
-    userId: encodeURIComponent(`${team}/${who.value.subject}`),
-    metadata: { grantedBy: who.value.subject, tokenId: who.value.tokenId },
-    scope: scopes,
-    props,
+    request, userId, metadata: { grantedBy: who.value.subject, tokenId: who.value.tokenId }, scope: scopes, props,
+  });
+  // The code is "userId:grantId:secret": the grant id is what every later request is admitted by.
+  const grantId = new URL(redirectTo).searchParams.get('code')?.split(':')[1] ?? '';
+  const now = Date.now();
+  const client = await api.lookupClient(request.clientId).catch(() => null);
+  const replaced = await recordGrant(c.env, {
+    grantId, team, userId, clientId: request.clientId, clientName: client?.clientName ?? null, subject: who.value.subject,
+    consentTokenId: who.value.tokenId, scopes, createdAt: now, expiresAt: now + REFRESH_TOKEN_TTL_S * 1000,
+  });
+  await forgetGrants(c.req.raw, c.env, replaced);
+  await writeAudit(c.env.DB, {
+    team, subject: who.value.subject, tokenId: who.value.tokenId, tool: 'oauth.grant_create', decision: 'allowed',
+    command: { grantId, clientId: request.clientId, clientName: client?.clientName ?? null, scopes, replaced: replaced.map((r) => r.grantId) },
   });
   return c.redirect(redirectTo, 302);
 });

@@ -1,0 +1,230 @@
+/**
+ * OAuth grants are credentials with a lifecycle, through the real gateway: the official MCP SDK
+ * client's OAuth provider registers and signs in (the consent form is posted over HTTP as a browser
+ * would post it), then each way of ending the grant — revoking the grant, the admin token that
+ * consented (recorded or offline), the client, the grant's token id — ends its access token AND its
+ * refresh token on the very next request. Attacks: a departed admin's self-refreshing credential,
+ * another team's admin, a bare "revocation" of an unknown id.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createServer, type Server } from 'node:http';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { UnauthorizedError, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
+import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
+import { decodeJwt } from 'jose';
+import { startGateway, type Gateway } from './harness.ts';
+
+let gw: Gateway;
+let callback: Server;
+let callbackUrl: string;
+
+class TestOAuthProvider implements OAuthClientProvider {
+  info?: OAuthClientInformationMixed;
+  saved?: OAuthTokens;
+  verifier = '';
+  authorizationUrl?: URL;
+  constructor(readonly name: string) {}
+  get redirectUrl() { return callbackUrl; }
+  get clientMetadata(): OAuthClientMetadata {
+    return { client_name: this.name, redirect_uris: [callbackUrl], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' };
+  }
+  state() { return crypto.randomUUID(); }
+  clientInformation() { return this.info; }
+  saveClientInformation(i: OAuthClientInformationMixed) { this.info = i; }
+  tokens() { return this.saved; }
+  saveTokens(t: OAuthTokens) { this.saved = t; }
+  redirectToAuthorization(url: URL) { this.authorizationUrl = url; }
+  saveCodeVerifier(v: string) { this.verifier = v; }
+  codeVerifier() { return this.verifier; }
+}
+
+interface Signed { provider: TestOAuthProvider; grantId: string; access: string; refresh: string; clientId: string }
+
+/** Posts the consent form; returns the redirect (a code) or the page's error text. */
+async function postConsent(authUrl: URL, adminToken: string, team: string): Promise<{ code?: string; error?: string }> {
+  const body = new URLSearchParams({ admin_token: adminToken, team, scope: 'execute', decision: 'approve' });
+  const r = await fetch(authUrl, { method: 'POST', body, redirect: 'manual' });
+  if (r.status === 302) return { code: new URL(r.headers.get('Location')!).searchParams.get('code') ?? undefined };
+  const html = await r.text();
+  const text = /id="error">([^<]*)</.exec(html)?.[1] ?? html.slice(0, 200);
+  const entities: Record<string, string> = { '&quot;': '"', '&lt;': '<', '&gt;': '>', '&amp;': '&', '&#39;': "'" };
+  return { error: text.replace(/&(quot|lt|gt|amp|#39);/g, (e) => entities[e]) };
+}
+
+/** Registers a client (or reuses the provider's), consents as `adminToken`, exchanges the code. */
+async function signIn(adminToken: string, o: { provider?: TestOAuthProvider; team?: string } = {}): Promise<Signed> {
+  const provider = o.provider ?? new TestOAuthProvider(`revocation test ${crypto.randomUUID().slice(0, 8)}`);
+  provider.saved = undefined;
+  const client = new Client({ name: 'oauth-revocation', version: '1.0.0' });
+  await expect(client.connect(new StreamableHTTPClientTransport(new URL(gw.mcpUrl), { authProvider: provider }))).rejects.toBeInstanceOf(UnauthorizedError);
+  const consent = await postConsent(provider.authorizationUrl!, adminToken, o.team ?? 'acme');
+  if (!consent.code) throw new Error(`consent refused: ${consent.error}`);
+  await new StreamableHTTPClientTransport(new URL(gw.mcpUrl), { authProvider: provider }).finishAuth(consent.code);
+  const access = provider.saved!.access_token;
+  return { provider, grantId: access.split(':')[1], access, refresh: provider.saved!.refresh_token!, clientId: provider.info!.client_id };
+}
+
+/** One MCP call with the access token: the status the gateway answers. */
+async function mcpStatus(access: string): Promise<{ status: number; body: string }> {
+  const r = await fetch(gw.mcpUrl, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${access}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', 'MCP-Protocol-Version': '2025-06-18' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'policy_check', arguments: { command: 'git', args: ['status'] } } }),
+  });
+  return { status: r.status, body: await r.text() };
+}
+
+/** The refresh grant at the token endpoint, as the SDK client sends it. */
+async function refresh(s: Signed): Promise<{ status: number; json: { access_token?: string; refresh_token?: string; error?: string; error_description?: string } }> {
+  const r = await fetch(`${gw.url}/oauth/token`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: s.refresh, client_id: s.clientId }),
+  });
+  return { status: r.status, json: (await r.json()) as never };
+}
+
+async function admin(method: string, path: string, token: string) {
+  const r = await fetch(`${gw.url}/admin/v1${path}`, { method, headers: { Authorization: `Bearer ${token}` } });
+  return { status: r.status, json: (await r.json()) as any };
+}
+
+/** Both of the grant's tokens are dead: the access token is refused, and refreshing mints nothing. */
+async function expectEnded(s: Signed, why: RegExp) {
+  const m = await mcpStatus(s.access);
+  expect(m.status).toBe(401);
+  expect(m.body).toMatch(why);
+  const r = await refresh(s);
+  expect(r.status).toBe(400);
+  expect(r.json.error).toBe('invalid_grant');
+  expect(r.json.access_token).toBeUndefined();
+}
+
+beforeAll(async () => {
+  callback = createServer((_req, res) => res.end('ok'));
+  await new Promise<void>((r) => callback.listen(0, '127.0.0.1', r));
+  callbackUrl = `http://127.0.0.1:${(callback.address() as { port: number }).port}/callback`;
+  gw = await startGateway();
+}, 180_000);
+
+afterAll(async () => {
+  await gw?.stop();
+  await new Promise<void>((r) => (callback ? callback.close(() => r()) : r()));
+});
+
+describe('OAuth grants are listed like tokens', () => {
+  it('lists the grant with its client, who consented, scopes, created and last used; the audit names grant and consenting subject', async () => {
+    const consenter = await gw.token({ team: 'acme', scopes: ['admin'], subject: 'alice-admin' });
+    const s = await signIn(consenter);
+    expect((await mcpStatus(s.access)).status).toBe(200);
+    const reader = await gw.token({ team: 'acme', scopes: ['admin'], subject: 'auditor' });
+    const list = await admin('GET', '/oauth/grants', reader);
+    expect(list.status).toBe(200);
+    const g = list.json.grants.find((x: { grantId: string }) => x.grantId === s.grantId);
+    expect(g).toMatchObject({
+      clientId: s.clientId, clientName: s.provider.name, subject: 'alice-admin', consentTokenId: decodeJwt(consenter).jti,
+      scopes: ['execute'], revokedAt: null, tokenId: `oauth-${s.grantId}`,
+    });
+    expect(g.createdAt).toBeGreaterThan(Date.now() - 120_000);
+    expect(g.lastUsedAt).toBeGreaterThanOrEqual(g.createdAt);
+    // Another team's admin sees none of it.
+    const other = await admin('GET', '/oauth/grants', await gw.token({ team: 'globex', scopes: ['admin'] }));
+    expect(other.json.grants.map((x: { grantId: string }) => x.grantId)).not.toContain(s.grantId);
+
+    const audit = await admin('GET', '/audit?tool=oauth.grant_create', reader);
+    const row = audit.json.entries.find((e: { command: { grantId?: string } }) => e.command?.grantId === s.grantId);
+    expect(row).toMatchObject({ subject: 'alice-admin', tokenId: decodeJwt(consenter).jti, decision: 'allowed' });
+    expect(row.command).toMatchObject({ clientId: s.clientId, clientName: s.provider.name, scopes: ['execute'] });
+    const calls = await admin('GET', '/audit?tool=policy_check', reader);
+    expect(calls.json.entries.some((e: { tokenId: string; subject: string }) => e.tokenId === `oauth-${s.grantId}` && e.subject === 'oauth:alice-admin')).toBe(true);
+  });
+});
+
+describe('every way of ending a grant ends its access and refresh tokens on the next request', () => {
+  it('revoking the grant: DELETE /admin/v1/oauth/grants/<id>', async () => {
+    const s = await signIn(await gw.token({ team: 'acme', scopes: ['admin'], subject: 'bob-admin' }));
+    // Before: the refresh token works and rotates (the refreshed pair is what the client holds now).
+    const r1 = await refresh(s);
+    expect(r1.status).toBe(200);
+    const live = { ...s, access: r1.json.access_token!, refresh: r1.json.refresh_token! };
+    expect((await mcpStatus(live.access)).status).toBe(200);
+
+    const adminToken = await gw.token({ team: 'acme', scopes: ['admin'] });
+    const del = await admin('DELETE', `/oauth/grants/${s.grantId}`, adminToken);
+    expect(del.status).toBe(200);
+    expect(del.json.revokedAt).toBeGreaterThan(0);
+    await expectEnded(live, /OAuth access token is invalid|has ended/);
+    const row = (await admin('GET', '/oauth/grants', adminToken)).json.grants.find((x: { grantId: string }) => x.grantId === s.grantId);
+    expect(row.revokedAt).toBe(del.json.revokedAt);
+    expect(row.revokedReason).toMatch(/revoked by/);
+    const audit = await admin('GET', '/audit?tool=admin.oauth_grant_revoke', adminToken);
+    expect(audit.json.entries.some((e: { command: { grantId: string } }) => e.command.grantId === s.grantId)).toBe(true);
+  });
+
+  it('revoking the admin token that consented (offline token, ?unrecorded=true): a departed admin keeps nothing', async () => {
+    const departing = await gw.token({ team: 'acme', scopes: ['admin'], subject: 'carol-admin' });
+    const s = await signIn(departing);
+    expect((await mcpStatus(s.access)).status).toBe(200);
+    const jti = decodeJwt(departing).jti!;
+    const del = await admin('DELETE', `/tokens/${jti}?unrecorded=true`, await gw.token({ team: 'acme', scopes: ['admin'] }));
+    expect(del.status).toBe(200);
+    expect(del.json.oauthGrantsEnded).toEqual([s.grantId]);
+    await expectEnded(s, /OAuth access token is invalid|has ended/);
+  });
+
+  it('revoking a recorded admin token minted by the admin API ends the grants it consented to', async () => {
+    const root = await gw.token({ team: 'acme', scopes: ['admin'] });
+    const r = await fetch(`${gw.url}/admin/v1/tokens`, {
+      method: 'POST', headers: { Authorization: `Bearer ${root}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ subject: 'dave-admin', scopes: ['admin'], ttlSeconds: 3600 }),
+    });
+    const minted = (await r.json()) as { token: string; jti: string };
+    const s = await signIn(minted.token);
+    // Even before the cascade reaches the authorization server's store, the D1 check holds: the
+    // grant is refused because its consenting token is revoked.
+    const del = await admin('DELETE', `/tokens/${minted.jti}`, root);
+    expect(del.status).toBe(200);
+    await expectEnded(s, /OAuth access token is invalid|has ended/);
+  });
+
+  it('revoking the client for the team ends its grants and refuses consent until unblocked', async () => {
+    const adminToken = await gw.token({ team: 'acme', scopes: ['admin'], subject: 'erin-admin' });
+    const s = await signIn(adminToken);
+    const del = await admin('DELETE', `/oauth/clients/${encodeURIComponent(s.clientId)}`, adminToken);
+    expect(del.status).toBe(200);
+    expect(del.json.grantsEnded).toEqual([s.grantId]);
+    await expectEnded(s, /OAuth access token is invalid|has ended/);
+    // The same client cannot be granted again in acme while blocked…
+    await expect(signIn(adminToken, { provider: s.provider })).rejects.toThrow(/this client was revoked for team "acme"/);
+    // …until an admin unblocks it.
+    expect((await admin('DELETE', `/oauth/clients/${encodeURIComponent(s.clientId)}/block`, adminToken)).status).toBe(200);
+    const again = await signIn(adminToken, { provider: s.provider });
+    expect((await mcpStatus(again.access)).status).toBe(200);
+  });
+
+  it('revoking the principal\'s token id oauth-<grant> revokes the grant; an unknown id is 404, never "revoked"', async () => {
+    const adminToken = await gw.token({ team: 'acme', scopes: ['admin'], subject: 'frank-admin' });
+    const s = await signIn(adminToken);
+    const del = await admin('DELETE', `/tokens/oauth-${s.grantId}?unrecorded=true`, adminToken);
+    expect(del.status).toBe(200);
+    expect(del.json.grantId).toBe(s.grantId);
+    await expectEnded(s, /OAuth access token is invalid|has ended/);
+    for (const path of ['/tokens/oauth-nosuchgrant0000?unrecorded=true', '/oauth/grants/nosuchgrant0000', '/oauth/clients/nosuchclient']) {
+      const r = await admin('DELETE', path, adminToken);
+      expect(r.status, path).toBe(404);
+      expect(r.json.error.code).toBe('not_found');
+      expect(r.json.revokedAt).toBeUndefined();
+    }
+  });
+
+  it("another team's admin cannot revoke or see a grant: 404, and the grant keeps working", async () => {
+    const s = await signIn(await gw.token({ team: 'acme', scopes: ['admin'], subject: 'gina-admin' }));
+    const globex = await gw.token({ team: 'globex', scopes: ['admin'] });
+    expect((await admin('DELETE', `/oauth/grants/${s.grantId}`, globex)).status).toBe(404);
+    expect((await admin('DELETE', `/tokens/oauth-${s.grantId}`, globex)).status).toBe(404);
+    expect((await admin('DELETE', `/oauth/clients/${encodeURIComponent(s.clientId)}`, globex)).status).toBe(404);
+    expect((await mcpStatus(s.access)).status).toBe(200);
+    expect((await refresh(s)).status).toBe(200);
+  });
+});
