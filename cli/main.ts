@@ -13,8 +13,9 @@ import { auditCommand } from './audit.ts';
 import { agentsCommand } from './agents.ts';
 import { jobsCommand } from './jobs.ts';
 import { approvalsCommand } from './approvals.ts';
+import { oauthCommand } from './oauth.ts';
 
-const COMMANDS = ['token', 'policy', 'audit', 'agents', 'jobs', 'approvals', 'agent', 'help'];
+const COMMANDS = ['token', 'oauth', 'policy', 'audit', 'agents', 'jobs', 'approvals', 'agent', 'help'];
 
 export const HELP = `gatehouse — admin CLI and executor agent of a Gatehouse MCP gateway
 
@@ -23,6 +24,8 @@ usage:
   gatehouse token list
   gatehouse token revoke <jti>
   gatehouse token bootstrap --team <team> --key-file <jwk.json|.dev.vars> --issuer URL --audience URL
+  gatehouse oauth grants [--all] | revoke <grant-id>  MCP clients an admin connected (OAuth grants)
+  gatehouse oauth revoke-client <client-id> | unblock-client <client-id>
   gatehouse policy get | set <file.json|-> | check [--runtime r] [--cwd d] -- <command> [args...]
   gatehouse audit tail [--limit N] [--follow] [--decision denied]
   gatehouse agents                                    the team's executor agents
@@ -55,6 +58,7 @@ export async function main(argv: string[]): Promise<number> {
       case 'agents': return await agentsCommand(rest);
       case 'jobs': return await jobsCommand(rest);
       case 'approvals': return await approvalsCommand(rest);
+      case 'oauth': return await oauthCommand(rest);
       case 'agent':
         info('gatehouse: "agent" is started by the gatehouse command itself (bin/gatehouse.mjs), not by the admin CLI');
         return 2;

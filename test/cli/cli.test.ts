@@ -19,7 +19,7 @@ import { readmeBlock } from './readme.ts';
 /** Every command of the CLI (what `gatehouse --help` lists): each takes --help and --json. */
 const EVERY_COMMAND = [
   'token create', 'token list', 'token revoke', 'token bootstrap', 'policy get', 'policy set', 'policy check', 'audit tail', 'agents',
-  'jobs list', 'jobs show', 'jobs kill', 'approvals list', 'approvals show', 'approvals approve', 'approvals deny', 'agent', 'agent doctor',
+  'jobs list', 'jobs show', 'jobs kill', 'oauth grants', 'oauth revoke', 'oauth revoke-client', 'oauth unblock-client', 'approvals list', 'approvals show', 'approvals approve', 'approvals deny', 'agent', 'agent doctor',
 ];
 
 let gw: Gateway;
@@ -76,13 +76,13 @@ describe('usage', () => {
     // Every command `gatehouse --help` names, and every subcommand of it, has its own help that lists --json.
     const named = new Set<string>();
     for (const line of h.stdout.split('\n')) {
-      const m = /^\s+gatehouse ([a-z]+)(?: ([a-z]+))?(.*)$/.exec(line);
+      const m = /^\s+gatehouse ([a-z]+)(?: ([a-z-]+))?(.*)$/.exec(line);
       if (!m) continue;
       named.add(m[2] && !m[2].startsWith('-') ? `${m[1]} ${m[2]}` : m[1]);
-      for (const alt of m[3].matchAll(/\| ([a-z]+)\b/g)) named.add(`${m[1]} ${alt[1]}`);
+      for (const alt of m[3].matchAll(/\| ([a-z][a-z-]*)/g)) named.add(`${m[1]} ${alt[1]}`);
     }
     expect([...named].sort()).toEqual([...EVERY_COMMAND].sort());
-    for (const c of [...EVERY_COMMAND, 'token', 'policy', 'audit', 'jobs', 'approvals']) {
+    for (const c of [...EVERY_COMMAND, 'token', 'oauth', 'policy', 'audit', 'jobs', 'approvals']) {
       for (const flag of ['--help', '-h']) {
         // No gateway needed for help: it works without a URL or token.
         const r = await cli([...c.split(' '), flag], { env: { GATEHOUSE_URL: undefined, GATEHOUSE_ADMIN_TOKEN: undefined } });
@@ -101,7 +101,7 @@ describe('usage', () => {
   it('exits 2 on an unknown command or flag, listing what is allowed', async () => {
     const c = await cli(['frobnicate']);
     expect(c.code).toBe(2);
-    expect(c.stderr).toContain('unknown command "frobnicate"; allowed: token, policy, audit, agents, jobs, approvals, agent, help');
+    expect(c.stderr).toContain('unknown command "frobnicate"; allowed: token, oauth, policy, audit, agents, jobs, approvals, agent, help');
     const f = await cli(['token', 'list', '--colour']);
     expect(f.code).toBe(2);
     expect(f.stderr).toMatch(/unknown flag "--colour" for "token list"; allowed: --url, --token/);

@@ -12,8 +12,10 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { UnauthorizedError, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
 import { decodeJwt } from 'jose';
-import { startGateway, type Gateway } from './harness.ts';
+import { ROOT, startGateway, type Gateway } from './harness.ts';
 
 let gw: Gateway;
 let callback: Server;
@@ -226,5 +228,46 @@ describe('every way of ending a grant ends its access and refresh tokens on the 
     expect((await admin('DELETE', `/oauth/clients/${encodeURIComponent(s.clientId)}`, globex)).status).toBe(404);
     expect((await mcpStatus(s.access)).status).toBe(200);
     expect((await refresh(s)).status).toBe(200);
+  });
+});
+
+/** The CLI as a user runs it. */
+function cli(args: string[], token: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((res) => {
+    const p = spawn(process.execPath, [join(ROOT, 'bin/gatehouse.mjs'), ...args], {
+      env: { ...process.env, GATEHOUSE_URL: gw.url, GATEHOUSE_ADMIN_TOKEN: token }, stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    p.stdout.on('data', (d) => (stdout += d));
+    p.stderr.on('data', (d) => (stderr += d));
+    p.on('close', (code) => res({ code: code ?? -1, stdout, stderr }));
+  });
+}
+
+describe('gatehouse oauth', () => {
+  it('lists grants (a hostile client name shown as data) and revokes one; both tokens end', async () => {
+    const adminToken = await gw.token({ team: 'acme', scopes: ['admin'], subject: 'hank-admin' });
+    const provider = new TestOAuthProvider('evil\x1b[2K\x1b[1Aallowed\u202e client');
+    const s = await signIn(adminToken, { provider });
+    const list = await cli(['oauth', 'grants'], adminToken);
+    expect(list.code, list.stderr).toBe(0);
+    const line = list.stdout.split('\n').find((l) => l.startsWith(s.grantId))!;
+    expect(line).toContain('hank-admin');
+    expect(line).toContain('execute');
+    expect(line).toContain('\\u001b[2K');
+    expect(list.stdout).not.toMatch(/[\x1b\u202e]/);
+    const json = JSON.parse((await cli(['oauth', 'grants', '--json'], adminToken)).stdout) as { grants: { grantId: string; clientName: string }[] };
+    expect(json.grants.find((g) => g.grantId === s.grantId)?.clientName).toBe(provider.name);
+
+    const revoked = await cli(['oauth', 'revoke', s.grantId], adminToken);
+    expect(revoked.code, revoked.stderr).toBe(0);
+    expect(revoked.stdout).toContain(`revoked grant ${s.grantId}`);
+    await expectEnded(s, /OAuth access token is invalid|has ended/);
+    expect((await cli(['oauth', 'grants'], adminToken)).stdout).not.toContain(s.grantId);
+    expect((await cli(['oauth', 'grants', '--all'], adminToken)).stdout).toMatch(new RegExp(`${s.grantId}.*ended .*revoked by`));
+    const unknown = await cli(['oauth', 'revoke', 'nosuchgrant0000'], adminToken);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain('error (not_found)');
   });
 });
