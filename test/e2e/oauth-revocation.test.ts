@@ -13,10 +13,22 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { UnauthorizedError, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { HAVE_CHROMIUM, launchChromium, requireChromium } from '../support/chromium.ts';
+import { aria } from '../support/dashboard-page.ts';
+import { readmeBlock } from '../cli/readme.ts';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { decodeJwt } from 'jose';
 import { ROOT, startGateway, type Gateway } from './harness.ts';
 
+// Callbacks given to page.evaluate/waitForFunction run in the browser; the project's types have no DOM lib.
+declare const document: any;
+
+requireChromium('the Tokens page test of OAuth grants');
+const SHOTS = join(ROOT, 'test/screenshots');
 let gw: Gateway;
 let callback: Server;
 let callbackUrl: string;
@@ -269,5 +281,70 @@ describe('gatehouse oauth', () => {
     const unknown = await cli(['oauth', 'revoke', 'nosuchgrant0000'], adminToken);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toContain('error (not_found)');
+  });
+});
+
+describe('README', () => {
+  it('runs the README\'s oauth block as written: list, revoke a grant, revoke a client', async () => {
+    const adminToken = await gw.token({ team: 'acme', scopes: ['admin'], subject: 'readme-admin' });
+    const one = await signIn(adminToken);
+    const two = await signIn(adminToken);
+    const env: NodeJS.ProcessEnv = {
+      ...process.env, PATH: `${join(ROOT, 'node_modules/.bin')}:${process.env.PATH}`,
+      GATEHOUSE_URL: gw.url, GATEHOUSE_ADMIN_TOKEN: adminToken, GRANT_ID: one.grantId, CLIENT_ID: two.clientId,
+    };
+    const lines = readmeBlock('cli-oauth');
+    expect(lines).toHaveLength(3);
+    for (const line of lines) {
+      const r = await promisify(execFile)('/bin/sh', ['-ec', line], { cwd: ROOT, env }).catch((e: { message: string; stderr?: string }) => {
+        throw new Error(`README line failed: ${line}\n${e.message}\n${e.stderr ?? ''}`);
+      });
+      if (line.includes('oauth grants')) expect(r.stdout).toContain(one.grantId);
+    }
+    await expectEnded(one, /OAuth access token is invalid|has ended/);
+    await expectEnded(two, /OAuth access token is invalid|has ended/);
+  }, 120_000);
+});
+
+describe.skipIf(!HAVE_CHROMIUM)("the dashboard's Tokens page", () => {
+  it('lists OAuth grants (client name as isolated text) and revokes one; both tokens end', async () => {
+    mkdirSync(SHOTS, { recursive: true });
+    const adminToken = await gw.token({ team: 'acme', scopes: ['admin'], subject: 'ivy-admin' });
+    const provider = new TestOAuthProvider('<img src=x onerror="document.title=1">\u202eevil');
+    const s = await signIn(adminToken, { provider });
+    const profile = mkdtempSync(join(tmpdir(), 'gatehouse-chromium-'));
+    const browser = await launchChromium(profile);
+    try {
+      const page = await browser.newPage();
+      await page.setViewport({ width: 1366, height: 900 });
+      page.on('dialog', (d) => void d.accept());
+      await page.goto(`${gw.url}/dashboard`);
+      const field = await page.waitForSelector(aria('Admin token'));
+      await field!.type(adminToken);
+      await page.keyboard.press('Enter');
+      await page.waitForFunction(() => document.querySelector('main h1')?.textContent === 'Agents', { timeout: 15_000 });
+      await page.evaluate(() => { (globalThis as any).location.hash = '#/tokens'; });
+      const row = `tr[data-grant="${s.grantId}"]`;
+      await page.waitForSelector(row, { timeout: 15_000 }).catch(async (e) => {
+        throw new Error(`${(e as Error).message}; the page shows: ${await page.evaluate(() => document.getElementById('main')?.innerText)}`);
+      });
+      const shown = await page.$eval(row, (tr: any) => ({
+        name: tr.querySelector('bdi.client-name')?.textContent, imgs: tr.querySelectorAll('img').length, status: tr.dataset.status,
+        cells: [...tr.querySelectorAll('td')].map((td: any) => td.textContent),
+      }));
+      expect(shown).toMatchObject({ name: provider.name, imgs: 0, status: 'active' });
+      expect(shown.cells).toContain('ivy-admin');
+      expect(shown.cells).toContain('execute');
+      expect(await page.title()).not.toBe('1');
+      await page.screenshot({ path: join(SHOTS, 'dashboard-oauth-grants.png'), fullPage: true });
+
+      await page.click(aria(`Revoke OAuth grant ${s.grantId}`));
+      await page.waitForFunction((sel: string) => document.querySelector(sel)?.dataset.status === 'revoked', { timeout: 15_000 }, row);
+      await expectEnded(s, /OAuth access token is invalid|has ended/);
+      await page.screenshot({ path: join(SHOTS, 'dashboard-oauth-grant-revoked.png'), fullPage: true });
+    } finally {
+      await browser.close();
+      rmSync(profile, { recursive: true, force: true });
+    }
   });
 });

@@ -1,4 +1,4 @@
-/** Browser module `tokens.js`: create a token (shown once), list the team's tokens, revoke one. */
+/** Browser module `tokens.js`: create a token (shown once), list the team's tokens and OAuth grants, revoke either. */
 export const TOKENS_JS = String.raw`
 import { api, field, fmtTime, h, messages, table, uid } from './core.js';
 
@@ -23,9 +23,66 @@ export function render(main) {
     } catch (e) { listMsg.fail(e); }
   };
 
-  main.append(h('h1', null, 'Tokens'), createForm(created, load), created,
-    h('section', { 'aria-labelledby': 'tok-list' }, h('h2', { id: 'tok-list' }, 'Tokens of this team'), listMsg.status, listMsg.error, list));
+  const grantMsg = messages();
+  const grants = h('div');
+  const loadGrants = async () => {
+    try {
+      const r = await api('GET', '/oauth/grants');
+      grantMsg.fail(null);
+      grants.replaceChildren(grantView(r.grants, loadGrants, grantMsg));
+    } catch (e) { grantMsg.fail(e); }
+  };
+  const reloadAll = () => { load(); loadGrants(); };
+
+  main.append(h('h1', null, 'Tokens'), createForm(created, reloadAll), created,
+    h('section', { 'aria-labelledby': 'tok-list' }, h('h2', { id: 'tok-list' }, 'Tokens of this team'), listMsg.status, listMsg.error, list),
+    h('section', { 'aria-labelledby': 'grant-list' }, h('h2', { id: 'grant-list' }, 'OAuth grants (MCP clients an admin connected)'),
+      h('p', null, 'Revoking a grant ends its access and refresh tokens at once; revoking the admin token that consented ends its grants too.'),
+      grantMsg.status, grantMsg.error, grants));
+  // Revoking a token may end grants: both lists are reloaded after it.
+  revokeHook = reloadAll;
   load();
+  loadGrants();
+}
+
+let revokeHook = null;
+
+function grantStatus(g, now) {
+  if (g.revokedAt) return 'revoked';
+  if (g.expiresAt && g.expiresAt <= now) return 'expired';
+  return 'active';
+}
+
+/** Client names are chosen by whoever registered the client: text nodes in a bidi-isolated element. */
+function grantView(grants, reload, msg) {
+  if (!grants || grants.length === 0) return h('p', { class: 'empty' }, 'No MCP client has been granted access to this team.');
+  const now = Date.now();
+  return table('OAuth grants (' + grants.length + ')', ['Grant id', 'Client', 'Consented by', 'Scopes', 'Created', 'Last used', 'Status', ''],
+    grants.map((g) => {
+      const st = grantStatus(g, now);
+      let revoke = '';
+      if (st === 'active') {
+        revoke = h('button', { type: 'button', class: 'danger', 'aria-label': 'Revoke OAuth grant ' + g.grantId }, 'Revoke');
+        revoke.addEventListener('click', async () => {
+          if (!window.confirm('Revoke OAuth grant ' + g.grantId + '? The client is refused from its next request and must be authorized again.')) return;
+          revoke.disabled = true;
+          try {
+            await api('DELETE', '/oauth/grants/' + encodeURIComponent(g.grantId));
+            msg.say('Revoked OAuth grant ' + g.grantId + '.');
+            reload();
+          } catch (e) { msg.fail(e); revoke.disabled = false; }
+        });
+      }
+      return h('tr', { 'data-grant': g.grantId, 'data-status': st, title: g.revokedReason || '' },
+        h('th', { scope: 'row' }, h('code', null, g.grantId)),
+        h('td', null, h('bdi', { class: 'client-name' }, g.clientName || '(unnamed)'), h('br'), h('small', null, h('bdi', null, g.clientId))),
+        h('td', null, g.subject),
+        h('td', null, (g.scopes || []).join(' ')),
+        h('td', null, fmtTime(g.createdAt)),
+        h('td', null, g.lastUsedAt ? fmtTime(g.lastUsedAt) : 'never'),
+        h('td', null, h('span', { class: 'badge ' + st }, st)),
+        h('td', null, revoke));
+    }));
 }
 
 function createForm(created, reload) {
@@ -72,6 +129,12 @@ function createForm(created, reload) {
   return h('section', { 'aria-labelledby': 'tok-create' }, h('h2', { id: 'tok-create' }, 'Create a token'), form, msg.status, msg.error);
 }
 
+// What an agent token lets its agents claim (the CLI's token create --sandbox/--label/--agent-id).
+function grantText(g) {
+  if (!g) return '';
+  return ' (claims: sandbox ' + g.sandboxes.join(',') + (g.labels.length ? '; labels ' + g.labels.join(',') : '') + (g.agentId ? '; id ' + g.agentId : '') + ')';
+}
+
 function status(t, now) {
   if (t.revokedAt) return 'revoked';
   if (t.expiresAt <= now) return 'expired';
@@ -93,14 +156,14 @@ function view(tokens, reload, msg) {
           try {
             await api('DELETE', '/tokens/' + encodeURIComponent(t.jti));
             msg.say('Revoked ' + t.jti + '.');
-            reload();
+            (revokeHook || reload)();
           } catch (e) { msg.fail(e); revoke.disabled = false; }
         });
       }
       return h('tr', { 'data-jti': t.jti, 'data-status': st },
         h('th', { scope: 'row' }, h('code', null, t.jti)),
         h('td', null, t.subject),
-        h('td', null, (t.scopes || []).join(' ')),
+        h('td', null, (t.scopes || []).join(' ') + grantText(t.agentGrant)),
         h('td', null, fmtTime(t.createdAt)),
         h('td', null, fmtTime(t.expiresAt)),
         h('td', null, h('span', { class: 'badge ' + st }, st)),
