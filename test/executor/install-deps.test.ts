@@ -1,16 +1,21 @@
 /**
- * scripts/install-system-deps.sh (what `.ci/run` runs on a fresh machine), its gVisor step in
- * isolation: with a stand-in `runsc` of a given version and a stand-in `apt-get` that records its
- * calls, on a PATH holding nothing else (so the host's own runsc cannot answer). apt's sources and
- * pins go to a temporary directory. Checks: trixie's runsc is taken when the installed one is
- * missing or older than 20240729, that one package only (everything else of trixie pinned to 1),
- * and nothing is touched when the installed runsc is current.
+ * scripts/install-system-deps.sh (what `.ci/run` runs on a fresh machine, and `npm start` with
+ * --sandbox-only when no sandbox is installed). Its gVisor step in isolation: with a stand-in `runsc`
+ * of a given version and a stand-in `apt-get` that records its calls, on a PATH holding nothing else
+ * (so the host's own runsc cannot answer). apt's sources and pins go to a temporary directory, and
+ * the machine's release comes from a stand-in os-release. Checks: trixie's runsc is taken when the
+ * installed one is missing or older than 20240729, that one package only (everything else of trixie
+ * pinned to 1), from the Debian archive the machine's own apt sources name; nothing is touched when
+ * the installed runsc is current; a trixie machine installs runsc from its own sources. --sandbox-only
+ * runs on a machine without bwrap, runsc or python3 (a private mount namespace, test/support/bare-machine.ts)
+ * and asks apt for the sandbox packages only.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { BARE_MACHINE_SUPPORTED, bareMachineArgv, bareMachineDir, removeBareMachineDir } from '../support/bare-machine.ts';
 
 const SCRIPT = resolve(import.meta.dirname, '../../scripts/install-system-deps.sh');
 /** The version line of the runsc trixie ships (what the stand-in apt-get "installs"). */
@@ -19,13 +24,38 @@ const TRIXIE = 'runsc version 0.0~20240729.0';
 let dirs: string[] = [];
 afterEach(() => { for (const d of dirs) rmSync(d, { recursive: true, force: true }); dirs = []; });
 
+const debianAptDir = (uri: string) => ({ 'sources.list.d/debian.sources': debianSources(uri) });
+
 function fakeRunsc(bin: string, versionLine: string) {
   writeFileSync(join(bin, 'runsc'), `#!/bin/bash\n[ "$1" = --version ] && printf '%s\\nspec: 1.2.0\\n' '${versionLine}'\n`);
   chmodSync(join(bin, 'runsc'), 0o755);
 }
 
+const BOOKWORM = 'PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nID=debian\nVERSION_ID="12"\nVERSION_CODENAME=bookworm\n';
+const TRIXIE_OS = 'PRETTY_NAME="Debian GNU/Linux 13 (trixie)"\nID=debian\nVERSION_ID="13"\nVERSION_CODENAME=trixie\n';
+/** What a fresh Debian 12 image has in /etc/apt/sources.list.d/debian.sources, with its archive at `uri`. */
+const debianSources = (uri: string) => `Types: deb
+# http://snapshot.debian.org/archive/debian/20250520T000000Z
+URIs: ${uri}
+Suites: bookworm bookworm-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb
+URIs: ${uri}-security
+Suites: bookworm-security
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+`;
+
+interface RunOptions {
+  /** Files under the apt dir (e.g. `sources.list`, `sources.list.d/debian.sources`). */
+  apt?: Record<string, string>;
+  osRelease?: string;
+}
+
 /** Runs the script with `installed` as runsc's version line (null: no runsc). */
-function run(installed: string | null) {
+function run(installed: string | null, opts: RunOptions = {}) {
   const work = mkdtempSync(join(tmpdir(), 'gh-install-deps-'));
   dirs.push(work);
   const bin = join(work, 'bin');
@@ -44,7 +74,10 @@ function run(installed: string | null) {
   ].join('\n') + '\n');
   chmodSync(join(bin, 'apt-get'), 0o755);
   if (installed) fakeRunsc(bin, installed);
-  const r = spawnSync('/bin/bash', [SCRIPT], { encoding: 'utf8', env: { PATH: bin, GATEHOUSE_APT_DIR: apt } });
+  for (const [name, text] of Object.entries(opts.apt ?? debianAptDir('http://deb.debian.org/debian'))) writeFileSync(join(apt, name), text);
+  const osRelease = join(work, 'os-release');
+  writeFileSync(osRelease, opts.osRelease ?? BOOKWORM);
+  const r = spawnSync('/bin/bash', [SCRIPT], { encoding: 'utf8', env: { PATH: bin, GATEHOUSE_APT_DIR: apt, GATEHOUSE_OS_RELEASE: osRelease } });
   const calls = existsSync(log) ? readFileSync(log, 'utf8').trim().split('\n') : [];
   const read = (p: string) => (existsSync(join(apt, p)) ? readFileSync(join(apt, p), 'utf8') : null);
   return { ...r, calls, runscInstalls: calls.filter((c) => c.startsWith('install') && / runsc( |$)/.test(c)), sources: read('sources.list.d/gatehouse-trixie.sources'), pins: read('preferences.d/gatehouse-trixie') };
@@ -79,5 +112,118 @@ describe('install-system-deps.sh: the runsc the sandbox needs', () => {
     expect(r.sources).toBeNull();
     expect(r.pins).toBeNull();
     expect(r.stdout.trim().split('\n').at(-1)).toBe(installed);
+  });
+});
+
+describe("install-system-deps.sh: trixie comes from this machine's own Debian archive", () => {
+  const NONE = null;
+
+  it('takes the URI of the Debian archive in deb822 sources (a local mirror), skipping third-party, disabled and security entries', () => {
+    const r = run(NONE, {
+      apt: {
+        // Read first (apt reads sources.list.d in name order) and not Debian archives.
+        'sources.list.d/a-nodesource.sources': 'Types: deb\nURIs: https://deb.nodesource.com/node_20.x\nSuites: nodistro\nComponents: main\n',
+        'sources.list.d/b-disabled.sources': 'Enabled: no\nTypes: deb\nURIs: http://unreachable.example/debian\nSuites: bookworm\nComponents: main\n',
+        'sources.list.d/c-sources-only.sources': 'Types: deb-src\nURIs: http://src-only.example/debian\nSuites: bookworm\nComponents: main\n',
+        'sources.list.d/debian.sources': debianSources('http://mirror.internal.example/debian'),
+      },
+    });
+    expect(r.status, r.stderr + r.stdout).toBe(0);
+    expect(r.sources).toBe('Types: deb\nURIs: http://mirror.internal.example/debian\nSuites: trixie\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n');
+    expect(r.stdout).toContain('http://mirror.internal.example/debian');
+    expect(r.runscInstalls).toEqual(['install -y -qq --no-install-recommends runsc']);
+  });
+
+  it('takes the URI from a one-line sources.list entry with options', () => {
+    const r = run(NONE, {
+      apt: {
+        'sources.list': [
+          '# deb http://commented.example/debian bookworm main',
+          'deb-src http://src-only.example/debian bookworm main',
+          'deb [arch=amd64 signed-by=/usr/share/keyrings/other.gpg] https://packages.example.com/apt cloud-sdk-bookworm main',
+          'deb [ signed-by=/usr/share/keyrings/debian-archive-keyring.gpg ] https://mirror.example.org/debian/ bookworm main contrib',
+          'deb http://security.debian.org/debian-security bookworm-security main',
+        ].join('\n') + '\n',
+      },
+    });
+    expect(r.status, r.stderr + r.stdout).toBe(0);
+    expect(r.sources).toMatch(/^URIs: https:\/\/mirror\.example\.org\/debian$/m);
+  });
+
+  it('falls back to deb.debian.org only when no Debian archive is configured, and says so', () => {
+    const r = run(NONE, { apt: { 'sources.list.d/a-nodesource.sources': 'Types: deb\nURIs: https://deb.nodesource.com/node_20.x\nSuites: nodistro\nComponents: main\n' } });
+    expect(r.status, r.stderr + r.stdout).toBe(0);
+    expect(r.sources).toMatch(/^URIs: http:\/\/deb\.debian\.org\/debian$/m);
+    expect(r.stdout).toMatch(/no Debian archive in the apt sources .*; taking trixie from http:\/\/deb\.debian\.org\/debian/);
+  });
+
+  it('rewrites a trixie source written earlier for another host, and updates apt before installing', () => {
+    const r = run(NONE, {
+      apt: {
+        'sources.list.d/debian.sources': debianSources('http://mirror.internal.example/debian'),
+        'sources.list.d/gatehouse-trixie.sources': 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: trixie\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n',
+      },
+    });
+    expect(r.status, r.stderr + r.stdout).toBe(0);
+    expect(r.sources).toMatch(/^URIs: http:\/\/mirror\.internal\.example\/debian$/m);
+    expect(r.calls.indexOf('update -qq')).toBeGreaterThanOrEqual(0);
+    expect(r.calls.indexOf('update -qq')).toBeLessThan(r.calls.indexOf(r.runscInstalls[0]));
+  });
+
+  it('on Debian 13 (trixie) installs runsc from the machine\'s own sources: no extra source, no pins', () => {
+    const r = run(NONE, { osRelease: TRIXIE_OS });
+    expect(r.status, r.stderr + r.stdout).toBe(0);
+    expect(r.runscInstalls).toEqual(['install -y -qq --no-install-recommends runsc']);
+    expect(r.sources).toBeNull();
+    expect(r.pins).toBeNull();
+    expect(r.stdout.trim().split('\n').at(-1)).toBe(TRIXIE);
+  });
+});
+
+// A fresh machine: no bwrap, no runsc, and none of python3, cc, ruby that the full run would install.
+const HIDE = ['bwrap', 'runsc', 'python3', 'cc', 'ruby'];
+if (!BARE_MACHINE_SUPPORTED && process.env.CI === 'true') throw new Error('the --sandbox-only test needs root, unshare and overlayfs under CI=true');
+
+describe('install-system-deps.sh --sandbox-only (what npm start runs when no sandbox is installed)', () => {
+  function onBareMachine(args: string[]) {
+    const dir = bareMachineDir();
+    dirs.push(dir);
+    const apt = join(dir, 'apt');
+    mkdirSync(join(apt, 'sources.list.d'), { recursive: true });
+    mkdirSync(join(apt, 'preferences.d'), { recursive: true });
+    writeFileSync(join(apt, 'sources.list.d/debian.sources'), debianSources('http://mirror.internal.example/debian'));
+    writeFileSync(join(dir, 'os-release'), BOOKWORM);
+    const aptLog = join(dir, 'apt-get.log');
+    const [file, ...argv] = bareMachineArgv(dir, { hide: HIDE, aptLog }, ['/bin/bash', SCRIPT, ...args]);
+    const r = spawnSync(file, argv, { encoding: 'utf8', env: { ...process.env, GATEHOUSE_APT_DIR: apt, GATEHOUSE_OS_RELEASE: join(dir, 'os-release') }, timeout: 60_000 });
+    const calls = existsSync(aptLog) ? readFileSync(aptLog, 'utf8').trim().split('\n') : [];
+    return { ...r, calls };
+  }
+
+  it.skipIf(!BARE_MACHINE_SUPPORTED)('asks apt for bubblewrap and runsc only, and says what it does', () => {
+    const r = onBareMachine(['--sandbox-only']);
+    expect(r.status, r.stderr + r.stdout).toBe(0);
+    expect(r.calls).toEqual([
+      'update -qq',
+      'install -y -qq --no-install-recommends bubblewrap',
+      'update -qq',
+      'install -y -qq --no-install-recommends runsc',
+    ]);
+    expect(r.stdout).toContain('install-system-deps: installing bubblewrap');
+    expect(r.stdout).toContain("installing trixie's runsc");
+    expect(r.stdout.trim().split('\n').at(-1)).toMatch(/^runsc version /);
+  });
+
+  it.skipIf(!BARE_MACHINE_SUPPORTED)('without the flag the same machine gets the whole toolchain list (the bare machine hides what it claims to)', () => {
+    const r = onBareMachine([]);
+    expect(r.status, r.stderr + r.stdout).toBe(0);
+    expect(r.calls[1].split(' ')).toEqual(expect.arrayContaining(['bubblewrap', 'python3', 'gcc', 'ruby']));
+  });
+
+  it('refuses an unknown option and names the one it takes', () => {
+    // No PATH and a scratch apt dir: should the option be taken, nothing on this machine is touched.
+    const r = spawnSync('/bin/bash', [SCRIPT, '--sandbox'], { encoding: 'utf8', env: { PATH: '/nonexistent', GATEHOUSE_APT_DIR: '/nonexistent' } });
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain('allowed: --sandbox-only');
   });
 });
