@@ -2,6 +2,7 @@
 import { parseArgs, UsageError, formatFlags, type FlagSpecs } from './args.ts';
 import { api, connection, formatError, type Connection } from './client.ts';
 import { info, iso, out } from './io.ts';
+import { formatCommand, visible, visibleJson } from './visible-text.ts';
 
 const TAIL_FLAGS: FlagSpecs = {
   limit: { type: 'string', value: 'N', help: 'how many rows (default 20, at most 500)' },
@@ -27,20 +28,10 @@ export interface AuditRow {
 }
 type Page = { entries: AuditRow[]; nextCursor: string | null };
 
-export function formatCommand(c: unknown): string {
-  if (c === null || c === undefined) return '';
-  if (typeof c === 'string') return c;
-  const o = c as { command?: unknown; args?: unknown; runtime?: unknown };
-  if (typeof o.command === 'string') {
-    const args = Array.isArray(o.args) ? o.args.map((x) => (/^[\w@%+=:,./-]+$/.test(String(x)) ? String(x) : JSON.stringify(x))) : [];
-    return `${o.runtime ? `[${o.runtime}] ` : ''}${[o.command, ...args].join(' ')}`;
-  }
-  return JSON.stringify(c);
-}
-
+/** One row, one line: every field a caller could choose is shown through `visible`. */
 export function formatRow(e: AuditRow): string {
-  const bits = [iso(e.at), e.decision.padEnd(7), e.tool.padEnd(15), e.subject, formatCommand(e.command)];
-  const tail = [e.exitStatus, e.reason].filter(Boolean).join(' — ');
+  const bits = [iso(e.at), visible(e.decision).padEnd(7), visible(e.tool).padEnd(15), visible(e.subject), formatCommand(e.command)];
+  const tail = [e.exitStatus, e.reason].filter(Boolean).map((x) => visible(String(x))).join(' — ');
   return `${bits.join('  ')}${tail ? `  — ${tail}` : ''}`;
 }
 
@@ -63,7 +54,7 @@ export async function auditCommand(argv: string[]): Promise<number> {
   const conn = connection(a.flags);
   const first = await page(conn, filters, limit);
   if (!first.ok) return info(formatError(first.error)), 1;
-  const print = (e: AuditRow) => out(a.flags.json ? JSON.stringify(e) : formatRow(e));
+  const print = (e: AuditRow) => out(a.flags.json ? visibleJson(e) : formatRow(e));
   first.value.entries.slice().reverse().forEach(print);
   if (!a.flags.follow) return 0;
   let lastId = first.value.entries[0]?.id ?? 0;

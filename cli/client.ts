@@ -1,5 +1,6 @@
 /** The admin API client of the CLI: connection settings, JSON requests, errors as values. */
 import { UsageError } from './args.ts';
+import { visible } from './visible-text.ts';
 
 export interface Connection {
   url: string;
@@ -66,4 +67,5 @@ export async function api<T>(conn: Connection, method: string, path: string, bod
   return { ok: true, value: json as T };
 }
 
-export const formatError = (e: ApiError) => `error (${e.code}): ${e.message}`;
+/** The gateway's message can quote what a caller sent: shown through `visible`, on one line. */
+export const formatError = (e: ApiError) => `error (${visible(e.code)}): ${visible(e.message)}`;

@@ -3,6 +3,8 @@
  * CLI prints the fields it knows (accepting snake_case or camelCase spellings) and `--json`
  * prints the whole row, so a field the gateway adds is never hidden from scripts.
  */
+import { visible } from './visible-text.ts';
+
 export type Row = Record<string, unknown>;
 
 /** The first present field among the spellings. */
@@ -11,12 +13,13 @@ export function field(r: Row, ...names: string[]): unknown {
   return undefined;
 }
 
-export const text = (v: unknown): string => (v === undefined || v === null ? '-' : typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : JSON.stringify(v));
+/** A field for display: absent → "-"; anything a user chose made visible (see visible-text.ts). */
+export const text = (v: unknown): string => (v === undefined || v === null ? '-' : visible(typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : JSON.stringify(v)));
 
 /** Epoch ms (or an ISO string) → compact ISO; absent → "-". */
 export function when(v: unknown): string {
   if (typeof v === 'number') return new Date(v).toISOString().replace(/\.\d{3}Z$/, 'Z');
-  if (typeof v === 'string' && v) return v;
+  if (typeof v === 'string' && v) return visible(v);
   return '-';
 }
 

@@ -3,7 +3,7 @@ import { parseArgs, UsageError, formatFlags, type FlagSpecs } from './args.ts';
 import { api, connection, formatError } from './client.ts';
 import { duration, field, text, when, type Row } from './fields.ts';
 import { info, out, printJson, table } from './io.ts';
-import { formatCommand } from './audit.ts';
+import { formatCommand } from './visible-text.ts';
 
 const LIST_FLAGS: FlagSpecs = {
   limit: { type: 'string', value: 'N', help: 'how many jobs (default: the gateway\'s, 50; at most 200)' },

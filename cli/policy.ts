@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs, UsageError, formatFlags, type FlagSpecs } from './args.ts';
 import { api, connection, formatError } from './client.ts';
 import { info, iso, out, printJson } from './io.ts';
+import { visible } from './visible-text.ts';
 
 export const POLICY_HELP = `gatehouse policy — the team policy
 
@@ -39,7 +40,7 @@ export async function policyCommand(argv: string[]): Promise<number> {
 type PolicyAnswer = { team: string; version: number; updatedAt: number | null; updatedBy: string | null; isDefault: boolean; policy: unknown };
 
 const describe = (p: PolicyAnswer) =>
-  p.isDefault ? `team ${p.team}: default policy (never set)` : `team ${p.team}: policy version ${p.version}, set by ${p.updatedBy} at ${iso(p.updatedAt)}`;
+  p.isDefault ? `team ${p.team}: default policy (never set)` : `team ${p.team}: policy version ${p.version}, set by ${visible(String(p.updatedBy))} at ${iso(p.updatedAt)}`;
 
 async function get(argv: string[]): Promise<number> {
   const a = parseArgs(argv, {}, 'policy get');
@@ -112,8 +113,9 @@ async function check(argv: string[]): Promise<number> {
   if (!r.ok) return info(formatError(r.error)), 1;
   if (a.flags.json) printJson(r.value);
   else {
-    out(`${r.value.decision === 'ask' ? 'needs approval' : r.value.allowed ? 'allowed' : 'denied'} (${r.value.stage}): ${r.value.reason}`);
-    for (const n of r.value.notes) out(`  note: ${n}`);
+    // The reason and notes quote the command and the policy's rule text.
+    out(`${r.value.decision === 'ask' ? 'needs approval' : r.value.allowed ? 'allowed' : 'denied'} (${visible(r.value.stage)}): ${visible(r.value.reason)}`);
+    for (const n of r.value.notes) out(`  note: ${visible(n)}`);
   }
   // 3: allowed once a person approves it (a rule decided `ask`).
   return r.value.allowed ? 0 : r.value.decision === 'ask' ? 3 : 1;

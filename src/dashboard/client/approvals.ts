@@ -4,7 +4,7 @@
  * admin API call as `gatehouse approvals approve|deny` (audited with the signed-in admin).
  */
 export const APPROVALS_JS = String.raw`
-import { api, fmtTime, h, isMissingRoute, messages, poll, replaceKeepingFocus, table } from './core.js';
+import { api, fmtTime, h, isMissingRoute, messages, poll, replaceKeepingFocus, table, userText, visible } from './core.js';
 
 export function render(main) {
   const msg = messages();
@@ -18,7 +18,7 @@ export function render(main) {
     msg.clear();
     try {
       const r = await api('POST', '/approvals/' + encodeURIComponent(id) + '/' + verb, {});
-      msg.say((verb === 'approve' ? 'Approved ' : 'Denied ') + id + ': ' + r.approval.summary);
+      msg.say((verb === 'approve' ? 'Approved ' : 'Denied ') + id + ': ' + visible(r.approval.summary));
       await load();
     } catch (e) { msg.fail(e); }
   };
@@ -42,9 +42,9 @@ function pendingView(list, decide) {
   return table('Pending approvals (' + list.length + ')', ['Approval', 'Asked by', 'Request', 'Why', 'Expires', 'Decision'],
     list.map((a) => h('tr', { 'data-approval': a.id },
       h('th', { scope: 'row' }, h('code', null, a.id)),
-      h('td', null, a.subject),
-      h('td', null, h('code', null, a.summary)),
-      h('td', { class: 'reason' }, a.reason),
+      h('td', null, userText(a.subject)),
+      h('td', null, h('code', null, userText(a.summary))),
+      h('td', { class: 'reason' }, userText(a.reason)),
       h('td', null, fmtTime(Date.parse(a.expires_at))),
       h('td', null,
         h('button', { type: 'button', 'aria-label': 'Approve ' + a.id, onclick: () => decide(a.id, 'approve') }, 'Approve'), ' ',
@@ -57,9 +57,9 @@ function recentView(list) {
     list.map((a) => h('tr', { 'data-approval': a.id },
       h('th', { scope: 'row' }, h('code', null, a.id)),
       h('td', null, h('span', { class: 'badge ' + a.status }, a.status)),
-      h('td', null, a.subject),
-      h('td', null, h('code', null, a.summary)),
-      h('td', null, (a.decided_by || '') + (a.decided_at ? ' · ' + fmtTime(Date.parse(a.decided_at)) : '')),
+      h('td', null, userText(a.subject)),
+      h('td', null, h('code', null, userText(a.summary))),
+      h('td', null, userText(a.decided_by || ''), a.decided_at ? ' · ' + fmtTime(Date.parse(a.decided_at)) : ''),
       h('td', null, a.job_id ? h('a', { href: '#/jobs/' + encodeURIComponent(a.job_id) }, a.job_id) : ''))));
 }
 `;

@@ -1,6 +1,6 @@
 /** Browser module `audit.js`: the team's audit log with filters, paging and each decision's reason. */
 export const AUDIT_JS = String.raw`
-import { api, field, fmtDuration, fmtTime, h, messages, table } from './core.js';
+import { api, field, fmtDuration, fmtTime, h, messages, table, userText } from './core.js';
 
 const TOOLS = ['execute', 'runtime_execute', 'query_output', 'policy_check', 'list_runtimes', 'run_script', 'job_status', 'job_output', 'job_kill', 'job_list'];
 
@@ -62,30 +62,36 @@ export function render(main) {
   load();
 }
 
+/**
+ * A stored command as tokens: each argv element its own isolated element (quoted when it is not a
+ * plain word, controls visible), so where one argument ends and what it holds can always be read.
+ * A shell string is one token; another tool's request is its JSON (controls visible).
+ */
 function command(c) {
   if (c === null || c === undefined) return '';
-  if (Array.isArray(c)) return c.join(' ');
-  if (typeof c === 'object') {
-    const parts = [];
-    if (c.runtime) parts.push('[' + c.runtime + ']');
-    if (c.command) parts.push(c.command);
-    if (Array.isArray(c.args)) parts.push(c.args.join(' '));
-    if (c.artifactHandle) parts.push(c.artifactHandle);
-    return parts.length ? parts.join(' ') : JSON.stringify(c);
-  }
-  return String(c);
+  const token = (x) => userText(typeof x === 'string' ? x : JSON.stringify(x), true, 'arg');
+  let tokens;
+  if (Array.isArray(c)) tokens = c.map(token);
+  else if (typeof c === 'object' && typeof c.command === 'string') {
+    tokens = [token(c.command)].concat(Array.isArray(c.args) ? c.args.map(token) : []);
+    if (c.runtime) tokens.unshift(userText('[' + c.runtime + ']', false, 'runtime'));
+  } else if (typeof c === 'object' && c.artifactHandle) tokens = [token(c.artifactHandle)];
+  else tokens = [userText(c, false, 'json')];
+  const out = [];
+  tokens.forEach((t, i) => { if (i) out.push(' '); out.push(t); });
+  return h('code', { class: 'argv' }, out);
 }
 
 function view(entries) {
   if (entries.length === 0) return h('p', { class: 'empty' }, 'No audit entries match.');
   return table('Audit entries', ['Time', 'Decision', 'Tool', 'Subject', 'Command', 'Reason', 'Job', 'Result'],
-    entries.map((e) => h('tr', { 'data-decision': e.decision },
+    entries.map((e) => h('tr', { 'data-decision': e.decision, 'data-audit-id': e.id },
       h('td', null, h('time', { datetime: new Date(e.at).toISOString() }, fmtTime(e.at))),
       h('td', null, h('span', { class: 'badge ' + e.decision }, e.decision)),
-      h('td', null, e.tool),
-      h('td', null, e.subject),
-      h('td', null, h('code', null, command(e.command)), e.cwd ? h('div', { class: 'sub' }, 'cwd ' + e.cwd) : null),
-      h('td', { class: 'reason' }, e.reason || ''),
+      h('td', null, userText(e.tool)),
+      h('td', { class: 'subject' }, userText(e.subject)),
+      h('td', null, command(e.command), e.cwd ? h('div', { class: 'sub cwd' }, 'cwd ', userText(e.cwd)) : null),
+      h('td', { class: 'reason' }, userText(e.reason || '')),
       h('td', null, e.jobId ? h('a', { href: '#/jobs/' + encodeURIComponent(e.jobId) }, e.jobId) : ''),
       h('td', null, [e.exitStatus, fmtDuration(e.durationMs)].filter(Boolean).join(' · ')))));
 }

@@ -3,6 +3,8 @@
  * and formatting helpers shared by every page. Plain JavaScript in a string (served as a file, so
  * the CSP needs no inline script); it avoids backticks and dollar-brace so it fits String.raw.
  */
+import { visible } from '../../contracts/visible-text.ts';
+
 export const CORE_JS = String.raw`
 // The admin token lives in sessionStorage only: gone when the tab closes, never in a URL or a cookie.
 const TOKEN_KEY = 'gatehouse.adminToken';
@@ -96,6 +98,23 @@ function append(el, children) {
   }
 }
 
+/**
+ * visible(text, asWord): text from users with every control, bidirectional and invisible character
+ * written as an escape (\x1b, \u202e, \n); asWord quotes it as one argument when it is not a plain
+ * word. The same function as the CLI's: its source is src/contracts/visible-text.ts.
+ */
+export const visible = (${visible.toString()});
+
+/**
+ * Text a user chose (a command's argument, a subject, a reason, a cwd) as an element of its own:
+ * <bdi> isolates its direction from the text around it, and visible() shows what would otherwise
+ * act on the page instead of being read.
+ */
+export function userText(v, asWord, cls) {
+  if (v === undefined || v === null) return '';
+  return h('bdi', cls ? { class: cls } : null, visible(typeof v === 'string' ? v : JSON.stringify(v), asWord));
+}
+
 let ids = 0;
 export function uid(prefix) { ids += 1; return prefix + '-' + ids; }
 
@@ -123,9 +142,10 @@ export function messages() {
   };
 }
 
+/** An error for the page: the gateway's message can quote what a caller sent, so it is shown visible (its line breaks kept). */
 export function describe(e) {
-  if (e instanceof ApiError) return e.message + ' (' + e.code + ')';
-  return (e && e.message) || String(e);
+  const text = e instanceof ApiError ? e.message + ' (' + e.code + ')' : (e && e.message) || String(e);
+  return text.split('\n').map((l) => visible(l)).join('\n');
 }
 
 export function fmtTime(ms) {

@@ -1,6 +1,6 @@
 /** Browser module `jobs.js`: the live job list and a job's page (output tail, search, download, kill). */
 export const JOBS_JS = String.raw`
-import { api, ApiError, describe, field, fmtBytes, fmtDuration, fmtTime, h, isMissingRoute, messages, pick, poll, replaceKeepingFocus, saveBlob, table } from './core.js';
+import { api, ApiError, describe, field, fmtBytes, fmtDuration, fmtTime, h, isMissingRoute, messages, pick, poll, replaceKeepingFocus, saveBlob, table, userText } from './core.js';
 
 const STATES = ['queued', 'running', 'exited', 'signaled', 'timed_out', 'cancelled', 'lost', 'failed_to_start', 'refused'];
 const OPEN = ['queued', 'running'];
@@ -72,9 +72,9 @@ function view(jobs) {
       return h('tr', { 'data-job': id },
         h('th', { scope: 'row' }, h('a', { href: '#/jobs/' + encodeURIComponent(id) }, id)),
         h('td', null, h('span', { class: 'badge ' + j.state }, j.state)),
-        h('td', null, j.tool),
-        h('td', null, j.subject || ''),
-        h('td', null, pick(j, 'agent_id', 'agent') || ''),
+        h('td', null, userText(j.tool)),
+        h('td', null, userText(j.subject || '')),
+        h('td', null, userText(pick(j, 'agent_id', 'agent') || '')),
         h('td', null, fmtTime(pick(j, 'created_at', 'createdAt'))),
         h('td', null, fmtDuration(pick(j, 'duration_ms', 'durationMs'))),
         h('td', null, exitText(j)));
@@ -140,11 +140,11 @@ function renderJob(main, id) {
 function describeJob(j) {
   const rows = [
     ['State', h('span', { class: 'badge ' + j.state, 'data-state': j.state }, j.state)],
-    ['Tool', j.tool], ['Subject', j.subject], ['Agent', pick(j, 'agent_id', 'agent')], ['Sandbox', j.sandbox],
+    ['Tool', userText(j.tool)], ['Subject', userText(j.subject)], ['Agent', userText(pick(j, 'agent_id', 'agent'))], ['Sandbox', j.sandbox],
     ['Created', fmtTime(pick(j, 'created_at', 'createdAt'))], ['Started', fmtTime(pick(j, 'started_at', 'startedAt'))],
     ['Ended', fmtTime(pick(j, 'ended_at', 'endedAt'))], ['Duration', fmtDuration(pick(j, 'duration_ms', 'durationMs'))],
     ['Exit code', pick(j, 'exit_code', 'exitCode')], ['Signal', j.signal], ['Timed out', j.timed_out ? 'yes' : undefined],
-    ['Error', j.error ? (j.error.message || '') + (j.error.code ? ' (' + j.error.code + ')' : '') : undefined],
+    ['Error', j.error ? userText((j.error.message || '') + (j.error.code ? ' (' + j.error.code + ')' : '')) : undefined],
     ['Artifact', pick(j, 'artifact_handle', 'artifactHandle')], ['Artifact state', j.artifact_state],
   ];
   const out = [];

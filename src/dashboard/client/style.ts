@@ -43,6 +43,10 @@ caption { text-align: left; font-weight: 600; padding: .25rem 0; color: var(--mu
 th, td { text-align: left; vertical-align: top; padding: .4rem .6rem; border-bottom: 1px solid var(--line); }
 thead th { background: var(--panel); position: sticky; top: 0; }
 td.reason { max-width: 32rem; }
+/* One argument per box: where an argument ends stays visible, whatever it holds. */
+code.argv { overflow-wrap: anywhere; }
+code.argv bdi.arg { background: var(--panel); border: 1px solid var(--line); border-radius: 4px; padding: 0 .2em; }
+bdi { unicode-bidi: isolate; }
 .badge { display: inline-block; padding: 0 .5rem; border-radius: 999px; font-size: .8rem; font-weight: 600; background: var(--panel); border: 1px solid var(--line); }
 .badge.connected, .badge.allowed, .badge.active, .badge.exited { background: var(--okbg); color: var(--ok); border-color: #4ac26b; }
 .badge.denied, .badge.failed, .badge.revoked, .badge.lost, .badge.failed_to_start, .badge.timed_out, .badge.signaled, .badge.refused { background: var(--badbg); color: var(--bad); border-color: #ff8182; }
