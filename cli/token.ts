@@ -5,8 +5,11 @@ import { api, connection, formatError } from './client.ts';
 import { info, iso, out, printJson, table } from './io.ts';
 import { mintToken } from '../src/auth/mint.ts';
 import { SCOPES } from '../src/env.ts';
+import { SandboxKind } from '../src/contracts/agent-protocol.ts';
+import { AgentGrant } from '../src/contracts/agent-grant.ts';
 
 const SCOPE_LIST = SCOPES.join(', ');
+const SANDBOX_LIST = SandboxKind.options.join(', ');
 const TEAM_RE = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 const MAX_TTL = 365 * 86400;
 
@@ -16,6 +19,9 @@ const CREATE_FLAGS: FlagSpecs = {
   subject: { type: 'string', value: 'name', help: 'who the token is for (default: cli-<scopes>)' },
   ttl: { type: 'string', value: 'duration', help: 'lifetime: 30d (default), 12h, 90m, 3600 (seconds); at most 1y' },
   note: { type: 'string', value: 'text', help: 'free-form note shown by token list' },
+  sandbox: { type: 'list', value: 'kind', help: `agent tokens: a sandbox its agents may claim (${SANDBOX_LIST}); restricts the token to what is granted` },
+  label: { type: 'list', value: 'label', help: 'agent tokens: a placement label its agents may claim (needs --sandbox)' },
+  'agent-id': { type: 'string', value: 'id', help: 'agent tokens: the one agent id its agent may use (needs --sandbox)' },
 };
 const BOOTSTRAP_FLAGS: FlagSpecs = {
   team: { type: 'string', value: 'team', help: 'team of the token (required)' },
@@ -31,6 +37,7 @@ export const TOKEN_HELP = `gatehouse token — manage the team's tokens
 
 usage:
   gatehouse token create --scope <scope> [--scope ...] [--team t] [--subject s] [--ttl 30d] [--note text]
+  gatehouse token create --scope agent --sandbox <kind> [--sandbox ...] [--label l ...] [--agent-id id] [--subject s]
   gatehouse token list
   gatehouse token revoke <jti> [--unrecorded]
   gatehouse token bootstrap --team <team> --key-file <jwk.json|.dev.vars> [--issuer URL --audience URL] [--scope admin]
@@ -38,6 +45,8 @@ usage:
 create, list and revoke call the admin API (--url/$GATEHOUSE_URL, --token/$GATEHOUSE_ADMIN_TOKEN).
 bootstrap mints a token offline from the signing key (the first admin token of a deployment)
 and prints it; nothing is sent anywhere.
+An agent token with --sandbox/--label/--agent-id lets its agents claim only those in their hello
+(the gateway closes a connection that claims more); without them, whatever its agents say.
 scopes: ${SCOPE_LIST}`;
 
 function ttlSeconds(v: unknown, fallback: number): number {
@@ -55,6 +64,29 @@ function scopesOf(v: unknown, fallback?: string[]): string[] {
     if (!(SCOPES as readonly string[]).includes(s)) throw new UsageError(`unknown scope "${s}"; allowed: ${SCOPE_LIST}`);
   }
   return [...new Set(list)];
+}
+
+const GRANT_FLAG: Record<string, string> = { sandboxes: '--sandbox', labels: '--label', agentId: '--agent-id' };
+
+/** --sandbox/--label/--agent-id as an agent grant; undefined when none is given. */
+function agentGrantOf(flags: Record<string, unknown>, scopes: string[]): AgentGrant | undefined {
+  const sandboxes = ((flags.sandbox as string[] | undefined) ?? []).flatMap((s) => s.split(/[\s,]+/)).filter(Boolean);
+  const labels = ((flags.label as string[] | undefined) ?? []).flatMap((s) => s.split(/[\s,]+/)).filter(Boolean);
+  const agentId = flags['agent-id'] as string | undefined;
+  if (!sandboxes.length && !labels.length && agentId === undefined) return undefined;
+  if (!sandboxes.length) throw new UsageError(`--label and --agent-id restrict an agent token, which then names the sandboxes its agents may claim: add --sandbox (${SANDBOX_LIST})`);
+  if (!scopes.includes('agent')) throw new UsageError('--sandbox, --label and --agent-id say what an agent may claim: they need --scope agent');
+  const g = AgentGrant.safeParse({ sandboxes, labels, ...(agentId !== undefined ? { agentId } : {}) });
+  if (!g.success) throw new UsageError(g.error.issues.map((i) => `${GRANT_FLAG[String(i.path[0])] ?? 'agent grant'}: ${i.message}`).join('; '));
+  return g.data;
+}
+
+/** What an agent token lets its agents claim, for token list. */
+export function describeGrant(t: { scopes: string[]; agentGrant?: AgentGrant | null }): string {
+  if (!t.scopes.includes('agent')) return '';
+  const g = t.agentGrant;
+  if (!g) return 'any (not restricted)';
+  return [`sandbox ${g.sandboxes.join(',')}`, `labels ${g.labels.join(',') || 'none'}`, ...(g.agentId !== undefined ? [`id ${g.agentId}`] : [])].join('; ');
 }
 
 const help = (usage: string, specs: FlagSpecs) => out(`${usage}\n\nflags:\n${formatFlags(specs)}`);
@@ -76,9 +108,10 @@ export async function tokenCommand(argv: string[]): Promise<number> {
 
 async function create(argv: string[]): Promise<number> {
   const a = parseArgs(argv, CREATE_FLAGS, 'token create');
-  if (a.flags.help) return help('usage: gatehouse token create --scope <scope> [--scope ...] [--team t] [--subject s] [--ttl 30d] [--note text]', CREATE_FLAGS), 0;
+  if (a.flags.help) return help('usage: gatehouse token create --scope <scope> [--scope ...] [--team t] [--subject s] [--ttl 30d] [--note text] [--sandbox kind ... --label l ... --agent-id id]', CREATE_FLAGS), 0;
   if (a.positionals.length || a.rest.length) throw new UsageError(`token create takes no positional arguments (got "${[...a.positionals, ...a.rest].join(' ')}")`);
   const scopes = scopesOf(a.flags.scope);
+  const agentGrant = agentGrantOf(a.flags, scopes);
   const team = a.flags.team as string | undefined;
   if (team !== undefined && !TEAM_RE.test(team)) throw new UsageError(`--team "${team}" is not a valid team name (${TEAM_RE.source})`);
   const body = {
@@ -87,12 +120,15 @@ async function create(argv: string[]): Promise<number> {
     scopes,
     ttlSeconds: ttlSeconds(a.flags.ttl, 30 * 86400),
     ...(a.flags.note !== undefined ? { note: a.flags.note } : {}),
+    ...(agentGrant ? { agentGrant } : {}),
   };
-  const r = await api<{ token: string; jti: string; team: string; subject: string; scopes: string[]; expiresAt: number }>(connection(a.flags), 'POST', '/tokens', body);
+  type Created = { token: string; jti: string; team: string; subject: string; scopes: string[]; expiresAt: number; agentGrant?: AgentGrant | null };
+  const r = await api<Created>(connection(a.flags), 'POST', '/tokens', body);
   if (!r.ok) return info(formatError(r.error)), 1;
   if (a.flags.json) return printJson(r.value), 0;
   out(r.value.token);
-  info(`created token ${r.value.jti} for ${r.value.subject} in team ${r.value.team} (scopes: ${r.value.scopes.join(' ')}; expires ${iso(r.value.expiresAt)})`);
+  const claims = describeGrant(r.value);
+  info(`created token ${r.value.jti} for ${r.value.subject} in team ${r.value.team} (scopes: ${r.value.scopes.join(' ')}${claims ? `; agent claims: ${claims}` : ''}; expires ${iso(r.value.expiresAt)})`);
   return 0;
 }
 
@@ -100,7 +136,7 @@ async function list(argv: string[]): Promise<number> {
   const a = parseArgs(argv, {}, 'token list');
   if (a.flags.help) return help('usage: gatehouse token list', {}), 0;
   if (a.positionals.length) throw new UsageError('token list takes no arguments');
-  type Row = { jti: string; subject: string; scopes: string[]; createdAt: number; expiresAt: number; revokedAt: number | null; note: string | null };
+  type Row = { jti: string; subject: string; scopes: string[]; createdAt: number; expiresAt: number; revokedAt: number | null; note: string | null; agentGrant?: AgentGrant | null };
   const r = await api<{ tokens: Row[] }>(connection(a.flags), 'GET', '/tokens');
   if (!r.ok) return info(formatError(r.error)), 1;
   if (a.flags.json) return printJson(r.value), 0;
@@ -108,9 +144,9 @@ async function list(argv: string[]): Promise<number> {
   const now = Date.now();
   const rows = r.value.tokens.map((t) => [
     t.jti, t.subject, t.scopes.join(' '), iso(t.createdAt), iso(t.expiresAt),
-    t.revokedAt ? `revoked ${iso(t.revokedAt)}` : t.expiresAt < now ? 'expired' : 'active', t.note ?? '',
+    t.revokedAt ? `revoked ${iso(t.revokedAt)}` : t.expiresAt < now ? 'expired' : 'active', describeGrant(t), t.note ?? '',
   ]);
-  out(table([['JTI', 'SUBJECT', 'SCOPES', 'CREATED', 'EXPIRES', 'STATE', 'NOTE'], ...rows]));
+  out(table([['JTI', 'SUBJECT', 'SCOPES', 'CREATED', 'EXPIRES', 'STATE', 'AGENT CLAIMS', 'NOTE'], ...rows]));
   return 0;
 }
 

@@ -24,6 +24,8 @@ export interface AgentOptions {
   labels?: string[];
   runner: JobRunner;
   log: Logger;
+  /** The gateway refused this agent's claims for good (it does not reconnect). */
+  onRefused?: (reason: string) => void;
 }
 
 /** Exits kept for an edge that never acks (a lost edge must not grow the agent without bound). */
@@ -49,6 +51,7 @@ export class Agent {
         sandbox: o.sandbox, runtimes: o.runtimes, labels: o.labels ?? [], running: this.inFlight(),
       }),
       heartbeat: () => ({ type: 'heartbeat', running: this.inFlight() }),
+      onRefused: o.onRefused,
       onWelcome: (w) => {
         o.log.info(`connected to ${o.url} as agent ${o.agentId} (team ${w.team})`);
         // Exits first: the edge records how a job ended before how its uploads ended.

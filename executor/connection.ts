@@ -8,6 +8,7 @@ import { WebSocket, request } from 'undici';
 import {
   AGENT_CONNECT_PATH, AGENT_RECONNECT_MAX_BACKOFF_MS, parseEdgeMessage, type AgentMessage, type EdgeMessage,
 } from '../src/contracts/agent-protocol.ts';
+import { AGENT_CLAIM_REFUSED_CLOSE } from '../src/contracts/agent-grant.ts';
 import type { Logger } from './log.ts';
 
 type Welcome = Extract<EdgeMessage, { type: 'welcome' }>;
@@ -23,6 +24,11 @@ export interface ConnectionOptions {
   onWelcome: (w: Welcome) => void;
   /** job.start / job.cancel / job.ack, after validation. */
   onMessage: (m: Exclude<EdgeMessage, Welcome>) => void;
+  /**
+   * The gateway refused this agent for good (its hello claims more than its token grants): the
+   * connection has stopped, since every reconnect would say the same.
+   */
+  onRefused?: (reason: string) => void;
   /** Backoff bounds for reconnects. */
   minBackoffMs?: number;
   maxBackoffMs?: number;
@@ -141,6 +147,13 @@ export class EdgeConnection {
       this.welcomed = false;
       this.clearHeartbeat();
       if (this.stopped) return;
+      if (ev.code === AGENT_CLAIM_REFUSED_CLOSE) {
+        const reason = ev.reason || 'claims not granted';
+        log.error(`the gateway refused this agent (close code ${ev.code}): ${reason} — run it with the sandbox, labels and --id its token grants (gatehouse token list shows them), or use a token that grants these claims; not reconnecting`);
+        this.stopped = true;
+        this.o.onRefused?.(reason);
+        return;
+      }
       if (opened) {
         log.warn(`disconnected from ${this.o.url} (code ${ev.code}${ev.reason ? `: ${ev.reason}` : ''}); reconnecting`);
         this.scheduleReconnect();

@@ -15,6 +15,7 @@ import { consoleLogger, type Logger } from './log.ts';
 import { probeRuntimes } from './runtimes/probe.ts';
 import { startDriver, startStrongestDriver } from './sandbox/index.ts';
 import { systemView } from './sandbox/system-view.ts';
+import { AGENT_REFUSED_EXIT_CODE } from '../src/contracts/agent-grant.ts';
 
 function agentVersion(): string {
   try {
@@ -80,17 +81,21 @@ export async function runAgentCli(argv: string[], logger?: Logger): Promise<numb
     ceilings: { maxTimeoutMs: cfg.maxTimeoutMs, maxArtifactBytes: cfg.maxArtifactBytes },
     upload: { url: cfg.url, token: cfg.token, ...(cfg.artifactPartBytes !== null ? { partBytes: cfg.artifactPartBytes } : {}) }, log,
   });
+  let refused = false;
+  let onRefused = (): void => {};
+  const stopWhy = new Promise<string>((res) => {
+    process.once('SIGTERM', () => res('SIGTERM'));
+    process.once('SIGINT', () => res('SIGINT'));
+    onRefused = () => { refused = true; res('refused by the gateway'); };
+  });
   const agent = new Agent({
     url: cfg.url, token: cfg.token, agentId: cfg.agentId, version: agentVersion(), capacity: cfg.capacity, labels: cfg.labels,
-    sandbox: driver.kind, runtimes: runtimes.list, runner, log,
+    sandbox: driver.kind, runtimes: runtimes.list, runner, log, onRefused: () => onRefused(),
   });
   agent.start();
 
-  const signal = await new Promise<NodeJS.Signals>((res) => {
-    process.once('SIGTERM', () => res('SIGTERM'));
-    process.once('SIGINT', () => res('SIGINT'));
-  });
-  log.info(`${signal}: stopping (cancelling running jobs, removing sandboxes)`);
+  const why = await stopWhy;
+  log.info(`${why}: stopping (cancelling running jobs, removing sandboxes)`);
   const hard = setTimeout(() => process.exit(1), 15_000);
   hard.unref();
   await agent.stop();
@@ -99,7 +104,8 @@ export async function runAgentCli(argv: string[], logger?: Logger): Promise<numb
   if (!cfg.stateDir) rmSync(stateDir, { recursive: true, force: true });
   log.info('stopped');
   clearTimeout(hard);
-  return 0;
+  // A refusal is permanent (the token's grant and these flags): a distinct status the systemd unit does not restart on.
+  return refused ? AGENT_REFUSED_EXIT_CODE : 0;
 }
 
 /** A token file under a directory sandboxes show read-only (/usr, /etc allowlist) would be readable by jobs. */

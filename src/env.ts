@@ -1,5 +1,6 @@
 /** Bindings and configuration of the edge Worker (wrangler.toml [vars], secrets, bindings). */
 import type { TeamDispatcher } from './dispatch/team-dispatcher.ts';
+import type { AgentGrant } from './contracts/agent-grant.ts';
 
 export interface Env {
   DB: D1Database;
@@ -56,6 +57,8 @@ export interface Principal {
   /** Token id (`jti`), used for revocation and audit. */
   tokenId: string;
   issuer: string;
+  /** An agent token's grant: what its agents may claim in `hello`. Absent: whatever they say (src/contracts/agent-grant.ts). */
+  agentGrant?: AgentGrant;
 }
 
 /** Hono context variables set by middleware. */

@@ -3,6 +3,7 @@
  * admin token, and by tests. Runs in workerd and in Node (WebCrypto only).
  */
 import { SignJWT, exportJWK, generateKeyPair, importJWK, type JWK } from 'jose';
+import { AGENT_GRANT_CLAIM, type AgentGrant } from '../contracts/agent-grant.ts';
 
 export const SIGNING_ALG = 'ES256';
 
@@ -15,6 +16,8 @@ export interface MintOptions {
   subject: string;
   scopes: string[];
   ttlSeconds: number;
+  /** An agent token's grant: the sandboxes, labels and agent id its agents may claim (src/contracts/agent-grant.ts). */
+  agentGrant?: AgentGrant;
   jti?: string;
   now?: number;
 }
@@ -31,7 +34,8 @@ export async function mintToken(o: MintOptions): Promise<MintedToken> {
   const jti = o.jti ?? crypto.randomUUID();
   const now = o.now ?? Math.floor(Date.now() / 1000);
   const expiresAt = now + o.ttlSeconds;
-  const token = await new SignJWT({ team: o.team, scope: o.scopes.join(' ') })
+  const claims = { team: o.team, scope: o.scopes.join(' '), ...(o.agentGrant ? { [AGENT_GRANT_CLAIM]: o.agentGrant } : {}) };
+  const token = await new SignJWT(claims)
     .setProtectedHeader({ alg: SIGNING_ALG, kid: jwk.kid, typ: 'JWT' })
     .setIssuer(o.issuer)
     .setAudience(o.audience)

@@ -8,6 +8,7 @@
  */
 import type { Env } from '../env.ts';
 import type { JobExit, SandboxKind, StreamName } from '../contracts/agent-protocol.ts';
+import type { AgentGrant } from '../contracts/agent-grant.ts';
 import type { AgentView, JobListFilter, JobView } from '../contracts/jobs.ts';
 import { isSettled, isTerminal } from '../contracts/jobs.ts';
 import { err, ok, type ErrorCode, type Result } from '../contracts/errors.ts';
@@ -18,13 +19,20 @@ import {
 import { stamp } from '../mcp/trace.ts';
 import { lostExit } from './outcomes.ts';
 
+/** The Worker → DO header that carries an agent token's grant (JSON); absent: the token has none. */
+export const AGENT_GRANT_HEADER = 'X-Gatehouse-Agent-Grant';
+
 function stub(env: Env, team: string) {
   return env.TEAM_DISPATCHER.get(env.TEAM_DISPATCHER.idFromName(team));
 }
 
-/** Forwards an (already authenticated) agent WebSocket upgrade to the team's DO (a 101 needs fetch). */
-export function connectAgent(env: Env, team: string, who: { subject: string; tokenId: string }): Promise<Response> {
+/**
+ * Forwards an (already authenticated) agent WebSocket upgrade to the team's DO (a 101 needs fetch),
+ * with the token's agent grant: the DO checks the agent's `hello`, which comes after the upgrade.
+ */
+export function connectAgent(env: Env, team: string, who: { subject: string; tokenId: string; agentGrant?: AgentGrant }): Promise<Response> {
   const headers = new Headers({ Upgrade: 'websocket', 'X-Gatehouse-Team': team, 'X-Gatehouse-Subject': who.subject, 'X-Gatehouse-Token-Id': who.tokenId });
+  if (who.agentGrant) headers.set(AGENT_GRANT_HEADER, JSON.stringify(who.agentGrant));
   return stub(env, team).fetch(new Request('https://team-dispatcher/connect', { headers }));
 }
 

@@ -18,7 +18,7 @@ agentRoutes.get('/connect', async (c) => {
     return c.json({ error: { code: 'invalid_argument', message: 'this endpoint takes a WebSocket upgrade (executor agents only)' } }, 426);
   }
   const p = c.get('principal');
-  return connectAgent(c.env, p.team, { subject: p.subject, tokenId: p.tokenId });
+  return connectAgent(c.env, p.team, { subject: p.subject, tokenId: p.tokenId, agentGrant: p.agentGrant });
 });
 
 agentRoutes.put('/artifacts/:handle/:stream', putWhole);

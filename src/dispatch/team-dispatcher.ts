@@ -28,6 +28,9 @@ import { partCount, partRange } from '../contracts/artifact-upload.ts';
 import { stamp } from '../mcp/trace.ts';
 import { JobStore, type JobRow } from './job-store.ts';
 import { AgentRegistry } from './agent-registry.ts';
+import { AGENT_CLAIM_REFUSED_CLOSE, checkAgentClaims, closeReason, parseAgentGrant, type AgentGrant, type ClaimRefusal } from '../contracts/agent-grant.ts';
+import { AGENT_GRANT_HEADER } from './client.ts';
+import { AGENT_CONNECT_AUDIT_TOOL, writeAudit } from '../store/audit.ts';
 import { lostExit, noAgentMessage } from './outcomes.ts';
 import { nextDeadline, schedule, whyNoAgentFits, type Ineligibility, type SchedAgent, type SchedJob } from './scheduler.ts';
 
@@ -35,6 +38,8 @@ import { nextDeadline, schedule, whyNoAgentFits, type Ineligibility, type SchedA
 export interface AgentAttachment {
   subject: string;
   tokenId: string;
+  /** What the token lets this agent claim in `hello` (null: what it says; src/contracts/agent-grant.ts). */
+  grant: AgentGrant | null;
   agentId: string | null;
   connectedAt: number;
 }
@@ -96,11 +101,13 @@ export class TeamDispatcher extends DurableObject<Env> {
       return Response.json({ error: { code: 'invalid_argument', message: 'expected a WebSocket upgrade' } }, { status: 426 });
     }
     await this.rememberTeam(request.headers.get('X-Gatehouse-Team') ?? '');
+    const grant = parseAgentGrant(request.headers.get(AGENT_GRANT_HEADER));
+    if (!grant.ok) return Response.json({ error: { code: 'internal', message: grant.message } }, { status: 500 });
     const pair = new WebSocketPair();
     const [client, server] = [pair[0], pair[1]];
     const att: AgentAttachment = {
       subject: request.headers.get('X-Gatehouse-Subject') ?? '', tokenId: request.headers.get('X-Gatehouse-Token-Id') ?? '',
-      agentId: null, connectedAt: Date.now(),
+      grant: grant.value, agentId: null, connectedAt: Date.now(),
     };
     this.ctx.acceptWebSocket(server);
     this.attach(server, att);
@@ -564,6 +571,9 @@ export class TeamDispatcher extends DurableObject<Env> {
   }
 
   private async onHello(ws: WebSocket, att: AgentAttachment, hello: AgentHello, now: number): Promise<void> {
+    // Placement (sandbox.minimum, labels, agent) trusts the registry, so only granted claims reach it.
+    const refused = checkAgentClaims(att.grant, hello);
+    if (refused) return this.refuseClaims(ws, att, hello, refused);
     if (att.agentId && att.agentId !== hello.agentId) {
       ws.close(1002, 'an agent id cannot change on a connection');
       return;
@@ -593,6 +603,21 @@ export class TeamDispatcher extends DurableObject<Env> {
     this.sendTo(ws, { type: 'welcome', v: PROTOCOL_VERSION, team: await this.team(), heartbeatMs: this.heartbeatMs() });
     await this.pump();
     await this.scheduleAlarm();
+  }
+
+  /** Closes a connection whose `hello` claims more than its token grants, and audits the attempt. */
+  private async refuseClaims(ws: WebSocket, att: AgentAttachment, hello: AgentHello, r: ClaimRefusal): Promise<void> {
+    console.warn(`refused hello of agent ${hello.agentId} (subject ${att.subject}): ${r.message}`);
+    if (att.agentId) this.dropAgentSocket(ws, 'claimed more than its token grants');
+    try { ws.close(AGENT_CLAIM_REFUSED_CLOSE, closeReason(r.message)); } catch { /* gone */ }
+    try {
+      await writeAudit(this.env.DB, {
+        team: await this.team(), subject: att.subject, tokenId: att.tokenId, tool: AGENT_CONNECT_AUDIT_TOOL, decision: 'denied', reason: r.message,
+        command: { agentId: hello.agentId, sandbox: hello.sandbox, labels: hello.labels, claim: r.claim },
+      });
+    } catch (e) {
+      console.error(`could not audit the refused hello of agent ${hello.agentId}: ${(e as Error).message}`);
+    }
   }
 
   /** Jobs the agent reports are held; assigned ones it does not report (older than `settleMs`) are orphaned. */

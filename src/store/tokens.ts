@@ -3,6 +3,7 @@
  * "not found", and a team can only revoke its own tokens.
  */
 import type { Env } from '../env.ts';
+import { AgentGrant } from '../contracts/agent-grant.ts';
 
 export interface TokenRow {
   jti: string;
@@ -12,6 +13,8 @@ export interface TokenRow {
   expiresAt: number;
   revokedAt: number | null;
   note: string | null;
+  /** An agent token's grant (what its agents may claim); null: none, its agents claim what they say. */
+  agentGrant: AgentGrant | null;
 }
 
 interface DbTokenRow {
@@ -22,12 +25,24 @@ interface DbTokenRow {
   expires_at: number;
   revoked_at: number | null;
   note: string | null;
+  agent_grant: string | null;
 }
 
 const toRow = (r: DbTokenRow): TokenRow => ({
   jti: r.jti, subject: r.subject, scopes: r.scopes.split(' ').filter(Boolean), createdAt: r.created_at,
-  expiresAt: r.expires_at, revokedAt: r.revoked_at, note: r.note,
+  expiresAt: r.expires_at, revokedAt: r.revoked_at, note: r.note, agentGrant: grantOf(r.agent_grant),
 });
+
+/** The stored grant as written by insertToken; a row that does not parse shows as none (the token carries its own). */
+function grantOf(json: string | null): AgentGrant | null {
+  if (json === null) return null;
+  try {
+    const g = AgentGrant.safeParse(JSON.parse(json));
+    return g.success ? g.data : null;
+  } catch {
+    return null;
+  }
+}
 
 /** True when the token `jti` of `team` was revoked (recorded token or a bare revocation). */
 export async function isRevoked(env: Env, team: string, jti: string): Promise<boolean> {
@@ -41,20 +56,20 @@ export async function isRevoked(env: Env, team: string, jti: string): Promise<bo
 /** Records a minted token (times in ms since the epoch, like every other table). */
 export async function insertToken(
   env: Env,
-  t: { jti: string; team: string; subject: string; scopes: string[]; createdAt: number; expiresAt: number; note?: string | null },
+  t: { jti: string; team: string; subject: string; scopes: string[]; createdAt: number; expiresAt: number; note?: string | null; agentGrant?: AgentGrant | null },
 ): Promise<void> {
   await env.DB.batch([
     env.DB.prepare('INSERT OR IGNORE INTO teams (id, created_at) VALUES (?, ?)').bind(t.team, t.createdAt),
     env.DB.prepare(
-      'INSERT INTO tokens (jti, team, subject, scopes, created_at, expires_at, revoked_at, note) VALUES (?, ?, ?, ?, ?, ?, NULL, ?)',
-    ).bind(t.jti, t.team, t.subject, t.scopes.join(' '), t.createdAt, t.expiresAt, t.note ?? null),
+      'INSERT INTO tokens (jti, team, subject, scopes, created_at, expires_at, revoked_at, note, agent_grant) VALUES (?, ?, ?, ?, ?, ?, NULL, ?, ?)',
+    ).bind(t.jti, t.team, t.subject, t.scopes.join(' '), t.createdAt, t.expiresAt, t.note ?? null, t.agentGrant ? JSON.stringify(t.agentGrant) : null),
   ]);
 }
 
 /** The team's recorded tokens, newest first. */
 export async function listTokens(env: Env, team: string, limit = 1000): Promise<TokenRow[]> {
   const r = await env.DB.prepare(
-    'SELECT jti, subject, scopes, created_at, expires_at, revoked_at, note FROM tokens WHERE team = ? ORDER BY created_at DESC, jti LIMIT ?',
+    'SELECT jti, subject, scopes, created_at, expires_at, revoked_at, note, agent_grant FROM tokens WHERE team = ? ORDER BY created_at DESC, jti LIMIT ?',
   ).bind(team, limit).all<DbTokenRow>();
   return r.results.map(toRow);
 }

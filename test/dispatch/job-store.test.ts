@@ -358,8 +358,9 @@ describe('platform limits', () => {
     expect(policy(LIVE_OUTPUT_MAX_BYTES + 1)).toBe(false);
   });
 
-  it('keeps the socket attachment far below the hibernation limit, whatever the agent says', () => {
-    const att: AgentAttachment = { subject: 's'.repeat(200), tokenId: 't'.repeat(200), agentId: 'a'.repeat(128), connectedAt: Date.now() };
+  it('keeps the socket attachment far below the hibernation limit, whatever the agent says and its token grants', () => {
+    const grant = { sandboxes: ['gvisor', 'bwrap', 'none'] as const, labels: Array.from({ length: 32 }, (_, i) => `${i}`.padEnd(64, 'l')), agentId: 'g'.repeat(128) };
+    const att: AgentAttachment = { subject: 's'.repeat(200), tokenId: 't'.repeat(200), grant: { ...grant, sandboxes: [...grant.sandboxes] }, agentId: 'a'.repeat(128), connectedAt: Date.now() };
     expect(serialize(att).byteLength).toBeLessThan(HIBERNATION_ATTACHMENT_MAX_BYTES / 4);
   });
 });
