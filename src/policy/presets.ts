@@ -8,6 +8,7 @@
 import { PolicyDocument } from '../contracts/policy.ts';
 import { RUNTIME_NAMES } from '../contracts/runtimes.ts';
 import { DEFAULT_POLICY } from './default-policy.ts';
+import { isInterpreter } from './screens/interpreters.ts';
 
 export const PRESET_NAMES = ['strict', 'standard', 'open'] as const;
 export type PresetName = (typeof PRESET_NAMES)[number];
@@ -42,14 +43,15 @@ const STRICT: PolicyDocument = PolicyDocument.parse({
   rules: STRICT_ASK_RULES,
 });
 
-const INTERPRETERS = ['node', 'python3', 'python', 'perl', 'ruby', 'php', 'Rscript', 'elixir', 'tsx', 'sh', 'bash'];
+const OPEN_EXECUTABLES = [...new Set([...DEFAULT_POLICY.executables.allow, 'sh', 'bash', 'xz', 'zip', 'unzip', 'jq', 'npm', 'pip', 'cargo'])];
 
 const OPEN: PolicyDocument = PolicyDocument.parse({
   ...JSON.parse(JSON.stringify(DEFAULT_POLICY)),
   runtime: { enabled: true, allowedRuntimes: [...RUNTIME_NAMES] },
-  executables: { allow: [...new Set([...DEFAULT_POLICY.executables.allow, 'sh', 'bash', 'xz', 'zip', 'unzip', 'jq', 'npm', 'pip', 'cargo'])] },
+  executables: { allow: OPEN_EXECUTABLES },
   shell: { enabled: true, allow: ['/[\\s\\S]*/'] },
-  argumentRules: Object.fromEntries(INTERPRETERS.map((i) => [i, { deny: [], allowInlineCode: true, prependArgs: [] }])),
+  // Inline code and code on stdin for every allowed program the interpreter screens' table knows (kotlinc, dotnet, …).
+  argumentRules: Object.fromEntries(OPEN_EXECUTABLES.filter(isInterpreter).map((i) => [i, { deny: [], allowInlineCode: true, prependArgs: [] }])),
 });
 
 export interface Preset {
@@ -75,7 +77,7 @@ export const PRESETS: Record<PresetName, Preset> = {
     name: 'standard',
     summary:
       'The default: read/build tools, git, make, compilers and 15 runtimes; no shell strings (simple commands like `ls -la` run as argv). ' +
-      'Screens refuse inline code (-c/-e) and options that run other programs, but interpreters and make on a writable workspace = arbitrary code inside the sandbox, ' +
+      'Screens refuse inline code (-c/-e), code on stdin (an interpreter, REPL or kotlinc without a script) and options that run other programs, but interpreters and make on a writable workspace = arbitrary code inside the sandbox, ' +
       'and git runs the repository\'s hooks and config programs.',
     policy: DEFAULT_POLICY,
   },

@@ -65,7 +65,7 @@ const BYPASSES: string[][] = [
   ['bash', '-c', 'id'], ['sh', '-c', 'id'], ['bash', '-ec', 'id'], ['bash', '-o', 'posix', '-c', 'id'], ['bash', '-oc', 'posix', 'id'], ['bash', '-Oc', 'extglob', 'id'], ['bash', '-co', 'posix', 'id'], ['bash', '-oo', 'posix', 'posix', '-c', 'id'], ['bash', '-o', 'posix', '-o', 'posix', '-c', 'id'], ['bash', '+O', 'extglob', '-c', 'id'], ['bash', '-s'], ['bash', '-'], ['bash', '-i'],
   ['Rscript', '-e', '1'], ['elixir', '-e', '1'], ['elixir', '--eval', '1'], ['elixir', '-S', 'mix', 'run', '-e', '1'], ['elixir', '--rpc-eval', 'n', '1'], ['erl', '-eval', '1'],
   ['kotlinc', '-e', '1'], ['kotlinc', '-expression', '1'], ['lua', '-e', 'print(1)'], ['julia', '-e', '1'], ['pwsh', '-c', 'id'], ['pwsh', '-Command', 'id'], ['pwsh', '-EncodedCommand', 'aQBkAA=='],
-  ['pwsh', '-comm', 'id'], ['vim', '-c', ':!id'], ['vim', '+:!id', 'x'], ['vim', '--cmd', '!id'], ['deno', 'eval', '1'], ['deno', 'run', 'data:text/javascript,1'], ['bun', '-e', '1'],
+  ['pwsh', '-comm', 'id'], ['vim', '-c', ':!id'], ['vim', '+:!id', 'x'], ['vim', '+10', 'x'], ['vim', '--cmd', '!id'], ['deno', 'eval', '1'], ['deno', 'run', 'data:text/javascript,1'], ['bun', '-e', '1'],
   // compilers
   ['gcc', '-wrapper', 'sh,-c,id', 'x.c'], ['gcc', '-B/tmp/evil', 'x.c'], ['gcc', '-B', '/tmp', 'x.c'], ['gcc', '-specs=x.specs', 'x.c'], ['gcc', '--specs=x', 'x.c'], ['cc', '@args.txt'],
   ['gcc', '-fplugin=./p.so', 'x.c'], ['clang', '-fuse-ld=/tmp/ld', 'x.c'], ['clang', '--ld-path=/tmp/ld', 'x.c'], ['clang', '-Xclang', '-load', 'p.so'],
@@ -118,7 +118,7 @@ const EVERYDAY: string[][] = [
   ['perl', 'x.pl', '-e'], ['perl', '-w', 'x.pl'], ['perl', '-Mstrict', '-w', 'x.pl'], ['perl', '-MList::Util=sum', 'x.pl'], ['perl', '-I', 'lib', 'x.pl'],
   ['ruby', 'x.rb'], ['ruby', '-w', 'x.rb', '-e'], ['php', 'x.php'], ['php', '-d', 'memory_limit=1G', 'x.php'], ['php', 'x.php', '-r'],
   ['bash', 'script.sh'], ['bash', 'script.sh', '-c', 'x'], ['sh', '-e', 'script.sh'], ['bash', '-x', 'script.sh'],
-  ['Rscript', 'x.R'], ['elixir', 'x.exs'], ['lua', 'x.lua'], ['julia', 'x.jl'], ['pwsh', '-File', 'x.ps1', '-c'], ['vim', '+10', 'x'], ['deno', 'run', 'x.ts'], ['bun', 'x.ts'],
+  ['Rscript', 'x.R'], ['elixir', 'x.exs'], ['lua', 'x.lua'], ['julia', 'x.jl'], ['pwsh', '-File', 'x.ps1', '-c'], ['deno', 'run', 'x.ts'], ['bun', 'x.ts'],
   ['gcc', '-O2', '-Wall', '-o', 'x', 'x.c'], ['cc', '-lm', 'x.c'], ['clang', '-fuse-ld=lld', 'x.c'], ['rustc', '-C', 'opt-level=2', 'x.rs'], ['rustc', '-O', 'x.rs'],
   ['go', 'build', './...'], ['go', 'test', '-run', 'TestX', './...'], ['go', 'build', '-ldflags=-s -w', '.'], ['go', 'env', 'GOPATH'], ['java', '-Xmx512m', 'Main'], ['javac', 'X.java'],
   ['ls', '-la'], ['cat', '-e', 'x'], ['ls', '-c'], ['find', '.', '-name', 'constructor'], ['git', 'show', '__proto__'],
