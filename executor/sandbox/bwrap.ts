@@ -1,8 +1,12 @@
 /**
  * bubblewrap driver: a fresh user/pid/net/ipc/uts namespace per exec, the allowlisted system
  * dirs read-only, the workspace read-write at /workspace, a private /job dir, tmpfs /tmp,
- * uid 65534, no capabilities, explicit env. bwrap itself is started with an empty
- * environment because inside the pid namespace it is pid 1 and /proc/1/environ is readable.
+ * uid 65534, no capabilities, explicit env. Everything else is read-only, as under gVisor: the
+ * root bwrap builds (its own tmpfs: /etc, mount points) and /dev are remounted read-only once set
+ * up, so a job writes only to the workspace, its job dir and the sized /tmp. Inside the pid
+ * namespace bwrap is pid 1, and /proc/1/cmdline and /proc/1/environ are readable: it is started
+ * with an empty environment and reads its options (host paths among them) from a pipe
+ * (`--args`), so its command line is `/usr/bin/bwrap --args 5 -- /bin/sh -c <the waiting shell>`.
  * --die-with-parent and the pid namespace take every descendant down with it.
  * Limits: a per-job cgroup (memory, processes) when the agent may create one, /tmp as a sized
  * tmpfs, rlimits through the launcher.
@@ -10,7 +14,7 @@
 import { mkdirSync, rmSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { LAUNCHER_FILE } from '../jobs/launcher.ts';
-import { StartShell, StartShellPool, startKey, waitThenSource } from './start-shell.ts';
+import { ARGS_FD, StartShell, StartShellPool, startKey, waitThenSource } from './start-shell.ts';
 import { CgroupPool, JobCgroup, cgroupOwner, cgroupSupport, groupKillArgv, sweepStaleCgroups, type CgroupVersion } from './cgroup.ts';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
@@ -86,6 +90,8 @@ export class BwrapDriver implements SandboxDriver {
     if (jobDir) a.push('--bind', jobDir, JOB_DIR_INSIDE);
     if (tmpBytes) a.push('--size', String(tmpBytes));
     a.push('--perms', '1777', '--tmpfs', '/tmp', '--proc', '/proc', '--dev', '/dev', '--hostname', 'sandbox');
+    // Last: the root tmpfs and /dev (both the job user's inside) become read-only once every mount is in place.
+    a.push('--remount-ro', '/dev', '--remount-ro', '/');
     return a;
   }
 
@@ -112,13 +118,17 @@ export class BwrapDriver implements SandboxDriver {
   /**
    * A start for a job in `jobDir`: a shell that joins `cgroup` and becomes bwrap at once, whose
    * shell inside waits for the job's script (start-shell.ts). bwrap gets an empty environment
-   * (see the file comment) and sets PWD to its --chdir; the script sets the job's own env.
+   * and its arguments on ARGS_FD (see the file comment) and sets PWD to its --chdir; the script
+   * sets the job's own env.
    */
   startShell(meta: { id: string; jobDir: string }, tmpBytes: number, cgroup: JobCgroup | null): StartShell {
     const inside = `${JOB_DIR_INSIDE}/${LAUNCHER_FILE}`;
+    // bwrap takes its options from the fd, the command only from its own argv (it holds no host path).
+    const options = [...this.baseArgs(meta.jobDir, tmpBytes), '--chdir', '/', '--clearenv'];
     return new StartShell({
       cwd: '/', cgroup, scriptFile: join(meta.jobDir, LAUNCHER_FILE), meta,
-      exec: [BWRAP, ...this.baseArgs(meta.jobDir, tmpBytes), '--chdir', '/', '--clearenv', '--', '/bin/sh', '-c', waitThenSource(inside)],
+      exec: [BWRAP, '--args', String(ARGS_FD), '--', '/bin/sh', '-c', waitThenSource(inside)],
+      execInput: Buffer.from(options.map((a) => `${a}\0`).join('')),
     });
   }
 

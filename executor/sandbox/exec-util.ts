@@ -53,3 +53,25 @@ export function killGroup(pid: number | undefined, sig: NodeJS.Signals): void {
   if (!pid) return;
   try { process.kill(-pid, sig); } catch { /* gone */ }
 }
+
+/**
+ * Every program that starts a job (a start shell, `runsc run`) begins in bash, which closes every
+ * descriptor above the ones the agent handed it. Node marks only low inherited descriptors
+ * close-on-exec and cannot set the flag itself (no fcntl), so an agent started with more open — a
+ * `flock` wrapper's lock file, a CI runner's or a service manager's pipes and sockets, a shell's
+ * `200>>file` — would pass them into every sandbox. bash, not dash: dash cannot name a descriptor
+ * above 9. Debian's bash is essential (always installed).
+ */
+const CLOSING_SHELL = '/bin/bash';
+
+/**
+ * `[file, args]` for spawn: bash closes every open descriptor above `keep` (what /proc/$$/fd
+ * lists: exactly what is open, however high), or exits 125 when it cannot list them, then runs
+ * `script` with `args` as $0, $1, …. `--norc`: bash reads ~/.bashrc when its stdin is a socket
+ * (it takes that for sshd), and the agent's pipes are sockets.
+ */
+export function closingShell(keep: number, script: string, args: string[]): [string, string[]] {
+  const close = `[ -d /proc/$$/fd ] || { echo 'gatehouse: cannot list open descriptors (/proc/'$$'/fd): refusing to start a job that may inherit them' >&2; exit 125; }\n`
+    + `for gh_fd in /proc/$$/fd/*; do gh_fd=\${gh_fd##*/}; [ "$gh_fd" -gt ${keep} ] 2>/dev/null && exec {gh_fd}>&-; done\n`;
+  return [CLOSING_SHELL, ['--norc', '--noprofile', '-c', close + script, ...args]];
+}

@@ -19,7 +19,7 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { availableParallelism } from 'node:os';
 import { hiddenPaths, systemView } from './system-view.ts';
-import { delay, runQuiet, watchWrapper } from './exec-util.ts';
+import { closingShell, delay, runQuiet, watchWrapper } from './exec-util.ts';
 import {
   SANDBOX_GID, SANDBOX_UID, type DriverOptions, type LaunchRequest, type ProcessEnd, type ResourceLimits,
   type Sandbox, type SandboxDriver, type SandboxProcess,
@@ -386,8 +386,11 @@ export class GvisorSandbox implements Sandbox {
     // parent-death signal: if the agent dies, it dies, and its sandbox with it (even one still
     // starting, which would otherwise outlive the agent).
     const runArgs = ['runsc', '--root', driver.runscRoot, '--network=none', ...runscFlags, 'run', '--pass-fd', `${STATUS_FD}:${STATUS_FD}`, '--pid-file', this.pidFile, '--bundle', bundle, id];
+    // bash first: it closes every descriptor but these four (what the agent inherited: exec-util.ts),
+    // so neither runsc nor the sandbox's host processes hold one.
     const argv = SETPRIV ? [SETPRIV, '--pdeathsig', 'KILL', '--', ...runArgs] : runArgs;
-    this.child = spawn(argv[0], argv.slice(1), { env: RUNSC_ENV, stdio: ['pipe', 'pipe', 'pipe', 'pipe'] });
+    const [file, args] = closingShell(STATUS_FD, 'exec "$@"', ['gatehouse-runsc', ...argv]);
+    this.child = spawn(file, args, { env: RUNSC_ENV, stdio: ['pipe', 'pipe', 'pipe', 'pipe'] });
     this.child.stdin!.on('error', () => {});
     // Until a job takes the pipes, keep what runsc says (start errors) and nothing more.
     this.child.stderr!.on('data', this.onEarlyStderr);

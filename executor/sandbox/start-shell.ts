@@ -10,20 +10,25 @@
  * spawns one at the job's launch and starts it at once: one path either way.
  *
  * The start holds the job's stdio (0-2) and status pipe (3) from its spawn; the control fd (4) is
- * closed before the launcher runs, and the launcher closes 3 before the job's run step. Nothing
- * of one job reaches another's start: a start serves one job, and its cgroup was pooled empty from
- * a job that ended by itself (CgroupPool); bwrap's sandbox, /tmp and job dir are its own.
+ * closed before the launcher runs, and the launcher closes 3 before the job's run step. It begins
+ * in bash, which closes every other descriptor (what the agent itself inherited: see
+ * exec-util.ts closingShell) and then becomes, with an empty environment, the waiting
+ * `sh` or bwrap: a job starts with 0-2 and nothing else. Nothing of one job reaches another's
+ * start: a start serves one job, and its cgroup was pooled empty from a job that ended by itself
+ * (CgroupPool); bwrap's sandbox, /tmp and job dir are its own.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { STATUS_FD, cgroupJoinLines, sq } from '../jobs/launcher.ts';
-import { killGroup } from './exec-util.ts';
+import { closingShell, killGroup } from './exec-util.ts';
 import type { JobCgroup } from './cgroup.ts';
 
 /** The start's fd on which one line starts its job. */
 export const CONTROL_FD = 4;
+/** The start's fd from which the program it becomes reads its arguments (`execInput`: bwrap --args). */
+export const ARGS_FD = 5;
 /** Starts kept waiting at once (one per key): each is an idle `sh` (and bwrap) holding a pooled cgroup. */
 export const MAX_WAITING_STARTS = 4;
 
@@ -39,6 +44,11 @@ export interface StartOptions {
   scriptFile: string;
   /** A program the start shell becomes at once (bwrap), which waits and sources `scriptFile` itself. */
   exec?: string[];
+  /**
+   * What that program reads from ARGS_FD (bwrap's options, NUL-separated: `bwrap --args 5 -- …`),
+   * so they are in no process's command line — bwrap is pid 1 inside and `/proc/1/cmdline` is readable.
+   */
+  execInput?: Buffer;
   /** The driver's own: what this start was made for (bwrap: its sandbox id and job dir). */
   meta?: { id: string; jobDir: string };
 }
@@ -54,16 +64,26 @@ export class StartShell {
     this.cgroup = o.cgroup;
     this.meta = o.meta ?? null;
     this.scriptFile = o.scriptFile;
-    // 125: the cgroup join failed (or no go line came); the job never starts in this shell then.
-    const then = o.exec ? `exec ${o.exec.map(sq).join(' ')}\n` : waitThenSource('"$1"');
-    this.child = spawn('/bin/sh', ['-c', cgroupJoinLines(o.cgroup) + then, 'gatehouse-start', o.scriptFile], {
-      cwd: o.cwd, env: {}, detached: true, stdio: ['pipe', 'pipe', 'pipe', 'pipe', 'pipe'],
+    // 125: the descriptors could not be closed, the cgroup join failed (or no go line came); the
+    // job never starts in this shell then. `exec -c`: bash's PWD and SHLVL stay behind.
+    const keep = o.execInput ? ARGS_FD : CONTROL_FD;
+    const then = o.exec
+      ? `exec -c ${o.exec.map(sq).join(' ')}\n`
+      : `exec -c /bin/sh -c ${sq(waitThenSource('"$1"'))} gatehouse-start "$1"\n`;
+    const [file, args] = closingShell(keep, cgroupJoinLines(o.cgroup) + then, ['gatehouse-start', o.scriptFile]);
+    this.child = spawn(file, args, {
+      cwd: o.cwd, env: {}, detached: true, stdio: Array.from({ length: keep + 1 }, () => 'pipe' as const),
     });
     // A start that dies while waiting (killed from outside) is simply not used.
     this.child.once('error', () => {});
     // The control socket only carries our one line: a shell killed before reading it resets it
-    // (ECONNRESET), which says nothing the child's exit does not.
+    // (ECONNRESET), which says nothing the child's exit does not. The same for the arguments.
     (this.child.stdio[CONTROL_FD] as Writable).on('error', () => {});
+    if (o.execInput) {
+      const input = (this.child.stdio as (Writable | Readable | null | undefined)[])[ARGS_FD] as Writable;
+      input.on('error', () => {});
+      input.end(o.execInput);
+    }
   }
 
   /** Still waiting for its job (spawned, not exited, not used). */

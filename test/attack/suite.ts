@@ -299,6 +299,32 @@ export function attackSuite(kind: 'gvisor' | 'bwrap', o: { reuse?: SandboxReuse 
       expect(seen).not.toContain(token);
     }, 60_000);
 
+    it('no host path in /proc (pid 1\'s command line and environment); only the workspace, /job and a sized /tmp are writable', async () => {
+      const command = [
+        "echo pid1: $(tr '\\0' ' ' </proc/1/cmdline) '|' $(tr '\\0' ' ' </proc/1/environ)",
+        "for p in /proc/[0-9]*; do tr '\\0' ' ' <$p/cmdline; tr '\\0' ' ' <$p/environ; echo; done 2>/dev/null",
+        'echo mounts:; cat /proc/self/mountinfo; echo end-mounts',
+        'for d in / /etc /usr /var /dev /dev/shm /bin /opt /proc; do { echo x >$d/gh-probe; } 2>/dev/null && echo "wrote in $d"; mkdir $d/gh-dir 2>/dev/null && echo "made a dir in $d"; done',
+        'for d in /var /home /root /srv; do mkdir $d 2>/dev/null && echo "made $d"; done',
+        'echo x > gh-probe && echo workspace-writable; echo x > /job/gh-probe && echo job-writable',
+        `head -c ${ATTACK_LIMITS.tmpBytes + MiB} /dev/zero > /tmp/fill; echo "tmp rc=$?"; stat -c 'tmp size=%s' /tmp/fill`,
+      ].join('; ');
+      const r = await attack('host paths in /proc; writes outside workspace, /job, /tmp', { mode: 'shell', command, timeoutMs: 15_000, limits: { ...ATTACK_LIMITS, inlineBytes: MiB } });
+      const out = r.exit!.stdout;
+      expect(r.exit!.stdout, r.exit!.stderr).toContain('job-writable');
+      expect(out).toMatch(/^pid1: \S/m);
+      // Everything but the mount table (bwrap's names the two bound host dirs: README "Known limits").
+      const procText = out.replace(/mounts:\n[^]*end-mounts\n/, '') + r.exit!.stderr;
+      for (const hostPath of [base, root, stateDir]) expect(procText).not.toContain(hostPath);
+      if (kind === 'gvisor') expect(out).not.toContain(stateDir);
+      // (At a line's start: the job's own command line, printed above, holds these words too.)
+      expect(out).not.toMatch(/^(?:wrote in|made)/m);
+      expect(out).toContain('workspace-writable');
+      expect(out).toMatch(/tmp rc=[1-9]/);
+      expect(Number(/tmp size=(\d+)/.exec(out)?.[1])).toBeLessThanOrEqual(ATTACK_LIMITS.tmpBytes);
+      expect(existsSync(join(root, 'gh-probe'))).toBe(true);
+    }, 60_000);
+
     it('network to 127.0.0.1 from inside: refused, the gateway sees no connection', async () => {
       // A listener of its own on loopback: the edge's port also takes the agent's own uploads, which must not count.
       let connections = 0;
