@@ -29,6 +29,8 @@ if (!RUNSC && process.env.CI === 'true') throw new Error('runsc is required unde
 if (!RUNSC) console.warn('agent-claims.test.ts: the real agent claiming gVisor is skipped — runsc is not installed (allowed outside CI only)');
 
 const TEAM = 'claims';
+/** A test that starts agents: generous (a loaded machine starts sandboxes slowly); never a timing assertion. */
+const AGENT_TEST_MS = 300_000;
 const POLICY = { ...DEFAULT_POLICY, limits: { ...DEFAULT_POLICY.limits, maxConcurrentJobs: 8, queueWaitMs: 30_000 } };
 
 let gw: Gateway;
@@ -200,7 +202,7 @@ describe('an agent connects with what its token grants, and nothing more', () =>
     expect(await agentView('claims-a')).toMatchObject({ sandbox: SANDBOX, labels: ['linux'] });
     const r = await echo('granted', { labels: ['linux'] });
     expect(r, r.text).toMatchObject({ ran: true });
-  });
+  }, AGENT_TEST_MS);
 
   it('a token granted bwrap cannot claim gvisor: a hand-made hello is closed with 4403 and audited, and a gvisor-floor job is not dispatched to it', async () => {
     const token = await agentToken('claims-impostor', { sandboxes: ['bwrap'] });
@@ -226,7 +228,7 @@ describe('an agent connects with what its token grants, and nothing more', () =>
       await gw.putPolicy(TEAM, POLICY);
     }
     expect(impostor.messages.map((m) => m.type)).not.toContain('job.start');
-  });
+  }, AGENT_TEST_MS);
 
   it.skipIf(!RUNSC)('a real agent running gVisor with a token granted only bwrap is refused, says why, and exits without reconnecting', async () => {
     const token = await agentToken('claims-real-gvisor', { sandboxes: ['bwrap'] });
@@ -236,7 +238,7 @@ describe('an agent connects with what its token grants, and nothing more', () =>
     expect(a.logs()).toContain('not reconnecting');
     expect(a.logs()).not.toMatch(/connected to /);
     expect(await refusals('real-gvisor')).toHaveLength(1);
-  });
+  }, AGENT_TEST_MS);
 
   it('a label the token does not grant is refused (the real agent exits, audited), and a job asking for that label is not dispatched to it', async () => {
     const token = await agentToken('claims-labels', { sandboxes: [SANDBOX], labels: ['linux'] });
@@ -251,7 +253,7 @@ describe('an agent connects with what its token grants, and nothing more', () =>
     // The same token claiming only what it grants connects.
     const ok = runAgent(token, { id: 'claims-linux', labels: ['linux'] });
     await waitConnected(ok, 'claims-linux');
-  });
+  }, AGENT_TEST_MS);
 
   it('a token for one agent id cannot connect as another (the real agent exits, audited); with its own id it connects and gets its jobs', async () => {
     const token = await agentToken('claims-fixed', { sandboxes: [SANDBOX], agentId: 'build-1' });
@@ -265,7 +267,7 @@ describe('an agent connects with what its token grants, and nothing more', () =>
     await waitConnected(own, 'build-1');
     const r = await echo('on-build-1', { agent: 'build-1' });
     expect(r, r.text).toMatchObject({ ran: true });
-  });
+  }, AGENT_TEST_MS);
 
   it('a second hello on a welcomed connection cannot widen its claims: the connection is closed and the agent gets no more jobs', async () => {
     const token = await agentToken('claims-rehello', { sandboxes: ['none'] });
@@ -278,7 +280,7 @@ describe('an agent connects with what its token grants, and nothing more', () =>
     // The registry keeps what was granted and claimed, and the agent is gone.
     expect(await agentView('rehello')).toMatchObject({ state: 'disconnected', sandbox: 'none', labels: [] });
     expect(await refusals('rehello')).toHaveLength(1);
-  });
+  }, AGENT_TEST_MS);
 
   it('a token minted without a grant (admin API or offline) still connects claiming what its agent says', async () => {
     const fromApi = await agentToken('claims-legacy');
@@ -293,5 +295,5 @@ describe('an agent connects with what its token grants, and nothing more', () =>
     raw.ws.send(hello('legacy-offline', { sandbox: 'gvisor', labels: ['anything'] }));
     await until(async () => raw.messages.some((m) => m.type === 'welcome'), 30_000, 'welcome for the token without a grant');
     raw.ws.close();
-  });
+  }, AGENT_TEST_MS);
 });
