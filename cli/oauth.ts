@@ -2,6 +2,8 @@
 import { parseArgs, UsageError, formatFlags, type FlagSpecs } from './args.ts';
 import { api, connection, formatError } from './client.ts';
 import { info, iso, out, printJson, table } from './io.ts';
+// Client names and ids are chosen by whoever registered the client: shown as data, never as terminal control.
+import { visible } from '../src/contracts/visible-text.ts';
 
 export const OAUTH_HELP = `gatehouse oauth — the team's OAuth grants (MCP clients an admin connected)
 
@@ -35,8 +37,6 @@ export async function oauthCommand(argv: string[]): Promise<number> {
   }
 }
 
-/** Client names are chosen by whoever registered the client: shown as data, never as terminal control. */
-const visible = (s: string) => s.replace(/[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/gu, (ch) => `\\u${ch.codePointAt(0)!.toString(16).padStart(4, '0')}`);
 
 async function grants(argv: string[]): Promise<number> {
   const flags = { all: { type: 'bool', help: 'also list ended grants (revoked, replaced, expired)' } } as const;
@@ -51,7 +51,7 @@ async function grants(argv: string[]): Promise<number> {
   if (a.flags.json) return printJson({ grants: shown }), 0;
   if (!shown.length) return info(a.flags.all ? 'no OAuth grants' : 'no live OAuth grants (--all lists ended ones)'), 0;
   const rows = shown.map((g) => [
-    g.grantId, visible(g.clientName ?? '(unnamed)'), visible(g.clientId), g.subject, g.scopes.join(' '), iso(g.createdAt), iso(g.lastUsedAt), visible(state(g)),
+    g.grantId, g.clientName === null ? '(unnamed)' : visible(g.clientName), visible(g.clientId), visible(g.subject), g.scopes.join(' '), iso(g.createdAt), iso(g.lastUsedAt), visible(state(g)),
   ]);
   out(table([['GRANT', 'CLIENT', 'CLIENT ID', 'CONSENTED BY', 'SCOPES', 'CREATED', 'LAST USED', 'STATE'], ...rows]));
   return 0;

@@ -67,3 +67,68 @@ function build<S extends z.ZodRawShape>(shape: S) {
     error: (iss) => (iss.code === 'unrecognized_keys' ? unknownKeysMessage(iss.keys, valid) : undefined),
   });
 }
+
+/** snake_case ↔ camelCase of a key (`timeout_ms` ↔ `timeoutMs`). */
+const toCamel = (k: string) => k.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
+const toSnake = (k: string) => k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+/** One concept named differently by two tools' reference contracts. */
+const SAME_CONCEPT: Record<string, string> = { cwd: 'relativeCwd', relativeCwd: 'cwd' };
+
+/**
+ * The other spellings a tool accepts for its keys: every key in snake_case and camelCase (the
+ * tools' reference contracts use both), and `cwd`/`relativeCwd` for each other. alias → key.
+ */
+export function inputAliases(valid: readonly string[]): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const k of valid) {
+    const same = SAME_CONCEPT[k];
+    for (const alt of [toCamel(k), toSnake(k), ...(same ? [same, toCamel(same), toSnake(same)] : [])]) {
+      if (alt !== k && !valid.includes(alt) && !out.has(alt)) out.set(alt, k);
+    }
+  }
+  return out;
+}
+
+/**
+ * A tool's input schema: strict like `strictInput`, and accepting each key's other spelling
+ * (`inputAliases`) as the same argument — the handler sees the tool's own spelling, and clients see
+ * only that one in the advertised JSON Schema. Both spellings of one key in a call are an error.
+ */
+export function toolInput<S extends z.ZodRawShape>(shape: S): z.ZodType<z.output<z.ZodObject<S>>, z.input<z.ZodObject<S>>> {
+  const known = builtTool.get(shape);
+  if (known) return known as never;
+  const valid = Object.keys(shape);
+  const aliases = inputAliases(valid);
+  const canonical = build(shape);
+  const accepting = z.preprocess((raw) => {
+    if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return raw;
+    const v = { ...(raw as Record<string, unknown>) };
+    for (const [alias, key] of aliases) {
+      if (!Object.hasOwn(v, alias)) continue;
+      // Left as is: the strict schema then names both keys in its error.
+      if (Object.hasOwn(v, key)) continue;
+      v[key] = v[alias];
+      delete v[alias];
+    }
+    return v;
+  }, canonical);
+  const both = z.custom<unknown>((raw) => {
+    if (!raw || typeof raw !== 'object') return true;
+    return ![...aliases].some(([alias, key]) => Object.hasOwn(raw, alias) && Object.hasOwn(raw, key));
+  }, {
+    error: (iss) => {
+      const raw = iss.input as Record<string, unknown>;
+      const pairs = [...aliases].filter(([alias, key]) => Object.hasOwn(raw, alias) && Object.hasOwn(raw, key));
+      return pairs.map(([alias, key]) => `"${alias}" and "${key}" are the same argument; give one`).join('; ');
+    },
+  });
+  const schema = both.pipe(accepting);
+  // Advertise the tool's own spelling only.
+  const std = schema['~standard'] as unknown as Record<string, unknown>;
+  const canonicalStd = canonical['~standard'] as unknown as { jsonSchema?: unknown };
+  (schema as unknown as { '~standard': unknown })['~standard'] = { ...std, jsonSchema: canonicalStd.jsonSchema };
+  builtTool.set(shape, schema);
+  return schema as never;
+}
+
+const builtTool = new WeakMap<z.ZodRawShape, z.ZodType>();

@@ -141,13 +141,10 @@ export const QueryOutputOutput = {
 };
 
 // ---- policy_check ----
+/** Exactly the arguments of the execute call it checks (so any call can be checked as sent), plus a runtime. */
 export const PolicyCheckInput = {
-  command: z.string().max(64 * 1024),
-  args: z.array(z.string()).max(1000).optional(),
-  runtime: RuntimeName.optional(),
-  cwd: RelCwd.optional(),
-  env: EnvMap.optional(),
-  timeout_ms: z.number().int().positive().optional(),
+  ...ExecuteInput,
+  runtime: RuntimeName.optional().describe('Check the call as runtime_execute of this runtime would make it'),
 };
 export const PolicyCheckOutput = {
   allowed: z.boolean(),

@@ -1,6 +1,6 @@
 /** Browser module `tokens.js`: create a token (shown once), list the team's tokens and OAuth grants, revoke either. */
 export const TOKENS_JS = String.raw`
-import { api, field, fmtTime, h, messages, table, uid } from './core.js';
+import { api, field, fmtTime, h, messages, table, uid, userText } from './core.js';
 
 const SCOPES = [
   ['execute', 'run jobs (execute, runtime_execute, policy_check)'],
@@ -53,7 +53,7 @@ function grantStatus(g, now) {
   return 'active';
 }
 
-/** Client names are chosen by whoever registered the client: text nodes in a bidi-isolated element. */
+/** Client names are chosen by whoever registered the client: shown as data (userText), never as markup or bidi control. */
 function grantView(grants, reload, msg) {
   if (!grants || grants.length === 0) return h('p', { class: 'empty' }, 'No MCP client has been granted access to this team.');
   const now = Date.now();
@@ -75,7 +75,7 @@ function grantView(grants, reload, msg) {
       }
       return h('tr', { 'data-grant': g.grantId, 'data-status': st, title: g.revokedReason || '' },
         h('th', { scope: 'row' }, h('code', null, g.grantId)),
-        h('td', null, h('bdi', { class: 'client-name' }, g.clientName || '(unnamed)'), h('br'), h('small', null, h('bdi', null, g.clientId))),
+        h('td', null, g.clientName ? userText(g.clientName, false, 'client-name') : '(unnamed)', h('br'), h('small', null, userText(g.clientId))),
         h('td', null, g.subject),
         h('td', null, (g.scopes || []).join(' ')),
         h('td', null, fmtTime(g.createdAt)),

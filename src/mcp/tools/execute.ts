@@ -6,7 +6,7 @@
 import type { CallToolResult, InputRequiredResult, McpServer } from '@modelcontextprotocol/server';
 import type { GatehouseErrorShape } from '../../contracts/errors.ts';
 import { ExecuteInput, ExecuteOutput } from '../../contracts/tools.ts';
-import { strictInput } from '../../contracts/strict-input.ts';
+import { toolInput } from '../../contracts/strict-input.ts';
 import { missingScope, toolError, toolResult, type ToolContext } from '../context.ts';
 import { executeResult, runGoverned, type EndedJob } from '../governed-run.ts';
 import { TASK_SUPPORT_META_KEY, taskOffer } from '../tasks/negotiation.ts';
@@ -25,7 +25,7 @@ export function registerExecute(server: McpServer, ctx: ToolContext): void {
         '(inline output capped, full output kept as an artifact: search it with query_output). If the policy asks for approval, ' +
         'a client with elicitation is asked to approve; otherwise the error approval_required names an approval id to retry with once an admin approved it.',
       annotations: RUNS_JOBS,
-      inputSchema: strictInput(ExecuteInput),
+      inputSchema: toolInput(ExecuteInput),
       outputSchema: toolOutput(ExecuteOutput),
       _meta: { ...JOB_VIEWER_TOOL_META, [TASK_SUPPORT_META_KEY]: 'optional' },
     },

@@ -3,7 +3,7 @@ import type { McpServer } from '@modelcontextprotocol/server';
 import { JobKillInput, JobKillOutput } from '../../contracts/job-tools.ts';
 import { killJob } from '../../dispatch/client.ts';
 import type { JobState } from '../../contracts/jobs.ts';
-import { strictInput } from '../../contracts/strict-input.ts';
+import { toolInput } from '../../contracts/strict-input.ts';
 import { STOPS_JOBS, toolOutput } from '../register.ts';
 import { missingScope, toolResult, type ToolContext } from '../context.ts';
 import { auditJobCall, jobNotFound } from './job-common.ts';
@@ -15,7 +15,7 @@ export function registerJobKill(server: McpServer, ctx: ToolContext): void {
       title: 'Stop a job',
       description: 'Stops a job of your team: a queued job is cancelled at once; a running one is killed with its whole process tree (TERM, then KILL) and ends "cancelled". Follow with job_status.',
       annotations: STOPS_JOBS,
-      inputSchema: strictInput(JobKillInput),
+      inputSchema: toolInput(JobKillInput),
       outputSchema: toolOutput(JobKillOutput),
     },
     async (input) => {

@@ -2,7 +2,7 @@
 import type { McpServer } from '@modelcontextprotocol/server';
 import { JobListInput, JobListOutput } from '../../contracts/job-tools.ts';
 import { listJobs } from '../../dispatch/client.ts';
-import { strictInput } from '../../contracts/strict-input.ts';
+import { toolInput } from '../../contracts/strict-input.ts';
 import { READ_ONLY, toolOutput } from '../register.ts';
 import { missingScope, toolResult, type ToolContext } from '../context.ts';
 import { auditJobCall } from './job-common.ts';
@@ -14,7 +14,7 @@ export function registerJobList(server: McpServer, ctx: ToolContext): void {
       title: 'List the team\'s jobs',
       description: 'Recent jobs of your team, newest first. Filters: state, subject, tool. Pass next_cursor as cursor for the next page.',
       annotations: READ_ONLY,
-      inputSchema: strictInput(JobListInput),
+      inputSchema: toolInput(JobListInput),
       outputSchema: toolOutput(JobListOutput),
     },
     async (input) => {

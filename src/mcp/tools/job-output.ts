@@ -8,7 +8,7 @@ import type { McpServer } from '@modelcontextprotocol/server';
 import { JOB_OUTPUT_DEFAULT_BYTES, JobOutputInput, JobOutputOutput } from '../../contracts/job-tools.ts';
 import { jobStatus } from '../../dispatch/client.ts';
 import { readJobOutput } from '../../dispatch/job-output.ts';
-import { strictInput } from '../../contracts/strict-input.ts';
+import { toolInput } from '../../contracts/strict-input.ts';
 import { READ_ONLY, toolOutput } from '../register.ts';
 import { missingScope, toolError, toolResult, type ToolContext } from '../context.ts';
 import { auditJobCall, jobNotFound } from './job-common.ts';
@@ -22,7 +22,7 @@ export function registerJobOutput(server: McpServer, ctx: ToolContext): void {
         'Reads stdout or stderr of a job from a byte offset (max_bytes at a time; continue from next_offset until eof). ' +
         'Works while the job runs (live tail) and after it ended (stored artifact).',
       annotations: READ_ONLY,
-      inputSchema: strictInput(JobOutputInput),
+      inputSchema: toolInput(JobOutputInput),
       outputSchema: toolOutput(JobOutputOutput),
     },
     async (input) => {

@@ -2,7 +2,7 @@
 import type { McpServer } from '@modelcontextprotocol/server';
 import { JobStatusInput, JobStatusOutput } from '../../contracts/job-tools.ts';
 import { jobStatus } from '../../dispatch/client.ts';
-import { strictInput } from '../../contracts/strict-input.ts';
+import { toolInput } from '../../contracts/strict-input.ts';
 import { READ_ONLY, toolOutput } from '../register.ts';
 import { missingScope, toolResult, type ToolContext } from '../context.ts';
 import { auditJobCall, jobNotFound } from './job-common.ts';
@@ -14,7 +14,7 @@ export function registerJobStatus(server: McpServer, ctx: ToolContext): void {
       title: 'State of a job',
       description: 'State, exit code, timings, agent and sandbox of a job (background or not). wait_ms (≤ 60000) waits for the job to end first.',
       annotations: READ_ONLY,
-      inputSchema: strictInput(JobStatusInput),
+      inputSchema: toolInput(JobStatusInput),
       outputSchema: toolOutput(JobStatusOutput),
     },
     async (input) => {

@@ -1,7 +1,7 @@
 /** `policy_check`: a dry run of the team policy for a command, with the stage and reason. */
 import type { McpServer } from '@modelcontextprotocol/server';
 import { PolicyCheckInput, PolicyCheckOutput } from '../../contracts/tools.ts';
-import { strictInput } from '../../contracts/strict-input.ts';
+import { toolInput } from '../../contracts/strict-input.ts';
 import { decide, verdictOf } from '../../policy/engine.ts';
 import { teamPolicyOf } from '../../policy/cache.ts';
 import { writeAudit } from '../../store/audit.ts';
@@ -16,7 +16,7 @@ export function registerPolicyCheck(server: McpServer, ctx: ToolContext): void {
       title: 'Dry-run the team policy',
       description: 'Says whether the team policy would allow a command, deny it, or ask a person to approve it first (decision allow|ask|deny; args given: direct exec; omitted: shell string), which stage decides, and why. Nothing runs.',
       annotations: READ_ONLY,
-      inputSchema: strictInput(PolicyCheckInput),
+      inputSchema: toolInput(PolicyCheckInput),
       outputSchema: toolOutput(PolicyCheckOutput),
     },
     async (input) => {

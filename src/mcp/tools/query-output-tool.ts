@@ -1,7 +1,7 @@
 /** `query_output` (reference 000): search a job's artifact instead of reading it whole. */
 import type { McpServer } from '@modelcontextprotocol/server';
 import { QueryOutputInput, QueryOutputOutput } from '../../contracts/tools.ts';
-import { strictInput } from '../../contracts/strict-input.ts';
+import { toolInput } from '../../contracts/strict-input.ts';
 import { queryOutput } from '../query-output.ts';
 import { writeAudit } from '../../store/audit.ts';
 import { READ_ONLY, toolOutput } from '../register.ts';
@@ -16,7 +16,7 @@ export function registerQueryOutput(server: McpServer, ctx: ToolContext): void {
         'Searches the stored stdout/stderr of a job (artifactHandle from execute or runtime_execute) for queryTerms and returns excerpt ' +
         'windows with line numbers (contextLines around each match, overlapping windows merged).',
       annotations: READ_ONLY,
-      inputSchema: strictInput(QueryOutputInput),
+      inputSchema: toolInput(QueryOutputInput),
       outputSchema: toolOutput(QueryOutputOutput),
     },
     async (input) => {

@@ -5,6 +5,7 @@
  */
 import type { McpServer } from '@modelcontextprotocol/server';
 import { RunScriptInput, RunScriptOutput } from '../../contracts/tools.ts';
+import { toolInput } from '../../contracts/strict-input.ts';
 import type { JobExit } from '../../contracts/agent-protocol.ts';
 import { shapeRuntimeResult } from '../output-shape.ts';
 import { RUNS_JOBS, toolOutput } from '../register.ts';
@@ -24,7 +25,7 @@ export function registerRunScript(server: McpServer, ctx: ToolContext): void {
         'team policy and audited like execute. The top-level return value (or export default) comes back as JSON in "result"; ' +
         'console output is kept as an artifact (outputMode summary/intent shows it). Off unless the team policy enables script mode.',
       annotations: RUNS_JOBS,
-      inputSchema: RunScriptInput,
+      inputSchema: toolInput(RunScriptInput),
       outputSchema: toolOutput(RunScriptOutput),
       // Never a task: the script runs inside this request at the edge, not as one durable job.
       _meta: { [TASK_SUPPORT_META_KEY]: 'forbidden' },

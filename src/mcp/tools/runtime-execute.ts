@@ -6,7 +6,7 @@ import { z } from 'zod';
 import type { CallToolResult, InputRequiredResult, McpServer } from '@modelcontextprotocol/server';
 import type { GatehouseErrorShape } from '../../contracts/errors.ts';
 import { OutputMode, RuntimeExecuteInput, RuntimeExecuteOutput } from '../../contracts/tools.ts';
-import { strictInput } from '../../contracts/strict-input.ts';
+import { toolInput } from '../../contracts/strict-input.ts';
 import { RUNTIMES, type RuntimeName } from '../../contracts/runtimes.ts';
 import { listAgents } from '../../dispatch/client.ts';
 import { getArtifactRows, readTail } from '../../store/artifacts.ts';
@@ -31,7 +31,7 @@ export function registerRuntimeExecute(server: McpServer, ctx: ToolContext): voi
         'Args mode: "args" for the runtime\'s executable. Code mode: "code" is written to a temp file, compiled if needed, and run. ' +
         'outputMode minimal (default) returns status and counts plus an artifactHandle to search with query_output; summary adds head+tail; intent returns only lines matching queryTerms.',
       annotations: RUNS_JOBS,
-      inputSchema: strictInput(RuntimeExecuteInput),
+      inputSchema: toolInput(RuntimeExecuteInput),
       outputSchema: toolOutput(RuntimeExecuteOutput),
       _meta: { ...JOB_VIEWER_TOOL_META, [TASK_SUPPORT_META_KEY]: 'optional' },
     },
