@@ -19,6 +19,7 @@ import { ScriptHost } from './host.ts';
 import type { ScriptRunOptions, ScriptRunReport } from './protocol.ts';
 import { acceptReport, sanitizeError, type AcceptedReport } from './report.ts';
 import type { ScriptBudget } from './subprocess.ts';
+import { SubprocessBudget } from './subprocess-budget.ts';
 import { requestLedger, workersPlan, type ScriptSlot } from './request-budget.ts';
 
 export interface RunScriptRequest {
@@ -103,7 +104,9 @@ async function runOpened(ctx: ToolContext, extra: ToolExtra, req: RunScriptReque
   const { env, principal } = ctx;
   const { policy, script, timeoutMs, prepared, scriptId, started, auditBase, slot } = o;
 
-  const budget: ScriptBudget = { started: 0, totalMs: 0, progress: 0, closed: false };
+  const caps = script.subprocess ?? { maxCount: 0, maxTotalMs: 0 };
+  const budget: ScriptBudget = { subprocesses: new SubprocessBudget(caps), progress: 0, closed: false };
+  const subprocesses = budget.subprocesses;
   /** The script's audit row is written once: by the normal end or by the cancellation path. */
   let finalized = false;
   let report: AcceptedReport | undefined;
@@ -121,11 +124,11 @@ async function runOpened(ctx: ToolContext, extra: ToolExtra, req: RunScriptReque
     const onAbort = () => {
       budget.closed = true;
       ctx.waitUntil((async () => {
-        if (budget.started > 0) await cancelByCall(env, principal.team, callCancelKey(ctx, extra), 'the client cancelled the script').catch(() => false);
+        if (subprocesses.started > 0) await cancelByCall(env, principal.team, callCancelKey(ctx, extra), 'the client cancelled the script').catch(() => false);
         if (finalized) return;
         finalized = true;
         await writeAudit(env.DB, {
-          ...auditBase, decision: 'allowed', reason: `Sandbox error: Execution cancelled by the client; ${budget.started} subprocess(es) started`,
+          ...auditBase, decision: 'allowed', reason: `Sandbox error: Execution cancelled by the client; ${subprocesses.started} subprocess(es) started`,
           exitStatus: 'cancelled', durationMs: Date.now() - started,
         });
       })().catch(() => undefined));
@@ -133,11 +136,11 @@ async function runOpened(ctx: ToolContext, extra: ToolExtra, req: RunScriptReque
     if (signal.aborted) onAbort();
     else signal.addEventListener('abort', onAbort, { once: true });
     const ended = await runIsolate(env.LOADER!, script, prepared.value.source, prepared.value.guardName, req, timeoutMs, {
-      ctx, extra, script, scriptId, budget, slot,
+      ctx, extra, script, scriptId, budget, slot, timeouts: { defaultMs: policy.limits.defaultTimeoutMs, maxMs: policy.limits.maxTimeoutMs },
     });
     budget.closed = true;
     signal.removeEventListener('abort', onAbort);
-    if (ended.kind !== 'report' && ended.kind !== 'cancelled' && budget.started > 0) {
+    if (ended.kind !== 'report' && ended.kind !== 'cancelled' && subprocesses.started > 0) {
       // Kill what the script still has running: its subprocesses share this call's cancel key.
       await cancelByCall(env, principal.team, callCancelKey(ctx, extra), ended.kind === 'timeout' ? 'the script timed out' : 'the script was cancelled').catch(() => false);
     }
@@ -168,7 +171,7 @@ async function runOpened(ctx: ToolContext, extra: ToolExtra, req: RunScriptReque
     await writeAudit(env.DB, {
     ...auditBase,
     decision: 'allowed',
-    reason: [error, budget.started ? `${budget.started} subprocess${budget.started === 1 ? '' : 'es'} (${budget.totalMs} ms)` : undefined].filter(Boolean).join('; ') || 'Allowed by the team policy (script.enabled)',
+    reason: [error, subprocesses.started ? `${subprocesses.started} subprocess${subprocesses.started === 1 ? '' : 'es'} (${subprocesses.totalMs} ms)` : undefined].filter(Boolean).join('; ') || 'Allowed by the team policy (script.enabled)',
     exitStatus: status,
     durationMs,
     bytes: new TextEncoder().encode(stdout + stderr).byteLength,
@@ -179,7 +182,7 @@ async function runOpened(ctx: ToolContext, extra: ToolExtra, req: RunScriptReque
     run: {
       status, scriptId, ...(result !== undefined ? { result } : {}), ...(error ? { error } : {}),
       consoleTruncated: report?.consoleTruncated ?? false, stdout, stderr, artifactHandle: handle, durationMs,
-      subprocesses: { count: budget.started, totalMs: budget.totalMs, cap: slot.cap }, typescript,
+      subprocesses: { count: subprocesses.started, totalMs: subprocesses.totalMs, cap: slot.cap }, typescript,
     },
   };
 }

@@ -2,7 +2,7 @@
  * One subprocess a script asks for, through the same governed path as the `execute` tool
  * (staged policy, OPA, audit, dispatch to the team's agent, sandbox, artifact), answered with
  * the subprocess API's documented messages. Per-script caps (how many, how long in total) are
- * checked here, before the policy.
+ * reserved here, before the policy, and hold for subprocesses that run at once (subprocess-budget.ts).
  */
 import type { PolicyDecision } from '../policy/engine.ts';
 import type { ScriptPolicy } from '../contracts/policy.ts';
@@ -11,6 +11,7 @@ import { writeAudit } from '../store/audit.ts';
 import { executeResult, runGoverned, type GovernedOutcome } from '../mcp/governed-run.ts';
 import type { ToolContext, ToolExtra } from '../mcp/context.ts';
 import type { ScriptSlot } from './request-budget.ts';
+import type { SubprocessBudget } from './subprocess-budget.ts';
 import { SubprocessRequest, type HostAnswer, type SubprocessValue } from './protocol.ts';
 
 /** The operation name of the policy input document and of the error messages. */
@@ -37,10 +38,10 @@ export function isPolicyError(d: PolicyDecision): boolean {
   return no.length > 0 && no.every((v) => OPA_ERROR.test(v.reason));
 }
 
-/** Mutable per-script accounting, shared by every subprocess of one script. */
+/** Mutable per-script state, shared by every subprocess of one script. */
 export interface ScriptBudget {
-  started: number;
-  totalMs: number;
+  /** `script.subprocess.maxCount` / `maxTotalMs`, reserved before each subprocess starts. */
+  subprocesses: SubprocessBudget;
   progress: number;
   closed: boolean;
 }
@@ -53,6 +54,8 @@ export interface SubprocessContext {
   budget: ScriptBudget;
   /** The script's share of its request's subrequests (Cloudflare's per-request limit). */
   slot: ScriptSlot;
+  /** The policy's job timeouts: what a subprocess without `timeoutMs` would get, and the most any gets. */
+  timeouts: { defaultMs: number; maxMs: number };
 }
 
 type Answer = HostAnswer<SubprocessValue>;
@@ -66,8 +69,7 @@ export async function runSubprocess(sc: SubprocessContext, raw: unknown): Promis
   const shell = req.op === 'exec' || (req.op === 'gatehouse_exec' && req.args === undefined);
   const op: Operation = shell ? 'exec' : 'command_output';
   const { ctx, script, budget } = sc;
-  const cfg = script.subprocess;
-  if (!cfg) return fail('policy_denied', NO_SUBPROCESS_CONFIG);
+  if (!script.subprocess) return fail('policy_denied', NO_SUBPROCESS_CONFIG);
   if (budget.closed) return fail('cancelled', `subprocess.${op}: the script has ended (timed out or cancelled); no more subprocesses`);
   if (req.command.trim() === '') return fail('invalid_argument', `subprocess.${op}: command is empty`);
 
@@ -81,19 +83,19 @@ export async function runSubprocess(sc: SubprocessContext, raw: unknown): Promis
     if (sc.slot.takeRefusalAudit()) await writeAudit(ctx.env.DB, { ...auditBase, decision: 'denied', reason: message });
     return fail('limit_reached', message);
   };
-  if (budget.started >= cfg.maxCount) {
-    return refuse(`subprocess: limit reached — a script may start at most ${cfg.maxCount} subprocesses (script.subprocess.maxCount)`);
+  // Reserve before anything is awaited: subprocesses started at once each see the others' reservations.
+  const reservation = budget.subprocesses.reserve(Math.min(req.timeoutMs ?? sc.timeouts.defaultMs, sc.timeouts.maxMs));
+  if (!reservation.ok) return refuse(reservation.message);
+  const { grant } = reservation;
+  const overLimit = sc.slot.beforeSubprocess(budget.subprocesses.started - 1);
+  if (overLimit) {
+    budget.subprocesses.release(grant);
+    return refuse(overLimit);
   }
-  const remaining = cfg.maxTotalMs - budget.totalMs;
-  if (remaining <= 0) {
-    return refuse(`subprocess: limit reached — this script's subprocesses already ran ${budget.totalMs} ms of the ${cfg.maxTotalMs} ms allowed (script.subprocess.maxTotalMs)`);
-  }
-  const overLimit = sc.slot.beforeSubprocess(budget.started);
-  if (overLimit) return refuse(overLimit);
-  budget.started += 1;
-  const n = budget.started;
-  // A subprocess never outlives the script's remaining subprocess time.
-  const timeoutMs = req.timeoutMs !== undefined ? Math.min(req.timeoutMs, remaining) : remaining < 30_000 ? remaining : undefined;
+  const n = grant.n;
+  // A subprocess never outlives its share of the script's subprocess time; otherwise the policy
+  // decides its timeout as for execute (default, clamp or deny above the maximum).
+  const timeoutMs = grant.limited ? grant.timeoutMs : req.timeoutMs;
 
   const started = Date.now();
   let out: GovernedOutcome;
@@ -111,7 +113,7 @@ export async function runSubprocess(sc: SubprocessContext, raw: unknown): Promis
       job: { mode: shell ? 'shell' : 'argv', command: req.command, args: shell ? [] : (req.args ?? []), stdin: req.stdin },
     });
   } finally {
-    budget.totalMs += Date.now() - started;
+    budget.subprocesses.settle(grant, Date.now() - started);
   }
   if (out.kind === 'denied') {
     const reason = `${out.decision.stage}: ${out.decision.reason}`;

@@ -11,6 +11,7 @@ import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
 import { RequestLedger, SUBPROCESS_BASE_SUBREQUESTS, TOOL_CALL_SUBREQUESTS, subprocessCost } from '../../src/script/request-budget.ts';
 import { runGoverned, type GovernedRequest } from '../../src/mcp/governed-run.ts';
 import { runSubprocess, type SubprocessContext } from '../../src/script/subprocess.ts';
+import { SubprocessBudget } from '../../src/script/subprocess-budget.ts';
 
 function exitOf(jobId: string): JobExit {
   return {
@@ -63,7 +64,9 @@ function context(doc: PolicyDocument, env: never, opa = 0): SubprocessContext {
   return {
     ctx: { env, principal: { team: 't', subject: 's', scopes: ['execute'], tokenId: 'tk', issuer: 'i' }, era: 'legacy', waitUntil: () => {} },
     extra: { mcpReq: { id: 1, signal, notify: async () => {}, _meta: {} } } as never,
-    script: doc.script, scriptId: 'script-1', budget: { started: 0, totalMs: 0, progress: 0, closed: false }, slot: opened.slot,
+    script: doc.script, scriptId: 'script-1', slot: opened.slot,
+    budget: { subprocesses: new SubprocessBudget(doc.script.subprocess ?? { maxCount: 0, maxTotalMs: 0 }), progress: 0, closed: false },
+    timeouts: { defaultMs: doc.limits.defaultTimeoutMs, maxMs: doc.limits.maxTimeoutMs },
   };
 }
 
