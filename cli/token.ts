@@ -5,11 +5,12 @@ import { api, connection, formatError } from './client.ts';
 import { info, iso, out, printJson, table } from './io.ts';
 import { mintToken } from '../src/auth/mint.ts';
 import { SCOPES } from '../src/env.ts';
-import { SandboxKind } from '../src/contracts/agent-protocol.ts';
-import { AgentGrant } from '../src/contracts/agent-grant.ts';
+import { SANDBOX_KINDS } from '../src/contracts/sandbox-kinds.ts';
+// Types only: the grant's schema (and zod) load when a grant is given, so every other command starts fast.
+import type { AgentGrant } from '../src/contracts/agent-grant.ts';
 
 const SCOPE_LIST = SCOPES.join(', ');
-const SANDBOX_LIST = SandboxKind.options.join(', ');
+const SANDBOX_LIST = SANDBOX_KINDS.join(', ');
 const TEAM_RE = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 const MAX_TTL = 365 * 86400;
 
@@ -69,13 +70,14 @@ function scopesOf(v: unknown, fallback?: string[]): string[] {
 const GRANT_FLAG: Record<string, string> = { sandboxes: '--sandbox', labels: '--label', agentId: '--agent-id' };
 
 /** --sandbox/--label/--agent-id as an agent grant; undefined when none is given. */
-function agentGrantOf(flags: Record<string, unknown>, scopes: string[]): AgentGrant | undefined {
+async function agentGrantOf(flags: Record<string, unknown>, scopes: string[]): Promise<AgentGrant | undefined> {
   const sandboxes = ((flags.sandbox as string[] | undefined) ?? []).flatMap((s) => s.split(/[\s,]+/)).filter(Boolean);
   const labels = ((flags.label as string[] | undefined) ?? []).flatMap((s) => s.split(/[\s,]+/)).filter(Boolean);
   const agentId = flags['agent-id'] as string | undefined;
   if (!sandboxes.length && !labels.length && agentId === undefined) return undefined;
   if (!sandboxes.length) throw new UsageError(`--label and --agent-id restrict an agent token, which then names the sandboxes its agents may claim: add --sandbox (${SANDBOX_LIST})`);
   if (!scopes.includes('agent')) throw new UsageError('--sandbox, --label and --agent-id say what an agent may claim: they need --scope agent');
+  const { AgentGrant } = await import('../src/contracts/agent-grant.ts');
   const g = AgentGrant.safeParse({ sandboxes, labels, ...(agentId !== undefined ? { agentId } : {}) });
   if (!g.success) throw new UsageError(g.error.issues.map((i) => `${GRANT_FLAG[String(i.path[0])] ?? 'agent grant'}: ${i.message}`).join('; '));
   return g.data;
@@ -111,7 +113,7 @@ async function create(argv: string[]): Promise<number> {
   if (a.flags.help) return help('usage: gatehouse token create --scope <scope> [--scope ...] [--team t] [--subject s] [--ttl 30d] [--note text] [--sandbox kind ... --label l ... --agent-id id]', CREATE_FLAGS), 0;
   if (a.positionals.length || a.rest.length) throw new UsageError(`token create takes no positional arguments (got "${[...a.positionals, ...a.rest].join(' ')}")`);
   const scopes = scopesOf(a.flags.scope);
-  const agentGrant = agentGrantOf(a.flags, scopes);
+  const agentGrant = await agentGrantOf(a.flags, scopes);
   const team = a.flags.team as string | undefined;
   if (team !== undefined && !TEAM_RE.test(team)) throw new UsageError(`--team "${team}" is not a valid team name (${TEAM_RE.source})`);
   const body = {

@@ -82,21 +82,29 @@ describe('usage', () => {
       for (const alt of m[3].matchAll(/\| ([a-z][a-z-]*)/g)) named.add(`${m[1]} ${alt[1]}`);
     }
     expect([...named].sort()).toEqual([...EVERY_COMMAND].sort());
-    for (const c of [...EVERY_COMMAND, 'token', 'oauth', 'policy', 'audit', 'jobs', 'approvals']) {
-      for (const flag of ['--help', '-h']) {
+    const cases = [...EVERY_COMMAND, 'token', 'oauth', 'policy', 'audit', 'jobs', 'approvals'].flatMap((c) => ['--help', '-h'].map((flag) => ({ c, flag })));
+    // Four CLI processes at a time: each start costs a Node start-up, and there are about 60 of them.
+    const results = new Map<string, Run>();
+    let next = 0;
+    await Promise.all(Array.from({ length: 4 }, async () => {
+      while (next < cases.length) {
+        const { c, flag } = cases[next++];
         // No gateway needed for help: it works without a URL or token.
-        const r = await cli([...c.split(' '), flag], { env: { GATEHOUSE_URL: undefined, GATEHOUSE_ADMIN_TOKEN: undefined } });
-        expect(r.code, `${c} ${flag}: ${r.stderr}`).toBe(0);
-        expect(r.stdout, `${c} ${flag}`).toMatch(/usage/);
-        if (EVERY_COMMAND.includes(c)) expect(r.stdout, `${c} ${flag}`).toMatch(/--json\b/);
+        results.set(`${c} ${flag}`, await cli([...c.split(' '), flag], { env: { GATEHOUSE_URL: undefined, GATEHOUSE_ADMIN_TOKEN: undefined } }));
       }
+    }));
+    for (const { c, flag } of cases) {
+      const r = results.get(`${c} ${flag}`)!;
+      expect(r.code, `${c} ${flag}: ${r.stderr}`).toBe(0);
+      expect(r.stdout, `${c} ${flag}`).toMatch(/usage/);
+      if (EVERY_COMMAND.includes(c)) expect(r.stdout, `${c} ${flag}`).toMatch(/--json\b/);
     }
     // The agent's help names the command a user types, not a file in the repository.
     const agent = await cli(['agent', '--help']);
     expect(agent.code).toBe(0);
     expect(agent.stdout).toContain('usage: gatehouse agent --url URL');
     expect(agent.stdout).not.toContain('executor/main.ts');
-  });
+  }, 180_000);
 
   it('exits 2 on an unknown command or flag, listing what is allowed', async () => {
     const c = await cli(['frobnicate']);
