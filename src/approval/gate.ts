@@ -16,7 +16,7 @@
 import { CLIENT_CAPABILITIES_META_KEY, inputRequired, inputResponse, type InputRequiredResult } from '@modelcontextprotocol/server';
 import type { ApprovalInfo } from '../contracts/approvals.ts';
 import type { PolicyDocument } from '../contracts/policy.ts';
-import type { PolicyDecision } from '../policy/engine.ts';
+import { ruleNumber, type PolicyDecision } from '../policy/engine.ts';
 import { writeAudit } from '../store/audit.ts';
 import type { ToolContext, ToolExtra } from '../mcp/context.ts';
 import { mintPromptState, stateSecret, type VerifiedPromptState } from './prompt-state.ts';
@@ -71,7 +71,7 @@ export async function approvalGate(ctx: ToolContext, extra: ToolExtra, g: GateIn
       kind: 'refused',
       refusal: {
         code: 'approval_required',
-        message: `Approval required by rule ${g.decision.ask.rule}: ${askReason}. A script's subprocess cannot wait for a person's approval; run this command with execute or runtime_execute to ask for it`,
+        message: `Approval required by rule ${ruleNumber(g.decision.ask.rule)}: ${askReason}. A script's subprocess cannot wait for a person's approval; run this command with execute or runtime_execute to ask for it`,
       },
     };
   }
@@ -110,7 +110,7 @@ export async function approvalGate(ctx: ToolContext, extra: ToolExtra, g: GateIn
       approvalId: row.id,
       approval: { id: row.id, status: 'pending', expires_at: iso(row.expires_at), reason: askReason, approve_with: approveWith },
       message:
-        `Approval required by rule ${g.decision.ask.rule}: ${askReason}. Pending approval ${row.id} (expires ${iso(row.expires_at)}). ` +
+        `Approval required by rule ${ruleNumber(g.decision.ask.rule)}: ${askReason}. Pending approval ${row.id} (expires ${iso(row.expires_at)}). ` +
         `A team admin approves it with \`${approveWith}\` (or POST /admin/v1/approvals/${row.id}/approve, or the dashboard's Approvals list); ` +
         `then retry this exact call with "${idField}": "${row.id}". The approval runs this request once, for this caller only.`,
     },

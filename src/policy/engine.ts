@@ -22,6 +22,9 @@ import { matchRule, ruleArgv } from './rules.ts';
 import { splitSimpleCommand } from './simple-command.ts';
 import type { DecideOptions, PolicyDecision, PolicyRequest, PolicyStage, StageResult } from './types.ts';
 
+/** A rule as people count it (the first rule is rule 1); `rules[i]` paths stay 0-based. */
+export const ruleNumber = (index: number) => index + 1;
+
 export type { DecideOptions, EffectiveJob, OpaVerdict, PolicyDecision, PolicyRequest, PolicyStage } from './types.ts';
 export { parsePolicy } from './parse.ts';
 
@@ -123,7 +126,7 @@ async function decideStages(
 
   state.stage = 'rules';
   const rule = matchRule(policy, req, ruleArgv(req, exe, isShell ? script : undefined));
-  if (rule?.decision === 'deny') return denied(`Denied by rule ${rule.index}: ${rule.reason}`);
+  if (rule?.decision === 'deny') return denied(`Denied by rule ${ruleNumber(rule.index)}: ${rule.reason}`);
   if (rule?.decision === 'allow') notes.push(`allowed by rules[${rule.index}]`);
   const ask = rule?.decision === 'ask' ? { rule: rule.index, reason: rule.reason } : undefined;
 
@@ -163,7 +166,7 @@ async function decideStages(
   return {
     allowed: !ask,
     stage: ask ? 'rules' : 'allowed',
-    reason: ask ? `Approval required by rule ${ask.rule}: ${ask.reason}` : reason,
+    reason: ask ? `Approval required by rule ${ruleNumber(ask.rule)}: ${ask.reason}` : reason,
     notes,
     ...(ask ? { ask } : {}),
     ...(prepend.length ? { runAs: { command: exe!, args: [...prepend, ...(req.args ?? [])] } } : {}),

@@ -67,7 +67,7 @@ describe.skipIf(!HAVE_CHROMIUM)('approvals in the dashboard', () => {
     await page.click(aria('Check'));
     const v = await page.waitForSelector('.verdict[data-decision=ask]', { timeout: 10_000 });
     expect(await v!.evaluate((e: any) => e.textContent)).toBe('Needs approval (ask)');
-    await page.waitForFunction(() => document.getElementById('main').innerText.includes('Approval required by rule 0: shipping needs a person'), { timeout: 10_000 });
+    await page.waitForFunction(() => document.getElementById('main').innerText.includes('Approval required by rule 1: shipping needs a person'), { timeout: 10_000 });
   });
 
   it('lists pending approvals and decides them with Approve / Deny; the caller\'s retry sees the decision', async () => {

@@ -112,7 +112,7 @@ describe('policy_check reports ask', () => {
     const c = await connectMcp(gw.mcpUrl, await gw.token({ team: TEAM, scopes: ['execute'] }));
     open.push(c);
     const r = (await c.callTool({ name: 'policy_check', arguments: { command: 'echo', args: ['ship-it', 'now'] } })) as ToolResult;
-    expect(r.structuredContent).toMatchObject({ allowed: false, decision: 'ask', stage: 'rules', reason: 'Approval required by rule 0: shipping needs a person' });
+    expect(r.structuredContent).toMatchObject({ allowed: false, decision: 'ask', stage: 'rules', reason: 'Approval required by rule 1: shipping needs a person' });
     const ok = (await c.callTool({ name: 'policy_check', arguments: { command: 'echo', args: ['hello'] } })) as ToolResult;
     expect(ok.structuredContent).toMatchObject({ allowed: true, decision: 'allow' });
   });
@@ -121,7 +121,7 @@ describe('policy_check reports ask', () => {
     expect(r.json).toMatchObject({ allowed: false, decision: 'ask', stage: 'rules' });
     const c = await cli(['policy', 'check', '--', 'echo', 'ship-it']);
     expect(c.code, c.stderr).toBe(3);
-    expect(c.stdout).toContain('needs approval (rules): Approval required by rule 0: shipping needs a person');
+    expect(c.stdout).toContain('needs approval (rules): Approval required by rule 1: shipping needs a person');
     expect((await cli(['policy', 'check', '--', 'echo', 'hello'])).code).toBe(0);
   });
 });

@@ -576,8 +576,8 @@ describe('subprocesses', () => {
       await attempt('push', async () => (await new Deno.Command('git', { args: ['push', 'origin', 'main'] }).output()).code);
       return msgs;`);
     const m = out.s.result as Record<string, string>;
-    expect(m.rm).toBe("subprocess.command_output denied by policy: 'rm' is not allowed | rules: Denied by rule 1: scripts do not delete");
-    expect(m.push).toMatch(/^subprocess\.command_output denied by policy: 'git' is not allowed \| rules: Approval required by rule 0: pushes need a person\. A script's subprocess cannot wait for a person's approval/);
+    expect(m.rm).toBe("subprocess.command_output denied by policy: 'rm' is not allowed | rules: Denied by rule 2: scripts do not delete");
+    expect(m.push).toMatch(/^subprocess\.command_output denied by policy: 'git' is not allowed \| rules: Approval required by rule 1: pushes need a person\. A script's subprocess cannot wait for a person's approval/);
     expect(existsSync(join(root, 'keep-me.txt'))).toBe(true);
     // The deny rule names run_script only: the same command through execute is decided by the rest of the policy.
     const viaExecute = await client.callTool({ name: 'policy_check', arguments: { command: 'rm', args: ['keep-me.txt'] } });

@@ -19,7 +19,7 @@ describe('rules: allow / ask / deny by argv prefix', () => {
   it('asks: not allowed until approved, with the rule, its reason, and what would run', async () => {
     const d = await run(p, 'git', 'push', 'origin', 'main');
     expect(d).toMatchObject({ allowed: false, stage: 'rules', ask: { rule: 1, reason: 'pushes leave the workspace' } });
-    expect(d.reason).toBe('Approval required by rule 1: pushes leave the workspace');
+    expect(d.reason).toBe('Approval required by rule 2: pushes leave the workspace');
     expect(d.effective?.timeoutMs).toBeGreaterThan(0);
     expect(verdictOf(d)).toBe('ask');
   });
@@ -32,7 +32,7 @@ describe('rules: allow / ask / deny by argv prefix', () => {
   it('alternatives and /regex/ elements (anchored) match', async () => {
     expect((await run(p, 'git', 'reset', '--hard')).ask?.rule).toBe(1);
     const d = await run(p, 'rm', '-rf', 'build');
-    expect(d).toMatchObject({ allowed: false, stage: 'rules', reason: 'Denied by rule 2: no recursive deletes' });
+    expect(d).toMatchObject({ allowed: false, stage: 'rules', reason: 'Denied by rule 3: no recursive deletes' });
     expect(verdictOf(d)).toBe('deny');
     // Anchored: "-f" alone does not contain an r, "x-r" is not an option.
     expect((await run(p, 'rm', '-f', 'x')).allowed).toBe(true);
