@@ -35,8 +35,16 @@ export async function probeRuntimes(names: readonly RuntimeName[] = RUNTIME_NAME
 async function versionOf(path: string, args: string[]): Promise<string> {
   // The same clean env a job gets: the version must not depend on the agent's own variables.
   const r = await runQuiet(path, args, { env: { PATH: SANDBOX_PATH, HOME: '/tmp', TMPDIR: '/tmp' }, timeoutMs: 10_000 });
-  const first = (r.stdout.trim() || r.stderr.trim()).split('\n')[0]?.trim() ?? '';
-  return first.slice(0, 200) || 'unknown';
+  return versionLine(r.stdout.trim() || r.stderr.trim());
+}
+
+/** JVM start-up notices some toolchains print before their version (kotlinc: "OpenJDK 64-Bit Server VM warning: …"). */
+const NOTICE = /^(OpenJDK .*VM warning:|Java HotSpot.*warning:|Picked up (_JAVA_OPTIONS|JAVA_TOOL_OPTIONS)|WARNING: )/;
+
+/** The version a toolchain printed: its first line that is not a start-up notice, without an "info:" prefix. */
+export function versionLine(output: string): string {
+  const line = output.split('\n').map((l) => l.trim()).find((l) => l && !NOTICE.test(l)) ?? '';
+  return line.replace(/^info:\s*/, '').slice(0, 200) || 'unknown';
 }
 
 /** The runtime's executable: the one named (when compatible and present) or the preferred one. */

@@ -100,7 +100,7 @@ export class GvisorDriver implements SandboxDriver {
   }
 
   limitMechanisms(): string {
-    return 'memory: the sandbox\'s memory limit (OCI linux.resources, applied by runsc); /tmp: tmpfs size=; processes, open files, file size, CPU time: rlimits inside the sandbox (the launcher\'s ulimit, or the reuse init); disk writes: write_bytes of the sandbox\'s host processes';
+    return 'memory: the sandbox\'s memory limit (OCI linux.resources, applied by runsc); /tmp: a tmpfs with size= set to the job\'s tmpBytes; processes, open files, file size, CPU time: rlimits inside the sandbox (the launcher\'s ulimit, or the reuse init); disk writes: write_bytes of the sandbox\'s host processes';
   }
 
   /** Refuses runsc builds known to break basic commands, with the reason. */
