@@ -62,8 +62,8 @@ updated=0
 apt_update() { [ $updated = 1 ] || { echo "install-system-deps: apt-get update"; apt-get update -qq; updated=1; }; }
 
 if [ ${#need[@]} -gt 0 ]; then
-  echo "install-system-deps: installing ${need[*]}"
   apt_update
+  echo "install-system-deps: installing ${need[*]}"
   apt-get install -y -qq --no-install-recommends "${need[@]}"
 fi
 
@@ -145,17 +145,18 @@ write_if_changed() {
 runsc_date() { runsc --version 2>/dev/null | sed -n 's/^runsc version release-\([0-9]\{8\}\).*/\1/p; s/^runsc version 0\.0~\([0-9]\{8\}\).*/\1/p'; }
 have=$(command -v runsc >/dev/null && runsc_date || echo 0)
 if [ "${have:-0}" -lt 20240729 ]; then
+  if [ "${have:-0}" = 0 ]; then runsc_is='runsc is not installed'; else runsc_is="runsc $have is too old"; fi
   os_id=$( (. "$os_release" 2>/dev/null && echo "${ID:-}") || true)
   codename=$( (. "$os_release" 2>/dev/null && echo "${VERSION_CODENAME:-}") || true)
   if [ "$os_id" != debian ]; then
-    echo "install-system-deps: runsc ${have/#0/none} is missing or too old, and this is not Debian (ID=${os_id:-unknown}): install gVisor as https://gvisor.dev/docs/user_guide/install/ says" >&2
+    echo "install-system-deps: $runsc_is, and this is not Debian (ID=${os_id:-unknown}): install gVisor as https://gvisor.dev/docs/user_guide/install/ says" >&2
     # bubblewrap is a sandbox too; the full run needs gVisor.
     [ $sandbox_only = 1 ] && exit 0
     exit 1
   fi
   case "$codename" in
     buster|bullseye|bookworm)
-      echo "install-system-deps: runsc ${have/#0/none} is too old; installing trixie's runsc"
+      echo "install-system-deps: $runsc_is; installing trixie's runsc"
       if uri=$(debian_archive_uri); then
         echo "install-system-deps: taking trixie from $uri (the Debian archive in this machine's apt sources)"
       else
@@ -179,7 +180,7 @@ Pin-Priority: 990
       if write_if_changed "$apt_dir/sources.list.d/gatehouse-trixie.sources" "$trixie_source"; then updated=0; fi
       if write_if_changed "$apt_dir/preferences.d/gatehouse-trixie" "$trixie_pins"; then updated=0; fi
       ;;
-    *) echo "install-system-deps: runsc ${have/#0/none} is missing or too old; installing runsc" ;;
+    *) echo "install-system-deps: $runsc_is; installing runsc" ;;
   esac
   apt_update
   apt-get install -y -qq --no-install-recommends runsc

@@ -3,13 +3,19 @@
  * plus one executor agent with the strongest sandbox this machine has. Prints the MCP URL, a
  * dev client token and a ready-to-paste `claude mcp add` line.
  *
+ * On a machine with no sandbox (no current runsc, no bwrap) it installs one first when it runs as
+ * root with apt-get (scripts/install-system-deps.sh --sandbox-only); otherwise it prints the command
+ * to run and exits 1. `npm start -- --sandbox none` starts without isolation (development only).
+ *
  * State that persists between runs: .gatehouse/state (D1 sqlite, R2 files, DO storage),
  * .gatehouse/signing-key.json (generated on first start, never committed), .gatehouse/workspace.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { accessSync, chmodSync, closeSync, constants, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { userInfo } from 'node:os';
+import { delimiter, dirname, join, resolve } from 'node:path';
 import { generateSigningKey, mintToken } from '../src/auth/mint.ts';
+import { MIN_RUNSC_DATE, runscBuildDate } from '../executor/sandbox/gvisor.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 // GATEHOUSE_STATE_DIR lets tests (and a second local instance) keep their own state.
@@ -90,6 +96,76 @@ async function agentConnected(ag: ChildProcess, deadlineMs: number): Promise<str
   }
 }
 
+const SANDBOXES = ['gvisor', 'bwrap', 'none'];
+/** The sandbox asked for: `npm start -- --sandbox <kind>` or GATEHOUSE_SANDBOX; undefined: the strongest there is. */
+function sandboxAsked(argv: string[]): string | undefined {
+  let asked = process.env.GATEHOUSE_SANDBOX || undefined;
+  for (let i = 0; i < argv.length; i++) {
+    const [flag, inline] = argv[i].split(/=(.*)/s);
+    if (flag !== '--sandbox') throw new Error(`unknown argument "${argv[i]}"; npm start takes only --sandbox ${SANDBOXES.join('|')} (after --: npm start -- --sandbox none)`);
+    asked = inline ?? argv[++i];
+  }
+  if (asked !== undefined && !SANDBOXES.includes(asked)) throw new Error(`unknown sandbox "${asked}"; allowed: ${SANDBOXES.join(', ')}`);
+  return asked;
+}
+
+// Where the agent looks: runsc on this PATH (executor/sandbox/gvisor.ts), bwrap at /usr/bin/bwrap (bwrap.ts).
+const SYSTEM_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+const BWRAP = '/usr/bin/bwrap';
+
+/** Why the agent would find no sandbox here, one reason per sandbox; empty when it would find one. */
+function sandboxMissing(): string[] {
+  const runsc = spawnSync('runsc', ['--version'], { env: { PATH: SYSTEM_PATH }, encoding: 'utf8', timeout: 10_000 });
+  const date = runsc.status === 0 ? runscBuildDate(runsc.stdout) : null;
+  if (runsc.status === 0 && (date === null || date >= MIN_RUNSC_DATE)) return [];
+  if (spawnSync(BWRAP, ['--version'], { stdio: 'ignore', timeout: 10_000 }).status === 0) return [];
+  return [
+    runsc.status === 0 ? `runsc ${date} is older than ${MIN_RUNSC_DATE} (it fails \`ls -l\` in the sandbox)` : '`runsc` (gVisor) is not installed',
+    '`bwrap` (bubblewrap) is not installed',
+  ];
+}
+
+function onPath(cmd: string): boolean {
+  return (process.env.PATH ?? '').split(delimiter).some((d) => {
+    try {
+      accessSync(join(d, cmd), constants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+}
+
+/**
+ * A sandbox for the agent: there already, or installed now (root with apt-get; the installer's own
+ * progress lines show), or an error that says the command to run.
+ */
+async function ensureSandbox(asked: string | undefined): Promise<void> {
+  if (asked === 'none') return;
+  const missing = sandboxMissing();
+  if (missing.length === 0) return;
+  const none = 'or start without isolation (development only): npm start -- --sandbox none';
+  const what = `no sandbox on this machine: ${missing.join('; ')}`;
+  if (!onPath('apt-get')) {
+    throw new Error(`${what}, and there is no apt-get to install one with.\n` +
+      `  Install bubblewrap (bwrap) or gVisor (runsc: https://gvisor.dev/docs/user_guide/install/) with this system's package manager, then run npm start again;\n  ${none}`);
+  }
+  if (process.getuid?.() !== 0) {
+    throw new Error(`${what}. npm start installs one when it runs as root; as ${userInfo().username}, run:\n` +
+      `  sudo apt-get install -y --no-install-recommends bubblewrap && npm start\n  ${none}`);
+  }
+  const installer = ['scripts/install-system-deps.sh', '--sandbox-only'];
+  log(`${what}; installing one with apt-get (bash ${installer.join(' ')}: bubblewrap and gVisor's runsc)…`);
+  const code = await new Promise<number | null>((res) => {
+    const p = spawn('bash', installer, { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
+    p.on('error', () => res(null));
+    p.on('exit', (c) => res(c));
+  });
+  const still = sandboxMissing();
+  if (still.length) throw new Error(`bash ${installer.join(' ')} exited with ${code} and left no sandbox (${still.join('; ')});\n  ${none}`);
+  if (code !== 0) log(`bash ${installer.join(' ')} exited with ${code}; starting with the sandbox it did install`);
+}
+
 function stopAll(code: number): never {
   for (const c of children) {
     try {
@@ -101,6 +177,8 @@ function stopAll(code: number): never {
 }
 
 async function main(): Promise<void> {
+  const sandbox = sandboxAsked(process.argv.slice(2));
+  await ensureSandbox(sandbox);
   mkdirSync(join(STATE, 'state'), { recursive: true });
   mkdirSync(join(STATE, 'workspace'), { recursive: true });
   const key = await signingKey();
@@ -142,19 +220,19 @@ async function main(): Promise<void> {
   writeFileSync(tokenFile, agent.token + '\n', { mode: 0o600 });
   chmodSync(tokenFile, 0o600);
   const agentArgs = [join(ROOT, 'executor/main.ts'), '--url', URL_BASE, '--token-file', tokenFile, '--root', join(STATE, 'workspace'), '--id', 'local-agent'];
-  if (process.env.GATEHOUSE_SANDBOX) agentArgs.push('--sandbox', process.env.GATEHOUSE_SANDBOX);
+  if (sandbox) agentArgs.push('--sandbox', sandbox);
   // Asking for no isolation by name is the explicit development choice the agent wants.
-  if (process.env.GATEHOUSE_SANDBOX === 'none') agentArgs.push('--allow-no-isolation');
+  if (sandbox === 'none') agentArgs.push('--allow-no-isolation');
   const agentLog = logFile('agent.log');
   const ag = spawn(NODE, agentArgs, { cwd: ROOT, detached: true, stdio: ['ignore', agentLog, agentLog] });
   children.push(ag);
   ag.on('exit', (code) => log(`the executor agent exited (${code}); the end of ${join(STATE, 'agent.log')}:\n${tail('agent.log')}\nrestart it with: node executor/main.ts ${agentArgs.slice(1).join(' ')}`));
-  const sandbox = await agentConnected(ag, 60_000);
+  const running = await agentConnected(ag, 60_000);
 
   const line = '─'.repeat(72);
   process.stdout.write(
     `\n${line}\n` +
-      `Gatehouse is running (team "${TEAM}"; agent local-agent, sandbox: ${sandbox})\n\n` +
+      `Gatehouse is running (team "${TEAM}"; agent local-agent, sandbox: ${running})\n\n` +
       `MCP URL:          ${audience}\n` +
       `dev client token: ${client.token}\n\n` +
       `Claude Code:\n  claude mcp add --transport http gatehouse ${audience} --header "Authorization: Bearer ${client.token}"\n\n` +

@@ -3,14 +3,21 @@
  * one agent, prints the MCP URL, a dev token and a `claude mcp add` line — quietly, banner last —
  * and the official SDK client can list tools and run a job with that token. State (signing key,
  * D1) survives a restart. First contact: `/` explains itself, a near-miss MCP path gets a hint.
+ *
+ * A fresh machine — no runsc, no bwrap (a private mount namespace hides them, test/support/bare-machine.ts):
+ * as root with apt-get, npm start installs the sandbox packages (only those; apt-get is a stand-in that
+ * records its calls and puts the machine's own bwrap and runsc back) and reaches a job run by the SDK
+ * client; not root, or without apt-get, it prints the exact command to run and exits 1, and the
+ * `--sandbox none` it offers starts as written.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connectMcp, freePort, ROOT, stopGroup } from './harness.ts';
 import { readmeBlock } from '../cli/readme.ts';
+import { BARE_MACHINE_SUPPORTED, bareMachineDir, removeBareMachineDir, spawnOnBareMachine, type BareMachine } from '../support/bare-machine.ts';
 
 const state = mkdtempSync(join(tmpdir(), 'gatehouse-start-'));
 let proc: ChildProcess | null = null;
@@ -40,6 +47,17 @@ afterAll(async () => {
   if (proc) await stopGroup(proc, 8000);
   rmSync(state, { recursive: true, force: true });
 });
+
+/** Waits for npm start's banner (it comes only once the agent has connected); throws with the output if it exits first. */
+async function banner(p: ChildProcess, out: () => string): Promise<{ token: string }> {
+  const until = Date.now() + 180_000;
+  while (!/dev client token: (\S+)[\s\S]*Ctrl-C stops everything\.\n─+\n/.test(out())) {
+    if (p.exitCode !== null) throw new Error(`npm start exited (${p.exitCode}):\n${out()}`);
+    if (Date.now() > until) throw new Error(`npm start did not come up:\n${out()}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return { token: /dev client token: (\S+)/.exec(out())![1] };
+}
 
 describe('npm start', () => {
   it('starts gateway + agent, prints a working MCP URL, token and claude line; state survives a restart', async () => {
@@ -105,5 +123,99 @@ describe('npm start', () => {
     expect((await again.listTools()).tools.map((t) => t.name)).toEqual(toolNames);
     await again.close();
     expect(second.out()).not.toContain('generated a dev signing key');
+  }, 300_000);
+});
+
+if (!BARE_MACHINE_SUPPORTED && process.env.CI === 'true') throw new Error('the fresh-machine tests need root, unshare and overlayfs under CI=true');
+const HAVE_SANDBOX_TO_RESTORE = existsSync('/usr/bin/bwrap') && existsSync('/usr/bin/runsc');
+if (!HAVE_SANDBOX_TO_RESTORE && process.env.CI === 'true') throw new Error('the fresh-machine test restores this machine\'s /usr/bin/bwrap and /usr/bin/runsc; .ci/run installs them');
+
+describe('npm start on a fresh machine (no runsc, no bwrap)', () => {
+  const machines: string[] = [];
+  const running: ChildProcess[] = [];
+  afterAll(async () => {
+    for (const p of running) await stopGroup(p, 8000);
+    for (const d of machines) removeBareMachineDir(d);
+  });
+
+  /** `npm start <args>` in the repository on a bare machine; `user` runs it as that uid (setpriv). */
+  async function startBare(m: Omit<BareMachine, 'aptLog'> & { aptGet: boolean }, args: string[] = [], user?: number) {
+    const dir = bareMachineDir();
+    machines.push(dir);
+    const aptDir = join(dir, 'apt');
+    mkdirSync(join(aptDir, 'sources.list.d'), { recursive: true });
+    mkdirSync(join(aptDir, 'preferences.d'), { recursive: true });
+    const home = join(dir, 'home');
+    mkdirSync(home);
+    const cmd = ['npm', 'start', ...(args.length ? ['--', ...args] : [])];
+    if (user !== undefined) {
+      chmodSync(dir, 0o755);
+      chownSync(home, user, user);
+      cmd.unshift('setpriv', `--reuid=${user}`, `--regid=${user}`, '--clear-groups');
+    }
+    const aptLog = join(dir, 'apt-get.log');
+    const port = await freePort();
+    const p = spawnOnBareMachine(dir, { hide: m.hide, aptLog: m.aptGet ? aptLog : undefined }, cmd, {
+      cwd: ROOT, detached: true, stdio: ['ignore', 'pipe', 'pipe'],
+      env: {
+        ...process.env, HOME: home, npm_config_cache: join(home, '.npm'), PORT: String(port),
+        GATEHOUSE_STATE_DIR: join(dir, 'state'), GATEHOUSE_INSPECTOR_PORT: String(await freePort()), GATEHOUSE_APT_DIR: aptDir,
+      },
+    });
+    running.push(p);
+    let out = '';
+    p.stdout!.on('data', (d) => (out += d));
+    p.stderr!.on('data', (d) => (out += d));
+    const exited = new Promise<number | null>((r) => p.once('exit', (c) => r(c)));
+    const aptCalls = () => (existsSync(aptLog) ? readFileSync(aptLog, 'utf8').trim().split('\n') : []);
+    return { p, out: () => out, exited, aptCalls, url: `http://127.0.0.1:${port}/mcp`, state: join(dir, 'state') };
+  }
+
+  async function runsAJob(url: string, token: string): Promise<{ sandbox: string }> {
+    const c = await connectMcp(url, token);
+    const r = await c.callTool({ name: 'execute', arguments: { command: 'echo', args: ['fresh machine'] } });
+    await c.close();
+    expect(r.structuredContent).toMatchObject({ stdout: 'fresh machine\n', exit_code: 0 });
+    return r.structuredContent as { sandbox: string };
+  }
+
+  it.skipIf(!BARE_MACHINE_SUPPORTED || !HAVE_SANDBOX_TO_RESTORE)('as root with apt-get: installs bubblewrap and runsc (nothing else), with its progress shown, then a job runs in a real sandbox', async () => {
+    // ruby stands for the toolchains the full install-system-deps.sh would add: it must not be asked for.
+    const s = await startBare({ hide: ['runsc', 'bwrap', 'ruby'], aptGet: true });
+    const { token } = await banner(s.p, s.out);
+    const text = s.out();
+    expect(text).toContain('[gatehouse] no sandbox on this machine: `runsc` (gVisor) is not installed; `bwrap` (bubblewrap) is not installed; installing one with apt-get (bash scripts/install-system-deps.sh --sandbox-only');
+    // The installer's own progress lines, before the gateway starts.
+    expect(text).toContain('install-system-deps: installing bubblewrap');
+    expect(text.indexOf('install-system-deps: installing bubblewrap')).toBeLessThan(text.indexOf('[gatehouse] starting the gateway'));
+    const installs = s.aptCalls().filter((c) => c.startsWith('install '));
+    expect(installs[0], s.aptCalls().join('\n')).toBe('install -y -qq --no-install-recommends bubblewrap');
+    expect(installs.flatMap((c) => c.split(' ').filter((w) => !w.startsWith('-')).slice(1))).toEqual(['bubblewrap', 'runsc']);
+    expect(text).toMatch(/agent local-agent, sandbox: (gvisor|bwrap)\)/);
+    const job = await runsAJob(s.url, token);
+    expect(job.sandbox).toMatch(/^(gvisor|bwrap)$/);
+    await stopGroup(s.p, 8000);
+  }, 300_000);
+
+  it.skipIf(!BARE_MACHINE_SUPPORTED)('not root: says the exact command (sudo apt-get …) and exits 1 without touching apt', async () => {
+    const s = await startBare({ hide: ['runsc', 'bwrap'], aptGet: true }, [], 65534);
+    const code = await s.exited;
+    expect(code, s.out()).not.toBe(0);
+    expect(s.out()).toContain('[gatehouse] start failed: no sandbox on this machine: `runsc` (gVisor) is not installed; `bwrap` (bubblewrap) is not installed. npm start installs one when it runs as root; as nobody, run:\n  sudo apt-get install -y --no-install-recommends bubblewrap && npm start\n  or start without isolation (development only): npm start -- --sandbox none\n');
+    expect(s.aptCalls()).toEqual([]);
+    expect(existsSync(s.state)).toBe(false);
+  }, 120_000);
+
+  it.skipIf(!BARE_MACHINE_SUPPORTED)('no apt-get: says what to install and offers --sandbox none, which starts as written', async () => {
+    const s = await startBare({ hide: ['runsc', 'bwrap', 'apt-get'], aptGet: false });
+    const code = await s.exited;
+    expect(code, s.out()).not.toBe(0);
+    expect(s.out()).toContain('there is no apt-get to install one with.\n  Install bubblewrap (bwrap) or gVisor (runsc: https://gvisor.dev/docs/user_guide/install/) with this system\'s package manager, then run npm start again;\n  or start without isolation (development only): npm start -- --sandbox none\n');
+
+    const none = await startBare({ hide: ['runsc', 'bwrap', 'apt-get'], aptGet: false }, ['--sandbox', 'none']);
+    const { token } = await banner(none.p, none.out);
+    expect(none.out()).toContain('agent local-agent, sandbox: none)');
+    expect((await runsAJob(none.url, token)).sandbox).toBe('none');
+    await stopGroup(none.p, 8000);
   }, 300_000);
 });
