@@ -5,6 +5,7 @@ import { Hono } from 'hono';
 import type { AppEnv, Env } from './env.ts';
 import { configGuard, hostCheck, requireAuth, wellKnownRoutes } from './auth/index.ts';
 import { rateLimit } from './edge/rate-limit.ts';
+import { publicCors } from './edge/cors.ts';
 import { adminRoutes } from './admin/index.ts';
 import { mcpRoutes } from './mcp/index.ts';
 import { agentRoutes } from './dispatch/routes.ts';
@@ -22,6 +23,9 @@ app.get('/healthz', (c) => c.json({ ok: true, time: Date.now() }));
 // HS secret, bad signing key, no issuer/audience on a public host) refuses every request but /healthz.
 app.use('*', hostCheck());
 app.use('*', configGuard());
+app.use('/.well-known/oauth-protected-resource', publicCors());
+app.use('/.well-known/oauth-protected-resource/*', publicCors());
+app.use('/.well-known/jwks.json', publicCors());
 app.route('/', wellKnownRoutes);
 app.route('/', siteRoutes);
 app.route('/', oauthRoutes);

@@ -144,6 +144,34 @@ export function isLoopbackHost(hostname: string): boolean {
 }
 
 /**
+ * A development gateway: no audience configured (then hostCheck serves loopback names only), or a
+ * configured audience on a loopback host (`npm start`). Either way only this machine reaches it, so
+ * every loopback host and origin is its own.
+ */
+export function isDevelopmentGateway(env: Env): boolean {
+  if (blank(env.GATEHOUSE_AUDIENCE)) return true;
+  try {
+    return isLoopbackHost(new URL(env.GATEHOUSE_AUDIENCE).hostname);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * `iss` when it is a loopback origin a development gateway without a configured issuer may have minted
+ * under (the request's origin at the time), else null.
+ */
+export function developmentOrigin(iss: string, req: Request, env: Env): string | null {
+  if (!blank(env.GATEHOUSE_ISSUER) || !blank(env.GATEHOUSE_AUDIENCE) || !isLoopbackHost(new URL(req.url).hostname)) return null;
+  try {
+    const u = new URL(iss);
+    return (u.protocol === 'http:' || u.protocol === 'https:') && isLoopbackHost(u.hostname) && u.origin === iss ? iss : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
  * In production (any non-loopback host) the issuer and audience must be configured: deriving
  * them from the request would let whoever picks the Host header pick what tokens must say.
  */

@@ -11,7 +11,7 @@
  */
 import type { MiddlewareHandler } from 'hono';
 import type { AppEnv, Env } from '../env.ts';
-import { isLoopbackHost } from './config.ts';
+import { isDevelopmentGateway, isLoopbackHost } from './config.ts';
 
 const blank = (s: string | undefined): s is undefined => s === undefined || s.trim() === '';
 
@@ -41,8 +41,8 @@ export function hostProblem(req: Request, env: Env): string | null {
   const host = url.host.toLowerCase();
   const configured = configuredHosts(env);
   if (configured.includes(host)) return null;
-  // Development (no issuer/audience configured): loopback names, any port.
-  if (blank(env.GATEHOUSE_AUDIENCE) && isLoopbackHost(url.hostname)) return null;
+  // Development (no audience, or a loopback one): loopback names, any port.
+  if (isDevelopmentGateway(env) && isLoopbackHost(url.hostname)) return null;
   if (!configured.length) {
     return `Host "${host.slice(0, 100)}" is not served by this gateway: without GATEHOUSE_ISSUER and GATEHOUSE_AUDIENCE it is a development gateway and answers on localhost, 127.0.0.1 and [::1] only; to serve this host, set both (and ALLOWED_HOSTS for any other name)`;
   }

@@ -5,7 +5,7 @@
  */
 import { decodeJwt, decodeProtectedHeader, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import type { Env, Principal, Scope } from '../env.ts';
-import { EXTERNAL_ALGS, canonicalMcpUrl, gatehouseIssuer, normaliseTyp, trustConfig, type IssuerTrust, type TrustConfig } from './config.ts';
+import { EXTERNAL_ALGS, canonicalMcpUrl, developmentOrigin, gatehouseIssuer, normaliseTyp, trustConfig, type IssuerTrust, type TrustConfig } from './config.ts';
 import { AGENT_GRANT_CLAIM, AgentGrant } from '../contracts/agent-grant.ts';
 import { describeIssues } from '../contracts/errors.ts';
 import { admissionOf } from '../store/admission.ts';
@@ -178,8 +178,12 @@ export async function verifyToken(token: string, req: Request, env: Env, cfg: Tr
   }
   if (!alg || alg.toLowerCase() === 'none') return invalid('unsigned tokens (alg "none") are never accepted');
 
-  const issuer = gatehouseIssuer(req, env);
-  const audience = canonicalMcpUrl(req, env);
+  // A development gateway's issuer and audience follow the request's origin, which is any loopback
+  // address: a token it minted for itself at one loopback origin stays good through another (a dev
+  // server's proxy on another port). Its signature still has to be this gateway's own.
+  const local = typeof iss === 'string' ? developmentOrigin(iss, req, env) : null;
+  const issuer = local ?? gatehouseIssuer(req, env);
+  const audience = local ? `${local}/mcp` : canonicalMcpUrl(req, env);
   let v: Verifier;
   if (cfg.external && iss === cfg.external.issuer) {
     v = {

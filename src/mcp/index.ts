@@ -4,12 +4,13 @@
  * one endpoint: 2025-era clients (initialize handshake, stateless) and 2026-07-28 clients
  * (`server/discover`, per-request `_meta`), each request with a fresh server for its team.
  */
-import { Hono, type MiddlewareHandler } from 'hono';
+import { Hono } from 'hono';
 import { createMcpHandler, type AuthInfo, type McpServerFactory } from '@modelcontextprotocol/server';
 import type { AppEnv, Env, Principal } from '../env.ts';
 import { requestLedger, workersPlan } from '../script/request-budget.ts';
 import { teamPolicyOf } from '../policy/cache.ts';
-import { publicOrigin, requireAuth } from '../auth/index.ts';
+import { requireAuth } from '../auth/index.ts';
+import { mcpCors } from '../edge/cors.ts';
 import { rateLimit } from '../edge/rate-limit.ts';
 import { batchProblem, batchSubrequestProblem, batchSubrequests } from './bounds.ts';
 import { buildServer } from './server.ts';
@@ -25,22 +26,12 @@ function jsonRpcError(status: number, code: number, message: string): Response {
   return Response.json({ jsonrpc: '2.0', error: { code, message }, id: null }, { status });
 }
 
-/** Browsers send Origin; a page from an origin not on the list must not drive the endpoint (DNS rebinding, CSRF). */
-export function originCheck(): MiddlewareHandler<AppEnv> {
-  return async (c, next) => {
-    const origin = c.req.header('Origin');
-    if (origin === undefined) return next();
-    const allowed = (c.env.ALLOWED_ORIGINS ?? '').split(',').map((s) => s.trim()).filter(Boolean);
-    // The gateway's own origin comes from configuration (or, in development, a Host hostCheck accepted).
-    const self = publicOrigin(c.req.raw, c.env);
-    if (origin === self || allowed.includes(origin)) return next();
-    return jsonRpcError(403, -32000, `Forbidden: Origin "${origin}" is not allowed (allowed: ${[self, ...allowed].join(', ')})`);
-  };
-}
 
 // The trace steps (bench only; see trace.ts) mark where auth and the rate limits end.
 mcpRoutes.use('*', async (c, next) => { stamp(c.env, 'edge.request'); await next(); });
-mcpRoutes.use('*', originCheck());
+// Browsers send Origin: a page from an origin not allowed must not drive the endpoint (DNS rebinding, CSRF);
+// an allowed one gets its CORS grant, and its preflight is answered here, before auth.
+mcpRoutes.use('*', mcpCors());
 mcpRoutes.use('*', requireAuth({ anyScope: ['execute', 'artifacts:read', 'admin'] }));
 mcpRoutes.use('*', async (c, next) => { stamp(c.env, 'edge.authenticated'); await next(); });
 mcpRoutes.use('*', rateLimit('mcp'));

@@ -18,15 +18,19 @@ interface Check { id: string; status: string; errorMessage?: string }
 
 let gw: Gateway;
 let proxy: AuthProxy;
+let plain: AuthProxy;
 let out: string;
 
 beforeAll(async () => {
   gw = await startGateway();
   proxy = await startAuthProxy(gw.url, await gw.token({ team: 'rebinding', scopes: ['execute'] }));
+  // The gateway sees the proxy's own port in Host and Origin: still loopback, so a development gateway serves it.
+  plain = await startAuthProxy(gw.url, await gw.token({ team: 'rebinding', scopes: ['execute'] }), { rewrite: false });
   out = mkdtempSync(join(tmpdir(), 'gatehouse-rebinding-'));
 });
 afterAll(async () => {
   await proxy?.close();
+  await plain?.close();
   await gw?.stop();
   if (out) rmSync(out, { recursive: true, force: true });
 });
@@ -42,11 +46,12 @@ function checksIn(dir: string): Check[] {
 }
 
 describe('conformance: dns-rebinding-protection', () => {
-  for (const version of ['2025-11-25', '2026-07-28']) {
-    it(`passes at ${version}`, async () => {
-      const dir = join(out, version);
+  for (const [version, via] of [['2025-11-25', 'direct'], ['2026-07-28', 'direct'], ['2025-11-25', 'another port'], ['2026-07-28', 'another port']] as const) {
+    it(`passes at ${version} (${via === 'direct' ? "the gateway's own address" : 'through a loopback proxy on another port'})`, async () => {
+      const dir = join(out, version, via.replace(' ', '-'));
+      const target = via === 'direct' ? proxy : plain;
       const r = await new Promise<{ code: number; log: string }>((resolve) => {
-        const p = spawn(process.execPath, [CLI, 'server', '--url', `${proxy.url}/mcp`, '--scenario', 'dns-rebinding-protection', '--spec-version', version, '-o', dir], {
+        const p = spawn(process.execPath, [CLI, 'server', '--url', `${target.url}/mcp`, '--scenario', 'dns-rebinding-protection', '--spec-version', version, '-o', dir], {
           cwd: ROOT, env: { ...process.env, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'],
         });
         let log = '';
@@ -55,7 +60,7 @@ describe('conformance: dns-rebinding-protection', () => {
         p.on('close', (code) => resolve({ code: code ?? -1, log }));
       });
       const checks = checksIn(dir);
-      expect(checks.map((c) => `${c.id}: ${c.status}`).sort(), r.log).toEqual([
+      expect(checks.map((c) => `${c.id}: ${c.status}`).sort(), `${r.log}\n${JSON.stringify(checks)}`).toEqual([
         'localhost-host-rebinding-rejected: SUCCESS',
         'localhost-host-valid-accepted: SUCCESS',
       ]);

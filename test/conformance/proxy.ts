@@ -12,13 +12,14 @@ export interface AuthProxy {
   close(): Promise<void>;
 }
 
-export async function startAuthProxy(target: string, token: string): Promise<AuthProxy> {
+/** `rewrite: false`: Host and Origin pass as sent, as through a dev server's proxy on another loopback port. */
+export async function startAuthProxy(target: string, token: string, o: { rewrite?: boolean } = {}): Promise<AuthProxy> {
   const upstream = new URL(target);
   let self = '';
   const server: Server = createServer((req, res) => {
     const headers = { ...req.headers, authorization: `Bearer ${token}` };
-    if (headers.host === self) headers.host = upstream.host;
-    if (headers.origin === `http://${self}`) headers.origin = upstream.origin;
+    if (o.rewrite !== false && headers.host === self) headers.host = upstream.host;
+    if (o.rewrite !== false && headers.origin === `http://${self}`) headers.origin = upstream.origin;
     const out = request(
       { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers },
       (up) => {
