@@ -186,16 +186,14 @@ maybe('both protocol eras on /mcp with real clients', () => {
   }
 
   describe('MCP Inspector CLI', () => {
-    const CLI = join(ROOT, 'node_modules/@modelcontextprotocol/inspector-cli/build/index.js');
+    // The Inspector as the README runs it: `npx @modelcontextprotocol/inspector --cli <url> …`, from the project
+    // (npx finds the pinned devDependency).
     const inspect = (...args: string[]) =>
       new Promise<Record<string, unknown>>((resolve, reject) => {
-        execFile(process.execPath, [CLI, gw.mcpUrl, '--transport', 'http', '--header', `Authorization: Bearer ${token}`, ...args], {
-          timeout: 60_000,
-          // inspector-cli 1.0.3 checks for its own package.json relative to the working directory but imports it
-          // relative to its module: run it from its build folder so both agree.
-          cwd: dirname(CLI),
+        execFile('npx', ['--no-install', '@modelcontextprotocol/inspector', '--cli', gw.mcpUrl, '--transport', 'http', '--header', `Authorization: Bearer ${token}`, ...args], {
+          timeout: 60_000, cwd: ROOT,
         }, (e, stdout, stderr) => {
-          if (e) return reject(new Error(`inspector-cli ${args.join(' ')} failed: ${e.message}\n${stdout}\n${stderr}`));
+          if (e) return reject(new Error(`inspector ${args.join(' ')} failed: ${e.message}\n${stdout}\n${stderr}`));
           resolve(JSON.parse(stdout) as Record<string, unknown>);
         });
       });
