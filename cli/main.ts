@@ -27,6 +27,7 @@ usage:
   gatehouse oauth grants [--all] | revoke <grant-id>  MCP clients an admin connected (OAuth grants)
   gatehouse oauth revoke-client <client-id> | unblock-client <client-id>
   gatehouse policy get | set <file.json|-> | check [--runtime r] [--cwd d] -- <command> [args...]
+  gatehouse policy presets | preset <name>            the presets and what each allows; switch to one
   gatehouse audit tail [--limit N] [--follow] [--decision denied]
   gatehouse agents                                    the team's executor agents
   gatehouse jobs list [--state s] | show <id> | kill <id>

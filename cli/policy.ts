@@ -1,4 +1,4 @@
-/** `gatehouse policy get|set|check`. */
+/** `gatehouse policy get|set|check|presets|preset`. */
 import { readFileSync } from 'node:fs';
 import { parseArgs, UsageError, formatFlags, type FlagSpecs } from './args.ts';
 import { api, connection, formatError } from './client.ts';
@@ -10,6 +10,8 @@ export const POLICY_HELP = `gatehouse policy — the team policy
 usage:
   gatehouse policy get                      print the policy document (JSON) to stdout; version on stderr
   gatehouse policy set <file.json|->        replace the policy (validated by the gateway; - reads stdin)
+  gatehouse policy presets                  the presets (strict, standard, open) and what each really allows
+  gatehouse policy preset <name>            replace the policy with a preset (a new version, like set)
   gatehouse policy check [--runtime r] [--cwd d] [--env K=V] [--timeout ms] -- <command> [args...]
   gatehouse policy check --shell "<shell string>"
                                             dry run: would the policy allow it, which stage decides, why
@@ -29,11 +31,13 @@ export async function policyCommand(argv: string[]): Promise<number> {
     case 'get': return get(rest);
     case 'set': return set(rest);
     case 'check': return check(rest);
+    case 'presets': return presets(rest);
+    case 'preset': return preset(rest);
     case undefined: case '--help': case '-h': case 'help':
       out(POLICY_HELP);
       return sub === undefined ? 2 : 0;
     default:
-      throw new UsageError(`unknown policy command "${sub}"; allowed: get, set, check`);
+      throw new UsageError(`unknown policy command "${sub}"; allowed: get, set, check, presets, preset`);
   }
 }
 
@@ -81,6 +85,28 @@ async function set(argv: string[]): Promise<number> {
   if (!r.ok) return info(formatError(r.error)), 1;
   if (a.flags.json) return printJson(r.value), 0;
   out(`stored: ${describe(r.value)}`);
+  return 0;
+}
+
+async function presets(argv: string[]): Promise<number> {
+  const a = parseArgs(argv, {}, 'policy presets');
+  if (a.flags.help) return out(`usage: gatehouse policy presets\n\nflags:\n${formatFlags({})}`), 0;
+  if (a.positionals.length) throw new UsageError('policy presets takes no arguments');
+  const r = await api<{ presets: { name: string; summary: string }[] }>(connection(a.flags), 'GET', '/policy/presets');
+  if (!r.ok) return info(formatError(r.error)), 1;
+  if (a.flags.json) return printJson(r.value), 0;
+  out(r.value.presets.map((p) => `${p.name}\n  ${p.summary}`).join('\n\n'));
+  return 0;
+}
+
+async function preset(argv: string[]): Promise<number> {
+  const a = parseArgs(argv, {}, 'policy preset');
+  if (a.flags.help) return out(`usage: gatehouse policy preset <name>   (see gatehouse policy presets)\n\nflags:\n${formatFlags({})}`), 0;
+  if (a.positionals.length !== 1) throw new UsageError('usage: gatehouse policy preset <name> (one of the names gatehouse policy presets lists)');
+  const r = await api<PolicyAnswer & { preset: string }>(connection(a.flags), 'PUT', `/policy/presets/${encodeURIComponent(a.positionals[0])}`);
+  if (!r.ok) return info(formatError(r.error)), 1;
+  if (a.flags.json) return printJson(r.value), 0;
+  out(`stored preset ${r.value.preset}: ${describe(r.value)}`);
   return 0;
 }
 

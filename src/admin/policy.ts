@@ -40,7 +40,9 @@ policyRoutes.put('/presets/:name', async (c) => {
   const name = c.req.param('name');
   if (!isPresetName(name)) return apiError(c, 'not_found', `no preset "${name.slice(0, 40)}"; presets: ${PRESET_NAMES.join(', ')}`);
   await putTeamPolicy(c.env, p.team, PRESETS[name].policy, p.subject);
-  return c.json({ preset: name, ...(await current(c, p.team)) });
+  const now = await current(c, p.team);
+  await auditAdmin(c, 'admin.policy_set', { command: { version: now.version, preset: name }, ok: true, reason: `policy version ${now.version} (preset ${name})` });
+  return c.json({ preset: name, ...now });
 });
 
 const CheckBody = z.object(PolicyCheckInput).strict();

@@ -18,7 +18,7 @@ import { readmeBlock } from './readme.ts';
 
 /** Every command of the CLI (what `gatehouse --help` lists): each takes --help and --json. */
 const EVERY_COMMAND = [
-  'token create', 'token list', 'token revoke', 'token bootstrap', 'policy get', 'policy set', 'policy check', 'audit tail', 'agents',
+  'token create', 'token list', 'token revoke', 'token bootstrap', 'policy get', 'policy set', 'policy check', 'policy presets', 'policy preset', 'audit tail', 'agents',
   'jobs list', 'jobs show', 'jobs kill', 'oauth grants', 'oauth revoke', 'oauth revoke-client', 'oauth unblock-client', 'approvals list', 'approvals show', 'approvals approve', 'approvals deny', 'agent', 'agent doctor',
 ];
 
