@@ -1,6 +1,6 @@
 /**
  * `execute true` back to back and after an idle second, for one driver: what an AI agent's
- * pauses between calls cost (README, "After an idle moment"). `node bench/pause.ts [none|bwrap]`
+ * pauses between calls cost (bench/RESULTS.md, "After an idle moment"). `node bench/pause.ts [none|bwrap]`
  * starts a local gateway and one agent, then runs two rounds of 40 calls back to back and 12
  * calls each after a 1 s pause, and prints each round's p50s.
  */

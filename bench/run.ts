@@ -129,7 +129,7 @@ async function main() {
     row('execute true, sandbox none (end to end)', f(pct(tNone, 50)), f(pct(tNone, 99)), `${(pct(tNone, 50) / bareP50).toFixed(1)}× (+${f(pct(tNone, 50) - bareP50)})`);
     const tNonePaused = await timeCalls(none, PAUSED_CALLS, { command: 'true', args: [] }, PAUSE_MS);
     row(`  the same, each call after a ${PAUSE_MS / 1000} s pause (${PAUSED_CALLS} calls)`, f(pct(tNonePaused, 50)), f(pct(tNonePaused, 99)),
-      `+${f(pct(tNonePaused, 50) - pct(tNone, 50))} over back to back (the job's shell waits in its cgroup before the call: README, "After an idle moment")`);
+      `+${f(pct(tNonePaused, 50) - pct(tNone, 50))} over back to back (bench/RESULTS.md, "After an idle moment")`);
 
     // The hot path taken apart, and the gateway's CPU per call (robust to other processes' load).
     const hp = await benchHotPath(none, quick ? 15 : 50);

@@ -45,6 +45,7 @@ else
     [/usr/bin/git]=git
     [/usr/bin/make]=make
     [/usr/bin/chromium]=chromium
+    [/usr/bin/curl]=curl
     [/usr/bin/prlimit]=util-linux
     [/usr/bin/setpriv]=util-linux
     [/usr/bin/timeout]=coreutils

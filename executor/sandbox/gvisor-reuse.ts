@@ -50,7 +50,7 @@ export const MAX_STARTS = Math.max(1, availableParallelism());
  * Sandboxes of one key running short jobs at once, past which a new job waits for one of them
  * instead of starting another. Each sandbox's sentry and its job compete for the same CPUs: 16
  * clients of `true` on 2 cores grew the pool to 12 sandboxes and got 29 jobs/s, held to 3 they
- * got 34-37 (bench run by hand, session 9). One more than the CPUs keeps every CPU busy while a
+ * got 34-37 (bench run by hand: bench/RESULTS.md). One more than the CPUs keeps every CPU busy while a
  * sandbox waits on its channel.
  */
 export const MAX_SHORT_BUSY = availableParallelism() + 1;

@@ -517,7 +517,7 @@ export function runscVersionVerdict(versionLine: string): { refuse?: string; war
   const date = runscBuildDate(versionLine);
   if (date === null) return { warn: `cannot tell the runsc build date from "${versionLine}"; builds before ${MIN_RUNSC_DATE} fail \`ls -l\` and \`stat\`` };
   if (date < MIN_RUNSC_DATE) {
-    return { refuse: `runsc ${version} is too old: builds before ${MIN_RUNSC_DATE} (Debian bookworm's 20221219 among them) fail \`ls -l\` and \`stat\` inside the sandbox (statx AT_NO_AUTOMOUNT is rejected); install a current runsc from gVisor's release channel (see README "Running an executor agent")` };
+    return { refuse: `runsc ${version} is too old: builds before ${MIN_RUNSC_DATE} (Debian bookworm's 20221219 among them) fail \`ls -l\` and \`stat\` inside the sandbox (statx AT_NO_AUTOMOUNT is rejected); install a current runsc from gVisor's release channel (see docs/agents.md, "Sandboxes")` };
   }
   return {};
 }

@@ -25,7 +25,7 @@ export interface RuntimeDef {
   build?: string[];
   /** Code mode run step; `{exe}` is the resolved executable, `{file}`/`{out}` as above. */
   run: string[];
-  /** Debian package that provides it, for the "install X" error and the README. */
+  /** Debian package that provides it, for the "install X" error and docs/tools.md. */
   debianPackage: string;
   /** Env names this runtime needs beyond PATH/HOME/TMPDIR (set by the agent to sandbox paths). */
   env?: Record<string, string>;

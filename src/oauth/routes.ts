@@ -16,7 +16,7 @@ import { consentPage, errorPage } from './consent.ts';
 export const oauthRoutes = new Hono<AppEnv>();
 
 const notConfigured = (c: Context<AppEnv>) =>
-  c.json({ error: { code: 'config_error', message: 'OAuth is not configured on this gateway: bind a KV namespace as OAUTH_KV (see README, "OAuth for interactive MCP clients")' } }, 501);
+  c.json({ error: { code: 'config_error', message: 'OAuth is not configured on this gateway: bind a KV namespace as OAUTH_KV (see docs/operations.md, "OAuth for interactive MCP clients")' } }, 501);
 
 /** Protocol endpoints: the library answers them. */
 const protocol = (c: Context<AppEnv>) => {

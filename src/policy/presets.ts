@@ -56,7 +56,7 @@ const OPEN: PolicyDocument = PolicyDocument.parse({
 
 export interface Preset {
   name: PresetName;
-  /** What it really allows, for the admin API and the README. */
+  /** What it really allows, for the admin API and docs/policy.md. */
   summary: string;
   policy: PolicyDocument;
 }

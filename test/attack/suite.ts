@@ -7,7 +7,7 @@
  * if containment failed (8 GiB of memory, 10 GiB files) sit behind the job's limits (256 MiB
  * memory, 64 MiB files and /tmp, 256 MiB of disk writes), which are in place before they run.
  *
- * Each outcome and its time to contain is printed as a table row (README "Attack suite").
+ * Each outcome and its time to contain is printed as a table row (docs/security.md, "Attack suite").
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
@@ -313,7 +313,7 @@ export function attackSuite(kind: 'gvisor' | 'bwrap', o: { reuse?: SandboxReuse 
       const out = r.exit!.stdout;
       expect(r.exit!.stdout, r.exit!.stderr).toContain('job-writable');
       expect(out).toMatch(/^pid1: \S/m);
-      // Everything but the mount table (bwrap's names the two bound host dirs: README "Known limits").
+      // Everything but the mount table (bwrap's names the two bound host dirs: executor/README.md, "Known limits").
       const procText = out.replace(/mounts:\n[^]*end-mounts\n/, '') + r.exit!.stderr;
       for (const hostPath of [base, root, stateDir]) expect(procText).not.toContain(hostPath);
       if (kind === 'gvisor') expect(out).not.toContain(stateDir);

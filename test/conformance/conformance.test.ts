@@ -1,8 +1,8 @@
 /**
  * The official MCP conformance suite (`@modelcontextprotocol/conformance`, pinned) against the
  * real gateway (`wrangler dev`), with a real token, at both protocol versions. Only the
- * scenarios that apply to a server without the suite's fixture tools run here; README.md
- * ("MCP conformance") lists them, their results, and why the others do not apply.
+ * scenarios that apply to a server without the suite's fixture tools run here; docs/protocol.md
+ * ("Conformance") lists them, their results, and why the others do not apply.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawn } from 'node:child_process';

@@ -180,9 +180,9 @@ describe('run_script basics', () => {
   });
 });
 
-describe('the README example', () => {
+describe('the docs/script-mode.md example', () => {
   it('builds, tests and greps the failures in one call', async () => {
-    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const readme = readFileSync(join(ROOT, 'docs/script-mode.md'), 'utf8');
     const code = /```js\n\/\/ run_script[^\n]*\n([\s\S]*?)```/.exec(readme)![1];
     const out = await run(code, { outputMode: 'summary' });
     expect(out.r.isError, out.t).toBeFalsy();
