@@ -10,6 +10,7 @@ import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { readmeBlock } from '../cli/readme.ts';
 import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from '@modelcontextprotocol/client';
 import { ROOT, hasCommand, startAgent, startGateway, type AgentProcess, type Gateway } from './harness.ts';
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
@@ -197,6 +198,15 @@ maybe('both protocol eras on /mcp with real clients', () => {
           resolve(JSON.parse(stdout) as Record<string, unknown>);
         });
       });
+
+    it("runs the README's Inspector line as written", async () => {
+      const [line] = readmeBlock('inspector-cli');
+      const stdout = await new Promise<string>((resolve, reject) => {
+        execFile('/bin/sh', ['-ec', line], { cwd: ROOT, timeout: 60_000, env: { ...process.env, GATEHOUSE_URL: new URL(gw.mcpUrl).origin, TOKEN: token } },
+          (e, out, err) => (e ? reject(new Error(`${line}: ${e.message}\n${out}\n${err}`)) : resolve(out)));
+      });
+      expect((JSON.parse(stdout) as { tools: { name: string }[] }).tools.map((t) => t.name)).toContain('execute');
+    }, 120_000);
 
     it('lists the tools, runs a job and reads its artifact', async () => {
       const list = (await inspect('--method', 'tools/list')) as { tools: { name: string }[] };
