@@ -4,7 +4,7 @@
  * a `job.artifact`. Exits and reports are kept until the edge acknowledges them (job.ack) and
  * re-sent after every reconnect, so a result survives a dropped socket.
  */
-import type { AgentMessage, JobArtifact, JobExit, JobSpec, RuntimeInfo, SandboxKind } from '../src/contracts/agent-protocol.ts';
+import type { AgentMessage, JobArtifact, JobExit, JobSpec, RuntimeInfo, SandboxKind, UploadGrant } from '../src/contracts/agent-protocol.ts';
 import { PROTOCOL_VERSION } from '../src/contracts/agent-protocol.ts';
 import { AGENT_MESSAGE_BUDGET_BYTES, EXIT_PART_CHARS, splitText } from '../src/contracts/limits.ts';
 import { EdgeConnection } from './connection.ts';
@@ -61,7 +61,7 @@ export class Agent {
       onMessage: (m) => {
         if (m.type === 'job.start') {
           stamp('agent.job_start');
-          this.startJob(m.spec);
+          this.startJob(m.spec, m.upload);
         }
         else if (m.type === 'job.cancel') {
           // The reason goes on the job's one line, written when it ends.
@@ -96,9 +96,9 @@ export class Agent {
     return this.conn.send(m);
   }
 
-  private startJob(spec: JobSpec): void {
+  private startJob(spec: JobSpec, grant: UploadGrant | undefined): void {
     const { log, runner } = this.o;
-    const r = runner.start(spec, { sendFrame: (f) => this.conn.sendFrame(f), buffered: () => this.conn.buffered() });
+    const r = runner.start(spec, { sendFrame: (f) => this.conn.sendFrame(f), buffered: () => this.conn.buffered() }, grant);
     if (!r.accepted) {
       log.warn(`refused job ${spec.jobId}: ${r.error.code}: ${r.error.message}`);
       this.send(r.error);

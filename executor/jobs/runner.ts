@@ -9,7 +9,7 @@ import { readFile } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
-import type { JobArtifact, JobError, JobExit, JobLimits, JobSpec, SandboxKind, StreamName, TerminalState } from '../../src/contracts/agent-protocol.ts';
+import type { JobArtifact, JobError, JobExit, JobLimits, JobSpec, SandboxKind, StreamName, TerminalState, UploadGrant } from '../../src/contracts/agent-protocol.ts';
 import type { Logger } from '../log.ts';
 import type { LaunchRequest, ProcessEnd, Sandbox, SandboxDriver } from '../sandbox/types.ts';
 import type { RuntimeTable } from '../runtimes/probe.ts';
@@ -59,6 +59,8 @@ export type StartResult = { accepted: true; done: Promise<JobResult> } | { accep
 
 interface LiveJob {
   spec: JobSpec;
+  /** The job's upload grant from its `job.start` (the edge takes its artifacts with it only). */
+  grant?: UploadGrant;
   sandbox: Sandbox | null;
   stop: 'timeout' | 'cancel' | null;
   stopNow: (why: 'timeout' | 'cancel') => void;
@@ -82,7 +84,7 @@ export class JobRunner {
   }
 
   /** Accepts or refuses synchronously (so capacity cannot be overbooked), then runs in the background. */
-  start(spec: JobSpec, live: LiveSink): StartResult {
+  start(spec: JobSpec, live: LiveSink, grant?: UploadGrant): StartResult {
     const refuse = (code: string, message: string): StartResult => ({ accepted: false, error: { type: 'job.error', jobId: spec.jobId, code, message } });
     if (this.jobs.has(spec.jobId)) return refuse('invalid_argument', `job ${spec.jobId} is already running on this agent`);
     if (this.jobs.size >= this.opts.capacity) {
@@ -96,7 +98,7 @@ export class JobRunner {
     });
     const t0 = performance.now();
     if (!planned.ok && planned.failure.kind === 'refuse') return refuse(planned.failure.error.code, planned.failure.error.message);
-    const job: LiveJob = { spec, sandbox: null, stop: null, stopNow: () => {} };
+    const job: LiveJob = { spec, grant, sandbox: null, stop: null, stopNow: () => {} };
     this.jobs.set(spec.jobId, job);
     const done = (async (): Promise<JobResult> => {
       try {
@@ -343,7 +345,7 @@ export class JobRunner {
     if (error) exit.error = error;
     if (phase) exit.phase = phase;
     const artifacts = target ? this.uploadAll(spec, target, toUpload.map((c) => ({
-      stream: c.stream, file: c.spoolPath, bytes: c.spooledBytes, lines: c.artifactLines(), truncated: c.artifactTruncated(),
+      stream: c.stream, file: c.spoolPath, bytes: c.spooledBytes, lines: c.artifactLines(), truncated: c.artifactTruncated(), grant: this.jobs.get(spec.jobId)?.grant,
     }))) : Promise.resolve([]);
     return { exit, spool: target ? null : keep, artifacts };
   }

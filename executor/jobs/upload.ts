@@ -8,11 +8,12 @@
  * when a part still fails after its retries (a gateway restart, a dropped connection) the upload
  * starts again from where it stopped, up to MULTIPART_PASSES times. Network errors and
  * 5xx/408/429 are retried with backoff; other 4xx are final. An upload given up is aborted, so
- * the edge keeps none of its parts.
+ * the edge keeps none of its parts. Every request names the agent and carries the job's upload
+ * grant from its `job.start`: the edge takes a job's artifacts from the agent it sent the job to only.
  */
 import { createReadStream } from 'node:fs';
 import { request } from 'undici';
-import { ARTIFACT_UPLOAD_PATH, type StreamName } from '../../src/contracts/agent-protocol.ts';
+import { ARTIFACT_UPLOAD_PATH, UPLOAD_AGENT_HEADER, UPLOAD_TOKEN_HEADER, type StreamName, type UploadGrant } from '../../src/contracts/agent-protocol.ts';
 import { MULTIPART_SEGMENT, MultipartState, partRange, type MultipartStart } from '../../src/contracts/artifact-upload.ts';
 import { ARTIFACT_PART_BYTES, ARTIFACT_SINGLE_PUT_MAX_BYTES } from '../../src/contracts/limits.ts';
 import type { Result } from '../../src/contracts/errors.ts';
@@ -36,6 +37,8 @@ export interface UploadItem {
   bytes: number;
   lines: number;
   truncated: boolean;
+  /** The job's upload grant from its `job.start`: the edge takes the job's artifacts from the agent that holds it only. */
+  grant?: UploadGrant;
 }
 
 type Attempt = { ok: true; text: string } | { ok: false; retryable: boolean; why: string };
@@ -127,6 +130,7 @@ async function send(target: UploadTarget, item: UploadItem, method: 'PUT' | 'POS
       headers: {
         authorization: `Bearer ${target.token}`,
         'x-gatehouse-job': item.jobId,
+        ...(item.grant ? { [UPLOAD_AGENT_HEADER.toLowerCase()]: item.grant.agentId, [UPLOAD_TOKEN_HEADER.toLowerCase()]: item.grant.token } : {}),
         ...(o.length !== undefined ? { 'content-length': String(o.length) } : {}),
         ...(json !== undefined ? { 'content-type': 'application/json' } : {}),
         ...o.headers,

@@ -15,6 +15,21 @@ export const AGENT_RECONNECT_MAX_BACKOFF_MS = 10_000;
 export const AGENT_CONNECT_PATH = '/agent/v1/connect';
 /** `PUT {gateway}/agent/v1/artifacts/{handle}/{stream}` with Content-Length and X-Gatehouse-* headers. */
 export const ARTIFACT_UPLOAD_PATH = '/agent/v1/artifacts';
+/** Upload request headers: the agent the job runs on, and the job's upload token from its `job.start` (`UploadGrant`). */
+export const UPLOAD_AGENT_HEADER = 'X-Gatehouse-Agent';
+export const UPLOAD_TOKEN_HEADER = 'X-Gatehouse-Upload-Token';
+/**
+ * WebSocket close code of a connection that sent more than its message budget
+ * (src/dispatch/agent-budget.ts): 1008 "policy violation" in the range RFC 6455 leaves to
+ * applications. The agent reconnects; a well-behaved one never gets it.
+ */
+export const AGENT_BUDGET_CLOSE = 4008;
+/**
+ * Most `job.exit.part` messages one stream of a result takes. The largest inline output a policy
+ * allows (10 MiB, `limits.inlineOutputBytes` in policy.ts) is at most that many characters: 10
+ * pieces of EXIT_PART_CHARS (limits.ts), 11 when a cut steps back out of a surrogate pair. 16 leaves room.
+ */
+export const EXIT_PARTS_MAX = 16;
 
 export const SandboxKind = z.enum(['gvisor', 'bwrap', 'none']);
 export type SandboxKind = z.infer<typeof SandboxKind>;
@@ -133,7 +148,7 @@ export const JobExit = z.object({
    * Inline output too large for one message came first as `job.exit.part` messages: how many
    * parts per stream (`stdout`/`stderr` here are then empty).
    */
-  parts: z.object({ stdout: z.number().int().min(0), stderr: z.number().int().min(0) }).optional(),
+  parts: z.object({ stdout: z.number().int().min(0).max(EXIT_PARTS_MAX), stderr: z.number().int().min(0).max(EXIT_PARTS_MAX) }).optional(),
   /** Set for failed_to_start and other errors worth showing: e.g. spawn failed, compile error. */
   error: z.object({ code: NameText, message: ErrorMessageText }).optional(),
   /** Code mode: which step produced this result. A failing build is a compile error, not a run error. */
@@ -166,7 +181,7 @@ export const JobExitPart = z.object({
   type: z.literal('job.exit.part'),
   jobId: z.string(),
   stream: StreamName,
-  seq: z.number().int().min(0),
+  seq: z.number().int().min(0).max(EXIT_PARTS_MAX - 1),
   data: z.string(),
 });
 /**
@@ -204,7 +219,14 @@ export const EdgeWelcome = z.object({
   team: z.string(),
   heartbeatMs: z.number().int().positive(),
 });
-export const JobStart = z.object({ type: z.literal('job.start'), spec: JobSpec });
+/**
+ * What lets the agent a job was sent to — and no other agent of the same token — upload the job's
+ * artifacts: a random token the edge makes for this job and this agent, sent only in `job.start`
+ * on that agent's socket, and carried by each upload request (UPLOAD_AGENT_HEADER, UPLOAD_TOKEN_HEADER).
+ */
+export const UploadGrant = z.object({ agentId: z.string().min(1).max(128), token: z.string().min(32).max(128) });
+export type UploadGrant = z.infer<typeof UploadGrant>;
+export const JobStart = z.object({ type: z.literal('job.start'), spec: JobSpec, upload: UploadGrant.optional() });
 export const JobCancel = z.object({ type: z.literal('job.cancel'), jobId: z.string(), reason: z.string() });
 /**
  * The edge stored this job's result (or, with `stream`, that stream's `job.artifact` report); the

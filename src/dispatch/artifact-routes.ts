@@ -2,14 +2,14 @@
  * The artifact upload routes agents use (mounted under /agent/v1 by `routes.ts`): one `PUT` for a
  * stream up to one request body, and a multipart upload (`src/contracts/artifact-upload.ts`)
  * into R2 for anything larger, since Cloudflare refuses a request body over
- * REQUEST_BODY_MAX_BYTES. The team's DO decides who may write what (the job's agent, while the
- * job runs or its exit announced the upload, once per stream) and keeps the multipart state; the
- * bytes go from the request straight into R2, never through the DO. The artifact's index row is
- * written once, when the body is whole.
+ * REQUEST_BODY_MAX_BYTES. The team's DO decides who may write what (the agent the job was sent
+ * to, with the upload grant of its `job.start`; while the job runs or its exit announced the
+ * upload; once per stream) and keeps the multipart state; the bytes go from the request straight
+ * into R2, never through the DO. The artifact's index row is written once, when the body is whole.
  */
 import type { Context } from 'hono';
 import type { AppEnv } from '../env.ts';
-import { StreamName } from '../contracts/agent-protocol.ts';
+import { StreamName, UPLOAD_AGENT_HEADER, UPLOAD_TOKEN_HEADER } from '../contracts/agent-protocol.ts';
 import { MultipartStart, multipartProblem, partCount, type MultipartState } from '../contracts/artifact-upload.ts';
 import { describeIssues, toErrorShape } from '../contracts/errors.ts';
 import { REQUEST_BODY_MAX_BYTES } from '../contracts/limits.ts';
@@ -23,10 +23,14 @@ import type { UploadRefusal, UploadWho } from './events.ts';
 type C = Context<AppEnv>;
 const HANDLE = /^[A-Za-z0-9_-]{8,200}$/;
 
-const fail = (c: C, status: 400 | 404 | 409 | 411 | 413 | 500, code: string, message: string) => c.json({ error: { code, message } }, status);
+const fail = (c: C, status: 400 | 403 | 404 | 409 | 411 | 413 | 500, code: string, message: string) => c.json({ error: { code, message } }, status);
 const refused = (c: C, r: UploadRefusal) => fail(c, r.status, r.code, r.message);
 
-/** Stream, handle and job of an upload request, or the error that says what is wrong. */
+/**
+ * Stream, handle and job of an upload request, and who sends it (the token's subject, the agent
+ * id, the job's upload token from its `job.start`), or the error that says what is wrong. The
+ * team's DO checks the agent and its upload token against the job's grant.
+ */
 function uploadWho(c: C): { ok: true; who: UploadWho } | { ok: false; res: Response } {
   const { handle, stream } = c.req.param() as { handle: string; stream: string };
   const s = StreamName.safeParse(stream);
@@ -34,7 +38,14 @@ function uploadWho(c: C): { ok: true; who: UploadWho } | { ok: false; res: Respo
   if (!HANDLE.test(handle)) return { ok: false, res: fail(c, 400, 'invalid_argument', 'malformed artifact handle') };
   const jobId = c.req.header('X-Gatehouse-Job') ?? '';
   if (!jobId) return { ok: false, res: fail(c, 400, 'invalid_argument', 'X-Gatehouse-Job is required') };
-  return { ok: true, who: { jobId, handle, stream: s.data, subject: c.get('principal').subject } };
+  const p = c.get('principal');
+  return {
+    ok: true,
+    who: {
+      jobId, handle, stream: s.data, subject: p.subject,
+      agentId: c.req.header(UPLOAD_AGENT_HEADER) ?? '', uploadToken: c.req.header(UPLOAD_TOKEN_HEADER) ?? '',
+    },
+  };
 }
 
 /** Content-Length as a number, or null when missing or not a non-negative integer. */
@@ -61,8 +72,9 @@ export async function putWhole(c: C): Promise<Response> {
   if (length > policy.limits.maxArtifactBytes) {
     return fail(c, 413, 'payload_too_large', `artifact of ${length} bytes exceeds the team's maxArtifactBytes (${policy.limits.maxArtifactBytes})`);
   }
-  // Only the agent the job runs on, only while it is open, only once per stream. Another team's
-  // handle, another agent's job or a made-up one: "not found", never "forbidden".
+  // Only the agent the job runs on (holding the grant its job.start carried), only while it is
+  // open, only once per stream. Another team's handle, another token's job or a made-up one:
+  // "not found"; another agent of the same token: "forbidden".
   const may = await beginUpload(c.env, team, who);
   if (!may.ok) return refused(c, may);
   const lines = Number(c.req.header('X-Gatehouse-Lines') ?? '0');

@@ -170,7 +170,7 @@ export async function revokeAgentToken(env: Env, team: string, tokenId: string):
   return (await stub(env, team).revokeToken(team, tokenId)) as number;
 }
 
-export async function beginUpload(env: Env, team: string, u: { jobId: string; handle: string; stream: StreamName; subject: string }): Promise<UploadAnswer> {
+export async function beginUpload(env: Env, team: string, u: UploadWho): Promise<UploadAnswer> {
   return (await stub(env, team).beginUpload(team, u)) as UploadAnswer;
 }
 

@@ -53,11 +53,17 @@ export type SubmitAnswer =
   | { ok: true; jobId: string; state: 'queued' | 'running'; agentId: string | null }
   | { ok: false; code: string; message: string };
 
-export type UploadAnswer = { ok: true } | { ok: false; status: 404 | 409; code: 'not_found' | 'conflict'; message: string };
+export type UploadAnswer =
+  | { ok: true }
+  | { ok: false; status: 404 | 409; code: 'not_found' | 'conflict'; message: string }
+  | { ok: false; status: 403; code: 'forbidden'; message: string };
 export type UploadRefusal = Extract<UploadAnswer, { ok: false }> | { ok: false; status: 400; code: 'invalid_argument'; message: string };
 
-/** Who asks to write which stream of which job's artifact (the agent token's subject). */
-export interface UploadWho { jobId: string; handle: string; stream: StreamName; subject: string }
+/**
+ * Who asks to write which stream of which job's artifact: the agent token's subject, and the agent
+ * id and upload token the request carries (the job's `UploadGrant`; '' when absent).
+ */
+export interface UploadWho { jobId: string; handle: string; stream: StreamName; subject: string; agentId: string; uploadToken: string }
 /** An R2 multipart upload the edge keeps for a stream. */
 export interface MultipartRef { uploadId: string; key: string }
 export interface MultipartShape { bytes: number; partBytes: number; lines: number; truncated: boolean }

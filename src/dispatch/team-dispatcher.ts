@@ -7,7 +7,8 @@
 import { DurableObject } from 'cloudflare:workers';
 import type { Env } from '../env.ts';
 import {
-  AGENT_RECONNECT_MAX_BACKOFF_MS, PROTOCOL_VERSION, parseAgentMessage, type AgentHello, type EdgeMessage, type JobExit, type SandboxKind, type StreamName,
+  AGENT_BUDGET_CLOSE, AGENT_RECONNECT_MAX_BACKOFF_MS, PROTOCOL_VERSION, UPLOAD_AGENT_HEADER, UPLOAD_TOKEN_HEADER, parseAgentMessage,
+  type AgentHello, type EdgeMessage, type JobExit, type SandboxKind, type StreamName,
 } from '../contracts/agent-protocol.ts';
 import { HIBERNATION_ATTACHMENT_MAX_BYTES, attachmentBytes } from '../contracts/limits.ts';
 import { decodeOutputFrame } from '../contracts/output-frame.ts';
@@ -24,6 +25,7 @@ import {
   type MultipartPartAnswer, type MultipartRef, type MultipartShape, type SubmitAnswer, type UploadAnswer, type UploadRefusal, type UploadWho,
 } from './events.ts';
 import { UploadStore } from './upload-store.ts';
+import { AgentBudget, peekJobMessage, type Overrun } from './agent-budget.ts';
 import { partCount, partRange } from '../contracts/artifact-upload.ts';
 import { stamp } from '../mcp/trace.ts';
 import { JobStore, type JobRow } from './job-store.ts';
@@ -304,11 +306,11 @@ export class TeamDispatcher extends DurableObject<Env> {
   }
 
   /**
-   * May this agent token upload this stream of this job's artifact? Only the agent the job was
-   * assigned to (its token subject), only while the job runs or its exit announced this upload,
-   * and only once per stream.
+   * May this upload write this stream of this job's artifact? Only the agent the job was sent to
+   * (its token subject, its agent id and the job's upload grant: `grantRefusal`), only while the
+   * job runs or its exit announced this upload, and only once per stream.
    */
-  async beginUpload(team: string, u: { jobId: string; handle: string; stream: StreamName; subject: string }): Promise<UploadAnswer> {
+  async beginUpload(team: string, u: UploadWho): Promise<UploadAnswer> {
     await this.rememberTeam(team);
     const row = this.store.get(u.jobId);
     const notFound = { ok: false as const, status: 404 as const, code: 'not_found' as const, message: `job "${u.jobId}" with artifact "${u.handle}" not found` };
@@ -317,8 +319,35 @@ export class TeamDispatcher extends DurableObject<Env> {
     if (row.state !== 'running' && announced?.state !== 'uploading') {
       return { ok: false, status: 409, code: 'conflict', message: `job "${u.jobId}" is ${row.state}: its ${u.stream} artifact can no longer be written` };
     }
-    if (!this.store.beginUpload(u.jobId, u.stream)) return { ok: false, status: 409, code: 'conflict', message: `the ${u.stream} artifact of job "${u.jobId}" is already ${announced?.state === 'failed' ? 'given up' : 'stored'}; artifacts are written once` };
+    const writtenOnce = { ok: false as const, status: 409 as const, code: 'conflict' as const, message: `the ${u.stream} artifact of job "${u.jobId}" is already ${announced?.state === 'failed' ? 'given up' : 'stored'}; artifacts are written once` };
+    if (announced && announced.state !== 'uploading') return writtenOnce;
+    const forbidden = this.grantRefusal(u, row);
+    if (forbidden) return forbidden;
+    if (!this.store.beginUpload(u.jobId, u.stream)) return writtenOnce;
     return { ok: true };
+  }
+
+  /**
+   * An upload from another agent than the one the job was sent to, or null (the caller has
+   * checked the token's subject). Agents may share a token and an agent id is no secret, so the
+   * proof is the job's upload grant: a random token the edge sent in `job.start` on that agent's
+   * socket only.
+   */
+  private grantRefusal(u: UploadWho, row: JobRow): Extract<UploadAnswer, { code: 'forbidden' }> | null {
+    const forbidden = (message: string) => ({ ok: false as const, status: 403 as const, code: 'forbidden' as const, message });
+    const runsOn = row.agent ?? '(none)';
+    if (!u.agentId || !u.uploadToken) {
+      return forbidden(`an artifact upload must name its agent (${UPLOAD_AGENT_HEADER}) and carry the upload token of the job's job.start (${UPLOAD_TOKEN_HEADER}); agents older than the gateway do not: upgrade the agent`);
+    }
+    if (u.agentId !== row.agent) return forbidden(`job "${u.jobId}" runs on agent "${runsOn}", not "${u.agentId}": only the agent a job was sent to may upload its artifacts`);
+    switch (this.uploads.checkGrant(u.jobId, u.agentId, u.uploadToken)) {
+      case 'ok':
+        return null;
+      case 'no_grant':
+        return forbidden(`job "${u.jobId}" was sent to agent "${runsOn}" without an upload grant; its artifacts cannot be uploaded (what the edge kept live stays readable)`);
+      default:
+        return forbidden(`the upload token is not the one job "${u.jobId}" was sent to agent "${runsOn}" with: only the agent that received the job may upload its artifacts`);
+    }
   }
 
   /** The upload route's outcome: a stored body completes the stream; a failed attempt waits for the agent's retry or report. */
@@ -332,15 +361,14 @@ export class TeamDispatcher extends DurableObject<Env> {
 
   // ---- multipart uploads: the same rules as one PUT (the job's agent, while announced, once), in parts ----
 
-  /** The rules every multipart step checks: the job's agent, its handle, a stream still uploading. */
+  /** The rules every multipart step checks: the job's agent (and its grant), its handle, a stream still uploading. */
   private uploadRefusal(u: UploadWho, begin: boolean): UploadRefusal | null {
     const row = this.store.get(u.jobId);
     if (!row || row.artifact_handle !== u.handle || row.agent_subject !== u.subject) {
       return { ok: false, status: 404, code: 'not_found', message: `job "${u.jobId}" with artifact "${u.handle}" not found` };
     }
     const a = this.store.artifactRow(u.jobId, u.stream);
-    if (begin && row.state === 'running' && !a) return null;
-    if (a?.state === 'uploading') return null;
+    if ((begin && row.state === 'running' && !a) || a?.state === 'uploading') return this.grantRefusal(u, row);
     if (a) return { ok: false, status: 409, code: 'conflict', message: `the ${u.stream} artifact of job "${u.jobId}" is already ${a.state === 'failed' ? 'given up' : 'stored'}; artifacts are written once` };
     return { ok: false, status: 409, code: 'conflict', message: `job "${u.jobId}" is ${row.state}: its ${u.stream} artifact can no longer be written` };
   }
@@ -410,6 +438,9 @@ export class TeamDispatcher extends DurableObject<Env> {
     if (!row || row.artifact_handle !== u.handle || row.agent_subject !== u.subject) {
       return { ok: false, status: 404, code: 'not_found', message: `job "${u.jobId}" with artifact "${u.handle}" not found` };
     }
+    // Another agent must not abort the upload of the job's own agent.
+    const forbidden = this.grantRefusal(u, row);
+    if (forbidden) return forbidden;
     const up = this.uploads.get(u.jobId, u.stream);
     if (up && this.store.artifactRow(u.jobId, u.stream)?.state === 'complete') return { ok: true, upload: null };
     this.uploads.remove(u.jobId, u.stream);
@@ -470,17 +501,40 @@ export class TeamDispatcher extends DurableObject<Env> {
     return att;
   }
 
+  /** Each socket's message budget (memory only: see agent-budget.ts for what a restart means). */
+  private readonly budgets = new WeakMap<WebSocket, AgentBudget>();
+
+  private budgetOf(ws: WebSocket): AgentBudget {
+    let b = this.budgets.get(ws);
+    if (!b) this.budgets.set(ws, (b = new AgentBudget(this.heartbeatMs(), Date.now())));
+    return b;
+  }
+
   async webSocketMessage(ws: WebSocket, raw: string | ArrayBuffer): Promise<void> {
     const att = this.attachmentOf(ws);
     if (!att) return;
-    if (typeof raw !== 'string') return this.onOutputFrame(att, raw);
+    const budget = this.budgetOf(ws);
+    // Closed for its budget: what it still sends is dropped unread.
+    if (budget.over) return;
+    const now = Date.now();
+    if (typeof raw !== 'string') return this.onOutputFrame(ws, att, budget, raw, now);
+    // A job already answered on this socket: dropped (its exit acknowledged again) without parsing or storage reads.
+    const peeked = att.agentId ? peekJobMessage(raw) : null;
+    const again = peeked && budget.answeredAs(peeked.jobId);
+    if (peeked && again) {
+      if (peeked.type === 'job.exit' && again === 'ended') this.sendTo(ws, { type: 'job.ack', jobId: peeked.jobId });
+      return this.spend(ws, att, again === 'ended' ? budget.late(now) : budget.stranger(0, now));
+    }
     const parsed = parseAgentMessage(raw);
     if (!parsed.ok) {
       console.warn(`agent ${att.agentId ?? '(before hello)'}: rejected message: ${parsed.reason}`);
-      return;
+      return this.spend(ws, att, budget.stranger(raw.length, now));
     }
     const msg = parsed.message;
-    const now = Date.now();
+    if (msg.type === 'hello' || msg.type === 'heartbeat') {
+      const over = budget.heartbeat(now);
+      if (over) return this.overBudget(ws, att, over);
+    }
     if (msg.type === 'hello') return this.onHello(ws, att, msg, now);
     if (!att.agentId) {
       ws.close(1002, 'hello first');
@@ -495,19 +549,22 @@ export class TeamDispatcher extends DurableObject<Env> {
       }
       case 'job.exit.part': {
         const row = this.store.get(msg.jobId);
-        if (row?.state !== 'running' || row.agent !== agentId) return;
+        if (row?.state !== 'running' || row.agent !== agentId) return this.strayAbout(ws, att, budget, msg.jobId, row, raw.length, 1, now);
+        const over = budget.part(msg.jobId);
+        if (over) return this.overBudget(ws, att, over);
         this.store.putPart(msg.jobId, msg.stream, msg.seq, msg.data);
         return;
       }
       case 'job.exit': {
         const row = this.store.get(msg.jobId);
-        if (row && row.agent !== agentId) {
+        if (!row || row.agent !== agentId) {
           // Only the agent a job was assigned to may report its end.
-          console.warn(`agent ${agentId} reported the end of job ${msg.jobId}, which runs on ${row.agent ?? 'no agent'}; ignored`);
-          return;
+          if (row) console.warn(`agent ${agentId} reported the end of job ${msg.jobId}, which runs on ${row.agent ?? 'no agent'}; ignored`);
+          return this.strayAbout(ws, att, budget, msg.jobId, row, raw.length, 1, now);
         }
         stamp(this.env, 'do.exit_received');
-        if (row?.state === 'running') {
+        budget.ended(msg.jobId);
+        if (row.state === 'running') {
           let exit: JobExit = msg;
           if (msg.parts) {
             const stdout = this.store.partsText(msg.jobId, 'stdout', msg.parts.stdout);
@@ -516,6 +573,9 @@ export class TeamDispatcher extends DurableObject<Env> {
             exit = { ...msg, stdout, stderr, parts: undefined };
           }
           this.close(msg.jobId, exit.state, { exit, fromAgent: agentId });
+        } else {
+          // Stored before (a re-send whose ack was lost): acknowledged again; a further copy on this socket is a stray.
+          budget.answer(msg.jobId, 'ended');
         }
         // Stored now or before: the agent may forget it.
         this.sendTo(ws, { type: 'job.ack', jobId: msg.jobId });
@@ -524,22 +584,26 @@ export class TeamDispatcher extends DurableObject<Env> {
       }
       case 'job.artifact': {
         const row = this.store.get(msg.jobId);
-        if (row && (row.agent !== agentId || row.state === 'queued')) {
+        // An agent reports each stream once per connection; the same report again changes nothing.
+        const first = budget.report(msg.jobId, msg.stream);
+        if (!row || row.agent !== agentId || row.state === 'queued') {
           // Only the agent a job was assigned to may say how its upload ended.
-          console.warn(`agent ${agentId} reported the ${msg.stream} artifact of job ${msg.jobId}, which is not its job; ignored`);
-          return;
+          if (row) console.warn(`agent ${agentId} reported the ${msg.stream} artifact of job ${msg.jobId}, which is not its job; ignored`);
+          // A job the edge does not know never takes the report: the agent may forget it.
+          else if (first) this.sendTo(ws, { type: 'job.ack', jobId: msg.jobId, stream: msg.stream });
+          return this.strayAbout(ws, att, budget, msg.jobId, row, raw.length, 1, now);
         }
-        if (row && this.store.reportArtifact(msg.jobId, msg.stream)) {
+        if (this.store.reportArtifact(msg.jobId, msg.stream)) {
           console.warn(`job ${msg.jobId}: the ${msg.stream} artifact was not stored (agent says ${msg.state}${msg.error ? `: ${msg.error}` : ''})`);
           this.settle(msg.jobId);
           await this.abortAbandonedUploads();
         }
         this.sendTo(ws, { type: 'job.ack', jobId: msg.jobId, stream: msg.stream });
-        return;
+        return first ? undefined : this.spend(ws, att, budget.late(now));
       }
       case 'job.error': {
         const row = this.store.get(msg.jobId);
-        if (row?.state !== 'running' || row.agent !== agentId) return;
+        if (row?.state !== 'running' || row.agent !== agentId) return this.strayAbout(ws, att, budget, msg.jobId, row, raw.length, 1, now);
         // A full agent (its own count raced ours): the job goes back to the head of the queue.
         if (msg.code === 'capacity') this.store.requeue(msg.jobId);
         else this.close(msg.jobId, 'failed_to_start', { error: { code: msg.code, message: msg.message }, fromAgent: agentId });
@@ -550,24 +614,69 @@ export class TeamDispatcher extends DurableObject<Env> {
   }
 
   /**
+   * A message about a job that does not run on this agent changed nothing. The first about each
+   * job is answered (`job.ack`: forget it) and the job remembered, so later ones are dropped
+   * without a storage read. About the agent's own ended job it is late (`ownCost`: its late
+   * output costs nothing, the rest one unit); about a stranger (unknown, or another agent's job)
+   * it costs its size, since it was parsed and looked up for nothing.
+   */
+  private strayAbout(
+    ws: WebSocket, att: AgentAttachment, budget: AgentBudget, jobId: string, row: JobRow | null, bytes: number, ownCost: 0 | 1, now: number,
+  ): Promise<void> | undefined {
+    const own = row !== null && row.agent === att.agentId;
+    if (budget.answer(jobId, own ? 'ended' : 'stranger')) this.sendTo(ws, { type: 'job.ack', jobId });
+    if (own) return ownCost ? this.spend(ws, att, budget.late(now)) : undefined;
+    return this.spend(ws, att, budget.stranger(bytes, now));
+  }
+
+  /** Closes the socket when what it just sent took it over its budget. */
+  private spend(ws: WebSocket, att: AgentAttachment, over: Overrun | null): Promise<void> | undefined {
+    return over ? this.overBudget(ws, att, over) : undefined;
+  }
+
+  /**
+   * Closes a socket that went over its message budget and audits it (once: whatever it sends
+   * after is dropped unread). The agent's jobs are orphaned like on any disconnect: a real agent
+   * that reconnects in time keeps them.
+   */
+  private async overBudget(ws: WebSocket, att: AgentAttachment, over: Overrun): Promise<void> {
+    const who = att.agentId ?? '(before hello)';
+    console.warn(`agent ${who} (subject ${att.subject}): ${over.message}; closing its connection`);
+    this.dropAgentSocket(ws, over.message);
+    try { ws.close(AGENT_BUDGET_CLOSE, over.message); } catch { /* gone */ }
+    try {
+      await writeAudit(this.env.DB, {
+        team: await this.team(), subject: att.subject, tokenId: att.tokenId, tool: AGENT_CONNECT_AUDIT_TOOL, decision: 'denied',
+        reason: `agent ${who}: ${over.message}; connection closed (${AGENT_BUDGET_CLOSE})`, command: { agentId: att.agentId, budget: over.kind },
+      });
+    } catch (e) {
+      console.error(`could not audit the closed connection of agent ${who}: ${(e as Error).message}`);
+    }
+  }
+
+  /**
    * Live output (a binary frame): kept by byte offset while the job runs on this agent. Output
    * is bulk data, not a sign of life: only the agent's JSON messages (heartbeats first) count as
-   * liveness, so a flood of output can never stand in for heartbeats that do not arrive.
+   * liveness, so a flood of output can never stand in for heartbeats that do not arrive. Frames
+   * of the agent's own ended jobs (one the edge gave up on may still run) cost nothing; others do.
    */
-  private onOutputFrame(att: AgentAttachment, raw: ArrayBuffer): void {
-    if (!att.agentId) return;
+  private onOutputFrame(ws: WebSocket, att: AgentAttachment, budget: AgentBudget, raw: ArrayBuffer, now: number): Promise<void> | undefined {
+    if (!att.agentId) return this.spend(ws, att, budget.stranger(0, now));
     const parsed = decodeOutputFrame(raw);
     if (!parsed.ok) {
       console.warn(`agent ${att.agentId}: rejected output frame: ${parsed.reason}`);
-      return;
+      return this.spend(ws, att, budget.stranger(0, now));
     }
     const f = parsed.frame;
+    const again = budget.answeredAs(f.jobId);
+    if (again) return again === 'ended' ? undefined : this.spend(ws, att, budget.stranger(0, now));
     const row = this.store.get(f.jobId);
-    if (row?.state !== 'running' || row.agent !== att.agentId) return;
-    if (this.store.appendOutput(f.jobId, f.stream, f.offset, f.data) === 0) return;
+    if (row?.state !== 'running' || row.agent !== att.agentId) return this.strayAbout(ws, att, budget, f.jobId, row, 0, 0, now);
+    if (this.store.appendOutput(f.jobId, f.stream, f.offset, f.data) === 0) return undefined;
     // Followers turn output into progress (its last line): the tail is enough, and keeps their streams small.
     const tail = f.data.subarray(Math.max(0, f.data.byteLength - FOLLOW_OUTPUT_BYTES));
     this.emit(f.jobId, { type: 'output', stream: f.stream, data: new TextDecoder().decode(tail) });
+    return undefined;
   }
 
   private async onHello(ws: WebSocket, att: AgentAttachment, hello: AgentHello, now: number): Promise<void> {
@@ -715,8 +824,12 @@ export class TeamDispatcher extends DurableObject<Env> {
         const r = this.registry.get(agentId);
         const ws = this.socketOf(agentId);
         if (!spec || !r || !ws) continue;
-        if (!this.store.assign(jobId, { id: agentId, subject: r.subject, sandbox: r.sandbox }, Date.now())) continue;
-        if (!this.sendTo(ws, { type: 'job.start', spec })) {
+        const now = Date.now();
+        if (!this.store.assign(jobId, { id: agentId, subject: r.subject, sandbox: r.sandbox }, now)) continue;
+        // Only this socket learns the job's upload grant: another agent of the same token cannot upload its artifacts.
+        const upload = this.uploads.grant(jobId, agentId, now);
+        this.budgetOf(ws).started(jobId);
+        if (!this.sendTo(ws, { type: 'job.start', spec, upload })) {
           this.store.requeue(jobId);
           retry = true;
           continue;
@@ -853,7 +966,7 @@ export class TeamDispatcher extends DurableObject<Env> {
     }
     await this.pump();
     await this.sync();
-    this.store.prune(now - JOB_RETENTION_MS);
+    if (this.store.prune(now - JOB_RETENTION_MS) > 0) this.uploads.pruneGrants();
     await this.abortAbandonedUploads();
     this.registry.prune(now - JOB_RETENTION_MS);
     await this.scheduleAlarm();

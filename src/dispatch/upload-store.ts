@@ -1,11 +1,16 @@
 /**
- * Multipart artifact uploads in progress, in the team Durable Object's SQLite: which R2 upload
- * holds a job stream's parts, its shape (size, part size) and the parts stored so far with their
- * ETags. So an upload resumes after an agent reconnect (or a retry of the whole upload) with the
- * parts the edge already holds, `complete` needs nothing from the agent's memory, and an upload
- * that will never complete can be found and aborted.
+ * Artifact uploads in the team Durable Object's SQLite:
+ * - who may upload a job's artifacts: the upload grant the job's `job.start` carried to the one
+ *   agent it was sent to (a random token per job and agent). Agents of a team may share one
+ *   token, so neither the bearer token nor an agent id (which is no secret) says which of them
+ *   is asking; only the agent that received `job.start` knows the grant.
+ * - multipart uploads in progress: which R2 upload holds a job stream's parts, its shape (size,
+ *   part size) and the parts stored so far with their ETags. So an upload resumes after an agent
+ *   reconnect (or a retry of the whole upload) with the parts the edge already holds, `complete`
+ *   needs nothing from the agent's memory, and an upload that will never complete can be found
+ *   and aborted.
  */
-import type { StreamName } from '../contracts/agent-protocol.ts';
+import type { StreamName, UploadGrant } from '../contracts/agent-protocol.ts';
 import type { SqlHost } from './job-store.ts';
 
 export interface UploadRow {
@@ -26,7 +31,14 @@ const SCHEMA = [
     PRIMARY KEY (job_id, stream))`,
   `CREATE TABLE IF NOT EXISTS artifact_parts (job_id TEXT NOT NULL, stream TEXT NOT NULL, part INTEGER NOT NULL, etag TEXT NOT NULL,
     bytes INTEGER NOT NULL, PRIMARY KEY (job_id, stream, part))`,
+  `CREATE TABLE IF NOT EXISTS upload_grants (job_id TEXT PRIMARY KEY, agent_id TEXT NOT NULL, token TEXT NOT NULL, created_at INTEGER NOT NULL)`,
 ];
+
+/** Random bytes of an upload token (256 bits, base64url: 43 characters). */
+const GRANT_TOKEN_BYTES = 32;
+
+/** How an upload's credentials compare with the job's grant. */
+export type GrantCheck = 'ok' | 'no_grant' | 'other_agent' | 'wrong_token';
 
 export class UploadStore {
   private readonly host: SqlHost;
@@ -38,6 +50,29 @@ export class UploadStore {
 
   private get sql(): SqlStorage {
     return this.host.sql;
+  }
+
+  /** A new upload grant for `jobId` on `agentId`, replacing any earlier one (the job was sent again). */
+  grant(jobId: string, agentId: string, now: number): UploadGrant {
+    const bytes = crypto.getRandomValues(new Uint8Array(GRANT_TOKEN_BYTES));
+    const token = btoa(String.fromCharCode(...bytes)).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+    this.sql.exec(`INSERT OR REPLACE INTO upload_grants (job_id, agent_id, token, created_at) VALUES (?, ?, ?, ?)`, jobId, agentId, token, now);
+    return { agentId, token };
+  }
+
+  /** Whether an upload that says it comes from `agentId` with `token` holds the job's grant (compared in constant time). */
+  checkGrant(jobId: string, agentId: string, token: string): GrantCheck {
+    const g = this.sql.exec<{ agent_id: string; token: string }>(`SELECT agent_id, token FROM upload_grants WHERE job_id = ?`, jobId).toArray()[0];
+    if (!g) return 'no_grant';
+    if (g.agent_id !== agentId) return 'other_agent';
+    const enc = new TextEncoder();
+    const [a, b] = [enc.encode(g.token), enc.encode(token)];
+    return a.byteLength === b.byteLength && crypto.subtle.timingSafeEqual(a, b) ? 'ok' : 'wrong_token';
+  }
+
+  /** Grants of jobs the job store no longer holds (pruned). */
+  pruneGrants(): void {
+    this.sql.exec(`DELETE FROM upload_grants WHERE job_id NOT IN (SELECT id FROM jobs)`);
   }
 
   get(jobId: string, stream: StreamName): UploadRow | null {

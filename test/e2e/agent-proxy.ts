@@ -7,7 +7,7 @@
  */
 import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { connect, type Socket } from 'node:net';
-import { ARTIFACT_UPLOAD_PATH } from '../../src/contracts/agent-protocol.ts';
+import { ARTIFACT_UPLOAD_PATH, UPLOAD_AGENT_HEADER, UPLOAD_TOKEN_HEADER } from '../../src/contracts/agent-protocol.ts';
 import { parseFrame } from '../support/ws-frames.ts';
 import { decodeOutputFrame } from '../../src/contracts/output-frame.ts';
 
@@ -28,6 +28,8 @@ export class AgentProxy {
   private failing: { suffix: string; status: number; times: number } | null = null;
   /** Every artifact upload request the agent made (`METHOD path`, and the status it got), in order. */
   readonly uploadRequests: { request: string; status: number }[] = [];
+  /** The upload headers the agent sent for each artifact handle (its agent id and the job's upload grant): what a test sends to act as that agent. */
+  readonly uploadGrants = new Map<string, Record<string, string>>();
 
   constructor(gatewayUrl: string) {
     this.target = new URL(gatewayUrl);
@@ -89,6 +91,11 @@ export class AgentProxy {
 
   private async forward(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const upload = req.url?.startsWith(ARTIFACT_UPLOAD_PATH) ? `${req.method} ${req.url}` : null;
+    const agent = req.headers[UPLOAD_AGENT_HEADER.toLowerCase()];
+    const token = req.headers[UPLOAD_TOKEN_HEADER.toLowerCase()];
+    if (upload && typeof agent === 'string' && typeof token === 'string') {
+      this.uploadGrants.set(req.url!.slice(ARTIFACT_UPLOAD_PATH.length + 1).split('/')[0], { [UPLOAD_AGENT_HEADER]: agent, [UPLOAD_TOKEN_HEADER]: token });
+    }
     const refuse = (status: number) => {
       req.resume();
       res.writeHead(status, { 'content-type': 'application/json' })

@@ -216,10 +216,11 @@ describe('big outputs', () => {
         const handle = r.s.artifact_handle as string;
         await until(async () => uploadsOf(handle).includes('POST …/multipart 201'), 60_000, 'the multipart upload to start');
         expect(openR2Uploads()).toBeGreaterThanOrEqual(1);
-        // The job's own agent token, straight to the gateway: parts must have the shape the upload started with.
+        // As the job's own agent (its token and the job's upload grant), straight to the gateway: parts must have the shape the upload started with.
         const token = await gw.token({ team: 'parts', scopes: ['agent'], subject: 'agent-parts-doomed' });
+        const grant = proxy.uploadGrants.get(handle)!;
         const part = async (method: string, suffix: string, body?: string) => {
-          const res = await fetch(`${gw.url}/agent/v1/artifacts/${handle}/stdout/multipart${suffix}`, { method, body, headers: { Authorization: `Bearer ${token}`, 'X-Gatehouse-Job': jobId } });
+          const res = await fetch(`${gw.url}/agent/v1/artifacts/${handle}/stdout/multipart${suffix}`, { method, body, headers: { Authorization: `Bearer ${token}`, 'X-Gatehouse-Job': jobId, ...grant } });
           return { status: res.status, message: ((await res.json()) as { error?: { message: string } }).error?.message ?? '' };
         };
         expect(await part('PUT', '/2', 'x'.repeat(10))).toEqual({ status: 400, message: `part 2 of this upload is ${R2_MULTIPART_MIN_PART_BYTES} bytes (bytes ${R2_MULTIPART_MIN_PART_BYTES}..${2 * R2_MULTIPART_MIN_PART_BYTES} of ${expected.length}), not 10` });

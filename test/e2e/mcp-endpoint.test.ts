@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'undici';
 import { connectMcp, startGateway, type Gateway } from './harness.ts';
 import type { EdgeMessage, JobExit, JobSpec } from '../../src/contracts/agent-protocol.ts';
-import { ERROR_CODE_MAX_CHARS, ERROR_MESSAGE_MAX_CHARS } from '../../src/contracts/agent-protocol.ts';
+import { ERROR_CODE_MAX_CHARS, ERROR_MESSAGE_MAX_CHARS, UPLOAD_AGENT_HEADER, UPLOAD_TOKEN_HEADER } from '../../src/contracts/agent-protocol.ts';
 import { encodeOutputFrame } from '../../src/contracts/output-frame.ts';
 
 let gw: Gateway;
@@ -64,13 +64,16 @@ function exitFor(spec: JobSpec, stdout: string, over: Partial<JobExit> = {}): Jo
   };
 }
 
-async function uploadArtifact(token: string, spec: JobSpec, stream: 'stdout' | 'stderr', body: string) {
+/** Uploads as the agent the job was sent to: with the upload grant its `job.start` carried. */
+async function uploadArtifact(token: string, start: Extract<EdgeMessage, { type: 'job.start' }>, stream: 'stdout' | 'stderr', body: string) {
+  const { spec, upload } = start;
   return fetch(`${gw.url}/agent/v1/artifacts/${spec.artifactHandle}/${stream}`, {
     method: 'PUT',
     body,
     headers: {
       Authorization: `Bearer ${token}`,
       'X-Gatehouse-Job': spec.jobId, 'X-Gatehouse-Lines': String(body.split('\n').length - 1), 'X-Gatehouse-Truncated': '0',
+      ...(upload ? { [UPLOAD_AGENT_HEADER]: upload.agentId, [UPLOAD_TOKEN_HEADER]: upload.token } : {}),
     },
   });
 }
@@ -179,7 +182,7 @@ describe('TeamDispatcher relay to an agent socket', () => {
     expect(start.spec.env).toEqual({});
     agent.ws.send(encodeOutputFrame({ jobId: start.spec.jobId, stream: 'stdout', offset: 0, data: Buffer.from('hello\n') }));
     await new Promise((r) => setTimeout(r, 300));
-    expect((await uploadArtifact(agentToken, start.spec, 'stdout', 'hello\n')).status).toBe(201);
+    expect((await uploadArtifact(agentToken, start, 'stdout', 'hello\n')).status).toBe(201);
     const exit = exitFor(start.spec, 'hello\n');
     agent.send(exit);
     const r = await call;
@@ -264,7 +267,7 @@ describe('TeamDispatcher relay to an agent socket', () => {
     const call = owner.callTool({ name: 'execute', arguments: { command: 'cat', args: ['build.log'] } });
     const start = await agent.next('job.start');
     const log = Array.from({ length: 200 }, (_, i) => (i === 120 ? 'error: disk full' : `line ${i}`)).join('\n') + '\n';
-    expect((await uploadArtifact(agentToken, start.spec, 'stdout', log)).status).toBe(201);
+    expect((await uploadArtifact(agentToken, start, 'stdout', log)).status).toBe(201);
     agent.send(exitFor(start.spec, log.slice(0, 100)));
     const handle = ((await call).structuredContent as { artifact_handle: string }).artifact_handle;
 
@@ -280,7 +283,7 @@ describe('TeamDispatcher relay to an agent socket', () => {
 
     // Uploading into another team's job is refused the same way.
     const intruderAgent = await gw.token({ team: 'intruder', scopes: ['agent'] });
-    expect((await uploadArtifact(intruderAgent, start.spec, 'stderr', 'x\n')).status).toBe(404);
+    expect((await uploadArtifact(intruderAgent, start, 'stderr', 'x\n')).status).toBe(404);
     await owner.close();
     await other.close();
     agent.close();

@@ -59,6 +59,22 @@ describe('artifact upload', () => {
     });
   });
 
+  it('names the agent and carries the job\'s upload grant on every request, single PUT and in parts', async () => {
+    const f = join(dir, 'g');
+    writeFileSync(f, 'x'.repeat(2048));
+    const grant = { agentId: 'worker-1', token: 'T'.repeat(43) };
+    const expected = { 'x-gatehouse-agent': 'worker-1', 'x-gatehouse-upload-token': 'T'.repeat(43), 'x-gatehouse-job': 'j1' };
+    seen.length = 0;
+    replies = [];
+    expect((await uploadArtifact({ url, token: 'tok' }, { ...item(f, 2048), grant })).ok).toBe(true);
+    expect(seen[0]).toMatchObject({ method: 'PUT', headers: expected });
+    seen.length = 0;
+    scripted = [{ match: 'POST /agent/v1/artifacts/art_abcdefgh/stdout/multipart', status: 201, body: { parts: 2, partBytes: 1024, done: [] } }];
+    expect((await uploadArtifact({ url, token: 'tok', partBytes: 1024 }, { ...item(f, 2048), grant })).ok).toBe(true);
+    expect(seen.map((r) => `${r.method} ${r.url.replace(/^.*\/stdout/, '…')}`)).toEqual(['POST …/multipart', 'PUT …/multipart/1', 'PUT …/multipart/2', 'POST …/multipart/complete']);
+    for (const r of seen) expect(r.headers).toMatchObject(expected);
+  });
+
   it('does not retry a refusal (413) and says why', async () => {
     const f = join(dir, 'b');
     writeFileSync(f, 'x');

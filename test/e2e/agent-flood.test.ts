@@ -1,0 +1,173 @@
+/**
+ * An agent that floods its team's Durable Object, end to end (real `wrangler dev`, a real agent
+ * process, the official MCP client). Every message of every agent of a team is handled by the
+ * team's one DO, one at a time: a second connection with the team's own agent token that sends
+ * 10,000 messages a second (heartbeats, and `job.exit.part` of jobs that do not exist) would delay
+ * every call of the team. Its socket is closed over its message budget (AGENT_BUDGET_CLOSE) and
+ * the close is audited, while the team's real agent keeps taking and finishing jobs, and a real
+ * result big enough to travel as `job.exit.part` messages stays inside the budget.
+ *
+ * Attacker: anyone holding the team's agent token (a compromised agent host, a leaked token).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { WebSocket } from 'undici';
+import { startAgent, startGateway, testSandbox, type AgentProcess, type Gateway } from './harness.ts';
+import { AgentProxy } from './agent-proxy.ts';
+import { Fleet, call } from './fleet.ts';
+import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
+import { AGENT_BUDGET_CLOSE, PROTOCOL_VERSION } from '../../src/contracts/agent-protocol.ts';
+import { until } from '../support/until.ts';
+
+const TEAM = 'swarm';
+/** 4 MiB of NUL bytes inline: six bytes each in JSON (24 MiB), so the agent sends the result as parts. */
+const BIG_INLINE = 4 * 1024 * 1024;
+const POLICY = {
+  ...DEFAULT_POLICY,
+  shell: { enabled: true, allow: ['/.*/'] },
+  runtime: { ...DEFAULT_POLICY.runtime, allowedRuntimes: [...DEFAULT_POLICY.runtime.allowedRuntimes, 'shell'] },
+  limits: { ...DEFAULT_POLICY.limits, maxConcurrentJobs: 4, queueWaitMs: 20_000, inlineOutputBytes: BIG_INLINE },
+};
+const HEARTBEAT_MS = 5000;
+/** Messages per second the flooder sends, in batches every 10 ms. */
+const RATE = 10_000;
+
+type S = Record<string, unknown>;
+type Flood = 'heartbeats' | 'ghost-parts';
+
+let gw: Gateway;
+let fleet: Fleet;
+let proxy: AgentProxy;
+let worker: AgentProcess;
+let root: string;
+let sharedToken: string;
+
+/**
+ * One flooding connection with the team's agent token: hello as its own agent, then RATE
+ * messages a second — heartbeats and `job.exit.part` of made-up jobs, or the parts alone — until
+ * the gateway closes it or `stop()` says so. Resolves with how the socket ended.
+ */
+async function floodOnce(kind: Flood, stop: () => boolean): Promise<{ kind: Flood; code: number; reason: string; sent: number }> {
+  const ws = new WebSocket(`${gw.url.replace(/^http/, 'ws')}/agent/v1/connect`, { headers: { Authorization: `Bearer ${sharedToken}` } });
+  let sent = 0;
+  let welcomed = false;
+  let done!: (end: { code: number; reason: string }) => void;
+  const closed = new Promise<{ code: number; reason: string }>((resolve) => (done = resolve));
+  ws.addEventListener('close', (e) => done({ code: e.code, reason: e.reason }));
+  ws.addEventListener('error', () => {});
+  ws.addEventListener('open', () => {
+    ws.send(JSON.stringify({ type: 'hello', v: PROTOCOL_VERSION, agentId: 'flooder', version: 'x', capacity: 1, sandbox: 'none', runtimes: [], labels: [], running: [] }));
+  });
+  ws.addEventListener('message', (e) => {
+    if (!welcomed && typeof e.data === 'string' && (JSON.parse(e.data) as S).type === 'welcome') welcomed = true;
+  });
+  const timer = setInterval(() => {
+    if (stop()) {
+      // Stopped by the test, not closed by the gateway: no need to wait for the close handshake.
+      ws.close(1000, 'done');
+      done({ code: 1000, reason: 'stopped by the test' });
+      return;
+    }
+    if (!welcomed || ws.readyState !== WebSocket.OPEN) return;
+    for (let i = 0; i < RATE / 100; i++, sent++) {
+      const heartbeat = kind === 'heartbeats' && sent % 2 === 0;
+      ws.send(JSON.stringify(heartbeat
+        ? { type: 'heartbeat', running: [] }
+        : { type: 'job.exit.part', jobId: `ghost-${sent}`, stream: 'stdout', seq: 0, data: 'x'.repeat(64) }));
+    }
+  }, 10);
+  const end = await closed;
+  clearInterval(timer);
+  return { kind, ...end, sent };
+}
+
+describe('an agent flooding its team\'s dispatcher', () => {
+  beforeAll(async () => {
+    // The production heartbeat (5 s): a loaded test machine never drops the real agent for silence.
+    gw = await startGateway({ vars: { HEARTBEAT_MS: String(HEARTBEAT_MS) } });
+    await gw.putPolicy(TEAM, POLICY);
+    fleet = new Fleet(gw, { tmpPrefix: 'gatehouse-flood-', capacity: 2 });
+    // The team's agents share one token: the real agent and the flooder authenticate alike.
+    sharedToken = await gw.token({ team: TEAM, scopes: ['agent'], subject: 'agent-swarm' });
+    proxy = new AgentProxy(gw.url);
+    await proxy.start();
+    root = mkdtempSync(join(tmpdir(), 'gatehouse-flood-'));
+    worker = startAgent({ url: proxy.url }, { token: sharedToken, root, sandbox: testSandbox(), capacity: 2, agentId: 'worker' });
+    await until(async () => {
+      if (worker.proc.exitCode !== null) throw new Error(`agent exited:\n${worker.logs()}`);
+      return (await fleet.agentView(TEAM, 'worker'))?.state === 'connected';
+    }, 150_000, 'the worker agent to connect');
+  }, 300_000);
+
+  afterAll(async () => {
+    await worker?.stop();
+    await fleet?.close();
+    await proxy?.stop();
+    await gw?.stop();
+    if (root) rmSync(root, { recursive: true, force: true });
+  });
+
+  it('closes a connection of the team\'s token flooding heartbeats and parts of unknown jobs (4008), audits it, and the real agent keeps running jobs', async () => {
+    const c = await fleet.mcp(TEAM);
+    const before = await fleet.agentView(TEAM, 'worker');
+    let flooding = true;
+    const started = Date.now();
+    const closes: Awaited<ReturnType<typeof floodOnce>>[] = [];
+    // Flood again and again (as a flooder whose socket is closed would): heartbeats, then parts alone.
+    const flood = (async () => {
+      for (let i = 0; flooding && i < 40; i++) {
+        const kind: Flood = i % 2 === 0 ? 'heartbeats' : 'ghost-parts';
+        const r = await floodOnce(kind, () => !flooding || Date.now() > started + 60_000);
+        closes.push(r);
+        await new Promise((res) => setTimeout(res, 100));
+      }
+    })();
+    try {
+      // Meanwhile the team's real agent takes and finishes calls, each well within 15 s.
+      for (let i = 0; i < 6; i++) {
+        const r = await call(c, 'execute', { command: `echo run-${i}`, agent: 'worker' }, 15_000);
+        expect(r.r.isError, r.t).toBeFalsy();
+        expect(r.s).toMatchObject({ exit_code: 0, stdout: `run-${i}\n`, state: 'exited' });
+      }
+      await until(async () => closes.some((x) => x.kind === 'ghost-parts') && closes.some((x) => x.kind === 'heartbeats'), 60_000, 'both floods to end');
+    } finally {
+      flooding = false;
+      await flood;
+    }
+    const heartbeats = closes.find((x) => x.kind === 'heartbeats')!;
+    expect(heartbeats, JSON.stringify(closes)).toMatchObject({ code: AGENT_BUDGET_CLOSE, reason: `message budget exceeded: heartbeats more often than 2 per ${HEARTBEAT_MS} ms` });
+    const ghosts = closes.find((x) => x.kind === 'ghost-parts')!;
+    expect(ghosts, JSON.stringify(closes)).toMatchObject({ code: AGENT_BUDGET_CLOSE, reason: expect.stringMatching(/^message budget exceeded: more than \d+ messages about jobs unknown or not its own$/) });
+    // Each closed flood is one audit row of the token that sent it.
+    const rows = await until(async () => {
+      const a = await fleet.admin(TEAM, 'GET', '/audit?decision=denied&limit=200');
+      const mine = (a.body.entries as S[]).filter((e) => e.subject === 'agent-swarm' && /^agent flooder: message budget exceeded/.test(String(e.reason)));
+      return mine.some((e) => /heartbeats/.test(String(e.reason))) && mine.some((e) => /jobs unknown or not its own/.test(String(e.reason))) ? mine : null;
+    }, 20_000, 'the audit rows of the closed floods');
+    expect(rows[0]).toMatchObject({ decision: 'denied', reason: expect.stringContaining(`connection closed (${AGENT_BUDGET_CLOSE})`) });
+    // The real agent was never disconnected, and the flooder is not left connected.
+    expect(await fleet.agentView(TEAM, 'worker')).toMatchObject({ state: 'connected', connected_at: before!.connected_at });
+    expect(worker.logs()).not.toMatch(/disconnected from/);
+    expect((await fleet.agentView(TEAM, 'flooder'))?.state).not.toBe('connected');
+  }, 180_000);
+
+  it('a real result big enough to travel as job.exit.part messages stays inside the budget', async () => {
+    const c = await fleet.mcp(TEAM);
+    const before = await fleet.agentView(TEAM, 'worker');
+    // In the background: what is checked is the agent's messages, not the foreground answer's size.
+    const started = await call(c, 'execute', { command: `head -c ${BIG_INLINE} /dev/zero`, agent: 'worker', background: true });
+    expect(started.r.isError, started.t).toBeFalsy();
+    const jobId = started.s.job_id as string;
+    const ended = await until(async () => {
+      const v = (await call(c, 'job_status', { job_id: jobId, wait_ms: 5000 })).s;
+      return v.state !== 'running' && v.artifact_state !== 'uploading' ? v : null;
+    }, 120_000, 'the big job to end');
+    expect(ended).toMatchObject({ state: 'exited', exit_code: 0, agent_id: 'worker', stdout_bytes: BIG_INLINE, artifact_state: 'complete' });
+    // Its inline result went as parts (24 MiB of JSON), each taken by the edge.
+    expect(proxy.messages('job.exit.part', jobId).length).toBeGreaterThanOrEqual(4);
+    expect(await fleet.agentView(TEAM, 'worker')).toMatchObject({ state: 'connected', connected_at: before!.connected_at });
+    expect(worker.logs()).not.toMatch(/disconnected from/);
+  }, 180_000);
+});
