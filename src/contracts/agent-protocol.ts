@@ -5,6 +5,7 @@
  * are the only way in, so a malformed message is a logged rejection, never a crash.
  */
 import { z } from 'zod';
+import { SANDBOX_KINDS } from './sandbox-kinds.ts';
 import { RuntimeName } from './runtimes.ts';
 import { describeIssues } from './errors.ts';
 import { SandboxReuse } from './sandbox-reuse.ts';
@@ -31,7 +32,7 @@ export const AGENT_BUDGET_CLOSE = 4008;
  */
 export const EXIT_PARTS_MAX = 16;
 
-export const SandboxKind = z.enum(['gvisor', 'bwrap', 'none']);
+export const SandboxKind = z.enum(SANDBOX_KINDS);
 export type SandboxKind = z.infer<typeof SandboxKind>;
 export const StreamName = z.enum(['stdout', 'stderr']);
 export type StreamName = z.infer<typeof StreamName>;

@@ -4,9 +4,8 @@
  * naming the presets for an unknown name.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawn } from 'node:child_process';
-import { join } from 'node:path';
-import { ROOT, startGateway, type Gateway } from '../e2e/harness.ts';
+import { startGateway, type Gateway } from '../e2e/harness.ts';
+import { runCli } from '../support/cli.ts';
 import { PRESETS } from '../../src/policy/presets.ts';
 
 let gw: Gateway;
@@ -20,18 +19,7 @@ afterAll(async () => {
   await gw?.stop();
 });
 
-function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((res) => {
-    const p = spawn(process.execPath, [join(ROOT, 'bin/gatehouse.mjs'), ...args], {
-      env: { ...process.env, GATEHOUSE_URL: gw.url, GATEHOUSE_ADMIN_TOKEN: token }, stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    p.stdout.on('data', (d) => (stdout += d));
-    p.stderr.on('data', (d) => (stderr += d));
-    p.on('close', (code) => res({ code: code ?? -1, stdout, stderr }));
-  });
-}
+const cli = (args: string[]) => runCli(gw.url, token, args);
 
 describe('gatehouse policy presets / preset', () => {
   it('lists each preset with what it really allows', async () => {

@@ -10,9 +10,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer, type Server } from 'node:http';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { UnauthorizedError, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
-import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
-import { spawn } from 'node:child_process';
+import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
+import { TestOAuthProvider } from '../support/oauth-provider.ts';
+import { runCli } from '../support/cli.ts';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -33,27 +33,6 @@ let gw: Gateway;
 let callback: Server;
 let callbackUrl: string;
 
-class TestOAuthProvider implements OAuthClientProvider {
-  info?: OAuthClientInformationMixed;
-  saved?: OAuthTokens;
-  verifier = '';
-  authorizationUrl?: URL;
-  readonly name: string;
-  constructor(name: string) { this.name = name; }
-  get redirectUrl() { return callbackUrl; }
-  get clientMetadata(): OAuthClientMetadata {
-    return { client_name: this.name, redirect_uris: [callbackUrl], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' };
-  }
-  state() { return crypto.randomUUID(); }
-  clientInformation() { return this.info; }
-  saveClientInformation(i: OAuthClientInformationMixed) { this.info = i; }
-  tokens() { return this.saved; }
-  saveTokens(t: OAuthTokens) { this.saved = t; }
-  redirectToAuthorization(url: URL) { this.authorizationUrl = url; }
-  saveCodeVerifier(v: string) { this.verifier = v; }
-  codeVerifier() { return this.verifier; }
-}
-
 interface Signed { provider: TestOAuthProvider; grantId: string; access: string; refresh: string; clientId: string }
 
 /** Posts the consent form; returns the redirect (a code) or the page's error text. */
@@ -69,7 +48,7 @@ async function postConsent(authUrl: URL, adminToken: string, team: string): Prom
 
 /** Registers a client (or reuses the provider's), consents as `adminToken`, exchanges the code. */
 async function signIn(adminToken: string, o: { provider?: TestOAuthProvider; team?: string } = {}): Promise<Signed> {
-  const provider = o.provider ?? new TestOAuthProvider(`revocation test ${crypto.randomUUID().slice(0, 8)}`);
+  const provider = o.provider ?? new TestOAuthProvider(`revocation test ${crypto.randomUUID().slice(0, 8)}`, callbackUrl);
   provider.saved = undefined;
   const client = new Client({ name: 'oauth-revocation', version: '1.0.0' });
   await expect(client.connect(new StreamableHTTPClientTransport(new URL(gw.mcpUrl), { authProvider: provider }))).rejects.toBeInstanceOf(UnauthorizedError);
@@ -244,31 +223,19 @@ describe('every way of ending a grant ends its access and refresh tokens on the 
   });
 });
 
-/** The CLI as a user runs it. */
-function cli(args: string[], token: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((res) => {
-    const p = spawn(process.execPath, [join(ROOT, 'bin/gatehouse.mjs'), ...args], {
-      env: { ...process.env, GATEHOUSE_URL: gw.url, GATEHOUSE_ADMIN_TOKEN: token }, stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    p.stdout.on('data', (d) => (stdout += d));
-    p.stderr.on('data', (d) => (stderr += d));
-    p.on('close', (code) => res({ code: code ?? -1, stdout, stderr }));
-  });
-}
+const cli = (args: string[], token: string) => runCli(gw.url, token, args);
 
 describe('gatehouse oauth', () => {
   it('lists grants (a hostile client name shown as data) and revokes one; both tokens end', async () => {
     const adminToken = await gw.token({ team: 'acme', scopes: ['admin'], subject: 'hank-admin' });
-    const provider = new TestOAuthProvider('evil\x1b[2K\x1b[1Aallowed\u202e client');
+    const provider = new TestOAuthProvider('evil\x1b[2K\x1b[1Aallowed\u202e client', callbackUrl);
     const s = await signIn(adminToken, { provider });
     const list = await cli(['oauth', 'grants'], adminToken);
     expect(list.code, list.stderr).toBe(0);
-    const line = list.stdout.split('\n').find((l) => l.startsWith(s.grantId))!;
-    expect(line).toContain('hank-admin');
-    expect(line).toContain('execute');
-    expect(line).toContain('\\x1b[2K');
+    const line = list.stdout.split('\n').find((l) => l.startsWith(s.grantId)) ?? '';
+    expect(line, list.stdout).toContain('hank-admin');
+    expect(line, list.stdout).toContain('execute');
+    expect(line, list.stdout).toContain('\\x1b[2K');
     expect(list.stdout).not.toMatch(/[\x1b\u202e]/);
     const json = JSON.parse((await cli(['oauth', 'grants', '--json'], adminToken)).stdout) as { grants: { grantId: string; clientName: string }[] };
     expect(json.grants.find((g) => g.grantId === s.grantId)?.clientName).toBe(provider.name);
@@ -277,10 +244,12 @@ describe('gatehouse oauth', () => {
     expect(revoked.code, revoked.stderr).toBe(0);
     expect(revoked.stdout).toContain(`revoked grant ${s.grantId}`);
     await expectEnded(s, /OAuth access token is invalid|has ended/);
-    expect((await cli(['oauth', 'grants'], adminToken)).stdout).not.toContain(s.grantId);
-    expect((await cli(['oauth', 'grants', '--all'], adminToken)).stdout).toMatch(new RegExp(`${s.grantId}.*ended .*revoked by`));
+    const live = await cli(['oauth', 'grants'], adminToken);
+    expect(live.stdout + live.stderr).not.toContain(s.grantId);
+    const all = await cli(['oauth', 'grants', '--all'], adminToken);
+    expect(all.stdout, all.stderr).toMatch(new RegExp(`${s.grantId}.*ended .*revoked by`));
     const unknown = await cli(['oauth', 'revoke', 'nosuchgrant0000'], adminToken);
-    expect(unknown.code).toBe(1);
+    expect(unknown.code, unknown.stdout).toBe(1);
     expect(unknown.stderr).toContain('error (not_found)');
   });
 });
@@ -311,7 +280,7 @@ describe.skipIf(!HAVE_CHROMIUM)("the dashboard's Tokens page", () => {
   it('lists OAuth grants (client name as isolated text) and revokes one; both tokens end', async () => {
     mkdirSync(SHOTS, { recursive: true });
     const adminToken = await gw.token({ team: 'acme', scopes: ['admin'], subject: 'ivy-admin' });
-    const provider = new TestOAuthProvider('<img src=x onerror="document.title=1">\u202eevil');
+    const provider = new TestOAuthProvider('<img src=x onerror="document.title=1">\u202eevil', callbackUrl);
     const s = await signIn(adminToken, { provider });
     const profile = mkdtempSync(join(tmpdir(), 'gatehouse-chromium-'));
     const browser = await launchChromium(profile);

@@ -15,8 +15,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { UnauthorizedError, type OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
-import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
+import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
+import { TestOAuthProvider } from '../support/oauth-provider.ts';
 import { type Browser, type Page } from 'puppeteer-core';
 import { HAVE_CHROMIUM, launchChromium, requireChromium } from '../support/chromium.ts';
 import { ROOT, connectMcp, startGateway, type Gateway } from './harness.ts';
@@ -31,29 +31,6 @@ let callback: Server;
 let callbackUrl: string;
 /** Codes (or errors) the consent page redirected to our loopback callback, by state. */
 const arrivals: URL[] = [];
-
-/** The MCP SDK's OAuthClientProvider, as a CLI client keeps it: in memory, redirect to a loopback URL. */
-class TestOAuthProvider implements OAuthClientProvider {
-  info?: OAuthClientInformationMixed;
-  saved?: OAuthTokens;
-  verifier = '';
-  authorizationUrl?: URL;
-  readonly name: string;
-  constructor(name: string) { this.name = name; }
-  get redirectUrl() { return callbackUrl; }
-  get clientMetadata(): OAuthClientMetadata {
-    return { client_name: this.name, redirect_uris: [callbackUrl], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' };
-  }
-  /** A fresh state per sign-in: it ties the callback to this request. */
-  state() { return crypto.randomUUID(); }
-  clientInformation() { return this.info; }
-  saveClientInformation(i: OAuthClientInformationMixed) { this.info = i; }
-  tokens() { return this.saved; }
-  saveTokens(t: OAuthTokens) { this.saved = t; }
-  redirectToAuthorization(url: URL) { this.authorizationUrl = url; }
-  saveCodeVerifier(v: string) { this.verifier = v; }
-  codeVerifier() { return this.verifier; }
-}
 
 /** Connects; the first attempt ends in the provider's redirect to the consent page. */
 async function startSignIn(provider: TestOAuthProvider): Promise<URL> {
@@ -146,7 +123,7 @@ describe('authorization server discovery', () => {
 
 describe.skipIf(!HAVE_CHROMIUM)('sign-in of an MCP client through the consent page', () => {
   it('grants team and scopes; the token acts exactly like an API token of that team, and API tokens still work', async () => {
-    const provider = new TestOAuthProvider('Gatehouse OAuth test client');
+    const provider = new TestOAuthProvider('Gatehouse OAuth test client', callbackUrl);
     const authUrl = await startSignIn(provider);
     expect(authUrl.origin).toBe(new URL(gw.url).origin);
     expect(authUrl.searchParams.get('code_challenge_method')).toBe('S256');
@@ -229,7 +206,7 @@ describe.skipIf(!HAVE_CHROMIUM)('sign-in of an MCP client through the consent pa
   }, 180_000);
 
   it('Deny sends access_denied back to the client', async () => {
-    const provider = new TestOAuthProvider('Denied client');
+    const provider = new TestOAuthProvider('Denied client', callbackUrl);
     const authUrl = await startSignIn(provider);
     const page = await browser.newPage();
     await page.goto(authUrl.href);
@@ -242,7 +219,7 @@ describe.skipIf(!HAVE_CHROMIUM)('sign-in of an MCP client through the consent pa
 
   it('escapes a self-registered client name: no script runs on the consent page', async () => {
     const evil = '<img src=x onerror="document.title=\'pwned\'"><script>document.title="pwned"</script>';
-    const provider = new TestOAuthProvider(evil);
+    const provider = new TestOAuthProvider(evil, callbackUrl);
     const authUrl = await startSignIn(provider);
     const page = await browser.newPage();
     const dialogs: string[] = [];
@@ -268,7 +245,7 @@ describe('attacks on the token path', () => {
     expect(((await forged.json()) as { error: { message: string } }).error.message).toMatch(/OAuth access token is invalid, expired or revoked/);
 
     if (!HAVE_CHROMIUM) return;
-    const provider = new TestOAuthProvider('PKCE test client');
+    const provider = new TestOAuthProvider('PKCE test client', callbackUrl);
     const authUrl = await startSignIn(provider);
     // A redirect URI the client did not register: the page says so and never redirects there.
     const hijack = new URL(authUrl);
