@@ -74,7 +74,7 @@ function run(installed: string | null, opts: RunOptions = {}) {
   ].join('\n') + '\n');
   chmodSync(join(bin, 'apt-get'), 0o755);
   if (installed) fakeRunsc(bin, installed);
-  for (const [name, text] of Object.entries(opts.apt ?? debianAptDir('http://deb.debian.org/debian'))) writeFileSync(join(apt, name), text);
+  for (const [name, text] of Object.entries(opts.apt ?? debianAptDir('http://mirror.internal.example/debian'))) writeFileSync(join(apt, name), text);
   const osRelease = join(work, 'os-release');
   writeFileSync(osRelease, opts.osRelease ?? BOOKWORM);
   const r = spawnSync('/bin/bash', [SCRIPT], { encoding: 'utf8', env: { PATH: bin, GATEHOUSE_APT_DIR: apt, GATEHOUSE_OS_RELEASE: osRelease } });
@@ -122,7 +122,7 @@ describe("install-system-deps.sh: trixie comes from this machine's own Debian ar
     const r = run(NONE, {
       apt: {
         // Read first (apt reads sources.list.d in name order) and not Debian archives.
-        'sources.list.d/a-nodesource.sources': 'Types: deb\nURIs: https://deb.nodesource.com/node_20.x\nSuites: nodistro\nComponents: main\n',
+        'sources.list.d/a-third-party.sources': 'Types: deb\nURIs: https://third-party.example/node_20.x\nSuites: nodistro\nComponents: main\n',
         'sources.list.d/b-disabled.sources': 'Enabled: no\nTypes: deb\nURIs: http://unreachable.example/debian\nSuites: bookworm\nComponents: main\n',
         'sources.list.d/c-sources-only.sources': 'Types: deb-src\nURIs: http://src-only.example/debian\nSuites: bookworm\nComponents: main\n',
         'sources.list.d/debian.sources': debianSources('http://mirror.internal.example/debian'),
@@ -142,7 +142,7 @@ describe("install-system-deps.sh: trixie comes from this machine's own Debian ar
           'deb-src http://src-only.example/debian bookworm main',
           'deb [arch=amd64 signed-by=/usr/share/keyrings/other.gpg] https://packages.example.com/apt cloud-sdk-bookworm main',
           'deb [ signed-by=/usr/share/keyrings/debian-archive-keyring.gpg ] https://mirror.example.org/debian/ bookworm main contrib',
-          'deb http://security.debian.org/debian-security bookworm-security main',
+          'deb http://security-mirror.example/debian-security bookworm-security main',
         ].join('\n') + '\n',
       },
     });
@@ -151,7 +151,7 @@ describe("install-system-deps.sh: trixie comes from this machine's own Debian ar
   });
 
   it('falls back to deb.debian.org only when no Debian archive is configured, and says so', () => {
-    const r = run(NONE, { apt: { 'sources.list.d/a-nodesource.sources': 'Types: deb\nURIs: https://deb.nodesource.com/node_20.x\nSuites: nodistro\nComponents: main\n' } });
+    const r = run(NONE, { apt: { 'sources.list.d/a-third-party.sources': 'Types: deb\nURIs: https://third-party.example/node_20.x\nSuites: nodistro\nComponents: main\n' } });
     expect(r.status, r.stderr + r.stdout).toBe(0);
     expect(r.sources).toMatch(/^URIs: http:\/\/deb\.debian\.org\/debian$/m);
     expect(r.stdout).toMatch(/no Debian archive in the apt sources .*; taking trixie from http:\/\/deb\.debian\.org\/debian/);
@@ -161,7 +161,7 @@ describe("install-system-deps.sh: trixie comes from this machine's own Debian ar
     const r = run(NONE, {
       apt: {
         'sources.list.d/debian.sources': debianSources('http://mirror.internal.example/debian'),
-        'sources.list.d/gatehouse-trixie.sources': 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: trixie\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n',
+        'sources.list.d/gatehouse-trixie.sources': 'Types: deb\nURIs: http://old-mirror.example/debian\nSuites: trixie\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n',
       },
     });
     expect(r.status, r.stderr + r.stdout).toBe(0);

@@ -1,7 +1,7 @@
 /**
  * An npm registry on 127.0.0.1 that holds only the packages it is given, served from npm's own cache
  * (which `npm ci` in the repository filled): installs of the packed `gatehouse` package fetch their
- * dependencies from it instead of registry.npmjs.org, and the test sees every request.
+ * dependencies from it instead of the configured registry, and the test sees every request.
  *
  * The cache format is cacache's: an index entry per request URL (index-v5/, a bucket named by the
  * key's sha256) names the content's integrity; the content sits at content-v2/<algo>/<hex digest>.
@@ -24,7 +24,8 @@ export interface LocalRegistry {
   close(): Promise<void>;
 }
 
-const UPSTREAM = 'https://registry.npmjs.org';
+/** The registry npm is configured to fetch from: npm's cache keys its tarballs by their URL there. */
+const UPSTREAM = execFileSync('npm', ['config', 'get', 'registry'], { encoding: 'utf8' }).trim().replace(/\/+$/, '');
 
 function npmCacheDir(): string {
   return join(execFileSync('npm', ['config', 'get', 'cache'], { encoding: 'utf8' }).trim(), '_cacache');
