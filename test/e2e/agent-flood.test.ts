@@ -10,13 +10,11 @@
  * Attacker: anyone holding the team's agent token (a compromised agent host, a leaked token).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { WebSocket } from 'undici';
-import { startAgent, startGateway, testSandbox, type AgentProcess, type Gateway } from './harness.ts';
-import { AgentProxy } from './agent-proxy.ts';
-import { Fleet, call } from './fleet.ts';
+import type { AgentProcess, Gateway } from './harness.ts';
+import { startProxiedTeam, type ProxiedTeam } from './proxied-team.ts';
+import type { AgentProxy } from './agent-proxy.ts';
+import { call, type Fleet } from './fleet.ts';
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
 import { AGENT_BUDGET_CLOSE, PROTOCOL_VERSION } from '../../src/contracts/agent-protocol.ts';
 import { until } from '../support/until.ts';
@@ -41,7 +39,7 @@ let gw: Gateway;
 let fleet: Fleet;
 let proxy: AgentProxy;
 let worker: AgentProcess;
-let root: string;
+let team: ProxiedTeam;
 let sharedToken: string;
 
 /**
@@ -85,28 +83,12 @@ async function floodOnce(kind: Flood, stop: () => boolean): Promise<{ kind: Floo
 
 describe('an agent flooding its team\'s dispatcher', () => {
   beforeAll(async () => {
-    // The production heartbeat (5 s): a loaded test machine never drops the real agent for silence.
-    gw = await startGateway({ vars: { HEARTBEAT_MS: String(HEARTBEAT_MS) } });
-    await gw.putPolicy(TEAM, POLICY);
-    fleet = new Fleet(gw, { tmpPrefix: 'gatehouse-flood-', capacity: 2 });
-    // The team's agents share one token: the real agent and the flooder authenticate alike.
-    sharedToken = await gw.token({ team: TEAM, scopes: ['agent'], subject: 'agent-swarm' });
-    proxy = new AgentProxy(gw.url);
-    await proxy.start();
-    root = mkdtempSync(join(tmpdir(), 'gatehouse-flood-'));
-    worker = startAgent({ url: proxy.url }, { token: sharedToken, root, sandbox: testSandbox(), capacity: 2, agentId: 'worker' });
-    await until(async () => {
-      if (worker.proc.exitCode !== null) throw new Error(`agent exited:\n${worker.logs()}`);
-      return (await fleet.agentView(TEAM, 'worker'))?.state === 'connected';
-    }, 150_000, 'the worker agent to connect');
+    team = await startProxiedTeam({ team: TEAM, policy: POLICY, subject: 'agent-swarm', tmpPrefix: 'gatehouse-flood-', heartbeatMs: HEARTBEAT_MS });
+    ({ gw, fleet, proxy, worker, sharedToken } = team);
   }, 300_000);
 
   afterAll(async () => {
-    await worker?.stop();
-    await fleet?.close();
-    await proxy?.stop();
-    await gw?.stop();
-    if (root) rmSync(root, { recursive: true, force: true });
+    await team?.stop();
   });
 
   it('closes a connection of the team\'s token flooding heartbeats and parts of unknown jobs (4008), audits it, and the real agent keeps running jobs', async () => {

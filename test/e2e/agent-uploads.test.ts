@@ -9,13 +9,11 @@
  * without a connection of its own, racing the real agent to the write-once artifact.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { WebSocket } from 'undici';
-import { startAgent, startGateway, testSandbox, type AgentProcess, type Gateway } from './harness.ts';
-import { AgentProxy } from './agent-proxy.ts';
-import { Fleet, call } from './fleet.ts';
+import type { AgentProcess, Gateway } from './harness.ts';
+import { startProxiedTeam, type ProxiedTeam } from './proxied-team.ts';
+import type { AgentProxy } from './agent-proxy.ts';
+import { call, type Fleet } from './fleet.ts';
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
 import { PROTOCOL_VERSION, UPLOAD_AGENT_HEADER, UPLOAD_TOKEN_HEADER } from '../../src/contracts/agent-protocol.ts';
 import { R2_MULTIPART_MIN_PART_BYTES } from '../../src/contracts/limits.ts';
@@ -34,7 +32,7 @@ let gw: Gateway;
 let fleet: Fleet;
 let proxy: AgentProxy;
 let worker: AgentProcess;
-let root: string;
+let team: ProxiedTeam;
 let sharedToken: string;
 
 /** A second agent of the team on the same token, connected under its own id (the calls below name the agent they run on). */
@@ -60,28 +58,12 @@ async function upload(method: string, path: string, jobId: string, body: string 
 
 describe('artifact uploads are bound to the agent the job was sent to', () => {
   beforeAll(async () => {
-    // The production heartbeat (5 s): a loaded test machine never drops the agent for silence.
-    gw = await startGateway({ vars: { HEARTBEAT_MS: '5000' } });
-    await gw.putPolicy(TEAM, POLICY);
-    fleet = new Fleet(gw, { tmpPrefix: 'gatehouse-upl-', capacity: 2 });
-    sharedToken = await gw.token({ team: TEAM, scopes: ['agent'], subject: 'agent-upl' });
-    // Through a proxy that can hold the real agent's uploads: the forger gets there first.
-    proxy = new AgentProxy(gw.url);
-    await proxy.start();
-    root = mkdtempSync(join(tmpdir(), 'gatehouse-upl-'));
-    worker = startAgent({ url: proxy.url }, { token: sharedToken, root, sandbox: testSandbox(), capacity: 2, agentId: 'worker' });
-    await until(async () => {
-      if (worker.proc.exitCode !== null) throw new Error(`agent exited:\n${worker.logs()}`);
-      return (await fleet.agentView(TEAM, 'worker'))?.state === 'connected';
-    }, 150_000, 'the worker agent to connect');
+    team = await startProxiedTeam({ team: TEAM, policy: POLICY, subject: 'agent-upl', tmpPrefix: 'gatehouse-upl-', heartbeatMs: 5000 });
+    ({ gw, fleet, proxy, worker, sharedToken } = team);
   }, 300_000);
 
   afterAll(async () => {
-    await worker?.stop();
-    await fleet?.close();
-    await proxy?.stop();
-    await gw?.stop();
-    if (root) rmSync(root, { recursive: true, force: true });
+    await team?.stop();
   });
 
   it('another agent on the same token cannot write, start, or abort the artifact of a job it was not sent (403); the real upload then succeeds', async () => {
