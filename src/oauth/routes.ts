@@ -9,7 +9,7 @@ import type { AppEnv } from '../env.ts';
 import { authenticate } from '../auth/verify.ts';
 import { authorizationServer, hasOAuthStore, OAUTH_SCOPES, REFRESH_TOKEN_TTL_S, TOKEN_PATH, type OAuthGrantProps } from './server.ts';
 import { forgetGrants } from './grants.ts';
-import { GRANT_ID_RE, isClientBlocked, oauthAdmissionOf, recordGrant, teamOfGrant } from '../store/oauth-grants.ts';
+import { GRANT_ID_RE, grantIdOf, isClientBlocked, oauthAdmissionOf, recordGrant, teamOfGrant } from '../store/oauth-grants.ts';
 import { writeAudit } from '../store/audit.ts';
 import { consentPage, errorPage } from './consent.ts';
 
@@ -44,7 +44,7 @@ async function refreshRefusal(c: Context<AppEnv>): Promise<Response | null> {
     return null; // not a form: the library answers invalid_request
   }
   if (form.get('grant_type') !== 'refresh_token') return null;
-  const grantId = String(form.get('refresh_token') ?? '').split(':')[1] ?? '';
+  const grantId = grantIdOf(String(form.get('refresh_token') ?? ''));
   if (!GRANT_ID_RE.test(grantId)) return null;
   const team = await teamOfGrant(c.env, grantId);
   const admission = team ? await oauthAdmissionOf(c.env, team, grantId) : null;
@@ -128,8 +128,8 @@ oauthRoutes.post('/authorize', async (c) => {
   const { redirectTo } = await api.completeAuthorization({
     request, userId, metadata: { grantedBy: who.value.subject, tokenId: who.value.tokenId }, scope: scopes, props,
   });
-  // The code is "userId:grantId:secret": the grant id is what every later request is admitted by.
-  const grantId = new URL(redirectTo).searchParams.get('code')?.split(':')[1] ?? '';
+  // The grant id in the code is what every later request is admitted by.
+  const grantId = grantIdOf(new URL(redirectTo).searchParams.get('code') ?? '');
   const now = Date.now();
   const client = await api.lookupClient(request.clientId).catch(() => null);
   const replaced = await recordGrant(c.env, {

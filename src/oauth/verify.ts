@@ -7,7 +7,7 @@
 import type { Env, Principal } from '../env.ts';
 import { canonicalMcpUrl, gatehouseIssuer } from '../auth/config.ts';
 import type { OAuthGrantProps } from './server.ts';
-import { OAUTH_TOKEN_PREFIX } from '../store/oauth-grants.ts';
+import { OAUTH_TOKEN_PREFIX, grantIdOf } from '../store/oauth-grants.ts';
 
 const OAUTH_BEARER = /^Bearer[ ]+([A-Za-z0-9_.~%-]{1,300}:[A-Za-z0-9_-]{1,100}:[A-Za-z0-9_-]{1,200})\s*$/i;
 const TEAM_RE = /^[a-z0-9][a-z0-9_-]{0,62}$/;
@@ -32,6 +32,6 @@ export async function verifyOAuthBearer(req: Request, env: Env): Promise<OAuthVe
   }
   // Only what the grant holds and OAuth may grant, whatever else a stored record says.
   const scopes = v.scope.filter((s) => (OAUTH_SCOPES as readonly string[]).includes(s) && p.scopes.includes(s));
-  const grantId = m[1].split(':')[1];
+  const grantId = grantIdOf(m[1]);
   return { ok: true, value: { team: p.team, subject: p.subject, scopes, tokenId: `${OAUTH_TOKEN_PREFIX}${grantId}`, issuer: gatehouseIssuer(req, env) } };
 }

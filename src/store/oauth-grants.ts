@@ -45,6 +45,9 @@ export const GRANT_ID_RE = /^[A-Za-z0-9_-]{1,100}$/;
 /** Client ids: registered ones are random strings; Client ID Metadata Document ones are HTTPS URLs. */
 export const CLIENT_ID_RE = /^[\x21-\x7e]{1,1000}$/;
 
+/** The grant id inside one of the authorization server's codes or tokens ("userId:grantId:secret"); '' if none. */
+export const grantIdOf = (codeOrToken: string): string => codeOrToken.split(':')[1] ?? '';
+
 /** Last-used times are written at most this often per grant, so a busy client costs one D1 write a minute. */
 export const LAST_USED_RESOLUTION_MS = 60_000;
 
