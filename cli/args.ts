@@ -57,7 +57,11 @@ export function parseArgs(argv: string[], specs: FlagSpecs, where: string, withG
     if (t.kind === 'option-terminator') { sawDoubleDash = true; continue; }
     if (t.kind === 'positional') { (sawDoubleDash ? rest : positionals).push(t.value); continue; }
     const spec = all[t.name];
-    if (!spec) throw new UsageError(`unknown flag "${t.rawName}" for "${where}"; allowed: ${flagList(all)}`);
+    if (!spec) {
+      // Ids minted by the gateway or the OAuth library may start with "-": say how to pass one.
+      const hint = t.rawName.startsWith('--') ? '' : ` (a value that starts with "-" goes after "--", e.g. gatehouse ${where} -- ${argv[t.index]})`;
+      throw new UsageError(`unknown flag "${t.rawName}" for "${where}"; allowed: ${flagList(all)}${hint}`);
+    }
     if (spec.type === 'bool') {
       if (t.value !== undefined) throw new UsageError(`--${t.name} takes no value`);
       flags[t.name] = true;

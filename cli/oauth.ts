@@ -60,9 +60,10 @@ async function grants(argv: string[]): Promise<number> {
 async function revoke(argv: string[], name: string, path: (id: string) => string): Promise<number> {
   const a = parseArgs(argv, {}, `oauth ${name}`);
   const what = name === 'revoke' ? '<grant-id>' : '<client-id>';
-  if (a.flags.help) return help(`usage: gatehouse oauth ${name} ${what}`, {}), 0;
-  if (a.positionals.length !== 1) throw new UsageError(`usage: gatehouse oauth ${name} ${what} (exactly one id; see gatehouse oauth grants)`);
-  const id = a.positionals[0];
+  if (a.flags.help) return help(`usage: gatehouse oauth ${name} [--] ${what}`, {}), 0;
+  const ids = [...a.positionals, ...a.rest];
+  if (ids.length !== 1) throw new UsageError(`usage: gatehouse oauth ${name} ${what} (exactly one id; see gatehouse oauth grants; an id that starts with "-" goes after "--")`);
+  const id = ids[0];
   const r = await api<{ grantId?: string; revokedAt?: number; clientId?: string; grantsEnded?: string[] }>(connection(a.flags), 'DELETE', path(id));
   if (!r.ok) return info(formatError(r.error)), 1;
   if (a.flags.json) return printJson(r.value), 0;

@@ -38,14 +38,17 @@ const fire = (id) => {
   const at = new Date().toISOString();
   const t = Date.now();
   pending++;
+  // What every attempt said: the last one alone hides why the first failed.
+  const said = [];
   const attempt = (n) => {
     let err = '';
     let over = false;
     const done = (m) => {
       if (over) return; // a failed spawn may emit both 'error' and 'close'
       over = true;
+      if (err.trim()) said.push(err.trim().slice(0, 300));
       if (n < RETRY_MS.length && (m.error || m.code !== 0)) return void setTimeout(() => attempt(n + 1), RETRY_MS[n]);
-      report({ fired: id, at, attempts: n + 1, ms: Date.now() - t, stderr: err.slice(0, 400), ...m });
+      report({ fired: id, at, attempts: n + 1, ms: Date.now() - t, stderr: said.join(' | ').slice(0, 900), ...m });
       pending--;
     };
     try {

@@ -124,6 +124,17 @@ describe('usage', () => {
     expect(s.stderr).toContain('allowed: create, list, revoke, bootstrap');
   });
 
+  it('takes an id that starts with "-" after "--", and says so when it is given as a flag', async () => {
+    // OAuth client and grant ids are random over A-Za-z0-9-_: one in 64 starts with "-".
+    const f = await cli(['oauth', 'revoke-client', '-Dq7xYdz0aa1bb2cc']);
+    expect(f.code).toBe(2);
+    expect(f.stderr).toContain('a value that starts with "-" goes after "--", e.g. gatehouse oauth revoke-client -- -Dq7xYdz0aa1bb2cc');
+    // After "--" it is the id: the gateway is asked, and answers that the team has no such client.
+    const r = await cli(['oauth', 'revoke', '--', '-Dq7xYdz0aa1bb2cc']);
+    expect(r.code, r.stderr).toBe(1);
+    expect(r.stderr).toMatch(/^error \(not_found\): .*-Dq7xYdz0aa1bb2cc/);
+  });
+
   it('exits 2 without a gateway URL or token', async () => {
     const r = await cli(['token', 'list'], { env: { GATEHOUSE_URL: undefined } });
     expect(r.code).toBe(2);

@@ -13,6 +13,7 @@ import { LIVE_FRAME_DATA_BYTES, LIVE_OUTPUT_MAX_BYTES } from '../../src/contract
 import type { SandboxReuse } from '../../src/contracts/sandbox-reuse.ts';
 import { makeRig, requireTool, runtimes, type Rig } from './helpers.ts';
 import { DISCARD_LIVE } from '../../executor/jobs/relay.ts';
+import { runscKillArgv } from '../../executor/sandbox/gvisor.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -277,6 +278,37 @@ export function driverSuite(kind: SandboxKind, o: { reuse?: SandboxReuse } = {})
           await rig.run({ command: 'true' });
           await rig.driver.idle();
           expect(list()).toBe('');
+        } finally {
+          await rig.close();
+        }
+      }, 60_000);
+
+      it("the watchdog's host kill ends a running sandbox, and a second one finds it gone and says so (exit 0)", async () => {
+        const rig = await makeRig('gvisor', { warm: 0 });
+        try {
+          const runscRoot = join(rig.stateDir, 'runsc');
+          const list = () => execFileSync('runsc', ['--root', runscRoot, 'list', '-quiet'], { encoding: 'utf8' }).trim();
+          const r = rig.run({ mode: 'shell', command: 'sleep 60', timeoutMs: 50_000 });
+          for (let i = 0; i < 100 && list() === ''; i++) await sleep(50);
+          const id = list().split('\n')[0];
+          expect(id).not.toBe('');
+          const kill = (): { code: number; stderr: string } => {
+            const [cmd, ...args] = runscKillArgv(runscRoot, id);
+            try {
+              execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'ignore', 'pipe'] });
+              return { code: 0, stderr: '' };
+            } catch (e) {
+              const x = e as { status: number; stderr: string };
+              return { code: x.status, stderr: x.stderr };
+            }
+          };
+          expect(kill()).toEqual({ code: 0, stderr: '' });
+          const exit = (await r).exit;
+          expect(exit.state).not.toBe('exited');
+          expect(exit.state).not.toBe('timed_out');
+          for (let i = 0; i < 100 && list() !== ''; i++) await sleep(50);
+          const again = execFileSync('/bin/sh', ['-c', '"$@" 2>&1; echo "exit $?"', 'sh', ...runscKillArgv(runscRoot, id)], { encoding: 'utf8' });
+          expect(again).toMatch(/the sandbox is gone: .*does not exist[\s\S]*exit 0/);
         } finally {
           await rig.close();
         }
