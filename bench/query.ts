@@ -3,7 +3,7 @@
  * the given size, generated in memory up front so only the search is timed, streamed in 64 KiB
  * chunks like an R2 body. Run alone: `node bench/query.ts [megabytes]`.
  */
-import { searchStream } from '../src/store/artifact-search.ts';
+import { searchStream } from '../src/search/line-search.ts';
 
 const CHUNK = 64 * 1024;
 /** One line in this many is a match: rare, as in real queries for errors. */

@@ -7,7 +7,7 @@
 import { z } from 'zod';
 import { RuntimeExecuteOutput, type Excerpt } from '../contracts/tools.ts';
 import type { JobExit, StreamName } from '../contracts/agent-protocol.ts';
-import { capLine, searchText } from '../store/artifact-search.ts';
+import { capLine, searchText } from '../search/line-search.ts';
 
 export { capLine };
 

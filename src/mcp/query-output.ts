@@ -8,7 +8,7 @@ import type { StreamName } from '../contracts/agent-protocol.ts';
 import { QueryOutputInput, QueryOutputOutput, type Excerpt } from '../contracts/tools.ts';
 import { describeIssues, err, ok, toErrorShape, type Result } from '../contracts/errors.ts';
 import { getArtifactRows } from '../store/artifacts.ts';
-import { searchStream } from '../store/artifact-search.ts';
+import { searchStream } from '../search/line-search.ts';
 
 const Input = z.object(QueryOutputInput);
 export type QueryOutputArgs = z.input<typeof Input>;

@@ -1,5 +1,5 @@
 /** Inputs for the artifact search's tests: a body cut into chunks of chosen sizes, and options with defaults. */
-import type { SearchOptions } from '../../src/store/artifact-search.ts';
+import type { SearchOptions } from '../../src/search/line-search.ts';
 
 /** A stream of `bytes` cut into chunks of the given sizes (cycled), as an R2 body hands them out. */
 export function streamOf(bytes: Uint8Array, sizes: number[] = [65536]): ReadableStream<Uint8Array> {

@@ -5,7 +5,7 @@
  */
 import { LINE_CAP, TRUNCATED_SUFFIX, type Excerpt } from '../contracts/tools.ts';
 import type { StreamName } from '../contracts/agent-protocol.ts';
-import { asciiNeedles, ByteLineScan } from './byte-line-scan.ts';
+import { asciiNeedles, ByteLineScan, type LineSink } from './byte-line-scan.ts';
 
 export interface SearchOptions {
   terms: string[];
@@ -48,7 +48,7 @@ interface Window {
  * The search state machine, fed decoded text in any chunking. `push` may split a line
  * anywhere (even inside a term or between '\r' and '\n'); results do not depend on chunking.
  */
-export class LineSearch {
+export class LineSearch implements LineSink {
   private readonly terms: string[];
   private readonly carryLen: number;
   private readonly o: Required<SearchOptions>;

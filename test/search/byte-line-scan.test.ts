@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { searchStream, searchText, type SearchOptions } from '../../src/store/artifact-search.ts';
-import { asciiNeedles, countNewlines, foldAsciiCase } from '../../src/store/byte-line-scan.ts';
+import { searchStream, searchText, type SearchOptions } from '../../src/search/line-search.ts';
+import { asciiNeedles, countNewlines, foldAsciiCase } from '../../src/search/byte-line-scan.ts';
 import { LINE_CAP } from '../../src/contracts/tools.ts';
 import { opts, streamOf } from '../support/search-input.ts';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { searchStream, searchText, capLine, LineSearch, type SearchOptions } from '../../src/store/artifact-search.ts';
+import { searchStream, searchText, capLine, LineSearch, type SearchOptions } from '../../src/search/line-search.ts';
 import { LINE_CAP, TRUNCATED_SUFFIX, type Excerpt } from '../../src/contracts/tools.ts';
 import { opts, streamOf } from '../support/search-input.ts';
 

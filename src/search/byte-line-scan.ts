@@ -2,8 +2,8 @@
  * The byte-level front of the artifact search, for queries whose terms are all ASCII (after
  * lowercasing): it finds candidate hits in the raw UTF-8 bytes (ASCII case folded, native
  * `Buffer.indexOf`), counts the lines between them without decoding, and hands the line search
- * only the text around hits. Which lines match is still decided by `LineSearch` on decoded
- * text, so results are the same as decoding everything; only the quiet stretches are skipped.
+ * only the text around hits. Which lines match is still decided by the line search (a `LineSink`)
+ * on decoded text, so results are the same as decoding everything; only the quiet stretches are skipped.
  *
  * Why bytes are enough: in UTF-8 an ASCII byte is always that character (also after invalid
  * sequences, which decode to U+FFFD), and '\n' bytes are exactly the line breaks. Lowercasing
@@ -11,7 +11,16 @@
  * byte forms are searched as candidates too when a term holds that letter.
  */
 import { Buffer } from 'node:buffer';
-import type { LineSearch } from './artifact-search.ts';
+
+/** What the scan feeds: the line search (`LineSearch` in line-search.ts), declared here so the scan imports nothing of it. */
+export interface LineSink {
+  /** Decoded text in any chunking (a line may be split anywhere). */
+  push(text: string): void;
+  /** No excerpt is open and no line is half read: whole lines may be skipped. */
+  readonly idle: boolean;
+  /** Counts n whole lines that hold no term, without their text (only while idle). */
+  skipLines(n: number): void;
+}
 
 const NL = 0x0a;
 const UTF8_BOM = [0xef, 0xbb, 0xbf];
@@ -71,7 +80,7 @@ export function countNewlines(b: Uint8Array, from: number, to: number): number {
 }
 
 /**
- * Feeds one `LineSearch` from raw bytes in batches of any size. Lines that span batches, and
+ * Feeds one `LineSink` from raw bytes in batches of any size. Lines that span batches, and
  * everything near a hit, go through the line search as decoded text; whole quiet lines are only
  * counted. Memory: one scratch copy of the current batch.
  */
@@ -86,9 +95,9 @@ export class ByteLineScan {
   /** The last byte given to the decoder was '\n' (or none yet): it holds no partial character. */
   private clean = true;
 
-  private readonly s: LineSearch;
+  private readonly s: LineSink;
 
-  constructor(s: LineSearch, needles: Uint8Array[], contextLines: number) {
+  constructor(s: LineSink, needles: Uint8Array[], contextLines: number) {
     this.s = s;
     this.needles = needles.map((n) => Buffer.from(n.buffer, n.byteOffset, n.byteLength));
     this.fold = needles.some((n) => n.some((c) => (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a)));
