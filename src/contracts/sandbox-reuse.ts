@@ -1,9 +1,9 @@
 /**
- * Sandbox reuse, opt-in by team policy (`sandbox.reuse`): an agent's gVisor sandbox may run up
+ * Sandbox reuse, set by team policy (`sandbox.reuse`): an agent's gVisor sandbox may run up
  * to `jobs` jobs of the same team, one after the other, for at most `seconds` after it started,
  * between jobs whose limits match. Between two jobs the sandbox's init kills every process,
  * empties /tmp and the job dir and checks it is clean, or the sandbox is discarded. Absent =
- * single-use (one sandbox per job), the strongest isolation.
+ * single-use (one sandbox per job), the strongest isolation: the `strict` preset's choice.
  */
 import { z } from 'zod';
 
@@ -12,3 +12,10 @@ export const SandboxReuse = z.object({
   seconds: z.number().int().min(1).max(3600),
 }).strict();
 export type SandboxReuse = z.infer<typeof SandboxReuse>;
+
+/**
+ * What the `standard` (default) and `open` presets reuse: a fresh sandbox costs ~150 ms per job
+ * even from a warm pool, a reused one ~40 ms (bench/RESULTS.md); 50 jobs or 5 minutes bound how
+ * long one kernel instance serves a team.
+ */
+export const DEFAULT_SANDBOX_REUSE: SandboxReuse = { jobs: 50, seconds: 300 };

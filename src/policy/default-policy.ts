@@ -7,6 +7,7 @@
  */
 import { PolicyDocument } from '../contracts/policy.ts';
 import { DEFAULT_RESOURCE_LIMITS } from '../contracts/resource-limits.ts';
+import { DEFAULT_SANDBOX_REUSE } from '../contracts/sandbox-reuse.ts';
 
 export const DEFAULT_POLICY: PolicyDocument = PolicyDocument.parse({
   version: 1,
@@ -25,6 +26,8 @@ export const DEFAULT_POLICY: PolicyDocument = PolicyDocument.parse({
     ],
   },
   shell: { enabled: false, allow: [] },
+  // gVisor agents run consecutive jobs of the team in one sandbox, cleaned between jobs (docs/agents.md).
+  sandbox: { minimum: 'none', reuse: DEFAULT_SANDBOX_REUSE },
   env: { allow: ['LANG', 'LC_ALL', 'TZ', 'CI', 'NO_COLOR'] },
   limits: { defaultTimeoutMs: 30_000, maxTimeoutMs: 120_000, overMax: 'clamp', inlineOutputBytes: 40_000, maxArtifactBytes: 100 * 1024 * 1024, maxConcurrentJobs: 4, queueWaitMs: 5_000, ...DEFAULT_RESOURCE_LIMITS },
 });

@@ -41,6 +41,8 @@ const STRICT: PolicyDocument = PolicyDocument.parse({
   limits: { ...DEFAULT_POLICY.limits, maxConcurrentJobs: 1 },
   argumentRules: {},
   rules: STRICT_ASK_RULES,
+  // Single-use: every job gets a fresh gVisor sandbox (no kernel instance shared between jobs).
+  sandbox: { minimum: 'none' },
 });
 
 const OPEN_EXECUTABLES = [...new Set([...DEFAULT_POLICY.executables.allow, 'sh', 'bash', 'xz', 'zip', 'unzip', 'jq', 'npm', 'pip', 'cargo'])];
@@ -70,7 +72,8 @@ export const PRESETS: Record<PresetName, Preset> = {
       'textconv, diff.external, aliases, hooks, fsmonitor, pager, editor, ssh/askpass/credential/gpg programs, remote upload/receive-pack; ' +
       'no system or global git configuration, no bare repository found by walking up, no submodules. ' +
       'Still allowed: sed, cp, mv and tar may rewrite any workspace file, .git/ included; later strict git calls switch off the programs such files name. ' +
-      'Asks a person first (rule decision "ask") for a recursive rm and for git clean/reset/push/rebase/filter-branch.',
+      'Asks a person first (rule decision "ask") for a recursive rm and for git clean/reset/push/rebase/filter-branch. ' +
+      'Every job gets a fresh gVisor sandbox (single-use).',
     policy: STRICT,
   },
   standard: {
@@ -78,14 +81,15 @@ export const PRESETS: Record<PresetName, Preset> = {
     summary:
       'The default: read/build tools, git, make, compilers and 15 runtimes; no shell strings (simple commands like `ls -la` run as argv). ' +
       'Screens refuse inline code (-c/-e), code on stdin (an interpreter, REPL or kotlinc without a script) and options that run other programs, but interpreters and make on a writable workspace = arbitrary code inside the sandbox, ' +
-      'and git runs the repository\'s hooks and config programs.',
+      'and git runs the repository\'s hooks and config programs. ' +
+      'gVisor agents reuse a sandbox for up to 50 of the team\'s jobs or 5 minutes, cleaned between jobs (sandbox.reuse).',
     policy: DEFAULT_POLICY,
   },
   open: {
     name: 'open',
     summary:
       'Everything the sandbox offers: any shell string, all 16 runtimes, inline code for interpreters, sh/bash. Arbitrary code inside the sandbox by design; ' +
-      'the sandbox (no network, resource limits, jail) is the only boundary.',
+      'the sandbox (no network, resource limits, jail) is the only boundary. Sandbox reuse as in standard.',
     policy: OPEN,
   },
 };

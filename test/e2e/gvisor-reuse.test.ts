@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { hasCommand, startAgent, startGateway, type AgentProcess, type Gateway } from './harness.ts';
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
+import { PRESETS } from '../../src/policy/presets.ts';
 
 const RUNSC = hasCommand('runsc');
 if (!RUNSC && process.env.CI === 'true') throw new Error('runsc is required under CI=true (.ci/run installs it)');
@@ -23,10 +24,12 @@ maybe('sandbox.reuse through the gateway', () => {
   const roots: string[] = [];
   const clients: Client[] = [];
 
-  async function team(name: string, reuse?: { jobs: number; seconds: number }): Promise<Client> {
+  /** `reuse`: the team's sandbox.reuse; 'default': the team keeps the policy it starts with; a preset name: that preset. */
+  async function team(name: string, reuse?: { jobs: number; seconds: number } | 'default' | 'strict'): Promise<Client> {
     const root = mkdtempSync(join(tmpdir(), 'gatehouse-ws-'));
     roots.push(root);
-    await gw.putPolicy(name, { ...DEFAULT_POLICY, sandbox: { minimum: 'gvisor', ...(reuse ? { reuse } : {}) } });
+    if (reuse === 'strict') await gw.putPolicy(name, PRESETS.strict.policy);
+    else if (reuse !== 'default') await gw.putPolicy(name, { ...DEFAULT_POLICY, sandbox: { minimum: 'gvisor', ...(reuse ? { reuse } : {}) } });
     const a = startAgent(gw, { token: await gw.token({ team: name, scopes: ['agent'] }), root, sandbox: 'gvisor', capacity: 2, agentId: `reuse-${name}` });
     agents.push(a);
     await a.ready;
@@ -61,5 +64,14 @@ maybe('sandbox.reuse through the gateway', () => {
     const single = await team('reuse-off');
     const ids = [await bootId(single), await bootId(single), await bootId(single)];
     expect(new Set(ids).size).toBe(3);
+  }, 180_000);
+
+  it('a team that never set a policy gets reuse (the standard preset); the strict preset is single-use', async () => {
+    const fresh = await team('reuse-default', 'default');
+    const a = await bootId(fresh);
+    expect(await bootId(fresh)).toBe(a);
+    const strict = await team('reuse-strict', 'strict');
+    const ids = [await bootId(strict), await bootId(strict)];
+    expect(new Set(ids).size).toBe(2);
   }, 180_000);
 });

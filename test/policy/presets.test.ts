@@ -14,6 +14,12 @@ describe('presets are valid policy documents', () => {
   it('standard is the default policy', () => {
     expect(standard).toEqual(DEFAULT_POLICY);
   });
+  it('standard and open reuse gVisor sandboxes within bounds; strict gives every job a fresh one', () => {
+    expect(standard.sandbox.reuse).toEqual({ jobs: 50, seconds: 300 });
+    expect(open.sandbox.reuse).toEqual({ jobs: 50, seconds: 300 });
+    expect(strict.sandbox).toEqual({ minimum: 'none' });
+    expect(PRESETS.strict.summary).toContain('single-use');
+  });
 });
 
 describe('strict: no interpreters, no make, git without repository programs', () => {
