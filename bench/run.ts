@@ -114,7 +114,8 @@ async function main() {
       ...DEFAULT_POLICY,
       limits: { ...DEFAULT_POLICY.limits, maxConcurrentJobs: 16, queueWaitMs: 60_000, maxTimeoutMs: 600_000, maxArtifactBytes: BIG_OUTPUT_BYTES },
       executables: { allow: [...DEFAULT_POLICY.executables.allow, 'seq', 'head'] },
-      ...(reuse ? { sandbox: { minimum: 'none' as const, reuse } } : {}),
+      // Single-use unless the row asks for reuse (the default policy reuses).
+      sandbox: { minimum: 'none' as const, ...(reuse ? { reuse } : {}) },
     });
     const a = startAgent(gw, { token: await gw.token({ team, scopes: ['agent'] }), root, sandbox, capacity: 16, agentId: `bench-${team}`, extraArgs: extra, entry });
     agents.push(a);
