@@ -379,9 +379,12 @@ function emptyExit(jobId: string, t0: number): JobExit {
   };
 }
 
-/** Never an exit 0: the process did not run. Message text follows reference 001. */
+/**
+ * Never an exit 0: the process did not run. The message is the reason alone (the OS's or the
+ * sandbox's); the edge words it for its caller (`Error: execute: spawn failed (…)`, reference 001).
+ */
 export function failedToStart(jobId: string, t0: number, detail: string): JobExit {
-  return { ...emptyExit(jobId, t0), error: { code: 'spawn_failed', message: `Error: execute: spawn failed${detail ? `: ${detail}` : ''}` } };
+  return { ...emptyExit(jobId, t0), error: { code: 'spawn_failed', message: detail || 'the process could not be started' } };
 }
 
 /**

@@ -128,7 +128,7 @@ export async function runSubprocess(sc: SubprocessContext, raw: unknown): Promis
   if (exit.state === 'cancelled') budget.closed = true;
   await notify(sc, `#${n} ${label(req.command)}: ${exit.state}${exit.exitCode !== null ? ` ${exit.exitCode}` : ''} (${Math.round(exit.durationMs)} ms)`);
   if (exit.state === 'failed_to_start') {
-    const os = (exit.error?.message ?? 'spawn failed').replace(/^Error: execute: spawn failed:?\s*/, '') || 'spawn failed';
+    const os = exit.error?.message || 'spawn failed';
     return fail('spawn_failed', failedToExecuteMessage(op, req.command, os));
   }
   if (exit.state === 'lost') return fail('lost', `subprocess.${op}: the job was lost: ${exit.error?.message ?? 'its executor agent vanished'}`);

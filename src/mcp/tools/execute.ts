@@ -67,7 +67,7 @@ export function registerExecute(server: McpServer, ctx: ToolContext): void {
 export function executeEnded(out: EndedJob): CallToolResult {
   const { exit } = out;
   if (exit.state === 'failed_to_start') {
-    return toolError(`Error: execute: spawn failed${exit.error ? ` (${exit.error.message.replace(/^Error: execute: spawn failed:?\s*/, '')})` : ''}`, undefined, 'spawn_failed');
+    return toolError(`Error: execute: spawn failed${exit.error ? ` (${exit.error.message})` : ''}`, undefined, 'spawn_failed');
   }
   const structured = executeResult(out);
   const notes = out.notes.length ? `\n(policy: ${out.notes.join('; ')})` : '';
