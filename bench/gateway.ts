@@ -13,10 +13,16 @@ import { ROOT, startGateway, type Gateway, type GatewayOptions } from '../test/e
 const BENCH_CONFIG = join(ROOT, 'wrangler.bench.toml');
 const BENCH_RATE_LIMIT = 1_000_000;
 
-export async function startBenchGateway(o: GatewayOptions = {}): Promise<Gateway> {
+/**
+ * `trace`: the Worker is built with the hot-path trace (src/mcp/trace.ts), which no other build
+ * has; `node bench/hotpath.ts --trace` reads its lines.
+ */
+export async function startBenchGateway(o: GatewayOptions & { trace?: boolean } = {}): Promise<Gateway> {
   const toml = readFileSync(join(ROOT, 'wrangler.toml'), 'utf8').replace(/simple = \{ limit = \d+, period = (\d+) \}/g, `simple = { limit = ${BENCH_RATE_LIMIT}, period = $1 }`);
   writeFileSync(BENCH_CONFIG, toml);
-  const gw = await startGateway({ ...o, extraArgs: ['--config', BENCH_CONFIG, ...(o.extraArgs ?? [])] });
+  const { trace, ...gateway } = o;
+  const traced = trace ? ['--define', 'GATEHOUSE_TRACE:true'] : [];
+  const gw = await startGateway({ ...gateway, extraArgs: ['--config', BENCH_CONFIG, ...traced, ...(o.extraArgs ?? [])] });
   const stop = gw.stop.bind(gw);
   return { ...gw, stop: async () => { await stop(); rmSync(BENCH_CONFIG, { force: true }); } };
 }

@@ -7,7 +7,7 @@
  * goes on a loaded machine, where wall time cannot.
  *
  * `node bench/hotpath.ts [n]` runs it alone against a fresh gateway and agent; `--trace` instead
- * follows each call step by step in wall time (src/mcp/trace.ts): where a call waits.
+ * follows each call step by step in wall time (src/contracts/trace.ts): where a call waits.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { startAgent } from '../test/e2e/harness.ts';
 import { startBenchGateway } from './gateway.ts';
-import { TRACE_PREFIX, TRACE_STEPS, type TraceStep } from '../src/mcp/trace.ts';
+import { TRACE_PREFIX, TRACE_STEPS, type TraceStep } from '../src/contracts/trace.ts';
 
 export interface HotPathFigures {
   toolsList: number[];
@@ -147,8 +147,8 @@ export interface StepTiming {
 }
 
 /**
- * Runs `call` `n` times, one at a time, against a gateway and agent started with
- * `HOTPATH_TRACE=1`, and lines up the steps each call printed (src/mcp/trace.ts): where the wall
+ * Runs `call` `n` times, one at a time, against a traced gateway build and an agent started with
+ * `HOTPATH_TRACE=1`, and lines up the steps each call printed (src/contracts/trace.ts): where the wall
  * time of one call goes, step by step. Timestamps are the machine's clock in every process.
  */
 export async function traceSteps(n: number, call: () => Promise<unknown>, logs: (() => string)[]): Promise<StepTiming[]> {
@@ -209,10 +209,10 @@ export function p50(xs: number[]): number {
 if (import.meta.main) {
   const trace = process.argv.includes('--trace');
   const n = Number(process.argv.slice(2).find((a) => /^\d+$/.test(a)) ?? 50);
-  const traceVars: Record<string, string> = trace ? { HOTPATH_TRACE: '1' } : {};
-  const gw = await startBenchGateway({ vars: { HEARTBEAT_MS: '5000', ...traceVars } });
+  const gw = await startBenchGateway({ vars: { HEARTBEAT_MS: '5000' }, trace });
   const root = mkdtempSync(join(tmpdir(), 'gatehouse-bench-'));
-  const agent = startAgent(gw, { token: await gw.token({ team: 'hot', scopes: ['agent'] }), root, sandbox: 'none', capacity: 4, agentId: 'hot', env: traceVars });
+  const agentEnv: Record<string, string> = trace ? { HOTPATH_TRACE: '1' } : {};
+  const agent = startAgent(gw, { token: await gw.token({ team: 'hot', scopes: ['agent'] }), root, sandbox: 'none', capacity: 4, agentId: 'hot', env: agentEnv });
   try {
     await agent.ready;
     const c = await gw.mcp('hot', ['execute']);

@@ -8,7 +8,7 @@ import type { AgentMessage, JobArtifact, JobExit, JobSpec, RuntimeInfo, SandboxK
 import { PROTOCOL_VERSION } from '../src/contracts/agent-protocol.ts';
 import { AGENT_MESSAGE_BUDGET_BYTES, EXIT_PART_CHARS, splitText } from '../src/contracts/limits.ts';
 import { EdgeConnection } from './connection.ts';
-import { TRACE_PREFIX, type TraceStep } from '../src/mcp/trace.ts';
+import { traceLine, type TraceStep } from '../src/contracts/trace.ts';
 import type { JobRunner } from './jobs/runner.ts';
 import type { Logger } from './log.ts';
 
@@ -166,8 +166,8 @@ export function exitMessages(exit: JobExit, budget = AGENT_MESSAGE_BUDGET_BYTES,
   return out;
 }
 
-/** Bench only (`node bench/hotpath.ts --trace`): the agent's steps of a call; see src/mcp/trace.ts. */
+/** Bench only (`node bench/hotpath.ts --trace` sets HOTPATH_TRACE=1): the agent's steps of a call (src/contracts/trace.ts). */
 const TRACING = process.env.HOTPATH_TRACE === '1';
 function stamp(step: TraceStep): void {
-  if (TRACING) console.log(`${TRACE_PREFIX} ${step} ${Date.now()}`);
+  if (TRACING) console.log(traceLine(step));
 }

@@ -16,7 +16,7 @@ import { batchProblem, batchSubrequestProblem, batchSubrequests } from './bounds
 import { buildServer } from './server.ts';
 import { cancelKey, type ToolContext } from './context.ts';
 import { cancelByCall } from '../dispatch/client.ts';
-import { stamp, stampBodyEnd } from './trace.ts';
+import { traceMark } from './trace.ts';
 
 export const mcpRoutes = new Hono<AppEnv>();
 
@@ -27,15 +27,16 @@ function jsonRpcError(status: number, code: number, message: string): Response {
 }
 
 
-// The trace steps (bench only; see trace.ts) mark where auth and the rate limits end.
-mcpRoutes.use('*', async (c, next) => { stamp(c.env, 'edge.request'); await next(); });
 // Browsers send Origin: a page from an origin not allowed must not drive the endpoint (DNS rebinding, CSRF);
-// an allowed one gets its CORS grant, and its preflight is answered here, before auth.
-mcpRoutes.use('*', mcpCors());
-mcpRoutes.use('*', requireAuth({ anyScope: ['execute', 'artifacts:read', 'admin'] }));
-mcpRoutes.use('*', async (c, next) => { stamp(c.env, 'edge.authenticated'); await next(); });
-mcpRoutes.use('*', rateLimit('mcp'));
-mcpRoutes.use('*', async (c, next) => { stamp(c.env, 'edge.rate_limited'); await next(); });
+// an allowed one gets its CORS grant, and its preflight is answered here, before auth. The trace
+// marks exist only in the bench's traced build (trace.ts).
+mcpRoutes.use('*',
+  ...traceMark('edge.request'),
+  mcpCors(),
+  requireAuth({ anyScope: ['execute', 'artifacts:read', 'admin'] }),
+  ...traceMark('edge.authenticated'),
+  rateLimit('mcp'),
+  ...traceMark('edge.rate_limited'));
 
 // Stateless: there is no standalone server→client stream to open (the spec allows 405 here).
 mcpRoutes.get('/', () => new Response(null, { status: 405, headers: { Allow: 'POST, DELETE' } }));
@@ -67,8 +68,7 @@ mcpRoutes.on(['POST', 'DELETE'], '/', async (c) => {
     principal: p,
     waitUntil: (w) => c.executionCtx.waitUntil(w),
   });
-  const res = await (isToolCall(parsedBody) ? streamingHandler : mcpHandler).fetch(c.req.raw, { authInfo, ...(parsedBody !== undefined ? { parsedBody } : {}) });
-  return stampBodyEnd(c.env, res);
+  return (isToolCall(parsedBody) ? streamingHandler : mcpHandler).fetch(c.req.raw, { authInfo, ...(parsedBody !== undefined ? { parsedBody } : {}) });
 });
 
 /** Per-request team context, found by the request's `authInfo` object (dropped with it). */

@@ -1,41 +1,38 @@
 /**
- * A bench-only trace of where one call's wall time goes: with `HOTPATH_TRACE=1` among the
- * gateway's vars (and in the agent's environment), each step of the governed path prints one
- * line `hotpath-trace <step> <epoch ms>`; `node bench/hotpath.ts --trace` runs calls one at a
- * time and lines the steps up. Off (always, outside that bench), a step costs one property read.
+ * The Worker's side of the bench's trace (src/contracts/trace.ts). Only a Worker built for it
+ * traces: `node bench/hotpath.ts --trace` starts `wrangler dev --define GATEHOUSE_TRACE:true`
+ * (bench/gateway.ts). Every other build leaves GATEHOUSE_TRACE undefined, so the route has no
+ * trace middleware (`traceMark` gives none) and a `stamp` returns at a constant.
  */
+import type { MiddlewareHandler } from 'hono';
+import { traceLine, type TraceStep } from '../contracts/trace.ts';
 
-/** The steps of one governed `execute`, in path order (a `policy_check` passes the first four, then `edge.audited`). */
-export const TRACE_STEPS = [
-  'client.send',
-  'edge.request', // the MCP route's first middleware
-  'edge.authenticated', // JWT verified, revocation + policy version read (one D1 query)
-  'edge.rate_limited', // the per-token and per-team limits
-  'edge.decided', // policy from the isolate's cache, decision
-  'edge.audited', // policy_check: its audit row written
-  'do.submitted', // the team's DO took the submit+follow call (it writes the job's D1 rows later)
-  'do.job_start_sent', // job.start written to the agent's WebSocket
-  'agent.job_start', // the agent read it
-  'agent.exit_ready', // the job's process ended and its exit is built
-  'agent.exit_sent',
-  'do.exit_received', // job.exit read by the DO (stored in the same turn)
-  'do.settled', // the job's end (and announced uploads) stored: followers get the exit event
-  'edge.exit_event', // the Worker read the exit event from the DO's stream
-  'edge.response_end', // the Worker's response body closed
-  'client.body_end', // the client read the response's last byte
-  'client.done',
-] as const;
-export type TraceStep = (typeof TRACE_STEPS)[number];
+/** Replaced at build time by `--define GATEHOUSE_TRACE:true`; a global in no other build. */
+declare const GATEHOUSE_TRACE: boolean | undefined;
 
-export const TRACE_PREFIX = 'hotpath-trace';
+/** Whether this build traces. */
+export const TRACING = typeof GATEHOUSE_TRACE !== 'undefined' && GATEHOUSE_TRACE === true;
 
-export function stamp(env: { HOTPATH_TRACE?: string }, step: TraceStep): void {
-  if (env.HOTPATH_TRACE === '1') console.warn(`${TRACE_PREFIX} ${step} ${Date.now()}`);
+/**
+ * Prints `step` with the time, in a traced build. `env` is the caller's bindings and is not read:
+ * whether a Worker traces is fixed when it is built.
+ */
+export function stamp(env: unknown, step: TraceStep): void {
+  if (TRACING) console.warn(traceLine(step));
 }
 
-/** A response whose body's end is stamped (only built while tracing). */
-export function stampBodyEnd(env: { HOTPATH_TRACE?: string }, res: Response): Response {
-  if (env.HOTPATH_TRACE !== '1' || !res.body) return res;
-  const end = new TransformStream<Uint8Array, Uint8Array>({ flush: () => stamp(env, 'edge.response_end') });
-  return new Response(res.body.pipeThrough(end), res);
+/**
+ * The route's middleware that stamps `step` as a request passes it: none outside a traced build.
+ * At `edge.request` (the route's first) it also stamps the end of the response body.
+ */
+export function traceMark(step: TraceStep): MiddlewareHandler[] {
+  if (!TRACING) return [];
+  return [async (c, next) => {
+    stamp(c.env, step);
+    await next();
+    if (step === 'edge.request' && c.res.body) {
+      const end = new TransformStream<Uint8Array, Uint8Array>({ flush: () => stamp(c.env, 'edge.response_end') });
+      c.res = new Response(c.res.body.pipeThrough(end), c.res);
+    }
+  }];
 }

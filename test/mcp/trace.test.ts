@@ -1,28 +1,51 @@
+import { Hono } from 'hono';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { stamp, stampBodyEnd, TRACE_PREFIX } from '../../src/mcp/trace.ts';
+import { TRACE_PREFIX } from '../../src/contracts/trace.ts';
 
-describe('hot-path trace (bench only)', () => {
-  afterEach(() => vi.restoreAllMocks());
+/** src/mcp/trace.ts as a build with (`--define GATEHOUSE_TRACE:true`) or without the trace sees it. */
+async function traceModule(traced: boolean): Promise<typeof import('../../src/mcp/trace.ts')> {
+  vi.resetModules();
+  if (traced) vi.stubGlobal('GATEHOUSE_TRACE', true);
+  return import('../../src/mcp/trace.ts');
+}
 
-  it('prints nothing and leaves the response untouched unless HOTPATH_TRACE is 1', async () => {
+/** A route shaped like the MCP route: a mark first, a middleware, a mark after it. */
+function route(t: typeof import('../../src/mcp/trace.ts')): Hono {
+  const app = new Hono();
+  app.use('*', ...t.traceMark('edge.request'), async (_c, next) => next(), ...t.traceMark('edge.authenticated'));
+  app.get('/', (c) => c.body('event: message\ndata: {}\n\n', 200, { 'content-type': 'text/event-stream' }));
+  return app;
+}
+
+describe('hot-path trace (a bench build only)', () => {
+  afterEach(() => {
+    vi.restoreAllMocks();
+    vi.unstubAllGlobals();
+  });
+
+  it('a build without the trace has no trace middleware and prints nothing, whatever the vars say', async () => {
     const warn = vi.spyOn(console, 'warn').mockImplementation(() => {});
-    const res = new Response('body');
-    stamp({}, 'edge.request');
-    stamp({ HOTPATH_TRACE: '0' }, 'edge.request');
-    expect(stampBodyEnd({}, res)).toBe(res);
+    const t = await traceModule(false);
+    expect(t.TRACING).toBe(false);
+    expect(t.traceMark('edge.request')).toEqual([]);
+    t.stamp({ HOTPATH_TRACE: '1' }, 'edge.decided');
+    const res = await route(t).request('/');
+    expect(await res.text()).toBe('event: message\ndata: {}\n\n');
     expect(warn).not.toHaveBeenCalled();
   });
 
-  it('stamps a step, and the end of a response body after its last byte', async () => {
+  it('a traced build stamps each mark as a request passes it, and the end of the response body after its last byte', async () => {
     const lines: string[] = [];
     vi.spyOn(console, 'warn').mockImplementation((l: string) => void lines.push(l));
-    const env = { HOTPATH_TRACE: '1' };
-    stamp(env, 'edge.decided');
+    const t = await traceModule(true);
+    expect(t.TRACING).toBe(true);
+    t.stamp({}, 'edge.decided');
     expect(lines[0]).toMatch(new RegExp(`^${TRACE_PREFIX} edge\\.decided \\d{13}$`));
-    const res = stampBodyEnd(env, new Response('event: message\ndata: {}\n\n', { status: 200, headers: { 'content-type': 'text/event-stream' } }));
+    const res = await route(t).request('/');
+    expect(lines.slice(1).map((l) => l.split(' ')[1])).toEqual(['edge.request', 'edge.authenticated']);
     expect(res.headers.get('content-type')).toBe('text/event-stream');
     expect(lines.some((l) => l.includes('edge.response_end'))).toBe(false);
     expect(await res.text()).toBe('event: message\ndata: {}\n\n');
-    expect(lines.at(-1)).toMatch(/ edge\.response_end \d+$/);
+    expect(lines.at(-1)).toMatch(new RegExp(`^${TRACE_PREFIX} edge\\.response_end \\d{13}$`));
   });
 });
