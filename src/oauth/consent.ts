@@ -2,8 +2,10 @@
  * The consent page at /authorize: a team admin signs in with an admin token and grants an MCP
  * client a team and scopes. No cookie and no session: the form posts the admin token itself
  * (a cross-site page cannot forge that), and the authorization request is validated again by the
- * library from the same query string on every step. Everything the client chose (its name, its
- * redirect URI) is escaped; the page cannot be framed and runs no script.
+ * library from the same query string on every step. A client with a metadata document (an HTTPS
+ * `client_id`) is shown by the host that publishes it, which the fetch verified; a registered client's
+ * name is marked unverified. Everything the client chose (its name, its redirect URI) is escaped;
+ * the page cannot be framed and runs no script.
  */
 import { html, raw } from 'hono/html';
 import type { ConsentDescription } from '@cloudflare/workers-oauth-provider';
@@ -37,6 +39,7 @@ export function consentPage(v: ConsentView) {
   input[type=text], input[type=password] { width: 100%; box-sizing: border-box; padding: .45em; font: inherit; }
   fieldset { margin: 1em 0; } .scope label { font-weight: normal; display: inline; }
   .warn { background: #fff4ce; padding: .6em; border-radius: 4px; }
+  .verified { background: #e6f4ea; padding: .6em; border-radius: 4px; overflow-wrap: anywhere; }
   .error { background: #fde7e9; padding: .6em; border-radius: 4px; }
   button { font: inherit; padding: .45em 1.2em; margin-right: .6em; }
 </style>
@@ -44,8 +47,10 @@ export function consentPage(v: ConsentView) {
 <body>
 <main>
 <h1>Allow <strong id="client-name">${d.clientName}</strong> to use Gatehouse?</h1>
-<p>${d.clientDomain ? html`Published by <strong>${d.clientDomain}</strong>.` : 'This app registered itself; its name is not verified.'}
-Access will be sent to <strong id="redirect-host">${d.redirectHost}</strong>.</p>
+${d.clientDomain
+    ? html`<p class="verified" id="client-verified">Verified app from <strong id="client-domain">${d.clientDomain}</strong>: its description is published at <code id="client-id">${d.clientId}</code>. The name above is what that site says about itself.</p>`
+    : html`<p id="client-unverified">This app registered itself; its name is not verified.</p>`}
+<p>Access will be sent to <strong id="redirect-host">${d.redirectHost}</strong>.</p>
 ${d.redirectIsLoopback ? html`<p class="warn" role="note"><strong>This sends access to an app on your computer.</strong> Continue only if you just started signing in from it.</p>` : ''}
 ${v.error ? html`<p class="error" role="alert" id="error">${v.error}</p>` : ''}
 <form method="post">

@@ -12,16 +12,18 @@ import { forgetGrants } from './grants.ts';
 import { GRANT_ID_RE, grantIdOf, isClientBlocked, oauthAdmissionOf, recordGrant, teamOfGrant } from '../store/oauth-grants.ts';
 import { writeAudit } from '../store/audit.ts';
 import { consentPage, errorPage } from './consent.ts';
+import { refuseClientUrl, withClientFetchGuard } from './client-metadata.ts';
 
 export const oauthRoutes = new Hono<AppEnv>();
 
 const notConfigured = (c: Context<AppEnv>) =>
   c.json({ error: { code: 'config_error', message: 'OAuth is not configured on this gateway: bind a KV namespace as OAUTH_KV (see docs/operations.md, "OAuth for interactive MCP clients")' } }, 501);
 
-/** Protocol endpoints: the library answers them. */
+/** Protocol endpoints: the library answers them (its fetches of client metadata documents checked). */
 const protocol = (c: Context<AppEnv>) => {
-  if (!hasOAuthStore(c.env)) return notConfigured(c);
-  return authorizationServer(c.req.raw, c.env).fetch(c.req.raw, c.env, c.executionCtx as never);
+  const env = c.env;
+  if (!hasOAuthStore(env)) return notConfigured(c);
+  return withClientFetchGuard(() => authorizationServer(c.req.raw, env).fetch(c.req.raw, env, c.executionCtx as never));
 };
 oauthRoutes.all('/.well-known/oauth-authorization-server', protocol);
 oauthRoutes.all('/.well-known/oauth-authorization-server/*', protocol);
@@ -72,23 +74,38 @@ function pageHeaders(c: Context<AppEnv>, redirectUri?: string): void {
 async function parse(c: Context<AppEnv>): Promise<{ ok: true; request: AuthRequest } | { ok: false; response: Response }> {
   const asGet = new Request(c.req.url, { method: 'GET', headers: c.req.raw.headers });
   try {
-    return { ok: true, request: await authorizationServer(c.req.raw, c.env).getOAuthApi(c.env as never).parseAuthRequest(asGet) };
+    return { ok: true, request: await withClientFetchGuard(() => authorizationServer(c.req.raw, c.env).getOAuthApi(c.env as never).parseAuthRequest(asGet)) };
   } catch (e) {
     if (e instanceof AuthorizationError && e.redirectTo) return { ok: false, response: c.redirect(e.redirectTo, 302) };
     if (e instanceof AuthorizationError || e instanceof CimdFetchError) {
       pageHeaders(c);
-      const message = e instanceof AuthorizationError ? e.description : 'this app could not be verified';
-      return { ok: false, response: await c.html(errorPage(message), 400) };
+      return { ok: false, response: await c.html(errorPage(refusalMessage(e, new URL(c.req.url).searchParams)), 400) };
     }
     throw e;
   }
+}
+
+/** The library's refusal with what the person at the browser needs to know about the client's URLs. */
+function refusalMessage(e: AuthorizationError | CimdFetchError, query: URLSearchParams): string {
+  if (e instanceof CimdFetchError) return `the app's client metadata document ${e.metadataUrl} cannot be used: ${e.detail}`;
+  const clientId = query.get('client_id') ?? '';
+  const isUrl = /^[a-z][a-z0-9+.-]*:\/\//i.test(clientId);
+  if (e.description === 'Invalid client_id' && isUrl) {
+    const refusal = refuseClientUrl(clientId);
+    return `client_id ${clientId} is not a registered client nor a usable client metadata document URL${refusal ? `: ${refusal.message}` : ' (an https URL with a path)'}`;
+  }
+  if (e.description === 'Invalid redirect URI') {
+    const where = isUrl ? `the redirect_uris of the client's metadata document ${clientId}` : 'the redirect URIs the client registered';
+    return `redirect_uri ${query.get('redirect_uri') ?? '(none)'} is not one of ${where}`;
+  }
+  return e.description;
 }
 
 oauthRoutes.get('/authorize', async (c) => {
   if (!hasOAuthStore(c.env)) return notConfigured(c);
   const p = await parse(c);
   if (!p.ok) return p.response;
-  const details = await authorizationServer(c.req.raw, c.env).getOAuthApi(c.env as never).describeConsent(p.request);
+  const details = await withClientFetchGuard(() => authorizationServer(c.req.raw, c.env).getOAuthApi(c.env as never).describeConsent(p.request));
   pageHeaders(c, p.request.redirectUri);
   return c.html(consentPage({ details, grantable: OAUTH_SCOPES }));
 });
@@ -107,7 +124,7 @@ oauthRoutes.post('/authorize', async (c) => {
   const scopes = form.getAll('scope').map(String);
   const again = async (error: string) => {
     pageHeaders(c, request.redirectUri);
-    return c.html(consentPage({ details: await api.describeConsent(request), grantable: OAUTH_SCOPES, team, checked: scopes, error }), 400);
+    return c.html(consentPage({ details: await withClientFetchGuard(() => api.describeConsent(request)), grantable: OAUTH_SCOPES, team, checked: scopes, error }), 400);
   };
   const unknown = scopes.filter((s) => !(OAUTH_SCOPES as readonly string[]).includes(s));
   if (unknown.length) return again(`scope ${unknown.join(', ')} cannot be granted to an OAuth client; allowed: ${OAUTH_SCOPES.join(', ')}`);
@@ -125,13 +142,13 @@ oauthRoutes.post('/authorize', async (c) => {
   const props: OAuthGrantProps = { team, subject: `oauth:${who.value.subject}`, scopes };
   // The library's user id may not contain ':' (it separates token parts).
   const userId = encodeURIComponent(`${team}/${who.value.subject}`);
-  const { redirectTo } = await api.completeAuthorization({
+  const { redirectTo } = await withClientFetchGuard(() => api.completeAuthorization({
     request, userId, metadata: { grantedBy: who.value.subject, tokenId: who.value.tokenId }, scope: scopes, props,
-  });
+  }));
   // The grant id in the code is what every later request is admitted by.
   const grantId = grantIdOf(new URL(redirectTo).searchParams.get('code') ?? '');
   const now = Date.now();
-  const client = await api.lookupClient(request.clientId).catch(() => null);
+  const client = await withClientFetchGuard(() => api.lookupClient(request.clientId)).catch(() => null);
   const replaced = await recordGrant(c.env, {
     grantId, team, userId, clientId: request.clientId, clientName: client?.clientName ?? null, subject: who.value.subject,
     consentTokenId: who.value.tokenId, scopes, createdAt: now, expiresAt: now + REFRESH_TOKEN_TTL_S * 1000,

@@ -1,7 +1,8 @@
 /**
  * The gateway as an OAuth 2.1 authorization server for interactive MCP clients, on
- * `@cloudflare/workers-oauth-provider`: RFC 8414 metadata, dynamic client registration (RFC 7591),
- * authorization code + PKCE (S256 only), token and revocation endpoints. The consent page at
+ * `@cloudflare/workers-oauth-provider`: RFC 8414 metadata, Client ID Metadata Documents (an HTTPS URL as
+ * `client_id`, fetched under the rules of client-metadata.ts) with dynamic client registration (RFC 7591)
+ * as the fallback, authorization code + PKCE (S256 only), token and revocation endpoints. The consent page at
  * /authorize is ours (consent.ts); access tokens are opaque and checked by `validateOAuthToken`.
  *
  * The issuer and the one resource (the MCP URL) follow GATEHOUSE_ISSUER / GATEHOUSE_AUDIENCE, or
@@ -51,6 +52,8 @@ export function authorizationServer(req: Request, env: Env): OAuthAuthorizationS
       authorizeEndpoint: AUTHORIZE_PATH,
       tokenEndpoint: TOKEN_PATH,
       clientRegistrationEndpoint: REGISTER_PATH,
+      // Advertised as client_id_metadata_document_supported (needs the global_fetch_strictly_public flag).
+      clientIdMetadataDocumentEnabled: true,
       scopesSupported: [...OAUTH_SCOPES],
       accessTokenTTL: ACCESS_TOKEN_TTL_S,
       refreshTokenTTL: REFRESH_TOKEN_TTL_S,
