@@ -15,6 +15,7 @@ import { ownTeamOnly } from './team.ts';
 import { agentAdminRoutes, jobAdminRoutes } from './jobs.ts';
 import { approvalRoutes } from './approvals.ts';
 import { oauthAdminRoutes } from './oauth.ts';
+import { overviewRoutes } from './overview.ts';
 import { apiError } from './http.ts';
 
 /** Who am I: the admin token's team and subject (the CLI uses it to check `--team`). */
@@ -35,6 +36,7 @@ teamApi.route('/jobs', jobAdminRoutes);
 teamApi.route('/artifacts', artifactRoutes);
 teamApi.route('/approvals', approvalRoutes);
 teamApi.route('/oauth', oauthAdminRoutes);
+teamApi.route('/overview', overviewRoutes);
 
 export const adminRoutes = new Hono<AppEnv>();
 
@@ -51,5 +53,5 @@ adminRoutes.route('/teams/:team', teamApi);
 adminRoutes.route('/', teamApi);
 
 adminRoutes.all('*', (c) =>
-  apiError(c, 'not_found', `no admin route ${c.req.method} ${new URL(c.req.url).pathname}; see /admin/v1/{tokens,policy,policy/check,audit,agents,jobs,artifacts/:handle,approvals,oauth/grants,oauth/clients/:id}`),
+  apiError(c, 'not_found', `no admin route ${c.req.method} ${new URL(c.req.url).pathname}; see /admin/v1/{overview,tokens,policy,policy/check,audit,agents,jobs,artifacts/:handle,approvals,oauth/grants,oauth/clients/:id}`),
 );

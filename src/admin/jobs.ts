@@ -8,6 +8,7 @@ import { JobState } from '../contracts/jobs.ts';
 import { jobResult, killJob, listAllAgents, listJobs } from '../dispatch/client.ts';
 import { auditAdmin } from './audit-action.ts';
 import { apiError } from './http.ts';
+import { jobCalls } from './job-calls.ts';
 
 export const agentAdminRoutes = new Hono<AppEnv>();
 export const jobAdminRoutes = new Hono<AppEnv>();
@@ -26,10 +27,14 @@ jobAdminRoutes.get('/', async (c) => {
   if (limit !== null && (!/^\d+$/.test(limit) || Number(limit) < 1 || Number(limit) > 200)) return apiError(c, 'invalid_argument', `limit must be an integer from 1 to 200, got "${limit}"`);
   const cursor = q.get('cursor');
   if (cursor !== null && !/^\d{1,15}$/.test(cursor)) return apiError(c, 'invalid_argument', 'cursor is not valid; pass the next_cursor of a previous page');
-  return c.json(await listJobs(c.env, c.get('principal').team, {
+  const team = c.get('principal').team;
+  const page = await listJobs(c.env, team, {
     state: (state ?? undefined) as JobState | undefined, subject: q.get('subject') ?? undefined, tool: q.get('tool') ?? undefined,
     cursor: cursor ?? undefined, limit: limit === null ? 50 : Number(limit),
-  }));
+  });
+  // What each job ran (command, cwd) and the policy's verdict, from its call's audit row.
+  const calls = await jobCalls(c.env.DB, team, page.jobs.map((j) => j.job_id));
+  return c.json({ ...page, jobs: page.jobs.map((j) => ({ ...j, call: calls.get(j.job_id) ?? null })) });
 });
 
 jobAdminRoutes.get('/:id', async (c) => {
@@ -39,8 +44,9 @@ jobAdminRoutes.get('/:id', async (c) => {
   if (include !== undefined && include !== 'result') return apiError(c, 'invalid_argument', `include must be "result", got "${include.slice(0, 40)}"`);
   const r = await jobResult(c.env, c.get('principal').team, id);
   if (!r) return apiError(c, 'not_found', `job "${id}" not found`);
+  const job = { ...r.view, call: (await jobCalls(c.env.DB, c.get('principal').team, [id])).get(id) ?? null };
   // include=result: the stored exit with its inline output, as the caller got it (may be MiBs).
-  return c.json(include === 'result' ? { job: r.view, result: r.exit } : { job: r.view });
+  return c.json(include === 'result' ? { job, result: r.exit } : { job });
 });
 
 jobAdminRoutes.post('/:id/kill', async (c) => {

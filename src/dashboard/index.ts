@@ -9,7 +9,8 @@
  */
 import { Hono } from 'hono';
 import type { AppEnv } from '../env.ts';
-import { dashboardHeaders } from './headers.ts';
+import { APP_FRAME_PATH, appFrameCsp, dashboardHeaders } from './headers.ts';
+import { JOB_VIEWER_CONTENT } from '../mcp/apps/job-viewer.ts';
 import { DASHBOARD_HTML } from './page.ts';
 import { POLICY_PRESETS } from './presets.ts';
 import { CORE_JS } from './client/core.ts';
@@ -20,7 +21,10 @@ import { AUDIT_JS } from './client/audit.ts';
 import { POLICY_JS } from './client/policy.ts';
 import { TOKENS_JS } from './client/tokens.ts';
 import { APPROVALS_JS } from './client/approvals.ts';
+import { OVERVIEW_JS } from './client/overview.ts';
+import { APP_HOST_JS } from './client/app-host.ts';
 import { STYLE_CSS } from './client/style.ts';
+import { FAVICON_SVG } from './client/favicon.ts';
 
 const JS = 'text/javascript; charset=utf-8';
 const ASSETS: Record<string, { type: string; body: string }> = {
@@ -32,7 +36,10 @@ const ASSETS: Record<string, { type: string; body: string }> = {
   'policy.js': { type: JS, body: POLICY_JS },
   'tokens.js': { type: JS, body: TOKENS_JS },
   'approvals.js': { type: JS, body: APPROVALS_JS },
+  'overview.js': { type: JS, body: OVERVIEW_JS },
+  'app-host.js': { type: JS, body: APP_HOST_JS },
   'style.css': { type: 'text/css; charset=utf-8', body: STYLE_CSS },
+  'favicon.svg': { type: 'image/svg+xml', body: FAVICON_SVG },
 };
 export const DASHBOARD_ASSETS: readonly string[] = Object.keys(ASSETS);
 
@@ -51,6 +58,16 @@ dashboardRoutes.get('/assets/:name', (c) => {
 
 dashboardRoutes.get('/presets.json', (c) => c.json({ presets: POLICY_PRESETS }));
 
+// The MCP Apps job view, as `resources/read` serves it, under the CSP its resource declares (headers.ts).
+dashboardRoutes.get(APP_FRAME_PATH.slice('/dashboard'.length), (c) =>
+  new Response(JOB_VIEWER_CONTENT.text, {
+    headers: {
+      'Content-Type': 'text/html; charset=utf-8',
+      'Content-Security-Policy': appFrameCsp(JOB_VIEWER_CONTENT._meta.ui.csp, new URL(c.req.url).origin),
+    },
+  }),
+);
+
 dashboardRoutes.all('*', (c) =>
-  c.text(`no dashboard page ${c.req.method} ${new URL(c.req.url).pathname}; open /dashboard (pages are #/agents, #/jobs, #/approvals, #/audit, #/policy, #/tokens)`, 404),
+  c.text(`no dashboard page ${c.req.method} ${new URL(c.req.url).pathname}; open /dashboard (pages are #/overview, #/agents, #/jobs, #/approvals, #/audit, #/policy, #/tokens)`, 404),
 );

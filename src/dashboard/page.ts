@@ -9,6 +9,7 @@ export const DASHBOARD_HTML = `<!doctype html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer">
 <title>Gatehouse dashboard</title>
+<link rel="icon" href="/dashboard/assets/favicon.svg" type="image/svg+xml">
 <link rel="stylesheet" href="/dashboard/assets/style.css">
 <script type="module" src="/dashboard/assets/main.js"></script>
 </head>

@@ -51,7 +51,7 @@ describe.skipIf(!HAVE_CHROMIUM)('approvals in the dashboard', () => {
     await page.waitForSelector(aria('Admin token'));
     await page.keyboard.type(adminToken);
     await page.keyboard.press('Enter');
-    await page.waitForFunction(() => document.querySelector('main h1')?.textContent === 'Agents', { timeout: 15_000 });
+    await page.waitForFunction(() => document.querySelector('main h1')?.textContent === 'Overview', { timeout: 15_000 });
   }, 180_000);
 
   afterAll(async () => {

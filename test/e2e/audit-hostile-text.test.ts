@@ -189,7 +189,7 @@ describe.skipIf(!HAVE_CHROMIUM)('the audit trail in the dashboard (Chromium)', (
     await page.waitForSelector(aria('Admin token'));
     await page.keyboard.type(adminToken);
     await page.keyboard.press('Enter');
-    await page.waitForFunction(() => document.querySelector('main h1')?.textContent === 'Agents', { timeout: 15_000 });
+    await page.waitForFunction(() => document.querySelector('main h1')?.textContent === 'Overview', { timeout: 15_000 });
     mkdirSync(SHOTS, { recursive: true });
   }, 120_000);
 

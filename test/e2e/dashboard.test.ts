@@ -115,7 +115,7 @@ describe.skipIf(!HAVE_CHROMIUM)('dashboard in a real browser', () => {
     await page.waitForFunction(() => /insufficient_scope/.test(document.querySelector('[role=alert]')?.textContent ?? ''), { timeout: 15_000 });
     await fill('Admin token', adminToken);
     await page.keyboard.press('Enter');
-    await page.waitForFunction(() => document.querySelector('main h1')?.textContent === 'Agents', { timeout: 15_000 });
+    await page.waitForFunction(() => document.querySelector('main h1')?.textContent === 'Overview', { timeout: 15_000 });
     expect(await page.$eval('#who', (e: any) => e.textContent)).toBe(`team ${TEAM} · dash-admin`);
     // Kept in this tab's sessionStorage only: not in the URL, not in a cookie.
     expect(await page.evaluate(() => sessionStorage.getItem('gatehouse.adminToken'))).toBe(adminToken);
@@ -169,13 +169,13 @@ describe.skipIf(!HAVE_CHROMIUM)('dashboard in a real browser', () => {
     await page.waitForFunction((id: string) => document.querySelector('main h1')?.textContent?.includes(id), { timeout: 10_000 }, jobId);
     // Live tail while it runs: the first ticks show before the job ends.
     await page.waitForFunction(() => /tick-2/.test(document.querySelector('pre[data-stream=stdout]')?.textContent ?? ''), { timeout: 20_000 });
-    expect(await page.$eval('dd .badge', (e: any) => e.dataset.state)).toBe('running');
+    expect(await page.$eval('dd .badge[data-state]', (e: any) => e.dataset.state)).toBe('running');
     await shot('job-running');
     const result = await call;
     expect((result.structuredContent as { exit_code: number }).exit_code).toBe(0);
     await page.waitForSelector('dd .badge[data-state=exited]', { timeout: 20_000 });
     // The job's facts: who ran it with which tool, how it ended and how long it took.
-    const facts = await page.$eval('dl.facts', (e: any) => e.innerText);
+    const facts = await page.$eval('dl.facts:not(.call)', (e: any) => e.innerText);
     expect(facts).toMatch(/execute/);
     expect(facts).toMatch(/test-dash/);
     // The stored output replaces the live view once the artifact is complete: stderr shows up there too.
@@ -200,13 +200,17 @@ describe.skipIf(!HAVE_CHROMIUM)('dashboard in a real browser', () => {
     for (let i = 0; i < 100 && !existsSync(file); i++) await new Promise((r) => setTimeout(r, 100));
     expect(readFileSync(file, 'utf8')).toBe('tick-1\ntick-2\ntick-3\ntick-4\ntick-5\ntick-6\n');
     rmSync(dir, { recursive: true, force: true });
-    // Back in the list, its row says how it ended: state, tool, subject, agent, duration, exit.
+    // Back in the list, its row says what ran, why it was allowed and how it ended: state, command, policy, tool,
+    // subject, agent, duration, exit.
     await go('#/jobs', 'Jobs');
     await page.waitForFunction((id: string) => document.querySelector(`tr[data-job="${id}"] .badge`)?.textContent === 'exited', { timeout: 15_000 }, jobId);
     const cells = await page.$eval(`tr[data-job="${jobId}"]`, (tr: any) => [...tr.cells].map((c: any) => c.textContent));
-    expect(cells.slice(1, 5)).toEqual(['exited', 'execute', 'test-dash', 'dash-agent']);
-    expect(cells[6]).toMatch(/\d/);
-    expect(cells[7]).toBe('0');
+    expect(cells[1]).toBe('exited');
+    expect(cells[2]).toBe(TICKS);
+    expect(cells[3]).toMatch(/^allowed/);
+    expect(cells.slice(4, 7)).toEqual(['execute', 'test-dash', 'dash-agent']);
+    expect(cells[8]).toMatch(/\d/);
+    expect(cells[9]).toBe('0');
     await gw.putPolicy(TEAM, DEFAULT_POLICY);
   });
 
@@ -432,7 +436,7 @@ describe.skipIf(!HAVE_CHROMIUM)('dashboard in a real browser', () => {
       return ((await r.json()) as any).jobs[0].job_id as string;
     }, adminToken);
     const pages: [string, string][] = [
-      ['#/agents', 'Agents'], ['#/jobs', 'Jobs'], [`#/jobs/${jobId}`, 'Job '], ['#/approvals', 'Approvals'],
+      ['#/overview', 'Overview'], ['#/agents', 'Agents'], ['#/jobs', 'Jobs'], [`#/jobs/${jobId}`, 'Job '], ['#/approvals', 'Approvals'],
       ['#/audit', 'Audit log'], ['#/policy', 'Policy'], ['#/tokens', 'Tokens'],
     ];
     const CONTROLS = new Set(['button', 'link', 'textbox', 'searchbox', 'combobox', 'listbox', 'checkbox', 'radio', 'spinbutton', 'slider', 'switch']);

@@ -292,7 +292,7 @@ describe.skipIf(!HAVE_CHROMIUM)("the dashboard's Tokens page", () => {
       const field = await page.waitForSelector(aria('Admin token'));
       await field!.type(adminToken);
       await page.keyboard.press('Enter');
-      await page.waitForFunction(() => document.querySelector('main h1')?.textContent === 'Agents', { timeout: 15_000 });
+      await page.waitForFunction(() => document.querySelector('main h1')?.textContent === 'Overview', { timeout: 15_000 });
       await page.evaluate(() => { (globalThis as any).location.hash = '#/tokens'; });
       const row = `tr[data-grant="${s.grantId}"]`;
       await page.waitForSelector(row, { timeout: 15_000 }).catch(async (e) => {

@@ -4,10 +4,10 @@ import { api, field, fmtDuration, fmtTime, h, messages, table, userText } from '
 
 const TOOLS = ['execute', 'runtime_execute', 'query_output', 'policy_check', 'list_runtimes', 'run_script', 'job_status', 'job_output', 'job_kill', 'job_list'];
 
-export function render(main) {
+export function render(main, params, me, preset) {
   const msg = messages();
   const decision = h('select', { name: 'decision' }, h('option', { value: '' }, 'any'),
-    ['allowed', 'denied', 'failed', 'asked'].map((d) => h('option', { value: d }, d)));
+    ['allowed', 'denied', 'failed', 'asked'].map((d) => h('option', { value: d, selected: !!preset && preset.get('decision') === d }, d)));
   const toolList = h('datalist', { id: 'audit-tools' }, TOOLS.map((t) => h('option', { value: t })));
   const tool = h('input', { name: 'tool', type: 'text', list: 'audit-tools', placeholder: 'any' });
   const subject = h('input', { name: 'subject', type: 'text', placeholder: 'any' });
@@ -88,9 +88,9 @@ function view(entries) {
     entries.map((e) => h('tr', { 'data-decision': e.decision, 'data-audit-id': e.id },
       h('td', null, h('time', { datetime: new Date(e.at).toISOString() }, fmtTime(e.at))),
       h('td', null, h('span', { class: 'badge ' + e.decision }, e.decision)),
-      h('td', null, userText(e.tool)),
+      h('td', { class: 'nowrap' }, userText(e.tool)),
       h('td', { class: 'subject' }, userText(e.subject)),
-      h('td', null, command(e.command), e.cwd ? h('div', { class: 'sub cwd' }, 'cwd ', userText(e.cwd)) : null),
+      h('td', { class: 'command' }, command(e.command), e.cwd ? h('div', { class: 'sub cwd' }, 'cwd ', userText(e.cwd)) : null),
       h('td', { class: 'reason' }, userText(e.reason || '')),
       h('td', null, e.jobId ? h('a', { href: '#/jobs/' + encodeURIComponent(e.jobId) }, e.jobId) : ''),
       h('td', null, [e.exitStatus, fmtDuration(e.durationMs)].filter(Boolean).join(' · ')))));

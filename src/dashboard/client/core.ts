@@ -115,6 +115,63 @@ export function userText(v, asWord, cls) {
   return h('bdi', cls ? { class: cls } : null, visible(typeof v === 'string' ? v : JSON.stringify(v), asWord));
 }
 
+/**
+ * A stored command as one line a person can read and paste: argv elements shell-quoted where they
+ * are not plain words, a shell string as written, every control or bidirectional character shown
+ * as an escape (visible). Accepts an argv array, the audit log's { mode, command, args, runtime }
+ * and a command the store kept only the start of ({ truncated, head }).
+ */
+export function commandText(c) {
+  if (c === null || c === undefined) return '';
+  const word = (x) => visible(typeof x === 'string' ? x : JSON.stringify(x), true);
+  if (typeof c === 'string') return visible(c);
+  if (Array.isArray(c)) return c.map(word).join(' ');
+  if (typeof c === 'object' && c.truncated && typeof c.head === 'string') return visible(c.head) + '… (' + c.chars + ' characters stored in part)';
+  if (typeof c === 'object' && typeof c.command === 'string') {
+    const prefix = c.runtime ? '[' + visible(String(c.runtime)) + '] ' : '';
+    if (c.mode === 'shell') return prefix + visible(c.command);
+    return prefix + [c.command].concat(Array.isArray(c.args) ? c.args : []).map(word).join(' ');
+  }
+  return visible(JSON.stringify(c));
+}
+
+/**
+ * A command for a table cell or a fact: up to max characters in one code element, the whole text
+ * on hover (title) and, when it is longer, in a disclosure that opens with a click or Enter.
+ */
+export function commandView(c, max, keep) {
+  const full = commandText(c);
+  if (!full) return h('span', { class: 'sub' }, '…');
+  const limit = max || 120;
+  if (full.length <= limit) return h('code', { class: 'cmd', title: full }, h('bdi', null, full));
+  // keep = { key, open: Set }: a live list re-renders every few seconds; an opened command stays open, and keeps focus.
+  const d = h('details', { class: 'cmd', open: !!(keep && keep.open.has(keep.key)) },
+    h('summary', { title: full, id: keep ? 'cmd-' + keep.key : null, tabindex: keep ? '0' : null }, h('code', null, h('bdi', null, full.slice(0, limit) + '…'))),
+    h('code', { class: 'cmd full' }, h('bdi', null, full)));
+  if (keep) d.addEventListener('toggle', () => { if (d.open) keep.open.add(keep.key); else keep.open.delete(keep.key); });
+  return d;
+}
+
+const BAD_STATES = ['signaled', 'timed_out', 'lost', 'failed_to_start', 'refused'];
+/**
+ * How a job ended, for its colour: ok (exit 0), bad (a non-zero exit, a signal, a timeout, never
+ * ran), open (queued, running) or neutral (cancelled by someone).
+ */
+export function jobOutcome(j) {
+  const code = pick(j, 'exit_code', 'exitCode');
+  if (j.state === 'exited') return code === 0 ? 'ok' : 'bad';
+  if (BAD_STATES.includes(j.state)) return 'bad';
+  if (j.state === 'queued' || j.state === 'running') return 'open';
+  return 'neutral';
+}
+
+/** The job's state as a badge coloured by its outcome (exited with 128 is a failure, not a green badge). */
+export function jobBadge(j) {
+  const code = pick(j, 'exit_code', 'exitCode');
+  const text = j.state === 'exited' && code !== 0 && code !== undefined ? 'exited ' + code : j.state;
+  return h('span', { class: 'badge ' + j.state + ' ' + jobOutcome(j), 'data-state': j.state, 'data-outcome': jobOutcome(j) }, text);
+}
+
 let ids = 0;
 export function uid(prefix) { ids += 1; return prefix + '-' + ids; }
 

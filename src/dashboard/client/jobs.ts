@@ -1,13 +1,14 @@
 /** Browser module `jobs.js`: the live job list and a job's page (output tail, search, download, kill). */
 export const JOBS_JS = String.raw`
-import { api, ApiError, describe, field, fmtBytes, fmtDuration, fmtTime, h, isMissingRoute, messages, pick, poll, replaceKeepingFocus, saveBlob, table, userText } from './core.js';
+import { api, ApiError, commandView, field, fmtBytes, fmtDuration, fmtTime, h, isMissingRoute, jobBadge, jobOutcome, messages, pick, poll, replaceKeepingFocus, saveBlob, table, userText, visible } from './core.js';
+import { openAppView } from './app-host.js';
 
 const STATES = ['queued', 'running', 'exited', 'signaled', 'timed_out', 'cancelled', 'lost', 'failed_to_start', 'refused'];
 const OPEN = ['queued', 'running'];
 const TAIL_BYTES = 65536;
 
-export function render(main, params) {
-  return params[0] ? renderJob(main, params[0]) : renderList(main);
+export function render(main, params, me, preset) {
+  return params[0] ? renderJob(main, params[0]) : renderList(main, preset);
 }
 
 const jobId = (j) => pick(j, 'job_id', 'jobId', 'id');
@@ -19,7 +20,25 @@ function exitText(j) {
   return sig ? sig : '';
 }
 
-function renderList(main) {
+/** The exit cell: a failure reads as one (colour and the word), a clean exit stays plain. */
+function exitView(j) {
+  const t = exitText(j);
+  if (!t) return j.timed_out ? h('span', { class: 'exit bad' }, 'timed out') : '';
+  return jobOutcome(j) === 'bad' ? h('span', { class: 'exit bad', title: 'failed' }, t) : t;
+}
+
+/** Allowed by a rule, or approved by a person after an ask; the policy's reason shortened, whole on hover. */
+function policyView(call, max) {
+  if (!call) return h('span', { class: 'sub' }, '…');
+  const p = call.policy || {};
+  const reason = p.reason ? visible(p.reason) : '';
+  const limit = max || 80;
+  return h('span', { class: 'policy' },
+    h('span', { class: 'badge ' + (p.decision || 'allowed') }, p.decision || 'allowed'),
+    reason ? h('span', { class: 'sub reason', title: reason }, ' ', h('bdi', null, reason.length > limit ? reason.slice(0, limit) + '…' : reason)) : null);
+}
+
+function renderList(main, preset) {
   const msg = messages();
   const state = h('select', { name: 'state' }, h('option', { value: '' }, 'any'), STATES.map((s) => h('option', { value: s }, s)));
   const tool = h('input', { name: 'tool', type: 'text', placeholder: 'e.g. execute' });
@@ -29,6 +48,9 @@ function renderList(main) {
   const first = h('button', { type: 'button', hidden: true }, 'Back to the newest');
   let cursor = null;
   let nextCursor = null;
+  const opened = new Set();
+  // #/jobs?state=… (the overview links here): the filter starts set.
+  if (preset && STATES.includes(preset.get('state'))) state.value = preset.get('state');
 
   const query = () => {
     const q = new URLSearchParams({ limit: '50' });
@@ -45,7 +67,7 @@ function renderList(main) {
       nextCursor = pick(r, 'next_cursor', 'nextCursor') || null;
       more.hidden = !nextCursor;
       first.hidden = !cursor;
-      replaceKeepingFocus(body, view(r.jobs || []));
+      replaceKeepingFocus(body, view(r.jobs || [], opened));
     } catch (e) {
       if (isMissingRoute(e)) { msg.say('This gateway does not list jobs yet (no GET /admin/v1/jobs).'); return; }
       msg.fail(e);
@@ -64,27 +86,42 @@ function renderList(main) {
   return poll(() => (cursor ? Promise.resolve() : load()), 2000);
 }
 
-function view(jobs) {
+function view(jobs, opened) {
   if (jobs.length === 0) return h('p', { class: 'empty' }, 'No jobs match.');
-  return table('Jobs', ['Job', 'State', 'Tool', 'Subject', 'Agent', 'Created', 'Duration', 'Exit'],
+  return table('Jobs', ['Job', 'State', 'Command', 'Policy', 'Tool', 'Subject', 'Agent', 'Created', 'Duration', 'Exit'],
     jobs.map((j) => {
       const id = jobId(j);
-      return h('tr', { 'data-job': id },
-        h('th', { scope: 'row' }, h('a', { href: '#/jobs/' + encodeURIComponent(id) }, id)),
-        h('td', null, h('span', { class: 'badge ' + j.state }, j.state)),
-        h('td', null, userText(j.tool)),
-        h('td', null, userText(j.subject || '')),
+      const call = j.call || null;
+      return h('tr', { 'data-job': id, 'data-outcome': jobOutcome(j) },
+        h('th', { scope: 'row', class: 'nowrap' }, h('a', { href: '#/jobs/' + encodeURIComponent(id), title: id, 'aria-label': 'Job ' + id }, h('code', null, String(id).slice(0, 8)))),
+        h('td', null, jobBadge(j)),
+        h('td', { class: 'command' }, commandView(call && call.command, 100, { key: id, open: opened }),
+          call && call.cwd ? h('div', { class: 'sub cwd' }, 'in ', userText(call.cwd)) : null),
+        h('td', { class: 'policy' }, policyView(call, 60)),
+        h('td', { class: 'nowrap' }, userText(j.tool)),
+        h('td', { class: 'subject' }, userText(j.subject || '')),
         h('td', null, userText(pick(j, 'agent_id', 'agent') || '')),
         h('td', null, fmtTime(pick(j, 'created_at', 'createdAt'))),
         h('td', null, fmtDuration(pick(j, 'duration_ms', 'durationMs'))),
-        h('td', null, exitText(j)));
+        h('td', null, exitView(j)));
     }));
 }
 
 function renderJob(main, id) {
   const msg = messages();
   const facts = h('dl', { class: 'facts' });
+  const callFacts = h('dl', { class: 'facts call' });
   const kill = h('button', { type: 'button', class: 'danger', hidden: true }, 'Kill job');
+  const appView = h('section', { 'aria-labelledby': 'app-title', class: 'appview' });
+  const openApp = h('button', { type: 'button' }, 'Open the MCP Apps view');
+  let lastJob = null;
+  let closeApp = null;
+  openApp.addEventListener('click', () => {
+    if (!lastJob) return;
+    if (closeApp) closeApp();
+    closeApp = openAppView(appView, lastJob);
+    openApp.textContent = 'Reload the MCP Apps view';
+  });
   const outputs = { stdout: streamView('stdout'), stderr: streamView('stderr') };
   const outMsg = messages();
   const search = searchForm(() => handle);
@@ -106,7 +143,7 @@ function renderJob(main, id) {
   main.append(
     h('p', null, h('a', { href: '#/jobs' }, '← All jobs')),
     h('h1', null, 'Job ', h('code', null, id)),
-    msg.status, msg.error, facts, kill,
+    msg.status, msg.error, callFacts, facts, h('div', { class: 'row' }, kill, openApp), appView,
     h('section', { 'aria-labelledby': 'out-title' },
       h('h2', { id: 'out-title' }, 'Output'), outMsg.status, outMsg.error, outputs.stdout.el, outputs.stderr.el),
     search.el);
@@ -124,6 +161,8 @@ function renderJob(main, id) {
       return;
     }
     state = j.state;
+    lastJob = j;
+    if (j.call && !callFacts.firstChild) callFacts.replaceChildren(...describeCall(j.call));
     handle = pick(j, 'artifact_handle', 'artifactHandle') || null;
     facts.replaceChildren(...describeJob(j));
     kill.hidden = !OPEN.includes(state);
@@ -134,19 +173,32 @@ function renderJob(main, id) {
     }
   };
   const stop = poll(refresh, 1000);
-  return stop;
+  return () => { stop(); if (closeApp) closeApp(); };
+}
+
+/** What ran and why it was allowed: shown once (it never changes), so an opened command stays open. */
+function describeCall(call) {
+  return factList([
+    ['Command', commandView(call.command, 2000)],
+    ['Working directory', call.cwd ? userText(call.cwd) : undefined],
+    ['Policy', h('span', null, policyView(call, 4000),
+      call.policy && call.policy.approvalId ? h('span', null, ' · ', h('a', { href: '#/approvals' }, 'approval ' + call.policy.approvalId)) : null)],
+  ]);
 }
 
 function describeJob(j) {
-  const rows = [
-    ['State', h('span', { class: 'badge ' + j.state, 'data-state': j.state }, j.state)],
+  return factList([
+    ['State', jobBadge(j)],
     ['Tool', userText(j.tool)], ['Subject', userText(j.subject)], ['Agent', userText(pick(j, 'agent_id', 'agent'))], ['Sandbox', j.sandbox],
     ['Created', fmtTime(pick(j, 'created_at', 'createdAt'))], ['Started', fmtTime(pick(j, 'started_at', 'startedAt'))],
     ['Ended', fmtTime(pick(j, 'ended_at', 'endedAt'))], ['Duration', fmtDuration(pick(j, 'duration_ms', 'durationMs'))],
-    ['Exit code', pick(j, 'exit_code', 'exitCode')], ['Signal', j.signal], ['Timed out', j.timed_out ? 'yes' : undefined],
+    ['Exit code', pick(j, 'exit_code', 'exitCode') === undefined ? undefined : exitView(j)], ['Signal', j.signal], ['Timed out', j.timed_out ? 'yes' : undefined],
     ['Error', j.error ? userText((j.error.message || '') + (j.error.code ? ' (' + j.error.code + ')' : '')) : undefined],
     ['Artifact', pick(j, 'artifact_handle', 'artifactHandle')], ['Artifact state', j.artifact_state],
-  ];
+  ]);
+}
+
+function factList(rows) {
   const out = [];
   for (const [k, v] of rows) {
     if (v === undefined || v === null || v === '') continue;
@@ -187,6 +239,7 @@ async function finalOutput(handle, outputs, outMsg, job) {
   if (!handle) { outMsg.say('This job stored no output.'); return true; }
   // The upload can trail the exit: wait until the gateway says the artifact is complete (or failed).
   if (job.artifact_state === 'uploading') { outMsg.say('Storing the output…'); return false; }
+  if (job.artifact_state === 'none' || job.artifact_state === 'failed') { outMsg.say('No stored output (artifact ' + job.artifact_state + ').'); return true; }
   let info;
   try {
     info = await api('GET', '/artifacts/' + encodeURIComponent(handle));

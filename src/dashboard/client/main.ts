@@ -10,8 +10,10 @@ import * as audit from './audit.js';
 import * as policy from './policy.js';
 import * as tokens from './tokens.js';
 import * as approvals from './approvals.js';
+import * as overview from './overview.js';
 
 const PAGES = [
+  { path: 'overview', title: 'Overview', mod: overview },
   { path: 'agents', title: 'Agents', mod: agents },
   { path: 'jobs', title: 'Jobs', mod: jobs },
   { path: 'audit', title: 'Audit', mod: audit },
@@ -76,13 +78,17 @@ function start(w) {
   who.textContent = 'team ' + w.team + ' · ' + w.subject;
   signout.hidden = false;
   nav.replaceChildren(h('ul', null, PAGES.map((p) => h('li', null, h('a', { href: '#/' + p.path, 'data-page': p.path }, p.title)))));
-  if (!location.hash || location.hash === '#' || location.hash === '#/') location.hash = '#/agents';
+  if (!location.hash || location.hash === '#' || location.hash === '#/') location.hash = '#/overview';
   else route();
 }
 
 function route() {
   if (!me) return;
-  const parts = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
+  // #/page/param?query: the query presets a page's filters (the overview links to #/audit?decision=denied).
+  const raw = location.hash.replace(/^#\/?/, '');
+  const q = raw.indexOf('?');
+  const query = new URLSearchParams(q === -1 ? '' : raw.slice(q + 1));
+  const parts = (q === -1 ? raw : raw.slice(0, q)).split('/').map(decodeURIComponent);
   const page = PAGES.find((p) => p.path === parts[0]) || PAGES[0];
   for (const a of nav.querySelectorAll('a')) {
     if (a.getAttribute('data-page') === page.path) a.setAttribute('aria-current', 'page');
@@ -91,7 +97,7 @@ function route() {
   clearPage();
   document.title = page.title + ' · Gatehouse';
   try {
-    cleanup = page.mod.render(main, parts.slice(1), me) || null;
+    cleanup = page.mod.render(main, parts.slice(1), me, query) || null;
   } catch (e) {
     main.appendChild(h('p', { class: 'error', role: 'alert' }, describe(e)));
   }

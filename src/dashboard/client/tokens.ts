@@ -76,7 +76,7 @@ function grantView(grants, reload, msg) {
       return h('tr', { 'data-grant': g.grantId, 'data-status': st, title: g.revokedReason || '' },
         h('th', { scope: 'row' }, h('code', null, g.grantId)),
         h('td', null, g.clientName ? userText(g.clientName, false, 'client-name') : '(unnamed)', h('br'), h('small', null, userText(g.clientId))),
-        h('td', null, g.subject),
+        h('td', { class: 'subject' }, userText(g.subject)),
         h('td', null, (g.scopes || []).join(' ')),
         h('td', null, fmtTime(g.createdAt)),
         h('td', null, g.lastUsedAt ? fmtTime(g.lastUsedAt) : 'never'),
@@ -142,7 +142,9 @@ function status(t, now) {
 }
 
 function view(tokens, reload, msg) {
-  if (!tokens || tokens.length === 0) return h('p', { class: 'empty' }, 'No tokens minted through this gateway yet.');
+  if (!tokens || tokens.length === 0) {
+    return h('p', { class: 'empty' }, 'No tokens recorded for this team yet. Tokens this gateway mints (here, gatehouse token create, npm start) are listed; one minted offline with the signing key is not, and is revoked by its id (gatehouse token revoke <jti> --unrecorded).');
+  }
   const now = Date.now();
   return table('Tokens (' + tokens.length + ')', ['Token id', 'Subject', 'Scopes', 'Created', 'Expires', 'Status', 'Note', ''],
     tokens.map((t) => {
@@ -162,12 +164,12 @@ function view(tokens, reload, msg) {
       }
       return h('tr', { 'data-jti': t.jti, 'data-status': st },
         h('th', { scope: 'row' }, h('code', null, t.jti)),
-        h('td', null, t.subject),
+        h('td', { class: 'subject' }, userText(t.subject)),
         h('td', null, (t.scopes || []).join(' ') + grantText(t.agentGrant)),
         h('td', null, fmtTime(t.createdAt)),
         h('td', null, fmtTime(t.expiresAt)),
         h('td', null, h('span', { class: 'badge ' + st }, st)),
-        h('td', null, t.note || ''),
+        h('td', { class: 'reason' }, userText(t.note || '')),
         h('td', null, revoke));
     }));
 }

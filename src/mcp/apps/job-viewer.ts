@@ -16,20 +16,21 @@ export const JOB_VIEWER_URI = 'ui://gatehouse/job-output.html';
 /** `_meta` of a tool whose result the viewer shows (the nested form, plus the flat key older hosts read). */
 export const JOB_VIEWER_TOOL_META = { ui: { resourceUri: JOB_VIEWER_URI }, [RESOURCE_URI_META_KEY]: JOB_VIEWER_URI };
 
+/** The resource as `resources/read` answers it (the dashboard's job page frames the same document under the same CSP). */
+export const JOB_VIEWER_CONTENT = {
+  uri: JOB_VIEWER_URI,
+  mimeType: RESOURCE_MIME_TYPE,
+  text: JOB_VIEWER_HTML,
+  // No network of its own: every read goes through the host's tools/call.
+  _meta: { ui: { csp: { connectDomains: [] as string[], resourceDomains: [] as string[] }, prefersBorder: true } },
+};
+
 export function registerJobViewer(server: McpServer): void {
   registerAppResource(
     server,
     'Job output viewer',
     JOB_VIEWER_URI,
     { description: 'Live output of a Gatehouse job, with search (reads through job_status, job_output and query_output).' },
-    async () => ({
-      contents: [{
-        uri: JOB_VIEWER_URI,
-        mimeType: RESOURCE_MIME_TYPE,
-        text: JOB_VIEWER_HTML,
-        // No network of its own: every read goes through the host's tools/call.
-        _meta: { ui: { csp: { connectDomains: [], resourceDomains: [] }, prefersBorder: true } },
-      }],
-    }),
+    async () => ({ contents: [JOB_VIEWER_CONTENT] }),
   );
 }
