@@ -17,7 +17,7 @@ export interface Env {
   ALLOWED_ORIGINS?: string;
   MAX_BODY_BYTES?: string;
   HEARTBEAT_MS?: string;
-  /** `paid` (default) or `free`: which Cloudflare plan's subrequest limit script mode keeps under (src/script/request-budget.ts). */
+  /** `paid` (default) or `free`: the Cloudflare Workers plan, whose limits the edge budgets with (src/platform/plan.ts). */
   GATEHOUSE_WORKERS_PLAN?: string;
   /** Bench only: '1' prints a timestamped line at each step of a call (src/mcp/trace.ts). */
   HOTPATH_TRACE?: string;

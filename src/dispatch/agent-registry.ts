@@ -5,7 +5,7 @@
  */
 import type { AgentHello, SandboxKind } from '../contracts/agent-protocol.ts';
 import type { AgentView } from '../contracts/jobs.ts';
-import type { SqlHost } from './job-store.ts';
+import { migrate, type Migration, type SqlHost } from './host.ts';
 
 export interface AgentRow {
   id: string;
@@ -21,19 +21,21 @@ export interface AgentRow {
   state: 'connected' | 'disconnected';
 }
 
-const SCHEMA = [
-  `CREATE TABLE IF NOT EXISTS agents (
+/** The `agents` table: this registry's only. IF NOT EXISTS: an object whose table predates the migration ledger keeps it. */
+const MIGRATIONS: readonly Migration[] = [{
+  id: '1-agents',
+  sql: [`CREATE TABLE IF NOT EXISTS agents (
     id TEXT PRIMARY KEY, subject TEXT NOT NULL, token_id TEXT NOT NULL, version TEXT NOT NULL, sandbox TEXT NOT NULL,
     capacity INTEGER NOT NULL, labels TEXT NOT NULL, runtimes TEXT NOT NULL, connected_at INTEGER NOT NULL,
-    last_seen INTEGER NOT NULL, state TEXT NOT NULL)`,
-];
+    last_seen INTEGER NOT NULL, state TEXT NOT NULL)`],
+}];
 
 export class AgentRegistry {
   private readonly host: SqlHost;
 
   constructor(host: SqlHost) {
     this.host = host;
-    for (const s of SCHEMA) host.sql.exec(s);
+    migrate(host, 'agents', MIGRATIONS);
   }
 
   get(id: string): AgentRow | null {

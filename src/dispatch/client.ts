@@ -1,7 +1,7 @@
 /**
  * The Worker's side of the TeamDispatcher, over Workers RPC: submit a job, follow its events
  * (a byte stream of NDJSON lines), read its status and output, kill it, list jobs and agents.
- * One DO per team, addressed by name; every call names the team (the DO remembers it).
+ * One DO per team, addressed by the team's name (which the DO reads as its own `ctx.id.name`).
  *
  * Following a job survives a restart of the DO: when the event stream breaks before the job's
  * end, the caller long-polls the job's status from the durable job table and reads its result.
@@ -31,18 +31,18 @@ function stub(env: Env, team: string) {
  * with the token's agent grant: the DO checks the agent's `hello`, which comes after the upgrade.
  */
 export function connectAgent(env: Env, team: string, who: { subject: string; tokenId: string; agentGrant?: AgentGrant }): Promise<Response> {
-  const headers = new Headers({ Upgrade: 'websocket', 'X-Gatehouse-Team': team, 'X-Gatehouse-Subject': who.subject, 'X-Gatehouse-Token-Id': who.tokenId });
+  const headers = new Headers({ Upgrade: 'websocket', 'X-Gatehouse-Subject': who.subject, 'X-Gatehouse-Token-Id': who.tokenId });
   if (who.agentGrant) headers.set(AGENT_GRANT_HEADER, JSON.stringify(who.agentGrant));
   return stub(env, team).fetch(new Request('https://team-dispatcher/connect', { headers }));
 }
 
 export async function submitJob(env: Env, team: string, req: DispatchRequest): Promise<SubmitAnswer> {
-  return (await stub(env, team).submit(team, req)) as SubmitAnswer;
+  return (await stub(env, team).submit(req)) as SubmitAnswer;
 }
 
 /** Submits a job and, for a foreground job the DO took, opens its event stream in the same hop (pass it to `awaitJob`). */
 export async function submitAndFollow(env: Env, team: string, req: DispatchRequest): Promise<{ answer: SubmitAnswer; events: ReadableStream<Uint8Array> | null }> {
-  return (await stub(env, team).submitAndFollow(team, req)) as { answer: SubmitAnswer; events: ReadableStream<Uint8Array> | null };
+  return (await stub(env, team).submitAndFollow(req)) as { answer: SubmitAnswer; events: ReadableStream<Uint8Array> | null };
 }
 
 export interface DispatchOutcome {
@@ -67,7 +67,7 @@ export async function awaitJob(
   env: Env, team: string, jobId: string, onEvent: (e: DispatchEvent) => void | Promise<void>, opened?: ReadableStream<Uint8Array> | null,
 ): Promise<Result<DispatchOutcome>> {
   try {
-    const stream = opened ?? ((await stub(env, team).follow(team, jobId)) as ReadableStream<Uint8Array>);
+    const stream = opened ?? ((await stub(env, team).follow(jobId)) as ReadableStream<Uint8Array>);
     const reader = stream.pipeThrough(new TextDecoderStream()).getReader();
     let buffered = '';
     for (;;) {
@@ -133,27 +133,27 @@ async function outcomeOf(env: Env, team: string, jobId: string): Promise<Result<
 }
 
 export async function jobStatus(env: Env, team: string, jobId: string, waitMs = 0): Promise<JobView | null> {
-  return (await stub(env, team).status(team, jobId, waitMs)) as JobView | null;
+  return (await stub(env, team).status(jobId, waitMs)) as JobView | null;
 }
 
 export async function jobResult(env: Env, team: string, jobId: string): Promise<{ view: JobView; exit: JobExit | null } | null> {
-  return (await stub(env, team).result(team, jobId)) as { view: JobView; exit: JobExit | null } | null;
+  return (await stub(env, team).result(jobId)) as { view: JobView; exit: JobExit | null } | null;
 }
 
 export async function liveOutput(env: Env, team: string, jobId: string, stream: StreamName, offset: number, maxBytes: number) {
-  return (await stub(env, team).liveOutput(team, jobId, stream, offset, maxBytes)) as KeptOutput | null;
+  return (await stub(env, team).liveOutput(jobId, stream, offset, maxBytes)) as KeptOutput | null;
 }
 
 export async function listJobs(env: Env, team: string, filter: JobListFilter): Promise<{ jobs: JobView[]; next_cursor: string | null }> {
-  return (await stub(env, team).list(team, filter)) as { jobs: JobView[]; next_cursor: string | null };
+  return (await stub(env, team).list(filter)) as { jobs: JobView[]; next_cursor: string | null };
 }
 
 export async function killJob(env: Env, team: string, jobId: string, reason: string) {
-  return (await stub(env, team).kill(team, jobId, reason)) as { found: boolean; state: string | null };
+  return (await stub(env, team).kill(jobId, reason)) as { found: boolean; state: string | null };
 }
 
 export async function cancelByCall(env: Env, team: string, cancelKey: string, reason: string): Promise<boolean> {
-  return (await stub(env, team).cancelByKey(team, cancelKey, reason)) as boolean;
+  return (await stub(env, team).cancelByKey(cancelKey, reason)) as boolean;
 }
 
 /** The team's connected agents. */
@@ -163,43 +163,43 @@ export async function listAgents(env: Env, team: string): Promise<AgentView[]> {
 
 /** Every agent the team's DO knows, connected or not (recently seen). */
 export async function listAllAgents(env: Env, team: string): Promise<AgentView[]> {
-  return (await stub(env, team).agents(team)) as AgentView[];
+  return (await stub(env, team).agents()) as AgentView[];
 }
 
 export async function revokeAgentToken(env: Env, team: string, tokenId: string): Promise<number> {
-  return (await stub(env, team).revokeToken(team, tokenId)) as number;
+  return (await stub(env, team).revokeToken(tokenId)) as number;
 }
 
 export async function beginUpload(env: Env, team: string, u: UploadWho): Promise<UploadAnswer> {
-  return (await stub(env, team).beginUpload(team, u)) as UploadAnswer;
+  return (await stub(env, team).beginUpload(u)) as UploadAnswer;
 }
 
 export async function endUpload(env: Env, team: string, jobId: string, stream: StreamName, okay: boolean, bytes: number): Promise<void> {
-  await stub(env, team).endUpload(team, jobId, stream, okay, bytes);
+  await stub(env, team).endUpload(jobId, stream, okay, bytes);
 }
 
 export async function multipartBegin(env: Env, team: string, who: UploadWho, shape: MultipartShape): Promise<MultipartBeginAnswer> {
-  return (await stub(env, team).multipartBegin(team, who, shape)) as MultipartBeginAnswer;
+  return (await stub(env, team).multipartBegin(who, shape)) as MultipartBeginAnswer;
 }
 
 export async function multipartCreated(env: Env, team: string, who: UploadWho, ref: MultipartRef, shape: MultipartShape): Promise<void> {
-  await stub(env, team).multipartCreated(team, who, ref, shape);
+  await stub(env, team).multipartCreated(who, ref, shape);
 }
 
 export async function multipartPart(env: Env, team: string, who: UploadWho, part: number, bytes: number): Promise<MultipartPartAnswer> {
-  return (await stub(env, team).multipartPart(team, who, part, bytes)) as MultipartPartAnswer;
+  return (await stub(env, team).multipartPart(who, part, bytes)) as MultipartPartAnswer;
 }
 
 export async function multipartPartStored(env: Env, team: string, who: UploadWho, ref: MultipartRef, part: number, etag: string, bytes: number): Promise<void> {
-  await stub(env, team).multipartPartStored(team, who, ref, part, etag, bytes);
+  await stub(env, team).multipartPartStored(who, ref, part, etag, bytes);
 }
 
 export async function multipartFinish(env: Env, team: string, who: UploadWho): Promise<MultipartFinishAnswer> {
-  return (await stub(env, team).multipartFinish(team, who)) as MultipartFinishAnswer;
+  return (await stub(env, team).multipartFinish(who)) as MultipartFinishAnswer;
 }
 
 export async function multipartAbandon(env: Env, team: string, who: UploadWho): Promise<MultipartAbandonAnswer> {
-  return (await stub(env, team).multipartAbandon(team, who)) as MultipartAbandonAnswer;
+  return (await stub(env, team).multipartAbandon(who)) as MultipartAbandonAnswer;
 }
 
 export function errorCode(code: string): ErrorCode {
@@ -212,6 +212,7 @@ export function errorCode(code: string): ErrorCode {
     case 'invalid_argument':
     case 'not_found':
     case 'cancelled':
+    case 'config_error':
       return code;
     case 'queue_full':
       return 'concurrency_limit';

@@ -8,14 +8,8 @@
  * its share of the invocation's D1 queries; what is left waits for the next pass (the next
  * message, submit or alarm — each its own invocation).
  */
-import type { WorkersPlan } from '../script/request-budget.ts';
+import { D1_QUERIES_PER_INVOCATION, type WorkersPlan } from '../platform/limits.ts';
 
-/**
- * D1 queries one invocation (of a Worker or a Durable Object) may make: "Queries per Worker
- * invocation: 1000 (Workers Paid) / 50 (Free)" — https://developers.cloudflare.com/d1/platform/limits/.
- * Each statement of a batch is counted as one, since the page does not say a batch counts once.
- */
-export const D1_QUERIES_PER_INVOCATION: Record<WorkersPlan, number> = { free: 50, paid: 1000 };
 /** The share of them one copy pass takes: the invocation it runs in makes D1 calls of its own. */
 export const D1_COPY_QUERY_SHARE = 0.5;
 

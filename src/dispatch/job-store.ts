@@ -11,12 +11,7 @@ import type { JobExit, JobSpec, SandboxKind, StreamName } from '../contracts/age
 import { LIVE_OUTPUT_MAX_BYTES, STORED_CHUNK_CHARS, STORED_OUTPUT_CHUNK_BYTES, splitText } from '../contracts/limits.ts';
 import type { ArtifactState, JobListFilter, JobState, JobView, StreamArtifact } from '../contracts/jobs.ts';
 import type { AuditEntry } from '../store/audit.ts';
-
-/** What the store needs from its host: the DO's `ctx.storage.sql` and `transactionSync`. */
-export interface SqlHost {
-  sql: SqlStorage;
-  transactionSync<T>(f: () => T): T;
-}
+import { migrate, type Migration, type SqlHost } from './host.ts';
 
 export interface NewJob {
   spec: JobSpec;
@@ -70,7 +65,11 @@ export interface JobRow {
   d1_created: number;
 }
 
-const SCHEMA = [
+/** The tables of jobs (`jobs`, `job_blobs`, `job_output`, `job_artifacts`): this store's only. */
+const MIGRATIONS: readonly Migration[] = [{
+  id: '1-jobs',
+  // IF NOT EXISTS: an object whose tables predate the migration ledger keeps them and their rows.
+  sql: [
   `CREATE TABLE IF NOT EXISTS jobs (
     id TEXT PRIMARY KEY, seq INTEGER NOT NULL, tool TEXT NOT NULL, subject TEXT NOT NULL, token_id TEXT NOT NULL,
     cancel_key TEXT NOT NULL, runtime TEXT, sandbox_min TEXT, sel_agent TEXT, sel_labels TEXT,
@@ -93,7 +92,11 @@ const SCHEMA = [
     data TEXT NOT NULL, PRIMARY KEY (job_id, stream, offset))`,
   `CREATE TABLE IF NOT EXISTS job_artifacts (job_id TEXT NOT NULL, stream TEXT NOT NULL, state TEXT NOT NULL, bytes INTEGER NOT NULL,
     PRIMARY KEY (job_id, stream))`,
-];
+]}, {
+  // Tables created before a job's first D1 copy wrote its rows itself: those rows exist already.
+  id: '2-jobs-d1-created',
+  sql: [`ALTER TABLE jobs ADD COLUMN d1_created INTEGER NOT NULL DEFAULT 1`],
+}];
 
 /**
  * Inline output (stdout + stderr characters) kept in the job row's `exit` JSON itself; above it
@@ -106,7 +109,6 @@ export const EXIT_ROW_INLINE_CHARS = 64 * 1024;
 type StoredExit = JobExit & { outputInline?: true };
 
 const enc = new TextEncoder();
-const dec = new TextDecoder();
 
 export class JobStore {
   private readonly host: SqlHost;
@@ -120,8 +122,7 @@ export class JobStore {
 
   constructor(host: SqlHost) {
     this.host = host;
-    for (const s of SCHEMA) host.sql.exec(s);
-    addColumnOnce(host.sql, 'jobs', 'd1_created', 'INTEGER NOT NULL DEFAULT 1');
+    migrate(host, 'jobs', MIGRATIONS);
   }
 
   private get sql(): SqlStorage {
@@ -472,8 +473,8 @@ export class JobStore {
     this.sql.exec(`UPDATE jobs SET d1_created = 1, synced = CASE WHEN state = ? THEN 1 ELSE synced END WHERE id = ?`, state, id);
   }
 
-  /** Drops finished jobs older than `before` with everything stored for them. */
-  prune(before: number): number {
+  /** Drops finished jobs older than `before` with everything stored for them; returns their ids. */
+  prune(before: number): string[] {
     const ids = this.sql.exec<{ id: string }>(`SELECT id FROM jobs WHERE ended_at IS NOT NULL AND ended_at < ? AND synced = 1 LIMIT 200`, before).toArray().map((r) => r.id);
     for (const id of ids) {
       this.changed(id);
@@ -482,7 +483,7 @@ export class JobStore {
       this.sql.exec(`DELETE FROM job_artifacts WHERE job_id = ?`, id);
       this.sql.exec(`DELETE FROM jobs WHERE id = ?`, id);
     }
-    return ids.length;
+    return ids;
   }
 
   // ---- chunked text ----
@@ -514,20 +515,6 @@ export class JobStore {
   }
 }
 
-/**
- * Adds a column to a table an earlier version created without it (SQLite has no ADD COLUMN IF
- * NOT EXISTS); existing rows take its default.
- */
-function addColumnOnce(sql: SqlStorage, table: string, column: string, decl: string): void {
-  // Not pragma_table_info: the ALTER itself says whether the column is there, on every SQLite host.
-  try {
-    sql.exec(`ALTER TABLE ${table} ADD COLUMN ${column} ${decl}`);
-  } catch (e) {
-    if (!/duplicate column/i.test((e as Error).message)) throw e;
-  }
-}
-
-export const decodeBytes = (b: Uint8Array): string => dec.decode(b);
 
 /** The job's artifact from its streams': any upload running → uploading; all stored → complete; some kept → partial. */
 export function jobArtifactState(...streams: ArtifactState[]): ArtifactState {

@@ -11,7 +11,7 @@
  *   and aborted.
  */
 import type { StreamName, UploadGrant } from '../contracts/agent-protocol.ts';
-import type { SqlHost } from './job-store.ts';
+import { migrate, type Migration, type SqlHost } from './host.ts';
 
 export interface UploadRow {
   job_id: string;
@@ -25,14 +25,17 @@ export interface UploadRow {
   created_at: number;
 }
 
-const SCHEMA = [
+/** This store's tables. IF NOT EXISTS: an object whose tables predate the migration ledger keeps them. */
+const MIGRATIONS: readonly Migration[] = [{
+  id: '1-uploads',
+  sql: [
   `CREATE TABLE IF NOT EXISTS artifact_uploads (job_id TEXT NOT NULL, stream TEXT NOT NULL, upload_id TEXT NOT NULL, r2_key TEXT NOT NULL,
     bytes INTEGER NOT NULL, part_bytes INTEGER NOT NULL, lines INTEGER NOT NULL, truncated INTEGER NOT NULL, created_at INTEGER NOT NULL,
     PRIMARY KEY (job_id, stream))`,
   `CREATE TABLE IF NOT EXISTS artifact_parts (job_id TEXT NOT NULL, stream TEXT NOT NULL, part INTEGER NOT NULL, etag TEXT NOT NULL,
     bytes INTEGER NOT NULL, PRIMARY KEY (job_id, stream, part))`,
   `CREATE TABLE IF NOT EXISTS upload_grants (job_id TEXT PRIMARY KEY, agent_id TEXT NOT NULL, token TEXT NOT NULL, created_at INTEGER NOT NULL)`,
-];
+]}];
 
 /** Random bytes of an upload token (256 bits, base64url: 43 characters). */
 const GRANT_TOKEN_BYTES = 32;
@@ -45,7 +48,7 @@ export class UploadStore {
 
   constructor(host: SqlHost) {
     this.host = host;
-    for (const s of SCHEMA) host.sql.exec(s);
+    migrate(host, 'uploads', MIGRATIONS);
   }
 
   private get sql(): SqlStorage {
@@ -70,9 +73,9 @@ export class UploadStore {
     return a.byteLength === b.byteLength && crypto.subtle.timingSafeEqual(a, b) ? 'ok' : 'wrong_token';
   }
 
-  /** Grants of jobs the job store no longer holds (pruned). */
-  pruneGrants(): void {
-    this.sql.exec(`DELETE FROM upload_grants WHERE job_id NOT IN (SELECT id FROM jobs)`);
+  /** Forgets the grants of jobs the job store dropped (pruned); their open uploads are aborted as abandoned. */
+  forgetGrants(jobIds: readonly string[]): void {
+    for (const id of jobIds) this.sql.exec(`DELETE FROM upload_grants WHERE job_id = ?`, id);
   }
 
   get(jobId: string, stream: StreamName): UploadRow | null {
@@ -111,14 +114,8 @@ export class UploadStore {
     });
   }
 
-  /**
-   * Uploads that will never complete: their stream's artifact is no longer uploading (given up,
-   * or the agent was lost), or their job is gone (pruned).
-   */
-  abandoned(): UploadRow[] {
-    return this.sql.exec<UploadRow & Record<string, SqlStorageValue>>(
-      `SELECT u.* FROM artifact_uploads u LEFT JOIN job_artifacts a ON a.job_id = u.job_id AND a.stream = u.stream
-       WHERE a.state IS NULL OR a.state <> 'uploading'`,
-    ).toArray();
+  /** Every multipart upload in progress (the artifacts capability decides which of them are abandoned). */
+  all(): UploadRow[] {
+    return this.sql.exec<UploadRow & Record<string, SqlStorageValue>>(`SELECT * FROM artifact_uploads ORDER BY created_at`).toArray();
   }
 }

@@ -7,9 +7,9 @@
  * whole (batchSubrequestProblem): all of a batch runs in one request.
  */
 import {
-  CANCEL_SUBREQUESTS, GOVERNED_TOOLS, REQUEST_SUBREQUESTS, SUBREQUESTS_PER_REQUEST, TOOL_CALL_SUBREQUESTS, UNKNOWN_TOOL_SUBREQUESTS,
-  planPhrase, type WorkersPlan,
+  CANCEL_SUBREQUESTS, GOVERNED_TOOLS, REQUEST_SUBREQUESTS, TOOL_CALL_SUBREQUESTS, UNKNOWN_TOOL_SUBREQUESTS, planPhrase,
 } from '../script/request-budget.ts';
+import { SUBREQUESTS_PER_REQUEST, type WorkersPlan } from '../platform/limits.ts';
 
 /** The MCP TypeScript SDK refuses larger batches too; here the refusal comes before any work. */
 export const MAX_BATCH_MESSAGES = 100;

@@ -7,7 +7,8 @@
 import { Hono } from 'hono';
 import { createMcpHandler, type AuthInfo, type McpServerFactory } from '@modelcontextprotocol/server';
 import type { AppEnv, Env, Principal } from '../env.ts';
-import { requestLedger, workersPlan } from '../script/request-budget.ts';
+import { requestLedger } from '../script/request-budget.ts';
+import { workersPlan } from '../platform/plan.ts';
 import { teamPolicyOf } from '../policy/cache.ts';
 import { requireAuth } from '../auth/index.ts';
 import { mcpCors } from '../edge/cors.ts';
@@ -142,13 +143,14 @@ async function routeCancellations(env: AppEnv['Bindings'], p: AppEnv['Variables'
 }
 
 /**
- * A batch's subrequest budget (bounds.ts): refused whole when its calls cannot fit; else their share
+ * A batch's subrequest budget (bounds.ts): refused whole when its calls cannot fit (or the configured
+ * plan is unknown: the config_error every call depending on the plan gives); else their share
  * is charged to the request's ledger, so the batch's scripts are admitted from what is left.
  */
 async function batchBudgetProblem(env: Env, principal: Principal, body: unknown): Promise<string | null> {
   if (!Array.isArray(body)) return null;
   const plan = workersPlan(env);
-  if (!plan.ok) return null; // a misconfigured plan is reported by the calls that depend on it
+  if (!plan.ok) return plan.message;
   const { fixed, governed } = batchSubrequests(body);
   const evaluators = governed ? (await teamPolicyOf(env, principal)).policy.opa.evaluators.length : 0;
   const need = fixed + governed * evaluators;

@@ -1,41 +1,21 @@
 /**
- * Cloudflare's per-request limits that script mode runs into, and the ledger that keeps a
- * request under them. A script runs inside ONE incoming request (the MCP POST that carries the
- * tools/call), so every call its subprocesses make to D1, R2, the team's Durable Object and OPA
- * is a subrequest of that request, and its isolate is a Dynamic Worker in flight in it. A JSON-RPC
- * batch may carry several run_script calls: they share one request, so they share one ledger.
+ * What script mode costs in subrequests, and the ledger that keeps one request under Cloudflare's
+ * limits (the limits and the plan: src/platform/). A script runs inside ONE incoming request (the
+ * MCP POST that carries the tools/call), so every call its subprocesses make to D1, R2, the team's
+ * Durable Object and OPA is a subrequest of that request, and its isolate is a Dynamic Worker in
+ * flight in it. A JSON-RPC batch may carry several run_script calls: they share one request, so
+ * they share one ledger.
  *
  * ```ts
- * const ledger = requestLedger(principal, env);          // one per HTTP request
- * const slot = ledger.openScript(policy);                // refuses when the request is full
- * const refusal = slot.beforeSubprocess(opaEvaluators);  // null, or the limit's message
- * slot.close();
+ * const ledger = requestLedger(principal, plan);                 // one per HTTP request
+ * const opened = ledger.openScript(policyCap, opaEvaluators);    // refuses when the request is full
+ * const refusal = opened.ok && opened.slot.beforeSubprocess(started); // null, or the limit's message
+ * if (opened.ok) opened.slot.close();
  * ```
  */
-import type { Env, Principal } from '../env.ts';
-
-/**
- * Subrequests per incoming request. Cloudflare Workers limits page
- * (developers.cloudflare.com/workers/platform/limits/, "Subrequests"): 50/request on Workers Free,
- * 10,000/request on Workers Paid; calls to D1, R2, Durable Objects and service bindings count.
- */
-export const SUBREQUESTS_PER_REQUEST = { free: 50, paid: 10_000 } as const;
-export type WorkersPlan = keyof typeof SUBREQUESTS_PER_REQUEST;
-export const WORKERS_PLAN_NAMES: Record<WorkersPlan, string> = { free: 'Workers Free', paid: 'Workers Paid' };
-/**
- * Unset means "paid": run_script needs the Worker Loader (Dynamic Workers), which Cloudflare
- * offers on the Workers Paid plan, so a deployment that can run scripts at all is on Paid.
- */
-export const DEFAULT_WORKERS_PLAN: WorkersPlan = 'paid';
-export const WORKERS_PLAN_VAR = 'GATEHOUSE_WORKERS_PLAN';
-
-/**
- * Dynamic Workers with requests in flight, per I/O context. Cloudflare Dynamic Workers limits page
- * (developers.cloudflare.com/dynamic-workers/platform/limits/): 4 in a Worker request, 10 in a
- * Durable Object. run_script runs in the Worker's request and loads one isolate per call.
- */
-export const DYNAMIC_WORKERS_PER_WORKER_REQUEST = 4;
-export const DYNAMIC_WORKERS_PER_DURABLE_OBJECT = 10;
+import type { Principal } from '../env.ts';
+import { DYNAMIC_WORKERS_PER_WORKER_REQUEST, SUBREQUESTS_PER_REQUEST, type WorkersPlan } from '../platform/limits.ts';
+import { WORKERS_PLAN_NAMES, WORKERS_PLAN_VAR } from '../platform/plan.ts';
 
 /*
  * What each step costs in subrequests, counted on the code path (worst case of each path).
@@ -93,19 +73,6 @@ export const UNKNOWN_TOOL_SUBREQUESTS = 3;
 export const GOVERNED_TOOLS = new Set(['execute', 'runtime_execute', 'policy_check']);
 /** A `notifications/cancelled` is one call to the team's DO. */
 export const CANCEL_SUBREQUESTS = 1;
-
-export type PlanResult = { ok: true; plan: WorkersPlan } | { ok: false; message: string };
-
-/** The configured plan; a value that is neither `free` nor `paid` is a configuration error, not a guess. */
-export function workersPlan(env: Pick<Env, 'GATEHOUSE_WORKERS_PLAN'>): PlanResult {
-  const raw = (env.GATEHOUSE_WORKERS_PLAN ?? '').trim().toLowerCase();
-  if (raw === '') return { ok: true, plan: DEFAULT_WORKERS_PLAN };
-  if (raw === 'free' || raw === 'paid') return { ok: true, plan: raw };
-  return {
-    ok: false,
-    message: `Error: ${WORKERS_PLAN_VAR} is "${env.GATEHOUSE_WORKERS_PLAN}"; allowed: "paid" (Workers Paid, ${SUBREQUESTS_PER_REQUEST.paid} subrequests per request) or "free" (Workers Free, ${SUBREQUESTS_PER_REQUEST.free}); set it in wrangler.toml [vars]`,
-  };
-}
 
 export function subprocessCost(opaEvaluators: number): number {
   return SUBPROCESS_BASE_SUBREQUESTS + opaEvaluators;

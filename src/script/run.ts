@@ -20,7 +20,8 @@ import type { ScriptRunOptions, ScriptRunReport } from './protocol.ts';
 import { acceptReport, sanitizeError, type AcceptedReport } from './report.ts';
 import type { ScriptBudget } from './subprocess.ts';
 import { SubprocessBudget } from './subprocess-budget.ts';
-import { requestLedger, workersPlan, type ScriptSlot } from './request-budget.ts';
+import { requestLedger, type ScriptSlot } from './request-budget.ts';
+import { workersPlan } from '../platform/plan.ts';
 
 export interface RunScriptRequest {
   code: string;
@@ -77,7 +78,7 @@ export async function runScript(ctx: ToolContext, extra: ToolExtra, req: RunScri
   if (!prepared.ok && prepared.code === 'invalid_argument') return refuse('invalid_argument', prepared.message);
   if (!env.LOADER) return refuse('config_error', LOADER_MISSING_MESSAGE);
   const plan = workersPlan(env);
-  if (!plan.ok) return refuse('config_error', plan.message);
+  if (!plan.ok) return refuse(plan.code, plan.message);
   // The request's subrequests and Dynamic Workers are shared by every run_script call it carries.
   const ledger = requestLedger(principal, plan.plan);
   const opened = ledger.openScript(script.subprocess?.maxCount ?? 0, policy.opa.evaluators.length);

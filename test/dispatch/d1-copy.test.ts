@@ -3,7 +3,8 @@
  * and D1 a function that may refuse: what a refused row does to the rows behind it.
  */
 import { describe, expect, it } from 'vitest';
-import { D1_COPY_MAX_FAILURES_IN_A_ROW, D1_QUERIES_PER_INVOCATION, copyPending, copyQueryBudget } from '../../src/dispatch/d1-copy.ts';
+import { D1_COPY_MAX_FAILURES_IN_A_ROW, copyPending, copyQueryBudget } from '../../src/dispatch/d1-copy.ts';
+import { D1_QUERIES_PER_INVOCATION } from '../../src/platform/limits.ts';
 
 function store(ids: string[], refuses: (id: string) => boolean, maxQueries = copyQueryBudget('paid')) {
   const pending = new Set(ids);

@@ -5,45 +5,17 @@
  * size of the socket attachment.
  */
 import { describe, expect, it } from 'vitest';
-import { DatabaseSync } from 'node:sqlite';
 import { serialize } from 'node:v8';
-import { EXIT_ROW_INLINE_CHARS, JobStore, type SqlHost } from '../../src/dispatch/job-store.ts';
+import { EXIT_ROW_INLINE_CHARS, JobStore } from '../../src/dispatch/job-store.ts';
+import type { SqlHost } from '../../src/dispatch/host.ts';
+import { sqlHost } from './sql-host.ts';
 import { OUTPUT_FRAME_JOB_ID_MAX_BYTES, outputFrameBytes } from '../../src/contracts/output-frame.ts';
 import { DO_STORAGE_MAX_BYTES, HIBERNATION_ATTACHMENT_MAX_BYTES, LIVE_FRAME_DATA_BYTES, LIVE_OUTPUT_MAX_BYTES, STORED_OUTPUT_CHUNK_BYTES, WEBSOCKET_MESSAGE_MAX_BYTES, SQLITE_ROW_MAX_BYTES, STORED_CHUNK_CHARS, splitText } from '../../src/contracts/limits.ts';
 import type { JobExit, JobSpec } from '../../src/contracts/agent-protocol.ts';
 import { exitMessages } from '../../executor/agent.ts';
 import { PolicyDocument } from '../../src/contracts/policy.ts';
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
-import type { AgentAttachment } from '../../src/dispatch/team-dispatcher.ts';
-
-function sqlHost(): SqlHost & { db: DatabaseSync } {
-  const db = new DatabaseSync(':memory:');
-  const sql = {
-    exec(q: string, ...params: unknown[]) {
-      const stmt = db.prepare(q);
-      if (/^\s*SELECT/i.test(q)) {
-        const rows = stmt.all(...(params as never[]));
-        return { toArray: () => rows, one: () => rows[0], rowsWritten: 0 };
-      }
-      const r = stmt.run(...(params as never[]));
-      return { toArray: () => [], one: () => undefined, rowsWritten: Number(r.changes) };
-    },
-  };
-  return {
-    db, sql: sql as unknown as SqlStorage,
-    transactionSync<T>(f: () => T): T {
-      db.exec('BEGIN');
-      try {
-        const v = f();
-        db.exec('COMMIT');
-        return v;
-      } catch (e) {
-        db.exec('ROLLBACK');
-        throw e;
-      }
-    },
-  };
-}
+import type { AgentAttachment } from '../../src/dispatch/agent-link.ts';
 
 const spec = (id: string, extra: Partial<JobSpec> = {}): JobSpec => ({
   jobId: id, artifactHandle: `art_${id}`, mode: 'argv', command: 'true', args: [], cwd: '', env: {}, timeoutMs: 1000,

@@ -40,7 +40,7 @@ function countingEnv(doc: unknown, o: { failSubmit?: boolean } = {}) {
     batch: async (s: unknown[]) => { calls.push(`d1.batch(${s.length})`); return s.map(() => ({ meta: { last_row_id: 1 } })); },
   };
   const stub = new Proxy({}, {
-    get: (_t, method: string) => async (_team: string, req: { spec: { jobId: string } }) => {
+    get: (_t, method: string) => async (req: { spec: { jobId: string } }) => {
       calls.push(`do.${method}`);
       if (method !== 'submitAndFollow') return null;
       if (o.failSubmit) throw new Error('Durable Object reset because its code was updated');

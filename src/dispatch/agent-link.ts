@@ -1,0 +1,272 @@
+/**
+ * The link to the team's executor agents: their WebSockets (hibernation API), who each socket is
+ * (its attachment: identity only, ≤ 16 KiB), each socket's message budget, liveness (heartbeats)
+ * and revocation. The agents themselves — what each said in its `hello` — are in the registry
+ * (the `agents` table, src/dispatch/agent-registry.ts), which this capability owns.
+ *
+ * Memory holds caches only (attachments read once per instance, `last_seen` write throttling, the
+ * budgets — see agent-budget.ts for what a restart means for those): a restarted object reads
+ * every socket's attachment and every agent's row back from the platform and from SQLite.
+ */
+import type { AgentHello, EdgeMessage } from '../contracts/agent-protocol.ts';
+import { AGENT_RECONNECT_MAX_BACKOFF_MS } from '../contracts/agent-protocol.ts';
+import { parseAgentGrant, type AgentGrant } from '../contracts/agent-grant.ts';
+import type { AgentView } from '../contracts/jobs.ts';
+import { HIBERNATION_ATTACHMENT_MAX_BYTES, attachmentBytes } from '../contracts/limits.ts';
+import { AGENT_CONNECT_AUDIT_TOOL, writeAudit, type AuditEntry } from '../store/audit.ts';
+import { isRevoked } from '../store/tokens.ts';
+import { AgentBudget } from './agent-budget.ts';
+import { AgentRegistry } from './agent-registry.ts';
+import { AGENT_GRANT_HEADER } from './client.ts';
+import type { DispatchHost, Wakes } from './host.ts';
+import type { SchedAgent } from './scheduler.ts';
+
+/** The only per-socket state: who this is. Everything else is in SQLite (attachment ≤ 16 KiB). */
+export interface AgentAttachment {
+  subject: string;
+  tokenId: string;
+  /** What the token lets this agent claim in `hello` (null: what it says; src/contracts/agent-grant.ts). */
+  grant: AgentGrant | null;
+  agentId: string | null;
+  connectedAt: number;
+}
+
+export type LiveAgent = { ws: WebSocket; att: AgentAttachment & { agentId: string } };
+
+/** An agent silent (or a job's agent gone) for this many heartbeats is gone. */
+export const MISSED_HEARTBEATS = 3;
+
+export class AgentLink implements Wakes {
+  private readonly host: DispatchHost;
+  private readonly registry: AgentRegistry;
+  /** The agent's last socket went away: its jobs are orphaned, not failed (it may reconnect and deliver them). */
+  private readonly onGone: (agentId: string, now: number) => void;
+  /**
+   * Attachments already read in this instance's life: deserializing one is a structured clone,
+   * and a governed call walks every socket's attachment several times (placement, liveness).
+   * Only `attach` writes attachments and it writes both; after hibernation or a restart the
+   * instance is new and the map empty, so a socket's attachment is read from the platform again.
+   */
+  private readonly attachments = new WeakMap<WebSocket, Readonly<AgentAttachment> | null>();
+  /** When each agent's `last_seen` was last written by this instance. */
+  private readonly touched = new Map<string, number>();
+  /** Each socket's message budget (memory only: see agent-budget.ts for what a restart means). */
+  private readonly budgets = new WeakMap<WebSocket, AgentBudget>();
+
+  constructor(host: DispatchHost, onGone: (agentId: string, now: number) => void) {
+    this.host = host;
+    this.registry = new AgentRegistry(host);
+    this.onGone = onGone;
+  }
+
+  /** How long an agent may stay silent before it is gone. */
+  get silentMs(): number {
+    return MISSED_HEARTBEATS * this.host.heartbeatMs;
+  }
+
+  /**
+   * A socket for an agent the Worker authenticated (its identity in the upgrade's headers), or the
+   * refusal to answer with. The caller hands the socket to the platform (`acceptWebSocket`) first.
+   */
+  attachmentFor(request: Request): { ok: true; att: AgentAttachment } | { ok: false; message: string } {
+    const grant = parseAgentGrant(request.headers.get(AGENT_GRANT_HEADER));
+    if (!grant.ok) return { ok: false, message: grant.message };
+    return {
+      ok: true,
+      att: {
+        subject: request.headers.get('X-Gatehouse-Subject') ?? '', tokenId: request.headers.get('X-Gatehouse-Token-Id') ?? '',
+        grant: grant.value, agentId: null, connectedAt: this.host.now(),
+      },
+    };
+  }
+
+  attach(ws: WebSocket, att: AgentAttachment): void {
+    // Identity only, far below the platform limit; checked so a change that grows it fails loudly here.
+    if (attachmentBytes(att) > HIBERNATION_ATTACHMENT_MAX_BYTES / 4) throw new Error('agent attachment grew beyond identity');
+    ws.serializeAttachment(att);
+    this.attachments.set(ws, Object.freeze({ ...att }));
+  }
+
+  attachmentOf(ws: WebSocket): AgentAttachment | null {
+    if (this.attachments.has(ws)) return this.attachments.get(ws) as AgentAttachment | null;
+    const att = (ws.deserializeAttachment() as AgentAttachment | null) ?? null;
+    this.attachments.set(ws, att && Object.freeze(att));
+    return att;
+  }
+
+  budgetOf(ws: WebSocket): AgentBudget {
+    let b = this.budgets.get(ws);
+    if (!b) this.budgets.set(ws, (b = new AgentBudget(this.host.heartbeatMs, this.host.now())));
+    return b;
+  }
+
+  /** Open sockets of agents that said hello. */
+  live(): LiveAgent[] {
+    const out: LiveAgent[] = [];
+    for (const ws of this.host.sockets()) {
+      if (ws.readyState !== WebSocket.OPEN) continue;
+      const att = this.attachmentOf(ws);
+      if (att?.agentId) out.push({ ws, att: att as LiveAgent['att'] });
+    }
+    return out;
+  }
+
+  socketOf(agentId: string): WebSocket | null {
+    return this.live().find((a) => a.att.agentId === agentId)?.ws ?? null;
+  }
+
+  send(ws: WebSocket, m: EdgeMessage): boolean {
+    try {
+      ws.send(JSON.stringify(m));
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * Records that an agent was heard from. Written at most every quarter heartbeat: an agent sends
+   * several messages per job, and liveness only needs `last_seen` within MISSED_HEARTBEATS
+   * heartbeats (a heartbeat itself is always written: they come a whole heartbeat apart).
+   */
+  touch(agentId: string, now: number): void {
+    if (now - (this.touched.get(agentId) ?? -Infinity) < this.host.heartbeatMs / 4) return;
+    this.touched.set(agentId, now);
+    this.registry.touch(agentId, now);
+  }
+
+  /** The socket stops speaking for its agent; the agent's jobs are orphaned once no socket of it is left. */
+  drop(ws: WebSocket, why: string): void {
+    const att = this.attachmentOf(ws);
+    const agentId = att?.agentId;
+    if (!att || !agentId) return;
+    this.attach(ws, { ...att, agentId: null });
+    console.log(`agent ${agentId} ${why}`);
+    if (this.socketOf(agentId)) return;
+    this.registry.disconnected(agentId);
+    this.onGone(agentId, this.host.now());
+  }
+
+  /** `drop`, then closes the socket with `code`. */
+  dropAndClose(ws: WebSocket, why: string, code: number, reason: string): void {
+    this.drop(ws, why);
+    try { ws.close(code, reason); } catch { /* gone */ }
+  }
+
+  /**
+   * Whether `hello` may bind this socket to its agent id: an id is bound to the token subject that
+   * registered it while it is in use (a socket speaks for it, or `busy()`: jobs run on it). On success the socket speaks for the
+   * agent, any older socket of the same agent is closed (a reconnect replaces it) and the registry
+   * holds what the agent said.
+   */
+  bind(ws: WebSocket, att: AgentAttachment, hello: AgentHello, busy: () => boolean, now: number): boolean {
+    const known = this.registry.get(hello.agentId);
+    if (known && known.subject !== att.subject && (this.socketOf(hello.agentId) !== null || busy())) {
+      console.warn(`refused hello: agent id ${hello.agentId} belongs to subject ${known.subject}, not ${att.subject}`);
+      ws.close(4003, `agent id "${hello.agentId}" is in use by another agent token; pick another --id`);
+      return false;
+    }
+    for (const other of this.host.sockets()) {
+      if (other === ws) continue;
+      const o = this.attachmentOf(other);
+      if (o?.agentId !== hello.agentId) continue;
+      this.attach(other, { ...o, agentId: null });
+      try { other.close(1000, 'replaced by a new connection of the same agent'); } catch { /* gone */ }
+    }
+    this.attach(ws, { ...att, agentId: hello.agentId });
+    this.registry.connect(hello, att, now);
+    return true;
+  }
+
+  /** A token was revoked: every agent socket that authenticated with it goes now. */
+  revoke(tokenId: string): number {
+    let n = 0;
+    for (const ws of this.host.sockets()) {
+      if (this.attachmentOf(ws)?.tokenId !== tokenId) continue;
+      n += 1;
+      this.dropAndClose(ws, 'its token was revoked', 4001, 'agent token revoked');
+    }
+    return n;
+  }
+
+  /** Writes a denied agent-connection row to the audit log (a refused hello, a socket over its budget). */
+  async audit(att: AgentAttachment, reason: string, command: AuditEntry['command']): Promise<void> {
+    try {
+      await writeAudit(this.host.env.DB, {
+        team: await this.host.team(), subject: att.subject, tokenId: att.tokenId, tool: AGENT_CONNECT_AUDIT_TOOL, decision: 'denied', reason, command,
+      });
+    } catch (e) {
+      console.error(`could not audit the connection of agent ${att.agentId ?? '(before hello)'}: ${(e as Error).message}`);
+    }
+  }
+
+  /** The alarm's part: silent agents are dropped; a token revoked by any path (admin API, offline) disconnects its agents. */
+  async onAlarm(now: number): Promise<void> {
+    for (const { ws, att } of this.live()) {
+      const lastSeen = this.registry.get(att.agentId)?.last_seen ?? att.connectedAt;
+      if (now - lastSeen > this.silentMs) {
+        this.dropAndClose(ws, `missed heartbeats (silent for ${now - lastSeen}ms)`, 4000, `no heartbeat for ${now - lastSeen}ms`);
+      }
+    }
+    await this.dropRevoked();
+  }
+
+  private async dropRevoked(): Promise<void> {
+    const team = await this.host.team();
+    const byToken = new Map<string, WebSocket[]>();
+    for (const ws of this.host.sockets()) {
+      const att = this.attachmentOf(ws);
+      if (att?.tokenId) byToken.set(att.tokenId, [...(byToken.get(att.tokenId) ?? []), ws]);
+    }
+    for (const [tokenId, sockets] of byToken) {
+      let revoked = false;
+      try {
+        revoked = await isRevoked(this.host.env, team, tokenId);
+      } catch (e) {
+        console.error(`revocation check failed: ${(e as Error).message}`);
+      }
+      if (!revoked) continue;
+      for (const ws of sockets) this.dropAndClose(ws, 'its token was revoked', 4001, 'agent token revoked');
+    }
+  }
+
+  /** While any socket is open, the alarm checks liveness every heartbeat. */
+  nextWake(now: number): number | null {
+    return this.host.sockets().length > 0 ? now + this.host.heartbeatMs : null;
+  }
+
+  /** How long after an object restart (every socket dropped) an orphan's grace starts: when the slowest agent is back. */
+  restartGraceAt(now: number): number {
+    return now + Math.max(0, AGENT_RECONNECT_MAX_BACKOFF_MS - this.silentMs);
+  }
+
+  /** Agents not connected for a long time are forgotten (they re-register with their next hello). */
+  prune(before: number): void {
+    this.registry.prune(before);
+  }
+
+  /** Every agent the registry knows, with its load and whether a socket speaks for it. */
+  views(load: ReadonlyMap<string, number>): AgentView[] {
+    const live = new Set(this.live().map((a) => a.att.agentId));
+    return this.registry.all().map((r) => this.registry.view(r, load.get(r.id) ?? 0, live.has(r.id)));
+  }
+
+  /** The connected agents as the scheduler sees them. */
+  schedAgents(load: ReadonlyMap<string, number>): SchedAgent[] {
+    const out: SchedAgent[] = [];
+    for (const { att } of this.live()) {
+      const r = this.registry.get(att.agentId);
+      if (!r) continue;
+      out.push({
+        id: r.id, capacity: r.capacity, running: load.get(r.id) ?? 0, sandbox: r.sandbox,
+        labels: JSON.parse(r.labels) as string[], runtimes: (JSON.parse(r.runtimes) as { name: string }[]).map((x) => x.name),
+      });
+    }
+    return out;
+  }
+
+  /** The agent's registry row (subject, sandbox) for placing a job on it. */
+  agent(agentId: string) {
+    return this.registry.get(agentId);
+  }
+}

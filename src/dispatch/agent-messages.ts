@@ -1,0 +1,228 @@
+/**
+ * What the team's executor agents say on their sockets, applied: `hello` (claims checked against
+ * the token's grant), heartbeats, a job's exit (in parts when large), its error, how each artifact
+ * upload ended, and live output frames. Each socket has a message budget (agent-budget.ts): a
+ * message that changes nothing costs, and a socket over its budget is closed and audited.
+ * Only the agent a job was sent to may report on it.
+ */
+import { AGENT_BUDGET_CLOSE, PROTOCOL_VERSION, parseAgentMessage, type AgentHello, type JobExit } from '../contracts/agent-protocol.ts';
+import { AGENT_CLAIM_REFUSED_CLOSE, checkAgentClaims, closeReason } from '../contracts/agent-grant.ts';
+import { decodeOutputFrame } from '../contracts/output-frame.ts';
+import { peekJobMessage, type AgentBudget, type Overrun } from './agent-budget.ts';
+import type { AgentAttachment, AgentLink } from './agent-link.ts';
+import type { ArtifactUploads } from './artifact-uploads.ts';
+import type { Followers } from './followers.ts';
+import type { DispatchHost } from './host.ts';
+import type { JobRow, JobStore } from './job-store.ts';
+import type { Jobs } from './jobs.ts';
+
+/** Bytes of each live output frame passed on to callers following the job (progress shows the last line). */
+const FOLLOW_OUTPUT_BYTES = 4096;
+
+export interface AgentMessagesParts {
+  link: AgentLink;
+  jobs: Jobs;
+  store: JobStore;
+  followers: Followers;
+  uploads: ArtifactUploads;
+  /** A job.exit was read (a trace step of the hot path). */
+  onExitReceived(): void;
+  /** Asks the host to move its alarm to the soonest wake-up of its capabilities. */
+  rearm(): Promise<void>;
+}
+
+type Reply = Promise<void> | undefined;
+
+export class AgentMessages {
+  private readonly host: Pick<DispatchHost, 'team' | 'heartbeatMs' | 'now'>;
+  private readonly p: AgentMessagesParts;
+
+  constructor(host: Pick<DispatchHost, 'team' | 'heartbeatMs' | 'now'>, parts: AgentMessagesParts) {
+    this.host = host;
+    this.p = parts;
+  }
+
+  async receive(ws: WebSocket, raw: string | ArrayBuffer): Promise<void> {
+    const { link, store } = this.p;
+    const att = link.attachmentOf(ws);
+    if (!att) return;
+    const budget = link.budgetOf(ws);
+    // Closed for its budget: what it still sends is dropped unread.
+    if (budget.over) return;
+    const now = this.host.now();
+    if (typeof raw !== 'string') return this.onOutputFrame(ws, att, budget, raw, now);
+    // A job already answered on this socket: dropped (its exit acknowledged again) without parsing or storage reads.
+    const peeked = att.agentId ? peekJobMessage(raw) : null;
+    const again = peeked && budget.answeredAs(peeked.jobId);
+    if (peeked && again) {
+      if (peeked.type === 'job.exit' && again === 'ended') link.send(ws, { type: 'job.ack', jobId: peeked.jobId });
+      return this.spend(ws, att, again === 'ended' ? budget.late(now) : budget.stranger(0, now));
+    }
+    const parsed = parseAgentMessage(raw);
+    if (!parsed.ok) {
+      console.warn(`agent ${att.agentId ?? '(before hello)'}: rejected message: ${parsed.reason}`);
+      return this.spend(ws, att, budget.stranger(raw.length, now));
+    }
+    const msg = parsed.message;
+    if (msg.type === 'hello' || msg.type === 'heartbeat') {
+      const over = budget.heartbeat(now);
+      if (over) return this.overBudget(ws, att, over);
+    }
+    if (msg.type === 'hello') return this.onHello(ws, att, msg, now);
+    if (!att.agentId) {
+      ws.close(1002, 'hello first');
+      return;
+    }
+    const agentId = att.agentId;
+    link.touch(agentId, now);
+    switch (msg.type) {
+      case 'heartbeat': {
+        this.p.jobs.reconcileHeld(agentId, msg.running, now, 2 * this.host.heartbeatMs);
+        return;
+      }
+      case 'job.exit.part': {
+        const row = store.get(msg.jobId);
+        if (row?.state !== 'running' || row.agent !== agentId) return this.strayAbout(ws, att, budget, msg.jobId, row, raw.length, 1, now);
+        const over = budget.part(msg.jobId);
+        if (over) return this.overBudget(ws, att, over);
+        store.putPart(msg.jobId, msg.stream, msg.seq, msg.data);
+        return;
+      }
+      case 'job.exit': {
+        const row = store.get(msg.jobId);
+        if (!row || row.agent !== agentId) {
+          // Only the agent a job was assigned to may report its end.
+          if (row) console.warn(`agent ${agentId} reported the end of job ${msg.jobId}, which runs on ${row.agent ?? 'no agent'}; ignored`);
+          return this.strayAbout(ws, att, budget, msg.jobId, row, raw.length, 1, now);
+        }
+        this.p.onExitReceived();
+        budget.ended(msg.jobId);
+        if (row.state === 'running') {
+          let exit: JobExit = msg;
+          if (msg.parts) {
+            const stdout = store.partsText(msg.jobId, 'stdout', msg.parts.stdout);
+            const stderr = store.partsText(msg.jobId, 'stderr', msg.parts.stderr);
+            if (stdout === null || stderr === null) return; // parts missing: the agent re-sends everything after a reconnect
+            exit = { ...msg, stdout, stderr, parts: undefined };
+          }
+          this.p.jobs.close(msg.jobId, exit.state, { exit, fromAgent: agentId });
+        } else {
+          // Stored before (a re-send whose ack was lost): acknowledged again; a further copy on this socket is a stray.
+          budget.answer(msg.jobId, 'ended');
+        }
+        // Stored now or before: the agent may forget it.
+        link.send(ws, { type: 'job.ack', jobId: msg.jobId });
+        await this.p.jobs.pump();
+        return;
+      }
+      case 'job.artifact': {
+        const row = store.get(msg.jobId);
+        // An agent reports each stream once per connection; the same report again changes nothing.
+        const first = budget.report(msg.jobId, msg.stream);
+        if (!row || row.agent !== agentId || row.state === 'queued') {
+          // Only the agent a job was assigned to may say how its upload ended.
+          if (row) console.warn(`agent ${agentId} reported the ${msg.stream} artifact of job ${msg.jobId}, which is not its job; ignored`);
+          // A job the edge does not know never takes the report: the agent may forget it.
+          else if (first) link.send(ws, { type: 'job.ack', jobId: msg.jobId, stream: msg.stream });
+          return this.strayAbout(ws, att, budget, msg.jobId, row, raw.length, 1, now);
+        }
+        if (store.reportArtifact(msg.jobId, msg.stream)) {
+          console.warn(`job ${msg.jobId}: the ${msg.stream} artifact was not stored (agent says ${msg.state}${msg.error ? `: ${msg.error}` : ''})`);
+          this.p.followers.settle(msg.jobId);
+          await this.p.uploads.abortAbandoned();
+        }
+        link.send(ws, { type: 'job.ack', jobId: msg.jobId, stream: msg.stream });
+        return first ? undefined : this.spend(ws, att, budget.late(now));
+      }
+      case 'job.error': {
+        const row = store.get(msg.jobId);
+        if (row?.state !== 'running' || row.agent !== agentId) return this.strayAbout(ws, att, budget, msg.jobId, row, raw.length, 1, now);
+        // A full agent (its own count raced ours): the job goes back to the head of the queue.
+        if (msg.code === 'capacity') store.requeue(msg.jobId);
+        else this.p.jobs.close(msg.jobId, 'failed_to_start', { error: { code: msg.code, message: msg.message }, fromAgent: agentId });
+        await this.p.jobs.pump();
+        return;
+      }
+    }
+  }
+
+  /**
+   * A message about a job that does not run on this agent changed nothing. The first about each
+   * job is answered (`job.ack`: forget it) and the job remembered, so later ones are dropped
+   * without a storage read. About the agent's own ended job it is late (`ownCost`: its late
+   * output costs nothing, the rest one unit); about a stranger (unknown, or another agent's job)
+   * it costs its size, since it was parsed and looked up for nothing.
+   */
+  private strayAbout(
+    ws: WebSocket, att: AgentAttachment, budget: AgentBudget, jobId: string, row: JobRow | null, bytes: number, ownCost: 0 | 1, now: number,
+  ): Reply {
+    const own = row !== null && row.agent === att.agentId;
+    if (budget.answer(jobId, own ? 'ended' : 'stranger')) this.p.link.send(ws, { type: 'job.ack', jobId });
+    if (own) return ownCost ? this.spend(ws, att, budget.late(now)) : undefined;
+    return this.spend(ws, att, budget.stranger(bytes, now));
+  }
+
+  /** Closes the socket when what it just sent took it over its budget. */
+  private spend(ws: WebSocket, att: AgentAttachment, over: Overrun | null): Reply {
+    return over ? this.overBudget(ws, att, over) : undefined;
+  }
+
+  /**
+   * Closes a socket that went over its message budget and audits it (once: whatever it sends
+   * after is dropped unread). The agent's jobs are orphaned like on any disconnect: a real agent
+   * that reconnects in time keeps them.
+   */
+  private async overBudget(ws: WebSocket, att: AgentAttachment, over: Overrun): Promise<void> {
+    const who = att.agentId ?? '(before hello)';
+    console.warn(`agent ${who} (subject ${att.subject}): ${over.message}; closing its connection`);
+    this.p.link.dropAndClose(ws, over.message, AGENT_BUDGET_CLOSE, over.message);
+    await this.p.link.audit(att, `agent ${who}: ${over.message}; connection closed (${AGENT_BUDGET_CLOSE})`, { agentId: att.agentId, budget: over.kind });
+  }
+
+  /**
+   * Live output (a binary frame): kept by byte offset while the job runs on this agent. Output
+   * is bulk data, not a sign of life: only the agent's JSON messages (heartbeats first) count as
+   * liveness, so a flood of output can never stand in for heartbeats that do not arrive. Frames
+   * of the agent's own ended jobs (one the edge gave up on may still run) cost nothing; others do.
+   */
+  private onOutputFrame(ws: WebSocket, att: AgentAttachment, budget: AgentBudget, raw: ArrayBuffer, now: number): Reply {
+    if (!att.agentId) return this.spend(ws, att, budget.stranger(0, now));
+    const parsed = decodeOutputFrame(raw);
+    if (!parsed.ok) {
+      console.warn(`agent ${att.agentId}: rejected output frame: ${parsed.reason}`);
+      return this.spend(ws, att, budget.stranger(0, now));
+    }
+    const f = parsed.frame;
+    const again = budget.answeredAs(f.jobId);
+    if (again) return again === 'ended' ? undefined : this.spend(ws, att, budget.stranger(0, now));
+    const row = this.p.store.get(f.jobId);
+    if (row?.state !== 'running' || row.agent !== att.agentId) return this.strayAbout(ws, att, budget, f.jobId, row, 0, 0, now);
+    if (this.p.store.appendOutput(f.jobId, f.stream, f.offset, f.data) === 0) return undefined;
+    // Followers turn output into progress (its last line): the tail is enough, and keeps their streams small.
+    const tail = f.data.subarray(Math.max(0, f.data.byteLength - FOLLOW_OUTPUT_BYTES));
+    this.p.followers.emit(f.jobId, { type: 'output', stream: f.stream, data: new TextDecoder().decode(tail) });
+    return undefined;
+  }
+
+  private async onHello(ws: WebSocket, att: AgentAttachment, hello: AgentHello, now: number): Promise<void> {
+    // Placement (sandbox.minimum, labels, agent) trusts the registry, so only granted claims reach it.
+    const refused = checkAgentClaims(att.grant, hello);
+    if (refused) {
+      console.warn(`refused hello of agent ${hello.agentId} (subject ${att.subject}): ${refused.message}`);
+      if (att.agentId) this.p.link.drop(ws, 'claimed more than its token grants');
+      try { ws.close(AGENT_CLAIM_REFUSED_CLOSE, closeReason(refused.message)); } catch { /* gone */ }
+      return this.p.link.audit(att, refused.message, { agentId: hello.agentId, sandbox: hello.sandbox, labels: hello.labels, claim: refused.claim });
+    }
+    if (att.agentId && att.agentId !== hello.agentId) {
+      ws.close(1002, 'an agent id cannot change on a connection');
+      return;
+    }
+    // Same identity again (a reconnect, or a restarted process): the new connection replaces the old one.
+    if (!this.p.link.bind(ws, att, hello, () => this.p.jobs.busy(hello.agentId), now)) return;
+    // Jobs this agent should hold but does not list are orphaned: lost unless a connection reports them in time.
+    this.p.jobs.reconcileHeld(hello.agentId, hello.running, now, 0);
+    this.p.link.send(ws, { type: 'welcome', v: PROTOCOL_VERSION, team: await this.host.team(), heartbeatMs: this.host.heartbeatMs });
+    await this.p.jobs.pump();
+    await this.p.rearm();
+  }
+}

@@ -1,0 +1,109 @@
+/**
+ * Callers waiting on a job: followers of its events (an NDJSON stream: where it stands, output,
+ * its end) and `job_status` long-polls waiting for its end. Memory only, by nature: a follower is
+ * a live caller. When the object restarts its streams break and each caller reads the durable job
+ * table instead (src/dispatch/client.ts), so nothing here has to survive.
+ */
+import type { SandboxKind } from '../contracts/agent-protocol.ts';
+import { isTerminal } from '../contracts/jobs.ts';
+import type { DispatchEvent } from './events.ts';
+import type { JobRow, JobStore } from './job-store.ts';
+import { lostExit } from './outcomes.ts';
+
+type Listener = (e: DispatchEvent) => void;
+
+/** What following needs of the jobs: their rows, results and open uploads (read only). */
+export type FollowedJobs = Pick<JobStore, 'get' | 'result' | 'hasUploading' | 'queued'>;
+
+export class Followers {
+  private readonly jobs: FollowedJobs;
+  private readonly onSettled: () => void;
+  private readonly listeners = new Map<string, Set<Listener>>();
+  private readonly endWaiters = new Map<string, Set<() => void>>();
+
+  /** `onSettled` runs when a job's end goes out to its followers (a trace step of the hot path). */
+  constructor(jobs: FollowedJobs, onSettled: () => void = () => {}) {
+    this.jobs = jobs;
+    this.onSettled = onSettled;
+  }
+
+  /** The job's events as NDJSON lines; the stream ends with the job, or when the caller goes away (which never affects the job). */
+  follow(jobId: string): ReadableStream<Uint8Array> {
+    const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
+    const writer = writable.getWriter();
+    const encoder = new TextEncoder();
+    let open = true;
+    const stop = () => {
+      if (!open) return;
+      open = false;
+      this.listeners.get(jobId)?.delete(listener);
+      writer.close().catch(() => {});
+    };
+    const listener: Listener = (e) => {
+      if (!open) return;
+      writer.write(encoder.encode(JSON.stringify(e) + '\n')).catch(() => stop());
+      if (e.type === 'exit' || e.type === 'error') stop();
+    };
+    const row = this.jobs.get(jobId);
+    if (!row) {
+      listener({ type: 'error', code: 'not_found', message: `job "${jobId}" not found` });
+      return readable;
+    }
+    if (isTerminal(row.state) && !this.jobs.hasUploading(jobId)) {
+      listener(this.finalEvent(row));
+      return readable;
+    }
+    let set = this.listeners.get(jobId);
+    if (!set) this.listeners.set(jobId, (set = new Set()));
+    set.add(listener);
+    if (isTerminal(row.state)) return readable; // its end comes once the uploads it announced are settled
+    listener(row.state === 'running'
+      ? { type: 'started', jobId, agentId: row.agent!, sandbox: row.sandbox! }
+      : { type: 'queued', jobId, position: this.jobs.queued().findIndex((q) => q.id === jobId) + 1 });
+    return readable;
+  }
+
+  /** Resolves when the job ends (`ended`) or after `waitMs`, whichever comes first. */
+  waitForEnd(jobId: string, waitMs: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      let set = this.endWaiters.get(jobId);
+      if (!set) this.endWaiters.set(jobId, (set = new Set()));
+      const done = () => {
+        clearTimeout(timer);
+        set!.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, waitMs);
+      set.add(done);
+    });
+  }
+
+  emit(jobId: string, e: DispatchEvent): void {
+    for (const l of [...(this.listeners.get(jobId) ?? [])]) l(e);
+  }
+
+  /** The job reached its terminal state: status waiters learn it now; followers once its uploads settle. */
+  ended(jobId: string): void {
+    for (const done of [...(this.endWaiters.get(jobId) ?? [])]) done();
+    this.endWaiters.delete(jobId);
+    this.settle(jobId);
+  }
+
+  /** Gives followers of an ended job its result once no upload it announced is still running. */
+  settle(jobId: string): void {
+    const row = this.jobs.get(jobId);
+    if (!row || !isTerminal(row.state) || this.jobs.hasUploading(jobId)) return;
+    this.onSettled();
+    this.emit(jobId, this.finalEvent(row));
+    this.listeners.delete(jobId);
+  }
+
+  private finalEvent(row: JobRow): DispatchEvent {
+    const exit = this.jobs.result(row.id);
+    if (exit) return { type: 'exit', exit, agentId: row.agent ?? '', sandbox: (row.sandbox ?? 'none') as SandboxKind };
+    if (row.state === 'lost' && row.agent) {
+      return { type: 'exit', exit: lostExit(row.id, (row.ended_at ?? Date.now()) - (row.started_at ?? row.created_at), row.error_message ?? 'lost'), agentId: row.agent, sandbox: row.sandbox ?? 'none' };
+    }
+    return { type: 'error', code: row.error_code ?? row.state, message: row.error_message ?? `job ${row.state}` };
+  }
+}

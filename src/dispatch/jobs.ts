@@ -1,0 +1,311 @@
+/**
+ * The life of a job in the team's Durable Object: submitted (recorded and queued, or refused with a
+ * reason the caller can act on), placed on an agent by the pure scheduler (src/dispatch/scheduler.ts),
+ * ended exactly once (by its agent's report, a kill, or the agent's loss), then mirrored to D1.
+ * The rows live in the job store (src/dispatch/job-store.ts); the sockets in the agent link.
+ */
+import type { JobExit, StreamName } from '../contracts/agent-protocol.ts';
+import { describeIssues } from '../contracts/errors.ts';
+import { isTerminal, JobListFilter, type AgentView, type JobState, type JobView } from '../contracts/jobs.ts';
+import { RUNTIMES, type RuntimeName } from '../contracts/runtimes.ts';
+import { concurrencyLimitMessage } from '../policy/engine.ts';
+import { MISSED_HEARTBEATS, type AgentLink } from './agent-link.ts';
+import type { ArtifactUploads } from './artifact-uploads.ts';
+import type { D1Mirror } from './d1-mirror.ts';
+import { DispatchRequest, type KeptOutput, type SubmitAnswer } from './events.ts';
+import type { Followers } from './followers.ts';
+import type { DispatchHost, Wakes } from './host.ts';
+import type { JobRow, JobStore } from './job-store.ts';
+import { noAgentMessage } from './outcomes.ts';
+import { nextDeadline, schedule, whyNoAgentFits, type Ineligibility, type SchedJob } from './scheduler.ts';
+
+export interface JobsParts {
+  store: JobStore;
+  link: AgentLink;
+  followers: Followers;
+  uploads: ArtifactUploads;
+  mirror: D1Mirror;
+  /** Asks the host to move its alarm to the soonest wake-up of its capabilities. */
+  rearm(): Promise<void>;
+  /** A job.start went out on its agent's socket (a trace step of the hot path). */
+  onStartSent(): void;
+  /** Set when the deployment is misconfigured (an unknown Workers plan): every job is refused with it, and audited. */
+  configError: Failure | null;
+}
+
+type Failure = { code: string; message: string };
+
+export class Jobs implements Wakes {
+  private readonly host: DispatchHost;
+  private readonly p: JobsParts;
+
+  constructor(host: DispatchHost, parts: JobsParts) {
+    this.host = host;
+    this.p = parts;
+  }
+
+  private get store(): JobStore {
+    return this.p.store;
+  }
+
+  /** Records a job and queues it (or refuses it at once with a reason the caller can act on). */
+  async submit(raw: DispatchRequest): Promise<SubmitAnswer> {
+    const parsed = DispatchRequest.safeParse(raw);
+    if (!parsed.success) return { ok: false, code: 'invalid_argument', message: describeIssues(parsed.error.issues) };
+    const req = parsed.data;
+    const existing = this.store.get(req.spec.jobId);
+    if (existing) return answerFor(existing);
+    const team = await this.host.team();
+    const now = this.host.now();
+    const queuedBefore = this.store.queued().length;
+    this.store.create({
+      spec: req.spec, tool: req.tool, subject: req.subject, tokenId: req.tokenId, cancelKey: req.cancelKey, runtime: req.runtime,
+      sandboxMinimum: req.sandboxMinimum, selAgent: req.agent, selLabels: req.labels, background: req.background,
+      maxConcurrent: req.maxConcurrentJobs, deadline: now + req.queueWaitMs, now,
+      audit: { ...req.audit, team, subject: req.subject, tokenId: req.tokenId, tool: req.tool, decision: 'allowed', jobId: req.spec.jobId, exitStatus: 'queued' },
+    });
+    if (this.p.configError) {
+      this.close(req.spec.jobId, 'refused', { error: this.p.configError });
+    } else if (queuedBefore >= req.maxQueueLength) {
+      this.close(req.spec.jobId, 'refused', {
+        error: { code: 'queue_full', message: `the team's queue is full (${queuedBefore} jobs waiting; limit queue.maxLength = ${req.maxQueueLength}); try again later or start another agent` },
+      });
+    } else {
+      const agents = this.p.link.schedAgents(this.load());
+      const why = agents.length ? whyNoAgentFits(toSchedJob(this.store.get(req.spec.jobId)!), agents) : null;
+      // With agents connected and none able to take the job ever, waiting would only delay the answer.
+      if (why && why !== 'no_agent') this.close(req.spec.jobId, 'refused', { error: await this.refusal(req.spec.jobId, why) });
+      else await this.pump();
+    }
+    // The job's D1 rows (index + audit) follow in the background: with its end if it ends soon.
+    this.p.mirror.soon();
+    return answerFor(this.store.get(req.spec.jobId)!);
+  }
+
+  /** The job's view; with `waitMs`, waits (long-poll) until it ends or the time is up. */
+  async status(jobId: string, waitMs: number): Promise<JobView | null> {
+    let row = this.store.get(jobId);
+    if (!row) return null;
+    if (!isTerminal(row.state) && waitMs > 0) {
+      await this.p.followers.waitForEnd(jobId, waitMs);
+      row = this.store.get(jobId)!;
+    }
+    return this.store.view(row);
+  }
+
+  /** The finished job's full result (inline output reassembled), with who ran it. */
+  result(jobId: string): { view: JobView; exit: JobExit | null } | null {
+    const row = this.store.get(jobId);
+    if (!row) return null;
+    return { view: this.store.view(row), exit: this.store.result(jobId) };
+  }
+
+  /**
+   * Output the edge keeps, from a byte offset: what the agent relayed live (the first
+   * LIVE_OUTPUT_MAX_BYTES of each stream), or — for an ended job whose result holds more — the
+   * result's inline output. `total` is what is kept so far.
+   */
+  liveOutput(jobId: string, stream: StreamName, offset: number, maxBytes: number): KeptOutput | null {
+    const row = this.store.get(jobId);
+    if (!row) return null;
+    const live = this.store.readOutput(jobId, stream, offset, maxBytes);
+    if (isTerminal(row.state) && row.exit) {
+      const inline = new TextEncoder().encode(this.store.result(jobId)?.[stream] ?? '');
+      if (inline.byteLength > live.total) {
+        return { data: inline.subarray(Math.min(offset, inline.byteLength), Math.min(offset + maxBytes, inline.byteLength)), total: inline.byteLength, source: 'result' };
+      }
+    }
+    return { ...live, source: 'live' };
+  }
+
+  list(filter: JobListFilter): { jobs: JobView[]; next_cursor: string | null } {
+    const f = JobListFilter.parse(filter);
+    const cursor = f.cursor !== undefined && /^\d+$/.test(f.cursor) ? Number(f.cursor) : undefined;
+    const { rows, next } = this.store.list({ state: f.state, subject: f.subject, tool: f.tool, cursor, limit: f.limit });
+    return { jobs: rows.map((r) => this.store.view(r)), next_cursor: next === null ? null : String(next) };
+  }
+
+  /**
+   * Stops a job: a queued one is cancelled at once; a running one gets `job.cancel` (the agent
+   * kills the whole sandbox: TERM, then KILL after its grace) and ends `cancelled` by its report.
+   */
+  async kill(jobId: string, reason: string): Promise<{ found: boolean; state: JobState | null }> {
+    const row = this.store.get(jobId);
+    if (!row) return { found: false, state: null };
+    if (row.state === 'queued') {
+      this.close(jobId, 'cancelled', { error: { code: 'cancelled', message: `cancelled before it started: ${reason}` } });
+      await this.pump();
+    } else if (row.state === 'running') {
+      const ws = this.p.link.socketOf(row.agent!);
+      if (ws) this.p.link.send(ws, { type: 'job.cancel', jobId, reason });
+    }
+    return { found: true, state: this.store.get(jobId)!.state };
+  }
+
+  /** `notifications/cancelled` for an MCP call: finds its job by (token, request id). */
+  async cancelByKey(cancelKey: string, reason: string): Promise<boolean> {
+    const row = this.store.byCancelKey(cancelKey);
+    if (!row) return false;
+    await this.kill(row.id, reason);
+    return true;
+  }
+
+  agents(): AgentView[] {
+    return this.p.link.views(this.load());
+  }
+
+  /** Whether jobs run on this agent (its id stays bound to its token subject meanwhile). */
+  busy(agentId: string): boolean {
+    return this.store.running().some((j) => j.agent === agentId);
+  }
+
+  /** Running jobs per agent. */
+  load(running: readonly JobRow[] = this.store.running()): Map<string, number> {
+    const load = new Map<string, number>();
+    for (const j of running) load.set(j.agent!, (load.get(j.agent!) ?? 0) + 1);
+    return load;
+  }
+
+  /** Applies the scheduler's decisions: start what can start, refuse what waited too long. */
+  async pump(): Promise<void> {
+    for (let round = 0; round < 4; round++) {
+      const queue = this.store.queued();
+      if (queue.length === 0) return;
+      const running = this.store.running();
+      const decision = schedule({
+        now: this.host.now(), queue: queue.map(toSchedJob), agents: this.p.link.schedAgents(this.load(running)), teamRunning: running.length,
+        maxConcurrent: queue[0].max_concurrent,
+      });
+      let retry = false;
+      for (const { jobId, reason } of decision.expire) {
+        this.close(jobId, 'refused', { error: await this.refusal(jobId, reason) });
+      }
+      for (const { jobId, agentId } of decision.start) {
+        const spec = this.store.spec(jobId);
+        const r = this.p.link.agent(agentId);
+        const ws = this.p.link.socketOf(agentId);
+        if (!spec || !r || !ws) continue;
+        const now = this.host.now();
+        if (!this.store.assign(jobId, { id: agentId, subject: r.subject, sandbox: r.sandbox }, now)) continue;
+        // Only this socket learns the job's upload grant: another agent of the same token cannot upload its artifacts.
+        const upload = this.p.uploads.grant(jobId, agentId, now);
+        this.p.link.budgetOf(ws).started(jobId);
+        if (!this.p.link.send(ws, { type: 'job.start', spec, upload })) {
+          this.store.requeue(jobId);
+          retry = true;
+          continue;
+        }
+        this.p.onStartSent();
+        this.p.followers.emit(jobId, { type: 'started', jobId, agentId, sandbox: r.sandbox });
+        this.p.mirror.soon();
+      }
+      if (!retry) break;
+    }
+    await this.p.rearm();
+  }
+
+  /** Moves a job to its terminal state (once), tells whoever waits, and queues the D1/audit update. */
+  close(jobId: string, state: JobState, o: { exit?: JobExit; error?: Failure; fromAgent?: string }): boolean {
+    if (!this.store.finish(jobId, state, this.host.now(), o)) return false;
+    // job_status waiters learn the end now; a caller waiting for the whole result also gets the stored artifact.
+    this.p.followers.ended(jobId);
+    void this.p.mirror.sync();
+    return true;
+  }
+
+  /** The agent's last socket went away: its running jobs are orphaned (lost unless it reconnects and reports them in time). */
+  agentGone(agentId: string, now: number): void {
+    this.store.setOrphaned(this.store.running().filter((j) => j.agent === agentId).map((j) => j.id), now);
+    void this.p.rearm();
+  }
+
+  /** Jobs the agent reports are held; assigned ones it does not report (older than `settleMs`) are orphaned. */
+  reconcileHeld(agentId: string, reported: string[], now: number, settleMs: number): void {
+    const held = new Set(reported);
+    const mine = this.store.running().filter((j) => j.agent === agentId);
+    this.store.clearOrphaned(mine.filter((j) => held.has(j.id) && j.orphaned_at !== null).map((j) => j.id));
+    this.store.setOrphaned(mine.filter((j) => !held.has(j.id) && j.orphaned_at === null && now - (j.started_at ?? now) >= settleMs).map((j) => j.id), now);
+  }
+
+  /** The alarm's part: jobs and uploads whose agent is gone, then the queue. */
+  async onAlarm(now: number): Promise<void> {
+    const silentFor = this.p.link.silentMs;
+    for (const j of this.store.running()) {
+      if (j.orphaned_at === null && !this.p.link.socketOf(j.agent!)) {
+        // No socket and no close event: this object restarted (a deploy drops every socket). Its agents
+        // are reconnecting with backoff; count the grace from when the slowest of them is back.
+        this.store.setOrphaned([j.id], this.p.link.restartGraceAt(now));
+      } else if (j.orphaned_at !== null && now - j.orphaned_at > silentFor) {
+        this.close(j.id, 'lost', { error: { code: 'lost', message: `executor agent ${j.agent} did not report the job for ${now - j.orphaned_at}ms (${MISSED_HEARTBEATS} heartbeats); it disconnected or no longer holds the job` } });
+      }
+    }
+    // An ended job's uploads: its agent keeps reporting them while connected; gone for 3 heartbeats
+    // (after the reconnect allowance), they never will, and what the edge kept live is what remains.
+    for (const j of this.store.uploading()) {
+      if (this.p.link.socketOf(j.agent ?? '')) {
+        if (j.orphaned_at !== null) this.store.markUploadOrphaned(j.id, null);
+      } else if (j.orphaned_at === null) {
+        this.store.markUploadOrphaned(j.id, this.p.link.restartGraceAt(now));
+      } else if (now - j.orphaned_at > silentFor) {
+        console.warn(`job ${j.id}: agent ${j.agent} went away before its artifact upload ended`);
+        this.store.failUploads(j.id);
+        this.p.followers.settle(j.id);
+      }
+    }
+    await this.pump();
+  }
+
+  /** Open jobs need the alarm every heartbeat (liveness); a queued job's deadline, sooner. */
+  nextWake(now: number): number | null {
+    const queued = this.store.queued();
+    if (queued.length + this.store.running().length + this.store.uploading().length === 0) return null;
+    const dl = nextDeadline(queued.map(toSchedJob));
+    return Math.min(now + this.host.heartbeatMs, dl === null ? Infinity : Math.max(now + 10, dl));
+  }
+
+  private async refusal(jobId: string, why: Ineligibility | 'busy'): Promise<Failure> {
+    const row = this.store.get(jobId)!;
+    const waited = `${Math.max(0, row.deadline - row.created_at)}ms`;
+    switch (why) {
+      case 'no_agent':
+        return { code: 'no_agent', message: `${noAgentMessage(await this.host.team())} (waited ${waited} for one)` };
+      case 'runtime': {
+        const def = RUNTIMES[row.runtime as RuntimeName];
+        return {
+          code: 'runtime_unavailable',
+          message: `runtime "${row.runtime}" is not installed on any connected executor agent; install ${def ? `the Debian package ${def.debianPackage}` : 'its toolchain'} on the agent host and restart the agent`,
+        };
+      }
+      case 'sandbox':
+        return { code: 'no_agent', message: `no connected executor agent meets the team's sandbox floor (sandbox.minimum = ${row.sandbox_min}); start an agent with --sandbox ${row.sandbox_min === 'gvisor' ? 'gvisor' : 'gvisor or bwrap'}` };
+      case 'agent':
+        return { code: 'no_agent', message: `executor agent "${row.sel_agent}" is not connected (or cannot run this job); connected: ${this.p.link.live().map((a) => a.att.agentId).join(', ') || 'none'}` };
+      case 'labels':
+        return { code: 'no_agent', message: `no connected executor agent carries all the labels ${row.sel_labels}; start one with --label for each` };
+      case 'busy': {
+        const agents = this.p.link.schedAgents(this.load());
+        const active = this.store.running().length;
+        const slots = agents.reduce((n, a) => n + a.capacity, 0);
+        const message = active >= row.max_concurrent || slots >= row.max_concurrent
+          ? concurrencyLimitMessage(active, row.max_concurrent)
+          : `All executor agents are busy (${active}/${slots} slots in use on ${agents.length} agent${agents.length === 1 ? '' : 's'}); try again later or start another agent`;
+        return { code: 'concurrency_limit', message: `${message} (waited ${waited} in the queue)` };
+      }
+    }
+  }
+}
+
+function toSchedJob(r: JobRow): SchedJob {
+  return {
+    id: r.id, deadline: r.deadline, runtime: r.runtime ?? undefined, sandboxMinimum: r.sandbox_min ?? undefined,
+    agent: r.sel_agent ?? undefined, labels: r.sel_labels ? (JSON.parse(r.sel_labels) as string[]) : undefined,
+  };
+}
+
+function answerFor(row: JobRow): SubmitAnswer {
+  if (row.state === 'queued' || row.state === 'running') return { ok: true, jobId: row.id, state: row.state, agentId: row.agent };
+  if (row.state === 'refused' || row.state === 'cancelled' && !row.agent) {
+    return { ok: false, code: row.error_code ?? row.state, message: row.error_message ?? `job ${row.state}` };
+  }
+  return { ok: true, jobId: row.id, state: 'running', agentId: row.agent };
+}

@@ -1,0 +1,65 @@
+/**
+ * Migrations of the team DO's capabilities: each runs once per object (recorded with its id in
+ * `dispatch_migrations`), an object whose tables predate the ledger keeps them and their rows, and
+ * a migration that fails leaves nothing half-done and runs again at the next start.
+ */
+import { describe, expect, it } from 'vitest';
+import { migrate, type Migration, type SqlHost } from '../../src/dispatch/host.ts';
+import { AgentRegistry } from '../../src/dispatch/agent-registry.ts';
+import { JobStore } from '../../src/dispatch/job-store.ts';
+import { UploadStore } from '../../src/dispatch/upload-store.ts';
+import { sqlHost } from './sql-host.ts';
+
+/** Counts the statements a host runs, other than the ledger's own. */
+function counting(h: SqlHost): SqlHost & { statements: string[] } {
+  const statements: string[] = [];
+  return {
+    statements, transactionSync: (f) => h.transactionSync(f),
+    sql: { exec: (q: string, ...p: unknown[]) => (q.includes('dispatch_migrations') || statements.push(q), h.sql.exec(q, ...(p as SqlStorageValue[]))) } as unknown as SqlStorage,
+  };
+}
+
+describe('capability migrations', () => {
+  it('runs each migration once per object: a restart over the same storage runs none', () => {
+    const h = sqlHost();
+    const first = counting(h);
+    new JobStore(first);
+    new AgentRegistry(first);
+    new UploadStore(first);
+    expect(first.statements.length).toBeGreaterThan(5);
+    const again = counting(h);
+    new JobStore(again);
+    new AgentRegistry(again);
+    new UploadStore(again);
+    expect(again.statements).toEqual([]);
+    const ledger = h.db.prepare(`SELECT capability, id FROM dispatch_migrations ORDER BY capability, id`).all();
+    expect(ledger).toEqual([
+      { capability: 'agents', id: '1-agents' }, { capability: 'jobs', id: '1-jobs' }, { capability: 'jobs', id: '2-jobs-d1-created' },
+      { capability: 'uploads', id: '1-uploads' },
+    ]);
+  });
+
+  it('keeps the tables and rows of an object that predates the ledger', () => {
+    const h = sqlHost();
+    h.db.exec(`CREATE TABLE agents (id TEXT PRIMARY KEY, subject TEXT NOT NULL, token_id TEXT NOT NULL, version TEXT NOT NULL, sandbox TEXT NOT NULL,
+      capacity INTEGER NOT NULL, labels TEXT NOT NULL, runtimes TEXT NOT NULL, connected_at INTEGER NOT NULL, last_seen INTEGER NOT NULL, state TEXT NOT NULL)`);
+    h.db.exec(`INSERT INTO agents VALUES ('a1', 'agent-a', 't1', '1.0', 'bwrap', 2, '[]', '[]', 1, 2, 'disconnected')`);
+    expect(new AgentRegistry(h).get('a1')).toMatchObject({ subject: 'agent-a', capacity: 2 });
+  });
+
+  it('rolls a failing migration back whole and runs it again at the next start', () => {
+    const h = sqlHost();
+    const broken: Migration[] = [{ id: '1-t', sql: ['CREATE TABLE t (x INTEGER)', 'INSERT INTO nowhere VALUES (1)'] }];
+    expect(() => migrate(h, 'cap', broken)).toThrow(/nowhere/);
+    expect(h.db.prepare(`SELECT name FROM sqlite_master WHERE name = 't'`).all()).toEqual([]);
+    migrate(h, 'cap', [{ id: '1-t', sql: ['CREATE TABLE t (x INTEGER)'] }]);
+    expect(h.db.prepare(`SELECT id FROM dispatch_migrations WHERE capability = 'cap'`).all()).toEqual([{ id: '1-t' }]);
+  });
+
+  it('counts an ADD COLUMN whose column exists as done, and fails on any other error', () => {
+    const h = sqlHost();
+    h.db.exec('CREATE TABLE t (x INTEGER, y INTEGER)');
+    migrate(h, 'cap', [{ id: '1-y', sql: ['ALTER TABLE t ADD COLUMN y INTEGER'] }]);
+    expect(() => migrate(h, 'cap', [{ id: '2-z', sql: ['ALTER TABLE missing ADD COLUMN z INTEGER'] }])).toThrow(/missing/);
+  });
+});
