@@ -166,6 +166,24 @@ async function ensureSandbox(asked: string | undefined): Promise<void> {
   if (code !== 0) log(`bash ${installer.join(' ')} exited with ${code}; starting with the sandbox it did install`);
 }
 
+/**
+ * Records the tokens npm start mints in the gateway's D1, as the admin API does for the tokens it mints: the
+ * dashboard's Tokens page lists them and `gatehouse token revoke` finds them. Runs before the gateway starts.
+ */
+async function recordTokens(tokens: Array<[subject: string, scopes: string[], minted: { jti: string; expiresAt: number }]>): Promise<void> {
+  const now = Date.now();
+  const q = (s: string) => `'${s.replace(/'/g, "''")}'`;
+  const sql = [
+    `INSERT OR IGNORE INTO teams (id, created_at) VALUES (${q(TEAM)}, ${now});`,
+    ...tokens.map(([subject, scopes, m]) =>
+      `INSERT OR IGNORE INTO tokens (jti, team, subject, scopes, created_at, expires_at, revoked_at, note) VALUES ` +
+      `(${q(m.jti)}, ${q(TEAM)}, ${q(subject)}, ${q(scopes.join(' '))}, ${now}, ${m.expiresAt * 1000}, NULL, 'minted by npm start');`),
+  ].join('\n');
+  const file = join(STATE, 'tokens.sql');
+  writeFileSync(file, sql + '\n', { mode: 0o600 });
+  await run(WRANGLER, ['d1', 'execute', 'DB', '--local', '--persist-to', join(STATE, 'state'), '--file', file], 'tokens.log');
+}
+
 function stopAll(code: number): never {
   for (const c of children) {
     try {
@@ -191,6 +209,14 @@ async function main(): Promise<void> {
   log('applying D1 migrations (local)…');
   await run(WRANGLER, ['d1', 'migrations', 'apply', 'DB', '--local', '--persist-to', join(STATE, 'state')], 'migrations.log');
 
+  const ttlSeconds = 30 * 24 * 3600;
+  const mint = (subject: string, scopes: string[]) => mintToken({ privateJwk: key, issuer, audience, team: TEAM, subject, scopes, ttlSeconds });
+  const client = await mint('dev-client', ['execute', 'artifacts:read']);
+  const admin = await mint('dev-admin', ['admin']);
+  const agent = await mint('dev-agent', ['agent']);
+  writeFileSync(join(STATE, 'tokens.json'), JSON.stringify({ team: TEAM, client: client.token, admin: admin.token, agent: agent.token }, null, 2) + '\n', { mode: 0o600 });
+  await recordTokens([['dev-client', ['execute', 'artifacts:read'], client], ['dev-admin', ['admin'], admin], ['dev-agent', ['agent'], agent]]);
+
   log(`starting the gateway on ${URL_BASE} (wrangler dev; log: ${join(STATE, 'gateway.log')})…`);
   const gwLog = logFile('gateway.log');
   const gw = spawn(
@@ -206,13 +232,6 @@ async function main(): Promise<void> {
     stopAll(code ?? 1);
   });
   await waitHealthy(90_000);
-
-  const ttlSeconds = 30 * 24 * 3600;
-  const mint = (subject: string, scopes: string[]) => mintToken({ privateJwk: key, issuer, audience, team: TEAM, subject, scopes, ttlSeconds });
-  const client = await mint('dev-client', ['execute', 'artifacts:read']);
-  const admin = await mint('dev-admin', ['admin']);
-  const agent = await mint('dev-agent', ['agent']);
-  writeFileSync(join(STATE, 'tokens.json'), JSON.stringify({ team: TEAM, client: client.token, admin: admin.token, agent: agent.token }, null, 2) + '\n', { mode: 0o600 });
 
   log(`starting one executor agent (strongest sandbox available; log: ${join(STATE, 'agent.log')})…`);
   // The token goes in a file only we can read, never on the command line (ps shows argv to every local user).

@@ -93,6 +93,14 @@ describe('npm start', () => {
     const jobId = (r.structuredContent as { job_id: string }).job_id;
     expect(readFileSync(join(state, 'agent.log'), 'utf8')).toMatch(new RegExp(`job ${jobId} exited 0 in \\d+ ms`));
 
+    // The tokens npm start minted are the gateway's like any other: the Tokens page (GET /admin/v1/tokens) lists them.
+    const minted = JSON.parse(readFileSync(join(state, 'tokens.json'), 'utf8')) as { admin: string };
+    const listed = (await (await fetch(`http://127.0.0.1:${port}/admin/v1/tokens`, { headers: { Authorization: `Bearer ${minted.admin}` } })).json()) as
+      { tokens: { subject: string; scopes: string[]; note: string; revokedAt: number | null }[] };
+    expect(listed.tokens.map((t) => [t.subject, t.scopes.join(' '), t.note]).sort()).toEqual([
+      ['dev-admin', 'admin', 'minted by npm start'], ['dev-agent', 'agent', 'minted by npm start'], ['dev-client', 'execute artifacts:read', 'minted by npm start'],
+    ]);
+
     // First contact: the home page says what this is and where /mcp and /dashboard are.
     const home = await fetch(`http://127.0.0.1:${port}/`, { headers: { Accept: 'text/html' } });
     expect(home.status).toBe(200);
