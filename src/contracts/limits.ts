@@ -1,36 +1,12 @@
 /**
- * Cloudflare platform limits the dispatch path relies on. The local emulator (workerd under
- * `wrangler dev`) does not enforce all of them, so code checks against these constants and tests
- * prove it stays below them.
- *
- * Sources (as of 2026-11):
- * - Durable Objects limits: https://developers.cloudflare.com/durable-objects/platform/limits/
- * - WebSocket hibernation API (serializeAttachment):
- *   https://developers.cloudflare.com/durable-objects/api/websockets/
+ * Sizes both sides of the agent protocol keep to, derived from Cloudflare's limits (which live in
+ * src/platform/limits.ts, each with its source). The local emulator (workerd under `wrangler dev`)
+ * does not enforce all of them, so code checks against these constants and tests prove it stays below them.
  */
+import { REQUEST_BODY_MAX_BYTES, WEBSOCKET_MESSAGE_MAX_BYTES } from '../platform/limits.ts';
 
-/** `WebSocket.serializeAttachment()` throws above this many bytes (structured-clone size). */
-export const HIBERNATION_ATTACHMENT_MAX_BYTES = 16_384;
-
-/** Largest WebSocket message a Durable Object receives. */
-export const WEBSOCKET_MESSAGE_MAX_BYTES = 32 * 1024 * 1024;
-
-/** Largest row, and largest string or BLOB value, in a SQLite-backed Durable Object. */
-export const SQLITE_ROW_MAX_BYTES = 2 * 1000 * 1000;
-
-/** Bound parameters per SQL statement in a SQLite-backed Durable Object. */
-export const SQL_MAX_BOUND_PARAMS = 100;
-
-/** Length of one SQL statement's text in a SQLite-backed Durable Object. */
-export const SQL_STATEMENT_MAX_BYTES = 100 * 1000;
-
-/** CPU time per request (or per alarm / WebSocket event) by default. */
-export const CPU_MS_PER_REQUEST = 30_000;
-
-/** Storage of one SQLite-backed Durable Object. */
-export const DO_STORAGE_MAX_BYTES = 10 * 1000 * 1000 * 1000;
-
-// ---- Gatehouse's own budgets, derived from the limits above ----
+/** The agent sizes its uploads by these (src/platform/limits.ts). */
+export { REQUEST_BODY_MAX_BYTES, R2_MULTIPART_MAX_PART_BYTES, R2_MULTIPART_MAX_PARTS, R2_MULTIPART_MIN_PART_BYTES } from '../platform/limits.ts';
 
 /**
  * Characters per stored chunk of a large text (job spec, inline output). A JS string character
@@ -97,24 +73,6 @@ export function splitText(text: string, n: number): string[] {
 }
 
 // ---- artifact uploads ----
-
-/**
- * Largest request body Cloudflare lets through to a Worker on the Free and Pro plans (Business:
- * 200 MB, Enterprise: 500 MB by default); a larger one is refused with HTTP 413 before the Worker
- * runs. The smallest plan's figure, so an upload that fits here fits everywhere.
- * Workers limits (request limits): https://developers.cloudflare.com/workers/platform/limits/
- */
-export const REQUEST_BODY_MAX_BYTES = 100 * 1000 * 1000;
-
-/**
- * R2 multipart uploads: every part but the last is the same size and at least 5 MiB (the last may
- * be smaller, not larger), a part is at most 5 GiB, an upload has at most 10,000 parts.
- * R2 limits: https://developers.cloudflare.com/r2/platform/limits/ and multipart objects:
- * https://developers.cloudflare.com/r2/objects/multipart-objects/
- */
-export const R2_MULTIPART_MIN_PART_BYTES = 5 * 1024 * 1024;
-export const R2_MULTIPART_MAX_PART_BYTES = 5 * 1024 * 1024 * 1024;
-export const R2_MULTIPART_MAX_PARTS = 10_000;
 
 /**
  * The agent's default part size: one part is one request, far below REQUEST_BODY_MAX_BYTES; an

@@ -12,7 +12,7 @@ import type { AppEnv } from '../env.ts';
 import { StreamName, UPLOAD_AGENT_HEADER, UPLOAD_TOKEN_HEADER } from '../contracts/agent-protocol.ts';
 import { MultipartStart, multipartProblem, partCount, type MultipartState } from '../contracts/artifact-upload.ts';
 import { describeIssues, toErrorShape } from '../contracts/errors.ts';
-import { REQUEST_BODY_MAX_BYTES } from '../contracts/limits.ts';
+import { REQUEST_BODY_MAX_BYTES } from '../platform/limits.ts';
 import { artifactKey, artifactObjectOptions, indexArtifact, knownLength, putArtifact } from '../store/artifacts.ts';
 import { getTeamPolicy } from '../store/policies.ts';
 import {

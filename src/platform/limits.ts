@@ -1,8 +1,9 @@
 /**
  * Cloudflare's limits that Gatehouse plans around, each with the page it comes from. The plan
  * (Workers Free or Paid) is read once from the deployment's vars: src/platform/plan.ts.
- * Limits of the agent protocol that both sides check (hibernation attachment, WebSocket message,
- * SQLite row) are shared with the agent in src/contracts/limits.ts.
+ * The sizes the agent protocol derives from them are in src/contracts/limits.ts. The local
+ * emulator (workerd under `wrangler dev`) does not enforce all of these, so code checks against
+ * them and tests prove it stays below them.
  */
 /** The Workers plans Cloudflare gives these limits for. */
 export type WorkersPlan = 'free' | 'paid';
@@ -26,3 +27,40 @@ export const D1_QUERIES_PER_INVOCATION: Readonly<Record<WorkersPlan, number>> = 
  * (https://developers.cloudflare.com/dynamic-workers/platform/limits/). run_script loads one per call.
  */
 export const DYNAMIC_WORKERS_PER_WORKER_REQUEST = 4;
+
+// ---- Durable Objects: https://developers.cloudflare.com/durable-objects/platform/limits/ ----
+
+/**
+ * `WebSocket.serializeAttachment()` throws above this many bytes (structured-clone size)
+ * (https://developers.cloudflare.com/durable-objects/api/websockets/).
+ */
+export const HIBERNATION_ATTACHMENT_MAX_BYTES = 16_384;
+
+/** Largest WebSocket message a Durable Object receives. */
+export const WEBSOCKET_MESSAGE_MAX_BYTES = 32 * 1024 * 1024;
+
+/** Largest row, and largest string or BLOB value, in a SQLite-backed Durable Object. */
+export const SQLITE_ROW_MAX_BYTES = 2 * 1000 * 1000;
+
+/** Storage of one SQLite-backed Durable Object. */
+export const DO_STORAGE_MAX_BYTES = 10 * 1000 * 1000 * 1000;
+
+// ---- requests and R2 ----
+
+/**
+ * Largest request body Cloudflare lets through to a Worker on the Free and Pro plans (Business:
+ * 200 MB, Enterprise: 500 MB by default); a larger one is refused with HTTP 413 before the Worker
+ * runs. The smallest plan's figure, so an upload that fits here fits everywhere.
+ * Workers limits (request limits): https://developers.cloudflare.com/workers/platform/limits/
+ */
+export const REQUEST_BODY_MAX_BYTES = 100 * 1000 * 1000;
+
+/**
+ * R2 multipart uploads: every part but the last is the same size and at least 5 MiB (the last may
+ * be smaller, not larger), a part is at most 5 GiB, an upload has at most 10,000 parts.
+ * R2 limits: https://developers.cloudflare.com/r2/platform/limits/ and multipart objects:
+ * https://developers.cloudflare.com/r2/objects/multipart-objects/
+ */
+export const R2_MULTIPART_MIN_PART_BYTES = 5 * 1024 * 1024;
+export const R2_MULTIPART_MAX_PART_BYTES = 5 * 1024 * 1024 * 1024;
+export const R2_MULTIPART_MAX_PARTS = 10_000;

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { Hono } from 'hono';
 import type { AppEnv, Env } from '../../src/env.ts';
 import { putPart, putWhole } from '../../src/dispatch/artifact-routes.ts';
-import { REQUEST_BODY_MAX_BYTES } from '../../src/contracts/limits.ts';
+import { REQUEST_BODY_MAX_BYTES } from '../../src/platform/limits.ts';
 
 /** Any storage or DO access fails the test: these refusals must come before all of it. */
 const untouchable = new Proxy({}, { get: (_t, name) => { throw new Error(`the route touched env.${String(name)} before refusing`); } }) as Env;

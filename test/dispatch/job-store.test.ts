@@ -10,7 +10,8 @@ import { EXIT_ROW_INLINE_CHARS, JobStore } from '../../src/dispatch/job-store.ts
 import type { SqlHost } from '../../src/dispatch/host.ts';
 import { sqlHost } from './sql-host.ts';
 import { OUTPUT_FRAME_JOB_ID_MAX_BYTES, outputFrameBytes } from '../../src/contracts/output-frame.ts';
-import { DO_STORAGE_MAX_BYTES, HIBERNATION_ATTACHMENT_MAX_BYTES, LIVE_FRAME_DATA_BYTES, LIVE_OUTPUT_MAX_BYTES, STORED_OUTPUT_CHUNK_BYTES, WEBSOCKET_MESSAGE_MAX_BYTES, SQLITE_ROW_MAX_BYTES, STORED_CHUNK_CHARS, splitText } from '../../src/contracts/limits.ts';
+import { LIVE_FRAME_DATA_BYTES, LIVE_OUTPUT_MAX_BYTES, STORED_OUTPUT_CHUNK_BYTES, STORED_CHUNK_CHARS, splitText } from '../../src/contracts/limits.ts';
+import { DO_STORAGE_MAX_BYTES, HIBERNATION_ATTACHMENT_MAX_BYTES, SQLITE_ROW_MAX_BYTES, WEBSOCKET_MESSAGE_MAX_BYTES } from '../../src/platform/limits.ts';
 import type { JobExit, JobSpec } from '../../src/contracts/agent-protocol.ts';
 import { exitMessages } from '../../executor/agent.ts';
 import { PolicyDocument } from '../../src/contracts/policy.ts';

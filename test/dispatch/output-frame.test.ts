@@ -3,7 +3,8 @@
  * header says where in its stream they start, and anything malformed is a reason, never a crash.
  */
 import { describe, expect, it } from 'vitest';
-import { LIVE_FRAME_DATA_BYTES, WEBSOCKET_MESSAGE_MAX_BYTES } from '../../src/contracts/limits.ts';
+import { LIVE_FRAME_DATA_BYTES } from '../../src/contracts/limits.ts';
+import { WEBSOCKET_MESSAGE_MAX_BYTES } from '../../src/platform/limits.ts';
 import { OUTPUT_FRAME_JOB_ID_MAX_BYTES, allocOutputFrame, decodeOutputFrame, encodeOutputFrame, outputFrameBytes } from '../../src/contracts/output-frame.ts';
 
 describe('live output frames', () => {
