@@ -14,7 +14,7 @@ import { PassThrough, Writable } from 'node:stream';
 import type { ChildProcess } from 'node:child_process';
 import { signalName, type LaunchRequest, type ProcessEnd, type ResourceLimits, type Sandbox, type SandboxProcess } from './types.ts';
 import type { SandboxReuse } from '../../src/contracts/sandbox-reuse.ts';
-import type { GvisorSandbox } from './gvisor.ts';
+import type { GvisorSandbox } from './gvisor-sandbox.ts';
 import type { Logger } from '../log.ts';
 import { delay } from './exec-util.ts';
 

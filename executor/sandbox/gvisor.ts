@@ -10,42 +10,34 @@
  * When the job's process exits the container ends, which kills everything in it
  * (setsid/double-fork escapees included) and `runsc run` removes the sandbox.
  * Never `runsc do`: it hands the caller's environment and filesystem to the job.
+ *
+ * This file is the driver (bundles, warm pool, version check); one sandbox is gvisor-sandbox.ts,
+ * reuse between a team's jobs gvisor-reuse.ts. Imports go one way: driver → reuse → sandbox.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { chownSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
-import type { Readable } from 'node:stream';
+import { chownSync, existsSync, mkdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { availableParallelism } from 'node:os';
 import { hiddenPaths, systemView } from './system-view.ts';
-import { closingShell, delay, runQuiet, watchWrapper } from './exec-util.ts';
-import {
-  SANDBOX_GID, SANDBOX_UID, type DriverOptions, type LaunchRequest, type ProcessEnd, type ResourceLimits,
-  type Sandbox, type SandboxDriver, type SandboxProcess,
-} from './types.ts';
-import { LAUNCHER_FILE, STATUS_FD } from '../jobs/launcher.ts';
+import { delay, runQuiet } from './exec-util.ts';
+import { SANDBOX_GID, SANDBOX_UID, type DriverOptions, type ResourceLimits, type Sandbox, type SandboxDriver } from './types.ts';
+import { GvisorSandbox, JOB_DIR_INSIDE, RUNSC_ENV, WORKSPACE_INSIDE, type GvisorHost, type SandboxLimits } from './gvisor-sandbox.ts';
+import { LAUNCHER_FILE } from '../jobs/launcher.ts';
 import { INIT_FILE_INSIDE, REUSE_INIT_PY } from './init/reuse-init.ts';
 import { ReusePool } from './gvisor-reuse.ts';
 import type { SandboxReuse } from '../../src/contracts/sandbox-reuse.ts';
 import { DEFAULT_RESOURCE_LIMITS } from '../../src/contracts/resource-limits.ts';
 import type { Logger } from '../log.ts';
 
-export const WORKSPACE_INSIDE = '/workspace';
-export const JOB_DIR_INSIDE = '/job';
 /** Prefix of our sandbox ids, so stale ones from a killed agent can be found and removed. */
 const ID_PREFIX = 'gh-';
-const RUNSC_ENV = { PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' };
 /**
  * The oldest runsc build checked to run `ls -l` and `stat` (Debian trixie's 0.0~20240729).
  * Older builds are refused: Debian bookworm's 20221219 rejects statx(AT_NO_AUTOMOUNT) with
  * EINVAL, so `ls -l`, `ls -la` and `stat` fail inside the sandbox.
  */
 export const MIN_RUNSC_DATE = 20240729;
-/** The sandbox-wide limits (fixed when a sandbox starts): warm sandboxes only serve jobs with the same. */
-type SandboxLimits = Pick<ResourceLimits, 'memoryBytes' | 'tmpBytes'>;
 const sameSandboxLimits = (a: SandboxLimits, b: SandboxLimits) => a.memoryBytes === b.memoryBytes && a.tmpBytes === b.tmpBytes;
-const SETPRIV = existsSync('/usr/bin/setpriv') ? '/usr/bin/setpriv' : null;
 /** The init: wait for the go line, then run the launcher in the same shell (one exec fewer: execs are slow under ptrace). */
 const WAITER = ['/bin/sh', '-c', `read -r go && . ${JOB_DIR_INSIDE}/${LAUNCHER_FILE}`];
 /** The interpreter of the reuse init (-I -S: nothing from the environment or site dirs). */
@@ -67,7 +59,7 @@ const MAX_PARALLEL_STARTS = Math.max(1, availableParallelism());
 /** The window over which the single-use arrival rate is measured (refill ahead of demand). */
 const ARRIVAL_WINDOW_MS = 5000;
 
-export class GvisorDriver implements SandboxDriver {
+export class GvisorDriver implements SandboxDriver, GvisorHost {
   readonly kind = 'gvisor' as const;
   readonly processLimitByRlimit = true;
   readonly runscRoot: string;
@@ -228,7 +220,6 @@ export class GvisorDriver implements SandboxDriver {
         // Refill after the job rather than now: starting a sandbox costs CPU the job could use.
         if (!this.pool.length) this.fillPool();
         if ((await sb.ready) && sb.alive()) {
-          sb.jobId = jobId;
           return sb;
         }
         void sb.destroy();
@@ -240,7 +231,6 @@ export class GvisorDriver implements SandboxDriver {
       await sb.destroy();
       throw new Error(why);
     }
-    sb.jobId = jobId;
     return sb;
   }
 
@@ -255,7 +245,7 @@ export class GvisorDriver implements SandboxDriver {
     if (process.getuid?.() === 0) chownSync(jobDir, SANDBOX_UID, SANDBOX_GID);
     writeFileSync(join(bundle, 'config.json'), JSON.stringify(this.bundleConfig(jobDir, limits, id, mode)));
     // A reused sandbox's seccomp filter (bundleConfig) is only applied with --oci-seccomp.
-    const sb = new GvisorSandbox(this, id, bundle, jobDir, limits, mode === 'reuse' ? ['--oci-seccomp'] : []);
+    const sb = new GvisorSandbox(this, id, bundle, jobDir, mode === 'reuse' ? ['--oci-seccomp'] : []);
     this.live.add(sb);
     return sb;
   }
@@ -348,163 +338,6 @@ export class GvisorDriver implements SandboxDriver {
   }
 }
 
-export class GvisorSandbox implements Sandbox {
-  readonly id: string;
-  readonly jobDirHost: string;
-  readonly jobDirInside = JOB_DIR_INSIDE;
-  readonly workspaceInside = WORKSPACE_INSIDE;
-  jobId = '';
-  readonly limits: SandboxLimits;
-  /** Whether the sandbox came up (its pid file appeared) — false if `runsc run` failed. */
-  readonly ready: Promise<boolean>;
-  /** Resolves once `runsc run` has exited (the sandbox is gone). */
-  readonly gone: Promise<void>;
-  /** Resolves once destroy() has finished (files removed, driver forgot it). */
-  readonly released: Promise<void>;
-  private release: () => void = () => {};
-  private readonly driver: GvisorDriver;
-  private readonly bundle: string;
-  private readonly child: ChildProcess;
-  private readonly ended: Promise<ProcessEnd>;
-  private readonly pidFile: string;
-  private stderrHead = '';
-  /** Whether it came up (ready resolved true). */
-  up = false;
-  private launched = false;
-  private killing: Promise<void> | null = null;
-  private destroying: Promise<void> | null = null;
-
-  constructor(driver: GvisorDriver, id: string, bundle: string, jobDir: string, limits: SandboxLimits, runscFlags: string[] = []) {
-    this.limits = limits;
-    this.driver = driver;
-    this.id = id;
-    this.bundle = bundle;
-    this.jobDirHost = jobDir;
-    this.pidFile = join(bundle, 'pid');
-    this.released = new Promise((r) => (this.release = r));
-    // fd 3 is the launcher's status pipe, passed into the sandbox as its fd 3. `runsc run` gets a
-    // parent-death signal: if the agent dies, it dies, and its sandbox with it (even one still
-    // starting, which would otherwise outlive the agent).
-    const runArgs = ['runsc', '--root', driver.runscRoot, '--network=none', ...runscFlags, 'run', '--pass-fd', `${STATUS_FD}:${STATUS_FD}`, '--pid-file', this.pidFile, '--bundle', bundle, id];
-    // bash first: it closes every descriptor but these four (what the agent inherited: exec-util.ts),
-    // so neither runsc nor the sandbox's host processes hold one.
-    const argv = SETPRIV ? [SETPRIV, '--pdeathsig', 'KILL', '--', ...runArgs] : runArgs;
-    const [file, args] = closingShell(STATUS_FD, 'exec "$@"', ['gatehouse-runsc', ...argv]);
-    this.child = spawn(file, args, { env: RUNSC_ENV, stdio: ['pipe', 'pipe', 'pipe', 'pipe'] });
-    this.child.stdin!.on('error', () => {});
-    // Until a job takes the pipes, keep what runsc says (start errors) and nothing more.
-    this.child.stderr!.on('data', this.onEarlyStderr);
-    const watched = watchWrapper(this.child);
-    this.ended = watched.then((e): ProcessEnd => (e.kind !== 'spawn_failed' && !existsSync(this.pidFile)
-      ? { kind: 'spawn_failed', message: `runsc run did not start sandbox ${id}: ${this.stderrHead.trim().split('\n').slice(-2).join(' | ') || (e.kind === 'exited' ? `exit ${e.code}` : e.signal)}` }
-      : e));
-    this.gone = this.ended.then(() => {});
-    this.ready = waitForFile(this.pidFile, this.ended, 30_000);
-    void this.ready.then((ok) => (this.up = ok));
-  }
-
-  private onEarlyStderr = (d: Buffer) => {
-    if (this.stderrHead.length < 4096) this.stderrHead += d.toString();
-  };
-
-  /** The sandbox's own stdio: the reuse init's frame channel. */
-  channel(): ChildProcess {
-    return this.child;
-  }
-
-  /** How `runsc run` ended (the sandbox's end). */
-  wrapperEnd(): Promise<ProcessEnd> {
-    return this.ended;
-  }
-
-  /** How often the sandbox hit its memory limit so far (cgroup v1 failcnt; 0 where unreadable). */
-  memoryFailures(): number {
-    try { return Number(readFileSync(`/sys/fs/cgroup/memory/gatehouse/${this.id}/memory.failcnt`, 'utf8')) || 0; } catch { return 0; }
-  }
-
-  alive(): boolean {
-    return this.child.exitCode === null && this.child.signalCode === null;
-  }
-
-  startError(): string {
-    return `runsc run failed for ${this.id}: ${this.stderrHead.trim().split('\n').slice(-3).join(' | ') || 'no output'}`;
-  }
-
-  launch(req: LaunchRequest): SandboxProcess {
-    if (this.launched) throw new Error('a gVisor sandbox runs one job');
-    this.launched = true;
-    writeFileSync(join(this.jobDirHost, LAUNCHER_FILE), req.script, { mode: 0o644 });
-    this.child.stderr!.off('data', this.onEarlyStderr);
-    this.child.stdin!.write('go\n');
-    return { child: this.child, ended: this.ended, status: this.child.stdio[STATUS_FD] as Readable };
-  }
-
-  hostKillArgv(): string[] {
-    return runscKillArgv(this.driver.runscRoot, this.id);
-  }
-
-  hostPids(): number[] {
-    for (const f of [`/sys/fs/cgroup/memory/gatehouse/${this.id}/cgroup.procs`, `/sys/fs/cgroup/gatehouse/${this.id}/cgroup.procs`]) {
-      try { return readFileSync(f, 'utf8').split('\n').filter(Boolean).map(Number); } catch { /* not this hierarchy */ }
-    }
-    return this.child.pid ? descendants(this.child.pid) : [];
-  }
-
-  memoryLimitHit(): boolean {
-    // runsc removes its cgroup with the sandbox: the runner samples this while the job runs.
-    try { return Number(readFileSync(`/sys/fs/cgroup/memory/gatehouse/${this.id}/memory.failcnt`, 'utf8')) > 0; } catch { return false; }
-  }
-
-  kill(graceMs: number): Promise<void> {
-    if (!this.alive()) return Promise.resolve();
-    if (!this.killing || graceMs === 0) {
-      const prev = this.killing;
-      this.killing = (async () => {
-        if (prev) await prev;
-        if (graceMs > 0 && this.alive()) {
-          await this.driver.runsc(['kill', '--all', this.id, 'TERM']);
-          await Promise.race([this.gone, delay(graceMs)]);
-        }
-        if (this.alive()) await this.driver.runsc(['kill', '--all', this.id, 'KILL']);
-        // The container's processes are dead; runsc run follows. If it does not, make it.
-        if (await Promise.race([this.gone.then(() => true), delay(1000).then(() => false)])) return;
-        this.child.kill('SIGKILL');
-        await this.driver.runsc(['delete', '--force', this.id], 30_000);
-      })();
-    }
-    return this.killing;
-  }
-
-  destroy(): Promise<void> {
-    this.destroying ??= (async () => {
-      if (this.alive()) {
-        await this.driver.runsc(['kill', '--all', this.id, 'KILL']);
-        await this.kill(0);
-      }
-      await this.gone;
-      this.driver.forget(this);
-      // Async: a job dir the job filled with many files must not block the event loop.
-      await rm(this.bundle, { recursive: true, force: true });
-      await rm(this.jobDirHost, { recursive: true, force: true });
-      this.release();
-      this.driver.refill();
-    })();
-    return this.destroying;
-  }
-}
-
-/** Polls for `path` (runsc writes the pid file once the sandbox runs); false if `ended` first. */
-async function waitForFile(path: string, ended: Promise<unknown>, timeoutMs: number): Promise<boolean> {
-  let over = false;
-  void ended.then(() => (over = true));
-  const deadline = Date.now() + timeoutMs;
-  for (let wait = 2; !over && Date.now() < deadline; wait = Math.min(wait * 2, 25)) {
-    if (existsSync(path)) return true;
-    await delay(wait);
-  }
-  return existsSync(path) && !over;
-}
-
 /** `runsc version release-20251110.0` or Debian's `runsc version 0.0~20240729.0` → 20251110. */
 export function runscBuildDate(versionLine: string): number | null {
   const m = /runsc version (?:release-|0\.0~)?(\d{8})/.exec(versionLine);
@@ -522,37 +355,6 @@ export function runscVersionVerdict(versionLine: string): { refuse?: string; war
   return {};
 }
 
-/** Pids below `pid` (via /proc/PID/task/TID/children). */
-function descendants(pid: number): number[] {
-  const out: number[] = [];
-  const walk = (p: number, depth: number) => {
-    if (depth > 8) return;
-    let tids: string[];
-    try { tids = readdirSync(`/proc/${p}/task`); } catch { return; }
-    for (const t of tids) {
-      let kids: string;
-      try { kids = readFileSync(`/proc/${p}/task/${t}/children`, 'utf8'); } catch { continue; }
-      for (const k of kids.split(' ').filter(Boolean).map(Number)) {
-        out.push(k);
-        walk(k, depth + 1);
-      }
-    }
-  };
-  walk(pid, 0);
-  return out;
-}
-
 export function runscAvailable(): Promise<boolean> {
   return runQuiet('runsc', ['--version'], { env: RUNSC_ENV, timeoutMs: 5000 }).then((r) => r.code === 0);
-}
-
-/**
- * The host command that kills a sandbox from outside the agent (the watchdog's). A container runsc
- * no longer knows is a sandbox that is gone (`runsc run` deletes it once its processes are dead,
- * e.g. after a first kill that reported a race on one of them): nothing is left to kill, which is
- * the kill's goal, so that exits 0 and says so.
- */
-export function runscKillArgv(runscRoot: string, id: string): string[] {
-  return ['/bin/sh', '-c', 'e=$(runsc --root "$1" kill --all "$2" KILL 2>&1) && exit 0; case "$e" in *"does not exist"*) echo "the sandbox is gone: $e" >&2; exit 0;; esac; echo "$e" >&2; exit 1',
-    'gatehouse-kill', runscRoot, id];
 }

@@ -13,7 +13,7 @@ import { LIVE_FRAME_DATA_BYTES, LIVE_OUTPUT_MAX_BYTES } from '../../src/contract
 import type { SandboxReuse } from '../../src/contracts/sandbox-reuse.ts';
 import { makeRig, requireTool, runtimes, type Rig } from './helpers.ts';
 import { DISCARD_LIVE } from '../../executor/jobs/relay.ts';
-import { runscKillArgv } from '../../executor/sandbox/gvisor.ts';
+import { runscKillArgv } from '../../executor/sandbox/gvisor-sandbox.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
