@@ -131,14 +131,16 @@ describe.skipIf(!HAVE_CHROMIUM)('the dashboard for a first user', () => {
 
   it('the overview shows agents and slots, the last hour\'s jobs by state, denials, pending approvals and recent failures, each a link', async () => {
     expect(await page.evaluate(() => window.location.hash)).toBe('#/overview');
-    // The jobs index in D1 follows the team's Durable Object: wait until all five jobs are counted (it refreshes every 5 s).
-    await page.waitForFunction(() => Number(document.querySelector('[data-tile=jobs] .n')?.textContent) >= 5, { timeout: 30_000 });
+    // The jobs index in D1 follows the team's Durable Object: wait until all five jobs are counted with their end
+    // (the page refreshes every 5 s).
+    await page.waitForFunction(() => Number(document.querySelector('[data-tile=jobs] .n')?.textContent) >= 5 &&
+      document.querySelector('[data-tile=failures] .n')?.textContent === '2' && !document.querySelector('[data-state-count=running]'), { timeout: 60_000 });
     const tile = (k: string) => page.$eval(`[data-tile=${k}]`, (e: any) => ({ text: e.innerText.replace(/\s+/g, ' '), href: e.getAttribute('href') }));
     expect(await tile('agents')).toEqual({ text: '1 agent online 0 of 2 slots busy', href: '#/agents' });
     expect((await tile('jobs')).text).toMatch(/^5 jobs in the last hour 0 running or queued$/);
     expect(await tile('denials')).toEqual({ text: '1 denial in the last hour', href: '#/audit?decision=denied' });
     expect(await tile('approvals')).toEqual({ text: '1 pending approval', href: '#/approvals' });
-    await page.waitForFunction(() => document.querySelector('[data-tile=failures] .n')?.textContent === '2', { timeout: 30_000 });
+    expect(await tile('failures')).toEqual({ text: '2 failed jobs in 24 h 1 in the last hour ended without an exit', href: '#/jobs' });
     // By state, each a link to the Jobs page filtered by it.
     const states = await page.$$eval('[data-state-count]', (as: any[]) => as.map((a) => [a.getAttribute('href'), a.innerText.replace(/\s+/g, ' ')]));
     expect(states).toEqual([['#/jobs?state=exited', 'exited 4'], ['#/jobs?state=timed_out', 'timed_out 1']]);
