@@ -7,6 +7,7 @@
  * Screenshots go to test/screenshots/.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -14,7 +15,9 @@ import { join } from 'node:path';
 import { build } from 'esbuild';
 import type { Browser } from 'puppeteer-core';
 import { HAVE_CHROMIUM, launchChromium, requireChromium } from '../support/chromium.ts';
-import { ROOT, startAgent, startGateway, testSandbox, type AgentProcess, type Gateway } from './harness.ts';
+import { promisify } from 'node:util';
+import { hasCommand, ROOT, startAgent, startGateway, testSandbox, type AgentProcess, type Gateway } from './harness.ts';
+import { readmeBlock } from '../cli/readme.ts';
 
 // Callbacks given to page.evaluate run in the browser; the project's types have no DOM lib.
 declare const window: any, document: any;
@@ -53,6 +56,17 @@ describe('CORS on the MCP endpoint', () => {
     for (const h of ['authorization', 'content-type', 'mcp-protocol-version', 'mcp-method', 'mcp-name', 'last-event-id']) expect(allowHeaders).toContain(h);
     expect(r.headers.get('access-control-allow-methods')).toContain('POST');
     expect(Number(r.headers.get('access-control-max-age'))).toBeGreaterThan(0);
+  });
+
+  it.skipIf(!hasCommand('curl') && process.env.CI !== 'true')('the docs/clients.md preflight line, run as written, answers 204 with the grant; a foreign origin gets none', async () => {
+    const [line] = readmeBlock('cors-preflight');
+    const run = async (cmd: string) => (await promisify(execFile)('/bin/sh', ['-ec', cmd], { cwd: ROOT, env: { ...process.env, GATEHOUSE_URL: gw.url }, timeout: 30_000 })).stdout;
+    const granted = await run(line);
+    expect(granted).toMatch(/^HTTP\/1\.1 204/);
+    expect(granted).toMatch(/^access-control-allow-origin: http:\/\/localhost:6274\r?$/im);
+    const foreign = await run(line.replace('http://localhost:6274', 'http://evil.example.com'));
+    expect(foreign).toMatch(/^HTTP\/1\.1 403/);
+    expect(foreign).not.toMatch(/^access-control-/im);
   });
 
   it('grants the real request and exposes WWW-Authenticate, so a browser client can discover OAuth from a 401', async () => {
