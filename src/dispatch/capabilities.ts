@@ -3,6 +3,7 @@
  * The DO (team-dispatcher.ts) builds them over its host; a unit test builds the same set over
  * node:sqlite and fake sockets (test/dispatch/dispatcher.test.ts).
  */
+import type { TraceStep } from '../contracts/trace.ts';
 import type { PlanResult } from '../platform/plan.ts';
 import { AgentLink } from './agent-link.ts';
 import { AgentMessages } from './agent-messages.ts';
@@ -14,7 +15,7 @@ import { JobStore } from './job-store.ts';
 import { Jobs } from './jobs.ts';
 
 /** The steps of a call the DO marks for the hot-path trace (bench only). */
-export type DispatchStep = 'do.job_start_sent' | 'do.exit_received' | 'do.settled';
+export type DispatchStep = Extract<TraceStep, 'do.job_start_sent' | 'do.exit_received' | 'do.settled'>;
 
 export interface Capabilities {
   store: JobStore;

@@ -4,6 +4,7 @@
  * a migration that fails leaves nothing half-done and runs again at the next start.
  */
 import { describe, expect, it } from 'vitest';
+import { readdirSync, readFileSync } from 'node:fs';
 import { migrate, type Migration, type SqlHost } from '../../src/dispatch/host.ts';
 import { AgentRegistry } from '../../src/dispatch/agent-registry.ts';
 import { JobStore } from '../../src/dispatch/job-store.ts';
@@ -61,5 +62,25 @@ describe('capability migrations', () => {
     h.db.exec('CREATE TABLE t (x INTEGER, y INTEGER)');
     migrate(h, 'cap', [{ id: '1-y', sql: ['ALTER TABLE t ADD COLUMN y INTEGER'] }]);
     expect(() => migrate(h, 'cap', [{ id: '2-z', sql: ['ALTER TABLE missing ADD COLUMN z INTEGER'] }])).toThrow(/missing/);
+  });
+});
+
+describe('table ownership', () => {
+  const OWNER: Record<string, string> = {
+    jobs: 'job-store.ts', job_blobs: 'job-store.ts', job_output: 'job-store.ts', job_artifacts: 'job-store.ts',
+    artifact_uploads: 'upload-store.ts', artifact_parts: 'upload-store.ts', upload_grants: 'upload-store.ts',
+    agents: 'agent-registry.ts', dispatch_migrations: 'host.ts',
+  };
+  it('no capability\'s SQL names a table another capability owns', () => {
+    const dir = new URL('../../src/dispatch/', import.meta.url);
+    const strays: string[] = [];
+    for (const file of readdirSync(dir).filter((f) => f.endsWith('.ts'))) {
+      const text = readFileSync(new URL(file, dir), 'utf8');
+      for (const m of text.matchAll(/\b(?:FROM|INTO|UPDATE|JOIN|TABLE(?: IF NOT EXISTS)?)\s+(\w+)/g)) {
+        const owner = OWNER[m[1]];
+        if (owner && owner !== file) strays.push(`${file} names ${m[1]} (owned by ${owner})`);
+      }
+    }
+    expect(strays).toEqual([]);
   });
 });
