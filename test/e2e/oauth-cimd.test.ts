@@ -3,7 +3,8 @@
  * HTTPS URL serving its metadata, tried before dynamic registration. The flow is driven by the official
  * SDK v2 client's OAuth support through discovery (401 → protected-resource metadata → authorization
  * server metadata → metadata-document client → consent in Debian's Chromium → code + PKCE → token → a
- * tool call → refresh); the consent page names the host that published the document.
+ * tool call → refresh); the consent page names the host that published the document. A client without a document
+ * registers instead (the fallback), and the consent page marks its name unverified.
  *
  * The fetch is replaced in this test: the OAuth provider fetches the document with the Worker's global
  * fetch and offers no test switch (no way to trust a test CA for a loopback HTTPS server, which the
@@ -142,22 +143,23 @@ describe('refused metadata-document client ids', () => {
   });
 });
 
-/** The SDK's OAuthClientProvider as a CLI client keeps it, presenting a metadata-document client id. */
-class MetadataDocumentClient implements OAuthClientProvider {
+/** The SDK's OAuthClientProvider as a CLI client keeps it: a metadata-document client id, or none (it registers). */
+class SdkClient implements OAuthClientProvider {
   info?: { client_id: string };
   saved?: { access_token: string; refresh_token?: string; token_type: string };
   verifier = '';
   discovery?: OAuthDiscoveryState;
   authorizationUrl?: URL;
   registered = false;
-  readonly clientMetadataUrl = APP;
+  readonly clientMetadataUrl?: string;
+  constructor(metadataUrl?: string) { this.clientMetadataUrl = metadataUrl; }
   get redirectUrl() { return callbackUrl; }
   get clientMetadata() {
     return { client_name: 'Example Agent', redirect_uris: [callbackUrl], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' };
   }
   state() { return crypto.randomUUID(); }
   clientInformation() { return this.info; }
-  saveClientInformation(i: { client_id: string }) { this.info = i; this.registered ||= i.client_id !== APP; }
+  saveClientInformation(i: { client_id: string }) { this.info = i; this.registered ||= i.client_id !== this.clientMetadataUrl; }
   tokens() { return this.saved; }
   saveTokens(t: { access_token: string; refresh_token?: string; token_type: string }) { this.saved = t; }
   redirectToAuthorization(url: URL) { this.authorizationUrl = url; }
@@ -182,7 +184,7 @@ describe.skipIf(!HAVE_CHROMIUM)('the SDK v2 client signs in with a metadata docu
 
   it('401 → discovery → metadata document → consent naming its host → code + PKCE → token → call → refresh', async () => {
     documents.set(APP, () => json(clientDocument(APP)));
-    const provider = new MetadataDocumentClient();
+    const provider = new SdkClient(APP);
     const transport = new StreamableHTTPClientTransport(new URL(gw.mcpUrl), { authProvider: provider });
     await expect(new Client({ name: 'cimd-test', version: '1.0.0' }).connect(transport)).rejects.toBeInstanceOf(UnauthorizedError);
     const authUrl = provider.authorizationUrl!;
@@ -222,5 +224,28 @@ describe.skipIf(!HAVE_CHROMIUM)('the SDK v2 client signs in with a metadata docu
     expect(provider.saved!.refresh_token).not.toBe(first.refresh_token);
     await again.close();
     expect(provider.registered).toBe(false);
+  }, 120_000);
+
+  it('a client without a metadata document registers (the fallback), and its name is marked unverified', async () => {
+    const provider = new SdkClient();
+    const transport = new StreamableHTTPClientTransport(new URL(gw.mcpUrl), { authProvider: provider });
+    await expect(new Client({ name: 'registering-test', version: '1.0.0' }).connect(transport)).rejects.toBeInstanceOf(UnauthorizedError);
+    expect(provider.registered).toBe(true);
+    const authUrl = provider.authorizationUrl!;
+    expect(authUrl.searchParams.get('client_id')).toBe(provider.info!.client_id);
+    const page: Page = await browser.newPage();
+    await page.goto(authUrl.href);
+    expect(await page.$('#client-domain')).toBeNull();
+    expect(await page.$eval('#client-unverified', (e) => (e as unknown as { textContent: string }).textContent)).toContain('not verified');
+    await page.type('#admin_token', await gw.token({ team: TEAM, scopes: ['admin'], subject: 'admin@cimd' }));
+    await page.type('#team', TEAM);
+    await Promise.all([page.waitForNavigation(), page.click('#approve')]);
+    const back = arrivals.find((u) => u.searchParams.get('state') === authUrl.searchParams.get('state'));
+    await page.close();
+    await transport.finishAuth(back!.searchParams);
+    const client = new Client({ name: 'registering-test', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(gw.mcpUrl), { authProvider: provider }));
+    expect((await client.callTool({ name: 'list_runtimes', arguments: {} })).isError).toBeFalsy();
+    await client.close();
   }, 120_000);
 });
