@@ -27,17 +27,15 @@ export interface AgentMessagesParts {
   uploads: ArtifactUploads;
   /** A job.exit was read (a trace step of the hot path). */
   onExitReceived(): void;
-  /** Asks the host to move its alarm to the soonest wake-up of its capabilities. */
-  rearm(): Promise<void>;
 }
 
 type Reply = Promise<void> | undefined;
 
 export class AgentMessages {
-  private readonly host: Pick<DispatchHost, 'team' | 'heartbeatMs' | 'now'>;
+  private readonly host: Pick<DispatchHost, 'team' | 'heartbeatMs' | 'now' | 'wake'>;
   private readonly p: AgentMessagesParts;
 
-  constructor(host: Pick<DispatchHost, 'team' | 'heartbeatMs' | 'now'>, parts: AgentMessagesParts) {
+  constructor(host: Pick<DispatchHost, 'team' | 'heartbeatMs' | 'now' | 'wake'>, parts: AgentMessagesParts) {
     this.host = host;
     this.p = parts;
   }
@@ -223,6 +221,6 @@ export class AgentMessages {
     this.p.jobs.reconcileHeld(hello.agentId, hello.running, now, 0);
     this.p.link.send(ws, { type: 'welcome', v: PROTOCOL_VERSION, team: await this.host.team(), heartbeatMs: this.host.heartbeatMs });
     await this.p.jobs.pump();
-    await this.p.rearm();
+    await this.host.wake();
   }
 }

@@ -30,19 +30,19 @@ export interface Capabilities {
 }
 
 export function capabilities(
-  host: DispatchHost, o: { plan: PlanResult; rearm: () => Promise<void>; trace: (step: DispatchStep) => void },
+  host: DispatchHost, o: { plan: PlanResult; trace: (step: DispatchStep) => void },
 ): Capabilities {
-  const { rearm, trace } = o;
+  const { trace } = o;
   const store = new JobStore(host);
   const followers = new Followers(store, () => trace('do.settled'));
   const link = new AgentLink(host, (agentId, now) => jobs.agentGone(agentId, now));
   const uploads = new ArtifactUploads(host, store, (jobId) => followers.settle(jobId));
   // An unknown plan refuses every job (configError); the rows of those refusals still reach D1, within what every plan allows.
-  const mirror = new D1Mirror(host, store, o.plan.ok ? o.plan.plan : 'free', rearm);
+  const mirror = new D1Mirror(host, store, o.plan.ok ? o.plan.plan : 'free');
   const jobs: Jobs = new Jobs(host, {
-    store, link, followers, uploads, mirror, rearm, onStartSent: () => trace('do.job_start_sent'),
+    store, link, followers, uploads, mirror, onStartSent: () => trace('do.job_start_sent'),
     configError: o.plan.ok ? null : { code: o.plan.code, message: o.plan.message },
   });
-  const messages = new AgentMessages(host, { link, jobs, store, followers, uploads, rearm, onExitReceived: () => trace('do.exit_received') });
+  const messages = new AgentMessages(host, { link, jobs, store, followers, uploads, onExitReceived: () => trace('do.exit_received') });
   return { store, link, followers, uploads, mirror, jobs, messages, wakes: [link, jobs, mirror] };
 }

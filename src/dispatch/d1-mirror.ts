@@ -19,21 +19,18 @@ export const COPY_AGAIN_AFTER_MS = 50;
 export type MirroredJobs = Pick<JobStore, 'unsynced' | 'view' | 'd1Record' | 'markSynced'>;
 
 export class D1Mirror implements Wakes {
-  private readonly host: Pick<DispatchHost, 'env' | 'team' | 'heartbeatMs'>;
+  private readonly host: Pick<DispatchHost, 'env' | 'team' | 'heartbeatMs' | 'wake'>;
   private readonly jobs: MirroredJobs;
   private readonly plan: WorkersPlan;
-  /** Asks the host to move its alarm to the soonest wake-up of its capabilities. */
-  private readonly rearm: () => Promise<void>;
   private syncing = false;
   private timer: ReturnType<typeof setTimeout> | null = null;
   /** The last pass stopped at its query budget with rows left: the next goes on in a new invocation. */
   private budgetLeftRows = false;
 
-  constructor(host: Pick<DispatchHost, 'env' | 'team' | 'heartbeatMs'>, jobs: MirroredJobs, plan: WorkersPlan, rearm: () => Promise<void>) {
+  constructor(host: Pick<DispatchHost, 'env' | 'team' | 'heartbeatMs' | 'wake'>, jobs: MirroredJobs, plan: WorkersPlan) {
     this.host = host;
     this.jobs = jobs;
     this.plan = plan;
-    this.rearm = rearm;
   }
 
   /**
@@ -67,7 +64,7 @@ export class D1Mirror implements Wakes {
       });
       this.budgetLeftRows = pass.budgetLeftRows === true;
       // The rest in a new invocation (its own D1 query budget): an alarm right away, not at the next heartbeat.
-      if (this.budgetLeftRows) await this.rearm();
+      if (this.budgetLeftRows) await this.host.wake();
     } finally {
       this.syncing = false;
     }

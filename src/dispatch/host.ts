@@ -1,7 +1,7 @@
 /**
  * What a capability of the team's Durable Object may use of it: the DO's SQLite (`ctx.storage.sql`
  * and `transactionSync`), and — for those that need them — the clock, the Worker's bindings, the
- * team's name and the agents' sockets. The DO implements it; a unit test implements it over
+ * team's name, the agents' sockets and the alarm. The DO implements it; a unit test implements it over
  * node:sqlite (test/dispatch/sql-host.ts).
  *
  * Each capability owns its tables and brings their migrations, each with an id, run once per object
@@ -24,6 +24,8 @@ export interface DispatchHost extends SqlHost {
   heartbeatMs: number;
   /** Every socket the object holds (agents, before and after their hello). */
   sockets(): WebSocket[];
+  /** Moves the object's one alarm to the soonest `nextWake` of its capabilities (after work that changes one). */
+  wake(): Promise<void>;
 }
 
 /**

@@ -25,8 +25,6 @@ export interface JobsParts {
   followers: Followers;
   uploads: ArtifactUploads;
   mirror: D1Mirror;
-  /** Asks the host to move its alarm to the soonest wake-up of its capabilities. */
-  rearm(): Promise<void>;
   /** A job.start went out on its agent's socket (a trace step of the hot path). */
   onStartSent(): void;
   /** Set when the deployment is misconfigured (an unknown Workers plan): every job is refused with it, and audited. */
@@ -201,7 +199,7 @@ export class Jobs implements Wakes {
       }
       if (!retry) break;
     }
-    await this.p.rearm();
+    await this.host.wake();
   }
 
   /** Moves a job to its terminal state (once), tells whoever waits, and queues the D1/audit update. */
@@ -216,7 +214,7 @@ export class Jobs implements Wakes {
   /** The agent's last socket went away: its running jobs are orphaned (lost unless it reconnects and reports them in time). */
   agentGone(agentId: string, now: number): void {
     this.store.setOrphaned(this.store.running().filter((j) => j.agent === agentId).map((j) => j.id), now);
-    void this.p.rearm();
+    void this.host.wake();
   }
 
   /** Jobs the agent reports are held; assigned ones it does not report (older than `settleMs`) are orphaned. */

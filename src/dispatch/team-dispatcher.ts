@@ -37,8 +37,9 @@ export class TeamDispatcher extends DurableObject<Env> {
     this.host = {
       sql: ctx.storage.sql, transactionSync: (f) => ctx.storage.transactionSync(f), env, now: () => Date.now(), team: () => this.team(),
       heartbeatMs: Number.isFinite(hb) && hb >= 100 ? hb : DEFAULT_HEARTBEAT_MS, sockets: () => ctx.getWebSockets(),
+      wake: () => this.rearm(),
     };
-    this.c = capabilities(this.host, { plan: workersPlan(env), rearm: () => this.rearm(), trace: (step) => stamp(env, step) });
+    this.c = capabilities(this.host, { plan: workersPlan(env), trace: (step) => stamp(env, step) });
   }
 
   /**

@@ -16,14 +16,13 @@ function setup() {
   const DB = { prepare: stmt, batch: async (s: { sql: string }[]) => (statements.push(...s.map((x) => x.sql)), s.map(() => ({ meta: {} }))) };
   const host = dispatchHost({ env: { DB: DB as never } });
   const store = new JobStore(host);
-  let rearmed = 0;
-  const mirror = new D1Mirror(host, store, 'free', async () => void (rearmed += 1));
+  const mirror = new D1Mirror(host, store, 'free');
   const add = (id: string) => store.create({
     spec: { jobId: id, artifactHandle: `art_${id}`, mode: 'argv', command: 'true', args: [], cwd: '', env: {}, timeoutMs: 1000, limits: { inlineBytes: 1000, artifactBytes: 1000 } } as JobSpec,
     tool: 'execute', subject: 'alice', tokenId: 't', cancelKey: `k-${id}`, background: false, maxConcurrent: 4, deadline: 1e9, now: 1,
     audit: { team: 'acme', subject: 'alice', tool: 'execute', decision: 'allowed' },
   });
-  return { host, store, mirror, statements, add, rearmed: () => rearmed };
+  return { host, store, mirror, statements, add };
 }
 
 describe('D1 mirror', () => {
@@ -44,7 +43,7 @@ describe('D1 mirror', () => {
     for (let i = 0; i < budget; i++) t.add(`j${i}`);
     await t.mirror.sync();
     expect(t.statements.length).toBeLessThanOrEqual(budget);
-    expect(t.rearmed()).toBe(1);
+    expect(t.host.wakeCalls).toBe(1);
     expect(t.mirror.nextWake(0)).toBe(COPY_AGAIN_AFTER_MS);
     while (t.store.unsynced(1).length) await t.mirror.sync();
     expect(t.mirror.nextWake(0)).toBeNull();

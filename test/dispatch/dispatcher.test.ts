@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { PROTOCOL_VERSION, type JobExit, type JobSpec } from '../../src/contracts/agent-protocol.ts';
 import { encodeOutputFrame } from '../../src/contracts/output-frame.ts';
-import { capabilities, type Capabilities } from '../../src/dispatch/capabilities.ts';
+import { capabilities } from '../../src/dispatch/capabilities.ts';
 import type { DispatchRequest } from '../../src/dispatch/events.ts';
 import { workersPlan } from '../../src/platform/plan.ts';
 import { dispatchHost, FakeSocket, type TestHost } from './sql-host.ts';
@@ -23,17 +23,9 @@ function fakeDb(batches: string[][]) {
 function setup(o: { plan?: string; host?: TestHost } = {}) {
   const batches: string[][] = [];
   const host = o.host ?? dispatchHost({ heartbeatMs: HB, env: { DB: fakeDb(batches) as never, GATEHOUSE_WORKERS_PLAN: o.plan ?? 'paid' } });
-  const alarms: number[] = [];
   const trace: string[] = [];
-  let c!: Capabilities;
-  c = capabilities(host, {
-    plan: workersPlan(host.env), trace: (s) => trace.push(s),
-    rearm: async () => {
-      const at = Math.min(...c.wakes.map((w) => w.nextWake(host.clock.now) ?? Infinity));
-      if (at !== Infinity) alarms.push(at - host.clock.now);
-    },
-  });
-  return { host, c, batches, alarms, trace };
+  const c = capabilities(host, { plan: workersPlan(host.env), trace: (s) => trace.push(s) });
+  return { host, c, batches, trace };
 }
 
 /** An agent socket the Worker authenticated (subject, token) that said hello. */

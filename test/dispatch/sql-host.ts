@@ -65,15 +65,17 @@ export class FakeSocket {
   }
 }
 
-export type TestHost = DispatchHost & { db: DatabaseSync; clock: { now: number }; socketList: FakeSocket[] };
+export type TestHost = DispatchHost & { db: DatabaseSync; clock: { now: number }; socketList: FakeSocket[]; wakeCalls: number };
 
-/** A DispatchHost over node:sqlite with a clock the test sets and the sockets it adds. */
+/** A DispatchHost over node:sqlite with a clock the test sets, the sockets it adds, and a count of alarm moves asked for. */
 export function dispatchHost(o: { env?: Partial<Env>; team?: string; heartbeatMs?: number; db?: DatabaseSync } = {}): TestHost {
   const base = sqlHost(o.db);
   const clock = { now: 1_000_000 };
   const socketList: FakeSocket[] = [];
-  return {
-    ...base, clock, socketList, env: (o.env ?? {}) as Env, heartbeatMs: o.heartbeatMs ?? 1000,
+  const host: TestHost = {
+    ...base, clock, socketList, env: (o.env ?? {}) as Env, heartbeatMs: o.heartbeatMs ?? 1000, wakeCalls: 0,
     now: () => clock.now, team: async () => o.team ?? 'acme', sockets: () => socketList as unknown as WebSocket[],
+    wake: async () => void (host.wakeCalls += 1),
   };
+  return host;
 }
