@@ -34,7 +34,7 @@ export interface ConnectionOptions {
   maxBackoffMs?: number;
 }
 
-export function connectUrl(base: string): string {
+function connectUrl(base: string): string {
   return base.replace(/\/+$/, '').replace(/^http/i, 'ws') + AGENT_CONNECT_PATH;
 }
 

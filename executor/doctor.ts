@@ -24,12 +24,12 @@ export interface Check {
 }
 
 /** A token that expires sooner than this gets a warning: time to mint the next one. */
-export const TOKEN_EXPIRY_WARN_SECONDS = 7 * 86400;
+const TOKEN_EXPIRY_WARN_SECONDS = 7 * 86400;
 /** Clock skew thresholds (the gateway's Date header has one-second resolution). */
-export const SKEW_WARN_MS = 30_000;
-export const SKEW_FAIL_MS = 5 * 60_000;
+const SKEW_WARN_MS = 30_000;
+const SKEW_FAIL_MS = 5 * 60_000;
 
-export const DOCTOR_USAGE = `gatehouse agent doctor — check this host before running an agent
+const DOCTOR_USAGE = `gatehouse agent doctor — check this host before running an agent
 
 usage: gatehouse agent doctor --url URL --token-file FILE [--sandbox gvisor|bwrap|none] [--json]
        (the token may also come from GATEHOUSE_AGENT_TOKEN; never from the command line, where ps shows it)
@@ -58,7 +58,7 @@ export interface DoctorOptions {
   now?: () => number;
 }
 
-export async function runDoctor(o: DoctorOptions): Promise<Check[]> {
+async function runDoctor(o: DoctorOptions): Promise<Check[]> {
   const checks: Check[] = [];
   const add = (name: string, verdict: Verdict, detail: string) => void checks.push({ name, verdict, detail });
   checks.push(...(await sandboxChecks(o.sandbox)));
@@ -229,7 +229,7 @@ function formatSeconds(s: number): string {
   return `${Math.floor(s / 86400)} days`;
 }
 
-export function formatChecks(checks: Check[]): string {
+function formatChecks(checks: Check[]): string {
   const w = Math.max(...checks.map((c) => c.name.length));
   const label: Record<Verdict, string> = { ok: 'ok  ', warn: 'WARN', fail: 'FAIL', skip: 'skip' };
   const lines = checks.map((c) => `${label[c.verdict]}  ${c.name.padEnd(w)}  ${c.detail}`);

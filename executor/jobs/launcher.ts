@@ -72,7 +72,7 @@ export function launchScript(p: LaunchPlan): string {
 }
 
 /** Variables dash sets or checks at start-up whatever the environment says (dash 0.5.12). */
-export const SHELL_MANAGED = ['IFS', 'OPTIND', 'PPID', 'PWD'];
+const SHELL_MANAGED = ['IFS', 'OPTIND', 'PPID', 'PWD'];
 
 function joinLines(files: string[]): string[] {
   return files.map((f) => `echo "$$" > ${sq(f)} || exit 125`);

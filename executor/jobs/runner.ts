@@ -393,7 +393,7 @@ export function failedToStart(jobId: string, t0: number, detail: string): JobExi
  * spool, so a stream whose artifact cap is below the inline cap relays only what is spooled (the
  * exit's inline result carries the rest).
  */
-export function liveBytes(plan: Pick<JobPlan, 'inlineBytes' | 'artifactBytes'>): number {
+function liveBytes(plan: Pick<JobPlan, 'inlineBytes' | 'artifactBytes'>): number {
   return Math.max(plan.inlineBytes, Math.min(plan.artifactBytes, LIVE_OUTPUT_MAX_BYTES));
 }
 

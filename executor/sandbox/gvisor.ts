@@ -250,7 +250,7 @@ export class GvisorDriver implements SandboxDriver, GvisorHost {
     return sb;
   }
 
-  bundleConfig(jobDir: string, limits: SandboxLimits, id = '', mode: SandboxMode = 'single'): object {
+  private bundleConfig(jobDir: string, limits: SandboxLimits, id: string, mode: SandboxMode): object {
     const mounts: object[] = [
       { destination: '/proc', type: 'proc', source: 'proc' },
       { destination: '/dev', type: 'tmpfs', source: 'tmpfs', options: ['nosuid', 'strictatime', 'mode=755', 'size=65536k'] },
@@ -274,7 +274,7 @@ export class GvisorDriver implements SandboxDriver, GvisorHost {
     };
     linux.resources = { memory: { limit: limits.memoryBytes } };
     // Our own cgroup path, so the sandbox's host processes can be found (disk-write accounting).
-    if (id) linux.cgroupsPath = `/gatehouse/${id}`;
+    linux.cgroupsPath = `/gatehouse/${id}`;
     // POSIX message queues outlive their creator and cannot be listed without mounting mqueue
     // (CAP_SYS_ADMIN): in a sandbox that runs several jobs, none may create one.
     if (mode === 'reuse') {

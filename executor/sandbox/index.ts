@@ -10,8 +10,7 @@ import type { SandboxKind } from '../../src/contracts/agent-protocol.ts';
 import type { Result } from '../../src/contracts/errors.ts';
 import type { Logger } from '../log.ts';
 
-export type { SandboxDriver, Sandbox, SandboxProcess, LaunchRequest, ResourceLimits, ProcessEnd, DriverOptions } from './types.ts';
-export { SANDBOX_PATH } from './types.ts';
+export type { SandboxDriver } from './types.ts';
 
 export async function startDriver(kind: SandboxKind, opts: DriverOptions, log: Logger): Promise<Result<SandboxDriver>> {
   try {

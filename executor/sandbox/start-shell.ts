@@ -26,11 +26,11 @@ import { closingShell, killGroup } from './exec-util.ts';
 import type { JobCgroup } from './cgroup.ts';
 
 /** The start's fd on which one line starts its job. */
-export const CONTROL_FD = 4;
+const CONTROL_FD = 4;
 /** The start's fd from which the program it becomes reads its arguments (`execInput`: bwrap --args). */
 export const ARGS_FD = 5;
 /** Starts kept waiting at once (one per key): each is an idle `sh` (and bwrap) holding a pooled cgroup. */
-export const MAX_WAITING_STARTS = 4;
+const MAX_WAITING_STARTS = 4;
 
 /** Shell text that waits for the go line on CONTROL_FD, closes it, then sources `file` (a shell word). */
 export function waitThenSource(file: string): string {

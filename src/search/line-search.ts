@@ -27,7 +27,7 @@ export interface SearchResult {
   totalBytes: number;
 }
 
-export const DEFAULT_MAX_EXCERPT_LINES = 200;
+const DEFAULT_MAX_EXCERPT_LINES = 200;
 
 /** > LINE_CAP chars → first LINE_CAP chars + TRUNCATED_SUFFIX (never splitting a surrogate pair). */
 export function capLine(line: string): string {

@@ -30,23 +30,3 @@ export function shortCluster(arg: string): string | null {
   if (arg.length < 2 || arg[0] !== '-' || arg[1] === '-') return null;
   return arg.slice(1);
 }
-
-/**
- * Scans a short-option cluster the way getopt does: the first letter in `valued` takes the rest
- * of the cluster (or the next argument) as its value, so letters after it are not options.
- * Returns the first letter of `wanted` seen before that point, or null.
- */
-export function clusterFind(cluster: string, wanted: string, valued: string): string | null {
-  for (const c of cluster) {
-    if (wanted.includes(c)) return c;
-    if (valued.includes(c)) return null;
-  }
-  return null;
-}
-
-/** The value of a short or long option given as `-xVALUE`, `-x VALUE`, `--long=VALUE` or `--long VALUE`. */
-export function optionValue(args: readonly string[], i: number, attachedFrom: number): string | undefined {
-  const a = args[i];
-  if (a.length > attachedFrom) return a.slice(attachedFrom);
-  return args[i + 1];
-}
