@@ -6,8 +6,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
-import { cgroupSupport } from '../../executor/sandbox/cgroup.ts';
-import { makeRig, requireTool, type Rig } from './helpers.ts';
+import { cgroupSupport } from '../../../executor/sandbox/cgroup.ts';
+import { makeRig, requireTool, type Rig } from '../helpers.ts';
 
 const limits = (memoryBytes: number) => ({ inlineBytes: 100_000, artifactBytes: 100_000, memoryBytes, maxProcesses: 64, maxOpenFiles: 99 });
 const MiB = 1 << 20;

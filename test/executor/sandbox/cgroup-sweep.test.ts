@@ -8,10 +8,10 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { cgroupOwner, cgroupSupport } from '../../executor/sandbox/cgroup.ts';
-import { startDriver } from '../../executor/sandbox/index.ts';
-import type { Logger } from '../../executor/log.ts';
-import { makeRig, type Rig } from './helpers.ts';
+import { cgroupOwner, cgroupSupport } from '../../../executor/sandbox/cgroup.ts';
+import { startDriver } from '../../../executor/sandbox/index.ts';
+import type { Logger } from '../../../executor/log.ts';
+import { makeRig, type Rig } from '../helpers.ts';
 
 const cgroups = cgroupSupport();
 if (!cgroups && process.env.CI === 'true') throw new Error('cgroups are required under CI=true (the agent runs as root there)');

@@ -1,7 +1,7 @@
 /** How many warm gVisor sandboxes the agent keeps: `--warm`, more while jobs arrive fast (no sandbox is started here). */
 import { describe, expect, it } from 'vitest';
-import { GvisorDriver } from '../../executor/sandbox/gvisor.ts';
-import { silentLogger } from '../../executor/log.ts';
+import { GvisorDriver } from '../../../executor/sandbox/gvisor.ts';
+import { silentLogger } from '../../../executor/log.ts';
 
 describe('gvisor warm pool size', () => {
   const driver = (warm: number) => new GvisorDriver({ root: '/nonexistent', stateDir: '/nonexistent', warm }, silentLogger);

@@ -8,12 +8,12 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { SandboxKind } from '../../src/contracts/agent-protocol.ts';
-import { LIVE_FRAME_DATA_BYTES, LIVE_OUTPUT_MAX_BYTES } from '../../src/contracts/limits.ts';
-import type { SandboxReuse } from '../../src/contracts/sandbox-reuse.ts';
-import { makeRig, requireTool, runtimes, type Rig } from './helpers.ts';
-import { DISCARD_LIVE } from '../../executor/jobs/relay.ts';
-import { runscKillArgv } from '../../executor/sandbox/gvisor-sandbox.ts';
+import type { SandboxKind } from '../../../src/contracts/agent-protocol.ts';
+import { LIVE_FRAME_DATA_BYTES, LIVE_OUTPUT_MAX_BYTES } from '../../../src/contracts/limits.ts';
+import type { SandboxReuse } from '../../../src/contracts/sandbox-reuse.ts';
+import { makeRig, requireTool, runtimes, type Rig } from '../helpers.ts';
+import { DISCARD_LIVE } from '../../../executor/jobs/relay.ts';
+import { runscKillArgv } from '../../../executor/sandbox/gvisor-sandbox.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

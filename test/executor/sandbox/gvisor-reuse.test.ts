@@ -4,12 +4,12 @@
  * recycled. What a hostile job cannot leave for the next one is in test/attack/gvisor-reuse.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { JobSpec } from '../../src/contracts/agent-protocol.ts';
-import type { SandboxReuse } from '../../src/contracts/sandbox-reuse.ts';
+import type { JobSpec } from '../../../src/contracts/agent-protocol.ts';
+import type { SandboxReuse } from '../../../src/contracts/sandbox-reuse.ts';
 import { driverSuite } from './suite.ts';
-import { makeRig, requireTool, runtimes, type Rig } from './helpers.ts';
-import { DISCARD_LIVE } from '../../executor/jobs/relay.ts';
-import { MAX_SHORT_BUSY, MAX_STARTS, RETIRE_AHEAD_JOBS, SHORT_JOB_MS } from '../../executor/sandbox/gvisor-reuse.ts';
+import { makeRig, requireTool, runtimes, type Rig } from '../helpers.ts';
+import { DISCARD_LIVE } from '../../../executor/jobs/relay.ts';
+import { MAX_SHORT_BUSY, MAX_STARTS, RETIRE_AHEAD_JOBS, SHORT_JOB_MS } from '../../../executor/sandbox/gvisor-reuse.ts';
 
 driverSuite('gvisor', { reuse: { jobs: 100, seconds: 600 } });
 
@@ -168,7 +168,7 @@ d('gvisor sandbox reuse', () => {
     expect(t.exit.state).toBe('timed_out');
     const b = await sandboxOf(reuse);
     expect(b).not.toBe(a);
-    const running = rig.runner.start({ ...(await import('./helpers.ts')).jobSpec({ jobId: 'reuse-cancel', command: 'sleep', args: ['30'], reuse }) }, DISCARD_LIVE);
+    const running = rig.runner.start({ ...(await import('../helpers.ts')).jobSpec({ jobId: 'reuse-cancel', command: 'sleep', args: ['30'], reuse }) }, DISCARD_LIVE);
     if (!running.accepted) throw new Error(running.error.message);
     await sleep(300);
     rig.runner.cancel('reuse-cancel');
