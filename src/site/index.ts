@@ -8,9 +8,10 @@ import { Hono, type Context, type Handler } from 'hono';
 import type { AppEnv } from '../env.ts';
 import { canonicalMcpUrl } from '../auth/config.ts';
 import { landingPage } from './landing.ts';
+import { FAVICON_SVG } from '../dashboard/client/favicon.ts';
 
 /** A static page with no scripts: nothing may load, nothing may frame it. */
-const PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+const PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 export const siteRoutes = new Hono<AppEnv>();
 
@@ -27,6 +28,11 @@ siteRoutes.get('/', (c) => {
   c.header('Referrer-Policy', 'no-referrer');
   return c.html(landingPage({ origin, mcpUrl }));
 });
+
+/** Browsers ask every site for /favicon.ico: the dashboard's icon (SVG; browsers go by the type, not the name). */
+for (const path of ['/favicon.ico', '/favicon.svg']) {
+  siteRoutes.get(path, (c) => c.body(FAVICON_SVG, 200, { 'Content-Type': 'image/svg+xml', 'Cache-Control': 'public, max-age=86400', 'X-Content-Type-Options': 'nosniff' }));
+}
 
 /** What a client that used a near-miss path should use instead (JSON-RPC shape: MCP clients show `message`). */
 export const mcpPathHint: Handler<AppEnv> = (c) => {

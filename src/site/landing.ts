@@ -8,6 +8,7 @@ export function landingPage(o: { origin: string; mcpUrl: string }) {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Gatehouse — governed command execution over MCP</title>
+<link rel="icon" href="/favicon.svg" type="image/svg+xml">
 <style>
   body { font: 16px/1.5 system-ui, sans-serif; max-width: 46rem; margin: 2rem auto; padding: 0 1rem; color: #1b1b1b; }
   code, pre { font: 14px/1.4 ui-monospace, monospace; background: #f3f3f3; border-radius: 4px; }

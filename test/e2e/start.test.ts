@@ -113,6 +113,13 @@ describe('npm start', () => {
     // …and the links on it lead somewhere.
     expect((await fetch(`http://127.0.0.1:${port}/dashboard`)).status).toBe(200);
     expect((await fetch(`http://127.0.0.1:${port}/.well-known/oauth-protected-resource`)).status).toBe(200);
+    // The icon a browser asks every site for exists.
+    for (const icon of ['/favicon.ico', '/favicon.svg']) {
+      const f = await fetch(`http://127.0.0.1:${port}${icon}`);
+      expect(f.status, icon).toBe(200);
+      expect(f.headers.get('content-type'), icon).toBe('image/svg+xml');
+      expect(await f.text(), icon).toMatch(/^<svg /);
+    }
     // A near-miss MCP path gets the endpoint to use, with or without a token.
     for (const path of ['/mcp/', '/mcp/messages', '/sse']) {
       const miss = await fetch(`http://127.0.0.1:${port}${path}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' });
