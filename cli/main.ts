@@ -14,8 +14,9 @@ import { agentsCommand } from './agents.ts';
 import { jobsCommand } from './jobs.ts';
 import { approvalsCommand } from './approvals.ts';
 import { oauthCommand } from './oauth.ts';
+import { membersCommand } from './members.ts';
 
-const COMMANDS = ['token', 'oauth', 'policy', 'audit', 'agents', 'jobs', 'approvals', 'agent', 'help'];
+const COMMANDS = ['token', 'members', 'oauth', 'policy', 'audit', 'agents', 'jobs', 'approvals', 'agent', 'help'];
 
 export const HELP = `gatehouse — admin CLI and executor agent of a Gatehouse MCP gateway
 
@@ -24,6 +25,7 @@ usage:
   gatehouse token list
   gatehouse token revoke <jti>
   gatehouse token bootstrap --team <team> --key-file <jwk.json|.dev.vars> --issuer URL --audience URL
+  gatehouse members list | invite <email> [--role r] | withdraw <id> | role <member> <role> | remove <member>
   gatehouse oauth grants [--all] | revoke <grant-id>  MCP clients an admin connected (OAuth grants)
   gatehouse oauth revoke-client <client-id> | unblock-client <client-id>
   gatehouse policy get | set <file.json|-> | check [--runtime r] [--cwd d] -- <command> [args...]
@@ -60,6 +62,7 @@ export async function main(argv: string[]): Promise<number> {
       case 'jobs': return await jobsCommand(rest);
       case 'approvals': return await approvalsCommand(rest);
       case 'oauth': return await oauthCommand(rest);
+      case 'members': return await membersCommand(rest);
       case 'agent':
         info('gatehouse: "agent" is started by the gatehouse command itself (bin/gatehouse.mjs), not by the admin CLI');
         return 2;

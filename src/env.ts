@@ -1,6 +1,7 @@
 /** Bindings and configuration of the edge Worker (wrangler.toml [vars], secrets, bindings). */
 import type { TeamDispatcher } from './dispatch/team-dispatcher.ts';
 import type { AgentGrant } from './contracts/agent-grant.ts';
+import type { Role } from './members/roles.ts';
 
 export interface Env {
   DB: D1Database;
@@ -59,6 +60,8 @@ export interface Principal {
   issuer: string;
   /** An agent token's grant: what its agents may claim in `hello`. Absent: whatever they say (src/contracts/agent-grant.ts). */
   agentGrant?: AgentGrant;
+  /** A signed-in person (src/members/): their membership and role in `team`. Absent: an API token. */
+  member?: { memberId: string; role: Role };
 }
 
 /** Hono context variables set by middleware. */

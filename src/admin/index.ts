@@ -16,6 +16,7 @@ import { agentAdminRoutes, jobAdminRoutes } from './jobs.ts';
 import { approvalRoutes } from './approvals.ts';
 import { oauthAdminRoutes } from './oauth.ts';
 import { overviewRoutes } from './overview.ts';
+import { memberRoutes } from './members.ts';
 import { apiError } from './http.ts';
 
 /** Who am I: the admin token's team and subject (the CLI uses it to check `--team`). */
@@ -37,6 +38,7 @@ teamApi.route('/artifacts', artifactRoutes);
 teamApi.route('/approvals', approvalRoutes);
 teamApi.route('/oauth', oauthAdminRoutes);
 teamApi.route('/overview', overviewRoutes);
+teamApi.route('/members', memberRoutes);
 
 export const adminRoutes = new Hono<AppEnv>();
 
@@ -53,5 +55,5 @@ adminRoutes.route('/teams/:team', teamApi);
 adminRoutes.route('/', teamApi);
 
 adminRoutes.all('*', (c) =>
-  apiError(c, 'not_found', `no admin route ${c.req.method} ${new URL(c.req.url).pathname}; see /admin/v1/{overview,tokens,policy,policy/check,audit,agents,jobs,artifacts/:handle,approvals,oauth/grants,oauth/clients/:id}`),
+  apiError(c, 'not_found', `no admin route ${c.req.method} ${new URL(c.req.url).pathname}; see /admin/v1/{overview,tokens,policy,policy/check,audit,agents,jobs,artifacts/:handle,approvals,oauth/grants,oauth/clients/:id,members,members/invitations}`),
 );

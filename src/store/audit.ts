@@ -50,7 +50,7 @@ export function boundedText(s: string): string {
 }
 
 export const AUDIT_DECISIONS = ['allowed', 'denied', 'failed', 'asked'] as const;
-export const AUDIT_TOOLS = ['execute', 'runtime_execute', 'query_output', 'policy_check', 'list_runtimes', 'run_script', 'job_status', 'job_output', 'job_kill', 'job_list', 'admin.policy_set', 'admin.token_create', 'admin.token_revoke', 'admin.oauth_grant_revoke', 'admin.oauth_client_revoke', 'admin.oauth_client_unblock', 'oauth.grant_create', 'admin.job_kill', 'admin.approval_approve', 'admin.approval_deny', 'approval.elicitation', 'agent.connect'] as const;
+export const AUDIT_TOOLS = ['execute', 'runtime_execute', 'query_output', 'policy_check', 'list_runtimes', 'run_script', 'job_status', 'job_output', 'job_kill', 'job_list', 'admin.policy_set', 'admin.token_create', 'admin.token_revoke', 'admin.oauth_grant_revoke', 'admin.oauth_client_revoke', 'admin.oauth_client_unblock', 'oauth.grant_create', 'admin.job_kill', 'admin.approval_approve', 'admin.approval_deny', 'approval.elicitation', 'agent.connect', 'admin.member_invite', 'admin.member_invitation_revoke', 'admin.member_role', 'admin.member_remove', 'member.join'] as const;
 /** An agent's connection refused by its team's Durable Object (a `hello` claiming more than its token grants). */
 export const AGENT_CONNECT_AUDIT_TOOL = 'agent.connect' satisfies (typeof AUDIT_TOOLS)[number];
 

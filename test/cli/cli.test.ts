@@ -19,7 +19,7 @@ import { readmeBlock } from './readme.ts';
 /** Every command of the CLI (what `gatehouse --help` lists): each takes --help and --json. */
 const EVERY_COMMAND = [
   'token create', 'token list', 'token revoke', 'token bootstrap', 'policy get', 'policy set', 'policy check', 'policy presets', 'policy preset', 'audit tail', 'agents',
-  'jobs list', 'jobs show', 'jobs kill', 'oauth grants', 'oauth revoke', 'oauth revoke-client', 'oauth unblock-client', 'approvals list', 'approvals show', 'approvals approve', 'approvals deny', 'agent', 'agent doctor',
+  'jobs list', 'jobs show', 'jobs kill', 'oauth grants', 'oauth revoke', 'oauth revoke-client', 'oauth unblock-client', 'members list', 'members invite', 'members withdraw', 'members role', 'members remove', 'approvals list', 'approvals show', 'approvals approve', 'approvals deny', 'agent', 'agent doctor',
 ];
 
 let gw: Gateway;
@@ -82,7 +82,7 @@ describe('usage', () => {
       for (const alt of m[3].matchAll(/\| ([a-z][a-z-]*)/g)) named.add(`${m[1]} ${alt[1]}`);
     }
     expect([...named].sort()).toEqual([...EVERY_COMMAND].sort());
-    const cases = [...EVERY_COMMAND, 'token', 'oauth', 'policy', 'audit', 'jobs', 'approvals'].flatMap((c) => ['--help', '-h'].map((flag) => ({ c, flag })));
+    const cases = [...EVERY_COMMAND, 'token', 'members', 'oauth', 'policy', 'audit', 'jobs', 'approvals'].flatMap((c) => ['--help', '-h'].map((flag) => ({ c, flag })));
     // Four CLI processes at a time: each start costs a Node start-up, and there are about 60 of them.
     const results = new Map<string, Run>();
     let next = 0;
@@ -109,7 +109,7 @@ describe('usage', () => {
   it('exits 2 on an unknown command or flag, listing what is allowed', async () => {
     const c = await cli(['frobnicate']);
     expect(c.code).toBe(2);
-    expect(c.stderr).toContain('unknown command "frobnicate"; allowed: token, oauth, policy, audit, agents, jobs, approvals, agent, help');
+    expect(c.stderr).toContain('unknown command "frobnicate"; allowed: token, members, oauth, policy, audit, agents, jobs, approvals, agent, help');
     const f = await cli(['token', 'list', '--colour']);
     expect(f.code).toBe(2);
     expect(f.stderr).toMatch(/unknown flag "--colour" for "token list"; allowed: --url, --token/);
