@@ -32,6 +32,8 @@ export abstract class ShellDriver implements SandboxDriver {
   protected readonly opts: DriverOptions;
   protected readonly log: Logger;
   private readonly live = new Set<ShellSandbox>();
+  /** Sandboxes being torn down (the runner does not wait for a teardown; idle() does). */
+  private readonly teardowns = new Set<Promise<void>>();
   private counter = 0;
   /** Names this agent's job cgroups (see cgroupOwner). */
   private readonly owner: string;
@@ -107,7 +109,16 @@ export abstract class ShellDriver implements SandboxDriver {
     this.live.delete(sb);
   }
 
-  async idle(): Promise<void> {}
+  /** A sandbox's teardown began: idle() waits for `done`. */
+  tearingDown(done: Promise<void>): void {
+    this.teardowns.add(done);
+    const over = () => this.teardowns.delete(done);
+    void done.then(over, over);
+  }
+
+  async idle(): Promise<void> {
+    while (this.teardowns.size) await Promise.allSettled([...this.teardowns]);
+  }
 
   /** A job's cgroup back: see CgroupPool (`clean`: its job was never killed). */
   async releaseCgroup(cg: JobCgroup, clean: boolean): Promise<void> {
@@ -211,7 +222,8 @@ export abstract class ShellSandbox implements Sandbox {
   }
 
   destroy(): Promise<void> {
-    this.destroyed ??= (async () => {
+    if (this.destroyed) return this.destroyed;
+    this.destroyed = (async () => {
       await this.endProcesses();
       if (this.shell?.waiting()) this.shell.discard(); // never launched: its start goes, its cgroup is released below
       if (this.cgroup) await this.driver.releaseCgroup(this.cgroup, !this.killed);
@@ -219,6 +231,7 @@ export abstract class ShellSandbox implements Sandbox {
       this.driver.forget(this);
       await this.cleanUp();
     })();
+    this.driver.tearingDown(this.destroyed);
     return this.destroyed;
   }
 }

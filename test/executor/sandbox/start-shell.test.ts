@@ -5,8 +5,9 @@
  * started cold gets: its env, cwd, rlimits, cgroup and stdio, nothing of the shell's.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, readlinkSync } from 'node:fs';
 import { cgroupSupport } from '../../../executor/sandbox/cgroup.ts';
+import { DEFAULT_RESOURCE_LIMITS } from '../../../src/contracts/resource-limits.ts';
 import { makeRig, requireTool, type Rig } from '../helpers.ts';
 
 const limits = (memoryBytes: number) => ({ inlineBytes: 100_000, artifactBytes: 100_000, memoryBytes, maxProcesses: 64, maxOpenFiles: 99 });
@@ -48,6 +49,8 @@ async function jobDirOf(bwrapPid: number): Promise<string> {
 
 /** Runs `job`, then returns the start shell that began waiting after it. */
 async function shellAfter(rig: Rig, job: () => Promise<unknown>): Promise<number> {
+  // An earlier job's teardown (which makes the start for the job after it) may still be running.
+  await rig.driver.idle();
   const before = new Set(waitingShells(rig.stateDir));
   await job();
   // Up to 10 s: the start is spawned after the job's teardown, which a loaded machine delays.
@@ -99,6 +102,15 @@ for (const kind of ['none', 'bwrap'] as const) {
       expect(envOf(warmEnv.exit.stdout)).toEqual(envOf(coldEnv.exit.stdout));
       expect(envOf(warmEnv.exit.stdout)).toEqual(['FOO=bar baz', 'HOME=/tmp', 'PATH=/usr/local/bin:/usr/bin:/bin', 'TMPDIR=/tmp']);
     }, 60_000);
+
+    it('idle() resolves once a sandbox torn down in the background is gone (its job dir too)', async () => {
+      const sb = await rig.driver.acquire('idle-check', DEFAULT_RESOURCE_LIMITS);
+      sb.prepareJobDir?.();
+      expect(existsSync(sb.jobDirHost)).toBe(true);
+      void sb.destroy();
+      await rig.driver.idle();
+      expect(existsSync(sb.jobDirHost)).toBe(false);
+    });
 
     it.runIf(cgroups !== null)('a job with other limits does not take it; a waiting shell killed from outside is not used', async () => {
       const l = limits(116 * MiB);
