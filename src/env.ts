@@ -45,6 +45,9 @@ export interface Env {
   ALLOWED_HOSTS?: string;
   /** KV of the OAuth authorization server (clients, grants, tokens; src/oauth/). Absent → OAuth answers 501. */
   OAUTH_KV?: KVNamespace;
+  /** Cloudflare Access as the members' identity provider (src/members/access.ts): the team domain and the application's audience tag. */
+  CF_ACCESS_TEAM_DOMAIN?: string;
+  CF_ACCESS_AUD?: string;
 }
 
 export const SCOPES = ['execute', 'artifacts:read', 'admin', 'agent'] as const;

@@ -3,7 +3,7 @@
  */
 import { Hono } from 'hono';
 import type { AppEnv, Env } from './env.ts';
-import { configGuard, hostCheck, requireAuth, wellKnownRoutes } from './auth/index.ts';
+import { configGuard, hostCheck, wellKnownRoutes } from './auth/index.ts';
 import { rateLimit } from './edge/rate-limit.ts';
 import { publicCors } from './edge/cors.ts';
 import { adminRoutes } from './admin/index.ts';
@@ -13,6 +13,7 @@ import { dashboardRoutes } from './dashboard/index.ts';
 import { cleanupExpiredArtifacts } from './store/artifacts.ts';
 import { siteRoutes, mcpPathHint, notFound } from './site/index.ts';
 import { oauthRoutes } from './oauth/routes.ts';
+import { memberOrToken } from './members/auth.ts';
 export { TeamDispatcher } from './dispatch/team-dispatcher.ts';
 
 const app = new Hono<AppEnv>();
@@ -35,7 +36,8 @@ app.all('/mcp/:rest{.+}', mcpPathHint);
 app.all('/sse', mcpPathHint);
 app.route('/mcp', mcpRoutes);
 app.route('/agent/v1', agentRoutes);
-app.use('/admin/v1/*', requireAuth({ scopes: ['admin'] }), rateLimit('admin'));
+// An API token, or a signed-in member with the role that carries the admin scope (src/members/).
+app.use('/admin/v1/*', memberOrToken({ scopes: ['admin'] }), rateLimit('admin'));
 app.route('/admin/v1', adminRoutes);
 app.route('/dashboard', dashboardRoutes);
 app.notFound(notFound);

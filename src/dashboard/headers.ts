@@ -15,7 +15,10 @@ import type { AppEnv } from '../env.ts';
 /** The MCP Apps job view, under the dashboard's path. */
 export const APP_FRAME_PATH = '/dashboard/app/job-output.html';
 
-export function dashboardCsp(origin: string): string {
+/** The invitation page posts its one form to itself (src/dashboard/join.ts). */
+const FORM_PATHS = new Set(['/dashboard/join']);
+
+export function dashboardCsp(origin: string, forms = false): string {
   return [
     "default-src 'none'",
     "script-src 'self'",
@@ -24,7 +27,7 @@ export function dashboardCsp(origin: string): string {
     "img-src 'self'",
     `frame-src ${origin}${APP_FRAME_PATH}`,
     "base-uri 'none'",
-    "form-action 'none'",
+    forms ? "form-action 'self'" : "form-action 'none'",
     "frame-ancestors 'none'",
   ].join('; ');
 }
@@ -73,7 +76,7 @@ export function dashboardHeaders(): MiddlewareHandler<AppEnv> {
       // The route set the view's own CSP; the dashboard (this origin) is its only possible parent.
       h.set('X-Frame-Options', 'SAMEORIGIN');
     } else {
-      h.set('Content-Security-Policy', dashboardCsp(origin));
+      h.set('Content-Security-Policy', dashboardCsp(origin, FORM_PATHS.has(c.req.path)));
       h.set('X-Frame-Options', 'DENY');
       h.set('Cross-Origin-Opener-Policy', 'same-origin');
     }

@@ -25,6 +25,7 @@ import { OVERVIEW_JS } from './client/overview.ts';
 import { APP_HOST_JS } from './client/app-host.ts';
 import { STYLE_CSS } from './client/style.ts';
 import { FAVICON_SVG } from './client/favicon.ts';
+import { joinRoutes } from './join.ts';
 
 const JS = 'text/javascript; charset=utf-8';
 const ASSETS: Record<string, { type: string; body: string }> = {
@@ -55,6 +56,8 @@ dashboardRoutes.get('/assets/:name', (c) => {
   if (!a) return c.text(`no dashboard asset "${c.req.param('name').slice(0, 60)}"; the assets are ${DASHBOARD_ASSETS.join(', ')}`, 404);
   return new Response(a.body, { headers: { 'Content-Type': a.type } });
 });
+
+dashboardRoutes.route('/join', joinRoutes);
 
 dashboardRoutes.get('/presets.json', (c) => c.json({ presets: POLICY_PRESETS }));
 
