@@ -9,6 +9,11 @@ import { createHash } from 'node:crypto';
 import { startGateway, type Gateway } from '../e2e/harness.ts';
 import { execSql } from '../admin/seed.ts';
 import { startAccessIdp, type AccessIdp } from '../support/access-idp.ts';
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { ROOT } from '../e2e/harness.ts';
+import { readmeBlock } from '../cli/readme.ts';
 
 let gw: Gateway;
 let idp: AccessIdp;
@@ -210,4 +215,31 @@ describe('the admin API by role, for people signed in by Access', () => {
     // last seen is recorded for a member who acted.
     expect((await adminToken('GET', '/members')).json.members.find((m: any) => m.memberId === 'mem_alice').lastSeenAt).toEqual(expect.any(Number));
   });
+});
+
+describe('docs/members.md', () => {
+  it('runs the members-cli block as written, with the invited person joining through the link it printed', async () => {
+    const env = {
+      ...process.env, PATH: `${join(ROOT, 'node_modules/.bin')}:${process.env.PATH}`,
+      GATEHOUSE_URL: gw.url, GATEHOUSE_ADMIN_TOKEN: await gw.token({ team: 'acme', scopes: ['admin'], subject: 'docs-admin' }),
+    } as Record<string, string>;
+    const lines = readmeBlock('members-cli');
+    expect(lines).toHaveLength(5);
+    const run = async (line: string) => {
+      try {
+        return (await promisify(execFile)('/bin/sh', ['-ec', line], { cwd: ROOT, env })).stdout;
+      } catch (e) {
+        const x = e as { stdout?: string; stderr?: string; message: string };
+        throw new Error(`docs line failed: ${line}\n${x.message}\n${x.stdout ?? ''}${x.stderr ?? ''}`);
+      }
+    };
+    const link = (await run(lines[0])).trim();
+    const joined = await asPerson(await idp.assertion({ sub: 'u-dana', email: 'dana@example.com' }), 'POST', '/dashboard/join', joinForm(secretOf(link)));
+    expect(joined.text).toContain('You joined team acme as admin.');
+    env.INVITATION_ID = (await adminToken('POST', '/members/invitations', { email: 'later@example.com' })).json.invitation.invitationId;
+    expect(await run(lines[1])).toMatch(/mem_[0-9a-f]+ +admin +dana@example.com/);
+    expect(await run(lines[2])).toBe(`invitation ${env.INVITATION_ID} for later@example.com withdrawn\n`);
+    expect(await run(lines[3])).toMatch(/^mem_[0-9a-f]+ \(dana@example.com\): admin -> member\n$/);
+    expect(await run(lines[4])).toMatch(/^removed mem_[0-9a-f]+ \(dana@example.com, member\) from the team\n$/);
+  }, 120_000);
 });
