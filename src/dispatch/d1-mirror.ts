@@ -11,7 +11,7 @@ import type { DispatchHost, Wakes } from './host.ts';
 import type { JobStore } from './job-store.ts';
 
 /** How long a started job's `running` state waits before it is copied to D1 (its end, if sooner, is copied instead). */
-export const START_SYNC_DELAY_MS = 250;
+const START_SYNC_DELAY_MS = 250;
 /** A copy pass that stopped at its D1 query budget goes on in an alarm this soon. */
 export const COPY_AGAIN_AFTER_MS = 50;
 

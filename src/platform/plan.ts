@@ -15,7 +15,7 @@ export const WORKERS_PLAN_VAR = 'GATEHOUSE_WORKERS_PLAN';
  * Unset means "paid": run_script needs the Worker Loader (Dynamic Workers), which Cloudflare
  * offers on the Workers Paid plan, so a deployment that can run scripts at all is on Paid.
  */
-export const DEFAULT_WORKERS_PLAN: WorkersPlan = 'paid';
+const DEFAULT_WORKERS_PLAN: WorkersPlan = 'paid';
 
 export type PlanResult = { ok: true; plan: WorkersPlan } | { ok: false; code: 'config_error'; message: string };
 
