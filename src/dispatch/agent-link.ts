@@ -97,7 +97,10 @@ export class AgentLink implements Wakes {
 
   budgetOf(ws: WebSocket): AgentBudget {
     let b = this.budgets.get(ws);
-    if (!b) this.budgets.set(ws, (b = new AgentBudget(this.host.heartbeatMs, this.host.now())));
+    if (!b) {
+      b = new AgentBudget(this.host.heartbeatMs, this.host.now());
+      this.budgets.set(ws, b);
+    }
     return b;
   }
 

@@ -73,8 +73,7 @@ export async function awaitJob(
     for (;;) {
       const { value, done } = await reader.read();
       if (value) buffered += value;
-      let nl: number;
-      while ((nl = buffered.indexOf('\n')) >= 0) {
+      for (let nl = buffered.indexOf('\n'); nl >= 0; nl = buffered.indexOf('\n')) {
         const line = buffered.slice(0, nl);
         buffered = buffered.slice(nl + 1);
         if (!line) continue;

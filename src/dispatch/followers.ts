@@ -53,8 +53,8 @@ export class Followers {
       listener(this.finalEvent(row));
       return readable;
     }
-    let set = this.listeners.get(jobId);
-    if (!set) this.listeners.set(jobId, (set = new Set()));
+    const set = this.listeners.get(jobId) ?? new Set<Listener>();
+    this.listeners.set(jobId, set);
     set.add(listener);
     if (isTerminal(row.state)) return readable; // its end comes once the uploads it announced are settled
     listener(row.state === 'running'
@@ -66,11 +66,11 @@ export class Followers {
   /** Resolves when the job ends (`ended`) or after `waitMs`, whichever comes first. */
   waitForEnd(jobId: string, waitMs: number): Promise<void> {
     return new Promise<void>((resolve) => {
-      let set = this.endWaiters.get(jobId);
-      if (!set) this.endWaiters.set(jobId, (set = new Set()));
+      const set = this.endWaiters.get(jobId) ?? new Set<() => void>();
+      this.endWaiters.set(jobId, set);
       const done = () => {
         clearTimeout(timer);
-        set!.delete(done);
+        set.delete(done);
         resolve();
       };
       const timer = setTimeout(done, waitMs);

@@ -9,7 +9,7 @@
  */
 import type { JobExit, JobSpec, SandboxKind, StreamName } from '../contracts/agent-protocol.ts';
 import { LIVE_OUTPUT_MAX_BYTES, STORED_CHUNK_CHARS, STORED_OUTPUT_CHUNK_BYTES, splitText } from '../contracts/limits.ts';
-import type { ArtifactState, JobListFilter, JobState, JobView, StreamArtifact } from '../contracts/jobs.ts';
+import type { ArtifactState, JobState, JobView, StreamArtifact } from '../contracts/jobs.ts';
 import type { AuditEntry } from '../store/audit.ts';
 import { migrate, type Migration, type SqlHost } from './host.ts';
 

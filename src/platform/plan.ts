@@ -24,8 +24,8 @@ const parsed = new WeakMap<PlanVars, PlanResult>();
 
 /** The configured plan, parsed once per `env` object. */
 export function workersPlan(env: PlanVars): PlanResult {
-  let r = parsed.get(env);
-  if (!r) parsed.set(env, (r = parsePlan(env.GATEHOUSE_WORKERS_PLAN)));
+  const r = parsed.get(env) ?? parsePlan(env.GATEHOUSE_WORKERS_PLAN);
+  parsed.set(env, r);
   return r;
 }
 

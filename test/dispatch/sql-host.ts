@@ -75,7 +75,9 @@ export function dispatchHost(o: { env?: Partial<Env>; team?: string; heartbeatMs
   const host: TestHost = {
     ...base, clock, socketList, env: (o.env ?? {}) as Env, heartbeatMs: o.heartbeatMs ?? 1000, wakeCalls: 0,
     now: () => clock.now, team: async () => o.team ?? 'acme', sockets: () => socketList as unknown as WebSocket[],
-    wake: async () => void (host.wakeCalls += 1),
+    wake: async () => {
+      host.wakeCalls += 1;
+    },
   };
   return host;
 }
