@@ -48,6 +48,10 @@ export interface Env {
   /** Cloudflare Access as the members' identity provider (src/members/access.ts): the team domain and the application's audience tag. */
   CF_ACCESS_TEAM_DOMAIN?: string;
   CF_ACCESS_AUD?: string;
+  /** OpenID Connect sign-in of members (src/members/oidc.ts); OIDC_CLIENT_SECRET is a secret. */
+  OIDC_ISSUER?: string;
+  OIDC_CLIENT_ID?: string;
+  OIDC_CLIENT_SECRET?: string;
 }
 
 export const SCOPES = ['execute', 'artifacts:read', 'admin', 'agent'] as const;

@@ -39,6 +39,9 @@ app.route('/agent/v1', agentRoutes);
 // An API token, or a signed-in member with the role that carries the admin scope (src/members/).
 app.use('/admin/v1/*', memberOrToken({ scopes: ['admin'] }), rateLimit('admin'));
 app.route('/admin/v1', adminRoutes);
+// The same API for the dashboard's signed-in people: their session cookie is scoped to /dashboard.
+app.use('/dashboard/api/v1/*', memberOrToken({ scopes: ['admin'] }), rateLimit('admin'));
+app.route('/dashboard/api/v1', adminRoutes);
 app.route('/dashboard', dashboardRoutes);
 app.notFound(notFound);
 

@@ -8,7 +8,7 @@ import { z } from 'zod';
 import type { AppEnv } from '../env.ts';
 import { describeIssues } from '../contracts/errors.ts';
 import { strictInput } from '../contracts/strict-input.ts';
-import { ROLES, Role, checkMemberChange, type Actor } from '../members/roles.ts';
+import { ROLES, type Role, checkMemberChange, type Actor } from '../members/roles.ts';
 import {
   countOwners, createInvitation, findMember, listInvitations, listMembers, removeMember, revokeInvitation, setMemberRole,
 } from '../store/members.ts';

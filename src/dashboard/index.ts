@@ -26,6 +26,7 @@ import { APP_HOST_JS } from './client/app-host.ts';
 import { STYLE_CSS } from './client/style.ts';
 import { FAVICON_SVG } from './client/favicon.ts';
 import { joinRoutes } from './join.ts';
+import { authRoutes } from './auth.ts';
 
 const JS = 'text/javascript; charset=utf-8';
 const ASSETS: Record<string, { type: string; body: string }> = {
@@ -58,6 +59,7 @@ dashboardRoutes.get('/assets/:name', (c) => {
 });
 
 dashboardRoutes.route('/join', joinRoutes);
+dashboardRoutes.route('/auth', authRoutes);
 
 dashboardRoutes.get('/presets.json', (c) => c.json({ presets: POLICY_PRESETS }));
 

@@ -12,6 +12,7 @@ import { writeAudit } from '../store/audit.ts';
 import { acceptInvitation, memberSubject, peekInvitation } from '../store/members.ts';
 import { crossSiteRefusal, signedInIdentity } from '../members/auth.ts';
 import { accessConfig } from '../members/access.ts';
+import { oidcConfig } from '../members/oidc.ts';
 
 export const JOIN_PATH = '/dashboard/join';
 const MAX_SECRET_CHARS = 200;
@@ -30,9 +31,13 @@ const errorPage = (c: Context<AppEnv>, e: GatehouseErrorShape, title = 'Invitati
 /** Why nobody is signed in: how this gateway signs people in, or that it does not. */
 function signInNeeded(c: Context<AppEnv>): Response {
   const access = accessConfig(c.env);
-  const how = access.ok && access.value
-    ? `Open this link through Cloudflare Access (${esc(access.value.teamDomain)}), which signs you in.`
-    : 'This gateway has no identity provider configured (docs/members.md: CF_ACCESS_TEAM_DOMAIN and CF_ACCESS_AUD), so nobody can sign in to accept an invitation yet.';
+  const oidc = oidcConfig(c.env);
+  const back = `${JOIN_PATH}?invitation=${encodeURIComponent((c.req.query('invitation') ?? '').slice(0, MAX_SECRET_CHARS))}`;
+  const how = oidc.ok && oidc.value
+    ? `<a href="/dashboard/auth/login?next=${esc(encodeURIComponent(back))}">Sign in with ${esc(oidc.value.issuer.host)}</a> to accept the invitation.`
+    : access.ok && access.value
+      ? `Open this link through Cloudflare Access (${esc(access.value.teamDomain)}), which signs you in.`
+      : 'This gateway has no identity provider configured (docs/members.md: OIDC_ISSUER, or CF_ACCESS_TEAM_DOMAIN and CF_ACCESS_AUD), so nobody can sign in to accept an invitation yet.';
   return htmlPage(c, 'Sign in to accept the invitation', `<p role="alert" data-code="unauthenticated">${how}</p>`, 401);
 }
 
@@ -48,20 +53,22 @@ joinRoutes.get('/', async (c) => {
   if (!inv.ok) return errorPage(c, inv.error);
   const i = inv.value;
   return htmlPage(c, `Join team ${i.team}`, `<p>This invitation makes <strong>${esc(i.email)}</strong> a <strong data-role>${esc(i.role)}</strong> of team <strong data-team>${esc(i.team)}</strong>; it works once, until ${esc(new Date(i.expiresAt).toISOString())}.</p>`
-    + `<p>You are signed in as ${esc(who.value.email ?? who.value.subject)}.</p>`
-    + `<form method="post" action="${JOIN_PATH}"><input type="hidden" name="invitation" value="${esc(secret)}"><button type="submit">Join ${esc(i.team)}</button></form>`);
+    + `<p>You are signed in as ${esc(who.value.identity.email ?? who.value.identity.subject)}.</p>`
+    + `<form method="post" action="${JOIN_PATH}"><input type="hidden" name="invitation" value="${esc(secret)}">`
+    + (who.value.csrf ? `<input type="hidden" name="csrf" value="${esc(who.value.csrf)}">` : '')
+    + `<button type="submit">Join ${esc(i.team)}</button></form>`);
 });
 
 joinRoutes.post('/', async (c) => {
-  const csrf = crossSiteRefusal(c);
-  if (csrf) return errorPage(c, csrf);
   const who = await signedInIdentity(c);
   if (!who.ok) return errorPage(c, who.error);
   if (!who.value) return signInNeeded(c);
   const form = await c.req.parseBody();
+  const csrf = crossSiteRefusal(c, who.value, typeof form.csrf === 'string' ? form.csrf : undefined);
+  if (csrf) return errorPage(c, csrf);
   const secret = typeof form.invitation === 'string' ? form.invitation.slice(0, MAX_SECRET_CHARS) : '';
   if (!secret) return errorPage(c, { code: 'invalid_argument', message: 'the form carries no invitation: open the invitation link again' });
-  const r = await acceptInvitation(c.env, secret, who.value);
+  const r = await acceptInvitation(c.env, secret, who.value.identity);
   if (!r.ok) return errorPage(c, r.error);
   const { member, invitation, joined } = r.value;
   await writeAudit(c.env.DB, {

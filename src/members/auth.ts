@@ -1,9 +1,10 @@
 /**
  * A signed-in person as a principal: where a request carries no API token but a verified identity
- * (Cloudflare Access's assertion), the person's membership and role in the team become the
+ * (Cloudflare Access's assertion, or the session cookie of the OpenID Connect sign-in), the person's membership and role in the team become the
  * principal, read from D1 on every request, so removing a member or lowering their role takes
  * effect on their next request. Requests that change something must come from this gateway's own
- * pages (their Origin), the CSRF rule for every identity a browser carries on its own.
+ * pages (their Origin) and, with a session, carry its CSRF token (header X-Gatehouse-CSRF or form
+ * field `csrf`): a browser presents either identity on its own, so neither alone proves intent.
  *
  * ```ts
  * app.use('/admin/v1/*', memberOrToken({ scopes: ['admin'] }));
@@ -16,6 +17,7 @@ import { authenticate, authErrorResponse, checkScopes, type ScopeRequirement } f
 import { apiError } from '../admin/http.ts';
 import { ACCESS_HEADER, accessConfig, verifyAccessAssertion } from './access.ts';
 import { memberSubject, membershipsOf, touchMember, type Identity, type MemberRow } from '../store/members.ts';
+import { SESSION_PATH, readSession } from './session.ts';
 import type { Role } from './roles.ts';
 
 /** What each role may do through scopes: admin and owner hold the admin API; a member runs and reads. */
@@ -26,26 +28,44 @@ export const ROLE_SCOPES: Record<Role, Scope[]> = {
 };
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+export const CSRF_HEADER = 'X-Gatehouse-CSRF';
+
+export interface SignedIn {
+  identity: Identity;
+  /** The session's CSRF token; null for Cloudflare Access (no session of ours: the Origin rule alone). */
+  csrf: string | null;
+}
 
 /** The person signed in on this request, null when none is presented, or why the presented one is refused. */
-export async function signedInIdentity(c: Context<AppEnv>): Promise<Result<Identity | null>> {
+export async function signedInIdentity(c: Context<AppEnv>): Promise<Result<SignedIn | null>> {
   const assertion = c.req.header(ACCESS_HEADER);
-  if (assertion === undefined) return { ok: true, value: null };
+  if (assertion === undefined) {
+    // The session is for the dashboard's paths (its cookie's path), even if a client sends it elsewhere.
+    if (!c.req.path.startsWith(`${SESSION_PATH}/`)) return { ok: true, value: null };
+    const s = await readSession(c);
+    return { ok: true, value: s ? { identity: s.identity, csrf: s.csrf } : null };
+  }
   const cfg = accessConfig(c.env);
   if (!cfg.ok) return cfg;
   if (!cfg.value) {
     return { ok: false, error: { code: 'unauthenticated', message: `this gateway does not trust Cloudflare Access (set CF_ACCESS_TEAM_DOMAIN and CF_ACCESS_AUD); sign in with an API token` } };
   }
-  return verifyAccessAssertion(cfg.value, assertion);
+  const who = await verifyAccessAssertion(cfg.value, assertion);
+  return who.ok ? { ok: true, value: { identity: who.value, csrf: null } } : who;
 }
 
-/** A state-changing request signed in by a browser-held identity must come from this origin. */
-export function crossSiteRefusal(c: Context<AppEnv>): GatehouseErrorShape | null {
+/** A state-changing request signed in by a browser-held identity must come from this origin, with the session's CSRF token. */
+export function crossSiteRefusal(c: Context<AppEnv>, s: SignedIn, formToken?: string): GatehouseErrorShape | null {
   if (SAFE_METHODS.has(c.req.method)) return null;
   const origin = c.req.header('Origin');
   const own = new URL(c.req.url).origin;
-  if (origin === own) return null;
-  return { code: 'forbidden', message: `a signed-in request that changes something must come from this gateway's pages (Origin ${own}); got ${origin ? `Origin ${origin.slice(0, 100)}` : 'no Origin header'}` };
+  if (origin !== own) {
+    return { code: 'forbidden', message: `a signed-in request that changes something must come from this gateway's pages (Origin ${own}); got ${origin ? `Origin ${origin.slice(0, 100)}` : 'no Origin header'}` };
+  }
+  if (s.csrf === null) return null;
+  const token = c.req.header(CSRF_HEADER) ?? formToken;
+  if (token === s.csrf) return null;
+  return { code: 'forbidden', message: `${token ? 'wrong' : 'missing'} CSRF token: a signed-in change carries the session's token (header ${CSRF_HEADER}, from GET /dashboard/auth/session); reload the page` };
 }
 
 /** The membership a request acts in: the team its path names, else the person's only team. */
@@ -81,10 +101,11 @@ export function memberOrToken(o: ScopeRequirement): MiddlewareHandler<AppEnv> {
       c.set('principal', r.value);
       return next();
     }
-    const csrf = crossSiteRefusal(c);
+    const csrf = crossSiteRefusal(c, who.value);
     if (csrf) return apiError(c, csrf.code, csrf.message);
-    const pathTeam = /^\/admin\/v1\/teams\/([^/]+)/.exec(new URL(c.req.url).pathname)?.[1];
-    const m = pickMembership(await membershipsOf(c.env, who.value.issuer, who.value.subject), pathTeam && decodeURIComponent(pathTeam), who.value);
+    const pathTeam = /^\/(?:admin|dashboard\/api)\/v1\/teams\/([^/]+)/.exec(new URL(c.req.url).pathname)?.[1];
+    const person = who.value.identity;
+    const m = pickMembership(await membershipsOf(c.env, person.issuer, person.subject), pathTeam && decodeURIComponent(pathTeam), person);
     if (!m.ok) return apiError(c, m.error.code, m.error.message);
     const p = memberPrincipal(m.value);
     const scoped = checkScopes(p, o);

@@ -11,8 +11,8 @@ import { runCli } from '../support/cli.ts';
 let gw: Gateway;
 const T0 = Date.now() - 3600_000;
 
-/** acme: one owner (alice), an admin (bob), a member (carol); globex: its own owner. */
-export function membersSeedSql(rows: { id: string; team: string; sub: string; email: string; role: string }[], issuer = 'https://idp.example'): string {
+/** Member rows as SQL for the seed (before the gateway starts). */
+function membersSeedSql(rows: { id: string; team: string; sub: string; email: string; role: string }[], issuer = 'https://idp.example'): string {
   return rows.map((m, i) => `INSERT INTO members (member_id, team, issuer, subject, email, name, role, created_at, added_by) VALUES ('${m.id}', '${m.team}', '${issuer}', '${m.sub}', '${m.email}', '${m.sub}', '${m.role}', ${T0 + i}, 'seed');`).join('\n');
 }
 
