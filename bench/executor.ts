@@ -153,7 +153,6 @@ async function benchDriverRun(kind: SandboxKind, n: number, o: DriverBenchOption
       out.push(performance.now() - t);
     }
   };
-  const t0 = performance.now();
   try {
     // Each client's first job pays a cold sandbox when reusing: one warm-up job per client, not timed.
     if (o.reuse || o.onTimedStart) {

@@ -55,7 +55,7 @@ function origin(url: string, fn: string): string {
 function summarise(p: Profile, calls: number): string[] {
   const self = new Map<number, number>();
   const dt = p.timeDeltas ?? [];
-  (p.samples ?? []).forEach((id, i) => self.set(id, (self.get(id) ?? 0) + (dt[i] ?? 0)));
+  (p.samples ?? []).forEach((id, i) => { self.set(id, (self.get(id) ?? 0) + (dt[i] ?? 0)); });
   const byOrigin = new Map<string, number>();
   const byFn = new Map<string, number>();
   let busy = 0;

@@ -159,7 +159,7 @@ export function exitMessages(exit: JobExit, budget = AGENT_MESSAGE_BUDGET_BYTES,
   const counts = { stdout: 0, stderr: 0 };
   for (const stream of ['stdout', 'stderr'] as const) {
     const pieces = exit[stream] === '' ? [] : splitText(exit[stream], partChars);
-    pieces.forEach((data, seq) => out.push({ type: 'job.exit.part', jobId: exit.jobId, stream, seq, data }));
+    pieces.forEach((data, seq) => { out.push({ type: 'job.exit.part', jobId: exit.jobId, stream, seq, data }); });
     counts[stream] = pieces.length;
   }
   out.push({ ...exit, stdout: '', stderr: '', parts: counts });

@@ -9,7 +9,7 @@ import { readFile } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
-import type { JobArtifact, JobError, JobExit, JobLimits, JobSpec, SandboxKind, StreamName, TerminalState, UploadGrant } from '../../src/contracts/agent-protocol.ts';
+import type { JobArtifact, JobError, JobExit, JobSpec, StreamName, TerminalState, UploadGrant } from '../../src/contracts/agent-protocol.ts';
 import type { Logger } from '../log.ts';
 import type { LaunchRequest, ProcessEnd, Sandbox, SandboxDriver } from '../sandbox/types.ts';
 import type { RuntimeTable } from '../runtimes/probe.ts';

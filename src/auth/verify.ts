@@ -94,7 +94,7 @@ export async function authenticate(req: Request, env: Env, o: ScopeRequirement =
   const verified = await verifyToken(bearer.value, req, env, cfg.value);
   if (!verified.ok) return verified;
   const principal = verified.value;
-  let admission;
+  let admission: Awaited<ReturnType<typeof admissionOf>>;
   try {
     // One query: revocation (never cached) and the team's current policy version (for the policy cache).
     admission = await admissionOf(env, principal.team, principal.tokenId);
@@ -113,7 +113,7 @@ export async function authenticate(req: Request, env: Env, o: ScopeRequirement =
  */
 async function admitOAuth(req: Request, env: Env, principal: Principal, o: ScopeRequirement): Promise<AuthResult> {
   const grantId = principal.tokenId.slice(OAUTH_TOKEN_PREFIX.length);
-  let admission;
+  let admission: Awaited<ReturnType<typeof oauthAdmissionOf>>;
   try {
     admission = await oauthAdmissionOf(env, principal.team, grantId);
   } catch (e) {
@@ -294,11 +294,11 @@ function principalFrom(payload: JWTPayload, issuer: string): AuthResult {
   if (typeof payload.sub !== 'string' || payload.sub === '') return invalid('invalid "sub" claim: must be a non-empty string');
   if (typeof payload.jti !== 'string' || payload.jti === '') return invalid('invalid "jti" claim: must be a non-empty string (needed for revocation)');
   const scopes = new Set<string>();
-  if (typeof payload.scope === 'string') payload.scope.split(/\s+/).filter(Boolean).forEach((s) => scopes.add(s));
+  if (typeof payload.scope === 'string') for (const s of payload.scope.split(/\s+/).filter(Boolean)) scopes.add(s);
   else if (payload.scope !== undefined) return invalid('invalid "scope" claim: must be a space-separated string');
   const scp = payload.scp;
-  if (Array.isArray(scp)) scp.filter((s): s is string => typeof s === 'string').forEach((s) => scopes.add(s));
-  else if (typeof scp === 'string') scp.split(/\s+/).filter(Boolean).forEach((s) => scopes.add(s));
+  if (Array.isArray(scp)) for (const s of scp) { if (typeof s === 'string') scopes.add(s); }
+  else if (typeof scp === 'string') for (const s of scp.split(/\s+/).filter(Boolean)) scopes.add(s);
   // A malformed agent grant refuses the token: it must never read as "claims: whatever the agent says".
   const grant = payload[AGENT_GRANT_CLAIM] === undefined ? null : AgentGrant.safeParse(payload[AGENT_GRANT_CLAIM]);
   if (grant && !grant.success) return invalid(`invalid "${AGENT_GRANT_CLAIM}" claim: ${describeIssues(grant.error.issues)}`);

@@ -21,6 +21,7 @@
  * the dashboard serves its source text.
  */
 export function visible(text: string, asWord?: boolean): string {
+  // biome-ignore lint/suspicious/noMisleadingCharacterClass: each code point is listed alone on purpose (invisible or joining characters to show as escapes)
   const hidden = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}\u00a0\u034f\u115f\u1160\u1680\u2000-\u200a\u202f\u205f\u3000\u3164\ufe00-\ufe0f\uffa0\u{e0100}-\u{e01ef}]/u;
   const named: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
   const plain = /^[\w@%+=:,./-]+$/;

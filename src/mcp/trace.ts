@@ -17,7 +17,7 @@ export const TRACING = typeof GATEHOUSE_TRACE !== 'undefined' && GATEHOUSE_TRACE
  * Prints `step` with the time, in a traced build. `env` is the caller's bindings and is not read:
  * whether a Worker traces is fixed when it is built.
  */
-export function stamp(env: unknown, step: TraceStep): void {
+export function stamp(_env: unknown, step: TraceStep): void {
   if (TRACING) console.warn(traceLine(step));
 }
 

@@ -43,7 +43,7 @@ export function prepareScript(code: string, guardName: string = randomGuardName(
       stripped = undefined;
     }
     const again = stripped === undefined ? undefined : tryParse(stripped);
-    if (!again || !again.ok) return { ok: false, code: 'syntax_error', message: `SyntaxError: ${ast.message}` };
+    if (!again?.ok) return { ok: false, code: 'syntax_error', message: `SyntaxError: ${ast.message}` };
     text = stripped!;
     typescript = true;
     ast = again;

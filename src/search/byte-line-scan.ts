@@ -116,7 +116,7 @@ export class ByteLineScan {
   }
 
   finish(): void {
-    if (this.head && this.head.length) {
+    if (this.head?.length) {
       const h = this.head;
       this.head = null;
       this.s.push(new TextDecoder('utf-8', { fatal: false, ignoreBOM: false }).decode(h));

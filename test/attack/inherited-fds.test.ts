@@ -119,7 +119,7 @@ for (const c of cases) {
         const exit = await job({ mode: 'shell', command });
         expect(exit, agentLog.slice(-2000)).toMatchObject({ state: 'exited', exitCode: 0 });
         expect(exit.stdout).toContain('tried');
-        const fds = /fds:\n([^]*)end-fds\n/.exec(exit.stdout)?.[1].trim().split('\n').map(Number).sort((a, b) => a - b);
+        const fds = /fds:\n([\s\S]*)end-fds\n/.exec(exit.stdout)?.[1].trim().split('\n').map(Number).sort((a, b) => a - b);
         expect(fds).toEqual([0, 1, 2]);
         expect(exit.stdout).not.toMatch(/wrote|reopened/);
       }

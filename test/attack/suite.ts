@@ -314,7 +314,7 @@ export function attackSuite(kind: 'gvisor' | 'bwrap', o: { reuse?: SandboxReuse 
       expect(r.exit!.stdout, r.exit!.stderr).toContain('job-writable');
       expect(out).toMatch(/^pid1: \S/m);
       // Everything but the mount table (bwrap's names the two bound host dirs: executor/README.md, "Known limits").
-      const procText = out.replace(/mounts:\n[^]*end-mounts\n/, '') + r.exit!.stderr;
+      const procText = out.replace(/mounts:\n[\s\S]*end-mounts\n/, '') + r.exit!.stderr;
       for (const hostPath of [base, root, stateDir]) expect(procText).not.toContain(hostPath);
       if (kind === 'gvisor') expect(out).not.toContain(stateDir);
       // (At a line's start: the job's own command line, printed above, holds these words too.)

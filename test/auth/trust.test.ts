@@ -10,7 +10,7 @@ import { startGateway, type Gateway } from '../e2e/harness.ts';
 import { startJwksServer, type JwksServer } from '../support/jwks-server.ts';
 import { trustConfig } from '../../src/auth/config.ts';
 import type { Env } from '../../src/env.ts';
-import { errorOf, forge } from './forge.ts';
+import { forge } from './forge.ts';
 
 const AUD = 'https://gatehouse.example/mcp';
 const SECRET = 'a-shared-secret-of-more-than-32-bytes!!';

@@ -15,7 +15,7 @@ import { startAuthProxy, type AuthProxy } from './proxy.ts';
 const CLI = join(ROOT, 'node_modules/@modelcontextprotocol/conformance/dist/index.js');
 
 /** Scenario → the spec versions it runs at (`extension`: an extension's scenario, run without a version filter). */
-export const SCENARIOS: Record<string, Array<'2025-11-25' | '2026-07-28' | 'extension'>> = {
+const SCENARIOS: Record<string, Array<'2025-11-25' | '2026-07-28' | 'extension'>> = {
   'server-initialize': ['2025-11-25'],
   ping: ['2025-11-25'],
   'tools-list': ['2025-11-25', '2026-07-28'],
@@ -40,7 +40,7 @@ export const SCENARIOS: Record<string, Array<'2025-11-25' | '2026-07-28' | 'exte
  * Gatehouse never sends server-to-client requests or log notifications, and no tool needs a
  * client capability. Only these ids, and only with that "Not testable" message, are excused.
  */
-export const NEEDS_FIXTURE_TOOL = new Set([
+const NEEDS_FIXTURE_TOOL = new Set([
   'sep-2575-server-rejects-undeclared-capability',
   'sep-2575-missing-capability-http-400',
   'sep-2575-http-server-no-independent-requests-on-stream',
@@ -57,7 +57,7 @@ const NOT_TESTABLE = /^Not testable: server does not list the diagnostic tool /;
  * resultType on every answer, durable create, per-request opt-in, plain results without it).
  */
 const FIXTURE_TOOL_MISSING = /^Tool (slow_compute|greet|failing_job) not found$/;
-export const NEEDS_TASK_FIXTURE: Record<string, RegExp> = {
+const NEEDS_TASK_FIXTURE: Record<string, RegExp> = {
   'sep-2663-server-rejects-undeclared-client': FIXTURE_TOOL_MISSING,
   'tasks-per-request-meta-opt-in': FIXTURE_TOOL_MISSING,
   'tasks-server-directed-creation-no-hint': FIXTURE_TOOL_MISSING,
@@ -71,7 +71,7 @@ export const NEEDS_TASK_FIXTURE: Record<string, RegExp> = {
 };
 
 /** The Tasks checks that run without fixtures: each must be there and pass (so an excused scenario cannot pass empty). */
-export const TASK_CHECKS_THAT_APPLY: Record<string, string[]> = {
+const TASK_CHECKS_THAT_APPLY: Record<string, string[]> = {
   'tasks-capability-negotiation': ['tasks-extension-advertised', 'sep-2663-tasks-methods-non-declaring'],
   'tasks-dispatch-and-envelope': ['sep-2663-tasks-result-removed-method-not-found', 'tasks-removed-tasks-list', 'sep-2663-tasks-get-invalid-task-id-32602'],
   'tasks-request-headers': ['tasks-headers-reject-mismatched-method'],

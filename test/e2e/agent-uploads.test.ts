@@ -10,7 +10,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'undici';
-import type { AgentProcess, Gateway } from './harness.ts';
+import type { Gateway } from './harness.ts';
 import { startProxiedTeam, type ProxiedTeam } from './proxied-team.ts';
 import type { AgentProxy } from './agent-proxy.ts';
 import { call, type Fleet } from './fleet.ts';
@@ -31,7 +31,6 @@ type S = Record<string, unknown>;
 let gw: Gateway;
 let fleet: Fleet;
 let proxy: AgentProxy;
-let worker: AgentProcess;
 let team: ProxiedTeam;
 let sharedToken: string;
 
@@ -59,7 +58,7 @@ async function upload(method: string, path: string, jobId: string, body: string 
 describe('artifact uploads are bound to the agent the job was sent to', () => {
   beforeAll(async () => {
     team = await startProxiedTeam({ team: TEAM, policy: POLICY, subject: 'agent-upl', tmpPrefix: 'gatehouse-upl-', heartbeatMs: 5000 });
-    ({ gw, fleet, proxy, worker, sharedToken } = team);
+    ({ gw, fleet, proxy, sharedToken } = team);
   }, 300_000);
 
   afterAll(async () => {

@@ -300,7 +300,7 @@ describe.skipIf(!HAVE_CHROMIUM)('the dashboard for a first user', () => {
     const view = async (): Promise<Frame> => {
       for (let i = 0; i < 100; i++) {
         const f = await frameEl!.contentFrame();
-        if (f && f.url().endsWith('/dashboard/app/job-output.html')) return f;
+        if (f?.url().endsWith('/dashboard/app/job-output.html')) return f;
         await new Promise((r) => setTimeout(r, 100));
       }
       throw new Error('the view frame did not load');

@@ -27,7 +27,7 @@ let inspector: ChildProcess | undefined;
 let inspectorLog = '';
 let uiUrl = '';
 let browser: Browser | undefined;
-let dirs: string[] = [];
+const dirs: string[] = [];
 
 beforeAll(async () => {
   if (!HAVE_CHROMIUM) return;

@@ -24,7 +24,7 @@ class TestAgent {
     this.ws = new WebSocket(url.replace(/^http/, 'ws') + '/agent/v1/connect', { headers: { Authorization: `Bearer ${token}` } } as never);
     this.ws.addEventListener('message', (e) => {
       this.inbox.push(JSON.parse(String(e.data)));
-      this.waiters.splice(0).forEach((w) => w());
+      for (const w of this.waiters.splice(0)) w();
     });
   }
   async open(agentId: string, capacity = 2): Promise<void> {

@@ -15,7 +15,7 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { BARE_MACHINE_SUPPORTED, bareMachineArgv, bareMachineDir, removeBareMachineDir } from '../support/bare-machine.ts';
+import { BARE_MACHINE_SUPPORTED, bareMachineArgv, bareMachineDir, } from '../support/bare-machine.ts';
 
 const SCRIPT = resolve(import.meta.dirname, '../../scripts/install-system-deps.sh');
 /** The version line of the runsc trixie ships (what the stand-in apt-get "installs"). */

@@ -103,7 +103,7 @@ describe('fails closed, naming the evaluator', () => {
     expect(d.reason).toContain(url('hang'));
   });
   it('timeout (opa.timeoutMs, via AbortController)', async () => {
-    opa.set('slow', { sleepMs: 5000, then: { allow: true } });
+    opa.set('slow', { sleepMs: 5000, next: { allow: true } });
     const started = Date.now();
     const d = await check(withOpa(['slow'], 'any', {}, 200), { command: 'ls' });
     expect(Date.now() - started).toBeLessThan(4000);

@@ -6,7 +6,7 @@
  *
  *   const opa = await startOpaServer();
  *   opa.set('mcp/subprocess', { allow: true });       // {"result": {"allow": true}}
- *   opa.set('gate/slow', { sleepMs: 5000 });          // answers after 5 s (then `{}` or `then`)
+ *   opa.set('gate/slow', { sleepMs: 5000 });          // answers after 5 s (then `{}` or `next`)
  *   opa.set('gate/broken', { status: 500 });          // HTTP 500
  *   opa.requests.at(-1)!.input                        // the input document received
  */
@@ -24,7 +24,7 @@ export type OpaBehavior =
   /** A 200 whose body is not JSON. */
   | { garbage: true; body?: string }
   /** Wait, then behave like `then` (default: undefined result). */
-  | { sleepMs: number; then?: OpaBehavior }
+  | { sleepMs: number; next?: OpaBehavior }
   /** Accept the request and destroy the connection without answering. */
   | { hangUp: true }
   /** Decide per input. */
@@ -80,11 +80,14 @@ export async function startOpaServer(): Promise<OpaServer> {
   });
 
   function respond(res: ServerResponse, b: OpaBehavior, input: unknown): void {
-    if ('decide' in b) return respond(res, b.decide(input), input);
+    if ('decide' in b) {
+      respond(res, b.decide(input), input);
+      return;
+    }
     if ('sleepMs' in b) {
       const t = setTimeout(() => {
         timers.delete(t);
-        if (!res.destroyed) respond(res, b.then ?? { undefined: true }, input);
+        if (!res.destroyed) respond(res, b.next ?? { undefined: true }, input);
       }, b.sleepMs);
       timers.add(t);
       return;
@@ -103,9 +106,9 @@ export async function startOpaServer(): Promise<OpaServer> {
       res.end(b.body ?? '{"result": {"allow": tru');
       return;
     }
-    if ('undefined' in b) return json(res, 200, {});
-    if ('allow' in b) return json(res, 200, { result: { allow: b.allow } });
-    return json(res, 200, { result: b.result });
+    if ('undefined' in b) json(res, 200, {});
+    else if ('allow' in b) json(res, 200, { result: { allow: b.allow } });
+    else json(res, 200, { result: b.result });
   }
 
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
