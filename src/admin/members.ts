@@ -10,10 +10,12 @@ import { describeIssues } from '../contracts/errors.ts';
 import { strictInput } from '../contracts/strict-input.ts';
 import { ROLES, type Role, checkMemberChange, type Actor } from '../members/roles.ts';
 import {
-  countOwners, createInvitation, findMember, listInvitations, listMembers, removeMember, revokeInvitation, setMemberRole,
+  countOwners, createInvitation, findMember, listInvitations, listMembers, memberSubject, removeMember, revokeInvitation, setMemberRole,
 } from '../store/members.ts';
 import { apiError, readJson } from './http.ts';
 import { auditAdmin } from './audit-action.ts';
+import { revokeGrantsOfToken } from '../store/oauth-grants.ts';
+import { forgetGrants } from '../oauth/grants.ts';
 
 export const INVITATION_DEFAULT_TTL_SECONDS = 7 * 86400;
 export const INVITATION_MAX_TTL_SECONDS = 30 * 86400;
@@ -106,7 +108,12 @@ memberRoutes.delete('/:ref', async (c) => {
   const refused = checkMemberChange(actorOf(c), team, { op: 'remove', role: m.role, owners: await countOwners(c.env, team) });
   const r = refused ? null : await removeMember(c.env, team, m.memberId);
   const error = refused ?? (r && !r.ok ? r.error : null);
-  await auditAdmin(c, 'admin.member_remove', { command: { memberId: m.memberId, email: m.email, role: m.role }, ok: !error, reason: error?.message });
+  // The OAuth grants the member consented to end with the membership.
+  const ended = error ? [] : await revokeGrantsOfToken(c.env, team, memberSubject(m));
+  await auditAdmin(c, 'admin.member_remove', {
+    command: { memberId: m.memberId, email: m.email, role: m.role, ...(ended.length ? { oauthGrantsEnded: ended.map((g) => g.grantId) } : {}) }, ok: !error, reason: error?.message,
+  });
   if (error) return apiError(c, error.code, error.message);
-  return c.json({ removed: m });
+  await forgetGrants(c.req.raw, c.env, ended);
+  return c.json({ removed: m, oauthGrantsEnded: ended.map((g) => g.grantId) });
 });

@@ -40,8 +40,8 @@ export interface SignedIn {
 export async function signedInIdentity(c: Context<AppEnv>): Promise<Result<SignedIn | null>> {
   const assertion = c.req.header(ACCESS_HEADER);
   if (assertion === undefined) {
-    // The session is for the dashboard's paths (its cookie's path), even if a client sends it elsewhere.
-    if (!c.req.path.startsWith(`${SESSION_PATH}/`)) return { ok: true, value: null };
+    // The session is for the dashboard and the consent page (its cookie's paths), even if a client sends it elsewhere.
+    if (!c.req.path.startsWith(`${SESSION_PATH}/`) && c.req.path !== '/authorize') return { ok: true, value: null };
     const s = await readSession(c);
     return { ok: true, value: s ? { identity: s.identity, csrf: s.csrf } : null };
   }

@@ -63,8 +63,8 @@ function authServer(cfg: OidcConfig): Promise<oauth.AuthorizationServer> {
 
 const redirectUri = (c: Context<AppEnv>) => `${new URL(c.req.url).origin}${CALLBACK_PATH}`;
 
-/** Only a path of this gateway's dashboard is a place to return to after sign-in. */
-export const safeNext = (next: string | undefined): string => (next && /^\/dashboard(\/|\?|#|$)/.test(next) && !next.startsWith('//') ? next : '/dashboard');
+/** Only the dashboard or the consent page of this gateway is a place to return to after sign-in. */
+export const safeNext = (next: string | undefined): string => (next && /^\/(dashboard(\/|\?|#|$)|authorize\?)/.test(next) ? next : '/dashboard');
 
 /** The redirect to the provider's authorization endpoint, with the sign-in's secrets sealed in a cookie. */
 export async function beginSignIn(c: Context<AppEnv>, cfg: OidcConfig, next: string): Promise<Response> {

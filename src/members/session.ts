@@ -1,7 +1,8 @@
 /**
  * The signed-in session of a person who came through the OpenID Connect sign-in: an encrypted JWT
  * (jose, `dir` + A256GCM, so it is both secret and tamper-evident) in a cookie that lives 8 hours,
- * HttpOnly, SameSite=Lax, scoped to /dashboard, and Secure except on a loopback development gateway
+ * HttpOnly, SameSite=Lax, scoped to /dashboard and the consent page /authorize (one cookie per path),
+ * and Secure except on a loopback development gateway
  * served over http (where a Secure cookie would never come back). The key is derived (HKDF) from the
  * gateway's signing key, so no second secret is needed. A session names the person only: their
  * teams and roles are read from D1 on every request.
@@ -14,6 +15,8 @@ import type { Identity } from '../store/members.ts';
 
 export const SESSION_COOKIE = 'gh_session';
 export const SESSION_PATH = '/dashboard';
+/** Where the session cookie goes: the dashboard and the OAuth consent page. */
+export const SESSION_PATHS = [SESSION_PATH, '/authorize'] as const;
 export const SESSION_TTL_SECONDS = 8 * 3600;
 const MAX_COOKIE_CHARS = 4096;
 
@@ -74,12 +77,12 @@ export function cookieOptions(c: Context<AppEnv>, path: string, maxAge: number) 
 export async function startSession(c: Context<AppEnv>, identity: Identity): Promise<Session> {
   const csrf = base64url.encode(crypto.getRandomValues(new Uint8Array(24)));
   const sealed = await seal(c.env.GATEHOUSE_SIGNING_KEY!, 'session', { idn: identity, csrf }, SESSION_TTL_SECONDS);
-  setCookie(c, SESSION_COOKIE, sealed, cookieOptions(c, SESSION_PATH, SESSION_TTL_SECONDS));
+  for (const path of SESSION_PATHS) setCookie(c, SESSION_COOKIE, sealed, cookieOptions(c, path, SESSION_TTL_SECONDS));
   return { identity, csrf };
 }
 
 export function endSession(c: Context<AppEnv>): void {
-  deleteCookie(c, SESSION_COOKIE, { path: SESSION_PATH, secure: secureCookies(c) });
+  for (const path of SESSION_PATHS) deleteCookie(c, SESSION_COOKIE, { path, secure: secureCookies(c) });
 }
 
 /** The session the request carries, or null (none, or one that is not valid). */

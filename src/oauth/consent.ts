@@ -1,7 +1,9 @@
 /**
- * The consent page at /authorize: a team admin signs in with an admin token and grants an MCP
- * client a team and scopes. No cookie and no session: the form posts the admin token itself
- * (a cross-site page cannot forge that), and the authorization request is validated again by the
+ * The consent page at /authorize: a signed-in member (src/members/: the identity provider's session,
+ * or Cloudflare Access) picks one of their teams and grants an MCP client the scopes their role
+ * allows, as themselves; the form carries the session's CSRF token and must come from this origin.
+ * Without a signed-in member, a team admin grants with an admin token, which the form posts itself
+ * (a cross-site page cannot forge that). The authorization request is validated again by the
  * library from the same query string on every step. A client with a metadata document (an HTTPS
  * `client_id`) is shown by the host that publishes it, which the fetch verified; a registered client's
  * name is marked unverified. Everything the client chose (its name, its redirect URI) is escaped;
@@ -16,6 +18,10 @@ export interface ConsentView {
   team?: string;
   checked?: string[];
   error?: string;
+  /** The signed-in person and their teams: the member form instead of the admin-token form. */
+  member?: { name: string; teams: { team: string; role: string }[]; csrf: string | null };
+  /** Where a person signs in with the identity provider and comes back here. */
+  signInUrl?: string;
 }
 
 const DESCRIBE: Record<string, string> = {
@@ -54,12 +60,21 @@ ${d.clientDomain
 ${d.redirectIsLoopback ? html`<p class="warn" role="note"><strong>This sends access to an app on your computer.</strong> Continue only if you just started signing in from it.</p>` : ''}
 ${v.error ? html`<p class="error" role="alert" id="error">${v.error}</p>` : ''}
 <form method="post">
+${v.member
+    ? html`  <p id="signed-in">Signed in as <strong>${v.member.name}</strong>; the app acts as you.</p>
+  <input type="hidden" name="as" value="member">
+  ${v.member.csrf ? html`<input type="hidden" name="csrf" value="${v.member.csrf}">` : ''}
+  <label for="team">Team</label>
+  <select id="team" name="team" required>
+    ${v.member.teams.map((t) => html`<option value="${t.team}" ${t.team === v.team ? raw('selected') : ''}>${t.team} (${t.role})</option>`)}
+  </select>`
+    : html`  ${v.signInUrl ? html`<p><a id="sign-in" href="${v.signInUrl}">Sign in with your identity provider</a> to connect the app as yourself, or use an admin token:</p>` : ''}
   <label for="admin_token">Admin token of the team</label>
   <input type="password" id="admin_token" name="admin_token" autocomplete="off" required aria-describedby="token-help">
   <small id="token-help">A token with the <code>admin</code> scope (<code>gatehouse token create --scope admin</code>); it is checked, never stored.</small>
   <label for="team">Team to grant</label>
   <input type="text" id="team" name="team" value="${v.team ?? ''}" required pattern="[a-z0-9][a-z0-9_-]{0,62}" aria-describedby="team-help">
-  <small id="team-help">Must be the admin token's own team.</small>
+  <small id="team-help">Must be the admin token's own team.</small>`}
   <fieldset>
     <legend>Scopes to grant</legend>
     ${v.grantable.map((s) => html`<div class="scope"><input type="checkbox" id="scope-${s}" name="scope" value="${s}" ${checked.has(s) ? raw('checked') : ''}> <label for="scope-${s}"><code>${s}</code> — ${DESCRIBE[s] ?? s}</label></div>`)}

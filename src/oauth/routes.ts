@@ -11,7 +11,10 @@ import { authorizationServer, hasOAuthStore, OAUTH_SCOPES, REFRESH_TOKEN_TTL_S, 
 import { forgetGrants } from './grants.ts';
 import { GRANT_ID_RE, grantIdOf, isClientBlocked, oauthAdmissionOf, recordGrant, teamOfGrant } from '../store/oauth-grants.ts';
 import { writeAudit } from '../store/audit.ts';
-import { consentPage, errorPage } from './consent.ts';
+import { consentPage, errorPage, type ConsentView } from './consent.ts';
+import { ROLE_SCOPES, crossSiteRefusal, pickMembership, signedInIdentity } from '../members/auth.ts';
+import { oidcConfig } from '../members/oidc.ts';
+import { memberSubject, membershipsOf } from '../store/members.ts';
 import { refuseClientUrl, withClientFetchGuard } from './client-metadata.ts';
 
 export const oauthRoutes = new Hono<AppEnv>();
@@ -101,13 +104,31 @@ function refusalMessage(e: AuthorizationError | CimdFetchError, query: URLSearch
   return e.description;
 }
 
+/** The signed-in person's part of the page: their teams (member form), or where to sign in. */
+async function memberView(c: Context<AppEnv>): Promise<Pick<ConsentView, 'member' | 'signInUrl' | 'error'>> {
+  const who = await signedInIdentity(c);
+  if (who.ok && who.value) {
+    const { identity, csrf } = who.value;
+    const teams = (await membershipsOf(c.env, identity.issuer, identity.subject)).map((m) => ({ team: m.team, role: m.role }));
+    const name = identity.email ?? identity.subject;
+    if (teams.length) return { member: { name, teams, csrf } };
+    return { error: `${name} is signed in but not a member of any team: ask a team admin for an invitation, or use an admin token` };
+  }
+  const oidc = oidcConfig(c.env);
+  if (oidc.ok && oidc.value) {
+    const here = new URL(c.req.url);
+    return { signInUrl: `/dashboard/auth/login?next=${encodeURIComponent(here.pathname + here.search)}` };
+  }
+  return who.ok ? {} : { error: who.error.message };
+}
+
 oauthRoutes.get('/authorize', async (c) => {
   if (!hasOAuthStore(c.env)) return notConfigured(c);
   const p = await parse(c);
   if (!p.ok) return p.response;
   const details = await withClientFetchGuard(() => authorizationServer(c.req.raw, c.env).getOAuthApi(c.env as never).describeConsent(p.request));
   pageHeaders(c, p.request.redirectUri);
-  return c.html(consentPage({ details, grantable: OAUTH_SCOPES }));
+  return c.html(consentPage({ details, grantable: OAUTH_SCOPES, ...(await memberView(c)) }));
 });
 
 oauthRoutes.post('/authorize', async (c) => {
@@ -122,13 +143,32 @@ oauthRoutes.post('/authorize', async (c) => {
   }
   const team = String(form.get('team') ?? '').trim();
   const scopes = form.getAll('scope').map(String);
+  const asMember = form.get('as') === 'member';
   const again = async (error: string) => {
     pageHeaders(c, request.redirectUri);
-    return c.html(consentPage({ details: await withClientFetchGuard(() => api.describeConsent(request)), grantable: OAUTH_SCOPES, team, checked: scopes, error }), 400);
+    const view = asMember ? await memberView(c) : {};
+    return c.html(consentPage({ details: await withClientFetchGuard(() => api.describeConsent(request)), grantable: OAUTH_SCOPES, team, checked: scopes, ...view, error }), 400);
   };
   const unknown = scopes.filter((s) => !(OAUTH_SCOPES as readonly string[]).includes(s));
   if (unknown.length) return again(`scope ${unknown.join(', ')} cannot be granted to an OAuth client; allowed: ${OAUTH_SCOPES.join(', ')}`);
   if (!scopes.length) return again(`choose at least one scope (${OAUTH_SCOPES.join(', ')})`);
+  if (asMember) {
+    // A signed-in member grants as themselves: their membership and role in the team they picked.
+    const who = await signedInIdentity(c);
+    if (!who.ok) return again(who.error.message);
+    if (!who.value) return again('you are no longer signed in: sign in again');
+    const csrf = crossSiteRefusal(c, who.value, String(form.get('csrf') ?? '') || undefined);
+    if (csrf) return again(csrf.message);
+    const m = pickMembership(await membershipsOf(c.env, who.value.identity.issuer, who.value.identity.subject), team, who.value.identity);
+    if (!m.ok) return again(m.error.message);
+    const beyond = scopes.filter((s) => !(ROLE_SCOPES[m.value.role] as string[]).includes(s));
+    if (beyond.length) return again(`your role in team "${team}" (${m.value.role}) cannot grant ${beyond.join(', ')}`);
+    if (await isClientBlocked(c.env, team, request.clientId)) {
+      return again(`this client was revoked for team "${team}"; an admin must unblock it first (DELETE /admin/v1/oauth/clients/<id>/block)`);
+    }
+    const subject = memberSubject(m.value);
+    return grant(c, request, { team, subject, tokenId: subject, propsSubject: subject, scopes });
+  }
   // The admin token is checked exactly as the admin API checks it (signature, audience, expiry, revocation, scope).
   const token = String(form.get('admin_token') ?? '').trim();
   const asAdmin = new Request(c.req.url, { headers: { Authorization: `Bearer ${token}` } });
@@ -139,24 +179,36 @@ oauthRoutes.post('/authorize', async (c) => {
   if (await isClientBlocked(c.env, team, request.clientId)) {
     return again(`this client was revoked for team "${team}"; an admin must unblock it first (DELETE /admin/v1/oauth/clients/<id>/block)`);
   }
-  const props: OAuthGrantProps = { team, subject: `oauth:${who.value.subject}`, scopes };
+  return grant(c, request, { team, subject: who.value.subject, tokenId: who.value.tokenId, propsSubject: `oauth:${who.value.subject}`, scopes });
+});
+
+/**
+ * Completes a consent: the code for the client, the grant recorded in D1 (admitted by `tokenId`, the
+ * admin token or the member who consented) and audited. `propsSubject` is who the client's calls are audited as.
+ */
+async function grant(
+  c: Context<AppEnv>, request: AuthRequest, g: { team: string; subject: string; tokenId: string; propsSubject: string; scopes: string[] },
+): Promise<Response> {
+  const api = authorizationServer(c.req.raw, c.env).getOAuthApi(c.env as never);
+  const { team, scopes } = g;
+  const props: OAuthGrantProps = { team, subject: g.propsSubject, scopes };
   // The library's user id may not contain ':' (it separates token parts).
-  const userId = encodeURIComponent(`${team}/${who.value.subject}`);
+  const userId = encodeURIComponent(`${team}/${g.subject}`);
   const { redirectTo } = await withClientFetchGuard(() => api.completeAuthorization({
-    request, userId, metadata: { grantedBy: who.value.subject, tokenId: who.value.tokenId }, scope: scopes, props,
+    request, userId, metadata: { grantedBy: g.subject, tokenId: g.tokenId }, scope: scopes, props,
   }));
   // The grant id in the code is what every later request is admitted by.
   const grantId = grantIdOf(new URL(redirectTo).searchParams.get('code') ?? '');
   const now = Date.now();
   const client = await withClientFetchGuard(() => api.lookupClient(request.clientId)).catch(() => null);
   const replaced = await recordGrant(c.env, {
-    grantId, team, userId, clientId: request.clientId, clientName: client?.clientName ?? null, subject: who.value.subject,
-    consentTokenId: who.value.tokenId, scopes, createdAt: now, expiresAt: now + REFRESH_TOKEN_TTL_S * 1000,
+    grantId, team, userId, clientId: request.clientId, clientName: client?.clientName ?? null, subject: g.subject,
+    consentTokenId: g.tokenId, scopes, createdAt: now, expiresAt: now + REFRESH_TOKEN_TTL_S * 1000,
   });
   await forgetGrants(c.req.raw, c.env, replaced);
   await writeAudit(c.env.DB, {
-    team, subject: who.value.subject, tokenId: who.value.tokenId, tool: 'oauth.grant_create', decision: 'allowed',
+    team, subject: g.subject, tokenId: g.tokenId, tool: 'oauth.grant_create', decision: 'allowed',
     command: { grantId, clientId: request.clientId, clientName: client?.clientName ?? null, scopes, replaced: replaced.map((r) => r.grantId) },
   });
   return c.redirect(redirectTo, 302);
-});
+}

@@ -146,11 +146,12 @@ export async function oauthAdmissionOf(env: Env, team: string, grantId: string):
         OR EXISTS (SELECT 1 FROM tokens t WHERE t.team = ?2 AND t.jti = g.consent_token_id AND t.revoked_at IS NOT NULL)) AS consent_revoked,
        EXISTS (SELECT 1 FROM oauth_blocked_clients b WHERE b.team = ?2 AND b.client_id = g.client_id) AS client_blocked,
        EXISTS (SELECT 1 FROM revocations r WHERE r.team = ?2 AND r.jti = ?3) AS id_revoked,
+       (g.consent_token_id LIKE 'member:%' AND NOT EXISTS (SELECT 1 FROM members m WHERE m.team = ?2 AND 'member:' || m.member_id = g.consent_token_id)) AS member_gone,
        p.version AS version, p.updated_at AS updated_at
      FROM (SELECT 1) LEFT JOIN oauth_grants g ON g.grant_id = ?1 AND g.team = ?2 LEFT JOIN policies p ON p.team = ?2`,
   ).bind(grantId, team, `${OAUTH_TOKEN_PREFIX}${grantId}`).first<{
     grant_id: string | null; user_id: string | null; revoked_at: number | null; revoked_reason: string | null; last_used_at: number | null;
-    consent_token_id: string | null; consent_revoked: number | null; client_blocked: number | null; id_revoked: number;
+    consent_token_id: string | null; consent_revoked: number | null; client_blocked: number | null; id_revoked: number; member_gone: number | null;
     version: number | null; updated_at: number | null;
   }>();
   if (!row) throw new Error('the OAuth admission query returned no row');
@@ -160,6 +161,7 @@ export async function oauthAdmissionOf(env: Env, team: string, grantId: string):
   const key = { grantId, userId: row.user_id! };
   const why = row.revoked_at !== null ? `it was revoked (${row.revoked_reason ?? 'by an admin'})`
     : row.consent_revoked ? `the admin token ${row.consent_token_id} that consented to it was revoked`
+    : row.member_gone ? `the member who consented to it (${row.consent_token_id}) left the team`
     : row.client_blocked ? 'its client was revoked for the team'
     : row.id_revoked ? `token id ${OAUTH_TOKEN_PREFIX}${grantId} was revoked`
     : null;

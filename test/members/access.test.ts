@@ -14,6 +14,10 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ROOT } from '../e2e/harness.ts';
 import { readmeBlock } from '../cli/readme.ts';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
+import { TestOAuthProvider } from '../support/oauth-provider.ts';
 
 let gw: Gateway;
 let idp: AccessIdp;
@@ -242,4 +246,60 @@ describe('docs/members.md', () => {
     expect(await run(lines[3])).toMatch(/^mem_[0-9a-f]+ \(dana@example.com\): admin -> member\n$/);
     expect(await run(lines[4])).toMatch(/^removed mem_[0-9a-f]+ \(dana@example.com, member\) from the team\n$/);
   }, 120_000);
+});
+
+describe('OAuth consent by a signed-in member (no admin token)', () => {
+  it('connects an MCP client as the member, audits its calls under them, and ends its grant when they are removed', async () => {
+    const frank = { sub: 'u-frank', email: 'frank@acme.example' };
+    const provider = new TestOAuthProvider('Member-connected client', 'http://127.0.0.1:9/callback');
+    const first = new Client({ name: 'member-oauth', version: '1.0.0' });
+    await expect(first.connect(new StreamableHTTPClientTransport(new URL(gw.mcpUrl), { authProvider: provider }))).rejects.toBeInstanceOf(UnauthorizedError);
+    const authUrl = provider.authorizationUrl!.href;
+    const asFrank = async (method: string, form?: Record<string, string>, origin: string | null = gw.url) => {
+      const headers: Record<string, string> = { 'Cf-Access-Jwt-Assertion': await idp.assertion(frank) };
+      if (origin) headers.Origin = origin;
+      if (form) headers['Content-Type'] = 'application/x-www-form-urlencoded';
+      return fetch(authUrl, { method, headers, body: form ? new URLSearchParams(form).toString() : undefined, redirect: 'manual' });
+    };
+    const page = await (await asFrank('GET')).text();
+    expect(page).toContain('Signed in as <strong>frank@acme.example</strong>; the app acts as you.');
+    expect(page).toMatch(/<option value="acme" >acme \(member\)<\/option>/);
+    expect(page).not.toContain('admin_token');
+
+    const form = { as: 'member', team: 'acme', scope: 'execute', decision: 'approve' };
+    // Posted from another site: refused, no code.
+    const crossSite = await asFrank('POST', form, 'https://evil.example');
+    expect(crossSite.status).toBe(400);
+    expect(await crossSite.text()).toContain('must come from this gateway&#39;s pages');
+    // A team the member is not in.
+    const otherTeam = await asFrank('POST', { ...form, team: 'globex' });
+    expect(await otherTeam.text()).toContain('team &quot;globex&quot; not found among frank@acme.example&#39;s teams (acme)');
+
+    const granted = await asFrank('POST', form);
+    expect(granted.status).toBe(302);
+    const code = new URL(granted.headers.get('Location')!).searchParams.get('code')!;
+    await new StreamableHTTPClientTransport(new URL(gw.mcpUrl), { authProvider: provider }).finishAuth(code);
+    const client = new Client({ name: 'member-oauth', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(gw.mcpUrl), { authProvider: provider }));
+    expect((await client.callTool({ name: 'policy_check', arguments: { command: 'git', args: ['status'] } })).isError).toBeFalsy();
+    await client.close();
+
+    const frankId = (await adminToken('GET', '/members')).json.members.find((m: any) => m.email === 'frank@acme.example').memberId;
+    const calls = (await adminToken('GET', '/audit?tool=policy_check')).json.entries;
+    expect(calls[0].subject).toBe(`member:${frankId}`);
+    const grantRow = (await adminToken('GET', '/audit?tool=oauth.grant_create')).json.entries[0];
+    expect(grantRow).toMatchObject({ subject: `member:${frankId}`, command: { clientName: 'Member-connected client', scopes: ['execute'] } });
+    const grants = (await adminToken('GET', '/oauth/grants')).json.grants;
+    expect(grants.find((g: any) => g.grantId === grantRow.command.grantId)).toMatchObject({ subject: `member:${frankId}`, consentTokenId: `member:${frankId}` });
+
+    // Removing the member ends the grant: the client's next call is refused.
+    const removed = await adminToken('DELETE', `/members/${frankId}`);
+    expect(removed.json.oauthGrantsEnded).toEqual([grantRow.command.grantId]);
+    const after = await fetch(gw.mcpUrl, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${provider.saved!.access_token}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', 'MCP-Protocol-Version': '2025-11-25' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'policy_check', arguments: { command: 'git', args: ['status'] } } }),
+    });
+    expect(after.status).toBe(401);
+  });
 });
