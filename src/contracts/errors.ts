@@ -2,22 +2,69 @@
  * Errors are values: a stable `code` callers branch on and a `message` a user can act on.
  * Shared by the edge and the agent; never throw bare strings across layers.
  */
-export type ErrorCode =
-  | 'invalid_argument'
-  | 'unauthenticated'
-  | 'forbidden'
-  | 'insufficient_scope'
-  | 'not_found'
-  | 'policy_denied'
-  | 'no_agent'
-  | 'concurrency_limit'
-  | 'cancelled'
-  | 'runtime_unavailable'
-  | 'spawn_failed'
-  | 'payload_too_large'
-  | 'config_error'
-  | 'upstream_error'
-  | 'internal';
+import { z } from 'zod';
+
+/**
+ * Every error code Gatehouse answers with, anywhere: tool results, the admin API, the Durable
+ * Object's answers and the agent protocol. Callers branch on these; a detail (a limit, a path, a
+ * job id) travels as its own field, never parsed back out of a message. A new code is added here
+ * with its meaning, or not at all.
+ */
+export const ERROR_CODES = {
+  invalid_argument: 'the request is malformed or a value is outside what is allowed (the message says which)',
+  unauthenticated: 'no valid credential: missing, malformed, expired, revoked or for another audience',
+  forbidden: 'the credential is valid but may not do this (another team, an origin or host not allowed)',
+  insufficient_scope: "the token's scopes do not include what this needs",
+  not_found: 'no such thing in this team (a job, artifact, token, grant, approval, member)',
+  conflict: 'the thing exists but is in a state that refuses this (already written, already ended)',
+  payload_too_large: 'a body or value over its documented limit',
+  rate_limited: 'too many requests; retry after the time given',
+  misdirected_request: 'the Host header names another gateway',
+  config_error: 'the deployment is misconfigured (the message names the variable)',
+  policy_denied: "the team's policy refuses the call",
+  policy_error: "the team's policy could not be evaluated (an OPA evaluator failed): refused",
+  approval_required: 'a person must approve the call first',
+  approval_pending: 'the approval was asked and is not decided yet',
+  approval_denied: 'a person denied the call',
+  approval_expired: 'the approval timed out',
+  approval_used: 'the approval was already used by a call',
+  approval_mismatch: 'the approval was given for a different call',
+  approval_wrong_channel: 'the approval belongs to another client or subject',
+  approval_not_found: 'no such approval in this team',
+  no_agent: 'no executor agent of the team can run the job now',
+  concurrency_limit: "the team's concurrent-job limit is reached and the wait ran out",
+  queue_full: "the team's queue is full",
+  capacity: 'the agent is at capacity (the job is requeued)',
+  runtime_unavailable: 'the runtime is not installed on any agent',
+  spawn_failed: 'the process could not be started',
+  compile_error: 'the code did not compile',
+  syntax_error: 'the script is not valid JavaScript or TypeScript',
+  sandbox_error: "the script's sandbox failed",
+  limit_reached: 'a limit of the script (calls, time, subprocesses) is reached',
+  memory_limit: 'the job went over its memory limit',
+  disk_write_limit: 'the job wrote more than its disk limit',
+  cancelled: 'the call or job was cancelled',
+  lost: 'the job was lost with its executor agent',
+  job_lost: 'the job was lost with its executor agent',
+  client_url_invalid: "an OAuth client's metadata document URL is malformed",
+  client_url_not_https: "an OAuth client's metadata document URL is not HTTPS",
+  client_url_not_public: "an OAuth client's metadata document URL is not a public address",
+  upstream_error: 'a service behind the gateway (D1, R2, the Durable Object, an evaluator) failed',
+  tool_error: 'the tool failed (the message says why)',
+  internal: 'a bug: the message has what is known',
+} as const;
+export type ErrorCode = keyof typeof ERROR_CODES;
+export const ErrorCodeSchema = z.enum(Object.keys(ERROR_CODES) as [ErrorCode, ...ErrorCode[]]);
+
+/** Whether `s` is one of the codes above (for codes that arrive from outside, e.g. an agent). */
+export function isErrorCode(s: string): s is ErrorCode {
+  return Object.hasOwn(ERROR_CODES, s);
+}
+
+/** A code read from outside the type system (an agent's message, a stored row) as one of ours, or `fallback`. */
+export function asErrorCode(s: string | null | undefined, fallback: ErrorCode): ErrorCode {
+  return s && isErrorCode(s) ? s : fallback;
+}
 
 export interface GatehouseErrorShape {
   code: ErrorCode;

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { ApprovalId, ApprovalInfo } from './approvals.ts';
 import { RuntimeName } from './runtimes.ts';
 import { AgentLabel } from './agent-protocol.ts';
+import { ErrorCodeSchema } from './errors.ts';
 
 export const LINE_CAP = 500;
 export const TRUNCATED_SUFFIX = ' [truncated]';
@@ -115,7 +116,7 @@ export const RunScriptOutput = {
   /** The script's return value (JSON). Absent when it returned nothing or failed. */
   result: z.unknown().optional(),
   /** When the script failed: code `sandbox_error`, message `Sandbox error: …`. */
-  error: z.object({ code: z.string(), message: z.string() }).optional(),
+  error: z.object({ code: ErrorCodeSchema, message: z.string() }).optional(),
   scriptId: z.string().optional(),
   /** `cap`: how many subprocesses this script could start (the policy's maxCount, lowered by the plan's subrequest limit). */
   subprocesses: z.object({ count: z.number().int(), totalMs: z.number(), cap: z.number().int().optional() }).optional(),
@@ -169,6 +170,6 @@ export const ListRuntimesOutput = {
 // ---- tool errors (every tool) ----
 /** What a failed call carries in `structuredContent.error`: a stable code and an actionable message. */
 export const ToolErrorShape = z.object({
-  code: z.string().describe('Stable error code to branch on (policy_denied, no_agent, invalid_argument, insufficient_scope, …)'),
+  code: ErrorCodeSchema.describe('Stable error code to branch on (policy_denied, no_agent, invalid_argument, insufficient_scope, …; the list: src/contracts/errors.ts)'),
   message: z.string(),
 });

@@ -15,6 +15,7 @@ import type { Followers } from './followers.ts';
 import type { DispatchHost } from './host.ts';
 import type { JobRow, JobStore } from './job-store.ts';
 import type { Jobs } from './jobs.ts';
+import { asErrorCode } from '../contracts/errors.ts';
 
 /** Bytes of each live output frame passed on to callers following the job (progress shows the last line). */
 const FOLLOW_OUTPUT_BYTES = 4096;
@@ -137,7 +138,8 @@ export class AgentMessages {
         if (row?.state !== 'running' || row.agent !== agentId) return this.strayAbout(ws, att, budget, msg.jobId, row, raw.length, 1, now);
         // A full agent (its own count raced ours): the job goes back to the head of the queue.
         if (msg.code === 'capacity') store.requeue(msg.jobId);
-        else this.p.jobs.close(msg.jobId, 'failed_to_start', { error: { code: msg.code, message: msg.message }, fromAgent: agentId });
+        // An agent's code outside the vocabulary (a newer or a hostile agent) is the agent's failure to start it.
+        else this.p.jobs.close(msg.jobId, 'failed_to_start', { error: { code: asErrorCode(msg.code, 'spawn_failed'), message: msg.message }, fromAgent: agentId });
         await this.p.jobs.pump();
         return;
       }

@@ -11,7 +11,7 @@ import type { Context } from 'hono';
 import type { AppEnv } from '../env.ts';
 import { StreamName, UPLOAD_AGENT_HEADER, UPLOAD_TOKEN_HEADER } from '../contracts/agent-protocol.ts';
 import { MultipartStart, multipartProblem, partCount, type MultipartState } from '../contracts/artifact-upload.ts';
-import { describeIssues, toErrorShape } from '../contracts/errors.ts';
+import { describeIssues, toErrorShape, type ErrorCode } from '../contracts/errors.ts';
 import { REQUEST_BODY_MAX_BYTES } from '../platform/limits.ts';
 import { artifactKey, artifactObjectOptions, indexArtifact, knownLength, putArtifact } from '../store/artifacts.ts';
 import { getTeamPolicy } from '../store/policies.ts';
@@ -23,7 +23,7 @@ import type { UploadRefusal, UploadWho } from './events.ts';
 type C = Context<AppEnv>;
 const HANDLE = /^[A-Za-z0-9_-]{8,200}$/;
 
-const fail = (c: C, status: 400 | 403 | 404 | 409 | 411 | 413 | 500, code: string, message: string) => c.json({ error: { code, message } }, status);
+const fail = (c: C, status: 400 | 403 | 404 | 409 | 411 | 413 | 500, code: ErrorCode, message: string) => c.json({ error: { code, message } }, status);
 const refused = (c: C, r: UploadRefusal) => fail(c, r.status, r.code, r.message);
 
 /**

@@ -11,7 +11,7 @@ import type { JobExit, SandboxKind, StreamName } from '../contracts/agent-protoc
 import type { AgentGrant } from '../contracts/agent-grant.ts';
 import type { AgentView, JobListFilter, JobView } from '../contracts/jobs.ts';
 import { isSettled, isTerminal } from '../contracts/jobs.ts';
-import { err, ok, type ErrorCode, type Result } from '../contracts/errors.ts';
+import { asErrorCode, err, ok, type Result } from '../contracts/errors.ts';
 import {
   DispatchEvent, type DispatchRequest, type KeptOutput, type MultipartAbandonAnswer, type MultipartBeginAnswer, type MultipartFinishAnswer,
   type MultipartPartAnswer, type MultipartRef, type MultipartShape, type SubmitAnswer, type UploadAnswer, type UploadWho,
@@ -82,7 +82,7 @@ export async function awaitJob(
         const e = parsed.data;
         if (e.type === 'exit') stamp(env, 'edge.exit_event');
         if (e.type === 'exit') return ok({ exit: e.exit, agentId: e.agentId, sandbox: e.sandbox });
-        if (e.type === 'error') return err(errorCode(e.code), e.message);
+        if (e.type === 'error') return err(e.code, e.message);
         await onEvent(e);
       }
       if (done) break;
@@ -128,7 +128,7 @@ async function outcomeOf(env: Env, team: string, jobId: string): Promise<Result<
   if (view.state === 'lost') {
     return ok({ exit: lostExit(jobId, view.duration_ms ?? 0, view.error?.message ?? 'lost'), agentId: view.agent_id ?? '', sandbox: view.sandbox ?? 'none' });
   }
-  return err(errorCode(view.error?.code ?? view.state), view.error?.message ?? `job ${view.state}`);
+  return err(asErrorCode(view.error?.code ?? view.state, 'internal'), view.error?.message ?? `job ${view.state}`);
 }
 
 export async function jobStatus(env: Env, team: string, jobId: string, waitMs = 0): Promise<JobView | null> {
@@ -201,21 +201,3 @@ export async function multipartAbandon(env: Env, team: string, who: UploadWho): 
   return (await stub(env, team).multipartAbandon(who)) as MultipartAbandonAnswer;
 }
 
-export function errorCode(code: string): ErrorCode {
-  switch (code) {
-    case 'no_agent':
-    case 'concurrency_limit':
-    case 'runtime_unavailable':
-    case 'policy_denied':
-    case 'spawn_failed':
-    case 'invalid_argument':
-    case 'not_found':
-    case 'cancelled':
-    case 'config_error':
-      return code;
-    case 'queue_full':
-      return 'concurrency_limit';
-    default:
-      return 'upstream_error';
-  }
-}

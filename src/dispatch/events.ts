@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { JobExit, JobSpec, SandboxKind, StreamName } from '../contracts/agent-protocol.ts';
 import { AgentLabel } from '../contracts/jobs.ts';
+import { ErrorCodeSchema, type ErrorCode } from '../contracts/errors.ts';
 
 export const DispatchRequest = z.object({
   spec: JobSpec,
@@ -45,13 +46,13 @@ export const DispatchEvent = z.discriminatedUnion('type', [
   z.object({ type: z.literal('started'), jobId: z.string(), agentId: z.string(), sandbox: SandboxKind }),
   z.object({ type: z.literal('output'), stream: StreamName, data: z.string() }),
   z.object({ type: z.literal('exit'), exit: JobExit, agentId: z.string(), sandbox: SandboxKind }),
-  z.object({ type: z.literal('error'), code: z.string(), message: z.string() }),
+  z.object({ type: z.literal('error'), code: ErrorCodeSchema, message: z.string() }),
 ]);
 export type DispatchEvent = z.infer<typeof DispatchEvent>;
 
 export type SubmitAnswer =
   | { ok: true; jobId: string; state: 'queued' | 'running'; agentId: string | null }
-  | { ok: false; code: string; message: string };
+  | { ok: false; code: ErrorCode; message: string };
 
 export type UploadAnswer =
   | { ok: true }

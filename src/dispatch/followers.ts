@@ -9,6 +9,7 @@ import { isTerminal } from '../contracts/jobs.ts';
 import type { DispatchEvent } from './events.ts';
 import type { JobRow, JobStore } from './job-store.ts';
 import { lostExit } from './outcomes.ts';
+import { asErrorCode } from '../contracts/errors.ts';
 
 type Listener = (e: DispatchEvent) => void;
 
@@ -104,6 +105,6 @@ export class Followers {
     if (row.state === 'lost' && row.agent) {
       return { type: 'exit', exit: lostExit(row.id, (row.ended_at ?? Date.now()) - (row.started_at ?? row.created_at), row.error_message ?? 'lost'), agentId: row.agent, sandbox: row.sandbox ?? 'none' };
     }
-    return { type: 'error', code: row.error_code ?? row.state, message: row.error_message ?? `job ${row.state}` };
+    return { type: 'error', code: asErrorCode(row.error_code ?? row.state, 'internal'), message: row.error_message ?? `job ${row.state}` };
   }
 }

@@ -5,7 +5,7 @@
  * The rows live in the job store (src/dispatch/job-store.ts); the sockets in the agent link.
  */
 import type { JobExit, StreamName } from '../contracts/agent-protocol.ts';
-import { describeIssues } from '../contracts/errors.ts';
+import { asErrorCode, describeIssues, type ErrorCode } from '../contracts/errors.ts';
 import { isTerminal, JobListFilter, type AgentView, type JobState, type JobView } from '../contracts/jobs.ts';
 import { RUNTIMES, type RuntimeName } from '../contracts/runtimes.ts';
 import { concurrencyLimitMessage } from '../policy/engine.ts';
@@ -31,7 +31,7 @@ export interface JobsParts {
   configError: Failure | null;
 }
 
-type Failure = { code: string; message: string };
+type Failure = { code: ErrorCode; message: string };
 
 export class Jobs implements Wakes {
   private readonly host: DispatchHost;
@@ -303,7 +303,7 @@ function toSchedJob(r: JobRow): SchedJob {
 function answerFor(row: JobRow): SubmitAnswer {
   if (row.state === 'queued' || row.state === 'running') return { ok: true, jobId: row.id, state: row.state, agentId: row.agent };
   if (row.state === 'refused' || row.state === 'cancelled' && !row.agent) {
-    return { ok: false, code: row.error_code ?? row.state, message: row.error_message ?? `job ${row.state}` };
+    return { ok: false, code: asErrorCode(row.error_code ?? row.state, 'internal'), message: row.error_message ?? `job ${row.state}` };
   }
   return { ok: true, jobId: row.id, state: 'running', agentId: row.agent };
 }

@@ -5,6 +5,7 @@
  */
 import type { CallToolResult, ServerContext } from '@modelcontextprotocol/server';
 import type { Env, Principal, Scope } from '../env.ts';
+import type { ErrorCode } from '../contracts/errors.ts';
 
 /** The SDK's per-call context (v2 `ServerContext`); named for what tools use it for. */
 export type ToolExtra = ServerContext;
@@ -31,7 +32,7 @@ export interface ToolContext {
  * A tool error the model can read and act on: an `isError` result, not a transport error. The
  * structured part always carries a stable `error.code` a client can branch on.
  */
-export function toolError(message: string, structured?: Record<string, unknown>, code = 'tool_error'): CallToolResult {
+export function toolError(message: string, structured?: Record<string, unknown>, code: ErrorCode = 'tool_error'): CallToolResult {
   return {
     isError: true,
     content: [{ type: 'text', text: message }],

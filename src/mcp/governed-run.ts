@@ -15,7 +15,7 @@ import { decide, type PolicyDecision, type PolicyRequest } from '../policy/engin
 import { teamPolicyOf } from '../policy/cache.ts';
 import { newArtifactHandle } from '../store/artifacts.ts';
 import { writeAudit } from '../store/audit.ts';
-import { awaitJob, cancelByCall, errorCode, jobOutcome, jobStatus, submitAndFollow } from '../dispatch/client.ts';
+import { awaitJob, cancelByCall, jobOutcome, jobStatus, submitAndFollow } from '../dispatch/client.ts';
 import { isSettled } from '../contracts/jobs.ts';
 import { callCancelKey, type ToolContext, type ToolExtra } from './context.ts';
 import { progressReporter } from './progress.ts';
@@ -143,7 +143,7 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
       },
     });
     audited = true;
-    if (!answer.ok) return { kind: 'error', error: { code: errorCode(answer.code), message: answer.message }, decision, jobId, handle: spec.artifactHandle };
+    if (!answer.ok) return { kind: 'error', error: { code: answer.code, message: answer.message }, decision, jobId, handle: spec.artifactHandle };
     if (r.background) return { kind: 'accepted', state: answer.state, decision, jobId, handle: spec.artifactHandle, agentId: answer.agentId };
     if (r.task) {
       const stopWaiting = cancelOnStreamClose(ctx, extra, key);

@@ -6,7 +6,7 @@
  */
 import type { PolicyDecision } from '../policy/engine.ts';
 import type { ScriptPolicy } from '../contracts/policy.ts';
-import { describeIssues } from '../contracts/errors.ts';
+import { describeIssues, type ErrorCode } from '../contracts/errors.ts';
 import { writeAudit } from '../store/audit.ts';
 import { executeResult, runGoverned, type GovernedOutcome } from '../mcp/governed-run.ts';
 import type { ToolContext, ToolExtra } from '../mcp/context.ts';
@@ -60,7 +60,7 @@ export interface SubprocessContext {
 
 type Answer = HostAnswer<SubprocessValue>;
 
-const fail = (code: string, message: string, reason?: string): Answer => ({ ok: false, error: { code, message, ...(reason ? { reason } : {}) } });
+const fail = (code: ErrorCode, message: string, reason?: string): Answer => ({ ok: false, error: { code, message, ...(reason ? { reason } : {}) } });
 
 export async function runSubprocess(sc: SubprocessContext, raw: unknown): Promise<Answer> {
   const parsed = SubprocessRequest.safeParse(raw);

@@ -50,6 +50,14 @@ describe('agent messages', () => {
     expect(t.c.store.get('j1')).toMatchObject({ state: 'failed_to_start', error_code: 'spawn_failed', error_message: 'no such file' });
   });
 
+  it('takes a code outside the error vocabulary from an agent as its failure to start, never as a code callers see', async () => {
+    const t = setup();
+    const ws = await connect(t, 'a1');
+    await t.c.jobs.submit(request('j1'));
+    await say(t, ws, { type: 'job.error', jobId: 'j1', code: 'policy_approved_by_agent', message: 'nope' });
+    expect(t.c.store.get('j1')).toMatchObject({ state: 'failed_to_start', error_code: 'spawn_failed', error_message: 'nope' });
+  });
+
   it('closes a socket that floods messages about jobs it does not run, and gives it no more jobs', async () => {
     const t = setup();
     const ws = await connect(t, 'a1');
