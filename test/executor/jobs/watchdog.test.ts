@@ -9,7 +9,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { startWatchdog, type WatchdogReport } from '../../executor/jobs/watchdog.ts';
+import { startWatchdog, type WatchdogReport } from '../../../executor/jobs/watchdog.ts';
 
 const ENV = { PATH: '/usr/bin:/bin' };
 const dir = mkdtempSync(join(tmpdir(), 'gatehouse-watchdog-'));
@@ -82,7 +82,7 @@ describe('shared watchdog process', () => {
   it('an agent killed with SIGKILL gets every armed job killed at once', async () => {
     // A stand-in agent: arms two long deadlines, then is killed before either.
     const script = `
-      import { startWatchdog } from ${JSON.stringify(resolve(import.meta.dirname, '../../executor/jobs/watchdog.ts'))};
+      import { startWatchdog } from ${JSON.stringify(resolve(import.meta.dirname, '../../../executor/jobs/watchdog.ts'))};
       startWatchdog(600_000, ${JSON.stringify(touch('agent-died-1'))}, ${JSON.stringify(ENV)});
       startWatchdog(600_000, ${JSON.stringify(touch('agent-died-2'))}, ${JSON.stringify(ENV)});
       console.log('armed');

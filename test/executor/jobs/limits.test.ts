@@ -5,12 +5,12 @@
  * itself is attacked in test/attack/.
  */
 import { describe, expect, it } from 'vitest';
-import { parsePolicy } from '../../src/policy/engine.ts';
-import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
-import { DEFAULT_RESOURCE_LIMITS } from '../../src/contracts/resource-limits.ts';
-import { effectiveLimits, jobRlimits, ulimitCommands } from '../../executor/jobs/limits.ts';
-import { MIN_RUNSC_DATE, runscBuildDate, runscVersionVerdict } from '../../executor/sandbox/gvisor.ts';
-import { makeRig } from './helpers.ts';
+import { parsePolicy } from '../../../src/policy/engine.ts';
+import { DEFAULT_POLICY } from '../../../src/policy/default-policy.ts';
+import { DEFAULT_RESOURCE_LIMITS } from '../../../src/contracts/resource-limits.ts';
+import { effectiveLimits, jobRlimits, ulimitCommands } from '../../../executor/jobs/limits.ts';
+import { MIN_RUNSC_DATE, runscBuildDate, runscVersionVerdict } from '../../../executor/sandbox/gvisor.ts';
+import { makeRig } from '../helpers.ts';
 
 describe('resource limits in the team policy', () => {
   it('gives every policy safe defaults, the default policy included', () => {

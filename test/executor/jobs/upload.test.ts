@@ -7,8 +7,8 @@ import { createServer, type Server } from 'node:http';
 import { mkdtempSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { uploadArtifact } from '../../executor/jobs/upload.ts';
-import { ARTIFACT_PART_BYTES, REQUEST_BODY_MAX_BYTES } from '../../src/contracts/limits.ts';
+import { uploadArtifact } from '../../../executor/jobs/upload.ts';
+import { ARTIFACT_PART_BYTES, REQUEST_BODY_MAX_BYTES } from '../../../src/contracts/limits.ts';
 
 let server: Server;
 let url: string;

@@ -7,9 +7,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { jobSpec, makeRig, type Rig } from './helpers.ts';
-import type { JobSpec } from '../../src/contracts/agent-protocol.ts';
-import { DISCARD_LIVE } from '../../executor/jobs/relay.ts';
+import { jobSpec, makeRig, type Rig } from '../helpers.ts';
+import type { JobSpec } from '../../../src/contracts/agent-protocol.ts';
+import { DISCARD_LIVE } from '../../../executor/jobs/relay.ts';
 
 let rig: Rig;
 let outside: string;

@@ -1,6 +1,6 @@
 /** Inline result semantics (reference 001), without any process. */
 import { describe, expect, it } from 'vitest';
-import { inlineResult } from '../../executor/jobs/inline.ts';
+import { inlineResult } from '../../../executor/jobs/inline.ts';
 
 const s = (x: string | Buffer) => { const head = Buffer.isBuffer(x) ? x : Buffer.from(x); return { head, total: head.length }; };
 

@@ -7,9 +7,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { REUSE_INIT_PY } from '../../executor/sandbox/init/reuse-init.ts';
-import { cgroupSupport } from '../../executor/sandbox/cgroup.ts';
-import { makeRig, requireTool, toolWorks, type Rig } from './helpers.ts';
+import { REUSE_INIT_PY } from '../../../executor/sandbox/init/reuse-init.ts';
+import { cgroupSupport } from '../../../executor/sandbox/cgroup.ts';
+import { makeRig, requireTool, toolWorks, type Rig } from '../helpers.ts';
 
 const limits = (memoryBytes: number) => ({ inlineBytes: 100_000, artifactBytes: 100_000, memoryBytes, maxProcesses: 64 });
 const MiB = 1 << 20;

@@ -8,9 +8,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { OutputRelay, type LiveSink } from '../../executor/jobs/relay.ts';
-import { decodeOutputFrame, type OutputFrame } from '../../src/contracts/output-frame.ts';
-import { LIVE_FRAME_DATA_BYTES, RELAY_MAX_BUFFERED_BYTES } from '../../src/contracts/limits.ts';
+import { OutputRelay, type LiveSink } from '../../../executor/jobs/relay.ts';
+import { decodeOutputFrame, type OutputFrame } from '../../../src/contracts/output-frame.ts';
+import { LIVE_FRAME_DATA_BYTES, RELAY_MAX_BUFFERED_BYTES } from '../../../src/contracts/limits.ts';
 
 let dir: string;
 beforeAll(() => { dir = mkdtempSync(join(tmpdir(), 'gh-relay-')); });

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { existsSync } from 'node:fs';
-import { probeRuntimes, versionLine } from '../../executor/runtimes/probe.ts';
+import { probeRuntimes, versionLine } from '../../../executor/runtimes/probe.ts';
 
 const KOTLINC = '/usr/bin/kotlinc';
 if (!existsSync(KOTLINC) && process.env.CI === 'true') throw new Error('kotlinc is required under CI=true (.ci/run installs it)');
