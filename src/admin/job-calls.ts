@@ -5,6 +5,7 @@
  * keeps none of that; the audit row reaches D1 a moment after the call, so a very new job may have
  * no `call` yet (null).
  */
+import { parseJson } from '../store/audit.ts';
 
 /** The call behind a job: command as stored (argv array, `{ command, args, runtime }` or a shell string), cwd, the policy's verdict. */
 export interface JobCall {
@@ -40,13 +41,4 @@ export async function jobCalls(db: D1Database, team: string, jobIds: readonly st
     }
   }
   return out;
-}
-
-function parseJson(s: string | null): unknown {
-  if (s === null) return null;
-  try {
-    return JSON.parse(s);
-  } catch {
-    return s;
-  }
 }

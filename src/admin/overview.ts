@@ -9,6 +9,7 @@ import { Hono } from 'hono';
 import type { AppEnv } from '../env.ts';
 import { listAllAgents } from '../dispatch/client.ts';
 import { approvalView, listApprovals } from '../approval/store.ts';
+import { parseJson } from '../store/audit.ts';
 
 export const overviewRoutes = new Hono<AppEnv>();
 
@@ -70,12 +71,3 @@ overviewRoutes.get('/', async (c) => {
     },
   });
 });
-
-function parseJson(s: string | null): unknown {
-  if (s === null) return null;
-  try {
-    return JSON.parse(s);
-  } catch {
-    return s;
-  }
-}

@@ -247,7 +247,8 @@ export async function queryAudit(db: D1Database, team: string, f: AuditFilter): 
   return { entries, nextCursor: rows.length > limit ? encodeCursor(page[page.length - 1].id) : null };
 }
 
-function parseJson(s: string | null): unknown {
+/** A JSON column as its value; text that is not JSON (an older row) as itself. */
+export function parseJson(s: string | null): unknown {
   if (s === null) return null;
   try {
     return JSON.parse(s);
