@@ -99,16 +99,5 @@ ul.states a { text-decoration: none; color: var(--fg); }
 iframe.appframe { display: block; width: 100%; height: 30rem; border: 1px solid var(--line); border-radius: 8px; background: #fff; }
 ul.runtimes { margin: 0; padding-left: 1rem; columns: 2; font-size: .85rem; }
 ul.runtimes .ver { color: var(--muted); }
-@media (max-width: 800px) { .tiles { display: grid; grid-template-columns: repeat(auto-fit, minmax(13rem, 1fr)); gap: .75rem; margin: .5rem 0 1rem; }
-.tile { display: flex; flex-direction: column; padding: .75rem 1rem; border: 1px solid var(--line); border-radius: 8px; background: var(--panel); color: var(--fg); text-decoration: none; }
-.tile:hover { border-color: var(--accent); }
-.tile .n { font-size: 2rem; font-weight: 700; line-height: 1.1; }
-.tile .label { font-weight: 600; }
-.tile.ok .n { color: var(--ok); }
-.tile.bad .n { color: var(--bad); }
-.tile.warn .n { color: #9a6700; }
-ul.states { display: flex; flex-wrap: wrap; gap: .5rem 1.25rem; list-style: none; margin: .25rem 0; padding: 0; }
-ul.states a { text-decoration: none; color: var(--fg); }
-iframe.appframe { display: block; width: 100%; height: 30rem; border: 1px solid var(--line); border-radius: 8px; background: #fff; }
-ul.runtimes { columns: 1; } header .who { margin-left: 0; } }
+@media (max-width: 800px) { ul.runtimes { columns: 1; } header .who { margin-left: 0; } }
 `;
