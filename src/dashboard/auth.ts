@@ -34,10 +34,12 @@ authRoutes.get('/callback', async (c) => {
 authRoutes.get('/session', async (c) => {
   const who = await signedInIdentity(c);
   if (!who.ok) return apiError(c, who.error.code, who.error.message);
-  if (!who.value) return c.json({ signedIn: false });
+  const cfg = oidcConfig(c.env);
+  const signIn = cfg.ok && cfg.value ? { signInUrl: '/dashboard/auth/login' } : {};
+  if (!who.value) return c.json({ signedIn: false, ...signIn });
   const { identity, csrf } = who.value;
   const teams = (await membershipsOf(c.env, identity.issuer, identity.subject)).map((m) => ({ team: m.team, role: m.role, memberId: m.memberId }));
-  return c.json({ signedIn: true, issuer: identity.issuer, subject: identity.subject, email: identity.email, name: identity.name, teams, csrf });
+  return c.json({ signedIn: true, issuer: identity.issuer, subject: identity.subject, email: identity.email, name: identity.name, teams, csrf, ...signIn });
 });
 
 authRoutes.post('/logout', async (c) => {

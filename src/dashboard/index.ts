@@ -22,6 +22,7 @@ import { POLICY_JS } from './client/policy.ts';
 import { TOKENS_JS } from './client/tokens.ts';
 import { APPROVALS_JS } from './client/approvals.ts';
 import { OVERVIEW_JS } from './client/overview.ts';
+import { MEMBERS_JS } from './client/members.ts';
 import { APP_HOST_JS } from './client/app-host.ts';
 import { STYLE_CSS } from './client/style.ts';
 import { FAVICON_SVG } from './client/favicon.ts';
@@ -39,6 +40,7 @@ const ASSETS: Record<string, { type: string; body: string }> = {
   'tokens.js': { type: JS, body: TOKENS_JS },
   'approvals.js': { type: JS, body: APPROVALS_JS },
   'overview.js': { type: JS, body: OVERVIEW_JS },
+  'members.js': { type: JS, body: MEMBERS_JS },
   'app-host.js': { type: JS, body: APP_HOST_JS },
   'style.css': { type: 'text/css; charset=utf-8', body: STYLE_CSS },
   'favicon.svg': { type: 'image/svg+xml', body: FAVICON_SVG },
@@ -74,5 +76,5 @@ dashboardRoutes.get(APP_FRAME_PATH.slice('/dashboard'.length), (c) =>
 );
 
 dashboardRoutes.all('*', (c) =>
-  c.text(`no dashboard page ${c.req.method} ${new URL(c.req.url).pathname}; open /dashboard (pages are #/overview, #/agents, #/jobs, #/approvals, #/audit, #/policy, #/tokens)`, 404),
+  c.text(`no dashboard page ${c.req.method} ${new URL(c.req.url).pathname}; open /dashboard (pages are #/overview, #/agents, #/jobs, #/approvals, #/audit, #/policy, #/tokens, #/members)`, 404),
 );

@@ -12,7 +12,10 @@ const TOKEN_KEY = 'gatehouse.adminToken';
 export const session = {
   token() { return sessionStorage.getItem(TOKEN_KEY); },
   set(t) { sessionStorage.setItem(TOKEN_KEY, t); },
-  clear() { sessionStorage.removeItem(TOKEN_KEY); },
+  clear() { sessionStorage.removeItem(TOKEN_KEY); session.person = null; },
+  // A person signed in with the identity provider: the HttpOnly session cookie goes along, the page
+  // holds only the session's CSRF token and the team it acts in ({ csrf, team, email, teams }).
+  person: null,
 };
 
 export class ApiError extends Error {
@@ -29,15 +32,22 @@ export function onUnauthenticated(fn) { listeners.unauthenticated.push(fn); }
 /** Calls the admin API with the session's token as Bearer; errors become ApiError(code, message). */
 export async function api(method, path, body, opts) {
   const token = (opts && opts.token) || session.token();
-  const headers = { Authorization: 'Bearer ' + token, Accept: 'application/json' };
+  const headers = { Accept: 'application/json' };
   const init = { method: method, headers: headers, cache: 'no-store', credentials: 'omit', referrerPolicy: 'no-referrer' };
+  let base = '/admin/v1';
+  if (token || !session.person) headers.Authorization = 'Bearer ' + token;
+  else {
+    base = '/dashboard/api/v1/teams/' + encodeURIComponent(session.person.team);
+    headers['X-Gatehouse-CSRF'] = session.person.csrf;
+    init.credentials = 'same-origin';
+  }
   if (body !== undefined) {
     headers['Content-Type'] = 'application/json';
     init.body = typeof body === 'string' ? body : JSON.stringify(body);
   }
   let r;
   try {
-    r = await fetch('/admin/v1' + path, init);
+    r = await fetch(base + path, init);
   } catch (e) {
     throw new ApiError(0, 'network', 'the gateway did not answer (' + e.message + ')');
   }

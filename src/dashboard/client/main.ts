@@ -11,6 +11,7 @@ import * as policy from './policy.js';
 import * as tokens from './tokens.js';
 import * as approvals from './approvals.js';
 import * as overview from './overview.js';
+import * as members from './members.js';
 
 const PAGES = [
   { path: 'overview', title: 'Overview', mod: overview },
@@ -20,6 +21,7 @@ const PAGES = [
   { path: 'policy', title: 'Policy', mod: policy },
   { path: 'tokens', title: 'Tokens', mod: tokens },
   { path: 'approvals', title: 'Approvals', mod: approvals },
+  { path: 'members', title: 'Members', mod: members },
 ];
 
 const main = document.getElementById('main');
@@ -28,6 +30,8 @@ const who = document.getElementById('who');
 const signout = document.getElementById('signout');
 let cleanup = null;
 let me = null;
+// Where the identity provider's sign-in starts (GET /dashboard/auth/session says), null without one.
+let signInUrl = null;
 
 function clearPage() {
   if (cleanup) { try { cleanup(); } catch (e) { /* ignore */ } }
@@ -51,6 +55,10 @@ function signIn(reason) {
     field('Admin token', input),
     h('button', { type: 'submit' }, 'Sign in'),
     msg.status, msg.error);
+  if (signInUrl) {
+    form.insertBefore(h('p', null, h('a', { id: 'idp-signin', class: 'button', href: signInUrl + '?next=' + encodeURIComponent('/dashboard' + location.hash) }, 'Sign in with your identity provider'),
+      ' — or, for automation and break-glass:'), form.children[1]);
+  }
   if (reason) msg.error.textContent = reason;
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
@@ -73,9 +81,20 @@ function signIn(reason) {
   input.focus();
 }
 
+/** A signed-in person with the member role: the team pages are for owners and admins. */
+function memberOnly(s) {
+  clearPage();
+  who.textContent = s.email || s.subject;
+  signout.hidden = false;
+  main.appendChild(h('section', { class: 'card', id: 'member-only' },
+    h('h1', null, 'Signed in'),
+    h('p', null, 'You are a member of ', s.teams.map((t, i) => [i ? ', ' : '', h('strong', null, t.team), ' (' + t.role + ')']), '.'),
+    h('p', null, 'Members connect their MCP clients with OAuth (the client opens this gateway\'s consent page, where you grant it as yourself) and run what the team policy allows. The team pages here are for owners and admins.')));
+}
+
 function start(w) {
   me = w;
-  who.textContent = 'team ' + w.team + ' · ' + w.subject;
+  who.textContent = 'team ' + w.team + ' · ' + (session.person ? session.person.email + ' (' + session.person.role + ')' : w.subject);
   signout.hidden = false;
   nav.replaceChildren(h('ul', null, PAGES.map((p) => h('li', null, h('a', { href: '#/' + p.path, 'data-page': p.path }, p.title)))));
   if (!location.hash || location.hash === '#' || location.hash === '#/') location.hash = '#/overview';
@@ -106,12 +125,45 @@ function route() {
 }
 
 window.addEventListener('hashchange', route);
-signout.addEventListener('click', () => { session.clear(); signIn(); });
+signout.addEventListener('click', async () => {
+  const person = session.person;
+  session.clear();
+  if (person) {
+    await fetch('/dashboard/auth/logout', { method: 'POST', credentials: 'same-origin', headers: { 'X-Gatehouse-CSRF': person.csrf } }).catch(() => null);
+  }
+  signIn();
+});
 onUnauthenticated((message) => { session.clear(); signIn('Signed out: ' + message); });
+
+/** The identity provider's session, if any: the person, their teams and roles, the CSRF token. */
+async function personSession() {
+  try {
+    const r = await fetch('/dashboard/auth/session', { credentials: 'same-origin', cache: 'no-store' });
+    return r.ok ? await r.json() : null;
+  } catch (e) {
+    return null;
+  }
+}
 
 (async () => {
   const t = session.token();
-  if (!t) return signIn();
+  if (!t) {
+    const s = await personSession();
+    signInUrl = (s && s.signInUrl) || null;
+    if (!s || !s.signedIn) return signIn();
+    if (!s.teams.length) return signIn((s.email || s.subject) + ' is signed in but not a member of any team: ask a team owner or admin for an invitation.');
+    // The first team the person manages (owner or admin); a member only sees what members may do.
+    const managed = s.teams.find((x) => x.role !== 'member');
+    if (!managed) return memberOnly(s);
+    session.person = { csrf: s.csrf, team: managed.team, role: managed.role, email: s.email || s.subject };
+    try {
+      // GET /teams/<team> is who-am-i in the team the person acts in.
+      return start(await api('GET', ''));
+    } catch (e) {
+      session.clear();
+      return signIn(describe(e));
+    }
+  }
   try {
     start(await api('GET', '/whoami'));
   } catch (e) {

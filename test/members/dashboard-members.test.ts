@@ -1,0 +1,106 @@
+/**
+ * The dashboard for people signed in with an OpenID Connect provider, in Chromium against the real
+ * gateway and oidc-provider on 127.0.0.1: sign in through the provider, the Members page (invite
+ * with the one-time link, role change, removal), sign-out; a member sees the member page, not the
+ * team pages.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Browser, Page } from 'puppeteer-core';
+import { startGateway, type Gateway } from '../e2e/harness.ts';
+import { execSql } from '../admin/seed.ts';
+import { HAVE_CHROMIUM, launchChromium, requireChromium } from '../support/chromium.ts';
+import { startOidcIdp, type OidcIdp } from '../support/oidc-idp.ts';
+
+requireChromium('members dashboard tests');
+
+let gw: Gateway;
+let idp: OidcIdp;
+let browser: Browser;
+let profile: string;
+
+beforeAll(async () => {
+  if (!HAVE_CHROMIUM) return;
+  idp = await startOidcIdp();
+  const member = (id: string, sub: string, email: string, role: string) =>
+    `INSERT INTO members (member_id, team, issuer, subject, email, name, role, created_at, added_by) VALUES ('${id}', 'acme', '${idp.issuer}', '${sub}', '${email}', NULL, '${role}', ${Date.now() - 60_000}, 'seed');`;
+  gw = await startGateway({
+    vars: { OIDC_ISSUER: idp.issuer, OIDC_CLIENT_ID: idp.clientId, OIDC_CLIENT_SECRET: idp.clientSecret },
+    beforeStart: async (persist) => execSql(persist, [
+      member('mem_alice', 'alice', 'alice@acme.example', 'owner'),
+      member('mem_carol', 'carol', 'carol@acme.example', 'member'),
+      member('mem_erin', 'erin', 'erin@acme.example', 'member'),
+    ].join('\n')),
+  });
+  idp.allowRedirect(`${gw.url}/dashboard/auth/callback`);
+  profile = mkdtempSync(join(tmpdir(), 'gatehouse-members-chromium-'));
+  browser = await launchChromium(profile);
+});
+afterAll(async () => {
+  await browser?.close();
+  await gw?.stop();
+  await idp?.close();
+  if (profile) rmSync(profile, { recursive: true, force: true });
+});
+
+const text = (page: Page, sel: string) => page.$eval(sel, (e) => (e as HTMLElement).innerText);
+
+async function signInAs(page: Page, sub: string, email: string): Promise<void> {
+  await page.goto(`${gw.url}/dashboard`);
+  await page.waitForSelector('#idp-signin');
+  idp.nextLogin({ sub, email });
+  await Promise.all([page.waitForNavigation({ waitUntil: 'load' }), page.click('#idp-signin')]);
+  await page.waitForFunction((h) => location.origin === h, {}, gw.url);
+}
+
+describe.skipIf(!HAVE_CHROMIUM)('the dashboard for signed-in people', () => {
+  it('signs an owner in through the provider; the Members page invites, changes a role and removes; sign-out ends the session', async () => {
+    const context = await browser.createBrowserContext();
+    const page = await context.newPage();
+    await signInAs(page, 'alice', 'alice@acme.example');
+    await page.waitForFunction(() => document.getElementById('who')?.textContent?.includes('alice@acme.example (owner)'));
+    expect(await text(page, '#who')).toBe('team acme · alice@acme.example (owner)');
+
+    await page.evaluate(() => { location.hash = '#/members'; });
+    await page.waitForSelector('[data-member-row="mem_carol"]');
+    expect(await page.$$eval('[data-member-row]', (rows) => rows.map((r) => r.getAttribute('data-member-row')))).toEqual(['mem_alice', 'mem_carol', 'mem_erin']);
+
+    await page.type('#invite-form input[name=email]', 'dana@example.com');
+    await page.select('#invite-form select[name=role]', 'admin');
+    await page.click('#invite-form button[type=submit]');
+    await page.waitForSelector('#invite-url');
+    expect(await text(page, '#invite-url')).toMatch(new RegExp(`^${gw.url}/dashboard/join\\?invitation=[A-Za-z0-9_-]{43}$`));
+    await page.waitForFunction(() => document.body.innerText.includes('Pending invitations'));
+
+    await page.select('select[data-member="mem_carol"]', 'admin');
+    await page.waitForFunction(() => document.body.innerText.includes('carol@acme.example is now admin.'));
+    const token = await gw.token({ team: 'acme', scopes: ['admin'] });
+    const list = async () => ((await (await fetch(`${gw.url}/admin/v1/members`, { headers: { Authorization: `Bearer ${token}` } })).json()) as any).members;
+    expect((await list()).find((m: any) => m.memberId === 'mem_carol').role).toBe('admin');
+    // The gateway's refusal is shown as it says it: the last owner stays.
+    await page.select('select[data-member="mem_alice"]', 'admin');
+    await page.waitForFunction(() => document.body.innerText.includes('this is the last owner of team "acme"'));
+
+    await page.click('button[data-remove="mem_carol"]');
+    await page.waitForFunction(() => !document.querySelector('[data-member-row="mem_carol"]'));
+    expect((await list()).map((m: any) => m.memberId)).toEqual(['mem_alice', 'mem_erin']);
+
+    await page.click('#signout');
+    await page.waitForSelector('#idp-signin');
+    const s = await page.evaluate(async () => (await fetch('/dashboard/auth/session', { credentials: 'same-origin' })).json());
+    expect(s).toMatchObject({ signedIn: false });
+    await context.close();
+  });
+
+  it('shows a member the member page, not the team pages', async () => {
+    const context = await browser.createBrowserContext();
+    const page = await context.newPage();
+    await signInAs(page, 'erin', 'erin@acme.example');
+    await page.waitForSelector('#member-only');
+    expect(await text(page, '#member-only')).toContain('You are a member of acme (member).');
+    expect(await page.$$('#nav a')).toHaveLength(0);
+    await context.close();
+  });
+});
