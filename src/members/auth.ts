@@ -59,8 +59,11 @@ export function crossSiteRefusal(c: Context<AppEnv>, s: SignedIn, formToken?: st
   if (SAFE_METHODS.has(c.req.method)) return null;
   const origin = c.req.header('Origin');
   const own = new URL(c.req.url).origin;
-  if (origin !== own) {
-    return { code: 'forbidden', message: `a signed-in request that changes something must come from this gateway's pages (Origin ${own}); got ${origin ? `Origin ${origin.slice(0, 100)}` : 'no Origin header'}` };
+  // Pages under Referrer-Policy: no-referrer post forms with `Origin: null`; the browser's own
+  // Sec-Fetch-Site (no page can set it) then says whether the form was this origin's.
+  const sameSite = origin && origin !== 'null' ? origin === own : c.req.header('Sec-Fetch-Site') === 'same-origin';
+  if (!sameSite) {
+    return { code: 'forbidden', message: `a signed-in request that changes something must come from this gateway's pages (Origin ${own}); got ${origin ? `Origin ${origin.slice(0, 100)}` : 'no Origin header'}${origin && origin !== 'null' ? '' : ' and no Sec-Fetch-Site: same-origin'}` };
   }
   if (s.csrf === null) return null;
   const token = c.req.header(CSRF_HEADER) ?? formToken;

@@ -134,6 +134,10 @@ describe('an invitation taken through Cloudflare Access', () => {
     expect(foreign.status).toBe(403);
     expect(foreign.text).toContain("must come from this gateway&#39;s pages");
     expect((await asPerson(gina, 'POST', '/dashboard/join', joinForm(s), { origin: null })).status).toBe(403);
+    // `Origin: null` (a page without referrer) passes only with the browser's Sec-Fetch-Site: same-origin.
+    const opaque = await asPerson(gina, 'POST', '/dashboard/join', joinForm(s), { origin: 'null' });
+    expect(opaque.status).toBe(403);
+    expect(opaque.text).toContain('got Origin null and no Sec-Fetch-Site: same-origin');
     expect((await asPerson(gina, 'POST', '/dashboard/join', joinForm(s))).text).toContain('You joined team acme as member.');
   });
 
