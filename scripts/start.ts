@@ -24,6 +24,7 @@ const PORT = Number(process.env.PORT ?? 8787);
 const HOST = '127.0.0.1';
 const URL_BASE = `http://${HOST}:${PORT}`;
 const TEAM = process.env.GATEHOUSE_TEAM ?? 'dev';
+const SIGN_IN_VARS = ['OIDC_ISSUER', 'OIDC_CLIENT_ID', 'OIDC_CLIENT_SECRET', 'CF_ACCESS_TEAM_DOMAIN', 'CF_ACCESS_AUD'];
 const WRANGLER = join(ROOT, 'node_modules/.bin/wrangler');
 const NODE = process.execPath;
 // wrangler's shebang runs `node` from PATH: make that this (pinned Node 22) binary.
@@ -204,7 +205,13 @@ async function main(): Promise<void> {
   const audience = `${URL_BASE}/mcp`;
   // The secret and the URLs tokens are minted for; regenerated each start (the port may change).
   const envFile = join(STATE, 'dev.vars');
-  writeFileSync(envFile, `GATEHOUSE_SIGNING_KEY='${key}'\nGATEHOUSE_ISSUER='${issuer}'\nGATEHOUSE_AUDIENCE='${audience}'\n`, { mode: 0o600 });
+  // People's sign-in (docs/members.md) is off unless these are set in the environment of npm start.
+  const signIn = SIGN_IN_VARS.filter((k) => process.env[k]);
+  for (const k of signIn) {
+    if (/['\n]/.test(process.env[k]!)) throw new Error(`${k} contains a quote or a line break, which .dev.vars cannot carry`);
+  }
+  writeFileSync(envFile, `GATEHOUSE_SIGNING_KEY='${key}'\nGATEHOUSE_ISSUER='${issuer}'\nGATEHOUSE_AUDIENCE='${audience}'\n`
+    + signIn.map((k) => `${k}='${process.env[k]}'\n`).join(''), { mode: 0o600 });
 
   log('applying D1 migrations (local)…');
   await run(WRANGLER, ['d1', 'migrations', 'apply', 'DB', '--local', '--persist-to', join(STATE, 'state')], 'migrations.log');
@@ -257,6 +264,11 @@ async function main(): Promise<void> {
       `Claude Code:\n  claude mcp add --transport http gatehouse ${audience} --header "Authorization: Bearer ${client.token}"\n\n` +
       `Admin CLI (policy, tokens, audit):\n  export GATEHOUSE_URL=${URL_BASE} GATEHOUSE_ADMIN_TOKEN=${admin.token}\n  npx gatehouse policy get\n\n` +
       `Dashboard:        ${URL_BASE}/dashboard (sign in with the admin token)\n` +
+      (process.env.OIDC_ISSUER
+        ? `People sign in:   with ${process.env.OIDC_ISSUER} (invite them: npx gatehouse members invite <email> --role owner)\n`
+        : process.env.CF_ACCESS_TEAM_DOMAIN
+          ? `People sign in:   through Cloudflare Access ${process.env.CF_ACCESS_TEAM_DOMAIN}\n`
+          : `People sign in:   off; set OIDC_ISSUER, OIDC_CLIENT_ID, OIDC_CLIENT_SECRET for npm start to turn it on (docs/members.md)\n`) +
       `Home page:        ${URL_BASE}/\n` +
       `All tokens: ${join(STATE, 'tokens.json')}   Workspace: ${join(STATE, 'workspace')}\n` +
       `Logs: ${join(STATE, 'gateway.log')}, ${join(STATE, 'agent.log')} (one line per job)   Ctrl-C stops everything.\n${line}\n`,

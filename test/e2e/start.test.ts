@@ -68,6 +68,8 @@ describe('npm start', () => {
     expect(first.out()).toContain(`claude mcp add --transport http gatehouse ${url} --header "Authorization: Bearer ${first.token}"`);
     expect(first.out()).toMatch(/agent local-agent, sandbox: (gvisor|bwrap)\)/);
     expect(first.out()).toContain(`Dashboard:        http://127.0.0.1:${port}/dashboard`);
+    // Without an identity provider it says how to turn people's sign-in on.
+    expect(first.out()).toContain('People sign in:   off; set OIDC_ISSUER, OIDC_CLIENT_ID, OIDC_CLIENT_SECRET for npm start to turn it on (docs/members.md)');
     // Quiet: a few lines of our own, then the banner, and nothing after it; no wrangler noise, no stack traces
     // (the offline lookup of workers.cloudflare.com for Request.cf is switched off).
     const text = first.out();
