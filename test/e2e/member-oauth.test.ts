@@ -20,6 +20,8 @@ import { startOidcIdp, type OidcIdp } from '../support/oidc-idp.ts';
 import { TestOAuthProvider } from '../support/oauth-provider.ts';
 
 requireChromium('member OAuth e2e');
+// Callbacks given to page.evaluate/waitForFunction run in the browser; the project's types have no DOM lib.
+declare const document: any, location: any;
 
 let gw: Gateway;
 let idp: OidcIdp;
@@ -74,7 +76,7 @@ describe.skipIf(!HAVE_CHROMIUM)('a member connects an MCP client without an admi
     idp.nextLogin({ sub: 'mona', email: 'mona@acme.example', name: 'Mona' });
     await Promise.all([page.waitForNavigation({ waitUntil: 'load' }), page.click('#sign-in')]);
     await page.waitForFunction((u) => location.href === u, { timeout: 30_000 }, authUrl.href);
-    expect(await page.$eval('#signed-in', (e) => (e as HTMLElement).innerText)).toBe('Signed in as mona@acme.example; the app acts as you.');
+    expect(await page.$eval('#signed-in', (e: any) => e.innerText)).toBe('Signed in as mona@acme.example; the app acts as you.');
     expect(await page.$('#admin_token')).toBeNull();
     await Promise.all([page.waitForNavigation({ waitUntil: 'load' }), page.click('#approve')]);
     const arrived = arrivals.find((u) => u.searchParams.get('state') === authUrl.searchParams.get('state'));

@@ -15,6 +15,8 @@ import { HAVE_CHROMIUM, launchChromium, requireChromium } from '../support/chrom
 import { startOidcIdp, type OidcIdp } from '../support/oidc-idp.ts';
 
 requireChromium('members dashboard tests');
+// Callbacks given to page.evaluate/waitForFunction run in the browser; the project's types have no DOM lib.
+declare const document: any, location: any;
 
 let gw: Gateway;
 let idp: OidcIdp;
@@ -45,7 +47,7 @@ afterAll(async () => {
   if (profile) rmSync(profile, { recursive: true, force: true });
 });
 
-const text = (page: Page, sel: string) => page.$eval(sel, (e) => (e as HTMLElement).innerText);
+const text = (page: Page, sel: string) => page.$eval(sel, (e: any) => e.innerText);
 
 async function signInAs(page: Page, sub: string, email: string): Promise<void> {
   await page.goto(`${gw.url}/dashboard`);
@@ -89,7 +91,8 @@ describe.skipIf(!HAVE_CHROMIUM)('the dashboard for signed-in people', () => {
 
     await page.click('#signout');
     await page.waitForSelector('#idp-signin');
-    const s = await page.evaluate(async () => (await fetch('/dashboard/auth/session', { credentials: 'same-origin' })).json());
+    // A page's fetch sends its cookies to its own origin by default.
+    const s = await page.evaluate(async () => (await fetch(new URL('/dashboard/auth/session', location.href))).json());
     expect(s).toMatchObject({ signedIn: false });
     await context.close();
   });
