@@ -215,6 +215,9 @@ describe.skipIf(!HAVE_CHROMIUM)('the dashboard for a first user', () => {
     await go(`#/jobs/${jobs.hostile}`, 'Job ');
     await page.waitForSelector('dl.facts.call dd', { timeout: 15_000 });
     expect(await page.$eval('dl.facts.call', (e: any) => e.innerText)).toContain(expected);
+    // The job's output (echo printed the ESC sequences and U+202E) is shown the same way, once it is there.
+    await page.waitForFunction(() => (document.querySelector('pre.output[data-stream="stdout"]')?.textContent ?? '').includes('exe.live'), { timeout: 15_000 });
+    expect(await page.$eval('pre.output[data-stream="stdout"]', (e: any) => e.textContent)).toContain('\\x1b[2J\\x1b[31mred \\u202eexe.live');
     // Nothing ran and nothing became markup: no script or image in the page, no raw control character anywhere in it.
     expect(await page.evaluate(() => window.__pwned)).toBeUndefined();
     expect(await page.$$('main script, main img')).toHaveLength(0);

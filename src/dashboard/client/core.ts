@@ -215,6 +215,15 @@ export function describe(e) {
   return text.split('\n').map((l) => visible(l)).join('\n');
 }
 
+/**
+ * A job's output as the page shows it: line breaks and tabs kept, every other control, bidirectional
+ * or invisible character as its escape (an ESC sequence or a U+202E in a job's output is data, not
+ * something that may reorder or hide what is around it).
+ */
+export function outputText(text) {
+  return text.split('\n').map((l) => l.split('\t').map((p) => visible(p)).join('\t')).join('\n');
+}
+
 export function fmtTime(ms) {
   if (ms === null || ms === undefined) return '';
   const d = new Date(ms);

@@ -1,6 +1,6 @@
 /** Browser module `jobs.js`: the live job list and a job's page (output tail, search, download, kill). */
 export const JOBS_JS = String.raw`
-import { api, ApiError, commandView, field, fmtBytes, fmtDuration, fmtTime, h, isMissingRoute, jobBadge, jobOutcome, messages, pick, poll, replaceKeepingFocus, saveBlob, table, userText, visible } from './core.js';
+import { api, ApiError, commandView, field, fmtBytes, fmtDuration, fmtTime, h, isMissingRoute, jobBadge, jobOutcome, messages, pick, poll, replaceKeepingFocus, outputText, saveBlob, table, userText, visible } from './core.js';
 import { openAppView } from './app-host.js';
 
 const STATES = ['queued', 'running', 'exited', 'signaled', 'timed_out', 'cancelled', 'lost', 'failed_to_start', 'refused'];
@@ -221,7 +221,7 @@ async function liveTail(id, outputs, live, outMsg) {
     try {
       const r = await api('GET', '/jobs/' + encodeURIComponent(id) + '/output?stream=' + s + '&offset=' + live[s]);
       if (r.text) {
-        outputs[s].pre.append(r.text);
+        outputs[s].pre.append(outputText(r.text));
         outputs[s].pre.scrollTop = outputs[s].pre.scrollHeight;
       }
       live[s] = r.nextOffset;
@@ -262,7 +262,7 @@ async function finalOutput(handle, outputs, outMsg, job) {
     if (!meta) { v.info.textContent = 'empty'; v.pre.replaceChildren(); v.dl.hidden = true; continue; }
     try {
       const r = await api('GET', '/artifacts/' + encodeURIComponent(handle) + '/' + s + '?tail=' + TAIL_BYTES);
-      v.pre.replaceChildren(r.text);
+      v.pre.replaceChildren(outputText(r.text));
       v.info.textContent = fmtBytes(meta.bytes) + ', ' + meta.lines + ' lines' + (meta.truncated ? ', truncated at the artifact cap' : '') +
         (r.offset > 0 ? ' · showing the last ' + fmtBytes(r.length) : '');
       v.pre.scrollTop = v.pre.scrollHeight;
@@ -315,7 +315,7 @@ function excerpt(x, terms) {
   return h('figure', { class: 'excerpt' },
     h('figcaption', null, x.source + ' lines ' + x.lineStart + '–' + x.lineEnd),
     h('pre', { class: 'output' }, lines.map((l, i) => h('span', { class: 'line' },
-      h('span', { class: 'ln', 'aria-hidden': 'true' }, String(x.lineStart + i).padStart(5, ' ') + '  '), mark(l, lower), '\n'))));
+      h('span', { class: 'ln', 'aria-hidden': 'true' }, String(x.lineStart + i).padStart(5, ' ') + '  '), mark(outputText(l), lower), '\n'))));
 }
 
 /** Wraps the matched terms of a line in <mark>, as text nodes only. */
