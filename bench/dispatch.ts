@@ -27,14 +27,16 @@ async function main() {
     const clients = await Promise.all(Array.from({ length: CLIENTS }, () => gw.mcp(TEAM, ['execute', 'artifacts:read'])));
     const errors: string[] = [];
     const t0 = performance.now();
-    await Promise.all(clients.map(async (c, i) => {
-      // Staggered by a millisecond each so the submission order is known.
-      await new Promise((r) => setTimeout(r, i));
-      const r = await c.callTool({ name: 'execute', arguments: { command: 'sleep', args: [SLEEP] } }, undefined, {
-        timeout: 120_000,
-      });
-      if (r.isError) errors.push((r.content as { text: string }[])[0]?.text ?? 'error');
-    }));
+    await Promise.all(
+      clients.map(async (c, i) => {
+        // Staggered by a millisecond each so the submission order is known.
+        await new Promise((r) => setTimeout(r, i));
+        const r = await c.callTool({ name: 'execute', arguments: { command: 'sleep', args: [SLEEP] } }, undefined, {
+          timeout: 120_000,
+        });
+        if (r.isError) errors.push((r.content as { text: string }[])[0]?.text ?? 'error');
+      }),
+    );
     const seconds = (performance.now() - t0) / 1000;
     // Start order, from the team's job list (oldest first by start time).
     const adminToken = await gw.token({ team: TEAM, scopes: ['admin'] });
@@ -44,7 +46,9 @@ async function main() {
     const overtakes = jobs.filter((j) => jobs.some((o) => o.created_at < j.created_at && (o.started_at ?? Infinity) > (j.started_at ?? Infinity))).length;
     console.log(`clients: ${CLIENTS}, one agent of capacity 4, execute sleep ${SLEEP}, queueWaitMs 30000`);
     console.log(`errors: ${errors.length}${errors.length ? ` (first: ${errors[0]})` : ''}`);
-    console.log(`wall time: ${seconds.toFixed(2)} s (ideal ${(Math.ceil(CLIENTS / 4) * Number(SLEEP)).toFixed(2)} s of sleeping), ${(CLIENTS / seconds).toFixed(1)} jobs/s`);
+    console.log(
+      `wall time: ${seconds.toFixed(2)} s (ideal ${(Math.ceil(CLIENTS / 4) * Number(SLEEP)).toFixed(2)} s of sleeping), ${(CLIENTS / seconds).toFixed(1)} jobs/s`,
+    );
     console.log(`FIFO: ${overtakes} of ${jobs.length} jobs started before a job submitted earlier`);
     await Promise.all(clients.map((c) => c.close()));
   } finally {

@@ -17,7 +17,11 @@ import { cpuMsOfGateway, p50 } from './hotpath.ts';
 
 export const FLOOR_OPS = ['healthz', 'd1-query', 'd1-batch', 'ratelimit', 'do-rpc', 'do-sql', 'do-sql-50', 'ws-roundtrip', 'path'] as const;
 export type FloorOp = (typeof FLOOR_OPS)[number];
-export interface FloorFigure { op: FloorOp; wallP50: number; cpu: number | null }
+export interface FloorFigure {
+  op: FloorOp;
+  wallP50: number;
+  cpu: number | null;
+}
 
 export async function benchEmulatorFloor(n: number): Promise<FloorFigure[]> {
   const dir = mkdtempSync(join(tmpdir(), 'gatehouse-floor-'));
@@ -25,18 +29,40 @@ export async function benchEmulatorFloor(n: number): Promise<FloorFigure[]> {
   const inspector = await freePort();
   const env = { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH}`, WRANGLER_SEND_METRICS: 'false', CI: 'true', NO_COLOR: '1' };
   let logs = '';
-  const p = spawn(join(ROOT, 'node_modules/.bin/wrangler'),
-    ['dev', '--config', join(ROOT, 'bench/floor/wrangler.toml'), '--ip', '127.0.0.1', '--port', String(port), '--inspector-port', String(inspector),
-      '--persist-to', dir, '--show-interactive-dev-session=false', '--log-level', 'warn'],
-    { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const p = spawn(
+    join(ROOT, 'node_modules/.bin/wrangler'),
+    [
+      'dev',
+      '--config',
+      join(ROOT, 'bench/floor/wrangler.toml'),
+      '--ip',
+      '127.0.0.1',
+      '--port',
+      String(port),
+      '--inspector-port',
+      String(inspector),
+      '--persist-to',
+      dir,
+      '--show-interactive-dev-session=false',
+      '--log-level',
+      'warn',
+    ],
+    { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   p.stdout!.on('data', (d) => (logs += d));
   p.stderr!.on('data', (d) => (logs += d));
   const url = `http://127.0.0.1:${port}`;
   let agent: WebSocket | null = null;
   try {
-    for (const deadline = Date.now() + 60_000; ;) {
+    for (const deadline = Date.now() + 60_000; ; ) {
       if (p.exitCode !== null) throw new Error(`floor worker exited:\n${logs}`);
-      if (await fetch(`${url}/healthz`).then((r) => r.ok, () => false)) break;
+      if (
+        await fetch(`${url}/healthz`).then(
+          (r) => r.ok,
+          () => false,
+        )
+      )
+        break;
       if (Date.now() > deadline) throw new Error(`floor worker did not start:\n${logs}`);
       await new Promise((r) => setTimeout(r, 150));
     }

@@ -56,12 +56,17 @@ function treeCpu(): number {
       const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
       const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
       procs.set(Number(name), { ppid: Number(f[1]), cpu: (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) * 10 });
-    } catch { /* gone */ }
+    } catch {
+      /* gone */
+    }
   }
   let total = 0;
   for (const [pid, p] of procs) {
     for (let x: number | undefined = pid; x !== undefined && x > 1; x = procs.get(x)?.ppid) {
-      if (x === process.pid) { total += p.cpu; break; }
+      if (x === process.pid) {
+        total += p.cpu;
+        break;
+      }
     }
   }
   return total;
@@ -112,7 +117,11 @@ export async function driverThroughput(kind: SandboxKind, clients: number, perCl
  * itself and the processes it starts, apart), against a bare `spawn('true')` measured in the
  * same process right before: the agent's share of a job's cost, without the gateway.
  */
-export async function driverCpu(kind: SandboxKind, n: number, o: DriverBenchOptions = {}): Promise<{ self: number; children: number; tree: number; bare: number; bareSelf: number }> {
+export async function driverCpu(
+  kind: SandboxKind,
+  n: number,
+  o: DriverBenchOptions = {},
+): Promise<{ self: number; children: number; tree: number; bare: number; bareSelf: number }> {
   let start = cpuSplit();
   await benchBareSpawn(n);
   const afterBare = cpuSplit();
@@ -120,12 +129,22 @@ export async function driverCpu(kind: SandboxKind, n: number, o: DriverBenchOpti
   const bare = bareSelf + (afterBare.children - start.children) / n;
   let treeStart = 0;
   // Counted from the first timed job on (the driver's start-up and warm-up are not per job).
-  const r = await benchDriverRun(kind, n, { ...o, onTimedStart: () => { start = cpuSplit(); treeStart = treeCpu(); } });
+  const r = await benchDriverRun(kind, n, {
+    ...o,
+    onTimedStart: () => {
+      start = cpuSplit();
+      treeStart = treeCpu();
+    },
+  });
   const end = r.endCpu;
   return { self: (end.self - start.self) / n, children: (end.children - start.children) / n, tree: (r.endTree - treeStart) / n, bare, bareSelf };
 }
 
-async function benchDriverRun(kind: SandboxKind, n: number, o: DriverBenchOptions & { onTimedStart?: () => void }): Promise<{ samples: number[]; wallMs: number; endCpu: { self: number; children: number }; endTree: number }> {
+async function benchDriverRun(
+  kind: SandboxKind,
+  n: number,
+  o: DriverBenchOptions & { onTimedStart?: () => void },
+): Promise<{ samples: number[]; wallMs: number; endCpu: { self: number; children: number }; endTree: number }> {
   const root = realpathSync(mkdtempSync(join(tmpdir(), 'gh-bench-ws-')));
   const stateDir = mkdtempSync(join(tmpdir(), 'gh-bench-state-'));
   const d = await startDriver(kind, { root, stateDir, warm: o.warm ?? 0 }, silentLogger);
@@ -133,8 +152,14 @@ async function benchDriverRun(kind: SandboxKind, n: number, o: DriverBenchOption
   const driver = d.value;
   const clients = o.clients ?? 1;
   const runner = new JobRunner({
-    driver, runtimes: await probeRuntimes(['shell']), root, spoolDir: join(stateDir, 'spool'), capacity: Math.max(4, clients),
-    ceilings: { maxTimeoutMs: 60_000, maxArtifactBytes: 1 << 20 }, upload: null, log: silentLogger,
+    driver,
+    runtimes: await probeRuntimes(['shell']),
+    root,
+    spoolDir: join(stateDir, 'spool'),
+    capacity: Math.max(4, clients),
+    ceilings: { maxTimeoutMs: 60_000, maxArtifactBytes: 1 << 20 },
+    upload: null,
+    log: silentLogger,
   });
   const out: number[] = [];
   let seq = 0;
@@ -143,10 +168,21 @@ async function benchDriverRun(kind: SandboxKind, n: number, o: DriverBenchOption
       if (o.pauseMs) await new Promise((r) => setTimeout(r, o.pauseMs));
       const id = seq++;
       const t = performance.now();
-      const r = runner.start({
-        jobId: `bench-${id}`, artifactHandle: `art_bench_${id}_000000`, mode: 'argv', command: 'true', args: [], cwd: '', env: {},
-        timeoutMs: 30_000, limits: { inlineBytes: 40_000, artifactBytes: 1 << 20 }, ...(o.reuse ? { reuse: o.reuse } : {}),
-      }, DISCARD_LIVE);
+      const r = runner.start(
+        {
+          jobId: `bench-${id}`,
+          artifactHandle: `art_bench_${id}_000000`,
+          mode: 'argv',
+          command: 'true',
+          args: [],
+          cwd: '',
+          env: {},
+          timeoutMs: 30_000,
+          limits: { inlineBytes: 40_000, artifactBytes: 1 << 20 },
+          ...(o.reuse ? { reuse: o.reuse } : {}),
+        },
+        DISCARD_LIVE,
+      );
       if (!r.accepted) throw new Error(r.error.message);
       const { exit } = await r.done;
       if (exit.state !== 'exited' || exit.exitCode !== 0) throw new Error(`bench job ended ${exit.state} ${exit.exitCode}`);
@@ -204,7 +240,14 @@ export async function benchGatewayGvisor(n: number, clients: number, perClient: 
       limits: { ...DEFAULT_POLICY.limits, maxConcurrentJobs: 16, queueWaitMs: 60_000 },
       sandbox: { minimum: 'none', ...(reuse ? { reuse } : {}) },
     });
-    const a = startAgent(gw, { token: await gw.token({ team, scopes: ['agent'] }), root, sandbox, capacity: 16, agentId: `bench-${team}`, extraArgs: sandbox === 'gvisor' ? ['--warm', '4'] : [] });
+    const a = startAgent(gw, {
+      token: await gw.token({ team, scopes: ['agent'] }),
+      root,
+      sandbox,
+      capacity: 16,
+      agentId: `bench-${team}`,
+      extraArgs: sandbox === 'gvisor' ? ['--warm', '4'] : [],
+    });
     agents.push(a);
     await a.ready;
     return gw.mcp(team, ['execute', 'artifacts:read']);
@@ -226,9 +269,14 @@ export async function benchGatewayGvisor(n: number, clients: number, perClient: 
     const cs = await Promise.all(Array.from({ length: clients }, () => gw.mcp(team, ['execute', 'artifacts:read'])));
     let errors = 0;
     const t = performance.now();
-    await Promise.all(cs.map(async (c) => {
-      for (let i = 0; i < perClient; i++) await call(c).catch(() => { errors++; });
-    }));
+    await Promise.all(
+      cs.map(async (c) => {
+        for (let i = 0; i < perClient; i++)
+          await call(c).catch(() => {
+            errors++;
+          });
+      }),
+    );
     const perS = (clients * perClient) / ((performance.now() - t) / 1000);
     await Promise.all(cs.map((c) => c.close()));
     return { perS, errors };
@@ -257,7 +305,8 @@ export async function benchGatewayGvisor(n: number, clients: number, perClient: 
 const invokedDirectly = process.argv[1]?.endsWith('bench/executor.ts');
 if (invokedDirectly && process.argv.includes('--e2e')) {
   const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
-  const show = (name: string, xs: number[]) => console.log(`${name.padEnd(44)} p50 ${pct(xs, 50).toFixed(1)} ms  p99 ${pct(xs, 99).toFixed(1)} ms  (n=${xs.length})`);
+  const show = (name: string, xs: number[]) =>
+    console.log(`${name.padEnd(44)} p50 ${pct(xs, 50).toFixed(1)} ms  p99 ${pct(xs, 99).toFixed(1)} ms  (n=${xs.length})`);
   const n = Number(process.argv[process.argv.indexOf('--e2e') + 1] ?? 200) || 200;
   const r = await benchGatewayGvisor(n, 16, Math.max(2, Math.round(n / 16)));
   show(`e2e execute true, sandbox none, ${n} back-to-back`, r.none);
@@ -272,16 +321,21 @@ if (invokedDirectly && process.argv.includes('--e2e')) {
   const kinds = process.argv.slice(i + 2).filter((a) => !/^\d+$/.test(a) && !a.startsWith('--')) as SandboxKind[];
   for (const kind of kinds.length ? kinds : (['none'] as SandboxKind[])) {
     const c = await driverCpu(kind, n);
-    console.log(`agent CPU per true job, driver ${kind}: ${(c.self + c.children).toFixed(2)} ms (itself ${c.self.toFixed(2)}, children ${c.children.toFixed(2)}; whole process tree ${c.tree.toFixed(2)}); bare spawn('true') ${c.bare.toFixed(2)} ms (itself ${c.bareSelf.toFixed(2)})  (n=${n}, load ${loadavg()[0].toFixed(1)})`);
+    console.log(
+      `agent CPU per true job, driver ${kind}: ${(c.self + c.children).toFixed(2)} ms (itself ${c.self.toFixed(2)}, children ${c.children.toFixed(2)}; whole process tree ${c.tree.toFixed(2)}); bare spawn('true') ${c.bare.toFixed(2)} ms (itself ${c.bareSelf.toFixed(2)})  (n=${n}, load ${loadavg()[0].toFixed(1)})`,
+    );
   }
   if (process.argv.includes('--reuse')) {
     // gVisor with sandbox reuse: the sandbox (runsc's processes) outlives the jobs, so only the tree figure is whole.
     const c = await driverCpu('gvisor', n, { warm: 0, reuse: BENCH_REUSE });
-    console.log(`CPU per true job, gvisor sandbox.reuse: whole process tree ${c.tree.toFixed(2)} ms (agent itself ${c.self.toFixed(2)})  (n=${n}, load ${loadavg()[0].toFixed(1)})`);
+    console.log(
+      `CPU per true job, gvisor sandbox.reuse: whole process tree ${c.tree.toFixed(2)} ms (agent itself ${c.self.toFixed(2)})  (n=${n}, load ${loadavg()[0].toFixed(1)})`,
+    );
   }
 } else if (invokedDirectly) {
   const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
-  const show = (name: string, xs: number[]) => console.log(`${name.padEnd(34)} p50 ${pct(xs, 50).toFixed(1)} ms  p99 ${pct(xs, 99).toFixed(1)} ms  (n=${xs.length})`);
+  const show = (name: string, xs: number[]) =>
+    console.log(`${name.padEnd(34)} p50 ${pct(xs, 50).toFixed(1)} ms  p99 ${pct(xs, 99).toFixed(1)} ms  (n=${xs.length})`);
   const n = Number(process.argv[2] ?? 30);
   show("bare spawn('true')", await benchBareSpawn(n));
   show('driver none', await benchDriver('none', n));

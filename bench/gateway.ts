@@ -18,11 +18,20 @@ const BENCH_RATE_LIMIT = 1_000_000;
  * has; `node bench/hotpath.ts --trace` reads its lines.
  */
 export async function startBenchGateway(o: GatewayOptions & { trace?: boolean } = {}): Promise<Gateway> {
-  const toml = readFileSync(join(ROOT, 'wrangler.toml'), 'utf8').replace(/simple = \{ limit = \d+, period = (\d+) \}/g, `simple = { limit = ${BENCH_RATE_LIMIT}, period = $1 }`);
+  const toml = readFileSync(join(ROOT, 'wrangler.toml'), 'utf8').replace(
+    /simple = \{ limit = \d+, period = (\d+) \}/g,
+    `simple = { limit = ${BENCH_RATE_LIMIT}, period = $1 }`,
+  );
   writeFileSync(BENCH_CONFIG, toml);
   const { trace, ...gateway } = o;
   const traced = trace ? ['--define', 'GATEHOUSE_TRACE:true'] : [];
   const gw = await startGateway({ ...gateway, extraArgs: ['--config', BENCH_CONFIG, ...traced, ...(o.extraArgs ?? [])] });
   const stop = gw.stop.bind(gw);
-  return { ...gw, stop: async () => { await stop(); rmSync(BENCH_CONFIG, { force: true }); } };
+  return {
+    ...gw,
+    stop: async () => {
+      await stop();
+      rmSync(BENCH_CONFIG, { force: true });
+    },
+  };
 }

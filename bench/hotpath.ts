@@ -177,10 +177,16 @@ async function traceEach(n: number, call: () => Promise<unknown>, logs: (() => s
     const t1 = Date.now();
     // The gateway's lines come through wrangler's log pipe: give them a moment.
     await new Promise((r) => setTimeout(r, 150));
-    const seen = new Map<TraceStep, number>([['client.send', t0], ['client.done', t1]]);
+    const seen = new Map<TraceStep, number>([
+      ['client.send', t0],
+      ['client.done', t1],
+    ]);
     if (bodyEnd() >= t0) seen.set('client.body_end', bodyEnd());
     const re = new RegExp(`${TRACE_PREFIX} ([a-z_.]+) (\\d+)`, 'g');
-    for (const m of logs.map((l, k) => l().slice(from[k])).join('\n').matchAll(re)) {
+    for (const m of logs
+      .map((l, k) => l().slice(from[k]))
+      .join('\n')
+      .matchAll(re)) {
       const step = m[1] as TraceStep;
       if (TRACE_STEPS.includes(step) && !seen.has(step)) seen.set(step, Number(m[2]));
     }
@@ -212,7 +218,14 @@ if (import.meta.main) {
   const gw = await startBenchGateway({ vars: { HEARTBEAT_MS: '5000' }, trace });
   const root = mkdtempSync(join(tmpdir(), 'gatehouse-bench-'));
   const agentEnv: Record<string, string> = trace ? { HOTPATH_TRACE: '1' } : {};
-  const agent = startAgent(gw, { token: await gw.token({ team: 'hot', scopes: ['agent'] }), root, sandbox: 'none', capacity: 4, agentId: 'hot', env: agentEnv });
+  const agent = startAgent(gw, {
+    token: await gw.token({ team: 'hot', scopes: ['agent'] }),
+    root,
+    sandbox: 'none',
+    capacity: 4,
+    agentId: 'hot',
+    env: agentEnv,
+  });
   try {
     await agent.ready;
     const c = await gw.mcp('hot', ['execute']);
@@ -242,9 +255,15 @@ if (import.meta.main) {
       // CPU per call and process: what each part of the path costs, whatever else loads the machine.
       for (const [name, call] of calls) {
         const cpu = await cpuPerCall(n, call, port, agent.proc.pid);
-        console.log(`${name.padEnd(12)} CPU per call: client ${cpu.client.toFixed(2)} ms, gateway ${cpu.gateway?.toFixed(2)} ms (+ wrangler's local proxy ${cpu.devProxy?.toFixed(2)} ms), agent (with its children) ${cpu.agent?.toFixed(2)} ms`);
+        console.log(
+          `${name.padEnd(12)} CPU per call: client ${cpu.client.toFixed(2)} ms, gateway ${cpu.gateway?.toFixed(2)} ms (+ wrangler's local proxy ${cpu.devProxy?.toFixed(2)} ms), agent (with its children) ${cpu.agent?.toFixed(2)} ms`,
+        );
       }
-      console.log(`load average ${loadavg().map((x) => x.toFixed(1)).join(' ')}`);
+      console.log(
+        `load average ${loadavg()
+          .map((x) => x.toFixed(1))
+          .join(' ')}`,
+      );
     }
     await c.close();
   } finally {

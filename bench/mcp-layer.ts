@@ -9,11 +9,13 @@ import { register } from 'node:module';
 
 // The MCP modules import a few `cloudflare:` modules (Durable Object base classes) they never
 // call here; Node cannot load that scheme, so give it empty stand-ins.
-register(`data:text/javascript,${encodeURIComponent(`
+register(
+  `data:text/javascript,${encodeURIComponent(`
 export async function resolve(spec, ctx, next) {
   if (spec.startsWith('cloudflare:')) return { url: 'data:text/javascript,export class DurableObject{}; export class WorkerEntrypoint{}; export class RpcTarget{}; export const env={};', shortCircuit: true };
   return next(spec, ctx);
-}`)}`);
+}`)}`,
+);
 
 const { createMcpHandler } = await import('@modelcontextprotocol/server');
 const { buildServer } = await import('../src/mcp/server.ts');
@@ -37,7 +39,8 @@ function request(method: string, params: Record<string, unknown>, modern: boolea
     if (typeof params.name === 'string') headers['mcp-name'] = params.name;
   } else headers['mcp-protocol-version'] = '2025-11-25';
   return new Request('http://bench/mcp', {
-    method: 'POST', headers,
+    method: 'POST',
+    headers,
     body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params: modern ? { ...params, _meta: MODERN_META } : params }),
   });
 }

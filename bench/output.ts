@@ -52,14 +52,22 @@ export async function benchBigOutput(gw: Gateway, team: string, c: Client, agent
   const out: BigOutputFigures = { bytesWritten: bytes, artifactBytes: null, complete: false, rssBeforeMb: rssBefore, rssPeakMb: peak, hwmMb: null, seconds: 0 };
   try {
     // /dev/zero: a known size and known last bytes, so completeness is checkable byte for byte at the end.
-    const r = await c.callTool({ name: 'execute', arguments: { command: 'head', args: ['-c', String(bytes), '/dev/zero'], timeout_ms: 600_000 } }, undefined, { timeout: 900_000 });
+    const r = await c.callTool({ name: 'execute', arguments: { command: 'head', args: ['-c', String(bytes), '/dev/zero'], timeout_ms: 600_000 } }, undefined, {
+      timeout: 900_000,
+    });
     out.seconds = (performance.now() - t) / 1000;
     const s = r.structuredContent as { artifact_handle?: string; exit_code?: number; error?: { message: string } };
     if (r.isError || s.exit_code !== 0 || !s.artifact_handle) throw new Error(s.error?.message ?? JSON.stringify(r.content).slice(0, 200));
     const admin = { Authorization: `Bearer ${await gw.token({ team, scopes: ['admin'] })}` };
-    const info = (await (await fetch(`${gw.url}/admin/v1/artifacts/${s.artifact_handle}`, { headers: admin })).json()) as { streams?: { stream: string; bytes: number }[] };
+    const info = (await (await fetch(`${gw.url}/admin/v1/artifacts/${s.artifact_handle}`, { headers: admin })).json()) as {
+      streams?: { stream: string; bytes: number }[];
+    };
     out.artifactBytes = info.streams?.find((x) => x.stream === 'stdout')?.bytes ?? null;
-    const tail = (await (await fetch(`${gw.url}/admin/v1/artifacts/${s.artifact_handle}/stdout?tail=4096`, { headers: admin })).json()) as { totalBytes?: number; length?: number; text?: string };
+    const tail = (await (await fetch(`${gw.url}/admin/v1/artifacts/${s.artifact_handle}/stdout?tail=4096`, { headers: admin })).json()) as {
+      totalBytes?: number;
+      length?: number;
+      text?: string;
+    };
     out.complete = out.artifactBytes === bytes && tail.totalBytes === bytes && tail.length === 4096 && tail.text === '\0'.repeat(4096);
   } catch (e) {
     out.error = (e as Error).message;
@@ -112,7 +120,9 @@ export interface QueryUnderLoad {
 export async function benchQueryUnderLoad(gw: Gateway, team: string, c: Client, megabytes: number, clients: number, n: number): Promise<QueryUnderLoad> {
   // seq 1..N writes about 8.9 bytes a line around N = 13.5 million: 13.5M lines ≈ 110 MB.
   const lines = Math.round((megabytes / 110) * 13_500_000);
-  const big = await c.callTool({ name: 'execute', arguments: { command: 'seq', args: ['1', String(lines)], timeout_ms: 300_000 } }, undefined, { timeout: 600_000 });
+  const big = await c.callTool({ name: 'execute', arguments: { command: 'seq', args: ['1', String(lines)], timeout_ms: 300_000 } }, undefined, {
+    timeout: 600_000,
+  });
   const handle = (big.structuredContent as { artifact_handle?: string }).artifact_handle;
   if (big.isError || !handle) throw new Error(`the job making the artifact failed: ${JSON.stringify(big.content).slice(0, 200)}`);
   let totalBytes = 0;
@@ -120,7 +130,9 @@ export async function benchQueryUnderLoad(gw: Gateway, team: string, c: Client, 
     const t = performance.now();
     // A term that occurs (1234567 and 11234567 are below N for ~100 MB): the timed search must find
     // something and build its excerpts, not only scan.
-    const q = await c.callTool({ name: 'query_output', arguments: { artifactHandle: handle, queryTerms: ['1234567'], contextLines: 2 } }, undefined, { timeout: 300_000 });
+    const q = await c.callTool({ name: 'query_output', arguments: { artifactHandle: handle, queryTerms: ['1234567'], contextLines: 2 } }, undefined, {
+      timeout: 300_000,
+    });
     if (q.isError) throw new Error(`query_output failed: ${JSON.stringify(q.content).slice(0, 200)}`);
     const found = q.structuredContent as { totalBytes: number; matchCount: number };
     if (found.matchCount < 1) throw new Error(`query_output found no match of 1234567 in seq 1..${lines}`);
@@ -135,7 +147,13 @@ export async function benchQueryUnderLoad(gw: Gateway, team: string, c: Client, 
     for (let i = 0; i < n; i++) loaded.push(await query());
   })();
   // The load always stops, even when a query failed.
-  const [outcome, figures] = await Promise.all([timing.then(() => null, (e: Error) => e), timing.catch(() => {}).then(() => load.stop())]);
+  const [outcome, figures] = await Promise.all([
+    timing.then(
+      () => null,
+      (e: Error) => e,
+    ),
+    timing.catch(() => {}).then(() => load.stop()),
+  ]);
   if (outcome) throw outcome;
   return { artifactMb: totalBytes / 1e6, idle, loaded, load: figures };
 }
@@ -158,16 +176,26 @@ if (import.meta.main) {
   // --bundle: the agent as a package installs it (dist/agent.mjs from `npm run build`), not the TypeScript sources.
   const entry = process.argv.includes('--bundle') ? join(import.meta.dirname, '../dist/agent.mjs') : undefined;
   const agent = startAgent(gw, {
-    token: await gw.token({ team, scopes: ['agent'] }), root, sandbox: 'none', capacity: 17, agentId: 'b-out',
-    extraArgs: ['--max-artifact-bytes', String(1024 * 1024 * 1024)], ...(entry ? { entry } : {}),
+    token: await gw.token({ team, scopes: ['agent'] }),
+    root,
+    sandbox: 'none',
+    capacity: 17,
+    agentId: 'b-out',
+    extraArgs: ['--max-artifact-bytes', String(1024 * 1024 * 1024)],
+    ...(entry ? { entry } : {}),
   });
   try {
     await agent.ready;
     const c = await gw.mcp(team, ['execute', 'artifacts:read']);
     const big = await benchBigOutput(gw, team, c, agent.proc.pid!, mb * 1_000_000);
-    console.log(`${mb} MB to stdout: agent RSS ${big.rssBeforeMb.toFixed(0)} → peak ${big.rssPeakMb.toFixed(0)} MB (VmHWM ${big.hwmMb?.toFixed(0)} MB), artifact ${big.artifactBytes} bytes, complete ${big.complete}, ${big.seconds.toFixed(1)} s${big.error ? `, error: ${big.error}` : ''}`);
+    console.log(
+      `${mb} MB to stdout: agent RSS ${big.rssBeforeMb.toFixed(0)} → peak ${big.rssPeakMb.toFixed(0)} MB (VmHWM ${big.hwmMb?.toFixed(0)} MB), artifact ${big.artifactBytes} bytes, complete ${big.complete}, ${big.seconds.toFixed(1)} s${big.error ? `, error: ${big.error}` : ''}`,
+    );
     const q = process.argv.includes('--no-query') ? null : await benchQueryUnderLoad(gw, team, c, 100, 16, 3);
-    if (q) console.log(`query_output over ${q.artifactMb.toFixed(0)} MB: idle p50 ${median(q.idle).toFixed(0)} ms, with 16 clients running jobs p50 ${median(q.loaded).toFixed(0)} ms (load: ${q.load.perS.toFixed(1)} jobs/s, ${q.load.errors} errors)`);
+    if (q)
+      console.log(
+        `query_output over ${q.artifactMb.toFixed(0)} MB: idle p50 ${median(q.idle).toFixed(0)} ms, with 16 clients running jobs p50 ${median(q.loaded).toFixed(0)} ms (load: ${q.load.perS.toFixed(1)} jobs/s, ${q.load.errors} errors)`,
+      );
     await c.close();
   } finally {
     await agent.stop();

@@ -38,7 +38,9 @@ try {
       await new Promise((r) => setTimeout(r, PAUSE_MS));
       paused.push(await call());
     }
-    console.log(`${kind}, round ${round}: back to back p50 ${p50(b2b).toFixed(1)} ms (${BACK_TO_BACK} calls), after a ${PAUSE_MS / 1000} s pause p50 ${p50(paused).toFixed(1)} ms (${PAUSED} calls)`);
+    console.log(
+      `${kind}, round ${round}: back to back p50 ${p50(b2b).toFixed(1)} ms (${BACK_TO_BACK} calls), after a ${PAUSE_MS / 1000} s pause p50 ${p50(paused).toFixed(1)} ms (${PAUSED} calls)`,
+    );
   }
   await c.close();
 } finally {

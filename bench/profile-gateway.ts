@@ -15,8 +15,19 @@ import { join } from 'node:path';
 import { startAgent } from '../test/e2e/harness.ts';
 import { startBenchGateway } from './gateway.ts';
 
-interface ProfileNode { id: number; callFrame: { functionName: string; url: string; lineNumber: number; scriptId?: string }; hitCount?: number; children?: number[] }
-interface Profile { nodes: ProfileNode[]; samples?: number[]; timeDeltas?: number[]; startTime: number; endTime: number }
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number; scriptId?: string };
+  hitCount?: number;
+  children?: number[];
+}
+interface Profile {
+  nodes: ProfileNode[];
+  samples?: number[];
+  timeDeltas?: number[];
+  startTime: number;
+  endTime: number;
+}
 
 /** One DevTools protocol session over a WebSocket. */
 async function session(wsUrl: string) {
@@ -32,12 +43,17 @@ async function session(wsUrl: string) {
     const m = JSON.parse(String(e.data)) as { id?: number; result?: unknown; error?: { message: string } };
     if (m.id !== undefined) waiting.get(m.id)?.(m);
   });
-  const send = <T>(method: string, params: object = {}, ms = 30_000) => new Promise<T>((ok, bad) => {
-    const id = ++next;
-    const t = setTimeout(() => bad(new Error(`${method}: no answer in ${ms} ms`)), ms);
-    waiting.set(id, (m) => { clearTimeout(t); if (m.error) bad(new Error(`${method}: ${m.error.message}`)); else ok(m.result as T); });
-    ws.send(JSON.stringify({ id, method, params }));
-  });
+  const send = <T>(method: string, params: object = {}, ms = 30_000) =>
+    new Promise<T>((ok, bad) => {
+      const id = ++next;
+      const t = setTimeout(() => bad(new Error(`${method}: no answer in ${ms} ms`)), ms);
+      waiting.set(id, (m) => {
+        clearTimeout(t);
+        if (m.error) bad(new Error(`${method}: ${m.error.message}`));
+        else ok(m.result as T);
+      });
+      ws.send(JSON.stringify({ id, method, params }));
+    });
   return { send, close: () => ws.close() };
 }
 
@@ -45,17 +61,23 @@ async function session(wsUrl: string) {
 function origin(url: string, fn: string): string {
   if (!url) return fn === '(garbage collector)' ? 'GC' : fn === '(program)' || fn === '(idle)' ? fn : '(native/other)';
   for (const [re, name] of [
-    [/@modelcontextprotocol/, 'MCP SDK'], [/\/hono\//, 'hono'], [/\/zod\//, 'zod'], [/\/jose\//, 'jose'],
+    [/@modelcontextprotocol/, 'MCP SDK'],
+    [/\/hono\//, 'hono'],
+    [/\/zod\//, 'zod'],
+    [/\/jose\//, 'jose'],
     [/miniflare|wrangler|cloudflare-internal|workerd|d1|r2|ratelimit/i, 'wrangler/miniflare emulation'],
     [/\/src\//, 'gatehouse src'],
-  ] as const) if (re.test(url)) return name;
+  ] as const)
+    if (re.test(url)) return name;
   return url.replace(/^.*\/(node_modules\/[^/]+).*$/, '$1').slice(0, 60);
 }
 
 function summarise(p: Profile, calls: number): string[] {
   const self = new Map<number, number>();
   const dt = p.timeDeltas ?? [];
-  (p.samples ?? []).forEach((id, i) => { self.set(id, (self.get(id) ?? 0) + (dt[i] ?? 0)); });
+  (p.samples ?? []).forEach((id, i) => {
+    self.set(id, (self.get(id) ?? 0) + (dt[i] ?? 0));
+  });
   const byOrigin = new Map<string, number>();
   const byFn = new Map<string, number>();
   let busy = 0;
@@ -91,7 +113,11 @@ if (import.meta.main) {
       if (r.isError) throw new Error(`execute failed: ${JSON.stringify(r.content)}`);
     };
     for (let i = 0; i < 10; i++) await call(); // warm: isolates, caches, the agent's pools
-    const targets = (await (await fetch(`http://127.0.0.1:${gw.inspectorPort()}/json`)).json()) as { id: string; title: string; webSocketDebuggerUrl: string }[];
+    const targets = (await (await fetch(`http://127.0.0.1:${gw.inspectorPort()}/json`)).json()) as {
+      id: string;
+      title: string;
+      webSocketDebuggerUrl: string;
+    }[];
     console.log(`inspector targets: ${targets.map((t) => t.title).join(', ')}`);
     const sessions = await Promise.all(targets.map(async (t) => ({ t, s: await session(t.webSocketDebuggerUrl) })));
     for (const { t, s } of sessions) {

@@ -15,11 +15,12 @@ function buildLog(megabytes: number): Uint8Array {
   const enc = new TextEncoder();
   let pos = 0;
   for (let i = 1; pos < total; i++) {
-    const line = i % MATCH_EVERY === 0
-      ? `src/pkg_${i % 97}/mod_${i % 1013}.ts(${i % 400},${i % 80}): error TS2322: Type 'string' is not assignable to type 'number'.\n`
-      : i % 7 === 0
-        ? `[${String(i).padStart(8, '0')}] WARN  deprecated option --legacy-peer-deps used by workspace pkg_${i % 97}\n`
-        : `[${String(i).padStart(8, '0')}] INFO  compiled src/pkg_${i % 97}/mod_${i % 1013}.ts in ${i % 250}ms (cache ${i % 3 ? 'hit' : 'miss'})\n`;
+    const line =
+      i % MATCH_EVERY === 0
+        ? `src/pkg_${i % 97}/mod_${i % 1013}.ts(${i % 400},${i % 80}): error TS2322: Type 'string' is not assignable to type 'number'.\n`
+        : i % 7 === 0
+          ? `[${String(i).padStart(8, '0')}] WARN  deprecated option --legacy-peer-deps used by workspace pkg_${i % 97}\n`
+          : `[${String(i).padStart(8, '0')}] INFO  compiled src/pkg_${i % 97}/mod_${i % 1013}.ts in ${i % 250}ms (cache ${i % 3 ? 'hit' : 'miss'})\n`;
     const r = enc.encodeInto(line, out.subarray(pos));
     pos += r.written;
     if (r.read < line.length) break;

@@ -78,17 +78,19 @@ async function throughput(gw: Gateway, team: string, clients: number, perClient:
   let errors = 0;
   let firstError = '';
   const t = performance.now();
-  await Promise.all(cs.map(async (c) => {
-    for (let i = 0; i < perClient; i++) {
-      try {
-        const r = await c.callTool({ name: 'execute', arguments: { command: 'true', args: [] } }, undefined, { timeout: 120_000 });
-        if (r.isError) throw new Error(JSON.stringify(r.content).slice(0, 200));
-      } catch (e) {
-        errors += 1;
-        firstError ||= (e as Error).message;
+  await Promise.all(
+    cs.map(async (c) => {
+      for (let i = 0; i < perClient; i++) {
+        try {
+          const r = await c.callTool({ name: 'execute', arguments: { command: 'true', args: [] } }, undefined, { timeout: 120_000 });
+          if (r.isError) throw new Error(JSON.stringify(r.content).slice(0, 200));
+        } catch (e) {
+          errors += 1;
+          firstError ||= (e as Error).message;
+        }
       }
-    }
-  }));
+    }),
+  );
   const s = (performance.now() - t) / 1000;
   await Promise.all(cs.map((c) => c.close()));
   return { perS: (clients * perClient) / s, errors, firstError };
@@ -117,47 +119,99 @@ async function main() {
       // Single-use unless the row asks for reuse (the default policy reuses).
       sandbox: { minimum: 'none' as const, ...(reuse ? { reuse } : {}) },
     });
-    const a = startAgent(gw, { token: await gw.token({ team, scopes: ['agent'] }), root, sandbox, capacity: 16, agentId: `bench-${team}`, extraArgs: extra, entry });
+    const a = startAgent(gw, {
+      token: await gw.token({ team, scopes: ['agent'] }),
+      root,
+      sandbox,
+      capacity: 16,
+      agentId: `bench-${team}`,
+      extraArgs: extra,
+      entry,
+    });
     agents.push(a);
     await a.ready;
     return a;
   };
   try {
-    const noneAgent = await launch('b-none', 'none', ['--max-artifact-bytes', String(BIG_OUTPUT_BYTES)], undefined, join(import.meta.dirname, '../dist/agent.mjs'));
+    const noneAgent = await launch(
+      'b-none',
+      'none',
+      ['--max-artifact-bytes', String(BIG_OUTPUT_BYTES)],
+      undefined,
+      join(import.meta.dirname, '../dist/agent.mjs'),
+    );
     const none = await connect(gw, 'b-none');
     await timeCalls(none, 5, { command: 'true', args: [] }); // warm-up
     const tNone = await timeCalls(none, N, { command: 'true', args: [] });
-    row('execute true, sandbox none (end to end)', f(pct(tNone, 50)), f(pct(tNone, 99)), `${(pct(tNone, 50) / bareP50).toFixed(1)}× (+${f(pct(tNone, 50) - bareP50)})`);
+    row(
+      'execute true, sandbox none (end to end)',
+      f(pct(tNone, 50)),
+      f(pct(tNone, 99)),
+      `${(pct(tNone, 50) / bareP50).toFixed(1)}× (+${f(pct(tNone, 50) - bareP50)})`,
+    );
     const tNonePaused = await timeCalls(none, PAUSED_CALLS, { command: 'true', args: [] }, PAUSE_MS);
-    row(`  the same, each call after a ${PAUSE_MS / 1000} s pause (${PAUSED_CALLS} calls)`, f(pct(tNonePaused, 50)), f(pct(tNonePaused, 99)),
-      `+${f(pct(tNonePaused, 50) - pct(tNone, 50))} over back to back (bench/RESULTS.md, "After an idle moment")`);
+    row(
+      `  the same, each call after a ${PAUSE_MS / 1000} s pause (${PAUSED_CALLS} calls)`,
+      f(pct(tNonePaused, 50)),
+      f(pct(tNonePaused, 99)),
+      `+${f(pct(tNonePaused, 50) - pct(tNone, 50))} over back to back (bench/RESULTS.md, "After an idle moment")`,
+    );
 
     // The hot path taken apart, and the gateway's CPU per call (robust to other processes' load).
     const hp = await benchHotPath(none, quick ? 15 : 50);
     row('  tools/list (auth + MCP server, no storage; wall time includes the client)', f(p50(hp.toolsList)), f(pct(hp.toolsList, 99)), '');
     row('  policy_check (auth+policy version query, policy cache, audit row)', f(p50(hp.policyCheck)), f(pct(hp.policyCheck, 99)), '');
-    row('  execute true (+ DO submit+follow, agent)', f(p50(hp.execute)), f(pct(hp.execute, 99)), `+${f(p50(hp.execute) - bareP50)} over bare spawn (target ≤ +10 ms)`);
+    row(
+      '  execute true (+ DO submit+follow, agent)',
+      f(p50(hp.execute)),
+      f(pct(hp.execute, 99)),
+      `+${f(p50(hp.execute) - bareP50)} over bare spawn (target ≤ +10 ms)`,
+    );
     const port = Number(new URL(gw.url).port);
     const nCpu = quick ? 20 : 100;
     const cpu = await cpuPerCall(nCpu, () => timeCalls(none, 1, { command: 'true', args: [] }), port, noneAgent.proc.pid);
     const bareCpu = await bareSpawnCpu(nCpu);
     if (cpu.gateway !== null) row('  gateway (workerd) CPU per execute call', f(cpu.gateway), '', 'the Worker, the DO and the local D1/R2 emulation');
-    if (cpu.devProxy !== null) row("  wrangler dev's local proxy (workerd) CPU per execute call", f(cpu.devProxy), '', 'forwards every request and WebSocket locally; no such hop when deployed');
-    if (cpu.agent !== null) row('  agent CPU per execute call (with its child processes)', f(cpu.agent), '', `bare spawn('true'): ${f(bareCpu)} with the child`);
+    if (cpu.devProxy !== null)
+      row(
+        "  wrangler dev's local proxy (workerd) CPU per execute call",
+        f(cpu.devProxy),
+        '',
+        'forwards every request and WebSocket locally; no such hop when deployed',
+      );
+    if (cpu.agent !== null)
+      row('  agent CPU per execute call (with its child processes)', f(cpu.agent), '', `bare spawn('true'): ${f(bareCpu)} with the child`);
     row('  MCP client (SDK v1) CPU per execute call', f(cpu.client), '', '');
     const cpuList = await cpuPerCall(quick ? 10 : 30, () => none.listTools(), port);
-    row('  tools/list CPU per call: gateway / MCP client', cpuList.gateway !== null ? f(cpuList.gateway) : '?', f(cpuList.client), 'the SDK v1 client compiles every output schema on listTools');
+    row(
+      '  tools/list CPU per call: gateway / MCP client',
+      cpuList.gateway !== null ? f(cpuList.gateway) : '?',
+      f(cpuList.client),
+      'the SDK v1 client compiles every output schema on listTools',
+    );
     const floor = await healthzFloor(gw.url, quick ? 30 : 100);
-    row('  GET /healthz through wrangler dev (no Gatehouse work)', f(p50(floor)), f(pct(floor, 99)), "the local per-request floor: wrangler's proxy + workerd in development mode");
+    row(
+      '  GET /healthz through wrangler dev (no Gatehouse work)',
+      f(p50(floor)),
+      f(pct(floor, 99)),
+      "the local per-request floor: wrangler's proxy + workerd in development mode",
+    );
     // The same binding operations as an execute call, with no Gatehouse code (a second wrangler dev): the emulator's share.
-    const emu = await benchEmulatorFloor(quick ? 50 : 200).catch((e: Error) => { console.log(`emulator floor not measured: ${e.message}`); return null; });
+    const emu = await benchEmulatorFloor(quick ? 50 : 200).catch((e: Error) => {
+      console.log(`emulator floor not measured: ${e.message}`);
+      return null;
+    });
     const path = emu?.find((x) => x.op === 'path');
     const stmt = emu?.find((x) => x.op === 'do-sql-50');
     const rpc = emu?.find((x) => x.op === 'do-rpc');
     if (path?.cpu != null) {
-      row("  emulator floor: an execute call's binding operations alone (bench/floor, no Gatehouse code); columns: wall p50, workerd CPU", f(path.wallP50), f(path.cpu),
+      row(
+        "  emulator floor: an execute call's binding operations alone (bench/floor, no Gatehouse code); columns: wall p50, workerd CPU",
+        f(path.wallP50),
+        f(path.cpu),
         `${cpu.gateway !== null ? `gateway CPU − floor = ${f(cpu.gateway - path.cpu)} of Gatehouse's own code per call; ` : ''}` +
-        `a DO SQLite statement ${stmt?.cpu != null && rpc?.cpu != null ? `${(((stmt.cpu - rpc.cpu) / 50) * 1000).toFixed(0)} µs` : '?'}`);
+          `a DO SQLite statement ${stmt?.cpu != null && rpc?.cpu != null ? `${(((stmt.cpu - rpc.cpu) / 50) * 1000).toFixed(0)} µs` : '?'}`,
+      );
     }
 
     let warmClient: Client | null = null;
@@ -192,11 +246,19 @@ async function main() {
         reuseClient = await connect(gw, 'b-reuse');
         await timeCalls(reuseClient, 5, { command: 'true', args: [] });
         const tReuse = await timeCalls(reuseClient, quick ? 40 : 200, { command: 'true', args: [] });
-        row(`execute true, gVisor sandbox.reuse, ${tReuse.length} back-to-back`, f(pct(tReuse, 50)), f(pct(tReuse, 99)),
-          `${(pct(tReuse, 50) / pct(tSus, 50)).toFixed(2)}× single-use; target p50 ≤ 60 ms, p99 ≤ 150 ms`);
+        row(
+          `execute true, gVisor sandbox.reuse, ${tReuse.length} back-to-back`,
+          f(pct(tReuse, 50)),
+          f(pct(tReuse, 99)),
+          `${(pct(tReuse, 50) / pct(tSus, 50)).toFixed(2)}× single-use; target p50 ≤ 60 ms, p99 ≤ 150 ms`,
+        );
         const tReusePaused = await timeCalls(reuseClient, PAUSED_CALLS, { command: 'true', args: [] }, PAUSE_MS);
-        row(`  the same, each call after a ${PAUSE_MS / 1000} s pause (${PAUSED_CALLS} calls)`, f(pct(tReusePaused, 50)), f(pct(tReusePaused, 99)),
-          `+${f(pct(tReusePaused, 50) - pct(tReuse, 50))} over back to back`);
+        row(
+          `  the same, each call after a ${PAUSE_MS / 1000} s pause (${PAUSED_CALLS} calls)`,
+          f(pct(tReusePaused, 50)),
+          f(pct(tReusePaused, 99)),
+          `+${f(pct(tReusePaused, 50) - pct(tReuse, 50))} over back to back`,
+        );
       } catch (e) {
         warmClient = null;
         reuseClient = null;
@@ -210,7 +272,12 @@ async function main() {
     const bareTp = await bareSpawnThroughput(16, per * 4);
     row('bare spawn loop, 16 concurrent', `${bareTp.toFixed(1)} jobs/s`, '', 'baseline');
     const tpNone = await throughput(gw, 'b-none', 16, per);
-    row('throughput, 16 concurrent clients, sandbox none', `${tpNone.perS.toFixed(1)} jobs/s`, `${tpNone.errors} errors`, `${((100 * tpNone.perS) / bareTp).toFixed(0)} % of bare (target ≥ 50 %)`);
+    row(
+      'throughput, 16 concurrent clients, sandbox none',
+      `${tpNone.perS.toFixed(1)} jobs/s`,
+      `${tpNone.errors} errors`,
+      `${((100 * tpNone.perS) / bareTp).toFixed(0)} % of bare (target ≥ 50 %)`,
+    );
     if (warmClient) {
       const tpWarm = await throughput(gw, 'b-warm', 16, per);
       row('throughput, 16 concurrent clients, gVisor warm pool', `${tpWarm.perS.toFixed(1)} jobs/s`, `${tpWarm.errors} errors`, 'target ≥ 30 jobs/s');
@@ -220,7 +287,12 @@ async function main() {
       row('throughput, 16 concurrent clients, gVisor sandbox.reuse', `${tpReuse.perS.toFixed(1)} jobs/s`, `${tpReuse.errors} errors`, 'target ≥ 30 jobs/s');
     }
     const tp64 = await throughput(gw, 'b-none', 64, quick ? 2 : 5);
-    row('64 concurrent clients, sandbox none', `${tp64.perS.toFixed(1)} jobs/s`, `${tp64.errors} errors`, `target 0 errors${tp64.firstError ? `; first: ${tp64.firstError.slice(0, 120)}` : ''}`);
+    row(
+      '64 concurrent clients, sandbox none',
+      `${tp64.perS.toFixed(1)} jobs/s`,
+      `${tp64.errors} errors`,
+      `target 0 errors${tp64.firstError ? `; first: ${tp64.firstError.slice(0, 120)}` : ''}`,
+    );
 
     const pol = await benchPolicy(quick ? 2_000 : 20_000);
     row('policy decision (in-process, default policy)', `${pol.medianUs.toFixed(1)} µs`, `${pol.p99Us.toFixed(1)} µs`, '');
@@ -233,20 +305,38 @@ async function main() {
     try {
       const q = await benchQueryUnderLoad(gw, 'b-none', none, 100, 16, quick ? 2 : 5);
       row(`query_output over a ${q.artifactMb.toFixed(0)} MB artifact, idle (end to end)`, f(pct(q.idle, 50)), f(Math.max(...q.idle)), 'target < 1000 ms');
-      row(`query_output over a ${q.artifactMb.toFixed(0)} MB artifact, while 16 clients run jobs`, f(pct(q.loaded, 50)), f(Math.max(...q.loaded)),
-        `target < 1000 ms; ${(pct(q.loaded, 50) / pct(q.idle, 50)).toFixed(1)}× idle; load ${q.load.perS.toFixed(1)} jobs/s, ${q.load.errors} errors`);
+      row(
+        `query_output over a ${q.artifactMb.toFixed(0)} MB artifact, while 16 clients run jobs`,
+        f(pct(q.loaded, 50)),
+        f(Math.max(...q.loaded)),
+        `target < 1000 ms; ${(pct(q.loaded, 50) / pct(q.idle, 50)).toFixed(1)}× idle; load ${q.load.perS.toFixed(1)} jobs/s, ${q.load.errors} errors`,
+      );
     } catch (e) {
       const cause = (e as Error & { cause?: Error }).cause?.message;
-      row('query_output over a 100 MB artifact (end to end)', `failed: ${(e as Error).message.slice(0, 100)}${cause ? ` (${cause.slice(0, 100)})` : ''}`, '', 'target < 1000 ms');
+      row(
+        'query_output over a 100 MB artifact (end to end)',
+        `failed: ${(e as Error).message.slice(0, 100)}${cause ? ` (${cause.slice(0, 100)})` : ''}`,
+        '',
+        'target < 1000 ms',
+      );
     }
 
     // One job writing 1 GB to stdout: the agent streams it to a spool file and uploads it, so its memory stays flat.
     const bigOut = await benchBigOutput(gw, 'b-none', none, noneAgent.proc.pid!, BIG_OUTPUT_BYTES);
-    row(`one job writing ${(BIG_OUTPUT_BYTES / 1e9).toFixed(0)} GB to stdout: agent RSS`, `${bigOut.rssBeforeMb.toFixed(0)} → peak ${bigOut.rssPeakMb.toFixed(0)} MB`, `${bigOut.seconds.toFixed(1)} s`,
-      `target < 150 MB; +${(bigOut.rssPeakMb - bigOut.rssBeforeMb).toFixed(0)} MB over the agent's idle RSS (the installed agent, dist/agent.mjs); artifact ${bigOut.artifactBytes ?? '?'} bytes, ${bigOut.complete ? 'complete' : 'NOT complete'}${bigOut.error ? `; error: ${bigOut.error.slice(0, 100)}` : ''}`);
+    row(
+      `one job writing ${(BIG_OUTPUT_BYTES / 1e9).toFixed(0)} GB to stdout: agent RSS`,
+      `${bigOut.rssBeforeMb.toFixed(0)} → peak ${bigOut.rssPeakMb.toFixed(0)} MB`,
+      `${bigOut.seconds.toFixed(1)} s`,
+      `target < 150 MB; +${(bigOut.rssPeakMb - bigOut.rssBeforeMb).toFixed(0)} MB over the agent's idle RSS (the installed agent, dist/agent.mjs); artifact ${bigOut.artifactBytes ?? '?'} bytes, ${bigOut.complete ? 'complete' : 'NOT complete'}${bigOut.error ? `; error: ${bigOut.error.slice(0, 100)}` : ''}`,
+    );
 
     const sc = await benchScriptVsExecute(gw, 'b-none', none, quick ? 3 : 10);
-    row(`${SUBPROCESSES} × true: one run_script vs ${SUBPROCESSES} execute calls (sandbox none, median)`, f(median(sc.script)), f(median(sc.calls)), `execute / script = ${(median(sc.calls) / median(sc.script)).toFixed(2)}×`);
+    row(
+      `${SUBPROCESSES} × true: one run_script vs ${SUBPROCESSES} execute calls (sandbox none, median)`,
+      f(median(sc.script)),
+      f(median(sc.calls)),
+      `execute / script = ${(median(sc.calls) / median(sc.script)).toFixed(2)}×`,
+    );
 
     const minimal = await none.callTool({ name: 'runtime_execute', arguments: { runtime: 'python', code: 'print("hello")' } });
     row('runtime_execute minimal: structuredContent size', `${JSON.stringify(minimal.structuredContent).length} bytes`, '', 'target ≤ 300 bytes');
@@ -257,7 +347,13 @@ async function main() {
       row('one team: 100 simulated agents', `failed: ${e.message.slice(0, 100)}`, '', '');
       return null;
     });
-    if (sc2) row(`one team: ${sc2.agents} simulated agents, ${sc2.jobs} queued jobs`, `${sc2.dispatchPerS.toFixed(0)} jobs/s dispatched`, `queue→start p99 ${f(sc2.queueToStartP99)}`, `p50 ${f(sc2.queueToStartP50)}; submit ${sc2.submitPerS.toFixed(0)} jobs/s (call p50 ${f(sc2.submitCallP50)}); gateway RSS +${sc2.gatewayRssGrowthMb?.toFixed(0) ?? '?'} MB; ${sc2.errors} errors`);
+    if (sc2)
+      row(
+        `one team: ${sc2.agents} simulated agents, ${sc2.jobs} queued jobs`,
+        `${sc2.dispatchPerS.toFixed(0)} jobs/s dispatched`,
+        `queue→start p99 ${f(sc2.queueToStartP99)}`,
+        `p50 ${f(sc2.queueToStartP50)}; submit ${sc2.submitPerS.toFixed(0)} jobs/s (call p50 ${f(sc2.submitCallP50)}); gateway RSS +${sc2.gatewayRssGrowthMb?.toFixed(0) ?? '?'} MB; ${sc2.errors} errors`,
+      );
   } finally {
     for (const a of agents) await a.stop();
     await gw.stop();

@@ -60,7 +60,8 @@ async function simAgent(gw: Gateway, id: string, jobMs: number, onStart: (jobId:
   const send = (m: AgentMessage) => ws.send(JSON.stringify(m));
   let beat: NodeJS.Timeout | undefined;
   await new Promise<void>((resolve, reject) => {
-    ws.onopen = () => send({ type: 'hello', v: PROTOCOL_VERSION, agentId: id, version: 'bench', capacity: CAPACITY, sandbox: 'none', runtimes: [], labels: [], running: [] });
+    ws.onopen = () =>
+      send({ type: 'hello', v: PROTOCOL_VERSION, agentId: id, version: 'bench', capacity: CAPACITY, sandbox: 'none', runtimes: [], labels: [], running: [] });
     ws.onerror = () => reject(new Error(`simulated agent ${id} could not connect`));
     ws.onmessage = (ev) => {
       const m = JSON.parse(String(ev.data)) as { type: string; heartbeatMs?: number; spec?: { jobId: string } };
@@ -75,14 +76,31 @@ async function simAgent(gw: Gateway, id: string, jobMs: number, onStart: (jobId:
           running.delete(jobId);
           const empty = { bytes: 0, lines: 0, artifactTruncated: false };
           send({
-            type: 'job.exit', jobId, state: 'exited', exitCode: 0, signal: null, timedOut: false, durationMs: jobMs, stdout: '', stderr: '',
-            stdoutTruncated: false, stderrTruncated: false, streams: { stdout: empty, stderr: empty }, artifactsUploaded: true,
+            type: 'job.exit',
+            jobId,
+            state: 'exited',
+            exitCode: 0,
+            signal: null,
+            timedOut: false,
+            durationMs: jobMs,
+            stdout: '',
+            stderr: '',
+            stdoutTruncated: false,
+            stderrTruncated: false,
+            streams: { stdout: empty, stderr: empty },
+            artifactsUploaded: true,
           });
         }, jobMs);
       }
     };
   });
-  return { ws, close: () => { clearInterval(beat); ws.close(); } };
+  return {
+    ws,
+    close: () => {
+      clearInterval(beat);
+      ws.close();
+    },
+  };
 }
 
 /** created → started (ms) of every started job of the team, as the team's DO recorded them. */
@@ -111,11 +129,16 @@ export async function benchScale(gw: Gateway, o: { agents: number; jobs: number;
   let lastStart = 0;
   const agents: SimAgent[] = [];
   for (let i = 0; i < o.agents; i += 10) {
-    agents.push(...(await Promise.all(Array.from({ length: Math.min(10, o.agents - i) }, (_, k) =>
-      simAgent(gw, `sim-${i + k}`, o.jobMs ?? 50, (jobId) => {
-        lastStart = performance.now();
-        startedAt.set(jobId, lastStart);
-      })))));
+    agents.push(
+      ...(await Promise.all(
+        Array.from({ length: Math.min(10, o.agents - i) }, (_, k) =>
+          simAgent(gw, `sim-${i + k}`, o.jobMs ?? 50, (jobId) => {
+            lastStart = performance.now();
+            startedAt.set(jobId, lastStart);
+          }),
+        ),
+      )),
+    );
   }
   const submitters = await Promise.all(Array.from({ length: o.submitters ?? 16 }, () => gw.mcp(TEAM, ['execute'])));
   const submittedAt = new Map<string, number>();
@@ -123,21 +146,23 @@ export async function benchScale(gw: Gateway, o: { agents: number; jobs: number;
   let errors = 0;
   let next = 0;
   const t0 = performance.now();
-  await Promise.all(submitters.map(async (c) => {
-    while (next < o.jobs) {
-      next += 1;
-      const t = performance.now();
-      try {
-        const r = await c.callTool({ name: 'execute', arguments: { command: 'true', args: [], background: true } }, undefined, { timeout: 120_000 });
-        const id = (r.structuredContent as { job_id?: string } | undefined)?.job_id;
-        if (r.isError || !id) errors += 1;
-        else submittedAt.set(id, t);
-        callMs.push(performance.now() - t);
-      } catch {
-        errors += 1;
+  await Promise.all(
+    submitters.map(async (c) => {
+      while (next < o.jobs) {
+        next += 1;
+        const t = performance.now();
+        try {
+          const r = await c.callTool({ name: 'execute', arguments: { command: 'true', args: [], background: true } }, undefined, { timeout: 120_000 });
+          const id = (r.structuredContent as { job_id?: string } | undefined)?.job_id;
+          if (r.isError || !id) errors += 1;
+          else submittedAt.set(id, t);
+          callMs.push(performance.now() - t);
+        } catch {
+          errors += 1;
+        }
       }
-    }
-  }));
+    }),
+  );
   const submitS = (performance.now() - t0) / 1000;
   // Wait until every accepted job has started somewhere (or a minute passes).
   const deadline = Date.now() + 60_000;
@@ -149,10 +174,14 @@ export async function benchScale(gw: Gateway, o: { agents: number; jobs: number;
   for (const a of agents) a.close();
   await Promise.all(submitters.map((c) => c.close()));
   return {
-    agents: o.agents, jobs: o.jobs, errors,
+    agents: o.agents,
+    jobs: o.jobs,
+    errors,
     submitPerS: o.jobs / submitS,
     dispatchPerS: started / ((lastStart - t0) / 1000),
-    queueToStartP50: pct(delays, 50), queueToStartP99: pct(delays, 99), submitCallP50: pct(callMs, 50),
+    queueToStartP50: pct(delays, 50),
+    queueToStartP99: pct(delays, 99),
+    submitCallP50: pct(callMs, 50),
     gatewayRssGrowthMb: rss0 !== null && rss1 !== null ? rss1 - rss0 : null,
   };
 }

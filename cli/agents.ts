@@ -19,13 +19,14 @@ function runtimes(v: unknown): string {
 
 export async function agentsCommand(argv: string[]): Promise<number> {
   const a = parseArgs(argv, {}, 'agents');
-  if (a.flags.help) return out(AGENTS_HELP), 0;
-  if (a.positionals.length || a.rest.length) throw new UsageError(`agents takes no arguments (got "${[...a.positionals, ...a.rest].join(' ')}"); see gatehouse agents --help`);
+  if (a.flags.help) return (out(AGENTS_HELP), 0);
+  if (a.positionals.length || a.rest.length)
+    throw new UsageError(`agents takes no arguments (got "${[...a.positionals, ...a.rest].join(' ')}"); see gatehouse agents --help`);
   const r = await api<{ agents: Row[] }>(connection(a.flags), 'GET', '/agents');
-  if (!r.ok) return info(formatError(r.error)), 1;
-  if (a.flags.json) return printJson(r.value), 0;
+  if (!r.ok) return (info(formatError(r.error)), 1);
+  if (a.flags.json) return (printJson(r.value), 0);
   const agents = r.value.agents ?? [];
-  if (!agents.length) return info('no agents connected (start one with: gatehouse agent --url … --token-file … --root …)'), 0;
+  if (!agents.length) return (info('no agents connected (start one with: gatehouse agent --url … --token-file … --root …)'), 0);
   const rows = agents.map((g) => {
     const connected = field(g, 'connected', 'online');
     const running = field(g, 'running', 'active', 'load', 'activeJobs', 'active_jobs');

@@ -28,11 +28,18 @@ const help = (usage: string, specs: FlagSpecs) => out(`${usage}\n\nflags:\n${for
 export async function approvalsCommand(argv: string[]): Promise<number> {
   const [sub, ...rest] = argv;
   switch (sub) {
-    case 'list': return list(rest);
-    case 'show': return show(rest);
-    case 'approve': return decide(rest, true);
-    case 'deny': return decide(rest, false);
-    case undefined: case '--help': case '-h': case 'help':
+    case 'list':
+      return list(rest);
+    case 'show':
+      return show(rest);
+    case 'approve':
+      return decide(rest, true);
+    case 'deny':
+      return decide(rest, false);
+    case undefined:
+    case '--help':
+    case '-h':
+    case 'help':
       out(APPROVALS_HELP);
       return sub === undefined ? 2 : 0;
     default:
@@ -42,7 +49,7 @@ export async function approvalsCommand(argv: string[]): Promise<number> {
 
 async function list(argv: string[]): Promise<number> {
   const a = parseArgs(argv, LIST_FLAGS, 'approvals list');
-  if (a.flags.help) return help('usage: gatehouse approvals list [--status s] [--limit N]', LIST_FLAGS), 0;
+  if (a.flags.help) return (help('usage: gatehouse approvals list [--status s] [--limit N]', LIST_FLAGS), 0);
   if (a.positionals.length || a.rest.length) throw new UsageError('approvals list takes no positional arguments');
   const q = new URLSearchParams();
   if (a.flags.status !== undefined) q.set('status', String(a.flags.status));
@@ -52,15 +59,17 @@ async function list(argv: string[]): Promise<number> {
     q.set('limit', String(n));
   }
   const r = await api<{ approvals: Row[] }>(connection(a.flags), 'GET', `/approvals${q.size ? `?${q}` : ''}`);
-  if (!r.ok) return info(formatError(r.error)), 1;
-  if (a.flags.json) return printJson(r.value), 0;
+  if (!r.ok) return (info(formatError(r.error)), 1);
+  if (a.flags.json) return (printJson(r.value), 0);
   const rows = r.value.approvals ?? [];
   if (!rows.length) info(a.flags.status ? `no ${String(a.flags.status)} approvals` : 'no approvals');
   else {
-    out(table([
-      ['ID', 'STATUS', 'SUBJECT', 'CREATED', 'EXPIRES', 'REQUEST'],
-      ...rows.map((x) => [text(x.id), text(x.status), text(x.subject), when(x.created_at), when(x.expires_at), text(x.summary)]),
-    ]));
+    out(
+      table([
+        ['ID', 'STATUS', 'SUBJECT', 'CREATED', 'EXPIRES', 'REQUEST'],
+        ...rows.map((x) => [text(x.id), text(x.status), text(x.subject), when(x.created_at), when(x.expires_at), text(x.summary)]),
+      ]),
+    );
   }
   return 0;
 }
@@ -73,8 +82,14 @@ function oneId(a: { positionals: string[]; rest: string[] }, verb: string): stri
 
 function print(x: Row): void {
   const lines: [string, string][] = [
-    ['approval', text(x.id)], ['status', text(x.status)], ['asked by', text(x.subject)], ['request', text(x.summary)],
-    ['why', text(x.reason)], ['channel', text(x.channel)], ['created', when(x.created_at)], ['expires', when(x.expires_at)],
+    ['approval', text(x.id)],
+    ['status', text(x.status)],
+    ['asked by', text(x.subject)],
+    ['request', text(x.summary)],
+    ['why', text(x.reason)],
+    ['channel', text(x.channel)],
+    ['created', when(x.created_at)],
+    ['expires', when(x.expires_at)],
     ['decided', `${when(x.decided_at)}${field(x, 'decided_by') !== undefined ? ` by ${text(x.decided_by)}` : ''}`],
   ];
   if (field(x, 'note') !== undefined) lines.push(['note', text(x.note)]);
@@ -84,11 +99,11 @@ function print(x: Row): void {
 
 async function show(argv: string[]): Promise<number> {
   const a = parseArgs(argv, {}, 'approvals show');
-  if (a.flags.help) return help('usage: gatehouse approvals show <approval id>', {}), 0;
+  if (a.flags.help) return (help('usage: gatehouse approvals show <approval id>', {}), 0);
   const id = oneId(a, 'show');
   const r = await api<{ approval: Row }>(connection(a.flags), 'GET', `/approvals/${encodeURIComponent(id)}`);
-  if (!r.ok) return info(formatError(r.error)), 1;
-  if (a.flags.json) return printJson(r.value), 0;
+  if (!r.ok) return (info(formatError(r.error)), 1);
+  if (a.flags.json) return (printJson(r.value), 0);
   print(r.value.approval);
   return 0;
 }
@@ -96,15 +111,17 @@ async function show(argv: string[]): Promise<number> {
 async function decide(argv: string[], approve: boolean): Promise<number> {
   const verb = approve ? 'approve' : 'deny';
   const a = parseArgs(argv, DECIDE_FLAGS, `approvals ${verb}`);
-  if (a.flags.help) return help(`usage: gatehouse approvals ${verb} <approval id> [--note text]`, DECIDE_FLAGS), 0;
+  if (a.flags.help) return (help(`usage: gatehouse approvals ${verb} <approval id> [--note text]`, DECIDE_FLAGS), 0);
   const id = oneId(a, verb);
   const body = a.flags.note !== undefined ? { note: String(a.flags.note) } : {};
   const r = await api<{ approval: Row }>(connection(a.flags), 'POST', `/approvals/${encodeURIComponent(id)}/${verb}`, body);
-  if (!r.ok) return info(formatError(r.error)), 1;
-  if (a.flags.json) return printJson(r.value), 0;
+  if (!r.ok) return (info(formatError(r.error)), 1);
+  if (a.flags.json) return (printJson(r.value), 0);
   const x = r.value.approval;
-  out(approve
-    ? `approved ${id}: ${text(x.subject)} may now retry this call once, with approval_id "${id}" (until ${when(x.expires_at)})\n  ${text(x.summary)}`
-    : `denied ${id}: ${text(x.summary)}`);
+  out(
+    approve
+      ? `approved ${id}: ${text(x.subject)} may now retry this call once, with approval_id "${id}" (until ${when(x.expires_at)})\n  ${text(x.summary)}`
+      : `denied ${id}: ${text(x.summary)}`,
+  );
   return 0;
 }

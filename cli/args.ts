@@ -45,7 +45,11 @@ export function parseArgs(argv: string[], specs: FlagSpecs, where: string, withG
   const all: FlagSpecs = { ...(withGlobal ? GLOBAL_FLAGS : { json: GLOBAL_FLAGS.json, help: GLOBAL_FLAGS.help }), ...specs };
   const options: NodeOptions = {};
   for (const [name, s] of Object.entries(all)) {
-    options[name] = { type: s.type === 'bool' ? 'boolean' : 'string', ...(s.type === 'list' ? { multiple: true } : {}), ...(name === 'help' ? { short: 'h' } : {}) };
+    options[name] = {
+      type: s.type === 'bool' ? 'boolean' : 'string',
+      ...(s.type === 'list' ? { multiple: true } : {}),
+      ...(name === 'help' ? { short: 'h' } : {}),
+    };
   }
   // strict: false so that an unknown flag reaches us as a token and gets our message (with the allowed list).
   const { tokens } = nodeParseArgs({ args: argv, options, strict: false, allowPositionals: true, tokens: true });
@@ -54,8 +58,14 @@ export function parseArgs(argv: string[], specs: FlagSpecs, where: string, withG
   const rest: string[] = [];
   let sawDoubleDash = false;
   for (const t of tokens) {
-    if (t.kind === 'option-terminator') { sawDoubleDash = true; continue; }
-    if (t.kind === 'positional') { (sawDoubleDash ? rest : positionals).push(t.value); continue; }
+    if (t.kind === 'option-terminator') {
+      sawDoubleDash = true;
+      continue;
+    }
+    if (t.kind === 'positional') {
+      (sawDoubleDash ? rest : positionals).push(t.value);
+      continue;
+    }
     const spec = all[t.name];
     if (!spec) {
       // Ids minted by the gateway or the OAuth library may start with "-": say how to pass one.
@@ -74,11 +84,17 @@ export function parseArgs(argv: string[], specs: FlagSpecs, where: string, withG
   return { flags, positionals, rest, sawDoubleDash };
 }
 
-export const flagList = (specs: FlagSpecs) => Object.keys(specs).map((k) => `--${k}`).join(', ');
+export const flagList = (specs: FlagSpecs) =>
+  Object.keys(specs)
+    .map((k) => `--${k}`)
+    .join(', ');
 
 export function formatFlags(specs: FlagSpecs, withGlobal = true): string {
   const all = withGlobal ? { ...specs, ...GLOBAL_FLAGS } : specs;
-  const rows = Object.entries(all).map(([k, s]) => [`--${k}${s.type === 'bool' ? '' : ` <${s.value ?? 'value'}>`}${s.type === 'list' ? ' (repeatable)' : ''}`, s.help]);
+  const rows = Object.entries(all).map(([k, s]) => [
+    `--${k}${s.type === 'bool' ? '' : ` <${s.value ?? 'value'}>`}${s.type === 'list' ? ' (repeatable)' : ''}`,
+    s.help,
+  ]);
   if (!rows.length) return '';
   const w = Math.max(...rows.map((r) => r[0].length));
   return rows.map(([a, b]) => `  ${a.padEnd(w)}  ${b}`).join('\n');

@@ -23,15 +23,27 @@ flags:
 ${formatFlags(TAIL_FLAGS)}`;
 
 export interface AuditRow {
-  id: number; at: number; subject: string; tool: string; command: unknown; cwd: string | null; decision: string;
-  reason: string | null; jobId: string | null; exitStatus: string | null; durationMs: number | null;
+  id: number;
+  at: number;
+  subject: string;
+  tool: string;
+  command: unknown;
+  cwd: string | null;
+  decision: string;
+  reason: string | null;
+  jobId: string | null;
+  exitStatus: string | null;
+  durationMs: number | null;
 }
 type Page = { entries: AuditRow[]; nextCursor: string | null };
 
 /** One row, one line: every field a caller could choose is shown through `visible`. */
 export function formatRow(e: AuditRow): string {
   const bits = [iso(e.at), visible(e.decision).padEnd(7), visible(e.tool).padEnd(15), visible(e.subject), formatCommand(e.command)];
-  const tail = [e.exitStatus, e.reason].filter(Boolean).map((x) => visible(String(x))).join(' — ');
+  const tail = [e.exitStatus, e.reason]
+    .filter(Boolean)
+    .map((x) => visible(String(x)))
+    .join(' — ');
   return `${bits.join('  ')}${tail ? `  — ${tail}` : ''}`;
 }
 
@@ -43,7 +55,7 @@ export async function auditCommand(argv: string[]): Promise<number> {
   }
   if (sub !== 'tail') throw new UsageError(`unknown audit command "${sub}"; allowed: tail`);
   const a = parseArgs(rest, TAIL_FLAGS, 'audit tail');
-  if (a.flags.help) return out(AUDIT_HELP), 0;
+  if (a.flags.help) return (out(AUDIT_HELP), 0);
   if (a.positionals.length) throw new UsageError('audit tail takes no positional arguments');
   const limit = a.flags.limit === undefined ? 20 : Number(a.flags.limit);
   if (!Number.isInteger(limit) || limit < 1 || limit > 500) throw new UsageError(`--limit "${a.flags.limit}" must be an integer from 1 to 500`);
@@ -53,13 +65,15 @@ export async function auditCommand(argv: string[]): Promise<number> {
   for (const k of ['decision', 'tool', 'subject', 'since'] as const) if (a.flags[k] !== undefined) filters.set(k, String(a.flags[k]));
   const conn = connection(a.flags);
   const first = await page(conn, filters, limit);
-  if (!first.ok) return info(formatError(first.error)), 1;
+  if (!first.ok) return (info(formatError(first.error)), 1);
   const print = (e: AuditRow) => out(a.flags.json ? visibleJson(e) : formatRow(e));
   first.value.entries.slice().reverse().forEach(print);
   if (!a.flags.follow) return 0;
   let lastId = first.value.entries[0]?.id ?? 0;
   let stop = false;
-  const onSig = () => { stop = true; };
+  const onSig = () => {
+    stop = true;
+  };
   process.once('SIGINT', onSig);
   process.once('SIGTERM', onSig);
   try {
@@ -67,7 +81,10 @@ export async function auditCommand(argv: string[]): Promise<number> {
       await sleep(interval, () => stop);
       if (stop) break;
       const fresh = await newerThan(conn, filters, lastId);
-      if (!fresh.ok) { info(formatError(fresh.error)); continue; }
+      if (!fresh.ok) {
+        info(formatError(fresh.error));
+        continue;
+      }
       fresh.value.forEach(print);
       if (fresh.value.length) lastId = fresh.value[fresh.value.length - 1].id;
     }

@@ -47,7 +47,10 @@ export async function api<T>(conn: Connection, method: string, path: string, bod
     });
   } catch (e) {
     const cause = (e as { cause?: { code?: string; message?: string } }).cause;
-    return { ok: false, error: { status: 0, code: 'unreachable', message: `cannot reach ${conn.url}: ${cause?.code ?? cause?.message ?? (e as Error).message}` } };
+    return {
+      ok: false,
+      error: { status: 0, code: 'unreachable', message: `cannot reach ${conn.url}: ${cause?.code ?? cause?.message ?? (e as Error).message}` },
+    };
   }
   const text = await res.text();
   let json: unknown;
@@ -63,7 +66,8 @@ export async function api<T>(conn: Connection, method: string, path: string, bod
       error: { status: res.status, code: err?.code ?? `http_${res.status}`, message: err?.message ?? (text.slice(0, 300) || res.statusText) },
     };
   }
-  if (json === undefined) return { ok: false, error: { status: res.status, code: 'bad_response', message: `the gateway answered non-JSON: ${text.slice(0, 200)}` } };
+  if (json === undefined)
+    return { ok: false, error: { status: res.status, code: 'bad_response', message: `the gateway answered non-JSON: ${text.slice(0, 200)}` } };
   return { ok: true, value: json as T };
 }
 

@@ -14,7 +14,8 @@ export function field(r: Row, ...names: string[]): unknown {
 }
 
 /** A field for display: absent → "-"; anything a user chose made visible (see visible-text.ts). */
-export const text = (v: unknown): string => (v === undefined || v === null ? '-' : visible(typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : JSON.stringify(v)));
+export const text = (v: unknown): string =>
+  v === undefined || v === null ? '-' : visible(typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : JSON.stringify(v));
 
 /** Epoch ms (or an ISO string) → compact ISO; absent → "-". */
 export function when(v: unknown): string {

@@ -6,7 +6,7 @@ import { info, out, printJson, table } from './io.ts';
 import { formatCommand } from './visible-text.ts';
 
 const LIST_FLAGS: FlagSpecs = {
-  limit: { type: 'string', value: 'N', help: 'how many jobs (default: the gateway\'s, 50; at most 200)' },
+  limit: { type: 'string', value: 'N', help: "how many jobs (default: the gateway's, 50; at most 200)" },
   state: { type: 'string', value: 'state', help: 'only jobs in this state (queued, running, exited, …)' },
   subject: { type: 'string', value: 'sub', help: 'only jobs started by this token subject' },
   tool: { type: 'string', value: 'tool', help: 'only jobs of this tool (execute, runtime_execute, …)' },
@@ -28,10 +28,16 @@ const help = (usage: string, specs: FlagSpecs) => out(`${usage}\n\nflags:\n${for
 export async function jobsCommand(argv: string[]): Promise<number> {
   const [sub, ...rest] = argv;
   switch (sub) {
-    case 'list': return list(rest);
-    case 'show': return show(rest);
-    case 'kill': return kill(rest);
-    case undefined: case '--help': case '-h': case 'help':
+    case 'list':
+      return list(rest);
+    case 'show':
+      return show(rest);
+    case 'kill':
+      return kill(rest);
+    case undefined:
+    case '--help':
+    case '-h':
+    case 'help':
       out(JOBS_HELP);
       return sub === undefined ? 2 : 0;
     default:
@@ -49,7 +55,7 @@ const exit = (j: Row) => {
 
 async function list(argv: string[]): Promise<number> {
   const a = parseArgs(argv, LIST_FLAGS, 'jobs list');
-  if (a.flags.help) return help('usage: gatehouse jobs list [--limit N] [--state s] [--cursor c]', LIST_FLAGS), 0;
+  if (a.flags.help) return (help('usage: gatehouse jobs list [--limit N] [--state s] [--cursor c]', LIST_FLAGS), 0);
   if (a.positionals.length || a.rest.length) throw new UsageError('jobs list takes no positional arguments');
   const q = new URLSearchParams();
   if (a.flags.limit !== undefined) {
@@ -60,16 +66,22 @@ async function list(argv: string[]): Promise<number> {
   for (const k of ['state', 'subject', 'tool'] as const) if (a.flags[k] !== undefined) q.set(k, String(a.flags[k]));
   if (a.flags.cursor !== undefined) q.set('cursor', String(a.flags.cursor));
   const r = await api<{ jobs: Row[]; next_cursor?: string | null; nextCursor?: string | null }>(connection(a.flags), 'GET', `/jobs${q.size ? `?${q}` : ''}`);
-  if (!r.ok) return info(formatError(r.error)), 1;
-  if (a.flags.json) return printJson(r.value), 0;
+  if (!r.ok) return (info(formatError(r.error)), 1);
+  if (a.flags.json) return (printJson(r.value), 0);
   const jobs = r.value.jobs ?? [];
   if (!jobs.length) info('no jobs');
   else {
     // The command column only when the gateway's rows carry one.
     const withCommand = jobs.some((j) => field(j, 'command') !== undefined);
     const rows = jobs.map((j) => [
-      jobId(j), text(field(j, 'state')), text(field(j, 'tool')), text(field(j, 'subject')),
-      when(field(j, 'createdAt', 'created_at')), duration(field(j, 'durationMs', 'duration_ms')), exit(j), ...(withCommand ? [command(j)] : []),
+      jobId(j),
+      text(field(j, 'state')),
+      text(field(j, 'tool')),
+      text(field(j, 'subject')),
+      when(field(j, 'createdAt', 'created_at')),
+      duration(field(j, 'durationMs', 'duration_ms')),
+      exit(j),
+      ...(withCommand ? [command(j)] : []),
     ]);
     out(table([['ID', 'STATE', 'TOOL', 'SUBJECT', 'CREATED', 'DURATION', 'EXIT', ...(withCommand ? ['COMMAND'] : [])], ...rows]));
   }
@@ -86,11 +98,11 @@ function oneId(a: { positionals: string[]; rest: string[] }, verb: string): stri
 
 async function show(argv: string[]): Promise<number> {
   const a = parseArgs(argv, {}, 'jobs show');
-  if (a.flags.help) return help('usage: gatehouse jobs show <job id>', {}), 0;
+  if (a.flags.help) return (help('usage: gatehouse jobs show <job id>', {}), 0);
   const id = oneId(a, 'show');
   const r = await api<Row & { job?: Row }>(connection(a.flags), 'GET', `/jobs/${encodeURIComponent(id)}`);
-  if (!r.ok) return info(formatError(r.error)), 1;
-  if (a.flags.json) return printJson(r.value), 0;
+  if (!r.ok) return (info(formatError(r.error)), 1);
+  if (a.flags.json) return (printJson(r.value), 0);
   const j = (r.value.job ?? r.value) as Row;
   const lines: [string, string][] = [
     ['job', jobId(j)],
@@ -115,11 +127,11 @@ async function show(argv: string[]): Promise<number> {
 
 async function kill(argv: string[]): Promise<number> {
   const a = parseArgs(argv, {}, 'jobs kill');
-  if (a.flags.help) return help('usage: gatehouse jobs kill <job id>', {}), 0;
+  if (a.flags.help) return (help('usage: gatehouse jobs kill <job id>', {}), 0);
   const id = oneId(a, 'kill');
   const r = await api<Row & { job?: Row }>(connection(a.flags), 'POST', `/jobs/${encodeURIComponent(id)}/kill`, {});
-  if (!r.ok) return info(formatError(r.error)), 1;
-  if (a.flags.json) return printJson(r.value), 0;
+  if (!r.ok) return (info(formatError(r.error)), 1);
+  if (a.flags.json) return (printJson(r.value), 0);
   const j = (r.value.job ?? r.value) as Row;
   const state = field(j, 'state');
   out(`kill sent to job ${id}${state !== undefined ? ` (state: ${text(state)})` : ''}`);

@@ -55,24 +55,36 @@ export async function main(argv: string[]): Promise<number> {
   const [cmd, ...rest] = argv;
   try {
     switch (cmd) {
-      case 'token': return await tokenCommand(rest);
-      case 'policy': return await policyCommand(rest);
-      case 'audit': return await auditCommand(rest);
-      case 'agents': return await agentsCommand(rest);
-      case 'jobs': return await jobsCommand(rest);
-      case 'approvals': return await approvalsCommand(rest);
-      case 'oauth': return await oauthCommand(rest);
-      case 'members': return await membersCommand(rest);
+      case 'token':
+        return await tokenCommand(rest);
+      case 'policy':
+        return await policyCommand(rest);
+      case 'audit':
+        return await auditCommand(rest);
+      case 'agents':
+        return await agentsCommand(rest);
+      case 'jobs':
+        return await jobsCommand(rest);
+      case 'approvals':
+        return await approvalsCommand(rest);
+      case 'oauth':
+        return await oauthCommand(rest);
+      case 'members':
+        return await membersCommand(rest);
       case 'agent':
         info('gatehouse: "agent" is started by the gatehouse command itself (bin/gatehouse.mjs), not by the admin CLI');
         return 2;
-      case '--version': case '-v': case 'version': {
+      case '--version':
+      case '-v':
+      case 'version': {
         const extra = rest.filter((a) => a !== '--json');
         if (extra.length) throw new UsageError(`${cmd} takes no arguments but --json; got "${extra[0]}"`);
         out(rest.includes('--json') ? JSON.stringify({ version: version(), node: process.version }) : version());
         return 0;
       }
-      case '--help': case '-h': case 'help':
+      case '--help':
+      case '-h':
+      case 'help':
         out(HELP);
         return 0;
       case undefined:

@@ -16,8 +16,17 @@ usage:
 Revoking an admin token (gatehouse token revoke) also ends the grants it consented to.`;
 
 interface GrantRow {
-  grantId: string; clientId: string; clientName: string | null; subject: string; consentTokenId: string; scopes: string[];
-  createdAt: number; expiresAt: number | null; lastUsedAt: number | null; revokedAt: number | null; revokedReason: string | null;
+  grantId: string;
+  clientId: string;
+  clientName: string | null;
+  subject: string;
+  consentTokenId: string;
+  scopes: string[];
+  createdAt: number;
+  expiresAt: number | null;
+  lastUsedAt: number | null;
+  revokedAt: number | null;
+  revokedReason: string | null;
 }
 
 const help = (usage: string, specs: FlagSpecs) => out(`${usage}\n\nflags:\n${formatFlags(specs)}`);
@@ -25,11 +34,18 @@ const help = (usage: string, specs: FlagSpecs) => out(`${usage}\n\nflags:\n${for
 export async function oauthCommand(argv: string[]): Promise<number> {
   const [sub, ...rest] = argv;
   switch (sub) {
-    case 'grants': return grants(rest);
-    case 'revoke': return revoke(rest, 'revoke', (id) => `/oauth/grants/${encodeURIComponent(id)}`);
-    case 'revoke-client': return revoke(rest, 'revoke-client', (id) => `/oauth/clients/${encodeURIComponent(id)}`);
-    case 'unblock-client': return revoke(rest, 'unblock-client', (id) => `/oauth/clients/${encodeURIComponent(id)}/block`);
-    case undefined: case '--help': case '-h': case 'help':
+    case 'grants':
+      return grants(rest);
+    case 'revoke':
+      return revoke(rest, 'revoke', (id) => `/oauth/grants/${encodeURIComponent(id)}`);
+    case 'revoke-client':
+      return revoke(rest, 'revoke-client', (id) => `/oauth/clients/${encodeURIComponent(id)}`);
+    case 'unblock-client':
+      return revoke(rest, 'unblock-client', (id) => `/oauth/clients/${encodeURIComponent(id)}/block`);
+    case undefined:
+    case '--help':
+    case '-h':
+    case 'help':
       out(OAUTH_HELP);
       return sub === undefined ? 2 : 0;
     default:
@@ -37,21 +53,28 @@ export async function oauthCommand(argv: string[]): Promise<number> {
   }
 }
 
-
 async function grants(argv: string[]): Promise<number> {
   const flags = { all: { type: 'bool', help: 'also list ended grants (revoked, replaced, expired)' } } as const;
   const a = parseArgs(argv, flags, 'oauth grants');
-  if (a.flags.help) return help('usage: gatehouse oauth grants [--all]', flags), 0;
+  if (a.flags.help) return (help('usage: gatehouse oauth grants [--all]', flags), 0);
   if (a.positionals.length) throw new UsageError('oauth grants takes no arguments');
   const r = await api<{ grants: GrantRow[] }>(connection(a.flags), 'GET', '/oauth/grants');
-  if (!r.ok) return info(formatError(r.error)), 1;
+  if (!r.ok) return (info(formatError(r.error)), 1);
   const now = Date.now();
-  const state = (g: GrantRow) => (g.revokedAt ? `ended ${iso(g.revokedAt)}: ${g.revokedReason ?? 'revoked'}` : g.expiresAt !== null && g.expiresAt < now ? 'expired' : 'active');
+  const state = (g: GrantRow) =>
+    g.revokedAt ? `ended ${iso(g.revokedAt)}: ${g.revokedReason ?? 'revoked'}` : g.expiresAt !== null && g.expiresAt < now ? 'expired' : 'active';
   const shown = a.flags.all ? r.value.grants : r.value.grants.filter((g) => state(g) === 'active');
-  if (a.flags.json) return printJson({ grants: shown }), 0;
-  if (!shown.length) return info(a.flags.all ? 'no OAuth grants' : 'no live OAuth grants (--all lists ended ones)'), 0;
+  if (a.flags.json) return (printJson({ grants: shown }), 0);
+  if (!shown.length) return (info(a.flags.all ? 'no OAuth grants' : 'no live OAuth grants (--all lists ended ones)'), 0);
   const rows = shown.map((g) => [
-    g.grantId, g.clientName === null ? '(unnamed)' : visible(g.clientName), visible(g.clientId), visible(g.subject), g.scopes.join(' '), iso(g.createdAt), iso(g.lastUsedAt), visible(state(g)),
+    g.grantId,
+    g.clientName === null ? '(unnamed)' : visible(g.clientName),
+    visible(g.clientId),
+    visible(g.subject),
+    g.scopes.join(' '),
+    iso(g.createdAt),
+    iso(g.lastUsedAt),
+    visible(state(g)),
   ]);
   out(table([['GRANT', 'CLIENT', 'CLIENT ID', 'CONSENTED BY', 'SCOPES', 'CREATED', 'LAST USED', 'STATE'], ...rows]));
   return 0;
@@ -60,13 +83,14 @@ async function grants(argv: string[]): Promise<number> {
 async function revoke(argv: string[], name: string, path: (id: string) => string): Promise<number> {
   const a = parseArgs(argv, {}, `oauth ${name}`);
   const what = name === 'revoke' ? '<grant-id>' : '<client-id>';
-  if (a.flags.help) return help(`usage: gatehouse oauth ${name} [--] ${what}`, {}), 0;
+  if (a.flags.help) return (help(`usage: gatehouse oauth ${name} [--] ${what}`, {}), 0);
   const ids = [...a.positionals, ...a.rest];
-  if (ids.length !== 1) throw new UsageError(`usage: gatehouse oauth ${name} ${what} (exactly one id; see gatehouse oauth grants; an id that starts with "-" goes after "--")`);
+  if (ids.length !== 1)
+    throw new UsageError(`usage: gatehouse oauth ${name} ${what} (exactly one id; see gatehouse oauth grants; an id that starts with "-" goes after "--")`);
   const id = ids[0];
   const r = await api<{ grantId?: string; revokedAt?: number; clientId?: string; grantsEnded?: string[] }>(connection(a.flags), 'DELETE', path(id));
-  if (!r.ok) return info(formatError(r.error)), 1;
-  if (a.flags.json) return printJson(r.value), 0;
+  if (!r.ok) return (info(formatError(r.error)), 1);
+  if (a.flags.json) return (printJson(r.value), 0);
   if (name === 'revoke') out(`revoked grant ${r.value.grantId} at ${iso(r.value.revokedAt)}`);
   else if (name === 'revoke-client') out(`client ${visible(id)} blocked for the team; grants ended: ${r.value.grantsEnded?.join(' ') || 'none'}`);
   else out(`client ${visible(id)} may be granted again`);

@@ -28,12 +28,20 @@ const CHECK_FLAGS: FlagSpecs = {
 export async function policyCommand(argv: string[]): Promise<number> {
   const [sub, ...rest] = argv;
   switch (sub) {
-    case 'get': return get(rest);
-    case 'set': return set(rest);
-    case 'check': return check(rest);
-    case 'presets': return presets(rest);
-    case 'preset': return preset(rest);
-    case undefined: case '--help': case '-h': case 'help':
+    case 'get':
+      return get(rest);
+    case 'set':
+      return set(rest);
+    case 'check':
+      return check(rest);
+    case 'presets':
+      return presets(rest);
+    case 'preset':
+      return preset(rest);
+    case undefined:
+    case '--help':
+    case '-h':
+    case 'help':
       out(POLICY_HELP);
       return sub === undefined ? 2 : 0;
     default:
@@ -44,15 +52,17 @@ export async function policyCommand(argv: string[]): Promise<number> {
 type PolicyAnswer = { team: string; version: number; updatedAt: number | null; updatedBy: string | null; isDefault: boolean; policy: unknown };
 
 const describe = (p: PolicyAnswer) =>
-  p.isDefault ? `team ${p.team}: default policy (never set)` : `team ${p.team}: policy version ${p.version}, set by ${visible(String(p.updatedBy))} at ${iso(p.updatedAt)}`;
+  p.isDefault
+    ? `team ${p.team}: default policy (never set)`
+    : `team ${p.team}: policy version ${p.version}, set by ${visible(String(p.updatedBy))} at ${iso(p.updatedAt)}`;
 
 async function get(argv: string[]): Promise<number> {
   const a = parseArgs(argv, {}, 'policy get');
-  if (a.flags.help) return out(`usage: gatehouse policy get [--json]\n\nflags:\n${formatFlags({})}`), 0;
+  if (a.flags.help) return (out(`usage: gatehouse policy get [--json]\n\nflags:\n${formatFlags({})}`), 0);
   if (a.positionals.length) throw new UsageError('policy get takes no arguments');
   const r = await api<PolicyAnswer>(connection(a.flags), 'GET', '/policy');
-  if (!r.ok) return info(formatError(r.error)), 1;
-  if (a.flags.json) return printJson(r.value), 0;
+  if (!r.ok) return (info(formatError(r.error)), 1);
+  if (a.flags.json) return (printJson(r.value), 0);
   printJson(r.value.policy);
   info(describe(r.value));
   return 0;
@@ -68,7 +78,7 @@ function readInput(path: string): string {
 
 async function set(argv: string[]): Promise<number> {
   const a = parseArgs(argv, {}, 'policy set');
-  if (a.flags.help) return out(`usage: gatehouse policy set <file.json|->\n\nflags:\n${formatFlags({})}`), 0;
+  if (a.flags.help) return (out(`usage: gatehouse policy set <file.json|->\n\nflags:\n${formatFlags({})}`), 0);
   if (a.positionals.length !== 1) throw new UsageError('usage: gatehouse policy set <file.json|-> (one file; - reads stdin)');
   const conn = connection(a.flags);
   const text = readInput(a.positionals[0]);
@@ -82,37 +92,43 @@ async function set(argv: string[]): Promise<number> {
   // `policy get --json` output is accepted too: take its .policy.
   if (doc && typeof doc === 'object' && 'policy' in doc && 'team' in doc) doc = (doc as { policy: unknown }).policy;
   const r = await api<PolicyAnswer>(conn, 'PUT', '/policy', doc);
-  if (!r.ok) return info(formatError(r.error)), 1;
-  if (a.flags.json) return printJson(r.value), 0;
+  if (!r.ok) return (info(formatError(r.error)), 1);
+  if (a.flags.json) return (printJson(r.value), 0);
   out(`stored: ${describe(r.value)}`);
   return 0;
 }
 
 async function presets(argv: string[]): Promise<number> {
   const a = parseArgs(argv, {}, 'policy presets');
-  if (a.flags.help) return out(`usage: gatehouse policy presets\n\nflags:\n${formatFlags({})}`), 0;
+  if (a.flags.help) return (out(`usage: gatehouse policy presets\n\nflags:\n${formatFlags({})}`), 0);
   if (a.positionals.length) throw new UsageError('policy presets takes no arguments');
   const r = await api<{ presets: { name: string; summary: string }[] }>(connection(a.flags), 'GET', '/policy/presets');
-  if (!r.ok) return info(formatError(r.error)), 1;
-  if (a.flags.json) return printJson(r.value), 0;
+  if (!r.ok) return (info(formatError(r.error)), 1);
+  if (a.flags.json) return (printJson(r.value), 0);
   out(r.value.presets.map((p) => `${p.name}\n  ${p.summary}`).join('\n\n'));
   return 0;
 }
 
 async function preset(argv: string[]): Promise<number> {
   const a = parseArgs(argv, {}, 'policy preset');
-  if (a.flags.help) return out(`usage: gatehouse policy preset <name>   (see gatehouse policy presets)\n\nflags:\n${formatFlags({})}`), 0;
+  if (a.flags.help) return (out(`usage: gatehouse policy preset <name>   (see gatehouse policy presets)\n\nflags:\n${formatFlags({})}`), 0);
   if (a.positionals.length !== 1) throw new UsageError('usage: gatehouse policy preset <name> (one of the names gatehouse policy presets lists)');
   const r = await api<PolicyAnswer & { preset: string }>(connection(a.flags), 'PUT', `/policy/presets/${encodeURIComponent(a.positionals[0])}`);
-  if (!r.ok) return info(formatError(r.error)), 1;
-  if (a.flags.json) return printJson(r.value), 0;
+  if (!r.ok) return (info(formatError(r.error)), 1);
+  if (a.flags.json) return (printJson(r.value), 0);
   out(`stored preset ${r.value.preset}: ${describe(r.value)}`);
   return 0;
 }
 
 async function check(argv: string[]): Promise<number> {
   const a = parseArgs(argv, CHECK_FLAGS, 'policy check');
-  if (a.flags.help) return out(`usage: gatehouse policy check [flags] -- <command> [args...]\n       gatehouse policy check --shell "<string>"\n\nflags:\n${formatFlags(CHECK_FLAGS)}`), 0;
+  if (a.flags.help)
+    return (
+      out(
+        `usage: gatehouse policy check [flags] -- <command> [args...]\n       gatehouse policy check --shell "<string>"\n\nflags:\n${formatFlags(CHECK_FLAGS)}`,
+      ),
+      0
+    );
   const shell = a.flags.shell as string | undefined;
   const argvToCheck = [...a.positionals, ...a.rest];
   if (shell !== undefined && argvToCheck.length) throw new UsageError('give either --shell "<string>" or -- <command> [args...], not both');
@@ -135,8 +151,13 @@ async function check(argv: string[]): Promise<number> {
     ...(Object.keys(env).length ? { env } : {}),
     ...(timeout !== undefined ? { timeout_ms: timeout } : {}),
   };
-  const r = await api<{ allowed: boolean; decision?: 'allow' | 'ask' | 'deny'; stage: string; reason: string; notes: string[] }>(connection(a.flags), 'POST', '/policy/check', body);
-  if (!r.ok) return info(formatError(r.error)), 1;
+  const r = await api<{ allowed: boolean; decision?: 'allow' | 'ask' | 'deny'; stage: string; reason: string; notes: string[] }>(
+    connection(a.flags),
+    'POST',
+    '/policy/check',
+    body,
+  );
+  if (!r.ok) return (info(formatError(r.error)), 1);
   if (a.flags.json) printJson(r.value);
   else {
     // The reason and notes quote the command and the policy's rule text.

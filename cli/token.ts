@@ -29,7 +29,11 @@ const BOOTSTRAP_FLAGS: FlagSpecs = {
   scope: { type: 'list', value: 'scope', help: `scope to grant (default: admin); allowed: ${SCOPE_LIST}` },
   subject: { type: 'string', value: 'name', help: 'subject (default: bootstrap-admin)' },
   ttl: { type: 'string', value: 'duration', help: 'lifetime (default 30d, at most 1y)' },
-  'key-file': { type: 'string', value: 'path', help: 'signing key: a JWK JSON file or a .dev.vars with GATEHOUSE_SIGNING_KEY (default: $GATEHOUSE_SIGNING_KEY)' },
+  'key-file': {
+    type: 'string',
+    value: 'path',
+    help: 'signing key: a JWK JSON file or a .dev.vars with GATEHOUSE_SIGNING_KEY (default: $GATEHOUSE_SIGNING_KEY)',
+  },
   issuer: { type: 'string', value: 'URL', help: "the gateway's issuer (GATEHOUSE_ISSUER; default: the --url origin)" },
   audience: { type: 'string', value: 'URL', help: "the gateway's MCP URL (GATEHOUSE_AUDIENCE; default: <url>/mcp)" },
 };
@@ -75,7 +79,10 @@ async function agentGrantOf(flags: Record<string, unknown>, scopes: string[]): P
   const labels = ((flags.label as string[] | undefined) ?? []).flatMap((s) => s.split(/[\s,]+/)).filter(Boolean);
   const agentId = flags['agent-id'] as string | undefined;
   if (!sandboxes.length && !labels.length && agentId === undefined) return undefined;
-  if (!sandboxes.length) throw new UsageError(`--label and --agent-id restrict an agent token, which then names the sandboxes its agents may claim: add --sandbox (${SANDBOX_LIST})`);
+  if (!sandboxes.length)
+    throw new UsageError(
+      `--label and --agent-id restrict an agent token, which then names the sandboxes its agents may claim: add --sandbox (${SANDBOX_LIST})`,
+    );
   if (!scopes.includes('agent')) throw new UsageError('--sandbox, --label and --agent-id say what an agent may claim: they need --scope agent');
   const { AgentGrant } = await import('../src/contracts/agent-grant.ts');
   const g = AgentGrant.safeParse({ sandboxes, labels, ...(agentId !== undefined ? { agentId } : {}) });
@@ -96,11 +103,18 @@ const help = (usage: string, specs: FlagSpecs) => out(`${usage}\n\nflags:\n${for
 export async function tokenCommand(argv: string[]): Promise<number> {
   const [sub, ...rest] = argv;
   switch (sub) {
-    case 'create': return create(rest);
-    case 'list': return list(rest);
-    case 'revoke': return revoke(rest);
-    case 'bootstrap': return bootstrap(rest);
-    case undefined: case '--help': case '-h': case 'help':
+    case 'create':
+      return create(rest);
+    case 'list':
+      return list(rest);
+    case 'revoke':
+      return revoke(rest);
+    case 'bootstrap':
+      return bootstrap(rest);
+    case undefined:
+    case '--help':
+    case '-h':
+    case 'help':
       out(TOKEN_HELP);
       return sub === undefined ? 2 : 0;
     default:
@@ -110,8 +124,16 @@ export async function tokenCommand(argv: string[]): Promise<number> {
 
 async function create(argv: string[]): Promise<number> {
   const a = parseArgs(argv, CREATE_FLAGS, 'token create');
-  if (a.flags.help) return help('usage: gatehouse token create --scope <scope> [--scope ...] [--team t] [--subject s] [--ttl 30d] [--note text] [--sandbox kind ... --label l ... --agent-id id]', CREATE_FLAGS), 0;
-  if (a.positionals.length || a.rest.length) throw new UsageError(`token create takes no positional arguments (got "${[...a.positionals, ...a.rest].join(' ')}")`);
+  if (a.flags.help)
+    return (
+      help(
+        'usage: gatehouse token create --scope <scope> [--scope ...] [--team t] [--subject s] [--ttl 30d] [--note text] [--sandbox kind ... --label l ... --agent-id id]',
+        CREATE_FLAGS,
+      ),
+      0
+    );
+  if (a.positionals.length || a.rest.length)
+    throw new UsageError(`token create takes no positional arguments (got "${[...a.positionals, ...a.rest].join(' ')}")`);
   const scopes = scopesOf(a.flags.scope);
   const agentGrant = await agentGrantOf(a.flags, scopes);
   const team = a.flags.team as string | undefined;
@@ -126,27 +148,44 @@ async function create(argv: string[]): Promise<number> {
   };
   type Created = { token: string; jti: string; team: string; subject: string; scopes: string[]; expiresAt: number; agentGrant?: AgentGrant | null };
   const r = await api<Created>(connection(a.flags), 'POST', '/tokens', body);
-  if (!r.ok) return info(formatError(r.error)), 1;
-  if (a.flags.json) return printJson(r.value), 0;
+  if (!r.ok) return (info(formatError(r.error)), 1);
+  if (a.flags.json) return (printJson(r.value), 0);
   out(r.value.token);
   const claims = describeGrant(r.value);
-  info(`created token ${r.value.jti} for ${r.value.subject} in team ${r.value.team} (scopes: ${r.value.scopes.join(' ')}${claims ? `; agent claims: ${claims}` : ''}; expires ${iso(r.value.expiresAt)})`);
+  info(
+    `created token ${r.value.jti} for ${r.value.subject} in team ${r.value.team} (scopes: ${r.value.scopes.join(' ')}${claims ? `; agent claims: ${claims}` : ''}; expires ${iso(r.value.expiresAt)})`,
+  );
   return 0;
 }
 
 async function list(argv: string[]): Promise<number> {
   const a = parseArgs(argv, {}, 'token list');
-  if (a.flags.help) return help('usage: gatehouse token list', {}), 0;
+  if (a.flags.help) return (help('usage: gatehouse token list', {}), 0);
   if (a.positionals.length) throw new UsageError('token list takes no arguments');
-  type Row = { jti: string; subject: string; scopes: string[]; createdAt: number; expiresAt: number; revokedAt: number | null; note: string | null; agentGrant?: AgentGrant | null };
+  type Row = {
+    jti: string;
+    subject: string;
+    scopes: string[];
+    createdAt: number;
+    expiresAt: number;
+    revokedAt: number | null;
+    note: string | null;
+    agentGrant?: AgentGrant | null;
+  };
   const r = await api<{ tokens: Row[] }>(connection(a.flags), 'GET', '/tokens');
-  if (!r.ok) return info(formatError(r.error)), 1;
-  if (a.flags.json) return printJson(r.value), 0;
-  if (!r.value.tokens.length) return info('no tokens (offline bootstrap tokens are not listed)'), 0;
+  if (!r.ok) return (info(formatError(r.error)), 1);
+  if (a.flags.json) return (printJson(r.value), 0);
+  if (!r.value.tokens.length) return (info('no tokens (offline bootstrap tokens are not listed)'), 0);
   const now = Date.now();
   const rows = r.value.tokens.map((t) => [
-    t.jti, t.subject, t.scopes.join(' '), iso(t.createdAt), iso(t.expiresAt),
-    t.revokedAt ? `revoked ${iso(t.revokedAt)}` : t.expiresAt < now ? 'expired' : 'active', describeGrant(t), t.note ?? '',
+    t.jti,
+    t.subject,
+    t.scopes.join(' '),
+    iso(t.createdAt),
+    iso(t.expiresAt),
+    t.revokedAt ? `revoked ${iso(t.revokedAt)}` : t.expiresAt < now ? 'expired' : 'active',
+    describeGrant(t),
+    t.note ?? '',
   ]);
   out(table([['JTI', 'SUBJECT', 'SCOPES', 'CREATED', 'EXPIRES', 'STATE', 'AGENT CLAIMS', 'NOTE'], ...rows]));
   return 0;
@@ -155,12 +194,16 @@ async function list(argv: string[]): Promise<number> {
 async function revoke(argv: string[]): Promise<number> {
   const flags = { unrecorded: { type: 'bool', help: 'revoke a token this gateway did not issue (bootstrap or external issuer)' } } as const;
   const a = parseArgs(argv, flags, 'token revoke');
-  if (a.flags.help) return help('usage: gatehouse token revoke <jti> [--unrecorded]', flags), 0;
+  if (a.flags.help) return (help('usage: gatehouse token revoke <jti> [--unrecorded]', flags), 0);
   if (a.positionals.length !== 1) throw new UsageError('usage: gatehouse token revoke <jti> (exactly one token id; see gatehouse token list)');
   const jti = a.positionals[0];
-  const r = await api<{ jti: string; revokedAt: number }>(connection(a.flags), 'DELETE', `/tokens/${encodeURIComponent(jti)}${a.flags.unrecorded ? '?unrecorded=true' : ''}`);
-  if (!r.ok) return info(formatError(r.error)), 1;
-  if (a.flags.json) return printJson(r.value), 0;
+  const r = await api<{ jti: string; revokedAt: number }>(
+    connection(a.flags),
+    'DELETE',
+    `/tokens/${encodeURIComponent(jti)}${a.flags.unrecorded ? '?unrecorded=true' : ''}`,
+  );
+  if (!r.ok) return (info(formatError(r.error)), 1);
+  if (a.flags.json) return (printJson(r.value), 0);
   out(`revoked ${r.value.jti} at ${iso(r.value.revokedAt)}`);
   return 0;
 }
@@ -193,7 +236,13 @@ export function readSigningKey(path: string): string {
 async function bootstrap(argv: string[]): Promise<number> {
   const a = parseArgs(argv, BOOTSTRAP_FLAGS, 'token bootstrap');
   if (a.flags.help) {
-    return help('usage: gatehouse token bootstrap --team <team> --key-file <jwk.json|.dev.vars> [--issuer URL --audience URL | --url URL] [--scope admin]\n\nMints a token offline from the signing key and prints it (the first admin token of a deployment).', BOOTSTRAP_FLAGS), 0;
+    return (
+      help(
+        'usage: gatehouse token bootstrap --team <team> --key-file <jwk.json|.dev.vars> [--issuer URL --audience URL | --url URL] [--scope admin]\n\nMints a token offline from the signing key and prints it (the first admin token of a deployment).',
+        BOOTSTRAP_FLAGS,
+      ),
+      0
+    );
   }
   if (a.positionals.length) throw new UsageError(`token bootstrap takes no positional arguments (got "${a.positionals.join(' ')}")`);
   const team = a.flags.team as string | undefined;
@@ -223,11 +272,18 @@ async function bootstrap(argv: string[]): Promise<number> {
   if (!issuer || !audience) throw new UsageError('--issuer and --audience are required (or --url to derive them: issuer = origin, audience = origin/mcp)');
   const scopes = scopesOf(a.flags.scope, ['admin']);
   const minted = await mintToken({
-    privateJwk: key, issuer, audience, team, subject: (a.flags.subject as string | undefined) ?? 'bootstrap-admin', scopes,
+    privateJwk: key,
+    issuer,
+    audience,
+    team,
+    subject: (a.flags.subject as string | undefined) ?? 'bootstrap-admin',
+    scopes,
     ttlSeconds: ttlSeconds(a.flags.ttl, 30 * 86400),
   });
-  if (a.flags.json) return printJson({ token: minted.token, jti: minted.jti, team, scopes, issuer, audience, expiresAt: minted.expiresAt * 1000 }), 0;
+  if (a.flags.json) return (printJson({ token: minted.token, jti: minted.jti, team, scopes, issuer, audience, expiresAt: minted.expiresAt * 1000 }), 0);
   out(minted.token);
-  info(`bootstrap token ${minted.jti} for team ${team} (scopes: ${scopes.join(' ')}; iss ${issuer}; aud ${audience}; expires ${iso(minted.expiresAt * 1000)}); revoke it with: gatehouse token revoke ${minted.jti} --unrecorded`);
+  info(
+    `bootstrap token ${minted.jti} for team ${team} (scopes: ${scopes.join(' ')}; iss ${issuer}; aud ${audience}; expires ${iso(minted.expiresAt * 1000)}); revoke it with: gatehouse token revoke ${minted.jti} --unrecorded`,
+  );
   return 0;
 }

@@ -45,10 +45,19 @@ export class Agent {
   constructor(o: AgentOptions) {
     this.o = o;
     this.conn = new EdgeConnection({
-      url: o.url, token: o.token, log: o.log,
+      url: o.url,
+      token: o.token,
+      log: o.log,
       hello: () => ({
-        type: 'hello', v: PROTOCOL_VERSION, agentId: o.agentId, version: o.version, capacity: o.capacity,
-        sandbox: o.sandbox, runtimes: o.runtimes, labels: o.labels ?? [], running: this.inFlight(),
+        type: 'hello',
+        v: PROTOCOL_VERSION,
+        agentId: o.agentId,
+        version: o.version,
+        capacity: o.capacity,
+        sandbox: o.sandbox,
+        runtimes: o.runtimes,
+        labels: o.labels ?? [],
+        running: this.inFlight(),
       }),
       heartbeat: () => ({ type: 'heartbeat', running: this.inFlight() }),
       onRefused: o.onRefused,
@@ -62,8 +71,7 @@ export class Agent {
         if (m.type === 'job.start') {
           stamp('agent.job_start');
           this.startJob(m.spec, m.upload);
-        }
-        else if (m.type === 'job.cancel') {
+        } else if (m.type === 'job.cancel') {
           // The reason goes on the job's one line, written when it ends.
           if (o.runner.cancel(m.jobId)) this.cancelReasons.set(m.jobId, m.reason);
           else o.log.info(`cancel for job ${m.jobId}, which is not running here (${m.reason})`);
@@ -144,8 +152,14 @@ function jobLine(log: Logger, spec: JobSpec, exit: JobExit, cancelled: string | 
   const code = exit.exitCode !== null ? ` ${exit.exitCode}` : '';
   const signal = exit.signal ? ` ${exit.signal}` : '';
   log.info(`job ${spec.jobId} ${exit.state}${code}${signal} in ${exit.durationMs} ms (${what}${why ? `; ${why}` : ''})`, {
-    job: spec.jobId, state: exit.state, exitCode: exit.exitCode, signal: exit.signal, durationMs: exit.durationMs, mode: spec.mode,
-    ...(spec.runtime ? { runtime: spec.runtime } : {}), ...(why ? { reason: why } : {}),
+    job: spec.jobId,
+    state: exit.state,
+    exitCode: exit.exitCode,
+    signal: exit.signal,
+    durationMs: exit.durationMs,
+    mode: spec.mode,
+    ...(spec.runtime ? { runtime: spec.runtime } : {}),
+    ...(why ? { reason: why } : {}),
   });
 }
 
@@ -159,7 +173,9 @@ export function exitMessages(exit: JobExit, budget = AGENT_MESSAGE_BUDGET_BYTES,
   const counts = { stdout: 0, stderr: 0 };
   for (const stream of ['stdout', 'stderr'] as const) {
     const pieces = exit[stream] === '' ? [] : splitText(exit[stream], partChars);
-    pieces.forEach((data, seq) => { out.push({ type: 'job.exit.part', jobId: exit.jobId, stream, seq, data }); });
+    pieces.forEach((data, seq) => {
+      out.push({ type: 'job.exit.part', jobId: exit.jobId, stream, seq, data });
+    });
     counts[stream] = pieces.length;
   }
   out.push({ ...exit, stdout: '', stderr: '', parts: counts });

@@ -62,12 +62,16 @@ const MAX_LABELS = 32;
 
 /** The agent's flags, for the one argument parser every `gatehouse` command uses (cli/args.ts). */
 const FLAGS: FlagSpecs = Object.fromEntries(
-  ['url', 'token-file', 'root', 'sandbox', 'capacity', 'id', 'warm', 'max-timeout-ms', 'max-artifact-bytes', 'artifact-part-bytes', 'state-dir'].map((f) => [f, { type: 'string', help: '' }]),
+  ['url', 'token-file', 'root', 'sandbox', 'capacity', 'id', 'warm', 'max-timeout-ms', 'max-artifact-bytes', 'artifact-part-bytes', 'state-dir'].map((f) => [
+    f,
+    { type: 'string', help: '' },
+  ]),
 ) as FlagSpecs;
 FLAGS['allow-no-isolation'] = { type: 'bool', help: '' };
 FLAGS.label = { type: 'list', help: '' };
 
-const TOKEN_REFUSED = 'the agent token is not taken on the command line (every local user can read it with ps); put it in a file readable only by the agent (--token-file FILE) or in the environment (GATEHOUSE_AGENT_TOKEN)';
+const TOKEN_REFUSED =
+  'the agent token is not taken on the command line (every local user can read it with ps); put it in a file readable only by the agent (--token-file FILE) or in the environment (GATEHOUSE_AGENT_TOKEN)';
 
 export type ConfigResult = { ok: true; config: AgentConfig } | { ok: false; help: true } | { ok: false; help: false; message: string };
 
@@ -85,9 +89,16 @@ export function parseAgentArgs(argv: string[], env: NodeJS.ProcessEnv = process.
   const extra = [...parsed.positionals, ...(parsed.sawDoubleDash ? ['--'] : []), ...parsed.rest];
   if (extra.length) return bad(`unknown argument "${extra[0]}"`);
   const v: Record<string, string> = {};
-  for (const [k, x] of Object.entries(parsed.flags)) if (typeof x === 'string') v[k] = x; else if (x === true) v[k] = 'true';
+  for (const [k, x] of Object.entries(parsed.flags))
+    if (typeof x === 'string') v[k] = x;
+    else if (x === true) v[k] = 'true';
   const labels: string[] = [...((parsed.flags.label as string[] | undefined) ?? [])];
-  if (labels.length === 0 && env.GATEHOUSE_AGENT_LABELS) labels.push(...env.GATEHOUSE_AGENT_LABELS.split(',').map((l) => l.trim()).filter(Boolean));
+  if (labels.length === 0 && env.GATEHOUSE_AGENT_LABELS)
+    labels.push(
+      ...env.GATEHOUSE_AGENT_LABELS.split(',')
+        .map((l) => l.trim())
+        .filter(Boolean),
+    );
   for (const l of labels) if (!LABEL.test(l)) return bad(`--label must be 1-64 characters of letters, digits, . _ : = -, got "${l}"`);
   if (labels.length > MAX_LABELS) return bad(`at most ${MAX_LABELS} --label flags, got ${labels.length}`);
   const url = v.url ?? env.GATEHOUSE_URL;
@@ -115,7 +126,9 @@ export function parseAgentArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     return bad(`--sandbox must be one of gvisor, bwrap, none; got "${sandboxRaw}"`);
   }
   if (sandboxRaw === 'none' && v['allow-no-isolation'] !== 'true' && env.GATEHOUSE_ALLOW_NO_ISOLATION !== '1') {
-    return bad('--sandbox none is refused: jobs would run without isolation, as this user, able to read the agent token, its files and environment and everything else this user can, and to reach the network. On a development machine, add --allow-no-isolation (or GATEHOUSE_ALLOW_NO_ISOLATION=1); anywhere else install gVisor (runsc) or bubblewrap');
+    return bad(
+      '--sandbox none is refused: jobs would run without isolation, as this user, able to read the agent token, its files and environment and everything else this user can, and to reach the network. On a development machine, add --allow-no-isolation (or GATEHOUSE_ALLOW_NO_ISOLATION=1); anywhere else install gVisor (runsc) or bubblewrap',
+    );
   }
   const int = (name: string, dflt: number, min: number, max: number): number | string => {
     const raw = v[name];
@@ -143,8 +156,19 @@ export function parseAgentArgs(argv: string[], env: NodeJS.ProcessEnv = process.
   return {
     ok: true,
     config: {
-      url: url.replace(/\/+$/, ''), token, root, sandbox: (sandboxRaw as SandboxKind | undefined) ?? null, capacity, agentId, warm,
-      maxTimeoutMs, maxArtifactBytes, artifactPartBytes: partBytesGiven ? artifactPartBytes : null, stateDir: v['state-dir'] ?? null, labels: [...new Set(labels)], json: v.json === 'true',
+      url: url.replace(/\/+$/, ''),
+      token,
+      root,
+      sandbox: (sandboxRaw as SandboxKind | undefined) ?? null,
+      capacity,
+      agentId,
+      warm,
+      maxTimeoutMs,
+      maxArtifactBytes,
+      artifactPartBytes: partBytesGiven ? artifactPartBytes : null,
+      stateDir: v['state-dir'] ?? null,
+      labels: [...new Set(labels)],
+      json: v.json === 'true',
     },
   };
 }

@@ -5,9 +5,7 @@
  * parsed edge messages to `onMessage` and sends what it is given.
  */
 import { WebSocket, request } from 'undici';
-import {
-  AGENT_CONNECT_PATH, AGENT_RECONNECT_MAX_BACKOFF_MS, parseEdgeMessage, type AgentMessage, type EdgeMessage,
-} from '../src/contracts/agent-protocol.ts';
+import { AGENT_CONNECT_PATH, AGENT_RECONNECT_MAX_BACKOFF_MS, parseEdgeMessage, type AgentMessage, type EdgeMessage } from '../src/contracts/agent-protocol.ts';
 import { AGENT_CLAIM_REFUSED_CLOSE } from '../src/contracts/agent-grant.ts';
 import type { Logger } from './log.ts';
 
@@ -64,7 +62,11 @@ export class EdgeConnection {
     this.stopped = true;
     if (this.retry) clearTimeout(this.retry);
     this.clearHeartbeat();
-    try { this.ws?.close(1000, 'agent shutting down'); } catch { /* already closed */ }
+    try {
+      this.ws?.close(1000, 'agent shutting down');
+    } catch {
+      /* already closed */
+    }
     this.ws = null;
   }
 
@@ -140,7 +142,9 @@ export class EdgeConnection {
         log.error(`handling ${m.type}: ${(e as Error).stack ?? e}`);
       }
     });
-    ws.addEventListener('error', () => { /* 'close' follows; it decides */ });
+    ws.addEventListener('error', () => {
+      /* 'close' follows; it decides */
+    });
     ws.addEventListener('close', (ev) => {
       if (this.ws !== ws) return;
       this.ws = null;
@@ -149,7 +153,9 @@ export class EdgeConnection {
       if (this.stopped) return;
       if (ev.code === AGENT_CLAIM_REFUSED_CLOSE) {
         const reason = ev.reason || 'claims not granted';
-        log.error(`the gateway refused this agent (close code ${ev.code}): ${reason} — run it with the sandbox, labels and --id its token grants (gatehouse token list shows them), or use a token that grants these claims; not reconnecting`);
+        log.error(
+          `the gateway refused this agent (close code ${ev.code}): ${reason} — run it with the sandbox, labels and --id its token grants (gatehouse token list shows them), or use a token that grants these claims; not reconnecting`,
+        );
         this.stopped = true;
         this.o.onRefused?.(reason);
         return;
@@ -174,7 +180,9 @@ export class EdgeConnection {
       const r = await request(httpUrl, { headers: { authorization: `Bearer ${this.o.token}` }, headersTimeout: 5000, bodyTimeout: 5000 });
       const body = (await r.body.text()).slice(0, 300);
       if (r.statusCode === 401 || r.statusCode === 403) {
-        log.error(`the gateway refused the agent token (HTTP ${r.statusCode}): ${body || 'no detail'} — check --token-file (or GATEHOUSE_AGENT_TOKEN); retrying`);
+        log.error(
+          `the gateway refused the agent token (HTTP ${r.statusCode}): ${body || 'no detail'} — check --token-file (or GATEHOUSE_AGENT_TOKEN); retrying`,
+        );
       } else {
         log.warn(`could not connect to ${this.o.url} (HTTP ${r.statusCode} to a plain request); retrying`);
       }

@@ -79,14 +79,22 @@ async function toolVersion(cmd: string): Promise<string | null> {
 async function sandboxChecks(kind: SandboxKind | undefined): Promise<Check[]> {
   const checks: Check[] = [];
   const runsc = await toolVersion('runsc').catch(() => null);
-  checks.push(runsc !== null
-    ? { name: 'runsc', verdict: 'ok', detail: runsc || 'installed' }
-    : { name: 'runsc', verdict: kind === 'gvisor' ? 'fail' : 'warn', detail: 'runsc (gVisor) is not installed: jobs get bubblewrap at best (Debian package runsc)' });
+  checks.push(
+    runsc !== null
+      ? { name: 'runsc', verdict: 'ok', detail: runsc || 'installed' }
+      : {
+          name: 'runsc',
+          verdict: kind === 'gvisor' ? 'fail' : 'warn',
+          detail: 'runsc (gVisor) is not installed: jobs get bubblewrap at best (Debian package runsc)',
+        },
+  );
   const bwrap = await toolVersion('bwrap').catch(() => null);
   if (runsc === null || kind === 'bwrap') {
-    checks.push(bwrap !== null
-      ? { name: 'bwrap', verdict: 'ok', detail: bwrap || 'installed' }
-      : { name: 'bwrap', verdict: 'fail', detail: 'bubblewrap is not installed either (Debian package bubblewrap)' });
+    checks.push(
+      bwrap !== null
+        ? { name: 'bwrap', verdict: 'ok', detail: bwrap || 'installed' }
+        : { name: 'bwrap', verdict: 'fail', detail: 'bubblewrap is not installed either (Debian package bubblewrap)' },
+    );
   }
 
   const root = mkdtempSync(join(tmpdir(), 'gatehouse-doctor-ws-'));
@@ -118,17 +126,26 @@ async function sandboxChecks(kind: SandboxKind | undefined): Promise<Check[]> {
       // Let the pipes drain after the process is gone.
       await new Promise((r) => setTimeout(r, 50));
       if (!out.includes('gatehouse-doctor-ok')) {
-        checks.push({ name: 'sandbox', verdict: 'fail', detail: `${driver.describe()}: a test job did not run (${JSON.stringify(end)}): ${err.trim().slice(0, 300) || 'no output'}` });
+        checks.push({
+          name: 'sandbox',
+          verdict: 'fail',
+          detail: `${driver.describe()}: a test job did not run (${JSON.stringify(end)}): ${err.trim().slice(0, 300) || 'no output'}`,
+        });
         return checks;
       }
-      checks.push({ name: 'sandbox', verdict: driver.kind === 'none' ? 'warn' : 'ok', detail: `${driver.describe()}: a test job ran${driver.kind === 'none' ? ' (no isolation: development only)' : ''}` });
+      checks.push({
+        name: 'sandbox',
+        verdict: driver.kind === 'none' ? 'warn' : 'ok',
+        detail: `${driver.describe()}: a test job ran${driver.kind === 'none' ? ' (no isolation: development only)' : ''}`,
+      });
       const visible = new Set([...out.matchAll(/^visible (.+)$/gm)].map((m) => m[1]));
       const seen = runtimes.list.filter((r) => visible.has(r.path));
       const hidden = runtimes.list.filter((r) => !visible.has(r.path));
       checks.push({
         name: 'runtimes',
         verdict: seen.length === 0 ? 'fail' : hidden.length ? 'warn' : 'ok',
-        detail: `${seen.length} visible inside the sandbox: ${seen.map((r) => r.name).join(', ') || 'none'}` +
+        detail:
+          `${seen.length} visible inside the sandbox: ${seen.map((r) => r.name).join(', ') || 'none'}` +
           (hidden.length ? `; on the host but not inside: ${hidden.map((r) => r.path).join(', ')}` : ''),
       });
     } finally {
@@ -158,9 +175,11 @@ export async function gatewayChecks(url: string, token: string | undefined, now:
     return checks;
   }
   const received = now();
-  checks.push(health.ok
-    ? { name: 'gateway', verdict: 'ok', detail: `${url} answers (${received - sent} ms)` }
-    : { name: 'gateway', verdict: 'fail', detail: `${url}/healthz answered HTTP ${health.status}: is this a Gatehouse gateway?` });
+  checks.push(
+    health.ok
+      ? { name: 'gateway', verdict: 'ok', detail: `${url} answers (${received - sent} ms)` }
+      : { name: 'gateway', verdict: 'fail', detail: `${url}/healthz answered HTTP ${health.status}: is this a Gatehouse gateway?` },
+  );
 
   // The gateway's clock: /healthz says `time` (ms); else the Date header (one-second resolution).
   let gatewayMs: number | null = null;
@@ -168,7 +187,9 @@ export async function gatewayChecks(url: string, token: string | undefined, now:
   try {
     const t = ((await health.clone().json()) as { time?: unknown }).time;
     if (typeof t === 'number' && Number.isFinite(t)) gatewayMs = t;
-  } catch { /* not JSON */ }
+  } catch {
+    /* not JSON */
+  }
   const date = health.headers.get('Date');
   if (gatewayMs === null && date && Number.isFinite(Date.parse(date))) {
     gatewayMs = Date.parse(date) + 500;
@@ -179,13 +200,21 @@ export async function gatewayChecks(url: string, token: string | undefined, now:
     const skew = gatewayMs - (sent + received) / 2;
     const abs = Math.max(0, Math.abs(skew) - resolution - (received - sent) / 2);
     const text = `this host's clock is ${(Math.abs(skew) / 1000).toFixed(1)} s ${skew > 0 ? 'behind' : 'ahead of'} the gateway`;
-    checks.push({ name: 'clock', verdict: abs > SKEW_FAIL_MS ? 'fail' : abs > SKEW_WARN_MS ? 'warn' : 'ok', detail: abs > SKEW_WARN_MS ? `${text}: sync it (NTP)` : `${text} (within ${SKEW_WARN_MS / 1000} s)` });
+    checks.push({
+      name: 'clock',
+      verdict: abs > SKEW_FAIL_MS ? 'fail' : abs > SKEW_WARN_MS ? 'warn' : 'ok',
+      detail: abs > SKEW_WARN_MS ? `${text}: sync it (NTP)` : `${text} (within ${SKEW_WARN_MS / 1000} s)`,
+    });
   } else {
     checks.push({ name: 'clock', verdict: 'skip', detail: 'the gateway told no time (no Date header)' });
   }
 
   if (!token) {
-    checks.push({ name: 'token', verdict: 'fail', detail: 'no agent token: --token-file FILE, GATEHOUSE_AGENT_TOKEN_FILE or GATEHOUSE_AGENT_TOKEN (never on the command line)' });
+    checks.push({
+      name: 'token',
+      verdict: 'fail',
+      detail: 'no agent token: --token-file FILE, GATEHOUSE_AGENT_TOKEN_FILE or GATEHOUSE_AGENT_TOKEN (never on the command line)',
+    });
     return checks;
   }
   let claims: { exp?: number; scope?: unknown; team?: unknown; sub?: string };
@@ -207,16 +236,26 @@ export async function gatewayChecks(url: string, token: string | undefined, now:
     const left = claims.exp === undefined ? Infinity : claims.exp - Math.floor(now() / 1000);
     const who = `team ${String(claims.team)}, subject ${claims.sub ?? '-'}`;
     if (left < TOKEN_EXPIRY_WARN_SECONDS) {
-      checks.push({ name: 'token', verdict: 'warn', detail: `accepted by the gateway (${who}) but expires in ${formatSeconds(left)}: mint a new one (gatehouse token create --scope agent)` });
+      checks.push({
+        name: 'token',
+        verdict: 'warn',
+        detail: `accepted by the gateway (${who}) but expires in ${formatSeconds(left)}: mint a new one (gatehouse token create --scope agent)`,
+      });
     } else {
-      checks.push({ name: 'token', verdict: 'ok', detail: `accepted by the gateway (${who}); expires in ${left === Infinity ? 'never' : formatSeconds(left)}` });
+      checks.push({
+        name: 'token',
+        verdict: 'ok',
+        detail: `accepted by the gateway (${who}); expires in ${left === Infinity ? 'never' : formatSeconds(left)}`,
+      });
     }
   } else {
     let message = `HTTP ${answer.status}`;
     try {
       const body = (await answer.json()) as { error?: { code?: string; message?: string } };
       if (body.error) message = `${body.error.code}: ${body.error.message}`;
-    } catch { /* not JSON */ }
+    } catch {
+      /* not JSON */
+    }
     checks.push({ name: 'token', verdict: 'fail', detail: `refused by the gateway: ${message}` });
   }
   return checks;
@@ -235,14 +274,23 @@ function formatChecks(checks: Check[]): string {
   const lines = checks.map((c) => `${label[c.verdict]}  ${c.name.padEnd(w)}  ${c.detail}`);
   const failed = checks.filter((c) => c.verdict === 'fail').length;
   const warned = checks.filter((c) => c.verdict === 'warn').length;
-  lines.push('', failed ? `${failed} check(s) failed: fix them before running the agent` : warned ? `ready, with ${warned} warning(s)` : 'ready: gatehouse agent can run here');
+  lines.push(
+    '',
+    failed
+      ? `${failed} check(s) failed: fix them before running the agent`
+      : warned
+        ? `ready, with ${warned} warning(s)`
+        : 'ready: gatehouse agent can run here',
+  );
   return lines.join('\n');
 }
 
 /** `gatehouse agent doctor …`: resolves with the exit code. */
 export async function runDoctorCli(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
   if (argv.some((a) => a === '--token' || a.startsWith('--token='))) {
-    process.stderr.write('error: the agent token is not taken on the command line (every local user can read it with ps): use --token-file FILE or GATEHOUSE_AGENT_TOKEN\n');
+    process.stderr.write(
+      'error: the agent token is not taken on the command line (every local user can read it with ps): use --token-file FILE or GATEHOUSE_AGENT_TOKEN\n',
+    );
     return 2;
   }
   let v: { url?: string; 'token-file'?: string; sandbox?: string; json?: boolean; help?: boolean };
@@ -256,7 +304,7 @@ export async function runDoctorCli(argv: string[], env: NodeJS.ProcessEnv = proc
     process.stderr.write(`error: ${e.message}\n\n${DOCTOR_USAGE}`);
     return 2;
   }
-  if (v.help) return process.stdout.write(DOCTOR_USAGE), 0;
+  if (v.help) return (process.stdout.write(DOCTOR_USAGE), 0);
   if (v.sandbox !== undefined && !['gvisor', 'bwrap', 'none'].includes(v.sandbox)) {
     process.stderr.write(`error: --sandbox must be one of gvisor, bwrap, none; got "${v.sandbox}"\n`);
     return 2;

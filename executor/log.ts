@@ -14,8 +14,7 @@ export interface Logger {
 
 export function consoleLogger(prefix = 'gatehouse-agent', json = false): Logger {
   const line = json
-    ? (level: string, msg: string, fields?: LogFields) =>
-        `${JSON.stringify({ time: new Date().toISOString(), level: level.toLowerCase(), msg, ...fields })}\n`
+    ? (level: string, msg: string, fields?: LogFields) => `${JSON.stringify({ time: new Date().toISOString(), level: level.toLowerCase(), msg, ...fields })}\n`
     : (level: string, msg: string) => `${new Date().toISOString()} ${prefix} ${level} ${msg}\n`;
   return {
     info: (m, f) => process.stdout.write(line('info', m, f)),

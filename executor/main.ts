@@ -48,7 +48,9 @@ export async function runAgentCli(argv: string[], logger?: Logger): Promise<numb
     log.error(`cannot use --root ${cfg.root}: ${(e as Error).message}`);
     return 1;
   }
-  const stateDir = resolve(cfg.stateDir ?? join(tmpdir(), `gatehouse-agent-${createHash('sha256').update(`${root}\0${cfg.agentId}`).digest('hex').slice(0, 16)}`));
+  const stateDir = resolve(
+    cfg.stateDir ?? join(tmpdir(), `gatehouse-agent-${createHash('sha256').update(`${root}\0${cfg.agentId}`).digest('hex').slice(0, 16)}`),
+  );
   if (stateDir === root || stateDir.startsWith(root + sep)) {
     log.error(`--state-dir must be outside the workspace (${root}): jobs must not reach the agent's own files`);
     return 1;
@@ -77,20 +79,37 @@ export async function runAgentCli(argv: string[], logger?: Logger): Promise<numb
   log.info(`runtimes: ${runtimes.list.length ? runtimes.list.map((r) => `${r.name} (${r.path}: ${r.version})`).join(', ') : 'none found'}`);
 
   const runner = new JobRunner({
-    driver, runtimes, root, spoolDir, capacity: cfg.capacity,
+    driver,
+    runtimes,
+    root,
+    spoolDir,
+    capacity: cfg.capacity,
     ceilings: { maxTimeoutMs: cfg.maxTimeoutMs, maxArtifactBytes: cfg.maxArtifactBytes },
-    upload: { url: cfg.url, token: cfg.token, ...(cfg.artifactPartBytes !== null ? { partBytes: cfg.artifactPartBytes } : {}) }, log,
+    upload: { url: cfg.url, token: cfg.token, ...(cfg.artifactPartBytes !== null ? { partBytes: cfg.artifactPartBytes } : {}) },
+    log,
   });
   let refused = false;
   let onRefused = (): void => {};
   const stopWhy = new Promise<string>((res) => {
     process.once('SIGTERM', () => res('SIGTERM'));
     process.once('SIGINT', () => res('SIGINT'));
-    onRefused = () => { refused = true; res('refused by the gateway'); };
+    onRefused = () => {
+      refused = true;
+      res('refused by the gateway');
+    };
   });
   const agent = new Agent({
-    url: cfg.url, token: cfg.token, agentId: cfg.agentId, version: agentVersion(), capacity: cfg.capacity, labels: cfg.labels,
-    sandbox: driver.kind, runtimes: runtimes.list, runner, log, onRefused: () => onRefused(),
+    url: cfg.url,
+    token: cfg.token,
+    agentId: cfg.agentId,
+    version: agentVersion(),
+    capacity: cfg.capacity,
+    labels: cfg.labels,
+    sandbox: driver.kind,
+    runtimes: runtimes.list,
+    runner,
+    log,
+    onRefused: () => onRefused(),
   });
   agent.start();
 
@@ -114,15 +133,22 @@ function warnIfVisible(argv: string[], log: Logger): void {
   const file = i < 0 ? process.env.GATEHOUSE_AGENT_TOKEN_FILE : argv[i].includes('=') ? argv[i].slice(argv[i].indexOf('=') + 1) : argv[i + 1];
   if (!file) return;
   let real: string;
-  try { real = realpathSync(file); } catch { return; }
+  try {
+    real = realpathSync(file);
+  } catch {
+    return;
+  }
   const visible = systemView().find((e) => e.kind !== 'symlink' && (real === e.path || real.startsWith(e.path + '/')));
   if (visible) log.warn(`!!! the token file ${real} is under ${visible.path}, which sandboxes can read: move it (e.g. /root or /var/lib) !!!`);
 }
 
 const invokedDirectly = process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url);
 if (invokedDirectly) {
-  runAgentCli(process.argv.slice(2)).then((code) => process.exit(code), (e) => {
-    process.stderr.write(`gatehouse agent crashed: ${(e as Error).stack ?? e}\n`);
-    process.exit(1);
-  });
+  runAgentCli(process.argv.slice(2)).then(
+    (code) => process.exit(code),
+    (e) => {
+      process.stderr.write(`gatehouse agent crashed: ${(e as Error).stack ?? e}\n`);
+      process.exit(1);
+    },
+  );
 }

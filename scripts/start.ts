@@ -79,7 +79,9 @@ async function waitHealthy(deadlineMs: number): Promise<void> {
   for (;;) {
     try {
       if ((await fetch(`${URL_BASE}/healthz`)).ok) return;
-    } catch { /* not up yet */ }
+    } catch {
+      /* not up yet */
+    }
     if (Date.now() > until) throw new Error(`the gateway did not answer on ${URL_BASE}/healthz within ${deadlineMs} ms`);
     await new Promise((r) => setTimeout(r, 200));
   }
@@ -103,7 +105,8 @@ function sandboxAsked(argv: string[]): string | undefined {
   let asked = process.env.GATEHOUSE_SANDBOX || undefined;
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i].split(/=(.*)/s);
-    if (flag !== '--sandbox') throw new Error(`unknown argument "${argv[i]}"; npm start takes only --sandbox ${SANDBOXES.join('|')} (after --: npm start -- --sandbox none)`);
+    if (flag !== '--sandbox')
+      throw new Error(`unknown argument "${argv[i]}"; npm start takes only --sandbox ${SANDBOXES.join('|')} (after --: npm start -- --sandbox none)`);
     asked = inline ?? argv[++i];
   }
   if (asked !== undefined && !SANDBOXES.includes(asked)) throw new Error(`unknown sandbox "${asked}"; allowed: ${SANDBOXES.join(', ')}`);
@@ -148,12 +151,16 @@ async function ensureSandbox(asked: string | undefined): Promise<void> {
   const none = 'or start without isolation (development only): npm start -- --sandbox none';
   const what = `no sandbox on this machine: ${missing.join('; ')}`;
   if (!onPath('apt-get')) {
-    throw new Error(`${what}, and there is no apt-get to install one with.\n` +
-      `  Install bubblewrap (bwrap) or gVisor (runsc: https://gvisor.dev/docs/user_guide/install/) with this system's package manager, then run npm start again;\n  ${none}`);
+    throw new Error(
+      `${what}, and there is no apt-get to install one with.\n` +
+        `  Install bubblewrap (bwrap) or gVisor (runsc: https://gvisor.dev/docs/user_guide/install/) with this system's package manager, then run npm start again;\n  ${none}`,
+    );
   }
   if (process.getuid?.() !== 0) {
-    throw new Error(`${what}. npm start installs one when it runs as root; as ${userInfo().username}, run:\n` +
-      `  sudo apt-get install -y --no-install-recommends bubblewrap && npm start\n  ${none}`);
+    throw new Error(
+      `${what}. npm start installs one when it runs as root; as ${userInfo().username}, run:\n` +
+        `  sudo apt-get install -y --no-install-recommends bubblewrap && npm start\n  ${none}`,
+    );
   }
   const installer = ['scripts/install-system-deps.sh', '--sandbox-only'];
   log(`${what}; installing one with apt-get (bash ${installer.join(' ')}: bubblewrap and gVisor's runsc)…`);
@@ -176,9 +183,11 @@ async function recordTokens(tokens: Array<[subject: string, scopes: string[], mi
   const q = (s: string) => `'${s.replace(/'/g, "''")}'`;
   const sql = [
     `INSERT OR IGNORE INTO teams (id, created_at) VALUES (${q(TEAM)}, ${now});`,
-    ...tokens.map(([subject, scopes, m]) =>
-      `INSERT OR IGNORE INTO tokens (jti, team, subject, scopes, created_at, expires_at, revoked_at, note) VALUES ` +
-      `(${q(m.jti)}, ${q(TEAM)}, ${q(subject)}, ${q(scopes.join(' '))}, ${now}, ${m.expiresAt * 1000}, NULL, 'minted by npm start');`),
+    ...tokens.map(
+      ([subject, scopes, m]) =>
+        `INSERT OR IGNORE INTO tokens (jti, team, subject, scopes, created_at, expires_at, revoked_at, note) VALUES ` +
+        `(${q(m.jti)}, ${q(TEAM)}, ${q(subject)}, ${q(scopes.join(' '))}, ${now}, ${m.expiresAt * 1000}, NULL, 'minted by npm start');`,
+    ),
   ].join('\n');
   const file = join(STATE, 'tokens.sql');
   writeFileSync(file, sql + '\n', { mode: 0o600 });
@@ -189,7 +198,9 @@ function stopAll(code: number): never {
   for (const c of children) {
     try {
       if (c.pid) process.kill(-c.pid, 'SIGTERM');
-    } catch { /* already gone */ }
+    } catch {
+      /* already gone */
+    }
   }
   setTimeout(() => process.exit(code), 1500).unref();
   process.exit(code);
@@ -210,8 +221,12 @@ async function main(): Promise<void> {
   for (const k of signIn) {
     if (/['\n]/.test(process.env[k]!)) throw new Error(`${k} contains a quote or a line break, which .dev.vars cannot carry`);
   }
-  writeFileSync(envFile, `GATEHOUSE_SIGNING_KEY='${key}'\nGATEHOUSE_ISSUER='${issuer}'\nGATEHOUSE_AUDIENCE='${audience}'\n`
-    + signIn.map((k) => `${k}='${process.env[k]}'\n`).join(''), { mode: 0o600 });
+  writeFileSync(
+    envFile,
+    `GATEHOUSE_SIGNING_KEY='${key}'\nGATEHOUSE_ISSUER='${issuer}'\nGATEHOUSE_AUDIENCE='${audience}'\n` +
+      signIn.map((k) => `${k}='${process.env[k]}'\n`).join(''),
+    { mode: 0o600 },
+  );
 
   log('applying D1 migrations (local)…');
   await run(WRANGLER, ['d1', 'migrations', 'apply', 'DB', '--local', '--persist-to', join(STATE, 'state')], 'migrations.log');
@@ -221,16 +236,34 @@ async function main(): Promise<void> {
   const client = await mint('dev-client', ['execute', 'artifacts:read']);
   const admin = await mint('dev-admin', ['admin']);
   const agent = await mint('dev-agent', ['agent']);
-  writeFileSync(join(STATE, 'tokens.json'), JSON.stringify({ team: TEAM, client: client.token, admin: admin.token, agent: agent.token }, null, 2) + '\n', { mode: 0o600 });
-  await recordTokens([['dev-client', ['execute', 'artifacts:read'], client], ['dev-admin', ['admin'], admin], ['dev-agent', ['agent'], agent]]);
+  writeFileSync(join(STATE, 'tokens.json'), JSON.stringify({ team: TEAM, client: client.token, admin: admin.token, agent: agent.token }, null, 2) + '\n', {
+    mode: 0o600,
+  });
+  await recordTokens([
+    ['dev-client', ['execute', 'artifacts:read'], client],
+    ['dev-admin', ['admin'], admin],
+    ['dev-agent', ['agent'], agent],
+  ]);
 
   log(`starting the gateway on ${URL_BASE} (wrangler dev; log: ${join(STATE, 'gateway.log')})…`);
   const gwLog = logFile('gateway.log');
   const gw = spawn(
     WRANGLER,
-    ['dev', '--ip', HOST, '--port', String(PORT), '--persist-to', join(STATE, 'state'), '--env-file', envFile,
-      '--show-interactive-dev-session=false', '--log-level', 'warn',
-      ...(process.env.GATEHOUSE_INSPECTOR_PORT ? ['--inspector-port', process.env.GATEHOUSE_INSPECTOR_PORT] : [])],
+    [
+      'dev',
+      '--ip',
+      HOST,
+      '--port',
+      String(PORT),
+      '--persist-to',
+      join(STATE, 'state'),
+      '--env-file',
+      envFile,
+      '--show-interactive-dev-session=false',
+      '--log-level',
+      'warn',
+      ...(process.env.GATEHOUSE_INSPECTOR_PORT ? ['--inspector-port', process.env.GATEHOUSE_INSPECTOR_PORT] : []),
+    ],
     { cwd: ROOT, detached: true, stdio: ['ignore', gwLog, gwLog], env: CHILD_ENV },
   );
   children.push(gw);
@@ -252,7 +285,11 @@ async function main(): Promise<void> {
   const agentLog = logFile('agent.log');
   const ag = spawn(NODE, agentArgs, { cwd: ROOT, detached: true, stdio: ['ignore', agentLog, agentLog] });
   children.push(ag);
-  ag.on('exit', (code) => log(`the executor agent exited (${code}); the end of ${join(STATE, 'agent.log')}:\n${tail('agent.log')}\nrestart it with: node executor/main.ts ${agentArgs.slice(1).join(' ')}`));
+  ag.on('exit', (code) =>
+    log(
+      `the executor agent exited (${code}); the end of ${join(STATE, 'agent.log')}:\n${tail('agent.log')}\nrestart it with: node executor/main.ts ${agentArgs.slice(1).join(' ')}`,
+    ),
+  );
   const running = await agentConnected(ag, 60_000);
 
   const line = '─'.repeat(72);

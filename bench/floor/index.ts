@@ -79,12 +79,14 @@ export class Floor extends DurableObject<FloorEnv> {
       await w.write(enc.encode(JSON.stringify({ type: 'exit', jobId: id, exitCode: 0 }) + '\n'));
       await w.close();
       // The background copy: the job's and the audit's rows created and completed in one batch.
-      this.ctx.waitUntil(this.env.DB.batch([
-        this.env.DB.prepare('INSERT INTO jobs (id, spec, state) VALUES (?, ?, ?)').bind(id, '{}', 'queued'),
-        this.env.DB.prepare('INSERT INTO audit (job, note) VALUES (?, ?)').bind(id, 'queued'),
-        this.env.DB.prepare('UPDATE jobs SET state = ? WHERE id = ?').bind('exited', id),
-        this.env.DB.prepare('UPDATE audit SET note = ? WHERE job = ?').bind('exit 0', id),
-      ]));
+      this.ctx.waitUntil(
+        this.env.DB.batch([
+          this.env.DB.prepare('INSERT INTO jobs (id, spec, state) VALUES (?, ?, ?)').bind(id, '{}', 'queued'),
+          this.env.DB.prepare('INSERT INTO audit (job, note) VALUES (?, ?)').bind(id, 'queued'),
+          this.env.DB.prepare('UPDATE jobs SET state = ? WHERE id = ?').bind('exited', id),
+          this.env.DB.prepare('UPDATE audit SET note = ? WHERE job = ?').bind('exit 0', id),
+        ]),
+      );
     })();
     return readable;
   }

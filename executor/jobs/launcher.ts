@@ -45,8 +45,12 @@ export function sq(s: string): string {
 export function launchScript(p: LaunchPlan): string {
   // The variables dash manages itself cannot be exported as given (it refuses a non-numeric
   // OPTIND outright): the job gets them through `env` on its command line instead.
-  const managed = Object.entries(p.env).filter(([k]) => SHELL_MANAGED.includes(k) && k !== 'PWD').map(([k, v]) => sq(`${k}=${v}`));
-  const exported = Object.entries(p.env).filter(([k]) => !SHELL_MANAGED.includes(k) || k === 'PWD').map(([k, v]) => sq(`${k}=${v}`));
+  const managed = Object.entries(p.env)
+    .filter(([k]) => SHELL_MANAGED.includes(k) && k !== 'PWD')
+    .map(([k, v]) => sq(`${k}=${v}`));
+  const exported = Object.entries(p.env)
+    .filter(([k]) => !SHELL_MANAGED.includes(k) || k === 'PWD')
+    .map(([k, v]) => sq(`${k}=${v}`));
   // The shell exports the job's env: only the managed variables and `extra` (raw shell words put
   // after them; later assignments win in `env`) need `env`.
   const cmd = (argv: string[], extra?: string) => {
@@ -55,7 +59,12 @@ export function launchScript(p: LaunchPlan): string {
   };
   const fd = STATUS_FD;
   // `cd` exported PWD and OLDPWD: drop them, so the job's env is exactly its own.
-  const lines = [`cd ${sq(p.cwd)} || exit 126`, 'unset OLDPWD PWD', ...exported.map((e) => `export ${e}`), ...ulimitCommands(p.rlimits).map((c) => `${c} || exit 126`)];
+  const lines = [
+    `cd ${sq(p.cwd)} || exit 126`,
+    'unset OLDPWD PWD',
+    ...exported.map((e) => `export ${e}`),
+    ...ulimitCommands(p.rlimits).map((c) => `${c} || exit 126`),
+  ];
   if (p.build) {
     lines.push(`${cmd(p.build)} </dev/null ${fd}>&-`);
     lines.push(`s=$?; echo "build $s" >&${fd}; exec ${fd}>&-; [ "$s" -eq 0 ] || exit "$s"`);
@@ -92,8 +101,10 @@ export function cgroupJoinLines(cgroup: { joinFiles(): string[] } | null): strin
  */
 function gitOverrideLines(p: LaunchPlan, cmd: (argv: string[], extra?: string) => string): string[] {
   const fixed = GIT_FIXED_CONFIG.flatMap(([k, v], i) => [sq(`GIT_CONFIG_KEY_${i}=${k}`), sq(`GIT_CONFIG_VALUE_${i}=${v}`)]);
-  const list = cmd([p.run[0], ...p.hardenGit!.repositoryOptions, 'config', '--name-only', '--get-regexp', GIT_LISTED_KEYS],
-    `${fixed.join(' ')} GIT_CONFIG_COUNT=${GIT_FIXED_CONFIG.length}`);
+  const list = cmd(
+    [p.run[0], ...p.hardenGit!.repositoryOptions, 'config', '--name-only', '--get-regexp', GIT_LISTED_KEYS],
+    `${fixed.join(' ')} GIT_CONFIG_COUNT=${GIT_FIXED_CONFIG.length}`,
+  );
   const lines = [
     // Exit 1 is "no such key"; anything else (a broken config, a failed start) fails closed.
     `gh_keys=$(${list} </dev/null 2>/dev/null); gh_s=$?`,

@@ -24,7 +24,13 @@ export function effectiveLimits(l: JobLimits): ResourceLimits {
  * it counts the job alone (inside gVisor, or a driver without a pids cgroup); elsewhere the job's
  * uid maps to a host uid with other processes.
  */
-export interface JobRlimits { nofile: number; fsize: number; cpu: number; core: 0; nproc?: number }
+export interface JobRlimits {
+  nofile: number;
+  fsize: number;
+  cpu: number;
+  core: 0;
+  nproc?: number;
+}
 
 export function jobRlimits(l: ResourceLimits, nproc: boolean): JobRlimits {
   const r: JobRlimits = { nofile: l.maxOpenFiles, fsize: l.maxFileBytes, cpu: l.cpuSeconds, core: 0 };

@@ -45,9 +45,7 @@ export interface JobPlan {
 }
 
 /** A refusal the edge sees as `job.error`, or a start failure it sees as `failed_to_start`. */
-export type PlanFailure =
-  | { kind: 'refuse'; error: GatehouseErrorShape | { code: string; message: string } }
-  | { kind: 'spawn_failed'; detail: string };
+export type PlanFailure = { kind: 'refuse'; error: GatehouseErrorShape | { code: string; message: string } } | { kind: 'spawn_failed'; detail: string };
 
 export interface PlanContext {
   root: string;
@@ -94,7 +92,8 @@ export function planJob(spec: JobSpec, ctx: PlanContext): { ok: true; plan: JobP
       return refuse('runtime_unavailable', `runtime "${spec.runtime}" needs ${wanted} on the agent; install Debian package ${def.debianPackage}`);
     }
     const exe = resolveExecutable(info.path, rctx);
-    if (!exe) return refuse('runtime_unavailable', `runtime "${spec.runtime}" needs ${info.executable} on the agent; install Debian package ${def.debianPackage}`);
+    if (!exe)
+      return refuse('runtime_unavailable', `runtime "${spec.runtime}" needs ${info.executable} on the agent; install Debian package ${def.debianPackage}`);
     if (spec.allowedExecutables && !isAllowedExecutable(exe, spec.allowedExecutables, rctx)) {
       return refuse('policy_denied', `Executable "${info.executable}" is not in the allowed executables list`);
     }
@@ -104,7 +103,8 @@ export function planJob(spec: JobSpec, ctx: PlanContext): { ok: true; plan: JobP
   const command = spec.mode === 'shell' ? 'sh' : spec.command;
   if (!command.trim()) return refuse('invalid_argument', 'Error: command: empty');
   const exe = resolveExecutable(command, rctx);
-  if (!exe || exe.inside.includes('=')) return { ok: false, failure: { kind: 'spawn_failed', detail: `executable "${command}" not found in ${SANDBOX_PATH} of the sandbox` } };
+  if (!exe || exe.inside.includes('='))
+    return { ok: false, failure: { kind: 'spawn_failed', detail: `executable "${command}" not found in ${SANDBOX_PATH} of the sandbox` } };
   if (spec.mode === 'argv' && spec.allowedExecutables && !isAllowedExecutable(exe, spec.allowedExecutables, rctx)) {
     return refuse('policy_denied', `Executable "${command}" is not in the allowed executables list`);
   }

@@ -76,7 +76,13 @@ export interface ResolveContext {
 /** Resolves what the job asked to run the way the sandbox will; null when it does not exist there. */
 export function resolveExecutable(cmd: string, ctx: ResolveContext): ResolvedExecutable | null {
   if (!cmd || cmd.includes('\0')) return null;
-  const real = (p: string) => { try { return realpathSync(p); } catch { return null; } };
+  const real = (p: string) => {
+    try {
+      return realpathSync(p);
+    } catch {
+      return null;
+    }
+  };
   if (!cmd.includes('/')) {
     const p = findInPath(cmd);
     const r = p && real(p);
@@ -97,7 +103,11 @@ export function resolveExecutable(cmd: string, ctx: ResolveContext): ResolvedExe
 
 function resolveInWorkspace(rel: string, ctx: ResolveContext): ResolvedExecutable | null {
   let r: string;
-  try { r = realpathSync(join(ctx.root, rel)); } catch { return null; }
+  try {
+    r = realpathSync(join(ctx.root, rel));
+  } catch {
+    return null;
+  }
   if (!isInside(ctx.root, r) || !isExecutableFile(r)) return null;
   const relReal = relative(ctx.root, r);
   return { inside: relReal ? `${ctx.workspaceInside}/${relReal}` : ctx.workspaceInside, real: r };

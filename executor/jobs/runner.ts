@@ -93,8 +93,11 @@ export class JobRunner {
     const d = this.opts.driver;
     const hostVisible = d.kind === 'none';
     const planned = planJob(spec, {
-      root: this.opts.root, workspaceInside: hostVisible ? this.opts.root : '/workspace', hostVisible,
-      runtimes: this.opts.runtimes, ceilings: this.opts.ceilings,
+      root: this.opts.root,
+      workspaceInside: hostVisible ? this.opts.root : '/workspace',
+      hostVisible,
+      runtimes: this.opts.runtimes,
+      ceilings: this.opts.ceilings,
     });
     const t0 = performance.now();
     if (!planned.ok && planned.failure.kind === 'refuse') return refuse(planned.failure.error.code, planned.failure.error.message);
@@ -137,7 +140,11 @@ export class JobRunner {
     const mk = (stream: StreamName) => {
       relay.track(stream, `${base}.${stream}`, liveBytes(plan));
       return new StreamCapture({
-        stream, spoolPath: `${base}.${stream}`, artifactBytes: plan.artifactBytes, inlineBytes: plan.inlineBytes, spooled: relay.available,
+        stream,
+        spoolPath: `${base}.${stream}`,
+        artifactBytes: plan.artifactBytes,
+        inlineBytes: plan.inlineBytes,
+        spooled: relay.available,
       });
     };
     const caps = { stdout: mk('stdout'), stderr: mk('stderr') };
@@ -175,7 +182,11 @@ export class JobRunner {
         const run = c ? expandTemplate(c.run, vars) : plan.argv!;
         const rlimits = jobRlimits(limits, driver.processLimitByRlimit);
         const script = launchScript({
-          cwd: cwdInside, env: plan.env, build, run, rlimits,
+          cwd: cwdInside,
+          env: plan.env,
+          build,
+          run,
+          rlimits,
           ...(plan.hardenGit ? { hardenGit: plan.hardenGit } : {}),
         });
         const steps = plan.hardenGit ? undefined : { cwd: cwdInside, env: plan.env, ...(build ? { build } : {}), run, rlimits };
@@ -208,16 +219,29 @@ export class JobRunner {
   }
 
   /** Starts the launcher, feeds stdin, reads output; returns once the job's process is gone. */
-  private async runLaunched(job: LiveJob, sandbox: Sandbox, req: LaunchRequest, stdin: string | undefined,
-    caps: Record<StreamName, StreamCapture>, plan: JobPlan): Promise<{ end: ProcessEnd; buildStatus: number | null; startedAt: number; diskExceeded: boolean; memoryHit: boolean }> {
+  private async runLaunched(
+    job: LiveJob,
+    sandbox: Sandbox,
+    req: LaunchRequest,
+    stdin: string | undefined,
+    caps: Record<StreamName, StreamCapture>,
+    plan: JobPlan,
+  ): Promise<{ end: ProcessEnd; buildStatus: number | null; startedAt: number; diskExceeded: boolean; memoryHit: boolean }> {
     const { child, ended, status } = sandbox.launch(req);
     const startedAt = performance.now();
     const kill = sandbox.hostKillArgv();
     const deadline = plan.timeoutMs + this.graceMs + WATCHDOG_MARGIN_MS;
-    const watchdog: Watchdog = kill ? startWatchdog(deadline, kill, WATCHDOG_ENV, (r) => this.opts.log.warn(
-      `job ${job.spec.jobId}: the watchdog killed its sandbox at ${r.at}, ${deadline} ms after the start (the agent had not ended it): ` +
-      (r.error ? `\`${kill[0]}\` did not start: ${r.error}` : `\`${kill.join(' ')}\` ${r.signal ? `died of ${r.signal}` : `exited ${r.code}`} in ${r.ms} ms${(r.attempts ?? 1) > 1 ? ` (${r.attempts} attempts)` : ''}${r.stderr ? `: ${r.stderr.trim()}` : ''}`),
-      { jobId: job.spec.jobId, watchdog: true })) : NO_WATCHDOG;
+    const watchdog: Watchdog = kill
+      ? startWatchdog(deadline, kill, WATCHDOG_ENV, (r) =>
+          this.opts.log.warn(
+            `job ${job.spec.jobId}: the watchdog killed its sandbox at ${r.at}, ${deadline} ms after the start (the agent had not ended it): ` +
+              (r.error
+                ? `\`${kill[0]}\` did not start: ${r.error}`
+                : `\`${kill.join(' ')}\` ${r.signal ? `died of ${r.signal}` : `exited ${r.code}`} in ${r.ms} ms${(r.attempts ?? 1) > 1 ? ` (${r.attempts} attempts)` : ''}${r.stderr ? `: ${r.stderr.trim()}` : ''}`),
+            { jobId: job.spec.jobId, watchdog: true },
+          ),
+        )
+      : NO_WATCHDOG;
     const disk = this.watchDiskWrites(sandbox, plan.limits.diskWriteBytes);
     try {
       // A cancel or timeout that landed while the sandbox was being prepared found nothing to kill.
@@ -287,9 +311,17 @@ export class JobRunner {
     return { ...e, state: why === 'timeout' ? 'timed_out' : 'cancelled', timedOut: why === 'timeout' };
   }
 
-  private async finish(spec: JobSpec, t0: number, end: ProcessEnd, stop: 'timeout' | 'cancel' | null,
-    caps: Record<StreamName, StreamCapture>, relay: OutputRelay,
-    phase: 'build' | 'run' | undefined, compileError: boolean, limitError?: { code: string; message: string }): Promise<JobResult> {
+  private async finish(
+    spec: JobSpec,
+    t0: number,
+    end: ProcessEnd,
+    stop: 'timeout' | 'cancel' | null,
+    caps: Record<StreamName, StreamCapture>,
+    relay: OutputRelay,
+    phase: 'build' | 'run' | undefined,
+    compileError: boolean,
+    limitError?: { code: string; message: string },
+  ): Promise<JobResult> {
     // The live copy goes out before the exit: the edge takes live output only while the job runs.
     await relay.finish();
     await caps.stdout.close();
@@ -329,12 +361,20 @@ export class JobRunner {
     for (const c of [caps.stdout, caps.stderr]) {
       if (c.spooledBytes === 0) {
         if (c.spoolCreated) rmSync(c.spoolPath, { force: true });
-      }
-      else if (target) toUpload.push(c);
+      } else if (target) toUpload.push(c);
     }
     const exit: JobExit = {
-      type: 'job.exit', jobId: spec.jobId, state, exitCode, signal, timedOut: stop === 'timeout', durationMs,
-      stdout: inline.stdout, stderr: inline.stderr, stdoutTruncated: inline.stdoutTruncated, stderrTruncated: inline.stderrTruncated,
+      type: 'job.exit',
+      jobId: spec.jobId,
+      state,
+      exitCode,
+      signal,
+      timedOut: stop === 'timeout',
+      durationMs,
+      stdout: inline.stdout,
+      stderr: inline.stderr,
+      stdoutTruncated: inline.stdoutTruncated,
+      stderrTruncated: inline.stderrTruncated,
       streams: {
         stdout: { bytes: caps.stdout.bytes, lines: caps.stdout.totalLines(), artifactTruncated: caps.stdout.artifactTruncated() },
         stderr: { bytes: caps.stderr.bytes, lines: caps.stderr.totalLines(), artifactTruncated: caps.stderr.artifactTruncated() },
@@ -344,9 +384,20 @@ export class JobRunner {
     if (toUpload.length) exit.pendingArtifacts = toUpload.map((c) => c.stream);
     if (error) exit.error = error;
     if (phase) exit.phase = phase;
-    const artifacts = target ? this.uploadAll(spec, target, toUpload.map((c) => ({
-      stream: c.stream, file: c.spoolPath, bytes: c.spooledBytes, lines: c.artifactLines(), truncated: c.artifactTruncated(), grant: this.jobs.get(spec.jobId)?.grant,
-    }))) : Promise.resolve([]);
+    const artifacts = target
+      ? this.uploadAll(
+          spec,
+          target,
+          toUpload.map((c) => ({
+            stream: c.stream,
+            file: c.spoolPath,
+            bytes: c.spooledBytes,
+            lines: c.artifactLines(),
+            truncated: c.artifactTruncated(),
+            grant: this.jobs.get(spec.jobId)?.grant,
+          })),
+        )
+      : Promise.resolve([]);
     return { exit, spool: target ? null : keep, artifacts };
   }
 
@@ -373,9 +424,19 @@ const settled = (exit: JobExit): JobResult => ({ exit, spool: null, artifacts: P
 function emptyExit(jobId: string, t0: number): JobExit {
   const empty = { bytes: 0, lines: 0, artifactTruncated: false };
   return {
-    type: 'job.exit', jobId, state: 'failed_to_start', exitCode: null, signal: null, timedOut: false,
-    durationMs: Math.round(performance.now() - t0), stdout: '', stderr: '', stdoutTruncated: false, stderrTruncated: false,
-    streams: { stdout: empty, stderr: { ...empty } }, artifactsUploaded: true,
+    type: 'job.exit',
+    jobId,
+    state: 'failed_to_start',
+    exitCode: null,
+    signal: null,
+    timedOut: false,
+    durationMs: Math.round(performance.now() - t0),
+    stdout: '',
+    stderr: '',
+    stdoutTruncated: false,
+    stderrTruncated: false,
+    streams: { stdout: empty, stderr: { ...empty } },
+    artifactsUploaded: true,
   };
 }
 
@@ -409,18 +470,24 @@ async function readSome(src: Readable | null, max: number): Promise<string> {
       if (text.length < max) text += chunk.toString('latin1').slice(0, max - text.length);
       if (text.includes('\n')) break;
     }
-  } catch { /* destroyed: what we have */ }
+  } catch {
+    /* destroyed: what we have */
+  }
   return text;
 }
 
 /** Sum of /proc/PID/io write_bytes over `pids` (each read is tiny and never blocks: procfs). */
 async function writtenBytes(pids: number[]): Promise<number> {
   let total = 0;
-  await Promise.all(pids.map(async (pid) => {
-    try {
-      const m = /^write_bytes: (\d+)$/m.exec(await readFile(`/proc/${pid}/io`, 'utf8'));
-      if (m) total += Number(m[1]);
-    } catch { /* gone */ }
-  }));
+  await Promise.all(
+    pids.map(async (pid) => {
+      try {
+        const m = /^write_bytes: (\d+)$/m.exec(await readFile(`/proc/${pid}/io`, 'utf8'));
+        if (m) total += Number(m[1]);
+      } catch {
+        /* gone */
+      }
+    }),
+  );
   return total;
 }

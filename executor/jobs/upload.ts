@@ -51,12 +51,17 @@ export async function uploadArtifact(target: UploadTarget, item: UploadItem, att
 }
 
 async function uploadWhole(target: UploadTarget, item: UploadItem, attempts: number): Promise<Result<void>> {
-  const r = await withRetries(attempts, () => send(target, item, 'PUT', '', {
-    body: () => createReadStream(item.file), length: item.bytes,
-    headers: { 'content-type': 'application/octet-stream', 'x-gatehouse-lines': String(item.lines), 'x-gatehouse-truncated': item.truncated ? '1' : '0' },
-  }));
+  const r = await withRetries(attempts, () =>
+    send(target, item, 'PUT', '', {
+      body: () => createReadStream(item.file),
+      length: item.bytes,
+      headers: { 'content-type': 'application/octet-stream', 'x-gatehouse-lines': String(item.lines), 'x-gatehouse-truncated': item.truncated ? '1' : '0' },
+    }),
+  );
   if (r.ok) return { ok: true, value: undefined };
-  return failed(r.retryable ? `artifact upload of ${item.stream} failed after ${attempts} attempts: ${r.why}` : `artifact upload of ${item.stream} refused: ${r.why}`);
+  return failed(
+    r.retryable ? `artifact upload of ${item.stream} failed after ${attempts} attempts: ${r.why}` : `artifact upload of ${item.stream} refused: ${r.why}`,
+  );
 }
 
 /** Passes over a multipart upload: each starts again from what the edge holds (after a gateway restart, say). */
@@ -91,11 +96,14 @@ async function multipartPass(target: UploadTarget, item: UploadItem, partBytes: 
   for (let n = 1; n <= state.parts; n++) {
     if (done.has(n)) continue;
     const { start: from, end } = partRange(item.bytes, partBytes, n);
-    const r = await withRetries(attempts, () => send(target, item, 'PUT', `/${MULTIPART_SEGMENT}/${n}`, {
-      // Only this part's bytes are read, as they are sent: memory stays flat whatever the part size.
-      body: () => createReadStream(item.file, { start: from, end: end - 1 }), length: end - from,
-      headers: { 'content-type': 'application/octet-stream' },
-    }));
+    const r = await withRetries(attempts, () =>
+      send(target, item, 'PUT', `/${MULTIPART_SEGMENT}/${n}`, {
+        // Only this part's bytes are read, as they are sent: memory stays flat whatever the part size.
+        body: () => createReadStream(item.file, { start: from, end: end - 1 }),
+        length: end - from,
+        headers: { 'content-type': 'application/octet-stream' },
+      }),
+    );
     if (!r.ok) return { ...r, why: `part ${n} of ${state.parts} ${r.retryable ? `failed after ${attempts} attempts` : 'was refused'}: ${r.why}` };
   }
   const r = await withRetries(attempts, () => send(target, item, 'POST', `/${MULTIPART_SEGMENT}/complete`, {}));
@@ -140,7 +148,11 @@ async function send(target: UploadTarget, item: UploadItem, method: 'PUT' | 'POS
     });
     const text = (await res.body.text()).slice(0, 2000);
     if (res.statusCode >= 200 && res.statusCode < 300) return { ok: true, text };
-    return { ok: false, retryable: res.statusCode >= 500 || res.statusCode === 408 || res.statusCode === 429, why: `HTTP ${res.statusCode}: ${text.slice(0, 500)}` };
+    return {
+      ok: false,
+      retryable: res.statusCode >= 500 || res.statusCode === 408 || res.statusCode === 429,
+      why: `HTTP ${res.statusCode}: ${text.slice(0, 500)}`,
+    };
   } catch (e) {
     return { ok: false, retryable: true, why: (e as Error).message };
   }

@@ -164,7 +164,11 @@ function watchdogProcess(env: Record<string, string>): ChildProcess | null {
       const line = out.slice(0, i);
       out = out.slice(i + 1);
       let m: { fired?: unknown } & WatchdogReport;
-      try { m = JSON.parse(line) as typeof m; } catch { continue; }
+      try {
+        m = JSON.parse(line) as typeof m;
+      } catch {
+        continue;
+      }
       if (typeof m.fired !== 'number') continue;
       const hear = listeners.get(m.fired);
       listeners.delete(m.fired);

@@ -18,17 +18,19 @@ export interface RuntimeTable {
 
 export async function probeRuntimes(names: readonly RuntimeName[] = RUNTIME_NAMES): Promise<RuntimeTable> {
   const byRuntime = new Map<RuntimeName, RuntimeInfo[]>();
-  await Promise.all(names.map(async (name) => {
-    const def = RUNTIMES[name];
-    const found: RuntimeInfo[] = [];
-    for (const exe of def.executables) {
-      const path = findInPath(exe);
-      if (!path) continue;
-      found.push({ name, executable: exe, path, version: await versionOf(path, def.versionArgs) });
-    }
-    if (found.length) byRuntime.set(name, found);
-  }));
-  const list = names.flatMap((n) => (byRuntime.get(n)?.slice(0, 1) ?? []));
+  await Promise.all(
+    names.map(async (name) => {
+      const def = RUNTIMES[name];
+      const found: RuntimeInfo[] = [];
+      for (const exe of def.executables) {
+        const path = findInPath(exe);
+        if (!path) continue;
+        found.push({ name, executable: exe, path, version: await versionOf(path, def.versionArgs) });
+      }
+      if (found.length) byRuntime.set(name, found);
+    }),
+  );
+  const list = names.flatMap((n) => byRuntime.get(n)?.slice(0, 1) ?? []);
   return { list, byRuntime };
 }
 
@@ -43,7 +45,11 @@ const NOTICE = /^(OpenJDK .*VM warning:|Java HotSpot.*warning:|Picked up (_JAVA_
 
 /** The version a toolchain printed: its first line that is not a start-up notice, without an "info:" prefix. */
 export function versionLine(output: string): string {
-  const line = output.split('\n').map((l) => l.trim()).find((l) => l && !NOTICE.test(l)) ?? '';
+  const line =
+    output
+      .split('\n')
+      .map((l) => l.trim())
+      .find((l) => l && !NOTICE.test(l)) ?? '';
   return line.replace(/^info:\s*/, '').slice(0, 200) || 'unknown';
 }
 

@@ -36,11 +36,12 @@ export class BwrapDriver extends ShellDriver {
   limitMechanisms(): string {
     return this.cgroups
       ? `memory, processes: a cgroup ${this.cgroups} per job; /tmp: tmpfs --size; open files, file size, CPU time: rlimits (ulimit in the job's start shell); disk writes: write_bytes of the job's processes`
-      : 'NO memory limit and no disk-write limit (cgroups need root); processes, open files, file size, CPU time: rlimits (ulimit in the job\'s start shell); /tmp: tmpfs --size';
+      : "NO memory limit and no disk-write limit (cgroups need root); processes, open files, file size, CPU time: rlimits (ulimit in the job's start shell); /tmp: tmpfs --size";
   }
 
   protected async check(): Promise<void> {
-    if (!this.cgroups) this.log.warn('bwrap: cannot create cgroups here (the agent is not root?): jobs get no memory limit and no disk-write limit, only rlimits');
+    if (!this.cgroups)
+      this.log.warn('bwrap: cannot create cgroups here (the agent is not root?): jobs get no memory limit and no disk-write limit, only rlimits');
     // Prove it works here (unprivileged user namespaces may be disabled).
     const r = await runQuiet(BWRAP, [...this.baseArgs(null), '--chdir', '/', '--', '/bin/true'], { env: {}, timeoutMs: 10_000 });
     if (r.code !== 0) throw new Error(`bwrap does not work here: ${(r.stderr || r.error || '').trim()}`);
@@ -89,7 +90,10 @@ export class BwrapDriver extends ShellDriver {
     // bwrap takes its options from the fd, the command only from its own argv (it holds no host path).
     const options = [...this.baseArgs(place.jobDir, limits.tmpBytes), '--chdir', '/', '--clearenv'];
     return new StartShell({
-      cwd: '/', cgroup, scriptFile: join(place.jobDir, LAUNCHER_FILE), meta: place,
+      cwd: '/',
+      cgroup,
+      scriptFile: join(place.jobDir, LAUNCHER_FILE),
+      meta: place,
       exec: [BWRAP, '--args', String(ARGS_FD), '--', '/bin/sh', '-c', waitThenSource(inside)],
       execInput: Buffer.from(options.map((a) => `${a}\0`).join('')),
     });

@@ -66,7 +66,9 @@ export async function sweepStaleCgroups(version: CgroupVersion, owner: string): 
   for (const p of parents) {
     try {
       for (const e of readdirSync(p, { withFileTypes: true })) if (e.isDirectory() && mine.test(e.name)) ids.add(e.name);
-    } catch { /* hierarchy not there */ }
+    } catch {
+      /* hierarchy not there */
+    }
   }
   await Promise.all([...ids].map((id) => JobCgroup.existing(version, id).remove()));
   return ids.size;
@@ -115,7 +117,10 @@ export class JobCgroup {
   /** Every process of the job now. */
   pids(): number[] {
     try {
-      return readFileSync(this.procsFiles()[this.dirs.length - 1], 'utf8').split('\n').filter(Boolean).map(Number);
+      return readFileSync(this.procsFiles()[this.dirs.length - 1], 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map(Number);
     } catch {
       return [];
     }
@@ -128,9 +133,8 @@ export class JobCgroup {
 
   private oomKills(): number {
     try {
-      const text = this.version === 'v2'
-        ? readFileSync(join(this.dirs[0], 'memory.events'), 'utf8')
-        : readFileSync(join(this.dirs[0], 'memory.oom_control'), 'utf8');
+      const text =
+        this.version === 'v2' ? readFileSync(join(this.dirs[0], 'memory.events'), 'utf8') : readFileSync(join(this.dirs[0], 'memory.oom_control'), 'utf8');
       const m = /^oom_kill (\d+)$/m.exec(text);
       return m ? Number(m[1]) : 0;
     } catch {
@@ -162,7 +166,11 @@ export class JobCgroup {
 
   killAll(): void {
     for (const pid of this.pids()) {
-      try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
     }
   }
 
@@ -172,7 +180,11 @@ export class JobCgroup {
       this.killAll();
       let left = 0;
       for (const d of this.dirs) {
-        try { await rmdir(d); } catch (e) { if ((e as NodeJS.ErrnoException).code !== 'ENOENT') left++; }
+        try {
+          await rmdir(d);
+        } catch (e) {
+          if ((e as NodeJS.ErrnoException).code !== 'ENOENT') left++;
+        }
       }
       if (!left) return;
       await delay(Math.min(20 * (i + 1), 200));
@@ -229,7 +241,11 @@ export class CgroupPool {
 }
 
 function trySet(file: string, value: string): void {
-  try { writeFileSync(file, value); } catch { /* not offered by this kernel (no swap accounting) */ }
+  try {
+    writeFileSync(file, value);
+  } catch {
+    /* not offered by this kernel (no swap accounting) */
+  }
 }
 
 /**

@@ -2,7 +2,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { endFromWrapperStatus, type ProcessEnd } from './types.ts';
 
-export interface RunResult { code: number | null; stdout: string; stderr: string; error?: string }
+export interface RunResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  error?: string;
+}
 
 /** Runs a short helper command (runsc kill/delete/list, version probes) and collects its output. */
 export function runQuiet(cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<RunResult> {
@@ -18,10 +23,20 @@ export function runQuiet(cmd: string, args: string[], opts: { env?: NodeJS.Proce
     }
     const t = setTimeout(() => p.kill('SIGKILL'), opts.timeoutMs ?? 15_000);
     // Cap what we keep: a version probe or runsc error never needs more than this.
-    p.stdout!.on('data', (d: Buffer) => { if (stdout.length < 65536) stdout += d; });
-    p.stderr!.on('data', (d: Buffer) => { if (stderr.length < 65536) stderr += d; });
-    p.once('error', (e) => { clearTimeout(t); resolve({ code: null, stdout, stderr, error: e.message }); });
-    p.once('close', (code) => { clearTimeout(t); resolve({ code, stdout, stderr }); });
+    p.stdout!.on('data', (d: Buffer) => {
+      if (stdout.length < 65536) stdout += d;
+    });
+    p.stderr!.on('data', (d: Buffer) => {
+      if (stderr.length < 65536) stderr += d;
+    });
+    p.once('error', (e) => {
+      clearTimeout(t);
+      resolve({ code: null, stdout, stderr, error: e.message });
+    });
+    p.once('close', (code) => {
+      clearTimeout(t);
+      resolve({ code, stdout, stderr });
+    });
   });
 }
 
@@ -51,7 +66,11 @@ export const delay = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
 /** Sends `sig` to a process group, ignoring "no such process". */
 export function killGroup(pid: number | undefined, sig: NodeJS.Signals): void {
   if (!pid) return;
-  try { process.kill(-pid, sig); } catch { /* gone */ }
+  try {
+    process.kill(-pid, sig);
+  } catch {
+    /* gone */
+  }
 }
 
 /**
@@ -71,7 +90,8 @@ const CLOSING_SHELL = '/bin/bash';
  * (it takes that for sshd), and the agent's pipes are sockets.
  */
 export function closingShell(keep: number, script: string, args: string[]): [string, string[]] {
-  const close = `[ -d /proc/$$/fd ] || { echo 'gatehouse: cannot list open descriptors (/proc/'$$'/fd): refusing to start a job that may inherit them' >&2; exit 125; }\n`
-    + `for gh_fd in /proc/$$/fd/*; do gh_fd=\${gh_fd##*/}; [ "$gh_fd" -gt ${keep} ] 2>/dev/null && exec {gh_fd}>&-; done\n`;
+  const close =
+    `[ -d /proc/$$/fd ] || { echo 'gatehouse: cannot list open descriptors (/proc/'$$'/fd): refusing to start a job that may inherit them' >&2; exit 125; }\n` +
+    `for gh_fd in /proc/$$/fd/*; do gh_fd=\${gh_fd##*/}; [ "$gh_fd" -gt ${keep} ] 2>/dev/null && exec {gh_fd}>&-; done\n`;
   return [CLOSING_SHELL, ['--norc', '--noprofile', '-c', close + script, ...args]];
 }

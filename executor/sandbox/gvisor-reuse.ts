@@ -200,13 +200,16 @@ export class ReusePool {
     this.parked.push(sb);
     this.wake();
     // A parked sandbox that outlives its time is discarded even if no job comes.
-    const t = setTimeout(() => {
-      const i = this.parked.indexOf(sb);
-      if (i >= 0) {
-        this.parked.splice(i, 1);
-        void sb.discard();
-      }
-    }, Math.max(0, sb.expiresAt - Date.now()));
+    const t = setTimeout(
+      () => {
+        const i = this.parked.indexOf(sb);
+        if (i >= 0) {
+          this.parked.splice(i, 1);
+          void sb.discard();
+        }
+      },
+      Math.max(0, sb.expiresAt - Date.now()),
+    );
     t.unref();
   }
 
@@ -260,7 +263,6 @@ class ReusableSandbox {
     return this.maxJobs - this.served <= jobs || Date.now() + ms >= this.expiresAt;
   }
 
-
   lease(jobId: string): ReuseLease {
     this.served++;
     this.pool.running(this, true);
@@ -276,8 +278,12 @@ class ReusableSandbox {
   }
 
   /** Output backpressure: stop reading the init's channel until the job's reader catches up. */
-  pause(): void { this.channel.stdout!.pause(); }
-  resume(): void { this.channel.stdout!.resume(); }
+  pause(): void {
+    this.channel.stdout!.pause();
+  }
+  resume(): void {
+    this.channel.stdout!.resume();
+  }
 
   private onData(d: Buffer): void {
     this.buf = this.buf.length ? Buffer.concat([this.buf, d]) : d;
@@ -294,7 +300,10 @@ class ReusableSandbox {
   }
 
   private onFrame(type: string, data: Buffer): void {
-    if (type === 'R') { this.onReady(); return; }
+    if (type === 'R') {
+      this.onReady();
+      return;
+    }
     if (!this.current) {
       // Nothing but the init writes to this channel; anything unexpected is a reason to stop trusting it.
       this.broken = `unexpected frame "${type}" with no job running`;
@@ -371,7 +380,10 @@ class ReuseLease implements Sandbox {
     this.io = { stdout, stderr, status, end };
     const { cwd, env, build, run, rlimits } = req.steps;
     // Lone surrogates become U+FFFD, as a direct spawn encodes them (the init could not encode them).
-    this.sb.send('J', Buffer.from(JSON.stringify({ cwd, env, build: build ?? null, run, rlimits }, (_k, v: unknown) => (typeof v === 'string' ? wellFormed(v) : v))));
+    this.sb.send(
+      'J',
+      Buffer.from(JSON.stringify({ cwd, env, build: build ?? null, run, rlimits }, (_k, v: unknown) => (typeof v === 'string' ? wellFormed(v) : v))),
+    );
     const sb = this.sb;
     const stdin = new Writable({
       write(chunk: Buffer, _enc, cb) {
@@ -391,17 +403,33 @@ class ReuseLease implements Sandbox {
     const io = this.io;
     if (type === 'C') {
       let r: CleanReport;
-      try { r = JSON.parse(data.toString()) as CleanReport; } catch { r = { ok: false, why: 'unreadable clean report' }; }
+      try {
+        r = JSON.parse(data.toString()) as CleanReport;
+      } catch {
+        r = { ok: false, why: 'unreadable clean report' };
+      }
       this.onClean(r);
       return;
     }
     if (!io) return;
     switch (type) {
-      case 'O': this.write(io.stdout, data); break;
-      case 'E': this.write(io.stderr, data); break;
-      case 'o': this.unblock(io.stdout); io.stdout.end(); break;
-      case 'e': this.unblock(io.stderr); io.stderr.end(); break;
-      case 'B': io.status.end(`build ${data.toString()}\n`); break;
+      case 'O':
+        this.write(io.stdout, data);
+        break;
+      case 'E':
+        this.write(io.stderr, data);
+        break;
+      case 'o':
+        this.unblock(io.stdout);
+        io.stdout.end();
+        break;
+      case 'e':
+        this.unblock(io.stderr);
+        io.stderr.end();
+        break;
+      case 'B':
+        io.status.end(`build ${data.toString()}\n`);
+        break;
       case 'X': {
         this.exited = true;
         io.status.end();
@@ -447,14 +475,24 @@ class ReuseLease implements Sandbox {
     io.status.end();
     // runsc's status is the init's, never the job's: a kill (timeout, cancel, memory) reads as
     // the signal it was; an init that exited on its own means the job's end is unknown.
-    void this.sb.box.wrapperEnd().then((e) => io.end(e.kind === 'exited'
-      ? { kind: 'spawn_failed', message: `the sandbox's init ended during the job (exit ${e.code}): ${this.sb.box.startError()}` }
-      : e));
+    void this.sb.box
+      .wrapperEnd()
+      .then((e) =>
+        io.end(
+          e.kind === 'exited' ? { kind: 'spawn_failed', message: `the sandbox's init ended during the job (exit ${e.code}): ${this.sb.box.startError()}` } : e,
+        ),
+      );
   }
 
-  hostKillArgv(): string[] { return this.sb.box.hostKillArgv(); }
-  hostPids(): number[] { return this.sb.box.hostPids(); }
-  memoryLimitHit(): boolean { return this.sb.box.memoryFailures() > this.failuresAtStart; }
+  hostKillArgv(): string[] {
+    return this.sb.box.hostKillArgv();
+  }
+  hostPids(): number[] {
+    return this.sb.box.hostPids();
+  }
+  memoryLimitHit(): boolean {
+    return this.sb.box.memoryFailures() > this.failuresAtStart;
+  }
 
   /**
    * Kills the job by killing the whole sandbox: a killed job's sandbox is never reused. Once the
@@ -475,8 +513,10 @@ class ReuseLease implements Sandbox {
         this.sb.done(this, !this.killed, null);
         return;
       }
-      const report = this.killed || !this.exited ? { ok: false, why: 'the job was stopped' }
-        : await Promise.race([this.clean, delay(CLEAN_REPORT_MS).then(() => ({ ok: false, why: `no clean report within ${CLEAN_REPORT_MS} ms` }))]);
+      const report =
+        this.killed || !this.exited
+          ? { ok: false, why: 'the job was stopped' }
+          : await Promise.race([this.clean, delay(CLEAN_REPORT_MS).then(() => ({ ok: false, why: `no clean report within ${CLEAN_REPORT_MS} ms` }))]);
       const memory = this.memoryLimitHit();
       const keep = report.ok && !this.killed && !memory;
       if (!report.ok && report.why && !this.killed) this.sb.warn(`discarded: ${report.why}`);

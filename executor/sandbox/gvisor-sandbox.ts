@@ -65,7 +65,21 @@ export class GvisorSandbox implements Sandbox {
     // fd 3 is the launcher's status pipe, passed into the sandbox as its fd 3. `runsc run` gets a
     // parent-death signal: if the agent dies, it dies, and its sandbox with it (even one still
     // starting, which would otherwise outlive the agent).
-    const runArgs = ['runsc', '--root', host.runscRoot, '--network=none', ...runscFlags, 'run', '--pass-fd', `${STATUS_FD}:${STATUS_FD}`, '--pid-file', this.pidFile, '--bundle', bundle, id];
+    const runArgs = [
+      'runsc',
+      '--root',
+      host.runscRoot,
+      '--network=none',
+      ...runscFlags,
+      'run',
+      '--pass-fd',
+      `${STATUS_FD}:${STATUS_FD}`,
+      '--pid-file',
+      this.pidFile,
+      '--bundle',
+      bundle,
+      id,
+    ];
     // bash first: it closes every descriptor but these four (what the agent inherited: exec-util.ts),
     // so neither runsc nor the sandbox's host processes hold one.
     const argv = SETPRIV ? [SETPRIV, '--pdeathsig', 'KILL', '--', ...runArgs] : runArgs;
@@ -75,9 +89,15 @@ export class GvisorSandbox implements Sandbox {
     // Until a job takes the pipes, keep what runsc says (start errors) and nothing more.
     this.child.stderr!.on('data', this.onEarlyStderr);
     const watched = watchWrapper(this.child);
-    this.ended = watched.then((e): ProcessEnd => (e.kind !== 'spawn_failed' && !existsSync(this.pidFile)
-      ? { kind: 'spawn_failed', message: `runsc run did not start sandbox ${id}: ${this.stderrHead.trim().split('\n').slice(-2).join(' | ') || (e.kind === 'exited' ? `exit ${e.code}` : e.signal)}` }
-      : e));
+    this.ended = watched.then(
+      (e): ProcessEnd =>
+        e.kind !== 'spawn_failed' && !existsSync(this.pidFile)
+          ? {
+              kind: 'spawn_failed',
+              message: `runsc run did not start sandbox ${id}: ${this.stderrHead.trim().split('\n').slice(-2).join(' | ') || (e.kind === 'exited' ? `exit ${e.code}` : e.signal)}`,
+            }
+          : e,
+    );
     this.gone = this.ended.then(() => {});
     this.ready = waitForFile(this.pidFile, this.ended, 30_000);
     void this.ready.then((ok) => (this.up = ok));
@@ -99,7 +119,11 @@ export class GvisorSandbox implements Sandbox {
 
   /** How often the sandbox hit its memory limit so far (cgroup v1 failcnt; 0 where unreadable). */
   memoryFailures(): number {
-    try { return Number(readFileSync(`/sys/fs/cgroup/memory/gatehouse/${this.id}/memory.failcnt`, 'utf8')) || 0; } catch { return 0; }
+    try {
+      return Number(readFileSync(`/sys/fs/cgroup/memory/gatehouse/${this.id}/memory.failcnt`, 'utf8')) || 0;
+    } catch {
+      return 0;
+    }
   }
 
   alive(): boolean {
@@ -125,7 +149,11 @@ export class GvisorSandbox implements Sandbox {
 
   hostPids(): number[] {
     for (const f of [`/sys/fs/cgroup/memory/gatehouse/${this.id}/cgroup.procs`, `/sys/fs/cgroup/gatehouse/${this.id}/cgroup.procs`]) {
-      try { return readFileSync(f, 'utf8').split('\n').filter(Boolean).map(Number); } catch { /* not this hierarchy */ }
+      try {
+        return readFileSync(f, 'utf8').split('\n').filter(Boolean).map(Number);
+      } catch {
+        /* not this hierarchy */
+      }
     }
     return this.child.pid ? descendants(this.child.pid) : [];
   }
@@ -191,10 +219,18 @@ function descendants(pid: number): number[] {
   const walk = (p: number, depth: number) => {
     if (depth > 8) return;
     let tids: string[];
-    try { tids = readdirSync(`/proc/${p}/task`); } catch { return; }
+    try {
+      tids = readdirSync(`/proc/${p}/task`);
+    } catch {
+      return;
+    }
     for (const t of tids) {
       let kids: string;
-      try { kids = readFileSync(`/proc/${p}/task/${t}/children`, 'utf8'); } catch { continue; }
+      try {
+        kids = readFileSync(`/proc/${p}/task/${t}/children`, 'utf8');
+      } catch {
+        continue;
+      }
       for (const k of kids.split(' ').filter(Boolean).map(Number)) {
         out.push(k);
         walk(k, depth + 1);
@@ -212,6 +248,12 @@ function descendants(pid: number): number[] {
  * the kill's goal, so that exits 0 and says so.
  */
 export function runscKillArgv(runscRoot: string, id: string): string[] {
-  return ['/bin/sh', '-c', 'e=$(runsc --root "$1" kill --all "$2" KILL 2>&1) && exit 0; case "$e" in *"does not exist"*) echo "the sandbox is gone: $e" >&2; exit 0;; esac; echo "$e" >&2; exit 1',
-    'gatehouse-kill', runscRoot, id];
+  return [
+    '/bin/sh',
+    '-c',
+    'e=$(runsc --root "$1" kill --all "$2" KILL 2>&1) && exit 0; case "$e" in *"does not exist"*) echo "the sandbox is gone: $e" >&2; exit 0;; esac; echo "$e" >&2; exit 1',
+    'gatehouse-kill',
+    runscRoot,
+    id,
+  ];
 }

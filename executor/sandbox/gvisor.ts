@@ -92,7 +92,7 @@ export class GvisorDriver implements SandboxDriver, GvisorHost {
   }
 
   limitMechanisms(): string {
-    return 'memory: the sandbox\'s memory limit (OCI linux.resources, applied by runsc); /tmp: a tmpfs with size= set to the job\'s tmpBytes; processes, open files, file size, CPU time: rlimits inside the sandbox (the launcher\'s ulimit, or the reuse init); disk writes: write_bytes of the sandbox\'s host processes';
+    return "memory: the sandbox's memory limit (OCI linux.resources, applied by runsc); /tmp: a tmpfs with size= set to the job's tmpBytes; processes, open files, file size, CPU time: rlimits inside the sandbox (the launcher's ulimit, or the reuse init); disk writes: write_bytes of the sandbox's host processes";
   }
 
   /** Refuses runsc builds known to break basic commands, with the reason. */
@@ -130,12 +130,17 @@ export class GvisorDriver implements SandboxDriver, GvisorHost {
 
   private async removeStale(): Promise<void> {
     const r = await this.runsc(['list', '-quiet']);
-    const ids = r.stdout.split('\n').map((s) => s.trim()).filter((s) => s.startsWith(ID_PREFIX));
+    const ids = r.stdout
+      .split('\n')
+      .map((s) => s.trim())
+      .filter((s) => s.startsWith(ID_PREFIX));
     if (ids.length) this.log.warn(`removing ${ids.length} sandbox(es) left by a previous agent: ${ids.join(', ')}`);
-    await Promise.all(ids.map(async (id) => {
-      await this.runsc(['kill', '--all', id, 'KILL']);
-      await this.runsc(['delete', '--force', id], 30_000);
-    }));
+    await Promise.all(
+      ids.map(async (id) => {
+        await this.runsc(['kill', '--all', id, 'KILL']);
+        await this.runsc(['delete', '--force', id], 30_000);
+      }),
+    );
     rmSync(join(this.opts.stateDir, 'bundles'), { recursive: true, force: true });
     rmSync(join(this.opts.stateDir, 'jobdirs'), { recursive: true, force: true });
   }
@@ -262,9 +267,11 @@ export class GvisorDriver implements SandboxDriver, GvisorHost {
     }
     // Configuration and credentials under the visible dirs: an empty dir or /dev/null instead.
     for (const h of hiddenPaths()) {
-      mounts.push(h.kind === 'dir'
-        ? { destination: h.path, type: 'tmpfs', source: 'tmpfs', options: ['ro', 'nosuid', 'nodev', 'noexec', 'size=4k', 'mode=755'] }
-        : { destination: h.path, type: 'bind', source: '/dev/null', options: ['rbind', 'ro', 'nosuid'] });
+      mounts.push(
+        h.kind === 'dir'
+          ? { destination: h.path, type: 'tmpfs', source: 'tmpfs', options: ['ro', 'nosuid', 'nodev', 'noexec', 'size=4k', 'mode=755'] }
+          : { destination: h.path, type: 'bind', source: '/dev/null', options: ['rbind', 'ro', 'nosuid'] },
+      );
     }
     mounts.push({ destination: WORKSPACE_INSIDE, type: 'bind', source: this.opts.root, options: ['rbind', 'rw', 'nosuid', 'nodev'] });
     mounts.push({ destination: JOB_DIR_INSIDE, type: 'bind', source: jobDir, options: ['rbind', 'rw', 'nosuid', 'nodev'] });
@@ -333,7 +340,10 @@ export class GvisorDriver implements SandboxDriver, GvisorHost {
     await Promise.allSettled(all.map((sb) => sb.destroy()));
     // A `runsc run` that died by a signal (the agent's process group was signalled) leaves
     // its container listed as stopped: sweep so nothing of ours stays behind.
-    const left = (await this.runsc(['list', '-quiet'])).stdout.split('\n').map((x) => x.trim()).filter((x) => x.startsWith(ID_PREFIX));
+    const left = (await this.runsc(['list', '-quiet'])).stdout
+      .split('\n')
+      .map((x) => x.trim())
+      .filter((x) => x.startsWith(ID_PREFIX));
     await Promise.all(left.map((id) => this.runsc(['delete', '--force', id], 30_000)));
   }
 }
@@ -350,7 +360,9 @@ export function runscVersionVerdict(versionLine: string): { refuse?: string; war
   const date = runscBuildDate(versionLine);
   if (date === null) return { warn: `cannot tell the runsc build date from "${versionLine}"; builds before ${MIN_RUNSC_DATE} fail \`ls -l\` and \`stat\`` };
   if (date < MIN_RUNSC_DATE) {
-    return { refuse: `runsc ${version} is too old: builds before ${MIN_RUNSC_DATE} (Debian bookworm's 20221219 among them) fail \`ls -l\` and \`stat\` inside the sandbox (statx AT_NO_AUTOMOUNT is rejected); install a current runsc from gVisor's release channel (see docs/agents.md, "Sandboxes")` };
+    return {
+      refuse: `runsc ${version} is too old: builds before ${MIN_RUNSC_DATE} (Debian bookworm's 20221219 among them) fail \`ls -l\` and \`stat\` inside the sandbox (statx AT_NO_AUTOMOUNT is rejected); install a current runsc from gVisor's release channel (see docs/agents.md, "Sandboxes")`,
+    };
   }
   return {};
 }

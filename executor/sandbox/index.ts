@@ -15,13 +15,15 @@ export type { SandboxDriver } from './types.ts';
 export async function startDriver(kind: SandboxKind, opts: DriverOptions, log: Logger): Promise<Result<SandboxDriver>> {
   try {
     if (kind === 'gvisor') {
-      if (!(await runscAvailable())) return { ok: false, error: { code: 'config_error', message: 'gVisor requested but `runsc` is not installed (Debian package runsc)' } };
+      if (!(await runscAvailable()))
+        return { ok: false, error: { code: 'config_error', message: 'gVisor requested but `runsc` is not installed (Debian package runsc)' } };
       const d = new GvisorDriver(opts, log);
       await d.init();
       return { ok: true, value: d };
     }
     if (kind === 'bwrap') {
-      if (!(await bwrapAvailable())) return { ok: false, error: { code: 'config_error', message: 'bubblewrap requested but `bwrap` is not installed (Debian package bubblewrap)' } };
+      if (!(await bwrapAvailable()))
+        return { ok: false, error: { code: 'config_error', message: 'bubblewrap requested but `bwrap` is not installed (Debian package bubblewrap)' } };
       const d = new BwrapDriver(opts, log);
       await d.init();
       return { ok: true, value: d };
@@ -45,6 +47,9 @@ export async function startStrongestDriver(opts: DriverOptions, log: Logger): Pr
   }
   return {
     ok: false,
-    error: { code: 'config_error', message: `no sandbox works here (${reasons.join('; ')}); install runsc or bubblewrap, or pass --sandbox none explicitly (no isolation)` },
+    error: {
+      code: 'config_error',
+      message: `no sandbox works here (${reasons.join('; ')}); install runsc or bubblewrap, or pass --sandbox none explicitly (no isolation)`,
+    },
   };
 }

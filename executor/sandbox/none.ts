@@ -34,7 +34,7 @@ export class NoneDriver extends ShellDriver {
   limitMechanisms(): string {
     return this.cgroups
       ? `memory, processes: a cgroup ${this.cgroups} per job; open files, file size, CPU time: rlimits (ulimit in the job's start shell); /tmp: NOT limited (the host's)`
-      : 'NO memory, /tmp or disk-write limit; processes, open files, file size, CPU time: rlimits (ulimit in the job\'s start shell)';
+      : "NO memory, /tmp or disk-write limit; processes, open files, file size, CPU time: rlimits (ulimit in the job's start shell)";
   }
 
   protected startKey(limits: ResourceLimits): string {
@@ -81,7 +81,11 @@ class NoneSandbox extends ShellSandbox {
     // process that escaped the group but still holds them can be found later.
     if (child.pid) {
       for (const fd of [1, 2]) {
-        try { this.pipeLinks.add(readlinkSync(`/proc/${child.pid}/fd/${fd}`)); } catch { /* already gone */ }
+        try {
+          this.pipeLinks.add(readlinkSync(`/proc/${child.pid}/fd/${fd}`));
+        } catch {
+          /* already gone */
+        }
       }
     }
     return watchWrapper(child, true);
@@ -109,16 +113,32 @@ class NoneSandbox extends ShellSandbox {
 function killPipeHolders(wanted: Set<string>): void {
   if (!wanted.size) return;
   let pids: string[];
-  try { pids = readdirSync('/proc').filter((p) => /^\d+$/.test(p)); } catch { return; }
+  try {
+    pids = readdirSync('/proc').filter((p) => /^\d+$/.test(p));
+  } catch {
+    return;
+  }
   for (const pid of pids) {
     if (Number(pid) === process.pid) continue;
     let fds: string[];
-    try { fds = readdirSync(`/proc/${pid}/fd`); } catch { continue; }
+    try {
+      fds = readdirSync(`/proc/${pid}/fd`);
+    } catch {
+      continue;
+    }
     for (const fd of fds) {
       let link: string;
-      try { link = readlinkSync(`/proc/${pid}/fd/${fd}`); } catch { continue; }
+      try {
+        link = readlinkSync(`/proc/${pid}/fd/${fd}`);
+      } catch {
+        continue;
+      }
       if (wanted.has(link)) {
-        try { process.kill(Number(pid), 'SIGKILL'); } catch { /* gone */ }
+        try {
+          process.kill(Number(pid), 'SIGKILL');
+        } catch {
+          /* gone */
+        }
         break;
       }
     }

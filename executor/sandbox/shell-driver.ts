@@ -94,7 +94,8 @@ export abstract class ShellDriver implements SandboxDriver {
 
   /** A job with `limits` ended by itself: the next one's start is made now (see start-shell.ts). */
   prepareShell(limits: ResourceLimits): void {
-    this.shells?.prepare(this.startKey(limits),
+    this.shells?.prepare(
+      this.startKey(limits),
       () => {
         const place = this.newPlace();
         return this.startShell(place, limits, this.takeCgroup(place.id, limits));
@@ -102,7 +103,8 @@ export abstract class ShellDriver implements SandboxDriver {
       (s) => {
         if (s.cgroup) void this.releaseCgroup(s.cgroup, true);
         this.dropStart(s);
-      });
+      },
+    );
   }
 
   forget(sb: ShellSandbox): void {

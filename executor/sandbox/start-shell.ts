@@ -67,12 +67,13 @@ export class StartShell {
     // 125: the descriptors could not be closed, the cgroup join failed (or no go line came); the
     // job never starts in this shell then. `exec -c`: bash's PWD and SHLVL stay behind.
     const keep = o.execInput ? ARGS_FD : CONTROL_FD;
-    const then = o.exec
-      ? `exec -c ${o.exec.map(sq).join(' ')}\n`
-      : `exec -c /bin/sh -c ${sq(waitThenSource('"$1"'))} gatehouse-start "$1"\n`;
+    const then = o.exec ? `exec -c ${o.exec.map(sq).join(' ')}\n` : `exec -c /bin/sh -c ${sq(waitThenSource('"$1"'))} gatehouse-start "$1"\n`;
     const [file, args] = closingShell(keep, cgroupJoinLines(o.cgroup) + then, ['gatehouse-start', o.scriptFile]);
     this.child = spawn(file, args, {
-      cwd: o.cwd, env: {}, detached: true, stdio: Array.from({ length: keep + 1 }, () => 'pipe' as const),
+      cwd: o.cwd,
+      env: {},
+      detached: true,
+      stdio: Array.from({ length: keep + 1 }, () => 'pipe' as const),
     });
     // A start that dies while waiting (killed from outside) is simply not used.
     this.child.once('error', () => {});
@@ -169,11 +170,13 @@ export class StartShellPool {
     this.closed = true;
     const starts = [...this.waitingStarts.values()];
     this.waitingStarts.clear();
-    return Promise.allSettled(starts.map(async (s) => {
-      s.discard();
-      await new Promise<void>((r) => (s.child.exitCode !== null || s.child.signalCode !== null ? r() : s.child.once('exit', () => r())));
-      await release(s);
-    }));
+    return Promise.allSettled(
+      starts.map(async (s) => {
+        s.discard();
+        await new Promise<void>((r) => (s.child.exitCode !== null || s.child.signalCode !== null ? r() : s.child.once('exit', () => r())));
+        await release(s);
+      }),
+    );
   }
 }
 

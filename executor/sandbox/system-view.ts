@@ -16,10 +16,35 @@ export interface SystemEntry {
 const TOP_LEVEL = ['usr', 'bin', 'sbin', 'lib', 'lib32', 'lib64', 'libx32', 'opt'];
 /** /etc entries programs read at start-up (name service, loader, certificates, alternatives). */
 const ETC_ALLOW = new Set([
-  'passwd', 'group', 'nsswitch.conf', 'hosts', 'host.conf', 'resolv.conf', 'ld.so.cache', 'ld.so.conf', 'ld.so.conf.d',
-  'alternatives', 'localtime', 'timezone', 'ssl', 'ca-certificates', 'ca-certificates.conf', 'protocols', 'services',
-  'mime.types', 'os-release', 'debian_version', 'gai.conf', 'inputrc', 'bash.bashrc', 'profile', 'environment',
-  'gitconfig', 'locale.alias', 'magic', 'magic.mime',
+  'passwd',
+  'group',
+  'nsswitch.conf',
+  'hosts',
+  'host.conf',
+  'resolv.conf',
+  'ld.so.cache',
+  'ld.so.conf',
+  'ld.so.conf.d',
+  'alternatives',
+  'localtime',
+  'timezone',
+  'ssl',
+  'ca-certificates',
+  'ca-certificates.conf',
+  'protocols',
+  'services',
+  'mime.types',
+  'os-release',
+  'debian_version',
+  'gai.conf',
+  'inputrc',
+  'bash.bashrc',
+  'profile',
+  'environment',
+  'gitconfig',
+  'locale.alias',
+  'magic',
+  'magic.mime',
 ]);
 /** Toolchain configuration directories (java-17-openjdk, python3.11, perl, php, R, ...). */
 const ETC_TOOLCHAIN = /^(java|python|perl|php|ruby|R$|gcc|dotnet|mono|gprolog|ghc)/;
@@ -64,10 +89,17 @@ function describe(p: string, follow = false): SystemEntry | null {
  * empty (a directory) or as /dev/null (a file). Only existing paths are returned.
  */
 const HIDDEN = [
-  '/usr/local/etc', '/usr/etc',
-  '/usr/lib/node_modules/npm/npmrc', '/usr/local/lib/node_modules/npm/npmrc', '/usr/share/nodejs/npm/npmrc',
-  '/usr/pip.conf', '/usr/local/pip.conf', '/usr/local/cargo/credentials', '/usr/local/cargo/credentials.toml',
-  '/usr/local/share/.config', '/usr/local/share/.npmrc',
+  '/usr/local/etc',
+  '/usr/etc',
+  '/usr/lib/node_modules/npm/npmrc',
+  '/usr/local/lib/node_modules/npm/npmrc',
+  '/usr/share/nodejs/npm/npmrc',
+  '/usr/pip.conf',
+  '/usr/local/pip.conf',
+  '/usr/local/cargo/credentials',
+  '/usr/local/cargo/credentials.toml',
+  '/usr/local/share/.config',
+  '/usr/local/share/.npmrc',
 ];
 
 export function hiddenPaths(): { path: string; kind: 'dir' | 'file' }[] {
@@ -77,7 +109,9 @@ export function hiddenPaths(): { path: string; kind: 'dir' | 'file' }[] {
       const l = lstatSync(p);
       if (l.isDirectory()) out.push({ path: p, kind: 'dir' });
       else if (l.isFile()) out.push({ path: p, kind: 'file' });
-    } catch { /* absent */ }
+    } catch {
+      /* absent */
+    }
   }
   return out;
 }

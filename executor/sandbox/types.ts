@@ -27,10 +27,7 @@ export interface LaunchRequest {
 }
 
 /** How a process ended, as far as the driver can tell. */
-export type ProcessEnd =
-  | { kind: 'exited'; code: number }
-  | { kind: 'signaled'; signal: string }
-  | { kind: 'spawn_failed'; message: string };
+export type ProcessEnd = { kind: 'exited'; code: number } | { kind: 'signaled'; signal: string } | { kind: 'spawn_failed'; message: string };
 
 export interface SandboxProcess {
   /** stdin/stdout/stderr are always pipes (or streams relayed from the sandbox's own pipes). */

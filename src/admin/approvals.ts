@@ -18,7 +18,8 @@ const LIST_PARAMS = ['status', 'limit'];
 
 approvalRoutes.get('/', async (c) => {
   const q = new URL(c.req.url).searchParams;
-  for (const k of q.keys()) if (!LIST_PARAMS.includes(k)) return apiError(c, 'invalid_argument', `unknown query parameter "${k}"; allowed: ${LIST_PARAMS.join(', ')}`);
+  for (const k of q.keys())
+    if (!LIST_PARAMS.includes(k)) return apiError(c, 'invalid_argument', `unknown query parameter "${k}"; allowed: ${LIST_PARAMS.join(', ')}`);
   const status = q.get('status');
   if (status !== null && !ApprovalStatus.safeParse(status).success) {
     return apiError(c, 'invalid_argument', `status must be one of ${ApprovalStatus.options.join(', ')}, got "${status.slice(0, 40)}"`);
@@ -29,7 +30,9 @@ approvalRoutes.get('/', async (c) => {
   }
   const now = Date.now();
   const rows = await listApprovals(c.env.DB, c.get('principal').team, {
-    status: (status ?? undefined) as ApprovalStatus | undefined, limit: limit === null ? 50 : Number(limit), now,
+    status: (status ?? undefined) as ApprovalStatus | undefined,
+    limit: limit === null ? 50 : Number(limit),
+    now,
   });
   return c.json({ approvals: rows.map((r) => approvalView(r, now)) });
 });
@@ -60,15 +63,29 @@ async function decide(c: Context<AppEnv>, approve: boolean): Promise<Response> {
   const { policy } = await teamPolicyOf(c.env, p);
   const r = await decideApproval(c.env.DB, p.team, id, { approve, by: p.subject, note, ttlMs: policy.approvals.ttlSeconds * 1000, now: Date.now() });
   await writeAudit(c.env.DB, {
-    team: p.team, subject: p.subject, tokenId: p.tokenId, tool: approve ? 'admin.approval_approve' : 'admin.approval_deny',
+    team: p.team,
+    subject: p.subject,
+    tokenId: p.tokenId,
+    tool: approve ? 'admin.approval_approve' : 'admin.approval_deny',
     command: r.ok ? { approval_id: id, request: r.row.summary, asked_by: r.row.subject } : { approval_id: id },
-    decision: r.ok ? 'allowed' : 'failed', reason: r.ok ? `${approve ? 'approved' : 'denied'} by ${p.subject}${note ? `: ${note}` : ''}` : `${r.refusal.code}: ${r.refusal.message}`,
+    decision: r.ok ? 'allowed' : 'failed',
+    reason: r.ok ? `${approve ? 'approved' : 'denied'} by ${p.subject}${note ? `: ${note}` : ''}` : `${r.refusal.code}: ${r.refusal.message}`,
     approvalId: id,
   });
-  if (!r.ok) return apiError(c, r.refusal.code === 'approval_not_found' ? 'not_found' : 'invalid_argument', r.refusal.message, r.refusal.code === 'approval_not_found' ? 404 : 409);
+  if (!r.ok)
+    return apiError(
+      c,
+      r.refusal.code === 'approval_not_found' ? 'not_found' : 'invalid_argument',
+      r.refusal.message,
+      r.refusal.code === 'approval_not_found' ? 404 : 409,
+    );
   return c.json({ approval: approvalView(r.row, Date.now()) });
 }
 
 function malformed(c: Context<AppEnv>, id: string): Response {
-  return apiError(c, 'invalid_argument', `malformed approval id "${id.slice(0, 60)}": an approval id looks like "ap_" followed by 22 letters, digits, "_" or "-"`);
+  return apiError(
+    c,
+    'invalid_argument',
+    `malformed approval id "${id.slice(0, 60)}": an approval id looks like "ap_" followed by 22 letters, digits, "_" or "-"`,
+  );
 }

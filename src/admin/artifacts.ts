@@ -54,8 +54,16 @@ const SearchQuery = z
   .object({
     q: z.array(z.string()).min(1, 'give at least one search term (q=…)'),
     stream: z.enum(['stdout', 'stderr', 'both']).optional(),
-    contextLines: z.string().regex(/^\d{1,2}$/, 'contextLines must be an integer from 0 to 10').transform(Number).optional(),
-    maxExcerpts: z.string().regex(/^\d{1,2}$/, 'maxExcerpts must be an integer from 1 to 50').transform(Number).optional(),
+    contextLines: z
+      .string()
+      .regex(/^\d{1,2}$/, 'contextLines must be an integer from 0 to 10')
+      .transform(Number)
+      .optional(),
+    maxExcerpts: z
+      .string()
+      .regex(/^\d{1,2}$/, 'maxExcerpts must be an integer from 1 to 50')
+      .transform(Number)
+      .optional(),
   })
   .strict();
 
@@ -66,15 +74,23 @@ artifactRoutes.get('/:handle/search', async (c) => {
   }
   const single = (k: string) => url.searchParams.get(k) ?? undefined;
   const parsed = SearchQuery.safeParse({
-    q: url.searchParams.getAll('q').map((t) => t.trim()).filter((t) => t !== ''),
-    stream: single('stream'), contextLines: single('contextLines'), maxExcerpts: single('maxExcerpts'),
+    q: url.searchParams
+      .getAll('q')
+      .map((t) => t.trim())
+      .filter((t) => t !== ''),
+    stream: single('stream'),
+    contextLines: single('contextLines'),
+    maxExcerpts: single('maxExcerpts'),
   });
   if (!parsed.success) return apiError(c, 'invalid_argument', describeIssues(parsed.error.issues));
   const handle = c.req.param('handle');
   if (!HANDLE_RE.test(handle)) return apiError(c, 'invalid_argument', `malformed artifact handle "${handle.slice(0, 60)}"; expected art_…`);
   const r = await queryOutput(c.env, c.get('principal').team, {
-    artifactHandle: handle, queryTerms: parsed.data.q, stream: parsed.data.stream,
-    contextLines: parsed.data.contextLines, maxExcerpts: parsed.data.maxExcerpts,
+    artifactHandle: handle,
+    queryTerms: parsed.data.q,
+    stream: parsed.data.stream,
+    contextLines: parsed.data.contextLines,
+    maxExcerpts: parsed.data.maxExcerpts,
   });
   if (!r.ok) return apiError(c, r.error.code, r.error.message, STATUS[r.error.code] ?? (r.error.code === 'upstream_error' ? 502 : 500));
   return c.json(r.value);
@@ -137,7 +153,11 @@ const JOB_ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
 const JobOutputQuery = z
   .object({
     stream: StreamName.default('stdout'),
-    offset: z.string().regex(/^\d{1,15}$/, 'offset must be a non-negative integer').transform(Number).default(0),
+    offset: z
+      .string()
+      .regex(/^\d{1,15}$/, 'offset must be a non-negative integer')
+      .transform(Number)
+      .default(0),
     length: z
       .string()
       .regex(/^\d{1,15}$/, 'length must be a positive integer')
@@ -160,7 +180,15 @@ jobOutputRoutes.get('/:id/output', async (c) => {
   if ('expired' in page) return apiError(c, 'not_found', `the output of job "${id}" has expired`);
   const { data, source, total: totalBytes, nextOffset, eof } = page;
   return c.json({
-    jobId: id, stream, state: job.state, source, offset, length: data.byteLength, nextOffset,
-    totalBytes, eof, text: new TextDecoder().decode(data),
+    jobId: id,
+    stream,
+    state: job.state,
+    source,
+    offset,
+    length: data.byteLength,
+    nextOffset,
+    totalBytes,
+    eof,
+    text: new TextDecoder().decode(data),
   });
 });

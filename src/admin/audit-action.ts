@@ -3,14 +3,33 @@ import type { Context } from 'hono';
 import type { AppEnv } from '../env.ts';
 import { writeAudit } from '../store/audit.ts';
 
-export type AdminAction = 'admin.policy_set' | 'admin.token_create' | 'admin.token_revoke' | 'admin.job_kill'
-  | 'admin.oauth_grant_revoke' | 'admin.oauth_client_revoke' | 'admin.oauth_client_unblock'
-  | 'admin.member_invite' | 'admin.member_invitation_revoke' | 'admin.member_role' | 'admin.member_remove';
+export type AdminAction =
+  | 'admin.policy_set'
+  | 'admin.token_create'
+  | 'admin.token_revoke'
+  | 'admin.job_kill'
+  | 'admin.oauth_grant_revoke'
+  | 'admin.oauth_client_revoke'
+  | 'admin.oauth_client_unblock'
+  | 'admin.member_invite'
+  | 'admin.member_invitation_revoke'
+  | 'admin.member_role'
+  | 'admin.member_remove';
 
-export async function auditAdmin(c: Context<AppEnv>, action: AdminAction, o: { command?: unknown; ok: boolean; reason?: string; jobId?: string }): Promise<void> {
+export async function auditAdmin(
+  c: Context<AppEnv>,
+  action: AdminAction,
+  o: { command?: unknown; ok: boolean; reason?: string; jobId?: string },
+): Promise<void> {
   const p = c.get('principal');
   await writeAudit(c.env.DB, {
-    team: p.team, subject: p.subject, tokenId: p.tokenId, tool: action, command: o.command, jobId: o.jobId,
-    decision: o.ok ? 'allowed' : 'failed', reason: o.reason,
+    team: p.team,
+    subject: p.subject,
+    tokenId: p.tokenId,
+    tool: action,
+    command: o.command,
+    jobId: o.jobId,
+    decision: o.ok ? 'allowed' : 'failed',
+    reason: o.reason,
   });
 }

@@ -48,7 +48,8 @@ export function parseAuditQuery(q: URLSearchParams): { ok: true; value: AuditFil
   if (subject !== null) f.subject = subject;
   const approval = q.get('approval');
   if (approval !== null) {
-    if (!/^ap_[A-Za-z0-9_-]{1,64}$/.test(approval)) return { ok: false, message: `approval must be an approval id like "ap_…", got "${approval.slice(0, 70)}"` };
+    if (!/^ap_[A-Za-z0-9_-]{1,64}$/.test(approval))
+      return { ok: false, message: `approval must be an approval id like "ap_…", got "${approval.slice(0, 70)}"` };
     f.approvalId = approval;
   }
   for (const k of ['since', 'until'] as const) {

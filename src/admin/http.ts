@@ -8,8 +8,14 @@ import type { AppEnv } from '../env.ts';
 export const MAX_ADMIN_BODY_BYTES = 256 * 1024;
 
 export const STATUS: Partial<Record<ErrorCode, ContentfulStatusCode>> = {
-  invalid_argument: 400, unauthenticated: 401, insufficient_scope: 403, forbidden: 403, not_found: 404,
-  payload_too_large: 413, config_error: 500, internal: 500,
+  invalid_argument: 400,
+  unauthenticated: 401,
+  insufficient_scope: 403,
+  forbidden: 403,
+  not_found: 404,
+  payload_too_large: 413,
+  config_error: 500,
+  internal: 500,
 };
 
 export function apiError(c: Context<AppEnv>, code: ErrorCode, message: string, status?: ContentfulStatusCode): Response {

@@ -55,5 +55,9 @@ adminRoutes.route('/teams/:team', teamApi);
 adminRoutes.route('/', teamApi);
 
 adminRoutes.all('*', (c) =>
-  apiError(c, 'not_found', `no admin route ${c.req.method} ${new URL(c.req.url).pathname}; see /admin/v1/{overview,tokens,policy,policy/check,audit,agents,jobs,artifacts/:handle,approvals,oauth/grants,oauth/clients/:id,members,members/invitations}`),
+  apiError(
+    c,
+    'not_found',
+    `no admin route ${c.req.method} ${new URL(c.req.url).pathname}; see /admin/v1/{overview,tokens,policy,policy/check,audit,agents,jobs,artifacts/:handle,approvals,oauth/grants,oauth/clients/:id,members,members/invitations}`,
+  ),
 );

@@ -16,7 +16,14 @@ export interface JobCall {
   auditId: number;
 }
 
-interface Row { id: number; job_id: string; command: string | null; cwd: string | null; reason: string | null; approval_id: string | null }
+interface Row {
+  id: number;
+  job_id: string;
+  command: string | null;
+  cwd: string | null;
+  reason: string | null;
+  approval_id: string | null;
+}
 
 /** D1 binds at most 100 parameters per statement: job ids go in chunks below that. */
 const CHUNK = 90;
@@ -35,7 +42,9 @@ export async function jobCalls(db: D1Database, team: string, jobIds: readonly st
       .all<Row>();
     for (const x of r.results) {
       out.set(x.job_id, {
-        command: parseJson(x.command), cwd: x.cwd, auditId: x.id,
+        command: parseJson(x.command),
+        cwd: x.cwd,
+        auditId: x.id,
         policy: { decision: x.approval_id ? 'approved' : 'allowed', reason: x.reason, approvalId: x.approval_id },
       });
     }

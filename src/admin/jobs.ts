@@ -20,20 +20,30 @@ const JOB_ID = /^[A-Za-z0-9_-]{1,64}$/;
 
 jobAdminRoutes.get('/', async (c) => {
   const q = new URL(c.req.url).searchParams;
-  for (const k of q.keys()) if (!LIST_PARAMS.includes(k)) return apiError(c, 'invalid_argument', `unknown query parameter "${k}"; allowed: ${LIST_PARAMS.join(', ')}`);
+  for (const k of q.keys())
+    if (!LIST_PARAMS.includes(k)) return apiError(c, 'invalid_argument', `unknown query parameter "${k}"; allowed: ${LIST_PARAMS.join(', ')}`);
   const state = q.get('state');
-  if (state !== null && !JobState.safeParse(state).success) return apiError(c, 'invalid_argument', `state must be one of ${JobState.options.join(', ')}, got "${state}"`);
+  if (state !== null && !JobState.safeParse(state).success)
+    return apiError(c, 'invalid_argument', `state must be one of ${JobState.options.join(', ')}, got "${state}"`);
   const limit = q.get('limit');
-  if (limit !== null && (!/^\d+$/.test(limit) || Number(limit) < 1 || Number(limit) > 200)) return apiError(c, 'invalid_argument', `limit must be an integer from 1 to 200, got "${limit}"`);
+  if (limit !== null && (!/^\d+$/.test(limit) || Number(limit) < 1 || Number(limit) > 200))
+    return apiError(c, 'invalid_argument', `limit must be an integer from 1 to 200, got "${limit}"`);
   const cursor = q.get('cursor');
   if (cursor !== null && !/^\d{1,15}$/.test(cursor)) return apiError(c, 'invalid_argument', 'cursor is not valid; pass the next_cursor of a previous page');
   const team = c.get('principal').team;
   const page = await listJobs(c.env, team, {
-    state: (state ?? undefined) as JobState | undefined, subject: q.get('subject') ?? undefined, tool: q.get('tool') ?? undefined,
-    cursor: cursor ?? undefined, limit: limit === null ? 50 : Number(limit),
+    state: (state ?? undefined) as JobState | undefined,
+    subject: q.get('subject') ?? undefined,
+    tool: q.get('tool') ?? undefined,
+    cursor: cursor ?? undefined,
+    limit: limit === null ? 50 : Number(limit),
   });
   // What each job ran (command, cwd) and the policy's verdict, from its call's audit row.
-  const calls = await jobCalls(c.env.DB, team, page.jobs.map((j) => j.job_id));
+  const calls = await jobCalls(
+    c.env.DB,
+    team,
+    page.jobs.map((j) => j.job_id),
+  );
   return c.json({ ...page, jobs: page.jobs.map((j) => ({ ...j, call: calls.get(j.job_id) ?? null })) });
 });
 

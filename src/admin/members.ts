@@ -10,7 +10,15 @@ import { describeIssues } from '../contracts/errors.ts';
 import { strictInput } from '../contracts/strict-input.ts';
 import { ROLES, type Role, checkMemberChange, type Actor } from '../members/roles.ts';
 import {
-  countOwners, createInvitation, findMember, listInvitations, listMembers, memberSubject, removeMember, revokeInvitation, setMemberRole,
+  countOwners,
+  createInvitation,
+  findMember,
+  listInvitations,
+  listMembers,
+  memberSubject,
+  removeMember,
+  revokeInvitation,
+  setMemberRole,
 } from '../store/members.ts';
 import { apiError, readJson } from './http.ts';
 import { auditAdmin } from './audit-action.ts';
@@ -26,8 +34,12 @@ const RoleField = z.enum(ROLES, { error: (i) => `role must be one of ${roleList}
 export const InviteBody = strictInput({
   email: z.email({ error: 'email must be an email address (the invitation is for whoever signs in with it)' }).max(320),
   role: RoleField.default('member'),
-  ttlSeconds: z.number().int().min(300, 'ttlSeconds must be at least 300 (5 minutes)')
-    .max(INVITATION_MAX_TTL_SECONDS, `ttlSeconds must be at most ${INVITATION_MAX_TTL_SECONDS} (30 days)`).default(INVITATION_DEFAULT_TTL_SECONDS),
+  ttlSeconds: z
+    .number()
+    .int()
+    .min(300, 'ttlSeconds must be at least 300 (5 minutes)')
+    .max(INVITATION_MAX_TTL_SECONDS, `ttlSeconds must be at most ${INVITATION_MAX_TTL_SECONDS} (30 days)`)
+    .default(INVITATION_DEFAULT_TTL_SECONDS),
 });
 export const RoleBody = strictInput({ role: RoleField });
 
@@ -65,8 +77,17 @@ memberRoutes.post('/invitations', async (c) => {
     await auditAdmin(c, 'admin.member_invite', { command: { email: b.email, role: b.role }, ok: false, reason: refused.message });
     return apiError(c, refused.code, refused.message);
   }
-  const { invitation, secret } = await createInvitation(c.env, { team, email: b.email, role: b.role, ttlSeconds: b.ttlSeconds, createdBy: c.get('principal').subject });
-  await auditAdmin(c, 'admin.member_invite', { command: { invitationId: invitation.invitationId, email: invitation.email, role: b.role, expiresAt: invitation.expiresAt }, ok: true });
+  const { invitation, secret } = await createInvitation(c.env, {
+    team,
+    email: b.email,
+    role: b.role,
+    ttlSeconds: b.ttlSeconds,
+    createdBy: c.get('principal').subject,
+  });
+  await auditAdmin(c, 'admin.member_invite', {
+    command: { invitationId: invitation.invitationId, email: invitation.email, role: b.role, expiresAt: invitation.expiresAt },
+    ok: true,
+  });
   return c.json({ invitation, url: invitationUrl(c, secret) }, 201);
 });
 
@@ -111,7 +132,9 @@ memberRoutes.delete('/:ref', async (c) => {
   // The OAuth grants the member consented to end with the membership.
   const ended = error ? [] : await revokeGrantsOfToken(c.env, team, memberSubject(m));
   await auditAdmin(c, 'admin.member_remove', {
-    command: { memberId: m.memberId, email: m.email, role: m.role, ...(ended.length ? { oauthGrantsEnded: ended.map((g) => g.grantId) } : {}) }, ok: !error, reason: error?.message,
+    command: { memberId: m.memberId, email: m.email, role: m.role, ...(ended.length ? { oauthGrantsEnded: ended.map((g) => g.grantId) } : {}) },
+    ok: !error,
+    reason: error?.message,
   });
   if (error) return apiError(c, error.code, error.message);
   await forgetGrants(c.req.raw, c.env, ended);

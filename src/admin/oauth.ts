@@ -36,7 +36,8 @@ oauthAdminRoutes.delete('/grants/:grantId', async (c) => {
 
 function clientIdParam(c: Context<AppEnv>): { ok: true; value: string } | { ok: false; response: Response } {
   const id = c.req.param('clientId') ?? '';
-  if (!CLIENT_ID_RE.test(id)) return { ok: false, response: apiError(c, 'invalid_argument', `malformed client id "${id.slice(0, 60)}" (printable ASCII, URL-encoded in the path)`) };
+  if (!CLIENT_ID_RE.test(id))
+    return { ok: false, response: apiError(c, 'invalid_argument', `malformed client id "${id.slice(0, 60)}" (printable ASCII, URL-encoded in the path)`) };
   return { ok: true, value: id };
 }
 

@@ -32,27 +32,45 @@ overviewRoutes.get('/', async (c) => {
   const [agents, byState, denials, recentDenials, failures, pending] = await Promise.all([
     listAllAgents(c.env, team),
     db.prepare('SELECT state, COUNT(*) AS n FROM jobs WHERE team = ? AND created_at >= ? GROUP BY state').bind(team, since).all<{ state: string; n: number }>(),
-    db.prepare(`SELECT COUNT(*) AS n, COALESCE(SUM(decision = 'denied'), 0) AS denied
+    db
+      .prepare(`SELECT COUNT(*) AS n, COALESCE(SUM(decision = 'denied'), 0) AS denied
                 FROM (SELECT at, decision FROM audit WHERE team = ? ORDER BY id DESC LIMIT ?) WHERE at >= ?`)
-      .bind(team, AUDIT_SCAN, since).first<{ n: number; denied: number }>(),
-    db.prepare(`SELECT id, at, tool, subject, command, cwd, reason
+      .bind(team, AUDIT_SCAN, since)
+      .first<{ n: number; denied: number }>(),
+    db
+      .prepare(`SELECT id, at, tool, subject, command, cwd, reason
                 FROM (SELECT id, at, tool, subject, command, cwd, reason, decision FROM audit WHERE team = ? ORDER BY id DESC LIMIT ?)
                 WHERE decision = 'denied' AND at >= ? ORDER BY id DESC LIMIT ?`)
-      .bind(team, AUDIT_SCAN, since, RECENT).all<{ id: number; at: number; tool: string; subject: string; command: string | null; cwd: string | null; reason: string | null }>(),
-    db.prepare(`SELECT id, tool, state, exit_code, signal, subject, created_at, ended_at, error FROM jobs
+      .bind(team, AUDIT_SCAN, since, RECENT)
+      .all<{ id: number; at: number; tool: string; subject: string; command: string | null; cwd: string | null; reason: string | null }>(),
+    db
+      .prepare(`SELECT id, tool, state, exit_code, signal, subject, created_at, ended_at, error FROM jobs
                 WHERE team = ? AND created_at >= ? AND ${FAILED_JOB} ORDER BY created_at DESC LIMIT ?`)
       .bind(team, now - FAILURE_WINDOW_MS, FAILURES)
-      .all<{ id: string; tool: string; state: string; exit_code: number | null; signal: string | null; subject: string | null; created_at: number; ended_at: number | null; error: string | null }>(),
+      .all<{
+        id: string;
+        tool: string;
+        state: string;
+        exit_code: number | null;
+        signal: string | null;
+        subject: string | null;
+        created_at: number;
+        ended_at: number | null;
+        error: string | null;
+      }>(),
     listApprovals(db, team, { status: 'pending', limit: PENDING_MAX, now }),
   ]);
   const online = agents.filter((a) => a.state === 'connected');
   const jobStates: Record<string, number> = {};
   for (const r of byState.results) jobStates[r.state] = r.n;
   return c.json({
-    now, since,
+    now,
+    since,
     agents: {
-      online: online.length, total: agents.length,
-      capacity: online.reduce((n, a) => n + a.capacity, 0), running: online.reduce((n, a) => n + a.running, 0),
+      online: online.length,
+      total: agents.length,
+      capacity: online.reduce((n, a) => n + a.capacity, 0),
+      running: online.reduce((n, a) => n + a.running, 0),
     },
     jobs: { byState: jobStates, total: byState.results.reduce((n, r) => n + r.n, 0) },
     denials: {
@@ -65,8 +83,15 @@ overviewRoutes.get('/', async (c) => {
     failures: {
       since: now - FAILURE_WINDOW_MS,
       jobs: failures.results.map((f) => ({
-        job_id: f.id, tool: f.tool, state: f.state, exit_code: f.exit_code, signal: f.signal, subject: f.subject,
-        created_at: f.created_at, ended_at: f.ended_at, error: f.error,
+        job_id: f.id,
+        tool: f.tool,
+        state: f.state,
+        exit_code: f.exit_code,
+        signal: f.signal,
+        subject: f.subject,
+        created_at: f.created_at,
+        ended_at: f.ended_at,
+        error: f.error,
       })),
     },
   });

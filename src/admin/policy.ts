@@ -41,7 +41,11 @@ policyRoutes.put('/presets/:name', async (c) => {
   if (!isPresetName(name)) return apiError(c, 'not_found', `no preset "${name.slice(0, 40)}"; presets: ${PRESET_NAMES.join(', ')}`);
   await putTeamPolicy(c.env, p.team, PRESETS[name].policy, p.subject);
   const now = await current(c, p.team);
-  await auditAdmin(c, 'admin.policy_set', { command: { version: now.version, preset: name }, ok: true, reason: `policy version ${now.version} (preset ${name})` });
+  await auditAdmin(c, 'admin.policy_set', {
+    command: { version: now.version, preset: name },
+    ok: true,
+    reason: `policy version ${now.version} (preset ${name})`,
+  });
   return c.json({ preset: name, ...now });
 });
 
@@ -59,8 +63,15 @@ policyRoutes.post('/check', async (c) => {
   const shell = input.args === undefined && !input.runtime;
   const d = await decide(policy, {
     tool: input.runtime ? 'runtime_execute' : 'policy_check',
-    mode: shell ? 'shell' : 'argv', command: input.command, args: input.args ?? [], runtime: input.runtime,
-    cwd: input.cwd, env: input.env, timeoutMs: input.timeout_ms, team: p.team, subject: p.subject,
+    mode: shell ? 'shell' : 'argv',
+    command: input.command,
+    args: input.args ?? [],
+    runtime: input.runtime,
+    cwd: input.cwd,
+    env: input.env,
+    timeoutMs: input.timeout_ms,
+    team: p.team,
+    subject: p.subject,
   });
   return c.json({ allowed: d.allowed, decision: verdictOf(d), stage: d.stage, reason: d.reason, notes: d.notes, policyVersion: version });
 });

@@ -24,7 +24,11 @@ const scopeList = SCOPES.join(', ');
 
 export const CreateTokenBody = strictInput({
   team: z.string().optional(),
-  subject: z.string().min(1, 'subject is required').max(200).regex(/^[\x21-\x7e]+$/, 'subject must be printable ASCII without spaces'),
+  subject: z
+    .string()
+    .min(1, 'subject is required')
+    .max(200)
+    .regex(/^[\x21-\x7e]+$/, 'subject must be printable ASCII without spaces'),
   scopes: z
     .array(z.string())
     .min(1, `at least one scope is required; allowed: ${scopeList}`)
@@ -44,7 +48,11 @@ export const CreateTokenBody = strictInput({
   agentGrant: AgentGrant.optional(),
 }).superRefine((b, ctx) => {
   if (b.agentGrant && !b.scopes.includes('agent')) {
-    ctx.addIssue({ code: 'custom', path: ['agentGrant'], message: `says what an agent may claim, so it needs the "agent" scope (scopes: ${b.scopes.join(', ')}); add "agent" to scopes or leave agentGrant out` });
+    ctx.addIssue({
+      code: 'custom',
+      path: ['agentGrant'],
+      message: `says what an agent may claim, so it needs the "agent" scope (scopes: ${b.scopes.join(', ')}); add "agent" to scopes or leave agentGrant out`,
+    });
   }
 });
 
@@ -64,13 +72,23 @@ tokenRoutes.post('/', async (c) => {
   const scopes = [...new Set(b.scopes)];
   const now = Date.now();
   const minted = await mintToken({
-    privateJwk: c.env.GATEHOUSE_SIGNING_KEY, issuer: gatehouseIssuer(c.req.raw, c.env), audience: canonicalMcpUrl(c.req.raw, c.env),
-    team: p.team, subject: b.subject, scopes, ttlSeconds: b.ttlSeconds, now: Math.floor(now / 1000), agentGrant: b.agentGrant,
+    privateJwk: c.env.GATEHOUSE_SIGNING_KEY,
+    issuer: gatehouseIssuer(c.req.raw, c.env),
+    audience: canonicalMcpUrl(c.req.raw, c.env),
+    team: p.team,
+    subject: b.subject,
+    scopes,
+    ttlSeconds: b.ttlSeconds,
+    now: Math.floor(now / 1000),
+    agentGrant: b.agentGrant,
   });
   const expiresAt = minted.expiresAt * 1000;
   const agentGrant = b.agentGrant ?? null;
   await insertToken(c.env, { jti: minted.jti, team: p.team, subject: b.subject, scopes, createdAt: now, expiresAt, note: b.note ?? null, agentGrant });
-  await auditAdmin(c, 'admin.token_create', { command: { jti: minted.jti, subject: b.subject, scopes, ttlSeconds: b.ttlSeconds, ...(agentGrant ? { agentGrant } : {}) }, ok: true });
+  await auditAdmin(c, 'admin.token_create', {
+    command: { jti: minted.jti, subject: b.subject, scopes, ttlSeconds: b.ttlSeconds, ...(agentGrant ? { agentGrant } : {}) },
+    ok: true,
+  });
   return c.json({ token: minted.token, jti: minted.jti, team: p.team, subject: b.subject, scopes, expiresAt, agentGrant }, 201);
 });
 
@@ -94,7 +112,9 @@ tokenRoutes.delete('/:jti', async (c) => {
   // The OAuth grants this token consented to end with it.
   const ended = r.ok ? await revokeGrantsOfToken(c.env, p.team, jti) : [];
   await auditAdmin(c, 'admin.token_revoke', {
-    command: ended.length ? { jti, oauthGrantsEnded: ended.map((g) => g.grantId) } : { jti }, ok: r.ok, reason: r.ok ? undefined : r.error.message,
+    command: ended.length ? { jti, oauthGrantsEnded: ended.map((g) => g.grantId) } : { jti },
+    ok: r.ok,
+    reason: r.ok ? undefined : r.error.message,
   });
   if (!r.ok) return apiError(c, 'not_found', r.error.message);
   await forgetGrants(c.req.raw, c.env, ended);

@@ -63,7 +63,11 @@ export async function approvalGate(ctx: ToolContext, extra: ToolExtra, g: GateIn
   if (g.approvalId) {
     const r = await consumeApproval(env.DB, { team: p.team, subject: p.subject, id: g.approvalId, hash, jobId: g.jobId, now });
     if (!r.ok) return { kind: 'refused', refusal: { ...r.refusal, approvalId: g.approvalId } };
-    return { kind: 'proceed', approvalId: r.row.id, note: `approved by ${r.row.decided_by ?? 'an admin'} at ${iso(r.row.decided_at ?? now)} (approval ${r.row.id})` };
+    return {
+      kind: 'proceed',
+      approvalId: r.row.id,
+      note: `approved by ${r.row.decided_by ?? 'an admin'} at ${iso(r.row.decided_at ?? now)} (approval ${r.row.id})`,
+    };
   }
 
   if (g.request.tool === 'run_script') {
@@ -80,8 +84,16 @@ export async function approvalGate(ctx: ToolContext, extra: ToolExtra, g: GateIn
   if (g.policy.approvals.askClient && canPrompt(ctx, extra)) {
     const ttlSeconds = g.policy.approvals.promptTtlSeconds;
     const { row } = await openApproval(env.DB, {
-      team: p.team, subject: p.subject, tokenId: p.tokenId, tool: g.request.tool, hash, summary, ruleReason: askReason,
-      channel: 'elicitation', ttlMs: ttlSeconds * 1000, now,
+      team: p.team,
+      subject: p.subject,
+      tokenId: p.tokenId,
+      tool: g.request.tool,
+      hash,
+      summary,
+      ruleReason: askReason,
+      channel: 'elicitation',
+      ttlMs: ttlSeconds * 1000,
+      now,
     });
     const requestState = await mintPromptState(env, p, { a: row.id, h: hash }, ttlSeconds, extra);
     const result = inputRequired({
@@ -98,7 +110,16 @@ export async function approvalGate(ctx: ToolContext, extra: ToolExtra, g: GateIn
 
   const ttlMs = g.policy.approvals.ttlSeconds * 1000;
   const { row } = await openApproval(env.DB, {
-    team: p.team, subject: p.subject, tokenId: p.tokenId, tool: g.request.tool, hash, summary, ruleReason: askReason, channel: 'admin', ttlMs, now,
+    team: p.team,
+    subject: p.subject,
+    tokenId: p.tokenId,
+    tool: g.request.tool,
+    hash,
+    summary,
+    ruleReason: askReason,
+    channel: 'admin',
+    ttlMs,
+    now,
   });
   const approveWith = `gatehouse approvals approve ${row.id}`;
   const idField = g.request.tool === 'runtime_execute' ? 'approvalId' : 'approval_id';
@@ -117,31 +138,62 @@ export async function approvalGate(ctx: ToolContext, extra: ToolExtra, g: GateIn
   };
 }
 
-async function answerFromPrompt(
-  ctx: ToolContext, extra: ToolExtra, g: GateInput, state: VerifiedPromptState, hash: string, now: number,
-): Promise<GateResult> {
+async function answerFromPrompt(ctx: ToolContext, extra: ToolExtra, g: GateInput, state: VerifiedPromptState, hash: string, now: number): Promise<GateResult> {
   const { env, principal: p } = ctx;
   if ('expired' in state) {
     return {
       kind: 'refused',
-      refusal: { code: 'approval_expired', message: `Denied: the approval prompt expired before it was answered (approvals.promptTtlSeconds = ${g.policy.approvals.promptTtlSeconds}); call again to be asked again` },
+      refusal: {
+        code: 'approval_expired',
+        message: `Denied: the approval prompt expired before it was answered (approvals.promptTtlSeconds = ${g.policy.approvals.promptTtlSeconds}); call again to be asked again`,
+      },
     };
   }
   if (state.h !== hash) {
-    return { kind: 'refused', refusal: { code: 'approval_mismatch', approvalId: state.a, message: 'Denied: the approval prompt answered here was shown for a different request; call again to be asked about this one' } };
+    return {
+      kind: 'refused',
+      refusal: {
+        code: 'approval_mismatch',
+        approvalId: state.a,
+        message: 'Denied: the approval prompt answered here was shown for a different request; call again to be asked about this one',
+      },
+    };
   }
   const view = inputResponse(extra.mcpReq.inputResponses, PROMPT_KEY);
   const approve = view.kind === 'elicit' && view.action === 'accept' && view.content?.approve === true;
-  const how = view.kind === 'elicit' ? (view.action === 'accept' ? (approve ? 'approved' : 'answered no') : view.action === 'decline' ? 'declined' : 'cancelled') : 'gave no answer';
+  const how =
+    view.kind === 'elicit'
+      ? view.action === 'accept'
+        ? approve
+          ? 'approved'
+          : 'answered no'
+        : view.action === 'decline'
+          ? 'declined'
+          : 'cancelled'
+      : 'gave no answer';
   const by = `${p.subject} (the MCP client's approval prompt)`;
   const r = await answerPrompt(env.DB, { team: p.team, subject: p.subject, id: state.a, hash, approve, by, jobId: g.jobId, now });
   if (!r.ok) return { kind: 'refused', refusal: { ...r.refusal, approvalId: state.a } };
   await writeAudit(env.DB, {
-    team: p.team, subject: p.subject, tokenId: p.tokenId, tool: 'approval.elicitation', command: { approval_id: state.a, answer: how },
-    decision: approve ? 'allowed' : 'denied', reason: `${by} ${how}: ${r.row.summary}`, approvalId: state.a, ...(approve ? { jobId: g.jobId } : {}),
+    team: p.team,
+    subject: p.subject,
+    tokenId: p.tokenId,
+    tool: 'approval.elicitation',
+    command: { approval_id: state.a, answer: how },
+    decision: approve ? 'allowed' : 'denied',
+    reason: `${by} ${how}: ${r.row.summary}`,
+    approvalId: state.a,
+    ...(approve ? { jobId: g.jobId } : {}),
   });
   if (!approve) {
-    return { kind: 'refused', refusal: { code: 'approval_denied', approvalId: state.a, message: `Denied: the person asked to approve this run ${how} (approval ${state.a}); nothing ran` } };
+    return {
+      kind: 'refused',
+      refusal: {
+        code: 'approval_denied',
+        approvalId: state.a,
+        message: `Denied: the person asked to approve this run ${how} (approval ${state.a}); nothing ran`,
+      },
+    };
   }
   return { kind: 'proceed', approvalId: state.a, note: `approved by ${by} at ${iso(now)} (approval ${state.a})` };
 }
@@ -149,7 +201,9 @@ async function answerFromPrompt(
 /** A 2026-era request whose client declared form elicitation, on a gateway that can sign prompt state. */
 function canPrompt(ctx: ToolContext, extra: ToolExtra): boolean {
   if (ctx.era !== 'modern' || !stateSecret(ctx.env)) return false;
-  const caps = (extra.mcpReq.envelope as Record<string, unknown> | undefined)?.[CLIENT_CAPABILITIES_META_KEY] as { elicitation?: Record<string, unknown> } | undefined;
+  const caps = (extra.mcpReq.envelope as Record<string, unknown> | undefined)?.[CLIENT_CAPABILITIES_META_KEY] as
+    | { elicitation?: Record<string, unknown> }
+    | undefined;
   const e = caps?.elicitation;
   if (!e || typeof e !== 'object') return false;
   // `{}` declares form mode only; otherwise form must be listed.

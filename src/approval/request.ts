@@ -21,7 +21,9 @@ export interface ApprovableRequest {
 function canonical(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
   if (v && typeof v === 'object') {
-    const entries = Object.entries(v).filter(([, x]) => x !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    const entries = Object.entries(v)
+      .filter(([, x]) => x !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     return `{${entries.map(([k, x]) => `${JSON.stringify(k)}:${canonical(x)}`).join(',')}}`;
   }
   return JSON.stringify(v ?? null);
@@ -37,9 +39,10 @@ const MAX_SUMMARY = 2000;
 
 /** One line for the approver: what runs, where, with which environment names (values redacted). */
 export function requestSummary(r: ApprovableRequest): string {
-  const what = r.mode === 'shell'
-    ? `sh -c ${JSON.stringify(redactString(r.command))}`
-    : (redact([r.command, ...r.args]) as string[]).map((a) => (/^[A-Za-z0-9_./:=@%+-]+$/.test(a) ? a : JSON.stringify(a))).join(' ');
+  const what =
+    r.mode === 'shell'
+      ? `sh -c ${JSON.stringify(redactString(r.command))}`
+      : (redact([r.command, ...r.args]) as string[]).map((a) => (/^[A-Za-z0-9_./:=@%+-]+$/.test(a) ? a : JSON.stringify(a))).join(' ');
   const parts = [`${r.tool}${r.runtime ? ` (${r.runtime})` : ''}: ${what}`];
   if (r.code !== undefined) parts.push(`code: ${JSON.stringify(redactString(r.code.length > 400 ? `${r.code.slice(0, 400)}…` : r.code))}`);
   if (r.cwd) parts.push(`cwd: ${r.cwd}`);

@@ -28,7 +28,10 @@ export interface ApprovalRow {
 
 export function newApprovalId(): string {
   const b = crypto.getRandomValues(new Uint8Array(16));
-  return `ap_${btoa(String.fromCharCode(...b)).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '')}`;
+  return `ap_${btoa(String.fromCharCode(...b))
+    .replace(/\+/g, '-')
+    .replace(/\//g, '_')
+    .replace(/=+$/, '')}`;
 }
 
 /** A row's status as of `now`: a pending or approved row past its expiry is expired. */
@@ -66,9 +69,23 @@ export async function openApproval(db: D1Database, o: OpenApproval): Promise<{ r
     if (existing) return { row: existing, reused: true };
   }
   const row: ApprovalRow = {
-    id: newApprovalId(), team: o.team, subject: o.subject, token_id: o.tokenId, tool: o.tool, request_hash: o.hash,
-    summary: o.summary, rule_reason: o.ruleReason, channel: o.channel, status: 'pending', created_at: o.now, expires_at: o.now + o.ttlMs,
-    decided_by: null, decided_at: null, decision_note: null, used_at: null, job_id: null,
+    id: newApprovalId(),
+    team: o.team,
+    subject: o.subject,
+    token_id: o.tokenId,
+    tool: o.tool,
+    request_hash: o.hash,
+    summary: o.summary,
+    rule_reason: o.ruleReason,
+    channel: o.channel,
+    status: 'pending',
+    created_at: o.now,
+    expires_at: o.now + o.ttlMs,
+    decided_by: null,
+    decided_at: null,
+    decision_note: null,
+    used_at: null,
+    job_id: null,
   };
   await db
     .prepare(
@@ -98,12 +115,22 @@ export async function listApprovals(db: D1Database, team: string, f: { status?: 
     params.push(f.status);
   }
   params.push(f.limit);
-  const r = await db.prepare(`SELECT * FROM approvals WHERE ${where.join(' AND ')} ORDER BY created_at DESC LIMIT ?`).bind(...params).all<ApprovalRow>();
+  const r = await db
+    .prepare(`SELECT * FROM approvals WHERE ${where.join(' AND ')} ORDER BY created_at DESC LIMIT ?`)
+    .bind(...params)
+    .all<ApprovalRow>();
   return r.results;
 }
 
 export type Refusal = { code: ApprovalRefusalCode; message: string };
-export type ApprovalRefusalCode = 'approval_not_found' | 'approval_pending' | 'approval_denied' | 'approval_used' | 'approval_expired' | 'approval_mismatch' | 'approval_wrong_channel';
+export type ApprovalRefusalCode =
+  | 'approval_not_found'
+  | 'approval_pending'
+  | 'approval_denied'
+  | 'approval_used'
+  | 'approval_expired'
+  | 'approval_mismatch'
+  | 'approval_wrong_channel';
 
 /**
  * An admin's decision on a pending approval. Approving starts the time the caller has to use it
@@ -111,7 +138,10 @@ export type ApprovalRefusalCode = 'approval_not_found' | 'approval_pending' | 'a
  * that user's to answer.
  */
 export async function decideApproval(
-  db: D1Database, team: string, id: string, d: { approve: boolean; by: string; note?: string; ttlMs: number; now: number },
+  db: D1Database,
+  team: string,
+  id: string,
+  d: { approve: boolean; by: string; note?: string; ttlMs: number; now: number },
 ): Promise<{ ok: true; row: ApprovalRow } | { ok: false; refusal: Refusal }> {
   const r = await db
     .prepare(
@@ -124,7 +154,13 @@ export async function decideApproval(
   if (r.meta.changes === 1 && row) return { ok: true, row };
   if (!row) return { ok: false, refusal: { code: 'approval_not_found', message: `approval "${id}" not found in this team` } };
   if (row.channel !== 'admin') {
-    return { ok: false, refusal: { code: 'approval_wrong_channel', message: `approval "${id}" was asked of the MCP client's user through its approval prompt; an admin cannot decide it` } };
+    return {
+      ok: false,
+      refusal: {
+        code: 'approval_wrong_channel',
+        message: `approval "${id}" was asked of the MCP client's user through its approval prompt; an admin cannot decide it`,
+      },
+    };
   }
   return { ok: false, refusal: alreadyDecided(row, d.now) };
 }
@@ -135,7 +171,8 @@ export async function decideApproval(
  * is "not found" (its existence is not theirs to learn).
  */
 export async function consumeApproval(
-  db: D1Database, c: { team: string; subject: string; id: string; hash: string; jobId: string; now: number },
+  db: D1Database,
+  c: { team: string; subject: string; id: string; hash: string; jobId: string; now: number },
 ): Promise<{ ok: true; row: ApprovalRow } | { ok: false; refusal: Refusal }> {
   const r = await db
     .prepare(
@@ -147,15 +184,25 @@ export async function consumeApproval(
   const row = await getApproval(db, c.team, c.id);
   if (r.meta.changes === 1 && row) return { ok: true, row };
   if (!row || row.subject !== c.subject) {
-    return { ok: false, refusal: { code: 'approval_not_found', message: `approval "${c.id}" not found for this caller; an approval can be used only by the subject that asked for it` } };
+    return {
+      ok: false,
+      refusal: {
+        code: 'approval_not_found',
+        message: `approval "${c.id}" not found for this caller; an approval can be used only by the subject that asked for it`,
+      },
+    };
   }
   if (row.request_hash !== c.hash) {
     return {
       ok: false,
-      refusal: { code: 'approval_mismatch', message: `approval "${c.id}" was granted for a different request (${row.summary}); retry exactly that call, or call without approval_id to ask for this one` },
+      refusal: {
+        code: 'approval_mismatch',
+        message: `approval "${c.id}" was granted for a different request (${row.summary}); retry exactly that call, or call without approval_id to ask for this one`,
+      },
     };
   }
-  if (row.channel !== 'admin') return { ok: false, refusal: { code: 'approval_wrong_channel', message: `approval "${c.id}" belongs to an approval prompt, not to an admin approval` } };
+  if (row.channel !== 'admin')
+    return { ok: false, refusal: { code: 'approval_wrong_channel', message: `approval "${c.id}" belongs to an approval prompt, not to an admin approval` } };
   return { ok: false, refusal: alreadyDecided(row, c.now) };
 }
 
@@ -164,7 +211,8 @@ export async function consumeApproval(
  * A prompt answered twice — the same request state replayed — changes nothing the second time.
  */
 export async function answerPrompt(
-  db: D1Database, c: { team: string; subject: string; id: string; hash: string; approve: boolean; by: string; jobId: string; now: number },
+  db: D1Database,
+  c: { team: string; subject: string; id: string; hash: string; approve: boolean; by: string; jobId: string; now: number },
 ): Promise<{ ok: true; row: ApprovalRow } | { ok: false; refusal: Refusal }> {
   const r = await db
     .prepare(
@@ -179,21 +227,46 @@ export async function answerPrompt(
     return { ok: false, refusal: { code: 'approval_not_found', message: 'the approval prompt this answer belongs to was not found for this request' } };
   }
   const s = statusAt(row, c.now);
-  if (s === 'expired') return { ok: false, refusal: { code: 'approval_expired', message: `the approval prompt expired at ${iso(row.expires_at)} before it was answered; call again to be asked again` } };
-  return { ok: false, refusal: { code: 'approval_used', message: `this approval prompt was already answered (${row.status}); an answer counts once — call again to be asked again` } };
+  if (s === 'expired')
+    return {
+      ok: false,
+      refusal: {
+        code: 'approval_expired',
+        message: `the approval prompt expired at ${iso(row.expires_at)} before it was answered; call again to be asked again`,
+      },
+    };
+  return {
+    ok: false,
+    refusal: {
+      code: 'approval_used',
+      message: `this approval prompt was already answered (${row.status}); an answer counts once — call again to be asked again`,
+    },
+  };
 }
 
 function alreadyDecided(row: ApprovalRow, now: number): Refusal {
   const s = statusAt(row, now);
   switch (s) {
     case 'pending':
-      return { code: 'approval_pending', message: `approval "${row.id}" is still pending: a team admin has not approved it yet (gatehouse approvals approve ${row.id})` };
+      return {
+        code: 'approval_pending',
+        message: `approval "${row.id}" is still pending: a team admin has not approved it yet (gatehouse approvals approve ${row.id})`,
+      };
     case 'denied':
-      return { code: 'approval_denied', message: `approval "${row.id}" was denied by ${row.decided_by ?? 'an admin'} at ${iso(row.decided_at ?? row.created_at)}${row.decision_note ? `: ${row.decision_note}` : ''}` };
+      return {
+        code: 'approval_denied',
+        message: `approval "${row.id}" was denied by ${row.decided_by ?? 'an admin'} at ${iso(row.decided_at ?? row.created_at)}${row.decision_note ? `: ${row.decision_note}` : ''}`,
+      };
     case 'used':
-      return { code: 'approval_used', message: `approval "${row.id}" was already used (job ${row.job_id ?? '?'} at ${iso(row.used_at ?? now)}); an approval runs one call once — call again without approval_id to ask for a new one` };
+      return {
+        code: 'approval_used',
+        message: `approval "${row.id}" was already used (job ${row.job_id ?? '?'} at ${iso(row.used_at ?? now)}); an approval runs one call once — call again without approval_id to ask for a new one`,
+      };
     case 'expired':
-      return { code: 'approval_expired', message: `approval "${row.id}" expired at ${iso(row.expires_at)}; call again without approval_id to ask for a new one` };
+      return {
+        code: 'approval_expired',
+        message: `approval "${row.id}" expired at ${iso(row.expires_at)}; call again without approval_id to ask for a new one`,
+      };
     case 'approved':
       return { code: 'approval_pending', message: `approval "${row.id}" is approved already` };
   }
@@ -203,9 +276,19 @@ export const iso = (ms: number): string => new Date(ms).toISOString();
 
 export function approvalView(row: ApprovalRow, now: number): ApprovalView {
   return {
-    id: row.id, status: statusAt(row, now), channel: row.channel, subject: row.subject, tool: row.tool, summary: row.summary,
-    reason: row.rule_reason, created_at: iso(row.created_at), expires_at: iso(row.expires_at), decided_by: row.decided_by,
-    decided_at: row.decided_at === null ? null : iso(row.decided_at), note: row.decision_note,
-    used_at: row.used_at === null ? null : iso(row.used_at), job_id: row.job_id,
+    id: row.id,
+    status: statusAt(row, now),
+    channel: row.channel,
+    subject: row.subject,
+    tool: row.tool,
+    summary: row.summary,
+    reason: row.rule_reason,
+    created_at: iso(row.created_at),
+    expires_at: iso(row.expires_at),
+    decided_by: row.decided_by,
+    decided_at: row.decided_at === null ? null : iso(row.decided_at),
+    note: row.decision_note,
+    used_at: row.used_at === null ? null : iso(row.used_at),
+    job_id: row.job_id,
   };
 }

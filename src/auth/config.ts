@@ -43,11 +43,18 @@ export const DEFAULT_EXTERNAL_TYPES = ['at+jwt'];
 /** Matches the admin API's longest token (1 year). */
 export const DEFAULT_MAX_TOKEN_LIFETIME_S = 365 * 24 * 3600;
 
-export const normaliseTyp = (t: string) => t.trim().toLowerCase().replace(/^application\//, '');
+export const normaliseTyp = (t: string) =>
+  t
+    .trim()
+    .toLowerCase()
+    .replace(/^application\//, '');
 
 function parseTrust(name: string, teamsVar: string | undefined, scopesVar: string | undefined, types: string[] | null): IssuerTrust | string {
   if (blank(teamsVar)) return `${name}_TEAMS must list the teams this issuer may speak for (comma-separated, or * for any team)`;
-  const list = teamsVar.split(',').map((t) => t.trim()).filter(Boolean);
+  const list = teamsVar
+    .split(',')
+    .map((t) => t.trim())
+    .filter(Boolean);
   const teams = list.includes('*') ? '*' : list;
   const scopes = blank(scopesVar) ? DEFAULT_OUTSIDE_SCOPES : scopesVar.split(/[\s,]+/).filter(Boolean);
   const unknown = scopes.filter((sc) => !(SCOPES as readonly string[]).includes(sc));
@@ -63,10 +70,21 @@ let cached: { key: string; result: Promise<ConfigResult> } | null = null;
 
 /** The trust configuration for this Env (cached while the relevant env values stay the same). */
 export function trustConfig(env: Env): Promise<ConfigResult> {
-  const key = JSON.stringify([
-    env.GATEHOUSE_SIGNING_KEY, env.GATEHOUSE_HS_SECRET, env.EXTERNAL_JWKS_URL, env.EXTERNAL_ISSUER, env.EXTERNAL_AUDIENCE, env.EXTERNAL_TEAMS,
-    env.EXTERNAL_SCOPES, env.EXTERNAL_TOKEN_TYPES, env.HS_TEAMS, env.HS_SCOPES, env.MAX_TOKEN_LIFETIME_SECONDS,
-  ].map((v) => v ?? ''));
+  const key = JSON.stringify(
+    [
+      env.GATEHOUSE_SIGNING_KEY,
+      env.GATEHOUSE_HS_SECRET,
+      env.EXTERNAL_JWKS_URL,
+      env.EXTERNAL_ISSUER,
+      env.EXTERNAL_AUDIENCE,
+      env.EXTERNAL_TEAMS,
+      env.EXTERNAL_SCOPES,
+      env.EXTERNAL_TOKEN_TYPES,
+      env.HS_TEAMS,
+      env.HS_SCOPES,
+      env.MAX_TOKEN_LIFETIME_SECONDS,
+    ].map((v) => v ?? ''),
+  );
   if (cached?.key !== key) cached = { key, result: build(env) };
   return cached.result;
 }
@@ -79,7 +97,10 @@ async function build(env: Env): Promise<ConfigResult> {
     try {
       jwk = JSON.parse(env.GATEHOUSE_SIGNING_KEY);
     } catch {
-      return { ok: false, message: 'GATEHOUSE_SIGNING_KEY is not valid JSON: it must be a private ES256 JWK (generate one with generateSigningKey in src/auth/mint.ts)' };
+      return {
+        ok: false,
+        message: 'GATEHOUSE_SIGNING_KEY is not valid JSON: it must be a private ES256 JWK (generate one with generateSigningKey in src/auth/mint.ts)',
+      };
     }
     if (!jwk || typeof jwk !== 'object' || jwk.kty !== 'EC' || jwk.crv !== 'P-256' || typeof jwk.d !== 'string') {
       return { ok: false, message: 'GATEHOUSE_SIGNING_KEY must be a private EC P-256 JWK (kty "EC", crv "P-256", with "d") for ES256' };
@@ -97,7 +118,10 @@ async function build(env: Env): Promise<ConfigResult> {
   if (!blank(env.GATEHOUSE_HS_SECRET)) {
     hsKey = new TextEncoder().encode(env.GATEHOUSE_HS_SECRET);
     if (hsKey.byteLength < HS_MIN_BYTES) {
-      return { ok: false, message: `GATEHOUSE_HS_SECRET is ${hsKey.byteLength} bytes; HS256 needs at least ${HS_MIN_BYTES} bytes. Set a longer secret or unset it` };
+      return {
+        ok: false,
+        message: `GATEHOUSE_HS_SECRET is ${hsKey.byteLength} bytes; HS256 needs at least ${HS_MIN_BYTES} bytes. Set a longer secret or unset it`,
+      };
     }
     const t = parseTrust('HS', env.HS_TEAMS, env.HS_SCOPES, null);
     if (typeof t === 'string') return { ok: false, message: `GATEHOUSE_HS_SECRET is set, but ${t}` };

@@ -31,7 +31,11 @@ export function configuredHosts(env: Env): string[] {
     const h = hostOf(u);
     if (h) out.add(h);
   }
-  for (const h of (env.ALLOWED_HOSTS ?? '').split(',').map((s) => s.trim().toLowerCase()).filter(Boolean)) out.add(h);
+  for (const h of (env.ALLOWED_HOSTS ?? '')
+    .split(',')
+    .map((s) => s.trim().toLowerCase())
+    .filter(Boolean))
+    out.add(h);
   return [...out];
 }
 

@@ -13,7 +13,16 @@ import { productionConfigProblem, trustConfig } from './config.ts';
 import { authErrorResponse } from './respond.ts';
 import { authenticate, type ScopeRequirement } from './verify.ts';
 
-export { authenticate, checkScopes, extractBearer, MAX_AUTH_HEADER_BYTES, TEAM_RE, type AuthFailure, type AuthResult, type ScopeRequirement } from './verify.ts';
+export {
+  authenticate,
+  checkScopes,
+  extractBearer,
+  MAX_AUTH_HEADER_BYTES,
+  TEAM_RE,
+  type AuthFailure,
+  type AuthResult,
+  type ScopeRequirement,
+} from './verify.ts';
 export { authErrorResponse } from './respond.ts';
 export { canonicalMcpUrl, gatehouseIssuer, publicOrigin, resourceMetadataUrl } from './config.ts';
 export { hostCheck } from './host.ts';

@@ -12,10 +12,7 @@ export function authErrorResponse(req: Request, env: Env, f: AuthFailure): Respo
   if (f.status === 403 && f.code === 'insufficient_scope') {
     headers.set('WWW-Authenticate', `Bearer error="insufficient_scope", scope=${q(f.scope ?? '')}, error_description=${q(f.message)}, ${meta}`);
   } else if (f.status === 401 || f.status === 431) {
-    headers.set(
-      'WWW-Authenticate',
-      f.tokenPresented ? `Bearer error="invalid_token", error_description=${q(f.message)}, ${meta}` : `Bearer ${meta}`,
-    );
+    headers.set('WWW-Authenticate', f.tokenPresented ? `Bearer error="invalid_token", error_description=${q(f.message)}, ${meta}` : `Bearer ${meta}`);
   } else if (f.status === 400 && f.code === 'invalid_argument') {
     headers.set('WWW-Authenticate', `Bearer error="invalid_request", error_description=${q(f.message)}, ${meta}`);
   }

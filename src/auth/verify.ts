@@ -39,7 +39,8 @@ export interface ScopeRequirement {
 export type AuthResult = { ok: true; value: Principal } | { ok: false; error: AuthFailure };
 
 const fail = (status: AuthFailure['status'], code: AuthFailure['code'], message: string, tokenPresented = true): AuthResult => ({
-  ok: false, error: { status, code, message, tokenPresented },
+  ok: false,
+  error: { status, code, message, tokenPresented },
 });
 const invalid = (message: string): AuthResult => fail(401, 'unauthenticated', message);
 
@@ -53,7 +54,9 @@ export function extractBearer(req: Request): { ok: true; value: string | null } 
     return {
       ok: false,
       error: {
-        status: 400, code: 'invalid_argument', tokenPresented: false,
+        status: 400,
+        code: 'invalid_argument',
+        tokenPresented: false,
         message: `tokens in the query string ("${inQuery}=") are not accepted (they leak into logs); send "Authorization: Bearer <token>"`,
       },
     };
@@ -64,7 +67,12 @@ export function extractBearer(req: Request): { ok: true; value: string | null } 
   if (size > MAX_AUTH_HEADER_BYTES) {
     return {
       ok: false,
-      error: { status: 431, code: 'unauthenticated', tokenPresented: true, message: `Authorization header is ${size} bytes; the limit is ${MAX_AUTH_HEADER_BYTES}` },
+      error: {
+        status: 431,
+        code: 'unauthenticated',
+        tokenPresented: true,
+        message: `Authorization header is ${size} bytes; the limit is ${MAX_AUTH_HEADER_BYTES}`,
+      },
     };
   }
   const m = /^Bearer[ ]+([A-Za-z0-9\-._~+/]+=*)\s*$/i.exec(header);
@@ -137,7 +145,10 @@ export function checkScopes(p: Principal, o: ScopeRequirement): AuthResult {
     return {
       ok: false,
       error: {
-        status: 403, code: 'insufficient_scope', tokenPresented: true, scope: (o.scopes ?? []).join(' '),
+        status: 403,
+        code: 'insufficient_scope',
+        tokenPresented: true,
+        scope: (o.scopes ?? []).join(' '),
         message: `this token lacks the required scope ${missing.map((s) => `"${s}"`).join(', ')} (token scopes: ${p.scopes.join(' ') || 'none'})`,
       },
     };
@@ -146,7 +157,10 @@ export function checkScopes(p: Principal, o: ScopeRequirement): AuthResult {
     return {
       ok: false,
       error: {
-        status: 403, code: 'insufficient_scope', tokenPresented: true, scope: o.anyScope.join(' '),
+        status: 403,
+        code: 'insufficient_scope',
+        tokenPresented: true,
+        scope: o.anyScope.join(' '),
         message: `this token needs one of the scopes ${o.anyScope.map((s) => `"${s}"`).join(', ')} (token scopes: ${p.scopes.join(' ') || 'none'})`,
       },
     };
@@ -187,8 +201,13 @@ export async function verifyToken(token: string, req: Request, env: Env, cfg: Tr
   let v: Verifier;
   if (cfg.external && iss === cfg.external.issuer) {
     v = {
-      issuer: cfg.external.issuer, audience: cfg.external.audience ?? audience, algorithms: EXTERNAL_ALGS, key: cfg.external.keys, label: 'external issuer',
-      trust: cfg.external.trust, trustVars: { teams: 'EXTERNAL_TEAMS', scopes: 'EXTERNAL_SCOPES', types: 'EXTERNAL_TOKEN_TYPES' },
+      issuer: cfg.external.issuer,
+      audience: cfg.external.audience ?? audience,
+      algorithms: EXTERNAL_ALGS,
+      key: cfg.external.keys,
+      label: 'external issuer',
+      trust: cfg.external.trust,
+      trustVars: { teams: 'EXTERNAL_TEAMS', scopes: 'EXTERNAL_SCOPES', types: 'EXTERNAL_TOKEN_TYPES' },
     };
   } else {
     if (iss !== issuer) {
@@ -200,16 +219,28 @@ export async function verifyToken(token: string, req: Request, env: Env, cfg: Tr
       const why = alg === 'HS256' ? ' (no GATEHOUSE_HS_SECRET is configured)' : alg === 'ES256' ? ' (no GATEHOUSE_SIGNING_KEY is configured)' : '';
       return invalid(`signing algorithm "${alg}" is not accepted${why}; accepted: ${algs.join(', ') || 'none'}`);
     }
-    v = alg === 'HS256'
-      ? { issuer, audience, algorithms: [alg], key: cfg.hsKey!, label: 'HS256 secret', trust: cfg.hsTrust, trustVars: { teams: 'HS_TEAMS', scopes: 'HS_SCOPES' } }
-      : { issuer, audience, algorithms: [alg], key: cfg.localKeys!, label: 'Gatehouse', trust: null };
+    v =
+      alg === 'HS256'
+        ? {
+            issuer,
+            audience,
+            algorithms: [alg],
+            key: cfg.hsKey!,
+            label: 'HS256 secret',
+            trust: cfg.hsTrust,
+            trustVars: { teams: 'HS_TEAMS', scopes: 'HS_SCOPES' },
+          }
+        : { issuer, audience, algorithms: [alg], key: cfg.localKeys!, label: 'Gatehouse', trust: null };
   }
 
   let payload: JWTPayload;
   let typ: string | undefined;
   try {
     const opts = {
-      issuer: v.issuer, audience: v.audience, algorithms: v.algorithms, clockTolerance: CLOCK_TOLERANCE_S,
+      issuer: v.issuer,
+      audience: v.audience,
+      algorithms: v.algorithms,
+      clockTolerance: CLOCK_TOLERANCE_S,
       requiredClaims: ['exp', 'iat', 'sub', 'jti'],
     };
     const r = v.key instanceof Uint8Array ? await jwtVerify(token, v.key, opts) : await jwtVerify(token, v.key, opts);
@@ -225,7 +256,9 @@ export async function verifyToken(token: string, req: Request, env: Env, cfg: Tr
   const life = lifetimeProblem(payload, cfg.maxLifetimeS);
   if (life) return invalid(life);
   if (v.trust?.types && !v.trust.types.includes(normaliseTyp(typ ?? ''))) {
-    return invalid(`token type ${typ === undefined ? '(no "typ" header)' : `"${typ}"`} is not accepted from the ${v.label}: send an access token (typ ${v.trust.types.map((t) => `"${t}"`).join(' or ')}; ${v.trustVars?.types} configures this), not an ID token`);
+    return invalid(
+      `token type ${typ === undefined ? '(no "typ" header)' : `"${typ}"`} is not accepted from the ${v.label}: send an access token (typ ${v.trust.types.map((t) => `"${t}"`).join(' or ')}; ${v.trustVars?.types} configures this), not an ID token`,
+    );
   }
   const p = principalFrom(payload, v.issuer);
   if (!p.ok || !v.trust) return p;
@@ -252,7 +285,9 @@ function trusted(p: Principal, v: Verifier): AuthResult {
   }
   const extra = p.scopes.filter((sc) => !t.scopes.includes(sc));
   if (extra.length) {
-    return invalid(`the ${v.label} may not grant scope ${extra.map((x) => `"${x}"`).join(', ')} (allowed: ${t.scopes.join(' ')}; ${v.trustVars?.scopes} configures this)`);
+    return invalid(
+      `the ${v.label} may not grant scope ${extra.map((x) => `"${x}"`).join(', ')} (allowed: ${t.scopes.join(' ')}; ${v.trustVars?.scopes} configures this)`,
+    );
   }
   return { ok: true, value: p };
 }
@@ -297,7 +332,10 @@ function principalFrom(payload: JWTPayload, issuer: string): AuthResult {
   if (typeof payload.scope === 'string') for (const s of payload.scope.split(/\s+/).filter(Boolean)) scopes.add(s);
   else if (payload.scope !== undefined) return invalid('invalid "scope" claim: must be a space-separated string');
   const scp = payload.scp;
-  if (Array.isArray(scp)) for (const s of scp) { if (typeof s === 'string') scopes.add(s); }
+  if (Array.isArray(scp))
+    for (const s of scp) {
+      if (typeof s === 'string') scopes.add(s);
+    }
   else if (typeof scp === 'string') for (const s of scp.split(/\s+/).filter(Boolean)) scopes.add(s);
   // A malformed agent grant refuses the token: it must never read as "claims: whatever the agent says".
   const grant = payload[AGENT_GRANT_CLAIM] === undefined ? null : AgentGrant.safeParse(payload[AGENT_GRANT_CLAIM]);

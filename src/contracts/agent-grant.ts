@@ -61,13 +61,14 @@ const quoted = (s: string) => JSON.stringify(s.length > 40 ? `${s.slice(0, 40)}â
  * The claims of a `hello` checked against its token's grant: null when every claim is granted
  * (always, for a token without a grant). Pure: the caller closes the socket and audits.
  */
-export function checkAgentClaims(
-  grant: AgentGrant | null,
-  hello: { agentId: string; sandbox: SandboxKind; labels: readonly string[] },
-): ClaimRefusal | null {
+export function checkAgentClaims(grant: AgentGrant | null, hello: { agentId: string; sandbox: SandboxKind; labels: readonly string[] }): ClaimRefusal | null {
   if (!grant) return null;
   if (grant.agentId !== undefined && hello.agentId !== grant.agentId) {
-    return { code: 'forbidden', claim: 'agentId', message: `agent id ${quoted(hello.agentId)} not granted: this token is for agent id "${grant.agentId}" (--id)` };
+    return {
+      code: 'forbidden',
+      claim: 'agentId',
+      message: `agent id ${quoted(hello.agentId)} not granted: this token is for agent id "${grant.agentId}" (--id)`,
+    };
   }
   if (!grant.sandboxes.includes(hello.sandbox)) {
     return { code: 'forbidden', claim: 'sandbox', message: `sandbox "${hello.sandbox}" not granted to this token (granted: ${grant.sandboxes.join(', ')})` };

@@ -182,7 +182,11 @@ export const JobExitPart = z.object({
   type: z.literal('job.exit.part'),
   jobId: z.string(),
   stream: StreamName,
-  seq: z.number().int().min(0).max(EXIT_PARTS_MAX - 1),
+  seq: z
+    .number()
+    .int()
+    .min(0)
+    .max(EXIT_PARTS_MAX - 1),
   data: z.string(),
 });
 /**

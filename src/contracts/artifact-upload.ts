@@ -16,14 +16,16 @@ import { R2_MULTIPART_MAX_PARTS, R2_MULTIPART_MAX_PART_BYTES, R2_MULTIPART_MIN_P
 
 export const MULTIPART_SEGMENT = 'multipart';
 
-export const MultipartStart = z.object({
-  /** The stream's whole size (the spool file). */
-  bytes: z.number().int().min(1),
-  /** Size of every part but the last (the last holds the rest). */
-  partBytes: z.number().int().min(R2_MULTIPART_MIN_PART_BYTES).max(Math.min(R2_MULTIPART_MAX_PART_BYTES, REQUEST_BODY_MAX_BYTES)),
-  lines: z.number().int().min(0),
-  truncated: z.boolean(),
-}).strict();
+export const MultipartStart = z
+  .object({
+    /** The stream's whole size (the spool file). */
+    bytes: z.number().int().min(1),
+    /** Size of every part but the last (the last holds the rest). */
+    partBytes: z.number().int().min(R2_MULTIPART_MIN_PART_BYTES).max(Math.min(R2_MULTIPART_MAX_PART_BYTES, REQUEST_BODY_MAX_BYTES)),
+    lines: z.number().int().min(0),
+    truncated: z.boolean(),
+  })
+  .strict();
 export type MultipartStart = z.infer<typeof MultipartStart>;
 
 export const MultipartState = z.object({
@@ -52,7 +54,8 @@ export function partRange(bytes: number, partBytes: number, n: number): { start:
  */
 export function multipartProblem(bytes: number, partBytes: number): string | null {
   const n = partCount(bytes, partBytes);
-  if (n > R2_MULTIPART_MAX_PARTS) return `an artifact of ${bytes} bytes in parts of ${partBytes} bytes takes ${n} parts; R2 allows at most ${R2_MULTIPART_MAX_PARTS}: use larger parts`;
+  if (n > R2_MULTIPART_MAX_PARTS)
+    return `an artifact of ${bytes} bytes in parts of ${partBytes} bytes takes ${n} parts; R2 allows at most ${R2_MULTIPART_MAX_PARTS}: use larger parts`;
   if (n < 2) return `an artifact of ${bytes} bytes fits one part of ${partBytes} bytes: upload it with one PUT`;
   return null;
 }

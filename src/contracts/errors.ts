@@ -100,7 +100,5 @@ export function toErrorShape(e: unknown): GatehouseErrorShape {
 
 /** Formats zod issues as "path: message; path: message" so users see what failed where. */
 export function describeIssues(issues: ReadonlyArray<{ path: PropertyKey[]; message: string }>): string {
-  return issues
-    .map((i) => `${i.path.length ? i.path.map(String).join('.') : '(root)'}: ${i.message}`)
-    .join('; ');
+  return issues.map((i) => `${i.path.length ? i.path.map(String).join('.') : '(root)'}: ${i.message}`).join('; ');
 }

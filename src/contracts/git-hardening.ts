@@ -87,8 +87,7 @@ export const GIT_EMPTIED_KEYS =
 export const GIT_REFUSED_KEYS: readonly string[] = ['core.gitproxy', 'remote.*.uploadpack', 'remote.*.receivepack', 'includeif.*'];
 
 /** Everything the listing run asks git for. */
-export const GIT_LISTED_KEYS =
-  `^(${GIT_EMPTIED_KEYS}|${GIT_REFUSED_KEYS.map((g) => g.replaceAll('.', '\\.').replaceAll('*', '.+')).join('|')})$`;
+export const GIT_LISTED_KEYS = `^(${GIT_EMPTIED_KEYS}|${GIT_REFUSED_KEYS.map((g) => g.replaceAll('.', '\\.').replaceAll('*', '.+')).join('|')})$`;
 
 /** When git could not list the configuration, the job's git is not started (the listing status follows). */
 export const GIT_LISTING_FAILED =
@@ -96,8 +95,10 @@ export const GIT_LISTING_FAILED =
 
 /** The message of a refusal (printed by the launcher, which then exits 126). */
 export function gitRefusedMessage(keyShellVar: string): string {
-  return `gatehouse: git refused: the repository configuration sets ${keyShellVar}, which can make git run a program that ` +
-    'cannot be switched off (git.repositoryPrograms = "disable"); remove it from the repository configuration';
+  return (
+    `gatehouse: git refused: the repository configuration sets ${keyShellVar}, which can make git run a program that ` +
+    'cannot be switched off (git.repositoryPrograms = "disable"); remove it from the repository configuration'
+  );
 }
 /**
  * git's options before the subcommand that choose the repository (`-C dir`, `--git-dir`,

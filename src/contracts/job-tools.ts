@@ -13,7 +13,12 @@ const JobId = z.string().min(1).max(64).describe('The job_id an execute / runtim
 
 export const JobStatusInput = {
   job_id: JobId,
-  wait_ms: z.number().int().min(0).max(JOB_STATUS_MAX_WAIT_MS).optional()
+  wait_ms: z
+    .number()
+    .int()
+    .min(0)
+    .max(JOB_STATUS_MAX_WAIT_MS)
+    .optional()
     .describe(`Wait up to this long (≤ ${JOB_STATUS_MAX_WAIT_MS} ms) for the job to end before answering`),
 };
 export const JobStatusOutput = JobView.shape;

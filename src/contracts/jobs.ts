@@ -28,7 +28,6 @@ export const isSettled = (v: { state: JobState; artifact_state: ArtifactState })
 export const StreamArtifact = z.object({ state: ArtifactState, bytes: z.number().int().min(0) });
 export type StreamArtifact = z.infer<typeof StreamArtifact>;
 
-
 /** Optional placement of a job: a given agent, and/or agents that carry all these labels. */
 export const JobSelector = z.object({
   agent: z.string().min(1).max(128).optional(),

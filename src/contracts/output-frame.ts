@@ -24,7 +24,10 @@ const HEADER_BYTES = 11;
 const STREAMS = ['stdout', 'stderr'] as const;
 
 export const OutputFrameHeader = z.object({
-  jobId: z.string().min(1).refine((s) => new TextEncoder().encode(s).byteLength <= OUTPUT_FRAME_JOB_ID_MAX_BYTES, `job id is at most ${OUTPUT_FRAME_JOB_ID_MAX_BYTES} bytes`),
+  jobId: z
+    .string()
+    .min(1)
+    .refine((s) => new TextEncoder().encode(s).byteLength <= OUTPUT_FRAME_JOB_ID_MAX_BYTES, `job id is at most ${OUTPUT_FRAME_JOB_ID_MAX_BYTES} bytes`),
   stream: StreamName,
   offset: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
 });
@@ -73,7 +76,8 @@ export type ParsedFrame = { ok: true; frame: OutputFrame } | { ok: false; reason
 /** Reads a frame; anything malformed is a reason to log, never an exception. `data` is a view, not a copy. */
 export function decodeOutputFrame(raw: ArrayBuffer | Uint8Array): ParsedFrame {
   const b = raw instanceof Uint8Array ? raw : new Uint8Array(raw);
-  if (b.byteLength < HEADER_BYTES) return { ok: false, reason: `binary frame of ${b.byteLength} bytes is shorter than the ${HEADER_BYTES}-byte output frame header` };
+  if (b.byteLength < HEADER_BYTES)
+    return { ok: false, reason: `binary frame of ${b.byteLength} bytes is shorter than the ${HEADER_BYTES}-byte output frame header` };
   const view = new DataView(b.buffer, b.byteOffset, b.byteLength);
   const version = view.getUint8(0);
   if (version !== OUTPUT_FRAME_VERSION) return { ok: false, reason: `output frame version ${version} is not ${OUTPUT_FRAME_VERSION}` };

@@ -25,7 +25,10 @@ export type ArgumentRule = z.infer<typeof ArgumentRule>;
 export const OpaEvaluator = z.object({
   /** Base URL of an OPA-compatible server: `POST {url}/v1/data/{policyPath}`. */
   url: z.string().url(),
-  policyPath: z.string().regex(/^[A-Za-z0-9_]+(\/[A-Za-z0-9_]+)*$/, 'policyPath is slash-separated rule path like mcp/subprocess').default('mcp/subprocess'),
+  policyPath: z
+    .string()
+    .regex(/^[A-Za-z0-9_]+(\/[A-Za-z0-9_]+)*$/, 'policyPath is slash-separated rule path like mcp/subprocess')
+    .default('mcp/subprocess'),
 });
 
 /**
@@ -71,14 +74,22 @@ export const PolicyRule = z.object({
   /** Shown to the caller and to the approver ("pushes leave the sandbox"). */
   reason: z.string().max(500).optional(),
   /** Only these tools (default: every tool that runs something). */
-  tools: z.array(z.enum(['execute', 'runtime_execute', 'run_script'])).min(1).optional(),
+  tools: z
+    .array(z.enum(['execute', 'runtime_execute', 'run_script']))
+    .min(1)
+    .optional(),
 });
 export type PolicyRule = z.infer<typeof PolicyRule>;
 
 /** How long approvals of `ask` decisions live. */
 export const ApprovalPolicy = z.object({
   /** A pending approval an admin has not decided expires after this; an approval granted expires this long after it was granted. */
-  ttlSeconds: z.number().int().min(1).max(7 * 24 * 3600).default(3600),
+  ttlSeconds: z
+    .number()
+    .int()
+    .min(1)
+    .max(7 * 24 * 3600)
+    .default(3600),
   /** How long a person has to answer an approval prompt shown by an MCP client (elicitation). */
   promptTtlSeconds: z.number().int().min(1).max(3600).default(600),
   /**
@@ -124,8 +135,18 @@ export const PolicyDocument = z.object({
       maxTimeoutMs: z.number().int().min(100).max(3_600_000).default(30_000),
       /** What to do with a requested timeout above the max: clamp it (and say so) or refuse. */
       overMax: z.enum(['clamp', 'deny']).default('deny'),
-      inlineOutputBytes: z.number().int().min(0).max(10 * 1024 * 1024).default(40_000),
-      maxArtifactBytes: z.number().int().min(0).max(1024 * 1024 * 1024).default(100 * 1024 * 1024),
+      inlineOutputBytes: z
+        .number()
+        .int()
+        .min(0)
+        .max(10 * 1024 * 1024)
+        .default(40_000),
+      maxArtifactBytes: z
+        .number()
+        .int()
+        .min(0)
+        .max(1024 * 1024 * 1024)
+        .default(100 * 1024 * 1024),
       maxConcurrentJobs: z.number().int().min(1).max(256).default(2),
       /** How long a call may wait for a free slot before "Concurrency limit reached". */
       queueWaitMs: z.number().int().min(0).max(60_000).default(5_000),
@@ -139,8 +160,14 @@ export const PolicyDocument = z.object({
       diskWriteBytes: ResourceLimits.shape.diskWriteBytes.default(DEFAULT_RESOURCE_LIMITS.diskWriteBytes),
     })
     .default({
-      defaultTimeoutMs: 30_000, maxTimeoutMs: 30_000, overMax: 'deny', inlineOutputBytes: 40_000,
-      maxArtifactBytes: 100 * 1024 * 1024, maxConcurrentJobs: 2, queueWaitMs: 5_000, ...DEFAULT_RESOURCE_LIMITS,
+      defaultTimeoutMs: 30_000,
+      maxTimeoutMs: 30_000,
+      overMax: 'deny',
+      inlineOutputBytes: 40_000,
+      maxArtifactBytes: 100 * 1024 * 1024,
+      maxConcurrentJobs: 2,
+      queueWaitMs: 5_000,
+      ...DEFAULT_RESOURCE_LIMITS,
     }),
   opa: z
     .object({
@@ -153,15 +180,25 @@ export const PolicyDocument = z.object({
    * Isolation floor: agents whose sandbox is weaker never get this team's jobs
    * (gvisor > bwrap > none). `none` admits every agent.
    */
-  sandbox: z.object({
-    minimum: z.enum(['gvisor', 'bwrap', 'none']).default('none'),
-    /** Absent: every job gets a fresh sandbox. Set: gVisor agents may reuse one (src/contracts/sandbox-reuse.ts). */
-    reuse: SandboxReuse.optional(),
-  }).default({ minimum: 'none' }),
+  sandbox: z
+    .object({
+      minimum: z.enum(['gvisor', 'bwrap', 'none']).default('none'),
+      /** Absent: every job gets a fresh sandbox. Set: gVisor agents may reuse one (src/contracts/sandbox-reuse.ts). */
+      reuse: SandboxReuse.optional(),
+    })
+    .default({ minimum: 'none' }),
   /** Jobs waiting for a slot or an agent; beyond `maxLength` a call is refused at once ("queue is full"). */
   queue: z.object({ maxLength: z.number().int().min(0).max(10_000).default(1_000) }).default({ maxLength: 1_000 }),
   script: ScriptPolicy.default({ enabled: false, defaultTimeoutMs: 120_000, maxTimeoutMs: 120_000, cpuMs: 30_000 }),
-  artifacts: z.object({ retentionHours: z.number().min(1).max(24 * 90).default(24) }).default({ retentionHours: 24 }),
+  artifacts: z
+    .object({
+      retentionHours: z
+        .number()
+        .min(1)
+        .max(24 * 90)
+        .default(24),
+    })
+    .default({ retentionHours: 24 }),
   /** Decision rules (allow / ask / deny by argv prefix), tried in order after the allowlists. */
   rules: z.array(PolicyRule).max(200).default([]),
   approvals: ApprovalPolicy.default({ ttlSeconds: 3600, promptTtlSeconds: 600, askClient: true }),

@@ -7,10 +7,12 @@
  */
 import { z } from 'zod';
 
-export const SandboxReuse = z.object({
-  jobs: z.number().int().min(2, 'reuse.jobs is how many jobs one sandbox runs: at least 2 (leave reuse out for single-use)').max(1000),
-  seconds: z.number().int().min(1).max(3600),
-}).strict();
+export const SandboxReuse = z
+  .object({
+    jobs: z.number().int().min(2, 'reuse.jobs is how many jobs one sandbox runs: at least 2 (leave reuse out for single-use)').max(1000),
+    seconds: z.number().int().min(1).max(3600),
+  })
+  .strict();
 export type SandboxReuse = z.infer<typeof SandboxReuse>;
 
 /**

@@ -6,11 +6,32 @@ import { z } from 'zod';
 
 /** Spellings people (and models) use for a key by another name. Only used when the target exists. */
 const ALIASES: Record<string, string[]> = {
-  arg: ['args'], argv: ['args'], arguments: ['args'], cmd: ['command'], exe: ['executable', 'command'], program: ['executable', 'command'],
-  timeout: ['timeout_ms', 'timeoutMs'], timeoutMs: ['timeout_ms'], timeout_ms: ['timeoutMs'], timeout_seconds: ['timeout_ms', 'timeoutMs'],
-  cwd: ['relativeCwd'], relativeCwd: ['cwd'], relative_cwd: ['relativeCwd', 'cwd'], workdir: ['cwd', 'relativeCwd'], dir: ['cwd', 'relativeCwd'],
-  input: ['stdin'], environment: ['env'], lang: ['runtime'], language: ['runtime'], source: ['code'], script: ['code'],
-  output_mode: ['outputMode'], query: ['queryTerms'], terms: ['queryTerms'], handle: ['artifactHandle'], artifact: ['artifactHandle'],
+  arg: ['args'],
+  argv: ['args'],
+  arguments: ['args'],
+  cmd: ['command'],
+  exe: ['executable', 'command'],
+  program: ['executable', 'command'],
+  timeout: ['timeout_ms', 'timeoutMs'],
+  timeoutMs: ['timeout_ms'],
+  timeout_ms: ['timeoutMs'],
+  timeout_seconds: ['timeout_ms', 'timeoutMs'],
+  cwd: ['relativeCwd'],
+  relativeCwd: ['cwd'],
+  relative_cwd: ['relativeCwd', 'cwd'],
+  workdir: ['cwd', 'relativeCwd'],
+  dir: ['cwd', 'relativeCwd'],
+  input: ['stdin'],
+  environment: ['env'],
+  lang: ['runtime'],
+  language: ['runtime'],
+  source: ['code'],
+  script: ['code'],
+  output_mode: ['outputMode'],
+  query: ['queryTerms'],
+  terms: ['queryTerms'],
+  handle: ['artifactHandle'],
+  artifact: ['artifactHandle'],
 };
 
 const norm = (s: string) => s.toLowerCase().replace(/[_-]/g, '');
@@ -112,16 +133,19 @@ export function toolInput<S extends z.ZodRawShape>(shape: S): z.ZodType<z.output
     }
     return v;
   }, canonical);
-  const both = z.custom<unknown>((raw) => {
-    if (!raw || typeof raw !== 'object') return true;
-    return ![...aliases].some(([alias, key]) => Object.hasOwn(raw, alias) && Object.hasOwn(raw, key));
-  }, {
-    error: (iss) => {
-      const raw = iss.input as Record<string, unknown>;
-      const pairs = [...aliases].filter(([alias, key]) => Object.hasOwn(raw, alias) && Object.hasOwn(raw, key));
-      return pairs.map(([alias, key]) => `"${alias}" and "${key}" are the same argument; give one`).join('; ');
+  const both = z.custom<unknown>(
+    (raw) => {
+      if (!raw || typeof raw !== 'object') return true;
+      return ![...aliases].some(([alias, key]) => Object.hasOwn(raw, alias) && Object.hasOwn(raw, key));
     },
-  });
+    {
+      error: (iss) => {
+        const raw = iss.input as Record<string, unknown>;
+        const pairs = [...aliases].filter(([alias, key]) => Object.hasOwn(raw, alias) && Object.hasOwn(raw, key));
+        return pairs.map(([alias, key]) => `"${alias}" and "${key}" are the same argument; give one`).join('; ');
+      },
+    },
+  );
   const schema = both.pipe(accepting);
   // Advertise the tool's own spelling only.
   const std = schema['~standard'] as unknown as Record<string, unknown>;

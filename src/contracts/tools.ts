@@ -13,10 +13,7 @@ export const LINE_CAP = 500;
 export const TRUNCATED_SUFFIX = ' [truncated]';
 
 const EnvMap = z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'env names are [A-Za-z_][A-Za-z0-9_]*'), z.string());
-const RelCwd = z
-  .string()
-  .max(4096)
-  .describe('Working directory relative to the agent workspace root; no absolute paths or ".."');
+const RelCwd = z.string().max(4096).describe('Working directory relative to the agent workspace root; no absolute paths or ".."');
 
 /** Where and how a job runs: in the background, on a given agent, on agents with given labels. */
 const Placement = {
@@ -27,9 +24,20 @@ const Placement = {
 
 // ---- execute (reference 001) ----
 export const ExecuteInput = {
-  command: z.string().max(64 * 1024).describe('Command string (run with sh -c) or executable name when args is given'),
-  args: z.array(z.string().max(64 * 1024)).max(1000).optional().describe('Arguments; when present the command is executed directly, without a shell'),
-  stdin: z.string().max(512 * 1024).optional().describe('Content written to stdin'),
+  command: z
+    .string()
+    .max(64 * 1024)
+    .describe('Command string (run with sh -c) or executable name when args is given'),
+  args: z
+    .array(z.string().max(64 * 1024))
+    .max(1000)
+    .optional()
+    .describe('Arguments; when present the command is executed directly, without a shell'),
+  stdin: z
+    .string()
+    .max(512 * 1024)
+    .optional()
+    .describe('Content written to stdin'),
   timeout_ms: z.number().int().positive().optional().describe('Timeout in milliseconds; the whole process tree is killed on timeout'),
   cwd: RelCwd.optional(),
   env: EnvMap.optional().describe('Environment variables; only names the team policy allows are passed'),
@@ -60,10 +68,21 @@ export const ExecuteOutput = {
 export const OutputMode = z.enum(['minimal', 'summary', 'intent']);
 export const RuntimeExecuteInput = {
   runtime: RuntimeName.describe('One of the 16 runtimes'),
-  executable: z.string().max(4096).optional().describe('Executable compatible with the runtime (default: the runtime\'s first available)'),
-  args: z.array(z.string().max(64 * 1024)).max(100).optional().describe('Args mode: arguments for the executable'),
-  code: z.string().max(1024 * 1024).optional().describe('Code mode: source written to a temp file, compiled if needed, then run'),
-  stdin: z.string().max(512 * 1024).optional(),
+  executable: z.string().max(4096).optional().describe("Executable compatible with the runtime (default: the runtime's first available)"),
+  args: z
+    .array(z.string().max(64 * 1024))
+    .max(100)
+    .optional()
+    .describe('Args mode: arguments for the executable'),
+  code: z
+    .string()
+    .max(1024 * 1024)
+    .optional()
+    .describe('Code mode: source written to a temp file, compiled if needed, then run'),
+  stdin: z
+    .string()
+    .max(512 * 1024)
+    .optional(),
   relativeCwd: RelCwd.optional(),
   timeoutMs: z.number().int().min(100).max(600_000).optional(),
   env: EnvMap.optional(),
@@ -103,10 +122,16 @@ export const RuntimeExecuteOutput = {
 
 // ---- run_script (script mode) ----
 export const RunScriptInput = {
-  code: z.string().describe('JavaScript, or TypeScript (types are stripped): top-level statements with await and a top-level return, or a module with export default. At most 51200 bytes.'),
+  code: z
+    .string()
+    .describe(
+      'JavaScript, or TypeScript (types are stripped): top-level statements with await and a top-level return, or a module with export default. At most 51200 bytes.',
+    ),
   vars: z.record(z.string(), z.unknown()).optional().describe('JSON values the script reads as the frozen global "vars"'),
   timeout_ms: z.number().int().min(100).max(3_600_000).optional().describe('Wall time for the whole script (default 120000; the team policy sets the maximum)'),
-  outputMode: OutputMode.optional().describe('minimal (default: status, result, counts, artifactHandle), summary (console head+tail), intent (console lines matching queryTerms)'),
+  outputMode: OutputMode.optional().describe(
+    'minimal (default: status, result, counts, artifactHandle), summary (console head+tail), intent (console lines matching queryTerms)',
+  ),
   queryTerms: z.array(z.string().min(1).max(200)).max(10).optional(),
   contextLines: z.number().int().min(0).max(20).optional(),
   maxResponseLines: z.number().int().min(5).max(1000).optional(),
@@ -170,6 +195,8 @@ export const ListRuntimesOutput = {
 // ---- tool errors (every tool) ----
 /** What a failed call carries in `structuredContent.error`: a stable code and an actionable message. */
 export const ToolErrorShape = z.object({
-  code: ErrorCodeSchema.describe('Stable error code to branch on (policy_denied, no_agent, invalid_argument, insufficient_scope, …; the list: src/contracts/errors.ts)'),
+  code: ErrorCodeSchema.describe(
+    'Stable error code to branch on (policy_denied, no_agent, invalid_argument, insufficient_scope, …; the list: src/contracts/errors.ts)',
+  ),
   message: z.string(),
 });

@@ -17,7 +17,12 @@ export const authRoutes = new Hono<AppEnv>();
 authRoutes.get('/login', async (c) => {
   const cfg = oidcConfig(c.env);
   if (!cfg.ok) return apiError(c, cfg.error.code, cfg.error.message);
-  if (!cfg.value) return apiError(c, 'not_found', 'sign-in with an identity provider is not configured on this gateway (OIDC_ISSUER, OIDC_CLIENT_ID, OIDC_CLIENT_SECRET: docs/members.md); sign in with an admin token');
+  if (!cfg.value)
+    return apiError(
+      c,
+      'not_found',
+      'sign-in with an identity provider is not configured on this gateway (OIDC_ISSUER, OIDC_CLIENT_ID, OIDC_CLIENT_SECRET: docs/members.md); sign in with an admin token',
+    );
   return beginSignIn(c, cfg.value, c.req.query('next') ?? '/dashboard');
 });
 

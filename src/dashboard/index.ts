@@ -66,15 +66,20 @@ dashboardRoutes.route('/auth', authRoutes);
 dashboardRoutes.get('/presets.json', (c) => c.json({ presets: POLICY_PRESETS }));
 
 // The MCP Apps job view, as `resources/read` serves it, under the CSP its resource declares (headers.ts).
-dashboardRoutes.get(APP_FRAME_PATH.slice('/dashboard'.length), (c) =>
-  new Response(JOB_VIEWER_CONTENT.text, {
-    headers: {
-      'Content-Type': 'text/html; charset=utf-8',
-      'Content-Security-Policy': appFrameCsp(JOB_VIEWER_CONTENT._meta.ui.csp, new URL(c.req.url).origin),
-    },
-  }),
+dashboardRoutes.get(
+  APP_FRAME_PATH.slice('/dashboard'.length),
+  (c) =>
+    new Response(JOB_VIEWER_CONTENT.text, {
+      headers: {
+        'Content-Type': 'text/html; charset=utf-8',
+        'Content-Security-Policy': appFrameCsp(JOB_VIEWER_CONTENT._meta.ui.csp, new URL(c.req.url).origin),
+      },
+    }),
 );
 
 dashboardRoutes.all('*', (c) =>
-  c.text(`no dashboard page ${c.req.method} ${new URL(c.req.url).pathname}; open /dashboard (pages are #/overview, #/agents, #/jobs, #/approvals, #/audit, #/policy, #/tokens, #/members)`, 404),
+  c.text(
+    `no dashboard page ${c.req.method} ${new URL(c.req.url).pathname}; open /dashboard (pages are #/overview, #/agents, #/jobs, #/approvals, #/audit, #/policy, #/tokens, #/members)`,
+    404,
+  ),
 );

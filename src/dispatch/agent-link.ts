@@ -75,8 +75,11 @@ export class AgentLink implements Wakes {
     return {
       ok: true,
       att: {
-        subject: request.headers.get('X-Gatehouse-Subject') ?? '', tokenId: request.headers.get('X-Gatehouse-Token-Id') ?? '',
-        grant: grant.value, agentId: null, connectedAt: this.host.now(),
+        subject: request.headers.get('X-Gatehouse-Subject') ?? '',
+        tokenId: request.headers.get('X-Gatehouse-Token-Id') ?? '',
+        grant: grant.value,
+        agentId: null,
+        connectedAt: this.host.now(),
       },
     };
   }
@@ -154,7 +157,11 @@ export class AgentLink implements Wakes {
   /** `drop`, then closes the socket with `code`. */
   dropAndClose(ws: WebSocket, why: string, code: number, reason: string): void {
     this.drop(ws, why);
-    try { ws.close(code, reason); } catch { /* gone */ }
+    try {
+      ws.close(code, reason);
+    } catch {
+      /* gone */
+    }
   }
 
   /**
@@ -175,7 +182,11 @@ export class AgentLink implements Wakes {
       const o = this.attachmentOf(other);
       if (o?.agentId !== hello.agentId) continue;
       this.attach(other, { ...o, agentId: null });
-      try { other.close(1000, 'replaced by a new connection of the same agent'); } catch { /* gone */ }
+      try {
+        other.close(1000, 'replaced by a new connection of the same agent');
+      } catch {
+        /* gone */
+      }
     }
     this.attach(ws, { ...att, agentId: hello.agentId });
     this.registry.connect(hello, att, now);
@@ -197,7 +208,13 @@ export class AgentLink implements Wakes {
   async audit(att: AgentAttachment, reason: string, command: AuditEntry['command']): Promise<void> {
     try {
       await writeAudit(this.host.env.DB, {
-        team: await this.host.team(), subject: att.subject, tokenId: att.tokenId, tool: AGENT_CONNECT_AUDIT_TOOL, decision: 'denied', reason, command,
+        team: await this.host.team(),
+        subject: att.subject,
+        tokenId: att.tokenId,
+        tool: AGENT_CONNECT_AUDIT_TOOL,
+        decision: 'denied',
+        reason,
+        command,
       });
     } catch (e) {
       console.error(`could not audit the connection of agent ${att.agentId ?? '(before hello)'}: ${(e as Error).message}`);
@@ -262,8 +279,12 @@ export class AgentLink implements Wakes {
       const r = this.registry.get(att.agentId);
       if (!r) continue;
       out.push({
-        id: r.id, capacity: r.capacity, running: load.get(r.id) ?? 0, sandbox: r.sandbox,
-        labels: JSON.parse(r.labels) as string[], runtimes: (JSON.parse(r.runtimes) as { name: string }[]).map((x) => x.name),
+        id: r.id,
+        capacity: r.capacity,
+        running: load.get(r.id) ?? 0,
+        sandbox: r.sandbox,
+        labels: JSON.parse(r.labels) as string[],
+        runtimes: (JSON.parse(r.runtimes) as { name: string }[]).map((x) => x.name),
       });
     }
     return out;

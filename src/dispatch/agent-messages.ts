@@ -139,7 +139,8 @@ export class AgentMessages {
         // A full agent (its own count raced ours): the job goes back to the head of the queue.
         if (msg.code === 'capacity') store.requeue(msg.jobId);
         // An agent's code outside the vocabulary (a newer or a hostile agent) is the agent's failure to start it.
-        else this.p.jobs.close(msg.jobId, 'failed_to_start', { error: { code: asErrorCode(msg.code, 'spawn_failed'), message: msg.message }, fromAgent: agentId });
+        else
+          this.p.jobs.close(msg.jobId, 'failed_to_start', { error: { code: asErrorCode(msg.code, 'spawn_failed'), message: msg.message }, fromAgent: agentId });
         await this.p.jobs.pump();
         return;
       }
@@ -154,7 +155,14 @@ export class AgentMessages {
    * it costs its size, since it was parsed and looked up for nothing.
    */
   private strayAbout(
-    ws: WebSocket, att: AgentAttachment, budget: AgentBudget, jobId: string, row: JobRow | null, bytes: number, ownCost: 0 | 1, now: number,
+    ws: WebSocket,
+    att: AgentAttachment,
+    budget: AgentBudget,
+    jobId: string,
+    row: JobRow | null,
+    bytes: number,
+    ownCost: 0 | 1,
+    now: number,
   ): Reply {
     const own = row !== null && row.agent === att.agentId;
     if (budget.answer(jobId, own ? 'ended' : 'stranger')) this.p.link.send(ws, { type: 'job.ack', jobId });
@@ -210,7 +218,11 @@ export class AgentMessages {
     if (refused) {
       console.warn(`refused hello of agent ${hello.agentId} (subject ${att.subject}): ${refused.message}`);
       if (att.agentId) this.p.link.drop(ws, 'claimed more than its token grants');
-      try { ws.close(AGENT_CLAIM_REFUSED_CLOSE, closeReason(refused.message)); } catch { /* gone */ }
+      try {
+        ws.close(AGENT_CLAIM_REFUSED_CLOSE, closeReason(refused.message));
+      } catch {
+        /* gone */
+      }
       return this.p.link.audit(att, refused.message, { agentId: hello.agentId, sandbox: hello.sandbox, labels: hello.labels, claim: refused.claim });
     }
     if (att.agentId && att.agentId !== hello.agentId) {

@@ -22,13 +22,17 @@ export interface AgentRow {
 }
 
 /** The `agents` table: this registry's only. IF NOT EXISTS: an object whose table predates the migration ledger keeps it. */
-const MIGRATIONS: readonly Migration[] = [{
-  id: '1-agents',
-  sql: [`CREATE TABLE IF NOT EXISTS agents (
+const MIGRATIONS: readonly Migration[] = [
+  {
+    id: '1-agents',
+    sql: [
+      `CREATE TABLE IF NOT EXISTS agents (
     id TEXT PRIMARY KEY, subject TEXT NOT NULL, token_id TEXT NOT NULL, version TEXT NOT NULL, sandbox TEXT NOT NULL,
     capacity INTEGER NOT NULL, labels TEXT NOT NULL, runtimes TEXT NOT NULL, connected_at INTEGER NOT NULL,
-    last_seen INTEGER NOT NULL, state TEXT NOT NULL)`],
-}];
+    last_seen INTEGER NOT NULL, state TEXT NOT NULL)`,
+    ],
+  },
+];
 
 export class AgentRegistry {
   private readonly host: SqlHost;
@@ -51,8 +55,16 @@ export class AgentRegistry {
     this.host.sql.exec(
       `INSERT OR REPLACE INTO agents (id, subject, token_id, version, sandbox, capacity, labels, runtimes, connected_at, last_seen, state)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'connected')`,
-      h.agentId, who.subject, who.tokenId, h.version, h.sandbox, h.capacity, JSON.stringify(h.labels ?? []),
-      JSON.stringify(h.runtimes), now, now,
+      h.agentId,
+      who.subject,
+      who.tokenId,
+      h.version,
+      h.sandbox,
+      h.capacity,
+      JSON.stringify(h.labels ?? []),
+      JSON.stringify(h.runtimes),
+      now,
+      now,
     );
   }
 
@@ -71,9 +83,18 @@ export class AgentRegistry {
 
   view(r: AgentRow, running: number, connected: boolean): AgentView {
     return {
-      agent_id: r.id, subject: r.subject, state: connected ? 'connected' : 'disconnected', connected, version: r.version, sandbox: r.sandbox,
-      capacity: r.capacity, running, labels: JSON.parse(r.labels) as string[], runtimes: JSON.parse(r.runtimes) as AgentView['runtimes'],
-      connected_at: r.connected_at, last_seen: r.last_seen,
+      agent_id: r.id,
+      subject: r.subject,
+      state: connected ? 'connected' : 'disconnected',
+      connected,
+      version: r.version,
+      sandbox: r.sandbox,
+      capacity: r.capacity,
+      running,
+      labels: JSON.parse(r.labels) as string[],
+      runtimes: JSON.parse(r.runtimes) as AgentView['runtimes'],
+      connected_at: r.connected_at,
+      last_seen: r.last_seen,
     };
   }
 }

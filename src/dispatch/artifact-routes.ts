@@ -15,9 +15,7 @@ import { describeIssues, toErrorShape, type ErrorCode } from '../contracts/error
 import { REQUEST_BODY_MAX_BYTES } from '../platform/limits.ts';
 import { artifactKey, artifactObjectOptions, indexArtifact, knownLength, putArtifact } from '../store/artifacts.ts';
 import { getTeamPolicy } from '../store/policies.ts';
-import {
-  beginUpload, endUpload, multipartAbandon, multipartBegin, multipartCreated, multipartFinish, multipartPart, multipartPartStored,
-} from './client.ts';
+import { beginUpload, endUpload, multipartAbandon, multipartBegin, multipartCreated, multipartFinish, multipartPart, multipartPartStored } from './client.ts';
 import type { UploadRefusal, UploadWho } from './events.ts';
 
 type C = Context<AppEnv>;
@@ -42,8 +40,12 @@ function uploadWho(c: C): { ok: true; who: UploadWho } | { ok: false; res: Respo
   return {
     ok: true,
     who: {
-      jobId, handle, stream: s.data, subject: p.subject,
-      agentId: c.req.header(UPLOAD_AGENT_HEADER) ?? '', uploadToken: c.req.header(UPLOAD_TOKEN_HEADER) ?? '',
+      jobId,
+      handle,
+      stream: s.data,
+      subject: p.subject,
+      agentId: c.req.header(UPLOAD_AGENT_HEADER) ?? '',
+      uploadToken: c.req.header(UPLOAD_TOKEN_HEADER) ?? '',
     },
   };
 }
@@ -79,9 +81,15 @@ export async function putWhole(c: C): Promise<Response> {
   if (!may.ok) return refused(c, may);
   const lines = Number(c.req.header('X-Gatehouse-Lines') ?? '0');
   const r = await putArtifact(c.env, {
-    team, handle: who.handle, jobId: who.jobId, stream: who.stream, body: c.req.raw.body ?? new ReadableStream({ start: (ctl) => ctl.close() }),
-    contentLength: length, lines: Number.isFinite(lines) && lines >= 0 ? Math.floor(lines) : 0,
-    truncated: c.req.header('X-Gatehouse-Truncated') === '1', retentionHours: policy.artifacts.retentionHours,
+    team,
+    handle: who.handle,
+    jobId: who.jobId,
+    stream: who.stream,
+    body: c.req.raw.body ?? new ReadableStream({ start: (ctl) => ctl.close() }),
+    contentLength: length,
+    lines: Number.isFinite(lines) && lines >= 0 ? Math.floor(lines) : 0,
+    truncated: c.req.header('X-Gatehouse-Truncated') === '1',
+    retentionHours: policy.artifacts.retentionHours,
   });
   await endUpload(c.env, team, who.jobId, who.stream, r.ok, r.ok ? r.value.bytes : 0);
   if (!r.ok) return c.json({ error: r.error }, r.error.code === 'invalid_argument' ? 400 : 500);
@@ -114,11 +122,17 @@ export async function startMultipart(c: C): Promise<Response> {
   const state = (done: number[]): MultipartState => ({ parts: partCount(shape.bytes, shape.partBytes), partBytes: shape.partBytes, done });
   if (begun.resume) return c.json(state(begun.resume.done), 200);
   // A different shape than the upload the edge holds (the agent started over): that one goes.
-  if (begun.replace) await c.env.ARTIFACTS.resumeMultipartUpload(begun.replace.key, begun.replace.uploadId).abort().catch(() => {});
+  if (begun.replace)
+    await c.env.ARTIFACTS.resumeMultipartUpload(begun.replace.key, begun.replace.uploadId)
+      .abort()
+      .catch(() => {});
   const key = artifactKey(team, who.handle, who.stream);
   let upload: R2MultipartUpload;
   try {
-    upload = await c.env.ARTIFACTS.createMultipartUpload(key, artifactObjectOptions({ team, jobId: who.jobId, lines: shape.lines, truncated: shape.truncated }));
+    upload = await c.env.ARTIFACTS.createMultipartUpload(
+      key,
+      artifactObjectOptions({ team, jobId: who.jobId, lines: shape.lines, truncated: shape.truncated }),
+    );
   } catch (e) {
     return fail(c, 500, 'internal', `starting the multipart upload failed: ${toErrorShape(e).message}`);
   }
@@ -165,7 +179,13 @@ export async function completeMultipart(c: C): Promise<Response> {
   }
   const { policy } = await getTeamPolicy(c.env, team);
   const r = await indexArtifact(c.env, {
-    team, handle: who.handle, jobId: who.jobId, stream: who.stream, bytes: fin.bytes, lines: fin.lines, truncated: fin.truncated,
+    team,
+    handle: who.handle,
+    jobId: who.jobId,
+    stream: who.stream,
+    bytes: fin.bytes,
+    lines: fin.lines,
+    truncated: fin.truncated,
     retentionHours: policy.artifacts.retentionHours,
   });
   await endUpload(c.env, team, who.jobId, who.stream, r.ok, r.ok ? r.value.bytes : 0);

@@ -10,8 +10,15 @@
 import { UPLOAD_AGENT_HEADER, UPLOAD_TOKEN_HEADER, type StreamName, type UploadGrant } from '../contracts/agent-protocol.ts';
 import { partCount, partRange } from '../contracts/artifact-upload.ts';
 import type {
-  MultipartAbandonAnswer, MultipartBeginAnswer, MultipartFinishAnswer, MultipartPartAnswer, MultipartRef, MultipartShape, UploadAnswer,
-  UploadRefusal, UploadWho,
+  MultipartAbandonAnswer,
+  MultipartBeginAnswer,
+  MultipartFinishAnswer,
+  MultipartPartAnswer,
+  MultipartRef,
+  MultipartShape,
+  UploadAnswer,
+  UploadRefusal,
+  UploadWho,
 } from './events.ts';
 import type { DispatchHost } from './host.ts';
 import type { JobRow, JobStore } from './job-store.ts';
@@ -77,8 +84,15 @@ export class ArtifactUploads {
   /** The Worker created the R2 upload `ref` for this stream. */
   multipartCreated(u: UploadWho, ref: MultipartRef, shape: MultipartShape): void {
     this.store.put({
-      job_id: u.jobId, stream: u.stream, upload_id: ref.uploadId, r2_key: ref.key, bytes: shape.bytes, part_bytes: shape.partBytes,
-      lines: shape.lines, truncated: shape.truncated ? 1 : 0, created_at: this.host.now(),
+      job_id: u.jobId,
+      stream: u.stream,
+      upload_id: ref.uploadId,
+      r2_key: ref.key,
+      bytes: shape.bytes,
+      part_bytes: shape.partBytes,
+      lines: shape.lines,
+      truncated: shape.truncated ? 1 : 0,
+      created_at: this.host.now(),
     });
   }
 
@@ -89,9 +103,16 @@ export class ArtifactUploads {
     const up = this.store.get(u.jobId, u.stream);
     if (!up) return noneOpen(u);
     const n = partCount(up.bytes, up.part_bytes);
-    if (!Number.isInteger(part) || part < 1 || part > n) return { ok: false, status: 400, code: 'invalid_argument', message: `part ${part} is not a part of this upload: parts are numbered 1 to ${n}` };
+    if (!Number.isInteger(part) || part < 1 || part > n)
+      return { ok: false, status: 400, code: 'invalid_argument', message: `part ${part} is not a part of this upload: parts are numbered 1 to ${n}` };
     const r = partRange(up.bytes, up.part_bytes, part);
-    if (bytes !== r.end - r.start) return { ok: false, status: 400, code: 'invalid_argument', message: `part ${part} of this upload is ${r.end - r.start} bytes (bytes ${r.start}..${r.end} of ${up.bytes}), not ${bytes}` };
+    if (bytes !== r.end - r.start)
+      return {
+        ok: false,
+        status: 400,
+        code: 'invalid_argument',
+        message: `part ${part} of this upload is ${r.end - r.start} bytes (bytes ${r.start}..${r.end} of ${up.bytes}), not ${bytes}`,
+      };
     return { ok: true, uploadId: up.upload_id, key: up.r2_key };
   }
 
@@ -108,10 +129,22 @@ export class ArtifactUploads {
     const parts = this.store.parts(u.jobId, u.stream);
     const n = partCount(up.bytes, up.part_bytes);
     const missing = Array.from({ length: n }, (_, i) => i + 1).filter((p) => !parts.some((x) => x.part === p));
-    if (missing.length) return { ok: false, status: 409, code: 'conflict', message: `parts ${missing.slice(0, 10).join(', ')}${missing.length > 10 ? ', …' : ''} of ${n} are not stored yet; upload them before completing` };
+    if (missing.length)
+      return {
+        ok: false,
+        status: 409,
+        code: 'conflict',
+        message: `parts ${missing.slice(0, 10).join(', ')}${missing.length > 10 ? ', …' : ''} of ${n} are not stored yet; upload them before completing`,
+      };
     return {
-      ok: true, uploadId: up.upload_id, key: up.r2_key, parts: parts.map((p) => ({ partNumber: p.part, etag: p.etag })),
-      bytes: up.bytes, partBytes: up.part_bytes, lines: up.lines, truncated: up.truncated === 1,
+      ok: true,
+      uploadId: up.upload_id,
+      key: up.r2_key,
+      parts: parts.map((p) => ({ partNumber: p.part, etag: p.etag })),
+      bytes: up.bytes,
+      partBytes: up.part_bytes,
+      lines: up.lines,
+      truncated: up.truncated === 1,
     };
   }
 
@@ -171,32 +204,51 @@ export class ArtifactUploads {
     const forbidden = (message: string): Forbidden => ({ ok: false, status: 403, code: 'forbidden', message });
     const runsOn = row.agent ?? '(none)';
     if (!u.agentId || !u.uploadToken) {
-      return forbidden(`an artifact upload must name its agent (${UPLOAD_AGENT_HEADER}) and carry the upload token of the job's job.start (${UPLOAD_TOKEN_HEADER}); agents older than the gateway do not: upgrade the agent`);
+      return forbidden(
+        `an artifact upload must name its agent (${UPLOAD_AGENT_HEADER}) and carry the upload token of the job's job.start (${UPLOAD_TOKEN_HEADER}); agents older than the gateway do not: upgrade the agent`,
+      );
     }
-    if (u.agentId !== row.agent) return forbidden(`job "${u.jobId}" runs on agent "${runsOn}", not "${u.agentId}": only the agent a job was sent to may upload its artifacts`);
+    if (u.agentId !== row.agent)
+      return forbidden(`job "${u.jobId}" runs on agent "${runsOn}", not "${u.agentId}": only the agent a job was sent to may upload its artifacts`);
     switch (this.store.checkGrant(u.jobId, u.agentId, u.uploadToken)) {
       case 'ok':
         return null;
       case 'no_grant':
-        return forbidden(`job "${u.jobId}" was sent to agent "${runsOn}" without an upload grant; its artifacts cannot be uploaded (what the edge kept live stays readable)`);
+        return forbidden(
+          `job "${u.jobId}" was sent to agent "${runsOn}" without an upload grant; its artifacts cannot be uploaded (what the edge kept live stays readable)`,
+        );
       default:
-        return forbidden(`the upload token is not the one job "${u.jobId}" was sent to agent "${runsOn}" with: only the agent that received the job may upload its artifacts`);
+        return forbidden(
+          `the upload token is not the one job "${u.jobId}" was sent to agent "${runsOn}" with: only the agent that received the job may upload its artifacts`,
+        );
     }
   }
 }
 
-const notFound = (u: UploadWho) => ({ ok: false as const, status: 404 as const, code: 'not_found' as const, message: `job "${u.jobId}" with artifact "${u.handle}" not found` });
+const notFound = (u: UploadWho) => ({
+  ok: false as const,
+  status: 404 as const,
+  code: 'not_found' as const,
+  message: `job "${u.jobId}" with artifact "${u.handle}" not found`,
+});
 
 const noLonger = (u: UploadWho, row: JobRow) => ({
-  ok: false as const, status: 409 as const, code: 'conflict' as const, message: `job "${u.jobId}" is ${row.state}: its ${u.stream} artifact can no longer be written`,
+  ok: false as const,
+  status: 409 as const,
+  code: 'conflict' as const,
+  message: `job "${u.jobId}" is ${row.state}: its ${u.stream} artifact can no longer be written`,
 });
 
 const writtenOnce = (u: UploadWho, state: string | undefined) => ({
-  ok: false as const, status: 409 as const, code: 'conflict' as const,
+  ok: false as const,
+  status: 409 as const,
+  code: 'conflict' as const,
   message: `the ${u.stream} artifact of job "${u.jobId}" is already ${state === 'failed' ? 'given up' : 'stored'}; artifacts are written once`,
 });
 
 const noneOpen = (u: UploadWho) => ({
-  ok: false as const, status: 409 as const, code: 'conflict' as const,
+  ok: false as const,
+  status: 409 as const,
+  code: 'conflict' as const,
   message: `no multipart upload of the ${u.stream} artifact of job "${u.jobId}" is open; start one with POST …/multipart`,
 });

@@ -29,9 +29,7 @@ export interface Capabilities {
   wakes: readonly Wakes[];
 }
 
-export function capabilities(
-  host: DispatchHost, o: { plan: PlanResult; trace: (step: DispatchStep) => void },
-): Capabilities {
+export function capabilities(host: DispatchHost, o: { plan: PlanResult; trace: (step: DispatchStep) => void }): Capabilities {
   const { trace } = o;
   const store = new JobStore(host);
   const followers = new Followers(store, () => trace('do.settled'));
@@ -40,7 +38,12 @@ export function capabilities(
   // An unknown plan refuses every job (configError); the rows of those refusals still reach D1, within what every plan allows.
   const mirror = new D1Mirror(host, store, o.plan.ok ? o.plan.plan : 'free');
   const jobs: Jobs = new Jobs(host, {
-    store, link, followers, uploads, mirror, onStartSent: () => trace('do.job_start_sent'),
+    store,
+    link,
+    followers,
+    uploads,
+    mirror,
+    onStartSent: () => trace('do.job_start_sent'),
     configError: o.plan.ok ? null : { code: o.plan.code, message: o.plan.message },
   });
   const messages = new AgentMessages(host, { link, jobs, store, followers, uploads, onExitReceived: () => trace('do.exit_received') });

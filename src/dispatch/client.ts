@@ -13,8 +13,18 @@ import type { AgentView, JobListFilter, JobView } from '../contracts/jobs.ts';
 import { isSettled, isTerminal } from '../contracts/jobs.ts';
 import { asErrorCode, err, ok, type Result } from '../contracts/errors.ts';
 import {
-  DispatchEvent, type DispatchRequest, type KeptOutput, type MultipartAbandonAnswer, type MultipartBeginAnswer, type MultipartFinishAnswer,
-  type MultipartPartAnswer, type MultipartRef, type MultipartShape, type SubmitAnswer, type UploadAnswer, type UploadWho,
+  DispatchEvent,
+  type DispatchRequest,
+  type KeptOutput,
+  type MultipartAbandonAnswer,
+  type MultipartBeginAnswer,
+  type MultipartFinishAnswer,
+  type MultipartPartAnswer,
+  type MultipartRef,
+  type MultipartShape,
+  type SubmitAnswer,
+  type UploadAnswer,
+  type UploadWho,
 } from './events.ts';
 import { stamp } from '../mcp/trace.ts';
 import { lostExit } from './outcomes.ts';
@@ -41,7 +51,11 @@ export async function submitJob(env: Env, team: string, req: DispatchRequest): P
 }
 
 /** Submits a job and, for a foreground job the DO took, opens its event stream in the same hop (pass it to `awaitJob`). */
-export async function submitAndFollow(env: Env, team: string, req: DispatchRequest): Promise<{ answer: SubmitAnswer; events: ReadableStream<Uint8Array> | null }> {
+export async function submitAndFollow(
+  env: Env,
+  team: string,
+  req: DispatchRequest,
+): Promise<{ answer: SubmitAnswer; events: ReadableStream<Uint8Array> | null }> {
   return (await stub(env, team).submitAndFollow(req)) as { answer: SubmitAnswer; events: ReadableStream<Uint8Array> | null };
 }
 
@@ -64,7 +78,11 @@ const MAX_REPOLLS = 200;
  * comes back as an error value with the DO's code and message.
  */
 export async function awaitJob(
-  env: Env, team: string, jobId: string, onEvent: (e: DispatchEvent) => void | Promise<void>, opened?: ReadableStream<Uint8Array> | null,
+  env: Env,
+  team: string,
+  jobId: string,
+  onEvent: (e: DispatchEvent) => void | Promise<void>,
+  opened?: ReadableStream<Uint8Array> | null,
 ): Promise<Result<DispatchOutcome>> {
   try {
     const stream = opened ?? ((await stub(env, team).follow(jobId)) as ReadableStream<Uint8Array>);
@@ -200,4 +218,3 @@ export async function multipartFinish(env: Env, team: string, who: UploadWho): P
 export async function multipartAbandon(env: Env, team: string, who: UploadWho): Promise<MultipartAbandonAnswer> {
   return (await stub(env, team).multipartAbandon(who)) as MultipartAbandonAnswer;
 }
-

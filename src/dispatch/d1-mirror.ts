@@ -57,7 +57,13 @@ export class D1Mirror implements Wakes {
         cost: (row) => (row.d1_created ? 2 : 4),
         maxQueries: copyQueryBudget(this.plan),
         copy: async (row) => {
-          await syncJobToD1(this.host.env.DB, team, this.jobs.view(row), row.audit_id !== null ? { id: row.audit_id } : { jobId: row.id }, this.jobs.d1Record(row));
+          await syncJobToD1(
+            this.host.env.DB,
+            team,
+            this.jobs.view(row),
+            row.audit_id !== null ? { id: row.audit_id } : { jobId: row.id },
+            this.jobs.d1Record(row),
+          );
           this.jobs.markSynced(row.id, row.state);
         },
         onError: (row, e) => console.error(`job bookkeeping failed for ${row.id}: ${(e as Error).message}; retried at the next alarm`),

@@ -50,9 +50,7 @@ export const DispatchEvent = z.discriminatedUnion('type', [
 ]);
 export type DispatchEvent = z.infer<typeof DispatchEvent>;
 
-export type SubmitAnswer =
-  | { ok: true; jobId: string; state: 'queued' | 'running'; agentId: string | null }
-  | { ok: false; code: ErrorCode; message: string };
+export type SubmitAnswer = { ok: true; jobId: string; state: 'queued' | 'running'; agentId: string | null } | { ok: false; code: ErrorCode; message: string };
 
 export type UploadAnswer =
   | { ok: true }
@@ -64,10 +62,25 @@ export type UploadRefusal = Extract<UploadAnswer, { ok: false }> | { ok: false; 
  * Who asks to write which stream of which job's artifact: the agent token's subject, and the agent
  * id and upload token the request carries (the job's `UploadGrant`; '' when absent).
  */
-export interface UploadWho { jobId: string; handle: string; stream: StreamName; subject: string; agentId: string; uploadToken: string }
+export interface UploadWho {
+  jobId: string;
+  handle: string;
+  stream: StreamName;
+  subject: string;
+  agentId: string;
+  uploadToken: string;
+}
 /** An R2 multipart upload the edge keeps for a stream. */
-export interface MultipartRef { uploadId: string; key: string }
-export interface MultipartShape { bytes: number; partBytes: number; lines: number; truncated: boolean }
+export interface MultipartRef {
+  uploadId: string;
+  key: string;
+}
+export interface MultipartShape {
+  bytes: number;
+  partBytes: number;
+  lines: number;
+  truncated: boolean;
+}
 
 /** Starting a multipart upload: resume the one the edge holds (same shape), or make a new one (aborting `replace`). */
 export type MultipartBeginAnswer =

@@ -58,9 +58,11 @@ export class Followers {
     this.listeners.set(jobId, set);
     set.add(listener);
     if (isTerminal(row.state)) return readable; // its end comes once the uploads it announced are settled
-    listener(row.state === 'running'
-      ? { type: 'started', jobId, agentId: row.agent!, sandbox: row.sandbox! }
-      : { type: 'queued', jobId, position: this.jobs.queued().findIndex((q) => q.id === jobId) + 1 });
+    listener(
+      row.state === 'running'
+        ? { type: 'started', jobId, agentId: row.agent!, sandbox: row.sandbox! }
+        : { type: 'queued', jobId, position: this.jobs.queued().findIndex((q) => q.id === jobId) + 1 },
+    );
     return readable;
   }
 
@@ -103,7 +105,12 @@ export class Followers {
     const exit = this.jobs.result(row.id);
     if (exit) return { type: 'exit', exit, agentId: row.agent ?? '', sandbox: (row.sandbox ?? 'none') as SandboxKind };
     if (row.state === 'lost' && row.agent) {
-      return { type: 'exit', exit: lostExit(row.id, (row.ended_at ?? Date.now()) - (row.started_at ?? row.created_at), row.error_message ?? 'lost'), agentId: row.agent, sandbox: row.sandbox ?? 'none' };
+      return {
+        type: 'exit',
+        exit: lostExit(row.id, (row.ended_at ?? Date.now()) - (row.started_at ?? row.created_at), row.error_message ?? 'lost'),
+        agentId: row.agent,
+        sandbox: row.sandbox ?? 'none',
+      };
     }
     return { type: 'error', code: asErrorCode(row.error_code ?? row.state, 'internal'), message: row.error_message ?? `job ${row.state}` };
   }

@@ -50,7 +50,10 @@ const LEDGER = `CREATE TABLE IF NOT EXISTS dispatch_migrations (capability TEXT 
 export function migrate(host: SqlHost, capability: string, migrations: readonly Migration[], now = Date.now()): void {
   host.sql.exec(LEDGER);
   const done = new Set(
-    host.sql.exec<{ id: string }>(`SELECT id FROM dispatch_migrations WHERE capability = ?`, capability).toArray().map((r) => r.id),
+    host.sql
+      .exec<{ id: string }>(`SELECT id FROM dispatch_migrations WHERE capability = ?`, capability)
+      .toArray()
+      .map((r) => r.id),
   );
   for (const m of migrations) {
     if (done.has(m.id)) continue;

@@ -23,16 +23,19 @@ export interface OutputPage {
 
 /** `{ expired: true }`: the index names an artifact whose body is gone (retention). */
 export async function readJobOutput(
-  env: Env, team: string, job: JobView, stream: StreamName, offset: number, max: number,
+  env: Env,
+  team: string,
+  job: JobView,
+  stream: StreamName,
+  offset: number,
+  max: number,
 ): Promise<OutputPage | { expired: true }> {
   let data: Uint8Array = new Uint8Array(0);
   let total: number | null = null;
   let source: OutputPage['source'] = 'none';
   const ended = isTerminal(job.state);
   const art = job.artifacts[stream];
-  const row = art.state === 'complete'
-    ? (await getArtifactRows(env, team, job.artifact_handle)).find((r) => r.stream === stream)
-    : undefined;
+  const row = art.state === 'complete' ? (await getArtifactRows(env, team, job.artifact_handle)).find((r) => r.stream === stream) : undefined;
   if (row) {
     source = 'artifact';
     total = row.bytes;
@@ -60,7 +63,7 @@ export async function readJobOutput(
 export function utf8Boundary(b: Uint8Array): number {
   let i = b.byteLength;
   let back = 0;
-  while (i > 0 && back < 4 && (b[i - 1] & 0xc0) === 0x80) (i--, back++);
+  while (i > 0 && back < 4 && (b[i - 1] & 0xc0) === 0x80) i--, back++;
   if (i === 0) return b.byteLength;
   const lead = b[i - 1];
   const need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;

@@ -66,11 +66,12 @@ export interface JobRow {
 }
 
 /** The tables of jobs (`jobs`, `job_blobs`, `job_output`, `job_artifacts`): this store's only. */
-const MIGRATIONS: readonly Migration[] = [{
-  id: '1-jobs',
-  // IF NOT EXISTS: an object whose tables predate the migration ledger keeps them and their rows.
-  sql: [
-  `CREATE TABLE IF NOT EXISTS jobs (
+const MIGRATIONS: readonly Migration[] = [
+  {
+    id: '1-jobs',
+    // IF NOT EXISTS: an object whose tables predate the migration ledger keeps them and their rows.
+    sql: [
+      `CREATE TABLE IF NOT EXISTS jobs (
     id TEXT PRIMARY KEY, seq INTEGER NOT NULL, tool TEXT NOT NULL, subject TEXT NOT NULL, token_id TEXT NOT NULL,
     cancel_key TEXT NOT NULL, runtime TEXT, sandbox_min TEXT, sel_agent TEXT, sel_labels TEXT,
     background INTEGER NOT NULL, artifact_handle TEXT NOT NULL, state TEXT NOT NULL, agent TEXT, agent_subject TEXT,
@@ -78,25 +79,28 @@ const MIGRATIONS: readonly Migration[] = [{
     orphaned_at INTEGER, timeout_ms INTEGER NOT NULL, max_concurrent INTEGER NOT NULL, exit TEXT,
     error_code TEXT, error_message TEXT, audit_id INTEGER, synced INTEGER NOT NULL DEFAULT 0,
     d1_created INTEGER NOT NULL DEFAULT 1)`,
-  `CREATE INDEX IF NOT EXISTS jobs_state ON jobs (state, seq)`,
-  `CREATE INDEX IF NOT EXISTS jobs_seq ON jobs (seq)`,
-  `CREATE INDEX IF NOT EXISTS jobs_cancel ON jobs (cancel_key)`,
-  // The background copy to D1 looks for rows not copied yet after every change: without this it
-  // scanned every job the object keeps (7 days of them).
-  `CREATE INDEX IF NOT EXISTS jobs_unsynced ON jobs (seq) WHERE synced = 0`,
-  // Large texts (spec, inline stdout/stderr, exit parts) split below the row limit.
-  `CREATE TABLE IF NOT EXISTS job_blobs (job_id TEXT NOT NULL, kind TEXT NOT NULL, seq INTEGER NOT NULL, data TEXT NOT NULL,
+      `CREATE INDEX IF NOT EXISTS jobs_state ON jobs (state, seq)`,
+      `CREATE INDEX IF NOT EXISTS jobs_seq ON jobs (seq)`,
+      `CREATE INDEX IF NOT EXISTS jobs_cancel ON jobs (cancel_key)`,
+      // The background copy to D1 looks for rows not copied yet after every change: without this it
+      // scanned every job the object keeps (7 days of them).
+      `CREATE INDEX IF NOT EXISTS jobs_unsynced ON jobs (seq) WHERE synced = 0`,
+      // Large texts (spec, inline stdout/stderr, exit parts) split below the row limit.
+      `CREATE TABLE IF NOT EXISTS job_blobs (job_id TEXT NOT NULL, kind TEXT NOT NULL, seq INTEGER NOT NULL, data TEXT NOT NULL,
     PRIMARY KEY (job_id, kind, seq))`,
-  // Live output relayed while the job runs (a BLOB per row; rows written before output went binary hold text), keyed by byte offset.
-  `CREATE TABLE IF NOT EXISTS job_output (job_id TEXT NOT NULL, stream TEXT NOT NULL, offset INTEGER NOT NULL, bytes INTEGER NOT NULL,
+      // Live output relayed while the job runs (a BLOB per row; rows written before output went binary hold text), keyed by byte offset.
+      `CREATE TABLE IF NOT EXISTS job_output (job_id TEXT NOT NULL, stream TEXT NOT NULL, offset INTEGER NOT NULL, bytes INTEGER NOT NULL,
     data TEXT NOT NULL, PRIMARY KEY (job_id, stream, offset))`,
-  `CREATE TABLE IF NOT EXISTS job_artifacts (job_id TEXT NOT NULL, stream TEXT NOT NULL, state TEXT NOT NULL, bytes INTEGER NOT NULL,
+      `CREATE TABLE IF NOT EXISTS job_artifacts (job_id TEXT NOT NULL, stream TEXT NOT NULL, state TEXT NOT NULL, bytes INTEGER NOT NULL,
     PRIMARY KEY (job_id, stream))`,
-]}, {
-  // Tables created before a job's first D1 copy wrote its rows itself: those rows exist already.
-  id: '2-jobs-d1-created',
-  sql: [`ALTER TABLE jobs ADD COLUMN d1_created INTEGER NOT NULL DEFAULT 1`],
-}];
+    ],
+  },
+  {
+    // Tables created before a job's first D1 copy wrote its rows itself: those rows exist already.
+    id: '2-jobs-d1-created',
+    sql: [`ALTER TABLE jobs ADD COLUMN d1_created INTEGER NOT NULL DEFAULT 1`],
+  },
+];
 
 /**
  * Inline output (stdout + stderr characters) kept in the job row's `exit` JSON itself; above it
@@ -147,14 +151,27 @@ export class JobStore {
   create(j: NewJob): void {
     this.changed(j.spec.jobId);
     this.transaction(() => {
-      const seq = (this.sql.exec<{ n: number }>(`SELECT COALESCE(MAX(seq), 0) + 1 AS n FROM jobs`).one().n);
+      const seq = this.sql.exec<{ n: number }>(`SELECT COALESCE(MAX(seq), 0) + 1 AS n FROM jobs`).one().n;
       this.sql.exec(
         `INSERT INTO jobs (id, seq, tool, subject, token_id, cancel_key, runtime, sandbox_min, sel_agent, sel_labels, background,
           artifact_handle, state, created_at, deadline, timeout_ms, max_concurrent, audit_id, d1_created)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, NULL, 0)`,
-        j.spec.jobId, seq, j.tool, j.subject, j.tokenId, j.cancelKey, j.runtime ?? null, j.sandboxMinimum ?? null,
-        j.selAgent ?? null, j.selLabels?.length ? JSON.stringify(j.selLabels) : null, j.background ? 1 : 0,
-        j.spec.artifactHandle, j.now, j.deadline, j.spec.timeoutMs, j.maxConcurrent,
+        j.spec.jobId,
+        seq,
+        j.tool,
+        j.subject,
+        j.tokenId,
+        j.cancelKey,
+        j.runtime ?? null,
+        j.sandboxMinimum ?? null,
+        j.selAgent ?? null,
+        j.selLabels?.length ? JSON.stringify(j.selLabels) : null,
+        j.background ? 1 : 0,
+        j.spec.artifactHandle,
+        j.now,
+        j.deadline,
+        j.spec.timeoutMs,
+        j.maxConcurrent,
       );
       this.insertText(j.spec.jobId, 'spec', JSON.stringify(j.spec));
       this.insertText(j.spec.jobId, 'audit', JSON.stringify(j.audit));
@@ -183,29 +200,42 @@ export class JobStore {
   }
 
   byCancelKey(key: string): JobRow | null {
-    return this.sql.exec<JobRow & Record<string, SqlStorageValue>>(
-      `SELECT * FROM jobs WHERE cancel_key = ? AND state IN ('queued', 'running') ORDER BY seq DESC LIMIT 1`, key,
-    ).toArray()[0] ?? null;
+    return (
+      this.sql
+        .exec<JobRow & Record<string, SqlStorageValue>>(
+          `SELECT * FROM jobs WHERE cancel_key = ? AND state IN ('queued', 'running') ORDER BY seq DESC LIMIT 1`,
+          key,
+        )
+        .toArray()[0] ?? null
+    );
   }
 
   /** queued → running on `agent`. False when the job is no longer queued. */
   assign(id: string, agent: { id: string; subject: string; sandbox: SandboxKind }, now: number): boolean {
     this.changed(id);
-    return this.sql.exec(
-      `UPDATE jobs SET state = 'running', agent = ?, agent_subject = ?, sandbox = ?, started_at = ?, orphaned_at = NULL, synced = 0
+    return (
+      this.sql.exec(
+        `UPDATE jobs SET state = 'running', agent = ?, agent_subject = ?, sandbox = ?, started_at = ?, orphaned_at = NULL, synced = 0
        WHERE id = ? AND state = 'queued'`,
-      agent.id, agent.subject, agent.sandbox, now, id,
-    ).rowsWritten > 0;
+        agent.id,
+        agent.subject,
+        agent.sandbox,
+        now,
+        id,
+      ).rowsWritten > 0
+    );
   }
 
   /** running → queued (the agent refused it for capacity, or never received it). */
   requeue(id: string): boolean {
     this.changed(id);
-    return this.sql.exec(
-      `UPDATE jobs SET state = 'queued', agent = NULL, agent_subject = NULL, sandbox = NULL, started_at = NULL, orphaned_at = NULL
+    return (
+      this.sql.exec(
+        `UPDATE jobs SET state = 'queued', agent = NULL, agent_subject = NULL, sandbox = NULL, started_at = NULL, orphaned_at = NULL
        WHERE id = ? AND state = 'running'`,
-      id,
-    ).rowsWritten > 0;
+        id,
+      ).rowsWritten > 0
+    );
   }
 
   setOrphaned(ids: string[], now: number): void {
@@ -236,10 +266,11 @@ export class JobStore {
       const agentCheck = o.fromAgent !== undefined ? ` AND state = 'running' AND agent = ?` : ` AND state IN ('queued', 'running')`;
       const params: SqlStorageValue[] = [state, now, stored, o.error?.code ?? exit?.error?.code ?? null, o.error?.message ?? exit?.error?.message ?? null, id];
       if (o.fromAgent !== undefined) params.push(o.fromAgent);
-      const changed = this.sql.exec(
-        `UPDATE jobs SET state = ?, ended_at = ?, exit = ?, error_code = ?, error_message = ?, orphaned_at = NULL, synced = 0 WHERE id = ?${agentCheck}`,
-        ...params,
-      ).rowsWritten > 0;
+      const changed =
+        this.sql.exec(
+          `UPDATE jobs SET state = ?, ended_at = ?, exit = ?, error_code = ?, error_message = ?, orphaned_at = NULL, synced = 0 WHERE id = ?${agentCheck}`,
+          ...params,
+        ).rowsWritten > 0;
       if (!changed) return false;
       if (exit && !inline) {
         this.putText(id, 'stdout', exit.stdout);
@@ -252,7 +283,8 @@ export class JobStore {
       }
       this.sql.exec(
         `UPDATE job_artifacts SET state = 'failed' WHERE job_id = ? AND state = 'uploading' AND stream NOT IN (${pending.map(() => '?').join(', ') || `''`})`,
-        id, ...pending,
+        id,
+        ...pending,
       );
       this.dropStoredLive(id);
       this.sql.exec(`DELETE FROM job_blobs WHERE job_id = ? AND kind LIKE 'part:%'`, id);
@@ -279,7 +311,9 @@ export class JobStore {
   }
 
   partsText(id: string, stream: StreamName, count: number): string | null {
-    const rows = this.sql.exec<{ seq: number; data: string }>(`SELECT seq, data FROM job_blobs WHERE job_id = ? AND kind = ? ORDER BY seq`, id, `part:${stream}`).toArray();
+    const rows = this.sql
+      .exec<{ seq: number; data: string }>(`SELECT seq, data FROM job_blobs WHERE job_id = ? AND kind = ? ORDER BY seq`, id, `part:${stream}`)
+      .toArray();
     if (rows.length !== count || rows.some((r, i) => r.seq !== i)) return null;
     return rows.map((r) => r.data).join('');
   }
@@ -308,18 +342,23 @@ export class JobStore {
 
   /** Live output of streams whose artifact is stored is not needed any more (R2 serves them). */
   private dropStoredLive(id: string): void {
-    this.sql.exec(
-      `DELETE FROM job_output WHERE job_id = ? AND stream IN (SELECT stream FROM job_artifacts WHERE job_id = ? AND state = 'complete')`, id, id,
-    );
+    this.sql.exec(`DELETE FROM job_output WHERE job_id = ? AND stream IN (SELECT stream FROM job_artifacts WHERE job_id = ? AND state = 'complete')`, id, id);
   }
 
   /** Bytes [offset, offset+max) of the relayed output, and the total relayed so far. */
   readOutput(id: string, stream: StreamName, offset: number, max: number): { data: Uint8Array; total: number } {
-    const rows = this.sql.exec<{ offset: number; bytes: number; data: SqlStorageValue }>(
-      `SELECT offset, bytes, data FROM job_output WHERE job_id = ? AND stream = ? AND offset + bytes > ? AND offset < ? ORDER BY offset`,
-      id, stream, offset, offset + max,
-    ).toArray();
-    const total = this.sql.exec<{ n: number }>(`SELECT COALESCE(MAX(offset + bytes), 0) AS n FROM job_output WHERE job_id = ? AND stream = ?`, id, stream).one().n;
+    const rows = this.sql
+      .exec<{ offset: number; bytes: number; data: SqlStorageValue }>(
+        `SELECT offset, bytes, data FROM job_output WHERE job_id = ? AND stream = ? AND offset + bytes > ? AND offset < ? ORDER BY offset`,
+        id,
+        stream,
+        offset,
+        offset + max,
+      )
+      .toArray();
+    const total = this.sql
+      .exec<{ n: number }>(`SELECT COALESCE(MAX(offset + bytes), 0) AS n FROM job_output WHERE job_id = ? AND stream = ?`, id, stream)
+      .one().n;
     const parts: Uint8Array[] = [];
     let size = 0;
     for (const r of rows) {
@@ -342,9 +381,15 @@ export class JobStore {
   // ---- artifacts ----
 
   artifactRow(id: string, stream: StreamName): { state: 'uploading' | 'complete' | 'failed'; bytes: number } | null {
-    return this.sql.exec<{ state: 'uploading' | 'complete' | 'failed'; bytes: number }>(
-      `SELECT state, bytes FROM job_artifacts WHERE job_id = ? AND stream = ?`, id, stream,
-    ).toArray()[0] ?? null;
+    return (
+      this.sql
+        .exec<{ state: 'uploading' | 'complete' | 'failed'; bytes: number }>(
+          `SELECT state, bytes FROM job_artifacts WHERE job_id = ? AND stream = ?`,
+          id,
+          stream,
+        )
+        .toArray()[0] ?? null
+    );
   }
 
   /** An upload may begin unless this stream's artifact is already complete or given up (written once). */
@@ -374,9 +419,11 @@ export class JobStore {
 
   /** Ended jobs with an upload still running (their agent owes a report). */
   uploading(): JobRow[] {
-    return this.sql.exec<JobRow & Record<string, SqlStorageValue>>(
-      `SELECT * FROM jobs WHERE ended_at IS NOT NULL AND id IN (SELECT job_id FROM job_artifacts WHERE state = 'uploading') ORDER BY seq`,
-    ).toArray();
+    return this.sql
+      .exec<JobRow & Record<string, SqlStorageValue>>(
+        `SELECT * FROM jobs WHERE ended_at IS NOT NULL AND id IN (SELECT job_id FROM job_artifacts WHERE state = 'uploading') ORDER BY seq`,
+      )
+      .toArray();
   }
 
   hasUploading(id: string): boolean {
@@ -421,11 +468,24 @@ export class JobStore {
     const error = row.error_code ? { code: row.error_code, message: row.error_message ?? '' } : null;
     const artifacts = { stdout: this.streamArtifact(row, exit, 'stdout'), stderr: this.streamArtifact(row, exit, 'stderr') };
     return {
-      job_id: row.id, state: row.state, tool: row.tool, subject: row.subject, background: row.background === 1,
-      agent_id: row.agent, sandbox: row.sandbox, created_at: row.created_at, started_at: row.started_at, ended_at: row.ended_at,
-      exit_code: exit?.exitCode ?? null, signal: exit?.signal ?? null, timed_out: exit?.timedOut ?? false,
+      job_id: row.id,
+      state: row.state,
+      tool: row.tool,
+      subject: row.subject,
+      background: row.background === 1,
+      agent_id: row.agent,
+      sandbox: row.sandbox,
+      created_at: row.created_at,
+      started_at: row.started_at,
+      ended_at: row.ended_at,
+      exit_code: exit?.exitCode ?? null,
+      signal: exit?.signal ?? null,
+      timed_out: exit?.timedOut ?? false,
       duration_ms: exit?.durationMs ?? (row.ended_at && row.started_at ? row.ended_at - row.started_at : null),
-      error, artifact_handle: row.artifact_handle, artifact_state: jobArtifactState(artifacts.stdout.state, artifacts.stderr.state), artifacts,
+      error,
+      artifact_handle: row.artifact_handle,
+      artifact_state: jobArtifactState(artifacts.stdout.state, artifacts.stderr.state),
+      artifacts,
       stdout_bytes: exit?.streams.stdout.bytes ?? this.relayed(row.id, 'stdout'),
       stderr_bytes: exit?.streams.stderr.bytes ?? this.relayed(row.id, 'stderr'),
     };
@@ -439,13 +499,17 @@ export class JobStore {
   list(f: { state?: JobState; subject?: string; tool?: string; cursor?: number; limit: number }): { rows: JobRow[]; next: number | null } {
     const where: string[] = [];
     const params: SqlStorageValue[] = [];
-    if (f.state) (where.push('state = ?'), params.push(f.state));
-    if (f.subject) (where.push('subject = ?'), params.push(f.subject));
-    if (f.tool) (where.push('tool = ?'), params.push(f.tool));
-    if (f.cursor !== undefined) (where.push('seq < ?'), params.push(f.cursor));
-    const rows = this.sql.exec<JobRow & Record<string, SqlStorageValue>>(
-      `SELECT * FROM jobs ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY seq DESC LIMIT ?`, ...params, f.limit + 1,
-    ).toArray();
+    if (f.state) where.push('state = ?'), params.push(f.state);
+    if (f.subject) where.push('subject = ?'), params.push(f.subject);
+    if (f.tool) where.push('tool = ?'), params.push(f.tool);
+    if (f.cursor !== undefined) where.push('seq < ?'), params.push(f.cursor);
+    const rows = this.sql
+      .exec<JobRow & Record<string, SqlStorageValue>>(
+        `SELECT * FROM jobs ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY seq DESC LIMIT ?`,
+        ...params,
+        f.limit + 1,
+      )
+      .toArray();
     const more = rows.length > f.limit;
     const page = rows.slice(0, f.limit);
     return { rows: page, next: more ? page[page.length - 1].seq : null };
@@ -453,9 +517,12 @@ export class JobStore {
 
   /** Rows whose D1 index row / audit row is missing or behind (a queued job once, to create them). */
   unsynced(limit = 50): JobRow[] {
-    return this.sql.exec<JobRow & Record<string, SqlStorageValue>>(
-      `SELECT * FROM jobs WHERE synced = 0 AND (state != 'queued' OR d1_created = 0) ORDER BY seq LIMIT ?`, limit,
-    ).toArray();
+    return this.sql
+      .exec<JobRow & Record<string, SqlStorageValue>>(
+        `SELECT * FROM jobs WHERE synced = 0 AND (state != 'queued' OR d1_created = 0) ORDER BY seq LIMIT ?`,
+        limit,
+      )
+      .toArray();
   }
 
   /** What D1 needs to create a job's rows: its spec and its call's audit entry (null once created, or for a job recorded by the Worker). */
@@ -475,7 +542,10 @@ export class JobStore {
 
   /** Drops finished jobs older than `before` with everything stored for them; returns their ids. */
   prune(before: number): string[] {
-    const ids = this.sql.exec<{ id: string }>(`SELECT id FROM jobs WHERE ended_at IS NOT NULL AND ended_at < ? AND synced = 1 LIMIT 200`, before).toArray().map((r) => r.id);
+    const ids = this.sql
+      .exec<{ id: string }>(`SELECT id FROM jobs WHERE ended_at IS NOT NULL AND ended_at < ? AND synced = 1 LIMIT 200`, before)
+      .toArray()
+      .map((r) => r.id);
     for (const id of ids) {
       this.changed(id);
       this.sql.exec(`DELETE FROM job_blobs WHERE job_id = ?`, id);
@@ -506,15 +576,18 @@ export class JobStore {
 
   /** Several kinds of a job's chunked text in one statement; a kind with no blobs is absent. */
   private getTexts(id: string, kinds: string[]): Map<string, string> {
-    const rows = this.sql.exec<{ kind: string; data: string }>(
-      `SELECT kind, data FROM job_blobs WHERE job_id = ? AND kind IN (${kinds.map(() => '?').join(', ')}) ORDER BY kind, seq`, id, ...kinds,
-    ).toArray();
+    const rows = this.sql
+      .exec<{ kind: string; data: string }>(
+        `SELECT kind, data FROM job_blobs WHERE job_id = ? AND kind IN (${kinds.map(() => '?').join(', ')}) ORDER BY kind, seq`,
+        id,
+        ...kinds,
+      )
+      .toArray();
     const out = new Map<string, string>();
     for (const r of rows) out.set(r.kind, (out.get(r.kind) ?? '') + r.data);
     return out;
   }
 }
-
 
 /** The job's artifact from its streams': any upload running → uploading; all stored → complete; some kept → partial. */
 export function jobArtifactState(...streams: ArtifactState[]): ArtifactState {

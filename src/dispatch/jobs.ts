@@ -57,16 +57,38 @@ export class Jobs implements Wakes {
     const now = this.host.now();
     const queuedBefore = this.store.queued().length;
     this.store.create({
-      spec: req.spec, tool: req.tool, subject: req.subject, tokenId: req.tokenId, cancelKey: req.cancelKey, runtime: req.runtime,
-      sandboxMinimum: req.sandboxMinimum, selAgent: req.agent, selLabels: req.labels, background: req.background,
-      maxConcurrent: req.maxConcurrentJobs, deadline: now + req.queueWaitMs, now,
-      audit: { ...req.audit, team, subject: req.subject, tokenId: req.tokenId, tool: req.tool, decision: 'allowed', jobId: req.spec.jobId, exitStatus: 'queued' },
+      spec: req.spec,
+      tool: req.tool,
+      subject: req.subject,
+      tokenId: req.tokenId,
+      cancelKey: req.cancelKey,
+      runtime: req.runtime,
+      sandboxMinimum: req.sandboxMinimum,
+      selAgent: req.agent,
+      selLabels: req.labels,
+      background: req.background,
+      maxConcurrent: req.maxConcurrentJobs,
+      deadline: now + req.queueWaitMs,
+      now,
+      audit: {
+        ...req.audit,
+        team,
+        subject: req.subject,
+        tokenId: req.tokenId,
+        tool: req.tool,
+        decision: 'allowed',
+        jobId: req.spec.jobId,
+        exitStatus: 'queued',
+      },
     });
     if (this.p.configError) {
       this.close(req.spec.jobId, 'refused', { error: this.p.configError });
     } else if (queuedBefore >= req.maxQueueLength) {
       this.close(req.spec.jobId, 'refused', {
-        error: { code: 'queue_full', message: `the team's queue is full (${queuedBefore} jobs waiting; limit queue.maxLength = ${req.maxQueueLength}); try again later or start another agent` },
+        error: {
+          code: 'queue_full',
+          message: `the team's queue is full (${queuedBefore} jobs waiting; limit queue.maxLength = ${req.maxQueueLength}); try again later or start another agent`,
+        },
       });
     } else {
       const agents = this.p.link.schedAgents(this.load());
@@ -110,7 +132,11 @@ export class Jobs implements Wakes {
     if (isTerminal(row.state) && row.exit) {
       const inline = new TextEncoder().encode(this.store.result(jobId)?.[stream] ?? '');
       if (inline.byteLength > live.total) {
-        return { data: inline.subarray(Math.min(offset, inline.byteLength), Math.min(offset + maxBytes, inline.byteLength)), total: inline.byteLength, source: 'result' };
+        return {
+          data: inline.subarray(Math.min(offset, inline.byteLength), Math.min(offset + maxBytes, inline.byteLength)),
+          total: inline.byteLength,
+          source: 'result',
+        };
       }
     }
     return { ...live, source: 'live' };
@@ -171,7 +197,10 @@ export class Jobs implements Wakes {
       if (queue.length === 0) return;
       const running = this.store.running();
       const decision = schedule({
-        now: this.host.now(), queue: queue.map(toSchedJob), agents: this.p.link.schedAgents(this.load(running)), teamRunning: running.length,
+        now: this.host.now(),
+        queue: queue.map(toSchedJob),
+        agents: this.p.link.schedAgents(this.load(running)),
+        teamRunning: running.length,
         maxConcurrent: queue[0].max_concurrent,
       });
       let retry = false;
@@ -213,7 +242,13 @@ export class Jobs implements Wakes {
 
   /** The agent's last socket went away: its running jobs are orphaned (lost unless it reconnects and reports them in time). */
   agentGone(agentId: string, now: number): void {
-    this.store.setOrphaned(this.store.running().filter((j) => j.agent === agentId).map((j) => j.id), now);
+    this.store.setOrphaned(
+      this.store
+        .running()
+        .filter((j) => j.agent === agentId)
+        .map((j) => j.id),
+      now,
+    );
     void this.host.wake();
   }
 
@@ -222,7 +257,10 @@ export class Jobs implements Wakes {
     const held = new Set(reported);
     const mine = this.store.running().filter((j) => j.agent === agentId);
     this.store.clearOrphaned(mine.filter((j) => held.has(j.id) && j.orphaned_at !== null).map((j) => j.id));
-    this.store.setOrphaned(mine.filter((j) => !held.has(j.id) && j.orphaned_at === null && now - (j.started_at ?? now) >= settleMs).map((j) => j.id), now);
+    this.store.setOrphaned(
+      mine.filter((j) => !held.has(j.id) && j.orphaned_at === null && now - (j.started_at ?? now) >= settleMs).map((j) => j.id),
+      now,
+    );
   }
 
   /** The alarm's part: jobs and uploads whose agent is gone, then the queue. */
@@ -234,7 +272,12 @@ export class Jobs implements Wakes {
         // are reconnecting with backoff; count the grace from when the slowest of them is back.
         this.store.setOrphaned([j.id], this.p.link.restartGraceAt(now));
       } else if (j.orphaned_at !== null && now - j.orphaned_at > silentFor) {
-        this.close(j.id, 'lost', { error: { code: 'lost', message: `executor agent ${j.agent} did not report the job for ${now - j.orphaned_at}ms (${MISSED_HEARTBEATS} heartbeats); it disconnected or no longer holds the job` } });
+        this.close(j.id, 'lost', {
+          error: {
+            code: 'lost',
+            message: `executor agent ${j.agent} did not report the job for ${now - j.orphaned_at}ms (${MISSED_HEARTBEATS} heartbeats); it disconnected or no longer holds the job`,
+          },
+        });
       }
     }
     // An ended job's uploads: its agent keeps reporting them while connected; gone for 3 heartbeats
@@ -275,18 +318,30 @@ export class Jobs implements Wakes {
         };
       }
       case 'sandbox':
-        return { code: 'no_agent', message: `no connected executor agent meets the team's sandbox floor (sandbox.minimum = ${row.sandbox_min}); start an agent with --sandbox ${row.sandbox_min === 'gvisor' ? 'gvisor' : 'gvisor or bwrap'}` };
+        return {
+          code: 'no_agent',
+          message: `no connected executor agent meets the team's sandbox floor (sandbox.minimum = ${row.sandbox_min}); start an agent with --sandbox ${row.sandbox_min === 'gvisor' ? 'gvisor' : 'gvisor or bwrap'}`,
+        };
       case 'agent':
-        return { code: 'no_agent', message: `executor agent "${row.sel_agent}" is not connected (or cannot run this job); connected: ${this.p.link.live().map((a) => a.att.agentId).join(', ') || 'none'}` };
+        return {
+          code: 'no_agent',
+          message: `executor agent "${row.sel_agent}" is not connected (or cannot run this job); connected: ${
+            this.p.link
+              .live()
+              .map((a) => a.att.agentId)
+              .join(', ') || 'none'
+          }`,
+        };
       case 'labels':
         return { code: 'no_agent', message: `no connected executor agent carries all the labels ${row.sel_labels}; start one with --label for each` };
       case 'busy': {
         const agents = this.p.link.schedAgents(this.load());
         const active = this.store.running().length;
         const slots = agents.reduce((n, a) => n + a.capacity, 0);
-        const message = active >= row.max_concurrent || slots >= row.max_concurrent
-          ? concurrencyLimitMessage(active, row.max_concurrent)
-          : `All executor agents are busy (${active}/${slots} slots in use on ${agents.length} agent${agents.length === 1 ? '' : 's'}); try again later or start another agent`;
+        const message =
+          active >= row.max_concurrent || slots >= row.max_concurrent
+            ? concurrencyLimitMessage(active, row.max_concurrent)
+            : `All executor agents are busy (${active}/${slots} slots in use on ${agents.length} agent${agents.length === 1 ? '' : 's'}); try again later or start another agent`;
         return { code: 'concurrency_limit', message: `${message} (waited ${waited} in the queue)` };
       }
     }
@@ -295,14 +350,18 @@ export class Jobs implements Wakes {
 
 function toSchedJob(r: JobRow): SchedJob {
   return {
-    id: r.id, deadline: r.deadline, runtime: r.runtime ?? undefined, sandboxMinimum: r.sandbox_min ?? undefined,
-    agent: r.sel_agent ?? undefined, labels: r.sel_labels ? (JSON.parse(r.sel_labels) as string[]) : undefined,
+    id: r.id,
+    deadline: r.deadline,
+    runtime: r.runtime ?? undefined,
+    sandboxMinimum: r.sandbox_min ?? undefined,
+    agent: r.sel_agent ?? undefined,
+    labels: r.sel_labels ? (JSON.parse(r.sel_labels) as string[]) : undefined,
   };
 }
 
 function answerFor(row: JobRow): SubmitAnswer {
   if (row.state === 'queued' || row.state === 'running') return { ok: true, jobId: row.id, state: row.state, agentId: row.agent };
-  if (row.state === 'refused' || row.state === 'cancelled' && !row.agent) {
+  if (row.state === 'refused' || (row.state === 'cancelled' && !row.agent)) {
     return { ok: false, code: asErrorCode(row.error_code ?? row.state, 'internal'), message: row.error_message ?? `job ${row.state}` };
   }
   return { ok: true, jobId: row.id, state: 'running', agentId: row.agent };

@@ -8,9 +8,19 @@ export function noAgentMessage(team: string): string {
 export function lostExit(jobId: string, durationMs: number, why: string): JobExit {
   const empty = { bytes: 0, lines: 0, artifactTruncated: false };
   return {
-    type: 'job.exit', jobId, state: 'lost', exitCode: null, signal: null, timedOut: false, durationMs,
-    stdout: '', stderr: '', stdoutTruncated: false, stderrTruncated: false,
-    streams: { stdout: empty, stderr: empty }, artifactsUploaded: false,
+    type: 'job.exit',
+    jobId,
+    state: 'lost',
+    exitCode: null,
+    signal: null,
+    timedOut: false,
+    durationMs,
+    stdout: '',
+    stderr: '',
+    stdoutTruncated: false,
+    stderrTruncated: false,
+    streams: { stdout: empty, stderr: empty },
+    artifactsUploaded: false,
     error: { code: 'lost', message: why },
   };
 }

@@ -18,8 +18,17 @@ import { workersPlan } from '../platform/plan.ts';
 import { stamp } from '../mcp/trace.ts';
 import { capabilities, type Capabilities } from './capabilities.ts';
 import type {
-  DispatchRequest, KeptOutput, MultipartAbandonAnswer, MultipartBeginAnswer, MultipartFinishAnswer, MultipartPartAnswer, MultipartRef,
-  MultipartShape, SubmitAnswer, UploadAnswer, UploadWho,
+  DispatchRequest,
+  KeptOutput,
+  MultipartAbandonAnswer,
+  MultipartBeginAnswer,
+  MultipartFinishAnswer,
+  MultipartPartAnswer,
+  MultipartRef,
+  MultipartShape,
+  SubmitAnswer,
+  UploadAnswer,
+  UploadWho,
 } from './events.ts';
 import type { DispatchHost } from './host.ts';
 
@@ -35,8 +44,13 @@ export class TeamDispatcher extends DurableObject<Env> {
     super(ctx, env);
     const hb = Number(env.HEARTBEAT_MS ?? DEFAULT_HEARTBEAT_MS);
     this.host = {
-      sql: ctx.storage.sql, transactionSync: (f) => ctx.storage.transactionSync(f), env, now: () => Date.now(), team: () => this.team(),
-      heartbeatMs: Number.isFinite(hb) && hb >= 100 ? hb : DEFAULT_HEARTBEAT_MS, sockets: () => ctx.getWebSockets(),
+      sql: ctx.storage.sql,
+      transactionSync: (f) => ctx.storage.transactionSync(f),
+      env,
+      now: () => Date.now(),
+      team: () => this.team(),
+      heartbeatMs: Number.isFinite(hb) && hb >= 100 ? hb : DEFAULT_HEARTBEAT_MS,
+      sockets: () => ctx.getWebSockets(),
       wake: () => this.rearm(),
     };
     this.c = capabilities(this.host, { plan: workersPlan(env), trace: (step) => stamp(env, step) });
@@ -47,7 +61,7 @@ export class TeamDispatcher extends DurableObject<Env> {
    * also set in alarms); an object whose alarm was set before names were kept finds it in storage.
    */
   private async team(): Promise<string> {
-    this.teamName ??= this.ctx.id.name ?? ((await this.ctx.storage.get<string>('team')) ?? '');
+    this.teamName ??= this.ctx.id.name ?? (await this.ctx.storage.get<string>('team')) ?? '';
     return this.teamName;
   }
 

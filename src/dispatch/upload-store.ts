@@ -26,16 +26,19 @@ export interface UploadRow {
 }
 
 /** This store's tables. IF NOT EXISTS: an object whose tables predate the migration ledger keeps them. */
-const MIGRATIONS: readonly Migration[] = [{
-  id: '1-uploads',
-  sql: [
-  `CREATE TABLE IF NOT EXISTS artifact_uploads (job_id TEXT NOT NULL, stream TEXT NOT NULL, upload_id TEXT NOT NULL, r2_key TEXT NOT NULL,
+const MIGRATIONS: readonly Migration[] = [
+  {
+    id: '1-uploads',
+    sql: [
+      `CREATE TABLE IF NOT EXISTS artifact_uploads (job_id TEXT NOT NULL, stream TEXT NOT NULL, upload_id TEXT NOT NULL, r2_key TEXT NOT NULL,
     bytes INTEGER NOT NULL, part_bytes INTEGER NOT NULL, lines INTEGER NOT NULL, truncated INTEGER NOT NULL, created_at INTEGER NOT NULL,
     PRIMARY KEY (job_id, stream))`,
-  `CREATE TABLE IF NOT EXISTS artifact_parts (job_id TEXT NOT NULL, stream TEXT NOT NULL, part INTEGER NOT NULL, etag TEXT NOT NULL,
+      `CREATE TABLE IF NOT EXISTS artifact_parts (job_id TEXT NOT NULL, stream TEXT NOT NULL, part INTEGER NOT NULL, etag TEXT NOT NULL,
     bytes INTEGER NOT NULL, PRIMARY KEY (job_id, stream, part))`,
-  `CREATE TABLE IF NOT EXISTS upload_grants (job_id TEXT PRIMARY KEY, agent_id TEXT NOT NULL, token TEXT NOT NULL, created_at INTEGER NOT NULL)`,
-]}];
+      `CREATE TABLE IF NOT EXISTS upload_grants (job_id TEXT PRIMARY KEY, agent_id TEXT NOT NULL, token TEXT NOT NULL, created_at INTEGER NOT NULL)`,
+    ],
+  },
+];
 
 /** Random bytes of an upload token (256 bits, base64url: 43 characters). */
 const GRANT_TOKEN_BYTES = 32;
@@ -58,7 +61,10 @@ export class UploadStore {
   /** A new upload grant for `jobId` on `agentId`, replacing any earlier one (the job was sent again). */
   grant(jobId: string, agentId: string, now: number): UploadGrant {
     const bytes = crypto.getRandomValues(new Uint8Array(GRANT_TOKEN_BYTES));
-    const token = btoa(String.fromCharCode(...bytes)).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+    const token = btoa(String.fromCharCode(...bytes))
+      .replace(/\+/g, '-')
+      .replace(/\//g, '_')
+      .replace(/=+$/, '');
     this.sql.exec(`INSERT OR REPLACE INTO upload_grants (job_id, agent_id, token, created_at) VALUES (?, ?, ?, ?)`, jobId, agentId, token, now);
     return { agentId, token };
   }
@@ -79,7 +85,11 @@ export class UploadStore {
   }
 
   get(jobId: string, stream: StreamName): UploadRow | null {
-    return this.sql.exec<UploadRow & Record<string, SqlStorageValue>>(`SELECT * FROM artifact_uploads WHERE job_id = ? AND stream = ?`, jobId, stream).toArray()[0] ?? null;
+    return (
+      this.sql
+        .exec<UploadRow & Record<string, SqlStorageValue>>(`SELECT * FROM artifact_uploads WHERE job_id = ? AND stream = ?`, jobId, stream)
+        .toArray()[0] ?? null
+    );
   }
 
   /** Records a new R2 upload for the stream (replacing an older one the caller has aborted), with no parts yet. */
@@ -89,7 +99,15 @@ export class UploadStore {
       this.sql.exec(
         `INSERT OR REPLACE INTO artifact_uploads (job_id, stream, upload_id, r2_key, bytes, part_bytes, lines, truncated, created_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-        r.job_id, r.stream, r.upload_id, r.r2_key, r.bytes, r.part_bytes, r.lines, r.truncated, r.created_at,
+        r.job_id,
+        r.stream,
+        r.upload_id,
+        r.r2_key,
+        r.bytes,
+        r.part_bytes,
+        r.lines,
+        r.truncated,
+        r.created_at,
       );
     });
   }
@@ -102,9 +120,13 @@ export class UploadStore {
   }
 
   parts(jobId: string, stream: StreamName): { part: number; etag: string; bytes: number }[] {
-    return this.sql.exec<{ part: number; etag: string; bytes: number }>(
-      `SELECT part, etag, bytes FROM artifact_parts WHERE job_id = ? AND stream = ? ORDER BY part`, jobId, stream,
-    ).toArray();
+    return this.sql
+      .exec<{ part: number; etag: string; bytes: number }>(
+        `SELECT part, etag, bytes FROM artifact_parts WHERE job_id = ? AND stream = ? ORDER BY part`,
+        jobId,
+        stream,
+      )
+      .toArray();
   }
 
   remove(jobId: string, stream: StreamName): void {

@@ -16,7 +16,14 @@ import { originRules, originVerdict } from './origins.ts';
 
 /** What MCP Streamable HTTP requests carry (both protocol eras) besides CORS-safelisted headers. */
 export const MCP_REQUEST_HEADERS = [
-  'Authorization', 'Content-Type', 'Accept', 'Mcp-Protocol-Version', 'Mcp-Session-Id', 'Mcp-Method', 'Mcp-Name', 'Last-Event-ID',
+  'Authorization',
+  'Content-Type',
+  'Accept',
+  'Mcp-Protocol-Version',
+  'Mcp-Session-Id',
+  'Mcp-Method',
+  'Mcp-Name',
+  'Last-Event-ID',
 ];
 /** What a browser client must be able to read: the auth challenge (discovery), the negotiated version, backoff. */
 export const MCP_EXPOSED_HEADERS = ['WWW-Authenticate', 'Mcp-Protocol-Version', 'Mcp-Session-Id', 'Retry-After'];

@@ -25,13 +25,18 @@ export type OriginVerdict = { ok: true } | { ok: false; errorCode: 'origin_not_a
 export function originRules(req: Request, env: Env): OriginRules {
   const exact: string[] = [];
   const wildcard: [string, string][] = [];
-  for (const raw of (env.ALLOWED_ORIGINS ?? '').split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const raw of (env.ALLOWED_ORIGINS ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const m = /^(https?):\/\/\*(\.[a-z0-9.-]+(?::\d+)?)$/i.exec(raw);
     if (m) wildcard.push([m[1].toLowerCase(), m[2].toLowerCase()]);
     else exact.push(raw.replace(/\/+$/, '').toLowerCase());
   }
   return {
-    self: publicOrigin(req, env).toLowerCase(), exact, wildcard,
+    self: publicOrigin(req, env).toLowerCase(),
+    exact,
+    wildcard,
     development: isDevelopmentGateway(env),
   };
 }
@@ -50,6 +55,15 @@ export function originVerdict(origin: string, rules: OriginRules): OriginVerdict
   const scheme = url.protocol.slice(0, -1);
   const hostPort = url.host.toLowerCase();
   if (rules.wildcard.some(([s, suffix]) => s === scheme && hostPort.endsWith(suffix) && hostPort.length > suffix.length)) return { ok: true };
-  const allowed = [rules.self, ...rules.exact, ...rules.wildcard.map(([s, suffix]) => `${s}://*${suffix}`), ...(rules.development ? ['any loopback origin (development gateway)'] : [])];
-  return { ok: false, errorCode: 'origin_not_allowed', message: `Origin "${origin.slice(0, 200)}" is not allowed (allowed: ${allowed.join(', ')}; ALLOWED_ORIGINS adds more)` };
+  const allowed = [
+    rules.self,
+    ...rules.exact,
+    ...rules.wildcard.map(([s, suffix]) => `${s}://*${suffix}`),
+    ...(rules.development ? ['any loopback origin (development gateway)'] : []),
+  ];
+  return {
+    ok: false,
+    errorCode: 'origin_not_allowed',
+    message: `Origin "${origin.slice(0, 200)}" is not allowed (allowed: ${allowed.join(', ')}; ALLOWED_ORIGINS adds more)`,
+  };
 }

@@ -35,18 +35,24 @@ export function rateLimit(surface: Surface): MiddlewareHandler<AppEnv> {
     const p = c.get('principal');
     const b = bindings(c.env, surface);
     // Token first: one noisy token should not use up its team's budget before being stopped.
-    for (const [which, rl, key] of [['token', b.token, `${p.team}/${p.tokenId}`], ['team', b.team, p.team]] as const) {
+    for (const [which, rl, key] of [
+      ['token', b.token, `${p.team}/${p.tokenId}`],
+      ['team', b.team, p.team],
+    ] as const) {
       if (!rl) continue;
       const { success } = await rl.limit({ key: `${surface}:${key}` });
       if (!success) {
         const limit = RATE_LIMITS[surface][which];
         c.header('Retry-After', String(RATE_LIMIT_PERIOD_S));
-        return c.json({
-          error: {
-            code: 'rate_limited',
-            message: `rate limit exceeded: at most ${limit} ${surface === 'mcp' ? 'MCP' : 'admin API'} requests per ${RATE_LIMIT_PERIOD_S} s per ${which === 'token' ? 'token' : 'team'}; retry after ${RATE_LIMIT_PERIOD_S} s`,
+        return c.json(
+          {
+            error: {
+              code: 'rate_limited',
+              message: `rate limit exceeded: at most ${limit} ${surface === 'mcp' ? 'MCP' : 'admin API'} requests per ${RATE_LIMIT_PERIOD_S} s per ${which === 'token' ? 'token' : 'team'}; retry after ${RATE_LIMIT_PERIOD_S} s`,
+            },
           },
-        }, 429);
+          429,
+        );
       }
     }
     await next();

@@ -7,7 +7,12 @@
  * whole (batchSubrequestProblem): all of a batch runs in one request.
  */
 import {
-  CANCEL_SUBREQUESTS, GOVERNED_TOOLS, REQUEST_SUBREQUESTS, TOOL_CALL_SUBREQUESTS, UNKNOWN_TOOL_SUBREQUESTS, planPhrase,
+  CANCEL_SUBREQUESTS,
+  GOVERNED_TOOLS,
+  REQUEST_SUBREQUESTS,
+  TOOL_CALL_SUBREQUESTS,
+  UNKNOWN_TOOL_SUBREQUESTS,
+  planPhrase,
 } from '../script/request-budget.ts';
 import { SUBREQUESTS_PER_REQUEST, type WorkersPlan } from '../platform/limits.ts';
 
@@ -57,6 +62,8 @@ export function batchSubrequestProblem(need: number, plan: WorkersPlan, opaEvalu
   const limit = SUBREQUESTS_PER_REQUEST[plan];
   if (REQUEST_SUBREQUESTS + need <= limit) return null;
   const perExecute = TOOL_CALL_SUBREQUESTS.execute + opaEvaluators;
-  return `Invalid Request: the batch's calls may need up to ${REQUEST_SUBREQUESTS + need} subrequests and ${planPhrase(plan)}; `
-    + `send fewer calls per request (at most ${Math.floor((limit - REQUEST_SUBREQUESTS) / perExecute)} execute calls, up to ${perExecute} subrequests each) or one call per request`;
+  return (
+    `Invalid Request: the batch's calls may need up to ${REQUEST_SUBREQUESTS + need} subrequests and ${planPhrase(plan)}; ` +
+    `send fewer calls per request (at most ${Math.floor((limit - REQUEST_SUBREQUESTS) / perExecute)} execute calls, up to ${perExecute} subrequests each) or one call per request`
+  );
 }

@@ -67,4 +67,3 @@ export function callCancelKey(ctx: ToolContext, extra: ToolExtra): string {
 export function cancelKey(p: Principal, requestId: string | number, nonce?: string): string {
   return `${p.tokenId}:${p.subject}:${String(requestId)}${nonce ? `:${nonce}` : ''}`;
 }
-

@@ -59,7 +59,10 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
   const { env, principal } = ctx;
   const started = Date.now();
   const auditBase = {
-    team: principal.team, subject: principal.subject, tokenId: principal.tokenId, tool: r.tool,
+    team: principal.team,
+    subject: principal.subject,
+    tokenId: principal.tokenId,
+    tool: r.tool,
     command: { mode: r.policy.mode, command: r.policy.command, args: r.policy.args, runtime: r.policy.runtime, env: r.policy.env },
     cwd: r.policy.cwd,
     ...(r.parentJobId ? { parentJobId: r.parentJobId } : {}),
@@ -75,20 +78,32 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
     jobId = crypto.randomUUID();
     let approval: { id: string; note: string } | undefined;
     if (decision.ask && decision.effective) {
-      const gate = await approvalGate(ctx, extra, { request: approvable(r), decision: { ...decision, ask: decision.ask }, policy, approvalId: r.approvalId, jobId });
+      const gate = await approvalGate(ctx, extra, {
+        request: approvable(r),
+        decision: { ...decision, ask: decision.ask },
+        policy,
+        approvalId: r.approvalId,
+        jobId,
+      });
       if (gate.kind === 'prompt') {
         audited = true;
         await writeAudit(env.DB, {
-          ...auditBase, decision: 'asked', reason: `${decision.stage}: ${decision.reason}; asked the MCP client's user to approve (approval prompt)`,
-          approvalId: gate.approvalId, durationMs: Date.now() - started,
+          ...auditBase,
+          decision: 'asked',
+          reason: `${decision.stage}: ${decision.reason}; asked the MCP client's user to approve (approval prompt)`,
+          approvalId: gate.approvalId,
+          durationMs: Date.now() - started,
         });
         return { kind: 'input_required', result: gate.result, decision };
       }
       if (gate.kind === 'refused') {
         audited = true;
         await writeAudit(env.DB, {
-          ...auditBase, decision: gate.refusal.asked ? 'asked' : 'denied', reason: `${gate.refusal.code}: ${gate.refusal.message}`,
-          approvalId: gate.refusal.approvalId, durationMs: Date.now() - started,
+          ...auditBase,
+          decision: gate.refusal.asked ? 'asked' : 'denied',
+          reason: `${gate.refusal.code}: ${gate.refusal.message}`,
+          approvalId: gate.refusal.approvalId,
+          durationMs: Date.now() - started,
         });
         // A script's subprocess sees an ordinary denial (it has no way to come back with an approval).
         if (r.tool === 'run_script') return { kind: 'denied', decision: { ...decision, reason: gate.refusal.message } };
@@ -103,7 +118,8 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
     const eff = decision.effective;
     // A simple command string decided as argv, or the policy's prepended arguments: the job runs
     // exactly the argv that was decided, without sh -c.
-    const job = decision.runAs && r.job.mode !== 'code' ? { ...r.job, mode: 'argv' as const, command: decision.runAs.command, args: decision.runAs.args } : r.job;
+    const job =
+      decision.runAs && r.job.mode !== 'code' ? { ...r.job, mode: 'argv' as const, command: decision.runAs.command, args: decision.runAs.args } : r.job;
     const spec: JobSpec = {
       jobId,
       artifactHandle: newArtifactHandle(),
@@ -117,10 +133,15 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
       env: eff.env,
       timeoutMs: eff.timeoutMs,
       limits: {
-        inlineBytes: eff.inlineBytes, artifactBytes: eff.artifactBytes,
+        inlineBytes: eff.inlineBytes,
+        artifactBytes: eff.artifactBytes,
         // The team's resource limits; the agent enforces them (executor/README.md, "Limits").
-        memoryBytes: policy.limits.memoryBytes, maxProcesses: policy.limits.maxProcesses, maxOpenFiles: policy.limits.maxOpenFiles,
-        maxFileBytes: policy.limits.maxFileBytes, cpuSeconds: policy.limits.cpuSeconds, tmpBytes: policy.limits.tmpBytes,
+        memoryBytes: policy.limits.memoryBytes,
+        maxProcesses: policy.limits.maxProcesses,
+        maxOpenFiles: policy.limits.maxOpenFiles,
+        maxFileBytes: policy.limits.maxFileBytes,
+        cpuSeconds: policy.limits.cpuSeconds,
+        tmpBytes: policy.limits.tmpBytes,
         diskWriteBytes: policy.limits.diskWriteBytes,
       },
       ...(eff.allowedExecutables && job.mode !== 'shell' ? { allowedExecutables: eff.allowedExecutables } : {}),
@@ -131,13 +152,25 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
     // same transaction) and writes both D1 rows in the background, with the job's end if it is short.
     const key = callCancelKey(ctx, extra);
     const { answer, events } = await submitAndFollow(env, principal.team, {
-      spec, cancelKey: key, runtime: r.job.runtime, tool: r.tool, subject: principal.subject,
-      tokenId: principal.tokenId, maxConcurrentJobs: policy.limits.maxConcurrentJobs, queueWaitMs: policy.limits.queueWaitMs,
-      maxQueueLength: policy.queue.maxLength, sandboxMinimum: policy.sandbox.minimum === 'none' ? undefined : policy.sandbox.minimum,
+      spec,
+      cancelKey: key,
+      runtime: r.job.runtime,
+      tool: r.tool,
+      subject: principal.subject,
+      tokenId: principal.tokenId,
+      maxConcurrentJobs: policy.limits.maxConcurrentJobs,
+      queueWaitMs: policy.limits.queueWaitMs,
+      maxQueueLength: policy.queue.maxLength,
+      sandboxMinimum: policy.sandbox.minimum === 'none' ? undefined : policy.sandbox.minimum,
       // A job that may become a task is followed by polling its durable row, not by an event stream.
-      agent: r.selector?.agent, labels: r.selector?.labels, background: r.background === true || r.task !== undefined,
+      agent: r.selector?.agent,
+      labels: r.selector?.labels,
+      background: r.background === true || r.task !== undefined,
       audit: {
-        at: started, command: auditBase.command, cwd: auditBase.cwd, ...(r.parentJobId ? { parentJobId: r.parentJobId } : {}),
+        at: started,
+        command: auditBase.command,
+        cwd: auditBase.cwd,
+        ...(r.parentJobId ? { parentJobId: r.parentJobId } : {}),
         reason: [approval ? `ask: ${approval.note}` : decision.reason, ...decision.notes].filter(Boolean).join('; '),
         ...(approval ? { approvalId: approval.id } : {}),
       },
@@ -163,12 +196,24 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
     return { kind: 'done', exit: res.value.exit, decision, jobId, handle: spec.artifactHandle, agentId: res.value.agentId, sandbox: res.value.sandbox };
   } catch (e) {
     failure = e instanceof Error ? e.message : String(e);
-    return { kind: 'error', error: { code: 'internal', message: `the call failed before the job's end was known: ${failure}` }, decision: null, jobId, handle: '' };
+    return {
+      kind: 'error',
+      error: { code: 'internal', message: `the call failed before the job's end was known: ${failure}` },
+      decision: null,
+      jobId,
+      handle: '',
+    };
   } finally {
     // Exactly one row: none yet → write it. If the DO did take the job and only its answer was
     // lost, its own copy of the row finds this one (same job id) and completes it.
     if (!audited) {
-      await writeAudit(env.DB, { ...auditBase, decision: 'failed', reason: `internal: ${failure ?? 'no decision'}`, jobId: jobId || undefined, durationMs: Date.now() - started }).catch(() => {});
+      await writeAudit(env.DB, {
+        ...auditBase,
+        decision: 'failed',
+        reason: `internal: ${failure ?? 'no decision'}`,
+        jobId: jobId || undefined,
+        durationMs: Date.now() - started,
+      }).catch(() => {});
     }
   }
 }
@@ -176,8 +221,16 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
 /** What an approval is bound to: the request as the caller sent it. */
 function approvable(r: GovernedRequest): ApprovableRequest {
   return {
-    tool: r.tool, mode: r.policy.mode, command: r.policy.command, args: r.policy.args, runtime: r.policy.runtime,
-    code: r.policy.code ?? r.job.code, stdin: r.job.stdin, cwd: r.policy.cwd, env: r.policy.env, timeoutMs: r.policy.timeoutMs,
+    tool: r.tool,
+    mode: r.policy.mode,
+    command: r.policy.command,
+    args: r.policy.args,
+    runtime: r.policy.runtime,
+    code: r.policy.code ?? r.job.code,
+    stdin: r.job.stdin,
+    cwd: r.policy.cwd,
+    env: r.policy.env,
+    timeoutMs: r.policy.timeoutMs,
   };
 }
 

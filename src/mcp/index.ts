@@ -27,17 +27,18 @@ function jsonRpcError(status: number, code: number, message: string): Response {
   return Response.json({ jsonrpc: '2.0', error: { code, message }, id: null }, { status });
 }
 
-
 // Browsers send Origin: a page from an origin not allowed must not drive the endpoint (DNS rebinding, CSRF);
 // an allowed one gets its CORS grant, and its preflight is answered here, before auth. The trace
 // marks exist only in the bench's traced build (trace.ts).
-mcpRoutes.use('*',
+mcpRoutes.use(
+  '*',
   ...traceMark('edge.request'),
   mcpCors(),
   requireAuth({ anyScope: ['execute', 'artifacts:read', 'admin'] }),
   ...traceMark('edge.authenticated'),
   rateLimit('mcp'),
-  ...traceMark('edge.rate_limited'));
+  ...traceMark('edge.rate_limited'),
+);
 
 // Stateless: there is no standalone server→client stream to open (the spec allows 405 here).
 mcpRoutes.get('/', () => new Response(null, { status: 405, headers: { Allow: 'POST, DELETE' } }));

@@ -127,13 +127,23 @@ function inlineExcerpts(exit: JobExit, terms: string[], contextLines: number, ma
   let dropped = false;
   for (const stream of ['stdout', 'stderr'] as const) {
     const r = searchText(stream === 'stdout' ? exit.stdout : exit.stderr, {
-      terms, contextLines, source: stream, maxExcerpts: INLINE_MAX_EXCERPTS - excerpts.length,
+      terms,
+      contextLines,
+      source: stream,
+      maxExcerpts: INLINE_MAX_EXCERPTS - excerpts.length,
     });
     matches += r.matchCount;
     for (const e of r.excerpts) {
-      if (budget <= 0) { dropped = true; break; }
+      if (budget <= 0) {
+        dropped = true;
+        break;
+      }
       const lines = e.lineEnd - e.lineStart + 1;
-      if (lines <= budget) { excerpts.push(e); budget -= lines; continue; }
+      if (lines <= budget) {
+        excerpts.push(e);
+        budget -= lines;
+        continue;
+      }
       excerpts.push({ ...e, lineEnd: e.lineStart + budget - 1, content: e.content.split('\n').slice(0, budget).join('\n') });
       budget = 0;
       dropped = true;
@@ -149,4 +159,3 @@ function inlineExcerpts(exit: JobExit, terms: string[], contextLines: number, ma
   if (handle) parts.push(`query_output with artifactHandle "${handle}" searches the full output`);
   return { excerpts, note: parts.join('; ') };
 }
-

@@ -37,7 +37,14 @@ export async function queryOutput(env: Env, team: string, input: QueryOutputArgs
 }
 
 async function search(
-  env: Env, team: string, handle: string, terms: string[], want: StreamName[], maxExcerpts: number, contextLines: number, now: number,
+  env: Env,
+  team: string,
+  handle: string,
+  terms: string[],
+  want: StreamName[],
+  maxExcerpts: number,
+  contextLines: number,
+  now: number,
 ): Promise<Result<QueryOutputStructured>> {
   const rows = await getArtifactRows(env, team, handle, now);
   if (rows.length === 0) return notFound(handle);
@@ -55,7 +62,10 @@ async function search(
     // Row without body: cleanup removed it between the two reads; same as expired.
     if (!obj) continue;
     const r = await searchStream(obj.body, {
-      terms, contextLines, source: stream, maxExcerpts: maxExcerpts - excerpts.length,
+      terms,
+      contextLines,
+      source: stream,
+      maxExcerpts: maxExcerpts - excerpts.length,
     });
     excerpts.push(...r.excerpts);
     matchCount += r.matchCount;

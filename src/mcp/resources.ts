@@ -46,12 +46,18 @@ export function registerArtifactResources(server: McpServer, ctx: ToolContext): 
     },
     async (uri, variables) => {
       if (!canRead) {
-        throw new ProtocolError(ProtocolErrorCode.InvalidParams, `insufficient_scope: reading job output needs a token with scope "artifacts:read"; this token has ${ctx.principal.scopes.join(', ') || 'no scopes'}`);
+        throw new ProtocolError(
+          ProtocolErrorCode.InvalidParams,
+          `insufficient_scope: reading job output needs a token with scope "artifacts:read"; this token has ${ctx.principal.scopes.join(', ') || 'no scopes'}`,
+        );
       }
       const handle = decodeURIComponent(String(variables.handle ?? ''));
       const stream = String(variables.stream ?? '');
       if (stream !== 'stdout' && stream !== 'stderr') {
-        throw new ProtocolError(ProtocolErrorCode.InvalidParams, `unknown stream "${stream}": use ${artifactUri(handle, 'stdout')} or ${artifactUri(handle, 'stderr')}`);
+        throw new ProtocolError(
+          ProtocolErrorCode.InvalidParams,
+          `unknown stream "${stream}": use ${artifactUri(handle, 'stdout')} or ${artifactUri(handle, 'stderr')}`,
+        );
       }
       const row = (await getArtifactRows(ctx.env, ctx.principal.team, handle)).find((r) => r.stream === stream);
       if (!row) throw new ResourceNotFoundError(uri.href, `not found: no ${stream} for artifact "${handle}" in this team (it may have expired)`);

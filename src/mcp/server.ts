@@ -46,7 +46,7 @@ export function buildServer(ctx: ToolContext): McpServer {
     // Approval prompts (src/approval/): echoed request state is checked before any tool sees it.
     requestState: { verify: promptStateVerifier(ctx.env, ctx.principal) },
     instructions:
-      'Gatehouse runs commands for your team under its policy, in gVisor sandboxes on the team\'s executor agents. ' +
+      "Gatehouse runs commands for your team under its policy, in gVisor sandboxes on the team's executor agents. " +
       'Prefer runtime_execute with outputMode "minimal", then query_output on the artifactHandle when you need to see output. ' +
       'Use policy_check to learn why something would be denied. Long jobs: pass background: true, then job_status / job_output / job_kill.',
   });
@@ -88,6 +88,5 @@ function withCachedSchemas(server: McpServer): void {
  */
 function withCodedSdkErrors(server: McpServer): void {
   const sdk = server as unknown as { createToolError(message: string): CallToolResult };
-  sdk.createToolError = (message) =>
-    toolError(message, undefined, message.startsWith('Input validation error') ? 'invalid_argument' : 'internal');
+  sdk.createToolError = (message) => toolError(message, undefined, message.startsWith('Input validation error') ? 'invalid_argument' : 'internal');
 }

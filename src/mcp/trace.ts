@@ -27,12 +27,14 @@ export function stamp(_env: unknown, step: TraceStep): void {
  */
 export function traceMark(step: TraceStep): MiddlewareHandler[] {
   if (!TRACING) return [];
-  return [async (c, next) => {
-    stamp(c.env, step);
-    await next();
-    if (step === 'edge.request' && c.res.body) {
-      const end = new TransformStream<Uint8Array, Uint8Array>({ flush: () => stamp(c.env, 'edge.response_end') });
-      c.res = new Response(c.res.body.pipeThrough(end), c.res);
-    }
-  }];
+  return [
+    async (c, next) => {
+      stamp(c.env, step);
+      await next();
+      if (step === 'edge.request' && c.res.body) {
+        const end = new TransformStream<Uint8Array, Uint8Array>({ flush: () => stamp(c.env, 'edge.response_end') });
+        c.res = new Response(c.res.body.pipeThrough(end), c.res);
+      }
+    },
+  ];
 }

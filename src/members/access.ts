@@ -28,7 +28,13 @@ export function accessConfig(env: Env): Result<AccessConfig | null> {
   const audience = env.CF_ACCESS_AUD?.trim();
   if (!domain && !audience) return { ok: true, value: null };
   if (!domain || !audience) {
-    return { ok: false, error: { code: 'config_error', message: 'Cloudflare Access needs both CF_ACCESS_TEAM_DOMAIN (https://<team>.cloudflareaccess.com) and CF_ACCESS_AUD (the application\'s audience tag)' } };
+    return {
+      ok: false,
+      error: {
+        code: 'config_error',
+        message: "Cloudflare Access needs both CF_ACCESS_TEAM_DOMAIN (https://<team>.cloudflareaccess.com) and CF_ACCESS_AUD (the application's audience tag)",
+      },
+    };
   }
   let u: URL;
   try {
@@ -57,16 +63,29 @@ export async function verifyAccessAssertion(cfg: AccessConfig, assertion: string
   if (assertion.length > MAX_ASSERTION_BYTES) return unauthenticated(`${ACCESS_HEADER} is longer than ${MAX_ASSERTION_BYTES} bytes`);
   try {
     const { payload } = await jwtVerify(assertion, keysOf(cfg.certsUrl), {
-      issuer: cfg.teamDomain, audience: cfg.audience, algorithms: ['RS256'], clockTolerance: CLOCK_TOLERANCE_S, requiredClaims: ['exp', 'iat'],
+      issuer: cfg.teamDomain,
+      audience: cfg.audience,
+      algorithms: ['RS256'],
+      clockTolerance: CLOCK_TOLERANCE_S,
+      requiredClaims: ['exp', 'iat'],
     });
     const sub = typeof payload.sub === 'string' ? payload.sub : '';
     const email = typeof payload.email === 'string' ? payload.email : null;
     // A service token's assertion has no user: automation uses an API token instead.
-    if (!sub || !email) return unauthenticated('this Cloudflare Access assertion names no person (a service token?): people sign in through Access; automation uses an API token');
-    return { ok: true, value: { issuer: cfg.teamDomain, subject: sub, email, emailVerified: true, name: typeof payload.name === 'string' ? payload.name : null } };
+    if (!sub || !email)
+      return unauthenticated(
+        'this Cloudflare Access assertion names no person (a service token?): people sign in through Access; automation uses an API token',
+      );
+    return {
+      ok: true,
+      value: { issuer: cfg.teamDomain, subject: sub, email, emailVerified: true, name: typeof payload.name === 'string' ? payload.name : null },
+    };
   } catch (e) {
     if (e instanceof joseErrors.JWTExpired) return unauthenticated(`the Cloudflare Access assertion expired; sign in through Access again`);
-    if (e instanceof joseErrors.JWTClaimValidationFailed) return unauthenticated(`the Cloudflare Access assertion is not for this application: ${e.message} (expected issuer ${cfg.teamDomain}, audience CF_ACCESS_AUD)`);
+    if (e instanceof joseErrors.JWTClaimValidationFailed)
+      return unauthenticated(
+        `the Cloudflare Access assertion is not for this application: ${e.message} (expected issuer ${cfg.teamDomain}, audience CF_ACCESS_AUD)`,
+      );
     if (e instanceof joseErrors.JOSEError) return unauthenticated(`the Cloudflare Access assertion is not valid: ${e.message}`);
     return { ok: false, error: { code: 'upstream_error', message: `could not check the Cloudflare Access assertion: ${(e as Error).message}` } };
   }

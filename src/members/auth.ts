@@ -48,7 +48,13 @@ export async function signedInIdentity(c: Context<AppEnv>): Promise<Result<Signe
   const cfg = accessConfig(c.env);
   if (!cfg.ok) return cfg;
   if (!cfg.value) {
-    return { ok: false, error: { code: 'unauthenticated', message: `this gateway does not trust Cloudflare Access (set CF_ACCESS_TEAM_DOMAIN and CF_ACCESS_AUD); sign in with an API token` } };
+    return {
+      ok: false,
+      error: {
+        code: 'unauthenticated',
+        message: `this gateway does not trust Cloudflare Access (set CF_ACCESS_TEAM_DOMAIN and CF_ACCESS_AUD); sign in with an API token`,
+      },
+    };
   }
   const who = await verifyAccessAssertion(cfg.value, assertion);
   return who.ok ? { ok: true, value: { identity: who.value, csrf: null } } : who;
@@ -63,12 +69,18 @@ export function crossSiteRefusal(c: Context<AppEnv>, s: SignedIn, formToken?: st
   // Sec-Fetch-Site (no page can set it) then says whether the form was this origin's.
   const sameSite = origin && origin !== 'null' ? origin === own : c.req.header('Sec-Fetch-Site') === 'same-origin';
   if (!sameSite) {
-    return { code: 'forbidden', message: `a signed-in request that changes something must come from this gateway's pages (Origin ${own}); got ${origin ? `Origin ${origin.slice(0, 100)}` : 'no Origin header'}${origin && origin !== 'null' ? '' : ' and no Sec-Fetch-Site: same-origin'}` };
+    return {
+      code: 'forbidden',
+      message: `a signed-in request that changes something must come from this gateway's pages (Origin ${own}); got ${origin ? `Origin ${origin.slice(0, 100)}` : 'no Origin header'}${origin && origin !== 'null' ? '' : ' and no Sec-Fetch-Site: same-origin'}`,
+    };
   }
   if (s.csrf === null) return null;
   const token = c.req.header(CSRF_HEADER) ?? formToken;
   if (token === s.csrf) return null;
-  return { code: 'forbidden', message: `${token ? 'wrong' : 'missing'} CSRF token: a signed-in change carries the session's token (header ${CSRF_HEADER}, from GET /dashboard/auth/session); reload the page` };
+  return {
+    code: 'forbidden',
+    message: `${token ? 'wrong' : 'missing'} CSRF token: a signed-in change carries the session's token (header ${CSRF_HEADER}, from GET /dashboard/auth/session); reload the page`,
+  };
 }
 
 /** The membership a request acts in: the team its path names, else the person's only team. */
@@ -76,17 +88,38 @@ export function pickMembership(memberships: MemberRow[], pathTeam: string | unde
   const name = who.email ?? who.subject;
   if (pathTeam !== undefined) {
     const m = memberships.find((x) => x.team === pathTeam);
-    return m ? { ok: true, value: m } : { ok: false, error: { code: 'not_found', message: `team "${pathTeam.slice(0, 100)}" not found among ${name}'s teams (${memberships.map((x) => x.team).join(', ') || 'none'})` } };
+    return m
+      ? { ok: true, value: m }
+      : {
+          ok: false,
+          error: {
+            code: 'not_found',
+            message: `team "${pathTeam.slice(0, 100)}" not found among ${name}'s teams (${memberships.map((x) => x.team).join(', ') || 'none'})`,
+          },
+        };
   }
   if (memberships.length === 1) return { ok: true, value: memberships[0] };
   if (memberships.length === 0) {
-    return { ok: false, error: { code: 'forbidden', message: `${name} is not a member of any team on this gateway: ask a team owner or admin for an invitation` } };
+    return {
+      ok: false,
+      error: { code: 'forbidden', message: `${name} is not a member of any team on this gateway: ask a team owner or admin for an invitation` },
+    };
   }
-  return { ok: false, error: { code: 'invalid_argument', message: `${name} is a member of several teams (${memberships.map((x) => x.team).join(', ')}): pick one with /admin/v1/teams/<team>/…` } };
+  return {
+    ok: false,
+    error: {
+      code: 'invalid_argument',
+      message: `${name} is a member of several teams (${memberships.map((x) => x.team).join(', ')}): pick one with /admin/v1/teams/<team>/…`,
+    },
+  };
 }
 
 export const memberPrincipal = (m: MemberRow): Principal => ({
-  team: m.team, subject: memberSubject(m), scopes: ROLE_SCOPES[m.role], tokenId: memberSubject(m), issuer: m.issuer,
+  team: m.team,
+  subject: memberSubject(m),
+  scopes: ROLE_SCOPES[m.role],
+  tokenId: memberSubject(m),
+  issuer: m.issuer,
   member: { memberId: m.memberId, role: m.role },
 });
 
@@ -113,7 +146,11 @@ export function memberOrToken(o: ScopeRequirement): MiddlewareHandler<AppEnv> {
     const p = memberPrincipal(m.value);
     const scoped = checkScopes(p, o);
     if (!scoped.ok) {
-      return apiError(c, 'insufficient_scope', `your role in team "${p.team}" is ${m.value.role}; this needs the owner or admin role (a member connects clients and runs what the policy allows)`);
+      return apiError(
+        c,
+        'insufficient_scope',
+        `your role in team "${p.team}" is ${m.value.role}; this needs the owner or admin role (a member connects clients and runs what the policy allows)`,
+      );
     }
     c.set('principal', p);
     c.executionCtx.waitUntil(touchMember(c.env, m.value.memberId).catch(() => undefined));

@@ -53,7 +53,8 @@ const servers = new Map<string, Promise<oauth.AuthorizationServer>>();
 function authServer(cfg: OidcConfig): Promise<oauth.AuthorizationServer> {
   let s = servers.get(cfg.issuer.href);
   if (!s) {
-    s = oauth.discoveryRequest(cfg.issuer, { algorithm: 'oidc', [oauth.allowInsecureRequests]: cfg.insecure, signal: AbortSignal.timeout(10_000) })
+    s = oauth
+      .discoveryRequest(cfg.issuer, { algorithm: 'oidc', [oauth.allowInsecureRequests]: cfg.insecure, signal: AbortSignal.timeout(10_000) })
       .then((r) => oauth.processDiscoveryResponse(cfg.issuer, r));
     s.catch(() => servers.delete(cfg.issuer.href));
     servers.set(cfg.issuer.href, s);
@@ -74,10 +75,21 @@ export async function beginSignIn(c: Context<AppEnv>, cfg: OidcConfig, next: str
   const nonce = oauth.generateRandomNonce();
   const url = new URL(as.authorization_endpoint!);
   url.search = new URLSearchParams({
-    client_id: cfg.client.client_id, redirect_uri: redirectUri(c), response_type: 'code', scope: 'openid email profile',
-    code_challenge: await oauth.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state, nonce,
+    client_id: cfg.client.client_id,
+    redirect_uri: redirectUri(c),
+    response_type: 'code',
+    scope: 'openid email profile',
+    code_challenge: await oauth.calculatePKCECodeChallenge(verifier),
+    code_challenge_method: 'S256',
+    state,
+    nonce,
   }).toString();
-  setCookie(c, TX_COOKIE, await seal(c.env.GATEHOUSE_SIGNING_KEY!, 'signin', { verifier, state, nonce, next: safeNext(next) }, TX_TTL_SECONDS), cookieOptions(c, AUTH_PATH, TX_TTL_SECONDS));
+  setCookie(
+    c,
+    TX_COOKIE,
+    await seal(c.env.GATEHOUSE_SIGNING_KEY!, 'signin', { verifier, state, nonce, next: safeNext(next) }, TX_TTL_SECONDS),
+    cookieOptions(c, AUTH_PATH, TX_TTL_SECONDS),
+  );
   return c.redirect(url.href, 302);
 }
 
@@ -96,27 +108,39 @@ export async function finishSignIn(c: Context<AppEnv>, cfg: OidcConfig): Promise
   try {
     const params = oauth.validateAuthResponse(as, cfg.client, new URL(c.req.url), tx.state);
     const response = await oauth.authorizationCodeGrantRequest(as, cfg.client, cfg.auth, params, redirectUri(c), tx.verifier, {
-      [oauth.allowInsecureRequests]: cfg.insecure, signal: AbortSignal.timeout(10_000),
+      [oauth.allowInsecureRequests]: cfg.insecure,
+      signal: AbortSignal.timeout(10_000),
     });
     const result = await oauth.processAuthorizationCodeResponse(as, cfg.client, response, { expectedNonce: tx.nonce, requireIdToken: true });
     const idt = oauth.getValidatedIdTokenClaims(result)!;
     // A provider may keep email and name out of the ID token (OpenID Connect Core 5.4): ask userinfo then.
     let claims: Record<string, unknown> = idt;
     if (typeof idt.email !== 'string' && as.userinfo_endpoint) {
-      const info = await oauth.userInfoRequest(as, cfg.client, result.access_token, { [oauth.allowInsecureRequests]: cfg.insecure, signal: AbortSignal.timeout(10_000) });
+      const info = await oauth.userInfoRequest(as, cfg.client, result.access_token, {
+        [oauth.allowInsecureRequests]: cfg.insecure,
+        signal: AbortSignal.timeout(10_000),
+      });
       claims = { ...(await oauth.processUserInfoResponse(as, cfg.client, idt.sub, info)), ...idt };
     }
     const email = typeof claims.email === 'string' ? claims.email : null;
     return {
       ok: true,
       value: {
-        identity: { issuer: idt.iss, subject: idt.sub, email, emailVerified: claims.email_verified === true, name: typeof claims.name === 'string' ? claims.name : null },
+        identity: {
+          issuer: idt.iss,
+          subject: idt.sub,
+          email,
+          emailVerified: claims.email_verified === true,
+          name: typeof claims.name === 'string' ? claims.name : null,
+        },
         next: safeNext(typeof tx.next === 'string' ? tx.next : undefined),
       },
     };
   } catch (e) {
-    if (e instanceof oauth.AuthorizationResponseError) return refused(`the identity provider refused the sign-in: ${e.error}${e.error_description ? ` (${e.error_description})` : ''}`);
-    if (e instanceof oauth.ResponseBodyError) return refused(`the identity provider refused the code: ${e.error}${e.error_description ? ` (${e.error_description})` : ''}`);
+    if (e instanceof oauth.AuthorizationResponseError)
+      return refused(`the identity provider refused the sign-in: ${e.error}${e.error_description ? ` (${e.error_description})` : ''}`);
+    if (e instanceof oauth.ResponseBodyError)
+      return refused(`the identity provider refused the code: ${e.error}${e.error_description ? ` (${e.error_description})` : ''}`);
     if (e instanceof oauth.OperationProcessingError) return refused(`the sign-in response is not valid: ${e.message}`);
     return { ok: false, error: { code: 'upstream_error', message: `could not complete the sign-in with ${cfg.issuer.origin}: ${(e as Error).message}` } };
   }

@@ -22,10 +22,7 @@ export type Actor = { kind: 'member'; role: Role } | { kind: 'token' };
 /** The role an actor acts with (an admin token: owner). */
 export const authorityOf = (a: Actor): Role => (a.kind === 'token' ? 'owner' : a.role);
 
-export type MemberChange =
-  | { op: 'invite'; role: Role }
-  | { op: 'role'; from: Role; to: Role; owners: number }
-  | { op: 'remove'; role: Role; owners: number };
+export type MemberChange = { op: 'invite'; role: Role } | { op: 'role'; from: Role; to: Role; owners: number } | { op: 'remove'; role: Role; owners: number };
 
 const refuse = (message: string): GatehouseErrorShape => ({ code: 'forbidden', message });
 
@@ -42,16 +39,18 @@ export function checkMemberChange(actor: Actor, team: string, change: MemberChan
     case 'role': {
       if (change.to === 'owner' && change.from !== 'owner') return ownerOnly('make a member an owner');
       if (change.from === 'owner' && change.to !== 'owner') {
-        return ownerOnly('demote an owner') ?? (change.owners <= 1
-          ? refuse(`this is the last owner of team "${team}": make another member owner first, then change this role`)
-          : null);
+        return (
+          ownerOnly('demote an owner') ??
+          (change.owners <= 1 ? refuse(`this is the last owner of team "${team}": make another member owner first, then change this role`) : null)
+        );
       }
       return null;
     }
     case 'remove':
       if (change.role !== 'owner') return null;
-      return ownerOnly('remove an owner') ?? (change.owners <= 1
-        ? refuse(`this is the last owner of team "${team}" and cannot be removed: make another member owner first`)
-        : null);
+      return (
+        ownerOnly('remove an owner') ??
+        (change.owners <= 1 ? refuse(`this is the last owner of team "${team}" and cannot be removed: make another member owner first`) : null)
+      );
   }
 }

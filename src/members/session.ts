@@ -37,7 +37,11 @@ export function derivedKey(signingKey: string, purpose: string): Promise<Uint8Ar
       const jwk = JSON.parse(signingKey) as { d?: string };
       if (!jwk.d) throw new Error('GATEHOUSE_SIGNING_KEY has no private part (d): sessions need it');
       const ikm = await crypto.subtle.importKey('raw', base64url.decode(jwk.d), 'HKDF', false, ['deriveBits']);
-      const bits = await crypto.subtle.deriveBits({ name: 'HKDF', hash: 'SHA-256', salt: new Uint8Array(0), info: new TextEncoder().encode(`gatehouse ${purpose}`) }, ikm, 256);
+      const bits = await crypto.subtle.deriveBits(
+        { name: 'HKDF', hash: 'SHA-256', salt: new Uint8Array(0), info: new TextEncoder().encode(`gatehouse ${purpose}`) },
+        ikm,
+        256,
+      );
       return new Uint8Array(bits);
     })();
     keys.set(id, k);
@@ -46,16 +50,30 @@ export function derivedKey(signingKey: string, purpose: string): Promise<Uint8Ar
 }
 
 /** Seals `claims` for `purpose` (session, sign-in transaction) until `ttlSeconds` from now. */
-export async function seal(signingKey: string, purpose: string, claims: Record<string, unknown>, ttlSeconds: number, now = Math.floor(Date.now() / 1000)): Promise<string> {
-  return new EncryptJWT(claims).setProtectedHeader({ alg: 'dir', enc: 'A256GCM' }).setIssuedAt(now).setExpirationTime(now + ttlSeconds)
-    .setAudience(`gatehouse:${purpose}`).encrypt(await derivedKey(signingKey, purpose));
+export async function seal(
+  signingKey: string,
+  purpose: string,
+  claims: Record<string, unknown>,
+  ttlSeconds: number,
+  now = Math.floor(Date.now() / 1000),
+): Promise<string> {
+  return new EncryptJWT(claims)
+    .setProtectedHeader({ alg: 'dir', enc: 'A256GCM' })
+    .setIssuedAt(now)
+    .setExpirationTime(now + ttlSeconds)
+    .setAudience(`gatehouse:${purpose}`)
+    .encrypt(await derivedKey(signingKey, purpose));
 }
 
 /** The claims sealed for `purpose`, or null: forged, tampered, expired or for another purpose. */
 export async function unseal(signingKey: string, purpose: string, sealed: string): Promise<Record<string, unknown> | null> {
   if (sealed.length > MAX_COOKIE_CHARS) return null;
   try {
-    const { payload } = await jwtDecrypt(sealed, await derivedKey(signingKey, purpose), { audience: `gatehouse:${purpose}`, keyManagementAlgorithms: ['dir'], contentEncryptionAlgorithms: ['A256GCM'] });
+    const { payload } = await jwtDecrypt(sealed, await derivedKey(signingKey, purpose), {
+      audience: `gatehouse:${purpose}`,
+      keyManagementAlgorithms: ['dir'],
+      contentEncryptionAlgorithms: ['A256GCM'],
+    });
     return payload as Record<string, unknown>;
   } catch {
     return null;

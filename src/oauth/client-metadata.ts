@@ -59,7 +59,9 @@ export async function checkedClientFetch(input: RequestInfo | URL, init: Request
   if (response.status >= 300 && response.status < 400) {
     await response.body?.cancel().catch(() => undefined);
     const to = response.headers.get('Location');
-    throw new Error(`${request.url} answered a redirect (HTTP ${response.status}${to ? ` to ${to}` : ''}); a client metadata document must be served at its client_id URL itself, redirects are not followed`);
+    throw new Error(
+      `${request.url} answered a redirect (HTTP ${response.status}${to ? ` to ${to}` : ''}); a client metadata document must be served at its client_id URL itself, redirects are not followed`,
+    );
   }
   return response;
 }

@@ -53,14 +53,17 @@ export function consentPage(v: ConsentView) {
 <body>
 <main>
 <h1>Allow <strong id="client-name">${d.clientName}</strong> to use Gatehouse?</h1>
-${d.clientDomain
+${
+  d.clientDomain
     ? html`<p class="verified" id="client-verified">Verified app from <strong id="client-domain">${d.clientDomain}</strong>: its description is published at <code id="client-id">${d.clientId}</code>. The name above is what that site says about itself.</p>`
-    : html`<p id="client-unverified">This app registered itself; its name is not verified.</p>`}
+    : html`<p id="client-unverified">This app registered itself; its name is not verified.</p>`
+}
 <p>Access will be sent to <strong id="redirect-host">${d.redirectHost}</strong>.</p>
 ${d.redirectIsLoopback ? html`<p class="warn" role="note"><strong>This sends access to an app on your computer.</strong> Continue only if you just started signing in from it.</p>` : ''}
 ${v.error ? html`<p class="error" role="alert" id="error">${v.error}</p>` : ''}
 <form method="post">
-${v.member
+${
+  v.member
     ? html`  <p id="signed-in">Signed in as <strong>${v.member.name}</strong>; the app acts as you.</p>
   <input type="hidden" name="as" value="member">
   ${v.member.csrf ? html`<input type="hidden" name="csrf" value="${v.member.csrf}">` : ''}
@@ -74,7 +77,8 @@ ${v.member
   <small id="token-help">A token with the <code>admin</code> scope (<code>gatehouse token create --scope admin</code>); it is checked, never stored.</small>
   <label for="team">Team to grant</label>
   <input type="text" id="team" name="team" value="${v.team ?? ''}" required pattern="[a-z0-9][a-z0-9_-]{0,62}" aria-describedby="team-help">
-  <small id="team-help">Must be the admin token's own team.</small>`}
+  <small id="team-help">Must be the admin token's own team.</small>`
+}
   <fieldset>
     <legend>Scopes to grant</legend>
     ${v.grantable.map((s) => html`<div class="scope"><input type="checkbox" id="scope-${s}" name="scope" value="${s}" ${checked.has(s) ? raw('checked') : ''}> <label for="scope-${s}"><code>${s}</code> — ${DESCRIBE[s] ?? s}</label></div>`)}

@@ -20,7 +20,15 @@ import { refuseClientUrl, withClientFetchGuard } from './client-metadata.ts';
 export const oauthRoutes = new Hono<AppEnv>();
 
 const notConfigured = (c: Context<AppEnv>) =>
-  c.json({ error: { code: 'config_error', message: 'OAuth is not configured on this gateway: bind a KV namespace as OAUTH_KV (see docs/operations.md, "OAuth for interactive MCP clients")' } }, 501);
+  c.json(
+    {
+      error: {
+        code: 'config_error',
+        message: 'OAuth is not configured on this gateway: bind a KV namespace as OAUTH_KV (see docs/operations.md, "OAuth for interactive MCP clients")',
+      },
+    },
+    501,
+  );
 
 /** Protocol endpoints: the library answers them (its fetches of client metadata documents checked). */
 const protocol = (c: Context<AppEnv>) => {
@@ -64,9 +72,14 @@ function pageHeaders(c: Context<AppEnv>, redirectUri?: string): void {
   let redirectOrigin = '';
   try {
     if (redirectUri) redirectOrigin = ` ${new URL(redirectUri).origin}`;
-  } catch { /* a private-use scheme: no origin to add */ }
+  } catch {
+    /* a private-use scheme: no origin to add */
+  }
   // form-action also governs where the form's POST may redirect: the client's validated redirect URI.
-  c.header('Content-Security-Policy', `default-src 'none'; style-src 'unsafe-inline'; form-action 'self'${redirectOrigin}; frame-ancestors 'none'; base-uri 'none'`);
+  c.header(
+    'Content-Security-Policy',
+    `default-src 'none'; style-src 'unsafe-inline'; form-action 'self'${redirectOrigin}; frame-ancestors 'none'; base-uri 'none'`,
+  );
   c.header('X-Frame-Options', 'DENY');
   c.header('Cache-Control', 'no-store');
   c.header('Referrer-Policy', 'no-referrer');
@@ -77,7 +90,14 @@ function pageHeaders(c: Context<AppEnv>, redirectUri?: string): void {
 async function parse(c: Context<AppEnv>): Promise<{ ok: true; request: AuthRequest } | { ok: false; response: Response }> {
   const asGet = new Request(c.req.url, { method: 'GET', headers: c.req.raw.headers });
   try {
-    return { ok: true, request: await withClientFetchGuard(() => authorizationServer(c.req.raw, c.env).getOAuthApi(c.env as never).parseAuthRequest(asGet)) };
+    return {
+      ok: true,
+      request: await withClientFetchGuard(() =>
+        authorizationServer(c.req.raw, c.env)
+          .getOAuthApi(c.env as never)
+          .parseAuthRequest(asGet),
+      ),
+    };
   } catch (e) {
     if (e instanceof AuthorizationError && e.redirectTo) return { ok: false, response: c.redirect(e.redirectTo, 302) };
     if (e instanceof AuthorizationError || e instanceof CimdFetchError) {
@@ -126,7 +146,11 @@ oauthRoutes.get('/authorize', async (c) => {
   if (!hasOAuthStore(c.env)) return notConfigured(c);
   const p = await parse(c);
   if (!p.ok) return p.response;
-  const details = await withClientFetchGuard(() => authorizationServer(c.req.raw, c.env).getOAuthApi(c.env as never).describeConsent(p.request));
+  const details = await withClientFetchGuard(() =>
+    authorizationServer(c.req.raw, c.env)
+      .getOAuthApi(c.env as never)
+      .describeConsent(p.request),
+  );
   pageHeaders(c, p.request.redirectUri);
   return c.html(consentPage({ details, grantable: OAUTH_SCOPES, ...(await memberView(c)) }));
 });
@@ -147,7 +171,10 @@ oauthRoutes.post('/authorize', async (c) => {
   const again = async (error: string) => {
     pageHeaders(c, request.redirectUri);
     const view = asMember ? await memberView(c) : {};
-    return c.html(consentPage({ details: await withClientFetchGuard(() => api.describeConsent(request)), grantable: OAUTH_SCOPES, team, checked: scopes, ...view, error }), 400);
+    return c.html(
+      consentPage({ details: await withClientFetchGuard(() => api.describeConsent(request)), grantable: OAUTH_SCOPES, team, checked: scopes, ...view, error }),
+      400,
+    );
   };
   const unknown = scopes.filter((s) => !(OAUTH_SCOPES as readonly string[]).includes(s));
   if (unknown.length) return again(`scope ${unknown.join(', ')} cannot be granted to an OAuth client; allowed: ${OAUTH_SCOPES.join(', ')}`);
@@ -187,27 +214,47 @@ oauthRoutes.post('/authorize', async (c) => {
  * admin token or the member who consented) and audited. `propsSubject` is who the client's calls are audited as.
  */
 async function grant(
-  c: Context<AppEnv>, request: AuthRequest, g: { team: string; subject: string; tokenId: string; propsSubject: string; scopes: string[] },
+  c: Context<AppEnv>,
+  request: AuthRequest,
+  g: { team: string; subject: string; tokenId: string; propsSubject: string; scopes: string[] },
 ): Promise<Response> {
   const api = authorizationServer(c.req.raw, c.env).getOAuthApi(c.env as never);
   const { team, scopes } = g;
   const props: OAuthGrantProps = { team, subject: g.propsSubject, scopes };
   // The library's user id may not contain ':' (it separates token parts).
   const userId = encodeURIComponent(`${team}/${g.subject}`);
-  const { redirectTo } = await withClientFetchGuard(() => api.completeAuthorization({
-    request, userId, metadata: { grantedBy: g.subject, tokenId: g.tokenId }, scope: scopes, props,
-  }));
+  const { redirectTo } = await withClientFetchGuard(() =>
+    api.completeAuthorization({
+      request,
+      userId,
+      metadata: { grantedBy: g.subject, tokenId: g.tokenId },
+      scope: scopes,
+      props,
+    }),
+  );
   // The grant id in the code is what every later request is admitted by.
   const grantId = grantIdOf(new URL(redirectTo).searchParams.get('code') ?? '');
   const now = Date.now();
   const client = await withClientFetchGuard(() => api.lookupClient(request.clientId)).catch(() => null);
   const replaced = await recordGrant(c.env, {
-    grantId, team, userId, clientId: request.clientId, clientName: client?.clientName ?? null, subject: g.subject,
-    consentTokenId: g.tokenId, scopes, createdAt: now, expiresAt: now + REFRESH_TOKEN_TTL_S * 1000,
+    grantId,
+    team,
+    userId,
+    clientId: request.clientId,
+    clientName: client?.clientName ?? null,
+    subject: g.subject,
+    consentTokenId: g.tokenId,
+    scopes,
+    createdAt: now,
+    expiresAt: now + REFRESH_TOKEN_TTL_S * 1000,
   });
   await forgetGrants(c.req.raw, c.env, replaced);
   await writeAudit(c.env.DB, {
-    team, subject: g.subject, tokenId: g.tokenId, tool: 'oauth.grant_create', decision: 'allowed',
+    team,
+    subject: g.subject,
+    tokenId: g.tokenId,
+    tool: 'oauth.grant_create',
+    decision: 'allowed',
     command: { grantId, clientId: request.clientId, clientName: client?.clientName ?? null, scopes, replaced: replaced.map((r) => r.grantId) },
   });
   return c.redirect(redirectTo, 302);

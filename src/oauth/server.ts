@@ -31,7 +31,6 @@ export interface OAuthGrantProps {
 
 export type OAuthEnv = Env & { OAUTH_KV: KVNamespace };
 
-
 export function hasOAuthStore(env: Env): env is OAuthEnv {
   return (env as Partial<OAuthEnv>).OAUTH_KV !== undefined;
 }

@@ -25,7 +25,8 @@ export async function verifyOAuthBearer(req: Request, env: Env): Promise<OAuthVe
   if (!hasOAuthStore(env)) return { ok: false, message: 'OAuth access tokens are not accepted here: the gateway has no OAUTH_KV binding' };
   const resource = canonicalMcpUrl(req, env);
   const v = await authorizationServer(req, env).validateToken<OAuthGrantProps>(resource, m[1], env);
-  if (!v) return { ok: false, message: 'OAuth access token is invalid, expired or revoked: authorize again (your MCP client refreshes or restarts the sign-in)' };
+  if (!v)
+    return { ok: false, message: 'OAuth access token is invalid, expired or revoked: authorize again (your MCP client refreshes or restarts the sign-in)' };
   const p = v.props;
   if (!p || typeof p.team !== 'string' || !TEAM_RE.test(p.team) || typeof p.subject !== 'string' || !p.subject) {
     return { ok: false, message: 'OAuth grant is malformed (no team or subject): authorize again' };

@@ -23,10 +23,18 @@ import { deny, pass, type StageResult } from './types.ts';
 const BY_NAME = new Map<string, Screen>([
   ['find', screenFind],
   ['git', screenGit],
-  ['tar', screenTar], ['gtar', screenTar], ['bsdtar', screenTar],
-  ['sed', screenSed], ['gsed', screenSed],
-  ['awk', screenAwk], ['gawk', screenAwk], ['mawk', screenAwk], ['nawk', screenAwk], ['original-awk', screenAwk],
-  ['make', screenMake], ['gmake', screenMake],
+  ['tar', screenTar],
+  ['gtar', screenTar],
+  ['bsdtar', screenTar],
+  ['sed', screenSed],
+  ['gsed', screenSed],
+  ['awk', screenAwk],
+  ['gawk', screenAwk],
+  ['mawk', screenAwk],
+  ['nawk', screenAwk],
+  ['original-awk', screenAwk],
+  ['make', screenMake],
+  ['gmake', screenMake],
 ]);
 
 /** Built-in screens that apply to an executable basename, most specific first. */
@@ -57,7 +65,10 @@ export function screenArguments(policy: PolicyDocument, exe: string, args: reado
   }
   const rule = ruleFor(policy, exe);
   const ctx: ScreenContext = {
-    exe, base, allowInlineCode: rule?.allowInlineCode ?? false, codeMode: o.codeMode ?? false,
+    exe,
+    base,
+    allowInlineCode: rule?.allowInlineCode ?? false,
+    codeMode: o.codeMode ?? false,
     isAllowedExecutable: (name) => isAllowed(policy.executables.allow, name),
     gitHardened: policy.git.repositoryPrograms === 'disable',
   };
@@ -75,7 +86,8 @@ export function screenArguments(policy: PolicyDocument, exe: string, args: reado
         return deny(`argumentRules["${exe}"].deny[${i}] is not a valid regular expression; fix the policy`);
       }
       const hit = args.find((a) => re.test(a));
-      if (hit !== undefined) return deny(`Argument "${hit.length > 80 ? `${hit.slice(0, 80)}…` : hit}" is not allowed for ${base}: it matches the policy's deny rule /${source}/`);
+      if (hit !== undefined)
+        return deny(`Argument "${hit.length > 80 ? `${hit.slice(0, 80)}…` : hit}" is not allowed for ${base}: it matches the policy's deny rule /${source}/`);
     }
   }
   return pass(undefined);

@@ -61,14 +61,19 @@ async function decideOne(policy: PolicyDocument, req: PolicyRequest, opts: Decid
     return await decideStages(policy, req, opts, state);
   } catch (e) {
     return {
-      allowed: false, stage: state.stage, notes: state.notes,
+      allowed: false,
+      stage: state.stage,
+      notes: state.notes,
       reason: `Policy evaluation failed in stage ${state.stage}: ${e instanceof Error ? e.message : String(e)} (denied: the engine fails closed)`,
     };
   }
 }
 
 async function decideStages(
-  policy: PolicyDocument, req: PolicyRequest, opts: DecideOptions, state: { stage: PolicyStage; notes: string[] },
+  policy: PolicyDocument,
+  req: PolicyRequest,
+  opts: DecideOptions,
+  state: { stage: PolicyStage; notes: string[] },
 ): Promise<PolicyDecision> {
   const notes = state.notes;
   const denied = (reason: string): PolicyDecision => ({ allowed: false, stage: state.stage, reason, notes });

@@ -22,9 +22,7 @@ export function checkExecutable(policy: PolicyDocument, exe: string, runtime: Ru
     return deny(`Executable "${exe}" is not compatible with runtime "${runtime}" (accepted: ${RUNTIMES[runtime].executables.join(', ')})`);
   }
   if (!isAllowed(policy.executables.allow, exe)) {
-    const hint = exe.includes('/') && !exe.startsWith('/')
-      ? ': pass a bare name or an absolute path listed in executables.allow'
-      : '';
+    const hint = exe.includes('/') && !exe.startsWith('/') ? ': pass a bare name or an absolute path listed in executables.allow' : '';
     return deny(`Executable "${exe}" is not in the allowed executables list${hint}`);
   }
   return pass(exe);

@@ -31,12 +31,7 @@ export interface OpaOutcome {
 
 const MAX_BODY_BYTES = 1024 * 1024;
 
-export async function askOpa(
-  opa: PolicyDocument['opa'],
-  input: OpaInput,
-  fetchFn: typeof fetch,
-  now: () => number,
-): Promise<OpaOutcome> {
+export async function askOpa(opa: PolicyDocument['opa'], input: OpaInput, fetchFn: typeof fetch, now: () => number): Promise<OpaOutcome> {
   const verdicts = await Promise.all(opa.evaluators.map((ev) => askOne(ev.url, ev.policyPath, input, opa.timeoutMs, fetchFn, now)));
   if (opa.mode === 'all') {
     const no = verdicts.find((v) => !v.allowed);

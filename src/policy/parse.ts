@@ -84,7 +84,9 @@ export function unknownKeys(schema: z.ZodType, value: unknown, path: PropertyKey
   } else if (s instanceof z.ZodRecord && !Array.isArray(value)) {
     for (const [k, v] of Object.entries(value)) out.push(...unknownKeys(s.valueType as z.ZodType, v, [...path, k]));
   } else if (s instanceof z.ZodArray && Array.isArray(value)) {
-    value.forEach((v, i) => { out.push(...unknownKeys(s.element as z.ZodType, v, [...path, i])); });
+    value.forEach((v, i) => {
+      out.push(...unknownKeys(s.element as z.ZodType, v, [...path, i]));
+    });
   }
   return out;
 }

@@ -14,9 +14,53 @@ export const PRESET_NAMES = ['strict', 'standard', 'open'] as const;
 export type PresetName = (typeof PRESET_NAMES)[number];
 
 const READ_TOOLS = [
-  'true', 'false', 'echo', 'printf', 'cat', 'head', 'tail', 'wc', 'ls', 'pwd', 'date', 'sleep', 'grep', 'sort', 'uniq', 'cut', 'tr', 'diff',
-  'find', 'stat', 'du', 'mkdir', 'touch', 'cp', 'mv', 'rm', 'sed', 'awk', 'tar', 'gzip', 'basename', 'dirname', 'realpath', 'readlink',
-  'which', 'seq', 'nl', 'tac', 'rev', 'paste', 'comm', 'cmp', 'od', 'md5sum', 'sha256sum', 'uname', 'git',
+  'true',
+  'false',
+  'echo',
+  'printf',
+  'cat',
+  'head',
+  'tail',
+  'wc',
+  'ls',
+  'pwd',
+  'date',
+  'sleep',
+  'grep',
+  'sort',
+  'uniq',
+  'cut',
+  'tr',
+  'diff',
+  'find',
+  'stat',
+  'du',
+  'mkdir',
+  'touch',
+  'cp',
+  'mv',
+  'rm',
+  'sed',
+  'awk',
+  'tar',
+  'gzip',
+  'basename',
+  'dirname',
+  'realpath',
+  'readlink',
+  'which',
+  'seq',
+  'nl',
+  'tac',
+  'rev',
+  'paste',
+  'comm',
+  'cmp',
+  'od',
+  'md5sum',
+  'sha256sum',
+  'uname',
+  'git',
 ];
 
 /**
@@ -25,8 +69,16 @@ const READ_TOOLS = [
  * uncommitted work or rewrite what is shared.
  */
 export const STRICT_ASK_RULES = [
-  { pattern: ['rm', '/-[A-Za-z]*[rR][A-Za-z]*|--recursive/'], decision: 'ask' as const, reason: 'a recursive delete in the workspace needs a person\'s approval' },
-  { pattern: ['git', ['clean', 'reset', 'push', 'rebase', 'filter-branch']], decision: 'ask' as const, reason: 'this git command can discard or rewrite work; it needs a person\'s approval' },
+  {
+    pattern: ['rm', '/-[A-Za-z]*[rR][A-Za-z]*|--recursive/'],
+    decision: 'ask' as const,
+    reason: "a recursive delete in the workspace needs a person's approval",
+  },
+  {
+    pattern: ['git', ['clean', 'reset', 'push', 'rebase', 'filter-branch']],
+    decision: 'ask' as const,
+    reason: "this git command can discard or rewrite work; it needs a person's approval",
+  },
 ];
 
 const STRICT: PolicyDocument = PolicyDocument.parse({
@@ -68,7 +120,7 @@ export const PRESETS: Record<PresetName, Preset> = {
     name: 'strict',
     summary:
       'Read and file tools plus git; no interpreters, no make, no compilers, no runtimes, no shell strings; one job at a time. ' +
-      'git runs with the repository\'s programs switched off by the agent: filters (clean/smudge/process), diff and merge drivers, ' +
+      "git runs with the repository's programs switched off by the agent: filters (clean/smudge/process), diff and merge drivers, " +
       'textconv, diff.external, aliases, hooks, fsmonitor, pager, editor, ssh/askpass/credential/gpg programs, remote upload/receive-pack; ' +
       'no system or global git configuration, no bare repository found by walking up, no submodules. ' +
       'Still allowed: sed, cp, mv and tar may rewrite any workspace file, .git/ included; later strict git calls switch off the programs such files name. ' +
@@ -81,8 +133,8 @@ export const PRESETS: Record<PresetName, Preset> = {
     summary:
       'The default: read/build tools, git, make, compilers and 15 runtimes; no shell strings (simple commands like `ls -la` run as argv). ' +
       'Screens refuse inline code (-c/-e), code on stdin (an interpreter, REPL or kotlinc without a script) and options that run other programs, but interpreters and make on a writable workspace = arbitrary code inside the sandbox, ' +
-      'and git runs the repository\'s hooks and config programs. ' +
-      'gVisor agents reuse a sandbox for up to 50 of the team\'s jobs or 5 minutes, cleaned between jobs (sandbox.reuse).',
+      "and git runs the repository's hooks and config programs. " +
+      "gVisor agents reuse a sandbox for up to 50 of the team's jobs or 5 minutes, cleaned between jobs (sandbox.reuse).",
     policy: DEFAULT_POLICY,
   },
   open: {

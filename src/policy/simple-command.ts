@@ -10,7 +10,29 @@
 const SPECIAL = /[$`\\;&|<>(){}*?[\]~#\n\r!]/;
 /** Inside double quotes, sh still expands `$`, backticks and `\`. */
 const SPECIAL_IN_DOUBLE = /[$`\\!]/;
-const RESERVED = new Set(['if', 'then', 'else', 'elif', 'fi', 'do', 'done', 'case', 'esac', 'while', 'until', 'for', 'in', 'function', 'select', 'time', '!', '{', '}', '[[', ']]']);
+const RESERVED = new Set([
+  'if',
+  'then',
+  'else',
+  'elif',
+  'fi',
+  'do',
+  'done',
+  'case',
+  'esac',
+  'while',
+  'until',
+  'for',
+  'in',
+  'function',
+  'select',
+  'time',
+  '!',
+  '{',
+  '}',
+  '[[',
+  ']]',
+]);
 
 /** The argv a shell would build from `command`, or null if it has any shell syntax. */
 export function splitSimpleCommand(command: string): string[] | null {

@@ -24,8 +24,7 @@ export interface PolicyRequest {
   subject: string;
 }
 
-export type PolicyStage =
-  | 'feature_gate' | 'runtime_allowlist' | 'executable' | 'arguments' | 'shell' | 'cwd' | 'env' | 'limits' | 'rules' | 'opa' | 'allowed';
+export type PolicyStage = 'feature_gate' | 'runtime_allowlist' | 'executable' | 'arguments' | 'shell' | 'cwd' | 'env' | 'limits' | 'rules' | 'opa' | 'allowed';
 
 export interface EffectiveJob {
   cwd: string;

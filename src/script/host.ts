@@ -27,13 +27,20 @@ export class ScriptHost extends RpcTarget {
   async queryOutput(handle: unknown, terms: unknown, opts: unknown): Promise<HostAnswer<unknown>> {
     // The script acts with its caller's token: reading artifacts needs the same scope as query_output.
     if (!this.#sc.ctx.principal.scopes.includes('artifacts:read')) {
-      return { ok: false, error: { code: 'insufficient_scope', message: `queryOutput: insufficient_scope: reading artifacts needs a token with scope "artifacts:read"; this token has ${this.#sc.ctx.principal.scopes.join(', ') || 'no scopes'}` } };
+      return {
+        ok: false,
+        error: {
+          code: 'insufficient_scope',
+          message: `queryOutput: insufficient_scope: reading artifacts needs a token with scope "artifacts:read"; this token has ${this.#sc.ctx.principal.scopes.join(', ') || 'no scopes'}`,
+        },
+      };
     }
     const overLimit = this.#sc.slot.beforeQueryOutput();
     if (overLimit) return { ok: false, error: { code: 'limit_reached', message: overLimit } };
     const o = (opts && typeof opts === 'object' ? opts : {}) as Record<string, unknown>;
     const r = await queryOutput(this.#sc.ctx.env, this.#sc.ctx.principal.team, {
-      artifactHandle: handle as string, queryTerms: terms as string[],
+      artifactHandle: handle as string,
+      queryTerms: terms as string[],
       ...(o.maxExcerpts !== undefined ? { maxExcerpts: o.maxExcerpts as number } : {}),
       ...(o.contextLines !== undefined ? { contextLines: o.contextLines as number } : {}),
       ...(o.stream !== undefined ? { stream: o.stream as 'stdout' } : {}),

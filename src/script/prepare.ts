@@ -51,7 +51,11 @@ export function prepareScript(code: string, guardName: string = randomGuardName(
   const program = ast.program;
   const isModule = program.body.some((n) => n.type === 'ImportDeclaration' || n.type.startsWith('Export'));
   if (isModule && hasTopLevelReturn(program)) {
-    return { ok: false, code: 'syntax_error', message: 'SyntaxError: a script is either a module (export default …) or a body with a top-level return, not both' };
+    return {
+      ok: false,
+      code: 'syntax_error',
+      message: 'SyntaxError: a script is either a module (export default …) or a body with a top-level return, not both',
+    };
   }
   const instrumented = instrument(text, program, guardName);
   const prologue = `const ${guardName} = globalThis[${JSON.stringify(guardName)}]; delete globalThis[${JSON.stringify(guardName)}];\n`;
@@ -60,7 +64,11 @@ export function prepareScript(code: string, guardName: string = randomGuardName(
     : // One line of prologue, then the body inside an async function: line numbers shift by two.
       `${prologue}export default async function __gatehouse_script() {\n${instrumented}\n}\n`;
   if (isModule && !program.body.some((n) => n.type === 'ExportDefaultDeclaration')) {
-    return { ok: false, code: 'syntax_error', message: 'SyntaxError: a module script must have an `export default` (a function whose result is returned, or a value)' };
+    return {
+      ok: false,
+      code: 'syntax_error',
+      message: 'SyntaxError: a module script must have an `export default` (a function whose result is returned, or a value)',
+    };
   }
   return { ok: true, value: { source, kind: isModule ? 'module' : 'body', typescript, guardName } };
 }
@@ -75,7 +83,11 @@ type Parsed = { ok: true; program: acorn.Program } | { ok: false; message: strin
 function tryParse(text: string): Parsed {
   try {
     const program = acorn.parse(text, {
-      ecmaVersion: 'latest', sourceType: 'module', allowReturnOutsideFunction: true, allowAwaitOutsideFunction: true, locations: false,
+      ecmaVersion: 'latest',
+      sourceType: 'module',
+      allowReturnOutsideFunction: true,
+      allowAwaitOutsideFunction: true,
+      locations: false,
     });
     return { ok: true, program };
   } catch (e) {

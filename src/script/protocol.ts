@@ -14,10 +14,16 @@ export const SubprocessRequest = z.object({
   op: SubprocessOp,
   command: z.string().max(64 * 1024),
   /** Absent for `exec` (a shell string) and for gatehouse.exec without args (sh -c, like execute). */
-  args: z.array(z.string().max(64 * 1024)).max(1000).optional(),
+  args: z
+    .array(z.string().max(64 * 1024))
+    .max(1000)
+    .optional(),
   cwd: z.string().max(4096).optional(),
   env: EnvMap.optional(),
-  stdin: z.string().max(512 * 1024).optional(),
+  stdin: z
+    .string()
+    .max(512 * 1024)
+    .optional(),
   timeoutMs: z.number().int().positive().optional(),
 });
 export type SubprocessRequest = z.infer<typeof SubprocessRequest>;

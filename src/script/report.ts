@@ -29,7 +29,7 @@ export const TRUNCATED_LINE = '[output truncated]';
 
 export function acceptReport(raw: ScriptRunReport | unknown): AcceptedReport {
   const parsed = RawReport.safeParse(raw);
-  if (!parsed.success) return { console: '', consoleTruncated: false, error: 'the script\'s isolate returned a malformed report' };
+  if (!parsed.success) return { console: '', consoleTruncated: false, error: "the script's isolate returned a malformed report" };
   const r = parsed.data;
   const con = capConsole(r.console, r.consoleTruncated);
   if (r.error !== null) return { ...con, error: sanitizeError(r.error) };

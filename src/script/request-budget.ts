@@ -63,9 +63,15 @@ export const QUERY_OUTPUT_SUBREQUESTS = 3;
  *  - the job tools and list_runtimes: the DO call, an R2 read (job_output past the live window), the audit row.
  */
 export const TOOL_CALL_SUBREQUESTS: Record<string, number> = {
-  execute: 7, runtime_execute: 7,
-  policy_check: 2, query_output: QUERY_OUTPUT_SUBREQUESTS + 1,
-  job_status: 3, job_output: 3, job_kill: 3, job_list: 3, list_runtimes: 3,
+  execute: 7,
+  runtime_execute: 7,
+  policy_check: 2,
+  query_output: QUERY_OUTPUT_SUBREQUESTS + 1,
+  job_status: 3,
+  job_output: 3,
+  job_kill: 3,
+  job_list: 3,
+  list_runtimes: 3,
 };
 /** A tool this table does not know (refused when it runs): counted like a job tool. */
 export const UNKNOWN_TOOL_SUBREQUESTS = 3;

@@ -10,9 +10,7 @@ import { newArtifactHandle, putArtifact } from '../store/artifacts.ts';
 import { writeAudit, type AuditEntry } from '../store/audit.ts';
 import { cancelByCall } from '../dispatch/client.ts';
 import { callCancelKey, type ToolContext, type ToolExtra } from '../mcp/context.ts';
-import {
-  CONSOLE_MAX_BYTES, LOADER_MISSING_MESSAGE, RETURN_MAX_BYTES, SLEEP_MAX_MS, TICKS_PER_CPU_MS,
-} from './limits.ts';
+import { CONSOLE_MAX_BYTES, LOADER_MISSING_MESSAGE, RETURN_MAX_BYTES, SLEEP_MAX_MS, TICKS_PER_CPU_MS } from './limits.ts';
 import { codeBytes, prepareScript } from './prepare.ts';
 import { openIsolate } from './isolate.ts';
 import { ScriptHost } from './host.ts';
@@ -51,9 +49,7 @@ export interface ScriptRun {
   typescript: boolean;
 }
 
-export type ScriptOutcome =
-  | { kind: 'refused'; message: string; code: RefusalCode }
-  | { kind: 'ran'; run: ScriptRun };
+export type ScriptOutcome = { kind: 'refused'; message: string; code: RefusalCode } | { kind: 'ran'; run: ScriptRun };
 
 export async function runScript(ctx: ToolContext, extra: ToolExtra, req: RunScriptRequest): Promise<ScriptOutcome> {
   const { env, principal } = ctx;
@@ -61,11 +57,16 @@ export async function runScript(ctx: ToolContext, extra: ToolExtra, req: RunScri
   const scriptId = crypto.randomUUID();
   const bytes = codeBytes(req.code);
   const auditBase = {
-    team: principal.team, subject: principal.subject, tokenId: principal.tokenId, tool: 'run_script',
-    command: { mode: 'script', codeBytes: bytes, codeSha256: await sha256(req.code) }, jobId: scriptId,
+    team: principal.team,
+    subject: principal.subject,
+    tokenId: principal.tokenId,
+    tool: 'run_script',
+    command: { mode: 'script', codeBytes: bytes, codeSha256: await sha256(req.code) },
+    jobId: scriptId,
   };
   const refuse = async (code: RefusalCode, message: string, audit = true): Promise<ScriptOutcome> => {
-    if (audit) await writeAudit(env.DB, { ...auditBase, decision: code === 'config_error' ? 'failed' : 'denied', reason: message, durationMs: Date.now() - started });
+    if (audit)
+      await writeAudit(env.DB, { ...auditBase, decision: code === 'config_error' ? 'failed' : 'denied', reason: message, durationMs: Date.now() - started });
     return { kind: 'refused', code, message };
   };
 
@@ -124,26 +125,40 @@ async function runOpened(ctx: ToolContext, extra: ToolExtra, req: RunScriptReque
     const signal = extra.mcpReq.signal;
     const onAbort = () => {
       budget.closed = true;
-      ctx.waitUntil((async () => {
-        if (subprocesses.started > 0) await cancelByCall(env, principal.team, callCancelKey(ctx, extra), 'the client cancelled the script').catch(() => false);
-        if (finalized) return;
-        finalized = true;
-        await writeAudit(env.DB, {
-          ...auditBase, decision: 'allowed', reason: `Sandbox error: Execution cancelled by the client; ${subprocesses.started} subprocess(es) started`,
-          exitStatus: 'cancelled', durationMs: Date.now() - started,
-        });
-      })().catch(() => undefined));
+      ctx.waitUntil(
+        (async () => {
+          if (subprocesses.started > 0)
+            await cancelByCall(env, principal.team, callCancelKey(ctx, extra), 'the client cancelled the script').catch(() => false);
+          if (finalized) return;
+          finalized = true;
+          await writeAudit(env.DB, {
+            ...auditBase,
+            decision: 'allowed',
+            reason: `Sandbox error: Execution cancelled by the client; ${subprocesses.started} subprocess(es) started`,
+            exitStatus: 'cancelled',
+            durationMs: Date.now() - started,
+          });
+        })().catch(() => undefined),
+      );
     };
     if (signal.aborted) onAbort();
     else signal.addEventListener('abort', onAbort, { once: true });
     const ended = await runIsolate(env.LOADER!, script, prepared.value.source, prepared.value.guardName, req, timeoutMs, {
-      ctx, extra, script, scriptId, budget, slot, timeouts: { defaultMs: policy.limits.defaultTimeoutMs, maxMs: policy.limits.maxTimeoutMs },
+      ctx,
+      extra,
+      script,
+      scriptId,
+      budget,
+      slot,
+      timeouts: { defaultMs: policy.limits.defaultTimeoutMs, maxMs: policy.limits.maxTimeoutMs },
     });
     budget.closed = true;
     signal.removeEventListener('abort', onAbort);
     if (ended.kind !== 'report' && ended.kind !== 'cancelled' && subprocesses.started > 0) {
       // Kill what the script still has running: its subprocesses share this call's cancel key.
-      await cancelByCall(env, principal.team, callCancelKey(ctx, extra), ended.kind === 'timeout' ? 'the script timed out' : 'the script was cancelled').catch(() => false);
+      await cancelByCall(env, principal.team, callCancelKey(ctx, extra), ended.kind === 'timeout' ? 'the script timed out' : 'the script was cancelled').catch(
+        () => false,
+      );
     }
     if (ended.kind === 'report') {
       report = acceptReport(ended.report);
@@ -170,20 +185,31 @@ async function runOpened(ctx: ToolContext, extra: ToolExtra, req: RunScriptReque
   if (!finalized) {
     finalized = true;
     await writeAudit(env.DB, {
-    ...auditBase,
-    decision: 'allowed',
-    reason: [error, subprocesses.started ? `${subprocesses.started} subprocess${subprocesses.started === 1 ? '' : 'es'} (${subprocesses.totalMs} ms)` : undefined].filter(Boolean).join('; ') || 'Allowed by the team policy (script.enabled)',
-    exitStatus: status,
-    durationMs,
-    bytes: new TextEncoder().encode(stdout + stderr).byteLength,
+      ...auditBase,
+      decision: 'allowed',
+      reason:
+        [error, subprocesses.started ? `${subprocesses.started} subprocess${subprocesses.started === 1 ? '' : 'es'} (${subprocesses.totalMs} ms)` : undefined]
+          .filter(Boolean)
+          .join('; ') || 'Allowed by the team policy (script.enabled)',
+      exitStatus: status,
+      durationMs,
+      bytes: new TextEncoder().encode(stdout + stderr).byteLength,
     });
   }
   return {
     kind: 'ran',
     run: {
-      status, scriptId, ...(result !== undefined ? { result } : {}), ...(error ? { error } : {}),
-      consoleTruncated: report?.consoleTruncated ?? false, stdout, stderr, artifactHandle: handle, durationMs,
-      subprocesses: { count: subprocesses.started, totalMs: subprocesses.totalMs, cap: slot.cap }, typescript,
+      status,
+      scriptId,
+      ...(result !== undefined ? { result } : {}),
+      ...(error ? { error } : {}),
+      consoleTruncated: report?.consoleTruncated ?? false,
+      stdout,
+      stderr,
+      artifactHandle: handle,
+      durationMs,
+      subprocesses: { count: subprocesses.started, totalMs: subprocesses.totalMs, cap: slot.cap },
+      typescript,
     },
   };
 }
@@ -191,13 +217,23 @@ async function runOpened(ctx: ToolContext, extra: ToolExtra, req: RunScriptReque
 type Ended = { kind: 'report'; report: ScriptRunReport } | { kind: 'timeout' } | { kind: 'cancelled' } | { kind: 'crashed'; message: string };
 
 async function runIsolate(
-  loader: WorkerLoader, script: ScriptPolicy, source: string, guardName: string, req: RunScriptRequest, timeoutMs: number,
+  loader: WorkerLoader,
+  script: ScriptPolicy,
+  source: string,
+  guardName: string,
+  req: RunScriptRequest,
+  timeoutMs: number,
   sc: ConstructorParameters<typeof ScriptHost>[0],
 ): Promise<Ended> {
   const entry = openIsolate<ScriptHost>(loader, script, source);
   const opts: ScriptRunOptions = {
-    vars: req.vars ?? {}, consoleMaxBytes: CONSOLE_MAX_BYTES, returnMaxBytes: RETURN_MAX_BYTES, sleepMaxMs: SLEEP_MAX_MS,
-    tickBudget: script.cpuMs * TICKS_PER_CPU_MS, cpuMs: script.cpuMs, guardName,
+    vars: req.vars ?? {},
+    consoleMaxBytes: CONSOLE_MAX_BYTES,
+    returnMaxBytes: RETURN_MAX_BYTES,
+    sleepMaxMs: SLEEP_MAX_MS,
+    tickBudget: script.cpuMs * TICKS_PER_CPU_MS,
+    cpuMs: script.cpuMs,
+    guardName,
   };
   const host = new ScriptHost(sc);
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -209,7 +245,9 @@ async function runIsolate(
         (report) => ({ kind: 'report', report }),
         (e: unknown) => ({ kind: 'crashed', message: e instanceof Error ? e.message : String(e) }),
       ),
-      new Promise<Ended>((resolve) => { timer = setTimeout(() => resolve({ kind: 'timeout' }), timeoutMs); }),
+      new Promise<Ended>((resolve) => {
+        timer = setTimeout(() => resolve({ kind: 'timeout' }), timeoutMs);
+      }),
       new Promise<Ended>((resolve) => {
         if (signal.aborted) return resolve({ kind: 'cancelled' });
         onAbort = () => resolve({ kind: 'cancelled' });
@@ -232,12 +270,22 @@ export function joinOutput(consoleText: string, result: unknown): string {
 async function storeOutput(ctx: ToolContext, scriptId: string, stdout: string, stderr: string, retentionHours: number): Promise<string | null> {
   if (stdout === '' && stderr === '') return null;
   const handle = newArtifactHandle();
-  for (const [stream, text] of [['stdout', stdout], ['stderr', stderr]] as const) {
+  for (const [stream, text] of [
+    ['stdout', stdout],
+    ['stderr', stderr],
+  ] as const) {
     if (text === '') continue;
     const body = new TextEncoder().encode(text);
     const r = await putArtifact(ctx.env, {
-      team: ctx.principal.team, handle, jobId: scriptId, stream, body: new Blob([body]).stream(), contentLength: body.byteLength,
-      lines: text.split('\n').length - (text.endsWith('\n') ? 1 : 0), truncated: false, retentionHours,
+      team: ctx.principal.team,
+      handle,
+      jobId: scriptId,
+      stream,
+      body: new Blob([body]).stream(),
+      contentLength: body.byteLength,
+      lines: text.split('\n').length - (text.endsWith('\n') ? 1 : 0),
+      truncated: false,
+      retentionHours,
     });
     if (!r.ok) return null;
   }

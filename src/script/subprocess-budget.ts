@@ -83,11 +83,15 @@ export class SubprocessBudget {
     const left = this.leftMs;
     if (left < 1) {
       if (this.#held.size === 0) {
-        return { ok: false, message: `subprocess: limit reached — this script's subprocesses already ran ${this.#settledMs} ms of the ${maxTotalMs} ms allowed (script.subprocess.maxTotalMs)` };
+        return {
+          ok: false,
+          message: `subprocess: limit reached — this script's subprocesses already ran ${this.#settledMs} ms of the ${maxTotalMs} ms allowed (script.subprocess.maxTotalMs)`,
+        };
       }
       return {
         ok: false,
-        message: `subprocess: limit reached — this script's subprocesses already ran ${this.#settledMs} ms and the ${this.#held.size} still running hold ${this.#heldMs()} ms ` +
+        message:
+          `subprocess: limit reached — this script's subprocesses already ran ${this.#settledMs} ms and the ${this.#held.size} still running hold ${this.#heldMs()} ms ` +
           `of the ${maxTotalMs} ms allowed (script.subprocess.maxTotalMs), so no time is left; give subprocesses that run at once a smaller timeoutMs`,
       };
     }

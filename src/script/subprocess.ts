@@ -74,9 +74,13 @@ export async function runSubprocess(sc: SubprocessContext, raw: unknown): Promis
   if (req.command.trim() === '') return fail('invalid_argument', `subprocess.${op}: command is empty`);
 
   const auditBase = {
-    team: ctx.principal.team, subject: ctx.principal.subject, tokenId: ctx.principal.tokenId, tool: 'run_script',
+    team: ctx.principal.team,
+    subject: ctx.principal.subject,
+    tokenId: ctx.principal.tokenId,
+    tool: 'run_script',
     command: { operation: op, mode: shell ? 'shell' : 'argv', command: req.command, args: req.args ?? [], env: req.env },
-    cwd: req.cwd, parentJobId: sc.scriptId,
+    cwd: req.cwd,
+    parentJobId: sc.scriptId,
   };
   const refuse = async (message: string): Promise<Answer> => {
     // Each refusal's audit row is a subrequest too: past the request's limit a refusal goes unaudited.
@@ -107,7 +111,12 @@ export async function runSubprocess(sc: SubprocessContext, raw: unknown): Promis
       // `exec` document even for a string without shell syntax. gatehouse.exec without args is
       // execute's command string, decided like execute's.
       policy: {
-        mode: shell ? 'shell' : 'argv', command: req.command, args: shell ? [] : (req.args ?? []), cwd: req.cwd, env: req.env, timeoutMs,
+        mode: shell ? 'shell' : 'argv',
+        command: req.command,
+        args: shell ? [] : (req.args ?? []),
+        cwd: req.cwd,
+        env: req.env,
+        timeoutMs,
         ...(req.op === 'exec' ? { shellOnly: true as const } : {}),
       },
       job: { mode: shell ? 'shell' : 'argv', command: req.command, args: shell ? [] : (req.args ?? []), stdin: req.stdin },

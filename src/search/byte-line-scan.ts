@@ -108,7 +108,10 @@ export class ByteLineScan {
     if (this.head) {
       // A leading BOM is not content (as a decoder that honours it would drop it); later ones are.
       const h = this.head.length ? concat2(this.head, batch) : batch;
-      if (h.length < UTF8_BOM.length) { this.head = h; return; }
+      if (h.length < UTF8_BOM.length) {
+        this.head = h;
+        return;
+      }
       this.head = null;
       batch = UTF8_BOM.every((c, i) => h[i] === c) ? h.subarray(UTF8_BOM.length) : h;
     }

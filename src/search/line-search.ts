@@ -104,7 +104,10 @@ export class LineSearch implements LineSink {
               const h = lower.indexOf(this.terms[i], pos);
               nextHit[i] = h === -1 ? Infinity : h;
             }
-            if (nextHit[i] + this.terms[i].length <= end) { matched = true; break; }
+            if (nextHit[i] + this.terms[i].length <= end) {
+              matched = true;
+              break;
+            }
           }
         } else {
           const l = text.slice(pos, end).toLowerCase();
@@ -184,7 +187,10 @@ export class LineSearch implements LineSink {
     let head = this.partHead;
     // A '\r' ending the line (CRLF) is not content. On a line longer than the head the '\r' is
     // not shown and the line is capped either way.
-    if (len > 0 && len <= head.length && head.charCodeAt(len - 1) === 13) { head = head.slice(0, len - 1); len -= 1; }
+    if (len > 0 && len <= head.length && head.charCodeAt(len - 1) === 13) {
+      head = head.slice(0, len - 1);
+      len -= 1;
+    }
     this.line(head, len, this.partMatched);
     this.partHead = '';
     this.partLen = 0;

@@ -21,7 +21,12 @@ siteRoutes.get('/', (c) => {
   // Scripts and monitors ask for JSON: give them the same facts.
   const accept = c.req.header('Accept') ?? '';
   if (accept.includes('application/json') && !accept.includes('text/html')) {
-    return c.json({ name: 'Gatehouse', mcp: mcpUrl, dashboard: `${origin}/dashboard`, protectedResourceMetadata: `${origin}/.well-known/oauth-protected-resource` });
+    return c.json({
+      name: 'Gatehouse',
+      mcp: mcpUrl,
+      dashboard: `${origin}/dashboard`,
+      protectedResourceMetadata: `${origin}/.well-known/oauth-protected-resource`,
+    });
   }
   c.header('Content-Security-Policy', PAGE_CSP);
   c.header('X-Content-Type-Options', 'nosniff');
@@ -31,18 +36,23 @@ siteRoutes.get('/', (c) => {
 
 /** Browsers ask every site for /favicon.ico: the dashboard's icon (SVG; browsers go by the type, not the name). */
 for (const path of ['/favicon.ico', '/favicon.svg']) {
-  siteRoutes.get(path, (c) => c.body(FAVICON_SVG, 200, { 'Content-Type': 'image/svg+xml', 'Cache-Control': 'public, max-age=86400', 'X-Content-Type-Options': 'nosniff' }));
+  siteRoutes.get(path, (c) =>
+    c.body(FAVICON_SVG, 200, { 'Content-Type': 'image/svg+xml', 'Cache-Control': 'public, max-age=86400', 'X-Content-Type-Options': 'nosniff' }),
+  );
 }
 
 /** What a client that used a near-miss path should use instead (JSON-RPC shape: MCP clients show `message`). */
 export const mcpPathHint: Handler<AppEnv> = (c) => {
   const mcpUrl = canonicalMcpUrl(c.req.raw, c.env);
   const path = new URL(c.req.url).pathname;
-  const why = path === '/sse' || path.endsWith('/sse')
-    ? 'Gatehouse speaks MCP Streamable HTTP only (no legacy SSE transport)'
-    : `there is no MCP endpoint at ${path}`;
+  const why =
+    path === '/sse' || path.endsWith('/sse') ? 'Gatehouse speaks MCP Streamable HTTP only (no legacy SSE transport)' : `there is no MCP endpoint at ${path}`;
   return c.json(
-    { jsonrpc: '2.0', error: { code: -32601, message: `Not Found: ${why}. Use the MCP endpoint ${mcpUrl} (POST, with Authorization: Bearer <token>).` }, id: null },
+    {
+      jsonrpc: '2.0',
+      error: { code: -32601, message: `Not Found: ${why}. Use the MCP endpoint ${mcpUrl} (POST, with Authorization: Bearer <token>).` },
+      id: null,
+    },
     404,
   );
 };

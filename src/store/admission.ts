@@ -25,7 +25,9 @@ export async function admissionOf(env: Env, team: string, jti: string): Promise<
         OR EXISTS (SELECT 1 FROM tokens WHERE jti = ?1 AND team = ?2 AND revoked_at IS NOT NULL)) AS revoked,
        p.version AS version, p.updated_at AS updated_at
      FROM (SELECT 1) LEFT JOIN policies p ON p.team = ?2`,
-  ).bind(jti, team).first<{ revoked: number; version: number | null; updated_at: number | null }>();
+  )
+    .bind(jti, team)
+    .first<{ revoked: number; version: number | null; updated_at: number | null }>();
   if (!row) throw new Error('the admission query returned no row');
   return { revoked: row.revoked !== 0, policy: { version: row.version, updatedAt: row.updated_at } };
 }

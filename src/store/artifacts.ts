@@ -66,8 +66,16 @@ interface DbRow {
 
 function fromDb(r: DbRow): ArtifactRow {
   return {
-    handle: r.handle, team: r.team, jobId: r.job_id, stream: r.stream as StreamName, r2Key: r.r2_key,
-    bytes: r.bytes, lines: r.lines, truncated: r.truncated !== 0, createdAt: r.created_at, expiresAt: r.expires_at,
+    handle: r.handle,
+    team: r.team,
+    jobId: r.job_id,
+    stream: r.stream as StreamName,
+    r2Key: r.r2_key,
+    bytes: r.bytes,
+    lines: r.lines,
+    truncated: r.truncated !== 0,
+    createdAt: r.created_at,
+    expiresAt: r.expires_at,
   };
 }
 
@@ -94,10 +102,7 @@ export async function putArtifact(env: Env, u: ArtifactUpload): Promise<Result<{
   if (!u.team || !u.handle || !u.jobId) return err('invalid_argument', 'team, handle and jobId are required');
   const key = artifactKey(u.team, u.handle, u.stream);
   const { stream, piped } = knownLength(u.body, u.contentLength);
-  const [put, pipe] = await Promise.allSettled([
-    env.ARTIFACTS.put(key, stream, artifactObjectOptions(u)),
-    piped,
-  ]);
+  const [put, pipe] = await Promise.allSettled([env.ARTIFACTS.put(key, stream, artifactObjectOptions(u)), piped]);
   if (pipe.status === 'rejected' || put.status === 'rejected') {
     const cause = toErrorShape(pipe.status === 'rejected' ? pipe.reason : (put as PromiseRejectedResult).reason).message;
     // A short or long body is the uploader's mistake; anything else is ours.
@@ -190,9 +195,7 @@ export async function cleanupExpiredArtifacts(env: Env, now: number): Promise<{ 
   let deleted = 0;
   try {
     for (let round = 0; round < CLEANUP_MAX_ROUNDS; round++) {
-      const { results } = await env.DB.prepare(
-        `SELECT handle, stream, r2_key FROM artifacts WHERE expires_at <= ? ORDER BY expires_at LIMIT ?`,
-      )
+      const { results } = await env.DB.prepare(`SELECT handle, stream, r2_key FROM artifacts WHERE expires_at <= ? ORDER BY expires_at LIMIT ?`)
         .bind(now, CLEANUP_BATCH)
         .all<{ handle: string; stream: string; r2_key: string }>();
       if (results.length === 0) break;

@@ -50,7 +50,35 @@ export function boundedText(s: string): string {
 }
 
 export const AUDIT_DECISIONS = ['allowed', 'denied', 'failed', 'asked'] as const;
-export const AUDIT_TOOLS = ['execute', 'runtime_execute', 'query_output', 'policy_check', 'list_runtimes', 'run_script', 'job_status', 'job_output', 'job_kill', 'job_list', 'admin.policy_set', 'admin.token_create', 'admin.token_revoke', 'admin.oauth_grant_revoke', 'admin.oauth_client_revoke', 'admin.oauth_client_unblock', 'oauth.grant_create', 'admin.job_kill', 'admin.approval_approve', 'admin.approval_deny', 'approval.elicitation', 'agent.connect', 'admin.member_invite', 'admin.member_invitation_revoke', 'admin.member_role', 'admin.member_remove', 'member.join'] as const;
+export const AUDIT_TOOLS = [
+  'execute',
+  'runtime_execute',
+  'query_output',
+  'policy_check',
+  'list_runtimes',
+  'run_script',
+  'job_status',
+  'job_output',
+  'job_kill',
+  'job_list',
+  'admin.policy_set',
+  'admin.token_create',
+  'admin.token_revoke',
+  'admin.oauth_grant_revoke',
+  'admin.oauth_client_revoke',
+  'admin.oauth_client_unblock',
+  'oauth.grant_create',
+  'admin.job_kill',
+  'admin.approval_approve',
+  'admin.approval_deny',
+  'approval.elicitation',
+  'agent.connect',
+  'admin.member_invite',
+  'admin.member_invitation_revoke',
+  'admin.member_role',
+  'admin.member_remove',
+  'member.join',
+] as const;
 /** An agent's connection refused by its team's Durable Object (a `hello` claiming more than its token grants). */
 export const AGENT_CONNECT_AUDIT_TOOL = 'agent.connect' satisfies (typeof AUDIT_TOOLS)[number];
 
@@ -68,9 +96,21 @@ export function auditInsert(db: D1Database, e: AuditEntry): D1PreparedStatement 
        ON CONFLICT DO NOTHING`,
     )
     .bind(
-      e.at ?? Date.now(), e.team, e.subject, e.tokenId ?? null, e.tool,
-      command, e.cwd ?? null, e.decision, e.reason === undefined ? null : boundedText(redactString(e.reason)),
-      e.jobId ?? null, e.exitStatus ?? null, e.durationMs ?? null, e.bytes ?? null, e.parentJobId ?? null, e.approvalId ?? null,
+      e.at ?? Date.now(),
+      e.team,
+      e.subject,
+      e.tokenId ?? null,
+      e.tool,
+      command,
+      e.cwd ?? null,
+      e.decision,
+      e.reason === undefined ? null : boundedText(redactString(e.reason)),
+      e.jobId ?? null,
+      e.exitStatus ?? null,
+      e.durationMs ?? null,
+      e.bytes ?? null,
+      e.parentJobId ?? null,
+      e.approvalId ?? null,
     );
 }
 
@@ -203,8 +243,19 @@ export function decodeCursor(c: string): number | null {
 }
 
 interface DbAuditRow {
-  id: number; at: number; subject: string; token_id: string | null; tool: string; command: string | null; cwd: string | null;
-  decision: string; reason: string | null; job_id: string | null; exit_status: string | null; duration_ms: number | null; bytes: number | null;
+  id: number;
+  at: number;
+  subject: string;
+  token_id: string | null;
+  tool: string;
+  command: string | null;
+  cwd: string | null;
+  decision: string;
+  reason: string | null;
+  job_id: string | null;
+  exit_status: string | null;
+  duration_ms: number | null;
+  bytes: number | null;
   parent_job_id: string | null;
   approval_id: string | null;
 }
@@ -223,12 +274,30 @@ export async function queryAudit(db: D1Database, team: string, f: AuditFilter): 
     where.push('id < ?');
     params.push(id);
   }
-  if (f.decision !== undefined) { where.push('decision = ?'); params.push(f.decision); }
-  if (f.tool !== undefined) { where.push('tool = ?'); params.push(f.tool); }
-  if (f.subject !== undefined) { where.push('subject = ?'); params.push(f.subject); }
-  if (f.since !== undefined) { where.push('at >= ?'); params.push(f.since); }
-  if (f.until !== undefined) { where.push('at < ?'); params.push(f.until); }
-  if (f.approvalId !== undefined) { where.push('approval_id = ?'); params.push(f.approvalId); }
+  if (f.decision !== undefined) {
+    where.push('decision = ?');
+    params.push(f.decision);
+  }
+  if (f.tool !== undefined) {
+    where.push('tool = ?');
+    params.push(f.tool);
+  }
+  if (f.subject !== undefined) {
+    where.push('subject = ?');
+    params.push(f.subject);
+  }
+  if (f.since !== undefined) {
+    where.push('at >= ?');
+    params.push(f.since);
+  }
+  if (f.until !== undefined) {
+    where.push('at < ?');
+    params.push(f.until);
+  }
+  if (f.approvalId !== undefined) {
+    where.push('approval_id = ?');
+    params.push(f.approvalId);
+  }
   // One extra row tells whether another page exists without a COUNT.
   params.push(limit + 1);
   const r = await db
@@ -240,10 +309,25 @@ export async function queryAudit(db: D1Database, team: string, f: AuditFilter): 
     .all<DbAuditRow>();
   const rows = r.results;
   const page = rows.slice(0, limit);
-  const entries = page.map((x): AuditRow => ({
-    id: x.id, at: x.at, subject: x.subject, tokenId: x.token_id, tool: x.tool, command: parseJson(x.command), cwd: x.cwd,
-    decision: x.decision, reason: x.reason, jobId: x.job_id, exitStatus: x.exit_status, durationMs: x.duration_ms, bytes: x.bytes, parentJobId: x.parent_job_id, approvalId: x.approval_id,
-  }));
+  const entries = page.map(
+    (x): AuditRow => ({
+      id: x.id,
+      at: x.at,
+      subject: x.subject,
+      tokenId: x.token_id,
+      tool: x.tool,
+      command: parseJson(x.command),
+      cwd: x.cwd,
+      decision: x.decision,
+      reason: x.reason,
+      jobId: x.job_id,
+      exitStatus: x.exit_status,
+      durationMs: x.duration_ms,
+      bytes: x.bytes,
+      parentJobId: x.parent_job_id,
+      approvalId: x.approval_id,
+    }),
+  );
   return { entries, nextCursor: rows.length > limit ? encodeCursor(page[page.length - 1].id) : null };
 }
 

@@ -44,27 +44,53 @@ const FAILED_STATES = new Set(['lost', 'failed_to_start', 'refused']);
  * `create`, first writes the job's index row and its call's audit row (each a no-op if there),
  * so a job that ends before its first copy costs one D1 batch in all.
  */
-export async function syncJobToD1(db: D1Database, team: string, v: JobView, audit: AuditRowRef, create: { spec: JobSpec; audit: AuditEntry } | null): Promise<void> {
+export async function syncJobToD1(
+  db: D1Database,
+  team: string,
+  v: JobView,
+  audit: AuditRowRef,
+  create: { spec: JobSpec; audit: AuditEntry } | null,
+): Promise<void> {
   const ended = v.ended_at !== null;
   const stmts = create ? [jobCreatedInsert(db, team, create.spec, v), auditInsert(db, create.audit)] : [];
   stmts.push(
-    db.prepare(
-      `UPDATE jobs SET state = ?, agent = ?, started_at = ?, exit_code = ?, signal = ?, duration_ms = ?, error = ?, ended_at = ?
+    db
+      .prepare(
+        `UPDATE jobs SET state = ?, agent = ?, started_at = ?, exit_code = ?, signal = ?, duration_ms = ?, error = ?, ended_at = ?
        WHERE team = ? AND id = ?`,
-    ).bind(v.state, v.agent_id, v.started_at, v.exit_code, v.signal, v.duration_ms === null ? null : Math.round(v.duration_ms),
-      v.error?.message ?? null, v.ended_at, team, v.job_id),
+      )
+      .bind(
+        v.state,
+        v.agent_id,
+        v.started_at,
+        v.exit_code,
+        v.signal,
+        v.duration_ms === null ? null : Math.round(v.duration_ms),
+        v.error?.message ?? null,
+        v.ended_at,
+        team,
+        v.job_id,
+      ),
   );
   const note = [v.agent_id ? `agent ${v.agent_id} (${v.sandbox})` : null, v.error ? `${v.error.code}: ${v.error.message}` : null].filter(Boolean).join('; ');
   stmts.push(
-    db.prepare(
-      `UPDATE audit SET decision = ?, exit_status = ?, duration_ms = ?, bytes = ?,
+    db
+      .prepare(
+        `UPDATE audit SET decision = ?, exit_status = ?, duration_ms = ?, bytes = ?,
          reason = CASE WHEN ? = '' THEN reason WHEN reason IS NULL OR reason = '' THEN ? ELSE reason || '; ' || ? END
        WHERE ${'id' in audit ? 'id = ?' : `job_id = ? AND job_id IS NOT NULL AND tool IN ${AUDIT_JOB_TOOLS}`} AND team = ?`,
-    ).bind(
-      FAILED_STATES.has(v.state) ? 'failed' : 'allowed', ended ? exitStatusOf(v) : v.state,
-      v.duration_ms === null ? null : Math.round(v.duration_ms), v.stdout_bytes + v.stderr_bytes,
-      ended ? redactString(note) : '', redactString(note), redactString(note), 'id' in audit ? audit.id : audit.jobId, team,
-    ),
+      )
+      .bind(
+        FAILED_STATES.has(v.state) ? 'failed' : 'allowed',
+        ended ? exitStatusOf(v) : v.state,
+        v.duration_ms === null ? null : Math.round(v.duration_ms),
+        v.stdout_bytes + v.stderr_bytes,
+        ended ? redactString(note) : '',
+        redactString(note),
+        redactString(note),
+        'id' in audit ? audit.id : audit.jobId,
+        team,
+      ),
   );
   await db.batch(stmts);
 }

@@ -22,15 +22,32 @@ export interface OAuthGrantRow {
 }
 
 interface DbGrant {
-  grant_id: string; client_id: string; client_name: string | null; subject: string; consent_token_id: string; scopes: string;
-  created_at: number; expires_at: number | null; last_used_at: number | null; revoked_at: number | null; revoked_reason: string | null;
+  grant_id: string;
+  client_id: string;
+  client_name: string | null;
+  subject: string;
+  consent_token_id: string;
+  scopes: string;
+  created_at: number;
+  expires_at: number | null;
+  last_used_at: number | null;
+  revoked_at: number | null;
+  revoked_reason: string | null;
   user_id: string;
 }
 
 const toRow = (r: DbGrant): OAuthGrantRow => ({
-  grantId: r.grant_id, clientId: r.client_id, clientName: r.client_name, subject: r.subject, consentTokenId: r.consent_token_id,
-  scopes: r.scopes.split(' ').filter(Boolean), createdAt: r.created_at, expiresAt: r.expires_at, lastUsedAt: r.last_used_at,
-  revokedAt: r.revoked_at, revokedReason: r.revoked_reason,
+  grantId: r.grant_id,
+  clientId: r.client_id,
+  clientName: r.client_name,
+  subject: r.subject,
+  consentTokenId: r.consent_token_id,
+  scopes: r.scopes.split(' ').filter(Boolean),
+  createdAt: r.created_at,
+  expiresAt: r.expires_at,
+  lastUsedAt: r.last_used_at,
+  revokedAt: r.revoked_at,
+  revokedReason: r.revoked_reason,
 });
 
 /** A grant the authorization server must also forget (its KV record and tokens). */
@@ -53,17 +70,32 @@ export const LAST_USED_RESOLUTION_MS = 60_000;
 
 export async function recordGrant(
   env: Env,
-  g: { grantId: string; team: string; userId: string; clientId: string; clientName: string | null; subject: string; consentTokenId: string; scopes: string[]; createdAt: number; expiresAt: number | null },
+  g: {
+    grantId: string;
+    team: string;
+    userId: string;
+    clientId: string;
+    clientName: string | null;
+    subject: string;
+    consentTokenId: string;
+    scopes: string[];
+    createdAt: number;
+    expiresAt: number | null;
+  },
 ): Promise<GrantKey[]> {
   // The authorization server replaces a user's earlier grant of the same client (one grant per user and
   // client): those rows end here too, so the list never shows a grant whose tokens are gone.
-  const replaced = await env.DB.prepare(
-    `SELECT grant_id, user_id FROM oauth_grants WHERE team = ? AND user_id = ? AND client_id = ? AND revoked_at IS NULL`,
-  ).bind(g.team, g.userId, g.clientId).all<{ grant_id: string; user_id: string }>();
+  const replaced = await env.DB.prepare(`SELECT grant_id, user_id FROM oauth_grants WHERE team = ? AND user_id = ? AND client_id = ? AND revoked_at IS NULL`)
+    .bind(g.team, g.userId, g.clientId)
+    .all<{ grant_id: string; user_id: string }>();
   await env.DB.batch([
-    env.DB.prepare(
-      `UPDATE oauth_grants SET revoked_at = ?, revoked_reason = ? WHERE team = ? AND user_id = ? AND client_id = ? AND revoked_at IS NULL`,
-    ).bind(g.createdAt, `replaced by grant ${g.grantId}`, g.team, g.userId, g.clientId),
+    env.DB.prepare(`UPDATE oauth_grants SET revoked_at = ?, revoked_reason = ? WHERE team = ? AND user_id = ? AND client_id = ? AND revoked_at IS NULL`).bind(
+      g.createdAt,
+      `replaced by grant ${g.grantId}`,
+      g.team,
+      g.userId,
+      g.clientId,
+    ),
     env.DB.prepare(
       `INSERT INTO oauth_grants (grant_id, team, user_id, client_id, client_name, subject, consent_token_id, scopes, created_at, expires_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -74,22 +106,20 @@ export async function recordGrant(
 
 /** The team's grants, newest first (revoked ones too, so an admin sees what was ended and why). */
 export async function listGrants(env: Env, team: string, limit = 1000): Promise<OAuthGrantRow[]> {
-  const r = await env.DB.prepare(
-    `SELECT * FROM oauth_grants WHERE team = ? ORDER BY created_at DESC, grant_id LIMIT ?`,
-  ).bind(team, limit).all<DbGrant>();
+  const r = await env.DB.prepare(`SELECT * FROM oauth_grants WHERE team = ? ORDER BY created_at DESC, grant_id LIMIT ?`).bind(team, limit).all<DbGrant>();
   return r.results.map(toRow);
 }
 
-export type GrantRevocation =
-  | { ok: true; value: { grant: OAuthGrantRow; key: GrantKey } }
-  | { ok: false; error: { code: 'not_found'; message: string } };
+export type GrantRevocation = { ok: true; value: { grant: OAuthGrantRow; key: GrantKey } } | { ok: false; error: { code: 'not_found'; message: string } };
 
 /** Revokes one grant of `team`; idempotent (the first time and reason stay). Unknown ids are not found. */
 export async function revokeGrantRow(env: Env, team: string, grantId: string, reason: string, now = Date.now()): Promise<GrantRevocation> {
   const row = await env.DB.prepare(
     `UPDATE oauth_grants SET revoked_at = coalesce(revoked_at, ?), revoked_reason = coalesce(revoked_reason, ?)
      WHERE team = ? AND grant_id = ? RETURNING *`,
-  ).bind(now, reason, team, grantId).first<DbGrant>();
+  )
+    .bind(now, reason, team, grantId)
+    .first<DbGrant>();
   if (!row) {
     return {
       ok: false,
@@ -103,7 +133,9 @@ export async function revokeGrantRow(env: Env, team: string, grantId: string, re
 async function revokeWhere(env: Env, team: string, column: 'consent_token_id' | 'client_id', value: string, reason: string, now: number): Promise<GrantKey[]> {
   const r = await env.DB.prepare(
     `UPDATE oauth_grants SET revoked_at = ?, revoked_reason = ? WHERE team = ? AND ${column} = ? AND revoked_at IS NULL RETURNING grant_id, user_id`,
-  ).bind(now, reason, team, value).all<{ grant_id: string; user_id: string }>();
+  )
+    .bind(now, reason, team, value)
+    .all<{ grant_id: string; user_id: string }>();
   return r.results.map((x) => ({ grantId: x.grant_id, userId: x.user_id }));
 }
 
@@ -129,9 +161,7 @@ export async function isClientBlocked(env: Env, team: string, clientId: string):
   return (await env.DB.prepare(`SELECT 1 AS b FROM oauth_blocked_clients WHERE team = ? AND client_id = ?`).bind(team, clientId).first()) !== null;
 }
 
-export type OAuthAdmission =
-  | { ok: true; policy: PolicyStamp; lastUsedAt: number | null }
-  | { ok: false; message: string; key: GrantKey | null };
+export type OAuthAdmission = { ok: true; policy: PolicyStamp; lastUsedAt: number | null } | { ok: false; message: string; key: GrantKey | null };
 
 /**
  * Whether grant `grantId` of `team` may be used now, in one query (like `admissionOf` for tokens):
@@ -149,22 +179,43 @@ export async function oauthAdmissionOf(env: Env, team: string, grantId: string):
        (g.consent_token_id LIKE 'member:%' AND NOT EXISTS (SELECT 1 FROM members m WHERE m.team = ?2 AND 'member:' || m.member_id = g.consent_token_id)) AS member_gone,
        p.version AS version, p.updated_at AS updated_at
      FROM (SELECT 1) LEFT JOIN oauth_grants g ON g.grant_id = ?1 AND g.team = ?2 LEFT JOIN policies p ON p.team = ?2`,
-  ).bind(grantId, team, `${OAUTH_TOKEN_PREFIX}${grantId}`).first<{
-    grant_id: string | null; user_id: string | null; revoked_at: number | null; revoked_reason: string | null; last_used_at: number | null;
-    consent_token_id: string | null; consent_revoked: number | null; client_blocked: number | null; id_revoked: number; member_gone: number | null;
-    version: number | null; updated_at: number | null;
-  }>();
+  )
+    .bind(grantId, team, `${OAUTH_TOKEN_PREFIX}${grantId}`)
+    .first<{
+      grant_id: string | null;
+      user_id: string | null;
+      revoked_at: number | null;
+      revoked_reason: string | null;
+      last_used_at: number | null;
+      consent_token_id: string | null;
+      consent_revoked: number | null;
+      client_blocked: number | null;
+      id_revoked: number;
+      member_gone: number | null;
+      version: number | null;
+      updated_at: number | null;
+    }>();
   if (!row) throw new Error('the OAuth admission query returned no row');
   if (row.grant_id === null) {
-    return { ok: false, key: null, message: `OAuth grant ${grantId} is not on record for team "${team}" (revoked and purged, or granted before grants were recorded): authorize again` };
+    return {
+      ok: false,
+      key: null,
+      message: `OAuth grant ${grantId} is not on record for team "${team}" (revoked and purged, or granted before grants were recorded): authorize again`,
+    };
   }
   const key = { grantId, userId: row.user_id! };
-  const why = row.revoked_at !== null ? `it was revoked (${row.revoked_reason ?? 'by an admin'})`
-    : row.consent_revoked ? `the admin token ${row.consent_token_id} that consented to it was revoked`
-    : row.member_gone ? `the member who consented to it (${row.consent_token_id}) left the team`
-    : row.client_blocked ? 'its client was revoked for the team'
-    : row.id_revoked ? `token id ${OAUTH_TOKEN_PREFIX}${grantId} was revoked`
-    : null;
+  const why =
+    row.revoked_at !== null
+      ? `it was revoked (${row.revoked_reason ?? 'by an admin'})`
+      : row.consent_revoked
+        ? `the admin token ${row.consent_token_id} that consented to it was revoked`
+        : row.member_gone
+          ? `the member who consented to it (${row.consent_token_id}) left the team`
+          : row.client_blocked
+            ? 'its client was revoked for the team'
+            : row.id_revoked
+              ? `token id ${OAUTH_TOKEN_PREFIX}${grantId} was revoked`
+              : null;
   if (why) return { ok: false, key, message: `OAuth grant ${grantId} has ended: ${why}; authorize again` };
   return { ok: true, policy: { version: row.version, updatedAt: row.updated_at }, lastUsedAt: row.last_used_at };
 }
@@ -177,5 +228,6 @@ export async function teamOfGrant(env: Env, grantId: string): Promise<string | n
 
 export async function noteGrantUsed(env: Env, grantId: string, now = Date.now()): Promise<void> {
   await env.DB.prepare(`UPDATE oauth_grants SET last_used_at = ? WHERE grant_id = ? AND (last_used_at IS NULL OR last_used_at < ?)`)
-    .bind(now, grantId, now - LAST_USED_RESOLUTION_MS).run();
+    .bind(now, grantId, now - LAST_USED_RESOLUTION_MS)
+    .run();
 }

@@ -72,10 +72,16 @@ export async function listPolicyVersions(env: Env, team: string, limit: number, 
   const r = await env.DB.prepare(
     `SELECT version, document, updated_by, updated_at FROM policy_versions
      WHERE team = ? AND version < ? ORDER BY version DESC LIMIT ?`,
-  ).bind(team, before ?? Number.MAX_SAFE_INTEGER, Math.min(Math.max(1, limit), POLICY_HISTORY_MAX_LIMIT)).all<PolicyRow>();
+  )
+    .bind(team, before ?? Number.MAX_SAFE_INTEGER, Math.min(Math.max(1, limit), POLICY_HISTORY_MAX_LIMIT))
+    .all<PolicyRow>();
   return r.results.map((row) => {
     let doc: unknown;
-    try { doc = JSON.parse(row.document); } catch { doc = undefined; }
+    try {
+      doc = JSON.parse(row.document);
+    } catch {
+      doc = undefined;
+    }
     const parsed = PolicyDocument.safeParse(doc);
     return { version: row.version, updatedAt: row.updated_at, updatedBy: row.updated_by, policy: parsed.success ? parsed.data : null };
   });

@@ -29,8 +29,14 @@ interface DbTokenRow {
 }
 
 const toRow = (r: DbTokenRow): TokenRow => ({
-  jti: r.jti, subject: r.subject, scopes: r.scopes.split(' ').filter(Boolean), createdAt: r.created_at,
-  expiresAt: r.expires_at, revokedAt: r.revoked_at, note: r.note, agentGrant: grantOf(r.agent_grant),
+  jti: r.jti,
+  subject: r.subject,
+  scopes: r.scopes.split(' ').filter(Boolean),
+  createdAt: r.created_at,
+  expiresAt: r.expires_at,
+  revokedAt: r.revoked_at,
+  note: r.note,
+  agentGrant: grantOf(r.agent_grant),
 });
 
 /** The stored grant as written by insertToken; a row that does not parse shows as none (the token carries its own). */
@@ -49,14 +55,25 @@ export async function isRevoked(env: Env, team: string, jti: string): Promise<bo
   const row = await env.DB.prepare(
     `SELECT 1 AS r FROM revocations WHERE jti = ?1 AND team = ?2
      UNION ALL SELECT 1 AS r FROM tokens WHERE jti = ?1 AND team = ?2 AND revoked_at IS NOT NULL LIMIT 1`,
-  ).bind(jti, team).first<{ r: number }>();
+  )
+    .bind(jti, team)
+    .first<{ r: number }>();
   return row !== null;
 }
 
 /** Records a minted token (times in ms since the epoch, like every other table). */
 export async function insertToken(
   env: Env,
-  t: { jti: string; team: string; subject: string; scopes: string[]; createdAt: number; expiresAt: number; note?: string | null; agentGrant?: AgentGrant | null },
+  t: {
+    jti: string;
+    team: string;
+    subject: string;
+    scopes: string[];
+    createdAt: number;
+    expiresAt: number;
+    note?: string | null;
+    agentGrant?: AgentGrant | null;
+  },
 ): Promise<void> {
   await env.DB.batch([
     env.DB.prepare('INSERT OR IGNORE INTO teams (id, created_at) VALUES (?, ?)').bind(t.team, t.createdAt),
@@ -70,7 +87,9 @@ export async function insertToken(
 export async function listTokens(env: Env, team: string, limit = 1000): Promise<TokenRow[]> {
   const r = await env.DB.prepare(
     'SELECT jti, subject, scopes, created_at, expires_at, revoked_at, note, agent_grant FROM tokens WHERE team = ? ORDER BY created_at DESC, jti LIMIT ?',
-  ).bind(team, limit).all<DbTokenRow>();
+  )
+    .bind(team, limit)
+    .all<DbTokenRow>();
   return r.results.map(toRow);
 }
 

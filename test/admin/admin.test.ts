@@ -16,10 +16,17 @@ const DECISIONS = ['allowed', 'denied', 'failed'];
 const seedRows: SeedAudit[] = [];
 for (let i = 0; i < 60; i++) {
   seedRows.push({
-    at: BASE + i * 1000, team: 'acme', subject: i % 2 ? 'ci-bot' : 'alice', tool: TOOLS[i % 4], decision: DECISIONS[i % 3],
-    command: { mode: 'argv', command: 'echo', args: [`row-${i}`] }, reason: `seed ${i}`, exitStatus: i % 3 === 0 ? 'exit 0' : undefined,
+    at: BASE + i * 1000,
+    team: 'acme',
+    subject: i % 2 ? 'ci-bot' : 'alice',
+    tool: TOOLS[i % 4],
+    decision: DECISIONS[i % 3],
+    command: { mode: 'argv', command: 'echo', args: [`row-${i}`] },
+    reason: `seed ${i}`,
+    exitStatus: i % 3 === 0 ? 'exit 0' : undefined,
   });
-  if (i % 12 === 0) seedRows.push({ at: BASE + i * 1000 + 1, team: 'globex', subject: 'eve', tool: 'execute', decision: 'denied', reason: 'globex secret row' });
+  if (i % 12 === 0)
+    seedRows.push({ at: BASE + i * 1000 + 1, team: 'globex', subject: 'eve', tool: 'execute', decision: 'denied', reason: 'globex secret row' });
 }
 
 beforeAll(async () => {
@@ -81,7 +88,10 @@ describe('tokens', () => {
   it('refuses an unknown scope, naming the allowed ones', async () => {
     const r = await call('POST', '/tokens', { subject: 'x', scopes: ['execute', 'root'] });
     expect(r.status).toBe(400);
-    expect(r.json.error).toEqual({ code: 'invalid_argument', message: expect.stringContaining('unknown scope "root"; allowed: execute, artifacts:read, admin, agent') });
+    expect(r.json.error).toEqual({
+      code: 'invalid_argument',
+      message: expect.stringContaining('unknown scope "root"; allowed: execute, artifacts:read, admin, agent'),
+    });
   });
 
   it('refuses bad bodies with 400', async () => {
@@ -91,7 +101,7 @@ describe('tokens', () => {
     expect((await call('POST', '/tokens', { subject: 'x', scopes: ['execute'], admin: true })).status).toBe(400);
   });
 
-  it("treats another team in the body as not found", async () => {
+  it('treats another team in the body as not found', async () => {
     const r = await call('POST', '/tokens', { team: 'globex', subject: 'x', scopes: ['execute'] });
     expect(r.status).toBe(404);
     expect(r.json.error).toEqual({ code: 'not_found', message: 'team "globex" not found' });
@@ -135,7 +145,13 @@ describe('team paths', () => {
   });
 
   it('answers 404 "team not found" for any other team, never forbidden', async () => {
-    for (const [m, p] of [['GET', '/teams/globex/tokens'], ['PUT', '/teams/globex/policy'], ['GET', '/teams/globex/audit'], ['GET', '/teams/globex'], ['DELETE', '/teams/globex/tokens/x']]) {
+    for (const [m, p] of [
+      ['GET', '/teams/globex/tokens'],
+      ['PUT', '/teams/globex/policy'],
+      ['GET', '/teams/globex/audit'],
+      ['GET', '/teams/globex'],
+      ['DELETE', '/teams/globex/tokens/x'],
+    ]) {
       const r = await call(m, p, m === 'PUT' ? DEFAULT_POLICY : undefined);
       expect(r.status, `${m} ${p}`).toBe(404);
       expect(r.json.error).toEqual({ code: 'not_found', message: 'team "globex" not found' });
@@ -160,7 +176,13 @@ describe('policy', () => {
     const doc = { ...DEFAULT_POLICY, shell: { enabled: true, allow: ['ls -la'] } };
     const p1 = await call('PUT', '/policy', doc, { team: 'initech' });
     expect(p1.status).toBe(200);
-    expect(p1.json).toMatchObject({ team: 'initech', version: 1, updatedBy: 'admin-alice', isDefault: false, policy: { shell: { enabled: true, allow: ['ls -la'] } } });
+    expect(p1.json).toMatchObject({
+      team: 'initech',
+      version: 1,
+      updatedBy: 'admin-alice',
+      isDefault: false,
+      policy: { shell: { enabled: true, allow: ['ls -la'] } },
+    });
     const p2 = await call('PUT', '/policy', { version: 1 }, { team: 'initech' });
     expect(p2.json.version).toBe(2);
     // Defaults are filled in by the schema.
@@ -204,10 +226,14 @@ describe('policy', () => {
 });
 
 describe('audit', () => {
-  type Page = { entries: { id: number; at: number; decision: string; tool: string; subject: string; reason: string; command: unknown }[]; nextCursor: string | null };
+  type Page = {
+    entries: { id: number; at: number; decision: string; tool: string; subject: string; reason: string; command: unknown }[];
+    nextCursor: string | null;
+  };
   // The seeded rows only: the token and policy tests above left audit rows of their own admin actions (now).
   const seeded = (q: string) => (q.includes('until=') ? q : `${q}${q ? '&' : '?'}until=${BASE + 3_600_000}`);
-  const audit = async (q: string, team = 'acme') => (await call('GET', `/audit${seeded(q)}`, undefined, { team })) as { status: number; json: Page & { error?: { message: string } } };
+  const audit = async (q: string, team = 'acme') =>
+    (await call('GET', `/audit${seeded(q)}`, undefined, { team })) as { status: number; json: Page & { error?: { message: string } } };
 
   it('pages newest first: 50 by default, then the rest through the cursor', async () => {
     const p1 = await audit('');
@@ -222,7 +248,7 @@ describe('audit', () => {
     expect(p2.json.nextCursor).toBeNull();
   });
 
-  it('never shows another team\'s rows', async () => {
+  it("never shows another team's rows", async () => {
     const all = await audit('?limit=500');
     expect(all.json.entries).toHaveLength(60);
     expect(JSON.stringify(all.json)).not.toContain('globex');

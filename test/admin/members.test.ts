@@ -13,17 +13,26 @@ const T0 = Date.now() - 3600_000;
 
 /** Member rows as SQL for the seed (before the gateway starts). */
 function membersSeedSql(rows: { id: string; team: string; sub: string; email: string; role: string }[], issuer = 'https://idp.example'): string {
-  return rows.map((m, i) => `INSERT INTO members (member_id, team, issuer, subject, email, name, role, created_at, added_by) VALUES ('${m.id}', '${m.team}', '${issuer}', '${m.sub}', '${m.email}', '${m.sub}', '${m.role}', ${T0 + i}, 'seed');`).join('\n');
+  return rows
+    .map(
+      (m, i) =>
+        `INSERT INTO members (member_id, team, issuer, subject, email, name, role, created_at, added_by) VALUES ('${m.id}', '${m.team}', '${issuer}', '${m.sub}', '${m.email}', '${m.sub}', '${m.role}', ${T0 + i}, 'seed');`,
+    )
+    .join('\n');
 }
 
 beforeAll(async () => {
   gw = await startGateway({
-    beforeStart: async (persist) => execSql(persist, membersSeedSql([
-      { id: 'mem_alice', team: 'acme', sub: 'alice', email: 'alice@acme.example', role: 'owner' },
-      { id: 'mem_bob', team: 'acme', sub: 'bob', email: 'bob@acme.example', role: 'admin' },
-      { id: 'mem_carol', team: 'acme', sub: 'carol', email: 'carol@acme.example', role: 'member' },
-      { id: 'mem_eve', team: 'globex', sub: 'eve', email: 'eve@globex.example', role: 'owner' },
-    ])),
+    beforeStart: async (persist) =>
+      execSql(
+        persist,
+        membersSeedSql([
+          { id: 'mem_alice', team: 'acme', sub: 'alice', email: 'alice@acme.example', role: 'owner' },
+          { id: 'mem_bob', team: 'acme', sub: 'bob', email: 'bob@acme.example', role: 'admin' },
+          { id: 'mem_carol', team: 'acme', sub: 'carol', email: 'carol@acme.example', role: 'member' },
+          { id: 'mem_eve', team: 'globex', sub: 'eve', email: 'eve@globex.example', role: 'owner' },
+        ]),
+      ),
   });
 });
 afterAll(async () => {
@@ -33,7 +42,9 @@ afterAll(async () => {
 async function call(method: string, path: string, body?: unknown, o: { team?: string; scopes?: string[] } = {}) {
   const token = await gw.token({ team: o.team ?? 'acme', scopes: o.scopes ?? ['admin'], subject: 'admin-tok' });
   const r = await fetch(`${gw.url}/admin/v1${path}`, {
-    method, headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body),
+    method,
+    headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
   });
   return { status: r.status, json: (await r.json()) as any };
 }
@@ -45,7 +56,9 @@ describe('members admin API', () => {
     const r = await call('GET', '/members');
     expect(r.status).toBe(200);
     expect(r.json.members.map((m: any) => [m.memberId, m.role, m.email])).toEqual([
-      ['mem_alice', 'owner', 'alice@acme.example'], ['mem_bob', 'admin', 'bob@acme.example'], ['mem_carol', 'member', 'carol@acme.example'],
+      ['mem_alice', 'owner', 'alice@acme.example'],
+      ['mem_bob', 'admin', 'bob@acme.example'],
+      ['mem_carol', 'member', 'carol@acme.example'],
     ]);
     expect(r.json.members[0]).toMatchObject({ issuer: 'https://idp.example', subject: 'alice', team: 'acme' });
     expect((await call('GET', '/teams/globex/members')).status).toBe(404);
@@ -61,7 +74,14 @@ describe('members admin API', () => {
   it('invites by email: a one-time link returned once, listed without its secret, audited', async () => {
     const r = await call('POST', '/members/invitations', { email: 'Dave@Acme.example', role: 'admin' });
     expect(r.status).toBe(201);
-    expect(r.json.invitation).toMatchObject({ team: 'acme', email: 'dave@acme.example', role: 'admin', acceptedAt: null, revokedAt: null, createdBy: 'admin-tok' });
+    expect(r.json.invitation).toMatchObject({
+      team: 'acme',
+      email: 'dave@acme.example',
+      role: 'admin',
+      acceptedAt: null,
+      revokedAt: null,
+      createdBy: 'admin-tok',
+    });
     const expiresIn = r.json.invitation.expiresAt - r.json.invitation.createdAt;
     expect(expiresIn).toBe(7 * 86400_000);
     const url = new URL(r.json.url);
@@ -73,7 +93,11 @@ describe('members admin API', () => {
     expect(JSON.stringify(list.json)).not.toContain(secret);
     expect(JSON.stringify((await call('GET', '/members/invitations')).json)).not.toContain(secret);
     const audit = await auditOf('admin.member_invite');
-    expect(audit[0]).toMatchObject({ subject: 'admin-tok', decision: 'allowed', command: { invitationId: r.json.invitation.invitationId, email: 'dave@acme.example', role: 'admin' } });
+    expect(audit[0]).toMatchObject({
+      subject: 'admin-tok',
+      decision: 'allowed',
+      command: { invitationId: r.json.invitation.invitationId, email: 'dave@acme.example', role: 'admin' },
+    });
     expect(JSON.stringify(audit)).not.toContain(secret);
   });
 
@@ -82,7 +106,9 @@ describe('members admin API', () => {
     expect(bad.status).toBe(400);
     expect(bad.json.error.message).toContain('role must be one of owner, admin, member, got "root"');
     expect((await call('POST', '/members/invitations', { email: 'not-an-email' })).json.error.message).toMatch(/^email: email must be an email address/);
-    expect((await call('POST', '/members/invitations', { email: 'x@acme.example', ttlSeconds: 31 * 86400 })).json.error.message).toContain('at most 2592000 (30 days)');
+    expect((await call('POST', '/members/invitations', { email: 'x@acme.example', ttlSeconds: 31 * 86400 })).json.error.message).toContain(
+      'at most 2592000 (30 days)',
+    );
     expect((await call('POST', '/members/invitations', { email: 'x@acme.example', admin: true })).status).toBe(400);
   });
 
@@ -115,7 +141,10 @@ describe('members admin API', () => {
   it('never demotes or removes the last owner; after a second owner, the first may go', async () => {
     const demote = await call('PATCH', '/members/mem_alice', { role: 'admin' });
     expect(demote.status).toBe(403);
-    expect(demote.json.error).toEqual({ code: 'forbidden', message: 'this is the last owner of team "acme": make another member owner first, then change this role' });
+    expect(demote.json.error).toEqual({
+      code: 'forbidden',
+      message: 'this is the last owner of team "acme": make another member owner first, then change this role',
+    });
     const remove = await call('DELETE', '/members/alice@acme.example');
     expect(remove.json.error.message).toBe('this is the last owner of team "acme" and cannot be removed: make another member owner first');
     const refused = (await auditOf('admin.member_remove'))[0];
@@ -132,8 +161,15 @@ describe('members admin API', () => {
     const r = await call('DELETE', '/members/mem_carol');
     expect(r.status).toBe(200);
     expect(r.json.removed).toMatchObject({ memberId: 'mem_carol', email: 'carol@acme.example' });
-    expect((await call('DELETE', '/members/mem_carol')).json.error).toEqual({ code: 'not_found', message: 'no member "mem_carol" in team "acme" (see GET /admin/v1/members)' });
-    expect((await auditOf('admin.member_remove'))[0]).toMatchObject({ decision: 'allowed', subject: 'admin-tok', command: { memberId: 'mem_carol', role: 'member' } });
+    expect((await call('DELETE', '/members/mem_carol')).json.error).toEqual({
+      code: 'not_found',
+      message: 'no member "mem_carol" in team "acme" (see GET /admin/v1/members)',
+    });
+    expect((await auditOf('admin.member_remove'))[0]).toMatchObject({
+      decision: 'allowed',
+      subject: 'admin-tok',
+      command: { memberId: 'mem_carol', role: 'member' },
+    });
     // globex's owner is untouched by everything acme did.
     expect((await call('GET', '/members', undefined, { team: 'globex' })).json.members.map((m: any) => m.memberId)).toEqual(['mem_eve']);
   });
@@ -161,7 +197,10 @@ describe('gatehouse members (the CLI against the same gateway)', () => {
 
   it('exits 1 with the rule when the gateway refuses, 2 on a usage error naming the allowed roles', async () => {
     const last = await cli('remove', 'bob@acme.example');
-    expect(last).toMatchObject({ code: 1, stderr: 'error (forbidden): this is the last owner of team "acme" and cannot be removed: make another member owner first\n' });
+    expect(last).toMatchObject({
+      code: 1,
+      stderr: 'error (forbidden): this is the last owner of team "acme" and cannot be removed: make another member owner first\n',
+    });
     const bad = await cli('role', 'mem_bob', 'root');
     expect(bad).toMatchObject({ code: 2, stderr: 'gatehouse: unknown role "root"; allowed: owner, admin, member\n' });
     expect((await cli('invite')).code).toBe(2);

@@ -11,16 +11,21 @@ describe('redact', () => {
 
   it('redacts bearer values, JWTs and well-known API key shapes inside strings', () => {
     const jwt = 'eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl';
-    const out = JSON.stringify(redact({
-      command: 'curl', args: ['--header', 'Authorization: Bearer sk-live-abcdef0123456789', jwt, 'ghp_abcdefghijklmnopqrstuvwxyz0123', 'AKIAABCDEFGHIJKLMNOP'],
-    }));
+    const out = JSON.stringify(
+      redact({
+        command: 'curl',
+        args: ['--header', 'Authorization: Bearer sk-live-abcdef0123456789', jwt, 'ghp_abcdefghijklmnopqrstuvwxyz0123', 'AKIAABCDEFGHIJKLMNOP'],
+      }),
+    );
     for (const s of ['sk-live-abcdef0123456789', jwt, 'ghp_abcdefghijklmnopqrstuvwxyz0123', 'AKIAABCDEFGHIJKLMNOP']) expect(out).not.toContain(s);
     expect(out).toContain('Authorization: Bearer [redacted]');
   });
 
   it('redacts the value after a secret flag and name=value secrets', () => {
     expect(redact(['mysql', '--password', 'hunter2', '--user', 'bob'])).toEqual(['mysql', '--password', '[redacted]', '--user', 'bob']);
-    expect(redact('deploy --token=abc123 API_KEY=xyz PASSWORD="a b" mode=fast')).toBe('deploy --token=[redacted] API_KEY=[redacted] PASSWORD=[redacted] mode=fast');
+    expect(redact('deploy --token=abc123 API_KEY=xyz PASSWORD="a b" mode=fast')).toBe(
+      'deploy --token=[redacted] API_KEY=[redacted] PASSWORD=[redacted] mode=fast',
+    );
     expect(redact('git clone https://bob:s3cret@example.com/repo.git')).toBe('git clone https://bob:[redacted]@example.com/repo.git');
   });
 

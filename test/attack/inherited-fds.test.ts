@@ -27,7 +27,10 @@ const LIMITS = { inlineBytes: 64_000, artifactBytes: MiB, memoryBytes: 256 * MiB
 const INHERITED = [7, 200, 201, 202];
 
 const cases: { kind: 'none' | 'bwrap' | 'gvisor'; reuse?: SandboxReuse }[] = [
-  { kind: 'none' }, { kind: 'bwrap' }, { kind: 'gvisor' }, { kind: 'gvisor', reuse: { jobs: 100, seconds: 600 } },
+  { kind: 'none' },
+  { kind: 'bwrap' },
+  { kind: 'gvisor' },
+  { kind: 'gvisor', reuse: { jobs: 100, seconds: 600 } },
 ];
 
 for (const c of cases) {
@@ -58,7 +61,10 @@ for (const c of cases) {
       pipeOut = join(base, 'pipe.out');
       writeFileSync(pipeOut, '');
       stateDir = mkdtempSync(join(tmpdir(), `gh-fds-state-${c.kind}-`));
-      listener = createServer((s) => { s.on('data', (b: Buffer) => (socketBytes += b.length)); s.on('error', () => {}); });
+      listener = createServer((s) => {
+        s.on('data', (b: Buffer) => (socketBytes += b.length));
+        s.on('error', () => {});
+      });
       await new Promise<void>((r) => listener.listen(0, '127.0.0.1', () => r()));
       const port = (listener.address() as { port: number }).port;
       edge = new FakeEdge();
@@ -66,15 +72,46 @@ for (const c of cases) {
       await edge.start();
       // As `flock`, a CI runner or a shell would: the agent replaces the shell and keeps what it opened.
       const launch = 'exec "$@" 7>>"$GH_FILE" 200>>"$GH_FILE" 201> >(exec cat >>"$GH_PIPE_OUT") 202<>"/dev/tcp/127.0.0.1/$GH_PORT"';
-      agent = spawn('/bin/bash', ['-c', launch, 'gh-launch', process.execPath, join(ROOT, 'executor/main.ts'), '--url', edge.url,
-        '--token-file', join(base, 'agent.token'), '--root', join(base, 'workspace'), '--sandbox', c.kind, '--capacity', '2', '--warm', '1',
-        '--id', `fds-${c.kind}`, '--state-dir', stateDir, ...(c.kind === 'none' ? ['--allow-no-isolation'] : [])], {
-        cwd: ROOT, detached: true, stdio: ['ignore', 'pipe', 'pipe'],
-        env: { ...process.env, GH_FILE: hostFile, GH_PIPE_OUT: pipeOut, GH_PORT: String(port) },
-      });
+      agent = spawn(
+        '/bin/bash',
+        [
+          '-c',
+          launch,
+          'gh-launch',
+          process.execPath,
+          join(ROOT, 'executor/main.ts'),
+          '--url',
+          edge.url,
+          '--token-file',
+          join(base, 'agent.token'),
+          '--root',
+          join(base, 'workspace'),
+          '--sandbox',
+          c.kind,
+          '--capacity',
+          '2',
+          '--warm',
+          '1',
+          '--id',
+          `fds-${c.kind}`,
+          '--state-dir',
+          stateDir,
+          ...(c.kind === 'none' ? ['--allow-no-isolation'] : []),
+        ],
+        {
+          cwd: ROOT,
+          detached: true,
+          stdio: ['ignore', 'pipe', 'pipe'],
+          env: { ...process.env, GH_FILE: hostFile, GH_PIPE_OUT: pipeOut, GH_PORT: String(port) },
+        },
+      );
       agent.stdout!.on('data', (b: Buffer) => (agentLog += b));
       agent.stderr!.on('data', (b: Buffer) => (agentLog += b));
-      await edge.next((m) => m.type === 'hello', 60_000).catch((e: Error) => { throw new Error(`${e.message}\nagent log:\n${agentLog}`); });
+      await edge
+        .next((m) => m.type === 'hello', 60_000)
+        .catch((e: Error) => {
+          throw new Error(`${e.message}\nagent log:\n${agentLog}`);
+        });
       edge.send({ type: 'welcome', v: 1, team: 'fds', heartbeatMs: 1000 });
       // The scenario holds: the agent itself has every one of them open.
       links = INHERITED.map((fd) => readlinkSync(`/proc/${agent.pid}/fd/${fd}`));
@@ -88,9 +125,17 @@ for (const c of cases) {
     afterAll(async () => {
       if (agent?.pid && agent.exitCode === null && agent.signalCode === null) {
         const gone = new Promise((r) => agent.once('exit', r));
-        try { process.kill(-agent.pid, 'SIGTERM'); } catch { /* gone */ }
+        try {
+          process.kill(-agent.pid, 'SIGTERM');
+        } catch {
+          /* gone */
+        }
         await Promise.race([gone, new Promise((r) => setTimeout(r, 15_000))]);
-        try { process.kill(-agent.pid, 'SIGKILL'); } catch { /* gone */ }
+        try {
+          process.kill(-agent.pid, 'SIGKILL');
+        } catch {
+          /* gone */
+        }
       }
       await edge?.stop();
       listener?.close();
@@ -111,7 +156,9 @@ for (const c of cases) {
       const numbers = [3, 4, 5, 6, ...INHERITED, 251, 255].join(' ');
       // dash cannot name a descriptor above 9: bash does the writing.
       const command = [
-        'echo fds:', 'ls /proc/$$/fd', 'echo end-fds',
+        'echo fds:',
+        'ls /proc/$$/fd',
+        'echo end-fds',
         `bash -c 'for fd in ${numbers}; do { echo "INJECTED-$fd" >&$fd; } 2>/dev/null && echo "wrote $fd"; { echo "INJECTED-proc-$fd" >/proc/self/fd/$fd; } 2>/dev/null && echo "reopened $fd"; done; echo tried'`,
       ].join('; ');
       // Twice: a cold start and (bwrap, none) a start that waited for its job, or (gVisor reuse) a reused sandbox.
@@ -119,7 +166,12 @@ for (const c of cases) {
         const exit = await job({ mode: 'shell', command });
         expect(exit, agentLog.slice(-2000)).toMatchObject({ state: 'exited', exitCode: 0 });
         expect(exit.stdout).toContain('tried');
-        const fds = /fds:\n([\s\S]*)end-fds\n/.exec(exit.stdout)?.[1].trim().split('\n').map(Number).sort((a, b) => a - b);
+        const fds = /fds:\n([\s\S]*)end-fds\n/
+          .exec(exit.stdout)?.[1]
+          .trim()
+          .split('\n')
+          .map(Number)
+          .sort((a, b) => a - b);
         expect(fds).toEqual([0, 1, 2]);
         expect(exit.stdout).not.toMatch(/wrote|reopened/);
       }
@@ -150,7 +202,11 @@ for (const c of cases) {
 const NOT_HELPERS = ['node', 'cat'];
 
 function commOf(pid: number | string): string {
-  try { return readFileSync(`/proc/${pid}/comm`, 'utf8').trim(); } catch { return ''; }
+  try {
+    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+  } catch {
+    return '';
+  }
 }
 
 /** Processes (but ours) with an open descriptor whose /proc link is in `wanted`. */
@@ -159,10 +215,18 @@ function holdersOf(wanted: Set<string>): { pid: number; comm: string; fd: string
   for (const p of readdirSync('/proc').filter((x) => /^\d+$/.test(x))) {
     if (Number(p) === process.pid) continue;
     let fds: string[];
-    try { fds = readdirSync(`/proc/${p}/fd`); } catch { continue; }
+    try {
+      fds = readdirSync(`/proc/${p}/fd`);
+    } catch {
+      continue;
+    }
     for (const fd of fds) {
       let link: string;
-      try { link = readlinkSync(`/proc/${p}/fd/${fd}`); } catch { continue; }
+      try {
+        link = readlinkSync(`/proc/${p}/fd/${fd}`);
+      } catch {
+        continue;
+      }
       if (!wanted.has(link)) continue;
       out.push({ pid: Number(p), comm: commOf(p), fd, link });
     }
@@ -172,9 +236,18 @@ function holdersOf(wanted: Set<string>): { pid: number; comm: string; fd: string
 
 /** Pids below `pid`. */
 function descendants(pid: number): number[] {
-  const ps = execFileSync('ps', ['-eo', 'pid=,ppid='], { encoding: 'utf8' }).trim().split('\n').map((l) => l.trim().split(/\s+/).map(Number));
+  const ps = execFileSync('ps', ['-eo', 'pid=,ppid='], { encoding: 'utf8' })
+    .trim()
+    .split('\n')
+    .map((l) => l.trim().split(/\s+/).map(Number));
   const out: number[] = [];
-  const walk = (p: number) => { for (const [c, pp] of ps) if (pp === p) { out.push(c); walk(c); } };
+  const walk = (p: number) => {
+    for (const [c, pp] of ps)
+      if (pp === p) {
+        out.push(c);
+        walk(c);
+      }
+  };
   walk(pid);
   return out;
 }

@@ -25,8 +25,15 @@ const ROOT = resolve(import.meta.dirname, '../..');
 const MiB = 1024 * 1024;
 /** Limits every attack job runs under (what a team policy sets). */
 export const ATTACK_LIMITS = {
-  inlineBytes: 40_000, artifactBytes: 4 * MiB,
-  memoryBytes: 256 * MiB, maxProcesses: 64, maxOpenFiles: 256, maxFileBytes: 64 * MiB, cpuSeconds: 30, tmpBytes: 64 * MiB, diskWriteBytes: 256 * MiB,
+  inlineBytes: 40_000,
+  artifactBytes: 4 * MiB,
+  memoryBytes: 256 * MiB,
+  maxProcesses: 64,
+  maxOpenFiles: 256,
+  maxFileBytes: 64 * MiB,
+  cpuSeconds: 30,
+  tmpBytes: 64 * MiB,
+  diskWriteBytes: 256 * MiB,
 };
 /** Past the job's timeout, how long the agent may take to report (a loaded CI machine). */
 const GRACE_MS = 10_000;
@@ -37,7 +44,11 @@ const WARM = 2;
 const MAX_HEARTBEAT_GAP_MS = 3000;
 
 type Msg = Record<string, unknown>;
-interface Row { attack: string; outcome: string; ms: number }
+interface Row {
+  attack: string;
+  outcome: string;
+  ms: number;
+}
 
 /** `reuse`: every job carries the team's sandbox.reuse (gVisor then runs jobs one after another in one sandbox). */
 export function attackSuite(kind: 'gvisor' | 'bwrap', o: { reuse?: SandboxReuse } = {}): void {
@@ -68,12 +79,35 @@ export function attackSuite(kind: 'gvisor' | 'bwrap', o: { reuse?: SandboxReuse 
       edge = new FakeEdge();
       edge.token = token;
       await edge.start();
-      agent = spawn(process.execPath, [join(ROOT, 'executor/main.ts'), '--url', edge.url, '--token-file', join(base, 'agent.token'),
-        '--root', root, '--sandbox', kind, '--capacity', '2', '--warm', String(WARM), '--id', `attack-${kind}`, '--state-dir', stateDir], {
-        cwd: ROOT, detached: true, stdio: ['ignore', 'pipe', 'pipe'],
-        // The token in the agent's environment too: a job must not reach it there either.
-        env: { ...process.env, GATEHOUSE_AGENT_TOKEN: token },
-      });
+      agent = spawn(
+        process.execPath,
+        [
+          join(ROOT, 'executor/main.ts'),
+          '--url',
+          edge.url,
+          '--token-file',
+          join(base, 'agent.token'),
+          '--root',
+          root,
+          '--sandbox',
+          kind,
+          '--capacity',
+          '2',
+          '--warm',
+          String(WARM),
+          '--id',
+          `attack-${kind}`,
+          '--state-dir',
+          stateDir,
+        ],
+        {
+          cwd: ROOT,
+          detached: true,
+          stdio: ['ignore', 'pipe', 'pipe'],
+          // The token in the agent's environment too: a job must not reach it there either.
+          env: { ...process.env, GATEHOUSE_AGENT_TOKEN: token },
+        },
+      );
       agent.stdout!.on('data', (b: Buffer) => (agentLog += b));
       agent.stderr!.on('data', (b: Buffer) => (agentLog += b));
       await edge.next((m) => m.type === 'hello', 60_000);
@@ -91,15 +125,25 @@ export function attackSuite(kind: 'gvisor' | 'bwrap', o: { reuse?: SandboxReuse 
     afterAll(async () => {
       if (agent?.pid && agent.exitCode === null && agent.signalCode === null) {
         const gone = new Promise((r) => agent.once('exit', r));
-        try { process.kill(-agent.pid, 'SIGTERM'); } catch { /* gone */ }
+        try {
+          process.kill(-agent.pid, 'SIGTERM');
+        } catch {
+          /* gone */
+        }
         await Promise.race([gone, new Promise((r) => setTimeout(r, 15_000))]);
-        try { process.kill(-agent.pid, 'SIGKILL'); } catch { /* gone */ }
+        try {
+          process.kill(-agent.pid, 'SIGKILL');
+        } catch {
+          /* gone */
+        }
       }
       await edge?.stop();
       if (base) rmSync(base, { recursive: true, force: true });
       if (stateDir) rmSync(stateDir, { recursive: true, force: true });
       if (rows.length) {
-        console.log(`\nattack suite, ${label}:\n| attack | outcome | time to contain |\n|---|---|---|\n${rows.map((r) => `| ${r.attack} | ${r.outcome} | ${(r.ms / 1000).toFixed(2)} s |`).join('\n')}\n`);
+        console.log(
+          `\nattack suite, ${label}:\n| attack | outcome | time to contain |\n|---|---|---|\n${rows.map((r) => `| ${r.attack} | ${r.outcome} | ${(r.ms / 1000).toFixed(2)} s |`).join('\n')}\n`,
+        );
       }
     });
 
@@ -123,7 +167,13 @@ export function attackSuite(kind: 'gvisor' | 'bwrap', o: { reuse?: SandboxReuse 
       expect(r.ms, `${name}: reported within timeout + grace`).toBeLessThan(timeoutMs + GRACE_MS);
       await healthy(name, since, markers);
       const e = r.exit;
-      rows.push({ attack: name, ms: r.ms, outcome: e ? `${e.state}${e.exitCode !== null ? ` ${e.exitCode}` : ''}${e.signal ? ` ${e.signal}` : ''}${e.error ? ` (${e.error.code})` : ''}` : `refused (${String(r.error?.code)})` });
+      rows.push({
+        attack: name,
+        ms: r.ms,
+        outcome: e
+          ? `${e.state}${e.exitCode !== null ? ` ${e.exitCode}` : ''}${e.signal ? ` ${e.signal}` : ''}${e.error ? ` (${e.error.code})` : ''}`
+          : `refused (${String(r.error?.code)})`,
+      });
       return r;
     }
 
@@ -182,21 +232,32 @@ export function attackSuite(kind: 'gvisor' | 'bwrap', o: { reuse?: SandboxReuse 
       // 1 CPU second; the wall-clock timeout is far away so only the CPU limit can end it (a loaded
       // machine gives the job a small share of a core, hence the long timeout).
       const r = await attack('CPU spin (1 CPU s limit)', {
-        mode: 'shell', command: 'while :; do :; done', timeoutMs: 60_000, limits: { ...ATTACK_LIMITS, cpuSeconds: 1 },
+        mode: 'shell',
+        command: 'while :; do :; done',
+        timeoutMs: 60_000,
+        limits: { ...ATTACK_LIMITS, cpuSeconds: 1 },
       });
       expect(r.exit, JSON.stringify(r.exit)).toMatchObject({ state: 'signaled', timedOut: false });
       expect(['SIGXCPU', 'SIGKILL']).toContain(r.exit!.signal);
     }, 120_000);
 
     it('10 GiB file in /tmp: stops at the /tmp size', async () => {
-      const r = await attack('10 GiB file in /tmp', { mode: 'shell', command: 'head -c 10737418240 /dev/zero > /tmp/big; echo "rc=$?"; stat -c %s /tmp/big', timeoutMs: 10_000 });
+      const r = await attack('10 GiB file in /tmp', {
+        mode: 'shell',
+        command: 'head -c 10737418240 /dev/zero > /tmp/big; echo "rc=$?"; stat -c %s /tmp/big',
+        timeoutMs: 10_000,
+      });
       const size = Number(r.exit!.stdout.trim().split('\n').at(-1));
       expect(size).toBeLessThanOrEqual(ATTACK_LIMITS.tmpBytes);
       expect(r.exit!.stdout).toMatch(/rc=[1-9]/);
     }, 60_000);
 
     it('10 GiB file in the workspace: stops at the file size limit', async () => {
-      const r = await attack('10 GiB file in the workspace', { mode: 'shell', command: 'head -c 10737418240 /dev/zero > big.bin; echo "rc=$?"', timeoutMs: 10_000 });
+      const r = await attack('10 GiB file in the workspace', {
+        mode: 'shell',
+        command: 'head -c 10737418240 /dev/zero > big.bin; echo "rc=$?"',
+        timeoutMs: 10_000,
+      });
       expect(r.exit!.stdout).toMatch(/rc=[1-9]/);
       expect(statSync(join(root, 'big.bin')).size).toBeLessThanOrEqual(ATTACK_LIMITS.maxFileBytes);
       rmSync(join(root, 'big.bin'), { force: true });
@@ -204,12 +265,15 @@ export function attackSuite(kind: 'gvisor' | 'bwrap', o: { reuse?: SandboxReuse 
 
     it('10 GiB in many files in the workspace: stopped at the disk-write limit', async () => {
       const r = await attack('10 GiB in many workspace files', {
-        mode: 'shell', timeoutMs: 20_000,
+        mode: 'shell',
+        timeoutMs: 20_000,
         command: 'i=0; while [ $i -lt 200 ]; do i=$((i+1)); head -c 52428800 /dev/zero > many-$i.bin; done; echo wrote-all',
       });
       expect(r.exit!.stdout).not.toContain('wrote-all');
       expect(r.exit!.error?.code).toBe('disk_write_limit');
-      const written = readdirSync(root).filter((f) => f.startsWith('many-')).reduce((s, f) => s + statSync(join(root, f)).size, 0);
+      const written = readdirSync(root)
+        .filter((f) => f.startsWith('many-'))
+        .reduce((s, f) => s + statSync(join(root, f)).size, 0);
       // The limit is checked a few times a second: a little more than the limit may land, never the 10 GiB.
       expect(written).toBeLessThan(ATTACK_LIMITS.diskWriteBytes + 512 * MiB);
       for (const f of readdirSync(root)) if (f.startsWith('many-')) rmSync(join(root, f), { force: true });
@@ -224,14 +288,19 @@ export function attackSuite(kind: 'gvisor' | 'bwrap', o: { reuse?: SandboxReuse 
     }, 60_000);
 
     it('setsid, nohup, double fork and `sleep &` left behind: all gone when the job ends', async () => {
-      const r = await attack('setsid / nohup / double fork / sleep &', {
-        mode: 'shell', timeoutMs: 5000,
-        command: 'setsid sleep 1000.7101 & nohup sleep 1000.7102 >/dev/null 2>&1 & (sleep 1000.7103 &) ; sleep 1000.7104 & echo started',
-      }, ['sleep 1000.710']);
+      const r = await attack(
+        'setsid / nohup / double fork / sleep &',
+        {
+          mode: 'shell',
+          timeoutMs: 5000,
+          command: 'setsid sleep 1000.7101 & nohup sleep 1000.7102 >/dev/null 2>&1 & (sleep 1000.7103 &) ; sleep 1000.7104 & echo started',
+        },
+        ['sleep 1000.710'],
+      );
       expect(r.exit).toMatchObject({ state: 'exited', exitCode: 0, stdout: 'started\n' });
     }, 60_000);
 
-    it('status files as symlinks to /dev/kmsg and a host file, a FIFO, /dev/zero: the exit code is the job\'s', async () => {
+    it("status files as symlinks to /dev/kmsg and a host file, a FIFO, /dev/zero: the exit code is the job's", async () => {
       const code = [
         'import os',
         'd = os.path.dirname(os.path.abspath(__file__))',
@@ -249,15 +318,24 @@ export function attackSuite(kind: 'gvisor' | 'bwrap', o: { reuse?: SandboxReuse 
     }, 60_000);
 
     it('forged values in status files: "0" then exit 7, "137" then exit 3 are reported as 7 and 3', async () => {
-      const forge0 = await attack('forged exit status "0", exit 7', { mode: 'shell', timeoutMs: 5000, command: 'for d in /job .; do echo 0 > $d/.gatehouse-exit-status; done 2>/dev/null; echo out; exit 7' });
+      const forge0 = await attack('forged exit status "0", exit 7', {
+        mode: 'shell',
+        timeoutMs: 5000,
+        command: 'for d in /job .; do echo 0 > $d/.gatehouse-exit-status; done 2>/dev/null; echo out; exit 7',
+      });
       expect(forge0.exit).toMatchObject({ state: 'exited', exitCode: 7, stdout: 'out\n' });
-      const forge137 = await attack('forged exit status "137", exit 3', { mode: 'shell', timeoutMs: 5000, command: 'for d in /job .; do echo 137 > $d/.gatehouse-exit-status; done 2>/dev/null; exit 3' });
+      const forge137 = await attack('forged exit status "137", exit 3', {
+        mode: 'shell',
+        timeoutMs: 5000,
+        command: 'for d in /job .; do echo 137 > $d/.gatehouse-exit-status; done 2>/dev/null; exit 3',
+      });
       expect(forge137.exit).toMatchObject({ state: 'exited', exitCode: 3, signal: null });
     }, 60_000);
 
     it('a run step forging the build status (file and status pipe) is still a successful run, not a compile error', async () => {
       const code = [
-        '#include <stdio.h>', '#include <unistd.h>',
+        '#include <stdio.h>',
+        '#include <unistd.h>',
         'int main(void) {',
         '  FILE *f = fopen("/job/.gatehouse-build-status", "w"); if (f) { fputs("1\\n", f); fclose(f); }',
         '  if (write(3, "build 1\\n", 8) < 0) puts("no status pipe");',
@@ -271,8 +349,15 @@ export function attackSuite(kind: 'gvisor' | 'bwrap', o: { reuse?: SandboxReuse 
 
     it('1 MiB of argv: one huge argument fails cleanly; 1 MiB in many arguments runs', async () => {
       const one = await attack('1 MiB argument', { command: 'echo', args: ['x'.repeat(MiB)], timeoutMs: 5000 });
-      expect(one.exit?.state === 'failed_to_start' || (one.exit?.state === 'exited' && one.exit.exitCode !== 0), JSON.stringify(one.exit ?? one.error).slice(0, 300)).toBe(true);
-      const many = await attack('1 MiB in 16 arguments', { command: 'printf', args: ['%s', ...Array.from({ length: 16 }, () => 'y'.repeat(64 * 1024))], timeoutMs: 5000 });
+      expect(
+        one.exit?.state === 'failed_to_start' || (one.exit?.state === 'exited' && one.exit.exitCode !== 0),
+        JSON.stringify(one.exit ?? one.error).slice(0, 300),
+      ).toBe(true);
+      const many = await attack('1 MiB in 16 arguments', {
+        command: 'printf',
+        args: ['%s', ...Array.from({ length: 16 }, () => 'y'.repeat(64 * 1024))],
+        timeoutMs: 5000,
+      });
       expect(many.exit).toMatchObject({ state: 'exited', exitCode: 0 });
       expect(many.exit!.streams.stdout.bytes).toBe(MiB);
     }, 60_000);
@@ -286,20 +371,29 @@ export function attackSuite(kind: 'gvisor' | 'bwrap', o: { reuse?: SandboxReuse 
 
     it('the agent token stays out of reach: env, /proc, ps, the workspace parent, .gatehouse/', async () => {
       const command = [
-        'env', 'cat /proc/self/environ /proc/1/environ', "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/environ; tr '\\0' ' ' < $p/cmdline; echo; done",
-        'ps auxwwe', 'ls -la .. ../.gatehouse', 'cat ../agent.token ../.gatehouse/tokens.json',
-        `cat ${base}/agent.token ${base}/.gatehouse/tokens.json`, 'find / -xdev \\( -name agent.token -o -name tokens.json \\) 2>/dev/null | head',
-        'grep -rs agent-token- /proc/[0-9]*/environ /etc /tmp /job 2>/dev/null | head', 'echo searched',
+        'env',
+        'cat /proc/self/environ /proc/1/environ',
+        "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/environ; tr '\\0' ' ' < $p/cmdline; echo; done",
+        'ps auxwwe',
+        'ls -la .. ../.gatehouse',
+        'cat ../agent.token ../.gatehouse/tokens.json',
+        `cat ${base}/agent.token ${base}/.gatehouse/tokens.json`,
+        'find / -xdev \\( -name agent.token -o -name tokens.json \\) 2>/dev/null | head',
+        'grep -rs agent-token- /proc/[0-9]*/environ /etc /tmp /job 2>/dev/null | head',
+        'echo searched',
       ].join('; ');
       const r = await attack('read the agent token (env, /proc, ps, parent, .gatehouse/)', {
-        mode: 'shell', command, timeoutMs: 15_000, limits: { ...ATTACK_LIMITS, inlineBytes: 2 * MiB },
+        mode: 'shell',
+        command,
+        timeoutMs: 15_000,
+        limits: { ...ATTACK_LIMITS, inlineBytes: 2 * MiB },
       });
       expect(r.exit!.stdout).toContain('searched');
       const seen = r.exit!.stdout + r.exit!.stderr + edge.uploads.map((u) => u.body.toString('latin1')).join('');
       expect(seen).not.toContain(token);
     }, 60_000);
 
-    it('no host path in /proc (pid 1\'s command line and environment); only the workspace, /job and a sized /tmp are writable', async () => {
+    it("no host path in /proc (pid 1's command line and environment); only the workspace, /job and a sized /tmp are writable", async () => {
       const command = [
         "echo pid1: $(tr '\\0' ' ' </proc/1/cmdline) '|' $(tr '\\0' ' ' </proc/1/environ)",
         "for p in /proc/[0-9]*; do tr '\\0' ' ' <$p/cmdline; tr '\\0' ' ' <$p/environ; echo; done 2>/dev/null",
@@ -309,7 +403,12 @@ export function attackSuite(kind: 'gvisor' | 'bwrap', o: { reuse?: SandboxReuse 
         'echo x > gh-probe && echo workspace-writable; echo x > /job/gh-probe && echo job-writable',
         `head -c ${ATTACK_LIMITS.tmpBytes + MiB} /dev/zero > /tmp/fill; echo "tmp rc=$?"; stat -c 'tmp size=%s' /tmp/fill`,
       ].join('; ');
-      const r = await attack('host paths in /proc; writes outside workspace, /job, /tmp', { mode: 'shell', command, timeoutMs: 15_000, limits: { ...ATTACK_LIMITS, inlineBytes: MiB } });
+      const r = await attack('host paths in /proc; writes outside workspace, /job, /tmp', {
+        mode: 'shell',
+        command,
+        timeoutMs: 15_000,
+        limits: { ...ATTACK_LIMITS, inlineBytes: MiB },
+      });
       const out = r.exit!.stdout;
       expect(r.exit!.stdout, r.exit!.stderr).toContain('job-writable');
       expect(out).toMatch(/^pid1: \S/m);
@@ -328,7 +427,10 @@ export function attackSuite(kind: 'gvisor' | 'bwrap', o: { reuse?: SandboxReuse 
     it('network to 127.0.0.1 from inside: refused, the gateway sees no connection', async () => {
       // A listener of its own on loopback: the edge's port also takes the agent's own uploads, which must not count.
       let connections = 0;
-      const listener = createServer((sock) => { connections++; sock.destroy(); });
+      const listener = createServer((sock) => {
+        connections++;
+        sock.destroy();
+      });
       await new Promise<void>((r) => listener.listen(0, '127.0.0.1', () => r()));
       const port = (listener.address() as AddressInfo).port;
       try {
@@ -354,20 +456,29 @@ export function attackSuite(kind: 'gvisor' | 'bwrap', o: { reuse?: SandboxReuse 
         expect(a.exit, `${name}: attacker`).toBeDefined();
         expect(p.exit, `${name}: probe`).toBeDefined();
         const same = bootOf(a.exit!.stdout) === bootOf(p.exit!.stdout);
-        rows.push({ attack: `reuse: ${name}`, outcome: `next job saw nothing (${same ? 'sandbox cleaned and reused' : 'sandbox discarded'})`, ms: Date.now() - t0 });
+        rows.push({
+          attack: `reuse: ${name}`,
+          outcome: `next job saw nothing (${same ? 'sandbox cleaned and reused' : 'sandbox discarded'})`,
+          ms: Date.now() - t0,
+        });
         return { a: a.exit!, p: p.exit!, same };
       }
 
       it('reuse: background, setsid, nohup, double-forked and stopped processes are gone before the next job', async () => {
-        const { a, p, same } = await afterAttack('processes left behind', {
-          mode: 'shell',
-          // The stopped process stops itself in a session of its own: stopped in the job shell's own process group,
-          // it made gVisor send that group SIGHUP at the next exit in it (Linux sends it only when a group *becomes*
-          // orphaned), which now and then hung up the attacker's shell before its last line.
-          command: `${BOOT}; setsid sleep 1000.8101 & nohup sleep 1000.8102 >/dev/null 2>&1 & (sleep 1000.8103 &); setsid sh -c 'kill -STOP $$; sleep 1000.8104' & s=$!; (sleep 1; echo late > /tmp/late-writer) & sleep 0.3; echo "stopped: $(grep ^State /proc/$s/status)"; echo started`,
-        }, {
-          mode: 'shell', command: `${BOOT}; sleep 1.5; for p in /proc/[0-9]*; do echo "$p $(tr '\\0' ' ' < $p/cmdline)"; done; ls -A /tmp`,
-        });
+        const { a, p, same } = await afterAttack(
+          'processes left behind',
+          {
+            mode: 'shell',
+            // The stopped process stops itself in a session of its own: stopped in the job shell's own process group,
+            // it made gVisor send that group SIGHUP at the next exit in it (Linux sends it only when a group *becomes*
+            // orphaned), which now and then hung up the attacker's shell before its last line.
+            command: `${BOOT}; setsid sleep 1000.8101 & nohup sleep 1000.8102 >/dev/null 2>&1 & (sleep 1000.8103 &); setsid sh -c 'kill -STOP $$; sleep 1000.8104' & s=$!; (sleep 1; echo late > /tmp/late-writer) & sleep 0.3; echo "stopped: $(grep ^State /proc/$s/status)"; echo started`,
+          },
+          {
+            mode: 'shell',
+            command: `${BOOT}; sleep 1.5; for p in /proc/[0-9]*; do echo "$p $(tr '\\0' ' ' < $p/cmdline)"; done; ls -A /tmp`,
+          },
+        );
         expect(a.stdout, 'the attacker ran to its last line').toContain('started');
         expect(a.stdout, 'it left a stopped process').toMatch(/stopped: State:\s+T/);
         expect(a).toMatchObject({ state: 'exited', exitCode: 0 });
@@ -379,20 +490,29 @@ export function attackSuite(kind: 'gvisor' | 'bwrap', o: { reuse?: SandboxReuse 
       }, 60_000);
 
       it('reuse: files in /tmp and /job (hidden, nested, unreadable, FIFOs, sockets, symlinks) are gone', async () => {
-        const { p, same } = await afterAttack('files left in /tmp and /job', {
-          mode: 'shell',
-          command: `${BOOT}; for d in /tmp /job; do echo x > $d/.hidden; mkdir -p $d/a/b; echo y > $d/a/b/c; chmod 000 $d/a/b $d/a; mkfifo $d/fifo; ln -s /etc/passwd $d/link; python3 -c "import socket; socket.socket(socket.AF_UNIX).bind('$d/sock')"; done; echo "EVIL=1" > /tmp/.profile; ls -A /tmp /job`,
-        }, { mode: 'shell', command: `${BOOT}; find /tmp /job -mindepth 1 2>&1; echo end` });
+        const { p, same } = await afterAttack(
+          'files left in /tmp and /job',
+          {
+            mode: 'shell',
+            command: `${BOOT}; for d in /tmp /job; do echo x > $d/.hidden; mkdir -p $d/a/b; echo y > $d/a/b/c; chmod 000 $d/a/b $d/a; mkfifo $d/fifo; ln -s /etc/passwd $d/link; python3 -c "import socket; socket.socket(socket.AF_UNIX).bind('$d/sock')"; done; echo "EVIL=1" > /tmp/.profile; ls -A /tmp /job`,
+          },
+          { mode: 'shell', command: `${BOOT}; find /tmp /job -mindepth 1 2>&1; echo end` },
+        );
         expect(p.stdout.split('\n').filter((l) => l.startsWith('/'))).toEqual([]);
         expect(p.stdout).toContain('end');
         expect(same, 'the sandbox was reused').toBe(true);
       }, 60_000);
 
       it('reuse: a job that lowers its rlimits and exports variables changes nothing for the next job', async () => {
-        const { p, same } = await afterAttack('changed env and rlimits', {
-          mode: 'shell', env: { LEAK_ME: 'from-job-1' },
-          command: `${BOOT}; ulimit -n 16; ulimit -t 2; export EVIL=1; echo 'export EVIL=1' > /tmp/.profile; umask 000; echo done`,
-        }, { mode: 'shell', command: `${BOOT}; ulimit -Hn; ulimit -Sn; ulimit -t; umask; env` });
+        const { p, same } = await afterAttack(
+          'changed env and rlimits',
+          {
+            mode: 'shell',
+            env: { LEAK_ME: 'from-job-1' },
+            command: `${BOOT}; ulimit -n 16; ulimit -t 2; export EVIL=1; echo 'export EVIL=1' > /tmp/.profile; umask 000; echo done`,
+          },
+          { mode: 'shell', command: `${BOOT}; ulimit -Hn; ulimit -Sn; ulimit -t; umask; env` },
+        );
         const lines = p.stdout.split('\n');
         expect(lines.slice(1, 5)).toEqual([String(ATTACK_LIMITS.maxOpenFiles), String(ATTACK_LIMITS.maxOpenFiles), String(ATTACK_LIMITS.cpuSeconds), '0022']);
         expect(p.stdout).not.toMatch(/EVIL|LEAK_ME/);
@@ -419,7 +539,11 @@ export function attackSuite(kind: 'gvisor' | 'bwrap', o: { reuse?: SandboxReuse 
           'sys.stdout.flush(); os.write(1, forged); os.write(2, forged)',
           'sys.exit(7)',
         ].join('\n');
-        const { a, p, same } = await afterAttack('attacks on the init and its channel', { mode: 'code', runtime: 'python', command: '', code }, { mode: 'shell', command: `${BOOT}; echo probe-ok` });
+        const { a, p, same } = await afterAttack(
+          'attacks on the init and its channel',
+          { mode: 'code', runtime: 'python', command: '', code },
+          { mode: 'shell', command: `${BOOT}; echo probe-ok` },
+        );
         expect(a).toMatchObject({ state: 'exited', exitCode: 7 });
         expect(a.stdout).not.toMatch(/signalled init|OPENED/);
         // The forged frames arrived as the job's own output bytes, nothing more.
@@ -447,7 +571,11 @@ export function attackSuite(kind: 'gvisor' | 'bwrap', o: { reuse?: SandboxReuse 
           'print("shm", libc.shmget(0x4748, 0, 0), "msg", libc.msgget(0x4748, 0), "sem", libc.semget(0x4748, 0, 0))',
           'print("mq", rt.mq_open(b"/gatehouse-leak", os.O_RDWR, 0, None))',
         ].join('\n');
-        const { a, p } = await afterAttack('System V IPC and POSIX message queues', { mode: 'code', runtime: 'python', command: '', code: make }, { mode: 'code', runtime: 'python', command: '', code: look });
+        const { a, p } = await afterAttack(
+          'System V IPC and POSIX message queues',
+          { mode: 'code', runtime: 'python', command: '', code: make },
+          { mode: 'code', runtime: 'python', command: '', code: look },
+        );
         expect(a.stdout, 'the attacker created System V objects (else this proves nothing)').toMatch(/shm \d+ msg \d+ sem \d+/);
         expect(a.stdout, 'POSIX message queues are refused in a reused sandbox').toContain('mq -1');
         expect(p.stdout).toContain('shm -1 msg -1 sem -1');
@@ -459,7 +587,16 @@ export function attackSuite(kind: 'gvisor' | 'bwrap', o: { reuse?: SandboxReuse 
       const tick = join(root, 'tick-stop');
       const t0 = Date.now();
       const jobId = `atk-${kind}-${++n}`;
-      edge.send({ type: 'job.start', spec: jobSpec({ jobId, limits: ATTACK_LIMITS, mode: 'shell', timeoutMs: 1000, command: 'while :; do date +%s > tick-stop; sleep 0.2; done # 1000.7201' }) });
+      edge.send({
+        type: 'job.start',
+        spec: jobSpec({
+          jobId,
+          limits: ATTACK_LIMITS,
+          mode: 'shell',
+          timeoutMs: 1000,
+          command: 'while :; do date +%s > tick-stop; sleep 0.2; done # 1000.7201',
+        }),
+      });
       for (let i = 0; i < 100 && !existsSync(tick); i++) await new Promise((r) => setTimeout(r, 50));
       expect(existsSync(tick), 'the job started').toBe(true);
       process.kill(agent.pid!, 'SIGSTOP');
@@ -485,7 +622,11 @@ export function attackSuite(kind: 'gvisor' | 'bwrap', o: { reuse?: SandboxReuse 
       const said = new RegExp(`job ${jobId}: the watchdog killed its sandbox at \\S+, 3500 ms after the start.*exited 0 in \\d+ ms`);
       for (let i = 0; i < 100 && !said.test(agentLog); i++) await new Promise((r) => setTimeout(r, 50));
       expect(agentLog).toMatch(said);
-      rows.push({ attack: 'agent blocked (SIGSTOP) during a job with a 1 s timeout', outcome: 'timed_out (killed by the watchdog; time = job start to its last sign of life)', ms: stoppedMs });
+      rows.push({
+        attack: 'agent blocked (SIGSTOP) during a job with a 1 s timeout',
+        outcome: 'timed_out (killed by the watchdog; time = job start to its last sign of life)',
+        ms: stoppedMs,
+      });
       rmSync(tick, { force: true });
       // Heartbeats resume once the agent runs again (they stopped only while we stopped it): counted from
       // the first one after SIGCONT — `healthy` counts the one before `since` too, so `since` is the second.
@@ -498,7 +639,16 @@ export function attackSuite(kind: 'gvisor' | 'bwrap', o: { reuse?: SandboxReuse 
 
     it('a killed agent (SIGKILL) leaves no sandbox running', async () => {
       const tick = join(root, 'tick-kill');
-      edge.send({ type: 'job.start', spec: jobSpec({ jobId: `atk-${kind}-${++n}`, limits: ATTACK_LIMITS, mode: 'shell', timeoutMs: 60_000, command: 'while :; do date +%s > tick-kill; sleep 0.2; done # 1000.7301' }) });
+      edge.send({
+        type: 'job.start',
+        spec: jobSpec({
+          jobId: `atk-${kind}-${++n}`,
+          limits: ATTACK_LIMITS,
+          mode: 'shell',
+          timeoutMs: 60_000,
+          command: 'while :; do date +%s > tick-kill; sleep 0.2; done # 1000.7301',
+        }),
+      });
       for (let i = 0; i < 100 && !existsSync(tick); i++) await new Promise((r) => setTimeout(r, 50));
       expect(existsSync(tick), 'the job started').toBe(true);
       const t0 = Date.now();
@@ -508,7 +658,12 @@ export function attackSuite(kind: 'gvisor' | 'bwrap', o: { reuse?: SandboxReuse 
       let left: string[] = [];
       for (let i = 0; i < 100; i++) {
         await new Promise((r) => setTimeout(r, 100));
-        left = [...leftovers(['1000.7301']), ...execFileSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' }).split('\n').filter((l) => l.includes('runsc') && l.includes(stateDir))];
+        left = [
+          ...leftovers(['1000.7301']),
+          ...execFileSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' })
+            .split('\n')
+            .filter((l) => l.includes('runsc') && l.includes(stateDir)),
+        ];
         if (!left.length) break;
       }
       const ms = Date.now() - t0;

@@ -138,7 +138,8 @@ describe('refused tokens', () => {
   it('refuses a revoked token (created and revoked through the admin API)', async () => {
     const admin = await gw.token({ team: 'acme', scopes: ['admin'] });
     const created = await fetch(`${gw.url}/admin/v1/tokens`, {
-      method: 'POST', headers: { Authorization: `Bearer ${admin}`, 'Content-Type': 'application/json' },
+      method: 'POST',
+      headers: { Authorization: `Bearer ${admin}`, 'Content-Type': 'application/json' },
       body: JSON.stringify({ subject: 'short-lived', scopes: ['admin'] }),
     });
     expect(created.status).toBe(201);
@@ -171,7 +172,8 @@ describe('revocations are keyed by (team, jti)', () => {
   it("another team revoking a jti first changes nothing for the owner's token, and the owner can still revoke it", async () => {
     const devAdmin = await gw.token({ team: 'dev', scopes: ['admin'] });
     const created = await fetch(`${gw.url}/admin/v1/tokens`, {
-      method: 'POST', headers: { Authorization: `Bearer ${devAdmin}`, 'Content-Type': 'application/json' },
+      method: 'POST',
+      headers: { Authorization: `Bearer ${devAdmin}`, 'Content-Type': 'application/json' },
       body: JSON.stringify({ subject: 'client', scopes: ['admin'] }),
     });
     const { token, jti } = (await created.json()) as { token: string; jti: string };
@@ -208,7 +210,9 @@ describe('scopes', () => {
 
   it('an execute token cannot change the policy', async () => {
     const r = await fetch(`${gw.url}/admin/v1/policy`, {
-      method: 'PUT', headers: { Authorization: `Bearer ${await gw.token({ team: 'acme', scopes: ['execute', 'artifacts:read'] })}` }, body: '{}',
+      method: 'PUT',
+      headers: { Authorization: `Bearer ${await gw.token({ team: 'acme', scopes: ['execute', 'artifacts:read'] })}` },
+      body: '{}',
     });
     expect(r.status).toBe(403);
   });

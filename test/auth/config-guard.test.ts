@@ -20,10 +20,18 @@ describe('configGuard', () => {
   it('refuses every other route with 500 naming the problem, even with a valid token', async () => {
     const token = await gw.token({ team: 'acme', scopes: ['admin', 'execute'] });
     for (const [method, path] of [
-      ['GET', '/admin/v1/tokens'], ['GET', '/.well-known/oauth-protected-resource'], ['GET', '/.well-known/jwks.json'],
-      ['POST', '/mcp'], ['GET', '/agent/v1/connect'], ['GET', '/nope'],
+      ['GET', '/admin/v1/tokens'],
+      ['GET', '/.well-known/oauth-protected-resource'],
+      ['GET', '/.well-known/jwks.json'],
+      ['POST', '/mcp'],
+      ['GET', '/agent/v1/connect'],
+      ['GET', '/nope'],
     ]) {
-      const r = await fetch(`${gw.url}${path}`, { method, headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' }, body: method === 'POST' ? '{}' : undefined });
+      const r = await fetch(`${gw.url}${path}`, {
+        method,
+        headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+        body: method === 'POST' ? '{}' : undefined,
+      });
       expect(r.status, `${method} ${path}`).toBe(500);
       const e = await errorOf(r);
       expect(e.code).toBe('config_error');

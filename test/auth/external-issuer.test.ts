@@ -16,7 +16,13 @@ beforeAll(async () => {
   idp = await startJwksServer({ alg: 'RS256' });
   // This provider is trusted for acme, with admin: granted explicitly (outside issuers get execute + artifacts:read by default).
   gw = await startGateway({
-    vars: { EXTERNAL_JWKS_URL: idp.jwksUrl, EXTERNAL_ISSUER: idp.issuer, EXTERNAL_AUDIENCE: AUD, EXTERNAL_TEAMS: 'acme', EXTERNAL_SCOPES: 'execute artifacts:read admin' },
+    vars: {
+      EXTERNAL_JWKS_URL: idp.jwksUrl,
+      EXTERNAL_ISSUER: idp.issuer,
+      EXTERNAL_AUDIENCE: AUD,
+      EXTERNAL_TEAMS: 'acme',
+      EXTERNAL_SCOPES: 'execute artifacts:read admin',
+    },
   });
 });
 afterAll(async () => {

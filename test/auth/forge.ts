@@ -17,7 +17,15 @@ export interface ForgeOptions {
 export async function forge(gw: Gateway, claims: Record<string, unknown> = {}, o: ForgeOptions = {}): Promise<string> {
   const now = Math.floor(Date.now() / 1000);
   const full: Record<string, unknown> = {
-    iss: gw.issuer, aud: gw.audience, sub: 'forger', team: 'acme', scope: 'execute admin', iat: now, exp: now + 600, jti: crypto.randomUUID(), ...claims,
+    iss: gw.issuer,
+    aud: gw.audience,
+    sub: 'forger',
+    team: 'acme',
+    scope: 'execute admin',
+    iat: now,
+    exp: now + 600,
+    jti: crypto.randomUUID(),
+    ...claims,
   };
   for (const k of o.omit ?? []) delete full[k];
   if (o.hsSecret) {
@@ -32,7 +40,17 @@ export async function forge(gw: Gateway, claims: Record<string, unknown> = {}, o
 export function unsigned(gw: Gateway, claims: Record<string, unknown> = {}): string {
   const now = Math.floor(Date.now() / 1000);
   const enc = (v: unknown) => base64url.encode(JSON.stringify(v));
-  const payload = { iss: gw.issuer, aud: gw.audience, sub: 'forger', team: 'acme', scope: 'admin', iat: now, exp: now + 600, jti: crypto.randomUUID(), ...claims };
+  const payload = {
+    iss: gw.issuer,
+    aud: gw.audience,
+    sub: 'forger',
+    team: 'acme',
+    scope: 'admin',
+    iat: now,
+    exp: now + 600,
+    jti: crypto.randomUUID(),
+    ...claims,
+  };
   return `${enc({ alg: 'none', typ: 'JWT' })}.${enc(payload)}.`;
 }
 

@@ -22,7 +22,8 @@ const fakeDb = {
 } as unknown as D1Database;
 
 // A public host: production configuration (issuer and audience) is required there.
-const envWith = (extra: Partial<Env> = {}): Env => ({ DB: fakeDb, GATEHOUSE_SIGNING_KEY: key, GATEHOUSE_ISSUER: ORIGIN, GATEHOUSE_AUDIENCE: `${ORIGIN}/mcp`, ...extra }) as Env;
+const envWith = (extra: Partial<Env> = {}): Env =>
+  ({ DB: fakeDb, GATEHOUSE_SIGNING_KEY: key, GATEHOUSE_ISSUER: ORIGIN, GATEHOUSE_AUDIENCE: `${ORIGIN}/mcp`, ...extra }) as Env;
 
 function app() {
   const a = new Hono<AppEnv>();
@@ -36,7 +37,18 @@ function app() {
 }
 
 const token = async (scopes: string[], o: { team?: string; jti?: string; aud?: string } = {}) =>
-  (await mintToken({ privateJwk: key, issuer: ORIGIN, audience: o.aud ?? `${ORIGIN}/mcp`, team: o.team ?? 'acme', subject: 'u', scopes, ttlSeconds: 600, jti: o.jti })).token;
+  (
+    await mintToken({
+      privateJwk: key,
+      issuer: ORIGIN,
+      audience: o.aud ?? `${ORIGIN}/mcp`,
+      team: o.team ?? 'acme',
+      subject: 'u',
+      scopes,
+      ttlSeconds: 600,
+      jti: o.jti,
+    })
+  ).token;
 
 const req = (path: string, t?: string) => new Request(`${ORIGIN}${path}`, { headers: t ? { Authorization: `Bearer ${t}` } : {} });
 

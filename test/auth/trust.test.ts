@@ -21,8 +21,12 @@ beforeAll(async () => {
   idp = await startJwksServer({ alg: 'ES256' });
   gw = await startGateway({
     vars: {
-      EXTERNAL_JWKS_URL: idp.jwksUrl, EXTERNAL_ISSUER: idp.issuer, EXTERNAL_AUDIENCE: AUD, EXTERNAL_TEAMS: 'acme',
-      GATEHOUSE_HS_SECRET: SECRET, HS_TEAMS: 'acme,beta',
+      EXTERNAL_JWKS_URL: idp.jwksUrl,
+      EXTERNAL_ISSUER: idp.issuer,
+      EXTERNAL_AUDIENCE: AUD,
+      EXTERNAL_TEAMS: 'acme',
+      GATEHOUSE_HS_SECRET: SECRET,
+      HS_TEAMS: 'acme,beta',
     },
   });
 });
@@ -31,26 +35,44 @@ afterAll(async () => {
   await idp?.close();
 });
 
-const INIT = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } } };
+const INIT = {
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+};
 
 /** POST /mcp initialize with `token`; extra headers (Host, Origin) sent as given. */
-function post(path: string, headers: Record<string, string>, body: unknown = INIT): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; text: string }> {
+function post(
+  path: string,
+  headers: Record<string, string>,
+  body: unknown = INIT,
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; text: string }> {
   const u = new URL(gw.url);
   return new Promise((resolve, reject) => {
     const data = JSON.stringify(body);
-    const req = request({
-      host: u.hostname, port: u.port, path, method: 'POST',
-      headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', 'Content-Length': Buffer.byteLength(data), ...headers },
-    }, (res) => {
-      let text = '';
-      res.on('data', (d) => (text += d));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text }));
-    });
+    const req = request(
+      {
+        host: u.hostname,
+        port: u.port,
+        path,
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', 'Content-Length': Buffer.byteLength(data), ...headers },
+      },
+      (res) => {
+        let text = '';
+        res.on('data', (d) => (text += d));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text }));
+      },
+    );
     req.on('error', reject);
     req.end(data);
   });
 }
-function getRaw(path: string, headers: Record<string, string>): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; text: string }> {
+function getRaw(
+  path: string,
+  headers: Record<string, string>,
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; text: string }> {
   const u = new URL(gw.url);
   return new Promise((resolve, reject) => {
     const req = request({ host: u.hostname, port: u.port, path, method: 'GET', headers }, (res) => {
@@ -164,7 +186,7 @@ describe('Host validation (DNS rebinding)', () => {
     expect(r.status).toBe(401);
     expect(String(r.headers['www-authenticate'])).toContain(`resource_metadata="http://${local}/.well-known/oauth-protected-resource"`);
   });
-  it('an Origin other than the gateway\'s own is refused', async () => {
+  it("an Origin other than the gateway's own is refused", async () => {
     const r = await post('/mcp', { Origin: 'http://evil.example.com', ...bearer(await gw.token({ team: 'acme', scopes: ['execute'] })) });
     expect(r.status).toBe(403);
   });

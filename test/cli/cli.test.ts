@@ -18,8 +18,35 @@ import { readmeBlock } from './readme.ts';
 
 /** Every command of the CLI (what `gatehouse --help` lists): each takes --help and --json. */
 const EVERY_COMMAND = [
-  'token create', 'token list', 'token revoke', 'token bootstrap', 'policy get', 'policy set', 'policy check', 'policy presets', 'policy preset', 'audit tail', 'agents',
-  'jobs list', 'jobs show', 'jobs kill', 'oauth grants', 'oauth revoke', 'oauth revoke-client', 'oauth unblock-client', 'members list', 'members invite', 'members withdraw', 'members role', 'members remove', 'approvals list', 'approvals show', 'approvals approve', 'approvals deny', 'agent', 'agent doctor',
+  'token create',
+  'token list',
+  'token revoke',
+  'token bootstrap',
+  'policy get',
+  'policy set',
+  'policy check',
+  'policy presets',
+  'policy preset',
+  'audit tail',
+  'agents',
+  'jobs list',
+  'jobs show',
+  'jobs kill',
+  'oauth grants',
+  'oauth revoke',
+  'oauth revoke-client',
+  'oauth unblock-client',
+  'members list',
+  'members invite',
+  'members withdraw',
+  'members role',
+  'members remove',
+  'approvals list',
+  'approvals show',
+  'approvals approve',
+  'approvals deny',
+  'agent',
+  'agent doctor',
 ];
 
 let gw: Gateway;
@@ -27,7 +54,11 @@ let adminToken: string;
 let dir: string;
 const BASE = Date.now() - 600_000;
 
-interface Run { code: number; stdout: string; stderr: string }
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
 
 function cli(args: string[], o: { env?: Record<string, string | undefined>; stdin?: string; token?: string } = {}): Promise<Run> {
   return new Promise((res) => {
@@ -48,10 +79,21 @@ const authGet = (path: string, token: string) => fetch(`${gw.url}${path}`, { hea
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'gatehouse-cli-'));
   gw = await startGateway({
-    beforeStart: async (persist) => execSql(persist, auditInsertSql(Array.from({ length: 6 }, (_, i) => ({
-      at: BASE + i * 1000, team: 'acme', subject: 'seeder', tool: 'execute', decision: i % 2 ? 'denied' : 'allowed',
-      command: { mode: 'argv', command: 'echo', args: [`seeded-${i}`] }, reason: `seed reason ${i}`,
-    })))),
+    beforeStart: async (persist) =>
+      execSql(
+        persist,
+        auditInsertSql(
+          Array.from({ length: 6 }, (_, i) => ({
+            at: BASE + i * 1000,
+            team: 'acme',
+            subject: 'seeder',
+            tool: 'execute',
+            decision: i % 2 ? 'denied' : 'allowed',
+            command: { mode: 'argv', command: 'echo', args: [`seeded-${i}`] },
+            reason: `seed reason ${i}`,
+          })),
+        ),
+      ),
   });
   adminToken = await gw.token({ team: 'acme', scopes: ['admin'], subject: 'cli-admin' });
 });
@@ -82,17 +124,21 @@ describe('usage', () => {
       for (const alt of m[3].matchAll(/\| ([a-z][a-z-]*)/g)) named.add(`${m[1]} ${alt[1]}`);
     }
     expect([...named].sort()).toEqual([...EVERY_COMMAND].sort());
-    const cases = [...EVERY_COMMAND, 'token', 'members', 'oauth', 'policy', 'audit', 'jobs', 'approvals'].flatMap((c) => ['--help', '-h'].map((flag) => ({ c, flag })));
+    const cases = [...EVERY_COMMAND, 'token', 'members', 'oauth', 'policy', 'audit', 'jobs', 'approvals'].flatMap((c) =>
+      ['--help', '-h'].map((flag) => ({ c, flag })),
+    );
     // Four CLI processes at a time: each start costs a Node start-up, and there are about 60 of them.
     const results = new Map<string, Run>();
     let next = 0;
-    await Promise.all(Array.from({ length: 4 }, async () => {
-      while (next < cases.length) {
-        const { c, flag } = cases[next++];
-        // No gateway needed for help: it works without a URL or token.
-        results.set(`${c} ${flag}`, await cli([...c.split(' '), flag], { env: { GATEHOUSE_URL: undefined, GATEHOUSE_ADMIN_TOKEN: undefined } }));
-      }
-    }));
+    await Promise.all(
+      Array.from({ length: 4 }, async () => {
+        while (next < cases.length) {
+          const { c, flag } = cases[next++];
+          // No gateway needed for help: it works without a URL or token.
+          results.set(`${c} ${flag}`, await cli([...c.split(' '), flag], { env: { GATEHOUSE_URL: undefined, GATEHOUSE_ADMIN_TOKEN: undefined } }));
+        }
+      }),
+    );
     for (const { c, flag } of cases) {
       const r = results.get(`${c} ${flag}`)!;
       expect(r.code, `${c} ${flag}: ${r.stderr}`).toBe(0);
@@ -153,7 +199,22 @@ describe('usage', () => {
 
 describe('tokens', () => {
   it('creates, lists and revokes a token', async () => {
-    const c = await cli(['token', 'create', '--team', 'acme', '--scope', 'execute', '--scope', 'artifacts:read', '--subject', 'ci-bot', '--ttl', '2d', '--note', 'nightly']);
+    const c = await cli([
+      'token',
+      'create',
+      '--team',
+      'acme',
+      '--scope',
+      'execute',
+      '--scope',
+      'artifacts:read',
+      '--subject',
+      'ci-bot',
+      '--ttl',
+      '2d',
+      '--note',
+      'nightly',
+    ]);
     expect(c.code, c.stderr).toBe(0);
     const token = c.stdout.trim();
     const claims = decodeJwt(token);
@@ -194,7 +255,9 @@ describe('tokens', () => {
     const jwkFile = join(dir, 'signing-key.json');
     writeFileSync(jwkFile, gw.signingKey);
     for (const keyFile of [devVars, jwkFile]) {
-      const b = await cli(['token', 'bootstrap', '--team', 'acme', '--key-file', keyFile, '--issuer', gw.issuer, '--audience', gw.audience], { env: { GATEHOUSE_URL: undefined, GATEHOUSE_ADMIN_TOKEN: undefined } });
+      const b = await cli(['token', 'bootstrap', '--team', 'acme', '--key-file', keyFile, '--issuer', gw.issuer, '--audience', gw.audience], {
+        env: { GATEHOUSE_URL: undefined, GATEHOUSE_ADMIN_TOKEN: undefined },
+      });
       expect(b.code, b.stderr).toBe(0);
       const token = b.stdout.trim();
       const who = await authGet('/admin/v1/whoami', token);
@@ -282,7 +345,10 @@ describe('audit', () => {
     expect(lines[0]).toContain('echo seeded-3');
     expect(lines[2]).toMatch(/denied\s+execute\s+seeder\s+echo seeded-5\s+— seed reason 5/);
     const d = await cli(['audit', 'tail', '--decision', 'denied', '--json']);
-    const rows = d.stdout.trim().split('\n').map((l) => JSON.parse(l) as { decision: string });
+    const rows = d.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { decision: string });
     expect(rows.length).toBeGreaterThanOrEqual(3);
     expect(rows.every((r) => r.decision === 'denied')).toBe(true);
     const bad = await cli(['audit', 'tail', '--decision', 'maybe']);
@@ -292,7 +358,10 @@ describe('audit', () => {
 
   it('follows new rows until interrupted', async () => {
     const env: NodeJS.ProcessEnv = { ...process.env, GATEHOUSE_URL: gw.url, GATEHOUSE_ADMIN_TOKEN: adminToken };
-    const p = spawn(process.execPath, [join(ROOT, 'bin/gatehouse.mjs'), 'audit', 'tail', '--limit', '1', '--follow', '--interval', '200'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const p = spawn(process.execPath, [join(ROOT, 'bin/gatehouse.mjs'), 'audit', 'tail', '--limit', '1', '--follow', '--interval', '200'], {
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     p.stdout.on('data', (d) => (out += d));
     const waitFor = async (re: RegExp) => {
@@ -307,9 +376,11 @@ describe('audit', () => {
     const first = out.split('\n')[0];
     // A new audit row: an MCP policy_check call (audited like every tool call).
     const client = new Client({ name: 'cli-test', version: '1.0.0' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(gw.mcpUrl), {
-      requestInit: { headers: { Authorization: `Bearer ${await gw.token({ team: 'acme', scopes: ['execute'], subject: 'mcp-user' })}` } },
-    }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(gw.mcpUrl), {
+        requestInit: { headers: { Authorization: `Bearer ${await gw.token({ team: 'acme', scopes: ['execute'], subject: 'mcp-user' })}` } },
+      }),
+    );
     await client.callTool({ name: 'policy_check', arguments: { command: 'git', args: ['log'] } });
     await client.close();
     await waitFor(/policy_check\s+mcp-user\s+git log/);
@@ -327,8 +398,10 @@ describe('README', () => {
     // npx finds the repository's own package from a directory inside it; files land in a scratch dir.
     const cwd = mkdtempSync(join(ROOT, 'node_modules/.cache-readme-'));
     const env: NodeJS.ProcessEnv = {
-      ...process.env, PATH: `${join(ROOT, 'node_modules/.bin')}:${process.env.PATH}`,
-      GATEHOUSE_URL: gw.url, GATEHOUSE_ADMIN_TOKEN: await gw.token({ team: 'dev', scopes: ['admin'], subject: 'dev-admin' }),
+      ...process.env,
+      PATH: `${join(ROOT, 'node_modules/.bin')}:${process.env.PATH}`,
+      GATEHOUSE_URL: gw.url,
+      GATEHOUSE_ADMIN_TOKEN: await gw.token({ team: 'dev', scopes: ['admin'], subject: 'dev-admin' }),
     };
     const sh = promisify(execFile);
     try {
@@ -381,9 +454,11 @@ describe('--json on every admin command', () => {
 
     // Two runs the rule asks about (a 2025-era client gets an approval id), one approved and one denied.
     const client = new Client({ name: 'cli-json', version: '1.0.0' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(gw.mcpUrl), {
-      requestInit: { headers: { Authorization: `Bearer ${await gw.token({ team: 'jsonteam', scopes: ['execute'], subject: 'asker' })}` } },
-    }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(gw.mcpUrl), {
+        requestInit: { headers: { Authorization: `Bearer ${await gw.token({ team: 'jsonteam', scopes: ['execute'], subject: 'asker' })}` } },
+      }),
+    );
     const ask = async (word: string) => {
       const r = await client.callTool({ name: 'execute', arguments: { command: 'echo', args: ['ask-me', word] } });
       const id = (r.structuredContent as { approval?: { id: string } }).approval?.id;
@@ -399,15 +474,22 @@ describe('--json on every admin command', () => {
     // The README's last approvals line: the asks in the audit log (one JSON row per line).
     const asked = await cli(['audit', 'tail', '--decision', 'asked', '--json'], { token });
     expect(asked.code, asked.stderr).toBe(0);
-    const rows = asked.stdout.trim().split('\n').map((l) => JSON.parse(l) as { decision: string; subject: string });
+    const rows = asked.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { decision: string; subject: string });
     expect(rows.map((r) => `${r.decision}:${r.subject}`)).toEqual(['asked:asker', 'asked:asker']);
 
     // The README's approvals lines as written, with a real pending approval in place of its example id.
     const asker = new Client({ name: 'cli-readme', version: '1.0.0' });
-    await asker.connect(new StreamableHTTPClientTransport(new URL(gw.mcpUrl), {
-      requestInit: { headers: { Authorization: `Bearer ${await gw.token({ team: 'jsonteam', scopes: ['execute'], subject: 'asker' })}` } },
-    }));
-    const third = (await asker.callTool({ name: 'execute', arguments: { command: 'echo', args: ['ask-me', 'three'] } })).structuredContent as { approval: { id: string } };
+    await asker.connect(
+      new StreamableHTTPClientTransport(new URL(gw.mcpUrl), {
+        requestInit: { headers: { Authorization: `Bearer ${await gw.token({ team: 'jsonteam', scopes: ['execute'], subject: 'asker' })}` } },
+      }),
+    );
+    const third = (await asker.callTool({ name: 'execute', arguments: { command: 'echo', args: ['ask-me', 'three'] } })).structuredContent as {
+      approval: { id: string };
+    };
     await asker.close();
     const id = third.approval.id;
     const bin = mkdtempSync(join(dir, 'bin-'));
@@ -428,6 +510,11 @@ describe('--json on every admin command', () => {
     expect(outs[0]).toMatch(new RegExp(`^${id}\\s+pending\\s+asker`, 'm'));
     expect(outs[1]).toContain(`approved ${id}: asker may now retry this call once`);
     expect((await json(['approvals', 'show', id])).approval).toMatchObject({ status: 'approved', note: 'release' });
-    expect(outs[2].trim().split('\n').filter((l) => /\basked\s+execute\s+asker\s+echo ask-me/.test(l))).toHaveLength(3);
+    expect(
+      outs[2]
+        .trim()
+        .split('\n')
+        .filter((l) => /\basked\s+execute\s+asker\s+echo ask-me/.test(l)),
+    ).toHaveLength(3);
   }, 120_000);
 });

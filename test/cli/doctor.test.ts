@@ -46,24 +46,28 @@ afterAll(async () => {
 });
 
 describe('gatehouse agent doctor', () => {
-  it.skipIf(!HAVE_RUNSC)('passes every check on a good host with a good agent token (token from a file)', async () => {
-    const file = join(dir, 'agent.token');
-    writeFileSync(file, `${await gw.token({ team: 'acme', scopes: ['agent'], subject: 'host-1', ttlSeconds: 30 * 86400 })}\n`, { mode: 0o600 });
-    const r = await doctor(['--url', gw.url, '--token-file', file, '--json']);
-    expect(r.code, r.stdout + r.stderr).toBe(0);
-    const out = JSON.parse(r.stdout) as { ok: boolean; checks: Check[] };
-    expect(out.ok).toBe(true);
-    expect(byName(out.checks, 'runsc')).toMatchObject({ verdict: 'ok', detail: expect.stringMatching(/runsc version/) });
-    expect(byName(out.checks, 'sandbox')).toMatchObject({ verdict: 'ok', detail: expect.stringMatching(/^gvisor .*a test job ran/) });
-    expect(byName(out.checks, 'runtimes')?.detail).toMatch(/visible inside the sandbox: .*shell/);
-    expect(byName(out.checks, 'gateway')?.verdict).toBe('ok');
-    expect(byName(out.checks, 'clock')?.verdict).toBe('ok');
-    expect(byName(out.checks, 'token')).toMatchObject({ verdict: 'ok', detail: expect.stringContaining('team acme, subject host-1') });
-    // The human form: one verdict per line and a last word.
-    const text = await doctor(['--url', gw.url, '--token-file', file]);
-    expect(text.stdout).toMatch(/^ok +token +accepted by the gateway/m);
-    expect(text.stdout.trimEnd().split('\n').at(-1)).toBe('ready: gatehouse agent can run here');
-  }, 120_000);
+  it.skipIf(!HAVE_RUNSC)(
+    'passes every check on a good host with a good agent token (token from a file)',
+    async () => {
+      const file = join(dir, 'agent.token');
+      writeFileSync(file, `${await gw.token({ team: 'acme', scopes: ['agent'], subject: 'host-1', ttlSeconds: 30 * 86400 })}\n`, { mode: 0o600 });
+      const r = await doctor(['--url', gw.url, '--token-file', file, '--json']);
+      expect(r.code, r.stdout + r.stderr).toBe(0);
+      const out = JSON.parse(r.stdout) as { ok: boolean; checks: Check[] };
+      expect(out.ok).toBe(true);
+      expect(byName(out.checks, 'runsc')).toMatchObject({ verdict: 'ok', detail: expect.stringMatching(/runsc version/) });
+      expect(byName(out.checks, 'sandbox')).toMatchObject({ verdict: 'ok', detail: expect.stringMatching(/^gvisor .*a test job ran/) });
+      expect(byName(out.checks, 'runtimes')?.detail).toMatch(/visible inside the sandbox: .*shell/);
+      expect(byName(out.checks, 'gateway')?.verdict).toBe('ok');
+      expect(byName(out.checks, 'clock')?.verdict).toBe('ok');
+      expect(byName(out.checks, 'token')).toMatchObject({ verdict: 'ok', detail: expect.stringContaining('team acme, subject host-1') });
+      // The human form: one verdict per line and a last word.
+      const text = await doctor(['--url', gw.url, '--token-file', file]);
+      expect(text.stdout).toMatch(/^ok +token +accepted by the gateway/m);
+      expect(text.stdout.trimEnd().split('\n').at(-1)).toBe('ready: gatehouse agent can run here');
+    },
+    120_000,
+  );
 
   it('fails an unreachable gateway, and exits 2 on bad flags', async () => {
     const junk = join(dir, 'junk.token');
@@ -84,7 +88,15 @@ describe('gatehouse agent doctor', () => {
   });
 
   it('names the token problems: another gateway, a client token, about to expire, none at all', async () => {
-    const other = await mintToken({ privateJwk: await generateSigningKey(), issuer: gw.issuer, audience: gw.audience, team: 'acme', subject: 'forged', scopes: ['agent'], ttlSeconds: 3600 });
+    const other = await mintToken({
+      privateJwk: await generateSigningKey(),
+      issuer: gw.issuer,
+      audience: gw.audience,
+      team: 'acme',
+      subject: 'forged',
+      scopes: ['agent'],
+      ttlSeconds: 3600,
+    });
     const forged = byName(await gatewayChecks(gw.url, other.token, Date.now), 'token');
     expect(forged?.verdict).toBe('fail');
     expect(forged?.detail).toMatch(/^refused by the gateway: unauthenticated: /);
@@ -120,9 +132,15 @@ describe('gatehouse agent doctor', () => {
       offsetMs = 0;
       expect(byName(await gatewayChecks(url, token, Date.now), 'clock')?.verdict).toBe('ok');
       offsetMs = 2 * 60_000;
-      expect(byName(await gatewayChecks(url, token, Date.now), 'clock')).toMatchObject({ verdict: 'warn', detail: expect.stringMatching(/behind the gateway: sync it/) });
+      expect(byName(await gatewayChecks(url, token, Date.now), 'clock')).toMatchObject({
+        verdict: 'warn',
+        detail: expect.stringMatching(/behind the gateway: sync it/),
+      });
       offsetMs = -20 * 60_000;
-      expect(byName(await gatewayChecks(url, token, Date.now), 'clock')).toMatchObject({ verdict: 'fail', detail: expect.stringMatching(/ahead of the gateway/) });
+      expect(byName(await gatewayChecks(url, token, Date.now), 'clock')).toMatchObject({
+        verdict: 'fail',
+        detail: expect.stringMatching(/ahead of the gateway/),
+      });
     });
   });
 });

@@ -34,7 +34,13 @@ beforeAll(async () => {
   root = mkdtempSync(join(tmpdir(), 'gatehouse-cli-jobs-'));
   gw = await startGateway();
   adminToken = await gw.token({ team: 'acme', scopes: ['admin'], subject: 'ops' });
-  agent = startAgent(gw, { token: await gw.token({ team: 'acme', scopes: ['agent'], subject: 'cli-agent' }), root, sandbox: SANDBOX, capacity: 2, agentId: 'cli-agent' });
+  agent = startAgent(gw, {
+    token: await gw.token({ team: 'acme', scopes: ['agent'], subject: 'cli-agent' }),
+    root,
+    sandbox: SANDBOX,
+    capacity: 2,
+    agentId: 'cli-agent',
+  });
   await agent.ready;
 }, 180_000);
 
@@ -117,13 +123,19 @@ describe('gatehouse jobs', () => {
     expect((r.structuredContent as { state: string }).state).toBe('cancelled');
     expect((await cli(['jobs', 'show', id])).stdout).toMatch(/^state: +cancelled$/m);
     // One line for the killed job too, with who killed it.
-    await waitUntil(async () => jobLines(agent.logs(), id).length > 0, 15_000, 'the killed job\'s log line');
-    expect(jobLines(agent.logs(), id)).toEqual([expect.stringMatching(new RegExp(`info job ${id} cancelled.* in \\d+ ms \\(argv; killed by ops \\(admin API\\)\\)$`))]);
+    await waitUntil(async () => jobLines(agent.logs(), id).length > 0, 15_000, "the killed job's log line");
+    expect(jobLines(agent.logs(), id)).toEqual([
+      expect.stringMatching(new RegExp(`info job ${id} cancelled.* in \\d+ ms \\(argv; killed by ops \\(admin API\\)\\)$`)),
+    ]);
   }, 120_000);
 
-  it('gatehouse agent --json logs one JSON object per line; a job\'s line carries its id, state and duration', async () => {
+  it("gatehouse agent --json logs one JSON object per line; a job's line carries its id, state and duration", async () => {
     const jsonAgent = startAgent(gw, {
-      token: await gw.token({ team: 'jsonlog', scopes: ['agent'], subject: 'json-agent' }), root, sandbox: SANDBOX, agentId: 'json-agent', extraArgs: ['--json'],
+      token: await gw.token({ team: 'jsonlog', scopes: ['agent'], subject: 'json-agent' }),
+      root,
+      sandbox: SANDBOX,
+      agentId: 'json-agent',
+      extraArgs: ['--json'],
     });
     try {
       await jsonAgent.ready;
@@ -131,11 +143,17 @@ describe('gatehouse jobs', () => {
       const r = await c.callTool({ name: 'execute', arguments: { command: 'false', args: [] } });
       await c.close();
       const id = (r.structuredContent as { job_id: string }).job_id;
-      await waitUntil(async () => jobLines(jsonAgent.logs(), id).length > 0, 15_000, 'the job\'s log line');
-      const lines = jsonAgent.logs().trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+      await waitUntil(async () => jobLines(jsonAgent.logs(), id).length > 0, 15_000, "the job's log line");
+      const lines = jsonAgent
+        .logs()
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
       expect(lines.every((l) => typeof l.time === 'string' && ['info', 'warn', 'error'].includes(String(l.level)) && typeof l.msg === 'string')).toBe(true);
       const mine = lines.filter((l) => String(l.msg).includes(id));
-      expect(mine).toEqual([expect.objectContaining({ level: 'info', job: id, state: 'exited', exitCode: 1, signal: null, durationMs: expect.any(Number), mode: 'argv' })]);
+      expect(mine).toEqual([
+        expect.objectContaining({ level: 'info', job: id, state: 'exited', exitCode: 1, signal: null, durationMs: expect.any(Number), mode: 'argv' }),
+      ]);
     } finally {
       await jsonAgent.stop();
     }
@@ -148,8 +166,11 @@ describe('README', () => {
     const r = await c.callTool({ name: 'execute', arguments: { command: 'echo', args: ['readme'] } });
     await c.close();
     const env = {
-      ...process.env, PATH: `${join(ROOT, 'node_modules/.bin')}:${process.env.PATH}`,
-      GATEHOUSE_URL: gw.url, GATEHOUSE_ADMIN_TOKEN: adminToken, JOB_ID: (r.structuredContent as { job_id: string }).job_id,
+      ...process.env,
+      PATH: `${join(ROOT, 'node_modules/.bin')}:${process.env.PATH}`,
+      GATEHOUSE_URL: gw.url,
+      GATEHOUSE_ADMIN_TOKEN: adminToken,
+      JOB_ID: (r.structuredContent as { job_id: string }).job_id,
     };
     const lines = readmeBlock('cli-ops');
     expect(lines).toHaveLength(4);

@@ -25,10 +25,16 @@ describe('README and docs command blocks', () => {
     for (const b of blocks) {
       const where = `${b.file}:${b.line} (${b.first.slice(0, 50)})`;
       const m = b.marker && /^<!-- ([a-z0-9-]+): (run by (test\/\S+\.test\.ts)|not run by a test \(.+\))/.exec(b.marker);
-      if (!m) { problems.push(`${where}: no "<!-- name: run by test/….test.ts -->" or "<!-- name: not run by a test (why) -->" marker above it`); continue; }
+      if (!m) {
+        problems.push(`${where}: no "<!-- name: run by test/….test.ts -->" or "<!-- name: not run by a test (why) -->" marker above it`);
+        continue;
+      }
       const [, name, , file] = m;
       if (!file) continue;
-      if (!existsSync(join(ROOT, file))) { problems.push(`${where}: ${file} does not exist`); continue; }
+      if (!existsSync(join(ROOT, file))) {
+        problems.push(`${where}: ${file} does not exist`);
+        continue;
+      }
       if (!readFileSync(join(ROOT, file), 'utf8').includes(`readmeBlock('${name}')`)) problems.push(`${where}: ${file} never reads readmeBlock('${name}')`);
     }
     expect(problems).toEqual([]);
@@ -61,8 +67,12 @@ describe('README and docs', () => {
         if (/^[a-z]+:/.test(target)) continue;
         const [path, anchor] = target.split('#');
         const to = path ? join(dirname(file), path) : file;
-        if (!existsSync(join(ROOT, to))) { broken.push(`${file}: ${target} (no ${to})`); continue; }
-        if (anchor && to.endsWith('.md') && !headingSlugs(readFileSync(join(ROOT, to), 'utf8')).has(anchor)) broken.push(`${file}: ${target} (no heading #${anchor} in ${to})`);
+        if (!existsSync(join(ROOT, to))) {
+          broken.push(`${file}: ${target} (no ${to})`);
+          continue;
+        }
+        if (anchor && to.endsWith('.md') && !headingSlugs(readFileSync(join(ROOT, to), 'utf8')).has(anchor))
+          broken.push(`${file}: ${target} (no heading #${anchor} in ${to})`);
       }
     }
     expect(broken).toEqual([]);
@@ -73,7 +83,11 @@ describe('README and docs', () => {
 function headingSlugs(md: string): Set<string> {
   const slugs = new Set<string>();
   for (const [, heading] of md.replace(/```[\s\S]*?```/g, '').matchAll(/^#{1,6} (.+)$/gm)) {
-    const base = heading.toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').trim().replace(/\s/g, '-');
+    const base = heading
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+      .trim()
+      .replace(/\s/g, '-');
     let slug = base;
     for (let n = 1; slugs.has(slug); n++) slug = `${base}-${n}`;
     slugs.add(slug);

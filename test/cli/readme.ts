@@ -9,7 +9,11 @@ import { ROOT } from '../e2e/harness.ts';
 
 /** README.md, then every docs/*.md: the files whose `sh` blocks tests run (paths relative to the repository). */
 export function docFiles(): string[] {
-  const docs = existsSync(join(ROOT, 'docs')) ? readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).sort() : [];
+  const docs = existsSync(join(ROOT, 'docs'))
+    ? readdirSync(join(ROOT, 'docs'))
+        .filter((f) => f.endsWith('.md'))
+        .sort()
+    : [];
   return ['README.md', ...docs.map((f) => `docs/${f}`)];
 }
 
@@ -24,7 +28,10 @@ export function readmeBlock(name: string): string[] {
   if (hits.length === 0) throw new Error(`no <!-- ${name}: … --> block in ${docFiles().join(', ')}`);
   if (hits.length > 1) throw new Error(`the block name ${name} is used in ${hits.map((h) => h.file).join(' and ')}: names must be unique`);
   const block = /```sh\n([\s\S]*?)```/.exec(hits[0].rest)![1];
-  return block.split('\n').map((l) => l.replace(/\s+#\s.*$/, '').trim()).filter((l) => l && !l.startsWith('#'));
+  return block
+    .split('\n')
+    .map((l) => l.replace(/\s+#\s.*$/, '').trim())
+    .filter((l) => l && !l.startsWith('#'));
 }
 
 /** Every `sh` block of README.md and docs/*.md with the marker line right above it (null when it has none). */

@@ -91,13 +91,23 @@ describe('CLI renderers', () => {
 
   it('formatRow: an audit row is one line whatever its fields hold', () => {
     const line = formatRow({
-      id: 1, at: Date.UTC(2026, 0, 1), subject: 'mallory\u202e\x1b[8m', tool: 'execute', decision: 'denied',
+      id: 1,
+      at: Date.UTC(2026, 0, 1),
+      subject: 'mallory\u202e\x1b[8m',
+      tool: 'execute',
+      decision: 'denied',
       command: { mode: 'shell', command: `curl x | sh\n\x1b[1A\x1b[2K2026-01-01T00:00:00Z  allowed  execute  dev-admin  git status` },
-      cwd: 'w\u2066', reason: 'shell: no\u2029shell', jobId: null, exitStatus: null, durationMs: 0,
+      cwd: 'w\u2066',
+      reason: 'shell: no\u2029shell',
+      jobId: null,
+      exitStatus: null,
+      durationMs: 0,
     });
     expect(line.split('\n')).toHaveLength(1);
     expect(HIDDEN.test(line)).toBe(false);
-    expect(line).toBe('2026-01-01T00:00:00Z  denied   execute          mallory\\u202e\\x1b[8m  "curl x | sh\\n\\x1b[1A\\x1b[2K2026-01-01T00:00:00Z  allowed  execute  dev-admin  git status"  — shell: no\\u2029shell');
+    expect(line).toBe(
+      '2026-01-01T00:00:00Z  denied   execute          mallory\\u202e\\x1b[8m  "curl x | sh\\n\\x1b[1A\\x1b[2K2026-01-01T00:00:00Z  allowed  execute  dev-admin  git status"  — shell: no\\u2029shell',
+    );
   });
 
   it('visibleJson: the same JSON document, with hidden characters as \\u escapes', () => {
@@ -112,7 +122,11 @@ describe('CLI renderers', () => {
   });
 
   it('table, text and when show gateway fields visible, one row per line', () => {
-    const t = table([['ID', 'NOTE'], ['1', 'note\n\x1b[2Kforged'], ['2', '\u202eright']]);
+    const t = table([
+      ['ID', 'NOTE'],
+      ['1', 'note\n\x1b[2Kforged'],
+      ['2', '\u202eright'],
+    ]);
     expect(t.split('\n')).toHaveLength(3);
     expect(t).toContain('note\\n\\x1b[2Kforged');
     expect(t).toContain('\\u202eright');
@@ -129,7 +143,10 @@ describe('the dashboard serves the same function', () => {
     try {
       writeFileSync(join(dir, 'core.mjs'), CORE_JS);
       const samples = [...CLASSES.map(([, raw]) => raw), 'plain', 'a b', 'say "hi"\\'];
-      writeFileSync(join(dir, 'run.mjs'), `import { visible } from './core.mjs';\nconst s = JSON.parse(process.argv[2]);\nprocess.stdout.write(JSON.stringify(s.map((x) => [visible(x), visible(x, true)])));\n`);
+      writeFileSync(
+        join(dir, 'run.mjs'),
+        `import { visible } from './core.mjs';\nconst s = JSON.parse(process.argv[2]);\nprocess.stdout.write(JSON.stringify(s.map((x) => [visible(x), visible(x, true)])));\n`,
+      );
       const got = JSON.parse(execFileSync(process.execPath, [join(dir, 'run.mjs'), JSON.stringify(samples)], { encoding: 'utf8' }));
       expect(got).toEqual(samples.map((x) => [visible(x), visible(x, true)]));
     } finally {

@@ -83,7 +83,11 @@ function excusedCheck(c: Check): boolean {
   return !!needs && needs.test(c.errorMessage ?? '');
 }
 
-interface Check { id: string; status: string; errorMessage?: string }
+interface Check {
+  id: string;
+  status: string;
+  errorMessage?: string;
+}
 
 let gw: Gateway;
 let outRoot: string;
@@ -104,7 +108,9 @@ function runCli(proxy: AuthProxy, scenario: string, version: string, dir: string
   return new Promise((resolve) => {
     const versionArgs = version === 'extension' ? [] : ['--spec-version', version];
     const p = spawn(process.execPath, [CLI, 'server', '--url', `${proxy.url}/mcp`, '--scenario', scenario, ...versionArgs, '-o', dir], {
-      cwd: ROOT, env: { ...process.env, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'],
+      cwd: ROOT,
+      env: { ...process.env, NO_COLOR: '1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
     p.stdout.on('data', (d) => (out += d));
@@ -118,7 +124,11 @@ function collectChecks(dir: string): Check[] {
   const found: Check[] = [];
   const walk = (d: string) => {
     let entries: string[];
-    try { entries = readdirSync(d); } catch { return; }
+    try {
+      entries = readdirSync(d);
+    } catch {
+      return;
+    }
     for (const e of entries) {
       const p = join(d, e);
       if (statSync(p).isDirectory()) walk(p);
@@ -149,7 +159,10 @@ describe('MCP conformance suite against the real gateway', () => {
           expect(r.checks.find((c) => c.id === id)?.status, `${id}\n${r.out}`).toBe('SUCCESS');
         }
         expect(r.checks.filter((c) => c.status === 'SUCCESS').length, r.out).toBeGreaterThan(0);
-        expect(failed.filter((c) => !excused.includes(c)), `${r.out}\n${JSON.stringify(failed, null, 2)}`).toEqual([]);
+        expect(
+          failed.filter((c) => !excused.includes(c)),
+          `${r.out}\n${JSON.stringify(failed, null, 2)}`,
+        ).toEqual([]);
         // The suite's exit code counts the excused checks too: it is 0 exactly when nothing was excused.
         expect(r.code === 0, r.out).toBe(excused.length === 0);
       }, 120_000);

@@ -14,7 +14,11 @@ import { ROOT, startGateway, type Gateway } from '../e2e/harness.ts';
 import { startAuthProxy, type AuthProxy } from './proxy.ts';
 
 const CLI = join(ROOT, 'node_modules/@modelcontextprotocol/conformance/dist/index.js');
-interface Check { id: string; status: string; errorMessage?: string }
+interface Check {
+  id: string;
+  status: string;
+  errorMessage?: string;
+}
 
 let gw: Gateway;
 let proxy: AuthProxy;
@@ -46,14 +50,25 @@ function checksIn(dir: string): Check[] {
 }
 
 describe('conformance: dns-rebinding-protection', () => {
-  for (const [version, via] of [['2025-11-25', 'direct'], ['2026-07-28', 'direct'], ['2025-11-25', 'another port'], ['2026-07-28', 'another port']] as const) {
+  for (const [version, via] of [
+    ['2025-11-25', 'direct'],
+    ['2026-07-28', 'direct'],
+    ['2025-11-25', 'another port'],
+    ['2026-07-28', 'another port'],
+  ] as const) {
     it(`passes at ${version} (${via === 'direct' ? "the gateway's own address" : 'through a loopback proxy on another port'})`, async () => {
       const dir = join(out, version, via.replace(' ', '-'));
       const target = via === 'direct' ? proxy : plain;
       const r = await new Promise<{ code: number; log: string }>((resolve) => {
-        const p = spawn(process.execPath, [CLI, 'server', '--url', `${target.url}/mcp`, '--scenario', 'dns-rebinding-protection', '--spec-version', version, '-o', dir], {
-          cwd: ROOT, env: { ...process.env, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'],
-        });
+        const p = spawn(
+          process.execPath,
+          [CLI, 'server', '--url', `${target.url}/mcp`, '--scenario', 'dns-rebinding-protection', '--spec-version', version, '-o', dir],
+          {
+            cwd: ROOT,
+            env: { ...process.env, NO_COLOR: '1' },
+            stdio: ['ignore', 'pipe', 'pipe'],
+          },
+        );
         let log = '';
         p.stdout.on('data', (d) => (log += d));
         p.stderr.on('data', (d) => (log += d));

@@ -20,13 +20,10 @@ export async function startAuthProxy(target: string, token: string, o: { rewrite
     const headers = { ...req.headers, authorization: `Bearer ${token}` };
     if (o.rewrite !== false && headers.host === self) headers.host = upstream.host;
     if (o.rewrite !== false && headers.origin === `http://${self}`) headers.origin = upstream.origin;
-    const out = request(
-      { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers },
-      (up) => {
-        res.writeHead(up.statusCode ?? 502, up.headers);
-        up.pipe(res);
-      },
-    );
+    const out = request({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers }, (up) => {
+      res.writeHead(up.statusCode ?? 502, up.headers);
+      up.pipe(res);
+    });
     out.on('error', (e) => {
       if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/plain' });
       res.end(`proxy: ${e.message}`);
@@ -40,6 +37,10 @@ export async function startAuthProxy(target: string, token: string, o: { rewrite
   self = `127.0.0.1:${port}`;
   return {
     url: `http://127.0.0.1:${port}`,
-    close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }),
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
   };
 }

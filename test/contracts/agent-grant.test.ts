@@ -8,7 +8,9 @@ import { CreateTokenBody } from '../../src/admin/tokens.ts';
 import { describeIssues } from '../../src/contracts/errors.ts';
 
 const hello = (o: { agentId?: string; sandbox?: 'gvisor' | 'bwrap' | 'none'; labels?: string[] } = {}) => ({
-  agentId: o.agentId ?? 'build-1', sandbox: o.sandbox ?? 'bwrap', labels: o.labels ?? [],
+  agentId: o.agentId ?? 'build-1',
+  sandbox: o.sandbox ?? 'bwrap',
+  labels: o.labels ?? [],
 });
 const grant = (g: unknown) => AgentGrant.parse(g);
 
@@ -26,7 +28,9 @@ describe('checkAgentClaims', () => {
   it('refuses a sandbox not granted, stronger or weaker, naming what is granted', () => {
     const g = grant({ sandboxes: ['bwrap'] });
     expect(checkAgentClaims(g, hello({ sandbox: 'gvisor' }))).toEqual({
-      code: 'forbidden', claim: 'sandbox', message: 'sandbox "gvisor" not granted to this token (granted: bwrap)',
+      code: 'forbidden',
+      claim: 'sandbox',
+      message: 'sandbox "gvisor" not granted to this token (granted: bwrap)',
     });
     expect(checkAgentClaims(g, hello({ sandbox: 'none' }))?.claim).toBe('sandbox');
   });
@@ -34,14 +38,20 @@ describe('checkAgentClaims', () => {
   it('refuses a label not granted, naming each one', () => {
     const g = grant({ sandboxes: ['bwrap'], labels: ['linux'] });
     expect(checkAgentClaims(g, hello({ labels: ['linux', 'gpu', 'arm'] }))).toEqual({
-      code: 'forbidden', claim: 'labels', message: 'label "gpu", "arm" not granted to this token (granted: linux)',
+      code: 'forbidden',
+      claim: 'labels',
+      message: 'label "gpu", "arm" not granted to this token (granted: linux)',
     });
-    expect(checkAgentClaims(grant({ sandboxes: ['bwrap'] }), hello({ labels: ['gpu'] }))?.message).toBe('label "gpu" not granted to this token (granted: none)');
+    expect(checkAgentClaims(grant({ sandboxes: ['bwrap'] }), hello({ labels: ['gpu'] }))?.message).toBe(
+      'label "gpu" not granted to this token (granted: none)',
+    );
   });
 
   it('refuses another agent id than the fixed one; without a fixed id any id is fine', () => {
     expect(checkAgentClaims(grant({ sandboxes: ['bwrap'], agentId: 'build-1' }), hello({ agentId: 'build-2' }))).toEqual({
-      code: 'forbidden', claim: 'agentId', message: 'agent id "build-2" not granted: this token is for agent id "build-1" (--id)',
+      code: 'forbidden',
+      claim: 'agentId',
+      message: 'agent id "build-2" not granted: this token is for agent id "build-1" (--id)',
     });
     expect(checkAgentClaims(grant({ sandboxes: ['bwrap'] }), hello({ agentId: 'whatever' }))).toBeNull();
   });
@@ -82,8 +92,12 @@ describe('the grant as the admin API takes it (POST /admin/v1/tokens agentGrant)
     expect(problem({ sandboxes: [] })).toBe('agentGrant.sandboxes: name at least one sandbox the agent may claim (gvisor, bwrap, none)');
     expect(problem({ sandboxes: ['bwrap'], labels: Array(33).fill('x') })).toBe('agentGrant.labels: at most 32 labels (an agent advertises at most that many)');
     expect(problem({ sandboxes: ['bwrap'], agentId: '' })).toMatch(/^agentGrant\.agentId: agentId must be 1-128 characters/);
-    expect(problem({ sandboxes: ['bwrap'], sandbox: 'x' })).toBe('agentGrant: unknown key "sandbox" (did you mean "sandboxes"?); valid keys: sandboxes, labels, agentId');
-    expect(problem({ sandboxes: ['bwrap'] }, ['execute', 'admin'])).toBe('agentGrant: says what an agent may claim, so it needs the "agent" scope (scopes: execute, admin); add "agent" to scopes or leave agentGrant out');
+    expect(problem({ sandboxes: ['bwrap'], sandbox: 'x' })).toBe(
+      'agentGrant: unknown key "sandbox" (did you mean "sandboxes"?); valid keys: sandboxes, labels, agentId',
+    );
+    expect(problem({ sandboxes: ['bwrap'] }, ['execute', 'admin'])).toBe(
+      'agentGrant: says what an agent may claim, so it needs the "agent" scope (scopes: execute, admin); add "agent" to scopes or leave agentGrant out',
+    );
   });
 });
 

@@ -5,17 +5,31 @@
 import { describe, expect, it } from 'vitest';
 import { ERROR_CODE_MAX_CHARS, ERROR_MESSAGE_MAX_CHARS, parseAgentMessage } from '../../src/contracts/agent-protocol.ts';
 
-const exit = (over: Record<string, unknown>) => JSON.stringify({
-  type: 'job.exit', jobId: 'j1', state: 'signaled', exitCode: null, signal: 'SIGKILL', timedOut: false, durationMs: 1,
-  stdout: '', stderr: '', stdoutTruncated: false, stderrTruncated: false,
-  streams: { stdout: { bytes: 0, lines: 0, artifactTruncated: false }, stderr: { bytes: 0, lines: 0, artifactTruncated: false } },
-  artifactsUploaded: true, ...over,
-});
+const exit = (over: Record<string, unknown>) =>
+  JSON.stringify({
+    type: 'job.exit',
+    jobId: 'j1',
+    state: 'signaled',
+    exitCode: null,
+    signal: 'SIGKILL',
+    timedOut: false,
+    durationMs: 1,
+    stdout: '',
+    stderr: '',
+    stdoutTruncated: false,
+    stderrTruncated: false,
+    streams: { stdout: { bytes: 0, lines: 0, artifactTruncated: false }, stderr: { bytes: 0, lines: 0, artifactTruncated: false } },
+    artifactsUploaded: true,
+    ...over,
+  });
 
 describe('agent messages: oversized text is cut, not refused', () => {
   it('keeps ordinary values as they are', () => {
     const p = parseAgentMessage(exit({ error: { code: 'compile_error', message: 'main.c:1: error' } }));
-    expect(p.ok && p.message.type === 'job.exit' && [p.message.signal, p.message.error]).toEqual(['SIGKILL', { code: 'compile_error', message: 'main.c:1: error' }]);
+    expect(p.ok && p.message.type === 'job.exit' && [p.message.signal, p.message.error]).toEqual([
+      'SIGKILL',
+      { code: 'compile_error', message: 'main.c:1: error' },
+    ]);
   });
 
   it('cuts a long signal, error code and message, saying how long each was; a cut value parses back unchanged', () => {
@@ -35,7 +49,8 @@ describe('agent messages: oversized text is cut, not refused', () => {
 });
 
 describe('agent messages: identity fields have bounds (refused past them)', () => {
-  const hello = (over: Record<string, unknown>) => JSON.stringify({ type: 'hello', v: 1, agentId: 'a1', version: '0.1.0', capacity: 4, sandbox: 'none', runtimes: [], running: [], ...over });
+  const hello = (over: Record<string, unknown>) =>
+    JSON.stringify({ type: 'hello', v: 1, agentId: 'a1', version: '0.1.0', capacity: 4, sandbox: 'none', runtimes: [], running: [], ...over });
   it('accepts a normal hello and heartbeat', () => {
     expect(parseAgentMessage(hello({})).ok).toBe(true);
     expect(parseAgentMessage(JSON.stringify({ type: 'heartbeat', running: [crypto.randomUUID()] })).ok).toBe(true);

@@ -26,7 +26,8 @@ describe('error vocabulary', () => {
 
   it('lists every code the edge and the agent write as an error code', () => {
     // Literal codes in the places errors are made: err(…), apiError(c, …), fail(…), refuse(…), toolError(…, code), `code: '…'` next to a message.
-    const pattern = /(?:\berr\(|apiError\(c, |\bfail\((?:c, \d+, )?|\brefuse\(|toolError\([^;]*?, )'([a-z][a-z_]+)'|(?<!addIssue\(\{ )code: '([a-z][a-z_]+)'(?:,| as const,) message/g;
+    const pattern =
+      /(?:\berr\(|apiError\(c, |\bfail\((?:c, \d+, )?|\brefuse\(|toolError\([^;]*?, )'([a-z][a-z_]+)'|(?<!addIssue\(\{ )code: '([a-z][a-z_]+)'(?:,| as const,) message/g;
     const unknown = new Set<string>();
     for (const f of [...sources(join(ROOT, 'src')), ...sources(join(ROOT, 'executor'))]) {
       for (const m of readFileSync(f, 'utf8').matchAll(pattern)) {

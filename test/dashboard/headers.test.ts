@@ -29,10 +29,19 @@ describe('the MCP Apps view CSP', () => {
   });
 
   it('drops a declared origin that would add a directive, a keyword or a second source', () => {
-    const csp = appFrameCsp({
-      connectDomains: ['https://api.example', "https://x.example; script-src 'unsafe-eval'", 'https://a.example https://b.example', "'unsafe-eval'", 'https://c.example\nreport-uri x'],
-      resourceDomains: ['https://cdn.example', '*; default-src *'],
-    }, 'https://gw.example');
+    const csp = appFrameCsp(
+      {
+        connectDomains: [
+          'https://api.example',
+          "https://x.example; script-src 'unsafe-eval'",
+          'https://a.example https://b.example',
+          "'unsafe-eval'",
+          'https://c.example\nreport-uri x',
+        ],
+        resourceDomains: ['https://cdn.example', '*; default-src *'],
+      },
+      'https://gw.example',
+    );
     const d = directives(csp);
     expect(d['connect-src']).toBe('https://api.example');
     expect(d['script-src']).toBe("'unsafe-inline' https://cdn.example");

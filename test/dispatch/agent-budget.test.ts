@@ -4,7 +4,15 @@
  */
 import { describe, expect, it } from 'vitest';
 import {
-  AgentBudget, EXIT_PARTS_PER_JOB, HEARTBEAT_BACKLOG_MS, HEARTBEAT_BURST, LATE_BURST, LATE_UNITS_PER_SECOND, STRANGER_BURST, STRANGER_UNIT_BYTES, STRANGER_UNITS_PER_SECOND,
+  AgentBudget,
+  EXIT_PARTS_PER_JOB,
+  HEARTBEAT_BACKLOG_MS,
+  HEARTBEAT_BURST,
+  LATE_BURST,
+  LATE_UNITS_PER_SECOND,
+  STRANGER_BURST,
+  STRANGER_UNIT_BYTES,
+  STRANGER_UNITS_PER_SECOND,
   peekJobMessage,
 } from '../../src/dispatch/agent-budget.ts';
 import { exitMessages } from '../../executor/agent.ts';
@@ -16,8 +24,18 @@ const CLOSE_REASON_MAX_BYTES = 123;
 
 function exit(jobId: string, stdout: string): JobExit {
   return {
-    type: 'job.exit', jobId, state: 'exited', exitCode: 0, signal: null, timedOut: false, durationMs: 1, stdout, stderr: '',
-    stdoutTruncated: false, stderrTruncated: false, artifactsUploaded: true,
+    type: 'job.exit',
+    jobId,
+    state: 'exited',
+    exitCode: 0,
+    signal: null,
+    timedOut: false,
+    durationMs: 1,
+    stdout,
+    stderr: '',
+    stdoutTruncated: false,
+    stderrTruncated: false,
+    artifactsUploaded: true,
     streams: { stdout: { bytes: stdout.length, lines: 1, artifactTruncated: false }, stderr: { bytes: 0, lines: 0, artifactTruncated: false } },
   };
 }
@@ -55,7 +73,10 @@ describe('agent message budget', () => {
     const b = new AgentBudget(HB, 0);
     for (let i = 0; i < STRANGER_BURST; i++) expect(b.stranger(100, 0)).toBeNull();
     const over = b.stranger(100, 0);
-    expect(over).toMatchObject({ kind: 'strangers', message: `message budget exceeded: more than ${STRANGER_BURST} messages about jobs unknown or not its own` });
+    expect(over).toMatchObject({
+      kind: 'strangers',
+      message: `message budget exceeded: more than ${STRANGER_BURST} messages about jobs unknown or not its own`,
+    });
     expect(Buffer.byteLength(over!.message)).toBeLessThanOrEqual(CLOSE_REASON_MAX_BYTES);
     // One message of a MiB about a stranger costs more than the whole burst.
     expect(new AgentBudget(HB, 0).stranger(1024 * 1024, 0)?.kind).toBe('strangers');
@@ -67,7 +88,7 @@ describe('agent message budget', () => {
     expect(slow.stranger(0, 1000)).not.toBeNull();
   });
 
-  it('late messages about the agent\'s own ended jobs have their own, larger burst, one unit each', () => {
+  it("late messages about the agent's own ended jobs have their own, larger burst, one unit each", () => {
     const b = new AgentBudget(HB, 0);
     for (let i = 0; i < LATE_BURST; i++) expect(b.late(0)).toBeNull();
     // Strangers are counted apart: a real agent's re-sends never use them up.
@@ -79,7 +100,7 @@ describe('agent message budget', () => {
     expect(LATE_UNITS_PER_SECOND).toBeGreaterThanOrEqual(35);
   });
 
-  it('a job is answered once; a job sent to the socket again is the agent\'s to report again', () => {
+  it("a job is answered once; a job sent to the socket again is the agent's to report again", () => {
     const b = new AgentBudget(HB, 0);
     expect(b.answer('j1', 'stranger')).toBe(true);
     expect(b.answer('j1', 'stranger')).toBe(false);
@@ -98,7 +119,7 @@ describe('agent message budget', () => {
     expect(Buffer.byteLength(b.over!.message)).toBeLessThanOrEqual(CLOSE_REASON_MAX_BYTES);
   });
 
-  it('reads the type and job id of the executor\'s exit messages from their start, and nothing else', () => {
+  it("reads the type and job id of the executor's exit messages from their start, and nothing else", () => {
     // 4 Mi NUL characters: six bytes each in JSON, so the result goes as parts, then the exit.
     const msgs = exitMessages(exit('0f9c1e2a-job', '\0'.repeat(4 * 1024 * 1024)));
     expect(msgs.map((m) => m.type)).toEqual(['job.exit.part', 'job.exit.part', 'job.exit.part', 'job.exit.part', 'job.exit']);

@@ -10,7 +10,15 @@ import { dispatchHost, FakeSocket } from './sql-host.ts';
 
 const HB = 1000;
 const hello = (agentId: string): AgentHello => ({
-  type: 'hello', v: PROTOCOL_VERSION, agentId, version: '1', capacity: 2, sandbox: 'bwrap', runtimes: [], labels: [], running: [],
+  type: 'hello',
+  v: PROTOCOL_VERSION,
+  agentId,
+  version: '1',
+  capacity: 2,
+  sandbox: 'bwrap',
+  runtimes: [],
+  labels: [],
+  running: [],
 });
 
 function setup(revoked: string[] = []) {
@@ -60,7 +68,7 @@ describe('agent link', () => {
     expect([good.closed, bad.closed?.code]).toEqual([null, 4001]);
   });
 
-  it('orphans the jobs only when the agent\'s last socket is gone: a reconnect replaces the old socket', () => {
+  it("orphans the jobs only when the agent's last socket is gone: a reconnect replaces the old socket", () => {
     const t = setup();
     const old = t.open('a1');
     const fresh = t.open('a1');

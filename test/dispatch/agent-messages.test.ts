@@ -19,7 +19,17 @@ describe('agent messages', () => {
     const att = t.c.link.attachmentFor(new Request('https://x/', { headers }));
     if (!att.ok) throw new Error(att.message);
     t.c.link.attach(ws as unknown as WebSocket, att.att);
-    await say(t, ws, { type: 'hello', v: PROTOCOL_VERSION, agentId: 'g1', version: '1', capacity: 2, sandbox: 'gvisor', runtimes: [], labels: [], running: [] });
+    await say(t, ws, {
+      type: 'hello',
+      v: PROTOCOL_VERSION,
+      agentId: 'g1',
+      version: '1',
+      capacity: 2,
+      sandbox: 'gvisor',
+      runtimes: [],
+      labels: [],
+      running: [],
+    });
     expect(ws.closed?.code).toBe(AGENT_CLAIM_REFUSED_CLOSE);
     expect(await t.c.jobs.submit(request('j1'))).toMatchObject({ ok: true, state: 'queued' });
     expect(ws.of('job.start')).toEqual([]);

@@ -12,12 +12,30 @@ import { JobStore } from '../../src/dispatch/job-store.ts';
 import { dispatchHost, type TestHost } from './sql-host.ts';
 
 const spec = (id: string): JobSpec => ({
-  jobId: id, artifactHandle: `art_${id}`, mode: 'argv', command: 'true', args: [], cwd: '', env: {}, timeoutMs: 1000,
+  jobId: id,
+  artifactHandle: `art_${id}`,
+  mode: 'argv',
+  command: 'true',
+  args: [],
+  cwd: '',
+  env: {},
+  timeoutMs: 1000,
   limits: { inlineBytes: 1000, artifactBytes: 1000 },
 });
 const exitOf = (id: string, pending: ('stdout' | 'stderr')[]): JobExit => ({
-  type: 'job.exit', jobId: id, state: 'exited', exitCode: 0, signal: null, timedOut: false, durationMs: 5, stdout: '', stderr: '',
-  stdoutTruncated: false, stderrTruncated: false, artifactsUploaded: false, pendingArtifacts: pending,
+  type: 'job.exit',
+  jobId: id,
+  state: 'exited',
+  exitCode: 0,
+  signal: null,
+  timedOut: false,
+  durationMs: 5,
+  stdout: '',
+  stderr: '',
+  stdoutTruncated: false,
+  stderrTruncated: false,
+  artifactsUploaded: false,
+  pendingArtifacts: pending,
   streams: { stdout: { bytes: 100, lines: 1, artifactTruncated: false }, stderr: { bytes: 0, lines: 0, artifactTruncated: false } },
 });
 
@@ -38,7 +56,15 @@ beforeEach(() => {
   store = new JobStore(host);
   uploads = new ArtifactUploads(host, store, (id) => stored.push(id));
   store.create({
-    spec: spec('j'), tool: 'execute', subject: 'alice', tokenId: 't', cancelKey: 'k', background: false, maxConcurrent: 4, deadline: 1e9, now: 1,
+    spec: spec('j'),
+    tool: 'execute',
+    subject: 'alice',
+    tokenId: 't',
+    cancelKey: 'k',
+    background: false,
+    maxConcurrent: 4,
+    deadline: 1e9,
+    now: 1,
     audit: { team: 'acme', subject: 'alice', tool: 'execute', decision: 'allowed' },
   });
   store.assign('j', { id: 'a1', subject: 'agent-a', sandbox: 'bwrap' }, 2);
@@ -46,29 +72,43 @@ beforeEach(() => {
 });
 
 const who = (o: Partial<UploadWho> = {}): UploadWho => ({
-  jobId: 'j', handle: 'art_j', stream: 'stdout', subject: 'agent-a', agentId: 'a1', uploadToken: grant.token, ...o,
+  jobId: 'j',
+  handle: 'art_j',
+  stream: 'stdout',
+  subject: 'agent-a',
+  agentId: 'a1',
+  uploadToken: grant.token,
+  ...o,
 });
 
 describe('artifact uploads', () => {
-  it('lets only the job\'s agent with the job\'s grant write, and answers another job\'s handle as not found', () => {
+  it("lets only the job's agent with the job's grant write, and answers another job's handle as not found", () => {
     expect(uploads.begin(who({ handle: 'art_other' }))).toMatchObject({ ok: false, status: 404, code: 'not_found' });
     expect(uploads.begin(who({ subject: 'agent-b' }))).toMatchObject({ ok: false, status: 404 });
     expect(uploads.begin(who({ agentId: 'a2' }))).toMatchObject({ ok: false, status: 403, message: expect.stringContaining('runs on agent "a1", not "a2"') });
-    expect(uploads.begin(who({ uploadToken: 'x'.repeat(43) }))).toMatchObject({ ok: false, status: 403, message: expect.stringContaining('upload token is not the one') });
+    expect(uploads.begin(who({ uploadToken: 'x'.repeat(43) }))).toMatchObject({
+      ok: false,
+      status: 403,
+      message: expect.stringContaining('upload token is not the one'),
+    });
     expect(uploads.begin(who({ uploadToken: '' }))).toMatchObject({ ok: false, status: 403, message: expect.stringContaining('upgrade the agent') });
     expect(uploads.begin(who())).toEqual({ ok: true });
   });
 
-  it('writes each stream once: a stored artifact refuses a second upload, and settles the job\'s followers', () => {
+  it("writes each stream once: a stored artifact refuses a second upload, and settles the job's followers", () => {
     expect(uploads.begin(who())).toEqual({ ok: true });
     uploads.end('j', 'stdout', true, 100);
     expect(stored).toEqual(['j']);
     expect(uploads.begin(who())).toMatchObject({ ok: false, status: 409, message: expect.stringContaining('already stored; artifacts are written once') });
   });
 
-  it('refuses an ended job\'s stream that its exit did not announce, and accepts one it did', () => {
+  it("refuses an ended job's stream that its exit did not announce, and accepts one it did", () => {
     store.finish('j', 'exited', 3, { exit: exitOf('j', ['stdout']), fromAgent: 'a1' });
-    expect(uploads.begin(who({ stream: 'stderr' }))).toMatchObject({ ok: false, status: 409, message: 'job "j" is exited: its stderr artifact can no longer be written' });
+    expect(uploads.begin(who({ stream: 'stderr' }))).toMatchObject({
+      ok: false,
+      status: 409,
+      message: 'job "j" is exited: its stderr artifact can no longer be written',
+    });
     expect(uploads.begin(who())).toEqual({ ok: true });
   });
 
@@ -81,14 +121,28 @@ describe('artifact uploads', () => {
     expect(uploads.multipartPart(who(), 3, 5)).toEqual({ ok: true, uploadId: 'u1', key: 'k1' });
     expect(uploads.multipartPart(who({ agentId: 'a2' }), 1, 10)).toMatchObject({ status: 403 });
     uploads.multipartPartStored(who(), { uploadId: 'u1', key: 'k1' }, 1, 'e1', 10);
-    expect(uploads.multipartFinish(who())).toMatchObject({ ok: false, status: 409, message: 'parts 2, 3 of 3 are not stored yet; upload them before completing' });
+    expect(uploads.multipartFinish(who())).toMatchObject({
+      ok: false,
+      status: 409,
+      message: 'parts 2, 3 of 3 are not stored yet; upload them before completing',
+    });
     // The same shape again resumes with the parts already stored.
     expect(uploads.multipartBegin(who(), shape)).toEqual({ ok: true, resume: { uploadId: 'u1', key: 'k1', done: [1] } });
     uploads.multipartPartStored(who(), { uploadId: 'u1', key: 'k1' }, 2, 'e2', 10);
     uploads.multipartPartStored(who(), { uploadId: 'u1', key: 'k1' }, 3, 'e3', 5);
     expect(uploads.multipartFinish(who())).toEqual({
-      ok: true, uploadId: 'u1', key: 'k1', parts: [{ partNumber: 1, etag: 'e1' }, { partNumber: 2, etag: 'e2' }, { partNumber: 3, etag: 'e3' }],
-      bytes: 25, partBytes: 10, lines: 3, truncated: false,
+      ok: true,
+      uploadId: 'u1',
+      key: 'k1',
+      parts: [
+        { partNumber: 1, etag: 'e1' },
+        { partNumber: 2, etag: 'e2' },
+        { partNumber: 3, etag: 'e3' },
+      ],
+      bytes: 25,
+      partBytes: 10,
+      lines: 3,
+      truncated: false,
     });
   });
 
@@ -101,7 +155,7 @@ describe('artifact uploads', () => {
     expect(uploads.multipartFinish(who())).toMatchObject({ ok: false, message: expect.stringContaining('parts 1 of 1 are not stored yet') });
   });
 
-  it('lets only the job\'s agent abandon its upload, and hands back the R2 upload to abort', () => {
+  it("lets only the job's agent abandon its upload, and hands back the R2 upload to abort", () => {
     const shape = { bytes: 10, partBytes: 10, lines: 1, truncated: false };
     uploads.multipartBegin(who(), shape);
     uploads.multipartCreated(who(), { uploadId: 'u1', key: 'k1' }, shape);

@@ -37,7 +37,10 @@ describe('the background D1 copy', () => {
   });
 
   it('stops a pass after a few refusals in a row (D1 down) instead of calling it for every pending row', async () => {
-    const s = store(Array.from({ length: 40 }, (_, i) => `j${i}`), () => true);
+    const s = store(
+      Array.from({ length: 40 }, (_, i) => `j${i}`),
+      () => true,
+    );
     const r = await copyPending(s.pass);
     expect(r.copied).toBe(0);
     expect(s.calls).toHaveLength(D1_COPY_MAX_FAILURES_IN_A_ROW);
@@ -45,7 +48,10 @@ describe('the background D1 copy', () => {
   });
 
   it('copies more than one page of rows in one pass', async () => {
-    const s = store(Array.from({ length: 120 }, (_, i) => `j${i}`), () => false);
+    const s = store(
+      Array.from({ length: 120 }, (_, i) => `j${i}`),
+      () => false,
+    );
     expect((await copyPending(s.pass)).copied).toBe(120);
     expect(s.pending.size).toBe(0);
   });
@@ -55,7 +61,11 @@ describe('the background D1 copy', () => {
     const budget = copyQueryBudget('free');
     expect(budget).toBeLessThan(D1_QUERIES_PER_INVOCATION.free);
     // New jobs: 4 statements each (create both rows, then complete them).
-    const s = store(Array.from({ length: 30 }, (_, i) => `new${i}`), () => false, budget);
+    const s = store(
+      Array.from({ length: 30 }, (_, i) => `new${i}`),
+      () => false,
+      budget,
+    );
     const first = await copyPending(s.pass);
     expect(first.copied).toBe(Math.floor(budget / 4));
     expect(s.calls.length * 4).toBeLessThanOrEqual(budget);

@@ -17,16 +17,34 @@ function setup() {
   const host = dispatchHost({ env: { DB: DB as never } });
   const store = new JobStore(host);
   const mirror = new D1Mirror(host, store, 'free');
-  const add = (id: string) => store.create({
-    spec: { jobId: id, artifactHandle: `art_${id}`, mode: 'argv', command: 'true', args: [], cwd: '', env: {}, timeoutMs: 1000, limits: { inlineBytes: 1000, artifactBytes: 1000 } } as JobSpec,
-    tool: 'execute', subject: 'alice', tokenId: 't', cancelKey: `k-${id}`, background: false, maxConcurrent: 4, deadline: 1e9, now: 1,
-    audit: { team: 'acme', subject: 'alice', tool: 'execute', decision: 'allowed' },
-  });
+  const add = (id: string) =>
+    store.create({
+      spec: {
+        jobId: id,
+        artifactHandle: `art_${id}`,
+        mode: 'argv',
+        command: 'true',
+        args: [],
+        cwd: '',
+        env: {},
+        timeoutMs: 1000,
+        limits: { inlineBytes: 1000, artifactBytes: 1000 },
+      } as JobSpec,
+      tool: 'execute',
+      subject: 'alice',
+      tokenId: 't',
+      cancelKey: `k-${id}`,
+      background: false,
+      maxConcurrent: 4,
+      deadline: 1e9,
+      now: 1,
+      audit: { team: 'acme', subject: 'alice', tool: 'execute', decision: 'allowed' },
+    });
   return { host, store, mirror, statements, add };
 }
 
 describe('D1 mirror', () => {
-  it('copies a new job\'s index row and audit row once, and asks for no wake-up after', async () => {
+  it("copies a new job's index row and audit row once, and asks for no wake-up after", async () => {
     const t = setup();
     t.add('j');
     expect(t.mirror.nextWake(0)).toBe(t.host.heartbeatMs);
@@ -37,7 +55,7 @@ describe('D1 mirror', () => {
     expect(t.mirror.nextWake(0)).toBeNull();
   });
 
-  it('stops at its share of the invocation\'s D1 queries and asks for an alarm right away for the rest', async () => {
+  it("stops at its share of the invocation's D1 queries and asks for an alarm right away for the rest", async () => {
     const t = setup();
     const budget = copyQueryBudget('free');
     for (let i = 0; i < budget; i++) t.add(`j${i}`);

@@ -12,7 +12,10 @@ import { connect, exitOf, HB, request, say, setup } from './team-fixture.ts';
 
 async function lines(stream: ReadableStream<Uint8Array>): Promise<Record<string, unknown>[]> {
   const text = await new Response(stream).text();
-  return text.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+  return text
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
 }
 
 describe('team dispatcher capabilities', () => {
@@ -26,7 +29,10 @@ describe('team dispatcher capabilities', () => {
     expect(start.spec.jobId).toBe('j1');
     expect(start.upload.agentId).toBe('a1');
     const events = t.c.followers.follow('j1');
-    await t.c.messages.receive(ws as unknown as WebSocket, encodeOutputFrame({ jobId: 'j1', stream: 'stdout', offset: 0, data: new TextEncoder().encode('hi\n') }).slice().buffer);
+    await t.c.messages.receive(
+      ws as unknown as WebSocket,
+      encodeOutputFrame({ jobId: 'j1', stream: 'stdout', offset: 0, data: new TextEncoder().encode('hi\n') }).slice().buffer,
+    );
     await say(t, ws, exitOf('j1', 'hi\n'));
     expect(ws.of('job.ack')).toEqual([{ type: 'job.ack', jobId: 'j1' }]);
     const got = await lines(events);
@@ -36,7 +42,7 @@ describe('team dispatcher capabilities', () => {
     expect(t.trace).toEqual(['do.job_start_sent', 'do.exit_received', 'do.settled']);
   });
 
-  it('takes a job\'s end only from the agent it was sent to, once', async () => {
+  it("takes a job's end only from the agent it was sent to, once", async () => {
     const t = setup();
     const a1 = await connect(t, 'a1');
     const a2 = await connect(t, 'a2');
@@ -83,7 +89,17 @@ describe('team dispatcher capabilities', () => {
     t.host.socketList.push(again);
     const att = t.c.link.attachmentFor(new Request('https://x/', { headers: { 'X-Gatehouse-Subject': 'agent-a1', 'X-Gatehouse-Token-Id': 't' } }));
     if (att.ok) t.c.link.attach(again as unknown as WebSocket, att.att);
-    await say(t, again, { type: 'hello', v: PROTOCOL_VERSION, agentId: 'a1', version: '1', capacity: 2, sandbox: 'bwrap', runtimes: [], labels: [], running: ['j1'] });
+    await say(t, again, {
+      type: 'hello',
+      v: PROTOCOL_VERSION,
+      agentId: 'a1',
+      version: '1',
+      capacity: 2,
+      sandbox: 'bwrap',
+      runtimes: [],
+      labels: [],
+      running: ['j1'],
+    });
     expect(t.c.store.get('j1')?.orphaned_at).toBeNull();
     t.host.clock.now += 10 * HB;
     await say(t, again, { type: 'heartbeat', running: ['j1'] });
@@ -130,8 +146,10 @@ describe('team dispatcher capabilities', () => {
     await connect(t, 'a1');
     const answer = await t.c.jobs.submit(request('j1'));
     expect(answer).toEqual({
-      ok: false, code: 'config_error',
-      message: 'Error: GATEHOUSE_WORKERS_PLAN is "enterprise"; allowed: "paid" (Workers Paid, 10000 subrequests per request) or "free" (Workers Free, 50); set it in wrangler.toml [vars]',
+      ok: false,
+      code: 'config_error',
+      message:
+        'Error: GATEHOUSE_WORKERS_PLAN is "enterprise"; allowed: "paid" (Workers Paid, 10000 subrequests per request) or "free" (Workers Free, 50); set it in wrangler.toml [vars]',
     });
     await t.c.mirror.sync();
     expect(t.batches.length).toBe(1);

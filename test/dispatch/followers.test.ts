@@ -11,21 +11,54 @@ import { sqlHost } from './sql-host.ts';
 
 function jobs() {
   const store = new JobStore(sqlHost());
-  const add = (id: string) => store.create({
-    spec: { jobId: id, artifactHandle: `art_${id}`, mode: 'argv', command: 'true', args: [], cwd: '', env: {}, timeoutMs: 1000, limits: { inlineBytes: 1000, artifactBytes: 1000 } } as JobSpec,
-    tool: 'execute', subject: 'alice', tokenId: 't', cancelKey: `k-${id}`, background: false, maxConcurrent: 4, deadline: 1e9, now: 1,
-    audit: { team: 'acme', subject: 'alice', tool: 'execute', decision: 'allowed' },
-  });
+  const add = (id: string) =>
+    store.create({
+      spec: {
+        jobId: id,
+        artifactHandle: `art_${id}`,
+        mode: 'argv',
+        command: 'true',
+        args: [],
+        cwd: '',
+        env: {},
+        timeoutMs: 1000,
+        limits: { inlineBytes: 1000, artifactBytes: 1000 },
+      } as JobSpec,
+      tool: 'execute',
+      subject: 'alice',
+      tokenId: 't',
+      cancelKey: `k-${id}`,
+      background: false,
+      maxConcurrent: 4,
+      deadline: 1e9,
+      now: 1,
+      audit: { team: 'acme', subject: 'alice', tool: 'execute', decision: 'allowed' },
+    });
   return { store, add };
 }
 
 const exitOf = (id: string, pending: ('stdout' | 'stderr')[] = []): JobExit => ({
-  type: 'job.exit', jobId: id, state: 'exited', exitCode: 0, signal: null, timedOut: false, durationMs: 5, stdout: 'out', stderr: '',
-  stdoutTruncated: false, stderrTruncated: false, artifactsUploaded: pending.length === 0, pendingArtifacts: pending,
+  type: 'job.exit',
+  jobId: id,
+  state: 'exited',
+  exitCode: 0,
+  signal: null,
+  timedOut: false,
+  durationMs: 5,
+  stdout: 'out',
+  stderr: '',
+  stdoutTruncated: false,
+  stderrTruncated: false,
+  artifactsUploaded: pending.length === 0,
+  pendingArtifacts: pending,
   streams: { stdout: { bytes: 3, lines: 1, artifactTruncated: false }, stderr: { bytes: 0, lines: 0, artifactTruncated: false } },
 });
 
-const read = async (s: ReadableStream<Uint8Array>) => (await new Response(s).text()).trim().split('\n').map((l) => JSON.parse(l) as { type: string });
+const read = async (s: ReadableStream<Uint8Array>) =>
+  (await new Response(s).text())
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { type: string });
 
 describe('followers', () => {
   it('tells a follower the queue position, then the end; an unknown job is not_found', async () => {
@@ -36,7 +69,10 @@ describe('followers', () => {
     const s = f.follow('b');
     store.finish('b', 'cancelled', 2, { error: { code: 'cancelled', message: 'stop' } });
     f.ended('b');
-    expect(await read(s)).toEqual([{ type: 'queued', jobId: 'b', position: 2 }, { type: 'error', code: 'cancelled', message: 'stop' }]);
+    expect(await read(s)).toEqual([
+      { type: 'queued', jobId: 'b', position: 2 },
+      { type: 'error', code: 'cancelled', message: 'stop' },
+    ]);
     expect(await read(f.follow('nope'))).toEqual([{ type: 'error', code: 'not_found', message: 'job "nope" not found' }]);
   });
 

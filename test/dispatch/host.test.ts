@@ -15,8 +15,11 @@ import { sqlHost } from './sql-host.ts';
 function counting(h: SqlHost): SqlHost & { statements: string[] } {
   const statements: string[] = [];
   return {
-    statements, transactionSync: (f) => h.transactionSync(f),
-    sql: { exec: (q: string, ...p: unknown[]) => (q.includes('dispatch_migrations') || statements.push(q), h.sql.exec(q, ...(p as SqlStorageValue[]))) } as unknown as SqlStorage,
+    statements,
+    transactionSync: (f) => h.transactionSync(f),
+    sql: {
+      exec: (q: string, ...p: unknown[]) => (q.includes('dispatch_migrations') || statements.push(q), h.sql.exec(q, ...(p as SqlStorageValue[]))),
+    } as unknown as SqlStorage,
   };
 }
 
@@ -35,7 +38,9 @@ describe('capability migrations', () => {
     expect(again.statements).toEqual([]);
     const ledger = h.db.prepare(`SELECT capability, id FROM dispatch_migrations ORDER BY capability, id`).all();
     expect(ledger).toEqual([
-      { capability: 'agents', id: '1-agents' }, { capability: 'jobs', id: '1-jobs' }, { capability: 'jobs', id: '2-jobs-d1-created' },
+      { capability: 'agents', id: '1-agents' },
+      { capability: 'jobs', id: '1-jobs' },
+      { capability: 'jobs', id: '2-jobs-d1-created' },
       { capability: 'uploads', id: '1-uploads' },
     ]);
   });
@@ -67,11 +72,17 @@ describe('capability migrations', () => {
 
 describe('table ownership', () => {
   const OWNER: Record<string, string> = {
-    jobs: 'job-store.ts', job_blobs: 'job-store.ts', job_output: 'job-store.ts', job_artifacts: 'job-store.ts',
-    artifact_uploads: 'upload-store.ts', artifact_parts: 'upload-store.ts', upload_grants: 'upload-store.ts',
-    agents: 'agent-registry.ts', dispatch_migrations: 'host.ts',
+    jobs: 'job-store.ts',
+    job_blobs: 'job-store.ts',
+    job_output: 'job-store.ts',
+    job_artifacts: 'job-store.ts',
+    artifact_uploads: 'upload-store.ts',
+    artifact_parts: 'upload-store.ts',
+    upload_grants: 'upload-store.ts',
+    agents: 'agent-registry.ts',
+    dispatch_migrations: 'host.ts',
   };
-  it('no capability\'s SQL names a table another capability owns', () => {
+  it("no capability's SQL names a table another capability owns", () => {
     const dir = new URL('../../src/dispatch/', import.meta.url);
     const strays: string[] = [];
     for (const file of readdirSync(dir).filter((f) => f.endsWith('.ts'))) {

@@ -19,18 +19,45 @@ import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
 import type { AgentAttachment } from '../../src/dispatch/agent-link.ts';
 
 const spec = (id: string, extra: Partial<JobSpec> = {}): JobSpec => ({
-  jobId: id, artifactHandle: `art_${id}`, mode: 'argv', command: 'true', args: [], cwd: '', env: {}, timeoutMs: 1000,
-  limits: { inlineBytes: 1000, artifactBytes: 1000 }, ...extra,
+  jobId: id,
+  artifactHandle: `art_${id}`,
+  mode: 'argv',
+  command: 'true',
+  args: [],
+  cwd: '',
+  env: {},
+  timeoutMs: 1000,
+  limits: { inlineBytes: 1000, artifactBytes: 1000 },
+  ...extra,
 });
-const newJob = (store: JobStore, id: string, extra: Partial<JobSpec> = {}) => store.create({
-  spec: spec(id, extra), tool: 'execute', subject: 'alice', tokenId: 't1', cancelKey: `k-${id}`, background: false,
-  maxConcurrent: 4, deadline: 10_000, now: 1,
-  audit: { team: 'acme', subject: 'alice', tool: 'execute', decision: 'allowed', reason: 'rule r1', jobId: id, exitStatus: 'queued', at: 1 },
-});
+const newJob = (store: JobStore, id: string, extra: Partial<JobSpec> = {}) =>
+  store.create({
+    spec: spec(id, extra),
+    tool: 'execute',
+    subject: 'alice',
+    tokenId: 't1',
+    cancelKey: `k-${id}`,
+    background: false,
+    maxConcurrent: 4,
+    deadline: 10_000,
+    now: 1,
+    audit: { team: 'acme', subject: 'alice', tool: 'execute', decision: 'allowed', reason: 'rule r1', jobId: id, exitStatus: 'queued', at: 1 },
+  });
 const exitOf = (id: string, stdout: string, extra: Partial<JobExit> = {}): JobExit => ({
-  type: 'job.exit', jobId: id, state: 'exited', exitCode: 0, signal: null, timedOut: false, durationMs: 5, stdout, stderr: '',
-  stdoutTruncated: false, stderrTruncated: false, artifactsUploaded: true,
-  streams: { stdout: { bytes: stdout.length, lines: 1, artifactTruncated: false }, stderr: { bytes: 0, lines: 0, artifactTruncated: false } }, ...extra,
+  type: 'job.exit',
+  jobId: id,
+  state: 'exited',
+  exitCode: 0,
+  signal: null,
+  timedOut: false,
+  durationMs: 5,
+  stdout,
+  stderr: '',
+  stdoutTruncated: false,
+  stderrTruncated: false,
+  artifactsUploaded: true,
+  streams: { stdout: { bytes: stdout.length, lines: 1, artifactTruncated: false }, stderr: { bytes: 0, lines: 0, artifactTruncated: false } },
+  ...extra,
 });
 const agentA = { id: 'a', subject: 'agent-a', sandbox: 'gvisor' as const };
 /** Live output in order, each piece at the stream's current end (what the agent's relay sends). */
@@ -69,10 +96,15 @@ describe('job store', () => {
   it('keeps a result up to EXIT_ROW_INLINE_CHARS in the job row, a larger one in chunks, and still reads rows stored before that', () => {
     const h = sqlHost();
     const store = new JobStore(h);
-    const blobs = (id: string) => (h.db.prepare(`SELECT count(*) AS n FROM job_blobs WHERE job_id = ? AND kind IN ('stdout', 'stderr')`).get(id) as { n: number }).n;
+    const blobs = (id: string) =>
+      (h.db.prepare(`SELECT count(*) AS n FROM job_blobs WHERE job_id = ? AND kind IN ('stdout', 'stderr')`).get(id) as { n: number }).n;
     const small = 'ö'.repeat(EXIT_ROW_INLINE_CHARS - 2); // with stderr's 2 characters: exactly the limit
     const large = 'x'.repeat(EXIT_ROW_INLINE_CHARS - 1); // one over
-    for (const [id, stdout, inRow] of [['small', small, true], ['large', large, false], ['empty', '', true]] as const) {
+    for (const [id, stdout, inRow] of [
+      ['small', small, true],
+      ['large', large, false],
+      ['empty', '', true],
+    ] as const) {
       newJob(store, id);
       store.assign(id, agentA, 2);
       expect(store.finish(id, 'exited', 3, { exit: exitOf(id, stdout, { stderr: 'e\n' }), fromAgent: 'a' })).toBe(true);
@@ -86,7 +118,9 @@ describe('job store', () => {
     // A row a previous version stored: output in chunks, no flag in the row.
     newJob(store, 'old');
     store.assign('old', agentA, 2);
-    h.db.prepare(`UPDATE jobs SET state = 'exited', ended_at = 3, exit = ? WHERE id = 'old'`).run(JSON.stringify({ ...exitOf('old', ''), stdout: '', stderr: '' }));
+    h.db
+      .prepare(`UPDATE jobs SET state = 'exited', ended_at = 3, exit = ? WHERE id = 'old'`)
+      .run(JSON.stringify({ ...exitOf('old', ''), stdout: '', stderr: '' }));
     h.db.prepare(`INSERT INTO job_blobs (job_id, kind, seq, data) VALUES ('old', 'stdout', 0, 'from a chunk\n')`).run();
     expect(new JobStore(h).result('old')?.stdout).toBe('from a chunk\n');
   });
@@ -177,7 +211,9 @@ describe('job store', () => {
     expect(store.get('j')?.state).toBe('exited');
     expect(store.requeue('j')).toBe(false);
     // Rows handed out are read-only: a caller cannot change what the next caller reads.
-    expect(() => { (store.get('j') as { state: string }).state = 'queued'; }).toThrow();
+    expect(() => {
+      (store.get('j') as { state: string }).state = 'queued';
+    }).toThrow();
     expect(new JobStore(host).get('j')).toEqual(store.get('j'));
   });
 
@@ -210,7 +246,7 @@ describe('job store', () => {
     expect(Buffer.from(all.data).equals(bytes)).toBe(true);
   });
 
-  it('writes each stream\'s artifact once', () => {
+  it("writes each stream's artifact once", () => {
     const store = new JobStore(sqlHost());
     newJob(store, 'j');
     expect(store.beginUpload('j', 'stdout')).toBe(true);
@@ -227,12 +263,18 @@ describe('job store', () => {
     append(store, 'j', 'stdout', 'line-1\nline-2\n');
     append(store, 'j', 'stderr', 'warn\n');
     const exit = exitOf('j', 'line-1\nline-2\n', {
-      artifactsUploaded: false, pendingArtifacts: ['stdout', 'stderr'],
+      artifactsUploaded: false,
+      pendingArtifacts: ['stdout', 'stderr'],
       streams: { stdout: { bytes: 5000, lines: 300, artifactTruncated: false }, stderr: { bytes: 5, lines: 1, artifactTruncated: false } },
     });
     expect(store.finish('j', 'exited', 3, { exit, fromAgent: 'a' })).toBe(true);
     let v = store.view(store.get('j')!);
-    expect(v).toMatchObject({ state: 'exited', exit_code: 0, artifact_state: 'uploading', artifacts: { stdout: { state: 'uploading' }, stderr: { state: 'uploading' } } });
+    expect(v).toMatchObject({
+      state: 'exited',
+      exit_code: 0,
+      artifact_state: 'uploading',
+      artifacts: { stdout: { state: 'uploading' }, stderr: { state: 'uploading' } },
+    });
     expect(store.hasUploading('j')).toBe(true);
     expect(store.uploading().map((r) => r.id)).toEqual(['j']);
     expect(store.result('j')?.artifactsUploaded).toBe(false);
@@ -246,7 +288,8 @@ describe('job store', () => {
     expect(store.beginUpload('j', 'stderr')).toBe(false); // given up: never written later
     v = store.view(store.get('j')!);
     expect(v).toMatchObject({
-      state: 'exited', artifact_state: 'partial',
+      state: 'exited',
+      artifact_state: 'partial',
       artifacts: { stdout: { state: 'complete', bytes: 5000 }, stderr: { state: 'partial', bytes: 5 } },
     });
     expect(store.hasUploading('j')).toBe(false);
@@ -267,7 +310,12 @@ describe('job store', () => {
     store.assign('k', agentA, 2);
     append(store, 'k', 'stdout', 'before the kill\n');
     store.finish('k', 'lost', 9, { error: { code: 'lost', message: 'agent gone' } });
-    expect(store.view(store.get('k')!)).toMatchObject({ state: 'lost', artifact_state: 'partial', stdout_bytes: 16, artifacts: { stdout: { state: 'partial', bytes: 16 } } });
+    expect(store.view(store.get('k')!)).toMatchObject({
+      state: 'lost',
+      artifact_state: 'partial',
+      stdout_bytes: 16,
+      artifacts: { stdout: { state: 'partial', bytes: 16 } },
+    });
   });
 
   it('keeps at most LIVE_OUTPUT_MAX_BYTES of a stream live, in rows below the row limit', () => {
@@ -314,7 +362,12 @@ describe('platform limits', () => {
     const last = msgs.at(-1) as JobExit;
     expect(last).toMatchObject({ type: 'job.exit', stdout: '', stderr: '', parts: { stdout: 5, stderr: 1 } });
     const parts = msgs.filter((m) => m.type === 'job.exit.part') as { stream: string; data: string }[];
-    expect(parts.filter((p) => p.stream === 'stdout').map((p) => p.data).join('')).toBe(exit.stdout);
+    expect(
+      parts
+        .filter((p) => p.stream === 'stdout')
+        .map((p) => p.data)
+        .join(''),
+    ).toBe(exit.stdout);
     expect(exitMessages(exitOf('k', 'small'))).toHaveLength(1);
   });
 
@@ -326,14 +379,25 @@ describe('platform limits', () => {
     // 64 running jobs keeping both streams' live window stay a fraction of one object's storage.
     expect(64 * 2 * LIVE_OUTPUT_MAX_BYTES).toBeLessThan(DO_STORAGE_MAX_BYTES / 4);
     // The live window always covers the largest inline result a policy allows.
-    const policy = (inlineOutputBytes: number) => PolicyDocument.safeParse({ ...DEFAULT_POLICY, limits: { ...DEFAULT_POLICY.limits, inlineOutputBytes } }).success;
+    const policy = (inlineOutputBytes: number) =>
+      PolicyDocument.safeParse({ ...DEFAULT_POLICY, limits: { ...DEFAULT_POLICY.limits, inlineOutputBytes } }).success;
     expect(policy(10 * 1024 * 1024)).toBe(true);
     expect(policy(LIVE_OUTPUT_MAX_BYTES + 1)).toBe(false);
   });
 
   it('keeps the socket attachment far below the hibernation limit, whatever the agent says and its token grants', () => {
-    const grant = { sandboxes: ['gvisor', 'bwrap', 'none'] as const, labels: Array.from({ length: 32 }, (_, i) => `${i}`.padEnd(64, 'l')), agentId: 'g'.repeat(128) };
-    const att: AgentAttachment = { subject: 's'.repeat(200), tokenId: 't'.repeat(200), grant: { ...grant, sandboxes: [...grant.sandboxes] }, agentId: 'a'.repeat(128), connectedAt: Date.now() };
+    const grant = {
+      sandboxes: ['gvisor', 'bwrap', 'none'] as const,
+      labels: Array.from({ length: 32 }, (_, i) => `${i}`.padEnd(64, 'l')),
+      agentId: 'g'.repeat(128),
+    };
+    const att: AgentAttachment = {
+      subject: 's'.repeat(200),
+      tokenId: 't'.repeat(200),
+      grant: { ...grant, sandboxes: [...grant.sandboxes] },
+      agentId: 'a'.repeat(128),
+      connectedAt: Date.now(),
+    };
     expect(serialize(att).byteLength).toBeLessThan(HIBERNATION_ATTACHMENT_MAX_BYTES / 4);
   });
 });

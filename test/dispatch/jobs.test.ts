@@ -12,8 +12,9 @@ describe('jobs', () => {
     const t = setup();
     await connect(t, 'a1');
     expect(await t.c.jobs.submit(request('j1', { sandboxMinimum: 'gvisor' }))).toEqual({
-      ok: false, code: 'no_agent',
-      message: 'no connected executor agent meets the team\'s sandbox floor (sandbox.minimum = gvisor); start an agent with --sandbox gvisor',
+      ok: false,
+      code: 'no_agent',
+      message: "no connected executor agent meets the team's sandbox floor (sandbox.minimum = gvisor); start an agent with --sandbox gvisor",
     });
   });
 
@@ -25,7 +26,7 @@ describe('jobs', () => {
     expect(await t.c.jobs.submit(request('q2', { maxQueueLength: 5 }))).toEqual(full);
   });
 
-  it('cancels a queued job at once, and asks the agent to stop a running one (it ends by the agent\'s report)', async () => {
+  it("cancels a queued job at once, and asks the agent to stop a running one (it ends by the agent's report)", async () => {
     const t = setup();
     await t.c.jobs.submit(request('q1'));
     expect(await t.c.jobs.kill('q1', 'no longer needed')).toEqual({ found: true, state: 'cancelled' });

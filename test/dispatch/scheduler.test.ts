@@ -6,13 +6,19 @@ import { describe, expect, it } from 'vitest';
 import { schedule, whyNoAgentFits, type SchedAgent, type SchedJob } from '../../src/dispatch/scheduler.ts';
 
 const agent = (id: string, o: Partial<SchedAgent> = {}): SchedAgent => ({
-  id, capacity: 4, running: 0, sandbox: 'gvisor', labels: [], runtimes: ['python', 'node'], ...o,
+  id,
+  capacity: 4,
+  running: 0,
+  sandbox: 'gvisor',
+  labels: [],
+  runtimes: ['python', 'node'],
+  ...o,
 });
 const job = (id: string, o: Partial<SchedJob> = {}): SchedJob => ({ id, deadline: 10_000, ...o });
 const NOW = 1_000;
 
 describe('scheduler', () => {
-  it('starts queued jobs oldest first and never exceeds an agent\'s capacity', () => {
+  it("starts queued jobs oldest first and never exceeds an agent's capacity", () => {
     const queue = Array.from({ length: 6 }, (_, i) => job(`j${i}`));
     const d = schedule({ now: NOW, queue, agents: [agent('a', { capacity: 4 })], teamRunning: 0, maxConcurrent: 100 });
     expect(d.start.map((s) => s.jobId)).toEqual(['j0', 'j1', 'j2', 'j3']);
@@ -68,9 +74,15 @@ describe('scheduler', () => {
   });
 
   it('honours runtime, labels and a named agent', () => {
-    const agents = [agent('cpu', { labels: ['linux-x64'], runtimes: ['python'] }), agent('gpu', { labels: ['gpu', 'linux-x64'], runtimes: ['python', 'rust'] })];
+    const agents = [
+      agent('cpu', { labels: ['linux-x64'], runtimes: ['python'] }),
+      agent('gpu', { labels: ['gpu', 'linux-x64'], runtimes: ['python', 'rust'] }),
+    ];
     const d = schedule({
-      now: NOW, agents, teamRunning: 0, maxConcurrent: 10,
+      now: NOW,
+      agents,
+      teamRunning: 0,
+      maxConcurrent: 10,
       queue: [job('needs-rust', { runtime: 'rust' }), job('needs-gpu', { labels: ['gpu'] }), job('named', { agent: 'cpu' })],
     });
     expect(d.start).toEqual([
@@ -91,7 +103,10 @@ describe('scheduler', () => {
     const d = schedule({ now: NOW, queue: [job('j0', { labels: ['gpu'] }), job('j1')], agents, teamRunning: 2, maxConcurrent: 10 });
     expect(d.start).toEqual([]);
     const gpuFree = schedule({
-      now: NOW, queue: [job('j0', { labels: ['gpu'] }), job('j1')], teamRunning: 1, maxConcurrent: 10,
+      now: NOW,
+      queue: [job('j0', { labels: ['gpu'] }), job('j1')],
+      teamRunning: 1,
+      maxConcurrent: 10,
       agents: [agent('gpu', { labels: ['gpu'], capacity: 1, running: 0 }), agent('cpu', { capacity: 1, running: 1 })],
     });
     expect(gpuFree.start).toEqual([{ jobId: 'j0', agentId: 'gpu' }]);

@@ -24,7 +24,8 @@ export function sqlHost(db = new DatabaseSync(':memory:')): SqlHost & { db: Data
     },
   };
   return {
-    db, sql: sql as unknown as SqlStorage,
+    db,
+    sql: sql as unknown as SqlStorage,
     transactionSync<T>(f: () => T): T {
       db.exec('BEGIN');
       try {
@@ -73,8 +74,15 @@ export function dispatchHost(o: { env?: Partial<Env>; team?: string; heartbeatMs
   const clock = { now: 1_000_000 };
   const socketList: FakeSocket[] = [];
   const host: TestHost = {
-    ...base, clock, socketList, env: (o.env ?? {}) as Env, heartbeatMs: o.heartbeatMs ?? 1000, wakeCalls: 0,
-    now: () => clock.now, team: async () => o.team ?? 'acme', sockets: () => socketList as unknown as WebSocket[],
+    ...base,
+    clock,
+    socketList,
+    env: (o.env ?? {}) as Env,
+    heartbeatMs: o.heartbeatMs ?? 1000,
+    wakeCalls: 0,
+    now: () => clock.now,
+    team: async () => o.team ?? 'acme',
+    sockets: () => socketList as unknown as WebSocket[],
     wake: async () => {
       host.wakeCalls += 1;
     },

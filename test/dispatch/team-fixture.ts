@@ -35,20 +35,45 @@ export async function connect(t: ReturnType<typeof setup>, agentId: string, subj
   return ws;
 }
 
-export const say = (t: ReturnType<typeof setup>, ws: FakeSocket, m: unknown) => t.c.messages.receive(ws as unknown as WebSocket, typeof m === 'string' ? m : JSON.stringify(m));
+export const say = (t: ReturnType<typeof setup>, ws: FakeSocket, m: unknown) =>
+  t.c.messages.receive(ws as unknown as WebSocket, typeof m === 'string' ? m : JSON.stringify(m));
 
 export const request = (id: string, o: Partial<DispatchRequest> = {}): DispatchRequest => ({
   spec: {
-    jobId: id, artifactHandle: `art_${id}`, mode: 'argv', command: 'echo', args: ['hi'], cwd: '', env: {}, timeoutMs: 1000,
+    jobId: id,
+    artifactHandle: `art_${id}`,
+    mode: 'argv',
+    command: 'echo',
+    args: ['hi'],
+    cwd: '',
+    env: {},
+    timeoutMs: 1000,
     limits: { inlineBytes: 1000, artifactBytes: 1000 },
   } as JobSpec,
-  cancelKey: `k-${id}`, tool: 'execute', subject: 'alice', tokenId: 't1', maxConcurrentJobs: 4, queueWaitMs: 5000, maxQueueLength: 10,
-  background: false, audit: { at: 1, reason: 'rule r1', command: ['echo', 'hi'] }, ...o,
+  cancelKey: `k-${id}`,
+  tool: 'execute',
+  subject: 'alice',
+  tokenId: 't1',
+  maxConcurrentJobs: 4,
+  queueWaitMs: 5000,
+  maxQueueLength: 10,
+  background: false,
+  audit: { at: 1, reason: 'rule r1', command: ['echo', 'hi'] },
+  ...o,
 });
 
 export const exitOf = (id: string, stdout: string): JobExit => ({
-  type: 'job.exit', jobId: id, state: 'exited', exitCode: 0, signal: null, timedOut: false, durationMs: 5, stdout, stderr: '',
-  stdoutTruncated: false, stderrTruncated: false, artifactsUploaded: true,
+  type: 'job.exit',
+  jobId: id,
+  state: 'exited',
+  exitCode: 0,
+  signal: null,
+  timedOut: false,
+  durationMs: 5,
+  stdout,
+  stderr: '',
+  stdoutTruncated: false,
+  stderrTruncated: false,
+  artifactsUploaded: true,
   streams: { stdout: { bytes: stdout.length, lines: 1, artifactTruncated: false }, stderr: { bytes: 0, lines: 0, artifactTruncated: false } },
 });
-

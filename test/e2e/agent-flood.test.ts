@@ -56,7 +56,19 @@ async function floodOnce(kind: Flood, stop: () => boolean): Promise<{ kind: Floo
   ws.addEventListener('close', (e) => done({ code: e.code, reason: e.reason }));
   ws.addEventListener('error', () => {});
   ws.addEventListener('open', () => {
-    ws.send(JSON.stringify({ type: 'hello', v: PROTOCOL_VERSION, agentId: 'flooder', version: 'x', capacity: 1, sandbox: 'none', runtimes: [], labels: [], running: [] }));
+    ws.send(
+      JSON.stringify({
+        type: 'hello',
+        v: PROTOCOL_VERSION,
+        agentId: 'flooder',
+        version: 'x',
+        capacity: 1,
+        sandbox: 'none',
+        runtimes: [],
+        labels: [],
+        running: [],
+      }),
+    );
   });
   ws.addEventListener('message', (e) => {
     if (!welcomed && typeof e.data === 'string' && (JSON.parse(e.data) as S).type === 'welcome') welcomed = true;
@@ -71,9 +83,11 @@ async function floodOnce(kind: Flood, stop: () => boolean): Promise<{ kind: Floo
     if (!welcomed || ws.readyState !== WebSocket.OPEN) return;
     for (let i = 0; i < RATE / 100; i++, sent++) {
       const heartbeat = kind === 'heartbeats' && sent % 2 === 0;
-      ws.send(JSON.stringify(heartbeat
-        ? { type: 'heartbeat', running: [] }
-        : { type: 'job.exit.part', jobId: `ghost-${sent}`, stream: 'stdout', seq: 0, data: 'x'.repeat(64) }));
+      ws.send(
+        JSON.stringify(
+          heartbeat ? { type: 'heartbeat', running: [] } : { type: 'job.exit.part', jobId: `ghost-${sent}`, stream: 'stdout', seq: 0, data: 'x'.repeat(64) },
+        ),
+      );
     }
   }, 10);
   const end = await closed;
@@ -81,7 +95,7 @@ async function floodOnce(kind: Flood, stop: () => boolean): Promise<{ kind: Floo
   return { kind, ...end, sent };
 }
 
-describe('an agent flooding its team\'s dispatcher', () => {
+describe("an agent flooding its team's dispatcher", () => {
   beforeAll(async () => {
     team = await startProxiedTeam({ team: TEAM, policy: POLICY, subject: 'agent-swarm', tmpPrefix: 'gatehouse-flood-', heartbeatMs: HEARTBEAT_MS });
     ({ gw, fleet, proxy, worker, sharedToken } = team);
@@ -91,7 +105,7 @@ describe('an agent flooding its team\'s dispatcher', () => {
     await team?.stop();
   });
 
-  it('closes a connection of the team\'s token flooding heartbeats and parts of unknown jobs (4008), audits it, and the real agent keeps running jobs', async () => {
+  it("closes a connection of the team's token flooding heartbeats and parts of unknown jobs (4008), audits it, and the real agent keeps running jobs", async () => {
     const c = await fleet.mcp(TEAM);
     const before = await fleet.agentView(TEAM, 'worker');
     let flooding = true;
@@ -119,15 +133,25 @@ describe('an agent flooding its team\'s dispatcher', () => {
       await flood;
     }
     const heartbeats = closes.find((x) => x.kind === 'heartbeats')!;
-    expect(heartbeats, JSON.stringify(closes)).toMatchObject({ code: AGENT_BUDGET_CLOSE, reason: `message budget exceeded: heartbeats more often than 2 per ${HEARTBEAT_MS} ms` });
+    expect(heartbeats, JSON.stringify(closes)).toMatchObject({
+      code: AGENT_BUDGET_CLOSE,
+      reason: `message budget exceeded: heartbeats more often than 2 per ${HEARTBEAT_MS} ms`,
+    });
     const ghosts = closes.find((x) => x.kind === 'ghost-parts')!;
-    expect(ghosts, JSON.stringify(closes)).toMatchObject({ code: AGENT_BUDGET_CLOSE, reason: expect.stringMatching(/^message budget exceeded: more than \d+ messages about jobs unknown or not its own$/) });
+    expect(ghosts, JSON.stringify(closes)).toMatchObject({
+      code: AGENT_BUDGET_CLOSE,
+      reason: expect.stringMatching(/^message budget exceeded: more than \d+ messages about jobs unknown or not its own$/),
+    });
     // Each closed flood is one audit row of the token that sent it.
-    const rows = await until(async () => {
-      const a = await fleet.admin(TEAM, 'GET', '/audit?decision=denied&limit=200');
-      const mine = (a.body.entries as S[]).filter((e) => e.subject === 'agent-swarm' && /^agent flooder: message budget exceeded/.test(String(e.reason)));
-      return mine.some((e) => /heartbeats/.test(String(e.reason))) && mine.some((e) => /jobs unknown or not its own/.test(String(e.reason))) ? mine : null;
-    }, 20_000, 'the audit rows of the closed floods');
+    const rows = await until(
+      async () => {
+        const a = await fleet.admin(TEAM, 'GET', '/audit?decision=denied&limit=200');
+        const mine = (a.body.entries as S[]).filter((e) => e.subject === 'agent-swarm' && /^agent flooder: message budget exceeded/.test(String(e.reason)));
+        return mine.some((e) => /heartbeats/.test(String(e.reason))) && mine.some((e) => /jobs unknown or not its own/.test(String(e.reason))) ? mine : null;
+      },
+      20_000,
+      'the audit rows of the closed floods',
+    );
     expect(rows[0]).toMatchObject({ decision: 'denied', reason: expect.stringContaining(`connection closed (${AGENT_BUDGET_CLOSE})`) });
     // The real agent was never disconnected, and the flooder is not left connected.
     expect(await fleet.agentView(TEAM, 'worker')).toMatchObject({ state: 'connected', connected_at: before!.connected_at });
@@ -142,10 +166,14 @@ describe('an agent flooding its team\'s dispatcher', () => {
     const started = await call(c, 'execute', { command: `head -c ${BIG_INLINE} /dev/zero`, agent: 'worker', background: true });
     expect(started.r.isError, started.t).toBeFalsy();
     const jobId = started.s.job_id as string;
-    const ended = await until(async () => {
-      const v = (await call(c, 'job_status', { job_id: jobId, wait_ms: 5000 })).s;
-      return v.state !== 'running' && v.artifact_state !== 'uploading' ? v : null;
-    }, 120_000, 'the big job to end');
+    const ended = await until(
+      async () => {
+        const v = (await call(c, 'job_status', { job_id: jobId, wait_ms: 5000 })).s;
+        return v.state !== 'running' && v.artifact_state !== 'uploading' ? v : null;
+      },
+      120_000,
+      'the big job to end',
+    );
     expect(ended).toMatchObject({ state: 'exited', exit_code: 0, agent_id: 'worker', stdout_bytes: BIG_INLINE, artifact_state: 'complete' });
     // Its inline result went as parts (24 MiB of JSON), each taken by the edge.
     expect(proxy.messages('job.exit.part', jobId).length).toBeGreaterThanOrEqual(4);

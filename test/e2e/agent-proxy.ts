@@ -98,7 +98,8 @@ export class AgentProxy {
     }
     const refuse = (status: number) => {
       req.resume();
-      res.writeHead(status, { 'content-type': 'application/json' })
+      res
+        .writeHead(status, { 'content-type': 'application/json' })
         .end(JSON.stringify({ error: { code: 'upstream_error', message: 'upload refused by the test proxy' } }));
       this.uploadRequests.push({ request: upload!, status });
     };
@@ -111,14 +112,21 @@ export class AgentProxy {
       if (this.gate) await this.gate;
       if (this.refuseWith !== null) return refuse(this.refuseWith);
     }
-    const up = request({
-      // The gateway's own Host: it checks tokens against its own origin.
-      host: this.target.hostname, port: this.target.port, method: req.method, path: req.url, headers: { ...req.headers, host: this.target.host },
-    }, (r) => {
-      if (upload) this.uploadRequests.push({ request: upload, status: r.statusCode ?? 502 });
-      res.writeHead(r.statusCode ?? 502, r.headers);
-      r.pipe(res);
-    });
+    const up = request(
+      {
+        // The gateway's own Host: it checks tokens against its own origin.
+        host: this.target.hostname,
+        port: this.target.port,
+        method: req.method,
+        path: req.url,
+        headers: { ...req.headers, host: this.target.host },
+      },
+      (r) => {
+        if (upload) this.uploadRequests.push({ request: upload, status: r.statusCode ?? 502 });
+        res.writeHead(r.statusCode ?? 502, r.headers);
+        r.pipe(res);
+      },
+    );
     up.on('error', () => res.destroy());
     req.pipe(up);
   }
@@ -157,7 +165,8 @@ export class AgentProxy {
           if (f.opcode === 2) {
             // Live output (binary): recorded by where it starts and how much it carries.
             const d = decodeOutputFrame(f.payload);
-            if (d.ok) this.fromAgent.push({ type: 'job.output', jobId: d.frame.jobId, stream: d.frame.stream, offset: d.frame.offset, bytes: d.frame.data.byteLength });
+            if (d.ok)
+              this.fromAgent.push({ type: 'job.output', jobId: d.frame.jobId, stream: d.frame.stream, offset: d.frame.offset, bytes: d.frame.data.byteLength });
             continue;
           }
           if (f.opcode !== 1) continue;
@@ -180,4 +189,3 @@ export class AgentProxy {
     });
   }
 }
-

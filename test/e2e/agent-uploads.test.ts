@@ -38,7 +38,9 @@ let sharedToken: string;
 async function connectSecondAgent(agentId: string): Promise<WebSocket> {
   const ws = new WebSocket(`${gw.url.replace(/^http/, 'ws')}/agent/v1/connect`, { headers: { Authorization: `Bearer ${sharedToken}` } });
   const welcomed = new Promise<void>((resolve, reject) => {
-    ws.addEventListener('message', (e) => { if (typeof e.data === 'string' && (JSON.parse(e.data) as S).type === 'welcome') resolve(); });
+    ws.addEventListener('message', (e) => {
+      if (typeof e.data === 'string' && (JSON.parse(e.data) as S).type === 'welcome') resolve();
+    });
     ws.addEventListener('error', () => reject(new Error('the second agent could not connect')));
   });
   await new Promise<void>((r) => ws.addEventListener('open', () => r()));
@@ -50,7 +52,9 @@ async function connectSecondAgent(agentId: string): Promise<WebSocket> {
 /** An upload request with the team's shared agent token; `as` adds the agent id and upload token it claims. */
 async function upload(method: string, path: string, jobId: string, body: string | undefined, as: Record<string, string> = {}) {
   const r = await fetch(`${gw.url}/agent/v1/artifacts/${path}`, {
-    method, body, headers: { Authorization: `Bearer ${sharedToken}`, 'X-Gatehouse-Job': jobId, 'Content-Type': 'application/json', ...as },
+    method,
+    body,
+    headers: { Authorization: `Bearer ${sharedToken}`, 'X-Gatehouse-Job': jobId, 'Content-Type': 'application/json', ...as },
   });
   return { status: r.status, body: (await r.json()) as { error?: { code: string; message: string } } };
 }
@@ -76,10 +80,14 @@ describe('artifact uploads are bound to the agent the job was sent to', () => {
       const jobId = started.s.job_id as string;
       const handle = started.s.artifact_handle as string;
       // The exit is in; the real agent's uploads wait in the proxy: the artifact is open for writing.
-      const ended = await until(async () => {
-        const v = (await call(c, 'job_status', { job_id: jobId, wait_ms: 2000 })).s;
-        return v.state === 'exited' && v.artifact_state === 'uploading' ? v : null;
-      }, 60_000, 'the job to end with its uploads held');
+      const ended = await until(
+        async () => {
+          const v = (await call(c, 'job_status', { job_id: jobId, wait_ms: 2000 })).s;
+          return v.state === 'exited' && v.artifact_state === 'uploading' ? v : null;
+        },
+        60_000,
+        'the job to end with its uploads held',
+      );
       expect(ended).toMatchObject({ agent_id: 'worker', artifacts: { stdout: { state: 'uploading' } } });
 
       // No agent id or upload token (the token alone, no connection): refused, and it says what is missing.
@@ -87,23 +95,41 @@ describe('artifact uploads are bound to the agent the job was sent to', () => {
       expect(bare).toMatchObject({ status: 403, body: { error: { code: 'forbidden', message: expect.stringContaining(UPLOAD_TOKEN_HEADER) } } });
       // The connected second agent under its own id: the job runs on another agent.
       const own = await upload('PUT', `${handle}/stdout`, jobId, 'FORGED\n', { [UPLOAD_AGENT_HEADER]: 'forger', [UPLOAD_TOKEN_HEADER]: 'x'.repeat(43) });
-      expect(own).toMatchObject({ status: 403, body: { error: { code: 'forbidden', message: `job "${jobId}" runs on agent "worker", not "forger": only the agent a job was sent to may upload its artifacts` } } });
+      expect(own).toMatchObject({
+        status: 403,
+        body: {
+          error: {
+            code: 'forbidden',
+            message: `job "${jobId}" runs on agent "worker", not "forger": only the agent a job was sent to may upload its artifacts`,
+          },
+        },
+      });
       // Claiming to be the real agent (its id is no secret) without its job's upload token.
       const claimed = { [UPLOAD_AGENT_HEADER]: 'worker', [UPLOAD_TOKEN_HEADER]: 'A'.repeat(43) };
       const posing = await upload('PUT', `${handle}/stdout`, jobId, 'FORGED\n', claimed);
-      expect(posing).toMatchObject({ status: 403, body: { error: { code: 'forbidden', message: expect.stringMatching(/upload token is not the one job .* was sent to agent "worker" with/) } } });
+      expect(posing).toMatchObject({
+        status: 403,
+        body: { error: { code: 'forbidden', message: expect.stringMatching(/upload token is not the one job .* was sent to agent "worker" with/) } },
+      });
       // Nor in parts, nor by aborting the real agent's upload.
       const shape = JSON.stringify({ bytes: 3 * R2_MULTIPART_MIN_PART_BYTES, partBytes: R2_MULTIPART_MIN_PART_BYTES, lines: 1, truncated: false });
       expect(await upload('POST', `${handle}/stdout/multipart`, jobId, shape, claimed)).toMatchObject({ status: 403, body: { error: { code: 'forbidden' } } });
-      expect(await upload('DELETE', `${handle}/stdout/multipart`, jobId, undefined, claimed)).toMatchObject({ status: 403, body: { error: { code: 'forbidden' } } });
+      expect(await upload('DELETE', `${handle}/stdout/multipart`, jobId, undefined, claimed)).toMatchObject({
+        status: 403,
+        body: { error: { code: 'forbidden' } },
+      });
       expect((await call(c, 'job_status', { job_id: jobId })).s).toMatchObject({ artifacts: { stdout: { state: 'uploading' } } });
 
       released = true;
       release();
-      const done = await until(async () => {
-        const v = (await call(c, 'job_status', { job_id: jobId })).s;
-        return v.artifact_state === 'complete' ? v : null;
-      }, 60_000, 'the real upload to be stored');
+      const done = await until(
+        async () => {
+          const v = (await call(c, 'job_status', { job_id: jobId })).s;
+          return v.artifact_state === 'complete' ? v : null;
+        },
+        60_000,
+        'the real upload to be stored',
+      );
       expect(done).toMatchObject({ artifacts: { stdout: { state: 'complete', bytes: 12 }, stderr: { state: 'complete', bytes: 9 } } });
       // The real agent's uploads went through (the edge took its grant), and the stored output is the job's.
       expect(proxy.uploadRequests.filter((u) => u.request.includes(`/${handle}/`)).map((u) => u.status)).toEqual([201, 201]);

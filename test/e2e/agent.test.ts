@@ -32,7 +32,11 @@ async function exec(args: Record<string, unknown>, opts: { timeout?: number; sig
 
 function startTestAgent(extra: { agentId?: string } = {}): AgentProcess {
   return startAgent(gw, {
-    token: agentToken, root, sandbox: 'gvisor', capacity: 4, agentId: extra.agentId ?? 'e2e-agent',
+    token: agentToken,
+    root,
+    sandbox: 'gvisor',
+    capacity: 4,
+    agentId: extra.agentId ?? 'e2e-agent',
     env: { GATEHOUSE_TEST_SECRET: AGENT_SECRET },
   });
 }
@@ -107,7 +111,10 @@ maybe('execute through a real agent in gVisor', () => {
 
   it('kills the whole tree on timeout, escaping grandchildren included', async () => {
     const started = Date.now();
-    const { s } = await exec({ command: "setsid sh -c 'sleep 3; echo survived > escaped-setsid' & (sh -c 'sleep 3; echo survived > escaped-fork' &) ; sleep 30", timeout_ms: 1000 });
+    const { s } = await exec({
+      command: "setsid sh -c 'sleep 3; echo survived > escaped-setsid' & (sh -c 'sleep 3; echo survived > escaped-fork' &) ; sleep 30",
+      timeout_ms: 1000,
+    });
     expect(s).toMatchObject({ timed_out: true, state: 'timed_out', exit_code: null });
     expect(Date.now() - started).toBeLessThan(10_000);
     await new Promise((r) => setTimeout(r, 4000));
@@ -119,7 +126,10 @@ maybe('execute through a real agent in gVisor', () => {
     const { s } = await exec({ command: 'yes 0123456789 | head -c 100000; echo err >&2' });
     expect(s.stdout_truncated).toBe(true);
     expect(Buffer.byteLength(s.stdout) + Buffer.byteLength(s.stderr)).toBeLessThanOrEqual(40_000);
-    const q = await client.callTool({ name: 'query_output', arguments: { artifactHandle: s.artifact_handle, queryTerms: ['0123456789'], maxExcerpts: 1, contextLines: 0 } });
+    const q = await client.callTool({
+      name: 'query_output',
+      arguments: { artifactHandle: s.artifact_handle, queryTerms: ['0123456789'], maxExcerpts: 1, contextLines: 0 },
+    });
     expect((q.structuredContent as { totalBytes: number }).totalBytes).toBe(100_000 + 4);
   });
 
@@ -157,7 +167,7 @@ maybe('execute through a real agent in gVisor', () => {
     expect(existsSync(join(root, 'cancelled-marker'))).toBe(false);
   }, 30_000);
 
-  it('cannot read the agent\'s token or environment', async () => {
+  it("cannot read the agent's token or environment", async () => {
     const { s } = await exec({ command: `cat ${join(secretsDir, 'agent.token')}; cat /proc/1/environ; printenv; cat /proc/${agent.proc.pid}/environ` });
     const all = s.stdout + s.stderr;
     expect(all).not.toContain(agentToken);

@@ -67,10 +67,12 @@ describe.skipIf(!HAVE_CHROMIUM)('approvals in the dashboard', () => {
     await page.click(aria('Check'));
     const v = await page.waitForSelector('.verdict[data-decision=ask]', { timeout: 10_000 });
     expect(await v!.evaluate((e: any) => e.textContent)).toBe('Needs approval (ask)');
-    await page.waitForFunction(() => document.getElementById('main').innerText.includes('Approval required by rule 1: shipping needs a person'), { timeout: 10_000 });
+    await page.waitForFunction(() => document.getElementById('main').innerText.includes('Approval required by rule 1: shipping needs a person'), {
+      timeout: 10_000,
+    });
   });
 
-  it('lists pending approvals and decides them with Approve / Deny; the caller\'s retry sees the decision', async () => {
+  it("lists pending approvals and decides them with Approve / Deny; the caller's retry sees the decision", async () => {
     const yes = await ask('one');
     const no = await ask('two');
     await go('#/approvals', 'Approvals');
@@ -81,7 +83,11 @@ describe.skipIf(!HAVE_CHROMIUM)('approvals in the dashboard', () => {
     expect(row).toContain('shipping needs a person');
 
     await page.click(aria(`Approve ${yes}`));
-    await page.waitForFunction((id: string) => document.querySelector('main [role=status]')?.textContent?.startsWith(`Approved ${id}`), { timeout: 15_000 }, yes);
+    await page.waitForFunction(
+      (id: string) => document.querySelector('main [role=status]')?.textContent?.startsWith(`Approved ${id}`),
+      { timeout: 15_000 },
+      yes,
+    );
     expect(await approvalStatus(yes)).toMatchObject({ status: 'approved', decided_by: 'dash-admin' });
     await page.click(aria(`Deny ${no}`));
     await page.waitForFunction((id: string) => document.querySelector('main [role=status]')?.textContent?.startsWith(`Denied ${id}`), { timeout: 15_000 }, no);
@@ -89,10 +95,15 @@ describe.skipIf(!HAVE_CHROMIUM)('approvals in the dashboard', () => {
     // Both leave the pending list for the decided one.
     await page.waitForFunction(() => document.getElementById('main').innerText.includes('Nothing is waiting for approval.'), { timeout: 15_000 });
 
-    const denied = (await client.callTool({ name: 'execute', arguments: { command: 'echo', args: ['ship-it', 'two'], approval_id: no } })) as { structuredContent?: any };
+    const denied = (await client.callTool({ name: 'execute', arguments: { command: 'echo', args: ['ship-it', 'two'], approval_id: no } })) as {
+      structuredContent?: any;
+    };
     expect(denied.structuredContent?.error?.code).toBe('approval_denied');
     // No agent in this team: the approved retry (background, which is not part of what was approved) is accepted and queued.
-    const approved = (await client.callTool({ name: 'execute', arguments: { command: 'echo', args: ['ship-it', 'one'], approval_id: yes, background: true } })) as { isError?: boolean; structuredContent?: any };
+    const approved = (await client.callTool({
+      name: 'execute',
+      arguments: { command: 'echo', args: ['ship-it', 'one'], approval_id: yes, background: true },
+    })) as { isError?: boolean; structuredContent?: any };
     expect(approved.isError, JSON.stringify(approved)).toBeFalsy();
     expect(approved.structuredContent?.job_id).toBeTruthy();
     expect((await approvalStatus(yes)).status).toBe('used');

@@ -58,7 +58,14 @@ async function modern(team: string, o: { answer?: Answer; subject?: string; manu
   return { c, prompts };
 }
 
-type ToolResult = { isError?: boolean; content?: { type: string; text?: string }[]; structuredContent?: Record<string, any>; resultType?: string; requestState?: string; inputRequests?: Record<string, any> };
+type ToolResult = {
+  isError?: boolean;
+  content?: { type: string; text?: string }[];
+  structuredContent?: Record<string, any>;
+  resultType?: string;
+  requestState?: string;
+  inputRequests?: Record<string, any>;
+};
 
 function execute(c: { callTool(p: unknown, o?: unknown): Promise<unknown> }, args: Record<string, unknown>): Promise<ToolResult> {
   return c.callTool({ name: 'execute', arguments: args }, { timeout: 60_000 }) as Promise<ToolResult>;
@@ -80,7 +87,9 @@ function cli(args: string[], token = adminToken): Promise<CliRun> {
 async function admin(method: string, path: string, team = TEAM, body?: unknown): Promise<{ status: number; json: any }> {
   const token = team === TEAM ? adminToken : await gw.token({ team, scopes: ['admin'], subject: 'ops' });
   const r = await fetch(`${gw.url}/admin/v1${path}`, {
-    method, headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body),
+    method,
+    headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
   });
   return { status: r.status, json: await r.json() };
 }
@@ -112,7 +121,12 @@ describe('policy_check reports ask', () => {
     const c = await connectMcp(gw.mcpUrl, await gw.token({ team: TEAM, scopes: ['execute'] }));
     open.push(c);
     const r = (await c.callTool({ name: 'policy_check', arguments: { command: 'echo', args: ['ship-it', 'now'] } })) as ToolResult;
-    expect(r.structuredContent).toMatchObject({ allowed: false, decision: 'ask', stage: 'rules', reason: 'Approval required by rule 1: shipping needs a person' });
+    expect(r.structuredContent).toMatchObject({
+      allowed: false,
+      decision: 'ask',
+      stage: 'rules',
+      reason: 'Approval required by rule 1: shipping needs a person',
+    });
     const ok = (await c.callTool({ name: 'policy_check', arguments: { command: 'echo', args: ['hello'] } })) as ToolResult;
     expect(ok.structuredContent).toMatchObject({ allowed: true, decision: 'allow' });
   });
@@ -260,7 +274,10 @@ describe('a client without elicitation (SDK v1, 2025-11-25): approval id, CLI ap
     expect(foreignTry.structuredContent?.error?.code).toBe('approval_not_found');
     expect((await admin('GET', `/approvals/${approval.id}`, OTHER)).status).toBe(404);
     // Another command with this approval is refused.
-    const swapped = (await alice.callTool({ name: 'execute', arguments: { command: 'echo', args: ['ship-it', 'something-else'], approval_id: approval.id } })) as ToolResult;
+    const swapped = (await alice.callTool({
+      name: 'execute',
+      arguments: { command: 'echo', args: ['ship-it', 'something-else'], approval_id: approval.id },
+    })) as ToolResult;
     expect(swapped.structuredContent?.error?.code).toBe('approval_mismatch');
 
     const ran = (await alice.callTool({ name: 'execute', arguments: { ...args, approval_id: approval.id } })) as ToolResult;
@@ -307,7 +324,9 @@ describe('a client without elicitation (SDK v1, 2025-11-25): approval id, CLI ap
     const args = { command: 'echo', args: ['ship-it', 'race'] };
     const id = ((await c.callTool({ name: 'execute', arguments: args })) as ToolResult).structuredContent!.approval.id;
     expect((await admin('POST', `/approvals/${id}/approve`)).status).toBe(200);
-    const all = (await Promise.all([1, 2, 3, 4].map(() => c.callTool({ name: 'execute', arguments: { ...args, approval_id: id } }, undefined, { timeout: 60_000 })))) as ToolResult[];
+    const all = (await Promise.all(
+      [1, 2, 3, 4].map(() => c.callTool({ name: 'execute', arguments: { ...args, approval_id: id } }, undefined, { timeout: 60_000 })),
+    )) as ToolResult[];
     const ran = all.filter((r) => !r.isError);
     expect(ran).toHaveLength(1);
     expect(ran[0].structuredContent).toMatchObject({ stdout: 'ship-it race\n' });
@@ -320,7 +339,11 @@ describe('a client without elicitation (SDK v1, 2025-11-25): approval id, CLI ap
     const args = { runtime: 'python', code: 'print(6 * 7)', outputMode: 'summary' };
     const asked = (await c.callTool({ name: 'runtime_execute', arguments: args })) as ToolResult;
     expect(asked.isError).toBe(true);
-    expect(asked.structuredContent).toMatchObject({ status: 'denied', error: { code: 'approval_required' }, approval: { status: 'pending', reason: 'python code needs a person' } });
+    expect(asked.structuredContent).toMatchObject({
+      status: 'denied',
+      error: { code: 'approval_required' },
+      approval: { status: 'pending', reason: 'python code needs a person' },
+    });
     const id = asked.structuredContent!.approval.id;
     expect(asked.content![0].text).toContain(`"approvalId": "${id}"`);
     expect((await admin('POST', `/approvals/${id}/approve`)).status).toBe(200);

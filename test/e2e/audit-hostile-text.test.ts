@@ -101,7 +101,9 @@ async function auditRows(): Promise<AuditRow[]> {
 /** What the terminal gets must be inert: no control, bidi or invisible character but the line ends. */
 function expectInert(out: string): void {
   const m = RAW.exec(out);
-  expect(m && `U+${m[0].codePointAt(0)!.toString(16).padStart(4, '0')} at ${m.index}: ${JSON.stringify(out.slice(Math.max(0, m.index - 40), m.index + 40))}`).toBeNull();
+  expect(
+    m && `U+${m[0].codePointAt(0)!.toString(16).padStart(4, '0')} at ${m.index}: ${JSON.stringify(out.slice(Math.max(0, m.index - 40), m.index + 40))}`,
+  ).toBeNull();
 }
 
 beforeAll(async () => {
@@ -149,7 +151,10 @@ describe('the audit trail in a terminal (gatehouse CLI)', () => {
     // --json is the API's JSON, lossless, with the same characters as \u escapes.
     const j = await runCli(gw.url, adminToken, ['audit', 'tail', '--limit', '200', '--json']);
     expectInert(j.stdout);
-    const parsed = j.stdout.trim().split('\n').map((l) => JSON.parse(l) as AuditRow);
+    const parsed = j.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as AuditRow);
     expect(parsed).toHaveLength(rows.length);
     expect(parsed.find((e) => e.id === rowIds[3])!.command!.args).toEqual(['\u202ehs.live | lruc']);
     expect(parsed.find((e) => e.id === rowIds[7])!.cwd).toBe(`work${ESC}[8m\u202e`);
@@ -211,8 +216,10 @@ describe.skipIf(!HAVE_CHROMIUM)('the audit trail in the dashboard (Chromium)', (
         return {
           tokens: tokens.map((e: any) => e.textContent),
           tokensIsolated: tokens.every(isolated),
-          subject: subject?.textContent, subjectIsolated: !!subject && isolated(subject),
-          cwd: cwd?.textContent ?? null, cwdIsolated: !cwd || isolated(cwd),
+          subject: subject?.textContent,
+          subjectIsolated: !!subject && isolated(subject),
+          cwd: cwd?.textContent ?? null,
+          cwdIsolated: !cwd || isolated(cwd),
         };
       });
       expect(row.tokens, c.name).toEqual(c.tokens);

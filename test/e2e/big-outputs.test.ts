@@ -30,7 +30,13 @@ const POLICY = {
   shell: { enabled: true, allow: ['/.*/'] },
   runtime: { ...DEFAULT_POLICY.runtime, allowedRuntimes: [...DEFAULT_POLICY.runtime.allowedRuntimes, 'shell'] },
   // The artifact cap keeps a full-speed writer's spool small; the live window (16 MiB) fits inside it.
-  limits: { ...DEFAULT_POLICY.limits, maxConcurrentJobs: 4, queueWaitMs: 20_000, maxTimeoutMs: 120_000, maxArtifactBytes: LIVE_OUTPUT_MAX_BYTES + 4 * 1024 * 1024 },
+  limits: {
+    ...DEFAULT_POLICY.limits,
+    maxConcurrentJobs: 4,
+    queueWaitMs: 20_000,
+    maxTimeoutMs: 120_000,
+    maxArtifactBytes: LIVE_OUTPUT_MAX_BYTES + 4 * 1024 * 1024,
+  },
 };
 
 type S = Record<string, unknown>;
@@ -55,14 +61,16 @@ describe('big outputs', () => {
     await gw?.stop();
   });
 
-  it('a job writing NUL bytes at full speed on both streams: its agent stays alive to the edge, and the edge keeps each stream\'s live window byte for byte', async () => {
+  it("a job writing NUL bytes at full speed on both streams: its agent stays alive to the edge, and the edge keeps each stream's live window byte for byte", async () => {
     const agent = await fleet.agentFor('flood', 'flood-agent');
     const c = await fleet.mcp('flood');
     const before = await fleet.agentView('flood', 'flood-agent');
     // Both streams at once for 4 s (many heartbeat intervals): 16 MiB of each is relayed live, the rest
     // spooled up to the cap; then it idles, so the live window can be read while the job still runs.
     const started = await call(c, 'execute', {
-      command: '(timeout 4 cat /dev/zero &) ; timeout 4 cat /dev/zero >&2; sleep 4; echo end', background: true, timeout_ms: 60_000,
+      command: '(timeout 4 cat /dev/zero &) ; timeout 4 cat /dev/zero >&2; sleep 4; echo end',
+      background: true,
+      timeout_ms: 60_000,
     });
     expect(started.r.isError).toBeFalsy();
     const jobId = started.s.job_id as string;
@@ -71,24 +79,31 @@ describe('big outputs', () => {
     let heard = 0;
     let lastSeen = before!.last_seen as number;
     const liveWindow: Record<string, S> = {};
-    const ended = await until(async () => {
-      const v = await fleet.agentView('flood', 'flood-agent');
-      expect(v).toMatchObject({ state: 'connected', connected_at: before!.connected_at });
-      if ((v!.last_seen as number) > lastSeen) (heard += 1, (lastSeen = v!.last_seen as number));
-      for (const stream of ['stdout', 'stderr']) {
-        if (liveWindow[stream]) continue;
-        // The last bytes of the live window, read from what the edge kept while the job runs: exactly 8 bytes, nothing past it.
-        const o = (await call(c, 'job_output', { job_id: jobId, stream, offset: LIVE_OUTPUT_MAX_BYTES - 8, max_bytes: 16 })).s;
-        if (o.source === 'live' && o.state === 'running' && (o.data as string).length === 8) liveWindow[stream] = o;
-      }
-      const s = (await call(c, 'job_status', { job_id: jobId })).s;
-      return s.state !== 'running' && s.artifact_state !== 'uploading' ? s : null;
-    }, 90_000, 'the flooding job to end');
+    const ended = await until(
+      async () => {
+        const v = await fleet.agentView('flood', 'flood-agent');
+        expect(v).toMatchObject({ state: 'connected', connected_at: before!.connected_at });
+        if ((v!.last_seen as number) > lastSeen) (heard += 1), (lastSeen = v!.last_seen as number);
+        for (const stream of ['stdout', 'stderr']) {
+          if (liveWindow[stream]) continue;
+          // The last bytes of the live window, read from what the edge kept while the job runs: exactly 8 bytes, nothing past it.
+          const o = (await call(c, 'job_output', { job_id: jobId, stream, offset: LIVE_OUTPUT_MAX_BYTES - 8, max_bytes: 16 })).s;
+          if (o.source === 'live' && o.state === 'running' && (o.data as string).length === 8) liveWindow[stream] = o;
+        }
+        const s = (await call(c, 'job_status', { job_id: jobId })).s;
+        return s.state !== 'running' && s.artifact_state !== 'uploading' ? s : null;
+      },
+      90_000,
+      'the flooding job to end',
+    );
     expect(ended).toMatchObject({ state: 'exited', exit_code: 0, agent_id: 'flood-agent', artifact_state: 'complete' });
     expect(heard).toBeGreaterThanOrEqual(2);
     expect(agent.logs()).not.toMatch(/disconnected from/);
     for (const stream of ['stdout', 'stderr']) {
-      expect(liveWindow[stream], `the ${stream} live window was never complete while the job ran`).toMatchObject({ data: '\0'.repeat(8), next_offset: LIVE_OUTPUT_MAX_BYTES });
+      expect(liveWindow[stream], `the ${stream} live window was never complete while the job ran`).toMatchObject({
+        data: '\0'.repeat(8),
+        next_offset: LIVE_OUTPUT_MAX_BYTES,
+      });
       // Stored whole: the artifact holds the capped stream, NUL bytes as written.
       const head = (await call(c, 'job_output', { job_id: jobId, stream, offset: 0, max_bytes: 4096 })).s;
       expect(head).toMatchObject({ source: 'artifact', data: '\0'.repeat(4096) });
@@ -103,8 +118,13 @@ describe('big outputs', () => {
     let partsAgent: AgentProcess | null = null;
     /** The first test's job, whose stdout artifact is stored: what another agent's token tries to write below. */
     let stored: { jobId: string; handle: string } | null = null;
-    const agentInParts = async () => (partsAgent ??= await fleet.agentFor('parts', 'parts-agent', { extraArgs: ['--artifact-part-bytes', String(R2_MULTIPART_MIN_PART_BYTES)], url: proxy.url }));
-    const uploadsOf = (handle: string) => proxy.uploadRequests.filter((u) => u.request.includes(`/${handle}/`)).map((u) => `${u.request.replace(/^(\w+) .*\/stdout/, '$1 …')} ${u.status}`);
+    const agentInParts = async () =>
+      (partsAgent ??= await fleet.agentFor('parts', 'parts-agent', {
+        extraArgs: ['--artifact-part-bytes', String(R2_MULTIPART_MIN_PART_BYTES)],
+        url: proxy.url,
+      }));
+    const uploadsOf = (handle: string) =>
+      proxy.uploadRequests.filter((u) => u.request.includes(`/${handle}/`)).map((u) => `${u.request.replace(/^(\w+) .*\/stdout/, '$1 …')} ${u.status}`);
     /** R2 multipart uploads the local emulation still holds open (state 0), read from its own SQLite. */
     const openR2Uploads = () => {
       const dir = join(gw.stateDir, 'state', 'v3', 'r2', 'miniflare-R2BucketObject');
@@ -133,12 +153,19 @@ describe('big outputs', () => {
       // The call answers once the edge stored the artifact; the proxy sees the answer to `complete` a moment later.
       await until(async () => uploadsOf(handle).some((u) => u.includes('complete')), 10_000, 'the answer to complete');
       expect(uploadsOf(handle)).toEqual([
-        'POST …/multipart 201', 'PUT …/multipart/1 200', 'PUT …/multipart/2 503', 'PUT …/multipart/2 200', 'PUT …/multipart/3 200', 'POST …/multipart/complete 201',
+        'POST …/multipart 201',
+        'PUT …/multipart/1 200',
+        'PUT …/multipart/2 503',
+        'PUT …/multipart/2 200',
+        'PUT …/multipart/3 200',
+        'POST …/multipart/complete 201',
       ]);
       const v = (await call(c, 'job_status', { job_id: r.s.job_id })).s;
       expect(v).toMatchObject({ artifact_state: 'complete', artifacts: { stdout: { state: 'complete', bytes: expected.length } } });
       // Byte for byte: the stored object is the job's output.
-      const down = await fetch(`${gw.url}/admin/v1/artifacts/${handle}/stdout/download`, { headers: { Authorization: `Bearer ${await gw.token({ team: 'parts', scopes: ['admin'] })}` } });
+      const down = await fetch(`${gw.url}/admin/v1/artifacts/${handle}/stdout/download`, {
+        headers: { Authorization: `Bearer ${await gw.token({ team: 'parts', scopes: ['admin'] })}` },
+      });
       expect(down.status).toBe(200);
       expect(sha(new Uint8Array(await down.arrayBuffer()))).toBe(sha(expected));
       const q = (await call(c, 'query_output', { artifactHandle: handle, queryTerms: [String(SEQ - 1)], contextLines: 0 })).s;
@@ -158,10 +185,17 @@ describe('big outputs', () => {
       await until(async () => uploadsOf(handle).some((u) => u.includes('complete')), 10_000, 'the answer to complete');
       // The second start is a resume (200, not 201): part 1 is not sent again.
       expect(uploadsOf(handle)).toEqual([
-        'POST …/multipart 201', 'PUT …/multipart/1 200', ...Array(5).fill('PUT …/multipart/2 503'),
-        'POST …/multipart 200', 'PUT …/multipart/2 200', 'PUT …/multipart/3 200', 'POST …/multipart/complete 201',
+        'POST …/multipart 201',
+        'PUT …/multipart/1 200',
+        ...Array(5).fill('PUT …/multipart/2 503'),
+        'POST …/multipart 200',
+        'PUT …/multipart/2 200',
+        'PUT …/multipart/3 200',
+        'POST …/multipart/complete 201',
       ]);
-      const down = await fetch(`${gw.url}/admin/v1/artifacts/${handle}/stdout/download`, { headers: { Authorization: `Bearer ${await gw.token({ team: 'parts', scopes: ['admin'] })}` } });
+      const down = await fetch(`${gw.url}/admin/v1/artifacts/${handle}/stdout/download`, {
+        headers: { Authorization: `Bearer ${await gw.token({ team: 'parts', scopes: ['admin'] })}` },
+      });
       expect(sha(new Uint8Array(await down.arrayBuffer()))).toBe(sha(expected));
       expect(openR2Uploads()).toBe(0);
     }, 240_000);
@@ -174,10 +208,14 @@ describe('big outputs', () => {
         const r = await call(c, 'execute', { command: `seq 1 ${SEQ}`, background: true });
         const jobId = r.s.job_id as string;
         const handle = r.s.artifact_handle as string;
-        const v = await until(async () => {
-          const s = (await call(c, 'job_status', { job_id: jobId, wait_ms: 5000 })).s;
-          return s.state !== 'running' && s.artifact_state !== 'uploading' ? s : null;
-        }, 120_000, 'the upload to end');
+        const v = await until(
+          async () => {
+            const s = (await call(c, 'job_status', { job_id: jobId, wait_ms: 5000 })).s;
+            return s.state !== 'running' && s.artifact_state !== 'uploading' ? s : null;
+          },
+          120_000,
+          'the upload to end',
+        );
         expect(v).toMatchObject({ state: 'exited', artifact_state: 'partial', artifacts: { stdout: { state: 'partial', bytes: expected.length } } });
         expect(uploadsOf(handle)).toEqual(['POST …/multipart 201', 'PUT …/multipart/1 400', 'DELETE …/multipart 200']);
         expect((await fleet.admin('parts', 'GET', `/artifacts/${handle}`)).status).toBe(404);
@@ -194,9 +232,12 @@ describe('big outputs', () => {
     it('refuses part sizes R2 would refuse, saying what to do', async () => {
       const token = await gw.token({ team: 'parts', scopes: ['agent'], subject: 'agent-parts-agent' });
       const path = '/agent/v1/artifacts/art_made_up_handle_0000/stdout';
-      const start = (body: unknown) => fetch(`${gw.url}${path}/multipart`, {
-        method: 'POST', body: JSON.stringify(body), headers: { Authorization: `Bearer ${token}`, 'X-Gatehouse-Job': 'j', 'Content-Type': 'application/json' },
-      });
+      const start = (body: unknown) =>
+        fetch(`${gw.url}${path}/multipart`, {
+          method: 'POST',
+          body: JSON.stringify(body),
+          headers: { Authorization: `Bearer ${token}`, 'X-Gatehouse-Job': 'j', 'Content-Type': 'application/json' },
+        });
       const small = await start({ bytes: 20 * 1024 * 1024, partBytes: 1024 * 1024, lines: 0, truncated: false });
       expect(small.status).toBe(400);
       expect(((await small.json()) as { error: { message: string } }).error.message).toMatch(/partBytes.*5242880/);
@@ -206,8 +247,11 @@ describe('big outputs', () => {
       expect(overPart.status).toBe(400);
     });
 
-    it('checks each part against the upload\'s shape, and aborts the R2 upload of an agent that vanished mid-upload', async () => {
-      const doomed = await fleet.agentFor('parts', 'parts-doomed', { extraArgs: ['--artifact-part-bytes', String(R2_MULTIPART_MIN_PART_BYTES)], url: proxy.url });
+    it("checks each part against the upload's shape, and aborts the R2 upload of an agent that vanished mid-upload", async () => {
+      const doomed = await fleet.agentFor('parts', 'parts-doomed', {
+        extraArgs: ['--artifact-part-bytes', String(R2_MULTIPART_MIN_PART_BYTES)],
+        url: proxy.url,
+      });
       const c = await fleet.mcp('parts');
       const release = proxy.holdUploads(); // holds the parts (PUT); the start (POST) goes through
       try {
@@ -220,20 +264,31 @@ describe('big outputs', () => {
         const token = await gw.token({ team: 'parts', scopes: ['agent'], subject: 'agent-parts-doomed' });
         const grant = proxy.uploadGrants.get(handle)!;
         const part = async (method: string, suffix: string, body?: string) => {
-          const res = await fetch(`${gw.url}/agent/v1/artifacts/${handle}/stdout/multipart${suffix}`, { method, body, headers: { Authorization: `Bearer ${token}`, 'X-Gatehouse-Job': jobId, ...grant } });
+          const res = await fetch(`${gw.url}/agent/v1/artifacts/${handle}/stdout/multipart${suffix}`, {
+            method,
+            body,
+            headers: { Authorization: `Bearer ${token}`, 'X-Gatehouse-Job': jobId, ...grant },
+          });
           return { status: res.status, message: ((await res.json()) as { error?: { message: string } }).error?.message ?? '' };
         };
-        expect(await part('PUT', '/2', 'x'.repeat(10))).toEqual({ status: 400, message: `part 2 of this upload is ${R2_MULTIPART_MIN_PART_BYTES} bytes (bytes ${R2_MULTIPART_MIN_PART_BYTES}..${2 * R2_MULTIPART_MIN_PART_BYTES} of ${expected.length}), not 10` });
+        expect(await part('PUT', '/2', 'x'.repeat(10))).toEqual({
+          status: 400,
+          message: `part 2 of this upload is ${R2_MULTIPART_MIN_PART_BYTES} bytes (bytes ${R2_MULTIPART_MIN_PART_BYTES}..${2 * R2_MULTIPART_MIN_PART_BYTES} of ${expected.length}), not 10`,
+        });
         expect(await part('PUT', '/4', 'x')).toMatchObject({ status: 400, message: 'part 4 is not a part of this upload: parts are numbered 1 to 3' });
         expect(await part('POST', '/complete')).toMatchObject({ status: 409, message: expect.stringMatching(/^parts 1, 2, 3 of 3 are not stored yet/) });
         // The agent dies with its upload open: once it has been gone 3 heartbeats (after the reconnect allowance),
         // the edge gives the upload up, keeps the live copy, and aborts the R2 upload.
         await doomed.stop('SIGKILL');
         release();
-        const v = await until(async () => {
-          const st = (await call(c, 'job_status', { job_id: jobId })).s;
-          return st.artifact_state !== 'uploading' ? st : null;
-        }, 90_000, 'the edge to give the upload up');
+        const v = await until(
+          async () => {
+            const st = (await call(c, 'job_status', { job_id: jobId })).s;
+            return st.artifact_state !== 'uploading' ? st : null;
+          },
+          90_000,
+          'the edge to give the upload up',
+        );
         expect(v).toMatchObject({ state: 'exited', artifact_state: 'partial', artifacts: { stdout: { state: 'partial', bytes: expected.length } } });
         await until(async () => openR2Uploads() === 0, 30_000, 'the R2 upload to be aborted');
         expect((await fleet.admin('parts', 'GET', `/artifacts/${handle}`)).status).toBe(404);
@@ -242,24 +297,35 @@ describe('big outputs', () => {
       }
     }, 240_000);
 
-    it('another agent of the team can neither start, write, complete nor abort a job\'s multipart upload; its own agent cannot write a stored one again', async () => {
+    it("another agent of the team can neither start, write, complete nor abort a job's multipart upload; its own agent cannot write a stored one again", async () => {
       expect(stored).not.toBeNull();
       const { jobId, handle } = stored!;
       const base = `${gw.url}/agent/v1/artifacts/${handle}/stdout/multipart`;
       const as = async (subject: string, method: string, suffix: string, body?: string) => {
         const token = await gw.token({ team: 'parts', scopes: ['agent'], subject });
-        const r = await fetch(`${base}${suffix}`, { method, body, headers: { Authorization: `Bearer ${token}`, 'X-Gatehouse-Job': jobId, 'Content-Type': 'application/json' } });
+        const r = await fetch(`${base}${suffix}`, {
+          method,
+          body,
+          headers: { Authorization: `Bearer ${token}`, 'X-Gatehouse-Job': jobId, 'Content-Type': 'application/json' },
+        });
         return { status: r.status, body: (await r.json()) as { error?: { code: string; message: string }; aborted?: boolean } };
       };
       const startBody = JSON.stringify({ bytes: expected.length, partBytes: R2_MULTIPART_MIN_PART_BYTES, lines: SEQ, truncated: false });
-      for (const [method, suffix, body] of [['POST', '', startBody], ['PUT', '/1', 'FORGED'], ['POST', '/complete', undefined], ['DELETE', '', undefined]] as const) {
+      for (const [method, suffix, body] of [
+        ['POST', '', startBody],
+        ['PUT', '/1', 'FORGED'],
+        ['POST', '/complete', undefined],
+        ['DELETE', '', undefined],
+      ] as const) {
         const r = await as('rogue-agent', method, suffix, body);
         expect(r, `${method} …/multipart${suffix}`).toMatchObject({ status: 404, body: { error: { code: 'not_found' } } });
       }
       const again = await as('agent-parts-agent', 'POST', '', startBody);
       expect(again).toMatchObject({ status: 409, body: { error: { message: expect.stringMatching(/already stored; artifacts are written once/) } } });
       // The stored artifact is untouched.
-      const down = await fetch(`${gw.url}/admin/v1/artifacts/${handle}/stdout/download`, { headers: { Authorization: `Bearer ${await gw.token({ team: 'parts', scopes: ['admin'] })}` } });
+      const down = await fetch(`${gw.url}/admin/v1/artifacts/${handle}/stdout/download`, {
+        headers: { Authorization: `Bearer ${await gw.token({ team: 'parts', scopes: ['admin'] })}` },
+      });
       expect(sha(new Uint8Array(await down.arrayBuffer()))).toBe(sha(expected));
     });
   });

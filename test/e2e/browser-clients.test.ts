@@ -45,7 +45,10 @@ afterAll(async () => {
 });
 
 const preflight = (path: string, origin: string, method = 'POST', headers = 'authorization, content-type, mcp-protocol-version') =>
-  fetch(`${gw.url}${path}`, { method: 'OPTIONS', headers: { Origin: origin, 'Access-Control-Request-Method': method, 'Access-Control-Request-Headers': headers } });
+  fetch(`${gw.url}${path}`, {
+    method: 'OPTIONS',
+    headers: { Origin: origin, 'Access-Control-Request-Method': method, 'Access-Control-Request-Headers': headers },
+  });
 
 describe('CORS on the MCP endpoint', () => {
   it('answers a preflight from a loopback origin on another port before authentication, with the grant the protocol needs', async () => {
@@ -58,16 +61,20 @@ describe('CORS on the MCP endpoint', () => {
     expect(Number(r.headers.get('access-control-max-age'))).toBeGreaterThan(0);
   });
 
-  it.skipIf(!hasCommand('curl') && process.env.CI !== 'true')('the docs/clients.md preflight line, run as written, answers 204 with the grant; a foreign origin gets none', async () => {
-    const [line] = readmeBlock('cors-preflight');
-    const run = async (cmd: string) => (await promisify(execFile)('/bin/sh', ['-ec', cmd], { cwd: ROOT, env: { ...process.env, GATEHOUSE_URL: gw.url }, timeout: 30_000 })).stdout;
-    const granted = await run(line);
-    expect(granted).toMatch(/^HTTP\/1\.1 204/);
-    expect(granted).toMatch(/^access-control-allow-origin: http:\/\/localhost:6274\r?$/im);
-    const foreign = await run(line.replace('http://localhost:6274', 'http://evil.example.com'));
-    expect(foreign).toMatch(/^HTTP\/1\.1 403/);
-    expect(foreign).not.toMatch(/^access-control-/im);
-  });
+  it.skipIf(!hasCommand('curl') && process.env.CI !== 'true')(
+    'the docs/clients.md preflight line, run as written, answers 204 with the grant; a foreign origin gets none',
+    async () => {
+      const [line] = readmeBlock('cors-preflight');
+      const run = async (cmd: string) =>
+        (await promisify(execFile)('/bin/sh', ['-ec', cmd], { cwd: ROOT, env: { ...process.env, GATEHOUSE_URL: gw.url }, timeout: 30_000 })).stdout;
+      const granted = await run(line);
+      expect(granted).toMatch(/^HTTP\/1\.1 204/);
+      expect(granted).toMatch(/^access-control-allow-origin: http:\/\/localhost:6274\r?$/im);
+      const foreign = await run(line.replace('http://localhost:6274', 'http://evil.example.com'));
+      expect(foreign).toMatch(/^HTTP\/1\.1 403/);
+      expect(foreign).not.toMatch(/^access-control-/im);
+    },
+  );
 
   it('grants the real request and exposes WWW-Authenticate, so a browser client can discover OAuth from a 401', async () => {
     const r = await fetch(`${gw.url}/mcp`, { method: 'POST', headers: { Origin: INSPECTOR_ORIGIN, 'Content-Type': 'application/json' }, body: '{}' });
@@ -78,9 +85,18 @@ describe('CORS on the MCP endpoint', () => {
   });
 
   it('a foreign origin gets 403 with the reason and no CORS grant, preflight or not', async () => {
-    for (const r of [await preflight('/mcp', 'http://evil.example.com'), await fetch(`${gw.url}/mcp`, {
-      method: 'POST', headers: { Origin: 'http://evil.example.com', 'Content-Type': 'application/json', Authorization: `Bearer ${await gw.token({ team: TEAM, scopes: ['execute'] })}` }, body: '{}',
-    })]) {
+    for (const r of [
+      await preflight('/mcp', 'http://evil.example.com'),
+      await fetch(`${gw.url}/mcp`, {
+        method: 'POST',
+        headers: {
+          Origin: 'http://evil.example.com',
+          'Content-Type': 'application/json',
+          Authorization: `Bearer ${await gw.token({ team: TEAM, scopes: ['execute'] })}`,
+        },
+        body: '{}',
+      }),
+    ]) {
       expect(r.status).toBe(403);
       expect(r.headers.get('access-control-allow-origin')).toBeNull();
       expect(JSON.stringify(await r.json())).toContain('Origin \\"http://evil.example.com\\" is not allowed');
@@ -129,13 +145,22 @@ describe.skipIf(!HAVE_CHROMIUM)('the SDK v2 client in a real browser, from anoth
             await client.close();
             return { tools, run: run.structuredContent };
           };`,
-        resolveDir: ROOT, loader: 'js',
+        resolveDir: ROOT,
+        loader: 'js',
       },
-      bundle: true, format: 'esm', platform: 'browser', write: false, logLevel: 'warning',
+      bundle: true,
+      format: 'esm',
+      platform: 'browser',
+      write: false,
+      logLevel: 'warning',
     });
     const js = bundle.outputFiles[0].text;
     page = createServer((req, res) => {
-      if (req.url === '/client.js') { res.setHeader('Content-Type', 'text/javascript'); res.end(js); return; }
+      if (req.url === '/client.js') {
+        res.setHeader('Content-Type', 'text/javascript');
+        res.end(js);
+        return;
+      }
       res.setHeader('Content-Type', 'text/html');
       res.end('<!doctype html><title>browser MCP client</title><pre id="out">running…</pre><script type="module" src="/client.js"></script>');
     });
@@ -157,10 +182,15 @@ describe.skipIf(!HAVE_CHROMIUM)('the SDK v2 client in a real browser, from anoth
     await tab.goto(pageUrl);
     await tab.waitForFunction(() => typeof window.runMcp === 'function', { timeout: 15_000 });
     const token = await gw.token({ team: TEAM, scopes: ['execute', 'artifacts:read'] });
-    const out = await tab.evaluate((url: string, t: string) => window.runMcp(url, t).then((r: unknown) => {
-      document.getElementById('out').textContent = JSON.stringify(r, null, 2);
-      return r;
-    }), gw.mcpUrl, token) as { tools: string[]; run: { stdout: string; exit_code: number } };
+    const out = (await tab.evaluate(
+      (url: string, t: string) =>
+        window.runMcp(url, t).then((r: unknown) => {
+          document.getElementById('out').textContent = JSON.stringify(r, null, 2);
+          return r;
+        }),
+      gw.mcpUrl,
+      token,
+    )) as { tools: string[]; run: { stdout: string; exit_code: number } };
     expect(out.tools).toEqual(expect.arrayContaining(['execute', 'runtime_execute', 'query_output']));
     expect(out.run).toMatchObject({ stdout: 'hello from a browser\n', exit_code: 0 });
     await tab.screenshot({ path: join(SHOTS, 'browser-sdk-client.png'), fullPage: true });

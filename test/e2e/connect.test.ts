@@ -35,17 +35,28 @@ afterAll(async () => {
 });
 
 describe('connect a client with curl', () => {
-  it.skipIf(!HAVE_CURL)('runs the README curl line as written: execute echo hello, the result in one SSE data line', async () => {
-    const lines = readmeBlock('connect-curl');
-    expect(lines[0]).toMatch(/^curl /);
-    // The npm start dev client token's scopes.
-    const env = { ...process.env, GATEHOUSE_URL: gw.url, TOKEN: await gw.token({ team: 'dev', scopes: ['execute', 'artifacts:read'], subject: 'dev-client' }) };
-    const { stdout } = await promisify(execFile)('/bin/sh', ['-ec', lines.join('\n')], { cwd: ROOT, env, timeout: 60_000 });
-    const data = stdout.split('\n').filter((l) => l.startsWith('data: '));
-    expect(data, stdout).toHaveLength(1);
-    const answer = JSON.parse(data[0].slice(6)) as { id: number; result: { isError?: boolean; structuredContent: { stdout: string; exit_code: number; state: string } } };
-    expect(answer.id).toBe(1);
-    expect(answer.result.isError, stdout).toBeFalsy();
-    expect(answer.result.structuredContent).toMatchObject({ stdout: 'hello\n', exit_code: 0, state: 'exited' });
-  }, 120_000);
+  it.skipIf(!HAVE_CURL)(
+    'runs the README curl line as written: execute echo hello, the result in one SSE data line',
+    async () => {
+      const lines = readmeBlock('connect-curl');
+      expect(lines[0]).toMatch(/^curl /);
+      // The npm start dev client token's scopes.
+      const env = {
+        ...process.env,
+        GATEHOUSE_URL: gw.url,
+        TOKEN: await gw.token({ team: 'dev', scopes: ['execute', 'artifacts:read'], subject: 'dev-client' }),
+      };
+      const { stdout } = await promisify(execFile)('/bin/sh', ['-ec', lines.join('\n')], { cwd: ROOT, env, timeout: 60_000 });
+      const data = stdout.split('\n').filter((l) => l.startsWith('data: '));
+      expect(data, stdout).toHaveLength(1);
+      const answer = JSON.parse(data[0].slice(6)) as {
+        id: number;
+        result: { isError?: boolean; structuredContent: { stdout: string; exit_code: number; state: string } };
+      };
+      expect(answer.id).toBe(1);
+      expect(answer.result.isError, stdout).toBeFalsy();
+      expect(answer.result.structuredContent).toMatchObject({ stdout: 'hello\n', exit_code: 0, state: 'exited' });
+    },
+    120_000,
+  );
 });

@@ -64,11 +64,20 @@ describe.skipIf(!HAVE_CHROMIUM)('MCP Apps job viewer', () => {
   beforeAll(async () => {
     mkdirSync(SHOTS, { recursive: true });
     const bundle = await build({
-      stdin: { contents: HOST_ENTRY, resolveDir: ROOT, loader: 'js' }, bundle: true, format: 'esm', platform: 'browser', write: false, logLevel: 'warning',
+      stdin: { contents: HOST_ENTRY, resolveDir: ROOT, loader: 'js' },
+      bundle: true,
+      format: 'esm',
+      platform: 'browser',
+      write: false,
+      logLevel: 'warning',
     });
     const js = bundle.outputFiles[0].text;
     host = createServer((req, res) => {
-      if (req.url === '/host.js') { res.setHeader('Content-Type', 'text/javascript'); res.end(js); return; }
+      if (req.url === '/host.js') {
+        res.setHeader('Content-Type', 'text/javascript');
+        res.end(js);
+        return;
+      }
       res.setHeader('Content-Type', 'text/html');
       res.end('<!doctype html><title>test host</title><script type="module" src="/host.js"></script>');
     });
@@ -109,9 +118,12 @@ describe.skipIf(!HAVE_CHROMIUM)('MCP Apps job viewer', () => {
   it('follows a background job live through the host, then searches its output', async () => {
     const page: Page = await browser.newPage();
     const blocked: string[] = [];
-    page.on('request', (req) => { if (!req.url().startsWith(hostUrl) && !req.url().startsWith('about:')) blocked.push(req.url()); });
+    page.on('request', (req) => {
+      if (!req.url().startsWith(hostUrl) && !req.url().startsWith('about:')) blocked.push(req.url());
+    });
     await page.exposeFunction('hostCallTool', async (params: { name: string; arguments?: Record<string, unknown> }) =>
-      client.callTool({ name: params.name, arguments: params.arguments ?? {} }, undefined, { timeout: 60_000 }));
+      client.callTool({ name: params.name, arguments: params.arguments ?? {} }, undefined, { timeout: 60_000 }),
+    );
     await page.goto(hostUrl);
     await page.waitForFunction(() => typeof window.startHost === 'function', { timeout: 15_000 });
     const html = ((await client.readResource({ uri: JOB_VIEWER_URI })).contents[0] as { text: string }).text;
@@ -150,9 +162,11 @@ describe.skipIf(!HAVE_CHROMIUM)('MCP Apps job viewer', () => {
     await page.close();
   });
 
-  it('shows a denial as the call\'s error, with no job to follow', async () => {
+  it("shows a denial as the call's error, with no job to follow", async () => {
     const page: Page = await browser.newPage();
-    await page.exposeFunction('hostCallTool', async () => { throw new Error('the view must not call tools for a denied call'); });
+    await page.exposeFunction('hostCallTool', async () => {
+      throw new Error('the view must not call tools for a denied call');
+    });
     await page.goto(hostUrl);
     await page.waitForFunction(() => typeof window.startHost === 'function', { timeout: 15_000 });
     const html = ((await client.readResource({ uri: JOB_VIEWER_URI })).contents[0] as { text: string }).text;

@@ -67,7 +67,7 @@ describe('admin artifact API', () => {
     expect(end).toMatchObject({ length: 0, text: '', nextOffset: EXPECTED.length });
     // Without a length a page is at most MAX_ARTIFACT_READ_BYTES; following nextOffset reads everything once.
     let text = '';
-    for (let off = 0; off < EXPECTED.length;) {
+    for (let off = 0; off < EXPECTED.length; ) {
       const p = await json(get(`/artifacts/${handle}/stdout?offset=${off}`));
       expect(p.length).toBeLessThanOrEqual(MAX_ARTIFACT_READ_BYTES);
       text += p.text;
@@ -129,9 +129,20 @@ describe('admin artifact API', () => {
     expect((await get(`/artifacts/${handle}/stderr`)).status).toBe(404);
   });
 
-  it('reads a job\'s output by job id from a byte offset (the stored artifact once the job ended)', async () => {
+  it("reads a job's output by job id from a byte offset (the stored artifact once the job ended)", async () => {
     const a = await json(get(`/jobs/${jobId}/output?stream=stdout&offset=0&length=10`));
-    expect(a).toMatchObject({ jobId, stream: 'stdout', state: 'exited', source: 'artifact', offset: 0, length: 10, nextOffset: 10, totalBytes: EXPECTED.length, eof: false, text: EXPECTED.slice(0, 10) });
+    expect(a).toMatchObject({
+      jobId,
+      stream: 'stdout',
+      state: 'exited',
+      source: 'artifact',
+      offset: 0,
+      length: 10,
+      nextOffset: 10,
+      totalBytes: EXPECTED.length,
+      eof: false,
+      text: EXPECTED.slice(0, 10),
+    });
     const end = await json(get(`/jobs/${jobId}/output?stream=stdout&offset=${EXPECTED.length - 6}`));
     expect(end).toMatchObject({ text: '20000\n', eof: true });
     expect((await get(`/jobs/${jobId}/output`, 'someone-else')).status).toBe(404);

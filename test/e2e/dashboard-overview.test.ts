@@ -80,9 +80,18 @@ describe.skipIf(!HAVE_CHROMIUM)('the dashboard for a first user', () => {
     gw = await startGateway();
     root = mkdtempSync(join(tmpdir(), 'gatehouse-first-'));
     mkdirSync(join(root, LONG_DIR));
-    agent = startAgent(gw, { token: await gw.token({ team: TEAM, scopes: ['agent'], subject: 'first-agent' }), root, sandbox: SANDBOX, capacity: 2, agentId: 'first-agent' });
+    agent = startAgent(gw, {
+      token: await gw.token({ team: TEAM, scopes: ['agent'], subject: 'first-agent' }),
+      root,
+      sandbox: SANDBOX,
+      capacity: 2,
+      agentId: 'first-agent',
+    });
     await agent.ready;
-    await gw.putPolicy(TEAM, { ...DEFAULT_POLICY, rules: [{ pattern: ['echo', 'ship-it'], decision: 'ask', reason: `shipping needs a person ${'r'.repeat(200)}` }] });
+    await gw.putPolicy(TEAM, {
+      ...DEFAULT_POLICY,
+      rules: [{ pattern: ['echo', 'ship-it'], decision: 'ask', reason: `shipping needs a person ${'r'.repeat(200)}` }],
+    });
     adminToken = await gw.token({ team: TEAM, scopes: ['admin'], subject: 'first-admin' });
     client = await connectMcp(gw.mcpUrl, await gw.token({ team: TEAM, scopes: ['execute', 'artifacts:read'], subject: 'first-client' }));
     longClient = await connectMcp(gw.mcpUrl, await gw.token({ team: TEAM, scopes: ['execute', 'artifacts:read'], subject: LONG_SUBJECT }));
@@ -98,11 +107,14 @@ describe.skipIf(!HAVE_CHROMIUM)('the dashboard for a first user', () => {
     jobs.long = long.job_id;
     const denied = await longClient.callTool({ name: 'execute', arguments: { command: LONG_EXE, args: ['--with', 'y'.repeat(200)] } });
     expect(denied.isError).toBe(true);
-    const asked = (await longClient.callTool({ name: 'execute', arguments: { command: 'echo', args: ['ship-it', 'w'.repeat(150)] } })) as { structuredContent?: any };
+    const asked = (await longClient.callTool({ name: 'execute', arguments: { command: 'echo', args: ['ship-it', 'w'.repeat(150)] } })) as {
+      structuredContent?: any;
+    };
     expect(asked.structuredContent?.error?.code).toBe('approval_required');
     // A token with a long subject and note, minted through the gateway (so listed on the Tokens page).
     const minted = await admin<{ jti: string }>('/tokens', {
-      method: 'POST', body: JSON.stringify({ subject: `ci-${'y'.repeat(190)}`, scopes: ['execute'], note: `what it is for: ${'n'.repeat(300)}` }),
+      method: 'POST',
+      body: JSON.stringify({ subject: `ci-${'y'.repeat(190)}`, scopes: ['execute'], note: `what it is for: ${'n'.repeat(300)}` }),
     });
     expect(minted.jti).toBeTruthy();
     for (const id of Object.values(jobs)) await waitCall(id);
@@ -110,8 +122,12 @@ describe.skipIf(!HAVE_CHROMIUM)('the dashboard for a first user', () => {
     browser = await launchChromium(mkdtempSync(join(tmpdir(), 'gatehouse-chromium-')));
     page = await browser.newPage();
     await page.setViewport({ width: 1366, height: 768 });
-    page.on('response', (r) => { if (r.status() === 404) notFound.push(r.url()); });
-    page.on('console', (m) => { if (/Content.Security.Policy/i.test(m.text())) cspViolations.push(m.text()); });
+    page.on('response', (r) => {
+      if (r.status() === 404) notFound.push(r.url());
+    });
+    page.on('console', (m) => {
+      if (/Content.Security.Policy/i.test(m.text())) cspViolations.push(m.text());
+    });
     await page.goto(`${gw.url}/dashboard`);
     const field = await page.waitForSelector(aria('Admin token'));
     await field!.type(adminToken);
@@ -129,12 +145,17 @@ describe.skipIf(!HAVE_CHROMIUM)('the dashboard for a first user', () => {
     if (root) rmSync(root, { recursive: true, force: true });
   });
 
-  it('the overview shows agents and slots, the last hour\'s jobs by state, denials, pending approvals and recent failures, each a link', async () => {
+  it("the overview shows agents and slots, the last hour's jobs by state, denials, pending approvals and recent failures, each a link", async () => {
     expect(await page.evaluate(() => window.location.hash)).toBe('#/overview');
     // The jobs index in D1 follows the team's Durable Object: wait until all five jobs are counted with their end
     // (the page refreshes every 5 s).
-    await page.waitForFunction(() => Number(document.querySelector('[data-tile=jobs] .n')?.textContent) >= 5 &&
-      document.querySelector('[data-tile=failures] .n')?.textContent === '2' && !document.querySelector('[data-state-count=running]'), { timeout: 60_000 });
+    await page.waitForFunction(
+      () =>
+        Number(document.querySelector('[data-tile=jobs] .n')?.textContent) >= 5 &&
+        document.querySelector('[data-tile=failures] .n')?.textContent === '2' &&
+        !document.querySelector('[data-state-count=running]'),
+      { timeout: 60_000 },
+    );
     const tile = (k: string) => page.$eval(`[data-tile=${k}]`, (e: any) => ({ text: e.innerText.replace(/\s+/g, ' '), href: e.getAttribute('href') }));
     expect(await tile('agents')).toEqual({ text: '1 agent online 0 of 2 slots busy', href: '#/agents' });
     expect((await tile('jobs')).text).toMatch(/^5 jobs in the last hour 0 running or queued$/);
@@ -143,10 +164,18 @@ describe.skipIf(!HAVE_CHROMIUM)('the dashboard for a first user', () => {
     expect(await tile('failures')).toEqual({ text: '2 failed jobs in 24 h 1 in the last hour ended without an exit', href: '#/jobs' });
     // By state, each a link to the Jobs page filtered by it.
     const states = await page.$$eval('[data-state-count]', (as: any[]) => as.map((a) => [a.getAttribute('href'), a.innerText.replace(/\s+/g, ' ')]));
-    expect(states).toEqual([['#/jobs?state=exited', 'exited 4'], ['#/jobs?state=timed_out', 'timed_out 1']]);
+    expect(states).toEqual([
+      ['#/jobs?state=exited', 'exited 4'],
+      ['#/jobs?state=timed_out', 'timed_out 1'],
+    ]);
     // Recent failures: the non-zero exit and the timeout, newest first, each linking to its job.
-    const failures = await page.$$eval('tr[data-failed-job]', (trs: any[]) => trs.map((t) => [t.getAttribute('data-failed-job'), t.cells[1].querySelector('.badge').textContent]));
-    expect(failures).toEqual([[jobs.timedOut, 'timed_out'], [jobs.failed, 'exited 1']]);
+    const failures = await page.$$eval('tr[data-failed-job]', (trs: any[]) =>
+      trs.map((t) => [t.getAttribute('data-failed-job'), t.cells[1].querySelector('.badge').textContent]),
+    );
+    expect(failures).toEqual([
+      [jobs.timedOut, 'timed_out'],
+      [jobs.failed, 'exited 1'],
+    ]);
     expect(await page.$eval(`tr[data-failed-job="${jobs.failed}"] a`, (a: any) => a.getAttribute('href'))).toBe(`#/jobs/${jobs.failed}`);
     // The newest denial and the pending approval, with who asked.
     const denial = await page.$eval('tr[data-denial]', (t: any) => [t.innerText, t.querySelector('td.reason [title]').getAttribute('title')]);
@@ -168,7 +197,7 @@ describe.skipIf(!HAVE_CHROMIUM)('the dashboard for a first user', () => {
     expect(await page.$$eval('tr[data-job]', (trs: any[]) => trs.map((t) => t.getAttribute('data-job')))).toEqual([jobs.timedOut]);
   });
 
-  it('the Jobs list and a job\'s page show the command, its cwd and the policy decision; a long command is cut, whole on hover and on expand', async () => {
+  it("the Jobs list and a job's page show the command, its cwd and the policy decision; a long command is cut, whole on hover and on expand", async () => {
     await go('#/jobs', 'Jobs');
     const row = `tr[data-job="${jobs.ok}"]`;
     await page.waitForSelector(row, { timeout: 15_000 });
@@ -186,7 +215,9 @@ describe.skipIf(!HAVE_CHROMIUM)('the dashboard for a first user', () => {
     await page.click(`${long} details.cmd summary`);
     expect(await page.$eval(`${long} details.cmd code.full`, (e: any) => e.innerText)).toBe(full);
     // The live list refreshes every 2 s: the opened command stays open.
-    await page.$eval(long, (e: any) => { e.__old = true; });
+    await page.$eval(long, (e: any) => {
+      e.__old = true;
+    });
     await page.waitForFunction((sel: string) => document.querySelector(sel)?.__old !== true, { timeout: 10_000 }, long);
     expect(await page.$eval(`${long} details.cmd`, (d: any) => d.open)).toBe(true);
     await shot('jobs');
@@ -206,7 +237,9 @@ describe.skipIf(!HAVE_CHROMIUM)('the dashboard for a first user', () => {
     await page.waitForSelector(`${row} td.command details`, { timeout: 15_000 });
     const expected = 'echo "\\x1b[2J\\x1b[31mred" "\\u202eexe.live" "<script>window.__pwned=1</script>" "<img src=x onerror=window.__pwned=2>"';
     const shown = await page.$eval(`${row} td.command`, (e: any) => ({
-      cut: e.querySelector('summary').innerText, title: e.querySelector('summary').getAttribute('title'), full: e.querySelector('code.full').textContent,
+      cut: e.querySelector('summary').innerText,
+      title: e.querySelector('summary').getAttribute('title'),
+      full: e.querySelector('code.full').textContent,
     }));
     expect(expected.startsWith(shown.cut.slice(0, -1))).toBe(true);
     expect(shown.title).toBe(expected);
@@ -246,17 +279,31 @@ describe.skipIf(!HAVE_CHROMIUM)('the dashboard for a first user', () => {
 
   it('no page scrolls sideways at 1366 × 768 with long commands, reasons, subjects, cwds and notes', async () => {
     const pages: [string, string, string][] = [
-      ['#/overview', 'Overview', 'overview'], ['#/agents', 'Agents', 'agents'], ['#/jobs', 'Jobs', 'jobs'], [`#/jobs/${jobs.long}`, 'Job ', 'job'],
-      ['#/approvals', 'Approvals', 'approvals'], ['#/audit', 'Audit log', 'audit'], ['#/policy', 'Policy', 'policy'], ['#/tokens', 'Tokens', 'tokens'],
+      ['#/overview', 'Overview', 'overview'],
+      ['#/agents', 'Agents', 'agents'],
+      ['#/jobs', 'Jobs', 'jobs'],
+      [`#/jobs/${jobs.long}`, 'Job ', 'job'],
+      ['#/approvals', 'Approvals', 'approvals'],
+      ['#/audit', 'Audit log', 'audit'],
+      ['#/policy', 'Policy', 'policy'],
+      ['#/tokens', 'Tokens', 'tokens'],
     ];
     for (const [hash, heading, name] of pages) {
       await go(hash, heading);
       // Each page with its long data on it.
       const ready: Record<string, string> = {
-        overview: 'tr[data-denial]', agents: 'tr[data-agent]', jobs: `tr[data-job="${jobs.long}"] details`, job: 'dl.facts.call dd',
-        approvals: 'tr[data-approval]', audit: 'tr[data-decision=denied]', policy: 'textarea[name=policy]', tokens: 'tr[data-jti]',
+        overview: 'tr[data-denial]',
+        agents: 'tr[data-agent]',
+        jobs: `tr[data-job="${jobs.long}"] details`,
+        job: 'dl.facts.call dd',
+        approvals: 'tr[data-approval]',
+        audit: 'tr[data-decision=denied]',
+        policy: 'textarea[name=policy]',
+        tokens: 'tr[data-jti]',
       };
-      await page.waitForSelector(ready[name], { timeout: 15_000 }).catch((e) => { throw new Error(`${hash}: ${(e as Error).message}`); });
+      await page.waitForSelector(ready[name], { timeout: 15_000 }).catch((e) => {
+        throw new Error(`${hash}: ${(e as Error).message}`);
+      });
       const w = await widths();
       expect(w.doc, `${hash} is ${w.doc}px wide in a ${w.win}px window`).toBeLessThanOrEqual(w.win);
       expect(w.widest, `${hash}: a table is ${w.widest}px wide in a ${w.main}px column`).toBeLessThanOrEqual(w.main);
@@ -269,10 +316,11 @@ describe.skipIf(!HAVE_CHROMIUM)('the dashboard for a first user', () => {
   });
 
   it('shows a focus ring for keyboard focus only', async () => {
-    const focused = () => page.evaluate(() => {
-      const e = document.activeElement;
-      return { tag: e.tagName, name: e.getAttribute('name') ?? e.textContent.trim(), style: getComputedStyle(e).outlineStyle };
-    });
+    const focused = () =>
+      page.evaluate(() => {
+        const e = document.activeElement;
+        return { tag: e.tagName, name: e.getAttribute('name') ?? e.textContent.trim(), style: getComputedStyle(e).outlineStyle };
+      });
     await go('#/jobs', 'Jobs');
     // The heading takes focus when the page opens (for screen readers): no ring on it.
     expect(await focused()).toEqual({ tag: 'H1', name: 'Jobs', style: 'none' });
@@ -294,7 +342,7 @@ describe.skipIf(!HAVE_CHROMIUM)('the dashboard for a first user', () => {
     expect(notFound.filter((u) => !new URL(u).pathname.startsWith('/admin/v1/'))).toEqual([]);
   });
 
-  it('the job page opens the job\'s MCP Apps view as a chat client renders it: a sandboxed frame that follows the job through the host', async () => {
+  it("the job page opens the job's MCP Apps view as a chat client renders it: a sandboxed frame that follows the job through the host", async () => {
     await go(`#/jobs/${jobs.ok}`, 'Job ');
     await page.waitForSelector('dd .badge[data-state=exited]', { timeout: 15_000 });
     await page.click(aria('Open the MCP Apps view'));
@@ -336,17 +384,52 @@ describe.skipIf(!HAVE_CHROMIUM)('the dashboard for a first user', () => {
     const frameEl = await page.$('iframe.appframe');
     const v = (await frameEl!.contentFrame())!;
     // An opaque origin: the parent's DOM and storage are out of reach.
-    expect(await v.evaluate(() => { try { return String(window.parent.document.title); } catch { return 'blocked'; } })).toBe('blocked');
-    expect(await v.evaluate(() => { try { return String(window.sessionStorage.length); } catch { return 'blocked'; } })).toBe('blocked');
+    expect(
+      await v.evaluate(() => {
+        try {
+          return String(window.parent.document.title);
+        } catch {
+          return 'blocked';
+        }
+      }),
+    ).toBe('blocked');
+    expect(
+      await v.evaluate(() => {
+        try {
+          return String(window.sessionStorage.length);
+        } catch {
+          return 'blocked';
+        }
+      }),
+    ).toBe('blocked');
     // No network of its own (connect-src 'none').
-    expect(await v.evaluate(async (u: string) => { try { await fetch(u); return 'fetched'; } catch { return 'blocked'; } }, `${gw.url}/healthz`)).toBe('blocked');
+    expect(
+      await v.evaluate(async (u: string) => {
+        try {
+          await fetch(u);
+          return 'fetched';
+        } catch {
+          return 'blocked';
+        }
+      }, `${gw.url}/healthz`),
+    ).toBe('blocked');
     // tools/call through the host: another job, another tool, or a kill are refused; the shown job's status is answered.
-    const ask = (params: unknown) => v.evaluate((p: unknown) => new Promise((resolve) => {
-      const id = 'probe-' + Math.random();
-      const on = (ev: any) => { if (ev.data?.id === id) { window.removeEventListener('message', on); resolve(ev.data); } };
-      window.addEventListener('message', on);
-      window.parent.postMessage({ jsonrpc: '2.0', id, method: 'tools/call', params: p }, '*');
-    }), params) as Promise<{ result?: any; error?: { message: string } }>;
+    const ask = (params: unknown) =>
+      v.evaluate(
+        (p: unknown) =>
+          new Promise((resolve) => {
+            const id = 'probe-' + Math.random();
+            const on = (ev: any) => {
+              if (ev.data?.id === id) {
+                window.removeEventListener('message', on);
+                resolve(ev.data);
+              }
+            };
+            window.addEventListener('message', on);
+            window.parent.postMessage({ jsonrpc: '2.0', id, method: 'tools/call', params: p }, '*');
+          }),
+        params,
+      ) as Promise<{ result?: any; error?: { message: string } }>;
     const other = await ask({ name: 'job_status', arguments: { job_id: jobs.failed } });
     expect(other.error?.message).toMatch(/only about job/);
     const kill = await ask({ name: 'job_kill', arguments: { job_id: jobs.ok } });

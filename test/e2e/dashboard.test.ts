@@ -49,10 +49,14 @@ async function auditPage(n: number) {
 /** The error shown at the policy editor (the element its aria-describedby points to). */
 const editorError = () => page.$eval('textarea[name=policy]', (e: any) => document.getElementById(e.getAttribute('aria-describedby'))?.textContent ?? '');
 async function waitEditorError(re: RegExp) {
-  await page.waitForFunction((src: string) => {
-    const e = document.querySelector('textarea[name=policy]');
-    return new RegExp(src).test(document.getElementById(e?.getAttribute('aria-describedby'))?.textContent ?? '');
-  }, { timeout: 10_000 }, re.source);
+  await page.waitForFunction(
+    (src: string) => {
+      const e = document.querySelector('textarea[name=policy]');
+      return new RegExp(src).test(document.getElementById(e?.getAttribute('aria-describedby'))?.textContent ?? '');
+    },
+    { timeout: 10_000 },
+    re.source,
+  );
 }
 const go = (hash: string, heading: string) => goTo(page, hash, heading);
 const fill = (label: string, value: string) => fillField(page, label, value);
@@ -62,7 +66,13 @@ describe.skipIf(!HAVE_CHROMIUM)('dashboard in a real browser', () => {
     mkdirSync(SHOTS, { recursive: true });
     gw = await startGateway();
     root = mkdtempSync(join(tmpdir(), 'gatehouse-dash-'));
-    agent = startAgent(gw, { token: await gw.token({ team: TEAM, scopes: ['agent'], subject: 'dash-agent' }), root, sandbox: SANDBOX, capacity: 2, agentId: 'dash-agent' });
+    agent = startAgent(gw, {
+      token: await gw.token({ team: TEAM, scopes: ['agent'], subject: 'dash-agent' }),
+      root,
+      sandbox: SANDBOX,
+      capacity: 2,
+      agentId: 'dash-agent',
+    });
     await agent.ready;
     adminToken = await gw.token({ team: TEAM, scopes: ['admin'], subject: 'dash-admin' });
     client = await gw.mcp(TEAM, ['execute', 'artifacts:read']);
@@ -70,7 +80,9 @@ describe.skipIf(!HAVE_CHROMIUM)('dashboard in a real browser', () => {
     page = await browser.newPage();
     await page.setViewport({ width: 1366, height: 900 });
     page.on('request', (r) => requested.push(r.url()));
-    page.on('console', (m) => { if (/Content.Security.Policy/i.test(m.text())) cspViolations.push(m.text()); });
+    page.on('console', (m) => {
+      if (/Content.Security.Policy/i.test(m.text())) cspViolations.push(m.text());
+    });
     page.on('dialog', (d) => void d.accept());
   }, 180_000);
 
@@ -100,7 +112,7 @@ describe.skipIf(!HAVE_CHROMIUM)('dashboard in a real browser', () => {
     expect((await fetch(`${gw.url}/dashboard/assets/nope.js`)).status).toBe(404);
   });
 
-  it('refuses a wrong token with the gateway\'s reason and signs in with the keyboard alone', async () => {
+  it("refuses a wrong token with the gateway's reason and signs in with the keyboard alone", async () => {
     await page.goto(`${gw.url}/dashboard`);
     await page.waitForSelector(aria('Admin token'));
     // The token field has focus on load: type and press Enter, no mouse.
@@ -143,7 +155,9 @@ describe.skipIf(!HAVE_CHROMIUM)('dashboard in a real browser', () => {
     expect(text).toContain(SANDBOX);
     expect(text).toMatch(/0 \/ 2 slots/);
     // Runtimes with versions, as the agent probed them, and a recent heartbeat.
-    const runtimes = await page.$$eval('tr[data-agent=dash-agent] ul.runtimes li', (li: any[]) => li.map((l) => [l.querySelector('.rt').textContent, l.querySelector('.ver').textContent]));
+    const runtimes = await page.$$eval('tr[data-agent=dash-agent] ul.runtimes li', (li: any[]) =>
+      li.map((l) => [l.querySelector('.rt').textContent, l.querySelector('.ver').textContent]),
+    );
     expect(runtimes.length).toBeGreaterThan(0);
     expect(runtimes.find(([name]) => name === 'shell')?.[1]).toMatch(/\d/);
     const beat = await page.$eval('tr[data-agent=dash-agent] time', (t: any) => t.getAttribute('datetime'));
@@ -162,7 +176,9 @@ describe.skipIf(!HAVE_CHROMIUM)('dashboard in a real browser', () => {
     await shot('jobs');
     // The list refreshes under the keyboard user's focus without taking it away; Enter opens the job.
     await page.focus(`tr[data-job="${jobId}"] a`);
-    await page.$eval(`tr[data-job="${jobId}"]`, (e: any) => { e.__old = true; });
+    await page.$eval(`tr[data-job="${jobId}"]`, (e: any) => {
+      e.__old = true;
+    });
     await page.waitForFunction((id: string) => document.querySelector(`tr[data-job="${id}"]`)?.__old !== true, { timeout: 10_000 }, jobId);
     expect(await page.evaluate(() => document.activeElement?.getAttribute('href'))).toBe(`#/jobs/${jobId}`);
     await page.keyboard.press('Enter');
@@ -224,23 +240,26 @@ describe.skipIf(!HAVE_CHROMIUM)('dashboard in a real browser', () => {
     await page.click(aria('Apply filters'));
     // The live list re-renders its rows while we look at them, so find and click inside the page in one step
     // (an element handle taken first can be detached by the time it is clicked).
-    const found = await page.waitForFunction(
-      () => document.querySelector('tr[data-job] .badge.running')?.closest('tr')?.getAttribute('data-job'),
-      { timeout: 20_000 },
-    );
+    const found = await page.waitForFunction(() => document.querySelector('tr[data-job] .badge.running')?.closest('tr')?.getAttribute('data-job'), {
+      timeout: 20_000,
+    });
     const jobId = (await found.jsonValue()) as string;
-    await page.waitForFunction((id: string) => {
-      const a = document.querySelector(`tr[data-job="${id}"] a`);
-      a?.click();
-      return !!a;
-    }, { timeout: 15_000 }, jobId);
+    await page.waitForFunction(
+      (id: string) => {
+        const a = document.querySelector(`tr[data-job="${id}"] a`);
+        a?.click();
+        return !!a;
+      },
+      { timeout: 15_000 },
+      jobId,
+    );
     await page.waitForSelector(aria('Kill job'), { visible: true, timeout: 15_000 });
     await page.click(aria('Kill job'));
     const r = await call;
     expect((r.structuredContent as { state: string }).state).toMatch(/cancelled|signaled/);
     await page.waitForSelector('dd .badge:is([data-state=cancelled],[data-state=signaled])', { timeout: 20_000 });
     // The kill is audited with who did it.
-    const audit = await (await fetch(`${gw.url}/admin/v1/audit?tool=admin.job_kill`, { headers: { Authorization: `Bearer ${adminToken}` } })).json() as any;
+    const audit = (await (await fetch(`${gw.url}/admin/v1/audit?tool=admin.job_kill`, { headers: { Authorization: `Bearer ${adminToken}` } })).json()) as any;
     expect(audit.entries[0]).toMatchObject({ subject: 'dash-admin', jobId });
   });
 
@@ -263,7 +282,9 @@ describe.skipIf(!HAVE_CHROMIUM)('dashboard in a real browser', () => {
     await page.click(aria('Create token'));
     await page.waitForFunction(() => /printable ASCII without spaces/.test(document.body.innerText), { timeout: 10_000 });
 
-    const jti = await page.$$eval('tr[data-status=active]', (trs: any[]) => trs.find((t) => t.cells[1].textContent === 'dash-ci-bot')?.getAttribute('data-jti'));
+    const jti = await page.$$eval('tr[data-status=active]', (trs: any[]) =>
+      trs.find((t) => t.cells[1].textContent === 'dash-ci-bot')?.getAttribute('data-jti'),
+    );
     expect(jti).toBeTruthy();
     await page.click(aria(`Revoke token ${jti} of dash-ci-bot`));
     await page.waitForSelector(`tr[data-jti="${jti}"][data-status=revoked]`, { timeout: 15_000 });
@@ -287,13 +308,21 @@ describe.skipIf(!HAVE_CHROMIUM)('dashboard in a real browser', () => {
     await page.waitForFunction(() => (document.querySelector('textarea[name=policy]') as any)?.value.includes('"executables"'), { timeout: 15_000 });
     await waitText('the shipped default');
     // Broken JSON: the editor says where, and nothing is sent.
-    await page.$eval('textarea[name=policy]', (e) => { (e as any).value = '{ "version": 1, }'; });
+    await page.$eval('textarea[name=policy]', (e) => {
+      (e as any).value = '{ "version": 1, }';
+    });
     await page.click(aria('Save as new version'));
     await waitEditorError(/Not valid JSON at line 1, column \d+/);
     expect(await page.$eval('textarea[name=policy]', (e: any) => e.getAttribute('aria-invalid'))).toBe('true');
     // Valid JSON, invalid policy: the gateway's message names the failing path, shown at the editor.
     const bad = { ...DEFAULT_POLICY, limits: { ...DEFAULT_POLICY.limits, maxTimeoutMs: 'soon' } };
-    await page.$eval('textarea[name=policy]', (e, v) => { (e as any).value = v; }, JSON.stringify(bad, null, 2));
+    await page.$eval(
+      'textarea[name=policy]',
+      (e, v) => {
+        (e as any).value = v;
+      },
+      JSON.stringify(bad, null, 2),
+    );
     await page.click(aria('Save as new version'));
     await waitEditorError(/invalid policy: limits\.maxTimeoutMs/);
     await shot('policy-error');
@@ -302,8 +331,15 @@ describe.skipIf(!HAVE_CHROMIUM)('dashboard in a real browser', () => {
     await page.click(aria('Load preset into editor'));
     const doc = JSON.parse(await page.$eval('textarea[name=policy]', (e) => (e as any).value));
     doc.executables.allow = doc.executables.allow.filter((x: string) => x !== 'ls');
-    await page.$eval('textarea[name=policy]', (e, v) => { (e as any).value = v; }, JSON.stringify(doc, null, 2));
-    const before = (await (await fetch(`${gw.url}/admin/v1/policy`, { headers: { Authorization: `Bearer ${adminToken}` } })).json() as { version: number }).version;
+    await page.$eval(
+      'textarea[name=policy]',
+      (e, v) => {
+        (e as any).value = v;
+      },
+      JSON.stringify(doc, null, 2),
+    );
+    const before = ((await (await fetch(`${gw.url}/admin/v1/policy`, { headers: { Authorization: `Bearer ${adminToken}` } })).json()) as { version: number })
+      .version;
     await page.click(aria('Save as new version'));
     await waitText(`the policy is now version ${before + 1}`);
     expect(await editorError()).toBe('');
@@ -317,9 +353,13 @@ describe.skipIf(!HAVE_CHROMIUM)('dashboard in a real browser', () => {
     await page.waitForSelector('.verdict[data-allowed=false]', { timeout: 10_000 });
     await waitText('Executable "ls" is not in the allowed executables list');
     // Decision, deciding stage and reason, as the dry-run API says them.
-    const check = await (await fetch(`${gw.url}/admin/v1/policy/check`, {
-      method: 'POST', headers: { Authorization: `Bearer ${adminToken}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ command: 'ls', args: ['-a'] }),
-    })).json() as { stage: string; reason: string };
+    const check = (await (
+      await fetch(`${gw.url}/admin/v1/policy/check`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${adminToken}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ command: 'ls', args: ['-a'] }),
+      })
+    ).json()) as { stage: string; reason: string };
     const verdict = await page.$eval('.verdict + dl.facts', (dl: any) => dl.innerText);
     expect(check.stage).toMatch(/^[a-z_]+$/);
     expect(verdict).toMatch(new RegExp(`Deciding stage\\s+${check.stage}\\s`));
@@ -343,7 +383,9 @@ describe.skipIf(!HAVE_CHROMIUM)('dashboard in a real browser', () => {
     // A bad filter gets the gateway's explanation.
     await fill('Tool', 'rm -rf');
     await page.click(aria('Apply filters'));
-    await page.waitForFunction(() => [...document.querySelectorAll('main [role=alert]')].some((e: any) => /tool must be one of/.test(e.textContent)), { timeout: 10_000 });
+    await page.waitForFunction(() => [...document.querySelectorAll('main [role=alert]')].some((e: any) => /tool must be one of/.test(e.textContent)), {
+      timeout: 10_000,
+    });
     await gw.putPolicy(TEAM, DEFAULT_POLICY);
   });
 
@@ -373,7 +415,10 @@ describe.skipIf(!HAVE_CHROMIUM)('dashboard in a real browser', () => {
     await fill('Tool', 'policy_check');
     await page.click(aria('Apply filters'));
     const rows = () => page.$$eval('tbody tr', (trs: any[]) => trs.map((t) => t.cells[4].textContent as string));
-    const onPage = async (n: number) => { await auditPage(n); return rows(); };
+    const onPage = async (n: number) => {
+      await auditPage(n);
+      return rows();
+    };
     const p1 = await onPage(1);
     expect(p1).toHaveLength(25);
     expect(p1[0]).toBe('echo page-29');
@@ -391,8 +436,18 @@ describe.skipIf(!HAVE_CHROMIUM)('dashboard in a real browser', () => {
     await page.click(aria('Apply filters'));
     await auditPage(1);
     expect(await subjects()).toEqual(['test-dash']);
-    const setTime = (label: string, v: string) => page.$eval(aria(label), (e: any, x: string) => { e.value = x; }, v);
-    for (const [label, v] of [['Since', '2099-01-01T00:00'], ['Until', '2001-01-01T00:00']]) {
+    const setTime = (label: string, v: string) =>
+      page.$eval(
+        aria(label),
+        (e: any, x: string) => {
+          e.value = x;
+        },
+        v,
+      );
+    for (const [label, v] of [
+      ['Since', '2099-01-01T00:00'],
+      ['Until', '2001-01-01T00:00'],
+    ]) {
       await setTime(label, v);
       await page.click(aria('Apply filters'));
       await page.waitForFunction(() => document.querySelector('main [role=status]')?.textContent === '0 entries on page 1', { timeout: 15_000 });
@@ -408,8 +463,10 @@ describe.skipIf(!HAVE_CHROMIUM)('dashboard in a real browser', () => {
   it('cannot be framed by another origin (clickjacking), while a frameable page of the same gateway can', async () => {
     const server: Server = createServer((_req, res) => {
       res.setHeader('Content-Type', 'text/html');
-      res.end(`<iframe name="dash" src="${gw.url}/dashboard" onload="window.dashLoaded=true"></iframe>` +
-        `<iframe name="health" src="${gw.url}/healthz" onload="window.healthLoaded=true"></iframe>`);
+      res.end(
+        `<iframe name="dash" src="${gw.url}/dashboard" onload="window.dashLoaded=true"></iframe>` +
+          `<iframe name="health" src="${gw.url}/healthz" onload="window.healthLoaded=true"></iframe>`,
+      );
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
     const p = await browser.newPage();
@@ -436,8 +493,14 @@ describe.skipIf(!HAVE_CHROMIUM)('dashboard in a real browser', () => {
       return ((await r.json()) as any).jobs[0].job_id as string;
     }, adminToken);
     const pages: [string, string][] = [
-      ['#/overview', 'Overview'], ['#/agents', 'Agents'], ['#/jobs', 'Jobs'], [`#/jobs/${jobId}`, 'Job '], ['#/approvals', 'Approvals'],
-      ['#/audit', 'Audit log'], ['#/policy', 'Policy'], ['#/tokens', 'Tokens'],
+      ['#/overview', 'Overview'],
+      ['#/agents', 'Agents'],
+      ['#/jobs', 'Jobs'],
+      [`#/jobs/${jobId}`, 'Job '],
+      ['#/approvals', 'Approvals'],
+      ['#/audit', 'Audit log'],
+      ['#/policy', 'Policy'],
+      ['#/tokens', 'Tokens'],
     ];
     const CONTROLS = new Set(['button', 'link', 'textbox', 'searchbox', 'combobox', 'listbox', 'checkbox', 'radio', 'spinbutton', 'slider', 'switch']);
     /** The controls of the page as assistive technology sees them, and those among them without a name. */
@@ -457,7 +520,11 @@ describe.skipIf(!HAVE_CHROMIUM)('dashboard in a real browser', () => {
     };
     // The check itself: an unlabelled field added to the page is caught.
     await go('#/agents', 'Agents');
-    await page.evaluate(() => { const i = document.createElement('input'); i.id = 'unlabelled-probe'; document.getElementById('main').append(i); });
+    await page.evaluate(() => {
+      const i = document.createElement('input');
+      i.id = 'unlabelled-probe';
+      document.getElementById('main').append(i);
+    });
     expect((await audit()).unnamed).toContain('textbox');
     await page.evaluate(() => document.getElementById('unlabelled-probe').remove());
     for (const [hash, heading] of pages) {

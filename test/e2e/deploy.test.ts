@@ -59,7 +59,8 @@ describe('deployability: the README deploy block', () => {
     const token = sh(bootstrap, work).trim();
     const { d: _private, ...publicJwk } = jwk;
     const { payload } = await jwtVerify(token, await importJWK({ ...publicJwk, alg: 'ES256' }, 'ES256'), {
-      issuer: 'https://gw.example.com', audience: 'https://gw.example.com/mcp',
+      issuer: 'https://gw.example.com',
+      audience: 'https://gw.example.com/mcp',
     });
     expect(payload).toMatchObject({ team: 'acme', scope: 'admin', sub: 'bootstrap-admin' });
     expect(decodeProtectedHeader(token).alg).toBe('ES256');
@@ -68,7 +69,11 @@ describe('deployability: the README deploy block', () => {
   it('applies every D1 migration (--remote run --local against an empty database)', () => {
     const state = mkdtempSync(join(tmpdir(), 'gatehouse-mig-'));
     sh(line('npx wrangler d1 migrations apply ').replace(' --remote', ` --local --persist-to ${state}`));
-    const q = spawnSync(WRANGLER, ['d1', 'execute', 'DB', '--local', '--persist-to', state, '--json', '--command', "SELECT name FROM sqlite_master WHERE type='table' ORDER BY name"], { cwd: ROOT, env, encoding: 'utf8', timeout: 120_000 });
+    const q = spawnSync(
+      WRANGLER,
+      ['d1', 'execute', 'DB', '--local', '--persist-to', state, '--json', '--command', "SELECT name FROM sqlite_master WHERE type='table' ORDER BY name"],
+      { cwd: ROOT, env, encoding: 'utf8', timeout: 120_000 },
+    );
     expect(q.status, q.stderr).toBe(0);
     const names = (JSON.parse(q.stdout) as { results: { name: string }[] }[])[0].results.map((r) => r.name);
     expect(names).toEqual(expect.arrayContaining(['teams', 'tokens', 'revocations', 'agents', 'policies', 'jobs', 'artifacts', 'audit']));

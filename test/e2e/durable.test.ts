@@ -31,7 +31,7 @@ const POLICY = {
 };
 
 type S = Record<string, unknown>;
-const text = (r: object) => (((r as { content?: unknown }).content as { text: string }[] | undefined)?.[0]?.text ?? '');
+const text = (r: object) => ((r as { content?: unknown }).content as { text: string }[] | undefined)?.[0]?.text ?? '';
 
 let gw: Gateway;
 const REV_JTI = `rev-agent-${Date.now()}`;
@@ -53,15 +53,23 @@ type AgentSpec = { id: string; sandbox: 'gvisor' | 'bwrap'; capacity?: number; j
 async function agentFor(team: string, o: AgentSpec) {
   const token = await gw.token({ team, scopes: ['agent'], jti: o.jti, subject: o.subject ?? `agent-${o.id}` });
   const a = startAgent(gw, {
-    token, root: workspace(), sandbox: o.sandbox, capacity: o.capacity ?? 2, agentId: o.id,
+    token,
+    root: workspace(),
+    sandbox: o.sandbox,
+    capacity: o.capacity ?? 2,
+    agentId: o.id,
     extraArgs: (o.labels ?? []).flatMap((l) => ['--label', l]),
   });
   agents.push(a);
-  await until(async () => {
-    if (a.proc.exitCode !== null) throw new Error(`agent ${o.id} exited:\n${a.logs()}`);
-    const r = await admin(team, 'GET', '/agents');
-    return (r.body.agents as S[] | undefined)?.some((x) => x.agent_id === o.id && x.state === 'connected');
-  }, 150_000, `agent ${o.id} to connect`);
+  await until(
+    async () => {
+      if (a.proc.exitCode !== null) throw new Error(`agent ${o.id} exited:\n${a.logs()}`);
+      const r = await admin(team, 'GET', '/agents');
+      return (r.body.agents as S[] | undefined)?.some((x) => x.agent_id === o.id && x.state === 'connected');
+    },
+    150_000,
+    `agent ${o.id} to connect`,
+  );
   return a;
 }
 
@@ -79,11 +87,12 @@ async function call(c: Client, name: string, args: S, timeout = 90_000) {
 async function admin(team: string, method: string, path: string, body?: unknown) {
   const token = await gw.token({ team, scopes: ['admin'] });
   const r = await fetch(`${gw.url}/admin/v1${path}`, {
-    method, headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body),
+    method,
+    headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
   });
   return { status: r.status, body: (await r.json()) as S };
 }
-
 
 /** A hand-made agent connection (what an attacker holding an agent token can do). */
 function rawAgent(token: string): Promise<{ ws: WebSocket; messages: S[]; closed: Promise<{ code: number; reason: string }> }> {
@@ -99,7 +108,16 @@ function rawAgent(token: string): Promise<{ ws: WebSocket; messages: S[]; closed
 
 function hello(agentId: string, extra: S = {}): string {
   return JSON.stringify({
-    type: 'hello', v: PROTOCOL_VERSION, agentId, version: 'test', capacity: 1, sandbox: 'gvisor', runtimes: [], labels: [], running: [], ...extra,
+    type: 'hello',
+    v: PROTOCOL_VERSION,
+    agentId,
+    version: 'test',
+    capacity: 1,
+    sandbox: 'gvisor',
+    runtimes: [],
+    labels: [],
+    running: [],
+    ...extra,
   });
 }
 
@@ -141,10 +159,14 @@ maybe('durable dispatch', () => {
     expect(started.s.artifact_handle).toMatch(/^art_/);
 
     // Live tail from another client while it runs.
-    const first = await until(async () => {
-      const o = await call(b, 'job_output', { job_id: jobId, offset: 0, max_bytes: 4096 });
-      return (o.s.data as string).includes('line-3\n') ? o : null;
-    }, 30_000, 'live output');
+    const first = await until(
+      async () => {
+        const o = await call(b, 'job_output', { job_id: jobId, offset: 0, max_bytes: 4096 });
+        return (o.s.data as string).includes('line-3\n') ? o : null;
+      },
+      30_000,
+      'live output',
+    );
     expect(first.s.source).toBe('live');
     expect(first.s.eof).toBe(false);
     expect((first.s.data as string).startsWith('line-1\nline-2\n')).toBe(true);
@@ -168,16 +190,20 @@ maybe('durable dispatch', () => {
     expect((listed.s.jobs as S[]).filter((j) => j.job_id === jobId)).toHaveLength(1);
   }, 120_000);
 
-  it('serves a finished job\'s output from its stored artifact at any offset, with eof', async () => {
+  it("serves a finished job's output from its stored artifact at any offset, with eof", async () => {
     const c = await mcp('dur');
     const expected = Array.from({ length: 20_000 }, (_, i) => `${i + 1}\n`).join('');
     const started = await call(c, 'execute', { command: 'seq', args: ['1', '20000'], background: true });
     const jobId = started.s.job_id as string;
     // job_status answers when the process ends; the artifact's upload follows.
-    const end = await until(async () => {
-      const v = await call(c, 'job_status', { job_id: jobId, wait_ms: 60_000 });
-      return v.s.artifact_state === 'complete' ? v : null;
-    }, 60_000, 'the artifact to be stored');
+    const end = await until(
+      async () => {
+        const v = await call(c, 'job_status', { job_id: jobId, wait_ms: 60_000 });
+        return v.s.artifact_state === 'complete' ? v : null;
+      },
+      60_000,
+      'the artifact to be stored',
+    );
     expect(end.s).toMatchObject({ state: 'exited', exit_code: 0, artifact_state: 'complete', stdout_bytes: expected.length });
     const mid = await call(c, 'job_output', { job_id: jobId, offset: 50_000, max_bytes: 1000 });
     expect(mid.s).toMatchObject({ source: 'artifact', data: expected.slice(50_000, 51_000), next_offset: 51_000, eof: false, total_bytes: expected.length });
@@ -189,21 +215,24 @@ maybe('durable dispatch', () => {
     const c = await mcp('dur');
     const notes: string[] = [];
     const r = await c.callTool({ name: 'execute', arguments: { command: 'echo', args: ['hi'] } }, undefined, {
-      timeout: 60_000, onprogress: (p) => notes.push(p.message ?? ''),
+      timeout: 60_000,
+      onprogress: (p) => notes.push(p.message ?? ''),
     });
     const s = r.structuredContent as S;
     expect(s).toMatchObject({ stdout: 'hi\n', agent_id: 'dur-gv', sandbox: 'gvisor' });
     expect(notes[0]).toContain(`job ${s.job_id as string}`);
   }, 60_000);
 
-  it('an agent token cannot overwrite a finished job\'s artifact, and a forged job.exit from another agent is ignored', async () => {
+  it("an agent token cannot overwrite a finished job's artifact, and a forged job.exit from another agent is ignored", async () => {
     const c = await mcp('dur');
     const done = await call(c, 'execute', { command: 'echo', args: ['original'] });
     const jobId = done.s.job_id as string;
     for (const subject of ['agent-dur-gv', 'some-other-agent']) {
       const token = await gw.token({ team: 'dur', scopes: ['agent'], subject });
       const put = await fetch(`${gw.url}/agent/v1/artifacts/${done.s.artifact_handle as string}/stdout`, {
-        method: 'PUT', body: 'OVERWRITTEN\n', headers: { Authorization: `Bearer ${token}`, 'X-Gatehouse-Job': jobId },
+        method: 'PUT',
+        body: 'OVERWRITTEN\n',
+        headers: { Authorization: `Bearer ${token}`, 'X-Gatehouse-Job': jobId },
       });
       expect([404, 409]).toContain(put.status);
     }
@@ -218,11 +247,23 @@ maybe('durable dispatch', () => {
     rogue.ws.send(hello('rogue'));
     await until(async () => rogue.messages.some((m) => m.type === 'welcome'), 10_000, 'welcome');
     const empty = { bytes: 0, lines: 0, artifactTruncated: false };
-    rogue.ws.send(JSON.stringify({
-      type: 'job.exit', jobId: bgId, state: 'exited', exitCode: 0, signal: null, timedOut: false, durationMs: 1,
-      stdout: 'FORGED BY ROGUE AGENT', stderr: '', stdoutTruncated: false, stderrTruncated: false,
-      streams: { stdout: empty, stderr: empty }, artifactsUploaded: true,
-    }));
+    rogue.ws.send(
+      JSON.stringify({
+        type: 'job.exit',
+        jobId: bgId,
+        state: 'exited',
+        exitCode: 0,
+        signal: null,
+        timedOut: false,
+        durationMs: 1,
+        stdout: 'FORGED BY ROGUE AGENT',
+        stderr: '',
+        stdoutTruncated: false,
+        stderrTruncated: false,
+        streams: { stdout: empty, stderr: empty },
+        artifactsUploaded: true,
+      }),
+    );
     const end = await call(c, 'job_status', { job_id: bgId, wait_ms: 30_000 });
     expect(end.s).toMatchObject({ state: 'exited', exit_code: 0, agent_id: 'dur-gv' });
     const out = await call(c, 'job_output', { job_id: bgId });
@@ -232,7 +273,7 @@ maybe('durable dispatch', () => {
     rogue.ws.close();
   }, 120_000);
 
-  it('a second agent token cannot take over a connected agent\'s id', async () => {
+  it("a second agent token cannot take over a connected agent's id", async () => {
     const impostor = await rawAgent(await gw.token({ team: 'dur', scopes: ['agent'], subject: 'impostor' }));
     impostor.ws.send(hello('dur-gv'));
     const closed = await impostor.closed;
@@ -247,10 +288,14 @@ maybe('durable dispatch', () => {
     const longVersion = (n: string) => `${n} ${'9.'.repeat(1500)}0`; // ~3 KB each, ~48 KB in all: 3× the attachment limit
     const runtimes = RUNTIME_NAMES.map((name) => ({ name, executable: name, path: `/usr/bin/${name}`, version: longVersion(name) }));
     const big = await rawAgent(await gw.token({ team: 'other', scopes: ['agent'], subject: 'big-agent' }));
-    big.ws.send(hello('big-agent', {
-      capacity: 32, runtimes, labels: Array.from({ length: 32 }, (_, i) => `label-${i}`),
-      running: Array.from({ length: 32 }, (_, i) => `00000000-0000-0000-0000-${String(i).padStart(12, '0')}`),
-    }));
+    big.ws.send(
+      hello('big-agent', {
+        capacity: 32,
+        runtimes,
+        labels: Array.from({ length: 32 }, (_, i) => `label-${i}`),
+        running: Array.from({ length: 32 }, (_, i) => `00000000-0000-0000-0000-${String(i).padStart(12, '0')}`),
+      }),
+    );
     await until(async () => big.messages.some((m) => m.type === 'welcome'), 10_000, 'welcome');
     const listed = await admin('other', 'GET', '/agents');
     const me = (listed.body.agents as S[]).find((a) => a.agent_id === 'big-agent')!;
@@ -259,7 +304,7 @@ maybe('durable dispatch', () => {
     big.ws.close();
   }, 60_000);
 
-  it('revoking a connected agent\'s token disconnects it within a second; the next jobs go to another agent', async () => {
+  it("revoking a connected agent's token disconnects it within a second; the next jobs go to another agent", async () => {
     const a = revAgents[1];
     const before = Date.now();
     const revoke = await admin('rev', 'DELETE', `/tokens/${REV_JTI}?unrecorded=true`);
@@ -293,9 +338,20 @@ maybe('durable dispatch', () => {
     const token = await gw.token({ team: 'dur', scopes: ['execute', 'artifacts:read'] });
     const ctl = new AbortController();
     const res = await fetch(gw.mcpUrl, {
-      method: 'POST', signal: ctl.signal,
-      headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', 'MCP-Protocol-Version': '2025-11-25' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'execute', arguments: { command: 'sleep 2; echo survived' }, _meta: { progressToken: 'p1' } } }),
+      method: 'POST',
+      signal: ctl.signal,
+      headers: {
+        Authorization: `Bearer ${token}`,
+        'Content-Type': 'application/json',
+        Accept: 'application/json, text/event-stream',
+        'MCP-Protocol-Version': '2025-11-25',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 7,
+        method: 'tools/call',
+        params: { name: 'execute', arguments: { command: 'sleep 2; echo survived' }, _meta: { progressToken: 'p1' } },
+      }),
     });
     // Read until the first progress notification names the job, then hang up without cancelling.
     const reader = res.body!.getReader();
@@ -312,11 +368,15 @@ maybe('durable dispatch', () => {
     const end = await call(c, 'job_status', { job_id: jobId, wait_ms: 30_000 });
     expect(end.s).toMatchObject({ state: 'exited', exit_code: 0 });
     expect((await call(c, 'job_output', { job_id: jobId })).s.data).toBe('survived\n');
-    const rows = await until(async () => {
-      const a = await admin('dur', 'GET', '/audit?tool=execute&limit=200');
-      const mine = (a.body.entries as S[]).filter((e) => e.jobId === jobId);
-      return mine.length === 1 && mine[0].exitStatus === 'exit 0' ? mine : null;
-    }, 20_000, 'the audit row to be completed');
+    const rows = await until(
+      async () => {
+        const a = await admin('dur', 'GET', '/audit?tool=execute&limit=200');
+        const mine = (a.body.entries as S[]).filter((e) => e.jobId === jobId);
+        return mine.length === 1 && mine[0].exitStatus === 'exit 0' ? mine : null;
+      },
+      20_000,
+      'the audit row to be completed',
+    );
     expect(rows).toHaveLength(1);
   }, 60_000);
 
@@ -331,7 +391,7 @@ maybe('durable dispatch', () => {
     for (const t of ['admin.policy_set', 'admin.token_create', 'admin.token_revoke', 'admin.job_kill']) expect(tools).toContain(t);
   }, 60_000);
 
-  it('queue cap and kill -9: a full queue refuses at once; a killed agent\'s job is lost within 3 heartbeats and its rows reach that final state', async () => {
+  it("queue cap and kill -9: a full queue refuses at once; a killed agent's job is lost within 3 heartbeats and its rows reach that final state", async () => {
     const agent = revAgents[6];
     const c = await mcp('k9');
     const running = await call(c, 'execute', { command: 'sleep 30', background: true });
@@ -350,11 +410,15 @@ maybe('durable dispatch', () => {
     // HEARTBEAT_MS is 1000 in tests: 3 heartbeats after the socket closed, at the next liveness tick (every
     // heartbeat), with 2 s of slack for a loaded machine.
     expect((end.s.ended_at as number) - killedAt).toBeLessThan(3 * 1000 + 1000 + 2000);
-    const rows = await until(async () => {
-      const a = await admin('k9', 'GET', '/audit?tool=execute&limit=50');
-      const mine = (a.body.entries as S[]).filter((e) => e.jobId === running.s.job_id);
-      return mine.length === 1 && mine[0].exitStatus === 'lost' ? mine : null;
-    }, 20_000, 'the audit row to say lost');
+    const rows = await until(
+      async () => {
+        const a = await admin('k9', 'GET', '/audit?tool=execute&limit=50');
+        const mine = (a.body.entries as S[]).filter((e) => e.jobId === running.s.job_id);
+        return mine.length === 1 && mine[0].exitStatus === 'lost' ? mine : null;
+      },
+      20_000,
+      'the audit row to say lost',
+    );
     expect(rows[0]).toMatchObject({ decision: 'failed' });
     const refused = (await call(c, 'job_list', { state: 'refused' })).s.jobs as S[];
     expect(refused.some((j) => (j.error as S | null)?.code === 'queue_full')).toBe(true);
@@ -375,14 +439,20 @@ maybe('durable dispatch', () => {
     // writes it (and the job's index row) to D1 250 ms after the submit; the restart comes first.
     const nosync = await call(await mcp('nosync'), 'execute', { command: 'echo accepted before the restart', background: true });
     const nosyncId = nosync.s.job_id as string;
-    const auditOf = async (team: string, id: string) => ((await admin(team, 'GET', '/audit?tool=execute&limit=200')).body.entries as S[]).filter((e) => e.jobId === id);
-    if ((await auditOf('nosync', nosyncId)).length > 0) console.warn('durable.test.ts: the background D1 copy ran before the restart; the lost-copy path was not exercised this run');
+    const auditOf = async (team: string, id: string) =>
+      ((await admin(team, 'GET', '/audit?tool=execute&limit=200')).body.entries as S[]).filter((e) => e.jobId === id);
+    if ((await auditOf('nosync', nosyncId)).length > 0)
+      console.warn('durable.test.ts: the background D1 copy ran before the restart; the lost-copy path was not exercised this run');
     await gw.restart();
     // The queued job's audit row reaches D1 from the restarted object (its alarm retries the copy) while the job still waits.
-    const queuedRow = await until(async () => {
-      const rows = await auditOf('nosync', nosyncId);
-      return rows.length === 1 ? rows : null;
-    }, 20_000, 'the queued job\'s audit row to reach D1 after the restart');
+    const queuedRow = await until(
+      async () => {
+        const rows = await auditOf('nosync', nosyncId);
+        return rows.length === 1 ? rows : null;
+      },
+      20_000,
+      "the queued job's audit row to reach D1 after the restart",
+    );
     expect(queuedRow[0]).toMatchObject({ decision: 'allowed', exitStatus: 'queued' });
     const nosyncAgent = agentFor('nosync', { id: 'nosync-bw', sandbox: 'bwrap' });
 
@@ -390,19 +460,27 @@ maybe('durable dispatch', () => {
     const end = await call(c2, 'job_status', { job_id: jobId, wait_ms: 60_000 });
     expect(end.s).toMatchObject({ state: 'exited', exit_code: 0, agent_id: 'dur-gv' });
     // The exit comes first, the artifact upload after it: until that ends, job_output reads the live copy (eof false).
-    const out = await until(async () => {
-      const o = await call(c2, 'job_output', { job_id: jobId });
-      expect(o.s.data).toBe('finished\n');
-      return o.s.eof === true ? o : null;
-    }, 20_000, 'the job\'s artifact to be complete');
+    const out = await until(
+      async () => {
+        const o = await call(c2, 'job_output', { job_id: jobId });
+        expect(o.s.data).toBe('finished\n');
+        return o.s.eof === true ? o : null;
+      },
+      20_000,
+      "the job's artifact to be complete",
+    );
     expect(out.s).toMatchObject({ data: 'finished\n', eof: true });
     const listed = await call(c2, 'job_list', { limit: 200 });
     expect((listed.s.jobs as S[]).filter((j) => j.job_id === jobId)).toHaveLength(1);
-    const audit = await until(async () => {
-      const a = await admin('dur', 'GET', '/audit?tool=execute&limit=200');
-      const rows = (a.body.entries as S[]).filter((e) => e.jobId === jobId);
-      return rows.length === 1 && rows[0].exitStatus === 'exit 0' ? rows : null;
-    }, 20_000, 'the audit row to be completed');
+    const audit = await until(
+      async () => {
+        const a = await admin('dur', 'GET', '/audit?tool=execute&limit=200');
+        const rows = (a.body.entries as S[]).filter((e) => e.jobId === jobId);
+        return rows.length === 1 && rows[0].exitStatus === 'exit 0' ? rows : null;
+      },
+      20_000,
+      'the audit row to be completed',
+    );
     expect(audit[0]).toMatchObject({ decision: 'allowed', exitStatus: 'exit 0' });
 
     const stored = await admin('dur', 'GET', `/jobs/${bigId}?include=result`);
@@ -413,10 +491,14 @@ maybe('durable dispatch', () => {
     await nosyncAgent;
     const ran = await call(await mcp('nosync'), 'job_status', { job_id: nosyncId, wait_ms: 60_000 });
     expect(ran.s).toMatchObject({ state: 'exited', exit_code: 0, agent_id: 'nosync-bw' });
-    const done = await until(async () => {
-      const rows = await auditOf('nosync', nosyncId);
-      return rows.length === 1 && rows[0].exitStatus === 'exit 0' ? rows : null;
-    }, 20_000, 'the queued job\'s audit row to be completed, once');
+    const done = await until(
+      async () => {
+        const rows = await auditOf('nosync', nosyncId);
+        return rows.length === 1 && rows[0].exitStatus === 'exit 0' ? rows : null;
+      },
+      20_000,
+      "the queued job's audit row to be completed, once",
+    );
     expect(done[0].reason).toMatch(/agent nosync-bw \(bwrap\)/);
   }, 300_000);
 });

@@ -42,12 +42,19 @@ export class Fleet {
     const root = mkdtempSync(join(tmpdir(), this.o.tmpPrefix));
     this.roots.push(root);
     const token = await this.gw.token({ team, scopes: ['agent'], subject: `agent-${id}` });
-    const a = startAgent({ url: o.url ?? this.gw.url }, { token, root, sandbox: testSandbox(), capacity: this.o.capacity, agentId: id, extraArgs: o.extraArgs ?? [] });
+    const a = startAgent(
+      { url: o.url ?? this.gw.url },
+      { token, root, sandbox: testSandbox(), capacity: this.o.capacity, agentId: id, extraArgs: o.extraArgs ?? [] },
+    );
     this.agents.push(a);
-    await until(async () => {
-      if (a.proc.exitCode !== null) throw new Error(`agent ${id} exited:\n${a.logs()}`);
-      return (await this.agentView(team, id))?.state === 'connected';
-    }, 150_000, `agent ${id} to connect`).catch((e: Error) => {
+    await until(
+      async () => {
+        if (a.proc.exitCode !== null) throw new Error(`agent ${id} exited:\n${a.logs()}`);
+        return (await this.agentView(team, id))?.state === 'connected';
+      },
+      150_000,
+      `agent ${id} to connect`,
+    ).catch((e: Error) => {
       throw new Error(`${e.message}; its log:\n${a.logs()}`);
     });
     return a;
@@ -70,6 +77,6 @@ export class Fleet {
 /** A tool call with its structured result (`s`) and first text block (`t`). */
 export async function call(c: Client, name: string, args: S, timeout = 120_000) {
   const r = await c.callTool({ name, arguments: args }, undefined, { timeout });
-  const t = ((r.content as { text?: string }[] | undefined)?.[0]?.text) ?? '';
+  const t = (r.content as { text?: string }[] | undefined)?.[0]?.text ?? '';
   return { r, s: (r.structuredContent ?? {}) as S, t };
 }

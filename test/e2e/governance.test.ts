@@ -24,11 +24,15 @@ let root: string;
 let client: Client;
 let opa: OpaServer;
 
-const text = (r: Record<string, unknown>) => ((r.content as { text: string }[])[0]?.text ?? '');
+const text = (r: Record<string, unknown>) => (r.content as { text: string }[])[0]?.text ?? '';
 
 async function admin(method: string, path: string, body?: unknown, scopes = ['admin']) {
   const token = await gw.token({ team: TEAM, scopes });
-  return fetch(`${gw.url}/admin/v1${path}`, { method, body: body === undefined ? undefined : JSON.stringify(body), headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' } });
+  return fetch(`${gw.url}/admin/v1${path}`, {
+    method,
+    body: body === undefined ? undefined : JSON.stringify(body),
+    headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+  });
 }
 const setPolicy = (patch: Record<string, unknown>) => gw.putPolicy(TEAM, { ...DEFAULT_POLICY, ...patch });
 async function call(name: string, args: Record<string, unknown>) {
@@ -63,7 +67,12 @@ describe('default policy through MCP', () => {
   });
 
   it('denies known escapes as tool errors, not transport errors', async () => {
-    for (const args of [['find', '.', '-exec', 'sh', '-c', 'id', ';'], ['git', '-c', 'core.pager=sh', 'log'], ['tar', '--checkpoint-action=exec=sh', '-cf', 'x.tar', '.'], ['python3', '-c', 'print(1)']]) {
+    for (const args of [
+      ['find', '.', '-exec', 'sh', '-c', 'id', ';'],
+      ['git', '-c', 'core.pager=sh', 'log'],
+      ['tar', '--checkpoint-action=exec=sh', '-cf', 'x.tar', '.'],
+      ['python3', '-c', 'print(1)'],
+    ]) {
       const r = await call('execute', { command: args[0], args: args.slice(1) });
       expect(r.r.isError, args.join(' ')).toBe(true);
       expect(r.t).toMatch(/policy denied/);
@@ -72,9 +81,13 @@ describe('default policy through MCP', () => {
 
   it('reports the reference messages for runtime, executable, cwd and timeout stages', async () => {
     expect((await call('runtime_execute', { runtime: 'shell', args: ['-c', 'true'] })).t).toContain('Runtime "shell" is not in the allowed runtimes list');
-    expect((await call('runtime_execute', { runtime: 'python', executable: 'node', args: ['x'] })).t).toContain('Executable "node" is not compatible with runtime "python"');
+    expect((await call('runtime_execute', { runtime: 'python', executable: 'node', args: ['x'] })).t).toContain(
+      'Executable "node" is not compatible with runtime "python"',
+    );
     expect((await call('execute', { command: 'curl', args: ['http://127.0.0.1'] })).t).toContain('Executable "curl" is not in the allowed executables list');
-    expect((await call('execute', { command: 'ls', args: [], cwd: '../..' })).t).toContain('Relative CWD "../.." contains path traversal or absolute path components');
+    expect((await call('execute', { command: 'ls', args: [], cwd: '../..' })).t).toContain(
+      'Relative CWD "../.." contains path traversal or absolute path components',
+    );
     expect((await call('execute', { command: 'ls', args: [], env: { LD_PRELOAD: '/tmp/x.so' } })).t).toMatch(/LD_PRELOAD/);
   });
 
@@ -128,7 +141,11 @@ describe('runtime_execute', () => {
     const bad = await call('runtime_execute', { runtime: 'c', code: 'int main( { return 0; }\n', outputMode: 'summary' });
     expect(bad.s).toMatchObject({ status: 'failure', phase: 'build' });
     expect(String(bad.s.stderrSummary)).toMatch(/error/);
-    const good = await call('runtime_execute', { runtime: 'c', code: '#include <stdio.h>\nint main(void){puts("hi from c");return 2;}\n', outputMode: 'summary' });
+    const good = await call('runtime_execute', {
+      runtime: 'c',
+      code: '#include <stdio.h>\nint main(void){puts("hi from c");return 2;}\n',
+      outputMode: 'summary',
+    });
     expect(good.s).toMatchObject({ status: 'failure', exitCode: 2, phase: 'run' });
     expect(String(good.s.stdoutSummary)).toContain('hi from c');
   });

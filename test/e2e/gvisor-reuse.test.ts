@@ -48,7 +48,9 @@ maybe('sandbox.reuse through the gateway', () => {
     return s.stdout;
   }
 
-  beforeAll(async () => { gw = await startGateway(); }, 120_000);
+  beforeAll(async () => {
+    gw = await startGateway();
+  }, 120_000);
   afterAll(async () => {
     await Promise.allSettled(clients.map((c) => c.close()));
     for (const a of agents) await a.stop();

@@ -65,8 +65,18 @@ function run(cmd: string, args: string[], opts: { cwd?: string; env?: NodeJS.Pro
 export async function stopGroup(p: ChildProcess, graceMs = 3000): Promise<void> {
   if (p.exitCode !== null || p.signalCode !== null || !p.pid) return;
   const exited = new Promise<void>((r) => p.once('exit', () => r()));
-  try { process.kill(-p.pid, 'SIGTERM'); } catch { /* already gone */ }
-  const t = setTimeout(() => { try { process.kill(-p.pid!, 'SIGKILL'); } catch { /* gone */ } }, graceMs);
+  try {
+    process.kill(-p.pid, 'SIGTERM');
+  } catch {
+    /* already gone */
+  }
+  const t = setTimeout(() => {
+    try {
+      process.kill(-p.pid!, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
+  }, graceMs);
   await exited;
   clearTimeout(t);
 }
@@ -110,7 +120,9 @@ async function waitHealthy(p: ChildProcess, url: string, logs: () => string): Pr
     try {
       const r = await fetch(`${url}/healthz`);
       if (r.ok) return 'up';
-    } catch { /* not up yet */ }
+    } catch {
+      /* not up yet */
+    }
     if (Date.now() > deadline) return 'timeout';
     await new Promise((r) => setTimeout(r, 150));
   }
@@ -122,11 +134,23 @@ export async function startGateway(opts: GatewayOptions = {}): Promise<Gateway> 
   const vars: Record<string, string> = { GATEHOUSE_SIGNING_KEY: signingKey, HEARTBEAT_MS: '1000', ...opts.vars };
   const envFile = join(stateDir, '.dev.vars');
   // JSON-encode values: dotenv keeps them verbatim inside double quotes only after unescaping.
-  writeFileSync(envFile, Object.entries(vars).map(([k, v]) => `${k}='${v}'`).join('\n') + '\n');
+  writeFileSync(
+    envFile,
+    Object.entries(vars)
+      .map(([k, v]) => `${k}='${v}'`)
+      .join('\n') + '\n',
+  );
   const persist = join(stateDir, 'state');
   mkdirSync(persist, { recursive: true });
   // wrangler's shebang runs `node` from PATH: make that the pinned Node 22 even outside npm scripts.
-  const env = { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH}`, WRANGLER_SEND_METRICS: 'false', CI: 'true', NO_COLOR: '1', CLOUDFLARE_CF_FETCH_ENABLED: 'false' };
+  const env = {
+    ...process.env,
+    PATH: `${dirname(process.execPath)}:${process.env.PATH}`,
+    WRANGLER_SEND_METRICS: 'false',
+    CI: 'true',
+    NO_COLOR: '1',
+    CLOUDFLARE_CF_FETCH_ENABLED: 'false',
+  };
   if (!opts.skipMigrations) {
     const m = await run(WRANGLER, ['d1', 'migrations', 'apply', 'DB', '--local', '--persist-to', persist], { env });
     if (m.code !== 0) throw new Error(`migrations failed:\n${m.out}`);
@@ -146,10 +170,25 @@ export async function startGateway(opts: GatewayOptions = {}): Promise<Gateway> 
       url = `http://127.0.0.1:${port}`;
       p = spawn(
         WRANGLER,
-        ['dev', '--ip', '127.0.0.1', '--port', String(port), '--inspector-port', String(inspector), '--persist-to', persist,
-          '--env-file', envFile, '--show-interactive-dev-session=false', '--log-level', 'warn',
+        [
+          'dev',
+          '--ip',
+          '127.0.0.1',
+          '--port',
+          String(port),
+          '--inspector-port',
+          String(inspector),
+          '--persist-to',
+          persist,
+          '--env-file',
+          envFile,
+          '--show-interactive-dev-session=false',
+          '--log-level',
+          'warn',
           // Lets tests trigger the cron handler with GET /__scheduled.
-          '--test-scheduled', ...(opts.extraArgs ?? [])],
+          '--test-scheduled',
+          ...(opts.extraArgs ?? []),
+        ],
         { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] },
       );
       const child = p;
@@ -169,9 +208,27 @@ export async function startGateway(opts: GatewayOptions = {}): Promise<Gateway> 
   const issuer = vars.GATEHOUSE_ISSUER || url;
   const audience = vars.GATEHOUSE_AUDIENCE || `${url}/mcp`;
   const token: Gateway['token'] = async (o) =>
-    (await mintToken({ privateJwk: signingKey, issuer, audience, team: o.team, subject: o.subject ?? `test-${o.team}`, scopes: o.scopes, ttlSeconds: o.ttlSeconds ?? 3600, jti: o.jti, now: o.now })).token;
+    (
+      await mintToken({
+        privateJwk: signingKey,
+        issuer,
+        audience,
+        team: o.team,
+        subject: o.subject ?? `test-${o.team}`,
+        scopes: o.scopes,
+        ttlSeconds: o.ttlSeconds ?? 3600,
+        jti: o.jti,
+        now: o.now,
+      })
+    ).token;
   return {
-    url, mcpUrl: `${url}/mcp`, stateDir, signingKey, issuer, audience, inspectorPort: () => inspectorPort,
+    url,
+    mcpUrl: `${url}/mcp`,
+    stateDir,
+    signingKey,
+    issuer,
+    audience,
+    inspectorPort: () => inspectorPort,
     logs: () => logs,
     token,
     async mcp(team, scopes) {
@@ -179,7 +236,11 @@ export async function startGateway(opts: GatewayOptions = {}): Promise<Gateway> 
     },
     async putPolicy(team, policy) {
       const adminToken = await token({ team, scopes: ['admin'] });
-      const r = await fetch(`${url}/admin/v1/policy`, { method: 'PUT', body: JSON.stringify(policy), headers: { Authorization: `Bearer ${adminToken}`, 'Content-Type': 'application/json' } });
+      const r = await fetch(`${url}/admin/v1/policy`, {
+        method: 'PUT',
+        body: JSON.stringify(policy),
+        headers: { Authorization: `Bearer ${adminToken}`, 'Content-Type': 'application/json' },
+      });
       if (!r.ok) throw new Error(`PUT policy for ${team}: ${r.status} ${await r.text()}`);
     },
     async restart() {
@@ -222,7 +283,12 @@ export function startAgent(gw: Pick<Gateway, 'url'>, o: AgentOptions): AgentProc
   if (o.capacity) args.push('--capacity', String(o.capacity));
   if (o.agentId) args.push('--id', o.agentId);
   if (o.extraArgs) args.push(...o.extraArgs);
-  const proc = spawn(NODE, args, { cwd: ROOT, env: { ...process.env, GATEHOUSE_AGENT_TOKEN: o.token, ...o.env }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(NODE, args, {
+    cwd: ROOT,
+    env: { ...process.env, GATEHOUSE_AGENT_TOKEN: o.token, ...o.env },
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let logs = '';
   const ready = new Promise<void>((res, rej) => {
     const onData = (d: Buffer) => {
@@ -236,7 +302,9 @@ export function startAgent(gw: Pick<Gateway, 'url'>, o: AgentOptions): AgentProc
   });
   ready.catch(() => {});
   return {
-    proc, ready, logs: () => logs,
+    proc,
+    ready,
+    logs: () => logs,
     async stop(signal: NodeJS.Signals = 'SIGTERM') {
       if (signal === 'SIGKILL') {
         if (proc.exitCode === null && proc.signalCode === null && proc.pid) {

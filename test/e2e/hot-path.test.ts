@@ -87,7 +87,7 @@ describe('governed hot path with the policy cache', () => {
     expect(JSON.stringify(mine[0])).toContain(jobId);
   });
 
-  it("a job that keeps running shows as running in the audit log while it runs (its start is copied a moment later), then ends there", async () => {
+  it('a job that keeps running shows as running in the audit log while it runs (its start is copied a moment later), then ends there', async () => {
     const c = await gw.mcp(TEAM, ['execute']);
     const r = await c.callTool({ name: 'execute', arguments: { command: 'sleep', args: ['3'], background: true } });
     expect(r.isError).toBeFalsy();
@@ -115,19 +115,23 @@ describe('governed hot path with the policy cache', () => {
     const clients = await Promise.all(Array.from({ length: 4 }, () => gw.mcp(team, ['execute'])));
     const ids: string[] = [];
     const started = Date.now();
-    await Promise.all(clients.map(async (c) => {
-      for (let i = 0; i < 15; i++) {
-        const r = await c.callTool({ name: 'execute', arguments: { command: 'true', args: [], background: true } });
-        expect(r.isError).toBeFalsy();
-        ids.push((r.structuredContent as { job_id: string }).job_id);
-      }
-    }));
+    await Promise.all(
+      clients.map(async (c) => {
+        for (let i = 0; i < 15; i++) {
+          const r = await c.callTool({ name: 'execute', arguments: { command: 'true', args: [], background: true } });
+          expect(r.isError).toBeFalsy();
+          ids.push((r.structuredContent as { job_id: string }).job_id);
+        }
+      }),
+    );
     expect(ids).toHaveLength(60); // 60 × 4 statements: ten passes of Workers Free's share
     const token = await gw.token({ team, scopes: ['admin'] });
     let seen = new Set<string>();
     for (let i = 0; i < 80 && seen.size < ids.length; i++) {
       const r = await fetch(`${gw.url}/admin/v1/audit?tool=execute&limit=200`, { headers: { Authorization: `Bearer ${token}` } });
-      seen = new Set(((await r.json()) as { entries: Array<{ jobId: string; exitStatus: string }> }).entries.filter((e) => e.exitStatus === 'queued').map((e) => e.jobId));
+      seen = new Set(
+        ((await r.json()) as { entries: Array<{ jobId: string; exitStatus: string }> }).entries.filter((e) => e.exitStatus === 'queued').map((e) => e.jobId),
+      );
       if (seen.size < ids.length) await new Promise((res) => setTimeout(res, 100));
     }
     expect(ids.filter((id) => !seen.has(id))).toEqual([]);

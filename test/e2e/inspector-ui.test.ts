@@ -43,8 +43,12 @@ beforeAll(async () => {
     TOKEN: await gw.token({ team: TEAM, scopes: ['execute', 'artifacts:read'], subject: 'inspector-user' }),
     // Free ports instead of the defaults (6274-6278), so the test runs beside other Inspectors; no browser is opened
     // by the Inspector itself, and its secrets stay in memory.
-    CLIENT_PORT: String(await freePort()), MCP_SANDBOX_PORT: String(await freePort()), MCP_APP_ORIGIN_PORT: String(await freePort()),
-    MCP_AUTO_OPEN_ENABLED: 'false', MCP_INSPECTOR_SECRET_STORE: 'memory', MCP_STORAGE_DIR: storage,
+    CLIENT_PORT: String(await freePort()),
+    MCP_SANDBOX_PORT: String(await freePort()),
+    MCP_APP_ORIGIN_PORT: String(await freePort()),
+    MCP_AUTO_OPEN_ENABLED: 'false',
+    MCP_INSPECTOR_SECRET_STORE: 'memory',
+    MCP_STORAGE_DIR: storage,
   };
   inspector = spawn('/bin/sh', ['-ec', line], { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   inspector.stdout!.on('data', (d) => (inspectorLog += d));
@@ -52,7 +56,10 @@ beforeAll(async () => {
   const until = Date.now() + 90_000;
   for (;;) {
     const m = /up and running at:\s+(http:\/\/\S+\?MCP_INSPECTOR_API_TOKEN=\S+)/.exec(inspectorLog);
-    if (m) { uiUrl = m[1]; break; }
+    if (m) {
+      uiUrl = m[1];
+      break;
+    }
     if (inspector.exitCode !== null || Date.now() > until) throw new Error(`the Inspector did not start:\n${inspectorLog}`);
     await new Promise((r) => setTimeout(r, 200));
   }
@@ -89,7 +96,9 @@ describe.skipIf(!HAVE_CHROMIUM)('the MCP Inspector web UI', () => {
     await page.screenshot({ path: join(SHOTS, 'inspector-ui-tool-call.png') });
 
     const admin = await gw.token({ team: TEAM, scopes: ['admin'] });
-    const audit = await (await fetch(`${gw.url}/admin/v1/audit`, { headers: { Authorization: `Bearer ${admin}` } })).json() as { entries?: { tool: string; subject: string }[] };
+    const audit = (await (await fetch(`${gw.url}/admin/v1/audit`, { headers: { Authorization: `Bearer ${admin}` } })).json()) as {
+      entries?: { tool: string; subject: string }[];
+    };
     expect(JSON.stringify(audit)).toMatch(/"tool":"list_runtimes"[^}]*"subject":"inspector-user"|"subject":"inspector-user"[^}]*"tool":"list_runtimes"/);
   }, 180_000);
 });

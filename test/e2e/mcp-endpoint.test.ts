@@ -32,7 +32,16 @@ class TestAgent {
       this.ws.addEventListener('open', () => res());
       this.ws.addEventListener('error', () => rej(new Error('agent socket failed')));
     });
-    this.send({ type: 'hello', v: 1, agentId, version: 'test', capacity, sandbox: 'none', runtimes: [{ name: 'python', executable: 'python3', path: '/usr/bin/python3', version: '3.11' }], running: [] });
+    this.send({
+      type: 'hello',
+      v: 1,
+      agentId,
+      version: 'test',
+      capacity,
+      sandbox: 'none',
+      runtimes: [{ name: 'python', executable: 'python3', path: '/usr/bin/python3', version: '3.11' }],
+      running: [],
+    });
     await this.next('welcome');
   }
   send(m: unknown): void {
@@ -57,10 +66,23 @@ class TestAgent {
 
 function exitFor(spec: JobSpec, stdout: string, over: Partial<JobExit> = {}): JobExit {
   return {
-    type: 'job.exit', jobId: spec.jobId, state: 'exited', exitCode: 0, signal: null, timedOut: false, durationMs: 5,
-    stdout, stderr: '', stdoutTruncated: false, stderrTruncated: false,
-    streams: { stdout: { bytes: stdout.length, lines: stdout.split('\n').length - 1, artifactTruncated: false }, stderr: { bytes: 0, lines: 0, artifactTruncated: false } },
-    artifactsUploaded: true, ...over,
+    type: 'job.exit',
+    jobId: spec.jobId,
+    state: 'exited',
+    exitCode: 0,
+    signal: null,
+    timedOut: false,
+    durationMs: 5,
+    stdout,
+    stderr: '',
+    stdoutTruncated: false,
+    stderrTruncated: false,
+    streams: {
+      stdout: { bytes: stdout.length, lines: stdout.split('\n').length - 1, artifactTruncated: false },
+      stderr: { bytes: 0, lines: 0, artifactTruncated: false },
+    },
+    artifactsUploaded: true,
+    ...over,
   };
 }
 
@@ -72,7 +94,9 @@ async function uploadArtifact(token: string, start: Extract<EdgeMessage, { type:
     body,
     headers: {
       Authorization: `Bearer ${token}`,
-      'X-Gatehouse-Job': spec.jobId, 'X-Gatehouse-Lines': String(body.split('\n').length - 1), 'X-Gatehouse-Truncated': '0',
+      'X-Gatehouse-Job': spec.jobId,
+      'X-Gatehouse-Lines': String(body.split('\n').length - 1),
+      'X-Gatehouse-Truncated': '0',
       ...(upload ? { [UPLOAD_AGENT_HEADER]: upload.agentId, [UPLOAD_TOKEN_HEADER]: upload.token } : {}),
     },
   });
@@ -90,11 +114,24 @@ describe('MCP handshake', () => {
     const client = await connect(await gw.token({ team: 'acme', scopes: ['execute', 'artifacts:read'] }));
     expect(client.getServerVersion()?.name).toBe('gatehouse');
     const { tools } = await client.listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual(['execute', 'job_kill', 'job_list', 'job_output', 'job_status', 'list_runtimes', 'policy_check', 'query_output', 'run_script', 'runtime_execute']);
+    expect(tools.map((t) => t.name).sort()).toEqual([
+      'execute',
+      'job_kill',
+      'job_list',
+      'job_output',
+      'job_status',
+      'list_runtimes',
+      'policy_check',
+      'query_output',
+      'run_script',
+      'runtime_execute',
+    ]);
     for (const t of tools) expect(t.name).toMatch(/^[a-z_]+$/);
     const execute = tools.find((t) => t.name === 'execute')!;
     expect(execute.inputSchema.required).toEqual(['command']);
-    expect(Object.keys(execute.outputSchema!.properties!)).toEqual(expect.arrayContaining(['stdout', 'stderr', 'exit_code', 'timed_out', 'stdout_truncated', 'stderr_truncated', 'elapsed_ms']));
+    expect(Object.keys(execute.outputSchema!.properties!)).toEqual(
+      expect.arrayContaining(['stdout', 'stderr', 'exit_code', 'timed_out', 'stdout_truncated', 'stderr_truncated', 'elapsed_ms']),
+    );
     await client.close();
   });
 
@@ -120,11 +157,22 @@ describe('MCP handshake', () => {
 });
 
 describe('HTTP guards on /mcp', () => {
-  const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } };
+  const init = {
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'initialize',
+    params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+  };
   const post = async (body: string, headers: Record<string, string> = {}) =>
     fetch(gw.mcpUrl, {
-      method: 'POST', body,
-      headers: { Authorization: `Bearer ${await gw.token({ team: 'acme', scopes: ['execute'] })}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', ...headers },
+      method: 'POST',
+      body,
+      headers: {
+        Authorization: `Bearer ${await gw.token({ team: 'acme', scopes: ['execute'] })}`,
+        'Content-Type': 'application/json',
+        Accept: 'application/json, text/event-stream',
+        ...headers,
+      },
     });
 
   it('refuses a browser Origin that is not allowed with 403', async () => {
@@ -161,7 +209,9 @@ describe('HTTP guards on /mcp', () => {
   });
 
   it('answers GET with 405 (stateless: no standalone stream)', async () => {
-    const r = await fetch(gw.mcpUrl, { headers: { Authorization: `Bearer ${await gw.token({ team: 'acme', scopes: ['execute'] })}`, Accept: 'text/event-stream' } });
+    const r = await fetch(gw.mcpUrl, {
+      headers: { Authorization: `Bearer ${await gw.token({ team: 'acme', scopes: ['execute'] })}`, Accept: 'text/event-stream' },
+    });
     expect(r.status).toBe(405);
   });
 });
@@ -187,7 +237,14 @@ describe('TeamDispatcher relay to an agent socket', () => {
     agent.send(exit);
     const r = await call;
     expect(r.isError).toBeFalsy();
-    expect(r.structuredContent).toMatchObject({ stdout: 'hello\n', exit_code: 0, timed_out: false, state: 'exited', job_id: start.spec.jobId, artifact_handle: start.spec.artifactHandle });
+    expect(r.structuredContent).toMatchObject({
+      stdout: 'hello\n',
+      exit_code: 0,
+      timed_out: false,
+      state: 'exited',
+      job_id: start.spec.jobId,
+      artifact_handle: start.spec.artifactHandle,
+    });
     expect(progress.some((m) => m.includes('hello'))).toBe(true);
     expect((await agent.next('job.ack')).jobId).toBe(start.spec.jobId);
     // A re-sent result (after a reconnect) is acknowledged again but not applied twice.
@@ -237,10 +294,16 @@ describe('TeamDispatcher relay to an agent socket', () => {
     const client = await connect(await gw.token({ team: 'wordy', scopes: ['execute'] }));
     const call = client.callTool({ name: 'execute', arguments: { command: 'true', args: [] } });
     const start = await agent.next('job.start');
-    agent.send(exitFor(start.spec, '', { state: 'failed_to_start', exitCode: null, error: { code: `x${'c'.repeat(10_000)}`, message: `start ${'E'.repeat(1_000_000)}` } }));
+    agent.send(
+      exitFor(start.spec, '', {
+        state: 'failed_to_start',
+        exitCode: null,
+        error: { code: `x${'c'.repeat(10_000)}`, message: `start ${'E'.repeat(1_000_000)}` },
+      }),
+    );
     const r = await call;
     expect(r.isError).toBe(true);
-    const err = (r.structuredContent as { error: { code: string; message: string } });
+    const err = r.structuredContent as { error: { code: string; message: string } };
     expect(err.error.message).toContain('spawn failed (start EEE');
     expect(err.error.message).toContain('… (cut: 1000006 characters)');
     expect(err.error.message.length).toBeLessThan(ERROR_MESSAGE_MAX_CHARS + 200);

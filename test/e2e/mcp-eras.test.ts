@@ -46,10 +46,7 @@ async function connect(era: Era): Promise<AnyClient & { raw: unknown }> {
     expect(c.getServerVersion()?.name).toBe('gatehouse');
     return Object.assign(c as unknown as AnyClient, { raw: c });
   }
-  const c = new ClientV2(
-    { name: `eras-${era}`, version: '1.0.0' },
-    era === '2026-v2' ? { versionNegotiation: { mode: { pin: '2026-07-28' } } } : {},
-  );
+  const c = new ClientV2({ name: `eras-${era}`, version: '1.0.0' }, era === '2026-v2' ? { versionNegotiation: { mode: { pin: '2026-07-28' } } } : {});
   await c.connect(new TransportV2(new URL(gw.mcpUrl), { requestInit: { headers } }));
   expect(c.getProtocolEra()).toBe(era === '2026-v2' ? 'modern' : 'legacy');
   if (era === '2026-v2') expect(c.getNegotiatedProtocolVersion()).toBe('2026-07-28');
@@ -93,9 +90,15 @@ maybe('both protocol eras on /mcp with real clients', () => {
           const { tools } = await c.listTools();
           expect(tools.map((t) => t.name)).toEqual(expect.arrayContaining(['execute', 'runtime_execute', 'query_output', 'policy_check', 'list_runtimes']));
           const progress: { progress: number; message?: string }[] = [];
-          const r = await call(era, c, 'execute', { command: 'for i in 1 2 3; do echo line-$i; sleep 0.3; done; echo needle-'+era }, {
-            onprogress: (p: { progress: number; message?: string }) => progress.push(p),
-          });
+          const r = await call(
+            era,
+            c,
+            'execute',
+            { command: 'for i in 1 2 3; do echo line-$i; sleep 0.3; done; echo needle-' + era },
+            {
+              onprogress: (p: { progress: number; message?: string }) => progress.push(p),
+            },
+          );
           expect(r.isError).toBeFalsy();
           const s = r.structuredContent as { stdout: string; exit_code: number; artifact_handle: string };
           expect(s.exit_code).toBe(0);
@@ -149,7 +152,8 @@ maybe('both protocol eras on /mcp with real clients', () => {
           const invalid = await call(era, c, 'runtime_execute', { runtime: 'cobol', code: 'x' });
           expect(invalid.isError).toBe(true);
           expect((invalid.structuredContent as { error: { code: string; message: string } }).error).toMatchObject({
-            code: 'invalid_argument', message: expect.stringMatching(/^Input validation error: .*runtime/),
+            code: 'invalid_argument',
+            message: expect.stringMatching(/^Input validation error: .*runtime/),
           });
           const missing = await call(era, c, 'query_output', { artifactHandle: 'art_does_not_exist', queryTerms: ['x'] });
           expect(missing.isError).toBe(true);
@@ -163,14 +167,20 @@ maybe('both protocol eras on /mcp with real clients', () => {
         }
       }, 60_000);
 
-      it('cancelling the call kills the job\'s whole process tree', async () => {
+      it("cancelling the call kills the job's whole process tree", async () => {
         const c = await connect(era);
         const marker = `cancel-${era}`;
         try {
           const ctl = new AbortController();
           // No progress requested: the job is silent, so nothing but the cancellation can stop it.
           // A child shell in the background and the job's own shell: both must die.
-          const pending = call(era, c, 'execute', { command: `touch ${marker}-running; (sleep 3; touch ${marker}-child) & sleep 3; touch ${marker}-parent; wait` }, { signal: ctl.signal });
+          const pending = call(
+            era,
+            c,
+            'execute',
+            { command: `touch ${marker}-running; (sleep 3; touch ${marker}-child) & sleep 3; touch ${marker}-parent; wait` },
+            { signal: ctl.signal },
+          );
           pending.catch(() => {});
           for (let i = 0; i < 300 && !existsSync(join(root, `${marker}-running`)); i++) await new Promise((r) => setTimeout(r, 50));
           expect(existsSync(join(root, `${marker}-running`))).toBe(true);
@@ -191,19 +201,29 @@ maybe('both protocol eras on /mcp with real clients', () => {
     // (npx finds the pinned devDependency).
     const inspect = (...args: string[]) =>
       new Promise<Record<string, unknown>>((resolve, reject) => {
-        execFile('npx', ['--no-install', '@modelcontextprotocol/inspector', '--cli', gw.mcpUrl, '--transport', 'http', '--header', `Authorization: Bearer ${token}`, ...args], {
-          timeout: 60_000, cwd: ROOT,
-        }, (e, stdout, stderr) => {
-          if (e) return reject(new Error(`inspector ${args.join(' ')} failed: ${e.message}\n${stdout}\n${stderr}`));
-          resolve(JSON.parse(stdout) as Record<string, unknown>);
-        });
+        execFile(
+          'npx',
+          ['--no-install', '@modelcontextprotocol/inspector', '--cli', gw.mcpUrl, '--transport', 'http', '--header', `Authorization: Bearer ${token}`, ...args],
+          {
+            timeout: 60_000,
+            cwd: ROOT,
+          },
+          (e, stdout, stderr) => {
+            if (e) return reject(new Error(`inspector ${args.join(' ')} failed: ${e.message}\n${stdout}\n${stderr}`));
+            resolve(JSON.parse(stdout) as Record<string, unknown>);
+          },
+        );
       });
 
     it("runs the README's Inspector line as written", async () => {
       const [line] = readmeBlock('inspector-cli');
       const stdout = await new Promise<string>((resolve, reject) => {
-        execFile('/bin/sh', ['-ec', line], { cwd: ROOT, timeout: 60_000, env: { ...process.env, GATEHOUSE_URL: new URL(gw.mcpUrl).origin, TOKEN: token } },
-          (e, out, err) => (e ? reject(new Error(`${line}: ${e.message}\n${out}\n${err}`)) : resolve(out)));
+        execFile(
+          '/bin/sh',
+          ['-ec', line],
+          { cwd: ROOT, timeout: 60_000, env: { ...process.env, GATEHOUSE_URL: new URL(gw.mcpUrl).origin, TOKEN: token } },
+          (e, out, err) => (e ? reject(new Error(`${line}: ${e.message}\n${out}\n${err}`)) : resolve(out)),
+        );
       });
       expect((JSON.parse(stdout) as { tools: { name: string }[] }).tools.map((t) => t.name)).toContain('execute');
     }, 120_000);
@@ -212,12 +232,20 @@ maybe('both protocol eras on /mcp with real clients', () => {
       const list = (await inspect('--method', 'tools/list')) as { tools: { name: string }[] };
       expect(list.tools.map((t) => t.name)).toEqual(expect.arrayContaining(['execute', 'query_output']));
       const run = (await inspect('--method', 'tools/call', '--tool-name', 'execute', '--tool-arg', 'command=echo', 'args=["from-inspector"]')) as {
-        isError?: boolean; structuredContent: { stdout: string; artifact_handle: string };
+        isError?: boolean;
+        structuredContent: { stdout: string; artifact_handle: string };
       };
       expect(run.isError).toBeFalsy();
       expect(run.structuredContent.stdout).toBe('from-inspector\n');
-      const q = (await inspect('--method', 'tools/call', '--tool-name', 'query_output',
-        '--tool-arg', `artifactHandle=${run.structuredContent.artifact_handle}`, 'queryTerms=["from-inspector"]')) as {
+      const q = (await inspect(
+        '--method',
+        'tools/call',
+        '--tool-name',
+        'query_output',
+        '--tool-arg',
+        `artifactHandle=${run.structuredContent.artifact_handle}`,
+        'queryTerms=["from-inspector"]',
+      )) as {
         structuredContent: { matchCount: number; excerpts: { content: string }[] };
       };
       expect(q.structuredContent.matchCount).toBe(1);

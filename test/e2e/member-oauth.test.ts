@@ -38,8 +38,11 @@ beforeAll(async () => {
   idp = await startOidcIdp();
   gw = await startGateway({
     vars: { OIDC_ISSUER: idp.issuer, OIDC_CLIENT_ID: idp.clientId, OIDC_CLIENT_SECRET: idp.clientSecret },
-    beforeStart: async (persist) => execSql(persist,
-      `INSERT INTO members (member_id, team, issuer, subject, email, name, role, created_at, added_by) VALUES ('mem_mona', 'acme', '${idp.issuer}', 'mona', 'mona@acme.example', 'Mona', 'member', ${Date.now() - 60_000}, 'seed');`),
+    beforeStart: async (persist) =>
+      execSql(
+        persist,
+        `INSERT INTO members (member_id, team, issuer, subject, email, name, role, created_at, added_by) VALUES ('mem_mona', 'acme', '${idp.issuer}', 'mona', 'mona@acme.example', 'Mona', 'member', ${Date.now() - 60_000}, 'seed');`,
+      ),
   });
   idp.allowRedirect(`${gw.url}/dashboard/auth/callback`);
   root = mkdtempSync(join(tmpdir(), 'gatehouse-member-oauth-'));
@@ -65,7 +68,7 @@ afterAll(async () => {
 
 describe.skipIf(!HAVE_CHROMIUM)('a member connects an MCP client without an admin token', () => {
   it('signs in at the consent page, runs a job audited under the member, and is cut off when removed', async () => {
-    const provider = new TestOAuthProvider('Mona\'s editor', callbackUrl);
+    const provider = new TestOAuthProvider("Mona's editor", callbackUrl);
     const probe = new Client({ name: 'member-oauth', version: '1.0.0' });
     await expect(probe.connect(new StreamableHTTPClientTransport(new URL(gw.mcpUrl), { authProvider: provider }))).rejects.toBeInstanceOf(UnauthorizedError);
     const authUrl = provider.authorizationUrl!;
@@ -88,10 +91,11 @@ describe.skipIf(!HAVE_CHROMIUM)('a member connects an MCP client without an admi
     const client = new Client({ name: 'member-oauth', version: '1.0.0' });
     await client.connect(new StreamableHTTPClientTransport(new URL(gw.mcpUrl), { authProvider: provider }));
     const r = await client.callTool({ name: 'execute', arguments: { command: 'echo', args: ['hello from mona'] } }, undefined, { timeout: 60_000 });
-    expect((r.structuredContent as { stdout: string; exit_code: number })).toMatchObject({ stdout: 'hello from mona\n', exit_code: 0 });
+    expect(r.structuredContent as { stdout: string; exit_code: number }).toMatchObject({ stdout: 'hello from mona\n', exit_code: 0 });
 
     const admin = await gw.token({ team: 'acme', scopes: ['admin'], subject: 'acme-admin' });
-    const get = async (path: string, init: RequestInit = {}) => (await (await fetch(`${gw.url}/admin/v1${path}`, { ...init, headers: { Authorization: `Bearer ${admin}` } })).json()) as any;
+    const get = async (path: string, init: RequestInit = {}) =>
+      (await (await fetch(`${gw.url}/admin/v1${path}`, { ...init, headers: { Authorization: `Bearer ${admin}` } })).json()) as any;
     let row: any;
     for (let i = 0; i < 50 && !row; i++) {
       row = (await get('/audit?tool=execute')).entries.find((e: any) => e.command?.args?.[0] === 'hello from mona');

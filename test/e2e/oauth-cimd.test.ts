@@ -40,10 +40,15 @@ const fetched: string[] = [];
 /** What `serve` answers per URL (set by each test). */
 const documents = new Map<string, () => Response>();
 
-const json = (body: unknown, headers: Record<string, string> = {}) => new Response(JSON.stringify(body), { headers: { 'Content-Type': 'application/json', ...headers } });
+const json = (body: unknown, headers: Record<string, string> = {}) =>
+  new Response(JSON.stringify(body), { headers: { 'Content-Type': 'application/json', ...headers } });
 const clientDocument = (id: string, redirectUris = [callbackUrl]) => ({
-  client_id: id, client_name: 'Example Agent', redirect_uris: redirectUris,
-  grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none',
+  client_id: id,
+  client_name: 'Example Agent',
+  redirect_uris: redirectUris,
+  grant_types: ['authorization_code', 'refresh_token'],
+  response_types: ['code'],
+  token_endpoint_auth_method: 'none',
 });
 
 function serve(req: Request): Response {
@@ -72,11 +77,23 @@ afterAll(async () => {
 /** GET /authorize as a browser would open it; the page's text (an error page or the consent page). */
 async function authorize(clientId: string, redirectUri = callbackUrl): Promise<{ status: number; text: string }> {
   const q = new URLSearchParams({
-    response_type: 'code', client_id: clientId, redirect_uri: redirectUri, state: 's1',
-    code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256', resource: gw.mcpUrl,
+    response_type: 'code',
+    client_id: clientId,
+    redirect_uri: redirectUri,
+    state: 's1',
+    code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+    code_challenge_method: 'S256',
+    resource: gw.mcpUrl,
   });
   const r = await fetch(`${gw.url}/authorize?${q}`, { redirect: 'manual' });
-  return { status: r.status, text: (await r.text()).replace(/<[^>]+>/g, '').replace(/&#x2F;|&#47;/g, '/').replace(/&quot;/g, '"').replace(/&#39;/g, "'") };
+  return {
+    status: r.status,
+    text: (await r.text())
+      .replace(/<[^>]+>/g, '')
+      .replace(/&#x2F;|&#47;/g, '/')
+      .replace(/&quot;/g, '"')
+      .replace(/&#39;/g, "'"),
+  };
 }
 
 describe('discovery', () => {
@@ -84,7 +101,11 @@ describe('discovery', () => {
     const meta = (await (await fetch(`${gw.url}/.well-known/oauth-authorization-server`)).json()) as Record<string, unknown>;
     expect(meta.client_id_metadata_document_supported).toBe(true);
     expect(meta.registration_endpoint).toBe(`${gw.url}/oauth/register`);
-    const reg = await fetch(`${gw.url}/oauth/register`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ client_name: 'registered', redirect_uris: [callbackUrl], token_endpoint_auth_method: 'none' }) });
+    const reg = await fetch(`${gw.url}/oauth/register`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ client_name: 'registered', redirect_uris: [callbackUrl], token_endpoint_auth_method: 'none' }),
+    });
     expect(reg.status).toBe(201);
   });
 });
@@ -152,21 +173,52 @@ class SdkClient implements OAuthClientProvider {
   authorizationUrl?: URL;
   registered = false;
   readonly clientMetadataUrl?: string;
-  constructor(metadataUrl?: string) { this.clientMetadataUrl = metadataUrl; }
-  get redirectUrl() { return callbackUrl; }
-  get clientMetadata() {
-    return { client_name: 'Example Agent', redirect_uris: [callbackUrl], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' };
+  constructor(metadataUrl?: string) {
+    this.clientMetadataUrl = metadataUrl;
   }
-  state() { return crypto.randomUUID(); }
-  clientInformation() { return this.info; }
-  saveClientInformation(i: { client_id: string }) { this.info = i; this.registered ||= i.client_id !== this.clientMetadataUrl; }
-  tokens() { return this.saved; }
-  saveTokens(t: { access_token: string; refresh_token?: string; token_type: string }) { this.saved = t; }
-  redirectToAuthorization(url: URL) { this.authorizationUrl = url; }
-  saveCodeVerifier(v: string) { this.verifier = v; }
-  codeVerifier() { return this.verifier; }
-  saveDiscoveryState(d: OAuthDiscoveryState) { this.discovery = d; }
-  discoveryState() { return this.discovery; }
+  get redirectUrl() {
+    return callbackUrl;
+  }
+  get clientMetadata() {
+    return {
+      client_name: 'Example Agent',
+      redirect_uris: [callbackUrl],
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'none',
+    };
+  }
+  state() {
+    return crypto.randomUUID();
+  }
+  clientInformation() {
+    return this.info;
+  }
+  saveClientInformation(i: { client_id: string }) {
+    this.info = i;
+    this.registered ||= i.client_id !== this.clientMetadataUrl;
+  }
+  tokens() {
+    return this.saved;
+  }
+  saveTokens(t: { access_token: string; refresh_token?: string; token_type: string }) {
+    this.saved = t;
+  }
+  redirectToAuthorization(url: URL) {
+    this.authorizationUrl = url;
+  }
+  saveCodeVerifier(v: string) {
+    this.verifier = v;
+  }
+  codeVerifier() {
+    return this.verifier;
+  }
+  saveDiscoveryState(d: OAuthDiscoveryState) {
+    this.discovery = d;
+  }
+  discoveryState() {
+    return this.discovery;
+  }
 }
 
 describe.skipIf(!HAVE_CHROMIUM)('the SDK v2 client signs in with a metadata document, consent in Chromium', () => {

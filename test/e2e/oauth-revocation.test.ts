@@ -33,7 +33,13 @@ let gw: Gateway;
 let callback: Server;
 let callbackUrl: string;
 
-interface Signed { provider: TestOAuthProvider; grantId: string; access: string; refresh: string; clientId: string }
+interface Signed {
+  provider: TestOAuthProvider;
+  grantId: string;
+  access: string;
+  refresh: string;
+  clientId: string;
+}
 
 /** Posts the consent form; returns the redirect (a code) or the page's error text. */
 async function postConsent(authUrl: URL, adminToken: string, team: string): Promise<{ code?: string; error?: string }> {
@@ -63,14 +69,21 @@ async function signIn(adminToken: string, o: { provider?: TestOAuthProvider; tea
 async function mcpStatus(access: string): Promise<{ status: number; body: string }> {
   const r = await fetch(gw.mcpUrl, {
     method: 'POST',
-    headers: { Authorization: `Bearer ${access}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', 'MCP-Protocol-Version': '2025-06-18' },
+    headers: {
+      Authorization: `Bearer ${access}`,
+      'Content-Type': 'application/json',
+      Accept: 'application/json, text/event-stream',
+      'MCP-Protocol-Version': '2025-06-18',
+    },
     body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'policy_check', arguments: { command: 'git', args: ['status'] } } }),
   });
   return { status: r.status, body: await r.text() };
 }
 
 /** The refresh grant at the token endpoint, as the SDK client sends it. */
-async function refresh(s: Signed): Promise<{ status: number; json: { access_token?: string; refresh_token?: string; error?: string; error_description?: string } }> {
+async function refresh(
+  s: Signed,
+): Promise<{ status: number; json: { access_token?: string; refresh_token?: string; error?: string; error_description?: string } }> {
   const r = await fetch(`${gw.url}/oauth/token`, {
     method: 'POST',
     headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
@@ -117,8 +130,13 @@ describe('OAuth grants are listed like tokens', () => {
     expect(list.status).toBe(200);
     const g = list.json.grants.find((x: { grantId: string }) => x.grantId === s.grantId);
     expect(g).toMatchObject({
-      clientId: s.clientId, clientName: s.provider.name, subject: 'alice-admin', consentTokenId: decodeJwt(consenter).jti,
-      scopes: ['execute'], revokedAt: null, tokenId: `oauth-${s.grantId}`,
+      clientId: s.clientId,
+      clientName: s.provider.name,
+      subject: 'alice-admin',
+      consentTokenId: decodeJwt(consenter).jti,
+      scopes: ['execute'],
+      revokedAt: null,
+      tokenId: `oauth-${s.grantId}`,
     });
     expect(g.createdAt).toBeGreaterThan(Date.now() - 120_000);
     expect(g.lastUsedAt).toBeGreaterThanOrEqual(g.createdAt);
@@ -131,7 +149,9 @@ describe('OAuth grants are listed like tokens', () => {
     expect(row).toMatchObject({ subject: 'alice-admin', tokenId: decodeJwt(consenter).jti, decision: 'allowed' });
     expect(row.command).toMatchObject({ clientId: s.clientId, clientName: s.provider.name, scopes: ['execute'] });
     const calls = await admin('GET', '/audit?tool=policy_check', reader);
-    expect(calls.json.entries.some((e: { tokenId: string; subject: string }) => e.tokenId === `oauth-${s.grantId}` && e.subject === 'oauth:alice-admin')).toBe(true);
+    expect(calls.json.entries.some((e: { tokenId: string; subject: string }) => e.tokenId === `oauth-${s.grantId}` && e.subject === 'oauth:alice-admin')).toBe(
+      true,
+    );
   });
 });
 
@@ -170,7 +190,8 @@ describe('every way of ending a grant ends its access and refresh tokens on the 
   it('revoking a recorded admin token minted by the admin API ends the grants it consented to', async () => {
     const root = await gw.token({ team: 'acme', scopes: ['admin'] });
     const r = await fetch(`${gw.url}/admin/v1/tokens`, {
-      method: 'POST', headers: { Authorization: `Bearer ${root}`, 'Content-Type': 'application/json' },
+      method: 'POST',
+      headers: { Authorization: `Bearer ${root}`, 'Content-Type': 'application/json' },
       body: JSON.stringify({ subject: 'dave-admin', scopes: ['admin'], ttlSeconds: 3600 }),
     });
     const minted = (await r.json()) as { token: string; jti: string };
@@ -255,13 +276,17 @@ describe('gatehouse oauth', () => {
 });
 
 describe('README', () => {
-  it('runs the README\'s oauth block as written: list, revoke a grant, revoke a client', async () => {
+  it("runs the README's oauth block as written: list, revoke a grant, revoke a client", async () => {
     const adminToken = await gw.token({ team: 'acme', scopes: ['admin'], subject: 'readme-admin' });
     const one = await signIn(adminToken);
     const two = await signIn(adminToken);
     const env: NodeJS.ProcessEnv = {
-      ...process.env, PATH: `${join(ROOT, 'node_modules/.bin')}:${process.env.PATH}`,
-      GATEHOUSE_URL: gw.url, GATEHOUSE_ADMIN_TOKEN: adminToken, GRANT_ID: one.grantId, CLIENT_ID: two.clientId,
+      ...process.env,
+      PATH: `${join(ROOT, 'node_modules/.bin')}:${process.env.PATH}`,
+      GATEHOUSE_URL: gw.url,
+      GATEHOUSE_ADMIN_TOKEN: adminToken,
+      GRANT_ID: one.grantId,
+      CLIENT_ID: two.clientId,
     };
     const lines = readmeBlock('cli-oauth');
     expect(lines).toHaveLength(3);
@@ -293,13 +318,17 @@ describe.skipIf(!HAVE_CHROMIUM)("the dashboard's Tokens page", () => {
       await field!.type(adminToken);
       await page.keyboard.press('Enter');
       await page.waitForFunction(() => document.querySelector('main h1')?.textContent === 'Overview', { timeout: 15_000 });
-      await page.evaluate(() => { (globalThis as any).location.hash = '#/tokens'; });
+      await page.evaluate(() => {
+        (globalThis as any).location.hash = '#/tokens';
+      });
       const row = `tr[data-grant="${s.grantId}"]`;
       await page.waitForSelector(row, { timeout: 15_000 }).catch(async (e) => {
         throw new Error(`${(e as Error).message}; the page shows: ${await page.evaluate(() => document.getElementById('main')?.innerText)}`);
       });
       const shown = await page.$eval(row, (tr: any) => ({
-        name: tr.querySelector('bdi.client-name')?.textContent, imgs: tr.querySelectorAll('img').length, status: tr.dataset.status,
+        name: tr.querySelector('bdi.client-name')?.textContent,
+        imgs: tr.querySelectorAll('img').length,
+        status: tr.dataset.status,
         cells: [...tr.querySelectorAll('td')].map((td: any) => td.textContent),
       }));
       // Markup stays text, and the right-to-left override is shown as an escape, isolated from its neighbours.

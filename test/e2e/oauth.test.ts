@@ -66,8 +66,13 @@ function filesContaining(dir: string, needle: string): string[] {
 const text = (page: Page, sel: string) => page.$eval(sel, (e) => e.textContent);
 
 async function consent(page: Page, o: { token: string; team: string; scopes?: string[]; decision?: 'approve' | 'deny'; shot?: string }) {
-  for (const [sel, value] of [['#admin_token', o.token], ['#team', o.team]] as const) {
-    await page.$eval(sel, (e) => { (e as unknown as { value: string }).value = ''; });
+  for (const [sel, value] of [
+    ['#admin_token', o.token],
+    ['#team', o.team],
+  ] as const) {
+    await page.$eval(sel, (e) => {
+      (e as unknown as { value: string }).value = '';
+    });
     await page.type(sel, value);
   }
   if (o.scopes) {
@@ -169,7 +174,9 @@ describe.skipIf(!HAVE_CHROMIUM)('sign-in of an MCP client through the consent pa
 
     // Same claims as an API token: the audit row is acme's, with the OAuth subject.
     const admin = await gw.token({ team: 'acme', scopes: ['admin'] });
-    const audit = (await (await fetch(`${gw.url}/admin/v1/audit?tool=policy_check`, { headers: { Authorization: `Bearer ${admin}` } })).json()) as { entries: { subject: string }[] };
+    const audit = (await (await fetch(`${gw.url}/admin/v1/audit?tool=policy_check`, { headers: { Authorization: `Bearer ${admin}` } })).json()) as {
+      entries: { subject: string }[];
+    };
     expect(audit.entries.map((e) => e.subject)).toContain('oauth:acme-admin');
     // Only the scopes granted: no admin API with it, and another team's admin API sees nothing of it.
     const asOAuth = { Authorization: `Bearer ${provider.saved!.access_token}` };
@@ -223,7 +230,10 @@ describe.skipIf(!HAVE_CHROMIUM)('sign-in of an MCP client through the consent pa
     const authUrl = await startSignIn(provider);
     const page = await browser.newPage();
     const dialogs: string[] = [];
-    page.on('dialog', (d) => { dialogs.push(d.message()); void d.dismiss(); });
+    page.on('dialog', (d) => {
+      dialogs.push(d.message());
+      void d.dismiss();
+    });
     await page.goto(authUrl.href);
     expect(await text(page, '#client-name')).toBe(evil);
     expect(await page.title()).not.toBe('pwned');
@@ -238,7 +248,11 @@ describe('attacks on the token path', () => {
   it('refuses a forged OAuth-shaped token and a code redeemed with the wrong PKCE verifier', async () => {
     const forged = await fetch(gw.mcpUrl, {
       method: 'POST',
-      headers: { Authorization: 'Bearer acme%2Fadmin:grant123:secretsecretsecret', 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
+      headers: {
+        Authorization: 'Bearer acme%2Fadmin:grant123:secretsecretsecret',
+        'Content-Type': 'application/json',
+        Accept: 'application/json, text/event-stream',
+      },
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
     });
     expect(forged.status).toBe(401);
@@ -259,11 +273,19 @@ describe('attacks on the token path', () => {
     await consent(page, { token: await gw.token({ team: 'acme', scopes: ['admin'], subject: 'acme-admin' }), team: 'acme', scopes: ['execute'] });
     const code = (await waitArrival(authUrl.searchParams.get('state')!)).searchParams.get('code')!;
     await page.close();
-    const redeem = (verifier: string) => fetch(`${gw.url}/oauth/token`, {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: callbackUrl, client_id: provider.info!.client_id, code_verifier: verifier, resource: gw.mcpUrl }),
-    });
+    const redeem = (verifier: string) =>
+      fetch(`${gw.url}/oauth/token`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({
+          grant_type: 'authorization_code',
+          code,
+          redirect_uri: callbackUrl,
+          client_id: provider.info!.client_id,
+          code_verifier: verifier,
+          resource: gw.mcpUrl,
+        }),
+      });
     const wrong = await redeem('x'.repeat(64));
     expect(wrong.status).toBe(400);
     expect(((await wrong.json()) as { error: string }).error).toBe('invalid_grant');

@@ -31,12 +31,20 @@ export async function startProxiedTeam(o: { team: string; policy: unknown; subje
   await proxy.start();
   const root = mkdtempSync(join(tmpdir(), o.tmpPrefix));
   const worker = startAgent({ url: proxy.url }, { token: sharedToken, root, sandbox: testSandbox(), capacity: 2, agentId: 'worker' });
-  await until(async () => {
-    if (worker.proc.exitCode !== null) throw new Error(`agent exited:\n${worker.logs()}`);
-    return (await fleet.agentView(o.team, 'worker'))?.state === 'connected';
-  }, 150_000, 'the worker agent to connect');
+  await until(
+    async () => {
+      if (worker.proc.exitCode !== null) throw new Error(`agent exited:\n${worker.logs()}`);
+      return (await fleet.agentView(o.team, 'worker'))?.state === 'connected';
+    },
+    150_000,
+    'the worker agent to connect',
+  );
   return {
-    gw, fleet, proxy, worker, sharedToken,
+    gw,
+    fleet,
+    proxy,
+    worker,
+    sharedToken,
     async stop() {
       await worker.stop();
       await fleet.close();

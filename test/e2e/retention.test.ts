@@ -18,15 +18,28 @@ const HOUR = 3_600_000;
 const BIG_LINES = 300_000;
 const FATAL_AT = BIG_LINES - 10;
 
-interface Seed { team: string; handle: string; stream: StreamName; body: string; expiresAt: number }
+interface Seed {
+  team: string;
+  handle: string;
+  stream: StreamName;
+  body: string;
+  expiresAt: number;
+}
 
 const now = Date.now();
-const bigBody = Array.from({ length: BIG_LINES }, (_, i) => (i + 1 === FATAL_AT ? 'FATAL: disk quota exceeded near the end' : `[${i + 1}] step ok`)).join('\n') + '\n';
+const bigBody =
+  Array.from({ length: BIG_LINES }, (_, i) => (i + 1 === FATAL_AT ? 'FATAL: disk quota exceeded near the end' : `[${i + 1}] step ok`)).join('\n') + '\n';
 const SEEDS: Seed[] = [
   { team: 'team-a', handle: 'art_expiredAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA', stream: 'stdout', body: 'old stdout secret\n', expiresAt: now - HOUR },
   { team: 'team-a', handle: 'art_expiredAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA', stream: 'stderr', body: 'old stderr secret\n', expiresAt: now - 1 },
   { team: 'team-b', handle: 'art_expiredBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB', stream: 'stdout', body: 'team b old secret\n', expiresAt: now - 48 * HOUR },
-  { team: 'team-a', handle: 'art_freshAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA', stream: 'stdout', body: 'line one\nfresh needle here\nline three\n', expiresAt: now + 24 * HOUR },
+  {
+    team: 'team-a',
+    handle: 'art_freshAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA',
+    stream: 'stdout',
+    body: 'line one\nfresh needle here\nline three\n',
+    expiresAt: now + 24 * HOUR,
+  },
   { team: 'team-a', handle: 'art_bigAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA', stream: 'stdout', body: bigBody, expiresAt: now + 24 * HOUR },
 ];
 const expired = SEEDS.filter((s) => s.expiresAt <= now);
@@ -35,7 +48,9 @@ const fresh = SEEDS.filter((s) => s.expiresAt > now);
 const env = {
   ...process.env,
   PATH: `${join(ROOT, 'node_modules/.bin')}:${process.env.PATH}`,
-  WRANGLER_SEND_METRICS: 'false', CI: 'true', NO_COLOR: '1',
+  WRANGLER_SEND_METRICS: 'false',
+  CI: 'true',
+  NO_COLOR: '1',
 };
 
 function wrangler(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -83,10 +98,21 @@ async function seed(persist: string): Promise<void> {
     writeFileSync(pairsFile, JSON.stringify(pairs));
     // One bulk call: concurrent `r2 object put`s on one local state race each other.
     await must(['r2', 'bulk', 'put', BUCKET, '--filename', pairsFile, '--local', '--persist-to', persist, '--concurrency', '1']);
-    const values = SEEDS.map((s) => `(${[s.handle, s.team, `job-${s.handle.slice(4, 12)}`, s.stream, artifactKey(s.team, s.handle, s.stream)].map(sqlText).join(', ')}, `
-      + `${Buffer.byteLength(s.body)}, ${s.body.split('\n').length - 1}, 0, ${s.expiresAt - 24 * HOUR}, ${s.expiresAt})`);
-    await must(['d1', 'execute', 'DB', '--local', '--persist-to', persist, '--command',
-      `INSERT INTO artifacts (handle, team, job_id, stream, r2_key, bytes, lines, truncated, created_at, expires_at) VALUES ${values.join(', ')}`]);
+    const values = SEEDS.map(
+      (s) =>
+        `(${[s.handle, s.team, `job-${s.handle.slice(4, 12)}`, s.stream, artifactKey(s.team, s.handle, s.stream)].map(sqlText).join(', ')}, ` +
+        `${Buffer.byteLength(s.body)}, ${s.body.split('\n').length - 1}, 0, ${s.expiresAt - 24 * HOUR}, ${s.expiresAt})`,
+    );
+    await must([
+      'd1',
+      'execute',
+      'DB',
+      '--local',
+      '--persist-to',
+      persist,
+      '--command',
+      `INSERT INTO artifacts (handle, team, job_id, stream, r2_key, bytes, lines, truncated, created_at, expires_at) VALUES ${values.join(', ')}`,
+    ]);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -140,7 +166,11 @@ describe('artifact retention', () => {
       const ok = await a.callTool({ name: 'query_output', arguments: { artifactHandle: handle, queryTerms: ['NEEDLE'], contextLines: 1 } });
       expect(ok.isError).toBeFalsy();
       expect(ok.structuredContent).toMatchObject({
-        artifactHandle: handle, matchCount: 1, matchStatus: 'matched', totalLines: 3, searchedStreams: ['stdout'],
+        artifactHandle: handle,
+        matchCount: 1,
+        matchStatus: 'matched',
+        totalLines: 3,
+        searchedStreams: ['stdout'],
         excerpts: [{ lineStart: 1, lineEnd: 3, content: 'line one\nfresh needle here\nline three', source: 'stdout' }],
       });
       const other = await b.callTool({ name: 'query_output', arguments: { artifactHandle: handle, queryTerms: ['needle'] } });
@@ -170,11 +200,22 @@ describe('artifact retention', () => {
       const r = await a.callTool({ name: 'query_output', arguments: { artifactHandle: big.handle, queryTerms: ['fatal:'], contextLines: 2 } });
       expect(r.isError).toBeFalsy();
       expect(r.structuredContent).toMatchObject({
-        matchCount: 1, totalLines: BIG_LINES, totalBytes: Buffer.byteLength(bigBody),
-        excerpts: [{
-          lineStart: FATAL_AT - 2, lineEnd: FATAL_AT + 2,
-          content: [`[${FATAL_AT - 2}] step ok`, `[${FATAL_AT - 1}] step ok`, 'FATAL: disk quota exceeded near the end', `[${FATAL_AT + 1}] step ok`, `[${FATAL_AT + 2}] step ok`].join('\n'),
-        }],
+        matchCount: 1,
+        totalLines: BIG_LINES,
+        totalBytes: Buffer.byteLength(bigBody),
+        excerpts: [
+          {
+            lineStart: FATAL_AT - 2,
+            lineEnd: FATAL_AT + 2,
+            content: [
+              `[${FATAL_AT - 2}] step ok`,
+              `[${FATAL_AT - 1}] step ok`,
+              'FATAL: disk quota exceeded near the end',
+              `[${FATAL_AT + 1}] step ok`,
+              `[${FATAL_AT + 2}] step ok`,
+            ].join('\n'),
+          },
+        ],
       });
     } finally {
       await a.close();

@@ -53,7 +53,13 @@ beforeAll(async () => {
     // Two limits with recognisable values: the team's limits must reach the job (see the last test).
     limits: { ...DEFAULT_POLICY.limits, maxTimeoutMs: 180_000, defaultTimeoutMs: 120_000, maxOpenFiles: 777, tmpBytes: 48 * 1024 * 1024 },
   });
-  agent = startAgent(gw, { token: await gw.token({ team: 'rt', scopes: ['agent'] }), root, sandbox: CI || hasCommand('runsc') ? 'gvisor' : 'bwrap', capacity: 4, agentId: 'rt-agent' });
+  agent = startAgent(gw, {
+    token: await gw.token({ team: 'rt', scopes: ['agent'] }),
+    root,
+    sandbox: CI || hasCommand('runsc') ? 'gvisor' : 'bwrap',
+    capacity: 4,
+    agentId: 'rt-agent',
+  });
   await agent.ready;
   client = await gw.mcp('rt', ['execute', 'artifacts:read']);
   const list = await client.callTool({ name: 'list_runtimes', arguments: {} });
@@ -81,7 +87,11 @@ describe('runtimes in code mode', () => {
         ctx.skip();
         return;
       }
-      const r = await client.callTool({ name: 'runtime_execute', arguments: { runtime: name, code: HELLO[name], outputMode: 'summary', timeoutMs: 150_000 } }, undefined, { timeout: 170_000 });
+      const r = await client.callTool(
+        { name: 'runtime_execute', arguments: { runtime: name, code: HELLO[name], outputMode: 'summary', timeoutMs: 150_000 } },
+        undefined,
+        { timeout: 170_000 },
+      );
       const s = r.structuredContent as { status: string; stdoutSummary: string; stderrSummary: string };
       expect(s.status, JSON.stringify(s)).toBe('success');
       expect(s.stdoutSummary).toContain(`hello ${name}`);

@@ -28,7 +28,10 @@ let root: string;
 let client: Client;
 
 type Outcome = { ran: true; timedOut: boolean } | { ran: false; message: string };
-interface ScriptResult { result: Outcome[]; subprocesses: { count: number; totalMs: number } }
+interface ScriptResult {
+  result: Outcome[];
+  subprocesses: { count: number; totalMs: number };
+}
 
 const setCaps = (subprocess: { maxCount: number; maxTotalMs: number }) =>
   gw.putPolicy(TEAM, { ...DEFAULT_POLICY, script: { enabled: true, cpuMs: 2_000, subprocess } });
@@ -65,26 +68,38 @@ describe('script.subprocess.maxTotalMs with subprocesses started at once', () =>
   it.each([
     { maxTotalMs: 2000, seconds: 3 },
     { maxTotalMs: 1000, seconds: 5 },
-  ])('Promise.all of 4 × sleep $seconds under maxTotalMs $maxTotalMs: one gets the whole cap as its timeout, the others are refused', async ({ maxTotalMs, seconds }) => {
-    await setCaps({ maxCount: 50, maxTotalMs });
-    const s = await concurrently(4, seconds);
-    const ran = s.result.filter((o) => o.ran);
-    const refused = s.result.filter((o): o is Extract<Outcome, { ran: false }> => !o.ran);
-    expect(ran).toEqual([{ ran: true, timedOut: true }]);
-    expect(refused).toHaveLength(3);
-    for (const o of refused) {
-      expect(o.message).toMatch(new RegExp(`^subprocess: limit reached — this script's subprocesses already ran \\d+ ms and the 1 still running hold ${maxTotalMs} ms of the ${maxTotalMs} ms allowed \\(script\\.subprocess\\.maxTotalMs\\), so no time is left`));
-    }
-    expect(s.subprocesses.count).toBe(1);
-    expect(s.subprocesses.totalMs).toBeLessThanOrEqual(maxTotalMs + SETTLE_MARGIN_MS);
-  }, 240_000);
+  ])(
+    'Promise.all of 4 × sleep $seconds under maxTotalMs $maxTotalMs: one gets the whole cap as its timeout, the others are refused',
+    async ({ maxTotalMs, seconds }) => {
+      await setCaps({ maxCount: 50, maxTotalMs });
+      const s = await concurrently(4, seconds);
+      const ran = s.result.filter((o) => o.ran);
+      const refused = s.result.filter((o): o is Extract<Outcome, { ran: false }> => !o.ran);
+      expect(ran).toEqual([{ ran: true, timedOut: true }]);
+      expect(refused).toHaveLength(3);
+      for (const o of refused) {
+        expect(o.message).toMatch(
+          new RegExp(
+            `^subprocess: limit reached — this script's subprocesses already ran \\d+ ms and the 1 still running hold ${maxTotalMs} ms of the ${maxTotalMs} ms allowed \\(script\\.subprocess\\.maxTotalMs\\), so no time is left`,
+          ),
+        );
+      }
+      expect(s.subprocesses.count).toBe(1);
+      expect(s.subprocesses.totalMs).toBeLessThanOrEqual(maxTotalMs + SETTLE_MARGIN_MS);
+    },
+    240_000,
+  );
 
   it('subprocesses with a smaller timeoutMs run side by side until the cap is reserved; the last gets what is left', async () => {
     await setCaps({ maxCount: 50, maxTotalMs: 2000 });
     const s = await concurrently(4, 3, { timeoutMs: 800 });
     const ran = s.result.filter((o) => o.ran);
     // 800 + 800 + the 400 left: three run (and time out), the fourth finds nothing left.
-    expect(ran).toEqual([{ ran: true, timedOut: true }, { ran: true, timedOut: true }, { ran: true, timedOut: true }]);
+    expect(ran).toEqual([
+      { ran: true, timedOut: true },
+      { ran: true, timedOut: true },
+      { ran: true, timedOut: true },
+    ]);
     expect(s.result.filter((o) => !o.ran)).toHaveLength(1);
     expect(s.subprocesses.count).toBe(3);
     expect(s.subprocesses.totalMs).toBeLessThanOrEqual(2000 + 3 * SETTLE_MARGIN_MS);
@@ -95,8 +110,13 @@ describe('script.subprocess.maxCount with subprocesses started at once', () => {
   it('Promise.all of 4 under maxCount 2: two run, two are refused naming the cap', async () => {
     await setCaps({ maxCount: 2, maxTotalMs: 600_000 });
     const s = await concurrently(4, 1);
-    expect(s.result.filter((o) => o.ran)).toEqual([{ ran: true, timedOut: false }, { ran: true, timedOut: false }]);
-    expect(s.result.filter((o) => !o.ran)).toEqual(Array(2).fill({ ran: false, message: 'subprocess: limit reached — a script may start at most 2 subprocesses (script.subprocess.maxCount)' }));
+    expect(s.result.filter((o) => o.ran)).toEqual([
+      { ran: true, timedOut: false },
+      { ran: true, timedOut: false },
+    ]);
+    expect(s.result.filter((o) => !o.ran)).toEqual(
+      Array(2).fill({ ran: false, message: 'subprocess: limit reached — a script may start at most 2 subprocesses (script.subprocess.maxCount)' }),
+    );
     expect(s.subprocesses.count).toBe(2);
   }, 240_000);
 });

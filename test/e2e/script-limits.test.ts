@@ -37,13 +37,19 @@ afterAll(async () => {
 });
 
 describe('subrequests per request (Workers Free: 50)', () => {
-  it('caps a script\'s subprocesses below the plan\'s limit and says which limit, which plan and how many ran', async () => {
+  it("caps a script's subprocesses below the plan's limit and says which limit, which plan and how many ran", async () => {
     const cap = effectiveSubprocessCap('free', 1000, 0);
     expect(cap).toBe(11);
-    const r = await client.callTool({
-      name: 'run_script',
-      arguments: { code: 'const out = []; for (let i = 0; i < 20; i++) { try { await gatehouse.exec("true", []); out.push("ran"); } catch (e) { out.push(e.message); } } return out;' },
-    }, undefined, { timeout: 180_000 });
+    const r = await client.callTool(
+      {
+        name: 'run_script',
+        arguments: {
+          code: 'const out = []; for (let i = 0; i < 20; i++) { try { await gatehouse.exec("true", []); out.push("ran"); } catch (e) { out.push(e.message); } } return out;',
+        },
+      },
+      undefined,
+      { timeout: 180_000 },
+    );
     expect(r.isError).toBeFalsy();
     const s = r.structuredContent as { result: string[]; scriptId: string; subprocesses: { count: number; cap: number } };
     expect(s.result.filter((x) => x === 'ran')).toHaveLength(cap);
@@ -103,7 +109,9 @@ describe('one request, several execute calls (a JSON-RPC batch)', () => {
     expect(r.status).toBe(400);
     const message = (JSON.parse(r.body) as { error: { code: number; message: string } }).error;
     expect(message.code).toBe(-32600);
-    expect(message.message).toContain(`the batch's calls may need up to ${4 + (fit + 1) * perExecute} subrequests and Cloudflare allows 50 subrequests per request on the Workers Free plan (GATEHOUSE_WORKERS_PLAN = "free")`);
+    expect(message.message).toContain(
+      `the batch's calls may need up to ${4 + (fit + 1) * perExecute} subrequests and Cloudflare allows 50 subrequests per request on the Workers Free plan (GATEHOUSE_WORKERS_PLAN = "free")`,
+    );
     expect(message.message).toContain(`at most ${fit} execute calls`);
     expect(await jobCount()).toBe(jobsBefore);
   }, 60_000);

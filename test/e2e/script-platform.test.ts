@@ -61,7 +61,9 @@ describe('memory', () => {
     const client = await gw.mcp(TEAM, ['execute']);
     let hog: { isError?: unknown; structuredContent?: unknown } | undefined;
     try {
-      hog = (await client.callTool({ name: 'run_script', arguments: { code: 'const a = []; for (;;) a.push(new Array(1e6).fill(1));' } }, undefined, { timeout: 120_000 })) as typeof hog;
+      hog = (await client.callTool({ name: 'run_script', arguments: { code: 'const a = []; for (;;) a.push(new Array(1e6).fill(1));' } }, undefined, {
+        timeout: 120_000,
+      })) as typeof hog;
     } catch {
       hog = undefined; // the local runtime aborted under the request: no answer at all
     }

@@ -75,14 +75,17 @@ describe('run_script basics', () => {
   it('returns the top-level return value as JSON and keeps console lines with their prefixes in the artifact', async () => {
     const out = await run(
       'console.log("hello", vars.name); console.warn("careful"); console.error("bad"); console.info("fyi"); console.debug("dbg");\n' +
-      'await sleep(5);\nreturn { signals: 42, healthy: true, name: vars.name };',
+        'await sleep(5);\nreturn { signals: 42, healthy: true, name: vars.name };',
       { vars: { name: 'world' }, outputMode: 'summary' },
     );
     expect(out.r.isError).toBeFalsy();
     expect(out.s.status).toBe('success');
     expect(out.s.result).toEqual({ signals: 42, healthy: true, name: 'world' });
     expect(out.s.stdoutSummary).toContain('hello world\n[warn] careful\n[error] bad\n[info] fyi\n[debug] dbg');
-    const q = await client.callTool({ name: 'query_output', arguments: { artifactHandle: out.s.artifactHandle, queryTerms: ['warn', 'signals'], contextLines: 0 } });
+    const q = await client.callTool({
+      name: 'query_output',
+      arguments: { artifactHandle: out.s.artifactHandle, queryTerms: ['warn', 'signals'], contextLines: 0 },
+    });
     const excerpts = (q.structuredContent as { excerpts: { content: string }[] }).excerpts.map((e) => e.content).join('\n');
     expect(excerpts).toContain('[warn] careful');
     expect(excerpts).toContain('"signals": 42');
@@ -115,7 +118,10 @@ describe('run_script basics', () => {
     const out = await run('const line = "y".repeat(1024 * 1024); for (let i = 0; i < 12; i++) console.log(line); return "done";');
     expect(out.s.status).toBe('success');
     expect(out.s.consoleTruncated).toBe(true);
-    const q = await client.callTool({ name: 'query_output', arguments: { artifactHandle: out.s.artifactHandle, queryTerms: ['[output truncated]'], contextLines: 0 } });
+    const q = await client.callTool({
+      name: 'query_output',
+      arguments: { artifactHandle: out.s.artifactHandle, queryTerms: ['[output truncated]'], contextLines: 0 },
+    });
     expect((q.structuredContent as { matchCount: number }).matchCount).toBe(1);
     // Both at their caps in one script: the isolate's report still crosses one RPC return.
     const both = await run('const line = "w".repeat(1000); for (let i = 0; i < 10_400; i++) console.log(line); return "v".repeat(10 * 1024 * 1024 - 2);');
@@ -133,7 +139,10 @@ describe('run_script basics', () => {
   });
 
   it('caps each sleep() at 30 s and keeps vars frozen', async () => {
-    const out = await run('"use strict"; let frozen; try { vars.x = 2; frozen = false; } catch { frozen = true; } const t = Date.now(); await sleep(600_000); return { frozen, slept: Date.now() - t };', { vars: { x: 1 }, timeout_ms: 100_000 });
+    const out = await run(
+      '"use strict"; let frozen; try { vars.x = 2; frozen = false; } catch { frozen = true; } const t = Date.now(); await sleep(600_000); return { frozen, slept: Date.now() - t };',
+      { vars: { x: 1 }, timeout_ms: 100_000 },
+    );
     expect(out.s.status).toBe('success');
     expect(out.s.result.frozen).toBe(true);
     expect(out.s.result.slept).toBeGreaterThanOrEqual(29_000);
@@ -153,7 +162,11 @@ describe('run_script basics', () => {
   });
 
   it('outputMode intent returns only the console lines matching queryTerms', async () => {
-    const out = await run('console.log("ok one"); console.error("FAIL two"); console.log("ok three"); return 1;', { outputMode: 'intent', queryTerms: ['FAIL'], contextLines: 0 });
+    const out = await run('console.log("ok one"); console.error("FAIL two"); console.log("ok three"); return 1;', {
+      outputMode: 'intent',
+      queryTerms: ['FAIL'],
+      contextLines: 0,
+    });
     expect(out.r.isError, out.t).toBeFalsy();
     expect(out.s.result).toBe(1);
     expect(out.s.excerpts.map((e: { content: string }) => e.content)).toEqual(['[error] FAIL two']);
@@ -243,15 +256,24 @@ describe('escapes fail', () => {
     expect(t.wasm.error).toMatch(/^ReferenceError: /);
   });
 
-  it('has no network at all: fetch, WebSocket, sockets and the gateway itself are unreachable from a live listener\'s point of view', async () => {
+  it("has no network at all: fetch, WebSocket, sockets and the gateway itself are unreachable from a live listener's point of view", async () => {
     // A live listener on loopback: a refused port would fail any client, so only a listener that
     // would have answered shows the isolate has no way out.
     let connections = 0;
-    const listener: TcpServer = createTcpServer((sock) => { connections += 1; sock.end('HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok'); });
+    const listener: TcpServer = createTcpServer((sock) => {
+      connections += 1;
+      sock.end('HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok');
+    });
     await new Promise<void>((res) => listener.listen(0, '127.0.0.1', res));
     const port = (listener.address() as { port: number }).port;
     try {
-      await new Promise<void>((res, rej) => { const c = tcpConnect(port, '127.0.0.1', () => { c.end(); res(); }); c.once('error', rej); });
+      await new Promise<void>((res, rej) => {
+        const c = tcpConnect(port, '127.0.0.1', () => {
+          c.end();
+          res();
+        });
+        c.once('error', rej);
+      });
       await new Promise((r) => setTimeout(r, 100));
       expect(connections).toBe(1); // the listener is live and counts
       connections = 0;
@@ -301,12 +323,18 @@ describe('escapes fail', () => {
     const bigReturn = await run('TextEncoder.prototype.encode = function () { return new Uint8Array(0); }; return "r".repeat(11 * 1024 * 1024);');
     expect(bigReturn.s.error?.message).toBe('Sandbox error: Return value exceeds limit (10485760 bytes)');
     expect(bigReturn.s.result).toBeUndefined();
-    const bigConsole = await run('TextEncoder.prototype.encode = function () { return new Uint8Array(0); }; const l = "c".repeat(1024 * 1024); for (let i = 0; i < 12; i++) console.log(l); return "done";');
+    const bigConsole = await run(
+      'TextEncoder.prototype.encode = function () { return new Uint8Array(0); }; const l = "c".repeat(1024 * 1024); for (let i = 0; i < 12; i++) console.log(l); return "done";',
+    );
     expect(bigConsole.s.status).toBe('success');
     expect(bigConsole.s.consoleTruncated).toBe(true);
     expect(bigConsole.s.outputBytes).toBeLessThanOrEqual(10 * 1024 * 1024 + 64);
     const rows = (await auditRows()).filter((r) => r.parentJobId === null);
-    for (const id of [garbage.s.scriptId, bigReturn.s.scriptId, bigConsole.s.scriptId]) expect(rows.some((r) => r.jobId === id), id).toBe(true);
+    for (const id of [garbage.s.scriptId, bigReturn.s.scriptId, bigConsole.s.scriptId])
+      expect(
+        rows.some((r) => r.jobId === id),
+        id,
+      ).toBe(true);
     expect((await run('return 8')).s.result).toBe(8);
   });
 
@@ -385,7 +413,9 @@ describe('subprocesses', () => {
     expect(r.bIsBytes).toBe(true);
     expect(r.g.exit).toBe(0);
     expect(r.g.hasReport).toBe(true);
-    expect(r.g.keys).toEqual(expect.arrayContaining(['stdout', 'stderr', 'exit_code', 'timed_out', 'stdout_truncated', 'stderr_truncated', 'elapsed_ms', 'job_id', 'artifact_handle']));
+    expect(r.g.keys).toEqual(
+      expect.arrayContaining(['stdout', 'stderr', 'exit_code', 'timed_out', 'stdout_truncated', 'stderr_truncated', 'elapsed_ms', 'job_id', 'artifact_handle']),
+    );
     expect(r.sync).toBe('Error: Deno.Command.outputSync() is not supported; use output() instead');
     expect(r.spawn).toBe('Error: Deno.Command.spawn() is not yet supported; use output() instead');
     expect(r.typeErrs).toEqual([
@@ -416,7 +446,9 @@ describe('subprocesses', () => {
       }
       return msgs;`);
     const [curl, shell] = out.s.result as string[];
-    expect(curl).toMatch(/^subprocess\.command_output denied by policy: 'curl' is not allowed \| executable: Executable "curl" is not in the allowed executables list/);
+    expect(curl).toMatch(
+      /^subprocess\.command_output denied by policy: 'curl' is not allowed \| executable: Executable "curl" is not in the allowed executables list/,
+    );
     expect(shell).toMatch(/^subprocess\.exec denied by policy: 'ls; id' is not allowed \| shell: /);
   });
 
@@ -452,7 +484,10 @@ describe('subprocesses', () => {
 
   it('child_process.exec gives OPA the exec input document: /bin/sh, ["-c", string], env only when given', async () => {
     opa.set('mcp/subprocess', { decide: (input) => ({ allow: !(input as { args: string[] }).args.join(' ').includes('forbidden') }) });
-    await setPolicy({ shell: { enabled: true, allow: [] }, opa: { mode: 'any', evaluators: [{ url: opa.url, policyPath: 'mcp/subprocess' }], timeoutMs: 2_000 } });
+    await setPolicy({
+      shell: { enabled: true, allow: [] },
+      opa: { mode: 'any', evaluators: [{ url: opa.url, policyPath: 'mcp/subprocess' }], timeoutMs: 2_000 },
+    });
     const before = opa.requests.length;
     const out = await run(`
       const simple = await child_process.exec('echo hello', { env: { LANG: 'C' } });
@@ -478,7 +513,7 @@ describe('subprocesses', () => {
     await setPolicy({});
   });
 
-  it('a subprocess passes the cwd and env stages like execute, and never sees the agent\'s environment', async () => {
+  it("a subprocess passes the cwd and env stages like execute, and never sees the agent's environment", async () => {
     await setPolicy({ executables: { allow: [...DEFAULT_POLICY.executables.allow, 'printenv'] } });
     const out = await run(`
       const msgs = {};
@@ -495,8 +530,12 @@ describe('subprocesses', () => {
     const r = out.s.result;
     expect(r.msgs.traversal).toMatch(/^subprocess\.command_output denied by policy: 'ls' is not allowed \| cwd: /);
     expect(r.msgs.absolute).toMatch(/^subprocess\.command_output denied by policy: 'ls' is not allowed \| cwd: /);
-    expect(r.msgs.preload).toMatch(/^subprocess\.command_output denied by policy: 'ls' is not allowed \| env: Environment variable "LD_PRELOAD" is not allowed/);
-    expect(r.msgs.unlisted).toMatch(/^subprocess\.command_output denied by policy: 'ls' is not allowed \| env: Environment variable "SECRET_THING" is not in the allowed list/);
+    expect(r.msgs.preload).toMatch(
+      /^subprocess\.command_output denied by policy: 'ls' is not allowed \| env: Environment variable "LD_PRELOAD" is not allowed/,
+    );
+    expect(r.msgs.unlisted).toMatch(
+      /^subprocess\.command_output denied by policy: 'ls' is not allowed \| env: Environment variable "SECRET_THING" is not in the allowed list/,
+    );
     expect(r.msgs.lang).toBe('ran: C.UTF-8\n');
     expect(r.msgs.sub).toBe('ran: .,..');
     expect(r.agentToken).toBe(false);
@@ -506,7 +545,10 @@ describe('subprocesses', () => {
   });
 
   it('a script that times out has its running subprocess killed', async () => {
-    const sleeping = () => execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').some((l) => /^(\S*\/)?sleep 43$/.test(l.trim()));
+    const sleeping = () =>
+      execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })
+        .split('\n')
+        .some((l) => /^(\S*\/)?sleep 43$/.test(l.trim()));
     const started = Date.now();
     const pending = run('await gatehouse.exec("sleep", ["43"], { timeoutMs: 60000 }); return "finished";', { timeout_ms: 4_000 });
     let seen = false;
@@ -543,7 +585,7 @@ describe('subprocesses', () => {
     expect(afterEnd).toEqual([]);
   }, 60_000);
 
-  it('a subprocess\'s output in the script is the capped inline copy, the whole of it in its artifact; a timed-out one has code -1', async () => {
+  it("a subprocess's output in the script is the capped inline copy, the whole of it in its artifact; a timed-out one has code -1", async () => {
     await setPolicy({ limits: { ...DEFAULT_POLICY.limits, inlineOutputBytes: 1_000, defaultTimeoutMs: 1_000 } });
     const out = await run(`
       const g = await gatehouse.exec('seq', ['1', '5000']);
@@ -577,7 +619,9 @@ describe('subprocesses', () => {
       return msgs;`);
     const m = out.s.result as Record<string, string>;
     expect(m.rm).toBe("subprocess.command_output denied by policy: 'rm' is not allowed | rules: Denied by rule 2: scripts do not delete");
-    expect(m.push).toMatch(/^subprocess\.command_output denied by policy: 'git' is not allowed \| rules: Approval required by rule 1: pushes need a person\. A script's subprocess cannot wait for a person's approval/);
+    expect(m.push).toMatch(
+      /^subprocess\.command_output denied by policy: 'git' is not allowed \| rules: Approval required by rule 1: pushes need a person\. A script's subprocess cannot wait for a person's approval/,
+    );
     expect(existsSync(join(root, 'keep-me.txt'))).toBe(true);
     // The deny rule names run_script only: the same command through execute is decided by the rest of the policy.
     const viaExecute = await client.callTool({ name: 'policy_check', arguments: { command: 'rm', args: ['keep-me.txt'] } });
@@ -587,7 +631,9 @@ describe('subprocesses', () => {
 
   it('caps the number of subprocesses per script', async () => {
     await setPolicy({ script: { ...SCRIPT_ON, subprocess: { maxCount: 2, maxTotalMs: 120_000 } } });
-    const out = await run('const r = []; for (let i = 0; i < 3; i++) { try { await gatehouse.exec("true", []); r.push("ran"); } catch (e) { r.push(e.message); } } return r;');
+    const out = await run(
+      'const r = []; for (let i = 0; i < 3; i++) { try { await gatehouse.exec("true", []); r.push("ran"); } catch (e) { r.push(e.message); } } return r;',
+    );
     expect(out.s.result).toEqual(['ran', 'ran', 'subprocess: limit reached — a script may start at most 2 subprocesses (script.subprocess.maxCount)']);
     await setPolicy({});
   });
@@ -599,22 +645,35 @@ describe('subprocesses', () => {
       let second; try { await gatehouse.exec('true', []); second = 'ran'; } catch (e) { second = e.message; }
       return { timedOut: first.timed_out, second };`);
     expect(out.s.result.timedOut).toBe(true);
-    expect(out.s.result.second).toMatch(/^subprocess: limit reached — this script's subprocesses already ran \d+ ms of the 1000 ms allowed \(script\.subprocess\.maxTotalMs\)$/);
+    expect(out.s.result.second).toMatch(
+      /^subprocess: limit reached — this script's subprocesses already ran \d+ ms of the 1000 ms allowed \(script\.subprocess\.maxTotalMs\)$/,
+    );
     await setPolicy({});
   });
 
   it('queryOutput needs the artifacts:read scope, like query_output', async () => {
     const execOnly = await gw.mcp(TEAM, ['execute']);
-    const r = await execOnly.callTool({ name: 'run_script', arguments: { code: `
+    const r = await execOnly.callTool(
+      {
+        name: 'run_script',
+        arguments: {
+          code: `
       const g = await gatehouse.exec('ls', []);
-      try { await gatehouse.queryOutput(g.artifact_handle, ['report']); return 'read'; } catch (e) { return e.message; }` } }, undefined, { timeout: 60_000 });
+      try { await gatehouse.queryOutput(g.artifact_handle, ['report']); return 'read'; } catch (e) { return e.message; }`,
+        },
+      },
+      undefined,
+      { timeout: 60_000 },
+    );
     await execOnly.close();
     expect((r.structuredContent as { result: string }).result).toMatch(/^queryOutput: insufficient_scope/);
-    const withScope = await run(`const g = await gatehouse.exec('ls', []); return (await gatehouse.queryOutput(g.artifact_handle, ['report'], { contextLines: 0 })).excerpts.map((e) => e.content);`);
+    const withScope = await run(
+      `const g = await gatehouse.exec('ls', []); return (await gatehouse.queryOutput(g.artifact_handle, ['report'], { contextLines: 0 })).excerpts.map((e) => e.content);`,
+    );
     expect(withScope.s.result).toEqual(['report.txt']);
   });
 
-  it('queryOutput reads only its own team\'s artifacts', async () => {
+  it("queryOutput reads only its own team's artifacts", async () => {
     const OTHER = 'scr-other';
     await gw.putPolicy(OTHER, { ...DEFAULT_POLICY, script: SCRIPT_ON });
     const other = await gw.mcp(OTHER, ['execute', 'artifacts:read']);
@@ -623,7 +682,10 @@ describe('subprocesses', () => {
       const r = await other.callTool({ name: 'run_script', arguments: { code: 'console.log("other team secret"); return 1;' } });
       handle = (r.structuredContent as { artifactHandle: string }).artifactHandle;
       expect(handle).toBeTruthy();
-      const own = await other.callTool({ name: 'run_script', arguments: { code: `return (await queryOutput(${JSON.stringify(handle)}, ['secret'], { contextLines: 0 })).excerpts.map((e) => e.content);` } });
+      const own = await other.callTool({
+        name: 'run_script',
+        arguments: { code: `return (await queryOutput(${JSON.stringify(handle)}, ['secret'], { contextLines: 0 })).excerpts.map((e) => e.content);` },
+      });
       expect((own.structuredContent as { result: unknown }).result).toEqual(['other team secret']);
     } finally {
       await other.close();
@@ -633,7 +695,9 @@ describe('subprocesses', () => {
   });
 
   it('writes one audit row per subprocess, linked to the script row', async () => {
-    const out = await run('const a = await gatehouse.exec("ls", []); const b = await gatehouse.exec("echo", ["hi"]); try { await gatehouse.exec("curl", []); } catch {} return [a, b].map((r) => ({ job: r.job_id, artifact: r.artifact_handle }));');
+    const out = await run(
+      'const a = await gatehouse.exec("ls", []); const b = await gatehouse.exec("echo", ["hi"]); try { await gatehouse.exec("curl", []); } catch {} return [a, b].map((r) => ({ job: r.job_id, artifact: r.artifact_handle }));',
+    );
     const rows = await auditRows();
     const scriptRow = rows.find((r) => r.jobId === out.s.scriptId && r.parentJobId === null);
     expect(scriptRow).toBeDefined();
@@ -647,21 +711,37 @@ describe('subprocesses', () => {
     expect(new Set(ran.map((r) => r.job)).size).toBe(2);
     expect(new Set(ran.map((r) => r.artifact)).size).toBe(2);
     expect(ran.every((r) => r.job !== out.s.scriptId && r.artifact && r.artifact !== out.s.artifactHandle)).toBe(true);
-    expect(children.filter((c) => c.decision === 'allowed').map((c) => c.jobId).sort()).toEqual(ran.map((r) => r.job).sort());
+    expect(
+      children
+        .filter((c) => c.decision === 'allowed')
+        .map((c) => c.jobId)
+        .sort(),
+    ).toEqual(ran.map((r) => r.job).sort());
   });
 
   it('a 2026-07-28 client runs scripts, and closing the call kills its running subprocess', async () => {
     const c = new ClientV2({ name: 'script-2026', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
-    await c.connect(new TransportV2(new URL(gw.mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${await gw.token({ team: TEAM, scopes: ['execute'] })}` } } }));
+    await c.connect(
+      new TransportV2(new URL(gw.mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${await gw.token({ team: TEAM, scopes: ['execute'] })}` } } }),
+    );
     try {
-      const ok = await c.callTool({ name: 'run_script', arguments: { code: 'const r = await gatehouse.exec("ls", []); return r.exit_code;' } }, { timeout: 60_000 });
+      const ok = await c.callTool(
+        { name: 'run_script', arguments: { code: 'const r = await gatehouse.exec("ls", []); return r.exit_code;' } },
+        { timeout: 60_000 },
+      );
       expect((ok.structuredContent as { result: number }).result).toBe(0);
 
       const ctl = new AbortController();
-      const pending = c.callTool({ name: 'run_script', arguments: { code: 'await gatehouse.exec("sleep", ["47"], { timeoutMs: 60000 }); return "finished";' } }, { timeout: 60_000, signal: ctl.signal });
+      const pending = c.callTool(
+        { name: 'run_script', arguments: { code: 'await gatehouse.exec("sleep", ["47"], { timeoutMs: 60000 }); return "finished";' } },
+        { timeout: 60_000, signal: ctl.signal },
+      );
       pending.catch(() => undefined);
       // The subprocess really runs (the agent's sandbox is a process on this host)…
-      const sleeping = () => execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').some((l) => /^(\S*\/)?sleep 47$/.test(l.trim()));
+      const sleeping = () =>
+        execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })
+          .split('\n')
+          .some((l) => /^(\S*\/)?sleep 47$/.test(l.trim()));
       const t0 = Date.now();
       while (!sleeping() && Date.now() - t0 < 20_000) await new Promise((r) => setTimeout(r, 200));
       expect(sleeping()).toBe(true);
@@ -709,7 +789,8 @@ describe('Dynamic Workers in flight per request (4 in a Worker request)', () => 
     expect(refused).toHaveLength(1);
     expect(refused[0].result.structuredContent.error).toEqual({
       code: 'limit_reached',
-      message: 'Error: too many scripts in one request: Cloudflare allows 4 Dynamic Workers in flight per Worker request and this request already runs 4 run_script calls; send this call in its own request (or at most 4 run_script calls per JSON-RPC batch)',
+      message:
+        'Error: too many scripts in one request: Cloudflare allows 4 Dynamic Workers in flight per Worker request and this request already runs 4 run_script calls; send this call in its own request (or at most 4 run_script calls per JSON-RPC batch)',
     });
     // Each request has its own four: the refused call runs when sent on its own.
     const again = await run(`return ${refused[0].id}`);

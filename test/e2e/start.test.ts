@@ -27,7 +27,9 @@ async function start(port: number): Promise<{ out: () => string; token: string }
   const [quickStart] = readmeBlock('quick-start');
   expect(quickStart).toBe('npm install && npm start');
   proc = spawn('npm', ['start'], {
-    cwd: ROOT, detached: true, stdio: ['ignore', 'pipe', 'pipe'],
+    cwd: ROOT,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, PORT: String(port), GATEHOUSE_STATE_DIR: state, GATEHOUSE_INSPECTOR_PORT: String(await freePort()) },
   });
   let out = '';
@@ -76,10 +78,16 @@ describe('npm start', () => {
     expect(text.trimEnd().endsWith('─'.repeat(72))).toBe(true);
     // npm's own header (`> gatehouse@0.1.0 start`, `> node scripts/start.ts`) and warnings about this machine's npm
     // configuration are npm's, not ours.
-    const before = text.slice(0, text.indexOf('─'.repeat(72))).trim().split('\n')
+    const before = text
+      .slice(0, text.indexOf('─'.repeat(72)))
+      .trim()
+      .split('\n')
       .filter((l) => l.trim() && !/^> (gatehouse@\S+ start|node scripts\/start\.ts)$/.test(l) && !/^npm warn /.test(l));
     expect(before.length, text).toBeLessThanOrEqual(5);
-    expect(before.every((l) => l.startsWith('[gatehouse] ')), text).toBe(true);
+    expect(
+      before.every((l) => l.startsWith('[gatehouse] ')),
+      text,
+    ).toBe(true);
     expect(text).not.toMatch(/Request\.cf|ENOTFOUND|\n\s+at /);
     // The children's output went to the log files the banner names.
     expect(readFileSync(join(state, 'agent.log'), 'utf8')).toMatch(/connected to /);
@@ -97,10 +105,13 @@ describe('npm start', () => {
 
     // The tokens npm start minted are the gateway's like any other: the Tokens page (GET /admin/v1/tokens) lists them.
     const minted = JSON.parse(readFileSync(join(state, 'tokens.json'), 'utf8')) as { admin: string };
-    const listed = (await (await fetch(`http://127.0.0.1:${port}/admin/v1/tokens`, { headers: { Authorization: `Bearer ${minted.admin}` } })).json()) as
-      { tokens: { subject: string; scopes: string[]; note: string; revokedAt: number | null }[] };
+    const listed = (await (await fetch(`http://127.0.0.1:${port}/admin/v1/tokens`, { headers: { Authorization: `Bearer ${minted.admin}` } })).json()) as {
+      tokens: { subject: string; scopes: string[]; note: string; revokedAt: number | null }[];
+    };
     expect(listed.tokens.map((t) => [t.subject, t.scopes.join(' '), t.note]).sort()).toEqual([
-      ['dev-admin', 'admin', 'minted by npm start'], ['dev-agent', 'agent', 'minted by npm start'], ['dev-client', 'execute artifacts:read', 'minted by npm start'],
+      ['dev-admin', 'admin', 'minted by npm start'],
+      ['dev-agent', 'agent', 'minted by npm start'],
+      ['dev-client', 'execute artifacts:read', 'minted by npm start'],
     ]);
 
     // First contact: the home page says what this is and where /mcp and /dashboard are.
@@ -145,7 +156,8 @@ describe('npm start', () => {
 
 if (!BARE_MACHINE_SUPPORTED && process.env.CI === 'true') throw new Error('the fresh-machine tests need root, unshare and overlayfs under CI=true');
 const HAVE_SANDBOX_TO_RESTORE = existsSync('/usr/bin/bwrap') && existsSync('/usr/bin/runsc');
-if (!HAVE_SANDBOX_TO_RESTORE && process.env.CI === 'true') throw new Error('the fresh-machine test restores this machine\'s /usr/bin/bwrap and /usr/bin/runsc; .ci/run installs them');
+if (!HAVE_SANDBOX_TO_RESTORE && process.env.CI === 'true')
+  throw new Error("the fresh-machine test restores this machine's /usr/bin/bwrap and /usr/bin/runsc; .ci/run installs them");
 
 describe('npm start on a fresh machine (no runsc, no bwrap)', () => {
   const machines: string[] = [];
@@ -173,10 +185,17 @@ describe('npm start on a fresh machine (no runsc, no bwrap)', () => {
     const aptLog = join(dir, 'apt-get.log');
     const port = await freePort();
     const p = spawnOnBareMachine(dir, { hide: m.hide, aptLog: m.aptGet ? aptLog : undefined }, cmd, {
-      cwd: ROOT, detached: true, stdio: ['ignore', 'pipe', 'pipe'],
+      cwd: ROOT,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
       env: {
-        ...process.env, HOME: home, npm_config_cache: join(home, '.npm'), PORT: String(port),
-        GATEHOUSE_STATE_DIR: join(dir, 'state'), GATEHOUSE_INSPECTOR_PORT: String(await freePort()), GATEHOUSE_APT_DIR: aptDir,
+        ...process.env,
+        HOME: home,
+        npm_config_cache: join(home, '.npm'),
+        PORT: String(port),
+        GATEHOUSE_STATE_DIR: join(dir, 'state'),
+        GATEHOUSE_INSPECTOR_PORT: String(await freePort()),
+        GATEHOUSE_APT_DIR: aptDir,
       },
     });
     running.push(p);
@@ -196,43 +215,68 @@ describe('npm start on a fresh machine (no runsc, no bwrap)', () => {
     return r.structuredContent as { sandbox: string };
   }
 
-  it.skipIf(!BARE_MACHINE_SUPPORTED || !HAVE_SANDBOX_TO_RESTORE)('as root with apt-get: installs bubblewrap and runsc (nothing else), with its progress shown, then a job runs in a real sandbox', async () => {
-    // ruby stands for the toolchains the full install-system-deps.sh would add: it must not be asked for.
-    const s = await startBare({ hide: ['runsc', 'bwrap', 'ruby'], aptGet: true });
-    const { token } = await banner(s.p, s.out);
-    const text = s.out();
-    expect(text).toContain('[gatehouse] no sandbox on this machine: `runsc` (gVisor) is not installed; `bwrap` (bubblewrap) is not installed; installing one with apt-get (bash scripts/install-system-deps.sh --sandbox-only');
-    // The installer's own progress lines, before the gateway starts.
-    expect(text).toContain('install-system-deps: installing bubblewrap');
-    expect(text.indexOf('install-system-deps: installing bubblewrap')).toBeLessThan(text.indexOf('[gatehouse] starting the gateway'));
-    const installs = s.aptCalls().filter((c) => c.startsWith('install '));
-    expect(installs[0], s.aptCalls().join('\n')).toBe('install -y -qq --no-install-recommends bubblewrap');
-    expect(installs.flatMap((c) => c.split(' ').filter((w) => !w.startsWith('-')).slice(1))).toEqual(['bubblewrap', 'runsc']);
-    expect(text).toMatch(/agent local-agent, sandbox: (gvisor|bwrap)\)/);
-    const job = await runsAJob(s.url, token);
-    expect(job.sandbox).toMatch(/^(gvisor|bwrap)$/);
-    await stopGroup(s.p, 8000);
-  }, 300_000);
+  it.skipIf(!BARE_MACHINE_SUPPORTED || !HAVE_SANDBOX_TO_RESTORE)(
+    'as root with apt-get: installs bubblewrap and runsc (nothing else), with its progress shown, then a job runs in a real sandbox',
+    async () => {
+      // ruby stands for the toolchains the full install-system-deps.sh would add: it must not be asked for.
+      const s = await startBare({ hide: ['runsc', 'bwrap', 'ruby'], aptGet: true });
+      const { token } = await banner(s.p, s.out);
+      const text = s.out();
+      expect(text).toContain(
+        '[gatehouse] no sandbox on this machine: `runsc` (gVisor) is not installed; `bwrap` (bubblewrap) is not installed; installing one with apt-get (bash scripts/install-system-deps.sh --sandbox-only',
+      );
+      // The installer's own progress lines, before the gateway starts.
+      expect(text).toContain('install-system-deps: installing bubblewrap');
+      expect(text.indexOf('install-system-deps: installing bubblewrap')).toBeLessThan(text.indexOf('[gatehouse] starting the gateway'));
+      const installs = s.aptCalls().filter((c) => c.startsWith('install '));
+      expect(installs[0], s.aptCalls().join('\n')).toBe('install -y -qq --no-install-recommends bubblewrap');
+      expect(
+        installs.flatMap((c) =>
+          c
+            .split(' ')
+            .filter((w) => !w.startsWith('-'))
+            .slice(1),
+        ),
+      ).toEqual(['bubblewrap', 'runsc']);
+      expect(text).toMatch(/agent local-agent, sandbox: (gvisor|bwrap)\)/);
+      const job = await runsAJob(s.url, token);
+      expect(job.sandbox).toMatch(/^(gvisor|bwrap)$/);
+      await stopGroup(s.p, 8000);
+    },
+    300_000,
+  );
 
-  it.skipIf(!BARE_MACHINE_SUPPORTED)('not root: says the exact command (sudo apt-get …) and exits 1 without touching apt', async () => {
-    const s = await startBare({ hide: ['runsc', 'bwrap'], aptGet: true }, [], 65534);
-    const code = await s.exited;
-    expect(code, s.out()).not.toBe(0);
-    expect(s.out()).toContain('[gatehouse] start failed: no sandbox on this machine: `runsc` (gVisor) is not installed; `bwrap` (bubblewrap) is not installed. npm start installs one when it runs as root; as nobody, run:\n  sudo apt-get install -y --no-install-recommends bubblewrap && npm start\n  or start without isolation (development only): npm start -- --sandbox none\n');
-    expect(s.aptCalls()).toEqual([]);
-    expect(existsSync(s.state)).toBe(false);
-  }, 120_000);
+  it.skipIf(!BARE_MACHINE_SUPPORTED)(
+    'not root: says the exact command (sudo apt-get …) and exits 1 without touching apt',
+    async () => {
+      const s = await startBare({ hide: ['runsc', 'bwrap'], aptGet: true }, [], 65534);
+      const code = await s.exited;
+      expect(code, s.out()).not.toBe(0);
+      expect(s.out()).toContain(
+        '[gatehouse] start failed: no sandbox on this machine: `runsc` (gVisor) is not installed; `bwrap` (bubblewrap) is not installed. npm start installs one when it runs as root; as nobody, run:\n  sudo apt-get install -y --no-install-recommends bubblewrap && npm start\n  or start without isolation (development only): npm start -- --sandbox none\n',
+      );
+      expect(s.aptCalls()).toEqual([]);
+      expect(existsSync(s.state)).toBe(false);
+    },
+    120_000,
+  );
 
-  it.skipIf(!BARE_MACHINE_SUPPORTED)('no apt-get: says what to install and offers --sandbox none, which starts as written', async () => {
-    const s = await startBare({ hide: ['runsc', 'bwrap', 'apt-get'], aptGet: false });
-    const code = await s.exited;
-    expect(code, s.out()).not.toBe(0);
-    expect(s.out()).toContain('there is no apt-get to install one with.\n  Install bubblewrap (bwrap) or gVisor (runsc: https://gvisor.dev/docs/user_guide/install/) with this system\'s package manager, then run npm start again;\n  or start without isolation (development only): npm start -- --sandbox none\n');
+  it.skipIf(!BARE_MACHINE_SUPPORTED)(
+    'no apt-get: says what to install and offers --sandbox none, which starts as written',
+    async () => {
+      const s = await startBare({ hide: ['runsc', 'bwrap', 'apt-get'], aptGet: false });
+      const code = await s.exited;
+      expect(code, s.out()).not.toBe(0);
+      expect(s.out()).toContain(
+        "there is no apt-get to install one with.\n  Install bubblewrap (bwrap) or gVisor (runsc: https://gvisor.dev/docs/user_guide/install/) with this system's package manager, then run npm start again;\n  or start without isolation (development only): npm start -- --sandbox none\n",
+      );
 
-    const none = await startBare({ hide: ['runsc', 'bwrap', 'apt-get'], aptGet: false }, ['--sandbox', 'none']);
-    const { token } = await banner(none.p, none.out);
-    expect(none.out()).toContain('agent local-agent, sandbox: none)');
-    expect((await runsAJob(none.url, token)).sandbox).toBe('none');
-    await stopGroup(none.p, 8000);
-  }, 300_000);
+      const none = await startBare({ hide: ['runsc', 'bwrap', 'apt-get'], aptGet: false }, ['--sandbox', 'none']);
+      const { token } = await banner(none.p, none.out);
+      expect(none.out()).toContain('agent local-agent, sandbox: none)');
+      expect((await runsAJob(none.url, token)).sandbox).toBe('none');
+      await stopGroup(none.p, 8000);
+    },
+    300_000,
+  );
 });

@@ -19,13 +19,17 @@ let agent: AgentProcess;
 let root: string;
 let client: Client;
 
-const text = (r: Record<string, unknown>) => ((r.content as { text: string }[])[0]?.text ?? '');
+const text = (r: Record<string, unknown>) => (r.content as { text: string }[])[0]?.text ?? '';
 const noScript = (exe: string, shown: string) =>
   `Argument "${shown}" is not allowed for ${exe}: no script is given, so it would read the program from stdin; a policy may permit it with argumentRules["${exe}"].allowInlineCode = true`;
 
 async function admin(method: string, path: string, body?: unknown): Promise<Response> {
   const token = await gw.token({ team: TEAM, scopes: ['admin'] });
-  return fetch(`${gw.url}/admin/v1${path}`, { method, body: body === undefined ? undefined : JSON.stringify(body), headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' } });
+  return fetch(`${gw.url}/admin/v1${path}`, {
+    method,
+    body: body === undefined ? undefined : JSON.stringify(body),
+    headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+  });
 }
 async function jobCount(): Promise<number> {
   return ((await (await admin('GET', '/jobs?limit=200')).json()) as { jobs: unknown[] }).jobs.length;
@@ -56,10 +60,19 @@ afterAll(async () => {
 describe('standard preset: code on stdin', () => {
   it('execute kotlinc with no source and Kotlin on stdin is denied with the no-script reason, and no job runs', async () => {
     const before = await jobCount();
-    const r = await client.callTool({
-      name: 'execute',
-      arguments: { command: 'kotlinc', args: [], stdin: 'println(ProcessBuilder("id").redirectErrorStream(true).start().inputStream.bufferedReader().readText())\n', timeout_ms: 110_000 },
-    }, undefined, { timeout: 180_000 });
+    const r = await client.callTool(
+      {
+        name: 'execute',
+        arguments: {
+          command: 'kotlinc',
+          args: [],
+          stdin: 'println(ProcessBuilder("id").redirectErrorStream(true).start().inputStream.bufferedReader().readText())\n',
+          timeout_ms: 110_000,
+        },
+      },
+      undefined,
+      { timeout: 180_000 },
+    );
     expect(r.isError).toBe(true);
     expect(text(r)).toContain(noScript('kotlinc', '(none)'));
     expect(text(r)).not.toMatch(/uid=\d+/);
@@ -79,13 +92,15 @@ describe('standard preset: code on stdin', () => {
   });
 
   it('kotlinc given a script still runs it through the agent', async () => {
-    const r = await client.callTool({ name: 'execute', arguments: { command: 'kotlinc', args: ['-script', 'Hello.kts'], timeout_ms: 110_000 } }, undefined, { timeout: 180_000 });
+    const r = await client.callTool({ name: 'execute', arguments: { command: 'kotlinc', args: ['-script', 'Hello.kts'], timeout_ms: 110_000 } }, undefined, {
+      timeout: 180_000,
+    });
     expect(r.isError, text(r)).toBeFalsy();
     expect((r.structuredContent as { stdout: string }).stdout).toContain('script ran');
   }, 240_000);
 });
 
-describe('a team that adds REPLs to standard\'s allowlist', () => {
+describe("a team that adds REPLs to standard's allowlist", () => {
   beforeAll(async () => {
     const standard = PRESETS.standard.policy;
     await gw.putPolicy(TEAM, { ...standard, executables: { allow: [...standard.executables.allow, 'jshell', 'irb', 'lua', 'tclsh', 'iex', 'R'] } });
@@ -101,11 +116,19 @@ describe('a team that adds REPLs to standard\'s allowlist', () => {
   });
 
   it('policy_check allows them with a source file, except the REPLs that read stdin after their files', async () => {
-    for (const [exe, args] of [['irb', ['x.rb']], ['lua', ['x.lua']], ['tclsh', ['x.tcl']], ['R', ['-f', 'x.R']]] as const) {
+    for (const [exe, args] of [
+      ['irb', ['x.rb']],
+      ['lua', ['x.lua']],
+      ['tclsh', ['x.tcl']],
+      ['R', ['-f', 'x.R']],
+    ] as const) {
       expect(await policyCheck(exe, [...args]), exe).toMatchObject({ allowed: true });
     }
     // jshell and iex run their files, then read stdin (checked against the real programs).
-    for (const [exe, file] of [['jshell', 'x.jsh'], ['iex', 'x.exs']]) {
+    for (const [exe, file] of [
+      ['jshell', 'x.jsh'],
+      ['iex', 'x.exs'],
+    ]) {
       const d = await policyCheck(exe, [file]);
       expect(d, exe).toMatchObject({ allowed: false, stage: 'arguments' });
       expect(d.reason).toContain('it reads more program from stdin after the files it is given');

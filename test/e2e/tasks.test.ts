@@ -106,7 +106,7 @@ maybe('MCP Tasks on /mcp (io.modelcontextprotocol/tasks)', () => {
     }
   }, 60_000);
 
-  it('a long job becomes a task (id = job id): working, then completed with the tool\'s own result', async () => {
+  it("a long job becomes a task (id = job id): working, then completed with the tool's own result", async () => {
     const c = await sdkClient(true);
     const session = taskSession(c);
     try {
@@ -120,7 +120,11 @@ maybe('MCP Tasks on /mcp (io.modelcontextprotocol/tasks)', () => {
       expect(WorkingTaskV2Schema.safeParse(working.result).success, JSON.stringify(working)).toBe(true);
       expect(working.result).toMatchObject({ resultType: 'complete', status: 'working', taskId, ttlMs: 7 * 24 * 3600_000 });
       const seen: string[] = [];
-      const { outcome } = await execution.settle({ onEvent: (e) => { if (e.type === 'task') seen.push(e.task.status); } });
+      const { outcome } = await execution.settle({
+        onEvent: (e) => {
+          if (e.type === 'task') seen.push(e.task.status);
+        },
+      });
       expect(outcome.status).toBe('completed');
       const result = (outcome as unknown as { result: { structuredContent: { stdout: string; exit_code: number; job_id: string }; isError?: boolean } }).result;
       expect(result.isError).toBeFalsy();
@@ -136,10 +140,23 @@ maybe('MCP Tasks on /mcp (io.modelcontextprotocol/tasks)', () => {
     }
   }, 90_000);
 
-  it('runtime_execute keeps its outputMode in the task\'s result; every answer has the extension\'s wire shape', async () => {
-    const created = await request(gw.mcpUrl, token, 'tools/call', {
-      name: 'runtime_execute', arguments: { runtime: 'python', code: 'import time\ntime.sleep(2)\nprint("alpha")\nprint("needle-beta")', outputMode: 'intent', queryTerms: ['needle'], contextLines: 0 },
-    }, true);
+  it("runtime_execute keeps its outputMode in the task's result; every answer has the extension's wire shape", async () => {
+    const created = await request(
+      gw.mcpUrl,
+      token,
+      'tools/call',
+      {
+        name: 'runtime_execute',
+        arguments: {
+          runtime: 'python',
+          code: 'import time\ntime.sleep(2)\nprint("alpha")\nprint("needle-beta")',
+          outputMode: 'intent',
+          queryTerms: ['needle'],
+          contextLines: 0,
+        },
+      },
+      true,
+    );
     expect(CreateTaskResultV2Schema.safeParse(created.result).success, JSON.stringify(created)).toBe(true);
     const taskId = created.result!.taskId as string;
     // Flat Result & Task: no v1 `task` wrapper, no v1 `ttl`/`pollInterval` names, no `requestState`; integer milliseconds.
@@ -188,7 +205,7 @@ maybe('MCP Tasks on /mcp (io.modelcontextprotocol/tasks)', () => {
     }
   }, 60_000);
 
-  it('tasks/cancel kills the job\'s whole process tree and the task reads cancelled', async () => {
+  it("tasks/cancel kills the job's whole process tree and the task reads cancelled", async () => {
     const c = await sdkClient(true);
     const session = taskSession(c);
     try {

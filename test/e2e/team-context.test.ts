@@ -51,12 +51,24 @@ async function caller(team: string, subject: string, scopes: string[], era: 'leg
   const token = await gw.token({ team, subject, scopes });
   if (era === 'legacy') {
     const c = await connectMcp(gw.mcpUrl, token);
-    return { team, subject, canExecute: scopes.includes('execute'), call: (name, args) => c.callTool({ name, arguments: args }) as never, close: () => c.close() };
+    return {
+      team,
+      subject,
+      canExecute: scopes.includes('execute'),
+      call: (name, args) => c.callTool({ name, arguments: args }) as never,
+      close: () => c.close(),
+    };
   }
   const c = new ClientV2({ name: 'ctx-modern', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
   await c.connect(new TransportV2(new URL(gw.mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
   expect(c.getProtocolEra()).toBe('modern');
-  return { team, subject, canExecute: scopes.includes('execute'), call: (name, args) => c.callTool({ name, arguments: args }) as never, close: () => c.close() };
+  return {
+    team,
+    subject,
+    canExecute: scopes.includes('execute'),
+    call: (name, args) => c.callTool({ name, arguments: args }) as never,
+    close: () => c.close(),
+  };
 }
 
 describe('per-request team context', () => {
@@ -70,10 +82,14 @@ describe('per-request team context', () => {
       caller('ctx-b', 'rita', ['artifacts:read'], 'modern'),
     ]);
     const ROUNDS = 6;
-    const results = await Promise.all(callers.flatMap((c) => Array.from({ length: ROUNDS }, async (_, i) => {
-      const r = await c.call('execute', { command: 'echo', args: [`${c.subject}-${i}`] });
-      return { c, i, r };
-    })));
+    const results = await Promise.all(
+      callers.flatMap((c) =>
+        Array.from({ length: ROUNDS }, async (_, i) => {
+          const r = await c.call('execute', { command: 'echo', args: [`${c.subject}-${i}`] });
+          return { c, i, r };
+        }),
+      ),
+    );
     for (const { c, i, r } of results) {
       const s = r.structuredContent as Record<string, any>;
       if (!c.canExecute) {

@@ -55,7 +55,10 @@ describe('a batch is bounded before anything is routed', () => {
   });
   it(`more than ${MAX_CANCELLATIONS_PER_REQUEST} cancellations in one request are refused`, async () => {
     const token = await gw.token({ team: 'acme', scopes: ['execute'] });
-    const r = await postMcp(token, Array.from({ length: MAX_CANCELLATIONS_PER_REQUEST + 1 }, (_, i) => cancel(i)));
+    const r = await postMcp(
+      token,
+      Array.from({ length: MAX_CANCELLATIONS_PER_REQUEST + 1 }, (_, i) => cancel(i)),
+    );
     expect(r.status).toBe(400);
     expect(((await r.json()) as { error: { message: string } }).error.message).toContain('notifications/cancelled');
   });
@@ -64,7 +67,10 @@ describe('a batch is bounded before anything is routed', () => {
 describe('rate limits (per token, per team) answer 429 with Retry-After', () => {
   it('the admin API: one token over its budget is stopped; another token of the team is not', async () => {
     const a = await gw.token({ team: 'limited', scopes: ['admin'] });
-    const { limited, sent } = await untilLimited(() => fetch(`${gw.url}/admin/v1/whoami`, { headers: { Authorization: `Bearer ${a}` } }), RATE_LIMITS.admin.token * 3);
+    const { limited, sent } = await untilLimited(
+      () => fetch(`${gw.url}/admin/v1/whoami`, { headers: { Authorization: `Bearer ${a}` } }),
+      RATE_LIMITS.admin.token * 3,
+    );
     expect(limited, `no 429 after ${sent} requests`).not.toBeNull();
     expect(limited!.headers.get('Retry-After')).toBe(String(RATE_LIMIT_PERIOD_S));
     const e = (await limited!.json()) as { error: { code: string; message: string } };

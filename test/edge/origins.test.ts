@@ -4,12 +4,22 @@ import { originVerdict, type OriginRules } from '../../src/edge/origins.ts';
 
 const dev: OriginRules = { self: 'http://127.0.0.1:8787', exact: [], wildcard: [], development: true };
 const prod: OriginRules = {
-  self: 'https://gw.example.com', exact: ['https://app.example.org', 'http://localhost:3000'], wildcard: [['https', '.corp.example.net']], development: false,
+  self: 'https://gw.example.com',
+  exact: ['https://app.example.org', 'http://localhost:3000'],
+  wildcard: [['https', '.corp.example.net']],
+  development: false,
 };
 
 describe('a development gateway', () => {
   it('allows every loopback origin on any port (the Inspector UI, a dev server)', () => {
-    for (const o of ['http://localhost:6274', 'http://127.0.0.1:5173', 'http://[::1]:8080', 'https://localhost', 'http://app.localhost:3000', 'http://127.0.0.2']) {
+    for (const o of [
+      'http://localhost:6274',
+      'http://127.0.0.1:5173',
+      'http://[::1]:8080',
+      'https://localhost',
+      'http://app.localhost:3000',
+      'http://127.0.0.2',
+    ]) {
       expect(originVerdict(o, dev), o).toEqual({ ok: true });
     }
   });

@@ -45,18 +45,27 @@ describe('one spelling per concept: the other spelling is the same argument', ()
   it('runtime_execute takes timeout_ms, cwd and output_mode as timeoutMs, relativeCwd and outputMode', async () => {
     const r = await client.callTool({
       name: 'runtime_execute',
-      arguments: { runtime: 'python', code: 'import os, time\nprint(os.getcwd(), flush=True)\ntime.sleep(5)', timeout_ms: 1500, cwd: 'sub', output_mode: 'summary' },
+      arguments: {
+        runtime: 'python',
+        code: 'import os, time\nprint(os.getcwd(), flush=True)\ntime.sleep(5)',
+        timeout_ms: 1500,
+        cwd: 'sub',
+        output_mode: 'summary',
+      },
     });
     const s = r.structuredContent as { status: string; stdoutSummary?: string };
     expect(s.status, JSON.stringify(s)).toBe('timeout');
     expect(s.stdoutSummary).toMatch(/\/sub/);
   });
   it('policy_check takes exactly the arguments of the execute call it checks (stdin, placement, approval id)', async () => {
-    const r = await client.callTool({ name: 'policy_check', arguments: { command: 'git', args: ['status'], stdin: 'x', timeoutMs: 1000, background: true, labels: ['a'] } });
+    const r = await client.callTool({
+      name: 'policy_check',
+      arguments: { command: 'git', args: ['status'], stdin: 'x', timeoutMs: 1000, background: true, labels: ['a'] },
+    });
     expect(r.isError).toBeFalsy();
     expect((r.structuredContent as { decision: string }).decision).toBe('allow');
   });
-  it('the advertised schemas name each tool\'s own spelling only', async () => {
+  it("the advertised schemas name each tool's own spelling only", async () => {
     const tools = (await client.listTools()).tools;
     const keys = (n: string) => Object.keys(tools.find((t) => t.name === n)!.inputSchema.properties ?? {});
     expect(keys('execute')).toContain('timeout_ms');
@@ -70,7 +79,9 @@ const text = (r: Record<string, unknown>) => ((r.content as { text: string }[] |
 async function admin(method: string, path: string, body?: unknown) {
   const token = await gw.token({ team: TEAM, scopes: ['admin'] });
   const r = await fetch(`${gw.url}/admin/v1${path}`, {
-    method, body: body === undefined ? undefined : JSON.stringify(body), headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+    method,
+    body: body === undefined ? undefined : JSON.stringify(body),
+    headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
   });
   return { status: r.status, json: (await r.json()) as Record<string, any> };
 }

@@ -59,10 +59,26 @@ async function startAgent(o: { capacity?: number; token?: string } = {}) {
   await edge.start();
   const rt = await runtimes();
   const runner = new JobRunner({
-    driver, runtimes: rt, root, spoolDir: join(stateDir, 'spool'), capacity: o.capacity ?? 2,
-    ceilings: { maxTimeoutMs: 60_000, maxArtifactBytes: 1 << 30 }, upload: { url: edge.url, token: o.token ?? edge.token }, log,
+    driver,
+    runtimes: rt,
+    root,
+    spoolDir: join(stateDir, 'spool'),
+    capacity: o.capacity ?? 2,
+    ceilings: { maxTimeoutMs: 60_000, maxArtifactBytes: 1 << 30 },
+    upload: { url: edge.url, token: o.token ?? edge.token },
+    log,
   });
-  agent = new Agent({ url: edge.url, token: o.token ?? edge.token, agentId: 'a1', version: '0.1.0', capacity: o.capacity ?? 2, sandbox: 'none', runtimes: rt.list, runner, log });
+  agent = new Agent({
+    url: edge.url,
+    token: o.token ?? edge.token,
+    agentId: 'a1',
+    version: '0.1.0',
+    capacity: o.capacity ?? 2,
+    sandbox: 'none',
+    runtimes: rt.list,
+    runner,
+    log,
+  });
   agent.start();
 }
 
@@ -87,7 +103,14 @@ describe('agent ↔ gateway protocol', () => {
     await welcome();
     edge.send({ type: 'job.start', spec: jobSpec({ jobId: 'j1', mode: 'shell', command: 'echo hi; echo oops >&2; exit 2' }) });
     const exit = await edge.next(isType('job.exit', 'j1'));
-    expect(exit).toMatchObject({ state: 'exited', exitCode: 2, stdout: 'hi\n', stderr: 'oops\n', artifactsUploaded: false, pendingArtifacts: ['stdout', 'stderr'] });
+    expect(exit).toMatchObject({
+      state: 'exited',
+      exitCode: 2,
+      stdout: 'hi\n',
+      stderr: 'oops\n',
+      artifactsUploaded: false,
+      pendingArtifacts: ['stdout', 'stderr'],
+    });
     const reports = [await edge.next(isType('job.artifact', 'j1')), await edge.next(isType('job.artifact', 'j1'))];
     expect(reports).toEqual([
       { type: 'job.artifact', jobId: 'j1', stream: 'stdout', state: 'complete', bytes: 3 },
@@ -97,7 +120,13 @@ describe('agent ↔ gateway protocol', () => {
     expect(outs.map((m) => m.data).join('')).toContain('hi\n');
     const up = edge.uploads.find((u) => u.path === `${ARTIFACT_UPLOAD_PATH}/art_j1_0123456789/stdout`)!;
     expect(up.body.toString()).toBe('hi\n');
-    expect(up.headers).toMatchObject({ 'content-length': '3', authorization: `Bearer ${edge.token}`, 'x-gatehouse-job': 'j1', 'x-gatehouse-lines': '1', 'x-gatehouse-truncated': '0' });
+    expect(up.headers).toMatchObject({
+      'content-length': '3',
+      authorization: `Bearer ${edge.token}`,
+      'x-gatehouse-job': 'j1',
+      'x-gatehouse-lines': '1',
+      'x-gatehouse-truncated': '0',
+    });
     expect(edge.uploads.some((u) => u.path.endsWith('/stderr'))).toBe(true);
   });
 
@@ -154,7 +183,8 @@ describe('agent ↔ gateway protocol', () => {
     // The log: one line per job when it ends (a stored stream adds nothing); a failed upload adds an error line.
     expect(logs.filter((l) => l.includes('job held'))).toEqual([expect.stringMatching(/^job held exited 0 in \d+ ms \(shell\)$/)]);
     expect(logs.filter((l) => l.includes('job refused'))).toEqual([
-      expect.stringMatching(/^job refused exited 0 in \d+ ms \(shell\)$/), expect.stringMatching(/^job refused: artifact upload of stdout refused: HTTP 400: .*\(spool kept at /),
+      expect.stringMatching(/^job refused exited 0 in \d+ ms \(shell\)$/),
+      expect.stringMatching(/^job refused: artifact upload of stdout refused: HTTP 400: .*\(spool kept at /),
     ]);
     edge.drop();
     const hello = await edge.next(isType('hello'));
@@ -200,7 +230,8 @@ describe('agent ↔ gateway protocol', () => {
 
 describe('agent CLI', () => {
   const NODE = process.execPath;
-  const run = (args: string[], env: NodeJS.ProcessEnv = {}) => spawn(NODE, [join(ROOT, 'executor/main.ts'), ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const run = (args: string[], env: NodeJS.ProcessEnv = {}) =>
+    spawn(NODE, [join(ROOT, 'executor/main.ts'), ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
 
   it('exits 2 with the allowed flags on a bad flag', async () => {
     const p = run(['--url', 'http://127.0.0.1:1', '--root', root, '--sandbox', 'docker'], { GATEHOUSE_AGENT_TOKEN: 't' });
@@ -241,7 +272,9 @@ describe('agent CLI', () => {
     edge = new FakeEdge();
     await edge.start();
     const ws = mkdtempSync(join(tmpdir(), 'gh-cli-ws-'));
-    const p = run(['--url', edge.url, '--root', join(ws, 'created'), '--sandbox', 'none', '--allow-no-isolation', '--capacity', '3', '--id', 'cli-agent'], { GATEHOUSE_AGENT_TOKEN: edge.token });
+    const p = run(['--url', edge.url, '--root', join(ws, 'created'), '--sandbox', 'none', '--allow-no-isolation', '--capacity', '3', '--id', 'cli-agent'], {
+      GATEHOUSE_AGENT_TOKEN: edge.token,
+    });
     let out = '';
     p.stdout.on('data', (d) => (out += d));
     p.stderr.on('data', (d) => (out += d));
@@ -258,26 +291,33 @@ describe('agent CLI', () => {
     rmSync(ws, { recursive: true, force: true });
   }, 40_000);
 
-  it.runIf(requireTool('gvisor'))('with gVisor, a SIGTERM to its process group mid-job cancels the job and leaves no sandbox behind', async () => {
-    edge = new FakeEdge();
-    await edge.start();
-    const ws = mkdtempSync(join(tmpdir(), 'gh-cli-ws-'));
-    const state = mkdtempSync(join(tmpdir(), 'gh-cli-state-'));
-    const p = spawn(NODE, [join(ROOT, 'executor/main.ts'), '--url', edge.url, '--root', ws, '--sandbox', 'gvisor', '--capacity', '2', '--id', 'term', '--state-dir', state],
-      { cwd: ROOT, detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, GATEHOUSE_AGENT_TOKEN: edge.token } });
-    p.stdout!.resume();
-    p.stderr!.resume();
-    await edge.next(isType('hello'), 30_000);
-    edge.send({ type: 'welcome', v: 1, team: 'acme', heartbeatMs: 1000 });
-    edge.send({ type: 'job.start', spec: jobSpec({ jobId: 'term-job', mode: 'shell', command: 'sleep 30' }) });
-    await new Promise((r) => setTimeout(r, 1500));
-    const started = Date.now();
-    process.kill(-p.pid!, 'SIGTERM'); // what the e2e harness does
-    expect(await new Promise((r) => p.on('exit', r))).toBe(0);
-    expect(Date.now() - started).toBeLessThan(5000); // the harness KILLs after 5 s
-    expect(await edge.next(isType('job.exit', 'term-job'))).toMatchObject({ state: 'cancelled' });
-    expect(execFileSync('runsc', ['--root', join(state, 'runsc'), 'list', '-quiet'], { encoding: 'utf8' }).trim()).toBe('');
-    rmSync(ws, { recursive: true, force: true });
-    rmSync(state, { recursive: true, force: true });
-  }, 60_000);
+  it.runIf(requireTool('gvisor'))(
+    'with gVisor, a SIGTERM to its process group mid-job cancels the job and leaves no sandbox behind',
+    async () => {
+      edge = new FakeEdge();
+      await edge.start();
+      const ws = mkdtempSync(join(tmpdir(), 'gh-cli-ws-'));
+      const state = mkdtempSync(join(tmpdir(), 'gh-cli-state-'));
+      const p = spawn(
+        NODE,
+        [join(ROOT, 'executor/main.ts'), '--url', edge.url, '--root', ws, '--sandbox', 'gvisor', '--capacity', '2', '--id', 'term', '--state-dir', state],
+        { cwd: ROOT, detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, GATEHOUSE_AGENT_TOKEN: edge.token } },
+      );
+      p.stdout!.resume();
+      p.stderr!.resume();
+      await edge.next(isType('hello'), 30_000);
+      edge.send({ type: 'welcome', v: 1, team: 'acme', heartbeatMs: 1000 });
+      edge.send({ type: 'job.start', spec: jobSpec({ jobId: 'term-job', mode: 'shell', command: 'sleep 30' }) });
+      await new Promise((r) => setTimeout(r, 1500));
+      const started = Date.now();
+      process.kill(-p.pid!, 'SIGTERM'); // what the e2e harness does
+      expect(await new Promise((r) => p.on('exit', r))).toBe(0);
+      expect(Date.now() - started).toBeLessThan(5000); // the harness KILLs after 5 s
+      expect(await edge.next(isType('job.exit', 'term-job'))).toMatchObject({ state: 'cancelled' });
+      expect(execFileSync('runsc', ['--root', join(state, 'runsc'), 'list', '-quiet'], { encoding: 'utf8' }).trim()).toBe('');
+      rmSync(ws, { recursive: true, force: true });
+      rmSync(state, { recursive: true, force: true });
+    },
+    60_000,
+  );
 });

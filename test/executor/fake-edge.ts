@@ -10,7 +10,11 @@ import { AGENT_CONNECT_PATH, ARTIFACT_UPLOAD_PATH } from '../../src/contracts/ag
 import { encodeFrame, parseFrame } from '../support/ws-frames.ts';
 import { decodeOutputFrame } from '../../src/contracts/output-frame.ts';
 
-export interface Upload { path: string; headers: IncomingMessage['headers']; body: Buffer }
+export interface Upload {
+  path: string;
+  headers: IncomingMessage['headers'];
+  body: Buffer;
+}
 
 export class FakeEdge {
   url = '';
@@ -122,7 +126,14 @@ export class FakeEdge {
     }
     return new Promise((resolve, reject) => {
       const t = setTimeout(() => reject(new Error(`no matching message in ${timeoutMs} ms; got ${JSON.stringify(this.received.slice(-5))}`)), timeoutMs);
-      this.waiters.push({ pred, resolve: (m) => { clearTimeout(t); this.cursor = this.received.length; resolve(m); } });
+      this.waiters.push({
+        pred,
+        resolve: (m) => {
+          clearTimeout(t);
+          this.cursor = this.received.length;
+          resolve(m);
+        },
+      });
     });
   }
 
@@ -140,5 +151,3 @@ export class FakeEdge {
     this.socket = null;
   }
 }
-
-

@@ -50,7 +50,10 @@ export interface Rig {
   close(): Promise<void>;
 }
 
-export async function makeRig(kind: SandboxKind, o: { capacity?: number; warm?: number; maxTimeoutMs?: number; maxArtifactBytes?: number; withoutRuntimes?: string[]; reuse?: SandboxReuse } = {}): Promise<Rig> {
+export async function makeRig(
+  kind: SandboxKind,
+  o: { capacity?: number; warm?: number; maxTimeoutMs?: number; maxArtifactBytes?: number; withoutRuntimes?: string[]; reuse?: SandboxReuse } = {},
+): Promise<Rig> {
   const root = realpathSync(mkdtempSync(join(tmpdir(), `gh-ws-${kind}-`)));
   const stateDir = mkdtempSync(join(tmpdir(), `gh-state-${kind}-`));
   const d = await startDriver(kind, { root, stateDir, warm: o.warm ?? 1 }, silentLogger);
@@ -73,13 +76,23 @@ export async function makeRig(kind: SandboxKind, o: { capacity?: number; warm?: 
     ? { list: all.list.filter((r) => !without.has(r.name)), byRuntime: new Map([...all.byRuntime].filter(([n]) => !without.has(n))) }
     : all;
   const runner = new JobRunner({
-    driver, runtimes: table, root, spoolDir: join(stateDir, 'spool'), capacity: o.capacity ?? 4,
+    driver,
+    runtimes: table,
+    root,
+    spoolDir: join(stateDir, 'spool'),
+    capacity: o.capacity ?? 4,
     ceilings: { maxTimeoutMs: o.maxTimeoutMs ?? 120_000, maxArtifactBytes: o.maxArtifactBytes ?? 200 * 1024 * 1024 },
-    upload: null, log: silentLogger,
+    upload: null,
+    log: silentLogger,
   });
   let n = 0;
   return {
-    kind, root, stateDir, driver, runner, outputs,
+    kind,
+    root,
+    stateDir,
+    driver,
+    runner,
+    outputs,
     run(spec) {
       const r = runner.start(jobSpec({ jobId: `job-${++n}`, ...(o.reuse ? { reuse: o.reuse } : {}), ...spec }), live);
       if (!r.accepted) throw Object.assign(new Error(r.error.message), { jobError: r.error });
@@ -96,8 +109,14 @@ export async function makeRig(kind: SandboxKind, o: { capacity?: number; warm?: 
 
 export function jobSpec(p: Partial<JobSpec> & { jobId: string }): JobSpec {
   return {
-    artifactHandle: `art_${p.jobId}_0123456789`, mode: 'argv', command: 'true', args: [], cwd: '', env: {},
-    timeoutMs: 30_000, limits: { inlineBytes: 40_000, artifactBytes: 10 * 1024 * 1024 },
+    artifactHandle: `art_${p.jobId}_0123456789`,
+    mode: 'argv',
+    command: 'true',
+    args: [],
+    cwd: '',
+    env: {},
+    timeoutMs: 30_000,
+    limits: { inlineBytes: 40_000, artifactBytes: 10 * 1024 * 1024 },
     ...p,
   };
 }

@@ -15,14 +15,17 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { BARE_MACHINE_SUPPORTED, bareMachineArgv, bareMachineDir, } from '../support/bare-machine.ts';
+import { BARE_MACHINE_SUPPORTED, bareMachineArgv, bareMachineDir } from '../support/bare-machine.ts';
 
 const SCRIPT = resolve(import.meta.dirname, '../../scripts/install-system-deps.sh');
 /** The version line of the runsc trixie ships (what the stand-in apt-get "installs"). */
 const TRIXIE = 'runsc version 0.0~20240729.0';
 
 let dirs: string[] = [];
-afterEach(() => { for (const d of dirs) rmSync(d, { recursive: true, force: true }); dirs = []; });
+afterEach(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  dirs = [];
+});
 
 const debianAptDir = (uri: string) => ({ 'sources.list.d/debian.sources': debianSources(uri) });
 
@@ -66,12 +69,15 @@ function run(installed: string | null, opts: RunOptions = {}) {
   // Only the tools the script uses besides apt-get and runsc.
   for (const tool of ['sed', 'sort', 'cat']) symlinkSync(`/usr/bin/${tool}`, join(bin, tool));
   const log = join(work, 'apt-get.log');
-  writeFileSync(join(bin, 'apt-get'), [
-    '#!/bin/bash',
-    `echo "$*" >> '${log}'`,
-    // Installing runsc puts trixie's build in place, as the real package would.
-    `if [ "$1" = install ] && [[ " $* " == *" runsc "* ]]; then printf '%s\\n' '#!/bin/bash' "[ \\"\\$1\\" = --version ] && echo '${TRIXIE}'" > '${bin}/runsc'; /bin/chmod 755 '${bin}/runsc'; fi`,
-  ].join('\n') + '\n');
+  writeFileSync(
+    join(bin, 'apt-get'),
+    [
+      '#!/bin/bash',
+      `echo "$*" >> '${log}'`,
+      // Installing runsc puts trixie's build in place, as the real package would.
+      `if [ "$1" = install ] && [[ " $* " == *" runsc "* ]]; then printf '%s\\n' '#!/bin/bash' "[ \\"\\$1\\" = --version ] && echo '${TRIXIE}'" > '${bin}/runsc'; /bin/chmod 755 '${bin}/runsc'; fi`,
+    ].join('\n') + '\n',
+  );
   chmodSync(join(bin, 'apt-get'), 0o755);
   if (installed) fakeRunsc(bin, installed);
   for (const [name, text] of Object.entries(opts.apt ?? debianAptDir('http://mirror.internal.example/debian'))) writeFileSync(join(apt, name), text);
@@ -80,7 +86,13 @@ function run(installed: string | null, opts: RunOptions = {}) {
   const r = spawnSync('/bin/bash', [SCRIPT], { encoding: 'utf8', env: { PATH: bin, GATEHOUSE_APT_DIR: apt, GATEHOUSE_OS_RELEASE: osRelease } });
   const calls = existsSync(log) ? readFileSync(log, 'utf8').trim().split('\n') : [];
   const read = (p: string) => (existsSync(join(apt, p)) ? readFileSync(join(apt, p), 'utf8') : null);
-  return { ...r, calls, runscInstalls: calls.filter((c) => c.startsWith('install') && / runsc( |$)/.test(c)), sources: read('sources.list.d/gatehouse-trixie.sources'), pins: read('preferences.d/gatehouse-trixie') };
+  return {
+    ...r,
+    calls,
+    runscInstalls: calls.filter((c) => c.startsWith('install') && / runsc( |$)/.test(c)),
+    sources: read('sources.list.d/gatehouse-trixie.sources'),
+    pins: read('preferences.d/gatehouse-trixie'),
+  };
 }
 
 describe('install-system-deps.sh: the runsc the sandbox needs', () => {
@@ -88,10 +100,10 @@ describe('install-system-deps.sh: the runsc the sandbox needs', () => {
     ['no runsc at all', null],
     ["Debian bookworm's runsc 20221219 (fails ls -l and stat)", 'runsc version 0.0~20221219.0'],
     ['a gVisor release older than 20240729', 'runsc version release-20240101.0'],
-  ])('%s: takes trixie\'s runsc, that one package only', (_name, installed) => {
+  ])("%s: takes trixie's runsc, that one package only", (_name, installed) => {
     const r = run(installed);
     expect(r.status, r.stderr + r.stdout).toBe(0);
-    expect(r.stdout).toContain('installing trixie\'s runsc');
+    expect(r.stdout).toContain("installing trixie's runsc");
     expect(r.runscInstalls).toEqual(['install -y -qq --no-install-recommends runsc']);
     // The source is trixie's main archive; every trixie package is pinned to 1 (never upgraded to), runsc alone to 990.
     expect(r.sources).toMatch(/^Suites: trixie$/m);
@@ -129,7 +141,9 @@ describe("install-system-deps.sh: trixie comes from this machine's own Debian ar
       },
     });
     expect(r.status, r.stderr + r.stdout).toBe(0);
-    expect(r.sources).toBe('Types: deb\nURIs: http://mirror.internal.example/debian\nSuites: trixie\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n');
+    expect(r.sources).toBe(
+      'Types: deb\nURIs: http://mirror.internal.example/debian\nSuites: trixie\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n',
+    );
     expect(r.stdout).toContain('http://mirror.internal.example/debian');
     expect(r.runscInstalls).toEqual(['install -y -qq --no-install-recommends runsc']);
   });
@@ -137,13 +151,14 @@ describe("install-system-deps.sh: trixie comes from this machine's own Debian ar
   it('takes the URI from a one-line sources.list entry with options', () => {
     const r = run(NONE, {
       apt: {
-        'sources.list': [
-          '# deb http://commented.example/debian bookworm main',
-          'deb-src http://src-only.example/debian bookworm main',
-          'deb [arch=amd64 signed-by=/usr/share/keyrings/other.gpg] https://packages.example.com/apt cloud-sdk-bookworm main',
-          'deb [ signed-by=/usr/share/keyrings/debian-archive-keyring.gpg ] https://mirror.example.org/debian/ bookworm main contrib',
-          'deb http://security-mirror.example/debian-security bookworm-security main',
-        ].join('\n') + '\n',
+        'sources.list':
+          [
+            '# deb http://commented.example/debian bookworm main',
+            'deb-src http://src-only.example/debian bookworm main',
+            'deb [arch=amd64 signed-by=/usr/share/keyrings/other.gpg] https://packages.example.com/apt cloud-sdk-bookworm main',
+            'deb [ signed-by=/usr/share/keyrings/debian-archive-keyring.gpg ] https://mirror.example.org/debian/ bookworm main contrib',
+            'deb http://security-mirror.example/debian-security bookworm-security main',
+          ].join('\n') + '\n',
       },
     });
     expect(r.status, r.stderr + r.stdout).toBe(0);
@@ -151,7 +166,9 @@ describe("install-system-deps.sh: trixie comes from this machine's own Debian ar
   });
 
   it('falls back to deb.debian.org only when no Debian archive is configured, and says so', () => {
-    const r = run(NONE, { apt: { 'sources.list.d/a-third-party.sources': 'Types: deb\nURIs: https://third-party.example/node_20.x\nSuites: nodistro\nComponents: main\n' } });
+    const r = run(NONE, {
+      apt: { 'sources.list.d/a-third-party.sources': 'Types: deb\nURIs: https://third-party.example/node_20.x\nSuites: nodistro\nComponents: main\n' },
+    });
     expect(r.status, r.stderr + r.stdout).toBe(0);
     expect(r.sources).toMatch(/^URIs: http:\/\/deb\.debian\.org\/debian$/m);
     expect(r.stdout).toMatch(/no Debian archive in the apt sources .*; taking trixie from http:\/\/deb\.debian\.org\/debian/);
@@ -161,7 +178,8 @@ describe("install-system-deps.sh: trixie comes from this machine's own Debian ar
     const r = run(NONE, {
       apt: {
         'sources.list.d/debian.sources': debianSources('http://mirror.internal.example/debian'),
-        'sources.list.d/gatehouse-trixie.sources': 'Types: deb\nURIs: http://old-mirror.example/debian\nSuites: trixie\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n',
+        'sources.list.d/gatehouse-trixie.sources':
+          'Types: deb\nURIs: http://old-mirror.example/debian\nSuites: trixie\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n',
       },
     });
     expect(r.status, r.stderr + r.stdout).toBe(0);
@@ -170,7 +188,7 @@ describe("install-system-deps.sh: trixie comes from this machine's own Debian ar
     expect(r.calls.indexOf('update -qq')).toBeLessThan(r.calls.indexOf(r.runscInstalls[0]));
   });
 
-  it('on Debian 13 (trixie) installs runsc from the machine\'s own sources: no extra source, no pins', () => {
+  it("on Debian 13 (trixie) installs runsc from the machine's own sources: no extra source, no pins", () => {
     const r = run(NONE, { osRelease: TRIXIE_OS });
     expect(r.status, r.stderr + r.stdout).toBe(0);
     expect(r.runscInstalls).toEqual(['install -y -qq --no-install-recommends runsc']);
@@ -195,7 +213,11 @@ describe('install-system-deps.sh --sandbox-only (what npm start runs when no san
     writeFileSync(join(dir, 'os-release'), BOOKWORM);
     const aptLog = join(dir, 'apt-get.log');
     const [file, ...argv] = bareMachineArgv(dir, { hide: HIDE, aptLog }, ['/bin/bash', SCRIPT, ...args]);
-    const r = spawnSync(file, argv, { encoding: 'utf8', env: { ...process.env, GATEHOUSE_APT_DIR: apt, GATEHOUSE_OS_RELEASE: join(dir, 'os-release') }, timeout: 60_000 });
+    const r = spawnSync(file, argv, {
+      encoding: 'utf8',
+      env: { ...process.env, GATEHOUSE_APT_DIR: apt, GATEHOUSE_OS_RELEASE: join(dir, 'os-release') },
+      timeout: 60_000,
+    });
     const calls = existsSync(aptLog) ? readFileSync(aptLog, 'utf8').trim().split('\n') : [];
     return { ...r, calls };
   }
@@ -203,12 +225,7 @@ describe('install-system-deps.sh --sandbox-only (what npm start runs when no san
   it.skipIf(!BARE_MACHINE_SUPPORTED)('asks apt for bubblewrap and runsc only, and says what it does', () => {
     const r = onBareMachine(['--sandbox-only']);
     expect(r.status, r.stderr + r.stdout).toBe(0);
-    expect(r.calls).toEqual([
-      'update -qq',
-      'install -y -qq --no-install-recommends bubblewrap',
-      'update -qq',
-      'install -y -qq --no-install-recommends runsc',
-    ]);
+    expect(r.calls).toEqual(['update -qq', 'install -y -qq --no-install-recommends bubblewrap', 'update -qq', 'install -y -qq --no-install-recommends runsc']);
     expect(r.stdout).toContain('install-system-deps: installing bubblewrap');
     expect(r.stdout).toContain("installing trixie's runsc");
     expect(r.stdout.trim().split('\n').at(-1)).toMatch(/^runsc version /);

@@ -10,8 +10,17 @@ function exit(o: Partial<JobExit> = {}): JobExit {
   const stdout = o.stdout ?? '';
   const stderr = o.stderr ?? '';
   return {
-    type: 'job.exit', jobId: 'job-1', state: 'exited', exitCode: 0, signal: null, timedOut: false, durationMs: 1234.4,
-    stdout, stderr, stdoutTruncated: false, stderrTruncated: false,
+    type: 'job.exit',
+    jobId: 'job-1',
+    state: 'exited',
+    exitCode: 0,
+    signal: null,
+    timedOut: false,
+    durationMs: 1234.4,
+    stdout,
+    stderr,
+    stdoutTruncated: false,
+    stderrTruncated: false,
     streams: {
       stdout: { bytes: new TextEncoder().encode(stdout).length, lines: count(stdout), artifactTruncated: false },
       stderr: { bytes: new TextEncoder().encode(stderr).length, lines: count(stderr), artifactTruncated: false },

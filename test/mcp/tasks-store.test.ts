@@ -11,7 +11,14 @@ import type { TaskRecord } from '../../src/contracts/tasks.ts';
 
 const T0 = 1_800_000_000_000;
 const task = (o: Partial<TaskRecord> = {}): TaskRecord => ({
-  team: 'acme', taskId: 'job-1', subject: 'alice', tool: 'execute', shaping: { notes: ['n'] }, createdAt: T0, ttlMs: TASK_TTL_MS, ...o,
+  team: 'acme',
+  taskId: 'job-1',
+  subject: 'alice',
+  tool: 'execute',
+  shaping: { notes: ['n'] },
+  createdAt: T0,
+  ttlMs: TASK_TTL_MS,
+  ...o,
 });
 
 describe('task rows', () => {
@@ -25,7 +32,7 @@ describe('task rows', () => {
     expect(await findTask(db, 'acme', 'alice', 'job-2', T0 + 1)).toBeNull();
   });
 
-  it('lives exactly its TTL (7 days, as long as the team DO keeps the job), and expired rows go with the team\'s next task', async () => {
+  it("lives exactly its TTL (7 days, as long as the team DO keeps the job), and expired rows go with the team's next task", async () => {
     const d1 = new FakeD1();
     const db = d1 as unknown as D1Database;
     expect(TASK_TTL_MS).toBe(7 * 24 * 3600_000);
@@ -35,6 +42,9 @@ describe('task rows', () => {
     expect(await findTask(db, 'acme', 'alice', 'job-1', T0 + TASK_TTL_MS + 1)).toBeNull();
     await saveTask(db, task({ taskId: 'job-2', createdAt: T0 + TASK_TTL_MS + 1 }));
     const left = d1.rows('SELECT team, task_id FROM tasks ORDER BY team, task_id');
-    expect(left).toEqual([{ team: 'acme', task_id: 'job-2' }, { team: 'other-team', task_id: 'job-1' }]);
+    expect(left).toEqual([
+      { team: 'acme', task_id: 'job-2' },
+      { team: 'other-team', task_id: 'job-1' },
+    ]);
   });
 });

@@ -34,13 +34,17 @@ beforeAll(async () => {
     `INSERT INTO members (member_id, team, issuer, subject, email, name, role, created_at, added_by) VALUES ('${id}', '${team}', '${idp.teamDomain}', '${p.sub}', '${p.email}', NULL, '${role}', ${t0}, 'seed');`;
   gw = await startGateway({
     vars: { CF_ACCESS_TEAM_DOMAIN: idp.teamDomain, CF_ACCESS_AUD: idp.aud },
-    beforeStart: async (persist) => execSql(persist, [
-      member('mem_alice', 'acme', alice, 'owner'),
-      member('mem_carol', 'acme', carol, 'member'),
-      member('mem_erin_acme', 'acme', erin, 'member'),
-      member('mem_erin_globex', 'globex', erin, 'admin'),
-      `INSERT INTO member_invitations (invitation_id, team, email, role, secret_hash, created_at, expires_at, created_by) VALUES ('inv_old', 'acme', 'dave@acme.example', 'admin', '${createHash('sha256').update(EXPIRED_SECRET).digest('hex')}', ${t0}, ${t0 + 60_000}, 'seed');`,
-    ].join('\n')),
+    beforeStart: async (persist) =>
+      execSql(
+        persist,
+        [
+          member('mem_alice', 'acme', alice, 'owner'),
+          member('mem_carol', 'acme', carol, 'member'),
+          member('mem_erin_acme', 'acme', erin, 'member'),
+          member('mem_erin_globex', 'globex', erin, 'admin'),
+          `INSERT INTO member_invitations (invitation_id, team, email, role, secret_hash, created_at, expires_at, created_by) VALUES ('inv_old', 'acme', 'dave@acme.example', 'admin', '${createHash('sha256').update(EXPIRED_SECRET).digest('hex')}', ${t0}, ${t0 + 60_000}, 'seed');`,
+        ].join('\n'),
+      ),
   });
 });
 afterAll(async () => {
@@ -54,16 +58,29 @@ async function asPerson(assertion: string, method: string, path: string, body?: 
   const origin = o.origin === undefined ? gw.url : o.origin;
   if (origin) headers.Origin = origin;
   if (body !== undefined) headers['Content-Type'] = typeof body === 'string' ? 'application/x-www-form-urlencoded' : 'application/json';
-  const r = await fetch(`${gw.url}${path}`, { method, headers, body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body), redirect: 'manual' });
+  const r = await fetch(`${gw.url}${path}`, {
+    method,
+    headers,
+    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+    redirect: 'manual',
+  });
   const text = await r.text();
   let json: any = null;
-  try { json = JSON.parse(text); } catch { /* an HTML page */ }
+  try {
+    json = JSON.parse(text);
+  } catch {
+    /* an HTML page */
+  }
   return { status: r.status, text, json, csp: r.headers.get('Content-Security-Policy') ?? '' };
 }
 
 async function adminToken(method: string, path: string, body?: unknown) {
   const token = await gw.token({ team: 'acme', scopes: ['admin'], subject: 'admin-tok' });
-  const r = await fetch(`${gw.url}/admin/v1${path}`, { method, headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const r = await fetch(`${gw.url}/admin/v1${path}`, {
+    method,
+    headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   return { status: r.status, json: (await r.json()) as any };
 }
 
@@ -90,9 +107,20 @@ describe('an invitation taken through Cloudflare Access', () => {
 
     const list = await asPerson(daveA, 'GET', '/admin/v1/members');
     expect(list.status).toBe(200);
-    expect(list.json.members.find((m: any) => m.memberId === memberId)).toMatchObject({ issuer: idp.teamDomain, subject: 'u-dave', email: 'dave@acme.example', name: 'Dave', role: 'admin', addedBy: `invitation:${inv.json.invitation.invitationId}` });
+    expect(list.json.members.find((m: any) => m.memberId === memberId)).toMatchObject({
+      issuer: idp.teamDomain,
+      subject: 'u-dave',
+      email: 'dave@acme.example',
+      name: 'Dave',
+      role: 'admin',
+      addedBy: `invitation:${inv.json.invitation.invitationId}`,
+    });
     const audit = await adminToken('GET', '/audit?tool=member.join');
-    expect(audit.json.entries[0]).toMatchObject({ subject: `member:${memberId}`, decision: 'allowed', command: { invitationId: inv.json.invitation.invitationId, role: 'admin', joined: true } });
+    expect(audit.json.entries[0]).toMatchObject({
+      subject: `member:${memberId}`,
+      decision: 'allowed',
+      command: { invitationId: inv.json.invitation.invitationId, role: 'admin', joined: true },
+    });
     // What the member does next is audited under them too.
     const whoami = await asPerson(daveA, 'GET', '/admin/v1/whoami');
     expect(whoami.json).toMatchObject({ team: 'acme', subject: `member:${memberId}`, scopes: ['admin', 'execute', 'artifacts:read'] });
@@ -132,7 +160,7 @@ describe('an invitation taken through Cloudflare Access', () => {
     const gina = await idp.assertion({ sub: 'u-gina', email: 'gina@acme.example' });
     const foreign = await asPerson(gina, 'POST', '/dashboard/join', joinForm(s), { origin: 'https://evil.example' });
     expect(foreign.status).toBe(403);
-    expect(foreign.text).toContain("must come from this gateway&#39;s pages");
+    expect(foreign.text).toContain('must come from this gateway&#39;s pages');
     expect((await asPerson(gina, 'POST', '/dashboard/join', joinForm(s), { origin: null })).status).toBe(403);
     // `Origin: null` (a page without referrer) passes only with the browser's Sec-Fetch-Site: same-origin.
     const opaque = await asPerson(gina, 'POST', '/dashboard/join', joinForm(s), { origin: 'null' });
@@ -152,7 +180,11 @@ describe('the admin API by role, for people signed in by Access', () => {
   it('refuses forged, expired, foreign-audience, foreign-issuer and personless assertions', async () => {
     const cases: [string, string, RegExp][] = [
       ['forged', await idp.assertion(alice, {}, { forge: true }), /not valid: signature verification failed/],
-      ['expired', await idp.assertion(alice, { iat: Math.floor(Date.now() / 1000) - 7200, exp: Math.floor(Date.now() / 1000) - 3600 }), /expired; sign in through Access again/],
+      [
+        'expired',
+        await idp.assertion(alice, { iat: Math.floor(Date.now() / 1000) - 7200, exp: Math.floor(Date.now() / 1000) - 3600 }),
+        /expired; sign in through Access again/,
+      ],
       ['other application', await idp.assertion(alice, { aud: ['another-app'] }), /not for this application: unexpected "aud" claim value/],
       ['other issuer', await idp.assertion(alice, { iss: 'https://other.cloudflareaccess.com' }), /not for this application: unexpected "iss" claim value/],
       ['service token', await idp.assertion({ sub: '', email: '' }, { common_name: 'svc.access' }), /names no person \(a service token\?\)/],
@@ -166,10 +198,18 @@ describe('the admin API by role, for people signed in by Access', () => {
 
   it('refuses a member (role member) on every admin route, naming the roles that may', async () => {
     const c = await idp.assertion(carol);
-    for (const [method, path, body] of [['GET', '/admin/v1/members'], ['GET', '/admin/v1/tokens'], ['PUT', '/admin/v1/policy', {}], ['POST', '/admin/v1/members/invitations', { email: 'x@acme.example' }]] as const) {
+    for (const [method, path, body] of [
+      ['GET', '/admin/v1/members'],
+      ['GET', '/admin/v1/tokens'],
+      ['PUT', '/admin/v1/policy', {}],
+      ['POST', '/admin/v1/members/invitations', { email: 'x@acme.example' }],
+    ] as const) {
       const r = await asPerson(c, method, path, body);
       expect(r.status, path).toBe(403);
-      expect(r.json.error).toEqual({ code: 'insufficient_scope', message: 'your role in team "acme" is member; this needs the owner or admin role (a member connects clients and runs what the policy allows)' });
+      expect(r.json.error).toEqual({
+        code: 'insufficient_scope',
+        message: 'your role in team "acme" is member; this needs the owner or admin role (a member connects clients and runs what the policy allows)',
+      });
     }
   });
 
@@ -181,7 +221,10 @@ describe('the admin API by role, for people signed in by Access', () => {
     const ok = await asPerson(d, 'PATCH', '/admin/v1/members/carol@acme.example', { role: 'admin' });
     expect(ok.json.member.role).toBe('admin');
     const audit = await adminToken('GET', '/audit?tool=admin.member_role');
-    expect(audit.json.entries.slice(0, 2).map((e: any) => [e.subject.startsWith('member:mem_'), e.decision])).toEqual([[true, 'allowed'], [true, 'failed']]);
+    expect(audit.json.entries.slice(0, 2).map((e: any) => [e.subject.startsWith('member:mem_'), e.decision])).toEqual([
+      [true, 'allowed'],
+      [true, 'failed'],
+    ]);
     await adminToken('PATCH', '/members/carol@acme.example', { role: 'member' });
   });
 
@@ -228,8 +271,10 @@ describe('the admin API by role, for people signed in by Access', () => {
 describe('docs/members.md', () => {
   it('runs the members-cli block as written, with the invited person joining through the link it printed', async () => {
     const env = {
-      ...process.env, PATH: `${join(ROOT, 'node_modules/.bin')}:${process.env.PATH}`,
-      GATEHOUSE_URL: gw.url, GATEHOUSE_ADMIN_TOKEN: await gw.token({ team: 'acme', scopes: ['admin'], subject: 'docs-admin' }),
+      ...process.env,
+      PATH: `${join(ROOT, 'node_modules/.bin')}:${process.env.PATH}`,
+      GATEHOUSE_URL: gw.url,
+      GATEHOUSE_ADMIN_TOKEN: await gw.token({ team: 'acme', scopes: ['admin'], subject: 'docs-admin' }),
     } as Record<string, string>;
     const lines = readmeBlock('members-cli');
     expect(lines).toHaveLength(5);
@@ -294,14 +339,22 @@ describe('OAuth consent by a signed-in member (no admin token)', () => {
     const grantRow = (await adminToken('GET', '/audit?tool=oauth.grant_create')).json.entries[0];
     expect(grantRow).toMatchObject({ subject: `member:${frankId}`, command: { clientName: 'Member-connected client', scopes: ['execute'] } });
     const grants = (await adminToken('GET', '/oauth/grants')).json.grants;
-    expect(grants.find((g: any) => g.grantId === grantRow.command.grantId)).toMatchObject({ subject: `member:${frankId}`, consentTokenId: `member:${frankId}` });
+    expect(grants.find((g: any) => g.grantId === grantRow.command.grantId)).toMatchObject({
+      subject: `member:${frankId}`,
+      consentTokenId: `member:${frankId}`,
+    });
 
     // Removing the member ends the grant: the client's next call is refused.
     const removed = await adminToken('DELETE', `/members/${frankId}`);
     expect(removed.json.oauthGrantsEnded).toEqual([grantRow.command.grantId]);
     const after = await fetch(gw.mcpUrl, {
       method: 'POST',
-      headers: { Authorization: `Bearer ${provider.saved!.access_token}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', 'MCP-Protocol-Version': '2025-11-25' },
+      headers: {
+        Authorization: `Bearer ${provider.saved!.access_token}`,
+        'Content-Type': 'application/json',
+        Accept: 'application/json, text/event-stream',
+        'MCP-Protocol-Version': '2025-11-25',
+      },
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'policy_check', arguments: { command: 'git', args: ['status'] } } }),
     });
     expect(after.status).toBe(401);

@@ -30,11 +30,15 @@ beforeAll(async () => {
     `INSERT INTO members (member_id, team, issuer, subject, email, name, role, created_at, added_by) VALUES ('${id}', 'acme', '${idp.issuer}', '${sub}', '${email}', NULL, '${role}', ${Date.now() - 60_000}, 'seed');`;
   gw = await startGateway({
     vars: { OIDC_ISSUER: idp.issuer, OIDC_CLIENT_ID: idp.clientId, OIDC_CLIENT_SECRET: idp.clientSecret },
-    beforeStart: async (persist) => execSql(persist, [
-      member('mem_alice', 'alice', 'alice@acme.example', 'owner'),
-      member('mem_carol', 'carol', 'carol@acme.example', 'member'),
-      member('mem_erin', 'erin', 'erin@acme.example', 'member'),
-    ].join('\n')),
+    beforeStart: async (persist) =>
+      execSql(
+        persist,
+        [
+          member('mem_alice', 'alice', 'alice@acme.example', 'owner'),
+          member('mem_carol', 'carol', 'carol@acme.example', 'member'),
+          member('mem_erin', 'erin', 'erin@acme.example', 'member'),
+        ].join('\n'),
+      ),
   });
   idp.allowRedirect(`${gw.url}/dashboard/auth/callback`);
   profile = mkdtempSync(join(tmpdir(), 'gatehouse-members-chromium-'));
@@ -65,9 +69,15 @@ describe.skipIf(!HAVE_CHROMIUM)('the dashboard for signed-in people', () => {
     await page.waitForFunction(() => document.getElementById('who')?.textContent?.includes('alice@acme.example (owner)'));
     expect(await text(page, '#who')).toBe('team acme · alice@acme.example (owner)');
 
-    await page.evaluate(() => { location.hash = '#/members'; });
+    await page.evaluate(() => {
+      location.hash = '#/members';
+    });
     await page.waitForSelector('[data-member-row="mem_carol"]');
-    expect(await page.$$eval('[data-member-row]', (rows) => rows.map((r) => r.getAttribute('data-member-row')))).toEqual(['mem_alice', 'mem_carol', 'mem_erin']);
+    expect(await page.$$eval('[data-member-row]', (rows) => rows.map((r) => r.getAttribute('data-member-row')))).toEqual([
+      'mem_alice',
+      'mem_carol',
+      'mem_erin',
+    ]);
 
     await page.type('#invite-form input[name=email]', 'dana@example.com');
     await page.select('#invite-form select[name=role]', 'admin');

@@ -23,11 +23,15 @@ beforeAll(async () => {
     `INSERT INTO members (member_id, team, issuer, subject, email, name, role, created_at, added_by) VALUES ('${id}', '${team}', '${idp.issuer}', '${sub}', '${email}', NULL, '${role}', ${Date.now() - 60_000}, 'seed');`;
   gw = await startGateway({
     vars: { OIDC_ISSUER: idp.issuer, OIDC_CLIENT_ID: idp.clientId, OIDC_CLIENT_SECRET: idp.clientSecret },
-    beforeStart: async (persist) => execSql(persist, [
-      member('mem_alice', 'acme', 'alice', alice.email, 'owner'),
-      member('mem_carol', 'acme', 'carol', carol.email, 'member'),
-      member('mem_bob_globex', 'globex', 'bob', 'bob@globex.example', 'owner'),
-    ].join('\n')),
+    beforeStart: async (persist) =>
+      execSql(
+        persist,
+        [
+          member('mem_alice', 'acme', 'alice', alice.email, 'owner'),
+          member('mem_carol', 'acme', 'carol', carol.email, 'member'),
+          member('mem_bob_globex', 'globex', 'bob', 'bob@globex.example', 'owner'),
+        ].join('\n'),
+      ),
   });
   idp.allowRedirect(`${gw.url}/dashboard/auth/callback`);
 });
@@ -42,7 +46,11 @@ class Browser {
   setCookies: string[] = [];
   async fetch(url: string, init: RequestInit = {}): Promise<Response> {
     const cookie = [...this.jar].map(([k, v]) => `${k}=${v}`).join('; ');
-    const r = await fetch(url, { ...init, redirect: 'manual', headers: { ...(init.headers as Record<string, string>), ...(cookie ? { Cookie: cookie } : {}) } });
+    const r = await fetch(url, {
+      ...init,
+      redirect: 'manual',
+      headers: { ...(init.headers as Record<string, string>), ...(cookie ? { Cookie: cookie } : {}) },
+    });
     for (const sc of r.headers.getSetCookie()) {
       this.setCookies.push(sc);
       const [pair, ...attrs] = sc.split(';');
@@ -100,7 +108,14 @@ describe('sign-in with an OpenID Connect provider', () => {
     // A loopback development gateway over http: no Secure (the browser would never send it back).
     expect(cookie).not.toMatch(/; Secure/);
     const s = await session(b);
-    expect(s).toMatchObject({ signedIn: true, issuer: idp.issuer, subject: 'alice', email: 'alice@acme.example', name: 'Alice', teams: [{ team: 'acme', role: 'owner', memberId: 'mem_alice' }] });
+    expect(s).toMatchObject({
+      signedIn: true,
+      issuer: idp.issuer,
+      subject: 'alice',
+      email: 'alice@acme.example',
+      name: 'Alice',
+      teams: [{ team: 'acme', role: 'owner', memberId: 'mem_alice' }],
+    });
     const m = await api(b, 'GET', '/dashboard/api/v1/members');
     expect(m.status).toBe(200);
     expect(m.json.members.map((x: any) => x.memberId)).toEqual(['mem_alice', 'mem_carol']);
@@ -116,11 +131,11 @@ describe('sign-in with an OpenID Connect provider', () => {
     u.searchParams.set('state', 'attacker-state');
     const r = await b.fetch(u.href);
     expect(r.status).toBe(400);
-    expect((await r.json() as any).error.message).toMatch(/^the sign-in response is not valid: unexpected "state" response parameter value/);
+    expect(((await r.json()) as any).error.message).toMatch(/^the sign-in response is not valid: unexpected "state" response parameter value/);
     expect(b.jar.has(SESSION_COOKIE)).toBe(false);
   });
 
-  it('refuses a code from another sign-in of the same browser (its PKCE verifier and nonce are that sign-in\'s)', async () => {
+  it("refuses a code from another sign-in of the same browser (its PKCE verifier and nonce are that sign-in's)", async () => {
     const b = new Browser();
     idp.nextLogin(alice);
     const first = (await b.follow(`${gw.url}/dashboard/auth/login`, isCallback)).stoppedAt!;
@@ -131,7 +146,7 @@ describe('sign-in with an OpenID Connect provider', () => {
     u.searchParams.set('state', secondState);
     const r = await b.fetch(u.href);
     expect(r.status).toBe(400);
-    expect((await r.json() as any).error.message).toBe('the identity provider refused the code: invalid_grant (grant request is invalid)');
+    expect(((await r.json()) as any).error.message).toBe('the identity provider refused the code: invalid_grant (grant request is invalid)');
     expect(b.jar.has(SESSION_COOKIE)).toBe(false);
   });
 
@@ -142,7 +157,7 @@ describe('sign-in with an OpenID Connect provider', () => {
     expect((await b.follow(cb)).res!.status).toBe(200);
     const again = await b.fetch(cb);
     expect(again.status).toBe(400);
-    expect((await again.json() as any).error.message).toContain('this sign-in has no pending request in this browser');
+    expect(((await again.json()) as any).error.message).toContain('this sign-in has no pending request in this browser');
   });
 
   it('refuses forged, expired and foreign-key session cookies', async () => {
@@ -172,7 +187,9 @@ describe('sign-in with an OpenID Connect provider', () => {
     const missing = await api(b, 'PATCH', '/dashboard/api/v1/members/mem_carol', { body: { role: 'admin' } });
     expect(missing.status).toBe(403);
     expect(missing.json.error.message).toMatch(/^missing CSRF token: a signed-in change carries the session's token \(header X-Gatehouse-CSRF/);
-    expect((await api(b, 'PATCH', '/dashboard/api/v1/members/mem_carol', { body: { role: 'admin' }, csrf: 'guess' })).json.error.message).toMatch(/^wrong CSRF token/);
+    expect((await api(b, 'PATCH', '/dashboard/api/v1/members/mem_carol', { body: { role: 'admin' }, csrf: 'guess' })).json.error.message).toMatch(
+      /^wrong CSRF token/,
+    );
     expect((await api(b, 'PATCH', '/dashboard/api/v1/members/mem_carol', { body: { role: 'admin' }, csrf, origin: 'https://evil.example' })).status).toBe(403);
     const ok = await api(b, 'PATCH', '/dashboard/api/v1/members/mem_carol', { body: { role: 'admin' }, csrf });
     expect(ok.json.member.role).toBe('admin');
@@ -183,7 +200,9 @@ describe('sign-in with an OpenID Connect provider', () => {
     const c = await signIn(carol);
     const r = await api(c, 'GET', '/dashboard/api/v1/tokens');
     expect(r.status).toBe(403);
-    expect(r.json.error.message).toBe('your role in team "acme" is member; this needs the owner or admin role (a member connects clients and runs what the policy allows)');
+    expect(r.json.error.message).toBe(
+      'your role in team "acme" is member; this needs the owner or admin role (a member connects clients and runs what the policy allows)',
+    );
     const a = await signIn(alice);
     const other = await api(a, 'GET', '/dashboard/api/v1/teams/globex/members');
     expect(other.status).toBe(404);
@@ -202,7 +221,11 @@ describe('sign-in with an OpenID Connect provider', () => {
 describe('an invitation taken after signing in with the provider', () => {
   it('sends a signed-out person to sign in and back, then joins with the form (CSRF token inside); the link then is used up', async () => {
     const token = await gw.token({ team: 'acme', scopes: ['admin'], subject: 'admin-tok' });
-    const inv = await fetch(`${gw.url}/admin/v1/members/invitations`, { method: 'POST', headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ email: 'dave@acme.example', role: 'admin' }) });
+    const inv = await fetch(`${gw.url}/admin/v1/members/invitations`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ email: 'dave@acme.example', role: 'admin' }),
+    });
     const link = ((await inv.json()) as any).url as string;
     const b = new Browser();
     const first = await b.fetch(link);
@@ -215,7 +238,12 @@ describe('an invitation taken after signing in with the provider', () => {
     expect(page).toContain('a <strong data-role>admin</strong> of team <strong data-team>acme</strong>');
     const form = new URLSearchParams([...page.matchAll(/<input type="hidden" name="(\w+)" value="([^"]*)">/g)].map((m) => [m[1], m[2]]));
     expect([...form.keys()]).toEqual(['invitation', 'csrf']);
-    const post = (f: URLSearchParams) => b.fetch(`${gw.url}/dashboard/join`, { method: 'POST', headers: { Origin: gw.url, 'Content-Type': 'application/x-www-form-urlencoded' }, body: f.toString() });
+    const post = (f: URLSearchParams) =>
+      b.fetch(`${gw.url}/dashboard/join`, {
+        method: 'POST',
+        headers: { Origin: gw.url, 'Content-Type': 'application/x-www-form-urlencoded' },
+        body: f.toString(),
+      });
     const noToken = new URLSearchParams(form);
     noToken.delete('csrf');
     expect((await post(noToken)).status).toBe(403);
@@ -227,12 +255,20 @@ describe('an invitation taken after signing in with the provider', () => {
 
   it('does not let an address the provider has not verified take an invitation', async () => {
     const token = await gw.token({ team: 'acme', scopes: ['admin'], subject: 'admin-tok' });
-    const inv = await fetch(`${gw.url}/admin/v1/members/invitations`, { method: 'POST', headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ email: 'mallory@acme.example' }) });
+    const inv = await fetch(`${gw.url}/admin/v1/members/invitations`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ email: 'mallory@acme.example' }),
+    });
     const link = ((await inv.json()) as any).url as string;
     const b = await signIn({ sub: 'mallory', email: 'mallory@acme.example', emailVerified: false });
     const page = await (await b.fetch(link)).text();
     const form = new URLSearchParams([...page.matchAll(/<input type="hidden" name="(\w+)" value="([^"]*)">/g)].map((m) => [m[1], m[2]]));
-    const r = await b.fetch(`${gw.url}/dashboard/join`, { method: 'POST', headers: { Origin: gw.url, 'Content-Type': 'application/x-www-form-urlencoded' }, body: form.toString() });
+    const r = await b.fetch(`${gw.url}/dashboard/join`, {
+      method: 'POST',
+      headers: { Origin: gw.url, 'Content-Type': 'application/x-www-form-urlencoded' },
+      body: form.toString(),
+    });
     expect(r.status).toBe(403);
     expect(await r.text()).toContain('(not verified by your identity provider)');
   });

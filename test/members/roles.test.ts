@@ -10,7 +10,8 @@ const token: Actor = { kind: 'token' };
 describe('member management rules', () => {
   it('lets only owners and admins manage members, and says which roles may', () => {
     expect(checkMemberChange(member, 'acme', { op: 'invite', role: 'member' })).toEqual({
-      code: 'forbidden', message: 'managing the members of team "acme" needs the owner or admin role; your role is member (ask an owner or admin)',
+      code: 'forbidden',
+      message: 'managing the members of team "acme" needs the owner or admin role; your role is member (ask an owner or admin)',
     });
     expect(checkMemberChange(member, 'acme', { op: 'remove', role: 'member', owners: 2 })?.code).toBe('forbidden');
     expect(checkMemberChange(admin, 'acme', { op: 'invite', role: 'admin' })).toBeNull();
@@ -20,8 +21,10 @@ describe('member management rules', () => {
 
   it('lets only an owner make, demote or remove an owner', () => {
     for (const change of [
-      { op: 'invite', role: 'owner' }, { op: 'role', from: 'admin', to: 'owner', owners: 1 },
-      { op: 'role', from: 'owner', to: 'admin', owners: 2 }, { op: 'remove', role: 'owner', owners: 2 },
+      { op: 'invite', role: 'owner' },
+      { op: 'role', from: 'admin', to: 'owner', owners: 1 },
+      { op: 'role', from: 'owner', to: 'admin', owners: 2 },
+      { op: 'remove', role: 'owner', owners: 2 },
     ] as const) {
       const r = checkMemberChange(admin, 'acme', change);
       expect(r?.code, JSON.stringify(change)).toBe('forbidden');
@@ -33,15 +36,17 @@ describe('member management rules', () => {
   it('never removes or demotes the last owner, even for an owner or an admin token', () => {
     for (const actor of [owner, token]) {
       expect(checkMemberChange(actor, 'acme', { op: 'remove', role: 'owner', owners: 1 })).toEqual({
-        code: 'forbidden', message: 'this is the last owner of team "acme" and cannot be removed: make another member owner first',
+        code: 'forbidden',
+        message: 'this is the last owner of team "acme" and cannot be removed: make another member owner first',
       });
-      expect(checkMemberChange(actor, 'acme', { op: 'role', from: 'owner', to: 'member', owners: 1 })?.message)
-        .toBe('this is the last owner of team "acme": make another member owner first, then change this role');
+      expect(checkMemberChange(actor, 'acme', { op: 'role', from: 'owner', to: 'member', owners: 1 })?.message).toBe(
+        'this is the last owner of team "acme": make another member owner first, then change this role',
+      );
       expect(checkMemberChange(actor, 'acme', { op: 'role', from: 'owner', to: 'owner', owners: 1 })).toBeNull();
     }
   });
 
-  it('gives an admin API token an owner\'s authority (break-glass)', () => {
+  it("gives an admin API token an owner's authority (break-glass)", () => {
     expect(checkMemberChange(token, 'acme', { op: 'invite', role: 'owner' })).toBeNull();
     expect(checkMemberChange(token, 'acme', { op: 'remove', role: 'owner', owners: 2 })).toBeNull();
   });

@@ -36,8 +36,9 @@ describe('client URLs fetched for the OAuth provider', () => {
       expect(req.redirect).toBe('manual');
       return new Response(null, { status: 301, headers: { Location: 'https://10.0.0.1/c.json' } });
     });
-    await expect(checkedClientFetch('https://app.example/c.json', undefined, transport as unknown as typeof fetch))
-      .rejects.toThrow('https://app.example/c.json answered a redirect (HTTP 301 to https://10.0.0.1/c.json)');
+    await expect(checkedClientFetch('https://app.example/c.json', undefined, transport as unknown as typeof fetch)).rejects.toThrow(
+      'https://app.example/c.json answered a redirect (HTTP 301 to https://10.0.0.1/c.json)',
+    );
   });
 
   it('never sends a request for a refused URL', async () => {
@@ -49,11 +50,16 @@ describe('client URLs fetched for the OAuth provider', () => {
 
 describe('withClientFetchGuard', () => {
   const realFetch = globalThis.fetch;
-  afterEach(() => { globalThis.fetch = realFetch; });
+  afterEach(() => {
+    globalThis.fetch = realFetch;
+  });
 
   it('checks the global fetch inside the guard only', async () => {
     const seen: string[] = [];
-    globalThis.fetch = (async (input: RequestInfo | URL) => { seen.push(new Request(input).url); return new Response('{}'); }) as typeof fetch;
+    globalThis.fetch = (async (input: RequestInfo | URL) => {
+      seen.push(new Request(input).url);
+      return new Response('{}');
+    }) as typeof fetch;
     await expect(withClientFetchGuard(() => fetch('https://127.0.0.1:9/jwks.json'))).rejects.toThrow(/loopback address/);
     expect(seen).toEqual([]);
     await fetch('http://127.0.0.1:9/jwks.json');

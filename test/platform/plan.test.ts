@@ -10,7 +10,8 @@ describe('workers plan', () => {
   it('refuses a value that is neither free nor paid as a config_error that names the var and the allowed values', () => {
     const r = workersPlan({ GATEHOUSE_WORKERS_PLAN: 'enterprise' });
     expect(r).toEqual({
-      ok: false, code: 'config_error',
+      ok: false,
+      code: 'config_error',
       message: `Error: ${WORKERS_PLAN_VAR} is "enterprise"; allowed: "paid" (Workers Paid, 10000 subrequests per request) or "free" (Workers Free, 50); set it in wrangler.toml [vars]`,
     });
   });

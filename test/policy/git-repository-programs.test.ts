@@ -41,17 +41,49 @@ const BASE = 'git init -q . && git config user.email a@x.invalid && git config u
 const SCRIPT = (body: string) => `printf '#!/bin/sh\\n%s\\n' "${body}"`;
 
 const CASES: Case[] = [
-  { name: 'filter clean on add', setup: `echo '* filter=x' > .gitattributes && git config filter.x.clean "touch $M; cat" && echo two >> f`, args: ['add', 'f'] },
+  {
+    name: 'filter clean on add',
+    setup: `echo '* filter=x' > .gitattributes && git config filter.x.clean "touch $M; cat" && echo two >> f`,
+    args: ['add', 'f'],
+  },
   { name: 'filter process on add', setup: `echo '* filter=x' > .gitattributes && git config filter.x.process "touch $M" && echo two >> f`, args: ['add', 'f'] },
-  { name: 'filter smudge on checkout', setup: `echo '* filter=x' > .gitattributes && git config filter.x.smudge "touch $M; cat" && rm f`, args: ['checkout', '--', 'f'] },
-  { name: 'filter clean on status (stat-dirty file)', setup: `echo '* filter=x' > .gitattributes && git config filter.x.clean "touch $M; cat" && touch -m -d @1 f`, args: ['status'] },
-  { name: 'filter named in an included config file', setup: `echo '* filter=x' > .gitattributes && printf '[filter "x"]\\n\\tclean = touch %s; cat\\n' "$M" > inc && git config include.path ../inc && echo two >> f`, args: ['add', 'f'] },
+  {
+    name: 'filter smudge on checkout',
+    setup: `echo '* filter=x' > .gitattributes && git config filter.x.smudge "touch $M; cat" && rm f`,
+    args: ['checkout', '--', 'f'],
+  },
+  {
+    name: 'filter clean on status (stat-dirty file)',
+    setup: `echo '* filter=x' > .gitattributes && git config filter.x.clean "touch $M; cat" && touch -m -d @1 f`,
+    args: ['status'],
+  },
+  {
+    name: 'filter named in an included config file',
+    setup: `echo '* filter=x' > .gitattributes && printf '[filter "x"]\\n\\tclean = touch %s; cat\\n' "$M" > inc && git config include.path ../inc && echo two >> f`,
+    args: ['add', 'f'],
+  },
   { name: 'core.fsmonitor on status', setup: `git config core.fsmonitor "touch $M; :"`, args: ['status'] },
-  { name: 'pre-commit hook', setup: `${SCRIPT('touch $M')} > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit`, args: ['commit', '-q', '--allow-empty', '-m', 'x'] },
-  { name: 'core.hooksPath in the workspace', setup: `mkdir h && ${SCRIPT('touch $M')} > h/pre-commit && chmod +x h/pre-commit && git config core.hooksPath h`, args: ['commit', '-q', '--allow-empty', '-m', 'x'] },
+  {
+    name: 'pre-commit hook',
+    setup: `${SCRIPT('touch $M')} > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit`,
+    args: ['commit', '-q', '--allow-empty', '-m', 'x'],
+  },
+  {
+    name: 'core.hooksPath in the workspace',
+    setup: `mkdir h && ${SCRIPT('touch $M')} > h/pre-commit && chmod +x h/pre-commit && git config core.hooksPath h`,
+    args: ['commit', '-q', '--allow-empty', '-m', 'x'],
+  },
   { name: 'diff.external on diff', setup: `git config diff.external "touch $M; :" && echo two >> f`, args: ['diff'] },
-  { name: 'diff.<driver>.command on diff', setup: `echo '* diff=y' > .gitattributes && git config diff.y.command "touch $M; :" && echo two >> f`, args: ['diff'] },
-  { name: 'diff.<driver>.textconv on log -p', setup: `echo '* diff=y' > .gitattributes && git config diff.y.textconv "touch $M; cat" && echo two >> f && git commit -qam 2`, args: ['log', '-p'] },
+  {
+    name: 'diff.<driver>.command on diff',
+    setup: `echo '* diff=y' > .gitattributes && git config diff.y.command "touch $M; :" && echo two >> f`,
+    args: ['diff'],
+  },
+  {
+    name: 'diff.<driver>.textconv on log -p',
+    setup: `echo '* diff=y' > .gitattributes && git config diff.y.textconv "touch $M; cat" && echo two >> f && git commit -qam 2`,
+    args: ['log', '-p'],
+  },
   {
     name: 'merge.<driver>.driver on merge',
     setup: `echo '* merge=z' > .gitattributes && git config merge.z.driver "touch $M; false" && git checkout -qb b && echo b > f && git commit -qam b && git checkout -q - && echo a > f && git commit -qam a`,
@@ -59,21 +91,37 @@ const CASES: Case[] = [
   },
   { name: 'alias with !', setup: `git config alias.st "!touch $M"`, args: ['st'] },
   { name: 'core.editor on commit', setup: `git config core.editor "touch $M; :"`, args: ['commit', '--allow-empty'] },
-  { name: 'sequence.editor on rebase -i', setup: `git commit -q --allow-empty -m 2 && git config sequence.editor "touch $M; :"`, args: ['rebase', '-i', 'HEAD~1'] },
-  { name: 'gpg.program with commit.gpgSign', setup: `${SCRIPT('touch $M; exit 1')} > g.sh && chmod +x g.sh && git config commit.gpgSign true && git config gpg.program "$W/g.sh"`, args: ['commit', '-q', '--allow-empty', '-m', 's'] },
+  {
+    name: 'sequence.editor on rebase -i',
+    setup: `git commit -q --allow-empty -m 2 && git config sequence.editor "touch $M; :"`,
+    args: ['rebase', '-i', 'HEAD~1'],
+  },
+  {
+    name: 'gpg.program with commit.gpgSign',
+    setup: `${SCRIPT('touch $M; exit 1')} > g.sh && chmod +x g.sh && git config commit.gpgSign true && git config gpg.program "$W/g.sh"`,
+    args: ['commit', '-q', '--allow-empty', '-m', 's'],
+  },
   { name: 'core.sshCommand on fetch', setup: `git config core.sshCommand "touch $M; :" && git remote add s host.invalid:repo`, args: ['fetch', 's'] },
   {
     name: 'remote.<name>.uploadpack on a local fetch',
     setup: `git init -q --bare src.git && git remote add o "$W/src.git" && git config remote.o.uploadpack "touch $M; git-upload-pack"`,
     args: ['fetch', 'o'],
   },
-  { name: 'core.gitProxy on a git:// fetch', setup: `${SCRIPT('touch $M')} > p.sh && chmod +x p.sh && git config core.gitProxy "$W/p.sh"`, args: ['fetch', 'git://h.invalid/x'] },
+  {
+    name: 'core.gitProxy on a git:// fetch',
+    setup: `${SCRIPT('touch $M')} > p.sh && chmod +x p.sh && git config core.gitProxy "$W/p.sh"`,
+    args: ['fetch', 'git://h.invalid/x'],
+  },
   {
     name: 'a filter in a conditional include (includeIf onbranch)',
     setup: `git checkout -qb topic && echo '* filter=x' > .gitattributes && printf '[filter "x"]\\n\\tclean = touch %s; cat\\n' "$M" > inc && git config includeIf.onbranch:topic.path ../inc && echo two >> f`,
     args: ['add', 'f'],
   },
-  { name: 'a bare repository found by walking up (its alias)', setup: `rm -rf .git f && git init -q --bare . && git config alias.st "!touch $M"`, args: ['st'] },
+  {
+    name: 'a bare repository found by walking up (its alias)',
+    setup: `rm -rf .git f && git init -q --bare . && git config alias.st "!touch $M"`,
+    args: ['st'],
+  },
 ];
 
 /** Under gVisor the job is the sandbox user: give it the repository (git refuses another user's). */
@@ -90,7 +138,8 @@ async function attempt(rig: Rig, policy: PolicyDocument, c: Case): Promise<{ all
   mkdirSync(host);
   const base = c.name.startsWith('a bare repository') ? 'true' : BASE;
   execFileSync('sh', ['-ec', `${base} && ${c.setup}`], {
-    cwd: host, stdio: 'pipe',
+    cwd: host,
+    stdio: 'pipe',
     env: { PATH: process.env.PATH, HOME: host, GIT_CONFIG_NOSYSTEM: '1', W: inside, M: `${inside}/MARKER` },
   });
   ownForSandbox(rig, host);
@@ -98,7 +147,12 @@ async function attempt(rig: Rig, policy: PolicyDocument, c: Case): Promise<{ all
   if (!d.allowed || !d.effective) return { allowed: false, marker: false, exitCode: null, stderr: d.reason };
   const e = d.effective;
   const spec: Partial<JobSpec> = {
-    mode: 'argv', command: d.runAs?.command ?? 'git', args: d.runAs?.args ?? c.args, cwd: e.cwd, env: e.env, timeoutMs: 20_000,
+    mode: 'argv',
+    command: d.runAs?.command ?? 'git',
+    args: d.runAs?.args ?? c.args,
+    cwd: e.cwd,
+    env: e.env,
+    timeoutMs: 20_000,
     ...(e.allowedExecutables ? { allowedExecutables: e.allowedExecutables } : {}),
     ...(e.hardenGit ? { hardenGit: true as const } : {}),
   };
@@ -122,14 +176,18 @@ describe.skipIf(skip).each(SANDBOXES)('%s: strict switches off the programs a re
     await rig?.close();
   });
 
-  it.each(CASES)('$name', async (c) => {
-    const open = await attempt(rig, PRESETS.open.policy, c);
-    expect(open.allowed).toBe(true);
-    expect(open.marker, `open: the payload must run (exit ${open.exitCode}: ${open.stderr})`).toBe(true);
-    const strict = await attempt(rig, STRICT, c);
-    expect(strict.allowed, strict.stderr).toBe(true);
-    expect(strict.marker, `strict: the payload ran (exit ${strict.exitCode}: ${strict.stderr})`).toBe(false);
-  }, 60_000);
+  it.each(CASES)(
+    '$name',
+    async (c) => {
+      const open = await attempt(rig, PRESETS.open.policy, c);
+      expect(open.allowed).toBe(true);
+      expect(open.marker, `open: the payload must run (exit ${open.exitCode}: ${open.stderr})`).toBe(true);
+      const strict = await attempt(rig, STRICT, c);
+      expect(strict.allowed, strict.stderr).toBe(true);
+      expect(strict.marker, `strict: the payload ran (exit ${strict.exitCode}: ${strict.stderr})`).toBe(false);
+    },
+    60_000,
+  );
 
   it('refuses to start git when the repository sets a key git keeps the first value of (an override would be ignored)', async () => {
     const r = await attempt(rig, PRESETS.strict.policy, CASES.find((c) => c.name.startsWith('remote.<name>.uploadpack'))!);
@@ -143,7 +201,11 @@ describe.skipIf(skip).each(SANDBOXES)('%s: strict switches off the programs a re
   }, 60_000);
 
   it('fails closed when git cannot list the configuration (a broken .git/config)', async () => {
-    const r = await attempt(rig, PRESETS.strict.policy, { name: 'broken config', setup: `printf '[filter "x"\\n\\tclean = touch %s\\n[[[\\n' "$M" >> .git/config`, args: ['status'] });
+    const r = await attempt(rig, PRESETS.strict.policy, {
+      name: 'broken config',
+      setup: `printf '[filter "x"\\n\\tclean = touch %s\\n[[[\\n' "$M" >> .git/config`,
+      args: ['status'],
+    });
     expect(r.marker).toBe(false);
     expect(r.exitCode).toBe(126);
     expect(r.stderr).toContain('could not list the repository configuration');
@@ -151,7 +213,15 @@ describe.skipIf(skip).each(SANDBOXES)('%s: strict switches off the programs a re
 
   it('runs git outside any repository (nothing to list)', async () => {
     const d = await check(PRESETS.strict.policy, { command: 'git', args: ['version'] });
-    const r = await rig.run({ mode: 'argv', command: 'git', args: ['version'], cwd: '', env: d.effective!.env, allowedExecutables: d.effective!.allowedExecutables, hardenGit: true });
+    const r = await rig.run({
+      mode: 'argv',
+      command: 'git',
+      args: ['version'],
+      cwd: '',
+      env: d.effective!.env,
+      allowedExecutables: d.effective!.allowedExecutables,
+      hardenGit: true,
+    });
     expect(r.exit.stdout, r.exit.stderr).toMatch(/^git version /);
   }, 60_000);
 
@@ -159,7 +229,11 @@ describe.skipIf(skip).each(SANDBOXES)('%s: strict switches off the programs a re
     const dir = 'plain';
     const host = join(rig.root, dir);
     mkdirSync(host);
-    execFileSync('sh', ['-ec', `${BASE} && echo two >> f`], { cwd: host, stdio: 'pipe', env: { PATH: process.env.PATH, HOME: host, GIT_CONFIG_NOSYSTEM: '1' } });
+    execFileSync('sh', ['-ec', `${BASE} && echo two >> f`], {
+      cwd: host,
+      stdio: 'pipe',
+      env: { PATH: process.env.PATH, HOME: host, GIT_CONFIG_NOSYSTEM: '1' },
+    });
     ownForSandbox(rig, host);
     const go = async (...args: string[]) => {
       const d = await check(PRESETS.strict.policy, { command: 'git', args, cwd: dir });
@@ -176,9 +250,18 @@ describe.skipIf(skip).each(SANDBOXES)('%s: strict switches off the programs a re
   }, 60_000);
 });
 
-describe('the listing run reads the repository the job\'s git reads', () => {
+describe("the listing run reads the repository the job's git reads", () => {
   it('keeps -C, --git-dir and --work-tree (both spellings) and --bare, in order; drops the rest', () => {
-    expect(gitRepositoryOptions(['-C', 'a', '--no-pager', '-C', 'b', '--git-dir=g', '--work-tree', 'w', '--bare', 'status', '-C', 'x'])).toEqual(['-C', 'a', '-C', 'b', '--git-dir=g', '--work-tree', 'w', '--bare']);
+    expect(gitRepositoryOptions(['-C', 'a', '--no-pager', '-C', 'b', '--git-dir=g', '--work-tree', 'w', '--bare', 'status', '-C', 'x'])).toEqual([
+      '-C',
+      'a',
+      '-C',
+      'b',
+      '--git-dir=g',
+      '--work-tree',
+      'w',
+      '--bare',
+    ]);
     expect(gitRepositoryOptions(['--namespace', 'n', '--git-dir', 'g', 'log'])).toEqual(['--git-dir', 'g']);
     expect(gitRepositoryOptions(['status'])).toEqual([]);
   });
@@ -195,7 +278,12 @@ describe('strict: git decisions', () => {
     expect((await run(PRESETS.strict.policy, 'ls')).effective?.hardenGit).toBeUndefined();
   });
   it('refuses submodules (their configuration is not switched off), only under strict', async () => {
-    for (const args of [['submodule', 'update', '--init'], ['clone', '--recurse-submodules', 'a', 'b'], ['pull', '--recurse-sub'], ['checkout', '--recurse-submodules=yes', 'x']]) {
+    for (const args of [
+      ['submodule', 'update', '--init'],
+      ['clone', '--recurse-submodules', 'a', 'b'],
+      ['pull', '--recurse-sub'],
+      ['checkout', '--recurse-submodules=yes', 'x'],
+    ]) {
       const d = await run(PRESETS.strict.policy, 'git', ...args);
       expect(d.allowed, args.join(' ')).toBe(false);
       expect(d.reason).toContain('submodules');
@@ -235,13 +323,17 @@ describe.skipIf(skip)('strict switches off credential helpers and askpass (loopb
     { name: 'credential.<url>.helper', setup: `git config "credential.${url}.helper" "!touch $M; :"`, args: ['ls-remote', url] },
     { name: 'core.askPass', setup: `${SCRIPT('touch $M')} > a.sh && chmod +x a.sh && git config core.askPass "$W/a.sh"`, args: ['ls-remote', url] },
   ];
-  it.each(['credential.helper', 'credential.<url>.helper', 'core.askPass'])('%s', async (name) => {
-    const c = cases().find((x) => x.name === name)!;
-    const open = await attempt(rig, PRESETS.open.policy, c);
-    expect(open.marker, `${c.name} under open must run (exit ${open.exitCode}: ${open.stderr})`).toBe(true);
-    const strict = await attempt(rig, STRICT, c);
-    expect(strict.allowed).toBe(true);
-    expect(strict.marker, `${c.name} ran under strict (exit ${strict.exitCode}: ${strict.stderr})`).toBe(false);
-    expect(strict.exitCode).not.toBe(0);
-  }, 60_000);
+  it.each(['credential.helper', 'credential.<url>.helper', 'core.askPass'])(
+    '%s',
+    async (name) => {
+      const c = cases().find((x) => x.name === name)!;
+      const open = await attempt(rig, PRESETS.open.policy, c);
+      expect(open.marker, `${c.name} under open must run (exit ${open.exitCode}: ${open.stderr})`).toBe(true);
+      const strict = await attempt(rig, STRICT, c);
+      expect(strict.allowed).toBe(true);
+      expect(strict.marker, `${c.name} ran under strict (exit ${strict.exitCode}: ${strict.stderr})`).toBe(false);
+      expect(strict.exitCode).not.toBe(0);
+    },
+    60_000,
+  );
 });

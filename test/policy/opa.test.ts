@@ -42,7 +42,7 @@ describe('mode any / all', () => {
     expect(d.opa?.verdicts.map((v) => v.allowed)).toEqual([false, true]);
     expect(d.reason).toContain('OPA');
   });
-  it('any: denied when none allows, with every evaluator\'s reason', async () => {
+  it("any: denied when none allows, with every evaluator's reason", async () => {
     opa.set('a', { allow: false });
     opa.set('b', { allow: false });
     const d = await check(withOpa(['a', 'b']), { command: 'ls' });
@@ -141,7 +141,12 @@ describe('fails closed, naming the evaluator', () => {
     expect(d.allowed).toBe(false);
     expect(d.reason).toContain('result.allow is undefined');
   });
-  it.each([['string', 'yes'], ['number', 1], ['null', null], ['object', { x: 1 }]])('non-boolean allow (%s)', async (_, allow) => {
+  it.each([
+    ['string', 'yes'],
+    ['number', 1],
+    ['null', null],
+    ['object', { x: 1 }],
+  ])('non-boolean allow (%s)', async (_, allow) => {
     opa.set('weird', { result: { allow } });
     const d = await check(withOpa(['weird']), { command: 'ls' });
     expect(d).toMatchObject({ allowed: false, stage: 'opa' });
@@ -153,11 +158,23 @@ describe('fails closed, naming the evaluator', () => {
     expect((await check(withOpa(['str']), { command: 'ls' })).allowed).toBe(false);
   });
   it('a fetch that throws (injected through DecideOptions.fetch)', async () => {
-    const d = await check(withOpa(['x']), { command: 'ls' }, { fetch: async () => { throw new TypeError('boom'); } });
+    const d = await check(
+      withOpa(['x']),
+      { command: 'ls' },
+      {
+        fetch: async () => {
+          throw new TypeError('boom');
+        },
+      },
+    );
     expect(d.reason).toContain('OPA request failed: boom');
   });
   it('a redirect is not an answer', async () => {
-    const d = await check(withOpa(['x']), { command: 'ls' }, { fetch: async () => new Response(null, { status: 307, headers: { Location: 'http://127.0.0.1:1/' } }) });
+    const d = await check(
+      withOpa(['x']),
+      { command: 'ls' },
+      { fetch: async () => new Response(null, { status: 307, headers: { Location: 'http://127.0.0.1:1/' } }) },
+    );
     expect(d.reason).toContain('OPA returned HTTP 307');
   });
 });
@@ -166,7 +183,12 @@ describe('when OPA is asked, and with what input', () => {
   it('only after the declarative stages allowed', async () => {
     opa.set('allow', { allow: true });
     const p = withOpa(['allow']);
-    for (const r of [{ command: 'curl' }, { command: 'git', args: ['-c', 'x=y', 'log'] }, { command: 'ls', cwd: '..' }, { command: 'ls', env: { PATH: '/' } }]) {
+    for (const r of [
+      { command: 'curl' },
+      { command: 'git', args: ['-c', 'x=y', 'log'] },
+      { command: 'ls', cwd: '..' },
+      { command: 'ls', env: { PATH: '/' } },
+    ]) {
       expect((await check(p, r)).allowed).toBe(false);
     }
     expect(opa.requests).toHaveLength(0);
@@ -179,14 +201,30 @@ describe('when OPA is asked, and with what input', () => {
     expect(r.path).toBe('mcp/subprocess');
     expect(r.headers['content-type']).toBe('application/json');
     expect(r.body).toEqual({ input: r.input });
-    expect(r.input).toEqual({ operation: 'command_output', command: 'git', args: ['status'], team: 'team-a', subject: 'user-1', tool: 'execute', mode: 'argv' });
+    expect(r.input).toEqual({
+      operation: 'command_output',
+      command: 'git',
+      args: ['status'],
+      team: 'team-a',
+      subject: 'user-1',
+      tool: 'execute',
+      mode: 'argv',
+    });
     await check(withOpa(['mcp/subprocess']), { command: 'ls', args: ['-la'], cwd: './src//', env: { LANG: 'C' } });
     expect(opa.requests[1].input).toMatchObject({ command: 'ls', args: ['-la'], cwd: 'src', env: { LANG: 'C' } });
   });
   it('runtime code mode: the runtime, the executable and the code', async () => {
     opa.set('p', { allow: true });
     await check(withOpa(['p']), { tool: 'runtime_execute', runtime: 'python', mode: 'code', command: 'python3', code: 'print(1)' });
-    expect(opa.requests[0].input).toMatchObject({ operation: 'command_output', command: 'python3', args: [], runtime: 'python', tool: 'runtime_execute', mode: 'code', code: 'print(1)' });
+    expect(opa.requests[0].input).toMatchObject({
+      operation: 'command_output',
+      command: 'python3',
+      args: [],
+      runtime: 'python',
+      tool: 'runtime_execute',
+      mode: 'code',
+      code: 'print(1)',
+    });
   });
   it('shell string: operation exec, /bin/sh -c <string>', async () => {
     opa.set('p', { allow: true });

@@ -28,7 +28,7 @@ describe('strict: no interpreters, no make, git without repository programs', ()
     expect((await check(strict, { tool: 'runtime_execute', mode: 'argv', runtime: 'python', command: 'python3', args: ['x.py'] })).allowed).toBe(false);
     expect((await check(strict, { mode: 'shell', command: 'ls | wc -l' })).allowed).toBe(false);
   });
-  it('hands git to the agent to run with the repository\'s programs switched off, also for a simple command string', async () => {
+  it("hands git to the agent to run with the repository's programs switched off, also for a simple command string", async () => {
     const d = await run(strict, 'git', 'status');
     expect(d.allowed).toBe(true);
     expect(d.effective?.hardenGit).toBe(true);
@@ -43,7 +43,7 @@ describe('strict: no interpreters, no make, git without repository programs', ()
 });
 
 describe('open: arbitrary code inside the sandbox, by design', () => {
-  it('allows any shell string and interpreters\' inline code', async () => {
+  it("allows any shell string and interpreters' inline code", async () => {
     expect((await check(open, { mode: 'shell', command: 'ls | wc -l; echo $HOME' })).allowed).toBe(true);
     expect((await run(open, 'python3', '-c', 'print(1)')).allowed).toBe(true);
   });

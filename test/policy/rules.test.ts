@@ -45,8 +45,14 @@ describe('rules: allow / ask / deny by argv prefix', () => {
   it('a path to the executable does not dodge a rule written with its bare name', async () => {
     expect((await run(p, '/usr/bin/git', 'push')).ask?.rule).toBe(1);
   });
-  it('an earlier stage\'s denial stands: a rule never allows what the allowlists refuse', async () => {
-    const q = policy({ ...base, rules: [{ pattern: ['curl'], decision: 'allow' }, { pattern: ['curl'], decision: 'ask' }] });
+  it("an earlier stage's denial stands: a rule never allows what the allowlists refuse", async () => {
+    const q = policy({
+      ...base,
+      rules: [
+        { pattern: ['curl'], decision: 'allow' },
+        { pattern: ['curl'], decision: 'ask' },
+      ],
+    });
     expect(await run(q, 'curl', 'x')).toMatchObject({ allowed: false, stage: 'executable' });
     expect((await run(q, 'curl', 'x')).ask).toBeUndefined();
   });

@@ -55,44 +55,106 @@ const gitRepo = (dir: string) => {
 
 function envFor(dir: string): NodeJS.ProcessEnv {
   return {
-    PATH: process.env.PATH, HOME: dir, GIT_CONFIG_NOSYSTEM: '1', GIT_AUTHOR_NAME: 'a', GIT_AUTHOR_EMAIL: 'a@example.invalid',
-    GIT_COMMITTER_NAME: 'a', GIT_COMMITTER_EMAIL: 'a@example.invalid', LC_ALL: 'C',
+    PATH: process.env.PATH,
+    HOME: dir,
+    GIT_CONFIG_NOSYSTEM: '1',
+    GIT_AUTHOR_NAME: 'a',
+    GIT_AUTHOR_EMAIL: 'a@example.invalid',
+    GIT_COMMITTER_NAME: 'a',
+    GIT_COMMITTER_EMAIL: 'a@example.invalid',
+    LC_ALL: 'C',
   };
 }
 
 const CASES: Case[] = [
   // tar: -f takes `--` as its value, so the options go on.
-  { name: 'tar -f takes -- as its value', steps: [['tar', '-c', '-f', '--', '--checkpoint=1', '--checkpoint-action=exec=touch M', 'f']], executes: true, setup: (d) => writeFileSync(join(d, 'f'), 'x') },
-  { name: 'tar old-style f takes -- as its value', steps: [['tar', 'cf', '--', '--checkpoint=1', '--checkpoint-action=exec=touch M', 'f']], executes: true, setup: (d) => writeFileSync(join(d, 'f'), 'x') },
-  { name: 'tar cluster -cf takes -- as its value', steps: [['tar', '-cf', '--', '--checkpoint=1', '--checkpoint-act=exec=touch M', 'f']], executes: true, setup: (d) => writeFileSync(join(d, 'f'), 'x') },
-  { name: 'tar: a real -- ends the options', steps: [['tar', '-c', '-f', 'x.tar', '--', 'f']], executes: false, setup: (d) => writeFileSync(join(d, 'f'), 'x') },
+  {
+    name: 'tar -f takes -- as its value',
+    steps: [['tar', '-c', '-f', '--', '--checkpoint=1', '--checkpoint-action=exec=touch M', 'f']],
+    executes: true,
+    setup: (d) => writeFileSync(join(d, 'f'), 'x'),
+  },
+  {
+    name: 'tar old-style f takes -- as its value',
+    steps: [['tar', 'cf', '--', '--checkpoint=1', '--checkpoint-action=exec=touch M', 'f']],
+    executes: true,
+    setup: (d) => writeFileSync(join(d, 'f'), 'x'),
+  },
+  {
+    name: 'tar cluster -cf takes -- as its value',
+    steps: [['tar', '-cf', '--', '--checkpoint=1', '--checkpoint-act=exec=touch M', 'f']],
+    executes: true,
+    setup: (d) => writeFileSync(join(d, 'f'), 'x'),
+  },
+  {
+    name: 'tar: a real -- ends the options',
+    steps: [['tar', '-c', '-f', 'x.tar', '--', 'f']],
+    executes: false,
+    setup: (d) => writeFileSync(join(d, 'f'), 'x'),
+  },
   // sort: -o takes `--`; the compressor runs once temporary files are needed.
   {
-    name: 'sort -o takes -- as its value', steps: [['sort', '-o', '--', '--compress-program=D/payload.sh', '-S', '1K', 'big']], executes: true,
-    setup: (d, m) => { script(d, m); writeFileSync(join(d, 'big'), Array.from({ length: 20_000 }, (_, i) => `${(i * 7919) % 20_000}\n`).join('')); },
+    name: 'sort -o takes -- as its value',
+    steps: [['sort', '-o', '--', '--compress-program=D/payload.sh', '-S', '1K', 'big']],
+    executes: true,
+    setup: (d, m) => {
+      script(d, m);
+      writeFileSync(join(d, 'big'), Array.from({ length: 20_000 }, (_, i) => `${(i * 7919) % 20_000}\n`).join(''));
+    },
   },
-  { name: 'sort: a real -- ends the options', steps: [['sort', '-o', 'out', '--', 'big']], executes: false, setup: (d) => writeFileSync(join(d, 'big'), 'b\na\n') },
+  {
+    name: 'sort: a real -- ends the options',
+    steps: [['sort', '-o', 'out', '--', 'big']],
+    executes: false,
+    setup: (d) => writeFileSync(join(d, 'big'), 'b\na\n'),
+  },
   // git: --branch / -b take `--`.
-  { name: 'git clone --branch takes -- as its value', steps: [['git', 'clone', '--branch', '--', '--upload-pack=touch M', 'a', 'b']], executes: true, setup: gitRepo },
-  { name: 'git clone --bra (prefix) takes -- as its value', steps: [['git', 'clone', '--bra', '--', '--upload-pack=touch M', 'a', 'b']], executes: true, setup: gitRepo },
+  {
+    name: 'git clone --branch takes -- as its value',
+    steps: [['git', 'clone', '--branch', '--', '--upload-pack=touch M', 'a', 'b']],
+    executes: true,
+    setup: gitRepo,
+  },
+  {
+    name: 'git clone --bra (prefix) takes -- as its value',
+    steps: [['git', 'clone', '--bra', '--', '--upload-pack=touch M', 'a', 'b']],
+    executes: true,
+    setup: gitRepo,
+  },
   { name: 'git clone -b takes -- as its value', steps: [['git', 'clone', '-b', '--', '-utouch M', 'a', 'c']], executes: true, setup: gitRepo },
   { name: 'git clone of a local repository', steps: [['git', 'clone', '-q', '--', 'a', 'b']], executes: false, setup: gitRepo },
   // git: config keys that name programs.
   {
     name: 'git config gpg.ssh.defaultKeyCommand then commit -S',
-    steps: [['git', '-C', 'a', 'config', 'gpg.format', 'ssh'], ['git', '-C', 'a', 'config', 'gpg.ssh.defaultKeyCommand', 'touch M'], ['git', '-C', 'a', 'commit', '-S', '--allow-empty', '-m', 'y']],
-    executes: true, setup: gitRepo,
+    steps: [
+      ['git', '-C', 'a', 'config', 'gpg.format', 'ssh'],
+      ['git', '-C', 'a', 'config', 'gpg.ssh.defaultKeyCommand', 'touch M'],
+      ['git', '-C', 'a', 'commit', '-S', '--allow-empty', '-m', 'y'],
+    ],
+    executes: true,
+    setup: gitRepo,
   },
   {
     name: 'git config --rename-section turns a harmless b.fsmonitor into core.fsmonitor, run by status',
-    steps: [['git', '-C', 'a', 'config', 'b.fsmonitor', 'touch M; :'], ['git', '-C', 'a', 'config', '--rename-section', 'b', 'core'], ['git', '-C', 'a', 'status']],
-    executes: true, setup: gitRepo,
+    steps: [
+      ['git', '-C', 'a', 'config', 'b.fsmonitor', 'touch M; :'],
+      ['git', '-C', 'a', 'config', '--rename-section', 'b', 'core'],
+      ['git', '-C', 'a', 'status'],
+    ],
+    executes: true,
+    setup: gitRepo,
   },
   {
     name: 'git config imap.tunnel then imap-send runs the tunnel',
-    steps: [['git', '-C', 'a', 'config', 'imap.folder', 'x'], ['git', '-C', 'a', 'config', 'imap.tunnel', 'touch M'], ['git', '-C', 'a', 'imap-send']],
-    executes: true, setup: gitRepo,
-    stdin: 'From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\nFrom: a <a@example.invalid>\nDate: Mon, 1 Jan 2024 00:00:00 +0000\nSubject: [PATCH] x\n\nbody\n---\n f | 1 +\n',
+    steps: [
+      ['git', '-C', 'a', 'config', 'imap.folder', 'x'],
+      ['git', '-C', 'a', 'config', 'imap.tunnel', 'touch M'],
+      ['git', '-C', 'a', 'imap-send'],
+    ],
+    executes: true,
+    setup: gitRepo,
+    stdin:
+      'From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\nFrom: a <a@example.invalid>\nDate: Mon, 1 Jan 2024 00:00:00 +0000\nSubject: [PATCH] x\n\nbody\n---\n f | 1 +\n',
   },
   {
     name: 'git diff --ext-diff runs diff.external from the repository',
@@ -107,14 +169,63 @@ const CASES: Case[] = [
     },
   },
   // make: CC named by the caller runs through the built-in %: %.c rule.
-  { name: 'make CC="touch M #" runs through a built-in rule', steps: [['make', '-f', '/dev/null', 'x', 'CC=touch M #']], executes: true, setup: (d) => writeFileSync(join(d, 'x.c'), 'int main(void){return 0;}\n') },
-  { name: 'make CC=payload (a program the policy does not allow)', steps: [['make', '-f', '/dev/null', 'x', 'CC=D/payload.sh']], executes: true, setup: (d, m) => { script(d, m); writeFileSync(join(d, 'x.c'), 'int main(void){return 0;}\n'); } },
-  { name: 'make -f takes -- as its value, then --eval', steps: [['make', '-f', '--', '--eval=$(shell touch M)', 'x']], executes: true, setup: (d) => writeFileSync(join(d, '--'), 'x:\n\t@true\n') },
-  { name: 'make with an allowed CC', steps: [['make', '-f', '/dev/null', 'x', 'CC=cc']], executes: false, setup: (d) => writeFileSync(join(d, 'x.c'), 'int main(void){return 0;}\n') },
+  {
+    name: 'make CC="touch M #" runs through a built-in rule',
+    steps: [['make', '-f', '/dev/null', 'x', 'CC=touch M #']],
+    executes: true,
+    setup: (d) => writeFileSync(join(d, 'x.c'), 'int main(void){return 0;}\n'),
+  },
+  {
+    name: 'make CC=payload (a program the policy does not allow)',
+    steps: [['make', '-f', '/dev/null', 'x', 'CC=D/payload.sh']],
+    executes: true,
+    setup: (d, m) => {
+      script(d, m);
+      writeFileSync(join(d, 'x.c'), 'int main(void){return 0;}\n');
+    },
+  },
+  {
+    name: 'make -f takes -- as its value, then --eval',
+    steps: [['make', '-f', '--', '--eval=$(shell touch M)', 'x']],
+    executes: true,
+    setup: (d) => writeFileSync(join(d, '--'), 'x:\n\t@true\n'),
+  },
+  {
+    name: 'make with an allowed CC',
+    steps: [['make', '-f', '/dev/null', 'x', 'CC=cc']],
+    executes: false,
+    setup: (d) => writeFileSync(join(d, 'x.c'), 'int main(void){return 0;}\n'),
+  },
   // diff family.
-  { name: 'sdiff --diff-program', steps: [['sdiff', '--diff-program=D/payload.sh', 'a', 'b']], executes: true, setup: (d, m) => { script(d, m); writeFileSync(join(d, 'a'), 'a\n'); writeFileSync(join(d, 'b'), 'b\n'); } },
-  { name: 'sdiff -o takes -- as its value', steps: [['sdiff', '-o', '--', '--diff-program=D/payload.sh', 'a', 'b']], executes: true, setup: (d, m) => { script(d, m); writeFileSync(join(d, 'a'), 'a\n'); writeFileSync(join(d, 'b'), 'b\n'); } },
-  { name: 'plain diff', steps: [['diff', 'a', 'b']], executes: false, setup: (d) => { writeFileSync(join(d, 'a'), 'a\n'); writeFileSync(join(d, 'b'), 'b\n'); } },
+  {
+    name: 'sdiff --diff-program',
+    steps: [['sdiff', '--diff-program=D/payload.sh', 'a', 'b']],
+    executes: true,
+    setup: (d, m) => {
+      script(d, m);
+      writeFileSync(join(d, 'a'), 'a\n');
+      writeFileSync(join(d, 'b'), 'b\n');
+    },
+  },
+  {
+    name: 'sdiff -o takes -- as its value',
+    steps: [['sdiff', '-o', '--', '--diff-program=D/payload.sh', 'a', 'b']],
+    executes: true,
+    setup: (d, m) => {
+      script(d, m);
+      writeFileSync(join(d, 'a'), 'a\n');
+      writeFileSync(join(d, 'b'), 'b\n');
+    },
+  },
+  {
+    name: 'plain diff',
+    steps: [['diff', 'a', 'b']],
+    executes: false,
+    setup: (d) => {
+      writeFileSync(join(d, 'a'), 'a\n');
+      writeFileSync(join(d, 'b'), 'b\n');
+    },
+  },
 ];
 
 describe.skipIf(skip)('argument screens agree with the real programs', () => {

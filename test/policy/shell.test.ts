@@ -11,7 +11,8 @@ describe('shell strings are decided on the whole string', () => {
   it('denies every shell string while shell.enabled = false, saying how to proceed', async () => {
     const d = await check(policy({ executables: { allow: ['ls'] } }), { mode: 'shell', command: 'ls *' });
     expect(d).toMatchObject({
-      allowed: false, stage: 'shell',
+      allowed: false,
+      stage: 'shell',
       reason: 'Shell strings are disabled by policy (shell.enabled = false); pass "args" to run an executable directly',
     });
   });

@@ -2,7 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { concurrencyLimitMessage, decide } from '../../src/policy/engine.ts';
 import { check, policy, request } from './helpers.ts';
 
-const tools = policy({ executables: { allow: ['ls', 'git', 'python3', '/usr/bin/python3', 'node'] }, runtime: { enabled: true, allowedRuntimes: ['python', 'node'] } });
+const tools = policy({
+  executables: { allow: ['ls', 'git', 'python3', '/usr/bin/python3', 'node'] },
+  runtime: { enabled: true, allowedRuntimes: ['python', 'node'] },
+});
 
 describe('stage 1: feature gate', () => {
   it('denies runtime_execute when runtime.enabled = false, with the reference message', async () => {
@@ -47,7 +50,7 @@ describe('stage 3: executable validation', () => {
     expect((await check(tools, { tool: 'runtime_execute', runtime: 'python', command: 'python3', args: ['x.py'] })).allowed).toBe(true);
     expect((await check(tools, { tool: 'runtime_execute', runtime: 'python', command: '/usr/bin/python3', args: ['x.py'] })).allowed).toBe(true);
   });
-  it('uses the runtime\'s default executable when none is given', async () => {
+  it("uses the runtime's default executable when none is given", async () => {
     const d = await check(tools, { tool: 'runtime_execute', runtime: 'python', command: '', mode: 'code', code: 'print(1)' });
     expect(d.allowed).toBe(true);
     const noPython = policy({ runtime: { enabled: true, allowedRuntimes: ['python'] }, executables: { allow: ['python'] } });
@@ -85,14 +88,24 @@ describe('stage 3: executable validation', () => {
 
 describe('stage 5: cwd jail', () => {
   const msg = (c: string) => `Relative CWD "${c}" contains path traversal or absolute path components`;
-  it.each(['../..', '..', 'a/../../b', 'a/..', '/etc', '/', '~/x', 'a\\..\\..', '..\\x', 'C:\\x', 'C:/x', 'a/\u0000b', './../x', 'a/./../..'])('denies %j', async (cwd) => {
-    const d = await check(tools, { command: 'ls', cwd });
-    expect(d.stage).toBe('cwd');
-    if (!cwd.includes('\u0000')) expect(d.reason).toBe(msg(cwd));
-    else expect(d.reason).toContain('\\x00');
-  });
+  it.each(['../..', '..', 'a/../../b', 'a/..', '/etc', '/', '~/x', 'a\\..\\..', '..\\x', 'C:\\x', 'C:/x', 'a/\u0000b', './../x', 'a/./../..'])(
+    'denies %j',
+    async (cwd) => {
+      const d = await check(tools, { command: 'ls', cwd });
+      expect(d.stage).toBe('cwd');
+      if (!cwd.includes('\u0000')) expect(d.reason).toBe(msg(cwd));
+      else expect(d.reason).toContain('\\x00');
+    },
+  );
   it.each([
-    ['./a//b/', 'a/b'], ['', ''], ['.', ''], ['./', ''], ['src', 'src'], ['a/b/c', 'a/b/c'], ['..a/b..', '..a/b..'], ['.hidden', '.hidden'],
+    ['./a//b/', 'a/b'],
+    ['', ''],
+    ['.', ''],
+    ['./', ''],
+    ['src', 'src'],
+    ['a/b/c', 'a/b/c'],
+    ['..a/b..', '..a/b..'],
+    ['.hidden', '.hidden'],
   ])('normalises %j to %j', async (cwd, want) => {
     const d = await check(tools, { command: 'ls', cwd });
     expect(d.allowed).toBe(true);
@@ -121,15 +134,32 @@ describe('stage 6: env', () => {
     expect(d.stage).toBe('env');
     expect(d.reason).toContain('PATH');
   });
-  it.each(['LD_PRELOAD', 'LD_LIBRARY_PATH', 'LD_AUDIT', 'BASH_ENV', 'ENV', 'PYTHONPATH', 'PYTHONSTARTUP', 'PERL5OPT', 'PERL5LIB', 'RUBYOPT', 'RUBYLIB',
-    'GIT_SSH_COMMAND', 'GIT_CONFIG_GLOBAL', 'GIT_CONFIG_COUNT', 'GIT_EXEC_PATH', 'JAVA_TOOL_OPTIONS', '_JAVA_OPTIONS', 'DYLD_INSERT_LIBRARIES', 'NODE_PATH'])(
-    'denies dangerous %s with a reason that says why', async (name) => {
-      const d = await check(p, { command: 'ls', env: { [name]: 'x' } });
-      expect(d.stage).toBe('env');
-      expect(d.reason).toContain(name);
-      expect(d.reason).toMatch(/load code|run other programs/);
-    },
-  );
+  it.each([
+    'LD_PRELOAD',
+    'LD_LIBRARY_PATH',
+    'LD_AUDIT',
+    'BASH_ENV',
+    'ENV',
+    'PYTHONPATH',
+    'PYTHONSTARTUP',
+    'PERL5OPT',
+    'PERL5LIB',
+    'RUBYOPT',
+    'RUBYLIB',
+    'GIT_SSH_COMMAND',
+    'GIT_CONFIG_GLOBAL',
+    'GIT_CONFIG_COUNT',
+    'GIT_EXEC_PATH',
+    'JAVA_TOOL_OPTIONS',
+    '_JAVA_OPTIONS',
+    'DYLD_INSERT_LIBRARIES',
+    'NODE_PATH',
+  ])('denies dangerous %s with a reason that says why', async (name) => {
+    const d = await check(p, { command: 'ls', env: { [name]: 'x' } });
+    expect(d.stage).toBe('env');
+    expect(d.reason).toContain(name);
+    expect(d.reason).toMatch(/load code|run other programs/);
+  });
   it('passes a dangerous name the policy lists explicitly, with a note', async () => {
     const d = await check(p, { command: 'ls', env: { NODE_OPTIONS: '--max-old-space-size=512' } });
     expect(d.allowed).toBe(true);
@@ -142,7 +172,10 @@ describe('stage 6: env', () => {
 });
 
 describe('stage 7: limits', () => {
-  const deny = policy({ executables: { allow: ['ls'] }, limits: { defaultTimeoutMs: 10_000, maxTimeoutMs: 60_000, overMax: 'deny', inlineOutputBytes: 1234, maxArtifactBytes: 5678 } });
+  const deny = policy({
+    executables: { allow: ['ls'] },
+    limits: { defaultTimeoutMs: 10_000, maxTimeoutMs: 60_000, overMax: 'deny', inlineOutputBytes: 1234, maxArtifactBytes: 5678 },
+  });
   const clamp = policy({ executables: { allow: ['ls'] }, limits: { defaultTimeoutMs: 10_000, maxTimeoutMs: 60_000, overMax: 'clamp' } });
   it('uses the default timeout when none is requested', async () => {
     expect((await check(deny, { command: 'ls' })).effective?.timeoutMs).toBe(10_000);

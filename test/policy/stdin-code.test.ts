@@ -24,7 +24,14 @@ const CASES: Record<string, Case> = {
   // JVM
   kotlinc: {
     none: [[], ['-nowarn'], ['-d', 'out'], ['-cp', '.'], ['-jvm-target', '1.8', '-verbose'], ['-opt-in', 'kotlin.RequiresOptIn']],
-    script: [['Main.kt'], ['-d', 'out', 'Main.kt'], ['-script', 's.kts'], ['-Xno-inline', 'Main.kt'], ['-cp', 'lib.jar', '-nowarn', 'Main.kt'], ['Main.kt', '-d', 'out']],
+    script: [
+      ['Main.kt'],
+      ['-d', 'out', 'Main.kt'],
+      ['-script', 's.kts'],
+      ['-Xno-inline', 'Main.kt'],
+      ['-cp', 'lib.jar', '-nowarn', 'Main.kt'],
+      ['Main.kt', '-d', 'out'],
+    ],
     safe: [['-version'], ['-help']],
   },
   'kotlinc-jvm': { none: [[]], script: [['Main.kt']] },
@@ -36,10 +43,30 @@ const CASES: Record<string, Case> = {
   groovysh: { none: [[]], script: [['x.groovy']] },
   // .NET: `dotnet fsi`, F# and C# interactive by their assemblies, dotnet-script, mono's shells
   dotnet: {
-    none: [['fsi'], ['fsi', '--quiet'], ['fsi', '--use:init.fsx'], ['fsi', '-r:lib.dll'], ['exec', '/usr/share/dotnet/sdk/8.0.100/FSharp/fsi.dll'],
-      ['/usr/lib/dotnet/sdk/8.0.100/Roslyn/bincore/csi.dll'], ['--roll-forward', 'Major', 'fsi'], ['script']],
-    script: [['fsi', 'x.fsx'], ['fsi', '--quiet', 'x.fsx'], ['fsi', '--use:init.fsx', '--exec'], ['script', 'x.csx'], ['build'], ['run'], ['test'], ['bin/app.dll']],
-    stdinOption: [['script', '-i', 'x.csx'], ['fsi', '-']],
+    none: [
+      ['fsi'],
+      ['fsi', '--quiet'],
+      ['fsi', '--use:init.fsx'],
+      ['fsi', '-r:lib.dll'],
+      ['exec', '/usr/share/dotnet/sdk/8.0.100/FSharp/fsi.dll'],
+      ['/usr/lib/dotnet/sdk/8.0.100/Roslyn/bincore/csi.dll'],
+      ['--roll-forward', 'Major', 'fsi'],
+      ['script'],
+    ],
+    script: [
+      ['fsi', 'x.fsx'],
+      ['fsi', '--quiet', 'x.fsx'],
+      ['fsi', '--use:init.fsx', '--exec'],
+      ['script', 'x.csx'],
+      ['build'],
+      ['run'],
+      ['test'],
+      ['bin/app.dll'],
+    ],
+    stdinOption: [
+      ['script', '-i', 'x.csx'],
+      ['fsi', '-'],
+    ],
     safe: [['--info'], ['--version'], []],
   },
   fsi: { none: [[]], script: [['x.fsx']] },
@@ -56,7 +83,11 @@ const CASES: Record<string, Case> = {
   ocaml: { none: [[], ['lib.cma'], ['-I', 'lib']], script: [['x.ml'], ['lib.cma', 'x.ml'], ['-I', 'lib', 'x.ml']], stdinOption: [['-stdin']] },
   sbcl: {
     none: [[], ['--load', 'x.lisp'], ['--noinform'], ['--script'], ['x.lisp'], ['--end-toplevel-options', '--quit']],
-    script: [['--script', 'x.lisp']], safe: [['--non-interactive', '--load', 'build.lisp'], ['--load', 'x.lisp', '--quit']],
+    script: [['--script', 'x.lisp']],
+    safe: [
+      ['--non-interactive', '--load', 'build.lisp'],
+      ['--load', 'x.lisp', '--quit'],
+    ],
   },
   tclsh: { none: [[], ['-encoding', 'utf-8'], ['-foo', 'x.tcl']], script: [['x.tcl'], ['-encoding', 'utf-8', 'x.tcl']] },
   'tclsh8.6': { none: [[]], script: [['x.tcl']] },
@@ -161,7 +192,7 @@ describe('left out on purpose', () => {
 });
 
 describe('php -S', () => {
-  it('is refused for what it is: a web server running the workspace\'s PHP files, not code on stdin', async () => {
+  it("is refused for what it is: a web server running the workspace's PHP files, not code on stdin", async () => {
     const d = await run(P, 'php', '-S', '127.0.0.1:8000');
     expect(d.allowed).toBe(false);
     expect(d.reason).toBe(

@@ -47,10 +47,17 @@ describe.skipIf(skip)('strict preset through the gateway: a workspace git filter
     const host = join(root, dir);
     mkdirSync(host);
     const inside = `${SANDBOX === 'none' ? root : '/workspace'}/${dir}`;
-    execFileSync('sh', ['-ec', [
-      'git init -q . && git config user.email a@x.invalid && git config user.name a && echo one > f && git add f && git commit -qm 1',
-      `echo '* filter=x' > .gitattributes && git config filter.x.clean "touch ${inside}/MARKER; cat" && echo two >> f`,
-    ].join(' && ')], { cwd: host, stdio: 'pipe', env: { PATH: process.env.PATH, HOME: host, GIT_CONFIG_NOSYSTEM: '1' } });
+    execFileSync(
+      'sh',
+      [
+        '-ec',
+        [
+          'git init -q . && git config user.email a@x.invalid && git config user.name a && echo one > f && git add f && git commit -qm 1',
+          `echo '* filter=x' > .gitattributes && git config filter.x.clean "touch ${inside}/MARKER; cat" && echo two >> f`,
+        ].join(' && '),
+      ],
+      { cwd: host, stdio: 'pipe', env: { PATH: process.env.PATH, HOME: host, GIT_CONFIG_NOSYSTEM: '1' } },
+    );
     return host;
   }
   async function gitAdd(dir: string) {
@@ -73,6 +80,8 @@ describe.skipIf(skip)('strict preset through the gateway: a workspace git filter
     expect(r.exit_code, r.stderr).toBe(0);
     expect(existsSync(join(host, 'MARKER'))).toBe(false);
     // The file was staged by git itself (unfiltered).
-    expect(execFileSync('git', ['diff', '--cached', '--name-only'], { cwd: host, env: { PATH: process.env.PATH, HOME: host, GIT_CONFIG_NOSYSTEM: '1' } }).toString()).toContain('f');
+    expect(
+      execFileSync('git', ['diff', '--cached', '--name-only'], { cwd: host, env: { PATH: process.env.PATH, HOME: host, GIT_CONFIG_NOSYSTEM: '1' } }).toString(),
+    ).toContain('f');
   });
 });

@@ -8,13 +8,18 @@ function countingLoader() {
     load(config: Record<string, unknown>) {
       calls.load += 1;
       calls.configs.push(config);
-      return { getEntrypoint: () => { calls.getEntrypoint += 1; return { run: async () => ({}) }; } };
+      return {
+        getEntrypoint: () => {
+          calls.getEntrypoint += 1;
+          return { run: async () => ({}) };
+        },
+      };
     },
   };
   return { loader: loader as unknown as Pick<WorkerLoader, 'load'>, calls };
 }
 
-describe('a script\'s Dynamic Worker', () => {
+describe("a script's Dynamic Worker", () => {
   it('each script loads exactly one fresh isolate (load, never a cached get) with no network, no bindings and its CPU limit', () => {
     const { loader, calls } = countingLoader();
     openIsolate(loader, { cpuMs: 1234 }, 'return 1');

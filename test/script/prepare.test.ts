@@ -11,8 +11,12 @@ async function runPrepared(code: string, budget = 10_000): Promise<{ result?: un
   const p = prepareScript(code, '__guard_test');
   if (!p.ok) throw new Error(p.message);
   let ticks = 0;
-  (globalThis as Record<string, unknown>).__guard_test = () => { if (++ticks > budget) throw new RangeError('budget'); };
-  const body = p.value.source.replace(/^const __guard_test = [^\n]*\n/, '').replace('export default async function __gatehouse_script()', 'return async function ()');
+  (globalThis as Record<string, unknown>).__guard_test = () => {
+    if (++ticks > budget) throw new RangeError('budget');
+  };
+  const body = p.value.source
+    .replace(/^const __guard_test = [^\n]*\n/, '')
+    .replace('export default async function __gatehouse_script()', 'return async function ()');
   const fn = new Function('__guard_test', body)((globalThis as Record<string, unknown>).__guard_test) as () => Promise<unknown>;
   try {
     return { result: await fn(), ticks };
@@ -67,7 +71,9 @@ describe('prepareScript', () => {
   });
 
   it('keeps the meaning of ordinary code', async () => {
-    const r = await runPrepared('let s = 0; for (let i = 0; i < 10; i++) s += i; const sq = (x) => x * x; const o = { a: () => ({ b: 2 }) }; return [s, sq(3), o.a().b, [1, 2].map(x => x + 1)];');
+    const r = await runPrepared(
+      'let s = 0; for (let i = 0; i < 10; i++) s += i; const sq = (x) => x * x; const o = { a: () => ({ b: 2 }) }; return [s, sq(3), o.a().b, [1, 2].map(x => x + 1)];',
+    );
     expect(r.result).toEqual([45, 9, 2, [2, 3]]);
   });
 

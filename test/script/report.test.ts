@@ -11,7 +11,12 @@ const report = (o: Record<string, unknown>) => ({ console: '', consoleTruncated:
 
 describe('acceptReport', () => {
   it('passes an honest report through, the result parsed', () => {
-    expect(acceptReport(report({ console: 'a\n[warn] b', resultJson: '{"n":1}' }))).toEqual({ console: 'a\n[warn] b', consoleTruncated: false, result: { n: 1 }, error: null });
+    expect(acceptReport(report({ console: 'a\n[warn] b', resultJson: '{"n":1}' }))).toEqual({
+      console: 'a\n[warn] b',
+      consoleTruncated: false,
+      result: { n: 1 },
+      error: null,
+    });
     expect(acceptReport(report({}))).toEqual({ console: '', consoleTruncated: false, error: null });
   });
 

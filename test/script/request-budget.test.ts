@@ -4,8 +4,13 @@
  */
 import { describe, expect, it } from 'vitest';
 import {
-  REFUSAL_AUDIT_SUBREQUESTS, REQUEST_SUBREQUESTS, RequestLedger, SCRIPT_END_SUBREQUESTS,
-  SCRIPT_START_SUBREQUESTS, SUBPROCESS_BASE_SUBREQUESTS, effectiveSubprocessCap,
+  REFUSAL_AUDIT_SUBREQUESTS,
+  REQUEST_SUBREQUESTS,
+  RequestLedger,
+  SCRIPT_END_SUBREQUESTS,
+  SCRIPT_START_SUBREQUESTS,
+  SUBPROCESS_BASE_SUBREQUESTS,
+  effectiveSubprocessCap,
 } from '../../src/script/request-budget.ts';
 import { DYNAMIC_WORKERS_PER_WORKER_REQUEST, SUBREQUESTS_PER_REQUEST } from '../../src/platform/limits.ts';
 import { workersPlan } from '../../src/platform/plan.ts';
@@ -13,7 +18,7 @@ import { workersPlan } from '../../src/platform/plan.ts';
 const FIXED = REQUEST_SUBREQUESTS + SCRIPT_START_SUBREQUESTS + SCRIPT_END_SUBREQUESTS + REFUSAL_AUDIT_SUBREQUESTS;
 
 describe('Workers plan setting', () => {
-  it('names Cloudflare\'s numbers: 50 subrequests per request on Free, 10,000 on Paid; 4 Dynamic Workers per Worker request', () => {
+  it("names Cloudflare's numbers: 50 subrequests per request on Free, 10,000 on Paid; 4 Dynamic Workers per Worker request", () => {
     expect(SUBREQUESTS_PER_REQUEST).toEqual({ free: 50, paid: 10_000 });
     expect(DYNAMIC_WORKERS_PER_WORKER_REQUEST).toBe(4);
   });
@@ -23,7 +28,10 @@ describe('Workers plan setting', () => {
     expect(workersPlan({ GATEHOUSE_WORKERS_PLAN: ' Free ' })).toEqual({ ok: true, plan: 'free' });
     const bad = workersPlan({ GATEHOUSE_WORKERS_PLAN: 'enterprise' });
     expect(bad.ok).toBe(false);
-    if (!bad.ok) expect(bad.message).toBe('Error: GATEHOUSE_WORKERS_PLAN is "enterprise"; allowed: "paid" (Workers Paid, 10000 subrequests per request) or "free" (Workers Free, 50); set it in wrangler.toml [vars]');
+    if (!bad.ok)
+      expect(bad.message).toBe(
+        'Error: GATEHOUSE_WORKERS_PLAN is "enterprise"; allowed: "paid" (Workers Paid, 10000 subrequests per request) or "free" (Workers Free, 50); set it in wrangler.toml [vars]',
+      );
   });
 });
 
@@ -53,7 +61,7 @@ describe('subprocess cap', () => {
     expect(started).toBe(11);
     expect(refusal).toBe(
       'subprocess: limit reached — Cloudflare allows 50 subrequests per request on the Workers Free plan (GATEHOUSE_WORKERS_PLAN = "free"); ' +
-      'each subprocess costs up to 3 (D1, Durable Object) and this script\'s output and audit need their share, so it may start at most 11 subprocesses in one request (script.subprocess.maxCount allows more); it has started 11',
+        "each subprocess costs up to 3 (D1, Durable Object) and this script's output and audit need their share, so it may start at most 11 subprocesses in one request (script.subprocess.maxCount allows more); it has started 11",
     );
     // The first refusal is audited from the reserve; later ones only while there is room.
     let audited = 0;
@@ -86,7 +94,8 @@ describe('one request, several scripts (a JSON-RPC batch)', () => {
     }
     const fifth = ledger.openScript(10, 0);
     expect(fifth.ok).toBe(false);
-    if (!fifth.ok) expect(fifth.message).toContain('Cloudflare allows 4 Dynamic Workers in flight per Worker request and this request already runs 4 run_script calls');
+    if (!fifth.ok)
+      expect(fifth.message).toContain('Cloudflare allows 4 Dynamic Workers in flight per Worker request and this request already runs 4 run_script calls');
     slots[0].close();
     expect(ledger.openScript(10, 0).ok).toBe(true);
   });
@@ -100,7 +109,10 @@ describe('one request, several scripts (a JSON-RPC batch)', () => {
     expect(ran).toBe(11);
     const b = ledger.openScript(1000, 0);
     expect(b.ok).toBe(false);
-    if (!b.ok) expect(b.message).toMatch(/^Error: subrequest limit: Cloudflare allows 50 subrequests per request on the Workers Free plan \(GATEHOUSE_WORKERS_PLAN = "free"\); this request has \d+ left/);
+    if (!b.ok)
+      expect(b.message).toMatch(
+        /^Error: subrequest limit: Cloudflare allows 50 subrequests per request on the Workers Free plan \(GATEHOUSE_WORKERS_PLAN = "free"\); this request has \d+ left/,
+      );
     a.slot.close();
     expect(ledger.used).toBeLessThanOrEqual(50);
   });

@@ -17,7 +17,7 @@ describe('maxTotalMs holds for subprocesses that run at once', () => {
       expect(r.ok).toBe(false);
       if (!r.ok) {
         expect(r.message).toBe(
-          'subprocess: limit reached — this script\'s subprocesses already ran 0 ms and the 1 still running hold 2000 ms of the 2000 ms allowed ' +
+          "subprocess: limit reached — this script's subprocesses already ran 0 ms and the 1 still running hold 2000 ms of the 2000 ms allowed " +
             '(script.subprocess.maxTotalMs), so no time is left; give subprocesses that run at once a smaller timeoutMs',
         );
       }
@@ -28,7 +28,11 @@ describe('maxTotalMs holds for subprocesses that run at once', () => {
   it('smaller timeouts run side by side; the last one gets what is left as its timeout', () => {
     const b = new SubprocessBudget({ maxCount: 50, maxTotalMs: 2000 });
     const grants = [reserve(b, 800), reserve(b, 800), reserve(b, 800)];
-    expect(grants.map((g) => [g.timeoutMs, g.limited])).toEqual([[800, false], [800, false], [400, true]]);
+    expect(grants.map((g) => [g.timeoutMs, g.limited])).toEqual([
+      [800, false],
+      [800, false],
+      [400, true],
+    ]);
     expect(b.leftMs).toBe(0);
     expect(b.reserve(800).ok).toBe(false);
   });
@@ -49,7 +53,10 @@ describe('maxTotalMs holds for subprocesses that run at once', () => {
     expect(b.totalMs).toBe(1270);
     const r = b.reserve(10);
     expect(r.ok).toBe(false);
-    if (!r.ok) expect(r.message).toBe('subprocess: limit reached — this script\'s subprocesses already ran 1270 ms of the 1000 ms allowed (script.subprocess.maxTotalMs)');
+    if (!r.ok)
+      expect(r.message).toBe(
+        "subprocess: limit reached — this script's subprocesses already ran 1270 ms of the 1000 ms allowed (script.subprocess.maxTotalMs)",
+      );
   });
 
   it('settling twice, or a grant it never gave, changes nothing', () => {

@@ -15,8 +15,17 @@ import { SubprocessBudget } from '../../src/script/subprocess-budget.ts';
 
 function exitOf(jobId: string): JobExit {
   return {
-    type: 'job.exit', jobId, state: 'exited', exitCode: 0, signal: null, timedOut: false, durationMs: 3,
-    stdout: '', stderr: '', stdoutTruncated: false, stderrTruncated: false,
+    type: 'job.exit',
+    jobId,
+    state: 'exited',
+    exitCode: 0,
+    signal: null,
+    timedOut: false,
+    durationMs: 3,
+    stdout: '',
+    stderr: '',
+    stdoutTruncated: false,
+    stderrTruncated: false,
     streams: { stdout: { bytes: 0, lines: 0, artifactTruncated: false }, stderr: { bytes: 0, lines: 0, artifactTruncated: false } },
     artifactsUploaded: true,
   };
@@ -31,28 +40,56 @@ function countingEnv(doc: unknown, o: { failSubmit?: boolean } = {}) {
       calls.push(`d1.first ${sql.slice(0, 40)}`);
       return /FROM policies/.test(sql) ? { version: 1, document: JSON.stringify(doc), updated_by: 'x', updated_at: 1 } : null;
     },
-    run: async () => { calls.push(`d1.run ${sql.slice(0, 40)}`); return { meta: { last_row_id: 1 } }; },
-    all: async () => { calls.push(`d1.all ${sql.slice(0, 40)}`); return { results: [] }; },
-    raw: async () => { calls.push(`d1.raw ${sql.slice(0, 40)}`); return []; },
+    run: async () => {
+      calls.push(`d1.run ${sql.slice(0, 40)}`);
+      return { meta: { last_row_id: 1 } };
+    },
+    all: async () => {
+      calls.push(`d1.all ${sql.slice(0, 40)}`);
+      return { results: [] };
+    },
+    raw: async () => {
+      calls.push(`d1.raw ${sql.slice(0, 40)}`);
+      return [];
+    },
   });
   const DB = {
     prepare: (sql: string) => stmt(sql),
-    batch: async (s: unknown[]) => { calls.push(`d1.batch(${s.length})`); return s.map(() => ({ meta: { last_row_id: 1 } })); },
-  };
-  const stub = new Proxy({}, {
-    get: (_t, method: string) => async (req: { spec: { jobId: string } }) => {
-      calls.push(`do.${method}`);
-      if (method !== 'submitAndFollow') return null;
-      if (o.failSubmit) throw new Error('Durable Object reset because its code was updated');
-      const line = JSON.stringify({ type: 'exit', exit: exitOf(req.spec.jobId), agentId: 'a1', sandbox: 'bwrap' }) + '\n';
-      return {
-        answer: { ok: true, jobId: req.spec.jobId, state: 'running', agentId: 'a1' },
-        events: new ReadableStream({ start(c) { c.enqueue(new TextEncoder().encode(line)); c.close(); } }),
-      };
+    batch: async (s: unknown[]) => {
+      calls.push(`d1.batch(${s.length})`);
+      return s.map(() => ({ meta: { last_row_id: 1 } }));
     },
-  });
+  };
+  const stub = new Proxy(
+    {},
+    {
+      get: (_t, method: string) => async (req: { spec: { jobId: string } }) => {
+        calls.push(`do.${method}`);
+        if (method !== 'submitAndFollow') return null;
+        if (o.failSubmit) throw new Error('Durable Object reset because its code was updated');
+        const line = JSON.stringify({ type: 'exit', exit: exitOf(req.spec.jobId), agentId: 'a1', sandbox: 'bwrap' }) + '\n';
+        return {
+          answer: { ok: true, jobId: req.spec.jobId, state: 'running', agentId: 'a1' },
+          events: new ReadableStream({
+            start(c) {
+              c.enqueue(new TextEncoder().encode(line));
+              c.close();
+            },
+          }),
+        };
+      },
+    },
+  );
   const TEAM_DISPATCHER = { idFromName: (n: string) => n, get: () => stub };
-  const ARTIFACTS = new Proxy({}, { get: (_t, m: string) => async () => { calls.push(`r2.${m}`); return null; } });
+  const ARTIFACTS = new Proxy(
+    {},
+    {
+      get: (_t, m: string) => async () => {
+        calls.push(`r2.${m}`);
+        return null;
+      },
+    },
+  );
   return { env: { DB, TEAM_DISPATCHER, ARTIFACTS } as never, calls };
 }
 
@@ -64,15 +101,20 @@ function context(doc: PolicyDocument, env: never, opa = 0): SubprocessContext {
   return {
     ctx: { env, principal: { team: 't', subject: 's', scopes: ['execute'], tokenId: 'tk', issuer: 'i' }, era: 'legacy', waitUntil: () => {} },
     extra: { mcpReq: { id: 1, signal, notify: async () => {}, _meta: {} } } as never,
-    script: doc.script, scriptId: 'script-1', slot: opened.slot,
+    script: doc.script,
+    scriptId: 'script-1',
+    slot: opened.slot,
     budget: { subprocesses: new SubprocessBudget(doc.script.subprocess ?? { maxCount: 0, maxTotalMs: 0 }), progress: 0, closed: false },
     timeouts: { defaultMs: doc.limits.defaultTimeoutMs, maxMs: doc.limits.maxTimeoutMs },
   };
 }
 
-const withScript = (extra: Record<string, unknown> = {}) => PolicyDocument.parse({
-  ...DEFAULT_POLICY, script: { enabled: true, subprocess: { maxCount: 10, maxTotalMs: 60_000 } }, ...extra,
-});
+const withScript = (extra: Record<string, unknown> = {}) =>
+  PolicyDocument.parse({
+    ...DEFAULT_POLICY,
+    script: { enabled: true, subprocess: { maxCount: 10, maxTotalMs: 60_000 } },
+    ...extra,
+  });
 
 afterEach(() => vi.unstubAllGlobals());
 
@@ -107,7 +149,10 @@ describe('subrequests of one subprocess', () => {
   it('each remote OPA evaluator adds one fetch, which the per-subprocess cost includes', async () => {
     const doc = withScript({ opa: { mode: 'all', evaluators: [{ url: 'http://127.0.0.1:9/a' }, { url: 'http://127.0.0.1:9/b' }] } });
     const { env, calls } = countingEnv(doc);
-    vi.stubGlobal('fetch', async () => { calls.push('fetch'); return Response.json({ result: { allow: true } }); });
+    vi.stubGlobal('fetch', async () => {
+      calls.push('fetch');
+      return Response.json({ result: { allow: true } });
+    });
     const r = await runSubprocess(context(doc, env, 2), { op: 'gatehouse_exec', command: 'true', args: [] });
     expect(r.ok).toBe(true);
     expect(calls.filter((c) => c === 'fetch')).toHaveLength(2);
@@ -125,7 +170,10 @@ describe('subrequests of one execute call', () => {
     extra: { mcpReq: { id: 1, signal: new AbortController().signal, notify: async () => {}, _meta: {} } } as never,
   });
   const req = (o: Partial<GovernedRequest> = {}): GovernedRequest => ({
-    tool: 'execute', policy: { mode: 'argv', command: 'true', args: [] }, job: { mode: 'argv', command: 'true', args: [] }, ...o,
+    tool: 'execute',
+    policy: { mode: 'argv', command: 'true', args: [] },
+    job: { mode: 'argv', command: 'true', args: [] },
+    ...o,
   });
   const budget = TOOL_CALL_SUBREQUESTS.execute;
 

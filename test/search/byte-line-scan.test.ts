@@ -58,7 +58,18 @@ describe('byte-level search: same answers as decoding everything', () => {
   });
 
   it('drops only a leading BOM, and keeps searching past invalid UTF-8', async () => {
-    const bytes = new Uint8Array([0xef, 0xbb, 0xbf, ...enc.encode('hit first\n'), 0xe2, 0x84, 0x0a, ...enc.encode('\ufeffhit\n'), 0xff, ...enc.encode('HIT\n')]);
+    const bytes = new Uint8Array([
+      0xef,
+      0xbb,
+      0xbf,
+      ...enc.encode('hit first\n'),
+      0xe2,
+      0x84,
+      0x0a,
+      ...enc.encode('\ufeffhit\n'),
+      0xff,
+      ...enc.encode('HIT\n'),
+    ]);
     for (let batch = 1; batch <= bytes.length; batch++) {
       const r = await agree(bytes, opts({ terms: ['hit'], contextLines: 0 }), batch, [batch]);
       expect(r.matchCount).toBe(3);
@@ -71,7 +82,11 @@ describe('byte-level search: same answers as decoding everything', () => {
     const lines = Array.from({ length: 400 }, (_, i) => (i % 37 === 5 ? `line ${i} Needle` : i === 200 ? long : `line ${i}`));
     const bytes = enc.encode(lines.join('\n') + '\n');
     for (const batch of [16, 333, 4096]) {
-      for (const [maxExcerpts, contextLines] of [[1, 0], [3, 2], [50, 10]]) {
+      for (const [maxExcerpts, contextLines] of [
+        [1, 0],
+        [3, 2],
+        [50, 10],
+      ]) {
         await agree(bytes, opts({ terms: ['needle'], maxExcerpts, contextLines }), batch);
       }
     }
@@ -80,7 +95,7 @@ describe('byte-level search: same answers as decoding everything', () => {
   it('agrees for random inputs, batchings and terms', async () => {
     const alphabet = ['a', 'B', 'e', 'r', 'o', 'R', ' ', '\n', '\n', '\r\n', 'é', '🚀', 'İ', '\u212A', 'k', 'i', '\ufeff'];
     let seed = 7;
-    const rnd = (n: number) => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) % n);
+    const rnd = (n: number) => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) % n;
     for (let round = 0; round < 300; round++) {
       let text = '';
       const len = rnd(300);

@@ -23,7 +23,13 @@ function naive(text: string, o: SearchOptions): { excerpts: Excerpt[]; matchCoun
     else windows.push([s, e]);
   }
   const excerpts = windows.slice(0, o.maxExcerpts).map(([s, e]) => ({
-    lineStart: s, lineEnd: e, content: clean.slice(s - 1, e).map(capLine).join('\n'), source: o.source,
+    lineStart: s,
+    lineEnd: e,
+    content: clean
+      .slice(s - 1, e)
+      .map(capLine)
+      .join('\n'),
+    source: o.source,
   }));
   return { excerpts, matchCount: hits.length, totalLines: clean.length };
 }
@@ -50,12 +56,18 @@ describe('searchStream: excerpts', () => {
     const adjacent = await searchStream(streamOf(enc.encode(numbered(30, (i) => (i === 5 || i === 12 ? ' hit' : '')))), opts({ terms: ['hit'] }));
     expect(adjacent.excerpts.map((e) => [e.lineStart, e.lineEnd])).toEqual([[2, 15]]);
     const apart = await searchStream(streamOf(enc.encode(numbered(30, (i) => (i === 5 || i === 13 ? ' hit' : '')))), opts({ terms: ['hit'] }));
-    expect(apart.excerpts.map((e) => [e.lineStart, e.lineEnd])).toEqual([[2, 8], [10, 16]]);
+    expect(apart.excerpts.map((e) => [e.lineStart, e.lineEnd])).toEqual([
+      [2, 8],
+      [10, 16],
+    ]);
   });
 
   it('clips context at the start and end of the output', async () => {
     const r = await searchStream(streamOf(enc.encode(numbered(10, (i) => (i === 1 || i === 10 ? ' x!' : '')))), opts({ terms: ['x!'], contextLines: 2 }));
-    expect(r.excerpts.map((e) => [e.lineStart, e.lineEnd])).toEqual([[1, 3], [8, 10]]);
+    expect(r.excerpts.map((e) => [e.lineStart, e.lineEnd])).toEqual([
+      [1, 3],
+      [8, 10],
+    ]);
   });
 
   it('keeps at most maxExcerpts windows but counts every matching line', async () => {
@@ -67,7 +79,10 @@ describe('searchStream: excerpts', () => {
   });
 
   it('with contextLines 0 returns only the matching lines', async () => {
-    const r = await searchStream(streamOf(enc.encode(numbered(10, (i) => (i === 3 || i === 4 || i === 7 ? ' m' : '')))), opts({ terms: [' m'], contextLines: 0 }));
+    const r = await searchStream(
+      streamOf(enc.encode(numbered(10, (i) => (i === 3 || i === 4 || i === 7 ? ' m' : '')))),
+      opts({ terms: [' m'], contextLines: 0 }),
+    );
     expect(r.excerpts).toEqual([
       { lineStart: 3, lineEnd: 4, content: 'line 3 m\nline 4 m', source: 'stdout' },
       { lineStart: 7, lineEnd: 7, content: 'line 7 m', source: 'stdout' },
@@ -90,21 +105,30 @@ describe('searchStream: excerpts', () => {
   it('splits one long run of matches into excerpts of at most maxExcerptLines lines', async () => {
     const text = numbered(1000, () => ' all');
     const r = await searchStream(streamOf(enc.encode(text)), opts({ terms: ['all'], maxExcerptLines: 200, maxExcerpts: 50 }));
-    expect(r.excerpts.map((e) => [e.lineStart, e.lineEnd])).toEqual([[1, 200], [201, 400], [401, 600], [601, 800], [801, 1000]]);
+    expect(r.excerpts.map((e) => [e.lineStart, e.lineEnd])).toEqual([
+      [1, 200],
+      [201, 400],
+      [401, 600],
+      [601, 800],
+      [801, 1000],
+    ]);
     expect(r.matchCount).toBe(1000);
   });
 
   it('starts a new excerpt for a match whose leading context filled the previous one to maxExcerptLines', async () => {
     const text = numbered(20, (i) => (i === 2 || i === 7 ? ' hit' : ''));
     const r = await searchStream(streamOf(enc.encode(text)), opts({ terms: ['hit'], contextLines: 3, maxExcerptLines: 5 }));
-    expect(r.excerpts.map((e) => [e.lineStart, e.lineEnd])).toEqual([[1, 5], [6, 10]]);
+    expect(r.excerpts.map((e) => [e.lineStart, e.lineEnd])).toEqual([
+      [1, 5],
+      [6, 10],
+    ]);
     expect(r.excerpts.every((e) => e.content.split('\n').length === e.lineEnd - e.lineStart + 1)).toBe(true);
     expect(r.matchCount).toBe(2);
   });
 
   it('never returns overlapping excerpts or more lines than maxExcerptLines, for random inputs', async () => {
     let seed = 7;
-    const rnd = (n: number) => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) % n);
+    const rnd = (n: number) => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) % n;
     for (let round = 0; round < 300; round++) {
       const n = 1 + rnd(80);
       const text = numbered(n, () => (rnd(3) === 0 ? ' hit' : ''));
@@ -125,7 +149,11 @@ describe('searchStream: excerpts', () => {
       // Every match up to the last excerpt's end is inside some excerpt, unless excerpts ran out.
       if (r.excerpts.length < o.maxExcerpts) {
         all.forEach((l, i) => {
-          if (l.endsWith(' hit')) expect(r.excerpts.some((e) => e.lineStart <= i + 1 && i + 1 <= e.lineEnd), `line ${i + 1} ${JSON.stringify({ n, o })}`).toBe(true);
+          if (l.endsWith(' hit'))
+            expect(
+              r.excerpts.some((e) => e.lineStart <= i + 1 && i + 1 <= e.lineEnd),
+              `line ${i + 1} ${JSON.stringify({ n, o })}`,
+            ).toBe(true);
         });
       }
     }
@@ -167,9 +195,9 @@ describe('searchStream: lines and bytes', () => {
   });
 
   it('counts a last line without a newline, and no line for empty input', async () => {
-    expect((await searchStream(streamOf(enc.encode('a\nb')), opts({ terms: ['b'], contextLines: 0 })))).toMatchObject({ totalLines: 2, matchCount: 1 });
-    expect((await searchStream(streamOf(new Uint8Array()), opts({ terms: ['b'] })))).toEqual({ excerpts: [], matchCount: 0, totalLines: 0, totalBytes: 0 });
-    expect((await searchStream(streamOf(enc.encode('\n\n')), opts({ terms: ['b'] })))).toMatchObject({ totalLines: 2 });
+    expect(await searchStream(streamOf(enc.encode('a\nb')), opts({ terms: ['b'], contextLines: 0 }))).toMatchObject({ totalLines: 2, matchCount: 1 });
+    expect(await searchStream(streamOf(new Uint8Array()), opts({ terms: ['b'] }))).toEqual({ excerpts: [], matchCount: 0, totalLines: 0, totalBytes: 0 });
+    expect(await searchStream(streamOf(enc.encode('\n\n')), opts({ terms: ['b'] }))).toMatchObject({ totalLines: 2 });
   });
 
   it('caps 600-char lines at LINE_CAP with the truncated suffix, and still matches past the cap', async () => {
@@ -195,7 +223,7 @@ describe('searchStream: lines and bytes', () => {
 
   it('agrees with a whole-text implementation for random inputs and chunkings', async () => {
     let seed = 42;
-    const rnd = (n: number) => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) % n);
+    const rnd = (n: number) => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) % n;
     const words = ['foo', 'BAR', 'baz', 'Error', 'x', '', 'é', 'warn', '\r'];
     for (let round = 0; round < 200; round++) {
       const n = rnd(60);
@@ -212,16 +240,18 @@ describe('searchStream: lines and bytes', () => {
 describe('LineSearch: any chunking of the decoded text', () => {
   it('agrees with a whole-text implementation when fed in random string pieces, with rare matches', () => {
     let seed = 7;
-    const rnd = (n: number) => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) % n);
+    const rnd = (n: number) => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) % n;
     const words = ['foo', 'bar', 'baz', 'x', '', 'é', 'warn', '\r', 'qux', 'lorem', 'ipsum'];
     for (let round = 0; round < 300; round++) {
       const n = rnd(200);
-      const lines = Array.from({ length: n }, () => (rnd(25) === 0 ? 'Fatal ERROR here' : Array.from({ length: rnd(5) }, () => words[rnd(words.length)]).join(' ')));
+      const lines = Array.from({ length: n }, () =>
+        rnd(25) === 0 ? 'Fatal ERROR here' : Array.from({ length: rnd(5) }, () => words[rnd(words.length)]).join(' '),
+      );
       const text = lines.join('\n') + (rnd(2) ? '\n' : '');
       const o = opts({ terms: rnd(3) ? ['error'] : ['error', 'WARN'], contextLines: rnd(5), maxExcerpts: 1 + rnd(6), maxExcerptLines: 10_000 });
       const s = new LineSearch(o);
       // Either one piece (the batched path) or many small ones (lines split across pushes).
-      for (let i = 0; i < text.length;) {
+      for (let i = 0; i < text.length; ) {
         const step = rnd(2) ? text.length : 1 + rnd(40);
         s.push(text.slice(i, i + step));
         i += step;
@@ -240,7 +270,12 @@ describe('searchStream: bounded memory', () => {
   function heapProbe() {
     const before = process.memoryUsage().heapUsed;
     let peak = before;
-    return { sample: () => { peak = Math.max(peak, process.memoryUsage().heapUsed); }, growth: () => peak - before };
+    return {
+      sample: () => {
+        peak = Math.max(peak, process.memoryUsage().heapUsed);
+      },
+      growth: () => peak - before,
+    };
   }
 
   /** A generated stream of `mb` megabytes of log lines; never held in memory as a whole. */
@@ -263,7 +298,11 @@ describe('searchStream: bounded memory', () => {
 
   it('searches a 64 MB stream of log lines in bounded memory', async () => {
     const probe = heapProbe();
-    const body = generated(64, (i) => (i % 25_000 === 0 ? `[${i}] error TS2345: Argument of type 'string'` : `[${i}] compiling src/module_${i % 977}.ts ... ok`), probe.sample);
+    const body = generated(
+      64,
+      (i) => (i % 25_000 === 0 ? `[${i}] error TS2345: Argument of type 'string'` : `[${i}] compiling src/module_${i % 977}.ts ... ok`),
+      probe.sample,
+    );
     const r = await searchStream(body, opts({ terms: ['error TS'], maxExcerpts: 5 }));
     expect(r.totalBytes).toBeGreaterThanOrEqual(64 * 1024 * 1024);
     expect(r.totalLines).toBeGreaterThan(1_000_000);

@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import {
-  artifactKey, cleanupExpiredArtifacts, getArtifactRows, newArtifactHandle, putArtifact, readTail, type ArtifactUpload,
+  artifactKey,
+  cleanupExpiredArtifacts,
+  getArtifactRows,
+  newArtifactHandle,
+  putArtifact,
+  readTail,
+  type ArtifactUpload,
 } from '../../src/store/artifacts.ts';
 import { bodyOf, fakeEnv } from './fakes.ts';
 
@@ -10,8 +16,17 @@ const T0 = 1_800_000_000_000;
 function upload(o: Partial<ArtifactUpload> & { body?: ReadableStream<Uint8Array> } = {}, text = 'hello\nworld\n'): ArtifactUpload {
   const bytes = new TextEncoder().encode(text);
   return {
-    team: 'team-a', handle: 'art_handle1', jobId: 'job-1', stream: 'stdout', body: bodyOf(bytes), contentLength: bytes.length,
-    lines: 2, truncated: false, retentionHours: 24, now: T0, ...o,
+    team: 'team-a',
+    handle: 'art_handle1',
+    jobId: 'job-1',
+    stream: 'stdout',
+    body: bodyOf(bytes),
+    contentLength: bytes.length,
+    lines: 2,
+    truncated: false,
+    retentionHours: 24,
+    now: T0,
+    ...o,
   };
 }
 
@@ -32,10 +47,20 @@ describe('putArtifact', () => {
     const r = await putArtifact(env, upload({ truncated: true }));
     expect(r).toEqual({ ok: true, value: { bytes: 12 } });
     expect(new TextDecoder().decode(r2.objects.get('t/team-a/a/art_handle1/stdout')!.data)).toBe('hello\nworld\n');
-    expect(db.rows()).toEqual([{
-      handle: 'art_handle1', team: 'team-a', job_id: 'job-1', stream: 'stdout', r2_key: 't/team-a/a/art_handle1/stdout',
-      bytes: 12, lines: 2, truncated: 1, created_at: T0, expires_at: T0 + 24 * HOUR,
-    }]);
+    expect(db.rows()).toEqual([
+      {
+        handle: 'art_handle1',
+        team: 'team-a',
+        job_id: 'job-1',
+        stream: 'stdout',
+        r2_key: 't/team-a/a/art_handle1/stdout',
+        bytes: 12,
+        lines: 2,
+        truncated: 1,
+        created_at: T0,
+        expires_at: T0 + 24 * HOUR,
+      },
+    ]);
   });
 
   it('is idempotent: a retried upload replaces body and row', async () => {
@@ -48,7 +73,7 @@ describe('putArtifact', () => {
     expect(r2.objects.size).toBe(1);
   });
 
-  it('never re-owns another team\'s row on a handle collision', async () => {
+  it("never re-owns another team's row on a handle collision", async () => {
     const { env, db } = fakeEnv();
     await putArtifact(env, upload());
     const r = await putArtifact(env, upload({ team: 'team-b' }));
@@ -73,15 +98,23 @@ describe('putArtifact', () => {
 });
 
 describe('getArtifactRows', () => {
-  it('returns the rows of the caller\'s team, stdout first', async () => {
+  it("returns the rows of the caller's team, stdout first", async () => {
     const { env } = fakeEnv();
     await putArtifact(env, upload({ stream: 'stderr' }));
     await putArtifact(env, upload({ stream: 'stdout' }));
     const rows = await getArtifactRows(env, 'team-a', 'art_handle1', T0 + 1);
     expect(rows.map((r) => r.stream)).toEqual(['stdout', 'stderr']);
     expect(rows[0]).toEqual({
-      handle: 'art_handle1', team: 'team-a', jobId: 'job-1', stream: 'stdout', r2Key: 't/team-a/a/art_handle1/stdout',
-      bytes: 12, lines: 2, truncated: false, createdAt: T0, expiresAt: T0 + 24 * HOUR,
+      handle: 'art_handle1',
+      team: 'team-a',
+      jobId: 'job-1',
+      stream: 'stdout',
+      r2Key: 't/team-a/a/art_handle1/stdout',
+      bytes: 12,
+      lines: 2,
+      truncated: false,
+      createdAt: T0,
+      expiresAt: T0 + 24 * HOUR,
     });
   });
 
@@ -146,7 +179,9 @@ describe('cleanupExpiredArtifacts', () => {
   it('keeps the rows when a round fails, so the next run retries', async () => {
     const { env, db, r2 } = fakeEnv();
     await putArtifact(env, upload({ retentionHours: 1 }));
-    r2.delete = async () => { throw new Error('R2 unavailable'); };
+    r2.delete = async () => {
+      throw new Error('R2 unavailable');
+    };
     expect(await cleanupExpiredArtifacts(env, T0 + 2 * HOUR)).toEqual({ deleted: 0 });
     expect(db.rows()).toHaveLength(1);
   });

@@ -39,7 +39,10 @@ export class FakeD1 {
   readonly db = new DatabaseSync(':memory:');
   failNext: string | null = null;
   constructor() {
-    for (const f of readdirSync(MIGRATIONS).filter((f) => f.endsWith('.sql')).sort()) this.db.exec(readFileSync(join(MIGRATIONS, f), 'utf8'));
+    for (const f of readdirSync(MIGRATIONS)
+      .filter((f) => f.endsWith('.sql'))
+      .sort())
+      this.db.exec(readFileSync(join(MIGRATIONS, f), 'utf8'));
   }
   prepare(sql: string) {
     if (this.failNext && sql.includes(this.failNext)) {

@@ -13,8 +13,16 @@ async function seed(streams: Partial<Record<StreamName, string>>, o: { team?: st
   for (const [stream, text] of Object.entries(streams) as [StreamName, string][]) {
     const b = enc.encode(text);
     const r = await putArtifact(f.env, {
-      team: o.team ?? 'team-a', handle: o.handle ?? 'art_q', jobId: 'job-q', stream, body: bodyOf(b), contentLength: b.length,
-      lines: text.split('\n').length - 1, truncated: false, retentionHours: o.retentionHours ?? 24, now: T0,
+      team: o.team ?? 'team-a',
+      handle: o.handle ?? 'art_q',
+      jobId: 'job-q',
+      stream,
+      body: bodyOf(b),
+      contentLength: b.length,
+      lines: text.split('\n').length - 1,
+      truncated: false,
+      retentionHours: o.retentionHours ?? 24,
+      now: T0,
     });
     expect(r.ok).toBe(true);
   }
@@ -35,8 +43,11 @@ describe('queryOutput', () => {
           { lineStart: 7, lineEnd: 13, content: 'l7\nl8\nl9\nl10 FAIL\nl11\nl12\nl13', source: 'stdout' },
           { lineStart: 1, lineEnd: 5, content: 'l1\nl2 fail\nl3\nl4\nl5', source: 'stderr' },
         ],
-        totalLines: 25, totalBytes: enc.encode(lines(20, (i) => (i === 10 ? ' FAIL' : ''))).length + enc.encode(lines(5, (i) => (i === 2 ? ' fail' : ''))).length,
-        searchedStreams: ['stdout', 'stderr'], matchCount: 2, matchStatus: 'matched',
+        totalLines: 25,
+        totalBytes: enc.encode(lines(20, (i) => (i === 10 ? ' FAIL' : ''))).length + enc.encode(lines(5, (i) => (i === 2 ? ' fail' : ''))).length,
+        searchedStreams: ['stdout', 'stderr'],
+        matchCount: 2,
+        matchStatus: 'matched',
       },
     });
   });
@@ -61,12 +72,15 @@ describe('queryOutput', () => {
     expect(r.ok && r.value).toMatchObject({ excerpts: [], matchCount: 0, matchStatus: 'noMatch', totalLines: 3, searchedStreams: ['stdout'] });
   });
 
-  it('answers not found for another team\'s handle, an unknown handle and an expired one', async () => {
+  it("answers not found for another team's handle, an unknown handle and an expired one", async () => {
     const { env } = await seed({ stdout: 'secret\n' }, { retentionHours: 1 });
     const msg = { ok: false, error: { code: 'not_found', message: 'artifact "art_q" not found (it may have expired)' } };
     expect(await queryOutput(env, 'team-b', { artifactHandle: 'art_q', queryTerms: ['secret'] }, T0)).toEqual(msg);
     expect(await queryOutput(env, 'team-a', { artifactHandle: 'art_q', queryTerms: ['secret'] }, T0 + 3_600_000)).toEqual(msg);
-    expect(await queryOutput(env, 'team-a', { artifactHandle: 'art_nope', queryTerms: ['secret'] }, T0)).toMatchObject({ ok: false, error: { code: 'not_found' } });
+    expect(await queryOutput(env, 'team-a', { artifactHandle: 'art_nope', queryTerms: ['secret'] }, T0)).toMatchObject({
+      ok: false,
+      error: { code: 'not_found' },
+    });
   });
 
   it('answers not found when the body is gone although the row is still there', async () => {
@@ -77,11 +91,13 @@ describe('queryOutput', () => {
 
   it('turns a failing read into an upstream_error value', async () => {
     const { env, r2 } = await seed({ stdout: 'x\n' });
-    r2.get = async () => ({
-      body: new ReadableStream<Uint8Array>({ pull: (c) => c.error(new Error('R2 read reset')) }),
-    }) as never;
+    r2.get = async () =>
+      ({
+        body: new ReadableStream<Uint8Array>({ pull: (c) => c.error(new Error('R2 read reset')) }),
+      }) as never;
     expect(await queryOutput(env, 'team-a', { artifactHandle: 'art_q', queryTerms: ['x'] }, T0)).toEqual({
-      ok: false, error: { code: 'upstream_error', message: 'searching artifact "art_q" failed: R2 read reset' },
+      ok: false,
+      error: { code: 'upstream_error', message: 'searching artifact "art_q" failed: R2 read reset' },
     });
   });
 

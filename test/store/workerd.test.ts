@@ -37,8 +37,26 @@ beforeAll(async () => {
   const port = await freePort();
   const inspector = await freePort();
   url = `http://127.0.0.1:${port}`;
-  dev = spawn(WRANGLER, ['dev', '--config', CONFIG, '--ip', '127.0.0.1', '--port', String(port), '--inspector-port', String(inspector),
-    '--persist-to', stateDir, '--show-interactive-dev-session=false', '--log-level', 'warn'], { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  dev = spawn(
+    WRANGLER,
+    [
+      'dev',
+      '--config',
+      CONFIG,
+      '--ip',
+      '127.0.0.1',
+      '--port',
+      String(port),
+      '--inspector-port',
+      String(inspector),
+      '--persist-to',
+      stateDir,
+      '--show-interactive-dev-session=false',
+      '--log-level',
+      'warn',
+    ],
+    { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   dev.stdout!.on('data', (d) => (logs += d));
   dev.stderr!.on('data', (d) => (logs += d));
   const deadline = Date.now() + 60_000;
@@ -46,7 +64,9 @@ beforeAll(async () => {
     if (dev.exitCode !== null) throw new Error(`wrangler dev exited:\n${logs}`);
     try {
       if ((await fetch(`${url}/healthz`)).ok) break;
-    } catch { /* not up yet */ }
+    } catch {
+      /* not up yet */
+    }
     if (Date.now() > deadline) throw new Error(`test worker did not start:\n${logs}`);
     await new Promise((r) => setTimeout(r, 150));
   }
@@ -65,7 +85,9 @@ async function get(path: string, q: Record<string, string | number>) {
   return (await fetch(`${url}${path}?${new URLSearchParams(Object.entries(q).map(([k, v]) => [k, String(v)]))}`)).json();
 }
 async function query(team: string, input: unknown, now = T0) {
-  return (await fetch(`${url}/query?team=${team}&now=${now}`, { method: 'POST', body: JSON.stringify(input), headers: { 'Content-Type': 'application/json' } })).json();
+  return (
+    await fetch(`${url}/query?team=${team}&now=${now}`, { method: 'POST', body: JSON.stringify(input), headers: { 'Content-Type': 'application/json' } })
+  ).json();
 }
 
 describe('artifact store in workerd', () => {
@@ -75,13 +97,25 @@ describe('artifact store in workerd', () => {
     const r = await put({ team: 'ta', handle: 'art_big1', length: Buffer.byteLength(big), lines: 200_000, now: T0 }, big);
     expect(r).toEqual({ ok: true, value: { bytes: Buffer.byteLength(big) } });
     const rows = await get('/rows', { team: 'ta', handle: 'art_big1', now: T0 });
-    expect(rows).toEqual([expect.objectContaining({ team: 'ta', stream: 'stdout', r2Key: 't/ta/a/art_big1/stdout', bytes: Buffer.byteLength(big), lines: 200_000, expiresAt: T0 + 24 * HOUR })]);
+    expect(rows).toEqual([
+      expect.objectContaining({
+        team: 'ta',
+        stream: 'stdout',
+        r2Key: 't/ta/a/art_big1/stdout',
+        bytes: Buffer.byteLength(big),
+        lines: 200_000,
+        expiresAt: T0 + 24 * HOUR,
+      }),
+    ]);
   });
 
   it('rejects a body shorter or longer than its Content-Length and leaves no row', async () => {
     const short = await put({ team: 'ta', handle: 'art_short', length: 100, now: T0 }, 'only a few bytes');
     expect(short).toMatchObject({ ok: false, error: { code: 'invalid_argument' } });
-    expect(await put({ team: 'ta', handle: 'art_long', length: 3, now: T0 }, 'more than three')).toMatchObject({ ok: false, error: { code: 'invalid_argument' } });
+    expect(await put({ team: 'ta', handle: 'art_long', length: 3, now: T0 }, 'more than three')).toMatchObject({
+      ok: false,
+      error: { code: 'invalid_argument' },
+    });
     expect(await get('/rows', { team: 'ta', handle: 'art_short', now: T0 })).toEqual([]);
     expect(await get('/rows', { team: 'ta', handle: 'art_long', now: T0 })).toEqual([]);
   });
@@ -97,7 +131,11 @@ describe('artifact store in workerd', () => {
     const mine = await query('ta', { artifactHandle: 'art_big1', queryTerms: ['PANIC'], contextLines: 1 });
     expect(mine).toMatchObject({
       ok: true,
-      value: { matchCount: 1, totalLines: 200_000, excerpts: [{ lineStart: 198_999, lineEnd: 199_001, content: 'ok 198999\npanic: index out of range\nok 199001' }] },
+      value: {
+        matchCount: 1,
+        totalLines: 200_000,
+        excerpts: [{ lineStart: 198_999, lineEnd: 199_001, content: 'ok 198999\npanic: index out of range\nok 199001' }],
+      },
     });
     expect(await query('tb', { artifactHandle: 'art_big1', queryTerms: ['panic'] })).toMatchObject({ ok: false, error: { code: 'not_found' } });
   });
@@ -127,17 +165,50 @@ describe("a job's D1 rows, written by the team's DO in the background (real D1 S
     return r.json();
   };
   const spec = (id: string) => ({
-    jobId: id, artifactHandle: `art_${id}`, mode: 'argv', command: 'echo', args: ['hi'], cwd: '', env: { API_TOKEN: 'sekrit' }, timeoutMs: 1000,
+    jobId: id,
+    artifactHandle: `art_${id}`,
+    mode: 'argv',
+    command: 'echo',
+    args: ['hi'],
+    cwd: '',
+    env: { API_TOKEN: 'sekrit' },
+    timeoutMs: 1000,
     limits: { inlineBytes: 1000, artifactBytes: 1000 },
   });
   const view = (id: string, o: Record<string, unknown> = {}) => ({
-    job_id: id, state: 'exited', tool: 'execute', subject: 'alice', background: false, agent_id: 'a1', sandbox: 'gvisor', created_at: T0,
-    started_at: T0 + 1, ended_at: T0 + 9, exit_code: 0, signal: null, timed_out: false, duration_ms: 8, error: null, artifact_handle: `art_${id}`,
-    artifact_state: 'none', artifacts: { stdout: { state: 'none', bytes: 0 }, stderr: { state: 'none', bytes: 0 } }, stdout_bytes: 3, stderr_bytes: 0, ...o,
+    job_id: id,
+    state: 'exited',
+    tool: 'execute',
+    subject: 'alice',
+    background: false,
+    agent_id: 'a1',
+    sandbox: 'gvisor',
+    created_at: T0,
+    started_at: T0 + 1,
+    ended_at: T0 + 9,
+    exit_code: 0,
+    signal: null,
+    timed_out: false,
+    duration_ms: 8,
+    error: null,
+    artifact_handle: `art_${id}`,
+    artifact_state: 'none',
+    artifacts: { stdout: { state: 'none', bytes: 0 }, stderr: { state: 'none', bytes: 0 } },
+    stdout_bytes: 3,
+    stderr_bytes: 0,
+    ...o,
   });
   const audit = (id: string) => ({
-    at: T0 - 5, team: 'tj', subject: 'alice', tokenId: 'tok1', tool: 'execute', decision: 'allowed', reason: 'rule r1', jobId: id,
-    exitStatus: 'queued', command: { mode: 'argv', command: 'echo', args: ['--password', 'hunter2'] },
+    at: T0 - 5,
+    team: 'tj',
+    subject: 'alice',
+    tokenId: 'tok1',
+    tool: 'execute',
+    decision: 'allowed',
+    reason: 'rule r1',
+    jobId: id,
+    exitStatus: 'queued',
+    command: { mode: 'argv', command: 'echo', args: ['--password', 'hunter2'] },
   });
   type Rows = { audit: Array<Record<string, unknown>>; jobs: Array<Record<string, unknown>> };
 
@@ -164,7 +235,7 @@ describe("a job's D1 rows, written by the team's DO in the background (real D1 S
     expect(d1.jobs).toHaveLength(1);
   });
 
-  it('stores a job whose argv is past D1\'s 2 MB row limit with its command cut short (and says so), so its rows and the ones behind it are written', async () => {
+  it("stores a job whose argv is past D1's 2 MB row limit with its command cut short (and says so), so its rows and the ones behind it are written", async () => {
     const huge = Array.from({ length: 50 }, () => 'x'.repeat(64 * 1024)); // 3.2 MB: the tool's schema allows 1,000 of these
     const big = { ...audit('j4'), command: { mode: 'argv', command: 'echo', args: huge } };
     await post('/job-sync', { team: 'tj', view: view('j4'), ref: { jobId: 'j4' }, create: { spec: { ...spec('j4'), args: huge }, audit: big } });
@@ -184,13 +255,22 @@ describe("a job's D1 rows, written by the team's DO in the background (real D1 S
   });
 
   it('keeps other rows that name the job (job_status, admin kill) beside its own, and another team’s job of the same id apart', async () => {
-    await post('/job-sync', { team: 'tj', view: view('j3', { state: 'running', ended_at: null, exit_code: null, duration_ms: null }), ref: { jobId: 'j3' }, create: { spec: spec('j3'), audit: audit('j3') } });
+    await post('/job-sync', {
+      team: 'tj',
+      view: view('j3', { state: 'running', ended_at: null, exit_code: null, duration_ms: null }),
+      ref: { jobId: 'j3' },
+      create: { spec: spec('j3'), audit: audit('j3') },
+    });
     await post('/audit-write', { team: 'tj', subject: 'alice', tool: 'job_status', decision: 'allowed', jobId: 'j3' });
     await post('/audit-write', { team: 'tj', subject: 'root', tool: 'admin.job_kill', decision: 'allowed', jobId: 'j3' });
     await post('/job-sync', { team: 'other', view: view('j3'), ref: { jobId: 'j3' }, create: { spec: spec('j3'), audit: { ...audit('j3'), team: 'other' } } });
     await post('/job-sync', { team: 'tj', view: view('j3', { exit_code: 3 }), ref: { jobId: 'j3' }, create: null });
     const d1 = (await get('/d1', { team: 'tj', job: 'j3' })) as Rows;
-    expect(d1.audit.map((r) => [r.tool, r.exit_status])).toEqual([['execute', 'exit 3'], ['job_status', null], ['admin.job_kill', null]]);
+    expect(d1.audit.map((r) => [r.tool, r.exit_status])).toEqual([
+      ['execute', 'exit 3'],
+      ['job_status', null],
+      ['admin.job_kill', null],
+    ]);
     expect(((await get('/d1', { team: 'other', job: 'j3' })) as Rows).audit.map((r) => r.exit_status)).toEqual(['exit 0']);
   });
 });

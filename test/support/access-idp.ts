@@ -32,13 +32,26 @@ export async function startAccessIdp(aud = `aud-${crypto.randomUUID().slice(0, 8
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
   const teamDomain = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
   return {
-    teamDomain, aud,
+    teamDomain,
+    aud,
     async assertion(person, claims = {}, o = {}) {
       const now = Math.floor(Date.now() / 1000);
       return new SignJWT({
-        aud: [aud], email: person.email, ...(person.name ? { name: person.name } : {}), sub: person.sub, iss: teamDomain,
-        iat: now, nbf: now, exp: now + 600, type: 'app', identity_nonce: crypto.randomUUID(), country: 'CH', ...claims,
-      }).setProtectedHeader({ alg: 'RS256', kid }).sign((o.forge ? forger.privateKey : privateKey) as CryptoKey);
+        aud: [aud],
+        email: person.email,
+        ...(person.name ? { name: person.name } : {}),
+        sub: person.sub,
+        iss: teamDomain,
+        iat: now,
+        nbf: now,
+        exp: now + 600,
+        type: 'app',
+        identity_nonce: crypto.randomUUID(),
+        country: 'CH',
+        ...claims,
+      })
+        .setProtectedHeader({ alg: 'RS256', kid })
+        .sign((o.forge ? forger.privateKey : privateKey) as CryptoKey);
     },
     close: () => new Promise((r) => server.close(() => r())),
   };

@@ -17,7 +17,9 @@ export function requireChromium(what: string): void {
 /** Headless, a fresh profile, and none of chromium's background connections (the network here is closed). */
 export function launchChromium(userDataDir: string): Promise<Browser> {
   return puppeteer.launch({
-    executablePath: CHROMIUM, headless: true, userDataDir,
+    executablePath: CHROMIUM,
+    headless: true,
+    userDataDir,
     args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
   });
 }

@@ -11,12 +11,16 @@ export const aria = (name: string) => `::-p-aria(${name})`;
 export async function fillField(page: Page, label: string, value: string): Promise<void> {
   const el = await page.waitForSelector(aria(label), { timeout: 10_000 });
   await el!.click({ count: 3 });
-  await page.evaluate((e) => { (e as any).value = ''; }, el);
+  await page.evaluate((e) => {
+    (e as any).value = '';
+  }, el);
   await el!.type(value);
 }
 
 /** Opens a dashboard route and waits until its page heading shows. */
 export async function goTo(page: Page, hash: string, heading: string): Promise<void> {
-  await page.evaluate((h) => { location.hash = h; }, hash);
+  await page.evaluate((h) => {
+    location.hash = h;
+  }, hash);
   await page.waitForFunction((t) => document.querySelector('main h1')?.textContent?.startsWith(t), { timeout: 15_000 }, heading);
 }

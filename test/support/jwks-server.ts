@@ -41,7 +41,10 @@ export async function startJwksServer(o: { alg?: 'RS256' | 'ES256'; issuer?: str
   const url = `http://127.0.0.1:${port}`;
   const issuer = o.issuer ?? `${url}/issuer`;
   return {
-    url, jwksUrl: `${url}/jwks.json`, issuer, kid,
+    url,
+    jwksUrl: `${url}/jwks.json`,
+    issuer,
+    kid,
     fetches: () => fetches,
     async sign(claims, so = {}) {
       const now = Math.floor(Date.now() / 1000);

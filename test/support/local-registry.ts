@@ -43,7 +43,9 @@ function cached(cache: string, url: string): Buffer | null {
     try {
       const e = JSON.parse(json) as { key: string; integrity: string | null };
       if (e.key === key) integrity = e.integrity; // the last entry wins (null: deleted)
-    } catch { /* a torn line */ }
+    } catch {
+      /* a torn line */
+    }
   }
   if (!integrity) return null;
   const [algo, b64] = integrity.split(' ')[0].split('-');
@@ -101,6 +103,10 @@ export async function startLocalRegistry(packages: RegistryPackage[]): Promise<L
   return {
     url: `${base}/`,
     requests,
-    close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }),
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
   };
 }

@@ -10,9 +10,21 @@ export const TASKS_EXT = 'io.modelcontextprotocol/tasks';
 export const CLIENT_INFO = { name: 'gatehouse-tasks-test', version: '1.0.0' };
 
 /** The `Mcp-Name` header mirrors this body field for these methods. */
-const NAME_FIELD: Record<string, string> = { 'tools/call': 'name', 'prompts/get': 'name', 'resources/read': 'uri', 'tasks/get': 'taskId', 'tasks/update': 'taskId', 'tasks/cancel': 'taskId' };
+const NAME_FIELD: Record<string, string> = {
+  'tools/call': 'name',
+  'prompts/get': 'name',
+  'resources/read': 'uri',
+  'tasks/get': 'taskId',
+  'tasks/update': 'taskId',
+  'tasks/cancel': 'taskId',
+};
 
-export interface JsonRpcResponse { jsonrpc: '2.0'; id: number | string | null; result?: Record<string, unknown>; error?: { code: number; message: string; data?: unknown } }
+export interface JsonRpcResponse {
+  jsonrpc: '2.0';
+  id: number | string | null;
+  result?: Record<string, unknown>;
+  error?: { code: number; message: string; data?: unknown };
+}
 
 let nextId = 1;
 
@@ -35,10 +47,18 @@ export function framed(params: Record<string, unknown> | undefined, declareTasks
 }
 
 /** POSTs one JSON-RPC request message (already framed) and returns its response message. */
-export async function post(mcpUrl: string, token: string, message: { id?: number | string; method: string; params?: Record<string, unknown> }, signal?: AbortSignal): Promise<JsonRpcResponse> {
+export async function post(
+  mcpUrl: string,
+  token: string,
+  message: { id?: number | string; method: string; params?: Record<string, unknown> },
+  signal?: AbortSignal,
+): Promise<JsonRpcResponse> {
   const headers: Record<string, string> = {
-    Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream',
-    'MCP-Protocol-Version': PROTOCOL_VERSION, 'Mcp-Method': message.method,
+    Authorization: `Bearer ${token}`,
+    'Content-Type': 'application/json',
+    Accept: 'application/json, text/event-stream',
+    'MCP-Protocol-Version': PROTOCOL_VERSION,
+    'Mcp-Method': message.method,
   };
   const field = NAME_FIELD[message.method];
   const name = field ? message.params?.[field] : undefined;
@@ -48,7 +68,16 @@ export async function post(mcpUrl: string, token: string, message: { id?: number
   const text = await r.text();
   if ((r.headers.get('content-type') ?? '').includes('text/event-stream')) {
     // The response is the last `data:` event that carries our id (notifications come before it).
-    const events = text.split(/\r?\n\r?\n/).map((e) => e.split(/\r?\n/).filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trimStart()).join('\n')).filter(Boolean);
+    const events = text
+      .split(/\r?\n\r?\n/)
+      .map((e) =>
+        e
+          .split(/\r?\n/)
+          .filter((l) => l.startsWith('data:'))
+          .map((l) => l.slice(5).trimStart())
+          .join('\n'),
+      )
+      .filter(Boolean);
     for (const e of events.reverse()) {
       const m = JSON.parse(e) as JsonRpcResponse;
       if (m.id === body.id && ('result' in m || 'error' in m)) return m;
@@ -63,6 +92,12 @@ export async function post(mcpUrl: string, token: string, message: { id?: number
 }
 
 /** A framed request; `declareTasks` puts the Tasks extension in this request's client capabilities. */
-export function request(mcpUrl: string, token: string, method: string, params: Record<string, unknown> | undefined, declareTasks: boolean): Promise<JsonRpcResponse> {
+export function request(
+  mcpUrl: string,
+  token: string,
+  method: string,
+  params: Record<string, unknown> | undefined,
+  declareTasks: boolean,
+): Promise<JsonRpcResponse> {
   return post(mcpUrl, token, { method, params: framed(params, declareTasks) });
 }

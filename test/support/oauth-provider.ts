@@ -13,17 +13,41 @@ export class TestOAuthProvider implements OAuthClientProvider {
     this.name = name;
     this.callbackUrl = callbackUrl;
   }
-  get redirectUrl() { return this.callbackUrl; }
+  get redirectUrl() {
+    return this.callbackUrl;
+  }
   get clientMetadata(): OAuthClientMetadata {
-    return { client_name: this.name, redirect_uris: [this.callbackUrl], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' };
+    return {
+      client_name: this.name,
+      redirect_uris: [this.callbackUrl],
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'none',
+    };
   }
   /** A fresh state per sign-in: it ties the callback to this request. */
-  state() { return crypto.randomUUID(); }
-  clientInformation() { return this.info; }
-  saveClientInformation(i: OAuthClientInformationMixed) { this.info = i; }
-  tokens() { return this.saved; }
-  saveTokens(t: OAuthTokens) { this.saved = t; }
-  redirectToAuthorization(url: URL) { this.authorizationUrl = url; }
-  saveCodeVerifier(v: string) { this.verifier = v; }
-  codeVerifier() { return this.verifier; }
+  state() {
+    return crypto.randomUUID();
+  }
+  clientInformation() {
+    return this.info;
+  }
+  saveClientInformation(i: OAuthClientInformationMixed) {
+    this.info = i;
+  }
+  tokens() {
+    return this.saved;
+  }
+  saveTokens(t: OAuthTokens) {
+    this.saved = t;
+  }
+  redirectToAuthorization(url: URL) {
+    this.authorizationUrl = url;
+  }
+  saveCodeVerifier(v: string) {
+    this.verifier = v;
+  }
+  codeVerifier() {
+    return this.verifier;
+  }
 }

@@ -7,7 +7,12 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import Provider from 'oidc-provider';
 
-export interface OidcAccount { sub: string; email: string; emailVerified?: boolean; name?: string }
+export interface OidcAccount {
+  sub: string;
+  email: string;
+  emailVerified?: boolean;
+  name?: string;
+}
 
 export interface OidcIdp {
   issuer: string;
@@ -51,21 +56,25 @@ export async function startOidcIdp(): Promise<OidcIdp> {
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
   const issuer = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
   return {
-    issuer, clientId, clientSecret,
+    issuer,
+    clientId,
+    clientSecret,
     allowRedirect(uri) {
       redirects.push(uri);
-    provider = new Provider(issuer, {
-      clients: [{ client_id: clientId, client_secret: clientSecret, redirect_uris: redirects, grant_types: ['authorization_code'], response_types: ['code'] }],
-      findAccount: (_ctx: unknown, id: string) => {
-        const a = accounts.get(id);
-        return a ? { accountId: id, claims: () => ({ sub: id, email: a.email, email_verified: a.emailVerified ?? true, name: a.name }) } : undefined;
-      },
-      claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name'] },
-      pkce: { required: () => true },
-      features: { devInteractions: { enabled: false } },
-      interactions: { url: (_ctx: unknown, interaction: { uid: string }) => `/interaction/${interaction.uid}` },
-      cookies: { keys: [crypto.randomUUID()] },
-    });
+      provider = new Provider(issuer, {
+        clients: [
+          { client_id: clientId, client_secret: clientSecret, redirect_uris: redirects, grant_types: ['authorization_code'], response_types: ['code'] },
+        ],
+        findAccount: (_ctx: unknown, id: string) => {
+          const a = accounts.get(id);
+          return a ? { accountId: id, claims: () => ({ sub: id, email: a.email, email_verified: a.emailVerified ?? true, name: a.name }) } : undefined;
+        },
+        claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name'] },
+        pkce: { required: () => true },
+        features: { devInteractions: { enabled: false } },
+        interactions: { url: (_ctx: unknown, interaction: { uid: string }) => `/interaction/${interaction.uid}` },
+        cookies: { keys: [crypto.randomUUID()] },
+      });
     },
     nextLogin: (a) => void (next = a),
     close: () => new Promise((r) => server.close(() => r())),

@@ -30,7 +30,11 @@ export async function startOutboundGateway(outbound: (req: Request) => Response 
   writeFileSync(envFile, `GATEHOUSE_SIGNING_KEY='${signingKey}'\nHEARTBEAT_MS='1000'\n`);
   Object.assign(process.env, { WRANGLER_SEND_METRICS: 'false', CLOUDFLARE_CF_FETCH_ENABLED: 'false', NO_COLOR: '1' });
   const env = { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH}`, CI: 'true' };
-  execFileSync(join(ROOT, 'node_modules/.bin/wrangler'), ['d1', 'migrations', 'apply', 'DB', '--local', '--persist-to', persist], { cwd: ROOT, env, stdio: 'pipe' });
+  execFileSync(join(ROOT, 'node_modules/.bin/wrangler'), ['d1', 'migrations', 'apply', 'DB', '--local', '--persist-to', persist], {
+    cwd: ROOT,
+    env,
+    stdio: 'pipe',
+  });
   const port = await freePort();
   const worker = await unstable_startWorker({
     config: join(ROOT, 'wrangler.toml'),
@@ -48,7 +52,18 @@ export async function startOutboundGateway(outbound: (req: Request) => Response 
   return {
     url,
     mcpUrl: `${url}/mcp`,
-    token: async (o) => (await mintToken({ privateJwk: signingKey, issuer: url, audience: `${url}/mcp`, team: o.team, subject: o.subject ?? `test-${o.team}`, scopes: o.scopes, ttlSeconds: 3600 })).token,
+    token: async (o) =>
+      (
+        await mintToken({
+          privateJwk: signingKey,
+          issuer: url,
+          audience: `${url}/mcp`,
+          team: o.team,
+          subject: o.subject ?? `test-${o.team}`,
+          scopes: o.scopes,
+          ttlSeconds: 3600,
+        })
+      ).token,
     async stop() {
       await worker.dispose();
       rmSync(stateDir, { recursive: true, force: true });

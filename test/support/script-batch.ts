@@ -6,18 +6,33 @@ import type { Gateway } from '../e2e/harness.ts';
 export async function batchOfScripts(g: Pick<Gateway, 'url' | 'token'>, team: string, n: number) {
   const token = await g.token({ team, scopes: ['execute'] });
   const batch = Array.from({ length: n }, (_, i) => ({
-    jsonrpc: '2.0', id: i + 1, method: 'tools/call',
+    jsonrpc: '2.0',
+    id: i + 1,
+    method: 'tools/call',
     params: { name: 'run_script', arguments: { code: `await sleep(1500); return ${i + 1};` } },
   }));
   const res = await fetch(`${g.url}/mcp`, {
-    method: 'POST', body: JSON.stringify(batch),
-    headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', 'MCP-Protocol-Version': '2025-03-26' },
+    method: 'POST',
+    body: JSON.stringify(batch),
+    headers: {
+      Authorization: `Bearer ${token}`,
+      'Content-Type': 'application/json',
+      Accept: 'application/json, text/event-stream',
+      'MCP-Protocol-Version': '2025-03-26',
+    },
   });
   expect(res.status).toBe(200);
   const text = await res.text();
-  const answers = text.split('\n').filter((l) => l.startsWith('data: ')).map((l) => JSON.parse(l.slice(6)) as {
-    id: number; result: { isError?: boolean; structuredContent: { result?: number; error?: { code: string; message: string } } };
-  });
+  const answers = text
+    .split('\n')
+    .filter((l) => l.startsWith('data: '))
+    .map(
+      (l) =>
+        JSON.parse(l.slice(6)) as {
+          id: number;
+          result: { isError?: boolean; structuredContent: { result?: number; error?: { code: string; message: string } } };
+        },
+    );
   expect(answers.map((a) => a.id).sort()).toEqual(Array.from({ length: n }, (_, i) => i + 1));
   return answers;
 }
@@ -25,15 +40,37 @@ export async function batchOfScripts(g: Pick<Gateway, 'url' | 'token'>, team: st
 export type BatchAnswer = { id: number; result?: { isError?: boolean; structuredContent: Record<string, any> }; error?: { code: number; message: string } };
 
 /** POSTs `messages` as one JSON-RPC batch (2025-03-26 era, the last with batches); the status and the answers (SSE or JSON). */
-export async function postBatch(g: Pick<Gateway, 'url' | 'token'>, team: string, messages: unknown[]): Promise<{ status: number; answers: BatchAnswer[]; body: string }> {
+export async function postBatch(
+  g: Pick<Gateway, 'url' | 'token'>,
+  team: string,
+  messages: unknown[],
+): Promise<{ status: number; answers: BatchAnswer[]; body: string }> {
   const token = await g.token({ team, scopes: ['execute'] });
   const res = await fetch(`${g.url}/mcp`, {
-    method: 'POST', body: JSON.stringify(messages),
-    headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', 'MCP-Protocol-Version': '2025-03-26' },
+    method: 'POST',
+    body: JSON.stringify(messages),
+    headers: {
+      Authorization: `Bearer ${token}`,
+      'Content-Type': 'application/json',
+      Accept: 'application/json, text/event-stream',
+      'MCP-Protocol-Version': '2025-03-26',
+    },
   });
   const body = await res.text();
-  const sse = body.split('\n').filter((l) => l.startsWith('data: ')).map((l) => JSON.parse(l.slice(6)) as BatchAnswer);
-  const answers = sse.length ? sse : (() => { try { const j = JSON.parse(body); return Array.isArray(j) ? j : [j]; } catch { return []; } })();
+  const sse = body
+    .split('\n')
+    .filter((l) => l.startsWith('data: '))
+    .map((l) => JSON.parse(l.slice(6)) as BatchAnswer);
+  const answers = sse.length
+    ? sse
+    : (() => {
+        try {
+          const j = JSON.parse(body);
+          return Array.isArray(j) ? j : [j];
+        } catch {
+          return [];
+        }
+      })();
   return { status: res.status, answers, body };
 }
 

@@ -6,9 +6,19 @@
 /** One unmasked server→client frame. */
 export function encodeFrame(payload: Buffer, opcode: number): Buffer {
   const n = payload.length;
-  const head = n < 126 ? Buffer.from([0x80 | opcode, n])
-    : n < 65536 ? Buffer.from([0x80 | opcode, 126, n >> 8, n & 255])
-      : Buffer.concat([Buffer.from([0x80 | opcode, 127]), (() => { const b = Buffer.alloc(8); b.writeBigUInt64BE(BigInt(n)); return b; })()]);
+  const head =
+    n < 126
+      ? Buffer.from([0x80 | opcode, n])
+      : n < 65536
+        ? Buffer.from([0x80 | opcode, 126, n >> 8, n & 255])
+        : Buffer.concat([
+            Buffer.from([0x80 | opcode, 127]),
+            (() => {
+              const b = Buffer.alloc(8);
+              b.writeBigUInt64BE(BigInt(n));
+              return b;
+            })(),
+          ]);
   return Buffer.concat([head, payload]);
 }
 
@@ -19,8 +29,15 @@ export function parseFrame(b: Buffer): { opcode: number; payload: Buffer; size: 
   const masked = (b[1] & 0x80) !== 0;
   let len = b[1] & 0x7f;
   let off = 2;
-  if (len === 126) { if (b.length < 4) return null; len = b.readUInt16BE(2); off = 4; }
-  else if (len === 127) { if (b.length < 10) return null; len = Number(b.readBigUInt64BE(2)); off = 10; }
+  if (len === 126) {
+    if (b.length < 4) return null;
+    len = b.readUInt16BE(2);
+    off = 4;
+  } else if (len === 127) {
+    if (b.length < 10) return null;
+    len = Number(b.readBigUInt64BE(2));
+    off = 10;
+  }
   const maskLen = masked ? 4 : 0;
   if (b.length < off + maskLen + len) return null;
   const payload = Buffer.from(b.subarray(off + maskLen, off + maskLen + len));

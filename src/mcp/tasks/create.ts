@@ -19,12 +19,20 @@ const created = new WeakMap<AbortSignal, CreateTaskResult>();
  * then the call keeps its ordinary answer (a job id to follow with the job_* tools).
  */
 export async function becomeTask(
-  ctx: ToolContext, extra: ToolExtra, t: { tool: TaskTool; jobId: string; state: 'queued' | 'running'; shaping: Record<string, unknown> },
+  ctx: ToolContext,
+  extra: ToolExtra,
+  t: { tool: TaskTool; jobId: string; state: 'queued' | 'running'; shaping: Record<string, unknown> },
 ): Promise<boolean> {
   const now = Date.now();
   try {
     await saveTask(ctx.env.DB, {
-      team: ctx.principal.team, taskId: t.jobId, subject: ctx.principal.subject, tool: t.tool, shaping: t.shaping, createdAt: now, ttlMs: TASK_TTL_MS,
+      team: ctx.principal.team,
+      taskId: t.jobId,
+      subject: ctx.principal.subject,
+      tool: t.tool,
+      shaping: t.shaping,
+      createdAt: now,
+      ttlMs: TASK_TTL_MS,
     });
   } catch (e) {
     console.warn(`job ${t.jobId}: could not record it as a task (${(e as Error).message}); answering with the job id`);
@@ -32,9 +40,14 @@ export async function becomeTask(
   }
   const at = new Date(now).toISOString();
   created.set(extra.mcpReq.signal, {
-    resultType: 'task', taskId: t.jobId, status: 'working',
+    resultType: 'task',
+    taskId: t.jobId,
+    status: 'working',
     statusMessage: `job ${t.jobId} ${t.state}; poll tasks/get`,
-    createdAt: at, lastUpdatedAt: at, ttlMs: TASK_TTL_MS, pollIntervalMs: TASK_POLL_INTERVAL_MS,
+    createdAt: at,
+    lastUpdatedAt: at,
+    ttlMs: TASK_TTL_MS,
+    pollIntervalMs: TASK_POLL_INTERVAL_MS,
   });
   return true;
 }

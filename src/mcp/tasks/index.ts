@@ -50,7 +50,13 @@ export function installTasks(server: McpServer, ctx: ToolContext): void {
     // A job that already ended keeps its end (and the task its status): nothing to kill, nothing to audit.
     if (!isTerminal(own.view.state)) {
       const r = await killJob(ctx.env, ctx.principal.team, taskId, `cancelled by ${ctx.principal.subject} (tasks/cancel)`);
-      await auditJobCall(ctx, 'job_kill', { jobId: taskId, command: { task_id: taskId, via: 'tasks/cancel' }, ok: r.found, reason: `tasks/cancel: state ${r.state}`, started });
+      await auditJobCall(ctx, 'job_kill', {
+        jobId: taskId,
+        command: { task_id: taskId, via: 'tasks/cancel' },
+        ok: r.found,
+        reason: `tasks/cancel: state ${r.state}`,
+        started,
+      });
     }
     return {};
   });

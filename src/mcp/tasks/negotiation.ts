@@ -35,9 +35,10 @@ export function declaresTasks(ctx: ToolContext, extra: ToolExtra): boolean {
   if (ctx.era !== 'modern') return false;
   const envelope = extra.mcpReq.envelope as Record<string, unknown> | undefined;
   const caps = (envelope?.[CLIENT_CAPABILITIES_META_KEY] ?? extra.mcpReq._meta?.[CLIENT_CAPABILITIES_META_KEY]) as { extensions?: unknown } | undefined;
-  const ext = caps && typeof caps === 'object' && caps.extensions && typeof caps.extensions === 'object'
-    ? (caps.extensions as Record<string, unknown>)[TASKS_EXTENSION_ID]
-    : undefined;
+  const ext =
+    caps && typeof caps === 'object' && caps.extensions && typeof caps.extensions === 'object'
+      ? (caps.extensions as Record<string, unknown>)[TASKS_EXTENSION_ID]
+      : undefined;
   // The extension defines no settings: an object (empty) declares it; anything else does not.
   return !!ext && typeof ext === 'object' && !Array.isArray(ext);
 }

@@ -32,8 +32,11 @@ export async function readTask(ctx: ToolContext, taskId: string): Promise<Detail
   if (!own) return null;
   const { rec, view } = own;
   const base = {
-    taskId, createdAt: iso(rec.createdAt), lastUpdatedAt: iso(view.ended_at ?? view.started_at ?? rec.createdAt),
-    ttlMs: rec.ttlMs, pollIntervalMs: TASK_POLL_INTERVAL_MS,
+    taskId,
+    createdAt: iso(rec.createdAt),
+    lastUpdatedAt: iso(view.ended_at ?? view.started_at ?? rec.createdAt),
+    ttlMs: rec.ttlMs,
+    pollIntervalMs: TASK_POLL_INTERVAL_MS,
   };
   if (!isSettled(view)) return { ...base, status: 'working', statusMessage: workingMessage(view) };
   if (view.state === 'cancelled') return { ...base, status: 'cancelled', statusMessage: view.error?.message ?? 'the job was cancelled' };

@@ -9,7 +9,8 @@ import { TaskRecord } from '../../contracts/tasks.ts';
 export async function saveTask(db: D1Database, t: TaskRecord): Promise<void> {
   await db.batch([
     db.prepare(`DELETE FROM tasks WHERE team = ? AND created_at + ttl_ms < ?`).bind(t.team, t.createdAt),
-    db.prepare(`INSERT INTO tasks (team, task_id, subject, tool, shaping, created_at, ttl_ms) VALUES (?, ?, ?, ?, ?, ?, ?)`)
+    db
+      .prepare(`INSERT INTO tasks (team, task_id, subject, tool, shaping, created_at, ttl_ms) VALUES (?, ?, ?, ?, ?, ?, ?)`)
       .bind(t.team, t.taskId, t.subject, t.tool, JSON.stringify(t.shaping), t.createdAt, t.ttlMs),
   ]);
 }
@@ -22,8 +23,13 @@ export async function findTask(db: D1Database, team: string, subject: string, ta
     .first<{ team: string; task_id: string; subject: string; tool: string; shaping: string; created_at: number; ttl_ms: number }>();
   if (!row || row.created_at + row.ttl_ms < now) return null;
   const parsed = TaskRecord.safeParse({
-    team: row.team, taskId: row.task_id, subject: row.subject, tool: row.tool,
-    shaping: JSON.parse(row.shaping), createdAt: row.created_at, ttlMs: row.ttl_ms,
+    team: row.team,
+    taskId: row.task_id,
+    subject: row.subject,
+    tool: row.tool,
+    shaping: JSON.parse(row.shaping),
+    createdAt: row.created_at,
+    ttlMs: row.ttl_ms,
   });
   return parsed.success ? parsed.data : null;
 }

@@ -37,26 +37,49 @@ export function registerExecute(server: McpServer, ctx: ToolContext): void {
       const out = await runGoverned(ctx, extra, {
         tool: 'execute',
         policy: {
-          mode: shell ? 'shell' : 'argv', command: input.command, args: input.args ?? [],
-          cwd: input.cwd, env: input.env, timeoutMs: input.timeout_ms,
+          mode: shell ? 'shell' : 'argv',
+          command: input.command,
+          args: input.args ?? [],
+          cwd: input.cwd,
+          env: input.env,
+          timeoutMs: input.timeout_ms,
         },
         job: { mode: shell ? 'shell' : 'argv', command: input.command, args: input.args ?? [], stdin: input.stdin },
-        background: input.background, selector: { agent: input.agent, labels: input.labels }, approvalId: input.approval_id,
+        background: input.background,
+        selector: { agent: input.agent, labels: input.labels },
+        approvalId: input.approval_id,
         task: taskOffer(ctx, extra, input),
       });
       if (out.kind === 'input_required') return out.result;
-      if (out.kind === 'approval') return toolError(`Error: ${out.refusal.message}`, out.refusal.approval ? { approval: out.refusal.approval } : undefined, out.refusal.code);
+      if (out.kind === 'approval')
+        return toolError(`Error: ${out.refusal.message}`, out.refusal.approval ? { approval: out.refusal.approval } : undefined, out.refusal.code);
       if (out.kind === 'denied') return toolError(`Error: policy denied (${out.decision.stage}): ${out.decision.reason}`, undefined, 'policy_denied');
       if (out.kind === 'error') return executeFailed(out.error, out.jobId);
       if (out.kind === 'accepted' || out.kind === 'pending') {
         // Still running after the task offer's wait: this call's answer becomes a task (tasks/get has the result).
-        if (out.kind === 'pending') await becomeTask(ctx, extra, { tool: 'execute', jobId: out.jobId, state: out.state, shaping: { notes: out.decision.notes } });
+        if (out.kind === 'pending')
+          await becomeTask(ctx, extra, { tool: 'execute', jobId: out.jobId, state: out.state, shaping: { notes: out.decision.notes } });
         // Background: nothing has run yet; the fields of a result stay empty until job_status says it ended.
         const structured = {
-          stdout: '', stderr: '', exit_code: null, timed_out: false, stdout_truncated: false, stderr_truncated: false, elapsed_ms: 0,
-          state: out.state, signal: null, job_id: out.jobId, artifact_handle: out.handle, agent_id: out.agentId, sandbox: null, background: true,
+          stdout: '',
+          stderr: '',
+          exit_code: null,
+          timed_out: false,
+          stdout_truncated: false,
+          stderr_truncated: false,
+          elapsed_ms: 0,
+          state: out.state,
+          signal: null,
+          job_id: out.jobId,
+          artifact_handle: out.handle,
+          agent_id: out.agentId,
+          sandbox: null,
+          background: true,
         };
-        return toolResult(structured, `job ${out.jobId} ${out.state}; follow it with job_status {"job_id":"${out.jobId}","wait_ms":60000} and job_output {"job_id":"${out.jobId}"}`);
+        return toolResult(
+          structured,
+          `job ${out.jobId} ${out.state}; follow it with job_status {"job_id":"${out.jobId}","wait_ms":60000} and job_output {"job_id":"${out.jobId}"}`,
+        );
       }
       return executeEnded({ ...out, notes: out.decision.notes });
     },

@@ -2,13 +2,30 @@
 import { writeAudit } from '../../store/audit.ts';
 import { toolError, type ToolContext } from '../context.ts';
 
-export async function auditJobCall(ctx: ToolContext, tool: 'job_status' | 'job_output' | 'job_kill' | 'job_list', o: {
-  jobId?: string; command?: unknown; ok: boolean; reason?: string; started: number; bytes?: number;
-}): Promise<void> {
+export async function auditJobCall(
+  ctx: ToolContext,
+  tool: 'job_status' | 'job_output' | 'job_kill' | 'job_list',
+  o: {
+    jobId?: string;
+    command?: unknown;
+    ok: boolean;
+    reason?: string;
+    started: number;
+    bytes?: number;
+  },
+): Promise<void> {
   const p = ctx.principal;
   await writeAudit(ctx.env.DB, {
-    team: p.team, subject: p.subject, tokenId: p.tokenId, tool, command: o.command, jobId: o.jobId,
-    decision: o.ok ? 'allowed' : 'failed', reason: o.reason, durationMs: Date.now() - o.started, bytes: o.bytes,
+    team: p.team,
+    subject: p.subject,
+    tokenId: p.tokenId,
+    tool,
+    command: o.command,
+    jobId: o.jobId,
+    decision: o.ok ? 'allowed' : 'failed',
+    reason: o.reason,
+    durationMs: Date.now() - o.started,
+    bytes: o.bytes,
   });
 }
 

@@ -13,7 +13,8 @@ export function registerJobKill(server: McpServer, ctx: ToolContext): void {
     'job_kill',
     {
       title: 'Stop a job',
-      description: 'Stops a job of your team: a queued job is cancelled at once; a running one is killed with its whole process tree (TERM, then KILL) and ends "cancelled". Follow with job_status.',
+      description:
+        'Stops a job of your team: a queued job is cancelled at once; a running one is killed with its whole process tree (TERM, then KILL) and ends "cancelled". Follow with job_status.',
       annotations: STOPS_JOBS,
       inputSchema: toolInput(JobKillInput),
       outputSchema: toolOutput(JobKillOutput),
@@ -24,7 +25,13 @@ export function registerJobKill(server: McpServer, ctx: ToolContext): void {
       const started = Date.now();
       const reason = input.reason ?? `killed by ${ctx.principal.subject} (job_kill)`;
       const r = await killJob(ctx.env, ctx.principal.team, input.job_id, reason);
-      await auditJobCall(ctx, 'job_kill', { jobId: input.job_id, command: { job_id: input.job_id, reason }, ok: r.found, reason: r.found ? `state ${r.state}` : 'not_found', started });
+      await auditJobCall(ctx, 'job_kill', {
+        jobId: input.job_id,
+        command: { job_id: input.job_id, reason },
+        ok: r.found,
+        reason: r.found ? `state ${r.state}` : 'not_found',
+        started,
+      });
       if (!r.found) return jobNotFound(input.job_id);
       const state = r.state as JobState;
       return toolResult({ job_id: input.job_id, state, signalled: state === 'running' || state === 'cancelled' });

@@ -11,7 +11,7 @@ export function registerJobList(server: McpServer, ctx: ToolContext): void {
   server.registerTool(
     'job_list',
     {
-      title: 'List the team\'s jobs',
+      title: "List the team's jobs",
       description: 'Recent jobs of your team, newest first. Filters: state, subject, tool. Pass next_cursor as cursor for the next page.',
       annotations: READ_ONLY,
       inputSchema: toolInput(JobListInput),

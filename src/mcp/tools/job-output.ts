@@ -17,7 +17,7 @@ export function registerJobOutput(server: McpServer, ctx: ToolContext): void {
   server.registerTool(
     'job_output',
     {
-      title: 'Read a job\'s output',
+      title: "Read a job's output",
       description:
         'Reads stdout or stderr of a job from a byte offset (max_bytes at a time; continue from next_offset until eof). ' +
         'Works while the job runs (live tail) and after it ended (stored artifact).',
@@ -43,7 +43,15 @@ export function registerJobOutput(server: McpServer, ctx: ToolContext): void {
       const { data, source, total, nextOffset: next, eof } = page;
       await auditJobCall(ctx, 'job_output', { jobId: input.job_id, command: { stream, offset, max_bytes: max }, ok: true, started, bytes: data.byteLength });
       return toolResult({
-        job_id: input.job_id, stream, state: v.state, data: new TextDecoder().decode(data), offset, next_offset: next, eof, source, total_bytes: total,
+        job_id: input.job_id,
+        stream,
+        state: v.state,
+        data: new TextDecoder().decode(data),
+        offset,
+        next_offset: next,
+        eof,
+        source,
+        total_bytes: total,
       });
     },
   );

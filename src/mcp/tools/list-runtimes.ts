@@ -30,8 +30,9 @@ export function registerListRuntimes(server: McpServer, ctx: ToolContext): void 
       }));
       const p = ctx.principal;
       await writeAudit(ctx.env.DB, { team: p.team, subject: p.subject, tokenId: p.tokenId, tool: 'list_runtimes', decision: 'allowed' });
-      const lines = runtimes.map((r) =>
-        `${r.name}: ${r.allowed ? 'allowed' : 'not allowed'}; ${r.agents.length ? r.agents.map((a) => `${a.agentId} ${a.version}`).join(', ') : `no agent has it (Debian package: ${RUNTIMES[r.name].debianPackage})`}`,
+      const lines = runtimes.map(
+        (r) =>
+          `${r.name}: ${r.allowed ? 'allowed' : 'not allowed'}; ${r.agents.length ? r.agents.map((a) => `${a.agentId} ${a.version}`).join(', ') : `no agent has it (Debian package: ${RUNTIMES[r.name].debianPackage})`}`,
       );
       if (agents.length === 0) lines.unshift(`no executor agent is connected for team '${p.team}'`);
       return toolResult({ runtimes }, lines.join('\n'));

@@ -14,7 +14,8 @@ export function registerPolicyCheck(server: McpServer, ctx: ToolContext): void {
     'policy_check',
     {
       title: 'Dry-run the team policy',
-      description: 'Says whether the team policy would allow a command, deny it, or ask a person to approve it first (decision allow|ask|deny; args given: direct exec; omitted: shell string), which stage decides, and why. Nothing runs.',
+      description:
+        'Says whether the team policy would allow a command, deny it, or ask a person to approve it first (decision allow|ask|deny; args given: direct exec; omitted: shell string), which stage decides, and why. Nothing runs.',
       annotations: READ_ONLY,
       inputSchema: toolInput(PolicyCheckInput),
       outputSchema: toolOutput(PolicyCheckOutput),
@@ -26,15 +27,27 @@ export function registerPolicyCheck(server: McpServer, ctx: ToolContext): void {
       const shell = input.args === undefined && !input.runtime;
       const d = await decide(policy, {
         tool: input.runtime ? 'runtime_execute' : 'policy_check',
-        mode: shell ? 'shell' : 'argv', command: input.command, args: input.args ?? [], runtime: input.runtime,
-        cwd: input.cwd, env: input.env, timeoutMs: input.timeout_ms, team: ctx.principal.team, subject: ctx.principal.subject,
+        mode: shell ? 'shell' : 'argv',
+        command: input.command,
+        args: input.args ?? [],
+        runtime: input.runtime,
+        cwd: input.cwd,
+        env: input.env,
+        timeoutMs: input.timeout_ms,
+        team: ctx.principal.team,
+        subject: ctx.principal.subject,
       });
       stamp(ctx.env, 'edge.decided');
       const p = ctx.principal;
       await writeAudit(ctx.env.DB, {
-        team: p.team, subject: p.subject, tokenId: p.tokenId, tool: 'policy_check',
-        command: { command: input.command, args: input.args, runtime: input.runtime, env: input.env }, cwd: input.cwd,
-        decision: d.allowed ? 'allowed' : 'denied', reason: `dry run; ${verdictOf(d)}; ${d.stage}: ${d.reason}`,
+        team: p.team,
+        subject: p.subject,
+        tokenId: p.tokenId,
+        tool: 'policy_check',
+        command: { command: input.command, args: input.args, runtime: input.runtime, env: input.env },
+        cwd: input.cwd,
+        decision: d.allowed ? 'allowed' : 'denied',
+        reason: `dry run; ${verdictOf(d)}; ${d.stage}: ${d.reason}`,
       });
       stamp(ctx.env, 'edge.audited');
       const verdict = verdictOf(d);

@@ -11,7 +11,7 @@ export function registerQueryOutput(server: McpServer, ctx: ToolContext): void {
   server.registerTool(
     'query_output',
     {
-      title: 'Search a job\'s stored output',
+      title: "Search a job's stored output",
       description:
         'Searches the stored stdout/stderr of a job (artifactHandle from execute or runtime_execute) for queryTerms and returns excerpt ' +
         'windows with line numbers (contextLines around each match, overlapping windows merged).',
@@ -26,10 +26,15 @@ export function registerQueryOutput(server: McpServer, ctx: ToolContext): void {
       const r = await queryOutput(ctx.env, ctx.principal.team, input);
       const p = ctx.principal;
       await writeAudit(ctx.env.DB, {
-        team: p.team, subject: p.subject, tokenId: p.tokenId, tool: 'query_output',
+        team: p.team,
+        subject: p.subject,
+        tokenId: p.tokenId,
+        tool: 'query_output',
         command: { artifactHandle: input.artifactHandle, queryTerms: input.queryTerms, stream: input.stream },
-        decision: r.ok ? 'allowed' : 'failed', reason: r.ok ? undefined : `${r.error.code}: ${r.error.message}`,
-        durationMs: Date.now() - started, bytes: r.ok ? r.value.totalBytes : undefined,
+        decision: r.ok ? 'allowed' : 'failed',
+        reason: r.ok ? undefined : `${r.error.code}: ${r.error.message}`,
+        durationMs: Date.now() - started,
+        bytes: r.ok ? r.value.totalBytes : undefined,
       });
       if (!r.ok) return toolError(`Error: ${r.error.message}`, undefined, r.error.code);
       return toolResult(r.value as unknown as Record<string, unknown>);

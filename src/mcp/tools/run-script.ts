@@ -35,21 +35,34 @@ export function registerRunScript(server: McpServer, ctx: ToolContext): void {
       if (denied) return denied;
       const outputMode = input.outputMode ?? 'minimal';
       if (outputMode === 'intent' && !input.queryTerms?.length) {
-        return toolError('Error: outputMode "intent" returns only console lines matching queryTerms; pass at least one query term', undefined, 'invalid_argument');
+        return toolError(
+          'Error: outputMode "intent" returns only console lines matching queryTerms; pass at least one query term',
+          undefined,
+          'invalid_argument',
+        );
       }
       const out = await runScript(ctx, extra, { code: input.code, vars: input.vars, timeoutMs: input.timeout_ms });
       if (out.kind === 'refused') {
         if (out.code !== 'policy_denied') return toolError(out.message.startsWith('Error:') ? out.message : `Error: ${out.message}`, undefined, out.code);
         const structured = {
-          status: 'denied' as const, exitCode: null, signal: null, durationMs: 0, outputLines: 0, outputBytes: 0, artifactHandle: null,
+          status: 'denied' as const,
+          exitCode: null,
+          signal: null,
+          durationMs: 0,
+          outputLines: 0,
+          outputBytes: 0,
+          artifactHandle: null,
           notes: [`script: ${out.message}`],
         };
         return toolError(`Error: policy denied (script): ${out.message}`, structured, 'policy_denied');
       }
       const run = out.run;
       const shaped = shapeRuntimeResult(asExit(run), {
-        artifactHandle: run.artifactHandle, outputMode, queryTerms: input.queryTerms,
-        contextLines: input.contextLines, maxResponseLines: input.maxResponseLines,
+        artifactHandle: run.artifactHandle,
+        outputMode,
+        queryTerms: input.queryTerms,
+        contextLines: input.contextLines,
+        maxResponseLines: input.maxResponseLines,
       });
       const structured = {
         ...shaped,
@@ -72,11 +85,17 @@ function asExit(run: ScriptRun): JobExit {
   const enc = new TextEncoder();
   const lines = (s: string) => (s === '' ? 0 : s.split('\n').length - (s.endsWith('\n') ? 1 : 0));
   return {
-    type: 'job.exit', jobId: run.scriptId,
+    type: 'job.exit',
+    jobId: run.scriptId,
     state: run.status === 'timeout' ? 'timed_out' : run.status === 'cancelled' ? 'cancelled' : 'exited',
     exitCode: run.status === 'success' ? 0 : run.status === 'failure' ? 1 : null,
-    signal: null, timedOut: run.status === 'timeout', durationMs: run.durationMs,
-    stdout: run.stdout, stderr: run.stderr, stdoutTruncated: false, stderrTruncated: false,
+    signal: null,
+    timedOut: run.status === 'timeout',
+    durationMs: run.durationMs,
+    stdout: run.stdout,
+    stderr: run.stderr,
+    stdoutTruncated: false,
+    stderrTruncated: false,
     streams: {
       stdout: { bytes: enc.encode(run.stdout).byteLength, lines: lines(run.stdout), artifactTruncated: false },
       stderr: { bytes: enc.encode(run.stderr).byteLength, lines: lines(run.stderr), artifactTruncated: false },

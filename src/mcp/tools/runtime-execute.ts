@@ -54,40 +54,76 @@ export function registerRuntimeExecute(server: McpServer, ctx: ToolContext): voi
       const out = await runGoverned(ctx, extra, {
         tool: 'runtime_execute',
         policy: {
-          mode: policyMode, command: policyMode === 'shell' ? code! : executable, args: input.args ?? [], runtime, code,
-          cwd: input.relativeCwd, env: input.env, timeoutMs: input.timeoutMs,
+          mode: policyMode,
+          command: policyMode === 'shell' ? code! : executable,
+          args: input.args ?? [],
+          runtime,
+          code,
+          cwd: input.relativeCwd,
+          env: input.env,
+          timeoutMs: input.timeoutMs,
         },
         job: { mode: codeMode ? 'code' : 'argv', command: executable, args: input.args ?? [], runtime, code, stdin: input.stdin },
-        background: input.background, selector: { agent: input.agent, labels: input.labels }, approvalId: input.approvalId,
+        background: input.background,
+        selector: { agent: input.agent, labels: input.labels },
+        approvalId: input.approvalId,
         task: taskOffer(ctx, extra, input),
       });
       if (out.kind === 'input_required') return out.result;
       if (out.kind === 'approval') {
         const structured = {
-          status: 'denied' as const, exitCode: null, signal: null, durationMs: 0, outputLines: 0, outputBytes: 0, artifactHandle: null,
-          notes: [`${out.refusal.code}: ${out.refusal.message}`], ...(out.refusal.approval ? { approval: out.refusal.approval } : {}),
+          status: 'denied' as const,
+          exitCode: null,
+          signal: null,
+          durationMs: 0,
+          outputLines: 0,
+          outputBytes: 0,
+          artifactHandle: null,
+          notes: [`${out.refusal.code}: ${out.refusal.message}`],
+          ...(out.refusal.approval ? { approval: out.refusal.approval } : {}),
         };
         return toolError(`Error: ${out.refusal.message}`, structured, out.refusal.code);
       }
       if (out.kind === 'denied') {
         const structured = {
-          status: 'denied' as const, exitCode: null, signal: null, durationMs: 0, outputLines: 0, outputBytes: 0, artifactHandle: null,
+          status: 'denied' as const,
+          exitCode: null,
+          signal: null,
+          durationMs: 0,
+          outputLines: 0,
+          outputBytes: 0,
+          artifactHandle: null,
           notes: [`${out.decision.stage}: ${out.decision.reason}`],
         };
         return toolError(`Error: policy denied (${out.decision.stage}): ${out.decision.reason}`, structured, 'policy_denied');
       }
       if (out.kind === 'error') return runtimeFailed(out.error, out.jobId);
       const shaping: RuntimeShaping = {
-        outputMode, queryTerms: input.queryTerms, contextLines: input.contextLines, maxResponseLines: input.maxResponseLines, notes: out.decision.notes,
+        outputMode,
+        queryTerms: input.queryTerms,
+        contextLines: input.contextLines,
+        maxResponseLines: input.maxResponseLines,
+        notes: out.decision.notes,
       };
       if (out.kind === 'accepted' || out.kind === 'pending') {
         // Still running after the task offer's wait: this call's answer becomes a task (tasks/get has the result).
         if (out.kind === 'pending') await becomeTask(ctx, extra, { tool: 'runtime_execute', jobId: out.jobId, state: out.state, shaping });
         const structured = {
-          status: out.state, exitCode: null, signal: null, durationMs: 0, outputLines: 0, outputBytes: 0, artifactHandle: out.handle,
-          jobId: out.jobId, agentId: out.agentId, sandbox: null,
+          status: out.state,
+          exitCode: null,
+          signal: null,
+          durationMs: 0,
+          outputLines: 0,
+          outputBytes: 0,
+          artifactHandle: out.handle,
+          jobId: out.jobId,
+          agentId: out.agentId,
+          sandbox: null,
         };
-        return toolResult(structured, `${JSON.stringify(structured)}\nfollow it with job_status {"job_id":"${out.jobId}","wait_ms":60000} and job_output {"job_id":"${out.jobId}"}`);
+        return toolResult(
+          structured,
+          `${JSON.stringify(structured)}\nfollow it with job_status {"job_id":"${out.jobId}","wait_ms":60000} and job_output {"job_id":"${out.jobId}"}`,
+        );
       }
       return runtimeEnded(ctx, { ...out, notes: out.decision.notes }, shaping);
     },
@@ -115,13 +151,20 @@ export async function runtimeEnded(ctx: ToolContext, out: EndedJob, shaping: Run
     for (const row of rows) tails[row.stream] = await readTail(ctx.env, row, TAIL_BYTES);
   }
   const shaped = shapeRuntimeResult(exit, {
-    artifactHandle: hasArtifact ? out.handle : null, outputMode: shaping.outputMode, queryTerms: shaping.queryTerms,
-    contextLines: shaping.contextLines, maxResponseLines: shaping.maxResponseLines, tails,
+    artifactHandle: hasArtifact ? out.handle : null,
+    outputMode: shaping.outputMode,
+    queryTerms: shaping.queryTerms,
+    contextLines: shaping.contextLines,
+    maxResponseLines: shaping.maxResponseLines,
+    tails,
   });
   const notes = [...shaping.notes, ...(exit.error ? [`${exit.error.code}: ${exit.error.message}`] : [])];
   const structured = {
-    ...shaped, ...(notes.length ? { notes: [...(shaped.notes ?? []), ...notes] } : {}),
-    jobId: out.jobId, agentId: out.agentId, sandbox: out.sandbox,
+    ...shaped,
+    ...(notes.length ? { notes: [...(shaped.notes ?? []), ...notes] } : {}),
+    jobId: out.jobId,
+    agentId: out.agentId,
+    sandbox: out.sandbox,
   };
   if (exit.state === 'failed_to_start' || exit.state === 'lost') {
     return toolError(`Error: ${exit.error?.message ?? exit.state}`, structured, exit.state === 'lost' ? 'job_lost' : 'spawn_failed');

@@ -12,14 +12,18 @@ const CC = /^(?:cc|c\+\+|gcc|g\+\+|clang|clang\+\+|cpp|c89|c99|gcc-\d+|g\+\+-\d+
 /** Why a C-compiler argument is refused, or null. Shared with rustc's link-arg. */
 export function ccArgProblem(a: string, next: string | undefined): { arg: string; why: string } | null {
   if (a.startsWith('@')) return { arg: a, why: 'a response file can hold any option, unseen by the policy' };
-  if (a === '-wrapper' || a.startsWith('-wrapper')) return { arg: a, why: 'it runs the compiler\'s subprograms through an arbitrary program' };
-  if (/^-B/.test(a) || a === '--prefix' || a.startsWith('--prefix=')) return { arg: a, why: 'it makes the driver run cc1/as/ld from a directory of the caller\'s choosing' };
+  if (a === '-wrapper' || a.startsWith('-wrapper')) return { arg: a, why: "it runs the compiler's subprograms through an arbitrary program" };
+  if (/^-B/.test(a) || a === '--prefix' || a.startsWith('--prefix='))
+    return { arg: a, why: "it makes the driver run cc1/as/ld from a directory of the caller's choosing" };
   if (/^--?specs?(?:=|$)/.test(a)) return { arg: a, why: 'a specs file can make the driver run arbitrary programs' };
   if (/^-fplugin(?:-arg)?[=-]|^-fplugin$|^-fpass-plugin=/.test(a)) return { arg: a, why: 'it loads a compiler plugin (arbitrary code)' };
   if (/^-fuse-ld=.*\//.test(a) || /^--ld-path=/.test(a)) return { arg: a, why: 'it runs an arbitrary program as the linker' };
-  if (a === '-Xclang' && next !== undefined && /^-(?:load|plugin|add-plugin)/.test(next)) return { arg: `${a} ${next}`, why: 'it loads a compiler plugin (arbitrary code)' };
-  if (/^-Wl,.*(?:--?plugin|-fuse-ld)/.test(a) || (a === '-Xlinker' && next !== undefined && /plugin/.test(next))) return { arg: a, why: 'it loads a linker plugin (arbitrary code)' };
-  if (/^-print-prog-name=|^-no-integrated-cpp$|^-fdump-.*=|^-save-temps=/.test(a) && a.includes('/')) return { arg: a, why: 'it writes or runs files outside the build' };
+  if (a === '-Xclang' && next !== undefined && /^-(?:load|plugin|add-plugin)/.test(next))
+    return { arg: `${a} ${next}`, why: 'it loads a compiler plugin (arbitrary code)' };
+  if (/^-Wl,.*(?:--?plugin|-fuse-ld)/.test(a) || (a === '-Xlinker' && next !== undefined && /plugin/.test(next)))
+    return { arg: a, why: 'it loads a linker plugin (arbitrary code)' };
+  if (/^-print-prog-name=|^-no-integrated-cpp$|^-fdump-.*=|^-save-temps=/.test(a) && a.includes('/'))
+    return { arg: a, why: 'it writes or runs files outside the build' };
   return null;
 }
 
@@ -44,7 +48,8 @@ const screenRustc: Screen = (args, ctx) => {
     const [key, value = ''] = cg.split(/=(.*)/s);
     const k = key.replace(/_/g, '-');
     const shown = a === '-C' || a === '--codegen' ? `${a} ${cg}` : a;
-    if (k === 'linker' || k === 'llvm-args' || k === 'codegen-backend') return argDenied(shown, ctx.base, 'it runs an arbitrary program as the linker or loads code into the compiler');
+    if (k === 'linker' || k === 'llvm-args' || k === 'codegen-backend')
+      return argDenied(shown, ctx.base, 'it runs an arbitrary program as the linker or loads code into the compiler');
     if (k === 'link-arg' || k === 'link-args') {
       for (const part of value.split(/\s+/)) {
         const p = ccArgProblem(part, undefined);
@@ -65,10 +70,12 @@ const screenGo: Screen = (args, ctx) => {
     const m = /^--?(exec|toolexec|vettool|ldflags|gcflags|asmflags|gccgoflags|overlay|compiler)(?:=(.*))?$/s.exec(a);
     if (!m) continue;
     const [, name, attached] = m;
-    if (name === 'exec' || name === 'toolexec' || name === 'vettool') return argDenied(a, ctx.base, 'it runs an arbitrary program in place of (or around) the built binary or tools');
+    if (name === 'exec' || name === 'toolexec' || name === 'vettool')
+      return argDenied(a, ctx.base, 'it runs an arbitrary program in place of (or around) the built binary or tools');
     if (name === 'ldflags') {
       const v = attached ?? args[i + 1] ?? '';
-      if (/-extld|-extldflags|-linkmode|-tmpdir/.test(v)) return argDenied(attached !== undefined ? a : `${a} ${v}`, ctx.base, 'it runs an arbitrary program as the external linker');
+      if (/-extld|-extldflags|-linkmode|-tmpdir/.test(v))
+        return argDenied(attached !== undefined ? a : `${a} ${v}`, ctx.base, 'it runs an arbitrary program as the external linker');
     }
     if (name === 'gccgoflags' || name === 'compiler') return argDenied(a, ctx.base, 'it changes which compiler program runs');
   }

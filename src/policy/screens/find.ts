@@ -7,10 +7,10 @@ const ACTIONS: Record<string, string> = {
   '-ok': 'it runs arbitrary commands',
   '-okdir': 'it runs arbitrary commands',
   '-delete': 'it deletes every file it matches; use rm on explicit paths',
-  '-fprint': 'it writes to a file of the caller\'s choosing',
-  '-fprint0': 'it writes to a file of the caller\'s choosing',
-  '-fprintf': 'it writes to a file of the caller\'s choosing',
-  '-fls': 'it writes to a file of the caller\'s choosing',
+  '-fprint': "it writes to a file of the caller's choosing",
+  '-fprint0': "it writes to a file of the caller's choosing",
+  '-fprintf': "it writes to a file of the caller's choosing",
+  '-fls': "it writes to a file of the caller's choosing",
 };
 
 export const screenFind: Screen = (args, ctx) => {

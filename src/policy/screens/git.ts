@@ -20,13 +20,44 @@ const GLOBAL_VALUED = new Set(['-C', '-c', '--git-dir', '--work-tree', '--namesp
 export const GIT_PROGRAM_KEYS: readonly string[] = [
   'core\\.(?:sshcommand|pager|editor|fsmonitor|hookspath|gitproxy|askpass|alternaterefscommand|attributesfile|worktree|excludesfile)',
   'credential\\.(?:.*\\.)?helper',
-  'diff\\.external', 'diff\\..*\\.(?:textconv|command)', 'difftool\\..*\\.(?:cmd|path)', 'mergetool\\..*\\.(?:cmd|path)',
-  'merge\\..*\\.driver', 'filter\\..*', 'sequence\\.editor', 'pager\\..*', 'alias\\..*', 'gpg\\..*program', 'gpg\\.program',
-  'gpg\\.ssh\\.defaultkeycommand', 'commit\\.gpgsign', 'tag\\.gpgsign',
-  'uploadpack\\.packobjectshook', 'remote\\..*\\.(?:uploadpack|receivepack|vcs|proxy)', 'protocol\\..*allow', 'include\\.path',
-  'includeif\\..*', 'submodule\\..*\\.update', 'url\\..*\\.(?:insteadof|pushinsteadof)', 'hook\\..*', 'init\\.templatedir',
-  'web\\.browser', 'browser\\..*\\.(?:cmd|path)', 'man\\..*\\.(?:cmd|path)', 'sendemail\\..*', 'instaweb\\..*',
-  'interactive\\.difffilter', 'ssh\\.variant', 'imap\\.tunnel', 'guitool\\..*\\.cmd', 'help\\.browser', 'man\\.viewer', 'receive\\.procreceiverefs', 'http\\..*proxy', 'http\\.proxy', 'core\\.sshcommand',
+  'diff\\.external',
+  'diff\\..*\\.(?:textconv|command)',
+  'difftool\\..*\\.(?:cmd|path)',
+  'mergetool\\..*\\.(?:cmd|path)',
+  'merge\\..*\\.driver',
+  'filter\\..*',
+  'sequence\\.editor',
+  'pager\\..*',
+  'alias\\..*',
+  'gpg\\..*program',
+  'gpg\\.program',
+  'gpg\\.ssh\\.defaultkeycommand',
+  'commit\\.gpgsign',
+  'tag\\.gpgsign',
+  'uploadpack\\.packobjectshook',
+  'remote\\..*\\.(?:uploadpack|receivepack|vcs|proxy)',
+  'protocol\\..*allow',
+  'include\\.path',
+  'includeif\\..*',
+  'submodule\\..*\\.update',
+  'url\\..*\\.(?:insteadof|pushinsteadof)',
+  'hook\\..*',
+  'init\\.templatedir',
+  'web\\.browser',
+  'browser\\..*\\.(?:cmd|path)',
+  'man\\..*\\.(?:cmd|path)',
+  'sendemail\\..*',
+  'instaweb\\..*',
+  'interactive\\.difffilter',
+  'ssh\\.variant',
+  'imap\\.tunnel',
+  'guitool\\..*\\.cmd',
+  'help\\.browser',
+  'man\\.viewer',
+  'receive\\.procreceiverefs',
+  'http\\..*proxy',
+  'http\\.proxy',
+  'core\\.sshcommand',
 ];
 const DANGEROUS_KEY = new RegExp(`^(?:${GIT_PROGRAM_KEYS.join('|')})(?:=|$)`, 's');
 /** The sections those keys live in (`core`, `filter`, `alias`, …): what `git config --rename-section` must not produce. */
@@ -34,9 +65,34 @@ const PROGRAM_SECTIONS = new Set(GIT_PROGRAM_KEYS.map((k) => k.split('\\.')[0]))
 
 /** Long options that take a value in the transport subcommands (for abbreviations and `--opt --`). */
 const TRANSPORT_LONG: Record<string, Arity> = Object.fromEntries(
-  ['branch', 'origin', 'upload-pack', 'receive-pack', 'exec', 'template', 'reference', 'reference-if-able', 'depth', 'shallow-since', 'shallow-exclude',
-    'separate-git-dir', 'config', 'jobs', 'server-option', 'filter', 'bundle-uri', 'ref-format', 'refmap', 'repo', 'push-option', 'deepen', 'negotiation-tip',
-    'recurse-submodules-default', 'submodule-prefix', 'sort']
+  [
+    'branch',
+    'origin',
+    'upload-pack',
+    'receive-pack',
+    'exec',
+    'template',
+    'reference',
+    'reference-if-able',
+    'depth',
+    'shallow-since',
+    'shallow-exclude',
+    'separate-git-dir',
+    'config',
+    'jobs',
+    'server-option',
+    'filter',
+    'bundle-uri',
+    'ref-format',
+    'refmap',
+    'repo',
+    'push-option',
+    'deepen',
+    'negotiation-tip',
+    'recurse-submodules-default',
+    'submodule-prefix',
+    'sort',
+  ]
     .map((n): [string, Arity] => [n, 'required'])
     .concat([['recurse-submodules', 'optional']]),
 );
@@ -45,7 +101,8 @@ const TRANSPORT_LONG: Record<string, Arity> = Object.fromEntries(
  * taken as "may take a value", so a `--` after it never ends the scan (see getopt.ts).
  */
 function subSpec(sub: string): GetoptSpec {
-  if (['clone', 'fetch', 'pull', 'push', 'ls-remote'].includes(sub)) return { shortValued: sub === 'clone' ? 'bocuj' : 'ouj', shortFlags: 'qvlsn', long: TRANSPORT_LONG };
+  if (['clone', 'fetch', 'pull', 'push', 'ls-remote'].includes(sub))
+    return { shortValued: sub === 'clone' ? 'bocuj' : 'ouj', shortFlags: 'qvlsn', long: TRANSPORT_LONG };
   return { shortFlags: '' };
 }
 
@@ -57,7 +114,7 @@ const DENIED_SUBCOMMANDS: Record<string, string> = {
   instaweb: 'it starts a web server and a browser',
   'web--browse': 'it starts a browser program',
   'remote-ext': 'it runs an arbitrary command as a transport',
-  'credential': 'it talks to credential helpers',
+  credential: 'it talks to credential helpers',
   'credential-store': 'it writes credentials',
   'credential-cache': 'it runs a credential daemon',
   shell: 'it is a restricted login shell',
@@ -76,9 +133,13 @@ const PROGRAM_OPTIONS: { sub: string[] | '*'; long: string; why: string }[] = [
   { sub: ['difftool', 'mergetool'], long: 'tool', why: 'it picks an external program to run' },
   { sub: ['grep'], long: 'open-files-in-pager', why: 'it runs a pager program' },
   { sub: ['config'], long: 'edit', why: 'it starts an editor program' },
-  { sub: '*', long: 'ext-diff', why: 'it runs the diff.external program from the repository\'s configuration, which the workspace can change' },
-  { sub: '*', long: 'textconv', why: 'it runs textconv programs from the repository\'s attributes and configuration' },
-  { sub: ['commit', 'tag', 'merge', 'rebase', 'cherry-pick', 'revert', 'am', 'pull'], long: 'gpg-sign', why: 'it runs the signing program named in the configuration (gpg.program, gpg.ssh.defaultKeyCommand)' },
+  { sub: '*', long: 'ext-diff', why: "it runs the diff.external program from the repository's configuration, which the workspace can change" },
+  { sub: '*', long: 'textconv', why: "it runs textconv programs from the repository's attributes and configuration" },
+  {
+    sub: ['commit', 'tag', 'merge', 'rebase', 'cherry-pick', 'revert', 'am', 'pull'],
+    long: 'gpg-sign',
+    why: 'it runs the signing program named in the configuration (gpg.program, gpg.ssh.defaultKeyCommand)',
+  },
 ];
 
 /** Short options that name a program to run, per subcommand. */
@@ -90,7 +151,11 @@ const PROGRAM_SHORT: { sub: string[]; letter: string; why: string }[] = [
   { sub: ['difftool', 'mergetool'], letter: 't', why: 'it picks an external program to run' },
   { sub: ['grep'], letter: 'O', why: 'it runs a pager program' },
   { sub: ['config'], letter: 'e', why: 'it starts an editor program' },
-  { sub: ['commit', 'tag', 'merge', 'rebase', 'cherry-pick', 'revert', 'am', 'pull'], letter: 'S', why: 'it runs the signing program named in the configuration (gpg.program, gpg.ssh.defaultKeyCommand)' },
+  {
+    sub: ['commit', 'tag', 'merge', 'rebase', 'cherry-pick', 'revert', 'am', 'pull'],
+    letter: 'S',
+    why: 'it runs the signing program named in the configuration (gpg.program, gpg.ssh.defaultKeyCommand)',
+  },
   { sub: ['tag'], letter: 's', why: 'it runs the signing program named in the configuration (gpg.program, gpg.ssh.defaultKeyCommand)' },
 ];
 
@@ -107,7 +172,8 @@ export const screenGit: Screen = (args, ctx) => {
   for (; i < args.length; i++) {
     const a = args[i];
     if (!a.startsWith('-')) break;
-    if (a === '-c' || (a.startsWith('-c') && a.length > 2 && !a.startsWith('--'))) return no(a, 'it sets configuration, which can name programs git runs (core.pager, core.sshCommand, …)');
+    if (a === '-c' || (a.startsWith('-c') && a.length > 2 && !a.startsWith('--')))
+      return no(a, 'it sets configuration, which can name programs git runs (core.pager, core.sshCommand, …)');
     if (isLong(a, 'config-env', { abbrev: true })) return no(a, 'it sets configuration from the environment, which can name programs git runs');
     const lo = longOption(a);
     if (lo && lo.name === 'exec-path' && lo.value !== undefined) return no(a, 'it makes git run its subcommands from another directory');
@@ -128,7 +194,8 @@ export const screenGit: Screen = (args, ctx) => {
     // `b.fsmonitor=x` is harmless until `--rename-section b core` turns it into core.fsmonitor.
     if ([...scanOptions(rest, subSpec(sub))].some((t) => longIs(t, 'rename-section'))) {
       const hit = rest.find((a) => !a.startsWith('-') && PROGRAM_SECTIONS.has(a.toLowerCase().split('.')[0]));
-      if (hit !== undefined) return no(hit, 'renaming a section to or from one whose keys name programs (core, filter, alias, diff, …) sets or moves such keys');
+      if (hit !== undefined)
+        return no(hit, 'renaming a section to or from one whose keys name programs (core, filter, alias, diff, …) sets or moves such keys');
     }
     // Only here: elsewhere `filter.py` or `hook.sh` are file names, not keys.
     for (const a of rest) {
@@ -151,4 +218,3 @@ export const screenGit: Screen = (args, ctx) => {
   }
   return null;
 };
-

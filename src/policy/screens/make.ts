@@ -9,15 +9,56 @@
 import { argDenied, type Screen } from './common.ts';
 import { scanOptions, type GetoptSpec } from './getopt.ts';
 
-const SHELL_VARS = /^(?:SHELL|\.SHELLFLAGS|MAKESHELL|MAKEFLAGS|MFLAGS|GNUMAKEFLAGS|MAKEFILES|MAKE|MAKEFILE_LIST|\.RECIPEPREFIX|\.ONESHELL|\.DEFAULT|\.INCLUDE_DIRS|BASH_ENV|ENV|MAKE_COMMAND|SUFFIXES|\.SUFFIXES)$/;
+const SHELL_VARS =
+  /^(?:SHELL|\.SHELLFLAGS|MAKESHELL|MAKEFLAGS|MFLAGS|GNUMAKEFLAGS|MAKEFILES|MAKE|MAKEFILE_LIST|\.RECIPEPREFIX|\.ONESHELL|\.DEFAULT|\.INCLUDE_DIRS|BASH_ENV|ENV|MAKE_COMMAND|SUFFIXES|\.SUFFIXES)$/;
 /**
  * Variables GNU make's built-in rules run as programs (`make -p -f /dev/null` lists them), plus
  * the usual build-system ones. One list: the make screen and the presets' documentation use it.
  */
 export const MAKE_PROGRAM_VARS: readonly string[] = [
-  'AR', 'AS', 'CC', 'CXX', 'CPP', 'FC', 'F77', 'M2C', 'PC', 'CO', 'GET', 'LEX', 'YACC', 'LINT', 'MAKEINFO', 'TEX', 'TEXI2DVI', 'WEAVE',
-  'CWEAVE', 'TANGLE', 'CTANGLE', 'RM', 'LD', 'OBJC', 'GO', 'RUSTC', 'CARGO', 'INSTALL', 'STRIP', 'RANLIB', 'NM', 'OBJCOPY', 'OBJDUMP',
-  'PKG_CONFIG', 'PYTHON', 'PERL', 'CHECKOUT,v', 'COMPILE.c', 'LINK.o', 'PREPROCESS.S', 'ARFLAGS_PROGRAM', 'HOSTCC', 'CROSS_COMPILE',
+  'AR',
+  'AS',
+  'CC',
+  'CXX',
+  'CPP',
+  'FC',
+  'F77',
+  'M2C',
+  'PC',
+  'CO',
+  'GET',
+  'LEX',
+  'YACC',
+  'LINT',
+  'MAKEINFO',
+  'TEX',
+  'TEXI2DVI',
+  'WEAVE',
+  'CWEAVE',
+  'TANGLE',
+  'CTANGLE',
+  'RM',
+  'LD',
+  'OBJC',
+  'GO',
+  'RUSTC',
+  'CARGO',
+  'INSTALL',
+  'STRIP',
+  'RANLIB',
+  'NM',
+  'OBJCOPY',
+  'OBJDUMP',
+  'PKG_CONFIG',
+  'PYTHON',
+  'PERL',
+  'CHECKOUT,v',
+  'COMPILE.c',
+  'LINK.o',
+  'PREPROCESS.S',
+  'ARFLAGS_PROGRAM',
+  'HOSTCC',
+  'CROSS_COMPILE',
 ];
 const PROGRAM_VAR = new Set(MAKE_PROGRAM_VARS);
 /** Variables whose names say they hold a command (`LINK.c`, `COMPILE.cc`, `*_COMMAND`). */
@@ -29,9 +70,24 @@ export const MAKE_SPEC: GetoptSpec = {
   shortValued: 'CfIoWE',
   shortOptional: 'jlO',
   long: {
-    directory: 'required', file: 'required', makefile: 'required', 'include-dir': 'required', 'old-file': 'required', 'assume-old': 'required',
-    'what-if': 'required', 'new-file': 'required', 'assume-new': 'required', eval: 'required', jobs: 'optional', 'load-average': 'optional',
-    'max-load': 'optional', 'output-sync': 'optional', debug: 'optional', 'jobserver-auth': 'required', 'jobserver-style': 'required', shuffle: 'optional',
+    directory: 'required',
+    file: 'required',
+    makefile: 'required',
+    'include-dir': 'required',
+    'old-file': 'required',
+    'assume-old': 'required',
+    'what-if': 'required',
+    'new-file': 'required',
+    'assume-new': 'required',
+    eval: 'required',
+    jobs: 'optional',
+    'load-average': 'optional',
+    'max-load': 'optional',
+    'output-sync': 'optional',
+    debug: 'optional',
+    'jobserver-auth': 'required',
+    'jobserver-style': 'required',
+    shuffle: 'optional',
   },
 };
 
@@ -46,7 +102,8 @@ export const screenMake: Screen = (args, ctx) => {
     }
     if (t.kind === 'short') {
       if (t.letter === 'E') return no(t.arg, 'it evaluates caller-supplied make syntax, which can run commands');
-      if (t.letter === 'f' && t.value !== undefined && STDIN.test(t.value)) return no(t.arg, 'it reads the makefile from stdin, which the policy cannot screen');
+      if (t.letter === 'f' && t.value !== undefined && STDIN.test(t.value))
+        return no(t.arg, 'it reads the makefile from stdin, which the policy cannot screen');
       continue;
     }
     const a = t.arg;

@@ -112,28 +112,52 @@ class SedParser {
   private command(cmd: string): string | null {
     const s = this.s;
     switch (cmd) {
-      case '{': case '}': case '=': case 'd': case 'D': case 'g': case 'G': case 'h': case 'H': case 'n': case 'N':
-      case 'p': case 'P': case 'x': case 'z': case 'F':
+      case '{':
+      case '}':
+      case '=':
+      case 'd':
+      case 'D':
+      case 'g':
+      case 'G':
+      case 'h':
+      case 'H':
+      case 'n':
+      case 'N':
+      case 'p':
+      case 'P':
+      case 'x':
+      case 'z':
+      case 'F':
         return null;
       case 'e':
         return 'the e command runs a shell command';
-      case 'w': case 'W': {
+      case 'w':
+      case 'W': {
         const file = this.toEol().trim();
         return WRITE_OK.has(file) ? null : `the ${cmd} command writes to a file`;
       }
-      case 'r': case 'R':
+      case 'r':
+      case 'R':
         this.toEol();
         return null;
-      case 'a': case 'i': case 'c':
+      case 'a':
+      case 'i':
+      case 'c':
         this.text();
         return null;
-      case ':': case 'b': case 't': case 'T':
+      case ':':
+      case 'b':
+      case 't':
+      case 'T':
         // Labels end at whitespace or ';' here even where GNU sed reads further: whatever
         // follows is then parsed as commands, which can only make the screen stricter.
         this.skip(' \t');
         while (this.i < s.length && !/[\s;]/.test(s[this.i])) this.i++;
         return null;
-      case 'q': case 'Q': case 'l': case 'L':
+      case 'q':
+      case 'Q':
+      case 'l':
+      case 'L':
         this.skip(' \t');
         while (/[0-9]/.test(s[this.i] ?? '')) this.i++;
         return null;

@@ -37,7 +37,11 @@ function refusal(p: Partial<JobSpec>) {
 
 describe('cwd jail', () => {
   it('refuses a cwd that resolves outside the workspace through a symlink', () => {
-    expect(refusal({ cwd: 'escape' })).toMatchObject({ type: 'job.error', code: 'policy_denied', message: 'Relative CWD "escape" resolves outside the workspace' });
+    expect(refusal({ cwd: 'escape' })).toMatchObject({
+      type: 'job.error',
+      code: 'policy_denied',
+      message: 'Relative CWD "escape" resolves outside the workspace',
+    });
   });
 
   it('refuses absolute paths, .. and NUL', () => {
@@ -60,7 +64,8 @@ describe('cwd jail', () => {
 describe('executable allowlist', () => {
   it('refuses an executable that is not on the list, with the reference message', () => {
     expect(refusal({ command: 'cat', allowedExecutables: ['echo', 'ls'] })).toMatchObject({
-      code: 'policy_denied', message: 'Executable "cat" is not in the allowed executables list',
+      code: 'policy_denied',
+      message: 'Executable "cat" is not in the allowed executables list',
     });
   });
 
@@ -118,7 +123,8 @@ describe('runtimes', () => {
   it('refuses a code job whose toolchain is missing, naming the Debian package', () => {
     // The rig's runtime table leaves kotlin out, as on an agent without the toolchain.
     expect(refusal({ mode: 'code', runtime: 'kotlin', command: '', code: 'println(1)' })).toMatchObject({
-      code: 'runtime_unavailable', message: 'runtime "kotlin" needs kotlinc or kotlin on the agent; install Debian package kotlin',
+      code: 'runtime_unavailable',
+      message: 'runtime "kotlin" needs kotlinc or kotlin on the agent; install Debian package kotlin',
     });
   });
 

@@ -2,7 +2,10 @@
 import { describe, expect, it } from 'vitest';
 import { inlineResult } from '../../../executor/jobs/inline.ts';
 
-const s = (x: string | Buffer) => { const head = Buffer.isBuffer(x) ? x : Buffer.from(x); return { head, total: head.length }; };
+const s = (x: string | Buffer) => {
+  const head = Buffer.isBuffer(x) ? x : Buffer.from(x);
+  return { head, total: head.length };
+};
 
 describe('inline result', () => {
   it('keeps both streams whole when they fit', () => {

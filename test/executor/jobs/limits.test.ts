@@ -30,7 +30,11 @@ describe('resource limits in the team policy', () => {
 describe('limits on the agent', () => {
   it('fills what the spec leaves out with the defaults and keeps what it sets', () => {
     expect(effectiveLimits({ inlineBytes: 1, artifactBytes: 1 })).toEqual(DEFAULT_RESOURCE_LIMITS);
-    expect(effectiveLimits({ inlineBytes: 1, artifactBytes: 1, memoryBytes: 300 << 20, cpuSeconds: 5 })).toMatchObject({ memoryBytes: 300 << 20, cpuSeconds: 5, maxProcesses: DEFAULT_RESOURCE_LIMITS.maxProcesses });
+    expect(effectiveLimits({ inlineBytes: 1, artifactBytes: 1, memoryBytes: 300 << 20, cpuSeconds: 5 })).toMatchObject({
+      memoryBytes: 300 << 20,
+      cpuSeconds: 5,
+      maxProcesses: DEFAULT_RESOURCE_LIMITS.maxProcesses,
+    });
   });
 
   it('sets every rlimit in the launcher with ulimit (soft and hard), the process count only where it counts the job alone', () => {
@@ -42,7 +46,11 @@ describe('limits on the agent', () => {
   it('a job sees its limits and cannot raise them (none driver: rlimits only)', async () => {
     const rig = await makeRig('none');
     try {
-      const { exit } = await rig.run({ mode: 'shell', command: 'ulimit -n; ulimit -Hn; ulimit -n 5000 2>/dev/null && echo raised || echo refused', limits: { inlineBytes: 1000, artifactBytes: 1000, maxOpenFiles: 123 } });
+      const { exit } = await rig.run({
+        mode: 'shell',
+        command: 'ulimit -n; ulimit -Hn; ulimit -n 5000 2>/dev/null && echo raised || echo refused',
+        limits: { inlineBytes: 1000, artifactBytes: 1000, maxOpenFiles: 123 },
+      });
       expect(exit.stdout).toBe('123\n123\nrefused\n');
     } finally {
       await rig.close();
@@ -58,7 +66,7 @@ describe('runsc version', () => {
     expect(runscBuildDate('something else')).toBeNull();
   });
 
-  it('the agent refuses Debian bookworm\'s runsc with the reason and what to install, and accepts current builds', () => {
+  it("the agent refuses Debian bookworm's runsc with the reason and what to install, and accepts current builds", () => {
     const old = runscVersionVerdict('runsc version 0.0~20221219.0');
     expect(old.refuse).toContain('runsc 0.0~20221219.0 is too old');
     expect(old.refuse).toContain('`ls -l` and `stat`');

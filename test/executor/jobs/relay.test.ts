@@ -13,7 +13,9 @@ import { decodeOutputFrame, type OutputFrame } from '../../../src/contracts/outp
 import { LIVE_FRAME_DATA_BYTES, RELAY_MAX_BUFFERED_BYTES } from '../../../src/contracts/limits.ts';
 
 let dir: string;
-beforeAll(() => { dir = mkdtempSync(join(tmpdir(), 'gh-relay-')); });
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'gh-relay-'));
+});
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** A socket that writes nothing until `drain` is called: what a slow edge looks like to the agent. */
@@ -35,11 +37,20 @@ function slowSocket() {
     buffered: () => (connected ? queued : null),
   };
   return {
-    sink, frames,
-    drain: () => { queued = 0; },
-    get queued() { return queued; },
-    get maxQueuedAtSend() { return maxQueuedAtSend; },
-    disconnect: () => { connected = false; },
+    sink,
+    frames,
+    drain: () => {
+      queued = 0;
+    },
+    get queued() {
+      return queued;
+    },
+    get maxQueuedAtSend() {
+      return maxQueuedAtSend;
+    },
+    disconnect: () => {
+      connected = false;
+    },
   };
 }
 
@@ -102,7 +113,7 @@ describe('live output relay', () => {
     expect(s.frames.findIndex((f) => f.stream === 'stderr')).toBeLessThan(2);
   });
 
-  it('at the job\'s end does not wait for a socket that is gone (it would hang here)', async () => {
+  it("at the job's end does not wait for a socket that is gone (it would hang here)", async () => {
     const path = join(dir, 'gone.stdout');
     writeFileSync(path, Buffer.alloc(4 * LIVE_FRAME_DATA_BYTES));
     const s = slowSocket();

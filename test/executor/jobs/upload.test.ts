@@ -22,7 +22,9 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'gh-upload-'));
   server = createServer((req, res) => {
     let body = '';
-    req.on('data', (d) => { if (body.length < 4096) body += d; }); // the start of a big body is enough to check
+    req.on('data', (d) => {
+      if (body.length < 4096) body += d;
+    }); // the start of a big body is enough to check
     req.on('end', () => {
       seen.push({ method: req.method!, url: req.url!, headers: req.headers, body });
       const i = scripted.findIndex((x) => `${req.method} ${req.url}` === x.match);
@@ -54,12 +56,13 @@ describe('artifact upload', () => {
     expect(r.ok).toBe(true);
     expect(seen).toHaveLength(2);
     expect(seen[1]).toMatchObject({
-      url: '/agent/v1/artifacts/art_abcdefgh/stdout', body: 'one\ntwo\n',
+      url: '/agent/v1/artifacts/art_abcdefgh/stdout',
+      body: 'one\ntwo\n',
       headers: { 'content-length': '8', authorization: 'Bearer tok', 'x-gatehouse-job': 'j1', 'x-gatehouse-lines': '2', 'x-gatehouse-truncated': '1' },
     });
   });
 
-  it('names the agent and carries the job\'s upload grant on every request, single PUT and in parts', async () => {
+  it("names the agent and carries the job's upload grant on every request, single PUT and in parts", async () => {
     const f = join(dir, 'g');
     writeFileSync(f, 'x'.repeat(2048));
     const grant = { agentId: 'worker-1', token: 'T'.repeat(43) };
@@ -71,7 +74,12 @@ describe('artifact upload', () => {
     seen.length = 0;
     scripted = [{ match: 'POST /agent/v1/artifacts/art_abcdefgh/stdout/multipart', status: 201, body: { parts: 2, partBytes: 1024, done: [] } }];
     expect((await uploadArtifact({ url, token: 'tok', partBytes: 1024 }, { ...item(f, 2048), grant })).ok).toBe(true);
-    expect(seen.map((r) => `${r.method} ${r.url.replace(/^.*\/stdout/, '…')}`)).toEqual(['POST …/multipart', 'PUT …/multipart/1', 'PUT …/multipart/2', 'POST …/multipart/complete']);
+    expect(seen.map((r) => `${r.method} ${r.url.replace(/^.*\/stdout/, '…')}`)).toEqual([
+      'POST …/multipart',
+      'PUT …/multipart/1',
+      'PUT …/multipart/2',
+      'POST …/multipart/complete',
+    ]);
     for (const r of seen) expect(r.headers).toMatchObject(expected);
   });
 
@@ -97,7 +105,9 @@ describe('artifact upload', () => {
     replies = [];
     const whole = await uploadArtifact({ url, token: 'tok' }, item(sparse('fits', REQUEST_BODY_MAX_BYTES), REQUEST_BODY_MAX_BYTES));
     expect(whole.ok).toBe(true);
-    expect(seen.map((x) => `${x.method} ${x.url} ${x.headers['content-length']}`)).toEqual([`PUT /agent/v1/artifacts/art_abcdefgh/stdout ${REQUEST_BODY_MAX_BYTES}`]);
+    expect(seen.map((x) => `${x.method} ${x.url} ${x.headers['content-length']}`)).toEqual([
+      `PUT /agent/v1/artifacts/art_abcdefgh/stdout ${REQUEST_BODY_MAX_BYTES}`,
+    ]);
     seen.length = 0;
     scripted = [{ match: 'POST /agent/v1/artifacts/art_abcdefgh/stdout/multipart', status: 409 }];
     await uploadArtifact({ url, token: 'tok' }, item(sparse('over', REQUEST_BODY_MAX_BYTES + 1), REQUEST_BODY_MAX_BYTES + 1), 1);
@@ -126,7 +136,10 @@ describe('artifact upload', () => {
       expect(seen.map((x) => `${x.method} ${x.url.replace(base, '…')}`)).toEqual(['POST …', 'PUT …/1', 'PUT …/2', 'PUT …/2', 'PUT …/3', 'POST …/complete']);
       expect(JSON.parse(seen[0].body)).toEqual({ bytes: 25, partBytes: 10, lines: 2, truncated: true });
       expect(seen.filter((x) => x.method === 'PUT').map((x) => [x.body, x.headers['content-length']])).toEqual([
-        ['abcdefghij', '10'], ['klmnopqrst', '10'], ['klmnopqrst', '10'], ['uvwxy', '5'],
+        ['abcdefghij', '10'],
+        ['klmnopqrst', '10'],
+        ['klmnopqrst', '10'],
+        ['uvwxy', '5'],
       ]);
       expect(seen.every((x) => x.headers['x-gatehouse-job'] === 'j1' && x.headers.authorization === 'Bearer tok')).toBe(true);
     });

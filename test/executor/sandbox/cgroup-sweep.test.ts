@@ -20,8 +20,19 @@ if (!cgroups) console.warn('skipping the stale-cgroup sweep: this process cannot
 const PARENT = cgroups === 'v2' ? '/sys/fs/cgroup/gatehouse' : '/sys/fs/cgroup/memory/gatehouse';
 /** The job cgroups of the agent whose state dir is `stateDir`. */
 const cgroupsOf = (stateDir: string) => readdirSync(PARENT).filter((n) => n.startsWith(`nb-${cgroupOwner(stateDir)}-`));
-const procsOf = (id: string) => readFileSync(join(PARENT, id, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean).map(Number);
-const alive = (pid: number) => { try { process.kill(pid, 0); return true; } catch { return false; } };
+const procsOf = (id: string) =>
+  readFileSync(join(PARENT, id, 'cgroup.procs'), 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map(Number);
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
 
 async function until(cond: () => boolean, ms: number): Promise<boolean> {
   for (const end = Date.now() + ms; Date.now() < end; await new Promise((r) => setTimeout(r, 50))) if (cond()) return true;
@@ -30,15 +41,22 @@ async function until(cond: () => boolean, ms: number): Promise<boolean> {
 
 describe.runIf(cgroups !== null)('stale job cgroups of a killed agent', () => {
   const rigs: Rig[] = [];
-  afterAll(async () => { await Promise.all(rigs.map((r) => r.close())); });
+  afterAll(async () => {
+    await Promise.all(rigs.map((r) => r.close()));
+  });
 
-  it('are removed when the same agent starts again, with the job left in them; another agent\'s are not touched', async () => {
+  it("are removed when the same agent starts again, with the job left in them; another agent's are not touched", async () => {
     const killed = await makeRig('none');
     const other = await makeRig('none');
     rigs.push(killed, other);
     void killed.run({ mode: 'shell', command: 'sleep 600', timeoutMs: 60_000 });
     void other.run({ mode: 'shell', command: 'sleep 600', timeoutMs: 60_000 });
-    expect(await until(() => cgroupsOf(killed.stateDir).some((id) => procsOf(id).length > 0) && cgroupsOf(other.stateDir).some((id) => procsOf(id).length > 0), 20_000)).toBe(true);
+    expect(
+      await until(
+        () => cgroupsOf(killed.stateDir).some((id) => procsOf(id).length > 0) && cgroupsOf(other.stateDir).some((id) => procsOf(id).length > 0),
+        20_000,
+      ),
+    ).toBe(true);
     const [staleId] = cgroupsOf(killed.stateDir);
     const stalePids = procsOf(staleId);
     const [otherId] = cgroupsOf(other.stateDir);
@@ -52,10 +70,13 @@ describe.runIf(cgroups !== null)('stale job cgroups of a killed agent', () => {
     try {
       expect(existsSync(join(PARENT, staleId)), 'the stale cgroup').toBe(false);
       expect(await until(() => stalePids.every((p) => !alive(p)), 10_000), 'the job left in it').toBe(true);
-      expect(said.some((m) => /removed 1 job cgroups left by an earlier run of this agent/.test(m)), said.join('\n')).toBe(true);
-      expect(existsSync(join(PARENT, otherId)), 'the other agent\'s cgroup').toBe(true);
+      expect(
+        said.some((m) => /removed 1 job cgroups left by an earlier run of this agent/.test(m)),
+        said.join('\n'),
+      ).toBe(true);
+      expect(existsSync(join(PARENT, otherId)), "the other agent's cgroup").toBe(true);
       expect(procsOf(otherId)).toEqual(otherPids);
-      expect(otherPids.every(alive), 'the other agent\'s job').toBe(true);
+      expect(otherPids.every(alive), "the other agent's job").toBe(true);
     } finally {
       if (again.ok) await again.value.close();
     }

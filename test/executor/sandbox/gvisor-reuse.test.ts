@@ -18,8 +18,12 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 d('gvisor sandbox reuse', () => {
   let rig: Rig;
-  beforeAll(async () => { rig = await makeRig('gvisor', { warm: 0 }); }, 60_000);
-  afterAll(async () => { await rig?.close(); });
+  beforeAll(async () => {
+    rig = await makeRig('gvisor', { warm: 0 });
+  }, 60_000);
+  afterAll(async () => {
+    await rig?.close();
+  });
 
   /** gVisor gives each sandbox a random boot id: the same id means the same sandbox ran both jobs. */
   async function sandboxOf(reuse: SandboxReuse | undefined, extra: Partial<JobSpec> = {}): Promise<string> {
@@ -117,7 +121,9 @@ d('gvisor sandbox reuse', () => {
       // Every sandbox busy with a job that runs for seconds: the next job starts its own sandbox
       // once those are no longer short, instead of waiting for one of them to end.
       const t0 = performance.now();
-      const long = Array.from({ length: MAX_SHORT_BUSY + 1 }, () => big.run({ command: 'sleep', args: ['6'], reuse, limits }).then(() => performance.now() - t0));
+      const long = Array.from({ length: MAX_SHORT_BUSY + 1 }, () =>
+        big.run({ command: 'sleep', args: ['6'], reuse, limits }).then(() => performance.now() - t0),
+      );
       await sleep(SHORT_JOB_MS / 2);
       const quick = await big.run({ command: 'true', reuse, limits });
       const quickMs = performance.now() - t0;
@@ -168,7 +174,10 @@ d('gvisor sandbox reuse', () => {
     expect(t.exit.state).toBe('timed_out');
     const b = await sandboxOf(reuse);
     expect(b).not.toBe(a);
-    const running = rig.runner.start({ ...(await import('../helpers.ts')).jobSpec({ jobId: 'reuse-cancel', command: 'sleep', args: ['30'], reuse }) }, DISCARD_LIVE);
+    const running = rig.runner.start(
+      { ...(await import('../helpers.ts')).jobSpec({ jobId: 'reuse-cancel', command: 'sleep', args: ['30'], reuse }) },
+      DISCARD_LIVE,
+    );
     if (!running.accepted) throw new Error(running.error.message);
     await sleep(300);
     rig.runner.cancel('reuse-cancel');
@@ -179,10 +188,13 @@ d('gvisor sandbox reuse', () => {
   it('starts each job as the sandbox user, in its own session, with no capability, no group, no fd or signal setting of the init, never as the init', async () => {
     const reuse = { jobs: 100, seconds: 600 };
     const { exit } = await rig.run({
-      mode: 'shell', reuse, limits: { inlineBytes: 40_000, artifactBytes: 1 << 20, maxOpenFiles: 77 },
-      command: 'echo pid=$$ sid=$(cut -d" " -f6 /proc/$$/stat); grep -E "^(Uid|Gid|Groups|CapEff|CapPrm|CapBnd)" /proc/self/status; ulimit -Hn; ulimit -Sn; '
+      mode: 'shell',
+      reuse,
+      limits: { inlineBytes: 40_000, artifactBytes: 1 << 20, maxOpenFiles: 77 },
+      command:
+        'echo pid=$$ sid=$(cut -d" " -f6 /proc/$$/stat); grep -E "^(Uid|Gid|Groups|CapEff|CapPrm|CapBnd)" /proc/self/status; ulimit -Hn; ulimit -Sn; ' +
         // ls's own fds: 0-2 and the directory it reads (3); a default SIGPIPE ends `yes` quietly; a default SIGTERM/SIGHUP ends sleep.
-        + 'echo fds; ls /proc/self/fd; yes | head -c1 >/dev/null; for s in TERM HUP USR1; do sleep 5 & kill -$s $!; wait $!; echo "$s=$?"; done',
+        'echo fds; ls /proc/self/fd; yes | head -c1 >/dev/null; for s in TERM HUP USR1; do sleep 5 & kill -$s $!; wait $!; echo "$s=$?"; done',
     });
     expect(exit.state).toBe('exited');
     const pid = /pid=(\d+) sid=(\d+)/.exec(exit.stdout);

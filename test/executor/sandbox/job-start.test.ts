@@ -43,10 +43,14 @@ if (!cgroups) console.warn('skipping the cgroup checks: this process cannot crea
 
 describe('none driver: the start shell', () => {
   let rig: Rig;
-  beforeAll(async () => { rig = await makeRig('none'); }, 60_000);
-  afterAll(async () => { await rig?.close(); });
+  beforeAll(async () => {
+    rig = await makeRig('none');
+  }, 60_000);
+  afterAll(async () => {
+    await rig?.close();
+  });
 
-  it('gives the job exactly its env: no PWD of the shell\'s, and the variables the shell manages as the job gave them', async () => {
+  it("gives the job exactly its env: no PWD of the shell's, and the variables the shell manages as the job gave them", async () => {
     const plain = await rig.run({ command: 'env', env: { FOO: 'bar baz' } });
     expect(plain.exit).toMatchObject({ state: 'exited', exitCode: 0 });
     expect(plain.exit.stdout.trim().split('\n').sort()).toEqual(['FOO=bar baz', 'HOME=/tmp', 'PATH=/usr/local/bin:/usr/bin:/bin', 'TMPDIR=/tmp']);
@@ -55,20 +59,28 @@ describe('none driver: the start shell', () => {
     const r = await rig.run({ command: 'env', env: { ...managed, FOO: 'x' } });
     expect(r.exit).toMatchObject({ state: 'exited', exitCode: 0 });
     expect(r.exit.stdout.trim().split('\n').sort()).toEqual([
-      'FOO=x', 'HOME=/tmp', 'IFS=0123456789/', 'OPTIND=not a number', 'PATH=/usr/local/bin:/usr/bin:/bin', 'PPID=given', "PWD=/given by the 'caller'", 'TMPDIR=/tmp',
+      'FOO=x',
+      'HOME=/tmp',
+      'IFS=0123456789/',
+      'OPTIND=not a number',
+      'PATH=/usr/local/bin:/usr/bin:/bin',
+      'PPID=given',
+      "PWD=/given by the 'caller'",
+      'TMPDIR=/tmp',
     ]);
   });
 
   it('sets every rlimit soft = hard before the job runs, and the job cannot raise them', async () => {
     const { exit } = await rig.run({
       mode: 'shell',
-      command: 'ulimit -n; ulimit -Hn; ulimit -f; ulimit -Hf; ulimit -t; ulimit -Ht; ulimit -c; ulimit -Hc; ulimit -f 100 2>/dev/null && echo raised || echo refused',
+      command:
+        'ulimit -n; ulimit -Hn; ulimit -f; ulimit -Hf; ulimit -t; ulimit -Ht; ulimit -c; ulimit -Hc; ulimit -f 100 2>/dev/null && echo raised || echo refused',
       limits: { inlineBytes: 1000, artifactBytes: 1000, maxOpenFiles: 77, maxFileBytes: 4096, cpuSeconds: 9 },
     });
     expect(exit.stdout).toBe('77\n77\n8\n8\n9\n9\n0\n0\nrefused\n');
   });
 
-  it.runIf(cgroups !== null)('starts the job inside its cgroup, which holds the job\'s memory limit', async () => {
+  it.runIf(cgroups !== null)("starts the job inside its cgroup, which holds the job's memory limit", async () => {
     const { exit } = await rig.run({ command: 'cat', args: ['/proc/self/cgroup'], limits: limits(96 * MiB) });
     const path = cgroupOf(exit.stdout);
     expect(path).toMatch(/^\/gatehouse\/nb-/);
@@ -78,16 +90,28 @@ describe('none driver: the start shell', () => {
 
 describe.runIf(cgroups !== null)('job cgroups pooled between jobs', () => {
   let rig: Rig;
-  beforeAll(async () => { rig = await makeRig('none'); }, 60_000);
-  afterAll(async () => { await rig?.close(); });
+  beforeAll(async () => {
+    rig = await makeRig('none');
+  }, 60_000);
+  afterAll(async () => {
+    await rig?.close();
+  });
   const cgroupOfJob = async (l: ReturnType<typeof limits>, extra = '') => {
     const { exit } = await rig.run({ mode: 'shell', command: `cat /proc/self/cgroup${extra}`, limits: l, timeoutMs: 2000 });
-    return { path: cgroupOf(exit.stdout.split('\n').filter((x) => x.includes(':')).join('\n')), exit };
+    return {
+      path: cgroupOf(
+        exit.stdout
+          .split('\n')
+          .filter((x) => x.includes(':'))
+          .join('\n'),
+      ),
+      exit,
+    };
   };
   // Pooled cgroups are handed back in the background once a job's sandbox is torn down.
   const settle = () => rig.driver.idle().then(() => new Promise((r) => setTimeout(r, 300)));
 
-  it('hands a clean job\'s empty cgroup to the next job with the same limits, never to one with other limits', async () => {
+  it("hands a clean job's empty cgroup to the next job with the same limits, never to one with other limits", async () => {
     const a = await cgroupOfJob(limits(128 * MiB));
     await settle();
     const b = await cgroupOfJob(limits(128 * MiB));
@@ -106,7 +130,12 @@ describe.runIf(cgroups !== null)('job cgroups pooled between jobs', () => {
     expect(b.path).not.toBe(a.path);
     let alive = true;
     for (let i = 0; i < 100 && alive; i++) {
-      try { process.kill(pid, 0); await new Promise((r) => setTimeout(r, 100)); } catch { alive = false; }
+      try {
+        process.kill(pid, 0);
+        await new Promise((r) => setTimeout(r, 100));
+      } catch {
+        alive = false;
+      }
     }
     expect(alive, 'the leftover process of the first job').toBe(false);
   });
@@ -122,8 +151,10 @@ describe.runIf(cgroups !== null)('job cgroups pooled between jobs', () => {
   it.runIf(toolWorks('python3'))('counts out-of-memory kills per job: the next job in the same cgroup is not reported out of memory', async () => {
     const l = limits(64 * MiB);
     const oom = await rig.run({
-      command: 'python3', args: ['-c', 'import sys; sys.stdout.write(open("/proc/self/cgroup").read()); sys.stdout.flush(); b = b"x" * (400 << 20); print("ALLOCATED")'],
-      limits: l, timeoutMs: 20_000,
+      command: 'python3',
+      args: ['-c', 'import sys; sys.stdout.write(open("/proc/self/cgroup").read()); sys.stdout.flush(); b = b"x" * (400 << 20); print("ALLOCATED")'],
+      limits: l,
+      timeoutMs: 20_000,
     });
     expect(oom.exit.stdout).not.toContain('ALLOCATED');
     expect(oom.exit).toMatchObject({ state: 'signaled', signal: 'SIGKILL', error: { code: 'memory_limit' } });
@@ -140,15 +171,26 @@ describe.runIf(cgroups !== null)('job cgroups pooled between jobs', () => {
 for (const reuse of [undefined, { jobs: 10, seconds: 60 }]) {
   describe.runIf(requireTool('gvisor'))(`gvisor driver${reuse ? ' with sandbox reuse' : ''}: the job's env`, () => {
     let rig: Rig;
-    beforeAll(async () => { rig = await makeRig('gvisor', { warm: 1, reuse }); }, 60_000);
-    afterAll(async () => { await rig?.close(); });
+    beforeAll(async () => {
+      rig = await makeRig('gvisor', { warm: 1, reuse });
+    }, 60_000);
+    afterAll(async () => {
+      await rig?.close();
+    });
 
     it('passes IFS, OPTIND, PPID and PWD through exactly as given', async () => {
       const managed = { IFS: '0123456789/', OPTIND: 'not a number', PPID: 'given', PWD: "/given by the 'caller'" };
       const r = await rig.run({ command: 'env', env: { ...managed, FOO: 'x' } });
       expect(r.exit).toMatchObject({ state: 'exited', exitCode: 0 });
       expect(r.exit.stdout.trim().split('\n').sort()).toEqual([
-        'FOO=x', 'HOME=/tmp', 'IFS=0123456789/', 'OPTIND=not a number', 'PATH=/usr/local/bin:/usr/bin:/bin', 'PPID=given', "PWD=/given by the 'caller'", 'TMPDIR=/tmp',
+        'FOO=x',
+        'HOME=/tmp',
+        'IFS=0123456789/',
+        'OPTIND=not a number',
+        'PATH=/usr/local/bin:/usr/bin:/bin',
+        'PPID=given',
+        "PWD=/given by the 'caller'",
+        'TMPDIR=/tmp',
       ]);
     }, 60_000);
   });
@@ -164,10 +206,6 @@ print(candidates('cc', {}))
 print(candidates('./bin/cc', {'PATH': '/opt/a'}))
 `;
     const out = execFileSync('/usr/bin/python3', ['-I', '-S', '-c', prog], { encoding: 'utf8' }).split('\n');
-    expect(out.slice(0, 3)).toEqual([
-      "['/opt/a/cc', './cc', '/usr/bin/cc']",
-      "['/usr/local/bin/cc', '/usr/bin/cc', '/bin/cc']",
-      "['./bin/cc']",
-    ]);
+    expect(out.slice(0, 3)).toEqual(["['/opt/a/cc', './cc', '/usr/bin/cc']", "['/usr/local/bin/cc', '/usr/bin/cc', '/bin/cc']", "['./bin/cc']"]);
   });
 });

@@ -14,7 +14,13 @@ const limits = (memoryBytes: number) => ({ inlineBytes: 100_000, artifactBytes: 
 const MiB = 1 << 20;
 const cgroups = cgroupSupport();
 
-const parentOf = (p: string) => { try { return Number(/^\d+ \(.*\) \S (\d+)/.exec(readFileSync(`/proc/${p}/stat`, 'utf8'))![1]); } catch { return 0; } };
+const parentOf = (p: string) => {
+  try {
+    return Number(/^\d+ \(.*\) \S (\d+)/.exec(readFileSync(`/proc/${p}/stat`, 'utf8'))![1]);
+  } catch {
+    return 0;
+  }
+};
 
 /**
  * Pids of the starts of `stateDir`'s agent (the rig runs in this process), whichever program each
@@ -23,15 +29,18 @@ const parentOf = (p: string) => { try { return Number(/^\d+ \(.*\) \S (\d+)/.exe
  * came on a pipe, and this file runs one bwrap rig at a time).
  */
 function waitingShells(stateDir: string): number[] {
-  return readdirSync('/proc').filter((p) => /^\d+$/.test(p) && parentOf(p) === process.pid).filter((p) => {
-    try {
-      const argv = readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0');
-      if (argv[0] === '/bin/sh' || argv[0] === '/bin/bash') return argv.at(-3) === 'gatehouse-start' && argv.at(-2)!.startsWith(stateDir);
-      return argv[0] === '/usr/bin/bwrap' && argv[1] === '--args' && argv.some((a) => a.includes('read -r gh_go'));
-    } catch {
-      return false;
-    }
-  }).map(Number);
+  return readdirSync('/proc')
+    .filter((p) => /^\d+$/.test(p) && parentOf(p) === process.pid)
+    .filter((p) => {
+      try {
+        const argv = readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0');
+        if (argv[0] === '/bin/sh' || argv[0] === '/bin/bash') return argv.at(-3) === 'gatehouse-start' && argv.at(-2)!.startsWith(stateDir);
+        return argv[0] === '/usr/bin/bwrap' && argv[1] === '--args' && argv.some((a) => a.includes('read -r gh_go'));
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
 }
 
 /** The host job dir a waiting bwrap start mounted at /job (from its pid 1's mounts), once it has. */
@@ -41,7 +50,9 @@ async function jobDirOf(bwrapPid: number): Promise<string> {
     try {
       const dir = inside && / (\S+) \/job /.exec(readFileSync(`/proc/${inside}/mountinfo`, 'utf8'))?.[1];
       if (dir) return dir;
-    } catch { /* not yet */ }
+    } catch {
+      /* not yet */
+    }
     await new Promise((r) => setTimeout(r, 20));
   }
   throw new Error(`bwrap ${bwrapPid} never mounted a job dir`);
@@ -68,15 +79,21 @@ for (const kind of ['none', 'bwrap'] as const) {
   const d = kind === 'bwrap' && !requireTool('bwrap') ? describe.skip : describe;
   d(`${kind} driver: start shells`, () => {
     let rig: Rig;
-    beforeAll(async () => { rig = await makeRig(kind); }, 60_000);
-    afterAll(async () => { await rig?.close(); });
+    beforeAll(async () => {
+      rig = await makeRig(kind);
+    }, 60_000);
+    afterAll(async () => {
+      await rig?.close();
+    });
 
     it('the next job with the same limits starts in the shell that waited, and sees exactly what a cold-started job sees', async () => {
       const l = limits(112 * MiB);
       // fds, rlimits, cwd and env of the job's own shell (whatever this process inherited stays behind).
       const probe = { mode: 'shell' as const, command: 'sleep 1; ls /proc/$$/fd; ulimit -n; ulimit -Hn; pwd; env | sort', env: { FOO: 'bar baz' }, limits: l };
       let cold!: Awaited<ReturnType<Rig['run']>>;
-      const pid = await shellAfter(rig, async () => { cold = await rig.run(probe); });
+      const pid = await shellAfter(rig, async () => {
+        cold = await rig.run(probe);
+      });
       expect(cold.exit).toMatchObject({ state: 'exited', exitCode: 0 });
       expect(cold.exit.stdout).toMatch(/^0\n1\n2\n99\n99\n/);
 
@@ -112,32 +129,45 @@ for (const kind of ['none', 'bwrap'] as const) {
       expect(existsSync(sb.jobDirHost)).toBe(false);
     });
 
-    it.runIf(cgroups !== null)('a job with other limits does not take it; a waiting shell killed from outside is not used', async () => {
-      const l = limits(116 * MiB);
-      const pid = await shellAfter(rig, () => rig.run({ command: 'true', limits: l }));
-      // A bwrap job cannot see the waiting start (nor the agent's state dir: not in its view). The
-      // pattern is what names the waiting start (none: its script, in its argv; bwrap: its job dir,
-      // in its mounts) with its last character as a class, so the job's own command line does not match it.
-      const own = kind === 'bwrap' ? await jobDirOf(pid) : readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').find((a) => a.startsWith(rig.stateDir))!;
-      const pattern = `${own.slice(0, -1)}[${own.slice(-1)}]`;
-      const other = await rig.run({ mode: 'shell', command: `cat /proc/self/cgroup; grep -l '${pattern}' /proc/[0-9]*/cmdline /proc/[0-9]*/mountinfo; ls ${rig.stateDir}/starts`, limits: limits(120 * MiB) });
-      expect(waitingShells(rig.stateDir)).toContain(pid);
-      if (kind === 'bwrap') {
-        expect(other.exit.stdout).not.toMatch(/cmdline|mountinfo/);
-        expect(other.exit.stderr).toMatch(/No such file or directory/);
-      } else {
-        expect(other.exit.stdout).toContain(`/proc/${pid}/cmdline`);
-      }
-      if (kind === 'none') {
-        // (bwrap's jobs see their cgroup namespace's root, not the host path.)
-        const path = /:memory:(.*)/.exec(other.exit.stdout)![1];
-        expect(Number(readFileSync(`/sys/fs/cgroup/memory${path}/memory.limit_in_bytes`, 'utf8'))).toBe(120 * MiB);
-      }
+    it.runIf(cgroups !== null)(
+      'a job with other limits does not take it; a waiting shell killed from outside is not used',
+      async () => {
+        const l = limits(116 * MiB);
+        const pid = await shellAfter(rig, () => rig.run({ command: 'true', limits: l }));
+        // A bwrap job cannot see the waiting start (nor the agent's state dir: not in its view). The
+        // pattern is what names the waiting start (none: its script, in its argv; bwrap: its job dir,
+        // in its mounts) with its last character as a class, so the job's own command line does not match it.
+        const own =
+          kind === 'bwrap'
+            ? await jobDirOf(pid)
+            : readFileSync(`/proc/${pid}/cmdline`, 'utf8')
+                .split('\0')
+                .find((a) => a.startsWith(rig.stateDir))!;
+        const pattern = `${own.slice(0, -1)}[${own.slice(-1)}]`;
+        const other = await rig.run({
+          mode: 'shell',
+          command: `cat /proc/self/cgroup; grep -l '${pattern}' /proc/[0-9]*/cmdline /proc/[0-9]*/mountinfo; ls ${rig.stateDir}/starts`,
+          limits: limits(120 * MiB),
+        });
+        expect(waitingShells(rig.stateDir)).toContain(pid);
+        if (kind === 'bwrap') {
+          expect(other.exit.stdout).not.toMatch(/cmdline|mountinfo/);
+          expect(other.exit.stderr).toMatch(/No such file or directory/);
+        } else {
+          expect(other.exit.stdout).toContain(`/proc/${pid}/cmdline`);
+        }
+        if (kind === 'none') {
+          // (bwrap's jobs see their cgroup namespace's root, not the host path.)
+          const path = /:memory:(.*)/.exec(other.exit.stdout)![1];
+          expect(Number(readFileSync(`/sys/fs/cgroup/memory${path}/memory.limit_in_bytes`, 'utf8'))).toBe(120 * MiB);
+        }
 
-      process.kill(pid, 'SIGKILL');
-      await new Promise((r) => setTimeout(r, 100));
-      const after = await rig.run({ mode: 'shell', command: 'echo ran', limits: l });
-      expect(after.exit).toMatchObject({ state: 'exited', exitCode: 0, stdout: 'ran\n' });
-    }, 60_000);
+        process.kill(pid, 'SIGKILL');
+        await new Promise((r) => setTimeout(r, 100));
+        const after = await rig.run({ mode: 'shell', command: 'echo ran', limits: l });
+        expect(after.exit).toMatchObject({ state: 'exited', exitCode: 0, stdout: 'ran\n' });
+      },
+      60_000,
+    );
   });
 }

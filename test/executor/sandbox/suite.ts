@@ -25,12 +25,24 @@ export function driverSuite(kind: SandboxKind, o: { reuse?: SandboxReuse } = {})
 
   d(`${kind} driver${o.reuse ? ' with sandbox reuse' : ''}: running jobs`, () => {
     let rig: Rig;
-    beforeAll(async () => { rig = await makeRig(kind, { warm: 2, reuse: o.reuse }); }, 60_000);
-    afterAll(async () => { await rig?.close(); });
+    beforeAll(async () => {
+      rig = await makeRig(kind, { warm: 2, reuse: o.reuse });
+    }, 60_000);
+    afterAll(async () => {
+      await rig?.close();
+    });
 
     it('runs argv mode directly, without a shell', async () => {
       const { exit } = await rig.run({ command: 'echo', args: ['a b', '$HOME', ';', 'c'] });
-      expect(exit).toMatchObject({ state: 'exited', exitCode: 0, signal: null, timedOut: false, stdout: 'a b $HOME ; c\n', stderr: '', stdoutTruncated: false });
+      expect(exit).toMatchObject({
+        state: 'exited',
+        exitCode: 0,
+        signal: null,
+        timedOut: false,
+        stdout: 'a b $HOME ; c\n',
+        stderr: '',
+        stdoutTruncated: false,
+      });
     });
 
     it('runs shell mode with sh -c and reports stderr and a non-zero exit', async () => {
@@ -58,7 +70,12 @@ export function driverSuite(kind: SandboxKind, o: { reuse?: SandboxReuse } = {})
 
     it('gives the job exactly its env plus PATH, HOME and TMPDIR', async () => {
       const { exit } = await rig.run({ command: 'env', env: { FOO: 'bar' } });
-      const names = exit.stdout.trim().split('\n').map((l) => l.split('=')[0]).filter((n) => n !== 'PWD' && n !== 'SHLVL' && n !== '_').sort();
+      const names = exit.stdout
+        .trim()
+        .split('\n')
+        .map((l) => l.split('=')[0])
+        .filter((n) => n !== 'PWD' && n !== 'SHLVL' && n !== '_')
+        .sort();
       expect(names).toEqual(['FOO', 'HOME', 'PATH', 'TMPDIR']);
       expect(exit.stdout).toContain('PATH=/usr/local/bin:/usr/bin:/bin\n');
     });
@@ -66,8 +83,10 @@ export function driverSuite(kind: SandboxKind, o: { reuse?: SandboxReuse } = {})
     it('kills the whole tree on timeout, setsid and double-fork grandchildren included', async () => {
       const started = Date.now();
       const { exit } = await rig.run({
-        mode: 'shell', timeoutMs: 1000,
-        command: "setsid sh -c 'sleep 2; echo survived > escaped-setsid' & (sh -c 'sleep 2; echo survived > escaped-fork' &) ; nohup sh -c 'sleep 2; echo x > escaped-nohup' >/dev/null 2>&1 & echo started; sleep 30",
+        mode: 'shell',
+        timeoutMs: 1000,
+        command:
+          "setsid sh -c 'sleep 2; echo survived > escaped-setsid' & (sh -c 'sleep 2; echo survived > escaped-fork' &) ; nohup sh -c 'sleep 2; echo x > escaped-nohup' >/dev/null 2>&1 & echo started; sleep 30",
       });
       expect(exit).toMatchObject({ state: 'timed_out', timedOut: true, exitCode: null, stdout: 'started\n' });
       expect(Date.now() - started).toBeLessThan(5000);
@@ -77,7 +96,7 @@ export function driverSuite(kind: SandboxKind, o: { reuse?: SandboxReuse } = {})
 
     it('does not wait for a background grandchild that keeps stdout open after a normal exit', async () => {
       const started = Date.now();
-      const { exit } = await rig.run({ mode: 'shell', command: "(sleep 20; echo late > late-writer) & echo done" });
+      const { exit } = await rig.run({ mode: 'shell', command: '(sleep 20; echo late > late-writer) & echo done' });
       expect(exit).toMatchObject({ state: 'exited', exitCode: 0, stdout: 'done\n' });
       expect(Date.now() - started).toBeLessThan(kind === 'none' ? 5000 : 5000);
     });
@@ -141,7 +160,12 @@ export function driverSuite(kind: SandboxKind, o: { reuse?: SandboxReuse } = {})
       const before = process.memoryUsage.rss();
       let peak = before;
       const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage.rss())), 20);
-      const { exit, spool } = await rig.run({ mode: 'shell', command: 'seq 1 6000000; echo THE-END', timeoutMs: 90_000, limits: { inlineBytes: 40_000, artifactBytes: 200 * 1024 * 1024 } });
+      const { exit, spool } = await rig.run({
+        mode: 'shell',
+        command: 'seq 1 6000000; echo THE-END',
+        timeoutMs: 90_000,
+        limits: { inlineBytes: 40_000, artifactBytes: 200 * 1024 * 1024 },
+      });
       clearInterval(sampler);
       expect(exit.state).toBe('exited');
       expect(exit.stdoutTruncated).toBe(true);
@@ -155,7 +179,7 @@ export function driverSuite(kind: SandboxKind, o: { reuse?: SandboxReuse } = {})
       expect(relayed).toBe(LIVE_OUTPUT_MAX_BYTES);
       // Byte for byte, in order, each frame starting where the previous one ended: exactly the spool's first 16 MiB.
       let at = 0;
-      for (const f of frames) (expect(f.offset).toBe(at), (at += f.data.byteLength));
+      for (const f of frames) expect(f.offset).toBe(at), (at += f.data.byteLength);
       expect(Buffer.concat(frames.map((f) => f.data)).equals(readFileSync(spool!.stdout).subarray(0, LIVE_OUTPUT_MAX_BYTES))).toBe(true);
       expect(Math.max(...frames.map((m) => m.data.byteLength))).toBeLessThanOrEqual(LIVE_FRAME_DATA_BYTES);
       rmSync(spool!.stdout);
@@ -189,7 +213,12 @@ export function driverSuite(kind: SandboxKind, o: { reuse?: SandboxReuse } = {})
         expect(ce.exit.exitCode).not.toBe(0);
         expect(ce.exit.error?.code).toBe('compile_error');
         expect(ce.exit.error?.message).toMatch(/nope/);
-        const c = await rig.run({ mode: 'code', runtime: 'c', command: '', code: '#include <stdio.h>\nint main(void) { printf("compiled %d\\n", 6*7); return 4; }\n' });
+        const c = await rig.run({
+          mode: 'code',
+          runtime: 'c',
+          command: '',
+          code: '#include <stdio.h>\nint main(void) { printf("compiled %d\\n", 6*7); return 4; }\n',
+        });
         expect(c.exit).toMatchObject({ state: 'exited', exitCode: 4, stdout: 'compiled 42\n', phase: 'run' });
       }
     }, 60_000);
@@ -200,7 +229,11 @@ export function driverSuite(kind: SandboxKind, o: { reuse?: SandboxReuse } = {})
       writeFileSync(tokenFile, 'agent-token-value-0987654321', { mode: 0o600 });
       process.env.GATEHOUSE_TEST_SECRET = 'agent-env-secret-value-1234567890';
       try {
-        const { exit } = await rig.run({ mode: 'shell', command: `cat ${tokenFile}; ls ${secrets}; cat /proc/1/environ; printenv; cat /proc/${process.pid}/environ; cat /proc/*/environ; ls /root /home /work`, limits: { inlineBytes: 1_000_000, artifactBytes: 1_000_000 } });
+        const { exit } = await rig.run({
+          mode: 'shell',
+          command: `cat ${tokenFile}; ls ${secrets}; cat /proc/1/environ; printenv; cat /proc/${process.pid}/environ; cat /proc/*/environ; ls /root /home /work`,
+          limits: { inlineBytes: 1_000_000, artifactBytes: 1_000_000 },
+        });
         const all = exit.stdout + exit.stderr;
         expect(all).not.toContain('agent-token-value');
         expect(all).not.toContain('agent-env-secret-value');
@@ -214,7 +247,10 @@ export function driverSuite(kind: SandboxKind, o: { reuse?: SandboxReuse } = {})
     it.runIf(isolated)('cannot write outside the workspace', async () => {
       const outside = mkdtempSync(join(tmpdir(), 'gh-outside-'));
       try {
-        const { exit } = await rig.run({ mode: 'shell', command: `touch ${outside}/pwned; touch /etc/pwned; touch /usr/pwned; touch /pwned; touch inside-ok; echo done` });
+        const { exit } = await rig.run({
+          mode: 'shell',
+          command: `touch ${outside}/pwned; touch /etc/pwned; touch /usr/pwned; touch /pwned; touch inside-ok; echo done`,
+        });
         expect(exit.stdout).toContain('done');
         expect(existsSync(join(outside, 'pwned'))).toBe(false);
         expect(existsSync('/etc/pwned')).toBe(false);
@@ -226,38 +262,48 @@ export function driverSuite(kind: SandboxKind, o: { reuse?: SandboxReuse } = {})
       }
     });
 
-    it('lists and stats files: `ls -la` and `stat` work (Debian 12\'s runsc failed both)', async () => {
-      const { exit } = await rig.run({ mode: 'shell', command: 'printf abc > ls-stat.txt; ls -la ls-stat.txt; ls -la / >/dev/null && echo root-listed; stat -c "%s %F" ls-stat.txt; rm ls-stat.txt' });
+    it("lists and stats files: `ls -la` and `stat` work (Debian 12's runsc failed both)", async () => {
+      const { exit } = await rig.run({
+        mode: 'shell',
+        command: 'printf abc > ls-stat.txt; ls -la ls-stat.txt; ls -la / >/dev/null && echo root-listed; stat -c "%s %F" ls-stat.txt; rm ls-stat.txt',
+      });
       expect(exit, exit.stderr).toMatchObject({ state: 'exited', exitCode: 0 });
       expect(exit.stdout).toMatch(/^-rw\S* +\d+ +\S+ +\S+ +3 .* ls-stat\.txt\nroot-listed\n3 regular file\n$/);
     });
 
-    it.runIf(isolated)('hides /usr/local/etc and package-manager configs (registry tokens) from the job', async () => {
-      // A site-wide npmrc with a registry token, as an admin installs it. Planted before the sandbox
-      // starts (a rig of its own) and removed after; the test runs as root, as the agent and CI do.
-      const secret = `npm-registry-token-${Date.now()}`;
-      const dir = '/usr/local/etc';
-      const made = !existsSync(dir);
-      const planted = join(dir, 'gatehouse-test-npmrc');
-      try {
-        execFileSync('mkdir', ['-p', dir]);
-        writeFileSync(planted, `//registry.example/:_authToken=${secret}\n`, { mode: 0o644 });
-      } catch (e) {
-        if (process.env.CI === 'true') throw e;
-        console.warn(`skipping: cannot plant ${planted} (needs root; allowed outside CI only): ${String(e)}`);
-        return;
-      }
-      const own = await makeRig(kind, { warm: 0, reuse: o.reuse });
-      try {
-        const { exit } = await own.run({ mode: 'shell', command: `ls -A ${dir}; cat ${planted} ${dir}/npmrc; for f in /usr/lib/node_modules/npm/npmrc /usr/share/nodejs/npm/npmrc /usr/local/lib/node_modules/npm/npmrc; do [ -s $f ] && echo "nonempty $f"; done; echo searched` });
-        expect(exit.stdout).toBe('searched\n');
-        expect(exit.stdout + exit.stderr).not.toContain(secret);
-      } finally {
-        await own.close();
-        rmSync(planted, { force: true });
-        if (made) rmSync(dir, { recursive: true, force: true });
-      }
-    }, 60_000);
+    it.runIf(isolated)(
+      'hides /usr/local/etc and package-manager configs (registry tokens) from the job',
+      async () => {
+        // A site-wide npmrc with a registry token, as an admin installs it. Planted before the sandbox
+        // starts (a rig of its own) and removed after; the test runs as root, as the agent and CI do.
+        const secret = `npm-registry-token-${Date.now()}`;
+        const dir = '/usr/local/etc';
+        const made = !existsSync(dir);
+        const planted = join(dir, 'gatehouse-test-npmrc');
+        try {
+          execFileSync('mkdir', ['-p', dir]);
+          writeFileSync(planted, `//registry.example/:_authToken=${secret}\n`, { mode: 0o644 });
+        } catch (e) {
+          if (process.env.CI === 'true') throw e;
+          console.warn(`skipping: cannot plant ${planted} (needs root; allowed outside CI only): ${String(e)}`);
+          return;
+        }
+        const own = await makeRig(kind, { warm: 0, reuse: o.reuse });
+        try {
+          const { exit } = await own.run({
+            mode: 'shell',
+            command: `ls -A ${dir}; cat ${planted} ${dir}/npmrc; for f in /usr/lib/node_modules/npm/npmrc /usr/share/nodejs/npm/npmrc /usr/local/lib/node_modules/npm/npmrc; do [ -s $f ] && echo "nonempty $f"; done; echo searched`,
+          });
+          expect(exit.stdout).toBe('searched\n');
+          expect(exit.stdout + exit.stderr).not.toContain(secret);
+        } finally {
+          await own.close();
+          rmSync(planted, { force: true });
+          if (made) rmSync(dir, { recursive: true, force: true });
+        }
+      },
+      60_000,
+    );
 
     it.runIf(isolated)('runs jobs as an unprivileged user', async () => {
       const { exit } = await rig.run({ command: 'id', args: ['-u'] });
@@ -321,7 +367,14 @@ export function driverSuite(kind: SandboxKind, o: { reuse?: SandboxReuse } = {})
 
 function baseSpec(jobId: string) {
   return {
-    jobId, artifactHandle: `art_${jobId}_0123456789`, mode: 'argv' as const, command: 'true', args: [], cwd: '', env: {},
-    timeoutMs: 30_000, limits: { inlineBytes: 40_000, artifactBytes: 10 * 1024 * 1024 },
+    jobId,
+    artifactHandle: `art_${jobId}_0123456789`,
+    mode: 'argv' as const,
+    command: 'true',
+    args: [],
+    cwd: '',
+    env: {},
+    timeoutMs: 30_000,
+    limits: { inlineBytes: 40_000, artifactBytes: 10 * 1024 * 1024 },
   };
 }

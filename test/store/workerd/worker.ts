@@ -18,11 +18,20 @@ export default {
       case '/healthz':
         return Response.json({ ok: true });
       case '/put':
-        return Response.json(await putArtifact(env, {
-          team: p('team'), handle: p('handle'), jobId: p('job') || 'job-1', stream: StreamName.parse(p('stream') || 'stdout'),
-          body: req.body ?? new ReadableStream({ start: (c) => c.close() }), contentLength: Number(p('length')),
-          lines: Number(p('lines') || 0), truncated: p('truncated') === '1', retentionHours: Number(p('hours') || 24), now,
-        }));
+        return Response.json(
+          await putArtifact(env, {
+            team: p('team'),
+            handle: p('handle'),
+            jobId: p('job') || 'job-1',
+            stream: StreamName.parse(p('stream') || 'stdout'),
+            body: req.body ?? new ReadableStream({ start: (c) => c.close() }),
+            contentLength: Number(p('length')),
+            lines: Number(p('lines') || 0),
+            truncated: p('truncated') === '1',
+            retentionHours: Number(p('hours') || 24),
+            now,
+          }),
+        );
       case '/rows':
         return Response.json(await getArtifactRows(env, p('team'), p('handle'), now));
       case '/tail': {
@@ -37,7 +46,7 @@ export default {
       case '/job-sync': {
         // The team DO's background copy of one job (src/dispatch/team-dispatcher.ts `sync`).
         type Sync = Parameters<typeof syncJobToD1>;
-        const b = await req.json() as { team: Sync[1]; view: Sync[2]; ref: Sync[3]; create: Sync[4] };
+        const b = (await req.json()) as { team: Sync[1]; view: Sync[2]; ref: Sync[3]; create: Sync[4] };
         await syncJobToD1(env.DB, b.team, b.view, b.ref, b.create);
         return Response.json({ ok: true });
       }
@@ -46,8 +55,13 @@ export default {
       case '/d1':
         // Both D1 rows of a job, as admins and the dashboard read them.
         return Response.json({
-          audit: (await env.DB.prepare(`SELECT tool, decision, reason, job_id, exit_status, at, command FROM audit WHERE team = ? AND job_id = ? ORDER BY id`).bind(p('team'), p('job')).all()).results,
-          jobs: (await env.DB.prepare(`SELECT id, state, tool, subject, spec, exit_code FROM jobs WHERE team = ? AND id = ?`).bind(p('team'), p('job')).all()).results,
+          audit: (
+            await env.DB.prepare(`SELECT tool, decision, reason, job_id, exit_status, at, command FROM audit WHERE team = ? AND job_id = ? ORDER BY id`)
+              .bind(p('team'), p('job'))
+              .all()
+          ).results,
+          jobs: (await env.DB.prepare(`SELECT id, state, tool, subject, spec, exit_code FROM jobs WHERE team = ? AND id = ?`).bind(p('team'), p('job')).all())
+            .results,
         });
       case '/r2':
         return Response.json({ exists: (await env.ARTIFACTS.head(p('key'))) !== null });
