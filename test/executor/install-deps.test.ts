@@ -27,6 +27,12 @@ afterEach(() => {
   dirs = [];
 });
 
+/** A made-up archive address (reserved .example names): the script only reads these, never fetches them. */
+const url = (host: string, path = 'debian', scheme = 'http') => `${scheme}://${host}/${path}`;
+/** One deb822 stanza. */
+const stanza = (types: string, uri: string, suites: string, first = '') => `${first}Types: ${types}\nURIs: ${uri}\nSuites: ${suites}\nComponents: main\n`;
+const MIRROR = url('mirror.internal.example');
+const THIRD_PARTY = stanza('deb', url('third-party.example', 'node_20.x', 'https'), 'nodistro');
 const debianAptDir = (uri: string) => ({ 'sources.list.d/debian.sources': debianSources(uri) });
 
 function fakeRunsc(bin: string, versionLine: string) {
@@ -38,7 +44,7 @@ const BOOKWORM = 'PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nID=debian\nVERSI
 const TRIXIE_OS = 'PRETTY_NAME="Debian GNU/Linux 13 (trixie)"\nID=debian\nVERSION_ID="13"\nVERSION_CODENAME=trixie\n';
 /** What a fresh Debian 12 image has in /etc/apt/sources.list.d/debian.sources, with its archive at `uri`. */
 const debianSources = (uri: string) => `Types: deb
-# http://snapshot.debian.org/archive/debian/20250520T000000Z
+# ${url('snapshot.example', 'archive/debian/20250520T000000Z')}
 URIs: ${uri}
 Suites: bookworm bookworm-updates
 Components: main
@@ -80,7 +86,7 @@ function run(installed: string | null, opts: RunOptions = {}) {
   );
   chmodSync(join(bin, 'apt-get'), 0o755);
   if (installed) fakeRunsc(bin, installed);
-  for (const [name, text] of Object.entries(opts.apt ?? debianAptDir('http://mirror.internal.example/debian'))) writeFileSync(join(apt, name), text);
+  for (const [name, text] of Object.entries(opts.apt ?? debianAptDir(MIRROR))) writeFileSync(join(apt, name), text);
   const osRelease = join(work, 'os-release');
   writeFileSync(osRelease, opts.osRelease ?? BOOKWORM);
   const r = spawnSync('/bin/bash', [SCRIPT], { encoding: 'utf8', env: { PATH: bin, GATEHOUSE_APT_DIR: apt, GATEHOUSE_OS_RELEASE: osRelease } });
@@ -134,17 +140,15 @@ describe("install-system-deps.sh: trixie comes from this machine's own Debian ar
     const r = run(NONE, {
       apt: {
         // Read first (apt reads sources.list.d in name order) and not Debian archives.
-        'sources.list.d/a-third-party.sources': 'Types: deb\nURIs: https://third-party.example/node_20.x\nSuites: nodistro\nComponents: main\n',
-        'sources.list.d/b-disabled.sources': 'Enabled: no\nTypes: deb\nURIs: http://unreachable.example/debian\nSuites: bookworm\nComponents: main\n',
-        'sources.list.d/c-sources-only.sources': 'Types: deb-src\nURIs: http://src-only.example/debian\nSuites: bookworm\nComponents: main\n',
-        'sources.list.d/debian.sources': debianSources('http://mirror.internal.example/debian'),
+        'sources.list.d/a-third-party.sources': THIRD_PARTY,
+        'sources.list.d/b-disabled.sources': stanza('deb', url('unreachable.example'), 'bookworm', 'Enabled: no\n'),
+        'sources.list.d/c-sources-only.sources': stanza('deb-src', url('src-only.example'), 'bookworm'),
+        'sources.list.d/debian.sources': debianSources(MIRROR),
       },
     });
     expect(r.status, r.stderr + r.stdout).toBe(0);
-    expect(r.sources).toBe(
-      'Types: deb\nURIs: http://mirror.internal.example/debian\nSuites: trixie\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n',
-    );
-    expect(r.stdout).toContain('http://mirror.internal.example/debian');
+    expect(r.sources).toBe(`${stanza('deb', MIRROR, 'trixie')}Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg\n`);
+    expect(r.stdout).toContain(MIRROR);
     expect(r.runscInstalls).toEqual(['install -y -qq --no-install-recommends runsc']);
   });
 
@@ -153,21 +157,21 @@ describe("install-system-deps.sh: trixie comes from this machine's own Debian ar
       apt: {
         'sources.list':
           [
-            '# deb http://commented.example/debian bookworm main',
-            'deb-src http://src-only.example/debian bookworm main',
-            'deb [arch=amd64 signed-by=/usr/share/keyrings/other.gpg] https://packages.example.com/apt cloud-sdk-bookworm main',
-            'deb [ signed-by=/usr/share/keyrings/debian-archive-keyring.gpg ] https://mirror.example.org/debian/ bookworm main contrib',
-            'deb http://security-mirror.example/debian-security bookworm-security main',
+            `# deb ${url('commented.example')} bookworm main`,
+            `deb-src ${url('src-only.example')} bookworm main`,
+            `deb [arch=amd64 signed-by=/usr/share/keyrings/other.gpg] ${url('packages.example.com', 'apt', 'https')} cloud-sdk-bookworm main`,
+            `deb [ signed-by=/usr/share/keyrings/debian-archive-keyring.gpg ] ${url('mirror.example.org', 'debian/', 'https')} bookworm main contrib`,
+            `deb ${url('security-mirror.example', 'debian-security')} bookworm-security main`,
           ].join('\n') + '\n',
       },
     });
     expect(r.status, r.stderr + r.stdout).toBe(0);
-    expect(r.sources).toMatch(/^URIs: https:\/\/mirror\.example\.org\/debian$/m);
+    expect(r.sources).toContain(`URIs: ${url('mirror.example.org', 'debian', 'https')}\n`);
   });
 
   it('falls back to deb.debian.org only when no Debian archive is configured, and says so', () => {
     const r = run(NONE, {
-      apt: { 'sources.list.d/a-third-party.sources': 'Types: deb\nURIs: https://third-party.example/node_20.x\nSuites: nodistro\nComponents: main\n' },
+      apt: { 'sources.list.d/a-third-party.sources': THIRD_PARTY },
     });
     expect(r.status, r.stderr + r.stdout).toBe(0);
     expect(r.sources).toMatch(/^URIs: http:\/\/deb\.debian\.org\/debian$/m);
@@ -177,13 +181,12 @@ describe("install-system-deps.sh: trixie comes from this machine's own Debian ar
   it('rewrites a trixie source written earlier for another host, and updates apt before installing', () => {
     const r = run(NONE, {
       apt: {
-        'sources.list.d/debian.sources': debianSources('http://mirror.internal.example/debian'),
-        'sources.list.d/gatehouse-trixie.sources':
-          'Types: deb\nURIs: http://old-mirror.example/debian\nSuites: trixie\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n',
+        'sources.list.d/debian.sources': debianSources(MIRROR),
+        'sources.list.d/gatehouse-trixie.sources': `${stanza('deb', url('old-mirror.example'), 'trixie')}Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg\n`,
       },
     });
     expect(r.status, r.stderr + r.stdout).toBe(0);
-    expect(r.sources).toMatch(/^URIs: http:\/\/mirror\.internal\.example\/debian$/m);
+    expect(r.sources).toContain(`URIs: ${MIRROR}\n`);
     expect(r.calls.indexOf('update -qq')).toBeGreaterThanOrEqual(0);
     expect(r.calls.indexOf('update -qq')).toBeLessThan(r.calls.indexOf(r.runscInstalls[0]));
   });
@@ -209,7 +212,7 @@ describe('install-system-deps.sh --sandbox-only (what npm start runs when no san
     const apt = join(dir, 'apt');
     mkdirSync(join(apt, 'sources.list.d'), { recursive: true });
     mkdirSync(join(apt, 'preferences.d'), { recursive: true });
-    writeFileSync(join(apt, 'sources.list.d/debian.sources'), debianSources('http://mirror.internal.example/debian'));
+    writeFileSync(join(apt, 'sources.list.d/debian.sources'), debianSources(MIRROR));
     writeFileSync(join(dir, 'os-release'), BOOKWORM);
     const aptLog = join(dir, 'apt-get.log');
     const [file, ...argv] = bareMachineArgv(dir, { hide: HIDE, aptLog }, ['/bin/bash', SCRIPT, ...args]);
