@@ -4,6 +4,7 @@ import { api, connection, formatError } from './client.ts';
 import { info, iso, out, printJson, table } from './io.ts';
 // Client names and ids are chosen by whoever registered the client: shown as data, never as terminal control.
 import { visible } from '../src/contracts/visible-text.ts';
+import type { OAuthGrantRow } from '../src/store/oauth-grants.ts';
 
 export const OAUTH_HELP = `gatehouse oauth — the team's OAuth grants (MCP clients an admin connected)
 
@@ -14,20 +15,6 @@ usage:
   gatehouse oauth unblock-client <client-id>  let the client be granted again
 
 Revoking an admin token (gatehouse token revoke) also ends the grants it consented to.`;
-
-interface GrantRow {
-  grantId: string;
-  clientId: string;
-  clientName: string | null;
-  subject: string;
-  consentTokenId: string;
-  scopes: string[];
-  createdAt: number;
-  expiresAt: number | null;
-  lastUsedAt: number | null;
-  revokedAt: number | null;
-  revokedReason: string | null;
-}
 
 const help = (usage: string, specs: FlagSpecs) => out(`${usage}\n\nflags:\n${formatFlags(specs)}`);
 
@@ -58,10 +45,10 @@ async function grants(argv: string[]): Promise<number> {
   const a = parseArgs(argv, flags, 'oauth grants');
   if (a.flags.help) return (help('usage: gatehouse oauth grants [--all]', flags), 0);
   if (a.positionals.length) throw new UsageError('oauth grants takes no arguments');
-  const r = await api<{ grants: GrantRow[] }>(connection(a.flags), 'GET', '/oauth/grants');
+  const r = await api<{ grants: OAuthGrantRow[] }>(connection(a.flags), 'GET', '/oauth/grants');
   if (!r.ok) return (info(formatError(r.error)), 1);
   const now = Date.now();
-  const state = (g: GrantRow) =>
+  const state = (g: OAuthGrantRow) =>
     g.revokedAt ? `ended ${iso(g.revokedAt)}: ${g.revokedReason ?? 'revoked'}` : g.expiresAt !== null && g.expiresAt < now ? 'expired' : 'active';
   const shown = a.flags.all ? r.value.grants : r.value.grants.filter((g) => state(g) === 'active');
   if (a.flags.json) return (printJson({ grants: shown }), 0);
