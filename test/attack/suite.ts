@@ -585,7 +585,11 @@ export function attackSuite(kind: 'gvisor' | 'bwrap', o: { reuse?: SandboxReuse 
 
     it('a blocked agent (SIGSTOP) still cannot keep a job past its deadline: the watchdog kills it', async () => {
       const tick = join(root, 'tick-stop');
-      const t0 = Date.now();
+      // The timeout counts from the job's arrival, sandbox start included: long enough that a loaded host still runs
+      // the job's first line before it (else there is nothing to stop), short enough to keep the test quick.
+      const timeoutMs = 4000;
+      const watchdogMs = timeoutMs + 500 + 2000; // timeout + the agent's grace + the watchdog's margin, from the launch
+      const slackMs = 3000; // for the kill itself (runsc, retried) on a loaded host
       const jobId = `atk-${kind}-${++n}`;
       edge.send({
         type: 'job.start',
@@ -593,23 +597,24 @@ export function attackSuite(kind: 'gvisor' | 'bwrap', o: { reuse?: SandboxReuse 
           jobId,
           limits: ATTACK_LIMITS,
           mode: 'shell',
-          timeoutMs: 1000,
+          timeoutMs,
           command: 'while :; do date +%s > tick-stop; sleep 0.2; done # 1000.7201',
         }),
       });
-      for (let i = 0; i < 100 && !existsSync(tick); i++) await new Promise((r) => setTimeout(r, 50));
+      for (let i = 0; i < 400 && !existsSync(tick); i++) await new Promise((r) => setTimeout(r, 25));
       expect(existsSync(tick), 'the job started').toBe(true);
+      // The watchdog was armed at the launch, before the job's first tick: its deadline is at most watchdogMs from here.
+      const t0 = Date.now();
       process.kill(agent.pid!, 'SIGSTOP');
-      let stoppedMs = 0; // when the job stopped ticking, from its start
+      let stoppedMs = 0; // when the job stopped ticking, from its first tick
       let continued = 0; // when the agent was let run again
       try {
-        // Deadline: timeout + the agent's grace (500 ms) + the watchdog's margin (2 s); then some slack.
-        await new Promise((r) => setTimeout(r, 1000 + 500 + 2000 + 3000));
+        await new Promise((r) => setTimeout(r, watchdogMs + slackMs));
         const last = statSync(tick).mtimeMs;
         await new Promise((r) => setTimeout(r, 1500));
         stoppedMs = Math.round(last - t0);
         expect(statSync(tick).mtimeMs, `the job stopped ticking while the agent was stopped; agent log:\n${agentLog.slice(-3000)}`).toBe(last);
-        expect(last - t0).toBeLessThan(1000 + 500 + 2000 + 3000);
+        expect(last - t0).toBeLessThan(watchdogMs + slackMs);
         if (kind === 'bwrap') expect(leftovers(['1000.7201'])).toEqual([]);
       } finally {
         process.kill(agent.pid!, 'SIGCONT');
@@ -619,11 +624,11 @@ export function attackSuite(kind: 'gvisor' | 'bwrap', o: { reuse?: SandboxReuse 
       edge.send({ type: 'job.ack', jobId });
       expect(m).toMatchObject({ state: 'timed_out', timedOut: true, exitCode: null });
       // The agent, running again, logs what its watchdog did meanwhile: it was the watchdog's kill, and it worked.
-      const said = new RegExp(`job ${jobId}: the watchdog killed its sandbox at \\S+, 3500 ms after the start.*exited 0 in \\d+ ms`);
+      const said = new RegExp(`job ${jobId}: the watchdog killed its sandbox at \\S+, ${watchdogMs} ms after the start.*exited 0 in \\d+ ms`);
       for (let i = 0; i < 100 && !said.test(agentLog); i++) await new Promise((r) => setTimeout(r, 50));
       expect(agentLog).toMatch(said);
       rows.push({
-        attack: 'agent blocked (SIGSTOP) during a job with a 1 s timeout',
+        attack: `agent blocked (SIGSTOP) during a job with a ${timeoutMs / 1000} s timeout`,
         outcome: 'timed_out (killed by the watchdog; time = job start to its last sign of life)',
         ms: stoppedMs,
       });

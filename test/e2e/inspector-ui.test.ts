@@ -87,7 +87,9 @@ describe.skipIf(!HAVE_CHROMIUM)('the MCP Inspector web UI', () => {
     await page.waitForFunction(() => document.body.innerText.includes('Connected') && document.body.innerText.includes('MCP 20'), { timeout: 60_000 });
     await page.screenshot({ path: join(SHOTS, 'inspector-ui-connected.png') });
 
-    await page.click('label::-p-text(Tools)');
+    // The tab bar is a Mantine SegmentedControl: its radio is what selects the tab (a mouse click on the label's centre
+    // did not always select it).
+    await page.$eval('input[type=radio][value=Tools]', (el) => (el as HTMLInputElement).click());
     await page.waitForSelector('button::-p-text(list_runtimes)', { timeout: 30_000 });
     expect(await bodyText(page)).toContain('execute');
     await page.click('button::-p-text(list_runtimes)');

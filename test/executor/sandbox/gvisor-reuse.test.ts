@@ -26,8 +26,8 @@ d('gvisor sandbox reuse', () => {
   });
 
   /** gVisor gives each sandbox a random boot id: the same id means the same sandbox ran both jobs. */
-  async function sandboxOf(reuse: SandboxReuse | undefined, extra: Partial<JobSpec> = {}): Promise<string> {
-    const { exit } = await rig.run({ command: 'cat', args: ['/proc/sys/kernel/random/boot_id'], ...(reuse ? { reuse } : {}), ...extra });
+  async function sandboxOf(reuse: SandboxReuse | undefined, extra: Partial<JobSpec> = {}, on: Rig = rig): Promise<string> {
+    const { exit } = await on.run({ command: 'cat', args: ['/proc/sys/kernel/random/boot_id'], ...(reuse ? { reuse } : {}), ...extra });
     expect(exit).toMatchObject({ state: 'exited', exitCode: 0 });
     expect(exit.stdout).toMatch(/^[0-9a-f-]{36}\n$/);
     return exit.stdout;
@@ -55,8 +55,11 @@ d('gvisor sandbox reuse', () => {
 
   it('starts the replacement RETIRE_AHEAD_JOBS jobs before a sandbox retires', async () => {
     const reuse = { jobs: RETIRE_AHEAD_JOBS + 4, seconds: 600 };
+    // A rig of its own: a spare the earlier tests left starting would hold the pool's spare-start slot
+    // (MAX_SPARE_STARTS) and delay this test's replacement by a few jobs.
+    const own = await makeRig('gvisor', { warm: 0 });
     // Counts the sandboxes the pool starts (the driver's own `create`, wrapped).
-    const driver = rig.driver as unknown as { create: (...a: unknown[]) => unknown };
+    const driver = own.driver as unknown as { create: (...a: unknown[]) => unknown };
     const create = driver.create.bind(driver);
     const startedAt: number[] = [];
     let job = 0;
@@ -66,7 +69,7 @@ d('gvisor sandbox reuse', () => {
     };
     try {
       const ids: string[] = [];
-      for (job = 1; job <= reuse.jobs + 1; job++) ids.push(await sandboxOf(reuse));
+      for (job = 1; job <= reuse.jobs + 1; job++) ids.push(await sandboxOf(reuse, {}, own));
       // One sandbox until its replacement was started, while it had RETIRE_AHEAD_JOBS jobs left
       // (not at its last job: then the job after it would wait for a start).
       expect(new Set(ids.slice(0, reuse.jobs - RETIRE_AHEAD_JOBS)).size).toBe(1);
@@ -75,6 +78,7 @@ d('gvisor sandbox reuse', () => {
       expect(ids.filter((id) => id === ids[0]).length).toBeLessThanOrEqual(reuse.jobs);
     } finally {
       driver.create = create;
+      await own.close();
     }
   }, 60_000);
 
