@@ -89,7 +89,7 @@ describe.skipIf(!HAVE_CHROMIUM)('the MCP Inspector web UI', () => {
 
     // The tab bar is a Mantine SegmentedControl: its radio is what selects the tab (a mouse click on the label's centre
     // did not always select it).
-    await page.$eval('input[type=radio][value=Tools]', (el) => (el as HTMLInputElement).click());
+    await page.$eval('input[type=radio][value=Tools]', (el) => (el as unknown as { click(): void }).click());
     await page.waitForSelector('button::-p-text(list_runtimes)', { timeout: 30_000 });
     expect(await bodyText(page)).toContain('execute');
     await page.click('button::-p-text(list_runtimes)');
