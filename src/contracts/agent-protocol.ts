@@ -9,6 +9,7 @@ import { SANDBOX_KINDS } from './sandbox-kinds.ts';
 import { RuntimeName } from './runtimes.ts';
 import { describeIssues } from './errors.ts';
 import { SandboxReuse } from './sandbox-reuse.ts';
+import { EgressAnswer, EgressAsk, EgressLog, NetworkGrant } from './network.ts';
 
 export const PROTOCOL_VERSION = 1;
 /** Upper bound of an agent's reconnect backoff: after a gateway restart every agent is back within it. */
@@ -89,6 +90,8 @@ export const JobSpec = z.object({
    * (src/contracts/git-hardening.ts).
    */
   hardenGit: z.literal(true).optional(),
+  /** The job's network: absent or `off` = none; otherwise only through the agent's egress proxy (src/contracts/network.ts). */
+  network: NetworkGrant.optional(),
 });
 export type JobSpec = z.infer<typeof JobSpec>;
 
@@ -210,7 +213,7 @@ export const JobError = z.object({
   code: NameText,
   message: ErrorMessageText,
 });
-export const AgentMessage = z.discriminatedUnion('type', [AgentHello, AgentHeartbeat, JobExitPart, JobExit, JobArtifact, JobError]);
+export const AgentMessage = z.discriminatedUnion('type', [AgentHello, AgentHeartbeat, JobExitPart, JobExit, JobArtifact, JobError, EgressAsk, EgressLog]);
 export type AgentMessage = z.infer<typeof AgentMessage>;
 export type AgentHello = z.infer<typeof AgentHello>;
 export type JobExitPart = z.infer<typeof JobExitPart>;
@@ -238,7 +241,7 @@ export const JobCancel = z.object({ type: z.literal('job.cancel'), jobId: z.stri
  * agent may forget it (until then it re-sends after every reconnect).
  */
 export const JobAck = z.object({ type: z.literal('job.ack'), jobId: z.string(), stream: StreamName.optional() });
-export const EdgeMessage = z.discriminatedUnion('type', [EdgeWelcome, JobStart, JobCancel, JobAck]);
+export const EdgeMessage = z.discriminatedUnion('type', [EdgeWelcome, JobStart, JobCancel, JobAck, EgressAnswer]);
 export type EdgeMessage = z.infer<typeof EdgeMessage>;
 
 export type Parsed<T> = { ok: true; message: T } | { ok: false; reason: string };
