@@ -75,6 +75,9 @@ export class Agent {
           // The reason goes on the job's one line, written when it ends.
           if (o.runner.cancel(m.jobId)) this.cancelReasons.set(m.jobId, m.reason);
           else o.log.info(`cancel for job ${m.jobId}, which is not running here (${m.reason})`);
+        } else if (m.type === 'egress.answer') {
+          if (!o.runner.egressAnswer(m))
+            o.log.info(`egress answer ${m.askId} for job ${m.jobId}: no connection waits for it (the job ended, or the wait ran out)`);
         } else if (m.type === 'job.ack') {
           if (m.stream) this.unackedArtifacts.delete(`${m.jobId}/${m.stream}`);
           else this.unacked.delete(m.jobId);
@@ -106,7 +109,9 @@ export class Agent {
 
   private startJob(spec: JobSpec, grant: UploadGrant | undefined): void {
     const { log, runner } = this.o;
-    const r = runner.start(spec, { sendFrame: (f) => this.conn.sendFrame(f), buffered: () => this.conn.buffered() }, grant);
+    // Asks need the edge now (no connection: refused at once); records are best effort, sent before the exit.
+    const edge = { ask: (m: AgentMessage) => this.send(m), log: (m: AgentMessage) => void this.send(m) };
+    const r = runner.start(spec, { sendFrame: (f) => this.conn.sendFrame(f), buffered: () => this.conn.buffered() }, grant, edge);
     if (!r.accepted) {
       log.warn(`refused job ${spec.jobId}: ${r.error.code}: ${r.error.message}`);
       this.send(r.error);

@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs, UsageError, type FlagSpecs, type Parsed } from '../cli/args.ts';
 import { hostname } from 'node:os';
 import type { SandboxKind } from '../src/contracts/agent-protocol.ts';
+import { testHostsFromEnv, type TestHosts } from './egress/test-hosts.ts';
 import { ARTIFACT_PART_BYTES, R2_MULTIPART_MIN_PART_BYTES, REQUEST_BODY_MAX_BYTES } from '../src/contracts/limits.ts';
 
 export interface AgentConfig {
@@ -28,6 +29,8 @@ export interface AgentConfig {
   labels: string[];
   /** `--json`: log one JSON object per line instead of text. */
   json: boolean;
+  /** Tests only: names the egress proxy sends to 127.0.0.1 (executor/egress/test-hosts.ts); null in production. */
+  egressTestHosts?: TestHosts | null;
 }
 
 export const AGENT_USAGE = `gatehouse agent — executor agent: connects out to a Gatehouse gateway and runs its team's jobs in a sandbox
@@ -52,6 +55,8 @@ usage: gatehouse agent --url URL --token-file FILE --root DIR [options]
   --state-dir DIR         agent-private state (default: <tmp>/gatehouse-agent-<hash of root and id>)
   --label LABEL           placement label jobs can require (repeatable, e.g. --label gpu --label linux-x64)
                           (env GATEHOUSE_AGENT_LABELS, comma-separated)
+  (tests only: GATEHOUSE_EGRESS_TEST_HOSTS=name=127.0.0.1[:port],… with GATEHOUSE_EGRESS_TEST_MODE=1 sends the egress
+   proxy's connections for those names to 127.0.0.1; the agent refuses to start with the first alone)
   --json                  log one JSON object per line (time, level, msg; a job's line adds job, state,
                           exitCode, signal, durationMs) instead of text
   --help                  this text
@@ -149,6 +154,8 @@ export function parseAgentArgs(argv: string[], env: NodeJS.ProcessEnv = process.
   const artifactPartBytes = int('artifact-part-bytes', ARTIFACT_PART_BYTES, R2_MULTIPART_MIN_PART_BYTES, REQUEST_BODY_MAX_BYTES);
   if (typeof artifactPartBytes === 'string') return bad(artifactPartBytes);
   const partBytesGiven = v['artifact-part-bytes'] !== undefined;
+  const testHosts = testHostsFromEnv(env);
+  if (!testHosts.ok) return bad(testHosts.message);
   const agentId = v.id ?? env.GATEHOUSE_AGENT_ID ?? `${hostname()}-${process.pid}`;
   if (agentId.length < 1 || agentId.length > 128 || !/^[\w.@:-]+$/.test(agentId)) {
     return bad(`--id must be 1-128 characters of letters, digits, . _ - @ :, got "${agentId}"`);
@@ -169,6 +176,7 @@ export function parseAgentArgs(argv: string[], env: NodeJS.ProcessEnv = process.
       stateDir: v['state-dir'] ?? null,
       labels: [...new Set(labels)],
       json: v.json === 'true',
+      egressTestHosts: testHosts.hosts,
     },
   };
 }

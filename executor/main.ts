@@ -87,7 +87,9 @@ export async function runAgentCli(argv: string[], logger?: Logger): Promise<numb
     ceilings: { maxTimeoutMs: cfg.maxTimeoutMs, maxArtifactBytes: cfg.maxArtifactBytes },
     upload: { url: cfg.url, token: cfg.token, ...(cfg.artifactPartBytes !== null ? { partBytes: cfg.artifactPartBytes } : {}) },
     log,
+    egressTestHosts: cfg.egressTestHosts ?? null,
   });
+  if (cfg.egressTestHosts) log.warn(`egress test mode: ${[...cfg.egressTestHosts.keys()].join(', ')} resolve to 127.0.0.1 (GATEHOUSE_EGRESS_TEST_HOSTS)`);
   let refused = false;
   let onRefused = (): void => {};
   const stopWhy = new Promise<string>((res) => {

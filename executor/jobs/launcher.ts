@@ -31,6 +31,11 @@ export interface LaunchPlan {
    * overrides each (src/contracts/git-hardening.ts). `env` is already the hardened one.
    */
   hardenGit?: { repositoryOptions: string[] };
+  /**
+   * A helper started before the job's env and limits are set (the egress forwarder: egress/sandbox-side.ts):
+   * it must return once ready and leave a process behind that holds none of the job's descriptors.
+   */
+  prelude?: { argv: string[]; failure: string };
 }
 
 export const LAUNCHER_FILE = '.gatehouse-launch.sh';
@@ -62,6 +67,9 @@ export function launchScript(p: LaunchPlan): string {
   const lines = [
     `cd ${sq(p.cwd)} || exit 126`,
     'unset OLDPWD PWD',
+    ...(p.prelude
+      ? [`${p.prelude.argv.map(sq).join(' ')} </dev/null >/dev/null 2>&1 ${fd}>&- || { printf '%s\\n' ${sq(p.prelude.failure)} >&2; exit 126; }`]
+      : []),
     ...exported.map((e) => `export ${e}`),
     ...ulimitCommands(p.rlimits).map((c) => `${c} || exit 126`),
   ];

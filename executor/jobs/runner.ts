@@ -4,7 +4,7 @@
  * output, produces a truthful JobExit as soon as the process ends, then uploads the artifacts
  * and reports how each upload ended.
  */
-import { chmodSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
@@ -22,6 +22,10 @@ import { jobRlimits } from './limits.ts';
 import { expandTemplate, planJob, type Ceilings, type JobPlan } from './plan.ts';
 import { uploadArtifact, type UploadItem, type UploadTarget } from './upload.ts';
 import { LIVE_OUTPUT_MAX_BYTES } from '../../src/contracts/limits.ts';
+import type { EgressAnswer, NetworkGrant } from '../../src/contracts/network.ts';
+import { EgressProxy, type EgressEdge } from '../egress/proxy.ts';
+import { EGRESS_SOCKET_FILE, forwarderArgv, forwarderAvailable, proxyEnv } from '../egress/sandbox-side.ts';
+import type { TestHosts } from '../egress/test-hosts.ts';
 
 export interface RunnerOptions {
   driver: SandboxDriver;
@@ -41,6 +45,8 @@ export interface RunnerOptions {
   drainMs?: number;
   /** How often the job's disk writes are added up (ms). */
   diskPollMs?: number;
+  /** Tests only: names the egress proxy sends to 127.0.0.1 (executor/egress/test-hosts.ts). */
+  egressTestHosts?: TestHosts | null;
 }
 
 /** The watchdog fires this long after the agent's own timeout + grace would have (see watchdog.ts). */
@@ -64,7 +70,15 @@ interface LiveJob {
   sandbox: Sandbox | null;
   stop: 'timeout' | 'cancel' | null;
   stopNow: (why: 'timeout' | 'cancel') => void;
+  /** The job's egress proxy while it runs (a grant that is not `off`). */
+  proxy?: EgressProxy;
 }
+
+/** Sends nothing: a runner without an edge (tests) refuses every ask and drops the records. */
+const NO_EDGE: EgressEdge = { ask: () => false, log: () => {} };
+
+/** A longest Unix socket path (sun_path is 108 bytes with its NUL). */
+const UNIX_PATH_MAX = 107;
 
 export class JobRunner {
   private readonly opts: RunnerOptions;
@@ -84,13 +98,26 @@ export class JobRunner {
   }
 
   /** Accepts or refuses synchronously (so capacity cannot be overbooked), then runs in the background. */
-  start(spec: JobSpec, live: LiveSink, grant?: UploadGrant): StartResult {
+  start(spec: JobSpec, live: LiveSink, grant?: UploadGrant, edge: EgressEdge = NO_EDGE): StartResult {
     const refuse = (code: string, message: string): StartResult => ({ accepted: false, error: { type: 'job.error', jobId: spec.jobId, code, message } });
     if (this.jobs.has(spec.jobId)) return refuse('invalid_argument', `job ${spec.jobId} is already running on this agent`);
     if (this.jobs.size >= this.opts.capacity) {
       return refuse('capacity', `agent at capacity (${this.jobs.size}/${this.opts.capacity} running jobs)`);
     }
     const d = this.opts.driver;
+    const network = spec.network && spec.network.mode !== 'off' ? spec.network : null;
+    if (network && !d.enforcesEgress) {
+      return refuse(
+        'network_unavailable',
+        `the job's network grant (${network.source || 'network'}.mode ${network.mode}) cannot be enforced by this agent's sandbox (${d.kind}): jobs there share the host's network; run it on an agent with gVisor or bubblewrap, or set ${network.source || 'network'}.mode to off`,
+      );
+    }
+    if (network && !forwarderAvailable()) {
+      return refuse(
+        'network_unavailable',
+        `the job's network grant needs python3 (/usr/bin/python3) on the agent host for the sandbox's proxy forwarder; install it or set ${network.source || 'network'}.mode to off`,
+      );
+    }
     const hostVisible = d.kind === 'none';
     const planned = planJob(spec, {
       root: this.opts.root,
@@ -106,7 +133,7 @@ export class JobRunner {
     const done = (async (): Promise<JobResult> => {
       try {
         if (!planned.ok) return settled(failedToStart(spec.jobId, t0, planned.failure.kind === 'spawn_failed' ? planned.failure.detail : ''));
-        return await this.run(job, planned.plan, live, t0);
+        return await this.run(job, planned.plan, live, t0, network, edge);
       } catch (e) {
         this.opts.log.error(`job ${spec.jobId}: ${(e as Error).stack ?? e}`);
         return settled(failedToStart(spec.jobId, t0, (e as Error).message));
@@ -125,6 +152,11 @@ export class JobRunner {
     return true;
   }
 
+  /** An `egress.answer` from the edge, to the job's proxy; false when no proxy waits for it. */
+  egressAnswer(a: EgressAnswer): boolean {
+    return this.jobs.get(a.jobId)?.proxy?.answer(a) ?? false;
+  }
+
   /** Cancels everything (agent shutdown) and waits for the sandboxes to go. */
   async shutdown(): Promise<void> {
     for (const id of this.jobs.keys()) this.cancel(id);
@@ -132,7 +164,7 @@ export class JobRunner {
     while (this.jobs.size && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
   }
 
-  private async run(job: LiveJob, plan: JobPlan, live: LiveSink, t0: number): Promise<JobResult> {
+  private async run(job: LiveJob, plan: JobPlan, live: LiveSink, t0: number, network: NetworkGrant | null, edge: EgressEdge): Promise<JobResult> {
     const { spec } = job;
     const { log, driver } = this.opts;
     const base = join(this.opts.spoolDir, randomBytes(8).toString('hex'));
@@ -160,13 +192,24 @@ export class JobRunner {
       let sandbox: Sandbox;
       try {
         // A hardened git runs through the launcher script, which only a fresh sandbox starts.
-        sandbox = await driver.acquire(spec.jobId, limits, plan.hardenGit ? undefined : spec.reuse);
+        // So does a job with network (a sandbox that may reach the host socket of its proxy).
+        sandbox = network
+          ? await driver.acquire(spec.jobId, limits, undefined, { egress: true })
+          : await driver.acquire(spec.jobId, limits, plan.hardenGit ? undefined : spec.reuse);
       } catch (e) {
         return settled(failedToStart(spec.jobId, t0, `sandbox did not start: ${(e as Error).message}`));
       }
       job.sandbox = sandbox;
       try {
         if (job.stop) return settled(this.finishEarly(spec.jobId, t0, job.stop));
+        let env = plan.env;
+        let prelude: { argv: string[]; failure: string } | undefined;
+        if (network) {
+          const started = await this.startProxy(job, sandbox, network, edge);
+          if (!started.ok) return settled(failedToStart(spec.jobId, t0, started.message));
+          env = { ...plan.env, ...proxyEnv() };
+          prelude = { argv: forwarderArgv(sandbox.jobDirInside), failure: 'gatehouse: the network forwarder did not start inside the sandbox' };
+        }
         await caps.stdout.open();
         await caps.stderr.open();
 
@@ -183,13 +226,14 @@ export class JobRunner {
         const rlimits = jobRlimits(limits, driver.processLimitByRlimit);
         const script = launchScript({
           cwd: cwdInside,
-          env: plan.env,
+          env,
           build,
           run,
           rlimits,
           ...(plan.hardenGit ? { hardenGit: plan.hardenGit } : {}),
+          ...(prelude ? { prelude } : {}),
         });
-        const steps = plan.hardenGit ? undefined : { cwd: cwdInside, env: plan.env, ...(build ? { build } : {}), run, rlimits };
+        const steps = plan.hardenGit || network ? undefined : { cwd: cwdInside, env, ...(build ? { build } : {}), run, rlimits };
         const launched = await this.runLaunched(job, sandbox, { script, steps }, spec.stdin, caps, plan);
         const { end, buildStatus } = launched;
         let phase: 'build' | 'run' | undefined = c ? 'run' : undefined;
@@ -208,6 +252,8 @@ export class JobRunner {
             : undefined;
         return await this.finish(spec, t0, end, job.stop, caps, relay, phase, compileError, limitError);
       } finally {
+        // The job's connections end with it; their records go out before its exit does.
+        await job.proxy?.close();
         void sandbox.destroy().catch((e) => log.error(`sandbox ${sandbox.id} teardown: ${(e as Error).message}`));
       }
     } finally {
@@ -216,6 +262,26 @@ export class JobRunner {
       await caps.stdout.close();
       await caps.stderr.close();
     }
+  }
+
+  /** The job's egress proxy, listening on the socket in its job dir (egress/sandbox-side.ts). */
+  private async startProxy(job: LiveJob, sandbox: Sandbox, grant: NetworkGrant, edge: EgressEdge): Promise<{ ok: true } | { ok: false; message: string }> {
+    sandbox.prepareJobDir?.();
+    const path = join(sandbox.jobDirHost, EGRESS_SOCKET_FILE);
+    if (Buffer.byteLength(path) > UNIX_PATH_MAX) {
+      return { ok: false, message: `the egress socket path ${path} is longer than ${UNIX_PATH_MAX} bytes; give the agent a shorter --state-dir` };
+    }
+    if (existsSync(path)) rmSync(path, { force: true });
+    const proxy = new EgressProxy({ jobId: job.spec.jobId, grant, edge, testHosts: this.opts.egressTestHosts ?? null, log: this.opts.log });
+    job.proxy = proxy;
+    try {
+      await proxy.listen(path);
+      // The job's user (the sandbox user, or the agent's own under bubblewrap) connects to it.
+      chmodSync(path, 0o666);
+    } catch (e) {
+      return { ok: false, message: `the egress proxy did not start: ${(e as Error).message}` };
+    }
+    return { ok: true };
   }
 
   /** Starts the launcher, feeds stdin, reads output; returns once the job's process is gone. */

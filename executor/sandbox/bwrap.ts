@@ -28,6 +28,8 @@ const JOB_DIR_INSIDE = '/job';
 
 export class BwrapDriver extends ShellDriver {
   readonly kind = 'bwrap' as const;
+  /** The job's network namespace has only a loopback; the egress socket in /job is its way out. */
+  readonly enforcesEgress = true;
 
   describe(): string {
     return 'bwrap (bubblewrap, user+pid+net namespaces)';

@@ -20,7 +20,7 @@ import { join } from 'node:path';
 import { availableParallelism } from 'node:os';
 import { hiddenPaths, systemView } from './system-view.ts';
 import { delay, runQuiet } from './exec-util.ts';
-import { SANDBOX_GID, SANDBOX_UID, type DriverOptions, type ResourceLimits, type Sandbox, type SandboxDriver } from './types.ts';
+import { SANDBOX_GID, SANDBOX_UID, type AcquireOptions, type DriverOptions, type ResourceLimits, type Sandbox, type SandboxDriver } from './types.ts';
 import { GvisorSandbox, JOB_DIR_INSIDE, RUNSC_ENV, WORKSPACE_INSIDE, type GvisorHost, type SandboxLimits } from './gvisor-sandbox.ts';
 import { LAUNCHER_FILE } from '../jobs/launcher.ts';
 import { INIT_FILE_INSIDE, REUSE_INIT_PY } from './init/reuse-init.ts';
@@ -51,6 +51,8 @@ const REUSE_INIT = [PYTHON, '-I', '-S', '-B', INIT_FILE_INSIDE];
  */
 const REUSE_INIT_CAPS = ['CAP_SETUID', 'CAP_SETGID', 'CAP_SETPCAP', 'CAP_SYS_RESOURCE', 'CAP_KILL', 'CAP_DAC_OVERRIDE', 'CAP_FOWNER'];
 type SandboxMode = 'single' | 'reuse';
+/** Lets the sandbox connect to host Unix sockets under its mounts: the egress proxy's, in the job dir. */
+const EGRESS_RUNSC_FLAG = '--host-uds=open';
 /**
  * Warm sandboxes started at once: a start is mostly CPU (runsc boots a kernel), so more
  * parallel starts than CPUs only slow each other and the jobs running.
@@ -62,6 +64,7 @@ const ARRIVAL_WINDOW_MS = 5000;
 export class GvisorDriver implements SandboxDriver, GvisorHost {
   readonly kind = 'gvisor' as const;
   readonly processLimitByRlimit = true;
+  readonly enforcesEgress = true;
   readonly runscRoot: string;
   version = 'unknown';
   /** What warm sandboxes are started with: the sandbox-wide limits of the latest job. */
@@ -211,7 +214,10 @@ export class GvisorDriver implements SandboxDriver, GvisorHost {
     }
   }
 
-  async acquire(jobId: string, limits: ResourceLimits, reuse?: SandboxReuse): Promise<Sandbox> {
+  async acquire(jobId: string, limits: ResourceLimits, reuse?: SandboxReuse, opts?: AcquireOptions): Promise<Sandbox> {
+    // A job with network gets its own sandbox that may connect to the host socket in its job dir
+    // (the egress proxy); pooled and reused sandboxes may not, so no other job gains that.
+    if (opts?.egress) return this.started(this.create(limits, 'single', [EGRESS_RUNSC_FLAG]));
     if (reuse && this.reuse) return this.reuse.acquire(jobId, limits, reuse);
     this.noteArrival();
     // Memory and /tmp size are properties of the whole sandbox: a warm one serves only a job with
@@ -230,7 +236,10 @@ export class GvisorDriver implements SandboxDriver, GvisorHost {
         void sb.destroy();
       }
     }
-    const sb = this.create(limits);
+    return this.started(this.create(limits));
+  }
+
+  private async started(sb: GvisorSandbox): Promise<GvisorSandbox> {
     if (!(await sb.ready)) {
       const why = sb.startError();
       await sb.destroy();
@@ -240,7 +249,7 @@ export class GvisorDriver implements SandboxDriver, GvisorHost {
   }
 
   /** Starts a sandbox whose init waits for its job. `ready` says whether it came up. */
-  create(limits: SandboxLimits, mode: SandboxMode = 'single'): GvisorSandbox {
+  create(limits: SandboxLimits, mode: SandboxMode = 'single', runscFlags: string[] = []): GvisorSandbox {
     const id = `${ID_PREFIX}${this.tag}-${++this.counter}-${randomBytes(3).toString('hex')}`;
     const bundle = join(this.opts.stateDir, 'bundles', id);
     const jobDir = join(this.opts.stateDir, 'jobdirs', id);
@@ -250,7 +259,7 @@ export class GvisorDriver implements SandboxDriver, GvisorHost {
     if (process.getuid?.() === 0) chownSync(jobDir, SANDBOX_UID, SANDBOX_GID);
     writeFileSync(join(bundle, 'config.json'), JSON.stringify(this.bundleConfig(jobDir, limits, id, mode)));
     // A reused sandbox's seccomp filter (bundleConfig) is only applied with --oci-seccomp.
-    const sb = new GvisorSandbox(this, id, bundle, jobDir, mode === 'reuse' ? ['--oci-seccomp'] : []);
+    const sb = new GvisorSandbox(this, id, bundle, jobDir, [...(mode === 'reuse' ? ['--oci-seccomp'] : []), ...runscFlags]);
     this.live.add(sb);
     return sb;
   }

@@ -21,6 +21,8 @@ const NONE_WARNING =
 
 export class NoneDriver extends ShellDriver {
   readonly kind = 'none' as const;
+  /** Jobs share the host's network: nothing here can hold them to a grant, so jobs with one are refused. */
+  readonly enforcesEgress = false;
 
   constructor(opts: DriverOptions, log: Logger) {
     super(opts, log);

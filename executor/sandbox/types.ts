@@ -86,11 +86,25 @@ export interface SandboxDriver {
    * A fresh sandbox for `jobId` (from the warm pool when there is one), or with `reuse` (the
    * team's policy) one a previous job of the team used, where the driver supports it.
    */
-  acquire(jobId: string, limits: ResourceLimits, reuse?: SandboxReuse): Promise<Sandbox>;
+  acquire(jobId: string, limits: ResourceLimits, reuse?: SandboxReuse, opts?: AcquireOptions): Promise<Sandbox>;
+  /**
+   * Whether a job's network grant can be enforced: the sandbox has no route out and reaches the
+   * egress proxy only through the socket in its job dir (executor/egress/sandbox-side.ts).
+   * Absent = false: the runner refuses a job whose grant is not `off`.
+   */
+  readonly enforcesEgress?: boolean;
   /** Resolves once no sandbox is being torn down in the background (tests, shutdown). */
   idle(): Promise<void>;
   /** Destroys pooled and live sandboxes. */
   close(): Promise<void>;
+}
+
+export interface AcquireOptions {
+  /**
+   * The job uses the egress proxy: its sandbox must be able to connect to the Unix socket in
+   * its job dir (gVisor: a fresh sandbox started with `--host-uds=open`, never a pooled or reused one).
+   */
+  egress?: boolean;
 }
 
 export interface DriverOptions {

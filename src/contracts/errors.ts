@@ -37,6 +37,7 @@ export const ERROR_CODES = {
   capacity: 'the agent is at capacity (the job is requeued)',
   runtime_unavailable: 'the runtime is not installed on any agent',
   spawn_failed: 'the process could not be started',
+  network_unavailable: "the agent cannot enforce the job's network grant (its sandbox cannot, or the forwarder's python3 is missing): refused",
   compile_error: 'the code did not compile',
   syntax_error: 'the script is not valid JavaScript or TypeScript',
   sandbox_error: "the script's sandbox failed",
