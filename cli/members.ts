@@ -155,10 +155,20 @@ async function role(argv: string[]): Promise<number> {
   if (a.flags.help) return (help(`usage: gatehouse members role <member-id|email> <role>   (${ROLE_LIST})`, {}), 0);
   if (a.positionals.length !== 2) throw new UsageError(`usage: gatehouse members role <member-id|email> <role> (roles: ${ROLE_LIST})`);
   const [ref, to] = a.positionals;
-  const r = await api<{ member: MemberRow; previousRole: string }>(connection(a.flags), 'PATCH', `/members/${encodeURIComponent(ref)}`, { role: roleOf(to) });
+  const r = await api<{ member: MemberRow; previousRole: string; oauthGrantsEnded?: string[]; sessionsEnded?: boolean }>(
+    connection(a.flags),
+    'PATCH',
+    `/members/${encodeURIComponent(ref)}`,
+    { role: roleOf(to) },
+  );
   if (!r.ok) return (info(formatError(r.error)), 1);
   if (a.flags.json) return (printJson(r.value), 0);
   const m = r.value.member;
+  if (r.value.sessionsEnded) {
+    info(
+      `a lowered role: their signed-in sessions and ${r.value.oauthGrantsEnded?.length ?? 0} OAuth grant(s) in the team ended; they sign in and connect again`,
+    );
+  }
   out(
     r.value.previousRole === m.role
       ? `${m.memberId} (${visible(m.email ?? '-')}) is already ${m.role}`

@@ -1,7 +1,9 @@
 /**
  * Admin: the team's members and invitations. Who may change whom is src/members/roles.ts; an admin
  * API token acts with an owner's authority (automation and break-glass), a signed-in person with
- * their role. Every change leaves an audit row, refused ones included.
+ * their role. Every change leaves an audit row, refused ones included. Removing a member or lowering
+ * their role ends, at once, every OAuth grant they consented to in the team and every signed-in
+ * session of theirs (they sign in again and consent again, with what their role now allows).
  */
 import { Hono, type Context } from 'hono';
 import { z } from 'zod';
@@ -12,6 +14,8 @@ import { ROLES, type Role, checkMemberChange, type Actor } from '../members/role
 import {
   countOwners,
   createInvitation,
+  endSessionsOf,
+  isDemotion,
   findMember,
   listInvitations,
   listMembers,
@@ -19,10 +23,11 @@ import {
   removeMember,
   revokeInvitation,
   setMemberRole,
+  type MemberRow,
 } from '../store/members.ts';
 import { apiError, readJson } from './http.ts';
 import { auditAdmin } from './audit-action.ts';
-import { revokeGrantsOfToken } from '../store/oauth-grants.ts';
+import { revokeGrantsOfMember, type GrantKey } from '../store/oauth-grants.ts';
 import { forgetGrants } from '../oauth/grants.ts';
 
 export const INVITATION_DEFAULT_TTL_SECONDS = 7 * 86400;
@@ -52,6 +57,13 @@ export function actorOf(c: Context<AppEnv>): Actor {
 /** The link an invited person opens: the secret travels in it once, the gateway keeps only its hash. */
 export const invitationUrl = (c: Context<AppEnv>, secret: string): string =>
   `${new URL(c.req.url).origin}/dashboard/join?invitation=${encodeURIComponent(secret)}`;
+
+/** What a member loses with their membership or a role: their OAuth grants in the team and their sessions. */
+async function endAccessOf(c: Context<AppEnv>, m: MemberRow, reason: string): Promise<GrantKey[]> {
+  const ended = await revokeGrantsOfMember(c.env, m.team, memberSubject(m), reason);
+  await endSessionsOf(c.env, m.issuer, m.subject);
+  return ended;
+}
 
 export const memberRoutes = new Hono<AppEnv>();
 
@@ -116,9 +128,15 @@ memberRoutes.patch('/:ref', async (c) => {
   const refused = checkMemberChange(actorOf(c), team, { op: 'role', from: m.role, to, owners: await countOwners(c.env, team) });
   const r = refused || m.role === to ? null : await setMemberRole(c.env, team, m.memberId, to);
   const error = refused ?? (r && !r.ok ? r.error : null);
-  await auditAdmin(c, 'admin.member_role', { command: { memberId: m.memberId, email: m.email, from: m.role, to }, ok: !error, reason: error?.message });
+  const ended = !error && isDemotion(m.role, to) ? await endAccessOf(c, m, `the role of ${memberSubject(m)} was lowered from ${m.role} to ${to}`) : [];
+  await auditAdmin(c, 'admin.member_role', {
+    command: { memberId: m.memberId, email: m.email, from: m.role, to, ...(ended.length ? { oauthGrantsEnded: ended.map((g) => g.grantId) } : {}) },
+    ok: !error,
+    reason: error?.message,
+  });
   if (error) return apiError(c, error.code, error.message);
-  return c.json({ member: r?.ok ? r.value : m, previousRole: m.role });
+  await forgetGrants(c.req.raw, c.env, ended);
+  return c.json({ member: r?.ok ? r.value : m, previousRole: m.role, oauthGrantsEnded: ended.map((g) => g.grantId), sessionsEnded: isDemotion(m.role, to) });
 });
 
 memberRoutes.delete('/:ref', async (c) => {
@@ -129,8 +147,7 @@ memberRoutes.delete('/:ref', async (c) => {
   const refused = checkMemberChange(actorOf(c), team, { op: 'remove', role: m.role, owners: await countOwners(c.env, team) });
   const r = refused ? null : await removeMember(c.env, team, m.memberId);
   const error = refused ?? (r && !r.ok ? r.error : null);
-  // The OAuth grants the member consented to end with the membership.
-  const ended = error ? [] : await revokeGrantsOfToken(c.env, team, memberSubject(m));
+  const ended = error ? [] : await endAccessOf(c, m, `the member ${memberSubject(m)} was removed from the team`);
   await auditAdmin(c, 'admin.member_remove', {
     command: { memberId: m.memberId, email: m.email, role: m.role, ...(ended.length ? { oauthGrantsEnded: ended.map((g) => g.grantId) } : {}) },
     ok: !error,

@@ -23,11 +23,13 @@ import { TOKENS_JS } from './client/tokens.ts';
 import { APPROVALS_JS } from './client/approvals.ts';
 import { OVERVIEW_JS } from './client/overview.ts';
 import { MEMBERS_JS } from './client/members.ts';
+import { ME_JS } from './client/me.ts';
 import { APP_HOST_JS } from './client/app-host.ts';
 import { STYLE_CSS } from './client/style.ts';
 import { FAVICON_SVG } from './client/favicon.ts';
 import { joinRoutes } from './join.ts';
 import { authRoutes } from './auth.ts';
+import { meRoutes } from './me.ts';
 
 const JS = 'text/javascript; charset=utf-8';
 const ASSETS: Record<string, { type: string; body: string }> = {
@@ -41,6 +43,7 @@ const ASSETS: Record<string, { type: string; body: string }> = {
   'approvals.js': { type: JS, body: APPROVALS_JS },
   'overview.js': { type: JS, body: OVERVIEW_JS },
   'members.js': { type: JS, body: MEMBERS_JS },
+  'me.js': { type: JS, body: ME_JS },
   'app-host.js': { type: JS, body: APP_HOST_JS },
   'style.css': { type: 'text/css; charset=utf-8', body: STYLE_CSS },
   'favicon.svg': { type: 'image/svg+xml', body: FAVICON_SVG },
@@ -62,6 +65,7 @@ dashboardRoutes.get('/assets/:name', (c) => {
 
 dashboardRoutes.route('/join', joinRoutes);
 dashboardRoutes.route('/auth', authRoutes);
+dashboardRoutes.route('/me', meRoutes);
 
 dashboardRoutes.get('/presets.json', (c) => c.json({ presets: POLICY_PRESETS }));
 
@@ -79,7 +83,7 @@ dashboardRoutes.get(
 
 dashboardRoutes.all('*', (c) =>
   c.text(
-    `no dashboard page ${c.req.method} ${new URL(c.req.url).pathname}; open /dashboard (pages are #/overview, #/agents, #/jobs, #/approvals, #/audit, #/policy, #/tokens, #/members)`,
+    `no dashboard page ${c.req.method} ${new URL(c.req.url).pathname}; open /dashboard (pages are #/overview, #/agents, #/jobs, #/approvals, #/audit, #/policy, #/tokens, #/members, #/me)`,
     404,
   ),
 );

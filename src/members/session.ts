@@ -5,13 +5,14 @@
  * and Secure except on a loopback development gateway
  * served over http (where a Secure cookie would never come back). The key is derived (HKDF) from the
  * gateway's signing key, so no second secret is needed. A session names the person only: their
- * teams and roles are read from D1 on every request.
+ * teams and roles are read from D1 on every request, and so is the stamp that ends all of a
+ * person's sessions at once (removal from a team, a lowered role: src/store/members.ts).
  */
 import { EncryptJWT, jwtDecrypt, base64url } from 'jose';
 import type { Context } from 'hono';
 import { getCookie, setCookie, deleteCookie } from 'hono/cookie';
 import type { AppEnv } from '../env.ts';
-import type { Identity } from '../store/members.ts';
+import { sessionEnded, type Identity } from '../store/members.ts';
 
 export const SESSION_COOKIE = 'gh_session';
 export const SESSION_PATH = '/dashboard';
@@ -94,7 +95,8 @@ export function cookieOptions(c: Context<AppEnv>, path: string, maxAge: number) 
 
 export async function startSession(c: Context<AppEnv>, identity: Identity): Promise<Session> {
   const csrf = base64url.encode(crypto.getRandomValues(new Uint8Array(24)));
-  const sealed = await seal(c.env.GATEHOUSE_SIGNING_KEY!, 'session', { idn: identity, csrf }, SESSION_TTL_SECONDS);
+  // The issue time in ms (the JWT's iat is whole seconds): a session ended in the same second stays ended, a later one starts anew.
+  const sealed = await seal(c.env.GATEHOUSE_SIGNING_KEY!, 'session', { idn: identity, csrf, iatMs: Date.now() }, SESSION_TTL_SECONDS);
   for (const path of SESSION_PATHS) setCookie(c, SESSION_COOKIE, sealed, cookieOptions(c, path, SESSION_TTL_SECONDS));
   return { identity, csrf };
 }
@@ -103,12 +105,14 @@ export function endSession(c: Context<AppEnv>): void {
   for (const path of SESSION_PATHS) deleteCookie(c, SESSION_COOKIE, { path, secure: secureCookies(c) });
 }
 
-/** The session the request carries, or null (none, or one that is not valid). */
+/** The session the request carries, or null (none, one that is not valid, or one that was ended). */
 export async function readSession(c: Context<AppEnv>): Promise<Session | null> {
   const raw = getCookie(c, SESSION_COOKIE);
   if (!raw || !c.env.GATEHOUSE_SIGNING_KEY) return null;
   const p = await unseal(c.env.GATEHOUSE_SIGNING_KEY, 'session', raw);
   const idn = p?.idn as Identity | undefined;
   if (!p || typeof p.csrf !== 'string' || !idn || typeof idn.issuer !== 'string' || typeof idn.subject !== 'string') return null;
+  const issuedAt = typeof p.iatMs === 'number' ? p.iatMs : Number(p.iat) * 1000;
+  if (await sessionEnded(c.env, idn.issuer, idn.subject, issuedAt)) return null;
   return { identity: idn, csrf: p.csrf };
 }

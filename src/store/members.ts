@@ -1,5 +1,6 @@
 /**
- * Team members and invitations (D1, migrations/0011_members.sql). Every query is keyed by team; the
+ * Team members and invitations (D1, migrations/0011_members.sql), and the stamp that ends a person's
+ * signed-in sessions (migrations/0013_members_sessions.sql). Every member query is keyed by team; the
  * rules of who may change whom are src/members/roles.ts, and the last-owner rule is also enforced
  * here, inside the one statement that changes the row, so two concurrent demotions cannot leave a
  * team without an owner.
@@ -289,4 +290,26 @@ export async function touchMember(env: Env, memberId: string, now = Date.now()):
   await env.DB.prepare('UPDATE members SET last_seen_at = ?1 WHERE member_id = ?2 AND (last_seen_at IS NULL OR last_seen_at < ?1 - 60000)')
     .bind(now, memberId)
     .run();
+}
+
+/** The order of roles by authority: a change to a lower one is a demotion. */
+const RANK: Record<Role, number> = { member: 0, admin: 1, owner: 2 };
+export const isDemotion = (from: Role, to: Role): boolean => RANK[to] < RANK[from];
+
+/** Ends every signed-in session of `issuer`/`subject` issued up to `now` (ms): they sign in again. */
+export async function endSessionsOf(env: Env, issuer: string, subject: string, now = Date.now()): Promise<void> {
+  await env.DB.prepare(
+    `INSERT INTO member_sessions_ended (issuer, subject, ended_at) VALUES (?1, ?2, ?3)
+     ON CONFLICT (issuer, subject) DO UPDATE SET ended_at = max(ended_at, excluded.ended_at)`,
+  )
+    .bind(issuer, subject, now)
+    .run();
+}
+
+/** Whether a session of `issuer`/`subject` issued at `issuedAt` (ms) was ended since. */
+export async function sessionEnded(env: Env, issuer: string, subject: string, issuedAt: number): Promise<boolean> {
+  const r = await env.DB.prepare('SELECT ended_at FROM member_sessions_ended WHERE issuer = ? AND subject = ?')
+    .bind(issuer, subject)
+    .first<{ ended_at: number }>();
+  return r !== null && r.ended_at >= issuedAt;
 }

@@ -144,6 +144,11 @@ export function revokeGrantsOfToken(env: Env, team: string, jti: string, now = D
   return revokeWhere(env, team, 'consent_token_id', jti, `the admin token ${jti} that consented was revoked`, now);
 }
 
+/** The grants a member consented to (`member:<id>`) end, with `reason` (removed, role lowered). */
+export function revokeGrantsOfMember(env: Env, team: string, memberSubject: string, reason: string, now = Date.now()): Promise<GrantKey[]> {
+  return revokeWhere(env, team, 'consent_token_id', memberSubject, reason, now);
+}
+
 /** Cuts a client off in `team`: its grants end and it cannot be granted there again until unblocked. */
 export async function blockClient(env: Env, team: string, clientId: string, now = Date.now()): Promise<{ ended: GrantKey[]; known: boolean }> {
   const known = await env.DB.prepare(`SELECT 1 AS k FROM oauth_grants WHERE team = ? AND client_id = ? LIMIT 1`).bind(team, clientId).first();

@@ -1,6 +1,7 @@
 /** Who may change whom in a team (src/members/roles.ts): the decisions the admin API and dashboard share. */
 import { describe, expect, it } from 'vitest';
 import { checkMemberChange, type Actor } from '../../src/members/roles.ts';
+import { isDemotion } from '../../src/store/members.ts';
 
 const owner: Actor = { kind: 'member', role: 'owner' };
 const admin: Actor = { kind: 'member', role: 'admin' };
@@ -49,5 +50,15 @@ describe('member management rules', () => {
   it("gives an admin API token an owner's authority (break-glass)", () => {
     expect(checkMemberChange(token, 'acme', { op: 'invite', role: 'owner' })).toBeNull();
     expect(checkMemberChange(token, 'acme', { op: 'remove', role: 'owner', owners: 2 })).toBeNull();
+  });
+
+  it("calls a change to a lower role a demotion (it ends the member's grants and sessions); the same or a higher role is not", () => {
+    expect([isDemotion('owner', 'admin'), isDemotion('owner', 'member'), isDemotion('admin', 'member')]).toEqual([true, true, true]);
+    expect([isDemotion('member', 'admin'), isDemotion('admin', 'owner'), isDemotion('admin', 'admin'), isDemotion('member', 'member')]).toEqual([
+      false,
+      false,
+      false,
+      false,
+    ]);
   });
 });

@@ -12,6 +12,7 @@ import * as tokens from './tokens.js';
 import * as approvals from './approvals.js';
 import * as overview from './overview.js';
 import * as members from './members.js';
+import * as mine from './me.js';
 
 const PAGES = [
   { path: 'overview', title: 'Overview', mod: overview },
@@ -23,6 +24,10 @@ const PAGES = [
   { path: 'approvals', title: 'Approvals', mod: approvals },
   { path: 'members', title: 'Members', mod: members },
 ];
+// A signed-in person's own jobs and connected clients: the one page of a member, one more page for an owner or admin.
+const MINE = { path: 'me', title: 'You', mod: mine };
+// The team a person in several teams last picked (this tab only).
+const TEAM_KEY = 'gatehouse.team';
 
 const main = document.getElementById('main');
 const nav = document.getElementById('nav');
@@ -30,6 +35,7 @@ const who = document.getElementById('who');
 const signout = document.getElementById('signout');
 let cleanup = null;
 let me = null;
+let pages = PAGES;
 // Where the identity provider's sign-in starts (GET /dashboard/auth/session says), null without one.
 let signInUrl = null;
 
@@ -45,6 +51,8 @@ function signIn(reason) {
   nav.replaceChildren();
   who.textContent = '';
   signout.hidden = true;
+  const sw = document.getElementById('team-switch');
+  if (sw) sw.remove();
   document.title = 'Sign in · Gatehouse';
   const input = h('input', { type: 'password', name: 'token', autocomplete: 'off', spellcheck: 'false', required: true });
   const msg = messages();
@@ -81,23 +89,26 @@ function signIn(reason) {
   input.focus();
 }
 
-/** A signed-in person with the member role: the team pages are for owners and admins. */
-function memberOnly(s) {
-  clearPage();
-  who.textContent = s.email || s.subject;
-  signout.hidden = false;
-  main.appendChild(h('section', { class: 'card', id: 'member-only' },
-    h('h1', null, 'Signed in'),
-    h('p', null, 'You are a member of ', s.teams.map((t, i) => [i ? ', ' : '', h('strong', null, t.team), ' (' + t.role + ')']), '.'),
-    h('p', null, 'Members connect their MCP clients with OAuth (the client opens this gateway\'s consent page, where you grant it as yourself) and run what the team policy allows. The team pages here are for owners and admins.')));
+/** A person in several teams picks the one they act in; the page starts again in it. */
+function teamSwitch(teams, current) {
+  if (teams.length < 2) return;
+  const sel = h('select', { id: 'team-switch', 'aria-label': 'Team' },
+    teams.map((t) => h('option', { value: t.team, selected: t.team === current }, t.team + ' (' + t.role + ')')));
+  sel.addEventListener('change', () => {
+    sessionStorage.setItem(TEAM_KEY, sel.value);
+    location.hash = '';
+    location.reload();
+  });
+  signout.before(sel);
 }
 
-function start(w) {
+function start(w, available) {
   me = w;
+  pages = available || PAGES;
   who.textContent = 'team ' + w.team + ' · ' + (session.person ? session.person.email + ' (' + session.person.role + ')' : w.subject);
   signout.hidden = false;
-  nav.replaceChildren(h('ul', null, PAGES.map((p) => h('li', null, h('a', { href: '#/' + p.path, 'data-page': p.path }, p.title)))));
-  if (!location.hash || location.hash === '#' || location.hash === '#/') location.hash = '#/overview';
+  nav.replaceChildren(h('ul', null, pages.map((p) => h('li', null, h('a', { href: '#/' + p.path, 'data-page': p.path }, p.title)))));
+  if (!location.hash || location.hash === '#' || location.hash === '#/') location.hash = '#/' + pages[0].path;
   else route();
 }
 
@@ -108,7 +119,7 @@ function route() {
   const q = raw.indexOf('?');
   const query = new URLSearchParams(q === -1 ? '' : raw.slice(q + 1));
   const parts = (q === -1 ? raw : raw.slice(0, q)).split('/').map(decodeURIComponent);
-  const page = PAGES.find((p) => p.path === parts[0]) || PAGES[0];
+  const page = pages.find((p) => p.path === parts[0]) || pages[0];
   for (const a of nav.querySelectorAll('a')) {
     if (a.getAttribute('data-page') === page.path) a.setAttribute('aria-current', 'page');
     else a.removeAttribute('aria-current');
@@ -128,6 +139,7 @@ window.addEventListener('hashchange', route);
 signout.addEventListener('click', async () => {
   const person = session.person;
   session.clear();
+  sessionStorage.removeItem(TEAM_KEY);
   if (person) {
     await fetch('/dashboard/auth/logout', { method: 'POST', credentials: 'same-origin', headers: { 'X-Gatehouse-CSRF': person.csrf } }).catch(() => null);
   }
@@ -152,13 +164,16 @@ async function personSession() {
     signInUrl = (s && s.signInUrl) || null;
     if (!s || !s.signedIn) return signIn();
     if (!s.teams.length) return signIn((s.email || s.subject) + ' is signed in but not a member of any team: ask a team owner or admin for an invitation.');
-    // The first team the person manages (owner or admin); a member only sees what members may do.
-    const managed = s.teams.find((x) => x.role !== 'member');
-    if (!managed) return memberOnly(s);
-    session.person = { csrf: s.csrf, team: managed.team, role: managed.role, email: s.email || s.subject };
+    // The team picked last in this tab, else the first the person manages (owner or admin), else their first.
+    const picked = sessionStorage.getItem(TEAM_KEY);
+    const chosen = s.teams.find((x) => x.team === picked) || s.teams.find((x) => x.role !== 'member') || s.teams[0];
+    session.person = { csrf: s.csrf, team: chosen.team, role: chosen.role, email: s.email || s.subject };
+    teamSwitch(s.teams, chosen.team);
+    // A member sees their own page only: the team pages (the admin API) are for owners and admins.
+    if (chosen.role === 'member') return start({ team: chosen.team, subject: 'member:' + chosen.memberId }, [MINE]);
     try {
       // GET /teams/<team> is who-am-i in the team the person acts in.
-      return start(await api('GET', ''));
+      return start(await api('GET', ''), PAGES.concat([MINE]));
     } catch (e) {
       session.clear();
       return signIn(describe(e));
