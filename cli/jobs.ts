@@ -17,7 +17,7 @@ export const JOBS_HELP = `gatehouse jobs — the team's jobs
 
 usage:
   gatehouse jobs list [--state running] [--subject s] [--tool t] [--limit N] [--cursor c]   newest first
-  gatehouse jobs show <job id>                                     one job: command, state, exit, timing
+  gatehouse jobs show <job id>                                     one job: command, state, exit, timing, network connections
   gatehouse jobs kill <job id>                                     stop a queued or running job
 
 flags (list):
@@ -121,8 +121,35 @@ async function show(argv: string[]): Promise<number> {
   ];
   const error = field(j, 'error');
   if (error !== undefined) lines.push(['error', text(error)]);
+  const network = field(j, 'network') as Row | undefined;
+  if (network) lines.push(['network', networkLine(network)]);
   out(lines.map(([k, v]) => `${`${k}:`.padEnd(10)}${v}`).join('\n'));
+  const conns = Array.isArray(network?.connections) ? (network.connections as Row[]) : [];
+  if (conns.length) {
+    out('');
+    out(
+      table([
+        ['HOST', 'METHOD', 'DECISION', 'UP', 'DOWN', 'TIME', 'REASON'],
+        ...conns.map((c) => [
+          `${text(field(c, 'host'))}:${text(field(c, 'port'))}`,
+          text(field(c, 'method')),
+          text(field(c, 'decision')),
+          text(field(c, 'bytes_up')),
+          text(field(c, 'bytes_down')),
+          duration(field(c, 'ms')),
+          text(field(c, 'reason')),
+        ]),
+      ]),
+    );
+  }
   return 0;
+}
+
+/** The job's network grant and its connections in one line: `allowlist (network): 3 allowed, 1 refused`. */
+function networkLine(n: Row): string {
+  const counts = `${text(field(n, 'allowed'))} allowed, ${text(field(n, 'refused'))} refused`;
+  const dropped = Number(field(n, 'dropped') ?? 0);
+  return `${text(field(n, 'mode'))} (${text(field(n, 'source'))}): ${counts}${dropped ? `, ${dropped} more not listed` : ''}`;
 }
 
 async function kill(argv: string[]): Promise<number> {

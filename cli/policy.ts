@@ -151,7 +151,7 @@ async function check(argv: string[]): Promise<number> {
     ...(Object.keys(env).length ? { env } : {}),
     ...(timeout !== undefined ? { timeout_ms: timeout } : {}),
   };
-  const r = await api<{ allowed: boolean; decision?: 'allow' | 'ask' | 'deny'; stage: string; reason: string; notes: string[] }>(
+  const r = await api<{ allowed: boolean; decision?: 'allow' | 'ask' | 'deny'; stage: string; reason: string; notes: string[]; networkLine?: string }>(
     connection(a.flags),
     'POST',
     '/policy/check',
@@ -163,6 +163,8 @@ async function check(argv: string[]): Promise<number> {
     // The reason and notes quote the command and the policy's rule text.
     out(`${r.value.decision === 'ask' ? 'needs approval' : r.value.allowed ? 'allowed' : 'denied'} (${visible(r.value.stage)}): ${visible(r.value.reason)}`);
     for (const n of r.value.notes) out(`  note: ${visible(n)}`);
+    // The network the command would get (docs/network.md).
+    if (r.value.networkLine) for (const l of r.value.networkLine.split('\n')) out(`  ${visible(l)}`);
   }
   // 3: allowed once a person approves it (a rule decided `ask`).
   return r.value.allowed ? 0 : r.value.decision === 'ask' ? 3 : 1;

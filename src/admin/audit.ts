@@ -3,6 +3,7 @@ import { Hono } from 'hono';
 import type { AppEnv } from '../env.ts';
 import { AUDIT_DECISIONS, AUDIT_MAX_LIMIT, AUDIT_TOOLS, decodeCursor, queryAudit, type AuditFilter } from '../store/audit.ts';
 import { apiError } from './http.ts';
+import { teamConnections } from '../store/egress.ts';
 
 export const auditRoutes = new Hono<AppEnv>();
 
@@ -66,4 +67,19 @@ auditRoutes.get('/', async (c) => {
   const f = parseAuditQuery(new URL(c.req.url).searchParams);
   if (!f.ok) return apiError(c, 'invalid_argument', f.message);
   return c.json(await queryAudit(c.env.DB, c.get('principal').team, f.value));
+});
+
+/** The team's latest network connections (docs/network.md), newest first: `?refused=1` for refused ones only, `?limit=` up to 200. */
+auditRoutes.get('/egress', async (c) => {
+  const q = new URL(c.req.url).searchParams;
+  for (const k of q.keys())
+    if (k !== 'refused' && k !== 'limit') return apiError(c, 'invalid_argument', `unknown query parameter "${k}"; allowed: refused, limit`);
+  const limit = q.get('limit');
+  if (limit !== null && (!/^\d+$/.test(limit) || Number(limit) < 1 || Number(limit) > 200)) {
+    return apiError(c, 'invalid_argument', `limit must be an integer from 1 to 200, got "${limit.slice(0, 40)}"`);
+  }
+  const refused = q.get('refused');
+  if (refused !== null && refused !== '1' && refused !== '0') return apiError(c, 'invalid_argument', `refused must be 1 or 0, got "${refused.slice(0, 40)}"`);
+  const connections = await teamConnections(c.env.DB, c.get('principal').team, { limit: limit === null ? 50 : Number(limit), refusedOnly: refused === '1' });
+  return c.json({ connections });
 });

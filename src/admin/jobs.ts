@@ -9,6 +9,7 @@ import { jobResult, killJob, listAllAgents, listJobs } from '../dispatch/client.
 import { auditAdmin } from './audit-action.ts';
 import { apiError } from './http.ts';
 import { jobCalls } from './job-calls.ts';
+import { jobNetwork } from '../store/egress.ts';
 
 export const agentAdminRoutes = new Hono<AppEnv>();
 export const jobAdminRoutes = new Hono<AppEnv>();
@@ -54,7 +55,10 @@ jobAdminRoutes.get('/:id', async (c) => {
   if (include !== undefined && include !== 'result') return apiError(c, 'invalid_argument', `include must be "result", got "${include.slice(0, 40)}"`);
   const r = await jobResult(c.env, c.get('principal').team, id);
   if (!r) return apiError(c, 'not_found', `job "${id}" not found`);
-  const job = { ...r.view, call: (await jobCalls(c.env.DB, c.get('principal').team, [id])).get(id) ?? null };
+  const team = c.get('principal').team;
+  // What ran (its call's audit row) and the network connections its egress proxy reported.
+  const [calls, network] = await Promise.all([jobCalls(c.env.DB, team, [id]), jobNetwork(c.env.DB, team, id)]);
+  const job = { ...r.view, call: calls.get(id) ?? null, network };
   // include=result: the stored exit with its inline output, as the caller got it (may be MiBs).
   return c.json(include === 'result' ? { job, result: r.exit } : { job });
 });

@@ -9,6 +9,7 @@ import { getTeamPolicy, putTeamPolicy } from '../store/policies.ts';
 import { apiError, readJson } from './http.ts';
 import { isPresetName, PRESET_NAMES, PRESETS } from '../policy/presets.ts';
 import { auditAdmin } from './audit-action.ts';
+import { grantLine, grantSummary } from '../policy/network.ts';
 
 export const policyRoutes = new Hono<AppEnv>();
 
@@ -73,5 +74,14 @@ policyRoutes.post('/check', async (c) => {
     team: p.team,
     subject: p.subject,
   });
-  return c.json({ allowed: d.allowed, decision: verdictOf(d), stage: d.stage, reason: d.reason, notes: d.notes, policyVersion: version });
+  const network = d.effective ? grantSummary(policy, d.rule, d.effective.network) : undefined;
+  return c.json({
+    allowed: d.allowed,
+    decision: verdictOf(d),
+    stage: d.stage,
+    reason: d.reason,
+    notes: d.notes,
+    ...(network ? { network, networkLine: grantLine(network) } : {}),
+    policyVersion: version,
+  });
 });

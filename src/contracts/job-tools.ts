@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { JobState, JobView } from './jobs.ts';
+import { JobNetworkView } from './network.ts';
 
 export const JOB_STATUS_MAX_WAIT_MS = 60_000;
 export const JOB_OUTPUT_DEFAULT_BYTES = 64 * 1024;
@@ -21,7 +22,11 @@ export const JobStatusInput = {
     .optional()
     .describe(`Wait up to this long (≤ ${JOB_STATUS_MAX_WAIT_MS} ms) for the job to end before answering`),
 };
-export const JobStatusOutput = JobView.shape;
+export const JobStatusOutput = {
+  ...JobView.shape,
+  /** The job's network grant and the connections its egress proxy reported (absent for a job without either on record). */
+  network: JobNetworkView.optional(),
+};
 
 export const JobOutputInput = {
   job_id: JobId,

@@ -127,3 +127,35 @@ export const EgressLog = z.object({
   dropped: z.number().int().min(0).optional(),
 });
 export type EgressLog = z.infer<typeof EgressLog>;
+
+/** One connection as job_status, the admin API, the dashboard and the CLI show it. */
+export const EgressConnectionView = z.object({
+  job_id: z.string(),
+  host: z.string(),
+  port: z.number().int(),
+  address: z.string().nullable(),
+  method: z.string().nullable(),
+  decision: z.enum(['allowed', 'refused']),
+  reason: z.string(),
+  bytes_up: z.number().int(),
+  bytes_down: z.number().int(),
+  started_at: z.string().describe('ISO 8601'),
+  ms: z.number().int(),
+});
+export type EgressConnectionView = z.infer<typeof EgressConnectionView>;
+
+/** A job's network as job_status shows it: its grant's mode and key, and the connections its proxy reported. */
+export const JobNetworkView = z.object({
+  /** The job's grant (absent when the job's index row is not written yet). */
+  mode: z.enum(['off', 'allowlist', 'open']).nullable(),
+  /** The policy key that decided the grant: `network` or `rules[i].network`. */
+  source: z.string().nullable(),
+  connections: z.array(EgressConnectionView),
+  allowed: z.number().int(),
+  refused: z.number().int(),
+  /** Connections past EGRESS_CONNECTIONS_MAX: counted, not listed. */
+  dropped: z.number().int(),
+  bytes_up: z.number().int(),
+  bytes_down: z.number().int(),
+});
+export type JobNetworkView = z.infer<typeof JobNetworkView>;

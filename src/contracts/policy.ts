@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { RuntimeName } from './runtimes.ts';
 import { DEFAULT_RESOURCE_LIMITS, ResourceLimits } from './resource-limits.ts';
 import { SandboxReuse } from './sandbox-reuse.ts';
+import { NETWORK_DEFAULT_BYTES_DOWN, NETWORK_DEFAULT_BYTES_UP, NetworkPolicy } from './network.ts';
 
 export const POLICY_SCHEMA_VERSION = 1;
 
@@ -78,6 +79,11 @@ export const PolicyRule = z.object({
     .array(z.enum(['execute', 'runtime_execute', 'run_script']))
     .min(1)
     .optional(),
+  /**
+   * The network of the commands this rule matches, instead of the team's `network` (e.g. `npm ci`
+   * gets the package registries, everything else none). Absent: the team's applies.
+   */
+  network: NetworkPolicy.optional(),
 });
 export type PolicyRule = z.infer<typeof PolicyRule>;
 
@@ -99,6 +105,16 @@ export const ApprovalPolicy = z.object({
    */
   askClient: z.boolean().default(true),
 });
+
+/** The team's network when the policy does not say: none. */
+const NETWORK_OFF: NetworkPolicy = {
+  mode: 'off',
+  allow: [],
+  presets: [],
+  unlisted: 'deny',
+  maxBytesUp: NETWORK_DEFAULT_BYTES_UP,
+  maxBytesDown: NETWORK_DEFAULT_BYTES_DOWN,
+};
 
 export const PolicyDocument = z.object({
   version: z.literal(POLICY_SCHEMA_VERSION),
@@ -202,6 +218,12 @@ export const PolicyDocument = z.object({
   /** Decision rules (allow / ask / deny by argv prefix), tried in order after the allowlists. */
   rules: z.array(PolicyRule).max(200).default([]),
   approvals: ApprovalPolicy.default({ ttlSeconds: 3600, promptTtlSeconds: 600, askClient: true }),
+  /**
+   * The jobs' network (docs/network.md): `off` (no network at all), `allowlist` (only the listed
+   * hosts and presets, through the agent's egress proxy) or `open`. A matching rule's `network`
+   * replaces this for its commands.
+   */
+  network: NetworkPolicy.default(NETWORK_OFF),
 });
 export type PolicyDocument = z.infer<typeof PolicyDocument>;
 export type PolicyDocumentInput = z.input<typeof PolicyDocument>;

@@ -179,6 +179,22 @@ export const PolicyCheckOutput = {
   stage: z.string(),
   reason: z.string(),
   notes: z.array(z.string()),
+  /** The network the command would get (absent when it is denied): docs/network.md. */
+  network: z
+    .object({
+      mode: z.enum(['off', 'allowlist', 'open']),
+      /** The policy key that decides it: `network`, or `rules[i].network` of the matching rule. */
+      source: z.string(),
+      /** Each allowed host entry with its ports and methods, presets expanded. */
+      hosts: z.array(z.string()),
+      presets: z.array(z.string()),
+      unlisted: z.enum(['deny', 'ask']),
+      max_bytes_up: z.number().int(),
+      max_bytes_down: z.number().int(),
+      /** Set when agents without an enforcing sandbox may take the team's jobs. */
+      sandbox_note: z.string().optional(),
+    })
+    .optional(),
 };
 
 // ---- list_runtimes ----

@@ -1,8 +1,9 @@
 /**
  * What the team's executor agents say on their sockets, applied: `hello` (claims checked against
  * the token's grant), heartbeats, a job's exit (in parts when large), its error, how each artifact
- * upload ended, and live output frames. Each socket has a message budget (agent-budget.ts): a
- * message that changes nothing costs, and a socket over its budget is closed and audited.
+ * upload ended, live output frames, and a job's egress proxy's asks and connection log (egress.ts).
+ * Each socket has a message budget (agent-budget.ts): a message that changes nothing costs, and a
+ * socket over its budget is closed and audited.
  * Only the agent a job was sent to may report on it.
  */
 import { AGENT_BUDGET_CLOSE, PROTOCOL_VERSION, parseAgentMessage, type AgentHello, type JobExit } from '../contracts/agent-protocol.ts';
@@ -12,6 +13,7 @@ import { peekJobMessage, type AgentBudget, type Overrun } from './agent-budget.t
 import type { AgentAttachment, AgentLink } from './agent-link.ts';
 import type { ArtifactUploads } from './artifact-uploads.ts';
 import type { Followers } from './followers.ts';
+import type { Egress } from './egress.ts';
 import type { DispatchHost } from './host.ts';
 import type { JobRow, JobStore } from './job-store.ts';
 import type { Jobs } from './jobs.ts';
@@ -26,6 +28,8 @@ export interface AgentMessagesParts {
   store: JobStore;
   followers: Followers;
   uploads: ArtifactUploads;
+  /** A job's egress proxy: its asks and its connection log (egress.ts). */
+  egress: Egress;
   /** A job.exit was read (a trace step of the hot path). */
   onExitReceived(): void;
 }
@@ -143,6 +147,17 @@ export class AgentMessages {
           this.p.jobs.close(msg.jobId, 'failed_to_start', { error: { code: asErrorCode(msg.code, 'spawn_failed'), message: msg.message }, fromAgent: agentId });
         await this.p.jobs.pump();
         return;
+      }
+      case 'egress.ask':
+      case 'egress.log': {
+        const verdict = msg.type === 'egress.ask' ? await this.p.egress.ask(agentId, msg, now) : await this.p.egress.log(agentId, msg, now);
+        if (verdict === 'ok') return;
+        // Only the agent a job runs on speaks for its network: another's (or an unknown job's) changes nothing and costs.
+        if (verdict === 'stranger') {
+          console.warn(`agent ${agentId} sent ${msg.type} about job ${msg.jobId}, which is not its job; ignored`);
+          return this.spend(ws, att, budget.stranger(raw.length, now));
+        }
+        return this.spend(ws, att, budget.late(now));
       }
     }
   }

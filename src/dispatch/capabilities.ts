@@ -9,6 +9,7 @@ import { AgentLink } from './agent-link.ts';
 import { AgentMessages } from './agent-messages.ts';
 import { ArtifactUploads } from './artifact-uploads.ts';
 import { D1Mirror } from './d1-mirror.ts';
+import { Egress } from './egress.ts';
 import { Followers } from './followers.ts';
 import type { DispatchHost, Wakes } from './host.ts';
 import { JobStore } from './job-store.ts';
@@ -25,6 +26,7 @@ export interface Capabilities {
   mirror: D1Mirror;
   jobs: Jobs;
   messages: AgentMessages;
+  egress: Egress;
   /** Everything with timed work: the host's one alarm fires at the soonest of their wake-ups. */
   wakes: readonly Wakes[];
 }
@@ -46,6 +48,7 @@ export function capabilities(host: DispatchHost, o: { plan: PlanResult; trace: (
     onStartSent: () => trace('do.job_start_sent'),
     configError: o.plan.ok ? null : { code: o.plan.code, message: o.plan.message },
   });
-  const messages = new AgentMessages(host, { link, jobs, store, followers, uploads, onExitReceived: () => trace('do.exit_received') });
-  return { store, link, followers, uploads, mirror, jobs, messages, wakes: [link, jobs, mirror] };
+  const egress = new Egress(host, { store, link });
+  const messages = new AgentMessages(host, { link, jobs, store, followers, uploads, egress, onExitReceived: () => trace('do.exit_received') });
+  return { store, link, followers, uploads, mirror, jobs, messages, egress, wakes: [link, jobs, mirror, egress] };
 }

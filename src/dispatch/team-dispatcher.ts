@@ -6,7 +6,8 @@
  *   - jobs (jobs.ts over job-store.ts): submit, placement by the pure scheduler, exactly-once ends;
  *   - followers (followers.ts): callers waiting on a job (memory only: they are live calls);
  *   - artifact uploads (artifact-uploads.ts over upload-store.ts): who may write an artifact, multipart;
- *   - D1 mirror (d1-mirror.ts): the jobs' index and audit rows, copied in the background.
+ *   - D1 mirror (d1-mirror.ts): the jobs' index and audit rows, copied in the background;
+ *   - egress (egress.ts): a job's network asks (approvals) and connection log.
  * The shell wires them to the Workers RPC methods the edge calls (client.ts) and to the platform's
  * socket and alarm events; its one alarm fires at the soonest wake-up any capability asks for.
  */
@@ -188,7 +189,10 @@ export class TeamDispatcher extends DurableObject<Env> {
     await this.c.link.onAlarm(now);
     await this.c.jobs.onAlarm(now);
     await this.c.mirror.sync();
-    this.c.uploads.forget(this.c.store.prune(now - JOB_RETENTION_MS));
+    await this.c.egress.onAlarm(now);
+    const pruned = this.c.store.prune(now - JOB_RETENTION_MS);
+    this.c.uploads.forget(pruned);
+    this.c.egress.forget(pruned);
     await this.c.uploads.abortAbandoned();
     this.c.link.prune(now - JOB_RETENTION_MS);
     await this.rearm();

@@ -147,6 +147,8 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
       ...(eff.allowedExecutables && job.mode !== 'shell' ? { allowedExecutables: eff.allowedExecutables } : {}),
       ...(policy.sandbox.reuse ? { reuse: policy.sandbox.reuse } : {}),
       ...(eff.hardenGit && job.mode === 'argv' ? { hardenGit: true as const } : {}),
+      // Also when off: the agent names `network.source` when it refuses a connection.
+      network: eff.network,
     };
     // No D1 write here: the team's DO keeps the call's audit row with the job (durably, in the
     // same transaction) and writes both D1 rows in the background, with the job's end if it is short.

@@ -20,6 +20,7 @@ import { ruleFor, screenArguments } from './argument-screens.ts';
 import { checkShellString } from './shell.ts';
 import { matchRule, ruleArgv } from './rules.ts';
 import { splitSimpleCommand } from './simple-command.ts';
+import { networkGrant } from './network.ts';
 import type { DecideOptions, PolicyDecision, PolicyRequest, PolicyStage, StageResult } from './types.ts';
 
 /** A rule as people count it (the first rule is rule 1); `rules[i]` paths stay 0-based. */
@@ -174,6 +175,7 @@ async function decideStages(
     reason: ask ? `Approval required by rule ${ruleNumber(ask.rule)}: ${ask.reason}` : reason,
     notes,
     ...(ask ? { ask } : {}),
+    ...(rule ? { rule: rule.index } : {}),
     ...(prepend.length ? { runAs: { command: exe!, args: [...prepend, ...(req.args ?? [])] } } : {}),
     effective: {
       cwd: cwd.value,
@@ -183,6 +185,7 @@ async function decideStages(
       artifactBytes: limits.value.artifactBytes,
       ...(isShell ? {} : { allowedExecutables: [...policy.executables.allow] }),
       ...(hardenGit ? { hardenGit: true as const } : {}),
+      network: networkGrant(policy, rule?.index),
     },
     ...(opa ? { opa } : {}),
   };

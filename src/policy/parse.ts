@@ -8,6 +8,7 @@ import { PolicyDocument } from '../contracts/policy.ts';
 import { unknownKeysMessage } from '../contracts/strict-input.ts';
 import { describeIssues, err, ok, type Result } from '../contracts/errors.ts';
 import { entryRegex } from './shell.ts';
+import { networkIssues } from './network.ts';
 
 export function parsePolicy(json: unknown): Result<PolicyDocument> {
   // Unknown keys first: a typo (`"shel"`) must not be stored as if the policy said nothing.
@@ -48,6 +49,7 @@ export function parsePolicy(json: unknown): Result<PolicyDocument> {
   if (doc.limits.defaultTimeoutMs > doc.limits.maxTimeoutMs) {
     issues.push({ path: ['limits', 'defaultTimeoutMs'], message: `must not exceed limits.maxTimeoutMs (${doc.limits.maxTimeoutMs})` });
   }
+  issues.push(...networkIssues(doc));
   doc.opa.evaluators.forEach((ev, i) => {
     if (!/^https?:\/\//i.test(ev.url)) issues.push({ path: ['opa', 'evaluators', i, 'url'], message: 'must be an http(s) URL' });
   });

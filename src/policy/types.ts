@@ -3,6 +3,7 @@
  * the rest of Gatehouse imports; stage modules import from here to avoid an import cycle.
  */
 import type { RuntimeName } from '../contracts/runtimes.ts';
+import type { NetworkGrant } from '../contracts/network.ts';
 
 export interface PolicyRequest {
   tool: 'execute' | 'runtime_execute' | 'policy_check' | 'run_script';
@@ -36,6 +37,8 @@ export interface EffectiveJob {
   allowedExecutables?: string[];
   /** git run as argv under `git.repositoryPrograms = "disable"`: the agent switches the repository's programs off. */
   hardenGit?: true;
+  /** The job's network: the team's `network`, or the matching rule's (src/policy/network.ts). */
+  network: NetworkGrant;
 }
 
 /** One remote evaluator's answer, kept for the audit trail and for policy_check. */
@@ -63,6 +66,8 @@ export interface PolicyDecision {
    * `effective` (and `runAs`) say what runs once approved.
    */
   ask?: { rule: number; reason: string };
+  /** The rule that matched the command (any decision), whose `network` replaces the team's. */
+  rule?: number;
   /** Present when OPA evaluators were asked (addition to the lead's interface). */
   opa?: { mode: 'any' | 'all'; verdicts: OpaVerdict[] };
 }

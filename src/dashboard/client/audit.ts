@@ -58,8 +58,34 @@ export function render(main, params, me, preset) {
   refresh.addEventListener('click', load);
   main.append(h('h1', null, 'Audit log'),
     h('p', { class: 'lead' }, 'Every call and its decision, newest first. Denials carry the policy\'s reason.'),
-    form, msg.status, msg.error, body, h('div', { class: 'pager' }, newest, older, refresh, pageInfo));
+    form, msg.status, msg.error, body, h('div', { class: 'pager' }, newest, older, refresh, pageInfo), egressSection());
   load();
+}
+
+/** The team's latest network connections (one row per connection a job's egress proxy made or refused). */
+function egressSection() {
+  const msg = messages();
+  const refusedOnly = h('input', { type: 'checkbox', name: 'refused' });
+  const body = h('div');
+  const load = async () => {
+    try {
+      const r = await api('GET', '/audit/egress?limit=50' + (refusedOnly.checked ? '&refused=1' : ''));
+      msg.fail(null);
+      body.replaceChildren(r.connections.length === 0 ? h('p', { class: 'empty' }, 'No network connections.') :
+        table('Network connections', ['Started', 'Job', 'Host', 'Method', 'Decision', 'Reason', 'Up / down'],
+          r.connections.map((c) => h('tr', { 'data-decision': c.decision },
+            h('td', null, fmtTime(c.started_at)),
+            h('td', null, h('a', { href: '#/jobs/' + encodeURIComponent(c.job_id) }, c.job_id)),
+            h('td', null, userText(c.host + ':' + c.port)), h('td', null, userText(c.method || '')),
+            h('td', null, h('span', { class: 'badge ' + (c.decision === 'refused' ? 'denied' : 'allowed') }, c.decision)),
+            h('td', { class: 'reason' }, userText(c.reason)), h('td', null, c.bytes_up + ' / ' + c.bytes_down + ' B')))));
+    } catch (e) { msg.fail(e); }
+  };
+  refusedOnly.addEventListener('change', load);
+  load();
+  return h('section', { 'aria-labelledby': 'egress-title' }, h('h2', { id: 'egress-title' }, 'Network connections'),
+    h('p', { class: 'lead' }, 'What jobs connected to through the egress proxy, newest first; a refused one names the policy key to change.'),
+    field('Refused only', refusedOnly), msg.status, msg.error, body);
 }
 
 /**

@@ -111,6 +111,7 @@ function renderJob(main, id) {
   const msg = messages();
   const facts = h('dl', { class: 'facts' });
   const callFacts = h('dl', { class: 'facts call' });
+  const network = h('section', { 'aria-labelledby': 'net-title', class: 'network', hidden: true });
   const kill = h('button', { type: 'button', class: 'danger', hidden: true }, 'Kill job');
   const appView = h('section', { 'aria-labelledby': 'app-title', class: 'appview' });
   const openApp = h('button', { type: 'button' }, 'Open the MCP Apps view');
@@ -143,7 +144,7 @@ function renderJob(main, id) {
   main.append(
     h('p', null, h('a', { href: '#/jobs' }, '← All jobs')),
     h('h1', null, 'Job ', h('code', null, id)),
-    msg.status, msg.error, callFacts, facts, h('div', { class: 'row' }, kill, openApp), appView,
+    msg.status, msg.error, callFacts, facts, network, h('div', { class: 'row' }, kill, openApp), appView,
     h('section', { 'aria-labelledby': 'out-title' },
       h('h2', { id: 'out-title' }, 'Output'), outMsg.status, outMsg.error, outputs.stdout.el, outputs.stderr.el),
     search.el);
@@ -165,6 +166,7 @@ function renderJob(main, id) {
     if (j.call && !callFacts.firstChild) callFacts.replaceChildren(...describeCall(j.call));
     handle = pick(j, 'artifact_handle', 'artifactHandle') || null;
     facts.replaceChildren(...describeJob(j));
+    if (j.network) { network.hidden = false; network.replaceChildren(...networkView(j.network)); }
     kill.hidden = !OPEN.includes(state);
     if (OPEN.includes(state)) {
       await liveTail(id, outputs, live, outMsg);
@@ -196,6 +198,24 @@ function describeJob(j) {
     ['Error', j.error ? userText((j.error.message || '') + (j.error.code ? ' (' + j.error.code + ')' : '')) : undefined],
     ['Artifact', pick(j, 'artifact_handle', 'artifactHandle')], ['Artifact state', j.artifact_state],
   ]);
+}
+
+/**
+ * The job's network: its grant's mode and the policy key that set it, and each connection its
+ * egress proxy reported — a refused one says why and which key to change.
+ */
+function networkView(n) {
+  const head = h('h2', { id: 'net-title' }, 'Network');
+  const grant = h('p', null, 'Mode ', h('code', null, n.mode || 'unknown'), n.source ? h('span', null, ' (set by ', h('code', null, userText(n.source)), ')') : null,
+    ' · ' + n.allowed + ' allowed, ' + n.refused + ' refused' + (n.dropped ? ', ' + n.dropped + ' more not listed' : '') +
+    ' · ' + fmtBytes(n.bytes_up) + ' up, ' + fmtBytes(n.bytes_down) + ' down');
+  if (!n.connections.length) return [head, grant, h('p', { class: 'sub' }, 'No connections.')];
+  const rows = n.connections.map((c) => h('tr', { class: c.decision === 'refused' ? 'refused' : null },
+    h('td', null, userText(c.host + ':' + c.port)), h('td', null, userText(c.method || '')),
+    h('td', null, h('span', { class: 'badge ' + (c.decision === 'refused' ? 'denied' : 'allowed') }, c.decision)),
+    h('td', null, userText(c.reason)), h('td', null, fmtBytes(c.bytes_up)), h('td', null, fmtBytes(c.bytes_down)),
+    h('td', null, fmtTime(c.started_at)), h('td', null, fmtDuration(c.ms))));
+  return [head, grant, table('Connections of this job', ['Host', 'Method', 'Decision', 'Reason', 'Up', 'Down', 'Started', 'Time'], rows)];
 }
 
 function factList(rows) {

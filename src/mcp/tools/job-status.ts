@@ -2,6 +2,7 @@
 import type { McpServer } from '@modelcontextprotocol/server';
 import { JobStatusInput, JobStatusOutput } from '../../contracts/job-tools.ts';
 import { jobStatus } from '../../dispatch/client.ts';
+import { jobNetwork } from '../../store/egress.ts';
 import { toolInput } from '../../contracts/strict-input.ts';
 import { READ_ONLY, toolOutput } from '../register.ts';
 import { missingScope, toolResult, type ToolContext } from '../context.ts';
@@ -12,7 +13,8 @@ export function registerJobStatus(server: McpServer, ctx: ToolContext): void {
     'job_status',
     {
       title: 'State of a job',
-      description: 'State, exit code, timings, agent and sandbox of a job (background or not). wait_ms (≤ 60000) waits for the job to end first.',
+      description:
+        'State, exit code, timings, agent and sandbox of a job (background or not), and the network connections it made or was refused. wait_ms (≤ 60000) waits for the job to end first.',
       annotations: READ_ONLY,
       inputSchema: toolInput(JobStatusInput),
       outputSchema: toolOutput(JobStatusOutput),
@@ -24,7 +26,8 @@ export function registerJobStatus(server: McpServer, ctx: ToolContext): void {
       const v = await jobStatus(ctx.env, ctx.principal.team, input.job_id, input.wait_ms ?? 0);
       await auditJobCall(ctx, 'job_status', { jobId: input.job_id, ok: v !== null, reason: v ? v.state : 'not_found', started });
       if (!v) return jobNotFound(input.job_id);
-      return toolResult(v);
+      const network = await jobNetwork(ctx.env.DB, ctx.principal.team, v.job_id);
+      return toolResult(network ? { ...v, network } : v);
     },
   );
 }

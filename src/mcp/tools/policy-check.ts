@@ -4,6 +4,7 @@ import { PolicyCheckInput, PolicyCheckOutput } from '../../contracts/tools.ts';
 import { toolInput } from '../../contracts/strict-input.ts';
 import { decide, verdictOf } from '../../policy/engine.ts';
 import { teamPolicyOf } from '../../policy/cache.ts';
+import { grantLine, grantSummary } from '../../policy/network.ts';
 import { writeAudit } from '../../store/audit.ts';
 import { stamp } from '../trace.ts';
 import { READ_ONLY, toolOutput } from '../register.ts';
@@ -51,9 +52,11 @@ export function registerPolicyCheck(server: McpServer, ctx: ToolContext): void {
       });
       stamp(ctx.env, 'edge.audited');
       const verdict = verdictOf(d);
-      const structured = { allowed: d.allowed, decision: verdict, stage: d.stage, reason: d.reason, notes: d.notes };
+      const network = d.effective ? grantSummary(policy, d.rule, d.effective.network) : undefined;
+      const structured = { allowed: d.allowed, decision: verdict, stage: d.stage, reason: d.reason, notes: d.notes, ...(network ? { network } : {}) };
       const label = verdict === 'ask' ? 'needs approval' : d.allowed ? 'allowed' : 'denied';
-      return toolResult(structured, `${label} (${d.stage}): ${d.reason}${d.notes.length ? `\nnotes: ${d.notes.join('; ')}` : ''}`);
+      const text = `${label} (${d.stage}): ${d.reason}${d.notes.length ? `\nnotes: ${d.notes.join('; ')}` : ''}${network ? `\n${grantLine(network)}` : ''}`;
+      return toolResult(structured, text);
     },
   );
 }
