@@ -16,7 +16,11 @@
  *  9. gVisor sustained: 200 back-to-back calls with no pause (the pool must keep up)
  * 10. 16 clients against a bare spawn loop at the same concurrency; 64 clients: errors (want 0)
  * 11. one team at scale (bench/scale.ts): 100 simulated agents on real WebSockets, 2,000 queued jobs
- * 12. one job writing 1 GB to stdout (bench/output.ts): the agent's peak RSS, artifact complete
+ * 12. one job writing 1 GB to stdout (bench/output.ts): the agent's peak RSS, artifact complete;
+ *     1 GB of random binary stdout through the live relay (bench/relay.ts): agent RSS, bytes on
+ *     its socket per byte relayed, heartbeat lateness — for the agent run from its TypeScript
+ *     sources (as `npm start` runs it) and for the packed agent, side by side; `execute true`
+ *     (2) is also timed against both, calls alternating (bench/agent-entry.ts)
  * 13. the emulator floor (bench/emulator-floor.ts): an execute call's binding operations in local
  *     workerd with no Gatehouse code, against the gateway's own CPU per call
  */
@@ -36,6 +40,8 @@ import { benchPolicy } from './policy.ts';
 import { benchSearch } from './query.ts';
 import { benchScriptVsExecute, median, SUBPROCESSES } from './script.ts';
 import { benchBigOutput, benchQueryUnderLoad } from './output.ts';
+import { benchRelay, relayRows } from './relay.ts';
+import { benchAgentEntries, entryRows } from './agent-entry.ts';
 
 const quick = process.argv.includes('--quick');
 const N = quick ? 20 : 100;
@@ -45,6 +51,8 @@ const PAUSE_MS = 1000;
 const N_COLD = quick ? 5 : 20;
 /** One job's stdout for the big-output row: 1 GB (the policy schema's ceiling is 1 GiB). */
 const BIG_OUTPUT_BYTES = 1_000_000_000;
+/** The agents' heartbeat interval on the bench gateway. */
+const HEARTBEAT_MS = 5000;
 
 function pct(xs: number[], p: number): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -103,7 +111,7 @@ async function main() {
   row('measure', 'p50', 'p99', 'ratio p50 / bare spawn');
   row("bare spawn('true') in the agent process", f(bareP50), f(pct(bare, 99)), '1.0×');
 
-  const gw = await startBenchGateway({ vars: { HEARTBEAT_MS: '5000' } });
+  const gw = await startBenchGateway({ vars: { HEARTBEAT_MS: String(HEARTBEAT_MS) } });
   const agents: AgentProcess[] = [];
   const roots: string[] = [];
   // The sandbox-none agent is the one users install: the bundle `npm run build` writes (an agent run
@@ -144,7 +152,7 @@ async function main() {
     await timeCalls(none, 5, { command: 'true', args: [] }); // warm-up
     const tNone = await timeCalls(none, N, { command: 'true', args: [] });
     row(
-      'execute true, sandbox none (end to end)',
+      'execute true, sandbox none (end to end; packed agent, dist/agent.mjs)',
       f(pct(tNone, 50)),
       f(pct(tNone, 99)),
       `${(pct(tNone, 50) / bareP50).toFixed(1)}× (+${f(pct(tNone, 50) - bareP50)})`,
@@ -156,6 +164,8 @@ async function main() {
       f(pct(tNonePaused, 99)),
       `+${f(pct(tNonePaused, 50) - pct(tNone, 50))} over back to back (bench/RESULTS.md, "After an idle moment")`,
     );
+    // Users meet the agent both ways: as `npm start` runs it (its TypeScript sources) and packed.
+    for (const r of entryRows(await benchAgentEntries(gw, N))) row(...r);
 
     // The hot path taken apart, and the gateway's CPU per call (robust to other processes' load).
     const hp = await benchHotPath(none, quick ? 15 : 50);
@@ -329,6 +339,10 @@ async function main() {
       `${bigOut.seconds.toFixed(1)} s`,
       `target < 150 MB; +${(bigOut.rssPeakMb - bigOut.rssBeforeMb).toFixed(0)} MB over the agent's idle RSS (the installed agent, dist/agent.mjs); artifact ${bigOut.artifactBytes ?? '?'} bytes, ${bigOut.complete ? 'complete' : 'NOT complete'}${bigOut.error ? `; error: ${bigOut.error.slice(0, 100)}` : ''}`,
     );
+
+    // The live relay under 1 GB of random binary, for the agent as npm start runs it and as installed.
+    for (const entry of ['sources', 'packed'] as const)
+      for (const r of relayRows(await benchRelay(gw, entry, quick ? 200_000_000 : BIG_OUTPUT_BYTES, HEARTBEAT_MS))) row(...r);
 
     const sc = await benchScriptVsExecute(gw, 'b-none', none, quick ? 3 : 10);
     row(

@@ -36,7 +36,10 @@ export const DYNAMIC_WORKERS_PER_WORKER_REQUEST = 4;
  */
 export const HIBERNATION_ATTACHMENT_MAX_BYTES = 16_384;
 
-/** Largest WebSocket message a Durable Object receives. */
+/**
+ * Largest WebSocket message a Durable Object receives: 32 MiB ("WebSocket message size", received
+ * messages only, on the page this section names); a larger one closes the socket with 1009.
+ */
 export const WEBSOCKET_MESSAGE_MAX_BYTES = 32 * 1024 * 1024;
 
 /** Largest row, and largest string or BLOB value, in a SQLite-backed Durable Object. */

@@ -1,7 +1,7 @@
 /**
  * A loopback proxy between an executor agent and the gateway, for whole-system tests of what a
  * network does to an agent: it forwards every HTTP request and the agent's WebSocket unchanged,
- * reads (never alters) the agent's messages, and on request holds or refuses artifact uploads, or
+ * reads (never alters) the agent's messages and counts the bytes it sends, and on request holds or refuses artifact uploads, or
  * one upload request once (a slow or failing upload target), or drops the agent's socket without the agent process
  * noticing anything but a broken connection. Listens on 127.0.0.1 only.
  */
@@ -19,6 +19,12 @@ export class AgentProxy {
   readonly fromAgent: Msg[] = [];
   /** WebSocket connections the agent opened through the proxy. */
   connections = 0;
+  /** Bytes the agent wrote on its WebSockets as they cross the network (every frame with its header), across connections. */
+  agentSocketBytes = 0;
+  /** Payload bytes of the agent's WebSocket messages: binary (live output frames, header included) and text (JSON). */
+  readonly agentPayloadBytes = { binary: 0, text: 0 };
+  /** When (performance.now()) each of the agent's heartbeats passed the proxy. */
+  readonly heartbeatTimes: number[] = [];
   private readonly target: URL;
   private readonly server: Server;
   private readonly pairs = new Set<{ agent: Socket; gateway: Socket }>();
@@ -157,11 +163,14 @@ export class AgentProxy {
       let buf = Buffer.alloc(0);
       agent.on('data', (d: Buffer) => {
         gateway.write(d);
+        this.agentSocketBytes += d.byteLength;
         buf = Buffer.concat([buf, d]);
         for (;;) {
           const f = parseFrame(buf);
           if (!f) break;
           buf = buf.subarray(f.size);
+          if (f.opcode === 2) this.agentPayloadBytes.binary += f.payload.byteLength;
+          if (f.opcode === 1) this.agentPayloadBytes.text += f.payload.byteLength;
           if (f.opcode === 2) {
             // Live output (binary): recorded by where it starts and how much it carries.
             const d = decodeOutputFrame(f.payload);
@@ -177,6 +186,7 @@ export class AgentProxy {
             continue;
           }
           this.fromAgent.push(m);
+          if (m.type === 'heartbeat') this.heartbeatTimes.push(performance.now());
           if (m.type === 'job.exit' && m.jobId === this.dropAfterExit) {
             this.dropAfterExit = null;
             agent.destroy(); // the acknowledgement has nowhere to go

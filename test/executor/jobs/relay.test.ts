@@ -1,15 +1,17 @@
 /**
  * The live relay against a sink whose socket the test controls: it reads the spool file, never
  * sends while the socket holds RELAY_MAX_BUFFERED_BYTES or more unsent (so its memory stays
- * bounded whatever the job writes), sends every byte once at its offset, and at the job's end
- * neither hangs on a disconnected socket nor drops what a connected one can take.
+ * bounded whatever the job writes), sends every byte once at its offset and as written (binary
+ * frames: random or NUL bytes cost one byte each), and at the job's end neither hangs on a
+ * disconnected socket nor drops what a connected one can take.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { OutputRelay, type LiveSink } from '../../../executor/jobs/relay.ts';
-import { decodeOutputFrame, type OutputFrame } from '../../../src/contracts/output-frame.ts';
+import { decodeOutputFrame, outputFrameBytes, type OutputFrame } from '../../../src/contracts/output-frame.ts';
 import { LIVE_FRAME_DATA_BYTES, RELAY_MAX_BUFFERED_BYTES } from '../../../src/contracts/limits.ts';
 
 let dir: string;
@@ -124,5 +126,46 @@ describe('live output relay', () => {
     await new Promise((r) => setTimeout(r, 20)); // the pump is now waiting for a socket
     await relay.finish();
     expect(s.frames).toHaveLength(0);
+  });
+
+  it('carries random and NUL-heavy bytes as written: the frames on the socket are the output plus their headers, within 1.05 ×', async () => {
+    const out = join(dir, 'bin.stdout');
+    const err = join(dir, 'bin.stderr');
+    const nulHeavy = Buffer.alloc(LIVE_FRAME_DATA_BYTES + 17);
+    for (let i = 0; i < nulHeavy.byteLength; i += 5) nulHeavy[i] = i % 32; // control characters among the NULs
+    const outBytes = Buffer.concat([randomBytes(2 * LIVE_FRAME_DATA_BYTES + 3), Buffer.alloc(LIVE_FRAME_DATA_BYTES), nulHeavy]);
+    const errBytes = Buffer.concat([nulHeavy, randomBytes(LIVE_FRAME_DATA_BYTES - 1)]);
+    writeFileSync(out, outBytes);
+    writeFileSync(err, errBytes);
+    let onSocket = 0;
+    const frames: OutputFrame[] = [];
+    const sink: LiveSink = {
+      sendFrame(f) {
+        onSocket += f.byteLength;
+        const d = decodeOutputFrame(f);
+        if (!d.ok) throw new Error(d.reason);
+        frames.push({ ...d.frame, data: Buffer.from(d.frame.data) });
+        return true;
+      },
+      buffered: () => 0,
+    };
+    const jobId = 'job_binary';
+    const relay = new OutputRelay(jobId, sink, { intervalMs: 1, pollMs: 1 });
+    relay.track('stdout', out, outBytes.byteLength);
+    relay.track('stderr', err, errBytes.byteLength);
+    relay.available('stdout', outBytes.byteLength);
+    relay.available('stderr', errBytes.byteLength);
+    await relay.finish();
+    for (const [stream, bytes] of [
+      ['stdout', outBytes],
+      ['stderr', errBytes],
+    ] as const) {
+      const mine = frames.filter((f) => f.stream === stream);
+      expect(mine.map((f) => f.offset)).toEqual(mine.map((_, i) => mine.slice(0, i).reduce((n, f) => n + f.data.byteLength, 0)));
+      expect(Buffer.concat(mine.map((f) => f.data)).equals(bytes)).toBe(true);
+    }
+    const output = outBytes.byteLength + errBytes.byteLength;
+    expect(onSocket).toBe(output + frames.length * outputFrameBytes(jobId, 0));
+    expect(onSocket / output).toBeLessThanOrEqual(1.05);
   });
 });
