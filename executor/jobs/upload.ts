@@ -10,6 +10,7 @@
  * 5xx/408/429 are retried with backoff; other 4xx are final. An upload given up is aborted, so
  * the edge keeps none of its parts. Every request names the agent and carries the job's upload
  * grant from its `job.start`: the edge takes a job's artifacts from the agent it sent the job to only.
+ * A large stream's search index (search-index.ts) goes before its body.
  */
 import { createReadStream } from 'node:fs';
 import { request } from 'undici';
@@ -17,6 +18,7 @@ import { ARTIFACT_UPLOAD_PATH, UPLOAD_AGENT_HEADER, UPLOAD_TOKEN_HEADER, type St
 import { MULTIPART_SEGMENT, MultipartState, partRange, type MultipartStart } from '../../src/contracts/artifact-upload.ts';
 import { ARTIFACT_PART_BYTES, ARTIFACT_SINGLE_PUT_MAX_BYTES } from '../../src/contracts/limits.ts';
 import type { Result } from '../../src/contracts/errors.ts';
+import { uploadSearchIndex } from './search-index.ts';
 
 export interface UploadTarget {
   /** Gateway base URL, e.g. http://127.0.0.1:8787 */
@@ -47,6 +49,9 @@ const failed = (message: string): Result<void> => ({ ok: false, error: { code: '
 export async function uploadArtifact(target: UploadTarget, item: UploadItem, attempts = 5): Promise<Result<void>> {
   const partBytes = target.partBytes ?? ARTIFACT_PART_BYTES;
   const wholeUpTo = target.partBytes ?? ARTIFACT_SINGLE_PUT_MAX_BYTES;
+  // The search index goes first: once the body is stored, nothing of the stream is written any more.
+  const noIndex = await uploadSearchIndex({ target, item });
+  if (noIndex) console.warn(`job ${item.jobId}: ${noIndex}`);
   return item.bytes > wholeUpTo ? uploadInParts(target, item, partBytes, attempts) : uploadWhole(target, item, attempts);
 }
 

@@ -13,7 +13,8 @@ import { StreamName, UPLOAD_AGENT_HEADER, UPLOAD_TOKEN_HEADER } from '../contrac
 import { MultipartStart, multipartProblem, partCount, type MultipartState } from '../contracts/artifact-upload.ts';
 import { describeIssues, toErrorShape, type ErrorCode } from '../contracts/errors.ts';
 import { REQUEST_BODY_MAX_BYTES } from '../platform/limits.ts';
-import { artifactKey, artifactObjectOptions, indexArtifact, knownLength, putArtifact } from '../store/artifacts.ts';
+import { artifactKey, artifactObjectOptions, indexArtifact, knownLength, putArtifact, searchIndexKey } from '../store/artifacts.ts';
+import { SEARCH_INDEX_MAX_BYTES } from '../search/block-index.ts';
 import { getTeamPolicy } from '../store/policies.ts';
 import { beginUpload, endUpload, multipartAbandon, multipartBegin, multipartCreated, multipartFinish, multipartPart, multipartPartStored } from './client.ts';
 import type { UploadRefusal, UploadWho } from './events.ts';
@@ -94,6 +95,41 @@ export async function putWhole(c: C): Promise<Response> {
   await endUpload(c.env, team, who.jobId, who.stream, r.ok, r.ok ? r.value.bytes : 0);
   if (!r.ok) return c.json({ error: r.error }, r.error.code === 'invalid_argument' ? 400 : 500);
   return c.json({ handle: who.handle, stream: who.stream, bytes: r.value.bytes }, 201);
+}
+
+/**
+ * `PUT /artifacts/:handle/:stream/index`: the stream's search index (src/search/block-index.ts),
+ * built by the agent from the bytes it uploads — the Worker would spend CPU on every byte (10 ms per
+ * request on the Free plan, 30 s by default on Paid: Workers limits), the agent reads them anyway.
+ * Same rules as the body, and before it: the body's upload completes the stream, after which nothing
+ * of it is written. The index is not checked against the body here; a search checks what it reads
+ * (docs/tools.md: an agent that lies in it can hide lines only of its own jobs' output, which it
+ * could as well leave out of the body).
+ */
+export async function putSearchIndex(c: C): Promise<Response> {
+  const w = uploadWho(c);
+  if (!w.ok) return w.res;
+  const { who } = w;
+  const length = contentLength(c);
+  if (length === null) return fail(c, 411, 'invalid_argument', 'Content-Length is required (search indexes are not chunked)');
+  if (length > SEARCH_INDEX_MAX_BYTES) {
+    return fail(
+      c,
+      413,
+      'payload_too_large',
+      `a search index of ${length} bytes is over the limit of ${SEARCH_INDEX_MAX_BYTES} bytes; upload the body without one`,
+    );
+  }
+  const team = c.get('principal').team;
+  const may = await beginUpload(c.env, team, who);
+  if (!may.ok) return refused(c, may);
+  const key = searchIndexKey(artifactKey(team, who.handle, who.stream));
+  const { stream, piped } = knownLength(c.req.raw.body ?? new ReadableStream({ start: (ctl) => ctl.close() }), length);
+  const [put, pipe] = await Promise.allSettled([c.env.ARTIFACTS.put(key, stream, { customMetadata: { team, jobId: who.jobId } }), piped]);
+  if (pipe.status === 'rejected')
+    return fail(c, 400, 'invalid_argument', `the search index does not match its Content-Length ${length}: ${toErrorShape(pipe.reason).message}`);
+  if (put.status === 'rejected') return fail(c, 500, 'internal', `storing the search index failed: ${toErrorShape(put.reason).message}`);
+  return c.json({ handle: who.handle, stream: who.stream, indexBytes: length }, 201);
 }
 
 /** `POST …/multipart`: starts the stream's multipart upload, or resumes the one the edge holds. */

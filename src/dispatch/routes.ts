@@ -7,7 +7,7 @@ import { Hono } from 'hono';
 import type { AppEnv } from '../env.ts';
 import { requireAuth } from '../auth/index.ts';
 import { connectAgent } from './client.ts';
-import { abortMultipart, completeMultipart, putPart, putWhole, startMultipart } from './artifact-routes.ts';
+import { abortMultipart, completeMultipart, putPart, putSearchIndex, putWhole, startMultipart } from './artifact-routes.ts';
 
 export const agentRoutes = new Hono<AppEnv>();
 
@@ -22,6 +22,7 @@ agentRoutes.get('/connect', async (c) => {
 });
 
 agentRoutes.put('/artifacts/:handle/:stream', putWhole);
+agentRoutes.put('/artifacts/:handle/:stream/index', putSearchIndex);
 agentRoutes.post('/artifacts/:handle/:stream/multipart', startMultipart);
 agentRoutes.put('/artifacts/:handle/:stream/multipart/:part', putPart);
 agentRoutes.post('/artifacts/:handle/:stream/multipart/complete', completeMultipart);

@@ -1,14 +1,17 @@
 /**
  * `query_output` (reference 000): search a job's stored output instead of reading it whole.
- * Each requested stream streams from R2 through the line search once; nothing is buffered whole.
+ * Each requested stream streams from R2 through the line search once — only the blocks its search
+ * index names when it has one; nothing is buffered whole.
  */
 import { z } from 'zod';
 import type { Env } from '../env.ts';
 import type { StreamName } from '../contracts/agent-protocol.ts';
 import { QueryOutputInput, QueryOutputOutput, type Excerpt } from '../contracts/tools.ts';
 import { describeIssues, err, ok, toErrorShape, type Result } from '../contracts/errors.ts';
-import { getArtifactRows } from '../store/artifacts.ts';
-import { searchStream } from '../search/line-search.ts';
+import { getArtifactRows, searchIndexKey, type ArtifactRow } from '../store/artifacts.ts';
+import { searchStream, type SearchOptions, type SearchResult } from '../search/line-search.ts';
+import { BadIndex, decodeBlockIndex, SEARCH_INDEX_MAX_BYTES, SEARCH_INDEX_MIN_BYTES, type BlockIndex } from '../search/block-index.ts';
+import { searchIndexed } from '../search/indexed-search.ts';
 
 const Input = z.object(QueryOutputInput);
 export type QueryOutputArgs = z.input<typeof Input>;
@@ -36,6 +39,43 @@ export async function queryOutput(env: Env, team: string, input: QueryOutputArgs
   }
 }
 
+/**
+ * One stream: through its search index when it has one and the query can use it (only the
+ * candidate blocks are read, src/search/indexed-search.ts), else the whole body. Same result
+ * either way; null when the body is gone.
+ */
+async function searchArtifact(env: Env, row: ArtifactRow, o: SearchOptions): Promise<SearchResult | null> {
+  // Smaller streams get no index from the agent: looking for one would cost a read for nothing.
+  if (row.bytes >= SEARCH_INDEX_MIN_BYTES) {
+    const ix = await readSearchIndex(env, row);
+    if (ix) {
+      const read = async (offset: number, length: number) => (await env.ARTIFACTS.get(row.r2Key, { range: { offset, length } }))?.body ?? null;
+      const out = await searchIndexed(read, ix, o);
+      if (out.kind === 'searched') return out.result;
+      if (out.kind === 'gone') return null;
+    }
+  }
+  const obj = await env.ARTIFACTS.get(row.r2Key);
+  return obj ? searchStream(obj.body, o) : null;
+}
+
+/** The stream's index, or null: none was uploaded, or it does not describe this body (then the body is scanned whole). */
+async function readSearchIndex(env: Env, row: ArtifactRow): Promise<BlockIndex | null> {
+  const obj = await env.ARTIFACTS.get(searchIndexKey(row.r2Key));
+  if (!obj) return null;
+  if (obj.size > SEARCH_INDEX_MAX_BYTES) {
+    await obj.body.cancel().catch(() => {});
+    return null;
+  }
+  try {
+    return decodeBlockIndex(new Uint8Array(await obj.arrayBuffer()), row.bytes);
+  } catch (e) {
+    if (!(e instanceof BadIndex)) throw e;
+    console.warn(`search index of artifact ${row.handle} ${row.stream} not used: ${e.message}`);
+    return null;
+  }
+}
+
 async function search(
   env: Env,
   team: string,
@@ -58,15 +98,9 @@ async function search(
   for (const stream of want) {
     const row = rows.find((r) => r.stream === stream);
     if (!row) continue;
-    const obj = await env.ARTIFACTS.get(row.r2Key);
+    const r = await searchArtifact(env, row, { terms, contextLines, source: stream, maxExcerpts: maxExcerpts - excerpts.length });
     // Row without body: cleanup removed it between the two reads; same as expired.
-    if (!obj) continue;
-    const r = await searchStream(obj.body, {
-      terms,
-      contextLines,
-      source: stream,
-      maxExcerpts: maxExcerpts - excerpts.length,
-    });
+    if (!r) continue;
     excerpts.push(...r.excerpts);
     matchCount += r.matchCount;
     totalLines += r.totalLines;

@@ -16,6 +16,7 @@
 import type { Principal } from '../env.ts';
 import { DYNAMIC_WORKERS_PER_WORKER_REQUEST, SUBREQUESTS_PER_REQUEST, type WorkersPlan } from '../platform/limits.ts';
 import { WORKERS_PLAN_NAMES, WORKERS_PLAN_VAR } from '../platform/plan.ts';
+import { SEARCH_READS_PER_STREAM } from '../search/indexed-search.ts';
 
 /*
  * What each step costs in subrequests, counted on the code path (worst case of each path).
@@ -46,8 +47,8 @@ export const REFUSAL_AUDIT_SUBREQUESTS = 1;
  * (a DO restart mid-job), a path too rare to hold back for on every subprocess.
  */
 export const SUBPROCESS_BASE_SUBREQUESTS = 3;
-/** queryOutput: the artifact's index rows (D1) and one R2 read per stream. */
-export const QUERY_OUTPUT_SUBREQUESTS = 3;
+/** queryOutput: the artifact's index rows (D1) and the R2 reads of each of two streams (its search index and ranges: src/search/indexed-search.ts). */
+export const QUERY_OUTPUT_SUBREQUESTS = 1 + 2 * SEARCH_READS_PER_STREAM;
 
 /**
  * What one `tools/call` may cost in subrequests, worst case on its code path, besides one fetch per

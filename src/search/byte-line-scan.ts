@@ -97,8 +97,10 @@ export class ByteLineScan {
 
   private readonly s: LineSink;
 
-  constructor(s: LineSink, needles: Uint8Array[], contextLines: number) {
+  /** `bodyStart`: the bytes start the body (a leading BOM is dropped); false for a range from its middle. */
+  constructor(s: LineSink, needles: Uint8Array[], contextLines: number, bodyStart = true) {
     this.s = s;
+    if (!bodyStart) this.head = null;
     this.needles = needles.map((n) => Buffer.from(n.buffer, n.byteOffset, n.byteLength));
     this.fold = needles.some((n) => n.some((c) => (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a)));
     this.contextLines = Math.max(0, Math.floor(contextLines));

@@ -8,13 +8,18 @@ import { StreamName } from '../contracts/agent-protocol.ts';
 import { err, ok, toErrorShape, type Result } from '../contracts/errors.ts';
 
 const HOUR_MS = 3_600_000;
-/** Rows per cleanup round: one R2 delete call (≤ 1000 keys) and one D1 batch. */
+/** Rows per cleanup round: one R2 delete call (≤ 1000 keys: each row's body and search index) and one D1 batch. */
 const CLEANUP_BATCH = 100;
 /** Rounds per cron run, so one run stays short; the next run continues. */
 const CLEANUP_MAX_ROUNDS = 50;
 
 export function artifactKey(team: string, handle: string, stream: StreamName): string {
   return `t/${team}/a/${handle}/${stream}`;
+}
+
+/** Where a stream's search index (src/search/block-index.ts) is stored: beside its body, gone with it. */
+export function searchIndexKey(bodyKey: string): string {
+  return `${bodyKey}.idx`;
 }
 
 /** Unguessable: 32 random bytes, base64url ('art_' + 43 chars). */
@@ -138,12 +143,12 @@ export async function indexArtifact(env: Env, u: ArtifactIndexEntry): Promise<Re
       .bind(u.handle, u.team, u.jobId, u.stream, key, u.bytes, Math.max(0, Math.floor(u.lines)), u.truncated ? 1 : 0, createdAt, expiresAt)
       .run();
     if (r.meta.changes === 0) {
-      await env.ARTIFACTS.delete(key);
+      await env.ARTIFACTS.delete([key, searchIndexKey(key)]);
       return err('not_found', `artifact "${u.handle}" not found`);
     }
   } catch (e) {
     // No index row means nothing would ever find (or expire) the body: remove it.
-    await env.ARTIFACTS.delete(key).catch(() => {});
+    await env.ARTIFACTS.delete([key, searchIndexKey(key)]).catch(() => {});
     return err('internal', `indexing artifact failed: ${toErrorShape(e).message}`);
   }
   return ok({ bytes: u.bytes });
@@ -199,7 +204,7 @@ export async function cleanupExpiredArtifacts(env: Env, now: number): Promise<{ 
         .bind(now, CLEANUP_BATCH)
         .all<{ handle: string; stream: string; r2_key: string }>();
       if (results.length === 0) break;
-      await env.ARTIFACTS.delete(results.map((r) => r.r2_key));
+      await env.ARTIFACTS.delete(results.flatMap((r) => [r.r2_key, searchIndexKey(r.r2_key)]));
       const del = env.DB.prepare(`DELETE FROM artifacts WHERE handle = ? AND stream = ? AND expires_at <= ?`);
       await env.DB.batch(results.map((r) => del.bind(r.handle, r.stream, now)));
       deleted += results.length;

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import {
   REFUSAL_AUDIT_SUBREQUESTS,
   REQUEST_SUBREQUESTS,
+  QUERY_OUTPUT_SUBREQUESTS,
   RequestLedger,
   SCRIPT_END_SUBREQUESTS,
   SCRIPT_START_SUBREQUESTS,
@@ -78,7 +79,7 @@ describe('subprocess cap', () => {
     if (!opened.ok) throw new Error(opened.message);
     let n = 0;
     while (!opened.slot.beforeQueryOutput()) n += 1;
-    expect(n).toBe(Math.floor((50 - FIXED) / 3));
+    expect(n).toBe(Math.floor((50 - FIXED) / QUERY_OUTPUT_SUBREQUESTS));
     expect(opened.slot.beforeQueryOutput()).toMatch(/^queryOutput: limit reached — Cloudflare allows 50 subrequests per request on the Workers Free plan/);
   });
 });

@@ -172,8 +172,8 @@ describe('cleanupExpiredArtifacts', () => {
     expect(r).toEqual({ deleted: 250 });
     expect(db.rows().map((x) => x.handle)).toEqual(['art_fresh']);
     expect([...r2.objects.keys()]).toEqual(['t/team-a/a/art_fresh/stdout']);
-    // Batched: three rounds of R2 deletes for 250 rows.
-    expect(r2.calls.filter((c) => c.startsWith('delete'))).toEqual(['delete 100', 'delete 100', 'delete 50']);
+    // Batched: three rounds of R2 deletes for 250 rows, each row's body and its search index.
+    expect(r2.calls.filter((c) => c.startsWith('delete'))).toEqual(['delete 200', 'delete 200', 'delete 100']);
   });
 
   it('keeps the rows when a round fails, so the next run retries', async () => {
