@@ -17,6 +17,8 @@ import type { JobExit, JobSpec, SandboxKind } from '../../src/contracts/agent-pr
 import type { EgressAsk, EgressConnection, NetworkGrant } from '../../src/contracts/network.ts';
 import type { EgressEdge } from '../../executor/egress/proxy.ts';
 import { parseTestHosts } from '../../executor/egress/test-hosts.ts';
+import { Agent } from '../../executor/agent.ts';
+import { FakeEdge } from '../executor/fake-edge.ts';
 import { JobRunner } from '../../executor/jobs/runner.ts';
 import { silentLogger } from '../../executor/log.ts';
 import type { LiveSink } from '../../executor/jobs/relay.ts';
@@ -252,6 +254,53 @@ function egressSuite(kind: SandboxKind & ('gvisor' | 'bwrap')): void {
       const no = await run({ command: 'curl', args: ['-sS', 'http://asked-no.test/a'], network: grant({ unlisted: 'ask' }) });
       expect(no.out).toContain('not approved (test)');
       expect(asks.map((a) => a.host)).toEqual(['asked-yes.test', 'asked-no.test']);
+    });
+
+    it('through the agent: the ask and its answer travel on the agent socket, and the records arrive before the job.exit', async (t) => {
+      if (!curl) return t.skip();
+      const fe = new FakeEdge();
+      await fe.start();
+      const agent = new Agent({
+        url: fe.url,
+        token: fe.token,
+        agentId: `egress-${kind}`,
+        version: '0.1.0',
+        capacity: 2,
+        sandbox: kind,
+        runtimes: (await runtimes()).list,
+        runner,
+        log: silentLogger,
+      });
+      agent.start();
+      try {
+        await fe.next((m) => m.type === 'hello', 30_000);
+        fe.send({ type: 'welcome', v: 1, team: 'acme', heartbeatMs: 1000 });
+        const jobId = `via-agent-${kind}`;
+        const spec = jobSpec({
+          jobId,
+          command: 'curl',
+          args: ['-sS', 'http://asked-yes.test/via-agent'],
+          timeoutMs: 90_000,
+          network: grant({ allow: [], unlisted: 'ask' }),
+        });
+        fe.send({ type: 'job.start', spec });
+        const ask = await fe.next((m) => m.type === 'egress.ask' && m.jobId === jobId, 60_000);
+        expect(ask).toMatchObject({ host: 'asked-yes.test', port: 80, method: 'GET' });
+        fe.send({ type: 'egress.answer', jobId, askId: ask.askId, decision: 'allow', by: 'approval ap_9' });
+        const exit = await fe.next((m) => m.type === 'job.exit' && m.jobId === jobId, 60_000);
+        expect(exit).toMatchObject({ state: 'exited', exitCode: 0, stdout: 'hello from upstream GET /via-agent' });
+        const iLog = fe.received.findIndex((m) => m.type === 'egress.log' && m.jobId === jobId);
+        expect(iLog).toBeGreaterThanOrEqual(0);
+        expect(iLog).toBeLessThan(fe.received.indexOf(exit));
+        expect((fe.received[iLog].connections as EgressConnection[])[0]).toMatchObject({
+          host: 'asked-yes.test',
+          decision: 'allowed',
+          reason: 'approved (approval ap_9)',
+        });
+      } finally {
+        await agent.stop();
+        await fe.stop();
+      }
     });
 
     it('a job without a grant has no proxy: no socket in its job dir and no proxy variables', async () => {
