@@ -1,13 +1,15 @@
 /**
  * The dashboard for people signed in with an OpenID Connect provider, in Chromium against the real
  * gateway and oidc-provider on 127.0.0.1: sign in through the provider, the Members page (invite
- * with the one-time link, role change, removal), sign-out; a member sees the member page, not the
- * team pages.
+ * with the one-time link, role change, removal), sign-out; a member sees their own page (their
+ * connected clients, which they revoke, and their jobs), not the team pages; a person in two teams
+ * switches between them.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { ROOT } from '../e2e/harness.ts';
 import type { Browser, Page } from 'puppeteer-core';
 import { startGateway, type Gateway } from '../e2e/harness.ts';
 import { execSql } from '../admin/seed.ts';
@@ -26,8 +28,11 @@ let profile: string;
 beforeAll(async () => {
   if (!HAVE_CHROMIUM) return;
   idp = await startOidcIdp();
-  const member = (id: string, sub: string, email: string, role: string) =>
-    `INSERT INTO members (member_id, team, issuer, subject, email, name, role, created_at, added_by) VALUES ('${id}', 'acme', '${idp.issuer}', '${sub}', '${email}', NULL, '${role}', ${Date.now() - 60_000}, 'seed');`;
+  const member = (id: string, sub: string, email: string, role: string, team = 'acme') =>
+    `INSERT INTO members (member_id, team, issuer, subject, email, name, role, created_at, added_by) VALUES ('${id}', '${team}', '${idp.issuer}', '${sub}', '${email}', NULL, '${role}', ${Date.now() - 60_000}, 'seed');`;
+  // A connected client of Erin's in acme, as the consent page records it (its tokens live in the authorization server).
+  const grant = (id: string, team: string, memberId: string, client: string) =>
+    `INSERT INTO oauth_grants (grant_id, team, user_id, client_id, client_name, subject, consent_token_id, scopes, created_at, expires_at) VALUES ('${id}', '${team}', '${team}%2Fmember%3A${memberId}', 'client-${id}', '${client.replace(/'/g, "''")}', 'member:${memberId}', 'member:${memberId}', 'execute', ${Date.now() - 30_000}, ${Date.now() + 86400_000});`;
   gw = await startGateway({
     vars: { OIDC_ISSUER: idp.issuer, OIDC_CLIENT_ID: idp.clientId, OIDC_CLIENT_SECRET: idp.clientSecret },
     beforeStart: async (persist) =>
@@ -37,6 +42,9 @@ beforeAll(async () => {
           member('mem_alice', 'alice', 'alice@acme.example', 'owner'),
           member('mem_carol', 'carol', 'carol@acme.example', 'member'),
           member('mem_erin', 'erin', 'erin@acme.example', 'member'),
+          member('mem_erin_globex', 'erin', 'erin@acme.example', 'admin', 'globex'),
+          grant('grant_erin_1', 'acme', 'mem_erin', "Erin's editor"),
+          grant('grant_carol_1', 'acme', 'mem_carol', "Carol's editor"),
         ].join('\n'),
       ),
   });
@@ -107,13 +115,55 @@ describe.skipIf(!HAVE_CHROMIUM)('the dashboard for signed-in people', () => {
     await context.close();
   });
 
-  it('shows a member the member page, not the team pages', async () => {
+  it('shows a member their own page: their connected clients (revocable) and jobs, no team pages; a second team by the switcher', async () => {
     const context = await browser.createBrowserContext();
     const page = await context.newPage();
     await signInAs(page, 'erin', 'erin@acme.example');
-    await page.waitForSelector('#member-only');
-    expect(await text(page, '#member-only')).toContain('You are a member of acme (member).');
-    expect(await page.$$('#nav a')).toHaveLength(0);
+    // Erin manages globex: the dashboard opens there, with a switcher to her other team.
+    await page.waitForFunction(() => document.getElementById('who')?.textContent?.includes('(admin)'));
+    expect(await text(page, '#who')).toBe('team globex · erin@acme.example (admin)');
+    expect(await page.$$eval('#team-switch option', (os) => os.map((o: any) => o.textContent))).toEqual(['acme (member)', 'globex (admin)']);
+
+    await Promise.all([page.waitForNavigation({ waitUntil: 'load' }), page.select('#team-switch', 'acme')]);
+    await page.waitForSelector('[data-grant-row="grant_erin_1"]');
+    expect(await text(page, '#who')).toBe('team acme · erin@acme.example (member)');
+    expect(await page.$$eval('#nav a', (as) => as.map((a: any) => a.textContent))).toEqual(['You']);
+    expect(await text(page, '#my-role')).toContain('Signed in as erin@acme.example, member of team acme.');
+    // Only her own client: Carol's grant in the same team is not hers to see.
+    expect(await page.$$eval('[data-grant-row]', (rows) => rows.map((r) => r.getAttribute('data-grant-row')))).toEqual(['grant_erin_1']);
+    await page.waitForFunction(() => document.getElementById('my-jobs')?.textContent === 'No jobs of yours in team acme yet.');
+    // A team page by its address gives her own page again, not the team's.
+    await page.evaluate(() => {
+      location.hash = '#/members';
+    });
+    await page.waitForFunction(() => document.querySelector('h1')?.textContent === 'You in acme');
+    await page.waitForSelector('button[data-revoke-grant="grant_erin_1"]');
+    await page.waitForFunction(() => document.getElementById('my-jobs')?.textContent === 'No jobs of yours in team acme yet.');
+    await page.screenshot({ path: join(ROOT, 'test/screenshots/dashboard-member-own-page.png'), fullPage: true });
+
+    await page.click('button[data-revoke-grant="grant_erin_1"]');
+    await page.waitForFunction(() => document.querySelector('[data-grant-row="grant_erin_1"] [data-status]')?.getAttribute('data-status') === 'ended');
+    expect(await page.$('button[data-revoke-grant="grant_erin_1"]')).toBeNull();
+    const token = await gw.token({ team: 'acme', scopes: ['admin'] });
+    const grants = ((await (await fetch(`${gw.url}/admin/v1/oauth/grants`, { headers: { Authorization: `Bearer ${token}` } })).json()) as any).grants;
+    expect(grants.find((g: any) => g.grantId === 'grant_erin_1')).toMatchObject({ revokedReason: 'revoked by member:mem_erin, who consented to it' });
+    expect(grants.find((g: any) => g.grantId === 'grant_carol_1').revokedReason ?? '').not.toContain('mem_erin');
+
+    // The admin API refuses the member with words the page can show.
+    const refusal = await page.evaluate(async () => {
+      const s = (await (await fetch('/dashboard/auth/session')).json()) as { csrf: string };
+      const r = await fetch('/dashboard/api/v1/teams/acme/tokens', { headers: { 'X-Gatehouse-CSRF': s.csrf } });
+      return { status: r.status, body: await r.json() };
+    });
+    expect(refusal).toEqual({
+      status: 403,
+      body: {
+        error: {
+          code: 'insufficient_scope',
+          message: 'your role in team "acme" is member; this needs the owner or admin role (a member connects clients and runs what the policy allows)',
+        },
+      },
+    });
     await context.close();
   });
 });
