@@ -20,7 +20,7 @@ export function forwarderAvailable(): boolean {
   return existsSync(FORWARDER_PYTHON);
 }
 
-/** The job's proxy variables (curl, npm, pip, git, Node's fetch with NODE_USE_ENV_PROXY all read some of these). */
+/** The job's proxy variables (curl, npm, pip, git, go, cargo, and Node with NODE_USE_ENV_PROXY read some of these). */
 export function proxyEnv(): Record<string, string> {
   const url = `http://127.0.0.1:${EGRESS_PORT_INSIDE}`;
   return {
@@ -34,6 +34,7 @@ export function proxyEnv(): Record<string, string> {
     no_proxy: '',
     npm_config_proxy: url,
     npm_config_https_proxy: url,
+    NODE_USE_ENV_PROXY: '1',
   };
 }
 
