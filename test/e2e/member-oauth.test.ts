@@ -1,6 +1,7 @@
 /**
  * A team member with no admin token connects an MCP client by OAuth and runs a job; the audit row
- * names them; an admin removes them and the client's next call fails. Everything real: the gateway,
+ * names them, and their own dashboard page lists the job and the client; an admin removes them, the
+ * client's next call fails and their session is over. Everything real: the gateway,
  * an executor agent, oidc-provider on 127.0.0.1 as the identity provider, the consent page in
  * Chromium, the MCP SDK client.
  */
@@ -13,7 +14,7 @@ import type { Browser } from 'puppeteer-core';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
-import { startAgent, startGateway, testSandbox, type AgentProcess, type Gateway } from './harness.ts';
+import { ROOT, startAgent, startGateway, testSandbox, type AgentProcess, type Gateway } from './harness.ts';
 import { execSql } from '../admin/seed.ts';
 import { HAVE_CHROMIUM, launchChromium, requireChromium } from '../support/chromium.ts';
 import { startOidcIdp, type OidcIdp } from '../support/oidc-idp.ts';
@@ -103,10 +104,23 @@ describe.skipIf(!HAVE_CHROMIUM)('a member connects an MCP client without an admi
     }
     expect(row).toMatchObject({ subject: 'member:mem_mona', decision: 'allowed' });
 
+    // Her own dashboard page (the session from the consent page's sign-in): the client she connected and the job it ran.
+    const own = await browser.newPage();
+    await own.goto(`${gw.url}/dashboard`);
+    await own.waitForSelector('[data-grant-row]');
+    await own.waitForFunction(() => document.getElementById('my-jobs')?.textContent?.includes('hello from mona'), { timeout: 30_000 });
+    expect(await own.$eval('#my-grants', (e: any) => e.innerText)).toContain("Mona's editor");
+    expect(await own.$$eval('#nav a', (as) => as.map((a: any) => a.textContent))).toEqual(['You']);
+    await own.screenshot({ path: join(ROOT, 'test/screenshots/dashboard-member-jobs-and-clients.png'), fullPage: true });
+
     const removed = await get('/members/mem_mona', { method: 'DELETE' });
     expect(removed.oauthGrantsEnded).toHaveLength(1);
     await expect(client.callTool({ name: 'execute', arguments: { command: 'echo', args: ['after removal'] } })).rejects.toThrow();
     expect((await get('/audit?tool=execute')).entries.filter((e: any) => e.command?.args?.[0] === 'after removal')).toEqual([]);
+    // Her session ended with the membership: the dashboard asks her to sign in again.
+    await own.reload({ waitUntil: 'load' });
+    await own.waitForSelector('#idp-signin');
+    await own.close();
     await client.close().catch(() => undefined);
   }, 180_000);
 });
