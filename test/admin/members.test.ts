@@ -129,8 +129,13 @@ describe('members admin API', () => {
   it('changes a role by id or email, audited with before and after', async () => {
     const r = await call('PATCH', '/members/carol@acme.example', { role: 'admin' });
     expect(r.status).toBe(200);
-    expect(r.json).toMatchObject({ member: { memberId: 'mem_carol', role: 'admin' }, previousRole: 'member' });
-    expect((await call('PATCH', '/members/mem_carol', { role: 'member' })).json.member.role).toBe('member');
+    expect(r.json).toMatchObject({ member: { memberId: 'mem_carol', role: 'admin' }, previousRole: 'member', oauthGrantsEnded: [], sessionsEnded: false });
+    // Lowered: her sessions end (and her OAuth grants in the team, here none).
+    expect((await call('PATCH', '/members/mem_carol', { role: 'member' })).json).toMatchObject({
+      member: { role: 'member' },
+      oauthGrantsEnded: [],
+      sessionsEnded: true,
+    });
     expect((await auditOf('admin.member_role')).slice(0, 2).map((a) => a.command)).toEqual([
       { memberId: 'mem_carol', email: 'carol@acme.example', from: 'admin', to: 'member' },
       { memberId: 'mem_carol', email: 'carol@acme.example', from: 'member', to: 'admin' },
@@ -188,7 +193,11 @@ describe('gatehouse members (the CLI against the same gateway)', () => {
     expect(l.stdout).toMatch(/mem_bob +owner +bob@acme.example/);
     expect(l.stdout).toMatch(/pending invitations:[\s\S]*grace@acme.example +admin/);
     const role = await cli('role', 'alice@acme.example', 'member');
-    expect(role).toMatchObject({ code: 0, stdout: 'mem_alice (alice@acme.example): admin -> member\n' });
+    expect(role).toMatchObject({
+      code: 0,
+      stdout: 'mem_alice (alice@acme.example): admin -> member\n',
+      stderr: 'a lowered role: their signed-in sessions and 0 OAuth grant(s) in the team ended; they sign in and connect again\n',
+    });
     const rm = await cli('remove', 'mem_alice');
     expect(rm).toMatchObject({ code: 0, stdout: 'removed mem_alice (alice@acme.example, member) from the team\n' });
     const json = JSON.parse((await cli('list', '--json')).stdout);
