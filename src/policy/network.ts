@@ -76,6 +76,15 @@ export function grantLine(g: ReturnType<typeof grantSummary>): string {
   return `network: ${g.mode} (${g.source}): ${what}; at most ${g.max_bytes_up} bytes up, ${g.max_bytes_down} down${g.sandbox_note ? `\n${g.sandbox_note}` : ''}`;
 }
 
+/**
+ * Said beside the result of a job that failed with no network: a build that could not download its
+ * dependencies then reads why, and which policy key gives it network.
+ */
+export function noNetworkNote(grant: NetworkGrant | undefined, failed: boolean): string[] {
+  if (!failed || !grant || grant.mode !== 'off') return [];
+  return [`the job had no network: ${grant.source}.mode is "off" in the team policy; to let it reach hosts, set ${grant.source} (docs/network.md)`];
+}
+
 /** Problems in a policy's `network` sections that the schema cannot see, with their paths. */
 export function networkIssues(doc: PolicyDocument): { path: PropertyKey[]; message: string }[] {
   const issues: { path: PropertyKey[]; message: string }[] = [];

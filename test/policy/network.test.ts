@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { PolicyDocument } from '../../src/contracts/policy.ts';
 import { JobSpec } from '../../src/contracts/agent-protocol.ts';
 import { NETWORK_DEFAULT_BYTES_DOWN, NETWORK_DEFAULT_BYTES_UP, NetworkPresetName } from '../../src/contracts/network.ts';
-import { grantLine, grantSummary, networkGrant, SANDBOX_NOTE } from '../../src/policy/network.ts';
+import { grantLine, grantSummary, networkGrant, noNetworkNote, SANDBOX_NOTE } from '../../src/policy/network.ts';
 import { NETWORK_PRESETS, presetEntries, presetHosts } from '../../src/policy/network-presets.ts';
 import { parsePolicy } from '../../src/policy/parse.ts';
 import { PRESETS, PRESET_NAMES } from '../../src/policy/presets.ts';
@@ -161,6 +161,18 @@ describe('the grant a command gets', () => {
     const off = grantSummary(p, 1, networkGrant(p, 1));
     expect(grantLine(off)).toBe('network: off (rules[1].network): the job gets no network');
     expect(off.sandbox_note).toBeUndefined();
+  });
+});
+
+describe('a failed job without network says why', () => {
+  it('names the policy key when the job failed with network off, and says nothing otherwise', () => {
+    const p = npmOnly();
+    expect(noNetworkNote(networkGrant(p, 1), true)).toEqual([
+      'the job had no network: rules[1].network.mode is "off" in the team policy; to let it reach hosts, set rules[1].network (docs/network.md)',
+    ]);
+    expect(noNetworkNote(networkGrant(p, 1), false)).toEqual([]);
+    expect(noNetworkNote(networkGrant(p, 0), true)).toEqual([]);
+    expect(noNetworkNote(undefined, true)).toEqual([]);
   });
 });
 

@@ -13,6 +13,7 @@ import { TASK_SUPPORT_META_KEY, taskOffer } from '../tasks/negotiation.ts';
 import { becomeTask } from '../tasks/create.ts';
 import { RUNS_JOBS, toolOutput } from '../register.ts';
 import { JOB_VIEWER_TOOL_META } from '../apps/job-viewer.ts';
+import { noNetworkNote } from '../../policy/network.ts';
 
 export function registerExecute(server: McpServer, ctx: ToolContext): void {
   server.registerTool(
@@ -81,7 +82,8 @@ export function registerExecute(server: McpServer, ctx: ToolContext): void {
           `job ${out.jobId} ${out.state}; follow it with job_status {"job_id":"${out.jobId}","wait_ms":60000} and job_output {"job_id":"${out.jobId}"}`,
         );
       }
-      return executeEnded({ ...out, notes: out.decision.notes });
+      const failed = out.exit.state !== 'exited' || out.exit.exitCode !== 0;
+      return executeEnded({ ...out, notes: [...out.decision.notes, ...noNetworkNote(out.decision.effective?.network, failed)] });
     },
   );
 }
