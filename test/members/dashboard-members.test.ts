@@ -99,6 +99,11 @@ describe.skipIf(!HAVE_CHROMIUM)('the dashboard for signed-in people', () => {
     const token = await gw.token({ team: 'acme', scopes: ['admin'] });
     const list = async () => ((await (await fetch(`${gw.url}/admin/v1/members`, { headers: { Authorization: `Bearer ${token}` } })).json()) as any).members;
     expect((await list()).find((m: any) => m.memberId === 'mem_carol').role).toBe('admin');
+    // Lowered again: the page says what ended with it (her seeded connected client).
+    await page.select('select[data-member="mem_carol"]', 'member');
+    await page.waitForFunction(() =>
+      document.body.innerText.includes('carol@acme.example is now member. A lowered role: they are signed out and 1 connected client(s) of theirs ended.'),
+    );
     // The gateway's refusal is shown as it says it: the last owner stays.
     await page.select('select[data-member="mem_alice"]', 'admin');
     await page.waitForFunction(() => document.body.innerText.includes('this is the last owner of team "acme"'));

@@ -30,8 +30,9 @@ export function render(main) {
       sel.addEventListener('change', async () => {
         msg.clear();
         try {
-          await api('PATCH', '/members/' + encodeURIComponent(m.memberId), { role: sel.value });
-          msg.say((m.email || m.memberId) + ' is now ' + sel.value + '.');
+          const r = await api('PATCH', '/members/' + encodeURIComponent(m.memberId), { role: sel.value });
+          msg.say((m.email || m.memberId) + ' is now ' + sel.value + '.' +
+            (r && r.sessionsEnded ? ' A lowered role: they are signed out and ' + r.oauthGrantsEnded.length + ' connected client(s) of theirs ended.' : ''));
         } catch (e) { msg.fail(e); }
         await load().catch((e) => msg.fail(e));
       });
@@ -40,7 +41,7 @@ export function render(main) {
         msg.clear();
         try {
           await api('DELETE', '/members/' + encodeURIComponent(m.memberId));
-          msg.say((m.email || m.memberId) + ' was removed; their OAuth grants ended.');
+          msg.say((m.email || m.memberId) + ' was removed; they are signed out and their OAuth grants ended.');
         } catch (e) { msg.fail(e); }
         await load().catch((e) => msg.fail(e));
       });
