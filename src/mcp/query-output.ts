@@ -53,6 +53,7 @@ async function searchArtifact(env: Env, row: ArtifactRow, o: SearchOptions): Pro
       const out = await searchIndexed(read, ix, o);
       if (out.kind === 'searched') return out.result;
       if (out.kind === 'gone') return null;
+      if (out.mismatch) console.warn(`search index of artifact ${row.handle} ${row.stream} disagrees with the body, scanned whole: ${out.why}`);
     }
   }
   const obj = await env.ARTIFACTS.get(row.r2Key);

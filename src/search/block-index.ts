@@ -32,11 +32,18 @@ export const SEARCH_INDEX_CONTEXT_MAX = 10;
 const TRAILING_LINES = 2 * SEARCH_INDEX_CONTEXT_MAX + 2;
 const MAGIC = [0x47, 0x48, 0x53, 0x49]; // 'GHSI'
 const VERSION = 1;
-/** Filter bits per distinct trigram, at least (rounded up to a power of two): about 1 bit in 5 set. */
+/** Filter bits per distinct trigram, at least (rounded up to a power of two): about 1 bit in 5 set or fewer. */
 const FILTER_BITS_PER_TRIGRAM = 4;
 const FILTER_MIN_LOG2 = 8;
 const FILTER_MAX_LOG2 = 17;
 const NL = 0x0a;
+/** ASCII with 'A'–'Z' folded to 'a'–'z'. */
+const FOLD = Uint8Array.from({ length: 128 }, (_, b) => (b >= 0x41 && b <= 0x5a ? b | 0x20 : b));
+const POPCOUNT = Uint8Array.from({ length: 256 }, (_, i) => {
+  let n = 0;
+  for (let x = i; x; x &= x - 1) n++;
+  return n;
+});
 
 export interface IndexBlock {
   /** Byte offset of the block's first byte in the body. */
@@ -79,14 +86,16 @@ interface OpenBlock {
 
 /**
  * Builds the index from the body's bytes in chunks of any size; `finish` returns its encoding.
- * Memory: a 2 MiB set of the current block's trigrams and its list; the output grows with the
- * body (about 0.5–2 % of it for logs).
+ * Memory: one 16 KiB filter for the open block; the output grows with the body (about 0.5–2 % of
+ * it for logs).
  */
 export class BlockIndexBuilder {
   private readonly blockBytes: number;
-  private readonly seen = new Int32Array(1 << 19); // one bit per 24-bit trigram
-  private distinct = new Int32Array(4096);
-  private nDistinct = 0;
+  /**
+   * The open block's trigrams in a filter of the largest size; a smaller one is folded from it
+   * (trigramBit takes a hash's top bits, so bit h of 2^k bits is the OR of bits h·2^(17-k)… of it).
+   */
+  private readonly full = new Uint8Array((1 << FILTER_MAX_LOG2) >>> 3);
   private t = 0;
   /** Normalized characters since the last line break or non-ASCII byte (capped at 3). */
   private run = 0;
@@ -107,12 +116,27 @@ export class BlockIndexBuilder {
     let t = this.t;
     let run = this.run;
     let pend = this.pend;
-    const seen = this.seen;
+    const full = this.full;
+    const shift = 32 - FILTER_MAX_LOG2;
     const base = this.total;
     for (let i = 0; i < chunk.length; i++) {
       const b = chunk[i];
-      let c = -1;
-      if (pend !== 0) {
+      let c: number;
+      if (pend === 0 && b < 0x80) {
+        // The common case: an ASCII byte, no character pending.
+        if (b === NL) {
+          run = 0;
+          this.lineEnd(base + i + 1);
+          continue;
+        }
+        c = FOLD[b];
+      } else if (pend === 0) {
+        // A lead byte of 'K' or 'İ' keeps the run going until the character turns out otherwise.
+        if (b === 0xe2) pend = 1;
+        else if (b === 0xc4) pend = 3;
+        else run = 0;
+        continue;
+      } else {
         if (pend === 1 && b === 0x84) {
           pend = 2;
           continue;
@@ -121,34 +145,18 @@ export class BlockIndexBuilder {
         pend = 0;
         if (was === 2 && b === 0xaa) c = 0x6b;
         else if (was === 3 && b === 0xb0) c = 0x69;
-        else run = 0;
-      }
-      if (c === -1) {
-        if (b < 0x80) {
-          if (b === NL) {
-            run = 0;
-            this.lineEnd(base + i + 1);
-            continue;
-          }
-          c = b >= 0x41 && b <= 0x5a ? b | 0x20 : b;
-        } else {
-          // A lead byte of 'K' or 'İ' keeps the run going until the character turns out otherwise.
-          if (b === 0xe2) pend = 1;
-          else if (b === 0xc4) pend = 3;
-          else run = 0;
+        else {
+          // Not one of the two: what was pending breaks the run; this byte starts afresh.
+          run = 0;
+          i--;
           continue;
         }
       }
       t = ((t << 8) | c) & 0xffffff;
       if (run < 3) run++;
-      if (run === 3 && (seen[t >>> 5] & (1 << (t & 31))) === 0) {
-        seen[t >>> 5] |= 1 << (t & 31);
-        if (this.nDistinct === this.distinct.length) {
-          const grown = new Int32Array(this.distinct.length * 2);
-          grown.set(this.distinct);
-          this.distinct = grown;
-        }
-        this.distinct[this.nDistinct++] = t;
+      if (run === 3) {
+        const h = Math.imul(t, 0x9e3779b1) >>> shift;
+        full[h >>> 3] |= 1 << (h & 7);
       }
     }
     this.t = t;
@@ -193,23 +201,31 @@ export class BlockIndexBuilder {
       bl.lastStarts.push(bl.lineStart);
       if (bl.lastStarts.length > SEARCH_INDEX_CONTEXT_MAX) bl.lastStarts.shift();
     }
-    const n = this.nDistinct;
+    const full = this.full;
+    let set = 0;
+    for (let i = 0; i < full.length; i++) set += POPCOUNT[full[i]];
+    // Distinct trigrams, estimated from the bits set in the largest filter.
+    const M = 1 << FILTER_MAX_LOG2;
+    const n = set >= M ? Infinity : -M * Math.log(1 - set / M);
     let log2 = FILTER_MIN_LOG2;
     while (log2 < FILTER_MAX_LOG2 && 1 << log2 < n * FILTER_BITS_PER_TRIGRAM) log2++;
     let filter: Uint8Array | null = null;
-    // Past half the bits set, a filter would pass nearly every query: the block is simply always read.
-    if (n * 2 <= 1 << log2) {
+    // Past about two fifths of the bits set, a filter would pass nearly every query: the block is simply always read.
+    if (n * 2 <= M) {
       filter = new Uint8Array((1 << log2) >>> 3);
-      for (let k = 0; k < n; k++) {
-        const h = trigramBit(this.distinct[k], log2);
-        filter[h >>> 3] |= 1 << (h & 7);
-      }
+      if (log2 === FILTER_MAX_LOG2) filter.set(full);
+      else
+        for (let i = 0; i < full.length; i++) {
+          const x = full[i];
+          if (x === 0) continue;
+          for (let j = 0; j < 8; j++) {
+            if ((x & (1 << j)) === 0) continue;
+            const h = ((i << 3) | j) >>> (FILTER_MAX_LOG2 - log2);
+            filter[h >>> 3] |= 1 << (h & 7);
+          }
+        }
     }
-    for (let k = 0; k < n; k++) {
-      const t = this.distinct[k];
-      this.seen[t >>> 5] &= ~(1 << (t & 31));
-    }
-    this.nDistinct = 0;
+    full.fill(0);
     this.out.push({ bytes: bl.bytes, lines: bl.lines, firstEnds: bl.firstEnds, lastStarts: bl.lastStarts, filter, filterLog2: filter ? log2 : 0 });
     this.closedBytes += bl.bytes;
     this.block = newBlock();

@@ -16,7 +16,7 @@ import { LineSearch, type SearchOptions, type SearchResult } from './line-search
  * between are read too). Each read is a subrequest, and a Worker has 50 per request on the Free plan
  * (src/script/request-budget.ts counts them).
  */
-export const SEARCH_MAX_RANGES = 2;
+export const SEARCH_MAX_RANGES = 4;
 /** R2 reads of one stream's search at most: its index, its ranges, and a whole scan if a range disagrees with the index. */
 export const SEARCH_READS_PER_STREAM = 1 + SEARCH_MAX_RANGES + 1;
 /** Past this share of the body in candidate ranges, one whole scan is as cheap. */
@@ -37,7 +37,11 @@ export interface LineRange {
 
 export type SearchPlan = { ok: true; ranges: LineRange[] } | { ok: false; why: string };
 
-export type IndexedOutcome = { kind: 'searched'; result: SearchResult; ranges: LineRange[] } | { kind: 'unusable'; why: string } | { kind: 'gone' };
+/** `unusable` with `mismatch`: what was read contradicts the index (a corrupt or lying index, worth a warning); without: the query is not one it narrows. */
+export type IndexedOutcome =
+  | { kind: 'searched'; result: SearchResult; ranges: LineRange[] }
+  | { kind: 'unusable'; why: string; mismatch?: true }
+  | { kind: 'gone' };
 
 /** Which ranges of the body a query must read, or why the index cannot narrow it (`maxReadShare`: of the body, past which a whole scan is the better plan). */
 export function planRanges(ix: BlockIndex, terms: string[], contextLines: number, maxReadShare: number = MAX_READ_SHARE): SearchPlan {
@@ -87,7 +91,7 @@ export async function searchIndexed(read: ReadRange, ix: BlockIndex, o: SearchOp
   let line = 0;
   for (const r of plan.ranges) {
     if (r.fromLine > line) {
-      if (!s.idle) return { kind: 'unusable', why: 'an excerpt is still open where the index skips lines' };
+      if (!s.idle) return { kind: 'unusable', why: 'an excerpt is still open where the index skips lines', mismatch: true };
       s.skipLines(r.fromLine - line);
     }
     const lead = r.fromByte > 0 ? 1 : 0;
@@ -98,12 +102,12 @@ export async function searchIndexed(read: ReadRange, ix: BlockIndex, o: SearchOp
     const atEnd = r.toByte === ix.totalBytes;
     const linesOk = got.newlines === lines || (atEnd && got.last !== NL && got.newlines === lines - 1);
     if (got.bytes !== r.toByte - r.fromByte || !got.leadOk || !linesOk || (!atEnd && got.last !== NL)) {
-      return { kind: 'unusable', why: `bytes ${r.fromByte}..${r.toByte} do not hold lines ${r.fromLine + 1}..${r.toLine} as the index says` };
+      return { kind: 'unusable', why: `bytes ${r.fromByte}..${r.toByte} do not hold lines ${r.fromLine + 1}..${r.toLine} as the index says`, mismatch: true };
     }
     line = r.toLine;
   }
   if (line < ix.totalLines) {
-    if (!s.idle) return { kind: 'unusable', why: 'an excerpt is still open where the index skips lines' };
+    if (!s.idle) return { kind: 'unusable', why: 'an excerpt is still open where the index skips lines', mismatch: true };
     s.skipLines(ix.totalLines - line);
   }
   return { kind: 'searched', result: s.finish(ix.totalBytes), ranges: plan.ranges };
