@@ -3,7 +3,8 @@
  * gateway and oidc-provider on 127.0.0.1: sign in through the provider, the Members page (invite
  * with the one-time link, role change, removal), sign-out; a member sees their own page (their
  * connected clients, which they revoke, and their jobs), not the team pages; a person in two teams
- * switches between them.
+ * switches between them, and picks the team at the OAuth consent page, where a team forged into the
+ * form is refused.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -15,6 +16,10 @@ import { startGateway, type Gateway } from '../e2e/harness.ts';
 import { execSql } from '../admin/seed.ts';
 import { HAVE_CHROMIUM, launchChromium, requireChromium } from '../support/chromium.ts';
 import { startOidcIdp, type OidcIdp } from '../support/oidc-idp.ts';
+import { TestOAuthProvider } from '../support/oauth-provider.ts';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 
 requireChromium('members dashboard tests');
 // Callbacks given to page.evaluate/waitForFunction run in the browser; the project's types have no DOM lib.
@@ -170,5 +175,51 @@ describe.skipIf(!HAVE_CHROMIUM)('the dashboard for signed-in people', () => {
       },
     });
     await context.close();
+  });
+
+  it('lets a person in two teams pick the team at the consent page; a team forged into the form is refused', async () => {
+    const callback = 'http://127.0.0.1:9/callback';
+    const provider = new TestOAuthProvider("Erin's CLI", callback);
+    const probe = new Client({ name: 'members-consent', version: '1.0.0' });
+    await expect(probe.connect(new StreamableHTTPClientTransport(new URL(gw.mcpUrl), { authProvider: provider }))).rejects.toBeInstanceOf(UnauthorizedError);
+    const authUrl = provider.authorizationUrl!.href;
+    const context = await browser.createBrowserContext();
+    const page = await context.newPage();
+    await page.goto(authUrl);
+    await page.waitForSelector('#sign-in');
+    idp.nextLogin({ sub: 'erin', email: 'erin@acme.example' });
+    await Promise.all([page.waitForNavigation({ waitUntil: 'load' }), page.click('#sign-in')]);
+    await page.waitForFunction((u) => location.href === u, { timeout: 30_000 }, authUrl);
+    expect(await page.$$eval('#team option', (os) => os.map((o: any) => o.textContent))).toEqual(['acme (member)', 'globex (admin)']);
+
+    // The form's team changed in the page to one that is not hers: refused, the page shown again.
+    await page.evaluate(() => {
+      const o = document.querySelector('#team option');
+      o.value = 'initech';
+      o.selected = true;
+    });
+    await Promise.all([page.waitForNavigation({ waitUntil: 'load' }), page.click('#approve')]);
+    expect(await text(page, '#error')).toBe('team "initech" not found among erin@acme.example\'s teams (acme, globex)');
+    await page.screenshot({ path: join(ROOT, 'test/screenshots/consent-forged-team.png'), fullPage: true });
+
+    await page.select('#team', 'globex');
+    const toClient = page.waitForRequest((r) => r.url().startsWith(callback), { timeout: 30_000 });
+    await page.click('#approve');
+    const code = new URL((await toClient).url()).searchParams.get('code')!;
+    await context.close();
+    await new StreamableHTTPClientTransport(new URL(gw.mcpUrl), { authProvider: provider }).finishAuth(code);
+    const client = new Client({ name: 'members-consent', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(gw.mcpUrl), { authProvider: provider }));
+    expect((await client.callTool({ name: 'policy_check', arguments: { command: 'git', args: ['status'] } })).isError).toBeFalsy();
+    await client.close();
+    // The grant is globex's, as her globex membership; acme has no trace of it.
+    const grantsOf = async (team: string) =>
+      (
+        (await (
+          await fetch(`${gw.url}/admin/v1/oauth/grants`, { headers: { Authorization: `Bearer ${await gw.token({ team, scopes: ['admin'] })}` } })
+        ).json()) as any
+      ).grants;
+    expect((await grantsOf('globex')).map((g: any) => [g.clientName, g.subject])).toEqual([["Erin's CLI", 'member:mem_erin_globex']]);
+    expect((await grantsOf('acme')).map((g: any) => g.clientName)).not.toContain("Erin's CLI");
   });
 });
