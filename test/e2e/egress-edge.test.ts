@@ -11,12 +11,17 @@
  * agent's proxy is tested with real sandboxes by the agent side's tests (docs/network.md).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { WebSocket } from 'undici';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { startGateway, type Gateway } from './harness.ts';
 import { call as callTool } from './fleet.ts';
 import { until } from '../support/until.ts';
 import { runCli } from '../support/cli.ts';
+import { HAVE_CHROMIUM, launchChromium, requireChromium } from '../support/chromium.ts';
+import { aria, goTo } from '../support/dashboard-page.ts';
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
 import { PROTOCOL_VERSION } from '../../src/contracts/agent-protocol.ts';
 import { EGRESS_ASK_WAIT_MS, type EgressConnection } from '../../src/contracts/network.ts';
@@ -123,6 +128,11 @@ let b: ScriptedAgent;
 let stranger: ScriptedAgent;
 /** A job whose ask nobody decides: started first, its expiry is checked last. */
 let slowJob: string;
+/** The job whose connections were logged (the dashboard shows them). */
+let loggedJob: string;
+
+// In the page (puppeteer serializes these callbacks); the test tsconfig has no DOM lib.
+declare const document: any;
 
 async function admin(team: string, method: string, path: string): Promise<{ status: number; json: S }> {
   const token = await gw.token({ team, scopes: ['admin'], subject: 'egress-admin' });
@@ -269,6 +279,7 @@ describe('network egress at the edge', () => {
     "stores the job's connections and shows them in job_status, the job's admin view, the audit list and the CLI",
     async () => {
       const { jobId } = await startJob(client, a, 'npm ci');
+      loggedJob = jobId;
       a.send({
         type: 'egress.log',
         jobId,
@@ -310,6 +321,38 @@ describe('network egress at the edge', () => {
       expect(cli.code, cli.stderr).toBe(0);
       expect(cli.stdout).toContain('network:  allowlist (rules[0].network): 1 allowed, 1 refused');
       expect(cli.stdout).toMatch(/evil\.example:443\s+CONNECT\s+refused/);
+    },
+    TEST_MS,
+  );
+
+  it.skipIf(!HAVE_CHROMIUM)(
+    "the dashboard's job page and audit page list the job's connections (Chromium)",
+    async () => {
+      requireChromium('the egress dashboard test');
+      const profile = mkdtempSync(join(tmpdir(), 'gatehouse-chromium-'));
+      const browser = await launchChromium(profile);
+      try {
+        const page = await browser.newPage();
+        await page.goto(`${gw.url}/dashboard`);
+        await page.waitForSelector(aria('Admin token'));
+        await page.keyboard.type(await gw.token({ team: TEAM, scopes: ['admin'], subject: 'egress-admin' }));
+        await page.keyboard.press('Enter');
+        await page.waitForFunction(() => document.querySelector('main h1')?.textContent === 'Overview', { timeout: 15_000 });
+        await goTo(page, `#/jobs/${loggedJob}`, 'Job');
+        await page.waitForSelector('caption ::-p-text(Connections of this job)', { timeout: 15_000 });
+        const section: string = await page.$eval('section.network', (e: any) => e.innerText);
+        expect(section).toContain('rules[0].network');
+        expect(section).toContain('1 allowed, 1 refused');
+        expect(section).toMatch(/evil\.example:443[\s\S]*refused[\s\S]*not in rules\[0\]\.network\.allow/);
+        await goTo(page, '#/audit', 'Audit log');
+        await page.waitForSelector('tr[data-egress-decision="refused"]', { timeout: 15_000 });
+        const row: string = await page.$eval('tr[data-egress-decision="refused"]', (e: any) => e.innerText);
+        expect(row).toContain('evil.example:443');
+        expect(row).toContain(loggedJob);
+      } finally {
+        await browser.close();
+        rmSync(profile, { recursive: true, force: true });
+      }
     },
     TEST_MS,
   );

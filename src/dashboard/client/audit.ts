@@ -73,7 +73,7 @@ function egressSection() {
       msg.fail(null);
       body.replaceChildren(r.connections.length === 0 ? h('p', { class: 'empty' }, 'No network connections.') :
         table('Network connections', ['Started', 'Job', 'Host', 'Method', 'Decision', 'Reason', 'Up / down'],
-          r.connections.map((c) => h('tr', { 'data-decision': c.decision },
+          r.connections.map((c) => h('tr', { 'data-egress-decision': c.decision },
             h('td', null, fmtTime(c.started_at)),
             h('td', null, h('a', { href: '#/jobs/' + encodeURIComponent(c.job_id) }, c.job_id)),
             h('td', null, userText(c.host + ':' + c.port)), h('td', null, userText(c.method || '')),
