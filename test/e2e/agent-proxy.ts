@@ -54,7 +54,7 @@ export class AgentProxy {
     await new Promise((r) => this.server.close(() => r(undefined)));
   }
 
-  /** Artifact uploads wait until the returned function is called. */
+  /** Artifact body uploads (PUT; a stream's search index goes through) wait until the returned function is called. */
   holdUploads(): () => void {
     let release!: () => void;
     this.gate = new Promise<void>((r) => (release = r));
@@ -115,7 +115,7 @@ export class AgentProxy {
       return refuse(status);
     }
     if (req.method === 'PUT' && upload) {
-      if (this.gate) await this.gate;
+      if (this.gate && !req.url!.endsWith('/index')) await this.gate;
       if (this.refuseWith !== null) return refuse(this.refuseWith);
     }
     const up = request(
