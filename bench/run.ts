@@ -38,6 +38,7 @@ import { benchScale } from './scale.ts';
 import { benchEmulatorFloor } from './emulator-floor.ts';
 import { benchPolicy } from './policy.ts';
 import { benchSearch } from './query.ts';
+import { benchIndexedSearch } from './search.ts';
 import { benchScriptVsExecute, median, SUBPROCESSES } from './script.ts';
 import { benchBigOutput, benchQueryUnderLoad } from './output.ts';
 import { benchRelay, relayRows } from './relay.ts';
@@ -309,6 +310,15 @@ async function main() {
 
     const s100 = await benchSearch(100);
     row('artifact search in-process, 100 MB', `${s100.ms.toFixed(0)} ms`, `${s100.mbPerS.toFixed(0)} MB/s`, '');
+    // The same search narrowed by the block index (bench/search.ts; 1 GB: `npm run bench:search`), whole scan as the baseline.
+    const ix100 = await benchIndexedSearch(100, quick ? 2 : 5);
+    const rare = ix100.queries[0];
+    row(
+      'artifact search in-process, 100 MB, a term on 3 lines, block index',
+      `${rare.indexedMs} ms`,
+      '',
+      `whole scan ${rare.fullScanMs} ms (${rare.ratio}×); target ≤ 100 ms; ${rare.readMb} MB read; index built in ${ix100.indexBuildMs} ms`,
+    );
 
     // 100 MB artifact produced by a real job, then searched through query_output end to end, idle
     // and while 16 other clients run jobs. A failure (e.g. a timeout on a loaded machine) is reported, and the bench goes on.
