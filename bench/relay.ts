@@ -11,7 +11,7 @@
  * TypeScript sources, `node executor/main.ts`) and as a package installs it (the bundle
  * `npm run build` writes, dist/agent.mjs).
  *
- * `node bench/relay.ts [megabytes=1000]` runs it alone against a fresh gateway.
+ * `node bench/relay.ts [megabytes=1000] [sources|packed]` runs it alone against a fresh gateway (both setups unless one is named).
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -44,6 +44,8 @@ export interface RelayFigures {
   seconds: number;
   complete: boolean;
   error?: string;
+  /** The end of the agent's log when the run failed. */
+  agentLogTail?: string;
 }
 
 function rssMb(pid: number): number | null {
@@ -146,6 +148,7 @@ export async function benchRelay(gw: Gateway, entry: AgentEntry, bytes: number, 
     }
   } catch (e) {
     out.error = (e as Error).message;
+    out.agentLogTail = agent.logs().slice(-2000);
   } finally {
     await c.close().catch(() => {});
     await agent.stop();
@@ -189,10 +192,12 @@ if (import.meta.main) {
   const gw = await startBenchGateway({ vars: { HEARTBEAT_MS: String(heartbeatMs) } });
   try {
     const figures: RelayFigures[] = [];
-    for (const entry of ['sources', 'packed'] as const) figures.push(await benchRelay(gw, entry, mb * 1_000_000, heartbeatMs));
+    const only = process.argv[3] as AgentEntry | undefined;
+    for (const entry of ['sources', 'packed'] as const) if (!only || only === entry) figures.push(await benchRelay(gw, entry, mb * 1_000_000, heartbeatMs));
     for (const f of figures) for (const r of relayRows(f)) console.log(r.join(' | '));
+    for (const f of figures) if (f.agentLogTail) console.log(`\n${f.entry} agent's log, last lines:\n${f.agentLogTail}`);
     const [src, packed] = figures;
-    if (!src.error && !packed.error)
+    if (src && packed && !src.error && !packed.error)
       console.log(
         `sources / packed: peak RSS ${(src.rssPeakMb / packed.rssPeakMb).toFixed(2)}×, idle RSS ${(src.rssIdleMb / packed.rssIdleMb).toFixed(2)}×, time ${(src.seconds / packed.seconds).toFixed(2)}×`,
       );
