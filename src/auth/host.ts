@@ -12,6 +12,7 @@
 import type { MiddlewareHandler } from 'hono';
 import type { AppEnv, Env } from '../env.ts';
 import { isDevelopmentGateway, isLoopbackHost } from './config.ts';
+import { gatewayConfig } from '../platform/config.ts';
 
 const blank = (s: string | undefined): s is undefined => s === undefined || s.trim() === '';
 
@@ -31,11 +32,8 @@ export function configuredHosts(env: Env): string[] {
     const h = hostOf(u);
     if (h) out.add(h);
   }
-  for (const h of (env.ALLOWED_HOSTS ?? '')
-    .split(',')
-    .map((s) => s.trim().toLowerCase())
-    .filter(Boolean))
-    out.add(h);
+  const cfg = gatewayConfig(env);
+  for (const h of cfg.ok ? cfg.config.hosts : []) out.add(h);
   return [...out];
 }
 

@@ -10,6 +10,7 @@
 import type { MiddlewareHandler } from 'hono';
 import type { AppEnv } from '../env.ts';
 import { productionConfigProblem, trustConfig } from './config.ts';
+import { gatewayConfig } from '../platform/config.ts';
 import { authErrorResponse } from './respond.ts';
 import { authenticate, type ScopeRequirement } from './verify.ts';
 
@@ -50,6 +51,8 @@ export function configGuard(): MiddlewareHandler<AppEnv> {
     if (!cfg.ok) {
       return c.json({ error: { code: 'config_error', message: `gateway misconfigured: ${cfg.message}` } }, 500);
     }
+    const vars = gatewayConfig(c.env);
+    if (!vars.ok) return c.json({ error: { code: vars.code, message: `gateway misconfigured: ${vars.message}` } }, 500);
     const prod = productionConfigProblem(c.req.raw, c.env);
     if (prod) return c.json({ error: { code: 'config_error', message: `gateway misconfigured: ${prod}` } }, 500);
     await next();

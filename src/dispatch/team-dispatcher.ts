@@ -16,6 +16,7 @@ import type { Env } from '../env.ts';
 import type { JobExit, StreamName } from '../contracts/agent-protocol.ts';
 import { JOB_RETENTION_MS, type AgentView, type JobListFilter, type JobState, type JobView } from '../contracts/jobs.ts';
 import { workersPlan } from '../platform/plan.ts';
+import { DEFAULT_HEARTBEAT_MS, gatewayConfig } from '../platform/config.ts';
 import { stamp } from '../mcp/trace.ts';
 import { capabilities, type Capabilities } from './capabilities.ts';
 import type {
@@ -33,9 +34,6 @@ import type {
 } from './events.ts';
 import type { DispatchHost } from './host.ts';
 
-/** The default agent heartbeat (HEARTBEAT_MS unset or below 100 ms). */
-const DEFAULT_HEARTBEAT_MS = 5000;
-
 export class TeamDispatcher extends DurableObject<Env> {
   private readonly host: DispatchHost;
   private readonly c: Capabilities;
@@ -43,14 +41,15 @@ export class TeamDispatcher extends DurableObject<Env> {
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    const hb = Number(env.HEARTBEAT_MS ?? DEFAULT_HEARTBEAT_MS);
+    // Every request reaching the object passed the config guard; a broken value never gets here.
+    const cfg = gatewayConfig(env);
     this.host = {
       sql: ctx.storage.sql,
       transactionSync: (f) => ctx.storage.transactionSync(f),
       env,
       now: () => Date.now(),
       team: () => this.team(),
-      heartbeatMs: Number.isFinite(hb) && hb >= 100 ? hb : DEFAULT_HEARTBEAT_MS,
+      heartbeatMs: cfg.ok ? cfg.config.heartbeatMs : DEFAULT_HEARTBEAT_MS,
       sockets: () => ctx.getWebSockets(),
       wake: () => this.rearm(),
     };

@@ -10,6 +10,7 @@
  */
 import type { Env } from '../env.ts';
 import { isDevelopmentGateway, isLoopbackHost, publicOrigin } from '../auth/config.ts';
+import { gatewayConfig } from '../platform/config.ts';
 
 export interface OriginRules {
   self: string;
@@ -23,16 +24,8 @@ export interface OriginRules {
 export type OriginVerdict = { ok: true } | { ok: false; errorCode: 'origin_not_allowed' | 'origin_malformed'; message: string };
 
 export function originRules(req: Request, env: Env): OriginRules {
-  const exact: string[] = [];
-  const wildcard: [string, string][] = [];
-  for (const raw of (env.ALLOWED_ORIGINS ?? '')
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean)) {
-    const m = /^(https?):\/\/\*(\.[a-z0-9.-]+(?::\d+)?)$/i.exec(raw);
-    if (m) wildcard.push([m[1].toLowerCase(), m[2].toLowerCase()]);
-    else exact.push(raw.replace(/\/+$/, '').toLowerCase());
-  }
+  const cfg = gatewayConfig(env);
+  const { exact, wildcard } = cfg.ok ? cfg.config.origins : { exact: [], wildcard: [] };
   return {
     self: publicOrigin(req, env).toLowerCase(),
     exact,

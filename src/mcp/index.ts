@@ -9,6 +9,7 @@ import { createMcpHandler, type AuthInfo, type McpServerFactory } from '@modelco
 import type { AppEnv, Env, Principal } from '../env.ts';
 import { requestLedger } from '../script/request-budget.ts';
 import { workersPlan } from '../platform/plan.ts';
+import { DEFAULT_MAX_BODY_BYTES, gatewayConfig } from '../platform/config.ts';
 import { teamPolicyOf } from '../policy/cache.ts';
 import { requireAuth } from '../auth/index.ts';
 import { mcpCors } from '../edge/cors.ts';
@@ -20,8 +21,6 @@ import { cancelByCall } from '../dispatch/client.ts';
 import { traceMark } from './trace.ts';
 
 export const mcpRoutes = new Hono<AppEnv>();
-
-const DEFAULT_MAX_BODY = 1024 * 1024;
 
 function jsonRpcError(status: number, code: number, message: string): Response {
   return Response.json({ jsonrpc: '2.0', error: { code, message }, id: null }, { status });
@@ -44,7 +43,9 @@ mcpRoutes.use(
 mcpRoutes.get('/', () => new Response(null, { status: 405, headers: { Allow: 'POST, DELETE' } }));
 
 mcpRoutes.on(['POST', 'DELETE'], '/', async (c) => {
-  const maxBody = Number(c.env.MAX_BODY_BYTES ?? DEFAULT_MAX_BODY) || DEFAULT_MAX_BODY;
+  // The config guard refused the request before here when the vars are broken.
+  const cfg = gatewayConfig(c.env);
+  const maxBody = cfg.ok ? cfg.config.maxBodyBytes : DEFAULT_MAX_BODY_BYTES;
   let parsedBody: unknown;
   if (c.req.method === 'POST') {
     const declared = c.req.header('Content-Length');
