@@ -9,7 +9,7 @@
 import { Buffer } from 'node:buffer';
 import { asciiNeedles, ByteLineScan } from './byte-line-scan.ts';
 import { type BlockIndex, lineBoundary, mayMatch, termTrigrams } from './block-index.ts';
-import { LineSearch, type SearchOptions, type SearchResult } from './line-search.ts';
+import { concat, LineSearch, type SearchOptions, type SearchResult } from './line-search.ts';
 
 /**
  * Ranged reads of one stream's body at most: candidate ranges further apart are joined (the bytes
@@ -161,14 +161,4 @@ async function scanRange(
     reader.releaseLock();
   }
   return { bytes: Math.max(0, bytes), newlines, last, leadOk };
-}
-
-function concat(parts: Uint8Array[], total: number): Uint8Array {
-  const out = new Uint8Array(total);
-  let o = 0;
-  for (const p of parts) {
-    out.set(p, o);
-    o += p.byteLength;
-  }
-  return out;
 }

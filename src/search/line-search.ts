@@ -280,7 +280,8 @@ export class LineSearch implements LineSink {
  */
 const SEARCH_BATCH_BYTES = 1024 * 1024;
 
-function concat(parts: Uint8Array[], total: number): Uint8Array {
+/** `parts` as one array of `total` bytes. */
+export function concat(parts: Uint8Array[], total: number): Uint8Array {
   const out = new Uint8Array(total);
   let o = 0;
   for (const p of parts) {
