@@ -122,6 +122,8 @@ function renderJob(main, id) {
     if (closeApp) closeApp();
     closeApp = openAppView(appView, lastJob);
     openApp.textContent = 'Reload the MCP Apps view';
+    // Brought into sight: it may open below the fold, where a browser also throttles an off-screen frame.
+    appView.scrollIntoView({ block: 'start' });
   });
   const outputs = { stdout: streamView('stdout'), stderr: streamView('stderr') };
   const outMsg = messages();
