@@ -82,14 +82,15 @@ describe.skipIf(!HAVE_CHROMIUM)('approvals in the dashboard', () => {
     expect(row).toContain('echo ship-it one');
     expect(row).toContain('shipping needs a person');
 
-    await page.click(aria(`Approve ${yes}`));
+    // Locators re-find the button when the list re-renders between finding and clicking it (a deciding refresh does).
+    await page.locator(aria(`Approve ${yes}`)).click();
     await page.waitForFunction(
       (id: string) => document.querySelector('main [role=status]')?.textContent?.startsWith(`Approved ${id}`),
       { timeout: 15_000 },
       yes,
     );
     expect(await approvalStatus(yes)).toMatchObject({ status: 'approved', decided_by: 'dash-admin' });
-    await page.click(aria(`Deny ${no}`));
+    await page.locator(aria(`Deny ${no}`)).click();
     await page.waitForFunction((id: string) => document.querySelector('main [role=status]')?.textContent?.startsWith(`Denied ${id}`), { timeout: 15_000 }, no);
     expect(await approvalStatus(no)).toMatchObject({ status: 'denied', decided_by: 'dash-admin' });
     // Both leave the pending list for the decided one.

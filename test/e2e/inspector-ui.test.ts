@@ -82,8 +82,8 @@ describe.skipIf(!HAVE_CHROMIUM)('the MCP Inspector web UI', () => {
     const page = await browser!.newPage();
     await page.setViewport({ width: 1366, height: 900 });
     await page.goto(uiUrl);
-    const toggle = await page.waitForSelector('input[aria-label^="Connect or disconnect"]', { timeout: 30_000 });
-    await toggle!.click();
+    // A locator re-finds the switch if the Inspector re-renders it between finding and clicking.
+    await page.locator('input[aria-label^="Connect or disconnect"]').setTimeout(30_000).click();
     await page.waitForFunction(() => document.body.innerText.includes('Connected') && document.body.innerText.includes('MCP 20'), { timeout: 60_000 });
     await page.screenshot({ path: join(SHOTS, 'inspector-ui-connected.png') });
 
@@ -92,8 +92,8 @@ describe.skipIf(!HAVE_CHROMIUM)('the MCP Inspector web UI', () => {
     await page.$eval('input[type=radio][value=Tools]', (el) => (el as unknown as { click(): void }).click());
     await page.waitForSelector('button::-p-text(list_runtimes)', { timeout: 30_000 });
     expect(await bodyText(page)).toContain('execute');
-    await page.click('button::-p-text(list_runtimes)');
-    await page.click('button::-p-text(Execute Tool)');
+    await page.locator('button::-p-text(list_runtimes)').click();
+    await page.locator('button::-p-text(Execute Tool)').click();
     await page.waitForFunction(() => document.body.innerText.includes(`no executor agent is connected for team 'inspector'`), { timeout: 60_000 });
     await page.screenshot({ path: join(SHOTS, 'inspector-ui-tool-call.png') });
 
