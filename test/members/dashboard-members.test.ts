@@ -94,7 +94,7 @@ describe.skipIf(!HAVE_CHROMIUM)('the dashboard for signed-in people', () => {
 
     await page.type('#invite-form input[name=email]', 'dana@example.com');
     await page.select('#invite-form select[name=role]', 'admin');
-    await page.click('#invite-form button[type=submit]');
+    await page.locator('#invite-form button[type=submit]').click();
     await page.waitForSelector('#invite-url');
     expect(await text(page, '#invite-url')).toMatch(new RegExp(`^${gw.url}/dashboard/join\\?invitation=[A-Za-z0-9_-]{43}$`));
     await page.waitForFunction(() => document.body.innerText.includes('Pending invitations'));
@@ -113,11 +113,11 @@ describe.skipIf(!HAVE_CHROMIUM)('the dashboard for signed-in people', () => {
     await page.select('select[data-member="mem_alice"]', 'admin');
     await page.waitForFunction(() => document.body.innerText.includes('this is the last owner of team "acme"'));
 
-    await page.click('button[data-remove="mem_carol"]');
+    await page.locator('button[data-remove="mem_carol"]').click();
     await page.waitForFunction(() => !document.querySelector('[data-member-row="mem_carol"]'));
     expect((await list()).map((m: any) => m.memberId)).toEqual(['mem_alice', 'mem_erin']);
 
-    await page.click('#signout');
+    await page.locator('#signout').click();
     await page.waitForSelector('#idp-signin');
     // A page's fetch sends its cookies to its own origin by default.
     const s = await page.evaluate(async () => (await fetch(new URL('/dashboard/auth/session', location.href))).json());
@@ -151,7 +151,7 @@ describe.skipIf(!HAVE_CHROMIUM)('the dashboard for signed-in people', () => {
     await page.waitForFunction(() => document.getElementById('my-jobs')?.textContent === 'No jobs of yours in team acme yet.');
     await page.screenshot({ path: join(ROOT, 'test/screenshots/dashboard-member-own-page.png'), fullPage: true });
 
-    await page.click('button[data-revoke-grant="grant_erin_1"]');
+    await page.locator('button[data-revoke-grant="grant_erin_1"]').click();
     await page.waitForFunction(() => document.querySelector('[data-grant-row="grant_erin_1"] [data-status]')?.getAttribute('data-status') === 'ended');
     expect(await page.$('button[data-revoke-grant="grant_erin_1"]')).toBeNull();
     const token = await gw.token({ team: 'acme', scopes: ['admin'] });
@@ -204,7 +204,7 @@ describe.skipIf(!HAVE_CHROMIUM)('the dashboard for signed-in people', () => {
 
     await page.select('#team', 'globex');
     const toClient = page.waitForRequest((r) => r.url().startsWith(callback), { timeout: 30_000 });
-    await page.click('#approve');
+    await page.locator('#approve').click();
     const code = new URL((await toClient).url()).searchParams.get('code')!;
     await context.close();
     await new StreamableHTTPClientTransport(new URL(gw.mcpUrl), { authProvider: provider }).finishAuth(code);
