@@ -6,7 +6,7 @@
  * job_status. The same job with the rule's network `off` fails, and its result names the policy key.
  *
  * Nothing leaves 127.0.0.1: the agent runs in its documented test mode (docs/network.md, "Test
- * mode"), which sends connections for `registry.npmjs.org` to the stand-in. Needs runsc (skipped
+ * mode"), which sends connections for the preset's npm host to the stand-in. Needs runsc (skipped
  * outside CI when it is missing).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -21,6 +21,7 @@ import { hasCommand, startAgent, startGateway, type AgentProcess, type Gateway }
 import { call } from './fleet.ts';
 import { until } from '../support/until.ts';
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
+import { NETWORK_PRESETS } from '../../src/policy/network-presets.ts';
 
 type S = Record<string, any>;
 
@@ -33,7 +34,9 @@ const TEAM = 'egress-npm';
 /** Generous: npm in a fresh gVisor sandbox on a loaded machine; never a timing assertion. */
 const JOB_MS = 240_000;
 /** No audit or funding calls; a failed fetch fails soon instead of retrying for minutes. */
-const NPM_CI = 'npm ci --no-audit --no-fund --fetch-retries=0 --fetch-timeout=10000 --registry=http://registry.npmjs.org/';
+/** The npm host the `package-registries` preset allows: the stand-in answers for it (plain HTTP, so method rules apply). */
+const NPM_HOST = NETWORK_PRESETS['package-registries'].groups.find((g) => g.what.startsWith('npm'))!.hosts[0];
+const NPM_CI = `npm ci --no-audit --no-fund --fetch-retries=0 --fetch-timeout=10000 --registry=http://${NPM_HOST}/`;
 
 const policy = (network: unknown) => ({
   ...DEFAULT_POLICY,
@@ -52,7 +55,7 @@ async function registryStandIn(dir: string): Promise<{ port: number; integrity: 
   execFileSync('tar', ['-czf', 'tiny-dep-1.0.0.tgz', 'package'], { cwd: dir });
   const tgz = readFileSync(join(dir, 'tiny-dep-1.0.0.tgz'));
   const integrity = `sha512-${createHash('sha512').update(tgz).digest('base64')}`;
-  const tarball = 'http://registry.npmjs.org/tiny-dep/-/tiny-dep-1.0.0.tgz';
+  const tarball = `http://${NPM_HOST}/tiny-dep/-/tiny-dep-1.0.0.tgz`;
   const packument = {
     name: 'tiny-dep',
     'dist-tags': { latest: '1.0.0' },
@@ -83,7 +86,7 @@ function writeProject(root: string, integrity: string): void {
         requires: true,
         packages: {
           '': { name: 'app', version: '1.0.0', dependencies: { 'tiny-dep': '1.0.0' } },
-          'node_modules/tiny-dep': { version: '1.0.0', resolved: 'http://registry.npmjs.org/tiny-dep/-/tiny-dep-1.0.0.tgz', integrity },
+          'node_modules/tiny-dep': { version: '1.0.0', resolved: `http://${NPM_HOST}/tiny-dep/-/tiny-dep-1.0.0.tgz`, integrity },
         },
       },
       null,
@@ -116,7 +119,7 @@ maybe('governed egress: npm ci through gVisor and the egress proxy', () => {
       sandbox: 'gvisor',
       capacity: 1,
       agentId: 'egress-gvisor',
-      env: { GATEHOUSE_EGRESS_TEST_MODE: '1', GATEHOUSE_EGRESS_TEST_HOSTS: `registry.npmjs.org=127.0.0.1:${registry.port}` },
+      env: { GATEHOUSE_EGRESS_TEST_MODE: '1', GATEHOUSE_EGRESS_TEST_HOSTS: `${NPM_HOST}=127.0.0.1:${registry.port}` },
     });
     await agent.ready;
   }, 300_000);
@@ -148,7 +151,7 @@ maybe('governed egress: npm ci through gVisor and the egress proxy', () => {
         "the job's connections in job_status",
       );
       expect(status.network).toMatchObject({ mode: 'allowlist', source: 'rules[0].network', refused: 0 });
-      const tarball = (status.network.connections as S[]).find((c) => c.host === 'registry.npmjs.org' && c.method === 'GET');
+      const tarball = (status.network.connections as S[]).find((c) => c.host === NPM_HOST && c.method === 'GET');
       expect(tarball, JSON.stringify(status.network.connections)).toMatchObject({ port: 80, decision: 'allowed' });
       expect(tarball?.bytes_down).toBeGreaterThan(0);
     },
