@@ -55,6 +55,9 @@ export function attackSuite(kind: 'gvisor' | 'bwrap', o: { reuse?: SandboxReuse 
   const available = requireTool(kind);
   const d = available ? describe : describe.skip;
   const label = o.reuse ? `${kind} with sandbox reuse` : kind;
+  // The integer part of the `sleep`/comment markers the host's process list is searched for: one per suite, because
+  // vitest runs the suites' files side by side and one suite's live job must not count as another's leftover.
+  const M = o.reuse ? 3000 : kind === 'gvisor' ? 2000 : 1000;
 
   d(`attacks under ${label}`, () => {
     const token = `agent-token-${randomBytes(24).toString('hex')}`;
@@ -293,9 +296,9 @@ export function attackSuite(kind: 'gvisor' | 'bwrap', o: { reuse?: SandboxReuse 
         {
           mode: 'shell',
           timeoutMs: 5000,
-          command: 'setsid sleep 1000.7101 & nohup sleep 1000.7102 >/dev/null 2>&1 & (sleep 1000.7103 &) ; sleep 1000.7104 & echo started',
+          command: `setsid sleep ${M}.7101 & nohup sleep ${M}.7102 >/dev/null 2>&1 & (sleep ${M}.7103 &) ; sleep ${M}.7104 & echo started`,
         },
-        ['sleep 1000.710'],
+        [`sleep ${M}.710`],
       );
       expect(r.exit).toMatchObject({ state: 'exited', exitCode: 0, stdout: 'started\n' });
     }, 60_000);
@@ -598,7 +601,7 @@ export function attackSuite(kind: 'gvisor' | 'bwrap', o: { reuse?: SandboxReuse 
           limits: ATTACK_LIMITS,
           mode: 'shell',
           timeoutMs,
-          command: 'while :; do date +%s > tick-stop; sleep 0.2; done # 1000.7201',
+          command: `while :; do date +%s > tick-stop; sleep 0.2; done # ${M}.7201`,
         }),
       });
       for (let i = 0; i < 400 && !existsSync(tick); i++) await new Promise((r) => setTimeout(r, 25));
@@ -615,7 +618,7 @@ export function attackSuite(kind: 'gvisor' | 'bwrap', o: { reuse?: SandboxReuse 
         stoppedMs = Math.round(last - t0);
         expect(statSync(tick).mtimeMs, `the job stopped ticking while the agent was stopped; agent log:\n${agentLog.slice(-3000)}`).toBe(last);
         expect(last - t0).toBeLessThan(watchdogMs + slackMs);
-        if (kind === 'bwrap') expect(leftovers(['1000.7201'])).toEqual([]);
+        if (kind === 'bwrap') expect(leftovers([`${M}.7201`])).toEqual([]);
       } finally {
         process.kill(agent.pid!, 'SIGCONT');
         continued = Date.now();
@@ -639,7 +642,7 @@ export function attackSuite(kind: 'gvisor' | 'bwrap', o: { reuse?: SandboxReuse 
       const after = () => edge.heartbeatTimes.filter((t) => t > continued);
       for (let i = 0; i < 200 && after().length < 2; i++) await new Promise((r) => setTimeout(r, 50));
       expect(after().length, 'heartbeats resumed after SIGCONT').toBeGreaterThanOrEqual(2);
-      await healthy('after SIGSTOP', after()[1], ['1000.7201']);
+      await healthy('after SIGSTOP', after()[1], [`${M}.7201`]);
     }, 90_000);
 
     it('a killed agent (SIGKILL) leaves no sandbox running', async () => {
@@ -651,7 +654,7 @@ export function attackSuite(kind: 'gvisor' | 'bwrap', o: { reuse?: SandboxReuse 
           limits: ATTACK_LIMITS,
           mode: 'shell',
           timeoutMs: 60_000,
-          command: 'while :; do date +%s > tick-kill; sleep 0.2; done # 1000.7301',
+          command: `while :; do date +%s > tick-kill; sleep 0.2; done # ${M}.7301`,
         }),
       });
       for (let i = 0; i < 100 && !existsSync(tick); i++) await new Promise((r) => setTimeout(r, 50));
@@ -664,7 +667,7 @@ export function attackSuite(kind: 'gvisor' | 'bwrap', o: { reuse?: SandboxReuse 
       for (let i = 0; i < 100; i++) {
         await new Promise((r) => setTimeout(r, 100));
         left = [
-          ...leftovers(['1000.7301']),
+          ...leftovers([`${M}.7301`]),
           ...execFileSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' })
             .split('\n')
             .filter((l) => l.includes('runsc') && l.includes(stateDir)),
