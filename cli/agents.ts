@@ -4,7 +4,7 @@ import { api, connection, formatError } from './client.ts';
 import { field, text, when, type Row } from './fields.ts';
 import { info, out, printJson, table } from './io.ts';
 
-export const AGENTS_HELP = `gatehouse agents — the team's executor agents
+const AGENTS_HELP = `gatehouse agents — the team's executor agents
 
 usage:
   gatehouse agents [--json]

@@ -12,7 +12,7 @@ const DECIDE_FLAGS: FlagSpecs = {
   note: { type: 'string', value: 'text', help: 'why (kept with the decision and in the audit log)' },
 };
 
-export const APPROVALS_HELP = `gatehouse approvals — approve or deny runs the team policy asks a person about (rule decision "ask")
+const APPROVALS_HELP = `gatehouse approvals — approve or deny runs the team policy asks a person about (rule decision "ask")
 
 usage:
   gatehouse approvals list [--status pending] [--limit N]     newest first

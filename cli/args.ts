@@ -5,7 +5,7 @@
  */
 import { parseArgs as nodeParseArgs } from 'node:util';
 
-export interface FlagSpec {
+interface FlagSpec {
   /** string (takes a value), list (repeatable value), bool (no value). */
   type: 'string' | 'list' | 'bool';
   help: string;
@@ -84,7 +84,7 @@ export function parseArgs(argv: string[], specs: FlagSpecs, where: string, withG
   return { flags, positionals, rest, sawDoubleDash };
 }
 
-export const flagList = (specs: FlagSpecs) =>
+const flagList = (specs: FlagSpecs) =>
   Object.keys(specs)
     .map((k) => `--${k}`)
     .join(', ');

@@ -14,7 +14,7 @@ const TAIL_FLAGS: FlagSpecs = {
   since: { type: 'string', value: 'time', help: 'only rows at or after (ms since epoch or ISO date)' },
 };
 
-export const AUDIT_HELP = `gatehouse audit — the team's audit log
+const AUDIT_HELP = `gatehouse audit — the team's audit log
 
 usage:
   gatehouse audit tail [--limit N] [--follow] [--decision denied] [--tool execute] [--subject s] [--since 2026-11-22]

@@ -13,7 +13,7 @@ const LIST_FLAGS: FlagSpecs = {
   cursor: { type: 'string', value: 'cursor', help: 'continue after a previous page (printed as "next page: …")' },
 };
 
-export const JOBS_HELP = `gatehouse jobs — the team's jobs
+const JOBS_HELP = `gatehouse jobs — the team's jobs
 
 usage:
   gatehouse jobs list [--state running] [--subject s] [--tool t] [--limit N] [--cursor c]   newest first

@@ -9,7 +9,7 @@ const ROLES = ['owner', 'admin', 'member'];
 const ROLE_LIST = ROLES.join(', ');
 const MAX_INVITE_TTL = 30 * 86400;
 
-export const MEMBERS_HELP = `gatehouse members — the team's people (signed in through the identity provider) and their roles
+const MEMBERS_HELP = `gatehouse members — the team's people (signed in through the identity provider) and their roles
 
 usage:
   gatehouse members list                                     members (role, email, last seen) and pending invitations

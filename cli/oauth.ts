@@ -6,7 +6,7 @@ import { info, iso, out, printJson, table } from './io.ts';
 import { visible } from '../src/contracts/visible-text.ts';
 import type { OAuthGrantRow } from '../src/store/oauth-grants.ts';
 
-export const OAUTH_HELP = `gatehouse oauth — the team's OAuth grants (MCP clients an admin connected)
+const OAUTH_HELP = `gatehouse oauth — the team's OAuth grants (MCP clients an admin connected)
 
 usage:
   gatehouse oauth grants [--all]              live grants (--all: ended ones too, with why)

@@ -5,7 +5,7 @@ import { api, connection, formatError } from './client.ts';
 import { info, iso, out, printJson } from './io.ts';
 import { visible } from './visible-text.ts';
 
-export const POLICY_HELP = `gatehouse policy — the team policy
+const POLICY_HELP = `gatehouse policy — the team policy
 
 usage:
   gatehouse policy get                      print the policy document (JSON) to stdout; version on stderr

@@ -38,7 +38,7 @@ const BOOTSTRAP_FLAGS: FlagSpecs = {
   audience: { type: 'string', value: 'URL', help: "the gateway's MCP URL (GATEHOUSE_AUDIENCE; default: <url>/mcp)" },
 };
 
-export const TOKEN_HELP = `gatehouse token — manage the team's tokens
+const TOKEN_HELP = `gatehouse token — manage the team's tokens
 
 usage:
   gatehouse token create --scope <scope> [--scope ...] [--team t] [--subject s] [--ttl 30d] [--note text]
@@ -91,7 +91,7 @@ async function agentGrantOf(flags: Record<string, unknown>, scopes: string[]): P
 }
 
 /** What an agent token lets its agents claim, for token list. */
-export function describeGrant(t: { scopes: string[]; agentGrant?: AgentGrant | null }): string {
+function describeGrant(t: { scopes: string[]; agentGrant?: AgentGrant | null }): string {
   if (!t.scopes.includes('agent')) return '';
   const g = t.agentGrant;
   if (!g) return 'any (not restricted)';
@@ -209,7 +209,7 @@ async function revoke(argv: string[]): Promise<number> {
 }
 
 /** Reads GATEHOUSE_SIGNING_KEY from a JWK JSON file or a dotenv file (`.dev.vars`). */
-export function readSigningKey(path: string): string {
+function readSigningKey(path: string): string {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');

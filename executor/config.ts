@@ -9,7 +9,7 @@ import type { SandboxKind } from '../src/contracts/agent-protocol.ts';
 import { testHostsFromEnv, type TestHosts } from './egress/test-hosts.ts';
 import { ARTIFACT_PART_BYTES, R2_MULTIPART_MIN_PART_BYTES, REQUEST_BODY_MAX_BYTES } from '../src/contracts/limits.ts';
 
-export interface AgentConfig {
+interface AgentConfig {
   url: string;
   token: string;
   root: string;

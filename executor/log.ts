@@ -4,7 +4,7 @@
  * on purpose: operators grep it, tests wait on it.
  */
 /** Structured facts of an event (a job's id, state, duration …): extra keys of its JSON line. */
-export type LogFields = Record<string, string | number | boolean | null>;
+type LogFields = Record<string, string | number | boolean | null>;
 
 export interface Logger {
   info(msg: string, fields?: LogFields): void;

@@ -48,7 +48,7 @@ export interface Principal {
 }
 
 /** Hono context variables set by middleware. */
-export interface AppVariables {
+interface AppVariables {
   principal: Principal;
 }
 export type AppEnv = { Bindings: Env; Variables: AppVariables };

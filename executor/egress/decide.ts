@@ -7,7 +7,7 @@ import { BlockList, isIP } from 'node:net';
 import type { NetworkAllow, NetworkGrant } from '../../src/contracts/network.ts';
 
 /** Ports an entry without `ports` covers. */
-export const DEFAULT_PORTS = [80, 443];
+const DEFAULT_PORTS = [80, 443];
 
 /** A host as compared: lower case, no trailing dot, no IPv6 brackets. */
 export function normalizeHost(host: string): string {
@@ -18,7 +18,7 @@ export function normalizeHost(host: string): string {
 }
 
 /** Whether `pattern` (an exact name or IP, or `*.suffix`) names `host` (both normalized). */
-export function hostMatches(pattern: string, host: string): boolean {
+function hostMatches(pattern: string, host: string): boolean {
   const p = normalizeHost(pattern);
   if (p.startsWith('*.')) return host.endsWith(p.slice(1)) && host.length > p.length - 1;
   return p === host;

@@ -519,7 +519,7 @@ export class EgressProxy {
 }
 
 /** The body of a refusal: the host, why, and the policy key that would change it. */
-export function refusalText(host: string, port: number, reason: string, policyKey?: string): string {
+function refusalText(host: string, port: number, reason: string, policyKey?: string): string {
   return `gatehouse egress: refused ${host}:${port}: ${reason}${policyKey ? `. To allow it, change ${policyKey} in the team policy` : ''}\n`;
 }
 

@@ -11,9 +11,9 @@ import { existsSync } from 'node:fs';
 /** The socket's name in the job dir (inside: `/job/<name>`). */
 export const EGRESS_SOCKET_FILE = '.gatehouse-egress.sock';
 /** The forwarder's port on the sandbox's loopback. */
-export const EGRESS_PORT_INSIDE = 3128;
+const EGRESS_PORT_INSIDE = 3128;
 /** The forwarder's interpreter: -I -S -B, nothing from the environment or site dirs. */
-export const FORWARDER_PYTHON = '/usr/bin/python3';
+const FORWARDER_PYTHON = '/usr/bin/python3';
 
 /** Whether this host can run the forwarder inside a sandbox. */
 export function forwarderAvailable(): boolean {

@@ -10,8 +10,8 @@ import { normalizeHost } from './decide.ts';
 
 export type TestHosts = ReadonlyMap<string, { port?: number }>;
 
-export const TEST_HOSTS_ENV = 'GATEHOUSE_EGRESS_TEST_HOSTS';
-export const TEST_MODE_ENV = 'GATEHOUSE_EGRESS_TEST_MODE';
+const TEST_HOSTS_ENV = 'GATEHOUSE_EGRESS_TEST_HOSTS';
+const TEST_MODE_ENV = 'GATEHOUSE_EGRESS_TEST_MODE';
 
 /** The map from the environment: null when unset; an error message when malformed or not allowed. */
 export function testHostsFromEnv(env: NodeJS.ProcessEnv): { ok: true; hosts: TestHosts | null } | { ok: false; message: string } {

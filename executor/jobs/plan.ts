@@ -19,7 +19,7 @@ export interface Ceilings {
   maxArtifactBytes: number;
 }
 
-export interface CodeStep {
+interface CodeStep {
   /** Source file name inside the job dir. */
   file: string;
   code: string;

@@ -16,7 +16,7 @@ function parseTime(s: string): number | null {
   return /^\d{4}-\d{2}-\d{2}/.test(s) && Number.isFinite(t) ? t : null;
 }
 
-export function parseAuditQuery(q: URLSearchParams): { ok: true; value: AuditFilter } | { ok: false; message: string } {
+function parseAuditQuery(q: URLSearchParams): { ok: true; value: AuditFilter } | { ok: false; message: string } {
   for (const k of q.keys()) {
     if (!ALLOWED_PARAMS.includes(k)) return { ok: false, message: `unknown query parameter "${k}"; allowed: ${ALLOWED_PARAMS.join(', ')}` };
   }

@@ -5,7 +5,7 @@ import type { ErrorCode } from '../contracts/errors.ts';
 import type { AppEnv } from '../env.ts';
 
 /** Admin request bodies are small documents; anything larger is a mistake. */
-export const MAX_ADMIN_BODY_BYTES = 256 * 1024;
+const MAX_ADMIN_BODY_BYTES = 256 * 1024;
 
 export const STATUS: Partial<Record<ErrorCode, ContentfulStatusCode>> = {
   invalid_argument: 400,

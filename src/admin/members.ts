@@ -30,13 +30,13 @@ import { auditAdmin } from './audit-action.ts';
 import { revokeGrantsOfMember, type GrantKey } from '../store/oauth-grants.ts';
 import { forgetGrants } from '../oauth/grants.ts';
 
-export const INVITATION_DEFAULT_TTL_SECONDS = 7 * 86400;
-export const INVITATION_MAX_TTL_SECONDS = 30 * 86400;
+const INVITATION_DEFAULT_TTL_SECONDS = 7 * 86400;
+const INVITATION_MAX_TTL_SECONDS = 30 * 86400;
 const roleList = ROLES.join(', ');
 
 const RoleField = z.enum(ROLES, { error: (i) => `role must be one of ${roleList}, got ${JSON.stringify(i.input)}` });
 
-export const InviteBody = strictInput({
+const InviteBody = strictInput({
   email: z.email({ error: 'email must be an email address (the invitation is for whoever signs in with it)' }).max(320),
   role: RoleField.default('member'),
   ttlSeconds: z
@@ -46,17 +46,16 @@ export const InviteBody = strictInput({
     .max(INVITATION_MAX_TTL_SECONDS, `ttlSeconds must be at most ${INVITATION_MAX_TTL_SECONDS} (30 days)`)
     .default(INVITATION_DEFAULT_TTL_SECONDS),
 });
-export const RoleBody = strictInput({ role: RoleField });
+const RoleBody = strictInput({ role: RoleField });
 
 /** Who is asking, for the role rules: the signed-in member's role, else the admin token. */
-export function actorOf(c: Context<AppEnv>): Actor {
+function actorOf(c: Context<AppEnv>): Actor {
   const m = c.get('principal').member;
   return m ? { kind: 'member', role: m.role } : { kind: 'token' };
 }
 
 /** The link an invited person opens: the secret travels in it once, the gateway keeps only its hash. */
-export const invitationUrl = (c: Context<AppEnv>, secret: string): string =>
-  `${new URL(c.req.url).origin}/dashboard/join?invitation=${encodeURIComponent(secret)}`;
+const invitationUrl = (c: Context<AppEnv>, secret: string): string => `${new URL(c.req.url).origin}/dashboard/join?invitation=${encodeURIComponent(secret)}`;
 
 /** What a member loses with their membership or a role: their OAuth grants in the team and their sessions. */
 async function endAccessOf(c: Context<AppEnv>, m: MemberRow, reason: string): Promise<GrantKey[]> {

@@ -13,9 +13,9 @@ import { parseJson } from '../store/audit.ts';
 
 export const overviewRoutes = new Hono<AppEnv>();
 
-export const OVERVIEW_WINDOW_MS = 3600_000;
+const OVERVIEW_WINDOW_MS = 3600_000;
 /** Failed jobs are looked for this far back (a morning look at the night's failures). */
-export const FAILURE_WINDOW_MS = 24 * 3600_000;
+const FAILURE_WINDOW_MS = 24 * 3600_000;
 /** The audit rows read to count denials: the newest ones (a count past this says "at least"). */
 const AUDIT_SCAN = 5000;
 const PENDING_MAX = 200;

@@ -16,9 +16,9 @@ import { revokeOAuthGrant } from './oauth.ts';
 import { forgetGrants } from '../oauth/grants.ts';
 import { OAUTH_TOKEN_PREFIX, revokeGrantsOfToken } from '../store/oauth-grants.ts';
 
-export const DEFAULT_TTL_SECONDS = 30 * 24 * 3600;
-export const MAX_TTL_SECONDS = 365 * 24 * 3600;
-export const MIN_TTL_SECONDS = 60;
+const DEFAULT_TTL_SECONDS = 30 * 24 * 3600;
+const MAX_TTL_SECONDS = 365 * 24 * 3600;
+const MIN_TTL_SECONDS = 60;
 
 const scopeList = SCOPES.join(', ');
 

@@ -9,7 +9,7 @@ import { EGRESS_ASK_WAIT_MS } from '../contracts/network.ts';
 import { openApproval, type ApprovalRow } from './store.ts';
 
 /** The `tool` of an egress approval row (the Approvals list shows it). */
-export const EGRESS_APPROVAL_TOOL = 'egress';
+const EGRESS_APPROVAL_TOOL = 'egress';
 
 export interface EgressAskInfo {
   team: string;
@@ -33,7 +33,7 @@ async function askHash(a: EgressAskInfo): Promise<string> {
 }
 
 /** What the approver reads: which job wants which host, and what the job runs. */
-export function egressSummary(a: Pick<EgressAskInfo, 'jobId' | 'host' | 'port' | 'method' | 'command'>): string {
+function egressSummary(a: Pick<EgressAskInfo, 'jobId' | 'host' | 'port' | 'method' | 'command'>): string {
   const cmd = a.command.length > 300 ? `${a.command.slice(0, 300)}…` : a.command;
   return `job ${a.jobId} wants to connect to ${a.host}:${a.port}${a.method ? ` (${a.method})` : ''}; command: ${cmd}`;
 }

@@ -24,10 +24,10 @@ import { requestHash, requestSummary, type ApprovableRequest } from './request.t
 import { answerPrompt, consumeApproval, iso, openApproval, type ApprovalRefusalCode } from './store.ts';
 
 /** The key of the approval question inside `inputRequests` / `inputResponses`. */
-export const PROMPT_KEY = 'approval';
+const PROMPT_KEY = 'approval';
 
 /** The form the client's user answers: one yes/no. */
-export const PROMPT_SCHEMA = {
+const PROMPT_SCHEMA = {
   type: 'object' as const,
   properties: {
     approve: { type: 'boolean' as const, title: 'Approve this run', description: 'true runs the command once; false refuses it' },

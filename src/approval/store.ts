@@ -26,7 +26,7 @@ export interface ApprovalRow {
   job_id: string | null;
 }
 
-export function newApprovalId(): string {
+function newApprovalId(): string {
   const b = crypto.getRandomValues(new Uint8Array(16));
   return `ap_${btoa(String.fromCharCode(...b))
     .replace(/\+/g, '-')
@@ -35,7 +35,7 @@ export function newApprovalId(): string {
 }
 
 /** A row's status as of `now`: a pending or approved row past its expiry is expired. */
-export function statusAt(row: Pick<ApprovalRow, 'status' | 'expires_at'>, now: number): ApprovalStatus {
+function statusAt(row: Pick<ApprovalRow, 'status' | 'expires_at'>, now: number): ApprovalStatus {
   if ((row.status === 'pending' || row.status === 'approved') && row.expires_at <= now) return 'expired';
   return row.status;
 }

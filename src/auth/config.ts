@@ -7,7 +7,7 @@ import { createLocalJWKSet, createRemoteJWKSet, importJWK, type JWK, type JWTVer
 import { SCOPES, type Env } from '../env.ts';
 import { SIGNING_ALG, publicJwk } from './mint.ts';
 
-export const HS_MIN_BYTES = 32;
+const HS_MIN_BYTES = 32;
 /** Algorithms accepted from an external issuer: asymmetric only (a JWKS never carries shared secrets we'd trust). */
 export const EXTERNAL_ALGS = ['ES256', 'ES384', 'ES512', 'RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'EdDSA', 'Ed25519'];
 
@@ -37,11 +37,11 @@ export interface TrustConfig {
 }
 
 /** Scopes an outside issuer may grant unless configured otherwise: never `admin` or `agent`. */
-export const DEFAULT_OUTSIDE_SCOPES = ['execute', 'artifacts:read'];
+const DEFAULT_OUTSIDE_SCOPES = ['execute', 'artifacts:read'];
 /** Access tokens only (RFC 9068): an ID token or any other JWT of the provider is not a credential here. */
-export const DEFAULT_EXTERNAL_TYPES = ['at+jwt'];
+const DEFAULT_EXTERNAL_TYPES = ['at+jwt'];
 /** Matches the admin API's longest token (1 year). */
-export const DEFAULT_MAX_TOKEN_LIFETIME_S = 365 * 24 * 3600;
+const DEFAULT_MAX_TOKEN_LIFETIME_S = 365 * 24 * 3600;
 
 export const normaliseTyp = (t: string) =>
   t

@@ -25,7 +25,7 @@ function hostOf(url: string): string | null {
 }
 
 /** The configured hosts (`name[:port]`, lower case); empty when nothing is configured (development). */
-export function configuredHosts(env: Env): string[] {
+function configuredHosts(env: Env): string[] {
   const out = new Set<string>();
   for (const u of [env.GATEHOUSE_AUDIENCE, env.GATEHOUSE_ISSUER]) {
     if (blank(u)) continue;

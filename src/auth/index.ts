@@ -17,15 +17,9 @@ import { authenticate, type ScopeRequirement } from './verify.ts';
 export {
   authenticate,
   checkScopes,
-  extractBearer,
-  MAX_AUTH_HEADER_BYTES,
-  TEAM_RE,
-  type AuthFailure,
-  type AuthResult,
   type ScopeRequirement,
 } from './verify.ts';
 export { authErrorResponse } from './respond.ts';
-export { canonicalMcpUrl, gatehouseIssuer, publicOrigin, resourceMetadataUrl } from './config.ts';
 export { hostCheck } from './host.ts';
 export { wellKnownRoutes } from './well-known.ts';
 

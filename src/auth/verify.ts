@@ -15,9 +15,9 @@ import { forgetGrants } from '../oauth/grants.ts';
 import { LAST_USED_RESOLUTION_MS, OAUTH_TOKEN_PREFIX, noteGrantUsed, oauthAdmissionOf } from '../store/oauth-grants.ts';
 
 /** Requests whose Authorization header is larger than this are refused before any parsing. */
-export const MAX_AUTH_HEADER_BYTES = 8 * 1024;
-export const CLOCK_TOLERANCE_S = 30;
-export const TEAM_RE = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+const MAX_AUTH_HEADER_BYTES = 8 * 1024;
+const CLOCK_TOLERANCE_S = 30;
+const TEAM_RE = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 
 export interface AuthFailure {
   status: 400 | 401 | 403 | 431 | 500;
@@ -47,7 +47,7 @@ const invalid = (message: string): AuthResult => fail(401, 'unauthenticated', me
 const QUERY_TOKEN_PARAMS = ['access_token', 'token'];
 
 /** Extracts the bearer token: exactly one `Authorization: Bearer <token>`, never the query string. */
-export function extractBearer(req: Request): { ok: true; value: string | null } | { ok: false; error: AuthFailure } {
+function extractBearer(req: Request): { ok: true; value: string | null } | { ok: false; error: AuthFailure } {
   const url = new URL(req.url);
   const inQuery = QUERY_TOKEN_PARAMS.find((p) => url.searchParams.has(p));
   if (inQuery) {
@@ -181,7 +181,7 @@ interface Verifier {
 }
 
 /** Verifies signature and registered claims, then maps the Gatehouse claims to a Principal. */
-export async function verifyToken(token: string, req: Request, env: Env, cfg: TrustConfig): Promise<AuthResult> {
+async function verifyToken(token: string, req: Request, env: Env, cfg: TrustConfig): Promise<AuthResult> {
   let alg: string | undefined;
   let iss: unknown;
   try {

@@ -30,9 +30,9 @@ export const WS_CLOSE_REASON_MAX_BYTES = 123;
 
 const SANDBOXES = SandboxKind.options.join(', ');
 /** The agent ids `gatehouse agent --id` accepts. */
-export const AGENT_ID_RE = /^[\w.@:-]{1,128}$/;
+const AGENT_ID_RE = /^[\w.@:-]{1,128}$/;
 /** As many labels as a `hello` may carry. */
-export const MAX_GRANTED_LABELS = 32;
+const MAX_GRANTED_LABELS = 32;
 
 export const AgentGrant = strictInput({
   sandboxes: z

@@ -13,7 +13,7 @@ export const ApprovalId = z.string().regex(APPROVAL_ID_PATTERN, 'an approval id 
  * pending → approved → used (the run that consumed it), or pending → denied, or → expired.
  * `expired` is computed from `expires_at`, never stored late: a row past its time is expired.
  */
-export const APPROVAL_STATUSES = ['pending', 'approved', 'denied', 'used', 'expired'] as const;
+const APPROVAL_STATUSES = ['pending', 'approved', 'denied', 'used', 'expired'] as const;
 export const ApprovalStatus = z.enum(APPROVAL_STATUSES);
 export type ApprovalStatus = z.infer<typeof ApprovalStatus>;
 

@@ -29,7 +29,7 @@ export const ArtifactReadQuery = z
   .refine((q) => !(q.tail !== undefined && q.offset !== undefined), 'pass either tail or offset, not both');
 export type ArtifactReadQuery = z.infer<typeof ArtifactReadQuery>;
 
-export const ArtifactStreamInfo = z.object({
+const ArtifactStreamInfo = z.object({
   stream: StreamName,
   bytes: z.number().int(),
   lines: z.number().int(),

@@ -72,18 +72,6 @@ export interface GatehouseErrorShape {
   message: string;
 }
 
-export class GatehouseError extends Error {
-  readonly code: ErrorCode;
-  constructor(code: ErrorCode, message: string) {
-    super(message);
-    this.code = code;
-    this.name = 'GatehouseError';
-  }
-  toJSON(): GatehouseErrorShape {
-    return { code: this.code, message: this.message };
-  }
-}
-
 export type Result<T, E = GatehouseErrorShape> = { ok: true; value: T } | { ok: false; error: E };
 
 export const ok = <T>(value: T): Result<T, never> => ({ ok: true, value });
@@ -94,7 +82,6 @@ export const err = (code: ErrorCode, message: string): Result<never> => ({
 
 /** Turns anything caught into a GatehouseErrorShape without losing the message. */
 export function toErrorShape(e: unknown): GatehouseErrorShape {
-  if (e instanceof GatehouseError) return e.toJSON();
   const message = e instanceof Error ? e.message : String(e);
   return { code: 'internal', message };
 }

@@ -71,7 +71,7 @@ export const GIT_FIXED_CONFIG: readonly (readonly [string, string])[] = [
  * keeps the name between). Empty is not "unset" for most of them: git then fails with
  * "cannot run" where it would have run the program — only when the repository configures one.
  */
-export const GIT_EMPTIED_KEYS =
+const GIT_EMPTIED_KEYS =
   'filter\\..+\\.(clean|smudge|process)|diff\\..+\\.(command|textconv)|merge\\..+\\.driver|alias\\..+|' +
   'credential\\..+\\.helper|remote\\..+\\.vcs|(difftool|mergetool|man|browser)\\..+\\.(cmd|path)|' +
   'gpg\\..+\\.program|pager\\..+|submodule\\..+\\.update|diff\\.external|core\\.(askpass|alternaterefscommand)|' +

@@ -6,9 +6,9 @@ import { z } from 'zod';
 import { JobState, JobView } from './jobs.ts';
 import { JobNetworkView } from './network.ts';
 
-export const JOB_STATUS_MAX_WAIT_MS = 60_000;
+const JOB_STATUS_MAX_WAIT_MS = 60_000;
 export const JOB_OUTPUT_DEFAULT_BYTES = 64 * 1024;
-export const JOB_OUTPUT_MAX_BYTES = 1024 * 1024;
+const JOB_OUTPUT_MAX_BYTES = 1024 * 1024;
 
 const JobId = z.string().min(1).max(64).describe('The job_id an execute / runtime_execute call answered with');
 

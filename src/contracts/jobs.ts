@@ -10,7 +10,7 @@ export { AgentLabel };
 /** `refused`: never ran (queue deadline, queue full, no agent fits). Every job ends in a terminal state. */
 export const JobState = z.enum(['queued', 'running', ...TerminalState.options, 'refused']);
 export type JobState = z.infer<typeof JobState>;
-export const OPEN_STATES: readonly JobState[] = ['queued', 'running'];
+const OPEN_STATES: readonly JobState[] = ['queued', 'running'];
 export const isTerminal = (s: JobState): boolean => !OPEN_STATES.includes(s);
 /** Finished jobs are kept this long (in the team's Durable Object) for job_status / job_output / job_list and tasks. */
 export const JOB_RETENTION_MS = 7 * 24 * 3600_000;

@@ -8,7 +8,7 @@
 import { z } from 'zod';
 
 /** A host pattern: an exact name (`registry.npmjs.org`), a `*.suffix` wildcard, or an IP literal. */
-export const HostPattern = z
+const HostPattern = z
   .string()
   .min(1)
   .max(253)
@@ -53,7 +53,6 @@ export const NetworkPolicy = z.object({
   maxBytesDown: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).default(NETWORK_DEFAULT_BYTES_DOWN),
 });
 export type NetworkPolicy = z.infer<typeof NetworkPolicy>;
-export type NetworkPolicyInput = z.input<typeof NetworkPolicy>;
 
 /**
  * The grant in a job's spec: the team's (or the matching rule's) network policy with presets

@@ -18,7 +18,7 @@ import { StreamName } from './agent-protocol.ts';
 import { LIVE_FRAME_DATA_BYTES } from './limits.ts';
 import { describeIssues } from './errors.ts';
 
-export const OUTPUT_FRAME_VERSION = 1;
+const OUTPUT_FRAME_VERSION = 1;
 export const OUTPUT_FRAME_JOB_ID_MAX_BYTES = 255;
 const HEADER_BYTES = 11;
 const STREAMS = ['stdout', 'stderr'] as const;

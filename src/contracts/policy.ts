@@ -8,9 +8,9 @@ import { DEFAULT_RESOURCE_LIMITS, ResourceLimits } from './resource-limits.ts';
 import { SandboxReuse } from './sandbox-reuse.ts';
 import { NETWORK_DEFAULT_BYTES_DOWN, NETWORK_DEFAULT_BYTES_UP, NetworkPolicy } from './network.ts';
 
-export const POLICY_SCHEMA_VERSION = 1;
+const POLICY_SCHEMA_VERSION = 1;
 
-export const ArgumentRule = z.object({
+const ArgumentRule = z.object({
   /** Regular expressions (JavaScript syntax) tested against each argument; any match denies. */
   deny: z.array(z.string()).default([]),
   /** Interpreters' inline-code flags (`-c`, `-e`, …) are denied unless this is true. */
@@ -21,9 +21,8 @@ export const ArgumentRule = z.object({
    */
   prependArgs: z.array(z.string().max(4096)).max(50).default([]),
 });
-export type ArgumentRule = z.infer<typeof ArgumentRule>;
 
-export const OpaEvaluator = z.object({
+const OpaEvaluator = z.object({
   /** Base URL of an OPA-compatible server: `POST {url}/v1/data/{policyPath}`. */
   url: z.string().url(),
   policyPath: z
@@ -36,7 +35,7 @@ export const OpaEvaluator = z.object({
  * Script mode (`run_script`): off unless enabled. Subprocesses are a separate switch — without a
  * `subprocess` section a script may compute but start nothing.
  */
-export const ScriptSubprocessPolicy = z.object({
+const ScriptSubprocessPolicy = z.object({
   /** Subprocesses one script may start (each one is a governed job with its own audit row). */
   maxCount: z.number().int().min(1).max(1000).default(50),
   /** Total wall time of one script's subprocesses added together. */
@@ -60,7 +59,7 @@ export type ScriptPolicy = z.infer<typeof ScriptPolicy>;
  * entries), or a list of alternatives. The first element names the executable: without a `/` it
  * is compared with the executable's base name, so `/usr/bin/git` is `git` too.
  */
-export const RulePatternElement = z.union([z.string().min(1).max(4096), z.array(z.string().min(1).max(4096)).min(1).max(50)]);
+const RulePatternElement = z.union([z.string().min(1).max(4096), z.array(z.string().min(1).max(4096)).min(1).max(50)]);
 
 /**
  * A decision rule on top of the allowlists: `allow` (no further question), `ask` (a person must
@@ -88,7 +87,7 @@ export const PolicyRule = z.object({
 export type PolicyRule = z.infer<typeof PolicyRule>;
 
 /** How long approvals of `ask` decisions live. */
-export const ApprovalPolicy = z.object({
+const ApprovalPolicy = z.object({
   /** A pending approval an admin has not decided expires after this; an approval granted expires this long after it was granted. */
   ttlSeconds: z
     .number()

@@ -46,7 +46,7 @@ function distance(a: string, b: string): number {
 }
 
 /** The valid key most likely meant by `key`, or null. */
-export function likelyKey(key: string, valid: readonly string[]): string | null {
+function likelyKey(key: string, valid: readonly string[]): string | null {
   const alias = Object.hasOwn(ALIASES, key) ? ALIASES[key].find((k) => valid.includes(k)) : undefined;
   if (alias) return alias;
   const same = valid.find((v) => norm(v) === norm(key));
@@ -99,7 +99,7 @@ const SAME_CONCEPT: Record<string, string> = { cwd: 'relativeCwd', relativeCwd: 
  * The other spellings a tool accepts for its keys: every key in snake_case and camelCase (the
  * tools' reference contracts use both), and `cwd`/`relativeCwd` for each other. alias → key.
  */
-export function inputAliases(valid: readonly string[]): Map<string, string> {
+function inputAliases(valid: readonly string[]): Map<string, string> {
   const out = new Map<string, string>();
   for (const k of valid) {
     const same = SAME_CONCEPT[k];

@@ -10,8 +10,7 @@ export const TASKS_EXTENSION_ID = 'io.modelcontextprotocol/tasks';
 /** Where a 2026-07-28 request carries the client's capabilities (per request, no sessions). */
 export const CLIENT_CAPABILITIES_META_KEY = 'io.modelcontextprotocol/clientCapabilities';
 
-export const TaskStatus = z.enum(['working', 'input_required', 'completed', 'failed', 'cancelled']);
-export type TaskStatus = z.infer<typeof TaskStatus>;
+const TaskStatus = z.enum(['working', 'input_required', 'completed', 'failed', 'cancelled']);
 
 /** The `Task` base shape: what `CreateTaskResult`, `tasks/get` and `notifications/tasks` share. */
 export const Task = z.object({

@@ -48,7 +48,7 @@ const ASSETS: Record<string, { type: string; body: string }> = {
   'style.css': { type: 'text/css; charset=utf-8', body: STYLE_CSS },
   'favicon.svg': { type: 'image/svg+xml', body: FAVICON_SVG },
 };
-export const DASHBOARD_ASSETS: readonly string[] = Object.keys(ASSETS);
+const DASHBOARD_ASSETS: readonly string[] = Object.keys(ASSETS);
 
 export const dashboardRoutes = new Hono<AppEnv>();
 

@@ -14,7 +14,7 @@ import { crossSiteRefusal, signedInIdentity } from '../members/auth.ts';
 import { accessConfig } from '../members/access.ts';
 import { oidcConfig } from '../members/oidc.ts';
 
-export const JOIN_PATH = '/dashboard/join';
+const JOIN_PATH = '/dashboard/join';
 const MAX_SECRET_CHARS = 200;
 
 const esc = (s: string) => s.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);

@@ -31,7 +31,7 @@ import { EXIT_PARTS_MAX } from '../contracts/agent-protocol.ts';
 /** Heartbeats (and the hello) a new connection may send back to back: a hello and a few heartbeats. */
 export const HEARTBEAT_BURST = 4;
 /** Sustained heartbeats per interval: the agent sends one; timer drift and jitter never double it. */
-export const HEARTBEATS_PER_INTERVAL = 2;
+const HEARTBEATS_PER_INTERVAL = 2;
 /**
  * How long an agent's heartbeats may have queued and still arrive together within budget: the
  * allowance a connection earns is kept this long. An object reading an agent's biggest result
@@ -65,7 +65,7 @@ export const LATE_UNITS_PER_SECOND = 64;
 /** `job.exit.part` messages of one running job per connection: a result's parts are sent once per connection (both streams). */
 export const EXIT_PARTS_PER_JOB = 2 * EXIT_PARTS_MAX;
 /** Job ids a socket remembers as answered; the oldest is forgotten first (it then costs one more lookup). */
-export const ANSWERED_IDS_MAX = 1024;
+const ANSWERED_IDS_MAX = 1024;
 
 export type BudgetKind = 'heartbeats' | 'strangers' | 'late' | 'parts';
 

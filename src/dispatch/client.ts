@@ -46,10 +46,6 @@ export function connectAgent(env: Env, team: string, who: { subject: string; tok
   return stub(env, team).fetch(new Request('https://team-dispatcher/connect', { headers }));
 }
 
-export async function submitJob(env: Env, team: string, req: DispatchRequest): Promise<SubmitAnswer> {
-  return (await stub(env, team).submit(req)) as SubmitAnswer;
-}
-
 /** Submits a job and, for a foreground job the DO took, opens its event stream in the same hop (pass it to `awaitJob`). */
 export async function submitAndFollow(
   env: Env,

@@ -11,7 +11,7 @@
 import { D1_QUERIES_PER_INVOCATION, type WorkersPlan } from '../platform/limits.ts';
 
 /** The share of them one copy pass takes: the invocation it runs in makes D1 calls of its own. */
-export const D1_COPY_QUERY_SHARE = 0.5;
+const D1_COPY_QUERY_SHARE = 0.5;
 
 export function copyQueryBudget(plan: WorkersPlan): number {
   return Math.floor(D1_QUERIES_PER_INVOCATION[plan] * D1_COPY_QUERY_SHARE);
@@ -20,7 +20,7 @@ export function copyQueryBudget(plan: WorkersPlan): number {
 /** Refusals in a row after which a pass stops (D1 unreachable, not one bad row). */
 export const D1_COPY_MAX_FAILURES_IN_A_ROW = 3;
 /** Rounds of one pass: each reads a page of pending rows and copies them (a pass copies at most this many pages). */
-export const D1_COPY_MAX_ROUNDS = 20;
+const D1_COPY_MAX_ROUNDS = 20;
 
 export interface CopyPass<R extends { id: string }> {
   /** The rows still to copy, oldest first (a bounded page). */

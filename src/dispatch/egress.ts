@@ -20,11 +20,11 @@ import { migrate, type DispatchHost, type Migration, type Wakes } from './host.t
 import type { JobStore } from './job-store.ts';
 
 /** How often pending asks look for a decision in D1 (one query for all of them). */
-export const ASK_POLL_MS = 1000;
+const ASK_POLL_MS = 1000;
 /** Asks of one job waiting at once; more are refused at once (each opens an approval a person must read). */
-export const EGRESS_ASKS_PENDING_MAX = 8;
+const EGRESS_ASKS_PENDING_MAX = 8;
 /** Asks of one job in all. */
-export const EGRESS_ASKS_MAX = 64;
+const EGRESS_ASKS_MAX = 64;
 /** Connection rows one copy to D1 takes (one D1 batch). */
 const FLUSH_ROWS = 100;
 

@@ -590,7 +590,7 @@ export class JobStore {
 }
 
 /** The job's artifact from its streams': any upload running → uploading; all stored → complete; some kept → partial. */
-export function jobArtifactState(...streams: ArtifactState[]): ArtifactState {
+function jobArtifactState(...streams: ArtifactState[]): ArtifactState {
   const s = streams.filter((x) => x !== 'none');
   if (s.length === 0) return 'none';
   if (s.includes('uploading')) return 'uploading';

@@ -15,7 +15,7 @@
 import type { SandboxKind } from '../contracts/agent-protocol.ts';
 
 /** Isolation strength: a floor of `bwrap` admits bwrap and gvisor agents, never `none`. */
-export const SANDBOX_RANK: Record<SandboxKind, number> = { none: 0, bwrap: 1, gvisor: 2 };
+const SANDBOX_RANK: Record<SandboxKind, number> = { none: 0, bwrap: 1, gvisor: 2 };
 
 export interface SchedAgent {
   id: string;
@@ -55,7 +55,7 @@ export interface SchedDecision {
 export type Ineligibility = 'no_agent' | 'runtime' | 'sandbox' | 'agent' | 'labels';
 
 /** Why `agent` cannot run `job` at all (null: it can, capacity permitting). */
-export function ineligible(job: SchedJob, agent: SchedAgent): Ineligibility | null {
+function ineligible(job: SchedJob, agent: SchedAgent): Ineligibility | null {
   if (job.agent !== undefined && agent.id !== job.agent) return 'agent';
   if (job.sandboxMinimum && SANDBOX_RANK[agent.sandbox] < SANDBOX_RANK[job.sandboxMinimum]) return 'sandbox';
   if (job.runtime && !agent.runtimes.includes(job.runtime)) return 'runtime';

@@ -15,20 +15,11 @@ import type { AppEnv } from '../env.ts';
 import { originRules, originVerdict } from './origins.ts';
 
 /** What MCP Streamable HTTP requests carry (both protocol eras) besides CORS-safelisted headers. */
-export const MCP_REQUEST_HEADERS = [
-  'Authorization',
-  'Content-Type',
-  'Accept',
-  'Mcp-Protocol-Version',
-  'Mcp-Session-Id',
-  'Mcp-Method',
-  'Mcp-Name',
-  'Last-Event-ID',
-];
+const MCP_REQUEST_HEADERS = ['Authorization', 'Content-Type', 'Accept', 'Mcp-Protocol-Version', 'Mcp-Session-Id', 'Mcp-Method', 'Mcp-Name', 'Last-Event-ID'];
 /** What a browser client must be able to read: the auth challenge (discovery), the negotiated version, backoff. */
-export const MCP_EXPOSED_HEADERS = ['WWW-Authenticate', 'Mcp-Protocol-Version', 'Mcp-Session-Id', 'Retry-After'];
+const MCP_EXPOSED_HEADERS = ['WWW-Authenticate', 'Mcp-Protocol-Version', 'Mcp-Session-Id', 'Retry-After'];
 /** Browsers cache a preflight at most this long (Chromium caps Access-Control-Max-Age at 7200 s). */
-export const PREFLIGHT_MAX_AGE_S = 7200;
+const PREFLIGHT_MAX_AGE_S = 7200;
 
 export function mcpCors(): MiddlewareHandler<AppEnv> {
   const grant = cors({

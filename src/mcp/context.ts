@@ -11,7 +11,7 @@ import type { ErrorCode } from '../contracts/errors.ts';
 export type ToolExtra = ServerContext;
 
 /** 2025-era clients (initialize handshake) are `legacy`; 2026-07-28 clients are `modern`. */
-export type ProtocolEra = 'legacy' | 'modern';
+type ProtocolEra = 'legacy' | 'modern';
 
 export interface ToolContext {
   env: Env;

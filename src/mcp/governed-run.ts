@@ -278,14 +278,3 @@ export function executeResult(out: Pick<EndedJob, 'exit' | 'jobId' | 'handle' | 
     sandbox: out.sandbox,
   };
 }
-
-export function exitStatus(exit: JobExit): string {
-  switch (exit.state) {
-    case 'exited':
-      return `exit ${exit.exitCode}`;
-    case 'signaled':
-      return `signal ${exit.signal}`;
-    default:
-      return exit.state;
-  }
-}

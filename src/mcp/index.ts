@@ -82,7 +82,7 @@ const requestContexts = new WeakMap<AuthInfo, Omit<ToolContext, 'era'>>();
  * client hung up (the platform reports a closed connection on the next write), and a 2026-era
  * client cancels a call by hanging up: so this bounds how long a cancelled job keeps running.
  */
-export const SSE_KEEPALIVE_MS = 1000;
+const SSE_KEEPALIVE_MS = 1000;
 
 /** The per-request factory: a fresh server for the caller's team, in the request's era. */
 const factory: McpServerFactory = ({ era, authInfo }) => {

@@ -15,10 +15,10 @@ const RuntimeExecuteStructured = z.object(RuntimeExecuteOutput);
 export type RuntimeExecuteStructured = z.infer<typeof RuntimeExecuteStructured>;
 export type RuntimeStatus = RuntimeExecuteStructured['status'];
 
-export const DEFAULT_MAX_RESPONSE_LINES = 100;
-export const DEFAULT_CONTEXT_LINES = 3;
+const DEFAULT_MAX_RESPONSE_LINES = 100;
+const DEFAULT_CONTEXT_LINES = 3;
 /** Excerpt windows returned inline; query_output finds the rest. */
-export const INLINE_MAX_EXCERPTS = 10;
+const INLINE_MAX_EXCERPTS = 10;
 
 export interface ShapeOptions {
   artifactHandle: string | null;

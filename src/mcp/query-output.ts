@@ -18,7 +18,7 @@ export type QueryOutputArgs = z.input<typeof Input>;
 const QueryOutputStructured = z.object(QueryOutputOutput);
 export type QueryOutputStructured = z.infer<typeof QueryOutputStructured>;
 
-export const QUERY_DEFAULTS = { maxExcerpts: 10, contextLines: 3, stream: 'both' } as const;
+const QUERY_DEFAULTS = { maxExcerpts: 10, contextLines: 3, stream: 'both' } as const;
 
 function notFound(handle: string): Result<never> {
   return err('not_found', `artifact "${handle}" not found (it may have expired)`);

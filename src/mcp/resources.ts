@@ -9,9 +9,9 @@ import { getArtifactRows, listRecentArtifacts, readHead } from '../store/artifac
 import type { ToolContext } from './context.ts';
 
 /** How much of a stream one resources/read returns; a larger output is searched with query_output. */
-export const READ_CAP_BYTES = 1024 * 1024;
+const READ_CAP_BYTES = 1024 * 1024;
 /** How many artifact streams resources/list names (newest first). */
-export const LIST_LIMIT = 50;
+const LIST_LIMIT = 50;
 const TEMPLATE = 'gatehouse://artifacts/{handle}/{stream}';
 
 export function artifactUri(handle: string, stream: string): string {

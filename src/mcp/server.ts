@@ -22,14 +22,14 @@ import { registerJobViewer } from './apps/job-viewer.ts';
 import { promptStateVerifier } from '../approval/prompt-state.ts';
 import { installTasks } from './tasks/index.ts';
 
-export const SERVER_INFO = { name: 'gatehouse', version: '0.1.0' };
+const SERVER_INFO = { name: 'gatehouse', version: '0.1.0' };
 
 /**
  * 2026-07-28 caching hints. The tool list is the same for every caller of a deployment but the
  * endpoint is authenticated, so only the caller may cache it (`private`); five minutes is short
  * enough that a deploy adding a tool is seen soon after.
  */
-export const CACHE_HINTS = {
+const CACHE_HINTS = {
   'tools/list': { ttlMs: 300_000, cacheScope: 'private' },
   'prompts/list': { ttlMs: 300_000, cacheScope: 'private' },
   'resources/templates/list': { ttlMs: 300_000, cacheScope: 'private' },

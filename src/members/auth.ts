@@ -28,7 +28,7 @@ export const ROLE_SCOPES: Record<Role, Scope[]> = {
 };
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
-export const CSRF_HEADER = 'X-Gatehouse-CSRF';
+const CSRF_HEADER = 'X-Gatehouse-CSRF';
 
 export interface SignedIn {
   identity: Identity;

@@ -13,8 +13,8 @@ import type { GatehouseErrorShape, Result } from '../contracts/errors.ts';
 import type { Identity } from '../store/members.ts';
 import { cookieOptions, secureCookies, seal, unseal } from './session.ts';
 
-export const AUTH_PATH = '/dashboard/auth';
-export const CALLBACK_PATH = `${AUTH_PATH}/callback`;
+const AUTH_PATH = '/dashboard/auth';
+const CALLBACK_PATH = `${AUTH_PATH}/callback`;
 const TX_COOKIE = 'gh_signin';
 const TX_TTL_SECONDS = 600;
 
@@ -65,7 +65,7 @@ function authServer(cfg: OidcConfig): Promise<oauth.AuthorizationServer> {
 const redirectUri = (c: Context<AppEnv>) => `${new URL(c.req.url).origin}${CALLBACK_PATH}`;
 
 /** Only the dashboard or the consent page of this gateway is a place to return to after sign-in. */
-export const safeNext = (next: string | undefined): string => (next && /^\/(dashboard(\/|\?|#|$)|authorize\?)/.test(next) ? next : '/dashboard');
+const safeNext = (next: string | undefined): string => (next && /^\/(dashboard(\/|\?|#|$)|authorize\?)/.test(next) ? next : '/dashboard');
 
 /** The redirect to the provider's authorization endpoint, with the sign-in's secrets sealed in a cookie. */
 export async function beginSignIn(c: Context<AppEnv>, cfg: OidcConfig, next: string): Promise<Response> {

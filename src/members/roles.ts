@@ -20,7 +20,7 @@ export type Role = z.infer<typeof Role>;
 export type Actor = { kind: 'member'; role: Role } | { kind: 'token' };
 
 /** The role an actor acts with (an admin token: owner). */
-export const authorityOf = (a: Actor): Role => (a.kind === 'token' ? 'owner' : a.role);
+const authorityOf = (a: Actor): Role => (a.kind === 'token' ? 'owner' : a.role);
 
 export type MemberChange = { op: 'invite'; role: Role } | { op: 'role'; from: Role; to: Role; owners: number } | { op: 'remove'; role: Role; owners: number };
 

@@ -17,8 +17,8 @@ import { sessionEnded, type Identity } from '../store/members.ts';
 export const SESSION_COOKIE = 'gh_session';
 export const SESSION_PATH = '/dashboard';
 /** Where the session cookie goes: the dashboard and the OAuth consent page. */
-export const SESSION_PATHS = [SESSION_PATH, '/authorize'] as const;
-export const SESSION_TTL_SECONDS = 8 * 3600;
+const SESSION_PATHS = [SESSION_PATH, '/authorize'] as const;
+const SESSION_TTL_SECONDS = 8 * 3600;
 const MAX_COOKIE_CHARS = 4096;
 
 export interface Session {
@@ -30,7 +30,7 @@ export interface Session {
 const keys = new Map<string, Promise<Uint8Array>>();
 
 /** A 256-bit key for `purpose`, derived from the signing key's private part. */
-export function derivedKey(signingKey: string, purpose: string): Promise<Uint8Array> {
+function derivedKey(signingKey: string, purpose: string): Promise<Uint8Array> {
   const id = `${purpose}\n${signingKey}`;
   let k = keys.get(id);
   if (!k) {

@@ -14,11 +14,11 @@ import { canonicalMcpUrl, gatehouseIssuer } from '../auth/config.ts';
 
 /** What an admin may grant an OAuth client: using the tools, not administering or serving as an agent. */
 export const OAUTH_SCOPES = ['execute', 'artifacts:read'] as const;
-export const AUTHORIZE_PATH = '/authorize';
+const AUTHORIZE_PATH = '/authorize';
 export const TOKEN_PATH = '/oauth/token';
-export const REGISTER_PATH = '/oauth/register';
+const REGISTER_PATH = '/oauth/register';
 /** Access tokens live an hour; the client refreshes (refresh tokens rotate). */
-export const ACCESS_TOKEN_TTL_S = 3600;
+const ACCESS_TOKEN_TTL_S = 3600;
 /** A grant (and so its refresh tokens) lasts 30 days from the consent; then an admin consents again. */
 export const REFRESH_TOKEN_TTL_S = 30 * 86400;
 

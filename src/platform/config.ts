@@ -17,7 +17,7 @@ const HEARTBEAT_MAX_MS = 60_000;
 /** A smaller /mcp body limit would refuse an ordinary tools/call. */
 const MAX_BODY_MIN_BYTES = 1024;
 
-export interface GatewayConfig {
+interface GatewayConfig {
   maxBodyBytes: number;
   heartbeatMs: number;
   plan: WorkersPlan;

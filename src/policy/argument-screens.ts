@@ -38,7 +38,7 @@ const BY_NAME = new Map<string, Screen>([
 ]);
 
 /** Built-in screens that apply to an executable basename, most specific first. */
-export function builtinScreens(base: string): Screen[] {
+function builtinScreens(base: string): Screen[] {
   const out: Screen[] = [];
   const named = BY_NAME.get(base);
   if (named) out.push(named);

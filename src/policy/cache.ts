@@ -16,7 +16,7 @@ import { DEFAULT_POLICY } from './default-policy.ts';
 import { getTeamPolicy, type TeamPolicy } from '../store/policies.ts';
 
 /** Teams whose parsed policy one isolate keeps (least recently used dropped first). */
-export const POLICY_CACHE_TEAMS = 512;
+const POLICY_CACHE_TEAMS = 512;
 
 const stamps = new WeakMap<Principal, PolicyStamp>();
 const cache = new Map<string, TeamPolicy>();

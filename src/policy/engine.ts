@@ -26,7 +26,7 @@ import type { DecideOptions, PolicyDecision, PolicyRequest, PolicyStage, StageRe
 /** A rule as people count it (the first rule is rule 1); `rules[i]` paths stay 0-based. */
 export const ruleNumber = (index: number) => index + 1;
 
-export type { DecideOptions, EffectiveJob, OpaVerdict, PolicyDecision, PolicyRequest, PolicyStage } from './types.ts';
+export type { DecideOptions, PolicyDecision, PolicyRequest } from './types.ts';
 export { parsePolicy } from './parse.ts';
 
 /** Stage 8's message (reference 000), used by the TeamDispatcher when no slot frees up in time. */

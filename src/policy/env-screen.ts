@@ -183,7 +183,7 @@ const DANGEROUS_PREFIXES = [
   'BUN_',
 ];
 
-export function isDangerousEnvName(name: string): boolean {
+function isDangerousEnvName(name: string): boolean {
   return DANGEROUS.has(name) || DANGEROUS_PREFIXES.some((p) => name.startsWith(p));
 }
 

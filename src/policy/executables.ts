@@ -5,7 +5,7 @@
  * bare entry. The agent re-checks by resolved path, so the edge passes it the whole allowlist.
  */
 import type { PolicyDocument } from '../contracts/policy.ts';
-import { RUNTIMES, executableBase, isCompatible, type RuntimeName } from '../contracts/runtimes.ts';
+import { RUNTIMES, isCompatible, type RuntimeName } from '../contracts/runtimes.ts';
 import { deny, pass, type StageResult } from './types.ts';
 
 /** The executable a request runs: the one given, else the runtime's preferred one. */
@@ -39,5 +39,3 @@ export function isAllowed(allow: readonly string[], exe: string): boolean {
 function hasDotSegment(p: string): boolean {
   return p.split('/').some((s) => s === '.' || s === '..');
 }
-
-export { executableBase };

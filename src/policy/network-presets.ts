@@ -9,7 +9,7 @@
  */
 import type { HttpMethod, NetworkAllow, NetworkPresetName } from '../contracts/network.ts';
 
-export interface PresetGroup {
+interface PresetGroup {
   /** Who needs these hosts (shown in docs and in policy_check). */
   what: string;
   hosts: readonly string[];

@@ -10,7 +10,7 @@ import type { PolicyDocument } from '../contracts/policy.ts';
 import { presetEntries } from './network-presets.ts';
 
 /** The policy key whose `network` decides for a command: the matching rule's when it has one. */
-export function networkSource(policy: PolicyDocument, ruleIndex: number | undefined): { key: string; network: NetworkPolicy } {
+function networkSource(policy: PolicyDocument, ruleIndex: number | undefined): { key: string; network: NetworkPolicy } {
   const rule = ruleIndex === undefined ? undefined : policy.rules[ruleIndex];
   if (rule?.network) return { key: `rules[${ruleIndex}].network`, network: rule.network };
   return { key: 'network', network: policy.network };
@@ -38,7 +38,7 @@ function expand(n: NetworkPolicy): NetworkAllow[] {
 }
 
 /** One allow entry as people read it: `registry.npmjs.org:443,80 GET HEAD`. */
-export function describeAllow(e: NetworkAllow): string {
+function describeAllow(e: NetworkAllow): string {
   const ports = e.ports ? `:${e.ports.join(',')}` : '';
   const methods = e.methods ? ` ${e.methods.join(' ')}` : ' any method';
   return `${e.host}${ports}${methods}${e.privateAddresses ? ' (private addresses allowed)' : ''}`;

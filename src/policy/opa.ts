@@ -42,7 +42,7 @@ export async function askOpa(opa: PolicyDocument['opa'], input: OpaInput, fetchF
   return { allowed: false, reason: verdicts.map((v) => v.reason).join('; '), verdicts };
 }
 
-export function evaluatorUrl(base: string, policyPath: string): string {
+function evaluatorUrl(base: string, policyPath: string): string {
   return `${base.replace(/\/+$/, '')}/v1/data/${policyPath}`;
 }
 

@@ -69,7 +69,7 @@ function allowEntryProblem(e: string): string | null {
  * Keys of `value` that `schema` does not declare, with their paths, found by walking the schema
  * itself — so fields other parts add to the policy schema are known here without a second list.
  */
-export function unknownKeys(schema: z.ZodType, value: unknown, path: PropertyKey[]): { path: PropertyKey[]; message: string }[] {
+function unknownKeys(schema: z.ZodType, value: unknown, path: PropertyKey[]): { path: PropertyKey[]; message: string }[] {
   let s: z.ZodType = schema;
   // Look through wrappers that do not change the shape.
   while (s instanceof z.ZodDefault || s instanceof z.ZodOptional || s instanceof z.ZodNullable || s instanceof z.ZodPrefault) {

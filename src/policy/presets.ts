@@ -68,7 +68,7 @@ const READ_TOOLS = [
  * (recursive flag first, as tools and people write it) and the git commands that throw away
  * uncommitted work or rewrite what is shared.
  */
-export const STRICT_ASK_RULES = [
+const STRICT_ASK_RULES = [
   {
     pattern: ['rm', '/-[A-Za-z]*[rR][A-Za-z]*|--recursive/'],
     decision: 'ask' as const,

@@ -27,7 +27,7 @@ export interface PolicyRequest {
 
 export type PolicyStage = 'feature_gate' | 'runtime_allowlist' | 'executable' | 'arguments' | 'shell' | 'cwd' | 'env' | 'limits' | 'rules' | 'opa' | 'allowed';
 
-export interface EffectiveJob {
+interface EffectiveJob {
   cwd: string;
   env: Record<string, string>;
   timeoutMs: number;

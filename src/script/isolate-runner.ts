@@ -8,9 +8,6 @@
  * is the `host` stub passed to `run()`, an RPC target in the parent Worker whose every
  * subprocess goes through the governed path.
  */
-import type { ScriptRunOptions } from './protocol.ts';
-
-export type { ScriptRunOptions };
 
 export const RUNNER_MODULE = 'runner.js';
 export const SCRIPT_MODULE = 'script.js';

@@ -36,7 +36,7 @@ export const TICKS_PER_CPU_MS = 20_000;
 export const ISOLATE_COMPATIBILITY_DATE = '2026-11-01';
 
 /** The binding name run_script needs, and what to tell an operator when it is missing. */
-export const LOADER_BINDING = 'LOADER';
+const LOADER_BINDING = 'LOADER';
 export const LOADER_MISSING_MESSAGE =
   `Error: run_script needs the Worker Loader binding "${LOADER_BINDING}" ([[worker_loaders]] binding = "${LOADER_BINDING}" in wrangler.toml). ` +
   'On Cloudflare this is the Dynamic Workers feature (Worker Loader), available on the Workers Paid plan; ' +

@@ -13,7 +13,7 @@ import * as acorn from 'acorn';
 import { transform } from 'sucrase';
 import { CODE_MAX_BYTES } from './limits.ts';
 
-export interface PreparedScript {
+interface PreparedScript {
   /** Source of the isolate module `script.js`. Its default export is an async function giving the result. */
   source: string;
   kind: 'body' | 'module';
@@ -120,7 +120,7 @@ interface Edit {
 }
 
 /** Inserts `guard();` at the start of every loop body and function body. */
-export function instrument(text: string, program: acorn.Program, guard: string): string {
+function instrument(text: string, program: acorn.Program, guard: string): string {
   const call = `${guard}();`;
   const edits: Edit[] = [];
   walk(program, 0, (node, depth) => {

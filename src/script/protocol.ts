@@ -5,8 +5,7 @@
 import { z } from 'zod';
 
 /** `command_output` = Deno.Command, `exec` = child_process.exec, `gatehouse_exec` = gatehouse.exec. */
-export const SubprocessOp = z.enum(['command_output', 'exec', 'gatehouse_exec']);
-export type SubprocessOp = z.infer<typeof SubprocessOp>;
+const SubprocessOp = z.enum(['command_output', 'exec', 'gatehouse_exec']);
 
 const EnvMap = z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'env names are [A-Za-z_][A-Za-z0-9_]*'), z.string().max(64 * 1024));
 

@@ -29,7 +29,7 @@ export interface RunScriptRequest {
 
 type RefusalCode = 'policy_denied' | 'invalid_argument' | 'config_error' | 'limit_reached';
 
-export type ScriptStatus = 'success' | 'failure' | 'timeout' | 'cancelled';
+type ScriptStatus = 'success' | 'failure' | 'timeout' | 'cancelled';
 
 export interface ScriptRun {
   status: ScriptStatus;
@@ -261,7 +261,7 @@ async function runIsolate(
 }
 
 /** Console lines, then the return value: a string as it is, anything else as 2-space JSON. */
-export function joinOutput(consoleText: string, result: unknown): string {
+function joinOutput(consoleText: string, result: unknown): string {
   const parts = consoleText === '' ? [] : [consoleText];
   if (result !== undefined) parts.push(typeof result === 'string' ? result : JSON.stringify(result, null, 2));
   return parts.length ? `${parts.join('\n')}\n` : '';

@@ -15,24 +15,24 @@ import type { SubprocessBudget } from './subprocess-budget.ts';
 import { SubprocessRequest, type HostAnswer, type SubprocessValue } from './protocol.ts';
 
 /** The operation name of the policy input document and of the error messages. */
-export type Operation = 'command_output' | 'exec';
+type Operation = 'command_output' | 'exec';
 
-export const NO_SUBPROCESS_CONFIG = 'subprocess: internal error — no subprocess config available';
+const NO_SUBPROCESS_CONFIG = 'subprocess: internal error — no subprocess config available';
 
-export function deniedMessage(op: Operation, command: string): string {
+function deniedMessage(op: Operation, command: string): string {
   return `subprocess.${op} denied by policy: '${command}' is not allowed`;
 }
-export function policyErrorMessage(op: Operation, detail: string): string {
+function policyErrorMessage(op: Operation, detail: string): string {
   return `subprocess.${op}: policy error: ${detail}`;
 }
-export function failedToExecuteMessage(op: Operation, command: string, osError: string): string {
+function failedToExecuteMessage(op: Operation, command: string, osError: string): string {
   return op === 'exec' ? `subprocess.exec: failed to execute '${command}': ${osError}` : `subprocess: failed to execute '${command}': ${osError}`;
 }
 
 /** OPA could not be asked (network, HTTP status, unparsable answer) — an evaluation error, not a "no". */
 const OPA_ERROR = /^(OPA request|OPA returned HTTP|Failed to parse OPA response|OPA evaluator URL)/;
 
-export function isPolicyError(d: PolicyDecision): boolean {
+function isPolicyError(d: PolicyDecision): boolean {
   if (d.stage !== 'opa' || !d.opa) return false;
   const no = d.opa.verdicts.filter((v) => !v.allowed);
   return no.length > 0 && no.every((v) => OPA_ERROR.test(v.reason));

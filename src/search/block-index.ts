@@ -70,7 +70,7 @@ export interface BlockIndex {
 }
 
 /** Filter bit of a trigram (three byte values packed as a 24-bit number) in a filter of 2^log2 bits. */
-export function trigramBit(t: number, log2: number): number {
+function trigramBit(t: number, log2: number): number {
   return Math.imul(t, 0x9e3779b1) >>> (32 - log2);
 }
 

@@ -16,7 +16,7 @@ import { concat, LineSearch, type SearchOptions, type SearchResult } from './lin
  * between are read too). Each read is a subrequest, and a Worker has 50 per request on the Free plan
  * (src/script/request-budget.ts counts them).
  */
-export const SEARCH_MAX_RANGES = 4;
+const SEARCH_MAX_RANGES = 4;
 /** R2 reads of one stream's search at most: its index, its ranges, and a whole scan if a range disagrees with the index. */
 export const SEARCH_READS_PER_STREAM = 1 + SEARCH_MAX_RANGES + 1;
 /** Past this share of the body in candidate ranges, one whole scan is as cheap. */
@@ -28,7 +28,7 @@ const NL = 0x0a;
 export type ReadRange = (offset: number, length: number) => Promise<ReadableStream<Uint8Array> | null>;
 
 /** Lines [fromLine, toLine) of the body, which are bytes [fromByte, toByte). */
-export interface LineRange {
+interface LineRange {
   fromLine: number;
   toLine: number;
   fromByte: number;

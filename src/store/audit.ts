@@ -35,7 +35,7 @@ export const D1_ROW_MAX_BYTES = 2_000_000;
  * sent (1,000 arguments of 64 KiB pass the tool's schema). A write D1 refuses would be retried
  * for ever and hold up the team's other rows; a longer value keeps its start instead.
  */
-export const STORED_JSON_MAX_CHARS = 64 * 1024;
+const STORED_JSON_MAX_CHARS = 64 * 1024;
 
 /** `value` as JSON, or, past STORED_JSON_MAX_CHARS, an object that says so and keeps the start. */
 export function boundedJson(value: unknown): string {
@@ -45,7 +45,7 @@ export function boundedJson(value: unknown): string {
 }
 
 /** A text column as stored (an audit row's reason), bounded like boundedJson: the start, then how long it was. */
-export function boundedText(s: string): string {
+function boundedText(s: string): string {
   return s.length <= STORED_JSON_MAX_CHARS ? s : `${s.slice(0, STORED_JSON_MAX_CHARS - 64)}… (${s.length} characters)`;
 }
 
@@ -124,7 +124,7 @@ export async function writeAudit(db: D1Database, e: AuditEntry): Promise<number 
 // ---------------------------------------------------------------------------------------------
 // Redaction
 
-export const REDACTED = '[redacted]';
+const REDACTED = '[redacted]';
 
 /** Names of env vars / object keys whose values are secrets. */
 const SECRET_NAME = /(secret|token|passw|pwd|api[_-]?key|apikey|access[_-]?key|private[_-]?key|credential|auth|session|cookie|signature|bearer)/i;
@@ -228,11 +228,11 @@ export interface AuditFilter {
   approvalId?: string;
 }
 
-export const AUDIT_DEFAULT_LIMIT = 50;
+const AUDIT_DEFAULT_LIMIT = 50;
 export const AUDIT_MAX_LIMIT = 500;
 
 /** Opaque paging cursor: the id of the last row returned (rows are ordered by id, newest first). */
-export const encodeCursor = (id: number): string => btoa(`audit:${id}`).replace(/=+$/, '');
+const encodeCursor = (id: number): string => btoa(`audit:${id}`).replace(/=+$/, '');
 export function decodeCursor(c: string): number | null {
   try {
     const m = /^audit:(\d{1,15})$/.exec(atob(c));

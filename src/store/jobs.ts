@@ -31,7 +31,7 @@ export type AuditRowRef = { id: number } | { jobId: string };
 const AUDIT_JOB_TOOLS = `('execute', 'runtime_execute', 'run_script')`;
 
 /** How a job ended, as the audit log shows it. */
-export function exitStatusOf(v: Pick<JobView, 'state' | 'exit_code' | 'signal'>): string {
+function exitStatusOf(v: Pick<JobView, 'state' | 'exit_code' | 'signal'>): string {
   if (v.state === 'exited') return `exit ${v.exit_code}`;
   if (v.state === 'signaled') return `signal ${v.signal}`;
   return v.state;

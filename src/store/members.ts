@@ -115,12 +115,12 @@ function randomSecret(): string {
 }
 
 /** What is stored of an invitation secret: its SHA-256, hex. */
-export async function hashSecret(secret: string): Promise<string> {
+async function hashSecret(secret: string): Promise<string> {
   const d = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(secret)));
   return Array.from(d, (x) => x.toString(16).padStart(2, '0')).join('');
 }
 
-export const normalizeEmail = (email: string): string => email.trim().toLowerCase();
+const normalizeEmail = (email: string): string => email.trim().toLowerCase();
 
 /** The subject audit rows carry for a member: their membership id, which the Members list shows. */
 export const memberSubject = (m: Pick<MemberRow, 'memberId'>): string => `member:${m.memberId}`;

@@ -24,7 +24,7 @@ import type { SandboxReuse } from '../../src/contracts/sandbox-reuse.ts';
 const ROOT = resolve(import.meta.dirname, '../..');
 const MiB = 1024 * 1024;
 /** Limits every attack job runs under (what a team policy sets). */
-export const ATTACK_LIMITS = {
+const ATTACK_LIMITS = {
   inlineBytes: 40_000,
   artifactBytes: 4 * MiB,
   memoryBytes: 256 * MiB,

@@ -11,7 +11,7 @@ import { dispatchHost, FakeSocket, type TestHost } from './sql-host.ts';
 export const HB = 1000;
 
 /** A D1 stand-in that records the statements each batch carries. */
-export function fakeDb(batches: string[][]) {
+function fakeDb(batches: string[][]) {
   const stmt = (sql: string) => ({ sql, bind: () => stmt(sql), first: async () => null, run: async () => ({ meta: {} }), all: async () => ({ results: [] }) });
   return { prepare: stmt, batch: async (s: { sql: string }[]) => (batches.push(s.map((x) => x.sql.trim().split(/\s+/)[0])), s.map(() => ({ meta: {} }))) };
 }

@@ -6,7 +6,7 @@
  * client takes it as its `rawDispatch`), and to send exactly what an attacker would.
  */
 export const PROTOCOL_VERSION = '2026-07-28';
-export const TASKS_EXT = 'io.modelcontextprotocol/tasks';
+const TASKS_EXT = 'io.modelcontextprotocol/tasks';
 export const CLIENT_INFO = { name: 'gatehouse-tasks-test', version: '1.0.0' };
 
 /** The `Mcp-Name` header mirrors this body field for these methods. */
@@ -33,7 +33,7 @@ export function capabilities(declareTasks: boolean): Record<string, unknown> {
 }
 
 /** Adds the 2026 envelope to a request's params (keeping any `_meta` the caller set). */
-export function framed(params: Record<string, unknown> | undefined, declareTasks: boolean): Record<string, unknown> {
+function framed(params: Record<string, unknown> | undefined, declareTasks: boolean): Record<string, unknown> {
   const meta = (params?._meta ?? {}) as Record<string, unknown>;
   return {
     ...params,

@@ -12,7 +12,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 
-export type OpaBehavior =
+type OpaBehavior =
   /** `{"result": {"allow": <allow>}}` */
   | { allow: boolean }
   /** `{"result": <result>}` verbatim: a bare boolean, `{"allow": "yes"}`, … */
@@ -30,7 +30,7 @@ export type OpaBehavior =
   /** Decide per input. */
   | { decide: (input: unknown) => OpaBehavior };
 
-export interface OpaRequest {
+interface OpaRequest {
   path: string;
   method: string;
   input: unknown;

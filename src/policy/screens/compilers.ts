@@ -10,7 +10,7 @@ import { argDenied, type Screen } from './common.ts';
 const CC = /^(?:cc|c\+\+|gcc|g\+\+|clang|clang\+\+|cpp|c89|c99|gcc-\d+|g\+\+-\d+|clang-\d+|clang\+\+-\d+|[\w.-]+-(?:gcc|g\+\+)(?:-\d+)?|tcc)$/;
 
 /** Why a C-compiler argument is refused, or null. Shared with rustc's link-arg. */
-export function ccArgProblem(a: string, next: string | undefined): { arg: string; why: string } | null {
+function ccArgProblem(a: string, next: string | undefined): { arg: string; why: string } | null {
   if (a.startsWith('@')) return { arg: a, why: 'a response file can hold any option, unseen by the policy' };
   if (a === '-wrapper' || a.startsWith('-wrapper')) return { arg: a, why: "it runs the compiler's subprograms through an arbitrary program" };
   if (/^-B/.test(a) || a === '--prefix' || a.startsWith('--prefix='))

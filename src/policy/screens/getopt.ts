@@ -34,7 +34,7 @@ export type Token =
   | { kind: 'operand'; arg: string; index: number; afterTerminator: boolean };
 
 /** The full long-option name `name` stands for, or null when unknown or ambiguous. */
-export function resolveLong(spec: GetoptSpec, name: string): string | null {
+function resolveLong(spec: GetoptSpec, name: string): string | null {
   const long = spec.long ?? {};
   if (Object.hasOwn(long, name)) return name;
   if (name === '') return null;

@@ -17,7 +17,7 @@ const GLOBAL_VALUED = new Set(['-C', '-c', '--git-dir', '--work-tree', '--namesp
  * Config keys whose value names a program, a hook, or more configuration (lower-cased). One
  * list, used for `git config` and for the `-c`/`--config` refusals' messages, and by the strict preset.
  */
-export const GIT_PROGRAM_KEYS: readonly string[] = [
+const GIT_PROGRAM_KEYS: readonly string[] = [
   'core\\.(?:sshcommand|pager|editor|fsmonitor|hookspath|gitproxy|askpass|alternaterefscommand|attributesfile|worktree|excludesfile)',
   'credential\\.(?:.*\\.)?helper',
   'diff\\.external',

@@ -15,7 +15,7 @@ const SHELL_VARS =
  * Variables GNU make's built-in rules run as programs (`make -p -f /dev/null` lists them), plus
  * the usual build-system ones. One list: the make screen and the presets' documentation use it.
  */
-export const MAKE_PROGRAM_VARS: readonly string[] = [
+const MAKE_PROGRAM_VARS: readonly string[] = [
   'AR',
   'AS',
   'CC',
@@ -66,7 +66,7 @@ const COMMAND_LIKE = /^(?:COMPILE|LINK|PREPROCESS|OUTPUT_OPTION)\.|(?:_COMMAND|_
 const STDIN = /^(?:-|\/dev\/stdin|\/dev\/fd\/0|\/proc\/(?:self|thread-self|\d+)\/fd\/0)$/;
 
 /** GNU make 4.3's options that take a value. */
-export const MAKE_SPEC: GetoptSpec = {
+const MAKE_SPEC: GetoptSpec = {
   shortValued: 'CfIoWE',
   shortOptional: 'jlO',
   long: {

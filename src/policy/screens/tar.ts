@@ -100,7 +100,7 @@ const LONG: Record<string, Arity> = {
   'to-stdout': 'none',
   totals: 'none',
 };
-export const TAR_SPEC: GetoptSpec = { shortValued: VALUED, long: LONG };
+const TAR_SPEC: GetoptSpec = { shortValued: VALUED, long: LONG };
 
 export const screenTar: Screen = (args, ctx) => {
   let from = 0;
