@@ -41,6 +41,8 @@ export class Agent {
   private readonly uploading = new Set<string>();
   /** Why the edge cancelled a running job, for its log line. */
   private readonly cancelReasons = new Map<string, string>();
+  /** Welcomed connections so far: frames and an exit sent under the same count went on the same socket, in order. */
+  private connection = 0;
 
   constructor(o: AgentOptions) {
     this.o = o;
@@ -62,6 +64,7 @@ export class Agent {
       heartbeat: () => ({ type: 'heartbeat', running: this.inFlight() }),
       onRefused: o.onRefused,
       onWelcome: (w) => {
+        this.connection++;
         o.log.info(`connected to ${o.url} as agent ${o.agentId} (team ${w.team})`);
         // Exits first: the edge records how a job ended before how its uploads ended.
         for (const exit of this.unacked.values()) this.sendExit(exit);
@@ -111,21 +114,29 @@ export class Agent {
     const { log, runner } = this.o;
     // Asks need the edge now (no connection: refused at once); records are best effort, sent before the exit.
     const edge = { ask: (m: AgentMessage) => this.send(m), log: (m: AgentMessage) => void this.send(m) };
-    const r = runner.start(spec, { sendFrame: (f) => this.conn.sendFrame(f), buffered: () => this.conn.buffered() }, grant, edge);
+    // The connection the job's first live frame went on (later ones went on it too unless the count moved since).
+    let framesOn: number | null = null;
+    const sendFrame = (f: Uint8Array) => {
+      const sent = this.conn.sendFrame(f);
+      if (sent) framesOn ??= this.connection;
+      return sent;
+    };
+    const r = runner.start(spec, { sendFrame, buffered: () => this.conn.buffered() }, grant, edge);
     if (!r.accepted) {
       log.warn(`refused job ${spec.jobId}: ${r.error.code}: ${r.error.message}`);
       this.send(r.error);
       return;
     }
-    void r.done.then(async ({ exit, artifacts }) => {
+    void r.done.then(async ({ exit, artifacts, inlineRelayed }) => {
       stamp('agent.exit_ready');
       const cancelled = this.cancelReasons.get(spec.jobId);
       this.cancelReasons.delete(spec.jobId);
       jobLine(log, spec, exit, cancelled);
       if (this.unacked.size >= MAX_UNACKED) this.unacked.delete(this.unacked.keys().next().value!);
+      // Kept whole: a re-send (after a reconnect) carries the text, since the new socket's edge may lack frames.
       this.unacked.set(spec.jobId, exit);
       if (exit.pendingArtifacts?.length) this.uploading.add(spec.jobId);
-      this.sendExit(exit);
+      this.sendExit(inlineRelayed && framesOn === this.connection ? liveInlineForm(exit) : exit);
       stamp('agent.exit_sent');
       try {
         for (const report of await artifacts) {
@@ -166,6 +177,16 @@ function jobLine(log: Logger, spec: JobSpec, exit: JobExit, cancelled: string | 
     ...(spec.runtime ? { runtime: spec.runtime } : {}),
     ...(why ? { reason: why } : {}),
   });
+}
+
+/**
+ * `exit` on its first send when every byte of its inline result went out as live frames on the
+ * socket it goes on: the text is left to the edge to rebuild from them (`inlineFromLive`), so the
+ * output crosses the socket once, as binary. An exit with no inline text has nothing to save.
+ */
+function liveInlineForm(exit: JobExit): JobExit {
+  if (exit.stdout === '' && exit.stderr === '') return exit;
+  return { ...exit, stdout: '', stderr: '', inlineFromLive: true };
 }
 
 /**

@@ -14,7 +14,7 @@ import type { Logger } from '../log.ts';
 import type { LaunchRequest, ProcessEnd, Sandbox, SandboxDriver } from '../sandbox/types.ts';
 import type { RuntimeTable } from '../runtimes/probe.ts';
 import { StreamCapture } from './capture.ts';
-import { inlineResult } from './inline.ts';
+import { inlineResult } from '../../src/contracts/inline-result.ts';
 import { OutputRelay, type LiveSink } from './relay.ts';
 import { launchScript, parseBuildStatus } from './launcher.ts';
 import { startWatchdog, NO_WATCHDOG, type Watchdog } from './watchdog.ts';
@@ -59,6 +59,12 @@ export interface JobResult {
   spool: Record<StreamName, string> | null;
   /** One report per stream in `exit.pendingArtifacts`, once its upload ended. */
   artifacts: Promise<JobArtifact[]>;
+  /**
+   * The relay handed the live sink every byte the exit's inline result was made from (the first
+   * min(bytes, inlineBytes) of each stream, within what the edge keeps live): the edge can rebuild
+   * the result from its live copy if those frames all went on the socket the exit goes on.
+   */
+  inlineRelayed: boolean;
 }
 
 export type StartResult = { accepted: true; done: Promise<JobResult> } | { accepted: false; error: JobError };
@@ -398,6 +404,11 @@ export class JobRunner {
       { head: caps.stderr.head(), total: caps.stderr.bytes },
       spec.limits.inlineBytes,
     );
+    const relayedHead = (c: StreamCapture) => {
+      const need = Math.min(c.bytes, spec.limits.inlineBytes);
+      return need <= LIVE_OUTPUT_MAX_BYTES && relay.sent(c.stream) >= need;
+    };
+    const inlineRelayed = relayedHead(caps.stdout) && relayedHead(caps.stderr);
     let state: TerminalState;
     let exitCode: number | null = null;
     let signal: string | null = null;
@@ -464,7 +475,7 @@ export class JobRunner {
           })),
         )
       : Promise.resolve([]);
-    return { exit, spool: target ? null : keep, artifacts };
+    return { exit, spool: target ? null : keep, artifacts, inlineRelayed };
   }
 
   /** Uploads each spooled stream (one after the other) and says how each ended; spools of failed uploads stay on disk. */
@@ -485,7 +496,7 @@ export class JobRunner {
 }
 
 /** A result with nothing to upload. */
-const settled = (exit: JobExit): JobResult => ({ exit, spool: null, artifacts: Promise.resolve([]) });
+const settled = (exit: JobExit): JobResult => ({ exit, spool: null, artifacts: Promise.resolve([]), inlineRelayed: false });
 
 function emptyExit(jobId: string, t0: number): JobExit {
   const empty = { bytes: 0, lines: 0, artifactTruncated: false };

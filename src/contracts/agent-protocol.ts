@@ -1,5 +1,5 @@
 /**
- * Agent protocol v1: the messages exchanged over the WebSocket between an executor agent and
+ * Agent protocol v2: the messages exchanged over the WebSocket between an executor agent and
  * its team's TeamDispatcher, as JSON text frames — except live output, which goes as binary
  * frames (`output-frame.ts`). One schema per message; `parseAgentMessage`/`parseEdgeMessage`
  * are the only way in, so a malformed message is a logged rejection, never a crash.
@@ -11,7 +11,12 @@ import { describeIssues } from './errors.ts';
 import { SandboxReuse } from './sandbox-reuse.ts';
 import { EgressAnswer, EgressAsk, EgressLog, NetworkGrant } from './network.ts';
 
-export const PROTOCOL_VERSION = 1;
+/**
+ * The version both sides say in `hello`/`welcome`. 2: a `job.exit` may leave its inline output to the
+ * live frames (`inlineFromLive`), which a v1 edge would drop unread, losing the output. An edge closes
+ * a hello of another version with AGENT_PROTOCOL_CLOSE, saying which it speaks.
+ */
+export const PROTOCOL_VERSION = 2;
 /** Upper bound of an agent's reconnect backoff: after a gateway restart every agent is back within it. */
 export const AGENT_RECONNECT_MAX_BACKOFF_MS = 10_000;
 export const AGENT_CONNECT_PATH = '/agent/v1/connect';
@@ -26,6 +31,8 @@ export const UPLOAD_TOKEN_HEADER = 'X-Gatehouse-Upload-Token';
  * applications. The agent reconnects; a well-behaved one never gets it.
  */
 export const AGENT_BUDGET_CLOSE = 4008;
+/** WebSocket close code of a hello in a protocol version the edge does not speak (4426: HTTP's 426 Upgrade Required). */
+export const AGENT_PROTOCOL_CLOSE = 4426;
 /**
  * Most `job.exit.part` messages one stream of a result takes. The largest inline output a policy
  * allows (10 MiB, `limits.inlineOutputBytes` in policy.ts) is at most that many characters: 10
@@ -153,6 +160,15 @@ export const JobExit = z.object({
    * parts per stream (`stdout`/`stderr` here are then empty).
    */
   parts: z.object({ stdout: z.number().int().min(0).max(EXIT_PARTS_MAX), stderr: z.number().int().min(0).max(EXIT_PARTS_MAX) }).optional(),
+  /**
+   * `stdout`/`stderr` are left empty: the edge rebuilds them (and their `*Truncated` flags) with
+   * `inlineResult` (inline-result.ts) from the live output frames relayed on this same connection,
+   * which hold every byte they need, and from `streams`. The output then crosses the socket once, as
+   * binary, instead of a second time as JSON (where a NUL byte takes 6). Set on an exit's first send
+   * only, and only when no reconnect came between the job's first frame and it: frames and the exit
+   * on one WebSocket arrive in order, so the edge has them all. Re-sends carry the text.
+   */
+  inlineFromLive: z.literal(true).optional(),
   /** Set for failed_to_start and other errors worth showing: e.g. spawn failed, compile error. */
   error: z.object({ code: NameText, message: ErrorMessageText }).optional(),
   /** Code mode: which step produced this result. A failing build is a compile error, not a run error. */
@@ -165,7 +181,8 @@ export type JobExit = z.infer<typeof JobExit>;
 const RunningJobs = z.array(z.string().max(128)).max(256);
 export const AgentHello = z.object({
   type: z.literal('hello'),
-  v: z.literal(PROTOCOL_VERSION),
+  /** Any version parses, so the edge can answer one it does not speak with AGENT_PROTOCOL_CLOSE instead of silence. */
+  v: z.number().int(),
   agentId: z.string().min(1).max(128),
   version: z.string().max(256),
   capacity: z.number().int().min(1).max(256),

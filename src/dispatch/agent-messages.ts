@@ -6,7 +6,7 @@
  * socket over its budget is closed and audited.
  * Only the agent a job was sent to may report on it.
  */
-import { AGENT_BUDGET_CLOSE, PROTOCOL_VERSION, parseAgentMessage, type AgentHello, type JobExit } from '../contracts/agent-protocol.ts';
+import { AGENT_BUDGET_CLOSE, AGENT_PROTOCOL_CLOSE, PROTOCOL_VERSION, parseAgentMessage, type AgentHello, type JobExit } from '../contracts/agent-protocol.ts';
 import { AGENT_CLAIM_REFUSED_CLOSE, checkAgentClaims, closeReason } from '../contracts/agent-grant.ts';
 import { decodeOutputFrame } from '../contracts/output-frame.ts';
 import { peekJobMessage, type AgentBudget, type Overrun } from './agent-budget.ts';
@@ -18,6 +18,7 @@ import type { DispatchHost } from './host.ts';
 import type { JobRow, JobStore } from './job-store.ts';
 import type { Jobs } from './jobs.ts';
 import { asErrorCode } from '../contracts/errors.ts';
+import { inlineResult } from '../contracts/inline-result.ts';
 
 /** Bytes of each live output frame passed on to callers following the job (progress shows the last line). */
 const FOLLOW_OUTPUT_BYTES = 4096;
@@ -102,7 +103,8 @@ export class AgentMessages {
         budget.ended(msg.jobId);
         if (row.state === 'running') {
           let exit: JobExit = msg;
-          if (msg.parts) {
+          if (msg.inlineFromLive) exit = this.inlineFromLive(msg);
+          else if (msg.parts) {
             const stdout = store.partsText(msg.jobId, 'stdout', msg.parts.stdout);
             const stderr = store.partsText(msg.jobId, 'stderr', msg.parts.stderr);
             if (stdout === null || stderr === null) return; // parts missing: the agent re-sends everything after a reconnect
@@ -160,6 +162,32 @@ export class AgentMessages {
         return this.spend(ws, att, budget.late(now));
       }
     }
+  }
+
+  /**
+   * The exit with its inline output rebuilt from the live output this connection relayed (the
+   * agent left it out: `inlineFromLive`), as the agent would have sent it: the same function over
+   * the same first bytes, the job's own inline cap, and the stream totals the agent reports. Kept
+   * bytes short of what the result needs (only a broken or hostile agent) give what there is,
+   * flagged truncated; the exit itself is never lost.
+   */
+  private inlineFromLive(msg: JobExit): JobExit {
+    const { inlineFromLive: _, parts: __, ...exit } = msg;
+    const spec = this.p.store.spec(msg.jobId);
+    if (!spec) console.warn(`job ${msg.jobId}: no stored spec to take the inline cap from; its inline output is left empty`);
+    const cap = spec?.limits.inlineBytes ?? 0;
+    const head = (stream: 'stdout' | 'stderr') => {
+      const total = msg.streams[stream].bytes;
+      const need = Math.min(total, cap);
+      const { data } = this.p.store.readOutput(msg.jobId, stream, 0, need);
+      if (data.byteLength < need) {
+        console.warn(
+          `job ${msg.jobId}: its exit leaves the inline ${stream} to the live output, but only ${data.byteLength} of the ${need} bytes it needs were kept; marked truncated`,
+        );
+      }
+      return { head: data, total };
+    };
+    return { ...exit, ...inlineResult(head('stdout'), head('stderr'), cap) };
   }
 
   /**
@@ -228,6 +256,13 @@ export class AgentMessages {
   }
 
   private async onHello(ws: WebSocket, att: AgentAttachment, hello: AgentHello, now: number): Promise<void> {
+    if (hello.v !== PROTOCOL_VERSION) {
+      // Before anything else: a mismatched pair must fail loudly, never drop messages it misreads.
+      const reason = `agent protocol v${hello.v} is not spoken here: this gateway speaks v${PROTOCOL_VERSION}; install the agent of the gateway's release`;
+      console.warn(`refused hello of agent ${hello.agentId} (subject ${att.subject}): ${reason}`);
+      this.p.link.dropAndClose(ws, 'said hello in another protocol version', AGENT_PROTOCOL_CLOSE, closeReason(reason));
+      return;
+    }
     // Placement (sandbox.minimum, labels, agent) trusts the registry, so only granted claims reach it.
     const refused = checkAgentClaims(att.grant, hello);
     if (refused) {

@@ -3,7 +3,7 @@
  * a bound, never refused — a result must not be lost because its agent sent too much.
  */
 import { describe, expect, it } from 'vitest';
-import { ERROR_CODE_MAX_CHARS, ERROR_MESSAGE_MAX_CHARS, parseAgentMessage } from '../../src/contracts/agent-protocol.ts';
+import { ERROR_CODE_MAX_CHARS, ERROR_MESSAGE_MAX_CHARS, PROTOCOL_VERSION, parseAgentMessage } from '../../src/contracts/agent-protocol.ts';
 
 const exit = (over: Record<string, unknown>) =>
   JSON.stringify({
@@ -50,14 +50,24 @@ describe('agent messages: oversized text is cut, not refused', () => {
 
 describe('agent messages: identity fields have bounds (refused past them)', () => {
   const hello = (over: Record<string, unknown>) =>
-    JSON.stringify({ type: 'hello', v: 1, agentId: 'a1', version: '0.1.0', capacity: 4, sandbox: 'none', runtimes: [], running: [], ...over });
+    JSON.stringify({ type: 'hello', v: PROTOCOL_VERSION, agentId: 'a1', version: '0.1.0', capacity: 4, sandbox: 'none', runtimes: [], running: [], ...over });
   it('accepts a normal hello and heartbeat', () => {
     expect(parseAgentMessage(hello({})).ok).toBe(true);
+    // Another version parses too: the edge answers it with a close that names both (agent-messages.ts), not with silence.
+    expect(parseAgentMessage(hello({ v: 1 })).ok).toBe(true);
     expect(parseAgentMessage(JSON.stringify({ type: 'heartbeat', running: [crypto.randomUUID()] })).ok).toBe(true);
   });
   it('refuses a 1 MB version, a running list past 256 jobs, or a job id past 128 characters', () => {
     expect(parseAgentMessage(hello({ version: 'v'.repeat(1 << 20) })).ok).toBe(false);
     expect(parseAgentMessage(hello({ running: Array.from({ length: 257 }, () => crypto.randomUUID()) })).ok).toBe(false);
     expect(parseAgentMessage(JSON.stringify({ type: 'heartbeat', running: ['j'.repeat(129)] })).ok).toBe(false);
+  });
+});
+
+describe('agent messages: an exit may leave its inline output to the live frames', () => {
+  it('says so with inlineFromLive: true, and only true', () => {
+    const p = parseAgentMessage(exit({ inlineFromLive: true }));
+    expect(p.ok && p.message.type === 'job.exit' && p.message.inlineFromLive).toBe(true);
+    expect(parseAgentMessage(exit({ inlineFromLive: false })).ok).toBe(false);
   });
 });

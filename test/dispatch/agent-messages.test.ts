@@ -1,10 +1,13 @@
 /**
  * The agent protocol as the team DO applies it (src/dispatch/agent-messages.ts): claims checked
- * against the token's grant, an exit in parts reassembled, a full agent's refusal requeued, and a
+ * against the token's grant, a hello in another protocol version refused, an exit in parts
+ * reassembled, an exit's inline output rebuilt from the live frames it was left to, a full agent's refusal requeued, and a
  * socket that floods messages about jobs it does not run closed for its budget.
  */
-import { describe, expect, it } from 'vitest';
-import { AGENT_BUDGET_CLOSE, PROTOCOL_VERSION } from '../../src/contracts/agent-protocol.ts';
+import { describe, expect, it, vi } from 'vitest';
+import { AGENT_BUDGET_CLOSE, AGENT_PROTOCOL_CLOSE, PROTOCOL_VERSION, type JobExit, type StreamName } from '../../src/contracts/agent-protocol.ts';
+import { inlineResult } from '../../src/contracts/inline-result.ts';
+import { encodeOutputFrame } from '../../src/contracts/output-frame.ts';
 import { AGENT_CLAIM_REFUSED_CLOSE } from '../../src/contracts/agent-grant.ts';
 import { AGENT_GRANT_HEADER } from '../../src/dispatch/client.ts';
 import { FakeSocket } from './sql-host.ts';
@@ -83,5 +86,92 @@ describe('agent messages', () => {
     t.c.link.attach(ws as unknown as WebSocket, { subject: 's', tokenId: 't', grant: null, agentId: null, connectedAt: 0 });
     await say(t, ws, { type: 'heartbeat', running: [] });
     expect(ws.closed).toEqual({ code: 1002, reason: 'hello first' });
+  });
+
+  it('closes (4426) a hello in another protocol version, naming both, and places no job on it', async () => {
+    const t = setup();
+    const ws = new FakeSocket();
+    t.host.socketList.push(ws);
+    t.c.link.attach(ws as unknown as WebSocket, { subject: 's', tokenId: 't', grant: null, agentId: null, connectedAt: 0 });
+    const warn = vi.spyOn(console, 'warn').mockImplementation(() => {});
+    try {
+      await say(t, ws, {
+        type: 'hello',
+        v: PROTOCOL_VERSION - 1,
+        agentId: 'old',
+        version: '1',
+        capacity: 2,
+        sandbox: 'bwrap',
+        runtimes: [],
+        labels: [],
+        running: [],
+      });
+    } finally {
+      warn.mockRestore();
+    }
+    expect(ws.closed?.code).toBe(AGENT_PROTOCOL_CLOSE);
+    expect(ws.closed?.reason).toContain(`agent protocol v${PROTOCOL_VERSION - 1} is not spoken here: this gateway speaks v${PROTOCOL_VERSION}`);
+    expect(ws.of('welcome')).toEqual([]);
+    expect(await t.c.jobs.submit(request('j1'))).toMatchObject({ ok: true, state: 'queued' });
+  });
+});
+
+describe('an exit whose inline output was left to the live frames', () => {
+  /** The live frames of a stream, as the agent's relay sends them (binary, by offset). */
+  async function relay(t: ReturnType<typeof setup>, ws: FakeSocket, jobId: string, stream: StreamName, bytes: Uint8Array, frame = 300) {
+    for (let at = 0; at < bytes.byteLength; at += frame) {
+      const f = encodeOutputFrame({ jobId, stream, offset: at, data: bytes.subarray(at, at + frame) });
+      await t.c.messages.receive(ws as unknown as WebSocket, f.buffer.slice(f.byteOffset, f.byteOffset + f.byteLength) as ArrayBuffer);
+    }
+  }
+  const liveExit = (id: string, out: number, err: number): JobExit => ({
+    ...exitOf(id, ''),
+    streams: { stdout: { bytes: out, lines: 1, artifactTruncated: false }, stderr: { bytes: err, lines: 1, artifactTruncated: false } },
+    inlineFromLive: true,
+  });
+  const nulHeavy = (n: number) => Uint8Array.from({ length: n }, (_, i) => (i % 7 === 0 ? i % 32 : i % 11 === 0 ? 0xe9 : 0));
+
+  it("stores the result the agent would have sent: the same function over the kept bytes, with the job's inline cap", async () => {
+    const t = setup();
+    const ws = await connect(t, 'a1');
+    await t.c.jobs.submit(request('j1')); // limits.inlineBytes 1000
+    const out = nulHeavy(1200);
+    const err = new TextEncoder().encode('warning: é\n');
+    await relay(t, ws, 'j1', 'stdout', out);
+    await relay(t, ws, 'j1', 'stderr', err);
+    await say(t, ws, liveExit('j1', out.byteLength, err.byteLength));
+    const expected = inlineResult({ head: out, total: out.byteLength }, { head: err, total: err.byteLength }, 1000);
+    expect(expected).toMatchObject({ stdoutTruncated: true, stderrTruncated: true });
+    const exit = t.c.jobs.result('j1')?.exit;
+    expect(exit).toMatchObject({ ...expected, state: 'exited', exitCode: 0 });
+    expect(exit).not.toHaveProperty('inlineFromLive');
+    expect(ws.of('job.ack')).toEqual([{ type: 'job.ack', jobId: 'j1' }]);
+
+    // Both streams within the cap: whole, control bytes and all.
+    await t.c.jobs.submit(request('j2'));
+    const small = nulHeavy(500);
+    await relay(t, ws, 'j2', 'stdout', small);
+    await say(t, ws, liveExit('j2', small.byteLength, 0));
+    expect(t.c.jobs.result('j2')?.exit).toMatchObject({ stdout: new TextDecoder().decode(small), stderr: '', stdoutTruncated: false, stderrTruncated: false });
+  });
+
+  it('keeps what there is, flagged truncated, when fewer bytes were kept than the result needs, and still ends the job', async () => {
+    const t = setup();
+    const ws = await connect(t, 'a1');
+    await t.c.jobs.submit(request('j1'));
+    await relay(t, ws, 'j1', 'stdout', new TextEncoder().encode('only this'));
+    const warn = vi.spyOn(console, 'warn').mockImplementation(() => {});
+    try {
+      await say(t, ws, liveExit('j1', 50, 7)); // says 50 bytes of stdout and 7 of stderr; none of stderr came
+      expect(warn.mock.calls.map((c) => String(c[0]))).toEqual([
+        'job j1: its exit leaves the inline stdout to the live output, but only 9 of the 50 bytes it needs were kept; marked truncated',
+        'job j1: its exit leaves the inline stderr to the live output, but only 0 of the 7 bytes it needs were kept; marked truncated',
+      ]);
+    } finally {
+      warn.mockRestore();
+    }
+    expect(t.c.store.get('j1')?.state).toBe('exited');
+    expect(t.c.jobs.result('j1')?.exit).toMatchObject({ stdout: 'only this', stderr: '', stdoutTruncated: true, stderrTruncated: true });
+    expect(ws.of('job.ack')).toEqual([{ type: 'job.ack', jobId: 'j1' }]);
   });
 });

@@ -20,13 +20,17 @@ import { AGENT_BUDGET_CLOSE, PROTOCOL_VERSION } from '../../src/contracts/agent-
 import { until } from '../support/until.ts';
 
 const TEAM = 'swarm';
-/** 4 MiB of NUL bytes inline: six bytes each in JSON (24 MiB), so the agent sends the result as parts. */
+/**
+ * 4 MiB of NUL bytes inline: six bytes each in JSON (24 MiB), so the agent sends the result as parts. The
+ * artifact cap is below it: the relay reads the artifact's spool, so the live frames cannot carry the whole
+ * inline result and the exit carries it itself (a result the live frames carry never goes as parts).
+ */
 const BIG_INLINE = 4 * 1024 * 1024;
 const POLICY = {
   ...DEFAULT_POLICY,
   shell: { enabled: true, allow: ['/.*/'] },
   runtime: { ...DEFAULT_POLICY.runtime, allowedRuntimes: [...DEFAULT_POLICY.runtime.allowedRuntimes, 'shell'] },
-  limits: { ...DEFAULT_POLICY.limits, maxConcurrentJobs: 4, queueWaitMs: 20_000, inlineOutputBytes: BIG_INLINE },
+  limits: { ...DEFAULT_POLICY.limits, maxConcurrentJobs: 4, queueWaitMs: 20_000, inlineOutputBytes: BIG_INLINE, maxArtifactBytes: BIG_INLINE / 4 },
 };
 const HEARTBEAT_MS = 5000;
 /** Messages per second the flooder sends, in batches every 10 ms. */

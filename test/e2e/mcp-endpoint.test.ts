@@ -8,7 +8,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'undici';
 import { connectMcp, startGateway, type Gateway } from './harness.ts';
 import type { EdgeMessage, JobExit, JobSpec } from '../../src/contracts/agent-protocol.ts';
-import { ERROR_CODE_MAX_CHARS, ERROR_MESSAGE_MAX_CHARS, UPLOAD_AGENT_HEADER, UPLOAD_TOKEN_HEADER } from '../../src/contracts/agent-protocol.ts';
+import {
+  ERROR_CODE_MAX_CHARS,
+  ERROR_MESSAGE_MAX_CHARS,
+  PROTOCOL_VERSION,
+  UPLOAD_AGENT_HEADER,
+  UPLOAD_TOKEN_HEADER,
+} from '../../src/contracts/agent-protocol.ts';
 import { encodeOutputFrame } from '../../src/contracts/output-frame.ts';
 
 let gw: Gateway;
@@ -34,7 +40,7 @@ class TestAgent {
     });
     this.send({
       type: 'hello',
-      v: 1,
+      v: PROTOCOL_VERSION,
       agentId,
       version: 'test',
       capacity,

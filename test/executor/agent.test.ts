@@ -1,6 +1,7 @@
 /**
  * The agent against a stand-in gateway: hello/welcome/heartbeat, jobs with live output,
- * job.exit as soon as the process ends and each artifact upload reported after it, exits and
+ * job.exit as soon as the process ends and each artifact upload reported after it (its inline
+ * output left to the live frames on its first send, carried whole on a re-send), exits and
  * artifact reports kept until job.ack and re-sent after reconnect,
  * jobs that outlive a dropped socket, malformed messages, refused tokens, and the CLI.
  */
@@ -14,7 +15,7 @@ import { JobRunner } from '../../executor/jobs/runner.ts';
 import { startDriver } from '../../executor/sandbox/index.ts';
 import type { SandboxDriver } from '../../executor/sandbox/types.ts';
 import { silentLogger, type Logger } from '../../executor/log.ts';
-import { ARTIFACT_UPLOAD_PATH } from '../../src/contracts/agent-protocol.ts';
+import { ARTIFACT_UPLOAD_PATH, PROTOCOL_VERSION } from '../../src/contracts/agent-protocol.ts';
 import { FakeEdge } from './fake-edge.ts';
 import { jobSpec, requireTool, runtimes } from './helpers.ts';
 
@@ -34,6 +35,15 @@ const waitFor = async (cond: () => boolean, ms = 10_000) => {
     await new Promise((r) => setTimeout(r, 20));
   }
 };
+
+/** What the live frames of a job's stream carried, in offset order. */
+const liveText = (jobId: string, stream: string) =>
+  Buffer.concat(
+    edge.received
+      .filter((m) => m.type === 'job.output' && m.jobId === jobId && m.stream === stream)
+      .sort((a, b) => (a.offset as number) - (b.offset as number))
+      .map((m) => m.bytes as Buffer),
+  ).toString('utf8');
 
 beforeAll(async () => {
   root = realpathSync(mkdtempSync(join(tmpdir(), 'gh-agent-ws-')));
@@ -84,7 +94,7 @@ async function startAgent(o: { capacity?: number; token?: string } = {}) {
 
 async function welcome() {
   const hello = await edge.next(isType('hello'));
-  edge.send({ type: 'welcome', v: 1, team: 'acme', heartbeatMs: 100 });
+  edge.send({ type: 'welcome', v: PROTOCOL_VERSION, team: 'acme', heartbeatMs: 100 });
   return hello;
 }
 
@@ -92,7 +102,7 @@ describe('agent ↔ gateway protocol', () => {
   it('says hello with its id, capacity, sandbox and runtimes, then heartbeats after welcome', async () => {
     await startAgent();
     const hello = await welcome();
-    expect(hello).toMatchObject({ type: 'hello', v: 1, agentId: 'a1', version: '0.1.0', capacity: 2, sandbox: 'none', running: [] });
+    expect(hello).toMatchObject({ type: 'hello', v: PROTOCOL_VERSION, agentId: 'a1', version: '0.1.0', capacity: 2, sandbox: 'none', running: [] });
     expect((hello.runtimes as { name: string }[]).map((r) => r.name)).toContain('shell');
     expect(await edge.next(isType('heartbeat'))).toEqual({ type: 'heartbeat', running: [] });
     expect(logs.join('\n')).toMatch(/connected to http:\/\/127\.0\.0\.1:\d+ as agent a1 \(team acme\)/);
@@ -103,21 +113,24 @@ describe('agent ↔ gateway protocol', () => {
     await welcome();
     edge.send({ type: 'job.start', spec: jobSpec({ jobId: 'j1', mode: 'shell', command: 'echo hi; echo oops >&2; exit 2' }) });
     const exit = await edge.next(isType('job.exit', 'j1'));
+    // The inline output went out as live frames on this socket: the exit leaves it to the edge to rebuild (FakeEdge does, as the edge).
     expect(exit).toMatchObject({
       state: 'exited',
       exitCode: 2,
       stdout: 'hi\n',
       stderr: 'oops\n',
+      inlineFromLive: true,
+      streams: { stdout: { bytes: 3 }, stderr: { bytes: 5 } },
       artifactsUploaded: false,
       pendingArtifacts: ['stdout', 'stderr'],
     });
+    expect(liveText('j1', 'stdout')).toBe('hi\n');
+    expect(liveText('j1', 'stderr')).toBe('oops\n');
     const reports = [await edge.next(isType('job.artifact', 'j1')), await edge.next(isType('job.artifact', 'j1'))];
     expect(reports).toEqual([
       { type: 'job.artifact', jobId: 'j1', stream: 'stdout', state: 'complete', bytes: 3 },
       { type: 'job.artifact', jobId: 'j1', stream: 'stderr', state: 'complete', bytes: 5 },
     ]);
-    const outs = edge.received.filter(isType('job.output', 'j1'));
-    expect(outs.map((m) => m.data).join('')).toContain('hi\n');
     const up = edge.uploads.find((u) => u.path === `${ARTIFACT_UPLOAD_PATH}/art_j1_0123456789/stdout`)!;
     expect(up.body.toString()).toBe('hi\n');
     expect(up.headers).toMatchObject({
@@ -138,14 +151,17 @@ describe('agent ↔ gateway protocol', () => {
     edge.drop();
     const hello2 = await edge.next(isType('hello'));
     expect(hello2.running).toEqual(['j2']);
-    edge.send({ type: 'welcome', v: 1, team: 'acme', heartbeatMs: 100 });
-    expect(await edge.next(isType('job.exit', 'j2'))).toMatchObject({ state: 'exited', exitCode: 0, stdout: 'done\n' });
-    // Not acknowledged: after the next reconnect it comes again, and hello still lists it.
+    edge.send({ type: 'welcome', v: PROTOCOL_VERSION, team: 'acme', heartbeatMs: 100 });
+    // Its output came after the reconnect: frames and exit on one socket, so the first send leaves the text to them.
+    expect(await edge.next(isType('job.exit', 'j2'))).toMatchObject({ state: 'exited', exitCode: 0, stdout: 'done\n', inlineFromLive: true });
+    // Not acknowledged: after the next reconnect it comes again, whole (that socket's edge may lack the frames), and hello still lists it.
     edge.drop();
     const hello3 = await edge.next(isType('hello'));
     expect(hello3.running).toEqual(['j2']);
-    edge.send({ type: 'welcome', v: 1, team: 'acme', heartbeatMs: 100 });
-    await edge.next(isType('job.exit', 'j2'));
+    edge.send({ type: 'welcome', v: PROTOCOL_VERSION, team: 'acme', heartbeatMs: 100 });
+    const again = await edge.next(isType('job.exit', 'j2'));
+    expect(again).toMatchObject({ state: 'exited', exitCode: 0, stdout: 'done\n' });
+    expect(again).not.toHaveProperty('inlineFromLive');
     expect(await edge.next(isType('job.artifact', 'j2'))).toMatchObject({ stream: 'stdout', state: 'complete' });
     edge.send({ type: 'job.ack', jobId: 'j2' });
     edge.send({ type: 'job.ack', jobId: 'j2', stream: 'stdout' });
@@ -162,7 +178,13 @@ describe('agent ↔ gateway protocol', () => {
     edge.uploadGate = new Promise<void>((r) => (release = r));
     edge.send({ type: 'job.start', spec: jobSpec({ jobId: 'held', mode: 'shell', command: 'echo kept' }) });
     // The exit comes while the upload hangs: the edge learns how the job ended without waiting for it.
-    expect(await edge.next(isType('job.exit', 'held'))).toMatchObject({ state: 'exited', exitCode: 0, stdout: 'kept\n', pendingArtifacts: ['stdout'] });
+    expect(await edge.next(isType('job.exit', 'held'))).toMatchObject({
+      state: 'exited',
+      exitCode: 0,
+      stdout: 'kept\n',
+      inlineFromLive: true,
+      pendingArtifacts: ['stdout'],
+    });
     await new Promise((r) => setTimeout(r, 300));
     expect(edge.received.some(isType('job.artifact', 'held'))).toBe(false);
     expect(edge.uploads).toHaveLength(0);
@@ -189,7 +211,7 @@ describe('agent ↔ gateway protocol', () => {
     edge.drop();
     const hello = await edge.next(isType('hello'));
     expect(hello.running).toEqual(['refused']);
-    edge.send({ type: 'welcome', v: 1, team: 'acme', heartbeatMs: 100 });
+    edge.send({ type: 'welcome', v: PROTOCOL_VERSION, team: 'acme', heartbeatMs: 100 });
     await edge.next(isType('job.exit', 'refused'));
     expect(await edge.next(isType('job.artifact', 'refused'))).toMatchObject({ state: 'failed' });
     edge.send({ type: 'job.ack', jobId: 'refused' });
@@ -199,6 +221,31 @@ describe('agent ↔ gateway protocol', () => {
     expect((await edge.next(isType('hello'))).running).toEqual([]);
   }, 30_000);
 
+  it('sends the inline output whole when a reconnect came between its first live frame and the exit', async () => {
+    await startAgent();
+    await welcome();
+    edge.send({ type: 'job.start', spec: jobSpec({ jobId: 'mid', mode: 'shell', command: 'echo first; sleep 1.5; echo second' }) });
+    await edge.next(isType('job.output', 'mid'));
+    // The frames sent on the dropped socket may never have reached the edge; the exit goes on the next one.
+    edge.drop();
+    await edge.next(isType('hello'));
+    edge.send({ type: 'welcome', v: PROTOCOL_VERSION, team: 'acme', heartbeatMs: 100 });
+    const exit = await edge.next(isType('job.exit', 'mid'));
+    expect(exit).toMatchObject({ state: 'exited', exitCode: 0, stdout: 'first\nsecond\n', stdoutTruncated: false });
+    expect(exit).not.toHaveProperty('inlineFromLive');
+  }, 30_000);
+
+  it('sends the inline output whole when the relay did not send every byte of it (artifact cap below the inline cap)', async () => {
+    await startAgent();
+    await welcome();
+    // The relay reads the spool, which holds the first artifactBytes only.
+    edge.send({ type: 'job.start', spec: jobSpec({ jobId: 'short', command: 'echo', args: ['hello'], limits: { inlineBytes: 1000, artifactBytes: 2 } }) });
+    const exit = await edge.next(isType('job.exit', 'short'));
+    expect(exit).toMatchObject({ stdout: 'hello\n', streams: { stdout: { bytes: 6, artifactTruncated: true } } });
+    expect(exit).not.toHaveProperty('inlineFromLive');
+    expect(liveText('short', 'stdout')).toBe('he');
+  });
+
   it('logs malformed and unknown messages and keeps working', async () => {
     await startAgent();
     await welcome();
@@ -206,7 +253,7 @@ describe('agent ↔ gateway protocol', () => {
     edge.send({ type: 'job.explode' });
     edge.send({ type: 'job.start', spec: { jobId: 'x' } });
     edge.send({ type: 'job.start', spec: jobSpec({ jobId: 'j3', command: 'echo', args: ['still here'] }) });
-    expect(await edge.next(isType('job.exit', 'j3'))).toMatchObject({ stdout: 'still here\n' });
+    expect(await edge.next(isType('job.exit', 'j3'))).toMatchObject({ stdout: 'still here\n', inlineFromLive: true });
     expect(logs.filter((l) => l.includes('ignored a message')).length).toBe(3);
     expect(edge.connections).toBe(1);
   });
@@ -280,7 +327,7 @@ describe('agent CLI', () => {
     p.stderr.on('data', (d) => (out += d));
     const hello = await edge.next(isType('hello'), 30_000);
     expect(hello).toMatchObject({ agentId: 'cli-agent', capacity: 3, sandbox: 'none' });
-    edge.send({ type: 'welcome', v: 1, team: 'acme', heartbeatMs: 1000 });
+    edge.send({ type: 'welcome', v: PROTOCOL_VERSION, team: 'acme', heartbeatMs: 1000 });
     await waitFor(() => /connected to /.test(out));
     expect(out).toMatch(/sandbox: none/);
     expect(out).toMatch(/NO ISOLATION/);
@@ -306,7 +353,7 @@ describe('agent CLI', () => {
       p.stdout!.resume();
       p.stderr!.resume();
       await edge.next(isType('hello'), 30_000);
-      edge.send({ type: 'welcome', v: 1, team: 'acme', heartbeatMs: 1000 });
+      edge.send({ type: 'welcome', v: PROTOCOL_VERSION, team: 'acme', heartbeatMs: 1000 });
       edge.send({ type: 'job.start', spec: jobSpec({ jobId: 'term-job', mode: 'shell', command: 'sleep 30' }) });
       await new Promise((r) => setTimeout(r, 1500));
       const started = Date.now();

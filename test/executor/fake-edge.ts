@@ -1,14 +1,17 @@
 /**
  * A stand-in gateway for agent tests: accepts the agent WebSocket (RFC 6455 framing, by
  * hand: Node has no WebSocket server and we add no dependency), records what the agent
- * sends, and takes artifact PUTs. Loopback only.
+ * sends, and takes artifact PUTs. Loopback only. Like the real edge it keeps each stream's live
+ * output as a gap-free prefix, and fills in the inline output of an exit that left it to the live
+ * frames (`inlineFromLive`, kept on the recorded message) with the shared `inlineResult`.
  */
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { Socket } from 'node:net';
-import { AGENT_CONNECT_PATH, ARTIFACT_UPLOAD_PATH } from '../../src/contracts/agent-protocol.ts';
+import { AGENT_CONNECT_PATH, ARTIFACT_UPLOAD_PATH, type JobExit, type JobSpec } from '../../src/contracts/agent-protocol.ts';
 import { encodeFrame, parseFrame } from '../support/ws-frames.ts';
 import { decodeOutputFrame } from '../../src/contracts/output-frame.ts';
+import { inlineResult } from '../../src/contracts/inline-result.ts';
 
 export interface Upload {
   path: string;
@@ -35,6 +38,10 @@ export class FakeEdge {
   private waiters: { pred: (m: Record<string, unknown>) => boolean; resolve: (m: Record<string, unknown>) => void }[] = [];
   /** Messages already consumed by `next` are not matched again. */
   private cursor = 0;
+  /** Live output kept per `jobId/stream`, as one prefix from offset 0 (what the edge's job_output holds). */
+  private readonly live = new Map<string, Buffer>();
+  /** The inline cap of each job started through `send` (an exit may leave its inline output to the live frames). */
+  private readonly inlineCaps = new Map<string, number>();
 
   constructor() {
     this.server = createServer((req, res) => {
@@ -103,11 +110,16 @@ export class FakeEdge {
     const d = decodeOutputFrame(payload);
     if (!d.ok) throw new Error(`the agent sent a malformed output frame: ${d.reason}`);
     const bytes = Buffer.from(d.frame.data);
+    const key = `${d.frame.jobId}/${d.frame.stream}`;
+    const kept = this.live.get(key) ?? Buffer.alloc(0);
+    // As the edge keeps it: bytes already kept are skipped, a frame past the end (after a gap) ignored.
+    if (d.frame.offset <= kept.length) this.live.set(key, Buffer.concat([kept, bytes.subarray(kept.length - d.frame.offset)]));
     this.onMessage({ type: 'job.output', jobId: d.frame.jobId, stream: d.frame.stream, offset: d.frame.offset, data: bytes.toString('utf8'), bytes });
   }
 
   private onMessage(m: Record<string, unknown>): void {
     if (m.type === 'heartbeat') this.heartbeatTimes.push(Date.now());
+    if (m.type === 'job.exit' && m.inlineFromLive === true) m = this.inlineFromLive(m as unknown as JobExit);
     this.received.push(m);
     this.waiters = this.waiters.filter((w) => {
       if (!w.pred(m)) return true;
@@ -137,7 +149,18 @@ export class FakeEdge {
     });
   }
 
+  /** A live-form exit as the edge stores it: its inline output rebuilt from the kept live bytes (the flag stays, for tests to see). */
+  private inlineFromLive(m: JobExit): Record<string, unknown> {
+    if (m.stdout !== '' || m.stderr !== '') throw new Error(`job ${m.jobId}: an exit that leaves its inline output to the live frames carries text`);
+    const cap = this.inlineCaps.get(m.jobId);
+    if (cap === undefined) throw new Error(`job ${m.jobId}: an inlineFromLive exit of a job not started through this edge`);
+    const head = (stream: 'stdout' | 'stderr') => ({ head: this.live.get(`${m.jobId}/${stream}`) ?? Buffer.alloc(0), total: m.streams[stream].bytes });
+    return { ...m, ...inlineResult(head('stdout'), head('stderr'), cap) };
+  }
+
   send(m: unknown): void {
+    const start = m as { type?: string; spec?: JobSpec };
+    if (start.type === 'job.start' && start.spec?.limits) this.inlineCaps.set(start.spec.jobId, start.spec.limits.inlineBytes);
     this.sendRaw(typeof m === 'string' ? m : JSON.stringify(m));
   }
 

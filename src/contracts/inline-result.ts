@@ -4,10 +4,15 @@
  * left out (the reference implementation forgets stderr's flag in the second cut; we don't).
  * Text is UTF-8 decoded with replacement, and cut only at character boundaries so the
  * decoded text still fits the byte budget.
+ *
+ * One definition for both sides: the agent builds the result from the first bytes it captured,
+ * and the edge rebuilds it from the live output it kept when a `job.exit` says `inlineFromLive`
+ * (agent-protocol.ts), so both get the same text from the same bytes. Uint8Array and
+ * TextEncoder/TextDecoder only: it runs in workerd as well as in Node.
  */
 export interface InlineInput {
-  /** The first bytes of the stream (at least min(total, cap) of them). */
-  head: Buffer;
+  /** The first bytes of the stream (at least min(total, cap) of them; fewer count as left out). */
+  head: Uint8Array;
   /** Bytes the stream produced in all. */
   total: number;
 }
@@ -19,25 +24,28 @@ export interface InlineResult {
   stderrTruncated: boolean;
 }
 
+const enc = new TextEncoder();
+
 export function inlineResult(out: InlineInput, err: InlineInput, cap: number): InlineResult {
   const o = fit(out, cap);
-  const e = fit(err, Math.max(0, cap - Buffer.byteLength(o.text)));
+  const e = fit(err, Math.max(0, cap - o.bytes));
   return { stdout: o.text, stderr: e.text, stdoutTruncated: o.truncated, stderrTruncated: e.truncated };
 }
 
-function fit(s: InlineInput, budget: number): { text: string; truncated: boolean } {
+function fit(s: InlineInput, budget: number): { text: string; bytes: number; truncated: boolean } {
   const raw = s.head.subarray(0, Math.min(s.head.length, budget));
   let truncated = raw.length < s.total;
   // stream:true keeps an incomplete trailing sequence back instead of turning it into U+FFFD.
   let text = new TextDecoder('utf-8').decode(raw, { stream: truncated });
-  let bytes = Buffer.from(text, 'utf8');
+  let bytes = enc.encode(text);
   if (bytes.length > budget) {
     // Replacement characters (3 bytes each for 1 invalid byte) can grow the text past the budget.
     let cut = budget;
     while (cut > 0 && (bytes[cut] & 0xc0) === 0x80) cut--;
     bytes = bytes.subarray(0, cut);
-    text = bytes.toString('utf8');
+    // Valid UTF-8 now (our own encoding, cut at a boundary); a leading U+FEFF is text here, not a mark to drop.
+    text = new TextDecoder('utf-8', { fatal: false, ignoreBOM: true }).decode(bytes);
     truncated = true;
   }
-  return { text, truncated };
+  return { text, bytes: bytes.length, truncated };
 }
