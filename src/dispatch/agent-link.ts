@@ -4,7 +4,7 @@
  * and revocation. The agents themselves — what each said in its `hello` — are in the registry
  * (the `agents` table, src/dispatch/agent-registry.ts), which this capability owns.
  *
- * Memory holds caches only (attachments read once per instance, `last_seen` write throttling, the
+ * Memory holds caches only (attachments read once per instance, the registry's rows, `last_seen` write throttling, the
  * budgets — see agent-budget.ts for what a restart means for those): a restarted object reads
  * every socket's attachment and every agent's row back from the platform and from SQLite.
  */

@@ -36,23 +36,43 @@ const MIGRATIONS: readonly Migration[] = [
 
 export class AgentRegistry {
   private readonly host: SqlHost;
+  /**
+   * Rows by id as last read or written (null: no such agent): placing one job looks its agent up
+   * several times, the alarm every live agent each heartbeat. Only this registry writes the table,
+   * and each write hands back the row it wrote (RETURNING) for this map. Memory only: a restarted
+   * object starts empty and reads from storage.
+   */
+  private readonly rows = new Map<string, Readonly<AgentRow> | null>();
 
   constructor(host: SqlHost) {
     this.host = host;
     migrate(host, 'agents', MIGRATIONS);
   }
 
-  get(id: string): AgentRow | null {
-    return this.host.sql.exec<AgentRow & Record<string, SqlStorageValue>>(`SELECT * FROM agents WHERE id = ?`, id).toArray()[0] ?? null;
+  get(id: string): Readonly<AgentRow> | null {
+    const hit = this.rows.get(id);
+    if (hit !== undefined) return hit;
+    return this.keep(id, this.host.sql.exec<AgentRow & Record<string, SqlStorageValue>>(`SELECT * FROM agents WHERE id = ?`, id).toArray());
   }
 
-  all(): AgentRow[] {
-    return this.host.sql.exec<AgentRow & Record<string, SqlStorageValue>>(`SELECT * FROM agents ORDER BY id`).toArray();
+  all(): Readonly<AgentRow>[] {
+    return this.host.sql
+      .exec<AgentRow & Record<string, SqlStorageValue>>(`SELECT * FROM agents ORDER BY id`)
+      .toArray()
+      .map((r) => this.keep(r.id, [r])!);
+  }
+
+  /** Keeps what storage said of agent `id` (its row, or none) and returns it. */
+  private keep(id: string, rows: AgentRow[]): Readonly<AgentRow> | null {
+    const row = rows[0] ? Object.freeze(rows[0]) : null;
+    this.rows.set(id, row);
+    return row;
   }
 
   /** Records a `hello` from an agent whose identity the caller has checked. */
   connect(h: AgentHello, who: { subject: string; tokenId: string }, now: number): void {
-    this.host.sql.exec(
+    this.write(
+      h.agentId,
       `INSERT OR REPLACE INTO agents (id, subject, token_id, version, sandbox, capacity, labels, runtimes, connected_at, last_seen, state)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'connected')`,
       h.agentId,
@@ -69,16 +89,22 @@ export class AgentRegistry {
   }
 
   touch(id: string, now: number): void {
-    this.host.sql.exec(`UPDATE agents SET last_seen = ? WHERE id = ?`, now, id);
+    this.write(id, `UPDATE agents SET last_seen = ? WHERE id = ?`, now, id);
   }
 
   disconnected(id: string): void {
-    this.host.sql.exec(`UPDATE agents SET state = 'disconnected' WHERE id = ?`, id);
+    this.write(id, `UPDATE agents SET state = 'disconnected' WHERE id = ?`, id);
   }
 
   /** Agents not connected for a long time are forgotten (they re-register with their next hello). */
   prune(before: number): void {
-    this.host.sql.exec(`DELETE FROM agents WHERE state = 'disconnected' AND last_seen < ?`, before);
+    const gone = this.host.sql.exec<{ id: string }>(`DELETE FROM agents WHERE state = 'disconnected' AND last_seen < ? RETURNING id`, before).toArray();
+    for (const { id } of gone) this.rows.set(id, null);
+  }
+
+  /** A write to agent `id`'s row, which it hands back for the map. */
+  private write(id: string, statement: string, ...params: SqlStorageValue[]): void {
+    this.keep(id, this.host.sql.exec<AgentRow & Record<string, SqlStorageValue>>(`${statement} RETURNING *`, ...params).toArray());
   }
 
   view(r: AgentRow, running: number, connected: boolean): AgentView {

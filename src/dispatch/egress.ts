@@ -299,15 +299,15 @@ export class Egress implements Wakes {
 
   /** Pending asks need the alarm every ASK_POLL_MS; rows D1 has not taken, every heartbeat. */
   nextWake(now: number): number | null {
-    const ask = this.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM egress_asks WHERE decision IS NULL`).one().n > 0;
-    if (ask) return now + ASK_POLL_MS;
-    const rows =
-      this.sql
-        .exec<{ n: number }>(
-          `SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM egress_outbox LIMIT 1)) + (SELECT COUNT(*) FROM (SELECT 1 FROM egress_counts WHERE synced = 0 LIMIT 1)) AS n`,
-        )
-        .one().n > 0;
-    return rows ? now + this.host.heartbeatMs : null;
+    // One statement: the object asks this after every placement.
+    const w = this.sql
+      .exec<{ ask: number; copy: number }>(
+        `SELECT EXISTS (SELECT 1 FROM egress_asks WHERE decision IS NULL) AS ask,
+          EXISTS (SELECT 1 FROM egress_outbox) OR EXISTS (SELECT 1 FROM egress_counts WHERE synced = 0) AS copy`,
+      )
+      .one();
+    if (w.ask) return now + ASK_POLL_MS;
+    return w.copy ? now + this.host.heartbeatMs : null;
   }
 
   /** Jobs the store forgot: their asks and counts go too (their rows are in D1). */

@@ -1,8 +1,8 @@
 /**
  * The team's jobs in the Durable Object's own SQLite storage: one row per job from submit to its
  * terminal state, the job spec and inline results as chunked blobs (a row is capped at 2 MB), the
- * live output tail, and each stream's artifact upload state. Memory holds nothing this needs:
- * a restarted object reads everything back from here.
+ * live output tail, and each stream's artifact upload state. Memory holds only copies of what is
+ * stored here (to spare repeated reads: see `JobStore`), so a restarted object reads everything back.
  *
  * Exactly-once: a job leaves `queued`/`running` through one conditional UPDATE; whoever changes
  * the row first wins, every later attempt sees zero rows written.
@@ -10,6 +10,7 @@
 import type { JobExit, JobSpec, SandboxKind, StreamName } from '../contracts/agent-protocol.ts';
 import { LIVE_OUTPUT_MAX_BYTES, STORED_CHUNK_CHARS, STORED_OUTPUT_CHUNK_BYTES, splitText } from '../contracts/limits.ts';
 import type { ArtifactState, JobState, JobView, StreamArtifact } from '../contracts/jobs.ts';
+import { SQLITE_BOUND_PARAMETERS_MAX } from '../platform/limits.ts';
 import type { AuditEntry } from '../store/audit.ts';
 import { migrate, type Migration, type SqlHost } from './host.ts';
 
@@ -112,17 +113,43 @@ export const EXIT_ROW_INLINE_CHARS = 64 * 1024;
 /** The `exit` column: the job's exit, with its inline output when `outputInline` (else in `job_blobs`; rows written before that flag existed too). */
 type StoredExit = JobExit & { outputInline?: true };
 
+type ArtifactRow = { state: 'uploading' | 'complete' | 'failed'; bytes: number };
+
+/** A new job's spec and audit text stay in memory until D1 has its rows for at most this many jobs, each at most this long; others are read back. */
+const FRESH_TEXTS_MAX = 64;
+const FRESH_TEXT_MAX_CHARS = 64 * 1024;
+
+const isOpen = (r: JobRow) => r.state === 'queued' || r.state === 'running';
+/** D1 lacks the job's rows, or has them behind (a queued job's only once, to create them): what `unsynced` returns. */
+const needsCopy = (r: JobRow) => r.synced === 0 && (r.state !== 'queued' || r.d1_created === 0);
+const bySeq = (a: JobRow, b: JobRow) => a.seq - b.seq;
+
 const enc = new TextEncoder();
 
+/**
+ * The job tables, with copies in memory of what one call would otherwise read several times (each
+ * read is a statement, billed and timed: submit, placement, exit, the D1 copy and the alarm's
+ * wake-up look at the same rows). Only this store writes its tables, and each write keeps the
+ * copies right: a write to a job row hands back the row it wrote (RETURNING). A fresh instance
+ * starts empty and reads what it needs once; a transaction that throws drops every copy, since
+ * its writes were rolled back.
+ */
 export class JobStore {
   private readonly host: SqlHost;
-  /**
-   * Job rows by id as last read, frozen: one call reads the same row several times (submit,
-   * follow, exit, settle, view), and each read is a SQLite statement of its own. Every write to a
-   * row drops it here (`changed`); a transaction that throws drops them all, since its writes were
-   * rolled back. Memory only: a restarted object starts empty and reads from storage.
-   */
+  /** Job rows by id as last read or written, frozen. */
   private readonly rows = new Map<string, Readonly<JobRow>>();
+  /** The queued and running jobs (placement, liveness and wake-ups look at all of them), once read. */
+  private open: Map<string, Readonly<JobRow>> | null = null;
+  /** Ids of the rows `unsynced` returns (the D1 copy and its wake-ups look for them), once read. */
+  private toCopy: Set<string> | null = null;
+  /** Each job's `job_artifacts` rows by stream (a new job has none). */
+  private readonly artifacts = new Map<string, Map<StreamName, ArtifactRow>>();
+  /** The end of each stream's kept live output (a new job's is 0). */
+  private readonly liveEnds = new Map<string, Partial<Record<StreamName, number>>>();
+  /** Jobs created by this instance with no exit parts stored: their end has none to delete. */
+  private readonly partless = new Set<string>();
+  /** New jobs' spec and audit text until D1 has their rows: their start and their D1 copy need them (bounded: FRESH_TEXTS_MAX). */
+  private readonly fresh = new Map<string, { spec: string; audit: string }>();
 
   constructor(host: SqlHost) {
     this.host = host;
@@ -138,26 +165,56 @@ export class JobStore {
       return this.host.transactionSync(f);
     } catch (e) {
       this.rows.clear();
+      this.open = null;
+      this.toCopy = null;
+      this.artifacts.clear();
+      this.liveEnds.clear();
+      this.partless.clear();
+      this.fresh.clear();
       throw e;
     }
   }
 
-  /** A write to job `id`'s row (or to all rows, without an id): the cached copy is stale. */
-  private changed(id?: string): void {
-    if (id === undefined) this.rows.clear();
-    else this.rows.delete(id);
+  /** Keeps a job row storage returned (read or just written) in every copy it belongs to. */
+  private keep(row: JobRow): Readonly<JobRow> {
+    const r = Object.freeze(row);
+    this.rows.set(r.id, r);
+    if (isOpen(r)) this.open?.set(r.id, r);
+    else this.open?.delete(r.id);
+    if (needsCopy(r)) this.toCopy?.add(r.id);
+    else this.toCopy?.delete(r.id);
+    return r;
   }
 
-  create(j: NewJob): void {
-    this.changed(j.spec.jobId);
-    this.transaction(() => {
-      const seq = this.sql.exec<{ n: number }>(`SELECT COALESCE(MAX(seq), 0) + 1 AS n FROM jobs`).one().n;
-      this.sql.exec(
+  /** A write to job rows; returns the rows it wrote, as they are now. */
+  private writeJobs(statement: string, ...params: SqlStorageValue[]): Readonly<JobRow>[] {
+    return this.sql
+      .exec<JobRow & Record<string, SqlStorageValue>>(`${statement} RETURNING *`, ...params)
+      .toArray()
+      .map((r) => this.keep(r));
+  }
+
+  /** The job is gone from storage: so are its copies. */
+  private forget(id: string): void {
+    this.rows.delete(id);
+    this.open?.delete(id);
+    this.toCopy?.delete(id);
+    this.artifacts.delete(id);
+    this.liveEnds.delete(id);
+    this.partless.delete(id);
+    this.fresh.delete(id);
+  }
+
+  /** Records a new job, queued; null when a job with its id exists already (its submit sent again). */
+  create(j: NewJob): Readonly<JobRow> | null {
+    const id = j.spec.jobId;
+    return this.transaction(() => {
+      const [row] = this.writeJobs(
         `INSERT INTO jobs (id, seq, tool, subject, token_id, cancel_key, runtime, sandbox_min, sel_agent, sel_labels, background,
           artifact_handle, state, created_at, deadline, timeout_ms, max_concurrent, audit_id, d1_created)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, NULL, 0)`,
-        j.spec.jobId,
-        seq,
+         VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM jobs), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, NULL, 0)
+         ON CONFLICT (id) DO NOTHING`,
+        id,
         j.tool,
         j.subject,
         j.tokenId,
@@ -173,30 +230,48 @@ export class JobStore {
         j.spec.timeoutMs,
         j.maxConcurrent,
       );
-      this.insertText(j.spec.jobId, 'spec', JSON.stringify(j.spec));
-      this.insertText(j.spec.jobId, 'audit', JSON.stringify(j.audit));
+      if (!row) return null;
+      const texts = { spec: JSON.stringify(j.spec), audit: JSON.stringify(j.audit) };
+      this.insertTexts(id, Object.entries(texts));
+      // Nothing else is stored for a new job yet.
+      this.artifacts.set(id, new Map());
+      this.liveEnds.set(id, { stdout: 0, stderr: 0 });
+      this.partless.add(id);
+      if (this.fresh.size < FRESH_TEXTS_MAX && texts.spec.length + texts.audit.length <= FRESH_TEXT_MAX_CHARS) this.fresh.set(id, texts);
+      return row;
     });
   }
 
   get(id: string): Readonly<JobRow> | null {
     const hit = this.rows.get(id);
     if (hit) return hit;
-    const row = this.sql.exec<JobRow & Record<string, SqlStorageValue>>(`SELECT * FROM jobs WHERE id = ?`, id).toArray()[0] ?? null;
-    if (row) this.rows.set(id, Object.freeze(row));
-    return row;
+    const row = this.sql.exec<JobRow & Record<string, SqlStorageValue>>(`SELECT * FROM jobs WHERE id = ?`, id).toArray()[0];
+    return row ? this.keep(row) : null;
   }
 
   spec(id: string): JobSpec | null {
-    const t = this.getText(id, 'spec');
+    const t = this.fresh.get(id)?.spec ?? this.getText(id, 'spec');
     return t === null ? null : (JSON.parse(t) as JobSpec);
   }
 
-  queued(): JobRow[] {
-    return this.sql.exec<JobRow & Record<string, SqlStorageValue>>(`SELECT * FROM jobs WHERE state = 'queued' ORDER BY seq`).toArray();
+  /** Oldest first. */
+  queued(): Readonly<JobRow>[] {
+    return this.openJobs('queued');
   }
 
-  running(): JobRow[] {
-    return this.sql.exec<JobRow & Record<string, SqlStorageValue>>(`SELECT * FROM jobs WHERE state = 'running' ORDER BY seq`).toArray();
+  /** Oldest first. */
+  running(): Readonly<JobRow>[] {
+    return this.openJobs('running');
+  }
+
+  private openJobs(state: 'queued' | 'running'): Readonly<JobRow>[] {
+    if (!this.open) {
+      this.open = new Map();
+      for (const r of this.sql.exec<JobRow & Record<string, SqlStorageValue>>(`SELECT * FROM jobs WHERE state IN ('queued', 'running')`).toArray()) {
+        this.keep(r);
+      }
+    }
+    return [...this.open.values()].filter((r) => r.state === state).sort(bySeq);
   }
 
   byCancelKey(key: string): JobRow | null {
@@ -212,9 +287,8 @@ export class JobStore {
 
   /** queued → running on `agent`. False when the job is no longer queued. */
   assign(id: string, agent: { id: string; subject: string; sandbox: SandboxKind }, now: number): boolean {
-    this.changed(id);
     return (
-      this.sql.exec(
+      this.writeJobs(
         `UPDATE jobs SET state = 'running', agent = ?, agent_subject = ?, sandbox = ?, started_at = ?, orphaned_at = NULL, synced = 0
        WHERE id = ? AND state = 'queued'`,
         agent.id,
@@ -222,34 +296,27 @@ export class JobStore {
         agent.sandbox,
         now,
         id,
-      ).rowsWritten > 0
+      ).length > 0
     );
   }
 
   /** running → queued (the agent refused it for capacity, or never received it). */
   requeue(id: string): boolean {
-    this.changed(id);
     return (
-      this.sql.exec(
+      this.writeJobs(
         `UPDATE jobs SET state = 'queued', agent = NULL, agent_subject = NULL, sandbox = NULL, started_at = NULL, orphaned_at = NULL
        WHERE id = ? AND state = 'running'`,
         id,
-      ).rowsWritten > 0
+      ).length > 0
     );
   }
 
   setOrphaned(ids: string[], now: number): void {
-    for (const id of ids) {
-      this.changed(id);
-      this.sql.exec(`UPDATE jobs SET orphaned_at = ? WHERE id = ? AND state = 'running' AND orphaned_at IS NULL`, now, id);
-    }
+    for (const id of ids) this.writeJobs(`UPDATE jobs SET orphaned_at = ? WHERE id = ? AND state = 'running' AND orphaned_at IS NULL`, now, id);
   }
 
   clearOrphaned(ids: string[]): void {
-    for (const id of ids) {
-      this.changed(id);
-      this.sql.exec(`UPDATE jobs SET orphaned_at = NULL WHERE id = ? AND state = 'running'`, id);
-    }
+    for (const id of ids) this.writeJobs(`UPDATE jobs SET orphaned_at = NULL WHERE id = ? AND state = 'running'`, id);
   }
 
   /**
@@ -257,7 +324,6 @@ export class JobStore {
    * in chunks and the rest of the exit as JSON. Returns false when the job was already closed.
    */
   finish(id: string, state: JobState, now: number, o: { exit?: JobExit; error?: { code: string; message: string }; fromAgent?: string } = {}): boolean {
-    this.changed(id);
     return this.transaction(() => {
       const { exit } = o;
       // Output up to EXIT_ROW_INLINE_CHARS stays in the row (no blob rows to write, delete and read back).
@@ -266,28 +332,32 @@ export class JobStore {
       const agentCheck = o.fromAgent !== undefined ? ` AND state = 'running' AND agent = ?` : ` AND state IN ('queued', 'running')`;
       const params: SqlStorageValue[] = [state, now, stored, o.error?.code ?? exit?.error?.code ?? null, o.error?.message ?? exit?.error?.message ?? null, id];
       if (o.fromAgent !== undefined) params.push(o.fromAgent);
-      const changed =
-        this.sql.exec(
-          `UPDATE jobs SET state = ?, ended_at = ?, exit = ?, error_code = ?, error_message = ?, orphaned_at = NULL, synced = 0 WHERE id = ?${agentCheck}`,
-          ...params,
-        ).rowsWritten > 0;
-      if (!changed) return false;
+      const written = this.writeJobs(
+        `UPDATE jobs SET state = ?, ended_at = ?, exit = ?, error_code = ?, error_message = ?, orphaned_at = NULL, synced = 0 WHERE id = ?${agentCheck}`,
+        ...params,
+      );
+      if (written.length === 0) return false;
       if (exit && !inline) {
         this.putText(id, 'stdout', exit.stdout);
         this.putText(id, 'stderr', exit.stderr);
       }
       // Uploads the agent still runs (it said so in the exit) stay open; any other unfinished one never will finish.
       const pending = exit?.pendingArtifacts ?? [];
+      const arts = this.artifactsOf(id);
       for (const stream of pending) {
-        this.sql.exec(`INSERT OR IGNORE INTO job_artifacts (job_id, stream, state, bytes) VALUES (?, ?, 'uploading', 0)`, id, stream);
+        if (!arts.has(stream))
+          this.writeArtifacts(id, `INSERT OR IGNORE INTO job_artifacts (job_id, stream, state, bytes) VALUES (?, ?, 'uploading', 0)`, id, stream);
       }
-      this.sql.exec(
-        `UPDATE job_artifacts SET state = 'failed' WHERE job_id = ? AND state = 'uploading' AND stream NOT IN (${pending.map(() => '?').join(', ') || `''`})`,
-        id,
-        ...pending,
-      );
+      if ([...arts].some(([stream, a]) => a.state === 'uploading' && !pending.includes(stream))) {
+        this.writeArtifacts(
+          id,
+          `UPDATE job_artifacts SET state = 'failed' WHERE job_id = ? AND state = 'uploading' AND stream NOT IN (${pending.map(() => '?').join(', ') || `''`})`,
+          id,
+          ...pending,
+        );
+      }
       this.dropStoredLive(id);
-      this.sql.exec(`DELETE FROM job_blobs WHERE job_id = ? AND kind LIKE 'part:%'`, id);
+      if (!this.partless.has(id)) this.sql.exec(`DELETE FROM job_blobs WHERE job_id = ? AND kind LIKE 'part:%'`, id);
       return true;
     });
   }
@@ -307,6 +377,7 @@ export class JobStore {
   // ---- exit parts: inline output too large for one agent message arrives first in parts ----
 
   putPart(id: string, stream: StreamName, seq: number, data: string): void {
+    this.partless.delete(id);
     this.sql.exec(`INSERT OR REPLACE INTO job_blobs (job_id, kind, seq, data) VALUES (?, ?, ?, ?)`, id, `part:${stream}`, seq, data);
   }
 
@@ -337,12 +408,17 @@ export class JobStore {
       this.sql.exec(`INSERT INTO job_output (job_id, stream, offset, bytes, data) VALUES (?, ?, ?, ?, ?)`, id, stream, end, piece.byteLength, piece.slice());
       end += piece.byteLength;
     }
+    this.liveEnds.set(id, { ...this.liveEnds.get(id), [stream]: end });
     return b.byteLength;
   }
 
   /** Live output of streams whose artifact is stored is not needed any more (R2 serves them). */
   private dropStoredLive(id: string): void {
+    const arts = this.artifacts.get(id);
+    if (arts && ![...arts.values()].some((a) => a.state === 'complete')) return;
     this.sql.exec(`DELETE FROM job_output WHERE job_id = ? AND stream IN (SELECT stream FROM job_artifacts WHERE job_id = ? AND state = 'complete')`, id, id);
+    if (!arts) this.liveEnds.delete(id);
+    else for (const [stream, a] of arts) if (a.state === 'complete') this.liveEnds.set(id, { ...this.liveEnds.get(id), [stream]: 0 });
   }
 
   /** Bytes [offset, offset+max) of the relayed output, and the total relayed so far. */
@@ -380,29 +456,44 @@ export class JobStore {
 
   // ---- artifacts ----
 
-  artifactRow(id: string, stream: StreamName): { state: 'uploading' | 'complete' | 'failed'; bytes: number } | null {
-    return (
-      this.sql
-        .exec<{ state: 'uploading' | 'complete' | 'failed'; bytes: number }>(
-          `SELECT state, bytes FROM job_artifacts WHERE job_id = ? AND stream = ?`,
-          id,
-          stream,
-        )
-        .toArray()[0] ?? null
-    );
+  artifactRow(id: string, stream: StreamName): Readonly<ArtifactRow> | null {
+    return this.artifactsOf(id).get(stream) ?? null;
+  }
+
+  private artifactsOf(id: string): ReadonlyMap<StreamName, Readonly<ArtifactRow>> {
+    let arts = this.artifacts.get(id);
+    if (!arts) {
+      const rows = this.sql.exec<ArtifactRow & { stream: StreamName }>(`SELECT stream, state, bytes FROM job_artifacts WHERE job_id = ?`, id).toArray();
+      arts = new Map(rows.map((r) => [r.stream, { state: r.state, bytes: r.bytes }]));
+      this.artifacts.set(id, arts);
+    }
+    return arts;
+  }
+
+  /** A write to job `id`'s artifact rows; the rows it wrote, as they are now, replace their copies. */
+  private writeArtifacts(id: string, statement: string, ...params: SqlStorageValue[]): void {
+    const rows = this.sql.exec<ArtifactRow & { stream: StreamName }>(`${statement} RETURNING stream, state, bytes`, ...params).toArray();
+    const arts = this.artifacts.get(id);
+    for (const r of rows) arts?.set(r.stream, { state: r.state, bytes: r.bytes });
   }
 
   /** An upload may begin unless this stream's artifact is already complete or given up (written once). */
   beginUpload(id: string, stream: StreamName): boolean {
     const cur = this.artifactRow(id, stream);
     if (cur && cur.state !== 'uploading') return false;
-    if (!cur) this.sql.exec(`INSERT INTO job_artifacts (job_id, stream, state, bytes) VALUES (?, ?, 'uploading', 0)`, id, stream);
+    if (!cur) this.writeArtifacts(id, `INSERT INTO job_artifacts (job_id, stream, state, bytes) VALUES (?, ?, 'uploading', 0)`, id, stream);
     return true;
   }
 
   /** The edge stored the body (R2 + index): the stream is complete. A failed attempt changes nothing (the agent retries, then reports). */
   endUpload(id: string, stream: StreamName, bytes: number): void {
-    this.sql.exec(`UPDATE job_artifacts SET state = 'complete', bytes = ? WHERE job_id = ? AND stream = ? AND state = 'uploading'`, bytes, id, stream);
+    this.writeArtifacts(
+      id,
+      `UPDATE job_artifacts SET state = 'complete', bytes = ? WHERE job_id = ? AND stream = ? AND state = 'uploading'`,
+      bytes,
+      id,
+      stream,
+    );
     if (this.get(id)?.ended_at != null) this.dropStoredLive(id);
   }
 
@@ -413,7 +504,7 @@ export class JobStore {
   reportArtifact(id: string, stream: StreamName): boolean {
     const cur = this.artifactRow(id, stream);
     if (cur && cur.state !== 'uploading') return false;
-    this.sql.exec(`INSERT OR REPLACE INTO job_artifacts (job_id, stream, state, bytes) VALUES (?, ?, 'failed', 0)`, id, stream);
+    this.writeArtifacts(id, `INSERT OR REPLACE INTO job_artifacts (job_id, stream, state, bytes) VALUES (?, ?, 'failed', 0)`, id, stream);
     return true;
   }
 
@@ -427,18 +518,17 @@ export class JobStore {
   }
 
   hasUploading(id: string): boolean {
-    return this.sql.exec(`SELECT 1 FROM job_artifacts WHERE job_id = ? AND state = 'uploading' LIMIT 1`, id).toArray().length > 0;
+    return [...this.artifactsOf(id).values()].some((a) => a.state === 'uploading');
   }
 
   /** Marks (or clears) when an uploading job's agent went away; reuses the job's orphan mark, unused once it ended. */
   markUploadOrphaned(id: string, at: number | null): void {
-    this.changed(id);
-    this.sql.exec(`UPDATE jobs SET orphaned_at = ? WHERE id = ? AND ended_at IS NOT NULL`, at, id);
+    this.writeJobs(`UPDATE jobs SET orphaned_at = ? WHERE id = ? AND ended_at IS NOT NULL`, at, id);
   }
 
   /** The agent of an ended job is gone for good: its open uploads will never report. */
   failUploads(id: string): void {
-    this.sql.exec(`UPDATE job_artifacts SET state = 'failed' WHERE job_id = ? AND state = 'uploading'`, id);
+    this.writeArtifacts(id, `UPDATE job_artifacts SET state = 'failed' WHERE job_id = ? AND state = 'uploading'`, id);
     this.markUploadOrphaned(id, null);
   }
 
@@ -492,7 +582,11 @@ export class JobStore {
   }
 
   relayed(id: string, stream: StreamName): number {
-    return this.sql.exec<{ n: number }>(`SELECT COALESCE(MAX(offset + bytes), 0) AS n FROM job_output WHERE job_id = ? AND stream = ?`, id, stream).one().n;
+    const known = this.liveEnds.get(id)?.[stream];
+    if (known !== undefined) return known;
+    const n = this.sql.exec<{ n: number }>(`SELECT COALESCE(MAX(offset + bytes), 0) AS n FROM job_output WHERE job_id = ? AND stream = ?`, id, stream).one().n;
+    this.liveEnds.set(id, { ...this.liveEnds.get(id), [stream]: n });
+    return n;
   }
 
   /** Newest first; the cursor is the last row's `seq`. */
@@ -516,19 +610,30 @@ export class JobStore {
   }
 
   /** Rows whose D1 index row / audit row is missing or behind (a queued job once, to create them). */
-  unsynced(limit = 50): JobRow[] {
+  unsynced(limit = 50): Readonly<JobRow>[] {
+    this.toCopy ??= new Set(
+      this.sql
+        .exec<{ id: string }>(`SELECT id FROM jobs WHERE synced = 0 AND (state != 'queued' OR d1_created = 0)`)
+        .toArray()
+        .map((r) => r.id),
+    );
+    if (this.toCopy.size === 0) return [];
+    const known = [...this.toCopy].map((id) => this.rows.get(id));
+    if (known.every((r) => r !== undefined)) return known.sort(bySeq).slice(0, limit);
     return this.sql
       .exec<JobRow & Record<string, SqlStorageValue>>(
         `SELECT * FROM jobs WHERE synced = 0 AND (state != 'queued' OR d1_created = 0) ORDER BY seq LIMIT ?`,
         limit,
       )
-      .toArray();
+      .toArray()
+      .map((r) => this.keep(r));
   }
 
   /** What D1 needs to create a job's rows: its spec and its call's audit entry (null once created, or for a job recorded by the Worker). */
   d1Record(row: JobRow): { spec: JobSpec; audit: AuditEntry } | null {
     if (row.d1_created) return null;
-    const t = this.getTexts(row.id, ['spec', 'audit']);
+    const fresh = this.fresh.get(row.id);
+    const t = fresh ? new Map(Object.entries(fresh)) : this.getTexts(row.id, ['spec', 'audit']);
     const spec = t.get('spec');
     const audit = t.get('audit');
     return spec && audit ? { spec: JSON.parse(spec) as JobSpec, audit: JSON.parse(audit) as AuditEntry } : null;
@@ -536,8 +641,8 @@ export class JobStore {
 
   /** D1 took the row as of `state` (its creation included): synced unless it changed since the copy was taken. */
   markSynced(id: string, state: JobState): void {
-    this.changed(id);
-    this.sql.exec(`UPDATE jobs SET d1_created = 1, synced = CASE WHEN state = ? THEN 1 ELSE synced END WHERE id = ?`, state, id);
+    this.writeJobs(`UPDATE jobs SET d1_created = 1, synced = CASE WHEN state = ? THEN 1 ELSE synced END WHERE id = ?`, state, id);
+    this.fresh.delete(id);
   }
 
   /** Drops finished jobs older than `before` with everything stored for them; returns their ids. */
@@ -547,7 +652,7 @@ export class JobStore {
       .toArray()
       .map((r) => r.id);
     for (const id of ids) {
-      this.changed(id);
+      this.forget(id);
       this.sql.exec(`DELETE FROM job_blobs WHERE job_id = ?`, id);
       this.sql.exec(`DELETE FROM job_output WHERE job_id = ?`, id);
       this.sql.exec(`DELETE FROM job_artifacts WHERE job_id = ?`, id);
@@ -560,14 +665,30 @@ export class JobStore {
 
   private putText(id: string, kind: string, text: string): void {
     this.sql.exec(`DELETE FROM job_blobs WHERE job_id = ? AND kind = ?`, id, kind);
-    this.insertText(id, kind, text);
+    this.insertTexts(id, [[kind, text]]);
   }
 
-  /** Stores `text` under a kind the job has no blobs of yet (a new job: no DELETE first). */
-  private insertText(id: string, kind: string, text: string): void {
-    splitText(text, STORED_CHUNK_CHARS).forEach((data, seq) => {
-      this.sql.exec(`INSERT INTO job_blobs (job_id, kind, seq, data) VALUES (?, ?, ?, ?)`, id, kind, seq, data);
-    });
+  /**
+   * Stores texts under kinds the job has no blobs of yet (a new job: no DELETE first), in as few
+   * statements as the limits allow: chunks together up to one row's worth of text, within the
+   * bound-parameter limit (a new job's spec and audit entry are usually one statement).
+   */
+  private insertTexts(id: string, texts: [kind: string, text: string][]): void {
+    const rows = texts.flatMap(([kind, text]) => splitText(text, STORED_CHUNK_CHARS).map((data, seq) => [id, kind, seq, data] as const));
+    const maxRows = Math.floor(SQLITE_BOUND_PARAMETERS_MAX / 4);
+    let batch: (typeof rows)[number][] = [];
+    let chars = 0;
+    const flush = () => {
+      if (batch.length) this.sql.exec(`INSERT INTO job_blobs (job_id, kind, seq, data) VALUES ${batch.map(() => '(?, ?, ?, ?)').join(', ')}`, ...batch.flat());
+      batch = [];
+      chars = 0;
+    };
+    for (const row of rows) {
+      if (batch.length === maxRows || chars + row[3].length > STORED_CHUNK_CHARS) flush();
+      batch.push(row);
+      chars += row[3].length;
+    }
+    flush();
   }
 
   private getText(id: string, kind: string): string | null {

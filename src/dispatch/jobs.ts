@@ -51,12 +51,10 @@ export class Jobs implements Wakes {
     const parsed = DispatchRequest.safeParse(raw);
     if (!parsed.success) return { ok: false, code: 'invalid_argument', message: describeIssues(parsed.error.issues) };
     const req = parsed.data;
-    const existing = this.store.get(req.spec.jobId);
-    if (existing) return answerFor(existing);
     const team = await this.host.team();
     const now = this.host.now();
     const queuedBefore = this.store.queued().length;
-    this.store.create({
+    const row = this.store.create({
       spec: req.spec,
       tool: req.tool,
       subject: req.subject,
@@ -81,6 +79,8 @@ export class Jobs implements Wakes {
         exitStatus: 'queued',
       },
     });
+    // A job id it has already: the submit was sent again (its answer lost), and the job is as it stands.
+    if (!row) return answerFor(this.store.get(req.spec.jobId)!);
     if (this.p.configError) {
       this.close(req.spec.jobId, 'refused', { error: this.p.configError });
     } else if (queuedBefore >= req.maxQueueLength) {
@@ -92,7 +92,7 @@ export class Jobs implements Wakes {
       });
     } else {
       const agents = this.p.link.schedAgents(this.load());
-      const why = agents.length ? whyNoAgentFits(toSchedJob(this.store.get(req.spec.jobId)!), agents) : null;
+      const why = agents.length ? whyNoAgentFits(toSchedJob(row), agents) : null;
       // With agents connected and none able to take the job ever, waiting would only delay the answer.
       if (why && why !== 'no_agent') this.close(req.spec.jobId, 'refused', { error: await this.refusal(req.spec.jobId, why) });
       else await this.pump();
@@ -299,7 +299,8 @@ export class Jobs implements Wakes {
   /** Open jobs need the alarm every heartbeat (liveness); a queued job's deadline, sooner. */
   nextWake(now: number): number | null {
     const queued = this.store.queued();
-    if (queued.length + this.store.running().length + this.store.uploading().length === 0) return null;
+    // Open jobs are in memory; ended ones with uploads are looked for only when none is open.
+    if (queued.length + this.store.running().length === 0 && this.store.uploading().length === 0) return null;
     const dl = nextDeadline(queued.map(toSchedJob));
     return Math.min(now + this.host.heartbeatMs, dl === null ? Infinity : Math.max(now + 10, dl));
   }

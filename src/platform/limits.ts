@@ -45,6 +45,9 @@ export const WEBSOCKET_MESSAGE_MAX_BYTES = 32 * 1024 * 1024;
 /** Largest row, and largest string or BLOB value, in a SQLite-backed Durable Object. */
 export const SQLITE_ROW_MAX_BYTES = 2 * 1000 * 1000;
 
+/** Bound parameters one SQL statement of a SQLite-backed Durable Object may carry. */
+export const SQLITE_BOUND_PARAMETERS_MAX = 100;
+
 /** Storage of one SQLite-backed Durable Object. */
 export const DO_STORAGE_MAX_BYTES = 10 * 1000 * 1000 * 1000;
 

@@ -6,6 +6,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { timingSafeEqual } from 'node:crypto';
 import type { DispatchHost, SqlHost } from '../../src/dispatch/host.ts';
 import type { Env } from '../../src/env.ts';
+import { SQLITE_BOUND_PARAMETERS_MAX } from '../../src/platform/limits.ts';
 
 // workerd's extension of WebCrypto, which the upload grant check uses.
 const subtle = crypto.subtle as unknown as { timingSafeEqual?: (a: Uint8Array, b: Uint8Array) => boolean };
@@ -14,10 +15,18 @@ subtle.timingSafeEqual ??= (a, b) => timingSafeEqual(a, b);
 export function sqlHost(db = new DatabaseSync(':memory:')): SqlHost & { db: DatabaseSync } {
   const sql = {
     exec(q: string, ...params: unknown[]) {
+      // node:sqlite takes far more; the DO refuses a statement over its limit.
+      if (params.length > SQLITE_BOUND_PARAMETERS_MAX)
+        throw new Error(`${params.length} bound parameters; a Durable Object's SQLite takes ${SQLITE_BOUND_PARAMETERS_MAX}`);
       const stmt = db.prepare(q);
       if (/^\s*SELECT/i.test(q)) {
         const rows = stmt.all(...(params as never[]));
         return { toArray: () => rows, one: () => rows[0], rowsWritten: 0 };
+      }
+      // A write that hands back what it wrote: its rows, one written per row returned.
+      if (/\bRETURNING\b/i.test(q)) {
+        const rows = stmt.all(...(params as never[]));
+        return { toArray: () => rows, one: () => rows[0], rowsWritten: rows.length };
       }
       const r = stmt.run(...(params as never[]));
       return { toArray: () => [], one: () => undefined, rowsWritten: Number(r.changes) };

@@ -1,0 +1,162 @@
+/**
+ * The DO SQLite statements one `execute` call costs the team's Durable Object, counted over its
+ * whole path on node:sqlite: submit and follow, one live output frame, the agent's exit, the
+ * follower's end, the result, and the background copy to D1 — with the alarm re-armed as the DO
+ * does after a placement (every capability's `nextWake`). Also: the count does not grow with the
+ * jobs the team has open, and a restarted object (memory lost, storage kept) still places and
+ * finishes jobs.
+ */
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { PROTOCOL_VERSION, type JobSpec } from '../../src/contracts/agent-protocol.ts';
+import { encodeOutputFrame } from '../../src/contracts/output-frame.ts';
+import type { DispatchRequest } from '../../src/dispatch/events.ts';
+import { dispatchHost, FakeSocket } from './sql-host.ts';
+import { connect, exitOf, HB, request, say, setup } from './team-fixture.ts';
+
+/**
+ * Cloudflare bills and times every DO SQLite statement, and one call used to make 34 (41 with the
+ * alarm's re-arm), most of them reads of rows the object had just read or written (issue #28).
+ */
+const STATEMENTS_PER_CALL = 15;
+
+type Team = ReturnType<typeof setup>;
+
+/** The DO's re-arm after work (team-dispatcher.ts `rearm`): it asks every capability for its next wake-up. */
+function rearmLikeTheDO(t: Team): void {
+  t.host.wake = async () => {
+    t.host.wakeCalls += 1;
+    for (const w of t.c.wakes) w.nextWake(t.host.now());
+  };
+}
+
+/** Counts the statements run on the object's SQLite from now on. */
+function countStatements(t: Team): string[] {
+  const run: string[] = [];
+  const exec = t.host.sql.exec.bind(t.host.sql);
+  t.host.sql.exec = ((q: string, ...params: SqlStorageValue[]) => {
+    run.push(q);
+    return exec(q, ...params);
+  }) as typeof t.host.sql.exec;
+  return run;
+}
+
+/** Lets the background work run out: the delayed D1 copy of a start, and the passes it awaits. */
+async function settle(): Promise<void> {
+  await vi.advanceTimersByTimeAsync(1000);
+  for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r));
+}
+
+/** One execute call as the edge makes it, to its end and its D1 copy; returns the follower's events. */
+async function executeCall(t: Team, ws: FakeSocket, jobId: string, o: Partial<DispatchRequest> = {}) {
+  const answer = await t.c.jobs.submit(request(jobId, o));
+  const events = t.c.followers.follow(jobId);
+  const frame = encodeOutputFrame({ jobId, stream: 'stdout', offset: 0, data: new TextEncoder().encode('hi\n') });
+  await t.c.messages.receive(ws as unknown as WebSocket, frame.slice().buffer);
+  // As an agent sends it when the live frames carried the whole inline result: the edge rebuilds the text.
+  await say(t, ws, { ...exitOf(jobId, ''), streams: exitOf(jobId, 'hi\n').streams, inlineFromLive: true });
+  const lines = (await new Response(events).text())
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { type: string; exit?: { stdout: string } });
+  const result = t.c.jobs.result(jobId);
+  await settle();
+  return { answer, lines, result };
+}
+
+describe('DO statements per execute call', () => {
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it(`makes at most ${STATEMENTS_PER_CALL} statements for one call, which still runs, answers and reaches D1`, async () => {
+    const t = setup();
+    rearmLikeTheDO(t);
+    const ws = await connect(t, 'a1');
+    await executeCall(t, ws, 'j0'); // the object's first call reads what it keeps once
+    const batches = t.batches.length;
+    const run = countStatements(t);
+    const { answer, lines, result } = await executeCall(t, ws, 'j1');
+    expect(run.length).toBeLessThanOrEqual(STATEMENTS_PER_CALL);
+    expect(answer).toEqual({ ok: true, jobId: 'j1', state: 'running', agentId: 'a1' });
+    expect(lines.map((e) => e.type)).toEqual(['started', 'output', 'exit']);
+    expect(lines[2].exit?.stdout).toBe('hi\n');
+    expect(result?.view).toMatchObject({ state: 'exited', exit_code: 0, agent_id: 'a1' });
+    expect(result?.exit?.stdout).toBe('hi\n');
+    // One D1 batch: the job's index row and audit row created, with its end.
+    expect(t.batches.slice(batches)).toEqual([['INSERT', 'INSERT', 'UPDATE', 'UPDATE']]);
+    expect(t.c.store.get('j1')).toMatchObject({ synced: 1, d1_created: 1 });
+    expect(t.c.store.unsynced()).toEqual([]);
+  });
+
+  it('makes no more statements for a call while 20 other jobs of the team are queued or running', async () => {
+    const t = setup();
+    rearmLikeTheDO(t);
+    const a1 = await connect(t, 'a1');
+    await connect(t, 'a2');
+    const roomy = { maxConcurrentJobs: 50, maxQueueLength: 50 };
+    await executeCall(t, a1, 'j0', roomy);
+    // One running on a1 (a slot left), two filling a2, and 17 waiting for a2.
+    await t.c.jobs.submit(request('o0', { ...roomy, agent: 'a1' }));
+    for (let i = 1; i < 20; i++) await t.c.jobs.submit(request(`o${i}`, { ...roomy, agent: 'a2' }));
+    await settle();
+    expect([t.c.store.queued().length, t.c.store.running().length]).toEqual([17, 3]);
+    const run = countStatements(t);
+    const { lines } = await executeCall(t, a1, 'j1', roomy);
+    expect(run.length).toBeLessThanOrEqual(STATEMENTS_PER_CALL);
+    expect(lines.at(-1)?.exit?.stdout).toBe('hi\n');
+    expect([t.c.store.queued().length, t.c.store.running().length]).toEqual([17, 3]);
+  });
+
+  it('places and finishes jobs after a restart over the same storage (what it keeps in memory is read again)', async () => {
+    const t = setup();
+    const ws = await connect(t, 'a1');
+    await executeCall(t, ws, 'j0');
+    // a1 (capacity 2) runs j1 and j2; j3 waits for a slot. Then the object restarts: memory and sockets are gone.
+    for (const id of ['j1', 'j2', 'j3']) await t.c.jobs.submit(request(id));
+    expect(t.c.store.queued().map((r) => r.id)).toEqual(['j3']);
+    const host = dispatchHost({ db: t.host.db, env: t.host.env, heartbeatMs: HB });
+    host.clock.now = t.host.clock.now;
+    const r = setup({ host });
+    rearmLikeTheDO(r);
+    // The agent reconnects, still running j1 and j2.
+    const again = new FakeSocket();
+    host.socketList.push(again);
+    const att = r.c.link.attachmentFor(new Request('https://x/', { headers: { 'X-Gatehouse-Subject': 'agent-a1', 'X-Gatehouse-Token-Id': 'tok-agent-a1' } }));
+    if (!att.ok) throw new Error(att.message);
+    r.c.link.attach(again as unknown as WebSocket, att.att);
+    await say(r, again, {
+      type: 'hello',
+      v: PROTOCOL_VERSION,
+      agentId: 'a1',
+      version: '1',
+      capacity: 2,
+      sandbox: 'bwrap',
+      runtimes: [],
+      labels: [],
+      running: ['j1', 'j2'],
+    });
+    expect(again.of('job.start')).toEqual([]); // still full
+    expect([r.c.store.running().map((j) => j.id), r.c.store.queued().map((j) => j.id)]).toEqual([['j1', 'j2'], ['j3']]);
+    // j1's end frees a slot: j3 starts with the spec stored before the restart.
+    await say(r, again, exitOf('j1', 'one\n'));
+    const [start] = again.of('job.start') as { spec: JobSpec }[];
+    expect(start.spec).toMatchObject({ jobId: 'j3', command: 'echo', args: ['hi'] });
+    await say(r, again, exitOf('j2', 'two\n'));
+    // A new call after the restart: numbered after every stored job, placed, finished, copied.
+    const { answer, lines } = await executeCall(r, again, 'j4');
+    expect(answer).toMatchObject({ ok: true, state: 'running', agentId: 'a1' });
+    expect(lines.at(-1)?.exit?.stdout).toBe('hi\n');
+    await say(r, again, exitOf('j3', 'three\n'));
+    await settle();
+    expect(r.c.store.get('j4')!.seq).toBeGreaterThan(r.c.store.get('j3')!.seq);
+    expect(['j1', 'j2', 'j3', 'j4'].map((id) => r.c.jobs.result(id)?.exit?.stdout)).toEqual(['one\n', 'two\n', 'three\n', 'hi\n']);
+    expect([r.c.store.queued(), r.c.store.running(), r.c.store.unsynced()]).toEqual([[], [], []]);
+    // What the restarted object kept in memory matches a third reading of the same storage.
+    const fresh = setup({ host: dispatchHost({ db: t.host.db, env: t.host.env, heartbeatMs: HB }) });
+    for (const id of ['j0', 'j1', 'j2', 'j3', 'j4']) expect(fresh.c.store.get(id)).toEqual(r.c.store.get(id));
+    expect(fresh.c.store.unsynced()).toEqual([]);
+  });
+});
