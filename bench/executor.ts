@@ -48,7 +48,7 @@ function cpuWithChildren(): number {
  * and gofer processes run a gVisor job's work, and are not reaped until the sandbox ends) and
  * what each reaped of its children. A process that ended unreaped by the tree is missed.
  */
-function treeCpu(): number {
+export function treeCpu(): number {
   const procs = new Map<number, { ppid: number; cpu: number }>();
   for (const name of readdirSync('/proc')) {
     if (!/^\d+$/.test(name)) continue;
