@@ -177,8 +177,8 @@ interface Booted {
   id: string;
   /** Whether the pid file appeared before runsc exited. */
   ready: Promise<boolean>;
-  /** ms from the start to the pid file (NaN if it never appeared) and runsc's exit status, once it exits. */
-  exited: Promise<{ readyMs: number; code: number | null }>;
+  /** ms from spawning runsc to the pid file (NaN if it never appeared) and to its exit, and its exit status. */
+  exited: Promise<{ readyMs: number; exitMs: number; code: number | null }>;
   stderr(): string;
   /** Waits for runsc to exit (killing the sandbox if needed) and removes the sandbox's files. */
   end(): Promise<void>;
@@ -245,13 +245,14 @@ function startFromBundle(driver: GvisorDriver, c: Checkpoint, id: string, work: 
       resolveReady(true);
     }
   }, 2);
-  const exited = new Promise<{ readyMs: number; code: number | null }>((resolve) => {
+  const exited = new Promise<{ readyMs: number; exitMs: number; code: number | null }>((resolve) => {
     const done = (code: number | null) => {
+      const exitMs = performance.now() - t;
       clearInterval(poll);
       for (const fd of fds) closeSync(fd);
       fds.length = 0;
       resolveReady(false);
-      resolve({ readyMs, code });
+      resolve({ readyMs, exitMs, code });
     };
     child.once('error', (e) => {
       stderr += e.message;
@@ -281,14 +282,12 @@ async function restoreOnce(
   work: string,
   script: string,
 ): Promise<{ ms: number; readyMs: number } | { error: string }> {
-  const t = performance.now();
   const b = startFromBundle(driver, c, id, work, script);
-  const { readyMs, code } = await b.exited;
-  const ms = performance.now() - t;
+  const { readyMs, exitMs, code } = await b.exited;
   const stderr = b.stderr();
   await b.end();
   if (code !== 0) return { error: `runsc restore exited ${code}: ${firstLine(stderr) || 'no output'}` };
-  return { ms, readyMs };
+  return { ms: exitMs, readyMs };
 }
 
 /** runsc's message: its first line (a panic's stack trace follows it). */
