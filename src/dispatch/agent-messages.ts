@@ -179,7 +179,8 @@ export class AgentMessages {
     const head = (stream: 'stdout' | 'stderr') => {
       const total = msg.streams[stream].bytes;
       const need = Math.min(total, cap);
-      const { data } = this.p.store.readOutput(msg.jobId, stream, 0, need);
+      // An empty stream (most jobs' stderr) costs no storage read.
+      const data = need === 0 ? new Uint8Array(0) : this.p.store.readOutput(msg.jobId, stream, 0, need).data;
       if (data.byteLength < need) {
         console.warn(
           `job ${msg.jobId}: its exit leaves the inline ${stream} to the live output, but only ${data.byteLength} of the ${need} bytes it needs were kept; marked truncated`,
