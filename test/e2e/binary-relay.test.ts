@@ -6,6 +6,8 @@
  *    copy (the team Durable Object's rows, read while the upload is held) and the stored artifacts
  *    equal what the job wrote, byte for byte, and the agent's socket carried at most 1.05 × the
  *    output plus framing (a JSON-escaped NUL byte would be 6 bytes);
+ *  - the inline result travels once: a small NUL-heavy job's `execute` answer holds what it wrote, which the
+ *    edge rebuilt from the live frames (the exit carried no text), and its socket bytes stay within 1.05 ×;
  *  - uploads at Cloudflare's request body limit (REQUEST_BODY_MAX_BYTES): a stream of exactly that
  *    size goes as one PUT, one byte more goes in parts; both are stored whole and read back.
  * Correctness only: nothing here is timed.
@@ -153,8 +155,8 @@ describe('binary output', () => {
 
     // On the wire: each live frame is its bytes plus a header of 11 bytes and the job id; everything
     // the agent sent during the job (frames, WebSocket headers, heartbeats, the artifact reports, and
-    // the exit, whose inline result — 40,000 bytes by default — is the one copy that travels as JSON)
-    // stays within 5 % of the output.
+    // the exit, which leaves its inline result to the frames) stays within 5 % of the output.
+    expect(proxy.messages('job.exit', jobId)).toEqual([expect.objectContaining({ inlineFromLive: true, stdout: '', stderr: '' })]);
     const frames = proxy.messages('job.output', jobId);
     const relayed = frames.reduce((n, f) => n + (f.bytes as number), 0);
     expect(relayed).toBe(out.byteLength + err.byteLength);
@@ -163,6 +165,36 @@ describe('binary output', () => {
     expect(onSocket).toBeGreaterThanOrEqual(relayed);
     expect(onSocket / (out.byteLength + err.byteLength)).toBeLessThanOrEqual(1.05);
   }, 300_000);
+
+  it("a small NUL-heavy job's inline result is what it wrote, rebuilt from the live frames: the output crosses the socket once", async () => {
+    // Below the inline cap (40,000 bytes by default): the whole output is the inline result. As JSON it would be ~5× its size.
+    const small = Buffer.concat([nulHeavy(30_000 - 8), Buffer.from([0xc3, 0xa9, 0xff]), Buffer.from('tail\n')]);
+    expect(small.byteLength).toBeLessThan(POLICY.limits.inlineOutputBytes);
+    writeFileSync(join(root, 'small.bin'), small, { mode: 0o644 });
+    const socketBefore = proxy.agentSocketBytes;
+    const binaryBefore = proxy.agentPayloadBytes.binary;
+    const r = await call(c, 'execute', { command: 'cat small.bin' });
+    // The answer comes once the edge stored the exit: everything the job sent on the socket has passed the proxy.
+    const onSocket = proxy.agentSocketBytes - socketBefore;
+    expect(r.r.isError, r.t).toBeFalsy();
+    const jobId = r.s.job_id as string;
+    // What the API answers: the job's bytes decoded as the edge decodes them (an invalid byte becomes U+FFFD).
+    expect(r.s).toMatchObject({ exit_code: 0, stdout: new TextDecoder().decode(small), stdout_truncated: false, stderr: '', stderr_truncated: false });
+    const s = await ended(jobId, (x) => x.artifact_state !== 'uploading', 'the artifact to be stored');
+    expect(s).toMatchObject({ state: 'exited', artifact_state: 'complete', stdout_bytes: small.byteLength });
+
+    // The exit carried no text: the edge rebuilt it from the frames that came before it on the same socket.
+    const exits = proxy.messages('job.exit', jobId);
+    expect(exits).toEqual([expect.objectContaining({ inlineFromLive: true, stdout: '', stderr: '' })]);
+    const frames = proxy.messages('job.output', jobId);
+    const relayed = frames.reduce((n, f) => n + (f.bytes as number), 0);
+    expect(relayed).toBe(small.byteLength);
+    expect(proxy.agentPayloadBytes.binary - binaryBefore).toBe(relayed + frames.length * (11 + Buffer.byteLength(jobId)));
+    // Framing: the frames' headers, the exit (a few hundred bytes of JSON), heartbeats, WebSocket headers.
+    expect(Buffer.byteLength(JSON.stringify(exits[0]))).toBeLessThan(1000);
+    expect(onSocket).toBeGreaterThanOrEqual(relayed);
+    expect(onSocket / small.byteLength).toBeLessThanOrEqual(1.05);
+  }, 120_000);
 
   it("a stream of exactly Cloudflare's request body limit goes as one PUT, one byte more in parts; both are stored whole", async () => {
     // One file of REQUEST_BODY_MAX_BYTES + 1 random bytes; one job writes all but its last byte, the other all of it.
