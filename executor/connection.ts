@@ -5,8 +5,28 @@
  * parsed edge messages to `onMessage` and sends what it is given.
  */
 import { WebSocket, request } from 'undici';
-import { AGENT_CONNECT_PATH, AGENT_RECONNECT_MAX_BACKOFF_MS, parseEdgeMessage, type AgentMessage, type EdgeMessage } from '../src/contracts/agent-protocol.ts';
 import { AGENT_CLAIM_REFUSED_CLOSE } from '../src/contracts/agent-grant.ts';
+import {
+  AGENT_CONNECT_PATH,
+  AGENT_PROTOCOL_CLOSE,
+  AGENT_RECONNECT_MAX_BACKOFF_MS,
+  PROTOCOL_VERSION,
+  parseEdgeMessage,
+  type AgentMessage,
+  type EdgeMessage,
+} from '../src/contracts/agent-protocol.ts';
+
+/** Close codes after which the agent stops (its service manager must not restart it either): what the user has to change. */
+const PERMANENT_REFUSALS: Record<number, { reason: string; fix: string }> = {
+  [AGENT_CLAIM_REFUSED_CLOSE]: {
+    reason: 'claims not granted',
+    fix: 'run it with the sandbox, labels and --id its token grants (gatehouse token list shows them), or use a token that grants these claims',
+  },
+  [AGENT_PROTOCOL_CLOSE]: {
+    reason: `agent protocol v${PROTOCOL_VERSION} not spoken by the gateway`,
+    fix: 'install the agent of the same Gatehouse version as the gateway',
+  },
+};
 import type { Logger } from './log.ts';
 
 type Welcome = Extract<EdgeMessage, { type: 'welcome' }>;
@@ -151,11 +171,11 @@ export class EdgeConnection {
       this.welcomed = false;
       this.clearHeartbeat();
       if (this.stopped) return;
-      if (ev.code === AGENT_CLAIM_REFUSED_CLOSE) {
-        const reason = ev.reason || 'claims not granted';
-        log.error(
-          `the gateway refused this agent (close code ${ev.code}): ${reason} — run it with the sandbox, labels and --id its token grants (gatehouse token list shows them), or use a token that grants these claims; not reconnecting`,
-        );
+      // Refusals that a reconnect cannot change: the token's grant, or the protocol version this agent speaks.
+      const fix = PERMANENT_REFUSALS[ev.code];
+      if (fix) {
+        const reason = ev.reason || fix.reason;
+        log.error(`the gateway refused this agent (close code ${ev.code}): ${reason} — ${fix.fix}; not reconnecting`);
         this.stopped = true;
         this.o.onRefused?.(reason);
         return;

@@ -15,7 +15,7 @@ import { JobRunner } from '../../executor/jobs/runner.ts';
 import { startDriver } from '../../executor/sandbox/index.ts';
 import type { SandboxDriver } from '../../executor/sandbox/types.ts';
 import { silentLogger, type Logger } from '../../executor/log.ts';
-import { ARTIFACT_UPLOAD_PATH, PROTOCOL_VERSION } from '../../src/contracts/agent-protocol.ts';
+import { AGENT_PROTOCOL_CLOSE, ARTIFACT_UPLOAD_PATH, PROTOCOL_VERSION } from '../../src/contracts/agent-protocol.ts';
 import { FakeEdge } from './fake-edge.ts';
 import { jobSpec, requireTool, runtimes } from './helpers.ts';
 
@@ -272,6 +272,21 @@ describe('agent ↔ gateway protocol', () => {
     await startAgent({ token: 'wrong-token' });
     await waitFor(() => logs.some((l) => l.includes('refused the agent token (HTTP 401)')));
     expect(edge.connections).toBe(0);
+  });
+});
+
+describe('a refusal the agent cannot fix by reconnecting', () => {
+  it('stops for good when the gateway closes its hello for another protocol version (4426), saying what to do', async () => {
+    await startAgent();
+    await edge.next(isType('hello'));
+    edge.close(AGENT_PROTOCOL_CLOSE, 'agent protocol v1 only; this agent speaks v2');
+    await waitFor(() => logs.some((l) => l.includes('not reconnecting')));
+    const line = logs.find((l) => l.includes('not reconnecting'))!;
+    expect(line).toContain(`(close code ${AGENT_PROTOCOL_CLOSE}): agent protocol v1 only; this agent speaks v2`);
+    expect(line).toContain('install the agent of the same Gatehouse version as the gateway');
+    // Longer than the first reconnect delay: it does not come back.
+    await new Promise((r) => setTimeout(r, 2500));
+    expect(edge.connections).toBe(1);
   });
 });
 

@@ -168,6 +168,15 @@ export class FakeEdge {
     this.socket?.write(encodeFrame(Buffer.from(text), 1));
   }
 
+  /** Closes the socket with a close frame carrying `code` and `reason`, as the edge does when it refuses an agent. */
+  close(code: number, reason: string): void {
+    const payload = Buffer.alloc(2 + Buffer.byteLength(reason));
+    payload.writeUInt16BE(code, 0);
+    payload.write(reason, 2);
+    this.socket?.end(encodeFrame(payload, 8));
+    this.socket = null;
+  }
+
   /** Drops the socket without a close handshake (a network failure). */
   drop(): void {
     this.socket?.destroy();
