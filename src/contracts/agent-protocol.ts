@@ -113,7 +113,7 @@ export const RuntimeInfo = z.object({
 export const AgentLabel = z.string().regex(/^[A-Za-z0-9._:=-]{1,64}$/, 'labels are 1-64 characters of letters, digits, . _ : = -');
 export type RuntimeInfo = z.infer<typeof RuntimeInfo>;
 
-export const StreamSummary = z.object({
+const StreamSummary = z.object({
   bytes: z.number().int().min(0),
   lines: z.number().int().min(0),
   /** The artifact hit its cap: it holds the first `artifactBytes` bytes only. */
@@ -193,12 +193,12 @@ export const AgentHello = z.object({
   /** Jobs still running from before a reconnect; their results will follow. */
   running: RunningJobs,
 });
-export const AgentHeartbeat = z.object({
+const AgentHeartbeat = z.object({
   type: z.literal('heartbeat'),
   running: RunningJobs,
 });
 /** One piece of a result's inline output, sent before a `job.exit` that says `parts`. */
-export const JobExitPart = z.object({
+const JobExitPart = z.object({
   type: z.literal('job.exit.part'),
   jobId: z.string(),
   stream: StreamName,
@@ -233,12 +233,11 @@ export const JobError = z.object({
 export const AgentMessage = z.discriminatedUnion('type', [AgentHello, AgentHeartbeat, JobExitPart, JobExit, JobArtifact, JobError, EgressAsk, EgressLog]);
 export type AgentMessage = z.infer<typeof AgentMessage>;
 export type AgentHello = z.infer<typeof AgentHello>;
-export type JobExitPart = z.infer<typeof JobExitPart>;
 export type JobError = z.infer<typeof JobError>;
 export type JobArtifact = z.infer<typeof JobArtifact>;
 
 // ---- edge → agent ----
-export const EdgeWelcome = z.object({
+const EdgeWelcome = z.object({
   type: z.literal('welcome'),
   v: z.literal(PROTOCOL_VERSION),
   team: z.string(),
@@ -251,13 +250,13 @@ export const EdgeWelcome = z.object({
  */
 export const UploadGrant = z.object({ agentId: z.string().min(1).max(128), token: z.string().min(32).max(128) });
 export type UploadGrant = z.infer<typeof UploadGrant>;
-export const JobStart = z.object({ type: z.literal('job.start'), spec: JobSpec, upload: UploadGrant.optional() });
-export const JobCancel = z.object({ type: z.literal('job.cancel'), jobId: z.string(), reason: z.string() });
+const JobStart = z.object({ type: z.literal('job.start'), spec: JobSpec, upload: UploadGrant.optional() });
+const JobCancel = z.object({ type: z.literal('job.cancel'), jobId: z.string(), reason: z.string() });
 /**
  * The edge stored this job's result (or, with `stream`, that stream's `job.artifact` report); the
  * agent may forget it (until then it re-sends after every reconnect).
  */
-export const JobAck = z.object({ type: z.literal('job.ack'), jobId: z.string(), stream: StreamName.optional() });
+const JobAck = z.object({ type: z.literal('job.ack'), jobId: z.string(), stream: StreamName.optional() });
 export const EdgeMessage = z.discriminatedUnion('type', [EdgeWelcome, JobStart, JobCancel, JobAck, EgressAnswer]);
 export type EdgeMessage = z.infer<typeof EdgeMessage>;
 

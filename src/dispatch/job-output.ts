@@ -60,7 +60,7 @@ export async function readJobOutput(
 }
 
 /** Length of the longest prefix of `b` that does not end inside a multi-byte UTF-8 sequence. */
-export function utf8Boundary(b: Uint8Array): number {
+function utf8Boundary(b: Uint8Array): number {
   let i = b.byteLength;
   let back = 0;
   while (i > 0 && back < 4 && (b[i - 1] & 0xc0) === 0x80) i--, back++;
