@@ -1,6 +1,7 @@
 /**
- * The agent as users meet it, side by side: `npm start` runs it from its TypeScript sources
- * (`node executor/main.ts`), a package installs the bundle `npm run build` writes (dist/agent.mjs).
+ * The agent both ways, side by side: from its TypeScript sources (`node executor/main.ts`, as a
+ * checkout's `npx gatehouse agent` runs it) and the bundle `npm run build` writes (dist/agent.mjs),
+ * which a package installs and `npm start` runs.
  * Both connect to the same gateway for their own team (sandbox none, so the figures are the
  * agent's and the edge's); `execute true` calls alternate between them, one at a time, so a
  * change in the machine's load falls on both alike. Figures: p50/p99 of each, the ratio of the
@@ -94,7 +95,7 @@ export function entryRows(f: EntryFigures): string[][] {
   return [
     ['execute true, sandbox none, packed agent (dist/agent.mjs)', ms(pct(packed, 50)), ms(pct(packed, 99)), `idle RSS ${rss('packed')}`],
     [
-      'execute true, sandbox none, agent from its TypeScript sources (npm start)',
+      'execute true, sandbox none, agent from its TypeScript sources (executor/main.ts)',
       ms(pct(src, 50)),
       ms(pct(src, 99)),
       `${(pct(src, 50) / pct(packed, 50)).toFixed(2)}× the packed agent's p50 (p99 ${(pct(src, 99) / pct(packed, 99)).toFixed(2)}×); idle RSS ${rss('sources')}`,

@@ -7,9 +7,9 @@
  * whole output, and how late the agent's heartbeats arrived while the job ran (the largest gap
  * between two heartbeats at the proxy, minus the heartbeat interval).
  *
- * Each figure is measured twice, side by side: with the agent as `npm start` runs it (its
- * TypeScript sources, `node executor/main.ts`) and as a package installs it (the bundle
- * `npm run build` writes, dist/agent.mjs).
+ * Each figure is measured twice, side by side: with the agent run from its TypeScript sources
+ * (`npx gatehouse agent` in a checkout, `node executor/main.ts`) and bundled, as a package installs
+ * it and `npm start` runs it (the bundle `npm run build` writes, dist/agent.mjs).
  *
  * `node bench/relay.ts [megabytes=1000] [sources|packed]` runs it alone against a fresh gateway (both setups unless one is named).
  */
@@ -24,8 +24,8 @@ import { startBenchGateway } from './gateway.ts';
 
 /** The two ways a user runs the agent. */
 export const AGENT_ENTRIES = {
-  sources: { label: 'TypeScript sources (npm start)', entry: undefined },
-  packed: { label: 'packed (dist/agent.mjs)', entry: join(import.meta.dirname, '../dist/agent.mjs') },
+  sources: { label: 'TypeScript sources (executor/main.ts)', entry: undefined },
+  packed: { label: 'packed (dist/agent.mjs, as installed and as npm start runs it)', entry: join(import.meta.dirname, '../dist/agent.mjs') },
 } as const;
 export type AgentEntry = keyof typeof AGENT_ENTRIES;
 

@@ -19,7 +19,7 @@
  * 12. one job writing 1 GB to stdout (bench/output.ts): the agent's peak RSS, artifact complete;
  *     1 GB of random binary stdout through the live relay (bench/relay.ts): agent RSS, bytes on
  *     its socket per byte relayed, heartbeat lateness — for the agent run from its TypeScript
- *     sources (as `npm start` runs it) and for the packed agent, side by side; `execute true`
+ *     sources (a checkout's `npx gatehouse agent`) and for the packed agent (installed, and what `npm start` runs), side by side; `execute true`
  *     (2) is also timed against both, calls alternating (bench/agent-entry.ts)
  * 13. the emulator floor (bench/emulator-floor.ts): an execute call's binding operations in local
  *     workerd with no Gatehouse code, against the gateway's own CPU per call
@@ -166,7 +166,7 @@ async function main() {
       f(pct(tNonePaused, 99)),
       `+${f(pct(tNonePaused, 50) - pct(tNone, 50))} over back to back (bench/RESULTS.md, "After an idle moment")`,
     );
-    // Users meet the agent both ways: as `npm start` runs it (its TypeScript sources) and packed.
+    // The agent both ways: from its TypeScript sources (a checkout's `npx gatehouse agent`) and packed (installed, `npm start`).
     for (const r of entryRows(await benchAgentEntries(gw, N))) row(...r);
 
     // The hot path taken apart, and the gateway's CPU per call (robust to other processes' load).
@@ -363,7 +363,7 @@ async function main() {
       `target < 150 MB; +${(bigOut.rssPeakMb - bigOut.rssBeforeMb).toFixed(0)} MB over the agent's idle RSS (the installed agent, dist/agent.mjs); artifact ${bigOut.artifactBytes ?? '?'} bytes, ${bigOut.complete ? 'complete' : 'NOT complete'}${bigOut.error ? `; error: ${bigOut.error.slice(0, 100)}` : ''}`,
     );
 
-    // The live relay under 1 GB of random binary, for the agent as npm start runs it and as installed.
+    // The live relay under 1 GB of random binary, for the agent from its sources and packed (as installed and as npm start runs it).
     for (const entry of ['sources', 'packed'] as const)
       for (const r of relayRows(await benchRelay(gw, entry, quick ? 200_000_000 : BIG_OUTPUT_BYTES, HEARTBEAT_MS))) row(...r);
 

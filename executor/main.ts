@@ -17,7 +17,11 @@ import { startDriver, startStrongestDriver } from './sandbox/index.ts';
 import { systemView } from './sandbox/system-view.ts';
 import { AGENT_REFUSED_EXIT_CODE } from '../src/contracts/agent-grant.ts';
 
+/** The package version, written into the bundle by scripts/build-dist.ts (a bundle may live anywhere, away from package.json). */
+declare const __GATEHOUSE_VERSION__: string | undefined;
+
 function agentVersion(): string {
+  if (typeof __GATEHOUSE_VERSION__ === 'string') return __GATEHOUSE_VERSION__;
   try {
     const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version?: string };
     return pkg.version ?? '0.0.0';

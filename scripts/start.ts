@@ -278,7 +278,12 @@ async function main(): Promise<void> {
   const tokenFile = join(STATE, 'agent.token');
   writeFileSync(tokenFile, agent.token + '\n', { mode: 0o600 });
   chmodSync(tokenFile, 0o600);
-  const agentArgs = [join(ROOT, 'executor/main.ts'), '--url', URL_BASE, '--token-file', tokenFile, '--root', join(STATE, 'workspace'), '--id', 'local-agent'];
+  // The agent runs as it is installed: bundled (from its TypeScript sources it idles ~40 MB higher, the sources and
+  // the type stripper; bench/RESULTS.md). The bundle goes in the state dir, rebuilt at each start from the sources.
+  const bundle = join(STATE, 'agent-bundle');
+  const built = spawnSync(NODE, [join(ROOT, 'scripts/build-dist.ts'), '--agent-only', '--outdir', bundle], { cwd: ROOT, encoding: 'utf8' });
+  if (built.status !== 0) throw new Error(`bundling the agent failed (node scripts/build-dist.ts): ${built.stderr || built.error?.message}`);
+  const agentArgs = [join(bundle, 'agent.mjs'), '--url', URL_BASE, '--token-file', tokenFile, '--root', join(STATE, 'workspace'), '--id', 'local-agent'];
   if (sandbox) agentArgs.push('--sandbox', sandbox);
   // Asking for no isolation by name is the explicit development choice the agent wants.
   if (sandbox === 'none') agentArgs.push('--allow-no-isolation');
@@ -287,7 +292,7 @@ async function main(): Promise<void> {
   children.push(ag);
   ag.on('exit', (code) =>
     log(
-      `the executor agent exited (${code}); the end of ${join(STATE, 'agent.log')}:\n${tail('agent.log')}\nrestart it with: node executor/main.ts ${agentArgs.slice(1).join(' ')}`,
+      `the executor agent exited (${code}); the end of ${join(STATE, 'agent.log')}:\n${tail('agent.log')}\nrestart it with: npx gatehouse agent ${agentArgs.slice(1).join(' ')}`,
     ),
   );
   const running = await agentConnected(ag, 60_000);
