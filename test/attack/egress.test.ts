@@ -13,7 +13,7 @@ import { createServer as createTcpServer, type Server as TcpServer } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { JobExit, JobSpec, SandboxKind } from '../../src/contracts/agent-protocol.ts';
+import { PROTOCOL_VERSION, type JobExit, type JobSpec, type SandboxKind } from '../../src/contracts/agent-protocol.ts';
 import type { EgressAsk, EgressConnection, NetworkGrant } from '../../src/contracts/network.ts';
 import type { EgressEdge } from '../../executor/egress/proxy.ts';
 import { parseTestHosts } from '../../executor/egress/test-hosts.ts';
@@ -274,7 +274,7 @@ function egressSuite(kind: SandboxKind & ('gvisor' | 'bwrap')): void {
       agent.start();
       try {
         await fe.next((m) => m.type === 'hello', 30_000);
-        fe.send({ type: 'welcome', v: 1, team: 'acme', heartbeatMs: 1000 });
+        fe.send({ type: 'welcome', v: PROTOCOL_VERSION, team: 'acme', heartbeatMs: 1000 });
         const jobId = `via-agent-${kind}`;
         const spec = jobSpec({
           jobId,

@@ -15,7 +15,7 @@ import { createServer, type Server } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import type { JobExit, JobSpec } from '../../src/contracts/agent-protocol.ts';
+import { PROTOCOL_VERSION, type JobExit, type JobSpec } from '../../src/contracts/agent-protocol.ts';
 import type { SandboxReuse } from '../../src/contracts/sandbox-reuse.ts';
 import { FakeEdge } from '../executor/fake-edge.ts';
 import { jobSpec, requireTool } from '../executor/helpers.ts';
@@ -112,7 +112,7 @@ for (const c of cases) {
         .catch((e: Error) => {
           throw new Error(`${e.message}\nagent log:\n${agentLog}`);
         });
-      edge.send({ type: 'welcome', v: 1, team: 'fds', heartbeatMs: 1000 });
+      edge.send({ type: 'welcome', v: PROTOCOL_VERSION, team: 'fds', heartbeatMs: 1000 });
       // The scenario holds: the agent itself has every one of them open.
       links = INHERITED.map((fd) => readlinkSync(`/proc/${agent.pid}/fd/${fd}`));
       expect(links[0]).toBe(hostFile);

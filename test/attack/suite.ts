@@ -16,7 +16,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import type { JobExit, JobSpec } from '../../src/contracts/agent-protocol.ts';
+import { PROTOCOL_VERSION, type JobExit, type JobSpec } from '../../src/contracts/agent-protocol.ts';
 import { FakeEdge } from '../executor/fake-edge.ts';
 import { jobSpec, requireTool } from '../executor/helpers.ts';
 import type { SandboxReuse } from '../../src/contracts/sandbox-reuse.ts';
@@ -119,7 +119,7 @@ export function attackSuite(kind: 'gvisor' | 'bwrap', o: { reuse?: SandboxReuse 
       const limitsLine = /limits: .*/.exec(agentLog)?.[0] ?? '';
       for (const what of ['memory', 'processes', 'open files', 'file size', 'CPU time', '/tmp', 'disk writes']) expect(limitsLine).toContain(what);
       expect(agentLog).not.toMatch(/NO memory limit/);
-      edge.send({ type: 'welcome', v: 1, team: 'attack', heartbeatMs: HEARTBEAT_MS });
+      edge.send({ type: 'welcome', v: PROTOCOL_VERSION, team: 'attack', heartbeatMs: HEARTBEAT_MS });
       // Warm up (the pool's sandboxes are made with the limits of the latest job).
       const w = await job({ command: 'true' }, 60_000);
       expect(w.exit?.state, agentLog).toBe('exited');

@@ -1,7 +1,7 @@
 /** `gatehouse agent --label …`: placement labels parsed, validated and advertised in hello. */
 import { describe, expect, it } from 'vitest';
 import { parseAgentArgs } from '../../executor/config.ts';
-import { AgentHello } from '../../src/contracts/agent-protocol.ts';
+import { AgentHello, PROTOCOL_VERSION } from '../../src/contracts/agent-protocol.ts';
 
 const base = ['--url', 'http://127.0.0.1:1', '--root', '/tmp/ws'];
 const env = { GATEHOUSE_AGENT_TOKEN: 'x' };
@@ -20,7 +20,7 @@ describe('agent labels', () => {
   });
 
   it('a hello without labels still parses (older agents), with none', () => {
-    const h = AgentHello.parse({ type: 'hello', v: 1, agentId: 'a', version: '1', capacity: 1, sandbox: 'bwrap', runtimes: [], running: [] });
+    const h = AgentHello.parse({ type: 'hello', v: PROTOCOL_VERSION, agentId: 'a', version: '1', capacity: 1, sandbox: 'bwrap', runtimes: [], running: [] });
     expect(h.labels).toEqual([]);
   });
 });
