@@ -4,22 +4,11 @@
  * dropped at the next alarm, and its jobs are orphaned only when its last socket is gone.
  */
 import { describe, expect, it } from 'vitest';
-import { PROTOCOL_VERSION, type AgentHello } from '../../src/contracts/agent-protocol.ts';
 import { AgentLink, MISSED_HEARTBEATS } from '../../src/dispatch/agent-link.ts';
 import { dispatchHost, FakeSocket } from './sql-host.ts';
+import { helloOf } from './team-fixture.ts';
 
 const HB = 1000;
-const hello = (agentId: string): AgentHello => ({
-  type: 'hello',
-  v: PROTOCOL_VERSION,
-  agentId,
-  version: '1',
-  capacity: 2,
-  sandbox: 'bwrap',
-  runtimes: [],
-  labels: [],
-  running: [],
-});
 
 function setup(revoked: string[] = []) {
   const DB = { prepare: () => ({ bind: (jti: string) => ({ first: async () => (revoked.includes(jti) ? { r: 1 } : null) }) }) };
@@ -30,7 +19,7 @@ function setup(revoked: string[] = []) {
     const ws = new FakeSocket();
     host.socketList.push(ws);
     link.attach(ws as unknown as WebSocket, { subject: 's', tokenId, grant: null, agentId: null, connectedAt: host.clock.now });
-    expect(link.bind(ws as unknown as WebSocket, link.attachmentOf(ws as unknown as WebSocket)!, hello(agentId), () => false, host.clock.now)).toBe(true);
+    expect(link.bind(ws as unknown as WebSocket, link.attachmentOf(ws as unknown as WebSocket)!, helloOf(agentId), () => false, host.clock.now)).toBe(true);
     return ws;
   };
   return { host, link, gone, open };

@@ -11,7 +11,7 @@ import { encodeOutputFrame } from '../../src/contracts/output-frame.ts';
 import { AGENT_CLAIM_REFUSED_CLOSE } from '../../src/contracts/agent-grant.ts';
 import { AGENT_GRANT_HEADER } from '../../src/dispatch/client.ts';
 import { FakeSocket } from './sql-host.ts';
-import { connect, exitOf, request, say, setup } from './team-fixture.ts';
+import { connect, exitOf, helloOf, request, say, setup } from './team-fixture.ts';
 
 describe('agent messages', () => {
   it('closes (4403) a hello that claims a sandbox its token does not grant, and places no job on it', async () => {
@@ -22,17 +22,7 @@ describe('agent messages', () => {
     const att = t.c.link.attachmentFor(new Request('https://x/', { headers }));
     if (!att.ok) throw new Error(att.message);
     t.c.link.attach(ws as unknown as WebSocket, att.att);
-    await say(t, ws, {
-      type: 'hello',
-      v: PROTOCOL_VERSION,
-      agentId: 'g1',
-      version: '1',
-      capacity: 2,
-      sandbox: 'gvisor',
-      runtimes: [],
-      labels: [],
-      running: [],
-    });
+    await say(t, ws, helloOf('g1', { sandbox: 'gvisor' }));
     expect(ws.closed?.code).toBe(AGENT_CLAIM_REFUSED_CLOSE);
     expect(await t.c.jobs.submit(request('j1'))).toMatchObject({ ok: true, state: 'queued' });
     expect(ws.of('job.start')).toEqual([]);
@@ -95,17 +85,7 @@ describe('agent messages', () => {
     t.c.link.attach(ws as unknown as WebSocket, { subject: 's', tokenId: 't', grant: null, agentId: null, connectedAt: 0 });
     const warn = vi.spyOn(console, 'warn').mockImplementation(() => {});
     try {
-      await say(t, ws, {
-        type: 'hello',
-        v: PROTOCOL_VERSION - 1,
-        agentId: 'old',
-        version: '1',
-        capacity: 2,
-        sandbox: 'bwrap',
-        runtimes: [],
-        labels: [],
-        running: [],
-      });
+      await say(t, ws, helloOf('old', { v: PROTOCOL_VERSION - 1 }));
     } finally {
       warn.mockRestore();
     }

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { PROTOCOL_VERSION, type JobSpec } from '../../src/contracts/agent-protocol.ts';
 import { encodeOutputFrame } from '../../src/contracts/output-frame.ts';
 import { FakeSocket } from './sql-host.ts';
-import { connect, exitOf, HB, request, say, setup } from './team-fixture.ts';
+import { connect, exitOf, HB, helloOf, request, say, setup } from './team-fixture.ts';
 
 async function lines(stream: ReadableStream<Uint8Array>): Promise<Record<string, unknown>[]> {
   const text = await new Response(stream).text();
@@ -89,17 +89,7 @@ describe('team dispatcher capabilities', () => {
     t.host.socketList.push(again);
     const att = t.c.link.attachmentFor(new Request('https://x/', { headers: { 'X-Gatehouse-Subject': 'agent-a1', 'X-Gatehouse-Token-Id': 't' } }));
     if (att.ok) t.c.link.attach(again as unknown as WebSocket, att.att);
-    await say(t, again, {
-      type: 'hello',
-      v: PROTOCOL_VERSION,
-      agentId: 'a1',
-      version: '1',
-      capacity: 2,
-      sandbox: 'bwrap',
-      runtimes: [],
-      labels: [],
-      running: ['j1'],
-    });
+    await say(t, again, helloOf('a1', { running: ['j1'] }));
     expect(t.c.store.get('j1')?.orphaned_at).toBeNull();
     t.host.clock.now += 10 * HB;
     await say(t, again, { type: 'heartbeat', running: ['j1'] });

@@ -7,11 +7,11 @@
  * finishes jobs.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { PROTOCOL_VERSION, type JobSpec } from '../../src/contracts/agent-protocol.ts';
+import type { JobSpec } from '../../src/contracts/agent-protocol.ts';
 import { encodeOutputFrame } from '../../src/contracts/output-frame.ts';
 import type { DispatchRequest } from '../../src/dispatch/events.ts';
 import { dispatchHost, FakeSocket } from './sql-host.ts';
-import { connect, exitOf, HB, request, say, setup } from './team-fixture.ts';
+import { connect, exitOf, HB, helloOf, request, say, setup } from './team-fixture.ts';
 
 /**
  * Cloudflare bills and times every DO SQLite statement, and one call used to make 34 (41 with the
@@ -127,17 +127,7 @@ describe('DO statements per execute call', () => {
     const att = r.c.link.attachmentFor(new Request('https://x/', { headers: { 'X-Gatehouse-Subject': 'agent-a1', 'X-Gatehouse-Token-Id': 'tok-agent-a1' } }));
     if (!att.ok) throw new Error(att.message);
     r.c.link.attach(again as unknown as WebSocket, att.att);
-    await say(r, again, {
-      type: 'hello',
-      v: PROTOCOL_VERSION,
-      agentId: 'a1',
-      version: '1',
-      capacity: 2,
-      sandbox: 'bwrap',
-      runtimes: [],
-      labels: [],
-      running: ['j1', 'j2'],
-    });
+    await say(r, again, helloOf('a1', { running: ['j1', 'j2'] }));
     expect(again.of('job.start')).toEqual([]); // still full
     expect([r.c.store.running().map((j) => j.id), r.c.store.queued().map((j) => j.id)]).toEqual([['j1', 'j2'], ['j3']]);
     // j1's end frees a slot: j3 starts with the spec stored before the restart.

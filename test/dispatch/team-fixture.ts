@@ -2,7 +2,7 @@
  * The team DO's capabilities as the DO wires them (src/dispatch/capabilities.ts), over node:sqlite,
  * fake agent sockets and a clock the test moves; with the requests and messages tests send.
  */
-import { PROTOCOL_VERSION, type JobExit, type JobSpec } from '../../src/contracts/agent-protocol.ts';
+import { PROTOCOL_VERSION, type AgentHello, type JobExit, type JobSpec } from '../../src/contracts/agent-protocol.ts';
 import { capabilities } from '../../src/dispatch/capabilities.ts';
 import type { DispatchRequest } from '../../src/dispatch/events.ts';
 import { workersPlan } from '../../src/platform/plan.ts';
@@ -24,6 +24,20 @@ export function setup(o: { plan?: string; host?: TestHost } = {}) {
   return { host, c, batches, trace };
 }
 
+/** A real agent's hello (capacity 2, bwrap, nothing running), with what a test changes. */
+export const helloOf = (agentId: string, o: Partial<AgentHello> = {}): AgentHello => ({
+  type: 'hello',
+  v: PROTOCOL_VERSION,
+  agentId,
+  version: '1',
+  capacity: 2,
+  sandbox: 'bwrap',
+  runtimes: [],
+  labels: [],
+  running: [],
+  ...o,
+});
+
 /** An agent socket the Worker authenticated (subject, token) that said hello. */
 export async function connect(t: ReturnType<typeof setup>, agentId: string, subject = `agent-${agentId}`): Promise<FakeSocket> {
   const ws = new FakeSocket();
@@ -31,7 +45,7 @@ export async function connect(t: ReturnType<typeof setup>, agentId: string, subj
   const att = t.c.link.attachmentFor(new Request('https://x/', { headers: { 'X-Gatehouse-Subject': subject, 'X-Gatehouse-Token-Id': `tok-${subject}` } }));
   if (!att.ok) throw new Error(att.message);
   t.c.link.attach(ws as unknown as WebSocket, att.att);
-  await say(t, ws, { type: 'hello', v: PROTOCOL_VERSION, agentId, version: '1', capacity: 2, sandbox: 'bwrap', runtimes: [], labels: [], running: [] });
+  await say(t, ws, helloOf(agentId));
   return ws;
 }
 
