@@ -34,9 +34,14 @@ const TEAM = 'egress-npm';
 /** Generous: npm in a fresh gVisor sandbox on a loaded machine; never a timing assertion. */
 const JOB_MS = 240_000;
 /** No audit or funding calls; a failed fetch fails soon instead of retrying for minutes. */
-/** The npm host the `package-registries` preset allows: the stand-in answers for it (plain HTTP, so method rules apply). */
-const NPM_HOST = NETWORK_PRESETS['package-registries'].groups.find((g) => g.what.startsWith('npm'))!.hosts[0];
-const NPM_CI = `npm ci --no-audit --no-fund --fetch-retries=0 --fetch-timeout=10000 --registry=http://${NPM_HOST}/`;
+/**
+ * The registry this machine's npm is configured with (`npm config get registry`), spoken to in plain HTTP so method rules
+ * apply: the stand-in answers for its host. The `package-registries` preset must list that host (checked below).
+ */
+const REGISTRY = new URL(execFileSync('npm', ['config', 'get', 'registry'], { encoding: 'utf8' }).trim());
+REGISTRY.protocol = 'http:';
+const NPM_HOST = REGISTRY.host;
+const NPM_CI = `npm ci --no-audit --no-fund --fetch-retries=0 --fetch-timeout=10000 --registry=${REGISTRY.href}`;
 
 const policy = (network: unknown) => ({
   ...DEFAULT_POLICY,
@@ -106,6 +111,8 @@ let work: string;
 
 maybe('governed egress: npm ci through gVisor and the egress proxy', () => {
   beforeAll(async () => {
+    const presetHosts = NETWORK_PRESETS['package-registries'].groups.flatMap((g) => g.hosts);
+    expect(presetHosts, "the preset lists this machine's npm registry").toContain(REGISTRY.hostname);
     work = mkdtempSync(join(tmpdir(), 'gatehouse-egress-reg-'));
     registry = await registryStandIn(work);
     root = mkdtempSync(join(tmpdir(), 'gatehouse-egress-ws-'));
