@@ -1,11 +1,11 @@
 /**
  * A CPU profile of the gateway (`wrangler dev` → workerd) over N governed `execute true` calls
- * (sandbox none), through wrangler's DevTools inspector: every target it lists (the Worker and,
- * where workerd lists them apart, its Durable Objects) is profiled at once. Prints self time by
- * where the code comes from (our src/…, the MCP SDK, hono, zod, jose, wrangler's local D1/R2
- * emulation …) and the top functions, and writes each profile as a `.cpuprofile` (open it in
- * Chrome DevTools → Performance) beside the source of the bundle it samples (`<target>.index.js`),
- * so a line number in the summary can be looked up.
+ * (sandbox none), through wrangler's DevTools inspector (bench/inspector.ts): every target it
+ * lists is profiled at once (one per Worker; a Worker's Durable Objects run in its isolate, so
+ * they are in its profile). Prints self time by where the code comes from (our src/…, the MCP
+ * SDK, hono, zod, jose, wrangler's local D1/R2 emulation …) and the top functions, and writes each
+ * profile as a `.cpuprofile` (open it in Chrome DevTools → Performance) beside the source of the
+ * bundle it samples (`<target>.index.js`), so a line number in the summary can be looked up.
  *
  *   node bench/profile-gateway.ts [n=200] [--out DIR]
  */
@@ -14,6 +14,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startAgent } from '../test/e2e/harness.ts';
 import { startBenchGateway } from './gateway.ts';
+import { inspectorSession, inspectorTargets } from './inspector.ts';
 
 interface ProfileNode {
   id: number;
@@ -27,34 +28,6 @@ interface Profile {
   timeDeltas?: number[];
   startTime: number;
   endTime: number;
-}
-
-/** One DevTools protocol session over a WebSocket. */
-async function session(wsUrl: string) {
-  // wrangler's inspector proxy refuses a client without an allowed Origin (DevTools sends one).
-  const ws = new WebSocket(wsUrl, { headers: { Origin: 'http://localhost' } } as unknown as string[]);
-  await new Promise<void>((ok, bad) => {
-    ws.addEventListener('open', () => ok());
-    ws.addEventListener('error', () => bad(new Error(`cannot open ${wsUrl}`)));
-  });
-  let next = 0;
-  const waiting = new Map<number, (m: { result?: unknown; error?: { message: string } }) => void>();
-  ws.addEventListener('message', (e: { data: unknown }) => {
-    const m = JSON.parse(String(e.data)) as { id?: number; result?: unknown; error?: { message: string } };
-    if (m.id !== undefined) waiting.get(m.id)?.(m);
-  });
-  const send = <T>(method: string, params: object = {}, ms = 30_000) =>
-    new Promise<T>((ok, bad) => {
-      const id = ++next;
-      const t = setTimeout(() => bad(new Error(`${method}: no answer in ${ms} ms`)), ms);
-      waiting.set(id, (m) => {
-        clearTimeout(t);
-        if (m.error) bad(new Error(`${method}: ${m.error.message}`));
-        else ok(m.result as T);
-      });
-      ws.send(JSON.stringify({ id, method, params }));
-    });
-  return { send, close: () => ws.close() };
 }
 
 /** Where a function's code comes from, for the summary. */
@@ -113,13 +86,9 @@ if (import.meta.main) {
       if (r.isError) throw new Error(`execute failed: ${JSON.stringify(r.content)}`);
     };
     for (let i = 0; i < 10; i++) await call(); // warm: isolates, caches, the agent's pools
-    const targets = (await (await fetch(`http://127.0.0.1:${gw.inspectorPort()}/json`)).json()) as {
-      id: string;
-      title: string;
-      webSocketDebuggerUrl: string;
-    }[];
+    const targets = await inspectorTargets(gw);
     console.log(`inspector targets: ${targets.map((t) => t.title).join(', ')}`);
-    const sessions = await Promise.all(targets.map(async (t) => ({ t, s: await session(t.webSocketDebuggerUrl) })));
+    const sessions = await Promise.all(targets.map(async (t) => ({ t, s: await inspectorSession(t.webSocketDebuggerUrl) })));
     for (const { t, s } of sessions) {
       await s.send('Profiler.enable');
       await s.send('Profiler.setSamplingInterval', { interval: 100 }).catch(() => {});

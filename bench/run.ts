@@ -35,7 +35,7 @@ import { DEFAULT_POLICY } from '../src/policy/default-policy.ts';
 import type { SandboxReuse } from '../src/contracts/sandbox-reuse.ts';
 import { benchBareSpawn, bareSpawnCpu, bareSpawnThroughput } from './executor.ts';
 import { benchHotPath, cpuPerCall, healthzFloor, p50 } from './hotpath.ts';
-import { benchScale } from './scale.ts';
+import { benchScale, heapSummary } from './scale.ts';
 import { benchEmulatorFloor } from './emulator-floor.ts';
 import { benchPolicy } from './policy.ts';
 import { benchSearch } from './query.ts';
@@ -387,9 +387,9 @@ async function main() {
     if (sc2)
       row(
         `one team: ${sc2.agents} simulated agents, ${sc2.jobs} queued jobs`,
-        `${sc2.dispatchPerS.toFixed(0)} jobs/s dispatched`,
-        `queue→start p99 ${f(sc2.queueToStartP99)}`,
-        `p50 ${f(sc2.queueToStartP50)}; submit ${sc2.submitPerS.toFixed(0)} jobs/s (call p50 ${f(sc2.submitCallP50)}); gateway RSS +${sc2.gatewayRssGrowthMb?.toFixed(0) ?? '?'} MB; ${sc2.errors} errors`,
+        `${sc2.dispatchPerS.toFixed(0)} jobs/s dispatched from the full queue`,
+        `queue→start p99 ${f(sc2.queueToStartP99)} (from the agents' arrival)`,
+        `p50 ${f(sc2.queueToStartP50)}; submit ${sc2.submitPerS.toFixed(0)} jobs/s (call p50 ${f(sc2.submitCallP50)}); ${heapSummary(sc2)}; workerd RSS +${sc2.gatewayRssGrowthMb?.toFixed(0) ?? '?'} MB; ${sc2.errors} errors`,
       );
   } finally {
     for (const a of agents) await a.stop();
