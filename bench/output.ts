@@ -5,18 +5,20 @@
  *    uploads it (sampled from /proc every 50 ms, and the kernel's own high-water mark), and
  *    whether the artifact is complete (its stored size equals what the job wrote, and its last
  *    bytes read back are the job's last bytes);
- *  - `query_output` over a large artifact while `clients` other MCP clients run `execute true`
- *    in a loop: the search's latency under load, beside the same search on an idle gateway.
+ *  - `query_output` for a rare term in a large artifact (100 MB and 1 GB of a build-like log) while
+ *    `clients` other MCP clients run `execute true` in a loop: the search's latency under load,
+ *    beside the same search on an idle gateway.
  *
- * `node bench/output.ts [megabytes=1000] [--no-query]` runs them alone against a fresh gateway and agent.
+ * `node bench/output.ts [megabytes=1000] [--no-query] [--no-big]` runs them alone against a fresh gateway and agent.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { startAgent, type Gateway } from '../test/e2e/harness.ts';
 import { DEFAULT_POLICY } from '../src/policy/default-policy.ts';
 import { startBenchGateway } from './gateway.ts';
+import { buildLogPieces } from './search.ts';
 
 function statusKb(pid: number, field: 'VmRSS' | 'VmHWM'): number | null {
   try {
@@ -110,41 +112,68 @@ export async function backgroundLoad(gw: Gateway, team: string, clients: number)
 }
 
 export interface QueryUnderLoad {
-  artifactMb: number;
-  idle: number[];
-  loaded: number[];
+  /** One per artifact, in the order of `sizes`. */
+  artifacts: { mb: number; idle: number[]; loaded: number[] }[];
+  terms: string[];
   load: { jobs: number; errors: number; perS: number };
 }
 
-/** Makes a ~`megabytes` artifact with a real job (seq), then times query_output on it idle and under `clients` clients' load. */
-export async function benchQueryUnderLoad(gw: Gateway, team: string, c: Client, megabytes: number, clients: number, n: number): Promise<QueryUnderLoad> {
-  // seq 1..N writes about 8.9 bytes a line around N = 13.5 million: 13.5M lines ≈ 110 MB.
-  const lines = Math.round((megabytes / 110) * 13_500_000);
-  const big = await c.callTool({ name: 'execute', arguments: { command: 'seq', args: ['1', String(lines)], timeout_ms: 300_000 } }, undefined, {
-    timeout: 600_000,
-  });
-  const handle = (big.structuredContent as { artifact_handle?: string }).artifact_handle;
-  if (big.isError || !handle) throw new Error(`the job making the artifact failed: ${JSON.stringify(big.content).slice(0, 200)}`);
-  let totalBytes = 0;
-  const query = async () => {
+/** The rare term of the build log (bench/search.ts): on three lines of it, wherever its size. */
+const RARE_TERMS = ['out of memory'];
+
+/** Makes an artifact of ~`bytes` of a build-like log with a real job: `cat` of the log written into the agent's workspace `root`. */
+async function logArtifact(c: Client, root: string, bytes: number): Promise<string> {
+  const name = `search-bench-${bytes}.log`;
+  const fd = openSync(join(root, name), 'w');
+  try {
+    for (const piece of buildLogPieces(bytes / 1024 / 1024)) writeSync(fd, piece);
+  } finally {
+    closeSync(fd);
+  }
+  try {
+    const r = await c.callTool({ name: 'execute', arguments: { command: 'cat', args: [name], timeout_ms: 600_000 } }, undefined, { timeout: 900_000 });
+    const handle = (r.structuredContent as { artifact_handle?: string }).artifact_handle;
+    if (r.isError || !handle) throw new Error(`the job making the artifact failed: ${JSON.stringify(r.content).slice(0, 200)}`);
+    return handle;
+  } finally {
+    rmSync(join(root, name), { force: true });
+  }
+}
+
+/**
+ * Times query_output for a rare term in artifacts of each of `sizes` bytes (the smallest is the
+ * baseline: a call that reads little), idle and while `clients` clients run jobs, the artifacts
+ * taking turns so each figure sees the same load. The team needs maxArtifactBytes ≥ the largest
+ * size; the agent `--max-artifact-bytes` too.
+ */
+export async function benchQueryUnderLoad(
+  gw: Gateway,
+  team: string,
+  c: Client,
+  root: string,
+  sizes: number[],
+  clients: number,
+  n: number,
+): Promise<QueryUnderLoad> {
+  const handles: string[] = [];
+  for (const bytes of sizes) handles.push(await logArtifact(c, root, bytes));
+  const artifacts = sizes.map(() => ({ mb: 0, idle: [] as number[], loaded: [] as number[] }));
+  const query = async (i: number) => {
     const t = performance.now();
-    // A term that occurs (1234567 and 11234567 are below N for ~100 MB): the timed search must find
-    // something and build its excerpts, not only scan.
-    const q = await c.callTool({ name: 'query_output', arguments: { artifactHandle: handle, queryTerms: ['1234567'], contextLines: 2 } }, undefined, {
+    const q = await c.callTool({ name: 'query_output', arguments: { artifactHandle: handles[i], queryTerms: RARE_TERMS, contextLines: 2 } }, undefined, {
       timeout: 300_000,
     });
     if (q.isError) throw new Error(`query_output failed: ${JSON.stringify(q.content).slice(0, 200)}`);
     const found = q.structuredContent as { totalBytes: number; matchCount: number };
-    if (found.matchCount < 1) throw new Error(`query_output found no match of 1234567 in seq 1..${lines}`);
-    totalBytes = found.totalBytes;
+    // The timed search must find every line and build its excerpts, not only skip blocks.
+    if (found.matchCount !== 3) throw new Error(`query_output found ${found.matchCount} lines with ${JSON.stringify(RARE_TERMS)}, the log has 3`);
+    artifacts[i].mb = found.totalBytes / 1e6;
     return performance.now() - t;
   };
-  const idle: number[] = [];
-  for (let i = 0; i < n; i++) idle.push(await query());
+  for (let r = 0; r < n; r++) for (let i = 0; i < sizes.length; i++) artifacts[i].idle.push(await query(i));
   const load = await backgroundLoad(gw, team, clients);
-  const loaded: number[] = [];
   const timing = (async () => {
-    for (let i = 0; i < n; i++) loaded.push(await query());
+    for (let r = 0; r < n; r++) for (let i = 0; i < sizes.length; i++) artifacts[i].loaded.push(await query(i));
   })();
   // The load always stops, even when a query failed.
   const [outcome, figures] = await Promise.all([
@@ -155,8 +184,11 @@ export async function benchQueryUnderLoad(gw: Gateway, team: string, c: Client, 
     timing.catch(() => {}).then(() => load.stop()),
   ]);
   if (outcome) throw outcome;
-  return { artifactMb: totalBytes / 1e6, idle, loaded, load: figures };
+  return { artifacts, terms: RARE_TERMS, load: figures };
 }
+
+/** A 10 kB log (the baseline: a call that reads little), 100 MB and 1 GB. */
+export const QUERY_SIZES = [10_000, 100_000_000, 1_000_000_000];
 
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -187,15 +219,19 @@ if (import.meta.main) {
   try {
     await agent.ready;
     const c = await gw.mcp(team, ['execute', 'artifacts:read']);
-    const big = await benchBigOutput(gw, team, c, agent.proc.pid!, mb * 1_000_000);
-    console.log(
-      `${mb} MB to stdout: agent RSS ${big.rssBeforeMb.toFixed(0)} → peak ${big.rssPeakMb.toFixed(0)} MB (VmHWM ${big.hwmMb?.toFixed(0)} MB), artifact ${big.artifactBytes} bytes, complete ${big.complete}, ${big.seconds.toFixed(1)} s${big.error ? `, error: ${big.error}` : ''}`,
-    );
-    const q = process.argv.includes('--no-query') ? null : await benchQueryUnderLoad(gw, team, c, 100, 16, 3);
-    if (q)
+    const big = process.argv.includes('--no-big') ? null : await benchBigOutput(gw, team, c, agent.proc.pid!, mb * 1_000_000);
+    if (big)
       console.log(
-        `query_output over ${q.artifactMb.toFixed(0)} MB: idle p50 ${median(q.idle).toFixed(0)} ms, with 16 clients running jobs p50 ${median(q.loaded).toFixed(0)} ms (load: ${q.load.perS.toFixed(1)} jobs/s, ${q.load.errors} errors)`,
+        `${mb} MB to stdout: agent RSS ${big.rssBeforeMb.toFixed(0)} → peak ${big.rssPeakMb.toFixed(0)} MB (VmHWM ${big.hwmMb?.toFixed(0)} MB), artifact ${big.artifactBytes} bytes, complete ${big.complete}, ${big.seconds.toFixed(1)} s${big.error ? `, error: ${big.error}` : ''}`,
       );
+    if (!process.argv.includes('--no-query')) {
+      const q = await benchQueryUnderLoad(gw, team, c, root, QUERY_SIZES, 16, 3);
+      for (const a of q.artifacts)
+        console.log(
+          `query_output ${JSON.stringify(q.terms)} over ${a.mb.toFixed(a.mb < 1 ? 3 : 0)} MB: idle p50 ${median(a.idle).toFixed(0)} ms, with 16 clients running jobs p50 ${median(a.loaded).toFixed(0)} ms`,
+        );
+      console.log(`load: ${q.load.perS.toFixed(1)} jobs/s, ${q.load.errors} errors`);
+    }
     await c.close();
   } finally {
     await agent.stop();

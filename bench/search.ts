@@ -17,28 +17,49 @@ const CHUNK = 64 * 1024;
 /** Lines of the rare term: three in the whole log, wherever its size. */
 const RARE_AT = [0.137, 0.5, 0.861];
 
-function buildLog(megabytes: number): Uint8Array {
+/** Line `i` of the build-like log; `rare` makes it one of the rare-term lines ("out of memory"). */
+function logLine(i: number, rare: boolean): string {
+  if (rare) return `[${String(i).padStart(8, '0')}] FATAL worker_${i % 16} out of memory: heap limit reached (oom-kill id ${i.toString(16)})\n`;
+  if (i % 20_000 === 0) return `src/pkg_${i % 97}/mod_${i % 1013}.ts(${i % 400},${i % 80}): error TS2322: Type 'string' is not assignable to type 'number'.\n`;
+  if (i % 7 === 0) return `[${String(i).padStart(8, '0')}] WARN  deprecated option --legacy-peer-deps used by workspace pkg_${i % 97}\n`;
+  return `[${String(i).padStart(8, '0')}] INFO  compiled src/pkg_${i % 97}/mod_${i % 1013}.ts in ${i % 250}ms (cache ${i % 3 ? 'hit' : 'miss'}) sha ${((i * 2654435761) >>> 0).toString(16)}\n`;
+}
+
+/**
+ * A build-like log of about `megabytes` MiB in pieces of up to `pieceBytes`: mostly distinct INFO
+ * lines, a TS2322 error every 20,000 lines and "out of memory" on exactly three lines (RARE_AT).
+ */
+export function* buildLogPieces(megabytes: number, pieceBytes: number = 4 * 1024 * 1024): Generator<Uint8Array> {
   const total = Math.floor(megabytes * 1024 * 1024);
-  const out = new Uint8Array(total);
-  const enc = new TextEncoder();
   const rareAt = RARE_AT.map((f) => Math.floor(f * total));
+  const enc = new TextEncoder();
+  let piece = new Uint8Array(Math.min(pieceBytes, total));
+  let used = 0;
   let next = 0;
   let pos = 0;
   for (let i = 1; pos < total; i++) {
-    let line: string;
-    if (next < rareAt.length && pos >= rareAt[next]) {
-      line = `[${String(i).padStart(8, '0')}] FATAL worker_${i % 16} out of memory: heap limit reached (oom-kill id ${i.toString(16)})\n`;
-      next++;
-    } else if (i % 20_000 === 0) {
-      line = `src/pkg_${i % 97}/mod_${i % 1013}.ts(${i % 400},${i % 80}): error TS2322: Type 'string' is not assignable to type 'number'.\n`;
-    } else if (i % 7 === 0) {
-      line = `[${String(i).padStart(8, '0')}] WARN  deprecated option --legacy-peer-deps used by workspace pkg_${i % 97}\n`;
-    } else {
-      line = `[${String(i).padStart(8, '0')}] INFO  compiled src/pkg_${i % 97}/mod_${i % 1013}.ts in ${i % 250}ms (cache ${i % 3 ? 'hit' : 'miss'}) sha ${((i * 2654435761) >>> 0).toString(16)}\n`;
+    const rare = next < rareAt.length && pos >= rareAt[next];
+    const line = logLine(i, rare);
+    // The last line may not fit the total: the log ends before it, as a whole line.
+    if (pos + line.length > total) break;
+    if (used + line.length > piece.length) {
+      yield piece.subarray(0, used);
+      piece = new Uint8Array(Math.min(pieceBytes, total - pos));
+      used = 0;
     }
-    const r = enc.encodeInto(line, out.subarray(pos));
-    pos += r.written;
-    if (r.read < line.length) break;
+    used += enc.encodeInto(line, piece.subarray(used)).written;
+    pos += line.length;
+    if (rare) next++;
+  }
+  if (used > 0) yield piece.subarray(0, used);
+}
+
+function buildLog(megabytes: number): Uint8Array {
+  const out = new Uint8Array(Math.floor(megabytes * 1024 * 1024));
+  let pos = 0;
+  for (const p of buildLogPieces(megabytes)) {
+    out.set(p, pos);
+    pos += p.length;
   }
   return out.subarray(0, pos);
 }

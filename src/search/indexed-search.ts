@@ -88,23 +88,37 @@ export async function searchIndexed(read: ReadRange, ix: BlockIndex, o: SearchOp
   const needles = asciiNeedles(o.terms);
   if (!needles) return { kind: 'unusable', why: 'a term is not ASCII' };
   const s = new LineSearch(o);
+  // Every range is asked for at once, so the reads' round trips overlap; they are scanned in order.
+  // Each is read with the byte before it (a line end, checked below).
+  const reads = plan.ranges.map((r) => read(r.fromByte - (r.fromByte > 0 ? 1 : 0), r.toByte - r.fromByte + (r.fromByte > 0 ? 1 : 0)));
+  // A read that fails while an earlier range is scanned is reported when its turn comes, or let go.
+  for (const p of reads) p.catch(() => {});
   let line = 0;
-  for (const r of plan.ranges) {
-    if (r.fromLine > line) {
-      if (!s.idle) return { kind: 'unusable', why: 'an excerpt is still open where the index skips lines', mismatch: true };
-      s.skipLines(r.fromLine - line);
+  let taken = 0;
+  try {
+    for (const r of plan.ranges) {
+      if (r.fromLine > line) {
+        if (!s.idle) return { kind: 'unusable', why: 'an excerpt is still open where the index skips lines', mismatch: true };
+        s.skipLines(r.fromLine - line);
+      }
+      const body = await reads[taken++];
+      if (!body) return { kind: 'gone' };
+      const got = await scanRange(body, new ByteLineScan(s, needles, o.contextLines, r.fromByte === 0), r.fromByte > 0 ? 1 : 0);
+      const lines = r.toLine - r.fromLine;
+      const atEnd = r.toByte === ix.totalBytes;
+      const linesOk = got.newlines === lines || (atEnd && got.last !== NL && got.newlines === lines - 1);
+      if (got.bytes !== r.toByte - r.fromByte || !got.leadOk || !linesOk || (!atEnd && got.last !== NL)) {
+        return { kind: 'unusable', why: `bytes ${r.fromByte}..${r.toByte} do not hold lines ${r.fromLine + 1}..${r.toLine} as the index says`, mismatch: true };
+      }
+      line = r.toLine;
     }
-    const lead = r.fromByte > 0 ? 1 : 0;
-    const body = await read(r.fromByte - lead, r.toByte - r.fromByte + lead);
-    if (!body) return { kind: 'gone' };
-    const got = await scanRange(body, new ByteLineScan(s, needles, o.contextLines, r.fromByte === 0), lead);
-    const lines = r.toLine - r.fromLine;
-    const atEnd = r.toByte === ix.totalBytes;
-    const linesOk = got.newlines === lines || (atEnd && got.last !== NL && got.newlines === lines - 1);
-    if (got.bytes !== r.toByte - r.fromByte || !got.leadOk || !linesOk || (!atEnd && got.last !== NL)) {
-      return { kind: 'unusable', why: `bytes ${r.fromByte}..${r.toByte} do not hold lines ${r.fromLine + 1}..${r.toLine} as the index says`, mismatch: true };
-    }
-    line = r.toLine;
+  } finally {
+    // Ranges never scanned (the search ended early) are let go.
+    for (const p of reads.slice(taken))
+      p.then(
+        (b) => b?.cancel(),
+        () => {},
+      ).catch(() => {});
   }
   if (line < ix.totalLines) {
     if (!s.idle) return { kind: 'unusable', why: 'an excerpt is still open where the index skips lines', mismatch: true };

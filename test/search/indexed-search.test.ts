@@ -257,6 +257,46 @@ describe('an index that does not describe the body (attacks)', () => {
     expect(await queryOutput(env, 'team-a', q, T0)).toEqual(await queryOutput(plain.env, 'team-a', q, T0));
   });
 
+  it('asks for every range at once, and lets go of those not scanned when one disagrees with the index or a read fails', async () => {
+    const marked = bigLog((i) => (i % 20_000 === 5 ? `[${i}] zzqx marker` : `[${i}] INFO compiled module_${i % 1013}.ts in ${i % 250}ms`));
+    const ix = decodeBlockIndex(indexOf(marked, 64 * 1024), marked.length);
+    const o: SearchOptions = { terms: ['zzqx'], contextLines: 2, maxExcerpts: 10, source: 'stdout' };
+    const plan = planRanges(ix, o.terms, o.contextLines);
+    expect(plan.ok && plan.ranges.length).toBeGreaterThanOrEqual(3);
+    const asked: number[] = [];
+    const cancelled: number[] = [];
+    const watched = (s: ReadableStream<Uint8Array>, n: number) => {
+      const r = s.getReader();
+      return new ReadableStream<Uint8Array>({
+        async pull(c) {
+          const { done, value } = await r.read();
+          if (done) c.close();
+          else c.enqueue(value);
+        },
+        cancel: (why) => {
+          cancelled.push(n);
+          return r.cancel(why);
+        },
+      });
+    };
+    const got = await searchIndexed(
+      async (offset, length) => {
+        const n = asked.push(offset) - 1;
+        // The first range holds other bytes than the index says; the third read fails while the first is scanned.
+        if (n === 2) throw new Error('connection reset');
+        return watched(streamOf(marked.subarray(offset + (n === 0 ? 1 : 0), offset + length + (n === 0 ? 1 : 0))), n);
+      },
+      ix,
+      o,
+    );
+    expect(got).toMatchObject({ kind: 'unusable', mismatch: true });
+    if (!plan.ok) return;
+    // Every read was started before the first range was scanned; the ones never scanned were let go (the failed one has no body).
+    expect(asked).toHaveLength(plan.ranges.length);
+    await new Promise((r) => setTimeout(r, 0));
+    expect(cancelled.sort()).toEqual(Array.from({ length: plan.ranges.length - 1 }, (_, i) => i + 1).filter((n) => n !== 2));
+  });
+
   it('an index of a body of another size, or bytes that are no index, are not used', async () => {
     const plain = await seeded(body, null);
     const expected = await queryOutput(plain.env, 'team-a', ask, T0);
