@@ -9,8 +9,12 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT, startGateway, type Gateway, type GatewayOptions } from '../test/e2e/harness.ts';
 
-/** Lives beside wrangler.toml so its relative paths (main, migrations) resolve the same; git-ignored. */
-const BENCH_CONFIG = join(ROOT, 'wrangler.bench.toml');
+/**
+ * Lives beside wrangler.toml so its relative paths (main, migrations) resolve the same; git-ignored.
+ * One per process: `wrangler dev` reloads when its configuration file changes, so two benchmarks
+ * sharing one file would restart each other's gateway mid-run.
+ */
+const BENCH_CONFIG = join(ROOT, `wrangler.bench-${process.pid}.toml`);
 const BENCH_RATE_LIMIT = 1_000_000;
 
 /**
