@@ -23,7 +23,16 @@ export interface FloorFigure {
   cpu: number | null;
 }
 
-export async function benchEmulatorFloor(n: number): Promise<FloorFigure[]> {
+export interface Floor {
+  ops: FloorFigure[];
+  /** The whole path (`/op/path`) with FLOOR_CLIENTS requests in flight at once: the emulator's throughput floor. */
+  pathPerS: number;
+}
+
+/** Requests in flight at once for the floor's throughput: the bench's 16 clients. */
+export const FLOOR_CLIENTS = 16;
+
+export async function benchEmulatorFloor(n: number): Promise<Floor> {
   const dir = mkdtempSync(join(tmpdir(), 'gatehouse-floor-'));
   const port = await freePort();
   const inspector = await freePort();
@@ -94,7 +103,15 @@ export async function benchEmulatorFloor(n: number): Promise<FloorFigure[]> {
       const c1 = cpuMsOfGateway(port).worker;
       out.push({ op, wallP50: p50(walls), cpu: c0 !== null && c1 !== null ? (c1 - c0) / n : null });
     }
-    return out;
+    // The path's throughput with as many requests in flight as the bench has clients (the same calls per client as n allows).
+    const perClient = Math.max(5, Math.round(n / 10));
+    const t = performance.now();
+    await Promise.all(
+      Array.from({ length: FLOOR_CLIENTS }, async () => {
+        for (let i = 0; i < perClient; i++) await get('path');
+      }),
+    );
+    return { ops: out, pathPerS: (FLOOR_CLIENTS * perClient * 1000) / (performance.now() - t) };
   } finally {
     agent?.close();
     await stopGroup(p);
@@ -104,7 +121,7 @@ export async function benchEmulatorFloor(n: number): Promise<FloorFigure[]> {
 
 if (import.meta.main) {
   const n = Number(process.argv[2]) || 200;
-  const figs = await benchEmulatorFloor(n);
+  const { ops: figs, pathPerS } = await benchEmulatorFloor(n);
   const base = figs.find((f) => f.op === 'healthz')!;
   console.log(`emulator floor, ${n} requests per operation (load ${loadavg()[0].toFixed(1)})\n`);
   console.log('| operation | wall p50 | workerd CPU per request | over GET /healthz |\n|---|---|---|---|');
@@ -112,5 +129,6 @@ if (import.meta.main) {
     const over = f.cpu !== null && base.cpu !== null && f !== base ? `+${(f.cpu - base.cpu).toFixed(2)} ms` : '';
     console.log(`| ${f.op} | ${f.wallP50.toFixed(1)} ms | ${f.cpu === null ? 'n/a' : `${f.cpu.toFixed(2)} ms`} | ${over} |`);
   }
+  console.log(`\npath with ${FLOOR_CLIENTS} requests in flight: ${pathPerS.toFixed(1)} calls/s`);
   process.exit(0);
 }

@@ -9,7 +9,7 @@
  *    `clients` other MCP clients run `execute true` in a loop: the search's latency under load,
  *    beside the same search on an idle gateway.
  *
- * `node bench/output.ts [megabytes=1000] [--no-query] [--no-big]` runs them alone against a fresh gateway and agent.
+ * `node bench/output.ts [megabytes=1000] [--no-query] [--no-big] [--2gb]` runs them alone against a fresh gateway and agent.
  */
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -122,11 +122,12 @@ export interface QueryUnderLoad {
 const RARE_TERMS = ['out of memory'];
 
 /** Makes an artifact of ~`bytes` of a build-like log with a real job: `cat` of the log written into the agent's workspace `root`. */
-async function logArtifact(c: Client, root: string, bytes: number): Promise<string> {
+async function logArtifact(c: Client, root: string, bytes: number): Promise<{ handle: string; written: number }> {
   const name = `search-bench-${bytes}.log`;
   const fd = openSync(join(root, name), 'w');
+  let written = 0;
   try {
-    for (const piece of buildLogPieces(bytes / 1024 / 1024)) writeSync(fd, piece);
+    for (const piece of buildLogPieces(bytes / 1024 / 1024)) written += writeSync(fd, piece);
   } finally {
     closeSync(fd);
   }
@@ -134,7 +135,7 @@ async function logArtifact(c: Client, root: string, bytes: number): Promise<stri
     const r = await c.callTool({ name: 'execute', arguments: { command: 'cat', args: [name], timeout_ms: 600_000 } }, undefined, { timeout: 900_000 });
     const handle = (r.structuredContent as { artifact_handle?: string }).artifact_handle;
     if (r.isError || !handle) throw new Error(`the job making the artifact failed: ${JSON.stringify(r.content).slice(0, 200)}`);
-    return handle;
+    return { handle, written };
   } finally {
     rmSync(join(root, name), { force: true });
   }
@@ -155,18 +156,20 @@ export async function benchQueryUnderLoad(
   clients: number,
   n: number,
 ): Promise<QueryUnderLoad> {
-  const handles: string[] = [];
-  for (const bytes of sizes) handles.push(await logArtifact(c, root, bytes));
+  const made: { handle: string; written: number }[] = [];
+  for (const bytes of sizes) made.push(await logArtifact(c, root, bytes));
   const artifacts = sizes.map(() => ({ mb: 0, idle: [] as number[], loaded: [] as number[] }));
   const query = async (i: number) => {
     const t = performance.now();
-    const q = await c.callTool({ name: 'query_output', arguments: { artifactHandle: handles[i], queryTerms: RARE_TERMS, contextLines: 2 } }, undefined, {
+    const q = await c.callTool({ name: 'query_output', arguments: { artifactHandle: made[i].handle, queryTerms: RARE_TERMS, contextLines: 2 } }, undefined, {
       timeout: 300_000,
     });
     if (q.isError) throw new Error(`query_output failed: ${JSON.stringify(q.content).slice(0, 200)}`);
     const found = q.structuredContent as { totalBytes: number; matchCount: number };
     // The timed search must find every line and build its excerpts, not only skip blocks.
     if (found.matchCount !== 3) throw new Error(`query_output found ${found.matchCount} lines with ${JSON.stringify(RARE_TERMS)}, the log has 3`);
+    // The whole log is stored: the artifact is as long as what the job wrote.
+    if (found.totalBytes !== made[i].written) throw new Error(`the artifact holds ${found.totalBytes} bytes, the job wrote ${made[i].written}`);
     artifacts[i].mb = found.totalBytes / 1e6;
     return performance.now() - t;
   };
@@ -202,7 +205,7 @@ if (import.meta.main) {
   const root = mkdtempSync(join(tmpdir(), 'gatehouse-bench-'));
   await gw.putPolicy(team, {
     ...DEFAULT_POLICY,
-    limits: { ...DEFAULT_POLICY.limits, maxConcurrentJobs: 17, queueWaitMs: 60_000, maxTimeoutMs: 600_000, maxArtifactBytes: 1024 * 1024 * 1024 },
+    limits: { ...DEFAULT_POLICY.limits, maxConcurrentJobs: 17, queueWaitMs: 60_000, maxTimeoutMs: 600_000, maxArtifactBytes: 2.5e9 },
     executables: { allow: [...DEFAULT_POLICY.executables.allow, 'seq', 'head'] },
   });
   // --bundle: the agent as a package installs it (dist/agent.mjs from `npm run build`), not the TypeScript sources.
@@ -213,7 +216,7 @@ if (import.meta.main) {
     sandbox: 'none',
     capacity: 17,
     agentId: 'b-out',
-    extraArgs: ['--max-artifact-bytes', String(1024 * 1024 * 1024)],
+    extraArgs: ['--max-artifact-bytes', String(2.5e9)],
     ...(entry ? { entry } : {}),
   });
   try {
@@ -225,7 +228,9 @@ if (import.meta.main) {
         `${mb} MB to stdout: agent RSS ${big.rssBeforeMb.toFixed(0)} → peak ${big.rssPeakMb.toFixed(0)} MB (VmHWM ${big.hwmMb?.toFixed(0)} MB), artifact ${big.artifactBytes} bytes, complete ${big.complete}, ${big.seconds.toFixed(1)} s${big.error ? `, error: ${big.error}` : ''}`,
       );
     if (!process.argv.includes('--no-query')) {
-      const q = await benchQueryUnderLoad(gw, team, c, root, QUERY_SIZES, 16, 3);
+      // --2gb: also a 2 GB artifact (stored in parts, searched through its index).
+      const sizes = process.argv.includes('--2gb') ? [...QUERY_SIZES, 2_000_000_000] : QUERY_SIZES;
+      const q = await benchQueryUnderLoad(gw, team, c, root, sizes, 16, 3);
       for (const a of q.artifacts)
         console.log(
           `query_output ${JSON.stringify(q.terms)} over ${a.mb.toFixed(a.mb < 1 ? 3 : 0)} MB: idle p50 ${median(a.idle).toFixed(0)} ms, with 16 clients running jobs p50 ${median(a.loaded).toFixed(0)} ms`,

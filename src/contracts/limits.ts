@@ -81,6 +81,13 @@ export function splitText(text: string, n: number): string[] {
 export const ARTIFACT_PART_BYTES = 64 * 1024 * 1024;
 
 /**
+ * The largest `limits.maxArtifactBytes` a policy may set (per stream of a job): 160 parts of
+ * ARTIFACT_PART_BYTES, its search index (about 0.4 % of a log) far below SEARCH_INDEX_MAX_BYTES.
+ * The agent's own ceiling (`--max-artifact-bytes`) applies as well.
+ */
+export const POLICY_MAX_ARTIFACT_BYTES = 10 * 1024 * 1024 * 1024;
+
+/**
  * Without a part size set on the agent, a stream goes in ONE PUT while it fits one request
  * (REQUEST_BODY_MAX_BYTES), and in ARTIFACT_PART_BYTES parts only above that: one request
  * instead of two parts plus start and complete, and an object stored in one piece, which

@@ -3,6 +3,7 @@
  * Stages are decided in the reference's order; see src/policy/ for the engine.
  */
 import { z } from 'zod';
+import { POLICY_MAX_ARTIFACT_BYTES } from './limits.ts';
 import { RuntimeName } from './runtimes.ts';
 import { DEFAULT_RESOURCE_LIMITS, ResourceLimits } from './resource-limits.ts';
 import { SandboxReuse } from './sandbox-reuse.ts';
@@ -160,7 +161,7 @@ export const PolicyDocument = z.object({
         .number()
         .int()
         .min(0)
-        .max(1024 * 1024 * 1024)
+        .max(POLICY_MAX_ARTIFACT_BYTES)
         .default(100 * 1024 * 1024),
       maxConcurrentJobs: z.number().int().min(1).max(256).default(2),
       /** How long a call may wait for a free slot before "Concurrency limit reached". */

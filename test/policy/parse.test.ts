@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parsePolicy } from '../../src/policy/engine.ts';
+import { POLICY_MAX_ARTIFACT_BYTES } from '../../src/contracts/limits.ts';
 
 const errorOf = (json: unknown) => {
   const r = parsePolicy(json);
@@ -34,6 +35,14 @@ describe('parsePolicy', () => {
   });
   it('rejects a default timeout above the maximum', () => {
     expect(errorOf({ version: 1, limits: { defaultTimeoutMs: 60_000, maxTimeoutMs: 30_000 } }).message).toContain('limits.defaultTimeoutMs');
+  });
+  it('takes artifacts up to POLICY_MAX_ARTIFACT_BYTES per stream (2 GB and more), and says what is allowed above it', () => {
+    const r = parsePolicy({ version: 1, limits: { maxArtifactBytes: 2 * 1024 ** 3 } });
+    expect(r.ok && r.value.limits.maxArtifactBytes).toBe(2 * 1024 ** 3);
+    expect(parsePolicy({ version: 1, limits: { maxArtifactBytes: POLICY_MAX_ARTIFACT_BYTES } }).ok).toBe(true);
+    const e = errorOf({ version: 1, limits: { maxArtifactBytes: POLICY_MAX_ARTIFACT_BYTES + 1 } });
+    expect(e.message).toContain('limits.maxArtifactBytes');
+    expect(e.message).toContain(String(POLICY_MAX_ARTIFACT_BYTES));
   });
   it('rejects a non-http OPA evaluator URL', () => {
     expect(errorOf({ version: 1, opa: { evaluators: [{ url: 'file:///x.rego' }] } }).message).toContain('opa.evaluators.0.url');
