@@ -2,12 +2,15 @@
  * One output stream of a job: counts every byte and line, spools the first `artifactBytes`
  * to a file (the artifact), keeps the first `inlineBytes` in memory (the inline result), and
  * tells the live relay how much of the spool file it may send. Memory stays bounded by those
- * caps: reading pauses while a chunk is written to disk, so a job printing 50 MB is held back,
- * not buffered.
+ * caps: reading pauses while more than CAPTURE_QUEUE_BYTES wait to be written to disk, so a job
+ * printing 50 MB is held back, not buffered; and each chunk read is freed once written (`release`).
  */
 import { open, type FileHandle } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import type { StreamName } from '../../src/contracts/agent-protocol.ts';
+
+/** Bytes read from a stream and not yet taken (written to the spool) before reading pauses. */
+const CAPTURE_QUEUE_BYTES = 1024 * 1024;
 
 export interface CaptureOptions {
   stream: StreamName;
@@ -55,12 +58,47 @@ export class StreamCapture {
 
   private created = false;
 
-  /** Reads `src` to its end (or until it is destroyed); safe to call once per phase. */
+  /**
+   * Reads `src` to its end (or until it is destroyed); safe to call once per phase. Chunks are
+   * taken one after the other as they come ('data', not an async iterator, whose `read()` joins the
+   * chunks that arrived during a write into a fresh copy); while more than CAPTURE_QUEUE_BYTES wait
+   * for the disk, reading pauses. Each chunk's memory is given back once it is taken (`release`).
+   */
   async consume(src: Readable): Promise<void> {
+    const queue: Buffer[] = [];
+    let queued = 0;
+    let ended = src.destroyed || src.readableEnded;
+    let wake: (() => void) | null = null;
+    const onData = (chunk: Buffer) => {
+      queue.push(chunk);
+      queued += chunk.length;
+      if (queued >= CAPTURE_QUEUE_BYTES) src.pause();
+      wake?.();
+    };
+    // Destroyed by the runner after the drain deadline, or the pipe broke: what we have is kept.
+    const onEnd = () => {
+      ended = true;
+      wake?.();
+    };
+    src.on('data', onData).once('end', onEnd).once('close', onEnd).on('error', onEnd);
     try {
-      for await (const chunk of src as AsyncIterable<Buffer>) await this.take(chunk);
-    } catch {
-      // Destroyed by the runner after the drain deadline, or the pipe broke: what we have is kept.
+      if (!ended) src.resume();
+      for (;;) {
+        const chunk = queue.shift();
+        if (!chunk) {
+          if (ended) return;
+          await new Promise<void>((r) => (wake = r));
+          wake = null;
+          continue;
+        }
+        await this.take(chunk);
+        queued -= chunk.length;
+        release(chunk);
+        if (queued < CAPTURE_QUEUE_BYTES && !ended && src.isPaused()) src.resume();
+      }
+    } finally {
+      src.off('data', onData).off('end', onEnd).off('close', onEnd);
+      // A late error with no listener would be thrown: keep swallowing them.
     }
   }
 
@@ -117,6 +155,24 @@ export class StreamCapture {
 
   spoolError(): string | null {
     return this.writeError;
+  }
+}
+
+/**
+ * Gives a chunk's memory back now, when the chunk is the whole of its ArrayBuffer (as each read of
+ * a pipe is) and so nothing else can see it: detaching it (`transfer(0)`) frees it at once. Left to
+ * V8, a chunk is freed at the next collection of the young generation, which an agent whose heap
+ * grew at start-up (16 MB of young generation) runs every few hundred chunks: tens of MB of dead
+ * chunks at a time, a job writing output as fast as it can, and the agent's RSS grows by as much.
+ * A chunk that is a slice of a larger buffer (a reused sandbox's frames) is left to the collector.
+ */
+function release(chunk: Buffer): void {
+  const ab = chunk.buffer;
+  if (chunk.byteOffset !== 0 || chunk.byteLength !== ab.byteLength || !(ab instanceof ArrayBuffer)) return;
+  try {
+    (ab as ArrayBuffer & { transfer(n: number): ArrayBuffer }).transfer(0);
+  } catch {
+    // Not detachable (never the case for a stream's chunks): the collector frees it.
   }
 }
 

@@ -5,10 +5,10 @@
  * CPU for every byte (docs/tools.md, "How search scales"). Best effort: without an index the
  * gateway scans the whole body, so a failure here only costs search time, never the upload.
  */
-import { createReadStream } from 'node:fs';
 import { request } from 'undici';
 import { ARTIFACT_UPLOAD_PATH, UPLOAD_AGENT_HEADER, UPLOAD_TOKEN_HEADER, type StreamName, type UploadGrant } from '../../src/contracts/agent-protocol.ts';
 import { BlockIndexBuilder, SEARCH_BLOCK_BYTES, SEARCH_INDEX_MAX_BYTES, SEARCH_INDEX_MIN_BYTES } from '../../src/search/block-index.ts';
+import { fileChunks } from './file-chunks.ts';
 
 /** What the index upload needs of an upload (a subset of upload.ts's target and item). */
 export interface SearchIndexUpload {
@@ -19,7 +19,8 @@ export interface SearchIndexUpload {
 /** The encoded index of the file's first `bytes` bytes. */
 export async function buildSearchIndex(file: string, bytes: number, blockBytes: number = SEARCH_BLOCK_BYTES): Promise<Uint8Array> {
   const b = new BlockIndexBuilder(blockBytes);
-  if (bytes > 0) for await (const chunk of createReadStream(file, { end: bytes - 1, highWaterMark: 1024 * 1024 })) b.push(chunk as Buffer);
+  // The builder is done with a chunk when push returns: one reused buffer serves the whole file.
+  for await (const chunk of fileChunks(file, 0, bytes)) b.push(chunk);
   return b.finish();
 }
 

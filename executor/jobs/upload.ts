@@ -12,12 +12,13 @@
  * grant from its `job.start`: the edge takes a job's artifacts from the agent it sent the job to only.
  * A large stream's search index (search-index.ts) goes before its body.
  */
-import { createReadStream } from 'node:fs';
+import type { Readable } from 'node:stream';
 import { request } from 'undici';
 import { ARTIFACT_UPLOAD_PATH, UPLOAD_AGENT_HEADER, UPLOAD_TOKEN_HEADER, type StreamName, type UploadGrant } from '../../src/contracts/agent-protocol.ts';
 import { MULTIPART_SEGMENT, MultipartState, partRange, type MultipartStart } from '../../src/contracts/artifact-upload.ts';
 import { ARTIFACT_PART_BYTES, ARTIFACT_SINGLE_PUT_MAX_BYTES } from '../../src/contracts/limits.ts';
 import type { Result } from '../../src/contracts/errors.ts';
+import { fileChunks } from './file-chunks.ts';
 import { uploadSearchIndex } from './search-index.ts';
 
 export interface UploadTarget {
@@ -58,7 +59,7 @@ export async function uploadArtifact(target: UploadTarget, item: UploadItem, att
 async function uploadWhole(target: UploadTarget, item: UploadItem, attempts: number): Promise<Result<void>> {
   const r = await withRetries(attempts, () =>
     send(target, item, 'PUT', '', {
-      body: () => createReadStream(item.file),
+      body: () => fileChunks(item.file, 0, item.bytes),
       length: item.bytes,
       headers: { 'content-type': 'application/octet-stream', 'x-gatehouse-lines': String(item.lines), 'x-gatehouse-truncated': item.truncated ? '1' : '0' },
     }),
@@ -104,7 +105,7 @@ async function multipartPass(target: UploadTarget, item: UploadItem, partBytes: 
     const r = await withRetries(attempts, () =>
       send(target, item, 'PUT', `/${MULTIPART_SEGMENT}/${n}`, {
         // Only this part's bytes are read, as they are sent: memory stays flat whatever the part size.
-        body: () => createReadStream(item.file, { start: from, end: end - 1 }),
+        body: () => fileChunks(item.file, from, end),
         length: end - from,
         headers: { 'content-type': 'application/octet-stream' },
       }),
@@ -126,8 +127,11 @@ async function withRetries(attempts: number, once: () => Promise<Attempt>): Prom
 }
 
 interface SendOptions {
-  /** A fresh body per attempt (a stream is read once). */
-  body?: () => NodeJS.ReadableStream;
+  /**
+   * A fresh body per attempt (it is read once): the file's bytes through one reused buffer
+   * (file-chunks.ts), which undici's write loop allows, so 1 GB sent leaves no garbage behind.
+   */
+  body?: () => AsyncIterable<Uint8Array>;
   length?: number;
   json?: unknown;
   headers?: Record<string, string>;
@@ -139,7 +143,8 @@ async function send(target: UploadTarget, item: UploadItem, method: 'PUT' | 'POS
   try {
     const res = await request(url, {
       method,
-      body: o.body ? (o.body() as import('node:stream').Readable) : json,
+      // undici takes an async iterable body (its docs; its types name only Readable).
+      body: o.body ? (o.body() as unknown as Readable) : json,
       headers: {
         authorization: `Bearer ${target.token}`,
         'x-gatehouse-job': item.jobId,
