@@ -69,6 +69,8 @@ export class Agent {
         // Exits first: the edge records how a job ended before how its uploads ended.
         for (const exit of this.unacked.values()) this.sendExit(exit);
         for (const report of this.unackedArtifacts.values()) this.send(report);
+        // An egress answer decided while this agent was away is asked for again.
+        if (this.connection > 1) o.runner.egressAskAgain();
       },
       onMessage: (m) => {
         if (m.type === 'job.start') {

@@ -99,6 +99,8 @@ export class EgressProxy {
   private readonly decided = new Map<string, { allow: boolean; by: string }>();
   private readonly asking = new Map<string, Promise<{ allow: boolean; by: string }>>();
   private readonly waiting = new Map<string, (a: { allow: boolean; by: string }) => void>();
+  /** The asks `waiting` answers, as sent: sent again after a reconnect (`askAgain`). */
+  private readonly asked = new Map<string, EgressAsk>();
   private pending: EgressConnection[] = [];
   private listed = 0;
   private dropped = 0;
@@ -141,6 +143,16 @@ export class EgressProxy {
     if (!w) return false;
     w({ allow: a.decision === 'allow', by: a.by });
     return true;
+  }
+
+  /**
+   * Sends every ask still waiting again, as it was (after the agent reconnected): an answer the
+   * edge sent while the agent was away never arrived, and the edge answers an ask it already
+   * decided again (src/dispatch/egress.ts). Without this the connection would wait for its own
+   * time to run out and be refused though a person had allowed it.
+   */
+  askAgain(): void {
+    for (const ask of this.asked.values()) this.o.edge.ask(ask);
   }
 
   /** Bytes the job sent and received through the proxy so far. */
@@ -408,19 +420,22 @@ export class EgressProxy {
       const done = (a: { allow: boolean; by: string }, keep: boolean) => {
         clearTimeout(timer);
         this.waiting.delete(askId);
+        this.asked.delete(askId);
         this.asking.delete(key);
         if (keep && !this.closed) this.decided.set(key, a);
         resolve(a);
       };
       this.waiting.set(askId, (a) => done(a, true));
-      const sent = this.o.edge.ask({
+      const ask: EgressAsk = {
         type: 'egress.ask',
         jobId: this.o.jobId,
         askId,
         host,
         port,
         ...(method && method !== 'CONNECT' ? { method: method.slice(0, 16) } : {}),
-      });
+      };
+      this.asked.set(askId, ask);
+      const sent = this.o.edge.ask(ask);
       if (!sent) done({ allow: false, by: 'the gateway is not reachable to ask' }, false);
     });
     this.asking.set(key, p);

@@ -163,6 +163,11 @@ export class JobRunner {
     return this.jobs.get(a.jobId)?.proxy?.answer(a) ?? false;
   }
 
+  /** After a reconnect: every job's egress asks still waiting go to the edge again (proxy.ts, `askAgain`). */
+  egressAskAgain(): void {
+    for (const j of this.jobs.values()) j.proxy?.askAgain();
+  }
+
   /** Cancels everything (agent shutdown) and waits for the sandboxes to go. */
   async shutdown(): Promise<void> {
     for (const id of this.jobs.keys()) this.cancel(id);

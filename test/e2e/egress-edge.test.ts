@@ -59,10 +59,12 @@ class ScriptedAgent {
     this.ws = ws;
   }
 
-  static async connect(gw: Gateway, team: string, id: string): Promise<ScriptedAgent> {
+  /** `running`: the jobs it says it holds (a reconnect). */
+  static async connect(gw: Gateway, team: string, id: string, running: string[] = []): Promise<ScriptedAgent> {
     const token = await gw.token({ team, scopes: ['agent'], subject: `agent-${id}` });
     const ws = new WebSocket(`${gw.url.replace(/^http/, 'ws')}/agent/v1/connect`, { headers: { Authorization: `Bearer ${token}` } });
     const a = new ScriptedAgent(id, ws);
+    for (const j of running) a.holds.add(j);
     ws.addEventListener('message', (e) => {
       if (typeof e.data !== 'string') return;
       const m = JSON.parse(e.data) as S;
@@ -75,7 +77,7 @@ class ScriptedAgent {
       ws.addEventListener('open', () => res());
       ws.addEventListener('close', (e) => rej(new Error(`agent ${id} closed: ${e.code} ${e.reason}`)));
     });
-    a.send({ type: 'hello', v: PROTOCOL_VERSION, agentId: id, version: 'scripted', capacity: 8, sandbox: 'bwrap', runtimes: [], labels: [], running: [] });
+    a.send({ type: 'hello', v: PROTOCOL_VERSION, agentId: id, version: 'scripted', capacity: 8, sandbox: 'bwrap', runtimes: [], labels: [], running });
     await a.next((m) => m.type === 'welcome');
     return a;
   }
@@ -177,7 +179,8 @@ const conn = (o: Partial<EgressConnection>): EgressConnection => ({
 
 describe('network egress at the edge', () => {
   beforeAll(async () => {
-    gw = await startGateway();
+    // 5 s heartbeats: an agent away is lost after 15 s, time enough for a decision to come while it is away.
+    gw = await startGateway({ vars: { HEARTBEAT_MS: '5000' } });
     await gw.putPolicy(TEAM, POLICY);
     await gw.putPolicy(OTHER, { ...POLICY, sandbox: { minimum: 'none' } });
     client = await gw.mcp(TEAM, ['execute', 'artifacts:read']);
@@ -238,6 +241,33 @@ describe('network egress at the edge', () => {
       const off = await startJob(client, a, 'node build.js');
       expect(off.spec.network).toMatchObject({ mode: 'off', allow: [], source: 'rules[1].network' });
       a.exit(off.jobId);
+    },
+    TEST_MS,
+  );
+
+  it(
+    'an answer decided while the agent was away reaches it when it asks again after reconnecting',
+    async () => {
+      const away = await ScriptedAgent.connect(gw, TEAM, 'scripted-away');
+      const { jobId } = await startJob(client, away, 'echo away');
+      away.send({ type: 'egress.ask', jobId, askId: 'away-1', host: 'away.example.org', port: 443 });
+      const ap = await pendingApproval(jobId, 'away.example.org');
+      away.close();
+      expect((await admin(TEAM, 'POST', `/approvals/${ap.id}/approve`)).status).toBe(200);
+      // The edge takes the decision (its alarm reads D1 every second) while no socket of the agent is there to tell.
+      await until(async () => (await admin(TEAM, 'GET', `/approvals/${ap.id}`)).json.approval.status === 'used', WAIT_MS, 'the decision taken');
+      const back = await ScriptedAgent.connect(gw, TEAM, 'scripted-away', [jobId]);
+      try {
+        // Nothing arrives unasked; the same ask again (what the agent's proxy sends after a reconnect) is answered.
+        expect(back.got.some((m) => m.type === 'egress.answer')).toBe(false);
+        back.send({ type: 'egress.ask', jobId, askId: 'away-1', host: 'away.example.org', port: 443 });
+        const answer = await back.next((m) => m.type === 'egress.answer' && m.askId === 'away-1');
+        expect(answer).toEqual({ type: 'egress.answer', jobId, askId: 'away-1', decision: 'allow', by: `approval ${ap.id} (approved by egress-admin)` });
+        expect((await call(client, 'job_status', { job_id: jobId })).s.state).toBe('running');
+        back.exit(jobId);
+      } finally {
+        back.close();
+      }
     },
     TEST_MS,
   );

@@ -5,7 +5,7 @@
  * artifact reports kept until job.ack and re-sent after reconnect,
  * jobs that outlive a dropped socket, malformed messages, refused tokens, and the CLI.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,6 +15,7 @@ import { JobRunner } from '../../executor/jobs/runner.ts';
 import { startDriver } from '../../executor/sandbox/index.ts';
 import type { SandboxDriver } from '../../executor/sandbox/types.ts';
 import { silentLogger, type Logger } from '../../executor/log.ts';
+import { until } from '../support/until.ts';
 import { AGENT_PROTOCOL_CLOSE, ARTIFACT_UPLOAD_PATH, PROTOCOL_VERSION } from '../../src/contracts/agent-protocol.ts';
 import { FakeEdge } from './fake-edge.ts';
 import { jobSpec, requireTool, runtimes } from './helpers.ts';
@@ -90,6 +91,7 @@ async function startAgent(o: { capacity?: number; token?: string } = {}) {
     log,
   });
   agent.start();
+  return runner;
 }
 
 async function welcome() {
@@ -219,6 +221,17 @@ describe('agent ↔ gateway protocol', () => {
     await new Promise((r) => setTimeout(r, 100));
     edge.drop();
     expect((await edge.next(isType('hello'))).running).toEqual([]);
+  }, 30_000);
+
+  it("has its jobs' egress proxies send the asks still waiting again after a reconnect (an answer sent meanwhile was lost), not on the first welcome", async () => {
+    const runner = await startAgent();
+    const again = vi.spyOn(runner, 'egressAskAgain');
+    await welcome();
+    await new Promise((r) => setTimeout(r, 100));
+    expect(again).not.toHaveBeenCalled();
+    edge.drop();
+    await welcome();
+    await until(async () => again.mock.calls.length === 1, 10_000, 'the asks sent again');
   }, 30_000);
 
   it('sends the inline output whole when a reconnect came between its first live frame and the exit', async () => {

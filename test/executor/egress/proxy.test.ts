@@ -9,6 +9,7 @@ import { connect, createServer as createTcpServer, type Server as TcpServer, typ
 import { connect as tlsConnect } from 'node:tls';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { EgressProxy, type EgressEdge } from '../../../executor/egress/proxy.ts';
+import { until } from '../../support/until.ts';
 import type { EgressAsk, EgressLog, NetworkAllow, NetworkGrant } from '../../../src/contracts/network.ts';
 
 const PUBLIC = '93.184.216.34';
@@ -375,6 +376,21 @@ describe('egress proxy: unlisted ask', () => {
     expect(res.status).toBe(403);
     expect(res.text).toContain('not approved (approval ap_2)');
     expect(r.dialed).toEqual([]);
+  });
+
+  it('sends an ask still waiting again, as it was, when asked to (a reconnect); its answer lets the connection through', async () => {
+    const r = await rig(grant([], { unlisted: 'ask' }));
+    const pending = viaProxy(r.port, 'http://later.test/x');
+    await until(async () => r.asks.length === 1, 10_000, 'the ask');
+    // The answer sent while the agent was away never arrived: after the reconnect the ask goes again.
+    r.proxy.askAgain();
+    expect(r.asks).toHaveLength(2);
+    expect(r.asks[1]).toEqual(r.asks[0]);
+    expect(r.proxy.answer({ type: 'egress.answer', jobId: 'job-1', askId: r.asks[1].askId, decision: 'allow', by: 'approval ap_3' })).toBe(true);
+    expect((await pending).status).toBe(200);
+    // Nothing waits any more: nothing is sent again.
+    r.proxy.askAgain();
+    expect(r.asks).toHaveLength(2);
   });
 
   it('refuses when no answer comes within the wait, and when the edge cannot be asked', async () => {
