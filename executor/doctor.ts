@@ -14,6 +14,7 @@ import { probeRuntimes } from './runtimes/probe.ts';
 import { startDriver, startStrongestDriver, type SandboxDriver } from './sandbox/index.ts';
 import { runQuiet } from './sandbox/exec-util.ts';
 import { silentLogger } from './log.ts';
+import { forwarderAvailable } from './egress/sandbox-side.ts';
 import type { SandboxKind } from '../src/contracts/agent-protocol.ts';
 
 export type Verdict = 'ok' | 'warn' | 'fail' | 'skip';
@@ -148,6 +149,7 @@ async function sandboxChecks(kind: SandboxKind | undefined): Promise<Check[]> {
           `${seen.length} visible inside the sandbox: ${seen.map((r) => r.name).join(', ') || 'none'}` +
           (hidden.length ? `; on the host but not inside: ${hidden.map((r) => r.path).join(', ')}` : ''),
       });
+      checks.push(egressCheck(driver));
     } finally {
       await sb.destroy();
     }
@@ -159,6 +161,25 @@ async function sandboxChecks(kind: SandboxKind | undefined): Promise<Check[]> {
     rmSync(stateDir, { recursive: true, force: true });
   }
   return checks;
+}
+
+/** Whether jobs a policy gives network access can run here (docs/network.md); the runner refuses them otherwise. */
+function egressCheck(driver: SandboxDriver): Check {
+  if (!driver.enforcesEgress) {
+    return {
+      name: 'egress',
+      verdict: 'warn',
+      detail: `jobs with network access are refused: ${driver.kind} cannot confine a job's network (use gvisor or bwrap)`,
+    };
+  }
+  if (!forwarderAvailable()) {
+    return {
+      name: 'egress',
+      verdict: 'warn',
+      detail: "jobs with network access are refused: the sandbox's proxy forwarder needs /usr/bin/python3 (Debian package python3-minimal)",
+    };
+  }
+  return { name: 'egress', verdict: 'ok', detail: "jobs with network access reach the agent's egress proxy and nothing else" };
 }
 
 const shellQuote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;

@@ -58,6 +58,7 @@ describe('gatehouse agent doctor', () => {
       expect(byName(out.checks, 'runsc')).toMatchObject({ verdict: 'ok', detail: expect.stringMatching(/runsc version/) });
       expect(byName(out.checks, 'sandbox')).toMatchObject({ verdict: 'ok', detail: expect.stringMatching(/^gvisor .*a test job ran/) });
       expect(byName(out.checks, 'runtimes')?.detail).toMatch(/visible inside the sandbox: .*shell/);
+      expect(byName(out.checks, 'egress')).toMatchObject({ verdict: 'ok', detail: expect.stringContaining('egress proxy') });
       expect(byName(out.checks, 'gateway')?.verdict).toBe('ok');
       expect(byName(out.checks, 'clock')?.verdict).toBe('ok');
       expect(byName(out.checks, 'token')).toMatchObject({ verdict: 'ok', detail: expect.stringContaining('team acme, subject host-1') });
@@ -76,6 +77,8 @@ describe('gatehouse agent doctor', () => {
     expect(r.code).toBe(1);
     expect(r.stdout).toMatch(/^FAIL +gateway +cannot reach http:\/\/127\.0\.0\.1:9/m);
     expect(r.stdout).toContain('check(s) failed');
+    // Sandbox none cannot confine a job's network: the doctor says such jobs are refused here.
+    expect(r.stdout).toMatch(/^WARN +egress +jobs with network access are refused: none cannot confine/m);
     const bad = await doctor(['--url', gw.url, '--sandbox', 'docker']);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('--sandbox must be one of gvisor, bwrap, none');
