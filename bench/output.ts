@@ -18,7 +18,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { startAgent, type Gateway } from '../test/e2e/harness.ts';
 import { DEFAULT_POLICY } from '../src/policy/default-policy.ts';
 import { startBenchGateway } from './gateway.ts';
-import { buildLogPieces } from './search.ts';
+import { buildLogPieces, RARE_LINES, RARE_TERM } from './search.ts';
 
 function statusKb(pid: number, field: 'VmRSS' | 'VmHWM'): number | null {
   try {
@@ -118,8 +118,10 @@ export interface QueryUnderLoad {
   load: { jobs: number; errors: number; perS: number };
 }
 
-/** The rare term of the build log (bench/search.ts): on three lines of it, wherever its size. */
-const RARE_TERMS = ['out of memory'];
+/** The rare term of the build log (bench/search.ts): on RARE_LINES lines of it, wherever its size. */
+const RARE_TERMS = [RARE_TERM];
+/** What the standalone run's team and agent keep per stream: the largest log (--2gb) fits. */
+const STANDALONE_ARTIFACT_BYTES = 2.5e9;
 
 /** Makes an artifact of ~`bytes` of a build-like log with a real job: `cat` of the log written into the agent's workspace `root`. */
 async function logArtifact(c: Client, root: string, bytes: number): Promise<{ handle: string; written: number }> {
@@ -167,7 +169,8 @@ export async function benchQueryUnderLoad(
     if (q.isError) throw new Error(`query_output failed: ${JSON.stringify(q.content).slice(0, 200)}`);
     const found = q.structuredContent as { totalBytes: number; matchCount: number };
     // The timed search must find every line and build its excerpts, not only skip blocks.
-    if (found.matchCount !== 3) throw new Error(`query_output found ${found.matchCount} lines with ${JSON.stringify(RARE_TERMS)}, the log has 3`);
+    if (found.matchCount !== RARE_LINES)
+      throw new Error(`query_output found ${found.matchCount} lines with ${JSON.stringify(RARE_TERMS)}, the log has ${RARE_LINES}`);
     // The whole log is stored: the artifact is as long as what the job wrote.
     if (found.totalBytes !== made[i].written) throw new Error(`the artifact holds ${found.totalBytes} bytes, the job wrote ${made[i].written}`);
     artifacts[i].mb = found.totalBytes / 1e6;
@@ -205,7 +208,7 @@ if (import.meta.main) {
   const root = mkdtempSync(join(tmpdir(), 'gatehouse-bench-'));
   await gw.putPolicy(team, {
     ...DEFAULT_POLICY,
-    limits: { ...DEFAULT_POLICY.limits, maxConcurrentJobs: 17, queueWaitMs: 60_000, maxTimeoutMs: 600_000, maxArtifactBytes: 2.5e9 },
+    limits: { ...DEFAULT_POLICY.limits, maxConcurrentJobs: 17, queueWaitMs: 60_000, maxTimeoutMs: 600_000, maxArtifactBytes: STANDALONE_ARTIFACT_BYTES },
     executables: { allow: [...DEFAULT_POLICY.executables.allow, 'seq', 'head'] },
   });
   // --bundle: the agent as a package installs it (dist/agent.mjs from `npm run build`), not the TypeScript sources.
@@ -216,7 +219,7 @@ if (import.meta.main) {
     sandbox: 'none',
     capacity: 17,
     agentId: 'b-out',
-    extraArgs: ['--max-artifact-bytes', String(2.5e9)],
+    extraArgs: ['--max-artifact-bytes', String(STANDALONE_ARTIFACT_BYTES)],
     ...(entry ? { entry } : {}),
   });
   try {

@@ -16,10 +16,13 @@ import { searchStream, type SearchOptions } from '../src/search/line-search.ts';
 const CHUNK = 64 * 1024;
 /** Lines of the rare term: three in the whole log, wherever its size. */
 const RARE_AT = [0.137, 0.5, 0.861];
+/** The rare term, and how many lines of the log hold it. */
+export const RARE_TERM = 'out of memory';
+export const RARE_LINES = RARE_AT.length;
 
 /** Line `i` of the build-like log; `rare` makes it one of the rare-term lines ("out of memory"). */
 function logLine(i: number, rare: boolean): string {
-  if (rare) return `[${String(i).padStart(8, '0')}] FATAL worker_${i % 16} out of memory: heap limit reached (oom-kill id ${i.toString(16)})\n`;
+  if (rare) return `[${String(i).padStart(8, '0')}] FATAL worker_${i % 16} ${RARE_TERM}: heap limit reached (oom-kill id ${i.toString(16)})\n`;
   if (i % 20_000 === 0) return `src/pkg_${i % 97}/mod_${i % 1013}.ts(${i % 400},${i % 80}): error TS2322: Type 'string' is not assignable to type 'number'.\n`;
   if (i % 7 === 0) return `[${String(i).padStart(8, '0')}] WARN  deprecated option --legacy-peer-deps used by workspace pkg_${i % 97}\n`;
   return `[${String(i).padStart(8, '0')}] INFO  compiled src/pkg_${i % 97}/mod_${i % 1013}.ts in ${i % 250}ms (cache ${i % 3 ? 'hit' : 'miss'}) sha ${((i * 2654435761) >>> 0).toString(16)}\n`;

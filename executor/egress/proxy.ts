@@ -98,9 +98,8 @@ export class EgressProxy {
   /** host:port a person allowed or denied, for the rest of the job. */
   private readonly decided = new Map<string, { allow: boolean; by: string }>();
   private readonly asking = new Map<string, Promise<{ allow: boolean; by: string }>>();
-  private readonly waiting = new Map<string, (a: { allow: boolean; by: string }) => void>();
-  /** The asks `waiting` answers, as sent: sent again after a reconnect (`askAgain`). */
-  private readonly asked = new Map<string, EgressAsk>();
+  /** Asks without an answer yet, by id: the ask as sent (sent again after a reconnect, `askAgain`) and what its answer settles. */
+  private readonly waiting = new Map<string, { ask: EgressAsk; settle: (a: { allow: boolean; by: string }) => void }>();
   private pending: EgressConnection[] = [];
   private listed = 0;
   private dropped = 0;
@@ -141,7 +140,7 @@ export class EgressProxy {
   answer(a: EgressAnswer): boolean {
     const w = this.waiting.get(a.askId);
     if (!w) return false;
-    w({ allow: a.decision === 'allow', by: a.by });
+    w.settle({ allow: a.decision === 'allow', by: a.by });
     return true;
   }
 
@@ -152,7 +151,7 @@ export class EgressProxy {
    * time to run out and be refused though a person had allowed it.
    */
   askAgain(): void {
-    for (const ask of this.asked.values()) this.o.edge.ask(ask);
+    for (const { ask } of this.waiting.values()) this.o.edge.ask(ask);
   }
 
   /** Bytes the job sent and received through the proxy so far. */
@@ -167,7 +166,7 @@ export class EgressProxy {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    for (const w of this.waiting.values()) w({ allow: false, by: 'the job ended' });
+    for (const w of this.waiting.values()) w.settle({ allow: false, by: 'the job ended' });
     const server = new Promise<void>((r) => this.server.close(() => r()));
     for (const c of this.open) for (const s of c.sockets) s.destroy();
     for (const s of this.clients) s.destroy();
@@ -420,12 +419,10 @@ export class EgressProxy {
       const done = (a: { allow: boolean; by: string }, keep: boolean) => {
         clearTimeout(timer);
         this.waiting.delete(askId);
-        this.asked.delete(askId);
         this.asking.delete(key);
         if (keep && !this.closed) this.decided.set(key, a);
         resolve(a);
       };
-      this.waiting.set(askId, (a) => done(a, true));
       const ask: EgressAsk = {
         type: 'egress.ask',
         jobId: this.o.jobId,
@@ -434,7 +431,7 @@ export class EgressProxy {
         port,
         ...(method && method !== 'CONNECT' ? { method: method.slice(0, 16) } : {}),
       };
-      this.asked.set(askId, ask);
+      this.waiting.set(askId, { ask, settle: (a) => done(a, true) });
       const sent = this.o.edge.ask(ask);
       if (!sent) done({ allow: false, by: 'the gateway is not reachable to ask' }, false);
     });

@@ -88,9 +88,10 @@ export async function searchIndexed(read: ReadRange, ix: BlockIndex, o: SearchOp
   const needles = asciiNeedles(o.terms);
   if (!needles) return { kind: 'unusable', why: 'a term is not ASCII' };
   const s = new LineSearch(o);
+  // Each range is read with the byte before it (a line end, checked below), if it has one.
+  const lead = (r: LineRange) => (r.fromByte > 0 ? 1 : 0);
   // Every range is asked for at once, so the reads' round trips overlap; they are scanned in order.
-  // Each is read with the byte before it (a line end, checked below).
-  const reads = plan.ranges.map((r) => read(r.fromByte - (r.fromByte > 0 ? 1 : 0), r.toByte - r.fromByte + (r.fromByte > 0 ? 1 : 0)));
+  const reads = plan.ranges.map((r) => read(r.fromByte - lead(r), r.toByte - r.fromByte + lead(r)));
   // A read that fails while an earlier range is scanned is reported when its turn comes, or let go.
   for (const p of reads) p.catch(() => {});
   let line = 0;
@@ -103,7 +104,7 @@ export async function searchIndexed(read: ReadRange, ix: BlockIndex, o: SearchOp
       }
       const body = await reads[taken++];
       if (!body) return { kind: 'gone' };
-      const got = await scanRange(body, new ByteLineScan(s, needles, o.contextLines, r.fromByte === 0), r.fromByte > 0 ? 1 : 0);
+      const got = await scanRange(body, new ByteLineScan(s, needles, o.contextLines, r.fromByte === 0), lead(r));
       const lines = r.toLine - r.fromLine;
       const atEnd = r.toByte === ix.totalBytes;
       const linesOk = got.newlines === lines || (atEnd && got.last !== NL && got.newlines === lines - 1);
