@@ -4,6 +4,7 @@
  * installed, limits clamped to the agent's ceilings. Pure apart from reading the filesystem.
  */
 import { RUNTIMES } from '../../src/contracts/runtimes.ts';
+import { visible } from '../../src/contracts/visible-text.ts';
 import type { JobSpec } from '../../src/contracts/agent-protocol.ts';
 import type { GatehouseErrorShape } from '../../src/contracts/errors.ts';
 import { GIT_HARDENING_ENV, gitRepositoryOptions } from '../../src/contracts/git-hardening.ts';
@@ -56,7 +57,8 @@ export interface PlanContext {
 }
 
 export function planJob(spec: JobSpec, ctx: PlanContext): { ok: true; plan: JobPlan } | { ok: false; failure: PlanFailure } {
-  const refuse = (code: string, message: string) => ({ ok: false as const, failure: { kind: 'refuse' as const, error: { code, message } } });
+  // A refusal quotes what the job asked for (a cwd, an executable, an env name): shown visible, it cannot reorder or hide the message.
+  const refuse = (code: string, message: string) => ({ ok: false as const, failure: { kind: 'refuse' as const, error: { code, message: visible(message) } } });
   // The launcher passes everything through sh and `env -i`: NUL cannot be carried, and env
   // names must be plain names (anything else could read as an option or a command).
   for (const [k, v] of Object.entries(spec.env)) {
@@ -104,7 +106,7 @@ export function planJob(spec: JobSpec, ctx: PlanContext): { ok: true; plan: JobP
   if (!command.trim()) return refuse('invalid_argument', 'Error: command: empty');
   const exe = resolveExecutable(command, rctx);
   if (!exe || exe.inside.includes('='))
-    return { ok: false, failure: { kind: 'spawn_failed', detail: `executable "${command}" not found in ${SANDBOX_PATH} of the sandbox` } };
+    return { ok: false, failure: { kind: 'spawn_failed', detail: `executable "${visible(command)}" not found in ${SANDBOX_PATH} of the sandbox` } };
   if (spec.mode === 'argv' && spec.allowedExecutables && !isAllowedExecutable(exe, spec.allowedExecutables, rctx)) {
     return refuse('policy_denied', `Executable "${command}" is not in the allowed executables list`);
   }

@@ -2,6 +2,7 @@
 import type { Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { ErrorCode } from '../contracts/errors.ts';
+import { visible } from '../contracts/visible-text.ts';
 import type { AppEnv } from '../env.ts';
 
 /** Admin request bodies are small documents; anything larger is a mistake. */
@@ -18,8 +19,9 @@ export const STATUS: Partial<Record<ErrorCode, ContentfulStatusCode>> = {
   internal: 500,
 };
 
+/** An admin API error; the message may quote what the caller sent, so its control and bidi characters are shown as escapes. */
 export function apiError(c: Context<AppEnv>, code: ErrorCode, message: string, status?: ContentfulStatusCode): Response {
-  return c.json({ error: { code, message } }, status ?? STATUS[code] ?? 500);
+  return c.json({ error: { code, message: visible(message, false, true) } }, status ?? STATUS[code] ?? 500);
 }
 
 export type Body = { ok: true; value: unknown } | { ok: false; response: Response };

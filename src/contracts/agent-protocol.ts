@@ -109,6 +109,15 @@ export const RuntimeInfo = z.object({
   version: z.string().max(4096),
 });
 
+/**
+ * An agent's id as it says it in `hello`: the characters `gatehouse agent --id` takes (a hostname
+ * with the process id by default), so it can never carry a control or bidi character into a log,
+ * the audit trail or the dashboard.
+ */
+export const AgentId = z
+  .string()
+  .regex(/^[\w.@:-]{1,128}$/, 'agentId must be 1-128 characters of letters, digits, . _ - @ : (as `gatehouse agent --id` takes)');
+
 /** A label an agent advertises (`--label gpu`) and a job may require. */
 export const AgentLabel = z.string().regex(/^[A-Za-z0-9._:=-]{1,64}$/, 'labels are 1-64 characters of letters, digits, . _ : = -');
 export type RuntimeInfo = z.infer<typeof RuntimeInfo>;
@@ -183,7 +192,7 @@ export const AgentHello = z.object({
   type: z.literal('hello'),
   /** Any version parses, so the edge can answer one it does not speak with AGENT_PROTOCOL_CLOSE instead of silence. */
   v: z.number().int(),
-  agentId: z.string().min(1).max(128),
+  agentId: AgentId,
   version: z.string().max(256),
   capacity: z.number().int().min(1).max(256),
   sandbox: SandboxKind,

@@ -17,10 +17,13 @@
  * (`[A-Za-z0-9_@%+=:,./-]+`), else in double quotes with `\` and `"` escaped too, so where one
  * argument ends and what each character was can always be read back.
  *
+ * With `keepLines`, `\n` and `\t` stay as they are, for text shown as several lines (a job's
+ * output, an error message with line breaks); `\r` and everything else is still escaped.
+ *
  * Self-contained on purpose (no imports, no outer names, no inner functions a bundler could wrap):
  * the dashboard serves its source text.
  */
-export function visible(text: string, asWord?: boolean): string {
+export function visible(text: string, asWord?: boolean, keepLines?: boolean): string {
   // biome-ignore lint/suspicious/noMisleadingCharacterClass: each code point is listed alone on purpose (invisible or joining characters to show as escapes)
   const hidden = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}\u00a0\u034f\u115f\u1160\u1680\u2000-\u200a\u202f\u205f\u3000\u3164\ufe00-\ufe0f\uffa0\u{e0100}-\u{e01ef}]/u;
   const named: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
@@ -29,7 +32,7 @@ export function visible(text: string, asWord?: boolean): string {
   let out = '';
   for (const ch of text) {
     if (asWord && (ch === '\\' || ch === '"')) out += '\\' + ch;
-    else if (!hidden.test(ch)) out += ch;
+    else if (!hidden.test(ch) || (keepLines && (ch === '\n' || ch === '\t'))) out += ch;
     else if (named[ch]) out += named[ch];
     else {
       const cp = ch.codePointAt(0) as number;

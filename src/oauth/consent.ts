@@ -6,11 +6,14 @@
  * (a cross-site page cannot forge that). The authorization request is validated again by the
  * library from the same query string on every step. A client with a metadata document (an HTTPS
  * `client_id`) is shown by the host that publishes it, which the fetch verified; a registered client's
- * name is marked unverified. Everything the client chose (its name, its redirect URI) is escaped;
- * the page cannot be framed and runs no script.
+ * name is marked unverified. Everything the client or a person chose (its name, its redirect URI,
+ * scopes, a team or member name) is escaped, shown with its control and bidi characters as visible
+ * escapes and isolated in <bdi>, so it cannot reorder the page's own sentences; the page cannot be
+ * framed and runs no script.
  */
 import { html, raw } from 'hono/html';
 import type { ConsentDescription } from '@cloudflare/workers-oauth-provider';
+import { visible } from '../contracts/visible-text.ts';
 
 export interface ConsentView {
   details: ConsentDescription;
@@ -23,6 +26,9 @@ export interface ConsentView {
   /** Where a person signs in with the identity provider and comes back here. */
   signInUrl?: string;
 }
+
+/** Text someone else chose, as the page shows it: escapes for what would act on the page, in its own direction. */
+const shown = (text: string) => html`<bdi>${visible(text)}</bdi>`;
 
 const DESCRIBE: Record<string, string> = {
   execute: 'run commands and runtimes through the team policy (execute, runtime_execute, run_script)',
@@ -38,7 +44,7 @@ export function consentPage(v: ConsentView) {
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Authorize ${d.clientName} — Gatehouse</title>
+<title>Authorize ${visible(d.clientName)} — Gatehouse</title>
 <style>
   body { font: 16px/1.5 system-ui, sans-serif; max-width: 36rem; margin: 2rem auto; padding: 0 1rem; color: #1b1b1b; }
   label { display: block; margin: .5em 0 .2em; font-weight: 600; }
@@ -52,24 +58,24 @@ export function consentPage(v: ConsentView) {
 </head>
 <body>
 <main>
-<h1>Allow <strong id="client-name">${d.clientName}</strong> to use Gatehouse?</h1>
+<h1>Allow <strong id="client-name">${shown(d.clientName)}</strong> to use Gatehouse?</h1>
 ${
   d.clientDomain
-    ? html`<p class="verified" id="client-verified">Verified app from <strong id="client-domain">${d.clientDomain}</strong>: its description is published at <code id="client-id">${d.clientId}</code>. The name above is what that site says about itself.</p>`
+    ? html`<p class="verified" id="client-verified">Verified app from <strong id="client-domain">${shown(d.clientDomain)}</strong>: its description is published at <code id="client-id">${shown(d.clientId)}</code>. The name above is what that site says about itself.</p>`
     : html`<p id="client-unverified">This app registered itself; its name is not verified.</p>`
 }
-<p>Access will be sent to <strong id="redirect-host">${d.redirectHost}</strong>.</p>
+<p>Access will be sent to <strong id="redirect-host">${shown(d.redirectHost)}</strong>.</p>
 ${d.redirectIsLoopback ? html`<p class="warn" role="note"><strong>This sends access to an app on your computer.</strong> Continue only if you just started signing in from it.</p>` : ''}
-${v.error ? html`<p class="error" role="alert" id="error">${v.error}</p>` : ''}
+${v.error ? html`<p class="error" role="alert" id="error">${visible(v.error, false, true)}</p>` : ''}
 <form method="post">
 ${
   v.member
-    ? html`  <p id="signed-in">Signed in as <strong>${v.member.name}</strong>; the app acts as you.</p>
+    ? html`  <p id="signed-in">Signed in as <strong>${shown(v.member.name)}</strong>; the app acts as you.</p>
   <input type="hidden" name="as" value="member">
   ${v.member.csrf ? html`<input type="hidden" name="csrf" value="${v.member.csrf}">` : ''}
   <label for="team">Team</label>
   <select id="team" name="team" required>
-    ${v.member.teams.map((t) => html`<option value="${t.team}" ${t.team === v.team ? raw('selected') : ''}>${t.team} (${t.role})</option>`)}
+    ${v.member.teams.map((t) => html`<option value="${t.team}" ${t.team === v.team ? raw('selected') : ''}>${visible(t.team)} (${visible(t.role)})</option>`)}
   </select>`
     : html`  ${v.signInUrl ? html`<p><a id="sign-in" href="${v.signInUrl}">Sign in with your identity provider</a> to connect the app as yourself, or use an admin token:</p>` : ''}
   <label for="admin_token">Admin token of the team</label>
@@ -81,8 +87,8 @@ ${
 }
   <fieldset>
     <legend>Scopes to grant</legend>
-    ${v.grantable.map((s) => html`<div class="scope"><input type="checkbox" id="scope-${s}" name="scope" value="${s}" ${checked.has(s) ? raw('checked') : ''}> <label for="scope-${s}"><code>${s}</code> — ${DESCRIBE[s] ?? s}</label></div>`)}
-    ${asked.length ? html`<p><small>Also asked for, never granted to an OAuth client: ${asked.join(', ')}</small></p>` : ''}
+    ${v.grantable.map((s) => html`<div class="scope"><input type="checkbox" id="scope-${s}" name="scope" value="${s}" ${checked.has(s) ? raw('checked') : ''}> <label for="scope-${s}"><code>${shown(s)}</code> — ${DESCRIBE[s] ?? shown(s)}</label></div>`)}
+    ${asked.length ? html`<p><small>Also asked for, never granted to an OAuth client: ${asked.map((s, i) => html`${i ? ', ' : ''}${shown(s)}`)}</small></p>` : ''}
   </fieldset>
   <button type="submit" name="decision" value="approve" id="approve">Allow</button>
   <button type="submit" name="decision" value="deny" id="deny" formnovalidate>Deny</button>
@@ -95,6 +101,6 @@ ${
 export function errorPage(message: string) {
   return html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Authorization failed — Gatehouse</title></head>
-<body><main><h1>This authorization request cannot continue</h1><p role="alert" id="error">${message}</p>
+<body><main><h1>This authorization request cannot continue</h1><p role="alert" id="error">${visible(message, false, true)}</p>
 <p>Start the sign-in again from your MCP client.</p></main></body></html>`;
 }

@@ -10,6 +10,7 @@
  */
 import type { PolicyDocument } from '../contracts/policy.ts';
 import { executableBase } from '../contracts/runtimes.ts';
+import { visible } from '../contracts/visible-text.ts';
 import { checkCwd } from './cwd.ts';
 import { screenEnv } from './env-screen.ts';
 import { checkExecutable, requestedExecutable } from './executables.ts';
@@ -40,6 +41,24 @@ export function verdictOf(d: Pick<PolicyDecision, 'allowed' | 'ask'>): 'allow' |
 }
 
 export async function decide(policy: PolicyDocument, req: PolicyRequest, opts: DecideOptions = {}): Promise<PolicyDecision> {
+  return shown(await decideCall(policy, req, opts));
+}
+
+/**
+ * A decision's reason and notes quote the caller's command, arguments, cwd and env names (and an
+ * OPA evaluator's answer): every control and bidi character in them is written as a visible escape,
+ * here once for every stage, so a refusal reads the same wherever it is shown.
+ */
+function shown(d: PolicyDecision): PolicyDecision {
+  return {
+    ...d,
+    reason: visible(d.reason),
+    notes: d.notes.map((n) => visible(n)),
+    ...(d.ask ? { ask: { ...d.ask, reason: visible(d.ask.reason) } } : {}),
+  };
+}
+
+async function decideCall(policy: PolicyDocument, req: PolicyRequest, opts: DecideOptions): Promise<PolicyDecision> {
   // A command string without shell syntax is decided (and run) as argv. A policy that allows
   // shell strings keeps its meaning: if the argv decision denies, the shell decision still may allow.
   const argv = req.mode === 'shell' && req.tool !== 'runtime_execute' && !req.shellOnly ? splitSimpleCommand(req.command) : null;

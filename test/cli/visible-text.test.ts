@@ -75,6 +75,52 @@ describe('visible(): the rule for text from users', () => {
   });
 });
 
+/** The code points the rule names one by one: C0, DEL, C1 and the bidi controls, with how each reads. */
+const LISTED: number[] = [
+  ...Array.from({ length: 0x20 }, (_, i) => i),
+  0x7f,
+  ...Array.from({ length: 0x20 }, (_, i) => 0x80 + i),
+  0x061c,
+  0x200e,
+  0x200f,
+  0x202a,
+  0x202b,
+  0x202c,
+  0x202d,
+  0x202e,
+  0x2066,
+  0x2067,
+  0x2068,
+  0x2069,
+];
+const escapeOf = (cp: number) =>
+  ({ 9: '\\t', 10: '\\n', 13: '\\r' })[cp] ?? (cp < 0x100 ? `\\x${cp.toString(16).padStart(2, '0')}` : `\\u${cp.toString(16).padStart(4, '0')}`);
+
+describe('every listed control and bidi code point', () => {
+  it.each(LISTED.map((cp) => [`U+${cp.toString(16).padStart(4, '0').toUpperCase()}`, cp]))('%s is written as its escape, alone and inside text', (_, cp) => {
+    const ch = String.fromCodePoint(cp);
+    expect(visible(ch)).toBe(escapeOf(cp));
+    expect(visible(`a${ch}b`)).toBe(`a${escapeOf(cp)}b`);
+    expect(visible(`a${ch}b`, true)).toBe(`"a${escapeOf(cp)}b"`);
+  });
+
+  it.each(LISTED.map((cp) => [`U+${cp.toString(16).padStart(4, '0').toUpperCase()}`, cp]))(
+    '%s with keepLines: only a line break and a tab stay raw',
+    (_, cp) => {
+      const ch = String.fromCodePoint(cp);
+      const kept = cp === 0x0a || cp === 0x09;
+      expect(visible(`a${ch}b`, false, true)).toBe(kept ? `a${ch}b` : `a${escapeOf(cp)}b`);
+    },
+  );
+
+  it('keepLines: several lines stay several lines, each one shown like a single line', () => {
+    const text = 'first\tcol\n\x1b[2Kforged \u202eevil\r\nlast\u2028x';
+    expect(visible(text, false, true)).toBe('first\tcol\n\\x1b[2Kforged \\u202eevil\\r\nlast\\u2028x');
+    expect(visible(visible(text, false, true), false, true)).toBe(visible(text, false, true));
+    expect(visible(text)).toBe('first\\tcol\\n\\x1b[2Kforged \\u202eevil\\r\\nlast\\u2028x');
+  });
+});
+
 describe('CLI renderers', () => {
   it('formatCommand: one token per argument, shell strings bare only when nothing needs escaping', () => {
     expect(formatCommand({ mode: 'argv', command: 'git', args: ['log', '--oneline'] })).toBe('git log --oneline');

@@ -1,6 +1,6 @@
 /** Browser module `agents.js`: the team's executor agents, refreshed every 2 s. */
 export const AGENTS_JS = String.raw`
-import { api, fmtAgo, fmtTime, h, isMissingRoute, messages, pick, poll, replaceKeepingFocus, table } from './core.js';
+import { api, fmtAgo, fmtTime, h, isMissingRoute, messages, pick, poll, replaceKeepingFocus, table, userText } from './core.js';
 
 export function render(main) {
   const msg = messages();
@@ -27,7 +27,7 @@ function runtimes(a) {
   const rs = pick(a, 'runtimes') || [];
   const list = Array.isArray(rs) ? rs : Object.keys(rs).map((k) => Object.assign({ name: k }, typeof rs[k] === 'object' ? rs[k] : { version: rs[k] }));
   if (list.length === 0) return 'none found';
-  return h('ul', { class: 'runtimes' }, list.map((r) => h('li', null, h('span', { class: 'rt' }, r.name), ' ', h('span', { class: 'ver' }, String(r.version || '').split('\n')[0]))));
+  return h('ul', { class: 'runtimes' }, list.map((r) => h('li', null, userText(r.name, false, 'rt'), ' ', userText(String(r.version || '').split('\n')[0], false, 'ver'))));
 }
 
 function view(agents) {
@@ -40,11 +40,11 @@ function view(agents) {
       const running = pick(a, 'running', 'load', 'active') || 0;
       const seen = pick(a, 'last_seen', 'lastSeen', 'last_seen_at', 'lastSeenAt');
       return h('tr', { 'data-agent': pick(a, 'agent_id', 'id') },
-        h('th', { scope: 'row' }, pick(a, 'agent_id', 'id'), h('div', { class: 'sub' }, pick(a, 'version') || '')),
+        h('th', { scope: 'row' }, userText(pick(a, 'agent_id', 'id'), false, 'agent-id'), h('div', { class: 'sub' }, userText(pick(a, 'version') || '', false, 'version'))),
         h('td', null, h('span', { class: 'badge ' + state }, state)),
-        h('td', null, pick(a, 'sandbox') || ''),
+        h('td', null, userText(pick(a, 'sandbox') || '')),
         h('td', null, running + ' / ' + (cap === undefined ? '?' : cap) + ' slots'),
-        h('td', null, (pick(a, 'labels') || []).join(', ')),
+        h('td', null, (pick(a, 'labels') || []).map((l, i) => [i ? ', ' : '', userText(l)])),
         h('td', null, runtimes(a)),
         h('td', null, h('time', { datetime: seen ? new Date(seen).toISOString() : '' , title: fmtTime(seen) }, fmtAgo(seen, now))),
         h('td', null, fmtTime(pick(a, 'connected_at', 'connectedAt'))));

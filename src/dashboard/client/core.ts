@@ -109,16 +109,18 @@ function append(el, children) {
 }
 
 /**
- * visible(text, asWord): text from users with every control, bidirectional and invisible character
- * written as an escape (\x1b, \u202e, \n); asWord quotes it as one argument when it is not a plain
- * word. The same function as the CLI's: its source is src/contracts/visible-text.ts.
+ * visible(text, asWord, keepLines): text from users with every control, bidirectional and invisible
+ * character written as an escape (\x1b, \u202e, \n); asWord quotes it as one argument when it is not
+ * a plain word; keepLines leaves line breaks and tabs. The same function as the CLI's: its source is
+ * src/contracts/visible-text.ts.
  */
 export const visible = (${visible.toString()});
 
 /**
- * Text a user chose (a command's argument, a subject, a reason, a cwd) as an element of its own:
- * <bdi> isolates its direction from the text around it, and visible() shows what would otherwise
- * act on the page instead of being read.
+ * Text a user, a client or an agent chose (a command's argument, a subject, a reason, a cwd, an
+ * agent's id or version) as an element of its own: <bdi> isolates its direction from the text
+ * around it, and visible() shows what would otherwise act on the page instead of being read. Every
+ * page shows such text through this one helper.
  */
 export function userText(v, asWord, cls) {
   if (v === undefined || v === null) return '';
@@ -212,7 +214,7 @@ export function messages() {
 /** An error for the page: the gateway's message can quote what a caller sent, so it is shown visible (its line breaks kept). */
 export function describe(e) {
   const text = e instanceof ApiError ? e.message + ' (' + e.code + ')' : (e && e.message) || String(e);
-  return text.split('\n').map((l) => visible(l)).join('\n');
+  return visible(text, false, true);
 }
 
 /**
@@ -221,7 +223,7 @@ export function describe(e) {
  * something that may reorder or hide what is around it).
  */
 export function outputText(text) {
-  return text.split('\n').map((l) => l.split('\t').map((p) => visible(p)).join('\t')).join('\n');
+  return visible(text, false, true);
 }
 
 export function fmtTime(ms) {

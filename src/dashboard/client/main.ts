@@ -3,7 +3,7 @@
  * render(main, params) and returns a cleanup function (stops its polling).
  */
 export const MAIN_JS = String.raw`
-import { api, ApiError, describe, field, h, messages, onUnauthenticated, session } from './core.js';
+import { api, ApiError, describe, field, h, messages, onUnauthenticated, session, userText } from './core.js';
 import * as agents from './agents.js';
 import * as jobs from './jobs.js';
 import * as audit from './audit.js';
@@ -105,7 +105,7 @@ function teamSwitch(teams, current) {
 function start(w, available) {
   me = w;
   pages = available || PAGES;
-  who.textContent = 'team ' + w.team + ' · ' + (session.person ? session.person.email + ' (' + session.person.role + ')' : w.subject);
+  who.replaceChildren(h('span', null, 'team ', userText(w.team), ' · ', session.person ? [userText(session.person.email), ' (' + session.person.role + ')'] : userText(w.subject)));
   signout.hidden = false;
   nav.replaceChildren(h('ul', null, pages.map((p) => h('li', null, h('a', { href: '#/' + p.path, 'data-page': p.path }, p.title)))));
   if (!location.hash || location.hash === '#' || location.hash === '#/') location.hash = '#/' + pages[0].path;

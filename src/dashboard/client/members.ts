@@ -4,7 +4,7 @@
  * The gateway decides who may do what (src/members/roles.ts): a refusal is shown as it says it.
  */
 export const MEMBERS_JS = String.raw`
-import { api, fmtAgo, fmtTime, field, h, messages, table, userText } from './core.js';
+import { api, fmtAgo, fmtTime, field, h, messages, table, userText, visible } from './core.js';
 
 const ROLES = ['member', 'admin', 'owner'];
 
@@ -31,7 +31,7 @@ export function render(main) {
         msg.clear();
         try {
           const r = await api('PATCH', '/members/' + encodeURIComponent(m.memberId), { role: sel.value });
-          msg.say((m.email || m.memberId) + ' is now ' + sel.value + '.' +
+          msg.say(visible(m.email || m.memberId) + ' is now ' + sel.value + '.' +
             (r && r.sessionsEnded ? ' A lowered role: they are signed out and ' + r.oauthGrantsEnded.length + ' connected client(s) of theirs ended.' : ''));
         } catch (e) { msg.fail(e); }
         await load().catch((e) => msg.fail(e));
@@ -41,7 +41,7 @@ export function render(main) {
         msg.clear();
         try {
           await api('DELETE', '/members/' + encodeURIComponent(m.memberId));
-          msg.say((m.email || m.memberId) + ' was removed; they are signed out and their OAuth grants ended.');
+          msg.say(visible(m.email || m.memberId) + ' was removed; they are signed out and their OAuth grants ended.');
         } catch (e) { msg.fail(e); }
         await load().catch((e) => msg.fail(e));
       });

@@ -1,6 +1,6 @@
 /** Browser module `policy.js`: the current policy and its history, an editor with inline errors, presets, a dry run. */
 export const POLICY_JS = String.raw`
-import { api, describe, field, fmtTime, h, isMissingRoute, messages, table, uid } from './core.js';
+import { api, describe, field, fmtTime, h, isMissingRoute, messages, table, uid, userText } from './core.js';
 
 export function render(main) {
   const current = h('dl', { class: 'facts' });
@@ -146,8 +146,8 @@ function dryRun() {
           d.decision === 'ask' ? 'Needs approval (ask)' : d.allowed ? 'Allowed' : 'Denied'),
         h('dl', { class: 'facts' },
           h('dt', null, 'Deciding stage'), h('dd', null, d.stage || '—'),
-          h('dt', null, 'Reason'), h('dd', null, d.reason || '—'),
-          (d.notes && d.notes.length) ? [h('dt', null, 'Notes'), h('dd', null, d.notes.join('; '))] : null,
+          h('dt', null, 'Reason'), h('dd', null, d.reason ? userText(d.reason) : '—'),
+          (d.notes && d.notes.length) ? [h('dt', null, 'Notes'), h('dd', null, userText(d.notes.join('; ')))] : null,
           h('dt', null, 'Policy version'), h('dd', null, String(d.policyVersion))));
     } catch (e) { msg.fail(e); }
   });

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { jobSpec, makeRig, type Rig } from '../helpers.ts';
 import type { JobSpec } from '../../../src/contracts/agent-protocol.ts';
 import { DISCARD_LIVE } from '../../../executor/jobs/relay.ts';
+import { visible } from '../../../src/contracts/visible-text.ts';
 
 let rig: Rig;
 let outside: string;
@@ -46,7 +47,10 @@ describe('cwd jail', () => {
 
   it('refuses absolute paths, .. and NUL', () => {
     for (const cwd of ['/etc', '../x', 'sub/../../x', 'a\0b']) {
-      expect(refusal({ cwd })).toMatchObject({ code: 'policy_denied', message: `Relative CWD "${cwd}" contains path traversal or absolute path components` });
+      expect(refusal({ cwd })).toMatchObject({
+        code: 'policy_denied',
+        message: `Relative CWD "${visible(cwd)}" contains path traversal or absolute path components`,
+      });
     }
   });
 
