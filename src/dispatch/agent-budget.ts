@@ -10,7 +10,7 @@
  *   still reading, or on a stalled link) arrive together, but never more than the time they
  *   waited allows. A new connection starts with HEARTBEAT_BURST only.
  * - Messages that change nothing at the edge, in two buckets. About a stranger — a job the edge
- *   does not know or that runs on another agent — and malformed ones: a small burst
+ *   does not know or that runs on another agent: a small burst
  *   (STRANGER_BURST units), each costing its size too, since it was parsed and looked up for
  *   nothing; a real agent sends them only when it held results longer than the edge keeps jobs.
  *   Late ones — about the agent's own job that has ended, or a report already taken — a large
@@ -18,13 +18,19 @@
  *   acknowledged, and the edge made those jobs, so their number is its own. The first message
  *   about such a job is answered once (`job.ack`: forget it) and the id remembered, so later ones
  *   are dropped without a storage read — often without parsing (`peekJobMessage`).
+ * - Malformed messages (not JSON, JSON of no message's shape, a binary frame that is no output
+ *   frame): their own, smallest bucket (MALFORMED_BURST units, each costing its size too). An agent
+ *   of this protocol version never sends one (a hello of another version is refused first), so a
+ *   socket that does is broken or forged, and it is closed after a handful of parses.
  * - `job.exit.part` of a running job: at most EXIT_PARTS_PER_JOB per job per connection.
  * - Live output frames of the agent's own jobs are not counted: the agent's relay paces them
  *   (executor/jobs/relay.ts) and the edge keeps at most LIVE_OUTPUT_MAX_BYTES of each stream.
  *
  * A pure capability: the DO keeps one per socket in memory and passes the clock. After an
  * eviction or restart a socket starts afresh, which grants one more burst at most; a socket
- * that keeps sending never lets its object hibernate.
+ * that keeps sending never lets its object hibernate. Going over is final: the socket is marked
+ * refused in memory and in its attachment (agent-link.ts `refuse`), and the DO drops whatever it
+ * still sends — already queued or after a hibernation — before any parsing, SQL, storage or log.
  */
 import { EXIT_PARTS_MAX } from '../contracts/agent-protocol.ts';
 
@@ -41,7 +47,7 @@ const HEARTBEATS_PER_INTERVAL = 2;
 export const HEARTBEAT_BACKLOG_MS = 10 * 60_000;
 
 /**
- * Units of messages about strangers (and malformed ones) a socket may send back to back. A real
+ * Units of messages about strangers a socket may send back to back. A real
  * agent sends them only for results it held longer than the edge keeps jobs (JOB_RETENTION_MS)
  * or after the edge lost its storage: each such job is acknowledged once, so a socket closed over
  * this burst reconnects and re-sends only what was not acknowledged yet. A flood is closed after
@@ -64,10 +70,19 @@ export const LATE_BURST = 1024;
 export const LATE_UNITS_PER_SECOND = 64;
 /** `job.exit.part` messages of one running job per connection: a result's parts are sent once per connection (both streams). */
 export const EXIT_PARTS_PER_JOB = 2 * EXIT_PARTS_MAX;
+/**
+ * Units of malformed messages a socket may send: enough for one stray frame of a buggy agent,
+ * few enough that a junk flood is closed after a handful of parses (the first one is logged, the
+ * rest only counted). Each costs one unit plus one per STRANGER_UNIT_BYTES, so one message of
+ * MALFORMED_BURST × STRANGER_UNIT_BYTES (128 KiB) of junk is refused at once.
+ */
+export const MALFORMED_BURST = 8;
+/** Malformed units a socket earns back per minute: a buggy agent's rare stray frame, never a flood. */
+export const MALFORMED_UNITS_PER_MINUTE = 1;
 /** Job ids a socket remembers as answered; the oldest is forgotten first (it then costs one more lookup). */
 const ANSWERED_IDS_MAX = 1024;
 
-export type BudgetKind = 'heartbeats' | 'strangers' | 'late' | 'parts';
+export type BudgetKind = 'heartbeats' | 'strangers' | 'malformed' | 'late' | 'parts';
 
 export interface Overrun {
   kind: BudgetKind;
@@ -106,10 +121,12 @@ export class AgentBudget {
   private readonly beats: Bucket;
   private readonly strangers: Bucket;
   private readonly lates: Bucket;
+  private readonly malformedUnits: Bucket;
+  private rejectedBefore = false;
   private readonly answered = new Map<string, Answered>();
   private readonly parts = new Map<string, number>();
   private readonly reports = new Set<string>();
-  /** Set once the socket went over: whatever it still sends is dropped unread. */
+  /** Set once the socket went over: whatever it still sends is dropped unread (the DO marks the socket refused). */
   over: Overrun | null = null;
 
   constructor(heartbeatMs: number, now: number) {
@@ -118,6 +135,7 @@ export class AgentBudget {
     this.beats = new Bucket(backlog, HEARTBEATS_PER_INTERVAL / heartbeatMs, now, HEARTBEAT_BURST);
     this.strangers = new Bucket(STRANGER_BURST, STRANGER_UNITS_PER_SECOND / 1000, now);
     this.lates = new Bucket(LATE_BURST, LATE_UNITS_PER_SECOND / 1000, now);
+    this.malformedUnits = new Bucket(MALFORMED_BURST, MALFORMED_UNITS_PER_MINUTE / 60_000, now);
   }
 
   /** A `hello` or `heartbeat` arrived. */
@@ -126,10 +144,23 @@ export class AgentBudget {
     return this.overrun('heartbeats', `heartbeats more often than ${HEARTBEATS_PER_INTERVAL} per ${this.heartbeatMs} ms`);
   }
 
-  /** A message about a stranger (or a malformed one) of `bytes` arrived: one unit, plus one per STRANGER_UNIT_BYTES (0 when dropped unparsed). */
+  /** A message about a stranger of `bytes` arrived: one unit, plus one per STRANGER_UNIT_BYTES (0 when dropped unparsed). */
   stranger(bytes: number, now: number): Overrun | null {
     if (this.strangers.take(1 + Math.floor(bytes / STRANGER_UNIT_BYTES), now)) return null;
     return this.overrun('strangers', `more than ${STRANGER_BURST} messages about jobs unknown or not its own`);
+  }
+
+  /** A malformed message of `bytes` arrived (not JSON, of no message's shape, or an undecodable frame). */
+  malformed(bytes: number, now: number): Overrun | null {
+    if (this.malformedUnits.take(1 + Math.floor(bytes / STRANGER_UNIT_BYTES), now)) return null;
+    return this.overrun('malformed', `more than ${MALFORMED_BURST} malformed messages`);
+  }
+
+  /** True the first time only: a socket's first rejected message is logged, the rest only counted. */
+  firstRejection(): boolean {
+    if (this.rejectedBefore) return false;
+    this.rejectedBefore = true;
+    return true;
   }
 
   /** A late message about the agent's own ended job (or a report already taken) arrived. */

@@ -30,6 +30,8 @@ export interface AgentAttachment {
   grant: AgentGrant | null;
   agentId: string | null;
   connectedAt: number;
+  /** Set when the socket was closed over its message budget: all it still sends is dropped unread, after a hibernation too. */
+  refused?: true;
 }
 
 export type LiveAgent = { ws: WebSocket; att: AgentAttachment & { agentId: string } };
@@ -53,6 +55,8 @@ export class AgentLink implements Wakes {
   private readonly touched = new Map<string, number>();
   /** Each socket's message budget (memory only: see agent-budget.ts for what a restart means). */
   private readonly budgets = new WeakMap<WebSocket, AgentBudget>();
+  /** Sockets closed over their budget, for the one check each of their messages costs (`isRefused`). */
+  private readonly refusedSockets = new WeakSet<WebSocket>();
 
   constructor(host: DispatchHost, onGone: (agentId: string, now: number) => void) {
     this.host = host;
@@ -105,6 +109,24 @@ export class AgentLink implements Wakes {
       this.budgets.set(ws, b);
     }
     return b;
+  }
+
+  /**
+   * Marks a socket over its message budget as refused: in memory, and in its attachment, which
+   * outlives a hibernation (a few bytes of the 16 KiB it may hold). Called before it is closed.
+   */
+  refuse(ws: WebSocket): void {
+    this.refusedSockets.add(ws);
+    const att = this.attachmentOf(ws);
+    if (att && !att.refused) this.attach(ws, { ...att, refused: true });
+  }
+
+  /** Whether `ws` was refused: a set lookup, or after a hibernation its attachment (read once per instance). */
+  isRefused(ws: WebSocket): boolean {
+    if (this.refusedSockets.has(ws)) return true;
+    if (this.attachmentOf(ws)?.refused !== true) return false;
+    this.refusedSockets.add(ws);
+    return true;
   }
 
   /** Open sockets of agents that said hello. */

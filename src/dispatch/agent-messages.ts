@@ -3,7 +3,7 @@
  * the token's grant), heartbeats, a job's exit (in parts when large), its error, how each artifact
  * upload ended, live output frames, and a job's egress proxy's asks and connection log (egress.ts).
  * Each socket has a message budget (agent-budget.ts): a message that changes nothing costs, and a
- * socket over its budget is closed and audited.
+ * socket over its budget is refused (all it still sends is dropped unread), closed and audited.
  * Only the agent a job was sent to may report on it.
  */
 import { AGENT_BUDGET_CLOSE, AGENT_PROTOCOL_CLOSE, PROTOCOL_VERSION, parseAgentMessage, type AgentHello, type JobExit } from '../contracts/agent-protocol.ts';
@@ -50,9 +50,9 @@ export class AgentMessages {
     const { link, store } = this.p;
     const att = link.attachmentOf(ws);
     if (!att) return;
+    // Closed for its budget: what it still sends is dropped unread (the DO checks this first too).
+    if (link.isRefused(ws)) return;
     const budget = link.budgetOf(ws);
-    // Closed for its budget: what it still sends is dropped unread.
-    if (budget.over) return;
     const now = this.host.now();
     if (typeof raw !== 'string') return this.onOutputFrame(ws, att, budget, raw, now);
     // A job already answered on this socket: dropped (its exit acknowledged again) without parsing or storage reads.
@@ -64,8 +64,9 @@ export class AgentMessages {
     }
     const parsed = parseAgentMessage(raw);
     if (!parsed.ok) {
-      console.warn(`agent ${att.agentId ?? '(before hello)'}: rejected message: ${parsed.reason}`);
-      return this.spend(ws, att, budget.stranger(raw.length, now));
+      // One line per socket: a junk flood must not turn into a log flood.
+      if (budget.firstRejection()) console.warn(`agent ${att.agentId ?? '(before hello)'}: rejected message: ${parsed.reason}`);
+      return this.spend(ws, att, budget.malformed(raw.length, now));
     }
     const msg = parsed.message;
     if (msg.type === 'hello' || msg.type === 'heartbeat') {
@@ -226,8 +227,10 @@ export class AgentMessages {
    */
   private async overBudget(ws: WebSocket, att: AgentAttachment, over: Overrun): Promise<void> {
     const who = att.agentId ?? '(before hello)';
-    console.warn(`agent ${who} (subject ${att.subject}): ${over.message}; closing its connection`);
+    // Refused before anything else: the messages already queued behind this one are dropped unread.
+    this.p.link.refuse(ws);
     this.p.link.dropAndClose(ws, over.message, AGENT_BUDGET_CLOSE, over.message);
+    console.warn(`agent ${who} (subject ${att.subject}): ${over.message}; connection closed`);
     await this.p.link.audit(att, `agent ${who}: ${over.message}; connection closed (${AGENT_BUDGET_CLOSE})`, { agentId: att.agentId, budget: over.kind });
   }
 
@@ -238,11 +241,12 @@ export class AgentMessages {
    * of the agent's own ended jobs (one the edge gave up on may still run) cost nothing; others do.
    */
   private onOutputFrame(ws: WebSocket, att: AgentAttachment, budget: AgentBudget, raw: ArrayBuffer, now: number): Reply {
-    if (!att.agentId) return this.spend(ws, att, budget.stranger(0, now));
+    // Output before hello, or a frame that is no output frame: malformed.
+    if (!att.agentId) return this.spend(ws, att, budget.malformed(raw.byteLength, now));
     const parsed = decodeOutputFrame(raw);
     if (!parsed.ok) {
-      console.warn(`agent ${att.agentId}: rejected output frame: ${parsed.reason}`);
-      return this.spend(ws, att, budget.stranger(0, now));
+      if (budget.firstRejection()) console.warn(`agent ${att.agentId}: rejected output frame: ${parsed.reason}`);
+      return this.spend(ws, att, budget.malformed(raw.byteLength, now));
     }
     const f = parsed.frame;
     const again = budget.answeredAs(f.jobId);

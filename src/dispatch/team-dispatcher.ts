@@ -170,7 +170,13 @@ export class TeamDispatcher extends DurableObject<Env> {
 
   // ================= platform events: agent sockets and the alarm =================
 
-  webSocketMessage(ws: WebSocket, raw: string | ArrayBuffer): Promise<void> {
+  /**
+   * The platform hands the object each message of each socket in turn, even ones that queued up
+   * behind the message that took a socket over its budget (and wakes a hibernated object for
+   * them): a refused socket's are dropped here, with one lookup and no promise, parse or storage.
+   */
+  webSocketMessage(ws: WebSocket, raw: string | ArrayBuffer): Promise<void> | undefined {
+    if (this.c.link.isRefused(ws)) return undefined;
     return this.c.messages.receive(ws, raw);
   }
 

@@ -10,6 +10,8 @@ import {
   HEARTBEAT_BURST,
   LATE_BURST,
   LATE_UNITS_PER_SECOND,
+  MALFORMED_BURST,
+  MALFORMED_UNITS_PER_MINUTE,
   STRANGER_BURST,
   STRANGER_UNIT_BYTES,
   STRANGER_UNITS_PER_SECOND,
@@ -86,6 +88,38 @@ describe('agent message budget', () => {
     // A second later, STRANGER_UNITS_PER_SECOND units are back.
     for (let i = 0; i < STRANGER_UNITS_PER_SECOND; i++) expect(slow.stranger(STRANGER_UNIT_BYTES - 1, 1000)).toBeNull();
     expect(slow.stranger(0, 1000)).not.toBeNull();
+  });
+
+  it('malformed messages have the smallest burst of their own, cost their size, and earn back only a stray one a minute', () => {
+    const b = new AgentBudget(HB, 0);
+    for (let i = 0; i < MALFORMED_BURST; i++) expect(b.malformed(20, 0)).toBeNull();
+    const over = b.malformed(20, 0);
+    expect(over).toMatchObject({ kind: 'malformed', message: `message budget exceeded: more than ${MALFORMED_BURST} malformed messages` });
+    expect(Buffer.byteLength(over!.message)).toBeLessThanOrEqual(CLOSE_REASON_MAX_BYTES);
+    // Counted apart from strangers: a real agent's messages about unknown jobs never use them up.
+    expect(b.stranger(0, 0)).toBeNull();
+    // One message of MALFORMED_BURST × STRANGER_UNIT_BYTES goes over at once.
+    expect(new AgentBudget(HB, 0).malformed(MALFORMED_BURST * STRANGER_UNIT_BYTES, 0)?.kind).toBe('malformed');
+    // A buggy agent's stray frame now and then stays inside it.
+    const stray = new AgentBudget(HB, 0);
+    for (let t = 0; t < 3_600_000; t += 60_000 / MALFORMED_UNITS_PER_MINUTE) expect(stray.malformed(100, t)).toBeNull();
+    // A flood at 10,000 messages a second is over within its first MALFORMED_BURST + 1 messages, whatever their size.
+    const flood = new AgentBudget(HB, 0);
+    let n = 0;
+    while (!flood.malformed(1, n / 10)) n++;
+    expect(n).toBe(MALFORMED_BURST);
+  });
+
+  it('going over is final, and only the first rejected message is logged', () => {
+    const b = new AgentBudget(HB, 0);
+    expect(b.firstRejection()).toBe(true);
+    expect(b.firstRejection()).toBe(false);
+    for (let i = 0; i < HEARTBEAT_BURST; i++) b.heartbeat(0);
+    const over = b.heartbeat(0);
+    expect(over?.kind).toBe('heartbeats');
+    // Later overruns of other kinds keep the first reason (the one the close and the audit give).
+    for (let i = 0; i <= MALFORMED_BURST; i++) b.malformed(0, 0);
+    expect(b.over).toBe(over);
   });
 
   it("late messages about the agent's own ended jobs have their own, larger burst, one unit each", () => {

@@ -10,6 +10,7 @@ import { inlineResult } from '../../src/contracts/inline-result.ts';
 import { encodeOutputFrame } from '../../src/contracts/output-frame.ts';
 import { AGENT_CLAIM_REFUSED_CLOSE } from '../../src/contracts/agent-grant.ts';
 import { AGENT_GRANT_HEADER } from '../../src/dispatch/client.ts';
+import { MALFORMED_BURST } from '../../src/dispatch/agent-budget.ts';
 import { FakeSocket } from './sql-host.ts';
 import { connect, exitOf, helloOf, request, say, setup } from './team-fixture.ts';
 
@@ -67,6 +68,55 @@ describe('agent messages', () => {
     for (let i = 0; i < 100 && !ws.closed; i++) await say(t, ws, { type: 'job.error', jobId: `nope-${i}`, code: 'x', message: 'y' });
     expect(ws.closed?.code).toBe(AGENT_BUDGET_CLOSE);
     expect(await t.c.jobs.submit(request('j1'))).toMatchObject({ ok: true, state: 'queued' });
+  });
+
+  it('closes (4008) a socket flooding junk after a handful of messages, logs it once, and drops all it sends after unread', async () => {
+    const t = setup();
+    const ws = await connect(t, 'a1');
+    await t.c.jobs.submit(request('j1'));
+    const warn = vi.spyOn(console, 'warn').mockImplementation(() => {});
+    let sent = 0;
+    try {
+      for (; sent < 1000 && !ws.closed; sent++) await say(t, ws, sent % 2 ? 'not json {' : { type: 'job.exit', jobId: 7 });
+      expect(ws.closed).toEqual({ code: AGENT_BUDGET_CLOSE, reason: `message budget exceeded: more than ${MALFORMED_BURST} malformed messages` });
+      expect(sent).toBe(MALFORMED_BURST + 1);
+      // One line for the first rejected message, one for the close: never one per message.
+      expect(warn.mock.calls.map((c) => String(c[0]))).toEqual([
+        expect.stringMatching(/^agent a1: rejected message: /),
+        expect.stringMatching(/^agent a1 \(subject agent-a1\): message budget exceeded: .*; connection closed$/),
+      ]);
+    } finally {
+      warn.mockRestore();
+    }
+    // Messages that were already queued behind it, even well-formed ones about its own job, change nothing.
+    const sql = vi.spyOn(t.c.store, 'get');
+    await say(t, ws, { type: 'job.error', jobId: 'j1', code: 'spawn_failed', message: 'no' });
+    await say(t, ws, 'more junk');
+    expect(sql).not.toHaveBeenCalled();
+    expect(t.c.store.get('j1')?.state).toBe('running');
+  });
+
+  it('still drops what a refused socket sends after a hibernation (its attachment says so), without parsing it', async () => {
+    const t = setup();
+    const ws = await connect(t, 'a1');
+    const warn = vi.spyOn(console, 'warn').mockImplementation(() => {});
+    try {
+      for (let i = 0; i <= MALFORMED_BURST && !ws.closed; i++) await say(t, ws, 'junk');
+    } finally {
+      warn.mockRestore();
+    }
+    expect(ws.closed?.code).toBe(AGENT_BUDGET_CLOSE);
+    // A new instance over the same storage and socket: no budget, no cache in memory.
+    const woken = setup({ host: t.host });
+    expect(woken.c.link.isRefused(ws as unknown as WebSocket)).toBe(true);
+    const parse = vi.spyOn(JSON, 'parse');
+    try {
+      await woken.c.messages.receive(ws as unknown as WebSocket, JSON.stringify(helloOf('a1')));
+    } finally {
+      parse.mockRestore();
+    }
+    expect(parse).not.toHaveBeenCalled();
+    expect(ws.of('welcome')).toHaveLength(1);
   });
 
   it('asks an agent to say hello before anything else', async () => {
