@@ -114,7 +114,7 @@ export const RuntimeInfo = z.object({
  * with the process id by default), so it can never carry a control or bidi character into a log,
  * the audit trail or the dashboard.
  */
-export const AgentId = z
+const AgentId = z
   .string()
   .regex(/^[\w.@:-]{1,128}$/, 'agentId must be 1-128 characters of letters, digits, . _ - @ : (as `gatehouse agent --id` takes)');
 
