@@ -114,9 +114,7 @@ export const RuntimeInfo = z.object({
  * with the process id by default), so it can never carry a control or bidi character into a log,
  * the audit trail or the dashboard.
  */
-const AgentId = z
-  .string()
-  .regex(/^[\w.@:-]{1,128}$/, 'agentId must be 1-128 characters of letters, digits, . _ - @ : (as `gatehouse agent --id` takes)');
+const AgentId = z.string().regex(/^[\w.@:-]{1,128}$/, 'agentId must be 1-128 characters of letters, digits, . _ - @ : (as `gatehouse agent --id` takes)');
 
 /** A label an agent advertises (`--label gpu`) and a job may require. */
 export const AgentLabel = z.string().regex(/^[A-Za-z0-9._:=-]{1,64}$/, 'labels are 1-64 characters of letters, digits, . _ : = -');
