@@ -4,6 +4,7 @@ import { parseArgs, parseDuration, UsageError, formatFlags, type FlagSpecs } fro
 import { api, connection, formatError } from './client.ts';
 import { info, iso, out, printJson, table } from './io.ts';
 import { mintToken } from '../src/auth/mint.ts';
+import { BOOTSTRAP_MINTER } from '../src/auth/minter.ts';
 import { SCOPES } from '../src/env.ts';
 import { SANDBOX_KINDS } from '../src/contracts/sandbox-kinds.ts';
 // Types only: the grant's schema (and zod) load when a grant is given, so every other command starts fast.
@@ -50,6 +51,9 @@ usage:
 create, list and revoke call the admin API (--url/$GATEHOUSE_URL, --token/$GATEHOUSE_ADMIN_TOKEN).
 bootstrap mints a token offline from the signing key (the first admin token of a deployment)
 and prints it; nothing is sent anywhere.
+A token is never stronger than who minted it: it holds only scopes its minter's role may mint
+(a member: execute, artifacts:read), acts in member changes with that role, and ends when that
+member leaves the team or loses the role (token list: MINTED BY). Bootstrap tokens act as an owner.
 An agent token with --sandbox/--label/--agent-id lets its agents claim only those in their hello
 (the gateway closes a connection that claims more); without them, whatever its agents say.
 scopes: ${SCOPE_LIST}`;
@@ -97,6 +101,20 @@ function describeGrant(t: { scopes: string[]; agentGrant?: AgentGrant | null }):
   if (!g) return 'any (not restricted)';
   return [`sandbox ${g.sandboxes.join(',')}`, `labels ${g.labels.join(',') || 'none'}`, ...(g.agentId !== undefined ? [`id ${g.agentId}`] : [])].join('; ');
 }
+
+/** Who minted a token, for token list: the person it ends with, or what it acts as. */
+function describeMinter(t: {
+  mintedBy?: { kind: 'bootstrap' } | { kind: 'member'; memberId: string; role: string } | null;
+  minterEmail?: string | null;
+}): string {
+  const m = t.mintedBy;
+  if (!m) return 'unrecorded (acts as admin)';
+  if (m.kind === 'bootstrap') return 'bootstrap (signing key)';
+  return `${t.minterEmail ?? m.memberId} (${m.role})`;
+}
+
+const MINTER_LEGEND =
+  'a token a member minted ends when they leave the team or lose the role it needs; bootstrap tokens act as an owner, unrecorded ones as an admin';
 
 const help = (usage: string, specs: FlagSpecs) => out(`${usage}\n\nflags:\n${formatFlags(specs)}`);
 
@@ -171,6 +189,8 @@ async function list(argv: string[]): Promise<number> {
     revokedAt: number | null;
     note: string | null;
     agentGrant?: AgentGrant | null;
+    mintedBy?: { kind: 'bootstrap' } | { kind: 'member'; memberId: string; role: string } | null;
+    minterEmail?: string | null;
   };
   const r = await api<{ tokens: Row[] }>(connection(a.flags), 'GET', '/tokens');
   if (!r.ok) return (info(formatError(r.error)), 1);
@@ -184,10 +204,12 @@ async function list(argv: string[]): Promise<number> {
     iso(t.createdAt),
     iso(t.expiresAt),
     t.revokedAt ? `revoked ${iso(t.revokedAt)}` : t.expiresAt < now ? 'expired' : 'active',
+    describeMinter(t),
     describeGrant(t),
     t.note ?? '',
   ]);
-  out(table([['JTI', 'SUBJECT', 'SCOPES', 'CREATED', 'EXPIRES', 'STATE', 'AGENT CLAIMS', 'NOTE'], ...rows]));
+  out(table([['JTI', 'SUBJECT', 'SCOPES', 'CREATED', 'EXPIRES', 'STATE', 'MINTED BY', 'AGENT CLAIMS', 'NOTE'], ...rows]));
+  info(MINTER_LEGEND);
   return 0;
 }
 
@@ -279,6 +301,7 @@ async function bootstrap(argv: string[]): Promise<number> {
     subject: (a.flags.subject as string | undefined) ?? 'bootstrap-admin',
     scopes,
     ttlSeconds: ttlSeconds(a.flags.ttl, 30 * 86400),
+    minter: BOOTSTRAP_MINTER,
   });
   if (a.flags.json) return (printJson({ token: minted.token, jti: minted.jti, team, scopes, issuer, audience, expiresAt: minted.expiresAt * 1000 }), 0);
   out(minted.token);

@@ -15,6 +15,8 @@ import { accessSync, chmodSync, closeSync, constants, existsSync, mkdirSync, ope
 import { userInfo } from 'node:os';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import { generateSigningKey, mintToken } from '../src/auth/mint.ts';
+import { BOOTSTRAP_MINTER } from '../src/auth/minter.ts';
+import type { AgentGrant } from '../src/contracts/agent-grant.ts';
 import { MIN_RUNSC_DATE, runscBuildDate } from '../executor/sandbox/gvisor.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -24,6 +26,8 @@ const PORT = Number(process.env.PORT ?? 8787);
 const HOST = '127.0.0.1';
 const URL_BASE = `http://${HOST}:${PORT}`;
 const TEAM = process.env.GATEHOUSE_TEAM ?? 'dev';
+/** The local agent's id, fixed so its token's grant can name it. */
+const LOCAL_AGENT_ID = 'local-agent';
 const SIGN_IN_VARS = ['OIDC_ISSUER', 'OIDC_CLIENT_ID', 'OIDC_CLIENT_SECRET', 'CF_ACCESS_TEAM_DOMAIN', 'CF_ACCESS_AUD'];
 const WRANGLER = join(ROOT, 'node_modules/.bin/wrangler');
 const NODE = process.execPath;
@@ -178,15 +182,18 @@ async function ensureSandbox(asked: string | undefined): Promise<void> {
  * Records the tokens npm start mints in the gateway's D1, as the admin API does for the tokens it mints: the
  * dashboard's Tokens page lists them and `gatehouse token revoke` finds them. Runs before the gateway starts.
  */
-async function recordTokens(tokens: Array<[subject: string, scopes: string[], minted: { jti: string; expiresAt: number }]>): Promise<void> {
+async function recordTokens(
+  tokens: Array<[subject: string, scopes: string[], minted: { jti: string; expiresAt: number }, agentGrant?: AgentGrant]>,
+): Promise<void> {
   const now = Date.now();
   const q = (s: string) => `'${s.replace(/'/g, "''")}'`;
   const sql = [
     `INSERT OR IGNORE INTO teams (id, created_at) VALUES (${q(TEAM)}, ${now});`,
     ...tokens.map(
-      ([subject, scopes, m]) =>
-        `INSERT OR IGNORE INTO tokens (jti, team, subject, scopes, created_at, expires_at, revoked_at, note) VALUES ` +
-        `(${q(m.jti)}, ${q(TEAM)}, ${q(subject)}, ${q(scopes.join(' '))}, ${now}, ${m.expiresAt * 1000}, NULL, 'minted by npm start');`,
+      ([subject, scopes, m, grant]) =>
+        `INSERT OR IGNORE INTO tokens (jti, team, subject, scopes, created_at, expires_at, revoked_at, note, agent_grant, minted_by) VALUES ` +
+        `(${q(m.jti)}, ${q(TEAM)}, ${q(subject)}, ${q(scopes.join(' '))}, ${now}, ${m.expiresAt * 1000}, NULL, 'minted by npm start', ` +
+        `${grant ? q(JSON.stringify(grant)) : 'NULL'}, 'bootstrap');`,
     ),
   ].join('\n');
   const file = join(STATE, 'tokens.sql');
@@ -232,17 +239,24 @@ async function main(): Promise<void> {
   await run(WRANGLER, ['d1', 'migrations', 'apply', 'DB', '--local', '--persist-to', join(STATE, 'state')], 'migrations.log');
 
   const ttlSeconds = 30 * 24 * 3600;
-  const mint = (subject: string, scopes: string[]) => mintToken({ privateJwk: key, issuer, audience, team: TEAM, subject, scopes, ttlSeconds });
+  const mint = (subject: string, scopes: string[], agentGrant?: AgentGrant) =>
+    mintToken({ privateJwk: key, issuer, audience, team: TEAM, subject, scopes, ttlSeconds, agentGrant, minter: BOOTSTRAP_MINTER });
   const client = await mint('dev-client', ['execute', 'artifacts:read']);
   const admin = await mint('dev-admin', ['admin']);
-  const agent = await mint('dev-agent', ['agent']);
+  // Like any agent token, the local agent's says what its agent may claim: its id and the sandbox it may start with.
+  const agentGrant: AgentGrant = {
+    sandboxes: sandbox ? [sandbox as AgentGrant['sandboxes'][number]] : ['gvisor', 'bwrap'],
+    labels: [],
+    agentId: LOCAL_AGENT_ID,
+  };
+  const agent = await mint('dev-agent', ['agent'], agentGrant);
   writeFileSync(join(STATE, 'tokens.json'), JSON.stringify({ team: TEAM, client: client.token, admin: admin.token, agent: agent.token }, null, 2) + '\n', {
     mode: 0o600,
   });
   await recordTokens([
     ['dev-client', ['execute', 'artifacts:read'], client],
     ['dev-admin', ['admin'], admin],
-    ['dev-agent', ['agent'], agent],
+    ['dev-agent', ['agent'], agent, agentGrant],
   ]);
 
   log(`starting the gateway on ${URL_BASE} (wrangler dev; log: ${join(STATE, 'gateway.log')})…`);
@@ -283,7 +297,7 @@ async function main(): Promise<void> {
   const bundle = join(STATE, 'agent-bundle');
   const built = spawnSync(NODE, [join(ROOT, 'scripts/build-dist.ts'), '--agent-only', '--outdir', bundle], { cwd: ROOT, encoding: 'utf8' });
   if (built.status !== 0) throw new Error(`bundling the agent failed (node scripts/build-dist.ts): ${built.stderr || built.error?.message}`);
-  const agentArgs = [join(bundle, 'agent.mjs'), '--url', URL_BASE, '--token-file', tokenFile, '--root', join(STATE, 'workspace'), '--id', 'local-agent'];
+  const agentArgs = [join(bundle, 'agent.mjs'), '--url', URL_BASE, '--token-file', tokenFile, '--root', join(STATE, 'workspace'), '--id', LOCAL_AGENT_ID];
   if (sandbox) agentArgs.push('--sandbox', sandbox);
   // Asking for no isolation by name is the explicit development choice the agent wants.
   if (sandbox === 'none') agentArgs.push('--allow-no-isolation');

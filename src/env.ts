@@ -2,6 +2,7 @@
 import type { TeamDispatcher } from './dispatch/team-dispatcher.ts';
 import type { AgentGrant } from './contracts/agent-grant.ts';
 import type { Role } from './members/roles.ts';
+import type { Minter } from './auth/minter.ts';
 
 /**
  * The Worker's bindings and [vars] come from wrangler.toml through `npm run types`
@@ -43,6 +44,8 @@ export interface Principal {
   issuer: string;
   /** An agent token's grant: what its agents may claim in `hello`. Absent: whatever they say (src/contracts/agent-grant.ts). */
   agentGrant?: AgentGrant;
+  /** Who minted this API token (signed `minted_by` claim of the gateway's own tokens; src/auth/minter.ts). Absent: unattributed, capped at admin. */
+  minter?: Minter;
   /** A signed-in person (src/members/): their membership and role in `team`. Absent: an API token. */
   member?: { memberId: string; role: Role };
 }

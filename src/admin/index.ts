@@ -18,11 +18,12 @@ import { oauthAdminRoutes } from './oauth.ts';
 import { overviewRoutes } from './overview.ts';
 import { memberRoutes } from './members.ts';
 import { apiError } from './http.ts';
+import { authorityOf, minterFor } from '../auth/minter.ts';
 
-/** Who am I: the admin token's team and subject (the CLI uses it to check `--team`). */
+/** Who am I: the admin token's team and subject (the CLI uses it to check `--team`), and the role it acts with. */
 const whoami: Handler<AppEnv> = (c) => {
   const p = c.get('principal');
-  return c.json({ team: p.team, subject: p.subject, scopes: p.scopes, tokenId: p.tokenId, issuer: p.issuer });
+  return c.json({ team: p.team, subject: p.subject, scopes: p.scopes, tokenId: p.tokenId, issuer: p.issuer, actsAs: authorityOf(p), mintedBy: minterFor(p) });
 };
 
 const teamApi = new Hono<AppEnv>();

@@ -1,9 +1,10 @@
 /**
- * Admin: the team's members and invitations. Who may change whom is src/members/roles.ts; an admin
- * API token acts with an owner's authority (automation and break-glass), a signed-in person with
- * their role. Every change leaves an audit row, refused ones included. Removing a member or lowering
- * their role ends, at once, every OAuth grant they consented to in the team and every signed-in
- * session of theirs (they sign in again and consent again, with what their role now allows).
+ * Admin: the team's members and invitations. Who may change whom is src/members/roles.ts; a signed-in
+ * person acts with their role, an admin API token with its minter's (src/auth/minter.ts: a bootstrap
+ * token as an owner, a token without a recorded minter as an admin). Every change leaves an audit row,
+ * refused ones included. Removing a member or lowering their role ends, at once, every OAuth grant they
+ * consented to in the team, every signed-in session of theirs (they sign in again and consent again,
+ * with what their role now allows), and every token they minted that their new role does not cover.
  */
 import { Hono, type Context } from 'hono';
 import { z } from 'zod';
@@ -29,6 +30,8 @@ import { apiError, readJson } from './http.ts';
 import { auditAdmin } from './audit-action.ts';
 import { revokeGrantsOfMember, type GrantKey } from '../store/oauth-grants.ts';
 import { forgetGrants } from '../oauth/grants.ts';
+import { authorityOf } from '../auth/minter.ts';
+import { endTokensBeyond } from './member-tokens.ts';
 
 const INVITATION_DEFAULT_TTL_SECONDS = 7 * 86400;
 const INVITATION_MAX_TTL_SECONDS = 30 * 86400;
@@ -48,21 +51,47 @@ const InviteBody = strictInput({
 });
 const RoleBody = strictInput({ role: RoleField });
 
-/** Who is asking, for the role rules: the signed-in member's role, else the admin token. */
+/** Who is asking, for the role rules: the signed-in member's role, else the role of the token's minter. */
 function actorOf(c: Context<AppEnv>): Actor {
-  const m = c.get('principal').member;
-  return m ? { kind: 'member', role: m.role } : { kind: 'token' };
+  const p = c.get('principal');
+  return { role: authorityOf(p), via: p.member ? 'session' : 'token' };
 }
 
 /** The link an invited person opens: the secret travels in it once, the gateway keeps only its hash. */
 const invitationUrl = (c: Context<AppEnv>, secret: string): string => `${new URL(c.req.url).origin}/dashboard/join?invitation=${encodeURIComponent(secret)}`;
 
-/** What a member loses with their membership or a role: their OAuth grants in the team and their sessions. */
-async function endAccessOf(c: Context<AppEnv>, m: MemberRow, reason: string): Promise<GrantKey[]> {
-  const ended = await revokeGrantsOfMember(c.env, m.team, memberSubject(m), reason);
-  await endSessionsOf(c.env, m.issuer, m.subject);
-  return ended;
+interface EndedAccess {
+  grants: GrantKey[];
+  /** The OAuth grants ended with the tokens, beside the member's own. */
+  tokenGrants: string[];
+  tokens: string[];
 }
+
+/**
+ * What a member loses with their membership or a role: their OAuth grants in the team, their sessions,
+ * and the tokens they minted that `newRole` (null: none) does not cover.
+ */
+async function endAccessOf(c: Context<AppEnv>, m: MemberRow, newRole: Role | null, reason: string): Promise<EndedAccess> {
+  const grants = await revokeGrantsOfMember(c.env, m.team, memberSubject(m), reason);
+  await endSessionsOf(c.env, m.issuer, m.subject);
+  const tokens = await endTokensBeyond(c.req.raw, c.env, m.team, m.memberId, newRole);
+  return { grants, tokenGrants: tokens.flatMap((t) => t.oauthGrantsEnded), tokens: tokens.map((t) => t.jti) };
+}
+
+const NOTHING_ENDED: EndedAccess = { grants: [], tokenGrants: [], tokens: [] };
+
+/** What ended, for the audit row and the answer. */
+const endedFields = (e: EndedAccess) => ({
+  oauthGrantsEnded: [...e.grants.map((g) => g.grantId), ...e.tokenGrants],
+  tokensRevoked: e.tokens,
+});
+const auditEnded = (e: EndedAccess) => {
+  const f = endedFields(e);
+  return {
+    ...(f.oauthGrantsEnded.length ? { oauthGrantsEnded: f.oauthGrantsEnded } : {}),
+    ...(f.tokensRevoked.length ? { tokensRevoked: f.tokensRevoked } : {}),
+  };
+};
 
 export const memberRoutes = new Hono<AppEnv>();
 
@@ -127,15 +156,16 @@ memberRoutes.patch('/:ref', async (c) => {
   const refused = checkMemberChange(actorOf(c), team, { op: 'role', from: m.role, to, owners: await countOwners(c.env, team) });
   const r = refused || m.role === to ? null : await setMemberRole(c.env, team, m.memberId, to);
   const error = refused ?? (r && !r.ok ? r.error : null);
-  const ended = !error && isDemotion(m.role, to) ? await endAccessOf(c, m, `the role of ${memberSubject(m)} was lowered from ${m.role} to ${to}`) : [];
+  const ended =
+    !error && isDemotion(m.role, to) ? await endAccessOf(c, m, to, `the role of ${memberSubject(m)} was lowered from ${m.role} to ${to}`) : NOTHING_ENDED;
   await auditAdmin(c, 'admin.member_role', {
-    command: { memberId: m.memberId, email: m.email, from: m.role, to, ...(ended.length ? { oauthGrantsEnded: ended.map((g) => g.grantId) } : {}) },
+    command: { memberId: m.memberId, email: m.email, from: m.role, to, ...auditEnded(ended) },
     ok: !error,
     reason: error?.message,
   });
   if (error) return apiError(c, error.code, error.message);
-  await forgetGrants(c.req.raw, c.env, ended);
-  return c.json({ member: r?.ok ? r.value : m, previousRole: m.role, oauthGrantsEnded: ended.map((g) => g.grantId), sessionsEnded: isDemotion(m.role, to) });
+  await forgetGrants(c.req.raw, c.env, ended.grants);
+  return c.json({ member: r?.ok ? r.value : m, previousRole: m.role, ...endedFields(ended), sessionsEnded: isDemotion(m.role, to) });
 });
 
 memberRoutes.delete('/:ref', async (c) => {
@@ -146,13 +176,13 @@ memberRoutes.delete('/:ref', async (c) => {
   const refused = checkMemberChange(actorOf(c), team, { op: 'remove', role: m.role, owners: await countOwners(c.env, team) });
   const r = refused ? null : await removeMember(c.env, team, m.memberId);
   const error = refused ?? (r && !r.ok ? r.error : null);
-  const ended = error ? [] : await endAccessOf(c, m, `the member ${memberSubject(m)} was removed from the team`);
+  const ended = error ? NOTHING_ENDED : await endAccessOf(c, m, null, `the member ${memberSubject(m)} was removed from the team`);
   await auditAdmin(c, 'admin.member_remove', {
-    command: { memberId: m.memberId, email: m.email, role: m.role, ...(ended.length ? { oauthGrantsEnded: ended.map((g) => g.grantId) } : {}) },
+    command: { memberId: m.memberId, email: m.email, role: m.role, ...auditEnded(ended) },
     ok: !error,
     reason: error?.message,
   });
   if (error) return apiError(c, error.code, error.message);
-  await forgetGrants(c.req.raw, c.env, ended);
-  return c.json({ removed: m, oauthGrantsEnded: ended.map((g) => g.grantId) });
+  await forgetGrants(c.req.raw, c.env, ended.grants);
+  return c.json({ removed: m, ...endedFields(ended) });
 });

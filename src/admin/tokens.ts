@@ -1,4 +1,7 @@
-/** Admin: mint, list and revoke the team's tokens. The minted token is returned once and never stored. */
+/**
+ * Admin: mint, list and revoke the team's tokens. The minted token is returned once and never stored.
+ * A token carries who minted it and may hold only what its minter's role may mint (src/auth/minter.ts).
+ */
 import { Hono } from 'hono';
 import { z } from 'zod';
 import { SCOPES, type AppEnv } from '../env.ts';
@@ -7,14 +10,15 @@ import { AgentGrant } from '../contracts/agent-grant.ts';
 import { strictInput } from '../contracts/strict-input.ts';
 import { mintToken } from '../auth/mint.ts';
 import { canonicalMcpUrl, gatehouseIssuer } from '../auth/config.ts';
-import { insertToken, listTokens, revokeToken } from '../store/tokens.ts';
+import { authorityOf, minterFor, mintRefusal } from '../auth/minter.ts';
+import { insertToken, listTokens } from '../store/tokens.ts';
+import { listMembers } from '../store/members.ts';
 import { apiError, readJson } from './http.ts';
-import { revokeAgentToken } from '../dispatch/client.ts';
 import { auditAdmin } from './audit-action.ts';
 import { teamNotFound } from './team.ts';
 import { revokeOAuthGrant } from './oauth.ts';
-import { forgetGrants } from '../oauth/grants.ts';
-import { OAUTH_TOKEN_PREFIX, revokeGrantsOfToken } from '../store/oauth-grants.ts';
+import { OAUTH_TOKEN_PREFIX } from '../store/oauth-grants.ts';
+import { endToken } from './token-revocation.ts';
 
 const DEFAULT_TTL_SECONDS = 30 * 24 * 3600;
 const MAX_TTL_SECONDS = 365 * 24 * 3600;
@@ -70,6 +74,12 @@ tokenRoutes.post('/', async (c) => {
     return apiError(c, 'config_error', 'GATEHOUSE_SIGNING_KEY is not configured: this gateway cannot mint tokens');
   }
   const scopes = [...new Set(b.scopes)];
+  const minter = minterFor(p);
+  const refused = mintRefusal(authorityOf(p), scopes, minter === null);
+  if (refused) {
+    await auditAdmin(c, 'admin.token_create', { command: { subject: b.subject, scopes }, ok: false, reason: refused });
+    return apiError(c, 'forbidden', refused);
+  }
   const now = Date.now();
   const minted = await mintToken({
     privateJwk: c.env.GATEHOUSE_SIGNING_KEY,
@@ -81,20 +91,45 @@ tokenRoutes.post('/', async (c) => {
     ttlSeconds: b.ttlSeconds,
     now: Math.floor(now / 1000),
     agentGrant: b.agentGrant,
+    minter,
   });
   const expiresAt = minted.expiresAt * 1000;
   const agentGrant = b.agentGrant ?? null;
-  await insertToken(c.env, { jti: minted.jti, team: p.team, subject: b.subject, scopes, createdAt: now, expiresAt, note: b.note ?? null, agentGrant });
+  await insertToken(c.env, {
+    jti: minted.jti,
+    team: p.team,
+    subject: b.subject,
+    scopes,
+    createdAt: now,
+    expiresAt,
+    note: b.note ?? null,
+    agentGrant,
+    mintedBy: minter,
+  });
   await auditAdmin(c, 'admin.token_create', {
-    command: { jti: minted.jti, subject: b.subject, scopes, ttlSeconds: b.ttlSeconds, ...(agentGrant ? { agentGrant } : {}) },
+    command: { jti: minted.jti, subject: b.subject, scopes, ttlSeconds: b.ttlSeconds, mintedBy: minter, ...(agentGrant ? { agentGrant } : {}) },
     ok: true,
   });
-  return c.json({ token: minted.token, jti: minted.jti, team: p.team, subject: b.subject, scopes, expiresAt, agentGrant }, 201);
+  return c.json({ token: minted.token, jti: minted.jti, team: p.team, subject: b.subject, scopes, expiresAt, agentGrant, mintedBy: minter }, 201);
 });
+
+/** What ends a token, in words for the list: the person it came from, or nothing but its own revocation. */
+function endsWith(m: { kind: 'bootstrap' } | { kind: 'member'; role: string } | null, email: string | null): string {
+  if (m === null) return 'its revocation or expiry (minted before minters were recorded: acts at most as an admin)';
+  if (m.kind === 'bootstrap') return 'its revocation or expiry (minted with the signing key: acts as an owner)';
+  return `its revocation, expiry, or ${email ?? 'its minter'} leaving the team or losing the ${m.role} role`;
+}
 
 tokenRoutes.get('/', async (c) => {
   const p = c.get('principal');
-  return c.json({ tokens: await listTokens(c.env, p.team) });
+  const [tokens, members] = await Promise.all([listTokens(c.env, p.team), listMembers(c.env, p.team)]);
+  const emailOf = new Map(members.map((m) => [m.memberId, m.email]));
+  return c.json({
+    tokens: tokens.map((t) => {
+      const email = t.mintedBy?.kind === 'member' ? (emailOf.get(t.mintedBy.memberId) ?? null) : null;
+      return { ...t, minterEmail: email, endsWith: endsWith(t.mintedBy, email) };
+    }),
+  });
 });
 
 tokenRoutes.delete('/:jti', async (c) => {
@@ -108,20 +143,13 @@ tokenRoutes.delete('/:jti', async (c) => {
   // An OAuth principal's token id names its grant: revoking it revokes the grant (never a bare revocation
   // of an id the gateway does not know).
   if (jti.startsWith(OAUTH_TOKEN_PREFIX)) return revokeOAuthGrant(c, jti.slice(OAUTH_TOKEN_PREFIX.length));
-  const r = await revokeToken(c.env, p.team, jti, { unrecorded: unrecorded === 'true' });
-  // The OAuth grants this token consented to end with it.
-  const ended = r.ok ? await revokeGrantsOfToken(c.env, p.team, jti) : [];
+  // The OAuth grants this token consented to end with it; an agent connected with it goes now.
+  const r = await endToken(c.req.raw, c.env, p.team, jti, { unrecorded: unrecorded === 'true' });
   await auditAdmin(c, 'admin.token_revoke', {
-    command: ended.length ? { jti, oauthGrantsEnded: ended.map((g) => g.grantId) } : { jti },
+    command: r.ok && r.value.oauthGrantsEnded.length ? { jti, oauthGrantsEnded: r.value.oauthGrantsEnded } : { jti },
     ok: r.ok,
     reason: r.ok ? undefined : r.error.message,
   });
   if (!r.ok) return apiError(c, 'not_found', r.error.message);
-  await forgetGrants(c.req.raw, c.env, ended);
-  // An agent connected with this token goes now (not at its next reconnect), and gets no more jobs.
-  const disconnected = await revokeAgentToken(c.env, p.team, jti).catch((e: Error) => {
-    console.error(`revoke: could not reach the team dispatcher: ${e.message}; its next liveness check disconnects the agent`);
-    return 0;
-  });
-  return c.json({ ...r.value, agentsDisconnected: disconnected, oauthGrantsEnded: ended.map((g) => g.grantId) });
+  return c.json(r.value);
 });

@@ -4,6 +4,7 @@
  */
 import { SignJWT, exportJWK, generateKeyPair, importJWK, type JWK } from 'jose';
 import { AGENT_GRANT_CLAIM, type AgentGrant } from '../contracts/agent-grant.ts';
+import { MINTER_CLAIM, type Minter } from './minter.ts';
 
 export const SIGNING_ALG = 'ES256';
 
@@ -18,6 +19,11 @@ export interface MintOptions {
   ttlSeconds: number;
   /** An agent token's grant: the sandboxes, labels and agent id its agents may claim (src/contracts/agent-grant.ts). */
   agentGrant?: AgentGrant;
+  /**
+   * Who mints it (src/auth/minter.ts): a member, or `bootstrap` (offline, with the signing key). null:
+   * no minter claim, as tokens minted before minters were recorded (capped at admin).
+   */
+  minter: Minter | null;
   jti?: string;
   now?: number;
 }
@@ -34,7 +40,12 @@ export async function mintToken(o: MintOptions): Promise<MintedToken> {
   const jti = o.jti ?? crypto.randomUUID();
   const now = o.now ?? Math.floor(Date.now() / 1000);
   const expiresAt = now + o.ttlSeconds;
-  const claims = { team: o.team, scope: o.scopes.join(' '), ...(o.agentGrant ? { [AGENT_GRANT_CLAIM]: o.agentGrant } : {}) };
+  const claims = {
+    team: o.team,
+    scope: o.scopes.join(' '),
+    ...(o.agentGrant ? { [AGENT_GRANT_CLAIM]: o.agentGrant } : {}),
+    ...(o.minter ? { [MINTER_CLAIM]: o.minter } : {}),
+  };
   const token = await new SignJWT(claims)
     .setProtectedHeader({ alg: SIGNING_ALG, kid: jwk.kid, typ: 'JWT' })
     .setIssuer(o.issuer)

@@ -8,6 +8,7 @@ import type { Env, Principal, Scope } from '../env.ts';
 import { EXTERNAL_ALGS, canonicalMcpUrl, developmentOrigin, gatehouseIssuer, normaliseTyp, trustConfig, type IssuerTrust, type TrustConfig } from './config.ts';
 import { AGENT_GRANT_CLAIM, AgentGrant } from '../contracts/agent-grant.ts';
 import { describeIssues } from '../contracts/errors.ts';
+import { MINTER_CLAIM, Minter } from './minter.ts';
 import { admissionOf } from '../store/admission.ts';
 import { notePolicyStamp } from '../policy/cache.ts';
 import { verifyOAuthBearer } from '../oauth/verify.ts';
@@ -260,7 +261,8 @@ async function verifyToken(token: string, req: Request, env: Env, cfg: TrustConf
       `token type ${typ === undefined ? '(no "typ" header)' : `"${typ}"`} is not accepted from the ${v.label}: send an access token (typ ${v.trust.types.map((t) => `"${t}"`).join(' or ')}; ${v.trustVars?.types} configures this), not an ID token`,
     );
   }
-  const p = principalFrom(payload, v.issuer);
+  // Only the gateway's own key vouches for a minter: another issuer's `minted_by` is not read (its tokens are capped at admin).
+  const p = principalFrom(payload, v.issuer, v.trust === null);
   if (!p.ok || !v.trust) return p;
   return trusted(p.value, v);
 }
@@ -321,7 +323,7 @@ function describeJoseError(e: unknown, v: Verifier): string {
   return `token could not be verified by the ${v.label}: ${(e as Error)?.message ?? String(e)}`;
 }
 
-function principalFrom(payload: JWTPayload, issuer: string): AuthResult {
+function principalFrom(payload: JWTPayload, issuer: string, ownKey: boolean): AuthResult {
   const team = payload.team;
   if (typeof team !== 'string' || !TEAM_RE.test(team)) {
     return invalid(team === undefined ? 'token has no "team" claim' : `invalid "team" claim: must match ${TEAM_RE.source}`);
@@ -341,5 +343,8 @@ function principalFrom(payload: JWTPayload, issuer: string): AuthResult {
   const grant = payload[AGENT_GRANT_CLAIM] === undefined ? null : AgentGrant.safeParse(payload[AGENT_GRANT_CLAIM]);
   if (grant && !grant.success) return invalid(`invalid "${AGENT_GRANT_CLAIM}" claim: ${describeIssues(grant.error.issues)}`);
   const agentGrant = grant ? { agentGrant: grant.data } : {};
-  return { ok: true, value: { team, subject: payload.sub, scopes: [...scopes], tokenId: payload.jti, issuer, ...agentGrant } };
+  const minted = ownKey && payload[MINTER_CLAIM] !== undefined ? Minter.safeParse(payload[MINTER_CLAIM]) : null;
+  if (minted && !minted.success) return invalid(`invalid "${MINTER_CLAIM}" claim: ${describeIssues(minted.error.issues)}`);
+  const minter = minted ? { minter: minted.data } : {};
+  return { ok: true, value: { team, subject: payload.sub, scopes: [...scopes], tokenId: payload.jti, issuer, ...agentGrant, ...minter } };
 }

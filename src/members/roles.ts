@@ -6,8 +6,10 @@
  * - only an owner makes someone an owner, or changes or removes an owner;
  * - the team's last owner can be neither removed nor demoted.
  *
- * An admin API token (scope `admin`) is the team's automation and break-glass key: it acts with an
- * owner's authority, so a team whose owners all left can still be repaired.
+ * An admin API token (scope `admin`) acts with its minter's role (src/auth/minter.ts): a token an
+ * admin minted acts as an admin, one minted offline with the signing key (bootstrap) as an owner — the
+ * break-glass key that repairs a team whose owners all left — and one without a recorded minter as an
+ * admin, never an owner.
  */
 import { z } from 'zod';
 import type { GatehouseErrorShape } from '../contracts/errors.ts';
@@ -16,11 +18,14 @@ export const ROLES = ['owner', 'admin', 'member'] as const;
 export const Role = z.enum(ROLES);
 export type Role = z.infer<typeof Role>;
 
-/** Who is asking: a signed-in member with their role in the team, or an admin API token. */
-export type Actor = { kind: 'member'; role: Role } | { kind: 'token' };
+/** Roles in order of authority: a higher rank covers everything a lower one may do. */
+export const ROLE_RANK: Record<Role, number> = { member: 0, admin: 1, owner: 2 };
 
-/** The role an actor acts with (an admin token: owner). */
-const authorityOf = (a: Actor): Role => (a.kind === 'token' ? 'owner' : a.role);
+/** Who is asking: the role they act with (a signed-in member's own, or an API token's minter's) and how they came. */
+export interface Actor {
+  role: Role;
+  via: 'session' | 'token';
+}
 
 export type MemberChange = { op: 'invite'; role: Role } | { op: 'role'; from: Role; to: Role; owners: number } | { op: 'remove'; role: Role; owners: number };
 
@@ -28,11 +33,13 @@ const refuse = (message: string): GatehouseErrorShape => ({ code: 'forbidden', m
 
 /** null when `actor` may make `change` in `team`; otherwise the refusal, naming what is allowed. */
 export function checkMemberChange(actor: Actor, team: string, change: MemberChange): GatehouseErrorShape | null {
-  const by = authorityOf(actor);
+  const by = actor.role;
   if (by === 'member') {
     return refuse(`managing the members of team "${team}" needs the owner or admin role; your role is member (ask an owner or admin)`);
   }
-  const ownerOnly = (what: string) => (by === 'owner' ? null : refuse(`only an owner may ${what}; an admin may invite, change and remove admins and members`));
+  const asAdmin = actor.via === 'token' ? ' (this token acts as an admin: it was minted by an admin, or before minters were recorded)' : '';
+  const ownerOnly = (what: string) =>
+    by === 'owner' ? null : refuse(`only an owner may ${what}; an admin may invite, change and remove admins and members${asAdmin}`);
   switch (change.op) {
     case 'invite':
       return change.role === 'owner' ? ownerOnly('invite an owner') : null;

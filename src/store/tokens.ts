@@ -4,6 +4,7 @@
  */
 import type { Env } from '../env.ts';
 import { AgentGrant } from '../contracts/agent-grant.ts';
+import { Minter } from '../auth/minter.ts';
 
 export interface TokenRow {
   jti: string;
@@ -15,6 +16,8 @@ export interface TokenRow {
   note: string | null;
   /** An agent token's grant (what its agents may claim); null: none, its agents claim what they say. */
   agentGrant: AgentGrant | null;
+  /** Who minted it (src/auth/minter.ts); null: not recorded (minted before minters were, capped at admin). */
+  mintedBy: Minter | null;
 }
 
 interface DbTokenRow {
@@ -26,6 +29,18 @@ interface DbTokenRow {
   revoked_at: number | null;
   note: string | null;
   agent_grant: string | null;
+  minted_by: string | null;
+  minter_role: string | null;
+}
+
+/** A minter as stored: 'bootstrap' or 'member:<id>' (one indexed column), plus the role beside it. */
+const MEMBER_PREFIX = 'member:';
+const storedMinter = (m: Minter | null): string | null => (m === null ? null : m.kind === 'bootstrap' ? 'bootstrap' : `${MEMBER_PREFIX}${m.memberId}`);
+
+function minterOf(by: string | null, role: string | null): Minter | null {
+  if (by === null) return null;
+  const m = Minter.safeParse(by === 'bootstrap' ? { kind: 'bootstrap' } : { kind: 'member', memberId: by.slice(MEMBER_PREFIX.length), role });
+  return m.success ? m.data : null;
 }
 
 const toRow = (r: DbTokenRow): TokenRow => ({
@@ -37,6 +52,7 @@ const toRow = (r: DbTokenRow): TokenRow => ({
   revokedAt: r.revoked_at,
   note: r.note,
   agentGrant: grantOf(r.agent_grant),
+  mintedBy: minterOf(r.minted_by, r.minter_role),
 });
 
 /** The stored grant as written by insertToken; a row that does not parse shows as none (the token carries its own). */
@@ -73,20 +89,32 @@ export async function insertToken(
     expiresAt: number;
     note?: string | null;
     agentGrant?: AgentGrant | null;
+    mintedBy: Minter | null;
   },
 ): Promise<void> {
   await env.DB.batch([
     env.DB.prepare('INSERT OR IGNORE INTO teams (id, created_at) VALUES (?, ?)').bind(t.team, t.createdAt),
     env.DB.prepare(
-      'INSERT INTO tokens (jti, team, subject, scopes, created_at, expires_at, revoked_at, note, agent_grant) VALUES (?, ?, ?, ?, ?, ?, NULL, ?, ?)',
-    ).bind(t.jti, t.team, t.subject, t.scopes.join(' '), t.createdAt, t.expiresAt, t.note ?? null, t.agentGrant ? JSON.stringify(t.agentGrant) : null),
+      'INSERT INTO tokens (jti, team, subject, scopes, created_at, expires_at, revoked_at, note, agent_grant, minted_by, minter_role) VALUES (?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?)',
+    ).bind(
+      t.jti,
+      t.team,
+      t.subject,
+      t.scopes.join(' '),
+      t.createdAt,
+      t.expiresAt,
+      t.note ?? null,
+      t.agentGrant ? JSON.stringify(t.agentGrant) : null,
+      storedMinter(t.mintedBy),
+      t.mintedBy?.kind === 'member' ? t.mintedBy.role : null,
+    ),
   ]);
 }
 
 /** The team's recorded tokens, newest first. */
 export async function listTokens(env: Env, team: string, limit = 1000): Promise<TokenRow[]> {
   const r = await env.DB.prepare(
-    'SELECT jti, subject, scopes, created_at, expires_at, revoked_at, note, agent_grant FROM tokens WHERE team = ? ORDER BY created_at DESC, jti LIMIT ?',
+    'SELECT jti, subject, scopes, created_at, expires_at, revoked_at, note, agent_grant, minted_by, minter_role FROM tokens WHERE team = ? ORDER BY created_at DESC, jti LIMIT ?',
   )
     .bind(team, limit)
     .all<DbTokenRow>();
@@ -121,4 +149,15 @@ export async function revokeToken(env: Env, team: string, jti: string, o: { unre
   if (owner) stmts.push(env.DB.prepare('UPDATE tokens SET revoked_at = ? WHERE jti = ? AND team = ? AND revoked_at IS NULL').bind(revokedAt, jti, team));
   await env.DB.batch(stmts);
   return { ok: true, value: { jti, revokedAt } };
+}
+
+/** The live (not revoked, not expired) tokens member `memberId` of `team` minted, with the role they minted them as. */
+export async function liveTokensMintedBy(env: Env, team: string, memberId: string, now = Date.now()): Promise<TokenRow[]> {
+  const r = await env.DB.prepare(
+    `SELECT jti, subject, scopes, created_at, expires_at, revoked_at, note, agent_grant, minted_by, minter_role FROM tokens
+     WHERE team = ? AND minted_by = ? AND revoked_at IS NULL AND expires_at > ? ORDER BY created_at, jti`,
+  )
+    .bind(team, `${MEMBER_PREFIX}${memberId}`, now)
+    .all<DbTokenRow>();
+  return r.results.map(toRow);
 }

@@ -39,6 +39,7 @@ function app() {
 const token = async (scopes: string[], o: { team?: string; jti?: string; aud?: string } = {}) =>
   (
     await mintToken({
+      minter: { kind: 'bootstrap' },
       privateJwk: key,
       issuer: ORIGIN,
       audience: o.aud ?? `${ORIGIN}/mcp`,
@@ -60,7 +61,7 @@ describe('requireAuth', () => {
   it('sets the principal from a valid token', async () => {
     const r = await app().request(req('/admin/x', await token(['admin', 'execute'], { jti: 'j1' })), undefined, envWith());
     expect(r.status).toBe(200);
-    expect(await r.json()).toEqual({ team: 'acme', subject: 'u', scopes: ['admin', 'execute'], tokenId: 'j1', issuer: ORIGIN });
+    expect(await r.json()).toEqual({ team: 'acme', subject: 'u', scopes: ['admin', 'execute'], tokenId: 'j1', issuer: ORIGIN, minter: { kind: 'bootstrap' } });
   });
 
   it('anyScope needs one of the scopes; scopes needs all', async () => {

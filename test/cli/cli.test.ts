@@ -226,7 +226,9 @@ describe('tokens', () => {
 
     const l = await cli(['token', 'list']);
     expect(l.code).toBe(0);
-    expect(l.stdout).toMatch(new RegExp(`${claims.jti}\\s+ci-bot\\s+execute artifacts:read.*active\\s+nightly`));
+    // Minted with a bootstrap token: the list says so, and what a member-minted token would end with.
+    expect(l.stdout).toMatch(new RegExp(`${claims.jti}\\s+ci-bot\\s+execute artifacts:read.*active\\s+bootstrap \\(signing key\\)\\s+nightly`));
+    expect(l.stderr).toContain('a token a member minted ends when they leave the team or lose the role it needs');
     const lj = JSON.parse((await cli(['token', 'list', '--json'])).stdout) as { tokens: { jti: string }[] };
     expect(lj.tokens.map((t) => t.jti)).toContain(claims.jti);
 

@@ -92,6 +92,7 @@ describe('gatehouse agent doctor', () => {
 
   it('names the token problems: another gateway, a client token, about to expire, none at all', async () => {
     const other = await mintToken({
+      minter: { kind: 'bootstrap' },
       privateJwk: await generateSigningKey(),
       issuer: gw.issuer,
       audience: gw.audience,

@@ -11,6 +11,7 @@ import { dirname, join, resolve } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { generateSigningKey, mintToken } from '../../src/auth/mint.ts';
+import type { Minter } from '../../src/auth/minter.ts';
 
 export const ROOT = resolve(import.meta.dirname, '../..');
 const WRANGLER = join(ROOT, 'node_modules/.bin/wrangler');
@@ -92,7 +93,7 @@ export interface Gateway {
   audience: string;
   logs: () => string;
   /** Mints a token with the gateway's signing key (what the offline bootstrap does). */
-  token(o: { team: string; scopes: string[]; subject?: string; ttlSeconds?: number; jti?: string; now?: number }): Promise<string>;
+  token(o: { team: string; scopes: string[]; subject?: string; ttlSeconds?: number; jti?: string; now?: number; minter?: Minter | null }): Promise<string>;
   /** An MCP client of `team` with these scopes. */
   mcp(team: string, scopes: string[]): Promise<Client>;
   /** Sets the team's policy through the admin API (throws with the gateway's answer on refusal). */
@@ -219,6 +220,7 @@ export async function startGateway(opts: GatewayOptions = {}): Promise<Gateway> 
         ttlSeconds: o.ttlSeconds ?? 3600,
         jti: o.jti,
         now: o.now,
+        minter: o.minter === undefined ? { kind: 'bootstrap' } : o.minter,
       })
     ).token;
   return {

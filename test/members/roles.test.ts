@@ -3,10 +3,11 @@ import { describe, expect, it } from 'vitest';
 import { checkMemberChange, type Actor } from '../../src/members/roles.ts';
 import { isDemotion } from '../../src/store/members.ts';
 
-const owner: Actor = { kind: 'member', role: 'owner' };
-const admin: Actor = { kind: 'member', role: 'admin' };
-const member: Actor = { kind: 'member', role: 'member' };
-const token: Actor = { kind: 'token' };
+const owner: Actor = { role: 'owner', via: 'session' };
+const admin: Actor = { role: 'admin', via: 'session' };
+const member: Actor = { role: 'member', via: 'session' };
+/** A bootstrap token (minted offline with the signing key) acts as an owner. */
+const token: Actor = { role: 'owner', via: 'token' };
 
 describe('member management rules', () => {
   it('lets only owners and admins manage members, and says which roles may', () => {
@@ -47,9 +48,13 @@ describe('member management rules', () => {
     }
   });
 
-  it("gives an admin API token an owner's authority (break-glass)", () => {
+  it("gives a bootstrap token an owner's authority (break-glass); an admin's token acts as an admin and says why", () => {
     expect(checkMemberChange(token, 'acme', { op: 'invite', role: 'owner' })).toBeNull();
     expect(checkMemberChange(token, 'acme', { op: 'remove', role: 'owner', owners: 2 })).toBeNull();
+    const adminToken: Actor = { role: 'admin', via: 'token' };
+    expect(checkMemberChange(adminToken, 'acme', { op: 'role', from: 'admin', to: 'owner', owners: 1 })?.message).toBe(
+      'only an owner may make a member an owner; an admin may invite, change and remove admins and members (this token acts as an admin: it was minted by an admin, or before minters were recorded)',
+    );
   });
 
   it("calls a change to a lower role a demotion (it ends the member's grants and sessions); the same or a higher role is not", () => {

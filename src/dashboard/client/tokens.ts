@@ -135,6 +135,14 @@ function grantText(g) {
   return ' (claims: sandbox ' + g.sandboxes.join(',') + (g.labels.length ? '; labels ' + g.labels.join(',') : '') + (g.agentId ? '; id ' + g.agentId : '') + ')';
 }
 
+// Who minted a token: a token is never stronger than its minter, and a member's tokens end with their membership or role.
+function minterText(t) {
+  const m = t.mintedBy;
+  if (!m) return 'unrecorded (acts as admin)';
+  if (m.kind === 'bootstrap') return 'bootstrap (signing key)';
+  return userText((t.minterEmail || m.memberId) + ' (' + m.role + ')');
+}
+
 function status(t, now) {
   if (t.revokedAt) return 'revoked';
   if (t.expiresAt <= now) return 'expired';
@@ -146,7 +154,7 @@ function view(tokens, reload, msg) {
     return h('p', { class: 'empty' }, 'No tokens recorded for this team yet. Tokens this gateway mints (here, gatehouse token create, npm start) are listed; one minted offline with the signing key is not, and is revoked by its id (gatehouse token revoke <jti> --unrecorded).');
   }
   const now = Date.now();
-  return table('Tokens (' + tokens.length + ')', ['Token id', 'Subject', 'Scopes', 'Created', 'Expires', 'Status', 'Note', ''],
+  return table('Tokens (' + tokens.length + ')', ['Token id', 'Subject', 'Scopes', 'Minted by', 'Created', 'Expires', 'Status', 'Note', ''],
     tokens.map((t) => {
       const st = status(t, now);
       let revoke = '';
@@ -166,6 +174,7 @@ function view(tokens, reload, msg) {
         h('th', { scope: 'row' }, h('code', null, t.jti)),
         h('td', { class: 'subject' }, userText(t.subject)),
         h('td', null, (t.scopes || []).join(' ') + grantText(t.agentGrant)),
+        h('td', { class: 'minter' }, minterText(t), h('br'), h('small', null, 'ends with ', userText(t.endsWith || 'its revocation or expiry'))),
         h('td', null, fmtTime(t.createdAt)),
         h('td', null, fmtTime(t.expiresAt)),
         h('td', null, h('span', { class: 'badge ' + st }, st)),
