@@ -17,6 +17,7 @@ import type { AgentProxy } from './agent-proxy.ts';
 import { call, type Fleet } from './fleet.ts';
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
 import { AGENT_BUDGET_CLOSE, PROTOCOL_VERSION } from '../../src/contracts/agent-protocol.ts';
+import { MALFORMED_BURST } from '../../src/dispatch/agent-budget.ts';
 import { until } from '../support/until.ts';
 
 const TEAM = 'swarm';
@@ -99,6 +100,76 @@ async function floodOnce(kind: Flood, stop: () => boolean): Promise<{ kind: Floo
   return { kind, ...end, sent };
 }
 
+/** Junk a forged agent floods with: not JSON, a big message, valid JSON of no message's shape. */
+const JUNK = ['not-json', 'oversized', 'wrong-shape'] as const;
+type Junk = (typeof JUNK)[number];
+/** Bytes of each `oversized` message: 256 KiB, so each costs several times the whole stranger burst. */
+const OVERSIZED_BYTES = 256 * 1024;
+/** The flooder keeps at most this much unsent (it sends as fast as the socket takes it, without buffering without end). */
+const FLOOD_BUFFERED_MAX = 1024 * 1024;
+/**
+ * From the flood's first message to the close, on a loaded 2-CPU host: measured 40–110 ms to the
+ * close frame and 120–560 ms to the end of the connection; 1–5 s (and ~30 s reported) before
+ * malformed messages had their own small bucket and a refused socket's backlog was dropped unread.
+ */
+const CLOSE_BOUND_MS = 3000;
+/** Each admin call of the team during the flood: measured up to ~700 ms (the backlog's drain); 1–5 s before. */
+const ADMIN_BOUND_MS = 2000;
+
+function junkMessage(kind: Junk, i: number): string {
+  if (kind === 'not-json') return `garbage ${i} {{{`;
+  if (kind === 'wrong-shape') return JSON.stringify({ type: 'job.exit.part', jobId: 7, seq: 'x', n: i });
+  return `{"type":"heartbeat","pad":"${'x'.repeat(OVERSIZED_BYTES)}`;
+}
+
+/** A connection of the team's agent token that said hello as `agentId` and was welcomed. */
+async function welcomedFlooder(agentId: string): Promise<WebSocket> {
+  const ws = new WebSocket(`${gw.url.replace(/^http/, 'ws')}/agent/v1/connect`, { headers: { Authorization: `Bearer ${sharedToken}` } });
+  ws.addEventListener('error', () => {});
+  await new Promise<void>((res, rej) => {
+    ws.addEventListener('open', () => {
+      ws.send(
+        JSON.stringify({ type: 'hello', v: PROTOCOL_VERSION, agentId, version: 'x', capacity: 1, sandbox: 'none', runtimes: [], labels: [], running: [] }),
+      );
+    });
+    ws.addEventListener('message', (e) => {
+      if (typeof e.data === 'string' && (JSON.parse(e.data) as S).type === 'welcome') res();
+    });
+    ws.addEventListener('close', (e) => rej(new Error(`closed before welcome: ${e.code} ${e.reason}`)));
+  });
+  return ws;
+}
+
+/**
+ * Sends `kind` junk on `ws` as fast as the socket takes it until the gateway closes it (or 60 s
+ * pass): how it ended, and how long after the first junk message its close frame arrived and the
+ * connection ended (after the gateway read what was still on its way: the flooder's backlog).
+ */
+async function junkFlood(ws: WebSocket, kind: Junk): Promise<{ code: number; reason: string; closeFrameAfterMs: number; closedAfterMs: number; sent: number }> {
+  let sent = 0;
+  const closed = new Promise<{ code: number; reason: string }>((res) => ws.addEventListener('close', (e) => res({ code: e.code, reason: e.reason })));
+  const started = Date.now();
+  let open = true;
+  void closed.then(() => (open = false));
+  let closeFrameAfterMs = -1;
+  const pump = async () => {
+    while (open && Date.now() - started < 60_000) {
+      if (ws.readyState === WebSocket.OPEN) {
+        for (let i = 0; i < 100 && ws.bufferedAmount < FLOOD_BUFFERED_MAX; i++, sent++) ws.send(junkMessage(kind, sent));
+      } else if (closeFrameAfterMs < 0) closeFrameAfterMs = Date.now() - started; // the gateway's close frame arrived (CLOSING)
+      await new Promise((res) => setImmediate(res));
+    }
+  };
+  const done = pump();
+  const end = await Promise.race([closed, done.then(() => ({ code: 0, reason: 'still open after 60 s' }))]);
+  const closedAfterMs = Date.now() - started;
+  open = false;
+  await done;
+  if (end.code === 0) ws.close(1000, 'done');
+  if (closeFrameAfterMs < 0) closeFrameAfterMs = closedAfterMs;
+  return { ...end, closeFrameAfterMs, closedAfterMs, sent };
+}
+
 describe("an agent flooding its team's dispatcher", () => {
   beforeAll(async () => {
     team = await startProxiedTeam({ team: TEAM, policy: POLICY, subject: 'agent-swarm', tmpPrefix: 'gatehouse-flood-', heartbeatMs: HEARTBEAT_MS });
@@ -162,6 +233,59 @@ describe("an agent flooding its team's dispatcher", () => {
     expect(worker.logs()).not.toMatch(/disconnected from/);
     expect((await fleet.agentView(TEAM, 'flooder'))?.state).not.toBe('connected');
   }, 180_000);
+
+  it.each(JUNK)(
+    'closes (4008) a connection flooding %s messages within seconds; the team answers its admin and MCP calls throughout',
+    async (kind) => {
+      const c = await fleet.mcp(TEAM);
+      const ws = await welcomedFlooder(`junk-${kind}`);
+      const polls: { ms: number; status: number }[] = [];
+      let flooding = true;
+      // The team's admin API throughout the flood, every ~200 ms, each answer timed on its own
+      // (a fresh token each time, so the admin rate limit per token never answers instead).
+      const poller = (async () => {
+        while (flooding) {
+          const token = await gw.token({ team: TEAM, scopes: ['admin'] });
+          const t0 = Date.now();
+          const r = await fetch(`${gw.url}/admin/v1/agents`, { headers: { Authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(60_000) });
+          await r.arrayBuffer();
+          polls.push({ ms: Date.now() - t0, status: r.status });
+          await new Promise((res) => setTimeout(res, 200));
+        }
+      })();
+      let end: Awaited<ReturnType<typeof junkFlood>>;
+      let job: Awaited<ReturnType<typeof call>>;
+      try {
+        // The team's real agent takes a job meanwhile.
+        const running = call(c, 'execute', { command: `echo during-${kind}`, agent: 'worker' }, 30_000);
+        end = await junkFlood(ws, kind);
+        // Two more polls after the close: the object is not still chewing on a backlog.
+        const seen = polls.length;
+        await until(async () => polls.length >= seen + 2, 30_000, 'two admin calls after the close');
+        job = await running;
+      } finally {
+        flooding = false;
+        await poller;
+      }
+      console.log(`${kind} flood: ${JSON.stringify(end)}; admin calls meanwhile (ms): ${polls.map((p) => p.ms).join(' ')}`);
+      expect(end, JSON.stringify(end)).toMatchObject({
+        code: AGENT_BUDGET_CLOSE,
+        reason: `message budget exceeded: more than ${MALFORMED_BURST} malformed messages`,
+      });
+      // The budget is spent by the flood's first MALFORMED_BURST + 1 messages (or its first big one),
+      // so the first junk message stands for the moment it went over.
+      expect(end.closeFrameAfterMs, JSON.stringify(end)).toBeLessThan(CLOSE_BOUND_MS);
+      expect(end.closedAfterMs, JSON.stringify(end)).toBeLessThan(CLOSE_BOUND_MS);
+      expect(
+        polls.every((p) => p.status === 200),
+        JSON.stringify(polls),
+      ).toBe(true);
+      expect(Math.max(...polls.map((p) => p.ms)), JSON.stringify(polls)).toBeLessThan(ADMIN_BOUND_MS);
+      expect(job.r.isError, job.t).toBeFalsy();
+      expect(job.s).toMatchObject({ exit_code: 0, stdout: `during-${kind}\n`, state: 'exited' });
+    },
+    120_000,
+  );
 
   it('a real result big enough to travel as job.exit.part messages stays inside the budget', async () => {
     const c = await fleet.mcp(TEAM);
