@@ -41,16 +41,21 @@ export async function oauthCommand(argv: string[]): Promise<number> {
 }
 
 async function grants(argv: string[]): Promise<number> {
-  const flags = { all: { type: 'bool', help: 'also list ended grants (revoked, replaced, expired)' } } as const;
+  const flags = { all: { type: 'bool', help: 'also list ended grants (revoked, replaced, expired, never completed)' } } as const;
   const a = parseArgs(argv, flags, 'oauth grants');
   if (a.flags.help) return (help('usage: gatehouse oauth grants [--all]', flags), 0);
   if (a.positionals.length) throw new UsageError('oauth grants takes no arguments');
   const r = await api<{ grants: OAuthGrantRow[] }>(connection(a.flags), 'GET', '/oauth/grants');
   if (!r.ok) return (info(formatError(r.error)), 1);
-  const now = Date.now();
   const state = (g: OAuthGrantRow) =>
-    g.revokedAt ? `ended ${iso(g.revokedAt)}: ${g.revokedReason ?? 'revoked'}` : g.expiresAt !== null && g.expiresAt < now ? 'expired' : 'active';
-  const shown = a.flags.all ? r.value.grants : r.value.grants.filter((g) => state(g) === 'active');
+    g.state === 'revoked'
+      ? `revoked ${iso(g.revokedAt)}: ${g.revokedReason ?? 'by an admin'}`
+      : g.state === 'pending'
+        ? 'pending (code not exchanged yet)'
+        : g.state === 'abandoned'
+          ? 'never completed (the code expired unexchanged)'
+          : g.state;
+  const shown = a.flags.all ? r.value.grants : r.value.grants.filter((g) => g.state === 'active' || g.state === 'pending');
   if (a.flags.json) return (printJson({ grants: shown }), 0);
   if (!shown.length) return (info(a.flags.all ? 'no OAuth grants' : 'no live OAuth grants (--all lists ended ones)'), 0);
   const rows = shown.map((g) => [

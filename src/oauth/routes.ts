@@ -7,9 +7,18 @@ import { Hono, type Context } from 'hono';
 import { AuthorizationError, CimdFetchError, authorizationErrorRedirect, type AuthRequest } from '@cloudflare/workers-oauth-provider';
 import type { AppEnv } from '../env.ts';
 import { authenticate } from '../auth/verify.ts';
-import { authorizationServer, hasOAuthStore, OAUTH_SCOPES, REFRESH_TOKEN_TTL_S, TOKEN_PATH, type OAuthGrantProps } from './server.ts';
+import { authorizationServer, CODE_REPLAYED_HEADER, hasOAuthStore, OAUTH_SCOPES, REFRESH_TOKEN_TTL_S, TOKEN_PATH, type OAuthGrantProps } from './server.ts';
 import { forgetGrants } from './grants.ts';
-import { GRANT_ID_RE, grantIdOf, isClientBlocked, oauthAdmissionOf, recordGrant, teamOfGrant } from '../store/oauth-grants.ts';
+import {
+  GRANT_ID_RE,
+  grantIdOf,
+  isClientBlocked,
+  noteCodeExchanged,
+  oauthAdmissionOf,
+  recordGrant,
+  revokeGrantRow,
+  teamOfGrant,
+} from '../store/oauth-grants.ts';
 import { writeAudit } from '../store/audit.ts';
 import { consentPage, errorPage, type ConsentView } from './consent.ts';
 import { ROLE_SCOPES, crossSiteRefusal, pickMembership, signedInIdentity } from '../members/auth.ts';
@@ -41,7 +50,10 @@ oauthRoutes.all('/.well-known/oauth-authorization-server/*', protocol);
 oauthRoutes.post(TOKEN_PATH, async (c) => {
   if (!hasOAuthStore(c.env)) return notConfigured(c);
   const refused = await refreshRefusal(c);
-  return refused ?? protocol(c);
+  if (refused) return refused;
+  const code = await codeGrantOf(c);
+  const res = await protocol(c);
+  return code ? noteCodeOutcome(c, code, res) : res;
 });
 oauthRoutes.all('/oauth/*', protocol);
 
@@ -65,6 +77,34 @@ async function refreshRefusal(c: Context<AppEnv>): Promise<Response | null> {
   if (admission?.key) await forgetGrants(c.req.raw, c.env, [admission.key]);
   const description = admission ? admission.message : `OAuth grant ${grantId} is not on record: authorize again`;
   return c.json({ error: 'invalid_grant', error_description: description }, 400, { 'Cache-Control': 'no-store' });
+}
+
+/** The grant id of an authorization-code exchange, null for any other token request. */
+async function codeGrantOf(c: Context<AppEnv>): Promise<string | null> {
+  const form = await c.req.raw
+    .clone()
+    .formData()
+    .catch(() => null);
+  if (form?.get('grant_type') !== 'authorization_code') return null;
+  const grantId = grantIdOf(String(form.get('code') ?? ''));
+  return GRANT_ID_RE.test(grantId) ? grantId : null;
+}
+
+/**
+ * The grant's row follows what the exchange did: a code exchanged makes it active; a code presented a
+ * second time (a replay: someone else may hold it) ends the grant and its tokens, and the row says so.
+ */
+async function noteCodeOutcome(c: Context<AppEnv>, grantId: string, res: Response): Promise<Response> {
+  if (res.ok) {
+    await noteCodeExchanged(c.env, grantId);
+    return res;
+  }
+  if (!res.headers.has(CODE_REPLAYED_HEADER)) return res;
+  const team = await teamOfGrant(c.env, grantId);
+  if (team) await revokeGrantRow(c.env, team, grantId, 'its authorization code was presented a second time (a replay); its tokens were ended');
+  const headers = new Headers(res.headers);
+  headers.delete(CODE_REPLAYED_HEADER);
+  return new Response(res.body, { status: res.status, headers });
 }
 
 /** The page's headers: no framing, no script, forms only to us and (after approval) the client's redirect. */

@@ -31,6 +31,12 @@ export interface OAuthGrantProps {
 
 export type OAuthEnv = Env & { OAUTH_KV: KVNamespace };
 
+/**
+ * Set (by `onError`) on the token endpoint's answer to a replayed authorization code: the library has
+ * then ended the grant and its tokens, and the token route records that in D1 and removes the header.
+ */
+export const CODE_REPLAYED_HEADER = 'X-Gatehouse-Code-Replayed';
+
 export function hasOAuthStore(env: Env): env is OAuthEnv {
   return (env as Partial<OAuthEnv>).OAUTH_KV !== undefined;
 }
@@ -56,6 +62,14 @@ export function authorizationServer(req: Request, env: Env): OAuthAuthorizationS
       scopesSupported: [...OAUTH_SCOPES],
       accessTokenTTL: ACCESS_TOKEN_TTL_S,
       refreshTokenTTL: REFRESH_TOKEN_TTL_S,
+      // The library's own error answer, marked when it is a replayed code (its reason is not in the body).
+      onError: ({ code, description, status, headers, internal }) =>
+        internal?.reason === 'code_replayed'
+          ? new Response(JSON.stringify({ error: code, error_description: description }), {
+              status,
+              headers: { ...headers, 'Content-Type': 'application/json', [CODE_REPLAYED_HEADER]: '1' },
+            })
+          : undefined,
     });
     servers.set(key, s);
   }

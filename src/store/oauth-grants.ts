@@ -19,6 +19,25 @@ export interface OAuthGrantRow {
   lastUsedAt: number | null;
   revokedAt: number | null;
   revokedReason: string | null;
+  /** When the client exchanged the authorization code for its first tokens; null: not (yet). */
+  codeExchangedAt: number | null;
+  /** What the grant is now (see `grantState`). */
+  state: GrantState;
+}
+
+/**
+ * A grant's state for people reading the list: `pending` until its code is exchanged, `abandoned` when
+ * the code's lifetime passed unexchanged, `active`, `expired`, or `revoked` (its reason says why).
+ */
+type GrantState = 'pending' | 'abandoned' | 'active' | 'expired' | 'revoked';
+
+/** How long an authorization code may be exchanged (the authorization server keeps an unexchanged grant this long). */
+const AUTH_CODE_TTL_MS = 600_000;
+
+function grantState(r: DbGrant, now: number): GrantState {
+  if (r.revoked_at !== null) return 'revoked';
+  if (r.code_exchanged_at === null) return r.created_at + AUTH_CODE_TTL_MS < now ? 'abandoned' : 'pending';
+  return r.expires_at !== null && r.expires_at <= now ? 'expired' : 'active';
 }
 
 interface DbGrant {
@@ -33,10 +52,11 @@ interface DbGrant {
   last_used_at: number | null;
   revoked_at: number | null;
   revoked_reason: string | null;
+  code_exchanged_at: number | null;
   user_id: string;
 }
 
-const toRow = (r: DbGrant): OAuthGrantRow => ({
+const toRow = (r: DbGrant, now = Date.now()): OAuthGrantRow => ({
   grantId: r.grant_id,
   clientId: r.client_id,
   clientName: r.client_name,
@@ -48,6 +68,8 @@ const toRow = (r: DbGrant): OAuthGrantRow => ({
   lastUsedAt: r.last_used_at,
   revokedAt: r.revoked_at,
   revokedReason: r.revoked_reason,
+  codeExchangedAt: r.code_exchanged_at,
+  state: grantState(r, now),
 });
 
 /** A grant the authorization server must also forget (its KV record and tokens). */
@@ -107,7 +129,13 @@ export async function recordGrant(
 /** The team's grants, newest first (revoked ones too, so an admin sees what was ended and why). */
 export async function listGrants(env: Env, team: string, limit = 1000): Promise<OAuthGrantRow[]> {
   const r = await env.DB.prepare(`SELECT * FROM oauth_grants WHERE team = ? ORDER BY created_at DESC, grant_id LIMIT ?`).bind(team, limit).all<DbGrant>();
-  return r.results.map(toRow);
+  const now = Date.now();
+  return r.results.map((g) => toRow(g, now));
+}
+
+/** The client exchanged the grant's code: from pending to active (the first exchange's time stays). */
+export async function noteCodeExchanged(env: Env, grantId: string, now = Date.now()): Promise<void> {
+  await env.DB.prepare('UPDATE oauth_grants SET code_exchanged_at = coalesce(code_exchanged_at, ?) WHERE grant_id = ?').bind(now, grantId).run();
 }
 
 export type GrantRevocation = { ok: true; value: { grant: OAuthGrantRow; key: GrantKey } } | { ok: false; error: { code: 'not_found'; message: string } };

@@ -268,7 +268,7 @@ describe('gatehouse oauth', () => {
     const live = await cli(['oauth', 'grants'], adminToken);
     expect(live.stdout + live.stderr).not.toContain(s.grantId);
     const all = await cli(['oauth', 'grants', '--all'], adminToken);
-    expect(all.stdout, all.stderr).toMatch(new RegExp(`${s.grantId}.*ended .*revoked by`));
+    expect(all.stdout, all.stderr).toMatch(new RegExp(`${s.grantId}.*revoked .*revoked by`));
     const unknown = await cli(['oauth', 'revoke', 'nosuchgrant0000'], adminToken);
     expect(unknown.code, unknown.stdout).toBe(1);
     expect(unknown.stderr).toContain('error (not_found)');

@@ -106,13 +106,15 @@ describe('npm start', () => {
     // The tokens npm start minted are the gateway's like any other: the Tokens page (GET /admin/v1/tokens) lists them.
     const minted = JSON.parse(readFileSync(join(state, 'tokens.json'), 'utf8')) as { admin: string };
     const listed = (await (await fetch(`http://127.0.0.1:${port}/admin/v1/tokens`, { headers: { Authorization: `Bearer ${minted.admin}` } })).json()) as {
-      tokens: { subject: string; scopes: string[]; note: string; revokedAt: number | null }[];
+      tokens: { subject: string; scopes: string[]; note: string; revokedAt: number | null; mintedBy: unknown; agentGrant: unknown }[];
     };
-    expect(listed.tokens.map((t) => [t.subject, t.scopes.join(' '), t.note]).sort()).toEqual([
-      ['dev-admin', 'admin', 'minted by npm start'],
-      ['dev-agent', 'agent', 'minted by npm start'],
-      ['dev-client', 'execute artifacts:read', 'minted by npm start'],
+    expect(listed.tokens.map((t) => [t.subject, t.scopes.join(' '), t.note, t.mintedBy]).sort()).toEqual([
+      ['dev-admin', 'admin', 'minted by npm start', { kind: 'bootstrap' }],
+      ['dev-agent', 'agent', 'minted by npm start', { kind: 'bootstrap' }],
+      ['dev-client', 'execute artifacts:read', 'minted by npm start', { kind: 'bootstrap' }],
     ]);
+    // The local agent's token grants what it claims and nothing more: its id and the sandboxes npm start may pick.
+    expect(listed.tokens.find((t) => t.subject === 'dev-agent')!.agentGrant).toEqual({ sandboxes: ['gvisor', 'bwrap'], labels: [], agentId: 'local-agent' });
 
     // First contact: the home page says what this is and where /mcp and /dashboard are.
     const home = await fetch(`http://127.0.0.1:${port}/`, { headers: { Accept: 'text/html' } });

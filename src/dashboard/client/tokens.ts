@@ -47,21 +47,19 @@ export function render(main) {
 
 let revokeHook = null;
 
-function grantStatus(g, now) {
-  if (g.revokedAt) return 'revoked';
-  if (g.expiresAt && g.expiresAt <= now) return 'expired';
-  return 'active';
+// The gateway says what a grant is now: pending (code not exchanged yet), abandoned, active, expired or revoked.
+function grantStatus(g) {
+  return g.state === 'abandoned' ? 'never completed' : g.state;
 }
 
 /** Client names are chosen by whoever registered the client: shown as data (userText), never as markup or bidi control. */
 function grantView(grants, reload, msg) {
   if (!grants || grants.length === 0) return h('p', { class: 'empty' }, 'No MCP client has been granted access to this team.');
-  const now = Date.now();
   return table('OAuth grants (' + grants.length + ')', ['Grant id', 'Client', 'Consented by', 'Scopes', 'Created', 'Last used', 'Status', ''],
     grants.map((g) => {
-      const st = grantStatus(g, now);
+      const st = grantStatus(g);
       let revoke = '';
-      if (st === 'active') {
+      if (st === 'active' || st === 'pending') {
         revoke = h('button', { type: 'button', class: 'danger', 'aria-label': 'Revoke OAuth grant ' + g.grantId }, 'Revoke');
         revoke.addEventListener('click', async () => {
           if (!window.confirm('Revoke OAuth grant ' + g.grantId + '? The client is refused from its next request and must be authorized again.')) return;
