@@ -1,31 +1,24 @@
 /**
  * The egress proxy's pure decisions: which grant entry covers a host, port and method, and
- * whether an address is one a job may reach (private, loopback, link-local, ULA, CGNAT,
- * multicast and reserved ranges are refused unless the entry says `privateAddresses: true`).
+ * whether the addresses a host stands for are ones a job may reach (any special-purpose address,
+ * address.ts, is refused unless the entry that allowed the host says `privateAddresses: true`).
  */
-import { BlockList, isIP } from 'node:net';
 import type { NetworkAllow, NetworkGrant } from '../../src/contracts/network.ts';
+import { type Address, describeAddress, normalizeHost, parseAddress } from './address.ts';
 
 /** Ports an entry without `ports` covers. */
 const DEFAULT_PORTS = [80, 443];
 
-/** A host as compared: lower case, no trailing dot, no IPv6 brackets. */
-export function normalizeHost(host: string): string {
-  let h = host.trim().toLowerCase();
-  if (h.startsWith('[') && h.endsWith(']')) h = h.slice(1, -1);
-  if (h.endsWith('.')) h = h.slice(0, -1);
-  return h;
-}
-
-/** Whether `pattern` (an exact name or IP, or `*.suffix`) names `host` (both normalized). */
+/** Whether `pattern` (an exact name or IP, or `*.suffix`) names `host` (normalized; an address in its canonical form). */
 function hostMatches(pattern: string, host: string): boolean {
-  const p = normalizeHost(pattern);
+  const p = parseAddress(pattern)?.address ?? normalizeHost(pattern);
   if (p.startsWith('*.')) return host.endsWith(p.slice(1)) && host.length > p.length - 1;
   return p === host;
 }
 
 export type Decision =
-  | { allowed: true; entry: NetworkAllow | null; reason: string }
+  /** `index`: the entry's place in the grant's allow list (null: the mode or an approval allowed it). */
+  | { allowed: true; entry: NetworkAllow | null; index: number | null; reason: string }
   | { allowed: false; kind: 'unlisted' | 'port' | 'method'; reason: string; policyKey: string };
 
 /**
@@ -35,7 +28,7 @@ export type Decision =
  * include the method. Among matching entries the first that covers the connection wins.
  */
 export function decide(grant: NetworkGrant, rawHost: string, port: number, method?: string): Decision {
-  const host = normalizeHost(rawHost);
+  const host = parseAddress(rawHost)?.address ?? normalizeHost(rawHost);
   const src = grant.source || 'network';
   let portMiss: number | null = null;
   let methodMiss: number | null = null;
@@ -49,9 +42,9 @@ export function decide(grant: NetworkGrant, rawHost: string, port: number, metho
       methodMiss ??= i;
       continue;
     }
-    return { allowed: true, entry: e, reason: `${src}.allow[${i}] (${e.host})` };
+    return { allowed: true, entry: e, index: i, reason: `${src}.allow[${i}] (${e.host})` };
   }
-  if (grant.mode === 'open') return { allowed: true, entry: null, reason: `${src}.mode open` };
+  if (grant.mode === 'open') return { allowed: true, entry: null, index: null, reason: `${src}.mode open` };
   if (methodMiss !== null) {
     const e = grant.allow[methodMiss];
     return {
@@ -73,47 +66,23 @@ export function decide(grant: NetworkGrant, rawHost: string, port: number, metho
   return { allowed: false, kind: 'unlisted', reason: `not in ${src}.allow`, policyKey: `${src}.allow` };
 }
 
-const v4 = new BlockList();
-for (const [net, bits] of [
-  ['0.0.0.0', 8], // "this network"
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10], // CGNAT
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16], // link-local (cloud metadata services live here)
-  ['172.16.0.0', 12],
-  ['192.0.0.0', 24],
-  ['192.0.2.0', 24],
-  ['192.168.0.0', 16],
-  ['198.18.0.0', 15],
-  ['198.51.100.0', 24],
-  ['203.0.113.0', 24],
-  ['224.0.0.0', 4], // multicast
-  ['240.0.0.0', 4], // reserved, broadcast
-] as const)
-  v4.addSubnet(net, bits, 'ipv4');
-const v6 = new BlockList();
-for (const [net, bits] of [
-  ['::', 128],
-  ['::1', 128],
-  ['64:ff9b::', 96], // NAT64: reaches IPv4 addresses, possibly private ones
-  ['100::', 64],
-  ['2001:db8::', 32],
-  ['2002::', 16], // 6to4: embeds an IPv4 address
-  ['fc00::', 7], // ULA
-  ['fe80::', 10], // link-local
-  ['ff00::', 8], // multicast
-] as const)
-  v6.addSubnet(net, bits, 'ipv6');
-
-/** Whether `address` (an IP literal) is private, loopback, link-local, ULA, CGNAT, multicast or reserved. Not an IP → true. */
-export function isPrivateAddress(address: string): boolean {
-  const a = normalizeHost(address);
-  const fam = isIP(a);
-  if (fam === 4) return v4.check(a, 'ipv4');
-  if (fam !== 6) return true;
-  // An IPv4-mapped IPv6 address is the IPv4 address.
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(a);
-  if (mapped) return v4.check(mapped[1], 'ipv4');
-  if (/^::ffff:/.test(a)) return true;
-  return v6.check(a, 'ipv6');
+/**
+ * Whether a job may reach `host` at `addresses` (its literal address, or every address its name
+ * resolved to) under the entry that allowed it: the first address when none is special-purpose,
+ * or when the entry says `privateAddresses: true`; else a refusal naming the key that would allow
+ * it. One special answer among public ones refuses the name (a rebinding or split-horizon name).
+ */
+export function decideAddresses(
+  source: string,
+  allowed: { entry: NetworkAllow | null; index: number | null },
+  host: string,
+  addresses: readonly Address[],
+): { ok: true; address: Address } | { ok: false; reason: string; policyKey: string } {
+  const special = addresses.find((a) => a.special);
+  if (!special || allowed.entry?.privateAddresses) return { ok: true, address: addresses[0] };
+  const policyKey = allowed.index === null ? `${source}.allow[].privateAddresses` : `${source}.allow[${allowed.index}].privateAddresses`;
+  const how =
+    allowed.index === null ? `allowed only by an entry of ${source}.allow for ${host} with privateAddresses: true` : `allowed only with ${policyKey}: true`;
+  const what = host === special.address ? describeAddress(special) : `${host} resolves to ${describeAddress(special)}`;
+  return { ok: false, reason: `private address ${what}; ${how}`, policyKey };
 }

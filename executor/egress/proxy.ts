@@ -4,11 +4,15 @@
  * HTTP forwarding of absolute-URI requests, and decides every connection against the job's
  * grant (src/contracts/network.ts):
  * - the host must be covered by an entry (exact or `*.suffix`, ports default 80/443, methods for
- *   plain HTTP), or the grant is `open`, or a person approved it (`unlisted: ask`);
- * - the proxy resolves the name itself, once, refuses private/loopback/link-local/ULA/CGNAT/
- *   multicast addresses unless the entry says `privateAddresses: true`, and connects to the
- *   address it checked (no second lookup: DNS rebinding cannot change it afterwards);
- * - a CONNECT tunnel must start with a TLS ClientHello whose SNI is the CONNECT host;
+ *   plain HTTP), or the grant is `open`, or a person approved it (`unlisted: ask`, one answer
+ *   per host, port and method; CONNECT is its own method);
+ * - an IP literal in any spelling is reduced to its canonical address (address.ts); a name is
+ *   resolved by the proxy itself, once. Any special-purpose address (loopback, private,
+ *   link-local, metadata, …, also embedded in IPv6) is refused unless the entry says
+ *   `privateAddresses: true`, and the proxy dials exactly the address it judged (no second
+ *   lookup: DNS rebinding cannot change it afterwards);
+ * - a CONNECT tunnel must start with a TLS ClientHello whose SNI is the CONNECT host; a plain
+ *   HTTP request's Host header must name the host of its absolute URI (no domain fronting);
  * - bytes up and down over all the job's connections stay under the grant's caps (past them
  *   every connection of the job is closed and new ones are refused).
  * Every connection is recorded (EgressConnection) and reported to the edge in `egress.log`
@@ -17,7 +21,7 @@
 import { randomBytes } from 'node:crypto';
 import { lookup } from 'node:dns/promises';
 import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { connect, isIP, type Socket } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import {
   EGRESS_ASK_WAIT_MS,
@@ -30,7 +34,8 @@ import {
   type NetworkGrant,
 } from '../../src/contracts/network.ts';
 import type { Logger } from '../log.ts';
-import { decide, isPrivateAddress, normalizeHost } from './decide.ts';
+import { type Address, type Host, normalizeHost, parseAddress, parseHost } from './address.ts';
+import { decide, decideAddresses } from './decide.ts';
 import { HELLO_MAX_BYTES, readClientHello } from './sni.ts';
 import type { TestHosts } from './test-hosts.ts';
 
@@ -76,7 +81,11 @@ const HOP_BY_HOP = new Set([
   'transfer-encoding',
 ]);
 
-type Verdict = { ok: true; reason: string; entry: NetworkAllow | null } | { ok: false; status: number; reason: string; policyKey?: string };
+type Verdict =
+  | { ok: true; reason: string; entry: NetworkAllow | null; index: number | null }
+  | { ok: false; status: number; reason: string; policyKey?: string };
+/** A host the proxy may look at: an address or a name (an invalid one is refused before). */
+type Target = Exclude<Host, { kind: 'invalid' }>;
 
 interface Conn {
   rec: EgressConnection;
@@ -95,7 +104,7 @@ export class EgressProxy {
   private capHit: 'up' | 'down' | null = null;
   private readonly open = new Set<Conn>();
   private readonly clients = new Set<Duplex>();
-  /** host:port a person allowed or denied, for the rest of the job. */
+  /** `host:port method` a person allowed or denied, for the rest of the job. */
   private readonly decided = new Map<string, { allow: boolean; by: string }>();
   private readonly asking = new Map<string, Promise<{ allow: boolean; by: string }>>();
   /** Asks without an answer yet, by id: the ask as sent (sent again after a reconnect, `askAgain`) and what its answer settles. */
@@ -191,7 +200,8 @@ export class EgressProxy {
       res.writeHead(400, { 'content-type': 'text/plain' }).end(`gatehouse egress: only http:// is forwarded; use CONNECT for ${url.protocol}\n`);
       return;
     }
-    const host = normalizeHost(url.hostname);
+    const parsed = parseHost(url.hostname);
+    const host = parsed.kind === 'address' ? parsed.address.address : parsed.kind === 'name' ? parsed.name : normalizeHost(url.hostname);
     const port = url.port ? Number(url.port) : 80;
     const conn = this.begin(host, port, method);
     const deny = (status: number, reason: string, policyKey?: string) => {
@@ -199,9 +209,13 @@ export class EgressProxy {
       if (!res.headersSent) res.writeHead(status, { 'content-type': 'text/plain', connection: 'close' });
       res.end(refusalText(host, port, reason, policyKey));
     };
-    const v = await this.check(host, port, method);
+    if (parsed.kind === 'invalid') return deny(400, parsed.reason);
+    // The upstream serves what Host names: it must be the host decided for, or one allowed address fronts any other name.
+    const fronted = frontedHost(req.rawHeaders, host, port);
+    if (fronted) return deny(403, fronted);
+    const v = await this.check(parsed, port, method);
     if (!v.ok) return deny(v.status, v.reason, v.policyKey);
-    const target = await this.resolve(host, port, v.entry);
+    const target = await this.resolve(parsed, port, v);
     if (!target.ok) return deny(target.status, target.reason, target.policyKey);
     conn.rec.address = target.address;
     conn.rec.reason = v.reason;
@@ -211,10 +225,11 @@ export class EgressProxy {
     conn.sockets.add(upstream);
     conn.sockets.add(req.socket);
     upstream.on('data', (d: Buffer) => this.count(conn, 'down', d.length));
-    const headers: [string, string][] = [];
+    // Exactly one Host, the checked one (an HTTP/1.0 request may have sent none).
+    const headers: [string, string][] = [['Host', url.host]];
     for (let i = 0; i < req.rawHeaders.length; i += 2) {
-      const k = req.rawHeaders[i];
-      if (!HOP_BY_HOP.has(k.toLowerCase()) || k.toLowerCase() === 'transfer-encoding') headers.push([k, req.rawHeaders[i + 1]]);
+      const k = req.rawHeaders[i].toLowerCase();
+      if (k !== 'host' && (!HOP_BY_HOP.has(k) || k === 'transfer-encoding')) headers.push([req.rawHeaders[i], req.rawHeaders[i + 1]]);
     }
     const path = url.pathname + url.search;
     this.count(conn, 'up', method.length + path.length + headers.reduce((n, [k, x]) => n + k.length + x.length + 4, 16));
@@ -259,12 +274,13 @@ export class EgressProxy {
 
   private async onConnect(req: IncomingMessage, client: Duplex, head: Buffer): Promise<void> {
     client.on('error', () => {});
-    const m = /^(\[[0-9A-Fa-f:.]+\]|[^\s:[\]]+):(\d{1,5})$/.exec(req.url ?? '');
+    const m = /^(\[[0-9A-Za-z:.%_-]+\]|[^\s:[\]]+):(\d{1,5})$/.exec(req.url ?? '');
     if (!m || Number(m[2]) < 1 || Number(m[2]) > 65_535) {
       client.end(refusal(400, `gatehouse egress: CONNECT needs host:port, got "${(req.url ?? '').slice(0, 100)}"\n`));
       return;
     }
-    const host = normalizeHost(m[1]);
+    const parsed = parseHost(m[1]);
+    const host = parsed.kind === 'address' ? parsed.address.address : parsed.kind === 'name' ? parsed.name : normalizeHost(m[1]);
     const port = Number(m[2]);
     const conn = this.begin(host, port, 'CONNECT');
     conn.sockets.add(client);
@@ -272,9 +288,10 @@ export class EgressProxy {
       this.refuse(conn, reason);
       client.end(refusal(status, refusalText(host, port, reason, policyKey)));
     };
-    const v = await this.check(host, port, undefined);
+    if (parsed.kind === 'invalid') return deny(400, parsed.reason);
+    const v = await this.check(parsed, port, undefined);
     if (!v.ok) return deny(v.status, v.reason, v.policyKey);
-    const target = await this.resolve(host, port, v.entry);
+    const target = await this.resolve(parsed, port, v);
     if (!target.ok) return deny(target.status, target.reason, target.policyKey);
     conn.rec.address = target.address;
     if (this.closed || client.destroyed) return deny(403, 'the job ended');
@@ -294,7 +311,7 @@ export class EgressProxy {
     client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
     // The tunnel carries TLS to the CONNECT host only: read the ClientHello before anything goes upstream.
     const hello = await this.readHello(client, head);
-    if (hello.kind === 'sni' ? normalizeHost(hello.name) !== host : hello.kind !== 'none' || !isIP(host)) {
+    if (hello.kind === 'sni' ? normalizeHost(hello.name) !== host : hello.kind !== 'none' || parsed.kind !== 'address') {
       const why =
         hello.kind === 'sni'
           ? `sni mismatch: the TLS server name is ${hello.name.slice(0, 100)}, the CONNECT host ${host}`
@@ -391,23 +408,33 @@ export class EgressProxy {
   }
 
   /** The grant's verdict, with an ask to the edge for an unlisted host when the grant says `ask`. */
-  private async check(host: string, port: number, method: string | undefined): Promise<Verdict> {
+  private async check(target: Target, port: number, method: string | undefined): Promise<Verdict> {
+    const host = target.kind === 'address' ? target.address.address : target.name;
     if (this.capHit) {
       const key = `${this.src}.maxBytes${this.capHit === 'up' ? 'Up' : 'Down'}`;
       return { ok: false, status: 403, reason: `byte cap: the job passed ${key}`, policyKey: key };
     }
     if (this.closed) return { ok: false, status: 403, reason: 'the job ended' };
     const d = decide(this.o.grant, host, port, method);
-    if (d.allowed) return { ok: true, reason: d.reason, entry: d.entry };
+    if (d.allowed) return { ok: true, reason: d.reason, entry: d.entry, index: d.index };
     if (d.kind !== 'unlisted' || this.o.grant.unlisted !== 'ask') return { ok: false, status: 403, reason: d.reason, policyKey: d.policyKey };
+    // An approval never grants private addresses: a special-purpose literal is refused without asking anyone.
+    if (target.kind === 'address') {
+      const p = decideAddresses(this.src, { entry: null, index: null }, host, [target.address]);
+      if (!p.ok) return { ok: false, status: 403, reason: p.reason, policyKey: p.policyKey };
+    }
     const a = await this.askEdge(host, port, method);
-    if (a.allow) return { ok: true, reason: `approved (${a.by})`, entry: null };
+    if (a.allow) return { ok: true, reason: `approved (${a.by})`, entry: null, index: null };
     return { ok: false, status: 403, reason: `${d.reason}; asked, not approved (${a.by})`, policyKey: d.policyKey };
   }
 
-  /** One ask per host:port at a time; the answer holds for the rest of the job (a timeout does not). */
+  /**
+   * One ask per host, port and method at a time; the answer holds for the rest of the job (a
+   * timeout does not). Approving GET does not let a POST through; a tunnel's method (inside TLS)
+   * is not visible, so a CONNECT is approved as CONNECT.
+   */
   private askEdge(host: string, port: number, method: string | undefined): Promise<{ allow: boolean; by: string }> {
-    const key = `${host}:${port}`;
+    const key = `${host}:${port} ${method ?? 'CONNECT'}`;
     const known = this.decided.get(key);
     if (known) return Promise.resolve(known);
     let p = this.asking.get(key);
@@ -439,34 +466,41 @@ export class EgressProxy {
     return p;
   }
 
-  /** Resolves `host` once and picks an address the entry may reach; the connection goes to exactly that address. */
+  /**
+   * The address to dial: the literal's canonical address, or the name resolved once, every
+   * answer judged; the connection goes to exactly the address judged.
+   */
   private async resolve(
-    host: string,
+    target: Target,
     port: number,
-    entry: NetworkAllow | null,
+    allowed: { entry: NetworkAllow | null; index: number | null },
   ): Promise<{ ok: true; address: string; port: number } | { ok: false; status: number; reason: string; policyKey?: string }> {
-    const test = this.o.testHosts?.get(host);
-    if (test) return { ok: true, address: '127.0.0.1', port: test.port ?? port };
-    let addresses: string[];
-    if (isIP(host)) addresses = [host];
-    else {
+    let addresses: Address[];
+    let host: string;
+    if (target.kind === 'address') {
+      host = target.address.address;
+      addresses = [target.address];
+    } else {
+      host = target.name;
+      const test = this.o.testHosts?.get(host);
+      if (test) return { ok: true, address: '127.0.0.1', port: test.port ?? port };
+      let answers: string[];
       try {
-        addresses = this.o.resolve ? await this.o.resolve(host) : (await lookup(host, { all: true, verbatim: true })).map((a) => a.address);
+        answers = this.o.resolve ? await this.o.resolve(host) : (await lookup(host, { all: true, verbatim: true })).map((a) => a.address);
       } catch (e) {
         return { ok: false, status: 502, reason: `cannot resolve ${host}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}` };
       }
+      if (!answers.length) return { ok: false, status: 502, reason: `cannot resolve ${host}: no address` };
+      addresses = [];
+      for (const x of answers) {
+        const a = parseAddress(x);
+        if (!a) return { ok: false, status: 502, reason: `cannot resolve ${host}: the resolver answered "${String(x).slice(0, 64)}", not an address` };
+        addresses.push(a);
+      }
     }
-    if (!addresses.length) return { ok: false, status: 502, reason: `cannot resolve ${host}: no address` };
-    const usable = entry?.privateAddresses ? addresses : addresses.filter((a) => !isPrivateAddress(a));
-    if (!usable.length) {
-      return {
-        ok: false,
-        status: 403,
-        reason: `private address: ${host} resolves to ${addresses.slice(0, 3).join(', ')} (private, loopback, link-local or reserved)`,
-        policyKey: `${this.src}.allow[].privateAddresses`,
-      };
-    }
-    return { ok: true, address: usable[0], port };
+    const d = decideAddresses(this.src, allowed, host, addresses);
+    if (!d.ok) return { ok: false, status: 403, reason: d.reason, policyKey: d.policyKey };
+    return { ok: true, address: d.address.address, port };
   }
 
   private dial(address: string, port: number): Socket {
@@ -532,7 +566,7 @@ export class EgressProxy {
 
 /** The body of a refusal: the host, why, and the policy key that would change it. */
 function refusalText(host: string, port: number, reason: string, policyKey?: string): string {
-  return `gatehouse egress: refused ${host}:${port}: ${reason}${policyKey ? `. To allow it, change ${policyKey} in the team policy` : ''}\n`;
+  return `gatehouse egress: refused ${host.includes(':') ? `[${host}]` : host}:${port}: ${reason}${policyKey ? `. To allow it, change ${policyKey} in the team policy` : ''}\n`;
 }
 
 /** A complete HTTP/1.1 error response for a raw socket (CONNECT, upgrade). */
@@ -550,4 +584,24 @@ function groupHeaders(pairs: [string, string][]): [string, string | string[]][] 
     else m.set(k.toLowerCase(), [k, [v]]);
   }
   return [...m.values()].map(([k, v]) => [k, v.length === 1 ? v[0] : v]);
+}
+
+/**
+ * Why a plain HTTP request's Host header does not name the host and port it was decided for
+ * (null when every Host header does; none at all is HTTP/1.0's way and gets the checked one).
+ * Compared as the proxy compares hosts: case, a trailing dot, the default port 80 and the
+ * spelling of an address do not matter.
+ */
+function frontedHost(rawHeaders: readonly string[], host: string, port: number): string | null {
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    if (rawHeaders[i].toLowerCase() !== 'host') continue;
+    const value = rawHeaders[i + 1].trim();
+    const m = /^(\[[^\]]*\]|[^:[\]]*)(?::(\d{1,5}))?$/.exec(value);
+    const h = m ? parseHost(m[1]) : null;
+    const named = h?.kind === 'address' ? h.address.address : h?.kind === 'name' ? h.name : null;
+    if (named !== host || (m?.[2] ? Number(m[2]) : 80) !== port) {
+      return `host header mismatch: the request is for ${host}:${port}, its Host header names "${value.slice(0, 100)}" (a request reaches only the host it was decided for)`;
+    }
+  }
+  return null;
 }

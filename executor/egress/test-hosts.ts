@@ -6,7 +6,7 @@
  * `GATEHOUSE_EGRESS_TEST_MODE=1` is set too: a production agent cannot be talked into it by a
  * stray variable alone (docs/network.md, "Agent side").
  */
-import { normalizeHost } from './decide.ts';
+import { normalizeHost } from './address.ts';
 
 export type TestHosts = ReadonlyMap<string, { port?: number }>;
 

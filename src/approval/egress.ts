@@ -27,7 +27,8 @@ export interface EgressAskInfo {
 }
 
 async function askHash(a: EgressAskInfo): Promise<string> {
-  const bytes = new TextEncoder().encode(JSON.stringify(['egress', 1, a.jobId, a.host.toLowerCase(), a.port]));
+  // The method is part of what is approved: a pending GET ask is not the approval a POST waits on (a tunnel's is CONNECT).
+  const bytes = new TextEncoder().encode(JSON.stringify(['egress', 2, a.jobId, a.host.toLowerCase(), a.port, a.method?.toUpperCase() ?? 'CONNECT']));
   const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', bytes));
   return Array.from(digest, (b) => b.toString(16).padStart(2, '0')).join('');
 }
@@ -38,7 +39,7 @@ function egressSummary(a: Pick<EgressAskInfo, 'jobId' | 'host' | 'port' | 'metho
   return `job ${a.jobId} wants to connect to ${a.host}:${a.port}${a.method ? ` (${a.method})` : ''}; command: ${cmd}`;
 }
 
-/** A pending admin approval for the ask (the job's existing one for the same host and port, if still pending). */
+/** A pending admin approval for the ask (the job's existing one for the same host, port and method, if still pending). */
 export async function openEgressApproval(db: D1Database, a: EgressAskInfo, now: number): Promise<ApprovalRow> {
   const { row } = await openApproval(db, {
     team: a.team,
@@ -47,7 +48,7 @@ export async function openEgressApproval(db: D1Database, a: EgressAskInfo, now: 
     tool: EGRESS_APPROVAL_TOOL,
     hash: await askHash(a),
     summary: egressSummary(a),
-    ruleReason: `${a.host} is not in the job's network allowlist and ${a.source}.unlisted is "ask"; approving allows ${a.host}:${a.port} for the rest of this job only`,
+    ruleReason: `${a.host} is not in the job's network allowlist and ${a.source}.unlisted is "ask"; approving allows ${a.method ?? 'CONNECT'} to ${a.host}:${a.port} for the rest of this job only`,
     channel: 'admin',
     ttlMs: EGRESS_ASK_WAIT_MS,
     now,

@@ -1,6 +1,7 @@
-/** The proxy's pure decisions: grant entries, private address ranges, the ClientHello reader. */
+/** The proxy's pure decisions: grant entries, the addresses a host stands for, the ClientHello reader. */
 import { describe, expect, it } from 'vitest';
-import { decide, isPrivateAddress } from '../../../executor/egress/decide.ts';
+import { parseAddress, type Address } from '../../../executor/egress/address.ts';
+import { decide, decideAddresses } from '../../../executor/egress/decide.ts';
 import { readClientHello } from '../../../executor/egress/sni.ts';
 import type { NetworkGrant } from '../../../src/contracts/network.ts';
 
@@ -29,15 +30,51 @@ describe('decide', () => {
   });
 });
 
-describe('isPrivateAddress', () => {
-  it('refuses private, loopback, link-local, ULA, CGNAT, multicast and mapped forms; passes public ones', () => {
-    for (const a of ['10.0.0.1', '127.1.2.3', '0.0.0.0', '169.254.169.254', '172.31.0.1', '192.168.1.1', '100.100.0.1', '224.0.0.5', '255.255.255.255']) {
-      expect(isPrivateAddress(a), a).toBe(true);
+describe('decide: IP literal entries', () => {
+  it('matches an entry written as an address whatever spelling the job used', () => {
+    const grant = g([{ host: '10.0.0.5', privateAddresses: true }, { host: '[::ffff:10.0.0.6]' }]);
+    for (const h of ['10.0.0.5', '0x0a000005', '167772165', '012.0.0.5', '10.5', '[::ffff:a00:5]', '0:0:0:0:0:FFFF:10.0.0.5']) {
+      expect(decide(grant, h, 80), h).toMatchObject({ allowed: true, index: 0 });
     }
-    for (const a of ['::1', '::', 'fd12::1', 'fe80::1', 'ff02::1', '::ffff:10.0.0.1', '::ffff:7f00:1', '64:ff9b::a00:1', 'not-an-ip']) {
-      expect(isPrivateAddress(a), a).toBe(true);
-    }
-    for (const a of ['93.184.216.34', '1.1.1.1', '2606:4700::1111', '::ffff:93.184.216.34']) expect(isPrivateAddress(a), a).toBe(false);
+    expect(decide(grant, '10.0.0.6', 443)).toMatchObject({ allowed: true, index: 1 });
+  });
+});
+
+describe('decideAddresses', () => {
+  const addr = (s: string) => parseAddress(s) as Address;
+  const entry = { host: 'internal.test' };
+
+  it('refuses a special-purpose address, naming the range and the privateAddresses key of the entry that allowed the host', () => {
+    const d = decideAddresses('rules[1].network', { entry, index: 2 }, '127.0.0.1', [addr('0x7f000001')]);
+    expect(d).toEqual({
+      ok: false,
+      reason: 'private address 127.0.0.1 (loopback 127.0.0.0/8); allowed only with rules[1].network.allow[2].privateAddresses: true',
+      policyKey: 'rules[1].network.allow[2].privateAddresses',
+    });
+  });
+
+  it('under open mode or an approval names an entry to add', () => {
+    const d = decideAddresses('network', { entry: null, index: null }, '169.254.169.254', [addr('[0:0:0:0:0:ffff:a9fe:a9fe]')]);
+    expect(d).toMatchObject({ ok: false, policyKey: 'network.allow[].privateAddresses' });
+    expect(!d.ok && d.reason).toBe(
+      'private address 169.254.169.254 (link-local (cloud metadata) 169.254.0.0/16); allowed only by an entry of network.allow for 169.254.169.254 with privateAddresses: true',
+    );
+  });
+
+  it('refuses a name when any of its addresses is special, even among public ones', () => {
+    const d = decideAddresses('network', { entry, index: 0 }, 'mixed.test', [addr('93.184.216.34'), addr('64:ff9b::a00:1')]);
+    expect(!d.ok && d.reason).toBe(
+      'private address mixed.test resolves to 64:ff9b::a00:1 (private 10.0.0.0/8, embedded in NAT64 64:ff9b::/96); allowed only with network.allow[0].privateAddresses: true',
+    );
+  });
+
+  it('passes public addresses, and special ones under privateAddresses: true; the first address is the one dialed', () => {
+    expect(decideAddresses('network', { entry, index: 0 }, 'a.test', [addr('93.184.216.34'), addr('2606:4700::1111')])).toEqual({
+      ok: true,
+      address: { address: '93.184.216.34', special: null },
+    });
+    const priv = decideAddresses('network', { entry: { ...entry, privateAddresses: true }, index: 0 }, 'a.test', [addr('::ffff:10.1.2.3')]);
+    expect(priv).toMatchObject({ ok: true, address: { address: '10.1.2.3' } });
   });
 });
 

@@ -21,14 +21,14 @@ let tcp: TcpServer;
 let tcpPort = 0;
 /** Bytes each raw TCP upstream connection received so far. */
 const tcpReceived: Buffer[] = [];
-const seen: { method: string; url: string; body: string }[] = [];
+const seen: { method: string; url: string; body: string; hosts: string[] }[] = [];
 
 beforeAll(async () => {
   http = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      seen.push({ method: req.method ?? '', url: req.url ?? '', body: Buffer.concat(chunks).toString() });
+      seen.push({ method: req.method ?? '', url: req.url ?? '', body: Buffer.concat(chunks).toString(), hosts: req.headersDistinct.host ?? [] });
       if (req.url === '/big') res.writeHead(200, { 'content-length': String(BIG) }).end(Buffer.alloc(BIG, 120));
       else res.writeHead(200, { 'content-type': 'text/plain' }).end(`upstream ${req.method} ${req.url} ${Buffer.concat(chunks).toString()}`);
     });
@@ -261,10 +261,69 @@ describe('egress proxy: plain HTTP', () => {
     expect(r.dialed).toEqual([`${PUBLIC}:80`]);
   });
 
-  it('skips private answers among public ones', async () => {
-    const r = await rig(grant([{ host: 'mixed.test' }]), { resolve: () => ['127.0.0.1', PUBLIC] });
-    expect((await viaProxy(r.port, 'http://mixed.test/')).status).toBe(200);
-    expect(r.dialed).toEqual([`${PUBLIC}:80`]);
+  it('refuses a name when any of its answers is private, even among public ones (a rebinding name)', async () => {
+    const r = await rig(grant([{ host: 'mixed.test' }]), { resolve: () => [PUBLIC, '::ffff:7f00:1'] });
+    const res = await viaProxy(r.port, 'http://mixed.test/');
+    expect(res.status).toBe(403);
+    expect(res.text).toContain('private address mixed.test resolves to 127.0.0.1 (loopback 127.0.0.0/8)');
+    expect(res.text).toContain('network.allow[0].privateAddresses');
+    expect(r.dialed).toEqual([]);
+  });
+
+  it('refuses a literal in any spelling under open mode, and dials the canonical address an entry with privateAddresses allows', async () => {
+    const r = await rig(grant([{ host: '10.0.0.7', privateAddresses: true }], { mode: 'open' }));
+    for (const url of ['http://[0:0:0:0:0:ffff:7f00:1]/', 'http://[::ffff:a9fe:a9fe]/', 'http://0x7f000001/', 'http://[64:ff9b::7f00:1]/']) {
+      const res = await viaProxy(r.port, url);
+      expect(res.status, url).toBe(403);
+      expect(res.text, url).toMatch(/private address \S+ \((loopback|link-local)/);
+    }
+    expect(r.dialed).toEqual([]);
+    expect((await viaProxy(r.port, 'http://[::ffff:a00:7]/')).status).toBe(200);
+    expect(r.dialed).toEqual(['10.0.0.7:80']);
+    expect(r.lookups).toEqual([]);
+  });
+});
+
+describe('egress proxy: the Host header of plain HTTP', () => {
+  /** A request through the proxy with its own Host header (undici's fetch would replace it). */
+  function withHost(port: number, url: string, ...hosts: string[]): Promise<{ status: number; text: string }> {
+    return new Promise((resolve, reject) => {
+      const headers: [string, string][] = hosts.map((h) => ['Host', h]);
+      const req = request({ host: '127.0.0.1', port, method: 'GET', path: url, headers: headers.flat(), setHost: false, agent: false }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString() }));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+  }
+
+  it('refuses a request whose Host names another host than its absolute URI (domain fronting), before resolving or dialing', async () => {
+    const r = await rig(grant([{ host: 'allowed.test' }]));
+    const res = await withHost(r.port, 'http://allowed.test/', 'evil.example');
+    expect(res.status).toBe(403);
+    expect(res.text).toContain('host header mismatch: the request is for allowed.test:80, its Host header names "evil.example"');
+    const port = await withHost(r.port, 'http://allowed.test/', 'allowed.test:8080');
+    expect(port.status).toBe(403);
+    // A second Host header is a second chance to front: every one must match.
+    const two = await withHost(r.port, 'http://allowed.test/', 'allowed.test', 'evil.example');
+    expect(two.status).toBe(403);
+    expect(r.lookups).toEqual([]);
+    expect(r.dialed).toEqual([]);
+    const recs = await records(r);
+    expect(recs.every((x) => x.decision === 'refused' && x.reason.startsWith('host header mismatch'))).toBe(true);
+  });
+
+  it('lets a matching Host through: case, a trailing dot and the default port do not matter; upstream gets one Host', async () => {
+    const r = await rig(grant([{ host: 'allowed.test' }]));
+    for (const h of ['allowed.test', 'ALLOWED.test', 'allowed.test.', 'allowed.test:80']) {
+      const res = await withHost(r.port, 'http://allowed.test/front', h);
+      expect(res.status, h).toBe(200);
+    }
+    expect((await withHost(r.port, 'http://allowed.test:80/front', 'allowed.test')).status).toBe(200);
+    expect(r.dialed).toHaveLength(5);
+    expect(seen.filter((x) => x.url === '/front').map((x) => x.hosts)).toEqual(Array(5).fill(['allowed.test']));
   });
 });
 
@@ -362,6 +421,39 @@ describe('egress proxy: unlisted ask', () => {
     expect(r.asks).toHaveLength(1);
     const recs = await records(r);
     expect(recs[0].reason).toBe('approved (approval ap_1)');
+  });
+
+  it('an approval is for the method asked: approving GET does not let a POST through, which asks anew', async () => {
+    let r: Rig;
+    r = await rig(grant([], { unlisted: 'ask' }), {
+      ask: (m) => {
+        const decision = m.method === 'GET' ? 'allow' : 'deny';
+        setTimeout(() => r.proxy.answer({ type: 'egress.answer', jobId: 'job-1', askId: m.askId, decision, by: `approval for ${m.method}` }), 10);
+        return true;
+      },
+    });
+    expect((await viaProxy(r.port, 'http://asked.test/a')).status).toBe(200);
+    const post = await viaProxy(r.port, 'http://asked.test/a', 'POST', 'exfiltrated');
+    expect(post.status).toBe(403);
+    expect(post.text).toContain('not approved (approval for POST)');
+    expect(r.asks.map((a) => a.method)).toEqual(['GET', 'POST']);
+    expect(seen.some((x) => x.body === 'exfiltrated')).toBe(false);
+    // The GET answer still holds; a tunnel to the same host and port is its own ask (CONNECT).
+    expect((await viaProxy(r.port, 'http://asked.test/b')).status).toBe(200);
+    expect(r.asks).toHaveLength(2);
+    expect((await tunnel(r.port, 'asked.test:80')).status).toBe(403);
+    expect(r.asks).toHaveLength(3);
+    expect(r.asks[2]).toMatchObject({ host: 'asked.test', port: 80 });
+    expect(r.asks[2].method).toBeUndefined();
+  });
+
+  it('never asks a person about a special-purpose address: an approval could not grant it', async () => {
+    const r = await rig(grant([], { unlisted: 'ask' }));
+    const t = await tunnel(r.port, '[0:0:0:0:0:ffff:7f00:1]:8897');
+    expect(t.status).toBe(403);
+    expect(t.text).toContain('private address 127.0.0.1 (loopback 127.0.0.0/8)');
+    expect(t.text).toContain('network.allow[].privateAddresses');
+    expect(r.asks).toEqual([]);
   });
 
   it('refuses when the edge denies', async () => {
