@@ -62,6 +62,16 @@ describe('agent messages: identity fields have bounds (refused past them)', () =
     expect(parseAgentMessage(hello({ running: Array.from({ length: 257 }, () => crypto.randomUUID()) })).ok).toBe(false);
     expect(parseAgentMessage(JSON.stringify({ type: 'heartbeat', running: ['j'.repeat(129)] })).ok).toBe(false);
   });
+  it('takes the agent ids `gatehouse agent --id` takes (a hostname-pid, user@host:1) and refuses control and bidi characters, saying what is allowed', () => {
+    for (const agentId of ['a1', 'build-host.example.com-4242', 'ci@runner:3', 'x_y', 'a'.repeat(128)])
+      expect(parseAgentMessage(hello({ agentId })).ok, agentId).toBe(true);
+    for (const agentId of ['build\x1b[8m-1', 'build\u202e1-', 'a\u2066b', 'a b', 'a/b', '', 'a'.repeat(129)]) {
+      const p = parseAgentMessage(hello({ agentId }));
+      expect(p.ok, agentId).toBe(false);
+      if (!p.ok)
+        expect(p.reason).toBe('malformed message: agentId: agentId must be 1-128 characters of letters, digits, . _ - @ : (as `gatehouse agent --id` takes)');
+    }
+  });
 });
 
 describe('agent messages: an exit may leave its inline output to the live frames', () => {
