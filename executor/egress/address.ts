@@ -13,7 +13,7 @@
 import ipaddr from 'ipaddr.js';
 
 /** The special-purpose range an address lies in. */
-export interface Special {
+interface Special {
   /** The range as CIDR (for an embedded IPv4, the IPv4's range). */
   range: string;
   /** What the range is: `loopback`, `private`, `link-local (cloud metadata)`, … */

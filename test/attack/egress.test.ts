@@ -181,6 +181,16 @@ function egressSuite(kind: SandboxKind & ('gvisor' | 'bwrap')): void {
       expect(r.recs[0]).toMatchObject({ host: 'evil.test', decision: 'refused', method: 'POST' });
     });
 
+    it('curl -H "Host: evil.test" to an allowed host is refused (domain fronting); the upstream sees nothing', async (t) => {
+      if (!curl) return t.skip();
+      const before = seen.length;
+      const r = await run({ command: 'curl', args: ['-sS', '-H', 'Host: evil.test', '-w', '\n%{http_code}', 'http://registry.test/fronted'] });
+      expect(r.out).toContain('host header mismatch: the request is for registry.test:80, its Host header names "evil.test"');
+      expect(r.out.trim().endsWith('403')).toBe(true);
+      expect(seen.slice(before).some((s) => s.url === '/fronted')).toBe(false);
+      expect(r.recs[0]).toMatchObject({ host: 'registry.test', decision: 'refused', method: 'GET' });
+    });
+
     it('a program that ignores the proxy env gets no connection: curl --noproxy and a python socket to the upstream port', async (t) => {
       if (!curl) return t.skip();
       const before = seen.length;
