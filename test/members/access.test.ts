@@ -311,7 +311,7 @@ describe('OAuth consent by a signed-in member (no admin token)', () => {
       return fetch(authUrl, { method, headers, body: form ? new URLSearchParams(form).toString() : undefined, redirect: 'manual' });
     };
     const page = await (await asFrank('GET')).text();
-    expect(page).toContain('Signed in as <strong>frank@acme.example</strong>; the app acts as you.');
+    expect(page).toContain('Signed in as <strong><bdi>frank@acme.example</bdi></strong>; the app acts as you.');
     expect(page).toMatch(/<option value="acme" >acme \(member\)<\/option>/);
     expect(page).not.toContain('admin_token');
 

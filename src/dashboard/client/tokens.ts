@@ -1,6 +1,6 @@
 /** Browser module `tokens.js`: create a token (shown once), list the team's tokens and OAuth grants, revoke either. */
 export const TOKENS_JS = String.raw`
-import { api, field, fmtTime, h, messages, table, uid, userText } from './core.js';
+import { api, field, fmtTime, h, messages, table, uid, userText, visible } from './core.js';
 
 const SCOPES = [
   ['execute', 'run jobs (execute, runtime_execute, policy_check)'],
@@ -172,7 +172,7 @@ function view(tokens, reload, msg) {
         h('th', { scope: 'row' }, h('code', null, t.jti)),
         h('td', { class: 'subject' }, userText(t.subject)),
         h('td', null, (t.scopes || []).join(' ') + grantText(t.agentGrant)),
-        h('td', { class: 'minter' }, minterText(t), h('br'), h('small', null, 'ends with ', userText(t.endsWith || 'its revocation or expiry'))),
+        h('td', { class: 'minter', title: 'Ends with ' + visible(t.endsWith || 'its revocation or expiry') }, minterText(t)),
         h('td', null, fmtTime(t.createdAt)),
         h('td', null, fmtTime(t.expiresAt)),
         h('td', null, h('span', { class: 'badge ' + st }, st)),
