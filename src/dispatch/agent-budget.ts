@@ -73,10 +73,14 @@ export const EXIT_PARTS_PER_JOB = 2 * EXIT_PARTS_MAX;
 /**
  * Units of malformed messages a socket may send: enough for one stray frame of a buggy agent,
  * few enough that a junk flood is closed after a handful of parses (the first one is logged, the
- * rest only counted). Each costs one unit plus one per STRANGER_UNIT_BYTES, so one message of
- * MALFORMED_BURST × STRANGER_UNIT_BYTES (128 KiB) of junk is refused at once.
+ * rest only counted). Each costs one unit plus one per MALFORMED_UNIT_BYTES, so one message of
+ * MALFORMED_BURST × MALFORMED_UNIT_BYTES (512 KiB) of junk is refused at once, while a buggy agent's
+ * few messages of the wrong shape (an egress log with an oversized field) are dropped, not answered
+ * by a close and a reconnect loop.
  */
 export const MALFORMED_BURST = 8;
+/** Bytes of a malformed message that cost one more unit. */
+export const MALFORMED_UNIT_BYTES = 64 * 1024;
 /** Malformed units a socket earns back per minute: a buggy agent's rare stray frame, never a flood. */
 export const MALFORMED_UNITS_PER_MINUTE = 1;
 /** Job ids a socket remembers as answered; the oldest is forgotten first (it then costs one more lookup). */
@@ -152,7 +156,7 @@ export class AgentBudget {
 
   /** A malformed message of `bytes` arrived (not JSON, of no message's shape, or an undecodable frame). */
   malformed(bytes: number, now: number): Overrun | null {
-    if (this.malformedUnits.take(1 + Math.floor(bytes / STRANGER_UNIT_BYTES), now)) return null;
+    if (this.malformedUnits.take(1 + Math.floor(bytes / MALFORMED_UNIT_BYTES), now)) return null;
     return this.overrun('malformed', `more than ${MALFORMED_BURST} malformed messages`);
   }
 

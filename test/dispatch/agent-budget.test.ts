@@ -11,6 +11,7 @@ import {
   LATE_BURST,
   LATE_UNITS_PER_SECOND,
   MALFORMED_BURST,
+  MALFORMED_UNIT_BYTES,
   MALFORMED_UNITS_PER_MINUTE,
   STRANGER_BURST,
   STRANGER_UNIT_BYTES,
@@ -98,8 +99,11 @@ describe('agent message budget', () => {
     expect(Buffer.byteLength(over!.message)).toBeLessThanOrEqual(CLOSE_REASON_MAX_BYTES);
     // Counted apart from strangers: a real agent's messages about unknown jobs never use them up.
     expect(b.stranger(0, 0)).toBeNull();
-    // One message of MALFORMED_BURST × STRANGER_UNIT_BYTES goes over at once.
-    expect(new AgentBudget(HB, 0).malformed(MALFORMED_BURST * STRANGER_UNIT_BYTES, 0)?.kind).toBe('malformed');
+    // One message of MALFORMED_BURST × MALFORMED_UNIT_BYTES goes over at once; a 100 KB wrong-shape message costs 2 units.
+    expect(new AgentBudget(HB, 0).malformed(MALFORMED_BURST * MALFORMED_UNIT_BYTES, 0)?.kind).toBe('malformed');
+    const oversized = new AgentBudget(HB, 0);
+    for (let i = 0; i < MALFORMED_BURST / 2; i++) expect(oversized.malformed(100_000, 0)).toBeNull();
+    expect(oversized.malformed(0, 0)?.kind).toBe('malformed');
     // A buggy agent's stray frame now and then stays inside it.
     const stray = new AgentBudget(HB, 0);
     for (let t = 0; t < 3_600_000; t += 60_000 / MALFORMED_UNITS_PER_MINUTE) expect(stray.malformed(100, t)).toBeNull();
