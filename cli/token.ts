@@ -289,8 +289,10 @@ async function bootstrap(argv: string[]): Promise<number> {
       throw new UsageError(`--url "${base}" is not a URL`);
     }
   }
-  const issuer = (a.flags.issuer as string | undefined) ?? origin;
-  const audience = (a.flags.audience as string | undefined) ?? (origin ? `${origin}/mcp` : undefined);
+  // Minted without a trailing slash, as the gateway mints: either way the gateway accepts it.
+  const trim = (u: string | undefined) => u?.trim().replace(/\/+$/, '');
+  const issuer = trim((a.flags.issuer as string | undefined) ?? origin);
+  const audience = trim((a.flags.audience as string | undefined) ?? (origin ? `${origin}/mcp` : undefined));
   if (!issuer || !audience) throw new UsageError('--issuer and --audience are required (or --url to derive them: issuer = origin, audience = origin/mcp)');
   const scopes = scopesOf(a.flags.scope, ['admin']);
   const minted = await mintToken({

@@ -215,14 +215,23 @@ export function publicOrigin(req: Request, env: Env): string {
   return blank(env.GATEHOUSE_AUDIENCE) ? new URL(req.url).origin : new URL(env.GATEHOUSE_AUDIENCE).origin;
 }
 
+/**
+ * An issuer or audience as compared and minted: trimmed, without trailing slashes. `https://gw/` and
+ * `https://gw` name the same gateway; tokens minted with either are accepted (see `sameUrlForms`).
+ */
+export const withoutTrailingSlash = (url: string): string => url.trim().replace(/\/+$/, '');
+
+/** The spellings of one issuer or audience a token may carry: without and with a trailing slash. */
+export const sameUrlForms = (url: string): string[] => [url, `${url}/`];
+
 /** Issuer of Gatehouse-minted tokens: GATEHOUSE_ISSUER, else the (loopback) request origin. */
 export function gatehouseIssuer(req: Request, env: Env): string {
-  return blank(env.GATEHOUSE_ISSUER) ? new URL(req.url).origin : env.GATEHOUSE_ISSUER;
+  return blank(env.GATEHOUSE_ISSUER) ? new URL(req.url).origin : withoutTrailingSlash(env.GATEHOUSE_ISSUER);
 }
 
 /** The canonical MCP URL (the `aud` of Gatehouse tokens): GATEHOUSE_AUDIENCE, else origin + '/mcp'. */
 export function canonicalMcpUrl(req: Request, env: Env): string {
-  return blank(env.GATEHOUSE_AUDIENCE) ? `${new URL(req.url).origin}/mcp` : env.GATEHOUSE_AUDIENCE;
+  return blank(env.GATEHOUSE_AUDIENCE) ? `${new URL(req.url).origin}/mcp` : withoutTrailingSlash(env.GATEHOUSE_AUDIENCE);
 }
 
 export function resourceMetadataUrl(req: Request, env: Env): string {

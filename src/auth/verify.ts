@@ -5,7 +5,18 @@
  */
 import { decodeJwt, decodeProtectedHeader, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import type { Env, Principal, Scope } from '../env.ts';
-import { EXTERNAL_ALGS, canonicalMcpUrl, developmentOrigin, gatehouseIssuer, normaliseTyp, trustConfig, type IssuerTrust, type TrustConfig } from './config.ts';
+import {
+  EXTERNAL_ALGS,
+  canonicalMcpUrl,
+  developmentOrigin,
+  gatehouseIssuer,
+  normaliseTyp,
+  sameUrlForms,
+  trustConfig,
+  withoutTrailingSlash,
+  type IssuerTrust,
+  type TrustConfig,
+} from './config.ts';
 import { AGENT_GRANT_CLAIM, AgentGrant } from '../contracts/agent-grant.ts';
 import { describeIssues } from '../contracts/errors.ts';
 import { MINTER_CLAIM, Minter } from './minter.ts';
@@ -179,6 +190,8 @@ interface Verifier {
   trust: IssuerTrust | null;
   /** The variables that configure `trust`, for messages. */
   trustVars?: { teams: string; scopes: string; types?: string };
+  /** Gatehouse's own key: its issuer and audience match with or without a trailing slash. */
+  ownUrls?: boolean;
 }
 
 /** Verifies signature and registered claims, then maps the Gatehouse claims to a Principal. */
@@ -211,7 +224,8 @@ async function verifyToken(token: string, req: Request, env: Env, cfg: TrustConf
       trustVars: { teams: 'EXTERNAL_TEAMS', scopes: 'EXTERNAL_SCOPES', types: 'EXTERNAL_TOKEN_TYPES' },
     };
   } else {
-    if (iss !== issuer) {
+    // A trailing slash never matters: a token minted for `https://gw/` is this gateway's as much as `https://gw`'s.
+    if (typeof iss !== 'string' || withoutTrailingSlash(iss) !== issuer) {
       const trusted = [issuer, ...(cfg.external ? [cfg.external.issuer] : [])].map((i) => `"${i}"`).join(' or ');
       return invalid(`wrong issuer: expected ${trusted}, got ${typeof iss === 'string' ? `"${iss}"` : 'no "iss" claim'}`);
     }
@@ -228,18 +242,19 @@ async function verifyToken(token: string, req: Request, env: Env, cfg: TrustConf
             algorithms: [alg],
             key: cfg.hsKey!,
             label: 'HS256 secret',
+            ownUrls: true,
             trust: cfg.hsTrust,
             trustVars: { teams: 'HS_TEAMS', scopes: 'HS_SCOPES' },
           }
-        : { issuer, audience, algorithms: [alg], key: cfg.localKeys!, label: 'Gatehouse', trust: null };
+        : { issuer, audience, algorithms: [alg], key: cfg.localKeys!, label: 'Gatehouse', trust: null, ownUrls: true };
   }
 
   let payload: JWTPayload;
   let typ: string | undefined;
   try {
     const opts = {
-      issuer: v.issuer,
-      audience: v.audience,
+      issuer: v.ownUrls ? sameUrlForms(v.issuer) : v.issuer,
+      audience: v.ownUrls ? sameUrlForms(v.audience) : v.audience,
       algorithms: v.algorithms,
       clockTolerance: CLOCK_TOLERANCE_S,
       requiredClaims: ['exp', 'iat', 'sub', 'jti'],

@@ -29,7 +29,10 @@ interface GatewayConfig {
 
 export type ConfigResult = { ok: true; config: GatewayConfig } | { ok: false; code: 'config_error'; message: string };
 
-type ConfigVars = Pick<Env, 'MAX_BODY_BYTES' | 'HEARTBEAT_MS' | 'GATEHOUSE_WORKERS_PLAN' | 'ALLOWED_ORIGINS' | 'ALLOWED_HOSTS'>;
+type ConfigVars = Pick<
+  Env,
+  'MAX_BODY_BYTES' | 'HEARTBEAT_MS' | 'GATEHOUSE_WORKERS_PLAN' | 'ALLOWED_ORIGINS' | 'ALLOWED_HOSTS' | 'GATEHOUSE_ISSUER' | 'GATEHOUSE_AUDIENCE'
+>;
 const parsed = new WeakMap<ConfigVars, ConfigResult>();
 
 /** The gateway's vars, parsed once per `env` object. */
@@ -77,6 +80,13 @@ function parseConfig(env: ConfigVars): ConfigResult {
     }
     origins.exact.push(raw.replace(/\/+$/, '').toLowerCase());
   }
+  for (const [name, value, example] of [
+    ['GATEHOUSE_ISSUER', env.GATEHOUSE_ISSUER, 'https://gw.example.com'],
+    ['GATEHOUSE_AUDIENCE', env.GATEHOUSE_AUDIENCE, 'https://gw.example.com/mcp'],
+  ] as const) {
+    const problem = urlVarProblem(value);
+    if (problem) return fail(`${name} is "${value}": ${problem}; allowed: an http(s) URL such as ${example} (a trailing slash does not matter)`);
+  }
   const hosts: string[] = [];
   for (const raw of list(env.ALLOWED_HOSTS)) {
     if (!/^([a-z0-9-]+(\.[a-z0-9-]+)*\.?|\[[0-9a-f:.]+\])(:\d{1,5})?$/i.test(raw)) {
@@ -85,4 +95,20 @@ function parseConfig(env: ConfigVars): ConfigResult {
     hosts.push(raw.toLowerCase());
   }
   return { ok: true, config: { maxBodyBytes, heartbeatMs, plan: plan.plan, origins, hosts } };
+}
+
+/** Why an issuer or audience var is not a usable URL; null when it is (or unset). */
+function urlVarProblem(value: string | undefined): string | null {
+  const raw = (value ?? '').trim();
+  if (raw === '') return null;
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    return 'not a URL';
+  }
+  if (u.protocol !== 'https:' && u.protocol !== 'http:') return `scheme "${u.protocol}" is not http or https`;
+  if (u.search || u.hash || raw.includes('?') || raw.includes('#')) return 'it has a query or fragment';
+  if (u.username || u.password) return 'it has credentials';
+  return null;
 }

@@ -36,12 +36,12 @@ function app() {
   return a;
 }
 
-const token = async (scopes: string[], o: { team?: string; jti?: string; aud?: string } = {}) =>
+const token = async (scopes: string[], o: { team?: string; jti?: string; aud?: string; iss?: string } = {}) =>
   (
     await mintToken({
       minter: { kind: 'bootstrap' },
       privateJwk: key,
-      issuer: ORIGIN,
+      issuer: o.iss ?? ORIGIN,
       audience: o.aud ?? `${ORIGIN}/mcp`,
       team: o.team ?? 'acme',
       subject: 'u',
@@ -85,6 +85,37 @@ describe('requireAuth', () => {
     expect(bad.status).toBe(401);
     expect(((await bad.json()) as { error: { message: string } }).error.message).toContain('expected "https://public.example/mcp"');
     expect((await app().request(req('/admin/x', await token(['admin'], { aud: 'https://public.example/mcp' })), undefined, env)).status).toBe(200);
+  });
+
+  it('never minds a trailing slash on the issuer or the audience, in the configuration or in the token', async () => {
+    const slashed = envWith({ GATEHOUSE_ISSUER: `${ORIGIN}/`, GATEHOUSE_AUDIENCE: `${ORIGIN}/mcp/` });
+    for (const [env, t] of [
+      [slashed, await token(['admin'])],
+      [envWith(), await token(['admin'], { iss: `${ORIGIN}/`, aud: `${ORIGIN}/mcp/` })],
+      [slashed, await token(['admin'], { iss: `${ORIGIN}/` })],
+    ] as const) {
+      const r = await app().request(req('/admin/x', t), undefined, env);
+      expect(r.status, await r.clone().text()).toBe(200);
+    }
+    // Another issuer is still another issuer.
+    const other = await app().request(req('/admin/x', await token(['admin'], { iss: `${ORIGIN}/tenant` })), undefined, envWith());
+    expect(other.status).toBe(401);
+  });
+
+  it('refuses to start with an issuer or audience that is not an http(s) URL, naming the var and what it allows', async () => {
+    for (const [name, value] of [
+      ['GATEHOUSE_ISSUER', 'gw.test'],
+      ['GATEHOUSE_AUDIENCE', 'ftp://gw.test/mcp'],
+      ['GATEHOUSE_ISSUER', 'https://gw.test/?x=1'],
+    ] as const) {
+      const r = await app().request(req('/admin/x'), undefined, envWith({ [name]: value }));
+      expect(r.status).toBe(500);
+      const body = (await r.json()) as { error: { code: string; message: string } };
+      expect(body.error.code).toBe('config_error');
+      expect(body.error.message).toMatch(
+        new RegExp(`^gateway misconfigured: ${name} is "${value.replace(/[?./]/g, '\\$&')}": .+; allowed: an http\\(s\\) URL`),
+      );
+    }
   });
 
   it('authenticate() works without Hono (for Durable Object routes)', async () => {
