@@ -55,7 +55,7 @@ export async function startOutboundGateway(outbound: (req: Request) => Response 
     token: async (o) =>
       (
         await mintToken({
-      minter: { kind: 'bootstrap' },
+          minter: { kind: 'bootstrap' },
           privateJwk: signingKey,
           issuer: url,
           audience: `${url}/mcp`,
