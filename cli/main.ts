@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { UsageError, GLOBAL_FLAGS, formatFlags } from './args.ts';
 import { info, out } from './io.ts';
 import { tokenCommand } from './token.ts';
+import { keyCommand } from './key.ts';
 import { policyCommand } from './policy.ts';
 import { auditCommand } from './audit.ts';
 import { agentsCommand } from './agents.ts';
@@ -16,7 +17,7 @@ import { approvalsCommand } from './approvals.ts';
 import { oauthCommand } from './oauth.ts';
 import { membersCommand } from './members.ts';
 
-const COMMANDS = ['token', 'members', 'oauth', 'policy', 'audit', 'agents', 'jobs', 'approvals', 'agent', 'help'];
+const COMMANDS = ['token', 'key', 'members', 'oauth', 'policy', 'audit', 'agents', 'jobs', 'approvals', 'agent', 'help'];
 
 export const HELP = `gatehouse — admin CLI and executor agent of a Gatehouse MCP gateway
 
@@ -25,6 +26,8 @@ usage:
   gatehouse token list
   gatehouse token revoke <jti>
   gatehouse token bootstrap --team <team> --key-file <jwk.json|.dev.vars> --issuer URL --audience URL
+  gatehouse key generate [--out FILE]
+  gatehouse key rotate --key-file CURRENT --out NEW
   gatehouse members list | invite <email> [--role r] | withdraw <id> | role <member> <role> | remove <member>
   gatehouse oauth grants [--all] | revoke <grant-id>  MCP clients an admin connected (OAuth grants)
   gatehouse oauth revoke-client <client-id> | unblock-client <client-id>
@@ -57,6 +60,8 @@ export async function main(argv: string[]): Promise<number> {
     switch (cmd) {
       case 'token':
         return await tokenCommand(rest);
+      case 'key':
+        return await keyCommand(rest);
       case 'policy':
         return await policyCommand(rest);
       case 'audit':

@@ -191,6 +191,7 @@ async function list(argv: string[]): Promise<number> {
     agentGrant?: AgentGrant | null;
     mintedBy?: { kind: 'bootstrap' } | { kind: 'member'; memberId: string; role: string } | null;
     minterEmail?: string | null;
+    signingKid?: string | null;
   };
   const r = await api<{ tokens: Row[] }>(connection(a.flags), 'GET', '/tokens');
   if (!r.ok) return (info(formatError(r.error)), 1);
@@ -207,8 +208,9 @@ async function list(argv: string[]): Promise<number> {
     describeMinter(t),
     describeGrant(t),
     t.note ?? '',
+    t.signingKid ?? '-',
   ]);
-  out(table([['JTI', 'SUBJECT', 'SCOPES', 'CREATED', 'EXPIRES', 'STATE', 'MINTED BY', 'AGENT CLAIMS', 'NOTE'], ...rows]));
+  out(table([['JTI', 'SUBJECT', 'SCOPES', 'CREATED', 'EXPIRES', 'STATE', 'MINTED BY', 'AGENT CLAIMS', 'NOTE', 'KEY'], ...rows]));
   info(MINTER_LEGEND);
   return 0;
 }

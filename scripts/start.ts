@@ -183,7 +183,7 @@ async function ensureSandbox(asked: string | undefined): Promise<void> {
  * dashboard's Tokens page lists them and `gatehouse token revoke` finds them. Runs before the gateway starts.
  */
 async function recordTokens(
-  tokens: Array<[subject: string, scopes: string[], minted: { jti: string; expiresAt: number }, agentGrant?: AgentGrant]>,
+  tokens: Array<[subject: string, scopes: string[], minted: { jti: string; expiresAt: number; kid: string | null }, agentGrant?: AgentGrant]>,
 ): Promise<void> {
   const now = Date.now();
   const q = (s: string) => `'${s.replace(/'/g, "''")}'`;
@@ -191,9 +191,9 @@ async function recordTokens(
     `INSERT OR IGNORE INTO teams (id, created_at) VALUES (${q(TEAM)}, ${now});`,
     ...tokens.map(
       ([subject, scopes, m, grant]) =>
-        `INSERT OR IGNORE INTO tokens (jti, team, subject, scopes, created_at, expires_at, revoked_at, note, agent_grant, minted_by) VALUES ` +
+        `INSERT OR IGNORE INTO tokens (jti, team, subject, scopes, created_at, expires_at, revoked_at, note, agent_grant, minted_by, signing_kid) VALUES ` +
         `(${q(m.jti)}, ${q(TEAM)}, ${q(subject)}, ${q(scopes.join(' '))}, ${now}, ${m.expiresAt * 1000}, NULL, 'minted by npm start', ` +
-        `${grant ? q(JSON.stringify(grant)) : 'NULL'}, 'bootstrap');`,
+        `${grant ? q(JSON.stringify(grant)) : 'NULL'}, 'bootstrap', ${m.kid ? q(m.kid) : 'NULL'});`,
     ),
   ].join('\n');
   const file = join(STATE, 'tokens.sql');

@@ -16,6 +16,11 @@ export type Env = Pick<WranglerEnv, 'DB' | 'ARTIFACTS'> &
     TEAM_DISPATCHER: DurableObjectNamespace<TeamDispatcher>;
     /** Secret: private JWK (JSON) of the Gatehouse signing key (ES256). `npm start` generates one. */
     GATEHOUSE_SIGNING_KEY?: string;
+    /**
+     * Optional secret during a key rotation: the previous signing key (its public half is enough), still
+     * trusted to verify the tokens it signed and published in the JWKS; nothing is signed with it.
+     */
+    GATEHOUSE_SIGNING_KEY_PREVIOUS?: string;
     /** Optional secret: HS256 shared secret for tokens minted by another system; ≥ 32 bytes. */
     GATEHOUSE_HS_SECRET?: string;
     /** Longest accepted token lifetime in seconds (default one year). */

@@ -105,6 +105,7 @@ tokenRoutes.post('/', async (c) => {
     note: b.note ?? null,
     agentGrant,
     mintedBy: minter,
+    signingKid: minted.kid,
   });
   await auditAdmin(c, 'admin.token_create', {
     command: { jti: minted.jti, subject: b.subject, scopes, ttlSeconds: b.ttlSeconds, mintedBy: minter, ...(agentGrant ? { agentGrant } : {}) },

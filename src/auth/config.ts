@@ -24,9 +24,12 @@ export interface IssuerTrust {
 }
 
 export interface TrustConfig {
-  /** Public JWK of the Gatehouse signing key, or null when none is configured. */
-  publicKey: JWK | null;
-  /** Local JWKS resolving the signing key by `kid` (null when no key). */
+  /**
+   * Public JWKs the gateway verifies its own tokens with, published at /.well-known/jwks.json: the
+   * current signing key, then the previous one while a rotation lasts (verify-only). Empty when none.
+   */
+  publicKeys: JWK[];
+  /** Local JWKS resolving those keys by `kid` (null when no key). */
   localKeys: JWTVerifyGetKey | null;
   hsKey: Uint8Array | null;
   /** The HS256 secret's trust (HS_TEAMS / HS_SCOPES). */
@@ -73,6 +76,7 @@ export function trustConfig(env: Env): Promise<ConfigResult> {
   const key = JSON.stringify(
     [
       env.GATEHOUSE_SIGNING_KEY,
+      env.GATEHOUSE_SIGNING_KEY_PREVIOUS,
       env.GATEHOUSE_HS_SECRET,
       env.EXTERNAL_JWKS_URL,
       env.EXTERNAL_ISSUER,
@@ -89,30 +93,46 @@ export function trustConfig(env: Env): Promise<ConfigResult> {
   return cached.result;
 }
 
-async function build(env: Env): Promise<ConfigResult> {
-  let publicKey: JWK | null = null;
-  let localKeys: JWTVerifyGetKey | null = null;
-  if (!blank(env.GATEHOUSE_SIGNING_KEY)) {
-    let jwk: JWK;
-    try {
-      jwk = JSON.parse(env.GATEHOUSE_SIGNING_KEY);
-    } catch {
-      return {
-        ok: false,
-        message: 'GATEHOUSE_SIGNING_KEY is not valid JSON: it must be a private ES256 JWK (generate one with generateSigningKey in src/auth/mint.ts)',
-      };
-    }
-    if (!jwk || typeof jwk !== 'object' || jwk.kty !== 'EC' || jwk.crv !== 'P-256' || typeof jwk.d !== 'string') {
-      return { ok: false, message: 'GATEHOUSE_SIGNING_KEY must be a private EC P-256 JWK (kty "EC", crv "P-256", with "d") for ES256' };
-    }
-    try {
-      await importJWK(jwk, SIGNING_ALG);
-    } catch (e) {
-      return { ok: false, message: `GATEHOUSE_SIGNING_KEY cannot be imported as an ES256 key: ${(e as Error).message}` };
-    }
-    publicKey = { ...publicJwk(jwk), alg: SIGNING_ALG, use: 'sig' };
-    localKeys = createLocalJWKSet({ keys: [publicKey] });
+/** The public half of a signing key var, or why it is not one (`needPrivate`: the current key signs, so it needs `d`). */
+async function signingPublicKey(name: string, value: string, needPrivate: boolean): Promise<JWK | string> {
+  let jwk: JWK;
+  try {
+    jwk = JSON.parse(value);
+  } catch {
+    return `${name} is not valid JSON: it must be a${needPrivate ? ' private' : 'n'} ES256 JWK (npx gatehouse key generate)`;
   }
+  if (!jwk || typeof jwk !== 'object' || jwk.kty !== 'EC' || jwk.crv !== 'P-256' || (needPrivate && typeof jwk.d !== 'string')) {
+    return `${name} must be a${needPrivate ? ' private' : 'n'} EC P-256 JWK (kty "EC", crv "P-256"${needPrivate ? ', with "d"' : ''}) for ES256`;
+  }
+  try {
+    await importJWK(jwk, SIGNING_ALG);
+  } catch (e) {
+    return `${name} cannot be imported as an ES256 key: ${(e as Error).message}`;
+  }
+  return { ...publicJwk(jwk), alg: SIGNING_ALG, use: 'sig' };
+}
+
+/** The current signing key and, during a rotation, the previous one (verify-only); tokens name theirs by `kid`. */
+async function signingKeys(env: Env): Promise<JWK[] | string> {
+  if (blank(env.GATEHOUSE_SIGNING_KEY)) {
+    return blank(env.GATEHOUSE_SIGNING_KEY_PREVIOUS) ? [] : 'GATEHOUSE_SIGNING_KEY_PREVIOUS is set without GATEHOUSE_SIGNING_KEY: set the current key too';
+  }
+  const current = await signingPublicKey('GATEHOUSE_SIGNING_KEY', env.GATEHOUSE_SIGNING_KEY, true);
+  if (typeof current === 'string' || blank(env.GATEHOUSE_SIGNING_KEY_PREVIOUS)) return typeof current === 'string' ? current : [current];
+  const previous = await signingPublicKey('GATEHOUSE_SIGNING_KEY_PREVIOUS', env.GATEHOUSE_SIGNING_KEY_PREVIOUS, false);
+  if (typeof previous === 'string') return previous;
+  // The first step of a rotation sets the previous key to the current one: one key, nothing changes yet.
+  if (previous.x === current.x && previous.y === current.y) return [current];
+  if (!current.kid || !previous.kid || current.kid === previous.kid) {
+    return 'GATEHOUSE_SIGNING_KEY and GATEHOUSE_SIGNING_KEY_PREVIOUS need different "kid"s: a token names its key by kid (npx gatehouse key rotate makes one)';
+  }
+  return [current, previous];
+}
+
+async function build(env: Env): Promise<ConfigResult> {
+  const publicKeys = await signingKeys(env);
+  if (typeof publicKeys === 'string') return { ok: false, message: publicKeys };
+  const localKeys: JWTVerifyGetKey | null = publicKeys.length ? createLocalJWKSet({ keys: publicKeys }) : null;
   let hsKey: Uint8Array | null = null;
   let hsTrust: IssuerTrust = { teams: [], scopes: [], types: null };
   if (!blank(env.GATEHOUSE_HS_SECRET)) {
@@ -158,7 +178,7 @@ async function build(env: Env): Promise<ConfigResult> {
       jwksUrl: url.href,
     };
   }
-  return { ok: true, value: { publicKey, localKeys, hsKey, hsTrust, external, maxLifetimeS } };
+  return { ok: true, value: { publicKeys, localKeys, hsKey, hsTrust, external, maxLifetimeS } };
 }
 
 /** Loopback hosts: the only ones a development gateway (no configured issuer/audience) answers on. */

@@ -32,6 +32,8 @@ export interface MintedToken {
   token: string;
   jti: string;
   expiresAt: number;
+  /** The signing key's id (the token's `kid` header). */
+  kid: string | null;
 }
 
 export async function mintToken(o: MintOptions): Promise<MintedToken> {
@@ -55,7 +57,7 @@ export async function mintToken(o: MintOptions): Promise<MintedToken> {
     .setExpirationTime(expiresAt)
     .setJti(jti)
     .sign(key);
-  return { token, jti, expiresAt };
+  return { token, jti, expiresAt, kid: jwk.kid ?? null };
 }
 
 /** A new ES256 private JWK with a kid, as a JSON string (the GATEHOUSE_SIGNING_KEY secret). */

@@ -18,6 +18,8 @@ export interface TokenRow {
   agentGrant: AgentGrant | null;
   /** Who minted it (src/auth/minter.ts); null: not recorded (minted before minters were, capped at admin). */
   mintedBy: Minter | null;
+  /** The `kid` of the key that signed it; null: not recorded. */
+  signingKid: string | null;
 }
 
 interface DbTokenRow {
@@ -31,6 +33,7 @@ interface DbTokenRow {
   agent_grant: string | null;
   minted_by: string | null;
   minter_role: string | null;
+  signing_kid: string | null;
 }
 
 /** A minter as stored: 'bootstrap' or 'member:<id>' (one indexed column), plus the role beside it. */
@@ -53,6 +56,7 @@ const toRow = (r: DbTokenRow): TokenRow => ({
   note: r.note,
   agentGrant: grantOf(r.agent_grant),
   mintedBy: minterOf(r.minted_by, r.minter_role),
+  signingKid: r.signing_kid,
 });
 
 /** The stored grant as written by insertToken; a row that does not parse shows as none (the token carries its own). */
@@ -90,12 +94,13 @@ export async function insertToken(
     note?: string | null;
     agentGrant?: AgentGrant | null;
     mintedBy: Minter | null;
+    signingKid: string | null;
   },
 ): Promise<void> {
   await env.DB.batch([
     env.DB.prepare('INSERT OR IGNORE INTO teams (id, created_at) VALUES (?, ?)').bind(t.team, t.createdAt),
     env.DB.prepare(
-      'INSERT INTO tokens (jti, team, subject, scopes, created_at, expires_at, revoked_at, note, agent_grant, minted_by, minter_role) VALUES (?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?)',
+      'INSERT INTO tokens (jti, team, subject, scopes, created_at, expires_at, revoked_at, note, agent_grant, minted_by, minter_role, signing_kid) VALUES (?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?)',
     ).bind(
       t.jti,
       t.team,
@@ -107,6 +112,7 @@ export async function insertToken(
       t.agentGrant ? JSON.stringify(t.agentGrant) : null,
       storedMinter(t.mintedBy),
       t.mintedBy?.kind === 'member' ? t.mintedBy.role : null,
+      t.signingKid,
     ),
   ]);
 }
@@ -114,7 +120,7 @@ export async function insertToken(
 /** The team's recorded tokens, newest first. */
 export async function listTokens(env: Env, team: string, limit = 1000): Promise<TokenRow[]> {
   const r = await env.DB.prepare(
-    'SELECT jti, subject, scopes, created_at, expires_at, revoked_at, note, agent_grant, minted_by, minter_role FROM tokens WHERE team = ? ORDER BY created_at DESC, jti LIMIT ?',
+    'SELECT jti, subject, scopes, created_at, expires_at, revoked_at, note, agent_grant, minted_by, minter_role, signing_kid FROM tokens WHERE team = ? ORDER BY created_at DESC, jti LIMIT ?',
   )
     .bind(team, limit)
     .all<DbTokenRow>();
@@ -154,7 +160,7 @@ export async function revokeToken(env: Env, team: string, jti: string, o: { unre
 /** The live (not revoked, not expired) tokens member `memberId` of `team` minted, with the role they minted them as. */
 export async function liveTokensMintedBy(env: Env, team: string, memberId: string, now = Date.now()): Promise<TokenRow[]> {
   const r = await env.DB.prepare(
-    `SELECT jti, subject, scopes, created_at, expires_at, revoked_at, note, agent_grant, minted_by, minter_role FROM tokens
+    `SELECT jti, subject, scopes, created_at, expires_at, revoked_at, note, agent_grant, minted_by, minter_role, signing_kid FROM tokens
      WHERE team = ? AND minted_by = ? AND revoked_at IS NULL AND expires_at > ? ORDER BY created_at, jti`,
   )
     .bind(team, `${MEMBER_PREFIX}${memberId}`, now)

@@ -22,6 +22,8 @@ const EVERY_COMMAND = [
   'token list',
   'token revoke',
   'token bootstrap',
+  'key generate',
+  'key rotate',
   'policy get',
   'policy set',
   'policy check',
@@ -124,7 +126,7 @@ describe('usage', () => {
       for (const alt of m[3].matchAll(/\| ([a-z][a-z-]*)/g)) named.add(`${m[1]} ${alt[1]}`);
     }
     expect([...named].sort()).toEqual([...EVERY_COMMAND].sort());
-    const cases = [...EVERY_COMMAND, 'token', 'members', 'oauth', 'policy', 'audit', 'jobs', 'approvals'].flatMap((c) =>
+    const cases = [...EVERY_COMMAND, 'token', 'key', 'members', 'oauth', 'policy', 'audit', 'jobs', 'approvals'].flatMap((c) =>
       ['--help', '-h'].map((flag) => ({ c, flag })),
     );
     // Four CLI processes at a time: each start costs a Node start-up, and there are about 60 of them.
