@@ -145,6 +145,11 @@ export class EdgeConnection {
         return;
       }
       const m = parsed.message;
+      if (m.type === 'welcome' && m.v !== PROTOCOL_VERSION) {
+        // A gateway that took the hello but speaks another version: its jobs could not be read right. Stop for good, like a refused hello.
+        this.refuse(ws, `the gateway speaks agent protocol v${m.v}; this agent speaks v${PROTOCOL_VERSION}`);
+        return;
+      }
       if (m.type === 'welcome') {
         this.welcomed = true;
         this.attempt = 0;
@@ -187,6 +192,20 @@ export class EdgeConnection {
         void this.explainRefusal().finally(() => this.scheduleReconnect());
       }
     });
+  }
+
+  /** This agent refuses the gateway for good (another protocol version): closes with AGENT_PROTOCOL_CLOSE, logs what to install, stops. */
+  private refuse(ws: WebSocket, reason: string): void {
+    const fix = PERMANENT_REFUSALS[AGENT_PROTOCOL_CLOSE].fix;
+    this.o.log.error(`this agent refused the gateway (close code ${AGENT_PROTOCOL_CLOSE}): ${reason} — ${fix}; not reconnecting`);
+    this.stopped = true;
+    this.ws = null;
+    try {
+      ws.close(AGENT_PROTOCOL_CLOSE, reason);
+    } catch {
+      /* already closing */
+    }
+    this.o.onRefused?.(reason);
   }
 
   /**

@@ -246,7 +246,8 @@ export type JobArtifact = z.infer<typeof JobArtifact>;
 // ---- edge → agent ----
 const EdgeWelcome = z.object({
   type: z.literal('welcome'),
-  v: z.literal(PROTOCOL_VERSION),
+  /** Any version parses, so the agent can close a welcome in a version it does not speak with AGENT_PROTOCOL_CLOSE instead of ignoring it. */
+  v: z.number().int(),
   team: z.string(),
   heartbeatMs: z.number().int().positive(),
 });

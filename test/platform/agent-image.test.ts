@@ -1,0 +1,283 @@
+/**
+ * The agent's container image (deploy/agent/Dockerfile), checked without a Docker engine (none runs on
+ * these machines; CI builds it): the Dockerfile parses, everything it copies from the repository exists
+ * and passes its .dockerignore, its Node is the one the package pins, its entry point ends in the
+ * `gatehouse agent` the package ships, no secret is baked in, and it runs as a non-root user by default.
+ * The entry point script itself runs here, with a stand-in `gatehouse` and a stand-in cgroup directory.
+ */
+import { spawnSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const DOCKERFILE = join(ROOT, 'deploy/agent/Dockerfile');
+const IGNORE = join(ROOT, 'deploy/agent/Dockerfile.dockerignore');
+const ENTRYPOINT = join(ROOT, 'deploy/agent/entrypoint.sh');
+const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+  bin: Record<string, string>;
+  files: string[];
+  dependencies: Record<string, string>;
+};
+
+interface Instruction {
+  line: number;
+  keyword: string;
+  /** The rest of the instruction, continuation lines joined. */
+  args: string;
+}
+interface Stage {
+  from: string;
+  name: string | null;
+  body: Instruction[];
+}
+
+const KEYWORDS = new Set([
+  'FROM',
+  'RUN',
+  'CMD',
+  'LABEL',
+  'EXPOSE',
+  'ENV',
+  'ADD',
+  'COPY',
+  'ENTRYPOINT',
+  'VOLUME',
+  'USER',
+  'WORKDIR',
+  'ARG',
+  'ONBUILD',
+  'STOPSIGNAL',
+  'HEALTHCHECK',
+  'SHELL',
+]);
+
+/** Dockerfile syntax as BuildKit reads it: comment lines dropped, `\` continues a line, one instruction per logical line. */
+function parseDockerfile(text: string): Instruction[] {
+  const out: Instruction[] = [];
+  let pending: { line: number; text: string } | null = null;
+  text.split('\n').forEach((raw, i) => {
+    const trimmed = raw.trim();
+    if (trimmed.startsWith('#')) return; // comments (and the syntax directive) may sit inside a continued instruction too
+    if (!pending && trimmed === '') return;
+    const cont = /\\\s*$/.test(raw);
+    const piece = cont ? raw.replace(/\\\s*$/, '') : raw;
+    pending = pending ? { line: pending.line, text: `${pending.text} ${piece.trim()}` } : { line: i + 1, text: piece.trim() };
+    if (cont) return;
+    const m = /^(\S+)\s*(.*)$/s.exec(pending.text);
+    if (!m) throw new Error(`line ${pending.line}: cannot read "${pending.text}"`);
+    const keyword = m[1].toUpperCase();
+    if (!KEYWORDS.has(keyword)) throw new Error(`line ${pending.line}: unknown instruction ${m[1]}`);
+    out.push({ line: pending.line, keyword, args: m[2].trim() });
+    pending = null;
+  });
+  if (pending) throw new Error('the Dockerfile ends inside a continued line');
+  return out;
+}
+
+/** `ARG`s before the first FROM, with their defaults, and `${NAME}` expanded in FROM lines. */
+function stages(ins: Instruction[]): { args: Record<string, string>; stages: Stage[] } {
+  const args: Record<string, string> = {};
+  const out: Stage[] = [];
+  for (const i of ins) {
+    if (i.keyword === 'ARG' && out.length === 0) {
+      const [name, ...value] = i.args.split('=');
+      args[name] = value.join('=').replace(/\$\{(\w+)\}/g, (_, n: string) => args[n] ?? '');
+    } else if (i.keyword === 'FROM') {
+      const m = /^(?:--platform=\S+\s+)?(\S+)(?:\s+AS\s+(\S+))?$/i.exec(i.args);
+      if (!m) throw new Error(`line ${i.line}: FROM ${i.args}`);
+      out.push({ from: m[1].replace(/\$\{(\w+)\}/g, (_, n: string) => args[n] ?? `<unset ${n}>`), name: m[2] ?? null, body: [] });
+    } else {
+      if (out.length === 0) throw new Error(`line ${i.line}: ${i.keyword} before the first FROM`);
+      out[out.length - 1].body.push(i);
+    }
+  }
+  return { args, stages: out };
+}
+
+/** COPY's flags, sources and destination (shell form; the exec/JSON form is not used in this Dockerfile). */
+function copyParts(i: Instruction): { flags: Record<string, string>; sources: string[]; dest: string } {
+  const words = i.args.split(/\s+/);
+  const flags: Record<string, string> = {};
+  while (words[0]?.startsWith('--')) {
+    const [k, v] = words.shift()!.slice(2).split('=');
+    flags[k] = v ?? '';
+  }
+  const dest = words.pop()!;
+  return { flags, sources: words, dest };
+}
+
+/** .dockerignore matching as Docker does it: patterns in order, the last one that matches decides, `!` re-includes. */
+function ignored(path: string, patterns: string[]): boolean {
+  let out = false;
+  for (const p of patterns) {
+    const negate = p.startsWith('!');
+    const pat = (negate ? p.slice(1) : p).replace(/\/$/, '');
+    const re = new RegExp(
+      `^${pat
+        .split('**')
+        .map((s) => s.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*'))
+        .join('.*')}(/.*)?$`,
+    );
+    if (re.test(path)) out = !negate;
+  }
+  return out;
+}
+
+const text = readFileSync(DOCKERFILE, 'utf8');
+const parsed = parseDockerfile(text);
+const { stages: all } = stages(parsed);
+const final = all[all.length - 1];
+const ignorePatterns = readFileSync(IGNORE, 'utf8')
+  .split('\n')
+  .map((l) => l.trim())
+  .filter((l) => l && !l.startsWith('#'));
+const runs = (s: Stage) => s.body.filter((i) => i.keyword === 'RUN').map((i) => i.args);
+
+describe('the agent image (deploy/agent/Dockerfile)', () => {
+  it('parses: known instructions only, a build stage and a runtime stage, both on the Node the package pins', () => {
+    expect(text.startsWith('# syntax=docker/dockerfile:1')).toBe(true);
+    expect(all.map((s) => s.name)).toEqual(['build', null]);
+    for (const s of all) expect(s.from).toBe(`node:${pkg.dependencies.node}-bookworm-slim`);
+  });
+
+  it('copies from the repository only files that exist and that its .dockerignore lets into the context', () => {
+    const copies = all.flatMap((s) => s.body.filter((i) => i.keyword === 'COPY' || i.keyword === 'ADD'));
+    expect(copies.filter((c) => c.keyword === 'ADD')).toEqual([]);
+    const fromRepo = copies.map(copyParts).filter((c) => c.flags.from === undefined);
+    expect(fromRepo.length).toBeGreaterThan(5);
+    for (const c of fromRepo)
+      for (const src of c.sources) {
+        const rel = src.replace(/^\.\//, '').replace(/\/$/, '');
+        expect(existsSync(join(ROOT, rel)), `COPY source ${src}`).toBe(true);
+        expect(ignored(rel, ignorePatterns), `COPY source ${src} is excluded by Dockerfile.dockerignore`).toBe(false);
+      }
+    // What the build stage hands over is what its `npm pack` writes.
+    const handed = copies.map(copyParts).filter((c) => c.flags.from !== undefined);
+    expect(handed.map((c) => [c.flags.from, c.sources])).toEqual([['build', ['/out/']]]);
+    expect(runs(all[0]).some((r) => /npm pack --ignore-scripts --pack-destination \/out\b/.test(r))).toBe(true);
+    // The build runs the same bundler step as `npm pack`'s prepack.
+    expect(runs(all[0]).some((r) => r.includes('node scripts/build-dist.ts'))).toBe(true);
+    expect(readFileSync(join(ROOT, 'package.json'), 'utf8')).toContain('"prepack": "node scripts/build-dist.ts"');
+  });
+
+  it('keeps node_modules, local state and secrets out of the build context', () => {
+    for (const p of [
+      'node_modules/zod/package.json',
+      '.wrangler/state/x',
+      '.gatehouse/agent.token',
+      '.dev.vars',
+      'signing-key.json',
+      'test/e2e/harness.ts',
+      '.git/config',
+    ])
+      expect(ignored(p, ignorePatterns), p).toBe(true);
+    for (const p of ['src/contracts/agent-protocol.ts', 'executor/main.ts', 'bin/gatehouse.mjs', 'deploy/agent/entrypoint.sh'])
+      expect(ignored(p, ignorePatterns), p).toBe(false);
+  });
+
+  it('installs runsc and bubblewrap with the repository script, and the agent from the packed tarball', () => {
+    const r = runs(final).join('\n');
+    expect(r).toContain('bash /tmp/install-system-deps.sh --sandbox-only');
+    expect(readFileSync(join(ROOT, 'scripts/install-system-deps.sh'), 'utf8')).toContain('--sandbox-only)');
+    expect(r).toMatch(/npm install -g .*\/tmp\/pkg\/gatehouse-\*\.tgz/);
+    for (const p of ['python3-minimal', 'tini']) expect(r).toContain(p);
+  });
+
+  it('enters through tini and the entry script, which runs the `gatehouse agent` the package ships', () => {
+    const entry = final.body.filter((i) => i.keyword === 'ENTRYPOINT');
+    expect(entry).toHaveLength(1);
+    const argv = JSON.parse(entry[0].args) as string[];
+    expect(argv.slice(0, 2)).toEqual(['/usr/bin/tini', '--']);
+    const script = argv[2];
+    const copied = final.body
+      .filter((i) => i.keyword === 'COPY')
+      .map(copyParts)
+      .find((c) => c.dest === script);
+    expect(copied?.sources).toEqual(['deploy/agent/entrypoint.sh']);
+    const lines = readFileSync(ENTRYPOINT, 'utf8').trim().split('\n');
+    expect(lines[0]).toBe('#!/bin/sh');
+    expect(lines[lines.length - 1]).toMatch(/^exec gatehouse agent .*"\$@"$/);
+    expect(pkg.bin.gatehouse).toBe('bin/gatehouse.mjs');
+    expect(pkg.files).toEqual(expect.arrayContaining(['bin/', 'dist/']));
+    expect(readFileSync(join(ROOT, 'bin/gatehouse.mjs'), 'utf8')).toContain("'../dist/agent.mjs'");
+    expect(statSync(ENTRYPOINT).mode & 0o111).not.toBe(0);
+  });
+
+  it('bakes in no secret: no token, key or password in ENV or ARG, nothing that looks like a JWT', () => {
+    for (const i of parsed.filter((x) => x.keyword === 'ENV' || x.keyword === 'ARG')) {
+      const name = i.args.split(/[=\s]/)[0];
+      expect(name, `line ${i.line}`).not.toMatch(/TOKEN|KEY|SECRET|PASSWORD|CREDENTIAL/i);
+    }
+    expect(text).not.toMatch(/eyJ[A-Za-z0-9_-]{10,}\./);
+    // Every GATEHOUSE_* variable it sets is one the agent reads.
+    const config = readFileSync(join(ROOT, 'executor/config.ts'), 'utf8');
+    for (const i of final.body.filter((x) => x.keyword === 'ENV')) {
+      const name = i.args.split(/[=\s]/)[0];
+      if (name.startsWith('GATEHOUSE_')) expect(config, name).toContain(`env.${name}`);
+    }
+  });
+
+  it('runs as a non-root user it creates; docs/agents.md says when and why to run it as root', () => {
+    const users = final.body.filter((i) => i.keyword === 'USER').map((i) => i.args);
+    expect(users.length).toBeGreaterThan(0);
+    const user = users[users.length - 1];
+    expect(['root', '0', '0:0']).not.toContain(user);
+    expect(runs(final).some((r) => new RegExp(`useradd .*\\b${user}$`).test(r.split('&&')[0].trim()))).toBe(true);
+    const docs = readFileSync(join(ROOT, 'docs/agents.md'), 'utf8');
+    expect(docs).toContain('docker build -f deploy/agent/Dockerfile');
+    expect(docs).toContain('--user 0');
+  });
+});
+
+describe('the entry script (deploy/agent/entrypoint.sh), with a stand-in gatehouse', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gh-entry-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  // A stand-in for the installed `gatehouse`: prints the arguments it was given, one per line.
+  const bin = join(dir, 'bin');
+  mkdirSync(bin);
+  writeFileSync(join(bin, 'gatehouse'), '#!/bin/sh\nfor a in "$@"; do echo "arg:$a"; done\n');
+  chmodSync(join(bin, 'gatehouse'), 0o755);
+  chmodSync(dir, 0o755);
+  const run = (env: Record<string, string>, asUser?: number, agentArgs = ['--sandbox', 'bwrap', '--state-dir', '/elsewhere']) => {
+    const argv = ['sh', ENTRYPOINT, ...agentArgs];
+    const [file, args] =
+      asUser === undefined ? [argv[0], argv.slice(1)] : ['setpriv', ['--reuid', String(asUser), '--regid', String(asUser), '--clear-groups', ...argv]];
+    return spawnSync(file, args, { encoding: 'utf8', env: { PATH: `${bin}:/usr/bin:/bin`, ...env } });
+  };
+  const isRoot = process.getuid?.() === 0;
+
+  it.skipIf(!isRoot)('as a non-root user it only becomes `gatehouse agent`, its default state dir first so a given one wins', () => {
+    const r = run({ GATEHOUSE_CGROUP_ROOT: join(dir, 'none') }, 65534);
+    expect(r.status).toBe(0);
+    expect(r.stdout.trim().split('\n')).toEqual([
+      'arg:agent',
+      'arg:--state-dir',
+      'arg:/var/lib/gatehouse/state',
+      'arg:--sandbox',
+      'arg:bwrap',
+      'arg:--state-dir',
+      'arg:/elsewhere',
+    ]);
+  });
+
+  it.skipIf(!isRoot)('runs `gatehouse agent doctor` when the first argument is doctor', () => {
+    const r = run({ GATEHOUSE_CGROUP_ROOT: join(dir, 'none') }, 65534, ['doctor', '--json']);
+    expect(r.status).toBe(0);
+    expect(r.stdout.trim().split('\n')).toEqual(['arg:agent', 'arg:doctor', 'arg:--json']);
+  });
+
+  it.skipIf(!isRoot)('as root under cgroup v2 it moves its processes into a leaf; controllers it cannot enable are named, and the agent still starts', () => {
+    // A stand-in hierarchy (a plain directory): cgroup.subtree_control is a directory, so enabling fails.
+    const cg = join(dir, 'cgroup');
+    mkdirSync(join(cg, 'cgroup.subtree_control'), { recursive: true });
+    writeFileSync(join(cg, 'cgroup.controllers'), 'cpuset cpu io memory pids\n');
+    writeFileSync(join(cg, 'cgroup.procs'), '4242\n');
+    const r = run({ GATEHOUSE_CGROUP_ROOT: cg });
+    expect(r.status).toBe(0);
+    expect(readFileSync(join(cg, 'agent/cgroup.procs'), 'utf8')).toBe('4242\n');
+    expect(r.stderr).toContain('could not enable the cgroup controllers cpu io memory pids');
+    expect(r.stdout).toContain('arg:agent');
+  });
+});
