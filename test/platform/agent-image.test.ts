@@ -6,9 +6,9 @@
  * The entry point script itself runs here, with a stand-in `gatehouse` and a stand-in cgroup directory.
  */
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -161,6 +161,24 @@ describe('the agent image (deploy/agent/Dockerfile)', () => {
     expect(runs(all[0]).some((r) => r.includes('node scripts/build-dist.ts'))).toBe(true);
     expect(readFileSync(join(ROOT, 'package.json'), 'utf8')).toContain('"prepack": "node scripts/build-dist.ts"');
   });
+
+  it("the build stage's files are enough to bundle the agent and the CLI (its build step run on a copy of just those)", () => {
+    const work = mkdtempSync(join(tmpdir(), 'gh-image-build-'));
+    try {
+      for (const c of all[0].body.filter((i) => i.keyword === 'COPY').map(copyParts))
+        for (const src of c.sources) {
+          const into = c.dest.endsWith('/') ? join(work, c.dest, basename(src)) : join(work, c.dest);
+          cpSync(join(ROOT, src), into, { recursive: true });
+        }
+      // What `npm ci` installs in the image; linked here instead of installed again.
+      symlinkSync(join(ROOT, 'node_modules'), join(work, 'node_modules'));
+      const r = spawnSync(process.execPath, ['scripts/build-dist.ts'], { cwd: work, encoding: 'utf8' });
+      expect(r.status, r.stderr).toBe(0);
+      for (const f of ['agent.mjs', 'cli.mjs', 'doctor.mjs']) expect(existsSync(join(work, 'dist', f)), f).toBe(true);
+    } finally {
+      rmSync(work, { recursive: true, force: true });
+    }
+  }, 60_000);
 
   it('keeps node_modules, local state and secrets out of the build context', () => {
     for (const p of [
