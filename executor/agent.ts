@@ -11,6 +11,7 @@ import { EdgeConnection } from './connection.ts';
 import { traceLine, type TraceStep } from '../src/contracts/trace.ts';
 import type { JobRunner } from './jobs/runner.ts';
 import type { Logger } from './log.ts';
+import type { AgentMetrics } from './metrics.ts';
 
 export interface AgentOptions {
   url: string;
@@ -26,6 +27,8 @@ export interface AgentOptions {
   log: Logger;
   /** The gateway refused this agent's claims for good (it does not reconnect). */
   onRefused?: (reason: string) => void;
+  /** Counters for `--metrics-port` (executor/metrics.ts). */
+  metrics?: AgentMetrics;
 }
 
 /** Exits kept for an edge that never acks (a lost edge must not grow the agent without bound). */
@@ -65,6 +68,7 @@ export class Agent {
       onRefused: o.onRefused,
       onWelcome: (w) => {
         this.connection++;
+        if (this.connection > 1 && o.metrics) o.metrics.reconnects++;
         o.log.info(`connected to ${o.url} as agent ${o.agentId} (team ${w.team})`);
         // Exits first: the edge records how a job ended before how its uploads ended.
         for (const exit of this.unacked.values()) this.sendExit(exit);
@@ -93,6 +97,11 @@ export class Agent {
 
   start(): void {
     this.conn.start();
+  }
+
+  /** Whether a welcomed connection to the gateway is open now. */
+  get connected(): boolean {
+    return this.conn.ready;
   }
 
   async stop(): Promise<void> {
@@ -129,8 +138,10 @@ export class Agent {
       this.send(r.error);
       return;
     }
+    if (this.o.metrics) this.o.metrics.jobsStarted++;
     void r.done.then(async ({ exit, artifacts, inlineRelayed }) => {
       stamp('agent.exit_ready');
+      this.o.metrics?.jobEnded(exit.state);
       const cancelled = this.cancelReasons.get(spec.jobId);
       this.cancelReasons.delete(spec.jobId);
       jobLine(log, spec, exit, cancelled);

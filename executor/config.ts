@@ -29,6 +29,8 @@ interface AgentConfig {
   labels: string[];
   /** `--json`: log one JSON object per line instead of text. */
   json: boolean;
+  /** `--metrics-port`: serve /healthz and /metrics on 127.0.0.1 at this port (executor/metrics.ts); null: off. */
+  metricsPort: number | null;
   /** Tests only: names the egress proxy sends to 127.0.0.1 (executor/egress/test-hosts.ts); null in production. */
   egressTestHosts?: TestHosts | null;
 }
@@ -55,6 +57,7 @@ usage: gatehouse agent --url URL --token-file FILE --root DIR [options]
   --state-dir DIR         agent-private state (default: <tmp>/gatehouse-agent-<hash of root and id>)
   --label LABEL           placement label jobs can require (repeatable, e.g. --label gpu --label linux-x64)
                           (env GATEHOUSE_AGENT_LABELS, comma-separated)
+  --metrics-port PORT     serve /healthz and Prometheus /metrics on 127.0.0.1:PORT (1-65535; default: off)
   (tests only: GATEHOUSE_EGRESS_TEST_HOSTS=name=127.0.0.1[:port],… with GATEHOUSE_EGRESS_TEST_MODE=1 sends the egress
    proxy's connections for those names to 127.0.0.1; the agent refuses to start with the first alone)
   --json                  log one JSON object per line (time, level, msg; a job's line adds job, state,
@@ -67,10 +70,20 @@ const MAX_LABELS = 32;
 
 /** The agent's flags, for the one argument parser every `gatehouse` command uses (cli/args.ts). */
 const FLAGS: FlagSpecs = Object.fromEntries(
-  ['url', 'token-file', 'root', 'sandbox', 'capacity', 'id', 'warm', 'max-timeout-ms', 'max-artifact-bytes', 'artifact-part-bytes', 'state-dir'].map((f) => [
-    f,
-    { type: 'string', help: '' },
-  ]),
+  [
+    'url',
+    'token-file',
+    'root',
+    'sandbox',
+    'capacity',
+    'id',
+    'warm',
+    'max-timeout-ms',
+    'max-artifact-bytes',
+    'artifact-part-bytes',
+    'state-dir',
+    'metrics-port',
+  ].map((f) => [f, { type: 'string', help: '' }]),
 ) as FlagSpecs;
 FLAGS['allow-no-isolation'] = { type: 'bool', help: '' };
 FLAGS.label = { type: 'list', help: '' };
@@ -154,6 +167,8 @@ export function parseAgentArgs(argv: string[], env: NodeJS.ProcessEnv = process.
   const artifactPartBytes = int('artifact-part-bytes', ARTIFACT_PART_BYTES, R2_MULTIPART_MIN_PART_BYTES, REQUEST_BODY_MAX_BYTES);
   if (typeof artifactPartBytes === 'string') return bad(artifactPartBytes);
   const partBytesGiven = v['artifact-part-bytes'] !== undefined;
+  const metricsPort = v['metrics-port'] === undefined ? null : int('metrics-port', 0, 1, 65535);
+  if (typeof metricsPort === 'string') return bad(`${metricsPort} (a TCP port on 127.0.0.1)`);
   const testHosts = testHostsFromEnv(env);
   if (!testHosts.ok) return bad(testHosts.message);
   const agentId = v.id ?? env.GATEHOUSE_AGENT_ID ?? `${hostname()}-${process.pid}`;
@@ -176,6 +191,7 @@ export function parseAgentArgs(argv: string[], env: NodeJS.ProcessEnv = process.
       stateDir: v['state-dir'] ?? null,
       labels: [...new Set(labels)],
       json: v.json === 'true',
+      metricsPort,
       egressTestHosts: testHosts.hosts,
     },
   };

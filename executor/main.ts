@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { Server } from 'node:http';
 import { AGENT_USAGE, parseAgentArgs } from './config.ts';
 import { Agent } from './agent.ts';
 import { JobRunner } from './jobs/runner.ts';
@@ -16,6 +17,7 @@ import { probeRuntimes } from './runtimes/probe.ts';
 import { startDriver, startStrongestDriver } from './sandbox/index.ts';
 import { systemView } from './sandbox/system-view.ts';
 import { AGENT_REFUSED_EXIT_CODE } from '../src/contracts/agent-grant.ts';
+import { AgentMetrics, countSandboxStarts, serveMetrics } from './metrics.ts';
 
 /** The package version, written into the bundle by scripts/build-dist.ts (a bundle may live anywhere, away from package.json). */
 declare const __GATEHOUSE_VERSION__: string | undefined;
@@ -72,6 +74,8 @@ export async function runAgentCli(argv: string[], logger?: Logger): Promise<numb
     return 1;
   }
   const driver = d.value;
+  const metrics = cfg.metricsPort === null ? undefined : new AgentMetrics();
+  if (metrics) countSandboxStarts(driver, metrics);
 
   warnIfVisible(argv, log);
   const runtimes = await probing;
@@ -116,7 +120,23 @@ export async function runAgentCli(argv: string[], logger?: Logger): Promise<numb
     runner,
     log,
     onRefused: () => onRefused(),
+    metrics,
   });
+  let metricsServer: Server | undefined;
+  if (metrics && cfg.metricsPort !== null) {
+    try {
+      metricsServer = await serveMetrics(cfg.metricsPort, metrics, () => ({
+        connected: agent.connected,
+        running: runner.runningIds().length,
+        capacity: cfg.capacity,
+      }));
+    } catch (e) {
+      log.error(`cannot serve metrics on 127.0.0.1:${cfg.metricsPort} (--metrics-port): ${(e as Error).message}`);
+      await driver.close();
+      return 1;
+    }
+    log.info(`metrics: http://127.0.0.1:${cfg.metricsPort}/metrics and /healthz`);
+  }
   agent.start();
 
   const why = await stopWhy;
@@ -124,6 +144,7 @@ export async function runAgentCli(argv: string[], logger?: Logger): Promise<numb
   const hard = setTimeout(() => process.exit(1), 15_000);
   hard.unref();
   await agent.stop();
+  metricsServer?.close();
   await driver.close();
   // Nothing to clean up at the next start: the default state dir goes (a chosen one stays).
   if (!cfg.stateDir) rmSync(stateDir, { recursive: true, force: true });

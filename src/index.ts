@@ -14,6 +14,7 @@ import { cleanupExpiredArtifacts } from './store/artifacts.ts';
 import { siteRoutes, mcpPathHint, notFound } from './site/index.ts';
 import { oauthRoutes } from './oauth/routes.ts';
 import { memberOrToken } from './members/auth.ts';
+import { readiness } from './edge/readiness.ts';
 export { TeamDispatcher } from './dispatch/team-dispatcher.ts';
 
 const app = new Hono<AppEnv>();
@@ -23,6 +24,8 @@ app.get('/healthz', (c) => c.json({ ok: true, time: Date.now() }));
 // Only configured hosts are served (DNS rebinding: always a 4xx); then misconfiguration (short
 // HS secret, bad signing key, no issuer/audience on a public host) refuses every request but /healthz.
 app.use('*', hostCheck());
+// Readiness: D1, R2 and a Durable Object, unauthenticated and cached briefly; a broken config is its own answer (503).
+app.get('/readyz', readiness());
 app.use('*', configGuard());
 app.use('/.well-known/oauth-protected-resource', publicCors());
 app.use('/.well-known/oauth-protected-resource/*', publicCors());

@@ -19,6 +19,7 @@ import { overviewRoutes } from './overview.ts';
 import { memberRoutes } from './members.ts';
 import { apiError } from './http.ts';
 import { authorityOf, minterFor } from '../auth/minter.ts';
+import { adminCallLog } from '../edge/call-log.ts';
 
 /** Who am I: the admin token's team and subject (the CLI uses it to check `--team`), and the role it acts with. */
 const whoami: Handler<AppEnv> = (c) => {
@@ -49,6 +50,8 @@ adminRoutes.onError((e, c) => {
   return apiError(c, shape.code, shape.message);
 });
 
+// One log line and data point per call (src/edge/call-log.ts), whatever answers it.
+adminRoutes.use('*', adminCallLog());
 adminRoutes.get('/whoami', whoami);
 adminRoutes.use('/teams/:team', ownTeamOnly());
 adminRoutes.use('/teams/:team/*', ownTeamOnly());

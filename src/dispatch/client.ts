@@ -169,6 +169,17 @@ export async function cancelByCall(env: Env, team: string, cancelKey: string, re
   return (await stub(env, team).cancelByKey(cancelKey, reason)) as boolean;
 }
 
+/**
+ * The readiness probe's Durable Object: not a team (a team name has no space), and `ping` touches
+ * no storage, so probing never wakes a team's object or writes a row.
+ */
+const PROBE_OBJECT = 'readiness probe';
+
+/** One round trip to a Durable Object of the namespace (`/readyz`). */
+export async function pingDispatcher(env: Env): Promise<void> {
+  await stub(env, PROBE_OBJECT).ping();
+}
+
 /** The team's connected agents. */
 export async function listAgents(env: Env, team: string): Promise<AgentView[]> {
   return (await listAllAgents(env, team)).filter((a) => a.state === 'connected');

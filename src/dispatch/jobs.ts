@@ -18,6 +18,7 @@ import type { DispatchHost, Wakes } from './host.ts';
 import type { JobRow, JobStore } from './job-store.ts';
 import { noAgentMessage } from './outcomes.ts';
 import { nextDeadline, schedule, whyNoAgentFits, type Ineligibility, type SchedJob } from './scheduler.ts';
+import { writeMetric } from '../platform/metrics.ts';
 
 export interface JobsParts {
   store: JobStore;
@@ -99,6 +100,7 @@ export class Jobs implements Wakes {
     }
     // The job's D1 rows (index + audit) follow in the background: with its end if it ends soon.
     this.p.mirror.soon();
+    this.observe(null);
     return answerFor(this.store.get(req.spec.jobId)!);
   }
 
@@ -237,7 +239,38 @@ export class Jobs implements Wakes {
     // job_status waiters learn the end now; a caller waiting for the whole result also gets the stored artifact.
     this.p.followers.ended(jobId);
     void this.p.mirror.sync();
+    this.observe(this.store.get(jobId));
     return true;
+  }
+
+  /**
+   * The operators' metrics (src/platform/metrics.ts): the team's counters — queue depth, running
+   * jobs, connected agents and their slots — at every job taken in or ended, and an ended job's
+   * own point (its duration and queue wait). Counted from what the object holds in memory.
+   */
+  private observe(ended: Readonly<JobRow> | null): void {
+    const env = this.host.env;
+    if (!env.METRICS) return;
+    const agents = this.p.link.schedAgents(this.load());
+    const counters = {
+      queued: this.store.queued().length,
+      running: this.store.running().length,
+      agents: agents.length,
+      slots: agents.reduce((n, a) => n + a.capacity, 0),
+    };
+    void this.host.team().then((team) => {
+      if (ended) {
+        const endedAt = ended.ended_at ?? this.host.now();
+        writeMetric(
+          env,
+          'job',
+          team,
+          { state: ended.state, sandbox: ended.sandbox, agent: ended.agent, tool: ended.tool, error: ended.error_code },
+          { duration_ms: ended.started_at === null ? 0 : endedAt - ended.started_at, queue_wait_ms: (ended.started_at ?? endedAt) - ended.created_at },
+        );
+      }
+      writeMetric(env, 'team', team, { at: ended ? 'end' : 'submit' }, counters);
+    });
   }
 
   /** The agent's last socket went away: its running jobs are orphaned (lost unless it reconnects and reports them in time). */

@@ -15,7 +15,7 @@ import { decide, type PolicyDecision, type PolicyRequest } from '../policy/engin
 import { teamPolicyOf } from '../policy/cache.ts';
 import { newArtifactHandle } from '../store/artifacts.ts';
 import { writeAudit } from '../store/audit.ts';
-import { awaitJob, cancelByCall, jobOutcome, jobStatus, submitAndFollow } from '../dispatch/client.ts';
+import { awaitJob, cancelByCall, jobOutcome, jobStatus, submitAndFollow, type DispatchOutcome } from '../dispatch/client.ts';
 import { isSettled } from '../contracts/jobs.ts';
 import { callCancelKey, type ToolContext, type ToolExtra } from './context.ts';
 import { progressReporter } from './progress.ts';
@@ -23,6 +23,7 @@ import type { InputRequiredResult } from '@modelcontextprotocol/server';
 import { stamp } from './trace.ts';
 import { approvalGate, type Refusal } from '../approval/gate.ts';
 import type { ApprovableRequest } from '../approval/request.ts';
+import { noteCall, type CallFacts } from '../edge/call-log.ts';
 
 export interface GovernedRequest {
   tool: 'execute' | 'runtime_execute' | 'run_script';
@@ -71,6 +72,10 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
   let audited = false;
   let failure: string | null = null;
   let jobId = '';
+  // The call's log line (src/edge/call-log.ts) learns the decision and the job; a script's subprocess is not a call of its own.
+  const note = (f: CallFacts) => {
+    if (!r.parentJobId) noteCall(extra.mcpReq.signal, f);
+  };
   try {
     const { policy } = await teamPolicyOf(env, principal);
     const decision = await decide(policy, { ...r.policy, tool: r.tool, team: principal.team, subject: principal.subject });
@@ -87,6 +92,7 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
       });
       if (gate.kind === 'prompt') {
         audited = true;
+        note({ decision: 'asked', stage: 'approval', outcome: 'input_required' });
         await writeAudit(env.DB, {
           ...auditBase,
           decision: 'asked',
@@ -98,6 +104,7 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
       }
       if (gate.kind === 'refused') {
         audited = true;
+        note({ decision: gate.refusal.asked ? 'asked' : 'denied', stage: 'approval' });
         await writeAudit(env.DB, {
           ...auditBase,
           decision: gate.refusal.asked ? 'asked' : 'denied',
@@ -112,10 +119,12 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
       approval = { id: gate.approvalId, note: gate.note };
     } else if (!decision.allowed || !decision.effective) {
       audited = true;
+      note({ decision: 'denied', stage: decision.stage });
       await writeAudit(env.DB, { ...auditBase, decision: 'denied', reason: `${decision.stage}: ${decision.reason}`, durationMs: Date.now() - started });
       return { kind: 'denied', decision };
     }
     const eff = decision.effective;
+    note({ decision: 'allowed', stage: approval ? 'approval' : decision.opa ? 'opa' : 'policy', jobId });
     // A simple command string decided as argv, or the policy's prepended arguments: the job runs
     // exactly the argv that was decided, without sh -c.
     const job =
@@ -178,24 +187,30 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
       },
     });
     audited = true;
+    const done = (o: DispatchOutcome): GovernedOutcome => {
+      note({ outcome: o.exit.state, exitCode: o.exit.exitCode, agent: o.agentId, sandbox: o.sandbox });
+      return { kind: 'done', exit: o.exit, decision, jobId, handle: spec.artifactHandle, agentId: o.agentId, sandbox: o.sandbox };
+    };
     if (!answer.ok) return { kind: 'error', error: { code: answer.code, message: answer.message }, decision, jobId, handle: spec.artifactHandle };
+    note({ agent: answer.agentId, ...(r.background ? { outcome: answer.state } : {}) });
     if (r.background) return { kind: 'accepted', state: answer.state, decision, jobId, handle: spec.artifactHandle, agentId: answer.agentId };
     if (r.task) {
       const stopWaiting = cancelOnStreamClose(ctx, extra, key);
       const view = await jobStatus(env, principal.team, spec.jobId, r.task.afterMs).finally(stopWaiting);
       // Its result is complete once the uploads its exit announced have ended (a foreground call waits for them too).
       if (view && !isSettled(view)) {
+        note({ outcome: view.state, agent: view.agent_id });
         return { kind: 'pending', state: view.state as 'queued' | 'running', decision, jobId, handle: spec.artifactHandle, agentId: view.agent_id };
       }
       const res = await jobOutcome(env, principal.team, spec.jobId);
       if (!res.ok) return { kind: 'error', error: res.error, decision, jobId, handle: spec.artifactHandle };
-      return { kind: 'done', exit: res.value.exit, decision, jobId, handle: spec.artifactHandle, agentId: res.value.agentId, sandbox: res.value.sandbox };
+      return done(res.value);
     }
     // A background call's stream ends at once; only a foreground call's hang-up is a 2026-era cancel.
     const stopOnHangUp = cancelOnStreamClose(ctx, extra, key);
     const res = await awaitJob(env, principal.team, spec.jobId, progressReporter(extra), events).finally(stopOnHangUp);
     if (!res.ok) return { kind: 'error', error: res.error, decision, jobId, handle: spec.artifactHandle };
-    return { kind: 'done', exit: res.value.exit, decision, jobId, handle: spec.artifactHandle, agentId: res.value.agentId, sandbox: res.value.sandbox };
+    return done(res.value);
   } catch (e) {
     failure = e instanceof Error ? e.message : String(e);
     return {

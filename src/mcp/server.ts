@@ -4,7 +4,7 @@
  */
 import { McpServer } from '@modelcontextprotocol/server';
 import type { CallToolResult } from '@modelcontextprotocol/server';
-import { toolError, type ToolContext } from './context.ts';
+import { toolError, type ToolContext, type ToolExtra } from './context.ts';
 import { cachedInput } from './register.ts';
 import { registerExecute } from './tools/execute.ts';
 import { registerRuntimeExecute } from './tools/runtime-execute.ts';
@@ -21,6 +21,7 @@ import { registerPrompts } from './prompts.ts';
 import { registerJobViewer } from './apps/job-viewer.ts';
 import { promptStateVerifier } from '../approval/prompt-state.ts';
 import { installTasks } from './tasks/index.ts';
+import { closeCall, openCall } from '../edge/call-log.ts';
 
 const SERVER_INFO = { name: 'gatehouse', version: '0.1.0' };
 
@@ -65,6 +66,7 @@ export function buildServer(ctx: ToolContext): McpServer {
   registerArtifactResources(server, ctx);
   registerPrompts(server);
   registerJobViewer(server);
+  logToolCalls(server, ctx);
   installTasks(server, ctx);
   return server;
 }
@@ -89,4 +91,40 @@ function withCachedSchemas(server: McpServer): void {
 function withCodedSdkErrors(server: McpServer): void {
   const sdk = server as unknown as { createToolError(message: string): CallToolResult };
   sdk.createToolError = (message) => toolError(message, undefined, message.startsWith('Input validation error') ? 'invalid_argument' : 'internal');
+}
+
+type RawHandler = (request: { params?: { name?: unknown } }, extra: ToolExtra) => Promise<unknown>;
+
+/** A tool name as the line names it: tool names are `[a-z_]`, anything else a caller sent is not repeated. */
+const TOOL_NAME = /^[a-z_]{1,64}$/;
+
+/**
+ * Every `tools/call` leaves one line (src/edge/call-log.ts), whatever answers it: the tool, the
+ * SDK's refusal of its arguments, an unknown tool. Tools add what they learn under the call's
+ * abort signal (governed-run.ts: the decision, the job, who ran it). Wraps the request handler the
+ * way installTasks does (pinned SDK 2.4.0: `_requestHandlers`; test/edge/call-log.test.ts fails
+ * if calls stop leaving lines).
+ */
+function logToolCalls(server: McpServer, ctx: ToolContext): void {
+  const handlers = (server.server as unknown as { _requestHandlers: Map<string, RawHandler> })._requestHandlers;
+  const inner = handlers.get('tools/call');
+  if (!inner) throw new Error('logToolCalls: register the tools first');
+  handlers.set('tools/call', async (request, extra) => {
+    const key = extra.mcpReq.signal;
+    const name = request.params?.name;
+    openCall(key, { surface: 'mcp', tool: typeof name === 'string' && TOOL_NAME.test(name) ? name : '(invalid)', principal: ctx.principal });
+    let outcome = 'internal';
+    try {
+      const result = (await inner(request, extra)) as Partial<CallToolResult>;
+      const code = (result.structuredContent as { error?: { code?: unknown } } | undefined)?.error?.code;
+      outcome = result.isError ? (typeof code === 'string' ? code : 'tool_error') : 'ok';
+      return result;
+    } catch (e) {
+      // The SDK's own refusals (an unknown tool) are JSON-RPC "invalid params".
+      if ((e as { code?: unknown }).code === -32602) outcome = 'invalid_argument';
+      throw e;
+    } finally {
+      closeCall(ctx.env, key, outcome);
+    }
+  });
 }

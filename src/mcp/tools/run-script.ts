@@ -11,6 +11,7 @@ import { shapeRuntimeResult } from '../output-shape.ts';
 import { RUNS_JOBS, toolOutput } from '../register.ts';
 import { missingScope, toolError, toolResult, type ToolContext } from '../context.ts';
 import { runScript, type ScriptRun } from '../../script/run.ts';
+import { noteCall } from '../../edge/call-log.ts';
 import { TASK_SUPPORT_META_KEY } from '../tasks/negotiation.ts';
 
 export function registerRunScript(server: McpServer, ctx: ToolContext): void {
@@ -42,6 +43,9 @@ export function registerRunScript(server: McpServer, ctx: ToolContext): void {
         );
       }
       const out = await runScript(ctx, extra, { code: input.code, vars: input.vars, timeoutMs: input.timeout_ms });
+      // The call's log line: the script's own decision (its subprocesses are decided one by one, in the audit log).
+      if (out.kind === 'ran') noteCall(extra.mcpReq.signal, { decision: 'allowed', stage: 'policy', jobId: out.run.scriptId, outcome: out.run.status });
+      else if (out.code === 'policy_denied') noteCall(extra.mcpReq.signal, { decision: 'denied', stage: 'script' });
       if (out.kind === 'refused') {
         if (out.code !== 'policy_denied') return toolError(out.message.startsWith('Error:') ? out.message : `Error: ${out.message}`, undefined, out.code);
         const structured = {

@@ -1,0 +1,176 @@
+/**
+ * One structured log line per call — every MCP tool call and every admin API call — and the
+ * call's data point in Workers Analytics Engine (src/platform/metrics.ts). Workers Logs indexes
+ * the JSON fields, so an operator filters on them (`$.event = "call"`, `$.team`, `$.outcome`):
+ * docs/operations.md ("Logs") lists them.
+ *
+ * The line holds who called, what decided and how it ended — never a token, never output, never
+ * argument values (the audit log keeps the command; the line keeps only its job id).
+ *
+ * ```ts
+ * adminRoutes.use('*', adminCallLog());   // an admin API call: its route, status and error code
+ * openCall(signal, { surface: 'mcp', tool, principal });  noteCall(signal, { jobId });  closeCall(env, signal, 'ok');
+ * ```
+ */
+import type { MiddlewareHandler } from 'hono';
+import { routePath } from 'hono/route';
+import type { AppEnv, Env, Principal } from '../env.ts';
+import { writeMetric } from '../platform/metrics.ts';
+
+/** What decided a call: allowed (ran or will run), denied, asked a person (and waits), or failed before a decision. */
+export type CallDecision = 'allowed' | 'denied' | 'asked' | 'failed';
+
+export interface CallLine {
+  event: 'call';
+  surface: 'mcp' | 'admin';
+  team: string;
+  subject: string;
+  /** The token's id (`jti`, what `gatehouse token revoke` takes) — never the token. */
+  tokenId: string;
+  /** The MCP tool, or the admin route as `METHOD pattern` (`DELETE /tokens/:jti`). */
+  tool: string;
+  /** null: an MCP call that decides nothing (job_status, query_output). Admin calls: allowed, denied (authority) or failed. */
+  decision: CallDecision | null;
+  /**
+   * Which stage decided: a policy stage that denied (`executable`, `rules`, `opa`, …), `approval`
+   * for a call a person approves or refuses, `opa` or `policy` for an allowed call.
+   */
+  stage: string | null;
+  jobId: string | null;
+  agent: string | null;
+  sandbox: string | null;
+  latencyMs: number;
+  /**
+   * How it ended: a job's terminal state (`exited`, `timed_out`, `signaled`, …) or `queued`/`running`
+   * for one left running, an error code (`policy_denied`, `no_agent`, `not_found`, …), else `ok`.
+   */
+  outcome: string;
+  /** The job's exit code, when it exited. */
+  exitCode: number | null;
+  /** Admin API calls: the HTTP status. */
+  status?: number;
+}
+
+/** What a call's code learns on the way and adds to its line. */
+export type CallFacts = Partial<Pick<CallLine, 'decision' | 'stage' | 'jobId' | 'agent' | 'sandbox' | 'outcome' | 'exitCode'>>;
+
+interface OpenCall {
+  line: Omit<CallLine, 'latencyMs' | 'outcome'> & { outcome: string | null };
+  started: number;
+}
+
+/**
+ * Calls in progress, by a key the call's code shares: for an MCP tool call the request's abort
+ * signal (one per call; the SDK keeps it when it copies the call's context).
+ */
+const open = new WeakMap<object, OpenCall>();
+
+/** Starts the line of a call. */
+export function openCall(key: object, base: Pick<CallLine, 'surface' | 'tool'> & { principal: Principal }): void {
+  const p = base.principal;
+  open.set(key, {
+    started: Date.now(),
+    line: {
+      event: 'call',
+      surface: base.surface,
+      team: p.team,
+      subject: p.subject,
+      tokenId: p.tokenId,
+      tool: base.tool,
+      decision: null,
+      stage: null,
+      jobId: null,
+      agent: null,
+      sandbox: null,
+      outcome: null,
+      exitCode: null,
+    },
+  });
+}
+
+/** Adds what the call learned (a decision, its job, who ran it); nothing when no line is open under `key`. */
+export function noteCall(key: object, facts: CallFacts): void {
+  const c = open.get(key);
+  if (!c) return;
+  for (const [k, v] of Object.entries(facts)) if (v !== undefined) (c.line as Record<string, unknown>)[k] = v;
+}
+
+/** Ends the call: writes its line and data point once. `outcome` is used unless the call noted its own. */
+export function closeCall(env: Pick<Env, 'METRICS'>, key: object, outcome: string): void {
+  const c = open.get(key);
+  if (!c) return;
+  open.delete(key);
+  emitCallLine(env, { ...c.line, outcome: c.line.outcome ?? outcome, latencyMs: Date.now() - c.started });
+}
+
+/** Writes one call's line (console.info: Workers Logs keeps it as JSON) and its data point. */
+function emitCallLine(env: Pick<Env, 'METRICS'>, line: CallLine): void {
+  console.info(JSON.stringify(line));
+  writeMetric(
+    env,
+    'call',
+    line.team,
+    {
+      surface: line.surface,
+      tool: line.tool,
+      decision: line.decision,
+      stage: line.stage,
+      outcome: line.outcome,
+      sandbox: line.sandbox,
+      agent: line.agent,
+    },
+    { latency_ms: line.latencyMs },
+  );
+}
+
+/**
+ * The line of an admin API call (mounted on the admin routes, after authentication): the route's
+ * pattern (never its values or query), the status, and the error code of a refusal.
+ */
+export function adminCallLog(): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const started = Date.now();
+    try {
+      await next();
+    } finally {
+      const p = c.get('principal');
+      const status = c.res.status;
+      const code = status >= 400 ? await errorCode(c.res) : null;
+      const refused = code === 'forbidden' || code === 'insufficient_scope';
+      emitCallLine(c.env, {
+        event: 'call',
+        surface: 'admin',
+        team: p.team,
+        subject: p.subject,
+        tokenId: p.tokenId,
+        tool: `${c.req.method} ${adminRoute(routePath(c))}`,
+        decision: status < 400 ? 'allowed' : refused ? 'denied' : 'failed',
+        stage: refused ? 'authority' : null,
+        jobId: null,
+        agent: null,
+        sandbox: null,
+        latencyMs: Date.now() - started,
+        outcome: code ?? (status < 400 ? 'ok' : `http_${status}`),
+        exitCode: null,
+        status,
+      });
+    }
+  };
+}
+
+/** The route as the API documents it: without the mount (`/admin/v1`, `/dashboard/api/v1`) or `/teams/:team`. */
+function adminRoute(pattern: string): string {
+  const route = pattern.replace(/^\/(admin|dashboard\/api)\/v1/, '').replace(/^\/teams\/:team/, '');
+  return route === '/*' || route === '*' ? '(no route)' : route || '/';
+}
+
+/** The `error.code` of an admin API error answer (`{"error":{"code","message"}}`), read from a copy. */
+async function errorCode(res: Response): Promise<string | null> {
+  if (!res.headers.get('Content-Type')?.includes('application/json')) return null;
+  try {
+    const body = (await res.clone().json()) as { error?: { code?: unknown } };
+    return typeof body.error?.code === 'string' ? body.error.code.slice(0, 64) : null;
+  } catch {
+    return null;
+  }
+}
