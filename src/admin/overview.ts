@@ -2,12 +2,12 @@
  * Admin: the team at a glance, for the dashboard's landing page — agents online and their slots,
  * the last hour's jobs by state, denials, pending approvals and the most recent failed jobs.
  * `GET /admin/v1/overview`. Counts come from D1 (the jobs index the team's Durable Object copies
- * its jobs to, the audit log, approvals), so a job of the last second may be missing; agents come
- * from the Durable Object itself. Every read is bounded, whatever the team's history holds.
+ * its jobs to, the audit log, approvals), so a job of the last second may be missing; agents, the
+ * queue and the last job's timing (`dispatcher`) come from the Durable Object itself. Every read is bounded, whatever the team's history holds.
  */
 import { Hono } from 'hono';
 import type { AppEnv } from '../env.ts';
-import { listAllAgents } from '../dispatch/client.ts';
+import { dispatchHealth, listAllAgents } from '../dispatch/client.ts';
 import { approvalView, listApprovals } from '../approval/store.ts';
 import { parseJson } from '../store/audit.ts';
 
@@ -29,8 +29,9 @@ overviewRoutes.get('/', async (c) => {
   const now = Date.now();
   const since = now - OVERVIEW_WINDOW_MS;
   const db = c.env.DB;
-  const [agents, byState, denials, recentDenials, failures, pending] = await Promise.all([
+  const [agents, health, byState, denials, recentDenials, failures, pending] = await Promise.all([
     listAllAgents(c.env, team),
+    dispatchHealth(c.env, team),
     db.prepare('SELECT state, COUNT(*) AS n FROM jobs WHERE team = ? AND created_at >= ? GROUP BY state').bind(team, since).all<{ state: string; n: number }>(),
     db
       .prepare(`SELECT COUNT(*) AS n, COALESCE(SUM(decision = 'denied'), 0) AS denied
@@ -72,6 +73,8 @@ overviewRoutes.get('/', async (c) => {
       capacity: online.reduce((n, a) => n + a.capacity, 0),
       running: online.reduce((n, a) => n + a.running, 0),
     },
+    // The team's Durable Object's own counters, live (the job counts below come from D1's copy).
+    dispatcher: health,
     jobs: { byState: jobStates, total: byState.results.reduce((n, r) => n + r.n, 0) },
     denials: {
       count: denials?.denied ?? 0,

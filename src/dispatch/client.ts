@@ -28,6 +28,7 @@ import {
 } from './events.ts';
 import { stamp } from '../mcp/trace.ts';
 import { lostExit } from './outcomes.ts';
+import type { DispatchHealth } from './jobs.ts';
 
 /** The Worker → DO header that carries an agent token's grant (JSON); absent: the token has none. */
 export const AGENT_GRANT_HEADER = 'X-Gatehouse-Agent-Grant';
@@ -178,6 +179,11 @@ const PROBE_OBJECT = 'readiness probe';
 /** One round trip to a Durable Object of the namespace (`/readyz`). */
 export async function pingDispatcher(env: Env): Promise<void> {
   await stub(env, PROBE_OBJECT).ping();
+}
+
+/** The team object's own counters: queue depth, running jobs, the last job's timing. */
+export async function dispatchHealth(env: Env, team: string): Promise<DispatchHealth> {
+  return (await stub(env, team).health()) as DispatchHealth;
 }
 
 /** The team's connected agents. */

@@ -34,9 +34,18 @@ export interface JobsParts {
 
 type Failure = { code: ErrorCode; message: string };
 
+/** The team's object's own counters, for the dashboard's health section (`GET /admin/v1/overview`). */
+export interface DispatchHealth {
+  queued: number;
+  running: number;
+  /** The last job that ended since the object started (memory only: null after a restart until one ends). */
+  lastJob: { endedAt: number; durationMs: number; queueWaitMs: number } | null;
+}
+
 export class Jobs implements Wakes {
   private readonly host: DispatchHost;
   private readonly p: JobsParts;
+  private lastJob: DispatchHealth['lastJob'] = null;
 
   constructor(host: DispatchHost, parts: JobsParts) {
     this.host = host;
@@ -180,6 +189,10 @@ export class Jobs implements Wakes {
     return this.p.link.views(this.load());
   }
 
+  health(): DispatchHealth {
+    return { queued: this.store.queued().length, running: this.store.running().length, lastJob: this.lastJob };
+  }
+
   /** Whether jobs run on this agent (its id stays bound to its token subject meanwhile). */
   busy(agentId: string): boolean {
     return this.store.running().some((j) => j.agent === agentId);
@@ -249,6 +262,12 @@ export class Jobs implements Wakes {
    * own point (its duration and queue wait). Counted from what the object holds in memory.
    */
   private observe(ended: Readonly<JobRow> | null): void {
+    const endedAt = ended?.ended_at ?? this.host.now();
+    const timing = ended && {
+      duration_ms: ended.started_at === null ? 0 : endedAt - ended.started_at,
+      queue_wait_ms: (ended.started_at ?? endedAt) - ended.created_at,
+    };
+    if (timing) this.lastJob = { endedAt, durationMs: timing.duration_ms, queueWaitMs: timing.queue_wait_ms };
     const env = this.host.env;
     if (!env.METRICS) return;
     const agents = this.p.link.schedAgents(this.load());
@@ -259,15 +278,8 @@ export class Jobs implements Wakes {
       slots: agents.reduce((n, a) => n + a.capacity, 0),
     };
     void this.host.team().then((team) => {
-      if (ended) {
-        const endedAt = ended.ended_at ?? this.host.now();
-        writeMetric(
-          env,
-          'job',
-          team,
-          { state: ended.state, sandbox: ended.sandbox, agent: ended.agent, tool: ended.tool, error: ended.error_code },
-          { duration_ms: ended.started_at === null ? 0 : endedAt - ended.started_at, queue_wait_ms: (ended.started_at ?? endedAt) - ended.created_at },
-        );
+      if (ended && timing) {
+        writeMetric(env, 'job', team, { state: ended.state, sandbox: ended.sandbox, agent: ended.agent, tool: ended.tool, error: ended.error_code }, timing);
       }
       writeMetric(env, 'team', team, { at: ended ? 'end' : 'submit' }, counters);
     });

@@ -19,6 +19,7 @@ import { workersPlan } from '../platform/plan.ts';
 import { DEFAULT_HEARTBEAT_MS, gatewayConfig } from '../platform/config.ts';
 import { stamp } from '../mcp/trace.ts';
 import { capabilities, type Capabilities } from './capabilities.ts';
+import type { DispatchHealth } from './jobs.ts';
 import type {
   DispatchRequest,
   KeptOutput,
@@ -139,6 +140,10 @@ export class TeamDispatcher extends DurableObject<Env> {
 
   agents(): AgentView[] {
     return this.c.jobs.agents();
+  }
+
+  health(): DispatchHealth {
+    return this.c.jobs.health();
   }
 
   /** A token was revoked: every agent socket that authenticated with it goes now. */

@@ -14,8 +14,8 @@
  */
 import type { MiddlewareHandler } from 'hono';
 import { routePath } from 'hono/route';
-import type { AppEnv, Env, Principal } from '../env.ts';
-import { writeMetric } from '../platform/metrics.ts';
+import type { AppEnv, Principal } from '../env.ts';
+import { writeMetric, type MetricsEnv } from '../platform/metrics.ts';
 
 /** What decided a call: allowed (ran or will run), denied, asked a person (and waits), or failed before a decision. */
 export type CallDecision = 'allowed' | 'denied' | 'asked' | 'failed';
@@ -96,7 +96,7 @@ export function noteCall(key: object, facts: CallFacts): void {
 }
 
 /** Ends the call: writes its line and data point once. `outcome` is used unless the call noted its own. */
-export function closeCall(env: Pick<Env, 'METRICS'>, key: object, outcome: string): void {
+export function closeCall(env: MetricsEnv, key: object, outcome: string): void {
   const c = open.get(key);
   if (!c) return;
   open.delete(key);
@@ -104,7 +104,7 @@ export function closeCall(env: Pick<Env, 'METRICS'>, key: object, outcome: strin
 }
 
 /** Writes one call's line (console.info: Workers Logs keeps it as JSON) and its data point. */
-function emitCallLine(env: Pick<Env, 'METRICS'>, line: CallLine): void {
+function emitCallLine(env: MetricsEnv, line: CallLine): void {
   console.info(JSON.stringify(line));
   writeMetric(
     env,

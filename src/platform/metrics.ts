@@ -1,8 +1,9 @@
 /**
  * Metrics for operators, in Workers Analytics Engine (the `METRICS` binding, dataset
  * `gatehouse_metrics`): what each data point holds, and the platform's limits on a point. Every
- * point's one index is the team (the sampling key: a busy team never crowds out a quiet one) and
- * its first blob names the metric; the columns of each metric are listed in `LAYOUT`, and
+ * point's one index is the team (the sampling key: a busy team never crowds out a quiet one), its
+ * first blob names the metric and its second the deployment (the host of GATEHOUSE_ISSUER: staging
+ * and production write the same dataset); the columns of each metric are listed in `LAYOUT`, and
  * docs/operations.md ("Metrics") has the SQL an operator runs against them.
  *
  * Writing never fails a call: the binding is optional (unit tests, a deployment without it), a
@@ -32,8 +33,8 @@ export const AE_POINTS_PER_INVOCATION = 250;
 const BLOB_MAX_CHARS = 256;
 
 /**
- * The columns of each metric, in order: `blobs[i]` is the SQL column `blob{i+2}` (blob1 is the
- * metric's name), `doubles[i]` is `double{i+1}`; index1 is the team.
+ * The columns of each metric, in order: `blobs[i]` is the SQL column `blob{i+3}` (blob1 is the
+ * metric's name, blob2 the deployment), `doubles[i]` is `double{i+1}`; index1 is the team.
  */
 export const LAYOUT = {
   /** One per MCP tool call and admin API call, written by src/edge/call-log.ts. */
@@ -57,11 +58,14 @@ export type Metric = keyof typeof LAYOUT;
 type Blobs<M extends Metric> = Record<(typeof LAYOUT)[M]['blobs'][number], string | null>;
 type Doubles<M extends Metric> = Record<(typeof LAYOUT)[M]['doubles'][number], number>;
 
+/** What a writer reads of the Worker's env: the dataset and the deployment's URLs. */
+export type MetricsEnv = Pick<Env, 'METRICS' | 'GATEHOUSE_ISSUER' | 'GATEHOUSE_AUDIENCE'>;
+
 /** The dataset as the writers see it: a real binding, or a recording stand-in in a unit test. */
 export type MetricsSink = Pick<AnalyticsEngineDataset, 'writeDataPoint'>;
 
 /** Writes one data point of `metric` for `team`, in the metric's column order, within the platform's limits. */
-export function writeMetric<M extends Metric>(env: Pick<Env, 'METRICS'>, metric: M, team: string, blobs: Blobs<M>, doubles: Doubles<M>): void {
+export function writeMetric<M extends Metric>(env: MetricsEnv, metric: M, team: string, blobs: Blobs<M>, doubles: Doubles<M>): void {
   const sink: MetricsSink | undefined = env.METRICS;
   if (!sink) return;
   const layout = LAYOUT[metric];
@@ -70,13 +74,29 @@ export function writeMetric<M extends Metric>(env: Pick<Env, 'METRICS'>, metric:
   try {
     sink.writeDataPoint({
       indexes: [fitBytes(team, AE_INDEX_MAX_BYTES)],
-      blobs: [metric, ...layout.blobs.map((k) => (b[k] ?? '').slice(0, BLOB_MAX_CHARS))],
+      blobs: [metric, deployment(env), ...layout.blobs.map((k) => (b[k] ?? '').slice(0, BLOB_MAX_CHARS))],
       doubles: layout.doubles.map((k) => (Number.isFinite(d[k]) ? d[k] : 0)),
     });
   } catch (e) {
     // A metric is never worth a failed call (a full invocation budget, a binding gone bad).
     console.warn(`metrics: ${metric} data point not written: ${(e as Error).message}`);
   }
+}
+
+const deployments = new WeakMap<object, string>();
+
+/** The deployment's host (from GATEHOUSE_ISSUER, else GATEHOUSE_AUDIENCE), `local` without one; read once per env. */
+function deployment(env: Pick<Env, 'GATEHOUSE_ISSUER' | 'GATEHOUSE_AUDIENCE'>): string {
+  let d = deployments.get(env);
+  if (d === undefined) {
+    try {
+      d = new URL(env.GATEHOUSE_ISSUER || env.GATEHOUSE_AUDIENCE || '').host.slice(0, BLOB_MAX_CHARS);
+    } catch {
+      d = 'local';
+    }
+    deployments.set(env, d);
+  }
+  return d;
 }
 
 /** `s` cut to at most `max` UTF-8 bytes, never inside a character. */

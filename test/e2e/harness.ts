@@ -112,6 +112,8 @@ export interface GatewayOptions {
   extraArgs?: string[];
   /** Runs after migrations, before `wrangler dev` starts: seed local D1/R2 state under `persistDir`. */
   beforeStart?: (persistDir: string) => Promise<void>;
+  /** wrangler dev's log level (default `warn`); `info` also shows the Worker's console.info lines (the call log). */
+  logLevel?: 'warn' | 'info';
 }
 
 async function waitHealthy(p: ChildProcess, url: string, logs: () => string): Promise<'up' | 'port-in-use' | 'exited' | 'timeout'> {
@@ -185,7 +187,7 @@ export async function startGateway(opts: GatewayOptions = {}): Promise<Gateway> 
           envFile,
           '--show-interactive-dev-session=false',
           '--log-level',
-          'warn',
+          opts.logLevel ?? 'warn',
           // Lets tests trigger the cron handler with GET /__scheduled.
           '--test-scheduled',
           ...(opts.extraArgs ?? []),

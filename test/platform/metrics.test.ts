@@ -41,7 +41,8 @@ function named(metric: keyof typeof LAYOUT, p: Point): Record<string, string | n
   const l = LAYOUT[metric];
   return {
     team: p.indexes[0],
-    ...Object.fromEntries(l.blobs.map((k, i) => [k, p.blobs[i + 1]])),
+    deployment: p.blobs[1],
+    ...Object.fromEntries(l.blobs.map((k, i) => [k, p.blobs[i + 2]])),
     ...Object.fromEntries(l.doubles.map((k, i) => [k, p.doubles[i]])),
   };
 }
@@ -49,9 +50,9 @@ function named(metric: keyof typeof LAYOUT, p: Point): Record<string, string | n
 const utf8 = (s: string) => new TextEncoder().encode(s).length;
 
 describe('Analytics Engine data points', () => {
-  it('every metric fits one writeDataPoint call: its name and blobs, doubles, one index', () => {
+  it('every metric fits one writeDataPoint call: its name, the deployment and its blobs, doubles, one index', () => {
     for (const [metric, l] of Object.entries(LAYOUT)) {
-      expect(l.blobs.length + 1, metric).toBeLessThanOrEqual(AE_MAX_BLOBS);
+      expect(l.blobs.length + 2, metric).toBeLessThanOrEqual(AE_MAX_BLOBS);
       expect(l.doubles.length, metric).toBeLessThanOrEqual(AE_MAX_DOUBLES);
     }
     expect(AE_MAX_INDEXES).toBe(1);
@@ -75,7 +76,7 @@ describe('Analytics Engine data points', () => {
     expect(p.indexes[0]).toBe('é'.repeat(AE_INDEX_MAX_BYTES / 2));
     expect(p.blobs[0]).toBe('call');
     expect(p.blobs.reduce((n, b) => n + utf8(b), 0)).toBeLessThanOrEqual(AE_BLOBS_MAX_BYTES);
-    expect(named('call', p)).toMatchObject({ surface: 'mcp', decision: '', stage: '', latency_ms: 12 });
+    expect(named('call', p)).toMatchObject({ deployment: 'local', surface: 'mcp', decision: '', stage: '', latency_ms: 12 });
   });
 
   it('does nothing without the binding, and never throws when the binding does', () => {
@@ -94,11 +95,13 @@ describe('Analytics Engine data points', () => {
     const principal: Principal = { team: 'acme', subject: 'ci-bot', scopes: ['execute'], tokenId: 'jti-1', issuer: 'https://gw' };
     openCall(key, { surface: 'mcp', tool: 'execute', principal });
     noteCall(key, { decision: 'allowed', stage: 'policy', jobId: 'j1', agent: 'a1', sandbox: 'bwrap', outcome: 'exited', exitCode: 0 });
-    closeCall({ METRICS: m }, key, 'ok');
-    closeCall({ METRICS: m }, key, 'ok'); // once only
+    const env = { METRICS: m, GATEHOUSE_ISSUER: 'https://gatehouse-staging.example.com' };
+    closeCall(env, key, 'ok');
+    closeCall(env, key, 'ok'); // once only
     expect(m.points).toHaveLength(1);
     expect(named('call', m.points[0])).toMatchObject({
       team: 'acme',
+      deployment: 'gatehouse-staging.example.com',
       surface: 'mcp',
       tool: 'execute',
       decision: 'allowed',
@@ -119,16 +122,28 @@ describe('Analytics Engine data points', () => {
     await t.c.jobs.submit(request('j3'));
     await Promise.resolve();
     expect(m.of('team').map((p) => named('team', p))).toEqual([
-      { team: 'acme', at: 'submit', queued: 0, running: 1, agents: 1, slots: 2 },
-      { team: 'acme', at: 'submit', queued: 0, running: 2, agents: 1, slots: 2 },
-      { team: 'acme', at: 'submit', queued: 1, running: 2, agents: 1, slots: 2 },
+      { team: 'acme', deployment: 'local', at: 'submit', queued: 0, running: 1, agents: 1, slots: 2 },
+      { team: 'acme', deployment: 'local', at: 'submit', queued: 0, running: 2, agents: 1, slots: 2 },
+      { team: 'acme', deployment: 'local', at: 'submit', queued: 1, running: 2, agents: 1, slots: 2 },
     ]);
     t.host.clock.now += 250;
     await say(t, ws, exitOf('j1', 'hi\n'));
     await Promise.resolve();
     const [job] = m.of('job').map((p) => named('job', p));
-    expect(job).toEqual({ team: 'acme', state: 'exited', sandbox: 'bwrap', agent: 'a1', tool: 'execute', error: '', duration_ms: 250, queue_wait_ms: 0 });
+    expect(job).toEqual({
+      team: 'acme',
+      deployment: 'local',
+      state: 'exited',
+      sandbox: 'bwrap',
+      agent: 'a1',
+      tool: 'execute',
+      error: '',
+      duration_ms: 250,
+      queue_wait_ms: 0,
+    });
     // Counted the moment j1 ended, before j3 takes its slot.
     expect(named('team', m.of('team').at(-1)!)).toMatchObject({ at: 'end', queued: 1, running: 1 });
+    // The dashboard's health section reads the same counters and the last job's timing.
+    expect(t.c.jobs.health()).toEqual({ queued: 0, running: 2, lastJob: { endedAt: t.host.clock.now, durationMs: 250, queueWaitMs: 0 } });
   });
 });

@@ -4,7 +4,7 @@
  * linking to the page with the details. Refreshed every 5 s from GET /admin/v1/overview.
  */
 export const OVERVIEW_JS = String.raw`
-import { api, commandView, fmtAgo, fmtTime, h, isMissingRoute, jobBadge, messages, poll, replaceKeepingFocus, table, userText, visible } from './core.js';
+import { api, commandView, fmtAgo, fmtDuration, fmtTime, h, isMissingRoute, jobBadge, messages, poll, replaceKeepingFocus, table, userText, visible } from './core.js';
 
 // Opened commands stay open across refreshes.
 const opened = new Set();
@@ -55,7 +55,7 @@ function view(r) {
     ? h('p', { class: 'empty' }, 'No jobs in the last hour.')
     : h('ul', { class: 'states' }, states.map((s) => h('li', null,
       h('a', { href: '#/jobs?state=' + s, 'data-state-count': s }, jobBadge({ state: s, exit_code: s === 'exited' ? 0 : undefined }), ' ', String(byState[s])))));
-  return h('div', null, tiles,
+  return h('div', null, tiles, health(r.dispatcher, a),
     h('section', { 'aria-labelledby': 'ov-states' }, h('h2', { id: 'ov-states' }, 'Jobs in the last hour by state'), stateList,
       h('p', { class: 'sub' }, 'exited counts every exit, with any code: the failures below name the non-zero ones.')),
     h('section', { 'aria-labelledby': 'ov-failures' }, h('h2', { id: 'ov-failures' }, 'Recent failures'), failures(r.failures.jobs)),
@@ -63,6 +63,16 @@ function view(r) {
       h('p', null, h('a', { href: '#/audit?decision=denied' }, 'All denials in the audit log'))),
     h('section', { 'aria-labelledby': 'ov-approvals' }, h('h2', { id: 'ov-approvals' }, 'Waiting for approval'), approvals(r.approvals.recent),
       h('p', null, h('a', { href: '#/approvals' }, 'Decide on the Approvals page'))));
+}
+
+/** What the team's Durable Object counts right now (no D1 copy in between): the queue, its agents, the last job. */
+function health(d, a) {
+  if (!d) return null;
+  const last = d.lastJob
+    ? 'the last job ended ' + fmtAgo(d.lastJob.endedAt, Date.now()) + ' after ' + fmtDuration(d.lastJob.durationMs) + ' (waited ' + fmtDuration(d.lastJob.queueWaitMs) + ' in the queue)'
+    : 'no job has ended since the dispatcher last started';
+  return h('section', { 'aria-labelledby': 'ov-health', 'data-health': '' }, h('h2', { id: 'ov-health' }, 'Dispatcher health, live'),
+    h('p', null, d.queued + ' queued · ' + d.running + ' running · ' + a.online + ' agent' + (a.online === 1 ? '' : 's') + ' connected; ' + last + '.'));
 }
 
 function failures(list) {
