@@ -18,7 +18,7 @@ import type { AppEnv, Principal } from '../env.ts';
 import { writeMetric, type MetricsEnv } from '../platform/metrics.ts';
 
 /** What decided a call: allowed (ran or will run), denied, asked a person (and waits), or failed before a decision. */
-export type CallDecision = 'allowed' | 'denied' | 'asked' | 'failed';
+type CallDecision = 'allowed' | 'denied' | 'asked' | 'failed';
 
 export interface CallLine {
   event: 'call';

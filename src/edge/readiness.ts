@@ -21,7 +21,7 @@ import { configGuard } from '../auth/index.ts';
 import { pingDispatcher } from '../dispatch/client.ts';
 
 /** How long one isolate reuses its last answer. */
-export const READY_CACHE_MS = 5000;
+const READY_CACHE_MS = 5000;
 /** A check slower than this has failed (`timeout`): a probe must answer in bounded time. */
 const CHECK_TIMEOUT_MS = 3000;
 /** The R2 key the probe heads: never written, so the answer is "no such object" after one class B operation. */
