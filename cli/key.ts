@@ -1,19 +1,21 @@
 /**
  * `gatehouse key generate|rotate`: the gateway's signing key, offline. A rotation never refuses a
- * token: the gateway verifies with the current key and the previous one (GATEHOUSE_SIGNING_KEY_PREVIOUS,
- * published in its JWKS) and signs with the current one only; the previous key is retired once no live
- * token names it (`gatehouse token list`, column KEY). Nothing here talks to a gateway.
+ * token, even while instances of two versions serve at once: every instance first trusts the new key
+ * (GATEHOUSE_VERIFY_KEY) before any signs with it; then one version signs with the new key and still
+ * verifies the old one; the old one is retired once no live token names it (`gatehouse token list`,
+ * column KEY). Nothing here talks to a gateway.
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { GLOBAL_FLAGS, parseArgs, formatFlags, UsageError, type FlagSpecs } from './args.ts';
 import { info, out, printJson } from './io.ts';
-import { generateSigningKey } from '../src/auth/mint.ts';
+import { generateSigningKey, publicJwk } from '../src/auth/mint.ts';
 
 const KEY_HELP = `gatehouse key — the gateway's signing key (offline)
 
 usage:
   gatehouse key generate [--out FILE]                 a new private ES256 JWK (GATEHOUSE_SIGNING_KEY)
-  gatehouse key rotate --key-file CURRENT --out NEW   a new key, and the steps that switch to it with no refused token
+  gatehouse key rotate --key-file CURRENT --out NEW   a new key, the step-2 secrets file beside it, and the steps
+                                                      that switch to it with no refused token
 
 Keep key files outside the repository (they are private keys); --out writes the file readable by you only
 and never overwrites one.`;
@@ -23,7 +25,7 @@ const GENERATE_FLAGS: FlagSpecs = {
 };
 const ROTATE_FLAGS: FlagSpecs = {
   'key-file': { type: 'string', value: 'path', help: 'the current signing key (a private JWK file)' },
-  out: { type: 'string', value: 'file', help: 'where to write the new key (mode 600; never overwritten)' },
+  out: { type: 'string', value: 'file', help: 'where to write the new key (mode 600; never overwritten); the step-2 file goes beside it as <name>.bulk.json' },
 };
 
 const help = (usage: string, specs: FlagSpecs) =>
@@ -86,21 +88,26 @@ async function rotate(argv: string[]): Promise<number> {
   let key = await generateSigningKey();
   while ((JSON.parse(key) as { kid: string }).kid === old.kid) key = await generateSigningKey();
   const kid = (JSON.parse(key) as { kid: string }).kid;
+  // Step 2 changes both secrets in one version: sign with the new key, keep verifying the old one (its public half).
+  const bulk = next.replace(/(\.json)?$/, '.bulk.json');
+  if (existsSync(bulk)) throw new UsageError(`${bulk} exists: pick a new --out (a key file is never overwritten)`);
   writeKey(next, key);
+  writeKey(bulk, JSON.stringify({ GATEHOUSE_SIGNING_KEY: key, GATEHOUSE_VERIFY_KEY: JSON.stringify(publicJwk(JSON.stringify(old))) }));
   const steps = [
-    `npx wrangler secret put GATEHOUSE_SIGNING_KEY_PREVIOUS < ${current}`,
-    `npx wrangler secret put GATEHOUSE_SIGNING_KEY < ${next}`,
-    'npx wrangler secret delete GATEHOUSE_SIGNING_KEY_PREVIOUS',
+    `npx wrangler secret put GATEHOUSE_VERIFY_KEY < ${next}`,
+    `npx wrangler secret bulk ${bulk}`,
+    'npx wrangler secret delete GATEHOUSE_VERIFY_KEY',
   ];
-  if (a.flags.json) return (printJson({ kid, previousKid: old.kid, file: next, steps }), 0);
+  if (a.flags.json) return (printJson({ kid, previousKid: old.kid, file: next, bulkFile: bulk, steps }), 0);
   out(
     [
       `new signing key ${kid} in ${next} (the current one is ${old.kid}). Switch with no refused token:`,
-      `  1. ${steps[0]}      # the same key twice: nothing changes yet`,
-      `  2. ${steps[1]}      # signs with ${kid}; tokens of ${old.kid} still verify (both in the JWKS)`,
+      `  1. ${steps[0]}      # every instance trusts ${kid} before any signs with it`,
+      `  2. ${steps[1]}      # one version: signs with ${kid}, still verifies ${old.kid}`,
       `  3. once no live token has KEY ${old.kid} in gatehouse token list (re-mint those that matter; the rest expire):`,
       `     ${steps[2]}`,
-      'Signed-in dashboard sessions end at step 2 (people sign in again); API tokens and agents are not affected.',
+      `Delete ${bulk} after step 2 (it holds the new private key). Signed-in dashboard sessions end at step 2 (people sign in`,
+      'again); API tokens and agents are not affected.',
     ].join('\n'),
   );
   return 0;

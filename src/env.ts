@@ -17,10 +17,10 @@ export type Env = Pick<WranglerEnv, 'DB' | 'ARTIFACTS'> &
     /** Secret: private JWK (JSON) of the Gatehouse signing key (ES256). `npm start` generates one. */
     GATEHOUSE_SIGNING_KEY?: string;
     /**
-     * Optional secret during a key rotation: the previous signing key (its public half is enough), still
-     * trusted to verify the tokens it signed and published in the JWKS; nothing is signed with it.
+     * Optional secret during a key rotation: a second key (its public half is enough) trusted to verify
+     * tokens and published in the JWKS, never used to sign — the next key before the switch, the previous one after.
      */
-    GATEHOUSE_SIGNING_KEY_PREVIOUS?: string;
+    GATEHOUSE_VERIFY_KEY?: string;
     /** Optional secret: HS256 shared secret for tokens minted by another system; ≥ 32 bytes. */
     GATEHOUSE_HS_SECRET?: string;
     /** Longest accepted token lifetime in seconds (default one year). */

@@ -26,7 +26,7 @@ export interface IssuerTrust {
 export interface TrustConfig {
   /**
    * Public JWKs the gateway verifies its own tokens with, published at /.well-known/jwks.json: the
-   * current signing key, then the previous one while a rotation lasts (verify-only). Empty when none.
+   * signing key, then the verify-only key while a rotation lasts (the next key, then the previous one). Empty when none.
    */
   publicKeys: JWK[];
   /** Local JWKS resolving those keys by `kid` (null when no key). */
@@ -76,7 +76,7 @@ export function trustConfig(env: Env): Promise<ConfigResult> {
   const key = JSON.stringify(
     [
       env.GATEHOUSE_SIGNING_KEY,
-      env.GATEHOUSE_SIGNING_KEY_PREVIOUS,
+      env.GATEHOUSE_VERIFY_KEY,
       env.GATEHOUSE_HS_SECRET,
       env.EXTERNAL_JWKS_URL,
       env.EXTERNAL_ISSUER,
@@ -112,21 +112,24 @@ async function signingPublicKey(name: string, value: string, needPrivate: boolea
   return { ...publicJwk(jwk), alg: SIGNING_ALG, use: 'sig' };
 }
 
-/** The current signing key and, during a rotation, the previous one (verify-only); tokens name theirs by `kid`. */
+/**
+ * The signing key and, during a rotation, the verify-only key: first the next key (every instance
+ * trusts it before any signs with it), then the previous one (its tokens live on). Tokens name theirs by `kid`.
+ */
 async function signingKeys(env: Env): Promise<JWK[] | string> {
   if (blank(env.GATEHOUSE_SIGNING_KEY)) {
-    return blank(env.GATEHOUSE_SIGNING_KEY_PREVIOUS) ? [] : 'GATEHOUSE_SIGNING_KEY_PREVIOUS is set without GATEHOUSE_SIGNING_KEY: set the current key too';
+    return blank(env.GATEHOUSE_VERIFY_KEY) ? [] : 'GATEHOUSE_VERIFY_KEY is set without GATEHOUSE_SIGNING_KEY: set the current key too';
   }
   const current = await signingPublicKey('GATEHOUSE_SIGNING_KEY', env.GATEHOUSE_SIGNING_KEY, true);
-  if (typeof current === 'string' || blank(env.GATEHOUSE_SIGNING_KEY_PREVIOUS)) return typeof current === 'string' ? current : [current];
-  const previous = await signingPublicKey('GATEHOUSE_SIGNING_KEY_PREVIOUS', env.GATEHOUSE_SIGNING_KEY_PREVIOUS, false);
-  if (typeof previous === 'string') return previous;
-  // The first step of a rotation sets the previous key to the current one: one key, nothing changes yet.
-  if (previous.x === current.x && previous.y === current.y) return [current];
-  if (!current.kid || !previous.kid || current.kid === previous.kid) {
-    return 'GATEHOUSE_SIGNING_KEY and GATEHOUSE_SIGNING_KEY_PREVIOUS need different "kid"s: a token names its key by kid (npx gatehouse key rotate makes one)';
+  if (typeof current === 'string' || blank(env.GATEHOUSE_VERIFY_KEY)) return typeof current === 'string' ? current : [current];
+  const other = await signingPublicKey('GATEHOUSE_VERIFY_KEY', env.GATEHOUSE_VERIFY_KEY, false);
+  if (typeof other === 'string') return other;
+  // The same key twice is one key.
+  if (other.x === current.x && other.y === current.y) return [current];
+  if (!current.kid || !other.kid || current.kid === other.kid) {
+    return 'GATEHOUSE_SIGNING_KEY and GATEHOUSE_VERIFY_KEY need different "kid"s: a token names its key by kid (npx gatehouse key rotate makes one)';
   }
-  return [current, previous];
+  return [current, other];
 }
 
 async function build(env: Env): Promise<ConfigResult> {

@@ -31,6 +31,6 @@ wellKnownRoutes.get('/.well-known/oauth-protected-resource/mcp', metadata);
 wellKnownRoutes.get('/.well-known/jwks.json', async (c) => {
   const cfg = await trustConfig(c.env);
   c.header('Cache-Control', 'public, max-age=300');
-  // The current key and, while a rotation lasts, the previous one: tokens of either verify.
+  // The signing key and, while a rotation lasts, the verify-only one: tokens of either verify.
   return c.json({ keys: cfg.ok ? cfg.value.publicKeys : [] });
 });

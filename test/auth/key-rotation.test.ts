@@ -1,6 +1,6 @@
 /**
- * Rotating the signing key refuses no token (src/auth/config.ts): the gateway verifies with the current
- * key and the previous one and publishes both; it signs with the current one only. Hono `app.request()`
+ * Rotating the signing key refuses no token (src/auth/config.ts): the gateway verifies with its signing
+ * key and the verify-only key (the next one, then the previous one) and publishes both; it signs with one. Hono `app.request()`
  * in Node with the real middleware and JWKS route; the admission query answers from a stand-in D1
  * (nothing is revoked), as in middleware.test.ts.
  */
@@ -56,24 +56,25 @@ beforeAll(async () => {
 });
 
 describe('signing key rotation', () => {
-  it('goes through every step without refusing a token of either key until the previous one is retired', async () => {
+  it('goes through every step, with instances of two versions serving at once, without refusing a token of either key until the old one is retired', async () => {
     const old = await tokenOf(oldKey);
-    // Before, and step 1 (the previous key set to the current one): one key, nothing changes.
-    for (const env of [envWith({ GATEHOUSE_SIGNING_KEY: oldKey }), envWith({ GATEHOUSE_SIGNING_KEY: oldKey, GATEHOUSE_SIGNING_KEY_PREVIOUS: oldKey })]) {
-      expect(await status(env, old)).toBe(200);
-      expect(await kids(env)).toEqual([kidOf(oldKey)]);
-    }
-    // Step 2: the new key signs; both verify and both are published (the previous one as its public half only).
-    const both = envWith({ GATEHOUSE_SIGNING_KEY: newKey, GATEHOUSE_SIGNING_KEY_PREVIOUS: oldKey });
     const fresh = await tokenOf(newKey);
     expect(decodeProtectedHeader(fresh).kid).toBe(kidOf(newKey));
-    expect([await status(both, old), await status(both, fresh)]).toEqual([200, 200]);
-    expect(await kids(both)).toEqual([kidOf(newKey), kidOf(oldKey)]);
-    const published = await (await app().request(new Request(`${ORIGIN}/.well-known/jwks.json`), undefined, both)).text();
+    const before = envWith({ GATEHOUSE_SIGNING_KEY: oldKey });
+    expect(await status(before, old)).toBe(200);
+    expect(await kids(before)).toEqual([kidOf(oldKey)]);
+    // Step 1: every instance trusts the new key (public half only is enough) before any signs with it.
+    const step1 = envWith({ GATEHOUSE_SIGNING_KEY: oldKey, GATEHOUSE_VERIFY_KEY: JSON.stringify(publicJwk(newKey)) });
+    // Step 2, one version: signs with the new key, still verifies the old one.
+    const step2 = envWith({ GATEHOUSE_SIGNING_KEY: newKey, GATEHOUSE_VERIFY_KEY: JSON.stringify(publicJwk(oldKey)) });
+    // While instances of the old and the new version serve side by side, a token of either key passes either.
+    for (const env of [step1, step2]) expect([await status(env, old), await status(env, fresh)]).toEqual([200, 200]);
+    expect(await kids(step1)).toEqual([kidOf(oldKey), kidOf(newKey)]);
+    expect(await kids(step2)).toEqual([kidOf(newKey), kidOf(oldKey)]);
+    const published = await (await app().request(new Request(`${ORIGIN}/.well-known/jwks.json`), undefined, step2)).text();
     expect(published).not.toContain('"d"');
-    // The previous key may be given as its public half alone.
-    const publicOnly = envWith({ GATEHOUSE_SIGNING_KEY: newKey, GATEHOUSE_SIGNING_KEY_PREVIOUS: JSON.stringify(publicJwk(oldKey)) });
-    expect(await status(publicOnly, old)).toBe(200);
+    // The same key as both is one key.
+    expect(await kids(envWith({ GATEHOUSE_SIGNING_KEY: oldKey, GATEHOUSE_VERIFY_KEY: oldKey }))).toEqual([kidOf(oldKey)]);
     // Step 3: retired. The old key's tokens are refused, naming why.
     const retired = envWith({ GATEHOUSE_SIGNING_KEY: newKey });
     expect(await status(retired, fresh)).toBe(200);
@@ -82,12 +83,12 @@ describe('signing key rotation', () => {
     expect(((await r.json()) as { error: { message: string } }).error.message).toContain('unknown signing key');
   });
 
-  it('refuses a previous key that cannot be told apart from the current one, or one without a current key', async () => {
+  it('refuses a verify key that cannot be told apart from the signing key, or one without a signing key', async () => {
     const sameKid = JSON.stringify({ ...JSON.parse(newKey), kid: kidOf(oldKey) });
     for (const [vars, message] of [
-      [{ GATEHOUSE_SIGNING_KEY: oldKey, GATEHOUSE_SIGNING_KEY_PREVIOUS: sameKid }, 'need different "kid"s'],
-      [{ GATEHOUSE_SIGNING_KEY_PREVIOUS: oldKey }, 'GATEHOUSE_SIGNING_KEY_PREVIOUS is set without GATEHOUSE_SIGNING_KEY'],
-      [{ GATEHOUSE_SIGNING_KEY: newKey, GATEHOUSE_SIGNING_KEY_PREVIOUS: '{"kty":"RSA"}' }, 'GATEHOUSE_SIGNING_KEY_PREVIOUS must be an EC P-256 JWK'],
+      [{ GATEHOUSE_SIGNING_KEY: oldKey, GATEHOUSE_VERIFY_KEY: sameKid }, 'need different "kid"s'],
+      [{ GATEHOUSE_VERIFY_KEY: oldKey }, 'GATEHOUSE_VERIFY_KEY is set without GATEHOUSE_SIGNING_KEY'],
+      [{ GATEHOUSE_SIGNING_KEY: newKey, GATEHOUSE_VERIFY_KEY: '{"kty":"RSA"}' }, 'GATEHOUSE_VERIFY_KEY must be an EC P-256 JWK'],
     ] as const) {
       const r = await app().request(new Request(`${ORIGIN}/admin/x`), undefined, envWith(vars));
       expect(r.status).toBe(500);

@@ -26,7 +26,7 @@ describe('gatehouse key', () => {
     expect(readFileSync(file, 'utf8')).toBe(`${JSON.stringify(key)}\n`);
   });
 
-  it('rotates: a new key with another kid, and the three steps in the order that refuses no token', async () => {
+  it('rotates: a new key with another kid, the step-2 secrets file, and the three steps in the order that refuses no token', async () => {
     const current = join(dir, 'rot-current.json');
     const next = join(dir, 'rot-next.json');
     expect((await cli('generate', '--out', current)).code).toBe(0);
@@ -37,13 +37,20 @@ describe('gatehouse key', () => {
     expect(newKid).not.toBe(oldKid);
     expect(statSync(next).mode & 0o777).toBe(0o600);
     const lines = r.stdout.split('\n');
-    expect(lines[1]).toContain(`npx wrangler secret put GATEHOUSE_SIGNING_KEY_PREVIOUS < ${current}`);
-    expect(lines[2]).toContain(`npx wrangler secret put GATEHOUSE_SIGNING_KEY < ${next}`);
+    const bulk = join(dir, 'rot-next.bulk.json');
+    expect(lines[1]).toContain(`npx wrangler secret put GATEHOUSE_VERIFY_KEY < ${next}`);
+    expect(lines[2]).toContain(`npx wrangler secret bulk ${bulk}`);
+    // Step 2's file: the new private key signs, the old key's public half verifies; readable by its owner only.
+    const secrets = JSON.parse(readFileSync(bulk, 'utf8'));
+    expect(JSON.parse(secrets.GATEHOUSE_SIGNING_KEY).kid).toBe(newKid);
+    expect(JSON.parse(secrets.GATEHOUSE_VERIFY_KEY)).toMatchObject({ kid: oldKid });
+    expect(JSON.parse(secrets.GATEHOUSE_VERIFY_KEY).d).toBeUndefined();
+    expect(statSync(bulk).mode & 0o777).toBe(0o600);
     expect(r.stdout).toContain(`once no live token has KEY ${oldKid} in gatehouse token list`);
     const j = await cli('rotate', '--key-file', current, '--out', join(dir, 'rot-next-2.json'), '--json');
     expect(JSON.parse(j.stdout)).toMatchObject({
       previousKid: oldKid,
-      steps: expect.arrayContaining(['npx wrangler secret delete GATEHOUSE_SIGNING_KEY_PREVIOUS']),
+      steps: expect.arrayContaining(['npx wrangler secret delete GATEHOUSE_VERIFY_KEY']),
     });
   });
 
