@@ -48,11 +48,14 @@ function sh(cmd: string, cwd = home) {
   return r.stdout;
 }
 
+/** An environment's own header line, `[env.<name>]` (not one of its tables, not a comment naming it). */
+const ENV_HEADER = /^\[env\.\w+\]$/m;
+
 /** The environment's section of wrangler.toml: from `[env.<name>]` to the next environment or the end. */
 function section(name: string): string {
-  const start = TOML.indexOf(`[env.${name}]`);
+  const start = TOML.search(new RegExp(`^\\[env\\.${name}\\]$`, 'm'));
   expect(start, `wrangler.toml has no [env.${name}]`).toBeGreaterThan(0);
-  const next = TOML.slice(start + 1).search(/^\[env\.(?!\w+\.)[^\]]+\]$/m);
+  const next = TOML.slice(start + 1).search(ENV_HEADER);
   return next < 0 ? TOML.slice(start) : TOML.slice(start, start + 1 + next);
 }
 
@@ -128,11 +131,12 @@ describe('deployability: the deploy block of docs/deploy.md (staging)', () => {
       'env.RL_MCP_TOKEN (300 requests/60s)',
       'env.RL_ADMIN_TEAM (600 requests/60s)',
       `env.GATEHOUSE_ISSUER ("${STAGING_URL}")`,
-      `env.GATEHOUSE_AUDIENCE ("${STAGING_URL}/mcp")`,
+      `env.GATEHOUSE_AUDIENCE ("${STAGING_URL}`, // wrangler shortens long values in this table
       'env.GATEHOUSE_WORKERS_PLAN ("paid")',
     ]) {
       expect(stdout).toContain(binding);
     }
+    expect(section('staging')).toContain(`GATEHOUSE_AUDIENCE = "${STAGING_URL}/mcp"`);
     expect(readdirSync(out)).toContain('index.js');
     rmSync(out, { recursive: true, force: true });
   }, 150_000);
@@ -185,7 +189,7 @@ describe('production: the same block with staging replaced by production', () =>
 
   it('gives each environment its own rate-limit namespaces', () => {
     const ids = (name: string) => [...section(name).matchAll(/namespace_id = "(\d+)"/g)].map((m) => m[1]);
-    const top = [...TOML.slice(0, TOML.indexOf('[env.')).matchAll(/namespace_id = "(\d+)"/g)].map((m) => m[1]);
+    const top = [...TOML.slice(0, TOML.search(ENV_HEADER)).matchAll(/namespace_id = "(\d+)"/g)].map((m) => m[1]);
     const all = [...top, ...ids('staging'), ...ids('production')];
     expect(ids('staging')).toHaveLength(4);
     expect(ids('production')).toHaveLength(4);
