@@ -23,6 +23,8 @@
  *     (2) is also timed against both, calls alternating (bench/agent-entry.ts)
  * 13. the emulator floor (bench/emulator-floor.ts): an execute call's binding operations in local
  *     workerd with no Gatehouse code, against the gateway's own CPU per call
+ * 14. the Worker's start-up CPU (bench/startup.ts): `wrangler check startup`, median of several profiles,
+ *     against the 350 ms target and Cloudflare's 1 s limit (measured first, before anything else runs)
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -44,6 +46,7 @@ import { benchScriptVsExecute, median, SUBPROCESSES } from './script.ts';
 import { benchBigOutput, benchQueryUnderLoad, QUERY_SIZES } from './output.ts';
 import { benchRelay, relayRows } from './relay.ts';
 import { benchAgentEntries, entryRows } from './agent-entry.ts';
+import { benchStartup, startupRow } from './startup.ts';
 
 const quick = process.argv.includes('--quick');
 const N = quick ? 20 : 100;
@@ -112,6 +115,8 @@ async function main() {
   const bareP50 = pct(bare, 50);
   row('measure', 'p50', 'p99', 'ratio p50 / bare spawn');
   row("bare spawn('true') in the agent process", f(bareP50), f(pct(bare, 99)), '1.0×');
+  // Before the gateway and agents start: a profile taken beside them would count their load.
+  row(...startupRow(await benchStartup(quick ? 5 : 7)));
 
   const gw = await startBenchGateway({ vars: { HEARTBEAT_MS: String(HEARTBEAT_MS) } });
   const agents: AgentProcess[] = [];

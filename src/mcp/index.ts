@@ -5,7 +5,7 @@
  * (`server/discover`, per-request `_meta`), each request with a fresh server for its team.
  */
 import { Hono } from 'hono';
-import { createMcpHandler, type AuthInfo, type McpServerFactory } from '@modelcontextprotocol/server';
+import type { AuthInfo, createMcpHandler, McpServerFactory } from '@modelcontextprotocol/server';
 import type { AppEnv, Env, Principal } from '../env.ts';
 import { requestLedger } from '../script/request-budget.ts';
 import { workersPlan } from '../platform/plan.ts';
@@ -15,7 +15,6 @@ import { requireAuth } from '../auth/index.ts';
 import { mcpCors } from '../edge/cors.ts';
 import { rateLimit } from '../edge/rate-limit.ts';
 import { batchProblem, batchSubrequestProblem, batchSubrequests } from './bounds.ts';
-import { buildServer } from './server.ts';
 import { cancelKey, type ToolContext } from './context.ts';
 import { cancelByCall } from '../dispatch/client.ts';
 import { traceMark } from './trace.ts';
@@ -71,7 +70,8 @@ mcpRoutes.on(['POST', 'DELETE'], '/', async (c) => {
     principal: p,
     waitUntil: (w) => c.executionCtx.waitUntil(w),
   });
-  return (isToolCall(parsedBody) ? streamingHandler : mcpHandler).fetch(c.req.raw, { authInfo, ...(parsedBody !== undefined ? { parsedBody } : {}) });
+  const handlers = await mcpHandlers();
+  return (isToolCall(parsedBody) ? handlers.streaming : handlers.auto).fetch(c.req.raw, { authInfo, ...(parsedBody !== undefined ? { parsedBody } : {}) });
 });
 
 /** Per-request team context, found by the request's `authInfo` object (dropped with it). */
@@ -84,20 +84,36 @@ const requestContexts = new WeakMap<AuthInfo, Omit<ToolContext, 'era'>>();
  */
 const SSE_KEEPALIVE_MS = 1000;
 
-/** The per-request factory: a fresh server for the caller's team, in the request's era. */
-const factory: McpServerFactory = ({ era, authInfo }) => {
-  const base = authInfo ? requestContexts.get(authInfo) : undefined;
-  if (!base) throw new Error('MCP request without a verified principal');
-  return buildServer({ ...base, era, ...(era === 'modern' ? { callNonce: crypto.randomUUID() } : {}) });
-};
-
 /**
- * One handler per isolate, both eras (`legacy: 'stateless'` serves 2025-era clients per request).
+ * One pair of handlers per isolate, both eras (`legacy: 'stateless'` serves 2025-era clients per request).
  * `auto` answers in JSON unless a call reports progress, which upgrades it to SSE; `tools/call`
  * always streams, so the keep-alive can notice a client that hangs up on a silent job.
+ *
+ * Built at the first MCP request, not at start-up: the SDK, the tools and what they import (the
+ * script runner's TypeScript transpiler among them) build hundreds of schemas when their modules are
+ * evaluated, which would count against the Worker's start-up CPU limit (bench/startup.ts) for every
+ * isolate, including those that only serve the agent socket, the dashboard or the admin API.
  */
-const mcpHandler = createMcpHandler(factory, { legacy: 'stateless', keepAliveMs: SSE_KEEPALIVE_MS });
-const streamingHandler = createMcpHandler(factory, { legacy: 'stateless', keepAliveMs: SSE_KEEPALIVE_MS, responseMode: 'sse' });
+let handlers: Promise<{ auto: McpHandler; streaming: McpHandler }> | null = null;
+type McpHandler = ReturnType<typeof createMcpHandler>;
+
+function mcpHandlers(): Promise<{ auto: McpHandler; streaming: McpHandler }> {
+  handlers ??= Promise.all([import('@modelcontextprotocol/server'), import('./server.ts')]).then(([sdk, { buildServer }]) => {
+    /** The per-request factory: a fresh server for the caller's team, in the request's era. */
+    const factory: McpServerFactory = ({ era, authInfo }) => {
+      const base = authInfo ? requestContexts.get(authInfo) : undefined;
+      if (!base) throw new Error('MCP request without a verified principal');
+      return buildServer({ ...base, era, ...(era === 'modern' ? { callNonce: crypto.randomUUID() } : {}) });
+    };
+    return {
+      auto: sdk.createMcpHandler(factory, { legacy: 'stateless', keepAliveMs: SSE_KEEPALIVE_MS }),
+      streaming: sdk.createMcpHandler(factory, { legacy: 'stateless', keepAliveMs: SSE_KEEPALIVE_MS, responseMode: 'sse' }),
+    };
+  });
+  // A failed import is not kept: the next request tries again.
+  handlers.catch(() => (handlers = null));
+  return handlers;
+}
 
 function isToolCall(body: unknown): boolean {
   return !!body && typeof body === 'object' && (body as { method?: unknown }).method === 'tools/call';
