@@ -1,7 +1,7 @@
 /**
  * One structured log line per call — every MCP tool call and every admin API call — and the
  * call's data point in Workers Analytics Engine (src/platform/metrics.ts). Workers Logs indexes
- * the JSON fields, so an operator filters on them (`$.event = "call"`, `$.team`, `$.outcome`):
+ * the line's fields, so an operator filters on them (`event` = `call`, `team`, `outcome`):
  * docs/operations.md ("Logs") lists them.
  *
  * The line holds who called, what decided and how it ended — never a token, never output, never
@@ -103,9 +103,12 @@ export function closeCall(env: MetricsEnv, key: object, outcome: string): void {
   emitCallLine(env, { ...c.line, outcome: c.line.outcome ?? outcome, latencyMs: Date.now() - c.started });
 }
 
-/** Writes one call's line (console.info: Workers Logs keeps it as JSON) and its data point. */
+/**
+ * Writes one call's line and its data point. The line is logged as an object, not a string:
+ * Workers Logs extracts and indexes the fields of a logged object.
+ */
 function emitCallLine(env: MetricsEnv, line: CallLine): void {
-  console.info(JSON.stringify(line));
+  console.info(line);
   writeMetric(
     env,
     'call',

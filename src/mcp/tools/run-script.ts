@@ -44,7 +44,7 @@ export function registerRunScript(server: McpServer, ctx: ToolContext): void {
       }
       const out = await runScript(ctx, extra, { code: input.code, vars: input.vars, timeoutMs: input.timeout_ms });
       // The call's log line: the script's own decision (its subprocesses are decided one by one, in the audit log).
-      if (out.kind === 'ran') noteCall(extra.mcpReq.signal, { decision: 'allowed', stage: 'policy', jobId: out.run.scriptId, outcome: out.run.status });
+      if (out.kind === 'ran') noteCall(extra.mcpReq.signal, { decision: 'allowed', stage: 'policy', jobId: out.run.scriptId });
       else if (out.code === 'policy_denied') noteCall(extra.mcpReq.signal, { decision: 'denied', stage: 'script' });
       if (out.kind === 'refused') {
         if (out.code !== 'policy_denied') return toolError(out.message.startsWith('Error:') ? out.message : `Error: ${out.message}`, undefined, out.code);
