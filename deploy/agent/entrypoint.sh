@@ -7,12 +7,15 @@
 # root and no controller enabled for children. runsc (per-sandbox memory limit) and the bubblewrap driver
 # (per-job memory and pids limits) both create child cgroups, which the kernel allows only from a cgroup
 # that holds no process itself. So, as root with a writable hierarchy, move our processes into a leaf and
-# enable the controllers at the root, as Docker-in-Docker does. Not root, read-only, or cgroup v1: nothing to
-# do here (the agent says which limits it cannot enforce).
+# enable the controllers at the root, as Docker-in-Docker does. Only at the root of our own cgroup namespace
+# (/proc/self/cgroup reads `0::/`): with the host's namespace (--cgroupns=host) that root is the host's, and its
+# processes are not ours to move. Not root, read-only, cgroup v1 or not at that root: nothing to do here (the
+# agent says which limits it cannot enforce).
 set -eu
 cgroup=${GATEHOUSE_CGROUP_ROOT:-/sys/fs/cgroup}
+self_cgroup=${GATEHOUSE_SELF_CGROUP:-/proc/self/cgroup}
 
-if [ "$(id -u)" = 0 ] && [ -f "$cgroup/cgroup.controllers" ] && [ -w "$cgroup/cgroup.procs" ]; then
+if [ "$(id -u)" = 0 ] && [ -f "$cgroup/cgroup.controllers" ] && [ -w "$cgroup/cgroup.procs" ] && [ "$(cat "$self_cgroup" 2>/dev/null)" = '0::/' ]; then
   if mkdir -p "$cgroup/agent" 2>/dev/null; then
     # One pid per write: cgroup.procs takes a single pid each time. A process that exits meanwhile is fine.
     while read -r pid; do

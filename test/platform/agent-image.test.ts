@@ -286,13 +286,26 @@ describe('the entry script (deploy/agent/entrypoint.sh), with a stand-in gatehou
     expect(r.stdout.trim().split('\n')).toEqual(['arg:agent', 'arg:doctor', 'arg:--json']);
   });
 
+  it.skipIf(!isRoot)("as root in the host's cgroup namespace it moves nothing: that root and its processes are the host's", () => {
+    const cg = join(dir, 'host-cgroup');
+    mkdirSync(cg);
+    writeFileSync(join(cg, 'cgroup.controllers'), 'memory pids\n');
+    writeFileSync(join(cg, 'cgroup.procs'), '1\n');
+    writeFileSync(join(dir, 'host-self-cgroup'), '0::/system.slice/docker-0123.scope\n');
+    const r = run({ GATEHOUSE_CGROUP_ROOT: cg, GATEHOUSE_SELF_CGROUP: join(dir, 'host-self-cgroup') });
+    expect(r.status).toBe(0);
+    expect(existsSync(join(cg, 'agent'))).toBe(false);
+    expect(r.stdout).toContain('arg:agent');
+  });
+
   it.skipIf(!isRoot)('as root under cgroup v2 it moves its processes into a leaf; controllers it cannot enable are named, and the agent still starts', () => {
     // A stand-in hierarchy (a plain directory): cgroup.subtree_control is a directory, so enabling fails.
     const cg = join(dir, 'cgroup');
     mkdirSync(join(cg, 'cgroup.subtree_control'), { recursive: true });
     writeFileSync(join(cg, 'cgroup.controllers'), 'cpuset cpu io memory pids\n');
     writeFileSync(join(cg, 'cgroup.procs'), '4242\n');
-    const r = run({ GATEHOUSE_CGROUP_ROOT: cg });
+    writeFileSync(join(dir, 'self-cgroup'), '0::/\n');
+    const r = run({ GATEHOUSE_CGROUP_ROOT: cg, GATEHOUSE_SELF_CGROUP: join(dir, 'self-cgroup') });
     expect(r.status).toBe(0);
     expect(readFileSync(join(cg, 'agent/cgroup.procs'), 'utf8')).toBe('4242\n');
     expect(r.stderr).toContain('could not enable the cgroup controllers cpu io memory pids');
