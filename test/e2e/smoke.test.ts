@@ -9,7 +9,7 @@
  * until the timeout), and the gateway reached by a host it does not serve fails the check that hits it.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, request, type Server } from 'node:http';
 import { join } from 'node:path';
@@ -31,14 +31,27 @@ const home = mkdtempSync(join(ROOT, 'node_modules/.cache-smoke-'));
 afterAll(() => rmSync(home, { recursive: true, force: true }));
 const env = { ...process.env, HOME: home, CI: 'true', NO_COLOR: '1', PATH: `${join(ROOT, 'node_modules/.bin')}:${process.env.PATH}` };
 
-function sh(cmd: string, cwd = home): { status: number | null; out: string; ms: number } {
+/**
+ * Runs a shell line without blocking this process: the proxy below lives in it, and a synchronous child would
+ * keep it from answering the very requests the child makes.
+ */
+function sh(cmd: string, cwd = home): Promise<{ status: number | null; out: string; ms: number }> {
   const started = Date.now();
-  const r = spawnSync('/bin/sh', ['-ec', cmd], { cwd, env, encoding: 'utf8', timeout: 150_000 });
-  return { status: r.status, out: `${r.stdout}${r.stderr}`, ms: Date.now() - started };
+  return new Promise((resolve) => {
+    const p = spawn('/bin/sh', ['-ec', cmd], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    p.stdout.on('data', (d) => (out += d));
+    p.stderr.on('data', (d) => (out += d));
+    const timer = setTimeout(() => p.kill('SIGKILL'), 150_000);
+    p.on('close', (status) => {
+      clearTimeout(timer);
+      resolve({ status, out, ms: Date.now() - started });
+    });
+  });
 }
 
-function ok(cmd: string, cwd = home): string {
-  const r = sh(cmd, cwd);
+async function ok(cmd: string, cwd = home): Promise<string> {
+  const r = await sh(cmd, cwd);
   expect(r.status, `${cmd}\n${r.out}`).toBe(0);
   return r.out;
 }
@@ -62,11 +75,11 @@ async function hostProxy(target: string, host: string): Promise<{ url: string; s
 }
 
 let signingKey = '';
-beforeAll(() => {
-  ok(block('mkdir -p -m 700 ~/.config/gatehouse'));
-  ok(block('npx gatehouse key generate --out ~/.config/gatehouse/staging-signing-key.json'));
+beforeAll(async () => {
+  await ok(block('mkdir -p -m 700 ~/.config/gatehouse'));
+  await ok(block('npx gatehouse key generate --out ~/.config/gatehouse/staging-signing-key.json'));
   signingKey = readFileSync(join(home, '.config/gatehouse/staging-signing-key.json'), 'utf8').trim();
-  ok(block('npx gatehouse token bootstrap --team smoke '));
+  await ok(block('npx gatehouse token bootstrap --team smoke '));
 }, 150_000);
 
 for (const slash of ['/', ''] as const) {
@@ -89,8 +102,8 @@ for (const slash of ['/', ''] as const) {
       await gw?.stop();
     });
 
-    it('passes the smoke test as docs/deploy.md runs it: /healthz, /readyz, MCP initialize and tools/list', () => {
-      const out = ok(smokeLine(proxy.url), ROOT);
+    it('passes the smoke test as docs/deploy.md runs it: /healthz, /readyz, MCP initialize and tools/list', async () => {
+      const out = await ok(smokeLine(proxy.url), ROOT);
       expect(out).toMatch(/ok {2}GET \/healthz 200/);
       expect(out).toMatch(/ok {2}GET \/readyz 200/);
       expect(out).toMatch(/ok {2}MCP initialize: gatehouse /);
@@ -109,15 +122,15 @@ for (const slash of ['/', ''] as const) {
         ttlSeconds: 3600,
         minter: { kind: 'bootstrap' },
       });
-      const r = sh(`GATEHOUSE_SMOKE_TOKEN='${stranger.token}' npm exec -- node scripts/smoke.ts --url ${proxy.url} --timeout 90`, ROOT);
+      const r = await sh(`GATEHOUSE_SMOKE_TOKEN='${stranger.token}' npm exec -- node scripts/smoke.ts --url ${proxy.url} --timeout 90`, ROOT);
       expect(r.status, r.out).toBe(1);
       expect(r.out).toMatch(/FAIL the gateway refused GATEHOUSE_SMOKE_TOKEN on \/mcp \(HTTP 401\)/);
       // Not retried for the 90 s of --timeout: a refused token does not get better.
       expect(r.ms).toBeLessThan(30_000);
     }, 150_000);
 
-    it('fails when the gateway is reached by a host it does not serve (421)', () => {
-      const r = sh(`${smokeLine(gw.url)} --timeout 3`, ROOT);
+    it('fails when the gateway is reached by a host it does not serve (421)', async () => {
+      const r = await sh(`${smokeLine(gw.url)} --timeout 3`, ROOT);
       expect(r.status, r.out).toBe(1);
       expect(r.out).toMatch(/FAIL .*421/);
     }, 150_000);
