@@ -14,7 +14,7 @@ const KEY_HELP = `gatehouse key — the gateway's signing key (offline)
 
 usage:
   gatehouse key generate [--out FILE]                 a new private ES256 JWK (GATEHOUSE_SIGNING_KEY)
-  gatehouse key rotate --key-file CURRENT --out NEW   a new key, the step-2 secrets file beside it, and the steps
+  gatehouse key rotate --key-file CURRENT --out NEW --env ENV   a new key, the step-2 secrets file beside it, and the steps
                                                       that switch to it with no refused token
 
 Keep key files outside the repository (they are private keys); --out writes the file readable by you only
@@ -26,6 +26,7 @@ const GENERATE_FLAGS: FlagSpecs = {
 const ROTATE_FLAGS: FlagSpecs = {
   'key-file': { type: 'string', value: 'path', help: 'the current signing key (a private JWK file)' },
   out: { type: 'string', value: 'file', help: 'where to write the new key (mode 600; never overwritten); the step-2 file goes beside it as <name>.bulk.json' },
+  env: { type: 'string', value: 'name', help: 'the wrangler environment the steps name (staging, production); the top level is never deployed' },
 };
 
 const help = (usage: string, specs: FlagSpecs) =>
@@ -71,11 +72,15 @@ async function generate(argv: string[]): Promise<number> {
 
 async function rotate(argv: string[]): Promise<number> {
   const a = parseArgs(argv, ROTATE_FLAGS, 'key rotate', false);
-  if (a.flags.help) return (help('usage: gatehouse key rotate --key-file CURRENT --out NEW', ROTATE_FLAGS), 0);
+  if (a.flags.help) return (help('usage: gatehouse key rotate --key-file CURRENT --out NEW --env ENV', ROTATE_FLAGS), 0);
   if (a.positionals.length) throw new UsageError(`key rotate takes no positional arguments (got "${a.positionals.join(' ')}")`);
   const current = a.flags['key-file'] as string | undefined;
   const next = a.flags.out as string | undefined;
   if (!current || !next) throw new UsageError('--key-file (the current key) and --out (where the new one goes) are required');
+  const env = a.flags.env as string | undefined;
+  if (!env || !/^[a-z][a-z0-9-]{0,62}$/.test(env)) {
+    throw new UsageError(`--env is required: the wrangler environment whose key rotates (staging, production); got ${env === undefined ? 'none' : `"${env}"`}`);
+  }
   let old: { kid?: string; kty?: string; crv?: string; d?: string };
   try {
     old = JSON.parse(readFileSync(current, 'utf8'));
@@ -94,9 +99,9 @@ async function rotate(argv: string[]): Promise<number> {
   writeKey(next, key);
   writeKey(bulk, JSON.stringify({ GATEHOUSE_SIGNING_KEY: key, GATEHOUSE_VERIFY_KEY: JSON.stringify(publicJwk(JSON.stringify(old))) }));
   const steps = [
-    `npx wrangler secret put GATEHOUSE_VERIFY_KEY < ${next}`,
-    `npx wrangler secret bulk ${bulk}`,
-    'npx wrangler secret delete GATEHOUSE_VERIFY_KEY',
+    `npx wrangler secret put GATEHOUSE_VERIFY_KEY --env ${env} < ${next}`,
+    `npx wrangler secret bulk ${bulk} --env ${env}`,
+    `npx wrangler secret delete GATEHOUSE_VERIFY_KEY --env ${env}`,
   ];
   if (a.flags.json) return (printJson({ kid, previousKid: old.kid, file: next, bulkFile: bulk, steps }), 0);
   out(

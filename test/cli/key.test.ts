@@ -30,7 +30,7 @@ describe('gatehouse key', () => {
     const current = join(dir, 'rot-current.json');
     const next = join(dir, 'rot-next.json');
     expect((await cli('generate', '--out', current)).code).toBe(0);
-    const r = await cli('rotate', '--key-file', current, '--out', next);
+    const r = await cli('rotate', '--key-file', current, '--out', next, '--env', 'staging');
     expect(r.code, r.stderr).toBe(0);
     const oldKid = JSON.parse(readFileSync(current, 'utf8')).kid;
     const newKid = JSON.parse(readFileSync(next, 'utf8')).kid;
@@ -38,8 +38,8 @@ describe('gatehouse key', () => {
     expect(statSync(next).mode & 0o777).toBe(0o600);
     const lines = r.stdout.split('\n');
     const bulk = join(dir, 'rot-next.bulk.json');
-    expect(lines[1]).toContain(`npx wrangler secret put GATEHOUSE_VERIFY_KEY < ${next}`);
-    expect(lines[2]).toContain(`npx wrangler secret bulk ${bulk}`);
+    expect(lines[1]).toContain(`npx wrangler secret put GATEHOUSE_VERIFY_KEY --env staging < ${next}`);
+    expect(lines[2]).toContain(`npx wrangler secret bulk ${bulk} --env staging`);
     // Step 2's file: the new private key signs, the old key's public half verifies; readable by its owner only.
     const secrets = JSON.parse(readFileSync(bulk, 'utf8'));
     expect(JSON.parse(secrets.GATEHOUSE_SIGNING_KEY).kid).toBe(newKid);
@@ -47,16 +47,16 @@ describe('gatehouse key', () => {
     expect(JSON.parse(secrets.GATEHOUSE_VERIFY_KEY).d).toBeUndefined();
     expect(statSync(bulk).mode & 0o777).toBe(0o600);
     expect(r.stdout).toContain(`once no live token has KEY ${oldKid} in gatehouse token list`);
-    const j = await cli('rotate', '--key-file', current, '--out', join(dir, 'rot-next-2.json'), '--json');
+    const j = await cli('rotate', '--key-file', current, '--out', join(dir, 'rot-next-2.json'), '--env', 'staging', '--json');
     expect(JSON.parse(j.stdout)).toMatchObject({
       previousKid: oldKid,
-      steps: expect.arrayContaining(['npx wrangler secret delete GATEHOUSE_VERIFY_KEY']),
+      steps: expect.arrayContaining(['npx wrangler secret delete GATEHOUSE_VERIFY_KEY --env staging']),
     });
   });
 
   it("runs docs/operations.md's rotation block as written: its wrangler steps are the ones rotate prints", async () => {
     const [rotate, ...steps] = readmeBlock('key-rotate');
-    expect(rotate).toBe('npx gatehouse key rotate --key-file signing-key.json --out signing-key-2.json');
+    expect(rotate).toBe('npx gatehouse key rotate --key-file signing-key.json --out signing-key-2.json --env production');
     const work = mkdtempSync(join(dir, 'doc-'));
     writeFileSync(join(work, 'signing-key.json'), readFileSync(join(dir, 'current.json')));
     const args = rotate
@@ -72,7 +72,7 @@ describe('gatehouse key', () => {
   it('says what is wrong with the current key file', async () => {
     const pub = join(dir, 'public.json');
     writeFileSync(pub, JSON.stringify({ kty: 'EC', crv: 'P-256', x: 'x', y: 'y', kid: 'k' }));
-    const r = await cli('rotate', '--key-file', pub, '--out', join(dir, 'never.json'));
+    const r = await cli('rotate', '--key-file', pub, '--out', join(dir, 'never.json'), '--env', 'staging');
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('must be the current private EC P-256 JWK with a "kid"');
     expect((await cli('rotate', '--out', join(dir, 'never.json'))).stderr).toContain(

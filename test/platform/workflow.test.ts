@@ -121,12 +121,20 @@ describe('the deploy workflow', () => {
     return typeof e === 'string' ? e : e?.name;
   };
 
-  it('runs test → staging → smoke-staging → production', () => {
-    expect(Object.keys(wf.jobs)).toEqual(['test', 'staging', 'smoke-staging', 'production']);
+  it('runs test and the agent image build → staging → smoke-staging → production', () => {
+    expect(Object.keys(wf.jobs)).toEqual(['test', 'agent-image', 'staging', 'smoke-staging', 'production']);
     expect(needs('test')).toEqual([]);
-    expect(needs('staging')).toEqual(['test']);
+    expect(needs('agent-image')).toEqual([]);
+    expect(needs('staging')).toEqual(['test', 'agent-image']);
     expect(needs('smoke-staging')).toEqual(['staging']);
     expect(needs('production')).toEqual(['smoke-staging']);
+  });
+
+  it('builds the agent image from deploy/agent/Dockerfile and runs the agent it ships', () => {
+    const runs = steps('agent-image').flatMap((s) => (s.run ? [s.run] : []));
+    expect(runs[0]).toBe('docker build -f deploy/agent/Dockerfile -t gatehouse-agent:ci .');
+    expect(existsSync(join(ROOT, 'deploy/agent/Dockerfile'))).toBe(true);
+    expect(runs[1]).toContain('docker run --rm --entrypoint gatehouse gatehouse-agent:ci agent --help');
   });
 
   it('tests with .ci/run as root on Debian', () => {
