@@ -157,7 +157,7 @@ describe('usage', () => {
   it('exits 2 on an unknown command or flag, listing what is allowed', async () => {
     const c = await cli(['frobnicate']);
     expect(c.code).toBe(2);
-    expect(c.stderr).toContain('unknown command "frobnicate"; allowed: token, members, oauth, policy, audit, agents, jobs, approvals, agent, help');
+    expect(c.stderr).toContain('unknown command "frobnicate"; allowed: token, key, members, oauth, policy, audit, agents, jobs, approvals, agent, help');
     const f = await cli(['token', 'list', '--colour']);
     expect(f.code).toBe(2);
     expect(f.stderr).toMatch(/unknown flag "--colour" for "token list"; allowed: --url, --token/);
