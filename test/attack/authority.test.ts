@@ -18,6 +18,7 @@ import { startOidcIdp, type OidcAccount, type OidcIdp } from '../support/oidc-id
 import { type Browser, browserApi, signInAs } from '../support/oidc-browser.ts';
 import { TestOAuthProvider } from '../support/oauth-provider.ts';
 import { runCli } from '../support/cli.ts';
+import { initializeStatus } from '../support/mcp-initialize.ts';
 
 let gw: Gateway;
 let idp: OidcIdp;
@@ -87,19 +88,7 @@ async function oauthClientConsentedWith(adminToken: string): Promise<string> {
   return provider.saved!.access_token;
 }
 
-const mcpStatus = async (access: string) =>
-  (
-    await fetch(gw.mcpUrl, {
-      method: 'POST',
-      headers: { Authorization: `Bearer ${access}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'initialize',
-        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
-      }),
-    })
-  ).status;
+const mcpStatus = (access: string) => initializeStatus(gw.mcpUrl, access);
 
 describe('an admin member cannot make themselves owner, and their tokens end with them', () => {
   it('refuses every step of the reported sequence, and ends the token and its OAuth grant when the owner removes Bob', async () => {

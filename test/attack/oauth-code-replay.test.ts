@@ -11,6 +11,7 @@ import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { startGateway, type Gateway } from '../e2e/harness.ts';
 import { TestOAuthProvider } from '../support/oauth-provider.ts';
 import { runCli } from '../support/cli.ts';
+import { initializeStatus } from '../support/mcp-initialize.ts';
 
 let gw: Gateway;
 let admin: string;
@@ -41,19 +42,7 @@ const grantOf = async (grantId: string) => {
   return ((await r.json()) as { grants: any[] }).grants.find((g) => g.grantId === grantId);
 };
 
-const mcpStatus = async (access: string) =>
-  (
-    await fetch(gw.mcpUrl, {
-      method: 'POST',
-      headers: { Authorization: `Bearer ${access}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'initialize',
-        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
-      }),
-    })
-  ).status;
+const mcpStatus = (access: string) => initializeStatus(gw.mcpUrl, access);
 
 describe('OAuth grant bookkeeping', () => {
   it('lists a consent whose code was not exchanged as pending, then active once the client exchanges it', async () => {

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeProtectedHeader } from 'jose';
 import { startGateway, type Gateway } from './harness.ts';
 import { generateSigningKey, mintToken, publicJwk } from '../../src/auth/mint.ts';
+import { initializeStatus } from '../support/mcp-initialize.ts';
 
 /** One issuer for both versions, as one deployment has: a loopback one, so each gateway serves on its own port. */
 const ISSUER = 'http://127.0.0.1';
@@ -67,19 +68,7 @@ async function clientTokens(gw: Gateway, key: string, n: number): Promise<string
   return out;
 }
 
-const initialize = async (gw: Gateway, token: string) =>
-  (
-    await fetch(gw.mcpUrl, {
-      method: 'POST',
-      headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'initialize',
-        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'rotation', version: '1' } },
-      }),
-    })
-  ).status;
+const initialize = (gw: Gateway, token: string) => initializeStatus(gw.mcpUrl, token);
 
 describe('signing key rotation under load', () => {
   it('refuses no call while both versions serve, whichever version minted the token and whichever serves it', async () => {
