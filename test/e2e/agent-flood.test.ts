@@ -105,7 +105,7 @@ const JUNK = ['not-json', 'oversized', 'wrong-shape'] as const;
 type Junk = (typeof JUNK)[number];
 /** Bytes of each `oversized` message: 256 KiB, so each costs several times the whole stranger burst. */
 const OVERSIZED_BYTES = 256 * 1024;
-/** The flooder keeps at most this much unsent (it sends as fast as the socket takes it, without buffering without end). */
+/** The flooder keeps at most this much unsent (it never buffers without end). */
 const FLOOD_BUFFERED_MAX = 1024 * 1024;
 /**
  * From the flood's first message to the close, on a loaded 2-CPU host: measured 40–110 ms to the
@@ -143,9 +143,12 @@ async function welcomedFlooder(agentId: string): Promise<WebSocket> {
 }
 
 /**
- * Sends `kind` junk on `ws` as fast as the socket takes it until the gateway closes it (or 60 s
- * pass): how it ended, and how long after the first junk message its close frame arrived and the
- * connection ended (after the gateway read what was still on its way: the flooder's backlog).
+ * Sends `kind` junk on `ws` at RATE messages a second (the reported flood; never more than the
+ * socket takes) until the gateway closes it (or 60 s pass): how it ended, and how long after the
+ * first junk message its close frame arrived and the connection ended (after the gateway read what
+ * was still on its way: the flooder's backlog). An unpaced flood of tiny messages (~90,000 a second
+ * here) puts thousands on the wire before the close can arrive, and the runtime delivers each of
+ * them to the object however little it does with them: that drain is the runtime's, not the budget's.
  */
 async function junkFlood(ws: WebSocket, kind: Junk): Promise<{ code: number; reason: string; closeFrameAfterMs: number; closedAfterMs: number; sent: number }> {
   let sent = 0;
@@ -157,9 +160,10 @@ async function junkFlood(ws: WebSocket, kind: Junk): Promise<{ code: number; rea
   const pump = async () => {
     while (open && Date.now() - started < 60_000) {
       if (ws.readyState === WebSocket.OPEN) {
-        for (let i = 0; i < 100 && ws.bufferedAmount < FLOOD_BUFFERED_MAX; i++, sent++) ws.send(junkMessage(kind, sent));
+        const due = Math.floor(((Date.now() - started) * RATE) / 1000) + 1;
+        while (sent < due && ws.bufferedAmount < FLOOD_BUFFERED_MAX) ws.send(junkMessage(kind, sent++));
       } else if (closeFrameAfterMs < 0) closeFrameAfterMs = Date.now() - started; // the gateway's close frame arrived (CLOSING)
-      await new Promise((res) => setImmediate(res));
+      await new Promise((res) => setTimeout(res, 5));
     }
   };
   const done = pump();
