@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { WebSocket } from 'undici';
+import { rawAgent as rawAgentOf } from '../support/raw-agent.ts';
 import { SignJWT, decodeJwt, importJWK } from 'jose';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { hasCommand, startAgent, startGateway, testSandbox, type AgentProcess, type Gateway } from './harness.ts';
@@ -104,17 +104,7 @@ async function refusals(agentId: string): Promise<S[]> {
   return (r.json.entries as S[]).filter((e) => e.command?.agentId === agentId);
 }
 
-/** A hand-made agent connection: what a holder of an agent token can send without the real agent's checks. */
-function rawAgent(token: string): Promise<{ ws: WebSocket; messages: S[]; closed: Promise<{ code: number; reason: string }> }> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(`${gw.url.replace(/^http/, 'ws')}/agent/v1/connect`, { headers: { Authorization: `Bearer ${token}` } });
-    const messages: S[] = [];
-    const closed = new Promise<{ code: number; reason: string }>((r) => ws.addEventListener('close', (e) => r({ code: e.code, reason: e.reason })));
-    ws.addEventListener('message', (e) => messages.push(JSON.parse(String(e.data)) as S));
-    ws.addEventListener('open', () => resolve({ ws, messages, closed }));
-    ws.addEventListener('error', () => reject(new Error('raw agent could not connect')));
-  });
-}
+const rawAgent = (token: string) => rawAgentOf(gw.url, token);
 
 const hello = (agentId: string, claims: { sandbox: string; labels?: string[] }) =>
   JSON.stringify({

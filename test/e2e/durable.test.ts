@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { WebSocket } from 'undici';
+import { rawAgent as rawAgentOf } from '../support/raw-agent.ts';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { hasCommand, startAgent, startGateway, type AgentProcess, type Gateway } from './harness.ts';
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
@@ -94,17 +94,7 @@ async function admin(team: string, method: string, path: string, body?: unknown)
   return { status: r.status, body: (await r.json()) as S };
 }
 
-/** A hand-made agent connection (what an attacker holding an agent token can do). */
-function rawAgent(token: string): Promise<{ ws: WebSocket; messages: S[]; closed: Promise<{ code: number; reason: string }> }> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(`${gw.url.replace(/^http/, 'ws')}/agent/v1/connect`, { headers: { Authorization: `Bearer ${token}` } });
-    const messages: S[] = [];
-    const closed = new Promise<{ code: number; reason: string }>((r) => ws.addEventListener('close', (e) => r({ code: e.code, reason: e.reason })));
-    ws.addEventListener('message', (e) => messages.push(JSON.parse(String(e.data)) as S));
-    ws.addEventListener('open', () => resolve({ ws, messages, closed }));
-    ws.addEventListener('error', () => reject(new Error('raw agent could not connect')));
-  });
-}
+const rawAgent = (token: string) => rawAgentOf(gw.url, token);
 
 function hello(agentId: string, extra: S = {}): string {
   return JSON.stringify({

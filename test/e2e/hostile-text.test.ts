@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { WebSocket } from 'undici';
+import { rawAgent as rawAgentOf } from '../support/raw-agent.ts';
 import type { Browser, Page } from 'puppeteer-core';
 import { HAVE_CHROMIUM, launchChromium, requireChromium } from '../support/chromium.ts';
 import { aria, goTo } from '../support/dashboard-page.ts';
@@ -40,17 +40,7 @@ afterAll(async () => {
   await gw?.stop();
 });
 
-/** A hand-made agent connection: what a holder of an agent token can send that the real agent never would. */
-function rawAgent(token: string): Promise<{ ws: WebSocket; messages: S[]; closed: Promise<{ code: number; reason: string }> }> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(`${gw.url.replace(/^http/, 'ws')}/agent/v1/connect`, { headers: { Authorization: `Bearer ${token}` } });
-    const messages: S[] = [];
-    const closed = new Promise<{ code: number; reason: string }>((r) => ws.addEventListener('close', (e) => r({ code: e.code, reason: e.reason })));
-    ws.addEventListener('message', (e) => messages.push(JSON.parse(String(e.data)) as S));
-    ws.addEventListener('open', () => resolve({ ws, messages, closed }));
-    ws.addEventListener('error', () => reject(new Error('raw agent could not connect')));
-  });
-}
+const rawAgent = (token: string) => rawAgentOf(gw.url, token);
 
 const hello = (agentId: string, version = 'test') =>
   JSON.stringify({ type: 'hello', v: PROTOCOL_VERSION, agentId, version, capacity: 1, sandbox: 'none', runtimes: [], labels: [], running: [] });
