@@ -1,7 +1,7 @@
 /** Admin actions (policy set, token create/revoke, job kill) leave an audit row like tool calls do. */
 import type { Context } from 'hono';
 import type { AppEnv } from '../env.ts';
-import { writeAudit } from '../store/audit.ts';
+import { recordAudit } from '../dispatch/audit-client.ts';
 
 export type AdminAction =
   | 'admin.policy_set'
@@ -22,7 +22,7 @@ export async function auditAdmin(
   o: { command?: unknown; ok: boolean; reason?: string; jobId?: string },
 ): Promise<void> {
   const p = c.get('principal');
-  await writeAudit(c.env.DB, {
+  await recordAudit(c.env, {
     team: p.team,
     subject: p.subject,
     tokenId: p.tokenId,

@@ -17,6 +17,9 @@ export const STATUS: Partial<Record<ErrorCode, ContentfulStatusCode>> = {
   payload_too_large: 413,
   config_error: 500,
   internal: 500,
+  upstream_error: 503,
+  team_suspended: 403,
+  quota_exceeded: 429,
 };
 
 /** An admin API error; the message may quote what the caller sent, so its control and bidi characters are shown as escapes. */

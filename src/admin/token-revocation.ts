@@ -1,14 +1,16 @@
 /**
- * Ending an API token and what came from it: the revocation row (every request checks it), the OAuth
- * grants it consented to (and their tokens in the authorization server's store), and any agent connected
- * with it (disconnected now, not at its next reconnect). The admin API's revoke and a member's demotion
- * or removal end tokens the same way.
+ * Ending an API token and what came from it: the revocation (written first to the team's Durable
+ * Object, which admits every request of the team, then to the directory in D1), the OAuth grants it
+ * consented to (and their tokens in the authorization server's store), and any agent connected with
+ * it (disconnected by the same DO call). The admin API's revoke and a member's demotion or removal
+ * end tokens the same way. A revoke the team's DO did not take is an error, never a success: the
+ * token would still work.
  */
 import type { Env } from '../env.ts';
-import { revokeToken } from '../store/tokens.ts';
+import { recordRevocation, revocationTarget } from '../store/tokens.ts';
 import { revokeGrantsOfToken } from '../store/oauth-grants.ts';
 import { forgetGrants } from '../oauth/grants.ts';
-import { revokeAgentToken } from '../dispatch/client.ts';
+import { revokeInTeam } from '../dispatch/admission-client.ts';
 import type { GatehouseErrorShape, Result } from '../contracts/errors.ts';
 
 export interface EndedToken {
@@ -26,13 +28,19 @@ export async function endToken(
   jti: string,
   o: { unrecorded?: boolean } = {},
 ): Promise<Result<EndedToken, GatehouseErrorShape>> {
-  const r = await revokeToken(env, team, jti, o);
+  const r = await revocationTarget(env, team, jti, o);
   if (!r.ok) return r;
+  let taken: { revokedAt: number; agentsDisconnected: number };
+  try {
+    taken = await revokeInTeam(env, team, jti, r.value.revokedAt);
+  } catch (e) {
+    return {
+      ok: false,
+      error: { code: 'upstream_error', message: `token "${jti}" is NOT revoked: the team's dispatcher did not take the revocation (${(e as Error).message}); try again` },
+    };
+  }
+  await recordRevocation(env, team, jti, taken.revokedAt);
   const ended = await revokeGrantsOfToken(env, team, jti);
   await forgetGrants(req, env, ended);
-  const agentsDisconnected = await revokeAgentToken(env, team, jti).catch((e: Error) => {
-    console.error(`revoke: could not reach the team dispatcher: ${e.message}; its next liveness check disconnects the agent`);
-    return 0;
-  });
-  return { ok: true, value: { ...r.value, oauthGrantsEnded: ended.map((g) => g.grantId), agentsDisconnected } };
+  return { ok: true, value: { jti, revokedAt: taken.revokedAt, oauthGrantsEnded: ended.map((g) => g.grantId), agentsDisconnected: taken.agentsDisconnected } };
 }

@@ -20,7 +20,8 @@ import {
 import { AGENT_GRANT_CLAIM, AgentGrant } from '../contracts/agent-grant.ts';
 import { describeIssues } from '../contracts/errors.ts';
 import { MINTER_CLAIM, Minter } from './minter.ts';
-import { admissionOf } from '../store/admission.ts';
+import { admitToken } from '../dispatch/admission-client.ts';
+import type { Admission } from '../dispatch/admission.ts';
 import { notePolicyStamp } from '../policy/cache.ts';
 import { verifyOAuthBearer } from '../oauth/verify.ts';
 import { forgetGrants } from '../oauth/grants.ts';
@@ -33,7 +34,7 @@ const TEAM_RE = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 
 export interface AuthFailure {
   status: 400 | 401 | 403 | 431 | 500;
-  code: 'unauthenticated' | 'insufficient_scope' | 'invalid_argument' | 'config_error' | 'internal';
+  code: 'unauthenticated' | 'insufficient_scope' | 'invalid_argument' | 'config_error' | 'internal' | 'team_suspended';
   message: string;
   /** A token was presented (RFC 6750: add error="invalid_token" to the challenge). */
   tokenPresented: boolean;
@@ -114,17 +115,24 @@ export async function authenticate(req: Request, env: Env, o: ScopeRequirement =
   const verified = await verifyToken(bearer.value, req, env, cfg.value);
   if (!verified.ok) return verified;
   const principal = verified.value;
-  let admission: Awaited<ReturnType<typeof admissionOf>>;
+  let admission: Admission;
   try {
-    // One query: revocation (never cached) and the team's current policy version (for the policy cache).
-    admission = await admissionOf(env, principal.team, principal.tokenId);
+    // One call to the team's own Durable Object: revocation (never cached), the team's current policy version (for the policy cache), suspension.
+    admission = await admitToken(env, principal.team, principal.tokenId);
   } catch (e) {
     // Fail closed: without the revocation list we cannot tell a revoked token from a good one.
     return fail(500, 'internal', `cannot check token revocation: ${(e as Error).message}`);
   }
   if (admission.revoked) return invalid(`token ${principal.tokenId} has been revoked`);
+  if (admission.suspended) return suspendedTeam(principal.team, admission);
   notePolicyStamp(principal, admission.policy);
   return checkScopes(principal, o);
+}
+
+/** Every call of a suspended team is refused, with who suspended it and why. */
+function suspendedTeam(team: string, a: Admission): AuthResult {
+  const s = a.suspended!;
+  return fail(403, 'team_suspended', `team "${team}" is suspended (since ${new Date(s.at).toISOString()}, by ${s.by}: ${s.reason}); an operator resumes it`);
 }
 
 /**
@@ -134,11 +142,14 @@ export async function authenticate(req: Request, env: Env, o: ScopeRequirement =
 async function admitOAuth(req: Request, env: Env, principal: Principal, o: ScopeRequirement): Promise<AuthResult> {
   const grantId = principal.tokenId.slice(OAUTH_TOKEN_PREFIX.length);
   let admission: Awaited<ReturnType<typeof oauthAdmissionOf>>;
+  let team: Admission;
   try {
-    admission = await oauthAdmissionOf(env, principal.team, grantId);
+    // The grant is the directory's (D1); suspension and the policy version are the team's own (its DO).
+    [admission, team] = await Promise.all([oauthAdmissionOf(env, principal.team, grantId), admitToken(env, principal.team, principal.tokenId)]);
   } catch (e) {
     return fail(500, 'internal', `cannot check the OAuth grant: ${(e as Error).message}`);
   }
+  if (team.suspended) return suspendedTeam(principal.team, team);
   if (!admission.ok) {
     // The grant's tokens may still sit in the authorization server's store: forget them now.
     if (admission.key) await forgetGrants(req, env, [admission.key]);

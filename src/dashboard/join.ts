@@ -8,7 +8,7 @@ import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { AppEnv } from '../env.ts';
 import { STATUS } from '../admin/http.ts';
 import type { GatehouseErrorShape } from '../contracts/errors.ts';
-import { writeAudit } from '../store/audit.ts';
+import { recordAudit } from '../dispatch/audit-client.ts';
 import { acceptInvitation, memberSubject, peekInvitation } from '../store/members.ts';
 import { crossSiteRefusal, signedInIdentity } from '../members/auth.ts';
 import { accessConfig } from '../members/access.ts';
@@ -79,7 +79,7 @@ joinRoutes.post('/', async (c) => {
   const r = await acceptInvitation(c.env, secret, who.value.identity);
   if (!r.ok) return errorPage(c, r.error);
   const { member, invitation, joined } = r.value;
-  await writeAudit(c.env.DB, {
+  await recordAudit(c.env, {
     team: member.team,
     subject: memberSubject(member),
     tokenId: memberSubject(member),

@@ -18,7 +18,7 @@ import { membershipsOf, touchMember } from '../store/members.ts';
 import { listJobs } from '../dispatch/client.ts';
 import { GRANT_ID_RE, listGrants, revokeGrantRow } from '../store/oauth-grants.ts';
 import { forgetGrants } from '../oauth/grants.ts';
-import { writeAudit } from '../store/audit.ts';
+import { recordAudit } from '../dispatch/audit-client.ts';
 import { jobCalls } from '../admin/job-calls.ts';
 
 const JOBS_SHOWN = 50;
@@ -47,7 +47,7 @@ meRoutes.get('/teams/:team/jobs', async (c) => {
   const p = c.get('principal');
   const page = await listJobs(c.env, p.team, { subject: p.subject, limit: JOBS_SHOWN });
   const calls = await jobCalls(
-    c.env.DB,
+    c.env,
     p.team,
     page.jobs.map((j) => j.job_id),
   );
@@ -68,7 +68,7 @@ meRoutes.delete('/teams/:team/grants/:grantId', async (c) => {
   // Another person's grant is "not found", as another team's is.
   const mine = (await listGrants(c.env, p.team)).find((g) => g.grantId === grantId && g.consentTokenId === p.subject);
   const r = mine ? await revokeGrantRow(c.env, p.team, grantId, `revoked by ${p.subject}, who consented to it`) : null;
-  await writeAudit(c.env.DB, {
+  await recordAudit(c.env, {
     team: p.team,
     subject: p.subject,
     tokenId: p.tokenId,

@@ -7,13 +7,19 @@ import type { TraceStep } from '../contracts/trace.ts';
 import type { PlanResult } from '../platform/plan.ts';
 import { AgentLink } from './agent-link.ts';
 import { AgentMessages } from './agent-messages.ts';
+import { Approvals } from './approvals.ts';
+import { ArtifactIndex } from './artifact-index.ts';
 import { ArtifactUploads } from './artifact-uploads.ts';
-import { D1Mirror } from './d1-mirror.ts';
+import { AuditLog } from './audit-log.ts';
+import { TeamAdmission } from './admission.ts';
+import { LegacyImport } from './legacy-import.ts';
+import { admissionSeed } from '../store/admission.ts';
 import { Egress } from './egress.ts';
 import { Followers } from './followers.ts';
 import type { DispatchHost, Wakes } from './host.ts';
 import { JobStore } from './job-store.ts';
 import { Jobs } from './jobs.ts';
+import { Tasks } from './tasks.ts';
 
 /** The steps of a call the DO marks for the hot-path trace (bench only). */
 export type DispatchStep = Extract<TraceStep, 'do.job_start_sent' | 'do.exit_received' | 'do.settled'>;
@@ -23,11 +29,26 @@ export interface Capabilities {
   link: AgentLink;
   followers: Followers;
   uploads: ArtifactUploads;
-  mirror: D1Mirror;
+  /** The team's artifact index and small bodies, with their retention. */
+  artifacts: ArtifactIndex;
+  /** The team's audit log: every call's row. */
+  auditLog: AuditLog;
+  /** Revocations, the policy version and suspension: what every request of the team is admitted by. */
+  admission: TeamAdmission;
+  /** The team's history an older deployment kept in D1, moved here. */
+  legacy: LegacyImport;
   jobs: Jobs;
   messages: AgentMessages;
   egress: Egress;
-  /** Everything with timed work: the host's one alarm fires at the soonest of their wake-ups. */
+  /** The team's approvals (policy asks and egress asks), with their retention. */
+  approvals: Approvals;
+  /** The team's MCP tasks, with their TTL. */
+  tasks: Tasks;
+  /**
+   * Everything with timed work: the host's one alarm fires at the soonest of their wake-ups. Not the
+   * agent link: connected agents alone need no alarm (their liveness is read when the object is awake
+   * anyway, and by the jobs' alarm while a job runs).
+   */
   wakes: readonly Wakes[];
 }
 
@@ -37,18 +58,22 @@ export function capabilities(host: DispatchHost, o: { plan: PlanResult; trace: (
   const followers = new Followers(store, () => trace('do.settled'));
   const link = new AgentLink(host, (agentId, now) => jobs.agentGone(agentId, now));
   const uploads = new ArtifactUploads(host, store, (jobId) => followers.settle(jobId));
-  // An unknown plan refuses every job (configError); the rows of those refusals still reach D1, within what every plan allows.
-  const mirror = new D1Mirror(host, store, o.plan.ok ? o.plan.plan : 'free');
+  const artifacts = new ArtifactIndex(host, store);
+  const auditLog = new AuditLog(host);
+  const admission = new TeamAdmission(host, admissionSeed);
+  const legacy = new LegacyImport(host, { audit: auditLog });
   const jobs: Jobs = new Jobs(host, {
     store,
     link,
     followers,
     uploads,
-    mirror,
+    audit: auditLog,
     onStartSent: () => trace('do.job_start_sent'),
     configError: o.plan.ok ? null : { code: o.plan.code, message: o.plan.message },
   });
-  const egress = new Egress(host, { store, link });
+  const approvals = new Approvals(host, { onDecided: (row, now) => egress.approvalDecided(row, now) });
+  const tasks = new Tasks(host);
+  const egress = new Egress(host, { store, link, approvals });
   const messages = new AgentMessages(host, { link, jobs, store, followers, uploads, egress, onExitReceived: () => trace('do.exit_received') });
-  return { store, link, followers, uploads, mirror, jobs, messages, egress, wakes: [link, jobs, mirror, egress] };
+  return { store, link, followers, uploads, artifacts, auditLog, admission, legacy, jobs, messages, egress, approvals, tasks, wakes: [legacy, jobs, egress, artifacts, approvals, tasks] };
 }

@@ -23,6 +23,8 @@ import {
   type MultipartRef,
   type MultipartShape,
   type SubmitAnswer,
+  type TeamOverview,
+  type TeamOverviewQuery,
   type UploadAnswer,
   type UploadWho,
 } from './events.ts';
@@ -33,9 +35,12 @@ import type { DispatchHealth } from './jobs.ts';
 /** The Worker → DO header that carries an agent token's grant (JSON); absent: the token has none. */
 export const AGENT_GRANT_HEADER = 'X-Gatehouse-Agent-Grant';
 
-function stub(env: Env, team: string) {
+/** The team's Durable Object (one per team, addressed by the team's name). */
+export function teamStub(env: Env, team: string) {
   return env.TEAM_DISPATCHER.get(env.TEAM_DISPATCHER.idFromName(team));
 }
+
+const stub = teamStub;
 
 /**
  * Forwards an (already authenticated) agent WebSocket upgrade to the team's DO (a 101 needs fetch),
@@ -182,6 +187,10 @@ export async function pingDispatcher(env: Env): Promise<void> {
 }
 
 /** The team object's own counters: queue depth, running jobs, the last job's timing. */
+export async function teamOverview(env: Env, team: string, q: TeamOverviewQuery): Promise<TeamOverview> {
+  return (await stub(env, team).overview(q)) as TeamOverview;
+}
+
 export async function dispatchHealth(env: Env, team: string): Promise<DispatchHealth> {
   return (await stub(env, team).health()) as DispatchHealth;
 }
@@ -194,10 +203,6 @@ export async function listAgents(env: Env, team: string): Promise<AgentView[]> {
 /** Every agent the team's DO knows, connected or not (recently seen). */
 export async function listAllAgents(env: Env, team: string): Promise<AgentView[]> {
   return (await stub(env, team).agents()) as AgentView[];
-}
-
-export async function revokeAgentToken(env: Env, team: string, tokenId: string): Promise<number> {
-  return (await stub(env, team).revokeToken(tokenId)) as number;
 }
 
 export async function beginUpload(env: Env, team: string, u: UploadWho): Promise<UploadAnswer> {

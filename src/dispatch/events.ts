@@ -3,9 +3,10 @@
  * back for one job (NDJSON lines on a byte ReadableStream). Defined once here; the DO writes
  * them, the Worker reads them.
  */
+import type { AuditRow } from '../store/audit.ts';
 import { z } from 'zod';
 import { JobExit, JobSpec, SandboxKind, StreamName } from '../contracts/agent-protocol.ts';
-import { AgentLabel } from '../contracts/jobs.ts';
+import { AgentLabel, type JobView } from '../contracts/jobs.ts';
 import { ErrorCodeSchema, type ErrorCode } from '../contracts/errors.ts';
 
 export const DispatchRequest = z.object({
@@ -97,4 +98,21 @@ export interface KeptOutput {
   /** Bytes kept so far. */
   total: number;
   source: 'live' | 'result';
+}
+
+/** What the dashboard's landing page asks the team's object (src/admin/overview.ts). */
+export interface TeamOverviewQuery {
+  /** Jobs and calls since then are counted. */
+  since: number;
+  /** The newest denials shown. */
+  recent: number;
+  /** Failed jobs since then, at most `failures` of them. */
+  failuresSince: number;
+  failures: number;
+}
+
+export interface TeamOverview {
+  jobsByState: Record<string, number>;
+  denials: { calls: number; denied: number; recent: AuditRow[] };
+  failures: JobView[];
 }

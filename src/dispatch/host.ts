@@ -8,6 +8,7 @@
  * and recorded in `dispatch_migrations`. A capability's SQL never names another capability's tables.
  */
 import type { Env } from '../env.ts';
+import type { AuditEntry } from '../store/audit.ts';
 
 export interface SqlHost {
   sql: SqlStorage;
@@ -24,6 +25,13 @@ export interface DispatchHost extends SqlHost {
   heartbeatMs: number;
   /** Every socket the object holds (agents, before and after their hello). */
   sockets(): WebSocket[];
+  /**
+   * When the platform last answered this socket's heartbeat (AGENT_PING) for the object, which it
+   * does without waking it (`ctx.getWebSocketAutoResponseTimestamp`); null if it never has.
+   */
+  lastPing(ws: WebSocket): number | null;
+  /** Writes a row to the team's audit log (the object's own: audit-log.ts). */
+  audit(e: AuditEntry): void;
   /** Moves the object's one alarm to the soonest `nextWake` of its capabilities (after work that changes one). */
   wake(): Promise<void>;
 }

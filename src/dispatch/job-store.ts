@@ -11,7 +11,6 @@ import type { JobExit, JobSpec, SandboxKind, StreamName } from '../contracts/age
 import { LIVE_OUTPUT_MAX_BYTES, STORED_CHUNK_CHARS, STORED_OUTPUT_CHUNK_BYTES, splitText } from '../contracts/limits.ts';
 import type { ArtifactState, JobState, JobView, StreamArtifact } from '../contracts/jobs.ts';
 import { SQLITE_BOUND_PARAMETERS_MAX } from '../platform/limits.ts';
-import type { AuditEntry } from '../store/audit.ts';
 import { migrate, type Migration, type SqlHost } from './host.ts';
 
 export interface NewJob {
@@ -27,8 +26,6 @@ export interface NewJob {
   background: boolean;
   maxConcurrent: number;
   deadline: number;
-  /** The call's audit row, written to D1 with the job's index row by the background copy (one D1 write per short job). */
-  audit: AuditEntry;
   now: number;
 }
 
@@ -59,11 +56,6 @@ export interface JobRow {
   exit: string | null;
   error_code: string | null;
   error_message: string | null;
-  /** D1 id of an audit row the Worker wrote itself (jobs recorded before the DO wrote them); else the row is found by its job id. */
-  audit_id: number | null;
-  synced: number;
-  /** 0 until the job's D1 index row and audit row exist (see `d1Record`). */
-  d1_created: number;
 }
 
 /** The tables of jobs (`jobs`, `job_blobs`, `job_output`, `job_artifacts`): this store's only. */
@@ -83,9 +75,6 @@ const MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX IF NOT EXISTS jobs_state ON jobs (state, seq)`,
       `CREATE INDEX IF NOT EXISTS jobs_seq ON jobs (seq)`,
       `CREATE INDEX IF NOT EXISTS jobs_cancel ON jobs (cancel_key)`,
-      // The background copy to D1 looks for rows not copied yet after every change: without this it
-      // scanned every job the object keeps (7 days of them).
-      `CREATE INDEX IF NOT EXISTS jobs_unsynced ON jobs (seq) WHERE synced = 0`,
       // Large texts (spec, inline stdout/stderr, exit parts) split below the row limit.
       `CREATE TABLE IF NOT EXISTS job_blobs (job_id TEXT NOT NULL, kind TEXT NOT NULL, seq INTEGER NOT NULL, data TEXT NOT NULL,
     PRIMARY KEY (job_id, kind, seq))`,
@@ -101,6 +90,11 @@ const MIGRATIONS: readonly Migration[] = [
     id: '2-jobs-d1-created',
     sql: [`ALTER TABLE jobs ADD COLUMN d1_created INTEGER NOT NULL DEFAULT 1`],
   },
+  {
+    // The jobs' D1 copy is gone (the index and the audit log live here): its index would be kept up for nothing.
+    id: '3-jobs-no-d1-copy',
+    sql: [`DROP INDEX IF EXISTS jobs_unsynced`, `DELETE FROM job_blobs WHERE kind = 'audit'`],
+  },
 ];
 
 /**
@@ -115,13 +109,11 @@ type StoredExit = JobExit & { outputInline?: true };
 
 type ArtifactRow = { state: 'uploading' | 'complete' | 'failed'; bytes: number };
 
-/** A new job's spec and audit text stay in memory until D1 has its rows for at most this many jobs, each at most this long; others are read back. */
+/** A new job's spec stays in memory until it starts, for at most this many jobs, each at most this long; others are read back. */
 const FRESH_TEXTS_MAX = 64;
 const FRESH_TEXT_MAX_CHARS = 64 * 1024;
 
 const isOpen = (r: JobRow) => r.state === 'queued' || r.state === 'running';
-/** D1 lacks the job's rows, or has them behind (a queued job's only once, to create them): what `unsynced` returns. */
-const needsCopy = (r: JobRow) => r.synced === 0 && (r.state !== 'queued' || r.d1_created === 0);
 const bySeq = (a: JobRow, b: JobRow) => a.seq - b.seq;
 
 const enc = new TextEncoder();
@@ -140,16 +132,14 @@ export class JobStore {
   private readonly rows = new Map<string, Readonly<JobRow>>();
   /** The queued and running jobs (placement, liveness and wake-ups look at all of them), once read. */
   private open: Map<string, Readonly<JobRow>> | null = null;
-  /** Ids of the rows `unsynced` returns (the D1 copy and its wake-ups look for them), once read. */
-  private toCopy: Set<string> | null = null;
   /** Each job's `job_artifacts` rows by stream (a new job has none). */
   private readonly artifacts = new Map<string, Map<StreamName, ArtifactRow>>();
   /** The end of each stream's kept live output (a new job's is 0). */
   private readonly liveEnds = new Map<string, Partial<Record<StreamName, number>>>();
   /** Jobs created by this instance with no exit parts stored: their end has none to delete. */
   private readonly partless = new Set<string>();
-  /** New jobs' spec and audit text until D1 has their rows: their start and their D1 copy need them (bounded: FRESH_TEXTS_MAX). */
-  private readonly fresh = new Map<string, { spec: string; audit: string }>();
+  /** New jobs' spec until they start (bounded: FRESH_TEXTS_MAX). */
+  private readonly fresh = new Map<string, { spec: string }>();
 
   constructor(host: SqlHost) {
     this.host = host;
@@ -166,7 +156,6 @@ export class JobStore {
     } catch (e) {
       this.rows.clear();
       this.open = null;
-      this.toCopy = null;
       this.artifacts.clear();
       this.liveEnds.clear();
       this.partless.clear();
@@ -181,8 +170,6 @@ export class JobStore {
     this.rows.set(r.id, r);
     if (isOpen(r)) this.open?.set(r.id, r);
     else this.open?.delete(r.id);
-    if (needsCopy(r)) this.toCopy?.add(r.id);
-    else this.toCopy?.delete(r.id);
     return r;
   }
 
@@ -198,7 +185,6 @@ export class JobStore {
   private forget(id: string): void {
     this.rows.delete(id);
     this.open?.delete(id);
-    this.toCopy?.delete(id);
     this.artifacts.delete(id);
     this.liveEnds.delete(id);
     this.partless.delete(id);
@@ -211,8 +197,8 @@ export class JobStore {
     return this.transaction(() => {
       const [row] = this.writeJobs(
         `INSERT INTO jobs (id, seq, tool, subject, token_id, cancel_key, runtime, sandbox_min, sel_agent, sel_labels, background,
-          artifact_handle, state, created_at, deadline, timeout_ms, max_concurrent, audit_id, d1_created)
-         VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM jobs), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, NULL, 0)
+          artifact_handle, state, created_at, deadline, timeout_ms, max_concurrent)
+         VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM jobs), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?)
          ON CONFLICT (id) DO NOTHING`,
         id,
         j.tool,
@@ -231,13 +217,13 @@ export class JobStore {
         j.maxConcurrent,
       );
       if (!row) return null;
-      const texts = { spec: JSON.stringify(j.spec), audit: JSON.stringify(j.audit) };
+      const texts = { spec: JSON.stringify(j.spec) };
       this.insertTexts(id, Object.entries(texts));
       // Nothing else is stored for a new job yet.
       this.artifacts.set(id, new Map());
       this.liveEnds.set(id, { stdout: 0, stderr: 0 });
       this.partless.add(id);
-      if (this.fresh.size < FRESH_TEXTS_MAX && texts.spec.length + texts.audit.length <= FRESH_TEXT_MAX_CHARS) this.fresh.set(id, texts);
+      if (this.fresh.size < FRESH_TEXTS_MAX && texts.spec.length <= FRESH_TEXT_MAX_CHARS) this.fresh.set(id, texts);
       return row;
     });
   }
@@ -289,7 +275,7 @@ export class JobStore {
   assign(id: string, agent: { id: string; subject: string; sandbox: SandboxKind }, now: number): boolean {
     return (
       this.writeJobs(
-        `UPDATE jobs SET state = 'running', agent = ?, agent_subject = ?, sandbox = ?, started_at = ?, orphaned_at = NULL, synced = 0
+        `UPDATE jobs SET state = 'running', agent = ?, agent_subject = ?, sandbox = ?, started_at = ?, orphaned_at = NULL
        WHERE id = ? AND state = 'queued'`,
         agent.id,
         agent.subject,
@@ -333,10 +319,11 @@ export class JobStore {
       const params: SqlStorageValue[] = [state, now, stored, o.error?.code ?? exit?.error?.code ?? null, o.error?.message ?? exit?.error?.message ?? null, id];
       if (o.fromAgent !== undefined) params.push(o.fromAgent);
       const written = this.writeJobs(
-        `UPDATE jobs SET state = ?, ended_at = ?, exit = ?, error_code = ?, error_message = ?, orphaned_at = NULL, synced = 0 WHERE id = ?${agentCheck}`,
+        `UPDATE jobs SET state = ?, ended_at = ?, exit = ?, error_code = ?, error_message = ?, orphaned_at = NULL WHERE id = ?${agentCheck}`,
         ...params,
       );
       if (written.length === 0) return false;
+      this.fresh.delete(id);
       if (exit && !inline) {
         this.putText(id, 'stdout', exit.stdout);
         this.putText(id, 'stderr', exit.stderr);
@@ -609,46 +596,31 @@ export class JobStore {
     return { rows: page, next: more ? page[page.length - 1].seq : null };
   }
 
-  /** Rows whose D1 index row / audit row is missing or behind (a queued job once, to create them). */
-  unsynced(limit = 50): Readonly<JobRow>[] {
-    this.toCopy ??= new Set(
-      this.sql
-        .exec<{ id: string }>(`SELECT id FROM jobs WHERE synced = 0 AND (state != 'queued' OR d1_created = 0)`)
-        .toArray()
-        .map((r) => r.id),
-    );
-    if (this.toCopy.size === 0) return [];
-    const known = [...this.toCopy].map((id) => this.rows.get(id));
-    if (known.every((r) => r !== undefined)) return known.sort(bySeq).slice(0, limit);
+  /** Jobs created since `since`, counted by state. */
+  countByState(since: number): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const r of this.sql.exec<{ state: string; n: number }>(`SELECT state, COUNT(*) AS n FROM jobs WHERE created_at >= ? GROUP BY state`, since).toArray()) {
+      out[r.state] = r.n;
+    }
+    return out;
+  }
+
+  /** The newest failed jobs created since `since`: a terminal state other than a clean exit, or an exit with a non-zero code. */
+  failed(since: number, limit: number): Readonly<JobRow>[] {
     return this.sql
       .exec<JobRow & Record<string, SqlStorageValue>>(
-        `SELECT * FROM jobs WHERE synced = 0 AND (state != 'queued' OR d1_created = 0) ORDER BY seq LIMIT ?`,
+        `SELECT * FROM jobs WHERE created_at >= ? AND (state IN ('signaled', 'timed_out', 'lost', 'failed_to_start', 'refused')
+           OR (state = 'exited' AND COALESCE(json_extract(exit, '$.exitCode'), 0) <> 0)) ORDER BY seq DESC LIMIT ?`,
+        since,
         limit,
       )
-      .toArray()
-      .map((r) => this.keep(r));
-  }
-
-  /** What D1 needs to create a job's rows: its spec and its call's audit entry (null once created, or for a job recorded by the Worker). */
-  d1Record(row: JobRow): { spec: JobSpec; audit: AuditEntry } | null {
-    if (row.d1_created) return null;
-    const fresh = this.fresh.get(row.id);
-    const t = fresh ? new Map(Object.entries(fresh)) : this.getTexts(row.id, ['spec', 'audit']);
-    const spec = t.get('spec');
-    const audit = t.get('audit');
-    return spec && audit ? { spec: JSON.parse(spec) as JobSpec, audit: JSON.parse(audit) as AuditEntry } : null;
-  }
-
-  /** D1 took the row as of `state` (its creation included): synced unless it changed since the copy was taken. */
-  markSynced(id: string, state: JobState): void {
-    this.writeJobs(`UPDATE jobs SET d1_created = 1, synced = CASE WHEN state = ? THEN 1 ELSE synced END WHERE id = ?`, state, id);
-    this.fresh.delete(id);
+      .toArray();
   }
 
   /** Drops finished jobs older than `before` with everything stored for them; returns their ids. */
   prune(before: number): string[] {
     const ids = this.sql
-      .exec<{ id: string }>(`SELECT id FROM jobs WHERE ended_at IS NOT NULL AND ended_at < ? AND synced = 1 LIMIT 200`, before)
+      .exec<{ id: string }>(`SELECT id FROM jobs WHERE ended_at IS NOT NULL AND ended_at < ? LIMIT 200`, before)
       .toArray()
       .map((r) => r.id);
     for (const id of ids) {
@@ -671,7 +643,7 @@ export class JobStore {
   /**
    * Stores texts under kinds the job has no blobs of yet (a new job: no DELETE first), in as few
    * statements as the limits allow: chunks together up to one row's worth of text, within the
-   * bound-parameter limit (a new job's spec and audit entry are usually one statement).
+   * bound-parameter limit (a new job's spec is usually one statement).
    */
   private insertTexts(id: string, texts: [kind: string, text: string][]): void {
     const rows = texts.flatMap(([kind, text]) => splitText(text, STORED_CHUNK_CHARS).map((data, seq) => [id, kind, seq, data] as const));

@@ -1,7 +1,7 @@
 /**
  * The life of a job in the team's Durable Object: submitted (recorded and queued, or refused with a
  * reason the caller can act on), placed on an agent by the pure scheduler (src/dispatch/scheduler.ts),
- * ended exactly once (by its agent's report, a kill, or the agent's loss), then mirrored to D1.
+ * ended exactly once (by its agent's report, a kill, or the agent's loss), its call's audit row kept with it.
  * The rows live in the job store (src/dispatch/job-store.ts); the sockets in the agent link.
  */
 import type { JobExit, StreamName } from '../contracts/agent-protocol.ts';
@@ -11,7 +11,7 @@ import { RUNTIMES, type RuntimeName } from '../contracts/runtimes.ts';
 import { concurrencyLimitMessage } from '../policy/engine.ts';
 import { MISSED_HEARTBEATS, type AgentLink } from './agent-link.ts';
 import type { ArtifactUploads } from './artifact-uploads.ts';
-import type { D1Mirror } from './d1-mirror.ts';
+import type { AuditLog } from './audit-log.ts';
 import { DispatchRequest, type KeptOutput, type SubmitAnswer } from './events.ts';
 import type { Followers } from './followers.ts';
 import type { DispatchHost, Wakes } from './host.ts';
@@ -25,7 +25,8 @@ export interface JobsParts {
   link: AgentLink;
   followers: Followers;
   uploads: ArtifactUploads;
-  mirror: D1Mirror;
+  /** The call's audit row: written with the job, completed when it starts and ends. */
+  audit: Pick<AuditLog, 'record' | 'completeJob'>;
   /** A job.start went out on its agent's socket (a trace step of the hot path). */
   onStartSent(): void;
   /** Set when the deployment is misconfigured (an unknown Workers plan): every job is refused with it, and audited. */
@@ -40,6 +41,19 @@ export interface DispatchHealth {
   running: number;
   /** The last job that ended since the object started (memory only: null after a restart until one ends). */
   lastJob: { endedAt: number; durationMs: number; queueWaitMs: number } | null;
+  /** What woke this instance of the object since it started (the DO fills it in: team-dispatcher.ts). */
+  wakes?: DispatchWakes;
+}
+
+/**
+ * The object's wake-ups that cost an idle team: agent messages (`webSocketMessage`) and alarms, counted
+ * in memory since `since` (when this instance started; a hibernated object starts a new one). An idle
+ * team's agents' pings are answered by the platform and count nothing.
+ */
+export interface DispatchWakes {
+  since: number;
+  messages: number;
+  alarms: number;
 }
 
 export class Jobs implements Wakes {
@@ -78,17 +92,22 @@ export class Jobs implements Wakes {
       maxConcurrent: req.maxConcurrentJobs,
       deadline: now + req.queueWaitMs,
       now,
-      audit: {
-        ...req.audit,
-        team,
-        subject: req.subject,
-        tokenId: req.tokenId,
-        tool: req.tool,
-        decision: 'allowed',
-        jobId: req.spec.jobId,
-        exitStatus: 'queued',
-      },
     });
+    if (row) {
+      this.p.audit.record(
+        {
+          ...req.audit,
+          team,
+          subject: req.subject,
+          tokenId: req.tokenId,
+          tool: req.tool,
+          decision: 'allowed',
+          jobId: req.spec.jobId,
+          exitStatus: 'queued',
+        },
+        now,
+      );
+    }
     // A job id it has already: the submit was sent again (its answer lost), and the job is as it stands.
     if (!row) return answerFor(this.store.get(req.spec.jobId)!);
     if (this.p.configError) {
@@ -107,8 +126,6 @@ export class Jobs implements Wakes {
       if (why && why !== 'no_agent') this.close(req.spec.jobId, 'refused', { error: await this.refusal(req.spec.jobId, why) });
       else await this.pump();
     }
-    // The job's D1 rows (index + audit) follow in the background: with its end if it ends soon.
-    this.p.mirror.soon();
     this.observe(null);
     return answerFor(this.store.get(req.spec.jobId)!);
   }
@@ -239,19 +256,19 @@ export class Jobs implements Wakes {
         }
         this.p.onStartSent();
         this.p.followers.emit(jobId, { type: 'started', jobId, agentId, sandbox: r.sandbox });
-        this.p.mirror.soon();
+        this.p.audit.completeJob(this.store.view(this.store.get(jobId)!));
       }
       if (!retry) break;
     }
     await this.host.wake();
   }
 
-  /** Moves a job to its terminal state (once), tells whoever waits, and queues the D1/audit update. */
+  /** Moves a job to its terminal state (once), completes its call's audit row and tells whoever waits. */
   close(jobId: string, state: JobState, o: { exit?: JobExit; error?: Failure; fromAgent?: string }): boolean {
     if (!this.store.finish(jobId, state, this.host.now(), o)) return false;
+    this.p.audit.completeJob(this.store.view(this.store.get(jobId)!));
     // job_status waiters learn the end now; a caller waiting for the whole result also gets the stored artifact.
     this.p.followers.ended(jobId);
-    void this.p.mirror.sync();
     this.observe(this.store.get(jobId));
     return true;
   }

@@ -6,20 +6,20 @@
  *   - jobs (jobs.ts over job-store.ts): submit, placement by the pure scheduler, exactly-once ends;
  *   - followers (followers.ts): callers waiting on a job (memory only: they are live calls);
  *   - artifact uploads (artifact-uploads.ts over upload-store.ts): who may write an artifact, multipart;
- *   - D1 mirror (d1-mirror.ts): the jobs' index and audit rows, copied in the background;
+ *   - audit log (audit-log.ts): every call's audit row, the team's own (the shared D1 holds none);
  *   - egress (egress.ts): a job's network asks (approvals) and connection log.
  * The shell wires them to the Workers RPC methods the edge calls (client.ts) and to the platform's
  * socket and alarm events; its one alarm fires at the soonest wake-up any capability asks for.
  */
 import { DurableObject } from 'cloudflare:workers';
 import type { Env } from '../env.ts';
-import type { JobExit, StreamName } from '../contracts/agent-protocol.ts';
+import { AGENT_PING, AGENT_PONG, type JobExit, type StreamName } from '../contracts/agent-protocol.ts';
 import { JOB_RETENTION_MS, type AgentView, type JobListFilter, type JobState, type JobView } from '../contracts/jobs.ts';
 import { workersPlan } from '../platform/plan.ts';
 import { DEFAULT_HEARTBEAT_MS, gatewayConfig } from '../platform/config.ts';
 import { stamp } from '../mcp/trace.ts';
 import { capabilities, type Capabilities } from './capabilities.ts';
-import type { DispatchHealth } from './jobs.ts';
+import type { DispatchHealth, DispatchWakes } from './jobs.ts';
 import type {
   DispatchRequest,
   KeptOutput,
@@ -34,14 +34,30 @@ import type {
   UploadWho,
 } from './events.ts';
 import type { DispatchHost } from './host.ts';
+import type { AdminDecision, ApprovalOutcome, ApprovalRow, OpenApproval, UseApproval } from '../approval/record.ts';
+import type { EgressConnectionView, JobNetworkView } from '../contracts/network.ts';
+import type { ApprovalListFilter } from './approvals.ts';
+import type { TeamTask } from './tasks.ts';
+import type { ImportCount, TeamRecordsImport } from './team-records-client.ts';
+import type { ArtifactRow, BodyPlace, StoredArtifact } from './artifact-index.ts';
+import type { AuditEntry, AuditFilter, AuditRow } from '../store/audit.ts';
+import type { TeamOverview, TeamOverviewQuery } from './events.ts';
+import type { Admission, Suspension } from './admission.ts';
+import type { PolicyStamp } from '../store/admission.ts';
 
 export class TeamDispatcher extends DurableObject<Env> {
   private readonly host: DispatchHost;
   private caps: Capabilities | null = null;
   private teamName: string | null = null;
+  /** Wake-ups of this instance (health's `wakes`): memory only, like the instance. */
+  private readonly woken: DispatchWakes = { since: Date.now(), messages: 0, alarms: 0 };
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
+    // Agents' heartbeats are answered by the platform without waking the object, hibernated or not; it
+    // reads when it last answered each socket (lastPing). Only this exact text matches.
+    // https://developers.cloudflare.com/durable-objects/api/websockets/#setwebsocketautoresponse
+    ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(AGENT_PING, AGENT_PONG));
     // Every request reaching the object passed the config guard; a broken value never gets here.
     const cfg = gatewayConfig(env);
     this.host = {
@@ -52,7 +68,9 @@ export class TeamDispatcher extends DurableObject<Env> {
       team: () => this.team(),
       heartbeatMs: cfg.ok ? cfg.config.heartbeatMs : DEFAULT_HEARTBEAT_MS,
       sockets: () => ctx.getWebSockets(),
+      lastPing: (ws) => ctx.getWebSocketAutoResponseTimestamp(ws)?.getTime() ?? null,
       wake: () => this.rearm(),
+      audit: (e) => void this.c.auditLog.record(e),
     };
   }
 
@@ -143,12 +161,32 @@ export class TeamDispatcher extends DurableObject<Env> {
   }
 
   health(): DispatchHealth {
-    return this.c.jobs.health();
+    return { ...this.c.jobs.health(), wakes: { ...this.woken } };
   }
 
-  /** A token was revoked: every agent socket that authenticated with it goes now. */
-  revokeToken(tokenId: string): number {
-    return this.c.link.revoke(tokenId);
+  // ================= RPC: admission (admission.ts, called through admission-client.ts) =================
+
+  /** Every authenticated request of the team: revoked?, the policy version, suspended? */
+  admit(jti: string): Promise<Admission> {
+    // The team's first request after an upgrade starts moving its history out of D1, in the background.
+    if (!this.c.legacy.finished) void this.c.legacy.catchUp();
+    return this.c.admission.admit(jti);
+  }
+
+  /** A token was revoked: refused from the team's next request on, and every agent socket that authenticated with it goes now. */
+  revokeToken(tokenId: string, revokedAt: number): { revokedAt: number; agentsDisconnected: number } {
+    const at = this.c.admission.revoke(tokenId, revokedAt);
+    return { revokedAt: at, agentsDisconnected: this.c.link.revoke(tokenId) };
+  }
+
+  policyChanged(stamp: PolicyStamp): void {
+    this.c.admission.policyChanged(stamp);
+  }
+
+  /** Suspends the team (every call refused, agents told and disconnected) or, with null, resumes it. */
+  suspend(s: Suspension | null): number {
+    this.c.admission.suspend(s);
+    return s ? this.c.link.disconnectAll(`team suspended: ${s.reason}`) : 0;
   }
 
   beginUpload(u: UploadWho): UploadAnswer {
@@ -183,6 +221,124 @@ export class TeamDispatcher extends DurableObject<Env> {
     return this.c.uploads.multipartAbandon(u);
   }
 
+  // ================= RPC: the team's audit log (audit-log.ts, called through audit-client.ts) =================
+
+  recordAudit(e: AuditEntry): number | null {
+    return this.c.auditLog.record(e);
+  }
+
+  /** Reads of the history first move what an older deployment left of it in D1 (legacy-import.ts). */
+  async queryAudit(f: AuditFilter): Promise<{ entries: AuditRow[]; nextCursor: string | null }> {
+    await this.c.legacy.catchUp();
+    return this.c.auditLog.query(f);
+  }
+
+  async auditRowsOfJobs(jobIds: string[]): Promise<AuditRow[]> {
+    await this.c.legacy.catchUp();
+    return this.c.auditLog.jobRows(jobIds);
+  }
+
+  /** The dashboard's landing figures from the team's own tables (src/admin/overview.ts). */
+  async overview(q: TeamOverviewQuery): Promise<TeamOverview> {
+    await this.c.legacy.catchUp();
+    const failed = this.c.store.failed(q.failuresSince, q.failures);
+    return {
+      jobsByState: this.c.store.countByState(q.since),
+      denials: this.c.auditLog.denials(q.since, q.recent),
+      failures: failed.map((r) => this.c.store.view(r)),
+    };
+  }
+
+  // ================= RPC: the team's artifact index (artifact-index.ts, called through artifact-client.ts) =================
+
+  /** The upload route stored a stream (in R2, or `body` to keep here): index it and complete the stream's upload. */
+  async artifactUploaded(a: StoredArtifact, body: Uint8Array | null): Promise<BodyPlace> {
+    const place = this.c.artifacts.store(a, body);
+    this.c.uploads.end(a.jobId, a.stream, true, a.r2Key !== null ? a.bytes : (body?.byteLength ?? 0));
+    await this.rearm();
+    return place;
+  }
+
+  /** Script mode stored a stream: index it (no upload to complete). */
+  async indexArtifact(a: StoredArtifact, body: Uint8Array | null): Promise<BodyPlace> {
+    const place = this.c.artifacts.store(a, body);
+    await this.rearm();
+    return place;
+  }
+
+  artifactRows(handle: string): ArtifactRow[] {
+    return this.c.artifacts.rows(handle);
+  }
+
+  recentArtifacts(limit: number): ArtifactRow[] {
+    return this.c.artifacts.recent(limit);
+  }
+
+  artifactBytes(handle: string, stream: StreamName, offset: number, length: number): Uint8Array | null {
+    return this.c.artifacts.read(handle, stream, offset, length);
+  }
+
+  // ================= RPC: the team's approvals, tasks and egress log (approvals.ts, tasks.ts, egress.ts; called through team-records-client.ts) =================
+
+  async openApproval(o: OpenApproval): Promise<{ row: ApprovalRow; reused: boolean }> {
+    const r = this.c.approvals.open(o);
+    await this.rearm();
+    return r;
+  }
+
+  approval(id: string): ApprovalRow | null {
+    return this.c.approvals.get(id);
+  }
+
+  approvals(f: ApprovalListFilter): ApprovalRow[] {
+    return this.c.approvals.list(f);
+  }
+
+  /** An admin's decision; a job's egress ask waiting on the approval is answered in the same step. */
+  decideApproval(id: string, d: AdminDecision): ApprovalOutcome {
+    return this.c.approvals.decide(id, d);
+  }
+
+  consumeApproval(c: UseApproval): ApprovalOutcome {
+    return this.c.approvals.consume(c);
+  }
+
+  answerApprovalPrompt(c: UseApproval & { approve: boolean; by: string }): ApprovalOutcome {
+    return this.c.approvals.answerPrompt(c);
+  }
+
+  async saveTask(t: TeamTask): Promise<void> {
+    this.c.tasks.save(t);
+    await this.rearm();
+  }
+
+  /** The subject's task and its job's state, in one call (tasks/get, tasks/cancel). */
+  async task(subject: string, taskId: string, now: number): Promise<{ task: TeamTask; view: JobView } | null> {
+    const task = this.c.tasks.find(subject, taskId, now);
+    if (!task) return null;
+    const view = await this.c.jobs.status(taskId, 0);
+    return view ? { task, view } : null;
+  }
+
+  jobNetwork(jobId: string): JobNetworkView | null {
+    return this.c.egress.jobNetwork(jobId);
+  }
+
+  egressConnections(f: { limit: number; refusedOnly?: boolean; before?: number }): EgressConnectionView[] {
+    return this.c.egress.connections(f);
+  }
+
+  /** Old rows from D1 (the migration tool): each kind taken in idempotently; retention applies to them from the next alarm. */
+  async importRecords(r: TeamRecordsImport): Promise<{ approvals: ImportCount; tasks: ImportCount; egress: ImportCount }> {
+    const counts = {
+      approvals: this.c.approvals.import(r.approvals ?? []),
+      tasks: this.c.tasks.import(r.tasks ?? []),
+      egress: this.c.egress.import({ connections: r.egressConnections ?? [], jobs: r.egressJobs ?? [] }),
+    };
+    await this.rearm();
+    return counts;
+  }
+
   // ================= platform events: agent sockets and the alarm =================
 
   /**
@@ -191,6 +347,7 @@ export class TeamDispatcher extends DurableObject<Env> {
    * them): a refused socket's are dropped here, with one lookup and no promise, parse or storage.
    */
   webSocketMessage(ws: WebSocket, raw: string | ArrayBuffer): Promise<void> | undefined {
+    this.woken.messages += 1;
     if (this.c.link.isRefused(ws)) return undefined;
     return this.c.messages.receive(ws, raw);
   }
@@ -205,11 +362,14 @@ export class TeamDispatcher extends DurableObject<Env> {
 
   /** Each capability's timed work in turn, then retention, then the next wake-up. */
   async alarm(): Promise<void> {
+    this.woken.alarms += 1;
     const now = this.host.now();
-    await this.c.link.onAlarm(now);
+    this.c.link.onAlarm(now);
     await this.c.jobs.onAlarm(now);
-    await this.c.mirror.sync();
     await this.c.egress.onAlarm(now);
+    this.c.approvals.onAlarm(now);
+    this.c.tasks.onAlarm(now);
+    await this.c.artifacts.onAlarm(now);
     const pruned = this.c.store.prune(now - JOB_RETENTION_MS);
     this.c.uploads.forget(pruned);
     this.c.egress.forget(pruned);

@@ -14,7 +14,7 @@ import type { JobSelector } from '../contracts/jobs.ts';
 import { decide, type PolicyDecision, type PolicyRequest } from '../policy/engine.ts';
 import { teamPolicyOf } from '../policy/cache.ts';
 import { newArtifactHandle } from '../store/artifacts.ts';
-import { writeAudit } from '../store/audit.ts';
+import { recordAudit } from '../dispatch/audit-client.ts';
 import { awaitJob, cancelByCall, jobOutcome, jobStatus, submitAndFollow, type DispatchOutcome } from '../dispatch/client.ts';
 import { isSettled } from '../contracts/jobs.ts';
 import { callCancelKey, type ToolContext, type ToolExtra } from './context.ts';
@@ -93,7 +93,7 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
       if (gate.kind === 'prompt') {
         audited = true;
         note({ decision: 'asked', stage: 'approval', outcome: 'input_required' });
-        await writeAudit(env.DB, {
+        await recordAudit(env, {
           ...auditBase,
           decision: 'asked',
           reason: `${decision.stage}: ${decision.reason}; asked the MCP client's user to approve (approval prompt)`,
@@ -105,7 +105,7 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
       if (gate.kind === 'refused') {
         audited = true;
         note({ decision: gate.refusal.asked ? 'asked' : 'denied', stage: 'approval' });
-        await writeAudit(env.DB, {
+        await recordAudit(env, {
           ...auditBase,
           decision: gate.refusal.asked ? 'asked' : 'denied',
           reason: `${gate.refusal.code}: ${gate.refusal.message}`,
@@ -120,7 +120,7 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
     } else if (!decision.allowed || !decision.effective) {
       audited = true;
       note({ decision: 'denied', stage: decision.stage });
-      await writeAudit(env.DB, { ...auditBase, decision: 'denied', reason: `${decision.stage}: ${decision.reason}`, durationMs: Date.now() - started });
+      await recordAudit(env, { ...auditBase, decision: 'denied', reason: `${decision.stage}: ${decision.reason}`, durationMs: Date.now() - started });
       return { kind: 'denied', decision };
     }
     const eff = decision.effective;
@@ -224,7 +224,7 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
     // Exactly one row: none yet → write it. If the DO did take the job and only its answer was
     // lost, its own copy of the row finds this one (same job id) and completes it.
     if (!audited) {
-      await writeAudit(env.DB, {
+      await recordAudit(env, {
         ...auditBase,
         decision: 'failed',
         reason: `internal: ${failure ?? 'no decision'}`,

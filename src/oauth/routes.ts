@@ -19,7 +19,7 @@ import {
   revokeGrantRow,
   teamOfGrant,
 } from '../store/oauth-grants.ts';
-import { writeAudit } from '../store/audit.ts';
+import { recordAudit } from '../dispatch/audit-client.ts';
 import { consentPage, errorPage, type ConsentView } from './consent.ts';
 import { ROLE_SCOPES, crossSiteRefusal, pickMembership, signedInIdentity } from '../members/auth.ts';
 import { oidcConfig } from '../members/oidc.ts';
@@ -289,7 +289,7 @@ async function grant(
     expiresAt: now + REFRESH_TOKEN_TTL_S * 1000,
   });
   await forgetGrants(c.req.raw, c.env, replaced);
-  await writeAudit(c.env.DB, {
+  await recordAudit(c.env, {
     team,
     subject: g.subject,
     tokenId: g.tokenId,

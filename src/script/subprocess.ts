@@ -7,7 +7,7 @@
 import type { PolicyDecision } from '../policy/engine.ts';
 import type { ScriptPolicy } from '../contracts/policy.ts';
 import { describeIssues, type ErrorCode } from '../contracts/errors.ts';
-import { writeAudit } from '../store/audit.ts';
+import { recordAudit } from '../dispatch/audit-client.ts';
 import { executeResult, runGoverned, type GovernedOutcome } from '../mcp/governed-run.ts';
 import type { ToolContext, ToolExtra } from '../mcp/context.ts';
 import type { ScriptSlot } from './request-budget.ts';
@@ -84,7 +84,7 @@ export async function runSubprocess(sc: SubprocessContext, raw: unknown): Promis
   };
   const refuse = async (message: string): Promise<Answer> => {
     // Each refusal's audit row is a subrequest too: past the request's limit a refusal goes unaudited.
-    if (sc.slot.takeRefusalAudit()) await writeAudit(ctx.env.DB, { ...auditBase, decision: 'denied', reason: message });
+    if (sc.slot.takeRefusalAudit()) await recordAudit(ctx.env, { ...auditBase, decision: 'denied', reason: message });
     return fail('limit_reached', message);
   };
   // Reserve before anything is awaited: subprocesses started at once each see the others' reservations.

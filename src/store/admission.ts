@@ -1,8 +1,6 @@
 /**
- * What every authenticated request needs from storage, in one D1 query: whether its token is
- * revoked, and which version of the team's policy is current (the policy cache keys on it).
- * Revocation is read from D1 on every request, never cached, so a revoked token is refused on
- * its very next request from any isolate.
+ * What the team's Durable Object reads of D1 once, to answer admission itself from then on
+ * (src/dispatch/admission.ts): the team's revoked tokens and the version of its stored policy.
  */
 import type { Env } from '../env.ts';
 
@@ -13,21 +11,14 @@ export interface PolicyStamp {
   updatedAt: number | null;
 }
 
-export interface Admission {
-  revoked: boolean;
-  policy: PolicyStamp;
-}
-
-export async function admissionOf(env: Env, team: string, jti: string): Promise<Admission> {
-  const row = await env.DB.prepare(
-    `SELECT
-       (EXISTS (SELECT 1 FROM revocations WHERE jti = ?1 AND team = ?2)
-        OR EXISTS (SELECT 1 FROM tokens WHERE jti = ?1 AND team = ?2 AND revoked_at IS NOT NULL)) AS revoked,
-       p.version AS version, p.updated_at AS updated_at
-     FROM (SELECT 1) LEFT JOIN policies p ON p.team = ?2`,
-  )
-    .bind(jti, team)
-    .first<{ revoked: number; version: number | null; updated_at: number | null }>();
-  if (!row) throw new Error('the admission query returned no row');
-  return { revoked: row.revoked !== 0, policy: { version: row.version, updatedAt: row.updated_at } };
+export async function admissionSeed(env: Env, team: string): Promise<{ revoked: { jti: string; revokedAt: number }[]; policy: PolicyStamp }> {
+  const [revoked, policy] = await env.DB.batch([
+    env.DB.prepare(
+      `SELECT jti, revoked_at AS revokedAt FROM revocations WHERE team = ?1
+       UNION SELECT jti, revoked_at AS revokedAt FROM tokens WHERE team = ?1 AND revoked_at IS NOT NULL`,
+    ).bind(team),
+    env.DB.prepare(`SELECT version, updated_at AS updatedAt FROM policies WHERE team = ?`).bind(team),
+  ]);
+  const p = (policy.results[0] as PolicyStamp | undefined) ?? { version: null, updatedAt: null };
+  return { revoked: revoked.results as { jti: string; revokedAt: number }[], policy: p };
 }

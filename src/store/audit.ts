@@ -1,7 +1,7 @@
 /**
- * Audit log: one D1 row per tool call — allowed, denied or failed. Commands and reasons are
- * redacted before storage (a secret in an argv or env must not become readable by every admin),
- * and queries are always keyed by team, newest first, with an opaque id cursor.
+ * The audit log's shapes and redaction: one row per tool call — allowed, denied, asked or failed —
+ * kept in the team's Durable Object (src/dispatch/audit-log.ts). Commands and reasons are redacted
+ * before storage (a secret in an argv or env must not become readable by every admin).
  */
 export interface AuditEntry {
   /** When the call was made (ms); now when absent. A job's row reaches D1 after the call (the team's DO writes it). */
@@ -82,43 +82,30 @@ export const AUDIT_TOOLS = [
 /** An agent's connection refused by its team's Durable Object (a `hello` claiming more than its token grants). */
 export const AGENT_CONNECT_AUDIT_TOOL = 'agent.connect' satisfies (typeof AUDIT_TOOLS)[number];
 
-/**
- * The INSERT of one audit row, to run alone or in a batch with other writes of the same call.
- * A job's row exists once (migrations/0008): inserting it again (a retried copy from the team's
- * DO, or the Worker's own `failed` row for a dispatch whose answer was lost) changes nothing.
- */
-export function auditInsert(db: D1Database, e: AuditEntry): D1PreparedStatement {
-  const command = e.command === undefined ? null : boundedJson(redact(e.command));
-  return db
-    .prepare(
-      `INSERT INTO audit (at, team, subject, token_id, tool, command, cwd, decision, reason, job_id, exit_status, duration_ms, bytes, parent_job_id, approval_id)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT DO NOTHING`,
-    )
-    .bind(
-      e.at ?? Date.now(),
-      e.team,
-      e.subject,
-      e.tokenId ?? null,
-      e.tool,
-      command,
-      e.cwd ?? null,
-      e.decision,
-      e.reason === undefined ? null : boundedText(redactString(e.reason)),
-      e.jobId ?? null,
-      e.exitStatus ?? null,
-      e.durationMs ?? null,
-      e.bytes ?? null,
-      e.parentJobId ?? null,
-      e.approvalId ?? null,
-    );
-}
+/** The tools whose audit rows are governed jobs': one row per job, found by its job id. */
+export const AUDIT_JOB_TOOLS = `('execute', 'runtime_execute', 'run_script')`;
 
-/** Inserts one audit row; returns its id (a running job's row is completed later by its id). */
-export async function writeAudit(db: D1Database, e: AuditEntry): Promise<number | null> {
-  const r = await auditInsert(db, e).run();
-  const id = r.meta?.last_row_id;
-  return typeof id === 'number' ? id : null;
+/**
+ * One audit row's stored columns, in order: at, subject, token_id, tool, command, cwd, decision,
+ * reason, job_id, exit_status, duration_ms, bytes, parent_job_id, approval_id — redacted and bounded.
+ */
+export function auditColumns(e: AuditEntry, now: number): (string | number | null)[] {
+  return [
+    e.at ?? now,
+    e.subject,
+    e.tokenId ?? null,
+    e.tool,
+    e.command === undefined ? null : boundedJson(redact(e.command)),
+    e.cwd ?? null,
+    e.decision,
+    e.reason === undefined ? null : boundedText(redactString(e.reason)),
+    e.jobId ?? null,
+    e.exitStatus ?? null,
+    e.durationMs ?? null,
+    e.bytes ?? null,
+    e.parentJobId ?? null,
+    e.approvalId ?? null,
+  ];
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -226,13 +213,15 @@ export interface AuditFilter {
   until?: number;
   /** Rows about one approval: the ask, the decision, the run. */
   approvalId?: string;
+  /** The row of one governed job. */
+  jobId?: string;
 }
 
-const AUDIT_DEFAULT_LIMIT = 50;
+export const AUDIT_DEFAULT_LIMIT = 50;
 export const AUDIT_MAX_LIMIT = 500;
 
 /** Opaque paging cursor: the id of the last row returned (rows are ordered by id, newest first). */
-const encodeCursor = (id: number): string => btoa(`audit:${id}`).replace(/=+$/, '');
+export const encodeCursor = (id: number): string => btoa(`audit:${id}`).replace(/=+$/, '');
 export function decodeCursor(c: string): number | null {
   try {
     const m = /^audit:(\d{1,15})$/.exec(atob(c));
@@ -240,95 +229,6 @@ export function decodeCursor(c: string): number | null {
   } catch {
     return null;
   }
-}
-
-interface DbAuditRow {
-  id: number;
-  at: number;
-  subject: string;
-  token_id: string | null;
-  tool: string;
-  command: string | null;
-  cwd: string | null;
-  decision: string;
-  reason: string | null;
-  job_id: string | null;
-  exit_status: string | null;
-  duration_ms: number | null;
-  bytes: number | null;
-  parent_job_id: string | null;
-  approval_id: string | null;
-}
-
-/**
- * The team's audit rows, newest first. Filters are assumed validated (the admin route does it);
- * an undecodable cursor is treated as an error by throwing, so callers validate it first too.
- */
-export async function queryAudit(db: D1Database, team: string, f: AuditFilter): Promise<{ entries: AuditRow[]; nextCursor: string | null }> {
-  const limit = Math.min(Math.max(1, Math.floor(f.limit ?? AUDIT_DEFAULT_LIMIT)), AUDIT_MAX_LIMIT);
-  const where = ['team = ?'];
-  const params: unknown[] = [team];
-  if (f.cursor !== undefined) {
-    const id = decodeCursor(f.cursor);
-    if (id === null) throw new Error('invalid cursor');
-    where.push('id < ?');
-    params.push(id);
-  }
-  if (f.decision !== undefined) {
-    where.push('decision = ?');
-    params.push(f.decision);
-  }
-  if (f.tool !== undefined) {
-    where.push('tool = ?');
-    params.push(f.tool);
-  }
-  if (f.subject !== undefined) {
-    where.push('subject = ?');
-    params.push(f.subject);
-  }
-  if (f.since !== undefined) {
-    where.push('at >= ?');
-    params.push(f.since);
-  }
-  if (f.until !== undefined) {
-    where.push('at < ?');
-    params.push(f.until);
-  }
-  if (f.approvalId !== undefined) {
-    where.push('approval_id = ?');
-    params.push(f.approvalId);
-  }
-  // One extra row tells whether another page exists without a COUNT.
-  params.push(limit + 1);
-  const r = await db
-    .prepare(
-      `SELECT id, at, subject, token_id, tool, command, cwd, decision, reason, job_id, exit_status, duration_ms, bytes, parent_job_id, approval_id
-       FROM audit WHERE ${where.join(' AND ')} ORDER BY id DESC LIMIT ?`,
-    )
-    .bind(...params)
-    .all<DbAuditRow>();
-  const rows = r.results;
-  const page = rows.slice(0, limit);
-  const entries = page.map(
-    (x): AuditRow => ({
-      id: x.id,
-      at: x.at,
-      subject: x.subject,
-      tokenId: x.token_id,
-      tool: x.tool,
-      command: parseJson(x.command),
-      cwd: x.cwd,
-      decision: x.decision,
-      reason: x.reason,
-      jobId: x.job_id,
-      exitStatus: x.exit_status,
-      durationMs: x.duration_ms,
-      bytes: x.bytes,
-      parentJobId: x.parent_job_id,
-      approvalId: x.approval_id,
-    }),
-  );
-  return { entries, nextCursor: rows.length > limit ? encodeCursor(page[page.length - 1].id) : null };
 }
 
 /** A JSON column as its value; text that is not JSON (an older row) as itself. */

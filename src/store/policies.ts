@@ -40,7 +40,7 @@ export async function getTeamPolicy(env: Env, team: string): Promise<TeamPolicy>
 }
 
 /** Stores `policy` (already validated) as the team's next version, and keeps that version in the history. */
-export async function putTeamPolicy(env: Env, team: string, policy: PolicyDocument, by: string, now = Date.now()): Promise<{ version: number }> {
+export async function putTeamPolicy(env: Env, team: string, policy: PolicyDocument, by: string, now = Date.now()): Promise<{ version: number; updatedAt: number }> {
   // One batch is one transaction: the history row is exactly the version just written.
   const [upsert] = await env.DB.batch<{ version: number }>([
     env.DB.prepare(
@@ -54,7 +54,7 @@ export async function putTeamPolicy(env: Env, team: string, policy: PolicyDocume
        SELECT team, version, document, updated_by, updated_at FROM policies WHERE team = ?1`,
     ).bind(team),
   ]);
-  return { version: upsert.results[0].version };
+  return { version: upsert.results[0].version, updatedAt: now };
 }
 
 export interface PolicyVersion {

@@ -70,17 +70,6 @@ function grantOf(json: string | null): AgentGrant | null {
   }
 }
 
-/** True when the token `jti` of `team` was revoked (recorded token or a bare revocation). */
-export async function isRevoked(env: Env, team: string, jti: string): Promise<boolean> {
-  const row = await env.DB.prepare(
-    `SELECT 1 AS r FROM revocations WHERE jti = ?1 AND team = ?2
-     UNION ALL SELECT 1 AS r FROM tokens WHERE jti = ?1 AND team = ?2 AND revoked_at IS NOT NULL LIMIT 1`,
-  )
-    .bind(jti, team)
-    .first<{ r: number }>();
-  return row !== null;
-}
-
 /** Records a minted token (times in ms since the epoch, like every other table). */
 export async function insertToken(
   env: Env,
@@ -127,21 +116,24 @@ export async function listTokens(env: Env, team: string, limit = 1000): Promise<
   return r.results.map(toRow);
 }
 
-export type RevokeResult = { ok: true; value: { jti: string; revokedAt: number } } | { ok: false; error: { code: 'not_found'; message: string } };
+export type RevokeTarget = { ok: true; value: { jti: string; revokedAt: number; recorded: boolean } } | { ok: false; error: { code: 'not_found'; message: string } };
 
 /**
- * Revokes `jti` for `team`. A token this gateway issued must be one of the team's (else not
- * found). A token it did not issue (offline bootstrap, external issuer) is only revoked when the
- * caller says so with `unrecorded`, so a typo in a jti is "not found" rather than a silent no-op.
+ * What revoking `jti` for `team` would record: when (the first revocation's time if there is one)
+ * and whether the gateway issued it. A token this gateway issued must be one of the team's (else
+ * not found). A token it did not issue (offline bootstrap, external issuer) is only revoked when
+ * the caller says so with `unrecorded`, so a typo in a jti is "not found" rather than a silent no-op.
  * Revocations are keyed by (team, jti): another team revoking the same jti changes nothing here.
- * Idempotent: revoking twice keeps the first time.
  */
-export async function revokeToken(env: Env, team: string, jti: string, o: { unrecorded?: boolean; now?: number } = {}): Promise<RevokeResult> {
+export async function revocationTarget(env: Env, team: string, jti: string, o: { unrecorded?: boolean; now?: number } = {}): Promise<RevokeTarget> {
   const now = o.now ?? Date.now();
-  const owner = await env.DB.prepare('SELECT revoked_at FROM tokens WHERE jti = ? AND team = ?').bind(jti, team).first<{ revoked_at: number | null }>();
-  if (owner?.revoked_at != null) return { ok: true, value: { jti, revokedAt: owner.revoked_at } };
-  const existing = await env.DB.prepare('SELECT revoked_at FROM revocations WHERE team = ? AND jti = ?').bind(team, jti).first<{ revoked_at: number }>();
-  if (!owner && !existing && !o.unrecorded) {
+  const [owner, existing] = await env.DB.batch<{ revoked_at: number | null }>([
+    env.DB.prepare('SELECT revoked_at FROM tokens WHERE jti = ? AND team = ?').bind(jti, team),
+    env.DB.prepare('SELECT revoked_at FROM revocations WHERE team = ? AND jti = ?').bind(team, jti),
+  ]);
+  const own = owner.results[0];
+  const prior = own?.revoked_at ?? existing.results[0]?.revoked_at ?? null;
+  if (!own && prior === null && !o.unrecorded) {
     return {
       ok: false,
       error: {
@@ -150,11 +142,15 @@ export async function revokeToken(env: Env, team: string, jti: string, o: { unre
       },
     };
   }
-  const revokedAt = existing?.revoked_at ?? now;
-  const stmts = [env.DB.prepare('INSERT OR IGNORE INTO revocations (team, jti, revoked_at) VALUES (?, ?, ?)').bind(team, jti, revokedAt)];
-  if (owner) stmts.push(env.DB.prepare('UPDATE tokens SET revoked_at = ? WHERE jti = ? AND team = ? AND revoked_at IS NULL').bind(revokedAt, jti, team));
-  await env.DB.batch(stmts);
-  return { ok: true, value: { jti, revokedAt } };
+  return { ok: true, value: { jti, revokedAt: prior ?? now, recorded: own !== undefined } };
+}
+
+/** Records a revocation in the directory (idempotent: revoking twice keeps the first time). The team's DO took it first. */
+export async function recordRevocation(env: Env, team: string, jti: string, revokedAt: number): Promise<void> {
+  await env.DB.batch([
+    env.DB.prepare('INSERT OR IGNORE INTO revocations (team, jti, revoked_at) VALUES (?, ?, ?)').bind(team, jti, revokedAt),
+    env.DB.prepare('UPDATE tokens SET revoked_at = ? WHERE jti = ? AND team = ? AND revoked_at IS NULL').bind(revokedAt, jti, team),
+  ]);
 }
 
 /** The live (not revoked, not expired) tokens member `memberId` of `team` minted, with the role they minted them as. */

@@ -65,7 +65,6 @@ beforeEach(() => {
     maxConcurrent: 4,
     deadline: 1e9,
     now: 1,
-    audit: { team: 'acme', subject: 'alice', tool: 'execute', decision: 'allowed' },
   });
   store.assign('j', { id: 'a1', subject: 'agent-a', sandbox: 'bwrap' }, 2);
   grant = uploads.grant('j', 'a1', 2);
@@ -178,7 +177,6 @@ describe('artifact uploads', () => {
     expect(aborted).toEqual(['k/u-stderr']);
     // The job ends and is pruned: its other upload goes too, and so does its grant.
     store.finish('j', 'exited', 3, { exit: exitOf('j', []), fromAgent: 'a1' });
-    store.markSynced('j', 'exited');
     uploads.forget(store.prune(10));
     await uploads.abortAbandoned();
     expect(aborted).toEqual(['k/u-stderr', 'k/u-stdout']);

@@ -104,21 +104,20 @@ describe('team dispatcher capabilities', () => {
     expect(wake()).toBe(Infinity);
     await t.c.jobs.submit(request('q1', { queueWaitMs: 300 }));
     expect(wake()).toBe(now + 300);
-    await t.c.mirror.sync();
     await connect(t, 'a1');
     expect(t.c.store.get('q1')?.state).toBe('running');
     expect(wake()).toBe(now + HB);
   });
 
-  it('refuses a job that waited past its deadline with no agent, and mirrors its row and audit row to D1', async () => {
+  it('refuses a job that waited past its deadline with no agent, and its audit row says so', async () => {
     const t = setup();
     expect(await t.c.jobs.submit(request('q1', { queueWaitMs: 100 }))).toMatchObject({ ok: true, state: 'queued' });
+    expect(t.c.auditLog.query({ jobId: 'q1' }).entries).toMatchObject([{ decision: 'allowed', exitStatus: 'queued' }]);
     t.host.clock.now += 101;
     await t.c.jobs.onAlarm(t.host.clock.now);
     expect(t.c.store.get('q1')).toMatchObject({ state: 'refused', error_code: 'no_agent' });
-    await t.c.mirror.sync();
-    expect(t.batches.flat()).toContain('INSERT');
-    expect(t.c.store.unsynced()).toEqual([]);
+    expect(t.c.auditLog.query({ jobId: 'q1' }).entries).toMatchObject([{ decision: 'failed', exitStatus: 'refused', tool: 'execute' }]);
+    expect(t.batches).toEqual([]);
   });
 
   it('reads every job back after a restart over the same storage', async () => {
@@ -141,8 +140,9 @@ describe('team dispatcher capabilities', () => {
       message:
         'Error: GATEHOUSE_WORKERS_PLAN is "enterprise"; allowed: "paid" (Workers Paid, 10000 subrequests per request) or "free" (Workers Free, 50); set it in wrangler.toml [vars]',
     });
-    await t.c.mirror.sync();
-    expect(t.batches.length).toBe(1);
+    // Audited in the team's own log, and the shared D1 is not written.
+    expect(t.c.auditLog.query({ jobId: 'j1' }).entries).toMatchObject([{ decision: 'failed', exitStatus: 'refused' }]);
+    expect(t.batches).toEqual([]);
   });
 
   it('closes every socket of a revoked token', async () => {

@@ -32,7 +32,6 @@ function jobs() {
       maxConcurrent: 4,
       deadline: 1e9,
       now: 1,
-      audit: { team: 'acme', subject: 'alice', tool: 'execute', decision: 'allowed' },
     });
   return { store, add };
 }

@@ -41,7 +41,6 @@ const newJob = (store: JobStore, id: string, extra: Partial<JobSpec> = {}) =>
     maxConcurrent: 4,
     deadline: 10_000,
     now: 1,
-    audit: { team: 'acme', subject: 'alice', tool: 'execute', decision: 'allowed', reason: 'rule r1', jobId: id, exitStatus: 'queued', at: 1 },
   });
 const exitOf = (id: string, stdout: string, extra: Partial<JobExit> = {}): JobExit => ({
   type: 'job.exit',
@@ -125,41 +124,9 @@ describe('job store', () => {
     expect(new JobStore(h).result('old')?.stdout).toBe('from a chunk\n');
   });
 
-  it("keeps the call's audit entry with a new job until D1 has both rows, and copies a queued job once", () => {
+  it('keeps jobs stored by a version that copied them to D1, and drops what only that copy needed', () => {
     const h = sqlHost();
-    const store = new JobStore(h);
-    newJob(store, 'q');
-    // Queued and not in D1 yet: the background copy must pick it up, with its spec and audit entry.
-    expect(store.unsynced().map((r) => r.id)).toEqual(['q']);
-    const rec = store.d1Record(store.get('q')!);
-    expect(rec?.spec.jobId).toBe('q');
-    expect(rec?.audit).toMatchObject({ team: 'acme', jobId: 'q', decision: 'allowed', exitStatus: 'queued', reason: 'rule r1', at: 1 });
-    store.markSynced('q', 'queued');
-    // Created: a queued job is not copied again, and no record is offered twice.
-    expect(store.unsynced()).toEqual([]);
-    expect(store.d1Record(store.get('q')!)).toBeNull();
-    // Its start and end are copied as before.
-    store.assign('q', agentA, 2);
-    expect(store.unsynced().map((r) => r.id)).toEqual(['q']);
-  });
-
-  it('marks the D1 rows created even when the job moved on while they were copied, and copies its new state later', () => {
-    const h = sqlHost();
-    const store = new JobStore(h);
-    newJob(store, 's');
-    const copied = store.get('s')!; // the copy is taken while queued…
-    store.assign('s', agentA, 2); // …and the job starts before D1 answered
-    store.markSynced('s', copied.state);
-    const row = store.get('s')!;
-    expect(row.d1_created).toBe(1);
-    expect(row.synced).toBe(0);
-    expect(store.unsynced().map((r) => r.id)).toEqual(['s']);
-    expect(store.d1Record(row)).toBeNull();
-  });
-
-  it('treats jobs stored before the DO wrote D1 rows as created (the Worker wrote them), after adding the column once', () => {
-    const h = sqlHost();
-    // The table as an earlier version created it: no d1_created column.
+    // The table as an earlier version created it: no d1_created column, an index for its copy, the audit text kept with the job.
     h.db.exec(`CREATE TABLE jobs (
       id TEXT PRIMARY KEY, seq INTEGER NOT NULL, tool TEXT NOT NULL, subject TEXT NOT NULL, token_id TEXT NOT NULL,
       cancel_key TEXT NOT NULL, runtime TEXT, sandbox_min TEXT, sel_agent TEXT, sel_labels TEXT,
@@ -167,12 +134,17 @@ describe('job store', () => {
       sandbox TEXT, created_at INTEGER NOT NULL, deadline INTEGER NOT NULL, started_at INTEGER, ended_at INTEGER,
       orphaned_at INTEGER, timeout_ms INTEGER NOT NULL, max_concurrent INTEGER NOT NULL, exit TEXT,
       error_code TEXT, error_message TEXT, audit_id INTEGER, synced INTEGER NOT NULL DEFAULT 0)`);
+    h.db.exec(`CREATE INDEX jobs_unsynced ON jobs (seq) WHERE synced = 0`);
+    h.db.exec(`CREATE TABLE job_blobs (job_id TEXT NOT NULL, kind TEXT NOT NULL, seq INTEGER NOT NULL, data TEXT NOT NULL, PRIMARY KEY (job_id, kind, seq))`);
+    h.db.exec(`INSERT INTO job_blobs VALUES ('old', 'audit', 0, '{}'), ('old', 'spec', 0, '{"jobId":"old"}')`);
     h.db.exec(`INSERT INTO jobs (id, seq, tool, subject, token_id, cancel_key, background, artifact_handle, state, created_at, deadline,
       timeout_ms, max_concurrent, audit_id) VALUES ('old', 1, 'execute', 'alice', 't1', 'k', 0, 'art_old', 'queued', 1, 10000, 1000, 4, 42)`);
     const store = new JobStore(h);
-    expect(store.get('old')).toMatchObject({ d1_created: 1, audit_id: 42 });
-    expect(store.unsynced()).toEqual([]);
-    // A second start over the same storage (the column is there now) is fine.
+    expect(store.get('old')).toMatchObject({ id: 'old', state: 'queued' });
+    expect(store.spec('old')).toEqual({ jobId: 'old' });
+    expect(h.db.prepare(`SELECT kind FROM job_blobs`).all()).toEqual([{ kind: 'spec' }]);
+    expect(h.db.prepare(`SELECT name FROM sqlite_master WHERE name = 'jobs_unsynced'`).all()).toEqual([]);
+    // A second start over the same storage is fine.
     expect(() => new JobStore(h)).not.toThrow();
   });
 

@@ -6,6 +6,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { timingSafeEqual } from 'node:crypto';
 import type { DispatchHost, SqlHost } from '../../src/dispatch/host.ts';
 import type { Env } from '../../src/env.ts';
+import type { AuditEntry } from '../../src/store/audit.ts';
 import { SQLITE_BOUND_PARAMETERS_MAX } from '../../src/platform/limits.ts';
 
 // workerd's extension of WebCrypto, which the upload grant check uses.
@@ -54,6 +55,8 @@ export class FakeSocket {
   readyState: number = WebSocket.OPEN;
   readonly sent: Record<string, unknown>[] = [];
   closed: { code: number; reason: string } | null = null;
+  /** When the platform last answered this socket's ping (AGENT_PING), as a test sets it. */
+  lastPing: number | null = null;
   private attachment: unknown = null;
   serializeAttachment(v: unknown): void {
     this.attachment = structuredClone(v);
@@ -75,7 +78,7 @@ export class FakeSocket {
   }
 }
 
-export type TestHost = DispatchHost & { db: DatabaseSync; clock: { now: number }; socketList: FakeSocket[]; wakeCalls: number };
+export type TestHost = DispatchHost & { db: DatabaseSync; clock: { now: number }; socketList: FakeSocket[]; wakeCalls: number; audits: AuditEntry[] };
 
 /** A DispatchHost over node:sqlite with a clock the test sets, the sockets it adds, and a count of alarm moves asked for. */
 export function dispatchHost(o: { env?: Partial<Env>; team?: string; heartbeatMs?: number; db?: DatabaseSync } = {}): TestHost {
@@ -89,9 +92,12 @@ export function dispatchHost(o: { env?: Partial<Env>; team?: string; heartbeatMs
     env: (o.env ?? {}) as Env,
     heartbeatMs: o.heartbeatMs ?? 1000,
     wakeCalls: 0,
+    audits: [],
+    audit: (e) => void host.audits.push(e),
     now: () => clock.now,
     team: async () => o.team ?? 'acme',
     sockets: () => socketList as unknown as WebSocket[],
+    lastPing: (ws) => (ws as unknown as FakeSocket).lastPing,
     wake: async () => {
       host.wakeCalls += 1;
     },

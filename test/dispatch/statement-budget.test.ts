@@ -85,10 +85,9 @@ describe('DO statements per execute call', () => {
     expect(lines[2].exit?.stdout).toBe('hi\n');
     expect(result?.view).toMatchObject({ state: 'exited', exit_code: 0, agent_id: 'a1' });
     expect(result?.exit?.stdout).toBe('hi\n');
-    // One D1 batch: the job's index row and audit row created, with its end.
-    expect(t.batches.slice(batches)).toEqual([['INSERT', 'INSERT', 'UPDATE', 'UPDATE']]);
-    expect(t.c.store.get('j1')).toMatchObject({ synced: 1, d1_created: 1 });
-    expect(t.c.store.unsynced()).toEqual([]);
+    // No D1 at all: the call's audit row is the team's own, written and completed here.
+    expect(t.batches.slice(batches)).toEqual([]);
+    expect(t.c.auditLog.query({ jobId: 'j1' }).entries).toMatchObject([{ decision: 'allowed', exitStatus: 'exit 0', tool: 'execute' }]);
   });
 
   it('makes no more statements for a call while 20 other jobs of the team are queued or running', async () => {
@@ -143,10 +142,9 @@ describe('DO statements per execute call', () => {
     await settle();
     expect(r.c.store.get('j4')!.seq).toBeGreaterThan(r.c.store.get('j3')!.seq);
     expect(['j1', 'j2', 'j3', 'j4'].map((id) => r.c.jobs.result(id)?.exit?.stdout)).toEqual(['one\n', 'two\n', 'three\n', 'hi\n']);
-    expect([r.c.store.queued(), r.c.store.running(), r.c.store.unsynced()]).toEqual([[], [], []]);
+    expect([r.c.store.queued(), r.c.store.running()]).toEqual([[], []]);
     // What the restarted object kept in memory matches a third reading of the same storage.
     const fresh = setup({ host: dispatchHost({ db: t.host.db, env: t.host.env, heartbeatMs: HB }) });
     for (const id of ['j0', 'j1', 'j2', 'j3', 'j4']) expect(fresh.c.store.get(id)).toEqual(r.c.store.get(id));
-    expect(fresh.c.store.unsynced()).toEqual([]);
   });
 });

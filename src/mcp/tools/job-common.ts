@@ -1,5 +1,5 @@
 /** What the job_* tools share: audit of each call, and the "not found" answer (also for another team's job). */
-import { writeAudit } from '../../store/audit.ts';
+import { recordAudit } from '../../dispatch/audit-client.ts';
 import { toolError, type ToolContext } from '../context.ts';
 
 export async function auditJobCall(
@@ -15,7 +15,7 @@ export async function auditJobCall(
   },
 ): Promise<void> {
   const p = ctx.principal;
-  await writeAudit(ctx.env.DB, {
+  await recordAudit(ctx.env, {
     team: p.team,
     subject: p.subject,
     tokenId: p.tokenId,

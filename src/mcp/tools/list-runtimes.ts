@@ -4,7 +4,7 @@ import { ListRuntimesOutput } from '../../contracts/tools.ts';
 import { RUNTIME_NAMES, RUNTIMES } from '../../contracts/runtimes.ts';
 import { getTeamPolicy } from '../../store/policies.ts';
 import { listAgents } from '../../dispatch/client.ts';
-import { writeAudit } from '../../store/audit.ts';
+import { recordAudit } from '../../dispatch/audit-client.ts';
 import { READ_ONLY, toolOutput } from '../register.ts';
 import { missingScope, toolResult, type ToolContext } from '../context.ts';
 
@@ -29,7 +29,7 @@ export function registerListRuntimes(server: McpServer, ctx: ToolContext): void 
         ),
       }));
       const p = ctx.principal;
-      await writeAudit(ctx.env.DB, { team: p.team, subject: p.subject, tokenId: p.tokenId, tool: 'list_runtimes', decision: 'allowed' });
+      await recordAudit(ctx.env, { team: p.team, subject: p.subject, tokenId: p.tokenId, tool: 'list_runtimes', decision: 'allowed' });
       const lines = runtimes.map(
         (r) =>
           `${r.name}: ${r.allowed ? 'allowed' : 'not allowed'}; ${r.agents.length ? r.agents.map((a) => `${a.agentId} ${a.version}`).join(', ') : `no agent has it (Debian package: ${RUNTIMES[r.name].debianPackage})`}`,

@@ -5,7 +5,7 @@ import { toolInput } from '../../contracts/strict-input.ts';
 import { decide, verdictOf } from '../../policy/engine.ts';
 import { teamPolicyOf } from '../../policy/cache.ts';
 import { grantLine, grantSummary } from '../../policy/network.ts';
-import { writeAudit } from '../../store/audit.ts';
+import { recordAudit } from '../../dispatch/audit-client.ts';
 import { stamp } from '../trace.ts';
 import { READ_ONLY, toolOutput } from '../register.ts';
 import { missingScope, toolResult, type ToolContext } from '../context.ts';
@@ -40,7 +40,7 @@ export function registerPolicyCheck(server: McpServer, ctx: ToolContext): void {
       });
       stamp(ctx.env, 'edge.decided');
       const p = ctx.principal;
-      await writeAudit(ctx.env.DB, {
+      await recordAudit(ctx.env, {
         team: p.team,
         subject: p.subject,
         tokenId: p.tokenId,

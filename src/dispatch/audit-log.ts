@@ -1,0 +1,213 @@
+/**
+ * The team's audit log, in the team's Durable Object: one row per tool call — allowed, denied,
+ * asked or failed — written in the call the object already gets (a job's row with the job, a
+ * denial's through `record`), so a call costs the shared D1 nothing. Commands and reasons are
+ * redacted before storage (src/store/audit.ts); reads are newest first with an opaque id cursor.
+ *
+ * Ids only grow. Rows copied from the shared D1 of an older deployment keep their D1 ids (all
+ * below LEGACY_ID_CEILING), and rows written here start above it, so the log reads in call order
+ * whichever arrived first (docs/upgrading.md, "Team data moves to the team").
+ */
+import type { JobView } from '../contracts/jobs.ts';
+import {
+  auditColumns,
+  AUDIT_DEFAULT_LIMIT,
+  AUDIT_MAX_LIMIT,
+  AUDIT_JOB_TOOLS, decodeCursor, encodeCursor, parseJson, redactString, type AuditEntry, type AuditFilter, type AuditRow } from '../store/audit.ts';
+import { migrate, type Migration, type SqlHost } from './host.ts';
+
+/** D1's audit ids are below this (2^40: 35 years of 1,000 calls a second); the team's own rows count on from it. */
+export const LEGACY_ID_CEILING = 2 ** 40;
+
+const COLUMNS = `at, subject, token_id, tool, command, cwd, decision, reason, job_id, exit_status, duration_ms, bytes, parent_job_id, approval_id`;
+
+const MIGRATIONS: readonly Migration[] = [
+  {
+    id: '1-audit',
+    sql: [
+      `CREATE TABLE IF NOT EXISTS audit (id INTEGER PRIMARY KEY, at INTEGER NOT NULL, subject TEXT NOT NULL, token_id TEXT, tool TEXT NOT NULL,
+        command TEXT, cwd TEXT, decision TEXT NOT NULL, reason TEXT, job_id TEXT, exit_status TEXT, duration_ms INTEGER, bytes INTEGER,
+        parent_job_id TEXT, approval_id TEXT)`,
+      // One row per governed job, found by its job id (its completion, the job list's `call`).
+      `CREATE UNIQUE INDEX IF NOT EXISTS audit_job_row ON audit (job_id) WHERE job_id IS NOT NULL AND tool IN ${AUDIT_JOB_TOOLS}`,
+      `CREATE INDEX IF NOT EXISTS audit_approval ON audit (approval_id) WHERE approval_id IS NOT NULL`,
+      `CREATE INDEX IF NOT EXISTS audit_at ON audit (at)`,
+    ],
+  },
+];
+
+type DbRow = {
+  id: number;
+  at: number;
+  subject: string;
+  token_id: string | null;
+  tool: string;
+  command: string | null;
+  cwd: string | null;
+  decision: string;
+  reason: string | null;
+  job_id: string | null;
+  exit_status: string | null;
+  duration_ms: number | null;
+  bytes: number | null;
+  parent_job_id: string | null;
+  approval_id: string | null;
+};
+
+/** How a job ended, as the audit log shows it. */
+function exitStatusOf(v: Pick<JobView, 'state' | 'exit_code' | 'signal'>): string {
+  if (v.state === 'exited') return `exit ${v.exit_code}`;
+  if (v.state === 'signaled') return `signal ${v.signal}`;
+  return v.state;
+}
+
+const FAILED_STATES = new Set(['lost', 'failed_to_start', 'refused']);
+
+export class AuditLog {
+  private readonly host: SqlHost;
+
+  constructor(host: SqlHost) {
+    this.host = host;
+    migrate(host, 'audit', MIGRATIONS);
+  }
+
+  private get sql(): SqlStorage {
+    return this.host.sql;
+  }
+
+  /** Writes one row (a governed job's second row is a no-op); returns its id, or null when it existed. */
+  record(e: AuditEntry, now = Date.now()): number | null {
+    const c = auditColumns(e, now);
+    const row = this.sql
+      .exec<{ id: number }>(
+        `INSERT INTO audit (id, ${COLUMNS})
+         VALUES ((SELECT COALESCE(MAX(id), ?) + 1 FROM audit), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT DO NOTHING RETURNING id`,
+        LEGACY_ID_CEILING,
+        ...c,
+      )
+      .toArray()[0];
+    return row?.id ?? null;
+  }
+
+  /** A governed job's row as the job stands: its decision (failed for a job that never ran), exit, duration, bytes and a note on where it ran. */
+  completeJob(v: JobView): void {
+    const ended = v.ended_at !== null;
+    const note = ended
+      ? redactString([v.agent_id ? `agent ${v.agent_id} (${v.sandbox})` : null, v.error ? `${v.error.code}: ${v.error.message}` : null].filter(Boolean).join('; '))
+      : '';
+    this.sql.exec(
+      `UPDATE audit SET decision = ?, exit_status = ?, duration_ms = ?, bytes = ?,
+         reason = CASE WHEN ? = '' THEN reason WHEN reason IS NULL OR reason = '' THEN ? ELSE reason || '; ' || ? END
+       WHERE job_id = ? AND job_id IS NOT NULL AND tool IN ${AUDIT_JOB_TOOLS}`,
+      FAILED_STATES.has(v.state) ? 'failed' : 'allowed',
+      ended ? exitStatusOf(v) : v.state,
+      v.duration_ms === null ? null : Math.round(v.duration_ms),
+      v.stdout_bytes + v.stderr_bytes,
+      note,
+      note,
+      note,
+      v.job_id,
+    );
+  }
+
+  /** Newest first. The filter is validated by the admin route; an undecodable cursor is refused there. */
+  query(f: AuditFilter): { entries: AuditRow[]; nextCursor: string | null } {
+    const limit = Math.min(Math.max(1, Math.floor(f.limit ?? AUDIT_DEFAULT_LIMIT)), AUDIT_MAX_LIMIT);
+    const where: string[] = [];
+    const params: SqlStorageValue[] = [];
+    const add = (clause: string, v: SqlStorageValue | undefined) => {
+      if (v === undefined) return;
+      where.push(clause);
+      params.push(v);
+    };
+    add('id < ?', f.cursor === undefined ? undefined : (decodeCursor(f.cursor) ?? 0));
+    add('decision = ?', f.decision);
+    add('tool = ?', f.tool);
+    add('subject = ?', f.subject);
+    add('at >= ?', f.since);
+    add('at < ?', f.until);
+    add('approval_id = ?', f.approvalId);
+    add('job_id = ?', f.jobId);
+    // One extra row tells whether another page exists without a COUNT.
+    const rows = this.sql
+      .exec<DbRow>(`SELECT id, ${COLUMNS} FROM audit ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT ?`, ...params, limit + 1)
+      .toArray();
+    const page = rows.slice(0, limit);
+    return { entries: page.map(toAuditRow), nextCursor: rows.length > limit ? encodeCursor(page[page.length - 1].id) : null };
+  }
+
+  /** The governed jobs' rows by job id (what each job ran and why it was allowed). */
+  jobRows(jobIds: readonly string[]): AuditRow[] {
+    const ids = [...new Set(jobIds)].slice(0, 500);
+    if (ids.length === 0) return [];
+    return this.sql
+      .exec<DbRow>(
+        `SELECT id, ${COLUMNS} FROM audit WHERE job_id IN (${ids.map(() => '?').join(', ')}) AND job_id IS NOT NULL AND tool IN ${AUDIT_JOB_TOOLS}`,
+        ...ids,
+      )
+      .toArray()
+      .map(toAuditRow);
+  }
+
+  /** Calls since `since`: how many, how many denied, and the newest denials. */
+  denials(since: number, recent: number): { calls: number; denied: number; recent: AuditRow[] } {
+    const n = this.sql
+      .exec<{ n: number; denied: number }>(`SELECT COUNT(*) AS n, COALESCE(SUM(decision = 'denied'), 0) AS denied FROM audit WHERE at >= ?`, since)
+      .one();
+    const rows = this.sql
+      .exec<DbRow>(`SELECT id, ${COLUMNS} FROM audit WHERE at >= ? AND decision = 'denied' ORDER BY id DESC LIMIT ?`, since, recent)
+      .toArray();
+    return { calls: n.n, denied: n.denied, recent: rows.map(toAuditRow) };
+  }
+
+  /** Rows copied from an older deployment's D1, with their D1 ids (idempotent: a row sent again is skipped). */
+  importRows(rows: readonly AuditRow[]): number {
+    let n = 0;
+    this.host.transactionSync(() => {
+      for (const r of rows) {
+        if (r.id >= LEGACY_ID_CEILING) continue;
+        const w = this.sql.exec(
+          `INSERT INTO audit (id, ${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id`,
+          r.id,
+          r.at,
+          r.subject,
+          r.tokenId,
+          r.tool,
+          r.command === null ? null : JSON.stringify(r.command),
+          r.cwd,
+          r.decision,
+          r.reason,
+          r.jobId,
+          r.exitStatus,
+          r.durationMs,
+          r.bytes,
+          r.parentJobId,
+          r.approvalId,
+        );
+        n += w.toArray().length;
+      }
+    });
+    return n;
+  }
+}
+
+function toAuditRow(x: DbRow): AuditRow {
+  return {
+    id: x.id,
+    at: x.at,
+    subject: x.subject,
+    tokenId: x.token_id,
+    tool: x.tool,
+    command: parseJson(x.command),
+    cwd: x.cwd,
+    decision: x.decision,
+    reason: x.reason,
+    jobId: x.job_id,
+    exitStatus: x.exit_status,
+    durationMs: x.duration_ms,
+    bytes: x.bytes,
+    parentJobId: x.parent_job_id,
+    approvalId: x.approval_id,
+  };
+}

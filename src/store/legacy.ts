@@ -1,0 +1,65 @@
+/**
+ * Reading (and then removing) a team's rows an older deployment kept in the shared D1, for the
+ * team's Durable Object to take over (src/dispatch/legacy-import.ts): one page per query, oldest
+ * first, so each step fits one invocation's D1 budget and an interrupted move goes on where it stopped.
+ */
+import type { Env } from '../env.ts';
+import { parseJson, type AuditRow } from './audit.ts';
+
+interface DbAuditRow {
+  id: number;
+  at: number;
+  subject: string;
+  token_id: string | null;
+  tool: string;
+  command: string | null;
+  cwd: string | null;
+  decision: string;
+  reason: string | null;
+  job_id: string | null;
+  exit_status: string | null;
+  duration_ms: number | null;
+  bytes: number | null;
+  parent_job_id: string | null;
+  approval_id: string | null;
+}
+
+/** The team's D1 audit rows after `afterId`, oldest first. */
+export async function legacyAuditPage(env: Env, team: string, afterId: number, limit: number): Promise<AuditRow[]> {
+  const r = await env.DB.prepare(
+    `SELECT id, at, subject, token_id, tool, command, cwd, decision, reason, job_id, exit_status, duration_ms, bytes, parent_job_id, approval_id
+     FROM audit WHERE team = ? AND id > ? ORDER BY id LIMIT ?`,
+  )
+    .bind(team, afterId, limit)
+    .all<DbAuditRow>();
+  return r.results.map((x) => ({
+    id: x.id,
+    at: x.at,
+    subject: x.subject,
+    tokenId: x.token_id,
+    tool: x.tool,
+    command: parseJson(x.command),
+    cwd: x.cwd,
+    decision: x.decision,
+    reason: x.reason,
+    jobId: x.job_id,
+    exitStatus: x.exit_status,
+    durationMs: x.duration_ms,
+    bytes: x.bytes,
+    parentJobId: x.parent_job_id,
+    approvalId: x.approval_id,
+  }));
+}
+
+/**
+ * Removes the team's D1 rows the team's object has taken: its audit rows up to `throughId`, and its
+ * rows of the jobs index (a copy of what the object itself keeps; nothing reads it any more).
+ */
+export async function dropLegacyAudit(env: Env, team: string, throughId: number): Promise<void> {
+  await env.DB.prepare(`DELETE FROM audit WHERE team = ? AND id <= ?`).bind(team, throughId).run();
+}
+
+export async function dropLegacyJobsIndex(env: Env, team: string, limit: number): Promise<number> {
+  const r = await env.DB.prepare(`DELETE FROM jobs WHERE rowid IN (SELECT rowid FROM jobs WHERE team = ? LIMIT ?)`).bind(team, limit).run();
+  return r.meta.changes ?? 0;
+}
