@@ -10,7 +10,7 @@ import { adminRoutes } from './admin/index.ts';
 import { mcpRoutes } from './mcp/index.ts';
 import { agentRoutes } from './dispatch/routes.ts';
 import { dashboardRoutes } from './dashboard/index.ts';
-import { cleanupExpiredArtifacts } from './store/artifacts.ts';
+import { cleanupLegacyArtifacts } from './store/artifacts.ts';
 import { siteRoutes, mcpPathHint, notFound } from './site/index.ts';
 import { oauthRoutes } from './oauth/routes.ts';
 import { memberOrToken } from './members/auth.ts';
@@ -50,7 +50,9 @@ app.notFound(notFound);
 
 export default {
   fetch: app.fetch,
+  // Each team's object expires its own artifacts (src/dispatch/artifact-index.ts); the cron only sweeps
+  // what D1 still indexes from before that (one query a run once nothing is left).
   async scheduled(_controller: ScheduledController, env: Env, ctx: ExecutionContext) {
-    ctx.waitUntil(cleanupExpiredArtifacts(env, Date.now()));
+    ctx.waitUntil(cleanupLegacyArtifacts(env, Date.now()));
   },
 } satisfies ExportedHandler<Env>;

@@ -9,10 +9,10 @@ import type { AppEnv } from '../env.ts';
 import { describeIssues } from '../contracts/errors.ts';
 import { StreamName } from '../contracts/agent-protocol.ts';
 import { ArtifactReadQuery, MAX_ARTIFACT_READ_BYTES, type ArtifactChunk, type ArtifactInfo } from '../contracts/artifact-read.ts';
-import { getArtifactRows, type ArtifactRow } from '../store/artifacts.ts';
 import { queryOutput } from '../mcp/query-output.ts';
 import { jobStatus } from '../dispatch/client.ts';
 import { readJobOutput } from '../dispatch/job-output.ts';
+import { artifactBody, artifactRows, readArtifact, type ArtifactRow } from '../dispatch/artifact-client.ts';
 import { apiError, STATUS } from './http.ts';
 
 export const artifactRoutes = new Hono<AppEnv>();
@@ -28,7 +28,7 @@ function notFound(c: Context<AppEnv>, handle: string): Response {
 async function rowsFor(c: Context<AppEnv>): Promise<ArtifactRow[] | Response> {
   const handle = c.req.param('handle') ?? '';
   if (!HANDLE_RE.test(handle)) return apiError(c, 'invalid_argument', `malformed artifact handle "${handle.slice(0, 60)}"; expected art_…`);
-  const rows = await getArtifactRows(c.env, c.get('principal').team, handle);
+  const rows = await artifactRows(c.env, c.get('principal').team, handle);
   return rows.length === 0 ? notFound(c, handle) : rows;
 }
 
@@ -115,9 +115,9 @@ artifactRoutes.get('/:handle/:stream', async (c) => {
   }
   let text = '';
   if (length > 0) {
-    const obj = await c.env.ARTIFACTS.get(row.r2Key, { range: { offset, length } });
-    if (!obj) return notFound(c, row.handle);
-    text = await obj.text();
+    const bytes = await readArtifact(c.env, c.get('principal').team, row, offset, length);
+    if (!bytes) return notFound(c, row.handle);
+    text = new TextDecoder().decode(bytes);
   }
   const chunk: ArtifactChunk = { artifactHandle: row.handle, stream: row.stream, offset, length, totalBytes: total, nextOffset: offset + length, text };
   return c.json(chunk);
@@ -128,13 +128,13 @@ artifactRoutes.get('/:handle/:stream/download', async (c) => {
   if (rows instanceof Response) return rows;
   const row = streamRow(c, rows);
   if (row instanceof Response) return row;
-  const obj = await c.env.ARTIFACTS.get(row.r2Key);
-  if (!obj) return notFound(c, row.handle);
+  const body = await artifactBody(c.env, c.get('principal').team, row);
+  if (!body) return notFound(c, row.handle);
   const name = `${row.jobId.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 100)}-${row.stream}.txt`;
-  return new Response(obj.body, {
+  return new Response(body, {
     headers: {
       'Content-Type': 'text/plain; charset=utf-8',
-      'Content-Length': String(obj.size),
+      'Content-Length': String(row.bytes),
       'Content-Disposition': `attachment; filename="${name}"`,
       'X-Content-Type-Options': 'nosniff',
       'Cache-Control': 'no-store',
@@ -144,7 +144,7 @@ artifactRoutes.get('/:handle/:stream/download', async (c) => {
 
 /**
  * A job's output from a byte offset, for the dashboard's live tail: while the job runs, what the
- * agent has relayed so far (held by the team's Durable Object); once its artifact is stored, R2.
+ * agent has relayed so far (held by the team's Durable Object); once its artifact is stored, the artifact (R2, or the team's object for a small one).
  * `GET /admin/v1/jobs/:id/output?stream=stdout|stderr&offset=N&length=M`.
  */
 export const jobOutputRoutes = new Hono<AppEnv>();

@@ -5,7 +5,10 @@
  * REQUEST_BODY_MAX_BYTES. The team's DO decides who may write what (the agent the job was sent
  * to, with the upload grant of its `job.start`; while the job runs or its exit announced the
  * upload; once per stream) and keeps the multipart state; the bytes go from the request straight
- * into R2, never through the DO. The artifact's index row is written once, when the body is whole.
+ * into R2, never through the DO. The artifact's index row (the team's, artifact-index.ts) is written
+ * once, when the body is whole, in the same DO call that completes the stream's upload. A body small
+ * enough to stay with the team (`smallBodyMaxBytes`, the cost model in artifact-index.ts) goes
+ * into that call instead of R2: no R2 PUT, and nothing changes for the agent.
  */
 import type { Context } from 'hono';
 import type { AppEnv } from '../env.ts';
@@ -13,11 +16,13 @@ import { StreamName, UPLOAD_AGENT_HEADER, UPLOAD_TOKEN_HEADER } from '../contrac
 import { MultipartStart, multipartProblem, partCount, type MultipartState } from '../contracts/artifact-upload.ts';
 import { describeIssues, toErrorShape, type ErrorCode } from '../contracts/errors.ts';
 import { REQUEST_BODY_MAX_BYTES } from '../platform/limits.ts';
-import { artifactKey, artifactObjectOptions, indexArtifact, knownLength, putArtifact, searchIndexKey } from '../store/artifacts.ts';
+import { artifactKey, artifactObjectOptions, knownLength, putArtifactBody, searchIndexKey } from '../store/artifacts.ts';
 import { SEARCH_INDEX_MAX_BYTES } from '../search/block-index.ts';
 import { getTeamPolicy } from '../store/policies.ts';
-import { beginUpload, endUpload, multipartAbandon, multipartBegin, multipartCreated, multipartFinish, multipartPart, multipartPartStored } from './client.ts';
+import { beginUpload, multipartAbandon, multipartBegin, multipartCreated, multipartFinish, multipartPart, multipartPartStored } from './client.ts';
 import type { UploadRefusal, UploadWho } from './events.ts';
+import { artifactUploaded } from './artifact-client.ts';
+import { smallBodyMaxBytes } from './artifact-index.ts';
 
 type C = Context<AppEnv>;
 const HANDLE = /^[A-Za-z0-9_-]{8,200}$/;
@@ -81,19 +86,40 @@ export async function putWhole(c: C): Promise<Response> {
   const may = await beginUpload(c.env, team, who);
   if (!may.ok) return refused(c, may);
   const lines = Number(c.req.header('X-Gatehouse-Lines') ?? '0');
-  const r = await putArtifact(c.env, {
+  const entry = {
+    handle: who.handle,
+    jobId: who.jobId,
+    stream: who.stream,
+    lines: Number.isFinite(lines) && lines >= 0 ? Math.floor(lines) : 0,
+    truncated: c.req.header('X-Gatehouse-Truncated') === '1',
+    retentionHours: policy.artifacts.retentionHours,
+  };
+  // A small body stays with the team: read whole (it is small) and handed to the DO with its index row.
+  if (length <= smallBodyMaxBytes(policy.artifacts.retentionHours)) {
+    let body: Uint8Array;
+    try {
+      body = new Uint8Array(await c.req.arrayBuffer());
+    } catch (e) {
+      return fail(c, 400, 'invalid_argument', `reading the artifact body failed: ${toErrorShape(e).message}`);
+    }
+    if (body.byteLength !== length)
+      return fail(c, 400, 'invalid_argument', `artifact body of ${body.byteLength} bytes does not match Content-Length ${length}`);
+    await artifactUploaded(c.env, team, { ...entry, r2Key: null, bytes: length }, body);
+    return c.json({ handle: who.handle, stream: who.stream, bytes: length }, 201);
+  }
+  const r = await putArtifactBody(c.env, {
     team,
     handle: who.handle,
     jobId: who.jobId,
     stream: who.stream,
     body: c.req.raw.body ?? new ReadableStream({ start: (ctl) => ctl.close() }),
     contentLength: length,
-    lines: Number.isFinite(lines) && lines >= 0 ? Math.floor(lines) : 0,
-    truncated: c.req.header('X-Gatehouse-Truncated') === '1',
-    retentionHours: policy.artifacts.retentionHours,
+    lines: entry.lines,
+    truncated: entry.truncated,
   });
-  await endUpload(c.env, team, who.jobId, who.stream, r.ok, r.ok ? r.value.bytes : 0);
+  // A failed attempt leaves the stream uploading: the agent retries, or reports the upload failed.
   if (!r.ok) return c.json({ error: r.error }, r.error.code === 'invalid_argument' ? 400 : 500);
+  await artifactUploaded(c.env, team, { ...entry, r2Key: r.value.r2Key, bytes: r.value.bytes }, null);
   return c.json({ handle: who.handle, stream: who.stream, bytes: r.value.bytes }, 201);
 }
 
@@ -214,19 +240,22 @@ export async function completeMultipart(c: C): Promise<Response> {
     return fail(c, 500, 'internal', `completing the multipart upload failed: ${toErrorShape(e).message}`);
   }
   const { policy } = await getTeamPolicy(c.env, team);
-  const r = await indexArtifact(c.env, {
+  await artifactUploaded(
+    c.env,
     team,
-    handle: who.handle,
-    jobId: who.jobId,
-    stream: who.stream,
-    bytes: fin.bytes,
-    lines: fin.lines,
-    truncated: fin.truncated,
-    retentionHours: policy.artifacts.retentionHours,
-  });
-  await endUpload(c.env, team, who.jobId, who.stream, r.ok, r.ok ? r.value.bytes : 0);
-  if (!r.ok) return c.json({ error: r.error }, r.error.code === 'not_found' ? 404 : 500);
-  return c.json({ handle: who.handle, stream: who.stream, bytes: r.value.bytes }, 201);
+    {
+      handle: who.handle,
+      jobId: who.jobId,
+      stream: who.stream,
+      r2Key: fin.key,
+      bytes: fin.bytes,
+      lines: fin.lines,
+      truncated: fin.truncated,
+      retentionHours: policy.artifacts.retentionHours,
+    },
+    null,
+  );
+  return c.json({ handle: who.handle, stream: who.stream, bytes: fin.bytes }, 201);
 }
 
 /** `DELETE …/multipart`: the agent gives up; the R2 upload is aborted, so none of its parts stay stored. */

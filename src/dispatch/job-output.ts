@@ -1,6 +1,6 @@
 /**
  * One page of a job's stdout/stderr from a byte offset, for the `job_output` tool and the admin
- * API alike: the stored artifact once that stream's upload is complete; otherwise what the edge
+ * API alike: the stored artifact (in R2, or with the team) once that stream's upload is complete; otherwise what the edge
  * kept — the output relayed live (while the job runs, while its upload runs, and after an upload
  * failed or the agent was lost), or an ended job's inline result when that holds more. Never ends
  * inside a UTF-8 character.
@@ -8,9 +8,9 @@
 import type { Env } from '../env.ts';
 import type { StreamName } from '../contracts/agent-protocol.ts';
 import { isTerminal } from '../contracts/jobs.ts';
-import { getArtifactRows } from '../store/artifacts.ts';
 import type { JobView } from '../contracts/jobs.ts';
 import { liveOutput } from './client.ts';
+import { artifactRows, readArtifact } from './artifact-client.ts';
 
 export interface OutputPage {
   data: Uint8Array;
@@ -35,14 +35,14 @@ export async function readJobOutput(
   let source: OutputPage['source'] = 'none';
   const ended = isTerminal(job.state);
   const art = job.artifacts[stream];
-  const row = art.state === 'complete' ? (await getArtifactRows(env, team, job.artifact_handle)).find((r) => r.stream === stream) : undefined;
+  const row = art.state === 'complete' ? (await artifactRows(env, team, job.artifact_handle)).find((r) => r.stream === stream) : undefined;
   if (row) {
     source = 'artifact';
     total = row.bytes;
     if (offset < row.bytes) {
-      const obj = await env.ARTIFACTS.get(row.r2Key, { range: { offset, length: Math.min(max, row.bytes - offset) } });
-      if (!obj) return { expired: true };
-      data = new Uint8Array(await obj.arrayBuffer());
+      const got = await readArtifact(env, team, row, offset, Math.min(max, row.bytes - offset));
+      if (!got) return { expired: true };
+      data = got;
     }
   } else if (ended && art.state === 'none' && art.bytes === 0) {
     total = 0;

@@ -1,14 +1,17 @@
 /**
- * `query_output` (reference 000): search a job's stored output instead of reading it whole.
- * Each requested stream streams from R2 through the line search once — only the blocks its search
- * index names when it has one; nothing is buffered whole.
+ * `query_output`: search a job's stored output instead of reading it whole. The team's object
+ * says which streams the handle has and where each body is (src/dispatch/artifact-index.ts). A
+ * large body streams from R2 through the line search once — only the blocks its search index names
+ * when it has one; nothing is buffered whole. A small one (kept with the team) comes whole from the
+ * team's object in one call and goes through the same line search, so results are the same.
  */
 import { z } from 'zod';
 import type { Env } from '../env.ts';
 import type { StreamName } from '../contracts/agent-protocol.ts';
 import { QueryOutputInput, QueryOutputOutput, type Excerpt } from '../contracts/tools.ts';
 import { describeIssues, err, ok, toErrorShape, type Result } from '../contracts/errors.ts';
-import { getArtifactRows, searchIndexKey, type ArtifactRow } from '../store/artifacts.ts';
+import { searchIndexKey } from '../store/artifacts.ts';
+import { artifactBody, artifactRows, type ArtifactRow } from '../dispatch/artifact-client.ts';
 import { searchStream, type SearchOptions, type SearchResult } from '../search/line-search.ts';
 import { BadIndex, decodeBlockIndex, SEARCH_INDEX_MAX_BYTES, SEARCH_INDEX_MIN_BYTES, type BlockIndex } from '../search/block-index.ts';
 import { searchIndexed } from '../search/indexed-search.ts';
@@ -44,25 +47,26 @@ export async function queryOutput(env: Env, team: string, input: QueryOutputArgs
  * candidate blocks are read, src/search/indexed-search.ts), else the whole body. Same result
  * either way; null when the body is gone.
  */
-async function searchArtifact(env: Env, row: ArtifactRow, o: SearchOptions): Promise<SearchResult | null> {
+async function searchArtifact(env: Env, team: string, row: ArtifactRow, o: SearchOptions): Promise<SearchResult | null> {
   // Smaller streams get no index from the agent: looking for one would cost a read for nothing.
-  if (row.bytes >= SEARCH_INDEX_MIN_BYTES) {
-    const ix = await readSearchIndex(env, row);
+  if (row.place === 'r2' && row.r2Key !== null && row.bytes >= SEARCH_INDEX_MIN_BYTES) {
+    const key = row.r2Key;
+    const ix = await readSearchIndex(env, row, key);
     if (ix) {
-      const read = async (offset: number, length: number) => (await env.ARTIFACTS.get(row.r2Key, { range: { offset, length } }))?.body ?? null;
+      const read = async (offset: number, length: number) => (await env.ARTIFACTS.get(key, { range: { offset, length } }))?.body ?? null;
       const out = await searchIndexed(read, ix, o);
       if (out.kind === 'searched') return out.result;
       if (out.kind === 'gone') return null;
       if (out.mismatch) console.warn(`search index of artifact ${row.handle} ${row.stream} disagrees with the body, scanned whole: ${out.why}`);
     }
   }
-  const obj = await env.ARTIFACTS.get(row.r2Key);
-  return obj ? searchStream(obj.body, o) : null;
+  const body = await artifactBody(env, team, row);
+  return body ? searchStream(body, o) : null;
 }
 
 /** The stream's index, or null: none was uploaded, or it does not describe this body (then the body is scanned whole). */
-async function readSearchIndex(env: Env, row: ArtifactRow): Promise<BlockIndex | null> {
-  const obj = await env.ARTIFACTS.get(searchIndexKey(row.r2Key));
+async function readSearchIndex(env: Env, row: ArtifactRow, bodyKey: string): Promise<BlockIndex | null> {
+  const obj = await env.ARTIFACTS.get(searchIndexKey(bodyKey));
   if (!obj) return null;
   if (obj.size > SEARCH_INDEX_MAX_BYTES) {
     await obj.body.cancel().catch(() => {});
@@ -87,7 +91,7 @@ async function search(
   contextLines: number,
   now: number,
 ): Promise<Result<QueryOutputStructured>> {
-  const rows = await getArtifactRows(env, team, handle, now);
+  const rows = (await artifactRows(env, team, handle)).filter((r) => r.expiresAt > now);
   if (rows.length === 0) return notFound(handle);
 
   const excerpts: Excerpt[] = [];
@@ -99,7 +103,7 @@ async function search(
   for (const stream of want) {
     const row = rows.find((r) => r.stream === stream);
     if (!row) continue;
-    const r = await searchArtifact(env, row, { terms, contextLines, source: stream, maxExcerpts: maxExcerpts - excerpts.length });
+    const r = await searchArtifact(env, team, row, { terms, contextLines, source: stream, maxExcerpts: maxExcerpts - excerpts.length });
     // Row without body: cleanup removed it between the two reads; same as expired.
     if (!r) continue;
     excerpts.push(...r.excerpts);

@@ -1,11 +1,12 @@
 /**
  * Job outputs as MCP resources: `gatehouse://artifacts/{handle}/{stream}` reads a stream of a
  * job's artifact (the first READ_CAP_BYTES; query_output searches the rest), and resources/list
- * names the team's newest ones. Only the caller's team's artifacts exist here, as for
- * query_output: another team's handle is "not found".
+ * names the team's newest ones (from the team's artifact index; artifacts indexed in D1 before the
+ * index moved there are readable by handle, not listed). Only the caller's team's artifacts exist
+ * here, as for query_output: another team's handle is "not found".
  */
 import { ProtocolError, ProtocolErrorCode, ResourceNotFoundError, ResourceTemplate, type McpServer } from '@modelcontextprotocol/server';
-import { getArtifactRows, listRecentArtifacts, readHead } from '../store/artifacts.ts';
+import { artifactRows, readHead, recentArtifacts } from '../dispatch/artifact-client.ts';
 import type { ToolContext } from './context.ts';
 
 /** How much of a stream one resources/read returns; a larger output is searched with query_output. */
@@ -25,7 +26,7 @@ export function registerArtifactResources(server: McpServer, ctx: ToolContext): 
     new ResourceTemplate(TEMPLATE, {
       list: async () => {
         if (!canRead) return { resources: [] };
-        const rows = await listRecentArtifacts(ctx.env, ctx.principal.team, LIST_LIMIT);
+        const rows = await recentArtifacts(ctx.env, ctx.principal.team, LIST_LIMIT);
         return {
           resources: rows.map((r) => ({
             uri: artifactUri(r.handle, r.stream),
@@ -59,9 +60,9 @@ export function registerArtifactResources(server: McpServer, ctx: ToolContext): 
           `unknown stream "${stream}": use ${artifactUri(handle, 'stdout')} or ${artifactUri(handle, 'stderr')}`,
         );
       }
-      const row = (await getArtifactRows(ctx.env, ctx.principal.team, handle)).find((r) => r.stream === stream);
+      const row = (await artifactRows(ctx.env, ctx.principal.team, handle)).find((r) => r.stream === stream);
       if (!row) throw new ResourceNotFoundError(uri.href, `not found: no ${stream} for artifact "${handle}" in this team (it may have expired)`);
-      const text = await readHead(ctx.env, row, READ_CAP_BYTES);
+      const text = await readHead(ctx.env, ctx.principal.team, row, READ_CAP_BYTES);
       return {
         contents: [{ uri: uri.href, mimeType: 'text/plain', text }],
         _meta: { totalBytes: row.bytes, totalLines: row.lines, truncated: row.bytes > READ_CAP_BYTES },

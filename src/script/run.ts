@@ -6,7 +6,9 @@
  */
 import type { ScriptPolicy } from '../contracts/policy.ts';
 import { teamPolicyOf } from '../policy/cache.ts';
-import { newArtifactHandle, putArtifact } from '../store/artifacts.ts';
+import { newArtifactHandle, putArtifactBody } from '../store/artifacts.ts';
+import { indexArtifact } from '../dispatch/artifact-client.ts';
+import { smallBodyMaxBytes } from '../dispatch/artifact-index.ts';
 import { writeAudit, type AuditEntry } from '../store/audit.ts';
 import { cancelByCall } from '../dispatch/client.ts';
 import { callCancelKey, type ToolContext, type ToolExtra } from '../mcp/context.ts';
@@ -276,18 +278,20 @@ async function storeOutput(ctx: ToolContext, scriptId: string, stdout: string, s
   ] as const) {
     if (text === '') continue;
     const body = new TextEncoder().encode(text);
-    const r = await putArtifact(ctx.env, {
+    const entry = { handle, jobId: scriptId, stream, lines: text.split('\n').length - (text.endsWith('\n') ? 1 : 0), truncated: false, retentionHours };
+    // A small output stays with the team (no R2 PUT); a larger one goes to R2, indexed by the team's object either way.
+    if (body.byteLength <= smallBodyMaxBytes(retentionHours)) {
+      await indexArtifact(ctx.env, ctx.principal.team, { ...entry, r2Key: null, bytes: body.byteLength }, body);
+      continue;
+    }
+    const r = await putArtifactBody(ctx.env, {
+      ...entry,
       team: ctx.principal.team,
-      handle,
-      jobId: scriptId,
-      stream,
       body: new Blob([body]).stream(),
       contentLength: body.byteLength,
-      lines: text.split('\n').length - (text.endsWith('\n') ? 1 : 0),
-      truncated: false,
-      retentionHours,
     });
     if (!r.ok) return null;
+    await indexArtifact(ctx.env, ctx.principal.team, { ...entry, r2Key: r.value.r2Key, bytes: r.value.bytes }, null);
   }
   return handle;
 }

@@ -8,11 +8,12 @@ import { describe, expect, it } from 'vitest';
 import { BlockIndexBuilder, decodeBlockIndex, SEARCH_INDEX_MIN_BYTES, termTrigrams } from '../../src/search/block-index.ts';
 import { planRanges, SEARCH_READS_PER_STREAM, searchIndexed } from '../../src/search/indexed-search.ts';
 import { searchStream, type SearchOptions } from '../../src/search/line-search.ts';
-import { putArtifact, searchIndexKey } from '../../src/store/artifacts.ts';
+import { putArtifactBody, searchIndexKey } from '../../src/store/artifacts.ts';
+import { indexArtifact } from '../../src/dispatch/artifact-client.ts';
 import { queryOutput } from '../../src/mcp/query-output.ts';
 import type { Env } from '../../src/env.ts';
 import { streamOf } from '../support/search-input.ts';
-import { FakeD1, FakeR2 } from '../store/fakes.ts';
+import { FakeD1, FakeR2, FakeTeams } from '../store/fakes.ts';
 
 const enc = new TextEncoder();
 
@@ -169,20 +170,13 @@ const T0 = 1_800_000_000_000;
 
 async function seeded(body: Uint8Array, index: Uint8Array | null) {
   const r2 = new RangedR2();
-  const env = { DB: new FakeD1(), ARTIFACTS: r2 } as unknown as Env;
-  const put = await putArtifact(env, {
-    team: 'team-a',
-    handle: 'art_search',
-    jobId: 'job-s',
-    stream: 'stdout',
-    body: streamOf(body),
-    contentLength: body.length,
-    lines: 0,
-    truncated: false,
-    retentionHours: 24,
-    now: T0,
-  });
-  expect(put.ok).toBe(true);
+  const teams: FakeTeams = new FakeTeams(() => env);
+  teams.clock.now = T0;
+  const env = { DB: new FakeD1(), ARTIFACTS: r2, TEAM_DISPATCHER: teams } as unknown as Env;
+  const entry = { handle: 'art_search', jobId: 'job-s', stream: 'stdout' as const, lines: 0, truncated: false, retentionHours: 24 };
+  const put = await putArtifactBody(env, { ...entry, team: 'team-a', body: streamOf(body), contentLength: body.length });
+  if (!put.ok) throw new Error(put.error.message);
+  await indexArtifact(env, 'team-a', { ...entry, r2Key: put.value.r2Key, bytes: body.length }, null);
   if (index) await r2.put(searchIndexKey('t/team-a/a/art_search/stdout'), index);
   r2.calls.length = 0;
   return { env, r2 };

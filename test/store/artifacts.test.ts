@@ -1,19 +1,23 @@
+/**
+ * The R2 side of artifacts (src/store/artifacts.ts): bodies under team-scoped keys, and what D1's
+ * `artifacts` table still holds from before the index moved to the team's object — readable by
+ * its team until it expires, swept by the cron in bounded rounds.
+ */
 import { describe, expect, it } from 'vitest';
 import {
   artifactKey,
-  cleanupExpiredArtifacts,
-  getArtifactRows,
+  cleanupLegacyArtifacts,
+  getLegacyArtifactRows,
   newArtifactHandle,
-  putArtifact,
-  readTail,
-  type ArtifactUpload,
+  putArtifactBody,
+  type ArtifactBody,
 } from '../../src/store/artifacts.ts';
-import { bodyOf, fakeEnv } from './fakes.ts';
+import { bodyOf, fakeEnv, type FakeD1 } from './fakes.ts';
 
 const HOUR = 3_600_000;
 const T0 = 1_800_000_000_000;
 
-function upload(o: Partial<ArtifactUpload> & { body?: ReadableStream<Uint8Array> } = {}, text = 'hello\nworld\n'): ArtifactUpload {
+function body(o: Partial<ArtifactBody> = {}, text = 'hello\nworld\n'): ArtifactBody {
   const bytes = new TextEncoder().encode(text);
   return {
     team: 'team-a',
@@ -24,10 +28,19 @@ function upload(o: Partial<ArtifactUpload> & { body?: ReadableStream<Uint8Array>
     contentLength: bytes.length,
     lines: 2,
     truncated: false,
-    retentionHours: 24,
-    now: T0,
     ...o,
   };
+}
+
+/** A D1 row as the gateway wrote them before the index moved to the team's object. */
+function legacyRow(db: FakeD1, o: { team?: string; handle: string; stream?: string; expiresAt: number }): void {
+  const team = o.team ?? 'team-a';
+  const stream = o.stream ?? 'stdout';
+  db.db
+    .prepare(
+      `INSERT INTO artifacts (handle, team, job_id, stream, r2_key, bytes, lines, truncated, created_at, expires_at) VALUES (?, ?, 'job-1', ?, ?, 12, 2, 0, ?, ?)`,
+    )
+    .run(o.handle, team, stream, artifactKey(team, o.handle, stream as 'stdout'), o.expiresAt - 24 * HOUR, o.expiresAt);
 }
 
 describe('handles and keys', () => {
@@ -41,154 +54,71 @@ describe('handles and keys', () => {
   });
 });
 
-describe('putArtifact', () => {
-  it('stores the body under the team key and indexes it with its expiry', async () => {
+describe('putArtifactBody', () => {
+  it('stores the body under the team key with its metadata, and writes no D1 row', async () => {
     const { env, db, r2 } = fakeEnv();
-    const r = await putArtifact(env, upload({ truncated: true }));
-    expect(r).toEqual({ ok: true, value: { bytes: 12 } });
-    expect(new TextDecoder().decode(r2.objects.get('t/team-a/a/art_handle1/stdout')!.data)).toBe('hello\nworld\n');
-    expect(db.rows()).toEqual([
-      {
-        handle: 'art_handle1',
-        team: 'team-a',
-        job_id: 'job-1',
-        stream: 'stdout',
-        r2_key: 't/team-a/a/art_handle1/stdout',
-        bytes: 12,
-        lines: 2,
-        truncated: 1,
-        created_at: T0,
-        expires_at: T0 + 24 * HOUR,
-      },
-    ]);
-  });
-
-  it('is idempotent: a retried upload replaces body and row', async () => {
-    const { env, db, r2 } = fakeEnv();
-    await putArtifact(env, upload({}, 'first try\n'));
-    const r = await putArtifact(env, upload({ now: T0 + 5 }, 'second try, longer\n'));
-    expect(r.ok).toBe(true);
-    expect(db.rows()).toHaveLength(1);
-    expect(db.rows()[0]).toMatchObject({ bytes: 19, created_at: T0 + 5 });
-    expect(r2.objects.size).toBe(1);
-  });
-
-  it("never re-owns another team's row on a handle collision", async () => {
-    const { env, db } = fakeEnv();
-    await putArtifact(env, upload());
-    const r = await putArtifact(env, upload({ team: 'team-b' }));
-    expect(r.ok).toBe(false);
-    expect(db.rows()).toEqual([expect.objectContaining({ team: 'team-a' })]);
+    const r = await putArtifactBody(env, body({ truncated: true }));
+    expect(r).toEqual({ ok: true, value: { bytes: 12, r2Key: 't/team-a/a/art_handle1/stdout' } });
+    const obj = r2.objects.get('t/team-a/a/art_handle1/stdout')!;
+    expect(new TextDecoder().decode(obj.data)).toBe('hello\nworld\n');
+    expect(obj.customMetadata).toEqual({ team: 'team-a', jobId: 'job-1', lines: '2', truncated: '1' });
+    expect(db.rows()).toEqual([]);
   });
 
   it('rejects bad arguments as invalid_argument', async () => {
     const { env } = fakeEnv();
-    expect(await putArtifact(env, upload({ contentLength: -1 }))).toMatchObject({ ok: false, error: { code: 'invalid_argument' } });
-    expect(await putArtifact(env, upload({ retentionHours: 0 }))).toMatchObject({ ok: false, error: { code: 'invalid_argument' } });
-    expect(await putArtifact(env, upload({ stream: 'stdin' as 'stdout' }))).toMatchObject({ ok: false, error: { code: 'invalid_argument' } });
-  });
-
-  it('removes the body again when the index write fails', async () => {
-    const { env, db, r2 } = fakeEnv();
-    db.failNext = 'INSERT INTO artifacts';
-    const r = await putArtifact(env, upload());
-    expect(r).toMatchObject({ ok: false, error: { code: 'internal' } });
-    expect(r2.objects.size).toBe(0);
+    expect(await putArtifactBody(env, body({ contentLength: -1 }))).toMatchObject({ ok: false, error: { code: 'invalid_argument' } });
+    expect(await putArtifactBody(env, body({ stream: 'stdin' as 'stdout' }))).toMatchObject({ ok: false, error: { code: 'invalid_argument' } });
+    expect(await putArtifactBody(env, body({ team: '' }))).toMatchObject({ ok: false, error: { code: 'invalid_argument' } });
   });
 });
 
-describe('getArtifactRows', () => {
-  it("returns the rows of the caller's team, stdout first", async () => {
-    const { env } = fakeEnv();
-    await putArtifact(env, upload({ stream: 'stderr' }));
-    await putArtifact(env, upload({ stream: 'stdout' }));
-    const rows = await getArtifactRows(env, 'team-a', 'art_handle1', T0 + 1);
+describe('getLegacyArtifactRows', () => {
+  it("returns D1's unexpired rows of the caller's team, stdout first, and nothing for another team", async () => {
+    const { env, db } = fakeEnv();
+    legacyRow(db, { handle: 'art_old', stream: 'stderr', expiresAt: T0 + HOUR });
+    legacyRow(db, { handle: 'art_old', stream: 'stdout', expiresAt: T0 + HOUR });
+    const rows = await getLegacyArtifactRows(env, 'team-a', 'art_old', T0);
     expect(rows.map((r) => r.stream)).toEqual(['stdout', 'stderr']);
-    expect(rows[0]).toEqual({
-      handle: 'art_handle1',
-      team: 'team-a',
-      jobId: 'job-1',
-      stream: 'stdout',
-      r2Key: 't/team-a/a/art_handle1/stdout',
-      bytes: 12,
-      lines: 2,
-      truncated: false,
-      createdAt: T0,
-      expiresAt: T0 + 24 * HOUR,
-    });
-  });
-
-  it('gives another team nothing for the same handle', async () => {
-    const { env } = fakeEnv();
-    await putArtifact(env, upload());
-    expect(await getArtifactRows(env, 'team-b', 'art_handle1', T0)).toEqual([]);
-  });
-
-  it('excludes expired rows even before cleanup ran', async () => {
-    const { env } = fakeEnv();
-    await putArtifact(env, upload({ retentionHours: 1 }));
-    expect(await getArtifactRows(env, 'team-a', 'art_handle1', T0 + HOUR - 1)).toHaveLength(1);
-    expect(await getArtifactRows(env, 'team-a', 'art_handle1', T0 + HOUR)).toEqual([]);
+    expect(rows[0]).toMatchObject({ handle: 'art_old', jobId: 'job-1', r2Key: 't/team-a/a/art_old/stdout', bytes: 12, lines: 2, truncated: false });
+    expect(await getLegacyArtifactRows(env, 'team-b', 'art_old', T0)).toEqual([]);
+    expect(await getLegacyArtifactRows(env, 'team-a', 'art_old', T0 + HOUR)).toEqual([]);
   });
 });
 
-describe('readTail', () => {
-  it('reads only a suffix range and starts at a line boundary', async () => {
-    const { env, r2 } = fakeEnv();
-    const text = Array.from({ length: 1000 }, (_, i) => `line ${i + 1}`).join('\n') + '\n';
-    await putArtifact(env, upload({}, text));
-    const [row] = await getArtifactRows(env, 'team-a', 'art_handle1', T0);
-    const tail = await readTail(env, row, 40);
-    expect(r2.calls).toContain('get t/team-a/a/art_handle1/stdout {"suffix":40}');
-    expect(tail.startsWith('line ')).toBe(true);
-    expect(tail.endsWith('line 1000\n')).toBe(true);
-    expect(text.endsWith(tail)).toBe(true);
-    expect(tail.length).toBeLessThanOrEqual(40);
-  });
-
-  it('returns the whole body when it is smaller than asked', async () => {
-    const { env } = fakeEnv();
-    await putArtifact(env, upload());
-    const [row] = await getArtifactRows(env, 'team-a', 'art_handle1', T0);
-    expect(await readTail(env, row, 1 << 20)).toBe('hello\nworld\n');
-  });
-
-  it('keeps a partial line when the tail holds no line break', async () => {
-    const { env } = fakeEnv();
-    await putArtifact(env, upload({}, 'x'.repeat(100)));
-    const [row] = await getArtifactRows(env, 'team-a', 'art_handle1', T0);
-    expect(await readTail(env, row, 10)).toBe('x'.repeat(10));
-  });
-});
-
-describe('cleanupExpiredArtifacts', () => {
-  it('deletes expired bodies and rows together and keeps fresh ones', async () => {
+describe('cleanupLegacyArtifacts', () => {
+  it('deletes expired bodies and rows together in rounds of one R2 call and keeps fresh ones', async () => {
     const { env, db, r2 } = fakeEnv();
-    for (let i = 0; i < 250; i++) {
-      await putArtifact(env, upload({ handle: `art_old${i}`, retentionHours: 1, stream: i % 2 ? 'stderr' : 'stdout' }));
+    for (let i = 0; i < 1200; i++) {
+      legacyRow(db, { handle: `art_old${i}`, expiresAt: T0 - 1 });
+      await r2.put(artifactKey('team-a', `art_old${i}`, 'stdout'), 'x');
     }
-    await putArtifact(env, upload({ handle: 'art_fresh', retentionHours: 48 }));
-    const r = await cleanupExpiredArtifacts(env, T0 + 2 * HOUR);
-    expect(r).toEqual({ deleted: 250 });
+    legacyRow(db, { handle: 'art_fresh', expiresAt: T0 + HOUR });
+    await r2.put(artifactKey('team-a', 'art_fresh', 'stdout'), 'fresh');
+    r2.calls.length = 0;
+    expect(await cleanupLegacyArtifacts(env, T0)).toEqual({ deleted: 1200 });
     expect(db.rows().map((x) => x.handle)).toEqual(['art_fresh']);
     expect([...r2.objects.keys()]).toEqual(['t/team-a/a/art_fresh/stdout']);
-    // Batched: three rounds of R2 deletes for 250 rows, each row's body and its search index.
-    expect(r2.calls.filter((c) => c.startsWith('delete'))).toEqual(['delete 200', 'delete 200', 'delete 100']);
+    // Each round: one R2 call of ≤ 1000 keys (each row's body and its search index).
+    expect(r2.calls.filter((c) => c.startsWith('delete'))).toEqual(['delete 1000', 'delete 1000', 'delete 400']);
   });
 
   it('keeps the rows when a round fails, so the next run retries', async () => {
     const { env, db, r2 } = fakeEnv();
-    await putArtifact(env, upload({ retentionHours: 1 }));
+    legacyRow(db, { handle: 'art_old', expiresAt: T0 - 1 });
     r2.delete = async () => {
       throw new Error('R2 unavailable');
     };
-    expect(await cleanupExpiredArtifacts(env, T0 + 2 * HOUR)).toEqual({ deleted: 0 });
+    expect(await cleanupLegacyArtifacts(env, T0)).toEqual({ deleted: 0 });
     expect(db.rows()).toHaveLength(1);
   });
 
-  it('does nothing when nothing expired', async () => {
-    const { env } = fakeEnv();
-    await putArtifact(env, upload());
-    expect(await cleanupExpiredArtifacts(env, T0 + 1)).toEqual({ deleted: 0 });
+  it('costs one query when D1 holds nothing expired', async () => {
+    const { env, db } = fakeEnv();
+    let queries = 0;
+    const prepare = db.prepare.bind(db);
+    db.prepare = ((sql: string) => (queries++, prepare(sql))) as typeof db.prepare;
+    expect(await cleanupLegacyArtifacts(env, T0)).toEqual({ deleted: 0 });
+    expect(queries).toBe(1);
   });
 });

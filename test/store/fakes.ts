@@ -1,12 +1,18 @@
 /**
  * In-memory stand-ins for the D1 and R2 bindings, enough of their API for the artifact store:
  * D1 over node:sqlite with the repo's migrations applied, R2 as a Map that consumes streams
- * like the real one. The real bindings are exercised by test/e2e (wrangler dev).
+ * like the real one; and the team objects' artifact index (the real capability over node:sqlite,
+ * behind the RPC methods the edge calls). The real bindings are exercised by test/e2e (wrangler dev).
  */
 import { DatabaseSync } from 'node:sqlite';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Env } from '../../src/env.ts';
+import type { StreamName } from '../../src/contracts/agent-protocol.ts';
+import { ArtifactIndex, smallBodyMaxBytes, type BodyPlace, type StoredArtifact } from '../../src/dispatch/artifact-index.ts';
+import { indexArtifact } from '../../src/dispatch/artifact-client.ts';
+import { putArtifactBody } from '../../src/store/artifacts.ts';
+import { dispatchHost } from '../dispatch/sql-host.ts';
 
 const MIGRATIONS = resolve(import.meta.dirname, '../../migrations');
 
@@ -89,8 +95,9 @@ export class FakeR2 {
     if (!obj) return null;
     let data = obj.data;
     if (o?.range?.suffix !== undefined) data = data.subarray(Math.max(0, data.length - o.range.suffix));
+    else if (o?.range?.offset !== undefined) data = data.subarray(o.range.offset, o.range.offset + (o.range.length ?? data.length));
     const body = new Response(data.slice()).body!;
-    return { key, size: obj.data.length, body, text: async () => new TextDecoder().decode(data) };
+    return { key, size: obj.data.length, body, text: async () => new TextDecoder().decode(data), arrayBuffer: async () => data.slice().buffer };
   }
   async delete(keys: string | string[]) {
     this.calls.push(`delete ${Array.isArray(keys) ? keys.length : 1}`);
@@ -98,10 +105,72 @@ export class FakeR2 {
   }
 }
 
-export function fakeEnv(): { env: Env; db: FakeD1; r2: FakeR2 } {
+/** The TEAM_DISPATCHER namespace as the artifact client sees it: one real ArtifactIndex per team, on one clock. */
+export class FakeTeams {
+  readonly clock = { now: 1_800_000_000_000 };
+  readonly indexes = new Map<string, ArtifactIndex>();
+  private readonly env: () => Env;
+  constructor(env: () => Env) {
+    this.env = env;
+  }
+  idFromName(name: string) {
+    return name;
+  }
+  index(team: string): ArtifactIndex {
+    let ix = this.indexes.get(team);
+    if (!ix) {
+      const host = dispatchHost({ env: this.env(), team });
+      host.now = () => this.clock.now;
+      ix = new ArtifactIndex(host, { get: () => null, result: () => null });
+      this.indexes.set(team, ix);
+    }
+    return ix;
+  }
+  get(team: string) {
+    const ix = this.index(team);
+    return {
+      artifactRows: async (handle: string) => ix.rows(handle),
+      recentArtifacts: async (limit: number) => ix.recent(limit),
+      artifactBytes: async (handle: string, stream: StreamName, offset: number, length: number) => ix.read(handle, stream, offset, length),
+      indexArtifact: async (a: StoredArtifact, body: Uint8Array | null) => ix.store(a, body),
+      artifactUploaded: async (a: StoredArtifact, body: Uint8Array | null) => ix.store(a, body),
+    };
+  }
+}
+
+export function fakeEnv(): { env: Env; db: FakeD1; r2: FakeR2; teams: FakeTeams } {
   const db = new FakeD1();
   const r2 = new FakeR2();
-  return { env: { DB: db, ARTIFACTS: r2 } as unknown as Env, db, r2 };
+  const teams: FakeTeams = new FakeTeams(() => env);
+  const env = { DB: db, ARTIFACTS: r2, TEAM_DISPATCHER: teams } as unknown as Env;
+  return { env, db, r2, teams };
+}
+
+/**
+ * Stores a stream as the edge does (src/dispatch/artifact-routes.ts): a body up to the cost
+ * model's threshold kept with the team, a larger one in R2, indexed by the team's object at `now`.
+ */
+export async function storeArtifact(
+  f: { env: Env; teams: FakeTeams },
+  a: {
+    team: string;
+    handle: string;
+    jobId: string;
+    stream: StreamName;
+    body: string | Uint8Array;
+    lines: number;
+    truncated?: boolean;
+    retentionHours?: number;
+    now?: number;
+  },
+): Promise<BodyPlace> {
+  if (a.now !== undefined) f.teams.clock.now = a.now;
+  const body = typeof a.body === 'string' ? new TextEncoder().encode(a.body) : a.body;
+  const entry = { handle: a.handle, jobId: a.jobId, stream: a.stream, lines: a.lines, truncated: a.truncated ?? false, retentionHours: a.retentionHours ?? 24 };
+  if (body.byteLength <= smallBodyMaxBytes(entry.retentionHours)) return indexArtifact(f.env, a.team, { ...entry, r2Key: null, bytes: body.byteLength }, body);
+  const r = await putArtifactBody(f.env, { ...entry, team: a.team, body: new Response(body).body!, contentLength: body.byteLength });
+  if (!r.ok) throw new Error(r.error.message);
+  return indexArtifact(f.env, a.team, { ...entry, r2Key: r.value.r2Key, bytes: r.value.bytes }, null);
 }
 
 export const bodyOf = (s: string | Uint8Array) => new Response(s).body!;

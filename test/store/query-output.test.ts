@@ -1,6 +1,10 @@
-/** query_output's logic over the artifact store (in-memory bindings; wrangler dev in test/e2e). */
+/**
+ * query_output's logic over the artifact store (in-memory R2, the team's artifact index over
+ * node:sqlite; wrangler dev in test/e2e): the same results whether a body is in R2 or kept with the team.
+ */
 import { describe, expect, it } from 'vitest';
-import { putArtifact } from '../../src/store/artifacts.ts';
+import { putArtifactBody } from '../../src/store/artifacts.ts';
+import { indexArtifact } from '../../src/dispatch/artifact-client.ts';
 import { queryOutput } from '../../src/mcp/query-output.ts';
 import type { StreamName } from '../../src/contracts/agent-protocol.ts';
 import { bodyOf, fakeEnv } from './fakes.ts';
@@ -8,30 +12,36 @@ import { bodyOf, fakeEnv } from './fakes.ts';
 const T0 = 1_800_000_000_000;
 const enc = new TextEncoder();
 
-async function seed(streams: Partial<Record<StreamName, string>>, o: { team?: string; handle?: string; retentionHours?: number } = {}) {
+type Place = 'r2' | 'team';
+
+async function seed(streams: Partial<Record<StreamName, string>>, o: { team?: string; handle?: string; retentionHours?: number; place?: Place } = {}) {
   const f = fakeEnv();
+  f.teams.clock.now = T0;
+  const team = o.team ?? 'team-a';
   for (const [stream, text] of Object.entries(streams) as [StreamName, string][]) {
     const b = enc.encode(text);
-    const r = await putArtifact(f.env, {
-      team: o.team ?? 'team-a',
+    const entry = {
       handle: o.handle ?? 'art_q',
       jobId: 'job-q',
       stream,
-      body: bodyOf(b),
-      contentLength: b.length,
       lines: text.split('\n').length - 1,
       truncated: false,
       retentionHours: o.retentionHours ?? 24,
-      now: T0,
-    });
-    expect(r.ok).toBe(true);
+    };
+    if (o.place === 'team') {
+      expect(await indexArtifact(f.env, team, { ...entry, r2Key: null, bytes: b.length }, b)).toBe('do');
+      continue;
+    }
+    const r = await putArtifactBody(f.env, { ...entry, team, body: bodyOf(b), contentLength: b.length });
+    if (!r.ok) throw new Error(r.error.message);
+    expect(await indexArtifact(f.env, team, { ...entry, r2Key: r.value.r2Key, bytes: b.length }, null)).toBe('r2');
   }
   return f;
 }
 
 const lines = (n: number, mark: (i: number) => string = () => '') => Array.from({ length: n }, (_, i) => `l${i + 1}${mark(i + 1)}`).join('\n') + '\n';
 
-describe('queryOutput', () => {
+describe.each<Place>(['r2', 'team'])('queryOutput over a body in %s', (place) => {
   it('searches both streams by default, stdout first, with the defaults (10 excerpts, 3 lines of context)', async () => {
     const { env } = await seed({ stdout: lines(20, (i) => (i === 10 ? ' FAIL' : '')), stderr: lines(5, (i) => (i === 2 ? ' fail' : '')) });
     const r = await queryOutput(env, 'team-a', { artifactHandle: 'art_q', queryTerms: ['fail'] }, T0);
@@ -53,7 +63,7 @@ describe('queryOutput', () => {
   });
 
   it('caps excerpts across streams at maxExcerpts, stdout first, and still counts all matches', async () => {
-    const { env } = await seed({ stdout: lines(100, (i) => (i % 10 === 0 ? ' x' : '')), stderr: lines(100, (i) => (i % 10 === 0 ? ' x' : '')) });
+    const { env } = await seed({ stdout: lines(100, (i) => (i % 10 === 0 ? ' x' : '')), stderr: lines(100, (i) => (i % 10 === 0 ? ' x' : '')) }, { place });
     const r = await queryOutput(env, 'team-a', { artifactHandle: 'art_q', queryTerms: [' x'], maxExcerpts: 12, contextLines: 0 }, T0);
     if (!r.ok) throw new Error(r.error.message);
     expect(r.value.excerpts.map((e) => e.source)).toEqual([...Array(10).fill('stdout'), 'stderr', 'stderr']);
@@ -61,19 +71,19 @@ describe('queryOutput', () => {
   });
 
   it('searches only the requested stream', async () => {
-    const { env } = await seed({ stdout: 'a hit\n', stderr: 'b hit\n' });
+    const { env } = await seed({ stdout: 'a hit\n', stderr: 'b hit\n' }, { place });
     const r = await queryOutput(env, 'team-a', { artifactHandle: 'art_q', queryTerms: ['hit'], stream: 'stderr', contextLines: 0 }, T0);
     expect(r.ok && r.value).toMatchObject({ searchedStreams: ['stderr'], excerpts: [{ content: 'b hit', source: 'stderr' }], totalLines: 1 });
   });
 
   it('reports noMatch with the stream sizes when nothing matches', async () => {
-    const { env } = await seed({ stdout: lines(3) });
+    const { env } = await seed({ stdout: lines(3) }, { place });
     const r = await queryOutput(env, 'team-a', { artifactHandle: 'art_q', queryTerms: ['zzz'] }, T0);
     expect(r.ok && r.value).toMatchObject({ excerpts: [], matchCount: 0, matchStatus: 'noMatch', totalLines: 3, searchedStreams: ['stdout'] });
   });
 
   it("answers not found for another team's handle, an unknown handle and an expired one", async () => {
-    const { env } = await seed({ stdout: 'secret\n' }, { retentionHours: 1 });
+    const { env } = await seed({ stdout: 'secret\n' }, { retentionHours: 1, place });
     const msg = { ok: false, error: { code: 'not_found', message: 'artifact "art_q" not found (it may have expired)' } };
     expect(await queryOutput(env, 'team-b', { artifactHandle: 'art_q', queryTerms: ['secret'] }, T0)).toEqual(msg);
     expect(await queryOutput(env, 'team-a', { artifactHandle: 'art_q', queryTerms: ['secret'] }, T0 + 3_600_000)).toEqual(msg);
@@ -82,7 +92,9 @@ describe('queryOutput', () => {
       error: { code: 'not_found' },
     });
   });
+});
 
+describe('queryOutput over R2', () => {
   it('answers not found when the body is gone although the row is still there', async () => {
     const { env, r2 } = await seed({ stdout: 'x\n' });
     r2.objects.clear();

@@ -9,7 +9,7 @@ import { OutputMode, RuntimeExecuteInput, RuntimeExecuteOutput } from '../../con
 import { toolInput } from '../../contracts/strict-input.ts';
 import { RUNTIMES, type RuntimeName } from '../../contracts/runtimes.ts';
 import { listAgents } from '../../dispatch/client.ts';
-import { getArtifactRows, readTail } from '../../store/artifacts.ts';
+import { artifactRows, readTail } from '../../dispatch/artifact-client.ts';
 import { shapeRuntimeResult } from '../output-shape.ts';
 import { missingScope, toolError, toolResult, type ToolContext } from '../context.ts';
 import { runGoverned, type EndedJob } from '../governed-run.ts';
@@ -146,9 +146,9 @@ export async function runtimeEnded(ctx: ToolContext, out: EndedJob, shaping: Run
   const hasArtifact = exit.streams.stdout.bytes + exit.streams.stderr.bytes > 0 && exit.artifactsUploaded;
   let tails: { stdout?: string; stderr?: string } | undefined;
   if (shaping.outputMode === 'summary' && hasArtifact && (exit.stdoutTruncated || exit.stderrTruncated)) {
-    const rows = await getArtifactRows(ctx.env, ctx.principal.team, out.handle);
+    const rows = await artifactRows(ctx.env, ctx.principal.team, out.handle);
     tails = {};
-    for (const row of rows) tails[row.stream] = await readTail(ctx.env, row, TAIL_BYTES);
+    for (const row of rows) tails[row.stream] = await readTail(ctx.env, ctx.principal.team, row, TAIL_BYTES);
   }
   const shaped = shapeRuntimeResult(exit, {
     artifactHandle: hasArtifact ? out.handle : null,

@@ -1,0 +1,181 @@
+/**
+ * The team's artifact index (src/dispatch/artifact-index.ts) over node:sqlite: where each stream's
+ * body is (R2, chunks in the object, or the job's own exit), reads of small bodies, and retention —
+ * the soonest expiry as the alarm's wake-up, expired rows and R2 bodies deleted in bounded batches.
+ */
+import { beforeEach, describe, expect, it } from 'vitest';
+import { ArtifactIndex, SMALL_BODY_MAX_BYTES, smallBodyMaxBytes, type ExitSource, type StoredArtifact } from '../../src/dispatch/artifact-index.ts';
+import { JOB_RETENTION_MS } from '../../src/contracts/jobs.ts';
+import { dispatchHost, type TestHost } from './sql-host.ts';
+
+const HOUR = 3_600_000;
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+
+let host: TestHost;
+let deletes: string[][];
+let r2Fails: boolean;
+/** Job `j1` ended at the start of the test with this inline stdout in its exit. */
+let exitStdout: string;
+
+const jobs: ExitSource = {
+  get: (id: string) => (id === 'j1' ? ({ ended_at: 1_000_000 } as never) : null),
+  result: (id: string) => (id === 'j1' ? ({ stdout: exitStdout, stderr: '' } as never) : null),
+};
+
+const entry = (o: Partial<StoredArtifact> = {}): StoredArtifact => ({
+  handle: 'art_a',
+  jobId: 'j1',
+  stream: 'stdout',
+  r2Key: null,
+  bytes: 0,
+  lines: 1,
+  truncated: false,
+  retentionHours: 24,
+  ...o,
+});
+
+function index(): ArtifactIndex {
+  return new ArtifactIndex(host, jobs);
+}
+
+const count = (sql: string) => (host.db.prepare(sql).get() as { n: number }).n;
+
+beforeEach(() => {
+  deletes = [];
+  r2Fails = false;
+  exitStdout = 'not the body\n';
+  host = dispatchHost({
+    env: {
+      ARTIFACTS: {
+        delete: async (keys: string[]) => {
+          if (r2Fails) throw new Error('R2 unavailable');
+          deletes.push(keys);
+        },
+      },
+    } as never,
+  });
+});
+
+describe('artifact index', () => {
+  it('keeps a small body in the object and reads it back whole and by range', () => {
+    const ix = index();
+    expect(ix.store(entry(), enc.encode('hello\nworld\n'))).toBe('do');
+    const [row] = ix.rows('art_a');
+    expect(row).toMatchObject({ handle: 'art_a', jobId: 'j1', stream: 'stdout', place: 'do', r2Key: null, bytes: 12, lines: 1, truncated: false });
+    expect(row.expiresAt).toBe(host.now() + 24 * HOUR);
+    expect(dec.decode(ix.read('art_a', 'stdout')!)).toBe('hello\nworld\n');
+    expect(dec.decode(ix.read('art_a', 'stdout', 6, 3)!)).toBe('wor');
+    expect(ix.read('art_a', 'stderr')).toBeNull();
+    expect(count('SELECT COUNT(*) AS n FROM artifact_chunks')).toBe(1);
+  });
+
+  it("points at the job's exit when it holds exactly the body, instead of storing it twice", () => {
+    exitStdout = 'héllo\n';
+    const ix = index();
+    expect(ix.store(entry(), enc.encode('héllo\n'))).toBe('exit');
+    expect(count('SELECT COUNT(*) AS n FROM artifact_chunks')).toBe(0);
+    expect(dec.decode(ix.read('art_a', 'stdout')!)).toBe('héllo\n');
+    expect(ix.rows('art_a')[0]).toMatchObject({ place: 'exit', bytes: 7 });
+  });
+
+  it("keeps its own copy when the exit's text is not these bytes (cut inline output, invalid UTF-8) or is pruned before the artifact expires", () => {
+    exitStdout = 'hello';
+    const ix = index();
+    expect(ix.store(entry(), enc.encode('hello\nmore\n'))).toBe('do');
+    // Bytes that are not UTF-8 come back from the exit's text differently: the body is kept as it is.
+    exitStdout = '\ufffd';
+    expect(ix.store(entry({ handle: 'art_b' }), new Uint8Array([0xff]))).toBe('do');
+    expect([...ix.read('art_b', 'stdout')!]).toEqual([0xff]);
+    exitStdout = 'x\n';
+    const longer = Math.ceil(JOB_RETENTION_MS / HOUR) + 1;
+    expect(ix.store(entry({ handle: 'art_c', retentionHours: longer }), enc.encode('x\n'))).toBe('do');
+  });
+
+  it('records an R2 body by its key; the edge reads those itself', () => {
+    const ix = index();
+    expect(ix.store(entry({ r2Key: 't/acme/a/art_a/stdout', bytes: 5_000_000 }), null)).toBe('r2');
+    expect(ix.rows('art_a')[0]).toMatchObject({ place: 'r2', r2Key: 't/acme/a/art_a/stdout', bytes: 5_000_000 });
+    expect(ix.read('art_a', 'stdout')).toBeNull();
+  });
+
+  it('answers a handle it does not know, and an expired one, with nothing; lists the newest first', () => {
+    const ix = index();
+    ix.store(entry({ handle: 'art_old', retentionHours: 1 }), enc.encode('a\n'));
+    host.clock.now += 1000;
+    ix.store(entry({ handle: 'art_new', stream: 'stderr' }), enc.encode('b\n'));
+    ix.store(entry({ handle: 'art_new' }), enc.encode('c\n'));
+    expect(ix.rows('art_nope')).toEqual([]);
+    expect(ix.rows('art_new').map((r) => r.stream)).toEqual(['stdout', 'stderr']);
+    expect(ix.recent(10).map((r) => r.handle)).toEqual(['art_new', 'art_new', 'art_old']);
+    host.clock.now += HOUR;
+    expect(ix.rows('art_old')).toEqual([]);
+    expect(ix.read('art_old', 'stdout')).toBeNull();
+    expect(ix.recent(10).map((r) => r.handle)).toEqual(['art_new', 'art_new']);
+  });
+
+  it('a retried upload replaces the stream, chunks and all', () => {
+    const ix = index();
+    ix.store(entry(), enc.encode('first\n'));
+    ix.store(entry({ r2Key: 't/acme/a/art_a/stdout', bytes: 100_000 }), null);
+    expect(ix.rows('art_a')).toHaveLength(1);
+    expect(count('SELECT COUNT(*) AS n FROM artifact_chunks')).toBe(0);
+  });
+});
+
+describe('artifact retention', () => {
+  it('wakes at the soonest expiry, read once per instance and kept by writes', () => {
+    const ix = index();
+    expect(ix.nextWake(host.now())).toBeNull();
+    ix.store(entry({ handle: 'art_day' }), enc.encode('a\n'));
+    ix.store(entry({ handle: 'art_hour', retentionHours: 1 }), enc.encode('b\n'));
+    expect(ix.nextWake(host.now())).toBe(host.now() + HOUR);
+    // A restarted object reads it back from storage.
+    expect(index().nextWake(host.now())).toBe(host.now() + HOUR);
+  });
+
+  it('deletes expired rows, chunks and R2 bodies (with their search indexes) and keeps fresh ones', async () => {
+    const ix = index();
+    ix.store(entry({ handle: 'art_small', retentionHours: 1 }), enc.encode('a\n'));
+    ix.store(entry({ handle: 'art_big', retentionHours: 1, r2Key: 't/acme/a/art_big/stdout', bytes: 9 }), null);
+    ix.store(entry({ handle: 'art_fresh', retentionHours: 48 }), enc.encode('b\n'));
+    const start = host.now();
+    host.clock.now += 2 * HOUR;
+    expect(await ix.onAlarm(host.now())).toEqual({ deleted: 2 });
+    expect(deletes).toEqual([['t/acme/a/art_big/stdout', 't/acme/a/art_big/stdout.idx']]);
+    expect(host.db.prepare('SELECT handle FROM artifacts').all()).toEqual([{ handle: 'art_fresh' }]);
+    expect(count('SELECT COUNT(*) AS n FROM artifact_chunks')).toBe(1);
+    expect(ix.nextWake(host.now())).toBe(start + 48 * HOUR);
+  });
+
+  it('deletes R2 bodies in calls of at most 1,000 keys, and no more batches than one alarm may take', async () => {
+    const ix = index();
+    for (let i = 0; i < 1200; i++) ix.store(entry({ handle: `art_${i}`, retentionHours: 1, r2Key: `t/acme/a/art_${i}/stdout`, bytes: 1 }), null);
+    host.clock.now += 2 * HOUR;
+    expect(await ix.onAlarm(host.now())).toEqual({ deleted: 1200 });
+    expect(deletes.map((k) => k.length)).toEqual([1000, 1000, 400]);
+    expect(count('SELECT COUNT(*) AS n FROM artifacts')).toBe(0);
+    expect(ix.nextWake(host.now())).toBeNull();
+  });
+
+  it('keeps the rows when R2 refuses the delete, and tries again a minute later', async () => {
+    const ix = index();
+    ix.store(entry({ retentionHours: 1, r2Key: 't/acme/a/art_a/stdout', bytes: 9 }), null);
+    host.clock.now += 2 * HOUR;
+    r2Fails = true;
+    expect(await ix.onAlarm(host.now())).toEqual({ deleted: 0 });
+    expect(count('SELECT COUNT(*) AS n FROM artifacts')).toBe(1);
+    expect(ix.nextWake(host.now())).toBe(host.now() + 60_000);
+    r2Fails = false;
+    expect(await ix.onAlarm(host.now() + 60_000)).toEqual({ deleted: 1 });
+  });
+});
+
+describe('where a body goes', () => {
+  it('keeps up to 64 KiB with the team at the default retention, less when a body is kept for months', () => {
+    expect(smallBodyMaxBytes(24)).toBe(SMALL_BODY_MAX_BYTES);
+    expect(smallBodyMaxBytes(24 * 7)).toBe(SMALL_BODY_MAX_BYTES);
+    expect(smallBodyMaxBytes(24 * 90)).toBeLessThan(8 * 1024);
+    expect(smallBodyMaxBytes(24 * 90)).toBeGreaterThan(4 * 1024);
+  });
+});
