@@ -1,6 +1,9 @@
-/** `gatehouse audit tail`: the newest audit rows, oldest first, optionally following new ones. */
+/**
+ * `gatehouse audit tail`: the newest audit rows, oldest first, optionally following new ones.
+ * `gatehouse audit export`: the full trail as NDJSON from a time or a cursor (exported batches in R2, then the rows kept).
+ */
 import { parseArgs, UsageError, formatFlags, type FlagSpecs } from './args.ts';
-import { api, connection, formatError, type Connection } from './client.ts';
+import { api, apiText, connection, formatError, type Connection } from './client.ts';
 import { info, iso, out } from './io.ts';
 import { formatCommand, visible, visibleJson } from './visible-text.ts';
 
@@ -14,13 +17,26 @@ const TAIL_FLAGS: FlagSpecs = {
   since: { type: 'string', value: 'time', help: 'only rows at or after (ms since epoch or ISO date)' },
 };
 
+const EXPORT_FLAGS: FlagSpecs = {
+  since: { type: 'string', value: 'time', help: 'start at the first row at or after this time (ms since epoch or ISO date)' },
+  after: { type: 'string', value: 'cursor', help: 'start after this row id (the "next:" value a previous export printed)' },
+  'page-size': { type: 'string', value: 'N', help: 'rows per request (default 5000, at most 10000)' },
+};
+
 const AUDIT_HELP = `gatehouse audit — the team's audit log
 
 usage:
   gatehouse audit tail [--limit N] [--follow] [--decision denied] [--tool execute] [--subject s] [--since 2026-11-22]
+  gatehouse audit export [--since 2026-11-01 | --after <cursor>] > audit.ndjson
+      every row from there to the newest, one JSON object per line (rows past the team's retention
+      come from the batches exported before they were dropped); prints "next: <cursor>" on stderr
+      for the next run to continue with --after
 
-flags:
-${formatFlags(TAIL_FLAGS)}`;
+flags (tail):
+${formatFlags(TAIL_FLAGS)}
+
+flags (export):
+${formatFlags(EXPORT_FLAGS)}`;
 
 export interface AuditRow {
   id: number;
@@ -53,7 +69,8 @@ export async function auditCommand(argv: string[]): Promise<number> {
     out(AUDIT_HELP);
     return sub === undefined ? 2 : 0;
   }
-  if (sub !== 'tail') throw new UsageError(`unknown audit command "${sub}"; allowed: tail`);
+  if (sub === 'export') return auditExport(rest);
+  if (sub !== 'tail') throw new UsageError(`unknown audit command "${sub}"; allowed: tail, export`);
   const a = parseArgs(rest, TAIL_FLAGS, 'audit tail');
   if (a.flags.help) return (out(AUDIT_HELP), 0);
   if (a.positionals.length) throw new UsageError('audit tail takes no positional arguments');
@@ -120,4 +137,35 @@ async function newerThan(conn: Connection, filters: URLSearchParams, lastId: num
 async function sleep(ms: number, stopped: () => boolean): Promise<void> {
   const until = Date.now() + ms;
   while (Date.now() < until && !stopped()) await new Promise((r) => setTimeout(r, Math.min(100, until - Date.now())));
+}
+
+/** Pages through `GET /audit/export` until it reaches the newest row, writing each page's NDJSON to stdout as it comes. */
+async function auditExport(argv: string[]): Promise<number> {
+  const a = parseArgs(argv, EXPORT_FLAGS, 'audit export');
+  if (a.flags.help) return (out(AUDIT_HELP), 0);
+  if (a.positionals.length) throw new UsageError('audit export takes no positional arguments');
+  if (a.flags.since !== undefined && a.flags.after !== undefined) throw new UsageError('pass either --since or --after, not both');
+  const size = a.flags['page-size'] === undefined ? 5000 : Number(a.flags['page-size']);
+  if (!Number.isInteger(size) || size < 1 || size > 10_000) throw new UsageError(`--page-size "${a.flags['page-size']}" must be an integer from 1 to 10000`);
+  const conn = connection(a.flags);
+  const q = new URLSearchParams({ limit: String(size) });
+  if (a.flags.since !== undefined) q.set('since', String(a.flags.since));
+  if (a.flags.after !== undefined) q.set('after', String(a.flags.after));
+  let rows = 0;
+  for (;;) {
+    const r = await apiText(conn, `/audit/export?${q}`);
+    if (!r.ok) {
+      info(formatError(r.error));
+      if (q.has('after')) info(`next: ${q.get('after')}`);
+      return 1;
+    }
+    if (r.value.text) process.stdout.write(r.value.text);
+    rows += r.value.text.split('\n').filter(Boolean).length;
+    const next = r.value.headers.get('Gatehouse-Next-After') ?? '';
+    q.delete('since');
+    q.set('after', next);
+    if (r.value.headers.get('Gatehouse-Export-Complete') === 'true') break;
+  }
+  info(`${rows} rows; next: ${q.get('after')}`);
+  return 0;
 }

@@ -71,5 +71,34 @@ export async function api<T>(conn: Connection, method: string, path: string, bod
   return { ok: true, value: json as T };
 }
 
+/** A request whose answer is not JSON (an NDJSON export): its text and headers, or the error. */
+export async function apiText(conn: Connection, path: string): Promise<ApiResult<{ text: string; headers: Headers }>> {
+  let res: Response;
+  try {
+    const scoped = conn.team ? `/teams/${encodeURIComponent(conn.team)}${path}` : path;
+    res = await fetch(`${conn.url}/admin/v1${scoped}`, { headers: { Authorization: `Bearer ${conn.token}` }, signal: AbortSignal.timeout(120_000) });
+  } catch (e) {
+    const cause = (e as { cause?: { code?: string; message?: string } }).cause;
+    return {
+      ok: false,
+      error: { status: 0, code: 'unreachable', message: `cannot reach ${conn.url}: ${cause?.code ?? cause?.message ?? (e as Error).message}` },
+    };
+  }
+  const text = await res.text();
+  if (!res.ok) {
+    let err: { code?: string; message?: string } | undefined;
+    try {
+      err = (JSON.parse(text) as { error?: { code?: string; message?: string } }).error;
+    } catch {
+      err = undefined;
+    }
+    return {
+      ok: false,
+      error: { status: res.status, code: err?.code ?? `http_${res.status}`, message: err?.message ?? (text.slice(0, 300) || res.statusText) },
+    };
+  }
+  return { ok: true, value: { text, headers: res.headers } };
+}
+
 /** The gateway's message can quote what a caller sent: shown through `visible`, on one line. */
 export const formatError = (e: ApiError) => `error (${visible(e.code)}): ${visible(e.message)}`;

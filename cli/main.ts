@@ -16,8 +16,9 @@ import { jobsCommand } from './jobs.ts';
 import { approvalsCommand } from './approvals.ts';
 import { oauthCommand } from './oauth.ts';
 import { membersCommand } from './members.ts';
+import { teamCommand } from './team.ts';
 
-const COMMANDS = ['token', 'key', 'members', 'oauth', 'policy', 'audit', 'agents', 'jobs', 'approvals', 'agent', 'help'];
+const COMMANDS = ['token', 'key', 'members', 'oauth', 'policy', 'audit', 'agents', 'jobs', 'approvals', 'team', 'agent', 'help'];
 
 export const HELP = `gatehouse — admin CLI and executor agent of a Gatehouse MCP gateway
 
@@ -33,10 +34,12 @@ usage:
   gatehouse oauth revoke-client <client-id> | unblock-client <client-id>
   gatehouse policy get | set <file.json|-> | check [--runtime r] [--cwd d] -- <command> [args...]
   gatehouse policy presets | preset <name>            the presets and what each allows; switch to one
-  gatehouse audit tail [--limit N] [--follow] [--decision denied]
+  gatehouse audit tail [--limit N] [--follow] [--decision denied] | export [--since t]   the trail as NDJSON
   gatehouse agents                                    the team's executor agents
   gatehouse jobs list [--state s] | show <id> | kill <id>
   gatehouse approvals list [--status pending] | show <id> | approve <id> | deny <id>   runs the policy asks about
+  gatehouse team create <id> | list | show <id> | suspend <id> | resume <id> | quotas <id> | usage <id> | delete <id>
+                                                      the deployment's teams (an operator token)
   gatehouse agent --url URL --token-file FILE --root DIR [...]   run an executor agent
   gatehouse agent doctor --url URL --token-file FILE             check an agent host
   gatehouse --version [--json]
@@ -76,6 +79,8 @@ export async function main(argv: string[]): Promise<number> {
         return await oauthCommand(rest);
       case 'members':
         return await membersCommand(rest);
+      case 'team':
+        return await teamCommand(rest);
       case 'agent':
         info('gatehouse: "agent" is started by the gatehouse command itself (bin/gatehouse.mjs), not by the admin CLI');
         return 2;

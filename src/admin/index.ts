@@ -9,6 +9,7 @@ import { toErrorShape } from '../contracts/errors.ts';
 import { tokenRoutes } from './tokens.ts';
 import { policyRoutes } from './policy.ts';
 import { auditRoutes } from './audit.ts';
+import { auditExportRoutes } from './audit-export.ts';
 import { artifactRoutes, jobOutputRoutes } from './artifacts.ts';
 import { policyHistoryRoutes } from './policy-history.ts';
 import { ownTeamOnly } from './team.ts';
@@ -17,6 +18,7 @@ import { approvalRoutes } from './approvals.ts';
 import { oauthAdminRoutes } from './oauth.ts';
 import { overviewRoutes } from './overview.ts';
 import { memberRoutes } from './members.ts';
+import { teamUsageRoutes } from '../operator/usage.ts';
 import { apiError } from './http.ts';
 import { authorityOf, minterFor } from '../auth/minter.ts';
 import { adminCallLog } from '../edge/call-log.ts';
@@ -32,6 +34,7 @@ teamApi.get('/', whoami);
 teamApi.route('/tokens', tokenRoutes);
 teamApi.route('/policy/history', policyHistoryRoutes);
 teamApi.route('/policy', policyRoutes);
+teamApi.route('/audit', auditExportRoutes);
 teamApi.route('/audit', auditRoutes);
 teamApi.route('/agents', agentAdminRoutes);
 teamApi.route('/jobs', jobOutputRoutes);
@@ -41,6 +44,7 @@ teamApi.route('/approvals', approvalRoutes);
 teamApi.route('/oauth', oauthAdminRoutes);
 teamApi.route('/overview', overviewRoutes);
 teamApi.route('/members', memberRoutes);
+teamApi.route('/usage', teamUsageRoutes);
 
 export const adminRoutes = new Hono<AppEnv>();
 
@@ -62,6 +66,6 @@ adminRoutes.all('*', (c) =>
   apiError(
     c,
     'not_found',
-    `no admin route ${c.req.method} ${new URL(c.req.url).pathname}; see /admin/v1/{overview,tokens,policy,policy/check,audit,agents,jobs,artifacts/:handle,approvals,oauth/grants,oauth/clients/:id,members,members/invitations}`,
+    `no admin route ${c.req.method} ${new URL(c.req.url).pathname}; see /admin/v1/{overview,tokens,policy,policy/check,audit,audit/export,audit/storage,agents,jobs,artifacts/:handle,approvals,oauth/grants,oauth/clients/:id,members,members/invitations}`,
   ),
 );

@@ -28,7 +28,7 @@ async function current(c: { env: AppEnv['Bindings'] }, team: string) {
 async function savePolicy(c: Context<AppEnv>, team: string, policy: PolicyDocument, by: string): Promise<{ ok: true } | { ok: false; response: Response }> {
   const stamp = await putTeamPolicy(c.env, team, policy, by);
   try {
-    await policyChanged(c.env, team, stamp);
+    await policyChanged(c.env, team, stamp, policy.retention);
     return { ok: true };
   } catch (e) {
     return {

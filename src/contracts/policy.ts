@@ -3,6 +3,7 @@
  * Stages are decided in the reference's order; see src/policy/ for the engine.
  */
 import { z } from 'zod';
+import { DO_STORAGE_MAX_BYTES } from '../platform/limits.ts';
 import { POLICY_MAX_ARTIFACT_BYTES } from './limits.ts';
 import { RuntimeName } from './runtimes.ts';
 import { DEFAULT_RESOURCE_LIMITS, ResourceLimits } from './resource-limits.ts';
@@ -116,6 +117,25 @@ const NETWORK_OFF: NetworkPolicy = {
   maxBytesDown: NETWORK_DEFAULT_BYTES_DOWN,
 };
 
+/** A compliance default: 90 days of audit in the team's object (older rows stay in the R2 export). */
+export const RETENTION_DEFAULT_AUDIT_DAYS = 90;
+/** 1 GiB of the object's 10 GB: room for ~90 days at a few thousand calls a day; the bound is what a team pays for in storage. */
+export const RETENTION_DEFAULT_MAX_BYTES = 1024 ** 3;
+/** The least a team may keep: below it one busy hour could trigger retention. */
+const RETENTION_MIN_BYTES = 16 * 1024 ** 2;
+
+export const RetentionPolicy = z.object({
+  auditDays: z.number().int().min(1).max(3650).default(RETENTION_DEFAULT_AUDIT_DAYS),
+  /** The team object's storage bound; at most 90 % of a Durable Object's 10 GB, so retention acts before the platform refuses writes. */
+  maxBytes: z
+    .number()
+    .int()
+    .min(RETENTION_MIN_BYTES)
+    .max(Math.floor(DO_STORAGE_MAX_BYTES * 0.9))
+    .default(RETENTION_DEFAULT_MAX_BYTES),
+});
+export type RetentionPolicy = z.infer<typeof RetentionPolicy>;
+
 export const PolicyDocument = z.object({
   version: z.literal(POLICY_SCHEMA_VERSION),
   /** Feature gates: `runtime.enabled = false` denies every runtime_execute call. */
@@ -215,6 +235,12 @@ export const PolicyDocument = z.object({
         .default(24),
     })
     .default({ retentionHours: 24 }),
+  /**
+   * How long and how much of the team's history its Durable Object keeps (docs/retention.md): audit
+   * rows older than `auditDays`, or the oldest beyond `maxBytes` of the object's storage, are exported
+   * to R2 (read back with `gatehouse audit export`) and then dropped, oldest first.
+   */
+  retention: RetentionPolicy.default({ auditDays: RETENTION_DEFAULT_AUDIT_DAYS, maxBytes: RETENTION_DEFAULT_MAX_BYTES }),
   /** Decision rules (allow / ask / deny by argv prefix), tried in order after the allowlists. */
   rules: z.array(PolicyRule).max(200).default([]),
   approvals: ApprovalPolicy.default({ ttlSeconds: 3600, promptTtlSeconds: 600, askClient: true }),

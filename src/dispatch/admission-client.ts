@@ -5,6 +5,7 @@
  */
 import type { Env } from '../env.ts';
 import type { PolicyStamp } from '../store/admission.ts';
+import type { RetentionPolicy } from '../contracts/policy.ts';
 import type { Admission, Suspension } from './admission.ts';
 import { teamStub } from './client.ts';
 
@@ -17,8 +18,8 @@ export async function revokeInTeam(env: Env, team: string, jti: string, revokedA
   return (await teamStub(env, team).revokeToken(jti, revokedAt)) as { revokedAt: number; agentsDisconnected: number };
 }
 
-export async function policyChanged(env: Env, team: string, stamp: PolicyStamp): Promise<void> {
-  await teamStub(env, team).policyChanged(stamp);
+export async function policyChanged(env: Env, team: string, stamp: PolicyStamp, retention: RetentionPolicy): Promise<void> {
+  await teamStub(env, team).policyChanged(stamp, retention);
 }
 
 export async function suspendTeam(env: Env, team: string, s: Suspension | null): Promise<void> {

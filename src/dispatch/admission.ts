@@ -14,6 +14,7 @@
  */
 import type { Env } from '../env.ts';
 import type { admissionSeed, PolicyStamp } from '../store/admission.ts';
+import { PolicyDocument, RetentionPolicy } from '../contracts/policy.ts';
 import { migrate, type Migration, type SqlHost } from './host.ts';
 
 /** A suspended team: every call is refused with this (src/admin/teams.ts). */
@@ -91,7 +92,10 @@ export class TeamAdmission {
       this.host.transactionSync(() => {
         for (const r of seed.revoked) this.sql.exec(`INSERT OR IGNORE INTO revoked_tokens (jti, revoked_at) VALUES (?, ?)`, r.jti, r.revokedAt);
         // A stamp set here meanwhile (a policy saved during the seed) is newer than what D1 said a moment before.
-        if (this.setting('policy') === null) this.put('policy', seed.policy);
+        if (this.setting('policy') === null) {
+          this.put('policy', seed.policy);
+          this.put('retention', retentionOf(seed.document));
+        }
         this.put('seeded', Date.now());
       });
     })().finally(() => {
@@ -117,10 +121,16 @@ export class TeamAdmission {
   }
 
   /** The team's policy was saved as `stamp`: requests admitted from now on use it. An older stamp arriving late changes nothing. */
-  policyChanged(stamp: PolicyStamp): void {
+  policyChanged(stamp: PolicyStamp, retention: RetentionPolicy): void {
     const cur = this.setting<PolicyStamp>('policy');
     if (cur?.version != null && stamp.version !== null && stamp.version < cur.version) return;
     this.put('policy', stamp);
+    this.put('retention', retention);
+  }
+
+  /** How long and how much history the team keeps (the policy's `retention`, as last saved). */
+  retention(): RetentionPolicy {
+    return this.setting<RetentionPolicy>('retention') ?? RetentionPolicy.parse({});
   }
 
   suspend(s: Suspension | null): void {
@@ -129,5 +139,16 @@ export class TeamAdmission {
 
   suspended(): Suspension | null {
     return this.setting<Suspension>('suspended');
+  }
+}
+
+/** The `retention` of a stored policy document; the defaults for none or one that no longer parses. */
+function retentionOf(document: string | null): RetentionPolicy {
+  if (document === null) return RetentionPolicy.parse({});
+  try {
+    const p = PolicyDocument.safeParse(JSON.parse(document));
+    return p.success ? p.data.retention : RetentionPolicy.parse({});
+  } catch {
+    return RetentionPolicy.parse({});
   }
 }

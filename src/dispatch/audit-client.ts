@@ -6,6 +6,8 @@
 import type { Env } from '../env.ts';
 import type { AuditEntry, AuditFilter, AuditRow } from '../store/audit.ts';
 import { teamStub } from './client.ts';
+import type { AuditExportPage } from './events.ts';
+import type { StorageView } from './retention.ts';
 
 /** Records one row in the team's audit log; returns its id (null: a governed job's row that existed). */
 export async function recordAudit(env: Env, e: AuditEntry): Promise<number | null> {
@@ -20,4 +22,12 @@ export async function queryAuditLog(env: Env, team: string, f: AuditFilter): Pro
 export async function auditRowsOfJobs(env: Env, team: string, jobIds: readonly string[]): Promise<AuditRow[]> {
   if (jobIds.length === 0) return [];
   return (await teamStub(env, team).auditRowsOfJobs([...jobIds])) as AuditRow[];
+}
+
+export async function auditExportPage(env: Env, team: string, q: { after: number | null; since: number | null; limit: number }): Promise<AuditExportPage> {
+  return (await teamStub(env, team).auditExportPage(q)) as AuditExportPage;
+}
+
+export async function teamStorage(env: Env, team: string): Promise<StorageView> {
+  return (await teamStub(env, team).storage()) as StorageView;
 }

@@ -13,7 +13,15 @@ import {
   auditColumns,
   AUDIT_DEFAULT_LIMIT,
   AUDIT_MAX_LIMIT,
-  AUDIT_JOB_TOOLS, decodeCursor, encodeCursor, parseJson, redactString, type AuditEntry, type AuditFilter, type AuditRow } from '../store/audit.ts';
+  AUDIT_JOB_TOOLS,
+  decodeCursor,
+  encodeCursor,
+  parseJson,
+  redactString,
+  type AuditEntry,
+  type AuditFilter,
+  type AuditRow,
+} from '../store/audit.ts';
 import { migrate, type Migration, type SqlHost } from './host.ts';
 
 /** D1's audit ids are below this (2^40: 35 years of 1,000 calls a second); the team's own rows count on from it. */
@@ -94,7 +102,9 @@ export class AuditLog {
   completeJob(v: JobView): void {
     const ended = v.ended_at !== null;
     const note = ended
-      ? redactString([v.agent_id ? `agent ${v.agent_id} (${v.sandbox})` : null, v.error ? `${v.error.code}: ${v.error.message}` : null].filter(Boolean).join('; '))
+      ? redactString(
+          [v.agent_id ? `agent ${v.agent_id} (${v.sandbox})` : null, v.error ? `${v.error.code}: ${v.error.message}` : null].filter(Boolean).join('; '),
+        )
       : '';
     this.sql.exec(
       `UPDATE audit SET decision = ?, exit_status = ?, duration_ms = ?, bytes = ?,
@@ -159,6 +169,32 @@ export class AuditLog {
       .exec<DbRow>(`SELECT id, ${COLUMNS} FROM audit WHERE at >= ? AND decision = 'denied' ORDER BY id DESC LIMIT ?`, since, recent)
       .toArray();
     return { calls: n.n, denied: n.denied, recent: rows.map(toAuditRow) };
+  }
+
+  /** The oldest rows after `afterId`, oldest first (what an export reads and retention drops). */
+  oldest(afterId: number, limit: number, before?: number): AuditRow[] {
+    return this.sql
+      .exec<DbRow>(
+        `SELECT id, ${COLUMNS} FROM audit WHERE id > ?${before === undefined ? '' : ' AND at < ?'} ORDER BY id LIMIT ?`,
+        ...(before === undefined ? [afterId, limit] : [afterId, before, limit]),
+      )
+      .toArray()
+      .map(toAuditRow);
+  }
+
+  /** When the oldest row kept was written, or null with none. */
+  oldestAt(): number | null {
+    return this.sql.exec<{ at: number | null }>(`SELECT MIN(at) AS at FROM audit`).one().at;
+  }
+
+  /** The id of the first row written at or after `at` (0 with none: everything is newer). */
+  firstIdAt(at: number): number | null {
+    return this.sql.exec<{ id: number | null }>(`SELECT MIN(id) AS id FROM audit WHERE at >= ?`, at).one().id;
+  }
+
+  /** Drops rows up to `id` (retention, after they were exported). */
+  dropThrough(id: number): void {
+    this.sql.exec(`DELETE FROM audit WHERE id <= ?`, id);
   }
 
   /** Rows copied from an older deployment's D1, with their D1 ids (idempotent: a row sent again is skipped). */

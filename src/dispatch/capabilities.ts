@@ -13,6 +13,7 @@ import { ArtifactUploads } from './artifact-uploads.ts';
 import { AuditLog } from './audit-log.ts';
 import { TeamAdmission } from './admission.ts';
 import { LegacyImport } from './legacy-import.ts';
+import { Retention } from './retention.ts';
 import { admissionSeed } from '../store/admission.ts';
 import { Egress } from './egress.ts';
 import { Followers } from './followers.ts';
@@ -20,6 +21,7 @@ import type { DispatchHost, Wakes } from './host.ts';
 import { JobStore } from './job-store.ts';
 import { Jobs } from './jobs.ts';
 import { Tasks } from './tasks.ts';
+import { TeamQuotas } from './quotas.ts';
 
 /** The steps of a call the DO marks for the hot-path trace (bench only). */
 export type DispatchStep = Extract<TraceStep, 'do.job_start_sent' | 'do.exit_received' | 'do.settled'>;
@@ -37,6 +39,8 @@ export interface Capabilities {
   admission: TeamAdmission;
   /** The team's history an older deployment kept in D1, moved here. */
   legacy: LegacyImport;
+  /** How long and how much history the object keeps: exported to R2, then dropped. */
+  retention: Retention;
   jobs: Jobs;
   messages: AgentMessages;
   egress: Egress;
@@ -44,6 +48,8 @@ export interface Capabilities {
   approvals: Approvals;
   /** The team's MCP tasks, with their TTL. */
   tasks: Tasks;
+  /** The team's quotas (checked at submit) and usage figures. */
+  quotas: TeamQuotas;
   /**
    * Everything with timed work: the host's one alarm fires at the soonest of their wake-ups. Not the
    * agent link: connected agents alone need no alarm (their liveness is read when the object is awake
@@ -62,18 +68,51 @@ export function capabilities(host: DispatchHost, o: { plan: PlanResult; trace: (
   const auditLog = new AuditLog(host);
   const admission = new TeamAdmission(host, admissionSeed);
   const legacy = new LegacyImport(host, { audit: auditLog });
+  const quotas = new TeamQuotas(host, {
+    jobs: (from, to) => store.usageBetween(from, to),
+    calls: (from, to) => auditLog.denials(from, 0).calls - auditLog.denials(to, 0).calls,
+    egressBytes: (from, to) => egress.bytesBetween(from, to),
+  });
   const jobs: Jobs = new Jobs(host, {
     store,
     link,
     followers,
     uploads,
     audit: auditLog,
+    // Refusals before a job is taken: the team's storage bound (retention), then its quotas (which count what they let through).
+    gates: [() => retention.admitJob(), () => quotas.admitJob(host.now())],
     onStartSent: () => trace('do.job_start_sent'),
     configError: o.plan.ok ? null : { code: o.plan.code, message: o.plan.message },
   });
   const approvals = new Approvals(host, { onDecided: (row, now) => egress.approvalDecided(row, now) });
   const tasks = new Tasks(host);
   const egress = new Egress(host, { store, link, approvals });
+  const retention = new Retention(host, {
+    settings: () => admission.retention(),
+    audit: auditLog,
+    jobs: store,
+    onJobsPruned: (ids) => {
+      uploads.forget(ids);
+      egress.forget(ids);
+    },
+  });
   const messages = new AgentMessages(host, { link, jobs, store, followers, uploads, egress, onExitReceived: () => trace('do.exit_received') });
-  return { store, link, followers, uploads, artifacts, auditLog, admission, legacy, jobs, messages, egress, approvals, tasks, wakes: [legacy, jobs, egress, artifacts, approvals, tasks] };
+  return {
+    store,
+    link,
+    followers,
+    uploads,
+    artifacts,
+    auditLog,
+    admission,
+    legacy,
+    retention,
+    jobs,
+    messages,
+    egress,
+    approvals,
+    tasks,
+    quotas,
+    wakes: [legacy, retention, jobs, egress, artifacts, approvals, tasks],
+  };
 }

@@ -4,6 +4,7 @@
  * them, the Worker reads them.
  */
 import type { AuditRow } from '../store/audit.ts';
+import type { AuditExportBatch } from './retention.ts';
 import { z } from 'zod';
 import { JobExit, JobSpec, SandboxKind, StreamName } from '../contracts/agent-protocol.ts';
 import { AgentLabel, type JobView } from '../contracts/jobs.ts';
@@ -115,4 +116,14 @@ export interface TeamOverview {
   jobsByState: Record<string, number>;
   denials: { calls: number; denied: number; recent: AuditRow[] };
   failures: JobView[];
+}
+
+/** One page of the audit export as the team's object answers it (the edge reads the batches from R2). */
+export interface AuditExportPage {
+  /** The row id the page starts after (resolved from `since`). */
+  after: number;
+  /** Exported batches holding rows after `after`, oldest first: read them before any row below. */
+  batches: AuditExportBatch[];
+  /** With no batch left: the rows still in the object after `after`, oldest first. */
+  rows: AuditRow[];
 }

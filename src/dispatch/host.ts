@@ -30,6 +30,8 @@ export interface DispatchHost extends SqlHost {
    * does without waking it (`ctx.getWebSocketAutoResponseTimestamp`); null if it never has.
    */
   lastPing(ws: WebSocket): number | null;
+  /** The object's storage in bytes (`ctx.storage.sql.databaseSize`): retention bounds it. */
+  storageBytes(): number;
   /** Writes a row to the team's audit log (the object's own: audit-log.ts). */
   audit(e: AuditEntry): void;
   /** Moves the object's one alarm to the soonest `nextWake` of its capabilities (after work that changes one). */

@@ -599,10 +599,30 @@ export class JobStore {
   /** Jobs created since `since`, counted by state. */
   countByState(since: number): Record<string, number> {
     const out: Record<string, number> = {};
-    for (const r of this.sql.exec<{ state: string; n: number }>(`SELECT state, COUNT(*) AS n FROM jobs WHERE created_at >= ? GROUP BY state`, since).toArray()) {
+    for (const r of this.sql
+      .exec<{ state: string; n: number }>(`SELECT state, COUNT(*) AS n FROM jobs WHERE created_at >= ? GROUP BY state`, since)
+      .toArray()) {
       out[r.state] = r.n;
     }
     return out;
+  }
+
+  /**
+   * Jobs created in [from, to) but those a quota refused, and the milliseconds run by jobs that ended in
+   * [from, to): the team's usage, and the seed of its jobs-per-day count (quotas.ts).
+   */
+  usageBetween(from: number, to: number): { jobs: number; jobMs: number } {
+    const r = this.sql
+      .exec<{ jobs: number; job_ms: number }>(
+        `SELECT (SELECT COUNT(*) FROM jobs WHERE created_at >= ? AND created_at < ? AND COALESCE(error_code, '') <> 'quota_exceeded') AS jobs,
+           (SELECT COALESCE(SUM(ended_at - started_at), 0) FROM jobs WHERE ended_at >= ? AND ended_at < ? AND started_at IS NOT NULL) AS job_ms`,
+        from,
+        to,
+        from,
+        to,
+      )
+      .one();
+    return { jobs: r.jobs, jobMs: r.job_ms };
   }
 
   /** The newest failed jobs created since `since`: a terminal state other than a clean exit, or an exit with a non-zero code. */
@@ -615,6 +635,11 @@ export class JobStore {
         limit,
       )
       .toArray();
+  }
+
+  /** When the job that ended first of those kept ended, or null with none ended. */
+  oldestEndedAt(): number | null {
+    return this.sql.exec<{ at: number | null }>(`SELECT MIN(ended_at) AS at FROM jobs WHERE ended_at IS NOT NULL`).one().at;
   }
 
   /** Drops finished jobs older than `before` with everything stored for them; returns their ids. */

@@ -31,6 +31,8 @@ export interface JobsParts {
   onStartSent(): void;
   /** Set when the deployment is misconfigured (an unknown Workers plan): every job is refused with it, and audited. */
   configError: Failure | null;
+  /** Checks a new job passes before it is queued (storage bound, quotas): the first refusal refuses it, audited. */
+  gates?: readonly (() => Failure | null)[];
 }
 
 type Failure = { code: ErrorCode; message: string };
@@ -110,8 +112,9 @@ export class Jobs implements Wakes {
     }
     // A job id it has already: the submit was sent again (its answer lost), and the job is as it stands.
     if (!row) return answerFor(this.store.get(req.spec.jobId)!);
-    if (this.p.configError) {
-      this.close(req.spec.jobId, 'refused', { error: this.p.configError });
+    const gated = this.p.configError ?? this.gated();
+    if (gated) {
+      this.close(req.spec.jobId, 'refused', { error: gated });
     } else if (queuedBefore >= req.maxQueueLength) {
       this.close(req.spec.jobId, 'refused', {
         error: {
@@ -128,6 +131,14 @@ export class Jobs implements Wakes {
     }
     this.observe(null);
     return answerFor(this.store.get(req.spec.jobId)!);
+  }
+
+  private gated(): Failure | null {
+    for (const g of this.p.gates ?? []) {
+      const f = g();
+      if (f) return f;
+    }
+    return null;
   }
 
   /** The job's view; with `waitMs`, waits (long-poll) until it ends or the time is up. */

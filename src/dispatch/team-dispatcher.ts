@@ -43,12 +43,20 @@ import type { ArtifactRow, BodyPlace, StoredArtifact } from './artifact-index.ts
 import type { AuditEntry, AuditFilter, AuditRow } from '../store/audit.ts';
 import type { TeamOverview, TeamOverviewQuery } from './events.ts';
 import type { Admission, Suspension } from './admission.ts';
+import type { AuditExportPage } from './events.ts';
+import type { StorageView } from './retention.ts';
 import type { PolicyStamp } from '../store/admission.ts';
+import type { Quotas } from '../store/teams.ts';
+import type { TeamUsage } from './quotas.ts';
+import { DELETED_KEY, eraseObject, exportObject, type ObjectExport, type TeamDeletion } from './team-erasure.ts';
+import type { RetentionPolicy } from '../contracts/policy.ts';
 
 export class TeamDispatcher extends DurableObject<Env> {
   private readonly host: DispatchHost;
   private caps: Capabilities | null = null;
   private teamName: string | null = null;
+  /** The team's deletion mark (team-erasure.ts), read once per instance; undefined: not read yet. */
+  private deleted: TeamDeletion | null | undefined;
   /** Wake-ups of this instance (health's `wakes`): memory only, like the instance. */
   private readonly woken: DispatchWakes = { since: Date.now(), messages: 0, alarms: 0 };
 
@@ -71,6 +79,7 @@ export class TeamDispatcher extends DurableObject<Env> {
       lastPing: (ws) => ctx.getWebSocketAutoResponseTimestamp(ws)?.getTime() ?? null,
       wake: () => this.rearm(),
       audit: (e) => void this.c.auditLog.record(e),
+      storageBytes: () => ctx.storage.sql.databaseSize,
     };
   }
 
@@ -167,9 +176,13 @@ export class TeamDispatcher extends DurableObject<Env> {
   // ================= RPC: admission (admission.ts, called through admission-client.ts) =================
 
   /** Every authenticated request of the team: revoked?, the policy version, suspended? */
-  admit(jti: string): Promise<Admission> {
+  async admit(jti: string): Promise<Admission> {
+    // A deleted team's object holds only its deletion mark: every token of the team is refused, nothing is rebuilt.
+    const deleted = await this.deletedAt();
+    if (deleted)
+      return { revoked: false, policy: { version: null, updatedAt: null }, suspended: { ...deleted, reason: 'the team was deleted, with its data' } };
     // The team's first request after an upgrade starts moving its history out of D1, in the background.
-    if (!this.c.legacy.finished) void this.c.legacy.catchUp();
+    if (!this.c.legacy.finished) void this.c.legacy.catchUp().then(() => this.rearm());
     return this.c.admission.admit(jti);
   }
 
@@ -179,8 +192,9 @@ export class TeamDispatcher extends DurableObject<Env> {
     return { revokedAt: at, agentsDisconnected: this.c.link.revoke(tokenId) };
   }
 
-  policyChanged(stamp: PolicyStamp): void {
-    this.c.admission.policyChanged(stamp);
+  policyChanged(stamp: PolicyStamp, retention: RetentionPolicy): void {
+    this.c.admission.policyChanged(stamp, retention);
+    void this.rearm();
   }
 
   /** Suspends the team (every call refused, agents told and disconnected) or, with null, resumes it. */
@@ -236,6 +250,27 @@ export class TeamDispatcher extends DurableObject<Env> {
   async auditRowsOfJobs(jobIds: string[]): Promise<AuditRow[]> {
     await this.c.legacy.catchUp();
     return this.c.auditLog.jobRows(jobIds);
+  }
+
+  /**
+   * One page of the audit export (src/admin/audit-export.ts): the exported batches (in R2) holding
+   * rows after `after`, or, once past them, the rows still here. `since` (ms) resolves the start.
+   */
+  async auditExportPage(q: { after: number | null; since: number | null; limit: number }): Promise<AuditExportPage> {
+    await this.c.legacy.catchUp();
+    let after = q.after ?? 0;
+    if (q.after === null && q.since !== null) {
+      const first = this.c.retention.firstExportIdAt(q.since) ?? this.c.auditLog.firstIdAt(q.since);
+      after = first === null ? Number.MAX_SAFE_INTEGER : first - 1;
+    }
+    const batches = this.c.retention.exportsAfter(after, 3);
+    if (batches.length) return { after, batches, rows: [] };
+    return { after, batches: [], rows: this.c.auditLog.oldest(after, q.limit) };
+  }
+
+  /** The team's storage and what retention drops next. */
+  storage(): StorageView {
+    return this.c.retention.storage(this.host.now());
   }
 
   /** The dashboard's landing figures from the team's own tables (src/admin/overview.ts). */
@@ -339,6 +374,38 @@ export class TeamDispatcher extends DurableObject<Env> {
     return counts;
   }
 
+  // ================= RPC: the team's life cycle, for operators (src/operator/; quotas.ts, team-erasure.ts) =================
+
+  /** Calls, jobs, job-seconds and egress bytes today and this month (UTC), the object's storage, the quotas. */
+  teamUsage(): TeamUsage {
+    return this.c.quotas.usage(this.host.now());
+  }
+
+  /** The directory's quotas for the team: enforced from the next submit on. */
+  setQuotas(q: Quotas): void {
+    this.c.quotas.setQuotas(q);
+  }
+
+  /** When (and by whom) the team was deleted; null: it was not. */
+  async deletedAt(): Promise<TeamDeletion | null> {
+    if (this.deleted === undefined) this.deleted = (await this.ctx.storage.get<TeamDeletion>(DELETED_KEY)) ?? null;
+    return this.deleted;
+  }
+
+  /** Writes every table the object keeps to R2 at `key` (NDJSON): what an operator's delete exports first. */
+  exportTeamData(key: string, head: Record<string, unknown>): Promise<ObjectExport> {
+    return exportObject(this.ctx.storage.sql, this.env.ARTIFACTS, key, head);
+  }
+
+  /** Erases the team's storage (its agents disconnected first); only the deletion mark stays. */
+  async deleteTeamData(mark: TeamDeletion): Promise<{ agentsDisconnected: number }> {
+    const agentsDisconnected = this.c.link.disconnectAll('team deleted');
+    await eraseObject(this.ctx.storage, mark);
+    this.caps = null;
+    this.deleted = mark;
+    return { agentsDisconnected };
+  }
+
   // ================= platform events: agent sockets and the alarm =================
 
   /**
@@ -364,15 +431,16 @@ export class TeamDispatcher extends DurableObject<Env> {
   async alarm(): Promise<void> {
     this.woken.alarms += 1;
     const now = this.host.now();
+    // Past days' usage is rolled up before retention drops the rows it is counted from.
+    this.c.quotas.onAlarm(now);
     this.c.link.onAlarm(now);
     await this.c.jobs.onAlarm(now);
     await this.c.egress.onAlarm(now);
     this.c.approvals.onAlarm(now);
     this.c.tasks.onAlarm(now);
     await this.c.artifacts.onAlarm(now);
-    const pruned = this.c.store.prune(now - JOB_RETENTION_MS);
-    this.c.uploads.forget(pruned);
-    this.c.egress.forget(pruned);
+    await this.c.retention.onAlarm(now);
+    await this.c.legacy.catchUp();
     await this.c.uploads.abortAbandoned();
     this.c.link.prune(now - JOB_RETENTION_MS);
     await this.rearm();

@@ -11,14 +11,22 @@ export interface PolicyStamp {
   updatedAt: number | null;
 }
 
-export async function admissionSeed(env: Env, team: string): Promise<{ revoked: { jti: string; revokedAt: number }[]; policy: PolicyStamp }> {
+/** The seed: revoked tokens, the policy's version and its document as stored (JSON text; null: the default). */
+export async function admissionSeed(
+  env: Env,
+  team: string,
+): Promise<{ revoked: { jti: string; revokedAt: number }[]; policy: PolicyStamp; document: string | null }> {
   const [revoked, policy] = await env.DB.batch([
     env.DB.prepare(
       `SELECT jti, revoked_at AS revokedAt FROM revocations WHERE team = ?1
        UNION SELECT jti, revoked_at AS revokedAt FROM tokens WHERE team = ?1 AND revoked_at IS NOT NULL`,
     ).bind(team),
-    env.DB.prepare(`SELECT version, updated_at AS updatedAt FROM policies WHERE team = ?`).bind(team),
+    env.DB.prepare(`SELECT version, updated_at AS updatedAt, document FROM policies WHERE team = ?`).bind(team),
   ]);
-  const p = (policy.results[0] as PolicyStamp | undefined) ?? { version: null, updatedAt: null };
-  return { revoked: revoked.results as { jti: string; revokedAt: number }[], policy: p };
+  const p = policy.results[0] as (PolicyStamp & { document: string }) | undefined;
+  return {
+    revoked: revoked.results as { jti: string; revokedAt: number }[],
+    policy: p ? { version: p.version, updatedAt: p.updatedAt } : { version: null, updatedAt: null },
+    document: p?.document ?? null,
+  };
 }

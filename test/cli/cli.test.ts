@@ -30,6 +30,7 @@ const EVERY_COMMAND = [
   'policy presets',
   'policy preset',
   'audit tail',
+  'audit export',
   'agents',
   'jobs list',
   'jobs show',
@@ -47,6 +48,14 @@ const EVERY_COMMAND = [
   'approvals show',
   'approvals approve',
   'approvals deny',
+  'team create',
+  'team list',
+  'team show',
+  'team suspend',
+  'team resume',
+  'team quotas',
+  'team usage',
+  'team delete',
   'agent',
   'agent doctor',
 ];
@@ -126,7 +135,7 @@ describe('usage', () => {
       for (const alt of m[3].matchAll(/\| ([a-z][a-z-]*)/g)) named.add(`${m[1]} ${alt[1]}`);
     }
     expect([...named].sort()).toEqual([...EVERY_COMMAND].sort());
-    const cases = [...EVERY_COMMAND, 'token', 'key', 'members', 'oauth', 'policy', 'audit', 'jobs', 'approvals'].flatMap((c) =>
+    const cases = [...EVERY_COMMAND, 'token', 'key', 'members', 'oauth', 'policy', 'audit', 'jobs', 'approvals', 'team'].flatMap((c) =>
       ['--help', '-h'].map((flag) => ({ c, flag })),
     );
     // Four CLI processes at a time: each start costs a Node start-up, and there are about 60 of them.
@@ -157,7 +166,7 @@ describe('usage', () => {
   it('exits 2 on an unknown command or flag, listing what is allowed', async () => {
     const c = await cli(['frobnicate']);
     expect(c.code).toBe(2);
-    expect(c.stderr).toContain('unknown command "frobnicate"; allowed: token, key, members, oauth, policy, audit, agents, jobs, approvals, agent, help');
+    expect(c.stderr).toContain('unknown command "frobnicate"; allowed: token, key, members, oauth, policy, audit, agents, jobs, approvals, team, agent, help');
     const f = await cli(['token', 'list', '--colour']);
     expect(f.code).toBe(2);
     expect(f.stderr).toMatch(/unknown flag "--colour" for "token list"; allowed: --url, --token/);

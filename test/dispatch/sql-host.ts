@@ -94,6 +94,10 @@ export function dispatchHost(o: { env?: Partial<Env>; team?: string; heartbeatMs
     wakeCalls: 0,
     audits: [],
     audit: (e) => void host.audits.push(e),
+    storageBytes: () => {
+      const r = base.db.prepare('SELECT page_count * page_size AS n FROM pragma_page_count(), pragma_page_size()').get() as { n: number };
+      return r.n;
+    },
     now: () => clock.now,
     team: async () => o.team ?? 'acme',
     sockets: () => socketList as unknown as WebSocket[],

@@ -93,13 +93,13 @@ async function query(team: string, input: unknown, now = T0) {
 describe('artifact store in workerd', () => {
   const big = Array.from({ length: 200_000 }, (_, i) => (i + 1 === 199_000 ? 'panic: index out of range' : `ok ${i + 1}`)).join('\n') + '\n';
 
-  it('streams a multi-MB body into R2 through FixedLengthStream and indexes it', async () => {
+  it('streams a multi-MB body into R2 through FixedLengthStream (indexed in D1 as before the index moved)', async () => {
     const r = await put({ team: 'ta', handle: 'art_big1', length: Buffer.byteLength(big), lines: 200_000, now: T0 }, big);
     expect(r).toEqual({ ok: true, value: { bytes: Buffer.byteLength(big) } });
     const rows = await get('/rows', { team: 'ta', handle: 'art_big1', now: T0 });
     expect(rows).toEqual([
       expect.objectContaining({
-        team: 'ta',
+        handle: 'art_big1',
         stream: 'stdout',
         r2Key: 't/ta/a/art_big1/stdout',
         bytes: Buffer.byteLength(big),
@@ -146,7 +146,7 @@ describe('artifact store in workerd', () => {
     expect(await get('/tail', { team: 'ta', handle: 'art_retry', bytes: 100, now: T0 + 1 })).toEqual({ tail: 'second\n' });
   });
 
-  it('cleanup deletes expired bodies and rows and keeps fresh ones', async () => {
+  it('the legacy cleanup deletes expired bodies and D1 rows and keeps fresh ones', async () => {
     for (let i = 0; i < 120; i++) await put({ team: 'tc', handle: `art_old${i}`, length: 4, hours: 1, now: T0 }, 'old\n');
     await put({ team: 'tc', handle: 'art_new', length: 4, hours: 48, now: T0 }, 'new\n');
     expect(await get('/cleanup', { now: T0 + 2 * HOUR })).toEqual({ deleted: 120 });

@@ -1,68 +1,60 @@
 /**
- * Test-only Worker: exposes the artifact store's functions (and the job/audit rows' D1 writes)
+ * Test-only Worker: exposes the artifact store's functions
  * over HTTP so Node tests can drive them inside workerd. Never deployed.
+ * `/put` stores an R2 body and indexes it in D1 the way the gateway did before the index moved to
+ * the team's object (a legacy row); the team's object here knows no artifact, so reads fall back to D1.
  */
 import type { Env } from '../../../src/env.ts';
-import { cleanupExpiredArtifacts, getArtifactRows, putArtifact, readTail } from '../../../src/store/artifacts.ts';
+import { cleanupLegacyArtifacts, getLegacyArtifactRows, putArtifactBody } from '../../../src/store/artifacts.ts';
+import { readTail } from '../../../src/dispatch/artifact-client.ts';
 import { queryOutput } from '../../../src/mcp/query-output.ts';
 import { StreamName } from '../../../src/contracts/agent-protocol.ts';
-import { syncJobToD1 } from '../../../src/store/jobs.ts';
-import { writeAudit } from '../../../src/store/audit.ts';
+
+/** A team object that knows no artifact: every read falls back to D1's legacy rows. */
+const noTeamArtifacts = { idFromName: (n: string) => n, get: () => ({ artifactRows: async () => [] }) };
 
 export default {
-  async fetch(req: Request, env: Env): Promise<Response> {
+  async fetch(req: Request, bindings: Env): Promise<Response> {
+    const env = { ...bindings, TEAM_DISPATCHER: noTeamArtifacts } as unknown as Env;
     const u = new URL(req.url);
     const p = (k: string) => u.searchParams.get(k) ?? '';
     const now = u.searchParams.has('now') ? Number(p('now')) : undefined;
     switch (u.pathname) {
       case '/healthz':
         return Response.json({ ok: true });
-      case '/put':
-        return Response.json(
-          await putArtifact(env, {
-            team: p('team'),
-            handle: p('handle'),
-            jobId: p('job') || 'job-1',
-            stream: StreamName.parse(p('stream') || 'stdout'),
-            body: req.body ?? new ReadableStream({ start: (c) => c.close() }),
-            contentLength: Number(p('length')),
-            lines: Number(p('lines') || 0),
-            truncated: p('truncated') === '1',
-            retentionHours: Number(p('hours') || 24),
-            now,
-          }),
-        );
+      case '/put': {
+        const [team, handle, jobId, stream] = [p('team'), p('handle'), p('job') || 'job-1', StreamName.parse(p('stream') || 'stdout')];
+        const lines = Number(p('lines') || 0);
+        const r = await putArtifactBody(env, {
+          team,
+          handle,
+          jobId,
+          stream,
+          body: req.body ?? new ReadableStream({ start: (c) => c.close() }),
+          contentLength: Number(p('length')),
+          lines,
+          truncated: p('truncated') === '1',
+        });
+        if (!r.ok) return Response.json(r);
+        const at = now ?? Date.now();
+        await env.DB.prepare(
+          `INSERT OR REPLACE INTO artifacts (handle, team, job_id, stream, r2_key, bytes, lines, truncated, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?)`,
+        )
+          .bind(handle, team, jobId, stream, r.value.r2Key, r.value.bytes, lines, at, at + Number(p('hours') || 24) * 3_600_000)
+          .run();
+        return Response.json({ ok: true, value: { bytes: r.value.bytes } });
+      }
       case '/rows':
-        return Response.json(await getArtifactRows(env, p('team'), p('handle'), now));
+        return Response.json(await getLegacyArtifactRows(env, p('team'), p('handle'), now));
       case '/tail': {
-        const rows = await getArtifactRows(env, p('team'), p('handle'), now);
+        const rows = await getLegacyArtifactRows(env, p('team'), p('handle'), now);
         const row = rows.find((r) => r.stream === (p('stream') || 'stdout'));
-        return Response.json(row ? { tail: await readTail(env, row, Number(p('bytes'))) } : null);
+        return Response.json(row ? { tail: await readTail(env, p('team'), { ...row, place: 'r2' }, Number(p('bytes'))) } : null);
       }
       case '/query':
         return Response.json(await queryOutput(env, p('team'), await req.json(), now));
       case '/cleanup':
-        return Response.json(await cleanupExpiredArtifacts(env, Number(p('now'))));
-      case '/job-sync': {
-        // The team DO's background copy of one job (src/dispatch/team-dispatcher.ts `sync`).
-        type Sync = Parameters<typeof syncJobToD1>;
-        const b = (await req.json()) as { team: Sync[1]; view: Sync[2]; ref: Sync[3]; create: Sync[4] };
-        await syncJobToD1(env.DB, b.team, b.view, b.ref, b.create);
-        return Response.json({ ok: true });
-      }
-      case '/audit-write':
-        return Response.json({ id: await writeAudit(env.DB, await req.json()) });
-      case '/d1':
-        // Both D1 rows of a job, as admins and the dashboard read them.
-        return Response.json({
-          audit: (
-            await env.DB.prepare(`SELECT tool, decision, reason, job_id, exit_status, at, command FROM audit WHERE team = ? AND job_id = ? ORDER BY id`)
-              .bind(p('team'), p('job'))
-              .all()
-          ).results,
-          jobs: (await env.DB.prepare(`SELECT id, state, tool, subject, spec, exit_code FROM jobs WHERE team = ? AND id = ?`).bind(p('team'), p('job')).all())
-            .results,
-        });
+        return Response.json(await cleanupLegacyArtifacts(env, Number(p('now'))));
       case '/r2':
         return Response.json({ exists: (await env.ARTIFACTS.head(p('key'))) !== null });
     }

@@ -1,0 +1,135 @@
+/**
+ * Retention of the team's history (src/dispatch/retention.ts) over node:sqlite standing in for the
+ * DO's SQLite, and a recording function standing in for R2 (the e2e test/e2e/audit-export.test.ts
+ * runs the real R2 emulation): rows are exported before they are dropped, never dropped when the
+ * export fails, bounded by age and by size, and the alarm is due exactly when the oldest row is.
+ */
+import { describe, expect, it } from 'vitest';
+import { AuditLog } from '../../src/dispatch/audit-log.ts';
+import { JobStore } from '../../src/dispatch/job-store.ts';
+import { EXPORT_BATCH_ROWS, Retention } from '../../src/dispatch/retention.ts';
+import { JOB_RETENTION_MS } from '../../src/contracts/jobs.ts';
+import type { RetentionPolicy } from '../../src/contracts/policy.ts';
+import type { AuditRow } from '../../src/store/audit.ts';
+import { dispatchHost } from './sql-host.ts';
+
+const DAY = 24 * 3600_000;
+
+function rig(o: { settings?: Partial<RetentionPolicy>; failPut?: () => boolean } = {}) {
+  const host = dispatchHost();
+  const audit = new AuditLog(host);
+  const jobs = new JobStore(host);
+  const exported: AuditRow[][] = [];
+  const pruned: string[] = [];
+  const settings: RetentionPolicy = { auditDays: 1, maxBytes: 1024 ** 3, ...o.settings };
+  const r = new Retention(host, {
+    settings: () => settings,
+    audit,
+    jobs,
+    onJobsPruned: (ids) => pruned.push(...ids),
+    putBatch: async (team, rows) => {
+      if (o.failPut?.()) throw new Error('R2 said no');
+      exported.push([...rows]);
+      return { key: `t/${team}/audit/${rows[0].id}`, bytes: JSON.stringify(rows).length };
+    },
+  });
+  const add = (n: number, at: number) => {
+    for (let i = 0; i < n; i++) audit.record({ team: 'acme', subject: 'alice', tool: 'policy_check', decision: 'allowed', at, reason: 'x'.repeat(200) });
+  };
+  return { host, audit, jobs, r, exported, pruned, settings, add };
+}
+
+describe('retention', () => {
+  it('exports rows older than auditDays to R2, then drops them; newer rows stay; due when the oldest row is', async () => {
+    const t = rig();
+    const now = t.host.clock.now + 10 * DAY;
+    t.add(3, now - 2 * DAY);
+    t.add(2, now - 3600_000);
+    expect(t.r.nextWake(now)).toBe(now - 2 * DAY + DAY);
+    await t.r.onAlarm(now);
+    expect(t.exported.map((b) => b.length)).toEqual([3]);
+    expect(t.audit.query({}).entries).toHaveLength(2);
+    // Next due: the oldest kept row, a day after it was written.
+    expect(t.r.nextWake(now)).toBe(now - 3600_000 + DAY);
+    expect(t.r.exportsAfter(0, 10)).toMatchObject([{ rows: 3, firstId: t.exported[0][0].id, lastId: t.exported[0][2].id }]);
+    expect(t.r.storage(now)).toMatchObject({ exported: { batches: 1, rows: 3 }, auditDays: 1, lastError: null });
+  });
+
+  it('keeps every row when R2 refuses the export, says why, and retries later', async () => {
+    let fail = true;
+    const t = rig({ failPut: () => fail });
+    const now = t.host.clock.now + 10 * DAY;
+    t.add(4, now - 2 * DAY);
+    await t.r.onAlarm(now);
+    expect(t.audit.query({}).entries).toHaveLength(4);
+    expect(t.r.storage(now).lastError).toContain('R2 said no');
+    expect(t.r.nextWake(now)).toBe(now + 60_000);
+    fail = false;
+    await t.r.onAlarm(now + 60_000);
+    expect(t.audit.query({}).entries).toHaveLength(0);
+    expect(t.exported.flat()).toHaveLength(4);
+  });
+
+  it('over its storage bound, exports and drops the oldest rows whatever their age; refuses jobs only when it cannot free space', async () => {
+    let fail = false;
+    const t = rig({ settings: { auditDays: 3650 }, failPut: () => fail });
+    const now = t.host.clock.now;
+    t.add(3000, now - 1000);
+    const size = t.host.storageBytes();
+    t.settings.maxBytes = Math.floor(size / 2);
+    expect(t.r.nextWake(now)).toBe(now + 100);
+    expect(t.r.admitJob()).toBeNull();
+    await t.r.onAlarm(now);
+    expect(t.exported.length).toBeGreaterThan(0);
+    expect(t.audit.query({ limit: 500 }).entries.length).toBeLessThan(3000);
+    // Oldest first: every kept row is newer than every exported one.
+    expect(t.audit.oldest(0, 1)[0].id).toBe(t.exported.flat().at(-1)!.id + 1);
+    // SQLite keeps its pages: the next run waits for growth past this size, not for the next row.
+    expect(t.r.nextWake(now)).not.toBe(now + 100);
+    // R2 down and the object over its bound: new jobs are refused with the setting named, rows kept.
+    fail = true;
+    t.add(EXPORT_BATCH_ROWS, now);
+    t.settings.maxBytes = Math.floor(size / 4);
+    const kept = t.audit.query({ limit: 500 }).entries.length;
+    await t.r.onAlarm(now + 1);
+    expect(t.audit.query({ limit: 500 }).entries.length).toBe(kept);
+    expect(t.r.admitJob()).toMatchObject({ code: 'quota_exceeded', message: expect.stringContaining('retention.maxBytes') });
+  });
+
+  it('drops ended jobs after the job retention and tells whoever keeps something per job', async () => {
+    const t = rig();
+    const now = t.host.clock.now;
+    t.jobs.create({
+      spec: {
+        jobId: 'old',
+        artifactHandle: 'art_old',
+        mode: 'argv',
+        command: 'true',
+        args: [],
+        cwd: '',
+        env: {},
+        timeoutMs: 1000,
+        limits: { inlineBytes: 1, artifactBytes: 1 },
+      },
+      tool: 'execute',
+      subject: 'alice',
+      tokenId: 't',
+      cancelKey: 'k',
+      background: false,
+      maxConcurrent: 1,
+      deadline: now + 1000,
+      now,
+    });
+    t.jobs.finish('old', 'cancelled', now);
+    expect(t.r.nextWake(now)).toBe(now + JOB_RETENTION_MS);
+    await t.r.onAlarm(now + JOB_RETENTION_MS + 1);
+    expect(t.jobs.get('old')).toBeNull();
+    expect(t.pruned).toEqual(['old']);
+    expect(t.r.nextWake(now + JOB_RETENTION_MS + 1)).toBeNull();
+  });
+
+  it('has nothing due with nothing kept', () => {
+    const t = rig();
+    expect(t.r.nextWake(t.host.clock.now)).toBeNull();
+  });
+});
