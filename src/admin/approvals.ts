@@ -8,8 +8,9 @@ import type { AppEnv } from '../env.ts';
 import { APPROVAL_ID_PATTERN, ApprovalDecisionBody, ApprovalStatus } from '../contracts/approvals.ts';
 import { describeIssues } from '../contracts/errors.ts';
 import { teamPolicyOf } from '../policy/cache.ts';
-import { approvalView, decideApproval, getApproval, listApprovals } from '../approval/store.ts';
-import { writeAudit } from '../store/audit.ts';
+import { approvalView } from '../approval/record.ts';
+import { decideApproval, getApproval, listApprovals } from '../dispatch/team-records-client.ts';
+import { recordAudit } from '../dispatch/audit-client.ts';
 import { apiError, readJson } from './http.ts';
 
 export const approvalRoutes = new Hono<AppEnv>();
@@ -29,7 +30,7 @@ approvalRoutes.get('/', async (c) => {
     return apiError(c, 'invalid_argument', `limit must be an integer from 1 to 200, got "${limit.slice(0, 40)}"`);
   }
   const now = Date.now();
-  const rows = await listApprovals(c.env.DB, c.get('principal').team, {
+  const rows = await listApprovals(c.env, c.get('principal').team, {
     status: (status ?? undefined) as ApprovalStatus | undefined,
     limit: limit === null ? 50 : Number(limit),
     now,
@@ -40,7 +41,7 @@ approvalRoutes.get('/', async (c) => {
 approvalRoutes.get('/:id', async (c) => {
   const id = c.req.param('id');
   if (!APPROVAL_ID_PATTERN.test(id)) return malformed(c, id);
-  const row = await getApproval(c.env.DB, c.get('principal').team, id);
+  const row = await getApproval(c.env, c.get('principal').team, id);
   if (!row) return apiError(c, 'not_found', `approval "${id}" not found in this team`);
   return c.json({ approval: approvalView(row, Date.now()) });
 });
@@ -61,8 +62,8 @@ async function decide(c: Context<AppEnv>, approve: boolean): Promise<Response> {
     note = parsed.data.note;
   }
   const { policy } = await teamPolicyOf(c.env, p);
-  const r = await decideApproval(c.env.DB, p.team, id, { approve, by: p.subject, note, ttlMs: policy.approvals.ttlSeconds * 1000, now: Date.now() });
-  await writeAudit(c.env.DB, {
+  const r = await decideApproval(c.env, p.team, id, { approve, by: p.subject, note, ttlMs: policy.approvals.ttlSeconds * 1000, now: Date.now() });
+  await recordAudit(c.env, {
     team: p.team,
     subject: p.subject,
     tokenId: p.tokenId,

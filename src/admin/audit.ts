@@ -1,9 +1,10 @@
-/** Admin: query the team's audit log, newest first, with filters and an opaque cursor. */
+/** Admin: query the team's audit log (kept in the team's Durable Object), newest first, with filters and an opaque cursor. */
 import { Hono } from 'hono';
 import type { AppEnv } from '../env.ts';
-import { AUDIT_DECISIONS, AUDIT_MAX_LIMIT, AUDIT_TOOLS, decodeCursor, queryAudit, type AuditFilter } from '../store/audit.ts';
+import { AUDIT_DECISIONS, AUDIT_MAX_LIMIT, AUDIT_TOOLS, decodeCursor, type AuditFilter } from '../store/audit.ts';
+import { queryAuditLog } from '../dispatch/audit-client.ts';
 import { apiError } from './http.ts';
-import { teamConnections } from '../store/egress.ts';
+import { teamConnections } from '../dispatch/team-records-client.ts';
 
 export const auditRoutes = new Hono<AppEnv>();
 
@@ -66,7 +67,7 @@ function parseAuditQuery(q: URLSearchParams): { ok: true; value: AuditFilter } |
 auditRoutes.get('/', async (c) => {
   const f = parseAuditQuery(new URL(c.req.url).searchParams);
   if (!f.ok) return apiError(c, 'invalid_argument', f.message);
-  return c.json(await queryAudit(c.env.DB, c.get('principal').team, f.value));
+  return c.json(await queryAuditLog(c.env, c.get('principal').team, f.value));
 });
 
 /** The team's latest network connections (docs/network.md), newest first: `?refused=1` for refused ones only, `?limit=` up to 200. */
@@ -80,6 +81,6 @@ auditRoutes.get('/egress', async (c) => {
   }
   const refused = q.get('refused');
   if (refused !== null && refused !== '1' && refused !== '0') return apiError(c, 'invalid_argument', `refused must be 1 or 0, got "${refused.slice(0, 40)}"`);
-  const connections = await teamConnections(c.env.DB, c.get('principal').team, { limit: limit === null ? 50 : Number(limit), refusedOnly: refused === '1' });
+  const connections = await teamConnections(c.env, c.get('principal').team, { limit: limit === null ? 50 : Number(limit), refusedOnly: refused === '1' });
   return c.json({ connections });
 });

@@ -9,7 +9,7 @@ import { jobResult, killJob, listAllAgents, listJobs } from '../dispatch/client.
 import { auditAdmin } from './audit-action.ts';
 import { apiError } from './http.ts';
 import { jobCalls } from './job-calls.ts';
-import { jobNetwork } from '../store/egress.ts';
+import { jobNetwork } from '../dispatch/team-records-client.ts';
 
 export const agentAdminRoutes = new Hono<AppEnv>();
 export const jobAdminRoutes = new Hono<AppEnv>();
@@ -41,7 +41,7 @@ jobAdminRoutes.get('/', async (c) => {
   });
   // What each job ran (command, cwd) and the policy's verdict, from its call's audit row.
   const calls = await jobCalls(
-    c.env.DB,
+    c.env,
     team,
     page.jobs.map((j) => j.job_id),
   );
@@ -57,7 +57,7 @@ jobAdminRoutes.get('/:id', async (c) => {
   if (!r) return apiError(c, 'not_found', `job "${id}" not found`);
   const team = c.get('principal').team;
   // What ran (its call's audit row) and the network connections its egress proxy reported.
-  const [calls, network] = await Promise.all([jobCalls(c.env.DB, team, [id]), jobNetwork(c.env.DB, team, id)]);
+  const [calls, network] = await Promise.all([jobCalls(c.env, team, [id]), jobNetwork(c.env, team, id)]);
   const job = { ...r.view, call: calls.get(id) ?? null, network };
   // include=result: the stored exit with its inline output, as the caller got it (may be MiBs).
   return c.json(include === 'result' ? { job, result: r.exit } : { job });

@@ -1,18 +1,17 @@
 /**
  * Approvals of a job's connection to a host its network grant does not list (`unlisted: "ask"`):
- * the same `approvals` rows, admin channel, as an `ask` rule's (src/approval/store.ts), so the
- * dashboard's Approvals list, `gatehouse approvals approve|deny` and the admin API decide them.
- * The team's Durable Object opens one per ask, reads the decisions, and uses an approved one for
- * the job it was asked for (src/dispatch/egress.ts).
+ * the same approval rows, admin channel, as an `ask` rule's (record.ts), so the dashboard's
+ * Approvals list, `gatehouse approvals approve|deny` and the admin API decide them. The team's
+ * Durable Object opens one per ask and answers the ask from its decision (src/dispatch/egress.ts);
+ * what is asked and what a decision means for the job are decided here.
  */
 import { EGRESS_ASK_WAIT_MS } from '../contracts/network.ts';
-import { openApproval, type ApprovalRow } from './store.ts';
+import { statusAt, type ApprovalRow, type OpenApproval } from './record.ts';
 
 /** The `tool` of an egress approval row (the Approvals list shows it). */
-const EGRESS_APPROVAL_TOOL = 'egress';
+export const EGRESS_APPROVAL_TOOL = 'egress';
 
 export interface EgressAskInfo {
-  team: string;
   /** Who started the job (the approval is theirs). */
   subject: string;
   tokenId: string;
@@ -39,10 +38,9 @@ function egressSummary(a: Pick<EgressAskInfo, 'jobId' | 'host' | 'port' | 'metho
   return `job ${a.jobId} wants to connect to ${a.host}:${a.port}${a.method ? ` (${a.method})` : ''}; command: ${cmd}`;
 }
 
-/** A pending admin approval for the ask (the job's existing one for the same host, port and method, if still pending). */
-export async function openEgressApproval(db: D1Database, a: EgressAskInfo, now: number): Promise<ApprovalRow> {
-  const { row } = await openApproval(db, {
-    team: a.team,
+/** The admin approval an ask opens (the job's pending one for the same host, port and method is reused). */
+export async function egressApproval(a: EgressAskInfo, now: number): Promise<OpenApproval> {
+  return {
     subject: a.subject,
     tokenId: a.tokenId,
     tool: EGRESS_APPROVAL_TOOL,
@@ -52,25 +50,24 @@ export async function openEgressApproval(db: D1Database, a: EgressAskInfo, now: 
     channel: 'admin',
     ttlMs: EGRESS_ASK_WAIT_MS,
     now,
-  });
-  return row;
+  };
 }
 
-/** The current rows of some approvals of the team (one query). */
-export async function approvalsByIds(db: D1Database, team: string, ids: readonly string[]): Promise<ApprovalRow[]> {
-  if (ids.length === 0) return [];
-  const r = await db
-    .prepare(`SELECT * FROM approvals WHERE team = ? AND id IN (${ids.map(() => '?').join(', ')})`)
-    .bind(team, ...ids)
-    .all<ApprovalRow>();
-  return r.results;
-}
-
-/** An approved egress approval is used by the job it was asked for (once): true when this call used it. */
-export async function useEgressApproval(db: D1Database, team: string, id: string, jobId: string, now: number): Promise<boolean> {
-  const r = await db
-    .prepare(`UPDATE approvals SET status = 'used', used_at = ?, job_id = ? WHERE team = ? AND id = ? AND tool = ? AND status = 'approved' AND expires_at > ?`)
-    .bind(now, jobId, team, id, EGRESS_APPROVAL_TOOL, now)
-    .run();
-  return r.meta.changes === 1;
+/**
+ * What an egress approval's state means for the job's ask: allow (an approved one is used by that
+ * job, once: `used` is the row to store), deny (denied), or nothing yet (still pending, or ran out:
+ * the ask's own expiry answers it).
+ */
+export function egressVerdict(
+  ap: ApprovalRow | null,
+  jobId: string,
+  now: number,
+): { decision: 'allow'; by: string; used: ApprovalRow | null } | { decision: 'deny'; by: string } | null {
+  if (!ap || ap.tool !== EGRESS_APPROVAL_TOOL) return null;
+  const by = `approval ${ap.id} (approved by ${ap.decided_by ?? 'an admin'})`;
+  if (ap.status === 'used' && ap.job_id === jobId) return { decision: 'allow', by, used: null };
+  if (statusAt(ap, now) === 'approved') return { decision: 'allow', by, used: { ...ap, status: 'used', used_at: now, job_id: jobId } };
+  if (ap.status === 'denied')
+    return { decision: 'deny', by: `approval ${ap.id} (denied by ${ap.decided_by ?? 'an admin'}${ap.decision_note ? `: ${ap.decision_note}` : ''})` };
+  return null;
 }

@@ -17,11 +17,12 @@ import { CLIENT_CAPABILITIES_META_KEY, inputRequired, inputResponse, type InputR
 import type { ApprovalInfo } from '../contracts/approvals.ts';
 import type { PolicyDocument } from '../contracts/policy.ts';
 import { ruleNumber, type PolicyDecision } from '../policy/engine.ts';
-import { writeAudit } from '../store/audit.ts';
+import { recordAudit } from '../dispatch/audit-client.ts';
 import type { ToolContext, ToolExtra } from '../mcp/context.ts';
 import { mintPromptState, stateSecret, type VerifiedPromptState } from './prompt-state.ts';
 import { requestHash, requestSummary, type ApprovableRequest } from './request.ts';
-import { answerPrompt, consumeApproval, iso, openApproval, type ApprovalRefusalCode } from './store.ts';
+import { iso, type ApprovalRefusalCode } from './record.ts';
+import { answerPrompt, consumeApproval, openApproval } from '../dispatch/team-records-client.ts';
 
 /** The key of the approval question inside `inputRequests` / `inputResponses`. */
 const PROMPT_KEY = 'approval';
@@ -61,7 +62,7 @@ export async function approvalGate(ctx: ToolContext, extra: ToolExtra, g: GateIn
   if (state) return answerFromPrompt(ctx, extra, g, state, hash, now);
 
   if (g.approvalId) {
-    const r = await consumeApproval(env.DB, { team: p.team, subject: p.subject, id: g.approvalId, hash, jobId: g.jobId, now });
+    const r = await consumeApproval(env, p.team, { subject: p.subject, id: g.approvalId, hash, jobId: g.jobId, now });
     if (!r.ok) return { kind: 'refused', refusal: { ...r.refusal, approvalId: g.approvalId } };
     return {
       kind: 'proceed',
@@ -83,8 +84,7 @@ export async function approvalGate(ctx: ToolContext, extra: ToolExtra, g: GateIn
   const summary = requestSummary(g.request);
   if (g.policy.approvals.askClient && canPrompt(ctx, extra)) {
     const ttlSeconds = g.policy.approvals.promptTtlSeconds;
-    const { row } = await openApproval(env.DB, {
-      team: p.team,
+    const { row } = await openApproval(env, p.team, {
       subject: p.subject,
       tokenId: p.tokenId,
       tool: g.request.tool,
@@ -109,8 +109,7 @@ export async function approvalGate(ctx: ToolContext, extra: ToolExtra, g: GateIn
   }
 
   const ttlMs = g.policy.approvals.ttlSeconds * 1000;
-  const { row } = await openApproval(env.DB, {
-    team: p.team,
+  const { row } = await openApproval(env, p.team, {
     subject: p.subject,
     tokenId: p.tokenId,
     tool: g.request.tool,
@@ -172,9 +171,9 @@ async function answerFromPrompt(ctx: ToolContext, extra: ToolExtra, g: GateInput
           : 'cancelled'
       : 'gave no answer';
   const by = `${p.subject} (the MCP client's approval prompt)`;
-  const r = await answerPrompt(env.DB, { team: p.team, subject: p.subject, id: state.a, hash, approve, by, jobId: g.jobId, now });
+  const r = await answerPrompt(env, p.team, { subject: p.subject, id: state.a, hash, approve, by, jobId: g.jobId, now });
   if (!r.ok) return { kind: 'refused', refusal: { ...r.refusal, approvalId: state.a } };
-  await writeAudit(env.DB, {
+  await recordAudit(env, {
     team: p.team,
     subject: p.subject,
     tokenId: p.tokenId,

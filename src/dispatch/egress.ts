@@ -4,29 +4,32 @@
  * nothing and costs its sender's message budget (the caller charges it).
  *
  * - `egress.ask`: a connection to a host the grant does not list waits while a person decides.
- *   The ask becomes an admin approval (src/approval/egress.ts: the dashboard's Approvals list,
- *   `gatehouse approvals approve`), kept here in `egress_asks` so a restarted object still answers
- *   it; the alarm reads the decisions from D1 every ASK_POLL_MS and sends `egress.answer` when one
- *   is decided, or a denial when EGRESS_ASK_WAIT_MS ran out.
- * - `egress.log`: finished connections, numbered per job and kept in `egress_outbox` until D1 took
- *   them (src/store/egress.ts); at most EGRESS_CONNECTIONS_MAX per job, the rest only counted.
+ *   The ask becomes an admin approval of the team's (approvals.ts, the rules in src/approval/egress.ts:
+ *   the dashboard's Approvals list, `gatehouse approvals approve`), kept here in `egress_asks` so a
+ *   restarted object still answers it; an admin's decision answers it at once (`approvalDecided`),
+ *   the alarm answers it with a denial when EGRESS_ASK_WAIT_MS ran out.
+ * - `egress.log`: finished connections, numbered per job and kept in `egress_connections` — the
+ *   job's network record that job_status, the admin API and the audit page read; at most
+ *   EGRESS_CONNECTIONS_MAX per job, the rest only counted. Rows go EGRESS_LOG_RETENTION_MS after
+ *   they arrived (the alarm), or with their job.
  */
-import type { EgressAnswer, EgressAsk, EgressLog } from '../contracts/network.ts';
+import { z } from 'zod';
+import { JOB_RETENTION_MS } from '../contracts/jobs.ts';
+import type { EgressAnswer, EgressAsk, EgressConnectionView, EgressLog, JobNetworkView } from '../contracts/network.ts';
 import { EGRESS_ASK_WAIT_MS, EGRESS_CONNECTIONS_MAX } from '../contracts/network.ts';
-import { approvalsByIds, openEgressApproval, useEgressApproval } from '../approval/egress.ts';
-import { egressStatements, type EgressRow } from '../store/egress.ts';
+import { egressApproval, egressVerdict, EGRESS_APPROVAL_TOOL } from '../approval/egress.ts';
+import type { ApprovalRow } from '../approval/record.ts';
 import type { AgentLink } from './agent-link.ts';
+import type { Approvals } from './approvals.ts';
 import { migrate, type DispatchHost, type Migration, type Wakes } from './host.ts';
 import type { JobStore } from './job-store.ts';
 
-/** How often pending asks look for a decision in D1 (one query for all of them). */
-const ASK_POLL_MS = 1000;
 /** Asks of one job waiting at once; more are refused at once (each opens an approval a person must read). */
 const EGRESS_ASKS_PENDING_MAX = 8;
 /** Asks of one job in all. */
 const EGRESS_ASKS_MAX = 64;
-/** Connection rows one copy to D1 takes (one D1 batch). */
-const FLUSH_ROWS = 100;
+/** How long a connection row is kept after it arrived: as long as its job is. */
+export const EGRESS_LOG_RETENTION_MS = JOB_RETENTION_MS;
 
 /** How a message was taken: applied, about a job not the sender's (a stranger), or about the sender's own job that ended. */
 export type EgressVerdict = 'ok' | 'stranger' | 'late';
@@ -39,10 +42,26 @@ const MIGRATIONS: readonly Migration[] = [
     host TEXT NOT NULL, port INTEGER NOT NULL, method TEXT, created_at INTEGER NOT NULL, expires_at INTEGER NOT NULL,
     decision TEXT, decided_by TEXT, PRIMARY KEY (job_id, ask_id))`,
       `CREATE INDEX IF NOT EXISTS egress_asks_pending ON egress_asks (expires_at) WHERE decision IS NULL`,
-      // `synced` 0: D1's egress_jobs row has not been given these counts yet.
       `CREATE TABLE IF NOT EXISTS egress_counts (job_id TEXT PRIMARY KEY, listed INTEGER NOT NULL, dropped INTEGER NOT NULL, asks INTEGER NOT NULL,
     synced INTEGER NOT NULL DEFAULT 1)`,
       `CREATE TABLE IF NOT EXISTS egress_outbox (job_id TEXT NOT NULL, seq INTEGER NOT NULL, data TEXT NOT NULL, PRIMARY KEY (job_id, seq))`,
+    ],
+  },
+  {
+    // The connection log is kept here instead of copied to D1: rows still waiting in the outbox move in.
+    id: '2-egress-log',
+    sql: [
+      `CREATE TABLE egress_connections (job_id TEXT NOT NULL, seq INTEGER NOT NULL, host TEXT NOT NULL, port INTEGER NOT NULL, address TEXT, method TEXT,
+    decision TEXT NOT NULL, reason TEXT NOT NULL, bytes_up INTEGER NOT NULL, bytes_down INTEGER NOT NULL, started_at INTEGER NOT NULL, ms INTEGER NOT NULL,
+    logged_at INTEGER NOT NULL, PRIMARY KEY (job_id, seq))`,
+      `CREATE INDEX egress_connections_started ON egress_connections (started_at)`,
+      `CREATE INDEX egress_connections_logged ON egress_connections (logged_at)`,
+      `INSERT OR IGNORE INTO egress_connections (job_id, seq, host, port, address, method, decision, reason, bytes_up, bytes_down, started_at, ms, logged_at)
+    SELECT job_id, seq, json_extract(data, '$.host'), json_extract(data, '$.port'), json_extract(data, '$.address'), json_extract(data, '$.method'),
+      json_extract(data, '$.decision'), json_extract(data, '$.reason'), json_extract(data, '$.bytesUp'), json_extract(data, '$.bytesDown'),
+      json_extract(data, '$.startedAt'), json_extract(data, '$.ms'), json_extract(data, '$.startedAt') FROM egress_outbox`,
+      `DROP TABLE egress_outbox`,
+      `ALTER TABLE egress_counts DROP COLUMN synced`,
     ],
   },
 ];
@@ -60,19 +79,72 @@ interface AskRow {
   decided_by: string | null;
 }
 
-type Host = Pick<DispatchHost, 'sql' | 'transactionSync' | 'env' | 'now' | 'team' | 'wake' | 'heartbeatMs'>;
+interface ConnectionRow {
+  job_id: string;
+  host: string;
+  port: number;
+  address: string | null;
+  method: string | null;
+  decision: 'allowed' | 'refused';
+  reason: string;
+  bytes_up: number;
+  bytes_down: number;
+  started_at: number;
+  ms: number;
+}
+
+const CONNECTION_COLUMNS = 'job_id, host, port, address, method, decision, reason, bytes_up, bytes_down, started_at, ms';
+
+const view = (r: ConnectionRow): EgressConnectionView => ({
+  job_id: r.job_id,
+  host: r.host,
+  port: r.port,
+  address: r.address,
+  method: r.method,
+  decision: r.decision,
+  reason: r.reason,
+  bytes_up: r.bytes_up,
+  bytes_down: r.bytes_down,
+  started_at: new Date(r.started_at).toISOString(),
+  ms: r.ms,
+});
+
+/**
+ * Old rows for `import`, as D1 kept them (migrations/0012_egress.sql, `SELECT *`): one row of
+ * `egress_connections`, and one of `egress_jobs` (a job's counts); their `id` and `team` columns are ignored.
+ */
+const EgressConnectionImportRow = z.object({
+  job_id: z.string().min(1),
+  seq: z.number().int(),
+  host: z.string(),
+  port: z.number().int(),
+  address: z.string().nullable(),
+  method: z.string().nullable(),
+  decision: z.enum(['allowed', 'refused']),
+  reason: z.string(),
+  bytes_up: z.number().int(),
+  bytes_down: z.number().int(),
+  started_at: z.number().int(),
+  ms: z.number().int(),
+});
+const EgressJobImportRow = z.object({ job_id: z.string().min(1), connections: z.number().int(), dropped: z.number().int() });
+
+type Host = Pick<DispatchHost, 'sql' | 'transactionSync' | 'wake'>;
 
 export class Egress implements Wakes {
   private readonly host: Host;
   private readonly store: Pick<JobStore, 'get' | 'spec'>;
   private readonly link: Pick<AgentLink, 'socketOf' | 'send'>;
-  private flushing = false;
-  private deciding = false;
+  private readonly approvals: Pick<Approvals, 'open' | 'get' | 'update'>;
 
-  constructor(host: Host, parts: { store: Pick<JobStore, 'get' | 'spec'>; link: Pick<AgentLink, 'socketOf' | 'send'> }) {
+  constructor(
+    host: Host,
+    parts: { store: Pick<JobStore, 'get' | 'spec'>; link: Pick<AgentLink, 'socketOf' | 'send'>; approvals: Pick<Approvals, 'open' | 'get' | 'update'> },
+  ) {
     this.host = host;
     this.store = parts.store;
     this.link = parts.link;
+    this.approvals = parts.approvals;
     migrate(host, 'egress', MIGRATIONS);
   }
 
@@ -112,7 +184,7 @@ export class Egress implements Wakes {
       reply('deny', `too many asks: at most ${EGRESS_ASKS_PENDING_MAX} waiting and ${EGRESS_ASKS_MAX} in all per job`);
       return 'ok';
     }
-    // Recorded before the approval is opened (a D1 call, during which other messages are handled), so the same ask again finds it.
+    // Recorded before the approval's hash is computed (an await, during which other messages are handled), so the same ask again finds it.
     this.host.transactionSync(() => {
       this.sql.exec(
         `INSERT INTO egress_asks (job_id, ask_id, agent, approval_id, host, port, method, created_at, expires_at) VALUES (?, ?, ?, NULL, ?, ?, ?, ?, ?)`,
@@ -128,33 +200,29 @@ export class Egress implements Wakes {
       this.sql.exec(`UPDATE egress_counts SET asks = asks + 1 WHERE job_id = ?`, m.jobId);
     });
     const row = this.store.get(m.jobId);
-    try {
-      const approval = await openEgressApproval(
-        this.host.env.DB,
-        {
-          team: await this.host.team(),
-          subject: row?.subject ?? '',
-          tokenId: row?.token_id ?? '',
-          jobId: m.jobId,
-          host: m.host,
-          port: m.port,
-          method: m.method,
-          command: spec ? [spec.command, ...spec.args].join(' ') : '',
-          source: grant.source,
-        },
-        now,
-      );
-      this.sql.exec(`UPDATE egress_asks SET approval_id = ? WHERE job_id = ? AND ask_id = ?`, approval.id, m.jobId, m.askId);
-    } catch (e) {
-      console.error(`job ${m.jobId}: could not open an approval for ${m.host}:${m.port}: ${(e as Error).message}`);
-      this.decide(m.jobId, m.askId, 'deny', 'the approval could not be opened (storage failed); try again');
-    }
+    const o = await egressApproval(
+      {
+        subject: row?.subject ?? '',
+        tokenId: row?.token_id ?? '',
+        jobId: m.jobId,
+        host: m.host,
+        port: m.port,
+        method: m.method,
+        command: spec ? [spec.command, ...spec.args].join(' ') : '',
+        source: grant.source,
+      },
+      now,
+    );
+    const { row: approval } = this.approvals.open(o);
+    this.sql.exec(`UPDATE egress_asks SET approval_id = ? WHERE job_id = ? AND ask_id = ?`, approval.id, m.jobId, m.askId);
+    // A reused approval may have been decided meanwhile.
+    this.settle(now);
     await this.host.wake();
     return 'ok';
   }
 
-  /** Finished connections of `agentId`'s job, stored (up to the per-job cap) and copied to D1. */
-  async log(agentId: string, m: EgressLog, now: number): Promise<EgressVerdict> {
+  /** Finished connections of `agentId`'s job, stored (up to the per-job cap). */
+  log(agentId: string, m: EgressLog, now: number): EgressVerdict {
     const own = this.own(agentId, m.jobId);
     if (own === null) return 'stranger';
     const c = this.counts(m.jobId);
@@ -165,108 +233,106 @@ export class Egress implements Wakes {
     this.host.transactionSync(() => {
       take.forEach((x, i) => {
         const started = Date.parse(x.startedAt);
-        const row: EgressRow = {
-          jobId: m.jobId,
-          seq: c.listed + i + 1,
-          host: x.host,
-          port: x.port,
-          address: x.address ?? null,
-          method: x.method ?? null,
-          decision: x.decision,
-          reason: x.reason,
-          bytesUp: x.bytesUp,
-          bytesDown: x.bytesDown,
-          startedAt: Number.isFinite(started) ? started : now,
-          ms: x.ms,
-        };
-        this.sql.exec(`INSERT OR IGNORE INTO egress_outbox (job_id, seq, data) VALUES (?, ?, ?)`, m.jobId, row.seq, JSON.stringify(row));
+        this.sql.exec(
+          `INSERT OR IGNORE INTO egress_connections (job_id, seq, host, port, address, method, decision, reason, bytes_up, bytes_down, started_at, ms, logged_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          m.jobId,
+          c.listed + i + 1,
+          x.host,
+          x.port,
+          x.address ?? null,
+          x.method ?? null,
+          x.decision,
+          x.reason,
+          x.bytesUp,
+          x.bytesDown,
+          Number.isFinite(started) ? started : now,
+          x.ms,
+          now,
+        );
       });
-      this.sql.exec(`UPDATE egress_counts SET listed = ?, dropped = ?, synced = 0 WHERE job_id = ?`, c.listed + take.length, dropped, m.jobId);
+      this.sql.exec(`UPDATE egress_counts SET listed = ?, dropped = ? WHERE job_id = ?`, c.listed + take.length, dropped, m.jobId);
     });
-    await this.flush();
     // Past the cap it changed no row: like any late message it costs the sender.
     return take.length === 0 && m.connections.length > 0 ? 'late' : 'ok';
   }
 
-  /** Copies stored connection rows to D1 (the alarm retries what D1 refused). */
-  async flush(): Promise<void> {
-    if (this.flushing) return;
-    this.flushing = true;
-    try {
-      for (;;) {
-        const rows = this.sql
-          .exec<{ data: string }>(`SELECT data FROM egress_outbox ORDER BY job_id, seq LIMIT ?`, FLUSH_ROWS)
-          .toArray()
-          .map((r) => JSON.parse(r.data) as EgressRow);
-        const dirty = this.sql
-          .exec<{ job_id: string; listed: number; dropped: number }>(`SELECT job_id, listed, dropped FROM egress_counts WHERE synced = 0 LIMIT ?`, FLUSH_ROWS)
-          .toArray();
-        if (rows.length === 0 && dirty.length === 0) return;
-        const counts = new Map(dirty.map((d) => [d.job_id, { listed: d.listed, dropped: d.dropped }]));
-        for (const r of rows) if (!counts.has(r.jobId)) counts.set(r.jobId, this.counts(r.jobId));
-        await this.host.env.DB.batch(egressStatements(this.host.env.DB, await this.host.team(), rows, counts));
-        this.host.transactionSync(() => {
-          for (const r of rows) this.sql.exec(`DELETE FROM egress_outbox WHERE job_id = ? AND seq = ?`, r.jobId, r.seq);
-          // Counts that changed meanwhile (a log handled during the D1 call) stay to be copied.
-          for (const [id, c] of counts)
-            this.sql.exec(`UPDATE egress_counts SET synced = 1 WHERE job_id = ? AND listed = ? AND dropped = ?`, id, c.listed, c.dropped);
-        });
-        if (rows.length < FLUSH_ROWS && dirty.length < FLUSH_ROWS) return;
-      }
-    } catch (e) {
-      console.error(`egress connections not copied to D1: ${(e as Error).message}; retried at the next alarm`);
-    } finally {
-      this.flushing = false;
+  /** A job's grant (from its spec) and connections; null when the job has neither a grant nor connections on record. */
+  jobNetwork(jobId: string): JobNetworkView | null {
+    const grant = this.store.spec(jobId)?.network;
+    const c = this.sql.exec<{ dropped: number }>(`SELECT dropped FROM egress_counts WHERE job_id = ?`, jobId).toArray()[0];
+    const list = this.sql
+      .exec<ConnectionRow & Record<string, SqlStorageValue>>(
+        `SELECT ${CONNECTION_COLUMNS} FROM egress_connections WHERE job_id = ? ORDER BY seq LIMIT ?`,
+        jobId,
+        EGRESS_CONNECTIONS_MAX,
+      )
+      .toArray()
+      .map(view);
+    if (!grant?.mode && !c && list.length === 0) return null;
+    return {
+      mode: grant?.mode ?? null,
+      source: grant?.source ?? null,
+      connections: list,
+      allowed: list.filter((r) => r.decision === 'allowed').length,
+      refused: list.filter((r) => r.decision === 'refused').length,
+      dropped: c?.dropped ?? 0,
+      bytes_up: list.reduce((n, r) => n + r.bytes_up, 0),
+      bytes_down: list.reduce((n, r) => n + r.bytes_down, 0),
+    };
+  }
+
+  /** The team's latest connections, newest first (the audit page), optionally only refused ones or those started before `before` (epoch ms). */
+  connections(f: { limit: number; refusedOnly?: boolean; before?: number }): EgressConnectionView[] {
+    const where: string[] = [];
+    const params: SqlStorageValue[] = [];
+    if (f.refusedOnly) where.push(`decision = 'refused'`);
+    if (f.before !== undefined) {
+      where.push('started_at < ?');
+      params.push(f.before);
     }
+    return this.sql
+      .exec<ConnectionRow & Record<string, SqlStorageValue>>(
+        `SELECT ${CONNECTION_COLUMNS} FROM egress_connections ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+         ORDER BY started_at DESC, rowid DESC LIMIT ?`,
+        ...params,
+        Math.min(Math.max(1, f.limit), EGRESS_CONNECTIONS_MAX),
+      )
+      .toArray()
+      .map(view);
   }
 
-  /** The alarm's part: copy what D1 has not taken, and answer the asks that were decided or ran out of time. */
-  async onAlarm(now: number): Promise<void> {
-    await this.flush();
-    await this.decideAsks(now);
+  /** Bytes up and down of the logged connections that started in [from, to) (the team's usage: quotas.ts). */
+  bytesBetween(from: number, to: number): number {
+    return this.sql
+      .exec<{ n: number }>(`SELECT COALESCE(SUM(bytes_up + bytes_down), 0) AS n FROM egress_connections WHERE started_at >= ? AND started_at < ?`, from, to)
+      .one().n;
   }
 
-  private async decideAsks(now: number): Promise<void> {
-    if (this.deciding) return;
-    this.deciding = true;
-    try {
-      const pending = this.sql.exec<AskRow & Record<string, SqlStorageValue>>(`SELECT * FROM egress_asks WHERE decision IS NULL`).toArray();
-      if (pending.length === 0) return;
-      const team = await this.host.team();
-      const db = this.host.env.DB;
-      let approvals = new Map<string, Awaited<ReturnType<typeof approvalsByIds>>[number]>();
-      try {
-        const ids = [...new Set(pending.map((a) => a.approval_id).filter((x): x is string => x !== null))];
-        approvals = new Map((await approvalsByIds(db, team, ids)).map((r) => [r.id, r]));
-      } catch (e) {
-        console.error(`could not read egress approvals: ${(e as Error).message}; asks past their time are refused`);
+  /** An admin decided an approval: the asks waiting on it are answered now. */
+  approvalDecided(row: Pick<ApprovalRow, 'tool'>, now: number): void {
+    if (row.tool === EGRESS_APPROVAL_TOOL) this.settle(now);
+  }
+
+  /** The alarm's part: answer the asks that ran out of time, and drop connection rows past their retention. */
+  onAlarm(now: number): void {
+    this.settle(now);
+    this.sql.exec(`DELETE FROM egress_connections WHERE logged_at <= ?`, now - EGRESS_LOG_RETENTION_MS);
+  }
+
+  /** Answers each pending ask whose approval was decided, whose job ended, or whose time ran out. */
+  private settle(now: number): void {
+    const pending = this.sql.exec<AskRow & Record<string, SqlStorageValue>>(`SELECT * FROM egress_asks WHERE decision IS NULL`).toArray();
+    for (const a of pending) {
+      if (this.own(a.agent, a.job_id) !== 'running') {
+        this.decide(a.job_id, a.ask_id, 'deny', 'the job ended');
+        continue;
       }
-      for (const a of pending) {
-        if (this.own(a.agent, a.job_id) !== 'running') {
-          this.decide(a.job_id, a.ask_id, 'deny', 'the job ended');
-          continue;
-        }
-        const ap = a.approval_id ? approvals.get(a.approval_id) : undefined;
-        if (ap?.status === 'approved' || (ap?.status === 'used' && ap.job_id === a.job_id)) {
-          const by = `approval ${ap.id} (approved by ${ap.decided_by ?? 'an admin'})`;
-          if (ap.status === 'used' || (await useEgressApproval(db, team, ap.id, a.job_id, now).catch(() => false))) {
-            this.answer(a, 'allow', by);
-            continue;
-          }
-        }
-        if (ap?.status === 'denied') {
-          this.answer(a, 'deny', `approval ${ap.id} (denied by ${ap.decided_by ?? 'an admin'}${ap.decision_note ? `: ${ap.decision_note}` : ''})`);
-          continue;
-        }
-        if (now >= a.expires_at)
-          this.answer(
-            a,
-            'deny',
-            `expired: no decision within ${Math.round(EGRESS_ASK_WAIT_MS / 1000)} s${a.approval_id ? ` (approval ${a.approval_id})` : ''}`,
-          );
-      }
-    } finally {
-      this.deciding = false;
+      const v = egressVerdict(a.approval_id ? this.approvals.get(a.approval_id) : null, a.job_id, now);
+      if (v?.decision === 'allow' && v.used) this.approvals.update(v.used);
+      if (v) this.answer(a, v.decision, v.by);
+      else if (now >= a.expires_at)
+        this.answer(a, 'deny', `expired: no decision within ${Math.round(EGRESS_ASK_WAIT_MS / 1000)} s${a.approval_id ? ` (approval ${a.approval_id})` : ''}`);
     }
   }
 
@@ -297,24 +363,77 @@ export class Egress implements Wakes {
     return this.sql.exec<{ listed: number; dropped: number; asks: number }>(`SELECT listed, dropped, asks FROM egress_counts WHERE job_id = ?`, jobId).one();
   }
 
-  /** Pending asks need the alarm every ASK_POLL_MS; rows D1 has not taken, every heartbeat. */
-  nextWake(now: number): number | null {
+  /** Pending asks need the alarm when the first runs out; connection rows, when the oldest is past its retention. */
+  nextWake(_now: number): number | null {
     // One statement: the object asks this after every placement.
     const w = this.sql
-      .exec<{ ask: number; copy: number }>(
-        `SELECT EXISTS (SELECT 1 FROM egress_asks WHERE decision IS NULL) AS ask,
-          EXISTS (SELECT 1 FROM egress_outbox) OR EXISTS (SELECT 1 FROM egress_counts WHERE synced = 0) AS copy`,
+      .exec<{ ask: number | null; logged: number | null }>(
+        `SELECT (SELECT MIN(expires_at) FROM egress_asks WHERE decision IS NULL) AS ask, (SELECT MIN(logged_at) FROM egress_connections) AS logged`,
       )
       .one();
-    if (w.ask) return now + ASK_POLL_MS;
-    return w.copy ? now + this.host.heartbeatMs : null;
+    const at = Math.min(w.ask ?? Infinity, w.logged === null ? Infinity : w.logged + EGRESS_LOG_RETENTION_MS);
+    return at === Infinity ? null : at;
   }
 
-  /** Jobs the store forgot: their asks and counts go too (their rows are in D1). */
+  /** Jobs the store forgot: their asks, counts and connections go too. */
   forget(jobIds: readonly string[]): void {
     for (const id of jobIds) {
       this.sql.exec(`DELETE FROM egress_asks WHERE job_id = ?`, id);
       this.sql.exec(`DELETE FROM egress_counts WHERE job_id = ?`, id);
+      this.sql.exec(`DELETE FROM egress_connections WHERE job_id = ?`, id);
     }
+  }
+
+  /**
+   * Old rows (D1's `egress_connections` and `egress_jobs`) taken in; a connection already here is left
+   * as it is, a job's counts only grow. Malformed rows are counted, not stored.
+   */
+  import(x: { connections?: readonly unknown[]; jobs?: readonly unknown[] }): { inserted: number; refused: number } {
+    let inserted = 0;
+    let refused = 0;
+    this.host.transactionSync(() => {
+      for (const raw of x.connections ?? []) {
+        const p = EgressConnectionImportRow.safeParse(raw);
+        if (!p.success) {
+          refused += 1;
+          continue;
+        }
+        const r = p.data;
+        const n = this.sql.exec(
+          `INSERT OR IGNORE INTO egress_connections (job_id, seq, host, port, address, method, decision, reason, bytes_up, bytes_down, started_at, ms, logged_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          r.job_id,
+          r.seq,
+          r.host,
+          r.port,
+          r.address,
+          r.method,
+          r.decision,
+          r.reason,
+          r.bytes_up,
+          r.bytes_down,
+          r.started_at,
+          r.ms,
+          r.started_at,
+        ).rowsWritten;
+        if (n > 0) inserted += 1;
+      }
+      for (const raw of x.jobs ?? []) {
+        const p = EgressJobImportRow.safeParse(raw);
+        if (!p.success) {
+          refused += 1;
+          continue;
+        }
+        this.sql.exec(
+          `INSERT INTO egress_counts (job_id, listed, dropped, asks) VALUES (?, ?, ?, 0)
+           ON CONFLICT (job_id) DO UPDATE SET listed = MAX(listed, excluded.listed), dropped = MAX(dropped, excluded.dropped)`,
+          p.data.job_id,
+          p.data.connections,
+          p.data.dropped,
+        );
+        inserted += 1;
+      }
+    });
+    return { inserted, refused };
   }
 }

@@ -1,54 +1,20 @@
 /**
  * A job's egress messages at the team DO (src/dispatch/egress.ts), over node:sqlite for the DO's
- * storage and for D1 (every migration applied): asks become admin approvals and are answered when
- * decided or when their time ran out, also after a restart; connection logs reach D1, bounded per
- * job; and only the agent a job runs on is heard — another agent's asks and logs change nothing.
+ * storage: asks become the team's admin approvals (approvals.ts) and are answered when an admin
+ * decides or when their time ran out, also after a restart; connection logs are kept in the object,
+ * bounded per job, and go after their retention; and only the agent a job runs on is heard —
+ * another agent's asks and logs change nothing.
  */
-import { readdirSync, readFileSync } from 'node:fs';
-import { DatabaseSync } from 'node:sqlite';
+import type { DatabaseSync } from 'node:sqlite';
 import { describe, expect, it } from 'vitest';
 import type { JobSpec } from '../../src/contracts/agent-protocol.ts';
 import { AGENT_BUDGET_CLOSE } from '../../src/contracts/agent-protocol.ts';
 import { EGRESS_ASK_WAIT_MS, EGRESS_CONNECTIONS_MAX, type EgressConnection, type NetworkGrant } from '../../src/contracts/network.ts';
-import { decideApproval, listApprovals } from '../../src/approval/store.ts';
-import { jobNetwork, teamConnections } from '../../src/store/egress.ts';
 import { STRANGER_BURST } from '../../src/dispatch/agent-budget.ts';
-import { dispatchHost } from './sql-host.ts';
+import { EGRESS_LOG_RETENTION_MS } from '../../src/dispatch/egress.ts';
+import { migrate } from '../../src/dispatch/host.ts';
+import { dispatchHost, sqlHost } from './sql-host.ts';
 import { connect, HB, request, say, setup } from './team-fixture.ts';
-
-/** D1 over node:sqlite with the repository's migrations: prepare/bind/run/all/first and batch (one transaction). */
-function sqliteD1() {
-  const db = new DatabaseSync(':memory:');
-  const dir = new URL('../../migrations/', import.meta.url);
-  for (const f of readdirSync(dir).sort()) if (f.endsWith('.sql')) db.exec(readFileSync(new URL(f, dir), 'utf8'));
-  const reads = (sql: string) => /^\s*(SELECT|WITH)/i.test(sql);
-  const stmt = (sql: string, params: unknown[] = []) => ({
-    sql,
-    bind: (...p: unknown[]) => stmt(sql, p),
-    run: async () => ({ meta: { changes: Number(db.prepare(sql).run(...(params as never[])).changes) } }),
-    all: async () => ({ results: db.prepare(sql).all(...(params as never[])) }),
-    first: async () => db.prepare(sql).get(...(params as never[])) ?? null,
-    now: () =>
-      reads(sql)
-        ? { results: db.prepare(sql).all(...(params as never[])), meta: {} }
-        : { results: [], meta: { changes: Number(db.prepare(sql).run(...(params as never[])).changes) } },
-  });
-  return {
-    db,
-    prepare: (sql: string) => stmt(sql),
-    batch: async (stmts: ReturnType<typeof stmt>[]) => {
-      db.exec('BEGIN');
-      try {
-        const out = stmts.map((s) => s.now());
-        db.exec('COMMIT');
-        return out;
-      } catch (e) {
-        db.exec('ROLLBACK');
-        throw e;
-      }
-    },
-  };
-}
 
 const grant = (o: Partial<NetworkGrant> = {}): NetworkGrant => ({
   mode: 'allowlist',
@@ -60,11 +26,12 @@ const grant = (o: Partial<NetworkGrant> = {}): NetworkGrant => ({
   ...o,
 });
 
-function rig(o: { storage?: DatabaseSync; d1?: ReturnType<typeof sqliteD1> } = {}) {
-  const d1 = o.d1 ?? sqliteD1();
-  const host = dispatchHost({ heartbeatMs: HB, env: { DB: d1 as never, GATEHOUSE_WORKERS_PLAN: 'paid' }, db: o.storage });
-  return { ...setup({ host }), d1, storage: host.db };
+function rig(o: { storage?: DatabaseSync } = {}) {
+  const host = dispatchHost({ heartbeatMs: HB, env: { GATEHOUSE_WORKERS_PLAN: 'paid' }, db: o.storage });
+  return { ...setup({ host }), storage: host.db };
 }
+
+const approvals = (t: ReturnType<typeof rig>, status?: 'pending' | 'used') => t.c.approvals.list({ status, limit: 50, now: t.host.now() });
 
 /** Job `id` running on agent `agentId`, with network `g`. */
 async function running(t: ReturnType<typeof rig>, id: string, agentId: string, g: NetworkGrant = grant()) {
@@ -88,12 +55,12 @@ const conn = (i: number, o: Partial<EgressConnection> = {}): EgressConnection =>
 });
 
 describe('egress.ask: a person decides a connection to an unlisted host', () => {
-  it('opens an admin approval naming the job, host and command; an approval is answered allow and used by that job', async () => {
+  it('opens an admin approval naming the job, host and command; an approval is answered allow at once and used by that job', async () => {
     const t = rig();
     const ws = await connect(t, 'a1');
     await running(t, 'j1', 'a1');
     await say(t, ws, { type: 'egress.ask', jobId: 'j1', askId: 'k1', host: 'files.example.org', port: 443 });
-    const [ap] = await listApprovals(t.d1 as never, 'acme', { status: 'pending', limit: 10, now: t.host.now() });
+    const [ap] = approvals(t, 'pending');
     expect(ap).toMatchObject({
       tool: 'egress',
       subject: 'alice',
@@ -102,22 +69,22 @@ describe('egress.ask: a person decides a connection to an unlisted host', () => 
     });
     expect(ap.rule_reason).toContain('rules[0].network.unlisted is "ask"');
     expect(ap.expires_at - t.host.now()).toBe(EGRESS_ASK_WAIT_MS);
-    // Undecided: the alarm looks and answers nothing yet.
-    await t.c.egress.onAlarm(t.host.now());
+    // Undecided: the alarm looks and answers nothing yet; it is next needed when the ask runs out (a decision needs no polling).
+    t.c.egress.onAlarm(t.host.now());
     expect(ws.of('egress.answer')).toEqual([]);
-    expect(t.c.egress.nextWake(t.host.now())).toBe(t.host.now() + 1000);
-    const d = await decideApproval(t.d1 as never, 'acme', ap.id, { approve: true, by: 'admin-bob', ttlMs: 3_600_000, now: t.host.now() });
-    expect(d.ok).toBe(true);
-    await t.c.egress.onAlarm(t.host.now());
+    expect(t.c.egress.nextWake(t.host.now())).toBe(t.host.now() + EGRESS_ASK_WAIT_MS);
+    const d = t.c.approvals.decide(ap.id, { approve: true, by: 'admin-bob', ttlMs: 3_600_000, now: t.host.now() });
+    // The admin sees what they did; the job's use of it follows in the same step.
+    expect(d).toMatchObject({ ok: true, row: { status: 'approved' } });
     expect(ws.of('egress.answer')).toEqual([
       { type: 'egress.answer', jobId: 'j1', askId: 'k1', decision: 'allow', by: `approval ${ap.id} (approved by admin-bob)` },
     ]);
-    const [used] = await listApprovals(t.d1 as never, 'acme', { status: 'used', limit: 10, now: t.host.now() });
+    const [used] = approvals(t, 'used');
     expect(used).toMatchObject({ id: ap.id, job_id: 'j1' });
     // The same ask again (the agent lost the answer) is answered again; nothing new is opened.
     await say(t, ws, { type: 'egress.ask', jobId: 'j1', askId: 'k1', host: 'files.example.org', port: 443 });
     expect(ws.of('egress.answer')).toHaveLength(2);
-    expect(await listApprovals(t.d1 as never, 'acme', { limit: 10, now: t.host.now() })).toHaveLength(1);
+    expect(approvals(t)).toHaveLength(1);
     expect(t.c.egress.nextWake(t.host.now())).toBeNull();
   });
 
@@ -126,10 +93,9 @@ describe('egress.ask: a person decides a connection to an unlisted host', () => 
     const ws = await connect(t, 'a1');
     await running(t, 'j1', 'a1');
     await say(t, ws, { type: 'egress.ask', jobId: 'j1', askId: 'k1', host: 'paste.example.org', port: 443, method: 'POST' });
-    const [ap] = await listApprovals(t.d1 as never, 'acme', { status: 'pending', limit: 10, now: t.host.now() });
+    const [ap] = approvals(t, 'pending');
     expect(ap.summary).toContain('paste.example.org:443 (POST)');
-    await decideApproval(t.d1 as never, 'acme', ap.id, { approve: false, by: 'admin-bob', note: 'not ours', ttlMs: 1000, now: t.host.now() });
-    await t.c.egress.onAlarm(t.host.now());
+    t.c.approvals.decide(ap.id, { approve: false, by: 'admin-bob', note: 'not ours', ttlMs: 1000, now: t.host.now() });
     expect(ws.of('egress.answer')).toEqual([
       { type: 'egress.answer', jobId: 'j1', askId: 'k1', decision: 'deny', by: `approval ${ap.id} (denied by admin-bob: not ours)` },
     ]);
@@ -140,29 +106,29 @@ describe('egress.ask: a person decides a connection to an unlisted host', () => 
     const ws = await connect(t, 'a1');
     await running(t, 'j1', 'a1');
     await say(t, ws, { type: 'egress.ask', jobId: 'j1', askId: 'k1', host: 'files.example.org', port: 443 });
-    const [ap] = await listApprovals(t.d1 as never, 'acme', { status: 'pending', limit: 10, now: t.host.now() });
+    const [ap] = approvals(t, 'pending');
     t.host.clock.now += EGRESS_ASK_WAIT_MS - 1;
-    await t.c.egress.onAlarm(t.host.now());
+    t.c.egress.onAlarm(t.host.now());
     expect(ws.of('egress.answer')).toEqual([]);
     t.host.clock.now += 1;
-    await t.c.egress.onAlarm(t.host.now());
+    t.c.egress.onAlarm(t.host.now());
     expect(ws.of('egress.answer')).toEqual([
       { type: 'egress.answer', jobId: 'j1', askId: 'k1', decision: 'deny', by: `expired: no decision within 120 s (approval ${ap.id})` },
     ]);
-    expect((await decideApproval(t.d1 as never, 'acme', ap.id, { approve: true, by: 'late', ttlMs: 1000, now: t.host.now() })).ok).toBe(false);
+    expect(t.c.approvals.decide(ap.id, { approve: true, by: 'late', ttlMs: 1000, now: t.host.now() }).ok).toBe(false);
   });
 
-  it('a pending ask survives a restart of the object: the new instance answers it', async () => {
+  it('a pending ask survives a restart of the object: the new instance answers it when an admin decides', async () => {
     const t = rig();
     const ws = await connect(t, 'a1');
     await running(t, 'j1', 'a1');
     await say(t, ws, { type: 'egress.ask', jobId: 'j1', askId: 'k1', host: 'files.example.org', port: 443 });
-    const [ap] = await listApprovals(t.d1 as never, 'acme', { status: 'pending', limit: 10, now: t.host.now() });
-    await decideApproval(t.d1 as never, 'acme', ap.id, { approve: true, by: 'admin-bob', ttlMs: 60_000, now: t.host.now() });
+    const [ap] = approvals(t, 'pending');
     // A new object over the same storage (memory gone); the agent's socket is handed back by the platform.
-    const again = rig({ storage: t.storage, d1: t.d1 });
+    const again = rig({ storage: t.storage });
     again.host.socketList.push(ws);
-    await again.c.egress.onAlarm(again.host.now());
+    expect(again.c.egress.nextWake(again.host.now())).toBe(ap.expires_at);
+    again.c.approvals.decide(ap.id, { approve: true, by: 'admin-bob', ttlMs: 60_000, now: again.host.now() });
     expect(ws.of('egress.answer')).toEqual([
       { type: 'egress.answer', jobId: 'j1', askId: 'k1', decision: 'allow', by: `approval ${ap.id} (approved by admin-bob)` },
     ]);
@@ -179,7 +145,7 @@ describe('egress.ask: a person decides a connection to an unlisted host', () => 
       { type: 'egress.answer', jobId: 'j1', askId: 'k1', decision: 'deny', by: 'policy: network.unlisted is "deny"' },
       { type: 'egress.answer', jobId: 'j2', askId: 'k1', decision: 'deny', by: 'policy: rules[1].network.mode is "off"' },
     ]);
-    expect(await listApprovals(t.d1 as never, 'acme', { limit: 10, now: t.host.now() })).toEqual([]);
+    expect(approvals(t)).toEqual([]);
   });
 
   it('a job asks about a bounded number of hosts at once; more are refused without an approval', async () => {
@@ -187,14 +153,14 @@ describe('egress.ask: a person decides a connection to an unlisted host', () => 
     const ws = await connect(t, 'a1');
     await running(t, 'j1', 'a1');
     for (let i = 0; i < 10; i++) await say(t, ws, { type: 'egress.ask', jobId: 'j1', askId: `k${i}`, host: `h${i}.example.org`, port: 443 });
-    expect(await listApprovals(t.d1 as never, 'acme', { limit: 50, now: t.host.now() })).toHaveLength(8);
+    expect(approvals(t)).toHaveLength(8);
     expect(ws.of('egress.answer').map((a) => a.askId)).toEqual(['k8', 'k9']);
     expect(ws.of('egress.answer')[0].by).toMatch(/^too many asks/);
   });
 });
 
 describe('egress.log: the record of a job’s connections', () => {
-  it("stores the job's connections in D1, shown with the job's grant", async () => {
+  it("keeps the job's connections, shown with the job's grant", async () => {
     const t = rig();
     const ws = await connect(t, 'a1');
     await running(t, 'j1', 'a1');
@@ -215,8 +181,7 @@ describe('egress.log: the record of a job’s connections', () => {
         }),
       ],
     });
-    await t.c.mirror.sync();
-    const n = await jobNetwork(t.d1 as never, 'acme', 'j1');
+    const n = t.c.egress.jobNetwork('j1');
     expect(n).toMatchObject({ mode: 'allowlist', source: 'rules[0].network', allowed: 1, refused: 1, dropped: 0, bytes_up: 100, bytes_down: 1000 });
     expect(n?.connections[1]).toEqual({
       job_id: 'j1',
@@ -231,7 +196,7 @@ describe('egress.log: the record of a job’s connections', () => {
       started_at: new Date(1_000_001).toISOString(),
       ms: 5,
     });
-    expect((await teamConnections(t.d1 as never, 'acme', { limit: 10, refusedOnly: true })).map((c) => c.host)).toEqual(['evil.example']);
+    expect(t.c.egress.connections({ limit: 10, refusedOnly: true }).map((c) => c.host)).toEqual(['evil.example']);
   });
 
   it('lists at most EGRESS_CONNECTIONS_MAX connections per job and counts the rest', async () => {
@@ -240,28 +205,97 @@ describe('egress.log: the record of a job’s connections', () => {
     await running(t, 'j1', 'a1');
     for (let b = 0; b < 5; b++) await say(t, ws, { type: 'egress.log', jobId: 'j1', connections: Array.from({ length: 50 }, (_, i) => conn(b * 50 + i)) });
     await say(t, ws, { type: 'egress.log', jobId: 'j1', connections: [], dropped: 3 });
-    const n = await jobNetwork(t.d1 as never, 'acme', 'j1');
+    const n = t.c.egress.jobNetwork('j1');
     expect(n?.connections).toHaveLength(EGRESS_CONNECTIONS_MAX);
     expect(n?.dropped).toBe(50);
-    const rows = t.d1.db.prepare(`SELECT COUNT(*) AS n FROM egress_connections WHERE job_id = 'j1'`).get() as { n: number };
+    const rows = t.storage.prepare(`SELECT COUNT(*) AS n FROM egress_connections WHERE job_id = 'j1'`).get() as { n: number };
     expect(rows.n).toBe(EGRESS_CONNECTIONS_MAX);
   });
 
-  it('keeps the rows when D1 refuses them and copies them at the next alarm', async () => {
-    const d1 = sqliteD1();
-    const t = rig({ d1 });
+  it('drops connection rows EGRESS_LOG_RETENTION_MS after they arrived (the alarm), and with their job', async () => {
+    const t = rig();
     const ws = await connect(t, 'a1');
     await running(t, 'j1', 'a1');
-    const batch = d1.batch;
-    d1.batch = async () => {
-      throw new Error('D1 is down');
-    };
+    await running(t, 'j2', 'a1');
     await say(t, ws, { type: 'egress.log', jobId: 'j1', connections: [conn(0)] });
-    d1.batch = batch;
-    expect(t.c.egress.nextWake(t.host.now())).toBe(t.host.now() + HB);
-    await t.c.egress.onAlarm(t.host.now());
-    expect((await jobNetwork(d1 as never, 'acme', 'j1'))?.connections).toHaveLength(1);
+    const first = t.host.now();
+    t.host.clock.now += 60_000;
+    await say(t, ws, { type: 'egress.log', jobId: 'j2', connections: [conn(1)] });
+    // An agent's startedAt far in the past does not shorten the row's life: its arrival counts.
+    expect(t.c.egress.nextWake(t.host.now())).toBe(first + EGRESS_LOG_RETENTION_MS);
+    t.host.clock.now = first + EGRESS_LOG_RETENTION_MS;
+    t.c.egress.onAlarm(t.host.now());
+    expect(t.c.egress.connections({ limit: 10 }).map((c) => c.job_id)).toEqual(['j2']);
+    t.c.egress.forget(['j2']);
+    expect(t.c.egress.connections({ limit: 10 })).toEqual([]);
+    expect(t.c.egress.jobNetwork('j2')?.connections).toEqual([]);
     expect(t.c.egress.nextWake(t.host.now())).toBeNull();
+  });
+
+  it('an object that still held rows for D1 keeps them: the outbox moves into the log when it migrates', () => {
+    const host = sqlHost();
+    migrate(host, 'egress', [
+      {
+        id: '1-egress',
+        sql: [
+          `CREATE TABLE egress_counts (job_id TEXT PRIMARY KEY, listed INTEGER NOT NULL, dropped INTEGER NOT NULL, asks INTEGER NOT NULL, synced INTEGER NOT NULL DEFAULT 1)`,
+          `CREATE TABLE egress_asks (job_id TEXT NOT NULL, ask_id TEXT NOT NULL, agent TEXT NOT NULL, approval_id TEXT, host TEXT NOT NULL, port INTEGER NOT NULL,
+            method TEXT, created_at INTEGER NOT NULL, expires_at INTEGER NOT NULL, decision TEXT, decided_by TEXT, PRIMARY KEY (job_id, ask_id))`,
+          `CREATE TABLE egress_outbox (job_id TEXT NOT NULL, seq INTEGER NOT NULL, data TEXT NOT NULL, PRIMARY KEY (job_id, seq))`,
+        ],
+      },
+    ]);
+    const row = { jobId: 'j9', seq: 1, host: 'h.example', port: 443, address: null, method: 'CONNECT', decision: 'allowed', reason: 'r' };
+    host.sql.exec(
+      `INSERT INTO egress_outbox (job_id, seq, data) VALUES ('j9', 1, ?)`,
+      JSON.stringify({ ...row, bytesUp: 1, bytesDown: 2, startedAt: 5000, ms: 3 }),
+    );
+    host.sql.exec(`INSERT INTO egress_counts (job_id, listed, dropped, asks, synced) VALUES ('j9', 1, 0, 0, 0)`);
+    const t = rig({ storage: host.db });
+    expect(t.c.egress.connections({ limit: 10 })).toEqual([
+      {
+        job_id: 'j9',
+        host: 'h.example',
+        port: 443,
+        address: null,
+        method: 'CONNECT',
+        decision: 'allowed',
+        reason: 'r',
+        bytes_up: 1,
+        bytes_down: 2,
+        started_at: new Date(5000).toISOString(),
+        ms: 3,
+      },
+    ]);
+    expect(host.db.prepare(`SELECT name FROM sqlite_master WHERE name = 'egress_outbox'`).get()).toBeUndefined();
+  });
+});
+
+describe('import: old D1 rows', () => {
+  it("takes in D1's egress_connections and egress_jobs rows once; a job's counts only grow; malformed rows are counted", async () => {
+    const t = rig();
+    await connect(t, 'a1');
+    await running(t, 'j1', 'a1');
+    const d1Conn = {
+      id: 7,
+      team: 'acme',
+      job_id: 'j1',
+      seq: 1,
+      host: 'registry.npmjs.org',
+      port: 443,
+      address: '1.2.3.4',
+      method: 'CONNECT',
+      decision: 'allowed',
+      reason: 'network.allow[0]',
+      bytes_up: 10,
+      bytes_down: 20,
+      started_at: t.host.now() - 5,
+      ms: 3,
+    };
+    const job = { team: 'acme', job_id: 'j1', connections: 1, dropped: 4 };
+    expect(t.c.egress.import({ connections: [d1Conn, { ...d1Conn, seq: 'x' }], jobs: [job] })).toEqual({ inserted: 2, refused: 1 });
+    expect(t.c.egress.import({ connections: [d1Conn], jobs: [{ ...job, dropped: 2 }] })).toEqual({ inserted: 1, refused: 0 });
+    expect(t.c.egress.jobNetwork('j1')).toMatchObject({ mode: 'allowlist', allowed: 1, dropped: 4, bytes_up: 10, bytes_down: 20 });
   });
 });
 
@@ -273,8 +307,8 @@ describe('attacks: only the agent a job runs on speaks for its network', () => {
     await running(t, 'j1', 'a1');
     await say(t, a2, { type: 'egress.log', jobId: 'j1', connections: [conn(0, { host: 'forged.example', reason: 'forged' })] });
     await say(t, a2, { type: 'egress.ask', jobId: 'j1', askId: 'k1', host: 'forged.example', port: 443 });
-    expect(await jobNetwork(t.d1 as never, 'acme', 'j1').then((n) => n?.connections ?? [])).toEqual([]);
-    expect(await listApprovals(t.d1 as never, 'acme', { limit: 10, now: t.host.now() })).toEqual([]);
+    expect(t.c.egress.jobNetwork('j1')?.connections ?? []).toEqual([]);
+    expect(approvals(t)).toEqual([]);
     expect(a1.of('egress.answer')).toEqual([]);
     expect(a2.of('egress.answer')).toEqual([]);
   });
@@ -286,7 +320,7 @@ describe('attacks: only the agent a job runs on speaks for its network', () => {
       await say(t, a2, { type: 'egress.log', jobId: `other-team-job-${i}`, connections: [conn(i)] });
     }
     expect(a2.closed?.code).toBe(AGENT_BUDGET_CLOSE);
-    expect((await teamConnections(t.d1 as never, 'acme', { limit: 10 })).length).toBe(0);
+    expect(t.c.egress.connections({ limit: 10 }).length).toBe(0);
   });
 
   it('refuses a log over the message limits (more than 50 connections, or an oversized field) without storing any of it', async () => {
@@ -297,8 +331,7 @@ describe('attacks: only the agent a job runs on speaks for its network', () => {
     await say(t, ws, { type: 'egress.log', jobId: 'j1', connections: [conn(0, { reason: 'x'.repeat(100_000) })] });
     await say(t, ws, { type: 'egress.log', jobId: 'j1', connections: [conn(0, { host: 'h'.repeat(254) })] });
     await say(t, ws, { type: 'egress.log', jobId: 'j1', connections: [conn(0, { bytesUp: -1 })] });
-    await t.c.mirror.sync();
-    expect(await jobNetwork(t.d1 as never, 'acme', 'j1').then((n) => n?.connections)).toEqual([]);
+    expect(t.c.egress.jobNetwork('j1')?.connections).toEqual([]);
     expect(ws.closed).toBeNull();
   });
 });

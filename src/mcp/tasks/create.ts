@@ -5,7 +5,7 @@
  */
 import type { Task, TaskTool } from '../../contracts/tasks.ts';
 import type { ToolContext, ToolExtra } from '../context.ts';
-import { saveTask } from './store.ts';
+import { saveTask } from '../../dispatch/team-records-client.ts';
 import { TASK_POLL_INTERVAL_MS, TASK_TTL_MS } from './negotiation.ts';
 
 export type CreateTaskResult = Task & { resultType: 'task' };
@@ -25,7 +25,7 @@ export async function becomeTask(
 ): Promise<boolean> {
   const now = Date.now();
   try {
-    await saveTask(ctx.env.DB, {
+    await saveTask(ctx.env, {
       team: ctx.principal.team,
       taskId: t.jobId,
       subject: ctx.principal.subject,

@@ -13,7 +13,7 @@ import type { ToolContext, ToolExtra } from '../context.ts';
  */
 export const TASK_AFTER_MS = 1000;
 
-/** The polling interval suggested to clients (a poll is one D1 read and one Durable Object call). */
+/** The polling interval suggested to clients (a poll is one Durable Object call, two when the job has ended). */
 export const TASK_POLL_INTERVAL_MS = 2000;
 
 /**

@@ -1,6 +1,6 @@
 /**
  * A task as `tasks/get` answers it: the task's row (who may see it, how to shape its result)
- * joined with its job in the team's Durable Object. The job's state maps onto the task's:
+ * and its job, both in the team's Durable Object. The job's state maps onto the task's:
  * queued/running → working; cancelled → cancelled; any other end → completed, with the tool's
  * own result inlined (a job that failed is a tool error inside a completed task, never a
  * `failed` task: that status is for JSON-RPC errors only).
@@ -8,22 +8,19 @@
 import type { CallToolResult } from '@modelcontextprotocol/server';
 import type { DetailedTask, TaskRecord } from '../../contracts/tasks.ts';
 import { isSettled, isTerminal, type JobView } from '../../contracts/jobs.ts';
-import { jobOutcome, jobStatus } from '../../dispatch/client.ts';
+import { jobOutcome } from '../../dispatch/client.ts';
+import { findTask } from '../../dispatch/team-records-client.ts';
 import type { ToolContext } from '../context.ts';
 import { executeEnded, executeFailed } from '../tools/execute.ts';
 import { RuntimeShaping, runtimeEnded, runtimeFailed } from '../tools/runtime-execute.ts';
-import { findTask } from './store.ts';
 import { TASK_POLL_INTERVAL_MS } from './negotiation.ts';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
 /** The caller's task (own team and subject) and its job, or null: unknown, another team's or subject's, past its TTL, or its job is gone. */
 export async function findOwnTask(ctx: ToolContext, taskId: string): Promise<{ rec: TaskRecord; view: JobView } | null> {
-  const { env, principal } = ctx;
-  const rec = await findTask(env.DB, principal.team, principal.subject, taskId);
-  if (!rec) return null;
-  const view = await jobStatus(env, principal.team, taskId, 0);
-  return view ? { rec, view } : null;
+  // One call to the team's object: the task's row and its job's state.
+  return findTask(ctx.env, ctx.principal.team, ctx.principal.subject, taskId);
 }
 
 /** The caller's task as `tasks/get` answers it, or null (see `findOwnTask`). */

@@ -2,7 +2,7 @@
 import type { McpServer } from '@modelcontextprotocol/server';
 import { JobStatusInput, JobStatusOutput } from '../../contracts/job-tools.ts';
 import { jobStatus } from '../../dispatch/client.ts';
-import { jobNetwork } from '../../store/egress.ts';
+import { jobNetwork } from '../../dispatch/team-records-client.ts';
 import { toolInput } from '../../contracts/strict-input.ts';
 import { READ_ONLY, toolOutput } from '../register.ts';
 import { missingScope, toolResult, type ToolContext } from '../context.ts';
@@ -26,7 +26,7 @@ export function registerJobStatus(server: McpServer, ctx: ToolContext): void {
       const v = await jobStatus(ctx.env, ctx.principal.team, input.job_id, input.wait_ms ?? 0);
       await auditJobCall(ctx, 'job_status', { jobId: input.job_id, ok: v !== null, reason: v ? v.state : 'not_found', started });
       if (!v) return jobNotFound(input.job_id);
-      const network = await jobNetwork(ctx.env.DB, ctx.principal.team, v.job_id);
+      const network = await jobNetwork(ctx.env, ctx.principal.team, v.job_id);
       return toolResult(network ? { ...v, network } : v);
     },
   );
