@@ -25,6 +25,8 @@
  *     workerd with no Gatehouse code, against the gateway's own CPU per call
  * 14. the Worker's start-up CPU (bench/startup.ts): `wrangler check startup`, median of several profiles,
  *     against the 350 ms target and Cloudflare's 1 s limit (measured first, before anything else runs)
+ * 15. many teams (bench/tenants.ts): 200 teams with simulated agents on their own gateway, each call's D1, R2 and
+ *     Durable Object work, an idle minute, and the cost model at 1,000 teams with its targets (run last)
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -47,6 +49,7 @@ import { benchBigOutput, benchQueryUnderLoad, QUERY_SIZES } from './output.ts';
 import { benchRelay, relayRows } from './relay.ts';
 import { benchAgentEntries, entryRows } from './agent-entry.ts';
 import { benchStartup, startupRow } from './startup.ts';
+import { benchTenants, costRows, tenantOptions, tenantRows } from './tenants.ts';
 
 const quick = process.argv.includes('--quick');
 const N = quick ? 20 : 100;
@@ -419,6 +422,13 @@ async function main() {
     for (const a of agents) await a.stop();
     await gw.stop();
     for (const r of roots) rmSync(r, { recursive: true, force: true });
+  }
+  // Many teams, on a gateway of their own (it reads the gateway's call lines and its stores from a fresh state).
+  try {
+    const t = await benchTenants(tenantOptions(quick));
+    for (const r of [...tenantRows(t), ...costRows(t)]) row(...r);
+  } catch (e) {
+    row('many teams (bench/tenants.ts)', `failed: ${(e as Error).message.slice(0, 100)}`, '', '');
   }
   console.log('\nMarkdown:\n');
   console.log(rows.map((r, i) => `| ${r.join(' | ')} |${i === 0 ? `\n|${r.map(() => '---').join('|')}|` : ''}`).join('\n'));

@@ -15,12 +15,15 @@ import { siteRoutes, mcpPathHint, notFound } from './site/index.ts';
 import { oauthRoutes } from './oauth/routes.ts';
 import { memberOrToken } from './members/auth.ts';
 import { readiness } from './edge/readiness.ts';
+import { agentStorageLog, meterStorage } from './edge/call-log.ts';
 export { TeamDispatcher } from './dispatch/team-dispatcher.ts';
 
 const app = new Hono<AppEnv>();
 
 // `time` lets `gatehouse agent doctor` measure clock skew (local workerd sends no Date header).
 app.get('/healthz', (c) => c.json({ ok: true, time: Date.now() }));
+// Each request's D1 and R2 operations are counted; the call lines (src/edge/call-log.ts) carry them.
+app.use('*', meterStorage());
 // Only configured hosts are served (DNS rebinding: always a 4xx); then misconfiguration (short
 // HS secret, bad signing key, no issuer/audience on a public host) refuses every request but /healthz.
 app.use('*', hostCheck());
@@ -38,6 +41,7 @@ app.all('/mcp/', mcpPathHint);
 app.all('/mcp/:rest{.+}', mcpPathHint);
 app.all('/sse', mcpPathHint);
 app.route('/mcp', mcpRoutes);
+app.use('/agent/v1/*', agentStorageLog());
 app.route('/agent/v1', agentRoutes);
 // An API token, or a signed-in member with the role that carries the admin scope (src/members/).
 app.use('/admin/v1/*', memberOrToken({ scopes: ['admin'] }), rateLimit('admin'));

@@ -7,20 +7,28 @@
  * The line holds who called, what decided and how it ended — never a token, never output, never
  * argument values (the audit log keeps the command; the line keeps only its job id).
  *
+ * Each line also says what storage work its request did on the shared stores so far (D1 queries and
+ * rows, R2 operations by billing class: src/platform/storage-meter.ts), counted per request by
+ * `meterStorage()`; a request with several calls (a JSON-RPC batch) splits it: each line takes what
+ * was counted since the previous line, so the lines add up to the request's work.
+ *
  * ```ts
+ * app.use('*', meterStorage());            // src/index.ts: counts each request's D1 and R2 operations
  * adminRoutes.use('*', adminCallLog());   // an admin API call: its route, status and error code
  * openCall(signal, { surface: 'mcp', tool, principal });  noteCall(signal, { jobId });  closeCall(env, signal, 'ok');
  * ```
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type { MiddlewareHandler } from 'hono';
 import { routePath } from 'hono/route';
 import type { AppEnv, Principal } from '../env.ts';
 import { writeMetric, type MetricsEnv } from '../platform/metrics.ts';
+import { meteredBindings, storageCounts, type StorageCounts } from '../platform/storage-meter.ts';
 
 /** What decided a call: allowed (ran or will run), denied, asked a person (and waits), or failed before a decision. */
 type CallDecision = 'allowed' | 'denied' | 'asked' | 'failed';
 
-export interface CallLine {
+export interface CallLine extends StorageFields {
   event: 'call';
   surface: 'mcp' | 'admin';
   team: string;
@@ -51,11 +59,24 @@ export interface CallLine {
   status?: number;
 }
 
+/**
+ * The shared stores' billed operations of the call's request (since the previous line of the same
+ * request): D1 queries and the rows they read and wrote, R2 Class A and Class B operations. Work the
+ * team's Durable Object does for the call is its own invocation's, not in these.
+ */
+interface StorageFields {
+  d1Queries: number;
+  d1RowsRead: number;
+  d1RowsWritten: number;
+  r2ClassA: number;
+  r2ClassB: number;
+}
+
 /** What a call's code learns on the way and adds to its line. */
 export type CallFacts = Partial<Pick<CallLine, 'decision' | 'stage' | 'jobId' | 'agent' | 'sandbox' | 'outcome' | 'exitCode'>>;
 
 interface OpenCall {
-  line: Omit<CallLine, 'latencyMs' | 'outcome'> & { outcome: string | null };
+  line: Omit<CallLine, 'latencyMs' | 'outcome' | keyof StorageFields> & { outcome: string | null };
   started: number;
 }
 
@@ -100,7 +121,7 @@ export function closeCall(env: MetricsEnv, key: object, outcome: string): void {
   const c = open.get(key);
   if (!c) return;
   open.delete(key);
-  emitCallLine(env, { ...c.line, outcome: c.line.outcome ?? outcome, latencyMs: Date.now() - c.started });
+  emitCallLine(env, { ...c.line, outcome: c.line.outcome ?? outcome, latencyMs: Date.now() - c.started, ...takeStorage() });
 }
 
 /**
@@ -156,6 +177,7 @@ export function adminCallLog(): MiddlewareHandler<AppEnv> {
         outcome: code ?? (status < 400 ? 'ok' : `http_${status}`),
         exitCode: null,
         status,
+        ...takeStorage(),
       });
     }
   };
@@ -176,4 +198,64 @@ async function errorCode(res: Response): Promise<string | null> {
   } catch {
     return null;
   }
+}
+
+// ---------------------------------------------------------------- storage work per request
+
+/** The counts of the request being served (each request runs inside its own). */
+const requestCounts = new AsyncLocalStorage<StorageCounts>();
+const currentCounts = () => requestCounts.getStore();
+
+/**
+ * Counts the request's D1 and R2 operations: `c.env` becomes a view whose `DB` and `ARTIFACTS` count
+ * into the request's counts (one view per env object, so what is cached per env stays cached).
+ */
+export function meterStorage(): MiddlewareHandler<AppEnv> {
+  return (c, next) => {
+    c.env = meteredBindings(c.env, currentCounts);
+    return requestCounts.run(storageCounts(), next);
+  };
+}
+
+/** What the request counted since the previous take (all zero outside a metered request). */
+function takeStorage(): StorageFields {
+  const c = requestCounts.getStore();
+  if (!c) return { d1Queries: 0, d1RowsRead: 0, d1RowsWritten: 0, r2ClassA: 0, r2ClassB: 0 };
+  const taken = { d1Queries: c.d1Queries, d1RowsRead: c.d1RowsRead, d1RowsWritten: c.d1RowsWritten, r2ClassA: c.r2ClassA, r2ClassB: c.r2ClassB };
+  Object.assign(c, storageCounts());
+  return taken;
+}
+
+/**
+ * The storage line of a request that writes no call line but may touch the stores: an agent's
+ * artifact upload, its socket's upgrade. Written only when the request did some storage work.
+ */
+interface StorageLine extends StorageFields {
+  event: 'storage';
+  surface: 'agent';
+  team: string | null;
+  /** The route as `METHOD pattern` (`PUT /agent/v1/artifacts/:handle/:stream`), never its values. */
+  route: string;
+  status: number;
+}
+
+export function agentStorageLog(): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    try {
+      await next();
+    } finally {
+      const s = takeStorage();
+      if (s.d1Queries + s.r2ClassA + s.r2ClassB > 0) {
+        const line: StorageLine = {
+          event: 'storage',
+          surface: 'agent',
+          team: c.get('principal')?.team ?? null,
+          route: `${c.req.method} ${routePath(c, -1)}`,
+          status: c.res.status,
+          ...s,
+        };
+        console.info(line);
+      }
+    }
+  };
 }

@@ -105,6 +105,11 @@ describe('call log', () => {
       latencyMs: expect.any(Number),
       outcome: 'exited',
       exitCode: 0,
+      d1Queries: expect.any(Number),
+      d1RowsRead: expect.any(Number),
+      d1RowsWritten: expect.any(Number),
+      r2ClassA: expect.any(Number),
+      r2ClassB: expect.any(Number),
     });
     expect(line.latencyMs).toBeGreaterThan(0);
   });
