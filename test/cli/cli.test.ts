@@ -402,6 +402,53 @@ describe('audit', () => {
     expect(await exited).toBe(0);
     expect(out.split('\n').filter((l) => l === first)).toHaveLength(1);
   });
+
+  it('exports the whole trail as NDJSON as docs/retention.md says, then only what is new after the cursor', async () => {
+    const [first, again] = readmeBlock('audit-export');
+    const cwd = mkdtempSync(join(ROOT, 'node_modules/.cache-export-'));
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      PATH: `${join(ROOT, 'node_modules/.bin')}:${process.env.PATH}`,
+      GATEHOUSE_URL: gw.url,
+      GATEHOUSE_ADMIN_TOKEN: adminToken,
+    };
+    const sh = promisify(execFile);
+    try {
+      const one = await sh('/bin/sh', ['-ec', first], { cwd, env });
+      const rows = readFileSync(join(cwd, 'audit.ndjson'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { id: number; reason: string | null });
+      // The seeded rows (moved from D1 into the team's object) and everything since, oldest first, each once.
+      expect(rows.map((r) => r.reason).filter((r) => r?.startsWith('seed reason'))).toEqual([
+        'seed reason 0',
+        'seed reason 1',
+        'seed reason 2',
+        'seed reason 3',
+        'seed reason 4',
+        'seed reason 5',
+      ]);
+      expect(rows.map((r) => r.id)).toEqual([...rows.map((r) => r.id)].sort((a, b) => a - b));
+      const next = /(\d+) rows; next: (\d+)/.exec(one.stderr);
+      expect(Number(next?.[1])).toBe(rows.length);
+      expect(Number(next?.[2])).toBe(rows.at(-1)!.id);
+      // One new row, then the second line appends only it.
+      const t = await cli(['token', 'create', '--subject', 'export-probe', '--scope', 'execute']);
+      expect(t.code, t.stderr).toBe(0);
+      await sh('/bin/sh', ['-ec', again], { cwd, env: { ...env, NEXT: next![2] } });
+      const all = readFileSync(join(cwd, 'audit.ndjson'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { id: number; tool: string });
+      expect(all.length).toBe(rows.length + 1);
+      expect(all.at(-1)!.tool).toBe('admin.token_create');
+      const bad = await cli(['audit', 'export', '--since', 'yesterday']);
+      expect(bad.code).toBe(1);
+      expect(bad.stderr).toContain('since must be milliseconds since the epoch or an ISO 8601 date');
+    } finally {
+      rmSync(cwd, { recursive: true, force: true });
+    }
+  });
 });
 
 describe('README', () => {
