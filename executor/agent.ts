@@ -64,7 +64,7 @@ export class Agent {
         labels: o.labels ?? [],
         running: this.inFlight(),
       }),
-      heartbeat: () => ({ type: 'heartbeat', running: this.inFlight() }),
+      running: () => this.inFlight(),
       onRefused: o.onRefused,
       onWelcome: (w) => {
         this.connection++;

@@ -3,15 +3,23 @@
  * `hello`, waits for `welcome`, sends heartbeats, and reconnects with jittered exponential
  * backoff whenever the socket goes away. Jobs are not this module's business: it hands
  * parsed edge messages to `onMessage` and sends what it is given.
+ *
+ * A heartbeat is the fixed AGENT_PING, which the gateway's platform answers (AGENT_PONG) without
+ * waking the team's object; the jobs the agent holds go as `running` at a heartbeat only when they
+ * changed since the gateway last heard them (in `hello` or a `running`). A gateway that answered
+ * pings and then stays silent for MISSED_HEARTBEATS intervals is a dead link: the agent reconnects.
  */
 import { WebSocket, request } from 'undici';
 import { AGENT_CLAIM_REFUSED_CLOSE } from '../src/contracts/agent-grant.ts';
 import {
   AGENT_CONNECT_PATH,
+  AGENT_PING,
   AGENT_PROTOCOL_CLOSE,
   AGENT_RECONNECT_MAX_BACKOFF_MS,
+  MISSED_HEARTBEATS,
   PROTOCOL_VERSION,
   parseEdgeMessage,
+  type AgentHello,
   type AgentMessage,
   type EdgeMessage,
 } from '../src/contracts/agent-protocol.ts';
@@ -30,6 +38,7 @@ const PERMANENT_REFUSALS: Record<number, { reason: string; fix: string }> = {
 import type { Logger } from './log.ts';
 
 type Welcome = Extract<EdgeMessage, { type: 'welcome' }>;
+type Pong = Extract<EdgeMessage, { type: 'pong' }>;
 
 export interface ConnectionOptions {
   /** Gateway base URL (http or https). */
@@ -37,11 +46,12 @@ export interface ConnectionOptions {
   token: string;
   log: Logger;
   /** Built at each connect: the running job ids change between attempts. */
-  hello: () => AgentMessage;
-  heartbeat: () => AgentMessage;
+  hello: () => AgentHello;
+  /** The jobs the agent holds now (as `hello` lists them): sent as `running` at a heartbeat when they changed. */
+  running: () => string[];
   onWelcome: (w: Welcome) => void;
-  /** job.start / job.cancel / job.ack, after validation. */
-  onMessage: (m: Exclude<EdgeMessage, Welcome>) => void;
+  /** job.start / job.cancel / job.ack / egress.answer, after validation. */
+  onMessage: (m: Exclude<EdgeMessage, Welcome | Pong>) => void;
   /**
    * The gateway refused this agent for good (its hello claims more than its token grants): the
    * connection has stopped, since every reconnect would say the same.
@@ -61,6 +71,12 @@ export class EdgeConnection {
   private ws: WebSocket | null = null;
   private welcomed = false;
   private heartbeat: NodeJS.Timeout | null = null;
+  /** The jobs as the gateway last heard them on this connection (in `hello` or `running`), sorted and joined. */
+  private saidRunning = '';
+  /** When the gateway was last heard from on this connection (any message, its pongs included). */
+  private heardAt = 0;
+  /** Whether it answered a ping on this connection: only then does its silence count (a stand-in edge may never). */
+  private ponged = false;
   private retry: NodeJS.Timeout | null = null;
   private attempt = 0;
   private stopped = false;
@@ -135,9 +151,14 @@ export class EdgeConnection {
     this.welcomed = false;
     ws.addEventListener('open', () => {
       opened = true;
-      ws.send(JSON.stringify(this.o.hello()));
+      const hello = this.o.hello();
+      this.saidRunning = runningKey(hello.running);
+      ws.send(JSON.stringify(hello));
     });
     ws.addEventListener('message', (ev) => {
+      // A socket given up for a dead link (or replaced) speaks for nothing any more.
+      if (this.ws !== ws) return;
+      this.heardAt = Date.now();
       const data = typeof ev.data === 'string' ? ev.data : new ArrayBuffer(0);
       const parsed = parseEdgeMessage(data);
       if (!parsed.ok) {
@@ -153,8 +174,12 @@ export class EdgeConnection {
       if (m.type === 'welcome') {
         this.welcomed = true;
         this.attempt = 0;
-        this.startHeartbeat(m.heartbeatMs);
+        this.startHeartbeat(ws, m.heartbeatMs);
         this.o.onWelcome(m);
+        return;
+      }
+      if (m.type === 'pong') {
+        this.ponged = true;
         return;
       }
       if (!this.welcomed) {
@@ -239,13 +264,57 @@ export class EdgeConnection {
     this.retry = setTimeout(() => this.connect(), wait);
   }
 
-  private startHeartbeat(ms: number): void {
+  private startHeartbeat(ws: WebSocket, ms: number): void {
     this.clearHeartbeat();
-    this.heartbeat = setInterval(() => this.send(this.o.heartbeat()), ms);
+    this.heardAt = Date.now();
+    this.ponged = false;
+    this.heartbeat = setInterval(() => this.beat(ws, ms), ms);
+  }
+
+  /** One heartbeat: the link is checked, the ping sent, and the jobs the agent holds if they changed. */
+  private beat(ws: WebSocket, ms: number): void {
+    if (this.ws !== ws || !this.ready) return;
+    const silentFor = Date.now() - this.heardAt;
+    if (this.ponged && silentFor > MISSED_HEARTBEATS * ms) {
+      this.abandon(ws, silentFor);
+      return;
+    }
+    try {
+      ws.send(AGENT_PING);
+    } catch (e) {
+      this.o.log.warn(`send failed: ${(e as Error).message}`);
+      return;
+    }
+    const jobs = this.o.running();
+    const key = runningKey(jobs);
+    if (key !== this.saidRunning && this.send({ type: 'running', jobs })) this.saidRunning = key;
+  }
+
+  /**
+   * The gateway answered pings on this socket and has said nothing for MISSED_HEARTBEATS intervals:
+   * the link is dead even if TCP has not noticed. The socket is given up (its late close is ignored)
+   * and a new one opened; the jobs keep running and their results are re-sent after the hello.
+   */
+  private abandon(ws: WebSocket, silentFor: number): void {
+    this.o.log.warn(`no answer from ${this.o.url} for ${silentFor} ms (${MISSED_HEARTBEATS} heartbeats); reconnecting`);
+    this.ws = null;
+    this.welcomed = false;
+    this.clearHeartbeat();
+    try {
+      ws.close(1000, 'no pong');
+    } catch {
+      /* already closing */
+    }
+    this.scheduleReconnect();
   }
 
   private clearHeartbeat(): void {
     if (this.heartbeat) clearInterval(this.heartbeat);
     this.heartbeat = null;
   }
+}
+
+/** A set of job ids as one comparable string (order does not matter). */
+function runningKey(jobs: readonly string[]): string {
+  return [...jobs].sort().join('\n');
 }

@@ -1,5 +1,5 @@
 /**
- * Agent protocol v2: the messages exchanged over the WebSocket between an executor agent and
+ * Agent protocol v3 (see PROTOCOL_VERSION): the messages exchanged over the WebSocket between an executor agent and
  * its team's TeamDispatcher, as JSON text frames — except live output, which goes as binary
  * frames (`output-frame.ts`). One schema per message; `parseAgentMessage`/`parseEdgeMessage`
  * are the only way in, so a malformed message is a logged rejection, never a crash.
@@ -12,11 +12,28 @@ import { SandboxReuse } from './sandbox-reuse.ts';
 import { EgressAnswer, EgressAsk, EgressLog, NetworkGrant } from './network.ts';
 
 /**
- * The version both sides say in `hello`/`welcome`. 2: a `job.exit` may leave its inline output to the
- * live frames (`inlineFromLive`), which a v1 edge would drop unread, losing the output. An edge closes
- * a hello of another version with AGENT_PROTOCOL_CLOSE, saying which it speaks.
+ * The version an agent says in `hello` and the edge answers in `welcome`. 3: the heartbeat is the fixed
+ * AGENT_PING text, which the platform answers with AGENT_PONG without waking the team's object, and the
+ * jobs an agent holds travel as `running` only when they change. 2: a `job.exit` may leave its inline
+ * output to the live frames (`inlineFromLive`), which a v1 edge would drop unread, losing the output.
  */
-export const PROTOCOL_VERSION = 2;
+export const PROTOCOL_VERSION = 3;
+/**
+ * The versions the edge welcomes (in the version the agent said): its own and the one before, whose
+ * agents send `heartbeat` with their jobs every interval (each one wakes the team's object). An agent
+ * speaks PROTOCOL_VERSION only. The edge closes a hello of any other version with AGENT_PROTOCOL_CLOSE.
+ */
+export const EDGE_PROTOCOL_VERSIONS: readonly number[] = [PROTOCOL_VERSION - 1, PROTOCOL_VERSION];
+/** An agent silent for this many heartbeat intervals is gone to the edge; an edge that has not answered its pings as long is gone to the agent. */
+export const MISSED_HEARTBEATS = 3;
+/**
+ * The heartbeat and its answer, byte for byte: the team's object has the platform answer AGENT_PING
+ * with AGENT_PONG (the WebSocket auto-response, which matches one exact text and never wakes the object),
+ * and reads when it last did for each socket. Both are also the JSON of `ping`/`pong` below, so an
+ * edge that does see a ping still reads it.
+ */
+export const AGENT_PING = '{"type":"ping"}';
+export const AGENT_PONG = '{"type":"pong"}';
 /** Upper bound of an agent's reconnect backoff: after a gateway restart every agent is back within it. */
 export const AGENT_RECONNECT_MAX_BACKOFF_MS = 10_000;
 export const AGENT_CONNECT_PATH = '/agent/v1/connect';
@@ -200,10 +217,15 @@ export const AgentHello = z.object({
   /** Jobs still running from before a reconnect; their results will follow. */
   running: RunningJobs,
 });
+/** Protocol 2's heartbeat, every interval: still read from an agent of that version. */
 const AgentHeartbeat = z.object({
   type: z.literal('heartbeat'),
   running: RunningJobs,
 });
+/** The heartbeat (AGENT_PING): answered by the platform; the edge's code sees one only if no auto-response is set. */
+const AgentPing = z.object({ type: z.literal('ping') });
+/** The jobs the agent holds (running, or ended and not yet acknowledged), sent at a heartbeat when they changed since it last said. */
+const AgentRunning = z.object({ type: z.literal('running'), jobs: RunningJobs });
 /** One piece of a result's inline output, sent before a `job.exit` that says `parts`. */
 const JobExitPart = z.object({
   type: z.literal('job.exit.part'),
@@ -237,7 +259,18 @@ export const JobError = z.object({
   code: NameText,
   message: ErrorMessageText,
 });
-export const AgentMessage = z.discriminatedUnion('type', [AgentHello, AgentHeartbeat, JobExitPart, JobExit, JobArtifact, JobError, EgressAsk, EgressLog]);
+export const AgentMessage = z.discriminatedUnion('type', [
+  AgentHello,
+  AgentHeartbeat,
+  AgentPing,
+  AgentRunning,
+  JobExitPart,
+  JobExit,
+  JobArtifact,
+  JobError,
+  EgressAsk,
+  EgressLog,
+]);
 export type AgentMessage = z.infer<typeof AgentMessage>;
 export type AgentHello = z.infer<typeof AgentHello>;
 export type JobError = z.infer<typeof JobError>;
@@ -265,7 +298,9 @@ const JobCancel = z.object({ type: z.literal('job.cancel'), jobId: z.string(), r
  * agent may forget it (until then it re-sends after every reconnect).
  */
 const JobAck = z.object({ type: z.literal('job.ack'), jobId: z.string(), stream: StreamName.optional() });
-export const EdgeMessage = z.discriminatedUnion('type', [EdgeWelcome, JobStart, JobCancel, JobAck, EgressAnswer]);
+/** The answer to a ping (AGENT_PONG), from the platform. */
+const EdgePong = z.object({ type: z.literal('pong') });
+export const EdgeMessage = z.discriminatedUnion('type', [EdgeWelcome, JobStart, JobCancel, JobAck, EgressAnswer, EdgePong]);
 export type EdgeMessage = z.infer<typeof EdgeMessage>;
 
 export type Parsed<T> = { ok: true; message: T } | { ok: false; reason: string };

@@ -4,11 +4,12 @@
  * delays every call of the team (and, where objects share a machine, of other teams). So each
  * socket gets a budget, and a socket over it is closed (AGENT_BUDGET_CLOSE) and audited.
  *
- * - `hello` and `heartbeat`: HEARTBEATS_PER_INTERVAL per heartbeat interval on average since the
- *   connection opened. The agent sends one per interval (executor/connection.ts), at the interval
- *   the edge gave it in `welcome`; heartbeats that queued up (behind a big result the object is
- *   still reading, or on a stalled link) arrive together, but never more than the time they
- *   waited allows. A new connection starts with HEARTBEAT_BURST only.
+ * - `hello`, `running`, protocol 2's `heartbeat` and a ping that reaches the object (none does
+ *   while the platform answers pings): HEARTBEATS_PER_INTERVAL per heartbeat interval on average
+ *   since the connection opened. The agent sends at most one `running` per interval
+ *   (executor/connection.ts), at the interval the edge gave it in `welcome`; messages that queued up
+ *   (behind a big result the object is still reading, or on a stalled link) arrive together, but
+ *   never more than the time they waited allows. A new connection starts with HEARTBEAT_BURST only.
  * - Messages that change nothing at the edge, in two buckets. About a stranger — a job the edge
  *   does not know or that runs on another agent: a small burst
  *   (STRANGER_BURST units), each costing its size too, since it was parsed and looked up for

@@ -1,25 +1,32 @@
 /**
  * The link to the team's executor agents: their WebSockets (hibernation API), who each socket is
- * (its attachment: identity only, ≤ 16 KiB), each socket's message budget, liveness (heartbeats)
- * and revocation. The agents themselves — what each said in its `hello` — are in the registry
- * (the `agents` table, src/dispatch/agent-registry.ts), which this capability owns.
+ * (its attachment: identity only, ≤ 16 KiB), each socket's message budget, liveness and revocation.
+ * The agents themselves — what each said in its `hello` — are in the registry (the `agents` table,
+ * src/dispatch/agent-registry.ts), which this capability owns.
  *
- * Memory holds caches only (attachments read once per instance, the registry's rows, `last_seen` write throttling, the
- * budgets — see agent-budget.ts for what a restart means for those): a restarted object reads
- * every socket's attachment and every agent's row back from the platform and from SQLite.
+ * Liveness costs an idle team nothing: an agent's heartbeat (AGENT_PING) is answered by the platform
+ * without waking the object, which reads when it last did (`DispatchHost.lastPing`) only when it is
+ * awake anyway — to place a job (a silent agent gets none), to list agents, and in the alarm, which
+ * runs only while something is due (a running job, a queue deadline): no alarm is armed for liveness
+ * alone, and no row is written per heartbeat. Revocation reaches the object as `revoke` (the edge's
+ * revoke calls it before answering); nothing here asks D1.
+ *
+ * Memory holds caches only (attachments read once per instance, the registry's rows, when each
+ * socket last sent a message, `last_seen` write throttling of protocol-2 heartbeats, the budgets —
+ * see agent-budget.ts for what a restart means for those): a restarted object reads every socket's
+ * attachment and every agent's row back from the platform and from SQLite.
  */
 import type { AgentHello, EdgeMessage } from '../contracts/agent-protocol.ts';
-import { AGENT_RECONNECT_MAX_BACKOFF_MS } from '../contracts/agent-protocol.ts';
+import { AGENT_RECONNECT_MAX_BACKOFF_MS, MISSED_HEARTBEATS } from '../contracts/agent-protocol.ts';
 import { parseAgentGrant, type AgentGrant } from '../contracts/agent-grant.ts';
 import type { AgentView } from '../contracts/jobs.ts';
 import { attachmentBytes } from '../contracts/limits.ts';
 import { HIBERNATION_ATTACHMENT_MAX_BYTES } from '../platform/limits.ts';
-import { AGENT_CONNECT_AUDIT_TOOL, writeAudit, type AuditEntry } from '../store/audit.ts';
-import { isRevoked } from '../store/tokens.ts';
+import { AGENT_CONNECT_AUDIT_TOOL, type AuditEntry } from '../store/audit.ts';
 import { AgentBudget } from './agent-budget.ts';
 import { AgentRegistry } from './agent-registry.ts';
 import { AGENT_GRANT_HEADER } from './client.ts';
-import type { DispatchHost, Wakes } from './host.ts';
+import type { DispatchHost } from './host.ts';
 import type { SchedAgent } from './scheduler.ts';
 
 /** The only per-socket state: who this is. Everything else is in SQLite (attachment ≤ 16 KiB). */
@@ -37,9 +44,9 @@ export interface AgentAttachment {
 export type LiveAgent = { ws: WebSocket; att: AgentAttachment & { agentId: string } };
 
 /** An agent silent (or a job's agent gone) for this many heartbeats is gone. */
-export const MISSED_HEARTBEATS = 3;
+export { MISSED_HEARTBEATS };
 
-export class AgentLink implements Wakes {
+export class AgentLink {
   private readonly host: DispatchHost;
   private readonly registry: AgentRegistry;
   /** The agent's last socket went away: its jobs are orphaned, not failed (it may reconnect and deliver them). */
@@ -51,8 +58,10 @@ export class AgentLink implements Wakes {
    * instance is new and the map empty, so a socket's attachment is read from the platform again.
    */
   private readonly attachments = new WeakMap<WebSocket, Readonly<AgentAttachment> | null>();
-  /** When each agent's `last_seen` was last written by this instance. */
+  /** When each agent's `last_seen` was last written by this instance (protocol-2 heartbeats). */
   private readonly touched = new Map<string, number>();
+  /** When each socket last sent a JSON message this instance read (its pings are timed by the platform). */
+  private readonly heard = new WeakMap<WebSocket, number>();
   /** Each socket's message budget (memory only: see agent-budget.ts for what a restart means). */
   private readonly budgets = new WeakMap<WebSocket, AgentBudget>();
   /** Sockets closed over their budget, for the one check each of their messages costs (`isRefused`). */
@@ -153,10 +162,29 @@ export class AgentLink implements Wakes {
     }
   }
 
+  /** The socket sent a JSON message (output frames are bulk data, not a sign of life). Memory only. */
+  hear(ws: WebSocket, now: number): void {
+    this.heard.set(ws, now);
+  }
+
   /**
-   * Records that an agent was heard from. Written at most every quarter heartbeat: an agent sends
-   * several messages per job, and liveness only needs `last_seen` within MISSED_HEARTBEATS
-   * heartbeats (a heartbeat itself is always written: they come a whole heartbeat apart).
+   * When the agent on `ws` was last heard from: its last ping the platform answered, its last
+   * message, or — before either — its hello. Read only when the object is awake anyway.
+   */
+  lastHeard(ws: WebSocket, att: LiveAgent['att']): number {
+    const row = this.registry.get(att.agentId);
+    return Math.max(att.connectedAt, row?.last_seen ?? 0, this.host.lastPing(ws) ?? 0, this.heard.get(ws) ?? 0);
+  }
+
+  /** Whether the agent on `ws` has been silent longer than MISSED_HEARTBEATS heartbeats: it is gone, socket or not. */
+  silent(ws: WebSocket, att: LiveAgent['att'], now: number): boolean {
+    return now - this.lastHeard(ws, att) > this.silentMs;
+  }
+
+  /**
+   * A protocol-2 heartbeat (`heartbeat`, every interval): its agent's `last_seen` is written as it
+   * always was, at most every quarter heartbeat, so liveness holds after the object was evicted
+   * between two of them. A protocol-3 agent's pings never reach the object and write nothing.
    */
   touch(agentId: string, now: number): void {
     if (now - (this.touched.get(agentId) ?? -Infinity) < this.host.heartbeatMs / 4) return;
@@ -169,10 +197,11 @@ export class AgentLink implements Wakes {
     const att = this.attachmentOf(ws);
     const agentId = att?.agentId;
     if (!att || !agentId) return;
+    const lastHeard = this.lastHeard(ws, { ...att, agentId });
     this.attach(ws, { ...att, agentId: null });
     console.log(`agent ${agentId} ${why}`);
     if (this.socketOf(agentId)) return;
-    this.registry.disconnected(agentId);
+    this.registry.disconnected(agentId, lastHeard);
     this.onGone(agentId, this.host.now());
   }
 
@@ -226,10 +255,20 @@ export class AgentLink implements Wakes {
     return n;
   }
 
+  /** The team was suspended: every agent is told why and disconnected (it retries, and is refused until the team resumes). */
+  disconnectAll(reason: string): number {
+    let n = 0;
+    for (const ws of this.host.sockets()) {
+      n += 1;
+      this.dropAndClose(ws, reason, 4003, reason.slice(0, 120));
+    }
+    return n;
+  }
+
   /** Writes a denied agent-connection row to the audit log (a refused hello, a socket over its budget). */
   async audit(att: AgentAttachment, reason: string, command: AuditEntry['command']): Promise<void> {
     try {
-      await writeAudit(this.host.env.DB, {
+      this.host.audit({
         team: await this.host.team(),
         subject: att.subject,
         tokenId: att.tokenId,
@@ -243,39 +282,16 @@ export class AgentLink implements Wakes {
     }
   }
 
-  /** The alarm's part: silent agents are dropped; a token revoked by any path (admin API, offline) disconnects its agents. */
-  async onAlarm(now: number): Promise<void> {
+  /**
+   * The alarm's part (it runs only while something is due, e.g. a job runs): agents silent for
+   * longer than MISSED_HEARTBEATS heartbeats are dropped, so their jobs are orphaned and then lost.
+   */
+  onAlarm(now: number): void {
     for (const { ws, att } of this.live()) {
-      const lastSeen = this.registry.get(att.agentId)?.last_seen ?? att.connectedAt;
-      if (now - lastSeen > this.silentMs) {
-        this.dropAndClose(ws, `missed heartbeats (silent for ${now - lastSeen}ms)`, 4000, `no heartbeat for ${now - lastSeen}ms`);
-      }
+      if (!this.silent(ws, att, now)) continue;
+      const silentFor = now - this.lastHeard(ws, att);
+      this.dropAndClose(ws, `missed heartbeats (silent for ${silentFor}ms)`, 4000, `no heartbeat for ${silentFor}ms`);
     }
-    await this.dropRevoked();
-  }
-
-  private async dropRevoked(): Promise<void> {
-    const team = await this.host.team();
-    const byToken = new Map<string, WebSocket[]>();
-    for (const ws of this.host.sockets()) {
-      const att = this.attachmentOf(ws);
-      if (att?.tokenId) byToken.set(att.tokenId, [...(byToken.get(att.tokenId) ?? []), ws]);
-    }
-    for (const [tokenId, sockets] of byToken) {
-      let revoked = false;
-      try {
-        revoked = await isRevoked(this.host.env, team, tokenId);
-      } catch (e) {
-        console.error(`revocation check failed: ${(e as Error).message}`);
-      }
-      if (!revoked) continue;
-      for (const ws of sockets) this.dropAndClose(ws, 'its token was revoked', 4001, 'agent token revoked');
-    }
-  }
-
-  /** While any socket is open, the alarm checks liveness every heartbeat. */
-  nextWake(now: number): number | null {
-    return this.host.sockets().length > 0 ? now + this.host.heartbeatMs : null;
   }
 
   /** How long after an object restart (every socket dropped) an orphan's grace starts: when the slowest agent is back. */
@@ -288,16 +304,26 @@ export class AgentLink implements Wakes {
     this.registry.prune(before);
   }
 
-  /** Every agent the registry knows, with its load and whether a socket speaks for it. */
+  /**
+   * Every agent the registry knows, with its load, whether a socket speaks for it that is not silent
+   * (a frozen agent's socket may stay open), and when it was last heard from, pings included.
+   */
   views(load: ReadonlyMap<string, number>): AgentView[] {
-    const live = new Set(this.live().map((a) => a.att.agentId));
-    return this.registry.all().map((r) => this.registry.view(r, load.get(r.id) ?? 0, live.has(r.id)));
+    const now = this.host.now();
+    const heard = new Map<string, { at: number; connected: boolean }>();
+    for (const { ws, att } of this.live()) heard.set(att.agentId, { at: this.lastHeard(ws, att), connected: !this.silent(ws, att, now) });
+    return this.registry.all().map((r) => {
+      const h = heard.get(r.id);
+      return this.registry.view({ ...r, last_seen: Math.max(r.last_seen, h?.at ?? 0) }, load.get(r.id) ?? 0, h?.connected ?? false);
+    });
   }
 
-  /** The connected agents as the scheduler sees them. */
+  /** The agents a job may be placed on, as the scheduler sees them: connected, and heard from within MISSED_HEARTBEATS heartbeats. */
   schedAgents(load: ReadonlyMap<string, number>): SchedAgent[] {
     const out: SchedAgent[] = [];
-    for (const { att } of this.live()) {
+    const now = this.host.now();
+    for (const { ws, att } of this.live()) {
+      if (this.silent(ws, att, now)) continue;
       const r = this.registry.get(att.agentId);
       if (!r) continue;
       out.push({

@@ -1,12 +1,22 @@
 /**
  * What the team's executor agents say on their sockets, applied: `hello` (claims checked against
- * the token's grant), heartbeats, a job's exit (in parts when large), its error, how each artifact
+ * the token's grant, in either protocol version the edge speaks), the jobs an agent holds (`running`;
+ * protocol 2's `heartbeat` every interval), a job's exit (in parts when large), its error, how each artifact
  * upload ended, live output frames, and a job's egress proxy's asks and connection log (egress.ts).
  * Each socket has a message budget (agent-budget.ts): a message that changes nothing costs, and a
  * socket over its budget is refused (all it still sends is dropped unread), closed and audited.
- * Only the agent a job was sent to may report on it.
+ * Only the agent a job was sent to may report on it. Heartbeats (AGENT_PING) are answered by the
+ * platform and never arrive here; one that does (no auto-response set) is answered the same way.
  */
-import { AGENT_BUDGET_CLOSE, AGENT_PROTOCOL_CLOSE, PROTOCOL_VERSION, parseAgentMessage, type AgentHello, type JobExit } from '../contracts/agent-protocol.ts';
+import {
+  AGENT_BUDGET_CLOSE,
+  AGENT_PROTOCOL_CLOSE,
+  EDGE_PROTOCOL_VERSIONS,
+  PROTOCOL_VERSION,
+  parseAgentMessage,
+  type AgentHello,
+  type JobExit,
+} from '../contracts/agent-protocol.ts';
 import { AGENT_CLAIM_REFUSED_CLOSE, checkAgentClaims, closeReason } from '../contracts/agent-grant.ts';
 import { decodeOutputFrame } from '../contracts/output-frame.ts';
 import { peekJobMessage, type AgentBudget, type Overrun } from './agent-budget.ts';
@@ -69,7 +79,8 @@ export class AgentMessages {
       return this.spend(ws, att, budget.malformed(raw.length, now));
     }
     const msg = parsed.message;
-    if (msg.type === 'hello' || msg.type === 'heartbeat') {
+    // What an agent sends once per heartbeat at most (a protocol-3 agent: `running`, and a ping only if no auto-response is set).
+    if (msg.type === 'hello' || msg.type === 'heartbeat' || msg.type === 'ping' || msg.type === 'running') {
       const over = budget.heartbeat(now);
       if (over) return this.overBudget(ws, att, over);
     }
@@ -79,9 +90,19 @@ export class AgentMessages {
       return;
     }
     const agentId = att.agentId;
-    link.touch(agentId, now);
+    link.hear(ws, now);
     switch (msg.type) {
+      case 'ping': {
+        link.send(ws, { type: 'pong' });
+        return;
+      }
+      case 'running': {
+        this.p.jobs.reconcileHeld(agentId, msg.jobs, now, 2 * this.host.heartbeatMs);
+        return;
+      }
       case 'heartbeat': {
+        // Protocol 2: every interval, with its jobs; its time is written as before (agent-link.ts `touch`).
+        link.touch(agentId, now);
         this.p.jobs.reconcileHeld(agentId, msg.running, now, 2 * this.host.heartbeatMs);
         return;
       }
@@ -261,9 +282,9 @@ export class AgentMessages {
   }
 
   private async onHello(ws: WebSocket, att: AgentAttachment, hello: AgentHello, now: number): Promise<void> {
-    if (hello.v !== PROTOCOL_VERSION) {
+    if (!EDGE_PROTOCOL_VERSIONS.includes(hello.v)) {
       // Before anything else: a mismatched pair must fail loudly, never drop messages it misreads.
-      const reason = `agent protocol v${hello.v} is not spoken here: this gateway speaks v${PROTOCOL_VERSION}; install the agent of the gateway's release`;
+      const reason = `agent protocol v${hello.v} is not spoken here: this gateway speaks v${PROTOCOL_VERSION} (and v${PROTOCOL_VERSION - 1}); install the agent of the gateway's release`;
       console.warn(`refused hello of agent ${hello.agentId} (subject ${att.subject}): ${reason}`);
       this.p.link.dropAndClose(ws, 'said hello in another protocol version', AGENT_PROTOCOL_CLOSE, closeReason(reason));
       return;
@@ -288,7 +309,8 @@ export class AgentMessages {
     if (!this.p.link.bind(ws, att, hello, () => this.p.jobs.busy(hello.agentId), now)) return;
     // Jobs this agent should hold but does not list are orphaned: lost unless a connection reports them in time.
     this.p.jobs.reconcileHeld(hello.agentId, hello.running, now, 0);
-    this.p.link.send(ws, { type: 'welcome', v: PROTOCOL_VERSION, team: await this.host.team(), heartbeatMs: this.host.heartbeatMs });
+    // Welcomed in its own version: an agent checks that the welcome speaks it.
+    this.p.link.send(ws, { type: 'welcome', v: hello.v, team: await this.host.team(), heartbeatMs: this.host.heartbeatMs });
     await this.p.jobs.pump();
     await this.host.wake();
   }

@@ -1,7 +1,9 @@
 /**
  * The team's executor agents in the Durable Object's SQLite storage: what each said in its
  * `hello` (capacity, sandbox, labels, runtimes), which token subject it is bound to, and when it
- * was last heard from. The socket attachment keeps identity only; everything else lives here.
+ * was last heard from as of its row's last write (hello, disconnect, a protocol-2 heartbeat): a
+ * connected agent's pings are timed by the platform, not written here (agent-link.ts `lastHeard`).
+ * The socket attachment keeps identity only; everything else lives here.
  */
 import type { AgentHello, SandboxKind } from '../contracts/agent-protocol.ts';
 import type { AgentView } from '../contracts/jobs.ts';
@@ -38,7 +40,7 @@ export class AgentRegistry {
   private readonly host: SqlHost;
   /**
    * Rows by id as last read or written (null: no such agent): placing one job looks its agent up
-   * several times, the alarm every live agent each heartbeat. Only this registry writes the table,
+   * several times, placement every live agent. Only this registry writes the table,
    * and each write hands back the row it wrote (RETURNING) for this map. Memory only: a restarted
    * object starts empty and reads from storage.
    */
@@ -92,8 +94,9 @@ export class AgentRegistry {
     this.write(id, `UPDATE agents SET last_seen = ? WHERE id = ?`, now, id);
   }
 
-  disconnected(id: string): void {
-    this.write(id, `UPDATE agents SET state = 'disconnected' WHERE id = ?`, id);
+  /** The agent's last socket went away; `lastSeen`: when it was last heard from (pings included). */
+  disconnected(id: string, lastSeen: number): void {
+    this.write(id, `UPDATE agents SET state = 'disconnected', last_seen = MAX(last_seen, ?) WHERE id = ?`, lastSeen, id);
   }
 
   /** Agents not connected for a long time are forgotten (they re-register with their next hello). */

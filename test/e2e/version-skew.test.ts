@@ -1,9 +1,10 @@
 /**
  * Version skew between agents and gateways (docs/protocol.md, "Versions: which agent talks to which gateway"):
- * both sides refuse a peer of another agent protocol version, and the agent then stops for good, saying what
- * to install. Two halves, each with one real side and one stand-in for the other release:
+ * the gateway speaks its protocol version and the one before (welcoming an agent in the version it said);
+ * otherwise both sides refuse a peer of another agent protocol version, and the agent then stops for good,
+ * saying what to install. Two halves, each with one real side and one stand-in for the other release:
  *  - the real gateway (`wrangler dev`) and, standing in for an older or a newer agent, a hand-made socket whose
- *    `hello` says PROTOCOL_VERSION - 1 or + 1;
+ *    `hello` says PROTOCOL_VERSION - 2, - 1 or + 1;
  *  - the real agent process (`node executor/main.ts`) and, standing in for an older or a newer gateway, the
  *    stand-in edge of the agent tests (test/executor/fake-edge.ts), which refuses the hello with 4426 or welcomes
  *    it in another version.
@@ -66,7 +67,7 @@ describe('the real gateway and an agent of another protocol version (a hand-made
   }
 
   for (const [what, v] of [
-    ['an older agent (one version below)', PROTOCOL_VERSION - 1],
+    ['an older agent (two versions below: older than the one before)', PROTOCOL_VERSION - 2],
     ['a newer agent (one version above)', PROTOCOL_VERSION + 1],
   ] as const)
     it(`closes the hello of ${what} with 4426, naming both versions and what to install, and never welcomes it`, async () => {
@@ -77,31 +78,35 @@ describe('the real gateway and an agent of another protocol version (a hand-made
       expect(r.messages.filter((m) => m.type === 'welcome')).toEqual([]);
     });
 
-  it('welcomes a hello in its own version (the stand-in is refused for its version, nothing else)', async () => {
-    const token = await gw.token({ team: 'skew', scopes: ['agent'], subject: 'agent-same' });
-    const ws = new WebSocket(`${gw.url.replace(/^http/, 'ws')}${AGENT_CONNECT_PATH}`, { headers: { Authorization: `Bearer ${token}` } });
-    const welcome = new Promise<Record<string, unknown>>((resolve, reject) => {
-      ws.addEventListener('message', (e) => resolve(JSON.parse(String(e.data)) as Record<string, unknown>));
-      ws.addEventListener('close', (e) => reject(new Error(`closed ${e.code} ${e.reason}`)));
+  for (const [what, v] of [
+    ['its own version (the stand-ins are refused for their version, nothing else)', PROTOCOL_VERSION],
+    ['the version before, in that version (an agent of the previous release keeps working)', PROTOCOL_VERSION - 1],
+  ] as const)
+    it(`welcomes a hello in ${what}`, async () => {
+      const token = await gw.token({ team: 'skew', scopes: ['agent'], subject: `agent-same-v${v}` });
+      const ws = new WebSocket(`${gw.url.replace(/^http/, 'ws')}${AGENT_CONNECT_PATH}`, { headers: { Authorization: `Bearer ${token}` } });
+      const welcome = new Promise<Record<string, unknown>>((resolve, reject) => {
+        ws.addEventListener('message', (e) => resolve(JSON.parse(String(e.data)) as Record<string, unknown>));
+        ws.addEventListener('close', (e) => reject(new Error(`closed ${e.code} ${e.reason}`)));
+      });
+      ws.addEventListener('open', () =>
+        ws.send(
+          JSON.stringify({
+            type: 'hello',
+            v,
+            agentId: `skew-same-v${v}`,
+            version: 'x',
+            capacity: 1,
+            sandbox: 'none',
+            runtimes: [],
+            labels: [],
+            running: [],
+          }),
+        ),
+      );
+      expect(await welcome).toMatchObject({ type: 'welcome', v });
+      ws.close();
     });
-    ws.addEventListener('open', () =>
-      ws.send(
-        JSON.stringify({
-          type: 'hello',
-          v: PROTOCOL_VERSION,
-          agentId: 'skew-same',
-          version: 'x',
-          capacity: 1,
-          sandbox: 'none',
-          runtimes: [],
-          labels: [],
-          running: [],
-        }),
-      ),
-    );
-    expect(await welcome).toMatchObject({ type: 'welcome', v: PROTOCOL_VERSION });
-    ws.close();
-  });
 });
 
 describe('the real agent process and a gateway of another protocol version (a stand-in edge)', () => {
@@ -169,7 +174,7 @@ describe('the real agent process and a gateway of another protocol version (a st
       expect(logs).toContain(`the gateway speaks agent protocol v${v}; this agent speaks v${PROTOCOL_VERSION}`);
       expect(logs).toContain('install the agent of the same Gatehouse version as the gateway');
       // It never took the welcome: no heartbeat followed, and it did not come back.
-      expect(edge.received.filter((m) => m.type === 'heartbeat')).toEqual([]);
+      expect(edge.received.filter((m) => m.type === 'heartbeat' || m.type === 'ping' || m.type === 'running')).toEqual([]);
       expect(edge.connections).toBe(1);
     });
 });
