@@ -36,7 +36,10 @@ export async function endToken(
   } catch (e) {
     return {
       ok: false,
-      error: { code: 'upstream_error', message: `token "${jti}" is NOT revoked: the team's dispatcher did not take the revocation (${(e as Error).message}); try again` },
+      error: {
+        code: 'upstream_error',
+        message: `token "${jti}" is NOT revoked: the team's dispatcher did not take the revocation (${(e as Error).message}); try again`,
+      },
     };
   }
   await recordRevocation(env, team, jti, taken.revokedAt);

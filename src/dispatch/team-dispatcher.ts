@@ -19,7 +19,8 @@ import { workersPlan } from '../platform/plan.ts';
 import { DEFAULT_HEARTBEAT_MS, gatewayConfig } from '../platform/config.ts';
 import { stamp } from '../mcp/trace.ts';
 import { capabilities, type Capabilities } from './capabilities.ts';
-import type { DispatchHealth, DispatchWakes } from './jobs.ts';
+import type { DispatchHealth } from './jobs.ts';
+import { Usage } from './usage.ts';
 import type {
   DispatchRequest,
   KeptOutput,
@@ -57,8 +58,8 @@ export class TeamDispatcher extends DurableObject<Env> {
   private teamName: string | null = null;
   /** The team's deletion mark (team-erasure.ts), read once per instance; undefined: not read yet. */
   private deleted: TeamDeletion | null | undefined;
-  /** Wake-ups of this instance (health's `wakes`): memory only, like the instance. */
-  private readonly woken: DispatchWakes = { since: Date.now(), messages: 0, alarms: 0 };
+  /** What this instance costs, in memory (usage.ts); so far its agent-message and alarm wake-ups (health's `wakes`). */
+  private readonly usage = new Usage();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -170,7 +171,8 @@ export class TeamDispatcher extends DurableObject<Env> {
   }
 
   health(): DispatchHealth {
-    return { ...this.c.jobs.health(), wakes: { ...this.woken } };
+    const u = this.usage.snapshot();
+    return { ...this.c.jobs.health(), wakes: { since: u.startedAt, messages: u.wakes.message, alarms: u.wakes.alarm } };
   }
 
   // ================= RPC: admission (admission.ts, called through admission-client.ts) =================
@@ -414,7 +416,7 @@ export class TeamDispatcher extends DurableObject<Env> {
    * them): a refused socket's are dropped here, with one lookup and no promise, parse or storage.
    */
   webSocketMessage(ws: WebSocket, raw: string | ArrayBuffer): Promise<void> | undefined {
-    this.woken.messages += 1;
+    this.usage.wake('message');
     if (this.c.link.isRefused(ws)) return undefined;
     return this.c.messages.receive(ws, raw);
   }
@@ -429,7 +431,7 @@ export class TeamDispatcher extends DurableObject<Env> {
 
   /** Each capability's timed work in turn, then retention, then the next wake-up. */
   async alarm(): Promise<void> {
-    this.woken.alarms += 1;
+    this.usage.wake('alarm');
     const now = this.host.now();
     // Past days' usage is rolled up before retention drops the rows it is counted from.
     this.c.quotas.onAlarm(now);

@@ -9,7 +9,8 @@ import { teamPolicyOf } from '../policy/cache.ts';
 import { newArtifactHandle, putArtifactBody } from '../store/artifacts.ts';
 import { indexArtifact } from '../dispatch/artifact-client.ts';
 import { smallBodyMaxBytes } from '../dispatch/artifact-index.ts';
-import { writeAudit, type AuditEntry } from '../store/audit.ts';
+import { type AuditEntry } from '../store/audit.ts';
+import { recordAudit } from '../dispatch/audit-client.ts';
 import { cancelByCall } from '../dispatch/client.ts';
 import { callCancelKey, type ToolContext, type ToolExtra } from '../mcp/context.ts';
 import { CONSOLE_MAX_BYTES, LOADER_MISSING_MESSAGE, RETURN_MAX_BYTES, SLEEP_MAX_MS, TICKS_PER_CPU_MS } from './limits.ts';
@@ -68,7 +69,7 @@ export async function runScript(ctx: ToolContext, extra: ToolExtra, req: RunScri
   };
   const refuse = async (code: RefusalCode, message: string, audit = true): Promise<ScriptOutcome> => {
     if (audit)
-      await writeAudit(env.DB, { ...auditBase, decision: code === 'config_error' ? 'failed' : 'denied', reason: message, durationMs: Date.now() - started });
+      await recordAudit(env, { ...auditBase, decision: code === 'config_error' ? 'failed' : 'denied', reason: message, durationMs: Date.now() - started });
     return { kind: 'refused', code, message };
   };
 
@@ -133,7 +134,7 @@ async function runOpened(ctx: ToolContext, extra: ToolExtra, req: RunScriptReque
             await cancelByCall(env, principal.team, callCancelKey(ctx, extra), 'the client cancelled the script').catch(() => false);
           if (finalized) return;
           finalized = true;
-          await writeAudit(env.DB, {
+          await recordAudit(env, {
             ...auditBase,
             decision: 'allowed',
             reason: `Sandbox error: Execution cancelled by the client; ${subprocesses.started} subprocess(es) started`,
@@ -186,7 +187,7 @@ async function runOpened(ctx: ToolContext, extra: ToolExtra, req: RunScriptReque
   const handle = await storeOutput(ctx, scriptId, stdout, stderr, policy.artifacts.retentionHours);
   if (!finalized) {
     finalized = true;
-    await writeAudit(env.DB, {
+    await recordAudit(env, {
       ...auditBase,
       decision: 'allowed',
       reason:

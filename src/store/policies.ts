@@ -40,7 +40,13 @@ export async function getTeamPolicy(env: Env, team: string): Promise<TeamPolicy>
 }
 
 /** Stores `policy` (already validated) as the team's next version, and keeps that version in the history. */
-export async function putTeamPolicy(env: Env, team: string, policy: PolicyDocument, by: string, now = Date.now()): Promise<{ version: number; updatedAt: number }> {
+export async function putTeamPolicy(
+  env: Env,
+  team: string,
+  policy: PolicyDocument,
+  by: string,
+  now = Date.now(),
+): Promise<{ version: number; updatedAt: number }> {
   // One batch is one transaction: the history row is exactly the version just written.
   const [upsert] = await env.DB.batch<{ version: number }>([
     env.DB.prepare(

@@ -116,7 +116,9 @@ export async function listTokens(env: Env, team: string, limit = 1000): Promise<
   return r.results.map(toRow);
 }
 
-export type RevokeTarget = { ok: true; value: { jti: string; revokedAt: number; recorded: boolean } } | { ok: false; error: { code: 'not_found'; message: string } };
+export type RevokeTarget =
+  | { ok: true; value: { jti: string; revokedAt: number; recorded: boolean } }
+  | { ok: false; error: { code: 'not_found'; message: string } };
 
 /**
  * What revoking `jti` for `team` would record: when (the first revocation's time if there is one)

@@ -135,12 +135,12 @@ describe('agent messages', () => {
     t.c.link.attach(ws as unknown as WebSocket, { subject: 's', tokenId: 't', grant: null, agentId: null, connectedAt: 0 });
     const warn = vi.spyOn(console, 'warn').mockImplementation(() => {});
     try {
-      await say(t, ws, helloOf('old', { v: PROTOCOL_VERSION - 1 }));
+      await say(t, ws, helloOf('old', { v: PROTOCOL_VERSION - 2 }));
     } finally {
       warn.mockRestore();
     }
     expect(ws.closed?.code).toBe(AGENT_PROTOCOL_CLOSE);
-    expect(ws.closed?.reason).toContain(`agent protocol v${PROTOCOL_VERSION - 1} is not spoken here: this gateway speaks v${PROTOCOL_VERSION}`);
+    expect(ws.closed?.reason).toContain(`agent protocol v${PROTOCOL_VERSION - 2} is not spoken here: this gateway speaks v${PROTOCOL_VERSION}`);
     expect(ws.of('welcome')).toEqual([]);
     expect(await t.c.jobs.submit(request('j1'))).toMatchObject({ ok: true, state: 'queued' });
   });

@@ -83,7 +83,7 @@ describe("the team's audit log", () => {
     expect(log.query({}).entries[0]).toMatchObject({ decision: 'failed', exitStatus: 'refused', reason: 'rule r1; no_agent: no agent connected' });
   });
 
-  it("bounds a command past the row limit (it says so and keeps its start), so the row and the ones after it are written", () => {
+  it('bounds a command past the row limit (it says so and keeps its start), so the row and the ones after it are written', () => {
     const log = new AuditLog(sqlHost());
     const huge = Array.from({ length: 40 }, (_, i) => `${i}`.repeat(60_000));
     log.record(entry({ command: { mode: 'argv', command: 'echo', args: huge } }));

@@ -41,6 +41,7 @@ describe('capability migrations', () => {
       { capability: 'agents', id: '1-agents' },
       { capability: 'jobs', id: '1-jobs' },
       { capability: 'jobs', id: '2-jobs-d1-created' },
+      { capability: 'jobs', id: '3-jobs-no-d1-copy' },
       { capability: 'uploads', id: '1-uploads' },
     ]);
   });

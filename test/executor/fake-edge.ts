@@ -8,7 +8,7 @@
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { Socket } from 'node:net';
-import { AGENT_CONNECT_PATH, ARTIFACT_UPLOAD_PATH, type JobExit, type JobSpec } from '../../src/contracts/agent-protocol.ts';
+import { AGENT_CONNECT_PATH, AGENT_PING, AGENT_PONG, ARTIFACT_UPLOAD_PATH, type JobExit, type JobSpec } from '../../src/contracts/agent-protocol.ts';
 import { encodeFrame, parseFrame } from '../support/ws-frames.ts';
 import { decodeOutputFrame } from '../../src/contracts/output-frame.ts';
 import { inlineResult } from '../../src/contracts/inline-result.ts';
@@ -24,8 +24,10 @@ export class FakeEdge {
   token = 'good-token';
   readonly received: Record<string, unknown>[] = [];
   readonly uploads: Upload[] = [];
-  /** When each heartbeat arrived (ms since the epoch). */
+  /** When each heartbeat (a ping, or protocol 2's `heartbeat`) arrived (ms since the epoch). */
   readonly heartbeatTimes: number[] = [];
+  /** While set, a ping is answered with a pong, as the gateway's platform does (off: an edge that never answers one). */
+  pong = false;
   /** While set, artifact PUTs wait for it before they are answered (a slow upload target). */
   uploadGate: Promise<void> | null = null;
   /** Status the artifact PUTs get (e.g. 400: a refused upload, which the agent does not retry). */
@@ -96,6 +98,7 @@ export class FakeEdge {
         const f = parseFrame(buf);
         if (!f) break;
         buf = buf.subarray(f.size);
+        if (f.opcode === 1 && this.pong && f.payload.toString('utf8') === AGENT_PING) socket.write(encodeFrame(Buffer.from(AGENT_PONG), 1));
         if (f.opcode === 1) this.onMessage(JSON.parse(f.payload.toString('utf8')) as Record<string, unknown>);
         else if (f.opcode === 2) this.onFrame(f.payload);
         else if (f.opcode === 8) socket.end();
@@ -118,7 +121,7 @@ export class FakeEdge {
   }
 
   private onMessage(m: Record<string, unknown>): void {
-    if (m.type === 'heartbeat') this.heartbeatTimes.push(Date.now());
+    if (m.type === 'heartbeat' || m.type === 'ping') this.heartbeatTimes.push(Date.now());
     if (m.type === 'job.exit' && m.inlineFromLive === true) m = this.inlineFromLive(m as unknown as JobExit);
     this.received.push(m);
     this.waiters = this.waiters.filter((w) => {

@@ -3,7 +3,7 @@ import type { McpServer } from '@modelcontextprotocol/server';
 import { QueryOutputInput, QueryOutputOutput } from '../../contracts/tools.ts';
 import { toolInput } from '../../contracts/strict-input.ts';
 import { queryOutput } from '../query-output.ts';
-import { writeAudit } from '../../store/audit.ts';
+import { recordAudit } from '../../dispatch/audit-client.ts';
 import { READ_ONLY, toolOutput } from '../register.ts';
 import { missingScope, toolError, toolResult, type ToolContext } from '../context.ts';
 
@@ -25,7 +25,7 @@ export function registerQueryOutput(server: McpServer, ctx: ToolContext): void {
       const started = Date.now();
       const r = await queryOutput(ctx.env, ctx.principal.team, input);
       const p = ctx.principal;
-      await writeAudit(ctx.env.DB, {
+      await recordAudit(ctx.env, {
         team: p.team,
         subject: p.subject,
         tokenId: p.tokenId,
