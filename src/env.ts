@@ -36,7 +36,11 @@ export type Env = Pick<WranglerEnv, 'DB' | 'ARTIFACTS'> &
     OIDC_CLIENT_SECRET?: string;
   };
 
-export const SCOPES = ['execute', 'artifacts:read', 'admin', 'agent'] as const;
+/**
+ * `operator`: the deployment's operators (teams' life cycle: /operator/v1/, src/operator/). Only the holder of
+ * the signing key mints it, offline (`gatehouse token bootstrap --scope operator`); no role may mint it (src/auth/minter.ts).
+ */
+export const SCOPES = ['execute', 'artifacts:read', 'admin', 'agent', 'operator'] as const;
 export type Scope = (typeof SCOPES)[number];
 
 /** Who is calling, from a verified token. Every query is keyed by `team`. */

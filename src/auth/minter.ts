@@ -57,13 +57,30 @@ export function minterFor(p: Backed): Minter | null {
   return p.minter ?? null;
 }
 
+/**
+ * The operators' scope (src/operator/): above every team role, so no role mints it — only the holder of the
+ * signing key, offline — and a request is served as an operator only with a bootstrap minter (`isOperator`).
+ */
+export const OPERATOR_SCOPE = 'operator';
+
 /** null when `role` may mint `scopes`; otherwise what is refused and what is allowed. */
 export function mintRefusal(role: Role, scopes: readonly string[], unattributed: boolean): string | null {
   const allowed = MINTABLE[role];
   const beyond = scopes.filter((s) => !allowed.includes(s));
   if (!beyond.length) return null;
+  if (beyond.includes(OPERATOR_SCOPE)) {
+    return `no team token mints scope "${OPERATOR_SCOPE}" (it is above every team role): an operator token is minted offline with the signing key (gatehouse token bootstrap --scope ${OPERATOR_SCOPE}); ${role}s may mint: ${allowed.join(', ')}`;
+  }
   const who = unattributed ? `a token without a recorded minter (capped at ${role})` : `the ${role} role`;
   return `${who} cannot mint scope ${beyond.map((s) => `"${s}"`).join(', ')}; it may mint: ${allowed.join(', ')}`;
+}
+
+/**
+ * Whether `p` acts as an operator: the scope, on a token the gateway's own key minted offline. Another
+ * issuer's token (HS256 secret, external issuer) never carries a minter, so its `operator` scope counts for nothing.
+ */
+export function isOperator(p: Backed & { scopes: readonly string[] }): boolean {
+  return p.scopes.includes(OPERATOR_SCOPE) && !p.member && p.minter?.kind === 'bootstrap';
 }
 
 /**
