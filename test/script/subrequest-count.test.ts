@@ -65,6 +65,8 @@ function countingEnv(doc: unknown, o: { failSubmit?: boolean } = {}) {
     {
       get: (_t, method: string) => async (req: { spec: { jobId: string } }) => {
         calls.push(`do.${method}`);
+        // An `ask` rule opens an approval in the team's object.
+        if (method === 'openApproval') return { row: { id: 'ap_AAAAAAAAAAAAAAAAAAAAAA', expires_at: Date.now() + 60_000 }, reused: false };
         if (method !== 'submitAndFollow') return null;
         if (o.failSubmit) throw new Error('Durable Object reset because its code was updated');
         const line = JSON.stringify({ type: 'exit', exit: exitOf(req.spec.jobId), agentId: 'a1', sandbox: 'bwrap' }) + '\n';
