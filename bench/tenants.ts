@@ -528,8 +528,8 @@ async function readUsage(gw: Gateway, teams: string[]): Promise<Map<string, Snap
     if (missing) return;
     const token = await gw.token({ team, scopes: ['admin'] });
     const r = await fetch(`${gw.url}/admin/v1/usage`, { headers: { Authorization: `Bearer ${token}` } });
-    const body = r.ok ? ((await r.json()) as { usage?: Snapshot } & Partial<Snapshot>) : (await r.arrayBuffer(), null);
-    const s = body?.usage ?? (body?.wakes ? (body as Snapshot) : null);
+    const body = r.ok ? ((await r.json()) as { object?: Snapshot }) : (await r.arrayBuffer(), null);
+    const s = body?.object?.wakes ? body.object : null;
     if (!s) missing = true;
     else out.set(team, s);
   });

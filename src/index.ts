@@ -16,6 +16,7 @@ import { oauthRoutes } from './oauth/routes.ts';
 import { memberOrToken } from './members/auth.ts';
 import { readiness } from './edge/readiness.ts';
 import { agentStorageLog, meterStorage } from './edge/call-log.ts';
+import { operatorRoutes } from './operator/index.ts';
 export { TeamDispatcher } from './dispatch/team-dispatcher.ts';
 
 const app = new Hono<AppEnv>();
@@ -50,6 +51,8 @@ app.route('/admin/v1', adminRoutes);
 app.use('/dashboard/api/v1/*', memberOrToken({ scopes: ['admin'] }), rateLimit('admin'));
 app.route('/dashboard/api/v1', adminRoutes);
 app.route('/dashboard', dashboardRoutes);
+// The deployment's operators: teams' life cycle (src/operator/, docs/teams.md); an operator token, never a team's.
+app.route('/operator/v1', operatorRoutes);
 app.notFound(notFound);
 
 export default {

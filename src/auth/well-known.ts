@@ -5,6 +5,7 @@
 import { Hono, type Handler } from 'hono';
 import { SCOPES, type AppEnv } from '../env.ts';
 import { canonicalMcpUrl, gatehouseIssuer, publicOrigin, trustConfig } from './config.ts';
+import { OPERATOR_SCOPE } from './minter.ts';
 
 export const wellKnownRoutes = new Hono<AppEnv>();
 
@@ -18,7 +19,8 @@ const metadata: Handler<AppEnv> = async (c) => {
     resource: canonicalMcpUrl(c.req.raw, c.env),
     authorization_servers: servers,
     bearer_methods_supported: ['header'],
-    scopes_supported: [...SCOPES],
+    // The operators' scope is no scope of this resource's (it is minted offline, for /operator/v1/).
+    scopes_supported: SCOPES.filter((s) => s !== OPERATOR_SCOPE),
     jwks_uri: `${origin}/.well-known/jwks.json`,
     resource_name: 'Gatehouse',
   });

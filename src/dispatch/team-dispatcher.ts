@@ -20,7 +20,7 @@ import { DEFAULT_HEARTBEAT_MS, gatewayConfig } from '../platform/config.ts';
 import { stamp } from '../mcp/trace.ts';
 import { capabilities, type Capabilities } from './capabilities.ts';
 import type { DispatchHealth } from './jobs.ts';
-import { Usage } from './usage.ts';
+import { meteredSql, Usage, type UsageSnapshot } from './usage.ts';
 import type {
   DispatchRequest,
   KeptOutput,
@@ -58,8 +58,8 @@ export class TeamDispatcher extends DurableObject<Env> {
   private teamName: string | null = null;
   /** The team's deletion mark (team-erasure.ts), read once per instance; undefined: not read yet. */
   private deleted: TeamDeletion | null | undefined;
-  /** What this instance costs, in memory (usage.ts); so far its agent-message and alarm wake-ups (health's `wakes`). */
-  private readonly usage = new Usage();
+  /** What this instance costs, in memory (usage.ts): its wake-ups, SQL statements and rows, its own D1/R2 work. */
+  private readonly meter = new Usage();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -70,9 +70,9 @@ export class TeamDispatcher extends DurableObject<Env> {
     // Every request reaching the object passed the config guard; a broken value never gets here.
     const cfg = gatewayConfig(env);
     this.host = {
-      sql: ctx.storage.sql,
+      sql: meteredSql(ctx.storage.sql, this.meter),
       transactionSync: (f) => ctx.storage.transactionSync(f),
-      env,
+      env: this.meter.meter(env),
       now: () => Date.now(),
       team: () => this.team(),
       heartbeatMs: cfg.ok ? cfg.config.heartbeatMs : DEFAULT_HEARTBEAT_MS,
@@ -106,6 +106,7 @@ export class TeamDispatcher extends DurableObject<Env> {
    * be handed over in an HTTP 101 response. The Worker has verified the token; it passes identity.
    */
   async fetch(request: Request): Promise<Response> {
+    this.meter.wake('fetch');
     if (request.headers.get('Upgrade')?.toLowerCase() !== 'websocket') {
       return Response.json({ error: { code: 'invalid_argument', message: 'expected a WebSocket upgrade' } }, { status: 426 });
     }
@@ -119,6 +120,11 @@ export class TeamDispatcher extends DurableObject<Env> {
     return new Response(null, { status: 101, webSocket: client });
   }
 
+  /** What this instance has cost so far (the bench and operators read it through the admin API); counts no wake-up of its own. */
+  usage(): UsageSnapshot {
+    return this.meter.snapshot();
+  }
+
   /** The readiness probe's round trip (src/edge/readiness.ts): answers without storage, so a probe object stays empty. */
   ping(): true {
     return true;
@@ -126,6 +132,7 @@ export class TeamDispatcher extends DurableObject<Env> {
 
   /** Records a job and queues it (or refuses it at once with a reason the caller can act on). */
   submit(raw: DispatchRequest): Promise<SubmitAnswer> {
+    this.meter.wake('rpc');
     return this.c.jobs.submit(raw);
   }
 
@@ -139,10 +146,12 @@ export class TeamDispatcher extends DurableObject<Env> {
 
   /** The job's events as NDJSON lines: where it stands now, then output, then its end. */
   follow(jobId: string): ReadableStream<Uint8Array> {
+    this.meter.wake('rpc');
     return this.c.followers.follow(jobId);
   }
 
   status(jobId: string, waitMs = 0): Promise<JobView | null> {
+    this.meter.wake('rpc');
     return this.c.jobs.status(jobId, waitMs);
   }
 
@@ -151,6 +160,7 @@ export class TeamDispatcher extends DurableObject<Env> {
   }
 
   liveOutput(jobId: string, stream: StreamName, offset: number, maxBytes: number): KeptOutput | null {
+    this.meter.wake('rpc');
     return this.c.jobs.liveOutput(jobId, stream, offset, maxBytes);
   }
 
@@ -163,15 +173,18 @@ export class TeamDispatcher extends DurableObject<Env> {
   }
 
   cancelByKey(cancelKey: string, reason: string): Promise<boolean> {
+    this.meter.wake('rpc');
     return this.c.jobs.cancelByKey(cancelKey, reason);
   }
 
   agents(): AgentView[] {
+    this.meter.wake('rpc');
     return this.c.jobs.agents();
   }
 
   health(): DispatchHealth {
-    const u = this.usage.snapshot();
+    this.meter.wake('rpc');
+    const u = this.meter.snapshot();
     return { ...this.c.jobs.health(), wakes: { since: u.startedAt, messages: u.wakes.message, alarms: u.wakes.alarm } };
   }
 
@@ -179,6 +192,7 @@ export class TeamDispatcher extends DurableObject<Env> {
 
   /** Every authenticated request of the team: revoked?, the policy version, suspended? */
   async admit(jti: string): Promise<Admission> {
+    this.meter.wake('rpc');
     // A deleted team's object holds only its deletion mark: every token of the team is refused, nothing is rebuilt.
     const deleted = await this.deletedAt();
     if (deleted)
@@ -195,51 +209,62 @@ export class TeamDispatcher extends DurableObject<Env> {
   }
 
   policyChanged(stamp: PolicyStamp, retention: RetentionPolicy): void {
+    this.meter.wake('rpc');
     this.c.admission.policyChanged(stamp, retention);
     void this.rearm();
   }
 
   /** Suspends the team (every call refused, agents told and disconnected) or, with null, resumes it. */
   suspend(s: Suspension | null): number {
+    this.meter.wake('rpc');
     this.c.admission.suspend(s);
     return s ? this.c.link.disconnectAll(`team suspended: ${s.reason}`) : 0;
   }
 
   beginUpload(u: UploadWho): UploadAnswer {
+    this.meter.wake('rpc');
     return this.c.uploads.begin(u);
   }
 
   endUpload(jobId: string, stream: StreamName, ok: boolean, bytes: number): void {
+    this.meter.wake('rpc');
     this.c.uploads.end(jobId, stream, ok, bytes);
   }
 
   multipartBegin(u: UploadWho, shape: MultipartShape): MultipartBeginAnswer {
+    this.meter.wake('rpc');
     return this.c.uploads.multipartBegin(u, shape);
   }
 
   multipartCreated(u: UploadWho, ref: MultipartRef, shape: MultipartShape): void {
+    this.meter.wake('rpc');
     this.c.uploads.multipartCreated(u, ref, shape);
   }
 
   multipartPart(u: UploadWho, part: number, bytes: number): MultipartPartAnswer {
+    this.meter.wake('rpc');
     return this.c.uploads.multipartPart(u, part, bytes);
   }
 
   multipartPartStored(u: UploadWho, ref: MultipartRef, part: number, etag: string, bytes: number): void {
+    this.meter.wake('rpc');
     this.c.uploads.multipartPartStored(u, ref, part, etag, bytes);
   }
 
   multipartFinish(u: UploadWho): MultipartFinishAnswer {
+    this.meter.wake('rpc');
     return this.c.uploads.multipartFinish(u);
   }
 
   multipartAbandon(u: UploadWho): MultipartAbandonAnswer {
+    this.meter.wake('rpc');
     return this.c.uploads.multipartAbandon(u);
   }
 
   // ================= RPC: the team's audit log (audit-log.ts, called through audit-client.ts) =================
 
   recordAudit(e: AuditEntry): number | null {
+    this.meter.wake('rpc');
     return this.c.auditLog.record(e);
   }
 
@@ -250,6 +275,7 @@ export class TeamDispatcher extends DurableObject<Env> {
   }
 
   async auditRowsOfJobs(jobIds: string[]): Promise<AuditRow[]> {
+    this.meter.wake('rpc');
     await this.c.legacy.catchUp();
     return this.c.auditLog.jobRows(jobIds);
   }
@@ -259,6 +285,7 @@ export class TeamDispatcher extends DurableObject<Env> {
    * rows after `after`, or, once past them, the rows still here. `since` (ms) resolves the start.
    */
   async auditExportPage(q: { after: number | null; since: number | null; limit: number }): Promise<AuditExportPage> {
+    this.meter.wake('rpc');
     await this.c.legacy.catchUp();
     let after = q.after ?? 0;
     if (q.after === null && q.since !== null) {
@@ -272,11 +299,13 @@ export class TeamDispatcher extends DurableObject<Env> {
 
   /** The team's storage and what retention drops next. */
   storage(): StorageView {
+    this.meter.wake('rpc');
     return this.c.retention.storage(this.host.now());
   }
 
   /** The dashboard's landing figures from the team's own tables (src/admin/overview.ts). */
   async overview(q: TeamOverviewQuery): Promise<TeamOverview> {
+    this.meter.wake('rpc');
     await this.c.legacy.catchUp();
     const failed = this.c.store.failed(q.failuresSince, q.failures);
     return {
@@ -290,6 +319,7 @@ export class TeamDispatcher extends DurableObject<Env> {
 
   /** The upload route stored a stream (in R2, or `body` to keep here): index it and complete the stream's upload. */
   async artifactUploaded(a: StoredArtifact, body: Uint8Array | null): Promise<BodyPlace> {
+    this.meter.wake('rpc');
     const place = this.c.artifacts.store(a, body);
     this.c.uploads.end(a.jobId, a.stream, true, a.r2Key !== null ? a.bytes : (body?.byteLength ?? 0));
     await this.rearm();
@@ -298,20 +328,24 @@ export class TeamDispatcher extends DurableObject<Env> {
 
   /** Script mode stored a stream: index it (no upload to complete). */
   async indexArtifact(a: StoredArtifact, body: Uint8Array | null): Promise<BodyPlace> {
+    this.meter.wake('rpc');
     const place = this.c.artifacts.store(a, body);
     await this.rearm();
     return place;
   }
 
   artifactRows(handle: string): ArtifactRow[] {
+    this.meter.wake('rpc');
     return this.c.artifacts.rows(handle);
   }
 
   recentArtifacts(limit: number): ArtifactRow[] {
+    this.meter.wake('rpc');
     return this.c.artifacts.recent(limit);
   }
 
   artifactBytes(handle: string, stream: StreamName, offset: number, length: number): Uint8Array | null {
+    this.meter.wake('rpc');
     return this.c.artifacts.read(handle, stream, offset, length);
   }
 
@@ -324,27 +358,33 @@ export class TeamDispatcher extends DurableObject<Env> {
   }
 
   approval(id: string): ApprovalRow | null {
+    this.meter.wake('rpc');
     return this.c.approvals.get(id);
   }
 
   approvals(f: ApprovalListFilter): ApprovalRow[] {
+    this.meter.wake('rpc');
     return this.c.approvals.list(f);
   }
 
   /** An admin's decision; a job's egress ask waiting on the approval is answered in the same step. */
   decideApproval(id: string, d: AdminDecision): ApprovalOutcome {
+    this.meter.wake('rpc');
     return this.c.approvals.decide(id, d);
   }
 
   consumeApproval(c: UseApproval): ApprovalOutcome {
+    this.meter.wake('rpc');
     return this.c.approvals.consume(c);
   }
 
   answerApprovalPrompt(c: UseApproval & { approve: boolean; by: string }): ApprovalOutcome {
+    this.meter.wake('rpc');
     return this.c.approvals.answerPrompt(c);
   }
 
   async saveTask(t: TeamTask): Promise<void> {
+    this.meter.wake('rpc');
     this.c.tasks.save(t);
     await this.rearm();
   }
@@ -358,10 +398,12 @@ export class TeamDispatcher extends DurableObject<Env> {
   }
 
   jobNetwork(jobId: string): JobNetworkView | null {
+    this.meter.wake('rpc');
     return this.c.egress.jobNetwork(jobId);
   }
 
   egressConnections(f: { limit: number; refusedOnly?: boolean; before?: number }): EgressConnectionView[] {
+    this.meter.wake('rpc');
     return this.c.egress.connections(f);
   }
 
@@ -380,22 +422,26 @@ export class TeamDispatcher extends DurableObject<Env> {
 
   /** Calls, jobs, job-seconds and egress bytes today and this month (UTC), the object's storage, the quotas. */
   teamUsage(): TeamUsage {
+    this.meter.wake('rpc');
     return this.c.quotas.usage(this.host.now());
   }
 
   /** The directory's quotas for the team: enforced from the next submit on. */
   setQuotas(q: Quotas): void {
+    this.meter.wake('rpc');
     this.c.quotas.setQuotas(q);
   }
 
   /** When (and by whom) the team was deleted; null: it was not. */
   async deletedAt(): Promise<TeamDeletion | null> {
+    this.meter.wake('rpc');
     if (this.deleted === undefined) this.deleted = (await this.ctx.storage.get<TeamDeletion>(DELETED_KEY)) ?? null;
     return this.deleted;
   }
 
   /** Writes every table the object keeps to R2 at `key` (NDJSON): what an operator's delete exports first. */
   exportTeamData(key: string, head: Record<string, unknown>): Promise<ObjectExport> {
+    this.meter.wake('rpc');
     return exportObject(this.ctx.storage.sql, this.env.ARTIFACTS, key, head);
   }
 
@@ -416,7 +462,7 @@ export class TeamDispatcher extends DurableObject<Env> {
    * them): a refused socket's are dropped here, with one lookup and no promise, parse or storage.
    */
   webSocketMessage(ws: WebSocket, raw: string | ArrayBuffer): Promise<void> | undefined {
-    this.usage.wake('message');
+    this.meter.wake('message');
     if (this.c.link.isRefused(ws)) return undefined;
     return this.c.messages.receive(ws, raw);
   }
@@ -431,7 +477,7 @@ export class TeamDispatcher extends DurableObject<Env> {
 
   /** Each capability's timed work in turn, then retention, then the next wake-up. */
   async alarm(): Promise<void> {
-    this.usage.wake('alarm');
+    this.meter.wake('alarm');
     const now = this.host.now();
     // Past days' usage is rolled up before retention drops the rows it is counted from.
     this.c.quotas.onAlarm(now);
@@ -454,6 +500,9 @@ export class TeamDispatcher extends DurableObject<Env> {
     const at = Math.min(...this.c.wakes.map((w) => w.nextWake(now) ?? Infinity));
     if (at === Infinity) return;
     const current = await this.ctx.storage.getAlarm();
-    if (current === null || current > at) await this.ctx.storage.setAlarm(at);
+    if (current === null || current > at) {
+      this.meter.alarmSet();
+      await this.ctx.storage.setAlarm(at);
+    }
   }
 }

@@ -10,5 +10,8 @@ export const teamUsageRoutes = new Hono<AppEnv>();
 
 teamUsageRoutes.get('/', async (c) => {
   const team = c.get('principal').team;
-  return c.json({ team, usage: await teamStub(c.env, team).teamUsage() });
+  const stub = teamStub(c.env, team);
+  // `object`: what the team's object itself has cost since it last started (wake-ups, SQL rows; src/dispatch/usage.ts).
+  const [usage, object] = await Promise.all([stub.teamUsage(), stub.usage()]);
+  return c.json({ team, usage, object });
 });
