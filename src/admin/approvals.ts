@@ -7,7 +7,7 @@ import { Hono, type Context } from 'hono';
 import type { AppEnv } from '../env.ts';
 import { APPROVAL_ID_PATTERN, ApprovalDecisionBody, ApprovalStatus } from '../contracts/approvals.ts';
 import { describeIssues } from '../contracts/errors.ts';
-import { teamPolicyOf } from '../policy/cache.ts';
+import { teamPolicyOf } from '../store/policy-cache.ts';
 import { approvalView } from '../approval/record.ts';
 import { decideApproval, getApproval, listApprovals } from '../dispatch/team-records-client.ts';
 import { recordAudit } from '../dispatch/audit-client.ts';

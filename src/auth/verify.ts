@@ -22,7 +22,7 @@ import { describeIssues } from '../contracts/errors.ts';
 import { MINTER_CLAIM, Minter } from './minter.ts';
 import { admitToken } from '../dispatch/admission-client.ts';
 import type { Admission } from '../dispatch/admission.ts';
-import { notePolicyStamp } from '../policy/cache.ts';
+import { notePolicyStamp } from '../store/policy-cache.ts';
 import { verifyOAuthBearer } from '../oauth/verify.ts';
 import { forgetGrants } from '../oauth/grants.ts';
 import { LAST_USED_RESOLUTION_MS, OAUTH_TOKEN_PREFIX, noteGrantUsed, oauthAdmissionOf } from '../store/oauth-grants.ts';

@@ -18,7 +18,7 @@ import { describeIssues, toErrorShape, type ErrorCode } from '../contracts/error
 import { REQUEST_BODY_MAX_BYTES } from '../platform/limits.ts';
 import { artifactKey, artifactObjectOptions, knownLength, putArtifactBody, searchIndexKey } from '../store/artifacts.ts';
 import { SEARCH_INDEX_MAX_BYTES } from '../search/block-index.ts';
-import { getTeamPolicy } from '../store/policies.ts';
+import { teamPolicyOf } from '../store/policy-cache.ts';
 import { beginUpload, multipartAbandon, multipartBegin, multipartCreated, multipartFinish, multipartPart, multipartPartStored } from './client.ts';
 import type { UploadRefusal, UploadWho } from './events.ts';
 import { artifactUploaded } from './artifact-client.ts';
@@ -76,7 +76,7 @@ export async function putWhole(c: C): Promise<Response> {
   if (length === null) return fail(c, 411, 'invalid_argument', 'Content-Length is required (artifact uploads are not chunked)');
   if (length > REQUEST_BODY_MAX_BYTES) return fail(c, 413, 'payload_too_large', tooLargeForOneRequest(length));
   const team = c.get('principal').team;
-  const { policy } = await getTeamPolicy(c.env, team);
+  const { policy } = await teamPolicyOf(c.env, c.get('principal'));
   if (length > policy.limits.maxArtifactBytes) {
     return fail(c, 413, 'payload_too_large', `artifact of ${length} bytes exceeds the team's maxArtifactBytes (${policy.limits.maxArtifactBytes})`);
   }
@@ -175,7 +175,7 @@ export async function startMultipart(c: C): Promise<Response> {
   const problem = multipartProblem(shape.bytes, shape.partBytes);
   if (problem) return fail(c, 400, 'invalid_argument', problem);
   const team = c.get('principal').team;
-  const { policy } = await getTeamPolicy(c.env, team);
+  const { policy } = await teamPolicyOf(c.env, c.get('principal'));
   if (shape.bytes > policy.limits.maxArtifactBytes) {
     return fail(c, 413, 'payload_too_large', `artifact of ${shape.bytes} bytes exceeds the team's maxArtifactBytes (${policy.limits.maxArtifactBytes})`);
   }
@@ -239,7 +239,7 @@ export async function completeMultipart(c: C): Promise<Response> {
   } catch (e) {
     return fail(c, 500, 'internal', `completing the multipart upload failed: ${toErrorShape(e).message}`);
   }
-  const { policy } = await getTeamPolicy(c.env, team);
+  const { policy } = await teamPolicyOf(c.env, c.get('principal'));
   await artifactUploaded(
     c.env,
     team,

@@ -12,7 +12,7 @@ import type { GatehouseErrorShape } from '../contracts/errors.ts';
 import type { RuntimeName } from '../contracts/runtimes.ts';
 import type { JobSelector } from '../contracts/jobs.ts';
 import { decide, type PolicyDecision, type PolicyRequest } from '../policy/engine.ts';
-import { teamPolicyOf } from '../policy/cache.ts';
+import { teamPolicyOf } from '../store/policy-cache.ts';
 import { newArtifactHandle } from '../store/artifacts.ts';
 import { recordAudit } from '../dispatch/audit-client.ts';
 import { awaitJob, cancelByCall, jobOutcome, jobStatus, submitAndFollow, type DispatchOutcome } from '../dispatch/client.ts';

@@ -10,7 +10,7 @@ import type { AppEnv, Env, Principal } from '../env.ts';
 import { requestLedger } from '../script/request-budget.ts';
 import { workersPlan } from '../platform/plan.ts';
 import { DEFAULT_MAX_BODY_BYTES, gatewayConfig } from '../platform/config.ts';
-import { teamPolicyOf } from '../policy/cache.ts';
+import { teamPolicyOf } from '../store/policy-cache.ts';
 import { requireAuth } from '../auth/index.ts';
 import { mcpCors } from '../edge/cors.ts';
 import { rateLimit } from '../edge/rate-limit.ts';

@@ -5,7 +5,7 @@
  * subprocess has its own row, linked by the script's id).
  */
 import type { ScriptPolicy } from '../contracts/policy.ts';
-import { teamPolicyOf } from '../policy/cache.ts';
+import { teamPolicyOf } from '../store/policy-cache.ts';
 import { newArtifactHandle, putArtifactBody } from '../store/artifacts.ts';
 import { indexArtifact } from '../dispatch/artifact-client.ts';
 import { smallBodyMaxBytes } from '../dispatch/artifact-index.ts';

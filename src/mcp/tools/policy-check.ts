@@ -3,7 +3,7 @@ import type { McpServer } from '@modelcontextprotocol/server';
 import { PolicyCheckInput, PolicyCheckOutput } from '../../contracts/tools.ts';
 import { toolInput } from '../../contracts/strict-input.ts';
 import { decide, verdictOf } from '../../policy/engine.ts';
-import { teamPolicyOf } from '../../policy/cache.ts';
+import { teamPolicyOf } from '../../store/policy-cache.ts';
 import { grantLine, grantSummary } from '../../policy/network.ts';
 import { recordAudit } from '../../dispatch/audit-client.ts';
 import { stamp } from '../trace.ts';

@@ -11,9 +11,9 @@
  * ```
  */
 import type { Env, Principal } from '../env.ts';
-import type { PolicyStamp } from '../store/admission.ts';
-import { DEFAULT_POLICY } from './default-policy.ts';
-import { getTeamPolicy, type TeamPolicy } from '../store/policies.ts';
+import type { PolicyStamp } from './admission.ts';
+import { DEFAULT_POLICY } from '../policy/default-policy.ts';
+import { getTeamPolicy, type TeamPolicy } from './policies.ts';
 
 /** Teams whose parsed policy one isolate keeps (least recently used dropped first). */
 const POLICY_CACHE_TEAMS = 512;
