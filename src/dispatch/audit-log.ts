@@ -42,6 +42,11 @@ const MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX IF NOT EXISTS audit_at ON audit (at)`,
     ],
   },
+  {
+    // A row's id grows with its time: a time is found by a search over ids (idAtOrAfter), and every call spares the index's row written.
+    id: '2-audit-no-at-index',
+    sql: [`DROP INDEX IF EXISTS audit_at`],
+  },
 ];
 
 type DbRow = {
@@ -135,6 +140,9 @@ export class AuditLog {
     add('decision = ?', f.decision);
     add('tool = ?', f.tool);
     add('subject = ?', f.subject);
+    // Times become id bounds (the primary key), then are checked exactly.
+    add('id >= ?', f.since === undefined ? undefined : this.idAtOrAfter(f.since));
+    add('id < ?', f.until === undefined ? undefined : this.idAtOrAfter(f.until));
     add('at >= ?', f.since);
     add('at < ?', f.until);
     add('approval_id = ?', f.approvalId);
@@ -163,33 +171,67 @@ export class AuditLog {
   /** Calls since `since`: how many, how many denied, and the newest denials. */
   denials(since: number, recent: number): { calls: number; denied: number; recent: AuditRow[] } {
     const n = this.sql
-      .exec<{ n: number; denied: number }>(`SELECT COUNT(*) AS n, COALESCE(SUM(decision = 'denied'), 0) AS denied FROM audit WHERE at >= ?`, since)
+      .exec<{ n: number; denied: number }>(
+        `SELECT COUNT(*) AS n, COALESCE(SUM(decision = 'denied'), 0) AS denied FROM audit WHERE id >= ? AND at >= ?`,
+        this.idAtOrAfter(since),
+        since,
+      )
       .one();
     const rows = this.sql
-      .exec<DbRow>(`SELECT id, ${COLUMNS} FROM audit WHERE at >= ? AND decision = 'denied' ORDER BY id DESC LIMIT ?`, since, recent)
+      .exec<DbRow>(
+        `SELECT id, ${COLUMNS} FROM audit WHERE id >= ? AND at >= ? AND decision = 'denied' ORDER BY id DESC LIMIT ?`,
+        this.idAtOrAfter(since),
+        since,
+        recent,
+      )
       .toArray();
     return { calls: n.n, denied: n.denied, recent: rows.map(toAuditRow) };
   }
 
   /** The oldest rows after `afterId`, oldest first (what an export reads and retention drops). */
   oldest(afterId: number, limit: number, before?: number): AuditRow[] {
+    const below = before === undefined ? Number.MAX_SAFE_INTEGER : this.idAtOrAfter(before);
     return this.sql
-      .exec<DbRow>(
-        `SELECT id, ${COLUMNS} FROM audit WHERE id > ?${before === undefined ? '' : ' AND at < ?'} ORDER BY id LIMIT ?`,
-        ...(before === undefined ? [afterId, limit] : [afterId, before, limit]),
-      )
+      .exec<DbRow>(`SELECT id, ${COLUMNS} FROM audit WHERE id > ? AND id < ? ORDER BY id LIMIT ?`, afterId, below, limit)
       .toArray()
       .map(toAuditRow);
   }
 
   /** When the oldest row kept was written, or null with none. */
   oldestAt(): number | null {
-    return this.sql.exec<{ at: number | null }>(`SELECT MIN(at) AS at FROM audit`).one().at;
+    return this.sql.exec<{ at: number }>(`SELECT at FROM audit ORDER BY id LIMIT 1`).toArray()[0]?.at ?? null;
   }
 
-  /** The id of the first row written at or after `at` (0 with none: everything is newer). */
+  /** The id of the first row written at or after `at`, or null with none. */
   firstIdAt(at: number): number | null {
-    return this.sql.exec<{ id: number | null }>(`SELECT MIN(id) AS id FROM audit WHERE at >= ?`, at).one().id;
+    const id = this.idAtOrAfter(at);
+    return this.sql.exec<{ id: number }>(`SELECT id FROM audit WHERE id >= ? ORDER BY id LIMIT 1`, id).toArray()[0]?.id ?? null;
+  }
+
+  /**
+   * The smallest id whose row was written at or after `at` (one past the newest with none): a binary
+   * search over the primary key — rows are numbered in the order they are written, so their times
+   * grow with their ids — of about 2·log2(rows) indexed lookups, instead of an index on `at` that
+   * every call would write a row to.
+   */
+  idAtOrAfter(at: number): number {
+    const first = (id: number) => this.sql.exec<{ id: number; at: number }>(`SELECT id, at FROM audit WHERE id >= ? ORDER BY id LIMIT 1`, id).toArray()[0];
+    const ends = this.sql.exec<{ lo: number | null; hi: number | null }>(`SELECT MIN(id) AS lo, MAX(id) AS hi FROM audit`).one();
+    if (ends.lo === null || ends.hi === null) return 0;
+    let lo = ends.lo;
+    let hi = ends.hi + 1;
+    while (lo < hi) {
+      const mid = lo + Math.floor((hi - lo) / 2);
+      const r = first(mid);
+      if (!r) {
+        hi = mid;
+        continue;
+      }
+      // No row lies in [mid, r.id): if r is at or after `at`, so is the answer's bound `mid`.
+      if (r.at >= at) hi = mid;
+      else lo = r.id + 1;
+    }
+    return lo;
   }
 
   /** Drops rows up to `id` (retention, after they were exported). */

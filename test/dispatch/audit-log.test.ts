@@ -132,3 +132,36 @@ describe("the team's audit log", () => {
     expect(log.record(entry({ jobId: 'newer' }))).toBe(LEGACY_ID_CEILING + 2);
   });
 });
+
+describe('finding a time among the ids', () => {
+  it('finds the first row at or after a time over sparse ids (copied D1 rows, then its own), with no index on the time', () => {
+    const log = new AuditLog(sqlHost());
+    const legacy = [3, 4, 9, 200].map((id) => ({
+      id,
+      at: T0 + id,
+      subject: 'bob',
+      tokenId: null,
+      tool: 'execute',
+      command: null,
+      cwd: null,
+      decision: 'allowed',
+      reason: null,
+      jobId: `old${id}`,
+      exitStatus: null,
+      durationMs: null,
+      bytes: null,
+      parentJobId: null,
+      approvalId: null,
+    }));
+    log.importRows(legacy);
+    for (let i = 0; i < 50; i++) log.record(entry({ jobId: `n${i}`, at: T0 + 1000 + i * 10 }));
+    const ids = log.oldest(0, 100).map((r) => [r.id, r.at] as const);
+    for (const probe of [T0 - 5, T0 + 3, T0 + 5, T0 + 9, T0 + 10, T0 + 201, T0 + 1000, T0 + 1005, T0 + 1490, T0 + 1491, T0 + 99_999]) {
+      const expected = ids.find(([, at]) => at >= probe)?.[0] ?? null;
+      expect(log.firstIdAt(probe), `at ${probe - T0}`).toBe(expected);
+    }
+    expect(log.query({ since: T0 + 5, until: T0 + 1020, limit: 500 }).entries.map((r) => r.jobId)).toEqual(['n1', 'n0', 'old200', 'old9']);
+    expect(log.oldest(0, 100, T0 + 1010).map((r) => r.jobId)).toEqual(['old3', 'old4', 'old9', 'old200', 'n0']);
+    expect(log.oldestAt()).toBe(T0 + 3);
+  });
+});
