@@ -241,31 +241,30 @@ export class AuditLog {
 
   /** Rows copied from an older deployment's D1, with their D1 ids (idempotent: a row sent again is skipped). */
   importRows(rows: readonly AuditRow[]): number {
+    // The caller's transaction holds the page and its cursor together (legacy-import.ts).
     let n = 0;
-    this.host.transactionSync(() => {
-      for (const r of rows) {
-        if (r.id >= LEGACY_ID_CEILING) continue;
-        const w = this.sql.exec(
-          `INSERT INTO audit (id, ${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id`,
-          r.id,
-          r.at,
-          r.subject,
-          r.tokenId,
-          r.tool,
-          r.command === null ? null : JSON.stringify(r.command),
-          r.cwd,
-          r.decision,
-          r.reason,
-          r.jobId,
-          r.exitStatus,
-          r.durationMs,
-          r.bytes,
-          r.parentJobId,
-          r.approvalId,
-        );
-        n += w.toArray().length;
-      }
-    });
+    for (const r of rows) {
+      if (r.id >= LEGACY_ID_CEILING) continue;
+      const w = this.sql.exec(
+        `INSERT INTO audit (id, ${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id`,
+        r.id,
+        r.at,
+        r.subject,
+        r.tokenId,
+        r.tool,
+        r.command === null ? null : JSON.stringify(r.command),
+        r.cwd,
+        r.decision,
+        r.reason,
+        r.jobId,
+        r.exitStatus,
+        r.durationMs,
+        r.bytes,
+        r.parentJobId,
+        r.approvalId,
+      );
+      n += w.toArray().length;
+    }
     return n;
   }
 }

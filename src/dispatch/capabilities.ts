@@ -67,7 +67,14 @@ export function capabilities(host: DispatchHost, o: { plan: PlanResult; trace: (
   const artifacts = new ArtifactIndex(host, store);
   const auditLog = new AuditLog(host);
   const admission = new TeamAdmission(host, admissionSeed);
-  const legacy = new LegacyImport(host, { audit: auditLog });
+  const legacy = new LegacyImport(host, {
+    audit: auditLog,
+    records: (r) => {
+      approvals.import(r.approvals ?? []);
+      tasks.import(r.tasks ?? []);
+      egress.import({ connections: r.egressConnections ?? [], jobs: r.egressJobs ?? [] });
+    },
+  });
   const quotas = new TeamQuotas(host, {
     jobs: (from, to) => store.usageBetween(from, to),
     calls: (from, to) => auditLog.denials(from, 0).calls - auditLog.denials(to, 0).calls,

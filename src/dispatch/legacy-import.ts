@@ -1,7 +1,8 @@
 /**
  * Moving a team's history out of the shared D1, where an older deployment kept it, into the team's
- * own object: its audit rows (with their D1 ids, so the log reads in call order: audit-log.ts), then
- * the team's rows of the old jobs index dropped (a copy of what this object keeps itself). Each step
+ * own object: its audit rows (with their D1 ids, so the log reads in call order: audit-log.ts), the
+ * team's rows of the old jobs index dropped (a copy of what this object keeps itself), then its
+ * approvals, tasks and network log, taken by their capabilities (`importRecords`). Each step
  * copies a page, commits it here, then deletes that page from D1 — a move interrupted anywhere goes
  * on where it stopped, and a page copied twice is kept once. Nothing is dropped from D1 before it is
  * stored here.
@@ -12,7 +13,8 @@
  */
 import type { Env } from '../env.ts';
 import type { AuditRow } from '../store/audit.ts';
-import { dropLegacyAudit, dropLegacyJobsIndex, legacyAuditPage } from '../store/legacy.ts';
+import { dropLegacyAudit, dropLegacyJobsIndex, dropLegacyRows, LEGACY_TABLES, legacyAuditPage, legacyRowsPage, type LegacyTable } from '../store/legacy.ts';
+import type { TeamRecordsImport } from './team-records-client.ts';
 import { migrate, type DispatchHost, type Migration, type Wakes } from './host.ts';
 
 /** Rows per D1 page, and pages per invocation: 2 queries a page, far below every plan's per-invocation D1 budget. */
@@ -30,20 +32,37 @@ const MIGRATIONS: readonly Migration[] = [
   },
 ];
 
-type Step = 'audit' | 'jobs';
-const STEPS: readonly Step[] = ['audit', 'jobs'];
+type Step = 'audit' | 'jobs' | LegacyTable;
+const STEPS: readonly Step[] = ['audit', 'jobs', ...LEGACY_TABLES];
 
 export interface LegacyD1 {
   auditPage(env: Env, team: string, afterId: number, limit: number): Promise<AuditRow[]>;
   dropAudit(env: Env, team: string, throughId: number): Promise<void>;
   dropJobsIndex(env: Env, team: string, limit: number): Promise<number>;
+  rowsPage(env: Env, table: LegacyTable, team: string, afterRowid: number, limit: number): Promise<Record<string, unknown>[]>;
+  dropRows(env: Env, table: LegacyTable, team: string, throughRowid: number): Promise<void>;
 }
 
-const D1: LegacyD1 = { auditPage: legacyAuditPage, dropAudit: dropLegacyAudit, dropJobsIndex: dropLegacyJobsIndex };
+const D1: LegacyD1 = {
+  auditPage: legacyAuditPage,
+  dropAudit: dropLegacyAudit,
+  dropJobsIndex: dropLegacyJobsIndex,
+  rowsPage: legacyRowsPage,
+  dropRows: dropLegacyRows,
+};
+
+/** Which key of the team's records import each old table's rows go to (team-dispatcher.ts `importRecords`). */
+const RECORDS_KEY: Record<LegacyTable, keyof TeamRecordsImport> = {
+  approvals: 'approvals',
+  tasks: 'tasks',
+  egress_connections: 'egressConnections',
+  egress_jobs: 'egressJobs',
+};
 
 export class LegacyImport implements Wakes {
   private readonly host: Pick<DispatchHost, 'sql' | 'transactionSync' | 'env' | 'team' | 'wake'>;
   private readonly audit: { importRows(rows: readonly AuditRow[]): number };
+  private readonly records: (r: TeamRecordsImport) => void;
   private readonly d1: LegacyD1;
   private running: Promise<boolean> | null = null;
   /** Steps done, once read. */
@@ -53,11 +72,12 @@ export class LegacyImport implements Wakes {
 
   constructor(
     host: Pick<DispatchHost, 'sql' | 'transactionSync' | 'env' | 'team' | 'wake'>,
-    parts: { audit: { importRows(rows: readonly AuditRow[]): number } },
+    parts: { audit: { importRows(rows: readonly AuditRow[]): number }; records: (r: TeamRecordsImport) => void },
     d1: LegacyD1 = D1,
   ) {
     this.host = host;
     this.audit = parts.audit;
+    this.records = parts.records;
     this.d1 = d1;
     migrate(host, 'legacy-import', MIGRATIONS);
   }
@@ -119,6 +139,8 @@ export class LegacyImport implements Wakes {
         const after = this.cursor('audit');
         const rows = await this.d1.auditPage(env, team, after, PAGE_ROWS);
         if (rows.length === 0) {
+          // A page whose deletion failed after it was stored here is deleted now (deleting is idempotent).
+          if (after > 0) await this.d1.dropAudit(env, team, after);
           this.mark('audit', after, true);
           continue;
         }
@@ -128,9 +150,24 @@ export class LegacyImport implements Wakes {
           this.mark('audit', last, false);
         });
         await this.d1.dropAudit(env, team, last);
-      } else {
+      } else if (step === 'jobs') {
         const dropped = await this.d1.dropJobsIndex(env, team, PAGE_ROWS);
         if (dropped < PAGE_ROWS) this.mark('jobs', 0, true);
+      } else {
+        const after = this.cursor(step);
+        const rows = await this.d1.rowsPage(env, step, team, after, PAGE_ROWS);
+        if (rows.length === 0) {
+          if (after > 0) await this.d1.dropRows(env, step, team, after);
+          this.mark(step, after, true);
+          continue;
+        }
+        const last = Number(rows[rows.length - 1]._rowid);
+        this.host.transactionSync(() => {
+          // A row the capability finds malformed is counted as refused there, and not kept: it could not be read back either.
+          this.records({ [RECORDS_KEY[step]]: rows });
+          this.mark(step, last, false);
+        });
+        await this.d1.dropRows(env, step, team, last);
       }
     }
     return this.finished;

@@ -63,3 +63,19 @@ export async function dropLegacyJobsIndex(env: Env, team: string, limit: number)
   const r = await env.DB.prepare(`DELETE FROM jobs WHERE rowid IN (SELECT rowid FROM jobs WHERE team = ? LIMIT ?)`).bind(team, limit).run();
   return r.meta.changes ?? 0;
 }
+
+/** The team's other per-call tables an older deployment kept in D1, moved as they are (the team's object parses each row). */
+export const LEGACY_TABLES = ['approvals', 'tasks', 'egress_connections', 'egress_jobs'] as const;
+export type LegacyTable = (typeof LEGACY_TABLES)[number];
+
+/** A page of the team's rows of `table` after `afterRowid`, oldest first, each with its rowid. */
+export async function legacyRowsPage(env: Env, table: LegacyTable, team: string, afterRowid: number, limit: number): Promise<Record<string, unknown>[]> {
+  const r = await env.DB.prepare(`SELECT rowid AS _rowid, * FROM ${table} WHERE team = ? AND rowid > ? ORDER BY rowid LIMIT ?`)
+    .bind(team, afterRowid, limit)
+    .all<Record<string, unknown>>();
+  return r.results;
+}
+
+export async function dropLegacyRows(env: Env, table: LegacyTable, team: string, throughRowid: number): Promise<void> {
+  await env.DB.prepare(`DELETE FROM ${table} WHERE team = ? AND rowid <= ?`).bind(team, throughRowid).run();
+}
