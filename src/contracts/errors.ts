@@ -35,7 +35,7 @@ export const ERROR_CODES = {
   concurrency_limit: "the team's concurrent-job limit is reached and the wait ran out",
   queue_full: "the team's queue is full",
   team_suspended: 'the team is suspended by an operator: every call is refused until it is resumed',
-  quota_exceeded: "a team quota is reached (calls per day, storage): the message names the quota and the setting",
+  quota_exceeded: 'a team quota is reached (calls per day, storage): the message names the quota and the setting',
   capacity: 'the agent is at capacity (the job is requeued)',
   runtime_unavailable: 'the runtime is not installed on any agent',
   spawn_failed: 'the process could not be started',
