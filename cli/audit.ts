@@ -31,6 +31,9 @@ usage:
       every row from there to the newest, one JSON object per line (rows past the team's retention
       come from the batches exported before they were dropped); prints "next: <cursor>" on stderr
       for the next run to continue with --after
+  gatehouse audit storage
+      the team's storage, its bound (policy retention.maxBytes), the oldest row kept and when
+      retention drops the next rows, what was exported so far
 
 flags (tail):
 ${formatFlags(TAIL_FLAGS)}
@@ -70,7 +73,8 @@ export async function auditCommand(argv: string[]): Promise<number> {
     return sub === undefined ? 2 : 0;
   }
   if (sub === 'export') return auditExport(rest);
-  if (sub !== 'tail') throw new UsageError(`unknown audit command "${sub}"; allowed: tail, export`);
+  if (sub === 'storage') return auditStorage(rest);
+  if (sub !== 'tail') throw new UsageError(`unknown audit command "${sub}"; allowed: tail, export, storage`);
   const a = parseArgs(rest, TAIL_FLAGS, 'audit tail');
   if (a.flags.help) return (out(AUDIT_HELP), 0);
   if (a.positionals.length) throw new UsageError('audit tail takes no positional arguments');
@@ -167,5 +171,34 @@ async function auditExport(argv: string[]): Promise<number> {
     if (r.value.headers.get('Gatehouse-Export-Complete') === 'true') break;
   }
   info(`${rows} rows; next: ${q.get('after')}`);
+  return 0;
+}
+
+interface StorageView {
+  bytes: number;
+  maxBytes: number;
+  auditDays: number;
+  oldestAuditAt: number | null;
+  nextDropAt: number | null;
+  exported: { batches: number; rows: number; lastId: number | null };
+  lastError: string | null;
+}
+
+const mb = (n: number) => `${(n / 1e6).toFixed(1)} MB`;
+
+/** `gatehouse audit storage`: what the team keeps and what retention does next. */
+async function auditStorage(argv: string[]): Promise<number> {
+  const a = parseArgs(argv, {}, 'audit storage');
+  if (a.flags.help) return (out(AUDIT_HELP), 0);
+  if (a.positionals.length) throw new UsageError('audit storage takes no positional arguments');
+  const r = await api<StorageView>(connection(a.flags), 'GET', '/audit/storage');
+  if (!r.ok) return (info(formatError(r.error)), 1);
+  const v = r.value;
+  if (a.flags.json) return (out(visibleJson(v)), 0);
+  out(`storage        ${mb(v.bytes)} of ${mb(v.maxBytes)} (policy retention.maxBytes)`);
+  out(`audit kept     ${v.auditDays} days (policy retention.auditDays); oldest row ${v.oldestAuditAt === null ? '—' : iso(v.oldestAuditAt)}`);
+  out(`next drop      ${v.nextDropAt === null ? 'nothing due' : iso(v.nextDropAt)} (exported to R2 first)`);
+  out(`exported       ${v.exported.rows} rows in ${v.exported.batches} batches (gatehouse audit export reads them)`);
+  if (v.lastError) out(`last error     ${visible(v.lastError)}`);
   return 0;
 }

@@ -31,6 +31,7 @@ const EVERY_COMMAND = [
   'policy preset',
   'audit tail',
   'audit export',
+  'audit storage',
   'agents',
   'jobs list',
   'jobs show',
@@ -442,6 +443,10 @@ describe('audit', () => {
         .map((l) => JSON.parse(l) as { id: number; tool: string });
       expect(all.length).toBe(rows.length + 1);
       expect(all.at(-1)!.tool).toBe('admin.token_create');
+      const st = await cli(['audit', 'storage']);
+      expect(st.code, st.stderr).toBe(0);
+      expect(st.stdout).toMatch(/^storage\s+[\d.]+ MB of 1073\.7 MB \(policy retention\.maxBytes\)/);
+      expect(st.stdout).toContain('audit kept     90 days');
       const bad = await cli(['audit', 'export', '--since', 'yesterday']);
       expect(bad.code).toBe(1);
       expect(bad.stderr).toContain('since must be milliseconds since the epoch or an ISO 8601 date');
