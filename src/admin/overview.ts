@@ -48,6 +48,7 @@ overviewRoutes.get('/', async (c) => {
       atLeast: false,
       recent: figures.denials.recent.map((d) => ({ id: d.id, at: d.at, tool: d.tool, subject: d.subject, command: d.command, cwd: d.cwd, reason: d.reason })),
     },
+    storage: figures.storage,
     approvals: { pending: pending.length, atLeast: pending.length >= PENDING_MAX, recent: pending.slice(0, RECENT).map((r) => approvalView(r, now)) },
     failures: {
       since: now - FAILURE_WINDOW_MS,

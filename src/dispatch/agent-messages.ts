@@ -25,7 +25,10 @@ import type { ArtifactUploads } from './artifact-uploads.ts';
 import type { Followers } from './followers.ts';
 import type { Egress } from './egress.ts';
 import type { DispatchHost } from './host.ts';
-import type { JobRow, JobStore } from './job-store.ts';
+import type { JobRecords } from './job-records.ts';
+import type { JobRow, JobRows } from './job-rows.ts';
+import type { JobTexts } from './job-texts.ts';
+import type { LiveOutput } from './live-output.ts';
 import type { Jobs } from './jobs.ts';
 import { asErrorCode } from '../contracts/errors.ts';
 import { inlineResult } from '../contracts/inline-result.ts';
@@ -36,7 +39,12 @@ const FOLLOW_OUTPUT_BYTES = 4096;
 export interface AgentMessagesParts {
   link: AgentLink;
   jobs: Jobs;
-  store: JobStore;
+  rows: Pick<JobRows, 'get' | 'requeue'>;
+  /** A job's spec (its inline cap, for an exit whose output comes from the live output). */
+  records: Pick<JobRecords, 'spec'>;
+  /** An exit's parts, kept until the exit arrives. */
+  texts: Pick<JobTexts, 'putPart' | 'partsText'>;
+  live: Pick<LiveOutput, 'append' | 'read'>;
   followers: Followers;
   uploads: ArtifactUploads;
   /** A job's egress proxy: its asks and its connection log (egress.ts). */
@@ -57,7 +65,7 @@ export class AgentMessages {
   }
 
   async receive(ws: WebSocket, raw: string | ArrayBuffer): Promise<void> {
-    const { link, store } = this.p;
+    const { link, rows, texts } = this.p;
     const att = link.attachmentOf(ws);
     if (!att) return;
     // Closed for its budget: what it still sends is dropped unread (the DO checks this first too).
@@ -107,15 +115,15 @@ export class AgentMessages {
         return;
       }
       case 'job.exit.part': {
-        const row = store.get(msg.jobId);
+        const row = rows.get(msg.jobId);
         if (row?.state !== 'running' || row.agent !== agentId) return this.strayAbout(ws, att, budget, msg.jobId, row, raw.length, 1, now);
         const over = budget.part(msg.jobId);
         if (over) return this.overBudget(ws, att, over);
-        store.putPart(msg.jobId, msg.stream, msg.seq, msg.data);
+        texts.putPart(msg.jobId, msg.stream, msg.seq, msg.data);
         return;
       }
       case 'job.exit': {
-        const row = store.get(msg.jobId);
+        const row = rows.get(msg.jobId);
         if (!row || row.agent !== agentId) {
           // Only the agent a job was assigned to may report its end.
           if (row) console.warn(`agent ${agentId} reported the end of job ${msg.jobId}, which runs on ${row.agent ?? 'no agent'}; ignored`);
@@ -127,8 +135,8 @@ export class AgentMessages {
           let exit: JobExit = msg;
           if (msg.inlineFromLive) exit = this.inlineFromLive(msg);
           else if (msg.parts) {
-            const stdout = store.partsText(msg.jobId, 'stdout', msg.parts.stdout);
-            const stderr = store.partsText(msg.jobId, 'stderr', msg.parts.stderr);
+            const stdout = texts.partsText(msg.jobId, 'stdout', msg.parts.stdout);
+            const stderr = texts.partsText(msg.jobId, 'stderr', msg.parts.stderr);
             if (stdout === null || stderr === null) return; // parts missing: the agent re-sends everything after a reconnect
             exit = { ...msg, stdout, stderr, parts: undefined };
           }
@@ -143,7 +151,7 @@ export class AgentMessages {
         return;
       }
       case 'job.artifact': {
-        const row = store.get(msg.jobId);
+        const row = rows.get(msg.jobId);
         // An agent reports each stream once per connection; the same report again changes nothing.
         const first = budget.report(msg.jobId, msg.stream);
         if (!row || row.agent !== agentId || row.state === 'queued') {
@@ -153,7 +161,7 @@ export class AgentMessages {
           else if (first) link.send(ws, { type: 'job.ack', jobId: msg.jobId, stream: msg.stream });
           return this.strayAbout(ws, att, budget, msg.jobId, row, raw.length, 1, now);
         }
-        if (store.reportArtifact(msg.jobId, msg.stream)) {
+        if (this.p.uploads.streams.report(msg.jobId, msg.stream)) {
           console.warn(`job ${msg.jobId}: the ${msg.stream} artifact was not stored (agent says ${msg.state}${msg.error ? `: ${msg.error}` : ''})`);
           this.p.followers.settle(msg.jobId);
           await this.p.uploads.abortAbandoned();
@@ -162,10 +170,10 @@ export class AgentMessages {
         return first ? undefined : this.spend(ws, att, budget.late(now));
       }
       case 'job.error': {
-        const row = store.get(msg.jobId);
+        const row = rows.get(msg.jobId);
         if (row?.state !== 'running' || row.agent !== agentId) return this.strayAbout(ws, att, budget, msg.jobId, row, raw.length, 1, now);
         // A full agent (its own count raced ours): the job goes back to the head of the queue.
-        if (msg.code === 'capacity') store.requeue(msg.jobId);
+        if (msg.code === 'capacity') rows.requeue(msg.jobId);
         // An agent's code outside the vocabulary (a newer or a hostile agent) is the agent's failure to start it.
         else
           this.p.jobs.close(msg.jobId, 'failed_to_start', { error: { code: asErrorCode(msg.code, 'spawn_failed'), message: msg.message }, fromAgent: agentId });
@@ -195,14 +203,14 @@ export class AgentMessages {
    */
   private inlineFromLive(msg: JobExit): JobExit {
     const { inlineFromLive: _, parts: __, ...exit } = msg;
-    const spec = this.p.store.spec(msg.jobId);
+    const spec = this.p.records.spec(msg.jobId);
     if (!spec) console.warn(`job ${msg.jobId}: no stored spec to take the inline cap from; its inline output is left empty`);
     const cap = spec?.limits.inlineBytes ?? 0;
     const head = (stream: 'stdout' | 'stderr') => {
       const total = msg.streams[stream].bytes;
       const need = Math.min(total, cap);
       // An empty stream (most jobs' stderr) costs no storage read.
-      const data = need === 0 ? new Uint8Array(0) : this.p.store.readOutput(msg.jobId, stream, 0, need).data;
+      const data = need === 0 ? new Uint8Array(0) : this.p.live.read(msg.jobId, stream, 0, need).data;
       if (data.byteLength < need) {
         console.warn(
           `job ${msg.jobId}: its exit leaves the inline ${stream} to the live output, but only ${data.byteLength} of the ${need} bytes it needs were kept; marked truncated`,
@@ -272,9 +280,9 @@ export class AgentMessages {
     const f = parsed.frame;
     const again = budget.answeredAs(f.jobId);
     if (again) return again === 'ended' ? undefined : this.spend(ws, att, budget.stranger(0, now));
-    const row = this.p.store.get(f.jobId);
+    const row = this.p.rows.get(f.jobId);
     if (row?.state !== 'running' || row.agent !== att.agentId) return this.strayAbout(ws, att, budget, f.jobId, row, 0, 0, now);
-    if (this.p.store.appendOutput(f.jobId, f.stream, f.offset, f.data) === 0) return undefined;
+    if (this.p.live.append(f.jobId, f.stream, f.offset, f.data) === 0) return undefined;
     // Followers turn output into progress (its last line): the tail is enough, and keeps their streams small.
     const tail = f.data.subarray(Math.max(0, f.data.byteLength - FOLLOW_OUTPUT_BYTES));
     this.p.followers.emit(f.jobId, { type: 'output', stream: f.stream, data: new TextDecoder().decode(tail) });

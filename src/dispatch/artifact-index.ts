@@ -15,7 +15,8 @@ import { SQLITE_BOUND_PARAMETERS_MAX, SQLITE_ROW_MAX_BYTES } from '../platform/l
 import { searchIndexKey } from '../store/artifacts.ts';
 import type { DispatchHost, Migration, Wakes } from './host.ts';
 import { migrate } from './host.ts';
-import type { JobStore } from './job-store.ts';
+import type { JobRecords } from './job-records.ts';
+import type { JobRows } from './job-rows.ts';
 
 /** Where a stream's body is kept. */
 export type BodyPlace = 'r2' | 'do' | 'exit';
@@ -144,7 +145,7 @@ function fromDb(r: DbRow): ArtifactRow {
 }
 
 /** What the index needs of the jobs: a job's row and its exit (whose inline output may be a body already). */
-export type ExitSource = Pick<JobStore, 'get' | 'result'>;
+export type ExitSource = Pick<JobRows, 'get'> & Pick<JobRecords, 'result'>;
 
 const enc = new TextEncoder();
 

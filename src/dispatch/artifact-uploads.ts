@@ -4,8 +4,8 @@
  * the upload, and only once per stream — in one PUT or in parts (multipart: every part but the last
  * is exactly the part size, R2's rule). Uploads that will never complete are aborted in R2.
  *
- * Owns the upload tables (src/dispatch/upload-store.ts); each stream's artifact state belongs to
- * the job store (`job_artifacts`) and is read and changed through its methods.
+ * Owns the upload tables (src/dispatch/upload-store.ts) and each job stream's artifact state
+ * (`job_artifacts`: src/dispatch/stream-artifacts.ts), which the job's views and end read through `streams`.
  */
 import { UPLOAD_AGENT_HEADER, UPLOAD_TOKEN_HEADER, type StreamName, type UploadGrant } from '../contracts/agent-protocol.ts';
 import { partCount, partRange } from '../contracts/artifact-upload.ts';
@@ -21,11 +21,12 @@ import type {
   UploadWho,
 } from './events.ts';
 import type { DispatchHost } from './host.ts';
-import type { JobRow, JobStore } from './job-store.ts';
+import type { JobRow, JobRows } from './job-rows.ts';
+import { StreamArtifacts } from './stream-artifacts.ts';
 import { UploadStore } from './upload-store.ts';
 
-/** What the upload rules need of the jobs: the job's row and each stream's artifact state. */
-export type UploadedJobs = Pick<JobStore, 'get' | 'artifactRow' | 'beginUpload' | 'endUpload'>;
+/** What the upload rules need of the jobs: the job's row. */
+export type UploadedJobs = Pick<JobRows, 'get'>;
 
 type Forbidden = Extract<UploadAnswer, { code: 'forbidden' }>;
 
@@ -33,6 +34,8 @@ export class ArtifactUploads {
   private readonly host: Pick<DispatchHost, 'sql' | 'transactionSync' | 'env' | 'now'>;
   private readonly jobs: UploadedJobs;
   private readonly store: UploadStore;
+  /** Each job stream's artifact state. */
+  readonly streams: StreamArtifacts;
   /** A stream's artifact is stored: followers waiting for the job's uploads may get its end. */
   private readonly onStored: (jobId: string) => void;
 
@@ -40,31 +43,32 @@ export class ArtifactUploads {
     this.host = host;
     this.jobs = jobs;
     this.store = new UploadStore(host);
+    this.streams = new StreamArtifacts(host);
     this.onStored = onStored;
   }
 
-  /** A new upload grant for the job on the agent it is being sent to (in its `job.start`, on that socket only). */
-  grant(jobId: string, agentId: string, now: number): UploadGrant {
-    return this.store.grant(jobId, agentId, now);
+  /** The upload grant of the job on the agent it is being sent to (in its `job.start`, on that socket only). */
+  grant(jobId: string, agentId: string): UploadGrant {
+    return this.store.grant(jobId, agentId);
   }
 
   /** May this upload write this stream of this job's artifact (one PUT)? */
   begin(u: UploadWho): UploadAnswer {
     const row = this.jobs.get(u.jobId);
     if (!row || row.artifact_handle !== u.handle || row.agent_subject !== u.subject) return notFound(u);
-    const announced = this.jobs.artifactRow(u.jobId, u.stream);
+    const announced = this.streams.row(u.jobId, u.stream);
     if (row.state !== 'running' && announced?.state !== 'uploading') return noLonger(u, row);
     if (announced && announced.state !== 'uploading') return writtenOnce(u, announced.state);
     const forbidden = this.grantRefusal(u, row);
     if (forbidden) return forbidden;
-    if (!this.jobs.beginUpload(u.jobId, u.stream)) return writtenOnce(u, this.jobs.artifactRow(u.jobId, u.stream)?.state);
+    if (!this.streams.begin(u.jobId, u.stream)) return writtenOnce(u, this.streams.row(u.jobId, u.stream)?.state);
     return { ok: true };
   }
 
   /** The upload route's outcome: a stored body completes the stream; a failed attempt waits for the agent's retry or report. */
   end(jobId: string, stream: StreamName, ok: boolean, bytes: number): void {
     if (!ok) return;
-    this.jobs.endUpload(jobId, stream, bytes);
+    this.streams.complete(jobId, stream, bytes);
     this.store.remove(jobId, stream); // a completed multipart upload needs no bookkeeping
     this.onStored(jobId);
   }
@@ -73,7 +77,7 @@ export class ArtifactUploads {
   multipartBegin(u: UploadWho, shape: MultipartShape): MultipartBeginAnswer {
     const refused = this.refusal(u, true);
     if (refused) return refused;
-    this.jobs.beginUpload(u.jobId, u.stream);
+    this.streams.begin(u.jobId, u.stream);
     const cur = this.store.get(u.jobId, u.stream);
     if (cur && cur.bytes === shape.bytes && cur.part_bytes === shape.partBytes) {
       return { ok: true, resume: { uploadId: cur.upload_id, key: cur.r2_key, done: this.store.parts(u.jobId, u.stream).map((p) => p.part) } };
@@ -156,7 +160,7 @@ export class ArtifactUploads {
     const forbidden = this.grantRefusal(u, row);
     if (forbidden) return forbidden;
     const up = this.store.get(u.jobId, u.stream);
-    if (up && this.jobs.artifactRow(u.jobId, u.stream)?.state === 'complete') return { ok: true, upload: null };
+    if (up && this.streams.row(u.jobId, u.stream)?.state === 'complete') return { ok: true, upload: null };
     this.store.remove(u.jobId, u.stream);
     return { ok: true, upload: up ? { uploadId: up.upload_id, key: up.r2_key } : null };
   }
@@ -168,7 +172,7 @@ export class ArtifactUploads {
    */
   async abortAbandoned(): Promise<void> {
     for (const up of this.store.all()) {
-      if (this.jobs.artifactRow(up.job_id, up.stream)?.state === 'uploading') continue;
+      if (this.streams.row(up.job_id, up.stream)?.state === 'uploading') continue;
       try {
         await this.host.env.ARTIFACTS.resumeMultipartUpload(up.r2_key, up.upload_id).abort();
       } catch (e) {
@@ -179,8 +183,9 @@ export class ArtifactUploads {
     }
   }
 
-  /** The job store dropped these jobs: their grants go too (their open uploads are abandoned). */
+  /** These jobs were dropped: their stream states and grants go too (their open uploads are abandoned). */
   forget(jobIds: readonly string[]): void {
+    this.streams.forget(jobIds);
     this.store.forgetGrants(jobIds);
   }
 
@@ -188,7 +193,7 @@ export class ArtifactUploads {
   private refusal(u: UploadWho, begin: boolean): UploadRefusal | null {
     const row = this.jobs.get(u.jobId);
     if (!row || row.artifact_handle !== u.handle || row.agent_subject !== u.subject) return notFound(u);
-    const a = this.jobs.artifactRow(u.jobId, u.stream);
+    const a = this.streams.row(u.jobId, u.stream);
     if ((begin && row.state === 'running' && !a) || a?.state === 'uploading') return this.grantRefusal(u, row);
     if (a) return writtenOnce(u, a.state);
     return noLonger(u, row);
@@ -197,8 +202,7 @@ export class ArtifactUploads {
   /**
    * An upload from another agent than the one the job was sent to, or null (the caller has
    * checked the token's subject). Agents may share a token and an agent id is no secret, so the
-   * proof is the job's upload grant: a random token the edge sent in `job.start` on that agent's
-   * socket only.
+   * proof is the job's upload grant, which the edge sent in `job.start` on that agent's socket only.
    */
   private grantRefusal(u: UploadWho, row: JobRow): Forbidden | null {
     const forbidden = (message: string): Forbidden => ({ ok: false, status: 403, code: 'forbidden', message });
@@ -213,10 +217,6 @@ export class ArtifactUploads {
     switch (this.store.checkGrant(u.jobId, u.agentId, u.uploadToken)) {
       case 'ok':
         return null;
-      case 'no_grant':
-        return forbidden(
-          `job "${u.jobId}" was sent to agent "${runsOn}" without an upload grant; its artifacts cannot be uploaded (what the edge kept live stays readable)`,
-        );
       default:
         return forbidden(
           `the upload token is not the one job "${u.jobId}" was sent to agent "${runsOn}" with: only the agent that received the job may upload its artifacts`,

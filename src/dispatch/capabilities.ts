@@ -18,8 +18,11 @@ import { admissionSeed } from '../store/admission.ts';
 import { Egress } from './egress.ts';
 import { Followers } from './followers.ts';
 import type { DispatchHost, Wakes } from './host.ts';
-import { JobStore } from './job-store.ts';
+import { JobRecords } from './job-records.ts';
+import { JobRows } from './job-rows.ts';
+import { JobTexts } from './job-texts.ts';
 import { Jobs } from './jobs.ts';
+import { LiveOutput } from './live-output.ts';
 import { Tasks } from './tasks.ts';
 import { TeamQuotas } from './quotas.ts';
 
@@ -27,7 +30,10 @@ import { TeamQuotas } from './quotas.ts';
 export type DispatchStep = Extract<TraceStep, 'do.job_start_sent' | 'do.exit_received' | 'do.settled'>;
 
 export interface Capabilities {
-  store: JobStore;
+  /** The team's jobs, one row each (the open ones in memory). */
+  rows: JobRows;
+  /** A job's record across its stores (row, texts, live output, stream states): its begin, end, view and result. */
+  records: JobRecords;
   link: AgentLink;
   followers: Followers;
   uploads: ArtifactUploads;
@@ -60,11 +66,21 @@ export interface Capabilities {
 
 export function capabilities(host: DispatchHost, o: { plan: PlanResult; trace: (step: DispatchStep) => void }): Capabilities {
   const { trace } = o;
-  const store = new JobStore(host);
-  const followers = new Followers(store, () => trace('do.settled'));
+  const rows = new JobRows(host);
+  const texts = new JobTexts(host);
+  const followers = new Followers(
+    { get: (id) => rows.get(id), queued: () => rows.queued(), result: (id) => records.result(id), hasUploading: (id) => uploads.streams.hasUploading(id) },
+    () => trace('do.settled'),
+  );
   const link = new AgentLink(host, (agentId, now) => jobs.agentGone(agentId, now));
-  const uploads = new ArtifactUploads(host, store, (jobId) => followers.settle(jobId));
-  const artifacts = new ArtifactIndex(host, store);
+  const uploads = new ArtifactUploads(host, rows, (jobId) => {
+    records.streamStored(jobId);
+    followers.settle(jobId);
+  });
+  const live = new LiveOutput(host, (jobId) => records.liveNeeded(jobId));
+  const records: JobRecords = new JobRecords(host, { rows, texts, live, streams: uploads.streams });
+  const exits = { get: (id: string) => rows.get(id), result: (id: string) => records.result(id), spec: (id: string) => records.spec(id) };
+  const artifacts = new ArtifactIndex(host, exits);
   const auditLog = new AuditLog(host);
   const admission = new TeamAdmission(host, admissionSeed);
   const legacy = new LegacyImport(host, {
@@ -76,12 +92,14 @@ export function capabilities(host: DispatchHost, o: { plan: PlanResult; trace: (
     },
   });
   const quotas = new TeamQuotas(host, {
-    jobs: (from, to) => store.usageBetween(from, to),
+    jobs: (from, to) => rows.usageBetween(from, to),
     calls: (from, to) => auditLog.denials(from, 0).calls - auditLog.denials(to, 0).calls,
     egressBytes: (from, to) => egress.bytesBetween(from, to),
   });
   const jobs: Jobs = new Jobs(host, {
-    store,
+    rows,
+    records,
+    live,
     link,
     followers,
     uploads,
@@ -93,19 +111,31 @@ export function capabilities(host: DispatchHost, o: { plan: PlanResult; trace: (
   });
   const approvals = new Approvals(host, { onDecided: (row, now) => egress.approvalDecided(row, now) });
   const tasks = new Tasks(host);
-  const egress = new Egress(host, { store, link, approvals });
+  const egress = new Egress(host, { store: exits, link, approvals });
   const retention = new Retention(host, {
     settings: () => admission.retention(),
     audit: auditLog,
-    jobs: store,
+    jobs: { prune: (before) => records.prune(before), oldestEndedAt: () => rows.oldestEndedAt() },
     onJobsPruned: (ids) => {
       uploads.forget(ids);
       egress.forget(ids);
     },
   });
-  const messages = new AgentMessages(host, { link, jobs, store, followers, uploads, egress, onExitReceived: () => trace('do.exit_received') });
+  const messages = new AgentMessages(host, {
+    link,
+    jobs,
+    rows,
+    records,
+    texts,
+    live,
+    followers,
+    uploads,
+    egress,
+    onExitReceived: () => trace('do.exit_received'),
+  });
   return {
-    store,
+    rows,
+    records,
     link,
     followers,
     uploads,

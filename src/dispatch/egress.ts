@@ -22,7 +22,8 @@ import type { ApprovalRow } from '../approval/record.ts';
 import type { AgentLink } from './agent-link.ts';
 import type { Approvals } from './approvals.ts';
 import { migrate, type DispatchHost, type Migration, type Wakes } from './host.ts';
-import type { JobStore } from './job-store.ts';
+import type { JobRecords } from './job-records.ts';
+import type { JobRows } from './job-rows.ts';
 
 /** Asks of one job waiting at once; more are refused at once (each opens an approval a person must read). */
 const EGRESS_ASKS_PENDING_MAX = 8;
@@ -133,13 +134,17 @@ type Host = Pick<DispatchHost, 'sql' | 'transactionSync' | 'wake'>;
 
 export class Egress implements Wakes {
   private readonly host: Host;
-  private readonly store: Pick<JobStore, 'get' | 'spec'>;
+  private readonly store: Pick<JobRows, 'get'> & Pick<JobRecords, 'spec'>;
   private readonly link: Pick<AgentLink, 'socketOf' | 'send'>;
   private readonly approvals: Pick<Approvals, 'open' | 'get' | 'update'>;
 
   constructor(
     host: Host,
-    parts: { store: Pick<JobStore, 'get' | 'spec'>; link: Pick<AgentLink, 'socketOf' | 'send'>; approvals: Pick<Approvals, 'open' | 'get' | 'update'> },
+    parts: {
+      store: Pick<JobRows, 'get'> & Pick<JobRecords, 'spec'>;
+      link: Pick<AgentLink, 'socketOf' | 'send'>;
+      approvals: Pick<Approvals, 'open' | 'get' | 'update'>;
+    },
   ) {
     this.host = host;
     this.store = parts.store;

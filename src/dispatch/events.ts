@@ -4,7 +4,7 @@
  * them, the Worker reads them.
  */
 import type { AuditRow } from '../store/audit.ts';
-import type { AuditExportBatch } from './retention.ts';
+import type { AuditExportBatch, StorageView } from './retention.ts';
 import { z } from 'zod';
 import { JobExit, JobSpec, SandboxKind, StreamName } from '../contracts/agent-protocol.ts';
 import { AgentLabel, type JobView } from '../contracts/jobs.ts';
@@ -116,6 +116,8 @@ export interface TeamOverview {
   jobsByState: Record<string, number>;
   denials: { calls: number; denied: number; recent: AuditRow[] };
   failures: JobView[];
+  /** The team's storage and what retention drops next. */
+  storage: StorageView;
 }
 
 /** One page of the audit export as the team's object answers it (the edge reads the batches from R2). */

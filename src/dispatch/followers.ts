@@ -7,14 +7,19 @@
 import type { SandboxKind } from '../contracts/agent-protocol.ts';
 import { isTerminal } from '../contracts/jobs.ts';
 import type { DispatchEvent } from './events.ts';
-import type { JobRow, JobStore } from './job-store.ts';
+import type { JobRecords } from './job-records.ts';
+import type { JobRow, JobRows } from './job-rows.ts';
 import { lostExit } from './outcomes.ts';
 import { asErrorCode } from '../contracts/errors.ts';
 
 type Listener = (e: DispatchEvent) => void;
 
 /** What following needs of the jobs: their rows, results and open uploads (read only). */
-export type FollowedJobs = Pick<JobStore, 'get' | 'result' | 'hasUploading' | 'queued'>;
+export type FollowedJobs = Pick<JobRows, 'get' | 'queued'> &
+  Pick<JobRecords, 'result'> & {
+    /** Whether an upload the job's exit announced is still running (stream-artifacts.ts). */
+    hasUploading(jobId: string): boolean;
+  };
 
 export class Followers {
   private readonly jobs: FollowedJobs;

@@ -2,26 +2,28 @@
  * The life of a job in the team's Durable Object: submitted (recorded and queued, or refused with a
  * reason the caller can act on), placed on an agent by the pure scheduler (src/dispatch/scheduler.ts),
  * ended exactly once (by its agent's report, a kill, or the agent's loss), its call's audit row kept with it.
- * The rows live in the job store (src/dispatch/job-store.ts); the sockets in the agent link.
+ * The rows live in job-rows.ts (the rest of a job's record: job-records.ts); the sockets in the agent link.
  */
 import type { JobExit, StreamName } from '../contracts/agent-protocol.ts';
 import { asErrorCode, describeIssues, type ErrorCode } from '../contracts/errors.ts';
 import { isTerminal, JobListFilter, type AgentView, type JobState, type JobView } from '../contracts/jobs.ts';
-import { RUNTIMES, type RuntimeName } from '../contracts/runtimes.ts';
-import { concurrencyLimitMessage } from '../policy/engine.ts';
 import { MISSED_HEARTBEATS, type AgentLink } from './agent-link.ts';
 import type { ArtifactUploads } from './artifact-uploads.ts';
 import type { AuditLog } from './audit-log.ts';
 import { DispatchRequest, type KeptOutput, type SubmitAnswer } from './events.ts';
 import type { Followers } from './followers.ts';
 import type { DispatchHost, Wakes } from './host.ts';
-import type { JobRow, JobStore } from './job-store.ts';
-import { noAgentMessage } from './outcomes.ts';
+import type { JobRecords } from './job-records.ts';
+import { refusalOf } from './job-refusals.ts';
+import type { JobRow, JobRows } from './job-rows.ts';
+import type { LiveOutput } from './live-output.ts';
 import { nextDeadline, schedule, whyNoAgentFits, type Ineligibility, type SchedJob } from './scheduler.ts';
 import { writeMetric } from '../platform/metrics.ts';
 
 export interface JobsParts {
-  store: JobStore;
+  rows: JobRows;
+  records: Pick<JobRecords, 'create' | 'spec' | 'finish' | 'view' | 'result' | 'uploading' | 'failUploads'>;
+  live: Pick<LiveOutput, 'read'>;
   link: AgentLink;
   followers: Followers;
   uploads: ArtifactUploads;
@@ -35,7 +37,7 @@ export interface JobsParts {
   gates?: readonly (() => Failure | null)[];
 }
 
-type Failure = { code: ErrorCode; message: string };
+export type Failure = { code: ErrorCode; message: string };
 
 /** The team's object's own counters, for the dashboard's health section (`GET /admin/v1/overview`). */
 export interface DispatchHealth {
@@ -68,8 +70,8 @@ export class Jobs implements Wakes {
     this.p = parts;
   }
 
-  private get store(): JobStore {
-    return this.p.store;
+  private get rows(): JobRows {
+    return this.p.rows;
   }
 
   /** Records a job and queues it (or refuses it at once with a reason the caller can act on). */
@@ -79,8 +81,8 @@ export class Jobs implements Wakes {
     const req = parsed.data;
     const team = await this.host.team();
     const now = this.host.now();
-    const queuedBefore = this.store.queued().length;
-    const row = this.store.create({
+    const queuedBefore = this.rows.queued().length;
+    const row = this.p.records.create({
       spec: req.spec,
       tool: req.tool,
       subject: req.subject,
@@ -111,7 +113,7 @@ export class Jobs implements Wakes {
       );
     }
     // A job id it has already: the submit was sent again (its answer lost), and the job is as it stands.
-    if (!row) return answerFor(this.store.get(req.spec.jobId)!);
+    if (!row) return answerFor(this.rows.get(req.spec.jobId)!);
     const gated = this.p.configError ?? this.gated();
     if (gated) {
       this.close(req.spec.jobId, 'refused', { error: gated });
@@ -130,7 +132,7 @@ export class Jobs implements Wakes {
       else await this.pump();
     }
     this.observe(null);
-    return answerFor(this.store.get(req.spec.jobId)!);
+    return answerFor(this.rows.get(req.spec.jobId)!);
   }
 
   private gated(): Failure | null {
@@ -143,20 +145,20 @@ export class Jobs implements Wakes {
 
   /** The job's view; with `waitMs`, waits (long-poll) until it ends or the time is up. */
   async status(jobId: string, waitMs: number): Promise<JobView | null> {
-    let row = this.store.get(jobId);
+    let row = this.rows.get(jobId);
     if (!row) return null;
     if (!isTerminal(row.state) && waitMs > 0) {
       await this.p.followers.waitForEnd(jobId, waitMs);
-      row = this.store.get(jobId)!;
+      row = this.rows.get(jobId)!;
     }
-    return this.store.view(row);
+    return this.p.records.view(row);
   }
 
   /** The finished job's full result (inline output reassembled), with who ran it. */
   result(jobId: string): { view: JobView; exit: JobExit | null } | null {
-    const row = this.store.get(jobId);
+    const row = this.rows.get(jobId);
     if (!row) return null;
-    return { view: this.store.view(row), exit: this.store.result(jobId) };
+    return { view: this.p.records.view(row), exit: this.p.records.result(jobId) };
   }
 
   /**
@@ -165,11 +167,11 @@ export class Jobs implements Wakes {
    * result's inline output. `total` is what is kept so far.
    */
   liveOutput(jobId: string, stream: StreamName, offset: number, maxBytes: number): KeptOutput | null {
-    const row = this.store.get(jobId);
+    const row = this.rows.get(jobId);
     if (!row) return null;
-    const live = this.store.readOutput(jobId, stream, offset, maxBytes);
+    const live = this.p.live.read(jobId, stream, offset, maxBytes);
     if (isTerminal(row.state) && row.exit) {
-      const inline = new TextEncoder().encode(this.store.result(jobId)?.[stream] ?? '');
+      const inline = new TextEncoder().encode(this.p.records.result(jobId)?.[stream] ?? '');
       if (inline.byteLength > live.total) {
         return {
           data: inline.subarray(Math.min(offset, inline.byteLength), Math.min(offset + maxBytes, inline.byteLength)),
@@ -184,8 +186,8 @@ export class Jobs implements Wakes {
   list(filter: JobListFilter): { jobs: JobView[]; next_cursor: string | null } {
     const f = JobListFilter.parse(filter);
     const cursor = f.cursor !== undefined && /^\d+$/.test(f.cursor) ? Number(f.cursor) : undefined;
-    const { rows, next } = this.store.list({ state: f.state, subject: f.subject, tool: f.tool, cursor, limit: f.limit });
-    return { jobs: rows.map((r) => this.store.view(r)), next_cursor: next === null ? null : String(next) };
+    const { rows, next } = this.rows.list({ state: f.state, subject: f.subject, tool: f.tool, cursor, limit: f.limit });
+    return { jobs: rows.map((r) => this.p.records.view(r)), next_cursor: next === null ? null : String(next) };
   }
 
   /**
@@ -193,7 +195,7 @@ export class Jobs implements Wakes {
    * kills the whole sandbox: TERM, then KILL after its grace) and ends `cancelled` by its report.
    */
   async kill(jobId: string, reason: string): Promise<{ found: boolean; state: JobState | null }> {
-    const row = this.store.get(jobId);
+    const row = this.rows.get(jobId);
     if (!row) return { found: false, state: null };
     if (row.state === 'queued') {
       this.close(jobId, 'cancelled', { error: { code: 'cancelled', message: `cancelled before it started: ${reason}` } });
@@ -202,12 +204,12 @@ export class Jobs implements Wakes {
       const ws = this.p.link.socketOf(row.agent!);
       if (ws) this.p.link.send(ws, { type: 'job.cancel', jobId, reason });
     }
-    return { found: true, state: this.store.get(jobId)!.state };
+    return { found: true, state: this.rows.get(jobId)!.state };
   }
 
   /** `notifications/cancelled` for an MCP call: finds its job by (token, request id). */
   async cancelByKey(cancelKey: string, reason: string): Promise<boolean> {
-    const row = this.store.byCancelKey(cancelKey);
+    const row = this.rows.byCancelKey(cancelKey);
     if (!row) return false;
     await this.kill(row.id, reason);
     return true;
@@ -218,16 +220,16 @@ export class Jobs implements Wakes {
   }
 
   health(): DispatchHealth {
-    return { queued: this.store.queued().length, running: this.store.running().length, lastJob: this.lastJob };
+    return { queued: this.rows.queued().length, running: this.rows.running().length, lastJob: this.lastJob };
   }
 
   /** Whether jobs run on this agent (its id stays bound to its token subject meanwhile). */
   busy(agentId: string): boolean {
-    return this.store.running().some((j) => j.agent === agentId);
+    return this.rows.running().some((j) => j.agent === agentId);
   }
 
   /** Running jobs per agent. */
-  load(running: readonly JobRow[] = this.store.running()): Map<string, number> {
+  load(running: readonly JobRow[] = this.rows.running()): Map<string, number> {
     const load = new Map<string, number>();
     for (const j of running) load.set(j.agent!, (load.get(j.agent!) ?? 0) + 1);
     return load;
@@ -236,9 +238,9 @@ export class Jobs implements Wakes {
   /** Applies the scheduler's decisions: start what can start, refuse what waited too long. */
   async pump(): Promise<void> {
     for (let round = 0; round < 4; round++) {
-      const queue = this.store.queued();
+      const queue = this.rows.queued();
       if (queue.length === 0) return;
-      const running = this.store.running();
+      const running = this.rows.running();
       const decision = schedule({
         now: this.host.now(),
         queue: queue.map(toSchedJob),
@@ -251,23 +253,23 @@ export class Jobs implements Wakes {
         this.close(jobId, 'refused', { error: await this.refusal(jobId, reason) });
       }
       for (const { jobId, agentId } of decision.start) {
-        const spec = this.store.spec(jobId);
+        const spec = this.p.records.spec(jobId);
         const r = this.p.link.agent(agentId);
         const ws = this.p.link.socketOf(agentId);
         if (!spec || !r || !ws) continue;
         const now = this.host.now();
-        if (!this.store.assign(jobId, { id: agentId, subject: r.subject, sandbox: r.sandbox }, now)) continue;
+        if (!this.rows.assign(jobId, { id: agentId, subject: r.subject, sandbox: r.sandbox }, now)) continue;
         // Only this socket learns the job's upload grant: another agent of the same token cannot upload its artifacts.
-        const upload = this.p.uploads.grant(jobId, agentId, now);
+        const upload = this.p.uploads.grant(jobId, agentId);
         this.p.link.budgetOf(ws).started(jobId);
         if (!this.p.link.send(ws, { type: 'job.start', spec, upload })) {
-          this.store.requeue(jobId);
+          this.rows.requeue(jobId);
           retry = true;
           continue;
         }
         this.p.onStartSent();
         this.p.followers.emit(jobId, { type: 'started', jobId, agentId, sandbox: r.sandbox });
-        this.p.audit.completeJob(this.store.view(this.store.get(jobId)!));
+        this.p.audit.completeJob(this.p.records.view(this.rows.get(jobId)!));
       }
       if (!retry) break;
     }
@@ -276,11 +278,11 @@ export class Jobs implements Wakes {
 
   /** Moves a job to its terminal state (once), completes its call's audit row and tells whoever waits. */
   close(jobId: string, state: JobState, o: { exit?: JobExit; error?: Failure; fromAgent?: string }): boolean {
-    if (!this.store.finish(jobId, state, this.host.now(), o)) return false;
-    this.p.audit.completeJob(this.store.view(this.store.get(jobId)!));
+    if (!this.p.records.finish(jobId, state, this.host.now(), o)) return false;
+    this.p.audit.completeJob(this.p.records.view(this.rows.get(jobId)!));
     // job_status waiters learn the end now; a caller waiting for the whole result also gets the stored artifact.
     this.p.followers.ended(jobId);
-    this.observe(this.store.get(jobId));
+    this.observe(this.rows.get(jobId));
     return true;
   }
 
@@ -300,8 +302,8 @@ export class Jobs implements Wakes {
     if (!env.METRICS) return;
     const agents = this.p.link.schedAgents(this.load());
     const counters = {
-      queued: this.store.queued().length,
-      running: this.store.running().length,
+      queued: this.rows.queued().length,
+      running: this.rows.running().length,
       agents: agents.length,
       slots: agents.reduce((n, a) => n + a.capacity, 0),
     };
@@ -315,8 +317,8 @@ export class Jobs implements Wakes {
 
   /** The agent's last socket went away: its running jobs are orphaned (lost unless it reconnects and reports them in time). */
   agentGone(agentId: string, now: number): void {
-    this.store.setOrphaned(
-      this.store
+    this.rows.setOrphaned(
+      this.rows
         .running()
         .filter((j) => j.agent === agentId)
         .map((j) => j.id),
@@ -328,9 +330,9 @@ export class Jobs implements Wakes {
   /** Jobs the agent reports are held; assigned ones it does not report (older than `settleMs`) are orphaned. */
   reconcileHeld(agentId: string, reported: string[], now: number, settleMs: number): void {
     const held = new Set(reported);
-    const mine = this.store.running().filter((j) => j.agent === agentId);
-    this.store.clearOrphaned(mine.filter((j) => held.has(j.id) && j.orphaned_at !== null).map((j) => j.id));
-    this.store.setOrphaned(
+    const mine = this.rows.running().filter((j) => j.agent === agentId);
+    this.rows.clearOrphaned(mine.filter((j) => held.has(j.id) && j.orphaned_at !== null).map((j) => j.id));
+    this.rows.setOrphaned(
       mine.filter((j) => !held.has(j.id) && j.orphaned_at === null && now - (j.started_at ?? now) >= settleMs).map((j) => j.id),
       now,
     );
@@ -339,11 +341,11 @@ export class Jobs implements Wakes {
   /** The alarm's part: jobs and uploads whose agent is gone, then the queue. */
   async onAlarm(now: number): Promise<void> {
     const silentFor = this.p.link.silentMs;
-    for (const j of this.store.running()) {
+    for (const j of this.rows.running()) {
       if (j.orphaned_at === null && !this.p.link.socketOf(j.agent!)) {
         // No socket and no close event: this object restarted (a deploy drops every socket). Its agents
         // are reconnecting with backoff; count the grace from when the slowest of them is back.
-        this.store.setOrphaned([j.id], this.p.link.restartGraceAt(now));
+        this.rows.setOrphaned([j.id], this.p.link.restartGraceAt(now));
       } else if (j.orphaned_at !== null && now - j.orphaned_at > silentFor) {
         this.close(j.id, 'lost', {
           error: {
@@ -355,14 +357,14 @@ export class Jobs implements Wakes {
     }
     // An ended job's uploads: its agent keeps reporting them while connected; gone for 3 heartbeats
     // (after the reconnect allowance), they never will, and what the edge kept live is what remains.
-    for (const j of this.store.uploading()) {
+    for (const j of this.p.records.uploading()) {
       if (this.p.link.socketOf(j.agent ?? '')) {
-        if (j.orphaned_at !== null) this.store.markUploadOrphaned(j.id, null);
+        if (j.orphaned_at !== null) this.rows.markUploadOrphaned(j.id, null);
       } else if (j.orphaned_at === null) {
-        this.store.markUploadOrphaned(j.id, this.p.link.restartGraceAt(now));
+        this.rows.markUploadOrphaned(j.id, this.p.link.restartGraceAt(now));
       } else if (now - j.orphaned_at > silentFor) {
         console.warn(`job ${j.id}: agent ${j.agent} went away before its artifact upload ended`);
-        this.store.failUploads(j.id);
+        this.p.records.failUploads(j.id);
         this.p.followers.settle(j.id);
       }
     }
@@ -371,54 +373,22 @@ export class Jobs implements Wakes {
 
   /** Open jobs need the alarm every heartbeat (liveness); a queued job's deadline, sooner. */
   nextWake(now: number): number | null {
-    const queued = this.store.queued();
+    const queued = this.rows.queued();
     // Open jobs are in memory; ended ones with uploads are looked for only when none is open.
-    if (queued.length + this.store.running().length === 0 && this.store.uploading().length === 0) return null;
+    if (queued.length + this.rows.running().length === 0 && this.p.records.uploading().length === 0) return null;
     const dl = nextDeadline(queued.map(toSchedJob));
     return Math.min(now + this.host.heartbeatMs, dl === null ? Infinity : Math.max(now + 10, dl));
   }
 
   private async refusal(jobId: string, why: Ineligibility | 'busy'): Promise<Failure> {
-    const row = this.store.get(jobId)!;
-    const waited = `${Math.max(0, row.deadline - row.created_at)}ms`;
-    switch (why) {
-      case 'no_agent':
-        return { code: 'no_agent', message: `${noAgentMessage(await this.host.team())} (waited ${waited} for one)` };
-      case 'runtime': {
-        const def = RUNTIMES[row.runtime as RuntimeName];
-        return {
-          code: 'runtime_unavailable',
-          message: `runtime "${row.runtime}" is not installed on any connected executor agent; install ${def ? `the Debian package ${def.debianPackage}` : 'its toolchain'} on the agent host and restart the agent`,
-        };
-      }
-      case 'sandbox':
-        return {
-          code: 'no_agent',
-          message: `no connected executor agent meets the team's sandbox floor (sandbox.minimum = ${row.sandbox_min}); start an agent with --sandbox ${row.sandbox_min === 'gvisor' ? 'gvisor' : 'gvisor or bwrap'}`,
-        };
-      case 'agent':
-        return {
-          code: 'no_agent',
-          message: `executor agent "${row.sel_agent}" is not connected (or cannot run this job); connected: ${
-            this.p.link
-              .live()
-              .map((a) => a.att.agentId)
-              .join(', ') || 'none'
-          }`,
-        };
-      case 'labels':
-        return { code: 'no_agent', message: `no connected executor agent carries all the labels ${row.sel_labels}; start one with --label for each` };
-      case 'busy': {
-        const agents = this.p.link.schedAgents(this.load());
-        const active = this.store.running().length;
-        const slots = agents.reduce((n, a) => n + a.capacity, 0);
-        const message =
-          active >= row.max_concurrent || slots >= row.max_concurrent
-            ? concurrencyLimitMessage(active, row.max_concurrent)
-            : `All executor agents are busy (${active}/${slots} slots in use on ${agents.length} agent${agents.length === 1 ? '' : 's'}); try again later or start another agent`;
-        return { code: 'concurrency_limit', message: `${message} (waited ${waited} in the queue)` };
-      }
-    }
+    const agents = this.p.link.schedAgents(this.load());
+    return refusalOf(this.rows.get(jobId)!, why, {
+      team: await this.host.team(),
+      connected: this.p.link.live().map((a) => a.att.agentId),
+      active: this.rows.running().length,
+      agents: agents.length,
+      slots: agents.reduce((n, a) => n + a.capacity, 0),
+    });
   }
 }
 

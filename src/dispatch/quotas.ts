@@ -9,7 +9,7 @@
  * job store's retention drops the rows they are counted from, so "this month" outlives that retention.
  *
  * ```ts
- * const quotas = new TeamQuotas(host, { jobs: (a, b) => store.usageBetween(a, b), calls: …, egressBytes: … });
+ * const quotas = new TeamQuotas(host, { jobs: (a, b) => rows.usageBetween(a, b), calls: …, egressBytes: … });
  * const over = quotas.admitJob(now); // { code: 'quota_exceeded', message } or null
  * ```
  */

@@ -17,7 +17,8 @@ import { putAuditBatch } from '../store/audit-export.ts';
 import type { AuditRow } from '../store/audit.ts';
 import type { AuditLog } from './audit-log.ts';
 import { migrate, type DispatchHost, type Migration, type Wakes } from './host.ts';
-import type { JobStore } from './job-store.ts';
+import type { JobRecords } from './job-records.ts';
+import type { JobRows } from './job-rows.ts';
 
 const DAY_MS = 24 * 3600_000;
 /** Rows per exported batch (one R2 PUT each: ~1 MB of NDJSON at ~500 bytes a row). */
@@ -55,7 +56,7 @@ export interface AuditExportBatch {
 export interface RetentionParts {
   settings(): RetentionPolicy;
   audit: Pick<AuditLog, 'oldest' | 'oldestAt' | 'dropThrough'>;
-  jobs: Pick<JobStore, 'prune' | 'oldestEndedAt'>;
+  jobs: Pick<JobRecords, 'prune'> & Pick<JobRows, 'oldestEndedAt'>;
   /** Ended jobs dropped: whoever keeps something per job forgets them. */
   onJobsPruned(ids: string[]): void;
   /** Stores an exported batch (R2); throws when it was not stored. */

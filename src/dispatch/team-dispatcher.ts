@@ -3,7 +3,7 @@
  * tables (with their migrations) and reaches the object only through `DispatchHost` (host.ts):
  *   - agent link (agent-link.ts): the agents' sockets, liveness, revocation, the agent registry;
  *   - agent messages (agent-messages.ts): what agents say on their sockets, applied;
- *   - jobs (jobs.ts over job-store.ts): submit, placement by the pure scheduler, exactly-once ends;
+ *   - jobs (jobs.ts over job-rows.ts and job-records.ts): submit, placement by the pure scheduler, exactly-once ends;
  *   - followers (followers.ts): callers waiting on a job (memory only: they are live calls);
  *   - artifact uploads (artifact-uploads.ts over upload-store.ts): who may write an artifact, multipart;
  *   - audit log (audit-log.ts): every call's audit row, the team's own (the shared D1 holds none);
@@ -307,11 +307,12 @@ export class TeamDispatcher extends DurableObject<Env> {
   async overview(q: TeamOverviewQuery): Promise<TeamOverview> {
     this.meter.wake('rpc');
     await this.c.legacy.catchUp();
-    const failed = this.c.store.failed(q.failuresSince, q.failures);
+    const failed = this.c.rows.failed(q.failuresSince, q.failures);
     return {
-      jobsByState: this.c.store.countByState(q.since),
+      jobsByState: this.c.rows.countByState(q.since),
       denials: this.c.auditLog.denials(q.since, q.recent),
-      failures: failed.map((r) => this.c.store.view(r)),
+      storage: this.c.retention.storage(this.host.now()),
+      failures: failed.map((r) => this.c.records.view(r)),
     };
   }
 

@@ -1,15 +1,18 @@
 /**
  * Artifact uploads in the team Durable Object's SQLite:
  * - who may upload a job's artifacts: the upload grant the job's `job.start` carried to the one
- *   agent it was sent to (a random token per job and agent). Agents of a team may share one
- *   token, so neither the bearer token nor an agent id (which is no secret) says which of them
- *   is asking; only the agent that received `job.start` knows the grant.
+ *   agent it was sent to: an HMAC of the job id and the agent id under a random secret the object
+ *   keeps once (`upload_secret`), so a job's grant is derived, never stored. Agents of a team may
+ *   share one token, so neither the bearer token nor an agent id (which is no secret) says which of
+ *   them is asking; only the agent that received `job.start` knows the grant. (`upload_grants`
+ *   holds the random grants sent before grants were derived; they stay valid until their job is dropped.)
  * - multipart uploads in progress: which R2 upload holds a job stream's parts, its shape (size,
  *   part size) and the parts stored so far with their ETags. So an upload resumes after an agent
  *   reconnect (or a retry of the whole upload) with the parts the edge already holds, `complete`
  *   needs nothing from the agent's memory, and an upload that will never complete can be found
  *   and aborted.
  */
+import { createHmac } from 'node:crypto';
 import type { StreamName, UploadGrant } from '../contracts/agent-protocol.ts';
 import { migrate, type Migration, type SqlHost } from './host.ts';
 
@@ -38,16 +41,22 @@ const MIGRATIONS: readonly Migration[] = [
       `CREATE TABLE IF NOT EXISTS upload_grants (job_id TEXT PRIMARY KEY, agent_id TEXT NOT NULL, token TEXT NOT NULL, created_at INTEGER NOT NULL)`,
     ],
   },
+  {
+    // A job's grant is derived from this secret (one row, written once): no grant row per job.
+    id: '2-upload-secret',
+    sql: [`CREATE TABLE IF NOT EXISTS upload_secret (id INTEGER PRIMARY KEY CHECK (id = 1), secret TEXT NOT NULL)`],
+  },
 ];
 
-/** Random bytes of an upload token (256 bits, base64url: 43 characters). */
-const GRANT_TOKEN_BYTES = 32;
+/** Random bytes of the object's grant secret (256 bits). */
+const GRANT_SECRET_BYTES = 32;
 
 /** How an upload's credentials compare with the job's grant. */
-export type GrantCheck = 'ok' | 'no_grant' | 'other_agent' | 'wrong_token';
+export type GrantCheck = 'ok' | 'other_agent' | 'wrong_token';
 
 export class UploadStore {
   private readonly host: SqlHost;
+  private secret: string | null = null;
 
   constructor(host: SqlHost) {
     this.host = host;
@@ -58,28 +67,39 @@ export class UploadStore {
     return this.host.sql;
   }
 
-  /** A new upload grant for `jobId` on `agentId`, replacing any earlier one (the job was sent again). */
-  grant(jobId: string, agentId: string, now: number): UploadGrant {
-    const bytes = crypto.getRandomValues(new Uint8Array(GRANT_TOKEN_BYTES));
-    const token = btoa(String.fromCharCode(...bytes))
-      .replace(/\+/g, '-')
-      .replace(/\//g, '_')
-      .replace(/=+$/, '');
-    this.sql.exec(`INSERT OR REPLACE INTO upload_grants (job_id, agent_id, token, created_at) VALUES (?, ?, ?, ?)`, jobId, agentId, token, now);
-    return { agentId, token };
+  /** The object's grant secret, written the first time a grant is made and read once per instance. */
+  private secretKey(): string {
+    if (this.secret === null) {
+      const fresh = btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(GRANT_SECRET_BYTES))));
+      this.secret =
+        this.sql.exec<{ secret: string }>(`SELECT secret FROM upload_secret WHERE id = 1`).toArray()[0]?.secret ??
+        this.sql.exec<{ secret: string }>(`INSERT INTO upload_secret (id, secret) VALUES (1, ?) RETURNING secret`, fresh).one().secret;
+    }
+    return this.secret;
   }
 
-  /** Whether an upload that says it comes from `agentId` with `token` holds the job's grant (compared in constant time). */
+  private derive(jobId: string, agentId: string): string {
+    return createHmac('sha256', this.secretKey()).update(`${jobId}\n${agentId}`).digest('base64url');
+  }
+
+  /** The upload grant for `jobId` on `agentId` (sent in its `job.start`; the same again if the job is sent to that agent again). */
+  grant(jobId: string, agentId: string): UploadGrant {
+    return { agentId, token: this.derive(jobId, agentId) };
+  }
+
+  /**
+   * Whether an upload that says it comes from `agentId` (the agent the job runs on) with `token` holds
+   * the job's grant (compared in constant time); a grant stored before grants were derived counts too.
+   */
   checkGrant(jobId: string, agentId: string, token: string): GrantCheck {
+    if (same(this.derive(jobId, agentId), token)) return 'ok';
     const g = this.sql.exec<{ agent_id: string; token: string }>(`SELECT agent_id, token FROM upload_grants WHERE job_id = ?`, jobId).toArray()[0];
-    if (!g) return 'no_grant';
+    if (!g) return 'wrong_token';
     if (g.agent_id !== agentId) return 'other_agent';
-    const enc = new TextEncoder();
-    const [a, b] = [enc.encode(g.token), enc.encode(token)];
-    return a.byteLength === b.byteLength && crypto.subtle.timingSafeEqual(a, b) ? 'ok' : 'wrong_token';
+    return same(g.token, token) ? 'ok' : 'wrong_token';
   }
 
-  /** Forgets the grants of jobs the job store dropped (pruned); their open uploads are aborted as abandoned. */
+  /** Forgets the stored grants of jobs dropped (pruned); their open uploads are aborted as abandoned. */
   forgetGrants(jobIds: readonly string[]): void {
     for (const id of jobIds) this.sql.exec(`DELETE FROM upload_grants WHERE job_id = ?`, id);
   }
@@ -140,4 +160,11 @@ export class UploadStore {
   all(): UploadRow[] {
     return this.sql.exec<UploadRow & Record<string, SqlStorageValue>>(`SELECT * FROM artifact_uploads ORDER BY created_at`).toArray();
   }
+}
+
+const enc = new TextEncoder();
+
+function same(x: string, y: string): boolean {
+  const [a, b] = [enc.encode(x), enc.encode(y)];
+  return a.byteLength === b.byteLength && crypto.subtle.timingSafeEqual(a, b);
 }

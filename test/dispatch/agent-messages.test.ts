@@ -36,7 +36,7 @@ describe('agent messages', () => {
     const big = { ...exitOf('j1', ''), parts: { stdout: 2, stderr: 0 } };
     await say(t, ws, { type: 'job.exit.part', jobId: 'j1', stream: 'stdout', seq: 0, data: 'first half, ' });
     await say(t, ws, big);
-    expect(t.c.store.get('j1')?.state).toBe('running');
+    expect(t.c.rows.get('j1')?.state).toBe('running');
     await say(t, ws, { type: 'job.exit.part', jobId: 'j1', stream: 'stdout', seq: 1, data: 'second half' });
     await say(t, ws, big);
     expect(t.c.jobs.result('j1')?.exit?.stdout).toBe('first half, second half');
@@ -51,7 +51,7 @@ describe('agent messages', () => {
     // Requeued and placed again on the only agent.
     expect(ws.of('job.start').length).toBe(2);
     await say(t, ws, { type: 'job.error', jobId: 'j1', code: 'spawn_failed', message: 'no such file' });
-    expect(t.c.store.get('j1')).toMatchObject({ state: 'failed_to_start', error_code: 'spawn_failed', error_message: 'no such file' });
+    expect(t.c.rows.get('j1')).toMatchObject({ state: 'failed_to_start', error_code: 'spawn_failed', error_message: 'no such file' });
   });
 
   it('takes a code outside the error vocabulary from an agent as its failure to start, never as a code callers see', async () => {
@@ -59,7 +59,7 @@ describe('agent messages', () => {
     const ws = await connect(t, 'a1');
     await t.c.jobs.submit(request('j1'));
     await say(t, ws, { type: 'job.error', jobId: 'j1', code: 'policy_approved_by_agent', message: 'nope' });
-    expect(t.c.store.get('j1')).toMatchObject({ state: 'failed_to_start', error_code: 'spawn_failed', error_message: 'nope' });
+    expect(t.c.rows.get('j1')).toMatchObject({ state: 'failed_to_start', error_code: 'spawn_failed', error_message: 'nope' });
   });
 
   it('closes a socket that floods messages about jobs it does not run, and gives it no more jobs', async () => {
@@ -89,11 +89,11 @@ describe('agent messages', () => {
       warn.mockRestore();
     }
     // Messages that were already queued behind it, even well-formed ones about its own job, change nothing.
-    const sql = vi.spyOn(t.c.store, 'get');
+    const sql = vi.spyOn(t.c.rows, 'get');
     await say(t, ws, { type: 'job.error', jobId: 'j1', code: 'spawn_failed', message: 'no' });
     await say(t, ws, 'more junk');
     expect(sql).not.toHaveBeenCalled();
-    expect(t.c.store.get('j1')?.state).toBe('running');
+    expect(t.c.rows.get('j1')?.state).toBe('running');
   });
 
   it('still drops what a refused socket sends after a hibernation (its attachment says so), without parsing it', async () => {
@@ -200,7 +200,7 @@ describe('an exit whose inline output was left to the live frames', () => {
     } finally {
       warn.mockRestore();
     }
-    expect(t.c.store.get('j1')?.state).toBe('exited');
+    expect(t.c.rows.get('j1')?.state).toBe('exited');
     expect(t.c.jobs.result('j1')?.exit).toMatchObject({ stdout: 'only this', stderr: '', stdoutTruncated: true, stderrTruncated: true });
     expect(ws.of('job.ack')).toEqual([{ type: 'job.ack', jobId: 'j1' }]);
   });

@@ -8,7 +8,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import type { JobExit, JobSpec, UploadGrant } from '../../src/contracts/agent-protocol.ts';
 import { ArtifactUploads } from '../../src/dispatch/artifact-uploads.ts';
 import type { UploadWho } from '../../src/dispatch/events.ts';
-import { JobStore } from '../../src/dispatch/job-store.ts';
+import { jobParts, type TestJobStore } from './job-parts.ts';
 import { dispatchHost, type TestHost } from './sql-host.ts';
 
 const spec = (id: string): JobSpec => ({
@@ -40,7 +40,7 @@ const exitOf = (id: string, pending: ('stdout' | 'stderr')[]): JobExit => ({
 });
 
 let host: TestHost;
-let store: JobStore;
+let store: TestJobStore;
 let uploads: ArtifactUploads;
 let stored: string[];
 let aborted: string[];
@@ -53,8 +53,8 @@ beforeEach(() => {
   host = dispatchHost({
     env: { ARTIFACTS: { resumeMultipartUpload: (key: string, id: string) => ({ abort: async () => void aborted.push(`${key}/${id}`) }) } as never },
   });
-  store = new JobStore(host);
-  uploads = new ArtifactUploads(host, store, (id) => stored.push(id));
+  uploads = new ArtifactUploads(host, { get: (id) => store.get(id) }, (id) => stored.push(id));
+  store = jobParts(host, { streams: uploads.streams }).store;
   store.create({
     spec: spec('j'),
     tool: 'execute',
@@ -67,7 +67,7 @@ beforeEach(() => {
     now: 1,
   });
   store.assign('j', { id: 'a1', subject: 'agent-a', sandbox: 'bwrap' }, 2);
-  grant = uploads.grant('j', 'a1', 2);
+  grant = uploads.grant('j', 'a1');
 });
 
 const who = (o: Partial<UploadWho> = {}): UploadWho => ({
@@ -92,6 +92,15 @@ describe('artifact uploads', () => {
     });
     expect(uploads.begin(who({ uploadToken: '' }))).toMatchObject({ ok: false, status: 403, message: expect.stringContaining('upgrade the agent') });
     expect(uploads.begin(who())).toEqual({ ok: true });
+  });
+
+  it('derives the grant (no row per job), and still takes a grant stored before grants were derived', () => {
+    expect(host.db.prepare(`SELECT count(*) AS n FROM upload_grants`).get()).toEqual({ n: 0 });
+    expect(uploads.grant('j', 'a1')).toEqual(grant);
+    expect(uploads.grant('j', 'a2').token).not.toBe(grant.token);
+    host.db.prepare(`INSERT INTO upload_grants (job_id, agent_id, token, created_at) VALUES ('j', 'a1', ?, 1)`).run('o'.repeat(43));
+    expect(uploads.begin(who({ uploadToken: 'o'.repeat(43) }))).toEqual({ ok: true });
+    expect(uploads.begin(who({ uploadToken: 'x'.repeat(43) }))).toMatchObject({ ok: false, status: 403 });
   });
 
   it("writes each stream once: a stored artifact refuses a second upload, and settles the job's followers", () => {

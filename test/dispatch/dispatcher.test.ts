@@ -48,7 +48,7 @@ describe('team dispatcher capabilities', () => {
     const a2 = await connect(t, 'a2');
     await t.c.jobs.submit(request('j1', { agent: 'a1' }));
     await say(t, a2, exitOf('j1', 'FORGED'));
-    expect(t.c.store.get('j1')?.state).toBe('running');
+    expect(t.c.rows.get('j1')?.state).toBe('running');
     await say(t, a1, exitOf('j1', 'real'));
     await say(t, a1, exitOf('j1', 'again'));
     expect(t.c.jobs.result('j1')?.exit?.stdout).toBe('real');
@@ -69,13 +69,13 @@ describe('team dispatcher capabilities', () => {
     await t.c.jobs.submit(request('j1'));
     ws.close(1006, '');
     t.c.link.drop(ws as unknown as WebSocket, 'closed (1006)');
-    expect(t.c.store.get('j1')?.orphaned_at).toBe(t.host.clock.now);
+    expect(t.c.rows.get('j1')?.orphaned_at).toBe(t.host.clock.now);
     t.host.clock.now += 3 * HB;
     await t.c.jobs.onAlarm(t.host.clock.now);
-    expect(t.c.store.get('j1')?.state).toBe('running');
+    expect(t.c.rows.get('j1')?.state).toBe('running');
     t.host.clock.now += 1;
     await t.c.jobs.onAlarm(t.host.clock.now);
-    expect(t.c.store.get('j1')).toMatchObject({ state: 'lost', error_code: 'lost' });
+    expect(t.c.rows.get('j1')).toMatchObject({ state: 'lost', error_code: 'lost' });
   });
 
   it('keeps a job whose agent reconnects and reports it in time', async () => {
@@ -90,11 +90,11 @@ describe('team dispatcher capabilities', () => {
     const att = t.c.link.attachmentFor(new Request('https://x/', { headers: { 'X-Gatehouse-Subject': 'agent-a1', 'X-Gatehouse-Token-Id': 't' } }));
     if (att.ok) t.c.link.attach(again as unknown as WebSocket, att.att);
     await say(t, again, helloOf('a1', { running: ['j1'] }));
-    expect(t.c.store.get('j1')?.orphaned_at).toBeNull();
+    expect(t.c.rows.get('j1')?.orphaned_at).toBeNull();
     t.host.clock.now += 10 * HB;
     await say(t, again, { type: 'heartbeat', running: ['j1'] });
     await t.c.jobs.onAlarm(t.host.clock.now);
-    expect(t.c.store.get('j1')?.state).toBe('running');
+    expect(t.c.rows.get('j1')?.state).toBe('running');
   });
 
   it('wakes the alarm every heartbeat while sockets or jobs are open, sooner for a queue deadline, and not at all when idle', async () => {
@@ -105,7 +105,7 @@ describe('team dispatcher capabilities', () => {
     await t.c.jobs.submit(request('q1', { queueWaitMs: 300 }));
     expect(wake()).toBe(now + 300);
     await connect(t, 'a1');
-    expect(t.c.store.get('q1')?.state).toBe('running');
+    expect(t.c.rows.get('q1')?.state).toBe('running');
     expect(wake()).toBe(now + HB);
   });
 
@@ -115,7 +115,7 @@ describe('team dispatcher capabilities', () => {
     expect(t.c.auditLog.query({ jobId: 'q1' }).entries).toMatchObject([{ decision: 'allowed', exitStatus: 'queued' }]);
     t.host.clock.now += 101;
     await t.c.jobs.onAlarm(t.host.clock.now);
-    expect(t.c.store.get('q1')).toMatchObject({ state: 'refused', error_code: 'no_agent' });
+    expect(t.c.rows.get('q1')).toMatchObject({ state: 'refused', error_code: 'no_agent' });
     expect(t.c.auditLog.query({ jobId: 'q1' }).entries).toMatchObject([{ decision: 'failed', exitStatus: 'refused', tool: 'execute' }]);
     expect(t.batches).toEqual([]);
   });

@@ -6,11 +6,11 @@
 import { describe, expect, it } from 'vitest';
 import type { JobExit, JobSpec } from '../../src/contracts/agent-protocol.ts';
 import { Followers } from '../../src/dispatch/followers.ts';
-import { JobStore } from '../../src/dispatch/job-store.ts';
+import { jobParts } from './job-parts.ts';
 import { sqlHost } from './sql-host.ts';
 
 function jobs() {
-  const store = new JobStore(sqlHost());
+  const store = jobParts(sqlHost()).store;
   const add = (id: string) =>
     store.create({
       spec: {

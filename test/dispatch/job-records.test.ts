@@ -1,12 +1,14 @@
 /**
- * The DO's job store against a real SQLite (node:sqlite standing in for `ctx.storage.sql`):
+ * A job's stores (rows, texts, live output, stream states) against a real SQLite (node:sqlite standing in for `ctx.storage.sql`):
  * exactly-once results, chunked storage below Cloudflare's row limit, byte offsets of the live
  * output, write-once artifacts, paging; plus the agent's splitting of oversized results and the
  * size of the socket attachment.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { serialize } from 'node:v8';
-import { EXIT_ROW_INLINE_CHARS, JobStore } from '../../src/dispatch/job-store.ts';
+import { EXIT_ROW_INLINE_CHARS } from '../../src/dispatch/job-records.ts';
+import { jobParts, type TestJobStore } from './job-parts.ts';
+import { YOUNG_MS } from '../../src/dispatch/live-output.ts';
 import type { SqlHost } from '../../src/dispatch/host.ts';
 import { sqlHost } from './sql-host.ts';
 import { OUTPUT_FRAME_JOB_ID_MAX_BYTES, outputFrameBytes } from '../../src/contracts/output-frame.ts';
@@ -30,7 +32,7 @@ const spec = (id: string, extra: Partial<JobSpec> = {}): JobSpec => ({
   limits: { inlineBytes: 1000, artifactBytes: 1000 },
   ...extra,
 });
-const newJob = (store: JobStore, id: string, extra: Partial<JobSpec> = {}) =>
+const newJob = (store: TestJobStore, id: string, extra: Partial<JobSpec> = {}) =>
   store.create({
     spec: spec(id, extra),
     tool: 'execute',
@@ -60,13 +62,13 @@ const exitOf = (id: string, stdout: string, extra: Partial<JobExit> = {}): JobEx
 });
 const agentA = { id: 'a', subject: 'agent-a', sandbox: 'gvisor' as const };
 /** Live output in order, each piece at the stream's current end (what the agent's relay sends). */
-const append = (store: JobStore, id: string, stream: 'stdout' | 'stderr', data: string | Uint8Array) =>
+const append = (store: TestJobStore, id: string, stream: 'stdout' | 'stderr', data: string | Uint8Array) =>
   store.appendOutput(id, stream, store.relayed(id, stream), typeof data === 'string' ? Buffer.from(data) : data);
 
 describe('job store', () => {
   it('accepts a result exactly once, only from the assigned agent, only while the job is open', () => {
     const h = sqlHost();
-    const store = new JobStore(h);
+    const store = jobParts(h).store;
     newJob(store, 'j1');
     expect(store.assign('j1', agentA, 2)).toBe(true);
     expect(store.finish('j1', 'exited', 3, { exit: exitOf('j1', 'FORGED'), fromAgent: 'rogue' })).toBe(false);
@@ -79,7 +81,7 @@ describe('job store', () => {
 
   it('stores a 10 MiB inline output (with multi-byte characters on chunk edges) in rows below the 2 MB limit and reads it back', () => {
     const h = sqlHost();
-    const store = new JobStore(h);
+    const store = jobParts(h).store;
     newJob(store, 'big');
     store.assign('big', agentA, 2);
     // An emoji (a surrogate pair) straddling every chunk boundary.
@@ -89,12 +91,12 @@ describe('job store', () => {
     const biggest = h.db.prepare(`SELECT MAX(length(CAST(data AS BLOB))) AS b FROM job_blobs`).get() as { b: number };
     expect(biggest.b).toBeLessThan(SQLITE_ROW_MAX_BYTES);
     // A fresh store over the same database (what a restarted object sees).
-    expect(new JobStore(h).result('big')?.stdout).toBe(stdout);
+    expect(jobParts(h).store.result('big')?.stdout).toBe(stdout);
   });
 
   it('keeps a result up to EXIT_ROW_INLINE_CHARS in the job row, a larger one in chunks, and still reads rows stored before that', () => {
     const h = sqlHost();
-    const store = new JobStore(h);
+    const store = jobParts(h).store;
     const blobs = (id: string) =>
       (h.db.prepare(`SELECT count(*) AS n FROM job_blobs WHERE job_id = ? AND kind IN ('stdout', 'stderr')`).get(id) as { n: number }).n;
     const small = 'ö'.repeat(EXIT_ROW_INLINE_CHARS - 2); // with stderr's 2 characters: exactly the limit
@@ -108,7 +110,7 @@ describe('job store', () => {
       store.assign(id, agentA, 2);
       expect(store.finish(id, 'exited', 3, { exit: exitOf(id, stdout, { stderr: 'e\n' }), fromAgent: 'a' })).toBe(true);
       expect(blobs(id), id).toBe(inRow ? 0 : 2);
-      for (const s of [store, new JobStore(h)]) {
+      for (const s of [store, jobParts(h).store]) {
         expect(s.result(id)?.stdout, id).toBe(stdout);
         expect(s.result(id)?.stderr, id).toBe('e\n');
         expect(s.result(id), id).not.toHaveProperty('outputInline');
@@ -121,7 +123,36 @@ describe('job store', () => {
       .prepare(`UPDATE jobs SET state = 'exited', ended_at = 3, exit = ? WHERE id = 'old'`)
       .run(JSON.stringify({ ...exitOf('old', ''), stdout: '', stderr: '' }));
     h.db.prepare(`INSERT INTO job_blobs (job_id, kind, seq, data) VALUES ('old', 'stdout', 0, 'from a chunk\n')`).run();
-    expect(new JobStore(h).result('old')?.stdout).toBe('from a chunk\n');
+    expect(jobParts(h).store.result('old')?.stdout).toBe('from a chunk\n');
+  });
+
+  it("keeps a young job's output in memory, and writes it after YOUNG_MS only if the job runs or its end still needs it", () => {
+    vi.useFakeTimers();
+    try {
+      const h = sqlHost();
+      const { store } = jobParts(h, { youngMs: YOUNG_MS });
+      const kept = () => h.db.prepare(`SELECT DISTINCT job_id FROM job_output ORDER BY job_id`).all();
+      for (const id of ['short', 'long', 'lost']) {
+        newJob(store, id);
+        store.assign(id, agentA, 2);
+        append(store, id, 'stdout', `${id}\n`);
+      }
+      expect(kept()).toEqual([]);
+      // Read like stored output meanwhile (followers, job_output, an exit rebuilt from the live output).
+      expect(Buffer.from(store.readOutput('long', 'stdout', 1, 100).data).toString()).toBe('ong\n');
+      expect(store.view(store.get('long')!)).toMatchObject({ stdout_bytes: 5 });
+      // A short job's exit carries its output: nothing to write. A lost job's live output is all there is of it.
+      store.finish('short', 'exited', 3, { exit: exitOf('short', 'short\n'), fromAgent: 'a' });
+      store.finish('lost', 'lost', 3, { error: { code: 'lost', message: 'agent gone' } });
+      vi.advanceTimersByTime(YOUNG_MS);
+      expect(kept()).toEqual([{ job_id: 'long' }, { job_id: 'lost' }]);
+      append(store, 'long', 'stdout', 'more\n');
+      // A restarted object reads it back.
+      expect(Buffer.from(jobParts(h).store.readOutput('long', 'stdout', 0, 100).data).toString()).toBe('long\nmore\n');
+      expect(jobParts(h).store.view(store.get('lost')!)).toMatchObject({ artifacts: { stdout: { state: 'partial', bytes: 5 } } });
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('keeps jobs stored by a version that copied them to D1, and drops what only that copy needed', () => {
@@ -139,13 +170,13 @@ describe('job store', () => {
     h.db.exec(`INSERT INTO job_blobs VALUES ('old', 'audit', 0, '{}'), ('old', 'spec', 0, '{"jobId":"old"}')`);
     h.db.exec(`INSERT INTO jobs (id, seq, tool, subject, token_id, cancel_key, background, artifact_handle, state, created_at, deadline,
       timeout_ms, max_concurrent, audit_id) VALUES ('old', 1, 'execute', 'alice', 't1', 'k', 0, 'art_old', 'queued', 1, 10000, 1000, 4, 42)`);
-    const store = new JobStore(h);
+    const store = jobParts(h).store;
     expect(store.get('old')).toMatchObject({ id: 'old', state: 'queued' });
     expect(store.spec('old')).toEqual({ jobId: 'old' });
     expect(h.db.prepare(`SELECT kind FROM job_blobs`).all()).toEqual([{ kind: 'spec' }]);
     expect(h.db.prepare(`SELECT name FROM sqlite_master WHERE name = 'jobs_unsynced'`).all()).toEqual([]);
     // A second start over the same storage is fine.
-    expect(() => new JobStore(h)).not.toThrow();
+    expect(() => jobParts(h).store).not.toThrow();
   });
 
   it('never answers from a row it read before a write to it, nor from one a failed transaction wrote', () => {
@@ -165,7 +196,7 @@ describe('job store', () => {
         });
       },
     };
-    const store: JobStore = new JobStore(host);
+    const store: TestJobStore = jobParts(host).store;
     newJob(store, 'j');
     expect(store.get('j')?.state).toBe('queued');
     expect(store.assign('j', agentA, 2)).toBe(true);
@@ -186,11 +217,11 @@ describe('job store', () => {
     expect(() => {
       (store.get('j') as { state: string }).state = 'queued';
     }).toThrow();
-    expect(new JobStore(host).get('j')).toEqual(store.get('j'));
+    expect(jobParts(host).store.get('j')).toEqual(store.get('j'));
   });
 
   it('keeps live output by byte offset, multi-byte characters included', () => {
-    const store = new JobStore(sqlHost());
+    const store = jobParts(sqlHost()).store;
     newJob(store, 'j');
     store.assign('j', agentA, 2);
     append(store, 'j', 'stdout', 'héllo\n');
@@ -203,7 +234,7 @@ describe('job store', () => {
   });
 
   it('keeps live output byte for byte (NUL and invalid UTF-8 included) as one gap-free prefix at its true offsets', () => {
-    const store = new JobStore(sqlHost());
+    const store = jobParts(sqlHost()).store;
     newJob(store, 'b');
     store.assign('b', agentA, 2);
     const bytes = Buffer.from([0, 0, 0xff, 0xfe, 0x0a, 0xc3]);
@@ -219,7 +250,7 @@ describe('job store', () => {
   });
 
   it("writes each stream's artifact once", () => {
-    const store = new JobStore(sqlHost());
+    const store = jobParts(sqlHost()).store;
     newJob(store, 'j');
     expect(store.beginUpload('j', 'stdout')).toBe(true);
     expect(store.beginUpload('j', 'stdout')).toBe(true); // a retry after a failed attempt
@@ -229,7 +260,7 @@ describe('job store', () => {
   });
 
   it('records the exit at once while its announced uploads run; each stream ends complete, or partial with the live bytes kept', () => {
-    const store = new JobStore(sqlHost());
+    const store = jobParts(sqlHost()).store;
     newJob(store, 'j');
     store.assign('j', agentA, 2);
     append(store, 'j', 'stdout', 'line-1\nline-2\n');
@@ -271,7 +302,7 @@ describe('job store', () => {
   });
 
   it('an upload the agent calls complete but the edge never stored is failed; a lost job keeps what was relayed', () => {
-    const store = new JobStore(sqlHost());
+    const store = jobParts(sqlHost()).store;
     newJob(store, 'j');
     store.assign('j', agentA, 2);
     store.finish('j', 'exited', 3, { exit: exitOf('j', 'x', { artifactsUploaded: false, pendingArtifacts: ['stdout'] }), fromAgent: 'a' });
@@ -292,7 +323,7 @@ describe('job store', () => {
 
   it('keeps at most LIVE_OUTPUT_MAX_BYTES of a stream live, in rows below the row limit', () => {
     const h = sqlHost();
-    const store = new JobStore(h);
+    const store = jobParts(h).store;
     newJob(store, 'j');
     store.assign('j', agentA, 2);
     const piece = Buffer.from('é'.repeat(3 * 1024 * 1024)); // 6 MiB, more than a frame carries: the store splits it anyway
@@ -307,7 +338,7 @@ describe('job store', () => {
   });
 
   it('pages the job list newest first with a cursor, and filters', () => {
-    const store = new JobStore(sqlHost());
+    const store = jobParts(sqlHost()).store;
     for (let i = 0; i < 5; i++) newJob(store, `j${i}`);
     store.finish('j1', 'refused', 2, { error: { code: 'queue_full', message: 'full' } });
     const p1 = store.list({ limit: 2 });

@@ -34,9 +34,9 @@ describe('jobs', () => {
     await t.c.jobs.submit(request('r1'));
     expect(await t.c.jobs.cancelByKey('k-r1', 'client hung up')).toBe(true);
     expect(ws.of('job.cancel')).toEqual([{ type: 'job.cancel', jobId: 'r1', reason: 'client hung up' }]);
-    expect(t.c.store.get('r1')?.state).toBe('running');
+    expect(t.c.rows.get('r1')?.state).toBe('running');
     await say(t, ws, { ...exitOf('r1', ''), state: 'cancelled' } satisfies JobExit);
-    expect(t.c.store.get('r1')?.state).toBe('cancelled');
+    expect(t.c.rows.get('r1')?.state).toBe('cancelled');
     expect(await t.c.jobs.kill('nope', 'x')).toEqual({ found: false, state: null });
   });
 

@@ -92,7 +92,7 @@ describe('an idle team', () => {
     await t.c.jobs.submit(request('j1'));
     expect(alarmAt(t)).toBe(t.host.now() + HB);
     await say(t, ws, { type: 'job.exit', ...exitFields('j1') });
-    expect(t.c.store.get('j1')?.state).toBe('exited');
+    expect(t.c.rows.get('j1')?.state).toBe('exited');
     expect(idle(t)).toBe(true);
   });
 });
@@ -105,7 +105,7 @@ describe('liveness from the pings', () => {
     t.host.clock.now += MISSED_HEARTBEATS * HB + 1;
     ping(t, alive);
     for (const id of ['j1', 'j2', 'j3']) await t.c.jobs.submit(request(id));
-    expect(['j1', 'j2', 'j3'].map((id) => t.c.store.get(id)?.agent ?? null)).toEqual(['alive', 'alive', null]);
+    expect(['j1', 'j2', 'j3'].map((id) => t.c.rows.get(id)?.agent ?? null)).toEqual(['alive', 'alive', null]);
     expect(frozen.of('job.start')).toEqual([]);
     // The only agent is silent: the job waits for one, and is refused no_agent at its deadline.
     const t2 = setup();
@@ -114,7 +114,7 @@ describe('liveness from the pings', () => {
     expect(await t2.c.jobs.submit(request('q', { queueWaitMs: 500 }))).toMatchObject({ ok: true, state: 'queued' });
     t2.host.clock.now += 501;
     await alarm(t2);
-    expect(t2.c.store.get('q')).toMatchObject({ state: 'refused', error_code: 'no_agent' });
+    expect(t2.c.rows.get('q')).toMatchObject({ state: 'refused', error_code: 'no_agent' });
   });
 
   it("checks a running job's agent every heartbeat: a frozen agent (socket open, no pings) is dropped and its job lost", async () => {
@@ -136,10 +136,10 @@ describe('liveness from the pings', () => {
       await alarm(t);
     }
     expect(ws.closed).toMatchObject({ code: 4000 });
-    expect(t.c.store.get('j1')).toMatchObject({ state: 'running', orphaned_at: t.host.now() });
+    expect(t.c.rows.get('j1')).toMatchObject({ state: 'running', orphaned_at: t.host.now() });
     t.host.clock.now += MISSED_HEARTBEATS * HB + 1;
     await alarm(t);
-    expect(t.c.store.get('j1')).toMatchObject({ state: 'lost', error_code: 'lost' });
+    expect(t.c.rows.get('j1')).toMatchObject({ state: 'lost', error_code: 'lost' });
   });
 
   it('counts a message as a sign of life too (an agent busy sending results)', async () => {
@@ -152,7 +152,7 @@ describe('liveness from the pings', () => {
       await alarm(t);
     }
     expect(ws.closed).toBeNull();
-    expect(t.c.store.get('j1')?.state).toBe('running');
+    expect(t.c.rows.get('j1')?.state).toBe('running');
   });
 });
 
@@ -163,12 +163,12 @@ describe('the jobs an agent holds (`running`, sent when they change)', () => {
     await t.c.jobs.submit(request('j1'));
     // Sent before the agent read its job.start: not held against the job.
     await say(t, ws, { type: 'running', jobs: [] });
-    expect(t.c.store.get('j1')?.orphaned_at).toBeNull();
+    expect(t.c.rows.get('j1')?.orphaned_at).toBeNull();
     t.host.clock.now += 2 * HB;
     await say(t, ws, { type: 'running', jobs: [] });
-    expect(t.c.store.get('j1')?.orphaned_at).toBe(t.host.now());
+    expect(t.c.rows.get('j1')?.orphaned_at).toBe(t.host.now());
     await say(t, ws, { type: 'running', jobs: ['j1'] });
-    expect(t.c.store.get('j1')?.orphaned_at).toBeNull();
+    expect(t.c.rows.get('j1')?.orphaned_at).toBeNull();
   });
 
   it('is within the message budget at one per heartbeat, and over it sent in a tight loop', async () => {
@@ -201,19 +201,19 @@ describe('an agent of the previous protocol version', () => {
     await say(t, ws, helloOf('old', { v: PROTOCOL_VERSION - 1 }));
     expect(ws.of('welcome')).toEqual([{ type: 'welcome', v: PROTOCOL_VERSION - 1, team: 'acme', heartbeatMs: HB }]);
     await t.c.jobs.submit(request('j1'));
-    expect(t.c.store.get('j1')?.agent).toBe('old');
+    expect(t.c.rows.get('j1')?.agent).toBe('old');
     for (let i = 0; i < 10; i++) {
       t.host.clock.now += HB;
       await say(t, ws, { type: 'heartbeat', running: ['j1'] });
       await alarm(t);
     }
     expect(ws.closed).toBeNull();
-    expect(t.c.store.get('j1')).toMatchObject({ state: 'running', orphaned_at: null });
+    expect(t.c.rows.get('j1')).toMatchObject({ state: 'running', orphaned_at: null });
     // Its heartbeats are written as they always were: liveness holds for an object evicted between two.
     expect(t.c.link.agent('old')?.last_seen).toBe(t.host.now());
     t.host.clock.now += 2 * HB;
     await say(t, ws, { type: 'heartbeat', running: [] });
-    expect(t.c.store.get('j1')?.orphaned_at).toBe(t.host.now());
+    expect(t.c.rows.get('j1')?.orphaned_at).toBe(t.host.now());
   });
 
   it('two versions back is closed with 4426, naming the versions this gateway speaks', async () => {

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { AuditLog } from '../../src/dispatch/audit-log.ts';
-import { JobStore } from '../../src/dispatch/job-store.ts';
+import { jobParts } from './job-parts.ts';
 import { EXPORT_BATCH_ROWS, Retention } from '../../src/dispatch/retention.ts';
 import { JOB_RETENTION_MS } from '../../src/contracts/jobs.ts';
 import type { RetentionPolicy } from '../../src/contracts/policy.ts';
@@ -18,7 +18,7 @@ const DAY = 24 * 3600_000;
 function rig(o: { settings?: Partial<RetentionPolicy>; failPut?: () => boolean } = {}) {
   const host = dispatchHost();
   const audit = new AuditLog(host);
-  const jobs = new JobStore(host);
+  const jobs = jobParts(host).store;
   const exported: AuditRow[][] = [];
   const pruned: string[] = [];
   const settings: RetentionPolicy = { auditDays: 1, maxBytes: 1024 ** 3, ...o.settings };

@@ -1,11 +1,12 @@
 /**
- * The DO SQLite statements one `execute` call costs the team's Durable Object, counted over its
- * whole path on node:sqlite: submit and follow, one live output frame, the agent's exit, the
+ * The DO SQLite statements and rows written one `execute` call costs the team's Durable Object, counted
+ * over its whole path on node:sqlite: submit and follow, one live output frame, the agent's exit, the
  * follower's end, the result, and the background copy to D1 — with the alarm re-armed as the DO
  * does after a placement (every capability's `nextWake`). Also: the count does not grow with the
  * jobs the team has open, and a restarted object (memory lost, storage kept) still places and
  * finishes jobs.
  */
+import type { DatabaseSync } from 'node:sqlite';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { JobSpec } from '../../src/contracts/agent-protocol.ts';
 import { encodeOutputFrame } from '../../src/contracts/output-frame.ts';
@@ -19,6 +20,15 @@ import { connect, exitOf, HB, helloOf, request, say, setup } from './team-fixtur
  */
 const STATEMENTS_PER_CALL = 15;
 
+/**
+ * Cloudflare bills each row written ($1.00 per million), and each index entry a write changes is one
+ * more. A call wrote 20 (table rows and index entries as counted here, alarms aside) before a job's spec
+ * went into its row, its upload grant was derived, the jobs' state and cancel-key indexes went, and a
+ * short job's live output stayed in memory; now 10: the job's row with its two index entries, its start
+ * and its end; the call's audit row with its index entries, and its two completions.
+ */
+const ROWS_WRITTEN_PER_CALL = 11;
+
 type Team = ReturnType<typeof setup>;
 
 /** The DO's re-arm after work (team-dispatcher.ts `rearm`): it asks every capability for its next wake-up. */
@@ -29,15 +39,30 @@ function rearmLikeTheDO(t: Team): void {
   };
 }
 
-/** Counts the statements run on the object's SQLite from now on. */
-function countStatements(t: Team): string[] {
-  const run: string[] = [];
+/** Counts the statements run on the object's SQLite from now on, and the rows they wrote (`run.rowsWritten`). */
+function countStatements(t: Team): string[] & { rowsWritten: number } {
+  const run = Object.assign([] as string[], { rowsWritten: 0 });
   const exec = t.host.sql.exec.bind(t.host.sql);
   t.host.sql.exec = ((q: string, ...params: SqlStorageValue[]) => {
     run.push(q);
-    return exec(q, ...params);
+    const cursor = exec(q, ...params);
+    run.rowsWritten += cursor.rowsWritten * (1 + indexEntries(t.host.db, q));
+    return cursor;
   }) as typeof t.host.sql.exec;
   return run;
+}
+
+/**
+ * The index entries a write changes per row it writes, as Cloudflare counts them (each one a row written):
+ * every index of the table for an INSERT or a DELETE, those over a column it sets for an UPDATE.
+ */
+function indexEntries(db: DatabaseSync, q: string): number {
+  const m = /^\s*(INSERT(?:\s+OR\s+\w+)?\s+INTO|UPDATE|DELETE\s+FROM)\s+(\w+)/i.exec(q);
+  if (!m) return 0;
+  const indexes = db.prepare(`PRAGMA index_list(${m[2]})`).all() as { name: string }[];
+  if (!/^UPDATE/i.test(m[1])) return indexes.length;
+  const set = [.../\bSET\s+([\s\S]*?)\s+WHERE\b/i.exec(q)![1].matchAll(/(\w+)\s*=/g)].map((c) => c[1]);
+  return indexes.filter((ix) => (db.prepare(`PRAGMA index_info(${ix.name})`).all() as { name: string }[]).some((c) => set.includes(c.name))).length;
 }
 
 /** Lets the background work run out: the delayed D1 copy of a start, and the passes it awaits. */
@@ -80,6 +105,7 @@ describe('DO statements per execute call', () => {
     const run = countStatements(t);
     const { answer, lines, result } = await executeCall(t, ws, 'j1');
     expect(run.length).toBeLessThanOrEqual(STATEMENTS_PER_CALL);
+    expect(run.rowsWritten).toBeLessThanOrEqual(ROWS_WRITTEN_PER_CALL);
     expect(answer).toEqual({ ok: true, jobId: 'j1', state: 'running', agentId: 'a1' });
     expect(lines.map((e) => e.type)).toEqual(['started', 'output', 'exit']);
     expect(lines[2].exit?.stdout).toBe('hi\n');
@@ -101,12 +127,13 @@ describe('DO statements per execute call', () => {
     await t.c.jobs.submit(request('o0', { ...roomy, agent: 'a1' }));
     for (let i = 1; i < 20; i++) await t.c.jobs.submit(request(`o${i}`, { ...roomy, agent: 'a2' }));
     await settle();
-    expect([t.c.store.queued().length, t.c.store.running().length]).toEqual([17, 3]);
+    expect([t.c.rows.queued().length, t.c.rows.running().length]).toEqual([17, 3]);
     const run = countStatements(t);
     const { lines } = await executeCall(t, a1, 'j1', roomy);
     expect(run.length).toBeLessThanOrEqual(STATEMENTS_PER_CALL);
+    expect(run.rowsWritten).toBeLessThanOrEqual(ROWS_WRITTEN_PER_CALL);
     expect(lines.at(-1)?.exit?.stdout).toBe('hi\n');
-    expect([t.c.store.queued().length, t.c.store.running().length]).toEqual([17, 3]);
+    expect([t.c.rows.queued().length, t.c.rows.running().length]).toEqual([17, 3]);
   });
 
   it('places and finishes jobs after a restart over the same storage (what it keeps in memory is read again)', async () => {
@@ -115,7 +142,7 @@ describe('DO statements per execute call', () => {
     await executeCall(t, ws, 'j0');
     // a1 (capacity 2) runs j1 and j2; j3 waits for a slot. Then the object restarts: memory and sockets are gone.
     for (const id of ['j1', 'j2', 'j3']) await t.c.jobs.submit(request(id));
-    expect(t.c.store.queued().map((r) => r.id)).toEqual(['j3']);
+    expect(t.c.rows.queued().map((r) => r.id)).toEqual(['j3']);
     const host = dispatchHost({ db: t.host.db, env: t.host.env, heartbeatMs: HB });
     host.clock.now = t.host.clock.now;
     const r = setup({ host });
@@ -128,7 +155,7 @@ describe('DO statements per execute call', () => {
     r.c.link.attach(again as unknown as WebSocket, att.att);
     await say(r, again, helloOf('a1', { running: ['j1', 'j2'] }));
     expect(again.of('job.start')).toEqual([]); // still full
-    expect([r.c.store.running().map((j) => j.id), r.c.store.queued().map((j) => j.id)]).toEqual([['j1', 'j2'], ['j3']]);
+    expect([r.c.rows.running().map((j) => j.id), r.c.rows.queued().map((j) => j.id)]).toEqual([['j1', 'j2'], ['j3']]);
     // j1's end frees a slot: j3 starts with the spec stored before the restart.
     await say(r, again, exitOf('j1', 'one\n'));
     const [start] = again.of('job.start') as { spec: JobSpec }[];
@@ -140,11 +167,11 @@ describe('DO statements per execute call', () => {
     expect(lines.at(-1)?.exit?.stdout).toBe('hi\n');
     await say(r, again, exitOf('j3', 'three\n'));
     await settle();
-    expect(r.c.store.get('j4')!.seq).toBeGreaterThan(r.c.store.get('j3')!.seq);
+    expect(r.c.rows.get('j4')!.seq).toBeGreaterThan(r.c.rows.get('j3')!.seq);
     expect(['j1', 'j2', 'j3', 'j4'].map((id) => r.c.jobs.result(id)?.exit?.stdout)).toEqual(['one\n', 'two\n', 'three\n', 'hi\n']);
-    expect([r.c.store.queued(), r.c.store.running()]).toEqual([[], []]);
+    expect([r.c.rows.queued(), r.c.rows.running()]).toEqual([[], []]);
     // What the restarted object kept in memory matches a third reading of the same storage.
     const fresh = setup({ host: dispatchHost({ db: t.host.db, env: t.host.env, heartbeatMs: HB }) });
-    for (const id of ['j0', 'j1', 'j2', 'j3', 'j4']) expect(fresh.c.store.get(id)).toEqual(r.c.store.get(id));
+    for (const id of ['j0', 'j1', 'j2', 'j3', 'j4']) expect(fresh.c.rows.get(id)).toEqual(r.c.rows.get(id));
   });
 });

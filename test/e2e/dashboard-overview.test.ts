@@ -147,8 +147,7 @@ describe.skipIf(!HAVE_CHROMIUM)('the dashboard for a first user', () => {
 
   it("the overview shows agents and slots, the last hour's jobs by state, denials, pending approvals and recent failures, each a link", async () => {
     expect(await page.evaluate(() => window.location.hash)).toBe('#/overview');
-    // The jobs index in D1 follows the team's Durable Object: wait until all five jobs are counted with their end
-    // (the page refreshes every 5 s).
+    // Wait until all five jobs are counted with their end (the page refreshes every 5 s).
     await page.waitForFunction(
       () =>
         Number(document.querySelector('[data-tile=jobs] .n')?.textContent) >= 5 &&
@@ -183,6 +182,11 @@ describe.skipIf(!HAVE_CHROMIUM)('the dashboard for a first user', () => {
     // The reason is cut in the table, whole on hover.
     expect(denial[1]).toContain(`Executable "${LONG_EXE}" is not in the allowed executables list`);
     expect(await page.$eval('tr[data-approval]', (t: any) => t.innerText)).toContain(LONG_SUBJECT);
+    // What the team keeps, against its policy's retention, and what is dropped next.
+    const storage = await page.$eval('[data-storage]', (e: any) => e.innerText.replace(/\s+/g, ' '));
+    expect(storage).toMatch(
+      /Storage and retention [\d.]+ MB of 1073\.7 MB \(policy retention\.maxBytes\) · audit kept 90 days \(retention\.auditDays\) · the next audit rows are exported and dropped .+ · 0 rows exported so far/,
+    );
     await shot('overview');
     // The denials tile opens the audit log filtered to denials.
     await page.click('[data-tile=denials]');

@@ -55,7 +55,7 @@ function view(r) {
     ? h('p', { class: 'empty' }, 'No jobs in the last hour.')
     : h('ul', { class: 'states' }, states.map((s) => h('li', null,
       h('a', { href: '#/jobs?state=' + s, 'data-state-count': s }, jobBadge({ state: s, exit_code: s === 'exited' ? 0 : undefined }), ' ', String(byState[s])))));
-  return h('div', null, tiles, health(r.dispatcher, a),
+  return h('div', null, tiles, health(r.dispatcher, a), storage(r.storage),
     h('section', { 'aria-labelledby': 'ov-states' }, h('h2', { id: 'ov-states' }, 'Jobs in the last hour by state'), stateList,
       h('p', { class: 'sub' }, 'exited counts every exit, with any code: the failures below name the non-zero ones.')),
     h('section', { 'aria-labelledby': 'ov-failures' }, h('h2', { id: 'ov-failures' }, 'Recent failures'), failures(r.failures.jobs)),
@@ -73,6 +73,17 @@ function health(d, a) {
     : 'no job has ended since the dispatcher last started';
   return h('section', { 'aria-labelledby': 'ov-health', 'data-health': '' }, h('h2', { id: 'ov-health' }, 'Dispatcher health, live'),
     h('p', null, d.queued + ' queued · ' + d.running + ' running · ' + a.online + ' agent' + (a.online === 1 ? '' : 's') + ' connected; ' + last + '.'));
+}
+
+/** What the team keeps (its object's storage against the policy's retention) and what retention drops next. */
+function storage(s) {
+  if (!s) return null;
+  const mb = (n) => (n / 1e6).toFixed(1) + ' MB';
+  const next = s.nextDropAt === null ? 'nothing is due to be dropped' : 'the next audit rows are exported and dropped ' + fmtTime(s.nextDropAt);
+  return h('section', { 'aria-labelledby': 'ov-storage', 'data-storage': '' }, h('h2', { id: 'ov-storage' }, 'Storage and retention'),
+    h('p', null, mb(s.bytes) + ' of ' + mb(s.maxBytes) + ' (policy retention.maxBytes) · audit kept ' + s.auditDays + ' days (retention.auditDays) · ' + next +
+      ' · ' + s.exported.rows + ' rows exported so far (gatehouse audit export reads them).'),
+    s.lastError ? h('p', { class: 'error', role: 'alert' }, 'Retention cannot export: ' + visible(s.lastError)) : null);
 }
 
 function failures(list) {

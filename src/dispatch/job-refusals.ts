@@ -1,0 +1,56 @@
+/**
+ * Why a queued job was refused, in words a caller can act on: no agent at all, none with its
+ * runtime, sandbox floor, agent or labels, or all of them busy (the team's or the agents' limit).
+ */
+import { RUNTIMES, type RuntimeName } from '../contracts/runtimes.ts';
+import { concurrencyLimitMessage } from '../policy/engine.ts';
+import type { JobRow } from './job-rows.ts';
+import type { Failure } from './jobs.ts';
+import { noAgentMessage } from './outcomes.ts';
+import type { Ineligibility } from './scheduler.ts';
+
+/** What the team looks like when the job is refused. */
+export interface RefusalContext {
+  team: string;
+  /** The ids of the agents connected. */
+  connected: string[];
+  /** The team's running jobs. */
+  active: number;
+  /** Connected agents that could take jobs, and their slots. */
+  agents: number;
+  slots: number;
+}
+
+export function refusalOf(row: JobRow, why: Ineligibility | 'busy', c: RefusalContext): Failure {
+  const waited = `${Math.max(0, row.deadline - row.created_at)}ms`;
+  switch (why) {
+    case 'no_agent':
+      return { code: 'no_agent', message: `${noAgentMessage(c.team)} (waited ${waited} for one)` };
+    case 'runtime': {
+      const def = RUNTIMES[row.runtime as RuntimeName];
+      return {
+        code: 'runtime_unavailable',
+        message: `runtime "${row.runtime}" is not installed on any connected executor agent; install ${def ? `the Debian package ${def.debianPackage}` : 'its toolchain'} on the agent host and restart the agent`,
+      };
+    }
+    case 'sandbox':
+      return {
+        code: 'no_agent',
+        message: `no connected executor agent meets the team's sandbox floor (sandbox.minimum = ${row.sandbox_min}); start an agent with --sandbox ${row.sandbox_min === 'gvisor' ? 'gvisor' : 'gvisor or bwrap'}`,
+      };
+    case 'agent':
+      return {
+        code: 'no_agent',
+        message: `executor agent "${row.sel_agent}" is not connected (or cannot run this job); connected: ${c.connected.join(', ') || 'none'}`,
+      };
+    case 'labels':
+      return { code: 'no_agent', message: `no connected executor agent carries all the labels ${row.sel_labels}; start one with --label for each` };
+    case 'busy': {
+      const message =
+        c.active >= row.max_concurrent || c.slots >= row.max_concurrent
+          ? concurrencyLimitMessage(c.active, row.max_concurrent)
+          : `All executor agents are busy (${c.active}/${c.slots} slots in use on ${c.agents} agent${c.agents === 1 ? '' : 's'}); try again later or start another agent`;
+      return { code: 'concurrency_limit', message: `${message} (waited ${waited} in the queue)` };
+    }
+  }
+}
