@@ -80,7 +80,7 @@ export class LiveOutput {
     const ends = this.endsOf(id);
     let y = this.young.get(id);
     if (!y && this.youngMs > 0 && !this.grown.has(id) && ends.stdout + ends.stderr === 0) {
-      y = { parts: { stdout: [], stderr: [] }, timer: setTimeout(() => this.grow(id), this.youngMs) };
+      y = { parts: { stdout: [], stderr: [] }, timer: setTimeout(() => this.growLater(id), this.youngMs) };
       this.young.set(id, y);
     }
     if (y) {
@@ -96,6 +96,15 @@ export class LiveOutput {
     this.insert(id, stream, end, b);
     ends[stream] = end + b.byteLength;
     return b.byteLength;
+  }
+
+  private growLater(id: string): void {
+    try {
+      this.grow(id);
+    } catch (e) {
+      // No caller to tell: the live output of this job is what the exit carries.
+      console.warn(`job ${id}: its first live output was not stored: ${(e as Error).message}`);
+    }
   }
 
   /** The young job's time is up: its buffered output is written if still needed, and what follows goes straight to storage. */

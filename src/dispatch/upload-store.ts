@@ -57,6 +57,8 @@ export type GrantCheck = 'ok' | 'other_agent' | 'wrong_token';
 export class UploadStore {
   private readonly host: SqlHost;
   private secret: string | null = null;
+  /** The streams with a multipart upload recorded (`job_id/stream`), once read: most uploads are one PUT and have none to remove. */
+  private open: Set<string> | null = null;
 
   constructor(host: SqlHost) {
     this.host = host;
@@ -114,6 +116,7 @@ export class UploadStore {
 
   /** Records a new R2 upload for the stream (replacing an older one the caller has aborted), with no parts yet. */
   put(r: UploadRow): void {
+    this.open?.add(`${r.job_id}/${r.stream}`);
     this.host.transactionSync(() => {
       this.sql.exec(`DELETE FROM artifact_parts WHERE job_id = ? AND stream = ?`, r.job_id, r.stream);
       this.sql.exec(
@@ -150,6 +153,13 @@ export class UploadStore {
   }
 
   remove(jobId: string, stream: StreamName): void {
+    this.open ??= new Set(
+      this.sql
+        .exec<{ job_id: string; stream: string }>(`SELECT job_id, stream FROM artifact_uploads`)
+        .toArray()
+        .map((r) => `${r.job_id}/${r.stream}`),
+    );
+    if (!this.open.delete(`${jobId}/${stream}`)) return;
     this.host.transactionSync(() => {
       this.sql.exec(`DELETE FROM artifact_parts WHERE job_id = ? AND stream = ?`, jobId, stream);
       this.sql.exec(`DELETE FROM artifact_uploads WHERE job_id = ? AND stream = ?`, jobId, stream);
