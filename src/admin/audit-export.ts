@@ -15,7 +15,7 @@ import { apiError } from './http.ts';
 
 export const auditExportRoutes = new Hono<AppEnv>();
 
-export const AUDIT_EXPORT_MAX_LIMIT = 10_000;
+const AUDIT_EXPORT_MAX_LIMIT = 10_000;
 const AUDIT_EXPORT_DEFAULT_LIMIT = 5000;
 const ALLOWED = ['after', 'since', 'limit'];
 

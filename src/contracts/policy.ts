@@ -118,9 +118,9 @@ const NETWORK_OFF: NetworkPolicy = {
 };
 
 /** A compliance default: 90 days of audit in the team's object (older rows stay in the R2 export). */
-export const RETENTION_DEFAULT_AUDIT_DAYS = 90;
+const RETENTION_DEFAULT_AUDIT_DAYS = 90;
 /** 1 GiB of the object's 10 GB: room for ~90 days at a few thousand calls a day; the bound is what a team pays for in storage. */
-export const RETENTION_DEFAULT_MAX_BYTES = 1024 ** 3;
+const RETENTION_DEFAULT_MAX_BYTES = 1024 ** 3;
 /** The least a team may keep: below it one busy hour could trigger retention. */
 const RETENTION_MIN_BYTES = 16 * 1024 ** 2;
 

@@ -209,10 +209,6 @@ export async function beginUpload(env: Env, team: string, u: UploadWho): Promise
   return (await stub(env, team).beginUpload(u)) as UploadAnswer;
 }
 
-export async function endUpload(env: Env, team: string, jobId: string, stream: StreamName, okay: boolean, bytes: number): Promise<void> {
-  await stub(env, team).endUpload(jobId, stream, okay, bytes);
-}
-
 export async function multipartBegin(env: Env, team: string, who: UploadWho, shape: MultipartShape): Promise<MultipartBeginAnswer> {
   return (await stub(env, team).multipartBegin(who, shape)) as MultipartBeginAnswer;
 }

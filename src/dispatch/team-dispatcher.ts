@@ -226,11 +226,6 @@ export class TeamDispatcher extends DurableObject<Env> {
     return this.c.uploads.begin(u);
   }
 
-  endUpload(jobId: string, stream: StreamName, ok: boolean, bytes: number): void {
-    this.meter.wake('rpc');
-    this.c.uploads.end(jobId, stream, ok, bytes);
-  }
-
   multipartBegin(u: UploadWho, shape: MultipartShape): MultipartBeginAnswer {
     this.meter.wake('rpc');
     return this.c.uploads.multipartBegin(u, shape);

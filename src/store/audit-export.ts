@@ -7,7 +7,7 @@
 import type { Env } from '../env.ts';
 import type { AuditRow } from './audit.ts';
 
-export function auditExportKey(team: string, firstId: number, lastId: number): string {
+function auditExportKey(team: string, firstId: number, lastId: number): string {
   return `t/${team}/audit/${String(firstId).padStart(16, '0')}-${String(lastId).padStart(16, '0')}.ndjson`;
 }
 

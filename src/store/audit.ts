@@ -38,7 +38,7 @@ export const D1_ROW_MAX_BYTES = 2_000_000;
 const STORED_JSON_MAX_CHARS = 64 * 1024;
 
 /** `value` as JSON, or, past STORED_JSON_MAX_CHARS, an object that says so and keeps the start. */
-export function boundedJson(value: unknown): string {
+function boundedJson(value: unknown): string {
   const s = JSON.stringify(value);
   if (s.length <= STORED_JSON_MAX_CHARS) return s;
   return JSON.stringify({ truncated: true, chars: s.length, head: s.slice(0, STORED_JSON_MAX_CHARS - 256) });

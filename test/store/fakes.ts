@@ -9,9 +9,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Env } from '../../src/env.ts';
 import type { StreamName } from '../../src/contracts/agent-protocol.ts';
-import { ArtifactIndex, smallBodyMaxBytes, type BodyPlace, type StoredArtifact } from '../../src/dispatch/artifact-index.ts';
-import { indexArtifact } from '../../src/dispatch/artifact-client.ts';
-import { putArtifactBody } from '../../src/store/artifacts.ts';
+import { ArtifactIndex, type StoredArtifact } from '../../src/dispatch/artifact-index.ts';
 import { dispatchHost } from '../dispatch/sql-host.ts';
 
 const MIGRATIONS = resolve(import.meta.dirname, '../../migrations');
@@ -144,33 +142,6 @@ export function fakeEnv(): { env: Env; db: FakeD1; r2: FakeR2; teams: FakeTeams 
   const teams: FakeTeams = new FakeTeams(() => env);
   const env = { DB: db, ARTIFACTS: r2, TEAM_DISPATCHER: teams } as unknown as Env;
   return { env, db, r2, teams };
-}
-
-/**
- * Stores a stream as the edge does (src/dispatch/artifact-routes.ts): a body up to the cost
- * model's threshold kept with the team, a larger one in R2, indexed by the team's object at `now`.
- */
-export async function storeArtifact(
-  f: { env: Env; teams: FakeTeams },
-  a: {
-    team: string;
-    handle: string;
-    jobId: string;
-    stream: StreamName;
-    body: string | Uint8Array;
-    lines: number;
-    truncated?: boolean;
-    retentionHours?: number;
-    now?: number;
-  },
-): Promise<BodyPlace> {
-  if (a.now !== undefined) f.teams.clock.now = a.now;
-  const body = typeof a.body === 'string' ? new TextEncoder().encode(a.body) : a.body;
-  const entry = { handle: a.handle, jobId: a.jobId, stream: a.stream, lines: a.lines, truncated: a.truncated ?? false, retentionHours: a.retentionHours ?? 24 };
-  if (body.byteLength <= smallBodyMaxBytes(entry.retentionHours)) return indexArtifact(f.env, a.team, { ...entry, r2Key: null, bytes: body.byteLength }, body);
-  const r = await putArtifactBody(f.env, { ...entry, team: a.team, body: new Response(body).body!, contentLength: body.byteLength });
-  if (!r.ok) throw new Error(r.error.message);
-  return indexArtifact(f.env, a.team, { ...entry, r2Key: r.value.r2Key, bytes: r.value.bytes }, null);
 }
 
 export const bodyOf = (s: string | Uint8Array) => new Response(s).body!;
