@@ -22,11 +22,11 @@ import type {
 } from './events.ts';
 import type { DispatchHost } from './host.ts';
 import type { JobRow, JobRows } from './job-rows.ts';
-import { StreamArtifacts } from './stream-artifacts.ts';
+import { StreamArtifacts, type PendingUploads } from './stream-artifacts.ts';
 import { UploadStore } from './upload-store.ts';
 
-/** What the upload rules need of the jobs: the job's row. */
-export type UploadedJobs = Pick<JobRows, 'get'>;
+/** What the upload rules need of the jobs: the job's row, and the streams its exit left uploading. */
+export type UploadedJobs = Pick<JobRows, 'get'> & PendingUploads;
 
 type Forbidden = Extract<UploadAnswer, { code: 'forbidden' }>;
 
@@ -43,7 +43,7 @@ export class ArtifactUploads {
     this.host = host;
     this.jobs = jobs;
     this.store = new UploadStore(host);
-    this.streams = new StreamArtifacts(host);
+    this.streams = new StreamArtifacts(host, jobs);
     this.onStored = onStored;
   }
 

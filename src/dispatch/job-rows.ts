@@ -8,7 +8,7 @@
  * Exactly-once: a job leaves `queued`/`running` through one conditional UPDATE; whoever changes the row
  * first wins, every later attempt sees zero rows written.
  */
-import type { JobSpec, SandboxKind } from '../contracts/agent-protocol.ts';
+import type { JobExit, JobSpec, SandboxKind, StreamName } from '../contracts/agent-protocol.ts';
 import type { JobState } from '../contracts/jobs.ts';
 import { migrate, type Migration, type SqlHost } from './host.ts';
 import { JOB_TABLES_V1 } from './job-tables-v1.ts';
@@ -93,6 +93,9 @@ export class JobRows {
   private get sql(): SqlStorage {
     return this.host.sql;
   }
+
+  /** The streams each row's exit left uploading (parsed once per row). */
+  private readonly pending = new WeakMap<JobRow, readonly StreamName[]>();
 
   /** Drops every copy (a transaction that wrote rows was rolled back). */
   reset(): void {
@@ -225,6 +228,29 @@ export class JobRows {
       ...params,
     );
     return row ?? null;
+  }
+
+  /** The streams the ended job's exit left uploading (artifact uploads follow the exit); [] while it runs. */
+  pendingOf(id: string): readonly StreamName[] {
+    const row = this.get(id);
+    if (!row?.exit || row.ended_at === null) return [];
+    let p = this.pending.get(row);
+    if (!p) {
+      p = (JSON.parse(row.exit) as JobExit).pendingArtifacts ?? [];
+      this.pending.set(row, p);
+    }
+    return p;
+  }
+
+  /** Every ended job whose exit left streams uploading, with those streams. */
+  endedWithPending(): { id: string; pending: readonly StreamName[] }[] {
+    return this.sql
+      .exec<{ id: string; pending: string }>(
+        `SELECT id, json_extract(exit, '$.pendingArtifacts') AS pending FROM jobs
+         WHERE ended_at IS NOT NULL AND json_array_length(exit, '$.pendingArtifacts') > 0`,
+      )
+      .toArray()
+      .map((r) => ({ id: r.id, pending: JSON.parse(r.pending) as StreamName[] }));
   }
 
   /** Marks (or clears) when an ended job's uploading agent went away; reuses the job's orphan mark, unused once it ended. */

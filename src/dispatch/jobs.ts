@@ -54,7 +54,7 @@ export interface DispatchHealth {
  * in memory since `since` (when this instance started; a hibernated object starts a new one). An idle
  * team's agents' pings are answered by the platform and count nothing.
  */
-export interface DispatchWakes {
+interface DispatchWakes {
   since: number;
   messages: number;
   alarms: number;

@@ -53,8 +53,7 @@ beforeEach(() => {
   host = dispatchHost({
     env: { ARTIFACTS: { resumeMultipartUpload: (key: string, id: string) => ({ abort: async () => void aborted.push(`${key}/${id}`) }) } as never },
   });
-  uploads = new ArtifactUploads(host, { get: (id) => store.get(id) }, (id) => stored.push(id));
-  store = jobParts(host, { streams: uploads.streams }).store;
+  store = jobParts(host, { streams: (rows) => (uploads = new ArtifactUploads(host, rows, (id) => stored.push(id))).streams }).store;
   store.create({
     spec: spec('j'),
     tool: 'execute',

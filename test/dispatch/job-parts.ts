@@ -11,10 +11,11 @@ import { LiveOutput } from '../../src/dispatch/live-output.ts';
 import { StreamArtifacts } from '../../src/dispatch/stream-artifacts.ts';
 
 /** `youngMs` 0 (the default here): live output is written as it comes, as for a job past its first second. */
-export function jobParts(host: SqlHost, o: { youngMs?: number; streams?: StreamArtifacts } = {}) {
+/** `streams`: the stream states of an artifact uploads capability built over the rows (else their own). */
+export function jobParts(host: SqlHost, o: { youngMs?: number; streams?: (rows: JobRows) => StreamArtifacts } = {}) {
   const rows = new JobRows(host);
   const texts = new JobTexts(host);
-  const streams = o.streams ?? new StreamArtifacts(host);
+  const streams = o.streams?.(rows) ?? new StreamArtifacts(host, rows);
   const live: LiveOutput = new LiveOutput(host, (id) => records.liveNeeded(id), o.youngMs ?? 0);
   const records: JobRecords = new JobRecords(host, { rows, texts, live, streams });
   const store = {

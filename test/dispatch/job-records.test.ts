@@ -260,7 +260,8 @@ describe('job store', () => {
   });
 
   it('records the exit at once while its announced uploads run; each stream ends complete, or partial with the live bytes kept', () => {
-    const store = jobParts(sqlHost()).store;
+    const h = sqlHost();
+    const store = jobParts(h).store;
     newJob(store, 'j');
     store.assign('j', agentA, 2);
     append(store, 'j', 'stdout', 'line-1\nline-2\n');
@@ -280,6 +281,13 @@ describe('job store', () => {
     });
     expect(store.hasUploading('j')).toBe(true);
     expect(store.uploading().map((r) => r.id)).toEqual(['j']);
+    // No row is written for a stream the exit left uploading: a restarted object finds it from the exit.
+    expect(h.db.prepare(`SELECT count(*) AS n FROM job_artifacts`).get()).toEqual({ n: 0 });
+    expect(
+      jobParts(h)
+        .store.uploading()
+        .map((r) => r.id),
+    ).toEqual(['j']);
     expect(store.result('j')?.artifactsUploaded).toBe(false);
 
     // stdout stored by the edge; stderr's upload failed (the agent's report), the edge kept its live bytes.
@@ -296,6 +304,7 @@ describe('job store', () => {
       artifacts: { stdout: { state: 'complete', bytes: 5000 }, stderr: { state: 'partial', bytes: 5 } },
     });
     expect(store.hasUploading('j')).toBe(false);
+    expect([store.uploading(), jobParts(h).store.uploading()]).toEqual([[], []]);
     // The stored stream's live copy is dropped (R2 serves it); the failed one's stays readable.
     expect(store.relayed('j', 'stdout')).toBe(0);
     expect(Buffer.from(store.readOutput('j', 'stderr', 0, 100).data).toString()).toBe('warn\n');
