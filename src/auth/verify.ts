@@ -132,6 +132,7 @@ export async function authenticate(req: Request, env: Env, o: ScopeRequirement =
 /** Every call of a suspended team is refused, with who suspended it and why. */
 function suspendedTeam(team: string, a: Admission): AuthResult {
   const s = a.suspended!;
+  if (s.deleted) return fail(403, 'team_suspended', `team "${team}" was deleted (${new Date(s.at).toISOString()}, by ${s.by}): its tokens no longer work`);
   return fail(403, 'team_suspended', `team "${team}" is suspended (since ${new Date(s.at).toISOString()}, by ${s.by}: ${s.reason}); an operator resumes it`);
 }
 

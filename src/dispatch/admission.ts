@@ -22,6 +22,8 @@ export interface Suspension {
   at: number;
   by: string;
   reason: string;
+  /** The team was deleted (team-erasure.ts): for good, not until it is resumed. */
+  deleted?: true;
 }
 
 export interface Admission {

@@ -261,7 +261,7 @@ describe("a team's life", () => {
     for (const token of [teamAdmin, await gw.token({ team: TEAM, scopes: ['admin'] })]) {
       const r = await admin('/tokens', token);
       expect(r.status).toBe(403);
-      expect((await json(r)).error.message).toContain('deleted');
+      expect((await json(r)).error.message).toMatch(/^team "[^"]+" was deleted \(.+\): its tokens no longer work$/);
     }
     expect(objectContents(objectFile)).toEqual({ tables: [], keys: ['team-deleted'] });
     expect((await op('GET', `/teams/${TEAM}`)).status).toBe(404);
