@@ -1,5 +1,5 @@
 /**
- * requireAuth / configGuard alone (Hono `app.request()` in Node, an in-memory revocation list):
+ * requireAuth / configGuard alone (Hono `app.request()` in Node, an in-memory revocation list standing in for the team's object):
  * the fast checks of the middleware contract; the full matrix runs against workerd in auth.test.ts.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -12,18 +12,20 @@ const ORIGIN = 'http://gw.test';
 let key: string;
 const revoked = new Set<string>();
 
-/** Just enough of D1 for the admission query (`src/store/admission.ts`): revoked?, and no stored policy. */
-const fakeDb = {
-  prepare: () => ({
-    bind: (jti: string, team: string) => ({
-      first: async () => ({ revoked: revoked.has(`${team}/${jti}`) ? 1 : 0, version: null, updated_at: null }),
-    }),
+/**
+ * Just enough of the teams' Durable Objects for admission (`src/dispatch/admission.ts`, which the
+ * object answers; e2e tests run the real one): revoked?, no stored policy, not suspended.
+ */
+const fakeTeams = {
+  idFromName: (team: string) => team,
+  get: (team: string) => ({
+    admit: async (jti: string) => ({ revoked: revoked.has(`${team}/${jti}`), policy: { version: null, updatedAt: null }, suspended: null }),
   }),
-} as unknown as D1Database;
+} as unknown as Env['TEAM_DISPATCHER'];
 
 // A public host: production configuration (issuer and audience) is required there.
 const envWith = (extra: Partial<Env> = {}): Env =>
-  ({ DB: fakeDb, GATEHOUSE_SIGNING_KEY: key, GATEHOUSE_ISSUER: ORIGIN, GATEHOUSE_AUDIENCE: `${ORIGIN}/mcp`, ...extra }) as Env;
+  ({ TEAM_DISPATCHER: fakeTeams, GATEHOUSE_SIGNING_KEY: key, GATEHOUSE_ISSUER: ORIGIN, GATEHOUSE_AUDIENCE: `${ORIGIN}/mcp`, ...extra }) as Env;
 
 function app() {
   const a = new Hono<AppEnv>();

@@ -159,6 +159,8 @@ describe("the dashboard's health section", () => {
       queued: 0,
       running: 0,
       lastJob: { endedAt: expect.any(Number), durationMs: expect.any(Number), queueWaitMs: expect.any(Number) },
+      // Its wake-ups since it last started (agent messages and alarms: an idle team's stay still).
+      wakes: { since: expect.any(Number), messages: expect.any(Number), alarms: expect.any(Number) },
     });
   });
 });

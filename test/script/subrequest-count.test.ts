@@ -130,21 +130,21 @@ describe('subrequests of one subprocess', () => {
     expect(calls.length).toBeLessThanOrEqual(SUBPROCESS_BASE_SUBREQUESTS);
   });
 
-  it('a subprocess whose DO call fails: policy read, the DO call and its `failed` audit row — within the budget', async () => {
+  it('a subprocess whose DO call fails: policy read, the DO call and its `failed` audit row (in the team object) — within the budget', async () => {
     const doc = withScript();
     const { env, calls } = countingEnv(doc, { failSubmit: true });
     const r = await runSubprocess(context(doc, env), { op: 'gatehouse_exec', command: 'true', args: [] });
     expect(r.ok).toBe(false);
-    expect(calls.map((c) => c.split(' ')[0])).toEqual(['d1.first', 'do.submitAndFollow', 'd1.run']);
+    expect(calls.map((c) => c.split(' ')[0])).toEqual(['d1.first', 'do.submitAndFollow', 'do.recordAudit']);
     expect(calls.length).toBeLessThanOrEqual(SUBPROCESS_BASE_SUBREQUESTS);
   });
 
-  it('a denied subprocess: policy read and its audit row — within the budget', async () => {
+  it('a denied subprocess: policy read and its audit row (in the team object) — within the budget', async () => {
     const doc = withScript();
     const { env, calls } = countingEnv(doc);
     const r = await runSubprocess(context(doc, env), { op: 'gatehouse_exec', command: 'curl', args: ['http://x'] });
     expect(r.ok).toBe(false);
-    expect(calls.map((c) => c.split(' ')[0])).toEqual(['d1.first', 'd1.run']);
+    expect(calls.map((c) => c.split(' ')[0])).toEqual(['d1.first', 'do.recordAudit']);
     expect(calls.length).toBeLessThanOrEqual(SUBPROCESS_BASE_SUBREQUESTS);
   });
 
