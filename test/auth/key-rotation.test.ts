@@ -12,14 +12,16 @@ import { configGuard, requireAuth, wellKnownRoutes } from '../../src/auth/index.
 import { generateSigningKey, mintToken, publicJwk } from '../../src/auth/mint.ts';
 
 const ORIGIN = 'http://gw.test';
-const fakeDb = {
-  prepare: () => ({ bind: () => ({ first: async () => ({ revoked: 0, version: null, updated_at: null }) }) }),
-} as unknown as D1Database;
+/** The teams' objects as admission needs them (nothing revoked, no stored policy, not suspended); e2e tests run the real ones. */
+const fakeTeams = {
+  idFromName: (team: string) => team,
+  get: () => ({ admit: async () => ({ revoked: false, policy: { version: null, updatedAt: null }, suspended: null }) }),
+} as unknown as Env['TEAM_DISPATCHER'];
 
 let oldKey: string;
 let newKey: string;
 
-const envWith = (vars: Partial<Env>): Env => ({ DB: fakeDb, GATEHOUSE_ISSUER: ORIGIN, GATEHOUSE_AUDIENCE: `${ORIGIN}/mcp`, ...vars }) as Env;
+const envWith = (vars: Partial<Env>): Env => ({ TEAM_DISPATCHER: fakeTeams, GATEHOUSE_ISSUER: ORIGIN, GATEHOUSE_AUDIENCE: `${ORIGIN}/mcp`, ...vars }) as Env;
 
 function app() {
   const a = new Hono<AppEnv>();
