@@ -196,7 +196,11 @@ export class TeamDispatcher extends DurableObject<Env> {
     // A deleted team's object holds only its deletion mark: every token of the team is refused, nothing is rebuilt.
     const deleted = await this.deletedAt();
     if (deleted)
-      return { revoked: false, policy: { version: null, updatedAt: null }, suspended: { ...deleted, reason: 'the team was deleted, with its data', deleted: true } };
+      return {
+        revoked: false,
+        policy: { version: null, updatedAt: null },
+        suspended: { ...deleted, reason: 'the team was deleted, with its data', deleted: true },
+      };
     // The team's first request after an upgrade starts moving its history out of D1, in the background.
     if (!this.c.legacy.finished) void this.c.legacy.catchUp().then(() => this.rearm());
     return this.c.admission.admit(jti);
