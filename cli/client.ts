@@ -35,48 +35,29 @@ export function connection(flags: Record<string, unknown>, env: NodeJS.ProcessEn
   return { url: base, token: token.trim(), ...(team ? { team } : {}) };
 }
 
-export async function api<T>(conn: Connection, method: string, path: string, body?: unknown): Promise<ApiResult<T>> {
+/**
+ * One admin API request: the answer's status, text and headers, or the gateway unreachable. A non-2xx
+ * answer becomes the gateway's `{ error: { code, message } }` (or its status and first bytes).
+ */
+async function request(
+  conn: Connection,
+  method: string,
+  path: string,
+  o: { body?: unknown; accept?: string; timeoutMs: number },
+): Promise<ApiResult<{ status: number; text: string; headers: Headers }>> {
   let res: Response;
   try {
     const scoped = conn.team ? `/teams/${encodeURIComponent(conn.team)}${path}` : path;
     res = await fetch(`${conn.url}/admin/v1${scoped}`, {
       method,
-      headers: { Authorization: `Bearer ${conn.token}`, Accept: 'application/json', ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
-      body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
-      signal: AbortSignal.timeout(30_000),
+      headers: {
+        Authorization: `Bearer ${conn.token}`,
+        ...(o.accept ? { Accept: o.accept } : {}),
+        ...(o.body === undefined ? {} : { 'Content-Type': 'application/json' }),
+      },
+      body: o.body === undefined ? undefined : typeof o.body === 'string' ? o.body : JSON.stringify(o.body),
+      signal: AbortSignal.timeout(o.timeoutMs),
     });
-  } catch (e) {
-    const cause = (e as { cause?: { code?: string; message?: string } }).cause;
-    return {
-      ok: false,
-      error: { status: 0, code: 'unreachable', message: `cannot reach ${conn.url}: ${cause?.code ?? cause?.message ?? (e as Error).message}` },
-    };
-  }
-  const text = await res.text();
-  let json: unknown;
-  try {
-    json = text ? JSON.parse(text) : null;
-  } catch {
-    json = undefined;
-  }
-  if (!res.ok) {
-    const err = (json as { error?: { code?: string; message?: string } } | undefined)?.error;
-    return {
-      ok: false,
-      error: { status: res.status, code: err?.code ?? `http_${res.status}`, message: err?.message ?? (text.slice(0, 300) || res.statusText) },
-    };
-  }
-  if (json === undefined)
-    return { ok: false, error: { status: res.status, code: 'bad_response', message: `the gateway answered non-JSON: ${text.slice(0, 200)}` } };
-  return { ok: true, value: json as T };
-}
-
-/** A request whose answer is not JSON (an NDJSON export): its text and headers, or the error. */
-export async function apiText(conn: Connection, path: string): Promise<ApiResult<{ text: string; headers: Headers }>> {
-  let res: Response;
-  try {
-    const scoped = conn.team ? `/teams/${encodeURIComponent(conn.team)}${path}` : path;
-    res = await fetch(`${conn.url}/admin/v1${scoped}`, { headers: { Authorization: `Bearer ${conn.token}` }, signal: AbortSignal.timeout(120_000) });
   } catch (e) {
     const cause = (e as { cause?: { code?: string; message?: string } }).cause;
     return {
@@ -88,7 +69,7 @@ export async function apiText(conn: Connection, path: string): Promise<ApiResult
   if (!res.ok) {
     let err: { code?: string; message?: string } | undefined;
     try {
-      err = (JSON.parse(text) as { error?: { code?: string; message?: string } }).error;
+      err = (JSON.parse(text) as { error?: { code?: string; message?: string } } | null)?.error;
     } catch {
       err = undefined;
     }
@@ -97,7 +78,24 @@ export async function apiText(conn: Connection, path: string): Promise<ApiResult
       error: { status: res.status, code: err?.code ?? `http_${res.status}`, message: err?.message ?? (text.slice(0, 300) || res.statusText) },
     };
   }
-  return { ok: true, value: { text, headers: res.headers } };
+  return { ok: true, value: { status: res.status, text, headers: res.headers } };
+}
+
+export async function api<T>(conn: Connection, method: string, path: string, body?: unknown): Promise<ApiResult<T>> {
+  const r = await request(conn, method, path, { body, accept: 'application/json', timeoutMs: 30_000 });
+  if (!r.ok) return r;
+  const { status, text } = r.value;
+  try {
+    return { ok: true, value: (text ? JSON.parse(text) : null) as T };
+  } catch {
+    return { ok: false, error: { status, code: 'bad_response', message: `the gateway answered non-JSON: ${text.slice(0, 200)}` } };
+  }
+}
+
+/** A request whose answer is not JSON (an NDJSON export): its text and headers, or the error. */
+export async function apiText(conn: Connection, path: string): Promise<ApiResult<{ text: string; headers: Headers }>> {
+  const r = await request(conn, 'GET', path, { timeoutMs: 120_000 });
+  return r.ok ? { ok: true, value: { text: r.value.text, headers: r.value.headers } } : r;
 }
 
 /** The gateway's message can quote what a caller sent: shown through `visible`, on one line. */

@@ -16,11 +16,12 @@ import {
   AUDIT_JOB_TOOLS,
   decodeCursor,
   encodeCursor,
-  parseJson,
   redactString,
   type AuditEntry,
   type AuditFilter,
+  auditRowOf,
   type AuditRow,
+  type StoredAuditRow,
 } from '../store/audit.ts';
 import { migrate, type Migration, type SqlHost } from './host.ts';
 
@@ -48,24 +49,6 @@ const MIGRATIONS: readonly Migration[] = [
     sql: [`DROP INDEX IF EXISTS audit_at`],
   },
 ];
-
-type DbRow = {
-  id: number;
-  at: number;
-  subject: string;
-  token_id: string | null;
-  tool: string;
-  command: string | null;
-  cwd: string | null;
-  decision: string;
-  reason: string | null;
-  job_id: string | null;
-  exit_status: string | null;
-  duration_ms: number | null;
-  bytes: number | null;
-  parent_job_id: string | null;
-  approval_id: string | null;
-};
 
 /** How a job ended, as the audit log shows it. */
 function exitStatusOf(v: Pick<JobView, 'state' | 'exit_code' | 'signal'>): string {
@@ -149,10 +132,14 @@ export class AuditLog {
     add('job_id = ?', f.jobId);
     // One extra row tells whether another page exists without a COUNT.
     const rows = this.sql
-      .exec<DbRow>(`SELECT id, ${COLUMNS} FROM audit ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT ?`, ...params, limit + 1)
+      .exec<StoredAuditRow>(
+        `SELECT id, ${COLUMNS} FROM audit ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT ?`,
+        ...params,
+        limit + 1,
+      )
       .toArray();
     const page = rows.slice(0, limit);
-    return { entries: page.map(toAuditRow), nextCursor: rows.length > limit ? encodeCursor(page[page.length - 1].id) : null };
+    return { entries: page.map(auditRowOf), nextCursor: rows.length > limit ? encodeCursor(page[page.length - 1].id) : null };
   }
 
   /** The governed jobs' rows by job id (what each job ran and why it was allowed). */
@@ -160,12 +147,12 @@ export class AuditLog {
     const ids = [...new Set(jobIds)].slice(0, 500);
     if (ids.length === 0) return [];
     return this.sql
-      .exec<DbRow>(
+      .exec<StoredAuditRow>(
         `SELECT id, ${COLUMNS} FROM audit WHERE job_id IN (${ids.map(() => '?').join(', ')}) AND job_id IS NOT NULL AND tool IN ${AUDIT_JOB_TOOLS}`,
         ...ids,
       )
       .toArray()
-      .map(toAuditRow);
+      .map(auditRowOf);
   }
 
   /** Calls since `since`: how many, how many denied, and the newest denials. */
@@ -178,23 +165,23 @@ export class AuditLog {
       )
       .one();
     const rows = this.sql
-      .exec<DbRow>(
+      .exec<StoredAuditRow>(
         `SELECT id, ${COLUMNS} FROM audit WHERE id >= ? AND at >= ? AND decision = 'denied' ORDER BY id DESC LIMIT ?`,
         this.idAtOrAfter(since),
         since,
         recent,
       )
       .toArray();
-    return { calls: n.n, denied: n.denied, recent: rows.map(toAuditRow) };
+    return { calls: n.n, denied: n.denied, recent: rows.map(auditRowOf) };
   }
 
   /** The oldest rows after `afterId`, oldest first (what an export reads and retention drops). */
   oldest(afterId: number, limit: number, before?: number): AuditRow[] {
     const below = before === undefined ? Number.MAX_SAFE_INTEGER : this.idAtOrAfter(before);
     return this.sql
-      .exec<DbRow>(`SELECT id, ${COLUMNS} FROM audit WHERE id > ? AND id < ? ORDER BY id LIMIT ?`, afterId, below, limit)
+      .exec<StoredAuditRow>(`SELECT id, ${COLUMNS} FROM audit WHERE id > ? AND id < ? ORDER BY id LIMIT ?`, afterId, below, limit)
       .toArray()
-      .map(toAuditRow);
+      .map(auditRowOf);
   }
 
   /** When the oldest row kept was written, or null with none. */
@@ -267,24 +254,4 @@ export class AuditLog {
     }
     return n;
   }
-}
-
-function toAuditRow(x: DbRow): AuditRow {
-  return {
-    id: x.id,
-    at: x.at,
-    subject: x.subject,
-    tokenId: x.token_id,
-    tool: x.tool,
-    command: parseJson(x.command),
-    cwd: x.cwd,
-    decision: x.decision,
-    reason: x.reason,
-    jobId: x.job_id,
-    exitStatus: x.exit_status,
-    durationMs: x.duration_ms,
-    bytes: x.bytes,
-    parentJobId: x.parent_job_id,
-    approvalId: x.approval_id,
-  };
 }

@@ -231,6 +231,46 @@ export function decodeCursor(c: string): number | null {
   }
 }
 
+/** An audit row as its table stores it (the team's object's `audit`, an older deployment's D1 `audit`). */
+export type StoredAuditRow = {
+  id: number;
+  at: number;
+  subject: string;
+  token_id: string | null;
+  tool: string;
+  command: string | null;
+  cwd: string | null;
+  decision: string;
+  reason: string | null;
+  job_id: string | null;
+  exit_status: string | null;
+  duration_ms: number | null;
+  bytes: number | null;
+  parent_job_id: string | null;
+  approval_id: string | null;
+};
+
+/** A stored audit row as the API shows it (its command parsed back from JSON). */
+export function auditRowOf(x: StoredAuditRow): AuditRow {
+  return {
+    id: x.id,
+    at: x.at,
+    subject: x.subject,
+    tokenId: x.token_id,
+    tool: x.tool,
+    command: parseJson(x.command),
+    cwd: x.cwd,
+    decision: x.decision,
+    reason: x.reason,
+    jobId: x.job_id,
+    exitStatus: x.exit_status,
+    durationMs: x.duration_ms,
+    bytes: x.bytes,
+    parentJobId: x.parent_job_id,
+    approvalId: x.approval_id,
+  };
+}
+
 /** A JSON column as its value; text that is not JSON (an older row) as itself. */
 export function parseJson(s: string | null): unknown {
   if (s === null) return null;

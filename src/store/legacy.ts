@@ -4,25 +4,7 @@
  * first, so each step fits one invocation's D1 budget and an interrupted move goes on where it stopped.
  */
 import type { Env } from '../env.ts';
-import { parseJson, type AuditRow } from './audit.ts';
-
-interface DbAuditRow {
-  id: number;
-  at: number;
-  subject: string;
-  token_id: string | null;
-  tool: string;
-  command: string | null;
-  cwd: string | null;
-  decision: string;
-  reason: string | null;
-  job_id: string | null;
-  exit_status: string | null;
-  duration_ms: number | null;
-  bytes: number | null;
-  parent_job_id: string | null;
-  approval_id: string | null;
-}
+import { auditRowOf, type AuditRow, type StoredAuditRow } from './audit.ts';
 
 /** The team's D1 audit rows after `afterId`, oldest first. */
 export async function legacyAuditPage(env: Env, team: string, afterId: number, limit: number): Promise<AuditRow[]> {
@@ -31,24 +13,8 @@ export async function legacyAuditPage(env: Env, team: string, afterId: number, l
      FROM audit WHERE team = ? AND id > ? ORDER BY id LIMIT ?`,
   )
     .bind(team, afterId, limit)
-    .all<DbAuditRow>();
-  return r.results.map((x) => ({
-    id: x.id,
-    at: x.at,
-    subject: x.subject,
-    tokenId: x.token_id,
-    tool: x.tool,
-    command: parseJson(x.command),
-    cwd: x.cwd,
-    decision: x.decision,
-    reason: x.reason,
-    jobId: x.job_id,
-    exitStatus: x.exit_status,
-    durationMs: x.duration_ms,
-    bytes: x.bytes,
-    parentJobId: x.parent_job_id,
-    approvalId: x.approval_id,
-  }));
+    .all<StoredAuditRow>();
+  return r.results.map(auditRowOf);
 }
 
 /**
