@@ -26,14 +26,11 @@ export interface AuditEntry {
   approvalId?: string;
 }
 
-/** D1's largest string, BLOB or row: 2,000,000 bytes (https://developers.cloudflare.com/d1/platform/limits/). */
-export const D1_ROW_MAX_BYTES = 2_000_000;
-
 /**
- * A JSON column as stored (an audit row's command, a job index row's spec): at most this many
- * characters, ≤ 192 KiB of UTF-8, so the row stays far below D1_ROW_MAX_BYTES whatever a caller
- * sent (1,000 arguments of 64 KiB pass the tool's schema). A write D1 refuses would be retried
- * for ever and hold up the team's other rows; a longer value keeps its start instead.
+ * A JSON column as stored (an audit row's command): at most this many characters, ≤ 192 KiB of
+ * UTF-8, so the row stays far below the team object's row limit (SQLITE_ROW_MAX_BYTES, 2 MB:
+ * src/platform/limits.ts) whatever a caller sent (1,000 arguments of 64 KiB pass the tool's
+ * schema). A write storage refuses would fail the call; a longer value keeps its start instead.
  */
 const STORED_JSON_MAX_CHARS = 64 * 1024;
 
@@ -272,7 +269,7 @@ export function auditRowOf(x: StoredAuditRow): AuditRow {
 }
 
 /** A JSON column as its value; text that is not JSON (an older row) as itself. */
-export function parseJson(s: string | null): unknown {
+function parseJson(s: string | null): unknown {
   if (s === null) return null;
   try {
     return JSON.parse(s);

@@ -8,7 +8,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ROOT, freePort, stopGroup } from '../e2e/harness.ts';
-import { D1_ROW_MAX_BYTES } from '../../src/store/audit.ts';
 
 const CONFIG = join(ROOT, 'test/store/workerd/wrangler.toml');
 const WRANGLER = join(ROOT, 'node_modules/.bin/wrangler');
