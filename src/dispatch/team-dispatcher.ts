@@ -194,7 +194,7 @@ export class TeamDispatcher extends DurableObject<Env> {
   async admit(jti: string): Promise<Admission> {
     this.meter.wake('rpc');
     // A deleted team's object holds only its deletion mark: every token of the team is refused, nothing is rebuilt.
-    const deleted = await this.deletedAt();
+    const deleted = await this.deletionMark();
     if (deleted)
       return {
         revoked: false,
@@ -435,6 +435,11 @@ export class TeamDispatcher extends DurableObject<Env> {
   /** When (and by whom) the team was deleted; null: it was not. */
   async deletedAt(): Promise<TeamDeletion | null> {
     this.meter.wake('rpc');
+    return this.deletionMark();
+  }
+
+  /** The deletion mark, read once per instance (admission asks it on every request: not a wake-up of its own). */
+  private async deletionMark(): Promise<TeamDeletion | null> {
     if (this.deleted === undefined) this.deleted = (await this.ctx.storage.get<TeamDeletion>(DELETED_KEY)) ?? null;
     return this.deleted;
   }
