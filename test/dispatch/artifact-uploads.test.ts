@@ -4,6 +4,7 @@
  * exit announced the upload; each stream once. Multipart uploads follow the same rules, in parts of
  * exactly the part size, and an upload that can never complete is aborted in R2.
  */
+import { specOf } from './team-fixture.ts';
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { JobExit, JobSpec, UploadGrant } from '../../src/contracts/agent-protocol.ts';
 import { ArtifactUploads } from '../../src/dispatch/artifact-uploads.ts';
@@ -11,17 +12,7 @@ import type { UploadWho } from '../../src/dispatch/events.ts';
 import { jobParts, type TestJobStore } from './job-parts.ts';
 import { dispatchHost, type TestHost } from './sql-host.ts';
 
-const spec = (id: string): JobSpec => ({
-  jobId: id,
-  artifactHandle: `art_${id}`,
-  mode: 'argv',
-  command: 'true',
-  args: [],
-  cwd: '',
-  env: {},
-  timeoutMs: 1000,
-  limits: { inlineBytes: 1000, artifactBytes: 1000 },
-});
+const spec = (id: string): JobSpec => specOf(id);
 const exitOf = (id: string, pending: ('stdout' | 'stderr')[]): JobExit => ({
   type: 'job.exit',
   jobId: id,

@@ -3,8 +3,9 @@
  * its end — but only once the uploads its exit announced are settled — and a status long-poll
  * returns when the job ends, not at its time limit.
  */
+import { specOf } from './team-fixture.ts';
 import { describe, expect, it } from 'vitest';
-import type { JobExit, JobSpec } from '../../src/contracts/agent-protocol.ts';
+import type { JobExit } from '../../src/contracts/agent-protocol.ts';
 import { Followers } from '../../src/dispatch/followers.ts';
 import { jobParts } from './job-parts.ts';
 import { sqlHost } from './sql-host.ts';
@@ -13,17 +14,7 @@ function jobs() {
   const store = jobParts(sqlHost()).store;
   const add = (id: string) =>
     store.create({
-      spec: {
-        jobId: id,
-        artifactHandle: `art_${id}`,
-        mode: 'argv',
-        command: 'true',
-        args: [],
-        cwd: '',
-        env: {},
-        timeoutMs: 1000,
-        limits: { inlineBytes: 1000, artifactBytes: 1000 },
-      } as JobSpec,
+      spec: specOf(id),
       tool: 'execute',
       subject: 'alice',
       tokenId: 't',

@@ -4,6 +4,7 @@
  * output, write-once artifacts, paging; plus the agent's splitting of oversized results and the
  * size of the socket attachment.
  */
+import { specOf } from './team-fixture.ts';
 import { describe, expect, it, vi } from 'vitest';
 import { serialize } from 'node:v8';
 import { EXIT_ROW_INLINE_CHARS } from '../../src/dispatch/job-records.ts';
@@ -20,18 +21,7 @@ import { PolicyDocument } from '../../src/contracts/policy.ts';
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
 import type { AgentAttachment } from '../../src/dispatch/agent-link.ts';
 
-const spec = (id: string, extra: Partial<JobSpec> = {}): JobSpec => ({
-  jobId: id,
-  artifactHandle: `art_${id}`,
-  mode: 'argv',
-  command: 'true',
-  args: [],
-  cwd: '',
-  env: {},
-  timeoutMs: 1000,
-  limits: { inlineBytes: 1000, artifactBytes: 1000 },
-  ...extra,
-});
+const spec = specOf;
 const newJob = (store: TestJobStore, id: string, extra: Partial<JobSpec> = {}) =>
   store.create({
     spec: spec(id, extra),

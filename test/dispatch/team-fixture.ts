@@ -52,18 +52,22 @@ export async function connect(t: ReturnType<typeof setup>, agentId: string, subj
 export const say = (t: ReturnType<typeof setup>, ws: FakeSocket, m: unknown) =>
   t.c.messages.receive(ws as unknown as WebSocket, typeof m === 'string' ? m : JSON.stringify(m));
 
+/** A small job's spec (`true` unless `extra` says otherwise): the one every test of the object's stores starts from. */
+export const specOf = (id: string, extra: Partial<JobSpec> = {}): JobSpec => ({
+  jobId: id,
+  artifactHandle: `art_${id}`,
+  mode: 'argv',
+  command: 'true',
+  args: [],
+  cwd: '',
+  env: {},
+  timeoutMs: 1000,
+  limits: { inlineBytes: 1000, artifactBytes: 1000 },
+  ...extra,
+});
+
 export const request = (id: string, o: Partial<DispatchRequest> = {}): DispatchRequest => ({
-  spec: {
-    jobId: id,
-    artifactHandle: `art_${id}`,
-    mode: 'argv',
-    command: 'echo',
-    args: ['hi'],
-    cwd: '',
-    env: {},
-    timeoutMs: 1000,
-    limits: { inlineBytes: 1000, artifactBytes: 1000 },
-  } as JobSpec,
+  spec: specOf(id, { command: 'echo', args: ['hi'] }),
   cancelKey: `k-${id}`,
   tool: 'execute',
   subject: 'alice',
