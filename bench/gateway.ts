@@ -18,7 +18,7 @@ const BENCH_CONFIG = join(ROOT, `wrangler.bench-${process.pid}.toml`);
 const BENCH_RATE_LIMIT = 1_000_000;
 
 /**
- * `trace`: the Worker is built with the hot-path trace (src/mcp/trace.ts), which no other build
+ * `trace`: the Worker is built with the hot-path trace (src/contracts/trace.ts), which no other build
  * has; `node bench/hotpath.ts --trace` reads its lines.
  */
 export async function startBenchGateway(o: GatewayOptions & { trace?: boolean } = {}): Promise<Gateway> {

@@ -25,7 +25,7 @@ export type Env = Pick<WranglerEnv, 'DB' | 'ARTIFACTS'> &
     GATEHOUSE_HS_SECRET?: string;
     /** Longest accepted token lifetime in seconds (default one year). */
     MAX_TOKEN_LIFETIME_SECONDS?: string;
-    /** Bench only: '1' prints a timestamped line at each step of a call (src/mcp/trace.ts). */
+    /** Bench only: '1' prints a timestamped line at each step of a call (src/contracts/trace.ts). */
     HOTPATH_TRACE?: string;
     /** Cloudflare Access as the members' identity provider (src/members/access.ts): the team domain and the application's audience tag. */
     CF_ACCESS_TEAM_DOMAIN?: string;

@@ -28,7 +28,7 @@ import {
   type UploadAnswer,
   type UploadWho,
 } from './events.ts';
-import { stamp } from '../mcp/trace.ts';
+import { stamp } from '../contracts/trace.ts';
 import { lostExit } from './outcomes.ts';
 import type { DispatchHealth } from './jobs.ts';
 

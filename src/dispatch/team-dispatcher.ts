@@ -17,7 +17,7 @@ import { AGENT_PING, AGENT_PONG, type JobExit, type StreamName } from '../contra
 import { JOB_RETENTION_MS, type AgentView, type JobListFilter, type JobState, type JobView } from '../contracts/jobs.ts';
 import { workersPlan } from '../platform/plan.ts';
 import { DEFAULT_HEARTBEAT_MS, gatewayConfig } from '../platform/config.ts';
-import { stamp } from '../mcp/trace.ts';
+import { stamp } from '../contracts/trace.ts';
 import { capabilities, type Capabilities } from './capabilities.ts';
 import type { DispatchHealth } from './jobs.ts';
 import { meteredSql, Usage, type UsageSnapshot } from './usage.ts';

@@ -20,7 +20,7 @@ import { isSettled } from '../contracts/jobs.ts';
 import { callCancelKey, type ToolContext, type ToolExtra } from './context.ts';
 import { progressReporter } from './progress.ts';
 import type { InputRequiredResult } from '@modelcontextprotocol/server';
-import { stamp } from './trace.ts';
+import { stamp } from '../contracts/trace.ts';
 import { approvalGate, type Refusal } from '../approval/gate.ts';
 import type { ApprovableRequest } from '../approval/request.ts';
 import { noteCall, type CallFacts } from '../edge/call-log.ts';

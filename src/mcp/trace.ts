@@ -1,25 +1,10 @@
 /**
- * The Worker's side of the bench's trace (src/contracts/trace.ts). Only a Worker built for it
- * traces: `node bench/hotpath.ts --trace` starts `wrangler dev --define GATEHOUSE_TRACE:true`
- * (bench/gateway.ts). Every other build leaves GATEHOUSE_TRACE undefined, so the route has no
- * trace middleware (`traceMark` gives none) and a `stamp` returns at a constant.
+ * The MCP route's marks of the bench's trace (src/contracts/trace.ts, which also holds `stamp`).
+ * Only a Worker built for it traces: `node bench/hotpath.ts --trace` starts `wrangler dev --define
+ * GATEHOUSE_TRACE:true` (bench/gateway.ts). In every other build the route has no trace middleware.
  */
 import type { MiddlewareHandler } from 'hono';
-import { traceLine, type TraceStep } from '../contracts/trace.ts';
-
-/** Replaced at build time by `--define GATEHOUSE_TRACE:true`; a global in no other build. */
-declare const GATEHOUSE_TRACE: boolean | undefined;
-
-/** Whether this build traces. */
-export const TRACING = typeof GATEHOUSE_TRACE !== 'undefined' && GATEHOUSE_TRACE === true;
-
-/**
- * Prints `step` with the time, in a traced build. `env` is the caller's bindings and is not read:
- * whether a Worker traces is fixed when it is built.
- */
-export function stamp(_env: unknown, step: TraceStep): void {
-  if (TRACING) console.warn(traceLine(step));
-}
+import { stamp, TRACING, type TraceStep } from '../contracts/trace.ts';
 
 /**
  * The route's middleware that stamps `step` as a request passes it: none outside a traced build.

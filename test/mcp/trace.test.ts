@@ -2,15 +2,17 @@ import { Hono } from 'hono';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { TRACE_PREFIX } from '../../src/contracts/trace.ts';
 
-/** src/mcp/trace.ts as a build with (`--define GATEHOUSE_TRACE:true`) or without the trace sees it. */
-async function traceModule(traced: boolean): Promise<typeof import('../../src/mcp/trace.ts')> {
+type Trace = typeof import('../../src/mcp/trace.ts') & typeof import('../../src/contracts/trace.ts');
+
+/** The Worker's trace (the stamp in src/contracts/trace.ts, the route's marks in src/mcp/trace.ts) as a build with (`--define GATEHOUSE_TRACE:true`) or without the trace sees it. */
+async function traceModule(traced: boolean): Promise<Trace> {
   vi.resetModules();
   if (traced) vi.stubGlobal('GATEHOUSE_TRACE', true);
-  return import('../../src/mcp/trace.ts');
+  return { ...(await import('../../src/contracts/trace.ts')), ...(await import('../../src/mcp/trace.ts')) };
 }
 
 /** A route shaped like the MCP route: a mark first, a middleware, a mark after it. */
-function route(t: typeof import('../../src/mcp/trace.ts')): Hono {
+function route(t: Trace): Hono {
   const app = new Hono();
   app.use('*', ...t.traceMark('edge.request'), async (_c, next) => next(), ...t.traceMark('edge.authenticated'));
   app.get('/', (c) => c.body('event: message\ndata: {}\n\n', 200, { 'content-type': 'text/event-stream' }));

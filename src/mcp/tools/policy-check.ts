@@ -6,7 +6,7 @@ import { decide, verdictOf } from '../../policy/engine.ts';
 import { teamPolicyOf } from '../../store/policy-cache.ts';
 import { grantLine, grantSummary } from '../../policy/network.ts';
 import { recordAudit } from '../../dispatch/audit-client.ts';
-import { stamp } from '../trace.ts';
+import { stamp } from '../../contracts/trace.ts';
 import { READ_ONLY, toolOutput } from '../register.ts';
 import { missingScope, toolResult, type ToolContext } from '../context.ts';
 
