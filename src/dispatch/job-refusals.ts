@@ -3,11 +3,15 @@
  * runtime, sandbox floor, agent or labels, or all of them busy (the team's or the agents' limit).
  */
 import { RUNTIMES, type RuntimeName } from '../contracts/runtimes.ts';
-import { concurrencyLimitMessage } from '../policy/engine.ts';
 import type { JobRow } from './job-rows.ts';
 import type { Failure } from './jobs.ts';
 import { noAgentMessage } from './outcomes.ts';
 import type { Ineligibility } from './scheduler.ts';
+
+/** The refusal of a job past the policy's `maxConcurrentJobs`: the policy sets the limit, the team's object enforces it. */
+export function concurrencyLimitMessage(active: number, max: number): string {
+  return `Concurrency limit reached (${active}/${max} active jobs)`;
+}
 
 /** What the team looks like when the job is refused. */
 export interface RefusalContext {

@@ -3,7 +3,7 @@
  * reference's order (feature gate → runtime allowlist → executable → arguments/shell → cwd →
  * env → limits → rules → OPA), and says which stage denied and why. The rules stage may also
  * decide `ask`: allowed once a person approves (`decision.ask`). Concurrency (stage 8 of the
- * reference) is enforced by the TeamDispatcher; its message lives here so the text is one.
+ * reference) is enforced by the team's object, which words that refusal itself (src/dispatch/job-refusals.ts).
  *
  * Runs in workerd and in Node: web-standard APIs only. Never throws: any internal failure is a
  * denial (fail closed) naming the stage it happened in.
@@ -29,11 +29,6 @@ export const ruleNumber = (index: number) => index + 1;
 
 export type { DecideOptions, PolicyDecision, PolicyRequest } from './types.ts';
 export { parsePolicy } from './parse.ts';
-
-/** Stage 8's message (reference 000), used by the TeamDispatcher when no slot frees up in time. */
-export function concurrencyLimitMessage(active: number, max: number): string {
-  return `Concurrency limit reached (${active}/${max} active jobs)`;
-}
 
 /** The three-way verdict of a decision: run, ask a person first, or refuse. */
 export function verdictOf(d: Pick<PolicyDecision, 'allowed' | 'ask'>): 'allow' | 'ask' | 'deny' {

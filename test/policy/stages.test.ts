@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { concurrencyLimitMessage, decide } from '../../src/policy/engine.ts';
+import { decide } from '../../src/policy/engine.ts';
 import { check, policy, request } from './helpers.ts';
 
 const tools = policy({
@@ -222,8 +222,5 @@ describe('order and shape', () => {
     expect(d.allowed).toBe(false);
     expect(d.stage).toBe('env');
     expect(d.reason).toMatch(/fails closed/);
-  });
-  it('concurrencyLimitMessage uses the reference text', () => {
-    expect(concurrencyLimitMessage(2, 2)).toBe('Concurrency limit reached (2/2 active jobs)');
   });
 });
