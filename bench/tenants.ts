@@ -131,6 +131,8 @@ interface UsageSum {
   sqlStatements: number;
   sqlRowsRead: number;
   sqlRowsWritten: number;
+  /** Rows written by statement kind and table (absent from objects that do not report it). */
+  sqlRowsWrittenBy: Record<string, number>;
   alarmsSet: number;
   databaseBytes: number;
   d1Queries: number;
@@ -519,6 +521,7 @@ interface Snapshot {
   sqlStatements: number;
   sqlRowsRead: number;
   sqlRowsWritten: number;
+  sqlRowsWrittenBy?: Record<string, number>;
   alarmsSet: number;
   databaseBytes: number | null;
   storage: { d1Queries: number; d1RowsRead: number; d1RowsWritten: number; r2ClassA: number; r2ClassB: number };
@@ -558,6 +561,7 @@ function usageDelta(a: Map<string, Snapshot> | null, b: Map<string, Snapshot> | 
     sqlStatements: 0,
     sqlRowsRead: 0,
     sqlRowsWritten: 0,
+    sqlRowsWrittenBy: {},
     alarmsSet: 0,
     databaseBytes: 0,
     d1Queries: 0,
@@ -577,6 +581,8 @@ function usageDelta(a: Map<string, Snapshot> | null, b: Map<string, Snapshot> | 
     sum.sqlStatements += y.sqlStatements - (x?.sqlStatements ?? 0);
     sum.sqlRowsRead += y.sqlRowsRead - (x?.sqlRowsRead ?? 0);
     sum.sqlRowsWritten += y.sqlRowsWritten - (x?.sqlRowsWritten ?? 0);
+    for (const [k, n] of Object.entries(y.sqlRowsWrittenBy ?? {}))
+      sum.sqlRowsWrittenBy[k] = (sum.sqlRowsWrittenBy[k] ?? 0) + n - (x?.sqlRowsWrittenBy?.[k] ?? 0);
     sum.alarmsSet += y.alarmsSet - (x?.alarmsSet ?? 0);
     sum.databaseBytes += (y.databaseBytes ?? 0) - (x?.databaseBytes ?? 0);
     for (const k of ['d1Queries', 'd1RowsRead', 'd1RowsWritten', 'r2ClassA', 'r2ClassB'] as const) sum[k] += y.storage[k] - (x?.storage[k] ?? 0);
@@ -781,6 +787,20 @@ export function tenantRows(f: TenantFigures): string[][] {
           `rpc ${fmt(doC.wakes.rpc / f.calls)}, message ${fmt(doC.wakes.message / f.calls)}, alarm ${fmt(doC.wakes.alarm / f.calls)}; D1 from the objects ${fmt(doC.d1Queries / f.calls)} queries; ${doC.restarted} objects restarted`,
         ]
       : ['  team objects: SQL statements / rows written per call', 'n/a', '', 'the objects do not serve usage() yet (GET /admin/v1/usage)'],
+    ...(doC
+      ? [
+          [
+            '  team objects: rows written per call, by statement',
+            fmt(doC.sqlRowsWritten / f.calls),
+            '',
+            Object.entries(doC.sqlRowsWrittenBy)
+              .filter(([, n]) => n > 0)
+              .sort((a, b) => b[1] - a[1])
+              .map(([k, n]) => `${k} ${fmt(n / f.calls)}`)
+              .join(', ') || 'none',
+          ],
+        ]
+      : []),
     [
       `  idle ${f.idleS} s: wake-ups per idle team-minute`,
       idle === null ? 'n/a' : fmt(idle),

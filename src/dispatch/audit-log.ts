@@ -14,6 +14,7 @@ import {
   AUDIT_DEFAULT_LIMIT,
   AUDIT_MAX_LIMIT,
   AUDIT_JOB_TOOLS,
+  isJobTool,
   decodeCursor,
   encodeCursor,
   redactString,
@@ -48,7 +49,19 @@ const MIGRATIONS: readonly Migration[] = [
     id: '2-audit-no-at-index',
     sql: [`DROP INDEX IF EXISTS audit_at`],
   },
+  {
+    // A job's row is found through the job's own row (`jobs.audit_id`, the `JobAudit` port): every call spares this index's row written.
+    id: '3-audit-no-job-index',
+    sql: [`DROP INDEX IF EXISTS audit_job_row`],
+  },
 ];
+
+/** Where a job's audit row is: the job's row holds its id (null for a job the object no longer keeps, or kept from before it did). */
+export interface JobAudit {
+  auditIdOf(jobId: string): number | null;
+  /** The state of a job still queued or running (its row shows the state it was written with). */
+  openStateOf(jobId: string): string | null;
+}
 
 /** How a job ended, as the audit log shows it. */
 function exitStatusOf(v: Pick<JobView, 'state' | 'exit_code' | 'signal'>): string {
@@ -61,25 +74,34 @@ const FAILED_STATES = new Set(['lost', 'failed_to_start', 'refused']);
 
 export class AuditLog {
   private readonly host: SqlHost;
+  private readonly jobs: JobAudit;
 
-  constructor(host: SqlHost) {
+  constructor(host: SqlHost, jobs: JobAudit) {
     this.host = host;
+    this.jobs = jobs;
     migrate(host, 'audit', MIGRATIONS);
+  }
+
+  /** The id the next row gets (ids only grow; the object runs one call at a time). */
+  nextId(): number {
+    return this.sql.exec<{ id: number }>(`SELECT COALESCE(MAX(id), ?) + 1 AS id FROM audit`, LEGACY_ID_CEILING).one().id;
   }
 
   private get sql(): SqlStorage {
     return this.host.sql;
   }
 
-  /** Writes one row (a governed job's second row is a no-op); returns its id, or null when it existed. */
-  record(e: AuditEntry, now = Date.now()): number | null {
+  /**
+   * Writes one row, as `id` when given; returns its id, or null when it existed. A governed job has one row: a
+   * second for a job this object took (the Worker's fallback when the submit's answer was lost) is skipped.
+   */
+  record(e: AuditEntry, now = Date.now(), id?: number): number | null {
+    if (id === undefined && e.jobId && this.jobs.auditIdOf(e.jobId) !== null && isJobTool(e.tool)) return null;
     const c = auditColumns(e, now);
     const row = this.sql
       .exec<{ id: number }>(
-        `INSERT INTO audit (id, ${COLUMNS})
-         VALUES ((SELECT COALESCE(MAX(id), ?) + 1 FROM audit), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-         ON CONFLICT DO NOTHING RETURNING id`,
-        LEGACY_ID_CEILING,
+        `INSERT INTO audit (id, ${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id`,
+        id ?? this.nextId(),
         ...c,
       )
       .toArray()[0];
@@ -97,7 +119,7 @@ export class AuditLog {
     this.sql.exec(
       `UPDATE audit SET decision = ?, exit_status = ?, duration_ms = ?, bytes = ?,
          reason = CASE WHEN ? = '' THEN reason WHEN reason IS NULL OR reason = '' THEN ? ELSE reason || '; ' || ? END
-       WHERE job_id = ? AND job_id IS NOT NULL AND tool IN ${AUDIT_JOB_TOOLS}`,
+       WHERE ${this.whereJob(v.job_id)[0]}`,
       FAILED_STATES.has(v.state) ? 'failed' : 'allowed',
       ended ? exitStatusOf(v) : v.state,
       v.duration_ms === null ? null : Math.round(v.duration_ms),
@@ -105,8 +127,21 @@ export class AuditLog {
       note,
       note,
       note,
-      v.job_id,
+      this.whereJob(v.job_id)[1],
     );
+  }
+
+  /** The condition and parameter that find a job's row: its id from the job's row, else (an older job) its job id, scanning. */
+  private whereJob(jobId: string): [string, SqlStorageValue] {
+    const id = this.jobs.auditIdOf(jobId);
+    return id !== null ? ['id = ?', id] : [`job_id = ? AND job_id IS NOT NULL AND tool IN ${AUDIT_JOB_TOOLS}`, jobId];
+  }
+
+  /** A job's row shows the state it was written with; one still open shows the state it is in. */
+  private live(r: AuditRow): AuditRow {
+    const open = r.exitStatus === 'queued' || r.exitStatus === 'running';
+    const state = open && r.jobId && isJobTool(r.tool) ? this.jobs.openStateOf(r.jobId) : null;
+    return state ? { ...r, exitStatus: state } : r;
   }
 
   /** Newest first. The filter is validated by the admin route; an undecodable cursor is refused there. */
@@ -129,6 +164,7 @@ export class AuditLog {
     add('at >= ?', f.since);
     add('at < ?', f.until);
     add('approval_id = ?', f.approvalId);
+    // Every row that names the job (its own, its status reads, kills): a scan, for an admin's filter, not a call's.
     add('job_id = ?', f.jobId);
     // One extra row tells whether another page exists without a COUNT.
     const rows = this.sql
@@ -139,20 +175,28 @@ export class AuditLog {
       )
       .toArray();
     const page = rows.slice(0, limit);
-    return { entries: page.map(auditRowOf), nextCursor: rows.length > limit ? encodeCursor(page[page.length - 1].id) : null };
+    return { entries: page.map((r) => this.live(auditRowOf(r))), nextCursor: rows.length > limit ? encodeCursor(page[page.length - 1].id) : null };
   }
 
   /** The governed jobs' rows by job id (what each job ran and why it was allowed). */
   jobRows(jobIds: readonly string[]): AuditRow[] {
     const ids = [...new Set(jobIds)].slice(0, 500);
-    if (ids.length === 0) return [];
-    return this.sql
-      .exec<StoredAuditRow>(
-        `SELECT id, ${COLUMNS} FROM audit WHERE job_id IN (${ids.map(() => '?').join(', ')}) AND job_id IS NOT NULL AND tool IN ${AUDIT_JOB_TOOLS}`,
-        ...ids,
-      )
-      .toArray()
-      .map(auditRowOf);
+    const byId = ids.map((j) => this.jobs.auditIdOf(j)).filter((id): id is number => id !== null);
+    const older = ids.filter((j) => this.jobs.auditIdOf(j) === null);
+    const rows: StoredAuditRow[] = [];
+    if (byId.length)
+      rows.push(...this.sql.exec<StoredAuditRow>(`SELECT id, ${COLUMNS} FROM audit WHERE id IN (${byId.map(() => '?').join(', ')})`, ...byId).toArray());
+    if (older.length) {
+      rows.push(
+        ...this.sql
+          .exec<StoredAuditRow>(
+            `SELECT id, ${COLUMNS} FROM audit WHERE job_id IN (${older.map(() => '?').join(', ')}) AND job_id IS NOT NULL AND tool IN ${AUDIT_JOB_TOOLS}`,
+            ...older,
+          )
+          .toArray(),
+      );
+    }
+    return rows.map((r) => this.live(auditRowOf(r)));
   }
 
   /** Calls since `since`: how many, how many denied, and the newest denials. */

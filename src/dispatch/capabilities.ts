@@ -81,7 +81,13 @@ export function capabilities(host: DispatchHost, o: { plan: PlanResult; trace: (
   const records: JobRecords = new JobRecords(host, { rows, texts, live, streams: uploads.streams });
   const exits = { get: (id: string) => rows.get(id), result: (id: string) => records.result(id), spec: (id: string) => records.spec(id) };
   const artifacts = new ArtifactIndex(host, exits);
-  const auditLog = new AuditLog(host);
+  const auditLog = new AuditLog(host, {
+    auditIdOf: (id) => rows.get(id)?.audit_id ?? null,
+    openStateOf: (id) => {
+      const r = rows.get(id);
+      return r && (r.state === 'queued' || r.state === 'running') ? r.state : null;
+    },
+  });
   const admission = new TeamAdmission(host, admissionSeed);
   const legacy = new LegacyImport(host, {
     audit: auditLog,

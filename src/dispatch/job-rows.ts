@@ -27,6 +27,8 @@ export interface NewJob {
   maxConcurrent: number;
   deadline: number;
   now: number;
+  /** The id of the call's audit row (written with the job): its completion is found by primary key. */
+  auditId?: number;
 }
 
 export interface JobRow {
@@ -58,7 +60,13 @@ export interface JobRow {
   error_message: string | null;
   /** The spec's JSON when it fits the row (SPEC_ROW_MAX_CHARS); null: chunked in `job_blobs` (and in rows older than the column). */
   spec: string | null;
+  /** The call's audit row; null in rows written before the job knew it. */
+  audit_id: number | null;
 }
+
+const KEPT_COLUMNS = `id, seq, tool, subject, token_id, cancel_key, runtime, sandbox_min, sel_agent, sel_labels, background,
+    artifact_handle, state, agent, agent_subject, sandbox, created_at, deadline, started_at, ended_at, orphaned_at, timeout_ms,
+    max_concurrent, exit, error_code, error_message, audit_id, spec`;
 
 const MIGRATIONS: readonly Migration[] = [
   ...JOB_TABLES_V1,
@@ -67,6 +75,23 @@ const MIGRATIONS: readonly Migration[] = [
     // the state and cancel-key indexes only cost rows written (one per submit, two more per start and end).
     id: '4-jobs-spec-in-row',
     sql: [`ALTER TABLE jobs ADD COLUMN spec TEXT`, `DROP INDEX IF EXISTS jobs_cancel`, `DROP INDEX IF EXISTS jobs_state`],
+  },
+  {
+    // Rows are billed per row and per index entry written: a table keyed by the job id itself (WITHOUT ROWID) writes one
+    // row per insert, where the rowid table wrote three (the row, its id's index, the `seq` index). Lists order by `seq`
+    // over the jobs kept (JOB_RETENTION_MS), which an admin's page reads, not a call. The D1 copy's flags go with it.
+    id: '5-jobs-keyed-by-id',
+    sql: [
+      `CREATE TABLE jobs_keyed (id TEXT NOT NULL PRIMARY KEY, seq INTEGER NOT NULL, tool TEXT NOT NULL, subject TEXT NOT NULL,
+    token_id TEXT NOT NULL, cancel_key TEXT NOT NULL, runtime TEXT, sandbox_min TEXT, sel_agent TEXT, sel_labels TEXT,
+    background INTEGER NOT NULL, artifact_handle TEXT NOT NULL, state TEXT NOT NULL, agent TEXT, agent_subject TEXT,
+    sandbox TEXT, created_at INTEGER NOT NULL, deadline INTEGER NOT NULL, started_at INTEGER, ended_at INTEGER,
+    orphaned_at INTEGER, timeout_ms INTEGER NOT NULL, max_concurrent INTEGER NOT NULL, exit TEXT,
+    error_code TEXT, error_message TEXT, audit_id INTEGER, spec TEXT) WITHOUT ROWID`,
+      `INSERT INTO jobs_keyed SELECT ${KEPT_COLUMNS} FROM jobs`,
+      `DROP TABLE jobs`,
+      `ALTER TABLE jobs_keyed RENAME TO jobs`,
+    ],
   },
 ];
 
@@ -84,6 +109,8 @@ export class JobRows {
   private readonly rows = new Map<string, Readonly<JobRow>>();
   /** The queued and running jobs, once read. */
   private open: Map<string, Readonly<JobRow>> | null = null;
+  /** The newest job's `seq`, once read (no index on it: one scan per instance instead of an index entry per job). */
+  private lastSeq: number | null = null;
 
   constructor(host: SqlHost) {
     this.host = host;
@@ -101,6 +128,7 @@ export class JobRows {
   reset(): void {
     this.rows.clear();
     this.open = null;
+    this.lastSeq = null;
   }
 
   private keep(row: JobRow): Readonly<JobRow> {
@@ -121,12 +149,14 @@ export class JobRows {
 
   /** Records a new job, queued, with `spec` (its JSON, or null when it is kept elsewhere); null when its id exists already. */
   create(j: NewJob, spec: string | null): Readonly<JobRow> | null {
+    this.lastSeq ??= this.sql.exec<{ seq: number }>(`SELECT COALESCE(MAX(seq), 0) AS seq FROM jobs`).one().seq;
     const [row] = this.write(
       `INSERT INTO jobs (id, seq, tool, subject, token_id, cancel_key, runtime, sandbox_min, sel_agent, sel_labels, background,
-          artifact_handle, state, created_at, deadline, timeout_ms, max_concurrent, spec)
-         VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM jobs), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?)
+          artifact_handle, state, created_at, deadline, timeout_ms, max_concurrent, spec, audit_id)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?)
          ON CONFLICT (id) DO NOTHING`,
       j.spec.jobId,
+      this.lastSeq + 1,
       j.tool,
       j.subject,
       j.tokenId,
@@ -142,7 +172,9 @@ export class JobRows {
       j.spec.timeoutMs,
       j.maxConcurrent,
       spec,
+      j.auditId ?? null,
     );
+    if (row) this.lastSeq = row.seq;
     return row ?? null;
   }
 

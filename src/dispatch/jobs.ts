@@ -28,7 +28,7 @@ export interface JobsParts {
   followers: Followers;
   uploads: ArtifactUploads;
   /** The call's audit row: written with the job, completed when it starts and ends. */
-  audit: Pick<AuditLog, 'record' | 'completeJob'>;
+  audit: Pick<AuditLog, 'record' | 'completeJob' | 'nextId'>;
   /** A job.start went out on its agent's socket (a trace step of the hot path). */
   onStartSent(): void;
   /** Set when the deployment is misconfigured (an unknown Workers plan): every job is refused with it, and audited. */
@@ -82,6 +82,8 @@ export class Jobs implements Wakes {
     const team = await this.host.team();
     const now = this.host.now();
     const queuedBefore = this.rows.queued().length;
+    // The job's row holds its audit row's id, so the row's completion is found by its key (no index on job ids).
+    const auditId = this.p.audit.nextId();
     const row = this.p.records.create({
       spec: req.spec,
       tool: req.tool,
@@ -96,6 +98,7 @@ export class Jobs implements Wakes {
       maxConcurrent: req.maxConcurrentJobs,
       deadline: now + req.queueWaitMs,
       now,
+      auditId,
     });
     if (row) {
       this.p.audit.record(
@@ -110,6 +113,7 @@ export class Jobs implements Wakes {
           exitStatus: 'queued',
         },
         now,
+        auditId,
       );
     }
     // A job id it has already: the submit was sent again (its answer lost), and the job is as it stands.
@@ -268,8 +272,8 @@ export class Jobs implements Wakes {
           continue;
         }
         this.p.onStartSent();
+        // The audit row is completed at the job's end; until then its readers see the job's state (audit-log.ts).
         this.p.followers.emit(jobId, { type: 'started', jobId, agentId, sandbox: r.sandbox });
-        this.p.audit.completeJob(this.p.records.view(this.rows.get(jobId)!));
       }
       if (!retry) break;
     }

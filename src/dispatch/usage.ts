@@ -31,6 +31,8 @@ export interface UsageSnapshot {
   /** Rows those statements read and wrote (`SqlStorageCursor.rowsRead` / `rowsWritten`, once each cursor is consumed). */
   sqlRowsRead: number;
   sqlRowsWritten: number;
+  /** Rows written by statement kind and table (`insert jobs`, `update audit_log`, …): where the writes go. */
+  sqlRowsWrittenBy: Record<string, number>;
   /** `setAlarm` calls: each is billed as one row written. */
   alarmsSet: number;
   /** The object's SQLite database size in bytes (`ctx.storage.sql.databaseSize`); null before `meteredSql` is given one. */
@@ -46,6 +48,7 @@ export class Usage {
   statements = 0;
   rowsRead = 0;
   rowsWritten = 0;
+  readonly writtenBy: Record<string, number> = {};
   private alarms = 0;
   private sql: SqlStorage | null = null;
   private readonly storage = storageCounts();
@@ -83,6 +86,7 @@ export class Usage {
       sqlStatements: this.statements,
       sqlRowsRead: this.rowsRead,
       sqlRowsWritten: this.rowsWritten,
+      sqlRowsWrittenBy: { ...this.writtenBy },
       alarmsSet: this.alarms,
       databaseBytes: this.sql ? this.sql.databaseSize : null,
       storage: { ...this.storage },
@@ -100,7 +104,7 @@ export function meteredSql(sql: SqlStorage, usage: Usage): SqlStorage {
   return {
     exec<T extends Record<string, SqlStorageValue>>(query: string, ...bindings: unknown[]): SqlStorageCursor<T> {
       usage.statements += 1;
-      return new MeteredCursor<T>(sql.exec<T>(query, ...bindings), usage) as unknown as SqlStorageCursor<T>;
+      return new MeteredCursor<T>(sql.exec<T>(query, ...bindings), usage, writerOf(query)) as unknown as SqlStorageCursor<T>;
     },
     get databaseSize() {
       return sql.databaseSize;
@@ -110,15 +114,27 @@ export function meteredSql(sql: SqlStorage, usage: Usage): SqlStorage {
   };
 }
 
+/** `insert jobs`, `update audit_log`, `delete live_output`, `create …`: the statement's verb and first table. */
+function writerOf(query: string): string {
+  const m =
+    /^\s*(insert(?:\s+or\s+\w+)?\s+into|update(?:\s+or\s+\w+)?|delete\s+from|replace\s+into|create\s+\w+(?:\s+if\s+not\s+exists)?|drop\s+\w+(?:\s+if\s+exists)?|alter\s+table)\s+["`]?(\w+)/i.exec(
+      query,
+    );
+  return m ? `${m[1].split(/\s+/)[0].toLowerCase()} ${m[2]}` : query.trim().slice(0, 40);
+}
+
 class MeteredCursor<T extends Record<string, SqlStorageValue>> {
   private readonly inner: SqlStorageCursor<T>;
   private readonly usage: Usage;
   private read = 0;
   private written = 0;
 
-  constructor(inner: SqlStorageCursor<T>, usage: Usage) {
+  private readonly writer: string;
+
+  constructor(inner: SqlStorageCursor<T>, usage: Usage, writer: string) {
     this.inner = inner;
     this.usage = usage;
+    this.writer = writer;
     this.settle();
   }
 
@@ -128,6 +144,7 @@ class MeteredCursor<T extends Record<string, SqlStorageValue>> {
     const w = this.inner.rowsWritten ?? 0;
     this.usage.rowsRead += r - this.read;
     this.usage.rowsWritten += w - this.written;
+    if (w > this.written) this.usage.writtenBy[this.writer] = (this.usage.writtenBy[this.writer] ?? 0) + w - this.written;
     this.read = r;
     this.written = w;
   }

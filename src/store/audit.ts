@@ -80,7 +80,14 @@ export const AUDIT_TOOLS = [
 export const AGENT_CONNECT_AUDIT_TOOL = 'agent.connect' satisfies (typeof AUDIT_TOOLS)[number];
 
 /** The tools whose audit rows are governed jobs': one row per job, found by its job id. */
-export const AUDIT_JOB_TOOLS = `('execute', 'runtime_execute', 'run_script')`;
+const JOB_TOOLS = ['execute', 'runtime_execute', 'run_script'] as const;
+/** The same as an SQL list. */
+export const AUDIT_JOB_TOOLS = `(${JOB_TOOLS.map((t) => `'${t}'`).join(', ')})`;
+
+/** Whether `tool`'s audit row is a governed job's. */
+export function isJobTool(tool: string): boolean {
+  return (JOB_TOOLS as readonly string[]).includes(tool);
+}
 
 /**
  * One audit row's stored columns, in order: at, subject, token_id, tool, command, cwd, decision,

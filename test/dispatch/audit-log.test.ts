@@ -47,10 +47,24 @@ const view = (o: Partial<JobView> = {}): JobView => ({
   ...o,
 });
 
+/** The log with a stand-in for the job rows, which hold each job's audit row id (job-rows.ts) and its open state. */
+function jobLog(host = sqlHost()) {
+  const ids = new Map<string, number>();
+  const open = new Map<string, string>();
+  const log = new AuditLog(host, { auditIdOf: (id) => ids.get(id) ?? null, openStateOf: (id) => open.get(id) ?? null });
+  /** As `Jobs.submit` writes a job's row: its id chosen first and kept with the job. */
+  const recordJob = (e: AuditEntry) => {
+    const id = log.nextId();
+    ids.set(e.jobId!, id);
+    return log.record(e, T0, id);
+  };
+  return { log, recordJob, open };
+}
+
 describe("the team's audit log", () => {
   it('stores commands redacted, and a governed job once whatever sends its row again', () => {
-    const log = new AuditLog(sqlHost());
-    const id = log.record(entry());
+    const { log, recordJob } = jobLog();
+    const id = recordJob(entry());
     expect(id).toBe(LEGACY_ID_CEILING + 1);
     expect(log.record(entry({ reason: 'sent again' }))).toBeNull();
     const [row] = log.query({}).entries;
@@ -60,12 +74,15 @@ describe("the team's audit log", () => {
   });
 
   it("completes a job's row with its end, and leaves other rows that name the job apart", () => {
-    const log = new AuditLog(sqlHost());
-    log.record(entry());
+    const { log, recordJob, open } = jobLog();
+    recordJob(entry());
     log.record(entry({ tool: 'job_status', exitStatus: undefined, reason: undefined, command: undefined }));
     log.record(entry({ tool: 'admin.job_kill', subject: 'root', exitStatus: undefined }));
-    log.completeJob(view({ state: 'running', ended_at: null, exit_code: null, duration_ms: null }));
+    // While the job runs its row is not written again: readers see the job's own state.
+    open.set('j1', 'running');
     expect(log.query({ tool: 'execute' }).entries[0]).toMatchObject({ exitStatus: 'running', reason: 'rule r1' });
+    expect(log.jobRows(['j1'])[0]).toMatchObject({ exitStatus: 'running' });
+    open.delete('j1');
     log.completeJob(view({ exit_code: 3 }));
     const rows = log.query({ jobId: 'j1' }).entries;
     expect(rows.map((r) => [r.tool, r.exitStatus])).toEqual([
@@ -77,14 +94,14 @@ describe("the team's audit log", () => {
   });
 
   it('marks a job that never ran as failed, with why', () => {
-    const log = new AuditLog(sqlHost());
+    const log = jobLog().log;
     log.record(entry());
     log.completeJob(view({ state: 'refused', agent_id: null, error: { code: 'no_agent', message: 'no agent connected' } }));
     expect(log.query({}).entries[0]).toMatchObject({ decision: 'failed', exitStatus: 'refused', reason: 'rule r1; no_agent: no agent connected' });
   });
 
   it('bounds a command past the row limit (it says so and keeps its start), so the row and the ones after it are written', () => {
-    const log = new AuditLog(sqlHost());
+    const log = jobLog().log;
     const huge = Array.from({ length: 40 }, (_, i) => `${i}`.repeat(60_000));
     log.record(entry({ command: { mode: 'argv', command: 'echo', args: huge } }));
     log.record(entry({ jobId: 'j2' }));
@@ -95,7 +112,7 @@ describe("the team's audit log", () => {
   });
 
   it('pages newest first with a cursor and filters', () => {
-    const log = new AuditLog(sqlHost());
+    const log = jobLog().log;
     for (let i = 0; i < 7; i++) log.record(entry({ jobId: `j${i}`, at: T0 + i, decision: i % 2 ? 'denied' : 'allowed' }));
     const first = log.query({ limit: 3 });
     expect(first.entries.map((r) => r.jobId)).toEqual(['j6', 'j5', 'j4']);
@@ -107,7 +124,7 @@ describe("the team's audit log", () => {
   });
 
   it("keeps rows copied from an older deployment's D1 before its own, in call order, once", () => {
-    const log = new AuditLog(sqlHost());
+    const log = jobLog().log;
     log.record(entry({ jobId: 'new', at: T0 + 100 }));
     const legacy = (id: number, jobId: string): AuditRow => ({
       id,
@@ -135,7 +152,7 @@ describe("the team's audit log", () => {
 
 describe('finding a time among the ids', () => {
   it('finds the first row at or after a time over sparse ids (copied D1 rows, then its own), with no index on the time', () => {
-    const log = new AuditLog(sqlHost());
+    const log = jobLog().log;
     const legacy = [3, 4, 9, 200].map((id) => ({
       id,
       at: T0 + id,

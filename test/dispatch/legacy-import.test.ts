@@ -69,7 +69,7 @@ function fakeD1(n: number, o: { failDropOnce?: boolean } = {}) {
 describe('moving D1 rows into the team object', () => {
   it('moves every audit row in order, drops the jobs index, hands the other tables to their capabilities, then costs nothing', async () => {
     const host = dispatchHost();
-    const audit = new AuditLog(host);
+    const audit = new AuditLog(host, { auditIdOf: () => null, openStateOf: () => null });
     const got: TeamRecordsImport[] = [];
     const { d1, api } = fakeD1(1200);
     const legacy = new LegacyImport(host, { audit, records: (r) => got.push(r) }, api);
@@ -90,7 +90,7 @@ describe('moving D1 rows into the team object', () => {
 
   it('goes on where a failed step stopped: a page stored but not deleted in D1 is deleted later, and kept here once', async () => {
     const host = dispatchHost();
-    const audit = new AuditLog(host);
+    const audit = new AuditLog(host, { auditIdOf: () => null, openStateOf: () => null });
     const { d1, api } = fakeD1(700, { failDropOnce: true });
     const legacy = new LegacyImport(host, { audit, records: () => {} }, api);
     expect(await legacy.catchUp()).toBe(false);
@@ -106,7 +106,7 @@ describe('moving D1 rows into the team object', () => {
 
   it('stops after its page budget and asks for the alarm to go on', async () => {
     const host = dispatchHost();
-    const audit = new AuditLog(host);
+    const audit = new AuditLog(host, { auditIdOf: () => null, openStateOf: () => null });
     const { d1, api } = fakeD1(6000);
     const legacy = new LegacyImport(host, { audit, records: () => {} }, api);
     expect(await legacy.catchUp(3)).toBe(false);

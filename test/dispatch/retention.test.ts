@@ -17,7 +17,7 @@ const DAY = 24 * 3600_000;
 
 function rig(o: { settings?: Partial<RetentionPolicy>; failPut?: () => boolean } = {}) {
   const host = dispatchHost();
-  const audit = new AuditLog(host);
+  const audit = new AuditLog(host, { auditIdOf: () => null, openStateOf: () => null });
   const jobs = jobParts(host).store;
   const exported: AuditRow[][] = [];
   const pruned: string[] = [];
