@@ -4,7 +4,7 @@ import { api, connection, formatError } from './client.ts';
 import { info, iso, out, printJson, table } from './io.ts';
 // Client names and ids are chosen by whoever registered the client: shown as data, never as terminal control.
 import { visible } from '../src/contracts/visible-text.ts';
-import type { OAuthGrantRow } from '../src/store/oauth-grants.ts';
+import type { OAuthGrantView } from '../src/contracts/oauth-grants.ts';
 
 const OAUTH_HELP = `gatehouse oauth — the team's OAuth grants (MCP clients an admin connected)
 
@@ -45,9 +45,9 @@ async function grants(argv: string[]): Promise<number> {
   const a = parseArgs(argv, flags, 'oauth grants');
   if (a.flags.help) return (help('usage: gatehouse oauth grants [--all]', flags), 0);
   if (a.positionals.length) throw new UsageError('oauth grants takes no arguments');
-  const r = await api<{ grants: OAuthGrantRow[] }>(connection(a.flags), 'GET', '/oauth/grants');
+  const r = await api<{ grants: OAuthGrantView[] }>(connection(a.flags), 'GET', '/oauth/grants');
   if (!r.ok) return (info(formatError(r.error)), 1);
-  const state = (g: OAuthGrantRow) =>
+  const state = (g: OAuthGrantView) =>
     g.state === 'revoked'
       ? `revoked ${iso(g.revokedAt)}: ${g.revokedReason ?? 'by an admin'}`
       : g.state === 'pending'

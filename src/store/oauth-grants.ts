@@ -5,36 +5,12 @@
  */
 import type { Env } from '../env.ts';
 import type { PolicyStamp } from './admission.ts';
-
-export interface OAuthGrantRow {
-  grantId: string;
-  clientId: string;
-  clientName: string | null;
-  /** Who consented: the admin token's subject, and that token's id (revoking it ends the grant). */
-  subject: string;
-  consentTokenId: string;
-  scopes: string[];
-  createdAt: number;
-  expiresAt: number | null;
-  lastUsedAt: number | null;
-  revokedAt: number | null;
-  revokedReason: string | null;
-  /** When the client exchanged the authorization code for its first tokens; null: not (yet). */
-  codeExchangedAt: number | null;
-  /** What the grant is now (see `grantState`). */
-  state: GrantState;
-}
-
-/**
- * A grant's state for people reading the list: `pending` until its code is exchanged, `abandoned` when
- * the code's lifetime passed unexchanged, `active`, `expired`, or `revoked` (its reason says why).
- */
-type GrantState = 'pending' | 'abandoned' | 'active' | 'expired' | 'revoked';
+import type { OAuthGrantState, OAuthGrantView } from '../contracts/oauth-grants.ts';
 
 /** How long an authorization code may be exchanged (the authorization server keeps an unexchanged grant this long). */
 const AUTH_CODE_TTL_MS = 600_000;
 
-function grantState(r: DbGrant, now: number): GrantState {
+function grantState(r: DbGrant, now: number): OAuthGrantState {
   if (r.revoked_at !== null) return 'revoked';
   if (r.code_exchanged_at === null) return r.created_at + AUTH_CODE_TTL_MS < now ? 'abandoned' : 'pending';
   return r.expires_at !== null && r.expires_at <= now ? 'expired' : 'active';
@@ -56,7 +32,7 @@ interface DbGrant {
   user_id: string;
 }
 
-const toRow = (r: DbGrant, now = Date.now()): OAuthGrantRow => ({
+const toRow = (r: DbGrant, now = Date.now()): OAuthGrantView => ({
   grantId: r.grant_id,
   clientId: r.client_id,
   clientName: r.client_name,
@@ -127,7 +103,7 @@ export async function recordGrant(
 }
 
 /** The team's grants, newest first (revoked ones too, so an admin sees what was ended and why). */
-export async function listGrants(env: Env, team: string, limit = 1000): Promise<OAuthGrantRow[]> {
+export async function listGrants(env: Env, team: string, limit = 1000): Promise<OAuthGrantView[]> {
   const r = await env.DB.prepare(`SELECT * FROM oauth_grants WHERE team = ? ORDER BY created_at DESC, grant_id LIMIT ?`).bind(team, limit).all<DbGrant>();
   const now = Date.now();
   return r.results.map((g) => toRow(g, now));
@@ -138,7 +114,7 @@ export async function noteCodeExchanged(env: Env, grantId: string, now = Date.no
   await env.DB.prepare('UPDATE oauth_grants SET code_exchanged_at = coalesce(code_exchanged_at, ?) WHERE grant_id = ?').bind(now, grantId).run();
 }
 
-export type GrantRevocation = { ok: true; value: { grant: OAuthGrantRow; key: GrantKey } } | { ok: false; error: { code: 'not_found'; message: string } };
+export type GrantRevocation = { ok: true; value: { grant: OAuthGrantView; key: GrantKey } } | { ok: false; error: { code: 'not_found'; message: string } };
 
 /** Revokes one grant of `team`; idempotent (the first time and reason stay). Unknown ids are not found. */
 export async function revokeGrantRow(env: Env, team: string, grantId: string, reason: string, now = Date.now()): Promise<GrantRevocation> {
