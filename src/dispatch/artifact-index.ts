@@ -95,6 +95,12 @@ const R2_DELETE_MAX_KEYS = 1000;
 const SWEEP_BATCH_ROWS = R2_DELETE_MAX_KEYS / 2;
 /** Batches one alarm sweeps at most (one R2 call each); more expired rows wake the alarm again at once. */
 const SWEEP_MAX_BATCHES = 10;
+/**
+ * How long after the soonest expiry the sweep runs: a busy team's artifacts expire one after another, and
+ * one alarm a quarter hour sweeps them all where an alarm per expiry would wake the object per call.
+ * Readers never see an expired artifact meanwhile (every read checks `expires_at`).
+ */
+export const SWEEP_DELAY_MS = 15 * 60_000;
 /** When R2 refused a delete, the rows stay and the sweep is tried again this much later. */
 const SWEEP_RETRY_MS = 60_000;
 const HOUR_MS = 3_600_000;
@@ -110,6 +116,20 @@ const MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX IF NOT EXISTS artifacts_created ON artifacts (created_at)`,
       `CREATE TABLE IF NOT EXISTS artifact_chunks (handle TEXT NOT NULL, stream TEXT NOT NULL, seq INTEGER NOT NULL, data BLOB NOT NULL,
     PRIMARY KEY (handle, stream, seq))`,
+    ],
+  },
+  {
+    // Rows are billed per row and per index entry written: keyed by (handle, stream) itself (WITHOUT ROWID) with no
+    // index on the times, an artifact writes one row where it wrote four. The sweep and the newest-first list scan
+    // the artifacts kept (one alarm's or an admin's read, not a call's); the soonest expiry is kept in memory.
+    id: '2-artifacts-keyed',
+    sql: [
+      `CREATE TABLE artifacts_keyed (handle TEXT NOT NULL, stream TEXT NOT NULL, job_id TEXT NOT NULL, place TEXT NOT NULL, r2_key TEXT,
+    bytes INTEGER NOT NULL, lines INTEGER NOT NULL, truncated INTEGER NOT NULL, created_at INTEGER NOT NULL, expires_at INTEGER NOT NULL,
+    PRIMARY KEY (handle, stream)) WITHOUT ROWID`,
+      `INSERT INTO artifacts_keyed SELECT handle, stream, job_id, place, r2_key, bytes, lines, truncated, created_at, expires_at FROM artifacts`,
+      `DROP TABLE artifacts`,
+      `ALTER TABLE artifacts_keyed RENAME TO artifacts`,
     ],
   },
 ];
@@ -240,8 +260,8 @@ export class ArtifactIndex implements Wakes {
       this.soonest = r?.at ?? null;
     }
     if (this.soonest === null) return null;
-    // Past expiries wake the alarm at once (the platform runs an alarm set in the past now), unless R2 just failed.
-    return Math.max(this.soonest, this.retryAt);
+    // Past due wakes the alarm at once (the platform runs an alarm set in the past now), unless R2 just failed.
+    return Math.max(this.soonest + SWEEP_DELAY_MS, this.retryAt);
   }
 
   /**

@@ -4,7 +4,14 @@
  * the soonest expiry as the alarm's wake-up, expired rows and R2 bodies deleted in bounded batches.
  */
 import { beforeEach, describe, expect, it } from 'vitest';
-import { ArtifactIndex, SMALL_BODY_MAX_BYTES, smallBodyMaxBytes, type ExitSource, type StoredArtifact } from '../../src/dispatch/artifact-index.ts';
+import {
+  ArtifactIndex,
+  SMALL_BODY_MAX_BYTES,
+  smallBodyMaxBytes,
+  SWEEP_DELAY_MS,
+  type ExitSource,
+  type StoredArtifact,
+} from '../../src/dispatch/artifact-index.ts';
 import { JOB_RETENTION_MS } from '../../src/contracts/jobs.ts';
 import { dispatchHost, type TestHost } from './sql-host.ts';
 
@@ -129,9 +136,14 @@ describe('artifact retention', () => {
     expect(ix.nextWake(host.now())).toBeNull();
     ix.store(entry({ handle: 'art_day' }), enc.encode('a\n'));
     ix.store(entry({ handle: 'art_hour', retentionHours: 1 }), enc.encode('b\n'));
-    expect(ix.nextWake(host.now())).toBe(host.now() + HOUR);
+    // Swept a while after the soonest expiry (one alarm for many), unreadable from the expiry on.
+    expect(ix.nextWake(host.now())).toBe(host.now() + HOUR + SWEEP_DELAY_MS);
     // A restarted object reads it back from storage.
-    expect(index().nextWake(host.now())).toBe(host.now() + HOUR);
+    expect(index().nextWake(host.now())).toBe(host.now() + HOUR + SWEEP_DELAY_MS);
+    host.clock.now += HOUR;
+    expect(ix.rows('art_hour')).toEqual([]);
+    expect(ix.read('art_hour', 'stdout')).toBeNull();
+    expect(ix.rows('art_day')).toHaveLength(1);
   });
 
   it('deletes expired rows, chunks and R2 bodies (with their search indexes) and keeps fresh ones', async () => {
@@ -145,7 +157,7 @@ describe('artifact retention', () => {
     expect(deletes).toEqual([['t/acme/a/art_big/stdout', 't/acme/a/art_big/stdout.idx']]);
     expect(host.db.prepare('SELECT handle FROM artifacts').all()).toEqual([{ handle: 'art_fresh' }]);
     expect(count('SELECT COUNT(*) AS n FROM artifact_chunks')).toBe(1);
-    expect(ix.nextWake(host.now())).toBe(start + 48 * HOUR);
+    expect(ix.nextWake(host.now())).toBe(start + 48 * HOUR + SWEEP_DELAY_MS);
   });
 
   it('deletes R2 bodies in calls of at most 1,000 keys, and no more batches than one alarm may take', async () => {
