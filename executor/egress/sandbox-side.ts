@@ -2,14 +2,19 @@
  * What a sandbox needs to reach its job's egress proxy. The sandbox has no route out (gVisor
  * `--network=none`, bubblewrap's own network namespace), only a loopback. The proxy listens on
  * a Unix socket in the job's directory, which every driver bind-mounts into the sandbox (gVisor
- * connects to it with `--host-uds=open`); a tiny forwarder the launcher starts inside listens on
- * 127.0.0.1:EGRESS_PORT_INSIDE and relays each connection to that socket. The job's proxy
+ * connects to it with `--host-uds=open`); a tiny forwarder (forwarder.py, copied into the job dir)
+ * the launcher starts inside listens on 127.0.0.1:EGRESS_PORT_INSIDE and relays each connection
+ * to that socket. The job's proxy
  * variables point there. A program that ignores them finds no route and no DNS: nothing.
  */
-import { existsSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { shippedFile } from '../shipped-files.ts';
+import type { Sandbox } from '../sandbox/types.ts';
+import type { EgressProxy } from './proxy.ts';
 
 /** The socket's name in the job dir (inside: `/job/<name>`). */
-export const EGRESS_SOCKET_FILE = '.gatehouse-egress.sock';
+const EGRESS_SOCKET_FILE = '.gatehouse-egress.sock';
 /** The forwarder's port on the sandbox's loopback. */
 const EGRESS_PORT_INSIDE = 3128;
 /** The forwarder's interpreter: -I -S -B, nothing from the environment or site dirs. */
@@ -21,7 +26,7 @@ export function forwarderAvailable(): boolean {
 }
 
 /** The job's proxy variables (curl, npm, pip, git, go, cargo, and Node with NODE_USE_ENV_PROXY read some of these). */
-export function proxyEnv(): Record<string, string> {
+function proxyEnv(): Record<string, string> {
   const url = `http://127.0.0.1:${EGRESS_PORT_INSIDE}`;
   return {
     HTTP_PROXY: url,
@@ -38,67 +43,57 @@ export function proxyEnv(): Record<string, string> {
   };
 }
 
-/**
- * The forwarder: binds 127.0.0.1:PORT, then forks and the parent exits (so the launcher goes on
- * only once it listens); the child relays every accepted connection to the Unix socket, one
- * thread-less select loop with bounded buffers (threads would count against the job's process limit).
- */
-const FORWARDER_PY = `import os,socket,selectors,sys
-R,W=selectors.EVENT_READ,selectors.EVENT_WRITE
-port=int(sys.argv[1]);path=sys.argv[2]
-ls=socket.socket(socket.AF_INET,socket.SOCK_STREAM)
-ls.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1)
-ls.bind(('127.0.0.1',port));ls.listen(256)
-if os.fork():os._exit(0)
-ls.setblocking(False)
-sel=selectors.DefaultSelector()
-sel.register(ls,R,None)
-class E:
-  def __init__(s,k):s.s=k;s.buf=b'';s.eof=False;s.shut=False;s.reg=False;s.dead=False;s.p=None
-def upd(e):
-  if e.dead:return
-  m=(R if not e.eof and len(e.p.buf)<262144 else 0)|(W if e.buf else 0)
-  if m and e.reg:sel.modify(e.s,m,e)
-  elif m:sel.register(e.s,m,e);e.reg=True
-  elif e.reg:sel.unregister(e.s);e.reg=False
-def close(e):
-  for x in (e,e.p):
-    if x.reg:sel.unregister(x.s)
-    x.reg=False;x.dead=True;x.s.close()
-while True:
-  for k,ev in sel.select():
-    e=k.data
-    if e is None:
-      try:c,_=ls.accept()
-      except OSError:continue
-      u=socket.socket(socket.AF_UNIX,socket.SOCK_STREAM)
-      try:u.connect(path)
-      except OSError:
-        c.close();u.close();continue
-      c.setblocking(False);u.setblocking(False)
-      a=E(c);b=E(u);a.p=b;b.p=a;upd(a);upd(b);continue
-    if e.dead:continue
-    try:
-      if ev&R:
-        d=e.s.recv(65536)
-        if d:e.p.buf+=d
-        else:e.eof=True
-      if ev&W and e.buf:
-        n=e.s.send(e.buf);e.buf=e.buf[n:]
-    except (BlockingIOError,InterruptedError):pass
-    except OSError:
-      close(e);continue
-    for x in (e,e.p):
-      if x.eof and not x.p.buf and not x.p.shut:
-        x.p.shut=True
-        try:x.p.s.shutdown(socket.SHUT_WR)
-        except OSError:pass
-    if e.eof and e.p.eof and not e.buf and not e.p.buf:
-      close(e);continue
-    upd(e);upd(e.p)
-`;
+/** The forwarder's file in the job dir (inside: `/job/<name>`), beside the socket. */
+const FORWARDER_FILE = '.gatehouse-egress-forwarder.py';
+/** A longest Unix socket path (sun_path is 108 bytes with its NUL). */
+const UNIX_PATH_MAX = 107;
 
-/** The forwarder's command line (argv) for a job whose dir is `jobDirInside`. */
-export function forwarderArgv(jobDirInside: string): string[] {
-  return [FORWARDER_PYTHON, '-I', '-S', '-B', '-c', FORWARDER_PY, String(EGRESS_PORT_INSIDE), `${jobDirInside}/${EGRESS_SOCKET_FILE}`];
+/** The forwarder's command line (argv) for a job whose dir is `jobDirInside` (what it does: forwarder.py). */
+function forwarderArgv(jobDirInside: string): string[] {
+  return [FORWARDER_PYTHON, '-I', '-S', '-B', `${jobDirInside}/${FORWARDER_FILE}`, String(EGRESS_PORT_INSIDE), `${jobDirInside}/${EGRESS_SOCKET_FILE}`];
+}
+
+/** What the launcher runs before the job when the job has a way out. */
+export interface EgressInside {
+  /** The job's proxy variables, added to its env. */
+  env: Record<string, string>;
+  /** Starts the forwarder inside the sandbox (the launcher's prelude). */
+  prelude: { argv: string[]; failure: string };
+}
+
+/**
+ * Opens a job's way out of its sandbox: the proxy `makeProxy` makes listens on the socket in the
+ * job dir, and the forwarder is copied beside it. The forwarder runs as the job's user, before the
+ * job, in the job's own dir: a job that changes the file changes nothing but its own copy.
+ */
+export async function openJobEgress(
+  sandbox: Pick<Sandbox, 'jobDirHost' | 'jobDirInside' | 'prepareJobDir'>,
+  makeProxy: () => EgressProxy,
+): Promise<{ ok: true; inside: EgressInside } | { ok: false; message: string }> {
+  sandbox.prepareJobDir?.();
+  const path = join(sandbox.jobDirHost, EGRESS_SOCKET_FILE);
+  if (Buffer.byteLength(path) > UNIX_PATH_MAX) {
+    return { ok: false, message: `the egress socket path ${path} is longer than ${UNIX_PATH_MAX} bytes; give the agent a shorter --state-dir` };
+  }
+  if (existsSync(path)) rmSync(path, { force: true });
+  const proxy = makeProxy();
+  try {
+    await proxy.listen(path);
+    // The job's user (the sandbox user, or the agent's own under bubblewrap) connects to it.
+    chmodSync(path, 0o666);
+  } catch (e) {
+    return { ok: false, message: `the egress proxy did not start: ${(e as Error).message}` };
+  }
+  try {
+    writeFileSync(join(sandbox.jobDirHost, FORWARDER_FILE), readFileSync(shippedFile('egressForwarder')), { mode: 0o644 });
+  } catch (e) {
+    return { ok: false, message: `the egress forwarder could not be put in the job dir: ${(e as Error).message}` };
+  }
+  return {
+    ok: true,
+    inside: {
+      env: proxyEnv(),
+      prelude: { argv: forwarderArgv(sandbox.jobDirInside), failure: 'gatehouse: the network forwarder did not start inside the sandbox' },
+    },
+  };
 }

@@ -12,12 +12,21 @@
  * grant from its `job.start`: the edge takes a job's artifacts from the agent it sent the job to only.
  * A large stream's search index (search-index.ts) goes before its body.
  */
+import { rmSync } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { request } from 'undici';
-import { ARTIFACT_UPLOAD_PATH, UPLOAD_AGENT_HEADER, UPLOAD_TOKEN_HEADER, type StreamName, type UploadGrant } from '../../src/contracts/agent-protocol.ts';
+import {
+  ARTIFACT_UPLOAD_PATH,
+  UPLOAD_AGENT_HEADER,
+  UPLOAD_TOKEN_HEADER,
+  type JobArtifact,
+  type StreamName,
+  type UploadGrant,
+} from '../../src/contracts/agent-protocol.ts';
 import { MULTIPART_SEGMENT, MultipartState, partRange, type MultipartStart } from '../../src/contracts/artifact-upload.ts';
 import { ARTIFACT_PART_BYTES, ARTIFACT_SINGLE_PUT_MAX_BYTES } from '../../src/contracts/limits.ts';
 import type { Result } from '../../src/contracts/errors.ts';
+import type { Logger } from '../log.ts';
 import { fileChunks } from './file-chunks.ts';
 import { uploadSearchIndex } from './search-index.ts';
 
@@ -54,6 +63,27 @@ export async function uploadArtifact(target: UploadTarget, item: UploadItem, att
   const noIndex = await uploadSearchIndex({ target, item });
   if (noIndex) console.warn(`job ${item.jobId}: ${noIndex}`);
   return item.bytes > wholeUpTo ? uploadInParts(target, item, partBytes, attempts) : uploadWhole(target, item, attempts);
+}
+
+/** Uploads each of a job's spooled streams (one after the other) and says how each ended; spools of failed uploads stay on disk. */
+export async function uploadStreams(
+  target: UploadTarget,
+  job: { jobId: string; handle: string },
+  items: Omit<UploadItem, 'jobId' | 'handle'>[],
+  log: Logger,
+): Promise<JobArtifact[]> {
+  const out: JobArtifact[] = [];
+  for (const it of items) {
+    const r = await uploadArtifact(target, { ...it, jobId: job.jobId, handle: job.handle });
+    if (r.ok) {
+      rmSync(it.file, { force: true });
+      out.push({ type: 'job.artifact', jobId: job.jobId, stream: it.stream, state: 'complete', bytes: it.bytes });
+    } else {
+      log.error(`job ${job.jobId}: ${r.error.message} (spool kept at ${it.file})`);
+      out.push({ type: 'job.artifact', jobId: job.jobId, stream: it.stream, state: 'failed', bytes: it.bytes, error: r.error.message.slice(0, 1000) });
+    }
+  }
+  return out;
 }
 
 async function uploadWhole(target: UploadTarget, item: UploadItem, attempts: number): Promise<Result<void>> {

@@ -13,86 +13,12 @@
  *
  * The agent's own timer still does the normal, graceful timeout (TERM, grace, KILL); the
  * watchdog's deadline is later (timeout + grace + a margin) and only fires when that failed.
+ *
+ * This file is the agent's side (arm, disarm, hear reports); the process runs watchdog-process.ts.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Socket } from 'node:net';
-
-/**
- * The watchdog process's program (plain JS for `node -e`, so it needs no file of its own in any
- * packaging). Lines: `{"arm":id,"ms":deadline,"kill":[argv],"env":{…}}` and `{"disarm":id}`.
- * At a deadline, or for every armed job when stdin ends, it runs that job's kill command.
- */
-const PROGRAM = `
-const { spawn } = require('node:child_process');
-const armed = new Map();
-process.stdout.on('error', () => {});
-const report = (m) => { try { process.stdout.write(JSON.stringify(m) + '\\n'); } catch {} };
-/** A kill command that failed is run again after these pauses (a loaded host can make runsc miss its sandbox's control socket). */
-const RETRY_MS = [300, 1000];
-let pending = 0;
-const fire = (id) => {
-  const a = armed.get(id);
-  if (!a) return;
-  armed.delete(id);
-  clearTimeout(a.timer);
-  const at = new Date().toISOString();
-  const t = Date.now();
-  pending++;
-  // What every attempt said: the last one alone hides why the first failed.
-  const said = [];
-  const attempt = (n) => {
-    let err = '';
-    let over = false;
-    const done = (m) => {
-      if (over) return; // a failed spawn may emit both 'error' and 'close'
-      over = true;
-      if (err.trim()) said.push(err.trim().slice(0, 300));
-      if (n < RETRY_MS.length && (m.error || m.code !== 0)) return void setTimeout(() => attempt(n + 1), RETRY_MS[n]);
-      report({ fired: id, at, attempts: n + 1, ms: Date.now() - t, stderr: said.join(' | ').slice(0, 900), ...m });
-      pending--;
-    };
-    try {
-      const c = spawn(a.kill[0], a.kill.slice(1), { stdio: ['ignore', 'ignore', 'pipe'], env: a.env, detached: true });
-      c.stderr.on('data', (d) => { if (err.length < 400) err += d; });
-      c.on('error', (e) => done({ error: e.message }));
-      c.on('close', (code, signal) => done({ code, signal }));
-      c.unref();
-    } catch (e) { done({ error: String(e) }); }
-  };
-  attempt(0);
-};
-let buf = '';
-let over = false;
-const end = () => {
-  if (over) return;
-  over = true;
-  for (const id of [...armed.keys()]) fire(id);
-  // Exit once every kill (retries included) is over, or after 5 s whatever happened.
-  const quit = Date.now() + 5000;
-  const check = () => (pending === 0 || Date.now() > quit ? process.exit(0) : setTimeout(check, 50));
-  setTimeout(check, 50);
-};
-process.stdin.setEncoding('utf8');
-process.stdin.on('data', (d) => {
-  buf += d;
-  for (let i = buf.indexOf('\\n'); i >= 0; i = buf.indexOf('\\n')) {
-    const line = buf.slice(0, i);
-    buf = buf.slice(i + 1);
-    let m;
-    try { m = JSON.parse(line); } catch { continue; }
-    if (typeof m.arm === 'number' && Array.isArray(m.kill) && m.kill.length) {
-      const prev = armed.get(m.arm);
-      if (prev) clearTimeout(prev.timer);
-      armed.set(m.arm, { kill: m.kill, env: m.env, timer: setTimeout(() => fire(m.arm), Math.max(0, Number(m.ms) || 0)) });
-    } else if (typeof m.disarm === 'number') {
-      const a = armed.get(m.disarm);
-      if (a) { clearTimeout(a.timer); armed.delete(m.disarm); }
-    }
-  }
-});
-process.stdin.on('end', end);
-process.stdin.on('error', end);
-`;
+import { shippedFile } from '../shipped-files.ts';
 
 export interface Watchdog {
   /** The job is over: its deadline is dropped without killing anything. */
@@ -148,9 +74,11 @@ function arm(p: ChildProcess, id: number, a: Armed): boolean {
 /** The running watchdog process, started (with every armed job re-armed) if there is none. */
 function watchdogProcess(env: Record<string, string>): ChildProcess | null {
   if (proc && proc.exitCode === null && proc.signalCode === null && proc.stdin?.writable) return proc;
+  // Outside the try: a package without the program fails the job loudly instead of running it without its backstop.
+  const program = shippedFile('watchdog');
   let p: ChildProcess;
   try {
-    p = spawn(process.execPath, ['-e', PROGRAM], { detached: true, stdio: ['pipe', 'pipe', 'ignore'], env });
+    p = spawn(process.execPath, [program], { detached: true, stdio: ['pipe', 'pipe', 'ignore'], env });
   } catch {
     return null;
   }

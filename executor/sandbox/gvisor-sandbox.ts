@@ -1,6 +1,6 @@
 /**
  * One gVisor sandbox: a `runsc run` of a bundle the driver (gvisor.ts) generated, whose init waits
- * for its job on stdin (or, reused, is the reuse init: gvisor-reuse.ts). It reaches its driver only
+ * for its job on stdin (or, reused, is the reuse init: gvisor-reuse/). It reaches its driver only
  * through `GvisorHost`, so this file imports neither the driver nor the reuse pool.
  */
 import { spawn, type ChildProcess } from 'node:child_process';

@@ -12,7 +12,7 @@
  * Never `runsc do`: it hands the caller's environment and filesystem to the job.
  *
  * This file is the driver (bundles, warm pool, version check); one sandbox is gvisor-sandbox.ts,
- * reuse between a team's jobs gvisor-reuse.ts. Imports go one way: driver → reuse → sandbox.
+ * reuse between a team's jobs gvisor-reuse/. Imports go one way: driver → reuse → sandbox.
  */
 import { chownSync, existsSync, mkdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
@@ -23,8 +23,8 @@ import { delay, runQuiet } from './exec-util.ts';
 import { SANDBOX_GID, SANDBOX_UID, type AcquireOptions, type DriverOptions, type ResourceLimits, type Sandbox, type SandboxDriver } from './types.ts';
 import { GvisorSandbox, JOB_DIR_INSIDE, RUNSC_ENV, WORKSPACE_INSIDE, type GvisorHost, type SandboxLimits } from './gvisor-sandbox.ts';
 import { LAUNCHER_FILE } from '../jobs/launcher.ts';
-import { INIT_FILE_INSIDE, REUSE_INIT_PY } from './init/reuse-init.ts';
-import { ReusePool } from './gvisor-reuse.ts';
+import { INIT_PYTHON, REUSE_INIT_ARGV, placeReuseInit } from './gvisor-reuse/init.ts';
+import { ReusePool } from './gvisor-reuse/pool.ts';
 import type { SandboxReuse } from '../../src/contracts/sandbox-reuse.ts';
 import { DEFAULT_RESOURCE_LIMITS } from '../../src/contracts/resource-limits.ts';
 import type { Logger } from '../log.ts';
@@ -40,9 +40,6 @@ export const MIN_RUNSC_DATE = 20240729;
 const sameSandboxLimits = (a: SandboxLimits, b: SandboxLimits) => a.memoryBytes === b.memoryBytes && a.tmpBytes === b.tmpBytes;
 /** The init: wait for the go line, then run the launcher in the same shell (one exec fewer: execs are slow under ptrace). */
 const WAITER = ['/bin/sh', '-c', `read -r go && . ${JOB_DIR_INSIDE}/${LAUNCHER_FILE}`];
-/** The interpreter of the reuse init (-I -S: nothing from the environment or site dirs). */
-const PYTHON = '/usr/bin/python3';
-const REUSE_INIT = [PYTHON, '-I', '-S', '-B', INIT_FILE_INSIDE];
 /**
  * What the reuse init may do as root inside the sandbox (jobs get none of it): drop to the job
  * user and clear its bounding set (setuid, setgid, setpcap), put back its own rlimits after
@@ -161,12 +158,11 @@ export class GvisorDriver implements SandboxDriver, GvisorHost {
       else if (e.kind === 'dir') mkdirSync(at, { recursive: true });
       else writeFileSync(at, '');
     }
-    // The reuse init lives in the read-only root: a job can read it, never change it.
-    writeFileSync(join(this.rootfs, INIT_FILE_INSIDE), REUSE_INIT_PY, { mode: 0o644 });
-    if (existsSync(PYTHON)) {
+    placeReuseInit(this.rootfs);
+    if (existsSync(INIT_PYTHON)) {
       this.reuse = new ReusePool({ createReusable: (l) => this.create(l, 'reuse'), closed: () => this.closed }, this.log);
     } else {
-      this.log.warn(`sandbox reuse is off: it needs ${PYTHON} (Debian package python3-minimal); every job gets a fresh sandbox`);
+      this.log.warn(`sandbox reuse is off: it needs ${INIT_PYTHON} (Debian package python3-minimal); every job gets a fresh sandbox`);
     }
   }
 
@@ -305,7 +301,7 @@ export class GvisorDriver implements SandboxDriver, GvisorHost {
         terminal: false,
         // The reuse init is root inside (it drops every job to the sandbox user); the waiter is that user.
         user: reuse ? { uid: 0, gid: 0, additionalGids: [] } : { uid: SANDBOX_UID, gid: SANDBOX_GID, additionalGids: [] },
-        args: reuse ? REUSE_INIT : WAITER,
+        args: reuse ? REUSE_INIT_ARGV : WAITER,
         // The launcher replaces this with `env -i` + the job's env for every step.
         env: ['PATH=/usr/bin:/bin'],
         cwd: WORKSPACE_INSIDE,

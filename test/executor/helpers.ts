@@ -12,7 +12,8 @@ import type { LiveSink } from '../../executor/jobs/relay.ts';
 import type { SandboxReuse } from '../../src/contracts/sandbox-reuse.ts';
 import { startDriver } from '../../executor/sandbox/index.ts';
 import type { SandboxDriver } from '../../executor/sandbox/types.ts';
-import { JobRunner, type JobResult } from '../../executor/jobs/runner.ts';
+import { JobRunner } from '../../executor/jobs/runner.ts';
+import type { JobResult } from '../../executor/jobs/job-exit.ts';
 import { probeRuntimes, type RuntimeTable } from '../../executor/runtimes/probe.ts';
 import { silentLogger } from '../../executor/log.ts';
 

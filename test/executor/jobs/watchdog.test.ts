@@ -25,12 +25,12 @@ async function until(cond: () => boolean, ms: number): Promise<boolean> {
   return cond();
 }
 
-/** Our watchdog processes (`node -e <program>`): children of this process. */
+/** Our watchdog processes (`node …/watchdog-process.ts`): children of this process. */
 function watchdogPids(): number[] {
   return execFileSync('ps', ['-eo', 'pid=,ppid=,args='], { encoding: 'utf8' })
     .split('\n')
     .map((l) => /^\s*(\d+)\s+(\d+)\s+(.*)$/.exec(l))
-    .filter((m): m is RegExpExecArray => m !== null && Number(m[2]) === process.pid && m[3].includes('armed'))
+    .filter((m): m is RegExpExecArray => m !== null && Number(m[2]) === process.pid && m[3].includes('watchdog-process'))
     .map((m) => Number(m[1]));
 }
 

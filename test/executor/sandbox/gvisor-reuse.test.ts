@@ -9,7 +9,7 @@ import type { SandboxReuse } from '../../../src/contracts/sandbox-reuse.ts';
 import { driverSuite } from './suite.ts';
 import { makeRig, requireTool, runtimes, type Rig } from '../helpers.ts';
 import { DISCARD_LIVE } from '../../../executor/jobs/relay.ts';
-import { MAX_SHORT_BUSY, MAX_STARTS, RETIRE_AHEAD_JOBS, SHORT_JOB_MS } from '../../../executor/sandbox/gvisor-reuse.ts';
+import { MAX_SHORT_BUSY, MAX_STARTS, RETIRE_AHEAD_JOBS, SHORT_JOB_MS } from '../../../executor/sandbox/gvisor-reuse/pool.ts';
 
 driverSuite('gvisor', { reuse: { jobs: 100, seconds: 600 } });
 

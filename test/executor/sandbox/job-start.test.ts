@@ -7,7 +7,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { REUSE_INIT_PY } from '../../../executor/sandbox/init/reuse-init.ts';
+import { shippedFile } from '../../../executor/shipped-files.ts';
+import { SANDBOX_PATH } from '../../../executor/sandbox/types.ts';
 import { cgroupSupport } from '../../../executor/sandbox/cgroup.ts';
 import { makeRig, requireTool, toolWorks, type Rig } from '../helpers.ts';
 
@@ -199,13 +200,17 @@ for (const reuse of [undefined, { jobs: 10, seconds: 60 }]) {
 describe.runIf(existsSync('/usr/bin/python3'))('reuse init: where it looks for a bare command', () => {
   it("in the job's own PATH, in execvp's order (an empty entry is the cwd), a default PATH when the job has none, a path as given", () => {
     // The init's own code without its main loop (the agent resolves argv mode's command to a path;
-    // a runtime's build and run steps may name theirs bare).
-    const prog = `${REUSE_INIT_PY.replace(/\nmain\(\)\s*$/, '\n')}
-print(candidates('cc', {'PATH': '/opt/a::/usr/bin'}))
-print(candidates('cc', {}))
-print(candidates('./bin/cc', {'PATH': '/opt/a'}))
+    // a runtime's build and run steps may name theirs bare), with the default PATH the agent gives it.
+    const prog = `import importlib.util, sys
+spec = importlib.util.spec_from_file_location('reuse_init', sys.argv[1])
+init = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(init)
+init.DEFAULT_PATH = sys.argv[2]
+print(init.candidates('cc', {'PATH': '/opt/a::/usr/bin'}))
+print(init.candidates('cc', {}))
+print(init.candidates('./bin/cc', {'PATH': '/opt/a'}))
 `;
-    const out = execFileSync('/usr/bin/python3', ['-I', '-S', '-c', prog], { encoding: 'utf8' }).split('\n');
+    const out = execFileSync('/usr/bin/python3', ['-I', '-S', '-B', '-c', prog, shippedFile('reuseInit'), SANDBOX_PATH], { encoding: 'utf8' }).split('\n');
     expect(out.slice(0, 3)).toEqual(["['/opt/a/cc', './cc', '/usr/bin/cc']", "['/usr/local/bin/cc', '/usr/bin/cc', '/bin/cc']", "['./bin/cc']"]);
   });
 });

@@ -1,29 +1,24 @@
-/**
- * The trusted init (PID 1) of a reusable gVisor sandbox, as the Python program the driver
- * writes into the sandbox's read-only root. It runs as root inside the sandbox with only the
- * capabilities it needs (see REUSE_INIT_CAPS in gvisor.ts); a job runs as uid 65534 with no
- * capability at all (the init clears its bounding set and groups once; the sandbox has
- * no_new_privs), so it can neither trace the init nor write to its channel (the init's own
- * fds 0/1, host pipes), and a signal it sends the init finds it ignored.
- *
- * Per job: one posix_spawn (vfork + exec, no helper exec): a new session, the job's rlimits
- * (soft = hard), cwd, exactly its env, the job user's ids. After the job's process ends: every other
- * process dies (kill -1 until none is left to reap), the output pipes drain to EOF, /tmp and
- * /job are emptied, and the init checks the sandbox is clean (no process but itself, no file
- * in /tmp or /job, no System V IPC object; POSIX message queues are refused by the sandbox's
- * seccomp filter). Any doubt is reported and the agent discards
- * the sandbox.
- *
- * Channel (frames of 1 type byte + 4-byte big-endian length + payload):
- *   agent → init (fd 0): J job JSON, I stdin bytes, i stdin end
- *   init → agent (fd 1): R ready, O/E stdout/stderr bytes, o/e stream end, B build status,
- *                        X exit JSON {code} | {signal}, C clean JSON {ok, why?}
- */
-import { SANDBOX_GID, SANDBOX_PATH, SANDBOX_UID } from '../types.ts';
+"""The trusted init (PID 1) of a reusable gVisor sandbox.
 
-export const INIT_FILE_INSIDE = '/.gatehouse-init.py';
+The driver copies this file into the sandbox's read-only root (executor/sandbox/gvisor-reuse/init.ts)
+and starts it as `python3 -I -S -B /.gatehouse-init.py JOB_UID JOB_GID DEFAULT_PATH`. It runs as root
+inside the sandbox with only the capabilities it needs (REUSE_INIT_CAPS in executor/sandbox/gvisor.ts);
+a job runs as the job user with no capability at all (the init clears its bounding set and groups
+once; the sandbox has no_new_privs), so it can neither trace the init nor write to its channel (the
+init's own fds 0/1, host pipes), and a signal it sends the init finds it ignored.
 
-export const REUSE_INIT_PY = String.raw`
+Per job: one posix_spawn (vfork + exec, no helper exec): a new session, the job's rlimits
+(soft = hard), cwd, exactly its env, the job user's ids. After the job's process ends: every other
+process dies (kill -1 until none is left to reap), the output pipes drain to EOF, /tmp and /job are
+emptied, and the init checks the sandbox is clean (no process but itself, no file in /tmp or /job,
+no System V IPC object; POSIX message queues are refused by the sandbox's seccomp filter). Any
+doubt is reported and the agent discards the sandbox.
+
+Channel (frames of 1 type byte + 4-byte big-endian length + payload):
+  agent -> init (fd 0): J job JSON, I stdin bytes, i stdin end
+  init -> agent (fd 1): R ready, O/E stdout/stderr bytes, o/e stream end, B build status,
+                        X exit JSON {code} | {signal}, C clean JSON {ok, why?}
+"""
 import ctypes, errno, json, os, resource, select, signal, struct, sys
 
 CH_IN, CH_OUT = 0, 1
@@ -32,13 +27,14 @@ libc = ctypes.CDLL(None, use_errno=True)
 SHM_INFO, MSG_INFO, SEM_INFO = 14, 12, 19
 WIPE = ('/tmp', '/job')
 CWD_ROOTS = ('/workspace', '/job')
-JOB_UID, JOB_GID = ${SANDBOX_UID}, ${SANDBOX_GID}
+# The job user's ids and the PATH of a job whose env has none (the agent always sets one): given on
+# the command line by the agent, which defines them once (executor/sandbox/types.ts).
+JOB_UID = JOB_GID = DEFAULT_PATH = None
 # Every signal a job could send the init while it starts a job (see spawn) finds it ignored; SIGCHLD
 # only wakes the relay loop.
 # (Faults stay as they are: the kernel delivers those to whoever caused them.)
 QUIET = sorted(signal.valid_signals() - {signal.SIGKILL, signal.SIGSTOP, signal.SIGCHLD, signal.SIGSEGV, signal.SIGBUS,
                                          signal.SIGFPE, signal.SIGILL, signal.SIGTRAP, signal.SIGSYS})
-DEFAULT_PATH = '${SANDBOX_PATH}'  # a job whose env has no PATH (the agent always sets one)
 PR_CAPBSET_DROP = 24
 RL = {'nofile': resource.RLIMIT_NOFILE, 'fsize': resource.RLIMIT_FSIZE, 'cpu': resource.RLIMIT_CPU,
       'core': resource.RLIMIT_CORE, 'nproc': resource.RLIMIT_NPROC}
@@ -351,5 +347,6 @@ def run_job(job, buf):
     st = wait_relay(pid, readers, in_w, buf)
     return finish(st, readers, in_w)
 
-main()
-`;
+if __name__ == '__main__':
+    JOB_UID, JOB_GID, DEFAULT_PATH = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+    main()
