@@ -9,7 +9,7 @@ import type { AppEnv } from '../env.ts';
 import { describeIssues } from '../contracts/errors.ts';
 import { StreamName } from '../contracts/agent-protocol.ts';
 import { ArtifactReadQuery, MAX_ARTIFACT_READ_BYTES, type ArtifactChunk, type ArtifactInfo } from '../contracts/artifact-read.ts';
-import { queryOutput } from '../mcp/query-output.ts';
+import { queryOutput } from '../governed/query-output.ts';
 import { jobStatus } from '../dispatch/client.ts';
 import { readJobOutput } from '../dispatch/job-output.ts';
 import { artifactBody, artifactRows, readArtifact, type ArtifactRow } from '../dispatch/artifact-client.ts';

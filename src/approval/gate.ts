@@ -13,12 +13,12 @@
  *
  * A script's subprocess cannot wait for a person: it is refused and told to use execute.
  */
-import { CLIENT_CAPABILITIES_META_KEY, inputRequired, inputResponse, type InputRequiredResult } from '@modelcontextprotocol/server';
+import { CLIENT_CAPABILITIES_META_KEY, inputRequired, inputResponse, type InputRequiredResult, type ServerContext } from '@modelcontextprotocol/server';
+import type { Env, Principal } from '../env.ts';
 import type { ApprovalInfo } from '../contracts/approvals.ts';
 import type { PolicyDocument } from '../contracts/policy.ts';
 import { ruleNumber, type PolicyDecision } from '../policy/engine.ts';
 import { recordAudit } from '../dispatch/audit-client.ts';
-import type { ToolContext, ToolExtra } from '../mcp/context.ts';
 import { mintPromptState, stateSecret, type VerifiedPromptState } from './prompt-state.ts';
 import { requestHash, requestSummary, type ApprovableRequest } from './request.ts';
 import { iso, type ApprovalRefusalCode } from './record.ts';
@@ -52,7 +52,17 @@ export interface GateInput {
   jobId: string;
 }
 
-export async function approvalGate(ctx: ToolContext, extra: ToolExtra, g: GateInput): Promise<GateResult> {
+/**
+ * What the gate reads of the call (the governed path passes its call context): the bindings, the
+ * caller, and the protocol era, since only a 2026-era client can be prompted.
+ */
+export interface GateCall {
+  env: Env;
+  principal: Principal;
+  era: 'legacy' | 'modern';
+}
+
+export async function approvalGate(ctx: GateCall, extra: ServerContext, g: GateInput): Promise<GateResult> {
   const { env, principal: p } = ctx;
   const now = Date.now();
   const askReason = g.decision.ask.reason;
@@ -137,7 +147,7 @@ export async function approvalGate(ctx: ToolContext, extra: ToolExtra, g: GateIn
   };
 }
 
-async function answerFromPrompt(ctx: ToolContext, extra: ToolExtra, g: GateInput, state: VerifiedPromptState, hash: string, now: number): Promise<GateResult> {
+async function answerFromPrompt(ctx: GateCall, extra: ServerContext, g: GateInput, state: VerifiedPromptState, hash: string, now: number): Promise<GateResult> {
   const { env, principal: p } = ctx;
   if ('expired' in state) {
     return {
@@ -198,7 +208,7 @@ async function answerFromPrompt(ctx: ToolContext, extra: ToolExtra, g: GateInput
 }
 
 /** A 2026-era request whose client declared form elicitation, on a gateway that can sign prompt state. */
-function canPrompt(ctx: ToolContext, extra: ToolExtra): boolean {
+function canPrompt(ctx: GateCall, extra: ServerContext): boolean {
   if (ctx.era !== 'modern' || !stateSecret(ctx.env)) return false;
   const caps = (extra.mcpReq.envelope as Record<string, unknown> | undefined)?.[CLIENT_CAPABILITIES_META_KEY] as
     | { elicitation?: Record<string, unknown> }

@@ -15,7 +15,7 @@ import { requireAuth } from '../auth/index.ts';
 import { mcpCors } from '../edge/cors.ts';
 import { rateLimit } from '../edge/rate-limit.ts';
 import { batchProblem, batchSubrequestProblem, batchSubrequests } from './bounds.ts';
-import { cancelKey, type ToolContext } from './context.ts';
+import { cancelKey, type ToolContext } from '../governed/call-context.ts';
 import { cancelByCall } from '../dispatch/client.ts';
 import { traceMark } from './trace.ts';
 

@@ -7,7 +7,7 @@
  */
 import { ProtocolError, ProtocolErrorCode, ResourceNotFoundError, ResourceTemplate, type McpServer } from '@modelcontextprotocol/server';
 import { artifactRows, readHead, recentArtifacts } from '../dispatch/artifact-client.ts';
-import type { ToolContext } from './context.ts';
+import type { ToolContext } from '../governed/call-context.ts';
 
 /** How much of a stream one resources/read returns; a larger output is searched with query_output. */
 const READ_CAP_BYTES = 1024 * 1024;

@@ -4,7 +4,8 @@
  */
 import { McpServer } from '@modelcontextprotocol/server';
 import type { CallToolResult } from '@modelcontextprotocol/server';
-import { toolError, type ToolContext, type ToolExtra } from './context.ts';
+import { toolError } from './tool-result.ts';
+import type { ToolContext, ToolExtra } from '../governed/call-context.ts';
 import { cachedInput } from './register.ts';
 import { registerExecute } from './tools/execute.ts';
 import { registerRuntimeExecute } from './tools/runtime-execute.ts';
@@ -101,7 +102,7 @@ const TOOL_NAME = /^[a-z_]{1,64}$/;
 /**
  * Every `tools/call` leaves one line (src/edge/call-log.ts), whatever answers it: the tool, the
  * SDK's refusal of its arguments, an unknown tool. Tools add what they learn under the call's
- * abort signal (governed-run.ts: the decision, the job, who ran it). Wraps the request handler the
+ * abort signal (src/governed/governed-run.ts: the decision, the job, who ran it). Wraps the request handler the
  * way installTasks does (pinned SDK 2.4.0: `_requestHandlers`; test/e2e/observability.test.ts fails
  * if calls stop leaving lines).
  */

@@ -4,7 +4,7 @@
  * principal, policy, progress token and cancellation — and nothing else is reachable.
  */
 import { RpcTarget } from 'cloudflare:workers';
-import { queryOutput } from '../mcp/query-output.ts';
+import { queryOutput } from '../governed/query-output.ts';
 import type { HostAnswer, SubprocessValue } from './protocol.ts';
 import { runSubprocess, type SubprocessContext } from './subprocess.ts';
 

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { declaresTasks, taskOffer, TASK_AFTER_MS } from '../../src/mcp/tasks/negotiation.ts';
-import type { ToolContext, ToolExtra } from '../../src/mcp/context.ts';
+import type { ToolContext, ToolExtra } from '../../src/governed/call-context.ts';
 
 const ctx = (era: 'legacy' | 'modern') => ({ era }) as unknown as ToolContext;
 const extra = (ext: unknown, where: 'envelope' | '_meta' = 'envelope') => {

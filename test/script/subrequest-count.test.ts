@@ -9,7 +9,7 @@ import type { JobExit } from '../../src/contracts/agent-protocol.ts';
 import { PolicyDocument } from '../../src/contracts/policy.ts';
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
 import { RequestLedger, SUBPROCESS_BASE_SUBREQUESTS, TOOL_CALL_SUBREQUESTS, subprocessCost } from '../../src/script/request-budget.ts';
-import { runGoverned, type GovernedRequest } from '../../src/mcp/governed-run.ts';
+import { runGoverned, type GovernedRequest } from '../../src/governed/governed-run.ts';
 import { runSubprocess, type SubprocessContext } from '../../src/script/subprocess.ts';
 import { SubprocessBudget } from '../../src/script/subprocess-budget.ts';
 

@@ -10,7 +10,7 @@ import { planRanges, SEARCH_READS_PER_STREAM, searchIndexed } from '../../src/se
 import { searchStream, type SearchOptions } from '../../src/search/line-search.ts';
 import { putArtifactBody, searchIndexKey } from '../../src/store/artifacts.ts';
 import { indexArtifact } from '../../src/dispatch/artifact-client.ts';
-import { queryOutput } from '../../src/mcp/query-output.ts';
+import { queryOutput } from '../../src/governed/query-output.ts';
 import type { Env } from '../../src/env.ts';
 import { streamOf } from '../support/search-input.ts';
 import { FakeD1, FakeR2, FakeTeams } from '../store/fakes.ts';

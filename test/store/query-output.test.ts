@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { putArtifactBody } from '../../src/store/artifacts.ts';
 import { indexArtifact } from '../../src/dispatch/artifact-client.ts';
-import { queryOutput } from '../../src/mcp/query-output.ts';
+import { queryOutput } from '../../src/governed/query-output.ts';
 import type { StreamName } from '../../src/contracts/agent-protocol.ts';
 import { bodyOf, fakeEnv } from './fakes.ts';
 

@@ -4,7 +4,7 @@
  * wrapper (index.ts) through this request's own slot, and replaces that answer on the wire.
  */
 import type { Task, TaskTool } from '../../contracts/tasks.ts';
-import type { ToolContext, ToolExtra } from '../context.ts';
+import type { ToolContext, ToolExtra } from '../../governed/call-context.ts';
 import { saveTask } from '../../dispatch/team-records-client.ts';
 import { TASK_POLL_INTERVAL_MS, TASK_TTL_MS } from './negotiation.ts';
 

@@ -12,7 +12,7 @@ import { MissingRequiredClientCapabilityError, ProtocolError, ProtocolErrorCode,
 import { TASKS_EXTENSION_ID, TaskIdParams, UpdateTaskParams } from '../../contracts/tasks.ts';
 import { killJob } from '../../dispatch/client.ts';
 import type { Scope } from '../../env.ts';
-import type { ToolContext } from '../context.ts';
+import type { ToolContext } from '../../governed/call-context.ts';
 import { auditJobCall } from '../tools/job-common.ts';
 import { takeCreatedTask } from './create.ts';
 import { declaresTasks } from './negotiation.ts';

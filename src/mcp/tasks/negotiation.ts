@@ -5,7 +5,7 @@
  */
 import { CLIENT_CAPABILITIES_META_KEY, TASKS_EXTENSION_ID } from '../../contracts/tasks.ts';
 import { JOB_RETENTION_MS } from '../../contracts/jobs.ts';
-import type { ToolContext, ToolExtra } from '../context.ts';
+import type { ToolContext, ToolExtra } from '../../governed/call-context.ts';
 
 /**
  * How long a call waits for its job before it answers with a task instead: a job that ends

@@ -10,7 +10,7 @@ import type { DetailedTask, TaskRecord } from '../../contracts/tasks.ts';
 import { isSettled, isTerminal, type JobView } from '../../contracts/jobs.ts';
 import { jobOutcome } from '../../dispatch/client.ts';
 import { findTask } from '../../dispatch/team-records-client.ts';
-import type { ToolContext } from '../context.ts';
+import type { ToolContext } from '../../governed/call-context.ts';
 import { executeEnded, executeFailed } from '../tools/execute.ts';
 import { RuntimeShaping, runtimeEnded, runtimeFailed } from '../tools/runtime-execute.ts';
 import { TASK_POLL_INTERVAL_MS } from './negotiation.ts';

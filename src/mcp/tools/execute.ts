@@ -7,8 +7,9 @@ import type { CallToolResult, InputRequiredResult, McpServer } from '@modelconte
 import type { GatehouseErrorShape } from '../../contracts/errors.ts';
 import { ExecuteInput, ExecuteOutput } from '../../contracts/tools.ts';
 import { toolInput } from '../../contracts/strict-input.ts';
-import { missingScope, toolError, toolResult, type ToolContext } from '../context.ts';
-import { executeResult, runGoverned, type EndedJob } from '../governed-run.ts';
+import { missingScope, toolError, toolResult } from '../tool-result.ts';
+import type { ToolContext } from '../../governed/call-context.ts';
+import { executeResult, runGoverned, type EndedJob } from '../../governed/governed-run.ts';
 import { TASK_SUPPORT_META_KEY, taskOffer } from '../tasks/negotiation.ts';
 import { becomeTask } from '../tasks/create.ts';
 import { RUNS_JOBS, toolOutput } from '../register.ts';

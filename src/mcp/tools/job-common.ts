@@ -1,6 +1,7 @@
 /** What the job_* tools share: audit of each call, and the "not found" answer (also for another team's job). */
 import { recordAudit } from '../../dispatch/audit-client.ts';
-import { toolError, type ToolContext } from '../context.ts';
+import { toolError } from '../tool-result.ts';
+import type { ToolContext } from '../../governed/call-context.ts';
 
 export async function auditJobCall(
   ctx: ToolContext,

@@ -5,7 +5,8 @@ import { killJob } from '../../dispatch/client.ts';
 import type { JobState } from '../../contracts/jobs.ts';
 import { toolInput } from '../../contracts/strict-input.ts';
 import { STOPS_JOBS, toolOutput } from '../register.ts';
-import { missingScope, toolResult, type ToolContext } from '../context.ts';
+import { missingScope, toolResult } from '../tool-result.ts';
+import type { ToolContext } from '../../governed/call-context.ts';
 import { auditJobCall, jobNotFound } from './job-common.ts';
 
 export function registerJobKill(server: McpServer, ctx: ToolContext): void {

@@ -4,7 +4,8 @@ import { JobListInput, JobListOutput } from '../../contracts/job-tools.ts';
 import { listJobs } from '../../dispatch/client.ts';
 import { toolInput } from '../../contracts/strict-input.ts';
 import { READ_ONLY, toolOutput } from '../register.ts';
-import { missingScope, toolResult, type ToolContext } from '../context.ts';
+import { missingScope, toolResult } from '../tool-result.ts';
+import type { ToolContext } from '../../governed/call-context.ts';
 import { auditJobCall } from './job-common.ts';
 
 export function registerJobList(server: McpServer, ctx: ToolContext): void {

@@ -10,7 +10,8 @@ import { jobStatus } from '../../dispatch/client.ts';
 import { readJobOutput } from '../../dispatch/job-output.ts';
 import { toolInput } from '../../contracts/strict-input.ts';
 import { READ_ONLY, toolOutput } from '../register.ts';
-import { missingScope, toolError, toolResult, type ToolContext } from '../context.ts';
+import { missingScope, toolError, toolResult } from '../tool-result.ts';
+import type { ToolContext } from '../../governed/call-context.ts';
 import { auditJobCall, jobNotFound } from './job-common.ts';
 
 export function registerJobOutput(server: McpServer, ctx: ToolContext): void {

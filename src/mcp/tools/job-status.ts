@@ -5,7 +5,8 @@ import { jobStatus } from '../../dispatch/client.ts';
 import { jobNetwork } from '../../dispatch/team-records-client.ts';
 import { toolInput } from '../../contracts/strict-input.ts';
 import { READ_ONLY, toolOutput } from '../register.ts';
-import { missingScope, toolResult, type ToolContext } from '../context.ts';
+import { missingScope, toolResult } from '../tool-result.ts';
+import type { ToolContext } from '../../governed/call-context.ts';
 import { auditJobCall, jobNotFound } from './job-common.ts';
 
 export function registerJobStatus(server: McpServer, ctx: ToolContext): void {

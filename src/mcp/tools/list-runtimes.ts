@@ -6,7 +6,8 @@ import { getTeamPolicy } from '../../store/policies.ts';
 import { listAgents } from '../../dispatch/client.ts';
 import { recordAudit } from '../../dispatch/audit-client.ts';
 import { READ_ONLY, toolOutput } from '../register.ts';
-import { missingScope, toolResult, type ToolContext } from '../context.ts';
+import { missingScope, toolResult } from '../tool-result.ts';
+import type { ToolContext } from '../../governed/call-context.ts';
 
 export function registerListRuntimes(server: McpServer, ctx: ToolContext): void {
   server.registerTool(

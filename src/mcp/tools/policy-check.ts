@@ -8,7 +8,8 @@ import { grantLine, grantSummary } from '../../policy/network.ts';
 import { recordAudit } from '../../dispatch/audit-client.ts';
 import { stamp } from '../../contracts/trace.ts';
 import { READ_ONLY, toolOutput } from '../register.ts';
-import { missingScope, toolResult, type ToolContext } from '../context.ts';
+import { missingScope, toolResult } from '../tool-result.ts';
+import type { ToolContext } from '../../governed/call-context.ts';
 
 export function registerPolicyCheck(server: McpServer, ctx: ToolContext): void {
   server.registerTool(

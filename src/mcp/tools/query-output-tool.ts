@@ -2,10 +2,11 @@
 import type { McpServer } from '@modelcontextprotocol/server';
 import { QueryOutputInput, QueryOutputOutput } from '../../contracts/tools.ts';
 import { toolInput } from '../../contracts/strict-input.ts';
-import { queryOutput } from '../query-output.ts';
+import { queryOutput } from '../../governed/query-output.ts';
 import { recordAudit } from '../../dispatch/audit-client.ts';
 import { READ_ONLY, toolOutput } from '../register.ts';
-import { missingScope, toolError, toolResult, type ToolContext } from '../context.ts';
+import { missingScope, toolError, toolResult } from '../tool-result.ts';
+import type { ToolContext } from '../../governed/call-context.ts';
 
 export function registerQueryOutput(server: McpServer, ctx: ToolContext): void {
   server.registerTool(

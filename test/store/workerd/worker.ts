@@ -7,7 +7,7 @@
 import type { Env } from '../../../src/env.ts';
 import { cleanupLegacyArtifacts, getLegacyArtifactRows, putArtifactBody } from '../../../src/store/artifacts.ts';
 import { readTail } from '../../../src/dispatch/artifact-client.ts';
-import { queryOutput } from '../../../src/mcp/query-output.ts';
+import { queryOutput } from '../../../src/governed/query-output.ts';
 import { StreamName } from '../../../src/contracts/agent-protocol.ts';
 
 /** A team object that knows no artifact: every read falls back to D1's legacy rows. */

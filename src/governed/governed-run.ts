@@ -1,5 +1,6 @@
 /**
- * The request path of one governed job, shared by `execute` and `runtime_execute`:
+ * The request path of one governed job, shared by `execute`, `runtime_execute` and a script's
+ * subprocesses (src/script/subprocess.ts):
  * team policy → (denied: audit, return the reason) → job spec → audit row → team DO → result.
  *
  * Every call leaves exactly one audit row, whatever happens: a denial writes it complete; an
@@ -17,7 +18,7 @@ import { newArtifactHandle } from '../store/artifacts.ts';
 import { recordAudit } from '../dispatch/audit-client.ts';
 import { awaitJob, cancelByCall, jobOutcome, jobStatus, submitAndFollow, type DispatchOutcome } from '../dispatch/client.ts';
 import { isSettled } from '../contracts/jobs.ts';
-import { callCancelKey, type ToolContext, type ToolExtra } from './context.ts';
+import { callCancelKey, type ToolContext, type ToolExtra } from './call-context.ts';
 import { progressReporter } from './progress.ts';
 import type { InputRequiredResult } from '@modelcontextprotocol/server';
 import { stamp } from '../contracts/trace.ts';

@@ -4,7 +4,7 @@
  * that loses the call can re-attach with job_status / job_output. Output is throttled so a
  * chatty job cannot flood the stream.
  */
-import type { ToolExtra } from './context.ts';
+import type { ToolExtra } from './call-context.ts';
 import type { DispatchEvent } from '../dispatch/events.ts';
 
 const MIN_INTERVAL_MS = 200;
