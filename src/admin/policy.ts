@@ -7,7 +7,7 @@ import { PolicyCheckInput } from '../contracts/tools.ts';
 import { decide, parsePolicy, verdictOf } from '../policy/engine.ts';
 import { getTeamPolicy, putTeamPolicy } from '../store/policies.ts';
 import { policyChanged } from '../dispatch/admission-client.ts';
-import type { PolicyDocument } from '../contracts/policy.ts';
+import { teamRetentionOf, type PolicyDocument } from '../contracts/policy.ts';
 import { apiError, readJson } from './http.ts';
 import { isPresetName, PRESET_NAMES, PRESETS } from '../policy/presets.ts';
 import { auditAdmin } from './audit-action.ts';
@@ -28,7 +28,7 @@ async function current(c: { env: AppEnv['Bindings'] }, team: string) {
 async function savePolicy(c: Context<AppEnv>, team: string, policy: PolicyDocument, by: string): Promise<{ ok: true } | { ok: false; response: Response }> {
   const stamp = await putTeamPolicy(c.env, team, policy, by);
   try {
-    await policyChanged(c.env, team, stamp, policy.retention);
+    await policyChanged(c.env, team, stamp, teamRetentionOf(policy));
     return { ok: true };
   } catch (e) {
     return {

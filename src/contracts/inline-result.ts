@@ -49,3 +49,26 @@ function fit(s: InlineInput, budget: number): { text: string; bytes: number; tru
   }
   return { text, bytes: bytes.length, truncated };
 }
+
+/** What `exitHoldsStream` reads of a `job.exit`. */
+export interface ExitStreams {
+  stdout: string;
+  stderr: string;
+  stdoutTruncated: boolean;
+  stderrTruncated: boolean;
+  streams: Record<'stdout' | 'stderr', { bytes: number; artifactTruncated: boolean }>;
+  pendingArtifacts?: readonly ('stdout' | 'stderr')[];
+}
+
+/**
+ * Whether an exit's inline text is the whole of a stream that produced output, so no upload of it
+ * follows (agent protocol v4): nothing cut, and exactly as many UTF-8 bytes as the stream had. The
+ * agent leaves such a stream out of its uploads only when those bytes decoded without a replacement
+ * (executor/jobs/whole-inline.ts); the edge then keeps the stream's artifact in the exit itself.
+ */
+export function exitHoldsStream(exit: ExitStreams, stream: 'stdout' | 'stderr'): boolean {
+  const s = exit.streams[stream];
+  if (s.bytes === 0 || s.artifactTruncated || exit.pendingArtifacts?.includes(stream)) return false;
+  if (stream === 'stdout' ? exit.stdoutTruncated : exit.stderrTruncated) return false;
+  return enc.encode(exit[stream]).byteLength === s.bytes;
+}

@@ -121,6 +121,10 @@ const NETWORK_OFF: NetworkPolicy = {
 const RETENTION_DEFAULT_AUDIT_DAYS = 90;
 /** 1 GiB of the object's 10 GB: room for ~90 days at a few thousand calls a day; the bound is what a team pays for in storage. */
 const RETENTION_DEFAULT_MAX_BYTES = 1024 ** 3;
+/** The longest a team keeps job output: 90 days. */
+const ARTIFACT_MAX_HOURS = 24 * 90;
+/** How long job output is kept when the policy does not say. */
+export const ARTIFACT_DEFAULT_HOURS = 24;
 /** The least a team may keep: below it one busy hour could trigger retention. */
 const RETENTION_MIN_BYTES = 16 * 1024 ** 2;
 
@@ -133,8 +137,23 @@ export const RetentionPolicy = z.object({
     .min(RETENTION_MIN_BYTES)
     .max(Math.floor(DO_STORAGE_MAX_BYTES * 0.9))
     .default(RETENTION_DEFAULT_MAX_BYTES),
+  /**
+   * Hours a job's output (its artifacts) is kept; absent: `artifacts.retentionHours`, the older name
+   * of the same setting (a policy giving both must give one value: policy/parse.ts).
+   */
+  artifactHours: z.number().min(1).max(ARTIFACT_MAX_HOURS).optional(),
 });
 export type RetentionPolicy = z.infer<typeof RetentionPolicy>;
+
+/** The hours a team keeps job output: `retention.artifactHours`, else `artifacts.retentionHours`. */
+export function artifactHoursOf(p: Pick<PolicyDocument, 'retention' | 'artifacts'>): number {
+  return p.retention.artifactHours ?? p.artifacts.retentionHours;
+}
+
+/** The retention a team's object applies (its artifacts' hours resolved from either name). */
+export function teamRetentionOf(p: Pick<PolicyDocument, 'retention' | 'artifacts'>): RetentionPolicy {
+  return { ...p.retention, artifactHours: artifactHoursOf(p) };
+}
 
 export const PolicyDocument = z.object({
   version: z.literal(POLICY_SCHEMA_VERSION),
@@ -228,13 +247,10 @@ export const PolicyDocument = z.object({
   script: ScriptPolicy.default({ enabled: false, defaultTimeoutMs: 120_000, maxTimeoutMs: 120_000, cpuMs: 30_000 }),
   artifacts: z
     .object({
-      retentionHours: z
-        .number()
-        .min(1)
-        .max(24 * 90)
-        .default(24),
+      /** The older name of `retention.artifactHours`. */
+      retentionHours: z.number().min(1).max(ARTIFACT_MAX_HOURS).default(ARTIFACT_DEFAULT_HOURS),
     })
-    .default({ retentionHours: 24 }),
+    .default({ retentionHours: ARTIFACT_DEFAULT_HOURS }),
   /**
    * How long and how much of the team's history its Durable Object keeps (docs/retention.md): audit
    * rows older than `auditDays`, or the oldest beyond `maxBytes` of the object's storage, are exported

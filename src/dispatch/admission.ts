@@ -14,7 +14,7 @@
  */
 import type { Env } from '../env.ts';
 import type { admissionSeed, PolicyStamp } from '../store/admission.ts';
-import { PolicyDocument, RetentionPolicy } from '../contracts/policy.ts';
+import { PolicyDocument, RetentionPolicy, teamRetentionOf } from '../contracts/policy.ts';
 import { migrate, type Migration, type SqlHost } from './host.ts';
 
 /** A suspended team: every call is refused with this (src/admin/teams.ts). */
@@ -149,7 +149,7 @@ function retentionOf(document: string | null): RetentionPolicy {
   if (document === null) return RetentionPolicy.parse({});
   try {
     const p = PolicyDocument.safeParse(JSON.parse(document));
-    return p.success ? p.data.retention : RetentionPolicy.parse({});
+    return p.success ? teamRetentionOf(p.data) : RetentionPolicy.parse({});
   } catch {
     return RetentionPolicy.parse({});
   }

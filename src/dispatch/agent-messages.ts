@@ -51,6 +51,8 @@ export interface AgentMessagesParts {
   egress: Egress;
   /** A job.exit was read (a trace step of the hot path). */
   onExitReceived(): void;
+  /** A job's exit was stored: the streams it holds whole become artifacts (no upload of them follows). */
+  onExitStored(jobId: string): void;
 }
 
 type Reply = Promise<void> | undefined;
@@ -140,7 +142,7 @@ export class AgentMessages {
             if (stdout === null || stderr === null) return; // parts missing: the agent re-sends everything after a reconnect
             exit = { ...msg, stdout, stderr, parts: undefined };
           }
-          this.p.jobs.close(msg.jobId, exit.state, { exit, fromAgent: agentId });
+          if (this.p.jobs.close(msg.jobId, exit.state, { exit, fromAgent: agentId })) this.p.onExitStored(msg.jobId);
         } else {
           // Stored before (a re-send whose ack was lost): acknowledged again; a further copy on this socket is a stray.
           budget.answer(msg.jobId, 'ended');

@@ -11,6 +11,7 @@
  */
 import type { StreamName } from '../contracts/agent-protocol.ts';
 import { JOB_RETENTION_MS } from '../contracts/jobs.ts';
+import { exitHoldsStream } from '../contracts/inline-result.ts';
 import { SQLITE_BOUND_PARAMETERS_MAX, SQLITE_ROW_MAX_BYTES } from '../platform/limits.ts';
 import { searchIndexKey } from '../store/artifacts.ts';
 import type { DispatchHost, Migration, Wakes } from './host.ts';
@@ -215,6 +216,33 @@ export class ArtifactIndex implements Wakes {
     });
     if (this.soonest !== undefined) this.soonest = this.soonest === null ? expiresAt : Math.min(this.soonest, expiresAt);
     return place;
+  }
+
+  /**
+   * Records the streams a job's exit holds whole (agent protocol v4 uploads none of them): each
+   * stream's artifact is the exit's text, as an upload of the same bytes would have recorded it.
+   */
+  storeFromExit(jobId: string, teamHours: number): void {
+    const job = this.jobs.get(jobId);
+    const exit = job ? this.jobs.result(jobId) : null;
+    if (!job || !exit) return;
+    for (const stream of ['stdout', 'stderr'] as const) {
+      if (!exitHoldsStream(exit, stream)) continue;
+      const s = exit.streams[stream];
+      this.store(
+        {
+          handle: job.artifact_handle,
+          jobId,
+          stream,
+          r2Key: null,
+          bytes: s.bytes,
+          lines: s.lines,
+          truncated: false,
+          retentionHours: job.artifact_hours ?? teamHours,
+        },
+        enc.encode(exit[stream]),
+      );
+    }
   }
 
   /** The handle's unexpired streams, stdout first; [] when the team has no such artifact. */

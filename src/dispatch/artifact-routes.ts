@@ -19,6 +19,7 @@ import { REQUEST_BODY_MAX_BYTES } from '../platform/limits.ts';
 import { artifactKey, artifactObjectOptions, knownLength, putArtifactBody, searchIndexKey } from '../store/artifacts.ts';
 import { SEARCH_INDEX_MAX_BYTES } from '../search/block-index.ts';
 import { teamPolicyOf } from '../store/policy-cache.ts';
+import { artifactHoursOf } from '../contracts/policy.ts';
 import { beginUpload, multipartAbandon, multipartBegin, multipartCreated, multipartFinish, multipartPart, multipartPartStored } from './client.ts';
 import type { UploadRefusal, UploadWho } from './events.ts';
 import { artifactUploaded } from './artifact-client.ts';
@@ -92,10 +93,10 @@ export async function putWhole(c: C): Promise<Response> {
     stream: who.stream,
     lines: Number.isFinite(lines) && lines >= 0 ? Math.floor(lines) : 0,
     truncated: c.req.header('X-Gatehouse-Truncated') === '1',
-    retentionHours: policy.artifacts.retentionHours,
+    retentionHours: artifactHoursOf(policy),
   };
   // A small body stays with the team: read whole (it is small) and handed to the DO with its index row.
-  if (length <= smallBodyMaxBytes(policy.artifacts.retentionHours)) {
+  if (length <= smallBodyMaxBytes(artifactHoursOf(policy))) {
     let body: Uint8Array;
     try {
       body = new Uint8Array(await c.req.arrayBuffer());
@@ -251,7 +252,7 @@ export async function completeMultipart(c: C): Promise<Response> {
       bytes: fin.bytes,
       lines: fin.lines,
       truncated: fin.truncated,
-      retentionHours: policy.artifacts.retentionHours,
+      retentionHours: artifactHoursOf(policy),
     },
     null,
   );

@@ -5,6 +5,7 @@
  */
 import type { TraceStep } from '../contracts/trace.ts';
 import type { PlanResult } from '../platform/plan.ts';
+import { ARTIFACT_DEFAULT_HOURS } from '../contracts/policy.ts';
 import { AgentLink } from './agent-link.ts';
 import { AgentMessages } from './agent-messages.ts';
 import { Approvals } from './approvals.ts';
@@ -138,6 +139,7 @@ export function capabilities(host: DispatchHost, o: { plan: PlanResult; trace: (
     uploads,
     egress,
     onExitReceived: () => trace('do.exit_received'),
+    onExitStored: (jobId) => artifacts.storeFromExit(jobId, admission.retention().artifactHours ?? ARTIFACT_DEFAULT_HOURS),
   });
   return {
     rows,

@@ -28,9 +28,15 @@ export const DispatchRequest = z.object({
   agent: z.string().min(1).max(128).optional(),
   labels: z.array(AgentLabel).max(16).optional(),
   background: z.boolean(),
+  /** Hours the job's output is kept (the policy's `retention.artifactHours`); absent: the team's setting in its object. */
+  artifactHours: z
+    .number()
+    .min(1)
+    .max(24 * 90)
+    .optional(),
   /**
-   * The call's audit row as accepted (decision `allowed`, the job `queued`): the DO keeps it with
-   * the job, writes it to D1 together with the job's index row, and completes it when the job ends.
+   * The call's audit row as accepted (decision `allowed`, the job `queued`): the object writes it with
+   * the job and completes it when the job ends.
    */
   audit: z.object({
     at: z.number().int(),

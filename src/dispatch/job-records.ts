@@ -6,6 +6,7 @@
  */
 import type { JobExit, JobSpec, StreamName } from '../contracts/agent-protocol.ts';
 import type { ArtifactState, JobState, JobView, StreamArtifact } from '../contracts/jobs.ts';
+import { exitHoldsStream } from '../contracts/inline-result.ts';
 import type { SqlHost } from './host.ts';
 import { SPEC_ROW_MAX_CHARS, type JobRow, type JobRows, type NewJob } from './job-rows.ts';
 import type { JobTexts } from './job-texts.ts';
@@ -154,6 +155,8 @@ export class JobRecords {
     const a = this.p.streams.row(row.id, stream);
     if (a?.state === 'complete') return { state: 'complete', bytes: a.bytes };
     if (a?.state === 'uploading') return { state: 'uploading', bytes: live() };
+    // A stream the exit holds whole was never uploaded: its artifact is the exit's text (artifact-index.ts).
+    if (!a && exit && exitHoldsStream(exit, stream)) return { state: 'complete', bytes: exit.streams[stream].bytes };
     // An agent that uploaded before reporting its exit (no row: nothing was needed) said how it went.
     if (!a && exit?.artifactsUploaded) return { state: 'complete', bytes: exit.streams[stream].bytes };
     const kept = live();

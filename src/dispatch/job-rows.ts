@@ -29,6 +29,8 @@ export interface NewJob {
   now: number;
   /** The id of the call's audit row (written with the job): its completion is found by primary key. */
   auditId?: number;
+  /** Hours its output is kept, as the policy said at submit. */
+  artifactHours?: number;
 }
 
 export interface JobRow {
@@ -62,6 +64,8 @@ export interface JobRow {
   spec: string | null;
   /** The call's audit row; null in rows written before the job knew it. */
   audit_id: number | null;
+  /** Hours its output is kept (artifacts its exit holds are recorded with it); null: the team's setting. */
+  artifact_hours: number | null;
 }
 
 const KEPT_COLUMNS = `id, seq, tool, subject, token_id, cancel_key, runtime, sandbox_min, sel_agent, sel_labels, background,
@@ -87,8 +91,8 @@ const MIGRATIONS: readonly Migration[] = [
     background INTEGER NOT NULL, artifact_handle TEXT NOT NULL, state TEXT NOT NULL, agent TEXT, agent_subject TEXT,
     sandbox TEXT, created_at INTEGER NOT NULL, deadline INTEGER NOT NULL, started_at INTEGER, ended_at INTEGER,
     orphaned_at INTEGER, timeout_ms INTEGER NOT NULL, max_concurrent INTEGER NOT NULL, exit TEXT,
-    error_code TEXT, error_message TEXT, audit_id INTEGER, spec TEXT) WITHOUT ROWID`,
-      `INSERT INTO jobs_keyed SELECT ${KEPT_COLUMNS} FROM jobs`,
+    error_code TEXT, error_message TEXT, audit_id INTEGER, spec TEXT, artifact_hours REAL) WITHOUT ROWID`,
+      `INSERT INTO jobs_keyed (${KEPT_COLUMNS}) SELECT ${KEPT_COLUMNS} FROM jobs`,
       `DROP TABLE jobs`,
       `ALTER TABLE jobs_keyed RENAME TO jobs`,
     ],
@@ -152,8 +156,8 @@ export class JobRows {
     this.lastSeq ??= this.sql.exec<{ seq: number }>(`SELECT COALESCE(MAX(seq), 0) AS seq FROM jobs`).one().seq;
     const [row] = this.write(
       `INSERT INTO jobs (id, seq, tool, subject, token_id, cancel_key, runtime, sandbox_min, sel_agent, sel_labels, background,
-          artifact_handle, state, created_at, deadline, timeout_ms, max_concurrent, spec, audit_id)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?)
+          artifact_handle, state, created_at, deadline, timeout_ms, max_concurrent, spec, audit_id, artifact_hours)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (id) DO NOTHING`,
       j.spec.jobId,
       this.lastSeq + 1,
@@ -173,6 +177,7 @@ export class JobRows {
       j.maxConcurrent,
       spec,
       j.auditId ?? null,
+      j.artifactHours ?? null,
     );
     if (row) this.lastSeq = row.seq;
     return row ?? null;

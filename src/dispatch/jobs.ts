@@ -99,6 +99,7 @@ export class Jobs implements Wakes {
       deadline: now + req.queueWaitMs,
       now,
       auditId,
+      artifactHours: req.artifactHours,
     });
     if (row) {
       this.p.audit.record(

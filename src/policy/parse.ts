@@ -50,6 +50,13 @@ export function parsePolicy(json: unknown): Result<PolicyDocument> {
     issues.push({ path: ['limits', 'defaultTimeoutMs'], message: `must not exceed limits.maxTimeoutMs (${doc.limits.maxTimeoutMs})` });
   }
   issues.push(...networkIssues(doc));
+  const older = (json as { artifacts?: { retentionHours?: unknown } } | null)?.artifacts?.retentionHours;
+  if (doc.retention.artifactHours !== undefined && older !== undefined && older !== doc.retention.artifactHours) {
+    issues.push({
+      path: ['artifacts', 'retentionHours'],
+      message: `is the older name of retention.artifactHours, and the two disagree (${String(older)} and ${doc.retention.artifactHours}): keep retention.artifactHours only`,
+    });
+  }
   doc.opa.evaluators.forEach((ev, i) => {
     if (!/^https?:\/\//i.test(ev.url)) issues.push({ path: ['opa', 'evaluators', i, 'url'], message: 'must be an http(s) URL' });
   });

@@ -191,3 +191,46 @@ describe('where a body goes', () => {
     expect(smallBodyMaxBytes(24 * 90)).toBeGreaterThan(4 * 1024);
   });
 });
+
+describe("streams a job's exit holds whole (agent protocol v4 uploads none of them)", () => {
+  const exitWith = (o: Record<string, unknown>) =>
+    ({
+      stdout: 'héllo\n',
+      stderr: 'cut',
+      stdoutTruncated: false,
+      stderrTruncated: true,
+      streams: { stdout: { bytes: 7, lines: 1, artifactTruncated: false }, stderr: { bytes: 90_000, lines: 5, artifactTruncated: false } },
+      pendingArtifacts: ['stderr'],
+      ...o,
+    }) as never;
+  const withExit = (exit: unknown, hours: number | null): ArtifactIndex =>
+    new ArtifactIndex(host, {
+      get: (id: string) => (id === 'j9' ? ({ ended_at: host.now(), artifact_handle: 'art_9', artifact_hours: hours } as never) : null),
+      result: (id: string) => (id === 'j9' ? (exit as never) : null),
+    });
+
+  it("records each whole stream as an artifact read from the exit, for the job's hours, and leaves the cut or uploading ones to their upload", () => {
+    const ix = withExit(exitWith({}), 2);
+    ix.storeFromExit('j9', 24);
+    expect(ix.rows('art_9')).toMatchObject([{ stream: 'stdout', place: 'exit', bytes: 7, lines: 1, expiresAt: host.now() + 2 * HOUR }]);
+    expect(dec.decode(ix.read('art_9', 'stdout')!)).toBe('héllo\n');
+    expect(count('SELECT COUNT(*) AS n FROM artifact_chunks')).toBe(0);
+    // A job without hours of its own (submitted before it had them) takes the team's.
+    const older = withExit(exitWith({}), null);
+    older.storeFromExit('j9', 5);
+    expect(older.rows('art_9')[0].expiresAt).toBe(host.now() + 5 * HOUR);
+  });
+
+  it("records nothing for text whose byte count is not the stream's (replaced bytes), a stream still uploading, or an empty one", () => {
+    withExit(
+      exitWith({ streams: { stdout: { bytes: 9, lines: 1, artifactTruncated: false }, stderr: { bytes: 0, lines: 0, artifactTruncated: false } } }),
+      2,
+    ).storeFromExit('j9', 24);
+    withExit(exitWith({ pendingArtifacts: ['stdout', 'stderr'] }), 2).storeFromExit('j9', 24);
+    withExit(
+      exitWith({ stdout: '', streams: { stdout: { bytes: 0, lines: 0, artifactTruncated: false }, stderr: { bytes: 0, lines: 0, artifactTruncated: false } } }),
+      2,
+    ).storeFromExit('j9', 24);
+    expect(count('SELECT COUNT(*) AS n FROM artifacts')).toBe(0);
+  });
+});

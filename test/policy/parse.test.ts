@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parsePolicy } from '../../src/policy/engine.ts';
 import { POLICY_MAX_ARTIFACT_BYTES } from '../../src/contracts/limits.ts';
+import { artifactHoursOf } from '../../src/contracts/policy.ts';
 
 const errorOf = (json: unknown) => {
   const r = parsePolicy(json);
@@ -43,6 +44,21 @@ describe('parsePolicy', () => {
     const e = errorOf({ version: 1, limits: { maxArtifactBytes: POLICY_MAX_ARTIFACT_BYTES + 1 } });
     expect(e.message).toContain('limits.maxArtifactBytes');
     expect(e.message).toContain(String(POLICY_MAX_ARTIFACT_BYTES));
+  });
+  it('keeps job output for retention.artifactHours, or artifacts.retentionHours (its older name), and refuses the two disagreeing', () => {
+    const hours = (json: unknown) => {
+      const r = parsePolicy(json);
+      if (!r.ok) throw new Error(r.error.message);
+      return artifactHoursOf(r.value);
+    };
+    expect(hours({ version: 1 })).toBe(24);
+    expect(hours({ version: 1, artifacts: { retentionHours: 2 } })).toBe(2);
+    expect(hours({ version: 1, retention: { artifactHours: 5 } })).toBe(5);
+    expect(hours({ version: 1, retention: { artifactHours: 5 }, artifacts: { retentionHours: 5 } })).toBe(5);
+    const e = errorOf({ version: 1, retention: { artifactHours: 5 }, artifacts: { retentionHours: 2 } });
+    expect(e.message).toContain('artifacts.retentionHours');
+    expect(e.message).toContain('retention.artifactHours');
+    expect(errorOf({ version: 1, retention: { artifactHours: 24 * 91 } }).message).toContain('retention.artifactHours');
   });
   it('rejects a non-http OPA evaluator URL', () => {
     expect(errorOf({ version: 1, opa: { evaluators: [{ url: 'file:///x.rego' }] } }).message).toContain('opa.evaluators.0.url');
