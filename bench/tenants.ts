@@ -26,15 +26,9 @@ import { DatabaseSync } from 'node:sqlite';
 import { WebSocket } from 'undici';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import * as protocol from '../src/contracts/agent-protocol.ts';
-import {
-  AGENT_CONNECT_PATH,
-  ARTIFACT_UPLOAD_PATH,
-  PROTOCOL_VERSION,
-  UPLOAD_AGENT_HEADER,
-  UPLOAD_TOKEN_HEADER,
-  type AgentMessage,
-} from '../src/contracts/agent-protocol.ts';
+import { AGENT_CONNECT_PATH, PROTOCOL_VERSION, type AgentMessage } from '../src/contracts/agent-protocol.ts';
 import { JOB_RETENTION_MS } from '../src/contracts/jobs.ts';
+import { RetentionPolicy } from '../src/contracts/policy.ts';
 import { DEFAULT_HEARTBEAT_MS } from '../src/platform/config.ts';
 import type { Gateway } from '../test/e2e/harness.ts';
 import { startBenchGateway } from './gateway.ts';
@@ -46,6 +40,8 @@ import { cpuMsOfPid, gatewayPids } from './hotpath.ts';
 export const CALLS_PER_DAY = 10_000;
 export const MODEL_TEAMS = 1000;
 const DAYS_PER_MONTH = 30;
+/** Days the model keeps audit rows: the policy's default `retention.auditDays`. */
+const AUDIT_DAYS = RetentionPolicy.parse({}).auditDays;
 
 /** Workers Paid: https://developers.cloudflare.com/workers/platform/pricing/ ("Workers", Standard usage model). */
 const WORKERS_PAID_MONTHLY_USD = 5;
@@ -161,8 +157,10 @@ export interface TenantFigures {
   gatewayCpuMsPerCall: number | null;
   /** Per call: rows added to the shared D1 by table, R2 objects added, bytes stored. */
   d1RowsAdded: Record<string, number>;
+  /** Per call: rows the team objects keep by table — each one a row written again when retention deletes it. */
+  doRowsAdded: Record<string, number>;
   r2ObjectsAdded: number;
-  bytesAdded: { d1: number; objects: number; r2: number };
+  bytesAdded: { d1: number; objects: number; r2: number; audit: number };
   /** The objects' own counters over the calls and over the idle phase (null until the objects serve `usage()`). */
   doCalls: UsageSum | null;
   doIdle: UsageSum | null;
@@ -236,6 +234,8 @@ export async function benchTenants(o: TenantOptions): Promise<TenantFigures> {
     const per = (n: number) => n / calls;
     const d1RowsAdded: Record<string, number> = {};
     for (const [t, n] of Object.entries(after.d1Rows)) if (n !== (before.d1Rows[t] ?? 0)) d1RowsAdded[t] = per(n - (before.d1Rows[t] ?? 0));
+    const doRowsAdded: Record<string, number> = {};
+    for (const [t, n] of Object.entries(after.doRows)) if (n > (before.doRows[t] ?? 0)) doRowsAdded[t] = per(n - (before.doRows[t] ?? 0));
     return {
       teams: names.length,
       agents: agents.length,
@@ -258,8 +258,14 @@ export async function benchTenants(o: TenantOptions): Promise<TenantFigures> {
       requestsByRoute: Object.fromEntries(Object.entries(requests).map(([k, v]) => [k, per(v)])),
       gatewayCpuMsPerCall: cpu0 !== null && cpu1 !== null ? per(cpu1 - cpu0) : null,
       d1RowsAdded,
+      doRowsAdded,
       r2ObjectsAdded: per(after.r2Objects - before.r2Objects),
-      bytesAdded: { d1: per(after.d1Bytes - before.d1Bytes), objects: per(after.doBytes - before.doBytes), r2: per(after.r2Bytes - before.r2Bytes) },
+      bytesAdded: {
+        d1: per(after.d1Bytes - before.d1Bytes),
+        objects: per(after.doBytes - before.doBytes),
+        r2: per(after.r2Bytes - before.r2Bytes),
+        audit: per(after.auditBytes - before.auditBytes),
+      },
       doCalls: usageDelta(usage0, usage1),
       // Reading the counters is itself a request to each object (its admission and `teamUsage`): not idle work.
       doIdle: withoutReads(usageDelta(usage1idle, usage2), READ_RPCS),
@@ -322,36 +328,13 @@ interface SimAgent {
   close(): void;
 }
 
-/** A protocol-complete agent that answers each job at once as `echo hi` would: exit 0, "hi\n" inline, the stdout artifact uploaded. */
+/** A protocol-complete agent that answers each job at once as `echo hi` would: exit 0, "hi\n" inline (the whole stream: no upload). */
 async function simAgent(gw: Gateway, team: string, id: string): Promise<SimAgent> {
   const token = await gw.token({ team, scopes: ['agent'], subject: `sim-${id}` });
   const ws = new WebSocket(`${gw.url.replace(/^http/, 'ws')}${AGENT_CONNECT_PATH}`, { headers: { Authorization: `Bearer ${token}` } });
   const send = (m: AgentMessage) => ws.send(JSON.stringify(m));
   let beat: NodeJS.Timeout | undefined;
   const body = 'hi\n';
-  const upload = async (spec: { jobId: string; artifactHandle: string }, grant?: { agentId: string; token: string }) => {
-    const r = await fetch(`${gw.url}${ARTIFACT_UPLOAD_PATH}/${encodeURIComponent(spec.artifactHandle)}/stdout`, {
-      method: 'PUT',
-      body,
-      headers: {
-        authorization: `Bearer ${token}`,
-        'x-gatehouse-job': spec.jobId,
-        ...(grant ? { [UPLOAD_AGENT_HEADER]: grant.agentId, [UPLOAD_TOKEN_HEADER]: grant.token } : {}),
-        'content-type': 'application/octet-stream',
-        'x-gatehouse-lines': '1',
-        'x-gatehouse-truncated': '0',
-      },
-    });
-    await r.arrayBuffer();
-    send({
-      type: 'job.artifact',
-      jobId: spec.jobId,
-      stream: 'stdout',
-      state: r.ok ? 'complete' : 'failed',
-      bytes: body.length,
-      ...(r.ok ? {} : { error: `HTTP ${r.status}` }),
-    });
-  };
   await new Promise<void>((resolve, reject) => {
     ws.onopen = () =>
       send({ type: 'hello', v: PROTOCOL_VERSION, agentId: id, version: 'bench', capacity: 4, sandbox: 'none', runtimes: [], labels: [], running: [] });
@@ -362,7 +345,6 @@ async function simAgent(gw: Gateway, team: string, id: string): Promise<SimAgent
         type: string;
         heartbeatMs?: number;
         spec?: { jobId: string; artifactHandle: string };
-        upload?: { agentId: string; token: string };
       };
       if (m.type === 'welcome') {
         beat = setInterval(() => ws.send(AGENT_PING ?? JSON.stringify({ type: 'heartbeat', running: [] })), m.heartbeatMs ?? DEFAULT_HEARTBEAT_MS);
@@ -383,10 +365,9 @@ async function simAgent(gw: Gateway, team: string, id: string): Promise<SimAgent
           stdoutTruncated: false,
           stderrTruncated: false,
           streams: { stdout: one, stderr: { bytes: 0, lines: 0, artifactTruncated: false } },
-          artifactsUploaded: false,
-          pendingArtifacts: ['stdout'],
+          // Protocol v4: the exit holds the stream whole, so there is nothing to upload.
+          artifactsUploaded: true,
         });
-        void upload(spec, m.upload).catch(() => {});
       }
     };
   });
@@ -483,10 +464,19 @@ function userTables(db: DatabaseSync): string[] {
   ).map((r) => r.name);
 }
 
+/** An audit row's stored bytes, about: its values' lengths plus 8 bytes a number (src/dispatch/audit-log.ts's columns). */
+const AUDIT_VALUE_BYTES = `8 * 4 + length(subject) + COALESCE(length(token_id), 0) + length(tool) + COALESCE(length(command), 0) + COALESCE(length(cwd), 0)
+  + length(decision) + COALESCE(length(reason), 0) + COALESCE(length(job_id), 0) + COALESCE(length(exit_status), 0) + COALESCE(length(parent_job_id), 0)
+  + COALESCE(length(approval_id), 0)`;
+
 interface StoreCounts {
   d1Rows: Record<string, number>;
   d1Bytes: number;
   doBytes: number;
+  /** Rows per table over every team object's SQLite. */
+  doRows: Record<string, number>;
+  /** Bytes of the audit rows' values in the team objects (kept for the audit's days, not the jobs'). */
+  auditBytes: number;
   r2Objects: number;
   r2Bytes: number;
 }
@@ -503,14 +493,23 @@ function storeCounts(gw: Gateway): StoreCounts {
     });
   }
   let doBytes = 0;
-  for (const f of sqliteFiles(join(v3, 'do'))) doBytes += withDb(f, dbBytes) ?? 0;
+  const doRows: Record<string, number> = {};
+  let auditBytes = 0;
+  for (const f of sqliteFiles(join(v3, 'do'))) {
+    withDb(f, (db) => {
+      doBytes += dbBytes(db);
+      const tables = userTables(db);
+      for (const t of tables) doRows[t] = (doRows[t] ?? 0) + (db.prepare(`SELECT count(*) AS n FROM "${t}"`).get() as { n: number }).n;
+      if (tables.includes('audit')) auditBytes += (db.prepare(`SELECT COALESCE(SUM(${AUDIT_VALUE_BYTES}), 0) AS n FROM audit`).get() as { n: number }).n;
+    });
+  }
   let r2Objects = 0;
   for (const f of sqliteFiles(join(v3, 'r2')))
     r2Objects += withDb(f, (db) => (db.prepare('SELECT count(*) AS n FROM _mf_objects').get() as { n: number }).n) ?? 0;
   const blobs = readdirSync(join(v3, 'r2'), { withFileTypes: true })
     .filter((e) => e.isDirectory() && !e.name.startsWith('miniflare-'))
     .reduce((n, e) => n + filesBytes(join(v3, 'r2', e.name, 'blobs')), 0);
-  return { d1Rows, d1Bytes, doBytes, r2Objects, r2Bytes: blobs };
+  return { d1Rows, d1Bytes, doBytes, doRows, auditBytes, r2Objects, r2Bytes: blobs };
 }
 
 // ---------------------------------------------------------------- the team objects' own counters
@@ -647,13 +646,19 @@ export function costModel(f: TenantFigures): { lines: CostLine[]; total: number 
     over(activeS * DO_MEMORY_GB * callsPerMonth, DO_GB_S_INCLUDED, DO_USD_PER_M_GB_S / 1e6),
     `a call's local latency one at a time (p50 ${f.pacedP50Ms.toFixed(0)} ms, an upper bound) × 128 MB: the object is active while the call is`,
   );
-  const doRowsW = doC ? doPer(doC.sqlRowsWritten + doC.alarmsSet) : null;
+  // A row kept is written once more when retention deletes it (a DELETE is billed per row; index entries go free).
+  const kept = Object.values(f.doRowsAdded).reduce((a, b) => a + b, 0);
+  const doRowsW = doC ? doPer(doC.sqlRowsWritten + doC.alarmsSet) + kept : null;
   const doRowsR = doC ? doPer(doC.sqlRowsRead) : null;
   add(
     'DO rows written',
     doRowsW ?? 'n/a',
     over((doRowsW ?? 0) * callsPerMonth, DO_ROWS_WRITTEN_INCLUDED, DO_USD_PER_M_ROWS_WRITTEN / 1e6),
-    doC ? 'measured (SQL rows written + alarms set)' : 'not measured: needs usage()',
+    doC
+      ? `measured: SQL rows written + alarms set ${fmt(doPer(doC.sqlRowsWritten + doC.alarmsSet))}, + rows kept ${fmt(kept)} (${Object.entries(f.doRowsAdded)
+          .map(([t, n]) => `${t} ${fmt(n)}`)
+          .join(', ')}), each deleted by retention later`
+      : 'not measured: needs usage()',
   );
   add(
     'DO rows read',
@@ -662,12 +667,13 @@ export function costModel(f: TenantFigures): { lines: CostLine[]; total: number 
     doC ? 'measured' : 'not measured: needs usage()',
   );
   const retainedCalls = (CALLS_PER_DAY * JOB_RETENTION_MS) / 86_400_000;
-  const doGb = (f.bytesAdded.objects * retainedCalls * MODEL_TEAMS) / 1e9;
+  const auditCalls = CALLS_PER_DAY * AUDIT_DAYS;
+  const doGb = ((f.bytesAdded.objects - f.bytesAdded.audit) * retainedCalls + f.bytesAdded.audit * auditCalls) * (MODEL_TEAMS / 1e9);
   add(
     'DO storage (GB-month)',
     `${fmt(f.bytesAdded.objects)} B`,
     over(doGb, DO_STORED_GB_INCLUDED, DO_USD_PER_GB_MONTH),
-    `measured bytes per call × ${retainedCalls} calls kept (7 days)`,
+    `measured bytes per call × ${retainedCalls} calls kept (7 days of jobs), of which the audit row's ${fmt(f.bytesAdded.audit)} B × ${auditCalls} (${AUDIT_DAYS} days)`,
   );
 
   const d1Q = f.lines.d1Queries + (doC ? doPer(doC.d1Queries) : 0);

@@ -12,18 +12,27 @@ import { SandboxReuse } from './sandbox-reuse.ts';
 import { EgressAnswer, EgressAsk, EgressLog, NetworkGrant } from './network.ts';
 
 /**
- * The version an agent says in `hello` and the edge answers in `welcome`. 3: the heartbeat is the fixed
+ * The version an agent says in `hello` and the edge answers in `welcome`. 4: a stream whose `job.exit`
+ * holds it whole (`exitHoldsStream`, inline-result.ts) is not uploaded; the edge keeps its artifact in the
+ * exit (a v3 agent uploads it all the same, which still works). 3: the heartbeat is the fixed
  * AGENT_PING text, which the platform answers with AGENT_PONG without waking the team's object, and the
  * jobs an agent holds travel as `running` only when they change. 2: a `job.exit` may leave its inline
  * output to the live frames (`inlineFromLive`), which a v1 edge would drop unread, losing the output.
  */
-export const PROTOCOL_VERSION = 3;
+export const PROTOCOL_VERSION = 4;
 /**
- * The versions the edge welcomes (in the version the agent said): its own and the one before, whose
- * agents send `heartbeat` with their jobs every interval (each one wakes the team's object). An agent
- * speaks PROTOCOL_VERSION only. The edge closes a hello of any other version with AGENT_PROTOCOL_CLOSE.
+ * The oldest agent protocol the edge still welcomes: v2, whose agents send `heartbeat` with their jobs every
+ * interval (each one wakes the team's object); v3 agents upload every stream. Both keep working.
  */
-export const EDGE_PROTOCOL_VERSIONS: readonly number[] = [PROTOCOL_VERSION - 1, PROTOCOL_VERSION];
+export const OLDEST_AGENT_PROTOCOL = 2;
+/**
+ * The versions the edge welcomes (in the version the agent said). An agent speaks PROTOCOL_VERSION only.
+ * The edge closes a hello of any other version with AGENT_PROTOCOL_CLOSE.
+ */
+export const EDGE_PROTOCOL_VERSIONS: readonly number[] = Array.from(
+  { length: PROTOCOL_VERSION - OLDEST_AGENT_PROTOCOL + 1 },
+  (_, i) => OLDEST_AGENT_PROTOCOL + i,
+);
 /** An agent silent for this many heartbeat intervals is gone to the edge; an edge that has not answered its pings as long is gone to the agent. */
 export const MISSED_HEARTBEATS = 3;
 /**

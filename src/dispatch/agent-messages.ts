@@ -294,7 +294,11 @@ export class AgentMessages {
   private async onHello(ws: WebSocket, att: AgentAttachment, hello: AgentHello, now: number): Promise<void> {
     if (!EDGE_PROTOCOL_VERSIONS.includes(hello.v)) {
       // Before anything else: a mismatched pair must fail loudly, never drop messages it misreads.
-      const reason = `agent protocol v${hello.v} is not spoken here: this gateway speaks v${PROTOCOL_VERSION} (and v${PROTOCOL_VERSION - 1}); install the agent of the gateway's release`;
+      const reason = `agent protocol v${hello.v} is not spoken here: this gateway speaks v${PROTOCOL_VERSION} (and ${EDGE_PROTOCOL_VERSIONS.filter(
+        (v) => v !== PROTOCOL_VERSION,
+      )
+        .map((v) => `v${v}`)
+        .join(', ')}); install the agent of the gateway's release`;
       console.warn(`refused hello of agent ${hello.agentId} (subject ${att.subject}): ${reason}`);
       this.p.link.dropAndClose(ws, 'said hello in another protocol version', AGENT_PROTOCOL_CLOSE, closeReason(reason));
       return;

@@ -5,7 +5,14 @@
  * socket that floods messages about jobs it does not run closed for its budget.
  */
 import { describe, expect, it, vi } from 'vitest';
-import { AGENT_BUDGET_CLOSE, AGENT_PROTOCOL_CLOSE, PROTOCOL_VERSION, type JobExit, type StreamName } from '../../src/contracts/agent-protocol.ts';
+import {
+  AGENT_BUDGET_CLOSE,
+  AGENT_PROTOCOL_CLOSE,
+  OLDEST_AGENT_PROTOCOL,
+  PROTOCOL_VERSION,
+  type JobExit,
+  type StreamName,
+} from '../../src/contracts/agent-protocol.ts';
 import { inlineResult } from '../../src/contracts/inline-result.ts';
 import { encodeOutputFrame } from '../../src/contracts/output-frame.ts';
 import { AGENT_CLAIM_REFUSED_CLOSE } from '../../src/contracts/agent-grant.ts';
@@ -135,12 +142,12 @@ describe('agent messages', () => {
     t.c.link.attach(ws as unknown as WebSocket, { subject: 's', tokenId: 't', grant: null, agentId: null, connectedAt: 0 });
     const warn = vi.spyOn(console, 'warn').mockImplementation(() => {});
     try {
-      await say(t, ws, helloOf('old', { v: PROTOCOL_VERSION - 2 }));
+      await say(t, ws, helloOf('old', { v: OLDEST_AGENT_PROTOCOL - 1 }));
     } finally {
       warn.mockRestore();
     }
     expect(ws.closed?.code).toBe(AGENT_PROTOCOL_CLOSE);
-    expect(ws.closed?.reason).toContain(`agent protocol v${PROTOCOL_VERSION - 2} is not spoken here: this gateway speaks v${PROTOCOL_VERSION}`);
+    expect(ws.closed?.reason).toContain(`agent protocol v${OLDEST_AGENT_PROTOCOL - 1} is not spoken here: this gateway speaks v${PROTOCOL_VERSION}`);
     expect(ws.of('welcome')).toEqual([]);
     expect(await t.c.jobs.submit(request('j1'))).toMatchObject({ ok: true, state: 'queued' });
   });

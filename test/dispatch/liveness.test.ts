@@ -12,6 +12,7 @@ import {
   AGENT_PONG,
   AGENT_PROTOCOL_CLOSE,
   MISSED_HEARTBEATS,
+  OLDEST_AGENT_PROTOCOL,
   PROTOCOL_VERSION,
   parseAgentMessage,
   parseEdgeMessage,
@@ -190,7 +191,7 @@ describe('the jobs an agent holds (`running`, sent when they change)', () => {
   });
 });
 
-describe('an agent of the previous protocol version', () => {
+describe('an agent of the oldest protocol version the edge speaks (v2: heartbeats)', () => {
   it('is welcomed in its own version, and its heartbeat (every interval, with its jobs) keeps it alive and its jobs held', async () => {
     const t = setup();
     const ws = new FakeSocket();
@@ -198,8 +199,8 @@ describe('an agent of the previous protocol version', () => {
     const att = t.c.link.attachmentFor(new Request('https://x/', { headers: { 'X-Gatehouse-Subject': 'old', 'X-Gatehouse-Token-Id': 'tok-old' } }));
     if (!att.ok) throw new Error(att.message);
     t.c.link.attach(ws as unknown as WebSocket, att.att);
-    await say(t, ws, helloOf('old', { v: PROTOCOL_VERSION - 1 }));
-    expect(ws.of('welcome')).toEqual([{ type: 'welcome', v: PROTOCOL_VERSION - 1, team: 'acme', heartbeatMs: HB }]);
+    await say(t, ws, helloOf('old', { v: OLDEST_AGENT_PROTOCOL }));
+    expect(ws.of('welcome')).toEqual([{ type: 'welcome', v: OLDEST_AGENT_PROTOCOL, team: 'acme', heartbeatMs: HB }]);
     await t.c.jobs.submit(request('j1'));
     expect(t.c.rows.get('j1')?.agent).toBe('old');
     for (let i = 0; i < 10; i++) {
@@ -216,20 +217,20 @@ describe('an agent of the previous protocol version', () => {
     expect(t.c.rows.get('j1')?.orphaned_at).toBe(t.host.now());
   });
 
-  it('two versions back is closed with 4426, naming the versions this gateway speaks', async () => {
+  it('a version older than the oldest it speaks is closed with 4426, naming the versions this gateway speaks', async () => {
     const t = setup();
     const ws = new FakeSocket();
     t.host.socketList.push(ws);
     t.c.link.attach(ws as unknown as WebSocket, { subject: 's', tokenId: 't', grant: null, agentId: null, connectedAt: 0 });
     const warn = vi.spyOn(console, 'warn').mockImplementation(() => {});
     try {
-      await say(t, ws, helloOf('older', { v: PROTOCOL_VERSION - 2 }));
+      await say(t, ws, helloOf('older', { v: OLDEST_AGENT_PROTOCOL - 1 }));
     } finally {
       warn.mockRestore();
     }
     expect(ws.closed?.code).toBe(AGENT_PROTOCOL_CLOSE);
     expect(ws.closed?.reason).toBe(
-      `agent protocol v${PROTOCOL_VERSION - 2} is not spoken here: this gateway speaks v${PROTOCOL_VERSION} (and v${PROTOCOL_VERSION - 1}); install the agent of the gateway's release`,
+      `agent protocol v${OLDEST_AGENT_PROTOCOL - 1} is not spoken here: this gateway speaks v${PROTOCOL_VERSION} (and v2, v3); install the agent of the gateway's release`,
     );
   });
 });

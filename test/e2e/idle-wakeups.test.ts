@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { WebSocket } from 'undici';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { AGENT_CONNECT_PATH, MISSED_HEARTBEATS, PROTOCOL_VERSION } from '../../src/contracts/agent-protocol.ts';
+import { AGENT_CONNECT_PATH, MISSED_HEARTBEATS, OLDEST_AGENT_PROTOCOL, PROTOCOL_VERSION } from '../../src/contracts/agent-protocol.ts';
 import type { AgentView } from '../../src/contracts/jobs.ts';
 import type { DispatchHealth } from '../../src/dispatch/jobs.ts';
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
@@ -98,7 +98,7 @@ describe('an idle team', () => {
     expect(agent.logs(), agent.logs()).not.toMatch(/no answer from|reconnecting/);
   });
 
-  it('an agent of the previous protocol version is welcomed in it, and its heartbeat (which wakes the object) keeps it alive', async () => {
+  it('an agent of the oldest protocol version the edge speaks (v2) is welcomed in it, and its heartbeat (which wakes the object) keeps it alive', async () => {
     const team = 'idle-v2';
     const token = await gw.token({ team, scopes: ['agent'], subject: 'old-agent' });
     const ws = new WebSocket(`${gw.url.replace(/^http/, 'ws')}${AGENT_CONNECT_PATH}`, { headers: { Authorization: `Bearer ${token}` } });
@@ -110,7 +110,7 @@ describe('an idle team', () => {
       ws.addEventListener('open', () => resolve());
       ws.addEventListener('error', () => reject(new Error('the agent socket did not open')));
     });
-    const v = PROTOCOL_VERSION - 1;
+    const v = OLDEST_AGENT_PROTOCOL;
     ws.send(
       JSON.stringify({
         type: 'hello',

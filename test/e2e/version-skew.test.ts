@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WebSocket } from 'undici';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { AGENT_CONNECT_PATH, AGENT_PROTOCOL_CLOSE, PROTOCOL_VERSION } from '../../src/contracts/agent-protocol.ts';
+import { AGENT_CONNECT_PATH, AGENT_PROTOCOL_CLOSE, OLDEST_AGENT_PROTOCOL, PROTOCOL_VERSION } from '../../src/contracts/agent-protocol.ts';
 import { AGENT_REFUSED_EXIT_CODE } from '../../src/contracts/agent-grant.ts';
 import { FakeEdge } from '../executor/fake-edge.ts';
 import { ROOT, startGateway, stopGroup, type Gateway } from './harness.ts';
@@ -67,7 +67,7 @@ describe('the real gateway and an agent of another protocol version (a hand-made
   }
 
   for (const [what, v] of [
-    ['an older agent (two versions below: older than the one before)', PROTOCOL_VERSION - 2],
+    ['an older agent (below the oldest version the gateway speaks)', OLDEST_AGENT_PROTOCOL - 1],
     ['a newer agent (one version above)', PROTOCOL_VERSION + 1],
   ] as const)
     it(`closes the hello of ${what} with 4426, naming both versions and what to install, and never welcomes it`, async () => {
@@ -81,6 +81,7 @@ describe('the real gateway and an agent of another protocol version (a hand-made
   for (const [what, v] of [
     ['its own version (the stand-ins are refused for their version, nothing else)', PROTOCOL_VERSION],
     ['the version before, in that version (an agent of the previous release keeps working)', PROTOCOL_VERSION - 1],
+    ['the oldest version it speaks, in that version', OLDEST_AGENT_PROTOCOL],
   ] as const)
     it(`welcomes a hello in ${what}`, async () => {
       const token = await gw.token({ team: 'skew', scopes: ['agent'], subject: `agent-same-v${v}` });
