@@ -2,7 +2,8 @@
  * The job runner: takes `job.start` specs, enforces capacity and the local floor, runs each
  * job in a fresh sandbox with a timeout that kills the whole sandbox, captures and spools
  * output, produces a truthful JobExit as soon as the process ends, then uploads the artifacts
- * and reports how each upload ended.
+ * and reports how each upload ended. This file admits jobs and takes each through its course; a
+ * launched job is watched by supervise.ts, and its exit and result are made by job-exit.ts.
  */
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
