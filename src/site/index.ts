@@ -8,7 +8,7 @@ import { Hono, type Context, type Handler } from 'hono';
 import type { AppEnv } from '../env.ts';
 import { canonicalMcpUrl } from '../auth/config.ts';
 import { landingPage } from './landing.ts';
-import { FAVICON_SVG } from '../dashboard/client/favicon.ts';
+import { dashboardAsset } from '../dashboard/assets.ts';
 
 /** A static page with no scripts: nothing may load, nothing may frame it. */
 const PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
@@ -36,9 +36,12 @@ siteRoutes.get('/', (c) => {
 
 /** Browsers ask every site for /favicon.ico: the dashboard's icon (SVG; browsers go by the type, not the name). */
 for (const path of ['/favicon.ico', '/favicon.svg']) {
-  siteRoutes.get(path, (c) =>
-    c.body(FAVICON_SVG, 200, { 'Content-Type': 'image/svg+xml', 'Cache-Control': 'public, max-age=86400', 'X-Content-Type-Options': 'nosniff' }),
-  );
+  siteRoutes.get(path, async (c) => {
+    const icon = await dashboardAsset(c.env, c.req.url, 'favicon.svg');
+    if (icon.ok) icon.headers.set('Cache-Control', 'public, max-age=86400');
+    icon.headers.set('X-Content-Type-Options', 'nosniff');
+    return icon;
+  });
 }
 
 /** What a client that used a near-miss path should use instead (JSON-RPC shape: MCP clients show `message`). */

@@ -1,8 +1,8 @@
 /**
  * The one rule for showing text from users (src/contracts/visible-text.ts) and the CLI renderers
  * built on it (cli/visible-text.ts, io.table, fields.text, audit rows): every control, bidi and
- * invisible character comes out as a visible escape, a row is one line, and the dashboard's copy
- * (served in core.js) is the same function.
+ * invisible character comes out as a visible escape, a row is one line, and the dashboard's client
+ * (bundled into main.js for the browser) gives what the CLI gives.
  */
 import { describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
@@ -14,7 +14,7 @@ import { formatCommand, visibleJson } from '../../cli/visible-text.ts';
 import { formatRow } from '../../cli/audit.ts';
 import { table } from '../../cli/io.ts';
 import { text, when } from '../../cli/fields.ts';
-import { CORE_JS } from '../../src/dashboard/client/core.ts';
+import { bundleClient } from '../../scripts/build-dashboard.ts';
 
 /** What must never reach a terminal or a page raw (beyond the renderer's own line ends). */
 const HIDDEN = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}]/u;
@@ -183,11 +183,11 @@ describe('CLI renderers', () => {
   });
 });
 
-describe('the dashboard serves the same function', () => {
-  it('core.js is a module whose visible() gives what the CLI gives', () => {
+describe('the dashboard shows text with the same function', () => {
+  it("the client's visible(), bundled for the browser as main.js is, gives what the CLI gives", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'gatehouse-core-js-'));
     try {
-      writeFileSync(join(dir, 'core.mjs'), CORE_JS);
+      writeFileSync(join(dir, 'core.mjs'), await bundleClient('format.ts'));
       const samples = [...CLASSES.map(([, raw]) => raw), 'plain', 'a b', 'say "hi"\\'];
       writeFileSync(
         join(dir, 'run.mjs'),

@@ -106,7 +106,7 @@ describe.skipIf(!HAVE_CHROMIUM)('dashboard in a real browser', () => {
     const html = await r.text();
     expect(html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);
     expect(html).not.toMatch(/\son[a-z]+=/i);
-    const js = await fetch(`${gw.url}/dashboard/assets/core.js`);
+    const js = await fetch(`${gw.url}/dashboard/assets/main.js`);
     expect(js.headers.get('content-type')).toMatch(/^text\/javascript/);
     expect(js.headers.get('x-content-type-options')).toBe('nosniff');
     expect((await fetch(`${gw.url}/dashboard/assets/nope.js`)).status).toBe(404);

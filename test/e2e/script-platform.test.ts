@@ -32,7 +32,8 @@ function configWithoutLoader(): string {
   const stripped = toml
     .replace(/\[\[worker_loaders\]\]\s*\nbinding = "LOADER"\s*\n/, '')
     .replace(/^main = "(.+)"$/m, (_m, p: string) => `main = "${join(ROOT, p)}"`)
-    .replace(/^migrations_dir = "(.+)"$/m, (_m, p: string) => `migrations_dir = "${join(ROOT, p)}"`);
+    .replace(/^migrations_dir = "(.+)"$/m, (_m, p: string) => `migrations_dir = "${join(ROOT, p)}"`)
+    .replace(/^directory = "(.+)"$/m, (_m, p: string) => `directory = "${join(ROOT, p)}"`);
   dir = mkdtempSync(join(tmpdir(), 'gatehouse-noloader-'));
   const file = join(dir, 'wrangler.toml');
   writeFileSync(file, stripped);
