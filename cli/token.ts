@@ -5,7 +5,7 @@ import { api, connection, formatError } from './client.ts';
 import { info, iso, out, printJson, table } from './io.ts';
 import { mintToken } from '../src/auth/mint.ts';
 import { BOOTSTRAP_MINTER } from '../src/auth/minter.ts';
-import { SCOPES } from '../src/env.ts';
+import { SCOPES } from '../src/contracts/scopes.ts';
 import { SANDBOX_KINDS } from '../src/contracts/sandbox-kinds.ts';
 // Types only: the grant's schema (and zod) load when a grant is given, so every other command starts fast.
 import type { AgentGrant } from '../src/contracts/agent-grant.ts';

@@ -1,19 +1,15 @@
-/** Bindings and configuration of the edge Worker (wrangler.toml [vars], secrets, bindings). */
-import type { TeamDispatcher } from './dispatch/team-dispatcher.ts';
-import type { AgentGrant } from './contracts/agent-grant.ts';
-import type { Role } from './members/roles.ts';
-import type { Minter } from './auth/minter.ts';
+/** Bindings and configuration of the edge Worker (wrangler.toml [vars], secrets, bindings): the ground floor, importing nothing. */
 
 /**
  * The Worker's bindings and [vars] come from wrangler.toml through `npm run types`
  * (src/worker-configuration.d.ts, `wrangler types`; `npm run lint` fails when it is stale).
  * Vars and optional bindings (LOADER, rate limits, OAUTH_KV) may be absent: unit tests run
- * without them. Added here: secrets and vars wrangler.toml does not list.
+ * without them. Added here: secrets and vars wrangler.toml does not list. TEAM_DISPATCHER keeps
+ * the generated type, `DurableObjectNamespace<import("./index").TeamDispatcher>`: its RPC stub is
+ * typed with the class the Worker exports, and this file names no room above it.
  */
-export type Env = Pick<WranglerEnv, 'DB' | 'ARTIFACTS'> &
+export type Env = Pick<WranglerEnv, 'DB' | 'ARTIFACTS' | 'TEAM_DISPATCHER'> &
   Partial<Omit<WranglerEnv, 'DB' | 'ARTIFACTS' | 'TEAM_DISPATCHER'>> & {
-    /** Typed with the class itself (the generated type imports it through src/index.ts). */
-    TEAM_DISPATCHER: DurableObjectNamespace<TeamDispatcher>;
     /** Secret: private JWK (JSON) of the Gatehouse signing key (ES256). `npm start` generates one. */
     GATEHOUSE_SIGNING_KEY?: string;
     /**
@@ -37,30 +33,7 @@ export type Env = Pick<WranglerEnv, 'DB' | 'ARTIFACTS'> &
   };
 
 /**
- * `operator`: the deployment's operators (teams' life cycle: /operator/v1/, src/operator/). Only the holder of
- * the signing key mints it, offline (`gatehouse token bootstrap --scope operator`); no role may mint it (src/auth/minter.ts).
+ * The Hono app's environment: the bindings. A context variable is typed beside the middleware that
+ * sets it, in Hono's `ContextVariableMap` (`principal`: src/auth/principal.ts).
  */
-export const SCOPES = ['execute', 'artifacts:read', 'admin', 'agent', 'operator'] as const;
-export type Scope = (typeof SCOPES)[number];
-
-/** Who is calling, from a verified token. Every query is keyed by `team`. */
-export interface Principal {
-  team: string;
-  subject: string;
-  scopes: string[];
-  /** Token id (`jti`), used for revocation and audit. */
-  tokenId: string;
-  issuer: string;
-  /** An agent token's grant: what its agents may claim in `hello`. Absent: whatever they say (src/contracts/agent-grant.ts). */
-  agentGrant?: AgentGrant;
-  /** Who minted this API token (signed `minted_by` claim of the gateway's own tokens; src/auth/minter.ts). Absent: unattributed, capped at admin. */
-  minter?: Minter;
-  /** A signed-in person (src/members/): their membership and role in `team`. Absent: an API token. */
-  member?: { memberId: string; role: Role };
-}
-
-/** Hono context variables set by middleware. */
-interface AppVariables {
-  principal: Principal;
-}
-export type AppEnv = { Bindings: Env; Variables: AppVariables };
+export type AppEnv = { Bindings: Env };

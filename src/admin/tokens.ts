@@ -4,7 +4,8 @@
  */
 import { Hono } from 'hono';
 import { z } from 'zod';
-import { SCOPES, type AppEnv } from '../env.ts';
+import { SCOPES } from '../contracts/scopes.ts';
+import type { AppEnv } from '../env.ts';
 import { describeIssues } from '../contracts/errors.ts';
 import { AgentGrant } from '../contracts/agent-grant.ts';
 import { strictInput } from '../contracts/strict-input.ts';

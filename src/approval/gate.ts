@@ -14,7 +14,8 @@
  * A script's subprocess cannot wait for a person: it is refused and told to use execute.
  */
 import { CLIENT_CAPABILITIES_META_KEY, inputRequired, inputResponse, type InputRequiredResult, type ServerContext } from '@modelcontextprotocol/server';
-import type { Env, Principal } from '../env.ts';
+import type { Env } from '../env.ts';
+import type { Principal } from '../auth/principal.ts';
 import type { ApprovalInfo } from '../contracts/approvals.ts';
 import type { PolicyDocument } from '../contracts/policy.ts';
 import { ruleNumber, type PolicyDecision } from '../policy/engine.ts';

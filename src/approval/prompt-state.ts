@@ -9,7 +9,8 @@
  * isolate of a deployment shares it without another secret to configure.
  */
 import { createRequestStateCodec, type ServerContext } from '@modelcontextprotocol/server';
-import type { Env, Principal } from '../env.ts';
+import type { Env } from '../env.ts';
+import type { Principal } from '../auth/principal.ts';
 
 export interface PromptState {
   /** Approval id. */

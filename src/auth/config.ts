@@ -4,7 +4,8 @@
  * so a bad secret is reported on every request by configGuard rather than half-working.
  */
 import { createLocalJWKSet, createRemoteJWKSet, importJWK, type JWK, type JWTVerifyGetKey } from 'jose';
-import { SCOPES, type Env } from '../env.ts';
+import { SCOPES } from '../contracts/scopes.ts';
+import type { Env } from '../env.ts';
 import { SIGNING_ALG, publicJwk } from './mint.ts';
 
 const HS_MIN_BYTES = 32;

@@ -4,7 +4,9 @@
  * to and a message that says exactly what was wrong.
  */
 import { decodeJwt, decodeProtectedHeader, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
-import type { Env, Principal, Scope } from '../env.ts';
+import type { Env } from '../env.ts';
+import type { Principal } from './principal.ts';
+import type { Scope } from '../contracts/scopes.ts';
 import {
   EXTERNAL_ALGS,
   canonicalMcpUrl,

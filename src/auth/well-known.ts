@@ -3,7 +3,8 @@
  * issuer and scopes to use) and the public JWKS of the Gatehouse signing key.
  */
 import { Hono, type Handler } from 'hono';
-import { SCOPES, type AppEnv } from '../env.ts';
+import { SCOPES } from '../contracts/scopes.ts';
+import type { AppEnv } from '../env.ts';
 import { canonicalMcpUrl, gatehouseIssuer, publicOrigin, trustConfig } from './config.ts';
 import { OPERATOR_SCOPE } from './minter.ts';
 

@@ -21,7 +21,8 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { MiddlewareHandler } from 'hono';
 import { routePath } from 'hono/route';
-import type { AppEnv, Principal } from '../env.ts';
+import type { AppEnv } from '../env.ts';
+import type { Principal } from '../auth/principal.ts';
 import { writeMetric, type MetricsEnv } from '../platform/metrics.ts';
 import { meteredBindings, storageCounts, type StorageCounts } from '../platform/storage-meter.ts';
 

@@ -5,7 +5,8 @@
  * notification sender, abort signal). Its cancel key finds the call's jobs again.
  */
 import type { ServerContext } from '@modelcontextprotocol/server';
-import type { Env, Principal } from '../env.ts';
+import type { Env } from '../env.ts';
+import type { Principal } from '../auth/principal.ts';
 
 /** The SDK's per-call context (v2 `ServerContext`); named for what tools use it for. */
 export type ToolExtra = ServerContext;

@@ -6,7 +6,8 @@
  */
 import { Hono } from 'hono';
 import type { AuthInfo, createMcpHandler, McpServerFactory } from '@modelcontextprotocol/server';
-import type { AppEnv, Env, Principal } from '../env.ts';
+import type { AppEnv, Env } from '../env.ts';
+import type { Principal } from '../auth/principal.ts';
 import { requestLedger } from '../script/request-budget.ts';
 import { workersPlan } from '../platform/plan.ts';
 import { DEFAULT_MAX_BODY_BYTES, gatewayConfig } from '../platform/config.ts';
@@ -147,7 +148,7 @@ async function readCapped(req: Request, max: number): Promise<string | null> {
  * `notifications/cancelled` arrives as its own POST, possibly in another isolate than the call
  * it cancels; the team's DO finds the job by (token, request id) and tells the agent to kill it.
  */
-async function routeCancellations(env: AppEnv['Bindings'], p: AppEnv['Variables']['principal'], body: unknown): Promise<void> {
+async function routeCancellations(env: AppEnv['Bindings'], p: Principal, body: unknown): Promise<void> {
   const messages = Array.isArray(body) ? body : [body];
   for (const m of messages) {
     if (!m || typeof m !== 'object') continue;

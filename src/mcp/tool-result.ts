@@ -3,7 +3,7 @@
  * a refusal for a missing scope. (The call's context: src/governed/call-context.ts.)
  */
 import type { CallToolResult } from '@modelcontextprotocol/server';
-import type { Scope } from '../env.ts';
+import type { Scope } from '../contracts/scopes.ts';
 import type { ErrorCode } from '../contracts/errors.ts';
 import type { ToolContext } from '../governed/call-context.ts';
 

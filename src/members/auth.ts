@@ -11,7 +11,9 @@
  * ```
  */
 import type { Context, MiddlewareHandler } from 'hono';
-import type { AppEnv, Principal, Scope } from '../env.ts';
+import type { AppEnv } from '../env.ts';
+import type { Principal } from '../auth/principal.ts';
+import type { Scope } from '../contracts/scopes.ts';
 import type { GatehouseErrorShape, Result } from '../contracts/errors.ts';
 import { authenticate, authErrorResponse, checkScopes, type ScopeRequirement } from '../auth/index.ts';
 import { apiError } from '../admin/http.ts';

@@ -4,7 +4,8 @@
  * (never JWTs), valid only for this gateway's MCP URL; a valid one becomes the same Principal an
  * API token with the grant's team and scopes would.
  */
-import type { Env, Principal } from '../env.ts';
+import type { Env } from '../env.ts';
+import type { Principal } from '../auth/principal.ts';
 import { canonicalMcpUrl, gatehouseIssuer } from '../auth/config.ts';
 import type { OAuthGrantProps } from './server.ts';
 import { OAUTH_TOKEN_PREFIX, grantIdOf } from '../store/oauth-grants.ts';

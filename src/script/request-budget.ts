@@ -13,7 +13,7 @@
  * if (opened.ok) opened.slot.close();
  * ```
  */
-import type { Principal } from '../env.ts';
+import type { Principal } from '../auth/principal.ts';
 import { DYNAMIC_WORKERS_PER_WORKER_REQUEST, SUBREQUESTS_PER_REQUEST, type WorkersPlan } from '../platform/limits.ts';
 import { WORKERS_PLAN_NAMES, WORKERS_PLAN_VAR } from '../platform/plan.ts';
 import { SEARCH_READS_PER_STREAM } from '../search/indexed-search.ts';

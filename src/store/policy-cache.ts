@@ -10,7 +10,8 @@
  * const { policy } = await teamPolicyOf(env, principal); // in a tool
  * ```
  */
-import type { Env, Principal } from '../env.ts';
+import type { Env } from '../env.ts';
+import type { Principal } from '../auth/principal.ts';
 import type { PolicyStamp } from './admission.ts';
 import { DEFAULT_POLICY } from '../policy/default-policy.ts';
 import { getTeamPolicy, type TeamPolicy } from './policies.ts';

@@ -6,7 +6,8 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Hono } from 'hono';
-import type { AppEnv, Principal } from '../../src/env.ts';
+import type { AppEnv } from '../../src/env.ts';
+import type { Principal } from '../../src/auth/principal.ts';
 import { adminCallLog, type CallLine } from '../../src/edge/call-log.ts';
 import { apiError } from '../../src/admin/http.ts';
 

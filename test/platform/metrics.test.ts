@@ -18,7 +18,7 @@ import {
 } from '../../src/platform/metrics.ts';
 import { MAX_BATCH_MESSAGES } from '../../src/mcp/bounds.ts';
 import { closeCall, noteCall, openCall } from '../../src/edge/call-log.ts';
-import type { Principal } from '../../src/env.ts';
+import type { Principal } from '../../src/auth/principal.ts';
 import { dispatchHost } from '../dispatch/sql-host.ts';
 import { connect, exitOf, HB, request, say, setup } from '../dispatch/team-fixture.ts';
 

@@ -8,7 +8,8 @@ import { describe, expect, it } from 'vitest';
 import { Hono } from 'hono';
 import { meteredBindings, storageCounts, type StorageCounts } from '../../src/platform/storage-meter.ts';
 import { closeCall, meterStorage, openCall, type CallLine } from '../../src/edge/call-log.ts';
-import type { AppEnv, Env, Principal } from '../../src/env.ts';
+import type { AppEnv, Env } from '../../src/env.ts';
+import type { Principal } from '../../src/auth/principal.ts';
 
 /** A D1 stand-in: every statement reads `read` rows and writes `written` rows, and answers `rows`. */
 function fakeD1(o: { read?: number; written?: number; rows?: Record<string, unknown>[] } = {}) {

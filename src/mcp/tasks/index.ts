@@ -11,7 +11,7 @@
 import { MissingRequiredClientCapabilityError, ProtocolError, ProtocolErrorCode, type McpServer, type ServerContext } from '@modelcontextprotocol/server';
 import { TASKS_EXTENSION_ID, TaskIdParams, UpdateTaskParams } from '../../contracts/tasks.ts';
 import { killJob } from '../../dispatch/client.ts';
-import type { Scope } from '../../env.ts';
+import type { Scope } from '../../contracts/scopes.ts';
 import type { ToolContext } from '../../governed/call-context.ts';
 import { auditJobCall } from '../tools/job-common.ts';
 import { takeCreatedTask } from './create.ts';
