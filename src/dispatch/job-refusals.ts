@@ -4,7 +4,7 @@
  */
 import { RUNTIMES, type RuntimeName } from '../contracts/runtimes.ts';
 import type { JobRow } from './job-rows.ts';
-import type { Failure } from './jobs.ts';
+import type { GatehouseErrorShape as Failure } from '../contracts/errors.ts';
 import { noAgentMessage } from './outcomes.ts';
 import type { Ineligibility } from './scheduler.ts';
 
