@@ -7,7 +7,7 @@
 import { exitHoldsStream, type ExitStreams } from '../../src/contracts/inline-result.ts';
 import type { StreamName } from '../../src/contracts/agent-protocol.ts';
 
-const strict = new TextDecoder('utf-8', { fatal: true });
+const strict = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 /** `head` holds the stream's first bytes (all of them when the exit holds it whole). */
 export function inlineHoldsWhole(exit: ExitStreams, stream: StreamName, head: Uint8Array): boolean {

@@ -122,7 +122,7 @@ export function capabilities(host: DispatchHost, o: { plan: PlanResult; trace: (
   const retention = new Retention(host, {
     settings: () => admission.retention(),
     audit: auditLog,
-    jobs: { prune: (before) => records.prune(before), oldestEndedAt: () => rows.oldestEndedAt() },
+    jobs: { prune: (before) => records.prune(before), oldestDayEnded: () => rows.oldestDayEnded() },
     onJobsPruned: (ids) => {
       uploads.forget(ids);
       egress.forget(ids);

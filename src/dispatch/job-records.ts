@@ -192,14 +192,18 @@ export class JobRecords {
     };
   }
 
-  /** Drops finished jobs older than `before` with everything stored for them; returns their ids. */
-  prune(before: number): string[] {
-    const ids = this.p.rows.endedBefore(before);
-    this.p.texts.drop(ids);
-    this.p.live.forget(ids);
-    this.p.streams.forget(ids);
-    this.p.rows.drop(ids);
-    return ids;
+  /**
+   * Drops the oldest day of jobs when every one of them ended before `before`, with everything stored
+   * for them; returns their ids, or null when no day is due.
+   */
+  prune(before: number): string[] | null {
+    const day = this.p.rows.dayEndedBefore(before);
+    if (!day) return null;
+    this.p.texts.drop(day.ids);
+    this.p.live.forget(day.ids);
+    this.p.streams.forget(day.ids);
+    this.p.rows.dropDay(day);
+    return day.ids;
   }
 }
 

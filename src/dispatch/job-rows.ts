@@ -1,9 +1,11 @@
 /**
- * The team's jobs in the Durable Object's SQLite: one row per job (`jobs`) from submit to its terminal
- * state, its spec in the row itself when it fits (a larger one is chunked by job-texts.ts), its exit as
- * JSON. Memory keeps copies of the rows it read or wrote and — once read per instance — every open
- * (queued or running) job, so placement, liveness, cancels and wake-ups read no storage; that is why the
- * table keeps no index on state or cancel key, which every job's submit, start and end would write.
+ * The team's jobs in the Durable Object's SQLite: one row per job from submit to its terminal state,
+ * its spec in the row itself when it fits (a larger one is chunked by job-texts.ts), its exit as JSON.
+ * Rows go to one table per day (segments.ts), keyed by job id with no other index, so a job writes one
+ * row when submitted, one when it starts and one when it ends, and retention drops a whole day (no row
+ * written) — where one table wrote three rows a submit (the row and two indexes) and one per delete.
+ * Memory keeps copies of the rows it read or wrote, the table each is in, and — once read per instance —
+ * every open (queued or running) job, so placement, liveness, cancels and wake-ups read no storage.
  *
  * Exactly-once: a job leaves `queued`/`running` through one conditional UPDATE; whoever changes the row
  * first wins, every later attempt sees zero rows written.
@@ -12,6 +14,7 @@ import type { JobExit, JobSpec, SandboxKind, StreamName } from '../contracts/age
 import type { JobState } from '../contracts/jobs.ts';
 import { migrate, type Migration, type SqlHost } from './host.ts';
 import { JOB_TABLES_V1 } from './job-tables-v1.ts';
+import { Segments, segmentsTable } from './segments.ts';
 
 export interface NewJob {
   spec: JobSpec;
@@ -68,9 +71,20 @@ export interface JobRow {
   artifact_hours: number | null;
 }
 
-const KEPT_COLUMNS = `id, seq, tool, subject, token_id, cancel_key, runtime, sandbox_min, sel_agent, sel_labels, background,
+/** A job row's columns (the table from before segments has two more, unused). */
+const COLUMNS = `id, seq, tool, subject, token_id, cancel_key, runtime, sandbox_min, sel_agent, sel_labels, background,
     artifact_handle, state, agent, agent_subject, sandbox, created_at, deadline, started_at, ended_at, orphaned_at, timeout_ms,
-    max_concurrent, exit, error_code, error_message, audit_id, spec`;
+    max_concurrent, exit, error_code, error_message, audit_id, spec, artifact_hours`;
+
+/** One day's jobs: keyed by the job id itself (WITHOUT ROWID), so an insert writes one row and nothing else. */
+const DAY_TABLE = (t: string) => [
+  `CREATE TABLE ${t} (id TEXT NOT NULL PRIMARY KEY, seq INTEGER NOT NULL, tool TEXT NOT NULL, subject TEXT NOT NULL,
+    token_id TEXT NOT NULL, cancel_key TEXT NOT NULL, runtime TEXT, sandbox_min TEXT, sel_agent TEXT, sel_labels TEXT,
+    background INTEGER NOT NULL, artifact_handle TEXT NOT NULL, state TEXT NOT NULL, agent TEXT, agent_subject TEXT,
+    sandbox TEXT, created_at INTEGER NOT NULL, deadline INTEGER NOT NULL, started_at INTEGER, ended_at INTEGER,
+    orphaned_at INTEGER, timeout_ms INTEGER NOT NULL, max_concurrent INTEGER NOT NULL, exit TEXT,
+    error_code TEXT, error_message TEXT, audit_id INTEGER, spec TEXT, artifact_hours REAL) WITHOUT ROWID`,
+];
 
 const MIGRATIONS: readonly Migration[] = [
   ...JOB_TABLES_V1,
@@ -81,26 +95,17 @@ const MIGRATIONS: readonly Migration[] = [
     sql: [`ALTER TABLE jobs ADD COLUMN spec TEXT`, `DROP INDEX IF EXISTS jobs_cancel`, `DROP INDEX IF EXISTS jobs_state`],
   },
   {
-    // Rows are billed per row and per index entry written: a table keyed by the job id itself (WITHOUT ROWID) writes one
-    // row per insert, where the rowid table wrote three (the row, its id's index, the `seq` index). Lists order by `seq`
-    // over the jobs kept (JOB_RETENTION_MS), which an admin's page reads, not a call. The D1 copy's flags go with it.
-    id: '5-jobs-keyed-by-id',
-    sql: [
-      `CREATE TABLE jobs_keyed (id TEXT NOT NULL PRIMARY KEY, seq INTEGER NOT NULL, tool TEXT NOT NULL, subject TEXT NOT NULL,
-    token_id TEXT NOT NULL, cancel_key TEXT NOT NULL, runtime TEXT, sandbox_min TEXT, sel_agent TEXT, sel_labels TEXT,
-    background INTEGER NOT NULL, artifact_handle TEXT NOT NULL, state TEXT NOT NULL, agent TEXT, agent_subject TEXT,
-    sandbox TEXT, created_at INTEGER NOT NULL, deadline INTEGER NOT NULL, started_at INTEGER, ended_at INTEGER,
-    orphaned_at INTEGER, timeout_ms INTEGER NOT NULL, max_concurrent INTEGER NOT NULL, exit TEXT,
-    error_code TEXT, error_message TEXT, audit_id INTEGER, spec TEXT, artifact_hours REAL) WITHOUT ROWID`,
-      `INSERT INTO jobs_keyed (${KEPT_COLUMNS}) SELECT ${KEPT_COLUMNS} FROM jobs`,
-      `DROP TABLE jobs`,
-      `ALTER TABLE jobs_keyed RENAME TO jobs`,
-    ],
+    // Rows of new jobs go to a table per day (DAY_TABLE); this one keeps the jobs written before, read until retention drops it.
+    id: '5-jobs-by-day',
+    sql: [segmentsTable('jobs'), `ALTER TABLE jobs ADD COLUMN artifact_hours REAL`],
   },
 ];
 
 /** A spec's JSON up to this many characters (≤ 192 KiB of UTF-8) is kept in the job's row, far below the 2 MB row limit. */
 export const SPEC_ROW_MAX_CHARS = 64 * 1024;
+
+/** `seq` values a millisecond: room for more jobs a millisecond than one object takes, within 2^53 for centuries. */
+const SEQ_PER_MS = 1024;
 
 const isOpen = (r: JobRow) => r.state === 'queued' || r.state === 'running';
 const bySeq = (a: JobRow, b: JobRow) => a.seq - b.seq;
@@ -109,16 +114,20 @@ type Stored = JobRow & Record<string, SqlStorageValue>;
 
 export class JobRows {
   private readonly host: SqlHost;
+  private readonly days: Segments;
   /** Job rows by id as last read or written, frozen. */
   private readonly rows = new Map<string, Readonly<JobRow>>();
+  /** The table each row read or written is in. */
+  private readonly tableOf = new Map<string, string>();
   /** The queued and running jobs, once read. */
   private open: Map<string, Readonly<JobRow>> | null = null;
-  /** The newest job's `seq`, once read (no index on it: one scan per instance instead of an index entry per job). */
-  private lastSeq: number | null = null;
+  /** The last `seq` given out by this instance. */
+  private lastSeq = 0;
 
   constructor(host: SqlHost) {
     this.host = host;
     migrate(host, 'jobs', MIGRATIONS);
+    this.days = new Segments(host, { family: 'jobs', legacy: 'jobs', create: DAY_TABLE });
   }
 
   private get sql(): SqlStorage {
@@ -131,63 +140,83 @@ export class JobRows {
   /** Drops every copy (a transaction that wrote rows was rolled back). */
   reset(): void {
     this.rows.clear();
+    this.tableOf.clear();
     this.open = null;
-    this.lastSeq = null;
+    this.days.reset();
   }
 
-  private keep(row: JobRow): Readonly<JobRow> {
+  private keep(row: JobRow, table: string): Readonly<JobRow> {
     const r = Object.freeze(row);
     this.rows.set(r.id, r);
+    this.tableOf.set(r.id, table);
     if (isOpen(r)) this.open?.set(r.id, r);
     else this.open?.delete(r.id);
     return r;
   }
 
-  /** A write to job rows; returns the rows it wrote, as they are now. */
-  private write(statement: string, ...params: SqlStorageValue[]): Readonly<JobRow>[] {
-    return this.sql
-      .exec<Stored>(`${statement} RETURNING *`, ...params)
-      .toArray()
-      .map((r) => this.keep(r));
+  /** Every kept job's rows, as one table to read (newest day first). */
+  private everyDay(): string {
+    const days = this.days.newestFirst();
+    if (days.length === 0) return `(SELECT ${COLUMNS} FROM jobs WHERE 0)`;
+    return `(${days.map((d) => `SELECT ${COLUMNS} FROM ${d.name}`).join(' UNION ALL ')})`;
+  }
+
+  /** An update of job `id`'s row (`SET …`, then further conditions); returns the row as it is now, or null when none matched. */
+  private update(id: string, set: string, where: string, ...params: SqlStorageValue[]): Readonly<JobRow> | null {
+    const table = this.get(id) ? this.tableOf.get(id) : undefined;
+    if (!table) return null;
+    const [row] = this.sql.exec<Stored>(`UPDATE ${table} SET ${set} WHERE id = ? ${where} RETURNING ${COLUMNS}`, ...params).toArray();
+    return row ? this.keep(row, table) : null;
   }
 
   /** Records a new job, queued, with `spec` (its JSON, or null when it is kept elsewhere); null when its id exists already. */
   create(j: NewJob, spec: string | null): Readonly<JobRow> | null {
-    this.lastSeq ??= this.sql.exec<{ seq: number }>(`SELECT COALESCE(MAX(seq), 0) AS seq FROM jobs`).one().seq;
-    const [row] = this.write(
-      `INSERT INTO jobs (id, seq, tool, subject, token_id, cancel_key, runtime, sandbox_min, sel_agent, sel_labels, background,
+    if (this.get(j.spec.jobId)) return null;
+    // Jobs list in `seq` order: from the clock, so no read finds the last one (rows from before count from 1, far below).
+    // An instance started in the millisecond of its predecessor's last job still numbers after the jobs it holds open.
+    const seq = Math.max(this.lastSeq, ...this.openJobs().map((r) => r.seq)) + 1;
+    const numbered = Math.max(seq, j.now * SEQ_PER_MS);
+    const table = this.days.writable(j.now);
+    const [row] = this.sql
+      .exec<Stored>(
+        `INSERT INTO ${table} (id, seq, tool, subject, token_id, cancel_key, runtime, sandbox_min, sel_agent, sel_labels, background,
           artifact_handle, state, created_at, deadline, timeout_ms, max_concurrent, spec, audit_id, artifact_hours)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?)
-         ON CONFLICT (id) DO NOTHING`,
-      j.spec.jobId,
-      this.lastSeq + 1,
-      j.tool,
-      j.subject,
-      j.tokenId,
-      j.cancelKey,
-      j.runtime ?? null,
-      j.sandboxMinimum ?? null,
-      j.selAgent ?? null,
-      j.selLabels?.length ? JSON.stringify(j.selLabels) : null,
-      j.background ? 1 : 0,
-      j.spec.artifactHandle,
-      j.now,
-      j.deadline,
-      j.spec.timeoutMs,
-      j.maxConcurrent,
-      spec,
-      j.auditId ?? null,
-      j.artifactHours ?? null,
-    );
-    if (row) this.lastSeq = row.seq;
-    return row ?? null;
+         ON CONFLICT (id) DO NOTHING RETURNING ${COLUMNS}`,
+        j.spec.jobId,
+        numbered,
+        j.tool,
+        j.subject,
+        j.tokenId,
+        j.cancelKey,
+        j.runtime ?? null,
+        j.sandboxMinimum ?? null,
+        j.selAgent ?? null,
+        j.selLabels?.length ? JSON.stringify(j.selLabels) : null,
+        j.background ? 1 : 0,
+        j.spec.artifactHandle,
+        j.now,
+        j.deadline,
+        j.spec.timeoutMs,
+        j.maxConcurrent,
+        spec,
+        j.auditId ?? null,
+        j.artifactHours ?? null,
+      )
+      .toArray();
+    if (!row) return null;
+    this.lastSeq = row.seq;
+    return this.keep(row, table);
   }
 
   get(id: string): Readonly<JobRow> | null {
     const hit = this.rows.get(id);
     if (hit) return hit;
-    const row = this.sql.exec<Stored>(`SELECT * FROM jobs WHERE id = ?`, id).toArray()[0];
-    return row ? this.keep(row) : null;
+    for (const d of this.days.newestFirst()) {
+      const row = this.sql.exec<Stored>(`SELECT ${COLUMNS} FROM ${d.name} WHERE id = ?`, id).toArray()[0];
+      if (row) return this.keep(row, d.name);
+    }
+    return null;
   }
 
   /** Oldest first. */
@@ -203,7 +232,9 @@ export class JobRows {
   private openJobs(): Readonly<JobRow>[] {
     if (!this.open) {
       this.open = new Map();
-      for (const r of this.sql.exec<Stored>(`SELECT * FROM jobs WHERE state IN ('queued', 'running')`).toArray()) this.keep(r);
+      for (const d of this.days.all()) {
+        for (const r of this.sql.exec<Stored>(`SELECT ${COLUMNS} FROM ${d.name} WHERE state IN ('queued', 'running')`).toArray()) this.keep(r, d.name);
+      }
     }
     return [...this.open.values()].sort(bySeq);
   }
@@ -216,35 +247,37 @@ export class JobRows {
   /** queued → running on `agent`. False when the job is no longer queued. */
   assign(id: string, agent: { id: string; subject: string; sandbox: SandboxKind }, now: number): boolean {
     return (
-      this.write(
-        `UPDATE jobs SET state = 'running', agent = ?, agent_subject = ?, sandbox = ?, started_at = ?, orphaned_at = NULL
-       WHERE id = ? AND state = 'queued'`,
+      this.update(
+        id,
+        `state = 'running', agent = ?, agent_subject = ?, sandbox = ?, started_at = ?, orphaned_at = NULL`,
+        `AND state = 'queued'`,
         agent.id,
         agent.subject,
         agent.sandbox,
         now,
         id,
-      ).length > 0
+      ) !== null
     );
   }
 
   /** running → queued (the agent refused it for capacity, or never received it). */
   requeue(id: string): boolean {
     return (
-      this.write(
-        `UPDATE jobs SET state = 'queued', agent = NULL, agent_subject = NULL, sandbox = NULL, started_at = NULL, orphaned_at = NULL
-       WHERE id = ? AND state = 'running'`,
+      this.update(
         id,
-      ).length > 0
+        `state = 'queued', agent = NULL, agent_subject = NULL, sandbox = NULL, started_at = NULL, orphaned_at = NULL`,
+        `AND state = 'running'`,
+        id,
+      ) !== null
     );
   }
 
   setOrphaned(ids: string[], now: number): void {
-    for (const id of ids) this.write(`UPDATE jobs SET orphaned_at = ? WHERE id = ? AND state = 'running' AND orphaned_at IS NULL`, now, id);
+    for (const id of ids) this.update(id, `orphaned_at = ?`, `AND state = 'running' AND orphaned_at IS NULL`, now, id);
   }
 
   clearOrphaned(ids: string[]): void {
-    for (const id of ids) this.write(`UPDATE jobs SET orphaned_at = NULL WHERE id = ? AND state = 'running'`, id);
+    for (const id of ids) this.update(id, `orphaned_at = NULL`, `AND state = 'running'`, id);
   }
 
   /**
@@ -257,14 +290,10 @@ export class JobRows {
     now: number,
     o: { exit: string | null; error: { code: string; message: string } | null; fromAgent?: string },
   ): Readonly<JobRow> | null {
-    const agentCheck = o.fromAgent !== undefined ? ` AND state = 'running' AND agent = ?` : ` AND state IN ('queued', 'running')`;
+    const agentCheck = o.fromAgent !== undefined ? `AND state = 'running' AND agent = ?` : `AND state IN ('queued', 'running')`;
     const params: SqlStorageValue[] = [state, now, o.exit, o.error?.code ?? null, o.error?.message ?? null, id];
     if (o.fromAgent !== undefined) params.push(o.fromAgent);
-    const [row] = this.write(
-      `UPDATE jobs SET state = ?, ended_at = ?, exit = ?, error_code = ?, error_message = ?, orphaned_at = NULL WHERE id = ?${agentCheck}`,
-      ...params,
-    );
-    return row ?? null;
+    return this.update(id, `state = ?, ended_at = ?, exit = ?, error_code = ?, error_message = ?, orphaned_at = NULL`, agentCheck, ...params);
   }
 
   /** The streams the ended job's exit left uploading (artifact uploads follow the exit); [] while it runs. */
@@ -283,7 +312,7 @@ export class JobRows {
   endedWithPending(): { id: string; pending: readonly StreamName[] }[] {
     return this.sql
       .exec<{ id: string; pending: string }>(
-        `SELECT id, json_extract(exit, '$.pendingArtifacts') AS pending FROM jobs
+        `SELECT id, json_extract(exit, '$.pendingArtifacts') AS pending FROM ${this.everyDay()}
          WHERE ended_at IS NOT NULL AND json_array_length(exit, '$.pendingArtifacts') > 0`,
       )
       .toArray()
@@ -292,10 +321,10 @@ export class JobRows {
 
   /** Marks (or clears) when an ended job's uploading agent went away; reuses the job's orphan mark, unused once it ended. */
   markUploadOrphaned(id: string, at: number | null): void {
-    this.write(`UPDATE jobs SET orphaned_at = ? WHERE id = ? AND ended_at IS NOT NULL`, at, id);
+    this.update(id, `orphaned_at = ?`, `AND ended_at IS NOT NULL`, at, id);
   }
 
-  /** Newest first; the cursor is the last row's `seq`. */
+  /** Newest first; the cursor is the last row's `seq`. An admin's read: it reads every day kept. */
   list(f: { state?: JobState; subject?: string; tool?: string; cursor?: number; limit: number }): { rows: JobRow[]; next: number | null } {
     const where: string[] = [];
     const params: SqlStorageValue[] = [];
@@ -304,7 +333,7 @@ export class JobRows {
     if (f.tool) where.push('tool = ?'), params.push(f.tool);
     if (f.cursor !== undefined) where.push('seq < ?'), params.push(f.cursor);
     const rows = this.sql
-      .exec<Stored>(`SELECT * FROM jobs ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY seq DESC LIMIT ?`, ...params, f.limit + 1)
+      .exec<Stored>(`SELECT * FROM ${this.everyDay()} ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY seq DESC LIMIT ?`, ...params, f.limit + 1)
       .toArray();
     const more = rows.length > f.limit;
     const page = rows.slice(0, f.limit);
@@ -315,7 +344,7 @@ export class JobRows {
   countByState(since: number): Record<string, number> {
     const out: Record<string, number> = {};
     for (const r of this.sql
-      .exec<{ state: string; n: number }>(`SELECT state, COUNT(*) AS n FROM jobs WHERE created_at >= ? GROUP BY state`, since)
+      .exec<{ state: string; n: number }>(`SELECT state, COUNT(*) AS n FROM ${this.everyDay()} WHERE created_at >= ? GROUP BY state`, since)
       .toArray()) {
       out[r.state] = r.n;
     }
@@ -327,10 +356,11 @@ export class JobRows {
    * [from, to): the team's usage, and the seed of its jobs-per-day count (quotas.ts).
    */
   usageBetween(from: number, to: number): { jobs: number; jobMs: number } {
+    const all = this.everyDay();
     const r = this.sql
       .exec<{ jobs: number; job_ms: number }>(
-        `SELECT (SELECT COUNT(*) FROM jobs WHERE created_at >= ? AND created_at < ? AND COALESCE(error_code, '') <> 'quota_exceeded') AS jobs,
-           (SELECT COALESCE(SUM(ended_at - started_at), 0) FROM jobs WHERE ended_at >= ? AND ended_at < ? AND started_at IS NOT NULL) AS job_ms`,
+        `SELECT (SELECT COUNT(*) FROM ${all} WHERE created_at >= ? AND created_at < ? AND COALESCE(error_code, '') <> 'quota_exceeded') AS jobs,
+           (SELECT COALESCE(SUM(ended_at - started_at), 0) FROM ${all} WHERE ended_at >= ? AND ended_at < ? AND started_at IS NOT NULL) AS job_ms`,
         from,
         to,
         from,
@@ -344,7 +374,7 @@ export class JobRows {
   failed(since: number, limit: number): Readonly<JobRow>[] {
     return this.sql
       .exec<Stored>(
-        `SELECT * FROM jobs WHERE created_at >= ? AND (state IN ('signaled', 'timed_out', 'lost', 'failed_to_start', 'refused')
+        `SELECT * FROM ${this.everyDay()} WHERE created_at >= ? AND (state IN ('signaled', 'timed_out', 'lost', 'failed_to_start', 'refused')
            OR (state = 'exited' AND COALESCE(json_extract(exit, '$.exitCode'), 0) <> 0)) ORDER BY seq DESC LIMIT ?`,
         since,
         limit,
@@ -352,25 +382,52 @@ export class JobRows {
       .toArray();
   }
 
-  /** When the job that ended first of those kept ended, or null with none ended. */
-  oldestEndedAt(): number | null {
-    return this.sql.exec<{ at: number | null }>(`SELECT MIN(ended_at) AS at FROM jobs WHERE ended_at IS NOT NULL`).one().at;
-  }
-
-  /** Finished jobs older than `before` (at most 200 at a time): what retention drops next. */
-  endedBefore(before: number): string[] {
-    return this.sql
-      .exec<{ id: string }>(`SELECT id FROM jobs WHERE ended_at IS NOT NULL AND ended_at < ? LIMIT 200`, before)
-      .toArray()
-      .map((r) => r.id);
-  }
-
-  /** Drops these jobs' rows. */
-  drop(ids: readonly string[]): void {
-    for (const id of ids) {
-      this.rows.delete(id);
-      this.open?.delete(id);
-      this.sql.exec(`DELETE FROM jobs WHERE id = ?`, id);
+  /** The oldest day with jobs in it: its open jobs and when its last one ended (an empty day, the table from before, is skipped). */
+  private oldestDay(): { table: string; open: number; last: number | null } | null {
+    for (const d of this.days.all()) {
+      const r = this.sql
+        .exec<{ n: number; open: number; last: number | null }>(
+          `SELECT COUNT(*) AS n, COUNT(*) - COUNT(ended_at) AS open, MAX(ended_at) AS last FROM ${d.name}`,
+        )
+        .one();
+      if (r.n > 0) return { table: d.name, open: r.open, last: r.last };
     }
+    return null;
+  }
+
+  /** When the oldest day's last job ended — the day is dropped JOB_RETENTION_MS after; null with none, or while one of its jobs is open. */
+  oldestDayEnded(): number | null {
+    const d = this.oldestDay();
+    return !d || d.open > 0 ? null : d.last;
+  }
+
+  /**
+   * The oldest day whose jobs all ended before `before`, with their ids: what retention drops next,
+   * whole; null when no day is due. Empty tables before it (the one from before days) go with it.
+   */
+  dayEndedBefore(before: number): { table: string; ids: string[] } | null {
+    const d = this.oldestDay();
+    if (!d || d.open > 0 || d.last === null || d.last >= before) return null;
+    for (const e of this.days.all()) {
+      if (e.name === d.table) break;
+      this.days.drop(e.name);
+    }
+    return {
+      table: d.table,
+      ids: this.sql
+        .exec<{ id: string }>(`SELECT id FROM ${d.table}`)
+        .toArray()
+        .map((x) => x.id),
+    };
+  }
+
+  /** Drops a day's table (its ids from `dayEndedBefore`), writing no row. */
+  dropDay(day: { table: string; ids: readonly string[] }): void {
+    for (const id of day.ids) {
+      this.rows.delete(id);
+      this.tableOf.delete(id);
+      this.open?.delete(id);
+    }
+    this.days.drop(day.table);
   }
 }

@@ -56,7 +56,7 @@ export interface AuditExportBatch {
 export interface RetentionParts {
   settings(): RetentionPolicy;
   audit: Pick<AuditLog, 'oldest' | 'oldestAt' | 'dropThrough'>;
-  jobs: Pick<JobRecords, 'prune'> & Pick<JobRows, 'oldestEndedAt'>;
+  jobs: Pick<JobRecords, 'prune'> & Pick<JobRows, 'oldestDayEnded'>;
   /** Ended jobs dropped: whoever keeps something per job forgets them. */
   onJobsPruned(ids: string[]): void;
   /** Stores an exported batch (R2); throws when it was not stored. */
@@ -111,7 +111,7 @@ export class Retention implements Wakes {
 
   private jobsDue(now: number): number | null {
     if (!this.oldestJob || (this.oldestJob.at === null && now - this.oldestJob.readAt > REREAD_EMPTY_MS)) {
-      this.oldestJob = { at: this.p.jobs.oldestEndedAt(), readAt: now };
+      this.oldestJob = { at: this.p.jobs.oldestDayEnded(), readAt: now };
     }
     return this.oldestJob.at === null ? null : this.oldestJob.at + JOB_RETENTION_MS;
   }
@@ -138,10 +138,11 @@ export class Retention implements Wakes {
   private async run(now: number): Promise<void> {
     const s = this.p.settings();
     // Ended jobs past their retention (and what is kept per job).
+    // A day at a time (a table dropped whole): the few due after a pause, a day's at most on a normal run.
     for (let i = 0; i < 10; i++) {
       const ids = this.p.jobs.prune(now - JOB_RETENTION_MS);
+      if (ids === null) break;
       if (ids.length) this.p.onJobsPruned(ids);
-      if (ids.length < 200) break;
     }
     this.oldestJob = null;
     let batches = 0;

@@ -44,7 +44,7 @@ describe('capability migrations', () => {
       { capability: 'jobs', id: '2-jobs-d1-created' },
       { capability: 'jobs', id: '3-jobs-no-d1-copy' },
       { capability: 'jobs', id: '4-jobs-spec-in-row' },
-      { capability: 'jobs', id: '5-jobs-keyed-by-id' },
+      { capability: 'jobs', id: '5-jobs-by-day' },
       { capability: 'live-output', id: '1-job-output' },
       { capability: 'stream-artifacts', id: '1-job-artifacts' },
       { capability: 'uploads', id: '1-uploads' },

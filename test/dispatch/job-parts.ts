@@ -28,7 +28,7 @@ export function jobParts(host: SqlHost, o: { youngMs?: number; streams?: (rows: 
     setOrphaned: rows.setOrphaned.bind(rows),
     clearOrphaned: rows.clearOrphaned.bind(rows),
     list: rows.list.bind(rows),
-    oldestEndedAt: rows.oldestEndedAt.bind(rows),
+    oldestDayEnded: rows.oldestDayEnded.bind(rows),
     finish: records.finish.bind(records),
     result: records.result.bind(records),
     view: records.view.bind(records),

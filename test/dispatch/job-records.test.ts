@@ -107,10 +107,11 @@ describe('job store', () => {
       }
     }
     // A row a previous version stored: output in chunks, no flag in the row.
-    newJob(store, 'old');
-    store.assign('old', agentA, 2);
     h.db
-      .prepare(`UPDATE jobs SET state = 'exited', ended_at = 3, exit = ? WHERE id = 'old'`)
+      .prepare(
+        `INSERT INTO jobs (id, seq, tool, subject, token_id, cancel_key, background, artifact_handle, state, created_at, deadline,
+           timeout_ms, max_concurrent, started_at, ended_at, exit) VALUES ('old', 1, 'execute', 'alice', 't1', 'k', 0, 'art_old', 'exited', 1, 10000, 1000, 4, 2, 3, ?)`,
+      )
       .run(JSON.stringify({ ...exitOf('old', ''), stdout: '', stderr: '' }));
     h.db.prepare(`INSERT INTO job_blobs (job_id, kind, seq, data) VALUES ('old', 'stdout', 0, 'from a chunk\n')`).run();
     expect(jobParts(h).store.result('old')?.stdout).toBe('from a chunk\n');
