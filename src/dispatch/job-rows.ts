@@ -76,6 +76,11 @@ const COLUMNS = `id, seq, tool, subject, token_id, cancel_key, runtime, sandbox_
     artifact_handle, state, agent, agent_subject, sandbox, created_at, deadline, started_at, ended_at, orphaned_at, timeout_ms,
     max_concurrent, exit, error_code, error_message, audit_id, spec, artifact_hours`;
 
+/** A select of no row with the job columns (no table left to read). */
+const NO_ROW = `${COLUMNS.split(',')
+  .map((c) => `NULL AS ${c.trim()}`)
+  .join(', ')} WHERE 0`;
+
 /** One day's jobs: keyed by the job id itself (WITHOUT ROWID), so an insert writes one row and nothing else. */
 const DAY_TABLE = (t: string) => [
   `CREATE TABLE ${t} (id TEXT NOT NULL PRIMARY KEY, seq INTEGER NOT NULL, tool TEXT NOT NULL, subject TEXT NOT NULL,
@@ -157,7 +162,7 @@ export class JobRows {
   /** Every kept job's rows, as one table to read (newest day first). */
   private everyDay(): string {
     const days = this.days.newestFirst();
-    if (days.length === 0) return `(SELECT ${COLUMNS} FROM jobs WHERE 0)`;
+    if (days.length === 0) return `(SELECT ${NO_ROW})`;
     return `(${days.map((d) => `SELECT ${COLUMNS} FROM ${d.name}`).join(' UNION ALL ')})`;
   }
 
