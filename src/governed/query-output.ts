@@ -14,12 +14,18 @@ import { searchIndexKey } from '../store/artifacts.ts';
 import { artifactBody, artifactRows, type ArtifactRow } from '../dispatch/artifact-client.ts';
 import { searchStream, type SearchOptions, type SearchResult } from '../search/line-search.ts';
 import { BadIndex, decodeBlockIndex, SEARCH_INDEX_MAX_BYTES, SEARCH_INDEX_MIN_BYTES, type BlockIndex } from '../search/block-index.ts';
-import { searchIndexed } from '../search/indexed-search.ts';
+import { SEARCH_READS_PER_STREAM, searchIndexed } from '../search/indexed-search.ts';
 
 const Input = z.object(QueryOutputInput);
 export type QueryOutputArgs = z.input<typeof Input>;
 const QueryOutputStructured = z.object(QueryOutputOutput);
 export type QueryOutputStructured = z.infer<typeof QueryOutputStructured>;
+
+/**
+ * Subrequests one search may make: the artifact's index rows (the team's DO) and the R2 reads of each
+ * of two streams (its search index and ranges: src/search/indexed-search.ts).
+ */
+export const QUERY_OUTPUT_SUBREQUESTS = 1 + 2 * SEARCH_READS_PER_STREAM;
 
 const QUERY_DEFAULTS = { maxExcerpts: 10, contextLines: 3, stream: 'both' } as const;
 

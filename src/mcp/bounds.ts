@@ -6,15 +6,19 @@
  * A batch whose calls together could pass Cloudflare's subrequests-per-request limit is refused
  * whole (batchSubrequestProblem): all of a batch runs in one request.
  */
-import {
-  CANCEL_SUBREQUESTS,
-  GOVERNED_TOOLS,
-  REQUEST_SUBREQUESTS,
-  TOOL_CALL_SUBREQUESTS,
-  UNKNOWN_TOOL_SUBREQUESTS,
-  planPhrase,
-} from '../script/request-budget.ts';
+import { REQUEST_SUBREQUESTS, planPhrase } from '../script/request-budget.ts';
 import { SUBREQUESTS_PER_REQUEST, type WorkersPlan } from '../platform/limits.ts';
+import type { ToolCost } from './register.ts';
+import { EXECUTE_COST } from './tools/execute.ts';
+import { RUNTIME_EXECUTE_COST } from './tools/runtime-execute.ts';
+import { POLICY_CHECK_COST } from './tools/policy-check.ts';
+import { QUERY_OUTPUT_COST } from './tools/query-output-tool.ts';
+import { LIST_RUNTIMES_COST } from './tools/list-runtimes.ts';
+import { JOB_STATUS_COST } from './tools/job-status.ts';
+import { JOB_OUTPUT_COST } from './tools/job-output.ts';
+import { JOB_KILL_COST } from './tools/job-kill.ts';
+import { JOB_LIST_COST } from './tools/job-list.ts';
+import { RUN_SCRIPT_COST } from './tools/run-script.ts';
 
 /** The MCP TypeScript SDK refuses larger batches too; here the refusal comes before any work. */
 export const MAX_BATCH_MESSAGES = 100;
@@ -35,9 +39,33 @@ export function batchProblem(body: unknown): string | null {
 
 type Message = { method?: unknown; params?: { name?: unknown } };
 
+/** Each tool's cost, declared beside the tool (src/mcp/register.ts, `ToolCost`). */
+export const TOOL_COSTS = {
+  execute: EXECUTE_COST,
+  runtime_execute: RUNTIME_EXECUTE_COST,
+  policy_check: POLICY_CHECK_COST,
+  query_output: QUERY_OUTPUT_COST,
+  list_runtimes: LIST_RUNTIMES_COST,
+  job_status: JOB_STATUS_COST,
+  job_output: JOB_OUTPUT_COST,
+  job_kill: JOB_KILL_COST,
+  job_list: JOB_LIST_COST,
+  run_script: RUN_SCRIPT_COST,
+} as const satisfies Record<string, ToolCost>;
+
+/** A tool the table does not know (refused when it runs): counted like a job tool. */
+const UNKNOWN_TOOL_COST: ToolCost = { subrequests: 3, decidesPolicy: false };
+
+/** A `notifications/cancelled` is one call to the team's DO. */
+const CANCEL_SUBREQUESTS = 1;
+
+function toolCost(name: string): ToolCost {
+  return Object.hasOwn(TOOL_COSTS, name) ? TOOL_COSTS[name as keyof typeof TOOL_COSTS] : UNKNOWN_TOOL_COST;
+}
+
 /**
- * What a batch's calls may need in subrequests besides the request's own and run_script's (see
- * TOOL_CALL_SUBREQUESTS): `fixed`, and `governed` calls that each add one per remote OPA evaluator.
+ * What a batch's calls may need in subrequests besides the request's own and run_script's (each
+ * tool's `ToolCost`): `fixed`, and `governed` calls that each add one per remote OPA evaluator.
  */
 export function batchSubrequests(body: unknown): { fixed: number; governed: number } {
   const out = { fixed: 0, governed: 0 };
@@ -45,10 +73,9 @@ export function batchSubrequests(body: unknown): { fixed: number; governed: numb
   for (const m of body as Message[]) {
     if (m?.method === 'notifications/cancelled') out.fixed += CANCEL_SUBREQUESTS;
     if (m?.method !== 'tools/call') continue;
-    const name = String(m.params?.name);
-    if (name === 'run_script') continue;
-    out.fixed += TOOL_CALL_SUBREQUESTS[name] ?? UNKNOWN_TOOL_SUBREQUESTS;
-    if (GOVERNED_TOOLS.has(name)) out.governed += 1;
+    const cost = toolCost(String(m.params?.name));
+    out.fixed += cost.subrequests;
+    if (cost.decidesPolicy) out.governed += 1;
   }
   return out;
 }
@@ -61,7 +88,7 @@ export function batchSubrequests(body: unknown): { fixed: number; governed: numb
 export function batchSubrequestProblem(need: number, plan: WorkersPlan, opaEvaluators: number): string | null {
   const limit = SUBREQUESTS_PER_REQUEST[plan];
   if (REQUEST_SUBREQUESTS + need <= limit) return null;
-  const perExecute = TOOL_CALL_SUBREQUESTS.execute + opaEvaluators;
+  const perExecute = EXECUTE_COST.subrequests + opaEvaluators;
   return (
     `Invalid Request: the batch's calls may need up to ${REQUEST_SUBREQUESTS + need} subrequests and ${planPhrase(plan)}; ` +
     `send fewer calls per request (at most ${Math.floor((limit - REQUEST_SUBREQUESTS) / perExecute)} execute calls, up to ${perExecute} subrequests each) or one call per request`

@@ -1,12 +1,23 @@
 /**
- * What every tool declares besides its handler, in one place: behaviour hints for clients and
- * the output schema as advertised. A tool file registers with `server.registerTool(name,
- * { title, description, annotations: RUNS_JOBS | READ_ONLY, inputSchema, outputSchema:
- * toolOutput(Shape) }, handler)`.
+ * What every tool declares besides its handler, in one place: behaviour hints for clients, the
+ * output schema as advertised, and what one call may cost. A tool file registers with
+ * `server.registerTool(name, { title, description, annotations: RUNS_JOBS | READ_ONLY, inputSchema,
+ * outputSchema: toolOutput(Shape) }, handler)` and exports its `ToolCost` beside it.
  */
 import { z } from 'zod';
 import type { StandardSchemaWithJSON, ToolAnnotations } from '@modelcontextprotocol/server';
 import { ToolErrorShape } from '../contracts/tools.ts';
+
+/**
+ * What one call of a tool may cost in subrequests, worst case on its code path: a JSON-RPC batch whose
+ * calls together could pass the plan's limit is refused up front (src/mcp/bounds.ts). A tool that
+ * decides policy (`decidesPolicy`) costs one more fetch per remote OPA evaluator. If you add a D1, R2,
+ * Durable Object or fetch call to a tool's path, raise its number.
+ */
+export interface ToolCost {
+  subrequests: number;
+  decidesPolicy: boolean;
+}
 
 /** Looks things up; changes nothing; asks nothing outside Gatehouse. */
 export const READ_ONLY: ToolAnnotations = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };

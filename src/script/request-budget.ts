@@ -16,11 +16,12 @@
 import type { Principal } from '../auth/principal.ts';
 import { DYNAMIC_WORKERS_PER_WORKER_REQUEST, SUBREQUESTS_PER_REQUEST, type WorkersPlan } from '../platform/limits.ts';
 import { WORKERS_PLAN_NAMES, WORKERS_PLAN_VAR } from '../platform/plan.ts';
-import { SEARCH_READS_PER_STREAM } from '../search/indexed-search.ts';
+import { QUERY_OUTPUT_SUBREQUESTS } from '../governed/query-output.ts';
 
 /*
- * What each step costs in subrequests, counted on the code path (worst case of each path).
- * If you add a D1/R2/DO/fetch call to one of these paths, raise its number here.
+ * What each step of a script costs in subrequests, counted on the code path (worst case of each path).
+ * If you add a D1/R2/DO/fetch call to one of these paths, raise its number here. (Each tool's cost
+ * sits beside the tool: src/mcp/tools/, `ToolCost`.)
  */
 /**
  * Before any tool runs: the admission query (D1: revocation + policy version), the two rate-limit
@@ -47,39 +48,6 @@ export const REFUSAL_AUDIT_SUBREQUESTS = 1;
  * (a DO restart mid-job), a path too rare to hold back for on every subprocess.
  */
 export const SUBPROCESS_BASE_SUBREQUESTS = 3;
-/** queryOutput: the artifact's index rows (D1) and the R2 reads of each of two streams (its search index and ranges: src/search/indexed-search.ts). */
-export const QUERY_OUTPUT_SUBREQUESTS = 1 + 2 * SEARCH_READS_PER_STREAM;
-
-/**
- * What one `tools/call` may cost in subrequests, worst case on its code path, besides one fetch per
- * remote OPA evaluator for the tools that decide policy (GOVERNED_TOOLS). Used to refuse a JSON-RPC
- * batch up front whose calls together could pass the plan's limit (src/mcp/bounds.ts); a single
- * call never comes near it.
- *  - execute, runtime_execute: the policy read (D1), an `ask` rule's approval lookup and row (2),
- *    the submit-and-follow call to the team's DO, a task's status and outcome reads (2), the
- *    `failed` audit row if the DO call fails (D1);
- *  - run_script is not in the table: the request's ledger admits each script and its subprocesses
- *    as they come, from what the batch's other calls left (RequestLedger.chargeBatch);
- *  - policy_check: the policy read and its audit row; query_output: its reads and audit row;
- *  - the job tools and list_runtimes: the DO call, an R2 read (job_output past the live window), the audit row.
- */
-export const TOOL_CALL_SUBREQUESTS: Record<string, number> = {
-  execute: 7,
-  runtime_execute: 7,
-  policy_check: 2,
-  query_output: QUERY_OUTPUT_SUBREQUESTS + 1,
-  job_status: 3,
-  job_output: 3,
-  job_kill: 3,
-  job_list: 3,
-  list_runtimes: 3,
-};
-/** A tool this table does not know (refused when it runs): counted like a job tool. */
-export const UNKNOWN_TOOL_SUBREQUESTS = 3;
-/** Tools in TOOL_CALL_SUBREQUESTS that decide policy: each remote OPA evaluator is one more fetch per call. */
-export const GOVERNED_TOOLS = new Set(['execute', 'runtime_execute', 'policy_check']);
-/** A `notifications/cancelled` is one call to the team's DO. */
-export const CANCEL_SUBREQUESTS = 1;
 
 export function subprocessCost(opaEvaluators: number): number {
   return SUBPROCESS_BASE_SUBREQUESTS + opaEvaluators;

@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { startAgent, startGateway, testSandbox, type AgentProcess, type Gateway } from './harness.ts';
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
-import { effectiveSubprocessCap, TOOL_CALL_SUBREQUESTS } from '../../src/script/request-budget.ts';
+import { effectiveSubprocessCap } from '../../src/script/request-budget.ts';
+import { EXECUTE_COST } from '../../src/mcp/tools/execute.ts';
 import { batchOfScripts, postBatch, toolCalls } from '../support/script-batch.ts';
 
 const TEAM = 'lim';
@@ -99,7 +100,7 @@ describe('one request, several scripts (a JSON-RPC batch)', () => {
 });
 
 describe('one request, several execute calls (a JSON-RPC batch)', () => {
-  const perExecute = TOOL_CALL_SUBREQUESTS.execute;
+  const perExecute = EXECUTE_COST.subrequests;
   // The request's own 4, then up to `perExecute` per execute call: this many fit in 50.
   const fit = Math.floor((50 - 4) / perExecute);
 

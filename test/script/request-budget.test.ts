@@ -6,13 +6,13 @@ import { describe, expect, it } from 'vitest';
 import {
   REFUSAL_AUDIT_SUBREQUESTS,
   REQUEST_SUBREQUESTS,
-  QUERY_OUTPUT_SUBREQUESTS,
   RequestLedger,
   SCRIPT_END_SUBREQUESTS,
   SCRIPT_START_SUBREQUESTS,
   SUBPROCESS_BASE_SUBREQUESTS,
   effectiveSubprocessCap,
 } from '../../src/script/request-budget.ts';
+import { QUERY_OUTPUT_SUBREQUESTS } from '../../src/governed/query-output.ts';
 import { DYNAMIC_WORKERS_PER_WORKER_REQUEST, SUBREQUESTS_PER_REQUEST } from '../../src/platform/limits.ts';
 import { workersPlan } from '../../src/platform/plan.ts';
 

@@ -8,7 +8,8 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { JobExit } from '../../src/contracts/agent-protocol.ts';
 import { PolicyDocument } from '../../src/contracts/policy.ts';
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
-import { RequestLedger, SUBPROCESS_BASE_SUBREQUESTS, TOOL_CALL_SUBREQUESTS, subprocessCost } from '../../src/script/request-budget.ts';
+import { RequestLedger, SUBPROCESS_BASE_SUBREQUESTS, subprocessCost } from '../../src/script/request-budget.ts';
+import { EXECUTE_COST } from '../../src/mcp/tools/execute.ts';
 import { runGoverned, type GovernedRequest } from '../../src/governed/governed-run.ts';
 import { runSubprocess, type SubprocessContext } from '../../src/script/subprocess.ts';
 import { SubprocessBudget } from '../../src/script/subprocess-budget.ts';
@@ -163,7 +164,7 @@ describe('subrequests of one subprocess', () => {
 });
 
 /**
- * The same for an `execute` call (what TOOL_CALL_SUBREQUESTS budgets a JSON-RPC batch with):
+ * The same for an `execute` call (what EXECUTE_COST budgets a JSON-RPC batch with):
  * every way through runGoverned that execute and runtime_execute take, against its worst case.
  */
 describe('subrequests of one execute call', () => {
@@ -177,7 +178,7 @@ describe('subrequests of one execute call', () => {
     job: { mode: 'argv', command: 'true', args: [] },
     ...o,
   });
-  const budget = TOOL_CALL_SUBREQUESTS.execute;
+  const budget = EXECUTE_COST.subrequests;
 
   it.each([
     ['foreground, allowed', {}, {}],
@@ -185,7 +186,7 @@ describe('subrequests of one execute call', () => {
     ['offered as a task', { task: { afterMs: 0 } }, {}],
     ['the DO call fails', {}, { failSubmit: true }],
     ['denied', { policy: { mode: 'argv', command: 'curl', args: ['http://x'] }, job: { mode: 'argv', command: 'curl', args: ['http://x'] } }, {}],
-  ] as const)('%s: within TOOL_CALL_SUBREQUESTS.execute', async (_name, o, envOpts) => {
+  ] as const)('%s: within EXECUTE_COST', async (_name, o, envOpts) => {
     const doc = PolicyDocument.parse(DEFAULT_POLICY);
     const { env, calls } = countingEnv(doc, envOpts);
     const { ctx, extra } = ctxOf(env);
@@ -193,7 +194,7 @@ describe('subrequests of one execute call', () => {
     expect(calls.length, calls.join(', ')).toBeLessThanOrEqual(budget);
   });
 
-  it('an `ask` rule (an approval opened, the call refused until approved): within TOOL_CALL_SUBREQUESTS.execute', async () => {
+  it('an `ask` rule (an approval opened, the call refused until approved): within EXECUTE_COST', async () => {
     const doc = PolicyDocument.parse({ ...DEFAULT_POLICY, rules: [{ pattern: ['true'], decision: 'ask', reason: 'asked' }], approvals: { askClient: false } });
     const { env, calls } = countingEnv(doc);
     const { ctx, extra } = ctxOf(env);

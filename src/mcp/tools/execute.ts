@@ -12,9 +12,15 @@ import type { ToolContext } from '../../governed/call-context.ts';
 import { executeResult, runGoverned, type EndedJob } from '../../governed/governed-run.ts';
 import { TASK_SUPPORT_META_KEY, taskOffer } from '../tasks/negotiation.ts';
 import { becomeTask } from '../tasks/create.ts';
-import { RUNS_JOBS, toolOutput } from '../register.ts';
+import { RUNS_JOBS, toolOutput, type ToolCost } from '../register.ts';
 import { JOB_VIEWER_TOOL_META } from '../apps/job-viewer.ts';
 import { noNetworkNote } from '../../policy/network.ts';
+
+/**
+ * The policy read (D1), an `ask` rule's approval lookup and row (2), the submit-and-follow call to
+ * the team's DO, a task's status and outcome reads (2), the `failed` audit row if the DO call fails (D1).
+ */
+export const EXECUTE_COST: ToolCost = { subrequests: 7, decidesPolicy: true };
 
 export function registerExecute(server: McpServer, ctx: ToolContext): void {
   server.registerTool(

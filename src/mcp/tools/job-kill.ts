@@ -4,10 +4,13 @@ import { JobKillInput, JobKillOutput } from '../../contracts/job-tools.ts';
 import { killJob } from '../../dispatch/client.ts';
 import type { JobState } from '../../contracts/jobs.ts';
 import { toolInput } from '../../contracts/strict-input.ts';
-import { STOPS_JOBS, toolOutput } from '../register.ts';
+import { STOPS_JOBS, toolOutput, type ToolCost } from '../register.ts';
 import { missingScope, toolResult } from '../tool-result.ts';
 import type { ToolContext } from '../../governed/call-context.ts';
 import { auditJobCall, jobNotFound } from './job-common.ts';
+
+/** The DO call and the audit row, counted as 3 like every job tool. */
+export const JOB_KILL_COST: ToolCost = { subrequests: 3, decidesPolicy: false };
 
 export function registerJobKill(server: McpServer, ctx: ToolContext): void {
   server.registerTool(

@@ -3,10 +3,13 @@ import type { McpServer } from '@modelcontextprotocol/server';
 import { JobListInput, JobListOutput } from '../../contracts/job-tools.ts';
 import { listJobs } from '../../dispatch/client.ts';
 import { toolInput } from '../../contracts/strict-input.ts';
-import { READ_ONLY, toolOutput } from '../register.ts';
+import { READ_ONLY, toolOutput, type ToolCost } from '../register.ts';
 import { missingScope, toolResult } from '../tool-result.ts';
 import type { ToolContext } from '../../governed/call-context.ts';
 import { auditJobCall } from './job-common.ts';
+
+/** The DO call and the audit row, counted as 3 like every job tool. */
+export const JOB_LIST_COST: ToolCost = { subrequests: 3, decidesPolicy: false };
 
 export function registerJobList(server: McpServer, ctx: ToolContext): void {
   server.registerTool(

@@ -9,10 +9,13 @@ import { JOB_OUTPUT_DEFAULT_BYTES, JobOutputInput, JobOutputOutput } from '../..
 import { jobStatus } from '../../dispatch/client.ts';
 import { readJobOutput } from '../../dispatch/job-output.ts';
 import { toolInput } from '../../contracts/strict-input.ts';
-import { READ_ONLY, toolOutput } from '../register.ts';
+import { READ_ONLY, toolOutput, type ToolCost } from '../register.ts';
 import { missingScope, toolError, toolResult } from '../tool-result.ts';
 import type { ToolContext } from '../../governed/call-context.ts';
 import { auditJobCall, jobNotFound } from './job-common.ts';
+
+/** The job from the team's DO, its output (the DO, or R2 past the live window), the audit row. */
+export const JOB_OUTPUT_COST: ToolCost = { subrequests: 3, decidesPolicy: false };
 
 export function registerJobOutput(server: McpServer, ctx: ToolContext): void {
   server.registerTool(

@@ -4,10 +4,13 @@ import { JobStatusInput, JobStatusOutput } from '../../contracts/job-tools.ts';
 import { jobStatus } from '../../dispatch/client.ts';
 import { jobNetwork } from '../../dispatch/team-records-client.ts';
 import { toolInput } from '../../contracts/strict-input.ts';
-import { READ_ONLY, toolOutput } from '../register.ts';
+import { READ_ONLY, toolOutput, type ToolCost } from '../register.ts';
 import { missingScope, toolResult } from '../tool-result.ts';
 import type { ToolContext } from '../../governed/call-context.ts';
 import { auditJobCall, jobNotFound } from './job-common.ts';
+
+/** The job from the team's DO, its audit row, its network log (the DO again). */
+export const JOB_STATUS_COST: ToolCost = { subrequests: 3, decidesPolicy: false };
 
 export function registerJobStatus(server: McpServer, ctx: ToolContext): void {
   server.registerTool(

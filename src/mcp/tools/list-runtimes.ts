@@ -5,9 +5,12 @@ import { RUNTIME_NAMES, RUNTIMES } from '../../contracts/runtimes.ts';
 import { getTeamPolicy } from '../../store/policies.ts';
 import { listAgents } from '../../dispatch/client.ts';
 import { recordAudit } from '../../dispatch/audit-client.ts';
-import { READ_ONLY, toolOutput } from '../register.ts';
+import { READ_ONLY, toolOutput, type ToolCost } from '../register.ts';
 import { missingScope, toolResult } from '../tool-result.ts';
 import type { ToolContext } from '../../governed/call-context.ts';
+
+/** The policy read (D1), the DO call for the agents, the audit row. */
+export const LIST_RUNTIMES_COST: ToolCost = { subrequests: 3, decidesPolicy: false };
 
 export function registerListRuntimes(server: McpServer, ctx: ToolContext): void {
   server.registerTool(

@@ -7,9 +7,12 @@ import { teamPolicyOf } from '../../store/policy-cache.ts';
 import { grantLine, grantSummary } from '../../policy/network.ts';
 import { recordAudit } from '../../dispatch/audit-client.ts';
 import { stamp } from '../../contracts/trace.ts';
-import { READ_ONLY, toolOutput } from '../register.ts';
+import { READ_ONLY, toolOutput, type ToolCost } from '../register.ts';
 import { missingScope, toolResult } from '../tool-result.ts';
 import type { ToolContext } from '../../governed/call-context.ts';
+
+/** The policy read (D1, on a cache miss) and its audit row. */
+export const POLICY_CHECK_COST: ToolCost = { subrequests: 2, decidesPolicy: true };
 
 export function registerPolicyCheck(server: McpServer, ctx: ToolContext): void {
   server.registerTool(

@@ -2,11 +2,14 @@
 import type { McpServer } from '@modelcontextprotocol/server';
 import { QueryOutputInput, QueryOutputOutput } from '../../contracts/tools.ts';
 import { toolInput } from '../../contracts/strict-input.ts';
-import { queryOutput } from '../../governed/query-output.ts';
+import { QUERY_OUTPUT_SUBREQUESTS, queryOutput } from '../../governed/query-output.ts';
 import { recordAudit } from '../../dispatch/audit-client.ts';
-import { READ_ONLY, toolOutput } from '../register.ts';
+import { READ_ONLY, toolOutput, type ToolCost } from '../register.ts';
 import { missingScope, toolError, toolResult } from '../tool-result.ts';
 import type { ToolContext } from '../../governed/call-context.ts';
+
+/** The search's reads (QUERY_OUTPUT_SUBREQUESTS) and its audit row. */
+export const QUERY_OUTPUT_COST: ToolCost = { subrequests: QUERY_OUTPUT_SUBREQUESTS + 1, decidesPolicy: false };
 
 export function registerQueryOutput(server: McpServer, ctx: ToolContext): void {
   server.registerTool(

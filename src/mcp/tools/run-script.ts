@@ -8,12 +8,18 @@ import { RunScriptInput, RunScriptOutput } from '../../contracts/tools.ts';
 import { toolInput } from '../../contracts/strict-input.ts';
 import type { JobExit } from '../../contracts/agent-protocol.ts';
 import { shapeRuntimeResult } from '../output-shape.ts';
-import { RUNS_JOBS, toolOutput } from '../register.ts';
+import { RUNS_JOBS, toolOutput, type ToolCost } from '../register.ts';
 import { missingScope, toolError, toolResult } from '../tool-result.ts';
 import type { ToolContext } from '../../governed/call-context.ts';
 import { runScript, type ScriptRun } from '../../script/run.ts';
 import { noteCall } from '../../edge/call-log.ts';
 import { TASK_SUPPORT_META_KEY } from '../tasks/negotiation.ts';
+
+/**
+ * None up front: the request's ledger admits each script and its subprocesses as they come, from what
+ * the batch's other calls left (src/script/request-budget.ts, RequestLedger.chargeBatch).
+ */
+export const RUN_SCRIPT_COST: ToolCost = { subrequests: 0, decidesPolicy: false };
 
 export function registerRunScript(server: McpServer, ctx: ToolContext): void {
   server.registerTool(

@@ -16,11 +16,14 @@ import type { ToolContext } from '../../governed/call-context.ts';
 import { runGoverned, type EndedJob } from '../../governed/governed-run.ts';
 import { TASK_SUPPORT_META_KEY, taskOffer } from '../tasks/negotiation.ts';
 import { becomeTask } from '../tasks/create.ts';
-import { RUNS_JOBS, toolOutput } from '../register.ts';
+import { RUNS_JOBS, toolOutput, type ToolCost } from '../register.ts';
 import { JOB_VIEWER_TOOL_META } from '../apps/job-viewer.ts';
 
 /** Bytes of the real end of the output read back for a summary when the inline copy was cut. */
 const TAIL_BYTES = 16 * 1024;
+
+/** As execute's (EXECUTE_COST): the policy read, an approval, the DO call, a task's reads, a `failed` audit row. */
+export const RUNTIME_EXECUTE_COST: ToolCost = { subrequests: 7, decidesPolicy: true };
 
 export function registerRuntimeExecute(server: McpServer, ctx: ToolContext): void {
   server.registerTool(
