@@ -103,7 +103,7 @@ export function executeEnded(out: EndedJob): CallToolResult {
   }
   const structured = executeResult(out);
   const notes = out.notes.length ? `\n(policy: ${out.notes.join('; ')})` : '';
-  if (exit.state === 'lost') return toolError(`Error: the job was lost: ${exit.error?.message ?? 'its executor agent vanished'}`, structured, 'job_lost');
+  if (exit.state === 'lost') return toolError(`Error: the job was lost: ${exit.error?.message ?? 'its executor agent vanished'}`, structured, 'lost');
   return toolResult(structured, JSON.stringify(structured) + notes);
 }
 

@@ -171,7 +171,7 @@ export async function runtimeEnded(ctx: ToolContext, out: EndedJob, shaping: Run
     sandbox: out.sandbox,
   };
   if (exit.state === 'failed_to_start' || exit.state === 'lost') {
-    return toolError(`Error: ${exit.error?.message ?? exit.state}`, structured, exit.state === 'lost' ? 'job_lost' : 'spawn_failed');
+    return toolError(`Error: ${exit.error?.message ?? exit.state}`, structured, exit.state === 'lost' ? 'lost' : 'spawn_failed');
   }
   return toolResult(structured);
 }
