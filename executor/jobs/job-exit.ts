@@ -12,6 +12,7 @@ import type { ProcessEnd } from '../sandbox/types.ts';
 import type { StreamCapture } from './capture.ts';
 import type { OutputRelay } from './relay.ts';
 import { uploadStreams, type UploadTarget } from './upload.ts';
+import { inlineHoldsWhole } from './whole-inline.ts';
 
 export interface JobResult {
   /** Known when the process ends; `pendingArtifacts` names the uploads still running. */
@@ -99,10 +100,17 @@ export async function finishJob(
   // a slow upload never holds back — or loses — how the job ended.
   const keep: Record<StreamName, string> = { stdout: caps.stdout.spoolPath, stderr: caps.stderr.spoolPath };
   const target = upload?.target ?? null;
+  const streams = {
+    stdout: { bytes: caps.stdout.bytes, lines: caps.stdout.totalLines(), artifactTruncated: caps.stdout.artifactTruncated() },
+    stderr: { bytes: caps.stderr.bytes, lines: caps.stderr.totalLines(), artifactTruncated: caps.stderr.artifactTruncated() },
+  };
   const toUpload: StreamCapture[] = [];
   for (const c of [caps.stdout, caps.stderr]) {
     if (c.spooledBytes === 0) {
       if (c.spoolCreated) rmSync(c.spoolPath, { force: true });
+    } else if (target && inlineHoldsWhole({ ...inline, streams }, c.stream, c.head())) {
+      // Protocol v4: the exit carries every byte of it, and the edge keeps the artifact there — no upload.
+      rmSync(c.spoolPath, { force: true });
     } else if (target) toUpload.push(c);
   }
   const exit: JobExit = {
@@ -117,10 +125,7 @@ export async function finishJob(
     stderr: inline.stderr,
     stdoutTruncated: inline.stdoutTruncated,
     stderrTruncated: inline.stderrTruncated,
-    streams: {
-      stdout: { bytes: caps.stdout.bytes, lines: caps.stdout.totalLines(), artifactTruncated: caps.stdout.artifactTruncated() },
-      stderr: { bytes: caps.stderr.bytes, lines: caps.stderr.totalLines(), artifactTruncated: caps.stderr.artifactTruncated() },
-    },
+    streams,
     artifactsUploaded: toUpload.length === 0 && (target !== null || caps.stdout.spooledBytes + caps.stderr.spooledBytes === 0),
   };
   if (toUpload.length) exit.pendingArtifacts = toUpload.map((c) => c.stream);

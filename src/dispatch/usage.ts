@@ -120,7 +120,8 @@ function writerOf(query: string): string {
     /^\s*(insert(?:\s+or\s+\w+)?\s+into|update(?:\s+or\s+\w+)?|delete\s+from|replace\s+into|create\s+\w+(?:\s+if\s+not\s+exists)?|drop\s+\w+(?:\s+if\s+exists)?|alter\s+table)\s+["`]?(\w+)/i.exec(
       query,
     );
-  return m ? `${m[1].split(/\s+/)[0].toLowerCase()} ${m[2]}` : query.trim().slice(0, 40);
+  // A day's table (segments.ts) counts as its family: `jobs_d20500` → `jobs`.
+  return m ? `${m[1].split(/\s+/)[0].toLowerCase()} ${m[2].replace(/_d\d+$/, '')}` : query.trim().slice(0, 40);
 }
 
 class MeteredCursor<T extends Record<string, SqlStorageValue>> {

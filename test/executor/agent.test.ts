@@ -113,14 +113,19 @@ describe('agent ↔ gateway protocol', () => {
   it('runs a job: live output, job.exit, then the artifact PUTs with headers and a job.artifact report per stream', async () => {
     await startAgent();
     await welcome();
-    edge.send({ type: 'job.start', spec: jobSpec({ jobId: 'j1', mode: 'shell', command: 'echo hi; echo oops >&2; exit 2' }) });
+    // An inline cap below the output: the exit holds neither stream whole, so both are uploaded.
+    edge.send({
+      type: 'job.start',
+      spec: jobSpec({ jobId: 'j1', mode: 'shell', command: 'echo hi; echo oops >&2; exit 2', limits: { inlineBytes: 2, artifactBytes: 1024 * 1024 } }),
+    });
     const exit = await edge.next(isType('job.exit', 'j1'));
     // The inline output went out as live frames on this socket: the exit leaves it to the edge to rebuild (FakeEdge does, as the edge).
     expect(exit).toMatchObject({
       state: 'exited',
       exitCode: 2,
-      stdout: 'hi\n',
-      stderr: 'oops\n',
+      stdout: 'hi',
+      stderr: '',
+      stdoutTruncated: true,
       inlineFromLive: true,
       streams: { stdout: { bytes: 3 }, stderr: { bytes: 5 } },
       artifactsUploaded: false,
@@ -145,24 +150,53 @@ describe('agent ↔ gateway protocol', () => {
     expect(edge.uploads.some((u) => u.path.endsWith('/stderr'))).toBe(true);
   });
 
+  it('uploads no stream its exit holds whole (protocol v4), and holds the job for nothing once acknowledged', async () => {
+    await startAgent();
+    await welcome();
+    // Every byte inline: 'héllo' decodes cleanly; the invalid byte on stderr becomes U+FFFD, so stderr is uploaded.
+    edge.send({ type: 'job.start', spec: jobSpec({ jobId: 'whole', mode: 'shell', command: "printf 'h\\303\\251llo\\n'; printf 'x\\377\\n' >&2" }) });
+    const exit = await edge.next(isType('job.exit', 'whole'));
+    expect(exit).toMatchObject({
+      stdout: 'héllo\n',
+      stdoutTruncated: false,
+      streams: { stdout: { bytes: 7 }, stderr: { bytes: 3 } },
+      pendingArtifacts: ['stderr'],
+    });
+    expect(await edge.next(isType('job.artifact', 'whole'))).toMatchObject({ stream: 'stderr', state: 'complete', bytes: 3 });
+    expect(edge.uploads.map((u) => u.path)).toEqual([`${ARTIFACT_UPLOAD_PATH}/art_whole_0123456789/stderr`]);
+    edge.send({ type: 'job.ack', jobId: 'whole' });
+    edge.send({ type: 'job.ack', jobId: 'whole', stream: 'stderr' });
+    edge.send({ type: 'job.start', spec: jobSpec({ jobId: 'all', mode: 'shell', command: 'echo all of it' }) });
+    const all = await edge.next(isType('job.exit', 'all'));
+    expect(all).toMatchObject({ stdout: 'all of it\n', artifactsUploaded: true });
+    expect(all).not.toHaveProperty('pendingArtifacts');
+    edge.send({ type: 'job.ack', jobId: 'all' });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(edge.uploads).toHaveLength(1);
+    expect(edge.received.some(isType('job.artifact', 'all'))).toBe(false);
+  });
+
   it('keeps a job running across a dropped socket and re-sends its exit until acknowledged', async () => {
     await startAgent();
     await welcome();
-    edge.send({ type: 'job.start', spec: jobSpec({ jobId: 'j2', mode: 'shell', command: 'sleep 1; echo done' }) });
+    edge.send({
+      type: 'job.start',
+      spec: jobSpec({ jobId: 'j2', mode: 'shell', command: 'sleep 1; echo done', limits: { inlineBytes: 2, artifactBytes: 1024 * 1024 } }),
+    });
     await new Promise((r) => setTimeout(r, 200));
     edge.drop();
     const hello2 = await edge.next(isType('hello'));
     expect(hello2.running).toEqual(['j2']);
     edge.send({ type: 'welcome', v: PROTOCOL_VERSION, team: 'acme', heartbeatMs: 100 });
     // Its output came after the reconnect: frames and exit on one socket, so the first send leaves the text to them.
-    expect(await edge.next(isType('job.exit', 'j2'))).toMatchObject({ state: 'exited', exitCode: 0, stdout: 'done\n', inlineFromLive: true });
+    expect(await edge.next(isType('job.exit', 'j2'))).toMatchObject({ state: 'exited', exitCode: 0, stdout: 'do', inlineFromLive: true });
     // Not acknowledged: after the next reconnect it comes again, whole (that socket's edge may lack the frames), and hello still lists it.
     edge.drop();
     const hello3 = await edge.next(isType('hello'));
     expect(hello3.running).toEqual(['j2']);
     edge.send({ type: 'welcome', v: PROTOCOL_VERSION, team: 'acme', heartbeatMs: 100 });
     const again = await edge.next(isType('job.exit', 'j2'));
-    expect(again).toMatchObject({ state: 'exited', exitCode: 0, stdout: 'done\n' });
+    expect(again).toMatchObject({ state: 'exited', exitCode: 0, stdout: 'do' });
     expect(again).not.toHaveProperty('inlineFromLive');
     expect(await edge.next(isType('job.artifact', 'j2'))).toMatchObject({ stream: 'stdout', state: 'complete' });
     edge.send({ type: 'job.ack', jobId: 'j2' });
@@ -178,12 +212,15 @@ describe('agent ↔ gateway protocol', () => {
     await welcome();
     let release!: () => void;
     edge.uploadGate = new Promise<void>((r) => (release = r));
-    edge.send({ type: 'job.start', spec: jobSpec({ jobId: 'held', mode: 'shell', command: 'echo kept' }) });
+    edge.send({
+      type: 'job.start',
+      spec: jobSpec({ jobId: 'held', mode: 'shell', command: 'echo kept', limits: { inlineBytes: 2, artifactBytes: 1024 * 1024 } }),
+    });
     // The exit comes while the upload hangs: the edge learns how the job ended without waiting for it.
     expect(await edge.next(isType('job.exit', 'held'))).toMatchObject({
       state: 'exited',
       exitCode: 0,
-      stdout: 'kept\n',
+      stdout: 'ke',
       inlineFromLive: true,
       pendingArtifacts: ['stdout'],
     });
@@ -202,7 +239,10 @@ describe('agent ↔ gateway protocol', () => {
 
     edge.uploadGate = null;
     edge.uploadStatus = 400;
-    edge.send({ type: 'job.start', spec: jobSpec({ jobId: 'refused', mode: 'shell', command: 'echo lost-upload' }) });
+    edge.send({
+      type: 'job.start',
+      spec: jobSpec({ jobId: 'refused', mode: 'shell', command: 'echo lost-upload', limits: { inlineBytes: 2, artifactBytes: 1024 * 1024 } }),
+    });
     await edge.next(isType('job.exit', 'refused'));
     const failed = await edge.next(isType('job.artifact', 'refused'));
     expect(failed).toMatchObject({ stream: 'stdout', state: 'failed', bytes: 12 });
