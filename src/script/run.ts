@@ -30,7 +30,7 @@ export interface RunScriptRequest {
   timeoutMs?: number;
 }
 
-type RefusalCode = 'policy_denied' | 'invalid_argument' | 'config_error' | 'limit_reached';
+type RefusalCode = 'invalid_argument' | 'config_error' | 'limit_reached';
 
 type ScriptStatus = 'success' | 'failure' | 'timeout' | 'cancelled';
 
@@ -52,7 +52,11 @@ export interface ScriptRun {
   typescript: boolean;
 }
 
-export type ScriptOutcome = { kind: 'refused'; message: string; code: RefusalCode } | { kind: 'ran'; run: ScriptRun };
+/**
+ * `denied`: the team policy refuses the script (the tool words the denial around `reason`); `refused`:
+ * the script could not start, `message` being the whole line the caller reads (`Error: …`).
+ */
+export type ScriptOutcome = { kind: 'denied'; reason: string } | { kind: 'refused'; message: string; code: RefusalCode } | { kind: 'ran'; run: ScriptRun };
 
 export async function runScript(ctx: ToolContext, extra: ToolExtra, req: RunScriptRequest): Promise<ScriptOutcome> {
   const { env, principal } = ctx;
@@ -67,10 +71,10 @@ export async function runScript(ctx: ToolContext, extra: ToolExtra, req: RunScri
     command: { mode: 'script', codeBytes: bytes, codeSha256: await sha256(req.code) },
     jobId: scriptId,
   };
-  const refuse = async (code: RefusalCode, message: string, audit = true): Promise<ScriptOutcome> => {
+  const refuse = async (code: RefusalCode | 'policy_denied', message: string, audit = true): Promise<ScriptOutcome> => {
     if (audit)
       await recordAudit(env, { ...auditBase, decision: code === 'config_error' ? 'failed' : 'denied', reason: message, durationMs: Date.now() - started });
-    return { kind: 'refused', code, message };
+    return code === 'policy_denied' ? { kind: 'denied', reason: message } : { kind: 'refused', code, message };
   };
 
   const { policy } = await teamPolicyOf(env, principal);
@@ -79,7 +83,7 @@ export async function runScript(ctx: ToolContext, extra: ToolExtra, req: RunScri
   const timeoutMs = req.timeoutMs ?? script.defaultTimeoutMs;
   if (timeoutMs > script.maxTimeoutMs) return refuse('policy_denied', `Requested timeout (${timeoutMs}ms) exceeds maximum (${script.maxTimeoutMs}ms)`);
   const prepared = prepareScript(req.code);
-  if (!prepared.ok && prepared.code === 'invalid_argument') return refuse('invalid_argument', prepared.message);
+  if (!prepared.ok && prepared.code === 'invalid_argument') return refuse('invalid_argument', `Error: ${prepared.message}`);
   if (!env.LOADER) return refuse('config_error', LOADER_MISSING_MESSAGE);
   const plan = workersPlan(env);
   if (!plan.ok) return refuse(plan.code, plan.message);

@@ -52,9 +52,9 @@ export function registerRunScript(server: McpServer, ctx: ToolContext): void {
       const out = await runScript(ctx, extra, { code: input.code, vars: input.vars, timeoutMs: input.timeout_ms });
       // The call's log line: the script's own decision (its subprocesses are decided one by one, in the audit log).
       if (out.kind === 'ran') noteCall(extra.mcpReq.signal, { decision: 'allowed', stage: 'policy', jobId: out.run.scriptId });
-      else if (out.code === 'policy_denied') noteCall(extra.mcpReq.signal, { decision: 'denied', stage: 'script' });
-      if (out.kind === 'refused') {
-        if (out.code !== 'policy_denied') return toolError(out.message.startsWith('Error:') ? out.message : `Error: ${out.message}`, undefined, out.code);
+      else if (out.kind === 'denied') noteCall(extra.mcpReq.signal, { decision: 'denied', stage: 'script' });
+      if (out.kind === 'refused') return toolError(out.message, undefined, out.code);
+      if (out.kind === 'denied') {
         const structured = {
           status: 'denied' as const,
           exitCode: null,
@@ -63,9 +63,9 @@ export function registerRunScript(server: McpServer, ctx: ToolContext): void {
           outputLines: 0,
           outputBytes: 0,
           artifactHandle: null,
-          notes: [`script: ${out.message}`],
+          notes: [`script: ${out.reason}`],
         };
-        return toolError(`Error: policy denied (script): ${out.message}`, structured, 'policy_denied');
+        return toolError(`Error: policy denied (script): ${out.reason}`, structured, 'policy_denied');
       }
       const run = out.run;
       const shaped = shapeRuntimeResult(asExit(run), {
