@@ -12,8 +12,9 @@
 import type { StreamName } from '../contracts/agent-protocol.ts';
 import { JOB_RETENTION_MS } from '../contracts/jobs.ts';
 import { exitHoldsStream } from '../contracts/inline-result.ts';
+import { ARTIFACT_DEFAULT_HOURS } from '../contracts/policy.ts';
 import { SQLITE_BOUND_PARAMETERS_MAX, SQLITE_ROW_MAX_BYTES } from '../platform/limits.ts';
-import { searchIndexKey } from '../store/artifacts.ts';
+import { jobIdOfHandle, searchIndexKey } from '../store/artifacts.ts';
 import type { DispatchHost, Migration, Wakes } from './host.ts';
 import { migrate } from './host.ts';
 import type { JobRecords } from './job-records.ts';
@@ -165,8 +166,8 @@ function fromDb(r: DbRow): ArtifactRow {
   };
 }
 
-/** What the index needs of the jobs: a job's row and its exit (whose inline output may be a body already). */
-export type ExitSource = Pick<JobRows, 'get'> & Pick<JobRecords, 'result'>;
+/** What the index needs of the jobs: a job's row and its exit (whose inline output may be a body already), the newest jobs. */
+export type ExitSource = Pick<JobRows, 'get' | 'list'> & Pick<JobRecords, 'result'>;
 
 const enc = new TextEncoder();
 
@@ -177,9 +178,13 @@ export class ArtifactIndex implements Wakes {
   private soonest: number | null | undefined;
   private retryAt = 0;
 
-  constructor(host: Pick<DispatchHost, 'sql' | 'transactionSync' | 'env' | 'now'>, jobs: ExitSource) {
+  /** The team's hours for a job that has none of its own (submitted before jobs carried them). */
+  private readonly teamHours: () => number;
+
+  constructor(host: Pick<DispatchHost, 'sql' | 'transactionSync' | 'env' | 'now'>, jobs: ExitSource, teamHours: () => number = () => ARTIFACT_DEFAULT_HOURS) {
     this.host = host;
     this.jobs = jobs;
+    this.teamHours = teamHours;
     migrate(host, 'artifacts', MIGRATIONS);
   }
 
@@ -220,34 +225,52 @@ export class ArtifactIndex implements Wakes {
 
   /**
    * Records the streams a job's exit holds whole (agent protocol v4 uploads none of them): each
-   * stream's artifact is the exit's text, as an upload of the same bytes would have recorded it.
+   * stream's artifact is the exit's text. A job whose handle was made from its id (`newArtifactHandle`)
+   * and whose output is kept no longer than its row needs no row here at all: the handle leads to the
+   * job (`exitRows`). Otherwise a row points at the exit, as an upload of the same bytes would have.
    */
   storeFromExit(jobId: string, teamHours: number): void {
     const job = this.jobs.get(jobId);
     const exit = job ? this.jobs.result(jobId) : null;
     if (!job || !exit) return;
+    const hours = job.artifact_hours ?? teamHours;
+    if (jobIdOfHandle(job.artifact_handle) === jobId && hours * HOUR_MS <= JOB_RETENTION_MS) return;
     for (const stream of ['stdout', 'stderr'] as const) {
       if (!exitHoldsStream(exit, stream)) continue;
       const s = exit.streams[stream];
       this.store(
-        {
-          handle: job.artifact_handle,
-          jobId,
-          stream,
-          r2Key: null,
-          bytes: s.bytes,
-          lines: s.lines,
-          truncated: false,
-          retentionHours: job.artifact_hours ?? teamHours,
-        },
+        { handle: job.artifact_handle, jobId, stream, r2Key: null, bytes: s.bytes, lines: s.lines, truncated: false, retentionHours: hours },
         enc.encode(exit[stream]),
       );
     }
   }
 
+  /** The streams a job's exit holds for a handle made from its id, unexpired (no row: `storeFromExit`). */
+  private exitRows(handle: string, now: number, jobId = jobIdOfHandle(handle)): ArtifactRow[] {
+    const job = jobId ? this.jobs.get(jobId) : null;
+    if (!job || job.artifact_handle !== handle || job.ended_at === null) return [];
+    const exit = this.jobs.result(job.id);
+    const expiresAt = job.ended_at + Math.round((job.artifact_hours ?? this.teamHours()) * HOUR_MS);
+    if (!exit || expiresAt <= now || expiresAt > job.ended_at + JOB_RETENTION_MS) return [];
+    return (['stdout', 'stderr'] as const)
+      .filter((stream) => exitHoldsStream(exit, stream))
+      .map((stream) => ({
+        handle,
+        jobId: job.id,
+        stream,
+        place: 'exit' as const,
+        r2Key: null,
+        bytes: exit.streams[stream].bytes,
+        lines: exit.streams[stream].lines,
+        truncated: false,
+        createdAt: job.ended_at ?? now,
+        expiresAt,
+      }));
+  }
+
   /** The handle's unexpired streams, stdout first; [] when the team has no such artifact. */
   rows(handle: string, now: number = this.host.now()): ArtifactRow[] {
-    return this.sql
+    const kept = this.sql
       .exec<DbRow & Record<string, SqlStorageValue>>(
         `SELECT ${COLUMNS} FROM artifacts WHERE handle = ? AND expires_at > ? ORDER BY CASE stream WHEN 'stdout' THEN 0 ELSE 1 END`,
         handle,
@@ -255,18 +278,19 @@ export class ArtifactIndex implements Wakes {
       )
       .toArray()
       .map(fromDb);
+    return kept.length ? kept : this.exitRows(handle, now);
   }
 
   /** The team's newest unexpired streams, newest first. */
   recent(limit: number, now: number = this.host.now()): ArtifactRow[] {
-    return this.sql
-      .exec<DbRow & Record<string, SqlStorageValue>>(
-        `SELECT ${COLUMNS} FROM artifacts WHERE expires_at > ? ORDER BY created_at DESC LIMIT ?`,
-        now,
-        Math.max(0, Math.floor(limit)),
-      )
+    const n = Math.max(0, Math.floor(limit));
+    const kept = this.sql
+      .exec<DbRow & Record<string, SqlStorageValue>>(`SELECT ${COLUMNS} FROM artifacts WHERE expires_at > ? ORDER BY created_at DESC LIMIT ?`, now, n)
       .toArray()
       .map(fromDb);
+    // The newest jobs' outputs kept in their exits (no row here), merged in by time.
+    const inExits = n ? this.jobs.list({ limit: n }).rows.flatMap((j) => this.exitRows(j.artifact_handle, now, j.id)) : [];
+    return [...kept, ...inExits].sort((a, b) => b.createdAt - a.createdAt).slice(0, n);
   }
 
   /**

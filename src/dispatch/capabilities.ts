@@ -80,8 +80,14 @@ export function capabilities(host: DispatchHost, o: { plan: PlanResult; trace: (
   });
   const live = new LiveOutput(host, (jobId) => records.liveNeeded(jobId));
   const records: JobRecords = new JobRecords(host, { rows, texts, live, streams: uploads.streams });
-  const exits = { get: (id: string) => rows.get(id), result: (id: string) => records.result(id), spec: (id: string) => records.spec(id) };
-  const artifacts = new ArtifactIndex(host, exits);
+  const exits = {
+    get: (id: string) => rows.get(id),
+    list: (f: Parameters<JobRows['list']>[0]) => rows.list(f),
+    result: (id: string) => records.result(id),
+    spec: (id: string) => records.spec(id),
+  };
+  const teamArtifactHours = () => admission.retention().artifactHours ?? ARTIFACT_DEFAULT_HOURS;
+  const artifacts = new ArtifactIndex(host, exits, teamArtifactHours);
   const auditLog = new AuditLog(host, {
     auditIdOf: (id) => rows.get(id)?.audit_id ?? null,
     openStateOf: (id) => {
@@ -139,7 +145,7 @@ export function capabilities(host: DispatchHost, o: { plan: PlanResult; trace: (
     uploads,
     egress,
     onExitReceived: () => trace('do.exit_received'),
-    onExitStored: (jobId) => artifacts.storeFromExit(jobId, admission.retention().artifactHours ?? ARTIFACT_DEFAULT_HOURS),
+    onExitStored: (jobId) => artifacts.storeFromExit(jobId, teamArtifactHours()),
   });
   return {
     rows,

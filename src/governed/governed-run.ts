@@ -12,6 +12,7 @@ import type { JobExit, JobSpec, SandboxKind } from '../contracts/agent-protocol.
 import type { GatehouseErrorShape } from '../contracts/errors.ts';
 import type { RuntimeName } from '../contracts/runtimes.ts';
 import type { JobSelector } from '../contracts/jobs.ts';
+import { artifactHoursOf } from '../contracts/policy.ts';
 import { decide, type PolicyDecision, type PolicyRequest } from '../policy/engine.ts';
 import { teamPolicyOf } from '../store/policy-cache.ts';
 import { newArtifactHandle } from '../store/artifacts.ts';
@@ -132,7 +133,8 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
       decision.runAs && r.job.mode !== 'code' ? { ...r.job, mode: 'argv' as const, command: decision.runAs.command, args: decision.runAs.args } : r.job;
     const spec: JobSpec = {
       jobId,
-      artifactHandle: newArtifactHandle(),
+      // Made from the job id: the team's object finds the job by it, and keeps output the exit holds without a row of its own.
+      artifactHandle: newArtifactHandle(jobId),
       mode: job.mode,
       command: job.command,
       args: job.args,
@@ -178,6 +180,7 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
       agent: r.selector?.agent,
       labels: r.selector?.labels,
       background: r.background === true || r.task !== undefined,
+      artifactHours: artifactHoursOf(policy),
       audit: {
         at: started,
         command: auditBase.command,

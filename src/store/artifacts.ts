@@ -26,12 +26,35 @@ export function searchIndexKey(bodyKey: string): string {
   return `${bodyKey}.idx`;
 }
 
-/** Unguessable: 32 random bytes, base64url ('art_' + 43 chars). */
-export function newArtifactHandle(): string {
+/**
+ * Unguessable: 32 bytes, base64url ('art_' + 43 chars). With the job's id (a UUID), its 16 bytes come
+ * first and 16 random ones after: the team's object then finds the job of a handle by the job's key
+ * (`jobIdOfHandle`) and keeps no row of its own for output the job's exit holds (artifact-index.ts).
+ * 128 random bits still make it unguessable; without a job id all 32 bytes are random.
+ */
+export function newArtifactHandle(jobId?: string): string {
   const b = crypto.getRandomValues(new Uint8Array(32));
+  const id = jobId !== undefined && UUID.test(jobId) ? jobId.replace(/-/g, '') : null;
+  if (id) for (let i = 0; i < 16; i++) b[i] = Number.parseInt(id.slice(2 * i, 2 * i + 2), 16);
   let s = '';
   for (const x of b) s += String.fromCharCode(x);
   return 'art_' + btoa(s).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** The job id a handle may have been made with (the caller checks the job's own handle is this one); null for any other shape. */
+export function jobIdOfHandle(handle: string): string | null {
+  if (!/^art_[A-Za-z0-9_-]{43}$/.test(handle)) return null;
+  let raw: string;
+  try {
+    raw = atob(handle.slice(4).replace(/-/g, '+').replace(/_/g, '/') + '=');
+  } catch {
+    return null;
+  }
+  let hex = '';
+  for (let i = 0; i < 16; i++) hex += raw.charCodeAt(i).toString(16).padStart(2, '0');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
 /** A body to store in R2 (the edge's upload route and script mode, for bodies above what stays with the team). */

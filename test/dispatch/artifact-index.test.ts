@@ -13,6 +13,7 @@ import {
   type StoredArtifact,
 } from '../../src/dispatch/artifact-index.ts';
 import { JOB_RETENTION_MS } from '../../src/contracts/jobs.ts';
+import { newArtifactHandle } from '../../src/store/artifacts.ts';
 import { dispatchHost, type TestHost } from './sql-host.ts';
 
 const HOUR = 3_600_000;
@@ -27,6 +28,7 @@ let exitStdout: string;
 
 const jobs: ExitSource = {
   get: (id: string) => (id === 'j1' ? ({ ended_at: 1_000_000 } as never) : null),
+  list: () => ({ rows: [], next: null }),
   result: (id: string) => (id === 'j1' ? ({ stdout: exitStdout, stderr: '' } as never) : null),
 };
 
@@ -206,6 +208,7 @@ describe("streams a job's exit holds whole (agent protocol v4 uploads none of th
   const withExit = (exit: unknown, hours: number | null): ArtifactIndex =>
     new ArtifactIndex(host, {
       get: (id: string) => (id === 'j9' ? ({ ended_at: host.now(), artifact_handle: 'art_9', artifact_hours: hours } as never) : null),
+      list: () => ({ rows: [], next: null }),
       result: (id: string) => (id === 'j9' ? (exit as never) : null),
     });
 
@@ -232,5 +235,49 @@ describe("streams a job's exit holds whole (agent protocol v4 uploads none of th
       2,
     ).storeFromExit('j9', 24);
     expect(count('SELECT COUNT(*) AS n FROM artifacts')).toBe(0);
+  });
+});
+
+describe('output kept in the exit of a job whose handle was made from its id (no row of its own)', () => {
+  const id = '0b7c9d2e-1f3a-4b5c-8d6e-7f8091a2b3c4';
+  const handle = newArtifactHandle(id);
+  const exit = {
+    stdout: 'all of it\n',
+    stderr: '',
+    stdoutTruncated: false,
+    stderrTruncated: false,
+    streams: { stdout: { bytes: 10, lines: 1, artifactTruncated: false }, stderr: { bytes: 0, lines: 0, artifactTruncated: false } },
+  };
+  const rig = (hours: number) => {
+    const job = { id, ended_at: host.now(), artifact_handle: handle, artifact_hours: hours };
+    return new ArtifactIndex(host, {
+      get: (j: string) => (j === id ? (job as never) : null),
+      list: () => ({ rows: [job as never], next: null }),
+      result: (j: string) => (j === id ? (exit as never) : null),
+    });
+  };
+
+  it('writes no row, answers the handle from the job, and stops at its hours', () => {
+    const ix = rig(2);
+    ix.storeFromExit(id, 24);
+    expect(count('SELECT COUNT(*) AS n FROM artifacts')).toBe(0);
+    expect(ix.rows(handle)).toMatchObject([{ jobId: id, stream: 'stdout', place: 'exit', bytes: 10, expiresAt: host.now() + 2 * HOUR }]);
+    expect(dec.decode(ix.read(handle, 'stdout')!)).toBe('all of it\n');
+    expect(ix.recent(5).map((r) => r.handle)).toEqual([handle]);
+    // Another handle that names the same job (its random half differs) is not the job's.
+    const forged = newArtifactHandle(id);
+    expect(forged).not.toBe(handle);
+    expect(ix.rows(forged)).toEqual([]);
+    host.clock.now += 2 * HOUR;
+    expect(ix.rows(handle)).toEqual([]);
+    expect(ix.read(handle, 'stdout')).toBeNull();
+  });
+
+  it('keeps a row (and the bytes) when the output outlives the job row', () => {
+    const ix = rig(JOB_RETENTION_MS / HOUR + 24);
+    ix.storeFromExit(id, 24);
+    expect(count('SELECT COUNT(*) AS n FROM artifacts')).toBe(1);
+    expect(count('SELECT COUNT(*) AS n FROM artifact_chunks')).toBe(1);
+    expect(dec.decode(ix.read(handle, 'stdout')!)).toBe('all of it\n');
   });
 });

@@ -20,6 +20,9 @@ import { PROTOCOL_VERSION } from '../../src/contracts/agent-protocol.ts';
 import { until } from '../support/until.ts';
 
 const INLINE = 1000;
+/** "one" doubled ten times, and a newline: 3,073 bytes of stdout from shell builtins, over INLINE. */
+const LONG_ONES = 's=one; for i in 1 2 3 4 5 6 7 8 9 10; do s="$s$s"; done; echo "$s"';
+const LONG_ONES_BYTES = 3 * 1024 + 1;
 const POLICY = {
   ...DEFAULT_POLICY,
   shell: { enabled: true, allow: ['/.*/'] },
@@ -94,7 +97,8 @@ describe("a job's end and its artifact", () => {
     const release = proxy.holdUploads();
     let released = false;
     try {
-      const started = await call(c, 'execute', { command: 'echo one; echo two >&2; exit 3', background: true });
+      // Over the inline cap (INLINE, shared by both streams): neither stream is whole in the exit, so both are uploaded.
+      const started = await call(c, 'execute', { command: `${LONG_ONES}; echo two >&2; exit 3`, background: true });
       const jobId = started.s.job_id as string;
       const ended = await status(c, jobId, 30_000);
       expect(ended).toMatchObject({
@@ -108,7 +112,7 @@ describe("a job's end and its artifact", () => {
       expect(await status(c, jobId)).toMatchObject({ state: 'exited', exit_code: 3, artifact_state: 'uploading' });
       expect((await fleet.admin('art', 'GET', `/jobs/${jobId}`)).body.job).toMatchObject({ state: 'exited', artifact_state: 'uploading' });
       // Its output is readable meanwhile, from what the edge kept live; more may come, so no eof yet.
-      expect(await output(c, jobId)).toMatchObject({ data: 'one\n', source: 'live', eof: false, total_bytes: null });
+      expect(await output(c, jobId)).toMatchObject({ data: expect.stringMatching(/^(one)+/), source: 'live', eof: false, total_bytes: null });
       // Another agent of the team can neither write the open artifact nor say how its upload ended.
       const rogueToken = await gw.token({ team: 'art', scopes: ['agent'], subject: 'rogue-agent' });
       const put = await fetch(`${gw.url}/agent/v1/artifacts/${started.s.artifact_handle as string}/stdout`, {
@@ -132,7 +136,7 @@ describe("a job's end and its artifact", () => {
       expect(done).toMatchObject({
         state: 'exited',
         exit_code: 3,
-        artifacts: { stdout: { state: 'complete', bytes: 4 }, stderr: { state: 'complete', bytes: 4 } },
+        artifacts: { stdout: { state: 'complete', bytes: LONG_ONES_BYTES }, stderr: { state: 'complete', bytes: 4 } },
       });
       expect(await output(c, jobId, { stream: 'stderr' })).toMatchObject({ data: 'two\n', source: 'artifact', eof: true });
       expect((await fleet.admin('art', 'GET', `/jobs/${jobId}`)).body.job).toMatchObject({ state: 'exited', artifact_state: 'complete' });

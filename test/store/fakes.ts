@@ -119,7 +119,7 @@ export class FakeTeams {
     if (!ix) {
       const host = dispatchHost({ env: this.env(), team });
       host.now = () => this.clock.now;
-      ix = new ArtifactIndex(host, { get: () => null, result: () => null });
+      ix = new ArtifactIndex(host, { get: () => null, list: () => ({ rows: [], next: null }), result: () => null });
       this.indexes.set(team, ix);
     }
     return ix;
