@@ -5,7 +5,9 @@
  */
 import type { ScriptPolicy } from '../contracts/policy.ts';
 import { ISOLATE_COMPATIBILITY_DATE } from './limits.ts';
-import { RUNNER_MODULE, RUNNER_SOURCE, SCRIPT_MODULE } from './isolate-runner.ts';
+import { RUNNER_MODULE, SCRIPT_MODULE } from './isolate-modules.ts';
+// The runner (src/script/isolate-runner.ts) as the build bundled it: the Worker Loader takes modules as text.
+import RUNNER_SOURCE from '../../build/isolate/runner.txt';
 import type { ScriptRunOptions, ScriptRunReport } from './protocol.ts';
 
 export interface ScriptEntrypoint<Host> {

@@ -31,4 +31,14 @@ describe("a script's Dynamic Worker", () => {
     expect(cfg.env).toEqual({});
     expect(cfg.limits).toEqual({ cpuMs: 1234 });
   });
+
+  it('its main module is the runner as the build bundled it (src/script/isolate-runner.ts), beside the script', () => {
+    const { loader, calls } = countingLoader();
+    openIsolate(loader, { cpuMs: 1 }, 'return 1');
+    const { mainModule, modules } = calls.configs[0] as { mainModule: string; modules: Record<string, string> };
+    expect(Object.keys(modules).sort()).toEqual([mainModule, 'script.js'].sort());
+    expect(modules[mainModule]).toMatch(/^import \{ WorkerEntrypoint \} from "cloudflare:workers";$/m);
+    expect(modules[mainModule]).toContain('extends WorkerEntrypoint');
+    expect(modules['script.js']).toBe('return 1');
+  });
 });

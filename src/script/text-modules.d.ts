@@ -1,0 +1,8 @@
+/**
+ * wrangler imports a `.txt` file as its text (its default module rules; vitest.config.ts does the same for the
+ * tests): the script isolate's runner, built into build/isolate/runner.txt (scripts/build-isolate-runner.ts).
+ */
+declare module '*.txt' {
+  const text: string;
+  export default text;
+}
