@@ -34,6 +34,8 @@ export interface NewJob {
   auditId?: number;
   /** Hours its output is kept, as the policy said at submit. */
   artifactHours?: number;
+  /** The agent it starts on at once: the row is written running. */
+  startOn?: { id: string; subject: string; sandbox: SandboxKind };
 }
 
 export interface JobRow {
@@ -174,7 +176,7 @@ export class JobRows {
     return row ? this.keep(row, table) : null;
   }
 
-  /** Records a new job, queued, with `spec` (its JSON, or null when it is kept elsewhere); null when its id exists already. */
+  /** Records a new job, queued (or running on `startOn`), with `spec` (its JSON, or null when it is kept elsewhere); null when its id exists already. */
   create(j: NewJob, spec: string | null): Readonly<JobRow> | null {
     if (this.get(j.spec.jobId)) return null;
     // Jobs list in `seq` order: from the clock, so no read finds the last one (rows from before count from 1, far below).
@@ -185,8 +187,9 @@ export class JobRows {
     const [row] = this.sql
       .exec<Stored>(
         `INSERT INTO ${table} (id, seq, tool, subject, token_id, cancel_key, runtime, sandbox_min, sel_agent, sel_labels, background,
-          artifact_handle, state, created_at, deadline, timeout_ms, max_concurrent, spec, audit_id, artifact_hours)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?)
+          artifact_handle, state, agent, agent_subject, sandbox, started_at, created_at, deadline, timeout_ms, max_concurrent, spec,
+          audit_id, artifact_hours)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (id) DO NOTHING RETURNING ${COLUMNS}`,
         j.spec.jobId,
         numbered,
@@ -200,6 +203,11 @@ export class JobRows {
         j.selLabels?.length ? JSON.stringify(j.selLabels) : null,
         j.background ? 1 : 0,
         j.spec.artifactHandle,
+        j.startOn ? 'running' : 'queued',
+        j.startOn?.id ?? null,
+        j.startOn?.subject ?? null,
+        j.startOn?.sandbox ?? null,
+        j.startOn ? j.now : null,
         j.now,
         j.deadline,
         j.spec.timeoutMs,

@@ -4,7 +4,7 @@
  * ended exactly once (by its agent's report, a kill, or the agent's loss), its call's audit row kept with it.
  * The rows live in job-rows.ts (the rest of a job's record: job-records.ts); the sockets in the agent link.
  */
-import type { JobExit, StreamName } from '../contracts/agent-protocol.ts';
+import type { JobExit, JobSpec, SandboxKind, StreamName } from '../contracts/agent-protocol.ts';
 import { asErrorCode, describeIssues, type ErrorCode } from '../contracts/errors.ts';
 import { isTerminal, JobListFilter, type AgentView, type JobState, type JobView } from '../contracts/jobs.ts';
 import { MISSED_HEARTBEATS, type AgentLink } from './agent-link.ts';
@@ -84,6 +84,9 @@ export class Jobs implements Wakes {
     const queuedBefore = this.rows.queued().length;
     // The job's row holds its audit row's id, so the row's completion is found by its key (no index on job ids).
     const auditId = this.p.audit.nextId();
+    const gated = this.p.configError ?? this.gated();
+    // A job that can start now is written running: one row written, not a queued one and then its start.
+    const startOn = !gated && queuedBefore === 0 && !this.rows.get(req.spec.jobId) ? this.placeNow(req, now) : null;
     const row = this.p.records.create({
       spec: req.spec,
       tool: req.tool,
@@ -100,6 +103,7 @@ export class Jobs implements Wakes {
       now,
       auditId,
       artifactHours: req.artifactHours,
+      startOn: startOn ?? undefined,
     });
     if (row) {
       this.p.audit.record(
@@ -119,8 +123,10 @@ export class Jobs implements Wakes {
     }
     // A job id it has already: the submit was sent again (its answer lost), and the job is as it stands.
     if (!row) return answerFor(this.rows.get(req.spec.jobId)!);
-    const gated = this.p.configError ?? this.gated();
-    if (gated) {
+    if (startOn) {
+      if (this.sendStart(row.id, startOn.id, req.spec)) await this.host.wake();
+      else await this.pump();
+    } else if (gated) {
       this.close(req.spec.jobId, 'refused', { error: gated });
     } else if (queuedBefore >= req.maxQueueLength) {
       this.close(req.spec.jobId, 'refused', {
@@ -138,6 +144,50 @@ export class Jobs implements Wakes {
     }
     this.observe(null);
     return answerFor(this.rows.get(req.spec.jobId)!);
+  }
+
+  /** The agent a new job starts on right away, as the scheduler would place it; null when it would wait or be refused. */
+  private placeNow(req: DispatchRequest, now: number): { id: string; subject: string; sandbox: SandboxKind } | null {
+    const running = this.rows.running();
+    const job: SchedJob = {
+      id: req.spec.jobId,
+      deadline: now + req.queueWaitMs,
+      runtime: req.runtime,
+      sandboxMinimum: req.sandboxMinimum,
+      agent: req.agent,
+      labels: req.labels?.length ? req.labels : undefined,
+    };
+    const decision = schedule({
+      now,
+      queue: [job],
+      agents: this.p.link.schedAgents(this.load(running)),
+      teamRunning: running.length,
+      maxConcurrent: req.maxConcurrentJobs,
+    });
+    const agentId = decision.start[0]?.agentId;
+    const r = agentId ? this.p.link.agent(agentId) : null;
+    return agentId && r && this.p.link.socketOf(agentId) ? { id: agentId, subject: r.subject, sandbox: r.sandbox } : null;
+  }
+
+  /** Sends a job now running on `agentId` its start; false when the socket took nothing (the job is queued again). */
+  private sendStart(jobId: string, agentId: string, spec: JobSpec): boolean {
+    const r = this.p.link.agent(agentId);
+    const ws = this.p.link.socketOf(agentId);
+    if (!r || !ws) {
+      this.rows.requeue(jobId);
+      return false;
+    }
+    // Only this socket learns the job's upload grant: another agent of the same token cannot upload its artifacts.
+    const upload = this.p.uploads.grant(jobId, agentId);
+    this.p.link.budgetOf(ws).started(jobId);
+    if (!this.p.link.send(ws, { type: 'job.start', spec, upload })) {
+      this.rows.requeue(jobId);
+      return false;
+    }
+    this.p.onStartSent();
+    // The audit row is completed at the job's end; until then its readers see the job's state (audit-log.ts).
+    this.p.followers.emit(jobId, { type: 'started', jobId, agentId, sandbox: r.sandbox });
+    return true;
   }
 
   private gated(): Failure | null {
@@ -264,17 +314,7 @@ export class Jobs implements Wakes {
         if (!spec || !r || !ws) continue;
         const now = this.host.now();
         if (!this.rows.assign(jobId, { id: agentId, subject: r.subject, sandbox: r.sandbox }, now)) continue;
-        // Only this socket learns the job's upload grant: another agent of the same token cannot upload its artifacts.
-        const upload = this.p.uploads.grant(jobId, agentId);
-        this.p.link.budgetOf(ws).started(jobId);
-        if (!this.p.link.send(ws, { type: 'job.start', spec, upload })) {
-          this.rows.requeue(jobId);
-          retry = true;
-          continue;
-        }
-        this.p.onStartSent();
-        // The audit row is completed at the job's end; until then its readers see the job's state (audit-log.ts).
-        this.p.followers.emit(jobId, { type: 'started', jobId, agentId, sandbox: r.sandbox });
+        if (!this.sendStart(jobId, agentId, spec)) retry = true;
       }
       if (!retry) break;
     }
