@@ -7,6 +7,10 @@
  * Ids only grow. Rows copied from the shared D1 of an older deployment keep their D1 ids (all
  * below LEGACY_ID_CEILING), and rows written here start above it, so the log reads in call order
  * whichever arrived first (docs/upgrading.md, "Team data moves to the team").
+ *
+ * Rows are kept a day per table (segments.ts): a call writes one row, retention exports a whole day
+ * and drops its table (no row written), and reads run over the days newest or oldest first. The
+ * table from before days (`audit`) is read as the oldest day and holds the rows copied from D1.
  */
 import type { JobView } from '../contracts/jobs.ts';
 import {
@@ -25,6 +29,7 @@ import {
   type StoredAuditRow,
 } from '../store/audit.ts';
 import { migrate, type Migration, type SqlHost } from './host.ts';
+import { Segments, segmentsTable, type Segment } from './segments.ts';
 
 /** D1's audit ids are below this (2^40: 35 years of 1,000 calls a second); the team's own rows count on from it. */
 export const LEGACY_ID_CEILING = 2 ** 40;
@@ -45,7 +50,7 @@ const MIGRATIONS: readonly Migration[] = [
     ],
   },
   {
-    // A row's id grows with its time: a time is found by a search over ids (idAtOrAfter), and every call spares the index's row written.
+    // A row's id grows with its time: a time is found from the ids, and every call spares the index's row written.
     id: '2-audit-no-at-index',
     sql: [`DROP INDEX IF EXISTS audit_at`],
   },
@@ -54,6 +59,18 @@ const MIGRATIONS: readonly Migration[] = [
     id: '3-audit-no-job-index',
     sql: [`DROP INDEX IF EXISTS audit_job_row`],
   },
+  {
+    // New rows go to a table per day (DAY_TABLE), which retention drops whole; this one keeps the rows written before.
+    id: '4-audit-by-day',
+    sql: [segmentsTable('audit')],
+  },
+];
+
+/** One day's rows: the id is the rowid, so a row writes one row and nothing else. */
+const DAY_TABLE = (t: string) => [
+  `CREATE TABLE ${t} (id INTEGER PRIMARY KEY, at INTEGER NOT NULL, subject TEXT NOT NULL, token_id TEXT, tool TEXT NOT NULL,
+    command TEXT, cwd TEXT, decision TEXT NOT NULL, reason TEXT, job_id TEXT, exit_status TEXT, duration_ms INTEGER, bytes INTEGER,
+    parent_job_id TEXT, approval_id TEXT)`,
 ];
 
 /** Where a job's audit row is: the job's row holds its id (null for a job the object no longer keeps, or kept from before it did). */
@@ -71,24 +88,45 @@ function exitStatusOf(v: Pick<JobView, 'state' | 'exit_code' | 'signal'>): strin
 }
 
 const FAILED_STATES = new Set(['lost', 'failed_to_start', 'refused']);
+const DAY_MS = 24 * 3600_000;
+/**
+ * How much older than its day a row's time may be: a row goes to the day it is written on, and its time
+ * is its call's start, which the submit follows by the call's own work (seconds). Reads by time look
+ * this far into the next days.
+ */
+const LATE_MS = DAY_MS;
 
 export class AuditLog {
   private readonly host: SqlHost;
   private readonly jobs: JobAudit;
+  private readonly days: Segments;
 
   constructor(host: SqlHost, jobs: JobAudit) {
     this.host = host;
     this.jobs = jobs;
     migrate(host, 'audit', MIGRATIONS);
-  }
-
-  /** The id the next row gets (ids only grow; the object runs one call at a time). */
-  nextId(): number {
-    return this.sql.exec<{ id: number }>(`SELECT COALESCE(MAX(id), ?) + 1 AS id FROM audit`, LEGACY_ID_CEILING).one().id;
+    this.days = new Segments(host, { family: 'audit', legacy: 'audit', create: DAY_TABLE });
   }
 
   private get sql(): SqlStorage {
     return this.host.sql;
+  }
+
+  /** A day's first and last id and the time of its newest row (retention's read, once a run). */
+  private span(d: Segment): { lo: number | null; hi: number | null; lastAt: number | null } {
+    const r = this.sql
+      .exec<{ lo: number | null; hi: number | null; last: number | null }>(`SELECT MIN(id) AS lo, MAX(id) AS hi, MAX(at) AS last FROM ${d.name}`)
+      .one();
+    return { lo: r.lo, hi: r.hi, lastAt: r.last };
+  }
+
+  /** The id the next row gets (ids only grow; the object runs one call at a time). */
+  nextId(): number {
+    for (const d of this.days.newestFirst()) {
+      const hi = this.sql.exec<{ hi: number | null }>(`SELECT MAX(id) AS hi FROM ${d.name}`).one().hi;
+      if (hi !== null) return Math.max(hi, LEGACY_ID_CEILING) + 1;
+    }
+    return LEGACY_ID_CEILING + 1;
   }
 
   /**
@@ -98,14 +136,23 @@ export class AuditLog {
   record(e: AuditEntry, now = Date.now(), id?: number): number | null {
     if (id === undefined && e.jobId && this.jobs.auditIdOf(e.jobId) !== null && isJobTool(e.tool)) return null;
     const c = auditColumns(e, now);
+    const rowId = id ?? this.nextId();
     const row = this.sql
       .exec<{ id: number }>(
-        `INSERT INTO audit (id, ${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id`,
-        id ?? this.nextId(),
+        `INSERT INTO ${this.days.writable(c[0] as number)} (id, ${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id`,
+        rowId,
         ...c,
       )
       .toArray()[0];
     return row?.id ?? null;
+  }
+
+  /** The day holding row `id`, newest first (a job's row is in a recent one). */
+  private dayOf(id: number): string | null {
+    for (const d of this.days.newestFirst()) {
+      if (this.sql.exec(`SELECT 1 FROM ${d.name} WHERE id = ?`, id).toArray().length) return d.name;
+    }
+    return null;
   }
 
   /** A governed job's row as the job stands: its decision (failed for a job that never ran), exit, duration, bytes and a note on where it ran. */
@@ -116,10 +163,15 @@ export class AuditLog {
           [v.agent_id ? `agent ${v.agent_id} (${v.sandbox})` : null, v.error ? `${v.error.code}: ${v.error.message}` : null].filter(Boolean).join('; '),
         )
       : '';
+    const id = this.jobs.auditIdOf(v.job_id);
+    // A job from before jobs held their row's id has its row in the table from before days, found by its job id.
+    const table = id !== null ? this.dayOf(id) : this.days.all()[0]?.name === 'audit' ? 'audit' : null;
+    if (!table) return;
+    const [where, key] = id !== null ? ['id = ?', id] : [`job_id = ? AND job_id IS NOT NULL AND tool IN ${AUDIT_JOB_TOOLS}`, v.job_id];
     this.sql.exec(
-      `UPDATE audit SET decision = ?, exit_status = ?, duration_ms = ?, bytes = ?,
+      `UPDATE ${table} SET decision = ?, exit_status = ?, duration_ms = ?, bytes = ?,
          reason = CASE WHEN ? = '' THEN reason WHEN reason IS NULL OR reason = '' THEN ? ELSE reason || '; ' || ? END
-       WHERE ${this.whereJob(v.job_id)[0]}`,
+       WHERE ${where}`,
       FAILED_STATES.has(v.state) ? 'failed' : 'allowed',
       ended ? exitStatusOf(v) : v.state,
       v.duration_ms === null ? null : Math.round(v.duration_ms),
@@ -127,14 +179,8 @@ export class AuditLog {
       note,
       note,
       note,
-      this.whereJob(v.job_id)[1],
+      key,
     );
-  }
-
-  /** The condition and parameter that find a job's row: its id from the job's row, else (an older job) its job id, scanning. */
-  private whereJob(jobId: string): [string, SqlStorageValue] {
-    const id = this.jobs.auditIdOf(jobId);
-    return id !== null ? ['id = ?', id] : [`job_id = ? AND job_id IS NOT NULL AND tool IN ${AUDIT_JOB_TOOLS}`, jobId];
   }
 
   /** A job's row shows the state it was written with; one still open shows the state it is in. */
@@ -142,6 +188,13 @@ export class AuditLog {
     const open = r.exitStatus === 'queued' || r.exitStatus === 'running';
     const state = open && r.jobId && isJobTool(r.tool) ? this.jobs.openStateOf(r.jobId) : null;
     return state ? { ...r, exitStatus: state } : r;
+  }
+
+  /** Days that may hold rows of times in [since, until), newest first (the table from before days always may). */
+  private daysBetween(since?: number, until?: number): Segment[] {
+    return this.days
+      .newestFirst()
+      .filter((d) => d.day === 0 || ((since === undefined || d.day + DAY_MS > since) && (until === undefined || d.day < until + LATE_MS)));
   }
 
   /** Newest first. The filter is validated by the admin route; an undecodable cursor is refused there. */
@@ -158,22 +211,25 @@ export class AuditLog {
     add('decision = ?', f.decision);
     add('tool = ?', f.tool);
     add('subject = ?', f.subject);
-    // Times become id bounds (the primary key), then are checked exactly.
-    add('id >= ?', f.since === undefined ? undefined : this.idAtOrAfter(f.since));
-    add('id < ?', f.until === undefined ? undefined : this.idAtOrAfter(f.until));
     add('at >= ?', f.since);
     add('at < ?', f.until);
     add('approval_id = ?', f.approvalId);
     // Every row that names the job (its own, its status reads, kills): a scan, for an admin's filter, not a call's.
     add('job_id = ?', f.jobId);
-    // One extra row tells whether another page exists without a COUNT.
-    const rows = this.sql
-      .exec<StoredAuditRow>(
-        `SELECT id, ${COLUMNS} FROM audit ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT ?`,
-        ...params,
-        limit + 1,
-      )
-      .toArray();
+    // One extra row tells whether another page exists without a COUNT; days are read newest first until the page is full.
+    const rows: StoredAuditRow[] = [];
+    for (const d of this.daysBetween(f.since, f.until)) {
+      if (rows.length > limit) break;
+      rows.push(
+        ...this.sql
+          .exec<StoredAuditRow>(
+            `SELECT id, ${COLUMNS} FROM ${d.name} ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT ?`,
+            ...params,
+            limit + 1 - rows.length,
+          )
+          .toArray(),
+      );
+    }
     const page = rows.slice(0, limit);
     return { entries: page.map((r) => this.live(auditRowOf(r))), nextCursor: rows.length > limit ? encodeCursor(page[page.length - 1].id) : null };
   }
@@ -184,9 +240,12 @@ export class AuditLog {
     const byId = ids.map((j) => this.jobs.auditIdOf(j)).filter((id): id is number => id !== null);
     const older = ids.filter((j) => this.jobs.auditIdOf(j) === null);
     const rows: StoredAuditRow[] = [];
-    if (byId.length)
-      rows.push(...this.sql.exec<StoredAuditRow>(`SELECT id, ${COLUMNS} FROM audit WHERE id IN (${byId.map(() => '?').join(', ')})`, ...byId).toArray());
-    if (older.length) {
+    for (const d of this.days.newestFirst()) {
+      if (rows.length >= byId.length) break;
+      if (byId.length)
+        rows.push(...this.sql.exec<StoredAuditRow>(`SELECT id, ${COLUMNS} FROM ${d.name} WHERE id IN (${byId.map(() => '?').join(', ')})`, ...byId).toArray());
+    }
+    if (older.length && this.days.all()[0]?.name === 'audit') {
       rows.push(
         ...this.sql
           .exec<StoredAuditRow>(
@@ -201,78 +260,120 @@ export class AuditLog {
 
   /** Calls since `since`: how many, how many denied, and the newest denials. */
   denials(since: number, recent: number): { calls: number; denied: number; recent: AuditRow[] } {
-    const n = this.sql
-      .exec<{ n: number; denied: number }>(
-        `SELECT COUNT(*) AS n, COALESCE(SUM(decision = 'denied'), 0) AS denied FROM audit WHERE id >= ? AND at >= ?`,
-        this.idAtOrAfter(since),
-        since,
-      )
-      .one();
-    const rows = this.sql
-      .exec<StoredAuditRow>(
-        `SELECT id, ${COLUMNS} FROM audit WHERE id >= ? AND at >= ? AND decision = 'denied' ORDER BY id DESC LIMIT ?`,
-        this.idAtOrAfter(since),
-        since,
-        recent,
-      )
-      .toArray();
-    return { calls: n.n, denied: n.denied, recent: rows.map(auditRowOf) };
+    let calls = 0;
+    let denied = 0;
+    const rows: StoredAuditRow[] = [];
+    for (const d of this.daysBetween(since)) {
+      const n = this.sql
+        .exec<{ n: number; denied: number }>(`SELECT COUNT(*) AS n, COALESCE(SUM(decision = 'denied'), 0) AS denied FROM ${d.name} WHERE at >= ?`, since)
+        .one();
+      calls += n.n;
+      denied += n.denied;
+      if (rows.length < recent) {
+        rows.push(
+          ...this.sql
+            .exec<StoredAuditRow>(
+              `SELECT id, ${COLUMNS} FROM ${d.name} WHERE at >= ? AND decision = 'denied' ORDER BY id DESC LIMIT ?`,
+              since,
+              recent - rows.length,
+            )
+            .toArray(),
+        );
+      }
+    }
+    return { calls, denied, recent: rows.map(auditRowOf) };
   }
 
-  /** The oldest rows after `afterId`, oldest first (what an export reads and retention drops). */
-  oldest(afterId: number, limit: number, before?: number): AuditRow[] {
-    const below = before === undefined ? Number.MAX_SAFE_INTEGER : this.idAtOrAfter(before);
-    return this.sql
-      .exec<StoredAuditRow>(`SELECT id, ${COLUMNS} FROM audit WHERE id > ? AND id < ? ORDER BY id LIMIT ?`, afterId, below, limit)
-      .toArray()
-      .map(auditRowOf);
+  /**
+   * The oldest rows after `afterId`, oldest first: what an export reads and retention drops. `before`: only
+   * rows written before that time; `throughId`: only rows up to that id.
+   */
+  oldest(afterId: number, limit: number, o: { before?: number; throughId?: number } = {}): AuditRow[] {
+    const rows: StoredAuditRow[] = [];
+    const through = o.throughId ?? Number.MAX_SAFE_INTEGER;
+    for (const d of this.days.all()) {
+      if (rows.length >= limit || (o.before !== undefined && d.day !== 0 && d.day >= o.before + LATE_MS)) break;
+      rows.push(
+        ...this.sql
+          .exec<StoredAuditRow>(
+            `SELECT id, ${COLUMNS} FROM ${d.name} WHERE id > ? AND id <= ? ${o.before !== undefined ? 'AND at < ?' : ''} ORDER BY id LIMIT ?`,
+            afterId,
+            through,
+            ...(o.before !== undefined ? [o.before] : []),
+            limit - rows.length,
+          )
+          .toArray(),
+      );
+    }
+    return rows.map(auditRowOf);
   }
 
   /** When the oldest row kept was written, or null with none. */
   oldestAt(): number | null {
-    return this.sql.exec<{ at: number }>(`SELECT at FROM audit ORDER BY id LIMIT 1`).toArray()[0]?.at ?? null;
+    for (const d of this.days.all()) {
+      const r = this.sql.exec<{ at: number }>(`SELECT at FROM ${d.name} ORDER BY id LIMIT 1`).toArray()[0];
+      if (r) return r.at;
+    }
+    return null;
+  }
+
+  /** When the last row of the oldest day was written (that day goes whole once it is older than the retention), or null with none. */
+  oldestDayLastAt(): number | null {
+    for (const d of this.days.all()) {
+      const at = this.span(d).lastAt;
+      if (at !== null) return at;
+    }
+    return null;
+  }
+
+  /** The last id of the oldest days whose every row was written before `cutoff` (what may go, whole days), or null with none. */
+  wholeDaysThrough(cutoff: number): number | null {
+    let through: number | null = null;
+    for (const d of this.days.all()) {
+      const s = this.span(d);
+      if (s.hi === null) continue;
+      if (s.lastAt === null || s.lastAt >= cutoff) break;
+      through = s.hi;
+    }
+    return through;
   }
 
   /** The id of the first row written at or after `at`, or null with none. */
   firstIdAt(at: number): number | null {
-    const id = this.idAtOrAfter(at);
-    return this.sql.exec<{ id: number }>(`SELECT id FROM audit WHERE id >= ? ORDER BY id LIMIT 1`, id).toArray()[0]?.id ?? null;
+    for (const d of this.days.all()) {
+      if (d.day !== 0 && d.day + DAY_MS <= at) continue;
+      const r = this.sql.exec<{ id: number }>(`SELECT id FROM ${d.name} WHERE at >= ? ORDER BY id LIMIT 1`, at).toArray()[0];
+      if (r) return r.id;
+    }
+    return null;
   }
 
   /**
-   * The smallest id whose row was written at or after `at` (one past the newest with none): a binary
-   * search over the primary key — rows are numbered in the order they are written, so their times
-   * grow with their ids — of about 2·log2(rows) indexed lookups, instead of an index on `at` that
-   * every call would write a row to.
+   * Drops rows up to `id` (retention, after they were exported): every day whose rows are all at or below
+   * it goes whole, with no row written. `partial`: a day only partly below it loses those rows too
+   * (one row written each) — for the storage bound, which cannot wait for a whole day.
    */
-  idAtOrAfter(at: number): number {
-    const first = (id: number) => this.sql.exec<{ id: number; at: number }>(`SELECT id, at FROM audit WHERE id >= ? ORDER BY id LIMIT 1`, id).toArray()[0];
-    const ends = this.sql.exec<{ lo: number | null; hi: number | null }>(`SELECT MIN(id) AS lo, MAX(id) AS hi FROM audit`).one();
-    if (ends.lo === null || ends.hi === null) return 0;
-    let lo = ends.lo;
-    let hi = ends.hi + 1;
-    while (lo < hi) {
-      const mid = lo + Math.floor((hi - lo) / 2);
-      const r = first(mid);
-      if (!r) {
-        hi = mid;
+  dropThrough(id: number, partial = false): void {
+    for (const d of this.days.all()) {
+      const s = this.span(d);
+      if (s.hi === null) continue;
+      if (s.hi <= id) {
+        this.days.drop(d.name);
         continue;
       }
-      // No row lies in [mid, r.id): if r is at or after `at`, so is the answer's bound `mid`.
-      if (r.at >= at) hi = mid;
-      else lo = r.id + 1;
+      if (partial && s.lo !== null && s.lo <= id) this.sql.exec(`DELETE FROM ${d.name} WHERE id <= ?`, id);
+      break;
     }
-    return lo;
-  }
-
-  /** Drops rows up to `id` (retention, after they were exported). */
-  dropThrough(id: number): void {
-    this.sql.exec(`DELETE FROM audit WHERE id <= ?`, id);
   }
 
   /** Rows copied from an older deployment's D1, with their D1 ids (idempotent: a row sent again is skipped). */
   importRows(rows: readonly AuditRow[]): number {
-    // The caller's transaction holds the page and its cursor together (legacy-import.ts).
+    // The caller's transaction holds the page and its cursor together (legacy-import.ts); the rows go to the table from before days.
+    if (!this.days.all().some((d) => d.name === 'audit')) {
+      // Dropped by retention once (it held older rows): made again, as the oldest day.
+      this.sql.exec(`${DAY_TABLE('audit')[0].replace('CREATE TABLE', 'CREATE TABLE IF NOT EXISTS')}`);
+      this.days.reset();
+    }
     let n = 0;
     for (const r of rows) {
       if (r.id >= LEGACY_ID_CEILING) continue;

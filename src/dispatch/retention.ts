@@ -55,7 +55,7 @@ export interface AuditExportBatch {
 
 export interface RetentionParts {
   settings(): RetentionPolicy;
-  audit: Pick<AuditLog, 'oldest' | 'oldestAt' | 'dropThrough'>;
+  audit: Pick<AuditLog, 'oldest' | 'oldestAt' | 'oldestDayLastAt' | 'wholeDaysThrough' | 'dropThrough'>;
   jobs: Pick<JobRecords, 'prune'> & Pick<JobRows, 'oldestDayEnded'>;
   /** Ended jobs dropped: whoever keeps something per job forgets them. */
   onJobsPruned(ids: string[]): void;
@@ -104,8 +104,9 @@ export class Retention implements Wakes {
 
   private auditDue(now: number): number | null {
     if (!this.oldestAudit || (this.oldestAudit.at === null && now - this.oldestAudit.readAt > REREAD_EMPTY_MS)) {
-      this.oldestAudit = { at: this.p.audit.oldestAt(), readAt: now };
+      this.oldestAudit = { at: this.p.audit.oldestDayLastAt(), readAt: now };
     }
+    // The oldest day goes once its last row is past auditDays.
     return this.oldestAudit.at === null ? null : this.oldestAudit.at + this.p.settings().auditDays * DAY_MS;
   }
 
@@ -147,22 +148,27 @@ export class Retention implements Wakes {
     this.oldestJob = null;
     let batches = 0;
     try {
-      // By age: every row older than auditDays.
-      const cutoff = now - s.auditDays * DAY_MS;
-      while (batches < BATCHES_PER_RUN) {
-        const rows = this.p.audit.oldest(0, EXPORT_BATCH_ROWS, cutoff);
-        if (rows.length === 0) break;
-        await this.exportAndDrop(rows, now);
+      // By age: whole days whose every row is older than auditDays (a day's table is dropped whole, writing no row).
+      // Rows are exported after the last one exported: a day exported in part keeps those rows until it goes whole.
+      const through = this.p.audit.wholeDaysThrough(now - s.auditDays * DAY_MS);
+      while (through !== null && batches < BATCHES_PER_RUN) {
+        const rows = this.p.audit.oldest(this.lastExportedId(), EXPORT_BATCH_ROWS, { throughId: through });
+        if (rows.length === 0) {
+          // Exported already (a run stopped between two batches): only the drop is left.
+          this.p.audit.dropThrough(through);
+          break;
+        }
+        await this.exportAndDrop(rows, now, false);
         batches += 1;
       }
-      // By size: the oldest rows, whatever their age, until the object is below its low-water mark.
+      // By size: the oldest rows, whatever their age, until the object is below its low-water mark — a day in part if need be.
       if (this.host.storageBytes() > s.maxBytes) {
         let freed = 0;
         const excess = this.host.storageBytes() - s.maxBytes * SIZE_LOW_WATER;
         while (batches < BATCHES_PER_RUN && freed < excess) {
-          const rows = this.p.audit.oldest(0, EXPORT_BATCH_ROWS);
+          const rows = this.p.audit.oldest(this.lastExportedId(), EXPORT_BATCH_ROWS);
           if (rows.length === 0) break;
-          freed += await this.exportAndDrop(rows, now);
+          freed += await this.exportAndDrop(rows, now, true);
           batches += 1;
         }
         // SQLite reuses freed pages rather than shrinking its file: the next run waits for growth past this size.
@@ -182,8 +188,16 @@ export class Retention implements Wakes {
     this.oldestAudit = null;
   }
 
-  /** Exports one batch, then drops it; returns the bytes exported (an estimate of what the rows took here). */
-  private async exportAndDrop(rows: AuditRow[], now: number): Promise<number> {
+  /** The last audit row exported (0 with none): rows up to it may still be here, in a day not dropped yet. */
+  private lastExportedId(): number {
+    return this.host.sql.exec<{ id: number | null }>(`SELECT MAX(last_id) AS id FROM audit_exports`).one().id ?? 0;
+  }
+
+  /**
+   * Exports one batch, then drops what it completes — whole days, or (`partial`) every row it holds; returns
+   * the bytes exported (an estimate of what the rows took here).
+   */
+  private async exportAndDrop(rows: AuditRow[], now: number, partial: boolean): Promise<number> {
     const team = await this.host.team();
     const first = rows[0];
     const last = rows[rows.length - 1];
@@ -200,7 +214,7 @@ export class Retention implements Wakes {
         put.key,
         now,
       );
-      this.p.audit.dropThrough(last.id);
+      this.p.audit.dropThrough(last.id, partial);
     });
     return put.bytes;
   }
@@ -245,7 +259,7 @@ export class Retention implements Wakes {
       .exec<{ n: number; rows: number | null; last: number | null }>(`SELECT COUNT(*) AS n, SUM(rows) AS rows, MAX(last_id) AS last FROM audit_exports`)
       .one();
     const oldestAuditAt = this.p.audit.oldestAt();
-    this.oldestAudit = { at: oldestAuditAt, readAt: now };
+    this.oldestAudit = null;
     const due = this.auditDue(now);
     return {
       bytes: this.host.storageBytes(),

@@ -94,8 +94,8 @@ describe("the team's audit log", () => {
   });
 
   it('marks a job that never ran as failed, with why', () => {
-    const log = jobLog().log;
-    log.record(entry());
+    const { log, recordJob } = jobLog();
+    recordJob(entry());
     log.completeJob(view({ state: 'refused', agent_id: null, error: { code: 'no_agent', message: 'no agent connected' } }));
     expect(log.query({}).entries[0]).toMatchObject({ decision: 'failed', exitStatus: 'refused', reason: 'rule r1; no_agent: no agent connected' });
   });
@@ -178,7 +178,7 @@ describe('finding a time among the ids', () => {
       expect(log.firstIdAt(probe), `at ${probe - T0}`).toBe(expected);
     }
     expect(log.query({ since: T0 + 5, until: T0 + 1020, limit: 500 }).entries.map((r) => r.jobId)).toEqual(['n1', 'n0', 'old200', 'old9']);
-    expect(log.oldest(0, 100, T0 + 1010).map((r) => r.jobId)).toEqual(['old3', 'old4', 'old9', 'old200', 'n0']);
+    expect(log.oldest(0, 100, { before: T0 + 1010 }).map((r) => r.jobId)).toEqual(['old3', 'old4', 'old9', 'old200', 'n0']);
     expect(log.oldestAt()).toBe(T0 + 3);
   });
 });

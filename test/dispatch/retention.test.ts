@@ -55,6 +55,32 @@ describe('retention', () => {
     expect(t.r.storage(now)).toMatchObject({ exported: { batches: 1, rows: 3 }, auditDays: 1, lastError: null });
   });
 
+  it('drops a day whole (DROP TABLE, no row written) once its newest row is past auditDays, exporting it first; a day in part waits', async () => {
+    const t = rig();
+    const day0 = Math.floor(t.host.clock.now / DAY) * DAY + 10 * DAY;
+    t.add(3, day0 + 3600_000);
+    t.add(2, day0 + DAY + 20 * 3600_000);
+    t.add(2, day0 + 2 * DAY + 3600_000);
+    const tables = () =>
+      (t.host.db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'audit_d%' ORDER BY name`).all() as { name: string }[]).map(
+        (r) => r.name,
+      );
+    expect(tables()).toHaveLength(3);
+    // A day and a half later: day 0 is past a day whole; day 1 has rows newer than the cutoff and stays whole.
+    const now = day0 + 2 * DAY + 12 * 3600_000;
+    expect(t.r.nextWake(now)).toBe(day0 + 3600_000 + DAY);
+    await t.r.onAlarm(now);
+    expect(t.exported.map((b) => b.length)).toEqual([3]);
+    expect(tables()).toHaveLength(2);
+    expect(t.audit.query({}).entries).toHaveLength(4);
+    expect(t.r.nextWake(now)).toBe(day0 + DAY + 20 * 3600_000 + DAY);
+    // Nothing is exported twice: the next day's run exports the next day only.
+    await t.r.onAlarm(day0 + 3 * DAY);
+    expect(t.exported.map((b) => b.length)).toEqual([3, 2]);
+    expect(tables()).toHaveLength(1);
+    expect(t.r.storage(day0 + 3 * DAY)).toMatchObject({ exported: { batches: 2, rows: 5 } });
+  });
+
   it('keeps every row when R2 refuses the export, says why, and retries later', async () => {
     let fail = true;
     const t = rig({ failPut: () => fail });
