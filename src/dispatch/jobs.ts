@@ -356,7 +356,8 @@ export class Jobs implements Wakes {
       if (ended && timing) {
         writeMetric(env, 'job', team, { state: ended.state, sandbox: ended.sandbox, agent: ended.agent, tool: ended.tool, error: ended.error_code }, timing);
       }
-      writeMetric(env, 'team', team, { at: ended ? 'end' : 'submit' }, counters);
+      // A job placed at once changes no queue: the counters go with its end's point. A queue forming is written at each submit.
+      if (ended || counters.queued > 0) writeMetric(env, 'team', team, { at: ended ? 'end' : 'submit' }, counters);
     });
   }
 
