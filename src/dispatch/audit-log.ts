@@ -30,6 +30,7 @@ import {
 } from '../store/audit.ts';
 import { migrate, type Migration, type SqlHost } from './host.ts';
 import { Segments, segmentsTable, type Segment } from './segments.ts';
+import { importLegacyRows } from './audit-import.ts';
 
 /** D1's audit ids are below this (2^40: 35 years of 1,000 calls a second); the team's own rows count on from it. */
 export const LEGACY_ID_CEILING = 2 ** 40;
@@ -368,35 +369,13 @@ export class AuditLog {
 
   /** Rows copied from an older deployment's D1, with their D1 ids (idempotent: a row sent again is skipped). */
   importRows(rows: readonly AuditRow[]): number {
-    // The caller's transaction holds the page and its cursor together (legacy-import.ts); the rows go to the table from before days.
-    if (!this.days.all().some((d) => d.name === 'audit')) {
-      // Dropped by retention once (it held older rows): made again, as the oldest day.
-      this.sql.exec(`${DAY_TABLE('audit')[0].replace('CREATE TABLE', 'CREATE TABLE IF NOT EXISTS')}`);
-      this.days.reset();
-    }
-    let n = 0;
-    for (const r of rows) {
-      if (r.id >= LEGACY_ID_CEILING) continue;
-      const w = this.sql.exec(
-        `INSERT INTO audit (id, ${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id`,
-        r.id,
-        r.at,
-        r.subject,
-        r.tokenId,
-        r.tool,
-        r.command === null ? null : JSON.stringify(r.command),
-        r.cwd,
-        r.decision,
-        r.reason,
-        r.jobId,
-        r.exitStatus,
-        r.durationMs,
-        r.bytes,
-        r.parentJobId,
-        r.approvalId,
-      );
-      n += w.toArray().length;
-    }
+    const n = importLegacyRows(
+      this.sql,
+      COLUMNS,
+      rows.filter((r) => r.id < LEGACY_ID_CEILING),
+    );
+    // The table from before days is made again if retention had dropped it.
+    this.days.reset();
     return n;
   }
 }
