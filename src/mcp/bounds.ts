@@ -9,16 +9,6 @@
 import { REQUEST_SUBREQUESTS, planPhrase } from '../script/request-budget.ts';
 import { SUBREQUESTS_PER_REQUEST, type WorkersPlan } from '../platform/limits.ts';
 import type { ToolCost } from './register.ts';
-import { EXECUTE_COST } from './tools/execute.ts';
-import { RUNTIME_EXECUTE_COST } from './tools/runtime-execute.ts';
-import { POLICY_CHECK_COST } from './tools/policy-check.ts';
-import { QUERY_OUTPUT_COST } from './tools/query-output-tool.ts';
-import { LIST_RUNTIMES_COST } from './tools/list-runtimes.ts';
-import { JOB_STATUS_COST } from './tools/job-status.ts';
-import { JOB_OUTPUT_COST } from './tools/job-output.ts';
-import { JOB_KILL_COST } from './tools/job-kill.ts';
-import { JOB_LIST_COST } from './tools/job-list.ts';
-import { RUN_SCRIPT_COST } from './tools/run-script.ts';
 
 /** The MCP TypeScript SDK refuses larger batches too; here the refusal comes before any work. */
 export const MAX_BATCH_MESSAGES = 100;
@@ -39,41 +29,27 @@ export function batchProblem(body: unknown): string | null {
 
 type Message = { method?: unknown; params?: { name?: unknown } };
 
-/** Each tool's cost, declared beside the tool (src/mcp/register.ts, `ToolCost`). */
-export const TOOL_COSTS = {
-  execute: EXECUTE_COST,
-  runtime_execute: RUNTIME_EXECUTE_COST,
-  policy_check: POLICY_CHECK_COST,
-  query_output: QUERY_OUTPUT_COST,
-  list_runtimes: LIST_RUNTIMES_COST,
-  job_status: JOB_STATUS_COST,
-  job_output: JOB_OUTPUT_COST,
-  job_kill: JOB_KILL_COST,
-  job_list: JOB_LIST_COST,
-  run_script: RUN_SCRIPT_COST,
-} as const satisfies Record<string, ToolCost>;
-
 /** A tool the table does not know (refused when it runs): counted like a job tool. */
 const UNKNOWN_TOOL_COST: ToolCost = { subrequests: 3, decidesPolicy: false };
 
 /** A `notifications/cancelled` is one call to the team's DO. */
 const CANCEL_SUBREQUESTS = 1;
 
-function toolCost(name: string): ToolCost {
-  return Object.hasOwn(TOOL_COSTS, name) ? TOOL_COSTS[name as keyof typeof TOOL_COSTS] : UNKNOWN_TOOL_COST;
-}
+/** Each tool's `ToolCost` by name (src/mcp/server.ts, TOOL_COSTS). */
+export type ToolCosts = Readonly<Record<string, ToolCost>>;
 
 /**
  * What a batch's calls may need in subrequests besides the request's own and run_script's (each
  * tool's `ToolCost`): `fixed`, and `governed` calls that each add one per remote OPA evaluator.
  */
-export function batchSubrequests(body: unknown): { fixed: number; governed: number } {
+export function batchSubrequests(body: unknown, costs: ToolCosts): { fixed: number; governed: number } {
   const out = { fixed: 0, governed: 0 };
   if (!Array.isArray(body)) return out;
   for (const m of body as Message[]) {
     if (m?.method === 'notifications/cancelled') out.fixed += CANCEL_SUBREQUESTS;
     if (m?.method !== 'tools/call') continue;
-    const cost = toolCost(String(m.params?.name));
+    const name = String(m.params?.name);
+    const cost = Object.hasOwn(costs, name) ? costs[name] : UNKNOWN_TOOL_COST;
     out.fixed += cost.subrequests;
     if (cost.decidesPolicy) out.governed += 1;
   }
@@ -85,10 +61,10 @@ export function batchSubrequests(body: unknown): { fixed: number; governed: numb
  * batch is one HTTP request on Cloudflare, so its calls share one budget, and a call past it would
  * fail half-done. Refused before any call runs, with how many execute calls would fit.
  */
-export function batchSubrequestProblem(need: number, plan: WorkersPlan, opaEvaluators: number): string | null {
+export function batchSubrequestProblem(need: number, plan: WorkersPlan, opaEvaluators: number, execute: ToolCost): string | null {
   const limit = SUBREQUESTS_PER_REQUEST[plan];
   if (REQUEST_SUBREQUESTS + need <= limit) return null;
-  const perExecute = EXECUTE_COST.subrequests + opaEvaluators;
+  const perExecute = execute.subrequests + opaEvaluators;
   return (
     `Invalid Request: the batch's calls may need up to ${REQUEST_SUBREQUESTS + need} subrequests and ${planPhrase(plan)}; ` +
     `send fewer calls per request (at most ${Math.floor((limit - REQUEST_SUBREQUESTS) / perExecute)} execute calls, up to ${perExecute} subrequests each) or one call per request`

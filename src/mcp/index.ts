@@ -170,10 +170,12 @@ async function batchBudgetProblem(env: Env, principal: Principal, body: unknown)
   if (!Array.isArray(body)) return null;
   const plan = workersPlan(env);
   if (!plan.ok) return plan.message;
-  const { fixed, governed } = batchSubrequests(body);
+  // The tools' costs come with the tools, loaded with the server (mcpHandlers): a batch is an MCP request.
+  const { TOOL_COSTS } = await import('./server.ts');
+  const { fixed, governed } = batchSubrequests(body, TOOL_COSTS);
   const evaluators = governed ? (await teamPolicyOf(env, principal)).policy.opa.evaluators.length : 0;
   const need = fixed + governed * evaluators;
-  const problem = batchSubrequestProblem(need, plan.plan, evaluators);
+  const problem = batchSubrequestProblem(need, plan.plan, evaluators, TOOL_COSTS.execute);
   if (!problem && need) requestLedger(principal, plan.plan).chargeBatch(need);
   return problem;
 }

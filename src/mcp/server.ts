@@ -6,17 +6,17 @@ import { McpServer } from '@modelcontextprotocol/server';
 import type { CallToolResult } from '@modelcontextprotocol/server';
 import { toolError } from './tool-result.ts';
 import type { ToolContext, ToolExtra } from '../governed/call-context.ts';
-import { cachedInput } from './register.ts';
-import { registerExecute } from './tools/execute.ts';
-import { registerRuntimeExecute } from './tools/runtime-execute.ts';
-import { registerQueryOutput } from './tools/query-output-tool.ts';
-import { registerPolicyCheck } from './tools/policy-check.ts';
-import { registerListRuntimes } from './tools/list-runtimes.ts';
-import { registerJobStatus } from './tools/job-status.ts';
-import { registerJobOutput } from './tools/job-output.ts';
-import { registerJobKill } from './tools/job-kill.ts';
-import { registerJobList } from './tools/job-list.ts';
-import { registerRunScript } from './tools/run-script.ts';
+import { type ToolCost, cachedInput } from './register.ts';
+import { EXECUTE_COST, registerExecute } from './tools/execute.ts';
+import { RUNTIME_EXECUTE_COST, registerRuntimeExecute } from './tools/runtime-execute.ts';
+import { QUERY_OUTPUT_COST, registerQueryOutput } from './tools/query-output-tool.ts';
+import { POLICY_CHECK_COST, registerPolicyCheck } from './tools/policy-check.ts';
+import { LIST_RUNTIMES_COST, registerListRuntimes } from './tools/list-runtimes.ts';
+import { JOB_STATUS_COST, registerJobStatus } from './tools/job-status.ts';
+import { JOB_OUTPUT_COST, registerJobOutput } from './tools/job-output.ts';
+import { JOB_KILL_COST, registerJobKill } from './tools/job-kill.ts';
+import { JOB_LIST_COST, registerJobList } from './tools/job-list.ts';
+import { RUN_SCRIPT_COST, registerRunScript } from './tools/run-script.ts';
 import { registerArtifactResources } from './resources.ts';
 import { registerPrompts } from './prompts.ts';
 import { registerJobViewer } from './apps/job-viewer.ts';
@@ -25,6 +25,24 @@ import { installTasks } from './tasks/index.ts';
 import { closeCall, openCall } from '../edge/call-log.ts';
 
 const SERVER_INFO = { name: 'gatehouse', version: '0.1.0' };
+
+/**
+ * What one call of each tool registered below may cost, declared beside the tool: the batch check adds up a
+ * JSON-RPC batch's calls with it (bounds.ts). Here, not in bounds.ts, so the tools load with the server, at the
+ * first MCP request (index.ts).
+ */
+export const TOOL_COSTS = {
+  execute: EXECUTE_COST,
+  runtime_execute: RUNTIME_EXECUTE_COST,
+  query_output: QUERY_OUTPUT_COST,
+  policy_check: POLICY_CHECK_COST,
+  list_runtimes: LIST_RUNTIMES_COST,
+  job_status: JOB_STATUS_COST,
+  job_output: JOB_OUTPUT_COST,
+  job_kill: JOB_KILL_COST,
+  job_list: JOB_LIST_COST,
+  run_script: RUN_SCRIPT_COST,
+} as const satisfies Record<string, ToolCost>;
 
 /**
  * 2026-07-28 caching hints. The tool list is the same for every caller of a deployment but the
