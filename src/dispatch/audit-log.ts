@@ -318,23 +318,38 @@ export class AuditLog {
     return null;
   }
 
-  /** When the last row of the oldest day was written (that day goes whole once it is older than the retention), or null with none. */
+  /**
+   * When the oldest rows retention may drop were written — the oldest day's last row (a day goes whole), or the
+   * first row of the table from before days (its rows go one by one) — or null with none.
+   */
   oldestDayLastAt(): number | null {
     for (const d of this.days.all()) {
-      const at = this.span(d).lastAt;
-      if (at !== null) return at;
+      const s = this.span(d);
+      if (s.hi === null) continue;
+      return d.day === 0 ? this.sql.exec<{ at: number }>(`SELECT at FROM ${d.name} WHERE id = ?`, s.lo).one().at : s.lastAt;
     }
     return null;
   }
 
-  /** The last id of the oldest days whose every row was written before `cutoff` (what may go, whole days), or null with none. */
+  /**
+   * The last id retention may drop for `cutoff`: the oldest days whose every row was written before it
+   * (whole days), or in the table from before days (rows copied from D1, over any span of time) its rows
+   * before it; null with none.
+   */
   wholeDaysThrough(cutoff: number): number | null {
     let through: number | null = null;
     for (const d of this.days.all()) {
       const s = this.span(d);
       if (s.hi === null) continue;
-      if (s.lastAt === null || s.lastAt >= cutoff) break;
-      through = s.hi;
+      if (s.lastAt !== null && s.lastAt < cutoff) {
+        through = s.hi;
+        continue;
+      }
+      if (d.day === 0) {
+        const older = this.sql.exec<{ id: number | null }>(`SELECT MAX(id) AS id FROM ${d.name} WHERE at < ?`, cutoff).one().id;
+        if (older !== null) through = older;
+      }
+      break;
     }
     return through;
   }
@@ -352,7 +367,8 @@ export class AuditLog {
   /**
    * Drops rows up to `id` (retention, after they were exported): every day whose rows are all at or below
    * it goes whole, with no row written. `partial`: a day only partly below it loses those rows too
-   * (one row written each) — for the storage bound, which cannot wait for a whole day.
+   * (one row written each) — for the storage bound, which cannot wait for a whole day; the table from
+   * before days always does.
    */
   dropThrough(id: number, partial = false): void {
     for (const d of this.days.all()) {
@@ -362,7 +378,8 @@ export class AuditLog {
         this.days.drop(d.name);
         continue;
       }
-      if (partial && s.lo !== null && s.lo <= id) this.sql.exec(`DELETE FROM ${d.name} WHERE id <= ?`, id);
+      // The table from before days holds any span of time: its rows go as they age (one row written each, once).
+      if ((partial || d.day === 0) && s.lo !== null && s.lo <= id) this.sql.exec(`DELETE FROM ${d.name} WHERE id <= ?`, id);
       break;
     }
   }

@@ -133,12 +133,12 @@ export class TeamQuotas implements QuotaGate {
 
   /**
    * Counts the job at hand into today's jobs: in memory, or — the first time in this instance — from the
-   * job store, whose count already holds it (it was recorded before its gates ran; ones a quota refused are not counted).
+   * job store and this one (its gates run before it is recorded; ones a quota refused are not counted).
    */
   private countJob(now: number): { day: number; n: number } {
     const day = Math.floor(now / DAY_MS);
     if (this.counted === null) {
-      this.counted = { day, n: this.sources.jobs(day * DAY_MS, UNBOUNDED).jobs };
+      this.counted = { day, n: this.sources.jobs(day * DAY_MS, UNBOUNDED).jobs + 1 };
     } else if (this.counted.day !== day) {
       // A new day in a running instance: every submit since midnight went through it, this one first.
       this.rollUp(now);

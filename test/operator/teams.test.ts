@@ -16,10 +16,9 @@ import { startAgent, startGateway, type AgentProcess, type Gateway } from '../e2
 import { call } from '../e2e/fleet.ts';
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
 import { TEAM_TABLES } from '../../src/store/teams.ts';
-import { d1Rows, objectRows, r2Keys } from '../support/emulator-state.ts';
+import { d1Rows, objectJobs, r2Keys } from '../support/emulator-state.ts';
 import { rawAgent } from '../support/raw-agent.ts';
 import { until } from '../support/until.ts';
-import { readdirSync } from 'node:fs';
 
 const TEAM = 'life';
 const METERED = 'metered';
@@ -67,21 +66,11 @@ async function agentConnected(team: string, token: string): Promise<void> {
   );
 }
 
-/** The tables of the Durable Object database whose `jobs` table holds `jobId` (the team's object), found before the delete. */
+/** The Durable Object database that holds job `jobId` (the team's object), found before the delete. */
 function objectFileOf(jobId: string): string {
-  const base = join(gw.stateDir, 'state', 'v3', 'do');
-  for (const d of readdirSync(base)) {
-    for (const f of readdirSync(join(base, d)).filter((x) => x.endsWith('.sqlite'))) {
-      const db = new DatabaseSync(join(base, d, f), { readOnly: true });
-      try {
-        const has = db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'jobs'`).get();
-        if (has && db.prepare('SELECT 1 FROM jobs WHERE id = ?').get(jobId)) return join(base, d, f);
-      } finally {
-        db.close();
-      }
-    }
-  }
-  throw new Error(`no object holds job ${jobId}`);
+  const [row] = objectJobs(gw.stateDir, `id = '${jobId}'`);
+  if (!row) throw new Error(`no object holds job ${jobId}`);
+  return row.file;
 }
 
 function objectContents(file: string): { tables: string[]; keys: string[] } {
@@ -176,7 +165,7 @@ describe("a team's life", () => {
     const large = await call(c, 'execute', { command: 'seq', args: ['1', String(LARGE_N)], timeout_ms: 50_000 });
     expect(large.r.isError, large.t).toBeFalsy();
     largeHandle = large.s.artifact_handle as string;
-    jobId = (objectRows(gw.stateDir, 'jobs', `SELECT id FROM jobs WHERE artifact_handle = '${largeHandle}'`)[0]?.id as string) ?? '';
+    jobId = (objectJobs(gw.stateDir, `artifact_handle = '${largeHandle}'`)[0]?.id as string) ?? '';
     expect(jobId).not.toBe('');
     expect(r2Keys(gw.stateDir).filter((k) => k.startsWith(`t/${TEAM}/`))).toContain(`t/${TEAM}/a/${largeHandle}/stdout`);
 
@@ -216,7 +205,7 @@ describe("a team's life", () => {
     expect(agent.status).toBe(403);
     await expect(rawAgent(gw.url, await gw.token({ team: TEAM, scopes: ['agent'] }))).rejects.toThrow();
     // Its data is kept: the job is still in the team's object.
-    expect(objectRows(gw.stateDir, 'jobs', `SELECT id FROM jobs WHERE id = '${jobId}'`)).toHaveLength(1);
+    expect(objectJobs(gw.stateDir, `id = '${jobId}'`)).toHaveLength(1);
     expect((await op('POST', `/teams/${TEAM}/suspend`, { reason: 'again' })).status).toBe(409);
     // Not deleted while active … and not without the confirmation.
     expect((await op('DELETE', `/teams/${TEAM}`)).status).toBe(400);

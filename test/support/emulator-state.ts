@@ -60,3 +60,18 @@ export function objectRows(stateDir: string, table: string, sql: string): Record
 export function updateObjects(stateDir: string, table: string, sql: string): number {
   return objectFiles(stateDir, table).reduce((n, f) => n + withDb(f, (db) => Number(db.prepare(sql).run().changes), false), 0);
 }
+
+/**
+ * Job rows matching `where` (an SQL condition) in every team object: the jobs are kept a table per day
+ * (`jobs_d<day>`, src/dispatch/segments.ts) besides the table from before days (`jobs`). Each row comes
+ * with the file of the object that holds it.
+ */
+export function objectJobs(stateDir: string, where: string): (Record<string, unknown> & { file: string })[] {
+  return objectFiles(stateDir, 'jobs_segments').flatMap((f) =>
+    withDb(f, (db) =>
+      (db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND (name = 'jobs' OR name GLOB 'jobs_d[0-9]*')`).all() as { name: string }[]).flatMap(
+        (t) => (db.prepare(`SELECT * FROM ${t.name} WHERE ${where}`).all() as Record<string, unknown>[]).map((r) => ({ ...r, file: f })),
+      ),
+    ),
+  );
+}
