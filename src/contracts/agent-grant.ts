@@ -16,6 +16,9 @@ import { describeIssues } from './errors.ts';
 /** The token claim that carries the grant. */
 export const AGENT_GRANT_CLAIM = 'agent_grant';
 
+/** The Worker → DO header that carries an agent token's grant (JSON); absent: the token has none. */
+export const AGENT_GRANT_HEADER = 'X-Gatehouse-Agent-Grant';
+
 /**
  * WebSocket close code of a `hello` that claims a sandbox, label or agent id its token does not
  * grant. Permanent: the token's grant and the agent's flags are what they are, so the agent stops

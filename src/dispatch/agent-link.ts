@@ -18,14 +18,13 @@
  */
 import type { AgentHello, EdgeMessage } from '../contracts/agent-protocol.ts';
 import { AGENT_RECONNECT_MAX_BACKOFF_MS, MISSED_HEARTBEATS } from '../contracts/agent-protocol.ts';
-import { parseAgentGrant, type AgentGrant } from '../contracts/agent-grant.ts';
+import { AGENT_GRANT_HEADER, parseAgentGrant, type AgentGrant } from '../contracts/agent-grant.ts';
 import type { AgentView } from '../contracts/jobs.ts';
 import { attachmentBytes } from '../contracts/limits.ts';
 import { HIBERNATION_ATTACHMENT_MAX_BYTES } from '../platform/limits.ts';
 import { AGENT_CONNECT_AUDIT_TOOL, type AuditEntry } from '../store/audit.ts';
 import { AgentBudget } from './agent-budget.ts';
 import { AgentRegistry } from './agent-registry.ts';
-import { AGENT_GRANT_HEADER } from './client.ts';
 import type { DispatchHost } from './host.ts';
 import type { SchedAgent } from './scheduler.ts';
 

@@ -8,7 +8,7 @@
  */
 import type { Env } from '../env.ts';
 import type { JobExit, SandboxKind, StreamName } from '../contracts/agent-protocol.ts';
-import type { AgentGrant } from '../contracts/agent-grant.ts';
+import { AGENT_GRANT_HEADER, type AgentGrant } from '../contracts/agent-grant.ts';
 import type { AgentView, JobListFilter, JobView } from '../contracts/jobs.ts';
 import { isSettled, isTerminal } from '../contracts/jobs.ts';
 import { asErrorCode, err, ok, type Result } from '../contracts/errors.ts';
@@ -31,9 +31,6 @@ import {
 import { stamp } from '../contracts/trace.ts';
 import { lostExit } from './outcomes.ts';
 import type { DispatchHealth } from './jobs.ts';
-
-/** The Worker → DO header that carries an agent token's grant (JSON); absent: the token has none. */
-export const AGENT_GRANT_HEADER = 'X-Gatehouse-Agent-Grant';
 
 /** The team's Durable Object (one per team, addressed by the team's name). */
 export function teamStub(env: Env, team: string) {

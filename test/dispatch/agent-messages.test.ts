@@ -15,8 +15,7 @@ import {
 } from '../../src/contracts/agent-protocol.ts';
 import { inlineResult } from '../../src/contracts/inline-result.ts';
 import { encodeOutputFrame } from '../../src/contracts/output-frame.ts';
-import { AGENT_CLAIM_REFUSED_CLOSE } from '../../src/contracts/agent-grant.ts';
-import { AGENT_GRANT_HEADER } from '../../src/dispatch/client.ts';
+import { AGENT_CLAIM_REFUSED_CLOSE, AGENT_GRANT_HEADER } from '../../src/contracts/agent-grant.ts';
 import { MALFORMED_BURST } from '../../src/dispatch/agent-budget.ts';
 import { FakeSocket } from './sql-host.ts';
 import { connect, exitOf, helloOf, request, say, setup } from './team-fixture.ts';
