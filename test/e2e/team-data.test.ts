@@ -104,11 +104,27 @@ describe('the execute path', () => {
     const count = () =>
       d1Rows(gw.stateDir, 'audit', `SELECT (SELECT COUNT(*) FROM audit) + (SELECT COUNT(*) FROM jobs) + (SELECT COUNT(*) FROM artifacts) AS n`)[0].n;
     const before = count();
+    const usage = async () => (await await json(admin('GET', '/usage'))).object as { startedAt: number; sqlRowsWrittenBy: Record<string, number> };
+    const u0 = await usage();
+    const logFrom = gw.logs().length;
     for (let i = 0; i < 5; i++) {
       const r = (await c.callTool({ name: 'execute', arguments: { command: 'echo', args: [`call-${i}`] } })) as { structuredContent?: { exit_code?: number } };
       expect(r.structuredContent?.exit_code).toBe(0);
     }
     expect(count()).toBe(before);
+    // In the team's object a call writes its job (running at once, then its end) and its audit row (written, then
+    // completed): 4 rows, no index entry, no artifact row, no upload — its output is in its exit, whole.
+    const u1 = await usage();
+    // The counters are the object instance's own: back-to-back calls keep it in memory.
+    expect(u1.startedAt).toBe(u0.startedAt);
+    const written = Object.fromEntries(Object.entries(u1.sqlRowsWrittenBy).map(([k, n]) => [k, (n - (u0.sqlRowsWrittenBy[k] ?? 0)) / 5]));
+    expect(Object.fromEntries(Object.entries(written).filter(([, n]) => n > 0))).toEqual({
+      'insert jobs': 1,
+      'update jobs': 1,
+      'insert audit': 1,
+      'update audit': 1,
+    });
+    expect(gw.logs().slice(logFrom)).not.toContain('/agent/v1/artifacts/');
     const rows = (await await json(admin('GET', '/audit?tool=execute&limit=5'))).entries as (Row & { exitStatus: string; command: unknown })[];
     expect(rows).toHaveLength(5);
     expect(rows.every((r) => r.exitStatus === 'exit 0' && r.jobId)).toBe(true);
