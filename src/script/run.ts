@@ -4,7 +4,7 @@
  * and the return value — stored as an artifact and one audit row for the script (each
  * subprocess has its own row, linked by the script's id).
  */
-import type { ScriptPolicy } from '../contracts/policy.ts';
+import { artifactHoursOf, type ScriptPolicy } from '../contracts/policy.ts';
 import { teamPolicyOf } from '../store/policy-cache.ts';
 import { newArtifactHandle, putArtifactBody } from '../store/artifacts.ts';
 import { indexArtifact } from '../dispatch/artifact-client.ts';
@@ -188,7 +188,7 @@ async function runOpened(ctx: ToolContext, extra: ToolExtra, req: RunScriptReque
   const stdout = joinOutput(consoleText, result);
   const stderr = error ? `${error}\n` : '';
   const durationMs = Date.now() - started;
-  const handle = await storeOutput(ctx, scriptId, stdout, stderr, policy.artifacts.retentionHours);
+  const handle = await storeOutput(ctx, scriptId, stdout, stderr, artifactHoursOf(policy));
   if (!finalized) {
     finalized = true;
     await recordAudit(env, {
