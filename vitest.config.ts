@@ -1,19 +1,26 @@
 import { defineConfig, type Plugin } from 'vitest/config';
 import { bundleRunner, RUNNER_TEXT } from './scripts/build-isolate-runner.ts';
+import { buildJobViewer, JOB_VIEWER_TEXT } from './scripts/build-job-viewer.ts';
+
+/** The text modules the Worker imports from build/ (wrangler's `.txt` rule), each with the build that makes it. */
+const BUILT_TEXTS: Record<string, () => Promise<string>> = {
+  [RUNNER_TEXT]: bundleRunner,
+  [JOB_VIEWER_TEXT]: buildJobViewer,
+};
 
 /**
- * The script isolate's runner as the Worker imports it (a `.txt` module: src/script/isolate.ts), built from its
- * source on each run, so a test never reads a stale build/isolate/runner.txt.
+ * The script isolate's runner (src/script/isolate.ts) and the MCP Apps job view (src/mcp/apps/job-viewer.ts) as the
+ * Worker imports them, built from their sources on each run, so a test never reads a stale file under build/.
  */
-const isolateRunner: Plugin = {
-  name: 'isolate-runner-text',
+const builtTexts: Plugin = {
+  name: 'built-text-modules',
   enforce: 'pre',
-  resolveId: (source) => (source.endsWith('build/isolate/runner.txt') ? RUNNER_TEXT : null),
-  load: async (id) => (id === RUNNER_TEXT ? `export default ${JSON.stringify(await bundleRunner())};` : null),
+  resolveId: (source) => Object.keys(BUILT_TEXTS).find((file) => source.endsWith(file.slice(file.lastIndexOf('/build/')))) ?? null,
+  load: async (id) => (id in BUILT_TEXTS ? `export default ${JSON.stringify(await BUILT_TEXTS[id]())};` : null),
 };
 
 export default defineConfig({
-  plugins: [isolateRunner],
+  plugins: [builtTexts],
   test: {
     include: ['test/**/*.test.ts'],
     // Whole-system tests start wrangler dev, agents and sandboxes: generous, never timing-based asserts.

@@ -4,13 +4,11 @@
  * and what it imports) into one `main.js`; the stylesheet and the icon are copied as they are. wrangler runs this
  * before every `wrangler dev` and `wrangler deploy` (`[build]`), so `npm start`, the tests and a deploy serve the
  * client as it is in the tree, with no manual step.
- *
- * A file is written only when its bytes change, and by rename: several `wrangler dev`s starting at once (the tests)
- * never read a half-written file, and a running one does not reload for a rebuild that changed nothing.
  */
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { build } from 'esbuild';
+import { writeIfChanged } from './write-if-changed.ts';
 import { ASSETS_PATH, DASHBOARD_ASSETS, type DashboardAsset } from '../src/dashboard/assets.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -43,17 +41,8 @@ async function contents(): Promise<Record<DashboardAsset, string>> {
   };
 }
 
-function writeIfChanged(file: string, text: string): boolean {
-  if (existsSync(file) && readFileSync(file, 'utf8') === text) return false;
-  const scratch = `${file}.${process.pid}.tmp`;
-  writeFileSync(scratch, text);
-  renameSync(scratch, file);
-  return true;
-}
-
 if (process.argv[1] && resolve(process.argv[1]) === import.meta.filename) {
   const out = join(STATIC_DIR, ASSETS_PATH);
-  mkdirSync(out, { recursive: true });
   const files = await contents();
   const written = DASHBOARD_ASSETS.filter((name) => writeIfChanged(join(out, name), files[name]));
   process.stderr.write(`dashboard assets in ${out}: ${written.length ? `wrote ${written.join(', ')}` : 'unchanged'}\n`);

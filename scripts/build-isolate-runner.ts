@@ -3,13 +3,10 @@
  * build/isolate/runner.txt, which the Worker imports as text (wrangler's default rule for `.txt`) and hands to the
  * Worker Loader (src/script/isolate.ts). wrangler runs this before every `wrangler dev` and `wrangler deploy`
  * (`[build]`); the tests build the same text in memory (vitest.config.ts).
- *
- * A file is written only when its bytes change, and by rename: several `wrangler dev`s starting at once (the tests)
- * never read a half-written file.
  */
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { build } from 'esbuild';
+import { writeIfChanged } from './write-if-changed.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 /** What src/script/isolate.ts imports. */
@@ -33,13 +30,6 @@ export async function bundleRunner(): Promise<string> {
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === import.meta.filename) {
-  const text = await bundleRunner();
-  mkdirSync(dirname(RUNNER_TEXT), { recursive: true });
-  const changed = !existsSync(RUNNER_TEXT) || readFileSync(RUNNER_TEXT, 'utf8') !== text;
-  if (changed) {
-    const scratch = `${RUNNER_TEXT}.${process.pid}.tmp`;
-    writeFileSync(scratch, text);
-    renameSync(scratch, RUNNER_TEXT);
-  }
+  const changed = writeIfChanged(RUNNER_TEXT, await bundleRunner());
   process.stderr.write(`script isolate runner in ${RUNNER_TEXT}: ${changed ? 'written' : 'unchanged'}\n`);
 }

@@ -9,7 +9,8 @@
  */
 import type { McpServer } from '@modelcontextprotocol/server';
 import { RESOURCE_MIME_TYPE, RESOURCE_URI_META_KEY, registerAppResource } from '@modelcontextprotocol/ext-apps/server';
-import { JOB_VIEWER_HTML } from './job-viewer-html.ts';
+// The view's document as the build made it: page.html with its script (job-viewer-client/main.ts) bundled inline.
+import JOB_VIEWER_HTML from '../../../build/apps/job-viewer.html.txt';
 
 export const JOB_VIEWER_URI = 'ui://gatehouse/job-output.html';
 
