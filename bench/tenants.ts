@@ -192,7 +192,12 @@ export async function benchTenants(o: TenantOptions): Promise<TenantFigures> {
     let errors = 0;
     let firstError = '';
     const t0 = performance.now();
-    await pool(names, o.concurrency, async (_t, i) => {
+    // Each team's object counters are read just before and just after its own calls: an object left idle
+    // hibernates (its counters start again), so a read minutes later would miss what the calls cost.
+    const callsFrom = new Map<string, Snapshot>();
+    const callsTo = new Map<string, Snapshot>();
+    await pool(names, o.concurrency, async (team, i) => {
+      const from = await readUsageOf(gw, team);
       for (let k = 0; k < o.callsPerTeam; k++) {
         const t = performance.now();
         try {
@@ -203,6 +208,11 @@ export async function benchTenants(o: TenantOptions): Promise<TenantFigures> {
           errors += 1;
           firstError ||= (e as Error).message;
         }
+      }
+      const to = await readUsageOf(gw, team);
+      if (from && to) {
+        callsFrom.set(team, from);
+        callsTo.set(team, to);
       }
     });
     const callsS = (performance.now() - t0) / 1000;
@@ -267,7 +277,8 @@ export async function benchTenants(o: TenantOptions): Promise<TenantFigures> {
         r2: per(after.r2Bytes - before.r2Bytes),
         audit: per(after.auditBytes - before.auditBytes),
       },
-      doCalls: usageDelta(usage0, usage1),
+      // The second read's own RPCs taken out; an object that restarted between the two reads is left out (`restarted`).
+      doCalls: usage0 && usage1 ? withoutReads(usageDelta(callsFrom, callsTo, { skipRestarted: true }), READ_RPCS) : null,
       // Reading the counters is itself a request to each object (its admission and `teamUsage`): not idle work.
       doIdle: withoutReads(usageDelta(usage1idle, usage2), READ_RPCS),
       idleS: o.idleS,
@@ -547,6 +558,14 @@ async function readUsage(gw: Gateway, teams: string[]): Promise<Map<string, Snap
   return missing ? null : out;
 }
 
+/** One team object's `usage()`, or null when the gateway does not serve it. */
+async function readUsageOf(gw: Gateway, team: string): Promise<Snapshot | null> {
+  const token = await gw.token({ team, scopes: ['admin'] });
+  const r = await fetch(`${gw.url}/admin/v1/usage`, { headers: { Authorization: `Bearer ${token}` } });
+  const body = r.ok ? ((await r.json()) as { object?: Snapshot }) : (await r.arrayBuffer(), null);
+  return body?.object?.wakes ? body.object : null;
+}
+
 /** The object calls one reading of the counters makes (`GET /admin/v1/usage`: admission, `teamUsage`; `usage()` counts none). */
 const READ_RPCS = 2;
 
@@ -556,7 +575,7 @@ function withoutReads(d: UsageSum | null, rpcs: number): UsageSum | null {
   return { ...d, wakes: { ...d.wakes, rpc: d.wakes.rpc - n, total: d.wakes.total - n } };
 }
 
-function usageDelta(a: Map<string, Snapshot> | null, b: Map<string, Snapshot> | null): UsageSum | null {
+function usageDelta(a: Map<string, Snapshot> | null, b: Map<string, Snapshot> | null, o: { skipRestarted?: boolean } = {}): UsageSum | null {
   if (!a || !b) return null;
   const sum: UsageSum = {
     teams: 0,
@@ -579,8 +598,9 @@ function usageDelta(a: Map<string, Snapshot> | null, b: Map<string, Snapshot> | 
     const x0 = a.get(team);
     const restarted = !x0 || x0.startedAt !== y.startedAt;
     const x = restarted ? null : x0;
-    sum.teams += 1;
     if (restarted) sum.restarted += 1;
+    if (restarted && o.skipRestarted) continue;
+    sum.teams += 1;
     for (const k of ['rpc', 'fetch', 'message', 'alarm', 'total'] as const) sum.wakes[k] += y.wakes[k] - (x?.wakes[k] ?? 0);
     sum.sqlStatements += y.sqlStatements - (x?.sqlStatements ?? 0);
     sum.sqlRowsRead += y.sqlRowsRead - (x?.sqlRowsRead ?? 0);
@@ -606,11 +626,17 @@ export interface CostLine {
 /** $ for `total` units a month over what the account includes. */
 const over = (total: number, included: number, usdPerUnit: number) => Math.max(0, total - included) * usdPerUnit;
 
+/** The calls the objects' counters cover: those of the teams read before and after their calls in one instance. */
+function objectCalls(f: TenantFigures): number {
+  return f.doCalls ? Math.max(1, f.doCalls.teams * (f.calls / f.teams)) : f.calls;
+}
+
 export function costModel(f: TenantFigures): { lines: CostLine[]; total: number } {
   const callsPerMonth = CALLS_PER_DAY * DAYS_PER_MONTH * MODEL_TEAMS;
   const perTeam = (usd: number) => usd / MODEL_TEAMS;
   const doC = f.doCalls;
-  const doPer = (n: number) => n / f.calls;
+  // The objects' counters cover the calls of the teams whose object did not restart between its two reads.
+  const doPer = (n: number) => n / objectCalls(f);
   const lines: CostLine[] = [];
   const add = (item: string, perCall: number | string, usd: number, basis: string) =>
     lines.push({ item, perCall: typeof perCall === 'number' ? fmt(perCall) : perCall, usdPerTeamMonth: perTeam(usd), basis });
@@ -745,8 +771,8 @@ export function tenantRows(f: TenantFigures): string[][] {
   const doC = f.doCalls;
   const doI = f.doIdle;
   const rowsAdded = Object.values(f.d1RowsAdded).reduce((a, b) => a + b, 0);
-  const d1Written = Math.max(f.lines.d1RowsWritten + (doC ? doC.d1RowsWritten / f.calls : 0), rowsAdded);
-  const d1Queries = f.lines.d1Queries + (doC ? doC.d1Queries / f.calls : 0);
+  const d1Written = Math.max(f.lines.d1RowsWritten + (doC ? doC.d1RowsWritten / objectCalls(f) : 0), rowsAdded);
+  const d1Queries = f.lines.d1Queries + (doC ? doC.d1Queries / objectCalls(f) : 0);
   const idle = doI?.teams ? doI.wakes.total / doI.teams / (f.idleS / 60) : null;
   const pass = (ok: boolean | null) => (ok === null ? '? (not measured)' : ok ? 'pass' : 'FAIL');
   const rows: string[][] = [
@@ -795,21 +821,21 @@ export function tenantRows(f: TenantFigures): string[][] {
     doC
       ? [
           '  team objects: SQL statements / rows written / wake-ups per call',
-          `${fmt(doC.sqlStatements / f.calls)} / ${fmt((doC.sqlRowsWritten + doC.alarmsSet) / f.calls)} / ${fmt(doC.wakes.total / f.calls)}`,
+          `${fmt(doC.sqlStatements / objectCalls(f))} / ${fmt((doC.sqlRowsWritten + doC.alarmsSet) / objectCalls(f))} / ${fmt(doC.wakes.total / objectCalls(f))}`,
           '',
-          `rpc ${fmt(doC.wakes.rpc / f.calls)}, message ${fmt(doC.wakes.message / f.calls)}, alarm ${fmt(doC.wakes.alarm / f.calls)}; D1 from the objects ${fmt(doC.d1Queries / f.calls)} queries; ${doC.restarted} objects restarted`,
+          `rpc ${fmt(doC.wakes.rpc / objectCalls(f))}, message ${fmt(doC.wakes.message / objectCalls(f))}, alarm ${fmt(doC.wakes.alarm / objectCalls(f))}; D1 from the objects ${fmt(doC.d1Queries / objectCalls(f))} queries; counted over ${doC.teams} objects (${doC.restarted} restarted between their two reads, left out)`,
         ]
       : ['  team objects: SQL statements / rows written per call', 'n/a', '', 'the objects do not serve usage() yet (GET /admin/v1/usage)'],
     ...(doC
       ? [
           [
             '  team objects: rows written per call, by statement',
-            fmt(doC.sqlRowsWritten / f.calls),
+            fmt(doC.sqlRowsWritten / objectCalls(f)),
             '',
             Object.entries(doC.sqlRowsWrittenBy)
               .filter(([, n]) => n > 0)
               .sort((a, b) => b[1] - a[1])
-              .map(([k, n]) => `${k} ${fmt(n / f.calls)}`)
+              .map(([k, n]) => `${k} ${fmt(n / objectCalls(f))}`)
               .join(', ') || 'none',
           ],
         ]
