@@ -5,7 +5,8 @@
  * behind each entry is checked in stdin-code-differential.test.ts.
  */
 import { describe, expect, it } from 'vitest';
-import { AFTER_FILES_REASON, NO_SCRIPT_REASON, STDIN_CODE_TABLE } from '../../src/policy/screens/interpreters.ts';
+import { STDIN_CODE_TABLE } from '../../src/policy/screens/interpreters.ts';
+import { AFTER_FILES_REASON, NO_SCRIPT_REASON } from '../../src/policy/screens/interpreters/scan.ts';
 import { PRESETS } from '../../src/policy/presets.ts';
 import { policy, run } from './helpers.ts';
 
