@@ -10,12 +10,12 @@ import type { Admission, Suspension } from './admission.ts';
 import { teamStub } from './client.ts';
 
 export async function admitToken(env: Env, team: string, jti: string): Promise<Admission> {
-  return (await teamStub(env, team).admit(jti)) as Admission;
+  return await teamStub(env, team).admit(jti);
 }
 
 /** Revokes `jti` in the team's object (effective for the team's next request) and disconnects its agents. */
 export async function revokeInTeam(env: Env, team: string, jti: string, revokedAt: number): Promise<{ revokedAt: number; agentsDisconnected: number }> {
-  return (await teamStub(env, team).revokeToken(jti, revokedAt)) as { revokedAt: number; agentsDisconnected: number };
+  return await teamStub(env, team).revokeToken(jti, revokedAt);
 }
 
 export async function policyChanged(env: Env, team: string, stamp: PolicyStamp, retention: RetentionPolicy): Promise<void> {

@@ -25,7 +25,7 @@ import { HIBERNATION_ATTACHMENT_MAX_BYTES } from '../platform/limits.ts';
 import { AGENT_CONNECT_AUDIT_TOOL, type AuditEntry } from '../store/audit.ts';
 import { AgentBudget } from './agent-budget.ts';
 import { AgentRegistry } from './agent-registry.ts';
-import type { DispatchHost } from './host.ts';
+import type { DispatchHost, TimedWork } from './host.ts';
 import type { SchedAgent } from './scheduler.ts';
 
 /** The only per-socket state: who this is. Everything else is in SQLite (attachment ≤ 16 KiB). */
@@ -45,9 +45,10 @@ export type LiveAgent = { ws: WebSocket; att: AgentAttachment & { agentId: strin
 /** An agent silent (or a job's agent gone) for this many heartbeats is gone. */
 export { MISSED_HEARTBEATS };
 
-export class AgentLink {
+export class AgentLink implements TimedWork {
   private readonly host: DispatchHost;
-  private readonly registry: AgentRegistry;
+  /** The agents themselves (the alarm prunes it: capabilities.ts). */
+  readonly registry: AgentRegistry;
   /** The agent's last socket went away: its jobs are orphaned, not failed (it may reconnect and deliver them). */
   private readonly onGone: (agentId: string, now: number) => void;
   /**
@@ -296,11 +297,6 @@ export class AgentLink {
   /** How long after an object restart (every socket dropped) an orphan's grace starts: when the slowest agent is back. */
   restartGraceAt(now: number): number {
     return now + Math.max(0, AGENT_RECONNECT_MAX_BACKOFF_MS - this.silentMs);
-  }
-
-  /** Agents not connected for a long time are forgotten (they re-register with their next hello). */
-  prune(before: number): void {
-    this.registry.prune(before);
   }
 
   /**

@@ -6,8 +6,8 @@
  * The socket attachment keeps identity only; everything else lives here.
  */
 import type { AgentHello, SandboxKind } from '../contracts/agent-protocol.ts';
-import type { AgentView } from '../contracts/jobs.ts';
-import { migrate, type Migration, type SqlHost } from './host.ts';
+import { JOB_RETENTION_MS, type AgentView } from '../contracts/jobs.ts';
+import { migrate, type Migration, type SqlHost, type TimedWork } from './host.ts';
 
 export interface AgentRow {
   id: string;
@@ -36,7 +36,7 @@ const MIGRATIONS: readonly Migration[] = [
   },
 ];
 
-export class AgentRegistry {
+export class AgentRegistry implements TimedWork {
   private readonly host: SqlHost;
   /**
    * Rows by id as last read or written (null: no such agent): placing one job looks its agent up
@@ -97,6 +97,11 @@ export class AgentRegistry {
   /** The agent's last socket went away; `lastSeen`: when it was last heard from (pings included). */
   disconnected(id: string, lastSeen: number): void {
     this.write(id, `UPDATE agents SET state = 'disconnected', last_seen = MAX(last_seen, ?) WHERE id = ?`, lastSeen, id);
+  }
+
+  /** The alarm's part: agents not connected for as long as ended jobs are kept are forgotten. */
+  onAlarm(now: number): void {
+    this.prune(now - JOB_RETENTION_MS);
   }
 
   /** Agents not connected for a long time are forgotten (they re-register with their next hello). */

@@ -19,24 +19,24 @@ function stub(env: Env, team: string) {
 
 /** The upload route stored a stream: index it (`body` for a small one kept with the team) and complete its upload, in one call. */
 export async function artifactUploaded(env: Env, team: string, a: StoredArtifact, body: Uint8Array | null): Promise<BodyPlace> {
-  return (await stub(env, team).artifactUploaded(a, body)) as BodyPlace;
+  return await stub(env, team).artifactUploaded(a, body);
 }
 
 /** Script mode stored a stream (no upload to complete): index it. */
 export async function indexArtifact(env: Env, team: string, a: StoredArtifact, body: Uint8Array | null): Promise<BodyPlace> {
-  return (await stub(env, team).indexArtifact(a, body)) as BodyPlace;
+  return await stub(env, team).indexArtifact(a, body);
 }
 
 /** The handle's unexpired streams in this team (stdout first); [] for an unknown, expired or other team's handle. */
 export async function artifactRows(env: Env, team: string, handle: string): Promise<ArtifactRow[]> {
-  const rows = (await stub(env, team).artifactRows(handle)) as ArtifactRow[];
+  const rows = await stub(env, team).artifactRows(handle);
   if (rows.length > 0) return rows;
   return (await getLegacyArtifactRows(env, team, handle)).map((r) => ({ ...r, place: 'r2' as const }));
 }
 
 /** The team's newest unexpired streams (newest first). */
 export async function recentArtifacts(env: Env, team: string, limit: number): Promise<ArtifactRow[]> {
-  return (await stub(env, team).recentArtifacts(limit)) as ArtifactRow[];
+  return await stub(env, team).recentArtifacts(limit);
 }
 
 /** Bytes [offset, offset+length) of a stream's body, or null when the body is gone (expired). */
@@ -44,7 +44,7 @@ export async function readArtifact(env: Env, team: string, row: ArtifactRow, off
   const from = Math.max(0, Math.min(Math.floor(offset), row.bytes));
   const want = Math.max(0, Math.min(Math.floor(length), row.bytes - from));
   if (row.place !== 'r2' || row.r2Key === null) {
-    return ((await stub(env, team).artifactBytes(row.handle, row.stream, from, want)) as Uint8Array | null) ?? null;
+    return (await stub(env, team).artifactBytes(row.handle, row.stream, from, want)) ?? null;
   }
   if (want === 0) return new Uint8Array(0);
   const obj = await env.ARTIFACTS.get(row.r2Key, { range: { offset: from, length: want } });

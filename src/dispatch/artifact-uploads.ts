@@ -20,7 +20,7 @@ import type {
   UploadRefusal,
   UploadWho,
 } from './events.ts';
-import type { DispatchHost } from './host.ts';
+import type { DispatchHost, TimedWork } from './host.ts';
 import type { JobRow, JobRows } from './job-rows.ts';
 import { StreamArtifacts, type PendingUploads } from './stream-artifacts.ts';
 import { UploadStore } from './upload-store.ts';
@@ -30,7 +30,7 @@ export type UploadedJobs = Pick<JobRows, 'get'> & PendingUploads;
 
 type Forbidden = Extract<UploadAnswer, { code: 'forbidden' }>;
 
-export class ArtifactUploads {
+export class ArtifactUploads implements TimedWork {
   private readonly host: Pick<DispatchHost, 'sql' | 'transactionSync' | 'env' | 'now'>;
   private readonly jobs: UploadedJobs;
   private readonly store: UploadStore;
@@ -163,6 +163,11 @@ export class ArtifactUploads {
     if (up && this.streams.row(u.jobId, u.stream)?.state === 'complete') return { ok: true, upload: null };
     this.store.remove(u.jobId, u.stream);
     return { ok: true, upload: up ? { uploadId: up.upload_id, key: up.r2_key } : null };
+  }
+
+  /** The alarm's part: abandoned multipart uploads are aborted. */
+  onAlarm(): Promise<void> {
+    return this.abortAbandoned();
   }
 
   /**

@@ -11,23 +11,23 @@ import type { StorageView } from './retention.ts';
 
 /** Records one row in the team's audit log; returns its id (null: a governed job's row that existed). */
 export async function recordAudit(env: Env, e: AuditEntry): Promise<number | null> {
-  return (await teamStub(env, e.team).recordAudit(e)) as number | null;
+  return await teamStub(env, e.team).recordAudit(e);
 }
 
 export async function queryAuditLog(env: Env, team: string, f: AuditFilter): Promise<{ entries: AuditRow[]; nextCursor: string | null }> {
-  return (await teamStub(env, team).queryAudit(f)) as { entries: AuditRow[]; nextCursor: string | null };
+  return await teamStub(env, team).queryAudit(f);
 }
 
 /** The governed jobs' audit rows by job id: what each job ran, where, and why it was allowed. */
 export async function auditRowsOfJobs(env: Env, team: string, jobIds: readonly string[]): Promise<AuditRow[]> {
   if (jobIds.length === 0) return [];
-  return (await teamStub(env, team).auditRowsOfJobs([...jobIds])) as AuditRow[];
+  return await teamStub(env, team).auditRowsOfJobs([...jobIds]);
 }
 
 export async function auditExportPage(env: Env, team: string, q: { after: number | null; since: number | null; limit: number }): Promise<AuditExportPage> {
-  return (await teamStub(env, team).auditExportPage(q)) as AuditExportPage;
+  return await teamStub(env, team).auditExportPage(q);
 }
 
 export async function teamStorage(env: Env, team: string): Promise<StorageView> {
-  return (await teamStub(env, team).storage()) as StorageView;
+  return await teamStub(env, team).storage();
 }

@@ -18,7 +18,7 @@ import { Retention } from './retention.ts';
 import { admissionSeed } from '../store/admission.ts';
 import { Egress } from './egress.ts';
 import { Followers } from './followers.ts';
-import type { DispatchHost, Wakes } from './host.ts';
+import type { DispatchHost, TimedWork, Wakes } from './host.ts';
 import { JobRecords } from './job-records.ts';
 import { JobRows } from './job-rows.ts';
 import { JobTexts } from './job-texts.ts';
@@ -58,11 +58,13 @@ export interface Capabilities {
   /** The team's quotas (checked at submit) and usage figures. */
   quotas: TeamQuotas;
   /**
-   * Everything with timed work: the host's one alarm fires at the soonest of their wake-ups. Not the
+   * Everything that asks for the alarm: the host's one alarm fires at the soonest of their wake-ups. Not the
    * agent link: connected agents alone need no alarm (their liveness is read when the object is awake
    * anyway, and by the jobs' alarm while a job runs).
    */
   wakes: readonly Wakes[];
+  /** What the alarm runs when it fires, one after another in this order (a capability may do work without asking for the alarm). */
+  alarm: readonly TimedWork[];
 }
 
 export function capabilities(host: DispatchHost, o: { plan: PlanResult; trace: (step: DispatchStep) => void }): Capabilities {
@@ -165,5 +167,21 @@ export function capabilities(host: DispatchHost, o: { plan: PlanResult; trace: (
     tasks,
     quotas,
     wakes: [legacy, retention, jobs, egress, artifacts, approvals, tasks],
+    alarm: [
+      // Past days' usage is rolled up before retention drops the rows it is counted from.
+      quotas,
+      // Silent agents are dropped before the jobs' part finds their jobs orphaned.
+      link,
+      jobs,
+      egress,
+      approvals,
+      tasks,
+      artifacts,
+      retention,
+      legacy,
+      // After retention: the multipart uploads of pruned jobs are abandoned too.
+      uploads,
+      link.registry,
+    ],
   };
 }

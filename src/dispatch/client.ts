@@ -9,7 +9,7 @@
 import type { Env } from '../env.ts';
 import type { JobExit, SandboxKind, StreamName } from '../contracts/agent-protocol.ts';
 import { AGENT_GRANT_HEADER, type AgentGrant } from '../contracts/agent-grant.ts';
-import type { AgentView, JobListFilter, JobView } from '../contracts/jobs.ts';
+import type { AgentView, JobListFilter, JobState, JobView } from '../contracts/jobs.ts';
 import { isSettled, isTerminal } from '../contracts/jobs.ts';
 import { asErrorCode, err, ok, type Result } from '../contracts/errors.ts';
 import {
@@ -55,7 +55,7 @@ export async function submitAndFollow(
   team: string,
   req: DispatchRequest,
 ): Promise<{ answer: SubmitAnswer; events: ReadableStream<Uint8Array> | null }> {
-  return (await stub(env, team).submitAndFollow(req)) as { answer: SubmitAnswer; events: ReadableStream<Uint8Array> | null };
+  return await stub(env, team).submitAndFollow(req);
 }
 
 export interface DispatchOutcome {
@@ -84,7 +84,7 @@ export async function awaitJob(
   opened?: ReadableStream<Uint8Array> | null,
 ): Promise<Result<DispatchOutcome>> {
   try {
-    const stream = opened ?? ((await stub(env, team).follow(jobId)) as ReadableStream<Uint8Array>);
+    const stream = opened ?? (await stub(env, team).follow(jobId));
     const reader = stream.pipeThrough(new TextDecoderStream()).getReader();
     let buffered = '';
     for (;;) {
@@ -149,27 +149,27 @@ async function outcomeOf(env: Env, team: string, jobId: string): Promise<Result<
 }
 
 export async function jobStatus(env: Env, team: string, jobId: string, waitMs = 0): Promise<JobView | null> {
-  return (await stub(env, team).status(jobId, waitMs)) as JobView | null;
+  return await stub(env, team).status(jobId, waitMs);
 }
 
 export async function jobResult(env: Env, team: string, jobId: string): Promise<{ view: JobView; exit: JobExit | null } | null> {
-  return (await stub(env, team).result(jobId)) as { view: JobView; exit: JobExit | null } | null;
+  return await stub(env, team).result(jobId);
 }
 
-export async function liveOutput(env: Env, team: string, jobId: string, stream: StreamName, offset: number, maxBytes: number) {
-  return (await stub(env, team).liveOutput(jobId, stream, offset, maxBytes)) as KeptOutput | null;
+export async function liveOutput(env: Env, team: string, jobId: string, stream: StreamName, offset: number, maxBytes: number): Promise<KeptOutput | null> {
+  return await stub(env, team).liveOutput(jobId, stream, offset, maxBytes);
 }
 
 export async function listJobs(env: Env, team: string, filter: JobListFilter): Promise<{ jobs: JobView[]; next_cursor: string | null }> {
-  return (await stub(env, team).list(filter)) as { jobs: JobView[]; next_cursor: string | null };
+  return await stub(env, team).list(filter);
 }
 
-export async function killJob(env: Env, team: string, jobId: string, reason: string) {
-  return (await stub(env, team).kill(jobId, reason)) as { found: boolean; state: string | null };
+export async function killJob(env: Env, team: string, jobId: string, reason: string): Promise<{ found: boolean; state: JobState | null }> {
+  return await stub(env, team).kill(jobId, reason);
 }
 
 export async function cancelByCall(env: Env, team: string, cancelKey: string, reason: string): Promise<boolean> {
-  return (await stub(env, team).cancelByKey(cancelKey, reason)) as boolean;
+  return await stub(env, team).cancelByKey(cancelKey, reason);
 }
 
 /**
@@ -185,11 +185,11 @@ export async function pingDispatcher(env: Env): Promise<void> {
 
 /** The team object's own counters: queue depth, running jobs, the last job's timing. */
 export async function teamOverview(env: Env, team: string, q: TeamOverviewQuery): Promise<TeamOverview> {
-  return (await stub(env, team).overview(q)) as TeamOverview;
+  return await stub(env, team).overview(q);
 }
 
 export async function dispatchHealth(env: Env, team: string): Promise<DispatchHealth> {
-  return (await stub(env, team).health()) as DispatchHealth;
+  return await stub(env, team).health();
 }
 
 /** The team's connected agents. */
@@ -199,15 +199,15 @@ export async function listAgents(env: Env, team: string): Promise<AgentView[]> {
 
 /** Every agent the team's DO knows, connected or not (recently seen). */
 export async function listAllAgents(env: Env, team: string): Promise<AgentView[]> {
-  return (await stub(env, team).agents()) as AgentView[];
+  return await stub(env, team).agents();
 }
 
 export async function beginUpload(env: Env, team: string, u: UploadWho): Promise<UploadAnswer> {
-  return (await stub(env, team).beginUpload(u)) as UploadAnswer;
+  return await stub(env, team).beginUpload(u);
 }
 
 export async function multipartBegin(env: Env, team: string, who: UploadWho, shape: MultipartShape): Promise<MultipartBeginAnswer> {
-  return (await stub(env, team).multipartBegin(who, shape)) as MultipartBeginAnswer;
+  return await stub(env, team).multipartBegin(who, shape);
 }
 
 export async function multipartCreated(env: Env, team: string, who: UploadWho, ref: MultipartRef, shape: MultipartShape): Promise<void> {
@@ -215,7 +215,7 @@ export async function multipartCreated(env: Env, team: string, who: UploadWho, r
 }
 
 export async function multipartPart(env: Env, team: string, who: UploadWho, part: number, bytes: number): Promise<MultipartPartAnswer> {
-  return (await stub(env, team).multipartPart(who, part, bytes)) as MultipartPartAnswer;
+  return await stub(env, team).multipartPart(who, part, bytes);
 }
 
 export async function multipartPartStored(env: Env, team: string, who: UploadWho, ref: MultipartRef, part: number, etag: string, bytes: number): Promise<void> {
@@ -223,9 +223,9 @@ export async function multipartPartStored(env: Env, team: string, who: UploadWho
 }
 
 export async function multipartFinish(env: Env, team: string, who: UploadWho): Promise<MultipartFinishAnswer> {
-  return (await stub(env, team).multipartFinish(who)) as MultipartFinishAnswer;
+  return await stub(env, team).multipartFinish(who);
 }
 
 export async function multipartAbandon(env: Env, team: string, who: UploadWho): Promise<MultipartAbandonAnswer> {
-  return (await stub(env, team).multipartAbandon(who)) as MultipartAbandonAnswer;
+  return await stub(env, team).multipartAbandon(who);
 }

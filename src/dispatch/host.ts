@@ -47,8 +47,14 @@ export interface Migration {
   sql: readonly string[];
 }
 
-/** A capability that has timed work: the host's one alarm fires at the soonest `nextWake` of all. */
-export interface Wakes {
+/** A capability with work to do when the host's one alarm fires (in the order capabilities.ts declares). */
+export interface TimedWork {
+  // biome-ignore lint/suspicious/noConfusingVoidType: a synchronous part returns nothing; an asynchronous one's promise is awaited, its value unused.
+  onAlarm(now: number): void | Promise<unknown>;
+}
+
+/** Timed work that sets the time: the host's one alarm fires at the soonest `nextWake` of all. */
+export interface Wakes extends TimedWork {
   /** When this capability next needs the alarm (epoch ms), or null when it has nothing pending. */
   nextWake(now: number): number | null;
 }

@@ -110,6 +110,11 @@ export class LegacyImport implements Wakes {
     if (done) this.done().add(step);
   }
 
+  /** The alarm's part: the next pages, while any are left. */
+  onAlarm(): Promise<boolean> {
+    return this.catchUp();
+  }
+
   /** Moves up to `pages` pages; true when nothing is left. Runs once at a time; a D1 failure is logged and retried later. */
   catchUp(pages = PAGES_PER_RUN): Promise<boolean> {
     if (this.finished) return Promise.resolve(true);

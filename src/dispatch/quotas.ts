@@ -14,7 +14,7 @@
  * ```
  */
 import type { Quotas } from '../store/teams.ts';
-import { migrate, type Migration, type SqlHost } from './host.ts';
+import { migrate, type Migration, type SqlHost, type TimedWork } from './host.ts';
 
 const DAY_MS = 86_400_000;
 /** Past days rolled up when the object has none yet: what the job store still holds (its retention is 7 days). */
@@ -71,7 +71,7 @@ interface QuotaGate {
 
 const HOW_TO_RAISE = 'an operator raises it with: gatehouse team quotas <team>';
 
-export class TeamQuotas implements QuotaGate {
+export class TeamQuotas implements QuotaGate, TimedWork {
   private readonly host: SqlHost;
   private readonly sources: UsageSources;
   private settings: Quotas | null = null;

@@ -14,7 +14,7 @@
 import { DurableObject } from 'cloudflare:workers';
 import type { Env } from '../env.ts';
 import { AGENT_PING, AGENT_PONG, type JobExit, type StreamName } from '../contracts/agent-protocol.ts';
-import { JOB_RETENTION_MS, type AgentView, type JobListFilter, type JobState, type JobView } from '../contracts/jobs.ts';
+import type { AgentView, JobListFilter, JobState, JobView } from '../contracts/jobs.ts';
 import { workersPlan } from '../platform/plan.ts';
 import { DEFAULT_HEARTBEAT_MS, gatewayConfig } from '../platform/config.ts';
 import { stamp } from '../contracts/trace.ts';
@@ -90,6 +90,12 @@ export class TeamDispatcher extends DurableObject<Env> {
     return this.caps;
   }
 
+  /** An RPC call: counted as a wake-up of the object (usage.ts), then run. */
+  private rpc<T>(call: () => T): T {
+    this.meter.wake('rpc');
+    return call();
+  }
+
   /**
    * The one entry guard: the team is the name the Worker addressed this object by (`ctx.id.name`,
    * also set in alarms); an object whose alarm was set before names were kept finds it in storage.
@@ -130,13 +136,7 @@ export class TeamDispatcher extends DurableObject<Env> {
     return true;
   }
 
-  /** Records a job and queues it (or refuses it at once with a reason the caller can act on). */
-  submit(raw: DispatchRequest): Promise<SubmitAnswer> {
-    this.meter.wake('rpc');
-    return this.c.jobs.submit(raw);
-  }
-
-  /** `submit` and then `follow` in one call (one hop instead of two); `events` is null when the job was not taken or runs in the background. */
+  /** Records a job and queues it (or refuses it at once with a reason the caller can act on), then `follow`s it in the same call (one hop instead of two); `events` is null when the job was not taken or runs in the background. */
   async submitAndFollow(raw: DispatchRequest): Promise<{ answer: SubmitAnswer; events: ReadableStream<Uint8Array> | null }> {
     stamp(this.env, 'do.submitted');
     const answer = await this.c.jobs.submit(raw);
@@ -146,13 +146,11 @@ export class TeamDispatcher extends DurableObject<Env> {
 
   /** The job's events as NDJSON lines: where it stands now, then output, then its end. */
   follow(jobId: string): ReadableStream<Uint8Array> {
-    this.meter.wake('rpc');
-    return this.c.followers.follow(jobId);
+    return this.rpc(() => this.c.followers.follow(jobId));
   }
 
   status(jobId: string, waitMs = 0): Promise<JobView | null> {
-    this.meter.wake('rpc');
-    return this.c.jobs.status(jobId, waitMs);
+    return this.rpc(() => this.c.jobs.status(jobId, waitMs));
   }
 
   result(jobId: string): { view: JobView; exit: JobExit | null } | null {
@@ -160,8 +158,7 @@ export class TeamDispatcher extends DurableObject<Env> {
   }
 
   liveOutput(jobId: string, stream: StreamName, offset: number, maxBytes: number): KeptOutput | null {
-    this.meter.wake('rpc');
-    return this.c.jobs.liveOutput(jobId, stream, offset, maxBytes);
+    return this.rpc(() => this.c.jobs.liveOutput(jobId, stream, offset, maxBytes));
   }
 
   list(filter: JobListFilter): { jobs: JobView[]; next_cursor: string | null } {
@@ -173,37 +170,37 @@ export class TeamDispatcher extends DurableObject<Env> {
   }
 
   cancelByKey(cancelKey: string, reason: string): Promise<boolean> {
-    this.meter.wake('rpc');
-    return this.c.jobs.cancelByKey(cancelKey, reason);
+    return this.rpc(() => this.c.jobs.cancelByKey(cancelKey, reason));
   }
 
   agents(): AgentView[] {
-    this.meter.wake('rpc');
-    return this.c.jobs.agents();
+    return this.rpc(() => this.c.jobs.agents());
   }
 
   health(): DispatchHealth {
-    this.meter.wake('rpc');
-    const u = this.meter.snapshot();
-    return { ...this.c.jobs.health(), wakes: { since: u.startedAt, messages: u.wakes.message, alarms: u.wakes.alarm } };
+    return this.rpc(() => {
+      const u = this.meter.snapshot();
+      return { ...this.c.jobs.health(), wakes: { since: u.startedAt, messages: u.wakes.message, alarms: u.wakes.alarm } };
+    });
   }
 
   // ================= RPC: admission (admission.ts, called through admission-client.ts) =================
 
   /** Every authenticated request of the team: revoked?, the policy version, suspended? */
-  async admit(jti: string): Promise<Admission> {
-    this.meter.wake('rpc');
-    // A deleted team's object holds only its deletion mark: every token of the team is refused, nothing is rebuilt.
-    const deleted = await this.deletionMark();
-    if (deleted)
-      return {
-        revoked: false,
-        policy: { version: null, updatedAt: null },
-        suspended: { ...deleted, reason: 'the team was deleted, with its data', deleted: true },
-      };
-    // The team's first request after an upgrade starts moving its history out of D1, in the background.
-    if (!this.c.legacy.finished) void this.c.legacy.catchUp().then(() => this.rearm());
-    return this.c.admission.admit(jti);
+  admit(jti: string): Promise<Admission> {
+    return this.rpc(async (): Promise<Admission> => {
+      // A deleted team's object holds only its deletion mark: every token of the team is refused, nothing is rebuilt.
+      const deleted = await this.deletionMark();
+      if (deleted)
+        return {
+          revoked: false,
+          policy: { version: null, updatedAt: null },
+          suspended: { ...deleted, reason: 'the team was deleted, with its data', deleted: true },
+        };
+      // The team's first request after an upgrade starts moving its history out of D1, in the background.
+      if (!this.c.legacy.finished) void this.c.legacy.catchUp().then(() => this.rearm());
+      return this.c.admission.admit(jti);
+    });
   }
 
   /** A token was revoked: refused from the team's next request on, and every agent socket that authenticated with it goes now. */
@@ -213,58 +210,50 @@ export class TeamDispatcher extends DurableObject<Env> {
   }
 
   policyChanged(stamp: PolicyStamp, retention: RetentionPolicy): void {
-    this.meter.wake('rpc');
-    this.c.admission.policyChanged(stamp, retention);
+    this.rpc(() => this.c.admission.policyChanged(stamp, retention));
     void this.rearm();
   }
 
   /** Suspends the team (every call refused, agents told and disconnected) or, with null, resumes it. */
   suspend(s: Suspension | null): number {
-    this.meter.wake('rpc');
-    this.c.admission.suspend(s);
-    return s ? this.c.link.disconnectAll(`team suspended: ${s.reason}`) : 0;
+    return this.rpc(() => {
+      this.c.admission.suspend(s);
+      return s ? this.c.link.disconnectAll(`team suspended: ${s.reason}`) : 0;
+    });
   }
 
   beginUpload(u: UploadWho): UploadAnswer {
-    this.meter.wake('rpc');
-    return this.c.uploads.begin(u);
+    return this.rpc(() => this.c.uploads.begin(u));
   }
 
   multipartBegin(u: UploadWho, shape: MultipartShape): MultipartBeginAnswer {
-    this.meter.wake('rpc');
-    return this.c.uploads.multipartBegin(u, shape);
+    return this.rpc(() => this.c.uploads.multipartBegin(u, shape));
   }
 
   multipartCreated(u: UploadWho, ref: MultipartRef, shape: MultipartShape): void {
-    this.meter.wake('rpc');
-    this.c.uploads.multipartCreated(u, ref, shape);
+    this.rpc(() => this.c.uploads.multipartCreated(u, ref, shape));
   }
 
   multipartPart(u: UploadWho, part: number, bytes: number): MultipartPartAnswer {
-    this.meter.wake('rpc');
-    return this.c.uploads.multipartPart(u, part, bytes);
+    return this.rpc(() => this.c.uploads.multipartPart(u, part, bytes));
   }
 
   multipartPartStored(u: UploadWho, ref: MultipartRef, part: number, etag: string, bytes: number): void {
-    this.meter.wake('rpc');
-    this.c.uploads.multipartPartStored(u, ref, part, etag, bytes);
+    this.rpc(() => this.c.uploads.multipartPartStored(u, ref, part, etag, bytes));
   }
 
   multipartFinish(u: UploadWho): MultipartFinishAnswer {
-    this.meter.wake('rpc');
-    return this.c.uploads.multipartFinish(u);
+    return this.rpc(() => this.c.uploads.multipartFinish(u));
   }
 
   multipartAbandon(u: UploadWho): MultipartAbandonAnswer {
-    this.meter.wake('rpc');
-    return this.c.uploads.multipartAbandon(u);
+    return this.rpc(() => this.c.uploads.multipartAbandon(u));
   }
 
   // ================= RPC: the team's audit log (audit-log.ts, called through audit-client.ts) =================
 
   recordAudit(e: AuditEntry): number | null {
-    this.meter.wake('rpc');
-    return this.c.auditLog.record(e);
+    return this.rpc(() => this.c.auditLog.record(e));
   }
 
   /** Reads of the history first move what an older deployment left of it in D1 (legacy-import.ts). */
@@ -273,80 +262,81 @@ export class TeamDispatcher extends DurableObject<Env> {
     return this.c.auditLog.query(f);
   }
 
-  async auditRowsOfJobs(jobIds: string[]): Promise<AuditRow[]> {
-    this.meter.wake('rpc');
-    await this.c.legacy.catchUp();
-    return this.c.auditLog.jobRows(jobIds);
+  auditRowsOfJobs(jobIds: string[]): Promise<AuditRow[]> {
+    return this.rpc(async () => {
+      await this.c.legacy.catchUp();
+      return this.c.auditLog.jobRows(jobIds);
+    });
   }
 
   /**
    * One page of the audit export (src/admin/audit-export.ts): the exported batches (in R2) holding
    * rows after `after`, or, once past them, the rows still here. `since` (ms) resolves the start.
    */
-  async auditExportPage(q: { after: number | null; since: number | null; limit: number }): Promise<AuditExportPage> {
-    this.meter.wake('rpc');
-    await this.c.legacy.catchUp();
-    let after = q.after ?? 0;
-    if (q.after === null && q.since !== null) {
-      const first = this.c.retention.firstExportIdAt(q.since) ?? this.c.auditLog.firstIdAt(q.since);
-      after = first === null ? Number.MAX_SAFE_INTEGER : first - 1;
-    }
-    const batches = this.c.retention.exportsAfter(after, 3);
-    if (batches.length) return { after, batches, rows: [] };
-    return { after, batches: [], rows: this.c.auditLog.oldest(after, q.limit) };
+  auditExportPage(q: { after: number | null; since: number | null; limit: number }): Promise<AuditExportPage> {
+    return this.rpc(async () => {
+      await this.c.legacy.catchUp();
+      let after = q.after ?? 0;
+      if (q.after === null && q.since !== null) {
+        const first = this.c.retention.firstExportIdAt(q.since) ?? this.c.auditLog.firstIdAt(q.since);
+        after = first === null ? Number.MAX_SAFE_INTEGER : first - 1;
+      }
+      const batches = this.c.retention.exportsAfter(after, 3);
+      if (batches.length) return { after, batches, rows: [] };
+      return { after, batches: [], rows: this.c.auditLog.oldest(after, q.limit) };
+    });
   }
 
   /** The team's storage and what retention drops next. */
   storage(): StorageView {
-    this.meter.wake('rpc');
-    return this.c.retention.storage(this.host.now());
+    return this.rpc(() => this.c.retention.storage(this.host.now()));
   }
 
   /** The dashboard's landing figures from the team's own tables (src/admin/overview.ts). */
-  async overview(q: TeamOverviewQuery): Promise<TeamOverview> {
-    this.meter.wake('rpc');
-    await this.c.legacy.catchUp();
-    const failed = this.c.rows.failed(q.failuresSince, q.failures);
-    return {
-      jobsByState: this.c.rows.countByState(q.since),
-      denials: this.c.auditLog.denials(q.since, q.recent),
-      storage: this.c.retention.storage(this.host.now()),
-      failures: failed.map((r) => this.c.records.view(r)),
-    };
+  overview(q: TeamOverviewQuery): Promise<TeamOverview> {
+    return this.rpc(async () => {
+      await this.c.legacy.catchUp();
+      const failed = this.c.rows.failed(q.failuresSince, q.failures);
+      return {
+        jobsByState: this.c.rows.countByState(q.since),
+        denials: this.c.auditLog.denials(q.since, q.recent),
+        storage: this.c.retention.storage(this.host.now()),
+        failures: failed.map((r) => this.c.records.view(r)),
+      };
+    });
   }
 
   // ================= RPC: the team's artifact index (artifact-index.ts, called through artifact-client.ts) =================
 
   /** The upload route stored a stream (in R2, or `body` to keep here): index it and complete the stream's upload. */
-  async artifactUploaded(a: StoredArtifact, body: Uint8Array | null): Promise<BodyPlace> {
-    this.meter.wake('rpc');
-    const place = this.c.artifacts.store(a, body);
-    this.c.uploads.end(a.jobId, a.stream, true, a.r2Key !== null ? a.bytes : (body?.byteLength ?? 0));
-    await this.rearm();
-    return place;
+  artifactUploaded(a: StoredArtifact, body: Uint8Array | null): Promise<BodyPlace> {
+    return this.rpc(async () => {
+      const place = this.c.artifacts.store(a, body);
+      this.c.uploads.end(a.jobId, a.stream, true, a.r2Key !== null ? a.bytes : (body?.byteLength ?? 0));
+      await this.rearm();
+      return place;
+    });
   }
 
   /** Script mode stored a stream: index it (no upload to complete). */
-  async indexArtifact(a: StoredArtifact, body: Uint8Array | null): Promise<BodyPlace> {
-    this.meter.wake('rpc');
-    const place = this.c.artifacts.store(a, body);
-    await this.rearm();
-    return place;
+  indexArtifact(a: StoredArtifact, body: Uint8Array | null): Promise<BodyPlace> {
+    return this.rpc(async () => {
+      const place = this.c.artifacts.store(a, body);
+      await this.rearm();
+      return place;
+    });
   }
 
   artifactRows(handle: string): ArtifactRow[] {
-    this.meter.wake('rpc');
-    return this.c.artifacts.rows(handle);
+    return this.rpc(() => this.c.artifacts.rows(handle));
   }
 
   recentArtifacts(limit: number): ArtifactRow[] {
-    this.meter.wake('rpc');
-    return this.c.artifacts.recent(limit);
+    return this.rpc(() => this.c.artifacts.recent(limit));
   }
 
   artifactBytes(handle: string, stream: StreamName, offset: number, length: number): Uint8Array | null {
-    this.meter.wake('rpc');
-    return this.c.artifacts.read(handle, stream, offset, length);
+    return this.rpc(() => this.c.artifacts.read(handle, stream, offset, length));
   }
 
   // ================= RPC: the team's approvals, tasks and egress log (approvals.ts, tasks.ts, egress.ts; called through team-records-client.ts) =================
@@ -358,35 +348,31 @@ export class TeamDispatcher extends DurableObject<Env> {
   }
 
   approval(id: string): ApprovalRow | null {
-    this.meter.wake('rpc');
-    return this.c.approvals.get(id);
+    return this.rpc(() => this.c.approvals.get(id));
   }
 
   approvals(f: ApprovalListFilter): ApprovalRow[] {
-    this.meter.wake('rpc');
-    return this.c.approvals.list(f);
+    return this.rpc(() => this.c.approvals.list(f));
   }
 
   /** An admin's decision; a job's egress ask waiting on the approval is answered in the same step. */
   decideApproval(id: string, d: AdminDecision): ApprovalOutcome {
-    this.meter.wake('rpc');
-    return this.c.approvals.decide(id, d);
+    return this.rpc(() => this.c.approvals.decide(id, d));
   }
 
-  consumeApproval(c: UseApproval): ApprovalOutcome {
-    this.meter.wake('rpc');
-    return this.c.approvals.consume(c);
+  consumeApproval(u: UseApproval): ApprovalOutcome {
+    return this.rpc(() => this.c.approvals.consume(u));
   }
 
-  answerApprovalPrompt(c: UseApproval & { approve: boolean; by: string }): ApprovalOutcome {
-    this.meter.wake('rpc');
-    return this.c.approvals.answerPrompt(c);
+  answerApprovalPrompt(u: UseApproval & { approve: boolean; by: string }): ApprovalOutcome {
+    return this.rpc(() => this.c.approvals.answerPrompt(u));
   }
 
-  async saveTask(t: TeamTask): Promise<void> {
-    this.meter.wake('rpc');
-    this.c.tasks.save(t);
-    await this.rearm();
+  saveTask(t: TeamTask): Promise<void> {
+    return this.rpc(async () => {
+      this.c.tasks.save(t);
+      await this.rearm();
+    });
   }
 
   /** The subject's task and its job's state, in one call (tasks/get, tasks/cancel). */
@@ -398,13 +384,11 @@ export class TeamDispatcher extends DurableObject<Env> {
   }
 
   jobNetwork(jobId: string): JobNetworkView | null {
-    this.meter.wake('rpc');
-    return this.c.egress.jobNetwork(jobId);
+    return this.rpc(() => this.c.egress.jobNetwork(jobId));
   }
 
   egressConnections(f: { limit: number; refusedOnly?: boolean; before?: number }): EgressConnectionView[] {
-    this.meter.wake('rpc');
-    return this.c.egress.connections(f);
+    return this.rpc(() => this.c.egress.connections(f));
   }
 
   /** Old rows from D1 (the migration tool): each kind taken in idempotently; retention applies to them from the next alarm. */
@@ -422,20 +406,17 @@ export class TeamDispatcher extends DurableObject<Env> {
 
   /** Calls, jobs, job-seconds and egress bytes today and this month (UTC), the object's storage, the quotas. */
   teamUsage(): TeamUsage {
-    this.meter.wake('rpc');
-    return this.c.quotas.usage(this.host.now());
+    return this.rpc(() => this.c.quotas.usage(this.host.now()));
   }
 
   /** The directory's quotas for the team: enforced from the next submit on. */
   setQuotas(q: Quotas): void {
-    this.meter.wake('rpc');
-    this.c.quotas.setQuotas(q);
+    this.rpc(() => this.c.quotas.setQuotas(q));
   }
 
   /** When (and by whom) the team was deleted; null: it was not. */
   async deletedAt(): Promise<TeamDeletion | null> {
-    this.meter.wake('rpc');
-    return this.deletionMark();
+    return this.rpc(() => this.deletionMark());
   }
 
   /** The deletion mark, read once per instance (admission asks it on every request: not a wake-up of its own). */
@@ -446,8 +427,7 @@ export class TeamDispatcher extends DurableObject<Env> {
 
   /** Writes every table the object keeps to R2 at `key` (NDJSON): what an operator's delete exports first. */
   exportTeamData(key: string, head: Record<string, unknown>): Promise<ObjectExport> {
-    this.meter.wake('rpc');
-    return exportObject(this.ctx.storage.sql, this.env.ARTIFACTS, key, head);
+    return this.rpc(() => exportObject(this.ctx.storage.sql, this.env.ARTIFACTS, key, head));
   }
 
   /** Erases the team's storage (its agents disconnected first); only the deletion mark stays. */
@@ -480,22 +460,11 @@ export class TeamDispatcher extends DurableObject<Env> {
     this.c.link.drop(ws, `socket error: ${String(error)}`);
   }
 
-  /** Each capability's timed work in turn, then retention, then the next wake-up. */
+  /** Each capability's timed work in the order capabilities.ts declares (`alarm`), then the next wake-up. */
   async alarm(): Promise<void> {
     this.meter.wake('alarm');
     const now = this.host.now();
-    // Past days' usage is rolled up before retention drops the rows it is counted from.
-    this.c.quotas.onAlarm(now);
-    this.c.link.onAlarm(now);
-    await this.c.jobs.onAlarm(now);
-    await this.c.egress.onAlarm(now);
-    this.c.approvals.onAlarm(now);
-    this.c.tasks.onAlarm(now);
-    await this.c.artifacts.onAlarm(now);
-    await this.c.retention.onAlarm(now);
-    await this.c.legacy.catchUp();
-    await this.c.uploads.abortAbandoned();
-    this.c.link.prune(now - JOB_RETENTION_MS);
+    for (const work of this.c.alarm) await work.onAlarm(now);
     await this.rearm();
   }
 

@@ -13,31 +13,31 @@ import { teamStub } from './client.ts';
 
 /** A pending approval for this exact request (the caller's pending admin one for it, if there is one). */
 export async function openApproval(env: Env, team: string, o: OpenApproval): Promise<{ row: ApprovalRow; reused: boolean }> {
-  return (await teamStub(env, team).openApproval(o)) as { row: ApprovalRow; reused: boolean };
+  return await teamStub(env, team).openApproval(o);
 }
 
 export async function getApproval(env: Env, team: string, id: string): Promise<ApprovalRow | null> {
-  return (await teamStub(env, team).approval(id)) as ApprovalRow | null;
+  return await teamStub(env, team).approval(id);
 }
 
 /** Newest first. */
 export async function listApprovals(env: Env, team: string, f: ApprovalListFilter): Promise<ApprovalRow[]> {
-  return (await teamStub(env, team).approvals(f)) as ApprovalRow[];
+  return await teamStub(env, team).approvals(f);
 }
 
 /** An admin approves or denies a pending approval (admin channel only). */
 export async function decideApproval(env: Env, team: string, id: string, d: AdminDecision): Promise<ApprovalOutcome> {
-  return (await teamStub(env, team).decideApproval(id, d)) as ApprovalOutcome;
+  return await teamStub(env, team).decideApproval(id, d);
 }
 
 /** Uses an approved approval for one run: only its subject, only for the exact request, only once, only before it expires. */
 export async function consumeApproval(env: Env, team: string, c: UseApproval): Promise<ApprovalOutcome> {
-  return (await teamStub(env, team).consumeApproval(c)) as ApprovalOutcome;
+  return await teamStub(env, team).consumeApproval(c);
 }
 
 /** The client's user answered the approval prompt (an answer counts once). */
 export async function answerPrompt(env: Env, team: string, c: UseApproval & { approve: boolean; by: string }): Promise<ApprovalOutcome> {
-  return (await teamStub(env, team).answerApprovalPrompt(c)) as ApprovalOutcome;
+  return await teamStub(env, team).answerApprovalPrompt(c);
 }
 
 /** Records that a job became a task; resolves once the team's object has it. */
@@ -48,18 +48,19 @@ export async function saveTask(env: Env, t: TaskRecord): Promise<void> {
 
 /** The subject's own task and its job, or null: unknown, another subject's, past its TTL, or its job is gone. */
 export async function findTask(env: Env, team: string, subject: string, taskId: string, now = Date.now()): Promise<{ rec: TaskRecord; view: JobView } | null> {
+  // The stub types the answer as `never`: `shaping`'s values are `unknown`, which it cannot prove serializable.
   const r = (await teamStub(env, team).task(subject, taskId, now)) as { task: Omit<TaskRecord, 'team'>; view: JobView } | null;
   return r ? { rec: { ...r.task, team }, view: r.view } : null;
 }
 
 /** A job's grant and the connections its egress proxy reported; null when it has neither. */
 export async function jobNetwork(env: Env, team: string, jobId: string): Promise<JobNetworkView | null> {
-  return (await teamStub(env, team).jobNetwork(jobId)) as JobNetworkView | null;
+  return await teamStub(env, team).jobNetwork(jobId);
 }
 
 /** The team's latest connections, newest first (the audit page), optionally only refused ones. */
 export async function teamConnections(env: Env, team: string, f: { limit: number; refusedOnly?: boolean; before?: number }): Promise<EgressConnectionView[]> {
-  return (await teamStub(env, team).egressConnections(f)) as EgressConnectionView[];
+  return await teamStub(env, team).egressConnections(f);
 }
 
 /**

@@ -109,6 +109,14 @@ describe('team dispatcher capabilities', () => {
     expect(wake()).toBe(now + HB);
   });
 
+  it('runs every capability that asks for the alarm when it fires, quotas before retention and retention before the upload aborts', () => {
+    const t = setup();
+    const order = t.c.alarm;
+    for (const w of t.c.wakes) expect(order).toContain(w);
+    expect(order.indexOf(t.c.quotas)).toBeLessThan(order.indexOf(t.c.retention));
+    expect(order.indexOf(t.c.retention)).toBeLessThan(order.indexOf(t.c.uploads));
+  });
+
   it('refuses a job that waited past its deadline with no agent, and its audit row says so', async () => {
     const t = setup();
     expect(await t.c.jobs.submit(request('q1', { queueWaitMs: 100 }))).toMatchObject({ ok: true, state: 'queued' });
