@@ -26,6 +26,7 @@ import { Jobs } from './jobs.ts';
 import { LiveOutput } from './live-output.ts';
 import { Tasks } from './tasks.ts';
 import { TeamQuotas } from './quotas.ts';
+import type { ImportCount, TeamRecordsImport } from './team-records-client.ts';
 
 /** The steps of a call the DO marks for the hot-path trace (bench only). */
 export type DispatchStep = Extract<TraceStep, 'do.job_start_sent' | 'do.exit_received' | 'do.settled'>;
@@ -57,6 +58,8 @@ export interface Capabilities {
   tasks: Tasks;
   /** The team's quotas (checked at submit) and usage figures. */
   quotas: TeamQuotas;
+  /** Old rows from D1 (the migration tool, legacy-import.ts) taken in by their owners, each kind idempotently. */
+  importRecords(r: TeamRecordsImport): { approvals: ImportCount; tasks: ImportCount; egress: ImportCount };
   /**
    * Everything that asks for the alarm: the host's one alarm fires at the soonest of their wake-ups. Not the
    * agent link: connected agents alone need no alarm (their liveness is read when the object is awake
@@ -98,14 +101,12 @@ export function capabilities(host: DispatchHost, o: { plan: PlanResult; trace: (
     },
   });
   const admission = new TeamAdmission(host, admissionSeed);
-  const legacy = new LegacyImport(host, {
-    audit: auditLog,
-    records: (r) => {
-      approvals.import(r.approvals ?? []);
-      tasks.import(r.tasks ?? []);
-      egress.import({ connections: r.egressConnections ?? [], jobs: r.egressJobs ?? [] });
-    },
+  const importRecords = (r: TeamRecordsImport) => ({
+    approvals: approvals.import(r.approvals ?? []),
+    tasks: tasks.import(r.tasks ?? []),
+    egress: egress.import({ connections: r.egressConnections ?? [], jobs: r.egressJobs ?? [] }),
   });
+  const legacy = new LegacyImport(host, { audit: auditLog, records: importRecords });
   const quotas = new TeamQuotas(host, {
     jobs: (from, to) => rows.usageBetween(from, to),
     calls: (from, to) => auditLog.denials(from, 0).calls - auditLog.denials(to, 0).calls,
@@ -166,6 +167,7 @@ export function capabilities(host: DispatchHost, o: { plan: PlanResult; trace: (
     approvals,
     tasks,
     quotas,
+    importRecords,
     wakes: [legacy, retention, jobs, egress, artifacts, approvals, tasks],
     alarm: [
       // Past days' usage is rolled up before retention drops the rows it is counted from.

@@ -1,27 +1,21 @@
 /**
- * TeamDispatcher: one Durable Object per team, a thin shell over its capabilities — each owns its
- * tables (with their migrations) and reaches the object only through `DispatchHost` (host.ts):
- *   - agent link (agent-link.ts): the agents' sockets, liveness, revocation, the agent registry;
- *   - agent messages (agent-messages.ts): what agents say on their sockets, applied;
- *   - jobs (jobs.ts over job-rows.ts and job-records.ts): submit, placement by the pure scheduler, exactly-once ends;
- *   - followers (followers.ts): callers waiting on a job (memory only: they are live calls);
- *   - artifact uploads (artifact-uploads.ts over upload-store.ts): who may write an artifact, multipart;
- *   - audit log (audit-log.ts): every call's audit row, the team's own (the shared D1 holds none);
- *   - egress (egress.ts): a job's network asks (approvals) and connection log.
- * The shell wires them to the Workers RPC methods the edge calls (client.ts) and to the platform's
- * socket and alarm events; its one alarm fires at the soonest wake-up any capability asks for.
+ * TeamDispatcher: one Durable Object per team, a thin shell over its capabilities (capabilities.ts;
+ * docs/architecture.md lists them) — each owns its tables (with their migrations) and reaches the
+ * object only through `DispatchHost` (host.ts, built over the object by object-host.ts). The shell
+ * wires them to the Workers RPC methods the edge calls (client.ts) and to the platform's socket and
+ * alarm events; its one alarm fires at the soonest wake-up any capability asks for.
  */
 import { DurableObject } from 'cloudflare:workers';
 import type { Env } from '../env.ts';
-import { AGENT_PING, AGENT_PONG, type JobExit, type StreamName } from '../contracts/agent-protocol.ts';
+import type { JobExit, StreamName } from '../contracts/agent-protocol.ts';
 import type { AgentView, JobListFilter, JobState, JobView } from '../contracts/jobs.ts';
 import { workersPlan } from '../platform/plan.ts';
-import { DEFAULT_HEARTBEAT_MS, gatewayConfig } from '../platform/config.ts';
 import { stamp } from '../contracts/trace.ts';
 import { capabilities, type Capabilities } from './capabilities.ts';
 import type { DispatchHealth } from './jobs.ts';
-import { meteredSql, Usage, type UsageSnapshot } from './usage.ts';
+import { Usage, type UsageSnapshot } from './usage.ts';
 import type {
+  AuditExportPage,
   DispatchRequest,
   KeptOutput,
   MultipartAbandonAnswer,
@@ -31,10 +25,14 @@ import type {
   MultipartRef,
   MultipartShape,
   SubmitAnswer,
+  TeamOverview,
+  TeamOverviewQuery,
   UploadAnswer,
   UploadWho,
 } from './events.ts';
 import type { DispatchHost } from './host.ts';
+import { objectHost } from './object-host.ts';
+import { auditExportPage, teamOverview } from './team-reports.ts';
 import type { AdminDecision, ApprovalOutcome, ApprovalRow, OpenApproval, UseApproval } from '../approval/record.ts';
 import type { EgressConnectionView, JobNetworkView } from '../contracts/network.ts';
 import type { ApprovalListFilter } from './approvals.ts';
@@ -42,46 +40,25 @@ import type { TeamTask } from './tasks.ts';
 import type { ImportCount, TeamRecordsImport } from './team-records-client.ts';
 import type { ArtifactRow, BodyPlace, StoredArtifact } from './artifact-index.ts';
 import type { AuditEntry, AuditFilter, AuditRow } from '../store/audit.ts';
-import type { TeamOverview, TeamOverviewQuery } from './events.ts';
 import type { Admission, Suspension } from './admission.ts';
-import type { AuditExportPage } from './events.ts';
 import type { StorageView } from './retention.ts';
 import type { PolicyStamp } from '../store/admission.ts';
 import type { Quotas } from '../store/teams.ts';
 import type { TeamUsage } from './quotas.ts';
-import { DELETED_KEY, eraseObject, exportObject, type ObjectExport, type TeamDeletion } from './team-erasure.ts';
+import { DeletionMark, exportObject, type ObjectExport, type TeamDeletion } from './team-erasure.ts';
 import type { RetentionPolicy } from '../contracts/policy.ts';
 
 export class TeamDispatcher extends DurableObject<Env> {
   private readonly host: DispatchHost;
   private caps: Capabilities | null = null;
-  private teamName: string | null = null;
-  /** The team's deletion mark (team-erasure.ts), read once per instance; undefined: not read yet. */
-  private deleted: TeamDeletion | null | undefined;
+  private readonly deletion: DeletionMark;
   /** What this instance costs, in memory (usage.ts): its wake-ups, SQL statements and rows, its own D1/R2 work. */
   private readonly meter = new Usage();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    // Agents' heartbeats are answered by the platform without waking the object, hibernated or not; it
-    // reads when it last answered each socket (lastPing). Only this exact text matches.
-    // https://developers.cloudflare.com/durable-objects/api/websockets/#setwebsocketautoresponse
-    ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(AGENT_PING, AGENT_PONG));
-    // Every request reaching the object passed the config guard; a broken value never gets here.
-    const cfg = gatewayConfig(env);
-    this.host = {
-      sql: meteredSql(ctx.storage.sql, this.meter),
-      transactionSync: (f) => ctx.storage.transactionSync(f),
-      env: this.meter.meter(env),
-      now: () => Date.now(),
-      team: () => this.team(),
-      heartbeatMs: cfg.ok ? cfg.config.heartbeatMs : DEFAULT_HEARTBEAT_MS,
-      sockets: () => ctx.getWebSockets(),
-      lastPing: (ws) => ctx.getWebSocketAutoResponseTimestamp(ws)?.getTime() ?? null,
-      wake: () => this.rearm(),
-      audit: (e) => void this.c.auditLog.record(e),
-      storageBytes: () => ctx.storage.sql.databaseSize,
-    };
+    this.host = objectHost(ctx, env, this.meter, { wakes: () => this.c.wakes, audit: (e) => void this.c.auditLog.record(e) });
+    this.deletion = new DeletionMark(ctx.storage);
   }
 
   /** Built (and their migrations run) on first use: `ping` starts an object without touching its storage. */
@@ -94,15 +71,6 @@ export class TeamDispatcher extends DurableObject<Env> {
   private rpc<T>(call: () => T): T {
     this.meter.wake('rpc');
     return call();
-  }
-
-  /**
-   * The one entry guard: the team is the name the Worker addressed this object by (`ctx.id.name`,
-   * also set in alarms); an object whose alarm was set before names were kept finds it in storage.
-   */
-  private async team(): Promise<string> {
-    this.teamName ??= this.ctx.id.name ?? (await this.ctx.storage.get<string>('team')) ?? '';
-    return this.teamName;
   }
 
   // ================= RPC: called by the edge Worker (src/dispatch/client.ts) =================
@@ -122,7 +90,7 @@ export class TeamDispatcher extends DurableObject<Env> {
     const [client, server] = [pair[0], pair[1]];
     this.ctx.acceptWebSocket(server);
     this.c.link.attach(server, who.att);
-    await this.rearm();
+    await this.host.wake();
     return new Response(null, { status: 101, webSocket: client });
   }
 
@@ -136,7 +104,10 @@ export class TeamDispatcher extends DurableObject<Env> {
     return true;
   }
 
-  /** Records a job and queues it (or refuses it at once with a reason the caller can act on), then `follow`s it in the same call (one hop instead of two); `events` is null when the job was not taken or runs in the background. */
+  /**
+   * Records a job and queues it (or refuses it at once with a reason the caller can act on), then `follow`s it in the
+   * same call (one hop instead of two); `events` is null when the job was not taken or runs in the background.
+   */
   async submitAndFollow(raw: DispatchRequest): Promise<{ answer: SubmitAnswer; events: ReadableStream<Uint8Array> | null }> {
     stamp(this.env, 'do.submitted');
     const answer = await this.c.jobs.submit(raw);
@@ -178,10 +149,7 @@ export class TeamDispatcher extends DurableObject<Env> {
   }
 
   health(): DispatchHealth {
-    return this.rpc(() => {
-      const u = this.meter.snapshot();
-      return { ...this.c.jobs.health(), wakes: { since: u.startedAt, messages: u.wakes.message, alarms: u.wakes.alarm } };
-    });
+    return this.rpc(() => ({ ...this.c.jobs.health(), wakes: this.meter.idleWakes() }));
   }
 
   // ================= RPC: admission (admission.ts, called through admission-client.ts) =================
@@ -190,15 +158,10 @@ export class TeamDispatcher extends DurableObject<Env> {
   admit(jti: string): Promise<Admission> {
     return this.rpc(async (): Promise<Admission> => {
       // A deleted team's object holds only its deletion mark: every token of the team is refused, nothing is rebuilt.
-      const deleted = await this.deletionMark();
-      if (deleted)
-        return {
-          revoked: false,
-          policy: { version: null, updatedAt: null },
-          suspended: { ...deleted, reason: 'the team was deleted, with its data', deleted: true },
-        };
+      const deleted = await this.deletion.admission();
+      if (deleted) return deleted;
       // The team's first request after an upgrade starts moving its history out of D1, in the background.
-      if (!this.c.legacy.finished) void this.c.legacy.catchUp().then(() => this.rearm());
+      if (!this.c.legacy.finished) void this.c.legacy.catchUp().then(() => this.host.wake());
       return this.c.admission.admit(jti);
     });
   }
@@ -211,7 +174,7 @@ export class TeamDispatcher extends DurableObject<Env> {
 
   policyChanged(stamp: PolicyStamp, retention: RetentionPolicy): void {
     this.rpc(() => this.c.admission.policyChanged(stamp, retention));
-    void this.rearm();
+    void this.host.wake();
   }
 
   /** Suspends the team (every call refused, agents told and disconnected) or, with null, resumes it. */
@@ -269,22 +232,9 @@ export class TeamDispatcher extends DurableObject<Env> {
     });
   }
 
-  /**
-   * One page of the audit export (src/admin/audit-export.ts): the exported batches (in R2) holding
-   * rows after `after`, or, once past them, the rows still here. `since` (ms) resolves the start.
-   */
+  /** One page of the audit export (team-reports.ts). */
   auditExportPage(q: { after: number | null; since: number | null; limit: number }): Promise<AuditExportPage> {
-    return this.rpc(async () => {
-      await this.c.legacy.catchUp();
-      let after = q.after ?? 0;
-      if (q.after === null && q.since !== null) {
-        const first = this.c.retention.firstExportIdAt(q.since) ?? this.c.auditLog.firstIdAt(q.since);
-        after = first === null ? Number.MAX_SAFE_INTEGER : first - 1;
-      }
-      const batches = this.c.retention.exportsAfter(after, 3);
-      if (batches.length) return { after, batches, rows: [] };
-      return { after, batches: [], rows: this.c.auditLog.oldest(after, q.limit) };
-    });
+    return this.rpc(() => auditExportPage(this.c, q));
   }
 
   /** The team's storage and what retention drops next. */
@@ -294,16 +244,7 @@ export class TeamDispatcher extends DurableObject<Env> {
 
   /** The dashboard's landing figures from the team's own tables (src/admin/overview.ts). */
   overview(q: TeamOverviewQuery): Promise<TeamOverview> {
-    return this.rpc(async () => {
-      await this.c.legacy.catchUp();
-      const failed = this.c.rows.failed(q.failuresSince, q.failures);
-      return {
-        jobsByState: this.c.rows.countByState(q.since),
-        denials: this.c.auditLog.denials(q.since, q.recent),
-        storage: this.c.retention.storage(this.host.now()),
-        failures: failed.map((r) => this.c.records.view(r)),
-      };
-    });
+    return this.rpc(() => teamOverview(this.c, q, this.host.now()));
   }
 
   // ================= RPC: the team's artifact index (artifact-index.ts, called through artifact-client.ts) =================
@@ -313,7 +254,7 @@ export class TeamDispatcher extends DurableObject<Env> {
     return this.rpc(async () => {
       const place = this.c.artifacts.store(a, body);
       this.c.uploads.end(a.jobId, a.stream, true, a.r2Key !== null ? a.bytes : (body?.byteLength ?? 0));
-      await this.rearm();
+      await this.host.wake();
       return place;
     });
   }
@@ -322,7 +263,7 @@ export class TeamDispatcher extends DurableObject<Env> {
   indexArtifact(a: StoredArtifact, body: Uint8Array | null): Promise<BodyPlace> {
     return this.rpc(async () => {
       const place = this.c.artifacts.store(a, body);
-      await this.rearm();
+      await this.host.wake();
       return place;
     });
   }
@@ -343,7 +284,7 @@ export class TeamDispatcher extends DurableObject<Env> {
 
   async openApproval(o: OpenApproval): Promise<{ row: ApprovalRow; reused: boolean }> {
     const r = this.c.approvals.open(o);
-    await this.rearm();
+    await this.host.wake();
     return r;
   }
 
@@ -371,7 +312,7 @@ export class TeamDispatcher extends DurableObject<Env> {
   saveTask(t: TeamTask): Promise<void> {
     return this.rpc(async () => {
       this.c.tasks.save(t);
-      await this.rearm();
+      await this.host.wake();
     });
   }
 
@@ -393,12 +334,8 @@ export class TeamDispatcher extends DurableObject<Env> {
 
   /** Old rows from D1 (the migration tool): each kind taken in idempotently; retention applies to them from the next alarm. */
   async importRecords(r: TeamRecordsImport): Promise<{ approvals: ImportCount; tasks: ImportCount; egress: ImportCount }> {
-    const counts = {
-      approvals: this.c.approvals.import(r.approvals ?? []),
-      tasks: this.c.tasks.import(r.tasks ?? []),
-      egress: this.c.egress.import({ connections: r.egressConnections ?? [], jobs: r.egressJobs ?? [] }),
-    };
-    await this.rearm();
+    const counts = this.c.importRecords(r);
+    await this.host.wake();
     return counts;
   }
 
@@ -416,13 +353,7 @@ export class TeamDispatcher extends DurableObject<Env> {
 
   /** When (and by whom) the team was deleted; null: it was not. */
   async deletedAt(): Promise<TeamDeletion | null> {
-    return this.rpc(() => this.deletionMark());
-  }
-
-  /** The deletion mark, read once per instance (admission asks it on every request: not a wake-up of its own). */
-  private async deletionMark(): Promise<TeamDeletion | null> {
-    if (this.deleted === undefined) this.deleted = (await this.ctx.storage.get<TeamDeletion>(DELETED_KEY)) ?? null;
-    return this.deleted;
+    return this.rpc(() => this.deletion.read());
   }
 
   /** Writes every table the object keeps to R2 at `key` (NDJSON): what an operator's delete exports first. */
@@ -433,9 +364,8 @@ export class TeamDispatcher extends DurableObject<Env> {
   /** Erases the team's storage (its agents disconnected first); only the deletion mark stays. */
   async deleteTeamData(mark: TeamDeletion): Promise<{ agentsDisconnected: number }> {
     const agentsDisconnected = this.c.link.disconnectAll('team deleted');
-    await eraseObject(this.ctx.storage, mark);
+    await this.deletion.erase(mark);
     this.caps = null;
-    this.deleted = mark;
     return { agentsDisconnected };
   }
 
@@ -465,18 +395,6 @@ export class TeamDispatcher extends DurableObject<Env> {
     this.meter.wake('alarm');
     const now = this.host.now();
     for (const work of this.c.alarm) await work.onAlarm(now);
-    await this.rearm();
-  }
-
-  /** Moves the alarm to the soonest wake-up any capability asks for, unless one is set sooner. */
-  private async rearm(): Promise<void> {
-    const now = this.host.now();
-    const at = Math.min(...this.c.wakes.map((w) => w.nextWake(now) ?? Infinity));
-    if (at === Infinity) return;
-    const current = await this.ctx.storage.getAlarm();
-    if (current === null || current > at) {
-      this.meter.alarmSet();
-      await this.ctx.storage.setAlarm(at);
-    }
+    await this.host.wake();
   }
 }

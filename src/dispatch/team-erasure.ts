@@ -7,9 +7,10 @@
  * This is storage as a whole, below the capabilities (like `ctx.storage.deleteAll()`): it reads every
  * table without knowing whose it is, and never writes one.
  */
+import type { Admission } from './admission.ts';
 
 /** The one key a deleted team's object keeps (KV API of `ctx.storage`). */
-export const DELETED_KEY = 'team-deleted';
+const DELETED_KEY = 'team-deleted';
 
 export interface TeamDeletion {
   at: number;
@@ -119,9 +120,38 @@ class NdjsonUpload {
   }
 }
 
-/** Erases the object's storage (tables, keys, alarm) and keeps only the deletion mark. */
-export async function eraseObject(storage: DurableObjectStorage, mark: TeamDeletion): Promise<void> {
-  await storage.deleteAlarm();
-  await storage.deleteAll();
-  await storage.put(DELETED_KEY, mark);
+/** The team's deletion mark, read once per instance (admission asks it on every request). */
+export class DeletionMark {
+  private readonly storage: DurableObjectStorage;
+  /** undefined: not read yet. */
+  private mark: TeamDeletion | null | undefined;
+
+  constructor(storage: DurableObjectStorage) {
+    this.storage = storage;
+  }
+
+  /** When (and by whom) the team was deleted; null: it was not. */
+  async read(): Promise<TeamDeletion | null> {
+    if (this.mark === undefined) this.mark = (await this.storage.get<TeamDeletion>(DELETED_KEY)) ?? null;
+    return this.mark;
+  }
+
+  /** A deleted team's admission, or null: every token of the team is refused. */
+  async admission(): Promise<Admission | null> {
+    const mark = await this.read();
+    if (!mark) return null;
+    return {
+      revoked: false,
+      policy: { version: null, updatedAt: null },
+      suspended: { ...mark, reason: 'the team was deleted, with its data', deleted: true },
+    };
+  }
+
+  /** Erases the object's storage (tables, keys, alarm) and keeps only the deletion mark. */
+  async erase(mark: TeamDeletion): Promise<void> {
+    await this.storage.deleteAlarm();
+    await this.storage.deleteAll();
+    await this.storage.put(DELETED_KEY, mark);
+    this.mark = mark;
+  }
 }

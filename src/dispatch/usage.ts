@@ -78,6 +78,11 @@ export class Usage {
     this.sql = sql;
   }
 
+  /** The wake-ups that cost an idle team (the health answer's `wakes`): socket messages and alarms, since `since`. */
+  idleWakes(): { since: number; messages: number; alarms: number } {
+    return { since: this.startedAt, messages: this.wakes.message, alarms: this.wakes.alarm };
+  }
+
   snapshot(): UsageSnapshot {
     const w = this.wakes;
     return {
