@@ -7,7 +7,7 @@
  * upload; once per stream) and keeps the multipart state; the bytes go from the request straight
  * into R2, never through the DO. The artifact's index row (the team's, artifact-index.ts) is written
  * once, when the body is whole, in the same DO call that completes the stream's upload. A body small
- * enough to stay with the team (`smallBodyMaxBytes`, the cost model in artifact-index.ts) goes
+ * enough to stay with the team (`smallBodyMaxBytes`, the cost model in body-place.ts) goes
  * into that call instead of R2: no R2 PUT, and nothing changes for the agent.
  */
 import type { Context } from 'hono';
@@ -23,7 +23,7 @@ import { artifactHoursOf } from '../contracts/policy.ts';
 import { beginUpload, multipartAbandon, multipartBegin, multipartCreated, multipartFinish, multipartPart, multipartPartStored } from './client.ts';
 import type { UploadRefusal, UploadWho } from './events.ts';
 import { artifactUploaded } from './artifact-client.ts';
-import { smallBodyMaxBytes } from './artifact-index.ts';
+import { smallBodyMaxBytes } from './body-place.ts';
 
 type C = Context<AppEnv>;
 const HANDLE = /^[A-Za-z0-9_-]{8,200}$/;

@@ -13,7 +13,6 @@
  *   EGRESS_CONNECTIONS_MAX per job, the rest only counted. Rows go EGRESS_LOG_RETENTION_MS after
  *   they arrived (the alarm), or with their job.
  */
-import { z } from 'zod';
 import { JOB_RETENTION_MS } from '../contracts/jobs.ts';
 import type { EgressAnswer, EgressAsk, EgressConnectionView, EgressLog, JobNetworkView } from '../contracts/network.ts';
 import { EGRESS_ASK_WAIT_MS, EGRESS_CONNECTIONS_MAX } from '../contracts/network.ts';
@@ -21,6 +20,7 @@ import { egressApproval, egressVerdict, EGRESS_APPROVAL_TOOL } from '../approval
 import type { ApprovalRow } from '../approval/record.ts';
 import type { AgentLink } from './agent-link.ts';
 import type { Approvals } from './approvals.ts';
+import { importEgress } from './egress-import.ts';
 import { migrate, type DispatchHost, type Migration, type Wakes } from './host.ts';
 import type { JobRecords } from './job-records.ts';
 import type { JobRows } from './job-rows.ts';
@@ -109,26 +109,6 @@ const view = (r: ConnectionRow): EgressConnectionView => ({
   started_at: new Date(r.started_at).toISOString(),
   ms: r.ms,
 });
-
-/**
- * Old rows for `import`, as D1 kept them (migrations/0012_egress.sql, `SELECT *`): one row of
- * `egress_connections`, and one of `egress_jobs` (a job's counts); their `id` and `team` columns are ignored.
- */
-const EgressConnectionImportRow = z.object({
-  job_id: z.string().min(1),
-  seq: z.number().int(),
-  host: z.string(),
-  port: z.number().int(),
-  address: z.string().nullable(),
-  method: z.string().nullable(),
-  decision: z.enum(['allowed', 'refused']),
-  reason: z.string(),
-  bytes_up: z.number().int(),
-  bytes_down: z.number().int(),
-  started_at: z.number().int(),
-  ms: z.number().int(),
-});
-const EgressJobImportRow = z.object({ job_id: z.string().min(1), connections: z.number().int(), dropped: z.number().int() });
 
 type Host = Pick<DispatchHost, 'sql' | 'transactionSync' | 'wake'>;
 
@@ -389,56 +369,8 @@ export class Egress implements Wakes {
     }
   }
 
-  /**
-   * Old rows (D1's `egress_connections` and `egress_jobs`) taken in; a connection already here is left
-   * as it is, a job's counts only grow. Malformed rows are counted, not stored.
-   */
+  /** Old rows (D1's `egress_connections` and `egress_jobs`) taken in (egress-import.ts). */
   import(x: { connections?: readonly unknown[]; jobs?: readonly unknown[] }): { inserted: number; refused: number } {
-    let inserted = 0;
-    let refused = 0;
-    this.host.transactionSync(() => {
-      for (const raw of x.connections ?? []) {
-        const p = EgressConnectionImportRow.safeParse(raw);
-        if (!p.success) {
-          refused += 1;
-          continue;
-        }
-        const r = p.data;
-        const n = this.sql.exec(
-          `INSERT OR IGNORE INTO egress_connections (job_id, seq, host, port, address, method, decision, reason, bytes_up, bytes_down, started_at, ms, logged_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-          r.job_id,
-          r.seq,
-          r.host,
-          r.port,
-          r.address,
-          r.method,
-          r.decision,
-          r.reason,
-          r.bytes_up,
-          r.bytes_down,
-          r.started_at,
-          r.ms,
-          r.started_at,
-        ).rowsWritten;
-        if (n > 0) inserted += 1;
-      }
-      for (const raw of x.jobs ?? []) {
-        const p = EgressJobImportRow.safeParse(raw);
-        if (!p.success) {
-          refused += 1;
-          continue;
-        }
-        this.sql.exec(
-          `INSERT INTO egress_counts (job_id, listed, dropped, asks) VALUES (?, ?, ?, 0)
-           ON CONFLICT (job_id) DO UPDATE SET listed = MAX(listed, excluded.listed), dropped = MAX(dropped, excluded.dropped)`,
-          p.data.job_id,
-          p.data.connections,
-          p.data.dropped,
-        );
-        inserted += 1;
-      }
-    });
-    return { inserted, refused };
+    return importEgress(this.host, x);
   }
 }

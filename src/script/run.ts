@@ -8,7 +8,7 @@ import { artifactHoursOf, type ScriptPolicy } from '../contracts/policy.ts';
 import { teamPolicyOf } from '../store/policy-cache.ts';
 import { newArtifactHandle, putArtifactBody } from '../store/artifacts.ts';
 import { indexArtifact } from '../dispatch/artifact-client.ts';
-import { smallBodyMaxBytes } from '../dispatch/artifact-index.ts';
+import { smallBodyMaxBytes } from '../dispatch/body-place.ts';
 import type { AuditEntry } from '../store/audit.ts';
 import { recordAudit } from '../dispatch/audit-client.ts';
 import { cancelByCall } from '../dispatch/client.ts';

@@ -4,14 +4,8 @@
  * the soonest expiry as the alarm's wake-up, expired rows and R2 bodies deleted in bounded batches.
  */
 import { beforeEach, describe, expect, it } from 'vitest';
-import {
-  ArtifactIndex,
-  SMALL_BODY_MAX_BYTES,
-  smallBodyMaxBytes,
-  SWEEP_DELAY_MS,
-  type ExitSource,
-  type StoredArtifact,
-} from '../../src/dispatch/artifact-index.ts';
+import { ArtifactIndex, SWEEP_DELAY_MS, type ExitSource, type StoredArtifact } from '../../src/dispatch/artifact-index.ts';
+import { SMALL_BODY_MAX_BYTES, smallBodyMaxBytes } from '../../src/dispatch/body-place.ts';
 import { JOB_RETENTION_MS } from '../../src/contracts/jobs.ts';
 import { newArtifactHandle } from '../../src/store/artifacts.ts';
 import { dispatchHost, type TestHost } from './sql-host.ts';

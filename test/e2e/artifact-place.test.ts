@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAgent, startGateway, type AgentProcess, type Gateway } from './harness.ts';
 import { call } from './fleet.ts';
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
-import { SMALL_BODY_MAX_BYTES } from '../../src/dispatch/artifact-index.ts';
+import { SMALL_BODY_MAX_BYTES } from '../../src/dispatch/body-place.ts';
 import { d1Rows, objectRows, r2Keys, updateObjects } from '../support/emulator-state.ts';
 import { until } from '../support/until.ts';
 
