@@ -7,61 +7,11 @@
  */
 import { PolicyDocument } from '../contracts/policy.ts';
 import { RUNTIME_NAMES } from '../contracts/runtimes.ts';
-import { DEFAULT_POLICY } from './default-policy.ts';
+import { DEFAULT_POLICY, READ_TOOLS } from './default-policy.ts';
 import { isInterpreter } from './screens/interpreters.ts';
 
 export const PRESET_NAMES = ['strict', 'standard', 'open'] as const;
 export type PresetName = (typeof PRESET_NAMES)[number];
-
-const READ_TOOLS = [
-  'true',
-  'false',
-  'echo',
-  'printf',
-  'cat',
-  'head',
-  'tail',
-  'wc',
-  'ls',
-  'pwd',
-  'date',
-  'sleep',
-  'grep',
-  'sort',
-  'uniq',
-  'cut',
-  'tr',
-  'diff',
-  'find',
-  'stat',
-  'du',
-  'mkdir',
-  'touch',
-  'cp',
-  'mv',
-  'rm',
-  'sed',
-  'awk',
-  'tar',
-  'gzip',
-  'basename',
-  'dirname',
-  'realpath',
-  'readlink',
-  'which',
-  'seq',
-  'nl',
-  'tac',
-  'rev',
-  'paste',
-  'comm',
-  'cmp',
-  'od',
-  'md5sum',
-  'sha256sum',
-  'uname',
-  'git',
-];
 
 /**
  * Under `strict`, what destroys work in the workspace waits for a person: a recursive `rm`
