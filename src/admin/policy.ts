@@ -4,14 +4,15 @@ import { z } from 'zod';
 import type { AppEnv } from '../env.ts';
 import { describeIssues } from '../contracts/errors.ts';
 import { PolicyCheckInput } from '../contracts/tools.ts';
-import { decide, parsePolicy, verdictOf } from '../policy/engine.ts';
+import { parsePolicy } from '../policy/engine.ts';
+import { dryRun } from '../policy/dry-run.ts';
 import { getTeamPolicy, putTeamPolicy } from '../store/policies.ts';
 import { policyChanged } from '../dispatch/admission-client.ts';
 import { teamRetentionOf, type PolicyDocument } from '../contracts/policy.ts';
 import { apiError, readJson } from './http.ts';
 import { isPresetName, PRESET_NAMES, PRESETS } from '../policy/presets.ts';
 import { auditAdmin } from './audit-action.ts';
-import { grantLine, grantSummary } from '../policy/network.ts';
+import { grantLine } from '../policy/network.ts';
 
 export const policyRoutes = new Hono<AppEnv>();
 
@@ -84,30 +85,11 @@ policyRoutes.post('/check', async (c) => {
   if (!body.ok) return body.response;
   const parsed = CheckBody.safeParse(body.value);
   if (!parsed.success) return apiError(c, 'invalid_argument', describeIssues(parsed.error.issues));
-  const input = parsed.data;
   const { policy, version } = await getTeamPolicy(c.env, p.team);
-  // Same mapping as the MCP policy_check tool: no args (and no runtime) means a shell string.
-  const shell = input.args === undefined && !input.runtime;
-  const d = await decide(policy, {
-    tool: input.runtime ? 'runtime_execute' : 'policy_check',
-    mode: shell ? 'shell' : 'argv',
-    command: input.command,
-    args: input.args ?? [],
-    runtime: input.runtime,
-    cwd: input.cwd,
-    env: input.env,
-    timeoutMs: input.timeout_ms,
-    team: p.team,
-    subject: p.subject,
-  });
-  const network = d.effective ? grantSummary(policy, d.rule, d.effective.network) : undefined;
+  const { answer } = await dryRun(policy, parsed.data, p);
   return c.json({
-    allowed: d.allowed,
-    decision: verdictOf(d),
-    stage: d.stage,
-    reason: d.reason,
-    notes: d.notes,
-    ...(network ? { network, networkLine: grantLine(network) } : {}),
+    ...answer,
+    ...(answer.network ? { networkLine: grantLine(answer.network) } : {}),
     policyVersion: version,
   });
 });

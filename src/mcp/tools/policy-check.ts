@@ -2,9 +2,9 @@
 import type { McpServer } from '@modelcontextprotocol/server';
 import { PolicyCheckInput, PolicyCheckOutput } from '../../contracts/tools.ts';
 import { toolInput } from '../../contracts/strict-input.ts';
-import { decide, verdictOf } from '../../policy/engine.ts';
+import { dryRun } from '../../policy/dry-run.ts';
 import { teamPolicyOf } from '../../store/policy-cache.ts';
-import { grantLine, grantSummary } from '../../policy/network.ts';
+import { grantLine } from '../../policy/network.ts';
 import { recordAudit } from '../../dispatch/audit-client.ts';
 import { stamp } from '../../contracts/trace.ts';
 import { READ_ONLY, toolOutput, type ToolCost } from '../register.ts';
@@ -29,19 +29,7 @@ export function registerPolicyCheck(server: McpServer, ctx: ToolContext): void {
       const denied = missingScope(ctx, 'policy_check', ['execute', 'admin']);
       if (denied) return denied;
       const { policy } = await teamPolicyOf(ctx.env, ctx.principal);
-      const shell = input.args === undefined && !input.runtime;
-      const d = await decide(policy, {
-        tool: input.runtime ? 'runtime_execute' : 'policy_check',
-        mode: shell ? 'shell' : 'argv',
-        command: input.command,
-        args: input.args ?? [],
-        runtime: input.runtime,
-        cwd: input.cwd,
-        env: input.env,
-        timeoutMs: input.timeout_ms,
-        team: ctx.principal.team,
-        subject: ctx.principal.subject,
-      });
+      const { decision: d, answer } = await dryRun(policy, input, ctx.principal);
       stamp(ctx.env, 'edge.decided');
       const p = ctx.principal;
       await recordAudit(ctx.env, {
@@ -52,15 +40,13 @@ export function registerPolicyCheck(server: McpServer, ctx: ToolContext): void {
         command: { command: input.command, args: input.args, runtime: input.runtime, env: input.env },
         cwd: input.cwd,
         decision: d.allowed ? 'allowed' : 'denied',
-        reason: `dry run; ${verdictOf(d)}; ${d.stage}: ${d.reason}`,
+        reason: `dry run; ${answer.decision}; ${d.stage}: ${d.reason}`,
       });
       stamp(ctx.env, 'edge.audited');
-      const verdict = verdictOf(d);
-      const network = d.effective ? grantSummary(policy, d.rule, d.effective.network) : undefined;
-      const structured = { allowed: d.allowed, decision: verdict, stage: d.stage, reason: d.reason, notes: d.notes, ...(network ? { network } : {}) };
-      const label = verdict === 'ask' ? 'needs approval' : d.allowed ? 'allowed' : 'denied';
+      const { network } = answer;
+      const label = answer.decision === 'ask' ? 'needs approval' : d.allowed ? 'allowed' : 'denied';
       const text = `${label} (${d.stage}): ${d.reason}${d.notes.length ? `\nnotes: ${d.notes.join('; ')}` : ''}${network ? `\n${grantLine(network)}` : ''}`;
-      return toolResult(structured, text);
+      return toolResult(answer, text);
     },
   );
 }
