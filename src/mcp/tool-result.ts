@@ -32,3 +32,16 @@ export function missingScope(ctx: ToolContext, tool: string, anyOf: Scope[]): Ca
     'insufficient_scope',
   );
 }
+
+/**
+ * A call the policy denied: `Error: policy denied (<stage>): <reason>`, code `policy_denied`. A runtime-shaped tool
+ * (runtime_execute, run_script) passes `runtimeShaped`: its result then says `status: 'denied'` (deniedRun).
+ */
+export function policyDenied(stage: string, reason: string, runtimeShaped = false): CallToolResult {
+  return toolError(`Error: policy denied (${stage}): ${reason}`, runtimeShaped ? deniedRun(`${stage}: ${reason}`) : undefined, 'policy_denied');
+}
+
+/** The structured result of a runtime-shaped call that never ran: `status: 'denied'`, nothing measured, why in its notes. */
+export function deniedRun(note: string): Record<string, unknown> {
+  return { status: 'denied', exitCode: null, signal: null, durationMs: 0, outputLines: 0, outputBytes: 0, artifactHandle: null, notes: [note] };
+}

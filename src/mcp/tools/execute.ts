@@ -7,7 +7,7 @@ import type { CallToolResult, InputRequiredResult, McpServer } from '@modelconte
 import type { GatehouseErrorShape } from '../../contracts/errors.ts';
 import { ExecuteInput, ExecuteOutput } from '../../contracts/tools.ts';
 import { toolInput } from '../../contracts/strict-input.ts';
-import { missingScope, toolError, toolResult } from '../tool-result.ts';
+import { missingScope, policyDenied, toolError, toolResult } from '../tool-result.ts';
 import type { ToolContext } from '../../governed/call-context.ts';
 import { executeResult, runGoverned, type EndedJob } from '../../governed/governed-run.ts';
 import { TASK_SUPPORT_META_KEY, taskOffer } from '../tasks/negotiation.ts';
@@ -61,7 +61,7 @@ export function registerExecute(server: McpServer, ctx: ToolContext): void {
       if (out.kind === 'input_required') return out.result;
       if (out.kind === 'approval')
         return toolError(`Error: ${out.refusal.message}`, out.refusal.approval ? { approval: out.refusal.approval } : undefined, out.refusal.code);
-      if (out.kind === 'denied') return toolError(`Error: policy denied (${out.decision.stage}): ${out.decision.reason}`, undefined, 'policy_denied');
+      if (out.kind === 'denied') return policyDenied(out.decision.stage, out.decision.reason);
       if (out.kind === 'error') return executeFailed(out.error, out.jobId);
       if (out.kind === 'accepted' || out.kind === 'pending') {
         // Still running after the task offer's wait: this call's answer becomes a task (tasks/get has the result).

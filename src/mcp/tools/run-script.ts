@@ -9,7 +9,7 @@ import { toolInput } from '../../contracts/strict-input.ts';
 import type { JobExit } from '../../contracts/agent-protocol.ts';
 import { shapeRuntimeResult } from '../output-shape.ts';
 import { RUNS_JOBS, toolOutput, type ToolCost } from '../register.ts';
-import { missingScope, toolError, toolResult } from '../tool-result.ts';
+import { missingScope, policyDenied, toolError, toolResult } from '../tool-result.ts';
 import type { ToolContext } from '../../governed/call-context.ts';
 import { runScript, type ScriptRun } from '../../script/run.ts';
 import { noteCall } from '../../edge/call-log.ts';
@@ -54,19 +54,7 @@ export function registerRunScript(server: McpServer, ctx: ToolContext): void {
       if (out.kind === 'ran') noteCall(extra.mcpReq.signal, { decision: 'allowed', stage: 'policy', jobId: out.run.scriptId });
       else if (out.kind === 'denied') noteCall(extra.mcpReq.signal, { decision: 'denied', stage: 'script' });
       if (out.kind === 'refused') return toolError(out.message, undefined, out.code);
-      if (out.kind === 'denied') {
-        const structured = {
-          status: 'denied' as const,
-          exitCode: null,
-          signal: null,
-          durationMs: 0,
-          outputLines: 0,
-          outputBytes: 0,
-          artifactHandle: null,
-          notes: [`script: ${out.reason}`],
-        };
-        return toolError(`Error: policy denied (script): ${out.reason}`, structured, 'policy_denied');
-      }
+      if (out.kind === 'denied') return policyDenied('script', out.reason, true);
       const run = out.run;
       const shaped = shapeRuntimeResult(asExit(run), {
         artifactHandle: run.artifactHandle,

@@ -11,7 +11,7 @@ import { RUNTIMES, type RuntimeName } from '../../contracts/runtimes.ts';
 import { listAgents } from '../../dispatch/client.ts';
 import { artifactRows, readTail } from '../../dispatch/artifact-client.ts';
 import { shapeRuntimeResult } from '../output-shape.ts';
-import { missingScope, toolError, toolResult } from '../tool-result.ts';
+import { deniedRun, missingScope, policyDenied, toolError, toolResult } from '../tool-result.ts';
 import type { ToolContext } from '../../governed/call-context.ts';
 import { runGoverned, type EndedJob } from '../../governed/governed-run.ts';
 import { TASK_SUPPORT_META_KEY, taskOffer } from '../tasks/negotiation.ts';
@@ -75,32 +75,10 @@ export function registerRuntimeExecute(server: McpServer, ctx: ToolContext): voi
       });
       if (out.kind === 'input_required') return out.result;
       if (out.kind === 'approval') {
-        const structured = {
-          status: 'denied' as const,
-          exitCode: null,
-          signal: null,
-          durationMs: 0,
-          outputLines: 0,
-          outputBytes: 0,
-          artifactHandle: null,
-          notes: [`${out.refusal.code}: ${out.refusal.message}`],
-          ...(out.refusal.approval ? { approval: out.refusal.approval } : {}),
-        };
+        const structured = { ...deniedRun(`${out.refusal.code}: ${out.refusal.message}`), ...(out.refusal.approval ? { approval: out.refusal.approval } : {}) };
         return toolError(`Error: ${out.refusal.message}`, structured, out.refusal.code);
       }
-      if (out.kind === 'denied') {
-        const structured = {
-          status: 'denied' as const,
-          exitCode: null,
-          signal: null,
-          durationMs: 0,
-          outputLines: 0,
-          outputBytes: 0,
-          artifactHandle: null,
-          notes: [`${out.decision.stage}: ${out.decision.reason}`],
-        };
-        return toolError(`Error: policy denied (${out.decision.stage}): ${out.decision.reason}`, structured, 'policy_denied');
-      }
+      if (out.kind === 'denied') return policyDenied(out.decision.stage, out.decision.reason, true);
       if (out.kind === 'error') return runtimeFailed(out.error, out.jobId);
       const shaping: RuntimeShaping = {
         outputMode,
