@@ -93,19 +93,24 @@ export async function approvalGate(ctx: GateCall, extra: ServerContext, g: GateI
   }
 
   const summary = requestSummary(g.request);
+  // A pending approval of this request, answered by the client's user (a prompt) or by an admin.
+  const open = async (channel: 'elicitation' | 'admin', ttlMs: number) =>
+    (
+      await openApproval(env, p.team, {
+        subject: p.subject,
+        tokenId: p.tokenId,
+        tool: g.request.tool,
+        hash,
+        summary,
+        ruleReason: askReason,
+        channel,
+        ttlMs,
+        now,
+      })
+    ).row;
   if (g.policy.approvals.askClient && canPrompt(ctx, extra)) {
     const ttlSeconds = g.policy.approvals.promptTtlSeconds;
-    const { row } = await openApproval(env, p.team, {
-      subject: p.subject,
-      tokenId: p.tokenId,
-      tool: g.request.tool,
-      hash,
-      summary,
-      ruleReason: askReason,
-      channel: 'elicitation',
-      ttlMs: ttlSeconds * 1000,
-      now,
-    });
+    const row = await open('elicitation', ttlSeconds * 1000);
     const requestState = await mintPromptState(env, p, { a: row.id, h: hash }, ttlSeconds, extra);
     const result = inputRequired({
       inputRequests: {
@@ -119,18 +124,7 @@ export async function approvalGate(ctx: GateCall, extra: ServerContext, g: GateI
     return { kind: 'prompt', result, approvalId: row.id };
   }
 
-  const ttlMs = g.policy.approvals.ttlSeconds * 1000;
-  const { row } = await openApproval(env, p.team, {
-    subject: p.subject,
-    tokenId: p.tokenId,
-    tool: g.request.tool,
-    hash,
-    summary,
-    ruleReason: askReason,
-    channel: 'admin',
-    ttlMs,
-    now,
-  });
+  const row = await open('admin', g.policy.approvals.ttlSeconds * 1000);
   const approveWith = `gatehouse approvals approve ${row.id}`;
   const idField = g.request.tool === 'runtime_execute' ? 'approvalId' : 'approval_id';
   return {
