@@ -77,6 +77,16 @@ export function capabilities(host: DispatchHost, o: { plan: PlanResult; trace: (
   const followers = new Followers(
     { get: (id) => rows.get(id), queued: () => rows.queued(), result: (id) => records.result(id), hasUploading: (id) => uploads.streams.hasUploading(id) },
     () => trace('do.settled'),
+    {
+      // While callers wait, the agents' liveness is checked from a timer (the object is awake for their calls).
+      intervalMs: host.heartbeatMs,
+      tick: async () => {
+        const now = host.now();
+        link.onAlarm(now);
+        await jobs.onAlarm(now);
+      },
+      unwatched: () => void host.wake(),
+    },
   );
   const link = new AgentLink(host, (agentId, now) => jobs.agentGone(agentId, now));
   const uploads = new ArtifactUploads(host, rows, (jobId) => {

@@ -3,6 +3,11 @@
  * its end) and `job_status` long-polls waiting for its end. Memory only, by nature: a follower is
  * a live caller. When the object restarts its streams break and each caller reads the durable job
  * table instead (src/dispatch/client.ts), so nothing here has to survive.
+ *
+ * While a caller waits the object is awake for its call anyway, so the liveness check of the agents
+ * runs from a timer here (`Watch`) instead of the alarm: a short job a caller follows arms no alarm
+ * (an alarm set is a row written, its run a billed request). When the last caller of a job still
+ * open goes away, `unwatched` hands its job back to the alarm.
  */
 import type { SandboxKind } from '../contracts/agent-protocol.ts';
 import { isTerminal } from '../contracts/jobs.ts';
@@ -13,6 +18,13 @@ import { lostExit } from './outcomes.ts';
 import { asErrorCode } from '../contracts/errors.ts';
 
 type Listener = (e: DispatchEvent) => void;
+
+/** The liveness check run while callers wait: every `intervalMs`, and when the last caller of an open job leaves. */
+export interface Watch {
+  intervalMs: number;
+  tick(): void | Promise<void>;
+  unwatched(): void;
+}
 
 /** What following needs of the jobs: their rows, results and open uploads (read only). */
 export type FollowedJobs = Pick<JobRows, 'get' | 'queued'> &
@@ -26,11 +38,34 @@ export class Followers {
   private readonly onSettled: () => void;
   private readonly listeners = new Map<string, Set<Listener>>();
   private readonly endWaiters = new Map<string, Set<() => void>>();
+  private readonly watch: Watch | null;
+  private watcher: ReturnType<typeof setInterval> | null = null;
 
   /** `onSettled` runs when a job's end goes out to its followers (a trace step of the hot path). */
-  constructor(jobs: FollowedJobs, onSettled: () => void = () => {}) {
+  constructor(jobs: FollowedJobs, onSettled: () => void = () => {}, watch: Watch | null = null) {
     this.jobs = jobs;
     this.onSettled = onSettled;
+    this.watch = watch;
+  }
+
+  /** Whether a caller follows the job or waits for its end (the object stays awake for that call). */
+  isFollowed(jobId: string): boolean {
+    return (this.listeners.get(jobId)?.size ?? 0) + (this.endWaiters.get(jobId)?.size ?? 0) > 0;
+  }
+
+  /** Runs the watch while anyone waits; a job left open by its last caller goes back to the alarm. */
+  private rewatch(left?: string): void {
+    if (!this.watch) return;
+    const waiting = [...this.listeners.values(), ...this.endWaiters.values()].some((set) => set.size > 0);
+    if (waiting && !this.watcher) this.watcher = setInterval(() => void this.watch?.tick(), this.watch.intervalMs);
+    if (!waiting && this.watcher) {
+      clearInterval(this.watcher);
+      this.watcher = null;
+    }
+    if (left !== undefined && !this.isFollowed(left)) {
+      const row = this.jobs.get(left);
+      if (row && !isTerminal(row.state)) this.watch.unwatched();
+    }
   }
 
   /** The job's events as NDJSON lines; the stream ends with the job, or when the caller goes away (which never affects the job). */
@@ -44,6 +79,7 @@ export class Followers {
       open = false;
       this.listeners.get(jobId)?.delete(listener);
       writer.close().catch(() => {});
+      this.rewatch(jobId);
     };
     const listener: Listener = (e) => {
       if (!open) return;
@@ -62,6 +98,7 @@ export class Followers {
     const set = this.listeners.get(jobId) ?? new Set<Listener>();
     this.listeners.set(jobId, set);
     set.add(listener);
+    this.rewatch();
     if (isTerminal(row.state)) return readable; // its end comes once the uploads it announced are settled
     listener(
       row.state === 'running'
@@ -79,10 +116,12 @@ export class Followers {
       const done = () => {
         clearTimeout(timer);
         set.delete(done);
+        this.rewatch(jobId);
         resolve();
       };
       const timer = setTimeout(done, waitMs);
       set.add(done);
+      this.rewatch();
     });
   }
 
@@ -104,6 +143,7 @@ export class Followers {
     this.onSettled();
     this.emit(jobId, this.finalEvent(row));
     this.listeners.delete(jobId);
+    this.rewatch();
   }
 
   private finalEvent(row: JobRow): DispatchEvent {

@@ -420,8 +420,10 @@ export class Jobs implements Wakes {
   /** Open jobs need the alarm every heartbeat (liveness); a queued job's deadline, sooner. */
   nextWake(now: number): number | null {
     const queued = this.rows.queued();
+    // A running job a caller waits on is watched by a timer while the caller's call is open (followers.ts): no alarm.
+    const unwatched = this.rows.running().filter((j) => !this.p.followers.isFollowed(j.id));
     // Open jobs are in memory; ended ones with uploads are looked for only when none is open.
-    if (queued.length + this.rows.running().length === 0 && this.p.records.uploading().length === 0) return null;
+    if (queued.length + unwatched.length === 0 && this.p.records.uploading().length === 0) return null;
     const dl = nextDeadline(queued.map(toSchedJob));
     return Math.min(now + this.host.heartbeatMs, dl === null ? Infinity : Math.max(now + 10, dl));
   }

@@ -32,7 +32,7 @@ import type {
 } from './events.ts';
 import type { DispatchHost } from './host.ts';
 import { objectHost } from './object-host.ts';
-import { auditExportPage, teamOverview } from './team-reports.ts';
+import { auditExportPage, taskWithView, teamOverview } from './team-reports.ts';
 import type { AdminDecision, ApprovalOutcome, ApprovalRow, OpenApproval, UseApproval } from '../approval/record.ts';
 import type { EgressConnectionView, JobNetworkView } from '../contracts/network.ts';
 import type { ApprovalListFilter } from './approvals.ts';
@@ -65,6 +65,21 @@ export class TeamDispatcher extends DurableObject<Env> {
   private get c(): Capabilities {
     this.caps ??= capabilities(this.host, { plan: workersPlan(this.env), trace: (step) => stamp(this.env, step) });
     return this.caps;
+  }
+
+  /** An RPC call that changes what the alarm is for: run as `rpc`, then the alarm is moved. */
+  private async rpcThenWake<T>(call: () => T): Promise<Awaited<T>> {
+    const r = await this.rpc(call);
+    await this.host.wake();
+    return r;
+  }
+
+  /** A read of the history: run as `rpc` once what an older deployment left in D1 is moved (legacy-import.ts). */
+  private historyRpc<T>(read: () => T): Promise<T> {
+    return this.rpc(async () => {
+      await this.c.legacy.catchUp();
+      return read();
+    });
   }
 
   /** An RPC call: counted as a wake-up of the object (usage.ts), then run. */
@@ -108,11 +123,13 @@ export class TeamDispatcher extends DurableObject<Env> {
    * Records a job and queues it (or refuses it at once with a reason the caller can act on), then `follow`s it in the
    * same call (one hop instead of two); `events` is null when the job was not taken or runs in the background.
    */
-  async submitAndFollow(raw: DispatchRequest): Promise<{ answer: SubmitAnswer; events: ReadableStream<Uint8Array> | null }> {
-    stamp(this.env, 'do.submitted');
-    const answer = await this.c.jobs.submit(raw);
-    if (!answer.ok || raw.background) return { answer, events: null };
-    return { answer, events: this.c.followers.follow(answer.jobId) };
+  submitAndFollow(raw: DispatchRequest): Promise<{ answer: SubmitAnswer; events: ReadableStream<Uint8Array> | null }> {
+    return this.rpc(async () => {
+      stamp(this.env, 'do.submitted');
+      const answer = await this.c.jobs.submit(raw);
+      if (!answer.ok || raw.background) return { answer, events: null };
+      return { answer, events: this.c.followers.follow(answer.jobId) };
+    });
   }
 
   /** The job's events as NDJSON lines: where it stands now, then output, then its end. */
@@ -125,7 +142,7 @@ export class TeamDispatcher extends DurableObject<Env> {
   }
 
   result(jobId: string): { view: JobView; exit: JobExit | null } | null {
-    return this.c.jobs.result(jobId);
+    return this.rpc(() => this.c.jobs.result(jobId));
   }
 
   liveOutput(jobId: string, stream: StreamName, offset: number, maxBytes: number): KeptOutput | null {
@@ -133,11 +150,11 @@ export class TeamDispatcher extends DurableObject<Env> {
   }
 
   list(filter: JobListFilter): { jobs: JobView[]; next_cursor: string | null } {
-    return this.c.jobs.list(filter);
+    return this.rpc(() => this.c.jobs.list(filter));
   }
 
   kill(jobId: string, reason: string): Promise<{ found: boolean; state: JobState | null }> {
-    return this.c.jobs.kill(jobId, reason);
+    return this.rpc(() => this.c.jobs.kill(jobId, reason));
   }
 
   cancelByKey(cancelKey: string, reason: string): Promise<boolean> {
@@ -168,8 +185,10 @@ export class TeamDispatcher extends DurableObject<Env> {
 
   /** A token was revoked: refused from the team's next request on, and every agent socket that authenticated with it goes now. */
   revokeToken(tokenId: string, revokedAt: number): { revokedAt: number; agentsDisconnected: number } {
-    const at = this.c.admission.revoke(tokenId, revokedAt);
-    return { revokedAt: at, agentsDisconnected: this.c.link.revoke(tokenId) };
+    return this.rpc(() => {
+      const at = this.c.admission.revoke(tokenId, revokedAt);
+      return { revokedAt: at, agentsDisconnected: this.c.link.revoke(tokenId) };
+    });
   }
 
   policyChanged(stamp: PolicyStamp, retention: RetentionPolicy): void {
@@ -219,17 +238,12 @@ export class TeamDispatcher extends DurableObject<Env> {
     return this.rpc(() => this.c.auditLog.record(e));
   }
 
-  /** Reads of the history first move what an older deployment left of it in D1 (legacy-import.ts). */
-  async queryAudit(f: AuditFilter): Promise<{ entries: AuditRow[]; nextCursor: string | null }> {
-    await this.c.legacy.catchUp();
-    return this.c.auditLog.query(f);
+  queryAudit(f: AuditFilter): Promise<{ entries: AuditRow[]; nextCursor: string | null }> {
+    return this.historyRpc(() => this.c.auditLog.query(f));
   }
 
   auditRowsOfJobs(jobIds: string[]): Promise<AuditRow[]> {
-    return this.rpc(async () => {
-      await this.c.legacy.catchUp();
-      return this.c.auditLog.jobRows(jobIds);
-    });
+    return this.historyRpc(() => this.c.auditLog.jobRows(jobIds));
   }
 
   /** One page of the audit export (team-reports.ts). */
@@ -251,21 +265,16 @@ export class TeamDispatcher extends DurableObject<Env> {
 
   /** The upload route stored a stream (in R2, or `body` to keep here): index it and complete the stream's upload. */
   artifactUploaded(a: StoredArtifact, body: Uint8Array | null): Promise<BodyPlace> {
-    return this.rpc(async () => {
+    return this.rpcThenWake(() => {
       const place = this.c.artifacts.store(a, body);
       this.c.uploads.end(a.jobId, a.stream, true, a.r2Key !== null ? a.bytes : (body?.byteLength ?? 0));
-      await this.host.wake();
       return place;
     });
   }
 
   /** Script mode stored a stream: index it (no upload to complete). */
   indexArtifact(a: StoredArtifact, body: Uint8Array | null): Promise<BodyPlace> {
-    return this.rpc(async () => {
-      const place = this.c.artifacts.store(a, body);
-      await this.host.wake();
-      return place;
-    });
+    return this.rpcThenWake(() => this.c.artifacts.store(a, body));
   }
 
   artifactRows(handle: string): ArtifactRow[] {
@@ -282,10 +291,8 @@ export class TeamDispatcher extends DurableObject<Env> {
 
   // ================= RPC: the team's approvals, tasks and egress log (approvals.ts, tasks.ts, egress.ts; called through team-records-client.ts) =================
 
-  async openApproval(o: OpenApproval): Promise<{ row: ApprovalRow; reused: boolean }> {
-    const r = this.c.approvals.open(o);
-    await this.host.wake();
-    return r;
+  openApproval(o: OpenApproval): Promise<{ row: ApprovalRow; reused: boolean }> {
+    return this.rpcThenWake(() => this.c.approvals.open(o));
   }
 
   approval(id: string): ApprovalRow | null {
@@ -310,18 +317,11 @@ export class TeamDispatcher extends DurableObject<Env> {
   }
 
   saveTask(t: TeamTask): Promise<void> {
-    return this.rpc(async () => {
-      this.c.tasks.save(t);
-      await this.host.wake();
-    });
+    return this.rpcThenWake(() => this.c.tasks.save(t));
   }
 
-  /** The subject's task and its job's state, in one call (tasks/get, tasks/cancel). */
-  async task(subject: string, taskId: string, now: number): Promise<{ task: TeamTask; view: JobView } | null> {
-    const task = this.c.tasks.find(subject, taskId, now);
-    if (!task) return null;
-    const view = await this.c.jobs.status(taskId, 0);
-    return view ? { task, view } : null;
+  task(subject: string, taskId: string, now: number): Promise<{ task: TeamTask; view: JobView } | null> {
+    return this.rpc(() => taskWithView(this.c, subject, taskId, now));
   }
 
   jobNetwork(jobId: string): JobNetworkView | null {
@@ -333,10 +333,8 @@ export class TeamDispatcher extends DurableObject<Env> {
   }
 
   /** Old rows from D1 (the migration tool): each kind taken in idempotently; retention applies to them from the next alarm. */
-  async importRecords(r: TeamRecordsImport): Promise<{ approvals: ImportCount; tasks: ImportCount; egress: ImportCount }> {
-    const counts = this.c.importRecords(r);
-    await this.host.wake();
-    return counts;
+  importRecords(r: TeamRecordsImport): Promise<{ approvals: ImportCount; tasks: ImportCount; egress: ImportCount }> {
+    return this.rpcThenWake(() => this.c.importRecords(r));
   }
 
   // ================= RPC: the team's life cycle, for operators (src/operator/; quotas.ts, team-erasure.ts) =================
@@ -362,11 +360,13 @@ export class TeamDispatcher extends DurableObject<Env> {
   }
 
   /** Erases the team's storage (its agents disconnected first); only the deletion mark stays. */
-  async deleteTeamData(mark: TeamDeletion): Promise<{ agentsDisconnected: number }> {
-    const agentsDisconnected = this.c.link.disconnectAll('team deleted');
-    await this.deletion.erase(mark);
-    this.caps = null;
-    return { agentsDisconnected };
+  deleteTeamData(mark: TeamDeletion): Promise<{ agentsDisconnected: number }> {
+    return this.rpc(async () => {
+      const agentsDisconnected = this.c.link.disconnectAll('team deleted');
+      await this.deletion.erase(mark);
+      this.caps = null;
+      return { agentsDisconnected };
+    });
   }
 
   // ================= platform events: agent sockets and the alarm =================

@@ -5,6 +5,8 @@
  */
 import type { Capabilities } from './capabilities.ts';
 import type { AuditExportPage, TeamOverview, TeamOverviewQuery } from './events.ts';
+import type { JobView } from '../contracts/jobs.ts';
+import type { TeamTask } from './tasks.ts';
 
 /** Exported batches a page names at most. */
 const BATCHES_PER_PAGE = 3;
@@ -35,4 +37,12 @@ export async function auditExportPage(c: Capabilities, q: { after: number | null
   const batches = c.retention.exportsAfter(after, BATCHES_PER_PAGE);
   if (batches.length) return { after, batches, rows: [] };
   return { after, batches: [], rows: c.auditLog.oldest(after, q.limit) };
+}
+
+/** The subject's task and its job's state, in one call (tasks/get, tasks/cancel). */
+export async function taskWithView(c: Capabilities, subject: string, taskId: string, now: number): Promise<{ task: TeamTask; view: JobView } | null> {
+  const task = c.tasks.find(subject, taskId, now);
+  if (!task) return null;
+  const view = await c.jobs.status(taskId, 0);
+  return view ? { task, view } : null;
 }

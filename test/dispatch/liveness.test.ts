@@ -98,6 +98,50 @@ describe('an idle team', () => {
   });
 });
 
+describe('a job a caller waits on', () => {
+  it('arms no alarm: a timer checks its agent while the call is open, and the alarm takes over when the caller leaves', async () => {
+    vi.useFakeTimers();
+    try {
+      const t = setup();
+      const ws = await connect(t, 'a1');
+      await t.c.jobs.submit(request('j1'));
+      const events = t.c.followers.follow('j1').getReader();
+      // Followed: nothing for the alarm, so a short job writes no alarm and wakes the object for none.
+      expect(idle(t)).toBe(true);
+      await say(t, ws, { type: 'job.exit', ...exitFields('j1') });
+      expect(t.c.rows.get('j1')?.state).toBe('exited');
+      expect(idle(t)).toBe(true);
+      await events.cancel();
+
+      // A frozen agent under a followed job: the timer finds it silent and the job is lost, with no alarm run.
+      await t.c.jobs.submit(request('j2'));
+      const follow = t.c.followers.follow('j2').getReader();
+      expect(idle(t)).toBe(true);
+      for (let i = 0; i <= 2 * MISSED_HEARTBEATS + 1; i++) {
+        t.host.clock.now += HB;
+        await vi.advanceTimersByTimeAsync(HB);
+      }
+      expect(t.c.rows.get('j2')?.state).toBe('lost');
+      await follow.cancel().catch(() => {});
+
+      // A caller that leaves before its job's end hands the job back to the alarm.
+      const b = await connect(t, 'b1');
+      await t.c.jobs.submit(request('j3'));
+      expect(t.c.rows.get('j3')?.agent).toBe('b1');
+      const waiting = t.c.jobs.status('j3', 10 * HB);
+      expect(idle(t)).toBe(true);
+      const wakes = t.host.wakeCalls;
+      await vi.advanceTimersByTimeAsync(10 * HB);
+      await waiting;
+      expect(t.host.wakeCalls).toBeGreaterThan(wakes);
+      expect(alarmAt(t)).toBe(t.host.now() + HB);
+      expect(b.closed).toBeNull();
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+});
+
 describe('liveness from the pings', () => {
   it('places a job on an agent that pings, never on one silent for more than three heartbeats', async () => {
     const t = setup();
