@@ -1,9 +1,9 @@
 /**
  * The team policy document (versioned JSON, stored in D1, set by `admin` tokens only).
- * Stages are decided in the reference's order; see src/policy/ for the engine.
+ * Stages are decided in the governed-runtime contract's order (docs/architecture.md); see src/policy/ for the engine.
  */
 import { z } from 'zod';
-import { DO_STORAGE_MAX_BYTES } from '../platform/limits.ts';
+import { DO_STORAGE_MAX_BYTES, WORKER_CPU_DEFAULT_MS, WORKER_CPU_MAX_MS } from '../platform/limits.ts';
 import { POLICY_MAX_ARTIFACT_BYTES } from './limits.ts';
 import { RuntimeName } from './runtimes.ts';
 import { DEFAULT_RESOURCE_LIMITS, ResourceLimits } from './resource-limits.ts';
@@ -47,11 +47,8 @@ export const ScriptPolicy = z.object({
   enabled: z.boolean().default(false),
   defaultTimeoutMs: z.number().int().min(100).max(3_600_000).default(120_000),
   maxTimeoutMs: z.number().int().min(100).max(3_600_000).default(120_000),
-  /**
-   * CPU budget of the script's isolate. Cloudflare's default CPU limit per invocation is 30 s
-   * and the most a Worker may be given is 5 min (developers.cloudflare.com/workers/platform/limits/#cpu-time).
-   */
-  cpuMs: z.number().int().min(10).max(300_000).default(30_000),
+  /** CPU budget of the script's isolate: at most what Cloudflare lets a Worker have, by default its default. */
+  cpuMs: z.number().int().min(10).max(WORKER_CPU_MAX_MS).default(WORKER_CPU_DEFAULT_MS),
   subprocess: ScriptSubprocessPolicy.optional(),
 });
 export type ScriptPolicy = z.infer<typeof ScriptPolicy>;

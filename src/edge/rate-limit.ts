@@ -10,13 +10,13 @@
  */
 import type { MiddlewareHandler } from 'hono';
 import type { AppEnv, Env } from '../env.ts';
+import type { RATE_LIMIT_PERIODS_S } from '../platform/limits.ts';
 
 /**
- * The binding counts per period of 10 or 60 seconds only ("period: the duration of the period,
- * in seconds. Must be either 10 or 60" — developers.cloudflare.com/workers/runtime-apis/bindings/rate-limit/).
- * wrangler.toml uses 60; the binding does not say when a window resets, so Retry-After is the period.
+ * The period wrangler.toml configures, one of those the binding counts in (RATE_LIMIT_PERIODS_S); the binding does
+ * not say when a window resets, so Retry-After is the period.
  */
-export const RATE_LIMIT_PERIOD_S = 60;
+export const RATE_LIMIT_PERIOD_S: (typeof RATE_LIMIT_PERIODS_S)[number] = 60;
 
 /** Limits as configured in wrangler.toml, per period, for the messages (the binding holds the real numbers). */
 export const RATE_LIMITS = {

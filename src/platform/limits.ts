@@ -28,6 +28,27 @@ export const D1_QUERIES_PER_INVOCATION: Readonly<Record<WorkersPlan, number>> = 
  */
 export const DYNAMIC_WORKERS_PER_WORKER_REQUEST = 4;
 
+// ---- Workers ----
+
+/**
+ * CPU time of one invocation: 30 s by default, and at most 5 minutes when configured
+ * (https://developers.cloudflare.com/workers/platform/limits/#cpu-time).
+ */
+export const WORKER_CPU_DEFAULT_MS = 30_000;
+export const WORKER_CPU_MAX_MS = 300_000;
+
+/**
+ * "The maximum serialized RPC limit is 32 MiB" (https://developers.cloudflare.com/workers/runtime-apis/rpc/,
+ * Limitations): a value returned over Workers RPC, e.g. from a Worker Loader isolate.
+ */
+export const RPC_MAX_SERIALIZED_BYTES = 32 * 1024 * 1024;
+
+/**
+ * The periods the Workers Rate Limiting binding counts in: "Must be either 10 or 60" seconds
+ * (https://developers.cloudflare.com/workers/runtime-apis/bindings/rate-limit/).
+ */
+export const RATE_LIMIT_PERIODS_S = [10, 60] as const;
+
 // ---- Durable Objects: https://developers.cloudflare.com/durable-objects/platform/limits/ ----
 
 /**

@@ -1,6 +1,6 @@
 /**
- * Limits of script mode. The script-facing ones keep the script runner's documented values;
- * the platform ones are Cloudflare's, named here with the page that states them.
+ * Limits of script mode. The script-facing ones keep the script runner's documented values; the
+ * platform's (Cloudflare's RPC and CPU limits) are in src/platform/limits.ts.
  */
 
 /** Code larger than this is refused before anything runs. */
@@ -10,12 +10,9 @@ export const CONSOLE_MAX_BYTES = 10 * 1024 * 1024;
 /** The script's return value, serialized as JSON. */
 export const RETURN_MAX_BYTES = 10 * 1024 * 1024;
 /**
- * Cloudflare: "The maximum serialized RPC limit is 32 MiB"
- * (developers.cloudflare.com/workers/runtime-apis/rpc/, Limitations). The isolate's report — the
- * console as one string plus the return value's JSON — must fit in one RPC return.
+ * Room for the report's other fields and the serializer's framing: the isolate's report — the console as one
+ * string plus the return value's JSON — must fit in one RPC return (RPC_MAX_SERIALIZED_BYTES, src/platform/limits.ts).
  */
-export const RPC_MAX_SERIALIZED_BYTES = 32 * 1024 * 1024;
-/** Room for the report's other fields and the serializer's framing. */
 export const REPORT_OVERHEAD_BYTES = 64 * 1024;
 
 /** A script's error message as the caller sees it (a script can throw a string of any size). */

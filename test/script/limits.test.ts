@@ -1,6 +1,7 @@
 /** Script mode's own limits fit the platform's: the isolate's whole report must cross one RPC return. */
 import { describe, expect, it } from 'vitest';
-import { CONSOLE_MAX_BYTES, REPORT_OVERHEAD_BYTES, RETURN_MAX_BYTES, RPC_MAX_SERIALIZED_BYTES } from '../../src/script/limits.ts';
+import { CONSOLE_MAX_BYTES, REPORT_OVERHEAD_BYTES, RETURN_MAX_BYTES } from '../../src/script/limits.ts';
+import { RPC_MAX_SERIALIZED_BYTES } from '../../src/platform/limits.ts';
 import { parsePolicy } from '../../src/policy/parse.ts';
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
 
