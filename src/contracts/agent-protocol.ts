@@ -76,7 +76,7 @@ export const TerminalState = z.enum(['exited', 'signaled', 'timed_out', 'cancell
 export type TerminalState = z.infer<typeof TerminalState>;
 
 export const JobLimits = z.object({
-  /** Combined inline stdout+stderr returned in the result (reference 001: 40000). */
+  /** Combined inline stdout+stderr returned in the result (the shell-exec contract's default: 40000). */
   inlineBytes: z.number().int().min(0),
   /** Per-stream cap of what is kept in the artifact. */
   artifactBytes: z.number().int().min(0),

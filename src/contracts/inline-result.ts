@@ -1,7 +1,7 @@
 /**
- * The inline part of a result, reference 001 semantics: each stream capped at `cap` bytes,
+ * The inline part of a result, as the shell-exec contract has it (docs/architecture.md): each stream capped at `cap` bytes,
  * then stderr cut so stdout+stderr fit in `cap`; `*Truncated` true whenever anything was
- * left out (the reference implementation forgets stderr's flag in the second cut; we don't).
+ * left out (the contract's public implementation forgets stderr's flag in the second cut; we don't).
  * Text is UTF-8 decoded with replacement, and cut only at character boundaries so the
  * decoded text still fits the byte budget.
  *

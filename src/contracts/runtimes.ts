@@ -1,5 +1,5 @@
 /**
- * The runtime table (reference 000): which executables a runtime accepts and how code mode
+ * The runtime table (the governed-runtime contract, docs/architecture.md): which executables a runtime accepts and how code mode
  * writes, builds and runs a source file. The edge uses it for runtime↔executable
  * compatibility; the agent uses it to probe toolchains and to run code mode.
  */

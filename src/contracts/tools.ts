@@ -22,7 +22,7 @@ const Placement = {
   labels: z.array(AgentLabel).max(16).optional().describe('Run only on agents that carry all these labels'),
 };
 
-// ---- execute (reference 001) ----
+// ---- execute (the shell-exec contract, docs/architecture.md) ----
 export const ExecuteInput = {
   command: z
     .string()
@@ -64,7 +64,7 @@ export const ExecuteOutput = {
   background: z.boolean().optional(),
 };
 
-// ---- runtime_execute (reference 000) ----
+// ---- runtime_execute (the governed-runtime contract, docs/architecture.md) ----
 export const OutputMode = z.enum(['minimal', 'summary', 'intent']);
 export const RuntimeExecuteInput = {
   runtime: RuntimeName.describe('One of the 16 runtimes'),
@@ -148,7 +148,7 @@ export const RunScriptOutput = {
   consoleTruncated: z.boolean().optional(),
 };
 
-// ---- query_output (reference 000) ----
+// ---- query_output (the governed-runtime contract, docs/architecture.md) ----
 export const QueryOutputInput = {
   artifactHandle: z.string().min(1).max(200),
   queryTerms: z.array(z.string().min(1).max(200)).min(1).max(10),

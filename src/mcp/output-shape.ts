@@ -1,5 +1,5 @@
 /**
- * Shapes runtime_execute's result by `outputMode` (reference 000): `minimal` spends ~50 tokens
+ * Shapes runtime_execute's result by `outputMode` (the governed-runtime contract, docs/architecture.md): `minimal` spends ~50 tokens
  * (status, counts, artifact handle), `summary` adds head + tail, `intent` returns only the lines
  * matching queryTerms. Pure: the caller passes the job's exit and, when the inline copy was cut,
  * the real end of each stream read from the artifact.
@@ -30,7 +30,7 @@ export interface ShapeOptions {
   tails?: { stdout?: string; stderr?: string };
 }
 
-/** Terminal state → the reference's status. Anything that did not run to a clean exit 0 is a failure. */
+/** Terminal state → the governed-runtime contract's status. Anything that did not run to a clean exit 0 is a failure. */
 export function statusOf(exit: Pick<JobExit, 'state' | 'exitCode' | 'timedOut'>): RuntimeStatus {
   switch (exit.state) {
     case 'exited':

@@ -1,9 +1,9 @@
 /**
  * The policy engine: decides one tool call against the team policy, stage by stage in the
- * reference's order (feature gate → runtime allowlist → executable → arguments/shell → cwd →
- * env → limits → rules → OPA), and says which stage denied and why. The rules stage may also
- * decide `ask`: allowed once a person approves (`decision.ask`). Concurrency (stage 8 of the
- * reference) is enforced by the team's object, which words that refusal itself (src/dispatch/job-refusals.ts).
+ * governed-runtime contract's order (docs/architecture.md): feature gate → runtime allowlist → executable →
+ * arguments/shell → cwd → env → limits → rules → OPA, and says which stage denied and why. The rules stage may also
+ * decide `ask`: allowed once a person approves (`decision.ask`). Concurrency (that contract's stage 8)
+ * is enforced by the team's object, which words that refusal itself (src/dispatch/job-refusals.ts).
  *
  * Runs in workerd and in Node: web-standard APIs only. Never throws: any internal failure is a
  * denial (fail closed) naming the stage it happened in.

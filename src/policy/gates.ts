@@ -1,4 +1,4 @@
-/** Stages 1–2: feature gates and the runtime allowlist (reference 000, messages 1–2). */
+/** Stages 1–2: feature gates and the runtime allowlist (the governed-runtime contract's first two checks and their messages, docs/architecture.md). */
 import type { PolicyDocument } from '../contracts/policy.ts';
 import { RUNTIME_NAMES } from '../contracts/runtimes.ts';
 import { deny, pass, type PolicyRequest, type StageResult } from './types.ts';

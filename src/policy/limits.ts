@@ -1,4 +1,4 @@
-/** Stage 7: timeout (default, maximum, clamp or deny) and output caps (reference 000, message 7). */
+/** Stage 7: timeout (default, maximum, clamp or deny) and output caps (the governed-runtime contract's 7th check, docs/architecture.md). */
 import type { PolicyDocument } from '../contracts/policy.ts';
 import { deny, pass, type StageResult } from './types.ts';
 

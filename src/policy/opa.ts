@@ -1,5 +1,5 @@
 /**
- * Stage 8: remote OPA evaluators (reference 003). `POST {url}/v1/data/{policyPath}` with
+ * Stage 8: remote OPA evaluators (the subprocess-policy contract, docs/architecture.md). `POST {url}/v1/data/{policyPath}` with
  * `{"input": …}`; reads `result.allow` (or a boolean `result`). Fails closed: a network error,
  * timeout, non-2xx, unparsable body, undefined result or non-boolean allow is a "no" from that
  * evaluator, with a reason naming it. Uses only fetch + AbortController (runs in workerd).
@@ -7,7 +7,7 @@
 import type { PolicyDocument } from '../contracts/policy.ts';
 import type { OpaVerdict } from './types.ts';
 
-/** The input document (reference 003 plus Gatehouse's caller fields). */
+/** The input document (the subprocess-policy contract's, plus Gatehouse's caller fields). */
 export interface OpaInput {
   operation: 'command_output' | 'exec';
   command: string;

@@ -52,7 +52,7 @@ export interface OpaVerdict {
 export interface PolicyDecision {
   allowed: boolean;
   stage: PolicyStage; // the stage that denied, or 'allowed'
-  reason: string; // a message a user can act on; the reference's text where it gives one
+  reason: string; // a message a user can act on; the source contracts' text where they give one (docs/architecture.md)
   notes: string[]; // e.g. 'timeout 200000ms clamped to the maximum 120000ms'
   effective?: EffectiveJob; // present when allowed: what the job spec must use
   /**

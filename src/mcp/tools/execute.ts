@@ -1,6 +1,6 @@
 /**
- * `execute` (reference 001): `args` given → the executable runs directly; omitted → `sh -c
- * command` (a policy switch, decided on the whole string). Result keeps the reference's shape
+ * `execute` (the shell-exec contract, docs/architecture.md): `args` given → the executable runs directly; omitted → `sh -c
+ * command` (a policy switch, decided on the whole string). Result keeps the contract's shape
  * plus Gatehouse's truthful terminal state, the job id and the artifact handle.
  */
 import type { CallToolResult, InputRequiredResult, McpServer } from '@modelcontextprotocol/server';

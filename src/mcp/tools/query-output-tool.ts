@@ -1,4 +1,4 @@
-/** `query_output` (reference 000): search a job's artifact instead of reading it whole. */
+/** `query_output` (the governed-runtime contract, docs/architecture.md): search a job's artifact instead of reading it whole. */
 import type { McpServer } from '@modelcontextprotocol/server';
 import { QueryOutputInput, QueryOutputOutput } from '../../contracts/tools.ts';
 import { toolInput } from '../../contracts/strict-input.ts';

@@ -1,5 +1,5 @@
 /**
- * `runtime_execute` (reference 000): one of 16 runtimes, args mode or code mode, output shaped
+ * `runtime_execute` (the governed-runtime contract, docs/architecture.md): one of 16 runtimes, args mode or code mode, output shaped
  * by `outputMode` (minimal by default: a few numbers and the artifact handle).
  */
 import { z } from 'zod';
