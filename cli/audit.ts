@@ -6,6 +6,7 @@ import { parseArgs, UsageError, formatFlags, type FlagSpecs } from './args.ts';
 import { api, apiText, connection, formatError, type Connection } from './client.ts';
 import { info, iso, out } from './io.ts';
 import { formatCommand, visible, visibleJson } from './visible-text.ts';
+import type { AuditRow } from '../src/contracts/audit.ts';
 
 const TAIL_FLAGS: FlagSpecs = {
   limit: { type: 'string', value: 'N', help: 'how many rows (default 20, at most 500)' },
@@ -41,23 +42,12 @@ ${formatFlags(TAIL_FLAGS)}
 flags (export):
 ${formatFlags(EXPORT_FLAGS)}`;
 
-export interface AuditRow {
-  id: number;
-  at: number;
-  subject: string;
-  tool: string;
-  command: unknown;
-  cwd: string | null;
-  decision: string;
-  reason: string | null;
-  jobId: string | null;
-  exitStatus: string | null;
-  durationMs: number | null;
-}
+/** The fields of a row that formatRow shows. */
+type ShownRow = Pick<AuditRow, 'id' | 'at' | 'subject' | 'tool' | 'command' | 'cwd' | 'decision' | 'reason' | 'jobId' | 'exitStatus' | 'durationMs'>;
 type Page = { entries: AuditRow[]; nextCursor: string | null };
 
 /** One row, one line: every field a caller could choose is shown through `visible`. */
-export function formatRow(e: AuditRow): string {
+export function formatRow(e: ShownRow): string {
   const bits = [iso(e.at), visible(e.decision).padEnd(7), visible(e.tool).padEnd(15), visible(e.subject), formatCommand(e.command)];
   const tail = [e.exitStatus, e.reason]
     .filter(Boolean)

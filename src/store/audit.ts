@@ -3,6 +3,8 @@
  * kept in the team's Durable Object (src/dispatch/audit-log.ts). Commands and reasons are redacted
  * before storage (a secret in an argv or env must not become readable by every admin).
  */
+import type { AuditRow } from '../contracts/audit.ts';
+
 export interface AuditEntry {
   /** When the call was made (ms); now when absent. A job's row reaches D1 after the call (the team's DO writes it). */
   at?: number;
@@ -187,23 +189,8 @@ export function redact(value: unknown, depth = 0): unknown {
 // ---------------------------------------------------------------------------------------------
 // Queries
 
-export interface AuditRow {
-  id: number;
-  at: number;
-  subject: string;
-  tokenId: string | null;
-  tool: string;
-  command: unknown;
-  cwd: string | null;
-  decision: string;
-  reason: string | null;
-  jobId: string | null;
-  exitStatus: string | null;
-  durationMs: number | null;
-  bytes: number | null;
-  parentJobId: string | null;
-  approvalId: string | null;
-}
+/** A row as the API shows it: its shape is the contract's (the CLI reads it too). */
+export type { AuditRow };
 
 export interface AuditFilter {
   limit?: number;
