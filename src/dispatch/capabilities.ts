@@ -23,6 +23,7 @@ import { JobRecords } from './job-records.ts';
 import { JobRows } from './job-rows.ts';
 import { JobTexts } from './job-texts.ts';
 import { Jobs } from './jobs.ts';
+import { JobViews } from './job-views.ts';
 import { LiveOutput } from './live-output.ts';
 import { Tasks } from './tasks.ts';
 import { TeamQuotas } from './quotas.ts';
@@ -50,6 +51,8 @@ export interface Capabilities {
   /** How long and how much history the object keeps: exported to R2, then dropped. */
   retention: Retention;
   jobs: Jobs;
+  /** A job's view, result, kept output and the list: the reads of jobs. */
+  views: JobViews;
   messages: AgentMessages;
   egress: Egress;
   /** The team's approvals (policy asks and egress asks), with their retention. */
@@ -172,6 +175,7 @@ export function capabilities(host: DispatchHost, o: { plan: PlanResult; trace: (
     legacy,
     retention,
     jobs,
+    views: new JobViews({ rows, records, live, followers }),
     messages,
     egress,
     approvals,

@@ -4,20 +4,21 @@
  * ended exactly once (by its agent's report, a kill, or the agent's loss), its call's audit row kept with it.
  * The rows live in job-rows.ts (the rest of a job's record: job-records.ts); the sockets in the agent link.
  */
-import type { JobExit, JobSpec, SandboxKind, StreamName } from '../contracts/agent-protocol.ts';
+import type { JobExit, JobSpec, } from '../contracts/agent-protocol.ts';
 import { asErrorCode, describeIssues, type ErrorCode } from '../contracts/errors.ts';
-import { isTerminal, JobListFilter, type AgentView, type JobState, type JobView } from '../contracts/jobs.ts';
+import type { AgentView, JobState } from '../contracts/jobs.ts';
 import { MISSED_HEARTBEATS, type AgentLink } from './agent-link.ts';
 import type { ArtifactUploads } from './artifact-uploads.ts';
 import type { AuditLog } from './audit-log.ts';
-import { DispatchRequest, type KeptOutput, type SubmitAnswer } from './events.ts';
+import { DispatchRequest, type SubmitAnswer } from './events.ts';
 import type { Followers } from './followers.ts';
 import type { DispatchHost, Wakes } from './host.ts';
 import type { JobRecords } from './job-records.ts';
 import { refusalOf } from './job-refusals.ts';
 import type { JobRow, JobRows } from './job-rows.ts';
 import type { LiveOutput } from './live-output.ts';
-import { nextDeadline, schedule, whyNoAgentFits, type Ineligibility, type SchedJob } from './scheduler.ts';
+import { nextDeadline, schedule, whyNoAgentFits, type Ineligibility } from './scheduler.ts';
+import { placeNow, toSchedJob } from './placement.ts';
 import { writeMetric } from '../platform/metrics.ts';
 
 export interface JobsParts {
@@ -75,7 +76,8 @@ export class Jobs implements Wakes {
   }
 
   /** Records a job and queues it (or refuses it at once with a reason the caller can act on). */
-  async submit(raw: DispatchRequest): Promise<SubmitAnswer> {
+  /** `followed`: the caller follows the job from this call on (`submitAndFollow`), so a job started now needs no alarm. */
+  async submit(raw: DispatchRequest, o: { followed?: boolean } = {}): Promise<SubmitAnswer> {
     const parsed = DispatchRequest.safeParse(raw);
     if (!parsed.success) return { ok: false, code: 'invalid_argument', message: describeIssues(parsed.error.issues) };
     const req = parsed.data;
@@ -86,7 +88,7 @@ export class Jobs implements Wakes {
     const auditId = this.p.audit.nextId();
     const gated = this.p.configError ?? this.gated();
     // A job that can start now is written running: one row written, not a queued one and then its start.
-    const startOn = !gated && queuedBefore === 0 && !this.rows.get(req.spec.jobId) ? this.placeNow(req, now) : null;
+    const startOn = !gated && queuedBefore === 0 && !this.rows.get(req.spec.jobId) ? placeNow(req, now, this.p.link, this.rows.running(), this.load()) : null;
     const row = this.p.records.create({
       spec: req.spec,
       tool: req.tool,
@@ -124,8 +126,9 @@ export class Jobs implements Wakes {
     // A job id it has already: the submit was sent again (its answer lost), and the job is as it stands.
     if (!row) return answerFor(this.rows.get(req.spec.jobId)!);
     if (startOn) {
-      if (this.sendStart(row.id, startOn.id, req.spec)) await this.host.wake();
-      else await this.pump();
+      if (this.sendStart(row.id, startOn.id, req.spec)) {
+        if (!o.followed) await this.host.wake();
+      } else await this.pump();
     } else if (gated) {
       this.close(req.spec.jobId, 'refused', { error: gated });
     } else if (queuedBefore >= req.maxQueueLength) {
@@ -144,29 +147,6 @@ export class Jobs implements Wakes {
     }
     this.observe(null);
     return answerFor(this.rows.get(req.spec.jobId)!);
-  }
-
-  /** The agent a new job starts on right away, as the scheduler would place it; null when it would wait or be refused. */
-  private placeNow(req: DispatchRequest, now: number): { id: string; subject: string; sandbox: SandboxKind } | null {
-    const running = this.rows.running();
-    const job: SchedJob = {
-      id: req.spec.jobId,
-      deadline: now + req.queueWaitMs,
-      runtime: req.runtime,
-      sandboxMinimum: req.sandboxMinimum,
-      agent: req.agent,
-      labels: req.labels?.length ? req.labels : undefined,
-    };
-    const decision = schedule({
-      now,
-      queue: [job],
-      agents: this.p.link.schedAgents(this.load(running)),
-      teamRunning: running.length,
-      maxConcurrent: req.maxConcurrentJobs,
-    });
-    const agentId = decision.start[0]?.agentId;
-    const r = agentId ? this.p.link.agent(agentId) : null;
-    return agentId && r && this.p.link.socketOf(agentId) ? { id: agentId, subject: r.subject, sandbox: r.sandbox } : null;
   }
 
   /** Sends a job now running on `agentId` its start; false when the socket took nothing (the job is queued again). */
@@ -196,53 +176,6 @@ export class Jobs implements Wakes {
       if (f) return f;
     }
     return null;
-  }
-
-  /** The job's view; with `waitMs`, waits (long-poll) until it ends or the time is up. */
-  async status(jobId: string, waitMs: number): Promise<JobView | null> {
-    let row = this.rows.get(jobId);
-    if (!row) return null;
-    if (!isTerminal(row.state) && waitMs > 0) {
-      await this.p.followers.waitForEnd(jobId, waitMs);
-      row = this.rows.get(jobId)!;
-    }
-    return this.p.records.view(row);
-  }
-
-  /** The finished job's full result (inline output reassembled), with who ran it. */
-  result(jobId: string): { view: JobView; exit: JobExit | null } | null {
-    const row = this.rows.get(jobId);
-    if (!row) return null;
-    return { view: this.p.records.view(row), exit: this.p.records.result(jobId) };
-  }
-
-  /**
-   * Output the edge keeps, from a byte offset: what the agent relayed live (the first
-   * LIVE_OUTPUT_MAX_BYTES of each stream), or — for an ended job whose result holds more — the
-   * result's inline output. `total` is what is kept so far.
-   */
-  liveOutput(jobId: string, stream: StreamName, offset: number, maxBytes: number): KeptOutput | null {
-    const row = this.rows.get(jobId);
-    if (!row) return null;
-    const live = this.p.live.read(jobId, stream, offset, maxBytes);
-    if (isTerminal(row.state) && row.exit) {
-      const inline = new TextEncoder().encode(this.p.records.result(jobId)?.[stream] ?? '');
-      if (inline.byteLength > live.total) {
-        return {
-          data: inline.subarray(Math.min(offset, inline.byteLength), Math.min(offset + maxBytes, inline.byteLength)),
-          total: inline.byteLength,
-          source: 'result',
-        };
-      }
-    }
-    return { ...live, source: 'live' };
-  }
-
-  list(filter: JobListFilter): { jobs: JobView[]; next_cursor: string | null } {
-    const f = JobListFilter.parse(filter);
-    const cursor = f.cursor !== undefined && /^\d+$/.test(f.cursor) ? Number(f.cursor) : undefined;
-    const { rows, next } = this.rows.list({ state: f.state, subject: f.subject, tool: f.tool, cursor, limit: f.limit });
-    return { jobs: rows.map((r) => this.p.records.view(r)), next_cursor: next === null ? null : String(next) };
   }
 
   /**
@@ -438,17 +371,6 @@ export class Jobs implements Wakes {
       slots: agents.reduce((n, a) => n + a.capacity, 0),
     });
   }
-}
-
-function toSchedJob(r: JobRow): SchedJob {
-  return {
-    id: r.id,
-    deadline: r.deadline,
-    runtime: r.runtime ?? undefined,
-    sandboxMinimum: r.sandbox_min ?? undefined,
-    agent: r.sel_agent ?? undefined,
-    labels: r.sel_labels ? (JSON.parse(r.sel_labels) as string[]) : undefined,
-  };
 }
 
 function answerFor(row: JobRow): SubmitAnswer {

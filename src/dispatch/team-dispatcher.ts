@@ -126,7 +126,7 @@ export class TeamDispatcher extends DurableObject<Env> {
   submitAndFollow(raw: DispatchRequest): Promise<{ answer: SubmitAnswer; events: ReadableStream<Uint8Array> | null }> {
     return this.rpc(async () => {
       stamp(this.env, 'do.submitted');
-      const answer = await this.c.jobs.submit(raw);
+      const answer = await this.c.jobs.submit(raw, { followed: !raw.background });
       if (!answer.ok || raw.background) return { answer, events: null };
       return { answer, events: this.c.followers.follow(answer.jobId) };
     });
@@ -138,19 +138,19 @@ export class TeamDispatcher extends DurableObject<Env> {
   }
 
   status(jobId: string, waitMs = 0): Promise<JobView | null> {
-    return this.rpc(() => this.c.jobs.status(jobId, waitMs));
+    return this.rpc(() => this.c.views.status(jobId, waitMs));
   }
 
   result(jobId: string): { view: JobView; exit: JobExit | null } | null {
-    return this.rpc(() => this.c.jobs.result(jobId));
+    return this.rpc(() => this.c.views.result(jobId));
   }
 
   liveOutput(jobId: string, stream: StreamName, offset: number, maxBytes: number): KeptOutput | null {
-    return this.rpc(() => this.c.jobs.liveOutput(jobId, stream, offset, maxBytes));
+    return this.rpc(() => this.c.views.liveOutput(jobId, stream, offset, maxBytes));
   }
 
   list(filter: JobListFilter): { jobs: JobView[]; next_cursor: string | null } {
-    return this.rpc(() => this.c.jobs.list(filter));
+    return this.rpc(() => this.c.views.list(filter));
   }
 
   kill(jobId: string, reason: string): Promise<{ found: boolean; state: JobState | null }> {

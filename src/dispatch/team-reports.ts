@@ -43,6 +43,6 @@ export async function auditExportPage(c: Capabilities, q: { after: number | null
 export async function taskWithView(c: Capabilities, subject: string, taskId: string, now: number): Promise<{ task: TeamTask; view: JobView } | null> {
   const task = c.tasks.find(subject, taskId, now);
   if (!task) return null;
-  const view = await c.jobs.status(taskId, 0);
+  const view = await c.views.status(taskId, 0);
   return view ? { task, view } : null;
 }

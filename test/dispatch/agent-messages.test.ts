@@ -45,7 +45,7 @@ describe('agent messages', () => {
     expect(t.c.rows.get('j1')?.state).toBe('running');
     await say(t, ws, { type: 'job.exit.part', jobId: 'j1', stream: 'stdout', seq: 1, data: 'second half' });
     await say(t, ws, big);
-    expect(t.c.jobs.result('j1')?.exit?.stdout).toBe('first half, second half');
+    expect(t.c.views.result('j1')?.exit?.stdout).toBe('first half, second half');
     expect(ws.of('job.ack')).toEqual([{ type: 'job.ack', jobId: 'j1' }]);
   });
 
@@ -178,7 +178,7 @@ describe('an exit whose inline output was left to the live frames', () => {
     await say(t, ws, liveExit('j1', out.byteLength, err.byteLength));
     const expected = inlineResult({ head: out, total: out.byteLength }, { head: err, total: err.byteLength }, 1000);
     expect(expected).toMatchObject({ stdoutTruncated: true, stderrTruncated: true });
-    const exit = t.c.jobs.result('j1')?.exit;
+    const exit = t.c.views.result('j1')?.exit;
     expect(exit).toMatchObject({ ...expected, state: 'exited', exitCode: 0 });
     expect(exit).not.toHaveProperty('inlineFromLive');
     expect(ws.of('job.ack')).toEqual([{ type: 'job.ack', jobId: 'j1' }]);
@@ -188,7 +188,7 @@ describe('an exit whose inline output was left to the live frames', () => {
     const small = nulHeavy(500);
     await relay(t, ws, 'j2', 'stdout', small);
     await say(t, ws, liveExit('j2', small.byteLength, 0));
-    expect(t.c.jobs.result('j2')?.exit).toMatchObject({ stdout: new TextDecoder().decode(small), stderr: '', stdoutTruncated: false, stderrTruncated: false });
+    expect(t.c.views.result('j2')?.exit).toMatchObject({ stdout: new TextDecoder().decode(small), stderr: '', stdoutTruncated: false, stderrTruncated: false });
   });
 
   it('keeps what there is, flagged truncated, when fewer bytes were kept than the result needs, and still ends the job', async () => {
@@ -207,7 +207,7 @@ describe('an exit whose inline output was left to the live frames', () => {
       warn.mockRestore();
     }
     expect(t.c.rows.get('j1')?.state).toBe('exited');
-    expect(t.c.jobs.result('j1')?.exit).toMatchObject({ stdout: 'only this', stderr: '', stdoutTruncated: true, stderrTruncated: true });
+    expect(t.c.views.result('j1')?.exit).toMatchObject({ stdout: 'only this', stderr: '', stdoutTruncated: true, stderrTruncated: true });
     expect(ws.of('job.ack')).toEqual([{ type: 'job.ack', jobId: 'j1' }]);
   });
 });

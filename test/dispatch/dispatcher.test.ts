@@ -38,7 +38,7 @@ describe('team dispatcher capabilities', () => {
     const got = await lines(events);
     expect(got.map((e) => e.type)).toEqual(['started', 'output', 'exit']);
     expect(got[1]).toMatchObject({ stream: 'stdout', data: 'hi\n' });
-    expect(t.c.jobs.result('j1')?.exit?.stdout).toBe('hi\n');
+    expect(t.c.views.result('j1')?.exit?.stdout).toBe('hi\n');
     expect(t.trace).toEqual(['do.job_start_sent', 'do.exit_received', 'do.settled']);
   });
 
@@ -51,7 +51,7 @@ describe('team dispatcher capabilities', () => {
     expect(t.c.rows.get('j1')?.state).toBe('running');
     await say(t, a1, exitOf('j1', 'real'));
     await say(t, a1, exitOf('j1', 'again'));
-    expect(t.c.jobs.result('j1')?.exit?.stdout).toBe('real');
+    expect(t.c.views.result('j1')?.exit?.stdout).toBe('real');
     // The re-send is acknowledged again, so the agent forgets it.
     expect(a1.of('job.ack').length).toBe(2);
   });
@@ -134,7 +134,7 @@ describe('team dispatcher capabilities', () => {
     await t.c.jobs.submit(request('j1'));
     await say(t, ws, exitOf('j1', 'kept'));
     const restarted = setup({ host: { ...t.host } });
-    expect(restarted.c.jobs.result('j1')?.exit?.stdout).toBe('kept');
+    expect(restarted.c.views.result('j1')?.exit?.stdout).toBe('kept');
     expect(restarted.c.jobs.agents().map((a) => a.agent_id)).toEqual(['a1']);
   });
 

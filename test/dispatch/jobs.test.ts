@@ -44,18 +44,18 @@ describe('jobs', () => {
     const t = setup();
     const ws = await connect(t, 'a1');
     await t.c.jobs.submit(request('j1'));
-    expect(t.c.jobs.liveOutput('j1', 'stdout', 0, 100)).toMatchObject({ total: 0, source: 'live' });
+    expect(t.c.views.liveOutput('j1', 'stdout', 0, 100)).toMatchObject({ total: 0, source: 'live' });
     await say(t, ws, exitOf('j1', 'hello world'));
-    const kept = t.c.jobs.liveOutput('j1', 'stdout', 6, 100)!;
+    const kept = t.c.views.liveOutput('j1', 'stdout', 6, 100)!;
     expect({ text: new TextDecoder().decode(kept.data), total: kept.total, source: kept.source }).toEqual({ text: 'world', total: 11, source: 'result' });
   });
 
   it('lists jobs newest first, a page at a time', async () => {
     const t = setup();
     for (const id of ['a', 'b', 'c']) await t.c.jobs.submit(request(id));
-    const first = t.c.jobs.list({ limit: 2 });
+    const first = t.c.views.list({ limit: 2 });
     expect(first.jobs.map((j) => j.job_id)).toEqual(['c', 'b']);
-    const rest = t.c.jobs.list({ limit: 2, cursor: first.next_cursor! });
+    const rest = t.c.views.list({ limit: 2, cursor: first.next_cursor! });
     expect([rest.jobs.map((j) => j.job_id), rest.next_cursor]).toEqual([['a'], null]);
   });
 });

@@ -128,7 +128,7 @@ describe('a job a caller waits on', () => {
       const b = await connect(t, 'b1');
       await t.c.jobs.submit(request('j3'));
       expect(t.c.rows.get('j3')?.agent).toBe('b1');
-      const waiting = t.c.jobs.status('j3', 10 * HB);
+      const waiting = t.c.views.status('j3', 10 * HB);
       expect(idle(t)).toBe(true);
       const wakes = t.host.wakeCalls;
       await vi.advanceTimersByTimeAsync(10 * HB);

@@ -83,7 +83,7 @@ async function executeCall(t: Team, ws: FakeSocket, jobId: string, o: Partial<Di
     .trim()
     .split('\n')
     .map((l) => JSON.parse(l) as { type: string; exit?: { stdout: string } });
-  const result = t.c.jobs.result(jobId);
+  const result = t.c.views.result(jobId);
   await settle();
   return { answer, lines, result };
 }
@@ -168,7 +168,7 @@ describe('DO statements per execute call', () => {
     await say(r, again, exitOf('j3', 'three\n'));
     await settle();
     expect(r.c.rows.get('j4')!.seq).toBeGreaterThan(r.c.rows.get('j3')!.seq);
-    expect(['j1', 'j2', 'j3', 'j4'].map((id) => r.c.jobs.result(id)?.exit?.stdout)).toEqual(['one\n', 'two\n', 'three\n', 'hi\n']);
+    expect(['j1', 'j2', 'j3', 'j4'].map((id) => r.c.views.result(id)?.exit?.stdout)).toEqual(['one\n', 'two\n', 'three\n', 'hi\n']);
     expect([r.c.rows.queued(), r.c.rows.running()]).toEqual([[], []]);
     // What the restarted object kept in memory matches a third reading of the same storage.
     const fresh = setup({ host: dispatchHost({ db: t.host.db, env: t.host.env, heartbeatMs: HB }) });
