@@ -4,7 +4,7 @@
  * ended exactly once (by its agent's report, a kill, or the agent's loss), its call's audit row kept with it.
  * The rows live in job-rows.ts (the rest of a job's record: job-records.ts); the sockets in the agent link.
  */
-import type { JobExit, JobSpec, } from '../contracts/agent-protocol.ts';
+import type { JobExit, JobSpec } from '../contracts/agent-protocol.ts';
 import { asErrorCode, describeIssues, type ErrorCode } from '../contracts/errors.ts';
 import type { AgentView, JobState } from '../contracts/jobs.ts';
 import { MISSED_HEARTBEATS, type AgentLink } from './agent-link.ts';

@@ -90,6 +90,8 @@ describe('table ownership', () => {
     agents: 'agent-registry.ts',
     dispatch_migrations: 'host.ts',
   };
+  /** A capability's own modules besides its main file (its schema). */
+  const PART_OF: Record<string, string> = { 'job-row-schema.ts': 'job-rows.ts' };
   it("no capability's SQL names a table another capability owns", () => {
     const dir = new URL('../../src/dispatch/', import.meta.url);
     const strays: string[] = [];
@@ -99,7 +101,7 @@ describe('table ownership', () => {
       const text = readFileSync(new URL(file, dir), 'utf8');
       for (const m of text.matchAll(/\b(?:FROM|INTO|UPDATE|JOIN|TABLE(?: IF NOT EXISTS)?)\s+(\w+)/g)) {
         const owner = OWNER[m[1]];
-        if (owner && owner !== file) strays.push(`${file} names ${m[1]} (owned by ${owner})`);
+        if (owner && owner !== (PART_OF[file] ?? file)) strays.push(`${file} names ${m[1]} (owned by ${owner})`);
       }
     }
     expect(strays).toEqual([]);
