@@ -6,29 +6,13 @@
  */
 import { describe, expect, it } from 'vitest';
 import { JOB_RETENTION_MS } from '../../src/contracts/jobs.ts';
-import type { JobExit } from '../../src/contracts/agent-protocol.ts';
 import { jobParts } from './job-parts.ts';
 import { sqlHost } from './sql-host.ts';
-import { specOf } from './team-fixture.ts';
+import { exitOf, specOf } from './team-fixture.ts';
 
 const DAY = 24 * 3600_000;
 const T0 = 20_000 * DAY;
 const agent = { id: 'a', subject: 'agent-a', sandbox: 'none' as const };
-const exit = (id: string): JobExit => ({
-  type: 'job.exit',
-  jobId: id,
-  state: 'exited',
-  exitCode: 0,
-  signal: null,
-  timedOut: false,
-  durationMs: 1,
-  stdout: '',
-  stderr: '',
-  stdoutTruncated: false,
-  stderrTruncated: false,
-  artifactsUploaded: true,
-  streams: { stdout: { bytes: 0, lines: 0, artifactTruncated: false }, stderr: { bytes: 0, lines: 0, artifactTruncated: false } },
-});
 
 describe('jobs kept a day per table', () => {
   it('finds and lists jobs across days, and drops a day whole once its last job ended past retention', () => {
@@ -48,7 +32,7 @@ describe('jobs kept a day per table', () => {
       });
     const end = (id: string, at: number) => {
       store.assign(id, agent, at);
-      expect(store.finish(id, 'exited', at, { exit: exit(id), fromAgent: 'a' })).toBe(true);
+      expect(store.finish(id, 'exited', at, { exit: exitOf(id, ''), fromAgent: 'a' })).toBe(true);
     };
     job('d0-a', T0 + 10);
     job('d0-b', T0 + 20);
