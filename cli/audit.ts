@@ -6,7 +6,7 @@ import { parseArgs, UsageError, formatFlags, type FlagSpecs } from './args.ts';
 import { api, apiText, connection, formatError, type Connection } from './client.ts';
 import { info, iso, out } from './io.ts';
 import { formatCommand, visible, visibleJson } from './visible-text.ts';
-import type { AuditRow } from '../src/contracts/audit.ts';
+import type { AuditRow, StorageView } from '../src/contracts/audit.ts';
 
 const TAIL_FLAGS: FlagSpecs = {
   limit: { type: 'string', value: 'N', help: 'how many rows (default 20, at most 500)' },
@@ -162,16 +162,6 @@ async function auditExport(argv: string[]): Promise<number> {
   }
   info(`${rows} rows; next: ${q.get('after')}`);
   return 0;
-}
-
-interface StorageView {
-  bytes: number;
-  maxBytes: number;
-  auditDays: number;
-  oldestAuditAt: number | null;
-  nextDropAt: number | null;
-  exported: { batches: number; rows: number; lastId: number | null };
-  lastError: string | null;
 }
 
 const mb = (n: number) => `${(n / 1e6).toFixed(1)} MB`;

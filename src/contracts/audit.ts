@@ -19,3 +19,15 @@ export interface AuditRow {
   parentJobId: string | null;
   approvalId: string | null;
 }
+
+/** What an admin sees of the team's storage and what retention drops next (`GET /admin/v1/audit/storage`, the CLI, the dashboard). */
+export interface StorageView {
+  bytes: number;
+  maxBytes: number;
+  auditDays: number;
+  oldestAuditAt: number | null;
+  /** When the oldest audit rows are due (exported, then dropped). */
+  nextDropAt: number | null;
+  exported: { batches: number; rows: number; lastId: number | null };
+  lastError: string | null;
+}

@@ -7,7 +7,7 @@ import type { Env } from '../env.ts';
 import type { AuditEntry, AuditFilter, AuditRow } from '../store/audit.ts';
 import { teamStub } from './client.ts';
 import type { AuditExportPage } from './events.ts';
-import type { StorageView } from './retention.ts';
+import type { StorageView } from '../contracts/audit.ts';
 
 /** Records one row in the team's audit log; returns its id (null: a governed job's row that existed). */
 export async function recordAudit(env: Env, e: AuditEntry): Promise<number | null> {

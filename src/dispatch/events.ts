@@ -4,7 +4,8 @@
  * them, the Worker reads them.
  */
 import type { AuditRow } from '../store/audit.ts';
-import type { AuditExportBatch, StorageView } from './retention.ts';
+import type { AuditExportBatch } from './retention.ts';
+import type { StorageView } from '../contracts/audit.ts';
 import { z } from 'zod';
 import { JobExit, JobSpec, SandboxKind, StreamName } from '../contracts/agent-protocol.ts';
 import { AgentLabel, type JobView } from '../contracts/jobs.ts';

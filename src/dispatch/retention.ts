@@ -9,6 +9,7 @@
  *
  * Its own alarm time (`nextWake`) is the oldest row's due time; it reads that once per instance.
  */
+import type { StorageView } from '../contracts/audit.ts';
 import { JOB_RETENTION_MS } from '../contracts/jobs.ts';
 import type { RetentionPolicy } from '../contracts/policy.ts';
 import type { ErrorCode } from '../contracts/errors.ts';
@@ -67,18 +68,6 @@ export type RetentionHost = Pick<DispatchHost, 'sql' | 'transactionSync' | 'env'
   /** The object's storage in bytes (`ctx.storage.sql.databaseSize`). */
   storageBytes(): number;
 };
-
-/** What an admin sees of the team's storage and what retention drops next. */
-export interface StorageView {
-  bytes: number;
-  maxBytes: number;
-  auditDays: number;
-  oldestAuditAt: number | null;
-  /** When the oldest audit row is due (exported, then dropped). */
-  nextDropAt: number | null;
-  exported: { batches: number; rows: number; lastId: number | null };
-  lastError: string | null;
-}
 
 export class Retention implements Wakes {
   private readonly host: RetentionHost;

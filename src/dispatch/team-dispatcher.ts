@@ -41,7 +41,7 @@ import type { ImportCount, TeamRecordsImport } from './team-records-client.ts';
 import type { ArtifactRow, BodyPlace, StoredArtifact } from './artifact-index.ts';
 import type { AuditEntry, AuditFilter, AuditRow } from '../store/audit.ts';
 import type { Admission, Suspension } from './admission.ts';
-import type { StorageView } from './retention.ts';
+import type { StorageView } from '../contracts/audit.ts';
 import type { PolicyStamp } from '../store/admission.ts';
 import type { Quotas } from '../store/teams.ts';
 import type { TeamUsage } from './quotas.ts';
