@@ -23,7 +23,8 @@ const TEAM = 'upl';
 const POLICY = {
   ...DEFAULT_POLICY,
   shell: { enabled: true, allow: ['/.*/'] },
-  limits: { ...DEFAULT_POLICY.limits, maxConcurrentJobs: 4, queueWaitMs: 20_000 },
+  // An inline cap below the jobs' output: the exit holds no stream whole, so every stream is uploaded (what this file attacks).
+  limits: { ...DEFAULT_POLICY.limits, maxConcurrentJobs: 4, queueWaitMs: 20_000, inlineOutputBytes: 8 },
 };
 
 type S = Record<string, unknown>;
