@@ -91,11 +91,11 @@ const R2_USD_PER_GB_MONTH = 0.015;
 const AE_POINTS_INCLUDED = 10e6;
 const AE_USD_PER_M_POINTS = 0.25;
 /**
- * Data points per execute call, from the code (src/platform/metrics.ts LAYOUT: a `call` point, a `job`
- * point at its end, a `team` point at its end — and at its submit only when it waits in a queue):
- * `wrangler dev` drops them, so not measured.
+ * Data points per execute call, from the code (src/platform/metrics.ts LAYOUT: a `call` point and a `job`
+ * point at its end; a `team` point only when the team's counters change, which calls spread evenly over
+ * the day leave where they were): `wrangler dev` drops them, so not measured.
  */
-const AE_POINTS_PER_CALL = 3;
+const AE_POINTS_PER_CALL = 2;
 
 /** How long a call's rows and bytes stay: the team object's jobs (JOB_RETENTION_MS), artifacts 24 h (the policy's default `artifacts.retentionHours`). */
 const ARTIFACT_RETENTION_DAYS = 1;
@@ -758,7 +758,7 @@ export function costModel(f: TenantFigures): { lines: CostLine[]; total: number 
     'Analytics Engine points',
     AE_POINTS_PER_CALL,
     over(AE_POINTS_PER_CALL * callsPerMonth, AE_POINTS_INCLUDED, AE_USD_PER_M_POINTS / 1e6),
-    'from the code (call, job, team points; a queued submit adds one)',
+    'from the code (call, job; a team point only when its counters change)',
   );
   return { lines, total: lines.reduce((n, l) => n + l.usdPerTeamMonth, 0) };
 }

@@ -65,6 +65,8 @@ export class Jobs implements Wakes {
   private readonly host: DispatchHost;
   private readonly p: JobsParts;
   private lastJob: DispatchHealth['lastJob'] = null;
+  /** The counters of the last `team` metric point written (queued/running/agents/slots). */
+  private lastCounters = '';
 
   constructor(host: DispatchHost, parts: JobsParts) {
     this.host = host;
@@ -289,8 +291,13 @@ export class Jobs implements Wakes {
       if (ended && timing) {
         writeMetric(env, 'job', team, { state: ended.state, sandbox: ended.sandbox, agent: ended.agent, tool: ended.tool, error: ended.error_code }, timing);
       }
-      // A job placed at once changes no queue: the counters go with its end's point. A queue forming is written at each submit.
-      if (ended || counters.queued > 0) writeMetric(env, 'team', team, { at: ended ? 'end' : 'submit' }, counters);
+      // The counters are a gauge: written when they differ from the last point this instance wrote. A job placed
+      // at once writes none at its submit (its end's point, if any, says where the team stands).
+      const key = `${counters.queued}/${counters.running}/${counters.agents}/${counters.slots}`;
+      if ((ended || counters.queued > 0) && key !== this.lastCounters) {
+        this.lastCounters = key;
+        writeMetric(env, 'team', team, { at: ended ? 'end' : 'submit' }, counters);
+      }
     });
   }
 

@@ -143,5 +143,16 @@ describe('Analytics Engine data points', () => {
     expect(named('team', m.of('team').at(-1)!)).toMatchObject({ at: 'end', queued: 1, running: 1 });
     // The dashboard's health section reads the same counters and the last job's timing.
     expect(t.c.jobs.health()).toEqual({ queued: 0, running: 2, lastJob: { endedAt: t.host.clock.now, durationMs: 250, queueWaitMs: 0 } });
+    // A gauge: a job that leaves the counters where the last point put them writes no team point.
+    await say(t, ws, exitOf('j2', 'hi\n'));
+    await say(t, ws, exitOf('j3', 'hi\n'));
+    await Promise.resolve();
+    const points = m.of('team').length;
+    expect(named('team', m.of('team').at(-1)!)).toMatchObject({ at: 'end', queued: 0, running: 0 });
+    await t.c.jobs.submit(request('j4'));
+    await say(t, ws, exitOf('j4', 'hi\n'));
+    await Promise.resolve();
+    expect(m.of('team')).toHaveLength(points);
+    expect(m.of('job')).toHaveLength(4);
   });
 });
