@@ -2,8 +2,9 @@
  * A log kept as one SQLite table per UTC day (a segment) instead of one table, so retention drops
  * whole days with DROP TABLE. Durable Objects bill every row a DELETE removes as a row written, like
  * the insert that wrote it (https://developers.cloudflare.com/durable-objects/platform/pricing/,
- * "rows written"); dropping a table writes none. For a log every call adds to and retention empties
- * day after day, that halves what its rows cost.
+ * "rows written"); a dropped table counts none in the runtime's row counters (workerd's SQLite patch
+ * `0001-row-counts-plain.patch` counts deleted rows, not a destroyed table's). For a log every call adds
+ * to and retention empties day after day, that halves what its rows cost.
  *
  * ```ts
  * const days = new Segments(host, { family: 'jobs', legacy: 'jobs', create: (t) => [`CREATE TABLE ${t} (…) WITHOUT ROWID`] });
