@@ -57,7 +57,11 @@ export class Followers {
   private rewatch(left?: string): void {
     if (!this.watch) return;
     const waiting = [...this.listeners.values(), ...this.endWaiters.values()].some((set) => set.size > 0);
-    if (waiting && !this.watcher) this.watcher = setInterval(() => void this.watch?.tick(), this.watch.intervalMs);
+    if (waiting && !this.watcher)
+      this.watcher = setInterval(
+        () => void Promise.resolve(this.watch?.tick()).catch((e) => console.error(`liveness check while callers wait: ${(e as Error).message}`)),
+        this.watch.intervalMs,
+      );
     if (!waiting && this.watcher) {
       clearInterval(this.watcher);
       this.watcher = null;

@@ -85,12 +85,16 @@ export class Jobs implements Wakes {
     const req = parsed.data;
     const team = await this.host.team();
     const now = this.host.now();
+    // A job id it has already: the submit was sent again (its answer lost), and the job is as it stands — before the
+    // gates, which count what they let through (a job sent twice is one job of the day).
+    const existing = this.rows.get(req.spec.jobId);
+    if (existing) return answerFor(existing);
     const queuedBefore = this.rows.queued().length;
     // The job's row holds its audit row's id, so the row's completion is found by its key (no index on job ids).
     const auditId = this.p.audit.nextId();
     const gated = this.p.configError ?? this.gated();
     // A job that can start now is written running: one row written, not a queued one and then its start.
-    const startOn = !gated && queuedBefore === 0 && !this.rows.get(req.spec.jobId) ? placeNow(req, now, this.p.link, this.rows.running(), this.load()) : null;
+    const startOn = !gated && queuedBefore === 0 ? placeNow(req, now, this.p.link, this.rows.running(), this.load()) : null;
     const row = this.p.records.create({
       spec: req.spec,
       tool: req.tool,

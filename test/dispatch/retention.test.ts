@@ -12,6 +12,7 @@ import { JOB_RETENTION_MS } from '../../src/contracts/jobs.ts';
 import type { RetentionPolicy } from '../../src/contracts/policy.ts';
 import type { AuditRow } from '../../src/store/audit.ts';
 import { dispatchHost } from './sql-host.ts';
+import { specOf } from './team-fixture.ts';
 
 const DAY = 24 * 3600_000;
 
@@ -126,17 +127,7 @@ describe('retention', () => {
     const t = rig();
     const now = t.host.clock.now;
     t.jobs.create({
-      spec: {
-        jobId: 'old',
-        artifactHandle: 'art_old',
-        mode: 'argv',
-        command: 'true',
-        args: [],
-        cwd: '',
-        env: {},
-        timeoutMs: 1000,
-        limits: { inlineBytes: 1, artifactBytes: 1 },
-      },
+      spec: specOf('old', { limits: { inlineBytes: 1, artifactBytes: 1 } }),
       tool: 'execute',
       subject: 'alice',
       tokenId: 't',
