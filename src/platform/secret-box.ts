@@ -84,7 +84,7 @@ export async function openSecret(key: CryptoKey, sealed: string, context = ''): 
   }
   try {
     const plain = await crypto.subtle.decrypt({ name: 'AES-GCM', iv, additionalData: new TextEncoder().encode(context) }, key, body);
-    return { ok: true, value: new TextDecoder('utf-8', { fatal: true }).decode(plain) };
+    return { ok: true, value: new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(plain) };
   } catch {
     return fail(
       'config_error',
