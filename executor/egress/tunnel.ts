@@ -68,7 +68,8 @@ export async function openTunnel(gate: EgressGate, req: IncomingMessage, client:
   }
   conn.rec.reason = v.reason;
   const route = gate.credentialRoute(host, port);
-  if (route) return forwardWithCredentials(gate, conn, client, hello.bytes, { host, port, address: target.address, dialPort: target.port, first: upstream }, route);
+  if (route)
+    return forwardWithCredentials(gate, conn, client, hello.bytes, { host, port, address: target.address, dialPort: target.port, first: upstream }, route);
   if (!gate.count(conn, 'up', hello.bytes.length)) return;
   upstream.write(hello.bytes);
   pipe(gate, conn, client, upstream, 'up');

@@ -98,7 +98,12 @@ async function tunnel(proxyPort: number, host: string, ca: string): Promise<Sock
   return tls;
 }
 
-async function get(tls: Socket, host: string, path: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string; headers: Record<string, unknown> }> {
+async function get(
+  tls: Socket,
+  host: string,
+  path: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: string; headers: Record<string, unknown> }> {
   const req = httpRequest({ host, path, headers: { host, ...headers }, createConnection: () => tls });
   req.end();
   const [res] = (await once(req, 'response')) as [import('node:http').IncomingMessage];
