@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import type { Server } from 'node:http';
 import { AGENT_USAGE, parseAgentArgs } from './config.ts';
 import { Agent } from './agent.ts';
+import { AgentCa } from './egress/agent-ca.ts';
 import { JobRunner } from './jobs/runner.ts';
 import { consoleLogger, type Logger } from './log.ts';
 import { probeRuntimes } from './runtimes/probe.ts';
@@ -86,7 +87,11 @@ export async function runAgentCli(argv: string[], logger?: Logger): Promise<numb
   log.info(`capacity: ${cfg.capacity} jobs; ceilings: timeout ${cfg.maxTimeoutMs} ms, artifact ${cfg.maxArtifactBytes} bytes per stream`);
   log.info(`runtimes: ${runtimes.list.length ? runtimes.list.map((r) => `${r.name} (${r.path}: ${r.version})`).join(', ') : 'none found'}`);
 
+  // The CA for credential hosts: made at each start, its key only in this process (agent-ca.ts).
+  const agentCa = new AgentCa(join(stateDir, 'egress-ca.pem'));
+  await agentCa.ready();
   const runner = new JobRunner({
+    agentCa,
     driver,
     runtimes,
     root,
