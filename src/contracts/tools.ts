@@ -22,6 +22,13 @@ const Placement = {
   labels: z.array(AgentLabel).max(16).optional().describe('Run only on agents that carry all these labels'),
 };
 
+/**
+ * Every note the policy or the agent made about the call, one line each: a timeout clamped, the
+ * network off, a connection refused with the policy key that would allow it (docs/builds.md).
+ * Also said in the text content.
+ */
+const Notices = z.array(z.string()).optional().describe('What the policy and the agent noted about this call (timeout clamped, network off, connections refused and the policy key that allows them)');
+
 // ---- execute (the shell-exec contract, docs/architecture.md) ----
 export const ExecuteInput = {
   command: z
@@ -62,6 +69,7 @@ export const ExecuteOutput = {
   agent_id: z.string().nullable().optional(),
   sandbox: z.enum(['gvisor', 'bwrap', 'none']).nullable().optional(),
   background: z.boolean().optional(),
+  notices: Notices,
 };
 
 // ---- runtime_execute (the governed-runtime contract, docs/architecture.md) ----
@@ -118,6 +126,7 @@ export const RuntimeExecuteOutput = {
   jobId: z.string().optional(),
   agentId: z.string().nullable().optional(),
   sandbox: z.enum(['gvisor', 'bwrap', 'none']).nullable().optional(),
+  notices: Notices,
 };
 
 // ---- run_script (script mode) ----
