@@ -15,7 +15,7 @@
 import type { Env } from '../env.ts';
 import type { admissionSeed, PolicyStamp } from '../store/admission.ts';
 import { PolicyDocument, RetentionPolicy, teamRetentionOf } from '../contracts/policy.ts';
-import { migrate, type Migration, type SqlHost } from './host.ts';
+import { migrate, type Migration, type SqlHost } from './capability-host.ts';
 
 /** A suspended team: every call is refused with this (src/admin/teams.ts). */
 export interface Suspension {

@@ -15,7 +15,7 @@ import type { Env } from '../env.ts';
 import type { AuditRow } from '../store/audit.ts';
 import { dropLegacyAudit, dropLegacyJobsIndex, dropLegacyRows, LEGACY_TABLES, legacyAuditPage, legacyRowsPage, type LegacyTable } from '../store/legacy.ts';
 import type { TeamRecordsImport } from './team-records-client.ts';
-import { migrate, type DispatchHost, type Migration, type Wakes } from './host.ts';
+import { migrate, type DispatchHost, type Migration, type Wakes } from './capability-host.ts';
 
 /** Rows per D1 page, and pages per invocation: 2 queries a page, far below every plan's per-invocation D1 budget. */
 const PAGE_ROWS = 500;

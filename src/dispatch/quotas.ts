@@ -14,7 +14,7 @@
  * ```
  */
 import type { Quotas } from '../store/teams.ts';
-import { migrate, type Migration, type SqlHost, type TimedWork } from './host.ts';
+import { migrate, type Migration, type SqlHost, type TimedWork } from './capability-host.ts';
 
 const DAY_MS = 86_400_000;
 /** Past days rolled up when the object has none yet: what the job store still holds (its retention is 7 days). */

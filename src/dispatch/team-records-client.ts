@@ -5,7 +5,7 @@
  */
 import type { Env } from '../env.ts';
 import type { AdminDecision, ApprovalOutcome, ApprovalRow, OpenApproval, UseApproval } from '../approval/record.ts';
-import type { JobView } from '../contracts/jobs.ts';
+import type { JobView } from '../contracts/job-view.ts';
 import type { EgressConnectionView, JobNetworkView } from '../contracts/network.ts';
 import type { TaskRecord } from '../contracts/tasks.ts';
 import type { ApprovalListFilter } from './approvals.ts';
