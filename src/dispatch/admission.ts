@@ -118,10 +118,6 @@ export class TeamAdmission {
     return this.sql.exec<{ revoked_at: number }>(`SELECT revoked_at FROM revoked_tokens WHERE jti = ?`, jti).one().revoked_at;
   }
 
-  isRevoked(jti: string): boolean {
-    return this.sql.exec(`SELECT 1 FROM revoked_tokens WHERE jti = ?`, jti).toArray().length > 0;
-  }
-
   /** The team's policy was saved as `stamp`: requests admitted from now on use it. An older stamp arriving late changes nothing. */
   policyChanged(stamp: PolicyStamp, retention: RetentionPolicy): void {
     const cur = this.setting<PolicyStamp>('policy');

@@ -148,7 +148,7 @@ export class JobRecords {
    * One stream's artifact as clients see it: stored whole, uploading, or — when it never arrived
    * (failed upload, lost agent) — `partial` with the live bytes the edge kept, else `failed`.
    */
-  streamArtifact(row: JobRow, exit: JobExit | null, stream: StreamName): StreamArtifact {
+  private streamArtifact(row: JobRow, exit: JobExit | null, stream: StreamName): StreamArtifact {
     const live = () => this.p.live.relayed(row.id, stream);
     if (row.ended_at === null) return { state: 'none', bytes: live() };
     if (exit && exit.streams[stream].bytes === 0) return { state: 'none', bytes: 0 };

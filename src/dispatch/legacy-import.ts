@@ -51,7 +51,7 @@ const D1: LegacyD1 = {
   dropRows: dropLegacyRows,
 };
 
-/** Which key of the team's records import each old table's rows go to (team-dispatcher.ts `importRecords`). */
+/** Which key of the team's records import each old table's rows go to (`importRecords`, capabilities.ts). */
 const RECORDS_KEY: Record<LegacyTable, keyof TeamRecordsImport> = {
   approvals: 'approvals',
   tasks: 'tasks',

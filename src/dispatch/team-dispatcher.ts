@@ -32,7 +32,6 @@ import type { AdminDecision, ApprovalOutcome, ApprovalRow, OpenApproval, UseAppr
 import type { EgressConnectionView, JobNetworkView } from '../contracts/network.ts';
 import type { ApprovalListFilter } from './approvals.ts';
 import type { TeamTask } from './tasks.ts';
-import type { ImportCount, TeamRecordsImport } from './team-records-client.ts';
 import type { ArtifactRow, BodyPlace, StoredArtifact } from './artifact-index.ts';
 import type { AuditEntry, AuditFilter, AuditRow } from '../store/audit.ts';
 import type { Admission, Suspension } from './admission.ts';
@@ -267,11 +266,6 @@ export class TeamDispatcher extends TeamObjectShell {
 
   egressConnections(f: { limit: number; refusedOnly?: boolean; before?: number }): EgressConnectionView[] {
     return this.rpc(() => this.c.egress.connections(f));
-  }
-
-  /** Old rows from D1 (the migration tool): each kind taken in idempotently; retention applies to them from the next alarm. */
-  importRecords(r: TeamRecordsImport): Promise<{ approvals: ImportCount; tasks: ImportCount; egress: ImportCount }> {
-    return this.rpcThenWake(() => this.c.importRecords(r));
   }
 
   // ================= RPC: the team's life cycle, for operators (src/operator/; quotas.ts, team-erasure.ts) =================
