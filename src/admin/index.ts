@@ -13,7 +13,7 @@ import { auditExportRoutes } from './audit-export.ts';
 import { artifactRoutes, jobOutputRoutes } from './artifacts.ts';
 import { policyHistoryRoutes } from './policy-history.ts';
 import { ownTeamOnly } from './team.ts';
-import { agentAdminRoutes, jobAdminRoutes } from './jobs.ts';
+import { agentAdminRoutes, jobAdminRoutes } from './job-routes.ts';
 import { approvalRoutes } from './approvals.ts';
 import { oauthAdminRoutes } from './oauth.ts';
 import { overviewRoutes } from './overview.ts';

@@ -16,7 +16,7 @@ import { callCancelKey, type ToolContext, type ToolExtra } from '../governed/cal
 import { CONSOLE_MAX_BYTES, LOADER_MISSING_MESSAGE, RETURN_MAX_BYTES, SLEEP_MAX_MS, TICKS_PER_CPU_MS } from './limits.ts';
 import { codeBytes, prepareScript } from './prepare.ts';
 import { openIsolate } from './isolate.ts';
-import { ScriptHost } from './host.ts';
+import { ScriptHost } from './script-host.ts';
 import type { ScriptRunOptions, ScriptRunReport } from './protocol.ts';
 import { acceptReport, sanitizeError, type AcceptedReport } from './report.ts';
 import type { ScriptBudget } from './subprocess.ts';

@@ -9,7 +9,7 @@ import { render as renderApprovals } from './approvals.ts';
 import { render as renderAudit } from './audit.ts';
 import { field, h, messages } from './dom.ts';
 import { userText } from './format.ts';
-import { render as renderJobs } from './jobs.ts';
+import { render as renderJobs } from './job-list.ts';
 import { render as renderMine } from './me.ts';
 import { render as renderMembers } from './members.ts';
 import { render as renderOverview } from './overview.ts';
