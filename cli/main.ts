@@ -34,7 +34,7 @@ usage:
   gatehouse oauth revoke-client <client-id> | unblock-client <client-id>
   gatehouse policy get | set <file.json|-> | check [--runtime r] [--cwd d] -- <command> [args...]
   gatehouse policy presets | preset <name>            the presets and what each allows; switch to one
-  gatehouse audit tail [--limit N] [--follow] [--decision denied] | export [--since t] | storage
+  gatehouse audit tail [--limit N] [--follow] [--decision denied] [--tool t] | export [--since t] | egress [--refused] | storage
   gatehouse agents                                    the team's executor agents
   gatehouse jobs list [--state s] | show <id> | kill <id>
   gatehouse approvals list [--status pending] | show <id> | approve <id> | deny <id>   runs the policy asks about

@@ -66,6 +66,19 @@ export async function runAgentCli(argv: string[], logger?: Logger): Promise<numb
   const spoolDir = join(stateDir, 'spool');
   rmSync(spoolDir, { recursive: true, force: true }); // leftovers of a previous run that can no longer be reported
 
+  // Listening from the start: a SIGINT or SIGTERM while sandboxes start still stops cleanly (once they are up), and a
+  // second one (Ctrl-C in a terminal and a wrapper passing it on) does not cut the stop short.
+  let refused = false;
+  let onRefused = (): void => {};
+  const stopWhy = new Promise<string>((res) => {
+    process.on('SIGTERM', () => res('SIGTERM'));
+    process.on('SIGINT', () => res('SIGINT'));
+    onRefused = () => {
+      refused = true;
+      res('refused by the gateway');
+    };
+  });
+
   // Jobs trust what this host trusts, plus --extra-ca: a file that is not PEM certificates stops the start here.
   const cas = composeTrustedCas({ stateDir, extraCaFiles: cfg.extraCaFiles });
   if (!cas.ok) {
@@ -109,16 +122,6 @@ export async function runAgentCli(argv: string[], logger?: Logger): Promise<numb
     agentEnv: trustEnv(driver.kind, cas.value.hostPath),
   });
   if (cfg.egressTestHosts) log.warn(`egress test mode: ${[...cfg.egressTestHosts.keys()].join(', ')} resolve to 127.0.0.1 (GATEHOUSE_EGRESS_TEST_HOSTS)`);
-  let refused = false;
-  let onRefused = (): void => {};
-  const stopWhy = new Promise<string>((res) => {
-    process.once('SIGTERM', () => res('SIGTERM'));
-    process.once('SIGINT', () => res('SIGINT'));
-    onRefused = () => {
-      refused = true;
-      res('refused by the gateway');
-    };
-  });
   const agent = new Agent({
     url: cfg.url,
     token: cfg.token,

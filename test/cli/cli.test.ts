@@ -31,6 +31,7 @@ const EVERY_COMMAND = [
   'policy preset',
   'audit tail',
   'audit export',
+  'audit egress',
   'audit storage',
   'agents',
   'jobs list',
