@@ -14,7 +14,9 @@ export type AdminAction =
   | 'admin.member_invite'
   | 'admin.member_invitation_revoke'
   | 'admin.member_role'
-  | 'admin.member_remove';
+  | 'admin.member_remove'
+  | 'admin.script_push'
+  | 'admin.script_remove';
 
 export async function auditAdmin(
   c: Context<AppEnv>,

@@ -1,9 +1,7 @@
 /**
- * TeamDispatcher: one Durable Object per team, a thin shell over its capabilities (capabilities.ts;
- * docs/architecture.md lists them) — each owns its tables (with their migrations) and reaches the
- * object only through `DispatchHost` (host.ts, built over the object by object-host.ts). The shell
- * wires them to the Workers RPC methods the edge calls (client.ts) and to the platform's socket and
- * alarm events; its one alarm fires at the soonest wake-up any capability asks for.
+ * TeamDispatcher: one Durable Object per team, a thin shell over its capabilities (capabilities.ts; each owns its
+ * tables and reaches the object only through `DispatchHost`, host.ts) wired to the Workers RPC methods the edge calls
+ * (client.ts) and to the platform's socket and alarm events; its one alarm fires at the soonest wake-up any asks for.
  */
 import { DurableObject } from 'cloudflare:workers';
 import type { Env } from '../env.ts';
@@ -37,6 +35,7 @@ import type { AdminDecision, ApprovalOutcome, ApprovalRow, OpenApproval, UseAppr
 import type { EgressConnectionView, JobNetworkView } from '../contracts/network.ts';
 import type { ApprovalListFilter } from './approvals.ts';
 import type { TeamTask } from './tasks.ts';
+import type { LibraryOp, LibraryResult } from './script-library.ts';
 import type { ImportCount, TeamRecordsImport } from './team-records-client.ts';
 import type { ArtifactRow, BodyPlace, StoredArtifact } from './artifact-index.ts';
 import type { AuditEntry, AuditFilter, AuditRow } from '../store/audit.ts';
@@ -90,10 +89,7 @@ export class TeamDispatcher extends DurableObject<Env> {
 
   // ================= RPC: called by the edge Worker (src/dispatch/client.ts) =================
 
-  /**
-   * Agent WebSocket upgrades are the one thing that still arrives as `fetch`: a WebSocket can only
-   * be handed over in an HTTP 101 response. The Worker has verified the token; it passes identity.
-   */
+  /** Agent WebSocket upgrades still arrive as `fetch` (a WebSocket is handed over in a 101); the Worker verified the token. */
   async fetch(request: Request): Promise<Response> {
     this.meter.wake('fetch');
     if (request.headers.get('Upgrade')?.toLowerCase() !== 'websocket') {
@@ -324,6 +320,11 @@ export class TeamDispatcher extends DurableObject<Env> {
     return this.rpc(() => taskWithView(this.c, subject, taskId, now));
   }
 
+  /** The team's script library (script-library.ts, called through script-library-client.ts). */
+  scriptLibrary(o: LibraryOp): LibraryResult {
+    return this.rpc(() => this.c.scripts.apply(o));
+  }
+
   jobNetwork(jobId: string): JobNetworkView | null {
     return this.rpc(() => this.c.egress.jobNetwork(jobId));
   }
@@ -372,9 +373,8 @@ export class TeamDispatcher extends DurableObject<Env> {
   // ================= platform events: agent sockets and the alarm =================
 
   /**
-   * The platform hands the object each message of each socket in turn, even ones that queued up
-   * behind the message that took a socket over its budget (and wakes a hibernated object for
-   * them): a refused socket's are dropped here, with one lookup and no promise, parse or storage.
+   * The platform hands over every message, even those queued behind the one that took a socket over its budget (and
+   * wakes a hibernated object for them): a refused socket's are dropped here, with one lookup and no parse or storage.
    */
   webSocketMessage(ws: WebSocket, raw: string | ArrayBuffer): Promise<void> | undefined {
     this.meter.wake('message');
