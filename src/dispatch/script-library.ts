@@ -27,7 +27,8 @@ const MIGRATIONS: readonly Migration[] = [
   },
 ];
 
-export type LibraryAnswer<T> = { ok: true; value: T } | { ok: false; code: ErrorCode; message: string };
+/** A refusal's details travel as fields: the names the library holds (unknown name), the versions a script has (unknown version). */
+export type LibraryAnswer<T> = { ok: true; value: T } | { ok: false; code: ErrorCode; message: string; names?: string[]; versions?: number[] };
 
 /** What the edge asks of the library in one RPC call (team-dispatcher.ts `scriptLibrary`). */
 export type LibraryOp =
@@ -63,7 +64,7 @@ const view = (r: Row): ScriptVersionView => ({
   createdBy: r.created_by,
 });
 
-const fail = (code: ErrorCode, message: string) => ({ ok: false as const, code, message });
+const fail = (code: ErrorCode, message: string, detail: { names?: string[]; versions?: number[] } = {}) => ({ ok: false as const, code, message, ...detail });
 
 export class ScriptLibrary {
   private readonly host: SqlHost;
@@ -164,7 +165,8 @@ export class ScriptLibrary {
     if (version === undefined) return this.unknown(name);
     const have = this.rows(name).map((r) => r.version);
     if (!have.length) return this.unknown(name);
-    return fail('not_found', `script "${name}" has no version ${version} (versions: ${have.reverse().join(', ')})`);
+    const versions = have.reverse();
+    return fail('not_found', `script "${name}" has no version ${version} (versions: ${versions.join(', ')})`, { versions });
   }
 
   private remove(name: string, version?: number): LibraryResult {
@@ -178,7 +180,7 @@ export class ScriptLibrary {
 
   private unknown(name: string): LibraryResult {
     const names = this.names();
-    return fail('not_found', `no script named "${name}" in the team library (${names.length ? names.join(', ') : 'empty'})`);
+    return fail('not_found', `no script named "${name}" in the team library (${names.length ? names.join(', ') : 'empty'})`, { names });
   }
 }
 
