@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { ROOT, startAgent, startGateway, testSandbox, type AgentProcess, type Gateway } from './harness.ts';
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
+import { readmeBlock } from '../cli/readme.ts';
 import { SCRIPT_SOURCE_MAX_BYTES, SCRIPTS_PER_TEAM_MAX, VERSIONS_PER_SCRIPT_MAX, scriptDigest } from '../../src/contracts/scripts.ts';
 
 const TEAM = 'lib';
@@ -195,4 +196,29 @@ describe('caps of the library', () => {
     const cross = await fetch(`${gw.url}/admin/v1/teams/${TEAM}/scripts`, { headers: { Authorization: `Bearer ${other}` } });
     expect(cross.status).toBe(404);
   });
+});
+
+describe('the CLI block of docs/script-mode.md, as written', () => {
+  it('runs every line against the gateway', async () => {
+    const bin = mkdtempSync(join(tmpdir(), 'gatehouse-bin-'));
+    writeFileSync(join(bin, 'gatehouse'), `#!/bin/sh\nexec "${process.execPath}" "${join(ROOT, 'bin/gatehouse.mjs')}" "$@"\n`, { mode: 0o755 });
+    writeFileSync(join(root, 'hello.ts'), HELLO_V2);
+    for (const line of readmeBlock('scripts-cli')) {
+      const r = await new Promise<{ code: number; out: string }>((res) => {
+        const p = spawn('sh', ['-c', line], {
+          cwd: root,
+          env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, GATEHOUSE_URL: gw.url, GATEHOUSE_ADMIN_TOKEN: admin },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
+        let out = '';
+        p.stdout.on('data', (d) => (out += d));
+        p.stderr.on('data', (d) => (out += d));
+        p.on('close', (code) => res({ code: code ?? -1, out }));
+      });
+      expect(r.code, `${line}\n${r.out}`).toBe(0);
+    }
+    expect(readFileSync(join(root, 'hello-v1.ts'), 'utf8')).toBe(HELLO_V1);
+    expect((await adminApi('GET', '/scripts/hello/versions')).json.versions.map((v: { version: number }) => v.version)).not.toContain(1);
+    rmSync(bin, { recursive: true, force: true });
+  }, 60_000);
 });
