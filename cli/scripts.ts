@@ -8,7 +8,9 @@ import { text, when, type Row } from './fields.ts';
 import { info, out, printJson, table } from './io.ts';
 import { visible } from './visible-text.ts';
 
-const PUSH_FLAGS: FlagSpecs = { name: { type: 'string', value: 'name', help: `the script's name (default: the file's name without its extension); ${SCRIPT_NAME_RULE}` } };
+const PUSH_FLAGS: FlagSpecs = {
+  name: { type: 'string', value: 'name', help: `the script's name (default: the file's name without its extension); ${SCRIPT_NAME_RULE}` },
+};
 const VERSION_FLAGS: FlagSpecs = { version: { type: 'string', value: 'N', help: 'one version (default: the newest; for rm: every version)' } };
 
 const SCRIPTS_HELP = `gatehouse scripts — the team's script library (run_script {"name": …, "vars": {…}} runs one)
@@ -64,7 +66,8 @@ function versionQuery(flags: Record<string, unknown>): string {
   return `?version=${v}`;
 }
 
-const describe = (x: Row) => `${text(x.name)} version ${text(x.version)}: ${text(x.bytes)} bytes, sha256 ${text(x.sha256)}, pushed by ${text(x.createdBy)} at ${when(x.createdAt)}`;
+const describe = (x: Row) =>
+  `${text(x.name)} version ${text(x.version)}: ${text(x.bytes)} bytes, sha256 ${text(x.sha256)}, pushed by ${text(x.createdBy)} at ${when(x.createdAt)}`;
 
 async function push(argv: string[]): Promise<number> {
   const a = parseArgs(argv, PUSH_FLAGS, 'scripts push');

@@ -42,7 +42,12 @@ scriptRoutes.post('/', async (c) => {
   const sha256 = await scriptDigest(source);
   const r = await pushScript(c.env, p.team, { name, source, sha256, by: p.subject, now: Date.now() });
   await auditAdmin(c, 'admin.script_push', {
-    command: { script: name, ...(r.ok ? { version: r.value.version.version, created: r.value.created } : {}), sha256, bytes: new TextEncoder().encode(source).byteLength },
+    command: {
+      script: name,
+      ...(r.ok ? { version: r.value.version.version, created: r.value.created } : {}),
+      sha256,
+      bytes: new TextEncoder().encode(source).byteLength,
+    },
     ok: r.ok,
     reason: r.ok ? undefined : r.message,
   });

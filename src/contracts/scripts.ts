@@ -47,12 +47,10 @@ export function varsProblem(vars: Record<string, unknown>): string | null {
   return null;
 }
 
-export const ScriptVars = z
-  .record(z.string(), z.unknown())
-  .superRefine((v, ctx) => {
-    const p = varsProblem(v);
-    if (p) ctx.addIssue({ code: 'custom', message: p });
-  });
+export const ScriptVars = z.record(z.string(), z.unknown()).superRefine((v, ctx) => {
+  const p = varsProblem(v);
+  if (p) ctx.addIssue({ code: 'custom', message: p });
+});
 
 /** The admin API's push body. */
 export const ScriptPush = z.strictObject({

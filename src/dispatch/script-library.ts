@@ -110,7 +110,8 @@ export class ScriptLibrary {
   private push(o: Extract<LibraryOp, { op: 'push' }>): LibraryResult {
     const bytes = new TextEncoder().encode(o.source).byteLength;
     if (bytes === 0) return fail('invalid_argument', 'script source is empty');
-    if (bytes > SCRIPT_SOURCE_MAX_BYTES) return fail('payload_too_large', `script "${o.name}" is ${bytes} bytes; a script is at most ${SCRIPT_SOURCE_MAX_BYTES} bytes`);
+    if (bytes > SCRIPT_SOURCE_MAX_BYTES)
+      return fail('payload_too_large', `script "${o.name}" is ${bytes} bytes; a script is at most ${SCRIPT_SOURCE_MAX_BYTES} bytes`);
     return this.host.transactionSync((): LibraryResult => {
       const existing = this.rows(o.name);
       const newest = existing[0];

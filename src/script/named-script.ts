@@ -17,7 +17,8 @@ export async function resolveNamedScript(ctx: ToolContext, policy: ScriptPolicy,
   const lib = await getScript(ctx.env, ctx.principal.team, name, version);
   if (lib.ok) return { ok: true, code: lib.value.source, ref: { name, origin: 'team', version: lib.value.version, sha256: lib.value.sha256 } };
   if (lib.code !== 'not_found') return { ok: false, code: lib.code, message: `run_script: ${lib.message}` };
-  if (lib.versions) return { ok: false, code: 'not_found', message: `run_script: script "${name}" has no version ${version} (versions: ${lib.versions.join(', ')})` };
+  if (lib.versions)
+    return { ok: false, code: 'not_found', message: `run_script: script "${name}" has no version ${version} (versions: ${lib.versions.join(', ')})` };
   const library = `team library: ${lib.names?.length ? lib.names.join(', ') : 'empty'}`;
   if (!policy.workspaceScripts)
     return { ok: false, code: 'not_found', message: `run_script: no script named "${name}" (${library}; workspace scripts: off by policy)` };

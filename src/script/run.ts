@@ -76,7 +76,10 @@ export async function runScript(ctx: ToolContext, extra: ToolExtra, req: RunScri
     tokenId: principal.tokenId,
     tool: 'run_script',
     // Filled in once the code is known (a named script's is resolved after the policy allows script mode).
-    command: { mode: 'script', ...(req.name !== undefined ? { script: { name: req.name, ...(req.version ? { version: req.version } : {}) } } : {}) } as Record<string, unknown>,
+    command: { mode: 'script', ...(req.name !== undefined ? { script: { name: req.name, ...(req.version ? { version: req.version } : {}) } } : {}) } as Record<
+      string,
+      unknown
+    >,
     jobId: scriptId,
   };
   const refuse = async (code: RefusalCode | 'policy_denied', message: string, audit = true): Promise<ScriptOutcome> => {
@@ -98,7 +101,12 @@ export async function runScript(ctx: ToolContext, extra: ToolExtra, req: RunScri
     code = named.code;
     ref = named.ref;
   }
-  auditBase.command = { ...auditBase.command, codeBytes: codeBytes(code), codeSha256: ref?.sha256 ?? (await scriptDigest(code)), ...(ref ? { script: ref } : {}) };
+  auditBase.command = {
+    ...auditBase.command,
+    codeBytes: codeBytes(code),
+    codeSha256: ref?.sha256 ?? (await scriptDigest(code)),
+    ...(ref ? { script: ref } : {}),
+  };
   const prepared = prepareScript(code);
   if (!prepared.ok && prepared.code === 'invalid_argument') return refuse('invalid_argument', `Error: ${prepared.message}`);
   if (!env.LOADER) return refuse('config_error', LOADER_MISSING_MESSAGE);

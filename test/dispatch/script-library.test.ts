@@ -30,7 +30,12 @@ describe('script library', () => {
     const lib = new ScriptLibrary(sqlHost());
     await push(lib, 'b', 'x');
     await push(lib, 'a', 'y');
-    expect(lib.apply({ op: 'get', name: 'zz' })).toEqual({ ok: false, code: 'not_found', message: 'no script named "zz" in the team library (a, b)', names: ['a', 'b'] });
+    expect(lib.apply({ op: 'get', name: 'zz' })).toEqual({
+      ok: false,
+      code: 'not_found',
+      message: 'no script named "zz" in the team library (a, b)',
+      names: ['a', 'b'],
+    });
     expect(lib.apply({ op: 'get', name: 'a', version: 4 })).toEqual({
       ok: false,
       code: 'not_found',

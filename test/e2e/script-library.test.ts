@@ -172,7 +172,9 @@ describe('caps of the library', () => {
     const over = await adminApi('POST', '/scripts', { name: 'many', source: 'return "one too many";' });
     expect(over.status).toBe(409);
     expect(over.json.error.code).toBe('limit_reached');
-    expect(over.json.error.message).toContain(`script "many" has ${VERSIONS_PER_SCRIPT_MAX} versions, the most a script keeps; remove old ones first (gatehouse scripts rm many --version 1)`);
+    expect(over.json.error.message).toContain(
+      `script "many" has ${VERSIONS_PER_SCRIPT_MAX} versions, the most a script keeps; remove old ones first (gatehouse scripts rm many --version 1)`,
+    );
     const rm1 = await cli(['scripts', 'rm', 'many', '--version', '1']);
     expect(rm1.stdout).toContain('removed many version 1 (1 version)');
     expect((await adminApi('POST', '/scripts', { name: 'many', source: 'return "room again";' })).json.version.version).toBe(VERSIONS_PER_SCRIPT_MAX + 1);

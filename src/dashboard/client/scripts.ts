@@ -88,6 +88,10 @@ async function showScript(body: HTMLElement, name: string, version: string | nul
     ),
     h('h2', null, `Source of version ${source.version}`),
     // A text node, never markup; controls and bidirectional characters shown as escapes, like a job's output.
-    h('pre', { class: 'output', tabindex: '0', 'data-script-source': '', 'aria-label': `source of ${name} version ${source.version}` }, outputText(source.source)),
+    h(
+      'pre',
+      { class: 'output', tabindex: '0', 'data-script-source': '', 'aria-label': `source of ${name} version ${source.version}` },
+      outputText(source.source),
+    ),
   );
 }
