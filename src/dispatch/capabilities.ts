@@ -27,6 +27,7 @@ import { JobViews } from './job-views.ts';
 import { LiveOutput } from './live-output.ts';
 import { Tasks } from './tasks.ts';
 import { TeamSecrets } from './secrets.ts';
+import { ScriptLibrary } from './script-library.ts';
 import { TeamQuotas } from './quotas.ts';
 import type { ImportCount, TeamRecordsImport } from './team-records-client.ts';
 
@@ -62,6 +63,8 @@ export interface Capabilities {
   tasks: Tasks;
   /** The team's secrets, sealed (the egress proxy's credentials). */
   secrets: TeamSecrets;
+  /** The team's named, versioned scripts (run_script by name). */
+  scripts: ScriptLibrary;
   /** The team's quotas (checked at submit) and usage figures. */
   quotas: TeamQuotas;
   /** Old rows from D1 (the migration tool, legacy-import.ts) taken in by their owners, each kind idempotently. */
@@ -203,6 +206,7 @@ export function capabilities(host: DispatchHost, o: { plan: PlanResult; trace: (
     egress,
     approvals,
     tasks,
+    scripts: new ScriptLibrary(host),
     quotas,
     importRecords,
     wakes: alarm.filter(asksForAlarm),
