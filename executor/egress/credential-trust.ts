@@ -1,19 +1,11 @@
 /**
- * The job's side of credentials: which of its grant's bindings it holds values for, and — until the
- * sandbox's trusted-CA bundle takes extra CA files (executor/sandbox/trusted-cas.ts, `extraCaFiles`) —
- * a bundle in the job dir of the host's CAs plus the agent CA, named by the variables common clients read.
- * TEMPORARY (the smallest way): this bundle and its variables go once the agent CA joins that bundle.
+ * Which of a job's credential bindings its agent holds values for (from `job.start`). The job trusts the
+ * agent CA that serves them through the sandbox's CA bundle (executor/sandbox/trusted-cas.ts; main.ts
+ * adds the agent CA's file to its extra CA files).
  */
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type { NetworkGrant } from '../../src/contracts/network.ts';
 import type { CredentialValue } from '../../src/contracts/secrets.ts';
-import type { AgentCaFile } from './agent-ca.ts';
 import type { HeldCredential } from './credential-forward.ts';
-
-const BUNDLE_FILE = '.gatehouse-trusted-cas.pem';
-/** Debian's (and Ubuntu's) system bundle; elsewhere only the agent CA is named. */
-const SYSTEM_BUNDLE = '/etc/ssl/certs/ca-certificates.crt';
 
 /** The bindings of `grant` with their values from `job.start`; an error naming a binding whose value did not come. */
 export function holdCredentials(
@@ -27,20 +19,4 @@ export function holdCredentials(
     held.push({ binding, value: v.value });
   }
   return { ok: true, held };
-}
-
-/** Writes the trust bundle into the job dir; the env that names it (inside paths). */
-export function credentialTrustEnv(jobDirHost: string, jobDirInside: string, ca: AgentCaFile): Record<string, string> {
-  const agentCa = readFileSync(ca.certPath, 'utf8');
-  const system = existsSync(SYSTEM_BUNDLE) ? readFileSync(SYSTEM_BUNDLE, 'utf8') : '';
-  writeFileSync(join(jobDirHost, BUNDLE_FILE), `${system.trimEnd()}\n${agentCa}`, { mode: 0o644 });
-  const inside = `${jobDirInside}/${BUNDLE_FILE}`;
-  return {
-    SSL_CERT_FILE: inside,
-    NODE_EXTRA_CA_CERTS: inside,
-    CURL_CA_BUNDLE: inside,
-    GIT_SSL_CAINFO: inside,
-    REQUESTS_CA_BUNDLE: inside,
-    npm_config_cafile: inside,
-  };
 }
