@@ -78,13 +78,13 @@ describe('npm start', () => {
     // (the offline lookup of workers.cloudflare.com for Request.cf is switched off).
     const text = first.out();
     expect(text.trimEnd().endsWith('─'.repeat(72))).toBe(true);
-    // npm's own header (`> gatehouse@0.1.0 start`, `> node scripts/start.ts`) and warnings about this machine's npm
+    // npm's own header (`> gatehouse@0.1.0 start`, `> exec node scripts/start.ts`) and warnings about this machine's npm
     // configuration are npm's, not ours.
     const before = text
       .slice(0, text.indexOf('─'.repeat(72)))
       .trim()
       .split('\n')
-      .filter((l) => l.trim() && !/^> (gatehouse@\S+ start|node scripts\/start\.ts)$/.test(l) && !/^npm warn /.test(l));
+      .filter((l) => l.trim() && !/^> (gatehouse@\S+ start|exec node scripts\/start\.ts)$/.test(l) && !/^npm warn /.test(l));
     expect(before.length, text).toBeLessThanOrEqual(5);
     expect(
       before.every((l) => l.startsWith('[gatehouse] ')),
