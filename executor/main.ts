@@ -16,6 +16,7 @@ import { consoleLogger, type Logger } from './log.ts';
 import { probeRuntimes } from './runtimes/probe.ts';
 import { startDriver, startStrongestDriver } from './sandbox/index.ts';
 import { systemView } from './sandbox/system-view.ts';
+import { composeTrustedCas, trustEnv } from './sandbox/trusted-cas.ts';
 import { AGENT_REFUSED_EXIT_CODE } from '../src/contracts/agent-grant.ts';
 import { AgentMetrics, countSandboxStarts, serveMetrics } from './metrics.ts';
 
@@ -83,7 +84,13 @@ export async function runAgentCli(argv: string[], logger?: Logger): Promise<numb
     };
   });
 
-  const driverOpts = { root, stateDir, warm: cfg.warm };
+  // Jobs trust what this host trusts, plus --extra-ca: a file that is not PEM certificates stops the start here.
+  const cas = composeTrustedCas({ stateDir, extraCaFiles: cfg.extraCaFiles });
+  if (!cas.ok) {
+    log.error(cas.error.message);
+    return 1;
+  }
+  const driverOpts = { root, stateDir, warm: cfg.warm, caBundle: cas.value.hostPath };
   // Probing toolchain versions (a JVM start for kotlinc) overlaps the sandbox start-up.
   const probing = probeRuntimes();
   const d = cfg.sandbox ? await startDriver(cfg.sandbox, driverOpts, log) : await startStrongestDriver(driverOpts, log);
@@ -101,6 +108,9 @@ export async function runAgentCli(argv: string[], logger?: Logger): Promise<numb
   log.info(`sandbox: ${driver.describe()}`);
   log.info(`limits: ${driver.limitMechanisms()}`);
   log.info(`workspace: ${root}; state: ${stateDir}`);
+  log.info(
+    `trusted CAs: ${cas.value.hostBundle ?? "no host CA bundle found"}${cfg.extraCaFiles.length ? ` + ${cas.value.extraCount} certificate(s) from ${cfg.extraCaFiles.join(', ')}` : ''}`,
+  );
   log.info(`capacity: ${cfg.capacity} jobs; ceilings: timeout ${cfg.maxTimeoutMs} ms, artifact ${cfg.maxArtifactBytes} bytes per stream`);
   log.info(`runtimes: ${runtimes.list.length ? runtimes.list.map((r) => `${r.name} (${r.path}: ${r.version})`).join(', ') : 'none found'}`);
 
@@ -114,6 +124,7 @@ export async function runAgentCli(argv: string[], logger?: Logger): Promise<numb
     upload: { url: cfg.url, token: cfg.token, ...(cfg.artifactPartBytes !== null ? { partBytes: cfg.artifactPartBytes } : {}) },
     log,
     egressTestHosts: cfg.egressTestHosts ?? null,
+    agentEnv: trustEnv(driver.kind, cas.value.hostPath),
   });
   if (cfg.egressTestHosts) log.warn(`egress test mode: ${[...cfg.egressTestHosts.keys()].join(', ')} resolve to 127.0.0.1 (GATEHOUSE_EGRESS_TEST_HOSTS)`);
   const agent = new Agent({

@@ -65,6 +65,8 @@ export const AUDIT_TOOLS = [
   'admin.member_invitation_revoke',
   'admin.member_role',
   'admin.member_remove',
+  'admin.script_push',
+  'admin.script_remove',
   'member.join',
 ] as const;
 export type AuditTool = (typeof AUDIT_TOOLS)[number];
