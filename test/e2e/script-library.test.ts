@@ -187,11 +187,11 @@ describe('caps of the library', () => {
     const have = (await adminApi('GET', '/scripts')).json.scripts.length as number;
     for (let i = have; i < SCRIPTS_PER_TEAM_MAX; i++)
       expect((await adminApi('POST', '/scripts', { name: `s${i}`, source: 'return 0;' }, tokens[i % 3])).status).toBe(201);
-    const over = await adminApi('POST', '/scripts', { name: 'one-more', source: 'return 0;' });
+    const over = await adminApi('POST', '/scripts', { name: 'one-more', source: 'return 0;' }, tokens[0]);
     expect(over.status).toBe(409);
     expect(over.json.error.message).toContain(`the team has ${SCRIPTS_PER_TEAM_MAX} scripts, the most a team keeps`);
     // A new version of an existing script is still taken.
-    expect((await adminApi('POST', '/scripts', { name: 'hello', source: 'return 3;' })).status).toBe(201);
+    expect((await adminApi('POST', '/scripts', { name: 'hello', source: 'return 3;' }, tokens[1])).status).toBe(201);
   }, 180_000);
 
   it("another team's admin sees none of it", async () => {
