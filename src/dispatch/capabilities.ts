@@ -26,6 +26,8 @@ import { Jobs } from './job-lifecycle.ts';
 import { JobViews } from './job-views.ts';
 import { LiveOutput } from './live-output.ts';
 import { Tasks } from './tasks.ts';
+import { TeamSecrets } from './secrets.ts';
+import { ScriptLibrary } from './script-library.ts';
 import { TeamQuotas } from './quotas.ts';
 import type { ImportCount, TeamRecordsImport } from './team-records-client.ts';
 
@@ -59,6 +61,10 @@ export interface Capabilities {
   approvals: Approvals;
   /** The team's MCP tasks, with their TTL. */
   tasks: Tasks;
+  /** The team's secrets, sealed (the egress proxy's credentials). */
+  secrets: TeamSecrets;
+  /** The team's named, versioned scripts (run_script by name). */
+  scripts: ScriptLibrary;
   /** The team's quotas (checked at submit) and usage figures. */
   quotas: TeamQuotas;
   /** Old rows from D1 (the migration tool, legacy-import.ts) taken in by their owners, each kind idempotently. */
@@ -136,8 +142,10 @@ export function capabilities(host: DispatchHost, o: { plan: PlanResult; trace: (
     // Refusals before a job is taken: the team's storage bound (retention), then its quotas (which count what they let through).
     gates: [() => retention.admitJob(), () => quotas.admitJob(host.now())],
     onStartSent: () => trace('do.job_start_sent'),
+    credentials: (names) => secrets.open(names),
     configError: o.plan.ok ? null : { code: o.plan.code, message: o.plan.message },
   });
+  const secrets = new TeamSecrets(host);
   const approvals = new Approvals(host, { onDecided: (row, now) => egress.approvalDecided(row, now) });
   const tasks = new Tasks(host);
   const egress = new Egress(host, { store: exits, link, approvals });
@@ -193,10 +201,12 @@ export function capabilities(host: DispatchHost, o: { plan: PlanResult; trace: (
     retention,
     jobs,
     views: new JobViews({ rows, records, live, followers }),
+    secrets,
     messages,
     egress,
     approvals,
     tasks,
+    scripts: new ScriptLibrary(host),
     quotas,
     importRecords,
     wakes: alarm.filter(asksForAlarm),

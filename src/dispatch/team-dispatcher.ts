@@ -32,6 +32,7 @@ import type { AdminDecision, ApprovalOutcome, ApprovalRow, OpenApproval, UseAppr
 import type { EgressConnectionView, JobNetworkView } from '../contracts/network.ts';
 import type { ApprovalListFilter } from './approvals.ts';
 import type { TeamTask } from './tasks.ts';
+import type { LibraryOp, LibraryResult } from './script-library.ts';
 import type { ArtifactRow, BodyPlace, StoredArtifact } from './artifact-index.ts';
 import type { AuditEntry, AuditFilter, AuditRow } from '../store/audit.ts';
 import type { Admission, Suspension } from './admission.ts';
@@ -258,6 +259,11 @@ export class TeamDispatcher extends TeamObjectShell {
 
   task(subject: string, taskId: string, now: number): Promise<{ task: TeamTask; view: JobView } | null> {
     return this.rpc(() => taskWithView(this.c, subject, taskId, now));
+  }
+
+  /** The team's script library (script-library.ts, called through script-library-client.ts). */
+  scriptLibrary(o: LibraryOp): LibraryResult {
+    return this.rpc(() => this.c.scripts.apply(o));
   }
 
   jobNetwork(jobId: string): JobNetworkView | null {

@@ -278,6 +278,11 @@ export type EndedJob = Pick<Extract<GovernedOutcome, { kind: 'done' }>, 'exit' |
   notes: string[];
 };
 
+/** What the result of an ended job says beside it: the policy's notes, then the agent's (JobExit.notices). */
+export function jobNotices(out: Pick<EndedJob, 'exit' | 'notes'>): string[] {
+  return [...out.notes, ...(out.exit.notices ?? [])];
+}
+
 /** The `execute` tool's result for a job that ended; `gatehouse.exec` in scripts returns the same shape. */
 export function executeResult(out: Pick<EndedJob, 'exit' | 'jobId' | 'handle' | 'agentId' | 'sandbox'>) {
   const { exit } = out;
