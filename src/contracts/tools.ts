@@ -28,7 +28,10 @@ const Placement = {
  * network off, a connection refused with the policy key that would allow it (docs/builds.md).
  * Also said in the text content.
  */
-const Notices = z.array(z.string()).optional().describe('What the policy and the agent noted about this call (timeout clamped, network off, connections refused and the policy key that allows them)');
+const Notices = z
+  .array(z.string())
+  .optional()
+  .describe('What the policy and the agent noted about this call (timeout clamped, network off, connections refused and the policy key that allows them)');
 
 // ---- execute (the shell-exec contract, docs/architecture.md) ----
 export const ExecuteInput = {

@@ -157,7 +157,9 @@ maybe('builds: npm ci under the builds preset, from a registry a private CA cert
         JOB_MS,
       );
       expect((r.s as S).exit_code, r.t).not.toBe(0);
-      expect(r.t).toMatch(/UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT|SELF_SIGNED_CERT|unable to get local issuer certificate|self[- ]signed certificate/i);
+      expect(r.t).toMatch(
+        /UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT|SELF_SIGNED_CERT|unable to get local issuer certificate|self[- ]signed certificate/i,
+      );
       expect(existsSync(installed(PLACES[0], 'tiny-b'))).toBe(false);
     },
     JOB_MS,

@@ -72,7 +72,18 @@ maybe('trusted CAs', () => {
       writeFileSync(bad, 'not a certificate\n');
       const p = spawn(
         NODE,
-        [join(ROOT, 'executor/main.ts'), '--url', 'http://127.0.0.1:1', '--root', join(dir, 'ws'), '--sandbox', 'none', '--allow-no-isolation', '--extra-ca', bad],
+        [
+          join(ROOT, 'executor/main.ts'),
+          '--url',
+          'http://127.0.0.1:1',
+          '--root',
+          join(dir, 'ws'),
+          '--sandbox',
+          'none',
+          '--allow-no-isolation',
+          '--extra-ca',
+          bad,
+        ],
         { cwd: ROOT, env: { ...process.env, GATEHOUSE_AGENT_TOKEN: 't' }, stdio: ['ignore', 'pipe', 'pipe'] },
       );
       let out = '';
@@ -149,7 +160,10 @@ maybe('trusted CAs', () => {
     it("trusts a server whose certificate the private CA signed (Node's NODE_EXTRA_CA_CERTS, curl's SSL_CERT_FILE)", async () => {
       const node = await rig.run({
         command: 'node',
-        args: ['-e', `require('https').get('https://localhost:${port}/', (r) => r.pipe(process.stdout)).on('error', (e) => { console.error(e.code); process.exit(3) })`],
+        args: [
+          '-e',
+          `require('https').get('https://localhost:${port}/', (r) => r.pipe(process.stdout)).on('error', (e) => { console.error(e.code); process.exit(3) })`,
+        ],
       });
       expect(node.exit.stdout, node.exit.stderr).toBe('private registry says hi');
       const curl = await rig.run({ command: 'curl', args: ['-sS', `https://localhost:${port}/`] });
