@@ -47,6 +47,11 @@ export async function runAgentCli(argv: string[], logger?: Logger): Promise<numb
   }
   const cfg = parsed.config;
   const log = logger ?? consoleLogger('gatehouse-agent', cfg.json);
+  const unsupported = platformRefusal(process.platform);
+  if (unsupported) {
+    log.error(unsupported);
+    return 1;
+  }
 
   let root: string;
   try {
@@ -171,6 +176,15 @@ export async function runAgentCli(argv: string[], logger?: Logger): Promise<numb
   clearTimeout(hard);
   // A refusal is permanent (the token's grant and these flags): a distinct status the systemd unit does not restart on.
   return refused ? AGENT_REFUSED_EXIT_CODE : 0;
+}
+
+/**
+ * The agent runs on Linux only: every sandbox it drives (gVisor, bubblewrap) and its per-job limits (cgroups) are Linux
+ * kernel features (docs/agents.md, "Operating systems"). null on Linux, else what to do instead.
+ */
+export function platformRefusal(platform: NodeJS.Platform): string | null {
+  if (platform === 'linux') return null;
+  return `the executor agent runs on Linux only (this is ${platform}): its sandboxes (gVisor, bubblewrap) and job limits (cgroups) are Linux kernel features; run it in a Linux VM, WSL 2 or a container (docs/agents.md, "Operating systems")`;
 }
 
 /** A token file under a directory sandboxes show read-only (/usr, /etc allowlist) would be readable by jobs. */

@@ -60,15 +60,15 @@ type Reply = Promise<void> | undefined;
 
 export class AgentMessages {
   private readonly host: Pick<DispatchHost, 'team' | 'heartbeatMs' | 'now' | 'wake'>;
-  private readonly p: AgentMessagesParts;
+  private readonly parts: AgentMessagesParts;
 
   constructor(host: Pick<DispatchHost, 'team' | 'heartbeatMs' | 'now' | 'wake'>, parts: AgentMessagesParts) {
     this.host = host;
-    this.p = parts;
+    this.parts = parts;
   }
 
   async receive(ws: WebSocket, raw: string | ArrayBuffer): Promise<void> {
-    const { link, rows, texts } = this.p;
+    const { link, rows, texts } = this.parts;
     const att = link.attachmentOf(ws);
     if (!att) return;
     // Closed for its budget: what it still sends is dropped unread (the DO checks this first too).
@@ -108,13 +108,13 @@ export class AgentMessages {
         return;
       }
       case 'running': {
-        this.p.jobs.reconcileHeld(agentId, msg.jobs, now, 2 * this.host.heartbeatMs);
+        this.parts.jobs.reconcileHeld(agentId, msg.jobs, now, 2 * this.host.heartbeatMs);
         return;
       }
       case 'heartbeat': {
         // Protocol 2: every interval, with its jobs; its time is written as before (agent-link.ts `touch`).
         link.touch(agentId, now);
-        this.p.jobs.reconcileHeld(agentId, msg.running, now, 2 * this.host.heartbeatMs);
+        this.parts.jobs.reconcileHeld(agentId, msg.running, now, 2 * this.host.heartbeatMs);
         return;
       }
       case 'job.exit.part': {
@@ -132,7 +132,7 @@ export class AgentMessages {
           if (row) console.warn(`agent ${agentId} reported the end of job ${msg.jobId}, which runs on ${row.agent ?? 'no agent'}; ignored`);
           return this.strayAbout(ws, att, budget, msg.jobId, row, raw.length, 1, now);
         }
-        this.p.onExitReceived();
+        this.parts.onExitReceived();
         budget.ended(msg.jobId);
         if (row.state === 'running') {
           let exit: JobExit = msg;
@@ -143,14 +143,14 @@ export class AgentMessages {
             if (stdout === null || stderr === null) return; // parts missing: the agent re-sends everything after a reconnect
             exit = { ...msg, stdout, stderr, parts: undefined };
           }
-          if (this.p.jobs.close(msg.jobId, exit.state, { exit, fromAgent: agentId })) this.p.onExitStored(msg.jobId);
+          if (this.parts.jobs.close(msg.jobId, exit.state, { exit, fromAgent: agentId })) this.parts.onExitStored(msg.jobId);
         } else {
           // Stored before (a re-send whose ack was lost): acknowledged again; a further copy on this socket is a stray.
           budget.answer(msg.jobId, 'ended');
         }
         // Stored now or before: the agent may forget it.
         link.send(ws, { type: 'job.ack', jobId: msg.jobId });
-        await this.p.jobs.pump();
+        await this.parts.jobs.pump();
         return;
       }
       case 'job.artifact': {
@@ -164,10 +164,10 @@ export class AgentMessages {
           else if (first) link.send(ws, { type: 'job.ack', jobId: msg.jobId, stream: msg.stream });
           return this.strayAbout(ws, att, budget, msg.jobId, row, raw.length, 1, now);
         }
-        if (this.p.uploads.streams.report(msg.jobId, msg.stream)) {
+        if (this.parts.uploads.streams.report(msg.jobId, msg.stream)) {
           console.warn(`job ${msg.jobId}: the ${msg.stream} artifact was not stored (agent says ${msg.state}${msg.error ? `: ${msg.error}` : ''})`);
-          this.p.followers.settle(msg.jobId);
-          await this.p.uploads.abortAbandoned();
+          this.parts.followers.settle(msg.jobId);
+          await this.parts.uploads.abortAbandoned();
         }
         link.send(ws, { type: 'job.ack', jobId: msg.jobId, stream: msg.stream });
         return first ? undefined : this.spend(ws, att, budget.late(now));
@@ -179,13 +179,16 @@ export class AgentMessages {
         if (msg.code === 'capacity') rows.requeue(msg.jobId);
         // An agent's code outside the vocabulary (a newer or a hostile agent) is the agent's failure to start it.
         else
-          this.p.jobs.close(msg.jobId, 'failed_to_start', { error: { code: asErrorCode(msg.code, 'spawn_failed'), message: msg.message }, fromAgent: agentId });
-        await this.p.jobs.pump();
+          this.parts.jobs.close(msg.jobId, 'failed_to_start', {
+            error: { code: asErrorCode(msg.code, 'spawn_failed'), message: msg.message },
+            fromAgent: agentId,
+          });
+        await this.parts.jobs.pump();
         return;
       }
       case 'egress.ask':
       case 'egress.log': {
-        const verdict = msg.type === 'egress.ask' ? await this.p.egress.ask(agentId, msg, now) : await this.p.egress.log(agentId, msg, now);
+        const verdict = msg.type === 'egress.ask' ? await this.parts.egress.ask(agentId, msg, now) : await this.parts.egress.log(agentId, msg, now);
         if (verdict === 'ok') return;
         // Only the agent a job runs on speaks for its network: another's (or an unknown job's) changes nothing and costs.
         if (verdict === 'stranger') {
@@ -206,14 +209,14 @@ export class AgentMessages {
    */
   private inlineFromLive(msg: JobExit): JobExit {
     const { inlineFromLive: _, parts: __, ...exit } = msg;
-    const spec = this.p.records.spec(msg.jobId);
+    const spec = this.parts.records.spec(msg.jobId);
     if (!spec) console.warn(`job ${msg.jobId}: no stored spec to take the inline cap from; its inline output is left empty`);
     const cap = spec?.limits.inlineBytes ?? 0;
     const head = (stream: 'stdout' | 'stderr') => {
       const total = msg.streams[stream].bytes;
       const need = Math.min(total, cap);
       // An empty stream (most jobs' stderr) costs no storage read.
-      const data = need === 0 ? new Uint8Array(0) : this.p.live.read(msg.jobId, stream, 0, need).data;
+      const data = need === 0 ? new Uint8Array(0) : this.parts.live.read(msg.jobId, stream, 0, need).data;
       if (data.byteLength < need) {
         console.warn(
           `job ${msg.jobId}: its exit leaves the inline ${stream} to the live output, but only ${data.byteLength} of the ${need} bytes it needs were kept; marked truncated`,
@@ -242,7 +245,7 @@ export class AgentMessages {
     now: number,
   ): Reply {
     const own = row !== null && row.agent === att.agentId;
-    if (budget.answer(jobId, own ? 'ended' : 'stranger')) this.p.link.send(ws, { type: 'job.ack', jobId });
+    if (budget.answer(jobId, own ? 'ended' : 'stranger')) this.parts.link.send(ws, { type: 'job.ack', jobId });
     if (own) return ownCost ? this.spend(ws, att, budget.late(now)) : undefined;
     return this.spend(ws, att, budget.stranger(bytes, now));
   }
@@ -260,10 +263,10 @@ export class AgentMessages {
   private async overBudget(ws: WebSocket, att: AgentAttachment, over: Overrun): Promise<void> {
     const who = att.agentId ?? '(before hello)';
     // Refused before anything else: the messages already queued behind this one are dropped unread.
-    this.p.link.refuse(ws);
-    this.p.link.dropAndClose(ws, over.message, AGENT_BUDGET_CLOSE, over.message);
+    this.parts.link.refuse(ws);
+    this.parts.link.dropAndClose(ws, over.message, AGENT_BUDGET_CLOSE, over.message);
     console.warn(`agent ${who} (subject ${att.subject}): ${over.message}; connection closed`);
-    await this.p.link.audit(att, `agent ${who}: ${over.message}; connection closed (${AGENT_BUDGET_CLOSE})`, { agentId: att.agentId, budget: over.kind });
+    await this.parts.link.audit(att, `agent ${who}: ${over.message}; connection closed (${AGENT_BUDGET_CLOSE})`, { agentId: att.agentId, budget: over.kind });
   }
 
   /**
@@ -283,12 +286,12 @@ export class AgentMessages {
     const f = parsed.frame;
     const again = budget.answeredAs(f.jobId);
     if (again) return again === 'ended' ? undefined : this.spend(ws, att, budget.stranger(0, now));
-    const row = this.p.rows.get(f.jobId);
+    const row = this.parts.rows.get(f.jobId);
     if (row?.state !== 'running' || row.agent !== att.agentId) return this.strayAbout(ws, att, budget, f.jobId, row, 0, 0, now);
-    if (this.p.live.append(f.jobId, f.stream, f.offset, f.data) === 0) return undefined;
+    if (this.parts.live.append(f.jobId, f.stream, f.offset, f.data) === 0) return undefined;
     // Followers turn output into progress (its last line): the tail is enough, and keeps their streams small.
     const tail = f.data.subarray(Math.max(0, f.data.byteLength - FOLLOW_OUTPUT_BYTES));
-    this.p.followers.emit(f.jobId, { type: 'output', stream: f.stream, data: new TextDecoder().decode(tail) });
+    this.parts.followers.emit(f.jobId, { type: 'output', stream: f.stream, data: new TextDecoder().decode(tail) });
     return undefined;
   }
 
@@ -301,32 +304,32 @@ export class AgentMessages {
         .map((v) => `v${v}`)
         .join(', ')}); install the agent of the gateway's release`;
       console.warn(`refused hello of agent ${hello.agentId} (subject ${att.subject}): ${reason}`);
-      this.p.link.dropAndClose(ws, 'said hello in another protocol version', AGENT_PROTOCOL_CLOSE, closeReason(reason));
+      this.parts.link.dropAndClose(ws, 'said hello in another protocol version', AGENT_PROTOCOL_CLOSE, closeReason(reason));
       return;
     }
     // Placement (sandbox.minimum, labels, agent) trusts the registry, so only granted claims reach it.
     const refused = checkAgentClaims(att.grant, hello);
     if (refused) {
       console.warn(`refused hello of agent ${hello.agentId} (subject ${att.subject}): ${refused.message}`);
-      if (att.agentId) this.p.link.drop(ws, 'claimed more than its token grants');
+      if (att.agentId) this.parts.link.drop(ws, 'claimed more than its token grants');
       try {
         ws.close(AGENT_CLAIM_REFUSED_CLOSE, closeReason(refused.message));
       } catch {
         /* gone */
       }
-      return this.p.link.audit(att, refused.message, { agentId: hello.agentId, sandbox: hello.sandbox, labels: hello.labels, claim: refused.claim });
+      return this.parts.link.audit(att, refused.message, { agentId: hello.agentId, sandbox: hello.sandbox, labels: hello.labels, claim: refused.claim });
     }
     if (att.agentId && att.agentId !== hello.agentId) {
       ws.close(1002, 'an agent id cannot change on a connection');
       return;
     }
     // Same identity again (a reconnect, or a restarted process): the new connection replaces the old one.
-    if (!this.p.link.bind(ws, att, hello, () => this.p.jobs.busy(hello.agentId), now)) return;
+    if (!this.parts.link.bind(ws, att, hello, () => this.parts.jobs.busy(hello.agentId), now)) return;
     // Jobs this agent should hold but does not list are orphaned: lost unless a connection reports them in time.
-    this.p.jobs.reconcileHeld(hello.agentId, hello.running, now, 0);
+    this.parts.jobs.reconcileHeld(hello.agentId, hello.running, now, 0);
     // Welcomed in its own version: an agent checks that the welcome speaks it.
-    this.p.link.send(ws, { type: 'welcome', v: hello.v, team: await this.host.team(), heartbeatMs: this.host.heartbeatMs });
-    await this.p.jobs.pump();
+    this.parts.link.send(ws, { type: 'welcome', v: hello.v, team: await this.host.team(), heartbeatMs: this.host.heartbeatMs });
+    await this.parts.jobs.pump();
     await this.host.wake();
   }
 }

@@ -47,17 +47,17 @@ const NO_SECRETS: Failure = { code: 'config_error', message: 'this team object k
 
 export class Jobs implements Wakes {
   private readonly host: Pick<DispatchHost, 'env' | 'now' | 'team' | 'heartbeatMs' | 'wake'>;
-  private readonly p: JobsParts;
+  private readonly parts: JobsParts;
   private readonly metrics: JobMetrics;
 
   constructor(host: Pick<DispatchHost, 'env' | 'now' | 'team' | 'heartbeatMs' | 'wake'>, parts: JobsParts) {
     this.host = host;
-    this.p = parts;
+    this.parts = parts;
     this.metrics = new JobMetrics(host);
   }
 
   private get rows(): JobsParts['rows'] {
-    return this.p.rows;
+    return this.parts.rows;
   }
 
   /** Records a job and queues it (or refuses it at once with a reason the caller can act on). */
@@ -74,11 +74,11 @@ export class Jobs implements Wakes {
     if (existing) return answerFor(existing);
     const queuedBefore = this.rows.queued().length;
     // The job's row holds its audit row's id, so the row's completion is found by its key (no index on job ids).
-    const auditId = this.p.audit.nextId();
-    const gated = this.p.configError ?? this.gated();
+    const auditId = this.parts.audit.nextId();
+    const gated = this.parts.configError ?? this.gated();
     // A job that can start now is written running: one row written, not a queued one and then its start.
-    const startOn = !gated && queuedBefore === 0 ? placeNow(req, now, this.p.link, this.rows.running(), this.load()) : null;
-    const row = this.p.records.create({
+    const startOn = !gated && queuedBefore === 0 ? placeNow(req, now, this.parts.link, this.rows.running(), this.load()) : null;
+    const row = this.parts.records.create({
       spec: req.spec,
       tool: req.tool,
       subject: req.subject,
@@ -97,7 +97,7 @@ export class Jobs implements Wakes {
       startOn: startOn ?? undefined,
     });
     if (row) {
-      this.p.audit.record(
+      this.parts.audit.record(
         {
           ...req.audit,
           team,
@@ -128,7 +128,7 @@ export class Jobs implements Wakes {
         },
       });
     } else {
-      const agents = this.p.link.schedAgents(this.load());
+      const agents = this.parts.link.schedAgents(this.load());
       const why = agents.length ? whyNoAgentFits(toSchedJob(row), agents) : null;
       // With agents connected and none able to take the job ever, waiting would only delay the answer.
       if (why && why !== 'no_agent') this.close(req.spec.jobId, 'refused', { error: await this.refusal(req.spec.jobId, why) });
@@ -144,34 +144,34 @@ export class Jobs implements Wakes {
     const names = spec.network?.credentials?.map((c) => c.secret) ?? [];
     let credentials: CredentialValue[] | undefined;
     if (names.length) {
-      const opened = this.p.credentials ? await this.p.credentials(names) : { ok: false as const, error: NO_SECRETS };
+      const opened = this.parts.credentials ? await this.parts.credentials(names) : { ok: false as const, error: NO_SECRETS };
       if (!opened.ok) {
         this.close(jobId, 'refused', { error: opened.error });
         return true;
       }
       credentials = opened.value;
     }
-    const r = this.p.link.agent(agentId);
-    const ws = this.p.link.socketOf(agentId);
+    const r = this.parts.link.agent(agentId);
+    const ws = this.parts.link.socketOf(agentId);
     if (!r || !ws) {
       this.rows.requeue(jobId);
       return false;
     }
     // Only this socket learns the job's upload grant: another agent of the same token cannot upload its artifacts.
-    const upload = this.p.uploads.grant(jobId, agentId);
-    this.p.link.budgetOf(ws).started(jobId);
-    if (!this.p.link.send(ws, { type: 'job.start', spec, upload, ...(credentials ? { credentials } : {}) })) {
+    const upload = this.parts.uploads.grant(jobId, agentId);
+    this.parts.link.budgetOf(ws).started(jobId);
+    if (!this.parts.link.send(ws, { type: 'job.start', spec, upload, ...(credentials ? { credentials } : {}) })) {
       this.rows.requeue(jobId);
       return false;
     }
-    this.p.onStartSent();
+    this.parts.onStartSent();
     // The audit row is completed at the job's end; until then its readers see the job's state (audit-log.ts).
-    this.p.followers.emit(jobId, { type: 'started', jobId, agentId, sandbox: r.sandbox });
+    this.parts.followers.emit(jobId, { type: 'started', jobId, agentId, sandbox: r.sandbox });
     return true;
   }
 
   private gated(): Failure | null {
-    for (const g of this.p.gates ?? []) {
+    for (const g of this.parts.gates ?? []) {
       const f = g();
       if (f) return f;
     }
@@ -189,8 +189,8 @@ export class Jobs implements Wakes {
       this.close(jobId, 'cancelled', { error: { code: 'cancelled', message: `cancelled before it started: ${reason}` } });
       await this.pump();
     } else if (row.state === 'running') {
-      const ws = this.p.link.socketOf(row.agent!);
-      if (ws) this.p.link.send(ws, { type: 'job.cancel', jobId, reason });
+      const ws = this.parts.link.socketOf(row.agent!);
+      if (ws) this.parts.link.send(ws, { type: 'job.cancel', jobId, reason });
     }
     return { found: true, state: this.rows.get(jobId)!.state };
   }
@@ -204,7 +204,7 @@ export class Jobs implements Wakes {
   }
 
   agents(): AgentView[] {
-    return this.p.link.views(this.load());
+    return this.parts.link.views(this.load());
   }
 
   health(): DispatchHealth {
@@ -232,7 +232,7 @@ export class Jobs implements Wakes {
       const decision = schedule({
         now: this.host.now(),
         queue: queue.map(toSchedJob),
-        agents: this.p.link.schedAgents(this.load(running)),
+        agents: this.parts.link.schedAgents(this.load(running)),
         teamRunning: running.length,
         maxConcurrent: queue[0].max_concurrent,
       });
@@ -241,9 +241,9 @@ export class Jobs implements Wakes {
         this.close(jobId, 'refused', { error: await this.refusal(jobId, reason) });
       }
       for (const { jobId, agentId } of decision.start) {
-        const spec = this.p.records.spec(jobId);
-        const r = this.p.link.agent(agentId);
-        const ws = this.p.link.socketOf(agentId);
+        const spec = this.parts.records.spec(jobId);
+        const r = this.parts.link.agent(agentId);
+        const ws = this.parts.link.socketOf(agentId);
         if (!spec || !r || !ws) continue;
         const now = this.host.now();
         if (!this.rows.assign(jobId, { id: agentId, subject: r.subject, sandbox: r.sandbox }, now)) continue;
@@ -256,17 +256,17 @@ export class Jobs implements Wakes {
 
   /** Moves a job to its terminal state (once), completes its call's audit row and tells whoever waits. */
   close(jobId: string, state: JobState, o: { exit?: JobExit; error?: Failure; fromAgent?: string }): boolean {
-    if (!this.p.records.finish(jobId, state, this.host.now(), o)) return false;
-    this.p.audit.completeJob(this.p.records.view(this.rows.get(jobId)!));
+    if (!this.parts.records.finish(jobId, state, this.host.now(), o)) return false;
+    this.parts.audit.completeJob(this.parts.records.view(this.rows.get(jobId)!));
     // job_status waiters learn the end now; a caller waiting for the whole result also gets the stored artifact.
-    this.p.followers.ended(jobId);
+    this.parts.followers.ended(jobId);
     this.observe(this.rows.get(jobId));
     return true;
   }
 
   /** The operators' metrics at every job taken in or ended (job-metrics.ts); counted from what the object holds in memory. */
   private observe(ended: Readonly<JobRow> | null): void {
-    const agents = this.p.link.schedAgents(this.load());
+    const agents = this.parts.link.schedAgents(this.load());
     this.metrics.observe(ended, ended?.ended_at ?? this.host.now(), {
       queued: this.rows.queued().length,
       running: this.rows.running().length,
@@ -300,12 +300,12 @@ export class Jobs implements Wakes {
 
   /** The alarm's part: jobs and uploads whose agent is gone, then the queue. */
   async onAlarm(now: number): Promise<void> {
-    const silentFor = this.p.link.silentMs;
+    const silentFor = this.parts.link.silentMs;
     for (const j of this.rows.running()) {
-      if (j.orphaned_at === null && !this.p.link.socketOf(j.agent!)) {
+      if (j.orphaned_at === null && !this.parts.link.socketOf(j.agent!)) {
         // No socket and no close event: this object restarted (a deploy drops every socket). Its agents
         // are reconnecting with backoff; count the grace from when the slowest of them is back.
-        this.rows.setOrphaned([j.id], this.p.link.restartGraceAt(now));
+        this.rows.setOrphaned([j.id], this.parts.link.restartGraceAt(now));
       } else if (j.orphaned_at !== null && now - j.orphaned_at > silentFor) {
         this.close(j.id, 'lost', {
           error: {
@@ -317,15 +317,15 @@ export class Jobs implements Wakes {
     }
     // An ended job's uploads: its agent keeps reporting them while connected; gone for 3 heartbeats
     // (after the reconnect allowance), they never will, and what the edge kept live is what remains.
-    for (const j of this.p.records.uploading()) {
-      if (this.p.link.socketOf(j.agent ?? '')) {
+    for (const j of this.parts.records.uploading()) {
+      if (this.parts.link.socketOf(j.agent ?? '')) {
         if (j.orphaned_at !== null) this.rows.markUploadOrphaned(j.id, null);
       } else if (j.orphaned_at === null) {
-        this.rows.markUploadOrphaned(j.id, this.p.link.restartGraceAt(now));
+        this.rows.markUploadOrphaned(j.id, this.parts.link.restartGraceAt(now));
       } else if (now - j.orphaned_at > silentFor) {
         console.warn(`job ${j.id}: agent ${j.agent} went away before its artifact upload ended`);
-        this.p.records.failUploads(j.id);
-        this.p.followers.settle(j.id);
+        this.parts.records.failUploads(j.id);
+        this.parts.followers.settle(j.id);
       }
     }
     await this.pump();
@@ -335,18 +335,18 @@ export class Jobs implements Wakes {
   nextWake(now: number): number | null {
     const queued = this.rows.queued();
     // A running job a caller waits on is watched by a timer while the caller's call is open (followers.ts): no alarm.
-    const unwatched = this.rows.running().filter((j) => !this.p.followers.isFollowed(j.id));
+    const unwatched = this.rows.running().filter((j) => !this.parts.followers.isFollowed(j.id));
     // Open jobs are in memory; ended ones with uploads are looked for only when none is open.
-    if (queued.length + unwatched.length === 0 && this.p.records.uploading().length === 0) return null;
+    if (queued.length + unwatched.length === 0 && this.parts.records.uploading().length === 0) return null;
     const dl = nextDeadline(queued.map(toSchedJob));
     return Math.min(now + this.host.heartbeatMs, dl === null ? Infinity : Math.max(now + 10, dl));
   }
 
   private async refusal(jobId: string, why: Ineligibility | 'busy'): Promise<Failure> {
-    const agents = this.p.link.schedAgents(this.load());
+    const agents = this.parts.link.schedAgents(this.load());
     return refusalOf(this.rows.get(jobId)!, why, {
       team: await this.host.team(),
-      connected: this.p.link.live().map((a) => a.att.agentId),
+      connected: this.parts.link.live().map((a) => a.att.agentId),
       active: this.rows.running().length,
       agents: agents.length,
       slots: agents.reduce((n, a) => n + a.capacity, 0),

@@ -34,11 +34,11 @@ export interface JobParts {
 
 export class JobRecords {
   private readonly host: SqlHost;
-  private readonly p: JobParts;
+  private readonly parts: JobParts;
 
   constructor(host: SqlHost, parts: JobParts) {
     this.host = host;
-    this.p = parts;
+    this.parts = parts;
   }
 
   /** A write across the stores; one that throws was rolled back, and so are the copies memory kept. */
@@ -46,9 +46,9 @@ export class JobRecords {
     try {
       return this.host.transactionSync(f);
     } catch (e) {
-      this.p.rows.reset();
-      this.p.texts.reset();
-      this.p.streams.reset();
+      this.parts.rows.reset();
+      this.parts.texts.reset();
+      this.parts.streams.reset();
       throw e;
     }
   }
@@ -58,19 +58,19 @@ export class JobRecords {
     const spec = JSON.stringify(j.spec);
     const inRow = spec.length <= SPEC_ROW_MAX_CHARS;
     return this.transaction(() => {
-      const row = this.p.rows.create(j, inRow ? spec : null);
+      const row = this.parts.rows.create(j, inRow ? spec : null);
       if (!row) return null;
-      this.p.texts.created(row.id, inRow ? null : spec);
-      this.p.live.created(row.id);
-      this.p.streams.created(row.id);
+      this.parts.texts.created(row.id, inRow ? null : spec);
+      this.parts.live.created(row.id);
+      this.parts.streams.created(row.id);
       return row;
     });
   }
 
   spec(id: string): JobSpec | null {
-    const row = this.p.rows.get(id);
+    const row = this.parts.rows.get(id);
     if (!row) return null;
-    const t = row.spec ?? this.p.texts.spec(id);
+    const t = row.spec ?? this.parts.texts.spec(id);
     return t === null ? null : (JSON.parse(t) as JobSpec);
   }
 
@@ -84,24 +84,24 @@ export class JobRecords {
       const inline = exit !== undefined && exit.stdout.length + exit.stderr.length <= EXIT_ROW_INLINE_CHARS;
       const stored = exit ? JSON.stringify(inline ? { ...exit, outputInline: true } : { ...exit, stdout: '', stderr: '' }) : null;
       const error = o.error ?? exit?.error ?? null;
-      if (!this.p.rows.finish(id, state, now, { exit: stored, error, fromAgent: o.fromAgent })) return false;
-      if (exit && !inline) this.p.texts.putOutput(id, exit.stdout, exit.stderr);
-      this.p.streams.jobEnded(id, exit?.pendingArtifacts ?? []);
+      if (!this.parts.rows.finish(id, state, now, { exit: stored, error, fromAgent: o.fromAgent })) return false;
+      if (exit && !inline) this.parts.texts.putOutput(id, exit.stdout, exit.stderr);
+      this.parts.streams.jobEnded(id, exit?.pendingArtifacts ?? []);
       this.dropStoredLive(id);
-      this.p.texts.dropParts(id);
+      this.parts.texts.dropParts(id);
       return true;
     });
   }
 
   /** The edge stored a stream's body (its upload is complete): an ended job's live output of it is not needed. */
   streamStored(id: string): void {
-    if (this.p.rows.get(id)?.ended_at != null) this.dropStoredLive(id);
+    if (this.parts.rows.get(id)?.ended_at != null) this.dropStoredLive(id);
   }
 
   /** Live output of streams whose artifact is stored is not needed any more (R2 serves them). */
   private dropStoredLive(id: string): void {
-    const complete = STREAMS.filter((s) => this.p.streams.row(id, s)?.state === 'complete');
-    if (complete.length) this.p.live.drop(id, complete);
+    const complete = STREAMS.filter((s) => this.parts.streams.row(id, s)?.state === 'complete');
+    if (complete.length) this.parts.live.drop(id, complete);
   }
 
   /**
@@ -109,7 +109,7 @@ export class JobRecords {
    * job's): while it runs, and after its end for a stream whose artifact did not arrive (yet).
    */
   liveNeeded(id: string): boolean {
-    const row = this.p.rows.get(id);
+    const row = this.parts.rows.get(id);
     if (!row) return false;
     if (row.ended_at === null) return true;
     const exit = row.exit ? (JSON.parse(row.exit) as JobExit) : null;
@@ -119,29 +119,29 @@ export class JobRecords {
 
   /** Ended jobs with an upload still running (their agent owes a report), oldest first. */
   uploading(): Readonly<JobRow>[] {
-    return this.p.streams
+    return this.parts.streams
       .uploading()
-      .map((id) => this.p.rows.get(id))
+      .map((id) => this.parts.rows.get(id))
       .filter((r): r is Readonly<JobRow> => r !== null && r.ended_at !== null)
       .sort((a, b) => a.seq - b.seq);
   }
 
   /** The agent of an ended job is gone for good: its open uploads will never report. */
   failUploads(id: string): void {
-    this.p.streams.failUploads(id);
-    this.p.rows.markUploadOrphaned(id, null);
+    this.parts.streams.failUploads(id);
+    this.parts.rows.markUploadOrphaned(id, null);
   }
 
   /** The full exit of a finished job (inline output reassembled), or null. */
   result(id: string): JobExit | null {
-    const row = this.p.rows.get(id);
+    const row = this.parts.rows.get(id);
     if (!row?.exit) return null;
     const { outputInline, ...exit } = JSON.parse(row.exit) as StoredExit;
     // Uploads that followed the exit: once all are stored, the result says so.
     const pending = exit.pendingArtifacts ?? [];
-    const uploaded = exit.artifactsUploaded || (pending.length > 0 && pending.every((s) => this.p.streams.row(id, s)?.state === 'complete'));
+    const uploaded = exit.artifactsUploaded || (pending.length > 0 && pending.every((s) => this.parts.streams.row(id, s)?.state === 'complete'));
     if (outputInline) return { ...exit, artifactsUploaded: uploaded };
-    return { ...exit, artifactsUploaded: uploaded, ...this.p.texts.output(id) };
+    return { ...exit, artifactsUploaded: uploaded, ...this.parts.texts.output(id) };
   }
 
   /**
@@ -149,10 +149,10 @@ export class JobRecords {
    * (failed upload, lost agent) — `partial` with the live bytes the edge kept, else `failed`.
    */
   private streamArtifact(row: JobRow, exit: JobExit | null, stream: StreamName): StreamArtifact {
-    const live = () => this.p.live.relayed(row.id, stream);
+    const live = () => this.parts.live.relayed(row.id, stream);
     if (row.ended_at === null) return { state: 'none', bytes: live() };
     if (exit && exit.streams[stream].bytes === 0) return { state: 'none', bytes: 0 };
-    const a = this.p.streams.row(row.id, stream);
+    const a = this.parts.streams.row(row.id, stream);
     if (a?.state === 'complete') return { state: 'complete', bytes: a.bytes };
     if (a?.state === 'uploading') return { state: 'uploading', bytes: live() };
     // A stream the exit holds whole was never uploaded: its artifact is the exit's text (artifact-index.ts).
@@ -187,8 +187,8 @@ export class JobRecords {
       artifact_handle: row.artifact_handle,
       artifact_state: jobArtifactState(artifacts.stdout.state, artifacts.stderr.state),
       artifacts,
-      stdout_bytes: exit?.streams.stdout.bytes ?? this.p.live.relayed(row.id, 'stdout'),
-      stderr_bytes: exit?.streams.stderr.bytes ?? this.p.live.relayed(row.id, 'stderr'),
+      stdout_bytes: exit?.streams.stdout.bytes ?? this.parts.live.relayed(row.id, 'stdout'),
+      stderr_bytes: exit?.streams.stderr.bytes ?? this.parts.live.relayed(row.id, 'stderr'),
     };
   }
 
@@ -197,12 +197,12 @@ export class JobRecords {
    * for them; returns their ids, or null when no day is due.
    */
   prune(before: number): string[] | null {
-    const day = this.p.rows.dayEndedBefore(before);
+    const day = this.parts.rows.dayEndedBefore(before);
     if (!day) return null;
-    this.p.texts.drop(day.ids);
-    this.p.live.forget(day.ids);
-    this.p.streams.forget(day.ids);
-    this.p.rows.dropDay(day);
+    this.parts.texts.drop(day.ids);
+    this.parts.live.forget(day.ids);
+    this.parts.streams.forget(day.ids);
+    this.parts.rows.dropDay(day);
     return day.ids;
   }
 }

@@ -18,14 +18,14 @@ export interface JobViewParts {
 }
 
 export class JobViews {
-  private readonly p: JobViewParts;
+  private readonly parts: JobViewParts;
 
   constructor(parts: JobViewParts) {
-    this.p = parts;
+    this.parts = parts;
   }
 
   private get rows(): JobViewParts['rows'] {
-    return this.p.rows;
+    return this.parts.rows;
   }
 
   /** The job's view; with `waitMs`, waits (long-poll) until it ends or the time is up. */
@@ -33,17 +33,17 @@ export class JobViews {
     let row = this.rows.get(jobId);
     if (!row) return null;
     if (!isTerminal(row.state) && waitMs > 0) {
-      await this.p.followers.waitForEnd(jobId, waitMs);
+      await this.parts.followers.waitForEnd(jobId, waitMs);
       row = this.rows.get(jobId)!;
     }
-    return this.p.records.view(row);
+    return this.parts.records.view(row);
   }
 
   /** The finished job's full result (inline output reassembled), with who ran it. */
   result(jobId: string): { view: JobView; exit: JobExit | null } | null {
     const row = this.rows.get(jobId);
     if (!row) return null;
-    return { view: this.p.records.view(row), exit: this.p.records.result(jobId) };
+    return { view: this.parts.records.view(row), exit: this.parts.records.result(jobId) };
   }
 
   /**
@@ -54,9 +54,9 @@ export class JobViews {
   liveOutput(jobId: string, stream: StreamName, offset: number, maxBytes: number): KeptOutput | null {
     const row = this.rows.get(jobId);
     if (!row) return null;
-    const live = this.p.live.read(jobId, stream, offset, maxBytes);
+    const live = this.parts.live.read(jobId, stream, offset, maxBytes);
     if (isTerminal(row.state) && row.exit) {
-      const inline = new TextEncoder().encode(this.p.records.result(jobId)?.[stream] ?? '');
+      const inline = new TextEncoder().encode(this.parts.records.result(jobId)?.[stream] ?? '');
       if (inline.byteLength > live.total) {
         return {
           data: inline.subarray(Math.min(offset, inline.byteLength), Math.min(offset + maxBytes, inline.byteLength)),
@@ -72,6 +72,6 @@ export class JobViews {
     const f = JobListFilter.parse(filter);
     const cursor = f.cursor !== undefined && /^\d+$/.test(f.cursor) ? Number(f.cursor) : undefined;
     const { rows, next } = this.rows.list({ state: f.state, subject: f.subject, tool: f.tool, cursor, limit: f.limit });
-    return { jobs: rows.map((r) => this.p.records.view(r)), next_cursor: next === null ? null : String(next) };
+    return { jobs: rows.map((r) => this.parts.records.view(r)), next_cursor: next === null ? null : String(next) };
   }
 }

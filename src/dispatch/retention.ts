@@ -71,7 +71,7 @@ export type RetentionHost = Pick<DispatchHost, 'sql' | 'transactionSync' | 'env'
 
 export class Retention implements Wakes {
   private readonly host: RetentionHost;
-  private readonly p: RetentionParts;
+  private readonly parts: RetentionParts;
   private readonly putBatch: (team: string, rows: readonly AuditRow[]) => Promise<{ key: string; bytes: number }>;
   private oldestAudit: { at: number | null; readAt: number } | null = null;
   private oldestJob: { at: number | null; readAt: number } | null = null;
@@ -86,29 +86,29 @@ export class Retention implements Wakes {
 
   constructor(host: RetentionHost, parts: RetentionParts) {
     this.host = host;
-    this.p = parts;
+    this.parts = parts;
     this.putBatch = parts.putBatch ?? ((team, rows) => putAuditBatch(host.env, team, rows));
     migrate(host, 'retention', MIGRATIONS);
   }
 
   private auditDue(now: number): number | null {
     if (!this.oldestAudit || (this.oldestAudit.at === null && now - this.oldestAudit.readAt > REREAD_EMPTY_MS)) {
-      this.oldestAudit = { at: this.p.audit.oldestDayLastAt(), readAt: now };
+      this.oldestAudit = { at: this.parts.audit.oldestDayLastAt(), readAt: now };
     }
     // The oldest day goes once its last row is past auditDays.
-    return this.oldestAudit.at === null ? null : this.oldestAudit.at + this.p.settings().auditDays * DAY_MS;
+    return this.oldestAudit.at === null ? null : this.oldestAudit.at + this.parts.settings().auditDays * DAY_MS;
   }
 
   private jobsDue(now: number): number | null {
     if (!this.oldestJob || (this.oldestJob.at === null && now - this.oldestJob.readAt > REREAD_EMPTY_MS)) {
-      this.oldestJob = { at: this.p.jobs.oldestDayEnded(), readAt: now };
+      this.oldestJob = { at: this.parts.jobs.oldestDayEnded(), readAt: now };
     }
     return this.oldestJob.at === null ? null : this.oldestJob.at + JOB_RETENTION_MS;
   }
 
   private overBound(): boolean {
     const bytes = this.host.storageBytes();
-    return bytes > this.p.settings().maxBytes && bytes > this.sizeAfterRun;
+    return bytes > this.parts.settings().maxBytes && bytes > this.sizeAfterRun;
   }
 
   nextWake(now: number): number | null {
@@ -126,25 +126,25 @@ export class Retention implements Wakes {
   }
 
   private async run(now: number): Promise<void> {
-    const s = this.p.settings();
+    const s = this.parts.settings();
     // Ended jobs past their retention (and what is kept per job).
     // A day at a time (a table dropped whole): the few due after a pause, a day's at most on a normal run.
     for (let i = 0; i < 10; i++) {
-      const ids = this.p.jobs.prune(now - JOB_RETENTION_MS);
+      const ids = this.parts.jobs.prune(now - JOB_RETENTION_MS);
       if (ids === null) break;
-      if (ids.length) this.p.onJobsPruned(ids);
+      if (ids.length) this.parts.onJobsPruned(ids);
     }
     this.oldestJob = null;
     let batches = 0;
     try {
       // By age: whole days whose every row is older than auditDays (a day's table is dropped whole, writing no row).
       // Rows are exported after the last one exported: a day exported in part keeps those rows until it goes whole.
-      const through = this.p.audit.wholeDaysThrough(now - s.auditDays * DAY_MS);
+      const through = this.parts.audit.wholeDaysThrough(now - s.auditDays * DAY_MS);
       while (through !== null && batches < BATCHES_PER_RUN) {
-        const rows = this.p.audit.oldest(this.lastExportedId(), EXPORT_BATCH_ROWS, { throughId: through });
+        const rows = this.parts.audit.oldest(this.lastExportedId(), EXPORT_BATCH_ROWS, { throughId: through });
         if (rows.length === 0) {
           // Exported already (a run stopped between two batches): only the drop is left.
-          this.p.audit.dropThrough(through);
+          this.parts.audit.dropThrough(through);
           break;
         }
         await this.exportAndDrop(rows, now, false);
@@ -155,7 +155,7 @@ export class Retention implements Wakes {
         let freed = 0;
         const excess = this.host.storageBytes() - s.maxBytes * SIZE_LOW_WATER;
         while (batches < BATCHES_PER_RUN && freed < excess) {
-          const rows = this.p.audit.oldest(this.lastExportedId(), EXPORT_BATCH_ROWS);
+          const rows = this.parts.audit.oldest(this.lastExportedId(), EXPORT_BATCH_ROWS);
           if (rows.length === 0) break;
           freed += await this.exportAndDrop(rows, now, true);
           batches += 1;
@@ -203,7 +203,7 @@ export class Retention implements Wakes {
         put.key,
         now,
       );
-      this.p.audit.dropThrough(last.id, partial);
+      this.parts.audit.dropThrough(last.id, partial);
     });
     return put.bytes;
   }
@@ -213,7 +213,7 @@ export class Retention implements Wakes {
    * (R2 refused the export, or nothing is left to drop): audit rows are never dropped unexported.
    */
   admitJob(): { code: ErrorCode; message: string } | null {
-    const s = this.p.settings();
+    const s = this.parts.settings();
     const bytes = this.host.storageBytes();
     const full = bytes > DO_STORAGE_MAX_BYTES * 0.95;
     if (!full && (bytes <= s.maxBytes || (this.lastError === null && !this.exhausted))) return null;
@@ -243,11 +243,11 @@ export class Retention implements Wakes {
   }
 
   storage(now: number): StorageView {
-    const s = this.p.settings();
+    const s = this.parts.settings();
     const ex = this.host.sql
       .exec<{ n: number; rows: number | null; last: number | null }>(`SELECT COUNT(*) AS n, SUM(rows) AS rows, MAX(last_id) AS last FROM audit_exports`)
       .one();
-    const oldestAuditAt = this.p.audit.oldestAt();
+    const oldestAuditAt = this.parts.audit.oldestAt();
     this.oldestAudit = null;
     const due = this.auditDue(now);
     return {

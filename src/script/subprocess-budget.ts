@@ -14,7 +14,7 @@
  * Pure accounting (no clock, no I/O): the caller measures the time.
  *
  * ```ts
- * const r = budget.reserve(30_000);            // { ok: true, grant: { n: 1, timeoutMs: 2000, limited: true } } under maxTotalMs 2000
+ * const r = budget.reserve(30_000);            // { ok: true, grant: { ordinal: 1, timeoutMs: 2000, limited: true } } under maxTotalMs 2000
  * if (r.ok) budget.settle(r.grant, elapsedMs); // after the subprocess ended
  * ```
  */
@@ -28,7 +28,7 @@ export interface Grant {
   /** Unique per reservation. */
   readonly id: number;
   /** The subprocess's number within the script (`#3` in progress messages). */
-  readonly n: number;
+  readonly ordinal: number;
   /** Its timeout: what it asked for, or less when less was left. */
   readonly timeoutMs: number;
   /** Whether less than it asked for was left. */
@@ -97,7 +97,7 @@ export class SubprocessBudget {
     }
     const timeoutMs = Math.max(1, Math.floor(Math.min(wantMs, left)));
     this.#started += 1;
-    const grant: Grant = { id: this.#nextId++, n: this.#started, timeoutMs, limited: timeoutMs < wantMs };
+    const grant: Grant = { id: this.#nextId++, ordinal: this.#started, timeoutMs, limited: timeoutMs < wantMs };
     this.#held.set(grant.id, timeoutMs);
     return { ok: true, grant };
   }

@@ -96,7 +96,7 @@ export async function runSubprocess(sc: SubprocessContext, raw: unknown): Promis
     budget.subprocesses.release(grant);
     return refuse(overLimit);
   }
-  const n = grant.n;
+  const n = grant.ordinal;
   // A subprocess never outlives its share of the script's subprocess time; otherwise the policy
   // decides its timeout as for execute (default, clamp or deny above the maximum).
   const timeoutMs = grant.limited ? grant.timeoutMs : req.timeoutMs;

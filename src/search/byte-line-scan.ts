@@ -95,11 +95,11 @@ export class ByteLineScan {
   /** The last byte given to the decoder was '\n' (or none yet): it holds no partial character. */
   private clean = true;
 
-  private readonly s: LineSink;
+  private readonly sink: LineSink;
 
   /** `bodyStart`: the bytes start the body (a leading BOM is dropped); false for a range from its middle. */
   constructor(s: LineSink, needles: Uint8Array[], contextLines: number, bodyStart = true) {
-    this.s = s;
+    this.sink = s;
     if (!bodyStart) this.head = null;
     this.needles = needles.map((n) => Buffer.from(n.buffer, n.byteOffset, n.byteLength));
     this.fold = needles.some((n) => n.some((c) => (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a)));
@@ -124,15 +124,15 @@ export class ByteLineScan {
     if (this.head?.length) {
       const h = this.head;
       this.head = null;
-      this.s.push(new TextDecoder('utf-8', { fatal: false, ignoreBOM: false }).decode(h));
+      this.sink.push(new TextDecoder('utf-8', { fatal: false, ignoreBOM: false }).decode(h));
       return;
     }
-    this.s.push(this.decoder.decode());
+    this.sink.push(this.decoder.decode());
   }
 
   private text(b: Uint8Array, from: number, to: number): void {
     if (to <= from) return;
-    this.s.push(this.decoder.decode(b.subarray(from, to), { stream: true }));
+    this.sink.push(this.decoder.decode(b.subarray(from, to), { stream: true }));
     this.clean = b[to - 1] === NL;
   }
 
@@ -148,7 +148,7 @@ export class ByteLineScan {
     const nextHit = this.needles.map(() => -1);
     let pos = 0;
     while (pos < len) {
-      if (!this.clean || !this.s.idle) {
+      if (!this.clean || !this.sink.idle) {
         // Inside a line begun earlier, or an excerpt is still open: text, through at least
         // the 2C+2 lines after which an excerpt without further matches has closed.
         let end = pos;
@@ -177,7 +177,7 @@ export class ByteLineScan {
       let keepFrom = limit;
       for (let j = 0; j < C && keepFrom > pos; j++) keepFrom = lineStart(f, keepFrom - 1);
       if (keepFrom < pos) keepFrom = pos;
-      this.s.skipLines(countNewlines(this.scratch, pos, keepFrom));
+      this.sink.skipLines(countNewlines(this.scratch, pos, keepFrom));
       // The last C quiet lines (leading context) and the hit's line, or the unfinished tail.
       let end = len;
       if (hit !== Infinity) {

@@ -51,7 +51,7 @@ interface Window {
 export class LineSearch implements LineSink {
   private readonly terms: string[];
   private readonly carryLen: number;
-  private readonly o: Required<SearchOptions>;
+  private readonly options: Required<SearchOptions>;
 
   private lineNo = 0;
   matchCount = 0;
@@ -74,13 +74,13 @@ export class LineSearch implements LineSink {
     // Case-insensitive by lowercasing both sides; a term spanning lines can never match.
     this.terms = [...new Set(o.terms.map((t) => t.toLowerCase()).filter((t) => t.length > 0 && !t.includes('\n')))];
     this.carryLen = Math.max(0, ...this.terms.map((t) => t.length)) - 1;
-    this.o = {
+    this.options = {
       ...o,
       maxExcerpts: Math.max(0, Math.floor(o.maxExcerpts)),
       contextLines: Math.max(0, Math.floor(o.contextLines)),
       maxExcerptLines: Math.max(1, Math.floor(o.maxExcerptLines ?? DEFAULT_MAX_EXCERPT_LINES)),
     };
-    this.ring = new Array<string>(this.o.contextLines).fill('');
+    this.ring = new Array<string>(this.options.contextLines).fill('');
   }
 
   push(text: string): void {
@@ -143,7 +143,7 @@ export class LineSearch implements LineSink {
     if (limit <= pos) return pos;
     // Keep the last C quiet lines for the ring; skip the ones before them.
     let keepFrom = limit;
-    for (let j = 0; j < this.o.contextLines && keepFrom > pos; j++) keepFrom = keepFrom >= 2 ? text.lastIndexOf('\n', keepFrom - 2) + 1 : 0;
+    for (let j = 0; j < this.options.contextLines && keepFrom > pos; j++) keepFrom = keepFrom >= 2 ? text.lastIndexOf('\n', keepFrom - 2) + 1 : 0;
     if (keepFrom < pos) keepFrom = pos;
     let skipped = 0;
     for (let p = text.indexOf('\n', pos); p !== -1 && p < keepFrom; p = text.indexOf('\n', p + 1)) skipped++;
@@ -201,7 +201,7 @@ export class LineSearch implements LineSink {
   /** One complete line: `head` holds at least its first LINE_CAP+1 chars, `len` its full length. */
   private line(head: string, len: number, matched: boolean): void {
     const n = ++this.lineNo;
-    const C = this.o.contextLines;
+    const C = this.options.contextLines;
     if (matched) this.matchCount++;
     const text = len > LINE_CAP ? capLine(head) : head.length > len ? head.slice(0, len) : head;
     const cur = this.cur;
@@ -231,8 +231,8 @@ export class LineSearch implements LineSink {
 
   /** A new excerpt around the match on line n, with leading context not already in an excerpt. */
   private openWindow(n: number, text: string): void {
-    if (this.excerpts.length >= this.o.maxExcerpts) return;
-    const first = Math.max(1, n - this.o.contextLines, this.closedEnd + 1, n - this.o.maxExcerptLines + 1);
+    if (this.excerpts.length >= this.options.maxExcerpts) return;
+    const first = Math.max(1, n - this.options.contextLines, this.closedEnd + 1, n - this.options.maxExcerptLines + 1);
     const cur: Window = { start: first, lines: [], lastMatch: n };
     for (let k = first; k < n; k++) cur.lines.push(this.ringLine(n - k));
     cur.lines.push(text);
@@ -241,17 +241,17 @@ export class LineSearch implements LineSink {
 
   /** The line `back` lines before the current one (1 = the previous line), from the ring. */
   private ringLine(back: number): string {
-    const C = this.o.contextLines;
+    const C = this.options.contextLines;
     return this.ring[(this.ringPos - back + C * 2) % C];
   }
 
   private addToWindow(line: string, n: number, matched: boolean): void {
     let cur = this.cur;
     if (!cur) return;
-    if (cur.lines.length >= this.o.maxExcerptLines) {
+    if (cur.lines.length >= this.options.maxExcerptLines) {
       // A run of matches longer than an excerpt may be: keep going in a fresh excerpt.
       this.closeWindow();
-      if (!matched || this.excerpts.length >= this.o.maxExcerpts) return;
+      if (!matched || this.excerpts.length >= this.options.maxExcerpts) return;
       cur = this.cur = { start: n, lines: [], lastMatch: n };
     }
     cur.lines.push(line);
@@ -267,7 +267,7 @@ export class LineSearch implements LineSink {
       lineStart: cur.start,
       lineEnd: cur.start + cur.lines.length - 1,
       content: cur.lines.join('\n'),
-      source: this.o.source,
+      source: this.options.source,
     });
   }
 }

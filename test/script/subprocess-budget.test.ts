@@ -11,7 +11,7 @@ describe('maxTotalMs holds for subprocesses that run at once', () => {
   it('four subprocesses started together share 2000 ms: the first gets it all, the others are refused', () => {
     const b = new SubprocessBudget({ maxCount: 50, maxTotalMs: 2000 });
     const first = b.reserve(30_000);
-    expect(first).toMatchObject({ ok: true, grant: { n: 1, timeoutMs: 2000, limited: true } });
+    expect(first).toMatchObject({ ok: true, grant: { ordinal: 1, timeoutMs: 2000, limited: true } });
     for (let i = 0; i < 3; i++) {
       const r = b.reserve(30_000);
       expect(r.ok).toBe(false);
@@ -82,6 +82,6 @@ describe('maxCount holds for subprocesses that run at once', () => {
     const b = new SubprocessBudget({ maxCount: 1, maxTotalMs: 600_000 });
     b.release(reserve(b, 1000));
     expect([b.started, b.leftMs]).toEqual([0, 600_000]);
-    expect(reserve(b, 1000).n).toBe(1);
+    expect(reserve(b, 1000).ordinal).toBe(1);
   });
 });

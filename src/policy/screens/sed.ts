@@ -75,13 +75,13 @@ export function sedScriptProblem(script: string): string | null {
 
 class SedParser {
   private i = 0;
-  private readonly s: string;
+  private readonly script: string;
   constructor(s: string) {
-    this.s = s;
+    this.script = s;
   }
 
   run(): string | null {
-    const s = this.s;
+    const s = this.script;
     while (this.i < s.length) {
       this.skip(' \t\n;');
       if (this.i >= s.length) break;
@@ -110,7 +110,7 @@ class SedParser {
   }
 
   private command(cmd: string): string | null {
-    const s = this.s;
+    const s = this.script;
     switch (cmd) {
       case '{':
       case '}':
@@ -197,7 +197,7 @@ class SedParser {
   }
 
   private address(): void {
-    const s = this.s;
+    const s = this.script;
     const c = s[this.i];
     if (c === undefined) return;
     if (/[0-9]/.test(c)) {
@@ -221,7 +221,7 @@ class SedParser {
   }
 
   private delimiter(): string {
-    const d = this.s[this.i++];
+    const d = this.script[this.i++];
     if (d === undefined || d === '\n' || d === '\\') throw new Error('bad delimiter');
     return d;
   }
@@ -231,7 +231,7 @@ class SedParser {
    * checked against the real binary) lets a bracket expression hold the delimiter: `s/[/]/x/`.
    */
   private until(d: string, regex = false): void {
-    const s = this.s;
+    const s = this.script;
     while (this.i < s.length) {
       const c = s[this.i++];
       if (c === '\\') {
@@ -262,7 +262,7 @@ class SedParser {
 
   /** a/i/c text: to the end of the line, following backslash-newline continuations. */
   private text(): void {
-    const s = this.s;
+    const s = this.script;
     while (this.i < s.length) {
       const c = s[this.i++];
       if (c === '\\') {
@@ -275,12 +275,12 @@ class SedParser {
 
   private toEol(): string {
     const start = this.i;
-    const nl = this.s.indexOf('\n', this.i);
-    this.i = nl < 0 ? this.s.length : nl + 1;
-    return this.s.slice(start, nl < 0 ? this.s.length : nl);
+    const nl = this.script.indexOf('\n', this.i);
+    this.i = nl < 0 ? this.script.length : nl + 1;
+    return this.script.slice(start, nl < 0 ? this.script.length : nl);
   }
 
   private skip(chars: string): void {
-    while (this.i < this.s.length && chars.includes(this.s[this.i])) this.i++;
+    while (this.i < this.script.length && chars.includes(this.script[this.i])) this.i++;
   }
 }

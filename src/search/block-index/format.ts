@@ -125,13 +125,13 @@ export class BadIndex extends Error {}
 
 class Reader {
   pos = 0;
-  private readonly b: Uint8Array;
+  private readonly input: Uint8Array;
   constructor(b: Uint8Array) {
-    this.b = b;
+    this.input = b;
   }
   byte(): number {
-    if (this.pos >= this.b.length) throw new BadIndex('the index ends early');
-    return this.b[this.pos++];
+    if (this.pos >= this.input.length) throw new BadIndex('the index ends early');
+    return this.input[this.pos++];
   }
   varint(): number {
     let v = 0;
@@ -145,8 +145,8 @@ class Reader {
     throw new BadIndex('a number in the index is too long');
   }
   bytes(n: number): Uint8Array {
-    if (this.pos + n > this.b.length) throw new BadIndex('the index ends early');
-    const out = this.b.subarray(this.pos, this.pos + n);
+    if (this.pos + n > this.input.length) throw new BadIndex('the index ends early');
+    const out = this.input.subarray(this.pos, this.pos + n);
     this.pos += n;
     return out;
   }
