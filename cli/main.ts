@@ -18,8 +18,9 @@ import { oauthCommand } from './oauth.ts';
 import { membersCommand } from './members.ts';
 import { teamCommand } from './team.ts';
 import { scriptsCommand } from './scripts.ts';
+import { secretsCommand } from './secrets.ts';
 
-const COMMANDS = ['token', 'key', 'members', 'oauth', 'policy', 'audit', 'agents', 'jobs', 'approvals', 'scripts', 'team', 'agent', 'help'];
+const COMMANDS = ['token', 'key', 'members', 'oauth', 'policy', 'audit', 'agents', 'jobs', 'approvals', 'scripts', 'secrets', 'team', 'agent', 'help'];
 
 export const HELP = `gatehouse — admin CLI and executor agent of a Gatehouse MCP gateway
 
@@ -40,6 +41,7 @@ usage:
   gatehouse jobs list [--state s] | show <id> | kill <id>
   gatehouse approvals list [--status pending] | show <id> | approve <id> | deny <id>   runs the policy asks about
   gatehouse scripts push <file> [--name n] | list | versions <name> | show <name> [--version N] | rm <name> [--version N]
+  gatehouse secrets set <name> (value from stdin or a prompt) | list | rm <name>
                                                       the team's script library (run_script {"name": …})
   gatehouse team create <id> | list | show <id> | suspend <id> | resume <id> | quotas <id> | usage <id> | delete <id>
                                                       the deployment's teams (an operator token)
@@ -84,6 +86,8 @@ export async function main(argv: string[]): Promise<number> {
         return await membersCommand(rest);
       case 'scripts':
         return await scriptsCommand(rest);
+      case 'secrets':
+        return await secretsCommand(rest);
       case 'team':
         return await teamCommand(rest);
       case 'agent':

@@ -3,6 +3,7 @@
  * Everything acts on the admin token's own team: the plain paths (`/tokens`, `/policy`, `/audit`)
  * and the explicit `/teams/:team/...` form, where any other team is "not found".
  */
+import { secretRoutes } from './secrets.ts';
 import { Hono, type Handler } from 'hono';
 import type { AppEnv } from '../env.ts';
 import { toErrorShape } from '../contracts/errors.ts';
@@ -46,6 +47,7 @@ teamApi.route('/oauth', oauthAdminRoutes);
 teamApi.route('/overview', overviewRoutes);
 teamApi.route('/members', memberRoutes);
 teamApi.route('/scripts', scriptRoutes);
+teamApi.route('/secrets', secretRoutes);
 teamApi.route('/usage', teamUsageRoutes);
 
 export const adminRoutes = new Hono<AppEnv>();
@@ -68,6 +70,6 @@ adminRoutes.all('*', (c) =>
   apiError(
     c,
     'not_found',
-    `no admin route ${c.req.method} ${new URL(c.req.url).pathname}; see /admin/v1/{overview,tokens,policy,policy/check,audit,audit/export,audit/storage,agents,jobs,artifacts/:handle,approvals,oauth/grants,oauth/clients/:id,members,members/invitations,scripts}`,
+    `no admin route ${c.req.method} ${new URL(c.req.url).pathname}; see /admin/v1/{overview,tokens,policy,policy/check,audit,audit/export,audit/storage,agents,jobs,artifacts/:handle,approvals,oauth/grants,oauth/clients/:id,members,members/invitations,scripts,secrets}`,
   ),
 );

@@ -67,6 +67,8 @@ export const AUDIT_TOOLS = [
   'admin.member_remove',
   'admin.script_push',
   'admin.script_remove',
+  'admin.secret_set',
+  'admin.secret_remove',
   'member.join',
 ] as const;
 export type AuditTool = (typeof AUDIT_TOOLS)[number];

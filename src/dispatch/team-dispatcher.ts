@@ -5,6 +5,8 @@
  * This class is the Workers RPC methods the edge calls (client.ts), each delegating to a capability;
  * the platform's socket and alarm events and the shared plumbing are the base class's (object-shell.ts).
  */
+import type { SecretView } from '../contracts/secrets.ts';
+import type { SecretsAnswer } from './secrets.ts';
 import type { JobExit, StreamName } from '../contracts/agent-protocol.ts';
 import type { AgentView, JobListFilter, JobState, JobView } from '../contracts/job-view.ts';
 import { stamp } from '../contracts/trace.ts';
@@ -279,6 +281,17 @@ export class TeamDispatcher extends TeamObjectShell {
   /** Calls, jobs, job-seconds and egress bytes today and this month (UTC), the object's storage, the quotas. */
   teamUsage(): TeamUsage {
     return this.rpc(() => this.c.quotas.usage(this.host.now()));
+  }
+
+  /** The team's secrets (secrets.ts): set one (sealed here), list names and dates, remove one. Values never come back. */
+  putSecret(name: string, value: string, by: string): Promise<SecretsAnswer<{ created: boolean }>> {
+    return this.rpc(() => this.c.secrets.put(name, value, by));
+  }
+  listSecrets(): SecretView[] {
+    return this.rpc(() => this.c.secrets.list());
+  }
+  deleteSecret(name: string): boolean {
+    return this.rpc(() => this.c.secrets.delete(name));
   }
 
   /** The directory's quotas for the team: enforced from the next submit on. */
