@@ -15,7 +15,7 @@ const TAIL_FLAGS: FlagSpecs = {
   follow: { type: 'bool', help: 'keep polling for new rows (Ctrl-C to stop)' },
   interval: { type: 'string', value: 'ms', help: 'poll interval with --follow (default 2000)' },
   decision: { type: 'string', value: 'd', help: 'only allowed | denied | failed | asked (waiting for approval)' },
-  tool: { type: 'string', value: 'tool', help: 'only this tool or action (listed below; admin.* are the admin API\'s actions)' },
+  tool: { type: 'string', value: 'tool', help: "only this tool or action (listed below; admin.* are the admin API's actions)" },
   subject: { type: 'string', value: 'sub', help: 'only this token subject' },
   since: { type: 'string', value: 'time', help: 'only rows at or after (ms since epoch or ISO date)' },
 };

@@ -121,7 +121,10 @@ async function show(argv: string[]): Promise<number> {
     // Two different spans: the process's own run time (the agent's clock) and start → result recorded at the edge,
     // which also counts sandbox start-up and moving the output (MiBs of it take seconds).
     ['duration', labelled(duration(field(j, 'durationMs', 'duration_ms')), 'the process ran (measured by the agent)')],
-    ['recorded', labelled(span(field(j, 'startedAt', 'started_at'), field(j, 'endedAt', 'ended_at')), 'from started to the result recorded (includes sending the output)')],
+    [
+      'recorded',
+      labelled(span(field(j, 'startedAt', 'started_at'), field(j, 'endedAt', 'ended_at')), 'from started to the result recorded (includes sending the output)'),
+    ],
     ['exit', exit(j)],
     ['artifact', text(field(j, 'artifactHandle', 'artifact_handle'))],
   ];

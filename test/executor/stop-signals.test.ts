@@ -27,7 +27,19 @@ async function startAgent(node: string): Promise<{ p: ChildProcess; out: () => s
   dirs.push(dir);
   const p = spawn(
     node,
-    [join(ROOT, 'bin/gatehouse.mjs'), 'agent', '--url', 'http://127.0.0.1:9', '--root', join(dir, 'ws'), '--state-dir', join(dir, 'state'), '--sandbox', 'none', '--allow-no-isolation'],
+    [
+      join(ROOT, 'bin/gatehouse.mjs'),
+      'agent',
+      '--url',
+      'http://127.0.0.1:9',
+      '--root',
+      join(dir, 'ws'),
+      '--state-dir',
+      join(dir, 'state'),
+      '--sandbox',
+      'none',
+      '--allow-no-isolation',
+    ],
     { cwd: dir, detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, GATEHOUSE_AGENT_TOKEN: 'not.a.token', GATEHOUSE_REEXEC: '' } },
   );
   procs.push(p);

@@ -23,7 +23,7 @@ export function descendants(pid: number): number[] {
   const p = parents();
   const found: number[] = [];
   const walk = (of: number) => {
-    for (const [child, parent] of p) if (parent === of && !found.includes(child)) (found.push(child), walk(child));
+    for (const [child, parent] of p) if (parent === of && !found.includes(child)) found.push(child), walk(child);
   };
   walk(pid);
   return found;
