@@ -30,6 +30,8 @@ export type Env = Pick<WranglerEnv, 'DB' | 'ARTIFACTS' | 'TEAM_DISPATCHER'> &
     OIDC_ISSUER?: string;
     OIDC_CLIENT_ID?: string;
     OIDC_CLIENT_SECRET?: string;
+    /** Secret: 32 random bytes (base64) sealing stored secrets, such as remote MCP servers' headers (src/platform/secret-box.ts). */
+    GATEHOUSE_SECRETS_KEY?: string;
   };
 
 /**

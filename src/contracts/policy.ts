@@ -43,6 +43,35 @@ const ScriptSubprocessPolicy = z.object({
   /** Total wall time of one script's subprocesses added together. */
   maxTotalMs: z.number().int().min(100).max(3_600_000).default(600_000),
 });
+/**
+ * Which MCP servers a script may call (`servers.<id>.call`), and which of their tools: rules tried in
+ * order, the first whose server and tool match decides; no match → `default`. Without this section a
+ * script's catalog is empty of callable servers: every call is denied.
+ */
+const ServerRule = z.object({
+  /** A server id from the catalog, or `*` for any. */
+  server: z.string().regex(/^(\*|[A-Za-z0-9_-]{1,64})$/, 'server is a server id (A-Z, a-z, 0-9, _ and -) or "*"'),
+  /** Tool names this rule covers (default: every tool of the server). */
+  tools: z.array(z.string().min(1).max(256)).min(1).max(200).optional(),
+  decision: z.enum(['allow', 'ask', 'deny']),
+  /** Shown to the script ("writes to the tracker"). */
+  reason: z.string().max(500).optional(),
+});
+export type ServerRule = z.infer<typeof ServerRule>;
+export const ScriptServersPolicy = z.object({
+  rules: z.array(ServerRule).max(200).default([]),
+  default: z.enum(['allow', 'ask', 'deny']).default('deny'),
+  /** Stdio servers one script may have running at once (they do not take the team's job slots). */
+  maxStdioPerScript: z.number().int().min(0).max(16).default(2),
+  /** How long a server has to answer `initialize`; it is stopped after that. */
+  initializeTimeoutMs: z.number().int().min(100).max(120_000).default(20_000),
+  /** How long one tool call may take. */
+  callTimeoutMs: z.number().int().min(100).max(600_000).default(60_000),
+  /** Server calls one script may make in all (each is an audit row). */
+  maxCalls: z.number().int().min(1).max(1000).default(100),
+});
+export type ScriptServersPolicy = z.infer<typeof ScriptServersPolicy>;
+
 export const ScriptPolicy = z.object({
   enabled: z.boolean().default(false),
   defaultTimeoutMs: z.number().int().min(100).max(3_600_000).default(120_000),
@@ -50,6 +79,7 @@ export const ScriptPolicy = z.object({
   /** CPU budget of the script's isolate: at most what Cloudflare lets a Worker have, by default its default. */
   cpuMs: z.number().int().min(10).max(WORKER_CPU_MAX_MS).default(WORKER_CPU_DEFAULT_MS),
   subprocess: ScriptSubprocessPolicy.optional(),
+  servers: ScriptServersPolicy.optional(),
 });
 export type ScriptPolicy = z.infer<typeof ScriptPolicy>;
 

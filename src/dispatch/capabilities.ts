@@ -26,6 +26,7 @@ import { Jobs } from './jobs.ts';
 import { JobViews } from './job-views.ts';
 import { LiveOutput } from './live-output.ts';
 import { Tasks } from './tasks.ts';
+import { RemoteServers } from './remote-servers.ts';
 import { TeamQuotas } from './quotas.ts';
 import type { ImportCount, TeamRecordsImport } from './team-records-client.ts';
 
@@ -59,6 +60,8 @@ export interface Capabilities {
   approvals: Approvals;
   /** The team's MCP tasks, with their TTL. */
   tasks: Tasks;
+  /** The remote MCP servers an admin registered for the team's scripts (headers sealed). */
+  remoteServers: RemoteServers;
   /** The team's quotas (checked at submit) and usage figures. */
   quotas: TeamQuotas;
   /** Old rows from D1 (the migration tool, legacy-import.ts) taken in by their owners, each kind idempotently. */
@@ -180,6 +183,7 @@ export function capabilities(host: DispatchHost, o: { plan: PlanResult; trace: (
     egress,
     approvals,
     tasks,
+    remoteServers: new RemoteServers(host),
     quotas,
     importRecords,
     wakes: [legacy, retention, jobs, egress, artifacts, approvals, tasks],

@@ -89,11 +89,7 @@ export class TeamDispatcher extends DurableObject<Env> {
   }
 
   // ================= RPC: called by the edge Worker (src/dispatch/client.ts) =================
-
-  /**
-   * Agent WebSocket upgrades are the one thing that still arrives as `fetch`: a WebSocket can only
-   * be handed over in an HTTP 101 response. The Worker has verified the token; it passes identity.
-   */
+  /** Agent WebSocket upgrades alone arrive as `fetch` (a socket is handed over only in a 101 response); the Worker verified the token and passes identity. */
   async fetch(request: Request): Promise<Response> {
     this.meter.wake('fetch');
     if (request.headers.get('Upgrade')?.toLowerCase() !== 'websocket') {
@@ -330,6 +326,10 @@ export class TeamDispatcher extends DurableObject<Env> {
 
   egressConnections(f: { limit: number; refusedOnly?: boolean; before?: number }): EgressConnectionView[] {
     return this.rpc(() => this.c.egress.connections(f));
+  }
+
+  remoteServers(o: Parameters<Capabilities['remoteServers']['apply']>[0]) {
+    return this.rpc(() => this.c.remoteServers.apply(o));
   }
 
   /** Old rows from D1 (the migration tool): each kind taken in idempotently; retention applies to them from the next alarm. */

@@ -77,6 +77,8 @@ export const AUDIT_TOOLS = [
   'admin.member_role',
   'admin.member_remove',
   'member.join',
+  'admin.server_put',
+  'admin.server_remove',
 ] as const;
 /** An agent's connection refused by its team's Durable Object (a `hello` claiming more than its token grants). */
 export const AGENT_CONNECT_AUDIT_TOOL = 'agent.connect' satisfies (typeof AUDIT_TOOLS)[number];
