@@ -17,8 +17,9 @@ import { approvalsCommand } from './approvals.ts';
 import { oauthCommand } from './oauth.ts';
 import { membersCommand } from './members.ts';
 import { teamCommand } from './team.ts';
+import { serversCommand } from './servers.ts';
 
-const COMMANDS = ['token', 'key', 'members', 'oauth', 'policy', 'audit', 'agents', 'jobs', 'approvals', 'team', 'agent', 'help'];
+const COMMANDS = ['token', 'key', 'members', 'oauth', 'policy', 'audit', 'agents', 'jobs', 'approvals', 'servers', 'team', 'agent', 'help'];
 
 export const HELP = `gatehouse — admin CLI and executor agent of a Gatehouse MCP gateway
 
@@ -38,6 +39,7 @@ usage:
   gatehouse agents                                    the team's executor agents
   gatehouse jobs list [--state s] | show <id> | kill <id>
   gatehouse approvals list [--status pending] | show <id> | approve <id> | deny <id>   runs the policy asks about
+  gatehouse servers add <id> --url URL [--header 'Name: value'] | list | rm <id>   remote MCP servers for scripts
   gatehouse team create <id> | list | show <id> | suspend <id> | resume <id> | quotas <id> | usage <id> | delete <id>
                                                       the deployment's teams (an operator token)
   gatehouse agent --url URL --token-file FILE --root DIR [...]   run an executor agent
@@ -79,6 +81,8 @@ export async function main(argv: string[]): Promise<number> {
         return await oauthCommand(rest);
       case 'members':
         return await membersCommand(rest);
+      case 'servers':
+        return await serversCommand(rest);
       case 'team':
         return await teamCommand(rest);
       case 'agent':

@@ -8,7 +8,8 @@ import { z } from 'zod';
 import { SQLITE_ROW_MAX_BYTES } from '../platform/limits.ts';
 
 /** A server id is a property name a script writes (`servers.docs`, `servers["my-docs"]`). */
-export const ServerId = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'a server id is 1 to 64 characters of A-Z, a-z, 0-9, "_" and "-"');
+const SERVER_ID_RULE = 'a server id is 1 to 64 characters of A-Z, a-z, 0-9, "_" and "-"';
+export const ServerId = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, SERVER_ID_RULE);
 export type ServerId = z.infer<typeof ServerId>;
 
 /** The workspace file a script's stdio servers come from (the standard shape MCP clients read). */
@@ -38,7 +39,9 @@ export function parseMcpJson(text: string): { ok: true; servers: Record<string, 
   if (r.success) return { ok: true, servers: r.data.mcpServers };
   const issue = r.error.issues[0]!;
   const key = issue.path.length ? issue.path.map(String).join('.') : '(top level)';
-  return { ok: false, message: `${MCP_JSON_FILE}: ${key}: ${issue.message}; expected {"mcpServers": {"<id>": {"command": "…", "args": […], "env": {…}}}}` };
+  // zod reports a bad record key as "Invalid key in record": say what a key must be.
+  const message = issue.code === 'invalid_key' ? SERVER_ID_RULE : issue.message;
+  return { ok: false, message: `${MCP_JSON_FILE}: ${key}: ${message}; expected {"mcpServers": {"<id>": {"command": "…", "args": […], "env": {…}}}}` };
 }
 
 /**

@@ -121,8 +121,7 @@ export class ScriptServers {
   private catalog(): Promise<Map<string, CatalogEntry>> {
     this.#catalog ??= (async () => {
       const m = new Map<string, CatalogEntry>();
-      // A script whose policy lets it call no server does not read the team's registrations.
-      if (!this.#sc.script.servers || this.#sc.slot.beforeServerCall(CATALOG_SUBREQUESTS)) return m;
+      if (this.#sc.slot.beforeServerCall(CATALOG_SUBREQUESTS)) return m;
       for (const row of await remoteServerRows(this.#sc.ctx.env, this.#sc.ctx.principal.team)) m.set(row.id, { kind: 'remote', row });
       return m;
     })();
