@@ -13,7 +13,7 @@ export const ServerId = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, SERVER_ID_RULE
 export type ServerId = z.infer<typeof ServerId>;
 
 /** The workspace file a script's stdio servers come from (the standard shape MCP clients read). */
-export const MCP_JSON_FILE = '.mcp.json';
+const MCP_JSON_FILE = '.mcp.json';
 
 const StdioServerEntry = z.object({
   command: z.string().min(1, 'command is empty').max(4096),
@@ -49,8 +49,8 @@ export function parseMcpJson(text: string): { ok: true; servers: Record<string, 
  * in the team object's row, whose limit is SQLITE_ROW_MAX_BYTES (2 MB): these caps keep a sealed
  * set under a tenth of it.
  */
-export const REMOTE_SERVER_HEADERS_MAX = 20;
-export const REMOTE_SERVER_HEADER_VALUE_MAX_CHARS = 8 * 1024;
+const REMOTE_SERVER_HEADERS_MAX = 20;
+const REMOTE_SERVER_HEADER_VALUE_MAX_CHARS = 8 * 1024;
 export const REMOTE_SERVER_HEADERS_SEALED_MAX_BYTES = SQLITE_ROW_MAX_BYTES / 10;
 
 const HeaderName = z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$/, 'a header name is an HTTP token (letters, digits, -, …)');

@@ -61,9 +61,7 @@ export type ServerRule = z.infer<typeof ServerRule>;
 export const ScriptServersPolicy = z.object({
   rules: z.array(ServerRule).max(200).default([]),
   default: z.enum(['allow', 'ask', 'deny']).default('deny'),
-  /** Stdio servers one script may have running at once (they do not take the team's job slots). */
-  maxStdioPerScript: z.number().int().min(0).max(16).default(2),
-  /** How long a server has to answer `initialize`; it is stopped after that. */
+  /** How long a server has to answer `initialize`; the call fails after that. */
   initializeTimeoutMs: z.number().int().min(100).max(120_000).default(20_000),
   /** How long one tool call may take. */
   callTimeoutMs: z.number().int().min(100).max(600_000).default(60_000),

@@ -10,6 +10,8 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { startGateway, type Gateway } from './harness.ts';
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
 import { startRemoteMcpServer, type RemoteMcpServer } from '../support/remote-mcp-server.ts';
+import { runCli } from '../support/cli.ts';
+import { readmeBlock } from '../cli/readme.ts';
 
 const TEAM = 'srv';
 const SECRET = `sk-${randomBytes(12).toString('hex')}`;
@@ -50,7 +52,7 @@ beforeAll(async () => {
   admin = await gw.token({ team: TEAM, scopes: ['admin'] });
   client = await gw.mcp(TEAM, ['execute']);
   await policy();
-}, 120_000);
+}, 400_000);
 
 afterAll(async () => {
   await client?.close();
@@ -148,5 +150,33 @@ describe('servers in a script', () => {
     expect(rm.status).toBe(200);
     const gone = await run(attempt(`servers.wrong.listTools()`));
     expect(gone.s.result.message).toMatch(/^servers\.wrong: not in the catalog — it has docs/);
+  });
+
+  it('the CLI block of docs/script-mode.md registers, lists and removes a server', async () => {
+    const lines = readmeBlock('servers-cli');
+    const outputs: string[] = [];
+    for (const line of lines) {
+      const exported = /^export (\w+)=(.*)$/.exec(line);
+      if (exported) {
+        // The documented key stands for the test server's real one.
+        process.env[exported[1]!] = SECRET;
+        continue;
+      }
+      const args = line
+        .replace(/^gatehouse /, '')
+        .replace('https://mcp.example.com/mcp', remote.url)
+        .match(/"[^"]*"|\S+/g)!
+        .map((a) => a.replace(/^"|"$/g, ''));
+      const r = await runCli(gw.url, admin, args);
+      expect(r.code, `${line}: ${r.stderr}`).toBe(0);
+      outputs.push(r.stdout);
+      if (args[0] === 'servers' && args[1] === 'add') {
+        const out = await run(`return (await servers.docs.call('echo', { text: 'via cli' })).content[0].text`);
+        expect(out.s.result).toBe('echo: via cli');
+      }
+    }
+    expect(outputs.join('')).not.toContain(SECRET);
+    expect(outputs[1]).toMatch(/docs\s+http:\/\/127\.0\.0\.1:\d+\/mcp\s+X-Api-Key/);
+    expect(outputs[2]).toBe('removed docs\n');
   });
 });
