@@ -39,7 +39,7 @@ usage:
   gatehouse agents                                    the team's executor agents
   gatehouse jobs list [--state s] | show <id> | kill <id>
   gatehouse approvals list [--status pending] | show <id> | approve <id> | deny <id>   runs the policy asks about
-  gatehouse servers add <id> --url URL [--header 'Name: value'] | list | rm <id>   remote MCP servers for scripts
+  gatehouse servers add <id> <server URL> [--header 'Name: value'] | list | rm <id>   remote MCP servers for scripts
   gatehouse team create <id> | list | show <id> | suspend <id> | resume <id> | quotas <id> | usage <id> | delete <id>
                                                       the deployment's teams (an operator token)
   gatehouse agent --url URL --token-file FILE --root DIR [...]   run an executor agent

@@ -5,7 +5,6 @@ import { text, when, type Row } from './fields.ts';
 import { info, out, printJson, table } from './io.ts';
 
 const ADD_FLAGS: FlagSpecs = {
-  url: { type: 'string', value: 'URL', help: "the server's Streamable HTTP endpoint (http: or https:)" },
   header: { type: 'list', value: 'Name: value', help: 'a header sent with every request to the server (stored encrypted)' },
   'header-env': { type: 'list', value: 'Name=VAR', help: 'a header whose value is read from environment variable VAR (keeps it out of shell history)' },
   description: { type: 'string', value: 'text', help: 'what the server is for' },
@@ -14,8 +13,9 @@ const ADD_FLAGS: FlagSpecs = {
 const SERVERS_HELP = `gatehouse servers — remote MCP servers the team's scripts call (servers.<id>.call(tool, args))
 
 usage:
-  gatehouse servers add <id> --url URL [--header 'Name: value']... [--header-env Name=VAR]... [--description text]
-                                            register (or replace) a server; header values are stored encrypted
+  gatehouse servers add <id> <server URL> [--header 'Name: value']... [--header-env Name=VAR]... [--description text]
+                                            register (or replace) a server: its Streamable HTTP endpoint
+                                            (http: or https:); header values are stored encrypted
   gatehouse servers list                    the registered servers (header names only, never their values)
   gatehouse servers rm <id>                 remove a server
 
@@ -71,10 +71,10 @@ function headersOf(flags: Record<string, unknown>, env: NodeJS.ProcessEnv): Reco
 async function add(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
   const a = parseArgs(argv, ADD_FLAGS, 'servers add');
   if (a.flags.help) return (out(SERVERS_HELP), 0);
-  const id = oneId(a, 'add');
-  if (a.flags.url === undefined) throw new UsageError('servers add needs --url URL');
+  const [id, url, ...extra] = [...a.positionals, ...a.rest];
+  if (!id || !url || extra.length) throw new UsageError('usage: gatehouse servers add <id> <server URL> [--header "Name: value"]... (--url is the gateway\'s)');
   const body = {
-    url: String(a.flags.url),
+    url,
     headers: headersOf(a.flags, env),
     ...(a.flags.description !== undefined ? { description: String(a.flags.description) } : {}),
   };
@@ -94,7 +94,7 @@ async function list(argv: string[]): Promise<number> {
   if (!r.ok) return (info(formatError(r.error)), 1);
   if (a.flags.json) return (printJson(r.value), 0);
   const rows = r.value.servers ?? [];
-  if (!rows.length) info('no remote MCP servers; add one with gatehouse servers add <id> --url URL');
+  if (!rows.length) info('no remote MCP servers; add one with gatehouse servers add <id> <server URL>');
   else
     out(
       table([

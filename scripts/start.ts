@@ -8,10 +8,11 @@
  * to run and exits 1. `npm start -- --sandbox none` starts without isolation (development only).
  *
  * State that persists between runs: .gatehouse/state (D1 sqlite, R2 files, DO storage),
- * .gatehouse/signing-key.json (generated on first start, never committed), .gatehouse/workspace.
+ * .gatehouse/signing-key.json and .gatehouse/secrets-key (generated on first start, never committed), .gatehouse/workspace.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { accessSync, chmodSync, closeSync, constants, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { userInfo } from 'node:os';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import { generateSigningKey, mintToken } from '../src/auth/mint.ts';
@@ -75,6 +76,16 @@ async function signingKey(): Promise<string> {
   const key = await generateSigningKey();
   writeFileSync(file, key + '\n', { mode: 0o600 });
   log(`generated a dev signing key: ${file}`);
+  return key;
+}
+
+/** The dev key that seals team secrets (docs/credentials.md): generated on first start, kept like the signing key. */
+function secretsKey(): string {
+  const file = join(STATE, 'secrets-key');
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  const key = randomBytes(32).toString('base64');
+  writeFileSync(file, key + '\n', { mode: 0o600 });
+  log(`generated a dev secrets key: ${file}`);
   return key;
 }
 
@@ -230,7 +241,7 @@ async function main(): Promise<void> {
   }
   writeFileSync(
     envFile,
-    `GATEHOUSE_SIGNING_KEY='${key}'\nGATEHOUSE_ISSUER='${issuer}'\nGATEHOUSE_AUDIENCE='${audience}'\n` +
+    `GATEHOUSE_SIGNING_KEY='${key}'\nGATEHOUSE_SECRETS_KEY='${secretsKey()}'\nGATEHOUSE_ISSUER='${issuer}'\nGATEHOUSE_AUDIENCE='${audience}'\n` +
       signIn.map((k) => `${k}='${process.env[k]}'\n`).join(''),
     { mode: 0o600 },
   );

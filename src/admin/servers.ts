@@ -8,7 +8,7 @@ import { Hono, type Context } from 'hono';
 import type { AppEnv } from '../env.ts';
 import { describeIssues } from '../contracts/errors.ts';
 import { REMOTE_SERVER_HEADERS_SEALED_MAX_BYTES, RemoteServerInput, ServerId, remoteHeadersAad, type StoredRemoteServer } from '../contracts/mcp-servers.ts';
-import { importSecretsKey, sealSecret } from '../platform/secret-box.ts';
+import { sealSecret, secretsKey } from '../platform/secret-box.ts';
 import { recordAudit } from '../dispatch/audit-client.ts';
 import { listRemoteServers, putRemoteServer, removeRemoteServer } from '../dispatch/remote-servers-client.ts';
 import { apiError, readJson } from './http.ts';
@@ -31,9 +31,9 @@ serverRoutes.put('/:id', async (c) => {
       `${describeIssues(parsed.error.issues)}; expected {"url": "https://…/mcp", "headers": {"Name": "value"}, "description": "…"}`,
     );
   const { url, headers, description } = parsed.data;
-  const key = await importSecretsKey(c.env.GATEHOUSE_SECRETS_KEY);
-  if (!key.ok) return apiError(c, 'config_error', key.message);
-  const sealedHeaders = await sealSecret(key.key, JSON.stringify(headers), remoteHeadersAad(p.team, id));
+  const key = await secretsKey(c.env);
+  if (!key.ok) return apiError(c, key.error.code, key.error.message);
+  const sealedHeaders = await sealSecret(key.value, JSON.stringify(headers), remoteHeadersAad(p.team, id));
   if (new TextEncoder().encode(sealedHeaders).byteLength > REMOTE_SERVER_HEADERS_SEALED_MAX_BYTES)
     return apiError(c, 'payload_too_large', `the headers take more than ${REMOTE_SERVER_HEADERS_SEALED_MAX_BYTES} bytes sealed`);
   const server: StoredRemoteServer = {

@@ -9,7 +9,8 @@ import { SANDBOX_KINDS } from './sandbox-kinds.ts';
 import { RuntimeName } from './runtimes.ts';
 import { describeIssues } from './errors.ts';
 import { SandboxReuse } from './sandbox-reuse.ts';
-import { EgressAnswer, EgressAsk, EgressLog, NetworkGrant } from './network.ts';
+import { CREDENTIAL_BINDINGS_MAX, EgressAnswer, EgressAsk, EgressLog, NetworkGrant } from './network.ts';
+import { CredentialValue } from './secrets.ts';
 
 /**
  * The version an agent says in `hello` and the edge answers in `welcome`. 4: a stream whose `job.exit`
@@ -300,7 +301,16 @@ const EdgeWelcome = z.object({
  */
 export const UploadGrant = z.object({ agentId: z.string().min(1).max(128), token: z.string().min(32).max(128) });
 export type UploadGrant = z.infer<typeof UploadGrant>;
-const JobStart = z.object({ type: z.literal('job.start'), spec: JobSpec, upload: UploadGrant.optional() });
+/**
+ * `credentials`: the values of the secrets `spec.network.credentials` names, sent only here (never in the
+ * spec, which is stored): the agent's egress proxy holds them in memory for this job only.
+ */
+const JobStart = z.object({
+  type: z.literal('job.start'),
+  spec: JobSpec,
+  upload: UploadGrant.optional(),
+  credentials: z.array(CredentialValue).max(CREDENTIAL_BINDINGS_MAX).optional(),
+});
 const JobCancel = z.object({ type: z.literal('job.cancel'), jobId: z.string(), reason: z.string() });
 /**
  * The edge stored this job's result (or, with `stream`, that stream's `job.artifact` report); the

@@ -140,6 +140,7 @@ const NETWORK_OFF: NetworkPolicy = {
   unlisted: 'deny',
   maxBytesUp: NETWORK_DEFAULT_BYTES_UP,
   maxBytesDown: NETWORK_DEFAULT_BYTES_DOWN,
+  credentials: [],
 };
 
 /** A compliance default: 90 days of audit in the team's object (older rows stay in the R2 export). */

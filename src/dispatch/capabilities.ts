@@ -27,6 +27,7 @@ import { JobViews } from './job-views.ts';
 import { LiveOutput } from './live-output.ts';
 import { Tasks } from './tasks.ts';
 import { RemoteServers } from './remote-servers.ts';
+import { TeamSecrets } from './secrets.ts';
 import { TeamQuotas } from './quotas.ts';
 import type { ImportCount, TeamRecordsImport } from './team-records-client.ts';
 
@@ -62,6 +63,8 @@ export interface Capabilities {
   tasks: Tasks;
   /** The remote MCP servers an admin registered for the team's scripts (headers sealed). */
   remoteServers: RemoteServers;
+  /** The team's secrets, sealed (the egress proxy's credentials). */
+  secrets: TeamSecrets;
   /** The team's quotas (checked at submit) and usage figures. */
   quotas: TeamQuotas;
   /** Old rows from D1 (the migration tool, legacy-import.ts) taken in by their owners, each kind idempotently. */
@@ -139,8 +142,10 @@ export function capabilities(host: DispatchHost, o: { plan: PlanResult; trace: (
     // Refusals before a job is taken: the team's storage bound (retention), then its quotas (which count what they let through).
     gates: [() => retention.admitJob(), () => quotas.admitJob(host.now())],
     onStartSent: () => trace('do.job_start_sent'),
+    credentials: (names) => secrets.open(names),
     configError: o.plan.ok ? null : { code: o.plan.code, message: o.plan.message },
   });
+  const secrets = new TeamSecrets(host);
   const approvals = new Approvals(host, { onDecided: (row, now) => egress.approvalDecided(row, now) });
   const tasks = new Tasks(host);
   const egress = new Egress(host, { store: exits, link, approvals });
@@ -179,6 +184,7 @@ export function capabilities(host: DispatchHost, o: { plan: PlanResult; trace: (
     retention,
     jobs,
     views: new JobViews({ rows, records, live, followers }),
+    secrets,
     messages,
     egress,
     approvals,

@@ -7,6 +7,7 @@
 import type { JobExit, JobSpec } from '../contracts/agent-protocol.ts';
 import { asErrorCode, describeIssues, type ErrorCode } from '../contracts/errors.ts';
 import type { AgentView, JobState } from '../contracts/jobs.ts';
+import type { CredentialValue } from '../contracts/secrets.ts';
 import { MISSED_HEARTBEATS, type AgentLink } from './agent-link.ts';
 import type { ArtifactUploads } from './artifact-uploads.ts';
 import type { AuditLog } from './audit-log.ts';
@@ -34,11 +35,15 @@ export interface JobsParts {
   onStartSent(): void;
   /** Set when the deployment is misconfigured (an unknown Workers plan): every job is refused with it, and audited. */
   configError: Failure | null;
+  /** The opened values of the team secrets a job's grant binds (secrets.ts), at its start. */
+  credentials?: (names: readonly string[]) => Promise<{ ok: true; value: CredentialValue[] } | { ok: false; error: Failure }>;
   /** Checks a new job passes before it is queued (storage bound, quotas): the first refusal refuses it, audited. */
   gates?: readonly (() => Failure | null)[];
 }
 
 export type Failure = { code: ErrorCode; message: string };
+
+const NO_SECRETS: Failure = { code: 'config_error', message: 'this team object keeps no secrets: the job names credentials it cannot be given' };
 
 /** The team's object's own counters, for the dashboard's health section (`GET /admin/v1/overview`). */
 export interface DispatchHealth {
@@ -132,7 +137,7 @@ export class Jobs implements Wakes {
     // A job id it has already: the submit was sent again (its answer lost), and the job is as it stands.
     if (!row) return answerFor(this.rows.get(req.spec.jobId)!);
     if (startOn) {
-      if (this.sendStart(row.id, startOn.id, req.spec)) {
+      if (await this.sendStart(row.id, startOn.id, req.spec)) {
         if (!o.followed) await this.host.wake();
       } else await this.pump();
     } else if (gated) {
@@ -156,7 +161,18 @@ export class Jobs implements Wakes {
   }
 
   /** Sends a job now running on `agentId` its start; false when the socket took nothing (the job is queued again). */
-  private sendStart(jobId: string, agentId: string, spec: JobSpec): boolean {
+  private async sendStart(jobId: string, agentId: string, spec: JobSpec): Promise<boolean> {
+    // The values of the secrets the grant binds go in this message only (never the stored spec); a job whose secret is gone is refused.
+    const names = spec.network?.credentials?.map((c) => c.secret) ?? [];
+    let credentials: CredentialValue[] | undefined;
+    if (names.length) {
+      const opened = this.p.credentials ? await this.p.credentials(names) : { ok: false as const, error: NO_SECRETS };
+      if (!opened.ok) {
+        this.close(jobId, 'refused', { error: opened.error });
+        return true;
+      }
+      credentials = opened.value;
+    }
     const r = this.p.link.agent(agentId);
     const ws = this.p.link.socketOf(agentId);
     if (!r || !ws) {
@@ -166,7 +182,7 @@ export class Jobs implements Wakes {
     // Only this socket learns the job's upload grant: another agent of the same token cannot upload its artifacts.
     const upload = this.p.uploads.grant(jobId, agentId);
     this.p.link.budgetOf(ws).started(jobId);
-    if (!this.p.link.send(ws, { type: 'job.start', spec, upload })) {
+    if (!this.p.link.send(ws, { type: 'job.start', spec, upload, ...(credentials ? { credentials } : {}) })) {
       this.rows.requeue(jobId);
       return false;
     }
@@ -253,7 +269,7 @@ export class Jobs implements Wakes {
         if (!spec || !r || !ws) continue;
         const now = this.host.now();
         if (!this.rows.assign(jobId, { id: agentId, subject: r.subject, sandbox: r.sandbox }, now)) continue;
-        if (!this.sendStart(jobId, agentId, spec)) retry = true;
+        if (!(await this.sendStart(jobId, agentId, spec))) retry = true;
       }
       if (!retry) break;
     }

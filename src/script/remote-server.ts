@@ -4,27 +4,23 @@
  * requests to that server: the script never holds them, and no audit row or error carries them.
  */
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import type { Env } from '../env.ts';
 import { remoteHeadersAad, type StoredRemoteServer } from '../contracts/mcp-servers.ts';
-import { importSecretsKey, openSecret } from '../platform/secret-box.ts';
+import { openSecret, secretsKey } from '../platform/secret-box.ts';
 
 export type RemoteOpen =
   | { ok: true; client: Client; headers: Record<string, string> }
   | { ok: false; code: 'config_error' | 'upstream_error'; message: string };
 
 /** Opens the headers and connects (initialize) within `timeoutMs`. */
-export async function connectRemote(row: StoredRemoteServer, team: string, secretsKey: string | undefined, timeoutMs: number): Promise<RemoteOpen> {
+export async function connectRemote(row: StoredRemoteServer, team: string, env: Env, timeoutMs: number): Promise<RemoteOpen> {
   let headers: Record<string, string> = {};
   if (row.headerNames.length > 0) {
-    const key = await importSecretsKey(secretsKey);
-    if (!key.ok) return { ok: false, code: 'config_error', message: key.message };
-    const opened = await openSecret(key.key, row.sealedHeaders, remoteHeadersAad(team, row.id));
-    if (opened === null)
-      return {
-        ok: false,
-        code: 'config_error',
-        message: 'its stored headers do not open with GATEHOUSE_SECRETS_KEY (the key changed?): register the server again',
-      };
-    headers = JSON.parse(opened) as Record<string, string>;
+    const key = await secretsKey(env);
+    if (!key.ok) return { ok: false, code: 'config_error', message: key.error.message };
+    const opened = await openSecret(key.value, row.sealedHeaders, remoteHeadersAad(team, row.id));
+    if (!opened.ok) return { ok: false, code: 'config_error', message: `its stored headers do not open: ${opened.error.message}` };
+    headers = JSON.parse(opened.value) as Record<string, string>;
   }
   // A redirect must not carry the headers to another origin: the SDK's default ('same-origin') refuses that.
   const transport = new StreamableHTTPClientTransport(new URL(row.url), { requestInit: { headers }, redirectPolicy: 'same-origin' });

@@ -132,7 +132,7 @@ export class ScriptServers {
     let c = this.#connections.get(id);
     if (!c) {
       const timeoutMs = this.#sc.script.servers?.initializeTimeoutMs ?? 20_000;
-      c = connectRemote(entry.row, this.#sc.ctx.principal.team, this.#sc.ctx.env.GATEHOUSE_SECRETS_KEY, timeoutMs).then((r) =>
+      c = connectRemote(entry.row, this.#sc.ctx.principal.team, this.#sc.ctx.env, timeoutMs).then((r) =>
         r.ok ? { ok: true as const, conn: { client: r.client, headers: r.headers } } : { ok: false as const, error: { code: r.code, message: r.message } },
       );
       this.#connections.set(id, c);
