@@ -212,16 +212,34 @@ async function recordTokens(
   await run(WRANGLER, ['d1', 'execute', 'DB', '--local', '--persist-to', join(STATE, 'state'), '--file', file], 'tokens.log');
 }
 
-function stopAll(code: number): never {
-  for (const c of children) {
-    try {
-      if (c.pid) process.kill(-c.pid, 'SIGTERM');
-    } catch {
-      /* already gone */
+/**
+ * Stops the gateway and the agent, each in its own process group (wrangler's workerd, the agent's sandboxes): SIGTERM,
+ * then SIGKILL to what is left after a grace, and exits once they are gone, so a Ctrl-C or a `kill -INT` of npm leaves
+ * nothing running. (npm passes SIGINT and SIGTERM on to this process: the start script `exec`s node, no shell between.)
+ */
+let stopping = false;
+function stopAll(code: number): void {
+  if (stopping) return;
+  stopping = true;
+  const alive = children.filter((c) => c.pid && c.exitCode === null && c.signalCode === null);
+  const signal = (sig: NodeJS.Signals) => {
+    for (const c of alive) {
+      try {
+        process.kill(-c.pid!, sig);
+      } catch {
+        /* already gone */
+      }
     }
-  }
-  setTimeout(() => process.exit(code), 1500).unref();
-  process.exit(code);
+  };
+  signal('SIGTERM');
+  const kill = setTimeout(() => signal('SIGKILL'), 8000);
+  kill.unref();
+  // Each child's group ends with it (workerd, sandboxes): exit once every one has exited.
+  void Promise.all(alive.map((c) => new Promise((res) => (c.exitCode !== null || c.signalCode !== null ? res(null) : c.once('exit', res))))).then(() => {
+    signal('SIGKILL'); // stragglers of a group whose leader is gone
+    process.exit(code);
+  });
+  setTimeout(() => process.exit(code), 12_000).unref();
 }
 
 async function main(): Promise<void> {
@@ -293,6 +311,7 @@ async function main(): Promise<void> {
   );
   children.push(gw);
   gw.on('exit', (code) => {
+    if (stopping) return;
     log(`the gateway exited (${code}); the end of ${join(STATE, 'gateway.log')}:\n${tail('gateway.log')}`);
     stopAll(code ?? 1);
   });
@@ -315,11 +334,12 @@ async function main(): Promise<void> {
   const agentLog = logFile('agent.log');
   const ag = spawn(NODE, agentArgs, { cwd: ROOT, detached: true, stdio: ['ignore', agentLog, agentLog] });
   children.push(ag);
-  ag.on('exit', (code) =>
+  ag.on('exit', (code) => {
+    if (stopping) return;
     log(
       `the executor agent exited (${code}); the end of ${join(STATE, 'agent.log')}:\n${tail('agent.log')}\nrestart it with: npx gatehouse agent ${agentArgs.slice(1).join(' ')}`,
-    ),
-  );
+    );
+  });
   const running = await agentConnected(ag, 60_000);
 
   const line = '─'.repeat(72);

@@ -66,6 +66,8 @@ export const AGENT_PROTOCOL_CLOSE = 4426;
  * pieces of EXIT_PART_CHARS (limits.ts), 11 when a cut steps back out of a surrogate pair. 16 leaves room.
  */
 export const EXIT_PARTS_MAX = 16;
+/** Notices an agent may attach to one exit (each is one short line; more refusals than this are counted in job_status). */
+export const JOB_NOTICES_MAX = 10;
 
 export const SandboxKind = z.enum(SANDBOX_KINDS);
 export type SandboxKind = z.infer<typeof SandboxKind>;
@@ -207,6 +209,11 @@ export const JobExit = z.object({
   error: z.object({ code: NameText, message: ErrorMessageText }).optional(),
   /** Code mode: which step produced this result. A failing build is a compile error, not a run error. */
   phase: z.enum(['build', 'run']).optional(),
+  /**
+   * What the agent noted about the job, said in the call's result (`notices`): its timeout lowered
+   * to the agent's ceiling, connections its egress proxy refused with the policy key that allows them.
+   */
+  notices: z.array(ErrorMessageText).max(JOB_NOTICES_MAX).optional(),
 });
 export type JobExit = z.infer<typeof JobExit>;
 

@@ -4,7 +4,7 @@
  * they arrive here, so this table — and an export of it — holds no readable secret.
  */
 import type { RemoteServerView, StoredRemoteServer } from '../contracts/mcp-servers.ts';
-import { migrate, type Migration, type SqlHost } from './host.ts';
+import { migrate, type Migration, type SqlHost } from './capability-host.ts';
 
 const MIGRATIONS: readonly Migration[] = [
   {

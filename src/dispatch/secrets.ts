@@ -14,7 +14,7 @@
 import type { CredentialValue, SecretView } from '../contracts/secrets.ts';
 import { SECRETS_PER_TEAM_MAX } from '../contracts/secrets.ts';
 import { openSecret, sealSecret, secretsKey } from '../platform/secret-box.ts';
-import { migrate, type DispatchHost, type Migration } from './host.ts';
+import { migrate, type DispatchHost, type Migration } from './capability-host.ts';
 
 const MIGRATIONS: readonly Migration[] = [
   {
