@@ -118,7 +118,10 @@ async function show(argv: string[]): Promise<number> {
     ['created', when(field(j, 'createdAt', 'created_at'))],
     ['started', when(field(j, 'startedAt', 'started_at'))],
     ['ended', when(field(j, 'endedAt', 'ended_at'))],
-    ['duration', duration(field(j, 'durationMs', 'duration_ms'))],
+    // Two different spans: the process's own run time (the agent's clock) and start → result recorded at the edge,
+    // which also counts sandbox start-up and moving the output (MiBs of it take seconds).
+    ['duration', labelled(duration(field(j, 'durationMs', 'duration_ms')), 'the process ran (measured by the agent)')],
+    ['recorded', labelled(span(field(j, 'startedAt', 'started_at'), field(j, 'endedAt', 'ended_at')), 'from started to the result recorded (includes sending the output)')],
     ['exit', exit(j)],
     ['artifact', text(field(j, 'artifactHandle', 'artifact_handle'))],
   ];
@@ -147,6 +150,10 @@ async function show(argv: string[]): Promise<number> {
   }
   return 0;
 }
+
+const labelled = (v: string, what: string) => (v === '-' ? v : `${v}  (${what})`);
+/** ended − started as a duration; "-" unless both are epoch ms. */
+const span = (from: unknown, to: unknown) => (typeof from === 'number' && typeof to === 'number' ? duration(to - from) : '-');
 
 /** The job's network grant and its connections in one line: `allowlist (network): 3 allowed, 1 refused`. */
 function networkLine(n: Row): string {

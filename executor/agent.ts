@@ -6,6 +6,7 @@
  */
 import type { AgentMessage, JobArtifact, JobExit, JobSpec, RuntimeInfo, SandboxKind, UploadGrant } from '../src/contracts/agent-protocol.ts';
 import { PROTOCOL_VERSION } from '../src/contracts/agent-protocol.ts';
+import type { CredentialValue } from '../src/contracts/secrets.ts';
 import { AGENT_MESSAGE_BUDGET_BYTES, EXIT_PART_CHARS, splitText } from '../src/contracts/limits.ts';
 import { EdgeConnection } from './connection.ts';
 import { traceLine, type TraceStep } from '../src/contracts/trace.ts';
@@ -79,7 +80,7 @@ export class Agent {
       onMessage: (m) => {
         if (m.type === 'job.start') {
           stamp('agent.job_start');
-          this.startJob(m.spec, m.upload);
+          this.startJob(m.spec, m.upload, m.credentials);
         } else if (m.type === 'job.cancel') {
           // The reason goes on the job's one line, written when it ends.
           if (o.runner.cancel(m.jobId)) this.cancelReasons.set(m.jobId, m.reason);
@@ -121,7 +122,7 @@ export class Agent {
     return this.conn.send(m);
   }
 
-  private startJob(spec: JobSpec, grant: UploadGrant | undefined): void {
+  private startJob(spec: JobSpec, grant: UploadGrant | undefined, credentials: CredentialValue[] | undefined): void {
     const { log, runner } = this.o;
     // Asks need the edge now (no connection: refused at once); records are best effort, sent before the exit.
     const edge = { ask: (m: AgentMessage) => this.send(m), log: (m: AgentMessage) => void this.send(m) };
@@ -132,7 +133,7 @@ export class Agent {
       if (sent) framesOn ??= this.connection;
       return sent;
     };
-    const r = runner.start(spec, { sendFrame, buffered: () => this.conn.buffered() }, grant, edge);
+    const r = runner.start(spec, { sendFrame, buffered: () => this.conn.buffered() }, grant, edge, credentials);
     if (!r.accepted) {
       log.warn(`refused job ${spec.jobId}: ${r.error.code}: ${r.error.message}`);
       this.send(r.error);

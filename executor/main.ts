@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import type { Server } from 'node:http';
 import { AGENT_USAGE, parseAgentArgs } from './config.ts';
 import { Agent } from './agent.ts';
+import { AgentCa } from './egress/agent-ca.ts';
 import { JobRunner } from './jobs/runner.ts';
 import { consoleLogger, type Logger } from './log.ts';
 import { probeRuntimes } from './runtimes/probe.ts';
@@ -46,6 +47,11 @@ export async function runAgentCli(argv: string[], logger?: Logger): Promise<numb
   }
   const cfg = parsed.config;
   const log = logger ?? consoleLogger('gatehouse-agent', cfg.json);
+  const unsupported = platformRefusal(process.platform);
+  if (unsupported) {
+    log.error(unsupported);
+    return 1;
+  }
 
   let root: string;
   try {
@@ -80,7 +86,10 @@ export async function runAgentCli(argv: string[], logger?: Logger): Promise<numb
   });
 
   // Jobs trust what this host trusts, plus --extra-ca: a file that is not PEM certificates stops the start here.
-  const cas = composeTrustedCas({ stateDir, extraCaFiles: cfg.extraCaFiles });
+  // The CA for credential hosts: made at each start, its key only in this process (agent-ca.ts); jobs trust it in the bundle.
+  const agentCa = new AgentCa(join(stateDir, 'egress-ca.pem'));
+  await agentCa.ready();
+  const cas = composeTrustedCas({ stateDir, extraCaFiles: [...cfg.extraCaFiles, agentCa.certPath] });
   if (!cas.ok) {
     log.error(cas.error.message);
     return 1;
@@ -110,6 +119,7 @@ export async function runAgentCli(argv: string[], logger?: Logger): Promise<numb
   log.info(`runtimes: ${runtimes.list.length ? runtimes.list.map((r) => `${r.name} (${r.path}: ${r.version})`).join(', ') : 'none found'}`);
 
   const runner = new JobRunner({
+    agentCa,
     driver,
     runtimes,
     root,
@@ -166,6 +176,15 @@ export async function runAgentCli(argv: string[], logger?: Logger): Promise<numb
   clearTimeout(hard);
   // A refusal is permanent (the token's grant and these flags): a distinct status the systemd unit does not restart on.
   return refused ? AGENT_REFUSED_EXIT_CODE : 0;
+}
+
+/**
+ * The agent runs on Linux only: every sandbox it drives (gVisor, bubblewrap) and its per-job limits (cgroups) are Linux
+ * kernel features (docs/agents.md, "Operating systems"). null on Linux, else what to do instead.
+ */
+export function platformRefusal(platform: NodeJS.Platform): string | null {
+  if (platform === 'linux') return null;
+  return `the executor agent runs on Linux only (this is ${platform}): its sandboxes (gVisor, bubblewrap) and job limits (cgroups) are Linux kernel features; run it in a Linux VM, WSL 2 or a container (docs/agents.md, "Operating systems")`;
 }
 
 /** A token file under a directory sandboxes show read-only (/usr, /etc allowlist) would be readable by jobs. */

@@ -7,6 +7,7 @@ import type { Socket } from 'node:net';
 import type { NetworkAllow } from '../../src/contracts/network.ts';
 import type { Host } from './address.ts';
 import type { Conn } from './connection-log.ts';
+import type { CredentialRoute } from './credential-forward.ts';
 
 /** A host the proxy may look at: an address or a name (an invalid one is refused before). */
 export type Target = Exclude<Host, { kind: 'invalid' }>;
@@ -37,4 +38,6 @@ export interface EgressGate {
   capPassed(): boolean;
   /** How long a tunnel waits for the client's ClientHello. */
   readonly helloWaitMs: number;
+  /** For a host the job's credentials are bound to: what the proxy needs to add them (credential-forward.ts); null otherwise. */
+  credentialRoute(host: string, port: number): CredentialRoute | null;
 }

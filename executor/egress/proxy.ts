@@ -29,7 +29,9 @@ import { EGRESS_ASK_WAIT_MS, type EgressAnswer, type EgressAsk, type EgressLog, 
 import type { Logger } from '../log.ts';
 import { type Address, parseAddress } from './address.ts';
 import { Approvals } from './approvals.ts';
+import type { AgentCa } from './agent-ca.ts';
 import { type Conn, ConnectionLog } from './connection-log.ts';
+import type { CredentialRoute, HeldCredential } from './credential-forward.ts';
 import { decide, decideAddresses } from './decide.ts';
 import type { EgressGate, Resolved, Target, Verdict } from './gate.ts';
 import { forwardHttp } from './http-forward.ts';
@@ -60,6 +62,8 @@ export interface EgressProxyOptions {
   /** How long a tunnel waits for the client's ClientHello. */
   helloWaitMs?: number;
   log?: Logger;
+  /** The job's credentials with their values (from its job.start) and the agent's CA to terminate TLS for their hosts. */
+  credentials?: { held: HeldCredential[]; ca: AgentCa; upstreamCas?: string[] };
 }
 
 /** Connections one job may hold open to its proxy at once (each costs the agent a socket or two). */
@@ -244,6 +248,14 @@ export class EgressProxy implements EgressGate {
     const d = decideAddresses(this.src, allowed, host, addresses);
     if (!d.ok) return { ok: false, status: 403, reason: d.reason, policyKey: d.policyKey };
     return { ok: true, address: d.address.address, port };
+  }
+
+  /** Credentials are added over TLS on 443 only, to exactly the hosts they are bound to. */
+  credentialRoute(host: string, port: number): CredentialRoute | null {
+    const c = this.o.credentials;
+    if (!c || port !== 443) return null;
+    const held = c.held.filter((h) => h.binding.hosts.includes(host));
+    return held.length ? { ca: c.ca, credentials: held, upstreamCas: c.upstreamCas } : null;
   }
 
   dial(address: string, port: number): Socket {

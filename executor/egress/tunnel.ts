@@ -7,6 +7,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { normalizeHost, parseHost } from './address.ts';
 import type { Conn } from './connection-log.ts';
+import { forwardWithCredentials } from './credential-forward.ts';
 import type { EgressGate } from './gate.ts';
 import { refusal, refusalText } from './refusal.ts';
 import { HELLO_MAX_BYTES, readClientHello } from './sni.ts';
@@ -66,6 +67,9 @@ export async function openTunnel(gate: EgressGate, req: IncomingMessage, client:
     return;
   }
   conn.rec.reason = v.reason;
+  const route = gate.credentialRoute(host, port);
+  if (route)
+    return forwardWithCredentials(gate, conn, client, hello.bytes, { host, port, address: target.address, dialPort: target.port, first: upstream }, route);
   if (!gate.count(conn, 'up', hello.bytes.length)) return;
   upstream.write(hello.bytes);
   pipe(gate, conn, client, upstream, 'up');

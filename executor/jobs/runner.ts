@@ -23,6 +23,10 @@ import { superviseLaunch } from './supervise.ts';
 import { LIVE_OUTPUT_MAX_BYTES } from '../../src/contracts/limits.ts';
 import type { EgressAnswer, NetworkGrant } from '../../src/contracts/network.ts';
 import { EgressProxy, type EgressEdge } from '../egress/proxy.ts';
+import type { AgentCa } from '../egress/agent-ca.ts';
+import type { HeldCredential } from '../egress/credential-forward.ts';
+import { holdCredentials } from '../egress/credential-trust.ts';
+import type { CredentialValue } from '../../src/contracts/secrets.ts';
 import { forwarderAvailable, openJobEgress } from '../egress/sandbox-side.ts';
 import type { TestHosts } from '../egress/test-hosts.ts';
 
@@ -46,6 +50,8 @@ export interface RunnerOptions {
   diskPollMs?: number;
   /** Tests only: names the egress proxy sends to 127.0.0.1 (executor/egress/test-hosts.ts). */
   egressTestHosts?: TestHosts | null;
+  /** The agent's egress CA (agent-ca.ts): the proxy terminates TLS with it for a job's credential hosts. */
+  agentCa?: AgentCa;
   /** Set in every job's env after the job's own (the trusted CA variables, sandbox/trusted-cas.ts): a job spec cannot change them. */
   agentEnv?: Record<string, string>;
 }
@@ -84,7 +90,7 @@ export class JobRunner {
   }
 
   /** Accepts or refuses synchronously (so capacity cannot be overbooked), then runs in the background. */
-  start(spec: JobSpec, live: LiveSink, grant?: UploadGrant, edge: EgressEdge = NO_EDGE): StartResult {
+  start(spec: JobSpec, live: LiveSink, grant?: UploadGrant, edge: EgressEdge = NO_EDGE, credentials?: CredentialValue[]): StartResult {
     const refuse = (code: string, message: string): StartResult => ({ accepted: false, error: { type: 'job.error', jobId: spec.jobId, code, message } });
     if (this.jobs.has(spec.jobId)) return refuse('invalid_argument', `job ${spec.jobId} is already running on this agent`);
     if (this.jobs.size >= this.opts.capacity) {
@@ -104,6 +110,10 @@ export class JobRunner {
         `the job's network grant needs python3 (/usr/bin/python3) on the agent host for the sandbox's proxy forwarder; install it or set ${network.source || 'network'}.mode to off`,
       );
     }
+    const held = network ? holdCredentials(network, credentials) : { ok: true as const, held: [] };
+    if (!held.ok) return refuse('invalid_argument', held.message);
+    if (held.held.length && !this.opts.agentCa)
+      return refuse('network_unavailable', 'the job has credentials and this agent has no egress CA to add them with');
     const hostVisible = d.kind === 'none';
     const planned = planJob(spec, {
       root: this.opts.root,
@@ -119,7 +129,7 @@ export class JobRunner {
     const done = (async (): Promise<JobResult> => {
       try {
         if (!planned.ok) return settled(failedToStart(spec.jobId, t0, planned.failure.kind === 'spawn_failed' ? planned.failure.detail : ''));
-        return await this.run(job, planned.plan, live, t0, network, edge);
+        return await this.run(job, planned.plan, live, t0, network, edge, held.ok ? held.held : []);
       } catch (e) {
         this.opts.log.error(`job ${spec.jobId}: ${(e as Error).stack ?? e}`);
         return settled(failedToStart(spec.jobId, t0, (e as Error).message));
@@ -155,7 +165,15 @@ export class JobRunner {
     while (this.jobs.size && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
   }
 
-  private async run(job: LiveJob, plan: JobPlan, live: LiveSink, t0: number, network: NetworkGrant | null, edge: EgressEdge): Promise<JobResult> {
+  private async run(
+    job: LiveJob,
+    plan: JobPlan,
+    live: LiveSink,
+    t0: number,
+    network: NetworkGrant | null,
+    edge: EgressEdge,
+    held: HeldCredential[],
+  ): Promise<JobResult> {
     const { spec } = job;
     const { log, driver } = this.opts;
     const base = join(this.opts.spoolDir, randomBytes(8).toString('hex'));
@@ -197,7 +215,9 @@ export class JobRunner {
         let prelude: { argv: string[]; failure: string } | undefined;
         if (network) {
           const opened = await openJobEgress(sandbox, () => {
-            job.proxy = new EgressProxy({ jobId: spec.jobId, grant: network, edge, testHosts: this.opts.egressTestHosts ?? null, log });
+            const ca = this.opts.agentCa;
+            const credentials = held.length && ca ? { held, ca } : undefined;
+            job.proxy = new EgressProxy({ jobId: spec.jobId, grant: network, edge, testHosts: this.opts.egressTestHosts ?? null, log, credentials });
             return job.proxy;
           });
           if (!opened.ok) return settled(failedToStart(spec.jobId, t0, opened.message));

@@ -148,8 +148,8 @@ export const EgressConnection = z.object({
   reason: z.string().max(300),
   bytesUp: z.number().int().min(0),
   bytesDown: z.number().int().min(0),
-  /** The team secret the proxy added to this connection's requests (its name; never the value). */
-  credential: SecretName.optional(),
+  /** The team secrets the proxy added to this connection's requests, by name, comma-separated (never a value). */
+  credential: z.string().max(1100).optional(),
   startedAt: z.string().max(40),
   ms: z.number().int().min(0),
 });
@@ -179,7 +179,7 @@ export const EgressConnectionView = z.object({
   reason: z.string(),
   bytes_up: z.number().int(),
   bytes_down: z.number().int(),
-  /** The team secret the proxy added to this connection's requests, by name. */
+  /** The team secrets the proxy added to this connection's requests, by name (comma-separated). */
   credential: z.string().nullable().optional(),
   started_at: z.string().describe('ISO 8601'),
   ms: z.number().int(),

@@ -14,8 +14,6 @@ export const SCRIPT_SOURCE_MAX_BYTES = 51_200;
  */
 export const SCRIPTS_PER_TEAM_MAX = 200;
 export const VERSIONS_PER_SCRIPT_MAX = 50;
-/** What a listing or the dashboard asks at once. */
-export const SCRIPT_LIST_MAX = SCRIPTS_PER_TEAM_MAX;
 
 // A version row holds the source plus a few short columns: it must fit a row.
 if (SCRIPT_SOURCE_MAX_BYTES * 2 > SQLITE_ROW_MAX_BYTES) throw new Error('a script version must fit one Durable Object row');
@@ -26,13 +24,13 @@ export const SCRIPT_NAME_RULE = '1–64 characters: lower-case letters, digits, 
 export const ScriptName = z.string().regex(SCRIPT_NAME_PATTERN, `a script name is ${SCRIPT_NAME_RULE}`);
 
 /** `vars` a caller passes to a script: names a JavaScript identifier can spell, values JSON, bounded. */
-export const VAR_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
-export const VARS_MAX_COUNT = 64;
-export const VARS_MAX_BYTES = 64 * 1024;
+const VAR_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
+const VARS_MAX_COUNT = 64;
+const VARS_MAX_BYTES = 64 * 1024;
 export const VARS_RULE = `at most ${VARS_MAX_COUNT} vars, names of 1–64 letters, digits and "_" (not starting with a digit), values any JSON, ${VARS_MAX_BYTES} bytes in all as JSON`;
 
 /** Why `vars` is refused, or null: one message naming the bad key and what is allowed. */
-export function varsProblem(vars: Record<string, unknown>): string | null {
+function varsProblem(vars: Record<string, unknown>): string | null {
   const keys = Object.keys(vars);
   if (keys.length > VARS_MAX_COUNT) return `vars has ${keys.length} entries; ${VARS_RULE}`;
   for (const k of keys) if (!VAR_NAME_PATTERN.test(k)) return `vars name ${JSON.stringify(k.slice(0, 80))} is not allowed; ${VARS_RULE}`;

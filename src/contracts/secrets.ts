@@ -19,7 +19,6 @@ export const SecretValue = z
   .string()
   .min(1, 'the secret value is empty')
   .refine((v) => new TextEncoder().encode(v).length <= SECRET_VALUE_MAX_BYTES, `a secret value is at most ${SECRET_VALUE_MAX_BYTES} bytes`)
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what is refused
   .refine((v) => !/[\u0000-\u0008\u000a-\u001f\u007f]/.test(v), 'a secret value goes into an HTTP header: no line break or control character')
   .refine((v) => v.trim() === v, 'a secret value has no leading or trailing space (a newline from `echo` is trimmed by the CLI)');
 

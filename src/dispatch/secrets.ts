@@ -97,7 +97,10 @@ export class TeamSecrets {
       if (!row) {
         return {
           ok: false,
-          error: { code: 'not_found', message: `the policy's network.credentials name the secret "${name}", which the team does not have; set it: gatehouse secrets set ${name}` },
+          error: {
+            code: 'not_found',
+            message: `the policy's network.credentials name the secret "${name}", which the team does not have; set it: gatehouse secrets set ${name}`,
+          },
         };
       }
       const v = await openSecret(key.value, row.sealed, await this.context(name));

@@ -34,13 +34,18 @@ export function credentialIssues(n: NetworkPolicy, allow: NetworkAllow[] | null,
   const issues: Issue[] = [];
   if (!n.credentials.length) return issues;
   if (n.mode === 'off') {
-    return [{ path: [...path, 'credentials'], message: 'credentials are added to connections the job makes, and mode "off" allows none; set mode "allowlist"' }];
+    return [
+      { path: [...path, 'credentials'], message: 'credentials are added to connections the job makes, and mode "off" allows none; set mode "allowlist"' },
+    ];
   }
   const seen = new Map<string, number>();
   n.credentials.forEach((c, i) => {
     const at = [...path, 'credentials', i];
     if (FORBIDDEN_HEADERS.has(c.header.toLowerCase())) {
-      issues.push({ path: [...at, 'header'], message: `the proxy does not set "${c.header}" from a secret (it frames or routes the request); use Authorization or a service's own header` });
+      issues.push({
+        path: [...at, 'header'],
+        message: `the proxy does not set "${c.header}" from a secret (it frames or routes the request); use Authorization or a service's own header`,
+      });
     }
     c.hosts.forEach((host, j) => {
       if (allow && !allow.some((e) => covers(e, host))) {
@@ -52,7 +57,10 @@ export function credentialIssues(n: NetworkPolicy, allow: NetworkAllow[] | null,
       const key = `${host} ${c.header.toLowerCase()}`;
       const other = seen.get(key);
       if (other !== undefined) {
-        issues.push({ path: [...at, 'hosts', j], message: `"${host}" already gets header ${c.header} from credentials[${other}]: one secret per host and header` });
+        issues.push({
+          path: [...at, 'hosts', j],
+          message: `"${host}" already gets header ${c.header} from credentials[${other}]: one secret per host and header`,
+        });
       } else seen.set(key, i);
     });
   });

@@ -87,6 +87,9 @@ describe('gatehouse jobs', () => {
     expect(show.stdout).toMatch(/^state: +exited$/m);
     expect(show.stdout).toMatch(/^agent: +cli-agent$/m);
     expect(show.stdout).toMatch(/^exit: +0$/m);
+    // Which span is which: the process's run time and start → result recorded are labelled apart.
+    expect(show.stdout).toMatch(/^duration: +\d+(ms|\.\ds) +\(the process ran \(measured by the agent\)\)$/m);
+    expect(show.stdout).toMatch(/^recorded: +\d+(ms|\.\ds) +\(from started to the result recorded \(includes sending the output\)\)$/m);
 
     // --json: the gateway's answers, whole.
     const shown = JSON.parse((await cli(['jobs', 'show', id, '--json'])).stdout) as { job: { job_id: string; state: string; exit_code: number } };

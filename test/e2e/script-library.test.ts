@@ -27,10 +27,10 @@ const setPolicy = (script: Record<string, unknown> = {}) => gw.putPolicy(TEAM, {
 const HELLO_V1 = "const r = await gatehouse.exec('echo', ['hello', vars.NAME]);\nreturn { said: r.stdout.trim(), frozen: Object.isFrozen(vars) };\n";
 const HELLO_V2 = 'return `v2 says hi to ${vars.NAME}`;\n';
 
-async function adminApi(method: string, path: string, body?: unknown): Promise<{ status: number; json: Record<string, any> }> {
+async function adminApi(method: string, path: string, body?: unknown, token = admin): Promise<{ status: number; json: Record<string, any> }> {
   const res = await fetch(`${gw.url}/admin/v1${path}`, {
     method,
-    headers: { Authorization: `Bearer ${admin}`, ...(body !== undefined ? { 'Content-Type': 'application/json' } : {}) },
+    headers: { Authorization: `Bearer ${token}`, ...(body !== undefined ? { 'Content-Type': 'application/json' } : {}) },
     ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
   });
   return { status: res.status, json: (await res.json()) as Record<string, any> };
@@ -182,13 +182,16 @@ describe('caps of the library', () => {
   }, 120_000);
 
   it(`keeps at most ${SCRIPTS_PER_TEAM_MAX} scripts per team`, async () => {
+    // The admin API allows one token 120 calls a minute (wrangler.toml, RL_ADMIN_TOKEN): the pushes share three tokens.
+    const tokens = await Promise.all([1, 2, 3].map((n) => gw.token({ team: TEAM, scopes: ['admin'], subject: `lib-admin-${n}` })));
     const have = (await adminApi('GET', '/scripts')).json.scripts.length as number;
-    for (let i = have; i < SCRIPTS_PER_TEAM_MAX; i++) expect((await adminApi('POST', '/scripts', { name: `s${i}`, source: 'return 0;' })).status).toBe(201);
-    const over = await adminApi('POST', '/scripts', { name: 'one-more', source: 'return 0;' });
+    for (let i = have; i < SCRIPTS_PER_TEAM_MAX; i++)
+      expect((await adminApi('POST', '/scripts', { name: `s${i}`, source: 'return 0;' }, tokens[i % 3])).status).toBe(201);
+    const over = await adminApi('POST', '/scripts', { name: 'one-more', source: 'return 0;' }, tokens[0]);
     expect(over.status).toBe(409);
     expect(over.json.error.message).toContain(`the team has ${SCRIPTS_PER_TEAM_MAX} scripts, the most a team keeps`);
     // A new version of an existing script is still taken.
-    expect((await adminApi('POST', '/scripts', { name: 'hello', source: 'return 3;' })).status).toBe(201);
+    expect((await adminApi('POST', '/scripts', { name: 'hello', source: 'return 3;' }, tokens[1])).status).toBe(201);
   }, 180_000);
 
   it("another team's admin sees none of it", async () => {

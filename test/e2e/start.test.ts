@@ -16,6 +16,8 @@ import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync,
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connectMcp, freePort, ROOT, stopGroup } from './harness.ts';
+import { alive, descendants } from '../support/process-tree.ts';
+import { until } from '../support/until.ts';
 import { readmeBlock } from '../cli/readme.ts';
 import { BARE_MACHINE_SUPPORTED, bareMachineDir, removeBareMachineDir, spawnOnBareMachine, type BareMachine } from '../support/bare-machine.ts';
 
@@ -76,13 +78,13 @@ describe('npm start', () => {
     // (the offline lookup of workers.cloudflare.com for Request.cf is switched off).
     const text = first.out();
     expect(text.trimEnd().endsWith('─'.repeat(72))).toBe(true);
-    // npm's own header (`> gatehouse@0.1.0 start`, `> node scripts/start.ts`) and warnings about this machine's npm
+    // npm's own header (`> gatehouse@0.1.0 start`, `> exec node scripts/start.ts`) and warnings about this machine's npm
     // configuration are npm's, not ours.
     const before = text
       .slice(0, text.indexOf('─'.repeat(72)))
       .trim()
       .split('\n')
-      .filter((l) => l.trim() && !/^> (gatehouse@\S+ start|node scripts\/start\.ts)$/.test(l) && !/^npm warn /.test(l));
+      .filter((l) => l.trim() && !/^> (gatehouse@\S+ start|exec node scripts\/start\.ts)$/.test(l) && !/^npm warn /.test(l));
     expect(before.length, text).toBeLessThanOrEqual(5);
     expect(
       before.every((l) => l.startsWith('[gatehouse] ')),
@@ -145,6 +147,24 @@ describe('npm start', () => {
     const other = await fetch(`http://127.0.0.1:${port}/nothing-here`);
     expect(other.status).toBe(404);
     expect(((await other.json()) as { error: { message: string } }).error.message).toContain(`MCP endpoint ${url}`);
+
+    // The README's first example runs in the fresh dev workspace (it is no "failed job" on the Overview).
+    const example = /client\.callTool\((\{ name: 'execute', arguments: .*\})\);/.exec(readFileSync(join(ROOT, 'README.md'), 'utf8'))?.[1];
+    expect(example).toBeDefined();
+    const ex = await connectMcp(url, first.token);
+    const ran = await ex.callTool(new Function(`return (${example});`)() as { name: string; arguments: Record<string, unknown> });
+    await ex.close();
+    expect(ran.isError, JSON.stringify(ran.content)).toBeFalsy();
+    expect((ran.structuredContent as { exit_code: number }).exit_code).toBe(0);
+
+    // `kill -INT` of npm's own process stops npm start, the gateway (wrangler, workerd) and the agent: nothing is left.
+    const tree = descendants(proc!.pid!);
+    expect(tree.length).toBeGreaterThan(3);
+    const npmExited = new Promise((res) => proc!.once('exit', res));
+    process.kill(proc!.pid!, 'SIGINT');
+    await npmExited;
+    await until(async () => tree.every((pid) => !alive(pid)), 30_000, 'every process npm start ran to end');
+    expect(tree.filter(alive)).toEqual([]);
     await stopGroup(proc!, 8000);
 
     // Second start: same signing key, so the first run's token still works.

@@ -5,7 +5,7 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ROOT } from '../e2e/harness.ts';
@@ -58,4 +58,16 @@ describe.skipIf(!existsSync(SYSTEM_NODE))('gatehouse agent and SIGINT', () => {
       expect(tree.filter(alive)).toEqual([]);
     }, 180_000);
   }
+});
+
+describe('operating systems', () => {
+  it('the agent starts on Linux only and says why elsewhere; docs/agents.md says so', async () => {
+    const { platformRefusal } = await import('../../executor/main.ts');
+    expect(platformRefusal('linux')).toBeNull();
+    for (const os of ['darwin', 'win32', 'freebsd'] as const) {
+      expect(platformRefusal(os)).toMatch(new RegExp(`^the executor agent runs on Linux only \\(this is ${os}\\): .*gVisor, bubblewrap.*cgroups`));
+    }
+    const doc = readFileSync(join(ROOT, 'docs/agents.md'), 'utf8');
+    expect(doc).toMatch(/## Operating systems\n\nAn agent runs on \*\*Linux only\*\*/);
+  });
 });

@@ -126,7 +126,10 @@ function describeJob(j: AdminJob): HTMLElement[] {
     ['Created', fmtTime(j.created_at)],
     ['Started', fmtTime(j.started_at)],
     ['Ended', fmtTime(j.ended_at)],
-    ['Duration', fmtDuration(j.duration_ms)],
+    // Two spans, named apart: the process's run time (the agent's clock), and started → result recorded here, which
+    // also counts sandbox start-up and sending the output (seconds for MiBs).
+    ['Process ran', fmtDuration(j.duration_ms)],
+    ['Started → recorded', j.started_at !== null && j.ended_at !== null ? fmtDuration(j.ended_at - j.started_at) + ' (includes sending the output)' : undefined],
     ['Exit code', j.exit_code === null || j.exit_code === undefined ? undefined : exitView(j)],
     ['Signal', j.signal],
     ['Timed out', j.timed_out ? 'yes' : undefined],
