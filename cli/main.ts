@@ -19,8 +19,9 @@ import { membersCommand } from './members.ts';
 import { teamCommand } from './team.ts';
 import { scriptsCommand } from './scripts.ts';
 import { secretsCommand } from './secrets.ts';
+import { serversCommand } from './servers.ts';
 
-const COMMANDS = ['token', 'key', 'members', 'oauth', 'policy', 'audit', 'agents', 'jobs', 'approvals', 'scripts', 'secrets', 'team', 'agent', 'help'];
+const COMMANDS = ['token', 'key', 'members', 'oauth', 'policy', 'audit', 'agents', 'jobs', 'approvals', 'scripts', 'secrets', 'servers', 'team', 'agent', 'help'];
 
 export const HELP = `gatehouse — admin CLI and executor agent of a Gatehouse MCP gateway
 
@@ -43,6 +44,7 @@ usage:
   gatehouse scripts push <file> [--name n] | list | versions <name> | show <name> [--version N] | rm <name> [--version N]
   gatehouse secrets set <name> (value from stdin or a prompt) | list | rm <name>
                                                       the team's script library (run_script {"name": …})
+  gatehouse servers add <id> <server URL> [--header 'Name: value'] | list | rm <id>   remote MCP servers for scripts
   gatehouse team create <id> | list | show <id> | suspend <id> | resume <id> | quotas <id> | usage <id> | delete <id>
                                                       the deployment's teams (an operator token)
   gatehouse agent --url URL --token-file FILE --root DIR [...]   run an executor agent
@@ -88,6 +90,8 @@ export async function main(argv: string[]): Promise<number> {
         return await scriptsCommand(rest);
       case 'secrets':
         return await secretsCommand(rest);
+      case 'servers':
+        return await serversCommand(rest);
       case 'team':
         return await teamCommand(rest);
       case 'agent':

@@ -20,7 +20,7 @@ export type Env = Pick<WranglerEnv, 'DB' | 'ARTIFACTS' | 'TEAM_DISPATCHER'> &
     /** Optional secret: HS256 shared secret for tokens minted by another system; ≥ 32 bytes. */
     GATEHOUSE_HS_SECRET?: string;
     /**
-     * Secret: 32 random bytes (base64) that seal team secrets at rest (src/platform/secret-box.ts). Unset: secret
+     * Secret: 32 random bytes (base64) that seal team secrets and remote MCP servers' headers at rest (src/platform/secret-box.ts). Unset: secret
      * operations are refused with a config_error. `npm start` generates one.
      */
     GATEHOUSE_SECRETS_KEY?: string;

@@ -20,6 +20,7 @@ import { oauthAdminRoutes } from './oauth.ts';
 import { overviewRoutes } from './overview.ts';
 import { memberRoutes } from './members.ts';
 import { scriptRoutes } from './scripts.ts';
+import { serverRoutes } from './servers.ts';
 import { teamUsageRoutes } from '../operator/usage.ts';
 import { apiError } from './http.ts';
 import { authorityOf, minterFor } from '../auth/minter.ts';
@@ -48,6 +49,7 @@ teamApi.route('/overview', overviewRoutes);
 teamApi.route('/members', memberRoutes);
 teamApi.route('/scripts', scriptRoutes);
 teamApi.route('/secrets', secretRoutes);
+teamApi.route('/servers', serverRoutes);
 teamApi.route('/usage', teamUsageRoutes);
 
 export const adminRoutes = new Hono<AppEnv>();
@@ -70,6 +72,6 @@ adminRoutes.all('*', (c) =>
   apiError(
     c,
     'not_found',
-    `no admin route ${c.req.method} ${new URL(c.req.url).pathname}; see /admin/v1/{overview,tokens,policy,policy/check,audit,audit/export,audit/storage,agents,jobs,artifacts/:handle,approvals,oauth/grants,oauth/clients/:id,members,members/invitations,scripts,secrets}`,
+    `no admin route ${c.req.method} ${new URL(c.req.url).pathname}; see /admin/v1/{overview,tokens,policy,policy/check,audit,audit/export,audit/storage,agents,jobs,artifacts/:handle,approvals,oauth/grants,oauth/clients/:id,members,members/invitations,scripts,secrets,servers}`,
   ),
 );

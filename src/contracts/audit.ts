@@ -70,6 +70,8 @@ export const AUDIT_TOOLS = [
   'admin.secret_set',
   'admin.secret_remove',
   'member.join',
+  'admin.server_put',
+  'admin.server_remove',
 ] as const;
 export type AuditTool = (typeof AUDIT_TOOLS)[number];
 /** The admin API's actions: the `admin.*` names of AUDIT_TOOLS. */

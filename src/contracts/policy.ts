@@ -43,6 +43,33 @@ const ScriptSubprocessPolicy = z.object({
   /** Total wall time of one script's subprocesses added together. */
   maxTotalMs: z.number().int().min(100).max(3_600_000).default(600_000),
 });
+/**
+ * Which MCP servers a script may call (`servers.<id>.call`), and which of their tools: rules tried in
+ * order, the first whose server and tool match decides; no match → `default`. Without this section a
+ * script's catalog is empty of callable servers: every call is denied.
+ */
+const ServerRule = z.object({
+  /** A server id from the catalog, or `*` for any. */
+  server: z.string().regex(/^(\*|[A-Za-z0-9_-]{1,64})$/, 'server is a server id (A-Z, a-z, 0-9, _ and -) or "*"'),
+  /** Tool names this rule covers (default: every tool of the server). */
+  tools: z.array(z.string().min(1).max(256)).min(1).max(200).optional(),
+  decision: z.enum(['allow', 'ask', 'deny']),
+  /** Shown to the script ("writes to the tracker"). */
+  reason: z.string().max(500).optional(),
+});
+export type ServerRule = z.infer<typeof ServerRule>;
+export const ScriptServersPolicy = z.object({
+  rules: z.array(ServerRule).max(200).default([]),
+  default: z.enum(['allow', 'ask', 'deny']).default('deny'),
+  /** How long a server has to answer `initialize`; the call fails after that. */
+  initializeTimeoutMs: z.number().int().min(100).max(120_000).default(20_000),
+  /** How long one tool call may take. */
+  callTimeoutMs: z.number().int().min(100).max(600_000).default(60_000),
+  /** Server calls one script may make in all (each is an audit row). */
+  maxCalls: z.number().int().min(1).max(1000).default(100),
+});
+export type ScriptServersPolicy = z.infer<typeof ScriptServersPolicy>;
+
 export const ScriptPolicy = z.object({
   enabled: z.boolean().default(false),
   defaultTimeoutMs: z.number().int().min(100).max(3_600_000).default(120_000),
@@ -55,6 +82,7 @@ export const ScriptPolicy = z.object({
    * agents when the team library has no such name. Off by default: a workspace file is whatever the repository holds.
    */
   workspaceScripts: z.boolean().default(false),
+  servers: ScriptServersPolicy.optional(),
 });
 export type ScriptPolicy = z.infer<typeof ScriptPolicy>;
 

@@ -26,6 +26,7 @@ import { Jobs } from './job-lifecycle.ts';
 import { JobViews } from './job-views.ts';
 import { LiveOutput } from './live-output.ts';
 import { Tasks } from './tasks.ts';
+import { RemoteServers } from './remote-servers.ts';
 import { TeamSecrets } from './secrets.ts';
 import { ScriptLibrary } from './script-library.ts';
 import { TeamQuotas } from './quotas.ts';
@@ -61,6 +62,8 @@ export interface Capabilities {
   approvals: Approvals;
   /** The team's MCP tasks, with their TTL. */
   tasks: Tasks;
+  /** The remote MCP servers an admin registered for the team's scripts (headers sealed). */
+  remoteServers: RemoteServers;
   /** The team's secrets, sealed (the egress proxy's credentials). */
   secrets: TeamSecrets;
   /** The team's named, versioned scripts (run_script by name). */
@@ -207,6 +210,7 @@ export function capabilities(host: DispatchHost, o: { plan: PlanResult; trace: (
     approvals,
     tasks,
     scripts: new ScriptLibrary(host),
+    remoteServers: new RemoteServers(host),
     quotas,
     importRecords,
     wakes: alarm.filter(asksForAlarm),

@@ -7,6 +7,7 @@
  */
 import type { SecretView } from '../contracts/secrets.ts';
 import type { SecretsAnswer } from './secrets.ts';
+import type { RemoteServersAnswer, RemoteServersOp } from './remote-servers.ts';
 import type { JobExit, StreamName } from '../contracts/agent-protocol.ts';
 import type { AgentView, JobListFilter, JobState, JobView } from '../contracts/job-view.ts';
 import { stamp } from '../contracts/trace.ts';
@@ -274,6 +275,11 @@ export class TeamDispatcher extends TeamObjectShell {
 
   egressConnections(f: { limit: number; refusedOnly?: boolean; before?: number }): EgressConnectionView[] {
     return this.rpc(() => this.c.egress.connections(f));
+  }
+
+  /** The team's remote MCP servers for scripts (remote-servers.ts; headers sealed by the edge): register, list, rows, remove. */
+  remoteServers(o: RemoteServersOp): RemoteServersAnswer {
+    return this.rpc(() => this.c.remoteServers.apply(o));
   }
 
   // ================= RPC: the team's life cycle, for operators (src/operator/; quotas.ts, team-erasure.ts) =================

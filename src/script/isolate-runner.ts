@@ -19,6 +19,7 @@ import type { HostAnswer, ScriptRunOptions, ScriptRunReport, SubprocessValue } f
 interface Host {
   subprocess(req: unknown): Promise<HostAnswer<SubprocessValue>>;
   queryOutput(handle: string, terms: string[], opts: unknown): Promise<HostAnswer<unknown>>;
+  server(req: unknown): Promise<HostAnswer<unknown>>;
 }
 
 /** A subprocess's refusal as the script sees it: an Error carrying the answer's code and reason. */
@@ -52,6 +53,7 @@ const REMOVED = [
   'gatehouse',
   'child_process',
   'queryOutput',
+  'servers',
   'vars',
   'sleep',
   'console',
@@ -220,6 +222,34 @@ export default class ScriptRunner extends WorkerEntrypoint {
       return r.value;
     };
 
+    // `servers.<id>` for any id: the host knows the catalog and answers `servers.<id>: not in the catalog`.
+    const serverCall = async (req: Record<string, unknown>) => {
+      const r = await host.server(req);
+      if (!r.ok) {
+        const e: SubprocessError = new Error(r.error.message);
+        e.code = r.error.code;
+        throw e;
+      }
+      return r.value;
+    };
+    const serverHandle = (id: string) =>
+      Object.freeze({
+        call: (tool: unknown, args?: unknown) => {
+          if (typeof tool !== 'string') return Promise.reject(new TypeError('servers.' + id + '.call: tool must be a string'));
+          if (args !== undefined && (args === null || typeof args !== 'object' || Array.isArray(args)))
+            return Promise.reject(new TypeError('servers.' + id + '.call: args must be an object'));
+          return serverCall({ op: 'call', server: id, tool, args: args ?? {} });
+        },
+        listTools: () => serverCall({ op: 'list_tools', server: id }),
+      });
+    const servers = new Proxy(Object.freeze({}), {
+      // `then` stays undefined so `await servers` is not mistaken for a promise.
+      get: (_t, key) => (typeof key === 'string' && key !== 'then' ? serverHandle(key) : undefined),
+      set: () => false,
+      defineProperty: () => false,
+      deleteProperty: () => false,
+    });
+
     const deepFreeze = <T>(o: T): T => {
       if (o && typeof o === 'object' && !Object.isFrozen(o)) {
         Object.freeze(o);
@@ -236,6 +266,7 @@ export default class ScriptRunner extends WorkerEntrypoint {
       Deno: Object.freeze({ Command }),
       child_process: Object.freeze({ exec: childExec }),
       queryOutput,
+      servers,
     };
     // Some of these (fetch, WebSocket, …) live on the global object's prototypes, not on the
     // global itself: delete them along the whole chain, then shadow whatever is left.

@@ -167,6 +167,15 @@ export class ScriptSlot {
     return `queryOutput: limit reached — ${planPhrase(this.#ledger.plan)} and this request has ${this.#ledger.free()} left (queryOutput needs ${QUERY_OUTPUT_SUBREQUESTS})`;
   }
 
+  /** Before a server call (`servers.<id>`) that costs `subrequests`: null when there is room (and it is taken), else the limit's message. */
+  beforeServerCall(subrequests: number): string | null {
+    if (this.#ledger.free() >= subrequests) {
+      this.#ledger.used += subrequests;
+      return null;
+    }
+    return `limit reached — ${planPhrase(this.#ledger.plan)} and this request has ${this.#ledger.free()} left (this server call needs ${subrequests})`;
+  }
+
   /**
    * Whether a refused subprocess may get its audit row (one D1 write): the script's first refusal
    * always may (its subrequest is reserved); later ones only while the request has room, so a script

@@ -17,6 +17,7 @@ import { CONSOLE_MAX_BYTES, LOADER_MISSING_MESSAGE, RETURN_MAX_BYTES, SLEEP_MAX_
 import { codeBytes, prepareScript } from './prepare.ts';
 import { openIsolate } from './isolate.ts';
 import { ScriptHost } from './script-host.ts';
+import { ScriptServers } from './servers.ts';
 import type { ScriptRunOptions, ScriptRunReport } from './protocol.ts';
 import { acceptReport, sanitizeError, type AcceptedReport } from './report.ts';
 import type { ScriptBudget } from './subprocess.ts';
@@ -148,6 +149,7 @@ async function runOpened(ctx: ToolContext, extra: ToolExtra, req: RunScriptReque
   let status: ScriptStatus;
   let error: string | undefined;
   let typescript = false;
+  let servers: ScriptServers | undefined;
   if (!prepared.ok) {
     status = 'failure';
     error = `Sandbox error: ${prepared.message}`;
@@ -160,6 +162,7 @@ async function runOpened(ctx: ToolContext, extra: ToolExtra, req: RunScriptReque
       budget.closed = true;
       ctx.waitUntil(
         (async () => {
+          await servers?.close();
           if (subprocesses.started > 0)
             await cancelByCall(env, principal.team, callCancelKey(ctx, extra), 'the client cancelled the script').catch(() => false);
           if (finalized) return;
@@ -176,15 +179,12 @@ async function runOpened(ctx: ToolContext, extra: ToolExtra, req: RunScriptReque
     };
     if (signal.aborted) onAbort();
     else signal.addEventListener('abort', onAbort, { once: true });
-    const ended = await runIsolate(env.LOADER!, script, prepared.value.source, prepared.value.guardName, req, timeoutMs, {
-      ctx,
-      extra,
-      script,
-      scriptId,
-      budget,
-      slot,
-      timeouts: { defaultMs: policy.limits.defaultTimeoutMs, maxMs: policy.limits.maxTimeoutMs },
-    });
+    const sc = { ctx, extra, script, scriptId, budget, slot, timeouts: { defaultMs: policy.limits.defaultTimeoutMs, maxMs: policy.limits.maxTimeoutMs } };
+    servers = new ScriptServers(sc);
+    const ended = await runIsolate(env.LOADER!, script, prepared.value.source, prepared.value.guardName, req, timeoutMs, sc, servers).finally(() =>
+      // Every server connection the script opened ends with it: normal end, error, timeout or cancel.
+      servers?.close(),
+    );
     budget.closed = true;
     signal.removeEventListener('abort', onAbort);
     if (ended.kind !== 'report' && ended.kind !== 'cancelled' && subprocesses.started > 0) {
@@ -221,7 +221,11 @@ async function runOpened(ctx: ToolContext, extra: ToolExtra, req: RunScriptReque
       ...auditBase,
       decision: 'allowed',
       reason:
-        [error, subprocesses.started ? `${subprocesses.started} subprocess${subprocesses.started === 1 ? '' : 'es'} (${subprocesses.totalMs} ms)` : undefined]
+        [
+          error,
+          subprocesses.started ? `${subprocesses.started} subprocess${subprocesses.started === 1 ? '' : 'es'} (${subprocesses.totalMs} ms)` : undefined,
+          servers?.calls ? `${servers.calls} server call${servers.calls === 1 ? '' : 's'}` : undefined,
+        ]
           .filter(Boolean)
           .join('; ') || 'Allowed by the team policy (script.enabled)',
       exitStatus: status,
@@ -258,6 +262,7 @@ async function runIsolate(
   req: RunScriptRequest,
   timeoutMs: number,
   sc: ConstructorParameters<typeof ScriptHost>[0],
+  servers: ScriptServers,
 ): Promise<Ended> {
   const entry = openIsolate<ScriptHost>(loader, script, source);
   const opts: ScriptRunOptions = {
@@ -269,7 +274,7 @@ async function runIsolate(
     cpuMs: script.cpuMs,
     guardName,
   };
-  const host = new ScriptHost(sc);
+  const host = new ScriptHost(sc, servers);
   let timer: ReturnType<typeof setTimeout> | undefined;
   let onAbort: (() => void) | undefined;
   const signal = sc.extra.mcpReq.signal;

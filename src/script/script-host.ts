@@ -7,13 +7,25 @@ import { RpcTarget } from 'cloudflare:workers';
 import { queryOutput } from '../governed/query-output.ts';
 import type { HostAnswer, SubprocessValue } from './protocol.ts';
 import { runSubprocess, type SubprocessContext } from './subprocess.ts';
+import type { ScriptServers } from './servers.ts';
 
 export class ScriptHost extends RpcTarget {
   readonly #sc: SubprocessContext;
+  readonly #servers: ScriptServers;
 
-  constructor(sc: SubprocessContext) {
+  constructor(sc: SubprocessContext, servers: ScriptServers) {
     super();
     this.#sc = sc;
+    this.#servers = servers;
+  }
+
+  /** `servers.<id>.call` / `.listTools` (servers.ts). */
+  async server(req: unknown): Promise<HostAnswer<unknown>> {
+    try {
+      return await this.#servers.handle(req);
+    } catch (e) {
+      return { ok: false, error: { code: 'internal', message: `servers: internal error — ${e instanceof Error ? e.message : String(e)}` } };
+    }
   }
 
   async subprocess(req: unknown): Promise<HostAnswer<SubprocessValue>> {

@@ -1,0 +1,176 @@
+/**
+ * `servers.<id>.call(tool, args)` and `servers.<id>.listTools()` of one script, on the host side:
+ * the catalog (remote servers the team registered; stdio servers of the workspace's `.mcp.json`),
+ * the policy's decision per server and tool (`script.servers`), an audit row per call (server, tool,
+ * a digest of the arguments — never the arguments or the server's headers —, duration, outcome),
+ * and the connections, all closed when the script ends however it ends.
+ */
+import type { Client } from '@modelcontextprotocol/client';
+import { ServerRequest, type StoredRemoteServer } from '../contracts/mcp-servers.ts';
+import { describeIssues } from '../contracts/errors.ts';
+import { decideServerCall, mayListServer } from '../policy/servers.ts';
+import { recordAudit } from '../dispatch/audit-client.ts';
+import { remoteServerRows } from '../dispatch/remote-servers-client.ts';
+import type { AuditEntry } from '../store/audit.ts';
+import type { HostAnswer } from './protocol.ts';
+import type { SubprocessContext } from './subprocess.ts';
+import { connectRemote, describe } from './remote-server.ts';
+
+type CatalogEntry = { kind: 'remote'; row: StoredRemoteServer };
+type Connection = { client: Client; headers: Record<string, string> };
+type Failure = { ok: false; error: { code: string; message: string } };
+
+/** Subrequests: the catalog read (one call to the team's object), a connection (initialize, initialized, the SSE GET), a call and its audit row. */
+const CATALOG_SUBREQUESTS = 1;
+const CONNECT_SUBREQUESTS = 3;
+const CALL_SUBREQUESTS = 2;
+
+export class ScriptServers {
+  readonly #sc: SubprocessContext;
+  #catalog: Promise<Map<string, CatalogEntry>> | undefined;
+  readonly #connections = new Map<string, Promise<{ ok: true; conn: Connection } | Failure>>();
+  #calls = 0;
+  #closed = false;
+
+  constructor(sc: SubprocessContext) {
+    this.#sc = sc;
+  }
+
+  /** Calls made so far (each has its audit row). */
+  get calls(): number {
+    return this.#calls;
+  }
+
+  async handle(raw: unknown): Promise<HostAnswer<unknown>> {
+    const parsed = ServerRequest.safeParse(raw);
+    if (!parsed.success) return fail('invalid_argument', `servers: ${describeIssues(parsed.error.issues)}`);
+    const req = parsed.data;
+    const what = req.op === 'call' ? `servers.${req.server}.call` : `servers.${req.server}.listTools`;
+    if (this.#closed) return fail('cancelled', `${what}: the script has ended`);
+    const policy = this.#sc.script.servers;
+    const catalog = await this.catalog();
+    const entry = catalog.get(req.server);
+    if (!entry) {
+      const ids = [...catalog.keys()];
+      return fail(
+        'not_found',
+        `servers.${req.server}: not in the catalog — ${ids.length ? `it has ${ids.join(', ')}` : 'the catalog is empty (no .mcp.json in the workspace, no remote server registered for the team)'}`,
+      );
+    }
+    const tool = req.op === 'call' ? req.tool : '(list tools)';
+    const decision = req.op === 'call' ? decideServerCall(policy, req.server, req.tool) : mayListServer(policy, req.server);
+    if (decision.decision !== 'allow') {
+      const ask = decision.decision === 'ask';
+      const message = ask
+        ? `${what}: approval required by policy: ${decision.reason}; a script cannot wait for a person's approval — call this tool outside a script, or ask an admin to allow it in script.servers`
+        : `${what}: denied by policy: ${decision.reason}`;
+      if (this.#sc.slot.takeRefusalAudit()) await this.audit(req.server, tool, req, ask ? 'asked' : 'denied', message, 0);
+      return fail(ask ? 'approval_required' : 'policy_denied', message);
+    }
+    const maxCalls = policy?.maxCalls ?? 0;
+    if (this.#calls >= maxCalls)
+      return fail('limit_reached', `${what}: limit reached — this script made ${this.#calls} server calls (script.servers.maxCalls = ${maxCalls})`);
+    const over = this.#sc.slot.beforeServerCall(CALL_SUBREQUESTS + (this.#connections.has(req.server) ? 0 : CONNECT_SUBREQUESTS));
+    if (over) return fail('limit_reached', `${what}: ${over}`);
+    this.#calls++;
+    const started = Date.now();
+    const conn = await this.connect(req.server, entry);
+    if (!conn.ok) {
+      const message = `${what}: ${conn.error.message}`;
+      await this.audit(req.server, tool, req, 'failed', message, Date.now() - started);
+      return fail(conn.error.code, message);
+    }
+    const timeout = policy?.callTimeoutMs;
+    try {
+      const value =
+        req.op === 'call'
+          ? await conn.conn.client.callTool({ name: req.tool, arguments: req.args }, { timeout })
+          : {
+              tools: (await conn.conn.client.listTools(undefined, { timeout })).tools.filter(
+                (t) => decideServerCall(policy, req.server, t.name).decision !== 'deny',
+              ),
+            };
+      const toolError = 'isError' in value && value.isError === true;
+      await this.audit(
+        req.server,
+        tool,
+        req,
+        'allowed',
+        toolError ? 'the tool answered with an error' : decision.reason,
+        Date.now() - started,
+        toolError ? 'tool_error' : 'success',
+      );
+      return { ok: true, value: JSON.parse(JSON.stringify(value)) };
+    } catch (e) {
+      const message = `${what}: ${describe(e, conn.conn.headers)}`;
+      await this.audit(req.server, tool, req, 'failed', message, Date.now() - started, 'failure');
+      return fail('upstream_error', message);
+    }
+  }
+
+  /** The script ended: close every connection it opened (and refuse what it still sends). */
+  async close(): Promise<void> {
+    this.#closed = true;
+    const open = [...this.#connections.values()];
+    this.#connections.clear();
+    await Promise.all(
+      open.map(async (c) => ((await c).ok ? ((await c) as { conn: Connection }).conn.client.close() : undefined)).map((p) => p.catch(() => undefined)),
+    );
+  }
+
+  private catalog(): Promise<Map<string, CatalogEntry>> {
+    this.#catalog ??= (async () => {
+      const m = new Map<string, CatalogEntry>();
+      if (this.#sc.slot.beforeServerCall(CATALOG_SUBREQUESTS)) return m;
+      for (const row of await remoteServerRows(this.#sc.ctx.env, this.#sc.ctx.principal.team)) m.set(row.id, { kind: 'remote', row });
+      return m;
+    })();
+    return this.#catalog;
+  }
+
+  private connect(id: string, entry: CatalogEntry): Promise<{ ok: true; conn: Connection } | Failure> {
+    let c = this.#connections.get(id);
+    if (!c) {
+      const timeoutMs = this.#sc.script.servers?.initializeTimeoutMs ?? 20_000;
+      c = connectRemote(entry.row, this.#sc.ctx.principal.team, this.#sc.ctx.env, timeoutMs).then((r) =>
+        r.ok ? { ok: true as const, conn: { client: r.client, headers: r.headers } } : { ok: false as const, error: { code: r.code, message: r.message } },
+      );
+      this.#connections.set(id, c);
+    }
+    return c;
+  }
+
+  private async audit(
+    server: string,
+    tool: string,
+    req: ServerRequest,
+    decision: AuditEntry['decision'],
+    reason: string,
+    durationMs: number,
+    exitStatus?: string,
+  ) {
+    const { ctx, scriptId } = this.#sc;
+    const args = req.op === 'call' ? JSON.stringify(req.args) : '';
+    await recordAudit(ctx.env, {
+      team: ctx.principal.team,
+      subject: ctx.principal.subject,
+      tokenId: ctx.principal.tokenId,
+      tool: 'run_script',
+      command: { mode: 'server_call', server, tool, argsSha256: await sha256(args), argsBytes: new TextEncoder().encode(args).byteLength },
+      decision,
+      reason,
+      parentJobId: scriptId,
+      durationMs,
+      ...(exitStatus ? { exitStatus } : {}),
+    }).catch(() => null);
+  }
+}
+
+function fail(code: string, message: string): Failure {
+  return { ok: false, error: { code, message } };
+}
+
+async function sha256(text: string): Promise<string> {
+  const d = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text));
+  return Array.from(new Uint8Array(d), (b) => b.toString(16).padStart(2, '0')).join('');
+}
