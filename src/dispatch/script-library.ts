@@ -15,7 +15,7 @@ import {
   type ScriptSummary,
   type ScriptVersionView,
 } from '../contracts/scripts.ts';
-import { migrate, type Migration, type SqlHost } from './host.ts';
+import { migrate, type Migration, type SqlHost } from './capability-host.ts';
 
 const MIGRATIONS: readonly Migration[] = [
   {
