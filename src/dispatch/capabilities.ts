@@ -26,6 +26,7 @@ import { Jobs } from './jobs.ts';
 import { JobViews } from './job-views.ts';
 import { LiveOutput } from './live-output.ts';
 import { Tasks } from './tasks.ts';
+import { InteractiveSessions } from './interactive-sessions.ts';
 import { TeamQuotas } from './quotas.ts';
 import type { ImportCount, TeamRecordsImport } from './team-records-client.ts';
 
@@ -61,6 +62,8 @@ export interface Capabilities {
   tasks: Tasks;
   /** The team's quotas (checked at submit) and usage figures. */
   quotas: TeamQuotas;
+  /** Interactive jobs: their stdin writes, own budget, idle TTL and lifetime. */
+  sessions: InteractiveSessions;
   /** Old rows from D1 (the migration tool, legacy-import.ts) taken in by their owners, each kind idempotently. */
   importRecords(r: TeamRecordsImport): { approvals: ImportCount; tasks: ImportCount; egress: ImportCount };
   /**
@@ -135,9 +138,11 @@ export function capabilities(host: DispatchHost, o: { plan: PlanResult; trace: (
     audit: auditLog,
     // Refusals before a job is taken: the team's storage bound (retention), then its quotas (which count what they let through).
     gates: [() => retention.admitJob(), () => quotas.admitJob(host.now())],
+    sessions: { has: (id) => sessions.has(id), open: (req, now) => sessions.open(req, now) },
     onStartSent: () => trace('do.job_start_sent'),
     configError: o.plan.ok ? null : { code: o.plan.code, message: o.plan.message },
   });
+  const sessions = new InteractiveSessions(host, { rows, link, kill: (id, reason) => jobs.kill(id, reason) });
   const approvals = new Approvals(host, { onDecided: (row, now) => egress.approvalDecided(row, now) });
   const tasks = new Tasks(host);
   const egress = new Egress(host, { store: exits, link, approvals });
@@ -148,6 +153,7 @@ export function capabilities(host: DispatchHost, o: { plan: PlanResult; trace: (
     onJobsPruned: (ids) => {
       uploads.forget(ids);
       egress.forget(ids);
+      sessions.forget(ids);
     },
   });
   const messages = new AgentMessages(host, {
@@ -160,6 +166,7 @@ export function capabilities(host: DispatchHost, o: { plan: PlanResult; trace: (
     followers,
     uploads,
     egress,
+    sessions,
     onExitReceived: () => trace('do.exit_received'),
     onExitStored: (jobId) => artifacts.storeFromExit(jobId, teamArtifactHours()),
   });
@@ -181,14 +188,17 @@ export function capabilities(host: DispatchHost, o: { plan: PlanResult; trace: (
     approvals,
     tasks,
     quotas,
+    sessions,
     importRecords,
-    wakes: [legacy, retention, jobs, egress, artifacts, approvals, tasks],
+    wakes: [legacy, retention, jobs, egress, artifacts, approvals, tasks, sessions],
     alarm: [
       // Past days' usage is rolled up before retention drops the rows it is counted from.
       quotas,
       // Silent agents are dropped before the jobs' part finds their jobs orphaned.
       link,
       jobs,
+      // After the jobs' part: a session whose job ended there is forgotten, not stopped.
+      sessions,
       egress,
       approvals,
       tasks,

@@ -14,22 +14,8 @@ import { stamp } from '../contracts/trace.ts';
 import { capabilities, type Capabilities } from './capabilities.ts';
 import type { DispatchHealth } from './jobs.ts';
 import { Usage, type UsageSnapshot } from './usage.ts';
-import type {
-  AuditExportPage,
-  DispatchRequest,
-  KeptOutput,
-  MultipartAbandonAnswer,
-  MultipartBeginAnswer,
-  MultipartFinishAnswer,
-  MultipartPartAnswer,
-  MultipartRef,
-  MultipartShape,
-  SubmitAnswer,
-  TeamOverview,
-  TeamOverviewQuery,
-  UploadAnswer,
-  UploadWho,
-} from './events.ts';
+import type { AuditExportPage, DispatchRequest, KeptOutput, SubmitAnswer, TeamOverview, TeamOverviewQuery, UploadAnswer, UploadWho } from './events.ts';
+import type { MultipartAbandonAnswer, MultipartBeginAnswer, MultipartFinishAnswer, MultipartPartAnswer, MultipartRef, MultipartShape } from './events.ts';
 import type { DispatchHost } from './host.ts';
 import { objectHost } from './object-host.ts';
 import { auditExportPage, taskWithView, teamOverview } from './team-reports.ts';
@@ -47,6 +33,8 @@ import type { Quotas } from '../store/teams.ts';
 import type { TeamUsage } from './quotas.ts';
 import { DeletionMark, exportObject, type ObjectExport, type TeamDeletion } from './team-erasure.ts';
 import type { RetentionPolicy } from '../contracts/policy.ts';
+import type { InputAnswer } from './interactive-sessions.ts';
+import type { OutputWaitEnd, OutputWaitQuery } from './output-wait.ts';
 
 export class TeamDispatcher extends DurableObject<Env> {
   private readonly host: DispatchHost;
@@ -90,10 +78,7 @@ export class TeamDispatcher extends DurableObject<Env> {
 
   // ================= RPC: called by the edge Worker (src/dispatch/client.ts) =================
 
-  /**
-   * Agent WebSocket upgrades are the one thing that still arrives as `fetch`: a WebSocket can only
-   * be handed over in an HTTP 101 response. The Worker has verified the token; it passes identity.
-   */
+  /** Agent WebSocket upgrades still arrive as `fetch` (a WebSocket is handed over in a 101); the Worker passed identity. */
   async fetch(request: Request): Promise<Response> {
     this.meter.wake('fetch');
     if (request.headers.get('Upgrade')?.toLowerCase() !== 'websocket') {
@@ -151,6 +136,19 @@ export class TeamDispatcher extends DurableObject<Env> {
 
   list(filter: JobListFilter): { jobs: JobView[]; next_cursor: string | null } {
     return this.rpc(() => this.c.views.list(filter));
+  }
+
+  /** Writes to an interactive job's stdin for the subject that started it (interactive-sessions.ts). */
+  jobInput(jobId: string, subject: string, data: Uint8Array, eof: boolean): Promise<InputAnswer> {
+    return this.rpcThenWake(() => this.c.sessions.input(jobId, subject, data, eof));
+  }
+
+  /** `job_output`'s wait (output-wait.ts); a read by the subject that started a session keeps it in use. */
+  awaitOutput(q: OutputWaitQuery, subject: string): Promise<OutputWaitEnd> {
+    return this.rpcThenWake(() => {
+      this.c.sessions.touch(q.jobId, subject, this.host.now());
+      return this.c.views.waitOutput(q, () => this.host.now());
+    });
   }
 
   kill(jobId: string, reason: string): Promise<{ found: boolean; state: JobState | null }> {
@@ -371,11 +369,7 @@ export class TeamDispatcher extends DurableObject<Env> {
 
   // ================= platform events: agent sockets and the alarm =================
 
-  /**
-   * The platform hands the object each message of each socket in turn, even ones that queued up
-   * behind the message that took a socket over its budget (and wakes a hibernated object for
-   * them): a refused socket's are dropped here, with one lookup and no promise, parse or storage.
-   */
+  /** Each message of each socket, even those queued behind one that took it over budget: a refused socket's are dropped here unread. */
   webSocketMessage(ws: WebSocket, raw: string | ArrayBuffer): Promise<void> | undefined {
     this.meter.wake('message');
     if (this.c.link.isRefused(ws)) return undefined;
