@@ -74,6 +74,15 @@ export const InteractiveToolInput = {
   cols: z.number().int().min(1).max(TTY_MAX).optional().describe('Terminal columns with tty (default 80)'),
 };
 
+/** A terminal's size when `tty` gives none: the classic 24 × 80. */
+const TTY_DEFAULT: TtySize = { rows: 24, cols: 80 };
+
+/** The interactive part of a job from a tool's arguments (absent: not interactive). */
+export function interactiveSpec(i: { interactive?: boolean; tty?: boolean; rows?: number; cols?: number }): InteractiveSpec | undefined {
+  if (i.tty) return { tty: { rows: i.rows ?? TTY_DEFAULT.rows, cols: i.cols ?? TTY_DEFAULT.cols } };
+  return i.interactive ? {} : undefined;
+}
+
 // ---- the job_input tool ----
 export const JobInputInput = {
   job_id: z.string().min(1).max(64).describe('The job_id of an interactive job you started'),

@@ -8,6 +8,7 @@ import { ApprovalId, ApprovalInfo } from './approvals.ts';
 import { RuntimeName } from './runtimes.ts';
 import { AgentLabel } from './agent-protocol.ts';
 import { ErrorCodeSchema } from './errors.ts';
+import { InteractiveToolInput } from './interactive.ts';
 
 export const LINE_CAP = 500;
 export const TRUNCATED_SUFFIX = ' [truncated]';
@@ -43,6 +44,7 @@ export const ExecuteInput = {
   env: EnvMap.optional().describe('Environment variables; only names the team policy allows are passed'),
   approval_id: ApprovalId.optional().describe('An approval a team admin granted for exactly this call (after an approval_required error); used once'),
   ...Placement,
+  ...InteractiveToolInput,
 };
 export const ExecuteOutput = {
   /** Set on an approval_required error: the pending approval to get approved, then retry with. */
@@ -92,6 +94,7 @@ export const RuntimeExecuteInput = {
   contextLines: z.number().int().min(0).max(20).optional(),
   maxResponseLines: z.number().int().min(5).max(1000).optional(),
   ...Placement,
+  ...InteractiveToolInput,
 };
 export const Excerpt = z.object({
   lineStart: z.number().int(),
