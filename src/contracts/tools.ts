@@ -8,7 +8,7 @@ import { ApprovalId, ApprovalInfo } from './approvals.ts';
 import { RuntimeName } from './runtimes.ts';
 import { AgentLabel } from './agent-protocol.ts';
 import { ErrorCodeSchema } from './errors.ts';
-import { InteractiveToolInput } from './interactive.ts';
+import { InteractivePolicy, InteractiveToolInput } from './interactive.ts';
 
 export const LINE_CAP = 500;
 export const TRUNCATED_SUFFIX = ' [truncated]';
@@ -198,6 +198,8 @@ export const PolicyCheckOutput = {
       sandbox_note: z.string().optional(),
     })
     .optional(),
+  /** The policy's `interactive` section: whether jobs may take input after they start (job_input, tty), and its limits. */
+  interactive: InteractivePolicy.optional(),
 };
 
 // ---- list_runtimes ----

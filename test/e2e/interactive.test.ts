@@ -57,12 +57,13 @@ async function say(c: Client, jobId: string, line: string, offset: number, until
 beforeAll(async () => {
   if (!RUNSC) return;
   gw = await startGateway();
+  console.log(`gateway up ${new Date().toISOString()}`);
   root = mkdtempSync(join(tmpdir(), 'gatehouse-interactive-'));
   await team('repl', { enabled: true, maxSessions: 3, maxInputBytes: 1024, auditInputText: false });
   await team('idle', { enabled: true, maxSessions: 1, idleTtlMs: 2_000 });
   await gw.putPolicy('off', PRESETS.standard.policy);
   client = await gw.mcp('repl', ['execute', 'artifacts:read']);
-}, 240_000);
+}, 420_000);
 
 afterAll(async () => {
   await client?.close();
