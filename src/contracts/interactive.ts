@@ -103,6 +103,18 @@ export const JobInputOutput = {
   sha256: z.string(),
 };
 
+/** One write of an interactive job, where it fell in the job's stdout (`stdout_at`, bytes): job_output's `inputs`. */
+export const SessionInput = z.object({
+  seq: z.number().int(),
+  at: z.number(),
+  bytes: z.number().int(),
+  eof: z.boolean(),
+  stdout_at: z.number().int(),
+  /** The text written, only under `interactive.auditInputText`. */
+  text: z.string().optional(),
+});
+export type SessionInput = z.infer<typeof SessionInput>;
+
 // ---- agent protocol (PROTOCOL_VERSION 5) ----
 /** Edge → agent: write `data` (base64) to the job's stdin as write number `seq` (0, 1, …), then close it with `eof`. */
 export const JobInput = z.object({

@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { JobState, JobView } from './jobs.ts';
 import { JobNetworkView } from './network.ts';
 import { OutputWaitInput } from './output-wait.ts';
+import { SessionInput } from './interactive.ts';
 
 const JOB_STATUS_MAX_WAIT_MS = 60_000;
 export const JOB_OUTPUT_DEFAULT_BYTES = 64 * 1024;
@@ -54,6 +55,8 @@ export const JobOutputOutput = {
   total_bytes: z.number().int().nullable(),
   /** With wait_ms: why the wait ended (output came, until was seen, the job ended, or the time ran out). */
   waited: z.enum(['output', 'until', 'ended', 'timeout']).optional(),
+  /** With wait_ms, for an interactive job: its writes so far, each placed in stdout (the conversation). */
+  inputs: z.array(SessionInput).optional(),
 };
 
 export const JobKillInput = {

@@ -142,7 +142,7 @@ export function capabilities(host: DispatchHost, o: { plan: PlanResult; trace: (
     onStartSent: () => trace('do.job_start_sent'),
     configError: o.plan.ok ? null : { code: o.plan.code, message: o.plan.message },
   });
-  const sessions = new InteractiveSessions(host, { rows, link, kill: (id, reason) => jobs.kill(id, reason) });
+  const sessions = new InteractiveSessions(host, { rows, link, kill: (id, reason) => jobs.kill(id, reason), stdoutAt: (id) => live.relayed(id, 'stdout') });
   const approvals = new Approvals(host, { onDecided: (row, now) => egress.approvalDecided(row, now) });
   const tasks = new Tasks(host);
   const egress = new Egress(host, { store: exits, link, approvals });

@@ -11,6 +11,7 @@ import type { InputAnswer } from './interactive-sessions.ts';
 import { readJobOutput } from './job-output.ts';
 import type { OutputWaitEnd, OutputWaitQuery } from './output-wait.ts';
 import { OUTPUT_WAIT_MAX_MS } from '../contracts/output-wait.ts';
+import type { SessionInput } from '../contracts/interactive.ts';
 
 export type { InputAnswer, OutputWaitEnd, OutputWaitQuery };
 
@@ -23,8 +24,16 @@ export async function writeJobStdin(env: Env, team: string, jobId: string, subje
   return await teamStub(env, team).jobInput(jobId, subject, data, eof);
 }
 
-/** Waits (≤ OUTPUT_WAIT_MAX_MS) until the job's output past `offset` is non-empty or holds `until`, or the job ends. */
-export async function waitJobOutput(env: Env, team: string, q: OutputWaitQuery, subject: string): Promise<OutputWaitEnd> {
+/**
+ * Waits (≤ OUTPUT_WAIT_MAX_MS) until the job's output past `offset` is non-empty or holds `until`, or the job ends;
+ * answers why, with an interactive job's writes so far (null for another job).
+ */
+export async function waitJobOutput(
+  env: Env,
+  team: string,
+  q: OutputWaitQuery,
+  subject: string,
+): Promise<{ waited: OutputWaitEnd; inputs: SessionInput[] | null }> {
   return await teamStub(env, team).awaitOutput({ ...q, waitMs: Math.min(q.waitMs, OUTPUT_WAIT_MAX_MS) }, subject);
 }
 

@@ -9,7 +9,7 @@
  * advanced only by an ack, so a write whose ack was lost is sent again with the same number, and the agent writes
  * it once. Sessions have their own budget (`maxSessions`), an idle TTL and a lifetime, enforced by the alarm.
  */
-import type { JobInputAck } from '../contracts/interactive.ts';
+import type { JobInputAck, SessionInput } from '../contracts/interactive.ts';
 import type { InteractivePolicy } from '../contracts/interactive.ts';
 import { isTerminal } from '../contracts/jobs.ts';
 import type { ErrorCode } from '../contracts/errors.ts';
@@ -18,6 +18,8 @@ import { migrate, type DispatchHost, type Migration, type Wakes } from './host.t
 import type { JobRows } from './job-rows.ts';
 import type { DispatchRequest } from './events.ts';
 
+/** Writes a conversation lists at most (the first ones). */
+const CONVERSATION_MAX_INPUTS = 1000;
 /** How long a write waits for its agent's `job.input.ack` before the caller is told to retry. */
 export const INPUT_ACK_TIMEOUT_MS = 10_000;
 
@@ -29,6 +31,14 @@ const MIGRATIONS: readonly Migration[] = [
         last_active INTEGER NOT NULL, idle_ttl_ms INTEGER NOT NULL, ends_at INTEGER NOT NULL, max_input_bytes INTEGER NOT NULL,
         keep_text INTEGER NOT NULL, next_seq INTEGER NOT NULL DEFAULT 0, eof INTEGER NOT NULL DEFAULT 0, stop_reason TEXT,
         open INTEGER NOT NULL DEFAULT 1)`,
+    ],
+  },
+  {
+    // Each write of a session, where it fell in the job's stdout: the conversation the job views show.
+    id: '2-inputs',
+    sql: [
+      `CREATE TABLE interactive_inputs (job_id TEXT NOT NULL, seq INTEGER NOT NULL, at INTEGER NOT NULL, bytes INTEGER NOT NULL,
+        eof INTEGER NOT NULL, text TEXT, stdout_at INTEGER NOT NULL, PRIMARY KEY (job_id, seq))`,
     ],
   },
 ];
@@ -57,6 +67,8 @@ export interface SessionsParts {
   link: Pick<AgentLink, 'socketOf' | 'send'>;
   /** Stops a job (job.cancel with the reason, which its exit carries). */
   kill(jobId: string, reason: string): Promise<unknown>;
+  /** Bytes of the job's stdout kept so far: where a write falls in the conversation. */
+  stdoutAt(jobId: string): number;
 }
 
 export class InteractiveSessions implements Wakes {
@@ -211,6 +223,16 @@ export class InteractiveSessions implements Wakes {
     s.eof = closed ? 1 : 0;
     s.last_active = now;
     this.host.sql.exec(`UPDATE interactive_sessions SET next_seq = MAX(next_seq, ?), eof = ?, last_active = ? WHERE job_id = ?`, seq + 1, s.eof, now, jobId);
+    this.host.sql.exec(
+      `INSERT OR IGNORE INTO interactive_inputs (job_id, seq, at, bytes, eof, text, stdout_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      jobId,
+      seq,
+      now,
+      data.byteLength,
+      eof ? 1 : 0,
+      s.keep_text ? new TextDecoder().decode(data) : null,
+      this.p.stdoutAt(jobId),
+    );
     return { ok: true, seq, eof: closed, keepText: s.keep_text === 1 };
   }
 
@@ -256,11 +278,24 @@ export class InteractiveSessions implements Wakes {
     return next;
   }
 
+  /** A session's writes in order (null: not an interactive job): the text only where the policy keeps it. */
+  conversation(jobId: string): SessionInput[] | null {
+    if (!this.sessions.has(jobId) && !this.readRow(jobId)) return null;
+    return this.host.sql
+      .exec<{ seq: number; at: number; bytes: number; eof: number; text: string | null; stdout_at: number }>(
+        `SELECT seq, at, bytes, eof, text, stdout_at FROM interactive_inputs WHERE job_id = ? ORDER BY seq LIMIT ${CONVERSATION_MAX_INPUTS}`,
+        jobId,
+      )
+      .toArray()
+      .map((r) => ({ seq: r.seq, at: r.at, bytes: r.bytes, eof: r.eof === 1, stdout_at: r.stdout_at, ...(r.text !== null ? { text: r.text } : {}) }));
+  }
+
   /** Retention dropped these jobs: their sessions go with them. */
   forget(jobIds: readonly string[]): void {
     for (const id of jobIds) {
       this.sessions.delete(id);
       this.host.sql.exec(`DELETE FROM interactive_sessions WHERE job_id = ?`, id);
+      this.host.sql.exec(`DELETE FROM interactive_inputs WHERE job_id = ?`, id);
     }
   }
 

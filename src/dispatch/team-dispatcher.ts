@@ -34,6 +34,7 @@ import type { TeamUsage } from './quotas.ts';
 import { DeletionMark, exportObject, type ObjectExport, type TeamDeletion } from './team-erasure.ts';
 import type { RetentionPolicy } from '../contracts/policy.ts';
 import type { InputAnswer } from './interactive-sessions.ts';
+import type { SessionInput } from '../contracts/interactive.ts';
 import type { OutputWaitEnd, OutputWaitQuery } from './output-wait.ts';
 
 export class TeamDispatcher extends DurableObject<Env> {
@@ -143,11 +144,12 @@ export class TeamDispatcher extends DurableObject<Env> {
     return this.rpcThenWake(() => this.c.sessions.input(jobId, subject, data, eof));
   }
 
-  /** `job_output`'s wait (output-wait.ts); a read by the subject that started a session keeps it in use. */
-  awaitOutput(q: OutputWaitQuery, subject: string): Promise<OutputWaitEnd> {
-    return this.rpcThenWake(() => {
+  /** `job_output`'s wait (output-wait.ts) and an interactive job's writes; a read by the session's subject keeps it in use. */
+  awaitOutput(q: OutputWaitQuery, subject: string): Promise<{ waited: OutputWaitEnd; inputs: SessionInput[] | null }> {
+    return this.rpcThenWake(async () => {
       this.c.sessions.touch(q.jobId, subject, this.host.now());
-      return this.c.views.waitOutput(q, () => this.host.now());
+      const waited = await this.c.views.waitOutput(q, () => this.host.now());
+      return { waited, inputs: this.c.sessions.conversation(q.jobId) };
     });
   }
 

@@ -30,9 +30,20 @@ const data = (r: S) => r.structuredContent as S;
 async function team(name: string, interactive: S): Promise<void> {
   const open = PRESETS.open.policy;
   await gw.putPolicy(name, { ...open, limits: { ...open.limits, maxConcurrentJobs: 1 }, interactive: { ...open.interactive, ...interactive } });
-  const a = startAgent(gw, { token: await gw.token({ team: name, scopes: ['agent'] }), root, sandbox: 'gvisor', capacity: 4, agentId: `agent-${name}` });
+  const a = startAgent(gw, {
+    token: await gw.token({ team: name, scopes: ['agent'] }),
+    root,
+    sandbox: 'gvisor',
+    capacity: 4,
+    agentId: `agent-${name}`,
+    extraArgs: ['--warm', '1'],
+  });
   agents.push(a);
-  await a.ready;
+  // The harness gives an agent 30 s; probing runtimes on a loaded machine can take longer, so wait for the line itself.
+  await a.ready.catch(async () => {
+    for (let i = 0; i < 360 && !/connected to /.test(a.logs()); i++) await new Promise((r) => setTimeout(r, 500));
+    if (!/connected to /.test(a.logs())) throw new Error(`agent ${name} did not connect:\n${a.logs()}`);
+  });
 }
 
 /** Starts `python3 -i` as an interactive job and waits for its first prompt (on stderr, where Python writes it). */
@@ -63,7 +74,7 @@ beforeAll(async () => {
   await team('idle', { enabled: true, maxSessions: 1, idleTtlMs: 2_000 });
   await gw.putPolicy('off', PRESETS.standard.policy);
   client = await gw.mcp('repl', ['execute', 'artifacts:read']);
-}, 420_000);
+}, 900_000);
 
 afterAll(async () => {
   await client?.close();

@@ -68,7 +68,8 @@ export function registerJobOutput(server: McpServer, ctx: ToolContext): void {
         eof,
         source,
         total_bytes: total,
-        ...(waited ? { waited } : {}),
+        ...(waited ? { waited: waited.waited } : {}),
+        ...(waited?.inputs ? { inputs: waited.inputs } : {}),
       });
     },
   );
