@@ -27,7 +27,7 @@ import { WebSocket } from 'undici';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import * as protocol from '../src/contracts/agent-protocol.ts';
 import { AGENT_CONNECT_PATH, PROTOCOL_VERSION, type AgentMessage } from '../src/contracts/agent-protocol.ts';
-import { JOB_RETENTION_MS } from '../src/contracts/jobs.ts';
+import { JOB_RETENTION_MS } from '../src/contracts/job-view.ts';
 import { RetentionPolicy } from '../src/contracts/policy.ts';
 import { DEFAULT_HEARTBEAT_MS } from '../src/platform/config.ts';
 import type { Gateway } from '../test/e2e/harness.ts';

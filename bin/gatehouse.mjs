@@ -33,10 +33,10 @@ async function onBundledNode() {
   const child = spawn(node, [fileURLToPath(import.meta.url), ...process.argv.slice(2)], {
     stdio: 'inherit', env: { ...process.env, GATEHOUSE_REEXEC: '1' },
   });
-  // A signal sent to this process alone (systemd's KillMode=mixed, kill PID) goes on to the child. Ctrl-C
-  // reaches the child from the terminal itself (same process group); passing SIGINT on would deliver it twice.
-  for (const sig of ['SIGTERM', 'SIGHUP', 'SIGQUIT', 'SIGUSR1', 'SIGUSR2']) process.on(sig, () => child.kill(sig));
-  process.on('SIGINT', () => {});
+  // A signal sent to this process alone (systemd's KillMode=mixed, `kill -INT PID`) goes on to the child. Ctrl-C in a
+  // terminal reaches the child too (same process group), so it may get SIGINT twice: the agent and the CLI's
+  // long-running commands take a repeated SIGINT as the same request to stop.
+  for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT', 'SIGUSR1', 'SIGUSR2']) process.on(sig, () => child.kill(sig));
   const [code, signal] = await new Promise((res) => child.once('exit', (c, s) => res([c, s])));
   if (signal) {
     // End the way the child ended, so a caller sees the same signal.

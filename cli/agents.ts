@@ -1,4 +1,4 @@
-/** `gatehouse agents`: the team's executor agents (connected, sandbox, load, runtimes, heartbeat). */
+/** `gatehouse agents`: the team's executor agents (connected, sandbox, load, heartbeat, labels, runtimes). */
 import { parseArgs, UsageError, formatFlags } from './args.ts';
 import { api, connection, formatError } from './client.ts';
 import { field, text, when, type Row } from './fields.ts';
@@ -15,6 +15,11 @@ ${formatFlags({})}`;
 function runtimes(v: unknown): string {
   if (!Array.isArray(v) || !v.length) return '-';
   return v.map((r) => (typeof r === 'string' ? r : text((r as Row).name))).join(',');
+}
+
+/** An agent's labels (what `sandbox.labels`/placement match on), comma-separated; none → "-". */
+function labels(v: unknown): string {
+  return Array.isArray(v) && v.length ? v.map((l) => text(l)).join(',') : '-';
 }
 
 export async function agentsCommand(argv: string[]): Promise<number> {
@@ -37,9 +42,10 @@ export async function agentsCommand(argv: string[]): Promise<number> {
       text(field(g, 'sandbox')),
       `${text(running)}/${text(capacity)}`,
       when(field(g, 'lastHeartbeat', 'last_heartbeat', 'lastSeen', 'last_seen', 'lastHeartbeatAt', 'last_heartbeat_at')),
+      labels(field(g, 'labels')),
       runtimes(field(g, 'runtimes')),
     ];
   });
-  out(table([['ID', 'STATE', 'SANDBOX', 'LOAD', 'LAST HEARTBEAT', 'RUNTIMES'], ...rows]));
+  out(table([['ID', 'STATE', 'SANDBOX', 'LOAD', 'LAST HEARTBEAT', 'LABELS', 'RUNTIMES'], ...rows]));
   return 0;
 }

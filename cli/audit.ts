@@ -1,21 +1,28 @@
 /**
  * `gatehouse audit tail`: the newest audit rows, oldest first, optionally following new ones.
+ * `gatehouse audit egress`: the jobs' latest network connections, allowed and refused.
  * `gatehouse audit export`: the full trail as NDJSON from a time or a cursor (exported batches in R2, then the rows kept).
  */
 import { parseArgs, UsageError, formatFlags, type FlagSpecs } from './args.ts';
 import { api, apiText, connection, formatError, type Connection } from './client.ts';
-import { info, iso, out } from './io.ts';
+import { info, iso, out, table } from './io.ts';
 import { formatCommand, visible, visibleJson } from './visible-text.ts';
-import type { AuditRow, StorageView } from '../src/contracts/audit.ts';
+import { AUDIT_TOOLS, type AuditRow, type StorageView } from '../src/contracts/audit.ts';
+import type { EgressConnectionView } from '../src/contracts/network.ts';
 
 const TAIL_FLAGS: FlagSpecs = {
   limit: { type: 'string', value: 'N', help: 'how many rows (default 20, at most 500)' },
   follow: { type: 'bool', help: 'keep polling for new rows (Ctrl-C to stop)' },
   interval: { type: 'string', value: 'ms', help: 'poll interval with --follow (default 2000)' },
   decision: { type: 'string', value: 'd', help: 'only allowed | denied | failed | asked (waiting for approval)' },
-  tool: { type: 'string', value: 'tool', help: 'only this tool (execute, runtime_execute, query_output, policy_check, list_runtimes)' },
+  tool: { type: 'string', value: 'tool', help: 'only this tool or action (listed below; admin.* are the admin API\'s actions)' },
   subject: { type: 'string', value: 'sub', help: 'only this token subject' },
   since: { type: 'string', value: 'time', help: 'only rows at or after (ms since epoch or ISO date)' },
+};
+
+const EGRESS_FLAGS: FlagSpecs = {
+  limit: { type: 'string', value: 'N', help: 'how many connections (default 50, at most 200)' },
+  refused: { type: 'bool', help: 'only connections the policy refused' },
 };
 
 const EXPORT_FLAGS: FlagSpecs = {
@@ -32,6 +39,8 @@ usage:
       every row from there to the newest, one JSON object per line (rows past the team's retention
       come from the batches exported before they were dropped); prints "next: <cursor>" on stderr
       for the next run to continue with --after
+  gatehouse audit egress [--refused] [--limit N]
+      the jobs' latest network connections, newest first: host, method, decision and the reason
   gatehouse audit storage
       the team's storage, its bound (policy retention.maxBytes), the oldest row kept and when
       retention drops the next rows, what was exported so far
@@ -39,8 +48,24 @@ usage:
 flags (tail):
 ${formatFlags(TAIL_FLAGS)}
 
+tools (--tool):
+${wrap(AUDIT_TOOLS)}
+
+flags (egress):
+${formatFlags(EGRESS_FLAGS)}
+
 flags (export):
 ${formatFlags(EXPORT_FLAGS)}`;
+
+/** Names as indented lines of at most about 100 columns. */
+function wrap(names: readonly string[]): string {
+  const lines: string[] = [];
+  for (const n of names) {
+    if (lines.length && lines[lines.length - 1].length + n.length < 100) lines[lines.length - 1] += `, ${n}`;
+    else lines.push(`  ${n}`);
+  }
+  return lines.join(',\n');
+}
 
 /** The fields of a row that formatRow shows. */
 type ShownRow = Pick<AuditRow, 'id' | 'at' | 'subject' | 'tool' | 'command' | 'cwd' | 'decision' | 'reason' | 'jobId' | 'exitStatus' | 'durationMs'>;
@@ -64,7 +89,8 @@ export async function auditCommand(argv: string[]): Promise<number> {
   }
   if (sub === 'export') return auditExport(rest);
   if (sub === 'storage') return auditStorage(rest);
-  if (sub !== 'tail') throw new UsageError(`unknown audit command "${sub}"; allowed: tail, export, storage`);
+  if (sub === 'egress') return auditEgress(rest);
+  if (sub !== 'tail') throw new UsageError(`unknown audit command "${sub}"; allowed: tail, export, egress, storage`);
   const a = parseArgs(rest, TAIL_FLAGS, 'audit tail');
   if (a.flags.help) return (out(AUDIT_HELP), 0);
   if (a.positionals.length) throw new UsageError('audit tail takes no positional arguments');
@@ -72,6 +98,10 @@ export async function auditCommand(argv: string[]): Promise<number> {
   if (!Number.isInteger(limit) || limit < 1 || limit > 500) throw new UsageError(`--limit "${a.flags.limit}" must be an integer from 1 to 500`);
   const interval = a.flags.interval === undefined ? 2000 : Number(a.flags.interval);
   if (!Number.isInteger(interval) || interval < 100) throw new UsageError(`--interval "${a.flags.interval}" must be an integer of at least 100 (ms)`);
+  const tool = a.flags.tool;
+  if (tool !== undefined && !(AUDIT_TOOLS as readonly string[]).includes(String(tool))) {
+    throw new UsageError(`--tool "${visible(String(tool))}" is no audited tool; allowed: ${AUDIT_TOOLS.join(', ')}`);
+  }
   const filters = new URLSearchParams();
   for (const k of ['decision', 'tool', 'subject', 'since'] as const) if (a.flags[k] !== undefined) filters.set(k, String(a.flags[k]));
   const conn = connection(a.flags);
@@ -85,8 +115,9 @@ export async function auditCommand(argv: string[]): Promise<number> {
   const onSig = () => {
     stop = true;
   };
-  process.once('SIGINT', onSig);
-  process.once('SIGTERM', onSig);
+  // `on`, not `once`: bin/gatehouse.mjs may pass on a Ctrl-C the terminal also delivered.
+  process.on('SIGINT', onSig);
+  process.on('SIGTERM', onSig);
   try {
     while (!stop) {
       await sleep(interval, () => stop);
@@ -180,5 +211,36 @@ async function auditStorage(argv: string[]): Promise<number> {
   out(`next drop      ${v.nextDropAt === null ? 'nothing due' : iso(v.nextDropAt)} (exported to R2 first)`);
   out(`exported       ${v.exported.rows} rows in ${v.exported.batches} batches (gatehouse audit export reads them)`);
   if (v.lastError) out(`last error     ${visible(v.lastError)}`);
+  return 0;
+}
+
+/** `gatehouse audit egress`: one line per connection a job's egress proxy made or refused, newest first. */
+async function auditEgress(argv: string[]): Promise<number> {
+  const a = parseArgs(argv, EGRESS_FLAGS, 'audit egress');
+  if (a.flags.help) return (out(AUDIT_HELP), 0);
+  if (a.positionals.length) throw new UsageError('audit egress takes no positional arguments');
+  const limit = a.flags.limit === undefined ? 50 : Number(a.flags.limit);
+  if (!Number.isInteger(limit) || limit < 1 || limit > 200) throw new UsageError(`--limit "${a.flags.limit}" must be an integer from 1 to 200`);
+  const q = new URLSearchParams({ limit: String(limit) });
+  if (a.flags.refused) q.set('refused', '1');
+  const r = await api<{ connections: EgressConnectionView[] }>(connection(a.flags), 'GET', `/audit/egress?${q}`);
+  if (!r.ok) return (info(formatError(r.error)), 1);
+  if (a.flags.json) return (out(visibleJson(r.value)), 0);
+  const rows = r.value.connections;
+  if (!rows.length) return (info(a.flags.refused ? 'no refused connections' : 'no network connections'), 0);
+  out(
+    table([
+      ['STARTED', 'JOB', 'HOST', 'METHOD', 'DECISION', 'UP/DOWN', 'REASON'],
+      ...rows.map((c) => [
+        visible(c.started_at),
+        visible(c.job_id),
+        `${visible(c.host)}:${c.port}`,
+        c.method === null ? '-' : visible(c.method),
+        c.decision,
+        `${c.bytes_up}/${c.bytes_down} B`,
+        visible(c.reason),
+      ]),
+    ]),
+  );
   return 0;
 }

@@ -46,7 +46,9 @@ export async function jobsCommand(argv: string[]): Promise<number> {
 }
 
 const jobId = (j: Row) => text(field(j, 'id', 'jobId', 'job_id'));
-const command = (j: Row) => formatCommand(field(j, 'command', 'spec')) || '-';
+/** What ran: the admin API keeps it on the job's call (its audit row), not on the job row itself. */
+const commandOf = (j: Row): unknown => field(j, 'command', 'spec') ?? field((field(j, 'call') ?? {}) as Row, 'command');
+const command = (j: Row) => formatCommand(commandOf(j)) || '-';
 const exit = (j: Row) => {
   const code = field(j, 'exitCode', 'exit_code');
   const signal = field(j, 'signal');
@@ -72,7 +74,7 @@ async function list(argv: string[]): Promise<number> {
   if (!jobs.length) info('no jobs');
   else {
     // The command column only when the gateway's rows carry one.
-    const withCommand = jobs.some((j) => field(j, 'command') !== undefined);
+    const withCommand = jobs.some((j) => commandOf(j) !== undefined);
     const rows = jobs.map((j) => [
       jobId(j),
       text(field(j, 'state')),
@@ -110,6 +112,7 @@ async function show(argv: string[]): Promise<number> {
     ['tool', text(field(j, 'tool'))],
     ['subject', text(field(j, 'subject'))],
     ['command', command(j)],
+    ['cwd', text(field((field(j, 'call') ?? {}) as Row, 'cwd'))],
     ['agent', text(field(j, 'agent', 'agentId', 'agent_id'))],
     ['sandbox', text(field(j, 'sandbox'))],
     ['created', when(field(j, 'createdAt', 'created_at'))],

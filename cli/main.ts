@@ -17,8 +17,9 @@ import { approvalsCommand } from './approvals.ts';
 import { oauthCommand } from './oauth.ts';
 import { membersCommand } from './members.ts';
 import { teamCommand } from './team.ts';
+import { scriptsCommand } from './scripts.ts';
 
-const COMMANDS = ['token', 'key', 'members', 'oauth', 'policy', 'audit', 'agents', 'jobs', 'approvals', 'team', 'agent', 'help'];
+const COMMANDS = ['token', 'key', 'members', 'oauth', 'policy', 'audit', 'agents', 'jobs', 'approvals', 'scripts', 'team', 'agent', 'help'];
 
 export const HELP = `gatehouse — admin CLI and executor agent of a Gatehouse MCP gateway
 
@@ -34,10 +35,12 @@ usage:
   gatehouse oauth revoke-client <client-id> | unblock-client <client-id>
   gatehouse policy get | set <file.json|-> | check [--runtime r] [--cwd d] -- <command> [args...]
   gatehouse policy presets | preset <name>            the presets and what each allows; switch to one
-  gatehouse audit tail [--limit N] [--follow] [--decision denied] | export [--since t] | storage
+  gatehouse audit tail [--limit N] [--follow] [--decision denied] [--tool t] | export [--since t] | egress [--refused] | storage
   gatehouse agents                                    the team's executor agents
   gatehouse jobs list [--state s] | show <id> | kill <id>
   gatehouse approvals list [--status pending] | show <id> | approve <id> | deny <id>   runs the policy asks about
+  gatehouse scripts push <file> [--name n] | list | versions <name> | show <name> [--version N] | rm <name> [--version N]
+                                                      the team's script library (run_script {"name": …})
   gatehouse team create <id> | list | show <id> | suspend <id> | resume <id> | quotas <id> | usage <id> | delete <id>
                                                       the deployment's teams (an operator token)
   gatehouse agent --url URL --token-file FILE --root DIR [...]   run an executor agent
@@ -79,6 +82,8 @@ export async function main(argv: string[]): Promise<number> {
         return await oauthCommand(rest);
       case 'members':
         return await membersCommand(rest);
+      case 'scripts':
+        return await scriptsCommand(rest);
       case 'team':
         return await teamCommand(rest);
       case 'agent':

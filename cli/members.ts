@@ -181,9 +181,18 @@ async function remove(argv: string[]): Promise<number> {
   const a = parseArgs(argv, {}, 'members remove');
   if (a.flags.help) return (help('usage: gatehouse members remove <member-id|email>', {}), 0);
   if (a.positionals.length !== 1) throw new UsageError('usage: gatehouse members remove <member-id|email> (see gatehouse members list)');
-  const r = await api<{ removed: MemberRow }>(connection(a.flags), 'DELETE', `/members/${encodeURIComponent(a.positionals[0])}`);
+  const r = await api<{ removed: MemberRow; oauthGrantsEnded?: string[]; tokensRevoked?: string[] }>(
+    connection(a.flags),
+    'DELETE',
+    `/members/${encodeURIComponent(a.positionals[0])}`,
+  );
   if (!r.ok) return (info(formatError(r.error)), 1);
   if (a.flags.json) return (printJson(r.value), 0);
   out(`removed ${r.value.removed.memberId} (${visible(r.value.removed.email ?? '-')}, ${r.value.removed.role}) from the team`);
+  // What ended with the membership, by id: the admin can match them in `gatehouse oauth grants` and `gatehouse token list`.
+  const grants = r.value.oauthGrantsEnded ?? [];
+  const tokens = r.value.tokensRevoked ?? [];
+  out(grants.length ? `OAuth grants ended (${grants.length}): ${grants.map((g) => visible(g)).join(', ')}` : 'OAuth grants ended: none');
+  out(tokens.length ? `tokens revoked (${tokens.length}): ${tokens.map((t) => visible(t)).join(', ')}` : 'tokens revoked: none');
   return 0;
 }

@@ -10,7 +10,7 @@ const POLICY_HELP = `gatehouse policy — the team policy
 usage:
   gatehouse policy get                      print the policy document (JSON) to stdout; version on stderr
   gatehouse policy set <file.json|->        replace the policy (validated by the gateway; - reads stdin)
-  gatehouse policy presets                  the presets (strict, standard, open) and what each really allows
+  gatehouse policy presets                  the presets (strict, standard, builds, open) and what each allows
   gatehouse policy preset <name>            replace the policy with a preset (a new version, like set)
   gatehouse policy check [--runtime r] [--cwd d] [--env K=V] [--timeout ms] -- <command> [args...]
   gatehouse policy check --shell "<shell string>"

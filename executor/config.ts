@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs, UsageError, type FlagSpecs, type Parsed } from '../cli/args.ts';
 import { hostname } from 'node:os';
+import { delimiter } from 'node:path';
 import type { SandboxKind } from '../src/contracts/agent-protocol.ts';
 import { testHostsFromEnv, type TestHosts } from './egress/test-hosts.ts';
 import { ARTIFACT_PART_BYTES, R2_MULTIPART_MIN_PART_BYTES, REQUEST_BODY_MAX_BYTES } from '../src/contracts/limits.ts';
@@ -33,6 +34,8 @@ interface AgentConfig {
   metricsPort: number | null;
   /** Tests only: names the egress proxy sends to 127.0.0.1 (executor/egress/test-hosts.ts); null in production. */
   egressTestHosts?: TestHosts | null;
+  /** `--extra-ca FILE` (repeatable) or GATEHOUSE_EXTRA_CA: CA certificates jobs trust besides the host's (sandbox/trusted-cas.ts). */
+  extraCaFiles: string[];
 }
 
 export const AGENT_USAGE = `gatehouse agent — executor agent: connects out to a Gatehouse gateway and runs its team's jobs in a sandbox
@@ -57,6 +60,8 @@ usage: gatehouse agent --url URL --token-file FILE --root DIR [options]
   --state-dir DIR         agent-private state (default: <tmp>/gatehouse-agent-<hash of root and id>)
   --label LABEL           placement label jobs can require (repeatable, e.g. --label gpu --label linux-x64)
                           (env GATEHOUSE_AGENT_LABELS, comma-separated)
+  --extra-ca FILE         PEM CA certificates jobs trust besides this host's CA bundle: a TLS-inspecting proxy's or
+                          a private registry's CA (repeatable; env GATEHOUSE_EXTRA_CA, several separated by ${delimiter})
   --metrics-port PORT     serve /healthz and Prometheus /metrics on 127.0.0.1:PORT (1-65535; default: off)
   (tests only: GATEHOUSE_EGRESS_TEST_HOSTS=name=127.0.0.1[:port],… with GATEHOUSE_EGRESS_TEST_MODE=1 sends the egress
    proxy's connections for those names to 127.0.0.1; the agent refuses to start with the first alone)
@@ -87,6 +92,7 @@ const FLAGS: FlagSpecs = Object.fromEntries(
 ) as FlagSpecs;
 FLAGS['allow-no-isolation'] = { type: 'bool', help: '' };
 FLAGS.label = { type: 'list', help: '' };
+FLAGS['extra-ca'] = { type: 'list', help: '' };
 
 const TOKEN_REFUSED =
   'the agent token is not taken on the command line (every local user can read it with ps); put it in a file readable only by the agent (--token-file FILE) or in the environment (GATEHOUSE_AGENT_TOKEN)';
@@ -171,6 +177,8 @@ export function parseAgentArgs(argv: string[], env: NodeJS.ProcessEnv = process.
   if (typeof metricsPort === 'string') return bad(`${metricsPort} (a TCP port on 127.0.0.1)`);
   const testHosts = testHostsFromEnv(env);
   if (!testHosts.ok) return bad(testHosts.message);
+  const extraCaFiles = [...((parsed.flags['extra-ca'] as string[] | undefined) ?? [])];
+  if (!extraCaFiles.length && env.GATEHOUSE_EXTRA_CA) extraCaFiles.push(...env.GATEHOUSE_EXTRA_CA.split(delimiter).filter(Boolean));
   const agentId = v.id ?? env.GATEHOUSE_AGENT_ID ?? `${hostname()}-${process.pid}`;
   if (agentId.length < 1 || agentId.length > 128 || !/^[\w.@:-]+$/.test(agentId)) {
     return bad(`--id must be 1-128 characters of letters, digits, . _ - @ :, got "${agentId}"`);
@@ -193,6 +201,7 @@ export function parseAgentArgs(argv: string[], env: NodeJS.ProcessEnv = process.
       json: v.json === 'true',
       metricsPort,
       egressTestHosts: testHosts.hosts,
+      extraCaFiles,
     },
   };
 }

@@ -16,6 +16,7 @@ import { consoleLogger, type Logger } from './log.ts';
 import { probeRuntimes } from './runtimes/probe.ts';
 import { startDriver, startStrongestDriver } from './sandbox/index.ts';
 import { systemView } from './sandbox/system-view.ts';
+import { composeTrustedCas, trustEnv } from './sandbox/trusted-cas.ts';
 import { AGENT_REFUSED_EXIT_CODE } from '../src/contracts/agent-grant.ts';
 import { AgentMetrics, countSandboxStarts, serveMetrics } from './metrics.ts';
 
@@ -65,7 +66,26 @@ export async function runAgentCli(argv: string[], logger?: Logger): Promise<numb
   const spoolDir = join(stateDir, 'spool');
   rmSync(spoolDir, { recursive: true, force: true }); // leftovers of a previous run that can no longer be reported
 
-  const driverOpts = { root, stateDir, warm: cfg.warm };
+  // Listening from the start: a SIGINT or SIGTERM while sandboxes start still stops cleanly (once they are up), and a
+  // second one (Ctrl-C in a terminal and a wrapper passing it on) does not cut the stop short.
+  let refused = false;
+  let onRefused = (): void => {};
+  const stopWhy = new Promise<string>((res) => {
+    process.on('SIGTERM', () => res('SIGTERM'));
+    process.on('SIGINT', () => res('SIGINT'));
+    onRefused = () => {
+      refused = true;
+      res('refused by the gateway');
+    };
+  });
+
+  // Jobs trust what this host trusts, plus --extra-ca: a file that is not PEM certificates stops the start here.
+  const cas = composeTrustedCas({ stateDir, extraCaFiles: cfg.extraCaFiles });
+  if (!cas.ok) {
+    log.error(cas.error.message);
+    return 1;
+  }
+  const driverOpts = { root, stateDir, warm: cfg.warm, caBundle: cas.value.hostPath };
   // Probing toolchain versions (a JVM start for kotlinc) overlaps the sandbox start-up.
   const probing = probeRuntimes();
   const d = cfg.sandbox ? await startDriver(cfg.sandbox, driverOpts, log) : await startStrongestDriver(driverOpts, log);
@@ -83,6 +103,9 @@ export async function runAgentCli(argv: string[], logger?: Logger): Promise<numb
   log.info(`sandbox: ${driver.describe()}`);
   log.info(`limits: ${driver.limitMechanisms()}`);
   log.info(`workspace: ${root}; state: ${stateDir}`);
+  log.info(
+    `trusted CAs: ${cas.value.hostBundle ?? 'no host CA bundle found'}${cfg.extraCaFiles.length ? ` + ${cas.value.extraCount} certificate(s) from ${cfg.extraCaFiles.join(', ')}` : ''}`,
+  );
   log.info(`capacity: ${cfg.capacity} jobs; ceilings: timeout ${cfg.maxTimeoutMs} ms, artifact ${cfg.maxArtifactBytes} bytes per stream`);
   log.info(`runtimes: ${runtimes.list.length ? runtimes.list.map((r) => `${r.name} (${r.path}: ${r.version})`).join(', ') : 'none found'}`);
 
@@ -96,18 +119,9 @@ export async function runAgentCli(argv: string[], logger?: Logger): Promise<numb
     upload: { url: cfg.url, token: cfg.token, ...(cfg.artifactPartBytes !== null ? { partBytes: cfg.artifactPartBytes } : {}) },
     log,
     egressTestHosts: cfg.egressTestHosts ?? null,
+    agentEnv: trustEnv(driver.kind, cas.value.hostPath),
   });
   if (cfg.egressTestHosts) log.warn(`egress test mode: ${[...cfg.egressTestHosts.keys()].join(', ')} resolve to 127.0.0.1 (GATEHOUSE_EGRESS_TEST_HOSTS)`);
-  let refused = false;
-  let onRefused = (): void => {};
-  const stopWhy = new Promise<string>((res) => {
-    process.once('SIGTERM', () => res('SIGTERM'));
-    process.once('SIGINT', () => res('SIGINT'));
-    onRefused = () => {
-      refused = true;
-      res('refused by the gateway');
-    };
-  });
   const agent = new Agent({
     url: cfg.url,
     token: cfg.token,

@@ -8,10 +8,11 @@
  * to run and exits 1. `npm start -- --sandbox none` starts without isolation (development only).
  *
  * State that persists between runs: .gatehouse/state (D1 sqlite, R2 files, DO storage),
- * .gatehouse/signing-key.json (generated on first start, never committed), .gatehouse/workspace.
+ * .gatehouse/signing-key.json and .gatehouse/secrets-key (generated on first start, never committed), .gatehouse/workspace.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { accessSync, chmodSync, closeSync, constants, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { userInfo } from 'node:os';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import { generateSigningKey, mintToken } from '../src/auth/mint.ts';
@@ -75,6 +76,16 @@ async function signingKey(): Promise<string> {
   const key = await generateSigningKey();
   writeFileSync(file, key + '\n', { mode: 0o600 });
   log(`generated a dev signing key: ${file}`);
+  return key;
+}
+
+/** The dev key that seals team secrets (docs/credentials.md): generated on first start, kept like the signing key. */
+function secretsKey(): string {
+  const file = join(STATE, 'secrets-key');
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  const key = randomBytes(32).toString('base64');
+  writeFileSync(file, key + '\n', { mode: 0o600 });
+  log(`generated a dev secrets key: ${file}`);
   return key;
 }
 
@@ -201,16 +212,34 @@ async function recordTokens(
   await run(WRANGLER, ['d1', 'execute', 'DB', '--local', '--persist-to', join(STATE, 'state'), '--file', file], 'tokens.log');
 }
 
-function stopAll(code: number): never {
-  for (const c of children) {
-    try {
-      if (c.pid) process.kill(-c.pid, 'SIGTERM');
-    } catch {
-      /* already gone */
+/**
+ * Stops the gateway and the agent, each in its own process group (wrangler's workerd, the agent's sandboxes): SIGTERM,
+ * then SIGKILL to what is left after a grace, and exits once they are gone, so a Ctrl-C or a `kill -INT` of npm leaves
+ * nothing running. (npm passes SIGINT and SIGTERM on to this process: the start script `exec`s node, no shell between.)
+ */
+let stopping = false;
+function stopAll(code: number): void {
+  if (stopping) return;
+  stopping = true;
+  const alive = children.filter((c) => c.pid && c.exitCode === null && c.signalCode === null);
+  const signal = (sig: NodeJS.Signals) => {
+    for (const c of alive) {
+      try {
+        process.kill(-c.pid!, sig);
+      } catch {
+        /* already gone */
+      }
     }
-  }
-  setTimeout(() => process.exit(code), 1500).unref();
-  process.exit(code);
+  };
+  signal('SIGTERM');
+  const kill = setTimeout(() => signal('SIGKILL'), 8000);
+  kill.unref();
+  // Each child's group ends with it (workerd, sandboxes): exit once every one has exited.
+  void Promise.all(alive.map((c) => new Promise((res) => (c.exitCode !== null || c.signalCode !== null ? res(null) : c.once('exit', res))))).then(() => {
+    signal('SIGKILL'); // stragglers of a group whose leader is gone
+    process.exit(code);
+  });
+  setTimeout(() => process.exit(code), 12_000).unref();
 }
 
 async function main(): Promise<void> {
@@ -230,7 +259,7 @@ async function main(): Promise<void> {
   }
   writeFileSync(
     envFile,
-    `GATEHOUSE_SIGNING_KEY='${key}'\nGATEHOUSE_ISSUER='${issuer}'\nGATEHOUSE_AUDIENCE='${audience}'\n` +
+    `GATEHOUSE_SIGNING_KEY='${key}'\nGATEHOUSE_SECRETS_KEY='${secretsKey()}'\nGATEHOUSE_ISSUER='${issuer}'\nGATEHOUSE_AUDIENCE='${audience}'\n` +
       signIn.map((k) => `${k}='${process.env[k]}'\n`).join(''),
     { mode: 0o600 },
   );
@@ -282,6 +311,7 @@ async function main(): Promise<void> {
   );
   children.push(gw);
   gw.on('exit', (code) => {
+    if (stopping) return;
     log(`the gateway exited (${code}); the end of ${join(STATE, 'gateway.log')}:\n${tail('gateway.log')}`);
     stopAll(code ?? 1);
   });
@@ -304,11 +334,12 @@ async function main(): Promise<void> {
   const agentLog = logFile('agent.log');
   const ag = spawn(NODE, agentArgs, { cwd: ROOT, detached: true, stdio: ['ignore', agentLog, agentLog] });
   children.push(ag);
-  ag.on('exit', (code) =>
+  ag.on('exit', (code) => {
+    if (stopping) return;
     log(
       `the executor agent exited (${code}); the end of ${join(STATE, 'agent.log')}:\n${tail('agent.log')}\nrestart it with: npx gatehouse agent ${agentArgs.slice(1).join(' ')}`,
-    ),
-  );
+    );
+  });
   const running = await agentConnected(ag, 60_000);
 
   const line = '─'.repeat(72);

@@ -19,6 +19,11 @@ export type Env = Pick<WranglerEnv, 'DB' | 'ARTIFACTS' | 'TEAM_DISPATCHER'> &
     GATEHOUSE_VERIFY_KEY?: string;
     /** Optional secret: HS256 shared secret for tokens minted by another system; ≥ 32 bytes. */
     GATEHOUSE_HS_SECRET?: string;
+    /**
+     * Secret: 32 random bytes (base64) that seal team secrets at rest (src/platform/secret-box.ts). Unset: secret
+     * operations are refused with a config_error. `npm start` generates one.
+     */
+    GATEHOUSE_SECRETS_KEY?: string;
     /** Longest accepted token lifetime in seconds (default one year). */
     MAX_TOKEN_LIFETIME_SECONDS?: string;
     /** Bench only: '1' prints a timestamped line at each step of a call (src/contracts/trace.ts). */

@@ -6,7 +6,10 @@
 import type { Duplex } from 'node:stream';
 import { EGRESS_CONNECTIONS_MAX, type EgressConnection, type EgressLog } from '../../src/contracts/network.ts';
 import type { Logger } from '../log.ts';
+import { refusalText } from './refusal.ts';
 
+/** Distinct refusals a job's result names (job_status lists every connection). */
+const REFUSAL_NOTICES_MAX = 5;
 /** Records sent per `egress.log` message (the contract's maximum). */
 const LOG_BATCH = 50;
 
@@ -28,6 +31,8 @@ export class ConnectionLog {
   private listed = 0;
   private dropped = 0;
   private settle: (() => void) | null = null;
+  /** Distinct refusals, as the job's result says them (a retrying client repeats one many times). */
+  private readonly notices = new Set<string>();
 
   constructor(o: { jobId: string; send: (m: EgressLog) => void; log?: Logger }) {
     this.jobId = o.jobId;
@@ -56,7 +61,9 @@ export class ConnectionLog {
     return conn;
   }
 
-  refuse(conn: Conn, reason: string): void {
+  refuse(conn: Conn, reason: string, policyKey?: string): void {
+    const notice = refusalText(conn.rec.host, conn.rec.port, reason, policyKey).trim();
+    if (this.notices.size < REFUSAL_NOTICES_MAX) this.notices.add(notice);
     conn.rec.decision = 'refused';
     this.finish(conn, reason);
     this.log?.info(`job ${this.jobId}: egress to ${conn.rec.host}:${conn.rec.port} refused: ${reason}`);
@@ -78,6 +85,10 @@ export class ConnectionLog {
       if (this.pending.length >= LOG_BATCH) this.flush(false);
     }
     if (!this.open.size) this.settle?.();
+  }
+
+  refusalNotices(): string[] {
+    return [...this.notices];
   }
 
   /** Resolves once every open connection ended (their close handlers write their records), or after `ms`. */

@@ -20,8 +20,8 @@ export type Resolved = { ok: true; address: string; port: number } | { ok: false
 export interface EgressGate {
   /** Opens a connection's record. */
   begin(host: string, port: number, method: string): Conn;
-  /** Records a refused connection (and logs it). */
-  refuse(conn: Conn, reason: string): void;
+  /** Records a refused connection (and logs it); `policyKey`: the key of the team policy that would allow it. */
+  refuse(conn: Conn, reason: string, policyKey?: string): void;
   /** Writes the connection's record once (its end), with `why` added to the reason. */
   finish(conn: Conn, why: string | undefined): void;
   /** The grant's verdict, with an ask to the edge for an unlisted host when the grant says `ask`. */

@@ -6,7 +6,7 @@
 import { request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import { normalizeHost, parseHost } from './address.ts';
 import type { EgressGate } from './gate.ts';
-import { refusalText } from './refusal.ts';
+import { refusalReason, refusalText } from './refusal.ts';
 
 /** Response headers that belong to one hop (RFC 9110 §7.6.1) and are not forwarded. */
 const HOP_BY_HOP = new Set([
@@ -39,9 +39,10 @@ export async function forwardHttp(gate: EgressGate, req: IncomingMessage, res: S
   const port = url.port ? Number(url.port) : 80;
   const conn = gate.begin(host, port, method);
   const deny = (status: number, reason: string, policyKey?: string) => {
-    gate.refuse(conn, reason);
-    if (!res.headersSent) res.writeHead(status, { 'content-type': 'text/plain', connection: 'close' });
-    res.end(refusalText(host, port, reason, policyKey));
+    gate.refuse(conn, reason, policyKey);
+    const body = refusalText(host, port, reason, policyKey);
+    if (!res.headersSent) res.writeHead(status, refusalReason(status, body), { 'content-type': 'text/plain', connection: 'close' });
+    res.end(body);
   };
   if (parsed.kind === 'invalid') return deny(400, parsed.reason);
   // The upstream serves what Host names: it must be the host decided for, or one allowed address fronts any other name.

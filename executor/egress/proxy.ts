@@ -158,8 +158,13 @@ export class EgressProxy implements EgressGate {
     return this.conns.begin(host, port, method);
   }
 
-  refuse(conn: Conn, reason: string): void {
-    this.conns.refuse(conn, reason);
+  refuse(conn: Conn, reason: string, policyKey?: string): void {
+    this.conns.refuse(conn, reason, policyKey);
+  }
+
+  /** One line per distinct refusal, for the job's result (JobExit.notices). */
+  refusalNotices(): string[] {
+    return this.conns.refusalNotices();
   }
 
   finish(conn: Conn, why: string | undefined): void {

@@ -24,7 +24,7 @@ export async function openTunnel(gate: EgressGate, req: IncomingMessage, client:
   const conn = gate.begin(host, port, 'CONNECT');
   conn.sockets.add(client);
   const deny = (status: number, reason: string, policyKey?: string) => {
-    gate.refuse(conn, reason);
+    gate.refuse(conn, reason, policyKey);
     client.end(refusal(status, refusalText(host, port, reason, policyKey)));
   };
   if (parsed.kind === 'invalid') return deny(400, parsed.reason);

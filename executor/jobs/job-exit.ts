@@ -7,6 +7,7 @@ import { rmSync } from 'node:fs';
 import type { JobArtifact, JobExit, JobSpec, StreamName, TerminalState, UploadGrant } from '../../src/contracts/agent-protocol.ts';
 import { inlineResult } from '../../src/contracts/inline-result.ts';
 import { LIVE_OUTPUT_MAX_BYTES } from '../../src/contracts/limits.ts';
+import { JOB_NOTICES_MAX } from '../../src/contracts/agent-protocol.ts';
 import type { Logger } from '../log.ts';
 import type { ProcessEnd } from '../sandbox/types.ts';
 import type { StreamCapture } from './capture.ts';
@@ -40,6 +41,8 @@ export interface JobEnding {
   compileError: boolean;
   /** A limit the agent enforces (disk writes, memory) stopped it. */
   limitError?: { code: string; message: string };
+  /** What the agent noted about the job (its timeout lowered, connections refused): said in the result. */
+  notices?: string[];
 }
 
 /** Where the job's spooled streams go; null keeps the spool files (tests, or an agent without an edge). */
@@ -59,7 +62,7 @@ export async function finishJob(
   relay: OutputRelay,
   upload: ArtifactUpload | null,
 ): Promise<JobResult> {
-  const { end, stop, phase, compileError, limitError } = ending;
+  const { end, stop, phase, compileError, limitError, notices } = ending;
   // The live copy goes out before the exit: the edge takes live output only while the job runs.
   await relay.finish();
   await caps.stdout.close();
@@ -131,6 +134,7 @@ export async function finishJob(
   if (toUpload.length) exit.pendingArtifacts = toUpload.map((c) => c.stream);
   if (error) exit.error = error;
   if (phase) exit.phase = phase;
+  if (notices?.length) exit.notices = notices.slice(0, JOB_NOTICES_MAX);
   const artifacts = upload
     ? uploadStreams(
         upload.target,

@@ -50,6 +50,8 @@ export interface RunnerOptions {
   diskPollMs?: number;
   /** Tests only: names the egress proxy sends to 127.0.0.1 (executor/egress/test-hosts.ts). */
   egressTestHosts?: TestHosts | null;
+  /** Set in every job's env after the job's own (the trusted CA variables, sandbox/trusted-cas.ts): a job spec cannot change them. */
+  agentEnv?: Record<string, string>;
 }
 
 export type StartResult = { accepted: true; done: Promise<JobResult> } | { accepted: false; error: JobError };
@@ -212,7 +214,7 @@ export class JobRunner {
       job.sandbox = sandbox;
       try {
         if (job.stop) return settled(stoppedEarly(spec.jobId, t0, job.stop));
-        let env = plan.env;
+        let env = { ...plan.env, ...this.opts.agentEnv };
         let prelude: { argv: string[]; failure: string } | undefined;
         if (network) {
           const opened = await openJobEgress(sandbox, () => {
@@ -220,7 +222,7 @@ export class JobRunner {
             return job.proxy;
           });
           if (!opened.ok) return settled(failedToStart(spec.jobId, t0, opened.message));
-          env = { ...plan.env, ...opened.inside.env };
+          env = { ...env, ...opened.inside.env };
           prelude = opened.inside.prelude;
         }
         await caps.stdout.open();
@@ -281,7 +283,8 @@ export class JobRunner {
             ? { code: 'memory_limit', message: `the job was killed: it used more than ${limits.memoryBytes} bytes of memory (limits.memoryBytes)` }
             : undefined;
         const upload = this.opts.upload ? { target: this.opts.upload, grant: job.grant, log } : null;
-        return await finishJob(spec, t0, { end, stop: job.stop, phase, compileError, limitError }, caps, relay, upload);
+        const notices = [...timeoutNotice(spec.timeoutMs, plan.timeoutMs), ...(job.proxy?.refusalNotices() ?? [])];
+        return await finishJob(spec, t0, { end, stop: job.stop, phase, compileError, limitError, notices }, caps, relay, upload);
       } finally {
         // The job's connections end with it; their records go out before its exit does.
         await job.proxy?.close();
@@ -294,6 +297,11 @@ export class JobRunner {
       await caps.stderr.close();
     }
   }
+}
+
+/** Said in the result when this agent's ceiling (--max-timeout-ms) cut the timeout the edge sent. */
+function timeoutNotice(asked: number, given: number): string[] {
+  return given < asked ? [`timeout ${asked}ms lowered to ${given}ms: this agent's ceiling (its --max-timeout-ms)`] : [];
 }
 
 /**

@@ -8,6 +8,9 @@ import type { RuntimeInfo } from '../../src/contracts/agent-protocol.ts';
 import { runQuiet } from '../sandbox/exec-util.ts';
 import { SANDBOX_PATH } from '../sandbox/types.ts';
 import { findInPath } from '../jobs/resolve.ts';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 export interface RuntimeTable {
   /** Every available runtime with its preferred executable. */
@@ -35,13 +38,23 @@ export async function probeRuntimes(names: readonly RuntimeName[] = RUNTIME_NAME
 }
 
 async function versionOf(path: string, args: string[]): Promise<string> {
-  // The same clean env a job gets: the version must not depend on the agent's own variables.
-  const r = await runQuiet(path, args, { env: { PATH: SANDBOX_PATH, HOME: '/tmp', TMPDIR: '/tmp' }, timeoutMs: 10_000 });
-  return versionLine(r.stdout.trim() || r.stderr.trim());
+  // A scratch directory as cwd, HOME and TMPDIR, removed afterwards: a toolchain asked for its version may write
+  // files where it runs (the Erlang VM's erl_crash.dump, build caches), and none may land in the user's checkout.
+  const scratch = mkdtempSync(join(tmpdir(), 'gatehouse-probe-'));
+  try {
+    // The same clean env a job gets: the version must not depend on the agent's own variables.
+    const r = await runQuiet(path, args, { env: { PATH: SANDBOX_PATH, HOME: scratch, TMPDIR: scratch }, cwd: scratch, timeoutMs: 10_000 });
+    return versionLine(r.stdout.trim() || r.stderr.trim());
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
 }
 
-/** JVM start-up notices some toolchains print before their version (kotlinc: "OpenJDK 64-Bit Server VM warning: …"). */
-const NOTICE = /^(OpenJDK .*VM warning:|Java HotSpot.*warning:|Picked up (_JAVA_OPTIONS|JAVA_TOOL_OPTIONS)|WARNING: )/;
+/**
+ * Start-up notices some toolchains print before their version: JVM warnings (kotlinc: "OpenJDK 64-Bit Server VM
+ * warning: …") and the Erlang VM's banner (`elixir --version` prints "Erlang/OTP 25 [erts-…]" first).
+ */
+const NOTICE = /^(OpenJDK .*VM warning:|Java HotSpot.*warning:|Picked up (_JAVA_OPTIONS|JAVA_TOOL_OPTIONS)|WARNING: |Erlang\/OTP \d+ \[)/;
 
 /** The version a toolchain printed: its first line that is not a start-up notice, without an "info:" prefix. */
 export function versionLine(output: string): string {

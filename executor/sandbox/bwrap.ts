@@ -19,6 +19,7 @@ import { LAUNCHER_FILE } from '../jobs/launcher.ts';
 import { ARGS_FD, StartShell, startKey, waitThenSource } from './start-shell.ts';
 import type { JobCgroup } from './cgroup.ts';
 import { hiddenPaths, systemView } from './system-view.ts';
+import { CA_BUNDLE_INSIDE } from './trusted-cas.ts';
 import { delay, runQuiet, watchWrapper } from './exec-util.ts';
 import { ShellDriver, ShellSandbox, type JobPlace } from './shell-driver.ts';
 import { SANDBOX_GID, SANDBOX_UID, type ProcessEnd, type ResourceLimits } from './types.ts';
@@ -59,6 +60,7 @@ export class BwrapDriver extends ShellDriver {
       if (h.kind === 'dir') a.push('--perms', '0755', '--tmpfs', h.path, '--remount-ro', h.path);
       else a.push('--ro-bind', '/dev/null', h.path);
     }
+    if (this.opts.caBundle) a.push('--ro-bind', this.opts.caBundle, CA_BUNDLE_INSIDE);
     a.push('--bind', this.opts.root, WORKSPACE_INSIDE);
     if (jobDir) a.push('--bind', jobDir, JOB_DIR_INSIDE);
     if (tmpBytes) a.push('--size', String(tmpBytes));

@@ -10,19 +10,20 @@ export interface RunResult {
 }
 
 /** Runs a short helper command (runsc kill/delete/list, version probes) and collects its output. */
-export function runQuiet(cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<RunResult> {
+export function runQuiet(cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number; cwd?: string } = {}): Promise<RunResult> {
   return new Promise((resolve) => {
     let stdout = '';
     let stderr = '';
     let p: ChildProcess;
     try {
-      p = spawn(cmd, args, { env: opts.env ?? { PATH: process.env.PATH ?? '/usr/bin:/bin' }, stdio: ['ignore', 'pipe', 'pipe'] });
+      p = spawn(cmd, args, { env: opts.env ?? { PATH: process.env.PATH ?? '/usr/bin:/bin' }, cwd: opts.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
     } catch (e) {
       resolve({ code: null, stdout, stderr, error: (e as Error).message });
       return;
     }
     const t = setTimeout(() => p.kill('SIGKILL'), opts.timeoutMs ?? 15_000);
-    // Cap what we keep: a version probe or runsc error never needs more than this.
+    // Cap what we keep (a version probe or runsc error never needs more than this), but keep reading to the end:
+    // a program whose stdout closes early can crash writing to it (the Erlang VM then leaves erl_crash.dump).
     p.stdout!.on('data', (d: Buffer) => {
       if (stdout.length < 65536) stdout += d;
     });

@@ -23,6 +23,7 @@ import { delay, runQuiet } from './exec-util.ts';
 import { SANDBOX_GID, SANDBOX_UID, type AcquireOptions, type DriverOptions, type ResourceLimits, type Sandbox, type SandboxDriver } from './types.ts';
 import { GvisorSandbox, JOB_DIR_INSIDE, RUNSC_ENV, WORKSPACE_INSIDE, type GvisorHost, type SandboxLimits } from './gvisor-sandbox.ts';
 import { LAUNCHER_FILE } from '../jobs/launcher.ts';
+import { CA_BUNDLE_INSIDE } from './trusted-cas.ts';
 import { INIT_PYTHON, REUSE_INIT_ARGV, placeReuseInit } from './gvisor-reuse/init.ts';
 import { ReusePool } from './gvisor-reuse/pool.ts';
 import type { SandboxReuse } from '../../src/contracts/sandbox-reuse.ts';
@@ -158,6 +159,10 @@ export class GvisorDriver implements SandboxDriver, GvisorHost {
       else if (e.kind === 'dir') mkdirSync(at, { recursive: true });
       else writeFileSync(at, '');
     }
+    if (this.opts.caBundle) {
+      mkdirSync(join(this.rootfs, CA_BUNDLE_INSIDE, '..'), { recursive: true });
+      writeFileSync(join(this.rootfs, CA_BUNDLE_INSIDE), '');
+    }
     placeReuseInit(this.rootfs);
     if (existsSync(INIT_PYTHON)) {
       this.reuse = new ReusePool({ createReusable: (l) => this.create(l, 'reuse'), closed: () => this.closed }, this.log);
@@ -278,6 +283,8 @@ export class GvisorDriver implements SandboxDriver, GvisorHost {
           : { destination: h.path, type: 'bind', source: '/dev/null', options: ['rbind', 'ro', 'nosuid'] },
       );
     }
+    if (this.opts.caBundle)
+      mounts.push({ destination: CA_BUNDLE_INSIDE, type: 'bind', source: this.opts.caBundle, options: ['rbind', 'ro', 'nosuid', 'nodev'] });
     mounts.push({ destination: WORKSPACE_INSIDE, type: 'bind', source: this.opts.root, options: ['rbind', 'rw', 'nosuid', 'nodev'] });
     mounts.push({ destination: JOB_DIR_INSIDE, type: 'bind', source: jobDir, options: ['rbind', 'rw', 'nosuid', 'nodev'] });
     const linux: Record<string, unknown> = {

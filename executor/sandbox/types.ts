@@ -114,6 +114,8 @@ export interface DriverOptions {
   stateDir: string;
   /** gVisor only: sandboxes kept pre-started. */
   warm?: number;
+  /** The composed CA bundle (trusted-cas.ts): shown read-only at CA_BUNDLE_INSIDE in gVisor and bubblewrap sandboxes. */
+  caBundle?: string;
 }
 
 /** Maps the exit status a wrapper (runsc, bwrap) reports to how the job's process ended. */

@@ -2,19 +2,10 @@
 import type { Context } from 'hono';
 import type { AppEnv } from '../env.ts';
 import { recordAudit } from '../dispatch/audit-client.ts';
+import type { AdminAuditTool } from '../contracts/audit.ts';
 
-export type AdminAction =
-  | 'admin.policy_set'
-  | 'admin.token_create'
-  | 'admin.token_revoke'
-  | 'admin.job_kill'
-  | 'admin.oauth_grant_revoke'
-  | 'admin.oauth_client_revoke'
-  | 'admin.oauth_client_unblock'
-  | 'admin.member_invite'
-  | 'admin.member_invitation_revoke'
-  | 'admin.member_role'
-  | 'admin.member_remove';
+/** One list of audited tool names (src/contracts/audit.ts): an action missing there cannot be audited or filtered. */
+export type AdminAction = AdminAuditTool;
 
 export async function auditAdmin(
   c: Context<AppEnv>,

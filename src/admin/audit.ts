@@ -1,7 +1,8 @@
 /** Admin: query the team's audit log (kept in the team's Durable Object), newest first, with filters and an opaque cursor. */
 import { Hono } from 'hono';
 import type { AppEnv } from '../env.ts';
-import { AUDIT_DECISIONS, AUDIT_MAX_LIMIT, AUDIT_TOOLS, decodeCursor, type AuditFilter } from '../store/audit.ts';
+import { AUDIT_MAX_LIMIT, decodeCursor, type AuditFilter } from '../store/audit.ts';
+import { AUDIT_DECISIONS, AUDIT_TOOLS } from '../contracts/audit.ts';
 import { queryAuditLog } from '../dispatch/audit-client.ts';
 import { apiError } from './http.ts';
 import { teamConnections } from '../dispatch/team-records-client.ts';

@@ -20,6 +20,7 @@ export const STATUS: Partial<Record<ErrorCode, ContentfulStatusCode>> = {
   upstream_error: 503,
   team_suspended: 403,
   quota_exceeded: 429,
+  limit_reached: 409,
 };
 
 /** An admin API error; the message may quote what the caller sent, so its control and bidi characters are shown as escapes. */

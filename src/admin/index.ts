@@ -13,11 +13,12 @@ import { auditExportRoutes } from './audit-export.ts';
 import { artifactRoutes, jobOutputRoutes } from './artifacts.ts';
 import { policyHistoryRoutes } from './policy-history.ts';
 import { ownTeamOnly } from './team.ts';
-import { agentAdminRoutes, jobAdminRoutes } from './jobs.ts';
+import { agentAdminRoutes, jobAdminRoutes } from './job-routes.ts';
 import { approvalRoutes } from './approvals.ts';
 import { oauthAdminRoutes } from './oauth.ts';
 import { overviewRoutes } from './overview.ts';
 import { memberRoutes } from './members.ts';
+import { scriptRoutes } from './scripts.ts';
 import { teamUsageRoutes } from '../operator/usage.ts';
 import { apiError } from './http.ts';
 import { authorityOf, minterFor } from '../auth/minter.ts';
@@ -44,6 +45,7 @@ teamApi.route('/approvals', approvalRoutes);
 teamApi.route('/oauth', oauthAdminRoutes);
 teamApi.route('/overview', overviewRoutes);
 teamApi.route('/members', memberRoutes);
+teamApi.route('/scripts', scriptRoutes);
 teamApi.route('/usage', teamUsageRoutes);
 
 export const adminRoutes = new Hono<AppEnv>();
@@ -66,6 +68,6 @@ adminRoutes.all('*', (c) =>
   apiError(
     c,
     'not_found',
-    `no admin route ${c.req.method} ${new URL(c.req.url).pathname}; see /admin/v1/{overview,tokens,policy,policy/check,audit,audit/export,audit/storage,agents,jobs,artifacts/:handle,approvals,oauth/grants,oauth/clients/:id,members,members/invitations}`,
+    `no admin route ${c.req.method} ${new URL(c.req.url).pathname}; see /admin/v1/{overview,tokens,policy,policy/check,audit,audit/export,audit/storage,agents,jobs,artifacts/:handle,approvals,oauth/grants,oauth/clients/:id,members,members/invitations,scripts}`,
   ),
 );

@@ -58,7 +58,7 @@ policyRoutes.put('/', async (c) => {
   return c.json(now);
 });
 
-/** The presets (strict, standard, open) with what each really allows. */
+/** The presets (strict, standard, builds, open) with what each really allows. */
 policyRoutes.get('/presets', (c) => c.json({ presets: PRESET_NAMES.map((n) => PRESETS[n]) }));
 
 /** Replaces the team policy with a preset (a new version, like any PUT). */

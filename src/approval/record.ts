@@ -6,7 +6,7 @@
  * race for it.
  */
 import type { ApprovalChannel, ApprovalStatus, ApprovalView } from '../contracts/approvals.ts';
-import { JOB_RETENTION_MS } from '../contracts/jobs.ts';
+import { JOB_RETENTION_MS } from '../contracts/job-view.ts';
 
 /** One approval as the team's object keeps it (the object is the team's: no team column). */
 export interface ApprovalRow {

@@ -258,6 +258,17 @@ export function canonicalMcpUrl(req: Request, env: Env): string {
   return blank(env.GATEHOUSE_AUDIENCE) ? `${new URL(req.url).origin}/mcp` : withoutTrailingSlash(env.GATEHOUSE_AUDIENCE);
 }
 
+/**
+ * RFC 9728 §3.1: the metadata of a resource whose identifier has a path lives at the well-known name with that path
+ * appended (`https://gw.example/mcp` → `/.well-known/oauth-protected-resource/mcp`); the 401 names exactly this URL.
+ */
 export function resourceMetadataUrl(req: Request, env: Env): string {
-  return `${publicOrigin(req, env)}/.well-known/oauth-protected-resource`;
+  return `${publicOrigin(req, env)}${RESOURCE_METADATA_PATH}${resourcePath(req, env)}`;
+}
+
+export const RESOURCE_METADATA_PATH = '/.well-known/oauth-protected-resource';
+
+/** The path of the canonical MCP URL without a trailing slash ('' for a resource at the origin's root). */
+export function resourcePath(req: Request, env: Env): string {
+  return new URL(canonicalMcpUrl(req, env)).pathname.replace(/\/+$/, '');
 }

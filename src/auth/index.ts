@@ -20,7 +20,7 @@ export {
   type ScopeRequirement,
 } from './verify.ts';
 export { authErrorResponse } from './respond.ts';
-export { hostCheck } from './host.ts';
+export { hostCheck } from './host-check.ts';
 export { wellKnownRoutes } from './well-known.ts';
 
 /** Verifies the bearer token, checks scopes (`scopes`: all of them, `anyScope`: at least one), sets `principal`. */

@@ -3,10 +3,9 @@
  * issuer and scopes to use) and the public JWKS of the Gatehouse signing key.
  */
 import { Hono, type Handler } from 'hono';
-import { SCOPES } from '../contracts/scopes.ts';
+import { OAUTH_SCOPES } from '../contracts/scopes.ts';
 import type { AppEnv } from '../env.ts';
-import { canonicalMcpUrl, gatehouseIssuer, publicOrigin, trustConfig } from './config.ts';
-import { OPERATOR_SCOPE } from './minter.ts';
+import { canonicalMcpUrl, gatehouseIssuer, publicOrigin, RESOURCE_METADATA_PATH, resourcePath, trustConfig } from './config.ts';
 
 export const wellKnownRoutes = new Hono<AppEnv>();
 
@@ -20,16 +19,20 @@ const metadata: Handler<AppEnv> = async (c) => {
     resource: canonicalMcpUrl(c.req.raw, c.env),
     authorization_servers: servers,
     bearer_methods_supported: ['header'],
-    // The operators' scope is no scope of this resource's (it is minted offline, for /operator/v1/).
-    scopes_supported: SCOPES.filter((s) => s !== OPERATOR_SCOPE),
+    // Only what a client can obtain: listing `admin` or `agent` would make clients ask for scopes consent never grants.
+    scopes_supported: [...OAUTH_SCOPES],
     jwks_uri: `${origin}/.well-known/jwks.json`,
     resource_name: 'Gatehouse',
   });
 };
 
-wellKnownRoutes.get('/.well-known/oauth-protected-resource', metadata);
-// RFC 9728 §3.1: the metadata URL of a resource with a path inserts the path after the well-known name.
-wellKnownRoutes.get('/.well-known/oauth-protected-resource/mcp', metadata);
+// Clients that drop the resource's path look here; the 401 names the path-suffixed URL below.
+wellKnownRoutes.get(RESOURCE_METADATA_PATH, metadata);
+// RFC 9728 §3.1: the metadata URL of a resource with a path inserts the path after the well-known name
+// (`/mcp` by default; the path of GATEHOUSE_AUDIENCE when that is set).
+wellKnownRoutes.get(`${RESOURCE_METADATA_PATH}/*`, (c, next) =>
+  c.req.path === `${RESOURCE_METADATA_PATH}${resourcePath(c.req.raw, c.env)}` ? metadata(c, next) : c.notFound(),
+);
 
 wellKnownRoutes.get('/.well-known/jwks.json', async (c) => {
   const cfg = await trustConfig(c.env);

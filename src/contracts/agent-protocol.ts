@@ -9,7 +9,8 @@ import { SANDBOX_KINDS } from './sandbox-kinds.ts';
 import { RuntimeName } from './runtimes.ts';
 import { describeIssues } from './errors.ts';
 import { SandboxReuse } from './sandbox-reuse.ts';
-import { EgressAnswer, EgressAsk, EgressLog, NetworkGrant } from './network.ts';
+import { CREDENTIAL_BINDINGS_MAX, EgressAnswer, EgressAsk, EgressLog, NetworkGrant } from './network.ts';
+import { CredentialValue } from './secrets.ts';
 import { InteractiveSpec, JobInput, JobInputAck } from './interactive.ts';
 
 /**
@@ -67,6 +68,8 @@ export const AGENT_PROTOCOL_CLOSE = 4426;
  * pieces of EXIT_PART_CHARS (limits.ts), 11 when a cut steps back out of a surrogate pair. 16 leaves room.
  */
 export const EXIT_PARTS_MAX = 16;
+/** Notices an agent may attach to one exit (each is one short line; more refusals than this are counted in job_status). */
+export const JOB_NOTICES_MAX = 10;
 
 export const SandboxKind = z.enum(SANDBOX_KINDS);
 export type SandboxKind = z.infer<typeof SandboxKind>;
@@ -210,6 +213,11 @@ export const JobExit = z.object({
   error: z.object({ code: NameText, message: ErrorMessageText }).optional(),
   /** Code mode: which step produced this result. A failing build is a compile error, not a run error. */
   phase: z.enum(['build', 'run']).optional(),
+  /**
+   * What the agent noted about the job, said in the call's result (`notices`): its timeout lowered
+   * to the agent's ceiling, connections its egress proxy refused with the policy key that allows them.
+   */
+  notices: z.array(ErrorMessageText).max(JOB_NOTICES_MAX).optional(),
 });
 export type JobExit = z.infer<typeof JobExit>;
 
@@ -305,7 +313,16 @@ const EdgeWelcome = z.object({
  */
 export const UploadGrant = z.object({ agentId: z.string().min(1).max(128), token: z.string().min(32).max(128) });
 export type UploadGrant = z.infer<typeof UploadGrant>;
-const JobStart = z.object({ type: z.literal('job.start'), spec: JobSpec, upload: UploadGrant.optional() });
+/**
+ * `credentials`: the values of the secrets `spec.network.credentials` names, sent only here (never in the
+ * spec, which is stored): the agent's egress proxy holds them in memory for this job only.
+ */
+const JobStart = z.object({
+  type: z.literal('job.start'),
+  spec: JobSpec,
+  upload: UploadGrant.optional(),
+  credentials: z.array(CredentialValue).max(CREDENTIAL_BINDINGS_MAX).optional(),
+});
 const JobCancel = z.object({ type: z.literal('job.cancel'), jobId: z.string(), reason: z.string() });
 /**
  * The edge stored this job's result (or, with `stream`, that stream's `job.artifact` report); the

@@ -31,3 +31,45 @@ export interface StorageView {
   exported: { batches: number; rows: number; lastId: number | null };
   lastError: string | null;
 }
+
+export const AUDIT_DECISIONS = ['allowed', 'denied', 'failed', 'asked'] as const;
+/**
+ * Every tool name an audit row can carry: MCP tools, admin actions (`admin.*`), and the gateway's own events. The
+ * admin API's `?tool=` filter, `gatehouse audit tail --tool` and the admin actions' type (src/admin/audit-action.ts)
+ * all read this one list.
+ */
+export const AUDIT_TOOLS = [
+  'execute',
+  'runtime_execute',
+  'query_output',
+  'policy_check',
+  'list_runtimes',
+  'run_script',
+  'job_status',
+  'job_output',
+  'job_kill',
+  'job_list',
+  'job_input',
+  'admin.policy_set',
+  'admin.token_create',
+  'admin.token_revoke',
+  'admin.oauth_grant_revoke',
+  'admin.oauth_client_revoke',
+  'admin.oauth_client_unblock',
+  'oauth.grant_create',
+  'admin.job_kill',
+  'admin.approval_approve',
+  'admin.approval_deny',
+  'approval.elicitation',
+  'agent.connect',
+  'admin.member_invite',
+  'admin.member_invitation_revoke',
+  'admin.member_role',
+  'admin.member_remove',
+  'admin.script_push',
+  'admin.script_remove',
+  'member.join',
+] as const;
+export type AuditTool = (typeof AUDIT_TOOLS)[number];
+/** The admin API's actions: the `admin.*` names of AUDIT_TOOLS. */
+export type AdminAuditTool = Extract<AuditTool, `admin.${string}`>;

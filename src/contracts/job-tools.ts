@@ -3,7 +3,7 @@
  * job_list), defined once and used by the MCP server for validation and advertised schemas.
  */
 import { z } from 'zod';
-import { JobState, JobView } from './jobs.ts';
+import { JobState, JobView } from './job-view.ts';
 import { JobNetworkView } from './network.ts';
 import { OutputWaitInput } from './output-wait.ts';
 import { SessionInput } from './interactive.ts';

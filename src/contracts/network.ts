@@ -38,6 +38,41 @@ export type NetworkAllow = z.infer<typeof NetworkAllow>;
 export const NetworkPresetName = z.enum(['package-registries']);
 export type NetworkPresetName = z.infer<typeof NetworkPresetName>;
 
+/** A team secret's name: what `gatehouse secrets set NAME` and `network.credentials[].secret` say. */
+export const SecretName = z
+  .string()
+  .regex(/^[A-Za-z][A-Za-z0-9_.-]{0,63}$/, 'a secret name is 1-64 characters: a letter, then letters, digits, _ . - (e.g. GITHUB_TOKEN)');
+
+/** An exact host name a credential is added for: never a wildcard or an address (its TLS certificate names it). */
+const CredentialHost = z
+  .string()
+  .min(1)
+  .max(253)
+  .regex(/^([A-Za-z0-9-]+\.)+[A-Za-z][A-Za-z0-9-]*\.?$/, 'a credential host is an exact name with a dot (git.example.com): no wildcard, no IP address')
+  .transform((h) => h.toLowerCase().replace(/\.$/, ''));
+
+/** An HTTP header name (RFC 9110 token). */
+const HeaderName = z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$/, 'a header name is 1-64 characters of an HTTP token (e.g. Authorization)');
+
+/**
+ * `network.credentials[]`: the agent's egress proxy adds `header: scheme value` to every request the
+ * job sends to one of `hosts` (HTTPS, terminated by the proxy for exactly these hosts), with the value
+ * of the team secret `secret`, which the job never sees. `scheme` (Bearer, token, Basic) is optional.
+ */
+export const CredentialBinding = z.object({
+  secret: SecretName,
+  hosts: z.array(CredentialHost).min(1).max(16),
+  header: HeaderName.default('Authorization'),
+  scheme: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]{1,32}$/, 'a scheme is one word of 1-32 letters, digits, . _ - (Bearer, token, Basic)')
+    .optional(),
+});
+export type CredentialBinding = z.infer<typeof CredentialBinding>;
+
+/** Bindings one network section may have. */
+export const CREDENTIAL_BINDINGS_MAX = 16;
+
 /** Bytes one job may send / receive over all its connections before the proxy closes them. */
 export const NETWORK_DEFAULT_BYTES_UP = 64 << 20;
 export const NETWORK_DEFAULT_BYTES_DOWN = 1 << 30;
@@ -51,6 +86,8 @@ export const NetworkPolicy = z.object({
   unlisted: z.enum(['deny', 'ask']).default('deny'),
   maxBytesUp: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).default(NETWORK_DEFAULT_BYTES_UP),
   maxBytesDown: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).default(NETWORK_DEFAULT_BYTES_DOWN),
+  /** Team secrets the agent's proxy adds to requests for given hosts (docs/credentials.md). */
+  credentials: z.array(CredentialBinding).max(CREDENTIAL_BINDINGS_MAX).default([]),
 });
 export type NetworkPolicy = z.infer<typeof NetworkPolicy>;
 
@@ -67,6 +104,8 @@ export const NetworkGrant = z.object({
   maxBytesDown: z.number().int().min(0),
   /** Which policy key decided this grant, for messages (`network` or `rules[3].network`). */
   source: z.string().max(100),
+  /** The credentials the proxy adds (names only: the values travel in the job's start message, never in its spec). */
+  credentials: z.array(CredentialBinding).max(CREDENTIAL_BINDINGS_MAX).optional(),
 });
 export type NetworkGrant = z.infer<typeof NetworkGrant>;
 
@@ -109,6 +148,8 @@ export const EgressConnection = z.object({
   reason: z.string().max(300),
   bytesUp: z.number().int().min(0),
   bytesDown: z.number().int().min(0),
+  /** The team secret the proxy added to this connection's requests (its name; never the value). */
+  credential: SecretName.optional(),
   startedAt: z.string().max(40),
   ms: z.number().int().min(0),
 });
@@ -138,6 +179,8 @@ export const EgressConnectionView = z.object({
   reason: z.string(),
   bytes_up: z.number().int(),
   bytes_down: z.number().int(),
+  /** The team secret the proxy added to this connection's requests, by name. */
+  credential: z.string().nullable().optional(),
   started_at: z.string().describe('ISO 8601'),
   ms: z.number().int(),
 });

@@ -51,6 +51,11 @@ export const ScriptPolicy = z.object({
   /** CPU budget of the script's isolate: at most what Cloudflare lets a Worker have, by default its default. */
   cpuMs: z.number().int().min(10).max(WORKER_CPU_MAX_MS).default(WORKER_CPU_DEFAULT_MS),
   subprocess: ScriptSubprocessPolicy.optional(),
+  /**
+   * `run_script {"name"}` may fall back to `.gatehouse/scripts/<name>.ts` in the job workspace of one of the team's
+   * agents when the team library has no such name. Off by default: a workspace file is whatever the repository holds.
+   */
+  workspaceScripts: z.boolean().default(false),
 });
 export type ScriptPolicy = z.infer<typeof ScriptPolicy>;
 
@@ -113,6 +118,7 @@ const NETWORK_OFF: NetworkPolicy = {
   unlisted: 'deny',
   maxBytesUp: NETWORK_DEFAULT_BYTES_UP,
   maxBytesDown: NETWORK_DEFAULT_BYTES_DOWN,
+  credentials: [],
 };
 
 /** A compliance default: 90 days of audit in the team's object (older rows stay in the R2 export). */
@@ -242,7 +248,7 @@ export const PolicyDocument = z.object({
     .default({ minimum: 'none' }),
   /** Jobs waiting for a slot or an agent; beyond `maxLength` a call is refused at once ("queue is full"). */
   queue: z.object({ maxLength: z.number().int().min(0).max(10_000).default(1_000) }).default({ maxLength: 1_000 }),
-  script: ScriptPolicy.default({ enabled: false, defaultTimeoutMs: 120_000, maxTimeoutMs: 120_000, cpuMs: 30_000 }),
+  script: ScriptPolicy.default({ enabled: false, defaultTimeoutMs: 120_000, maxTimeoutMs: 120_000, cpuMs: 30_000, workspaceScripts: false }),
   artifacts: z
     .object({
       /** The older name of `retention.artifactHours`. */

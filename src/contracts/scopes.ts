@@ -6,3 +6,9 @@
  */
 export const SCOPES = ['execute', 'artifacts:read', 'admin', 'agent', 'operator'] as const;
 export type Scope = (typeof SCOPES)[number];
+
+/**
+ * The scopes a client can obtain through OAuth (the consent page grants only these): what the protected-resource
+ * metadata advertises and the authorization server supports. `admin` and `agent` are minted as tokens only.
+ */
+export const OAUTH_SCOPES = ['execute', 'artifacts:read'] as const satisfies readonly Scope[];

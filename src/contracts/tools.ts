@@ -9,6 +9,7 @@ import { RuntimeName } from './runtimes.ts';
 import { AgentLabel } from './agent-protocol.ts';
 import { ErrorCodeSchema } from './errors.ts';
 import { InteractivePolicy, InteractiveToolInput } from './interactive.ts';
+import { ScriptName, ScriptRef, ScriptVars, VARS_RULE } from './scripts.ts';
 
 export const LINE_CAP = 500;
 export const TRUNCATED_SUFFIX = ' [truncated]';
@@ -22,6 +23,16 @@ const Placement = {
   agent: z.string().min(1).max(128).optional().describe('Run only on this executor agent (its id)'),
   labels: z.array(AgentLabel).max(16).optional().describe('Run only on agents that carry all these labels'),
 };
+
+/**
+ * Every note the policy or the agent made about the call, one line each: a timeout clamped, the
+ * network off, a connection refused with the policy key that would allow it (docs/builds.md).
+ * Also said in the text content.
+ */
+const Notices = z
+  .array(z.string())
+  .optional()
+  .describe('What the policy and the agent noted about this call (timeout clamped, network off, connections refused and the policy key that allows them)');
 
 // ---- execute (the shell-exec contract, docs/architecture.md) ----
 export const ExecuteInput = {
@@ -64,6 +75,7 @@ export const ExecuteOutput = {
   agent_id: z.string().nullable().optional(),
   sandbox: z.enum(['gvisor', 'bwrap', 'none']).nullable().optional(),
   background: z.boolean().optional(),
+  notices: Notices,
 };
 
 // ---- runtime_execute (the governed-runtime contract, docs/architecture.md) ----
@@ -121,16 +133,22 @@ export const RuntimeExecuteOutput = {
   jobId: z.string().optional(),
   agentId: z.string().nullable().optional(),
   sandbox: z.enum(['gvisor', 'bwrap', 'none']).nullable().optional(),
+  notices: Notices,
 };
 
 // ---- run_script (script mode) ----
 export const RunScriptInput = {
   code: z
     .string()
+    .optional()
     .describe(
-      'JavaScript, or TypeScript (types are stripped): top-level statements with await and a top-level return, or a module with export default. At most 51200 bytes.',
+      'JavaScript, or TypeScript (types are stripped): top-level statements with await and a top-level return, or a module with export default. At most 51200 bytes. Exactly one of code or name.',
     ),
-  vars: z.record(z.string(), z.unknown()).optional().describe('JSON values the script reads as the frozen global "vars"'),
+  name: ScriptName.optional().describe(
+    "A script of the team's library (or, where the policy allows, .gatehouse/scripts/<name>.ts in the workspace) instead of code. Exactly one of code or name.",
+  ),
+  version: z.number().int().min(1).max(999_999_999).optional().describe("With name: that version of the library's script (default: the newest)"),
+  vars: ScriptVars.optional().describe(`JSON values the script reads as the frozen global "vars": ${VARS_RULE}`),
   timeout_ms: z.number().int().min(100).max(3_600_000).optional().describe('Wall time for the whole script (default 120000; the team policy sets the maximum)'),
   outputMode: OutputMode.optional().describe(
     'minimal (default: status, result, counts, artifactHandle), summary (console head+tail), intent (console lines matching queryTerms)',
@@ -146,6 +164,8 @@ export const RunScriptOutput = {
   /** When the script failed: code `sandbox_error`, message `Sandbox error: …`. */
   error: z.object({ code: ErrorCodeSchema, message: z.string() }).optional(),
   scriptId: z.string().optional(),
+  /** Which script ran, when it was called by name: library or workspace, version, SHA-256 of the source. */
+  script: ScriptRef.optional(),
   /** `cap`: how many subprocesses this script could start (the policy's maxCount, lowered by the plan's subrequest limit). */
   subprocesses: z.object({ count: z.number().int(), totalMs: z.number(), cap: z.number().int().optional() }).optional(),
   consoleTruncated: z.boolean().optional(),

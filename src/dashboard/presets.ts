@@ -1,6 +1,6 @@
 /**
  * Policy presets offered by the dashboard's editor: the gateway's own presets (strict, standard,
- * open — `src/policy/presets.ts`, also served by `GET /admin/v1/policy/presets`), so the editor and
+ * builds, open — `src/policy/presets.ts`, also served by `GET /admin/v1/policy/presets`), so the editor and
  * the admin API can never disagree about what a preset allows.
  */
 import type { PolicyDocument } from '../contracts/policy.ts';
@@ -16,6 +16,7 @@ export interface PolicyPreset {
 const TITLES: Record<(typeof PRESET_NAMES)[number], string> = {
   strict: 'Strict (read and file tools, hardened git)',
   standard: 'Standard (the shipped default)',
+  builds: 'Builds (standard + package managers with the registries)',
   open: 'Open (anything the sandbox allows)',
 };
 

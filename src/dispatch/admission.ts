@@ -15,7 +15,7 @@
 import type { Env } from '../env.ts';
 import type { admissionSeed, PolicyStamp } from '../store/admission.ts';
 import { PolicyDocument, RetentionPolicy, teamRetentionOf } from '../contracts/policy.ts';
-import { migrate, type Migration, type SqlHost } from './host.ts';
+import { migrate, type Migration, type SqlHost } from './capability-host.ts';
 
 /** A suspended team: every call is refused with this (src/admin/teams.ts). */
 export interface Suspension {
@@ -116,10 +116,6 @@ export class TeamAdmission {
   revoke(jti: string, revokedAt: number): number {
     this.sql.exec(`INSERT OR IGNORE INTO revoked_tokens (jti, revoked_at) VALUES (?, ?)`, jti, revokedAt);
     return this.sql.exec<{ revoked_at: number }>(`SELECT revoked_at FROM revoked_tokens WHERE jti = ?`, jti).one().revoked_at;
-  }
-
-  isRevoked(jti: string): boolean {
-    return this.sql.exec(`SELECT 1 FROM revoked_tokens WHERE jti = ?`, jti).toArray().length > 0;
   }
 
   /** The team's policy was saved as `stamp`: requests admitted from now on use it. An older stamp arriving late changes nothing. */

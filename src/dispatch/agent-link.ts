@@ -19,13 +19,16 @@
 import type { AgentHello, EdgeMessage } from '../contracts/agent-protocol.ts';
 import { AGENT_RECONNECT_MAX_BACKOFF_MS, MISSED_HEARTBEATS } from '../contracts/agent-protocol.ts';
 import { AGENT_GRANT_HEADER, parseAgentGrant, type AgentGrant } from '../contracts/agent-grant.ts';
-import type { AgentView } from '../contracts/jobs.ts';
+import type { AgentView } from '../contracts/job-view.ts';
 import { attachmentBytes } from '../contracts/limits.ts';
 import { HIBERNATION_ATTACHMENT_MAX_BYTES } from '../platform/limits.ts';
 import { AGENT_CONNECT_AUDIT_TOOL, type AuditEntry } from '../store/audit.ts';
 import { AgentBudget } from './agent-budget.ts';
 import { AgentRegistry } from './agent-registry.ts';
-import type { DispatchHost, TimedWork } from './host.ts';
+import type { DispatchHost, TimedWork } from './capability-host.ts';
+
+/** What the link uses of the object: its sockets and their pings, the clock, the team, its audit, and SQLite for the registry. */
+type LinkHost = Pick<DispatchHost, 'sql' | 'transactionSync' | 'sockets' | 'lastPing' | 'now' | 'team' | 'heartbeatMs' | 'audit'>;
 import type { SchedAgent } from './scheduler.ts';
 
 /** The only per-socket state: who this is. Everything else is in SQLite (attachment ≤ 16 KiB). */
@@ -46,7 +49,7 @@ export type LiveAgent = { ws: WebSocket; att: AgentAttachment & { agentId: strin
 export { MISSED_HEARTBEATS };
 
 export class AgentLink implements TimedWork {
-  private readonly host: DispatchHost;
+  private readonly host: LinkHost;
   /** The agents themselves (the alarm prunes it: capabilities.ts). */
   readonly registry: AgentRegistry;
   /** The agent's last socket went away: its jobs are orphaned, not failed (it may reconnect and deliver them). */
@@ -67,7 +70,7 @@ export class AgentLink implements TimedWork {
   /** Sockets closed over their budget, for the one check each of their messages costs (`isRefused`). */
   private readonly refusedSockets = new WeakSet<WebSocket>();
 
-  constructor(host: DispatchHost, onGone: (agentId: string, now: number) => void) {
+  constructor(host: LinkHost, onGone: (agentId: string, now: number) => void) {
     this.host = host;
     this.registry = new AgentRegistry(host);
     this.onGone = onGone;

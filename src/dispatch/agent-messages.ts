@@ -24,12 +24,12 @@ import type { AgentAttachment, AgentLink } from './agent-link.ts';
 import type { ArtifactUploads } from './artifact-uploads.ts';
 import type { Followers } from './followers.ts';
 import type { Egress } from './egress.ts';
-import type { DispatchHost } from './host.ts';
+import type { DispatchHost } from './capability-host.ts';
 import type { JobRecords } from './job-records.ts';
 import type { JobRow, JobRows } from './job-rows.ts';
 import type { JobTexts } from './job-texts.ts';
 import type { LiveOutput } from './live-output.ts';
-import type { Jobs } from './jobs.ts';
+import type { Jobs } from './job-lifecycle.ts';
 import type { InteractiveSessions } from './interactive-sessions.ts';
 import { asErrorCode } from '../contracts/errors.ts';
 import { inlineResult } from '../contracts/inline-result.ts';
@@ -38,18 +38,19 @@ import { inlineResult } from '../contracts/inline-result.ts';
 const FOLLOW_OUTPUT_BYTES = 4096;
 
 export interface AgentMessagesParts {
-  link: AgentLink;
-  jobs: Jobs;
+  link: Pick<AgentLink, 'attachmentOf' | 'audit' | 'bind' | 'budgetOf' | 'drop' | 'dropAndClose' | 'hear' | 'isRefused' | 'refuse' | 'send' | 'touch'>;
+  jobs: Pick<Jobs, 'busy' | 'close' | 'pump' | 'reconcileHeld'>;
   rows: Pick<JobRows, 'get' | 'requeue'>;
   /** A job's spec (its inline cap, for an exit whose output comes from the live output). */
   records: Pick<JobRecords, 'spec'>;
   /** An exit's parts, kept until the exit arrives. */
   texts: Pick<JobTexts, 'putPart' | 'partsText'>;
   live: Pick<LiveOutput, 'append' | 'read'>;
-  followers: Followers;
-  uploads: ArtifactUploads;
+  followers: Pick<Followers, 'emit' | 'settle'>;
+  /** How each stream's upload ended, and the multipart uploads an agent abandoned. */
+  uploads: { abortAbandoned: ArtifactUploads['abortAbandoned']; streams: Pick<ArtifactUploads['streams'], 'report'> };
   /** A job's egress proxy: its asks and its connection log (egress.ts). */
-  egress: Egress;
+  egress: Pick<Egress, 'ask' | 'log'>;
   /** Interactive sessions: the acks of their stdin writes. */
   sessions: Pick<InteractiveSessions, 'acked'>;
   /** A job.exit was read (a trace step of the hot path). */

@@ -6,8 +6,8 @@
  * The socket attachment keeps identity only; everything else lives here.
  */
 import type { AgentHello, SandboxKind } from '../contracts/agent-protocol.ts';
-import { JOB_RETENTION_MS, type AgentView } from '../contracts/jobs.ts';
-import { migrate, type Migration, type SqlHost, type TimedWork } from './host.ts';
+import { JOB_RETENTION_MS, type AgentView } from '../contracts/job-view.ts';
+import { migrate, type Migration, type SqlHost, type TimedWork } from './capability-host.ts';
 
 export interface AgentRow {
   id: string;

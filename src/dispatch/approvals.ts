@@ -23,7 +23,7 @@ import {
   type OpenApproval,
   type UseApproval,
 } from '../approval/record.ts';
-import { migrate, type SqlHost, type Migration, type Wakes } from './host.ts';
+import { migrate, type SqlHost, type Migration, type Wakes } from './capability-host.ts';
 
 const MIGRATIONS: readonly Migration[] = [
   {

@@ -10,13 +10,13 @@
  * search indexes. The bucket's lifecycle rule (docs/deploy.md, "Artifacts") is the backstop.
  */
 import type { StreamName } from '../contracts/agent-protocol.ts';
-import { JOB_RETENTION_MS } from '../contracts/jobs.ts';
+import { JOB_RETENTION_MS } from '../contracts/job-view.ts';
 import { exitHoldsStream } from '../contracts/inline-result.ts';
 import { ARTIFACT_DEFAULT_HOURS } from '../contracts/policy.ts';
 import { SQLITE_BOUND_PARAMETERS_MAX, SQLITE_ROW_MAX_BYTES } from '../platform/limits.ts';
 import { jobIdOfHandle, searchIndexKey } from '../store/artifacts.ts';
-import type { DispatchHost, Migration, Wakes } from './host.ts';
-import { migrate } from './host.ts';
+import type { DispatchHost, Migration, Wakes } from './capability-host.ts';
+import { migrate } from './capability-host.ts';
 import type { JobRecords } from './job-records.ts';
 import type { JobRows } from './job-rows.ts';
 

@@ -20,7 +20,7 @@ import type {
   UploadRefusal,
   UploadWho,
 } from './events.ts';
-import type { DispatchHost, TimedWork } from './host.ts';
+import type { DispatchHost, TimedWork } from './capability-host.ts';
 import type { JobRow, JobRows } from './job-rows.ts';
 import { StreamArtifacts, type PendingUploads } from './stream-artifacts.ts';
 import { UploadStore } from './upload-store.ts';

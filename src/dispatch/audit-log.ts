@@ -12,7 +12,7 @@
  * and drops its table (no row written), and reads run over the days newest or oldest first. The
  * table from before days (`audit`) is read as the oldest day and holds the rows copied from D1.
  */
-import type { JobView } from '../contracts/jobs.ts';
+import type { JobView } from '../contracts/job-view.ts';
 import {
   auditColumns,
   AUDIT_DEFAULT_LIMIT,
@@ -28,7 +28,7 @@ import {
   type AuditRow,
   type StoredAuditRow,
 } from '../store/audit.ts';
-import { migrate, type Migration, type SqlHost } from './host.ts';
+import { migrate, type Migration, type SqlHost } from './capability-host.ts';
 import { Segments, segmentsTable, type Segment } from './segments.ts';
 import { importLegacyRows } from './audit-import.ts';
 

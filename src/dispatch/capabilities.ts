@@ -18,15 +18,17 @@ import { Retention } from './retention.ts';
 import { admissionSeed } from '../store/admission.ts';
 import { Egress } from './egress.ts';
 import { Followers } from './followers.ts';
-import type { DispatchHost, TimedWork, Wakes } from './host.ts';
+import type { DispatchHost, TimedWork, Wakes } from './capability-host.ts';
 import { JobRecords } from './job-records.ts';
 import { JobRows } from './job-rows.ts';
 import { JobTexts } from './job-texts.ts';
-import { Jobs } from './jobs.ts';
+import { Jobs } from './job-lifecycle.ts';
 import { JobViews } from './job-views.ts';
 import { LiveOutput } from './live-output.ts';
 import { Tasks } from './tasks.ts';
 import { InteractiveSessions } from './interactive-sessions.ts';
+import { TeamSecrets } from './secrets.ts';
+import { ScriptLibrary } from './script-library.ts';
 import { TeamQuotas } from './quotas.ts';
 import type { ImportCount, TeamRecordsImport } from './team-records-client.ts';
 
@@ -60,6 +62,10 @@ export interface Capabilities {
   approvals: Approvals;
   /** The team's MCP tasks, with their TTL. */
   tasks: Tasks;
+  /** The team's secrets, sealed (the egress proxy's credentials). */
+  secrets: TeamSecrets;
+  /** The team's named, versioned scripts (run_script by name). */
+  scripts: ScriptLibrary;
   /** The team's quotas (checked at submit) and usage figures. */
   quotas: TeamQuotas;
   /** Interactive jobs: their stdin writes, own budget, idle TTL and lifetime. */
@@ -67,7 +73,7 @@ export interface Capabilities {
   /** Old rows from D1 (the migration tool, legacy-import.ts) taken in by their owners, each kind idempotently. */
   importRecords(r: TeamRecordsImport): { approvals: ImportCount; tasks: ImportCount; egress: ImportCount };
   /**
-   * Everything that asks for the alarm: the host's one alarm fires at the soonest of their wake-ups. Not the
+   * The capabilities in `alarm` that ask for it (`nextWake`): the host's one alarm fires at the soonest of their wake-ups. Not the
    * agent link: connected agents alone need no alarm (their liveness is read when the object is awake
    * anyway, and by the jobs' alarm while a job runs).
    */
@@ -140,8 +146,10 @@ export function capabilities(host: DispatchHost, o: { plan: PlanResult; trace: (
     gates: [() => retention.admitJob(), () => quotas.admitJob(host.now())],
     sessions: { has: (id) => sessions.has(id), open: (req, now) => sessions.open(req, now) },
     onStartSent: () => trace('do.job_start_sent'),
+    credentials: (names) => secrets.open(names),
     configError: o.plan.ok ? null : { code: o.plan.code, message: o.plan.message },
   });
+  const secrets = new TeamSecrets(host);
   const sessions = new InteractiveSessions(host, { rows, link, kill: (id, reason) => jobs.kill(id, reason), stdoutAt: (id) => live.relayed(id, 'stdout') });
   const approvals = new Approvals(host, { onDecided: (row, now) => egress.approvalDecided(row, now) });
   const tasks = new Tasks(host);
@@ -170,6 +178,25 @@ export function capabilities(host: DispatchHost, o: { plan: PlanResult; trace: (
     onExitReceived: () => trace('do.exit_received'),
     onExitStored: (jobId) => artifacts.storeFromExit(jobId, teamArtifactHours()),
   });
+  // The alarm's one list: each capability's timed work in this order; those that ask for the alarm (`nextWake`) set its time.
+  const alarm: readonly (TimedWork | Wakes)[] = [
+    // Past days' usage is rolled up before retention drops the rows it is counted from.
+    quotas,
+    // Silent agents are dropped before the jobs' part finds their jobs orphaned.
+    link,
+    jobs,
+    // After the jobs' part: a session whose job ended there is forgotten, not stopped.
+    sessions,
+    egress,
+    approvals,
+    tasks,
+    artifacts,
+    retention,
+    legacy,
+    // After retention: the multipart uploads of pruned jobs are abandoned too.
+    uploads,
+    link.registry,
+  ];
   return {
     rows,
     records,
@@ -183,31 +210,20 @@ export function capabilities(host: DispatchHost, o: { plan: PlanResult; trace: (
     retention,
     jobs,
     views: new JobViews({ rows, records, live, followers }),
+    secrets,
     messages,
     egress,
     approvals,
     tasks,
+    scripts: new ScriptLibrary(host),
     quotas,
     sessions,
     importRecords,
-    wakes: [legacy, retention, jobs, egress, artifacts, approvals, tasks, sessions],
-    alarm: [
-      // Past days' usage is rolled up before retention drops the rows it is counted from.
-      quotas,
-      // Silent agents are dropped before the jobs' part finds their jobs orphaned.
-      link,
-      jobs,
-      // After the jobs' part: a session whose job ended there is forgotten, not stopped.
-      sessions,
-      egress,
-      approvals,
-      tasks,
-      artifacts,
-      retention,
-      legacy,
-      // After retention: the multipart uploads of pruned jobs are abandoned too.
-      uploads,
-      link.registry,
-    ],
+    wakes: alarm.filter(asksForAlarm),
+    alarm,
   };
+}
+
+function asksForAlarm(w: TimedWork | Wakes): w is Wakes {
+  return 'nextWake' in w;
 }

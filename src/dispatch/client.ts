@@ -9,8 +9,8 @@
 import type { Env } from '../env.ts';
 import type { JobExit, SandboxKind, StreamName } from '../contracts/agent-protocol.ts';
 import { AGENT_GRANT_HEADER, type AgentGrant } from '../contracts/agent-grant.ts';
-import type { AgentView, JobListFilter, JobState, JobView } from '../contracts/jobs.ts';
-import { isSettled, isTerminal } from '../contracts/jobs.ts';
+import type { AgentView, JobListFilter, JobState, JobView } from '../contracts/job-view.ts';
+import { isSettled, isTerminal } from '../contracts/job-view.ts';
 import { asErrorCode, err, ok, type Result } from '../contracts/errors.ts';
 import {
   DispatchEvent,
@@ -30,7 +30,7 @@ import {
 } from './events.ts';
 import { stamp } from '../contracts/trace.ts';
 import { lostExit } from './outcomes.ts';
-import type { DispatchHealth } from './jobs.ts';
+import type { DispatchHealth } from './job-metrics.ts';
 
 /** The team's Durable Object (one per team, addressed by the team's name). */
 export function teamStub(env: Env, team: string) {

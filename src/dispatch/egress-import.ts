@@ -3,7 +3,7 @@
  * import, through `Egress.import`): its connection log and each job's counts, into its own tables.
  */
 import { z } from 'zod';
-import type { SqlHost } from './host.ts';
+import type { SqlHost } from './capability-host.ts';
 
 /**
  * Old rows for `import`, as D1 kept them (migrations/0012_egress.sql, `SELECT *`): one row of

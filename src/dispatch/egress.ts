@@ -13,7 +13,7 @@
  *   EGRESS_CONNECTIONS_MAX per job, the rest only counted. Rows go EGRESS_LOG_RETENTION_MS after
  *   they arrived (the alarm), or with their job.
  */
-import { JOB_RETENTION_MS } from '../contracts/jobs.ts';
+import { JOB_RETENTION_MS } from '../contracts/job-view.ts';
 import type { EgressAnswer, EgressAsk, EgressConnectionView, EgressLog, JobNetworkView } from '../contracts/network.ts';
 import { EGRESS_ASK_WAIT_MS, EGRESS_CONNECTIONS_MAX } from '../contracts/network.ts';
 import { egressApproval, egressVerdict, EGRESS_APPROVAL_TOOL } from '../approval/egress.ts';
@@ -21,7 +21,7 @@ import type { ApprovalRow } from '../approval/record.ts';
 import type { AgentLink } from './agent-link.ts';
 import type { Approvals } from './approvals.ts';
 import { importEgress } from './egress-import.ts';
-import { migrate, type DispatchHost, type Migration, type Wakes } from './host.ts';
+import { migrate, type DispatchHost, type Migration, type Wakes } from './capability-host.ts';
 import type { JobRecords } from './job-records.ts';
 import type { JobRows } from './job-rows.ts';
 

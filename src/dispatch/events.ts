@@ -8,7 +8,7 @@ import type { AuditExportBatch } from './retention.ts';
 import type { StorageView } from '../contracts/audit.ts';
 import { z } from 'zod';
 import { JobExit, JobSpec, SandboxKind, StreamName } from '../contracts/agent-protocol.ts';
-import { AgentLabel, type JobView } from '../contracts/jobs.ts';
+import { AgentLabel, type JobView } from '../contracts/job-view.ts';
 import { ErrorCodeSchema, type ErrorCode } from '../contracts/errors.ts';
 import { InteractivePolicy } from '../contracts/interactive.ts';
 

@@ -10,7 +10,7 @@
  * open goes away, `unwatched` hands its job back to the alarm.
  */
 import type { SandboxKind } from '../contracts/agent-protocol.ts';
-import { isTerminal } from '../contracts/jobs.ts';
+import { isTerminal } from '../contracts/job-view.ts';
 import type { DispatchEvent } from './events.ts';
 import type { JobRecords } from './job-records.ts';
 import type { JobRow, JobRows } from './job-rows.ts';

@@ -5,7 +5,7 @@
  */
 import type { Env } from '../env.ts';
 import type { StreamName } from '../contracts/agent-protocol.ts';
-import { isTerminal } from '../contracts/jobs.ts';
+import { isTerminal } from '../contracts/job-view.ts';
 import { jobStatus, teamStub } from './client.ts';
 import type { InputAnswer } from './interactive-sessions.ts';
 import { readJobOutput } from './job-output.ts';

@@ -11,10 +11,10 @@
  */
 import type { JobInputAck, SessionInput } from '../contracts/interactive.ts';
 import type { InteractivePolicy } from '../contracts/interactive.ts';
-import { isTerminal } from '../contracts/jobs.ts';
+import { isTerminal } from '../contracts/job-view.ts';
 import type { ErrorCode } from '../contracts/errors.ts';
 import type { AgentLink } from './agent-link.ts';
-import { migrate, type DispatchHost, type Migration, type Wakes } from './host.ts';
+import { migrate, type DispatchHost, type Migration, type Wakes } from './capability-host.ts';
 import type { JobRows } from './job-rows.ts';
 import type { DispatchRequest } from './events.ts';
 

@@ -7,8 +7,8 @@
  */
 import type { Env } from '../env.ts';
 import type { StreamName } from '../contracts/agent-protocol.ts';
-import { isTerminal } from '../contracts/jobs.ts';
-import type { JobView } from '../contracts/jobs.ts';
+import { isTerminal } from '../contracts/job-view.ts';
+import type { JobView } from '../contracts/job-view.ts';
 import { liveOutput } from './client.ts';
 import { artifactRows, readArtifact } from './artifact-client.ts';
 

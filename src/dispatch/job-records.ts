@@ -5,9 +5,9 @@
  * view or result. It owns no table; each write that spans stores is one transaction.
  */
 import type { JobExit, JobSpec, StreamName } from '../contracts/agent-protocol.ts';
-import type { ArtifactState, JobState, JobView, StreamArtifact } from '../contracts/jobs.ts';
+import type { ArtifactState, JobState, JobView, StreamArtifact } from '../contracts/job-view.ts';
 import { exitHoldsStream } from '../contracts/inline-result.ts';
-import type { SqlHost } from './host.ts';
+import type { SqlHost } from './capability-host.ts';
 import { SPEC_ROW_MAX_CHARS, type JobRow, type JobRows, type NewJob } from './job-rows.ts';
 import type { JobTexts } from './job-texts.ts';
 import type { LiveOutput } from './live-output.ts';
@@ -26,8 +26,8 @@ type StoredExit = JobExit & { outputInline?: true };
 const STREAMS = ['stdout', 'stderr'] as const;
 
 export interface JobParts {
-  rows: JobRows;
-  texts: JobTexts;
+  rows: Pick<JobRows, 'create' | 'dayEndedBefore' | 'dropDay' | 'finish' | 'get' | 'markUploadOrphaned' | 'reset'>;
+  texts: Pick<JobTexts, 'created' | 'drop' | 'dropParts' | 'output' | 'putOutput' | 'reset' | 'spec'>;
   live: Pick<LiveOutput, 'created' | 'relayed' | 'drop' | 'forget'>;
   streams: Omit<StreamArtifacts, 'begin' | 'complete' | 'report'>;
 }
@@ -148,7 +148,7 @@ export class JobRecords {
    * One stream's artifact as clients see it: stored whole, uploading, or — when it never arrived
    * (failed upload, lost agent) — `partial` with the live bytes the edge kept, else `failed`.
    */
-  streamArtifact(row: JobRow, exit: JobExit | null, stream: StreamName): StreamArtifact {
+  private streamArtifact(row: JobRow, exit: JobExit | null, stream: StreamName): StreamArtifact {
     const live = () => this.p.live.relayed(row.id, stream);
     if (row.ended_at === null) return { state: 'none', bytes: live() };
     if (exit && exit.streams[stream].bytes === 0) return { state: 'none', bytes: 0 };

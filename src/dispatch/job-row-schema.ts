@@ -4,8 +4,8 @@
  * of the `jobs` capability. The rows themselves are read and written by job-rows.ts.
  */
 import type { JobSpec, SandboxKind } from '../contracts/agent-protocol.ts';
-import type { JobState } from '../contracts/jobs.ts';
-import type { Migration } from './host.ts';
+import type { JobState } from '../contracts/job-view.ts';
+import type { Migration } from './capability-host.ts';
 import { JOB_TABLES_V1 } from './job-tables-v1.ts';
 import { segmentsTable } from './segments.ts';
 

@@ -12,8 +12,8 @@
  * first wins, every later attempt sees zero rows written.
  */
 import type { JobExit, SandboxKind, StreamName } from '../contracts/agent-protocol.ts';
-import type { JobState } from '../contracts/jobs.ts';
-import { migrate, type SqlHost } from './host.ts';
+import type { JobState } from '../contracts/job-view.ts';
+import { migrate, type SqlHost } from './capability-host.ts';
 import { COLUMNS, DAY_TABLE, MIGRATIONS, NO_ROW, type JobRow, type NewJob } from './job-row-schema.ts';
 import { Segments } from './segments.ts';
 

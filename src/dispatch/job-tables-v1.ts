@@ -5,7 +5,7 @@
  * Each table's owner today also creates its table (IF NOT EXISTS) in its own first migration:
  * `job_blobs` job-texts.ts, `job_output` live-output.ts, `job_artifacts` stream-artifacts.ts.
  */
-import type { Migration } from './host.ts';
+import type { Migration } from './capability-host.ts';
 
 export const JOB_TABLES_V1: readonly Migration[] = [
   {

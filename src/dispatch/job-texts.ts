@@ -6,7 +6,7 @@
 import type { StreamName } from '../contracts/agent-protocol.ts';
 import { STORED_CHUNK_CHARS, splitText } from '../contracts/limits.ts';
 import { SQLITE_BOUND_PARAMETERS_MAX } from '../platform/limits.ts';
-import { migrate, type Migration, type SqlHost } from './host.ts';
+import { migrate, type Migration, type SqlHost } from './capability-host.ts';
 
 /** The table itself came with the job tables' first migration (job-tables-v1.ts); IF NOT EXISTS: it stays. */
 const MIGRATIONS: readonly Migration[] = [

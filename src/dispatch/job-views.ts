@@ -1,9 +1,9 @@
 /**
  * The team's jobs as callers read them: a job's view (waiting for its end when asked), its whole
- * result, the output the edge keeps of it, and the list. Reads only: what changes a job is jobs.ts.
+ * result, the output the edge keeps of it, and the list. Reads only: what changes a job is job-lifecycle.ts.
  */
 import type { JobExit, StreamName } from '../contracts/agent-protocol.ts';
-import { isTerminal, JobListFilter, type JobView } from '../contracts/jobs.ts';
+import { isTerminal, JobListFilter, type JobView } from '../contracts/job-view.ts';
 import type { KeptOutput } from './events.ts';
 import type { Followers } from './followers.ts';
 import type { JobRecords } from './job-records.ts';

@@ -15,7 +15,7 @@ import type { Env } from '../env.ts';
 import type { AuditRow } from '../store/audit.ts';
 import { dropLegacyAudit, dropLegacyJobsIndex, dropLegacyRows, LEGACY_TABLES, legacyAuditPage, legacyRowsPage, type LegacyTable } from '../store/legacy.ts';
 import type { TeamRecordsImport } from './team-records-client.ts';
-import { migrate, type DispatchHost, type Migration, type Wakes } from './host.ts';
+import { migrate, type DispatchHost, type Migration, type Wakes } from './capability-host.ts';
 
 /** Rows per D1 page, and pages per invocation: 2 queries a page, far below every plan's per-invocation D1 budget. */
 const PAGE_ROWS = 500;
@@ -51,7 +51,7 @@ const D1: LegacyD1 = {
   dropRows: dropLegacyRows,
 };
 
-/** Which key of the team's records import each old table's rows go to (team-dispatcher.ts `importRecords`). */
+/** Which key of the team's records import each old table's rows go to (`importRecords`, capabilities.ts). */
 const RECORDS_KEY: Record<LegacyTable, keyof TeamRecordsImport> = {
   approvals: 'approvals',
   tasks: 'tasks',

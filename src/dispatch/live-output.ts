@@ -15,7 +15,7 @@
  */
 import type { StreamName } from '../contracts/agent-protocol.ts';
 import { LIVE_OUTPUT_MAX_BYTES, STORED_OUTPUT_CHUNK_BYTES } from '../contracts/limits.ts';
-import { migrate, type Migration, type SqlHost } from './host.ts';
+import { migrate, type Migration, type SqlHost } from './capability-host.ts';
 
 /** The table came with the job tables' first migration (job-tables-v1.ts); IF NOT EXISTS: it stays. */
 const MIGRATIONS: readonly Migration[] = [

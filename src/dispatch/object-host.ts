@@ -9,7 +9,7 @@ import type { Env } from '../env.ts';
 import { AGENT_PING, AGENT_PONG } from '../contracts/agent-protocol.ts';
 import { DEFAULT_HEARTBEAT_MS, gatewayConfig } from '../platform/config.ts';
 import type { AuditEntry } from '../store/audit.ts';
-import type { DispatchHost, Wakes } from './host.ts';
+import type { DispatchHost, Wakes } from './capability-host.ts';
 import { meteredSql, type Usage } from './usage.ts';
 
 /** What the host needs of the capabilities, built after it: their wake-ups and the audit log. */

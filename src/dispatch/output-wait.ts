@@ -3,7 +3,7 @@
  * holds `until`), the job ended, or the time is up. Reads only; woken by each live output frame (followers.ts).
  */
 import type { StreamName } from '../contracts/agent-protocol.ts';
-import { isTerminal } from '../contracts/jobs.ts';
+import { isTerminal } from '../contracts/job-view.ts';
 import { UNTIL_WINDOW_BYTES, untilMatcher } from '../contracts/output-wait.ts';
 import type { Followers } from './followers.ts';
 import type { JobRows } from './job-rows.ts';

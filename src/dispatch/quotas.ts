@@ -14,7 +14,7 @@
  * ```
  */
 import type { Quotas } from '../store/teams.ts';
-import { migrate, type Migration, type SqlHost, type TimedWork } from './host.ts';
+import { migrate, type Migration, type SqlHost, type TimedWork } from './capability-host.ts';
 
 const DAY_MS = 86_400_000;
 /** Past days rolled up when the object has none yet: what the job store still holds (its retention is 7 days). */
@@ -148,7 +148,7 @@ export class TeamQuotas implements QuotaGate, TimedWork {
   }
 
   /** Rolls the days before today that are not yet in `usage_days` into it (a row for each day that had any use). */
-  rollUp(now: number): void {
+  private rollUp(now: number): void {
     const today = Math.floor(now / DAY_MS);
     const through = this.setting<number>('rolled_through');
     if (through !== null && through >= today - 1) return;

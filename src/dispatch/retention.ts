@@ -10,14 +10,14 @@
  * Its own alarm time (`nextWake`) is the oldest row's due time; it reads that once per instance.
  */
 import type { StorageView } from '../contracts/audit.ts';
-import { JOB_RETENTION_MS } from '../contracts/jobs.ts';
+import { JOB_RETENTION_MS } from '../contracts/job-view.ts';
 import type { RetentionPolicy } from '../contracts/policy.ts';
 import type { ErrorCode } from '../contracts/errors.ts';
 import { DO_STORAGE_MAX_BYTES } from '../platform/limits.ts';
 import { putAuditBatch } from '../store/audit-export.ts';
 import type { AuditRow } from '../store/audit.ts';
 import type { AuditLog } from './audit-log.ts';
-import { migrate, type DispatchHost, type Migration, type Wakes } from './host.ts';
+import { migrate, type DispatchHost, type Migration, type Wakes } from './capability-host.ts';
 import type { JobRecords } from './job-records.ts';
 import type { JobRows } from './job-rows.ts';
 

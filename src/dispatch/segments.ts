@@ -16,7 +16,7 @@
  * The owner creates `<family>_segments` in its migrations (`segmentsTable`); the table the log was
  * before segments (`legacy`) is read as the oldest segment and dropped like one once emptied of use.
  */
-import type { SqlHost } from './host.ts';
+import type { SqlHost } from './capability-host.ts';
 
 const DAY_MS = 24 * 3600_000;
 

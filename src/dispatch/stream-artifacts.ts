@@ -6,7 +6,7 @@
  * announced. Memory keeps each job's rows as read or written, and which jobs have an upload running.
  */
 import type { StreamName } from '../contracts/agent-protocol.ts';
-import { migrate, type Migration, type SqlHost } from './host.ts';
+import { migrate, type Migration, type SqlHost } from './capability-host.ts';
 
 /** The table came with the job tables' first migration (job-tables-v1.ts); IF NOT EXISTS: it stays. */
 const MIGRATIONS: readonly Migration[] = [

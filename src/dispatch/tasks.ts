@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { TaskRecord } from '../contracts/tasks.ts';
-import { migrate, type Migration, type SqlHost, type Wakes } from './host.ts';
+import { migrate, type Migration, type SqlHost, type Wakes } from './capability-host.ts';
 
 const MIGRATIONS: readonly Migration[] = [
   {

@@ -1,29 +1,38 @@
 /**
  * TeamDispatcher: one Durable Object per team, a thin shell over its capabilities (capabilities.ts;
  * docs/architecture.md lists them) — each owns its tables (with their migrations) and reaches the
- * object only through `DispatchHost` (host.ts, built over the object by object-host.ts). The shell
- * wires them to the Workers RPC methods the edge calls (client.ts) and to the platform's socket and
- * alarm events; its one alarm fires at the soonest wake-up any capability asks for.
+ * object only through `DispatchHost` (capability-host.ts, built over the object by object-host.ts).
+ * This class is the Workers RPC methods the edge calls (client.ts), each delegating to a capability;
+ * the platform's socket and alarm events and the shared plumbing are the base class's (object-shell.ts).
  */
-import { DurableObject } from 'cloudflare:workers';
-import type { Env } from '../env.ts';
 import type { JobExit, StreamName } from '../contracts/agent-protocol.ts';
-import type { AgentView, JobListFilter, JobState, JobView } from '../contracts/jobs.ts';
-import { workersPlan } from '../platform/plan.ts';
+import type { AgentView, JobListFilter, JobState, JobView } from '../contracts/job-view.ts';
 import { stamp } from '../contracts/trace.ts';
-import { capabilities, type Capabilities } from './capabilities.ts';
-import type { DispatchHealth } from './jobs.ts';
-import { Usage, type UsageSnapshot } from './usage.ts';
-import type { AuditExportPage, DispatchRequest, KeptOutput, SubmitAnswer, TeamOverview, TeamOverviewQuery, UploadAnswer, UploadWho } from './events.ts';
-import type { MultipartAbandonAnswer, MultipartBeginAnswer, MultipartFinishAnswer, MultipartPartAnswer, MultipartRef, MultipartShape } from './events.ts';
-import type { DispatchHost } from './host.ts';
-import { objectHost } from './object-host.ts';
+import type { DispatchHealth } from './job-metrics.ts';
+import type { UsageSnapshot } from './usage.ts';
+import { TeamObjectShell } from './object-shell.ts';
+import type {
+  AuditExportPage,
+  DispatchRequest,
+  KeptOutput,
+  MultipartAbandonAnswer,
+  MultipartBeginAnswer,
+  MultipartFinishAnswer,
+  MultipartPartAnswer,
+  MultipartRef,
+  MultipartShape,
+  SubmitAnswer,
+  TeamOverview,
+  TeamOverviewQuery,
+  UploadAnswer,
+  UploadWho,
+} from './events.ts';
 import { auditExportPage, taskWithView, teamOverview } from './team-reports.ts';
 import type { AdminDecision, ApprovalOutcome, ApprovalRow, OpenApproval, UseApproval } from '../approval/record.ts';
 import type { EgressConnectionView, JobNetworkView } from '../contracts/network.ts';
 import type { ApprovalListFilter } from './approvals.ts';
 import type { TeamTask } from './tasks.ts';
-import type { ImportCount, TeamRecordsImport } from './team-records-client.ts';
+import type { LibraryOp, LibraryResult } from './script-library.ts';
 import type { ArtifactRow, BodyPlace, StoredArtifact } from './artifact-index.ts';
 import type { AuditEntry, AuditFilter, AuditRow } from '../store/audit.ts';
 import type { Admission, Suspension } from './admission.ts';
@@ -31,69 +40,14 @@ import type { StorageView } from '../contracts/audit.ts';
 import type { PolicyStamp } from '../store/admission.ts';
 import type { Quotas } from '../store/teams.ts';
 import type { TeamUsage } from './quotas.ts';
-import { DeletionMark, exportObject, type ObjectExport, type TeamDeletion } from './team-erasure.ts';
+import { exportObject, type ObjectExport, type TeamDeletion } from './team-erasure.ts';
 import type { RetentionPolicy } from '../contracts/policy.ts';
 import type { InputAnswer } from './interactive-sessions.ts';
 import type { SessionInput } from '../contracts/interactive.ts';
 import type { OutputWaitEnd, OutputWaitQuery } from './output-wait.ts';
 
-export class TeamDispatcher extends DurableObject<Env> {
-  private readonly host: DispatchHost;
-  private caps: Capabilities | null = null;
-  private readonly deletion: DeletionMark;
-  /** What this instance costs, in memory (usage.ts): its wake-ups, SQL statements and rows, its own D1/R2 work. */
-  private readonly meter = new Usage();
-
-  constructor(ctx: DurableObjectState, env: Env) {
-    super(ctx, env);
-    this.host = objectHost(ctx, env, this.meter, { wakes: () => this.c.wakes, audit: (e) => void this.c.auditLog.record(e) });
-    this.deletion = new DeletionMark(ctx.storage);
-  }
-
-  /** Built (and their migrations run) on first use: `ping` starts an object without touching its storage. */
-  private get c(): Capabilities {
-    this.caps ??= capabilities(this.host, { plan: workersPlan(this.env), trace: (step) => stamp(this.env, step) });
-    return this.caps;
-  }
-
-  /** An RPC call that changes what the alarm is for: run as `rpc`, then the alarm is moved. */
-  private async rpcThenWake<T>(call: () => T): Promise<Awaited<T>> {
-    const r = await this.rpc(call);
-    await this.host.wake();
-    return r;
-  }
-
-  /** A read of the history: run as `rpc` once what an older deployment left in D1 is moved (legacy-import.ts). */
-  private historyRpc<T>(read: () => T): Promise<T> {
-    return this.rpc(async () => {
-      await this.c.legacy.catchUp();
-      return read();
-    });
-  }
-
-  /** An RPC call: counted as a wake-up of the object (usage.ts), then run. */
-  private rpc<T>(call: () => T): T {
-    this.meter.wake('rpc');
-    return call();
-  }
-
+export class TeamDispatcher extends TeamObjectShell {
   // ================= RPC: called by the edge Worker (src/dispatch/client.ts) =================
-
-  /** Agent WebSocket upgrades still arrive as `fetch` (a WebSocket is handed over in a 101); the Worker passed identity. */
-  async fetch(request: Request): Promise<Response> {
-    this.meter.wake('fetch');
-    if (request.headers.get('Upgrade')?.toLowerCase() !== 'websocket') {
-      return Response.json({ error: { code: 'invalid_argument', message: 'expected a WebSocket upgrade' } }, { status: 426 });
-    }
-    const who = this.c.link.attachmentFor(request);
-    if (!who.ok) return Response.json({ error: { code: 'internal', message: who.message } }, { status: 500 });
-    const pair = new WebSocketPair();
-    const [client, server] = [pair[0], pair[1]];
-    this.ctx.acceptWebSocket(server);
-    this.c.link.attach(server, who.att);
-    await this.host.wake();
-    return new Response(null, { status: 101, webSocket: client });
-  }
 
   /** What this instance has cost so far (the bench and operators read it through the admin API); counts no wake-up of its own. */
   usage(): UsageSnapshot {
@@ -324,17 +278,17 @@ export class TeamDispatcher extends DurableObject<Env> {
     return this.rpc(() => taskWithView(this.c, subject, taskId, now));
   }
 
+  /** The team's script library (script-library.ts, called through script-library-client.ts). */
+  scriptLibrary(o: LibraryOp): LibraryResult {
+    return this.rpc(() => this.c.scripts.apply(o));
+  }
+
   jobNetwork(jobId: string): JobNetworkView | null {
     return this.rpc(() => this.c.egress.jobNetwork(jobId));
   }
 
   egressConnections(f: { limit: number; refusedOnly?: boolean; before?: number }): EgressConnectionView[] {
     return this.rpc(() => this.c.egress.connections(f));
-  }
-
-  /** Old rows from D1 (the migration tool): each kind taken in idempotently; retention applies to them from the next alarm. */
-  importRecords(r: TeamRecordsImport): Promise<{ approvals: ImportCount; tasks: ImportCount; egress: ImportCount }> {
-    return this.rpcThenWake(() => this.c.importRecords(r));
   }
 
   // ================= RPC: the team's life cycle, for operators (src/operator/; quotas.ts, team-erasure.ts) =================
@@ -364,33 +318,8 @@ export class TeamDispatcher extends DurableObject<Env> {
     return this.rpc(async () => {
       const agentsDisconnected = this.c.link.disconnectAll('team deleted');
       await this.deletion.erase(mark);
-      this.caps = null;
+      this.dropCapabilities();
       return { agentsDisconnected };
     });
-  }
-
-  // ================= platform events: agent sockets and the alarm =================
-
-  /** Each message of each socket, even those queued behind one that took it over budget: a refused socket's are dropped here unread. */
-  webSocketMessage(ws: WebSocket, raw: string | ArrayBuffer): Promise<void> | undefined {
-    this.meter.wake('message');
-    if (this.c.link.isRefused(ws)) return undefined;
-    return this.c.messages.receive(ws, raw);
-  }
-
-  webSocketClose(ws: WebSocket, code: number, reason: string): void {
-    this.c.link.drop(ws, `closed (${code}${reason ? `: ${reason}` : ''})`);
-  }
-
-  webSocketError(ws: WebSocket, error: unknown): void {
-    this.c.link.drop(ws, `socket error: ${String(error)}`);
-  }
-
-  /** Each capability's timed work in the order capabilities.ts declares (`alarm`), then the next wake-up. */
-  async alarm(): Promise<void> {
-    this.meter.wake('alarm');
-    const now = this.host.now();
-    for (const work of this.c.alarm) await work.onAlarm(now);
-    await this.host.wake();
   }
 }

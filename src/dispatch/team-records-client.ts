@@ -5,7 +5,7 @@
  */
 import type { Env } from '../env.ts';
 import type { AdminDecision, ApprovalOutcome, ApprovalRow, OpenApproval, UseApproval } from '../approval/record.ts';
-import type { JobView } from '../contracts/jobs.ts';
+import type { JobView } from '../contracts/job-view.ts';
 import type { EgressConnectionView, JobNetworkView } from '../contracts/network.ts';
 import type { TaskRecord } from '../contracts/tasks.ts';
 import type { ApprovalListFilter } from './approvals.ts';
@@ -65,7 +65,7 @@ export async function teamConnections(env: Env, team: string, f: { limit: number
 
 /**
  * Old rows of D1's `approvals`, `tasks`, `egress_connections` and `egress_jobs` for one team, as
- * `SELECT *` returns them (their `team` and `id` columns are ignored), for the object's `importRecords`
+ * `SELECT *` returns them (their `team` and `id` columns are ignored), taken in by the legacy import (legacy-import.ts, through `importRecords` in capabilities.ts)
  * (idempotent: run it again and nothing changes; keep one call's rows well under 32 MiB). Each row's
  * shape is its capability's import schema: ApprovalImportRow (approvals.ts), TaskImportRow (tasks.ts),
  * EgressConnectionImportRow and EgressJobImportRow (egress.ts).

@@ -5,7 +5,7 @@
  */
 import type { Capabilities } from './capabilities.ts';
 import type { AuditExportPage, TeamOverview, TeamOverviewQuery } from './events.ts';
-import type { JobView } from '../contracts/jobs.ts';
+import type { JobView } from '../contracts/job-view.ts';
 import type { TeamTask } from './tasks.ts';
 
 /** Exported batches a page names at most. */

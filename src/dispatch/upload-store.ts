@@ -14,7 +14,7 @@
  */
 import { createHmac } from 'node:crypto';
 import type { StreamName, UploadGrant } from '../contracts/agent-protocol.ts';
-import { migrate, type Migration, type SqlHost } from './host.ts';
+import { migrate, type Migration, type SqlHost } from './capability-host.ts';
 
 export interface UploadRow {
   job_id: string;

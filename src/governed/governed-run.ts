@@ -12,14 +12,14 @@ import type { JobExit, JobSpec, SandboxKind } from '../contracts/agent-protocol.
 import type { InteractiveSpec } from '../contracts/interactive.ts';
 import type { GatehouseErrorShape } from '../contracts/errors.ts';
 import type { RuntimeName } from '../contracts/runtimes.ts';
-import type { JobSelector } from '../contracts/jobs.ts';
+import type { JobSelector } from '../contracts/job-view.ts';
 import { artifactHoursOf } from '../contracts/policy.ts';
 import { decide, type PolicyDecision, type PolicyRequest } from '../policy/engine.ts';
 import { teamPolicyOf } from '../store/policy-cache.ts';
 import { newArtifactHandle } from '../store/artifacts.ts';
 import { recordAudit } from '../dispatch/audit-client.ts';
 import { awaitJob, cancelByCall, jobOutcome, jobStatus, submitAndFollow, type DispatchOutcome } from '../dispatch/client.ts';
-import { isSettled } from '../contracts/jobs.ts';
+import { isSettled } from '../contracts/job-view.ts';
 import { callCancelKey, type ToolContext, type ToolExtra } from './call-context.ts';
 import { progressReporter } from './progress.ts';
 import type { InputRequiredResult } from '@modelcontextprotocol/server';
@@ -292,6 +292,11 @@ export type EndedJob = Pick<Extract<GovernedOutcome, { kind: 'done' }>, 'exit' |
   /** The policy decision's notes (said beside the result). */
   notes: string[];
 };
+
+/** What the result of an ended job says beside it: the policy's notes, then the agent's (JobExit.notices). */
+export function jobNotices(out: Pick<EndedJob, 'exit' | 'notes'>): string[] {
+  return [...out.notes, ...(out.exit.notices ?? [])];
+}
 
 /** The `execute` tool's result for a job that ended; `gatehouse.exec` in scripts returns the same shape. */
 export function executeResult(out: Pick<EndedJob, 'exit' | 'jobId' | 'handle' | 'agentId' | 'sandbox'>) {

@@ -7,8 +7,9 @@ import { Hono, type Context } from 'hono';
 import { AuthorizationError, CimdFetchError, authorizationErrorRedirect, type AuthRequest } from '@cloudflare/workers-oauth-provider';
 import type { AppEnv } from '../env.ts';
 import { authenticate } from '../auth/verify.ts';
-import { authorizationServer, CODE_REPLAYED_HEADER, hasOAuthStore, OAUTH_SCOPES, REFRESH_TOKEN_TTL_S, TOKEN_PATH, type OAuthGrantProps } from './server.ts';
+import { authorizationServer, CODE_REPLAYED_HEADER, hasOAuthStore, REFRESH_TOKEN_TTL_S, TOKEN_PATH, type OAuthGrantProps } from './server.ts';
 import { forgetGrants } from './grants.ts';
+import { OAUTH_SCOPES } from '../contracts/scopes.ts';
 import {
   GRANT_ID_RE,
   grantIdOf,

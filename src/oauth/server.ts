@@ -11,9 +11,9 @@
 import { OAuthAuthorizationServer } from '@cloudflare/workers-oauth-provider';
 import type { Env } from '../env.ts';
 import { canonicalMcpUrl, gatehouseIssuer } from '../auth/config.ts';
+import { OAUTH_SCOPES } from '../contracts/scopes.ts';
 
 /** What an admin may grant an OAuth client: using the tools, not administering or serving as an agent. */
-export const OAUTH_SCOPES = ['execute', 'artifacts:read'] as const;
 const AUTHORIZE_PATH = '/authorize';
 export const TOKEN_PATH = '/oauth/token';
 const REGISTER_PATH = '/oauth/register';

@@ -9,6 +9,7 @@ import type { Principal } from '../auth/principal.ts';
 import { canonicalMcpUrl, gatehouseIssuer } from '../auth/config.ts';
 import type { OAuthGrantProps } from './server.ts';
 import { OAUTH_TOKEN_PREFIX, grantIdOf } from '../store/oauth-grants.ts';
+import { OAUTH_SCOPES } from '../contracts/scopes.ts';
 
 const OAUTH_BEARER = /^Bearer[ ]+([A-Za-z0-9_.~%-]{1,300}:[A-Za-z0-9_-]{1,100}:[A-Za-z0-9_-]{1,200})\s*$/i;
 const TEAM_RE = /^[a-z0-9][a-z0-9_-]{0,62}$/;
@@ -22,7 +23,7 @@ export async function verifyOAuthBearer(req: Request, env: Env): Promise<OAuthVe
   if (!m) return null;
   // Loaded only for OAuth-shaped tokens: the library needs the Workers runtime (`cloudflare:` modules),
   // and JWT verification must not depend on it.
-  const { authorizationServer, hasOAuthStore, OAUTH_SCOPES } = await import('./server.ts');
+  const { authorizationServer, hasOAuthStore } = await import('./server.ts');
   if (!hasOAuthStore(env)) return { ok: false, message: 'OAuth access tokens are not accepted here: the gateway has no OAUTH_KV binding' };
   const resource = canonicalMcpUrl(req, env);
   const v = await authorizationServer(req, env).validateToken<OAuthGrantProps>(resource, m[1], env);

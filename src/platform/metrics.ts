@@ -42,7 +42,7 @@ export const LAYOUT = {
     blobs: ['surface', 'tool', 'decision', 'stage', 'outcome', 'sandbox', 'agent'],
     doubles: ['latency_ms'],
   },
-  /** One per job, when the team's Durable Object ends it (src/dispatch/jobs.ts). */
+  /** One per job, when the team's Durable Object ends it (src/dispatch/job-lifecycle.ts). */
   job: {
     blobs: ['state', 'sandbox', 'agent', 'tool', 'error'],
     doubles: ['duration_ms', 'queue_wait_ms'],

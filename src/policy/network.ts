@@ -7,6 +7,7 @@
  */
 import type { NetworkAllow, NetworkGrant, NetworkPolicy } from '../contracts/network.ts';
 import type { PolicyDocument } from '../contracts/policy.ts';
+import { credentialIssues } from './credentials.ts';
 import { presetEntries } from './network-presets.ts';
 
 /** The policy key whose `network` decides for a command: the matching rule's when it has one. */
@@ -21,7 +22,7 @@ export function networkGrant(policy: PolicyDocument, ruleIndex?: number): Networ
   const { key, network: n } = networkSource(policy, ruleIndex);
   const base = { unlisted: n.unlisted, maxBytesUp: n.maxBytesUp, maxBytesDown: n.maxBytesDown, source: key };
   if (n.mode === 'off') return { mode: 'off', allow: [], ...base, unlisted: 'deny' };
-  return { mode: n.mode, allow: expand(n), ...base };
+  return { mode: n.mode, allow: expand(n), ...base, ...(n.credentials.length ? { credentials: n.credentials } : {}) };
 }
 
 /** The policy's own entries first, then each preset's, without repeating an entry. */
@@ -111,9 +112,13 @@ export function networkIssues(doc: PolicyDocument): { path: PropertyKey[]; messa
       }
     });
   };
-  check(doc.network, ['network']);
+  const checkAll = (n: NetworkPolicy, path: PropertyKey[]) => {
+    check(n, path);
+    issues.push(...credentialIssues(n, n.mode === 'open' ? null : expand(n), path));
+  };
+  checkAll(doc.network, ['network']);
   doc.rules.forEach((r, i) => {
-    if (r.network) check(r.network, ['rules', i, 'network']);
+    if (r.network) checkAll(r.network, ['rules', i, 'network']);
   });
   return issues;
 }

@@ -9,8 +9,10 @@ import { PolicyDocument } from '../contracts/policy.ts';
 import { RUNTIME_NAMES } from '../contracts/runtimes.ts';
 import { DEFAULT_POLICY, READ_TOOLS } from './default-policy.ts';
 import { isInterpreter } from './screens/interpreters.ts';
+import { NetworkPolicy } from '../contracts/network.ts';
+import { presetHosts } from './network-presets.ts';
 
-export const PRESET_NAMES = ['strict', 'standard', 'open'] as const;
+export const PRESET_NAMES = ['strict', 'standard', 'builds', 'open'] as const;
 export type PresetName = (typeof PRESET_NAMES)[number];
 
 /**
@@ -45,6 +47,35 @@ const STRICT: PolicyDocument = PolicyDocument.parse({
   rules: STRICT_ASK_RULES,
   // Single-use: every job gets a fresh gVisor sandbox (no kernel instance shared between jobs).
   sandbox: { minimum: 'none' },
+});
+
+/** The package managers `builds` adds: each gets the package registries, nothing else does. */
+export const PACKAGE_MANAGERS = ['npm', 'pnpm', 'yarn', 'pip', 'pip3', 'uv', 'cargo', 'go', 'mvn', 'gradle'];
+
+/**
+ * The hosts of the `package-registries` network preset, for downloads only: GET and HEAD. The proxy
+ * enforces methods on plain HTTP; over HTTPS it sees the host alone (docs/network.md).
+ */
+const REGISTRY_READS: NetworkPolicy = NetworkPolicy.parse({
+  mode: 'allowlist',
+  allow: presetHosts('package-registries').map((host) => ({ host, methods: ['GET', 'HEAD'] })),
+});
+
+const BUILDS: PolicyDocument = PolicyDocument.parse({
+  ...JSON.parse(JSON.stringify(DEFAULT_POLICY)),
+  executables: { allow: [...new Set([...DEFAULT_POLICY.executables.allow, ...PACKAGE_MANAGERS])] },
+  env: { allow: [...DEFAULT_POLICY.env.allow, 'NODE_ENV'] },
+  // An install is minutes, not seconds; the agent's own ceiling (--max-timeout-ms) still applies.
+  limits: { ...DEFAULT_POLICY.limits, defaultTimeoutMs: 120_000, maxTimeoutMs: 600_000 },
+  // Only the package managers get a network: the rule's, so a refusal names rules[0].network.
+  rules: [
+    {
+      pattern: [PACKAGE_MANAGERS],
+      decision: 'allow',
+      reason: 'package managers download from the public package registries (GET and HEAD only)',
+      network: REGISTRY_READS,
+    },
+  ],
 });
 
 const OPEN_EXECUTABLES = [...new Set([...DEFAULT_POLICY.executables.allow, 'sh', 'bash', 'xz', 'zip', 'unzip', 'jq', 'npm', 'pip', 'cargo'])];
@@ -89,6 +120,15 @@ export const PRESETS: Record<PresetName, Preset> = {
       "gVisor agents reuse a sandbox for up to 50 of the team's jobs or 5 minutes, cleaned between jobs (sandbox.reuse). " +
       'Interactive input (job_input, tty) is off: input written to a running job would be code on stdin the screens never saw.',
     policy: DEFAULT_POLICY,
+  },
+  builds: {
+    name: 'builds',
+    summary:
+      'standard plus the package managers (npm, pnpm, yarn, pip, uv, cargo, go, mvn, gradle), which alone get a network: the package-registries hosts, GET and HEAD only ' +
+      '(methods are checked on plain HTTP; over HTTPS the proxy sees the host only). Installs run install scripts (npm lifecycle scripts, setup.py, build.rs, ' +
+      'go generate through a Makefile): code from the registry, running inside the sandbox with the registries as its only way out. Timeouts up to 10 minutes. ' +
+      'Jobs trust the CAs the agent host trusts (docs/builds.md).',
+    policy: BUILDS,
   },
   open: {
     name: 'open',

@@ -8,14 +8,14 @@
  * So it imports nothing at run time but `cloudflare:workers` (types from ./protocol.ts are erased).
  *
  * The isolate has no outbound network (`globalOutbound: null`) and no bindings; its one way out
- * is the `host` stub passed to `run()`, an RPC target in the parent Worker (src/script/host.ts)
+ * is the `host` stub passed to `run()`, an RPC target in the parent Worker (src/script/script-host.ts)
  * whose every subprocess goes through the governed path.
  */
 import { WorkerEntrypoint } from 'cloudflare:workers';
 import { SCRIPT_MODULE } from './isolate-modules.ts';
 import type { HostAnswer, ScriptRunOptions, ScriptRunReport, SubprocessValue } from './protocol.ts';
 
-/** What the runner calls on the parent's ScriptHost (src/script/host.ts), through Workers RPC. */
+/** What the runner calls on the parent's ScriptHost (src/script/script-host.ts), through Workers RPC. */
 interface Host {
   subprocess(req: unknown): Promise<HostAnswer<SubprocessValue>>;
   queryOutput(handle: string, terms: string[], opts: unknown): Promise<HostAnswer<unknown>>;

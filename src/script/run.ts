@@ -16,21 +16,27 @@ import { callCancelKey, type ToolContext, type ToolExtra } from '../governed/cal
 import { CONSOLE_MAX_BYTES, LOADER_MISSING_MESSAGE, RETURN_MAX_BYTES, SLEEP_MAX_MS, TICKS_PER_CPU_MS } from './limits.ts';
 import { codeBytes, prepareScript } from './prepare.ts';
 import { openIsolate } from './isolate.ts';
-import { ScriptHost } from './host.ts';
+import { ScriptHost } from './script-host.ts';
 import type { ScriptRunOptions, ScriptRunReport } from './protocol.ts';
 import { acceptReport, sanitizeError, type AcceptedReport } from './report.ts';
 import type { ScriptBudget } from './subprocess.ts';
 import { SubprocessBudget } from './subprocess-budget.ts';
 import { requestLedger, type ScriptSlot } from './request-budget.ts';
 import { workersPlan } from '../platform/plan.ts';
+import { scriptDigest, type ScriptRef } from '../contracts/scripts.ts';
+import { resolveNamedScript } from './named-script.ts';
 
 export interface RunScriptRequest {
-  code: string;
+  /** Exactly one of `code` (inline) and `name` (the team library, then the workspace: named-script.ts). */
+  code?: string;
+  name?: string;
+  /** With `name`: the library's version (default: the newest). */
+  version?: number;
   vars?: Record<string, unknown>;
   timeoutMs?: number;
 }
 
-type RefusalCode = 'invalid_argument' | 'config_error' | 'limit_reached';
+type RefusalCode = 'invalid_argument' | 'config_error' | 'limit_reached' | 'not_found';
 
 type ScriptStatus = 'success' | 'failure' | 'timeout' | 'cancelled';
 
@@ -50,6 +56,8 @@ export interface ScriptRun {
   /** `cap`: the subprocesses this script could start — the policy's maxCount, or fewer where the plan's subrequest limit says so. */
   subprocesses: { count: number; totalMs: number; cap: number };
   typescript: boolean;
+  /** Which script ran, when it was called by name. */
+  script?: ScriptRef;
 }
 
 /**
@@ -62,13 +70,16 @@ export async function runScript(ctx: ToolContext, extra: ToolExtra, req: RunScri
   const { env, principal } = ctx;
   const started = Date.now();
   const scriptId = crypto.randomUUID();
-  const bytes = codeBytes(req.code);
   const auditBase = {
     team: principal.team,
     subject: principal.subject,
     tokenId: principal.tokenId,
     tool: 'run_script',
-    command: { mode: 'script', codeBytes: bytes, codeSha256: await sha256(req.code) },
+    // Filled in once the code is known (a named script's is resolved after the policy allows script mode).
+    command: { mode: 'script', ...(req.name !== undefined ? { script: { name: req.name, ...(req.version ? { version: req.version } : {}) } } : {}) } as Record<
+      string,
+      unknown
+    >,
     jobId: scriptId,
   };
   const refuse = async (code: RefusalCode | 'policy_denied', message: string, audit = true): Promise<ScriptOutcome> => {
@@ -82,7 +93,21 @@ export async function runScript(ctx: ToolContext, extra: ToolExtra, req: RunScri
   if (!script.enabled) return refuse('policy_denied', 'Script mode is disabled in configuration (script.enabled = false)');
   const timeoutMs = req.timeoutMs ?? script.defaultTimeoutMs;
   if (timeoutMs > script.maxTimeoutMs) return refuse('policy_denied', `Requested timeout (${timeoutMs}ms) exceeds maximum (${script.maxTimeoutMs}ms)`);
-  const prepared = prepareScript(req.code);
+  let code = req.code ?? '';
+  let ref: ScriptRef | undefined;
+  if (req.name !== undefined) {
+    const named = await resolveNamedScript(ctx, script, req.name, req.version);
+    if (!named.ok) return refuse(named.code === 'invalid_argument' ? 'invalid_argument' : 'not_found', named.message);
+    code = named.code;
+    ref = named.ref;
+  }
+  auditBase.command = {
+    ...auditBase.command,
+    codeBytes: codeBytes(code),
+    codeSha256: ref?.sha256 ?? (await scriptDigest(code)),
+    ...(ref ? { script: ref } : {}),
+  };
+  const prepared = prepareScript(code);
   if (!prepared.ok && prepared.code === 'invalid_argument') return refuse('invalid_argument', `Error: ${prepared.message}`);
   if (!env.LOADER) return refuse('config_error', LOADER_MISSING_MESSAGE);
   const plan = workersPlan(env);
@@ -92,13 +117,14 @@ export async function runScript(ctx: ToolContext, extra: ToolExtra, req: RunScri
   const opened = ledger.openScript(script.subprocess?.maxCount ?? 0, policy.opa.evaluators.length);
   if (!opened.ok) return refuse('limit_reached', opened.message, ledger.takeAudit());
   try {
-    return await runOpened(ctx, extra, req, { policy, script, timeoutMs, prepared, scriptId, started, auditBase, slot: opened.slot });
+    return await runOpened(ctx, extra, req, { ref, policy, script, timeoutMs, prepared, scriptId, started, auditBase, slot: opened.slot });
   } finally {
     opened.slot.close();
   }
 }
 
 interface Opened {
+  ref: ScriptRef | undefined;
   policy: Awaited<ReturnType<typeof teamPolicyOf>>['policy'];
   script: ScriptPolicy;
   timeoutMs: number;
@@ -111,7 +137,7 @@ interface Opened {
 
 async function runOpened(ctx: ToolContext, extra: ToolExtra, req: RunScriptRequest, o: Opened): Promise<ScriptOutcome> {
   const { env, principal } = ctx;
-  const { policy, script, timeoutMs, prepared, scriptId, started, auditBase, slot } = o;
+  const { ref, policy, script, timeoutMs, prepared, scriptId, started, auditBase, slot } = o;
 
   const caps = script.subprocess ?? { maxCount: 0, maxTotalMs: 0 };
   const budget: ScriptBudget = { subprocesses: new SubprocessBudget(caps), progress: 0, closed: false };
@@ -217,6 +243,7 @@ async function runOpened(ctx: ToolContext, extra: ToolExtra, req: RunScriptReque
       durationMs,
       subprocesses: { count: subprocesses.started, totalMs: subprocesses.totalMs, cap: slot.cap },
       typescript,
+      ...(ref ? { script: ref } : {}),
     },
   };
 }
@@ -299,9 +326,4 @@ async function storeOutput(ctx: ToolContext, scriptId: string, stdout: string, s
     await indexArtifact(ctx.env, ctx.principal.team, { ...entry, r2Key: r.value.r2Key, bytes: r.value.bytes }, null);
   }
   return handle;
-}
-
-async function sha256(text: string): Promise<string> {
-  const d = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text));
-  return Array.from(new Uint8Array(d), (b) => b.toString(16).padStart(2, '0')).join('');
 }

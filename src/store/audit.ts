@@ -3,7 +3,7 @@
  * kept in the team's Durable Object (src/dispatch/audit-log.ts). Commands and reasons are redacted
  * before storage (a secret in an argv or env must not become readable by every admin).
  */
-import type { AuditRow } from '../contracts/audit.ts';
+import type { AuditRow, AuditTool } from '../contracts/audit.ts';
 
 export interface AuditEntry {
   /** When the call was made (ms); now when absent. A job's row reaches D1 after the call (the team's DO writes it). */
@@ -48,39 +48,8 @@ function boundedText(s: string): string {
   return s.length <= STORED_JSON_MAX_CHARS ? s : `${s.slice(0, STORED_JSON_MAX_CHARS - 64)}… (${s.length} characters)`;
 }
 
-export const AUDIT_DECISIONS = ['allowed', 'denied', 'failed', 'asked'] as const;
-export const AUDIT_TOOLS = [
-  'execute',
-  'runtime_execute',
-  'query_output',
-  'policy_check',
-  'list_runtimes',
-  'run_script',
-  'job_status',
-  'job_output',
-  'job_kill',
-  'job_list',
-  'job_input',
-  'admin.policy_set',
-  'admin.token_create',
-  'admin.token_revoke',
-  'admin.oauth_grant_revoke',
-  'admin.oauth_client_revoke',
-  'admin.oauth_client_unblock',
-  'oauth.grant_create',
-  'admin.job_kill',
-  'admin.approval_approve',
-  'admin.approval_deny',
-  'approval.elicitation',
-  'agent.connect',
-  'admin.member_invite',
-  'admin.member_invitation_revoke',
-  'admin.member_role',
-  'admin.member_remove',
-  'member.join',
-] as const;
 /** An agent's connection refused by its team's Durable Object (a `hello` claiming more than its token grants). */
-export const AGENT_CONNECT_AUDIT_TOOL = 'agent.connect' satisfies (typeof AUDIT_TOOLS)[number];
+export const AGENT_CONNECT_AUDIT_TOOL = 'agent.connect' satisfies AuditTool;
 
 /** The tools whose audit rows are governed jobs': one row per job, found by its job id. */
 const JOB_TOOLS = ['execute', 'runtime_execute', 'run_script'] as const;

@@ -294,16 +294,16 @@ describe('audit', () => {
 });
 
 describe('policy presets', () => {
-  it('lists strict, standard and open with what each allows, and applies one as a new version', async () => {
+  it('lists strict, standard, builds and open with what each allows, and applies one as a new version', async () => {
     const list = await call('GET', '/policy/presets');
     expect(list.status).toBe(200);
-    expect(list.json.presets.map((p: { name: string }) => p.name)).toEqual(['strict', 'standard', 'open']);
+    expect(list.json.presets.map((p: { name: string }) => p.name)).toEqual(['strict', 'standard', 'builds', 'open']);
     const before = (await call('GET', '/policy')).json.version;
     const put = await call('PUT', '/policy/presets/strict');
     expect(put.status).toBe(200);
     expect(put.json).toMatchObject({ preset: 'strict', version: before + 1, policy: { runtime: { enabled: false } } });
     const nope = await call('PUT', '/policy/presets/lax');
     expect(nope.status).toBe(404);
-    expect(nope.json.error.message).toContain('presets: strict, standard, open');
+    expect(nope.json.error.message).toContain('presets: strict, standard, builds, open');
   });
 });

@@ -31,7 +31,11 @@ beforeAll(async () => {
           { id: 'mem_bob', team: 'acme', sub: 'bob', email: 'bob@acme.example', role: 'admin' },
           { id: 'mem_carol', team: 'acme', sub: 'carol', email: 'carol@acme.example', role: 'member' },
           { id: 'mem_eve', team: 'globex', sub: 'eve', email: 'eve@globex.example', role: 'owner' },
-        ]),
+          { id: 'mem_dave', team: 'acme', sub: 'dave', email: 'dave@acme.example', role: 'member' },
+        ]) +
+          // An MCP client Dave connected: removing him ends it, and the CLI names it.
+          `\nINSERT INTO oauth_grants (grant_id, team, user_id, client_id, client_name, subject, consent_token_id, scopes, created_at, code_exchanged_at)
+           VALUES ('grant_dave_editor', 'acme', 'acme%2Fmember%3Amem_dave', 'client_dave', 'Dave''s editor', 'member:mem_dave', 'member:mem_dave', '["execute"]', ${T0}, ${T0});`,
       ),
   });
 });
@@ -59,6 +63,7 @@ describe('members admin API', () => {
       ['mem_alice', 'owner', 'alice@acme.example'],
       ['mem_bob', 'admin', 'bob@acme.example'],
       ['mem_carol', 'member', 'carol@acme.example'],
+      ['mem_dave', 'member', 'dave@acme.example'],
     ]);
     expect(r.json.members[0]).toMatchObject({ issuer: 'https://idp.example', subject: 'alice', team: 'acme' });
     expect((await call('GET', '/teams/globex/members')).status).toBe(404);
@@ -199,7 +204,16 @@ describe('gatehouse members (the CLI against the same gateway)', () => {
       stderr: 'a lowered role: their signed-in sessions and 0 OAuth grant(s) in the team ended; they sign in and connect again\n',
     });
     const rm = await cli('remove', 'mem_alice');
-    expect(rm).toMatchObject({ code: 0, stdout: 'removed mem_alice (alice@acme.example, member) from the team\n' });
+    expect(rm).toMatchObject({
+      code: 0,
+      stdout: 'removed mem_alice (alice@acme.example, member) from the team\nOAuth grants ended: none\ntokens revoked: none\n',
+    });
+    // Which grants ended with the membership, by id.
+    const dave = await cli('remove', 'dave@acme.example');
+    expect(dave).toMatchObject({
+      code: 0,
+      stdout: 'removed mem_dave (dave@acme.example, member) from the team\nOAuth grants ended (1): grant_dave_editor\ntokens revoked: none\n',
+    });
     const json = JSON.parse((await cli('list', '--json')).stdout);
     expect(json.members.map((m: any) => m.memberId)).toEqual(['mem_bob']);
   });

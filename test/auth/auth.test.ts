@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLocalJWKSet, jwtVerify } from 'jose';
 import { startGateway, type Gateway } from '../e2e/harness.ts';
 import { errorOf, forge, get, otherKey, unsigned } from './forge.ts';
+import { OAUTH_SCOPES } from '../../src/contracts/scopes.ts';
 
 let gw: Gateway;
 const PATH = '/admin/v1/tokens';
@@ -23,7 +24,7 @@ async function expect401(token: string | undefined, message: RegExp, headers: Re
   const r = await get(gw, PATH, token, headers);
   expect(r.status).toBe(401);
   const www = r.headers.get('WWW-Authenticate') ?? '';
-  expect(www).toContain(`resource_metadata="${gw.url}/.well-known/oauth-protected-resource"`);
+  expect(www).toContain(`resource_metadata="${gw.url}/.well-known/oauth-protected-resource/mcp"`);
   if (token !== undefined) expect(www).toContain('error="invalid_token"');
   const e = await errorOf(r);
   expect(e.code).toBe('unauthenticated');
@@ -58,7 +59,7 @@ describe('accepted tokens', () => {
 describe('refused tokens', () => {
   it('asks for a token without error attributes when none is sent', async () => {
     const { www } = await expect401(undefined, /authentication required/);
-    expect(www).toBe(`Bearer resource_metadata="${gw.url}/.well-known/oauth-protected-resource"`);
+    expect(www).toBe(`Bearer resource_metadata="${gw.url}/.well-known/oauth-protected-resource/mcp"`);
   });
 
   it('refuses a malformed token', async () => {
@@ -202,7 +203,7 @@ describe('scopes', () => {
     expect(r.status).toBe(403);
     const www = r.headers.get('WWW-Authenticate') ?? '';
     expect(www).toMatch(/^Bearer error="insufficient_scope", scope="admin"/);
-    expect(www).toContain(`resource_metadata="${gw.url}/.well-known/oauth-protected-resource"`);
+    expect(www).toContain(`resource_metadata="${gw.url}/.well-known/oauth-protected-resource/mcp"`);
     const e = await errorOf(r);
     expect(e.code).toBe('insufficient_scope');
     expect(e.message).toContain('"admin"');
@@ -227,10 +228,25 @@ describe('discovery', () => {
         resource: `${gw.url}/mcp`,
         authorization_servers: [gw.url],
         bearer_methods_supported: ['header'],
-        scopes_supported: ['execute', 'artifacts:read', 'admin', 'agent'],
+        scopes_supported: ['execute', 'artifacts:read'],
         jwks_uri: `${gw.url}/.well-known/jwks.json`,
       });
     }
+  });
+
+  it('the 401 names the path-suffixed metadata URL (RFC 9728 §3.1), and that document describes /mcp', async () => {
+    const r = await fetch(gw.mcpUrl, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' });
+    expect(r.status).toBe(401);
+    const url = /resource_metadata="([^"]+)"/.exec(r.headers.get('WWW-Authenticate') ?? '')?.[1];
+    expect(url).toBe(`${gw.url}/.well-known/oauth-protected-resource/mcp`);
+    const meta = (await (await fetch(url!)).json()) as { resource: string; scopes_supported: string[] };
+    expect(meta.resource).toBe(gw.mcpUrl);
+    // Only scopes a client can obtain by OAuth: a client that asks for `admin` or `agent` would never get them.
+    expect(meta.scopes_supported).toEqual([...OAUTH_SCOPES]);
+    expect(meta.scopes_supported).not.toContain('admin');
+    expect(meta.scopes_supported).not.toContain('agent');
+    // Another path under the well-known name is no resource of this gateway's.
+    expect((await fetch(`${gw.url}/.well-known/oauth-protected-resource/admin`)).status).toBe(404);
   });
 
   it('publishes the public signing key (never the private part) at jwks.json', async () => {

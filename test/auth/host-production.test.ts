@@ -7,7 +7,7 @@ import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type Gateway } from '../e2e/harness.ts';
 import { productionConfigProblem } from '../../src/auth/config.ts';
-import { hostProblem } from '../../src/auth/host.ts';
+import { hostProblem } from '../../src/auth/host-check.ts';
 import type { Env } from '../../src/env.ts';
 
 let gw: Gateway;

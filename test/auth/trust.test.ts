@@ -184,7 +184,7 @@ describe('Host validation (DNS rebinding)', () => {
     expect(JSON.parse(meta.text).jwks_uri).toBe(`http://${local}/.well-known/jwks.json`);
     const r = await post('/mcp', { Host: local, Origin: `http://${local}` });
     expect(r.status).toBe(401);
-    expect(String(r.headers['www-authenticate'])).toContain(`resource_metadata="http://${local}/.well-known/oauth-protected-resource"`);
+    expect(String(r.headers['www-authenticate'])).toContain(`resource_metadata="http://${local}/.well-known/oauth-protected-resource/mcp"`);
   });
   it("an Origin other than the gateway's own is refused", async () => {
     const r = await post('/mcp', { Origin: 'http://evil.example.com', ...bearer(await gw.token({ team: 'acme', scopes: ['execute'] })) });

@@ -31,6 +31,7 @@ const EVERY_COMMAND = [
   'policy preset',
   'audit tail',
   'audit export',
+  'audit egress',
   'audit storage',
   'agents',
   'jobs list',
@@ -49,6 +50,11 @@ const EVERY_COMMAND = [
   'approvals show',
   'approvals approve',
   'approvals deny',
+  'scripts push',
+  'scripts list',
+  'scripts versions',
+  'scripts show',
+  'scripts rm',
   'team create',
   'team list',
   'team show',
@@ -136,7 +142,7 @@ describe('usage', () => {
       for (const alt of m[3].matchAll(/\| ([a-z][a-z-]*)/g)) named.add(`${m[1]} ${alt[1]}`);
     }
     expect([...named].sort()).toEqual([...EVERY_COMMAND].sort());
-    const cases = [...EVERY_COMMAND, 'token', 'key', 'members', 'oauth', 'policy', 'audit', 'jobs', 'approvals', 'team'].flatMap((c) =>
+    const cases = [...EVERY_COMMAND, 'token', 'key', 'members', 'oauth', 'policy', 'audit', 'jobs', 'approvals', 'scripts', 'team'].flatMap((c) =>
       ['--help', '-h'].map((flag) => ({ c, flag })),
     );
     // Four CLI processes at a time: each start costs a Node start-up, and there are about 60 of them.

@@ -40,6 +40,7 @@ beforeAll(async () => {
     sandbox: SANDBOX,
     capacity: 2,
     agentId: 'cli-agent',
+    extraArgs: ['--label', 'linux-x64', '--label', 'ci'],
   });
   await agent.ready;
 }, 180_000);
@@ -51,11 +52,11 @@ afterAll(async () => {
 });
 
 describe('gatehouse agents', () => {
-  it('lists the connected agent with its sandbox, load and runtimes', async () => {
+  it('lists the connected agent with its sandbox, load, labels and runtimes', async () => {
     const r = await cli(['agents']);
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).toMatch(/^ID\s+STATE\s+SANDBOX\s+LOAD\s+LAST HEARTBEAT\s+RUNTIMES/);
-    expect(r.stdout).toMatch(new RegExp(`cli-agent\\s+connected\\s+${SANDBOX}\\s+0/2\\s+\\d{4}-\\d\\d-\\d\\dT\\S+Z\\s+\\S*shell`));
+    expect(r.stdout).toMatch(/^ID\s+STATE\s+SANDBOX\s+LOAD\s+LAST HEARTBEAT\s+LABELS\s+RUNTIMES/);
+    expect(r.stdout).toMatch(new RegExp(`cli-agent\\s+connected\\s+${SANDBOX}\\s+0/2\\s+\\d{4}-\\d\\d-\\d\\dT\\S+Z\\s+linux-x64,ci\\s+\\S*shell`));
     const j = JSON.parse((await cli(['agents', '--json'])).stdout) as { agents: { agent_id: string; capacity: number }[] };
     expect(j.agents).toEqual([expect.objectContaining({ agent_id: 'cli-agent', capacity: 2 })]);
     // Another team sees no agents of acme.
@@ -73,7 +74,7 @@ describe('gatehouse jobs', () => {
 
     const list = await cli(['jobs', 'list']);
     expect(list.code, list.stderr).toBe(0);
-    expect(list.stdout).toMatch(new RegExp(`^${id}\\s+exited\\s+execute\\s+test-acme\\s+\\S+Z\\s+\\S+\\s+0$`, 'm'));
+    expect(list.stdout).toMatch(new RegExp(`^${id}\\s+exited\\s+execute\\s+test-acme\\s+\\S+Z\\s+\\S+\\s+0\\s+echo listed$`, 'm'));
     const json = JSON.parse((await cli(['jobs', 'list', '--json', '--limit', '5'])).stdout) as { jobs: { job_id: string }[]; next_cursor: unknown };
     expect(json.jobs.map((j) => j.job_id)).toContain(id);
     expect(json).toHaveProperty('next_cursor');
@@ -81,6 +82,8 @@ describe('gatehouse jobs', () => {
     const show = await cli(['jobs', 'show', id]);
     expect(show.code, show.stderr).toBe(0);
     expect(show.stdout).toMatch(new RegExp(`^job: +${id}$`, 'm'));
+    // What ran, from the job's call (its audit row): never "-" for a job that ran a command.
+    expect(show.stdout).toMatch(/^command: +echo listed$/m);
     expect(show.stdout).toMatch(/^state: +exited$/m);
     expect(show.stdout).toMatch(/^agent: +cli-agent$/m);
     expect(show.stdout).toMatch(/^exit: +0$/m);
@@ -158,6 +161,28 @@ describe('gatehouse jobs', () => {
       await jsonAgent.stop();
     }
   }, 120_000);
+});
+
+describe('gatehouse audit', () => {
+  it('tail --tool takes an admin action and lists every audited tool; egress lists the connections', async () => {
+    const help = await cli(['audit', '--help']);
+    for (const t of ['execute', 'admin.job_kill', 'admin.member_remove', 'admin.policy_set']) expect(help.stdout).toContain(t);
+    // The kill above left an admin.job_kill row.
+    const kills = await cli(['audit', 'tail', '--tool', 'admin.job_kill']);
+    expect(kills.code, kills.stderr).toBe(0);
+    expect(kills.stdout).toMatch(/allowed\s+admin\.job_kill\s+ops/);
+    const bad = await cli(['audit', 'tail', '--tool', 'admin.nothing']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--tool "admin.nothing" is no audited tool; allowed: execute,');
+    expect(bad.stderr).toContain('admin.member_remove');
+    const egress = await cli(['audit', 'egress', '--json', '--limit', '5']);
+    expect(egress.code, egress.stderr).toBe(0);
+    expect(JSON.parse(egress.stdout)).toEqual({ connections: [] });
+    const none = await cli(['audit', 'egress', '--refused']);
+    expect(none.code, none.stderr).toBe(0);
+    expect(none.stderr.trim()).toBe('no refused connections');
+    expect((await cli(['audit', 'egress', '--limit', '0'])).stderr).toContain('--limit "0" must be an integer from 1 to 200');
+  });
 });
 
 describe('README', () => {

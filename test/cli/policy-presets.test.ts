@@ -44,6 +44,6 @@ describe('gatehouse policy presets / preset', () => {
     expect(rows.some((e) => e.command?.preset === 'strict')).toBe(true);
     const bad = await cli(['policy', 'preset', 'lenient']);
     expect(bad.code).toBe(1);
-    expect(bad.stderr).toContain('error (not_found): no preset "lenient"; presets: strict, standard, open');
+    expect(bad.stderr).toContain('error (not_found): no preset "lenient"; presets: strict, standard, builds, open');
   });
 });

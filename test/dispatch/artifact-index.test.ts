@@ -6,7 +6,7 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { ArtifactIndex, SWEEP_DELAY_MS, type ExitSource, type StoredArtifact } from '../../src/dispatch/artifact-index.ts';
 import { SMALL_BODY_MAX_BYTES, smallBodyMaxBytes } from '../../src/dispatch/body-place.ts';
-import { JOB_RETENTION_MS } from '../../src/contracts/jobs.ts';
+import { JOB_RETENTION_MS } from '../../src/contracts/job-view.ts';
 import { newArtifactHandle } from '../../src/store/artifacts.ts';
 import { dispatchHost, type TestHost } from './sql-host.ts';
 

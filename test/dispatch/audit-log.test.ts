@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { AuditLog, LEGACY_ID_CEILING } from '../../src/dispatch/audit-log.ts';
-import type { JobView } from '../../src/contracts/jobs.ts';
+import type { JobView } from '../../src/contracts/job-view.ts';
 import type { AuditEntry, AuditRow } from '../../src/store/audit.ts';
 import { sqlHost } from './sql-host.ts';
 

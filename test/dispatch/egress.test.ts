@@ -12,7 +12,7 @@ import { AGENT_BUDGET_CLOSE } from '../../src/contracts/agent-protocol.ts';
 import { EGRESS_ASK_WAIT_MS, EGRESS_CONNECTIONS_MAX, type EgressConnection, type NetworkGrant } from '../../src/contracts/network.ts';
 import { STRANGER_BURST } from '../../src/dispatch/agent-budget.ts';
 import { EGRESS_LOG_RETENTION_MS } from '../../src/dispatch/egress.ts';
-import { migrate } from '../../src/dispatch/host.ts';
+import { migrate } from '../../src/dispatch/capability-host.ts';
 import { dispatchHost, sqlHost } from './sql-host.ts';
 import { connect, HB, request, say, setup } from './team-fixture.ts';
 

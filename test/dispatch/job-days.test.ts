@@ -5,7 +5,7 @@
  * which writes no row where a DELETE writes one per row.
  */
 import { describe, expect, it } from 'vitest';
-import { JOB_RETENTION_MS } from '../../src/contracts/jobs.ts';
+import { JOB_RETENTION_MS } from '../../src/contracts/job-view.ts';
 import { jobParts } from './job-parts.ts';
 import { sqlHost } from './sql-host.ts';
 import { exitOf, specOf } from './team-fixture.ts';

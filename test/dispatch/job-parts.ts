@@ -3,7 +3,7 @@
  * with `store`: their methods under one roof for tests that follow a job through all of them.
  */
 import type { StreamName } from '../../src/contracts/agent-protocol.ts';
-import type { SqlHost } from '../../src/dispatch/host.ts';
+import type { SqlHost } from '../../src/dispatch/capability-host.ts';
 import { JobRecords } from '../../src/dispatch/job-records.ts';
 import { JobRows } from '../../src/dispatch/job-rows.ts';
 import { JobTexts } from '../../src/dispatch/job-texts.ts';

@@ -10,7 +10,7 @@ import { serialize } from 'node:v8';
 import { EXIT_ROW_INLINE_CHARS } from '../../src/dispatch/job-records.ts';
 import { jobParts, type TestJobStore } from './job-parts.ts';
 import { YOUNG_MS } from '../../src/dispatch/live-output.ts';
-import type { SqlHost } from '../../src/dispatch/host.ts';
+import type { SqlHost } from '../../src/dispatch/capability-host.ts';
 import { sqlHost } from './sql-host.ts';
 import { OUTPUT_FRAME_JOB_ID_MAX_BYTES, outputFrameBytes } from '../../src/contracts/output-frame.ts';
 import { LIVE_FRAME_DATA_BYTES, LIVE_OUTPUT_MAX_BYTES, STORED_OUTPUT_CHUNK_BYTES, STORED_CHUNK_CHARS, splitText } from '../../src/contracts/limits.ts';

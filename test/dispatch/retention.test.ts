@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { AuditLog } from '../../src/dispatch/audit-log.ts';
 import { jobParts } from './job-parts.ts';
 import { EXPORT_BATCH_ROWS, Retention } from '../../src/dispatch/retention.ts';
-import { JOB_RETENTION_MS } from '../../src/contracts/jobs.ts';
+import { JOB_RETENTION_MS } from '../../src/contracts/job-view.ts';
 import type { RetentionPolicy } from '../../src/contracts/policy.ts';
 import type { AuditRow } from '../../src/store/audit.ts';
 import { dispatchHost } from './sql-host.ts';

@@ -4,7 +4,7 @@
  */
 import { DatabaseSync } from 'node:sqlite';
 import { timingSafeEqual } from 'node:crypto';
-import type { DispatchHost, SqlHost } from '../../src/dispatch/host.ts';
+import type { DispatchHost, SqlHost } from '../../src/dispatch/capability-host.ts';
 import type { Env } from '../../src/env.ts';
 import type { AuditEntry } from '../../src/store/audit.ts';
 import { SQLITE_BOUND_PARAMETERS_MAX } from '../../src/platform/limits.ts';

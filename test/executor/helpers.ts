@@ -16,6 +16,7 @@ import { JobRunner } from '../../executor/jobs/runner.ts';
 import type { JobResult } from '../../executor/jobs/job-exit.ts';
 import { probeRuntimes, type RuntimeTable } from '../../executor/runtimes/probe.ts';
 import { silentLogger } from '../../executor/log.ts';
+import { composeTrustedCas, trustEnv } from '../../executor/sandbox/trusted-cas.ts';
 
 export function toolWorks(cmd: string, args: string[] = ['--version']): boolean {
   try {
@@ -53,11 +54,23 @@ export interface Rig {
 
 export async function makeRig(
   kind: SandboxKind,
-  o: { capacity?: number; warm?: number; maxTimeoutMs?: number; maxArtifactBytes?: number; withoutRuntimes?: string[]; reuse?: SandboxReuse } = {},
+  o: {
+    capacity?: number;
+    warm?: number;
+    maxTimeoutMs?: number;
+    maxArtifactBytes?: number;
+    withoutRuntimes?: string[];
+    reuse?: SandboxReuse;
+    /** Give jobs the trusted CA bundle as the agent does (executor/main.ts), with these extra CA files. */
+    extraCaFiles?: string[];
+  } = {},
 ): Promise<Rig> {
   const root = realpathSync(mkdtempSync(join(tmpdir(), `gh-ws-${kind}-`)));
   const stateDir = mkdtempSync(join(tmpdir(), `gh-state-${kind}-`));
-  const d = await startDriver(kind, { root, stateDir, warm: o.warm ?? 1 }, silentLogger);
+  const cas = o.extraCaFiles ? composeTrustedCas({ stateDir, extraCaFiles: o.extraCaFiles }) : null;
+  if (cas && !cas.ok) throw new Error(cas.error.message);
+  const caBundle = cas?.ok ? cas.value.hostPath : undefined;
+  const d = await startDriver(kind, { root, stateDir, warm: o.warm ?? 1, ...(caBundle ? { caBundle } : {}) }, silentLogger);
   if (!d.ok) throw new Error(d.error.message);
   const driver = d.value;
   const outputs: OutputFrame[] = [];
@@ -85,6 +98,7 @@ export async function makeRig(
     ceilings: { maxTimeoutMs: o.maxTimeoutMs ?? 120_000, maxArtifactBytes: o.maxArtifactBytes ?? 200 * 1024 * 1024 },
     upload: null,
     log: silentLogger,
+    ...(caBundle ? { agentEnv: trustEnv(kind, caBundle) } : {}),
   });
   let n = 0;
   return {

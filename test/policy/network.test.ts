@@ -31,6 +31,7 @@ describe('network in the policy document', () => {
       unlisted: 'deny',
       maxBytesUp: NETWORK_DEFAULT_BYTES_UP,
       maxBytesDown: NETWORK_DEFAULT_BYTES_DOWN,
+      credentials: [],
     });
     expect(networkGrant(p)).toEqual({
       mode: 'off',

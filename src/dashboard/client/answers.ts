@@ -3,7 +3,7 @@
  * an approval, a job's network) are imported from there; the rest lists the fields the pages use.
  */
 import type { ApprovalView } from '../../contracts/approvals.ts';
-import type { AgentView, JobView } from '../../contracts/jobs.ts';
+import type { AgentView, JobView } from '../../contracts/job-view.ts';
 import type { EgressConnectionView, JobNetworkView } from '../../contracts/network.ts';
 
 export type { AgentView, ApprovalView, JobNetworkView, JobView };

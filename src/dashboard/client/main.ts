@@ -9,11 +9,12 @@ import { render as renderApprovals } from './approvals.ts';
 import { render as renderAudit } from './audit.ts';
 import { field, h, messages } from './dom.ts';
 import { userText } from './format.ts';
-import { render as renderJobs } from './jobs.ts';
+import { render as renderJobs } from './job-list.ts';
 import { render as renderMine } from './me.ts';
 import { render as renderMembers } from './members.ts';
 import { render as renderOverview } from './overview.ts';
 import { render as renderPolicy } from './policy.ts';
+import { render as renderScripts } from './scripts.ts';
 import { render as renderTokens } from './tokens.ts';
 
 interface Page {
@@ -28,6 +29,7 @@ const PAGES: Page[] = [
   { path: 'jobs', title: 'Jobs', render: renderJobs },
   { path: 'audit', title: 'Audit', render: renderAudit },
   { path: 'policy', title: 'Policy', render: renderPolicy },
+  { path: 'scripts', title: 'Scripts', render: renderScripts },
   { path: 'tokens', title: 'Tokens', render: renderTokens },
   { path: 'approvals', title: 'Approvals', render: renderApprovals },
   { path: 'members', title: 'Members', render: renderMembers },

@@ -17,7 +17,7 @@ import { auditJobCall } from '../tools/job-common.ts';
 import { takeCreatedTask } from './create.ts';
 import { declaresTasks } from './negotiation.ts';
 import { findOwnTask, readTask } from './read.ts';
-import { isTerminal } from '../../contracts/jobs.ts';
+import { isTerminal } from '../../contracts/job-view.ts';
 
 type RawHandler = (request: unknown, ctx: ServerContext) => Promise<unknown>;
 

@@ -4,7 +4,7 @@
  * decides per call; a client that did not declare it never gets a task).
  */
 import { CLIENT_CAPABILITIES_META_KEY, TASKS_EXTENSION_ID } from '../../contracts/tasks.ts';
-import { JOB_RETENTION_MS } from '../../contracts/jobs.ts';
+import { JOB_RETENTION_MS } from '../../contracts/job-view.ts';
 import type { ToolContext, ToolExtra } from '../../governed/call-context.ts';
 
 /**

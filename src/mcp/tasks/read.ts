@@ -7,7 +7,7 @@
  */
 import type { CallToolResult } from '@modelcontextprotocol/server';
 import type { DetailedTask, TaskRecord } from '../../contracts/tasks.ts';
-import { isSettled, isTerminal, type JobView } from '../../contracts/jobs.ts';
+import { isSettled, isTerminal, type JobView } from '../../contracts/job-view.ts';
 import { jobOutcome } from '../../dispatch/client.ts';
 import { findTask } from '../../dispatch/team-records-client.ts';
 import type { ToolContext } from '../../governed/call-context.ts';

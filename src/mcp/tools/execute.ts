@@ -10,7 +10,7 @@ import { ExecuteInput, ExecuteOutput } from '../../contracts/tools.ts';
 import { toolInput } from '../../contracts/strict-input.ts';
 import { missingScope, policyDenied, toolError, toolResult } from '../tool-result.ts';
 import type { ToolContext } from '../../governed/call-context.ts';
-import { executeResult, runGoverned, type EndedJob } from '../../governed/governed-run.ts';
+import { executeResult, jobNotices, runGoverned, type EndedJob } from '../../governed/governed-run.ts';
 import { TASK_SUPPORT_META_KEY, taskOffer } from '../tasks/negotiation.ts';
 import { becomeTask } from '../tasks/create.ts';
 import { RUNS_JOBS, toolOutput, type ToolCost } from '../register.ts';
@@ -105,8 +105,9 @@ export function executeEnded(out: EndedJob): CallToolResult {
   if (exit.state === 'failed_to_start') {
     return toolError(`Error: execute: spawn failed${exit.error ? ` (${exit.error.message})` : ''}`, undefined, 'spawn_failed');
   }
-  const structured = executeResult(out);
-  const notes = out.notes.length ? `\n(policy: ${out.notes.join('; ')})` : '';
+  const notices = jobNotices(out);
+  const structured = { ...executeResult(out), notices };
+  const notes = notices.length ? `\n(notices: ${notices.join('; ')})` : '';
   if (exit.state === 'lost') return toolError(`Error: the job was lost: ${exit.error?.message ?? 'its executor agent vanished'}`, structured, 'lost');
   return toolResult(structured, JSON.stringify(structured) + notes);
 }

@@ -2,7 +2,7 @@
 import type { McpServer } from '@modelcontextprotocol/server';
 import { JobKillInput, JobKillOutput } from '../../contracts/job-tools.ts';
 import { killJob } from '../../dispatch/client.ts';
-import type { JobState } from '../../contracts/jobs.ts';
+import type { JobState } from '../../contracts/job-view.ts';
 import { toolInput } from '../../contracts/strict-input.ts';
 import { STOPS_JOBS, toolOutput, type ToolCost } from '../register.ts';
 import { missingScope, toolResult } from '../tool-result.ts';

@@ -27,7 +27,7 @@ export function registerRunScript(server: McpServer, ctx: ToolContext): void {
     {
       title: 'Run a script that may start governed subprocesses',
       description:
-        'Runs a JavaScript/TypeScript program in an isolate with no network. Globals: console, sleep(ms), vars, ' +
+        'Runs a JavaScript/TypeScript program (inline code, or a named script of the team library with vars) in an isolate with no network. Globals: console, sleep(ms), vars, ' +
         'gatehouse.exec(command, args?, {cwd, env, stdin, timeoutMs}), Deno.Command(cmd, {args, cwd, env}).output(), ' +
         'child_process.exec(shellString, {cwd, env, encoding}), queryOutput(handle, terms, opts). Every subprocess is decided by the ' +
         'team policy and audited like execute. The top-level return value (or export default) comes back as JSON in "result"; ' +
@@ -49,7 +49,9 @@ export function registerRunScript(server: McpServer, ctx: ToolContext): void {
           'invalid_argument',
         );
       }
-      const out = await runScript(ctx, extra, { code: input.code, vars: input.vars, timeoutMs: input.timeout_ms });
+      const which = whichScript(input);
+      if (which) return toolError(which, undefined, 'invalid_argument');
+      const out = await runScript(ctx, extra, { code: input.code, name: input.name, version: input.version, vars: input.vars, timeoutMs: input.timeout_ms });
       // The call's log line: the script's own decision (its subprocesses are decided one by one, in the audit log).
       if (out.kind === 'ran') noteCall(extra.mcpReq.signal, { decision: 'allowed', stage: 'policy', jobId: out.run.scriptId });
       else if (out.kind === 'denied') noteCall(extra.mcpReq.signal, { decision: 'denied', stage: 'script' });
@@ -68,6 +70,7 @@ export function registerRunScript(server: McpServer, ctx: ToolContext): void {
         status: run.status,
         ...(run.result !== undefined ? { result: run.result } : {}),
         scriptId: run.scriptId,
+        ...(run.script ? { script: run.script } : {}),
         subprocesses: run.subprocesses,
         consoleTruncated: run.consoleTruncated,
         ...(run.typescript ? { notes: [...(shaped.notes ?? []), 'TypeScript: types were stripped before running'] } : {}),
@@ -77,6 +80,16 @@ export function registerRunScript(server: McpServer, ctx: ToolContext): void {
       return toolResult(structured);
     },
   );
+}
+
+/** Why the call names no program or two: exactly one of `code` and `name`; `version` only with `name`. */
+function whichScript(input: { code?: string; name?: string; version?: number }): string | null {
+  if (input.code !== undefined && input.name !== undefined)
+    return 'Error: run_script: pass either "code" (an inline program) or "name" (a script of the team library), not both';
+  if (input.code === undefined && input.name === undefined)
+    return 'Error: run_script: pass "code" (an inline program) or "name" (a script of the team library, see the admin CLI\'s "gatehouse scripts list")';
+  if (input.version !== undefined && input.name === undefined) return 'Error: run_script: "version" goes with "name" (a version of a library script)';
+  return null;
 }
 
 /** The script's output as a job exit, so outputMode shaping is the same code as runtime_execute's. */

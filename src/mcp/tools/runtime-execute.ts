@@ -14,7 +14,8 @@ import { artifactRows, readTail } from '../../dispatch/artifact-client.ts';
 import { shapeRuntimeResult } from '../output-shape.ts';
 import { deniedRun, missingScope, policyDenied, toolError, toolResult } from '../tool-result.ts';
 import type { ToolContext } from '../../governed/call-context.ts';
-import { runGoverned, type EndedJob } from '../../governed/governed-run.ts';
+import { jobNotices, runGoverned, type EndedJob } from '../../governed/governed-run.ts';
+import { noNetworkNote } from '../../policy/network.ts';
 import { TASK_SUPPORT_META_KEY, taskOffer } from '../tasks/negotiation.ts';
 import { becomeTask } from '../tasks/create.ts';
 import { RUNS_JOBS, toolOutput, type ToolCost } from '../register.ts';
@@ -109,7 +110,9 @@ export function registerRuntimeExecute(server: McpServer, ctx: ToolContext): voi
           `${JSON.stringify(structured)}\nfollow it with job_status {"job_id":"${out.jobId}","wait_ms":60000} and job_output {"job_id":"${out.jobId}"}`,
         );
       }
-      return runtimeEnded(ctx, { ...out, notes: out.decision.notes }, shaping);
+      const failed = out.exit.state !== 'exited' || out.exit.exitCode !== 0;
+      const notes = [...out.decision.notes, ...noNetworkNote(out.decision.effective?.network, failed)];
+      return runtimeEnded(ctx, { ...out, notes }, { ...shaping, notes });
     },
   );
 }
@@ -146,6 +149,7 @@ export async function runtimeEnded(ctx: ToolContext, out: EndedJob, shaping: Run
   const structured = {
     ...shaped,
     ...(notes.length ? { notes: [...(shaped.notes ?? []), ...notes] } : {}),
+    notices: jobNotices({ exit, notes: shaping.notes }),
     jobId: out.jobId,
     agentId: out.agentId,
     sandbox: out.sandbox,

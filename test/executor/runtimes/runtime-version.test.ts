@@ -4,7 +4,9 @@
  * (`.ci/run` installs it, so under CI it must be there).
  */
 import { describe, expect, it } from 'vitest';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { probeRuntimes, versionLine } from '../../../executor/runtimes/probe.ts';
 
 const KOTLINC = '/usr/bin/kotlinc';
@@ -30,5 +32,35 @@ describe('a runtime version is the version line', () => {
       expect(k?.version).toMatch(/^kotlinc-jvm \d/);
     },
     60_000,
+  );
+});
+
+const ELIXIR = '/usr/bin/elixir';
+if (!existsSync(ELIXIR) && process.env.CI === 'true') throw new Error('elixir is required under CI=true (.ci/run installs it)');
+
+describe('the runtime probe leaves nothing where the agent runs', () => {
+  it('reads elixir past the Erlang banner', () => {
+    expect(versionLine('Erlang/OTP 25 [erts-13.1.5] [source] [64-bit]\n\nElixir 1.14.0 (compiled with Erlang/OTP 24)')).toBe(
+      'Elixir 1.14.0 (compiled with Erlang/OTP 24)',
+    );
+  });
+
+  it.skipIf(!existsSync(ELIXIR))(
+    'probes every runtime from a checkout without writing a file into it (no erl_crash.dump) or changing the cwd',
+    async () => {
+      const checkout = mkdtempSync(join(tmpdir(), 'gatehouse-probe-checkout-'));
+      const before = process.cwd();
+      process.chdir(checkout);
+      try {
+        const { byRuntime } = await probeRuntimes();
+        expect(byRuntime.get('elixir')?.[0]?.version).toMatch(/^Elixir \d/);
+        expect(process.cwd()).toBe(checkout);
+        expect(readdirSync(checkout)).toEqual([]);
+      } finally {
+        process.chdir(before);
+        rmSync(checkout, { recursive: true, force: true });
+      }
+    },
+    120_000,
   );
 });

@@ -9,7 +9,7 @@
  */
 import type { z } from 'zod';
 import type { JobOutputOutput, JobStatusOutput } from '../../../contracts/job-tools.ts';
-import type { JobState } from '../../../contracts/jobs.ts';
+import type { JobState } from '../../../contracts/job-view.ts';
 import type { QueryOutputOutput } from '../../../contracts/tools.ts';
 
 type JobStatus = z.infer<z.ZodObject<typeof JobStatusOutput>>;

@@ -1,5 +1,5 @@
 /**
- * The life of a job in the team DO (src/dispatch/jobs.ts): refused at once when it can never run
+ * The life of a job in the team DO (src/dispatch/job-lifecycle.ts): refused at once when it can never run
  * or the queue is full, killed queued or running, cancelled by its MCP call, its kept output read
  * from the result once that holds more than the live copy, and listed newest first by cursor.
  */

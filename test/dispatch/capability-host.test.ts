@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { readdirSync, readFileSync } from 'node:fs';
-import { migrate, type Migration, type SqlHost } from '../../src/dispatch/host.ts';
+import { migrate, type Migration, type SqlHost } from '../../src/dispatch/capability-host.ts';
 import { AgentRegistry } from '../../src/dispatch/agent-registry.ts';
 import { UploadStore } from '../../src/dispatch/upload-store.ts';
 import { jobParts } from './job-parts.ts';
@@ -88,7 +88,7 @@ describe('table ownership', () => {
     upload_grants: 'upload-store.ts',
     upload_secret: 'upload-store.ts',
     agents: 'agent-registry.ts',
-    dispatch_migrations: 'host.ts',
+    dispatch_migrations: 'capability-host.ts',
   };
   /** A capability's own modules besides its main file (its schema). */
   const PART_OF: Record<string, string> = { 'job-row-schema.ts': 'job-rows.ts' };

@@ -6,35 +6,38 @@
  */
 import type { JobExit, JobSpec } from '../contracts/agent-protocol.ts';
 import { asErrorCode, describeIssues, type ErrorCode } from '../contracts/errors.ts';
-import type { AgentView, JobState } from '../contracts/jobs.ts';
+import type { AgentView, JobState } from '../contracts/job-view.ts';
+import type { CredentialValue } from '../contracts/secrets.ts';
 import { MISSED_HEARTBEATS, type AgentLink } from './agent-link.ts';
 import type { ArtifactUploads } from './artifact-uploads.ts';
 import type { AuditLog } from './audit-log.ts';
 import { DispatchRequest, type SubmitAnswer } from './events.ts';
 import type { Followers } from './followers.ts';
-import type { DispatchHost, Wakes } from './host.ts';
+import type { DispatchHost, Wakes } from './capability-host.ts';
 import type { JobRecords } from './job-records.ts';
 import { refusalOf } from './job-refusals.ts';
 import type { JobRow, JobRows } from './job-rows.ts';
 import type { LiveOutput } from './live-output.ts';
 import { nextDeadline, schedule, whyNoAgentFits, type Ineligibility } from './scheduler.ts';
 import { placeNow, toSchedJob } from './placement.ts';
-import { writeMetric } from '../platform/metrics.ts';
+import { JobMetrics, type DispatchHealth } from './job-metrics.ts';
 import type { InteractiveSessions } from './interactive-sessions.ts';
 
 export interface JobsParts {
-  rows: JobRows;
+  rows: Pick<JobRows, 'get' | 'queued' | 'running' | 'byCancelKey' | 'requeue' | 'assign' | 'setOrphaned' | 'clearOrphaned' | 'markUploadOrphaned'>;
   records: Pick<JobRecords, 'create' | 'spec' | 'finish' | 'view' | 'result' | 'uploading' | 'failUploads'>;
   live: Pick<LiveOutput, 'read'>;
-  link: AgentLink;
-  followers: Followers;
-  uploads: ArtifactUploads;
+  link: Pick<AgentLink, 'agent' | 'socketOf' | 'budgetOf' | 'send' | 'views' | 'schedAgents' | 'silentMs' | 'restartGraceAt' | 'live'>;
+  followers: Pick<Followers, 'emit' | 'ended' | 'settle' | 'isFollowed'>;
+  uploads: Pick<ArtifactUploads, 'grant'>;
   /** The call's audit row: written with the job, completed when it starts and ends. */
   audit: Pick<AuditLog, 'record' | 'completeJob' | 'nextId'>;
   /** A job.start went out on its agent's socket (a trace step of the hot path). */
   onStartSent(): void;
   /** Set when the deployment is misconfigured (an unknown Workers plan): every job is refused with it, and audited. */
   configError: Failure | null;
+  /** The opened values of the team secrets a job's grant binds (secrets.ts), at its start. */
+  credentials?: (names: readonly string[]) => Promise<{ ok: true; value: CredentialValue[] } | { ok: false; error: Failure }>;
   /** Checks a new job passes before it is queued (storage bound, quotas): the first refusal refuses it, audited. */
   gates?: readonly (() => Failure | null)[];
   /** Interactive sessions (interactive-sessions.ts): outside the concurrency limit, with their own budget, checked last. */
@@ -43,40 +46,20 @@ export interface JobsParts {
 
 export type Failure = { code: ErrorCode; message: string };
 
-/** The team's object's own counters, for the dashboard's health section (`GET /admin/v1/overview`). */
-export interface DispatchHealth {
-  queued: number;
-  running: number;
-  /** The last job that ended since the object started (memory only: null after a restart until one ends). */
-  lastJob: { endedAt: number; durationMs: number; queueWaitMs: number } | null;
-  /** What woke this instance of the object since it started (the DO fills it in: team-dispatcher.ts). */
-  wakes?: DispatchWakes;
-}
-
-/**
- * The object's wake-ups that cost an idle team: agent messages (`webSocketMessage`) and alarms, counted
- * in memory since `since` (when this instance started; a hibernated object starts a new one). An idle
- * team's agents' pings are answered by the platform and count nothing.
- */
-interface DispatchWakes {
-  since: number;
-  messages: number;
-  alarms: number;
-}
+const NO_SECRETS: Failure = { code: 'config_error', message: 'this team object keeps no secrets: the job names credentials it cannot be given' };
 
 export class Jobs implements Wakes {
-  private readonly host: DispatchHost;
+  private readonly host: Pick<DispatchHost, 'env' | 'now' | 'team' | 'heartbeatMs' | 'wake'>;
   private readonly p: JobsParts;
-  private lastJob: DispatchHealth['lastJob'] = null;
-  /** The counters of the last `team` metric point written (queued/running/agents/slots). */
-  private lastCounters = '';
+  private readonly metrics: JobMetrics;
 
-  constructor(host: DispatchHost, parts: JobsParts) {
+  constructor(host: Pick<DispatchHost, 'env' | 'now' | 'team' | 'heartbeatMs' | 'wake'>, parts: JobsParts) {
     this.host = host;
     this.p = parts;
+    this.metrics = new JobMetrics(host);
   }
 
-  private get rows(): JobRows {
+  private get rows(): JobsParts['rows'] {
     return this.p.rows;
   }
 
@@ -135,7 +118,7 @@ export class Jobs implements Wakes {
     // A job id it has already: the submit was sent again (its answer lost), and the job is as it stands.
     if (!row) return answerFor(this.rows.get(req.spec.jobId)!);
     if (startOn) {
-      if (this.sendStart(row.id, startOn.id, req.spec)) {
+      if (await this.sendStart(row.id, startOn.id, req.spec)) {
         if (!o.followed) await this.host.wake();
       } else await this.pump();
     } else if (gated) {
@@ -159,7 +142,18 @@ export class Jobs implements Wakes {
   }
 
   /** Sends a job now running on `agentId` its start; false when the socket took nothing (the job is queued again). */
-  private sendStart(jobId: string, agentId: string, spec: JobSpec): boolean {
+  private async sendStart(jobId: string, agentId: string, spec: JobSpec): Promise<boolean> {
+    // The values of the secrets the grant binds go in this message only (never the stored spec); a job whose secret is gone is refused.
+    const names = spec.network?.credentials?.map((c) => c.secret) ?? [];
+    let credentials: CredentialValue[] | undefined;
+    if (names.length) {
+      const opened = this.p.credentials ? await this.p.credentials(names) : { ok: false as const, error: NO_SECRETS };
+      if (!opened.ok) {
+        this.close(jobId, 'refused', { error: opened.error });
+        return true;
+      }
+      credentials = opened.value;
+    }
     const r = this.p.link.agent(agentId);
     const ws = this.p.link.socketOf(agentId);
     if (!r || !ws) {
@@ -169,7 +163,7 @@ export class Jobs implements Wakes {
     // Only this socket learns the job's upload grant: another agent of the same token cannot upload its artifacts.
     const upload = this.p.uploads.grant(jobId, agentId);
     this.p.link.budgetOf(ws).started(jobId);
-    if (!this.p.link.send(ws, { type: 'job.start', spec, upload })) {
+    if (!this.p.link.send(ws, { type: 'job.start', spec, upload, ...(credentials ? { credentials } : {}) })) {
       this.rows.requeue(jobId);
       return false;
     }
@@ -217,7 +211,7 @@ export class Jobs implements Wakes {
   }
 
   health(): DispatchHealth {
-    return { queued: this.rows.queued().length, running: this.rows.running().length, lastJob: this.lastJob };
+    return this.metrics.health({ queued: this.rows.queued().length, running: this.rows.running().length });
   }
 
   /** Whether jobs run on this agent (its id stays bound to its token subject meanwhile). */
@@ -260,7 +254,7 @@ export class Jobs implements Wakes {
         if (!spec || !r || !ws) continue;
         const now = this.host.now();
         if (!this.rows.assign(jobId, { id: agentId, subject: r.subject, sandbox: r.sandbox }, now)) continue;
-        if (!this.sendStart(jobId, agentId, spec)) retry = true;
+        if (!(await this.sendStart(jobId, agentId, spec))) retry = true;
       }
       if (!retry) break;
     }
@@ -277,38 +271,14 @@ export class Jobs implements Wakes {
     return true;
   }
 
-  /**
-   * The operators' metrics (src/platform/metrics.ts): the team's counters — queue depth, running
-   * jobs, connected agents and their slots — at every job taken in or ended, and an ended job's
-   * own point (its duration and queue wait). Counted from what the object holds in memory.
-   */
+  /** The operators' metrics at every job taken in or ended (job-metrics.ts); counted from what the object holds in memory. */
   private observe(ended: Readonly<JobRow> | null): void {
-    const endedAt = ended?.ended_at ?? this.host.now();
-    const timing = ended && {
-      duration_ms: ended.started_at === null ? 0 : endedAt - ended.started_at,
-      queue_wait_ms: (ended.started_at ?? endedAt) - ended.created_at,
-    };
-    if (timing) this.lastJob = { endedAt, durationMs: timing.duration_ms, queueWaitMs: timing.queue_wait_ms };
-    const env = this.host.env;
-    if (!env.METRICS) return;
     const agents = this.p.link.schedAgents(this.load());
-    const counters = {
+    this.metrics.observe(ended, ended?.ended_at ?? this.host.now(), {
       queued: this.rows.queued().length,
       running: this.rows.running().length,
       agents: agents.length,
       slots: agents.reduce((n, a) => n + a.capacity, 0),
-    };
-    void this.host.team().then((team) => {
-      if (ended && timing) {
-        writeMetric(env, 'job', team, { state: ended.state, sandbox: ended.sandbox, agent: ended.agent, tool: ended.tool, error: ended.error_code }, timing);
-      }
-      // The counters are a gauge: written when they differ from the last point this instance wrote. A job placed
-      // at once writes none at its submit (its end's point, if any, says where the team stands).
-      const key = `${counters.queued}/${counters.running}/${counters.agents}/${counters.slots}`;
-      if ((ended || counters.queued > 0) && key !== this.lastCounters) {
-        this.lastCounters = key;
-        writeMetric(env, 'team', team, { at: ended ? 'end' : 'submit' }, counters);
-      }
     });
   }
 

@@ -4,7 +4,7 @@
  */
 import { Hono } from 'hono';
 import type { AppEnv } from '../env.ts';
-import { JobState } from '../contracts/jobs.ts';
+import { JobState } from '../contracts/job-view.ts';
 import { jobResult, killJob, listAllAgents, listJobs } from '../dispatch/client.ts';
 import { auditAdmin } from './audit-action.ts';
 import { apiError } from './http.ts';
