@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import type { TtySize } from '../../src/contracts/interactive.ts';
 
 /** Where `script` is, the same path inside the sandbox (its /usr is the host's, read-only). */
-export const SCRIPT_PATH = '/usr/bin/script';
+const SCRIPT_PATH = '/usr/bin/script';
 
 /** Whether this host (and so its sandboxes) can run a job on a terminal. */
 export const ttyAvailable = (): boolean => existsSync(SCRIPT_PATH);

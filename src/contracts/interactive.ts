@@ -13,7 +13,7 @@ import { z } from 'zod';
 export const INTERACTIVE_MIN_PROTOCOL = 5;
 
 /** Ceiling of `interactive.maxInputBytes`: one input travels in one JSON text frame as base64 (4/3 of it). */
-export const INPUT_MAX_BYTES_CEILING = 1024 * 1024;
+const INPUT_MAX_BYTES_CEILING = 1024 * 1024;
 /** Ceiling of a pseudo-terminal's rows and columns (what terminals offer; larger is a typo). */
 const TTY_MAX = 1000;
 

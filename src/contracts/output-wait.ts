@@ -7,7 +7,7 @@ import { z } from 'zod';
 /** Longest `wait_ms`: below the 60 s most MCP clients allow a request, so the answer comes before they give up. */
 export const OUTPUT_WAIT_MAX_MS = 30_000;
 /** Longest `until`. */
-export const UNTIL_MAX_CHARS = 200;
+const UNTIL_MAX_CHARS = 200;
 /**
  * Bytes of the output `until` is looked for in: the last this many of what is readable from the offset. Bounds the
  * work a pattern costs the team's object, whatever the output.

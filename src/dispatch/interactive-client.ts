@@ -1,14 +1,12 @@
 /**
- * The edge's side of interactive jobs: write to a job's stdin, wait for its output, and read its stdout as a stream.
+ * The edge's side of interactive jobs: write to a job's stdin, and wait for its output.
  * The small API `job_input`, `job_output` and anything else that drives a long-lived process (a script's stdio MCP
- * server) use; every call goes to the team's Durable Object (interactive-sessions.ts, output-wait.ts).
+ * server) use; every call goes to the team's Durable Object (interactive-sessions.ts, output-wait.ts). A job's stdout
+ * as a stream is a loop of waitJobOutput (new bytes past an offset) and readJobOutput (job-output.ts) from that offset.
  */
 import type { Env } from '../env.ts';
-import type { StreamName } from '../contracts/agent-protocol.ts';
-import { isTerminal } from '../contracts/job-view.ts';
-import { jobStatus, teamStub } from './client.ts';
+import { teamStub } from './client.ts';
 import type { InputAnswer } from './interactive-sessions.ts';
-import { readJobOutput } from './job-output.ts';
 import type { OutputWaitEnd, OutputWaitQuery } from './output-wait.ts';
 import { OUTPUT_WAIT_MAX_MS } from '../contracts/output-wait.ts';
 import type { SessionInput } from '../contracts/interactive.ts';
@@ -35,32 +33,4 @@ export async function waitJobOutput(
   subject: string,
 ): Promise<{ waited: OutputWaitEnd; inputs: SessionInput[] | null }> {
   return await teamStub(env, team).awaitOutput({ ...q, waitMs: Math.min(q.waitMs, OUTPUT_WAIT_MAX_MS) }, subject);
-}
-
-/**
- * A job's stream as it comes, from byte `from`: each chunk once, in order, until the job has ended and everything
- * is read (then the iteration ends). `signal` stops it early. Built on waitJobOutput + readJobOutput.
- */
-export async function* jobOutputStream(
-  env: Env,
-  team: string,
-  jobId: string,
-  subject: string,
-  o: { stream?: StreamName; from?: number; chunkBytes?: number; signal?: AbortSignal } = {},
-): AsyncGenerator<Uint8Array> {
-  const stream = o.stream ?? 'stdout';
-  let offset = o.from ?? 0;
-  while (!o.signal?.aborted) {
-    const view = await jobStatus(env, team, jobId);
-    if (!view) return;
-    const page = await readJobOutput(env, team, view, stream, offset, o.chunkBytes ?? 64 * 1024);
-    if ('expired' in page) return;
-    if (page.data.byteLength) {
-      offset = page.nextOffset;
-      yield page.data;
-      continue;
-    }
-    if (page.eof || isTerminal(view.state)) return;
-    await waitJobOutput(env, team, { jobId, stream, offset, waitMs: OUTPUT_WAIT_MAX_MS }, subject);
-  }
 }

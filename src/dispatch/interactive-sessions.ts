@@ -21,7 +21,7 @@ import type { DispatchRequest } from './events.ts';
 /** Writes a conversation lists at most (the first ones). */
 const CONVERSATION_MAX_INPUTS = 1000;
 /** How long a write waits for its agent's `job.input.ack` before the caller is told to retry. */
-export const INPUT_ACK_TIMEOUT_MS = 10_000;
+const INPUT_ACK_TIMEOUT_MS = 10_000;
 
 const MIGRATIONS: readonly Migration[] = [
   {
