@@ -85,6 +85,8 @@ export class Agent {
           // The reason goes on the job's one line, written when it ends.
           if (o.runner.cancel(m.jobId)) this.cancelReasons.set(m.jobId, m.reason);
           else o.log.info(`cancel for job ${m.jobId}, which is not running here (${m.reason})`);
+        } else if (m.type === 'job.input') {
+          this.send(o.runner.input(m));
         } else if (m.type === 'egress.answer') {
           if (!o.runner.egressAnswer(m))
             o.log.info(`egress answer ${m.askId} for job ${m.jobId}: no connection waits for it (the job ended, or the wait ran out)`);
@@ -140,10 +142,12 @@ export class Agent {
       return;
     }
     if (this.o.metrics) this.o.metrics.jobsStarted++;
-    void r.done.then(async ({ exit, artifacts, inlineRelayed }) => {
+    void r.done.then(async ({ exit: ended, artifacts, inlineRelayed }) => {
       stamp('agent.exit_ready');
-      this.o.metrics?.jobEnded(exit.state);
+      this.o.metrics?.jobEnded(ended.state);
       const cancelled = this.cancelReasons.get(spec.jobId);
+      // The edge's reason for a cancel (an interactive session's idle TTL, a kill's reason) is how the job ended.
+      const exit = cancelled && ended.state === 'cancelled' && !ended.error ? { ...ended, error: { code: 'cancelled', message: cancelled } } : ended;
       this.cancelReasons.delete(spec.jobId);
       jobLine(log, spec, exit, cancelled);
       if (this.unacked.size >= MAX_UNACKED) this.unacked.delete(this.unacked.keys().next().value!);

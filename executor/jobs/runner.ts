@@ -8,6 +8,7 @@
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
+import type { Writable } from 'node:stream';
 import type { JobError, JobSpec, StreamName, UploadGrant } from '../../src/contracts/agent-protocol.ts';
 import type { Logger } from '../log.ts';
 import type { Sandbox, SandboxDriver } from '../sandbox/types.ts';
@@ -29,6 +30,9 @@ import { holdCredentials } from '../egress/credential-trust.ts';
 import type { CredentialValue } from '../../src/contracts/secrets.ts';
 import { forwarderAvailable, openJobEgress } from '../egress/sandbox-side.ts';
 import type { TestHosts } from '../egress/test-hosts.ts';
+import type { JobInput, JobInputAck } from '../../src/contracts/interactive.ts';
+import { JobStdin } from './stdin.ts';
+import { onTerminal, ttyAvailable } from './tty.ts';
 
 export interface RunnerOptions {
   driver: SandboxDriver;
@@ -67,6 +71,8 @@ interface LiveJob {
   stopNow: (why: 'timeout' | 'cancel') => void;
   /** The job's egress proxy while it runs (a grant that is not `off`). */
   proxy?: EgressProxy;
+  /** An interactive job's stdin (`job.input`). */
+  stdin?: JobStdin;
 }
 
 /** Sends nothing: a runner without an edge (tests) refuses every ask and drops the records. */
@@ -114,6 +120,12 @@ export class JobRunner {
     if (!held.ok) return refuse('invalid_argument', held.message);
     if (held.held.length && !this.opts.agentCa)
       return refuse('network_unavailable', 'the job has credentials and this agent has no egress CA to add them with');
+    if (spec.interactive?.tty && !ttyAvailable()) {
+      return refuse(
+        'spawn_failed',
+        'the job asks for a terminal (tty), which needs util-linux `script` (/usr/bin/script) on the agent host; install util-linux',
+      );
+    }
     const hostVisible = d.kind === 'none';
     const planned = planJob(spec, {
       root: this.opts.root,
@@ -124,7 +136,7 @@ export class JobRunner {
     });
     const t0 = performance.now();
     if (!planned.ok && planned.failure.kind === 'refuse') return refuse(planned.failure.error.code, planned.failure.error.message);
-    const job: LiveJob = { spec, grant, sandbox: null, stop: null, stopNow: () => {} };
+    const job: LiveJob = { spec, grant, sandbox: null, stop: null, stopNow: () => {}, stdin: spec.interactive ? new JobStdin(spec.jobId) : undefined };
     this.jobs.set(spec.jobId, job);
     const done = (async (): Promise<JobResult> => {
       try {
@@ -134,6 +146,7 @@ export class JobRunner {
         this.opts.log.error(`job ${spec.jobId}: ${(e as Error).stack ?? e}`);
         return settled(failedToStart(spec.jobId, t0, (e as Error).message));
       } finally {
+        job.stdin?.end();
         this.jobs.delete(spec.jobId);
       }
     })();
@@ -146,6 +159,14 @@ export class JobRunner {
     if (!j) return false;
     j.stopNow('cancel');
     return true;
+  }
+
+  /** A `job.input` from the edge: written to the job's stdin (or refused), answered with its ack. */
+  input(m: JobInput): JobInputAck {
+    const stdin = this.jobs.get(m.jobId)?.stdin;
+    if (stdin) return stdin.write(m);
+    const why = this.jobs.has(m.jobId) ? 'the job is not interactive (its stdin was closed at start)' : 'the job is not running on this agent';
+    return { type: 'job.input.ack', jobId: m.jobId, seq: m.seq, ok: false, error: why };
   }
 
   /** An `egress.answer` from the edge, to the job's proxy; false when no proxy waits for it. */
@@ -200,11 +221,11 @@ export class JobRunner {
     try {
       let sandbox: Sandbox;
       try {
-        // A hardened git runs through the launcher script, which only a fresh sandbox starts.
-        // So does a job with network (a sandbox that may reach the host socket of its proxy).
+        // A hardened git runs through the launcher script, which only a fresh sandbox starts. So does a job with
+        // network (a sandbox that may reach the host socket of its proxy), and an interactive one (stdin is its own).
         sandbox = network
           ? await driver.acquire(spec.jobId, limits, undefined, { egress: true })
-          : await driver.acquire(spec.jobId, limits, plan.hardenGit ? undefined : spec.reuse);
+          : await driver.acquire(spec.jobId, limits, plan.hardenGit || spec.interactive ? undefined : spec.reuse);
       } catch (e) {
         return settled(failedToStart(spec.jobId, t0, `sandbox did not start: ${(e as Error).message}`));
       }
@@ -236,7 +257,8 @@ export class JobRunner {
         }
         const build = c?.build ? expandTemplate(c.build, vars) : undefined;
         const cwdInside = plan.cwd ? `${sandbox.workspaceInside}/${plan.cwd}` : sandbox.workspaceInside;
-        const run = c ? expandTemplate(c.run, vars) : plan.argv!;
+        const argv = c ? expandTemplate(c.run, vars) : plan.argv!;
+        const run = spec.interactive?.tty ? onTerminal(argv, spec.interactive.tty) : argv;
         const rlimits = jobRlimits(limits, driver.processLimitByRlimit);
         const script = launchScript({
           cwd: cwdInside,
@@ -255,6 +277,7 @@ export class JobRunner {
             jobId: spec.jobId,
             stopped: () => job.stop !== null,
             stdin: spec.stdin,
+            ...(job.stdin ? { keepStdin: (w: Writable) => job.stdin?.attach(w) } : {}),
             caps,
             timeoutMs: plan.timeoutMs,
             diskWriteBytes: limits.diskWriteBytes,

@@ -3,7 +3,7 @@
  * captures, the watchdog armed as the backstop of its deadline (watchdog.ts), disk writes counted
  * (disk-writes.ts), and pipes that a leftover process still holds given up after a grace.
  */
-import type { Readable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 import type { StreamName } from '../../src/contracts/agent-protocol.ts';
 import type { Logger } from '../log.ts';
 import type { LaunchRequest, ProcessEnd, Sandbox } from '../sandbox/types.ts';
@@ -22,6 +22,8 @@ export interface SuperviseOptions {
   /** Whether a cancel or timeout already came (it found nothing to kill while the sandbox was prepared). */
   stopped(): boolean;
   stdin: string | undefined;
+  /** Interactive: stdin stays open, handed here once launched (after `stdin` is written to it). */
+  keepStdin?: (w: Writable) => void;
   caps: Record<StreamName, StreamCapture>;
   timeoutMs: number;
   diskWriteBytes: number;
@@ -65,9 +67,12 @@ export async function superviseLaunch(sandbox: Sandbox, req: LaunchRequest, o: S
   try {
     // A cancel or timeout that landed while the sandbox was being prepared found nothing to kill.
     if (o.stopped()) void sandbox.kill(o.graceMs);
-    // stdin is always a pipe: write what was given, then close, so readers see EOF.
+    // stdin is always a pipe: write what was given, then close, so readers see EOF (an interactive job's stays open).
     child.stdin?.on('error', () => {}); // the job may exit without reading it
-    if (stdin) child.stdin?.end(stdin);
+    if (o.keepStdin && child.stdin) {
+      if (stdin) child.stdin.write(stdin);
+      o.keepStdin(child.stdin);
+    } else if (stdin) child.stdin?.end(stdin);
     else child.stdin?.end();
     const statusText = readSome(status, 64);
     const reading = Promise.all([caps.stdout.consume(child.stdout as Readable), caps.stderr.consume(child.stderr as Readable)]);

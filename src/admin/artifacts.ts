@@ -10,6 +10,7 @@ import { describeIssues } from '../contracts/errors.ts';
 import { StreamName } from '../contracts/agent-protocol.ts';
 import { ArtifactReadQuery, MAX_ARTIFACT_READ_BYTES, type ArtifactChunk, type ArtifactInfo } from '../contracts/artifact-read.ts';
 import { queryOutput } from '../governed/query-output.ts';
+import { waitJobOutput } from '../dispatch/interactive-client.ts';
 import { jobStatus } from '../dispatch/client.ts';
 import { readJobOutput } from '../dispatch/job-output.ts';
 import { artifactBody, artifactRows, readArtifact, type ArtifactRow } from '../dispatch/artifact-client.ts';
@@ -179,7 +180,11 @@ jobOutputRoutes.get('/:id/output', async (c) => {
   const page = await readJobOutput(c.env, team, job, stream, offset, length);
   if ('expired' in page) return apiError(c, 'not_found', `the output of job "${id}" has expired`);
   const { data, source, total: totalBytes, nextOffset, eof } = page;
+  // An interactive job's writes, for the conversation on the job's page (read at once: no wait).
+  const inputs =
+    stream === 'stdout' && !eof ? (await waitJobOutput(c.env, team, { jobId: id, stream, offset, waitMs: 0 }, c.get('principal').subject)).inputs : null;
   return c.json({
+    ...(inputs ? { inputs } : {}),
     jobId: id,
     stream,
     state: job.state,

@@ -11,16 +11,18 @@ import { describeIssues } from './errors.ts';
 import { SandboxReuse } from './sandbox-reuse.ts';
 import { CREDENTIAL_BINDINGS_MAX, EgressAnswer, EgressAsk, EgressLog, NetworkGrant } from './network.ts';
 import { CredentialValue } from './secrets.ts';
+import { InteractiveSpec, JobInput, JobInputAck } from './interactive.ts';
 
 /**
- * The version an agent says in `hello` and the edge answers in `welcome`. 4: a stream whose `job.exit`
+ * The version an agent says in `hello` and the edge answers in `welcome`. 5: `job.input` / `job.input.ack`
+ * (interactive.ts): an interactive job's stdin stays open; older agents are never given one. 4: a stream whose `job.exit`
  * holds it whole (`exitHoldsStream`, inline-result.ts) is not uploaded; the edge keeps its artifact in the
  * exit (a v3 agent uploads it all the same, which still works). 3: the heartbeat is the fixed
  * AGENT_PING text, which the platform answers with AGENT_PONG without waking the team's object, and the
  * jobs an agent holds travel as `running` only when they change. 2: a `job.exit` may leave its inline
  * output to the live frames (`inlineFromLive`), which a v1 edge would drop unread, losing the output.
  */
-export const PROTOCOL_VERSION = 4;
+export const PROTOCOL_VERSION = 5;
 /**
  * The oldest agent protocol the edge still welcomes: v2, whose agents send `heartbeat` with their jobs every
  * interval (each one wakes the team's object); v3 agents upload every stream. Both keep working.
@@ -128,6 +130,8 @@ export const JobSpec = z.object({
   hardenGit: z.literal(true).optional(),
   /** The job's network: absent or `off` = none; otherwise only through the agent's egress proxy (src/contracts/network.ts). */
   network: NetworkGrant.optional(),
+  /** Set: stdin stays open for `job.input` (interactive.ts), and `tty` runs the job on a pseudo-terminal. */
+  interactive: InteractiveSpec.optional(),
 });
 export type JobSpec = z.infer<typeof JobSpec>;
 
@@ -285,6 +289,7 @@ export const AgentMessage = z.discriminatedUnion('type', [
   JobExit,
   JobArtifact,
   JobError,
+  JobInputAck,
   EgressAsk,
   EgressLog,
 ]);
@@ -326,7 +331,7 @@ const JobCancel = z.object({ type: z.literal('job.cancel'), jobId: z.string(), r
 const JobAck = z.object({ type: z.literal('job.ack'), jobId: z.string(), stream: StreamName.optional() });
 /** The answer to a ping (AGENT_PONG), from the platform. */
 const EdgePong = z.object({ type: z.literal('pong') });
-export const EdgeMessage = z.discriminatedUnion('type', [EdgeWelcome, JobStart, JobCancel, JobAck, EgressAnswer, EdgePong]);
+export const EdgeMessage = z.discriminatedUnion('type', [EdgeWelcome, JobStart, JobCancel, JobAck, JobInput, EgressAnswer, EdgePong]);
 export type EdgeMessage = z.infer<typeof EdgeMessage>;
 
 export type Parsed<T> = { ok: true; message: T } | { ok: false; reason: string };

@@ -49,6 +49,7 @@ export const AUDIT_TOOLS = [
   'job_output',
   'job_kill',
   'job_list',
+  'job_input',
   'admin.policy_set',
   'admin.token_create',
   'admin.token_revoke',

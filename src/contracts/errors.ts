@@ -34,6 +34,7 @@ export const ERROR_CODES = {
   no_agent: 'no executor agent of the team can run the job now',
   concurrency_limit: "the team's concurrent-job limit is reached and the wait ran out",
   queue_full: "the team's queue is full",
+  session_limit: "the team's interactive sessions (interactive.maxSessions) are all in use",
   team_suspended: 'the team is suspended by an operator: every call is refused until it is resumed',
   quota_exceeded: 'a team quota is reached (calls per day, storage): the message names the quota and the setting',
   capacity: 'the agent is at capacity (the job is requeued)',

@@ -5,6 +5,8 @@
 import { z } from 'zod';
 import { JobState, JobView } from './job-view.ts';
 import { JobNetworkView } from './network.ts';
+import { OutputWaitInput } from './output-wait.ts';
+import { SessionInput } from './interactive.ts';
 
 const JOB_STATUS_MAX_WAIT_MS = 60_000;
 export const JOB_OUTPUT_DEFAULT_BYTES = 64 * 1024;
@@ -33,6 +35,7 @@ export const JobOutputInput = {
   stream: z.enum(['stdout', 'stderr']).optional().describe('stdout (default) or stderr'),
   offset: z.number().int().min(0).optional().describe('Byte offset to read from (default 0); pass next_offset to continue'),
   max_bytes: z.number().int().min(1).max(JOB_OUTPUT_MAX_BYTES).optional().describe(`Bytes to return at most (default ${JOB_OUTPUT_DEFAULT_BYTES})`),
+  ...OutputWaitInput,
 };
 export const JobOutputOutput = {
   job_id: z.string(),
@@ -50,6 +53,10 @@ export const JobOutputOutput = {
    */
   source: z.enum(['live', 'artifact', 'result', 'none']),
   total_bytes: z.number().int().nullable(),
+  /** With wait_ms: why the wait ended (output came, until was seen, the job ended, or the time ran out). */
+  waited: z.enum(['output', 'until', 'ended', 'timeout']).optional(),
+  /** With wait_ms, for an interactive job: its writes so far, each placed in stdout (the conversation). */
+  inputs: z.array(SessionInput).optional(),
 };
 
 export const JobKillInput = {

@@ -8,6 +8,7 @@ import { POLICY_MAX_ARTIFACT_BYTES } from './limits.ts';
 import { RuntimeName } from './runtimes.ts';
 import { DEFAULT_RESOURCE_LIMITS, ResourceLimits } from './resource-limits.ts';
 import { SandboxReuse } from './sandbox-reuse.ts';
+import { INTERACTIVE_DEFAULT, InteractivePolicy } from './interactive.ts';
 import { NETWORK_DEFAULT_BYTES_DOWN, NETWORK_DEFAULT_BYTES_UP, NetworkPolicy } from './network.ts';
 
 const POLICY_SCHEMA_VERSION = 1;
@@ -297,6 +298,8 @@ export const PolicyDocument = z.object({
    * replaces this for its commands.
    */
   network: NetworkPolicy.default(NETWORK_OFF),
+  /** Interactive jobs (job_input, tty): off unless enabled; sessions have their own budget and TTLs (src/contracts/interactive.ts). */
+  interactive: InteractivePolicy.default(INTERACTIVE_DEFAULT),
 });
 export type PolicyDocument = z.infer<typeof PolicyDocument>;
 export type PolicyDocumentInput = z.input<typeof PolicyDocument>;

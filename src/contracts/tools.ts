@@ -8,6 +8,7 @@ import { ApprovalId, ApprovalInfo } from './approvals.ts';
 import { RuntimeName } from './runtimes.ts';
 import { AgentLabel } from './agent-protocol.ts';
 import { ErrorCodeSchema } from './errors.ts';
+import { InteractivePolicy, InteractiveToolInput } from './interactive.ts';
 import { ScriptName, ScriptRef, ScriptVars, VARS_RULE } from './scripts.ts';
 
 export const LINE_CAP = 500;
@@ -54,6 +55,7 @@ export const ExecuteInput = {
   env: EnvMap.optional().describe('Environment variables; only names the team policy allows are passed'),
   approval_id: ApprovalId.optional().describe('An approval a team admin granted for exactly this call (after an approval_required error); used once'),
   ...Placement,
+  ...InteractiveToolInput,
 };
 export const ExecuteOutput = {
   /** Set on an approval_required error: the pending approval to get approved, then retry with. */
@@ -104,6 +106,7 @@ export const RuntimeExecuteInput = {
   contextLines: z.number().int().min(0).max(20).optional(),
   maxResponseLines: z.number().int().min(5).max(1000).optional(),
   ...Placement,
+  ...InteractiveToolInput,
 };
 export const Excerpt = z.object({
   lineStart: z.number().int(),
@@ -215,6 +218,8 @@ export const PolicyCheckOutput = {
       sandbox_note: z.string().optional(),
     })
     .optional(),
+  /** The policy's `interactive` section: whether jobs may take input after they start (job_input, tty), and its limits. */
+  interactive: InteractivePolicy.optional(),
 };
 
 // ---- list_runtimes ----

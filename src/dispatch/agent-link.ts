@@ -331,6 +331,7 @@ export class AgentLink implements TimedWork {
         sandbox: r.sandbox,
         labels: JSON.parse(r.labels) as string[],
         runtimes: (JSON.parse(r.runtimes) as { name: string }[]).map((x) => x.name),
+        protocol: r.protocol,
       });
     }
     return out;

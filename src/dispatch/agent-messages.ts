@@ -30,6 +30,7 @@ import type { JobRow, JobRows } from './job-rows.ts';
 import type { JobTexts } from './job-texts.ts';
 import type { LiveOutput } from './live-output.ts';
 import type { Jobs } from './job-lifecycle.ts';
+import type { InteractiveSessions } from './interactive-sessions.ts';
 import { asErrorCode } from '../contracts/errors.ts';
 import { inlineResult } from '../contracts/inline-result.ts';
 
@@ -50,6 +51,8 @@ export interface AgentMessagesParts {
   uploads: { abortAbandoned: ArtifactUploads['abortAbandoned']; streams: Pick<ArtifactUploads['streams'], 'report'> };
   /** A job's egress proxy: its asks and its connection log (egress.ts). */
   egress: Pick<Egress, 'ask' | 'log'>;
+  /** Interactive sessions: the acks of their stdin writes. */
+  sessions: Pick<InteractiveSessions, 'acked'>;
   /** A job.exit was read (a trace step of the hot path). */
   onExitReceived(): void;
   /** A job's exit was stored: the streams it holds whole become artifacts (no upload of them follows). */
@@ -185,6 +188,11 @@ export class AgentMessages {
           });
         await this.parts.jobs.pump();
         return;
+      }
+      case 'job.input.ack': {
+        // A write nobody waits for (late, or about another agent's job) changed nothing and costs.
+        if (this.parts.sessions.acked(agentId, msg)) return;
+        return this.spend(ws, att, budget.late(now));
       }
       case 'egress.ask':
       case 'egress.log': {

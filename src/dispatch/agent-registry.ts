@@ -21,6 +21,8 @@ export interface AgentRow {
   connected_at: number;
   last_seen: number;
   state: 'connected' | 'disconnected';
+  /** The agent protocol version of its last hello (0: registered before the column existed). */
+  protocol: number;
 }
 
 /** The `agents` table: this registry's only. IF NOT EXISTS: an object whose table predates the migration ledger keeps it. */
@@ -34,6 +36,8 @@ const MIGRATIONS: readonly Migration[] = [
     last_seen INTEGER NOT NULL, state TEXT NOT NULL)`,
     ],
   },
+  // Which agents may take an interactive job (src/contracts/interactive.ts INTERACTIVE_MIN_PROTOCOL).
+  { id: '2-protocol', sql: [`ALTER TABLE agents ADD COLUMN protocol INTEGER NOT NULL DEFAULT 0`] },
 ];
 
 export class AgentRegistry implements TimedWork {
@@ -75,8 +79,8 @@ export class AgentRegistry implements TimedWork {
   connect(h: AgentHello, who: { subject: string; tokenId: string }, now: number): void {
     this.write(
       h.agentId,
-      `INSERT OR REPLACE INTO agents (id, subject, token_id, version, sandbox, capacity, labels, runtimes, connected_at, last_seen, state)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'connected')`,
+      `INSERT OR REPLACE INTO agents (id, subject, token_id, version, sandbox, capacity, labels, runtimes, connected_at, last_seen, state, protocol)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'connected', ?)`,
       h.agentId,
       who.subject,
       who.tokenId,
@@ -87,6 +91,7 @@ export class AgentRegistry implements TimedWork {
       JSON.stringify(h.runtimes),
       now,
       now,
+      h.v,
     );
   }
 

@@ -27,6 +27,7 @@ import { JobViews } from './job-views.ts';
 import { LiveOutput } from './live-output.ts';
 import { Tasks } from './tasks.ts';
 import { RemoteServers } from './remote-servers.ts';
+import { InteractiveSessions } from './interactive-sessions.ts';
 import { TeamSecrets } from './secrets.ts';
 import { ScriptLibrary } from './script-library.ts';
 import { TeamQuotas } from './quotas.ts';
@@ -70,6 +71,8 @@ export interface Capabilities {
   scripts: ScriptLibrary;
   /** The team's quotas (checked at submit) and usage figures. */
   quotas: TeamQuotas;
+  /** Interactive jobs: their stdin writes, own budget, idle TTL and lifetime. */
+  sessions: InteractiveSessions;
   /** Old rows from D1 (the migration tool, legacy-import.ts) taken in by their owners, each kind idempotently. */
   importRecords(r: TeamRecordsImport): { approvals: ImportCount; tasks: ImportCount; egress: ImportCount };
   /**
@@ -144,11 +147,13 @@ export function capabilities(host: DispatchHost, o: { plan: PlanResult; trace: (
     audit: auditLog,
     // Refusals before a job is taken: the team's storage bound (retention), then its quotas (which count what they let through).
     gates: [() => retention.admitJob(), () => quotas.admitJob(host.now())],
+    sessions: { has: (id) => sessions.has(id), open: (req, now) => sessions.open(req, now) },
     onStartSent: () => trace('do.job_start_sent'),
     credentials: (names) => secrets.open(names),
     configError: o.plan.ok ? null : { code: o.plan.code, message: o.plan.message },
   });
   const secrets = new TeamSecrets(host);
+  const sessions = new InteractiveSessions(host, { rows, link, kill: (id, reason) => jobs.kill(id, reason), stdoutAt: (id) => live.relayed(id, 'stdout') });
   const approvals = new Approvals(host, { onDecided: (row, now) => egress.approvalDecided(row, now) });
   const tasks = new Tasks(host);
   const egress = new Egress(host, { store: exits, link, approvals });
@@ -159,6 +164,7 @@ export function capabilities(host: DispatchHost, o: { plan: PlanResult; trace: (
     onJobsPruned: (ids) => {
       uploads.forget(ids);
       egress.forget(ids);
+      sessions.forget(ids);
     },
   });
   const messages = new AgentMessages(host, {
@@ -171,6 +177,7 @@ export function capabilities(host: DispatchHost, o: { plan: PlanResult; trace: (
     followers,
     uploads,
     egress,
+    sessions,
     onExitReceived: () => trace('do.exit_received'),
     onExitStored: (jobId) => artifacts.storeFromExit(jobId, teamArtifactHours()),
   });
@@ -181,6 +188,8 @@ export function capabilities(host: DispatchHost, o: { plan: PlanResult; trace: (
     // Silent agents are dropped before the jobs' part finds their jobs orphaned.
     link,
     jobs,
+    // After the jobs' part: a session whose job ended there is forgotten, not stopped.
+    sessions,
     egress,
     approvals,
     tasks,
@@ -212,6 +221,7 @@ export function capabilities(host: DispatchHost, o: { plan: PlanResult; trace: (
     scripts: new ScriptLibrary(host),
     remoteServers: new RemoteServers(host),
     quotas,
+    sessions,
     importRecords,
     wakes: alarm.filter(asksForAlarm),
     alarm,

@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { JobExit, JobSpec, SandboxKind, StreamName } from '../contracts/agent-protocol.ts';
 import { AgentLabel, type JobView } from '../contracts/job-view.ts';
 import { ErrorCodeSchema, type ErrorCode } from '../contracts/errors.ts';
+import { InteractivePolicy } from '../contracts/interactive.ts';
 
 export const DispatchRequest = z.object({
   spec: JobSpec,
@@ -29,6 +30,8 @@ export const DispatchRequest = z.object({
   agent: z.string().min(1).max(128).optional(),
   labels: z.array(AgentLabel).max(16).optional(),
   background: z.boolean(),
+  /** An interactive job (spec.interactive set): the policy's session limits at its start (src/contracts/interactive.ts). */
+  session: InteractivePolicy.optional(),
   /** Hours the job's output is kept (the policy's `retention.artifactHours`); absent: the team's setting in its object. */
   artifactHours: z
     .number()

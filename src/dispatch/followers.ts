@@ -38,6 +38,8 @@ export class Followers {
   private readonly onSettled: () => void;
   private readonly listeners = new Map<string, Set<Listener>>();
   private readonly endWaiters = new Map<string, Set<() => void>>();
+  /** `job_output` waits: each resolves at the job's next output or its end. */
+  private readonly outputWaiters = new Map<string, Set<() => void>>();
   private readonly watch: Watch | null;
   private watcher: ReturnType<typeof setInterval> | null = null;
 
@@ -129,13 +131,30 @@ export class Followers {
     });
   }
 
+  /** Resolves at the job's next output, its end, or after `waitMs`, whichever comes first. */
+  waitForOutput(jobId: string, waitMs: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const set = this.outputWaiters.get(jobId) ?? new Set<() => void>();
+      this.outputWaiters.set(jobId, set);
+      const done = () => {
+        clearTimeout(timer);
+        set.delete(done);
+        if (set.size === 0) this.outputWaiters.delete(jobId);
+        resolve();
+      };
+      const timer = setTimeout(done, waitMs);
+      set.add(done);
+    });
+  }
+
   emit(jobId: string, e: DispatchEvent): void {
     for (const l of [...(this.listeners.get(jobId) ?? [])]) l(e);
+    if (e.type === 'output') for (const done of [...(this.outputWaiters.get(jobId) ?? [])]) done();
   }
 
   /** The job reached its terminal state: status waiters learn it now; followers once its uploads settle. */
   ended(jobId: string): void {
-    for (const done of [...(this.endWaiters.get(jobId) ?? [])]) done();
+    for (const done of [...(this.endWaiters.get(jobId) ?? []), ...(this.outputWaiters.get(jobId) ?? [])]) done();
     this.endWaiters.delete(jobId);
     this.settle(jobId);
   }

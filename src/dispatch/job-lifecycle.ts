@@ -21,6 +21,7 @@ import type { LiveOutput } from './live-output.ts';
 import { nextDeadline, schedule, whyNoAgentFits, type Ineligibility } from './scheduler.ts';
 import { placeNow, toSchedJob } from './placement.ts';
 import { JobMetrics, type DispatchHealth } from './job-metrics.ts';
+import type { InteractiveSessions } from './interactive-sessions.ts';
 
 export interface JobsParts {
   rows: Pick<JobRows, 'get' | 'queued' | 'running' | 'byCancelKey' | 'requeue' | 'assign' | 'setOrphaned' | 'clearOrphaned' | 'markUploadOrphaned'>;
@@ -39,6 +40,8 @@ export interface JobsParts {
   credentials?: (names: readonly string[]) => Promise<{ ok: true; value: CredentialValue[] } | { ok: false; error: Failure }>;
   /** Checks a new job passes before it is queued (storage bound, quotas): the first refusal refuses it, audited. */
   gates?: readonly (() => Failure | null)[];
+  /** Interactive sessions (interactive-sessions.ts): outside the concurrency limit, with their own budget, checked last. */
+  sessions?: Pick<InteractiveSessions, 'has' | 'open'>;
 }
 
 export type Failure = { code: ErrorCode; message: string };
@@ -75,9 +78,9 @@ export class Jobs implements Wakes {
     const queuedBefore = this.rows.queued().length;
     // The job's row holds its audit row's id, so the row's completion is found by its key (no index on job ids).
     const auditId = this.parts.audit.nextId();
-    const gated = this.parts.configError ?? this.gated();
+    const gated = this.parts.configError ?? this.gated() ?? this.parts.sessions?.open(req, now) ?? null;
     // A job that can start now is written running: one row written, not a queued one and then its start.
-    const startOn = !gated && queuedBefore === 0 ? placeNow(req, now, this.parts.link, this.rows.running(), this.load()) : null;
+    const startOn = !gated && queuedBefore === 0 ? placeNow(req, now, this.parts.link, this.slotted(), this.load()) : null;
     const row = this.parts.records.create({
       spec: req.spec,
       tool: req.tool,
@@ -129,7 +132,7 @@ export class Jobs implements Wakes {
       });
     } else {
       const agents = this.parts.link.schedAgents(this.load());
-      const why = agents.length ? whyNoAgentFits(toSchedJob(row), agents) : null;
+      const why = agents.length ? whyNoAgentFits(this.sched(row), agents) : null;
       // With agents connected and none able to take the job ever, waiting would only delay the answer.
       if (why && why !== 'no_agent') this.close(req.spec.jobId, 'refused', { error: await this.refusal(req.spec.jobId, why) });
       else await this.pump();
@@ -216,6 +219,10 @@ export class Jobs implements Wakes {
     return this.rows.running().some((j) => j.agent === agentId);
   }
 
+  /** A job row as the scheduler reads it; the running jobs that take a concurrency slot (sessions have their own budget). */
+  private sched = (r: JobRow) => toSchedJob(r, this.parts.sessions?.has(r.id) ?? false);
+  private slotted = (running: readonly JobRow[] = this.rows.running()) => running.filter((j) => !this.parts.sessions?.has(j.id));
+
   /** Running jobs per agent. */
   load(running: readonly JobRow[] = this.rows.running()): Map<string, number> {
     const load = new Map<string, number>();
@@ -231,9 +238,9 @@ export class Jobs implements Wakes {
       const running = this.rows.running();
       const decision = schedule({
         now: this.host.now(),
-        queue: queue.map(toSchedJob),
+        queue: queue.map((r) => this.sched(r)),
         agents: this.parts.link.schedAgents(this.load(running)),
-        teamRunning: running.length,
+        teamRunning: this.slotted(running).length,
         maxConcurrent: queue[0].max_concurrent,
       });
       let retry = false;
@@ -338,7 +345,7 @@ export class Jobs implements Wakes {
     const unwatched = this.rows.running().filter((j) => !this.parts.followers.isFollowed(j.id));
     // Open jobs are in memory; ended ones with uploads are looked for only when none is open.
     if (queued.length + unwatched.length === 0 && this.parts.records.uploading().length === 0) return null;
-    const dl = nextDeadline(queued.map(toSchedJob));
+    const dl = nextDeadline(queued.map((r) => toSchedJob(r)));
     return Math.min(now + this.host.heartbeatMs, dl === null ? Infinity : Math.max(now + 10, dl));
   }
 

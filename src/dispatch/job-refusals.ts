@@ -7,6 +7,7 @@ import type { JobRow } from './job-rows.ts';
 import type { GatehouseErrorShape as Failure } from '../contracts/errors.ts';
 import { noAgentMessage } from './outcomes.ts';
 import type { Ineligibility } from './scheduler.ts';
+import { INTERACTIVE_MIN_PROTOCOL } from '../contracts/interactive.ts';
 
 /** The refusal of a job past the policy's `maxConcurrentJobs`: the policy sets the limit, the team's object enforces it. */
 export function concurrencyLimitMessage(active: number, max: number): string {
@@ -49,6 +50,11 @@ export function refusalOf(row: JobRow, why: Ineligibility | 'busy', c: RefusalCo
       };
     case 'labels':
       return { code: 'no_agent', message: `no connected executor agent carries all the labels ${row.sel_labels}; start one with --label for each` };
+    case 'protocol':
+      return {
+        code: 'no_agent',
+        message: `no connected executor agent can run an interactive job: it needs agent protocol v${INTERACTIVE_MIN_PROTOCOL} or later (job.input), and the connected agents speak an older one; upgrade the agents to the gateway's release`,
+      };
     case 'busy': {
       const message =
         c.active >= row.max_concurrent || c.slots >= row.max_concurrent

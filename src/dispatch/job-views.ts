@@ -9,12 +9,13 @@ import type { Followers } from './followers.ts';
 import type { JobRecords } from './job-records.ts';
 import type { JobRows } from './job-rows.ts';
 import type { LiveOutput } from './live-output.ts';
+import { waitForOutput, type OutputWaitEnd, type OutputWaitQuery } from './output-wait.ts';
 
 export interface JobViewParts {
   rows: Pick<JobRows, 'get' | 'list'>;
   records: Pick<JobRecords, 'view' | 'result'>;
-  live: Pick<LiveOutput, 'read'>;
-  followers: Pick<Followers, 'waitForEnd'>;
+  live: Pick<LiveOutput, 'read' | 'relayed'>;
+  followers: Pick<Followers, 'waitForEnd' | 'waitForOutput'>;
 }
 
 export class JobViews {
@@ -37,6 +38,11 @@ export class JobViews {
       row = this.rows.get(jobId)!;
     }
     return this.parts.records.view(row);
+  }
+
+  /** `job_output`'s wait: until output past the offset (or `until`) is kept, the job ends, or the time is up. */
+  waitOutput(q: OutputWaitQuery, now: () => number): Promise<OutputWaitEnd> {
+    return waitForOutput(this.parts, q, now);
   }
 
   /** The finished job's full result (inline output reassembled), with who ran it. */

@@ -10,8 +10,9 @@ import type { JobRow } from './job-rows.ts';
 import { schedule, type SchedJob } from './scheduler.ts';
 
 /** A job row as the scheduler reads it. */
-export function toSchedJob(r: JobRow): SchedJob {
+export function toSchedJob(r: JobRow, interactive = false): SchedJob {
   return {
+    ...(interactive ? { interactive } : {}),
     id: r.id,
     deadline: r.deadline,
     runtime: r.runtime ?? undefined,
@@ -26,10 +27,12 @@ export function placeNow(
   req: DispatchRequest,
   now: number,
   link: Pick<AgentLink, 'schedAgents' | 'agent' | 'socketOf'>,
+  /** The team's running jobs that take a concurrency slot (interactive ones do not). */
   running: readonly JobRow[],
   load: ReadonlyMap<string, number>,
 ): { id: string; subject: string; sandbox: SandboxKind } | null {
   const job: SchedJob = {
+    ...(req.spec.interactive ? { interactive: true } : {}),
     id: req.spec.jobId,
     deadline: now + req.queueWaitMs,
     runtime: req.runtime,

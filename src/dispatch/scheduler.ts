@@ -9,10 +9,14 @@
  * - An agent never runs more than its capacity; the team never runs more than its concurrency limit.
  * - Among eligible agents with a free slot, the least loaded (running / capacity) wins; ties go to
  *   the agent with the most free slots, then the lowest id (deterministic).
- * - Eligibility: the runtime the job needs, the team's sandbox floor, the job's agent/labels selector.
+ * - Eligibility: the runtime the job needs, the team's sandbox floor, the job's agent/labels selector, and for an
+ *   interactive job an agent protocol that carries its input (INTERACTIVE_MIN_PROTOCOL).
+ * - An interactive job has its own budget (`interactive.maxSessions`, counted when it is submitted): it neither
+ *   waits for nor takes one of the team's `maxConcurrentJobs` slots, so a long session never starves other jobs.
  * - A job still queued at its deadline is expired (the caller gets a clear error).
  */
 import type { SandboxKind } from '../contracts/agent-protocol.ts';
+import { INTERACTIVE_MIN_PROTOCOL } from '../contracts/interactive.ts';
 
 /** Isolation strength: a floor of `bwrap` admits bwrap and gvisor agents, never `none`. */
 const SANDBOX_RANK: Record<SandboxKind, number> = { none: 0, bwrap: 1, gvisor: 2 };
@@ -25,6 +29,8 @@ export interface SchedAgent {
   sandbox: SandboxKind;
   labels: string[];
   runtimes: string[];
+  /** The agent protocol version of its hello (absent: taken as current). */
+  protocol?: number;
 }
 
 export interface SchedJob {
@@ -35,13 +41,15 @@ export interface SchedJob {
   sandboxMinimum?: SandboxKind;
   agent?: string;
   labels?: string[];
+  /** Interactive: needs an agent speaking INTERACTIVE_MIN_PROTOCOL, and is outside the team's concurrency limit. */
+  interactive?: boolean;
 }
 
 export interface SchedInput {
   now: number;
   queue: SchedJob[];
   agents: SchedAgent[];
-  /** Jobs of the team running now, on any agent. */
+  /** Jobs of the team running now, on any agent (interactive ones excluded: they have their own budget). */
   teamRunning: number;
   /** The team policy's concurrency limit. */
   maxConcurrent: number;
@@ -52,7 +60,7 @@ export interface SchedDecision {
   expire: { jobId: string; reason: Ineligibility | 'busy' }[];
 }
 
-export type Ineligibility = 'no_agent' | 'runtime' | 'sandbox' | 'agent' | 'labels';
+export type Ineligibility = 'no_agent' | 'runtime' | 'sandbox' | 'agent' | 'labels' | 'protocol';
 
 /** Why `agent` cannot run `job` at all (null: it can, capacity permitting). */
 function ineligible(job: SchedJob, agent: SchedAgent): Ineligibility | null {
@@ -60,6 +68,7 @@ function ineligible(job: SchedJob, agent: SchedAgent): Ineligibility | null {
   if (job.sandboxMinimum && SANDBOX_RANK[agent.sandbox] < SANDBOX_RANK[job.sandboxMinimum]) return 'sandbox';
   if (job.runtime && !agent.runtimes.includes(job.runtime)) return 'runtime';
   if (job.labels?.length && !job.labels.every((l) => agent.labels.includes(l))) return 'labels';
+  if (job.interactive && (agent.protocol ?? INTERACTIVE_MIN_PROTOCOL) < INTERACTIVE_MIN_PROTOCOL) return 'protocol';
   return null;
 }
 
@@ -72,7 +81,7 @@ export function whyNoAgentFits(job: SchedJob, agents: SchedAgent[]): Ineligibili
   if (agents.length === 0) return 'no_agent';
   const reasons = agents.map((a) => ineligible(job, a));
   if (reasons.some((r) => r === null)) return null;
-  for (const r of ['labels', 'runtime', 'sandbox', 'agent'] as const) if (reasons.includes(r)) return r;
+  for (const r of ['protocol', 'labels', 'runtime', 'sandbox', 'agent'] as const) if (reasons.includes(r)) return r;
   return 'no_agent';
 }
 
@@ -86,7 +95,7 @@ export function schedule(input: SchedInput): SchedDecision {
       out.expire.push({ jobId: job.id, reason: whyNoAgentFits(job, input.agents) ?? 'busy' });
       continue;
     }
-    if (teamRunning >= input.maxConcurrent) continue; // still expire later jobs whose deadline passed
+    if (!job.interactive && teamRunning >= input.maxConcurrent) continue; // still expire later jobs whose deadline passed
     const eligible = input.agents.filter((a) => ineligible(job, a) === null);
     const free = eligible
       .filter((a) => !reserved.has(a.id) && load.get(a.id)! < a.capacity)
@@ -106,7 +115,7 @@ export function schedule(input: SchedInput): SchedDecision {
     }
     out.start.push({ jobId: job.id, agentId: pick.id });
     load.set(pick.id, load.get(pick.id)! + 1);
-    teamRunning += 1;
+    if (!job.interactive) teamRunning += 1;
   }
   return out;
 }

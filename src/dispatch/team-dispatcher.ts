@@ -45,6 +45,9 @@ import type { Quotas } from '../store/teams.ts';
 import type { TeamUsage } from './quotas.ts';
 import { exportObject, type ObjectExport, type TeamDeletion } from './team-erasure.ts';
 import type { RetentionPolicy } from '../contracts/policy.ts';
+import type { InputAnswer } from './interactive-sessions.ts';
+import type { SessionInput } from '../contracts/interactive.ts';
+import type { OutputWaitEnd, OutputWaitQuery } from './output-wait.ts';
 
 export class TeamDispatcher extends TeamObjectShell {
   // ================= RPC: called by the edge Worker (src/dispatch/client.ts) =================
@@ -91,6 +94,20 @@ export class TeamDispatcher extends TeamObjectShell {
 
   list(filter: JobListFilter): { jobs: JobView[]; next_cursor: string | null } {
     return this.rpc(() => this.c.views.list(filter));
+  }
+
+  /** Writes to an interactive job's stdin for the subject that started it (interactive-sessions.ts). */
+  jobInput(jobId: string, subject: string, data: Uint8Array, eof: boolean): Promise<InputAnswer> {
+    return this.rpcThenWake(() => this.c.sessions.input(jobId, subject, data, eof));
+  }
+
+  /** `job_output`'s wait (output-wait.ts) and an interactive job's writes; a read by the session's subject keeps it in use. */
+  awaitOutput(q: OutputWaitQuery, subject: string): Promise<{ waited: OutputWaitEnd; inputs: SessionInput[] | null }> {
+    return this.rpcThenWake(async () => {
+      this.c.sessions.touch(q.jobId, subject, this.host.now());
+      const waited = await this.c.views.waitOutput(q, () => this.host.now());
+      return { waited, inputs: this.c.sessions.conversation(q.jobId) };
+    });
   }
 
   kill(jobId: string, reason: string): Promise<{ found: boolean; state: JobState | null }> {

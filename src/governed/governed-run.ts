@@ -9,6 +9,7 @@
  * A client that disconnects never stops its job and never gets a made-up result.
  */
 import type { JobExit, JobSpec, SandboxKind } from '../contracts/agent-protocol.ts';
+import type { InteractiveSpec } from '../contracts/interactive.ts';
 import type { GatehouseErrorShape } from '../contracts/errors.ts';
 import type { RuntimeName } from '../contracts/runtimes.ts';
 import type { JobSelector } from '../contracts/job-view.ts';
@@ -27,6 +28,9 @@ import { approvalGate, type Refusal } from '../approval/gate.ts';
 import type { ApprovableRequest } from '../approval/request.ts';
 import { noteCall, type CallFacts } from '../edge/call-log.ts';
 
+/** How much longer than its lifetime an interactive job's own timeout is: the lifetime stop comes first, with its reason. */
+const SESSION_TIMEOUT_MARGIN_MS = 60_000;
+
 export interface GovernedRequest {
   tool: 'execute' | 'runtime_execute' | 'run_script';
   /** A run_script subprocess: the script's id, so its audit row links to the script's row. */
@@ -44,6 +48,8 @@ export interface GovernedRequest {
   selector?: JobSelector;
   /** An admin-approved approval for exactly this request (policy rule decided `ask`). */
   approvalId?: string;
+  /** An interactive job (stdin kept open for job_input; `tty`: on a terminal): always in the background. */
+  interactive?: InteractiveSpec;
 }
 
 export type GovernedOutcome =
@@ -80,7 +86,13 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
   };
   try {
     const { policy } = await teamPolicyOf(env, principal);
-    const decision = await decide(policy, { ...r.policy, tool: r.tool, team: principal.team, subject: principal.subject });
+    const decision = await decide(policy, {
+      ...r.policy,
+      ...(r.interactive ? { interactive: true } : {}),
+      tool: r.tool,
+      team: principal.team,
+      subject: principal.subject,
+    });
     stamp(env, 'edge.decided');
     jobId = crypto.randomUUID();
     let approval: { id: string; note: string } | undefined;
@@ -143,7 +155,8 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
       ...(job.stdin !== undefined ? { stdin: job.stdin } : {}),
       cwd: eff.cwd,
       env: eff.env,
-      timeoutMs: eff.timeoutMs,
+      // A session's lifetime replaces the timeout; the team's object stops it first, saying why (interactive-sessions.ts).
+      timeoutMs: r.interactive ? policy.interactive.maxLifetimeMs + SESSION_TIMEOUT_MARGIN_MS : eff.timeoutMs,
       limits: {
         inlineBytes: eff.inlineBytes,
         artifactBytes: eff.artifactBytes,
@@ -161,6 +174,7 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
       ...(eff.hardenGit && job.mode === 'argv' ? { hardenGit: true as const } : {}),
       // Also when off: the agent names `network.source` when it refuses a connection.
       network: eff.network,
+      ...(r.interactive ? { interactive: r.interactive } : {}),
     };
     // No D1 write here: the team's DO keeps the call's audit row with the job (durably, in the
     // same transaction) and writes both D1 rows in the background, with the job's end if it is short.
@@ -179,7 +193,8 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
       // A job that may become a task is followed by polling its durable row, not by an event stream.
       agent: r.selector?.agent,
       labels: r.selector?.labels,
-      background: r.background === true || r.task !== undefined,
+      background: r.background === true || r.task !== undefined || r.interactive !== undefined,
+      ...(r.interactive ? { session: policy.interactive } : {}),
       artifactHours: artifactHoursOf(policy),
       audit: {
         at: started,

@@ -29,12 +29,22 @@ export async function dryRun(
     cwd: input.cwd,
     env: input.env,
     timeoutMs: input.timeout_ms,
+    ...(input.interactive || input.tty ? { interactive: true } : {}),
     team: who.team,
     subject: who.subject,
   });
   const network = d.effective ? grantSummary(policy, d.rule, d.effective.network) : undefined;
   return {
     decision: d,
-    answer: { allowed: d.allowed, decision: verdictOf(d), stage: d.stage, reason: d.reason, notes: d.notes, ...(network ? { network } : {}) },
+    answer: {
+      allowed: d.allowed,
+      decision: verdictOf(d),
+      stage: d.stage,
+      reason: d.reason,
+      notes: d.notes,
+      ...(network ? { network } : {}),
+      // Whether a job may take input after its start (job_input, tty): input to an interpreter is code on stdin.
+      interactive: policy.interactive,
+    },
   };
 }

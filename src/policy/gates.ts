@@ -4,6 +4,12 @@ import { RUNTIME_NAMES } from '../contracts/runtimes.ts';
 import { deny, pass, type PolicyRequest, type StageResult } from './types.ts';
 
 export function featureGate(policy: PolicyDocument, req: PolicyRequest): StageResult {
+  // Input written after the start is code on stdin the screens never saw: a team turns it on knowingly.
+  if (req.interactive && !policy.interactive.enabled) {
+    return deny(
+      'Interactive input is disabled in configuration (interactive.enabled = false): a job cannot keep its stdin open for job_input; run it without interactive/tty, or enable interactive in the team policy',
+    );
+  }
   if (req.tool === 'runtime_execute') {
     if (!policy.runtime.enabled) return deny('Runtime execution is disabled in configuration (runtime.enabled = false)');
     return pass(undefined);

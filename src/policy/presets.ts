@@ -87,6 +87,8 @@ const OPEN: PolicyDocument = PolicyDocument.parse({
   shell: { enabled: true, allow: ['/[\\s\\S]*/'] },
   // Inline code and code on stdin for every allowed program the interpreter screens' table knows (kotlinc, dotnet, …).
   argumentRules: Object.fromEntries(OPEN_EXECUTABLES.filter(isInterpreter).map((i) => [i, { deny: [], allowInlineCode: true, prependArgs: [] }])),
+  // A REPL fed through job_input is the same arbitrary code inside the sandbox as inline code.
+  interactive: { enabled: true },
 });
 
 export interface Preset {
@@ -106,7 +108,7 @@ export const PRESETS: Record<PresetName, Preset> = {
       'no system or global git configuration, no bare repository found by walking up, no submodules. ' +
       'Still allowed: sed, cp, mv and tar may rewrite any workspace file, .git/ included; later strict git calls switch off the programs such files name. ' +
       'Asks a person first (rule decision "ask") for a recursive rm and for git clean/reset/push/rebase/filter-branch. ' +
-      'Every job gets a fresh gVisor sandbox (single-use).',
+      'Every job gets a fresh gVisor sandbox (single-use). Interactive input (job_input, tty) is off.',
     policy: STRICT,
   },
   standard: {
@@ -115,7 +117,8 @@ export const PRESETS: Record<PresetName, Preset> = {
       'The default: read/build tools, git, make, compilers and 15 runtimes; no shell strings (simple commands like `ls -la` run as argv). ' +
       'Screens refuse inline code (-c/-e), code on stdin (an interpreter, REPL or kotlinc without a script) and options that run other programs, but interpreters and make on a writable workspace = arbitrary code inside the sandbox, ' +
       "and git runs the repository's hooks and config programs. " +
-      "gVisor agents reuse a sandbox for up to 50 of the team's jobs or 5 minutes, cleaned between jobs (sandbox.reuse).",
+      "gVisor agents reuse a sandbox for up to 50 of the team's jobs or 5 minutes, cleaned between jobs (sandbox.reuse). " +
+      'Interactive input (job_input, tty) is off: input written to a running job would be code on stdin the screens never saw.',
     policy: DEFAULT_POLICY,
   },
   builds: {
@@ -131,7 +134,9 @@ export const PRESETS: Record<PresetName, Preset> = {
     name: 'open',
     summary:
       'Everything the sandbox offers: any shell string, all 16 runtimes, inline code for interpreters, sh/bash. Arbitrary code inside the sandbox by design; ' +
-      'the sandbox (no network, resource limits, jail) is the only boundary. Sandbox reuse as in standard.',
+      'the sandbox (no network, resource limits, jail) is the only boundary. Sandbox reuse as in standard. ' +
+      "Interactive input is on (interactive.enabled): job_input writes to a running job's stdin (a REPL, a prompt), tty runs it on a terminal; " +
+      'at most 2 sessions, stopped after 10 minutes idle or 1 hour, each write audited by size and sha256.',
     policy: OPEN,
   },
 };

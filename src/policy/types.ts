@@ -21,6 +21,8 @@ export interface PolicyRequest {
   cwd?: string; // relative to the workspace root
   env?: Record<string, string>;
   timeoutMs?: number;
+  /** An interactive job (stdin kept open for job_input): needs `interactive.enabled`. */
+  interactive?: boolean;
   team: string;
   subject: string;
 }

@@ -39,6 +39,7 @@ describe('capability migrations', () => {
     const ledger = h.db.prepare(`SELECT capability, id FROM dispatch_migrations ORDER BY capability, id`).all();
     expect(ledger).toEqual([
       { capability: 'agents', id: '1-agents' },
+      { capability: 'agents', id: '2-protocol' },
       { capability: 'job-texts', id: '1-job-blobs' },
       { capability: 'jobs', id: '1-jobs' },
       { capability: 'jobs', id: '2-jobs-d1-created' },

@@ -274,7 +274,7 @@ describe('an agent of the oldest protocol version the edge speaks (v2: heartbeat
     }
     expect(ws.closed?.code).toBe(AGENT_PROTOCOL_CLOSE);
     expect(ws.closed?.reason).toBe(
-      `agent protocol v${OLDEST_AGENT_PROTOCOL - 1} is not spoken here: this gateway speaks v${PROTOCOL_VERSION} (and v2, v3); install the agent of the gateway's release`,
+      `agent protocol v${OLDEST_AGENT_PROTOCOL - 1} is not spoken here: this gateway speaks v${PROTOCOL_VERSION} (and v2, v3, v4); install the agent of the gateway's release`,
     );
   });
 });

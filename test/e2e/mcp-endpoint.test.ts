@@ -122,6 +122,7 @@ describe('MCP handshake', () => {
     const { tools } = await client.listTools();
     expect(tools.map((t) => t.name).sort()).toEqual([
       'execute',
+      'job_input',
       'job_kill',
       'job_list',
       'job_output',

@@ -47,7 +47,19 @@ export interface JobPage {
 }
 
 /** GET /jobs/<id>/output: live output from a byte offset. */
+/** One write of an interactive job (src/contracts/interactive.ts SessionInput). */
+export interface SessionInputView {
+  seq: number;
+  at: number;
+  bytes: number;
+  eof: boolean;
+  stdout_at: number;
+  text?: string;
+}
+
 export interface LiveOutput {
+  /** stdout of an interactive job: its writes so far (the conversation). */
+  inputs?: SessionInputView[];
   text: string;
   nextOffset: number;
   offset: number;

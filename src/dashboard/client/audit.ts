@@ -4,7 +4,19 @@ import type { AuditEntry, AuditPage, CommandValue, EgressList } from './answers.
 import { type Child, field, h, messages, table } from './dom.ts';
 import { fmtDuration, fmtTime, userText } from './format.ts';
 
-const TOOLS = ['execute', 'runtime_execute', 'query_output', 'policy_check', 'list_runtimes', 'run_script', 'job_status', 'job_output', 'job_kill', 'job_list'];
+const TOOLS = [
+  'execute',
+  'runtime_execute',
+  'query_output',
+  'policy_check',
+  'list_runtimes',
+  'run_script',
+  'job_status',
+  'job_output',
+  'job_kill',
+  'job_list',
+  'job_input',
+];
 
 export function render(main: HTMLElement, _params: string[], _me: unknown, preset: URLSearchParams): null {
   const msg = messages();

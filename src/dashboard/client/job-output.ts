@@ -3,6 +3,7 @@ import { ApiError, api, isMissingRoute } from './api.ts';
 import type { AdminJob, ArtifactChunk, ArtifactInfo, LiveOutput, SearchAnswer } from './answers.ts';
 import { type Child, field, h, type Messages, messages, saveBlob } from './dom.ts';
 import { fmtBytes, outputText } from './format.ts';
+import type { Conversation } from './conversation.ts';
 
 const TAIL_BYTES = 65536;
 const STREAMS = ['stdout', 'stderr'] as const;
@@ -28,7 +29,7 @@ export function streamView(stream: Stream): StreamView {
 }
 
 /** While the job runs: new bytes since the last poll, if the gateway offers live output. */
-export async function liveTail(id: string, outputs: Outputs, live: Live, outMsg: Messages): Promise<void> {
+export async function liveTail(id: string, outputs: Outputs, live: Live, outMsg: Messages, conversation?: Conversation): Promise<void> {
   for (const s of STREAMS) {
     try {
       const r = await api<LiveOutput>('GET', '/jobs/' + encodeURIComponent(id) + '/output?stream=' + s + '&offset=' + live[s]);
@@ -36,6 +37,7 @@ export async function liveTail(id: string, outputs: Outputs, live: Live, outMsg:
         outputs[s].pre.append(outputText(r.text));
         outputs[s].pre.scrollTop = outputs[s].pre.scrollHeight;
       }
+      if (s === 'stdout') conversation?.update(r.text, r.inputs);
       live[s] = r.nextOffset;
       outputs[s].info.textContent = 'live · ' + fmtBytes(live[s]);
     } catch (e) {

@@ -5,6 +5,7 @@ import { openAppView } from './app-host.ts';
 import { type Child, h, messages, poll, table } from './dom.ts';
 import { commandView, exitView, fmtBytes, fmtDuration, fmtTime, jobBadge, policyView, userText } from './format.ts';
 import { finalOutput, liveTail, type Live, searchForm, streamView } from './job-output.ts';
+import { conversationView } from './conversation.ts';
 
 const OPEN = ['queued', 'running'];
 
@@ -32,6 +33,8 @@ export function renderJob(main: HTMLElement, id: string): () => void {
   let handle: string | null = null;
   let state: string | null = null;
   const live: Live = { stdout: 0, stderr: 0 };
+  /** An interactive job's writes placed in its stdout, as the live tail reads them. */
+  const conversation = conversationView();
   let shownFinal = false;
 
   kill.addEventListener('click', async () => {
@@ -56,7 +59,16 @@ export function renderJob(main: HTMLElement, id: string): () => void {
     network,
     h('div', { class: 'row' }, kill, openApp),
     appView,
-    h('section', { 'aria-labelledby': 'out-title' }, h('h2', { id: 'out-title' }, 'Output'), outMsg.status, outMsg.error, outputs.stdout.el, outputs.stderr.el),
+    h(
+      'section',
+      { 'aria-labelledby': 'out-title' },
+      h('h2', { id: 'out-title' }, 'Output'),
+      outMsg.status,
+      outMsg.error,
+      conversation.el,
+      outputs.stdout.el,
+      outputs.stderr.el,
+    ),
     search.el,
   );
 
@@ -87,7 +99,7 @@ export function renderJob(main: HTMLElement, id: string): () => void {
     }
     kill.hidden = !OPEN.includes(state);
     if (OPEN.includes(state)) {
-      await liveTail(id, outputs, live, outMsg);
+      await liveTail(id, outputs, live, outMsg, conversation);
     } else if (!shownFinal) {
       shownFinal = await finalOutput(handle, outputs, outMsg, j);
     }

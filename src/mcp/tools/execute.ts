@@ -3,6 +3,7 @@
  * command` (a policy switch, decided on the whole string). Result keeps the contract's shape
  * plus Gatehouse's truthful terminal state, the job id and the artifact handle.
  */
+import { interactiveSpec } from '../../contracts/interactive.ts';
 import type { CallToolResult, InputRequiredResult, McpServer } from '@modelcontextprotocol/server';
 import type { GatehouseErrorShape } from '../../contracts/errors.ts';
 import { ExecuteInput, ExecuteOutput } from '../../contracts/tools.ts';
@@ -53,7 +54,8 @@ export function registerExecute(server: McpServer, ctx: ToolContext): void {
           timeoutMs: input.timeout_ms,
         },
         job: { mode: shell ? 'shell' : 'argv', command: input.command, args: input.args ?? [], stdin: input.stdin },
-        background: input.background,
+        background: input.background === true || interactiveSpec(input) !== undefined,
+        interactive: interactiveSpec(input),
         selector: { agent: input.agent, labels: input.labels },
         approvalId: input.approval_id,
         task: taskOffer(ctx, extra, input),
@@ -86,7 +88,9 @@ export function registerExecute(server: McpServer, ctx: ToolContext): void {
         };
         return toolResult(
           structured,
-          `job ${out.jobId} ${out.state}; follow it with job_status {"job_id":"${out.jobId}","wait_ms":60000} and job_output {"job_id":"${out.jobId}"}`,
+          interactiveSpec(input)
+            ? `interactive job ${out.jobId} ${out.state}; write to its stdin with job_input {"job_id":"${out.jobId}","data":"…\\n"} and read with job_output {"job_id":"${out.jobId}","wait_ms":5000}`
+            : `job ${out.jobId} ${out.state}; follow it with job_status {"job_id":"${out.jobId}","wait_ms":60000} and job_output {"job_id":"${out.jobId}"}`,
         );
       }
       const failed = out.exit.state !== 'exited' || out.exit.exitCode !== 0;

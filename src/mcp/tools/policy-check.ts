@@ -5,6 +5,7 @@ import { toolInput } from '../../contracts/strict-input.ts';
 import { dryRun } from '../../policy/dry-run.ts';
 import { teamPolicyOf } from '../../store/policy-cache.ts';
 import { grantLine } from '../../policy/network.ts';
+import { interactiveLine } from '../../policy/interactive-line.ts';
 import { recordAudit } from '../../dispatch/audit-client.ts';
 import { stamp } from '../../contracts/trace.ts';
 import { READ_ONLY, toolOutput, type ToolCost } from '../register.ts';
@@ -45,7 +46,7 @@ export function registerPolicyCheck(server: McpServer, ctx: ToolContext): void {
       stamp(ctx.env, 'edge.audited');
       const { network } = answer;
       const label = answer.decision === 'ask' ? 'needs approval' : d.allowed ? 'allowed' : 'denied';
-      const text = `${label} (${d.stage}): ${d.reason}${d.notes.length ? `\nnotes: ${d.notes.join('; ')}` : ''}${network ? `\n${grantLine(network)}` : ''}`;
+      const text = `${label} (${d.stage}): ${d.reason}${d.notes.length ? `\nnotes: ${d.notes.join('; ')}` : ''}${network ? `\n${grantLine(network)}` : ''}\n${interactiveLine(policy.interactive)}`;
       return toolResult(answer, text);
     },
   );

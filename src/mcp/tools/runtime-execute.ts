@@ -2,6 +2,7 @@
  * `runtime_execute` (the governed-runtime contract, docs/architecture.md): one of 16 runtimes, args mode or code mode, output shaped
  * by `outputMode` (minimal by default: a few numbers and the artifact handle).
  */
+import { interactiveSpec } from '../../contracts/interactive.ts';
 import { z } from 'zod';
 import type { CallToolResult, InputRequiredResult, McpServer } from '@modelcontextprotocol/server';
 import type { GatehouseErrorShape } from '../../contracts/errors.ts';
@@ -69,7 +70,8 @@ export function registerRuntimeExecute(server: McpServer, ctx: ToolContext): voi
           timeoutMs: input.timeoutMs,
         },
         job: { mode: codeMode ? 'code' : 'argv', command: executable, args: input.args ?? [], runtime, code, stdin: input.stdin },
-        background: input.background,
+        background: input.background === true || interactiveSpec(input) !== undefined,
+        interactive: interactiveSpec(input),
         selector: { agent: input.agent, labels: input.labels },
         approvalId: input.approvalId,
         task: taskOffer(ctx, extra, input),

@@ -104,6 +104,36 @@ function append(stream: Stream, text: string): void {
   if (atEnd) pre.scrollTop = pre.scrollHeight;
 }
 
+// ---- an interactive job's conversation: its writes (job_output's `inputs`) placed in stdout by byte offset ----
+const stdoutBytes: Uint8Array[] = [];
+type Input = NonNullable<JobOutput['inputs']>[number];
+function keepStdout(text: string): void {
+  if (text) stdoutBytes.push(new TextEncoder().encode(text));
+}
+function renderConversation(inputs: Input[]): void {
+  if (inputs.length === 0) return;
+  const all = new Uint8Array(stdoutBytes.reduce((n, b) => n + b.byteLength, 0));
+  let at = 0;
+  for (const b of stdoutBytes) {
+    all.set(b, at);
+    at += b.byteLength;
+  }
+  const text = (from: number, to: number) => new TextDecoder().decode(all.subarray(Math.min(from, all.byteLength), Math.min(to, all.byteLength)));
+  const parts: (string | HTMLElement)[] = [];
+  let from = 0;
+  for (const i of inputs) {
+    parts.push(text(from, i.stdout_at));
+    from = i.stdout_at;
+    const line = document.createElement('span');
+    line.className = 'input';
+    line.textContent = '› ' + (i.text ?? '(' + i.bytes + ' bytes)') + (i.eof ? ' [eof]' : '') + (i.text?.endsWith('\n') ? '' : '\n');
+    parts.push(line);
+  }
+  parts.push(text(from, all.byteLength));
+  $('conversation').replaceChildren(...parts);
+  $('conversation-box').hidden = false;
+}
+
 function onResult(result: ToolResult | undefined): void {
   const sc = result?.structuredContent || {};
   job = ((sc.job_id || sc.jobId) as string | undefined) || null;
@@ -136,8 +166,13 @@ async function follow(): Promise<void> {
       if (eof[s]) continue;
       // Drain what is there now (several pages of a large stored output), then wait.
       for (let i = 0; i < 20; i++) {
-        const o = await callTool<JobOutput>('job_output', { job_id: job, stream: s, offset: offset[s] });
+        // wait_ms 0 answers at once, with an interactive job's writes (inputs) for its conversation.
+        const o = await callTool<JobOutput>('job_output', { job_id: job, stream: s, offset: offset[s], ...(s === 'stdout' ? { wait_ms: 0 } : {}) });
         append(s, o.data);
+        if (s === 'stdout') {
+          keepStdout(o.data);
+          renderConversation(o.inputs ?? []);
+        }
         const moved = o.next_offset > offset[s];
         offset[s] = o.next_offset;
         if (o.eof) {
