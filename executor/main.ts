@@ -113,7 +113,7 @@ export async function runAgentCli(argv: string[], logger?: Logger): Promise<numb
   log.info(`limits: ${driver.limitMechanisms()}`);
   log.info(`workspace: ${root}; state: ${stateDir}`);
   log.info(
-    `trusted CAs: ${cas.value.hostBundle ?? "no host CA bundle found"}${cfg.extraCaFiles.length ? ` + ${cas.value.extraCount} certificate(s) from ${cfg.extraCaFiles.join(', ')}` : ''}`,
+    `trusted CAs: ${cas.value.hostBundle ?? 'no host CA bundle found'}${cfg.extraCaFiles.length ? ` + ${cas.value.extraCount} certificate(s) from ${cfg.extraCaFiles.join(', ')}` : ''}`,
   );
   log.info(`capacity: ${cfg.capacity} jobs; ceilings: timeout ${cfg.maxTimeoutMs} ms, artifact ${cfg.maxArtifactBytes} bytes per stream`);
   log.info(`runtimes: ${runtimes.list.length ? runtimes.list.map((r) => `${r.name} (${r.path}: ${r.version})`).join(', ') : 'none found'}`);

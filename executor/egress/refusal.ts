@@ -15,7 +15,10 @@ const REASON_MAX = 300;
  * `Tunnel connection failed: 403 …`) still names the policy key.
  */
 export function refusalReason(status: number, body: string): string {
-  const said = body.replace(/^gatehouse egress: /, '').replace(/[^\x20-\x7e]/g, ' ').trim();
+  const said = body
+    .replace(/^gatehouse egress: /, '')
+    .replace(/[^\x20-\x7e]/g, ' ')
+    .trim();
   return `${STATUS_TEXT[status] ?? 'Error'}: gatehouse egress ${said}`.slice(0, REASON_MAX);
 }
 

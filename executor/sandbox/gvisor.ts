@@ -283,7 +283,8 @@ export class GvisorDriver implements SandboxDriver, GvisorHost {
           : { destination: h.path, type: 'bind', source: '/dev/null', options: ['rbind', 'ro', 'nosuid'] },
       );
     }
-    if (this.opts.caBundle) mounts.push({ destination: CA_BUNDLE_INSIDE, type: 'bind', source: this.opts.caBundle, options: ['rbind', 'ro', 'nosuid', 'nodev'] });
+    if (this.opts.caBundle)
+      mounts.push({ destination: CA_BUNDLE_INSIDE, type: 'bind', source: this.opts.caBundle, options: ['rbind', 'ro', 'nosuid', 'nodev'] });
     mounts.push({ destination: WORKSPACE_INSIDE, type: 'bind', source: this.opts.root, options: ['rbind', 'rw', 'nosuid', 'nodev'] });
     mounts.push({ destination: JOB_DIR_INSIDE, type: 'bind', source: jobDir, options: ['rbind', 'rw', 'nosuid', 'nodev'] });
     const linux: Record<string, unknown> = {
