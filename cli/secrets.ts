@@ -91,12 +91,7 @@ async function list(argv: string[]): Promise<number> {
   if (!r.ok) return (info(formatError(r.error)), 1);
   if (a.flags.json) return (printJson(r.value), 0);
   if (!r.value.secrets.length) return (info('no secrets (gatehouse secrets set NAME adds one)'), 0);
-  out(
-    table([
-      ['NAME', 'UPDATED', 'BY', 'CREATED'],
-      ...r.value.secrets.map((x) => [text(x.name), when(x.updated_at), text(x.updated_by), when(x.created_at)]),
-    ]),
-  );
+  out(table([['NAME', 'UPDATED', 'BY', 'CREATED'], ...r.value.secrets.map((x) => [text(x.name), when(x.updated_at), text(x.updated_by), when(x.created_at)])]));
   return 0;
 }
 

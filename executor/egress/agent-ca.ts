@@ -14,7 +14,7 @@ import forge from 'node-forge';
 const CA_DAYS = 397;
 const DAY_MS = 86_400_000;
 
-export interface AgentCaFile {
+interface AgentCaFile {
   /** The CA certificate (PEM) jobs trust. */
   readonly certPath: string;
   /** Resolves once the CA exists and `certPath` is written. */

@@ -11,23 +11,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { connect as tlsConnect, rootCertificates, TLSSocket } from 'node:tls';
-import type { CredentialBinding } from '../../src/contracts/network.ts';
-import type { AgentCa } from './agent-ca.ts';
 import type { Conn } from './connection-log.ts';
-import type { EgressGate } from './gate.ts';
-
-/** A binding with its value, as the proxy holds it for one job (memory only). */
-export interface HeldCredential {
-  binding: CredentialBinding;
-  value: string;
-}
-
-export interface CredentialRoute {
-  ca: AgentCa;
-  credentials: HeldCredential[];
-  /** Extra CAs to verify upstreams with, beside the system's (the agent's own trust; tests' private CA). */
-  upstreamCas?: string[];
-}
+import type { CredentialRoute, EgressGate } from './gate.ts';
 
 /** Request headers that belong to one hop and are not forwarded (RFC 9110 §7.6.1). */
 const HOP_BY_HOP = new Set(['connection', 'proxy-connection', 'keep-alive', 'proxy-authorization', 'te', 'trailer', 'upgrade', 'transfer-encoding', 'host']);

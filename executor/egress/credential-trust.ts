@@ -5,7 +5,7 @@
  */
 import type { NetworkGrant } from '../../src/contracts/network.ts';
 import type { CredentialValue } from '../../src/contracts/secrets.ts';
-import type { HeldCredential } from './credential-forward.ts';
+import type { HeldCredential } from './gate.ts';
 
 /** The bindings of `grant` with their values from `job.start`; an error naming a binding whose value did not come. */
 export function holdCredentials(

@@ -4,10 +4,10 @@
  * dial, the job's byte caps and each connection's record.
  */
 import type { Socket } from 'node:net';
-import type { NetworkAllow } from '../../src/contracts/network.ts';
+import type { CredentialBinding, NetworkAllow } from '../../src/contracts/network.ts';
 import type { Host } from './address.ts';
 import type { Conn } from './connection-log.ts';
-import type { CredentialRoute } from './credential-forward.ts';
+import type { AgentCa } from './agent-ca.ts';
 
 /** A host the proxy may look at: an address or a name (an invalid one is refused before). */
 export type Target = Exclude<Host, { kind: 'invalid' }>;
@@ -40,4 +40,18 @@ export interface EgressGate {
   readonly helloWaitMs: number;
   /** For a host the job's credentials are bound to: what the proxy needs to add them (credential-forward.ts); null otherwise. */
   credentialRoute(host: string, port: number): CredentialRoute | null;
+}
+
+/** A binding with its value, as the proxy holds it for one job (memory only). */
+export interface HeldCredential {
+  binding: CredentialBinding;
+  value: string;
+}
+
+/** What the proxy needs to add a job's credentials on a tunnel to one of their hosts (credential-forward.ts). */
+export interface CredentialRoute {
+  ca: AgentCa;
+  credentials: HeldCredential[];
+  /** Extra CAs to verify upstreams with, beside the system's (the agent's own trust; tests' private CA). */
+  upstreamCas?: string[];
 }

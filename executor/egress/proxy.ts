@@ -31,7 +31,7 @@ import { type Address, parseAddress } from './address.ts';
 import { Approvals } from './approvals.ts';
 import type { AgentCa } from './agent-ca.ts';
 import { type Conn, ConnectionLog } from './connection-log.ts';
-import type { CredentialRoute, HeldCredential } from './credential-forward.ts';
+import type { CredentialRoute, HeldCredential } from './gate.ts';
 import { decide, decideAddresses } from './decide.ts';
 import type { EgressGate, Resolved, Target, Verdict } from './gate.ts';
 import { forwardHttp } from './http-forward.ts';

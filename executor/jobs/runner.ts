@@ -25,7 +25,7 @@ import { LIVE_OUTPUT_MAX_BYTES } from '../../src/contracts/limits.ts';
 import type { EgressAnswer, NetworkGrant } from '../../src/contracts/network.ts';
 import { EgressProxy, type EgressEdge } from '../egress/proxy.ts';
 import type { AgentCa } from '../egress/agent-ca.ts';
-import type { HeldCredential } from '../egress/credential-forward.ts';
+import type { HeldCredential } from '../egress/gate.ts';
 import { holdCredentials } from '../egress/credential-trust.ts';
 import type { CredentialValue } from '../../src/contracts/secrets.ts';
 import { forwarderAvailable, openJobEgress } from '../egress/sandbox-side.ts';

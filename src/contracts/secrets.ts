@@ -10,12 +10,12 @@ import { SecretName } from './network.ts';
  * The longest secret value: it becomes one HTTP header line, and common servers refuse a header block over
  * 8 KiB (nginx's default large_client_header_buffers, Node's --max-http-header-size 16 KiB in all).
  */
-export const SECRET_VALUE_MAX_BYTES = 8192;
+const SECRET_VALUE_MAX_BYTES = 8192;
 /** Secrets one team may keep. */
 export const SECRETS_PER_TEAM_MAX = 100;
 
 /** A value that can be an HTTP header value (RFC 9110 field-value): no control character, no line break. */
-export const SecretValue = z
+const SecretValue = z
   .string()
   .min(1, 'the secret value is empty')
   .refine((v) => new TextEncoder().encode(v).length <= SECRET_VALUE_MAX_BYTES, `a secret value is at most ${SECRET_VALUE_MAX_BYTES} bytes`)

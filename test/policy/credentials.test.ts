@@ -21,7 +21,11 @@ describe('network.credentials', () => {
   });
 
   it('refuses a host the section does not allow on 443, naming the path and the key to change', () => {
-    const m = problem({ mode: 'allowlist', allow: [{ host: 'a.example.com' }, { host: 'b.example.com', ports: [80] }], credentials: [{ secret: 'T', hosts: ['a.example.com', 'b.example.com', 'c.example.com'] }] });
+    const m = problem({
+      mode: 'allowlist',
+      allow: [{ host: 'a.example.com' }, { host: 'b.example.com', ports: [80] }],
+      credentials: [{ secret: 'T', hosts: ['a.example.com', 'b.example.com', 'c.example.com'] }],
+    });
     expect(m).toContain('network.credentials.0.hosts.1');
     expect(m).toContain('network.credentials.0.hosts.2');
     expect(m).not.toContain('hosts.0');
@@ -35,7 +39,13 @@ describe('network.credentials', () => {
     expect(problem({ mode: 'open', credentials: [{ secret: 'T', hosts: ['a.example.com'], header: 'Host' }] })).toContain('does not set "Host"');
     expect(problem({ mode: 'open', credentials: [{ secret: '1bad name', hosts: ['a.example.com'] }] })).toContain('a secret name is');
     expect(
-      problem({ mode: 'open', credentials: [{ secret: 'A', hosts: ['a.example.com'] }, { secret: 'B', hosts: ['a.example.com'], header: 'authorization' }] }),
+      problem({
+        mode: 'open',
+        credentials: [
+          { secret: 'A', hosts: ['a.example.com'] },
+          { secret: 'B', hosts: ['a.example.com'], header: 'authorization' },
+        ],
+      }),
     ).toContain('already gets header');
   });
 });
