@@ -230,7 +230,7 @@ async function auditEgress(argv: string[]): Promise<number> {
   if (!rows.length) return (info(a.flags.refused ? 'no refused connections' : 'no network connections'), 0);
   out(
     table([
-      ['STARTED', 'JOB', 'HOST', 'METHOD', 'DECISION', 'UP/DOWN', 'REASON'],
+      ['STARTED', 'JOB', 'HOST', 'METHOD', 'DECISION', 'UP/DOWN', 'CREDENTIAL', 'REASON'],
       ...rows.map((c) => [
         visible(c.started_at),
         visible(c.job_id),
@@ -238,6 +238,8 @@ async function auditEgress(argv: string[]): Promise<number> {
         c.method === null ? '-' : visible(c.method),
         c.decision,
         `${c.bytes_up}/${c.bytes_down} B`,
+        // The secret's name only: the edge never stores a value.
+        c.credential ? visible(c.credential) : '-',
         visible(c.reason),
       ]),
     ]),

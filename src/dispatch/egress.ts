@@ -65,6 +65,11 @@ const MIGRATIONS: readonly Migration[] = [
       `ALTER TABLE egress_counts DROP COLUMN synced`,
     ],
   },
+  {
+    // The agent names the team secrets its proxy added (never their values); the audit shows which credential a connection used.
+    id: '3-egress-credential',
+    sql: [`ALTER TABLE egress_connections ADD COLUMN credential TEXT`],
+  },
 ];
 
 interface AskRow {
@@ -90,11 +95,12 @@ interface ConnectionRow {
   reason: string;
   bytes_up: number;
   bytes_down: number;
+  credential: string | null;
   started_at: number;
   ms: number;
 }
 
-const CONNECTION_COLUMNS = 'job_id, host, port, address, method, decision, reason, bytes_up, bytes_down, started_at, ms';
+const CONNECTION_COLUMNS = 'job_id, host, port, address, method, decision, reason, bytes_up, bytes_down, credential, started_at, ms';
 
 const view = (r: ConnectionRow): EgressConnectionView => ({
   job_id: r.job_id,
@@ -106,6 +112,7 @@ const view = (r: ConnectionRow): EgressConnectionView => ({
   reason: r.reason,
   bytes_up: r.bytes_up,
   bytes_down: r.bytes_down,
+  credential: r.credential,
   started_at: new Date(r.started_at).toISOString(),
   ms: r.ms,
 });
@@ -219,8 +226,8 @@ export class Egress implements Wakes {
       take.forEach((x, i) => {
         const started = Date.parse(x.startedAt);
         this.sql.exec(
-          `INSERT OR IGNORE INTO egress_connections (job_id, seq, host, port, address, method, decision, reason, bytes_up, bytes_down, started_at, ms, logged_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          `INSERT OR IGNORE INTO egress_connections (job_id, seq, host, port, address, method, decision, reason, bytes_up, bytes_down, credential, started_at, ms, logged_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
           m.jobId,
           c.listed + i + 1,
           x.host,
@@ -231,6 +238,7 @@ export class Egress implements Wakes {
           x.reason,
           x.bytesUp,
           x.bytesDown,
+          x.credential ?? null,
           Number.isFinite(started) ? started : now,
           x.ms,
           now,

@@ -193,6 +193,7 @@ describe('egress.log: the record of a job’s connections', () => {
       reason: 'not in rules[0].network.allow',
       bytes_up: 0,
       bytes_down: 0,
+      credential: null,
       started_at: new Date(1_000_001).toISOString(),
       ms: 5,
     });
@@ -263,6 +264,7 @@ describe('egress.log: the record of a job’s connections', () => {
         reason: 'r',
         bytes_up: 1,
         bytes_down: 2,
+        credential: null,
         started_at: new Date(5000).toISOString(),
         ms: 3,
       },
