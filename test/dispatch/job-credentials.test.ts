@@ -63,7 +63,7 @@ describe('team secrets reach a job only in its start message', () => {
     const answer = await submit(t, 'j2');
     expect(answer).toMatchObject({ ok: false, code: 'not_found' });
     const text = JSON.stringify(answer);
-    expect(text).toContain('"GIT_TOKEN"');
+    expect((answer as { message: string }).message).toContain('the secret "GIT_TOKEN", which the team does not have');
     expect(text).toContain('gatehouse secrets set GIT_TOKEN');
     expect(ws.of('job.start')).toEqual([]);
   });
@@ -85,7 +85,16 @@ describe('egress log names the credential a connection used', () => {
     await t.c.secrets.put('GIT_TOKEN', VALUE, 'admin@example.com');
     const ws = await connect(t, 'a1');
     await submit(t, 'j1');
-    const base = { port: 443, address: '127.0.0.1', method: 'CONNECT', decision: 'allowed' as const, bytesUp: 1, bytesDown: 2, startedAt: new Date(1_000_000).toISOString(), ms: 1 };
+    const base = {
+      port: 443,
+      address: '127.0.0.1',
+      method: 'CONNECT',
+      decision: 'allowed' as const,
+      bytesUp: 1,
+      bytesDown: 2,
+      startedAt: new Date(1_000_000).toISOString(),
+      ms: 1,
+    };
     await say(t, ws, {
       type: 'egress.log',
       jobId: 'j1',
@@ -108,9 +117,11 @@ describe('egress log names the credential a connection used', () => {
     migrate(host, 'egress', [
       {
         id: '1-egress',
-        sql: [`CREATE TABLE egress_counts (job_id TEXT PRIMARY KEY, listed INTEGER NOT NULL, dropped INTEGER NOT NULL, asks INTEGER NOT NULL)`,
+        sql: [
+          `CREATE TABLE egress_counts (job_id TEXT PRIMARY KEY, listed INTEGER NOT NULL, dropped INTEGER NOT NULL, asks INTEGER NOT NULL)`,
           `CREATE TABLE egress_asks (job_id TEXT NOT NULL, ask_id TEXT NOT NULL, agent TEXT NOT NULL, approval_id TEXT, host TEXT NOT NULL, port INTEGER NOT NULL,
-            method TEXT, created_at INTEGER NOT NULL, expires_at INTEGER NOT NULL, decision TEXT, decided_by TEXT, PRIMARY KEY (job_id, ask_id))`],
+            method TEXT, created_at INTEGER NOT NULL, expires_at INTEGER NOT NULL, decision TEXT, decided_by TEXT, PRIMARY KEY (job_id, ask_id))`,
+        ],
       },
       {
         id: '2-egress-log',
