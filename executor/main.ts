@@ -120,6 +120,8 @@ export async function runAgentCli(argv: string[], logger?: Logger): Promise<numb
 
   const runner = new JobRunner({
     agentCa,
+    // The proxy's own TLS to a credential host trusts what jobs trust: a private registry's CA comes from --extra-ca.
+    upstreamCas: cfg.extraCaFiles.map((f) => readFileSync(f, 'utf8')),
     driver,
     runtimes,
     root,

@@ -56,6 +56,8 @@ export interface RunnerOptions {
   egressTestHosts?: TestHosts | null;
   /** The agent's egress CA (agent-ca.ts): the proxy terminates TLS with it for a job's credential hosts. */
   agentCa?: AgentCa;
+  /** PEM certificates (--extra-ca) the proxy trusts, besides Node's roots, on its own TLS to a credential host. */
+  upstreamCas?: string[];
   /** Set in every job's env after the job's own (the trusted CA variables, sandbox/trusted-cas.ts): a job spec cannot change them. */
   agentEnv?: Record<string, string>;
 }
@@ -237,7 +239,7 @@ export class JobRunner {
         if (network) {
           const opened = await openJobEgress(sandbox, () => {
             const ca = this.opts.agentCa;
-            const credentials = held.length && ca ? { held, ca } : undefined;
+            const credentials = held.length && ca ? { held, ca, upstreamCas: this.opts.upstreamCas } : undefined;
             job.proxy = new EgressProxy({ jobId: spec.jobId, grant: network, edge, testHosts: this.opts.egressTestHosts ?? null, log, credentials });
             return job.proxy;
           });

@@ -1,0 +1,201 @@
+/**
+ * Credentials that never enter the sandbox, end to end (docs/credentials.md): the real gateway
+ * (`wrangler dev`, with a secrets key), a real agent in gVisor, the MCP SDK client. A team secret is
+ * bound to `git.example.com` in the policy; an HTTPS upstream on 127.0.0.1 answers for that name and for
+ * `other.example.com` with a certificate from a private CA the agent is given with `--extra-ca`.
+ *
+ * Attacks: a job `curl`s the bound host and the upstream sees the header, while the job reads its env,
+ * every process's environ and cmdline, and greps the files under / for the value, and never finds it
+ * (nor does its output, the audit, the logs); the same `curl` to an unbound host carries no header; the
+ * egress row names the secret; once the secret is removed, a new job is refused with an error naming it.
+ *
+ * Nothing leaves 127.0.0.1: the agent's test mode (docs/network.md) sends both names to the upstream.
+ * Needs runsc, openssl and curl (skipped outside CI when missing).
+ */
+import { randomBytes } from 'node:crypto';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
+import { makePrivateCa, openSslAvailable, type PrivateCa } from '../support/private-ca.ts';
+import { call } from './fleet.ts';
+import { type AgentProcess, type Gateway, hasCommand, startAgent, startGateway } from './harness.ts';
+
+type S = Record<string, any>;
+
+const READY = hasCommand('runsc') && openSslAvailable() && hasCommand('curl');
+if (!READY && process.env.CI === 'true') throw new Error('runsc, openssl and curl are required under CI=true (.ci/run installs them)');
+if (!READY) console.warn('credentials.test.ts: skipped — runsc, openssl or curl is not installed (allowed outside CI only)');
+const maybe = READY ? describe : describe.skip;
+
+const TEAM = 'creds';
+const BOUND = 'git.example.com';
+const UNBOUND = 'other.example.com';
+/** Every value starts with this marker, so a job can search for it without its command holding the value. */
+const MARK = 'gh-cred-e2e-';
+const VALUE = `${MARK}${randomBytes(16).toString('hex')}`;
+/** Generous: a fresh gVisor sandbox on a loaded machine; never a timing assertion. */
+const JOB_MS = 240_000;
+
+const CURL_BOUND = `curl -sS --max-time 60 https://${BOUND}/repo.git/info/refs`;
+const CURL_UNBOUND = `curl -sS --max-time 60 https://${UNBOUND}/elsewhere`;
+/** Everything a job could read the value from: its env, every process's environ and command line, the files under /. */
+const HUNT = [
+  'env',
+  "for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do tr '\\0' '\\n' < $f; done 2>/dev/null",
+  // /usr is the host's read-only system (no secret there) and slow to read under gVisor; proc, sys and dev are not files.
+  `grep -rIsoh --exclude-dir=proc --exclude-dir=sys --exclude-dir=dev --exclude-dir=usr -e '${MARK}[0-9a-f]*' / | head -n 50`,
+  'echo hunt-done',
+].join('; ');
+
+const policy = {
+  ...DEFAULT_POLICY,
+  executables: { allow: [...DEFAULT_POLICY.executables.allow, 'curl'] },
+  shell: { enabled: true, allow: [HUNT] },
+  sandbox: { minimum: 'gvisor' },
+  network: {
+    mode: 'allowlist',
+    allow: [{ host: BOUND }, { host: UNBOUND }],
+    credentials: [{ secret: 'GIT_TOKEN', hosts: [BOUND], scheme: 'Bearer' }],
+  },
+};
+
+/** One HTTPS upstream for both names (the private CA's certificate lists both); it records what each request carried. */
+async function upstream(ca: PrivateCa): Promise<{ port: number; seen: { host: string; url: string; authorization?: string }[]; server: Server }> {
+  const seen: { host: string; url: string; authorization?: string }[] = [];
+  const server = createServer({ cert: ca.cert, key: ca.key }, (req, res) => {
+    seen.push({ host: req.headers.host ?? '', url: req.url ?? '', authorization: req.headers.authorization });
+    res.writeHead(200, { 'content-type': 'text/plain' }).end(`upstream-ok ${req.url}\n`);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { port: (server.address() as { port: number }).port, seen, server };
+}
+
+let gw: Gateway;
+let client: Client;
+let agent: AgentProcess;
+let ca: PrivateCa;
+let up: Awaited<ReturnType<typeof upstream>>;
+let root: string;
+let token: string;
+
+const admin = async (method: string, path: string, body?: unknown) => {
+  const r = await fetch(`${gw.url}/admin/v1${path}`, {
+    method,
+    headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: r.status, text: await r.text() };
+};
+
+/** All a user can see of a job: its result and its status (with the network view). */
+async function run(args: S) {
+  const r = await call(client, 'execute', { timeout_ms: 120_000, ...args }, JOB_MS);
+  const status = r.s.job_id ? await call(client, 'job_status', { job_id: r.s.job_id }) : null;
+  return { ...r, status, seen: JSON.stringify([r.r, status?.r]) };
+}
+
+maybe('credentials: added by the egress proxy, never readable by the job', () => {
+  beforeAll(async () => {
+    ca = makePrivateCa([BOUND, UNBOUND]);
+    up = await upstream(ca);
+    root = mkdtempSync(join(tmpdir(), 'gatehouse-creds-ws-'));
+    chmodSync(root, 0o777);
+    gw = await startGateway({ vars: { GATEHOUSE_SECRETS_KEY: randomBytes(32).toString('base64') } });
+    token = await gw.token({ team: TEAM, scopes: ['admin'] });
+    expect((await admin('PUT', '/secrets/GIT_TOKEN', { value: VALUE })).status).toBe(201);
+    await gw.putPolicy(TEAM, policy);
+    client = await gw.mcp(TEAM, ['execute', 'artifacts:read']);
+    agent = startAgent(gw, {
+      token: await gw.token({ team: TEAM, scopes: ['agent'] }),
+      root,
+      sandbox: 'gvisor',
+      capacity: 1,
+      agentId: 'creds-gvisor',
+      extraArgs: ['--extra-ca', ca.caFile, '--warm', '0'],
+      env: { GATEHOUSE_EGRESS_TEST_MODE: '1', GATEHOUSE_EGRESS_TEST_HOSTS: `${BOUND}=127.0.0.1:${up.port},${UNBOUND}=127.0.0.1:${up.port}` },
+    });
+    await agent.ready;
+  }, 300_000);
+
+  afterAll(async () => {
+    await client?.close();
+    await agent?.stop();
+    await gw?.stop();
+    up?.server.closeAllConnections();
+    await new Promise((r) => up?.server.close(r));
+    ca?.remove();
+    if (root) rmSync(root, { recursive: true, force: true });
+  });
+
+  const outputs: string[] = [];
+
+  it(
+    'a job curls the bound host: the upstream gets the header, the job does not see it, the egress row names the secret',
+    async () => {
+      const r = await run({ command: 'curl', args: CURL_BOUND.split(' ').slice(1) });
+      outputs.push(r.seen);
+      expect(r.s.exit_code, `${r.t}\n--- agent log:\n${agent.logs()}`).toBe(0);
+      expect(r.t).toContain('upstream-ok /repo.git/info/refs');
+      expect(up.seen.filter((x) => x.host === BOUND)).toEqual([{ host: BOUND, url: '/repo.git/info/refs', authorization: `Bearer ${VALUE}` }]);
+      const conns = (r.status?.s.network?.connections ?? []) as S[];
+      expect(conns.find((c) => c.host === BOUND)).toMatchObject({ decision: 'allowed', credential: 'GIT_TOKEN' });
+      expect(r.seen).not.toContain(VALUE);
+    },
+    JOB_MS,
+  );
+
+  it(
+    'a request to a host the secret is not bound to carries no header',
+    async () => {
+      const r = await run({ command: 'curl', args: CURL_UNBOUND.split(' ').slice(1) });
+      outputs.push(r.seen);
+      expect(r.s.exit_code, r.t).toBe(0);
+      expect(up.seen.filter((x) => x.host === UNBOUND)).toEqual([{ host: UNBOUND, url: '/elsewhere', authorization: undefined }]);
+      const conns = (r.status?.s.network?.connections ?? []) as S[];
+      expect(conns.find((c) => c.host === UNBOUND)?.credential ?? null).toBeNull();
+    },
+    JOB_MS,
+  );
+
+  it(
+    'the job cannot read the value: not in its env, any /proc/*/environ or cmdline, or a file under /',
+    async () => {
+      const r = await run({ command: HUNT });
+      outputs.push(r.seen);
+      // The hunt ran to its end (a refusal or a crash would also "not find" the value).
+      expect(r.t, r.t).toContain('hunt-done');
+      expect(r.t).toContain('PATH=');
+      expect(r.seen).not.toContain(VALUE);
+    },
+    JOB_MS,
+  );
+
+  it('the value is in no audit row, egress listing, or log; the audit egress listing names the secret', async () => {
+    const audit = await admin('GET', '/audit?limit=200');
+    const egress = await admin('GET', '/audit/egress?limit=200');
+    expect(audit.status).toBe(200);
+    expect(egress.status).toBe(200);
+    const rows = JSON.parse(egress.text).connections as S[];
+    expect(rows.filter((c) => c.host === BOUND).map((c) => c.credential)).toEqual(['GIT_TOKEN']);
+    expect(rows.filter((c) => c.host === UNBOUND).map((c) => c.credential ?? null)).toEqual([null]);
+    for (const t of [audit.text, egress.text, gw.logs(), agent.logs(), ...outputs]) expect(t).not.toContain(VALUE);
+  });
+
+  it(
+    'after the secret is removed, a new job is refused with an error naming the secret and how to set it',
+    async () => {
+      expect((await admin('DELETE', '/secrets/GIT_TOKEN')).status).toBe(200);
+      const before = up.seen.length;
+      const r = await call(client, 'execute', { command: 'curl', args: CURL_BOUND.split(' ').slice(1), timeout_ms: 60_000 }, JOB_MS);
+      expect(r.r.isError, r.t).toBe(true);
+      expect(r.t).toContain('"GIT_TOKEN"');
+      expect(r.t).toContain('gatehouse secrets set GIT_TOKEN');
+      expect(up.seen.length).toBe(before);
+    },
+    JOB_MS,
+  );
+});
