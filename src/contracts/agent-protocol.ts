@@ -9,6 +9,7 @@ import { SANDBOX_KINDS } from './sandbox-kinds.ts';
 import { RuntimeName } from './runtimes.ts';
 import { describeIssues } from './errors.ts';
 import { SandboxReuse } from './sandbox-reuse.ts';
+import { JobWorkspace, WorkspaceId, WorkspaceReport } from './workspaces.ts';
 import { EgressAnswer, EgressAsk, EgressLog, NetworkGrant } from './network.ts';
 
 /**
@@ -125,6 +126,8 @@ export const JobSpec = z.object({
   hardenGit: z.literal(true).optional(),
   /** The job's network: absent or `off` = none; otherwise only through the agent's egress proxy (src/contracts/network.ts). */
   network: NetworkGrant.optional(),
+  /** The job's own workspace (src/contracts/workspaces.ts); absent: the agent's shared workspace root. */
+  workspace: JobWorkspace.optional(),
 });
 export type JobSpec = z.infer<typeof JobSpec>;
 
@@ -206,6 +209,8 @@ export const JobExit = z.object({
   error: z.object({ code: NameText, message: ErrorMessageText }).optional(),
   /** Code mode: which step produced this result. A failing build is a compile error, not a run error. */
   phase: z.enum(['build', 'run']).optional(),
+  /** A workspace job: its workspace's size after the job (the edge keeps it for `workspace_list`). */
+  workspace: WorkspaceReport.optional(),
 });
 export type JobExit = z.infer<typeof JobExit>;
 
@@ -223,6 +228,14 @@ export const AgentHello = z.object({
   runtimes: z.array(RuntimeInfo).max(64),
   /** Free-form placement labels (`--label gpu`); a job may require some. */
   labels: z.array(AgentLabel).max(32).default([]),
+  /**
+   * What this agent can do beyond protocol PROTOCOL_VERSION: `workspaces` (WORKSPACES_CAPABILITY). An agent that
+   * does not announce one never gets a job that needs it. Unknown names are kept, so a newer agent is still welcome.
+   */
+  capabilities: z
+    .array(z.string().regex(/^[a-z][a-z0-9_-]{0,31}$/))
+    .max(16)
+    .optional(),
   /** Jobs still running from before a reconnect; their results will follow. */
   running: RunningJobs,
 });
@@ -268,6 +281,14 @@ export const JobError = z.object({
   code: NameText,
   message: ErrorMessageText,
 });
+/** The answer to `workspace.delete`: gone, or why not (a job of it still runs). */
+export const WorkspaceDeleted = z.object({
+  type: z.literal('workspace.deleted'),
+  id: WorkspaceId,
+  ok: z.boolean(),
+  message: z.string().max(1000).optional(),
+});
+export type WorkspaceDeleted = z.infer<typeof WorkspaceDeleted>;
 export const AgentMessage = z.discriminatedUnion('type', [
   AgentHello,
   AgentHeartbeat,
@@ -279,6 +300,7 @@ export const AgentMessage = z.discriminatedUnion('type', [
   JobError,
   EgressAsk,
   EgressLog,
+  WorkspaceDeleted,
 ]);
 export type AgentMessage = z.infer<typeof AgentMessage>;
 export type AgentHello = z.infer<typeof AgentHello>;
@@ -306,10 +328,12 @@ const JobCancel = z.object({ type: z.literal('job.cancel'), jobId: z.string(), r
  * The edge stored this job's result (or, with `stream`, that stream's `job.artifact` report); the
  * agent may forget it (until then it re-sends after every reconnect).
  */
+/** Delete a workspace this agent holds (`workspace_delete`); the agent answers with `workspace.deleted`. */
+const WorkspaceDelete = z.object({ type: z.literal('workspace.delete'), id: WorkspaceId });
 const JobAck = z.object({ type: z.literal('job.ack'), jobId: z.string(), stream: StreamName.optional() });
 /** The answer to a ping (AGENT_PONG), from the platform. */
 const EdgePong = z.object({ type: z.literal('pong') });
-export const EdgeMessage = z.discriminatedUnion('type', [EdgeWelcome, JobStart, JobCancel, JobAck, EgressAnswer, EdgePong]);
+export const EdgeMessage = z.discriminatedUnion('type', [EdgeWelcome, JobStart, JobCancel, JobAck, EgressAnswer, EdgePong, WorkspaceDelete]);
 export type EdgeMessage = z.infer<typeof EdgeMessage>;
 
 export type Parsed<T> = { ok: true; message: T } | { ok: false; reason: string };

@@ -8,6 +8,7 @@ import { POLICY_MAX_ARTIFACT_BYTES } from './limits.ts';
 import { RuntimeName } from './runtimes.ts';
 import { DEFAULT_RESOURCE_LIMITS, ResourceLimits } from './resource-limits.ts';
 import { SandboxReuse } from './sandbox-reuse.ts';
+import { WORKSPACE_DEFAULT_IDLE_HOURS, WORKSPACE_DEFAULT_QUOTA_BYTES, WorkspacesPolicy } from './workspaces.ts';
 import { NETWORK_DEFAULT_BYTES_DOWN, NETWORK_DEFAULT_BYTES_UP, NetworkPolicy } from './network.ts';
 
 const POLICY_SCHEMA_VERSION = 1;
@@ -263,6 +264,8 @@ export const PolicyDocument = z.object({
    * replaces this for its commands.
    */
   network: NetworkPolicy.default(NETWORK_OFF),
+  /** Per-task workspaces (docs/workspaces.md): each one's size quota and idle time-to-live. */
+  workspaces: WorkspacesPolicy.default({ quotaBytes: WORKSPACE_DEFAULT_QUOTA_BYTES, idleHours: WORKSPACE_DEFAULT_IDLE_HOURS }),
 });
 export type PolicyDocument = z.infer<typeof PolicyDocument>;
 export type PolicyDocumentInput = z.input<typeof PolicyDocument>;

@@ -328,6 +328,7 @@ export class AgentLink implements TimedWork {
         sandbox: r.sandbox,
         labels: JSON.parse(r.labels) as string[],
         runtimes: (JSON.parse(r.runtimes) as { name: string }[]).map((x) => x.name),
+        capabilities: r.capabilities ? (JSON.parse(r.capabilities) as string[]) : [],
       });
     }
     return out;

@@ -53,6 +53,8 @@ export interface AgentMessagesParts {
   onExitReceived(): void;
   /** A job's exit was stored: the streams it holds whole become artifacts (no upload of them follows). */
   onExitStored(jobId: string): void;
+  /** A job's exit said its workspace's size (workspaces.ts). */
+  onWorkspaceReport(agentId: string, report: { id: string; bytes: number }, now: number): void;
 }
 
 type Reply = Promise<void> | undefined;
@@ -142,6 +144,7 @@ export class AgentMessages {
             if (stdout === null || stderr === null) return; // parts missing: the agent re-sends everything after a reconnect
             exit = { ...msg, stdout, stderr, parts: undefined };
           }
+          if (msg.workspace) this.p.onWorkspaceReport(agentId, msg.workspace, now);
           if (this.p.jobs.close(msg.jobId, exit.state, { exit, fromAgent: agentId })) this.p.onExitStored(msg.jobId);
         } else {
           // Stored before (a re-send whose ack was lost): acknowledged again; a further copy on this socket is a stray.
@@ -180,6 +183,10 @@ export class AgentMessages {
         else
           this.p.jobs.close(msg.jobId, 'failed_to_start', { error: { code: asErrorCode(msg.code, 'spawn_failed'), message: msg.message }, fromAgent: agentId });
         await this.p.jobs.pump();
+        return;
+      }
+      case 'workspace.deleted': {
+        if (!msg.ok) console.warn(`agent ${agentId} did not delete workspace ${msg.id}: ${msg.message ?? 'no reason given'}`);
         return;
       }
       case 'egress.ask':

@@ -21,6 +21,8 @@ export interface AgentRow {
   connected_at: number;
   last_seen: number;
   state: 'connected' | 'disconnected';
+  /** JSON array of what the agent announced beyond its protocol (`workspaces`); null in rows from before the column. */
+  capabilities: string | null;
 }
 
 /** The `agents` table: this registry's only. IF NOT EXISTS: an object whose table predates the migration ledger keeps it. */
@@ -34,6 +36,7 @@ const MIGRATIONS: readonly Migration[] = [
     last_seen INTEGER NOT NULL, state TEXT NOT NULL)`,
     ],
   },
+  { id: '2-agents-capabilities', sql: [`ALTER TABLE agents ADD COLUMN capabilities TEXT`] },
 ];
 
 export class AgentRegistry implements TimedWork {
@@ -75,8 +78,8 @@ export class AgentRegistry implements TimedWork {
   connect(h: AgentHello, who: { subject: string; tokenId: string }, now: number): void {
     this.write(
       h.agentId,
-      `INSERT OR REPLACE INTO agents (id, subject, token_id, version, sandbox, capacity, labels, runtimes, connected_at, last_seen, state)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'connected')`,
+      `INSERT OR REPLACE INTO agents (id, subject, token_id, version, sandbox, capacity, labels, runtimes, connected_at, last_seen, state, capabilities)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'connected', ?)`,
       h.agentId,
       who.subject,
       who.tokenId,
@@ -87,6 +90,7 @@ export class AgentRegistry implements TimedWork {
       JSON.stringify(h.runtimes),
       now,
       now,
+      JSON.stringify(h.capabilities ?? []),
     );
   }
 

@@ -26,6 +26,7 @@ import { Jobs } from './jobs.ts';
 import { JobViews } from './job-views.ts';
 import { LiveOutput } from './live-output.ts';
 import { Tasks } from './tasks.ts';
+import { Workspaces } from './workspaces.ts';
 import { TeamQuotas } from './quotas.ts';
 import type { ImportCount, TeamRecordsImport } from './team-records-client.ts';
 
@@ -61,6 +62,8 @@ export interface Capabilities {
   tasks: Tasks;
   /** The team's quotas (checked at submit) and usage figures. */
   quotas: TeamQuotas;
+  /** The team's per-task workspaces: where each is, its size, when it was last used. */
+  workspaces: Workspaces;
   /** Old rows from D1 (the migration tool, legacy-import.ts) taken in by their owners, each kind idempotently. */
   importRecords(r: TeamRecordsImport): { approvals: ImportCount; tasks: ImportCount; egress: ImportCount };
   /**
@@ -125,7 +128,9 @@ export function capabilities(host: DispatchHost, o: { plan: PlanResult; trace: (
     calls: (from, to) => auditLog.denials(from, 0).calls - auditLog.denials(to, 0).calls,
     egressBytes: (from, to) => egress.bytesBetween(from, to),
   });
+  const workspaces = new Workspaces(host);
   const jobs: Jobs = new Jobs(host, {
+    workspaces,
     rows,
     records,
     live,
@@ -162,6 +167,7 @@ export function capabilities(host: DispatchHost, o: { plan: PlanResult; trace: (
     egress,
     onExitReceived: () => trace('do.exit_received'),
     onExitStored: (jobId) => artifacts.storeFromExit(jobId, teamArtifactHours()),
+    onWorkspaceReport: (agentId, report, now) => workspaces.reported(agentId, report, now),
   });
   return {
     rows,
@@ -181,6 +187,7 @@ export function capabilities(host: DispatchHost, o: { plan: PlanResult; trace: (
     approvals,
     tasks,
     quotas,
+    workspaces,
     importRecords,
     wakes: [legacy, retention, jobs, egress, artifacts, approvals, tasks],
     alarm: [
@@ -198,6 +205,7 @@ export function capabilities(host: DispatchHost, o: { plan: PlanResult; trace: (
       // After retention: the multipart uploads of pruned jobs are abandoned too.
       uploads,
       link.registry,
+      workspaces,
     ],
   };
 }

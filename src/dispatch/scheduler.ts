@@ -25,6 +25,8 @@ export interface SchedAgent {
   sandbox: SandboxKind;
   labels: string[];
   runtimes: string[];
+  /** What it announced beyond its protocol (`workspaces`); absent: nothing. */
+  capabilities?: string[];
 }
 
 export interface SchedJob {

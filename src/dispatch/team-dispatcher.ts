@@ -14,22 +14,9 @@ import { stamp } from '../contracts/trace.ts';
 import { capabilities, type Capabilities } from './capabilities.ts';
 import type { DispatchHealth } from './jobs.ts';
 import { Usage, type UsageSnapshot } from './usage.ts';
-import type {
-  AuditExportPage,
-  DispatchRequest,
-  KeptOutput,
-  MultipartAbandonAnswer,
-  MultipartBeginAnswer,
-  MultipartFinishAnswer,
-  MultipartPartAnswer,
-  MultipartRef,
-  MultipartShape,
-  SubmitAnswer,
-  TeamOverview,
-  TeamOverviewQuery,
-  UploadAnswer,
-  UploadWho,
-} from './events.ts';
+import type { AuditExportPage, DispatchRequest, KeptOutput, MultipartAbandonAnswer, MultipartBeginAnswer, MultipartFinishAnswer } from './events.ts';
+import type { MultipartPartAnswer, MultipartRef, MultipartShape, SubmitAnswer, TeamOverview, TeamOverviewQuery, UploadAnswer, UploadWho } from './events.ts';
+import { workspaceRpc, type WorkspaceAnswer, type WorkspaceOp } from './workspace-rpc.ts';
 import type { DispatchHost } from './host.ts';
 import { objectHost } from './object-host.ts';
 import { auditExportPage, taskWithView, teamOverview } from './team-reports.ts';
@@ -163,6 +150,11 @@ export class TeamDispatcher extends DurableObject<Env> {
 
   agents(): AgentView[] {
     return this.rpc(() => this.c.jobs.agents());
+  }
+
+  /** The team's workspaces: list, or delete one (its agent is told). */
+  workspaces(op: WorkspaceOp): WorkspaceAnswer {
+    return this.rpc(() => workspaceRpc(this.c, op));
   }
 
   health(): DispatchHealth {

@@ -12,6 +12,7 @@ import type { JobExit, JobSpec, SandboxKind } from '../contracts/agent-protocol.
 import type { GatehouseErrorShape } from '../contracts/errors.ts';
 import type { RuntimeName } from '../contracts/runtimes.ts';
 import type { JobSelector } from '../contracts/jobs.ts';
+import type { WorkspaceId, WorkspaceSource } from '../contracts/workspaces.ts';
 import { artifactHoursOf } from '../contracts/policy.ts';
 import { decide, type PolicyDecision, type PolicyRequest } from '../policy/engine.ts';
 import { teamPolicyOf } from '../store/policy-cache.ts';
@@ -42,6 +43,8 @@ export interface GovernedRequest {
    */
   task?: { afterMs: number };
   selector?: JobSelector;
+  /** The job's own workspace (docs/workspaces.md); absent: the agent's shared workspace. */
+  workspace?: { id: WorkspaceId; source?: WorkspaceSource };
   /** An admin-approved approval for exactly this request (policy rule decided `ask`). */
   approvalId?: string;
 }
@@ -161,6 +164,9 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
       ...(eff.hardenGit && job.mode === 'argv' ? { hardenGit: true as const } : {}),
       // Also when off: the agent names `network.source` when it refuses a connection.
       network: eff.network,
+      ...(r.workspace
+        ? { workspace: { ...r.workspace, quotaBytes: policy.workspaces.quotaBytes, idleMs: Math.round(policy.workspaces.idleHours * 3_600_000) } }
+        : {}),
     };
     // No D1 write here: the team's DO keeps the call's audit row with the job (durably, in the
     // same transaction) and writes both D1 rows in the background, with the job's end if it is short.
@@ -295,5 +301,6 @@ export function executeResult(out: Pick<EndedJob, 'exit' | 'jobId' | 'handle' | 
     artifact_handle: out.handle,
     agent_id: out.agentId,
     sandbox: out.sandbox,
+    ...(exit.error && exit.state !== 'failed_to_start' ? { error: exit.error } : {}),
   };
 }

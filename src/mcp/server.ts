@@ -16,6 +16,7 @@ import { JOB_STATUS_COST, registerJobStatus } from './tools/job-status.ts';
 import { JOB_OUTPUT_COST, registerJobOutput } from './tools/job-output.ts';
 import { JOB_KILL_COST, registerJobKill } from './tools/job-kill.ts';
 import { JOB_LIST_COST, registerJobList } from './tools/job-list.ts';
+import { WORKSPACE_DELETE_COST, WORKSPACE_LIST_COST, registerWorkspaceTools } from './tools/workspaces.ts';
 import { RUN_SCRIPT_COST, registerRunScript } from './tools/run-script.ts';
 import { registerArtifactResources } from './resources.ts';
 import { registerPrompts } from './prompts.ts';
@@ -41,6 +42,8 @@ export const TOOL_COSTS = {
   job_output: JOB_OUTPUT_COST,
   job_kill: JOB_KILL_COST,
   job_list: JOB_LIST_COST,
+  workspace_list: WORKSPACE_LIST_COST,
+  workspace_delete: WORKSPACE_DELETE_COST,
   run_script: RUN_SCRIPT_COST,
 } as const satisfies Record<string, ToolCost>;
 
@@ -81,6 +84,7 @@ export function buildServer(ctx: ToolContext): McpServer {
   registerJobOutput(server, ctx);
   registerJobKill(server, ctx);
   registerJobList(server, ctx);
+  registerWorkspaceTools(server, ctx);
   registerRunScript(server, ctx);
   registerArtifactResources(server, ctx);
   registerPrompts(server);

@@ -55,6 +55,7 @@ export function registerExecute(server: McpServer, ctx: ToolContext): void {
         job: { mode: shell ? 'shell' : 'argv', command: input.command, args: input.args ?? [], stdin: input.stdin },
         background: input.background,
         selector: { agent: input.agent, labels: input.labels },
+        ...(input.workspace ? { workspace: { id: input.workspace, ...(input.workspace_source ? { source: input.workspace_source } : {}) } } : {}),
         approvalId: input.approval_id,
         task: taskOffer(ctx, extra, input),
       });
@@ -98,11 +99,17 @@ export function registerExecute(server: McpServer, ctx: ToolContext): void {
 /** `execute`'s answer for a job that ended (a foreground call's, and a task's final result). */
 export function executeEnded(out: EndedJob): CallToolResult {
   const { exit } = out;
+  if (exit.state === 'failed_to_start' && exit.error && exit.error.code.startsWith('workspace_')) {
+    return toolError(`Error: ${exit.error.message}`, { job_id: out.jobId, error: exit.error }, exit.error.code as 'workspace_quota' | 'workspace_error');
+  }
   if (exit.state === 'failed_to_start') {
     return toolError(`Error: execute: spawn failed${exit.error ? ` (${exit.error.message})` : ''}`, undefined, 'spawn_failed');
   }
   const structured = executeResult(out);
   const notes = out.notes.length ? `\n(policy: ${out.notes.join('; ')})` : '';
+  // A workspace that filled up (or could not be made) is the job's failure, whatever its exit status.
+  if (structured.error?.code.startsWith('workspace_'))
+    return toolError(`Error: ${structured.error.message}`, structured, structured.error.code as 'workspace_quota' | 'workspace_error');
   if (exit.state === 'lost') return toolError(`Error: the job was lost: ${exit.error?.message ?? 'its executor agent vanished'}`, structured, 'lost');
   return toolResult(structured, JSON.stringify(structured) + notes);
 }

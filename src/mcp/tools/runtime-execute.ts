@@ -70,6 +70,7 @@ export function registerRuntimeExecute(server: McpServer, ctx: ToolContext): voi
         job: { mode: codeMode ? 'code' : 'argv', command: executable, args: input.args ?? [], runtime, code, stdin: input.stdin },
         background: input.background,
         selector: { agent: input.agent, labels: input.labels },
+        ...(input.workspace ? { workspace: { id: input.workspace, ...(input.workspace_source ? { source: input.workspace_source } : {}) } } : {}),
         approvalId: input.approvalId,
         task: taskOffer(ctx, extra, input),
       });
