@@ -93,10 +93,16 @@ export async function runAgentCli(argv: string[], logger?: Logger): Promise<numb
   // Per-task workspaces live in the agent's private state dir, outside the shared root; only a sandbox that mounts them per job takes them.
   const workspaces = driver.supportsWorkspaces ? new WorkspaceStore(stateDir) : undefined;
   log.info(workspaces ? `workspaces: ${workspaces.dir}` : `workspaces: not with the ${driver.kind} sandbox (workspace jobs go to gVisor agents)`);
-  const sweep = workspaces ? setInterval(() => void workspaces.sweep().then(async (gone) => {
-    for (const id of gone) await driver.dropWorkspace?.(join(workspaces.dir, id));
-    if (gone.length) log.info(`workspaces idle past their time-to-live deleted: ${gone.join(', ')}`);
-  }), WORKSPACE_SWEEP_MS) : undefined;
+  const sweep = workspaces
+    ? setInterval(
+        () =>
+          void workspaces.sweep().then(async (gone) => {
+            for (const id of gone) await driver.dropWorkspace?.(join(workspaces.dir, id));
+            if (gone.length) log.info(`workspaces idle past their time-to-live deleted: ${gone.join(', ')}`);
+          }),
+        WORKSPACE_SWEEP_MS,
+      )
+    : undefined;
   sweep?.unref();
   const runner = new JobRunner({
     driver,

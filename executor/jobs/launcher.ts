@@ -45,7 +45,7 @@ export interface LaunchPlan {
 }
 
 /** What a failed workspace clone prints on stderr (the runner turns the job's error into `workspace_error`). */
-export const CLONE_FAILED = 'gatehouse: creating the workspace from git failed';
+const CLONE_FAILED = 'gatehouse: creating the workspace from git failed';
 /** The exit status a launcher gives a failed workspace clone. */
 export const CLONE_FAILED_STATUS = 125;
 

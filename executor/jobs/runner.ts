@@ -284,15 +284,19 @@ export class JobRunner {
         // A timeout the agent's timer missed (its event loop was blocked; the watchdog killed the job) is still a timeout.
         if (!job.stop && performance.now() - launched.startedAt >= plan.timeoutMs) job.stop = 'timeout';
         const wsAfter = ws ? this.opts.workspaces!.bytes(ws.id) : 0;
-        const wsError = ws && spec.workspace ? workspaceLimitError(spec.workspace, wsAfter, { diskExceeded: launched.diskExceeded, end, clone: ws.clone, hostDir: ws.hostDir }) : null;
+        const wsError =
+          ws && spec.workspace
+            ? workspaceLimitError(spec.workspace, wsAfter, { diskExceeded: launched.diskExceeded, end, clone: ws.clone, hostDir: ws.hostDir })
+            : null;
         wsOk = ws !== null && (wsError === null || wsError.code !== 'workspace_error');
-        const limitError = wsError && (wsError.code === 'workspace_error' || wsError.over)
-          ? { code: wsError.code, message: wsError.message }
-          : launched.diskExceeded
-          ? { code: 'disk_write_limit', message: `the job was stopped: it wrote more than ${limits.diskWriteBytes} bytes to disk (limits.diskWriteBytes)` }
-          : end.kind === 'signaled' && end.signal === 'SIGKILL' && !job.stop && launched.memoryHit
-            ? { code: 'memory_limit', message: `the job was killed: it used more than ${limits.memoryBytes} bytes of memory (limits.memoryBytes)` }
-            : undefined;
+        const limitError =
+          wsError && (wsError.code === 'workspace_error' || wsError.over)
+            ? { code: wsError.code, message: wsError.message }
+            : launched.diskExceeded
+              ? { code: 'disk_write_limit', message: `the job was stopped: it wrote more than ${limits.diskWriteBytes} bytes to disk (limits.diskWriteBytes)` }
+              : end.kind === 'signaled' && end.signal === 'SIGKILL' && !job.stop && launched.memoryHit
+                ? { code: 'memory_limit', message: `the job was killed: it used more than ${limits.memoryBytes} bytes of memory (limits.memoryBytes)` }
+                : undefined;
         const upload = this.opts.upload ? { target: this.opts.upload, grant: job.grant, log } : null;
         const result = await finishJob(spec, t0, { end, stop: job.stop, phase, compileError, limitError }, caps, relay, upload);
         if (ws) result.exit.workspace = { id: ws.id, bytes: wsAfter };

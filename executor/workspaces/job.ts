@@ -49,7 +49,7 @@ export function workspaceLimitError(
     return {
       code: 'workspace_error',
       over: false,
-      message: `workspace "${ws.id}" was not created: cloning ${after.clone.url} failed${status === CLONE_FAILED_STATUS ? ' (stderr has git\'s reason; the network policy must allow the host)' : ''}; the next call tries again`,
+      message: `workspace "${ws.id}" was not created: cloning ${after.clone.url} failed${status === CLONE_FAILED_STATUS ? " (stderr has git's reason; the network policy must allow the host)" : ''}; the next call tries again`,
     };
   }
   const over = bytes > ws.quotaBytes || after === undefined || after.diskExceeded;

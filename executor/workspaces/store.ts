@@ -63,10 +63,7 @@ export class WorkspaceStore {
       await held;
     }
     let free!: () => void;
-    this.locks.set(
-      id,
-      new Promise<void>((r) => (free = r)),
-    );
+    this.locks.set(id, new Promise<void>((r) => (free = r)));
     return () => {
       this.locks.delete(id);
       free();
@@ -193,7 +190,7 @@ export class WorkspaceStore {
 }
 
 /** Bytes under `dir`: the sizes of its files, links and directories (lstat: a link is never followed). */
-export function dirBytes(dir: string): number {
+function dirBytes(dir: string): number {
   let total = 0;
   const stack = [dir];
   while (stack.length) {

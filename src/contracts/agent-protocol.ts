@@ -282,13 +282,12 @@ export const JobError = z.object({
   message: ErrorMessageText,
 });
 /** The answer to `workspace.delete`: gone, or why not (a job of it still runs). */
-export const WorkspaceDeleted = z.object({
+const WorkspaceDeleted = z.object({
   type: z.literal('workspace.deleted'),
   id: WorkspaceId,
   ok: z.boolean(),
   message: z.string().max(1000).optional(),
 });
-export type WorkspaceDeleted = z.infer<typeof WorkspaceDeleted>;
 export const AgentMessage = z.discriminatedUnion('type', [
   AgentHello,
   AgentHeartbeat,

@@ -21,7 +21,7 @@ export const WorkspaceSource = z.union([
       git: z
         .string()
         .max(2048)
-        .regex(/^(https?|git):\/\/[^\s]+$/, 'git must be an http(s):// or git:// URL'),
+        .regex(/^https?:\/\/[^\s]+$/, 'git must be an http:// or https:// URL (the clone goes through the egress proxy, which speaks HTTP)'),
       ref: GitRef.optional(),
     })
     .strict(),

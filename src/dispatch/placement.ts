@@ -52,6 +52,12 @@ export function placeWorkspace(
   load: ReadonlyMap<string, number>,
   workspaces: Pick<Workspaces, 'place'>,
 ): Placement {
-  const job: SchedJob = { id: req.spec.jobId, deadline: now, runtime: req.runtime, sandboxMinimum: req.sandboxMinimum, labels: req.labels?.length ? req.labels : undefined };
+  const job: SchedJob = {
+    id: req.spec.jobId,
+    deadline: now,
+    runtime: req.runtime,
+    sandboxMinimum: req.sandboxMinimum,
+    labels: req.labels?.length ? req.labels : undefined,
+  };
   return workspaces.place({ workspace: req.spec.workspace!, agent: req.agent, fits: (a) => whyNoAgentFits(job, [a]) === null }, link.schedAgents(load), now);
 }

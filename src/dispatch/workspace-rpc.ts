@@ -21,7 +21,10 @@ export function workspaceRpc(c: { workspaces: Workspaces; link: Pick<AgentLink, 
   if (!ws)
     return {
       ok: false,
-      error: { code: 'conflict', message: `workspace "${op.id}" is on executor agent "${holder}", which is not connected: it can be deleted once that agent is back` },
+      error: {
+        code: 'conflict',
+        message: `workspace "${op.id}" is on executor agent "${holder}", which is not connected: it can be deleted once that agent is back`,
+      },
     };
   c.link.send(ws, { type: 'workspace.delete', id: op.id });
   c.workspaces.remove(op.id);

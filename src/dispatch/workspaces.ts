@@ -63,7 +63,8 @@ export class Workspaces implements TimedWork {
     const from = ws.source && 'copyFrom' in ws.source ? ws.source.copyFrom : null;
     // A workspace stays where it is; a copy is made on the agent that holds its original.
     const pinned = held?.agent ?? (from ? this.row(from)?.agent : undefined);
-    if (from && !held && !pinned) return { ok: false, error: { code: 'not_found', message: `workspace "${from}" to copy from does not exist in this team (workspace_list shows them)` } };
+    if (from && !held && !pinned)
+      return { ok: false, error: { code: 'not_found', message: `workspace "${from}" to copy from does not exist in this team (workspace_list shows them)` } };
     if (pinned) {
       if (ask.agent && ask.agent !== pinned)
         return {
@@ -79,7 +80,9 @@ export class Workspaces implements TimedWork {
     const able = agents.filter((a) => a.capabilities?.includes(WORKSPACES_CAPABILITY));
     const fit = able.filter((a) => (!ask.agent || a.id === ask.agent) && ask.fits(a));
     if (!fit.length) {
-      const unable = agents.filter((a) => !able.includes(a)).map((a) => `${a.id} (${a.sandbox}${a.sandbox === 'gvisor' ? ', an agent too old for workspaces' : ': its sandbox cannot mount one'})`);
+      const unable = agents
+        .filter((a) => !able.includes(a))
+        .map((a) => `${a.id} (${a.sandbox}${a.sandbox === 'gvisor' ? ', an agent too old for workspaces' : ': its sandbox cannot mount one'})`);
       const why = !agents.length
         ? 'no executor agent is connected'
         : !able.length

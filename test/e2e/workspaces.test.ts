@@ -143,12 +143,12 @@ maybe('per-task workspaces through the gateway', () => {
   it('a job that fills its workspace past the quota fails with workspace_quota, which execute returns', async () => {
     const r = await run({ command: 'head -c 5000000 /dev/zero > big; echo wrote', workspace: 'task-full' });
     expect(r.r.isError, r.t).toBe(true);
-    expect(r.s.error?.code, r.t).toBe('workspace_quota');
+    expect((r.s.error as S | undefined)?.code, r.t).toBe('workspace_quota');
     expect(r.t).toContain('workspaces.quotaBytes');
     // Full now: the next job there is refused before it runs, with the same code.
     const next = await run({ command: 'true', workspace: 'task-full' });
     expect(next.r.isError).toBe(true);
-    expect(next.s.error?.code ?? next.t).toMatch(/workspace_quota/);
+    expect((next.s.error as S | undefined)?.code ?? next.t).toMatch(/workspace_quota/);
   }, 300_000);
 
   it('a new workspace copied from another has its files; changing the copy leaves the original alone', async () => {
@@ -171,7 +171,7 @@ maybe('per-task workspaces through the gateway', () => {
     expect(again.s.stdout).toContain('cloned through the egress proxy');
     const denied = await run({ command: 'true', workspace: 'task-git2', workspace_source: { git: 'http://not-allowed.test/x.git' } }, 240_000);
     expect(denied.r.isError, denied.t).toBe(true);
-    expect(denied.s.error?.code).toBe('workspace_error');
+    expect((denied.s.error as S | undefined)?.code).toBe('workspace_error');
   }, 300_000);
 
   it('rejects a workspace id that is not allowed, saying what is', async () => {
@@ -213,7 +213,12 @@ maybe('an agent that cannot hold workspaces never gets a workspace job', () => {
     gw2 = await startGateway();
     await gw2.putPolicy('ws-bwrap', { ...DEFAULT_POLICY, limits: { ...DEFAULT_POLICY.limits, queueWaitMs: 1000 } });
     c = await gw2.mcp('ws-bwrap', ['execute']);
-    bw = startAgent(gw2, { token: await gw2.token({ team: 'ws-bwrap', scopes: ['agent'] }), root: tmp('gatehouse-ws-bw-'), sandbox: 'bwrap', agentId: 'ws-bwrap' });
+    bw = startAgent(gw2, {
+      token: await gw2.token({ team: 'ws-bwrap', scopes: ['agent'] }),
+      root: tmp('gatehouse-ws-bw-'),
+      sandbox: 'bwrap',
+      agentId: 'ws-bwrap',
+    });
     await bw.ready;
   }, 300_000);
   afterAll(async () => {

@@ -75,7 +75,7 @@ const keyOf = (limits: ResourceLimits, reuse: SandboxReuse, workspaceDir?: strin
  * Parked sandboxes of per-task workspaces kept at once: each pins its workspace's mount, and a team
  * may have many workspaces; the shared root's sandboxes keep the rest of MAX_PARKED.
  */
-export const MAX_PARKED_WORKSPACE = 8;
+const MAX_PARKED_WORKSPACE = 8;
 
 export class ReusePool implements ReuseHome {
   private readonly parked: ReusableSandbox[] = [];

@@ -19,7 +19,8 @@ export function registerWorkspaceTools(server: McpServer, ctx: ToolContext): voi
     'workspace_list',
     {
       title: "List the team's workspaces",
-      description: 'Workspaces of your team (made by execute / runtime_execute with "workspace"): size, quota, last used, the agent that holds each, when it expires.',
+      description:
+        'Workspaces of your team (made by execute / runtime_execute with "workspace"): size, quota, last used, the agent that holds each, when it expires.',
       annotations: READ_ONLY,
       inputSchema: toolInput(WorkspaceListInput),
       outputSchema: toolOutput(WorkspaceListOutput),
@@ -33,7 +34,12 @@ export function registerWorkspaceTools(server: McpServer, ctx: ToolContext): voi
       if (!r.ok) return toolError(`Error: ${r.error.message}`, undefined, r.error.code);
       const list = 'workspaces' in r ? r.workspaces : [];
       const text = list.length
-        ? list.map((w) => `${w.id}  ${mib(w.bytes)} of ${mib(w.quota_bytes)}  last used ${new Date(w.last_used_at).toISOString()}  agent ${w.agent_id}${w.agent_connected ? '' : ' (not connected)'}`).join('\n')
+        ? list
+            .map(
+              (w) =>
+                `${w.id}  ${mib(w.bytes)} of ${mib(w.quota_bytes)}  last used ${new Date(w.last_used_at).toISOString()}  agent ${w.agent_id}${w.agent_connected ? '' : ' (not connected)'}`,
+            )
+            .join('\n')
         : 'no workspaces yet: execute with "workspace" makes one';
       return toolResult({ workspaces: list }, text);
     },
