@@ -36,9 +36,9 @@ function workspaceOf(row: JobRow): string | null {
 
 export function refusalOf(row: JobRow, why: Ineligibility | 'busy', c: RefusalContext): Failure {
   const waited = `${Math.max(0, row.deadline - row.created_at)}ms`;
-  const ws = why === 'agent' || why === 'busy' ? workspaceOf(row) : null;
+  const ws = why === 'agent' || why === 'busy' || why === 'no_agent' ? workspaceOf(row) : null;
   // A workspace job waits for the agent that holds its workspace, and no other: the caller is told which, and why.
-  if (ws && why === 'agent')
+  if (ws && row.sel_agent && (why === 'agent' || why === 'no_agent'))
     return {
       code: 'no_agent',
       message: `workspace "${ws}" is held by executor agent "${row.sel_agent}", which is not connected (waited ${waited}); its jobs run only there. Start that agent again, or use another workspace`,
