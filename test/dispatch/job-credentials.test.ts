@@ -6,6 +6,7 @@
  * gains it without losing rows.
  */
 import { randomBytes } from 'node:crypto';
+import type { DatabaseSync } from 'node:sqlite';
 import { describe, expect, it } from 'vitest';
 import type { JobSpec } from '../../src/contracts/agent-protocol.ts';
 import type { NetworkGrant } from '../../src/contracts/network.ts';
@@ -25,7 +26,7 @@ const grant: NetworkGrant = {
   credentials: [{ secret: 'GIT_TOKEN', hosts: ['git.example.com'], header: 'Authorization', scheme: 'Bearer' }],
 };
 
-function rig(db?: Parameters<typeof dispatchHost>[0]['db']) {
+function rig(db?: DatabaseSync) {
   const host = dispatchHost({ heartbeatMs: HB, db, env: { GATEHOUSE_WORKERS_PLAN: 'paid', GATEHOUSE_SECRETS_KEY: randomBytes(32).toString('base64') } });
   return setup({ host });
 }

@@ -20,6 +20,7 @@ import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
+import { runCli } from '../support/cli.ts';
 import { makePrivateCa, openSslAvailable, type PrivateCa } from '../support/private-ca.ts';
 import { call } from './fleet.ts';
 import { type AgentProcess, type Gateway, hasCommand, startAgent, startGateway } from './harness.ts';
@@ -141,7 +142,7 @@ maybe('credentials: added by the egress proxy, never readable by the job', () =>
       expect(r.s.exit_code, `${r.t}\n--- agent log:\n${agent.logs()}`).toBe(0);
       expect(r.t).toContain('upstream-ok /repo.git/info/refs');
       expect(up.seen.filter((x) => x.host === BOUND)).toEqual([{ host: BOUND, url: '/repo.git/info/refs', authorization: `Bearer ${VALUE}` }]);
-      const conns = (r.status?.s.network?.connections ?? []) as S[];
+      const conns = ((r.status?.s as S | undefined)?.network?.connections ?? []) as S[];
       expect(conns.find((c) => c.host === BOUND)).toMatchObject({ decision: 'allowed', credential: 'GIT_TOKEN' });
       expect(r.seen).not.toContain(VALUE);
     },
@@ -155,7 +156,7 @@ maybe('credentials: added by the egress proxy, never readable by the job', () =>
       outputs.push(r.seen);
       expect(r.s.exit_code, r.t).toBe(0);
       expect(up.seen.filter((x) => x.host === UNBOUND)).toEqual([{ host: UNBOUND, url: '/elsewhere', authorization: undefined }]);
-      const conns = (r.status?.s.network?.connections ?? []) as S[];
+      const conns = ((r.status?.s as S | undefined)?.network?.connections ?? []) as S[];
       expect(conns.find((c) => c.host === UNBOUND)?.credential ?? null).toBeNull();
     },
     JOB_MS,
@@ -182,7 +183,12 @@ maybe('credentials: added by the egress proxy, never readable by the job', () =>
     const rows = JSON.parse(egress.text).connections as S[];
     expect(rows.filter((c) => c.host === BOUND).map((c) => c.credential)).toEqual(['GIT_TOKEN']);
     expect(rows.filter((c) => c.host === UNBOUND).map((c) => c.credential ?? null)).toEqual([null]);
-    for (const t of [audit.text, egress.text, gw.logs(), agent.logs(), ...outputs]) expect(t).not.toContain(VALUE);
+    // The CLI's listing shows the name in its CREDENTIAL column.
+    const cli = await runCli(gw.url, token, ['audit', 'egress']);
+    expect(cli.code, cli.stderr).toBe(0);
+    expect(cli.stdout).toMatch(/^STARTED\s+JOB\s+HOST\s+METHOD\s+DECISION\s+UP\/DOWN\s+CREDENTIAL\s+REASON/m);
+    expect(cli.stdout).toMatch(new RegExp(`${BOUND.replace(/\./g, '\\.')}:443\\s+CONNECT\\s+allowed\\s+\\S+ B\\s+GIT_TOKEN\\s`));
+    for (const t of [audit.text, egress.text, cli.stdout, cli.stderr, gw.logs(), agent.logs(), ...outputs]) expect(t).not.toContain(VALUE);
   });
 
   it(
