@@ -13,7 +13,7 @@
  * Needs runsc, openssl and curl (skipped outside CI when missing).
  */
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -165,10 +165,13 @@ maybe('credentials: added by the egress proxy, never readable by the job', () =>
   it(
     'the job cannot read the value: not in its env, any /proc/*/environ or cmdline, or a file under /',
     async () => {
+      // A decoy in the workspace with the value's marker: the hunt must find it, or it searched nothing.
+      writeFileSync(join(root, 'decoy.txt'), `${MARK}feedface\n`);
       const r = await run({ command: HUNT });
       outputs.push(r.seen);
       // The hunt ran to its end (a refusal or a crash would also "not find" the value).
       expect(r.t, r.t).toContain('hunt-done');
+      expect(r.t).toContain(`${MARK}feedface`);
       expect(r.t).toContain('PATH=');
       expect(r.seen).not.toContain(VALUE);
     },
