@@ -21,7 +21,23 @@ import { scriptsCommand } from './scripts.ts';
 import { secretsCommand } from './secrets.ts';
 import { serversCommand } from './servers.ts';
 
-const COMMANDS = ['token', 'key', 'members', 'oauth', 'policy', 'audit', 'agents', 'jobs', 'approvals', 'scripts', 'secrets', 'servers', 'team', 'agent', 'help'];
+const COMMANDS = [
+  'token',
+  'key',
+  'members',
+  'oauth',
+  'policy',
+  'audit',
+  'agents',
+  'jobs',
+  'approvals',
+  'scripts',
+  'secrets',
+  'servers',
+  'team',
+  'agent',
+  'help',
+];
 
 export const HELP = `gatehouse — admin CLI and executor agent of a Gatehouse MCP gateway
 

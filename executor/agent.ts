@@ -13,6 +13,9 @@ import { traceLine, type TraceStep } from '../src/contracts/trace.ts';
 import type { JobRunner } from './jobs/runner.ts';
 import type { Logger } from './log.ts';
 import type { AgentMetrics } from './metrics.ts';
+import type { WorkspaceStore } from './workspaces/store.ts';
+import { WORKSPACES_CAPABILITY } from '../src/contracts/workspaces.ts';
+import { join } from 'node:path';
 
 export interface AgentOptions {
   url: string;
@@ -30,6 +33,10 @@ export interface AgentOptions {
   onRefused?: (reason: string) => void;
   /** Counters for `--metrics-port` (executor/metrics.ts). */
   metrics?: AgentMetrics;
+  /** Per-task workspaces: set only when the sandbox can mount them (the agent then announces the capability). */
+  workspaces?: WorkspaceStore;
+  /** Drops idle sandboxes that hold a workspace mounted (the driver's `dropWorkspace`). */
+  dropWorkspace?: (dir: string) => Promise<void>;
 }
 
 /** Exits kept for an edge that never acks (a lost edge must not grow the agent without bound). */
@@ -63,6 +70,7 @@ export class Agent {
         sandbox: o.sandbox,
         runtimes: o.runtimes,
         labels: o.labels ?? [],
+        ...(o.workspaces ? { capabilities: [WORKSPACES_CAPABILITY] } : {}),
         running: this.inFlight(),
       }),
       running: () => this.inFlight(),
@@ -90,12 +98,27 @@ export class Agent {
         } else if (m.type === 'egress.answer') {
           if (!o.runner.egressAnswer(m))
             o.log.info(`egress answer ${m.askId} for job ${m.jobId}: no connection waits for it (the job ended, or the wait ran out)`);
+        } else if (m.type === 'workspace.delete') {
+          void this.deleteWorkspace(m.id);
         } else if (m.type === 'job.ack') {
           if (m.stream) this.unackedArtifacts.delete(`${m.jobId}/${m.stream}`);
           else this.unacked.delete(m.jobId);
         }
       },
     });
+  }
+
+  /** `workspace.delete`: its idle sandboxes go first (they hold it mounted), then its directory. */
+  private async deleteWorkspace(id: string): Promise<void> {
+    const store = this.o.workspaces;
+    if (!store) {
+      this.send({ type: 'workspace.deleted', id, ok: false, message: 'this agent holds no workspaces' });
+      return;
+    }
+    await this.o.dropWorkspace?.(join(store.dir, id));
+    const r = store.delete(id);
+    this.o.log.info(`workspace ${id} deleted${r.message ? `: ${r.message}` : ''}`);
+    this.send({ type: 'workspace.deleted', id, ok: r.ok, ...(r.message ? { message: r.message } : {}) });
   }
 
   start(): void {

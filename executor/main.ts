@@ -3,6 +3,7 @@
  * Finds the strongest sandbox, probes runtimes, connects out to the gateway and runs jobs
  * until SIGTERM/SIGINT. `runAgentCli` is also what `gatehouse agent` calls.
  */
+import { WorkspaceStore } from './workspaces/store.ts';
 import { mkdirSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
@@ -35,6 +36,9 @@ function agentVersion(): string {
 }
 
 /** Runs the agent until a stop signal; resolves with the process exit code (2: bad flags, 1: cannot start). */
+/** How often idle workspaces are looked for (their time-to-live is hours; a minute late is nothing). */
+const WORKSPACE_SWEEP_MS = 60_000;
+
 export async function runAgentCli(argv: string[], logger?: Logger): Promise<number> {
   const parsed = parseAgentArgs(argv);
   if (!parsed.ok) {
@@ -118,6 +122,20 @@ export async function runAgentCli(argv: string[], logger?: Logger): Promise<numb
   log.info(`capacity: ${cfg.capacity} jobs; ceilings: timeout ${cfg.maxTimeoutMs} ms, artifact ${cfg.maxArtifactBytes} bytes per stream`);
   log.info(`runtimes: ${runtimes.list.length ? runtimes.list.map((r) => `${r.name} (${r.path}: ${r.version})`).join(', ') : 'none found'}`);
 
+  // Per-task workspaces live in the agent's private state dir, outside the shared root; only a sandbox that mounts them per job takes them.
+  const workspaces = driver.supportsWorkspaces ? new WorkspaceStore(stateDir) : undefined;
+  log.info(workspaces ? `workspaces: ${workspaces.dir}` : `workspaces: not with the ${driver.kind} sandbox (workspace jobs go to gVisor agents)`);
+  const sweep = workspaces
+    ? setInterval(
+        () =>
+          void workspaces.sweep().then(async (gone) => {
+            for (const id of gone) await driver.dropWorkspace?.(join(workspaces.dir, id));
+            if (gone.length) log.info(`workspaces idle past their time-to-live deleted: ${gone.join(', ')}`);
+          }),
+        WORKSPACE_SWEEP_MS,
+      )
+    : undefined;
+  sweep?.unref();
   const runner = new JobRunner({
     agentCa,
     driver,
@@ -130,6 +148,7 @@ export async function runAgentCli(argv: string[], logger?: Logger): Promise<numb
     log,
     egressTestHosts: cfg.egressTestHosts ?? null,
     agentEnv: trustEnv(driver.kind, cas.value.hostPath),
+    ...(workspaces ? { workspaces } : {}),
   });
   if (cfg.egressTestHosts) log.warn(`egress test mode: ${[...cfg.egressTestHosts.keys()].join(', ')} resolve to 127.0.0.1 (GATEHOUSE_EGRESS_TEST_HOSTS)`);
   const agent = new Agent({
@@ -145,6 +164,7 @@ export async function runAgentCli(argv: string[], logger?: Logger): Promise<numb
     log,
     onRefused: () => onRefused(),
     metrics,
+    ...(workspaces ? { workspaces, dropWorkspace: (dir: string) => driver.dropWorkspace?.(dir) ?? Promise.resolve() } : {}),
   });
   let metricsServer: Server | undefined;
   if (metrics && cfg.metricsPort !== null) {

@@ -185,6 +185,6 @@ export function stoppedEarly(jobId: string, t0: number, why: 'timeout' | 'cancel
  * Never an exit 0: the process did not run. The message is the reason alone (the OS's or the
  * sandbox's); the edge words it for its caller (`Error: execute: spawn failed (…)`, the text the execute tool has always answered with).
  */
-export function failedToStart(jobId: string, t0: number, detail: string): JobExit {
-  return { ...emptyExit(jobId, t0), error: { code: 'spawn_failed', message: detail || 'the process could not be started' } };
+export function failedToStart(jobId: string, t0: number, detail: string, code = 'spawn_failed'): JobExit {
+  return { ...emptyExit(jobId, t0), error: { code, message: detail || 'the process could not be started' } };
 }

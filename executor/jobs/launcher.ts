@@ -36,7 +36,18 @@ export interface LaunchPlan {
    * it must return once ready and leave a process behind that holds none of the job's descriptors.
    */
   prelude?: { argv: string[]; failure: string };
+  /**
+   * The job creates its workspace from git: clone into the (empty) workspace root `into` with the job's env
+   * (its egress proxy's variables included) and limits, check out `ref`, then change to `cwd`. A failed
+   * clone ends the job with status 125 and CLONE_FAILED on stderr.
+   */
+  clone?: { git: string; url: string; ref?: string; into: string };
 }
+
+/** What a failed workspace clone prints on stderr (the runner turns the job's error into `workspace_error`). */
+const CLONE_FAILED = 'gatehouse: creating the workspace from git failed';
+/** The exit status a launcher gives a failed workspace clone. */
+export const CLONE_FAILED_STATUS = 125;
 
 export const LAUNCHER_FILE = '.gatehouse-launch.sh';
 /** The launcher's descriptor for the status pipe (`build <status>` lines). */
@@ -73,6 +84,14 @@ export function launchScript(p: LaunchPlan): string {
     ...exported.map((e) => `export ${e}`),
     ...ulimitCommands(p.rlimits).map((c) => `${c} || exit 126`),
   ];
+  if (p.clone) {
+    const c = p.clone;
+    const fail = `{ printf '%s\\n' ${sq(`${CLONE_FAILED} (${c.url}${c.ref ? ` at ${c.ref}` : ''})`)} >&2; exit ${CLONE_FAILED_STATUS}; }`;
+    lines.push(`cd ${sq(c.into)} || exit 126`);
+    lines.push(`${cmd([c.git, 'clone', '-q', '--', c.url, '.'])} </dev/null ${fd}>&- || ${fail}`);
+    if (c.ref) lines.push(`${cmd([c.git, '-c', 'advice.detachedHead=false', 'checkout', '-q', c.ref, '--'])} </dev/null ${fd}>&- || ${fail}`);
+    lines.push(`cd ${sq(p.cwd)} || exit 126`);
+  }
   if (p.build) {
     lines.push(`${cmd(p.build)} </dev/null ${fd}>&-`);
     lines.push(`s=$?; echo "build $s" >&${fd}; exec ${fd}>&-; [ "$s" -eq 0 ] || exit "$s"`);

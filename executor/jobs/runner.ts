@@ -18,6 +18,7 @@ import { OutputRelay, type LiveSink } from './relay.ts';
 import { launchScript } from './launcher.ts';
 import { jobRlimits } from './limits.ts';
 import { expandTemplate, planJob, type Ceilings, type JobPlan } from './plan.ts';
+import { checkCwd } from './resolve.ts';
 import type { UploadTarget } from './upload.ts';
 import { failedToStart, finishJob, settled, stoppedEarly, type JobResult } from './job-exit.ts';
 import { superviseLaunch } from './supervise.ts';
@@ -33,6 +34,8 @@ import type { TestHosts } from '../egress/test-hosts.ts';
 import type { JobInput, JobInputAck } from '../../src/contracts/interactive.ts';
 import { JobStdin } from './stdin.ts';
 import { onTerminal, ttyAvailable } from './tty.ts';
+import type { PreparedWorkspace, WorkspaceStore } from '../workspaces/store.ts';
+import { workspaceLimitError, workspacePlanRoot, workspaceRefusal } from '../workspaces/job.ts';
 
 export interface RunnerOptions {
   driver: SandboxDriver;
@@ -58,6 +61,8 @@ export interface RunnerOptions {
   agentCa?: AgentCa;
   /** Set in every job's env after the job's own (the trusted CA variables, sandbox/trusted-cas.ts): a job spec cannot change them. */
   agentEnv?: Record<string, string>;
+  /** Per-task workspaces; absent: a job that names one is refused. */
+  workspaces?: WorkspaceStore;
 }
 
 export type StartResult = { accepted: true; done: Promise<JobResult> } | { accepted: false; error: JobError };
@@ -126,9 +131,13 @@ export class JobRunner {
         'the job asks for a terminal (tty), which needs util-linux `script` (/usr/bin/script) on the agent host; install util-linux',
       );
     }
+    const wsRefusal = workspaceRefusal(spec, d, this.opts.workspaces);
+    if (wsRefusal) return refuse(wsRefusal.code, wsRefusal.message);
     const hostVisible = d.kind === 'none';
-    const planned = planJob(spec, {
-      root: this.opts.root,
+    // A workspace job's cwd is checked in its own directory (in `run` when this job creates it).
+    const planRoot = workspacePlanRoot(spec, this.opts.root, this.opts.workspaces);
+    const planned = planJob(planRoot.spec, {
+      root: planRoot.root,
       workspaceInside: hostVisible ? this.opts.root : '/workspace',
       hostVisible,
       runtimes: this.opts.runtimes,
@@ -188,7 +197,7 @@ export class JobRunner {
 
   private async run(
     job: LiveJob,
-    plan: JobPlan,
+    planned: JobPlan,
     live: LiveSink,
     t0: number,
     network: NetworkGrant | null,
@@ -197,6 +206,7 @@ export class JobRunner {
   ): Promise<JobResult> {
     const { spec } = job;
     const { log, driver } = this.opts;
+    let plan = planned;
     const base = join(this.opts.spoolDir, randomBytes(8).toString('hex'));
     const relay = new OutputRelay(spec.jobId, live);
     const mk = (stream: StreamName) => {
@@ -217,15 +227,35 @@ export class JobRunner {
       void job.sandbox?.kill(this.graceMs);
     };
     const timer = setTimeout(() => job.stopNow('timeout'), plan.timeoutMs);
-    const limits = plan.limits;
+    let limits = plan.limits;
+    let ws: PreparedWorkspace | null = null;
+    let wsOk = false;
     try {
+      if (spec.workspace && this.opts.workspaces) {
+        const prepared = await this.opts.workspaces.prepare(spec.workspace);
+        if (!prepared.ok) return settled(failedToStart(spec.jobId, t0, prepared.error.message, prepared.error.code));
+        ws = prepared.value;
+        const room = spec.workspace.quotaBytes - ws.bytes;
+        if (room <= 0) {
+          const full = workspaceLimitError(spec.workspace, ws.bytes);
+          return settled(failedToStart(spec.jobId, t0, full.message, full.code));
+        }
+        if (!ws.clone && spec.cwd) {
+          const cwd = checkCwd(ws.hostDir, spec.cwd);
+          if (!cwd.ok) return settled(failedToStart(spec.jobId, t0, cwd.error.message, cwd.error.code));
+          plan = { ...plan, cwd: cwd.value };
+        } else if (ws.clone) plan = { ...plan, cwd: spec.cwd };
+        // The quota is enforced as the job's disk-write limit (what it may still add), and checked again after it.
+        limits = { ...limits, diskWriteBytes: Math.min(limits.diskWriteBytes, room) };
+      }
       let sandbox: Sandbox;
       try {
         // A hardened git runs through the launcher script, which only a fresh sandbox starts. So does a job with
         // network (a sandbox that may reach the host socket of its proxy), and an interactive one (stdin is its own).
+        const workspaceDir = ws ? { workspaceDir: ws.hostDir } : {};
         sandbox = network
-          ? await driver.acquire(spec.jobId, limits, undefined, { egress: true })
-          : await driver.acquire(spec.jobId, limits, plan.hardenGit || spec.interactive ? undefined : spec.reuse);
+          ? await driver.acquire(spec.jobId, limits, undefined, { egress: true, ...workspaceDir })
+          : await driver.acquire(spec.jobId, limits, plan.hardenGit || ws?.clone || spec.interactive ? undefined : spec.reuse, workspaceDir);
       } catch (e) {
         return settled(failedToStart(spec.jobId, t0, `sandbox did not start: ${(e as Error).message}`));
       }
@@ -268,8 +298,9 @@ export class JobRunner {
           rlimits,
           ...(plan.hardenGit ? { hardenGit: plan.hardenGit } : {}),
           ...(prelude ? { prelude } : {}),
+          ...(ws?.clone ? { clone: { git: '/usr/bin/git', ...ws.clone, into: sandbox.workspaceInside } } : {}),
         });
-        const steps = plan.hardenGit || network ? undefined : { cwd: cwdInside, env, ...(build ? { build } : {}), run, rlimits };
+        const steps = plan.hardenGit || network || ws?.clone ? undefined : { cwd: cwdInside, env, ...(build ? { build } : {}), run, rlimits };
         const launched = await superviseLaunch(
           sandbox,
           { script, steps },
@@ -297,20 +328,32 @@ export class JobRunner {
         }
         // A timeout the agent's timer missed (its event loop was blocked; the watchdog killed the job) is still a timeout.
         if (!job.stop && performance.now() - launched.startedAt >= plan.timeoutMs) job.stop = 'timeout';
-        const limitError = launched.diskExceeded
-          ? { code: 'disk_write_limit', message: `the job was stopped: it wrote more than ${limits.diskWriteBytes} bytes to disk (limits.diskWriteBytes)` }
-          : end.kind === 'signaled' && end.signal === 'SIGKILL' && !job.stop && launched.memoryHit
-            ? { code: 'memory_limit', message: `the job was killed: it used more than ${limits.memoryBytes} bytes of memory (limits.memoryBytes)` }
-            : undefined;
+        const wsAfter = ws ? this.opts.workspaces!.bytes(ws.id) : 0;
+        const wsError =
+          ws && spec.workspace
+            ? workspaceLimitError(spec.workspace, wsAfter, { diskExceeded: launched.diskExceeded, end, clone: ws.clone, hostDir: ws.hostDir })
+            : null;
+        wsOk = ws !== null && (wsError === null || wsError.code !== 'workspace_error');
+        const limitError =
+          wsError && (wsError.code === 'workspace_error' || wsError.over)
+            ? { code: wsError.code, message: wsError.message }
+            : launched.diskExceeded
+              ? { code: 'disk_write_limit', message: `the job was stopped: it wrote more than ${limits.diskWriteBytes} bytes to disk (limits.diskWriteBytes)` }
+              : end.kind === 'signaled' && end.signal === 'SIGKILL' && !job.stop && launched.memoryHit
+                ? { code: 'memory_limit', message: `the job was killed: it used more than ${limits.memoryBytes} bytes of memory (limits.memoryBytes)` }
+                : undefined;
         const upload = this.opts.upload ? { target: this.opts.upload, grant: job.grant, log } : null;
         const notices = [...timeoutNotice(spec.timeoutMs, plan.timeoutMs), ...(job.proxy?.refusalNotices() ?? [])];
-        return await finishJob(spec, t0, { end, stop: job.stop, phase, compileError, limitError, notices }, caps, relay, upload);
+        const result = await finishJob(spec, t0, { end, stop: job.stop, phase, compileError, limitError, notices }, caps, relay, upload);
+        if (ws) result.exit.workspace = { id: ws.id, bytes: wsAfter };
+        return result;
       } finally {
         // The job's connections end with it; their records go out before its exit does.
         await job.proxy?.close();
         void sandbox.destroy().catch((e) => log.error(`sandbox ${sandbox.id} teardown: ${(e as Error).message}`));
       }
     } finally {
+      ws?.release(wsOk);
       clearTimeout(timer);
       await relay.close();
       await caps.stdout.close();

@@ -63,6 +63,7 @@ export class GvisorDriver implements SandboxDriver, GvisorHost {
   readonly kind = 'gvisor' as const;
   readonly processLimitByRlimit = true;
   readonly enforcesEgress = true;
+  readonly supportsWorkspaces = true;
   readonly runscRoot: string;
   version = 'unknown';
   /** What warm sandboxes are started with: the sandbox-wide limits of the latest job. */
@@ -165,7 +166,7 @@ export class GvisorDriver implements SandboxDriver, GvisorHost {
     }
     placeReuseInit(this.rootfs);
     if (existsSync(INIT_PYTHON)) {
-      this.reuse = new ReusePool({ createReusable: (l) => this.create(l, 'reuse'), closed: () => this.closed }, this.log);
+      this.reuse = new ReusePool({ createReusable: (l, ws) => this.create(l, 'reuse', [], ws), closed: () => this.closed }, this.log);
     } else {
       this.log.warn(`sandbox reuse is off: it needs ${INIT_PYTHON} (Debian package python3-minimal); every job gets a fresh sandbox`);
     }
@@ -218,8 +219,12 @@ export class GvisorDriver implements SandboxDriver, GvisorHost {
   async acquire(jobId: string, limits: ResourceLimits, reuse?: SandboxReuse, opts?: AcquireOptions): Promise<Sandbox> {
     // A job with network gets its own sandbox that may connect to the host socket in its job dir
     // (the egress proxy); pooled and reused sandboxes may not, so no other job gains that.
-    if (opts?.egress) return this.started(this.create(limits, 'single', [EGRESS_RUNSC_FLAG]));
-    if (reuse && this.reuse) return this.reuse.acquire(jobId, limits, reuse);
+    const ws = opts?.workspaceDir;
+    if (opts?.egress) return this.started(this.create(limits, 'single', [EGRESS_RUNSC_FLAG], ws));
+    // A workspace is bind-mounted when a sandbox starts: a reused one must have been started with the
+    // same workspace (the reuse pool keys on it), and warm single-use ones hold the shared root.
+    if (reuse && this.reuse) return this.reuse.acquire(jobId, limits, reuse, ws);
+    if (ws) return this.started(this.create(limits, 'single', [], ws));
     this.noteArrival();
     // Memory and /tmp size are properties of the whole sandbox: a warm one serves only a job with
     // the same; the pool follows the latest job's (teams rarely change their limits).
@@ -240,6 +245,10 @@ export class GvisorDriver implements SandboxDriver, GvisorHost {
     return this.started(this.create(limits));
   }
 
+  async dropWorkspace(workspaceDir: string): Promise<void> {
+    await this.reuse?.dropWorkspace(workspaceDir);
+  }
+
   private async started(sb: GvisorSandbox): Promise<GvisorSandbox> {
     if (!(await sb.ready)) {
       const why = sb.startError();
@@ -250,7 +259,7 @@ export class GvisorDriver implements SandboxDriver, GvisorHost {
   }
 
   /** Starts a sandbox whose init waits for its job. `ready` says whether it came up. */
-  create(limits: SandboxLimits, mode: SandboxMode = 'single', runscFlags: string[] = []): GvisorSandbox {
+  create(limits: SandboxLimits, mode: SandboxMode = 'single', runscFlags: string[] = [], workspaceDir?: string): GvisorSandbox {
     const id = `${ID_PREFIX}${this.tag}-${++this.counter}-${randomBytes(3).toString('hex')}`;
     const bundle = join(this.opts.stateDir, 'bundles', id);
     const jobDir = join(this.opts.stateDir, 'jobdirs', id);
@@ -258,14 +267,14 @@ export class GvisorDriver implements SandboxDriver, GvisorHost {
     mkdirSync(jobDir, { recursive: true, mode: 0o700 });
     // The job user must be able to write its own dir (build output); nobody else can reach it.
     if (process.getuid?.() === 0) chownSync(jobDir, SANDBOX_UID, SANDBOX_GID);
-    writeFileSync(join(bundle, 'config.json'), JSON.stringify(this.bundleConfig(jobDir, limits, id, mode)));
+    writeFileSync(join(bundle, 'config.json'), JSON.stringify(this.bundleConfig(jobDir, limits, id, mode, workspaceDir ?? this.opts.root)));
     // A reused sandbox's seccomp filter (bundleConfig) is only applied with --oci-seccomp.
     const sb = new GvisorSandbox(this, id, bundle, jobDir, [...(mode === 'reuse' ? ['--oci-seccomp'] : []), ...runscFlags]);
     this.live.add(sb);
     return sb;
   }
 
-  private bundleConfig(jobDir: string, limits: SandboxLimits, id: string, mode: SandboxMode): object {
+  private bundleConfig(jobDir: string, limits: SandboxLimits, id: string, mode: SandboxMode, workspace: string): object {
     const mounts: object[] = [
       { destination: '/proc', type: 'proc', source: 'proc' },
       { destination: '/dev', type: 'tmpfs', source: 'tmpfs', options: ['nosuid', 'strictatime', 'mode=755', 'size=65536k'] },
@@ -285,7 +294,7 @@ export class GvisorDriver implements SandboxDriver, GvisorHost {
     }
     if (this.opts.caBundle)
       mounts.push({ destination: CA_BUNDLE_INSIDE, type: 'bind', source: this.opts.caBundle, options: ['rbind', 'ro', 'nosuid', 'nodev'] });
-    mounts.push({ destination: WORKSPACE_INSIDE, type: 'bind', source: this.opts.root, options: ['rbind', 'rw', 'nosuid', 'nodev'] });
+    mounts.push({ destination: WORKSPACE_INSIDE, type: 'bind', source: workspace, options: ['rbind', 'rw', 'nosuid', 'nodev'] });
     mounts.push({ destination: JOB_DIR_INSIDE, type: 'bind', source: jobDir, options: ['rbind', 'rw', 'nosuid', 'nodev'] });
     const linux: Record<string, unknown> = {
       namespaces: [{ type: 'pid' }, { type: 'ipc' }, { type: 'uts' }, { type: 'mount' }, { type: 'network' }],

@@ -93,6 +93,10 @@ export interface SandboxDriver {
    * Absent = false: the runner refuses a job whose grant is not `off`.
    */
   readonly enforcesEgress?: boolean;
+  /** Whether `acquire` honours `workspaceDir` (the agent announces the workspaces capability only then). */
+  readonly supportsWorkspaces?: boolean;
+  /** A workspace is being deleted: drop every idle sandbox that has it mounted. */
+  dropWorkspace?(workspaceDir: string): Promise<void>;
   /** Resolves once no sandbox is being torn down in the background (tests, shutdown). */
   idle(): Promise<void>;
   /** Destroys pooled and live sandboxes. */
@@ -105,6 +109,11 @@ export interface AcquireOptions {
    * its job dir (gVisor: a fresh sandbox started with `--host-uds=open`, never a pooled or reused one).
    */
   egress?: boolean;
+  /**
+   * Host directory of the job's own workspace (executor/workspaces/store.ts), bind-mounted at the
+   * workspace path instead of the shared root. Only drivers with `supportsWorkspaces` take it.
+   */
+  workspaceDir?: string;
 }
 
 export interface DriverOptions {

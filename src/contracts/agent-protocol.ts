@@ -12,6 +12,7 @@ import { SandboxReuse } from './sandbox-reuse.ts';
 import { CREDENTIAL_BINDINGS_MAX, EgressAnswer, EgressAsk, EgressLog, NetworkGrant } from './network.ts';
 import { CredentialValue } from './secrets.ts';
 import { InteractiveSpec, JobInput, JobInputAck } from './interactive.ts';
+import { JobWorkspace, WorkspaceId, WorkspaceReport } from './workspaces.ts';
 
 /**
  * The version an agent says in `hello` and the edge answers in `welcome`. 5: `job.input` / `job.input.ack`
@@ -132,6 +133,8 @@ export const JobSpec = z.object({
   network: NetworkGrant.optional(),
   /** Set: stdin stays open for `job.input` (interactive.ts), and `tty` runs the job on a pseudo-terminal. */
   interactive: InteractiveSpec.optional(),
+  /** The job's own workspace (src/contracts/workspaces.ts); absent: the agent's shared workspace root. */
+  workspace: JobWorkspace.optional(),
 });
 export type JobSpec = z.infer<typeof JobSpec>;
 
@@ -218,6 +221,8 @@ export const JobExit = z.object({
    * to the agent's ceiling, connections its egress proxy refused with the policy key that allows them.
    */
   notices: z.array(ErrorMessageText).max(JOB_NOTICES_MAX).optional(),
+  /** A workspace job: its workspace's size after the job (the edge keeps it for `workspace_list`). */
+  workspace: WorkspaceReport.optional(),
 });
 export type JobExit = z.infer<typeof JobExit>;
 
@@ -235,6 +240,14 @@ export const AgentHello = z.object({
   runtimes: z.array(RuntimeInfo).max(64),
   /** Free-form placement labels (`--label gpu`); a job may require some. */
   labels: z.array(AgentLabel).max(32).default([]),
+  /**
+   * What this agent can do beyond protocol PROTOCOL_VERSION: `workspaces` (WORKSPACES_CAPABILITY). An agent that
+   * does not announce one never gets a job that needs it. Unknown names are kept, so a newer agent is still welcome.
+   */
+  capabilities: z
+    .array(z.string().regex(/^[a-z][a-z0-9_-]{0,31}$/))
+    .max(16)
+    .optional(),
   /** Jobs still running from before a reconnect; their results will follow. */
   running: RunningJobs,
 });
@@ -280,6 +293,13 @@ export const JobError = z.object({
   code: NameText,
   message: ErrorMessageText,
 });
+/** The answer to `workspace.delete`: gone, or why not (a job of it still runs). */
+const WorkspaceDeleted = z.object({
+  type: z.literal('workspace.deleted'),
+  id: WorkspaceId,
+  ok: z.boolean(),
+  message: z.string().max(1000).optional(),
+});
 export const AgentMessage = z.discriminatedUnion('type', [
   AgentHello,
   AgentHeartbeat,
@@ -292,6 +312,7 @@ export const AgentMessage = z.discriminatedUnion('type', [
   JobInputAck,
   EgressAsk,
   EgressLog,
+  WorkspaceDeleted,
 ]);
 export type AgentMessage = z.infer<typeof AgentMessage>;
 export type AgentHello = z.infer<typeof AgentHello>;
@@ -328,10 +349,12 @@ const JobCancel = z.object({ type: z.literal('job.cancel'), jobId: z.string(), r
  * The edge stored this job's result (or, with `stream`, that stream's `job.artifact` report); the
  * agent may forget it (until then it re-sends after every reconnect).
  */
+/** Delete a workspace this agent holds (`workspace_delete`); the agent answers with `workspace.deleted`. */
+const WorkspaceDelete = z.object({ type: z.literal('workspace.delete'), id: WorkspaceId });
 const JobAck = z.object({ type: z.literal('job.ack'), jobId: z.string(), stream: StreamName.optional() });
 /** The answer to a ping (AGENT_PONG), from the platform. */
 const EdgePong = z.object({ type: z.literal('pong') });
-export const EdgeMessage = z.discriminatedUnion('type', [EdgeWelcome, JobStart, JobCancel, JobAck, JobInput, EgressAnswer, EdgePong]);
+export const EdgeMessage = z.discriminatedUnion('type', [EdgeWelcome, JobStart, JobCancel, JobAck, JobInput, EgressAnswer, EdgePong, WorkspaceDelete]);
 export type EdgeMessage = z.infer<typeof EdgeMessage>;
 
 export type Parsed<T> = { ok: true; message: T } | { ok: false; reason: string };

@@ -47,6 +47,8 @@ export const ERROR_CODES = {
   limit_reached: 'a limit of the script (calls, time, subprocesses) is reached',
   memory_limit: 'the job went over its memory limit',
   disk_write_limit: 'the job wrote more than its disk limit',
+  workspace_quota: "the job filled its workspace's size quota (the policy's workspaces.quotaBytes)",
+  workspace_error: 'the workspace could not be created, copied, cloned or deleted (the message says why)',
   cancelled: 'the call or job was cancelled',
   lost: 'the job was lost with its executor agent (also its state)',
   client_url_invalid: "an OAuth client's metadata document URL is malformed",

@@ -9,6 +9,7 @@ import { RuntimeName } from './runtimes.ts';
 import { DEFAULT_RESOURCE_LIMITS, ResourceLimits } from './resource-limits.ts';
 import { SandboxReuse } from './sandbox-reuse.ts';
 import { INTERACTIVE_DEFAULT, InteractivePolicy } from './interactive.ts';
+import { WORKSPACE_DEFAULT_IDLE_HOURS, WORKSPACE_DEFAULT_QUOTA_BYTES, WorkspacesPolicy } from './workspaces.ts';
 import { NETWORK_DEFAULT_BYTES_DOWN, NETWORK_DEFAULT_BYTES_UP, NetworkPolicy } from './network.ts';
 
 const POLICY_SCHEMA_VERSION = 1;
@@ -300,6 +301,8 @@ export const PolicyDocument = z.object({
   network: NetworkPolicy.default(NETWORK_OFF),
   /** Interactive jobs (job_input, tty): off unless enabled; sessions have their own budget and TTLs (src/contracts/interactive.ts). */
   interactive: InteractivePolicy.default(INTERACTIVE_DEFAULT),
+  /** Per-task workspaces (docs/workspaces.md): each one's size quota and idle time-to-live. */
+  workspaces: WorkspacesPolicy.default({ quotaBytes: WORKSPACE_DEFAULT_QUOTA_BYTES, idleHours: WORKSPACE_DEFAULT_IDLE_HOURS }),
 });
 export type PolicyDocument = z.infer<typeof PolicyDocument>;
 export type PolicyDocumentInput = z.input<typeof PolicyDocument>;

@@ -10,6 +10,7 @@ import { AgentLabel } from './agent-protocol.ts';
 import { ErrorCodeSchema } from './errors.ts';
 import { InteractivePolicy, InteractiveToolInput } from './interactive.ts';
 import { ScriptName, ScriptRef, ScriptVars, VARS_RULE } from './scripts.ts';
+import { WORKSPACE_ID_RULE, WorkspaceId, WorkspaceSource, WorkspaceView } from './workspaces.ts';
 
 export const LINE_CAP = 500;
 export const TRUNCATED_SUFFIX = ' [truncated]';
@@ -22,6 +23,12 @@ const Placement = {
   background: z.boolean().optional().describe('Answer at once with job_id and state; follow the job with job_status / job_output'),
   agent: z.string().min(1).max(128).optional().describe('Run only on this executor agent (its id)'),
   labels: z.array(AgentLabel).max(16).optional().describe('Run only on agents that carry all these labels'),
+  workspace: WorkspaceId.optional().describe(
+    `Run in this workspace: its own directory on the agent that holds it, made on first use (id: ${WORKSPACE_ID_RULE}); omitted: the shared workspace`,
+  ),
+  workspace_source: WorkspaceSource.optional().describe(
+    'Where a new workspace\'s files come from: {"git": "https://…", "ref"?: "…"} (cloned in the job through the team\'s network policy) or {"copyFrom": "<workspace id>"}; ignored once it exists',
+  ),
 };
 
 /**
@@ -76,6 +83,8 @@ export const ExecuteOutput = {
   sandbox: z.enum(['gvisor', 'bwrap', 'none']).nullable().optional(),
   background: z.boolean().optional(),
   notices: Notices,
+  /** Why the job failed beyond its exit status: a limit it hit (`workspace_quota`, `disk_write_limit`), a workspace that could not be made. */
+  error: z.object({ code: z.string(), message: z.string() }).optional(),
 };
 
 // ---- runtime_execute (the governed-runtime contract, docs/architecture.md) ----
@@ -241,3 +250,9 @@ export const ToolErrorShape = z.object({
   ),
   message: z.string(),
 });
+
+// ---- workspace_list / workspace_delete (docs/workspaces.md) ----
+export const WorkspaceListInput = {};
+export const WorkspaceListOutput = { workspaces: z.array(WorkspaceView) };
+export const WorkspaceDeleteInput = { workspace: WorkspaceId.describe('The workspace to delete, with every file in it') };
+export const WorkspaceDeleteOutput = { workspace: WorkspaceId, agent_id: z.string(), deleted: z.boolean() };

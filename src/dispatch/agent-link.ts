@@ -332,6 +332,7 @@ export class AgentLink implements TimedWork {
         labels: JSON.parse(r.labels) as string[],
         runtimes: (JSON.parse(r.runtimes) as { name: string }[]).map((x) => x.name),
         protocol: r.protocol,
+        capabilities: r.capabilities ? (JSON.parse(r.capabilities) as string[]) : [],
       });
     }
     return out;

@@ -57,6 +57,8 @@ export interface AgentMessagesParts {
   onExitReceived(): void;
   /** A job's exit was stored: the streams it holds whole become artifacts (no upload of them follows). */
   onExitStored(jobId: string): void;
+  /** A job's exit said its workspace's size (workspaces.ts). */
+  onWorkspaceReport(agentId: string, report: { id: string; bytes: number }, now: number): void;
 }
 
 type Reply = Promise<void> | undefined;
@@ -146,6 +148,7 @@ export class AgentMessages {
             if (stdout === null || stderr === null) return; // parts missing: the agent re-sends everything after a reconnect
             exit = { ...msg, stdout, stderr, parts: undefined };
           }
+          if (msg.workspace) this.parts.onWorkspaceReport(agentId, msg.workspace, now);
           if (this.parts.jobs.close(msg.jobId, exit.state, { exit, fromAgent: agentId })) this.parts.onExitStored(msg.jobId);
         } else {
           // Stored before (a re-send whose ack was lost): acknowledged again; a further copy on this socket is a stray.
@@ -193,6 +196,10 @@ export class AgentMessages {
         // A write nobody waits for (late, or about another agent's job) changed nothing and costs.
         if (this.parts.sessions.acked(agentId, msg)) return;
         return this.spend(ws, att, budget.late(now));
+      }
+      case 'workspace.deleted': {
+        if (!msg.ok) console.warn(`agent ${agentId} did not delete workspace ${msg.id}: ${msg.message ?? 'no reason given'}`);
+        return;
       }
       case 'egress.ask':
       case 'egress.log': {

@@ -23,6 +23,8 @@ export interface AgentRow {
   state: 'connected' | 'disconnected';
   /** The agent protocol version of its last hello (0: registered before the column existed). */
   protocol: number;
+  /** JSON array of what the agent announced beyond its protocol (`workspaces`); null in rows from before the column. */
+  capabilities: string | null;
 }
 
 /** The `agents` table: this registry's only. IF NOT EXISTS: an object whose table predates the migration ledger keeps it. */
@@ -38,6 +40,7 @@ const MIGRATIONS: readonly Migration[] = [
   },
   // Which agents may take an interactive job (src/contracts/interactive.ts INTERACTIVE_MIN_PROTOCOL).
   { id: '2-protocol', sql: [`ALTER TABLE agents ADD COLUMN protocol INTEGER NOT NULL DEFAULT 0`] },
+  { id: '3-agents-capabilities', sql: [`ALTER TABLE agents ADD COLUMN capabilities TEXT`] },
 ];
 
 export class AgentRegistry implements TimedWork {
@@ -79,8 +82,8 @@ export class AgentRegistry implements TimedWork {
   connect(h: AgentHello, who: { subject: string; tokenId: string }, now: number): void {
     this.write(
       h.agentId,
-      `INSERT OR REPLACE INTO agents (id, subject, token_id, version, sandbox, capacity, labels, runtimes, connected_at, last_seen, state, protocol)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'connected', ?)`,
+      `INSERT OR REPLACE INTO agents (id, subject, token_id, version, sandbox, capacity, labels, runtimes, connected_at, last_seen, state, protocol, capabilities)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'connected', ?, ?)`,
       h.agentId,
       who.subject,
       who.tokenId,
@@ -92,6 +95,7 @@ export class AgentRegistry implements TimedWork {
       now,
       now,
       h.v,
+      JSON.stringify(h.capabilities ?? []),
     );
   }
 

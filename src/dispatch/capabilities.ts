@@ -30,6 +30,7 @@ import { RemoteServers } from './remote-servers.ts';
 import { InteractiveSessions } from './interactive-sessions.ts';
 import { TeamSecrets } from './secrets.ts';
 import { ScriptLibrary } from './script-library.ts';
+import { Workspaces } from './workspaces.ts';
 import { TeamQuotas } from './quotas.ts';
 import type { ImportCount, TeamRecordsImport } from './team-records-client.ts';
 
@@ -73,6 +74,8 @@ export interface Capabilities {
   quotas: TeamQuotas;
   /** Interactive jobs: their stdin writes, own budget, idle TTL and lifetime. */
   sessions: InteractiveSessions;
+  /** The team's per-task workspaces: where each is, its size, when it was last used. */
+  workspaces: Workspaces;
   /** Old rows from D1 (the migration tool, legacy-import.ts) taken in by their owners, each kind idempotently. */
   importRecords(r: TeamRecordsImport): { approvals: ImportCount; tasks: ImportCount; egress: ImportCount };
   /**
@@ -137,7 +140,9 @@ export function capabilities(host: DispatchHost, o: { plan: PlanResult; trace: (
     calls: (from, to) => auditLog.denials(from, 0).calls - auditLog.denials(to, 0).calls,
     egressBytes: (from, to) => egress.bytesBetween(from, to),
   });
+  const workspaces = new Workspaces(host);
   const jobs: Jobs = new Jobs(host, {
+    workspaces,
     rows,
     records,
     live,
@@ -180,6 +185,7 @@ export function capabilities(host: DispatchHost, o: { plan: PlanResult; trace: (
     sessions,
     onExitReceived: () => trace('do.exit_received'),
     onExitStored: (jobId) => artifacts.storeFromExit(jobId, teamArtifactHours()),
+    onWorkspaceReport: (agentId, report, now) => workspaces.reported(agentId, report, now),
   });
   // The alarm's one list: each capability's timed work in this order; those that ask for the alarm (`nextWake`) set its time.
   const alarm: readonly (TimedWork | Wakes)[] = [
@@ -199,6 +205,7 @@ export function capabilities(host: DispatchHost, o: { plan: PlanResult; trace: (
     // After retention: the multipart uploads of pruned jobs are abandoned too.
     uploads,
     link.registry,
+    workspaces,
   ];
   return {
     rows,
@@ -222,6 +229,7 @@ export function capabilities(host: DispatchHost, o: { plan: PlanResult; trace: (
     remoteServers: new RemoteServers(host),
     quotas,
     sessions,
+    workspaces,
     importRecords,
     wakes: alarm.filter(asksForAlarm),
     alarm,

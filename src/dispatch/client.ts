@@ -6,6 +6,7 @@
  * Following a job survives a restart of the DO: when the event stream breaks before the job's
  * end, the caller long-polls the job's status from the durable job table and reads its result.
  */
+import type { WorkspaceAnswer, WorkspaceOp } from './workspace-rpc.ts';
 import type { Env } from '../env.ts';
 import type { JobExit, SandboxKind, StreamName } from '../contracts/agent-protocol.ts';
 import { AGENT_GRANT_HEADER, type AgentGrant } from '../contracts/agent-grant.ts';
@@ -162,6 +163,11 @@ export async function liveOutput(env: Env, team: string, jobId: string, stream: 
 
 export async function listJobs(env: Env, team: string, filter: JobListFilter): Promise<{ jobs: JobView[]; next_cursor: string | null }> {
   return await stub(env, team).list(filter);
+}
+
+/** The team's workspaces (list), or deletes one (docs/workspaces.md). */
+export async function teamWorkspaces(env: Env, team: string, op: WorkspaceOp): Promise<WorkspaceAnswer> {
+  return await stub(env, team).workspaces(op);
 }
 
 export async function killJob(env: Env, team: string, jobId: string, reason: string): Promise<{ found: boolean; state: JobState | null }> {

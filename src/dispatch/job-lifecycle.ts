@@ -19,12 +19,14 @@ import { refusalOf } from './job-refusals.ts';
 import type { JobRow, JobRows } from './job-rows.ts';
 import type { LiveOutput } from './live-output.ts';
 import { nextDeadline, schedule, whyNoAgentFits, type Ineligibility } from './scheduler.ts';
-import { placeNow, toSchedJob } from './placement.ts';
+import { placeNow, placeWorkspace, toSchedJob } from './placement.ts';
 import { JobMetrics, type DispatchHealth } from './job-metrics.ts';
 import type { InteractiveSessions } from './interactive-sessions.ts';
+import type { Workspaces } from './workspaces.ts';
 
 export interface JobsParts {
   rows: Pick<JobRows, 'get' | 'queued' | 'running' | 'byCancelKey' | 'requeue' | 'assign' | 'setOrphaned' | 'clearOrphaned' | 'markUploadOrphaned'>;
+  workspaces: Pick<Workspaces, 'place'>;
   records: Pick<JobRecords, 'create' | 'spec' | 'finish' | 'view' | 'result' | 'uploading' | 'failUploads'>;
   live: Pick<LiveOutput, 'read'>;
   link: Pick<AgentLink, 'agent' | 'socketOf' | 'budgetOf' | 'send' | 'views' | 'schedAgents' | 'silentMs' | 'restartGraceAt' | 'live'>;
@@ -75,6 +77,12 @@ export class Jobs implements Wakes {
     // gates, which count what they let through (a job sent twice is one job of the day).
     const existing = this.rows.get(req.spec.jobId);
     if (existing) return answerFor(existing);
+    // A workspace job goes to the agent that holds its workspace (or, new, to one that can hold it): it is pinned there.
+    if (req.spec.workspace) {
+      const placed = placeWorkspace(req, now, this.parts.link, this.load(), this.parts.workspaces);
+      if (!placed.ok) return { ok: false, code: placed.error.code, message: placed.error.message };
+      req.agent = placed.agentId;
+    }
     const queuedBefore = this.rows.queued().length;
     // The job's row holds its audit row's id, so the row's completion is found by its key (no index on job ids).
     const auditId = this.parts.audit.nextId();

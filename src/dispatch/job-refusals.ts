@@ -26,8 +26,29 @@ export interface RefusalContext {
   slots: number;
 }
 
+/** The workspace a job's spec names (the row keeps the spec when it fits; a refusal is rare enough to parse it). */
+function workspaceOf(row: JobRow): string | null {
+  try {
+    return row.spec ? ((JSON.parse(row.spec) as { workspace?: { id?: string } }).workspace?.id ?? null) : null;
+  } catch {
+    return null;
+  }
+}
+
 export function refusalOf(row: JobRow, why: Ineligibility | 'busy', c: RefusalContext): Failure {
   const waited = `${Math.max(0, row.deadline - row.created_at)}ms`;
+  const ws = why === 'agent' || why === 'busy' || why === 'no_agent' ? workspaceOf(row) : null;
+  // A workspace job waits for the agent that holds its workspace, and no other: the caller is told which, and why.
+  if (ws && row.sel_agent && (why === 'agent' || why === 'no_agent'))
+    return {
+      code: 'no_agent',
+      message: `workspace "${ws}" is held by executor agent "${row.sel_agent}", which is not connected (waited ${waited}); its jobs run only there. Start that agent again, or use another workspace`,
+    };
+  if (ws && why === 'busy' && c.active < row.max_concurrent)
+    return {
+      code: 'concurrency_limit',
+      message: `workspace "${ws}" is held by executor agent "${row.sel_agent}", whose slots were all busy for ${waited}; its jobs run only there. Try again later`,
+    };
   switch (why) {
     case 'no_agent':
       return { code: 'no_agent', message: `${noAgentMessage(c.team)} (waited ${waited} for one)` };

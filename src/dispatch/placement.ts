@@ -7,7 +7,8 @@ import type { SandboxKind } from '../contracts/agent-protocol.ts';
 import type { AgentLink } from './agent-link.ts';
 import type { DispatchRequest } from './events.ts';
 import type { JobRow } from './job-rows.ts';
-import { schedule, type SchedJob } from './scheduler.ts';
+import { schedule, whyNoAgentFits, type SchedJob } from './scheduler.ts';
+import type { Placement, Workspaces } from './workspaces.ts';
 
 /** A job row as the scheduler reads it. */
 export function toSchedJob(r: JobRow, interactive = false): SchedJob {
@@ -44,4 +45,22 @@ export function placeNow(
   const agentId = decision.start[0]?.agentId;
   const r = agentId ? link.agent(agentId) : null;
   return agentId && r && link.socketOf(agentId) ? { id: agentId, subject: r.subject, sandbox: r.sandbox } : null;
+}
+
+/** The agent a workspace job is pinned to (workspaces.ts): the one that holds its workspace, or one that can create it. */
+export function placeWorkspace(
+  req: DispatchRequest,
+  now: number,
+  link: Pick<AgentLink, 'schedAgents'>,
+  load: ReadonlyMap<string, number>,
+  workspaces: Pick<Workspaces, 'place'>,
+): Placement {
+  const job: SchedJob = {
+    id: req.spec.jobId,
+    deadline: now,
+    runtime: req.runtime,
+    sandboxMinimum: req.sandboxMinimum,
+    labels: req.labels?.length ? req.labels : undefined,
+  };
+  return workspaces.place({ workspace: req.spec.workspace!, agent: req.agent, fits: (a) => whyNoAgentFits(job, [a]) === null }, link.schedAgents(load), now);
 }

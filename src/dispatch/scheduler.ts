@@ -31,6 +31,8 @@ export interface SchedAgent {
   runtimes: string[];
   /** The agent protocol version of its hello (absent: taken as current). */
   protocol?: number;
+  /** What it announced beyond its protocol (`workspaces`); absent: nothing. */
+  capabilities?: string[];
 }
 
 export interface SchedJob {

@@ -30,6 +30,7 @@ import type {
   UploadAnswer,
   UploadWho,
 } from './events.ts';
+import { workspaceRpc, type WorkspaceAnswer, type WorkspaceOp } from './workspace-rpc.ts';
 import { auditExportPage, taskWithView, teamOverview } from './team-reports.ts';
 import type { AdminDecision, ApprovalOutcome, ApprovalRow, OpenApproval, UseApproval } from '../approval/record.ts';
 import type { EgressConnectionView, JobNetworkView } from '../contracts/network.ts';
@@ -120,6 +121,11 @@ export class TeamDispatcher extends TeamObjectShell {
 
   agents(): AgentView[] {
     return this.rpc(() => this.c.jobs.agents());
+  }
+
+  /** The team's workspaces: list, or delete one (its agent is told). */
+  workspaces(op: WorkspaceOp): WorkspaceAnswer {
+    return this.rpc(() => workspaceRpc(this.c, op));
   }
 
   health(): DispatchHealth {

@@ -13,6 +13,7 @@ import type { InteractiveSpec } from '../contracts/interactive.ts';
 import type { GatehouseErrorShape } from '../contracts/errors.ts';
 import type { RuntimeName } from '../contracts/runtimes.ts';
 import type { JobSelector } from '../contracts/job-view.ts';
+import type { WorkspaceId, WorkspaceSource } from '../contracts/workspaces.ts';
 import { artifactHoursOf } from '../contracts/policy.ts';
 import { decide, type PolicyDecision, type PolicyRequest } from '../policy/engine.ts';
 import { teamPolicyOf } from '../store/policy-cache.ts';
@@ -46,6 +47,8 @@ export interface GovernedRequest {
    */
   task?: { afterMs: number };
   selector?: JobSelector;
+  /** The job's own workspace (docs/workspaces.md); absent: the agent's shared workspace. */
+  workspace?: { id: WorkspaceId; source?: WorkspaceSource };
   /** An admin-approved approval for exactly this request (policy rule decided `ask`). */
   approvalId?: string;
   /** An interactive job (stdin kept open for job_input; `tty`: on a terminal): always in the background. */
@@ -175,6 +178,9 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
       // Also when off: the agent names `network.source` when it refuses a connection.
       network: eff.network,
       ...(r.interactive ? { interactive: r.interactive } : {}),
+      ...(r.workspace
+        ? { workspace: { ...r.workspace, quotaBytes: policy.workspaces.quotaBytes, idleMs: Math.round(policy.workspaces.idleHours * 3_600_000) } }
+        : {}),
     };
     // No D1 write here: the team's DO keeps the call's audit row with the job (durably, in the
     // same transaction) and writes both D1 rows in the background, with the job's end if it is short.
@@ -315,5 +321,6 @@ export function executeResult(out: Pick<EndedJob, 'exit' | 'jobId' | 'handle' | 
     artifact_handle: out.handle,
     agent_id: out.agentId,
     sandbox: out.sandbox,
+    ...(exit.error && exit.state !== 'failed_to_start' ? { error: exit.error } : {}),
   };
 }

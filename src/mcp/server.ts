@@ -17,6 +17,7 @@ import { JOB_OUTPUT_COST, registerJobOutput } from './tools/job-output.ts';
 import { JOB_KILL_COST, registerJobKill } from './tools/job-kill.ts';
 import { JOB_LIST_COST, registerJobList } from './tools/job-list.ts';
 import { JOB_INPUT_COST, registerJobInput } from './tools/job-input.ts';
+import { WORKSPACE_DELETE_COST, WORKSPACE_LIST_COST, registerWorkspaceTools } from './tools/workspaces.ts';
 import { RUN_SCRIPT_COST, registerRunScript } from './tools/run-script.ts';
 import { registerArtifactResources } from './resources.ts';
 import { registerPrompts } from './prompts.ts';
@@ -43,6 +44,8 @@ export const TOOL_COSTS = {
   job_kill: JOB_KILL_COST,
   job_list: JOB_LIST_COST,
   job_input: JOB_INPUT_COST,
+  workspace_list: WORKSPACE_LIST_COST,
+  workspace_delete: WORKSPACE_DELETE_COST,
   run_script: RUN_SCRIPT_COST,
 } as const satisfies Record<string, ToolCost>;
 
@@ -84,6 +87,7 @@ export function buildServer(ctx: ToolContext): McpServer {
   registerJobKill(server, ctx);
   registerJobList(server, ctx);
   registerJobInput(server, ctx);
+  registerWorkspaceTools(server, ctx);
   registerRunScript(server, ctx);
   registerArtifactResources(server, ctx);
   registerPrompts(server);

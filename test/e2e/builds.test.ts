@@ -14,7 +14,7 @@
  * (skipped outside CI when missing).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chmodSync, cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -47,17 +47,20 @@ const NPM_CI = ['ci', '--no-audit', '--no-fund', '--fetch-retries=0', '--fetch-t
 const SHOW_TRUST = `printenv ${TRUST_ENV_NAMES.join(' ')}; tail -c 4000 "$SSL_CERT_FILE"`;
 
 /**
- * Where each of the two concurrent builds runs: a directory of the agent's workspace, as the
- * `cwd` of the call. (With per-task workspaces this becomes a workspace id each: change only
- * `PLACES`, `placeArgs` and `preparePlace`.)
+ * Where each of the two concurrent builds runs: a per-task workspace each (docs/workspaces.md), made
+ * on first use by a job and then given the fixture project on the agent host (the workspace's
+ * directory under the agent's state dir), so the two `npm ci` runs cannot see each other's files.
  */
-const PLACES = ['proj-a', 'proj-b'] as const;
+const PLACES = ['build-a', 'build-b'] as const;
 type Place = (typeof PLACES)[number];
-const placeArgs = (p: Place): S => ({ cwd: p });
-const installed = (p: Place, pkg: string) => join(root, p, 'node_modules', pkg, 'index.js');
-function preparePlace(p: Place): void {
-  const dir = join(root, p);
-  rmSync(dir, { recursive: true, force: true });
+const placeArgs = (p: Place): S => ({ workspace: p });
+const placeDir = (p: Place) => join(stateDir, 'workspaces', p);
+const installed = (p: Place, pkg: string) => join(placeDir(p), 'node_modules', pkg, 'index.js');
+async function preparePlace(p: Place): Promise<void> {
+  const made = await call(client, 'execute', { command: 'true', workspace: p }, JOB_MS);
+  expect((made.s as S).exit_code, `workspace ${p}: ${made.t}`).toBe(0);
+  const dir = placeDir(p);
+  for (const name of readdirSync(dir)) rmSync(join(dir, name), { recursive: true, force: true });
   cpSync(join(FIXTURE, 'app'), dir, { recursive: true });
   // The job runs as an unprivileged user in the sandbox: it writes node_modules here.
   chmodSync(dir, 0o777);
@@ -91,6 +94,7 @@ let agent: AgentProcess;
 let ca: PrivateCa;
 let registry: Awaited<ReturnType<typeof privateRegistry>>;
 let root: string;
+let stateDir: string;
 
 maybe('builds: npm ci under the builds preset, from a registry a private CA certified', () => {
   beforeAll(async () => {
@@ -98,6 +102,7 @@ maybe('builds: npm ci under the builds preset, from a registry a private CA cert
     ca = makePrivateCa([REGISTRY_HOST]);
     registry = await privateRegistry(ca);
     root = mkdtempSync(join(tmpdir(), 'gatehouse-builds-ws-'));
+    stateDir = mkdtempSync(join(tmpdir(), 'gatehouse-builds-state-'));
     chmodSync(root, 0o777);
     gw = await startGateway();
     await gw.putPolicy(TEAM, teamPolicy());
@@ -108,7 +113,7 @@ maybe('builds: npm ci under the builds preset, from a registry a private CA cert
       sandbox: 'gvisor',
       capacity: 2,
       agentId: 'builds-gvisor',
-      extraArgs: ['--extra-ca', ca.caFile, '--max-timeout-ms', String(AGENT_MAX_TIMEOUT_MS), '--warm', '0'],
+      extraArgs: ['--state-dir', stateDir, '--extra-ca', ca.caFile, '--max-timeout-ms', String(AGENT_MAX_TIMEOUT_MS), '--warm', '0'],
       env: { GATEHOUSE_EGRESS_TEST_MODE: '1', GATEHOUSE_EGRESS_TEST_HOSTS: `${REGISTRY_HOST}=127.0.0.1:${registry.port}` },
     });
     await agent.ready;
@@ -121,12 +126,13 @@ maybe('builds: npm ci under the builds preset, from a registry a private CA cert
     await new Promise((r) => registry?.server.close(r));
     ca?.remove();
     if (root) rmSync(root, { recursive: true, force: true });
+    if (stateDir) rmSync(stateDir, { recursive: true, force: true });
   });
 
   it(
-    'two builds at once, each in its own directory, install both packages over TLS the private CA signed',
+    'two builds at once, each in its own workspace, install both packages over TLS the private CA signed',
     async () => {
-      for (const p of PLACES) preparePlace(p);
+      for (const p of PLACES) await preparePlace(p);
       const results = await Promise.all(
         PLACES.map((p) => call(client, 'execute', { command: 'npm', args: NPM_CI, ...placeArgs(p), timeout_ms: 240_000 }, JOB_MS)),
       );
@@ -149,7 +155,7 @@ maybe('builds: npm ci under the builds preset, from a registry a private CA cert
   it(
     'without the private CA (npm told to trust only the host bundle) the same build fails on the certificate',
     async () => {
-      preparePlace(PLACES[0]);
+      await preparePlace(PLACES[0]);
       const r = await call(
         client,
         'execute',
@@ -178,7 +184,7 @@ maybe('builds: npm ci under the builds preset, from a registry a private CA cert
   it(
     "a refused connection names the policy key that would allow it, in the result's notices and in npm's own error",
     async () => {
-      preparePlace(PLACES[1]);
+      await preparePlace(PLACES[1]);
       // npm sends the lockfile's registry.npmjs.org URLs to the configured registry: a host the preset does not list.
       const r = await call(
         client,
@@ -210,7 +216,7 @@ maybe('builds: npm ci under the builds preset, from a registry a private CA cert
     async () => {
       const rules = PRESETS.builds.policy.rules.map((rule) => ({ ...rule, network: { mode: 'off' } }));
       await gw.putPolicy(TEAM, teamPolicy({ rules }));
-      preparePlace(PLACES[0]);
+      await preparePlace(PLACES[0]);
       const before = registry.requests.length;
       const r = await call(client, 'execute', { command: 'npm', args: NPM_CI, ...placeArgs(PLACES[0]), timeout_ms: 120_000 }, JOB_MS);
       const s = r.s as S;

@@ -23,7 +23,8 @@ import { ReusableSandbox, type ReuseHome } from './reusable-sandbox.ts';
 
 /** What the driver gives the pool: a way to start a sandbox whose init is the reuse init. */
 export interface ReuseHost {
-  createReusable(limits: ResourceLimits): GvisorSandbox;
+  /** `workspaceDir`: the job's own workspace, bind-mounted instead of the shared root. */
+  createReusable(limits: ResourceLimits, workspaceDir?: string): GvisorSandbox;
   closed(): boolean;
 }
 /**
@@ -68,7 +69,13 @@ const RETIRE_AHEAD_MS = 2000;
  */
 export const RETIRE_AHEAD_JOBS = 8;
 
-const keyOf = (limits: ResourceLimits, reuse: SandboxReuse) => JSON.stringify([limits, reuse]);
+/** A sandbox serves the jobs of one key: same limits, same reuse setting, same workspace (mounted when it started). */
+const keyOf = (limits: ResourceLimits, reuse: SandboxReuse, workspaceDir?: string) => JSON.stringify([limits, reuse, workspaceDir ?? null]);
+/**
+ * Parked sandboxes of per-task workspaces kept at once: each pins its workspace's mount, and a team
+ * may have many workspaces; the shared root's sandboxes keep the rest of MAX_PARKED.
+ */
+const MAX_PARKED_WORKSPACE = 8;
 
 export class ReusePool implements ReuseHome {
   private readonly parked: ReusableSandbox[] = [];
@@ -91,8 +98,8 @@ export class ReusePool implements ReuseHome {
   }
 
   /** A lease on a clean parked sandbox with the same key, or on a new one. */
-  async acquire(jobId: string, limits: ResourceLimits, reuse: SandboxReuse): Promise<Sandbox> {
-    const key = keyOf(limits, reuse);
+  async acquire(jobId: string, limits: ResourceLimits, reuse: SandboxReuse, workspaceDir?: string): Promise<Sandbox> {
+    const key = keyOf(limits, reuse, workspaceDir);
     for (;;) {
       const i = this.parked.findIndex((s) => s.key === key);
       if (i >= 0) {
@@ -123,7 +130,7 @@ export class ReusePool implements ReuseHome {
     let sb: ReusableSandbox;
     let ok: boolean;
     try {
-      sb = new ReusableSandbox(this, this.host.createReusable(limits), key, limits, reuse);
+      sb = new ReusableSandbox(this, this.host.createReusable(limits, workspaceDir), key, limits, reuse, workspaceDir);
       ok = await sb.ready;
     } finally {
       const n = this.creating.get(key)! - 1;
@@ -167,7 +174,7 @@ export class ReusePool implements ReuseHome {
   startSpare(like: ReusableSandbox): void {
     if (this.host.closed() || this.starting.size >= MAX_SPARE_STARTS) return;
     if ([...this.parked, ...this.starting.keys()].some((s) => s.key === like.key && s !== like)) return;
-    const sb = new ReusableSandbox(this, this.host.createReusable(like.limits), like.key, like.limits, like.reuse);
+    const sb = new ReusableSandbox(this, this.host.createReusable(like.limits, like.workspaceDir), like.key, like.limits, like.reuse, like.workspaceDir);
     const settled = sb.ready.then((ok) => {
       this.starting.delete(sb);
       if (ok) this.park(sb);
@@ -189,7 +196,8 @@ export class ReusePool implements ReuseHome {
   }
 
   park(sb: ReusableSandbox): void {
-    if (this.host.closed() || !sb.usable() || this.parked.length >= MAX_PARKED) {
+    const workspaceParked = sb.workspaceDir ? this.parked.filter((s) => s.workspaceDir).length : 0;
+    if (this.host.closed() || !sb.usable() || this.parked.length >= MAX_PARKED || workspaceParked >= MAX_PARKED_WORKSPACE) {
       void sb.discard();
       return;
     }
@@ -207,6 +215,13 @@ export class ReusePool implements ReuseHome {
       Math.max(0, sb.expiresAt - Date.now()),
     );
     t.unref();
+  }
+
+  /** A workspace is deleted: its parked sandboxes go (they hold its directory mounted). */
+  async dropWorkspace(workspaceDir: string): Promise<void> {
+    const gone = this.parked.filter((s) => s.workspaceDir === workspaceDir);
+    for (const s of gone) this.parked.splice(this.parked.indexOf(s), 1);
+    await Promise.allSettled(gone.map((s) => s.discard()));
   }
 
   warn(msg: string): void {

@@ -30,6 +30,8 @@ export class ReusableSandbox implements LeaseHolder {
   readonly ready: Promise<boolean>;
   readonly limits: ResourceLimits;
   readonly reuse: SandboxReuse;
+  /** The per-task workspace it was started with (undefined: the shared root). */
+  readonly workspaceDir?: string;
   private readonly maxJobs: number;
   private readonly pool: ReuseHome;
   private readonly channel: ChildProcess;
@@ -39,7 +41,8 @@ export class ReusableSandbox implements LeaseHolder {
   private broken: string | null = null;
   private onReady: () => void = () => {};
 
-  constructor(pool: ReuseHome, box: GvisorSandbox, key: string, limits: ResourceLimits, reuse: SandboxReuse) {
+  constructor(pool: ReuseHome, box: GvisorSandbox, key: string, limits: ResourceLimits, reuse: SandboxReuse, workspaceDir?: string) {
+    this.workspaceDir = workspaceDir;
     this.pool = pool;
     this.limits = limits;
     this.reuse = reuse;

@@ -57,6 +57,7 @@ export function registerExecute(server: McpServer, ctx: ToolContext): void {
         background: input.background === true || interactiveSpec(input) !== undefined,
         interactive: interactiveSpec(input),
         selector: { agent: input.agent, labels: input.labels },
+        ...(input.workspace ? { workspace: { id: input.workspace, ...(input.workspace_source ? { source: input.workspace_source } : {}) } } : {}),
         approvalId: input.approval_id,
         task: taskOffer(ctx, extra, input),
       });
@@ -102,12 +103,18 @@ export function registerExecute(server: McpServer, ctx: ToolContext): void {
 /** `execute`'s answer for a job that ended (a foreground call's, and a task's final result). */
 export function executeEnded(out: EndedJob): CallToolResult {
   const { exit } = out;
+  if (exit.state === 'failed_to_start' && exit.error && exit.error.code.startsWith('workspace_')) {
+    return toolError(`Error: ${exit.error.message}`, { job_id: out.jobId, error: exit.error }, exit.error.code as 'workspace_quota' | 'workspace_error');
+  }
   if (exit.state === 'failed_to_start') {
     return toolError(`Error: execute: spawn failed${exit.error ? ` (${exit.error.message})` : ''}`, undefined, 'spawn_failed');
   }
   const notices = jobNotices(out);
   const structured = { ...executeResult(out), notices };
   const notes = notices.length ? `\n(notices: ${notices.join('; ')})` : '';
+  // A workspace that filled up (or could not be made) is the job's failure, whatever its exit status.
+  if (structured.error?.code.startsWith('workspace_'))
+    return toolError(`Error: ${structured.error.message}`, structured, structured.error.code as 'workspace_quota' | 'workspace_error');
   if (exit.state === 'lost') return toolError(`Error: the job was lost: ${exit.error?.message ?? 'its executor agent vanished'}`, structured, 'lost');
   return toolResult(structured, JSON.stringify(structured) + notes);
 }

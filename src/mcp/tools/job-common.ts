@@ -5,7 +5,7 @@ import type { ToolContext } from '../../governed/call-context.ts';
 
 export async function auditJobCall(
   ctx: ToolContext,
-  tool: 'job_status' | 'job_output' | 'job_kill' | 'job_list' | 'job_input',
+  tool: 'job_status' | 'job_output' | 'job_kill' | 'job_list' | 'job_input' | 'workspace_list' | 'workspace_delete',
   o: {
     jobId?: string;
     command?: unknown;

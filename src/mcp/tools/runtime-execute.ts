@@ -73,6 +73,7 @@ export function registerRuntimeExecute(server: McpServer, ctx: ToolContext): voi
         background: input.background === true || interactiveSpec(input) !== undefined,
         interactive: interactiveSpec(input),
         selector: { agent: input.agent, labels: input.labels },
+        ...(input.workspace ? { workspace: { id: input.workspace, ...(input.workspace_source ? { source: input.workspace_source } : {}) } } : {}),
         approvalId: input.approvalId,
         task: taskOffer(ctx, extra, input),
       });
