@@ -78,6 +78,12 @@ async function endAccessOf(c: Context<AppEnv>, m: MemberRow, newRole: Role | nul
   return { grants, tokenGrants: tokens.flatMap((t) => t.oauthGrantsEnded), tokens: tokens.map((t) => t.jti) };
 }
 
+/**
+ * A member as a revocation reason names them: their email and member id, never the bare `member:<id>` subject, which
+ * inside "OAuth grant … has ended" reads like a second grant id.
+ */
+const memberName = (m: MemberRow): string => (m.email ? `${m.email} (member ${m.memberId})` : `member ${m.memberId}`);
+
 const NOTHING_ENDED: EndedAccess = { grants: [], tokenGrants: [], tokens: [] };
 
 /** What ended, for the audit row and the answer. */
@@ -157,7 +163,7 @@ memberRoutes.patch('/:ref', async (c) => {
   const r = refused || m.role === to ? null : await setMemberRole(c.env, team, m.memberId, to);
   const error = refused ?? (r && !r.ok ? r.error : null);
   const ended =
-    !error && isDemotion(m.role, to) ? await endAccessOf(c, m, to, `the role of ${memberSubject(m)} was lowered from ${m.role} to ${to}`) : NOTHING_ENDED;
+    !error && isDemotion(m.role, to) ? await endAccessOf(c, m, to, `the role of ${memberName(m)} was lowered from ${m.role} to ${to}`) : NOTHING_ENDED;
   await auditAdmin(c, 'admin.member_role', {
     command: { memberId: m.memberId, email: m.email, from: m.role, to, ...auditEnded(ended) },
     ok: !error,
@@ -176,7 +182,7 @@ memberRoutes.delete('/:ref', async (c) => {
   const refused = checkMemberChange(actorOf(c), team, { op: 'remove', role: m.role, owners: await countOwners(c.env, team) });
   const r = refused ? null : await removeMember(c.env, team, m.memberId);
   const error = refused ?? (r && !r.ok ? r.error : null);
-  const ended = error ? NOTHING_ENDED : await endAccessOf(c, m, null, `the member ${memberSubject(m)} was removed from the team`);
+  const ended = error ? NOTHING_ENDED : await endAccessOf(c, m, null, `${memberName(m)} was removed from the team`);
   await auditAdmin(c, 'admin.member_remove', {
     command: { memberId: m.memberId, email: m.email, role: m.role, ...auditEnded(ended) },
     ok: !error,

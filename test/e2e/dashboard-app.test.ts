@@ -52,6 +52,8 @@ window.startHost = async (html, toolInput, toolResult) => {
 
 const TEAM = 'appview';
 const TICKS = 'for i in 1 2 3 4 5 6; do echo tick-$i; sleep 1; done; echo done >&2';
+/** About 2.8 MiB of stdout (lines 1..400000), then one line of stderr. */
+const BIG = 'seq 1 400000; echo big-done >&2';
 let gw: Gateway;
 let agent: AgentProcess;
 let root: string;
@@ -87,7 +89,7 @@ describe.skipIf(!HAVE_CHROMIUM)('MCP Apps job viewer', () => {
     root = mkdtempSync(join(tmpdir(), 'gatehouse-appview-'));
     agent = startAgent(gw, { token: await gw.token({ team: TEAM, scopes: ['agent'] }), root, sandbox: SANDBOX, capacity: 2 });
     await agent.ready;
-    await gw.putPolicy(TEAM, { ...DEFAULT_POLICY, shell: { enabled: true, allow: [TICKS] } });
+    await gw.putPolicy(TEAM, { ...DEFAULT_POLICY, shell: { enabled: true, allow: [TICKS, BIG] } });
     client = await gw.mcp(TEAM, ['execute', 'artifacts:read']);
     browser = await launchChromium(mkdtempSync(join(tmpdir(), 'gatehouse-chromium-')));
   }, 180_000);
@@ -161,6 +163,44 @@ describe.skipIf(!HAVE_CHROMIUM)('MCP Apps job viewer', () => {
     expect(await page.evaluate(() => window.lastSize?.height)).toBeGreaterThan(0);
     await page.close();
   });
+
+  it('shows the tail of a 2.8 MiB stream and stderr without reading the whole stream, and pages back on demand', async () => {
+    const page: Page = await browser.newPage();
+    const reads: { stream?: unknown; offset?: unknown; max_bytes?: unknown }[] = [];
+    await page.exposeFunction('hostCallTool', async (params: { name: string; arguments?: Record<string, unknown> }) => {
+      if (params.name === 'job_output') reads.push(params.arguments ?? {});
+      return client.callTool({ name: params.name, arguments: params.arguments ?? {} }, undefined, { timeout: 60_000 });
+    });
+    await page.goto(hostUrl);
+    await page.waitForFunction(() => typeof window.startHost === 'function', { timeout: 15_000 });
+    const html = ((await client.readResource({ uri: JOB_VIEWER_URI })).contents[0] as { text: string }).text;
+    const args = { command: BIG };
+    const ran = await client.callTool({ name: 'execute', arguments: args }, undefined, { timeout: 120_000 });
+    expect((ran.structuredContent as { exit_code: number }).exit_code).toBe(0);
+    await page.evaluate((h: string, a: unknown, r: unknown) => window.startHost(h, a, r), html, args, ran);
+    const view = page.frames().find((f) => f.name() === 'view')!;
+    const text = (id: string) => view.$eval(`#${id}`, (e: any) => e.textContent as string);
+    await view.waitForFunction(() => document.getElementById('stderr').textContent === 'big-done\n', { timeout: 30_000 });
+    await view.waitForFunction(() => document.getElementById('stdout').textContent.endsWith('\n400000\n'), { timeout: 30_000 });
+    const total = Array.from({ length: 400000 }, (_, i) => `${i + 1}\n`).join('').length;
+    // Only the tail was read: 64 KiB of stdout, nothing from its start.
+    const tail = await text('stdout');
+    expect(tail.length).toBe(64 * 1024);
+    expect(tail.startsWith('1\n2\n3\n')).toBe(false);
+    const stdoutBytesRead = reads.filter((r) => r.stream === 'stdout' && r.max_bytes !== 1).length;
+    expect(stdoutBytesRead).toBe(1);
+    const earlier = () => view.$eval('#stdout-earlier', (e: any) => ({ hidden: e.hidden, label: e.textContent as string }));
+    expect(await earlier()).toEqual({ hidden: false, label: `Load earlier stdout (${Math.ceil((total - 64 * 1024) / 1024)} KiB not shown)` });
+    expect(await view.$eval('#stderr-earlier', (e: any) => e.hidden)).toBe(true);
+    await page.screenshot({ path: join(SHOTS, 'mcp-app-job-viewer-tail.png'), fullPage: true });
+    // One click: the page before it, joined seamlessly to what was shown.
+    await view.click('#stdout-earlier');
+    await view.waitForFunction((n: number) => document.getElementById('stdout').textContent.length === n, { timeout: 15_000 }, 128 * 1024);
+    const all = Array.from({ length: 400000 }, (_, i) => `${i + 1}\n`).join('');
+    expect(await text('stdout')).toBe(all.slice(total - 128 * 1024));
+    expect(await text('error')).toBe('');
+    await page.close();
+  }, 180_000);
 
   it("shows a denial as the call's error, with no job to follow", async () => {
     const page: Page = await browser.newPage();

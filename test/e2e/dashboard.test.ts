@@ -327,8 +327,8 @@ describe.skipIf(!HAVE_CHROMIUM)('dashboard in a real browser', () => {
     await waitEditorError(/invalid policy: limits\.maxTimeoutMs/);
     await shot('policy-error');
     // A preset, edited: take `ls` out of the allowlist, save.
-    await page.select(aria('Preset'), 'standard');
-    await page.click(aria('Load preset into editor'));
+    await page.select(aria('Starting point'), 'standard');
+    await page.click(aria('Load as a starting point'));
     const doc = JSON.parse(await page.$eval('textarea[name=policy]', (e) => (e as any).value));
     doc.executables.allow = doc.executables.allow.filter((x: string) => x !== 'ls');
     await page.$eval(

@@ -117,6 +117,23 @@ describe.skipIf(!HAVE_CHROMIUM)('a member connects an MCP client without an admi
     expect(removed.oauthGrantsEnded).toHaveLength(1);
     await expect(client.callTool({ name: 'execute', arguments: { command: 'echo', args: ['after removal'] } })).rejects.toThrow();
     expect((await get('/audit?tool=execute')).entries.filter((e: any) => e.command?.args?.[0] === 'after removal')).toEqual([]);
+    // Her client refreshes: refused, and the reason names the grant and says she was removed (not her member id as a grant).
+    const grantId = provider.tokens()!.access_token.split(':')[1]!;
+    const refreshed = await fetch(`${gw.url}/oauth/token`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({
+        grant_type: 'refresh_token',
+        refresh_token: provider.tokens()!.refresh_token!,
+        client_id: provider.clientInformation()!.client_id,
+      }),
+    });
+    const refusal = (await refreshed.json()) as { error: string; error_description: string };
+    expect(refreshed.status).toBe(400);
+    expect(refusal.error).toBe('invalid_grant');
+    expect(refusal.error_description).toContain(grantId);
+    expect(refusal.error_description).not.toMatch(/OAuth grant mem_mona|OAuth grant member:/);
+    expect(refusal.error_description).toMatch(/mona@acme\.example \(member mem_mona\) was removed from the team/);
     // Her session ended with the membership: the dashboard asks her to sign in again.
     await own.reload({ waitUntil: 'load' });
     await own.waitForSelector('#idp-signin');

@@ -447,7 +447,7 @@ describe('lowering a role or removing a member ends their sessions and OAuth gra
     expect((await api(again, 'GET', '/dashboard/api/v1/members')).json.error.message).toBe(ROLE_REFUSAL);
     expect((await api(again, 'GET', '/dashboard/me/teams/acme/grants')).json.grants[0]).toMatchObject({
       grantId: grant.grantId,
-      revokedReason: 'the role of member:mem_dora was lowered from admin to member',
+      revokedReason: 'the role of dora@acme.example (member mem_dora) was lowered from admin to member',
     });
     // Raising a role ends nothing.
     const up = await api(a, 'PATCH', '/dashboard/api/v1/members/mem_dora', { body: { role: 'admin' }, csrf });

@@ -3,6 +3,7 @@ import { api, describe, isMissingRoute } from './api.ts';
 import type { CurrentPolicy, PolicyDecision, PolicyHistory, PolicyPreset } from './answers.ts';
 import { field, h, messages, table, uid } from './dom.ts';
 import { fmtTime, userText } from './format.ts';
+import { networkForm } from './policy-network.ts';
 
 type Parsed = { ok: true; value: unknown } | { ok: false; message: string };
 
@@ -16,7 +17,7 @@ export function render(main: HTMLElement): null {
   const format = h('button', { type: 'button' }, 'Check JSON and format');
   const reload = h('button', { type: 'button' }, 'Discard changes');
   const presetSel = h('select', { name: 'preset' });
-  const presetBtn = h('button', { type: 'button' }, 'Load preset into editor');
+  const presetBtn = h('button', { type: 'button' }, 'Load as a starting point');
   const presetInfo = h('p', { class: 'sub' });
   const history = h('div');
   let presets: PolicyPreset[] = [];
@@ -44,6 +45,22 @@ export function render(main: HTMLElement): null {
     }
   };
 
+  const network = networkForm({
+    read: () => {
+      const p = parseEditor();
+      if (!p.ok) return p;
+      return p.value && typeof p.value === 'object' && !Array.isArray(p.value)
+        ? { ok: true, value: p.value as Record<string, never> }
+        : { ok: false, message: 'the policy document is not a JSON object' };
+    },
+    write: (doc, note) => {
+      editor.value = JSON.stringify(doc, null, 2);
+      showError('');
+      msg.say(note);
+    },
+  });
+  editor.addEventListener('change', () => network.refresh());
+
   const loadCurrent = async () => {
     try {
       const p = await api<CurrentPolicy>('GET', '/policy');
@@ -55,6 +72,7 @@ export function render(main: HTMLElement): null {
       );
       editor.value = JSON.stringify(p.policy, null, 2);
       showError('');
+      network.refresh();
     } catch (e) {
       msg.fail(e);
     }
@@ -84,6 +102,7 @@ export function render(main: HTMLElement): null {
                             type: 'button',
                             onclick: () => {
                               editor.value = JSON.stringify(v.policy, null, 2);
+                              network.refresh();
                               msg.say('Version ' + v.version + ' loaded into the editor; save to make it current.');
                               editor.focus();
                             },
@@ -147,14 +166,15 @@ export function render(main: HTMLElement): null {
   });
   presetSel.addEventListener('change', () => {
     const p = presets.find((x) => x.name === presetSel.value);
-    presetInfo.textContent = p ? p.description : '';
+    presetInfo.textContent = p ? 'Starting point "' + p.title + '": ' + p.description : '';
   });
   presetBtn.addEventListener('click', () => {
     const p = presets.find((x) => x.name === presetSel.value);
     if (!p) return;
     editor.value = JSON.stringify(p.policy, null, 2);
     showError('');
-    msg.say('Preset "' + p.name + '" loaded into the editor; review it, then save.');
+    network.refresh();
+    msg.say('Preset "' + p.name + '" loaded into the editor as a starting point; the current policy is unchanged until you save.');
     editor.focus();
   });
 
@@ -165,8 +185,19 @@ export function render(main: HTMLElement): null {
       'section',
       { 'aria-labelledby': 'pol-edit' },
       h('h2', { id: 'pol-edit' }, 'Edit'),
-      h('div', { class: 'row' }, field('Preset', presetSel), presetBtn),
-      presetInfo,
+      h(
+        'div',
+        { class: 'card', role: 'group', 'aria-labelledby': 'pol-presets' },
+        h('h3', { id: 'pol-presets' }, 'Start from a preset'),
+        h(
+          'p',
+          { class: 'sub' },
+          'Presets are starting points, not the current policy (that is above): loading one replaces the editor’s text, and nothing changes until you save.',
+        ),
+        h('div', { class: 'row' }, field('Starting point', presetSel), presetBtn),
+        presetInfo,
+      ),
+      network.element,
       form,
     ),
     dryRun(),

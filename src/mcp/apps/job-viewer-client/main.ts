@@ -151,10 +151,55 @@ function onResult(result: ToolResult | undefined): void {
   follow().catch(fail);
 }
 
+// ---- a large stored stream: its tail first, earlier pages on demand ----
+/** How much of a stream's end is shown first, and how much each "earlier" click adds (one job_output page). */
+const TAIL_BYTES = 64 * 1024;
+/** Where the shown part of each stream begins (0: all of it from the start). */
+const shownFrom: Record<Stream, number> = { stdout: 0, stderr: 0 };
+
+function showEarlierButton(s: Stream): void {
+  const b = $<HTMLButtonElement>(s + '-earlier');
+  b.hidden = shownFrom[s] === 0;
+  b.textContent = 'Load earlier ' + s + ' (' + Math.ceil(shownFrom[s] / 1024) + ' KiB not shown)';
+}
+
+/**
+ * Where to start reading a stream: at the start, or — when the stored stream is already larger than
+ * TAIL_BYTES — at its last TAIL_BYTES, so stderr and the end of a 3 MiB stdout show without reading it all.
+ */
+async function startOf(s: Stream): Promise<number> {
+  const probe = await callTool<JobOutput>('job_output', { job_id: job, stream: s, offset: 0, max_bytes: 1 });
+  const total = probe.total_bytes;
+  if (!known(total) || total <= TAIL_BYTES) return 0;
+  shownFrom[s] = total - TAIL_BYTES;
+  showEarlierButton(s);
+  return shownFrom[s];
+}
+
+/** Prepends the page before what is shown, keeping the reader's place. */
+async function loadEarlier(s: Stream): Promise<void> {
+  fail(null);
+  const to = shownFrom[s];
+  const from = Math.max(0, to - TAIL_BYTES);
+  try {
+    const o = await callTool<JobOutput>('job_output', { job_id: job, stream: s, offset: from, max_bytes: to - from });
+    const pre = $(s);
+    const below = pre.scrollHeight - pre.scrollTop;
+    pre.prepend(o.data);
+    pre.scrollTop = pre.scrollHeight - below;
+    shownFrom[s] = from;
+    showEarlierButton(s);
+  } catch (e) {
+    fail(e);
+  }
+}
+for (const s of ['stdout', 'stderr'] as const) $(s + '-earlier').addEventListener('click', () => loadEarlier(s));
+
 /** Reads both streams from byte offsets until the job has ended and both are at their end. */
 async function follow(): Promise<void> {
   const offset: Record<Stream, number> = { stdout: 0, stderr: 0 };
   const eof: Record<Stream, boolean> = { stdout: false, stderr: false };
+  const started: Record<Stream, boolean> = { stdout: false, stderr: false };
   for (;;) {
     if (stopped) return;
     const st = await callTool<JobStatus>('job_status', { job_id: job });
@@ -164,12 +209,18 @@ async function follow(): Promise<void> {
     if (!handle && st.artifact_handle) handle = st.artifact_handle;
     for (const s of ['stdout', 'stderr'] as const) {
       if (eof[s]) continue;
+      // Once the job has ended its streams are stored whole: decide then whether to start at the tail.
+      if (!started[s] && done) {
+        offset[s] = await startOf(s);
+        started[s] = true;
+      } else if (!started[s] && offset[s] > 0) started[s] = true;
       // Drain what is there now (several pages of a large stored output), then wait.
       for (let i = 0; i < 20; i++) {
         // wait_ms 0 answers at once, with an interactive job's writes (inputs) for its conversation.
         const o = await callTool<JobOutput>('job_output', { job_id: job, stream: s, offset: offset[s], ...(s === 'stdout' ? { wait_ms: 0 } : {}) });
         append(s, o.data);
-        if (s === 'stdout') {
+        // An interactive job's conversation places writes by byte offset: only a stdout shown from its start.
+        if (s === 'stdout' && shownFrom.stdout === 0) {
           keepStdout(o.data);
           renderConversation(o.inputs ?? []);
         }
