@@ -40,6 +40,7 @@ describe('capability migrations', () => {
     expect(ledger).toEqual([
       { capability: 'agents', id: '1-agents' },
       { capability: 'agents', id: '2-protocol' },
+      { capability: 'agents', id: '3-agents-capabilities' },
       { capability: 'job-texts', id: '1-job-blobs' },
       { capability: 'jobs', id: '1-jobs' },
       { capability: 'jobs', id: '2-jobs-d1-created' },
