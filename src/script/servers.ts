@@ -6,7 +6,7 @@
  * and the connections, all closed when the script ends however it ends.
  */
 import type { Client } from '@modelcontextprotocol/client';
-import { ServerRequest, type StoredRemoteServer } from '../contracts/mcp-servers.ts';
+import { MCP_JSON_FILE, MCP_JSON_MAX_BYTES, parseMcpJson, ServerRequest, type StdioServerEntry, type StoredRemoteServer } from '../contracts/mcp-servers.ts';
 import { describeIssues } from '../contracts/errors.ts';
 import { decideServerCall, mayListServer } from '../policy/servers.ts';
 import { recordAudit } from '../dispatch/audit-client.ts';
@@ -15,8 +15,10 @@ import type { AuditEntry } from '../store/audit.ts';
 import type { HostAnswer } from './protocol.ts';
 import type { SubprocessContext } from './subprocess.ts';
 import { connectRemote, describe } from './remote-server.ts';
+import { connectStdio } from './stdio-server.ts';
+import { readWorkspaceFile } from './workspace-file.ts';
 
-type CatalogEntry = { kind: 'remote'; row: StoredRemoteServer };
+type CatalogEntry = { kind: 'remote'; row: StoredRemoteServer } | { kind: 'stdio'; entry: StdioServerEntry };
 type Connection = { client: Client; headers: Record<string, string> };
 type Failure = { ok: false; error: { code: string; message: string } };
 
@@ -27,7 +29,9 @@ const CALL_SUBREQUESTS = 2;
 
 export class ScriptServers {
   readonly #sc: SubprocessContext;
-  #catalog: Promise<Map<string, CatalogEntry>> | undefined;
+  #catalog: Promise<Map<string, CatalogEntry> | Failure> | undefined;
+  /** Stdio servers this script has started (script.servers.maxServers). */
+  #started = 0;
   readonly #connections = new Map<string, Promise<{ ok: true; conn: Connection } | Failure>>();
   #calls = 0;
   #closed = false;
@@ -49,6 +53,7 @@ export class ScriptServers {
     if (this.#closed) return fail('cancelled', `${what}: the script has ended`);
     const policy = this.#sc.script.servers;
     const catalog = await this.catalog();
+    if (!(catalog instanceof Map)) return fail(catalog.error.code, `${what}: ${catalog.error.message}`);
     const entry = catalog.get(req.server);
     if (!entry) {
       const ids = [...catalog.keys()];
@@ -118,10 +123,23 @@ export class ScriptServers {
     );
   }
 
-  private catalog(): Promise<Map<string, CatalogEntry>> {
+  /**
+   * Remote servers the team registered, then the workspace's `.mcp.json` (read through the agent, workspace-file.ts):
+   * a missing file adds nothing, a malformed one fails every call with the file and key named; a remote server and a
+   * stdio server of the same id: the remote one (an admin registered it).
+   */
+  private catalog(): Promise<Map<string, CatalogEntry> | Failure> {
     this.#catalog ??= (async () => {
       const m = new Map<string, CatalogEntry>();
       if (this.#sc.slot.beforeServerCall(CATALOG_SUBREQUESTS)) return m;
+      const file = await readWorkspaceFile(this.#sc.ctx, this.#sc.extra, MCP_JSON_FILE, MCP_JSON_MAX_BYTES, this.#sc.scriptId);
+      if (file.ok) {
+        const parsed = parseMcpJson(file.text);
+        if (!parsed.ok) return fail('invalid_argument', parsed.message);
+        for (const [id, entry] of Object.entries(parsed.servers)) m.set(id, { kind: 'stdio', entry });
+      } else if (file.kind !== 'missing') {
+        return fail(file.kind === 'refused' ? 'policy_denied' : 'internal', file.message);
+      }
       for (const row of await remoteServerRows(this.#sc.ctx.env, this.#sc.ctx.principal.team)) m.set(row.id, { kind: 'remote', row });
       return m;
     })();
@@ -132,9 +150,22 @@ export class ScriptServers {
     let c = this.#connections.get(id);
     if (!c) {
       const timeoutMs = this.#sc.script.servers?.initializeTimeoutMs ?? 20_000;
-      c = connectRemote(entry.row, this.#sc.ctx.principal.team, this.#sc.ctx.env, timeoutMs).then((r) =>
-        r.ok ? { ok: true as const, conn: { client: r.client, headers: r.headers } } : { ok: false as const, error: { code: r.code, message: r.message } },
-      );
+      if (entry.kind === 'stdio') {
+        const max = this.#sc.script.servers?.maxServers ?? 0;
+        // Counted before the start is awaited: servers started at once each see the others.
+        if (this.#started >= max)
+          return Promise.resolve(
+            fail('limit_reached', `limit reached — this script started ${this.#started} stdio servers (script.servers.maxServers = ${max})`),
+          );
+        this.#started++;
+        c = connectStdio(this.#sc, id, entry.entry, timeoutMs).then((r) =>
+          r.ok ? { ok: true as const, conn: { client: r.client, headers: {} } } : fail(r.code, r.message),
+        );
+      } else {
+        c = connectRemote(entry.row, this.#sc.ctx.principal.team, this.#sc.ctx.env, timeoutMs).then((r) =>
+          r.ok ? { ok: true as const, conn: { client: r.client, headers: r.headers } } : { ok: false as const, error: { code: r.code, message: r.message } },
+        );
+      }
       this.#connections.set(id, c);
     }
     return c;
