@@ -20,6 +20,8 @@ import { readWorkspaceFile } from './workspace-file.ts';
 
 type CatalogEntry = { kind: 'remote'; row: StoredRemoteServer } | { kind: 'stdio'; entry: StdioServerEntry };
 type Connection = { client: Client; headers: Record<string, string> };
+/** The workspace's stdio servers, and why there are none when there are none. */
+type StdioCatalog = { ok: true; servers: Map<string, CatalogEntry>; note: string };
 type Failure = { ok: false; error: { code: string; message: string } };
 
 /** Subrequests: the catalog read (one call to the team's object), a connection (initialize, initialized, the SSE GET), a call and its audit row. */
@@ -29,7 +31,8 @@ const CALL_SUBREQUESTS = 2;
 
 export class ScriptServers {
   readonly #sc: SubprocessContext;
-  #catalog: Promise<Map<string, CatalogEntry> | Failure> | undefined;
+  #catalog: Promise<Map<string, CatalogEntry>> | undefined;
+  #stdio: Promise<StdioCatalog | Failure> | undefined;
   /** Stdio servers this script has started (script.servers.maxServers). */
   #started = 0;
   readonly #connections = new Map<string, Promise<{ ok: true; conn: Connection } | Failure>>();
@@ -52,14 +55,14 @@ export class ScriptServers {
     const what = req.op === 'call' ? `servers.${req.server}.call` : `servers.${req.server}.listTools`;
     if (this.#closed) return fail('cancelled', `${what}: the script has ended`);
     const policy = this.#sc.script.servers;
-    const catalog = await this.catalog();
-    if (!(catalog instanceof Map)) return fail(catalog.error.code, `${what}: ${catalog.error.message}`);
-    const entry = catalog.get(req.server);
+    const found = await this.lookup(req.server);
+    if ('ok' in found) return fail(found.error.code, `${what}: ${found.error.message}`);
+    const entry = found.entry;
     if (!entry) {
-      const ids = [...catalog.keys()];
+      const { ids, note } = found;
       return fail(
         'not_found',
-        `servers.${req.server}: not in the catalog — ${ids.length ? `it has ${ids.join(', ')}` : 'the catalog is empty (no .mcp.json in the workspace, no remote server registered for the team)'}`,
+        `servers.${req.server}: not in the catalog — ${ids.length ? `it has ${ids.join(', ')}` : `the catalog is empty (${note || `no server in ${MCP_JSON_FILE}`}, no remote server registered for the team)`}`,
       );
     }
     const tool = req.op === 'call' ? req.tool : '(list tools)';
@@ -124,26 +127,43 @@ export class ScriptServers {
   }
 
   /**
-   * Remote servers the team registered, then the workspace's `.mcp.json` (read through the agent, workspace-file.ts):
-   * a missing file adds nothing, a malformed one fails every call with the file and key named; a remote server and a
-   * stdio server of the same id: the remote one (an admin registered it).
+   * Remote servers the team registered; an id that is not one of them is looked up in the workspace's `.mcp.json`
+   * (read once, through the agent: workspace-file.ts), so a script calling only remote servers needs no agent.
+   * A missing file (or no agent to read it) adds nothing; a malformed one fails the call naming the file and key.
    */
-  private catalog(): Promise<Map<string, CatalogEntry> | Failure> {
+  private async lookup(id: string): Promise<{ entry: CatalogEntry | undefined; ids: string[]; note: string } | Failure> {
+    const remote = await this.remoteCatalog();
+    const hit = remote.get(id);
+    if (hit) return { entry: hit, ids: [], note: '' };
+    this.#stdio ??= this.stdioCatalog();
+    const stdio = await this.#stdio;
+    if (!stdio.ok) return stdio;
+    const ids = [...new Set([...remote.keys(), ...stdio.servers.keys()])];
+    return { entry: stdio.servers.get(id), ids, note: stdio.note };
+  }
+
+  private remoteCatalog(): Promise<Map<string, CatalogEntry>> {
     this.#catalog ??= (async () => {
       const m = new Map<string, CatalogEntry>();
       if (this.#sc.slot.beforeServerCall(CATALOG_SUBREQUESTS)) return m;
-      const file = await readWorkspaceFile(this.#sc.ctx, this.#sc.extra, MCP_JSON_FILE, MCP_JSON_MAX_BYTES, this.#sc.scriptId);
-      if (file.ok) {
-        const parsed = parseMcpJson(file.text);
-        if (!parsed.ok) return fail('invalid_argument', parsed.message);
-        for (const [id, entry] of Object.entries(parsed.servers)) m.set(id, { kind: 'stdio', entry });
-      } else if (file.kind !== 'missing') {
-        return fail(file.kind === 'refused' ? 'policy_denied' : 'internal', file.message);
-      }
       for (const row of await remoteServerRows(this.#sc.ctx.env, this.#sc.ctx.principal.team)) m.set(row.id, { kind: 'remote', row });
       return m;
     })();
     return this.#catalog;
+  }
+
+  private async stdioCatalog(): Promise<StdioCatalog | Failure> {
+    const servers = new Map<string, CatalogEntry>();
+    const file = await readWorkspaceFile(this.#sc.ctx, this.#sc.extra, MCP_JSON_FILE, MCP_JSON_MAX_BYTES, this.#sc.scriptId);
+    if (file.ok) {
+      const parsed = parseMcpJson(file.text);
+      if (!parsed.ok) return fail('invalid_argument', parsed.message);
+      for (const [id, entry] of Object.entries(parsed.servers)) servers.set(id, { kind: 'stdio', entry });
+      return { ok: true, servers, note: '' };
+    }
+    if (file.kind === 'missing') return { ok: true, servers, note: `no ${MCP_JSON_FILE} in the workspace` };
+    if (file.kind === 'no_agent') return { ok: true, servers, note: `${MCP_JSON_FILE} not read: no agent of the team is connected` };
+    return fail(file.kind === 'refused' ? 'policy_denied' : 'internal', file.message);
   }
 
   private connect(id: string, entry: CatalogEntry): Promise<{ ok: true; conn: Connection } | Failure> {

@@ -11,7 +11,8 @@ import { runGoverned } from '../governed/governed-run.ts';
 
 export type WorkspaceFile =
   | { ok: true; text: string }
-  | { ok: false; kind: 'missing' | 'refused' | 'error'; message: string };
+  /** `missing`: no such file; `no_agent`: no agent of the team to read it; `refused`: the policy or the checks here said no. */
+  | { ok: false; kind: 'missing' | 'no_agent' | 'refused' | 'error'; message: string };
 
 const SAFE_PATH = /^[A-Za-z0-9_.][A-Za-z0-9_./-]{0,255}$/;
 
@@ -38,7 +39,7 @@ export async function readWorkspaceFile(
     job: { mode: 'argv', command: 'cat', args: ['--', path] },
   });
   if (out.kind === 'denied') return { ok: false, kind: 'refused', message: `${path}: reading it (cat) is denied by policy: ${out.decision.reason}` };
-  if (out.kind === 'error') return { ok: false, kind: 'error', message: `${path}: ${out.error.message}` };
+  if (out.kind === 'error') return { ok: false, kind: out.error.code === 'no_agent' ? 'no_agent' : 'error', message: `${path}: ${out.error.message}` };
   if (out.kind !== 'done') return { ok: false, kind: 'refused', message: `${path}: reading it (cat) needs an approval a script cannot wait for` };
   const { exit } = out;
   if (exit.state !== 'exited') return { ok: false, kind: 'error', message: `${path}: the read ended ${exit.state}` };
