@@ -6,7 +6,7 @@
  * error naming the file and the key.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -135,5 +135,42 @@ describe.skipIf(!RUNSC)('stdio MCP servers in a script', () => {
     expect(out.s.result).toMatchObject({ ok: false, code: 'limit_reached' });
     expect(out.s.result.message).toMatch(/script\.servers\.maxServers = 0/);
     await policy({ default: 'allow', initializeTimeoutMs: 3_000 });
+  });
+});
+
+describe.skipIf(!RUNSC)('workspace scripts (.gatehouse/scripts/<name>.ts)', () => {
+  const byName = async (name: string) => {
+    const r = await client.callTool({ name: 'run_script', arguments: { name } }, undefined, { timeout: 240_000 });
+    return { s: r.structuredContent as Record<string, any>, t: (r.content as { text: string }[])[0]?.text ?? '', isError: r.isError };
+  };
+  const scriptsDir = () => join(root, '.gatehouse', 'scripts');
+
+  it('runs a workspace script when the policy allows it and the team library has no such name', async () => {
+    const open = PRESETS.open.policy;
+    await gw.putPolicy(TEAM, { ...open, script: { enabled: true, cpuMs: 5_000, workspaceScripts: true } });
+    mkdirSync(scriptsDir(), { recursive: true });
+    writeFileSync(join(scriptsDir(), 'hello.ts'), `return 'hello from the workspace';`);
+    const out = await byName('hello');
+    expect(out.s?.status, out.t).toBe('success');
+    expect(out.s.result).toBe('hello from the workspace');
+  });
+
+  it('refuses it when script.workspaceScripts is off', async () => {
+    const open = PRESETS.open.policy;
+    await gw.putPolicy(TEAM, { ...open, script: { enabled: true, cpuMs: 5_000, workspaceScripts: false } });
+    const out = await byName('hello');
+    expect(out.isError).toBe(true);
+    expect(out.t).toMatch(/no script named "hello" .*workspace scripts: off by policy/);
+  });
+
+  it('refuses a symlink, even to a file inside the workspace', async () => {
+    const open = PRESETS.open.policy;
+    await gw.putPolicy(TEAM, { ...open, script: { enabled: true, cpuMs: 5_000, workspaceScripts: true } });
+    writeFileSync(join(root, 'elsewhere.ts'), `return 'must not run';`);
+    symlinkSync('../../elsewhere.ts', join(scriptsDir(), 'linked.ts'));
+    const out = await byName('linked');
+    expect(out.isError).toBe(true);
+    expect(out.t).toMatch(/\.gatehouse\/scripts\/linked\.ts is a symbolic link: only a regular file reached through directories \(no symlink\) is read/);
+    expect(out.t).not.toContain('must not run');
   });
 });
