@@ -13,13 +13,7 @@ import { readWorkspaceScript, WORKSPACE_SCRIPTS_DIR } from './workspace-script.t
 
 export type NamedScript = { ok: true; code: string; ref: ScriptRef } | { ok: false; code: ErrorCode; message: string };
 
-export async function resolveNamedScript(
-  ctx: ToolContext,
-  extra: ToolExtra,
-  policy: ScriptPolicy,
-  name: string,
-  version?: number,
-): Promise<NamedScript> {
+export async function resolveNamedScript(ctx: ToolContext, extra: ToolExtra, policy: ScriptPolicy, name: string, version?: number): Promise<NamedScript> {
   const lib = await getScript(ctx.env, ctx.principal.team, name, version);
   if (lib.ok) return { ok: true, code: lib.value.source, ref: { name, origin: 'team', version: lib.value.version, sha256: lib.value.sha256 } };
   if (lib.code !== 'not_found') return { ok: false, code: lib.code, message: `run_script: ${lib.message}` };

@@ -31,10 +31,15 @@ export async function connectStdio(sc: SubprocessContext, id: string, entry: Std
     interactive: {},
     scriptServer: true,
   });
-  if (out.kind === 'denied') return { ok: false, code: 'policy_denied', message: `could not start '${entry.command}': denied by policy: ${out.decision.reason}` };
+  if (out.kind === 'denied')
+    return { ok: false, code: 'policy_denied', message: `could not start '${entry.command}': denied by policy: ${out.decision.reason}` };
   if (out.kind === 'error') return { ok: false, code: out.error.code, message: `could not start '${entry.command}': ${out.error.message}` };
   if (out.kind !== 'accepted')
-    return { ok: false, code: 'approval_required', message: `could not start '${entry.command}': the policy asks for approval, which a script cannot wait for` };
+    return {
+      ok: false,
+      code: 'approval_required',
+      message: `could not start '${entry.command}': the policy asks for approval, which a script cannot wait for`,
+    };
   const jobId = out.jobId;
   const client = new Client({ name: 'gatehouse-script', version: '1' }, { capabilities: {} });
   try {

@@ -25,13 +25,7 @@ export function workspacePathProblem(path: string): string | null {
   return null;
 }
 
-export async function readWorkspaceFile(
-  ctx: ToolContext,
-  extra: ToolExtra,
-  path: string,
-  maxBytes: number,
-  parentJobId?: string,
-): Promise<WorkspaceFile> {
+export async function readWorkspaceFile(ctx: ToolContext, extra: ToolExtra, path: string, maxBytes: number, parentJobId?: string): Promise<WorkspaceFile> {
   const problem = workspacePathProblem(path);
   if (problem) return { ok: false, kind: 'refused', message: problem };
   const segments = path.split('/');
@@ -42,7 +36,11 @@ export async function readWorkspaceFile(
   const want = [...prefixes.slice(0, -1).map(() => 'directory'), 'regular file'];
   const bad = seen.findIndex((k, i) => k !== want[i]);
   if (seen.length !== want.length || bad >= 0)
-    return { ok: false, kind: 'refused', message: `${prefixes[Math.max(bad, 0)]} is a ${seen[Math.max(bad, 0)] ?? 'missing entry'}: only a regular file reached through directories (no symlink) is read` };
+    return {
+      ok: false,
+      kind: 'refused',
+      message: `${prefixes[Math.max(bad, 0)]} is a ${seen[Math.max(bad, 0)] ?? 'missing entry'}: only a regular file reached through directories (no symlink) is read`,
+    };
   const cat = await runTool(ctx, extra, path, 'cat', ['--', path], parentJobId);
   if (!cat.ok) return cat;
   const exit = { stdout: cat.stdout, stdoutTruncated: cat.truncated };
