@@ -18,7 +18,7 @@ import { runGoverned } from '../governed/governed-run.ts';
 import { JobStdioTransport, type JobStdio } from './job-stdio-transport.ts';
 import type { SubprocessContext } from './subprocess.ts';
 
-export type StdioOpen = { ok: true; client: Client; jobId: string } | { ok: false; code: string; message: string };
+type StdioOpen = { ok: true; client: Client; jobId: string } | { ok: false; code: string; message: string };
 
 /** Starts the server's job and connects (initialize) within `timeoutMs`; a server that does not answer is killed. */
 export async function connectStdio(sc: SubprocessContext, id: string, entry: StdioServerEntry, timeoutMs: number): Promise<StdioOpen> {
@@ -28,6 +28,8 @@ export async function connectStdio(sc: SubprocessContext, id: string, entry: Std
     parentJobId: sc.scriptId,
     policy: { mode: 'argv', command: entry.command, args: entry.args, env: entry.env },
     job: { mode: 'argv', command: entry.command, args: entry.args },
+    // Answered once accepted: the server runs on while the script talks to it.
+    background: true,
     interactive: {},
     scriptServer: true,
   });

@@ -19,7 +19,7 @@ export type WorkspaceFile =
 const SAFE_PATH = /^[A-Za-z0-9_.][A-Za-z0-9_./-]{0,255}$/;
 
 /** Whether `path` names a file inside the workspace: relative, no `..` segment, no empty segment. */
-export function workspacePathProblem(path: string): string | null {
+function workspacePathProblem(path: string): string | null {
   if (!SAFE_PATH.test(path)) return `${path}: a workspace path is relative and made of A-Z, a-z, 0-9, "_", "-", "." and "/"`;
   if (path.split('/').some((seg) => seg === '..' || seg === '')) return `${path}: a workspace path may not leave the workspace ("..") or have empty segments`;
   return null;

@@ -6,6 +6,7 @@
  * error naming the file and the key.
  */
 import { execFileSync } from 'node:child_process';
+import { createRequire } from 'node:module';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -67,7 +68,7 @@ beforeAll(async () => {
   execFileSync(
     join(process.cwd(), 'node_modules/.bin/esbuild'),
     [
-      'node_modules/@modelcontextprotocol/server-everything/dist/index.js',
+      createRequire(import.meta.url).resolve('@modelcontextprotocol/server-everything/dist/index.js'),
       '--bundle',
       '--platform=node',
       '--format=esm',
@@ -107,7 +108,7 @@ describe.skipIf(!RUNSC)('stdio MCP servers in a script', () => {
     expect(out.s.result.names).toContain('echo');
     expect(out.s.result.text).toContain('from a script');
     expect(await noOpenJobs()).toEqual([]);
-  });
+  }, 300_000);
 
   it('a server that never answers initialize fails the call after initializeTimeoutMs and is stopped', async () => {
     mcpJson({ silent: { command: 'node', args: ['silent.mjs'] } });
@@ -116,7 +117,7 @@ describe.skipIf(!RUNSC)('stdio MCP servers in a script', () => {
     expect(out.s.result.message).toMatch(/^servers\.silent\.listTools: could not connect to stdio server silent/);
     expect(out.s.result.message).toMatch(/initializeTimeoutMs = 3000\); the server was stopped/);
     expect(await noOpenJobs()).toEqual([]);
-  });
+  }, 300_000);
 
   it('a malformed .mcp.json is an error naming the file and the key', async () => {
     mcpJson({ broken: { args: ['x'] } });
