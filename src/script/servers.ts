@@ -28,6 +28,14 @@ type Failure = { ok: false; error: { code: string; message: string } };
 const CATALOG_SUBREQUESTS = 1;
 const CONNECT_SUBREQUESTS = 3;
 const CALL_SUBREQUESTS = 2;
+/**
+ * A stdio server goes through the team's object: its start (the policy, the submit: about 4), then per message a
+ * stdin write and a stdout read (wait, job status, output: 3). Its connect is 2 messages, a call 1 (and its audit row).
+ */
+const STDIO_CONNECT_SUBREQUESTS = 4 + 2 * 4;
+const STDIO_CALL_SUBREQUESTS = 4 + 1;
+/** Reading `.mcp.json`: two governed jobs (stat, cat), each a policy read, a submit and its wait. */
+const MCP_JSON_READ_SUBREQUESTS = 2 * 3;
 
 export class ScriptServers {
   readonly #sc: SubprocessContext;
@@ -78,7 +86,9 @@ export class ScriptServers {
     const maxCalls = policy?.maxCalls ?? 0;
     if (this.#calls >= maxCalls)
       return fail('limit_reached', `${what}: limit reached — this script made ${this.#calls} server calls (script.servers.maxCalls = ${maxCalls})`);
-    const over = this.#sc.slot.beforeServerCall(CALL_SUBREQUESTS + (this.#connections.has(req.server) ? 0 : CONNECT_SUBREQUESTS));
+    const stdio = entry.kind === 'stdio';
+    const connect = this.#connections.has(req.server) ? 0 : stdio ? STDIO_CONNECT_SUBREQUESTS : CONNECT_SUBREQUESTS;
+    const over = this.#sc.slot.beforeServerCall((stdio ? STDIO_CALL_SUBREQUESTS : CALL_SUBREQUESTS) + connect);
     if (over) return fail('limit_reached', `${what}: ${over}`);
     this.#calls++;
     const started = Date.now();
@@ -154,6 +164,8 @@ export class ScriptServers {
 
   private async stdioCatalog(): Promise<StdioCatalog | Failure> {
     const servers = new Map<string, CatalogEntry>();
+    const over = this.#sc.slot.beforeServerCall(MCP_JSON_READ_SUBREQUESTS);
+    if (over) return fail('limit_reached', `${MCP_JSON_FILE} not read: ${over}`);
     const file = await readWorkspaceFile(this.#sc.ctx, this.#sc.extra, MCP_JSON_FILE, MCP_JSON_MAX_BYTES, this.#sc.scriptId);
     if (file.ok) {
       const parsed = parseMcpJson(file.text);
