@@ -13,7 +13,9 @@ export const ServerId = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, SERVER_ID_RULE
 export type ServerId = z.infer<typeof ServerId>;
 
 /** The workspace file a script's stdio servers come from (the standard shape MCP clients read). */
-const MCP_JSON_FILE = '.mcp.json';
+export const MCP_JSON_FILE = '.mcp.json';
+/** Largest `.mcp.json` read: a server list is a few kilobytes; a larger file is refused rather than cut. */
+export const MCP_JSON_MAX_BYTES = 64 * 1024;
 
 const StdioServerEntry = z.object({
   command: z.string().min(1, 'command is empty').max(4096),

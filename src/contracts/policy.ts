@@ -69,6 +69,8 @@ export const ScriptServersPolicy = z.object({
   callTimeoutMs: z.number().int().min(100).max(600_000).default(60_000),
   /** Server calls one script may make in all (each is an audit row). */
   maxCalls: z.number().int().min(1).max(1000).default(100),
+  /** Stdio servers (`.mcp.json`) one script may have started; each is a long-running job counted as an interactive session. */
+  maxServers: z.number().int().min(0).max(16).default(2),
 });
 export type ScriptServersPolicy = z.infer<typeof ScriptServersPolicy>;
 

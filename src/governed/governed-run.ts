@@ -53,6 +53,11 @@ export interface GovernedRequest {
   approvalId?: string;
   /** An interactive job (stdin kept open for job_input; `tty`: on a terminal): always in the background. */
   interactive?: InteractiveSpec;
+  /**
+   * A script's stdio MCP server (src/script/stdio-server.ts): interactive for the script's own MCP client only, so
+   * the `interactive.enabled` gate (input from a client) does not apply; the command is decided like any job's.
+   */
+  scriptServer?: true;
 }
 
 export type GovernedOutcome =
@@ -91,7 +96,7 @@ export async function runGoverned(ctx: ToolContext, extra: ToolExtra, r: Governe
     const { policy } = await teamPolicyOf(env, principal);
     const decision = await decide(policy, {
       ...r.policy,
-      ...(r.interactive ? { interactive: true } : {}),
+      ...(r.interactive && !r.scriptServer ? { interactive: true } : {}),
       tool: r.tool,
       team: principal.team,
       subject: principal.subject,

@@ -97,7 +97,7 @@ export async function runScript(ctx: ToolContext, extra: ToolExtra, req: RunScri
   let code = req.code ?? '';
   let ref: ScriptRef | undefined;
   if (req.name !== undefined) {
-    const named = await resolveNamedScript(ctx, script, req.name, req.version);
+    const named = await resolveNamedScript(ctx, extra, script, req.name, req.version);
     if (!named.ok) return refuse(named.code === 'invalid_argument' ? 'invalid_argument' : 'not_found', named.message);
     code = named.code;
     ref = named.ref;

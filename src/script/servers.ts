@@ -6,7 +6,7 @@
  * and the connections, all closed when the script ends however it ends.
  */
 import type { Client } from '@modelcontextprotocol/client';
-import { ServerRequest, type StoredRemoteServer } from '../contracts/mcp-servers.ts';
+import { MCP_JSON_FILE, MCP_JSON_MAX_BYTES, parseMcpJson, ServerRequest, type StdioServerEntry, type StoredRemoteServer } from '../contracts/mcp-servers.ts';
 import { describeIssues } from '../contracts/errors.ts';
 import { decideServerCall, mayListServer } from '../policy/servers.ts';
 import { recordAudit } from '../dispatch/audit-client.ts';
@@ -15,19 +15,34 @@ import type { AuditEntry } from '../store/audit.ts';
 import type { HostAnswer } from './protocol.ts';
 import type { SubprocessContext } from './subprocess.ts';
 import { connectRemote, describe } from './remote-server.ts';
+import { connectStdio } from './stdio-server.ts';
+import { readWorkspaceFile } from './workspace-file.ts';
 
-type CatalogEntry = { kind: 'remote'; row: StoredRemoteServer };
+type CatalogEntry = { kind: 'remote'; row: StoredRemoteServer } | { kind: 'stdio'; entry: StdioServerEntry };
 type Connection = { client: Client; headers: Record<string, string> };
+/** The workspace's stdio servers, and why there are none when there are none. */
+type StdioCatalog = { ok: true; servers: Map<string, CatalogEntry>; note: string };
 type Failure = { ok: false; error: { code: string; message: string } };
 
 /** Subrequests: the catalog read (one call to the team's object), a connection (initialize, initialized, the SSE GET), a call and its audit row. */
 const CATALOG_SUBREQUESTS = 1;
 const CONNECT_SUBREQUESTS = 3;
 const CALL_SUBREQUESTS = 2;
+/**
+ * A stdio server goes through the team's object: its start (the policy, the submit: about 4), then per message a
+ * stdin write and a stdout read (wait, job status, output: 3). Its connect is 2 messages, a call 1 (and its audit row).
+ */
+const STDIO_CONNECT_SUBREQUESTS = 4 + 2 * 4;
+const STDIO_CALL_SUBREQUESTS = 4 + 1;
+/** Reading `.mcp.json`: two governed jobs (stat, cat), each a policy read, a submit and its wait. */
+const MCP_JSON_READ_SUBREQUESTS = 2 * 3;
 
 export class ScriptServers {
   readonly #sc: SubprocessContext;
   #catalog: Promise<Map<string, CatalogEntry>> | undefined;
+  #stdio: Promise<StdioCatalog | Failure> | undefined;
+  /** Stdio servers this script has started (script.servers.maxServers). */
+  #started = 0;
   readonly #connections = new Map<string, Promise<{ ok: true; conn: Connection } | Failure>>();
   #calls = 0;
   #closed = false;
@@ -48,13 +63,14 @@ export class ScriptServers {
     const what = req.op === 'call' ? `servers.${req.server}.call` : `servers.${req.server}.listTools`;
     if (this.#closed) return fail('cancelled', `${what}: the script has ended`);
     const policy = this.#sc.script.servers;
-    const catalog = await this.catalog();
-    const entry = catalog.get(req.server);
+    const found = await this.lookup(req.server);
+    if ('ok' in found) return fail(found.error.code, `${what}: ${found.error.message}`);
+    const entry = found.entry;
     if (!entry) {
-      const ids = [...catalog.keys()];
+      const { ids, note } = found;
       return fail(
         'not_found',
-        `servers.${req.server}: not in the catalog — ${ids.length ? `it has ${ids.join(', ')}` : 'the catalog is empty (no .mcp.json in the workspace, no remote server registered for the team)'}`,
+        `servers.${req.server}: not in the catalog — ${ids.length ? `it has ${ids.join(', ')}` : `the catalog is empty (${note || `no server in ${MCP_JSON_FILE}`}, no remote server registered for the team)`}`,
       );
     }
     const tool = req.op === 'call' ? req.tool : '(list tools)';
@@ -70,7 +86,9 @@ export class ScriptServers {
     const maxCalls = policy?.maxCalls ?? 0;
     if (this.#calls >= maxCalls)
       return fail('limit_reached', `${what}: limit reached — this script made ${this.#calls} server calls (script.servers.maxCalls = ${maxCalls})`);
-    const over = this.#sc.slot.beforeServerCall(CALL_SUBREQUESTS + (this.#connections.has(req.server) ? 0 : CONNECT_SUBREQUESTS));
+    const stdio = entry.kind === 'stdio';
+    const connect = this.#connections.has(req.server) ? 0 : stdio ? STDIO_CONNECT_SUBREQUESTS : CONNECT_SUBREQUESTS;
+    const over = this.#sc.slot.beforeServerCall((stdio ? STDIO_CALL_SUBREQUESTS : CALL_SUBREQUESTS) + connect);
     if (over) return fail('limit_reached', `${what}: ${over}`);
     this.#calls++;
     const started = Date.now();
@@ -118,7 +136,23 @@ export class ScriptServers {
     );
   }
 
-  private catalog(): Promise<Map<string, CatalogEntry>> {
+  /**
+   * Remote servers the team registered; an id that is not one of them is looked up in the workspace's `.mcp.json`
+   * (read once, through the agent: workspace-file.ts), so a script calling only remote servers needs no agent.
+   * A missing file (or no agent to read it) adds nothing; a malformed one fails the call naming the file and key.
+   */
+  private async lookup(id: string): Promise<{ entry: CatalogEntry | undefined; ids: string[]; note: string } | Failure> {
+    const remote = await this.remoteCatalog();
+    const hit = remote.get(id);
+    if (hit) return { entry: hit, ids: [], note: '' };
+    this.#stdio ??= this.stdioCatalog();
+    const stdio = await this.#stdio;
+    if (!stdio.ok) return stdio;
+    const ids = [...new Set([...remote.keys(), ...stdio.servers.keys()])];
+    return { entry: stdio.servers.get(id), ids, note: stdio.note };
+  }
+
+  private remoteCatalog(): Promise<Map<string, CatalogEntry>> {
     this.#catalog ??= (async () => {
       const m = new Map<string, CatalogEntry>();
       if (this.#sc.slot.beforeServerCall(CATALOG_SUBREQUESTS)) return m;
@@ -128,13 +162,42 @@ export class ScriptServers {
     return this.#catalog;
   }
 
+  private async stdioCatalog(): Promise<StdioCatalog | Failure> {
+    const servers = new Map<string, CatalogEntry>();
+    const over = this.#sc.slot.beforeServerCall(MCP_JSON_READ_SUBREQUESTS);
+    if (over) return fail('limit_reached', `${MCP_JSON_FILE} not read: ${over}`);
+    const file = await readWorkspaceFile(this.#sc.ctx, this.#sc.extra, MCP_JSON_FILE, MCP_JSON_MAX_BYTES, this.#sc.scriptId);
+    if (file.ok) {
+      const parsed = parseMcpJson(file.text);
+      if (!parsed.ok) return fail('invalid_argument', parsed.message);
+      for (const [id, entry] of Object.entries(parsed.servers)) servers.set(id, { kind: 'stdio', entry });
+      return { ok: true, servers, note: '' };
+    }
+    if (file.kind === 'missing') return { ok: true, servers, note: `no ${MCP_JSON_FILE} in the workspace` };
+    if (file.kind === 'no_agent') return { ok: true, servers, note: `${MCP_JSON_FILE} not read: no agent of the team is connected` };
+    return fail(file.kind === 'refused' ? 'policy_denied' : 'internal', file.message);
+  }
+
   private connect(id: string, entry: CatalogEntry): Promise<{ ok: true; conn: Connection } | Failure> {
     let c = this.#connections.get(id);
     if (!c) {
       const timeoutMs = this.#sc.script.servers?.initializeTimeoutMs ?? 20_000;
-      c = connectRemote(entry.row, this.#sc.ctx.principal.team, this.#sc.ctx.env, timeoutMs).then((r) =>
-        r.ok ? { ok: true as const, conn: { client: r.client, headers: r.headers } } : { ok: false as const, error: { code: r.code, message: r.message } },
-      );
+      if (entry.kind === 'stdio') {
+        const max = this.#sc.script.servers?.maxServers ?? 0;
+        // Counted before the start is awaited: servers started at once each see the others.
+        if (this.#started >= max)
+          return Promise.resolve(
+            fail('limit_reached', `limit reached — this script started ${this.#started} stdio servers (script.servers.maxServers = ${max})`),
+          );
+        this.#started++;
+        c = connectStdio(this.#sc, id, entry.entry, timeoutMs).then((r) =>
+          r.ok ? { ok: true as const, conn: { client: r.client, headers: {} } } : fail(r.code, r.message),
+        );
+      } else {
+        c = connectRemote(entry.row, this.#sc.ctx.principal.team, this.#sc.ctx.env, timeoutMs).then((r) =>
+          r.ok ? { ok: true as const, conn: { client: r.client, headers: r.headers } } : { ok: false as const, error: { code: r.code, message: r.message } },
+        );
+      }
       this.#connections.set(id, c);
     }
     return c;

@@ -1,0 +1,85 @@
+/**
+ * A script's stdio MCP server (from the workspace's `.mcp.json`): started on the script's first call to it as a
+ * governed long-running job on the team's agent — the team policy decides its command like any job's, it is
+ * audited (its row links to the script's) and limited — and spoken to with the official MCP client over the job's
+ * stdin/stdout (job-stdio-transport.ts). Closing the client kills the job.
+ *
+ * Such a job is a script's server, not a client's interactive session: it does not need `interactive.enabled`
+ * (nothing but this script's MCP client writes to its stdin), and it never takes one of the team's job slots
+ * (an interactive job has its own budget, scheduler.ts); the script's own cap is `script.servers.maxServers`.
+ */
+import { Client } from '@modelcontextprotocol/client';
+import type { StdioServerEntry } from '../contracts/mcp-servers.ts';
+import { jobStatus, killJob } from '../dispatch/client.ts';
+import { waitJobOutput, writeJobStdin } from '../dispatch/interactive-client.ts';
+import { readJobOutput } from '../dispatch/job-output.ts';
+import { isTerminal } from '../contracts/job-view.ts';
+import { runGoverned } from '../governed/governed-run.ts';
+import { JobStdioTransport, type JobStdio } from './job-stdio-transport.ts';
+import type { SubprocessContext } from './subprocess.ts';
+
+type StdioOpen = { ok: true; client: Client; jobId: string } | { ok: false; code: string; message: string };
+
+/** Starts the server's job and connects (initialize) within `timeoutMs`; a server that does not answer is killed. */
+export async function connectStdio(sc: SubprocessContext, id: string, entry: StdioServerEntry, timeoutMs: number): Promise<StdioOpen> {
+  const { ctx } = sc;
+  const out = await runGoverned(ctx, sc.extra, {
+    tool: 'run_script',
+    parentJobId: sc.scriptId,
+    policy: { mode: 'argv', command: entry.command, args: entry.args, env: entry.env },
+    job: { mode: 'argv', command: entry.command, args: entry.args },
+    // Answered once accepted: the server runs on while the script talks to it.
+    background: true,
+    interactive: {},
+    scriptServer: true,
+  });
+  if (out.kind === 'denied')
+    return { ok: false, code: 'policy_denied', message: `could not start '${entry.command}': denied by policy: ${out.decision.reason}` };
+  if (out.kind === 'error') return { ok: false, code: out.error.code, message: `could not start '${entry.command}': ${out.error.message}` };
+  if (out.kind !== 'accepted')
+    return {
+      ok: false,
+      code: 'approval_required',
+      message: `could not start '${entry.command}': the policy asks for approval, which a script cannot wait for`,
+    };
+  const jobId = out.jobId;
+  const client = new Client({ name: 'gatehouse-script', version: '1' }, { capabilities: {} });
+  try {
+    await client.connect(new JobStdioTransport(jobStdio(sc, jobId)), { timeout: timeoutMs });
+    return { ok: true, client, jobId };
+  } catch (e) {
+    // close() kills the job: a server that never answered initialize does not linger.
+    await client.close().catch(() => undefined);
+    const why = e instanceof Error ? e.message : String(e);
+    return {
+      ok: false,
+      code: 'upstream_error',
+      message: `could not connect to stdio server ${id} ('${entry.command}', job ${jobId}): ${why} (script.servers.initializeTimeoutMs = ${timeoutMs}); the server was stopped`,
+    };
+  }
+}
+
+function jobStdio(sc: SubprocessContext, jobId: string): JobStdio {
+  const { env, principal } = sc.ctx;
+  const team = principal.team;
+  return {
+    async write(data) {
+      const a = await writeJobStdin(env, team, jobId, principal.subject, data);
+      return a.ok ? { ok: true } : { ok: false, message: `${a.code}: ${a.message}` };
+    },
+    async wait(offset, waitMs) {
+      const r = await waitJobOutput(env, team, { jobId, stream: 'stdout', offset, waitMs }, principal.subject);
+      return { ended: r.waited === 'ended' };
+    },
+    async read(offset, max) {
+      const view = await jobStatus(env, team, jobId);
+      if (!view) return { data: new Uint8Array(0), nextOffset: offset, done: true };
+      const page = await readJobOutput(env, team, view, 'stdout', offset, max);
+      if ('expired' in page) return { data: new Uint8Array(0), nextOffset: offset, done: true };
+      return { data: page.data, nextOffset: page.nextOffset, done: page.eof || (isTerminal(view.state) && page.data.byteLength === 0) };
+    },
+    async kill(reason) {
+      await killJob(env, team, jobId, reason);
+    },
+  };
+}

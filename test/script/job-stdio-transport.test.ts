@@ -1,0 +1,94 @@
+/**
+ * The stdio transport over a job's stdin/stdout, with the official MCP client and a job played in memory: lines in,
+ * lines out, a server's noise reported, a flood without newline cut off and the job killed, and close() killing it.
+ */
+import { describe, expect, it } from 'vitest';
+import { Client } from '@modelcontextprotocol/client';
+import { JobStdioTransport, STDIO_LINE_MAX_BYTES, type JobStdio } from '../../src/script/job-stdio-transport.ts';
+
+/** A job whose stdout is a byte buffer; `answer` decides what the "server" writes for each line of stdin. */
+function fakeJob(answer: (msg: any) => string | null) {
+  let out = new Uint8Array(0);
+  const waiters: Array<() => void> = [];
+  const kills: string[] = [];
+  let ended = false;
+  const push = (text: string) => {
+    const add = new TextEncoder().encode(text);
+    const next = new Uint8Array(out.byteLength + add.byteLength);
+    next.set(out);
+    next.set(add, out.byteLength);
+    out = next;
+    for (const w of waiters.splice(0)) w();
+  };
+  const job: JobStdio = {
+    async write(data) {
+      if (ended) return { ok: false, message: 'not_found: the job has ended' };
+      for (const line of new TextDecoder().decode(data).split('\n').filter(Boolean)) {
+        const reply = answer(JSON.parse(line));
+        if (reply !== null) push(reply);
+      }
+      return { ok: true };
+    },
+    async wait(offset) {
+      if (out.byteLength <= offset && !ended) await new Promise<void>((r) => waiters.push(r));
+      return { ended };
+    },
+    async read(offset, max) {
+      const data = out.subarray(offset, offset + max);
+      return { data, nextOffset: offset + data.byteLength, done: ended && offset + data.byteLength >= out.byteLength };
+    },
+    async kill(reason) {
+      kills.push(reason);
+      ended = true;
+      for (const w of waiters.splice(0)) w();
+    },
+  };
+  return { job, kills, push };
+}
+
+const INIT = {
+  protocolVersion: '2025-06-18',
+  capabilities: { tools: {} },
+  serverInfo: { name: 'fake', version: '1' },
+};
+
+function server(msg: any): string | null {
+  if (msg.method === 'initialize') return `${JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: INIT })}\n`;
+  if (msg.method === 'tools/list')
+    return `not json, a log line the server printed\n${JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { tools: [{ name: 'echo', inputSchema: { type: 'object' } }] } })}\r\n`;
+  return null;
+}
+
+describe('JobStdioTransport', () => {
+  it('carries initialize and tools/list as newline-delimited JSON-RPC; close() kills the job', async () => {
+    const { job, kills } = fakeJob(server);
+    const errors: string[] = [];
+    const t = new JobStdioTransport(job);
+    const client = new Client({ name: 't', version: '1' }, { capabilities: {} });
+    await client.connect(t, { timeout: 5_000 });
+    t.onerror = (e) => errors.push(e.message);
+    const tools = await client.listTools();
+    expect(tools.tools.map((x) => x.name)).toEqual(['echo']);
+    expect(errors.join('\n')).toMatch(/not a JSON-RPC message: not json, a log line/);
+    await client.close();
+    expect(kills).toEqual(['the script that started this MCP server ended']);
+  });
+
+  it('a server that never answers initialize fails the connect after the timeout', async () => {
+    const { job } = fakeJob(() => null);
+    const client = new Client({ name: 't', version: '1' }, { capabilities: {} });
+    await expect(client.connect(new JobStdioTransport(job), { timeout: 200 })).rejects.toThrow(/timed out|timeout/i);
+  });
+
+  it('a line longer than STDIO_LINE_MAX_BYTES without a newline stops the server', async () => {
+    const { job, kills, push } = fakeJob(server);
+    const t = new JobStdioTransport(job);
+    const errors: string[] = [];
+    t.onerror = (e) => errors.push(e.message);
+    await t.start();
+    push('x'.repeat(STDIO_LINE_MAX_BYTES + 1));
+    for (let i = 0; i < 100 && kills.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(kills).toHaveLength(1);
+    expect(errors.join('\n')).toMatch(/longer than 4194304 bytes without a newline/);
+  });
+});
