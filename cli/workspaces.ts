@@ -32,7 +32,7 @@ export async function workspacesCommand(argv: string[]): Promise<number> {
 }
 
 /** Bytes as a person reads them: 0 B, 512 B, 3.4 KiB, 12.0 MiB, 1.5 GiB. */
-export function humanBytes(v: unknown): string {
+function humanBytes(v: unknown): string {
   if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) return '-';
   const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
   let n = v;
