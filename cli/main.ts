@@ -20,6 +20,7 @@ import { teamCommand } from './team.ts';
 import { scriptsCommand } from './scripts.ts';
 import { secretsCommand } from './secrets.ts';
 import { serversCommand } from './servers.ts';
+import { workspacesCommand } from './workspaces.ts';
 
 const COMMANDS = [
   'token',
@@ -34,6 +35,7 @@ const COMMANDS = [
   'scripts',
   'secrets',
   'servers',
+  'workspaces',
   'team',
   'agent',
   'help',
@@ -61,6 +63,7 @@ usage:
   gatehouse secrets set <name> (value from stdin or a prompt) | list | rm <name>
                                                       the team's script library (run_script {"name": …})
   gatehouse servers add <id> <server URL> [--header 'Name: value'] | list | rm <id>   remote MCP servers for scripts
+  gatehouse workspaces list | rm <id>                 the team's per-task workspaces
   gatehouse team create <id> | list | show <id> | suspend <id> | resume <id> | quotas <id> | usage <id> | delete <id>
                                                       the deployment's teams (an operator token)
   gatehouse agent --url URL --token-file FILE --root DIR [...]   run an executor agent
@@ -108,6 +111,8 @@ export async function main(argv: string[]): Promise<number> {
         return await secretsCommand(rest);
       case 'servers':
         return await serversCommand(rest);
+      case 'workspaces':
+        return await workspacesCommand(rest);
       case 'team':
         return await teamCommand(rest);
       case 'agent':

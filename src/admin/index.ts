@@ -21,6 +21,7 @@ import { overviewRoutes } from './overview.ts';
 import { memberRoutes } from './members.ts';
 import { scriptRoutes } from './scripts.ts';
 import { serverRoutes } from './servers.ts';
+import { workspaceRoutes } from './workspaces.ts';
 import { teamUsageRoutes } from '../operator/usage.ts';
 import { apiError } from './http.ts';
 import { authorityOf, minterFor } from '../auth/minter.ts';
@@ -50,6 +51,7 @@ teamApi.route('/members', memberRoutes);
 teamApi.route('/scripts', scriptRoutes);
 teamApi.route('/secrets', secretRoutes);
 teamApi.route('/servers', serverRoutes);
+teamApi.route('/workspaces', workspaceRoutes);
 teamApi.route('/usage', teamUsageRoutes);
 
 export const adminRoutes = new Hono<AppEnv>();
@@ -72,6 +74,6 @@ adminRoutes.all('*', (c) =>
   apiError(
     c,
     'not_found',
-    `no admin route ${c.req.method} ${new URL(c.req.url).pathname}; see /admin/v1/{overview,tokens,policy,policy/check,audit,audit/export,audit/storage,agents,jobs,artifacts/:handle,approvals,oauth/grants,oauth/clients/:id,members,members/invitations,scripts,secrets,servers}`,
+    `no admin route ${c.req.method} ${new URL(c.req.url).pathname}; see /admin/v1/{overview,tokens,policy,policy/check,audit,audit/export,audit/storage,agents,jobs,artifacts/:handle,approvals,oauth/grants,oauth/clients/:id,members,members/invitations,scripts,secrets,servers,workspaces}`,
   ),
 );

@@ -73,6 +73,7 @@ export const AUDIT_TOOLS = [
   'member.join',
   'admin.server_put',
   'admin.server_remove',
+  'admin.workspace_delete',
 ] as const;
 export type AuditTool = (typeof AUDIT_TOOLS)[number];
 /** The admin API's actions: the `admin.*` names of AUDIT_TOOLS. */

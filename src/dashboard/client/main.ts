@@ -16,6 +16,7 @@ import { render as renderOverview } from './overview.ts';
 import { render as renderPolicy } from './policy.ts';
 import { render as renderScripts } from './scripts.ts';
 import { render as renderTokens } from './tokens.ts';
+import { render as renderWorkspaces } from './workspaces.ts';
 
 interface Page {
   path: string;
@@ -30,6 +31,7 @@ const PAGES: Page[] = [
   { path: 'audit', title: 'Audit', render: renderAudit },
   { path: 'policy', title: 'Policy', render: renderPolicy },
   { path: 'scripts', title: 'Scripts', render: renderScripts },
+  { path: 'workspaces', title: 'Workspaces', render: renderWorkspaces },
   { path: 'tokens', title: 'Tokens', render: renderTokens },
   { path: 'approvals', title: 'Approvals', render: renderApprovals },
   { path: 'members', title: 'Members', render: renderMembers },
