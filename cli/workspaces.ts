@@ -1,6 +1,6 @@
 /** `gatehouse workspaces list|rm`: the team's per-task workspaces (docs/workspaces.md). */
 import { WORKSPACE_ID_RULE, WorkspaceId } from '../src/contracts/workspaces.ts';
-import { parseArgs, UsageError } from './args.ts';
+import { formatFlags, parseArgs, UsageError } from './args.ts';
 import { api, connection, formatError } from './client.ts';
 import { text, when, type Row } from './fields.ts';
 import { info, out, printJson, table } from './io.ts';
@@ -46,7 +46,7 @@ function humanBytes(v: unknown): string {
 
 async function list(argv: string[]): Promise<number> {
   const a = parseArgs(argv, {}, 'workspaces list');
-  if (a.flags.help) return (out('usage: gatehouse workspaces list'), 0);
+  if (a.flags.help) return (out(`usage: gatehouse workspaces list\n\nflags:\n${formatFlags({})}`), 0);
   if (a.positionals.length || a.rest.length) throw new UsageError('workspaces list takes no arguments');
   const r = await api<{ workspaces: Row[] }>(connection(a.flags), 'GET', '/workspaces');
   if (!r.ok) return (info(formatError(r.error)), 1);
@@ -70,7 +70,7 @@ async function list(argv: string[]): Promise<number> {
 
 async function rm(argv: string[]): Promise<number> {
   const a = parseArgs(argv, {}, 'workspaces rm');
-  if (a.flags.help) return (out('usage: gatehouse workspaces rm <id>'), 0);
+  if (a.flags.help) return (out(`usage: gatehouse workspaces rm <id>\n\nflags:\n${formatFlags({})}`), 0);
   const xs = [...a.positionals, ...a.rest];
   if (xs.length !== 1) throw new UsageError('usage: gatehouse workspaces rm <id>');
   const id = xs[0]!;

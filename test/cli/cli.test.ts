@@ -55,6 +55,14 @@ const EVERY_COMMAND = [
   'scripts versions',
   'scripts show',
   'scripts rm',
+  'secrets set',
+  'secrets list',
+  'secrets rm',
+  'servers add',
+  'servers list',
+  'servers rm',
+  'workspaces list',
+  'workspaces rm',
   'team create',
   'team list',
   'team show',
@@ -142,9 +150,22 @@ describe('usage', () => {
       for (const alt of m[3].matchAll(/\| ([a-z][a-z-]*)/g)) named.add(`${m[1]} ${alt[1]}`);
     }
     expect([...named].sort()).toEqual([...EVERY_COMMAND].sort());
-    const cases = [...EVERY_COMMAND, 'token', 'key', 'members', 'oauth', 'policy', 'audit', 'jobs', 'approvals', 'scripts', 'team'].flatMap((c) =>
-      ['--help', '-h'].map((flag) => ({ c, flag })),
-    );
+    const cases = [
+      ...EVERY_COMMAND,
+      'token',
+      'key',
+      'members',
+      'oauth',
+      'policy',
+      'audit',
+      'jobs',
+      'approvals',
+      'scripts',
+      'secrets',
+      'servers',
+      'workspaces',
+      'team',
+    ].flatMap((c) => ['--help', '-h'].map((flag) => ({ c, flag })));
     // Four CLI processes at a time: each start costs a Node start-up, and there are about 60 of them.
     const results = new Map<string, Run>();
     let next = 0;
@@ -173,7 +194,9 @@ describe('usage', () => {
   it('exits 2 on an unknown command or flag, listing what is allowed', async () => {
     const c = await cli(['frobnicate']);
     expect(c.code).toBe(2);
-    expect(c.stderr).toContain('unknown command "frobnicate"; allowed: token, key, members, oauth, policy, audit, agents, jobs, approvals, team, agent, help');
+    expect(c.stderr).toContain(
+      'unknown command "frobnicate"; allowed: token, key, members, oauth, policy, audit, agents, jobs, approvals, scripts, secrets, servers, workspaces, team, agent, help',
+    );
     const f = await cli(['token', 'list', '--colour']);
     expect(f.code).toBe(2);
     expect(f.stderr).toMatch(/unknown flag "--colour" for "token list"; allowed: --url, --token/);

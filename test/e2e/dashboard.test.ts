@@ -138,7 +138,7 @@ describe.skipIf(!HAVE_CHROMIUM)('dashboard in a real browser', () => {
 
   it('navigates between pages with the keyboard', async () => {
     await page.focus('#nav a[data-page="agents"]');
-    for (let i = 0; i < 4 && (await page.evaluate(() => document.activeElement?.textContent)) !== 'Tokens'; i++) await page.keyboard.press('Tab');
+    for (let i = 0; i < 8 && (await page.evaluate(() => document.activeElement?.textContent)) !== 'Tokens'; i++) await page.keyboard.press('Tab');
     expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Tokens');
     await page.keyboard.press('Enter');
     await page.waitForFunction(() => document.querySelector('main h1')?.textContent === 'Tokens', { timeout: 10_000 });

@@ -132,6 +132,8 @@ describe('MCP handshake', () => {
       'query_output',
       'run_script',
       'runtime_execute',
+      'workspace_delete',
+      'workspace_list',
     ]);
     for (const t of tools) expect(t.name).toMatch(/^[a-z_]+$/);
     const execute = tools.find((t) => t.name === 'execute')!;

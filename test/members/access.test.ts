@@ -293,7 +293,7 @@ describe('docs/members.md', () => {
     expect(await run(lines[1])).toMatch(/mem_[0-9a-f]+ +admin +dana@example.com/);
     expect(await run(lines[2])).toBe(`invitation ${env.INVITATION_ID} for later@example.com withdrawn\n`);
     expect(await run(lines[3])).toMatch(/^mem_[0-9a-f]+ \(dana@example.com\): admin -> member\n$/);
-    expect(await run(lines[4])).toMatch(/^removed mem_[0-9a-f]+ \(dana@example.com, member\) from the team\n$/);
+    expect(await run(lines[4])).toMatch(/^removed mem_[0-9a-f]+ \(dana@example.com, member\) from the team\nOAuth grants ended: none\ntokens revoked: none\n$/);
   }, 120_000);
 });
 

@@ -1,22 +1,9 @@
 /** The Audit page: the team's audit log with filters, paging and each decision's reason; the jobs' network connections. */
+import { AUDIT_TOOLS } from '../../contracts/audit.ts';
 import { api } from './api.ts';
 import type { AuditEntry, AuditPage, CommandValue, EgressList } from './answers.ts';
 import { type Child, field, h, messages, table } from './dom.ts';
 import { fmtDuration, fmtTime, userText } from './format.ts';
-
-const TOOLS = [
-  'execute',
-  'runtime_execute',
-  'query_output',
-  'policy_check',
-  'list_runtimes',
-  'run_script',
-  'job_status',
-  'job_output',
-  'job_kill',
-  'job_list',
-  'job_input',
-];
 
 export function render(main: HTMLElement, _params: string[], _me: unknown, preset: URLSearchParams): null {
   const msg = messages();
@@ -29,7 +16,7 @@ export function render(main: HTMLElement, _params: string[], _me: unknown, prese
   const toolList = h(
     'datalist',
     { id: 'audit-tools' },
-    TOOLS.map((t) => h('option', { value: t })),
+    AUDIT_TOOLS.map((t) => h('option', { value: t })),
   );
   const tool = h('input', { name: 'tool', type: 'text', list: 'audit-tools', placeholder: 'any' });
   const subject = h('input', { name: 'subject', type: 'text', placeholder: 'any' });
