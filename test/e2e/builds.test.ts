@@ -189,7 +189,7 @@ maybe('builds: npm ci under the builds preset, from a registry a private CA cert
       const r = await call(
         client,
         'execute',
-        { command: 'npm', args: [...NPM_CI, '--registry=https://registry.example.test/'], ...placeArgs(PLACES[1]), timeout_ms: 240_000 },
+        { command: 'npm', args: [...NPM_CI, '--registry', 'https://registry.example.test/'], ...placeArgs(PLACES[1]), timeout_ms: 240_000 },
         JOB_MS,
       );
       const s = r.s as S;
