@@ -21,7 +21,9 @@ const agents: AgentProcess[] = [];
 const roots: string[] = [];
 
 beforeAll(async () => {
-  gw = await startGateway();
+  // Heartbeats at the production interval: this file is about the edge, and a loaded CI host can hold an agent's
+  // event loop past the tests' 3 s loss window while 2×12 jobs start at once.
+  gw = await startGateway({ vars: { HEARTBEAT_MS: '5000' } });
   for (const team of ['ctx-a', 'ctx-b']) {
     // Room for every concurrent job of the test, so a slow machine queues them instead of refusing.
     await gw.putPolicy(team, { ...DEFAULT_POLICY, limits: { ...DEFAULT_POLICY.limits, maxConcurrentJobs: 12, queueWaitMs: 60_000 } });
