@@ -23,6 +23,8 @@ export default defineConfig({
   plugins: [builtTexts],
   test: {
     include: ['test/**/*.test.ts'],
+    // The migrated local D1 every test gateway starts from (applied once per run).
+    globalSetup: ['test/support/global-setup.ts'],
     // Whole-system tests start wrangler dev, agents and sandboxes: generous, never timing-based asserts.
     testTimeout: 60_000,
     hookTimeout: 120_000,

@@ -4,7 +4,7 @@
  * Everything listens on 127.0.0.1 only.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, writeFileSync, rmSync, mkdirSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, writeFileSync, rmSync, mkdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -131,6 +131,16 @@ async function waitHealthy(p: ChildProcess, url: string, logs: () => string): Pr
   }
 }
 
+/** The environment variable naming the migrated local D1 that test/support/global-setup.ts prepared for this run. */
+export const D1_TEMPLATE_ENV = 'GATEHOUSE_TEST_D1_TEMPLATE';
+
+/** `wrangler d1 migrations apply --local` into `persist` (what a fresh checkout's first start does). */
+export async function applyMigrations(persist: string): Promise<void> {
+  const env = { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH}`, WRANGLER_SEND_METRICS: 'false', CI: 'true', NO_COLOR: '1' };
+  const m = await run(WRANGLER, ['d1', 'migrations', 'apply', 'DB', '--local', '--persist-to', persist], { env });
+  if (m.code !== 0) throw new Error(`migrations failed:\n${m.out}`);
+}
+
 export async function startGateway(opts: GatewayOptions = {}): Promise<Gateway> {
   const stateDir = mkdtempSync(join(tmpdir(), 'gatehouse-gw-'));
   const signingKey = await generateSigningKey();
@@ -155,8 +165,9 @@ export async function startGateway(opts: GatewayOptions = {}): Promise<Gateway> 
     CLOUDFLARE_CF_FETCH_ENABLED: 'false',
   };
   if (!opts.skipMigrations) {
-    const m = await run(WRANGLER, ['d1', 'migrations', 'apply', 'DB', '--local', '--persist-to', persist], { env });
-    if (m.code !== 0) throw new Error(`migrations failed:\n${m.out}`);
+    const template = process.env[D1_TEMPLATE_ENV];
+    if (template && existsSync(template)) cpSync(template, persist, { recursive: true });
+    else await applyMigrations(persist);
   }
   if (opts.beforeStart) await opts.beforeStart(persist);
   // freePort() can hand the same port to two test files running in parallel (or another process
