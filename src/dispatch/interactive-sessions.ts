@@ -116,7 +116,7 @@ export class InteractiveSessions implements Wakes {
     return {
       ok: false,
       code: 'session_limit',
-      message: `the team has ${live} interactive sessions open (interactive.maxSessions = ${maxSessions}); end one with job_input eof or job_kill, or raise the limit`,
+      message: `the team has ${live} interactive session${live === 1 ? '' : 's'} open (interactive.maxSessions = ${maxSessions}); end one with job_input eof or job_kill, or raise the limit`,
     };
   }
 

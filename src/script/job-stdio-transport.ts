@@ -16,6 +16,12 @@ const READ_WAIT_MS = 25_000;
 /** Most bytes read from stdout in one page. */
 const READ_PAGE_BYTES = 256 * 1024;
 
+/** Why the transport stopped the server itself, for the call that was waiting and any after it. */
+export interface StdioStop {
+  code: 'payload_too_large';
+  message: string;
+}
+
 /** What the transport needs of the job: the edge's interactive-job calls, bound to one job. */
 export interface JobStdio {
   write(data: Uint8Array): Promise<{ ok: true } | { ok: false; message: string }>;
@@ -36,9 +42,15 @@ export class JobStdioTransport implements Transport {
   #pending = '';
   #offset = 0;
   #closed = false;
+  #stop: StdioStop | undefined;
 
   constructor(job: JobStdio) {
     this.#job = job;
+  }
+
+  /** Set when the transport stopped the server (a line over STDIO_LINE_MAX_BYTES); the SDK only says "Connection closed". */
+  get stopped(): StdioStop | undefined {
+    return this.#stop;
   }
 
   async start(): Promise<void> {
@@ -54,7 +66,7 @@ export class JobStdioTransport implements Transport {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    await this.#job.kill('the script that started this MCP server ended').catch(() => undefined);
+    await this.#job.kill(this.#stop?.message ?? 'the script that started this MCP server ended').catch(() => undefined);
     this.onclose?.();
   }
 
@@ -79,19 +91,32 @@ export class JobStdioTransport implements Transport {
 
   /** Splits stdout into lines; each non-empty line is one JSON-RPC message (anything else is the server's noise, reported). */
   #take(text: string): void {
+    // Only the new text can hold the next newline: a long line is not searched again on every page.
+    const from = this.#pending.length;
     this.#pending += text;
-    let nl = this.#pending.indexOf('\n');
+    let nl = this.#pending.indexOf('\n', from);
     while (nl >= 0) {
       const line = this.#pending.slice(0, nl).replace(/\r$/, '');
       this.#pending = this.#pending.slice(nl + 1);
+      if (overLineLimit(line)) {
+        this.#stopServer();
+        return;
+      }
       if (line.trim() !== '') this.#deliver(line);
       nl = this.#pending.indexOf('\n');
     }
-    if (this.#pending.length > STDIO_LINE_MAX_BYTES) {
-      this.#pending = '';
-      this.onerror?.(new Error(`the server wrote a line longer than ${STDIO_LINE_MAX_BYTES} bytes without a newline; stopped`));
-      void this.close();
-    }
+    if (overLineLimit(this.#pending)) this.#stopServer();
+  }
+
+  /** A line over the bound: the server is stopped rather than its line buffered without end. */
+  #stopServer(): void {
+    this.#pending = '';
+    this.#stop = {
+      code: 'payload_too_large',
+      message: `the server wrote a line longer than ${STDIO_LINE_MAX_BYTES} bytes (4 MiB, the stdio transport's limit of one JSON-RPC message); it was stopped`,
+    };
+    this.onerror?.(new Error(this.#stop.message));
+    void this.close();
   }
 
   #deliver(line: string): void {
@@ -104,4 +129,11 @@ export class JobStdioTransport implements Transport {
     }
     this.onmessage?.(msg);
   }
+}
+
+/** Whether `s` is over STDIO_LINE_MAX_BYTES as UTF-8 (counted only when its length alone does not decide). */
+function overLineLimit(s: string): boolean {
+  if (s.length > STDIO_LINE_MAX_BYTES) return true;
+  if (s.length * 3 <= STDIO_LINE_MAX_BYTES) return false;
+  return new TextEncoder().encode(s).byteLength > STDIO_LINE_MAX_BYTES;
 }

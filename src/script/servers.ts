@@ -16,10 +16,12 @@ import type { HostAnswer } from './protocol.ts';
 import type { SubprocessContext } from './subprocess.ts';
 import { connectRemote, describe } from './remote-server.ts';
 import { connectStdio } from './stdio-server.ts';
+import type { StdioStop } from './job-stdio-transport.ts';
 import { readWorkspaceFile } from './workspace-file.ts';
 
 type CatalogEntry = { kind: 'remote'; row: StoredRemoteServer } | { kind: 'stdio'; entry: StdioServerEntry };
-type Connection = { client: Client; headers: Record<string, string> };
+/** `stopped`: a stdio server the transport stopped (a line over its bound): why, for this call and the next. */
+type Connection = { client: Client; headers: Record<string, string>; stopped?: () => StdioStop | undefined };
 /** The workspace's stdio servers, and why there are none when there are none. */
 type StdioCatalog = { ok: true; servers: Map<string, CatalogEntry>; note: string };
 type Failure = { ok: false; error: { code: string; message: string } };
@@ -120,9 +122,10 @@ export class ScriptServers {
       );
       return { ok: true, value: JSON.parse(JSON.stringify(value)) };
     } catch (e) {
-      const message = `${what}: ${describe(e, conn.conn.headers)}`;
+      const stop = conn.conn.stopped?.();
+      const message = `${what}: ${stop ? stop.message : describe(e, conn.conn.headers)}`;
       await this.audit(req.server, tool, req, 'failed', message, Date.now() - started, 'failure');
-      return fail('upstream_error', message);
+      return fail(stop?.code ?? 'upstream_error', message);
     }
   }
 
@@ -191,7 +194,7 @@ export class ScriptServers {
           );
         this.#started++;
         c = connectStdio(this.#sc, id, entry.entry, timeoutMs).then((r) =>
-          r.ok ? { ok: true as const, conn: { client: r.client, headers: {} } } : fail(r.code, r.message),
+          r.ok ? { ok: true as const, conn: { client: r.client, headers: {}, stopped: r.stopped } } : fail(r.code, r.message),
         );
       } else {
         c = connectRemote(entry.row, this.#sc.ctx.principal.team, this.#sc.ctx.env, timeoutMs).then((r) =>

@@ -15,10 +15,11 @@ import { waitJobOutput, writeJobStdin } from '../dispatch/interactive-client.ts'
 import { readJobOutput } from '../dispatch/job-output.ts';
 import { isTerminal } from '../contracts/job-view.ts';
 import { runGoverned } from '../governed/governed-run.ts';
-import { JobStdioTransport, type JobStdio } from './job-stdio-transport.ts';
+import { JobStdioTransport, type JobStdio, type StdioStop } from './job-stdio-transport.ts';
 import type { SubprocessContext } from './subprocess.ts';
 
-type StdioOpen = { ok: true; client: Client; jobId: string } | { ok: false; code: string; message: string };
+/** `stopped`: why the transport stopped the server, once it has (the SDK tells the waiting call only "Connection closed"). */
+type StdioOpen = { ok: true; client: Client; jobId: string; stopped: () => StdioStop | undefined } | { ok: false; code: string; message: string };
 
 /** Starts the server's job and connects (initialize) within `timeoutMs`; a server that does not answer is killed. */
 export async function connectStdio(sc: SubprocessContext, id: string, entry: StdioServerEntry, timeoutMs: number): Promise<StdioOpen> {
@@ -35,7 +36,12 @@ export async function connectStdio(sc: SubprocessContext, id: string, entry: Std
   });
   if (out.kind === 'denied')
     return { ok: false, code: 'policy_denied', message: `could not start '${entry.command}': denied by policy: ${out.decision.reason}` };
-  if (out.kind === 'error') return { ok: false, code: out.error.code, message: `could not start '${entry.command}': ${out.error.message}` };
+  if (out.kind === 'error') {
+    // The sessions' budget is shared with clients' interactive jobs: say that a script's server is one of them.
+    const shared =
+      out.error.code === 'session_limit' ? "; each stdio server a script runs is one of the team's interactive sessions until the script ends" : '';
+    return { ok: false, code: out.error.code, message: `could not start '${entry.command}': ${out.error.message}${shared}` };
+  }
   if (out.kind !== 'accepted')
     return {
       ok: false,
@@ -44,9 +50,10 @@ export async function connectStdio(sc: SubprocessContext, id: string, entry: Std
     };
   const jobId = out.jobId;
   const client = new Client({ name: 'gatehouse-script', version: '1' }, { capabilities: {} });
+  const transport = new JobStdioTransport(jobStdio(sc, jobId));
   try {
-    await client.connect(new JobStdioTransport(jobStdio(sc, jobId)), { timeout: timeoutMs });
-    return { ok: true, client, jobId };
+    await client.connect(transport, { timeout: timeoutMs });
+    return { ok: true, client, jobId, stopped: () => transport.stopped };
   } catch (e) {
     // close() kills the job: a server that never answered initialize does not linger.
     await client.close().catch(() => undefined);

@@ -3,11 +3,13 @@
  * with gVisor (`runsc`), the MCP SDK client, and a real server from npm (`@modelcontextprotocol/server-everything`,
  * bundled into the workspace so `node` inside the sandbox sees it). The server is a governed job, stopped when the
  * script ends; a server that never answers initialize fails the call and is stopped; a malformed `.mcp.json` is an
- * error naming the file and the key.
+ * error naming the file and the key. A script's servers count against the team's `interactive.maxSessions` until it
+ * ends; a server writing a line over the stdio transport's 4 MiB bound (test/e2e/fixtures/long-line-server.mjs) fails
+ * that call and is stopped, while the script, its other servers and the agent go on.
  */
 import { execFileSync } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -27,10 +29,19 @@ let admin: string;
 /** A server that reads stdin and never answers: the initialize timeout's target. */
 const SILENT_SERVER = `process.stdin.on('data', () => {}); setInterval(() => {}, 1000);`;
 
-async function policy(servers: Record<string, unknown>) {
+async function policy(servers: Record<string, unknown>, interactive: Record<string, unknown> = {}) {
   const open = PRESETS.open.policy;
   // interactive.enabled off: a script's servers do not need it (they are not a client's interactive sessions).
-  await gw.putPolicy(TEAM, { ...open, interactive: { ...open.interactive, enabled: false }, script: { enabled: true, cpuMs: 5_000, servers } });
+  await gw.putPolicy(TEAM, {
+    ...open,
+    interactive: { ...open.interactive, enabled: false, ...interactive },
+    script: { enabled: true, cpuMs: 5_000, servers },
+  });
+}
+
+/** The small server of test/e2e/fixtures/long-line-server.mjs, under each of these ids. */
+function longLineServers(...ids: string[]): void {
+  mcpJson(Object.fromEntries(ids.map((id) => [id, { command: 'node', args: ['long-line-server.mjs'] }])));
 }
 
 function mcpJson(servers: unknown): void {
@@ -79,6 +90,7 @@ beforeAll(async () => {
     { stdio: 'inherit' },
   );
   writeFileSync(join(root, 'silent.mjs'), SILENT_SERVER);
+  copyFileSync(join(process.cwd(), 'test/e2e/fixtures/long-line-server.mjs'), join(root, 'long-line-server.mjs'));
   gw = await startGateway();
   admin = await gw.token({ team: TEAM, scopes: ['admin'] });
   await policy({ default: 'allow', initializeTimeoutMs: 3_000 });
@@ -137,6 +149,59 @@ describe.skipIf(!RUNSC)('stdio MCP servers in a script', () => {
     expect(out.s.result.message).toMatch(/script\.servers\.maxServers = 0/);
     await policy({ default: 'allow', initializeTimeoutMs: 3_000 });
   });
+});
+
+describe.skipIf(!RUNSC)("a script's stdio servers and the team's budgets", () => {
+  it('count against interactive.maxSessions: one server over the budget is refused naming it, and the budget frees when the script ends', async () => {
+    await policy({ default: 'allow', initializeTimeoutMs: 30_000 }, { maxSessions: 1 });
+    longLineServers('first', 'second');
+    const out = await run(`
+      const first = await servers.first.call('ping', {});
+      const second = await (async () => { ${attempt(`servers.second.call('ping', {})`)} })();
+      return { first: first.content[0].text, second };`);
+    expect(out.s?.status, out.t).toBe('success');
+    expect(out.s.result.first).toBe('pong');
+    expect(out.s.result.second).toMatchObject({ ok: false, code: 'session_limit' });
+    expect(out.s.result.second.message).toBe(
+      "servers.second.call: could not start 'node': the team has 1 interactive session open (interactive.maxSessions = 1); " +
+        "end one with job_input eof or job_kill, or raise the limit; each stdio server a script runs is one of the team's interactive sessions until the script ends",
+    );
+    // The script's end stopped its server: the session is free again for the next script.
+    expect(await noOpenJobs()).toEqual([]);
+    const next = await run(`return (await servers.second.call('ping', {})).content[0].text;`);
+    expect(next.s?.status, next.t).toBe('success');
+    expect(next.s.result).toBe('pong');
+    expect(await noOpenJobs()).toEqual([]);
+  }, 300_000);
+
+  it('a line over the 4 MiB stdio bound fails that call (payload_too_large) and stops the server; the script, its other server and the agent go on', async () => {
+    await policy({ default: 'allow', initializeTimeoutMs: 30_000, callTimeoutMs: 120_000 });
+    longLineServers('long', 'other');
+    const out = await run(`
+      const before = (await servers.long.call('ping', {})).content[0].text;
+      const flood = await (async () => { ${attempt(`servers.long.call('flood', { bytes: 5 * 1024 * 1024 })`)} })();
+      const again = await (async () => { ${attempt(`servers.long.call('ping', {})`)} })();
+      const other = (await servers.other.call('ping', {})).content[0].text;
+      return { before, flood, again, other, after: 'the script goes on' };`);
+    expect(out.s?.status, out.t).toBe('success');
+    const why = "the server wrote a line longer than 4194304 bytes (4 MiB, the stdio transport's limit of one JSON-RPC message); it was stopped";
+    expect(out.s.result).toMatchObject({
+      before: 'pong',
+      flood: { ok: false, code: 'payload_too_large', message: `servers.long.call: ${why}` },
+      again: { ok: false, code: 'payload_too_large', message: `servers.long.call: ${why}` },
+      other: 'pong',
+      after: 'the script goes on',
+    });
+    expect(await noOpenJobs()).toEqual([]);
+    // The stopped server's job carries the reason it was stopped.
+    const res = await fetch(`${gw.url}/admin/v1/jobs?limit=20`, { headers: { Authorization: `Bearer ${admin}` } });
+    const jobs = ((await res.json()) as { jobs: Array<Record<string, any>> }).jobs;
+    expect(jobs.some((j) => j.state === 'cancelled' && j.error?.message?.includes(why))).toBe(true);
+    // The agent takes the next call as usual.
+    const r = await client.callTool({ name: 'execute', arguments: { command: 'echo', args: ['the agent goes on'] } }, undefined, { timeout: 120_000 });
+    expect(r.isError, JSON.stringify(r.content)).toBeFalsy();
+    expect((r.structuredContent as { stdout: string }).stdout).toBe('the agent goes on\n');
+  }, 300_000);
 });
 
 describe.skipIf(!RUNSC)('workspace scripts (.gatehouse/scripts/<name>.ts)', () => {

@@ -1,6 +1,7 @@
 /**
  * The stdio transport over a job's stdin/stdout, with the official MCP client and a job played in memory: lines in,
- * lines out, a server's noise reported, a flood without newline cut off and the job killed, and close() killing it.
+ * lines out, a server's noise reported, a line over 4 MiB (with or without its newline) cut off and the job killed
+ * with the reason, and close() killing it.
  */
 import { describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/client';
@@ -80,7 +81,7 @@ describe('JobStdioTransport', () => {
     await expect(client.connect(new JobStdioTransport(job), { timeout: 200 })).rejects.toThrow(/timed out|timeout/i);
   });
 
-  it('a line longer than STDIO_LINE_MAX_BYTES without a newline stops the server', async () => {
+  it('a line longer than STDIO_LINE_MAX_BYTES without a newline stops the server, saying why', async () => {
     const { job, kills, push } = fakeJob(server);
     const t = new JobStdioTransport(job);
     const errors: string[] = [];
@@ -88,7 +89,38 @@ describe('JobStdioTransport', () => {
     await t.start();
     push('x'.repeat(STDIO_LINE_MAX_BYTES + 1));
     for (let i = 0; i < 100 && kills.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    const why = "the server wrote a line longer than 4194304 bytes (4 MiB, the stdio transport's limit of one JSON-RPC message); it was stopped";
+    expect(kills).toEqual([why]);
+    expect(errors).toEqual([why]);
+    expect(t.stopped).toEqual({ code: 'payload_too_large', message: why });
+  });
+
+  it('a whole line one byte over the bound, newline included in the same read, is not delivered', async () => {
+    // 16 reads of 256 KiB hold 4 MiB; the 17th holds the last byte and the newline, so the line arrives complete.
+    const { job, kills, push } = fakeJob(server);
+    const t = new JobStdioTransport(job);
+    const got: unknown[] = [];
+    t.onmessage = (m) => got.push(m);
+    await t.start();
+    const body = JSON.stringify({ jsonrpc: '2.0', method: 'notifications/message', params: { data: '' } });
+    push(`${body.slice(0, -3)}${'y'.repeat(STDIO_LINE_MAX_BYTES + 1 - body.length)}${body.slice(-3)}\n`);
+    for (let i = 0; i < 100 && kills.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
     expect(kills).toHaveLength(1);
-    expect(errors.join('\n')).toMatch(/longer than 4194304 bytes without a newline/);
+    expect(got).toEqual([]);
+    expect(t.stopped?.code).toBe('payload_too_large');
+  });
+
+  it('a line of exactly STDIO_LINE_MAX_BYTES is delivered', async () => {
+    const { job, kills, push } = fakeJob(server);
+    const t = new JobStdioTransport(job);
+    const got: unknown[] = [];
+    t.onmessage = (m) => got.push(m);
+    await t.start();
+    const body = JSON.stringify({ jsonrpc: '2.0', method: 'notifications/message', params: { data: '' } });
+    push(`${body.slice(0, -3)}${'y'.repeat(STDIO_LINE_MAX_BYTES - body.length)}${body.slice(-3)}\n`);
+    for (let i = 0; i < 200 && got.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(got).toHaveLength(1);
+    expect(kills).toEqual([]);
+    await t.close();
   });
 });

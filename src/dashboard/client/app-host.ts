@@ -136,6 +136,8 @@ async function callTool(jobId: string, handle: string, p: NonNullable<ViewMessag
         eof: r.eof,
         source: r.source,
         total_bytes: r.totalBytes,
+        // An interactive job's writes, as job_output answers them: the view's conversation.
+        ...(r.inputs ? { inputs: r.inputs } : {}),
       });
     }
     if (name === 'query_output') {
