@@ -227,10 +227,16 @@ maybe('an agent that cannot hold workspaces never gets a workspace job', () => {
     await gw2?.stop();
   }, 60_000);
 
-  it('refuses at placement with the reason; the same call without a workspace runs', async () => {
+  it('refuses at placement with the reason, audited; the same call without a workspace runs', async () => {
     const r = await call(c, 'execute', { command: 'true', workspace: 'w1' });
     expect(r.r.isError).toBe(true);
     expect(r.t).toMatch(/no connected executor agent can hold workspaces: ws-bwrap \(bwrap: its sandbox cannot mount one\)/);
+    // The refusal is audited: the call's row says why.
+    const admin = await gw2.token({ team: 'ws-bwrap', scopes: ['admin'] });
+    const audit = await fetch(`${gw2.url}/admin/v1/audit?tool=execute&decision=failed&limit=10`, { headers: { Authorization: `Bearer ${admin}` } });
+    const rows = ((await audit.json()) as S).entries as S[];
+    expect(rows[0], JSON.stringify(rows)).toMatchObject({ tool: 'execute', decision: 'failed', exitStatus: 'refused' });
+    expect(rows[0].reason).toMatch(/no_agent: workspace "w1" cannot be created: no connected executor agent can hold workspaces: ws-bwrap/);
     const plain = await call(c, 'execute', { command: 'true' });
     expect(plain.s.exit_code, plain.t).toBe(0);
   }, 120_000);
