@@ -18,7 +18,7 @@ describe('jobs', () => {
     });
   });
 
-  it("audits a workspace job refused at placement (no connected agent can hold a workspace), with the reason", async () => {
+  it('audits a workspace job refused at placement (no connected agent can hold a workspace), with the reason', async () => {
     const t = setup();
     await connect(t, 'bw1');
     const ws = { id: 'w1', quotaBytes: 1 << 20, idleMs: 3_600_000 };
