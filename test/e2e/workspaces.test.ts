@@ -82,6 +82,7 @@ maybe('per-task workspaces through the gateway', () => {
       limits: { ...DEFAULT_POLICY.limits, queueWaitMs: 1500 },
       network: { mode: 'allowlist', allow: [{ host: GIT_HOST, ports: [80], privateAddresses: true }] },
       workspaces: { quotaBytes: QUOTA, idleHours: 24 },
+      script: { enabled: true, cpuMs: 2_000, subprocess: { maxCount: 5, maxTotalMs: 60_000 } },
     });
     client = await gw.mcp(TEAM, ['execute', 'artifacts:read']);
     agent = startAgent(gw, {
@@ -172,6 +173,17 @@ maybe('per-task workspaces through the gateway', () => {
     const denied = await run({ command: 'true', workspace: 'task-git2', workspace_source: { git: 'http://not-allowed.test/x.git' } }, 240_000);
     expect(denied.r.isError, denied.t).toBe(true);
     expect((denied.s.error as S | undefined)?.code).toBe('workspace_error');
+  }, 300_000);
+
+  it("run_script's subprocesses run in the workspace the call names", async () => {
+    const code = "await gatehouse.exec('echo from-a-script > made-by-script');\nconst r = await gatehouse.exec('ls', ['-a']);\nreturn r.stdout;";
+    const r = await call(client, 'run_script', { code, workspace: 'task-script' }, 120_000);
+    expect(r.r.isError, `${r.t}\n${agent.logs()}`).toBeFalsy();
+    expect(String(r.s.result)).toContain('made-by-script');
+    expect(existsSync(join(stateDir, 'workspaces', 'task-script', 'made-by-script'))).toBe(true);
+    expect(existsSync(join(root, 'made-by-script'))).toBe(false);
+    const back = await run({ command: 'cat made-by-script', workspace: 'task-script' });
+    expect(back.s.stdout).toContain('from-a-script');
   }, 300_000);
 
   it('rejects a workspace id that is not allowed, saying what is', async () => {
