@@ -9,7 +9,7 @@ import type { Logger } from '../log.ts';
 import type { WorkspaceStore } from './store.ts';
 
 /** How often idle workspaces are looked for (their time-to-live is hours; a minute late is nothing). */
-export const WORKSPACE_SWEEP_MS = 60_000;
+const WORKSPACE_SWEEP_MS = 60_000;
 
 export class WorkspaceSweeper {
   private readonly store: Pick<WorkspaceStore, 'dir' | 'idle' | 'removeIfIdle'>;
