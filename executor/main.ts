@@ -4,6 +4,7 @@
  * until SIGTERM/SIGINT. `runAgentCli` is also what `gatehouse agent` calls.
  */
 import { WorkspaceStore } from './workspaces/store.ts';
+import { WorkspaceSweeper } from './workspaces/sweep.ts';
 import { mkdirSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
@@ -36,9 +37,6 @@ function agentVersion(): string {
 }
 
 /** Runs the agent until a stop signal; resolves with the process exit code (2: bad flags, 1: cannot start). */
-/** How often idle workspaces are looked for (their time-to-live is hours; a minute late is nothing). */
-const WORKSPACE_SWEEP_MS = 60_000;
-
 export async function runAgentCli(argv: string[], logger?: Logger): Promise<number> {
   const parsed = parseAgentArgs(argv);
   if (!parsed.ok) {
@@ -125,17 +123,8 @@ export async function runAgentCli(argv: string[], logger?: Logger): Promise<numb
   // Per-task workspaces live in the agent's private state dir, outside the shared root; only a sandbox that mounts them per job takes them.
   const workspaces = driver.supportsWorkspaces ? new WorkspaceStore(stateDir) : undefined;
   log.info(workspaces ? `workspaces: ${workspaces.dir}` : `workspaces: not with the ${driver.kind} sandbox (workspace jobs go to gVisor agents)`);
-  const sweep = workspaces
-    ? setInterval(
-        () =>
-          void workspaces.sweep().then(async (gone) => {
-            for (const id of gone) await driver.dropWorkspace?.(join(workspaces.dir, id));
-            if (gone.length) log.info(`workspaces idle past their time-to-live deleted: ${gone.join(', ')}`);
-          }),
-        WORKSPACE_SWEEP_MS,
-      )
-    : undefined;
-  sweep?.unref();
+  const sweeper = workspaces ? new WorkspaceSweeper(workspaces, (dir) => driver.dropWorkspace?.(dir) ?? Promise.resolve(), log) : undefined;
+  sweeper?.start();
   const runner = new JobRunner({
     agentCa,
     // The proxy's own TLS to a credential host trusts what jobs trust: a private registry's CA comes from --extra-ca.

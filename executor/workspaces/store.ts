@@ -150,20 +150,28 @@ export class WorkspaceStore {
     return { ok: true };
   }
 
-  /** Deletes workspaces no job used for their time-to-live; returns their ids. */
-  async sweep(): Promise<string[]> {
-    const gone: string[] = [];
+  /** Workspaces no job used for their time-to-live and none is using or creating now. */
+  idle(): string[] {
+    const ids: string[] = [];
     for (const name of readdirSync(this.dir)) {
       if (!name.endsWith('.meta.json')) continue;
       const id = name.slice(0, -'.meta.json'.length);
-      const m = this.readMeta(id);
-      if (!m || this.inUse.get(id) || this.locks.has(id)) continue;
-      if (this.now() - m.lastUsedAt < m.idleMs) continue;
-      rmSync(this.metaPath(id), { force: true });
-      await rm(this.path(id), { recursive: true, force: true });
-      gone.push(id);
+      if (this.isIdle(id)) ids.push(id);
     }
-    return gone;
+    return ids;
+  }
+
+  private isIdle(id: string): boolean {
+    const m = this.readMeta(id);
+    return !!m && !this.inUse.get(id) && !this.locks.has(id) && this.now() - m.lastUsedAt >= m.idleMs;
+  }
+
+  /** Deletes `id` if it is still idle (a job may have started in it meanwhile); whether it did. */
+  async removeIfIdle(id: string): Promise<boolean> {
+    if (!this.isIdle(id)) return false;
+    rmSync(this.metaPath(id), { force: true });
+    await rm(this.path(id), { recursive: true, force: true });
+    return true;
   }
 
   private removeNow(id: string): void {

@@ -158,6 +158,10 @@ export const RunScriptInput = {
   ),
   version: z.number().int().min(1).max(999_999_999).optional().describe("With name: that version of the library's script (default: the newest)"),
   vars: ScriptVars.optional().describe(`JSON values the script reads as the frozen global "vars": ${VARS_RULE}`),
+  workspace: WorkspaceId.optional().describe(
+    `Run every subprocess of the script (and read .mcp.json and workspace scripts) in this workspace (id: ${WORKSPACE_ID_RULE}); omitted: the shared workspace`,
+  ),
+  workspace_source: WorkspaceSource.optional().describe("Where a new workspace's files come from, as for execute; ignored once it exists"),
   timeout_ms: z.number().int().min(100).max(3_600_000).optional().describe('Wall time for the whole script (default 120000; the team policy sets the maximum)'),
   outputMode: OutputMode.optional().describe(
     'minimal (default: status, result, counts, artifactHandle), summary (console head+tail), intent (console lines matching queryTerms)',

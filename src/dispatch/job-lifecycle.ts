@@ -80,7 +80,24 @@ export class Jobs implements Wakes {
     // A workspace job goes to the agent that holds its workspace (or, new, to one that can hold it): it is pinned there.
     if (req.spec.workspace) {
       const placed = placeWorkspace(req, now, this.parts.link, this.load(), this.parts.workspaces);
-      if (!placed.ok) return { ok: false, code: placed.error.code, message: placed.error.message };
+      if (!placed.ok) {
+        // Refused before a job row exists: the call's audit row is written here, with the reason.
+        this.parts.audit.record(
+          {
+            ...req.audit,
+            team,
+            subject: req.subject,
+            tokenId: req.tokenId,
+            tool: req.tool,
+            decision: 'failed',
+            reason: [req.audit.reason, `${placed.error.code}: ${placed.error.message}`].filter(Boolean).join('; '),
+            jobId: req.spec.jobId,
+            exitStatus: 'refused',
+          },
+          now,
+        );
+        return { ok: false, code: placed.error.code, message: placed.error.message };
+      }
       req.agent = placed.agentId;
     }
     const queuedBefore = this.rows.queued().length;

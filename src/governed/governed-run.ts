@@ -32,6 +32,12 @@ import { noteCall, type CallFacts } from '../edge/call-log.ts';
 /** How much longer than its lifetime an interactive job's own timeout is: the lifetime stop comes first, with its reason. */
 const SESSION_TIMEOUT_MARGIN_MS = 60_000;
 
+/** A job's workspace as a call names it (docs/workspaces.md): the policy's quota and time-to-live are added here. */
+export interface JobWorkspaceRef {
+  id: WorkspaceId;
+  source?: WorkspaceSource;
+}
+
 export interface GovernedRequest {
   tool: 'execute' | 'runtime_execute' | 'run_script';
   /** A run_script subprocess: the script's id, so its audit row links to the script's row. */
@@ -48,7 +54,7 @@ export interface GovernedRequest {
   task?: { afterMs: number };
   selector?: JobSelector;
   /** The job's own workspace (docs/workspaces.md); absent: the agent's shared workspace. */
-  workspace?: { id: WorkspaceId; source?: WorkspaceSource };
+  workspace?: JobWorkspaceRef;
   /** An admin-approved approval for exactly this request (policy rule decided `ask`). */
   approvalId?: string;
   /** An interactive job (stdin kept open for job_input; `tty`: on a terminal): always in the background. */

@@ -9,11 +9,19 @@ import type { ScriptPolicy } from '../contracts/policy.ts';
 import { scriptDigest, type ScriptRef } from '../contracts/scripts.ts';
 import { getScript } from '../dispatch/script-library-client.ts';
 import type { ToolContext, ToolExtra } from '../governed/call-context.ts';
+import type { JobWorkspaceRef } from '../governed/governed-run.ts';
 import { readWorkspaceScript, WORKSPACE_SCRIPTS_DIR } from './workspace-script.ts';
 
 export type NamedScript = { ok: true; code: string; ref: ScriptRef } | { ok: false; code: ErrorCode; message: string };
 
-export async function resolveNamedScript(ctx: ToolContext, extra: ToolExtra, policy: ScriptPolicy, name: string, version?: number): Promise<NamedScript> {
+export async function resolveNamedScript(
+  ctx: ToolContext,
+  extra: ToolExtra,
+  policy: ScriptPolicy,
+  name: string,
+  version?: number,
+  workspace?: JobWorkspaceRef,
+): Promise<NamedScript> {
   const lib = await getScript(ctx.env, ctx.principal.team, name, version);
   if (lib.ok) return { ok: true, code: lib.value.source, ref: { name, origin: 'team', version: lib.value.version, sha256: lib.value.sha256 } };
   if (lib.code !== 'not_found') return { ok: false, code: lib.code, message: `run_script: ${lib.message}` };
@@ -28,7 +36,7 @@ export async function resolveNamedScript(ctx: ToolContext, extra: ToolExtra, pol
       code: 'not_found',
       message: `run_script: no script named "${name}" in the team library (${library}); a workspace script (${WORKSPACE_SCRIPTS_DIR}/${name}.ts) has no versions: call it without "version"`,
     };
-  const ws = await readWorkspaceScript(ctx, extra, name);
+  const ws = await readWorkspaceScript(ctx, extra, name, workspace);
   if (ws.ok) return { ok: true, code: ws.source, ref: { name, origin: 'workspace', sha256: await scriptDigest(ws.source) } };
   return { ok: false, code: ws.code, message: `run_script: no script named "${name}" (${library}; workspace scripts: ${ws.message})` };
 }

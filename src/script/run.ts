@@ -26,6 +26,7 @@ import { requestLedger, type ScriptSlot } from './request-budget.ts';
 import { workersPlan } from '../platform/plan.ts';
 import { scriptDigest, type ScriptRef } from '../contracts/scripts.ts';
 import { resolveNamedScript } from './named-script.ts';
+import type { JobWorkspaceRef } from '../governed/governed-run.ts';
 
 export interface RunScriptRequest {
   /** Exactly one of `code` (inline) and `name` (the team library, then the workspace: named-script.ts). */
@@ -35,6 +36,8 @@ export interface RunScriptRequest {
   version?: number;
   vars?: Record<string, unknown>;
   timeoutMs?: number;
+  /** Every subprocess, workspace file read and stdio server of the script runs in this workspace. */
+  workspace?: JobWorkspaceRef;
 }
 
 type RefusalCode = 'invalid_argument' | 'config_error' | 'limit_reached' | 'not_found';
@@ -97,7 +100,7 @@ export async function runScript(ctx: ToolContext, extra: ToolExtra, req: RunScri
   let code = req.code ?? '';
   let ref: ScriptRef | undefined;
   if (req.name !== undefined) {
-    const named = await resolveNamedScript(ctx, extra, script, req.name, req.version);
+    const named = await resolveNamedScript(ctx, extra, script, req.name, req.version, req.workspace);
     if (!named.ok) return refuse(named.code === 'invalid_argument' ? 'invalid_argument' : 'not_found', named.message);
     code = named.code;
     ref = named.ref;
@@ -179,7 +182,16 @@ async function runOpened(ctx: ToolContext, extra: ToolExtra, req: RunScriptReque
     };
     if (signal.aborted) onAbort();
     else signal.addEventListener('abort', onAbort, { once: true });
-    const sc = { ctx, extra, script, scriptId, budget, slot, timeouts: { defaultMs: policy.limits.defaultTimeoutMs, maxMs: policy.limits.maxTimeoutMs } };
+    const sc = {
+      ctx,
+      extra,
+      script,
+      scriptId,
+      budget,
+      slot,
+      timeouts: { defaultMs: policy.limits.defaultTimeoutMs, maxMs: policy.limits.maxTimeoutMs },
+      ...(req.workspace ? { workspace: req.workspace } : {}),
+    };
     servers = new ScriptServers(sc);
     const ended = await runIsolate(env.LOADER!, script, prepared.value.source, prepared.value.guardName, req, timeoutMs, sc, servers).finally(() =>
       // Every server connection the script opened ends with it: normal end, error, timeout or cancel.

@@ -169,7 +169,7 @@ export class ScriptServers {
     const servers = new Map<string, CatalogEntry>();
     const over = this.#sc.slot.beforeServerCall(MCP_JSON_READ_SUBREQUESTS);
     if (over) return fail('limit_reached', `${MCP_JSON_FILE} not read: ${over}`);
-    const file = await readWorkspaceFile(this.#sc.ctx, this.#sc.extra, MCP_JSON_FILE, MCP_JSON_MAX_BYTES, this.#sc.scriptId);
+    const file = await readWorkspaceFile(this.#sc.ctx, this.#sc.extra, MCP_JSON_FILE, MCP_JSON_MAX_BYTES, this.#sc.scriptId, this.#sc.workspace);
     if (file.ok) {
       const parsed = parseMcpJson(file.text);
       if (!parsed.ok) return fail('invalid_argument', parsed.message);

@@ -29,6 +29,7 @@ export async function connectStdio(sc: SubprocessContext, id: string, entry: Std
     parentJobId: sc.scriptId,
     policy: { mode: 'argv', command: entry.command, args: entry.args, env: entry.env },
     job: { mode: 'argv', command: entry.command, args: entry.args },
+    ...(sc.workspace ? { workspace: sc.workspace } : {}),
     // Answered once accepted: the server runs on while the script talks to it.
     background: true,
     interactive: {},

@@ -8,7 +8,7 @@ import type { PolicyDecision } from '../policy/engine.ts';
 import type { ScriptPolicy } from '../contracts/policy.ts';
 import { describeIssues, type ErrorCode } from '../contracts/errors.ts';
 import { recordAudit } from '../dispatch/audit-client.ts';
-import { executeResult, runGoverned, type GovernedOutcome } from '../governed/governed-run.ts';
+import { executeResult, runGoverned, type GovernedOutcome, type JobWorkspaceRef } from '../governed/governed-run.ts';
 import type { ToolContext, ToolExtra } from '../governed/call-context.ts';
 import type { ScriptSlot } from './request-budget.ts';
 import type { SubprocessBudget } from './subprocess-budget.ts';
@@ -56,6 +56,8 @@ export interface SubprocessContext {
   slot: ScriptSlot;
   /** The policy's job timeouts: what a subprocess without `timeoutMs` would get, and the most any gets. */
   timeouts: { defaultMs: number; maxMs: number };
+  /** The script's workspace: its subprocesses, file reads and servers run there. */
+  workspace?: JobWorkspaceRef;
 }
 
 type Answer = HostAnswer<SubprocessValue>;
@@ -120,6 +122,7 @@ export async function runSubprocess(sc: SubprocessContext, raw: unknown): Promis
         ...(req.op === 'exec' ? { shellOnly: true as const } : {}),
       },
       job: { mode: shell ? 'shell' : 'argv', command: req.command, args: shell ? [] : (req.args ?? []), stdin: req.stdin },
+      ...(sc.workspace ? { workspace: sc.workspace } : {}),
     });
   } finally {
     budget.subprocesses.settle(grant, Date.now() - started);

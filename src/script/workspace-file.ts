@@ -9,7 +9,7 @@
  * The read is bounded: a file larger than `maxBytes` (or than the job's inline output) is refused, not cut.
  */
 import type { ToolContext, ToolExtra } from '../governed/call-context.ts';
-import { runGoverned } from '../governed/governed-run.ts';
+import { runGoverned, type JobWorkspaceRef } from '../governed/governed-run.ts';
 
 export type WorkspaceFile =
   | { ok: true; text: string }
@@ -25,12 +25,20 @@ function workspacePathProblem(path: string): string | null {
   return null;
 }
 
-export async function readWorkspaceFile(ctx: ToolContext, extra: ToolExtra, path: string, maxBytes: number, parentJobId?: string): Promise<WorkspaceFile> {
+/** `workspace`: read from that per-task workspace (docs/workspaces.md); absent: the shared one. */
+export async function readWorkspaceFile(
+  ctx: ToolContext,
+  extra: ToolExtra,
+  path: string,
+  maxBytes: number,
+  parentJobId?: string,
+  workspace?: JobWorkspaceRef,
+): Promise<WorkspaceFile> {
   const problem = workspacePathProblem(path);
   if (problem) return { ok: false, kind: 'refused', message: problem };
   const segments = path.split('/');
   const prefixes = segments.map((_, i) => segments.slice(0, i + 1).join('/'));
-  const kinds = await runTool(ctx, extra, path, 'stat', ['-c', '%F', '--', ...prefixes], parentJobId);
+  const kinds = await runTool(ctx, extra, path, 'stat', ['-c', '%F', '--', ...prefixes], parentJobId, workspace);
   if (!kinds.ok) return kinds;
   const seen = kinds.stdout.trim().split('\n');
   const want = [...prefixes.slice(0, -1).map(() => 'directory'), 'regular file'];
@@ -41,7 +49,7 @@ export async function readWorkspaceFile(ctx: ToolContext, extra: ToolExtra, path
       kind: 'refused',
       message: `${prefixes[Math.max(bad, 0)]} is a ${seen[Math.max(bad, 0)] ?? 'missing entry'}: only a regular file reached through directories (no symlink) is read`,
     };
-  const cat = await runTool(ctx, extra, path, 'cat', ['--', path], parentJobId);
+  const cat = await runTool(ctx, extra, path, 'cat', ['--', path], parentJobId, workspace);
   if (!cat.ok) return cat;
   const exit = { stdout: cat.stdout, stdoutTruncated: cat.truncated };
   const bytes = new TextEncoder().encode(exit.stdout).byteLength;
@@ -57,12 +65,14 @@ async function runTool(
   command: string,
   args: string[],
   parentJobId: string | undefined,
+  workspace: JobWorkspaceRef | undefined,
 ): Promise<{ ok: true; stdout: string; truncated: boolean } | Extract<WorkspaceFile, { ok: false }>> {
   const out = await runGoverned(ctx, extra, {
     tool: 'run_script',
     ...(parentJobId ? { parentJobId } : {}),
     policy: { mode: 'argv', command, args },
     job: { mode: 'argv', command, args },
+    ...(workspace ? { workspace } : {}),
   });
   if (out.kind === 'denied') return { ok: false, kind: 'refused', message: `${path}: reading it (${command}) is denied by policy: ${out.decision.reason}` };
   if (out.kind === 'error') return { ok: false, kind: out.error.code === 'no_agent' ? 'no_agent' : 'error', message: `${path}: ${out.error.message}` };

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { JobExit } from '../../src/contracts/agent-protocol.ts';
-import { connect, exitOf, request, say, setup } from './team-fixture.ts';
+import { connect, exitOf, request, say, setup, specOf } from './team-fixture.ts';
 
 describe('jobs', () => {
   it('refuses a job at once when connected agents can never run it (the sandbox floor), saying how to fix it', async () => {
@@ -16,6 +16,20 @@ describe('jobs', () => {
       code: 'no_agent',
       message: "no connected executor agent meets the team's sandbox floor (sandbox.minimum = gvisor); start an agent with --sandbox gvisor",
     });
+  });
+
+  it('audits a workspace job refused at placement (no connected agent can hold a workspace), with the reason', async () => {
+    const t = setup();
+    await connect(t, 'bw1');
+    const ws = { id: 'w1', quotaBytes: 1 << 20, idleMs: 3_600_000 };
+    const answer = await t.c.jobs.submit(request('w-job', { spec: specOf('w-job', { workspace: ws }) }));
+    expect(answer).toMatchObject({ ok: false, code: 'no_agent' });
+    const [row] = t.c.auditLog.query({ limit: 10 }).entries;
+    expect(row).toMatchObject({ tool: 'execute', decision: 'failed', exitStatus: 'refused', jobId: 'w-job', subject: 'alice' });
+    expect(row.reason).toBe(
+      'rule r1; no_agent: workspace "w1" cannot be created: no connected executor agent can hold workspaces: bw1 (bwrap: its sandbox cannot mount one); start a current agent with --sandbox gvisor',
+    );
+    expect(t.c.rows.get('w-job')).toBeNull();
   });
 
   it('refuses a job when the queue is full, and answers the same job id again with its first answer', async () => {

@@ -11,9 +11,10 @@
  * agent's proxy is tested with real sandboxes by the agent side's tests (docs/network.md).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { WebSocket } from 'undici';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { startGateway, type Gateway } from './harness.ts';
@@ -162,6 +163,8 @@ function pendingApproval(jobId: string, host: string): Promise<S> {
     `the approval for ${host}`,
   );
 }
+
+const SHOTS = fileURLToPath(new URL('../screenshots', import.meta.url));
 
 const conn = (o: Partial<EgressConnection>): EgressConnection => ({
   host: 'registry.npmjs.org',
@@ -314,7 +317,7 @@ describe('network egress at the edge', () => {
         type: 'egress.log',
         jobId,
         connections: [
-          conn({}),
+          conn({ credential: 'NPM_TOKEN' }),
           conn({ host: 'evil.example', port: 443, address: undefined, decision: 'refused', reason: 'not in rules[0].network.allow', bytesUp: 0, bytesDown: 0 }),
         ],
       });
@@ -379,6 +382,13 @@ describe('network egress at the edge', () => {
         const row: string = await page.$eval('tr[data-egress-decision="refused"]', (e: any) => e.innerText);
         expect(row).toContain('evil.example:443');
         expect(row).toContain(loggedJob);
+        // The allowed connection names the credential the proxy added; the refused one none.
+        const used: string = await page.$eval('tr[data-egress-decision="allowed"] td[data-credential]', (e: any) => e.innerText);
+        expect(used).toBe('NPM_TOKEN');
+        expect(await page.$eval('tr[data-egress-decision="refused"] td[data-credential]', (e: any) => e.innerText)).toBe('');
+        expect(await page.$$eval('table th', (ths: any[]) => ths.map((t) => t.innerText))).toContain('Credential');
+        mkdirSync(SHOTS, { recursive: true });
+        await page.screenshot({ path: join(SHOTS, 'audit-egress-credential.png'), fullPage: true });
       } finally {
         await browser.close();
         rmSync(profile, { recursive: true, force: true });

@@ -82,6 +82,7 @@ maybe('per-task workspaces through the gateway', () => {
       limits: { ...DEFAULT_POLICY.limits, queueWaitMs: 1500 },
       network: { mode: 'allowlist', allow: [{ host: GIT_HOST, ports: [80], privateAddresses: true }] },
       workspaces: { quotaBytes: QUOTA, idleHours: 24 },
+      script: { enabled: true, cpuMs: 2_000, subprocess: { maxCount: 5, maxTotalMs: 60_000 } },
     });
     client = await gw.mcp(TEAM, ['execute', 'artifacts:read']);
     agent = startAgent(gw, {
@@ -174,6 +175,17 @@ maybe('per-task workspaces through the gateway', () => {
     expect((denied.s.error as S | undefined)?.code).toBe('workspace_error');
   }, 300_000);
 
+  it("run_script's subprocesses run in the workspace the call names", async () => {
+    const code = "await gatehouse.exec('echo from-a-script > made-by-script');\nconst r = await gatehouse.exec('ls', ['-a']);\nreturn r.stdout;";
+    const r = await call(client, 'run_script', { code, workspace: 'task-script' }, 120_000);
+    expect(r.r.isError, `${r.t}\n${agent.logs()}`).toBeFalsy();
+    expect(String(r.s.result)).toContain('made-by-script');
+    expect(existsSync(join(stateDir, 'workspaces', 'task-script', 'made-by-script'))).toBe(true);
+    expect(existsSync(join(root, 'made-by-script'))).toBe(false);
+    const back = await run({ command: 'cat made-by-script', workspace: 'task-script' });
+    expect(back.s.stdout).toContain('from-a-script');
+  }, 300_000);
+
   it('rejects a workspace id that is not allowed, saying what is', async () => {
     const r = await run({ command: 'true', workspace: '../etc' });
     expect(r.r.isError).toBe(true);
@@ -227,10 +239,16 @@ maybe('an agent that cannot hold workspaces never gets a workspace job', () => {
     await gw2?.stop();
   }, 60_000);
 
-  it('refuses at placement with the reason; the same call without a workspace runs', async () => {
+  it('refuses at placement with the reason, audited; the same call without a workspace runs', async () => {
     const r = await call(c, 'execute', { command: 'true', workspace: 'w1' });
     expect(r.r.isError).toBe(true);
     expect(r.t).toMatch(/no connected executor agent can hold workspaces: ws-bwrap \(bwrap: its sandbox cannot mount one\)/);
+    // The refusal is audited: the call's row says why.
+    const admin = await gw2.token({ team: 'ws-bwrap', scopes: ['admin'] });
+    const audit = await fetch(`${gw2.url}/admin/v1/audit?tool=execute&decision=failed&limit=10`, { headers: { Authorization: `Bearer ${admin}` } });
+    const rows = ((await audit.json()) as S).entries as S[];
+    expect(rows[0], JSON.stringify(rows)).toMatchObject({ tool: 'execute', decision: 'failed', exitStatus: 'refused' });
+    expect(rows[0].reason).toMatch(/no_agent: workspace "w1" cannot be created: no connected executor agent can hold workspaces: ws-bwrap/);
     const plain = await call(c, 'execute', { command: 'true' });
     expect(plain.s.exit_code, plain.t).toBe(0);
   }, 120_000);

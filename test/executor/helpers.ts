@@ -17,6 +17,7 @@ import type { JobResult } from '../../executor/jobs/job-exit.ts';
 import { probeRuntimes, type RuntimeTable } from '../../executor/runtimes/probe.ts';
 import { silentLogger } from '../../executor/log.ts';
 import { composeTrustedCas, trustEnv } from '../../executor/sandbox/trusted-cas.ts';
+import { WorkspaceStore } from '../../executor/workspaces/store.ts';
 
 export function toolWorks(cmd: string, args: string[] = ['--version']): boolean {
   try {
@@ -46,6 +47,8 @@ export interface Rig {
   stateDir: string;
   driver: SandboxDriver;
   runner: JobRunner;
+  /** The per-task workspaces, when the rig was made with `workspaces`. */
+  workspaces?: WorkspaceStore;
   /** Live output frames the runner sent, decoded. */
   outputs: OutputFrame[];
   run(spec: Partial<JobSpec>): Promise<JobResult>;
@@ -63,6 +66,8 @@ export async function makeRig(
     reuse?: SandboxReuse;
     /** Give jobs the trusted CA bundle as the agent does (executor/main.ts), with these extra CA files. */
     extraCaFiles?: string[];
+    /** Hold per-task workspaces under the state dir as the agent does, on this clock. */
+    workspaces?: { now?: () => number };
   } = {},
 ): Promise<Rig> {
   const root = realpathSync(mkdtempSync(join(tmpdir(), `gh-ws-${kind}-`)));
@@ -89,6 +94,7 @@ export async function makeRig(
   const table: RuntimeTable = without.size
     ? { list: all.list.filter((r) => !without.has(r.name)), byRuntime: new Map([...all.byRuntime].filter(([n]) => !without.has(n))) }
     : all;
+  const workspaces = o.workspaces ? new WorkspaceStore(stateDir, o.workspaces.now) : undefined;
   const runner = new JobRunner({
     driver,
     runtimes: table,
@@ -99,6 +105,7 @@ export async function makeRig(
     upload: null,
     log: silentLogger,
     ...(caBundle ? { agentEnv: trustEnv(kind, caBundle) } : {}),
+    ...(workspaces ? { workspaces } : {}),
   });
   let n = 0;
   return {
@@ -107,6 +114,7 @@ export async function makeRig(
     stateDir,
     driver,
     runner,
+    ...(workspaces ? { workspaces } : {}),
     outputs,
     run(spec) {
       const r = runner.start(jobSpec({ jobId: `job-${++n}`, ...(o.reuse ? { reuse: o.reuse } : {}), ...spec }), live);

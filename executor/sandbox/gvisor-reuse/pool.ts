@@ -73,9 +73,10 @@ export const RETIRE_AHEAD_JOBS = 8;
 const keyOf = (limits: ResourceLimits, reuse: SandboxReuse, workspaceDir?: string) => JSON.stringify([limits, reuse, workspaceDir ?? null]);
 /**
  * Parked sandboxes of per-task workspaces kept at once: each pins its workspace's mount, and a team
- * may have many workspaces; the shared root's sandboxes keep the rest of MAX_PARKED.
+ * may have many workspaces; the shared root's sandboxes keep the rest of MAX_PARKED. Past it, the
+ * workspace sandbox parked longest ago (the least recently used) is stopped to make room.
  */
-const MAX_PARKED_WORKSPACE = 8;
+export const MAX_PARKED_WORKSPACE = 8;
 
 export class ReusePool implements ReuseHome {
   private readonly parked: ReusableSandbox[] = [];
@@ -196,10 +197,15 @@ export class ReusePool implements ReuseHome {
   }
 
   park(sb: ReusableSandbox): void {
-    const workspaceParked = sb.workspaceDir ? this.parked.filter((s) => s.workspaceDir).length : 0;
-    if (this.host.closed() || !sb.usable() || this.parked.length >= MAX_PARKED || workspaceParked >= MAX_PARKED_WORKSPACE) {
+    if (this.host.closed() || !sb.usable() || this.parked.length >= MAX_PARKED) {
       void sb.discard();
       return;
+    }
+    // `parked` is in the order sandboxes came back: the first workspace one is the least recently used.
+    if (sb.workspaceDir && this.parked.filter((s) => s.workspaceDir).length >= MAX_PARKED_WORKSPACE) {
+      const lru = this.parked.findIndex((s) => s.workspaceDir);
+      const [old] = this.parked.splice(lru, 1);
+      void old.discard();
     }
     this.parked.push(sb);
     this.wake();

@@ -118,7 +118,7 @@ function egressSection(): HTMLElement {
           ? h('p', { class: 'empty' }, 'No network connections.')
           : table(
               'Network connections',
-              ['Started', 'Job', 'Host', 'Method', 'Decision', 'Reason', 'Up / down'],
+              ['Started', 'Job', 'Host', 'Method', 'Credential', 'Decision', 'Reason', 'Up / down'],
               r.connections.map((c) =>
                 h(
                   'tr',
@@ -127,6 +127,8 @@ function egressSection(): HTMLElement {
                   h('td', null, h('a', { href: '#/jobs/' + encodeURIComponent(c.job_id) }, c.job_id)),
                   h('td', null, userText(c.host + ':' + c.port)),
                   h('td', null, userText(c.method || '')),
+                  // The team secret the proxy added to this connection's requests (its name, never its value).
+                  h('td', { 'data-credential': c.credential ?? '' }, userText(c.credential ?? '')),
                   h('td', null, h('span', { class: 'badge ' + (c.decision === 'refused' ? 'denied' : 'allowed') }, c.decision)),
                   h('td', { class: 'reason' }, userText(c.reason)),
                   h('td', null, c.bytes_up + ' / ' + c.bytes_down + ' B'),

@@ -51,7 +51,14 @@ export function registerRunScript(server: McpServer, ctx: ToolContext): void {
       }
       const which = whichScript(input);
       if (which) return toolError(which, undefined, 'invalid_argument');
-      const out = await runScript(ctx, extra, { code: input.code, name: input.name, version: input.version, vars: input.vars, timeoutMs: input.timeout_ms });
+      const out = await runScript(ctx, extra, {
+        code: input.code,
+        name: input.name,
+        version: input.version,
+        vars: input.vars,
+        timeoutMs: input.timeout_ms,
+        ...(input.workspace ? { workspace: { id: input.workspace, ...(input.workspace_source ? { source: input.workspace_source } : {}) } } : {}),
+      });
       // The call's log line: the script's own decision (its subprocesses are decided one by one, in the audit log).
       if (out.kind === 'ran') noteCall(extra.mcpReq.signal, { decision: 'allowed', stage: 'policy', jobId: out.run.scriptId });
       else if (out.kind === 'denied') noteCall(extra.mcpReq.signal, { decision: 'denied', stage: 'script' });
