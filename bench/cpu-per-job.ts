@@ -34,7 +34,7 @@ type PathName = (typeof PATHS)[number]['name'];
 const CPU_TARGET_MS: Partial<Record<PathName, number>> = { 'default (reused gVisor)': 20, 'strict (single-use gVisor)': 120 };
 const GATEWAY_OVER_FLOOR_TARGET_MS = 3;
 
-export interface PathCpu {
+interface PathCpu {
   path: PathName;
   cpu: CpuPerJob;
   /** The emulator floor's workerd CPU per `/op/path`, measured in the batches between. */
@@ -42,7 +42,7 @@ export interface PathCpu {
 }
 
 /** Everything of a job but wrangler's local proxy and the local emulation's floor: what a deployment would run. */
-export function ownTotal(p: PathCpu): number {
+function ownTotal(p: PathCpu): number {
   const c = p.cpu.perJob;
   return c.client + (c.gateway - p.floor) + c.agent + c.sandbox;
 }
@@ -127,7 +127,7 @@ async function measureWall(setup: UserSetup, quick: boolean): Promise<Wall> {
   return { sustained, clients16, clients64 };
 }
 
-export interface CpuBench {
+interface CpuBench {
   paths: PathCpu[];
   wall: Wall | null;
   skipped: string[];

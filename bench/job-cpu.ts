@@ -6,7 +6,7 @@ import { cmdline, descendants, procSnapshot, type ProcStat } from './proc-cpu.ts
 import type { UserSetup } from './user-setup.ts';
 
 export const COMPONENTS = ['client', 'gateway', 'devProxy', 'agent', 'sandbox'] as const;
-export type Component = (typeof COMPONENTS)[number];
+type Component = (typeof COMPONENTS)[number];
 
 /** What each component is, in the bench's table. */
 export const COMPONENT_NAMES: Record<Component, string> = {
@@ -19,9 +19,9 @@ export const COMPONENT_NAMES: Record<Component, string> = {
 
 /** Where a sandbox's live CPU goes, by process: the profile behind the sandbox figure. */
 export const SANDBOX_PARTS = ['runsc', 'gofer', 'sentry', 'bwrap', 'other', 'ended'] as const;
-export type SandboxPart = (typeof SANDBOX_PARTS)[number];
+type SandboxPart = (typeof SANDBOX_PARTS)[number];
 
-export interface CpuSample {
+interface CpuSample {
   at: Record<Component, number>;
   parts: Record<SandboxPart, number>;
 }

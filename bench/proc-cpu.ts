@@ -34,7 +34,7 @@ export function procSnapshot(): Map<number, ProcStat> {
   return out;
 }
 
-export function procStat(pid: number): ProcStat | null {
+function procStat(pid: number): ProcStat | null {
   let stat: string;
   try {
     stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
