@@ -202,7 +202,13 @@ export function cpuRows(b: CpuBench): string[][] {
       ),
     );
     const parts = SANDBOX_PARTS.filter((k) => Math.abs(p.cpu.parts[k]) >= 0.05).map((k) => `${k} ${p.cpu.parts[k].toFixed(1)}`);
-    rows.push([`${at}: sandbox by process (ms; a live process's change, what ended is under 'ended', reaped by the agent)`, parts.join(', ') || '0', '', '', '']);
+    rows.push([
+      `${at}: sandbox by process (ms; a live process's change, what ended is under 'ended', reaped by the agent)`,
+      parts.join(', ') || '0',
+      '',
+      '',
+      '',
+    ]);
   }
   const w = b.wall;
   if (w) {
