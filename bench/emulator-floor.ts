@@ -32,7 +32,16 @@ export interface Floor {
 /** Requests in flight at once for the floor's throughput: the bench's 16 clients. */
 export const FLOOR_CLIENTS = 16;
 
-export async function benchEmulatorFloor(n: number): Promise<Floor> {
+/** A running floor worker: `measure` times `n` sequential requests of one operation and reads its workerd's CPU. */
+export interface RunningFloor {
+  measure(op: FloorOp, n: number): Promise<{ walls: number[]; cpu: number | null }>;
+  /** Sends one request of `op` (for concurrent loads). */
+  get(op: FloorOp): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Starts the floor worker (bench/floor) on a free loopback port with its simulated agent connected. */
+export async function startEmulatorFloor(): Promise<RunningFloor> {
   const dir = mkdtempSync(join(tmpdir(), 'gatehouse-floor-'));
   const port = await freePort();
   const inspector = await freePort();
@@ -62,6 +71,11 @@ export async function benchEmulatorFloor(n: number): Promise<Floor> {
   p.stderr!.on('data', (d) => (logs += d));
   const url = `http://127.0.0.1:${port}`;
   let agent: WebSocket | null = null;
+  const stop = async () => {
+    agent?.close();
+    await stopGroup(p);
+    rmSync(dir, { recursive: true, force: true });
+  };
   try {
     for (const deadline = Date.now() + 60_000; ; ) {
       if (p.exitCode !== null) throw new Error(`floor worker exited:\n${logs}`);
@@ -85,14 +99,19 @@ export async function benchEmulatorFloor(n: number): Promise<Floor> {
       const m = JSON.parse(String(e.data)) as { type: string; spec?: { jobId: string } };
       if (m.type === 'job.start') agent!.send(JSON.stringify({ type: 'job.exit', jobId: m.spec!.jobId, state: 'exited', exitCode: 0 }));
     });
-    const get = async (op: FloorOp) => {
-      const r = await fetch(`${url}/${op === 'healthz' ? 'healthz' : `op/${op}`}`);
-      const body = await r.text();
-      if (!r.ok) throw new Error(`${op}: ${r.status} ${body}`);
-    };
-    const out: FloorFigure[] = [];
-    for (const op of FLOOR_OPS) {
-      for (let i = 0; i < 20; i++) await get(op);
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+  const get = async (op: FloorOp) => {
+    const r = await fetch(`${url}/${op === 'healthz' ? 'healthz' : `op/${op}`}`);
+    const body = await r.text();
+    if (!r.ok) throw new Error(`${op}: ${r.status} ${body}`);
+  };
+  return {
+    get,
+    stop,
+    async measure(op, n) {
       const c0 = cpuMsOfGateway(port).worker;
       const walls: number[] = [];
       for (let i = 0; i < n; i++) {
@@ -101,21 +120,31 @@ export async function benchEmulatorFloor(n: number): Promise<Floor> {
         walls.push(performance.now() - t);
       }
       const c1 = cpuMsOfGateway(port).worker;
-      out.push({ op, wallP50: p50(walls), cpu: c0 !== null && c1 !== null ? (c1 - c0) / n : null });
+      return { walls, cpu: c0 !== null && c1 !== null ? (c1 - c0) / n : null };
+    },
+  };
+}
+
+export async function benchEmulatorFloor(n: number): Promise<Floor> {
+  const floor = await startEmulatorFloor();
+  try {
+    const out: FloorFigure[] = [];
+    for (const op of FLOOR_OPS) {
+      for (let i = 0; i < 20; i++) await floor.get(op);
+      const { walls, cpu } = await floor.measure(op, n);
+      out.push({ op, wallP50: p50(walls), cpu });
     }
     // The path's throughput with as many requests in flight as the bench has clients (the same calls per client as n allows).
     const perClient = Math.max(5, Math.round(n / 10));
     const t = performance.now();
     await Promise.all(
       Array.from({ length: FLOOR_CLIENTS }, async () => {
-        for (let i = 0; i < perClient; i++) await get('path');
+        for (let i = 0; i < perClient; i++) await floor.get('path');
       }),
     );
     return { ops: out, pathPerS: (FLOOR_CLIENTS * perClient * 1000) / (performance.now() - t) };
   } finally {
-    agent?.close();
-    await stopGroup(p);
-    rmSync(dir, { recursive: true, force: true });
+    await floor.stop();
   }
 }
 

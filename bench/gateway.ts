@@ -17,16 +17,27 @@ import { ROOT, startGateway, type Gateway, type GatewayOptions } from '../test/e
 const BENCH_CONFIG = join(ROOT, `wrangler.bench-${process.pid}.toml`);
 const BENCH_RATE_LIMIT = 1_000_000;
 
-/**
- * `trace`: the Worker is built with the hot-path trace (src/contracts/trace.ts), which no other build
- * has; `node bench/hotpath.ts --trace` reads its lines.
- */
-export async function startBenchGateway(o: GatewayOptions & { trace?: boolean } = {}): Promise<Gateway> {
+/** Writes this process's bench configuration (wrangler.toml with the rate limits raised) and answers its path. */
+export function writeBenchConfig(): string {
   const toml = readFileSync(join(ROOT, 'wrangler.toml'), 'utf8').replace(
     /simple = \{ limit = \d+, period = (\d+) \}/g,
     `simple = { limit = ${BENCH_RATE_LIMIT}, period = $1 }`,
   );
   writeFileSync(BENCH_CONFIG, toml);
+  return BENCH_CONFIG;
+}
+
+/** Removes the file writeBenchConfig wrote. */
+export function removeBenchConfig(): void {
+  rmSync(BENCH_CONFIG, { force: true });
+}
+
+/**
+ * `trace`: the Worker is built with the hot-path trace (src/contracts/trace.ts), which no other build
+ * has; `node bench/hotpath.ts --trace` reads its lines.
+ */
+export async function startBenchGateway(o: GatewayOptions & { trace?: boolean } = {}): Promise<Gateway> {
+  writeBenchConfig();
   const { trace, ...gateway } = o;
   const traced = trace ? ['--define', 'GATEHOUSE_TRACE:true'] : [];
   const gw = await startGateway({ ...gateway, extraArgs: ['--config', BENCH_CONFIG, ...traced, ...(o.extraArgs ?? [])] });
@@ -35,7 +46,7 @@ export async function startBenchGateway(o: GatewayOptions & { trace?: boolean } 
     ...gw,
     stop: async () => {
       await stop();
-      rmSync(BENCH_CONFIG, { force: true });
+      removeBenchConfig();
     },
   };
 }

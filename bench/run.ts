@@ -27,6 +27,8 @@
  *     against the 350 ms target and Cloudflare's 1 s limit (measured first, before anything else runs)
  * 15. many teams (bench/tenants.ts): 200 teams with simulated agents on their own gateway, each call's D1, R2 and
  *     Durable Object work, an idle minute, and the cost model at 1,000 teams with its targets (run last)
+ * 16. CPU per job per component (bench/cpu-per-job.ts) through `npm start` and the SDK client, for the default,
+ *     strict, bubblewrap and none paths beside the emulator floor, with the user's wall-clock figures (run second)
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -50,6 +52,7 @@ import { benchRelay, relayRows } from './relay.ts';
 import { benchAgentEntries, entryRows } from './agent-entry.ts';
 import { benchStartup, startupRow } from './startup.ts';
 import { benchTenants, costRows, tenantOptions, tenantRows } from './tenants.ts';
+import { benchCpuPerJob, cpuRows } from './cpu-per-job.ts';
 
 const quick = process.argv.includes('--quick');
 const N = quick ? 20 : 100;
@@ -120,6 +123,8 @@ async function main() {
   row("bare spawn('true') in the agent process", f(bareP50), f(pct(bare, 99)), '1.0×');
   // Before the gateway and agents start: a profile taken beside them would count their load.
   row(...startupRow(await benchStartup(quick ? 5 : 7)));
+  // CPU per job per component through npm start (bench/cpu-per-job.ts), before this bench's own gateway loads the host.
+  for (const r of cpuRows(await benchCpuPerJob(quick))) row(...r);
 
   const gw = await startBenchGateway({ vars: { HEARTBEAT_MS: String(HEARTBEAT_MS) } });
   const agents: AgentProcess[] = [];

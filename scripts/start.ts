@@ -31,6 +31,8 @@ const TEAM = process.env.GATEHOUSE_TEAM ?? 'dev';
 const LOCAL_AGENT_ID = 'local-agent';
 const SIGN_IN_VARS = ['OIDC_ISSUER', 'OIDC_CLIENT_ID', 'OIDC_CLIENT_SECRET', 'CF_ACCESS_TEAM_DOMAIN', 'CF_ACCESS_AUD'];
 const WRANGLER = join(ROOT, 'node_modules/.bin/wrangler');
+// Another wrangler configuration for this instance (the bench's raises the rate limits); default wrangler.toml.
+const CONFIG_ARGS = process.env.GATEHOUSE_WRANGLER_CONFIG ? ['--config', resolve(process.env.GATEHOUSE_WRANGLER_CONFIG)] : [];
 const NODE = process.execPath;
 // wrangler's shebang runs `node` from PATH: make that this (pinned Node 22) binary.
 process.env.PATH = `${dirname(NODE)}:${process.env.PATH}`;
@@ -209,7 +211,7 @@ async function recordTokens(
   ].join('\n');
   const file = join(STATE, 'tokens.sql');
   writeFileSync(file, sql + '\n', { mode: 0o600 });
-  await run(WRANGLER, ['d1', 'execute', 'DB', '--local', '--persist-to', join(STATE, 'state'), '--file', file], 'tokens.log');
+  await run(WRANGLER, ['d1', 'execute', 'DB', ...CONFIG_ARGS, '--local', '--persist-to', join(STATE, 'state'), '--file', file], 'tokens.log');
 }
 
 /**
@@ -265,7 +267,7 @@ async function main(): Promise<void> {
   );
 
   log('applying D1 migrations (local)…');
-  await run(WRANGLER, ['d1', 'migrations', 'apply', 'DB', '--local', '--persist-to', join(STATE, 'state')], 'migrations.log');
+  await run(WRANGLER, ['d1', 'migrations', 'apply', 'DB', ...CONFIG_ARGS, '--local', '--persist-to', join(STATE, 'state')], 'migrations.log');
 
   const ttlSeconds = 30 * 24 * 3600;
   const mint = (subject: string, scopes: string[], agentGrant?: AgentGrant) =>
@@ -294,6 +296,7 @@ async function main(): Promise<void> {
     WRANGLER,
     [
       'dev',
+      ...CONFIG_ARGS,
       '--ip',
       HOST,
       '--port',

@@ -52,6 +52,13 @@ type SandboxMode = 'single' | 'reuse';
 /** Lets the sandbox connect to host Unix sockets under its mounts: the egress proxy's, in the job dir. */
 const EGRESS_RUNSC_FLAG = '--host-uds=open';
 /**
+ * runsc's ptrace platform instead of its default, systrap: on this kind of host an idle systrap sentry
+ * keeps waking its stub threads (a warm pool burned a tenth of a CPU doing nothing), and a reused
+ * sandbox's `true` costs twice the CPU (bench/RESULTS.md, "CPU per job"). Both are gVisor platforms
+ * with the same Sentry between the job and the host kernel.
+ */
+const PLATFORM_RUNSC_FLAG = '--platform=ptrace';
+/**
  * Warm sandboxes started at once: a start is mostly CPU (runsc boots a kernel), so more
  * parallel starts than CPUs only slow each other and the jobs running.
  */
@@ -269,7 +276,7 @@ export class GvisorDriver implements SandboxDriver, GvisorHost {
     if (process.getuid?.() === 0) chownSync(jobDir, SANDBOX_UID, SANDBOX_GID);
     writeFileSync(join(bundle, 'config.json'), JSON.stringify(this.bundleConfig(jobDir, limits, id, mode, workspaceDir ?? this.opts.root)));
     // A reused sandbox's seccomp filter (bundleConfig) is only applied with --oci-seccomp.
-    const sb = new GvisorSandbox(this, id, bundle, jobDir, [...(mode === 'reuse' ? ['--oci-seccomp'] : []), ...runscFlags]);
+    const sb = new GvisorSandbox(this, id, bundle, jobDir, [PLATFORM_RUNSC_FLAG, ...(mode === 'reuse' ? ['--oci-seccomp'] : []), ...runscFlags]);
     this.live.add(sb);
     return sb;
   }
