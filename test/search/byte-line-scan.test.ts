@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { searchStream, searchText, type SearchOptions } from '../../src/search/line-search.ts';
-import { asciiNeedles, countNewlines, foldAsciiCase } from '../../src/search/byte-line-scan.ts';
+import { asciiNeedles, countNewlines, countNewlinesByWord, foldCaseLoosely } from '../../src/search/byte-line-scan.ts';
 import { LINE_CAP } from '../../src/contracts/tools.ts';
 import { opts, streamOf } from '../support/search-input.ts';
 
@@ -114,14 +114,35 @@ describe('byte-level helpers', () => {
     expect(asciiNeedles(['wörld'])).toBeNull();
   });
 
-  it('folds only A–Z and counts exactly the newline bytes, at every alignment', () => {
+  it('folds A–Z onto a–z and no byte onto another letter, at every alignment', () => {
     const all = Uint8Array.from({ length: 256 * 3 + 5 }, (_, i) => i % 256);
-    const folded = all.slice();
-    foldAsciiCase(folded, folded.length);
-    expect([...folded]).toEqual([...all].map((c) => (c >= 0x41 && c <= 0x5a ? c + 32 : c)));
+    const isLetter = (c: number) => (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a);
     for (let from = 0; from < 9; from++) {
-      for (const to of [from, from + 1, all.length - 3, all.length]) {
-        expect(countNewlines(all, from, to)).toBe([...all.subarray(from, to)].filter((c) => c === 10).length);
+      const src = all.slice(from);
+      const dst = new Uint8Array(src.length + 16).subarray(from % 3);
+      foldCaseLoosely(src, dst);
+      src.forEach((c, i) => {
+        // Letters fold to lowercase; every other byte lands on a byte that is no letter, so a term's letters match only letters.
+        if (isLetter(c)) expect(dst[i]).toBe(c | 0x20);
+        else expect(isLetter(dst[i])).toBe(false);
+        expect(dst[i]).toBe(c | 0x20);
+      });
+    }
+  });
+
+  it('counts exactly the newline bytes, at every alignment, in short lines and long ones', () => {
+    const all = Uint8Array.from({ length: 256 * 3 + 5 }, (_, i) => i % 256);
+    const short = new TextEncoder().encode(Array.from({ length: 3000 }, (_, i) => String(i)).join('\n'));
+    for (const bytes of [all, short]) {
+      for (let from = 0; from < 9; from++) {
+        for (const to of [from, from + 1, bytes.length - 3, bytes.length]) {
+          const want = [...bytes.subarray(from, to)].filter((c) => c === 10).length;
+          expect(countNewlines(bytes, from, to)).toBe(want);
+          // An unaligned view: the word loop starts at the first aligned byte.
+          const odd = bytes.subarray(1);
+          const end = Math.min(to, odd.length);
+          expect(countNewlinesByWord(odd, from, end)).toBe([...odd.subarray(from, Math.max(from, end))].filter((c) => c === 10).length);
+        }
       }
     }
   });
