@@ -7,6 +7,8 @@ const server = (id: string, sealedHeaders = 'v1.iv.ct') => ({
   url: `https://${id}.example.com/mcp`,
   headerNames: ['Authorization'],
   sealedHeaders,
+  auth: 'headers' as const,
+  scope: null,
   description: null,
   createdAt: Date.UTC(2026, 0, 1),
   createdBy: 'admin-1',
