@@ -71,7 +71,11 @@ serverRoutes.post('/:id/connect', async (c) => {
   const row = await remoteServerRow(c.env, p.team, id);
   if (!row) return apiError(c, 'not_found', `no remote MCP server "${id}" in this team; GET /admin/v1/servers lists them`);
   if (row.auth !== 'oauth')
-    return apiError(c, 'conflict', `servers.${id} is registered with headers, not OAuth; register it again with "auth": "oauth" (gatehouse servers add ${id} <URL> --oauth)`);
+    return apiError(
+      c,
+      'conflict',
+      `servers.${id} is registered with headers, not OAuth; register it again with "auth": "oauth" (gatehouse servers add ${id} <URL> --oauth)`,
+    );
   const started = await beginConnect(c.env, publicOrigin(c.req.raw, c.env), p.team, row, { subject: p.subject, tokenId: p.tokenId });
   if (!started.ok) return apiError(c, started.code, started.message);
   await recordAudit(c.env, {

@@ -79,25 +79,28 @@ export type RemoteServerAuth = z.infer<typeof RemoteServerAuth>;
  */
 export const RemoteServerInput = z
   .object({
-  url: z
-    .string()
-    .max(2048)
-    .url('url must be an absolute http(s) URL')
-    .refine((u) => /^https?:$/.test(new URL(u).protocol), 'url must be http: or https:')
-    .refine((u) => new URL(u).username === '' && new URL(u).password === '', 'url must not carry credentials: put them in headers, which are stored encrypted'),
-  headers: z
-    .record(HeaderName, z.string().max(REMOTE_SERVER_HEADER_VALUE_MAX_CHARS, `a header value is at most ${REMOTE_SERVER_HEADER_VALUE_MAX_CHARS} characters`))
-    .refine((h) => Object.keys(h).length <= REMOTE_SERVER_HEADERS_MAX, `at most ${REMOTE_SERVER_HEADERS_MAX} headers`)
-    .refine((h) => Object.keys(h).every((k) => !RESERVED_HEADERS.has(k.toLowerCase())), `headers may not set ${[...RESERVED_HEADERS].join(', ')}`)
-    .default({}),
-  description: z.string().max(500).optional(),
-  auth: RemoteServerAuth.default('headers'),
-  /** Scopes to ask the authorization server for (space-separated); else what the server's metadata names. */
-  scope: z
-    .string()
-    .max(1000)
-    .regex(/^[\x21\x23-\x5b\x5d-\x7e]+( [\x21\x23-\x5b\x5d-\x7e]+)*$/, 'scope is space-separated scope tokens')
-    .optional(),
+    url: z
+      .string()
+      .max(2048)
+      .url('url must be an absolute http(s) URL')
+      .refine((u) => /^https?:$/.test(new URL(u).protocol), 'url must be http: or https:')
+      .refine(
+        (u) => new URL(u).username === '' && new URL(u).password === '',
+        'url must not carry credentials: put them in headers, which are stored encrypted',
+      ),
+    headers: z
+      .record(HeaderName, z.string().max(REMOTE_SERVER_HEADER_VALUE_MAX_CHARS, `a header value is at most ${REMOTE_SERVER_HEADER_VALUE_MAX_CHARS} characters`))
+      .refine((h) => Object.keys(h).length <= REMOTE_SERVER_HEADERS_MAX, `at most ${REMOTE_SERVER_HEADERS_MAX} headers`)
+      .refine((h) => Object.keys(h).every((k) => !RESERVED_HEADERS.has(k.toLowerCase())), `headers may not set ${[...RESERVED_HEADERS].join(', ')}`)
+      .default({}),
+    description: z.string().max(500).optional(),
+    auth: RemoteServerAuth.default('headers'),
+    /** Scopes to ask the authorization server for (space-separated); else what the server's metadata names. */
+    scope: z
+      .string()
+      .max(1000)
+      .regex(/^[\x21\x23-\x5b\x5d-\x7e]+( [\x21\x23-\x5b\x5d-\x7e]+)*$/, 'scope is space-separated scope tokens')
+      .optional(),
   })
   .refine((s) => s.auth === 'oauth' || s.scope === undefined, { message: 'scope is for auth "oauth"', path: ['scope'] })
   .refine((s) => s.auth !== 'oauth' || !Object.keys(s.headers).some((k) => k.toLowerCase() === 'authorization'), {

@@ -114,8 +114,7 @@ export class RemoteOAuth {
       case 'expire':
         return {
           op: 'expire',
-          changed:
-            sql.exec(`UPDATE remote_mcp_oauth_connections SET state = 'expired', updated_at = ? WHERE server_id = ?`, o.now, o.serverId).rowsWritten > 0,
+          changed: sql.exec(`UPDATE remote_mcp_oauth_connections SET state = 'expired', updated_at = ? WHERE server_id = ?`, o.now, o.serverId).rowsWritten > 0,
         };
       case 'get':
         return { op: 'get', connection: this.get(o.serverId) };

@@ -47,7 +47,12 @@ export class OAuthCallAuth implements AuthProvider {
     const key = await secretsKey(env);
     if (!key.ok) return { ok: false, code: 'config_error', message: key.error.message };
     const conn = await openConnection(key.value, stored.sealed, team, row);
-    if (!conn) return { ok: false, code: 'config_error', message: `servers.${row.id}: its OAuth connection does not open with GATEHOUSE_SECRETS_KEY; an admin reconnects with gatehouse servers connect ${row.id}` };
+    if (!conn)
+      return {
+        ok: false,
+        code: 'config_error',
+        message: `servers.${row.id}: its OAuth connection does not open with GATEHOUSE_SECRETS_KEY; an admin reconnects with gatehouse servers connect ${row.id}`,
+      };
     return { ok: true, auth: new OAuthCallAuth(env, team, row, key.value, stored.sealed, conn, stored.expiresAt) };
   }
 
@@ -103,7 +108,7 @@ export class OAuthCallAuth implements AuthProvider {
 
   private async adoptNewer(): Promise<boolean> {
     const stored = await oauthConnection(this.#env, this.#team, this.#row.id).catch(() => null);
-    if (!stored || stored.state !== 'connected' || stored.sealed === this.#sealed) return false;
+    if (stored?.state !== 'connected' || stored.sealed === this.#sealed) return false;
     const conn = await openConnection(this.#key, stored.sealed, this.#team, this.#row);
     if (!conn) return false;
     this.#conn = conn;
