@@ -54,7 +54,7 @@ export const ERROR_CODES = {
   client_url_invalid: "an OAuth client's metadata document URL is malformed",
   client_url_not_https: "an OAuth client's metadata document URL is not HTTPS",
   client_url_not_public: "an OAuth client's metadata document URL is not a public address",
-  oauth_not_connected: "a remote MCP server that requires OAuth has no connection yet: an admin connects it (gatehouse servers connect <id>)",
+  oauth_not_connected: 'a remote MCP server that requires OAuth has no connection yet: an admin connects it (gatehouse servers connect <id>)',
   oauth_expired: "a remote MCP server's OAuth connection can no longer be refreshed: an admin reconnects it (gatehouse servers connect <id>)",
   oauth_state_invalid: 'an OAuth callback whose state is unknown, used, expired or for another team or server',
   upstream_error: 'a service behind the gateway (D1, R2, the Durable Object, an evaluator) failed',
