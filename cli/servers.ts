@@ -1,4 +1,4 @@
-/** `gatehouse servers add|list|rm`: the remote MCP servers the team's scripts may call as `servers.<id>`. */
+/** `gatehouse servers add|list|rm|connect`: the remote MCP servers the team's scripts may call as `servers.<id>`. */
 import { parseArgs, UsageError, formatFlags, type FlagSpecs } from './args.ts';
 import { api, connection, formatError } from './client.ts';
 import { text, when, type Row } from './fields.ts';
@@ -8,6 +8,8 @@ const ADD_FLAGS: FlagSpecs = {
   header: { type: 'list', value: 'Name: value', help: 'a header sent with every request to the server (stored encrypted)' },
   'header-env': { type: 'list', value: 'Name=VAR', help: 'a header whose value is read from environment variable VAR (keeps it out of shell history)' },
   description: { type: 'string', value: 'text', help: 'what the server is for' },
+  oauth: { type: 'bool', help: 'the server requires OAuth: connect the team afterwards with gatehouse servers connect <id>' },
+  scope: { type: 'string', value: 'scopes', help: 'OAuth scopes to ask for (space-separated; default: what the server names)' },
 };
 
 const SERVERS_HELP = `gatehouse servers — remote MCP servers the team's scripts call (servers.<id>.call(tool, args))
@@ -16,7 +18,9 @@ usage:
   gatehouse servers add <id> <server URL> [--header 'Name: value']... [--header-env Name=VAR]... [--description text]
                                             register (or replace) a server: its Streamable HTTP endpoint
                                             (http: or https:); header values are stored encrypted
-  gatehouse servers list                    the registered servers (header names only, never their values)
+  gatehouse servers list                    the registered servers (header names, OAuth state; never a value or token)
+  gatehouse servers connect <id>            connect the team to an OAuth server: prints the URL to open in a
+                                            browser; once signed in there, gatehouse servers list shows it connected
   gatehouse servers rm <id>                 remove a server
 
 flags (add):
@@ -33,6 +37,8 @@ export async function serversCommand(argv: string[], env: NodeJS.ProcessEnv = pr
       return list(rest);
     case 'rm':
       return remove(rest);
+    case 'connect':
+      return connect(rest);
     case undefined:
     case '--help':
     case '-h':
@@ -40,7 +46,7 @@ export async function serversCommand(argv: string[], env: NodeJS.ProcessEnv = pr
       out(SERVERS_HELP);
       return sub === undefined ? 2 : 0;
     default:
-      throw new UsageError(`unknown servers command "${sub}"; allowed: add, list, rm`);
+      throw new UsageError(`unknown servers command "${sub}"; allowed: add, list, rm, connect`);
   }
 }
 
@@ -77,12 +83,15 @@ async function add(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
     url,
     headers: headersOf(a.flags, env),
     ...(a.flags.description !== undefined ? { description: String(a.flags.description) } : {}),
+    ...(a.flags.oauth ? { auth: 'oauth' } : {}),
+    ...(a.flags.scope !== undefined ? { scope: String(a.flags.scope) } : {}),
   };
   const r = await api<{ server: Row; replaced: boolean }>(connection(a.flags), 'PUT', `/servers/${encodeURIComponent(id)}`, body);
   if (!r.ok) return (info(formatError(r.error)), 1);
   if (a.flags.json) return (printJson(r.value), 0);
   const names = Object.keys(body.headers);
   out(`${r.value.replaced ? 'replaced' : 'registered'} ${id}: ${body.url}${names.length ? ` (headers: ${names.join(', ')}, stored encrypted)` : ''}`);
+  if (a.flags.oauth) out(`connect the team with: gatehouse servers connect ${id}`);
   return 0;
 }
 
@@ -98,8 +107,15 @@ async function list(argv: string[]): Promise<number> {
   else
     out(
       table([
-        ['ID', 'URL', 'HEADERS', 'ADDED', 'BY'],
-        ...rows.map((x) => [text(x.id), text(x.url), ((x.headerNames as string[] | undefined) ?? []).join(',') || '-', when(x.createdAt), text(x.createdBy)]),
+        ['ID', 'URL', 'HEADERS', 'AUTH', 'ADDED', 'BY'],
+        ...rows.map((x) => [
+          text(x.id),
+          text(x.url),
+          ((x.headerNames as string[] | undefined) ?? []).join(',') || '-',
+          authOf(x),
+          when(x.createdAt),
+          text(x.createdBy),
+        ]),
       ]),
     );
   return 0;
@@ -113,5 +129,27 @@ async function remove(argv: string[]): Promise<number> {
   if (!r.ok) return (info(formatError(r.error)), 1);
   if (a.flags.json) return (printJson(r.value), 0);
   out(`removed ${id}`);
+  return 0;
+}
+
+/** The AUTH column: `headers`, or the OAuth connection's state with its expiry and scopes. */
+function authOf(x: Row): string {
+  if (x.auth !== 'oauth') return 'headers';
+  const o = (x.oauth ?? {}) as { state?: string; expiresAt?: string | null; scopes?: string[] };
+  const parts = [`oauth:${o.state ?? 'not_connected'}`];
+  if (o.expiresAt) parts.push(`expires ${o.expiresAt}`);
+  if (o.scopes?.length) parts.push(`scopes ${o.scopes.join(' ')}`);
+  return parts.join(', ');
+}
+
+async function connect(argv: string[]): Promise<number> {
+  const a = parseArgs(argv, {}, 'servers connect');
+  if (a.flags.help) return (out(SERVERS_HELP), 0);
+  const id = oneId(a, 'connect');
+  const r = await api<{ authorizationUrl: string; expiresAt: string }>(connection(a.flags), 'POST', `/servers/${encodeURIComponent(id)}/connect`, {});
+  if (!r.ok) return (info(formatError(r.error)), 1);
+  if (a.flags.json) return (printJson(r.value), 0);
+  out(r.value.authorizationUrl);
+  info(`open the URL above in a browser and sign in before ${r.value.expiresAt}; then gatehouse servers list shows ${id} as oauth:connected`);
   return 0;
 }

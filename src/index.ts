@@ -13,6 +13,7 @@ import { dashboardRoutes } from './dashboard/index.ts';
 import { cleanupLegacyArtifacts } from './store/artifacts.ts';
 import { siteRoutes, mcpPathHint, notFound } from './site/index.ts';
 import { oauthRoutes } from './oauth/routes.ts';
+import { serverCallbackRoutes } from './oauth/server-callback.ts';
 import { memberOrToken } from './members/auth.ts';
 import { readiness } from './edge/readiness.ts';
 import { agentStorageLog, meterStorage } from './edge/call-log.ts';
@@ -36,6 +37,8 @@ app.use('/.well-known/oauth-protected-resource/*', publicCors());
 app.use('/.well-known/jwks.json', publicCors());
 app.route('/', wellKnownRoutes);
 app.route('/', siteRoutes);
+// Before oauthRoutes, whose /oauth/* belongs to the gateway's own authorization server.
+app.route('/', serverCallbackRoutes);
 app.route('/', oauthRoutes);
 // Near-miss MCP paths get the right URL (before /mcp's auth, which would only say 401).
 app.all('/mcp/', mcpPathHint);

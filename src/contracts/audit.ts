@@ -73,6 +73,8 @@ export const AUDIT_TOOLS = [
   'member.join',
   'admin.server_put',
   'admin.server_remove',
+  'admin.server_connect',
+  'oauth.server_connected',
   'admin.workspace_delete',
 ] as const;
 export type AuditTool = (typeof AUDIT_TOOLS)[number];

@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import { SQLITE_ROW_MAX_BYTES } from '../platform/limits.ts';
+import type { OAuthConnectionView } from './remote-oauth.ts';
 
 /** A server id is a property name a script writes (`servers.docs`, `servers["my-docs"]`). */
 const SERVER_ID_RULE = 'a server id is 1 to 64 characters of A-Z, a-z, 0-9, "_" and "-"';
@@ -68,21 +69,44 @@ const RESERVED_HEADERS = new Set([
   'transfer-encoding',
 ]);
 
-/** What an admin registers: the server's MCP endpoint and the headers sent with every request to it. */
-export const RemoteServerInput = z.object({
-  url: z
-    .string()
-    .max(2048)
-    .url('url must be an absolute http(s) URL')
-    .refine((u) => /^https?:$/.test(new URL(u).protocol), 'url must be http: or https:')
-    .refine((u) => new URL(u).username === '' && new URL(u).password === '', 'url must not carry credentials: put them in headers, which are stored encrypted'),
-  headers: z
-    .record(HeaderName, z.string().max(REMOTE_SERVER_HEADER_VALUE_MAX_CHARS, `a header value is at most ${REMOTE_SERVER_HEADER_VALUE_MAX_CHARS} characters`))
-    .refine((h) => Object.keys(h).length <= REMOTE_SERVER_HEADERS_MAX, `at most ${REMOTE_SERVER_HEADERS_MAX} headers`)
-    .refine((h) => Object.keys(h).every((k) => !RESERVED_HEADERS.has(k.toLowerCase())), `headers may not set ${[...RESERVED_HEADERS].join(', ')}`)
-    .default({}),
-  description: z.string().max(500).optional(),
-});
+/** How the gateway authenticates to a server: the registered headers only, or an OAuth connection as well. */
+export const RemoteServerAuth = z.enum(['headers', 'oauth']);
+export type RemoteServerAuth = z.infer<typeof RemoteServerAuth>;
+
+/**
+ * What an admin registers: the server's MCP endpoint, the headers sent with every request to it, and
+ * `auth: "oauth"` for a server that wants an OAuth access token (connected afterwards, src/contracts/remote-oauth.ts).
+ */
+export const RemoteServerInput = z
+  .object({
+    url: z
+      .string()
+      .max(2048)
+      .url('url must be an absolute http(s) URL')
+      .refine((u) => /^https?:$/.test(new URL(u).protocol), 'url must be http: or https:')
+      .refine(
+        (u) => new URL(u).username === '' && new URL(u).password === '',
+        'url must not carry credentials: put them in headers, which are stored encrypted',
+      ),
+    headers: z
+      .record(HeaderName, z.string().max(REMOTE_SERVER_HEADER_VALUE_MAX_CHARS, `a header value is at most ${REMOTE_SERVER_HEADER_VALUE_MAX_CHARS} characters`))
+      .refine((h) => Object.keys(h).length <= REMOTE_SERVER_HEADERS_MAX, `at most ${REMOTE_SERVER_HEADERS_MAX} headers`)
+      .refine((h) => Object.keys(h).every((k) => !RESERVED_HEADERS.has(k.toLowerCase())), `headers may not set ${[...RESERVED_HEADERS].join(', ')}`)
+      .default({}),
+    description: z.string().max(500).optional(),
+    auth: RemoteServerAuth.default('headers'),
+    /** Scopes to ask the authorization server for (space-separated); else what the server's metadata names. */
+    scope: z
+      .string()
+      .max(1000)
+      .regex(/^[\x21\x23-\x5b\x5d-\x7e]+( [\x21\x23-\x5b\x5d-\x7e]+)*$/, 'scope is space-separated scope tokens')
+      .optional(),
+  })
+  .refine((s) => s.auth === 'oauth' || s.scope === undefined, { message: 'scope is for auth "oauth"', path: ['scope'] })
+  .refine((s) => s.auth !== 'oauth' || !Object.keys(s.headers).some((k) => k.toLowerCase() === 'authorization'), {
+    message: 'with auth "oauth" the gateway sends the Authorization header itself: leave it out of headers',
+    path: ['headers'],
+  });
 export type RemoteServerInput = z.infer<typeof RemoteServerInput>;
 
 /** What seals a server's headers to its team and id (a row moved to another team or id does not open). */
@@ -95,6 +119,10 @@ export interface RemoteServerView {
   id: string;
   url: string;
   headerNames: string[];
+  auth: RemoteServerAuth;
+  scope: string | null;
+  /** For auth "oauth": the connection's state, expiry and scopes (never a token). */
+  oauth?: OAuthConnectionView;
   description: string | null;
   createdAt: string;
   createdBy: string;
@@ -106,6 +134,8 @@ export interface StoredRemoteServer {
   url: string;
   headerNames: string[];
   sealedHeaders: string;
+  auth: RemoteServerAuth;
+  scope: string | null;
   description: string | null;
   createdAt: number;
   createdBy: string;

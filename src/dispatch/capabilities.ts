@@ -27,6 +27,7 @@ import { JobViews } from './job-views.ts';
 import { LiveOutput } from './live-output.ts';
 import { Tasks } from './tasks.ts';
 import { RemoteServers } from './remote-servers.ts';
+import { RemoteOAuth } from './remote-oauth.ts';
 import { InteractiveSessions } from './interactive-sessions.ts';
 import { TeamSecrets } from './secrets.ts';
 import { ScriptLibrary } from './script-library.ts';
@@ -66,6 +67,8 @@ export interface Capabilities {
   tasks: Tasks;
   /** The remote MCP servers an admin registered for the team's scripts (headers sealed). */
   remoteServers: RemoteServers;
+  /** Those servers' OAuth connections and the authorizations admins started (all sealed). */
+  remoteOAuth: RemoteOAuth;
   /** The team's secrets, sealed (the egress proxy's credentials). */
   secrets: TeamSecrets;
   /** The team's named, versioned scripts (run_script by name). */
@@ -227,6 +230,7 @@ export function capabilities(host: DispatchHost, o: { plan: PlanResult; trace: (
     tasks,
     scripts: new ScriptLibrary(host),
     remoteServers: new RemoteServers(host),
+    remoteOAuth: new RemoteOAuth(host),
     quotas,
     sessions,
     workspaces,

@@ -14,6 +14,10 @@ const MIGRATIONS: readonly Migration[] = [
     description TEXT, created_at INTEGER NOT NULL, created_by TEXT NOT NULL)`,
     ],
   },
+  {
+    id: '2-remote-mcp-servers-auth',
+    sql: [`ALTER TABLE remote_mcp_servers ADD COLUMN auth TEXT NOT NULL DEFAULT 'headers'`, `ALTER TABLE remote_mcp_servers ADD COLUMN scope TEXT`],
+  },
 ];
 
 interface Row {
@@ -21,6 +25,8 @@ interface Row {
   url: string;
   header_names: string;
   sealed_headers: string;
+  auth: string;
+  scope: string | null;
   description: string | null;
   created_at: number;
   created_by: string;
@@ -30,7 +36,8 @@ interface Row {
 export type RemoteServersOp = { op: 'put'; server: StoredRemoteServer } | { op: 'list' } | { op: 'rows' } | { op: 'remove'; id: string };
 
 export type RemoteServersAnswer =
-  | { op: 'put'; replaced: boolean }
+  /** `moved`: the server was there at another URL or with another auth, so its OAuth connection no longer applies. */
+  | { op: 'put'; replaced: boolean; moved: boolean }
   | { op: 'list'; servers: RemoteServerView[] }
   | { op: 'rows'; servers: StoredRemoteServer[] }
   | { op: 'remove'; removed: boolean };
@@ -46,7 +53,7 @@ export class RemoteServers {
   apply(o: RemoteServersOp): RemoteServersAnswer {
     switch (o.op) {
       case 'put':
-        return { op: 'put', replaced: this.put(o.server) };
+        return { op: 'put', ...this.put(o.server) };
       case 'list':
         return { op: 'list', servers: this.all().map(view) };
       case 'rows':
@@ -61,25 +68,28 @@ export class RemoteServers {
     return this.rows('ORDER BY id').map(stored);
   }
 
-  private put(s: StoredRemoteServer): boolean {
-    const existed = this.rows('WHERE id = ?', s.id).length > 0;
+  private put(s: StoredRemoteServer): { replaced: boolean; moved: boolean } {
+    const before = this.rows('WHERE id = ?', s.id)[0];
     this.host.sql.exec(
-      `INSERT OR REPLACE INTO remote_mcp_servers (id, url, header_names, sealed_headers, description, created_at, created_by) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT OR REPLACE INTO remote_mcp_servers (id, url, header_names, sealed_headers, auth, scope, description, created_at, created_by)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       s.id,
       s.url,
       JSON.stringify(s.headerNames),
       s.sealedHeaders,
+      s.auth,
+      s.scope,
       s.description,
       s.createdAt,
       s.createdBy,
     );
-    return existed;
+    return { replaced: before !== undefined, moved: before !== undefined && (before.url !== s.url || before.auth !== s.auth) };
   }
 
   private rows(where: string, ...params: string[]): Row[] {
     return this.host.sql
       .exec<Row & Record<string, SqlStorageValue>>(
-        `SELECT id, url, header_names, sealed_headers, description, created_at, created_by FROM remote_mcp_servers ${where}`,
+        `SELECT id, url, header_names, sealed_headers, auth, scope, description, created_at, created_by FROM remote_mcp_servers ${where}`,
         ...params,
       )
       .toArray();
@@ -92,6 +102,8 @@ function stored(r: Row): StoredRemoteServer {
     url: r.url,
     headerNames: JSON.parse(r.header_names) as string[],
     sealedHeaders: r.sealed_headers,
+    auth: r.auth === 'oauth' ? 'oauth' : 'headers',
+    scope: r.scope,
     description: r.description,
     createdAt: r.created_at,
     createdBy: r.created_by,
@@ -103,6 +115,8 @@ function view(s: StoredRemoteServer): RemoteServerView {
     id: s.id,
     url: s.url,
     headerNames: s.headerNames,
+    auth: s.auth,
+    scope: s.scope,
     description: s.description,
     createdAt: new Date(s.createdAt).toISOString(),
     createdBy: s.createdBy,

@@ -8,6 +8,7 @@
 import type { SecretView } from '../contracts/secrets.ts';
 import type { SecretsAnswer } from './secrets.ts';
 import type { RemoteServersAnswer, RemoteServersOp } from './remote-servers.ts';
+import type { RemoteOAuthAnswer, RemoteOAuthOp } from './remote-oauth.ts';
 import type { JobExit, StreamName } from '../contracts/agent-protocol.ts';
 import type { AgentView, JobListFilter, JobState, JobView } from '../contracts/job-view.ts';
 import { stamp } from '../contracts/trace.ts';
@@ -302,7 +303,18 @@ export class TeamDispatcher extends TeamObjectShell {
 
   /** The team's remote MCP servers for scripts (remote-servers.ts; headers sealed by the edge): register, list, rows, remove. */
   remoteServers(o: RemoteServersOp): RemoteServersAnswer {
-    return this.rpc(() => this.c.remoteServers.apply(o));
+    return this.rpc(() => {
+      const a = this.c.remoteServers.apply(o);
+      // A server removed, or moved to another URL or auth, keeps no OAuth connection.
+      if (o.op === 'remove' && a.op === 'remove' && a.removed) this.c.remoteOAuth.drop(o.id);
+      if (o.op === 'put' && a.op === 'put' && a.moved) this.c.remoteOAuth.drop(o.server.id);
+      return a;
+    });
+  }
+
+  /** Those servers' OAuth connections (remote-oauth.ts; tokens sealed by the edge): start, finish, refresh, expire, list. */
+  remoteOAuth(o: RemoteOAuthOp): RemoteOAuthAnswer {
+    return this.rpc(() => this.c.remoteOAuth.apply(o));
   }
 
   // ================= RPC: the team's life cycle, for operators (src/operator/; quotas.ts, team-erasure.ts) =================

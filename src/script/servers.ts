@@ -14,14 +14,20 @@ import { remoteServerRows } from '../dispatch/remote-servers-client.ts';
 import type { AuditEntry } from '../store/audit.ts';
 import type { HostAnswer } from './protocol.ts';
 import type { SubprocessContext } from './subprocess.ts';
-import { connectRemote, describe } from './remote-server.ts';
+import { connectRemote, describe, oauthFailureOf } from './remote-server.ts';
+import { OAUTH_CONNECT_SUBREQUESTS } from './remote-oauth-call.ts';
 import { connectStdio } from './stdio-server.ts';
 import type { StdioStop } from './job-stdio-transport.ts';
 import { readWorkspaceFile } from './workspace-file.ts';
 
 type CatalogEntry = { kind: 'remote'; row: StoredRemoteServer } | { kind: 'stdio'; entry: StdioServerEntry };
 /** `stopped`: a stdio server the transport stopped (a line over its bound): why, for this call and the next. */
-type Connection = { client: Client; headers: Record<string, string>; stopped?: () => StdioStop | undefined };
+type Connection = {
+  client: Client;
+  secrets: () => string[];
+  oauthFailure: () => { code: string; message: string } | undefined;
+  stopped?: () => StdioStop | undefined;
+};
 /** The workspace's stdio servers, and why there are none when there are none. */
 type StdioCatalog = { ok: true; servers: Map<string, CatalogEntry>; note: string };
 type Failure = { ok: false; error: { code: string; message: string } };
@@ -89,14 +95,16 @@ export class ScriptServers {
     if (this.#calls >= maxCalls)
       return fail('limit_reached', `${what}: limit reached — this script made ${this.#calls} server calls (script.servers.maxCalls = ${maxCalls})`);
     const stdio = entry.kind === 'stdio';
-    const connect = this.#connections.has(req.server) ? 0 : stdio ? STDIO_CONNECT_SUBREQUESTS : CONNECT_SUBREQUESTS;
+    const oauth = entry.kind === 'remote' && entry.row.auth === 'oauth' ? OAUTH_CONNECT_SUBREQUESTS : 0;
+    const connect = this.#connections.has(req.server) ? 0 : stdio ? STDIO_CONNECT_SUBREQUESTS : CONNECT_SUBREQUESTS + oauth;
     const over = this.#sc.slot.beforeServerCall((stdio ? STDIO_CALL_SUBREQUESTS : CALL_SUBREQUESTS) + connect);
     if (over) return fail('limit_reached', `${what}: ${over}`);
     this.#calls++;
     const started = Date.now();
     const conn = await this.connect(req.server, entry);
     if (!conn.ok) {
-      const message = `${what}: ${conn.error.message}`;
+      // The OAuth messages name the server themselves (`servers.<id>: OAuth connection expired; …`).
+      const message = conn.error.code.startsWith('oauth_') ? conn.error.message : `${what}: ${conn.error.message}`;
       await this.audit(req.server, tool, req, 'failed', message, Date.now() - started);
       return fail(conn.error.code, message);
     }
@@ -123,9 +131,11 @@ export class ScriptServers {
       return { ok: true, value: JSON.parse(JSON.stringify(value)) };
     } catch (e) {
       const stop = conn.conn.stopped?.();
-      const message = `${what}: ${stop ? stop.message : describe(e, conn.conn.headers)}`;
+      // A connection whose OAuth refresh was refused says so in the reconnect message, whatever the transport threw.
+      const oauthFailure = oauthFailureOf(e) ?? conn.conn.oauthFailure();
+      const message = stop ? `${what}: ${stop.message}` : oauthFailure ? oauthFailure.message : `${what}: ${describe(e, conn.conn.secrets())}`;
       await this.audit(req.server, tool, req, 'failed', message, Date.now() - started, 'failure');
-      return fail(stop?.code ?? 'upstream_error', message);
+      return fail(stop?.code ?? oauthFailure?.code ?? 'upstream_error', message);
     }
   }
 
@@ -194,11 +204,13 @@ export class ScriptServers {
           );
         this.#started++;
         c = connectStdio(this.#sc, id, entry.entry, timeoutMs).then((r) =>
-          r.ok ? { ok: true as const, conn: { client: r.client, headers: {}, stopped: r.stopped } } : fail(r.code, r.message),
+          r.ok
+            ? { ok: true as const, conn: { client: r.client, secrets: () => [], oauthFailure: () => undefined, stopped: r.stopped } }
+            : fail(r.code, r.message),
         );
       } else {
         c = connectRemote(entry.row, this.#sc.ctx.principal.team, this.#sc.ctx.env, timeoutMs).then((r) =>
-          r.ok ? { ok: true as const, conn: { client: r.client, headers: r.headers } } : { ok: false as const, error: { code: r.code, message: r.message } },
+          r.ok ? { ok: true as const, conn: r } : { ok: false as const, error: { code: r.code, message: r.message } },
         );
       }
       this.#connections.set(id, c);

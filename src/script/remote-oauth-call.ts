@@ -1,0 +1,152 @@
+/**
+ * A script's calls to an OAuth server: the transport asks this object for the access token before each
+ * request (`token()`, refreshed first when it is about to expire) and tells it of a 401 (`onUnauthorized()`,
+ * refreshed, then the transport retries once). A refresh uses the SDK's `refreshAuthorization` against the
+ * authorization server discovered when an admin connected; the new tokens are sealed back into the team's
+ * object. A refused refresh marks the connection expired: every call then fails with the reconnect message.
+ */
+import { OAuthError, OAuthErrorCode, refreshAuthorization, type AuthProvider, type AuthorizationServerMetadata } from '@modelcontextprotocol/client';
+import type { Env } from '../env.ts';
+import type { StoredRemoteServer } from '../contracts/mcp-servers.ts';
+import { OAUTH_REFRESH_MARGIN_MS, OAuthConnectionSecret, oauthConnectionAad, oauthReconnectMessage } from '../contracts/remote-oauth.ts';
+import { openSecret, sealSecret, secretsKey } from '../platform/secret-box.ts';
+import { expireOAuth, oauthConnection, saveRefreshedOAuth } from '../dispatch/remote-oauth-client.ts';
+import { oauthFetch } from './oauth-client-provider.ts';
+
+export type OAuthCallFailure = { code: 'oauth_not_connected' | 'oauth_expired' | 'config_error' | 'upstream_error'; message: string };
+
+/** Subrequests an OAuth server adds to a connection: reading the connection, and a refresh (token request, saving it). */
+export const OAUTH_CONNECT_SUBREQUESTS = 3;
+
+export class OAuthCallAuth implements AuthProvider {
+  readonly #env: Env;
+  readonly #team: string;
+  readonly #row: StoredRemoteServer;
+  readonly #key: CryptoKey;
+  #sealed: string;
+  #conn: OAuthConnectionSecret;
+  #expiresAt: number | null;
+  /** Why the connection cannot be used; set once a refresh is refused, then every use fails with it. */
+  failure: OAuthCallFailure | undefined;
+
+  private constructor(env: Env, team: string, row: StoredRemoteServer, key: CryptoKey, sealed: string, conn: OAuthConnectionSecret, expiresAt: number | null) {
+    this.#env = env;
+    this.#team = team;
+    this.#row = row;
+    this.#key = key;
+    this.#sealed = sealed;
+    this.#conn = conn;
+    this.#expiresAt = expiresAt;
+  }
+
+  /** The server's connection, opened; a failure carries the message a script sees. */
+  static async open(env: Env, team: string, row: StoredRemoteServer): Promise<{ ok: true; auth: OAuthCallAuth } | ({ ok: false } & OAuthCallFailure)> {
+    const stored = await oauthConnection(env, team, row.id);
+    if (!stored) return { ok: false, code: 'oauth_not_connected', message: oauthReconnectMessage(row.id, 'not_connected') };
+    if (stored.state === 'expired') return { ok: false, code: 'oauth_expired', message: oauthReconnectMessage(row.id, 'expired') };
+    const key = await secretsKey(env);
+    if (!key.ok) return { ok: false, code: 'config_error', message: key.error.message };
+    const conn = await openConnection(key.value, stored.sealed, team, row);
+    if (!conn)
+      return {
+        ok: false,
+        code: 'config_error',
+        message: `servers.${row.id}: its OAuth connection does not open with GATEHOUSE_SECRETS_KEY; an admin reconnects with gatehouse servers connect ${row.id}`,
+      };
+    return { ok: true, auth: new OAuthCallAuth(env, team, row, key.value, stored.sealed, conn, stored.expiresAt) };
+  }
+
+  /** Every credential this connection holds, for cutting out of any error text. */
+  secrets(): string[] {
+    const c = this.#conn;
+    return [c.tokens.access_token, c.tokens.refresh_token, (c.clientInformation as { client_secret?: string }).client_secret].filter(
+      (s): s is string => typeof s === 'string',
+    );
+  }
+
+  async token(): Promise<string | undefined> {
+    if (this.failure) throw new OAuthConnectionError(this.failure);
+    if (this.#expiresAt !== null && this.#expiresAt - OAUTH_REFRESH_MARGIN_MS <= Date.now()) await this.refresh();
+    return this.#conn.tokens.access_token;
+  }
+
+  async onUnauthorized(): Promise<void> {
+    await this.refresh();
+  }
+
+  private async refresh(): Promise<void> {
+    const refreshToken = this.#conn.tokens.refresh_token;
+    const d = this.#conn.discoveryState;
+    let tokens: Awaited<ReturnType<typeof refreshAuthorization>>;
+    try {
+      if (!refreshToken) throw new RefusedRefresh('the authorization server gave no refresh token');
+      tokens = await refreshAuthorization(d.authorizationServerUrl, {
+        metadata: d.authorizationServerMetadata as AuthorizationServerMetadata | undefined,
+        clientInformation: this.#conn.clientInformation,
+        refreshToken,
+        ...(this.#conn.resource ? { resource: this.#conn.resource } : {}),
+        fetchFn: oauthFetch,
+      });
+    } catch (e) {
+      // Another call may have refreshed (and rotated the refresh token) meanwhile: take its tokens if so.
+      if (await this.adoptNewer()) return;
+      const refused = e instanceof RefusedRefresh || isOAuthError(e);
+      if (refused) await expireOAuth(this.#env, this.#team, this.#row.id).catch(() => undefined);
+      this.failure = refused
+        ? { code: 'oauth_expired', message: oauthReconnectMessage(this.#row.id, 'expired') }
+        : { code: 'upstream_error', message: `servers.${this.#row.id}: could not refresh its OAuth token: ${redact(e, this.secrets())}` };
+      throw new OAuthConnectionError(this.failure);
+    }
+    const next: OAuthConnectionSecret = { ...this.#conn, tokens: { ...tokens, refresh_token: tokens.refresh_token ?? refreshToken } };
+    const sealed = await sealSecret(this.#key, JSON.stringify(next), oauthConnectionAad(this.#team, this.#row.id, this.#row.url));
+    const expiresAt = typeof tokens.expires_in === 'number' ? Date.now() + tokens.expires_in * 1000 : null;
+    await saveRefreshedOAuth(this.#env, this.#team, { serverId: this.#row.id, sealed, expiresAt, scope: tokens.scope ?? null });
+    this.#conn = next;
+    this.#sealed = sealed;
+    this.#expiresAt = expiresAt;
+  }
+
+  private async adoptNewer(): Promise<boolean> {
+    const stored = await oauthConnection(this.#env, this.#team, this.#row.id).catch(() => null);
+    if (stored?.state !== 'connected' || stored.sealed === this.#sealed) return false;
+    const conn = await openConnection(this.#key, stored.sealed, this.#team, this.#row);
+    if (!conn) return false;
+    this.#conn = conn;
+    this.#sealed = stored.sealed;
+    this.#expiresAt = stored.expiresAt;
+    return true;
+  }
+}
+
+/** What the transport throws when a connection cannot be used: carries the code and the script's message. */
+export class OAuthConnectionError extends Error {
+  readonly failure: OAuthCallFailure;
+  constructor(f: OAuthCallFailure) {
+    super(f.message);
+    this.failure = f;
+  }
+}
+
+class RefusedRefresh extends Error {}
+
+async function openConnection(key: CryptoKey, sealed: string, team: string, row: StoredRemoteServer): Promise<OAuthConnectionSecret | null> {
+  const opened = await openSecret(key, sealed, oauthConnectionAad(team, row.id, row.url));
+  if (!opened.ok) return null;
+  try {
+    const r = OAuthConnectionSecret.safeParse(JSON.parse(opened.value));
+    return r.success ? r.data : null;
+  } catch {
+    return null;
+  }
+}
+
+/** A refusal the authorization server answered (invalid_grant, invalid_client, …), as opposed to a failure that may pass. */
+function isOAuthError(e: unknown): boolean {
+  return e instanceof OAuthError && e.code !== OAuthErrorCode.ServerError;
+}
+
+function redact(e: unknown, secrets: string[]): string {
+  let m = e instanceof Error ? e.message : String(e);
+  for (const s of secrets) if (s.length >= 4) m = m.split(s).join('[redacted]');
+  return m.slice(0, 500);
+}
