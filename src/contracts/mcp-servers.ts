@@ -70,8 +70,8 @@ const RESERVED_HEADERS = new Set([
 ]);
 
 /** How the gateway authenticates to a server: the registered headers only, or an OAuth connection as well. */
-export const RemoteServerAuth = z.enum(['headers', 'oauth']);
-export type RemoteServerAuth = z.infer<typeof RemoteServerAuth>;
+const RemoteServerAuth = z.enum(['headers', 'oauth']);
+type RemoteServerAuth = z.infer<typeof RemoteServerAuth>;
 
 /**
  * What an admin registers: the server's MCP endpoint, the headers sent with every request to it, and

@@ -23,7 +23,7 @@ export const OAUTH_PENDING_MAX = 20;
 export const OAUTH_REFRESH_MARGIN_MS = 60_000;
 
 /** A connection's state as admins see it. `expired`: the last refresh was refused; an admin reconnects. */
-export type OAuthConnectionState = 'not_connected' | 'connected' | 'expired';
+type OAuthConnectionState = 'not_connected' | 'connected' | 'expired';
 
 /** What admins see of a server's OAuth connection: never a token, a client secret or a verifier. */
 export interface OAuthConnectionView {

@@ -125,7 +125,7 @@ export async function finishConnect(
 }
 
 /** When an access token expires, from the `expires_in` the authorization server gave with it (null: it did not say). */
-export function expiresAtOf(tokens: { expires_in?: number | undefined }): number | null {
+function expiresAtOf(tokens: { expires_in?: number | undefined }): number | null {
   return typeof tokens.expires_in === 'number' && Number.isFinite(tokens.expires_in) ? Date.now() + tokens.expires_in * 1000 : null;
 }
 
