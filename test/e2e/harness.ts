@@ -141,6 +141,13 @@ export async function applyMigrations(persist: string): Promise<void> {
   if (m.code !== 0) throw new Error(`migrations failed:\n${m.out}`);
 }
 
+/** A migrated local D1 in `persist`: a copy of the run's template when there is one, else the migrations applied. */
+export async function prepareD1(persist: string): Promise<void> {
+  const template = process.env[D1_TEMPLATE_ENV];
+  if (template && existsSync(template)) cpSync(template, persist, { recursive: true });
+  else await applyMigrations(persist);
+}
+
 export async function startGateway(opts: GatewayOptions = {}): Promise<Gateway> {
   const stateDir = mkdtempSync(join(tmpdir(), 'gatehouse-gw-'));
   const signingKey = await generateSigningKey();
@@ -165,9 +172,7 @@ export async function startGateway(opts: GatewayOptions = {}): Promise<Gateway> 
     CLOUDFLARE_CF_FETCH_ENABLED: 'false',
   };
   if (!opts.skipMigrations) {
-    const template = process.env[D1_TEMPLATE_ENV];
-    if (template && existsSync(template)) cpSync(template, persist, { recursive: true });
-    else await applyMigrations(persist);
+    await prepareD1(persist);
   }
   if (opts.beforeStart) await opts.beforeStart(persist);
   // freePort() can hand the same port to two test files running in parallel (or another process

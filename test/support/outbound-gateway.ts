@@ -7,13 +7,12 @@
  * public-looking host; everything inside the Worker (the compatibility flag, client-metadata.ts's
  * checks, the provider's own rules) runs as deployed.
  */
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { unstable_startWorker } from 'wrangler';
 import { generateSigningKey, mintToken } from '../../src/auth/mint.ts';
-import { ROOT, freePort } from '../e2e/harness.ts';
+import { ROOT, freePort, prepareD1 } from '../e2e/harness.ts';
 
 export interface OutboundGateway {
   url: string;
@@ -29,12 +28,7 @@ export async function startOutboundGateway(outbound: (req: Request) => Response 
   const envFile = join(stateDir, '.dev.vars');
   writeFileSync(envFile, `GATEHOUSE_SIGNING_KEY='${signingKey}'\nHEARTBEAT_MS='1000'\n`);
   Object.assign(process.env, { WRANGLER_SEND_METRICS: 'false', CLOUDFLARE_CF_FETCH_ENABLED: 'false', NO_COLOR: '1' });
-  const env = { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH}`, CI: 'true' };
-  execFileSync(join(ROOT, 'node_modules/.bin/wrangler'), ['d1', 'migrations', 'apply', 'DB', '--local', '--persist-to', persist], {
-    cwd: ROOT,
-    env,
-    stdio: 'pipe',
-  });
+  await prepareD1(persist);
   const port = await freePort();
   const worker = await unstable_startWorker({
     config: join(ROOT, 'wrangler.toml'),
