@@ -84,14 +84,9 @@ export class Jobs implements Wakes {
         // Refused before a job row exists: the call's audit row is written here, with the reason.
         this.parts.audit.record(
           {
-            ...req.audit,
-            team,
-            subject: req.subject,
-            tokenId: req.tokenId,
-            tool: req.tool,
+            ...callAudit(req, team),
             decision: 'failed',
             reason: [req.audit.reason, `${placed.error.code}: ${placed.error.message}`].filter(Boolean).join('; '),
-            jobId: req.spec.jobId,
             exitStatus: 'refused',
           },
           now,
@@ -125,20 +120,7 @@ export class Jobs implements Wakes {
       startOn: startOn ?? undefined,
     });
     if (row) {
-      this.parts.audit.record(
-        {
-          ...req.audit,
-          team,
-          subject: req.subject,
-          tokenId: req.tokenId,
-          tool: req.tool,
-          decision: 'allowed',
-          jobId: req.spec.jobId,
-          exitStatus: 'queued',
-        },
-        now,
-        auditId,
-      );
+      this.parts.audit.record({ ...callAudit(req, team), decision: 'allowed', exitStatus: 'queued' }, now, auditId);
     }
     // A job id it has already: the submit was sent again (its answer lost), and the job is as it stands.
     if (!row) return answerFor(this.rows.get(req.spec.jobId)!);
@@ -392,4 +374,9 @@ function answerFor(row: JobRow): SubmitAnswer {
     return { ok: false, code: asErrorCode(row.error_code ?? row.state, 'internal'), message: row.error_message ?? `job ${row.state}` };
   }
   return { ok: true, jobId: row.id, state: 'running', agentId: row.agent };
+}
+
+/** The audit fields every row of a submitted call carries: who called which tool, for which job. */
+function callAudit(req: DispatchRequest, team: string) {
+  return { ...req.audit, team, subject: req.subject, tokenId: req.tokenId, tool: req.tool, jobId: req.spec.jobId };
 }
