@@ -34,10 +34,11 @@ describe('.mcp.json', () => {
 });
 
 describe('a remote server registration', () => {
-  it('takes an http(s) URL and headers', () => {
+  it('takes an http(s) URL and headers (authenticating with those headers alone unless it says oauth)', () => {
     expect(RemoteServerInput.parse({ url: 'https://mcp.example.com/mcp', headers: { Authorization: 'Bearer x' } })).toEqual({
       url: 'https://mcp.example.com/mcp',
       headers: { Authorization: 'Bearer x' },
+      auth: 'headers',
     });
   });
 
