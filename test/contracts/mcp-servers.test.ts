@@ -38,7 +38,22 @@ describe('a remote server registration', () => {
     expect(RemoteServerInput.parse({ url: 'https://mcp.example.com/mcp', headers: { Authorization: 'Bearer x' } })).toEqual({
       url: 'https://mcp.example.com/mcp',
       headers: { Authorization: 'Bearer x' },
+      auth: 'headers',
     });
+  });
+
+  it('takes auth "oauth" with scopes, without an Authorization header (the gateway sets it)', () => {
+    expect(RemoteServerInput.parse({ url: 'https://mcp.example.com/mcp', auth: 'oauth', scope: 'read write' })).toEqual({
+      url: 'https://mcp.example.com/mcp',
+      headers: {},
+      auth: 'oauth',
+      scope: 'read write',
+    });
+    expect(RemoteServerInput.safeParse({ url: 'https://x/', auth: 'oauth', headers: { authorization: 'Bearer x' } }).error?.issues[0]?.message).toMatch(
+      /sends the Authorization header itself/,
+    );
+    expect(RemoteServerInput.safeParse({ url: 'https://x/', scope: 'read' }).error?.issues[0]?.message).toMatch(/scope is for auth "oauth"/);
+    expect(RemoteServerInput.safeParse({ url: 'https://x/', auth: 'oauth', scope: 'a\u0022b' }).success).toBe(false);
   });
 
   it('refuses credentials in the URL, other schemes and headers the transport owns', () => {
