@@ -23,12 +23,16 @@ export async function saveOAuthConnection(env: Env, team: string, o: Op<'connect
   await teamStub(env, team).remoteOAuth({ op: 'connect', ...o, now: Date.now() });
 }
 
-export async function saveRefreshedOAuth(env: Env, team: string, o: Op<'refreshed'>): Promise<void> {
-  await teamStub(env, team).remoteOAuth({ op: 'refreshed', ...o, now: Date.now() });
+/** Saves refreshed tokens if the connection still holds `previous` (the sealed value the refresh started from); false if not. */
+export async function saveRefreshedOAuth(env: Env, team: string, o: Op<'refreshed'>): Promise<boolean> {
+  const r = await teamStub(env, team).remoteOAuth({ op: 'refreshed', ...o, now: Date.now() });
+  return r.op === 'refreshed' && r.changed;
 }
 
-export async function expireOAuth(env: Env, team: string, serverId: string): Promise<void> {
-  await teamStub(env, team).remoteOAuth({ op: 'expire', serverId, now: Date.now() });
+/** Marks the connection expired if it still holds `previous`; false if another refresh or a reconnect replaced it. */
+export async function expireOAuth(env: Env, team: string, serverId: string, previous: string): Promise<boolean> {
+  const r = await teamStub(env, team).remoteOAuth({ op: 'expire', serverId, previous, now: Date.now() });
+  return r.op === 'expire' && r.changed;
 }
 
 export async function oauthConnection(env: Env, team: string, serverId: string): Promise<StoredOAuthConnection | null> {

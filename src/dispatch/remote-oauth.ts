@@ -42,8 +42,8 @@ export type RemoteOAuthOp =
   | { op: 'begin'; serverId: string; nonceSha256: string; sealed: string; now: number; expiresAt: number }
   | { op: 'take'; nonceSha256: string; now: number }
   | { op: 'connect'; serverId: string; sealed: string; expiresAt: number | null; scope: string | null; by: string; now: number }
-  | { op: 'refreshed'; serverId: string; sealed: string; expiresAt: number | null; scope: string | null; now: number }
-  | { op: 'expire'; serverId: string; now: number }
+  | { op: 'refreshed'; serverId: string; previous: string; sealed: string; expiresAt: number | null; scope: string | null; now: number }
+  | { op: 'expire'; serverId: string; previous: string; now: number }
   | { op: 'get'; serverId: string }
   | { op: 'views' }
   | { op: 'drop'; serverId: string };
@@ -98,23 +98,33 @@ export class RemoteOAuth {
           o.now,
         );
         return { op: 'connect', changed: true };
+      // Both only if the row still holds the tokens the refresh started from (`previous`): a refresh that lost a race
+      // with another (or with an admin reconnecting) neither overwrites the newer tokens nor expires them.
       case 'refreshed':
         return {
           op: 'refreshed',
           changed:
             sql.exec(
-              `UPDATE remote_mcp_oauth_connections SET sealed = ?, state = 'connected', expires_at = ?, scope = COALESCE(?, scope), updated_at = ? WHERE server_id = ?`,
+              `UPDATE remote_mcp_oauth_connections SET sealed = ?, state = 'connected', expires_at = ?, scope = COALESCE(?, scope), updated_at = ?
+               WHERE server_id = ? AND sealed = ?`,
               o.sealed,
               o.expiresAt,
               o.scope,
               o.now,
               o.serverId,
+              o.previous,
             ).rowsWritten > 0,
         };
       case 'expire':
         return {
           op: 'expire',
-          changed: sql.exec(`UPDATE remote_mcp_oauth_connections SET state = 'expired', updated_at = ? WHERE server_id = ?`, o.now, o.serverId).rowsWritten > 0,
+          changed:
+            sql.exec(
+              `UPDATE remote_mcp_oauth_connections SET state = 'expired', updated_at = ? WHERE server_id = ? AND sealed = ?`,
+              o.now,
+              o.serverId,
+              o.previous,
+            ).rowsWritten > 0,
         };
       case 'get':
         return { op: 'get', connection: this.get(o.serverId) };

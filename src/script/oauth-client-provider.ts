@@ -120,7 +120,15 @@ export const oauthFetch: FetchLike = async (url, init) => {
     } catch {
       // An unreadable Location names no origin.
     }
-    throw new Error(`${new URL(String(url)).origin} answered an OAuth request with a redirect (${res.status}) to ${where}; not followed`);
+    throw new RedirectRefused(`${new URL(String(url)).origin} answered an OAuth request with a redirect (${res.status}) to ${where}; not followed`);
   }
   return res;
 };
+
+/**
+ * A refused redirect, thrown as the network failure it stands for: the SDK's discovery treats any other error
+ * in the protected-resource metadata step as "no metadata" and carries on with the MCP server's own origin as the
+ * authorization server, so the admin would read about a failed registration there instead of about the redirect.
+ * A TypeError (what `fetch` throws when it cannot reach a server) stops the flow with this message.
+ */
+class RedirectRefused extends TypeError {}

@@ -4,6 +4,12 @@
  * refreshed, then the transport retries once). A refresh uses the SDK's `refreshAuthorization` against the
  * authorization server discovered when an admin connected; the new tokens are sealed back into the team's
  * object. A refused refresh marks the connection expired: every call then fails with the reconnect message.
+ *
+ * Requests of one connection go out together (`notifications/initialized` and the event-stream GET): they
+ * share one refresh, since a second one would spend the refresh token the first already rotated, and be
+ * refused. Another script refreshing the same connection at the same time is the team's object's concern:
+ * tokens are saved, and a connection expired, only if it still holds the tokens the refresh started from
+ * (src/dispatch/remote-oauth.ts); the loser of that race takes the winner's tokens.
  */
 import { OAuthError, OAuthErrorCode, refreshAuthorization, type AuthProvider, type AuthorizationServerMetadata } from '@modelcontextprotocol/client';
 import type { Env } from '../env.ts';
@@ -12,11 +18,18 @@ import { OAUTH_REFRESH_MARGIN_MS, OAuthConnectionSecret, oauthConnectionAad, oau
 import { openSecret, sealSecret, secretsKey } from '../platform/secret-box.ts';
 import { expireOAuth, oauthConnection, saveRefreshedOAuth } from '../dispatch/remote-oauth-client.ts';
 import { oauthFetch } from './oauth-client-provider.ts';
+import { redactSecrets } from './redact.ts';
 
 export type OAuthCallFailure = { code: 'oauth_not_connected' | 'oauth_expired' | 'config_error' | 'upstream_error'; message: string };
 
-/** Subrequests an OAuth server adds to a connection: reading the connection, and a refresh (token request, saving it). */
-export const OAUTH_CONNECT_SUBREQUESTS = 3;
+/** How long a refused refresh waits for a concurrent one's tokens before it tells the script the connection expired. */
+const RACE_GRACE_MS = 1000;
+
+/**
+ * Subrequests an OAuth server adds to a connection: reading the connection, and a refresh: the token request, then
+ * saving the tokens, or (refused) reading the connection again, expiring it and reading it once more.
+ */
+export const OAUTH_CONNECT_SUBREQUESTS = 5;
 
 export class OAuthCallAuth implements AuthProvider {
   readonly #env: Env;
@@ -26,6 +39,10 @@ export class OAuthCallAuth implements AuthProvider {
   #sealed: string;
   #conn: OAuthConnectionSecret;
   #expiresAt: number | null;
+  /** The refresh under way, which every request of the connection waits for. */
+  #refreshing: Promise<void> | undefined;
+  /** Every credential this connection has held (a refresh replaces them, a server may still echo an old one). */
+  readonly #held = new Set<string>();
   /** Why the connection cannot be used; set once a refresh is refused, then every use fails with it. */
   failure: OAuthCallFailure | undefined;
 
@@ -37,6 +54,7 @@ export class OAuthCallAuth implements AuthProvider {
     this.#sealed = sealed;
     this.#conn = conn;
     this.#expiresAt = expiresAt;
+    this.hold(conn);
   }
 
   /** The server's connection, opened; a failure carries the message a script sees. */
@@ -51,22 +69,19 @@ export class OAuthCallAuth implements AuthProvider {
       return {
         ok: false,
         code: 'config_error',
-        message: `servers.${row.id}: its OAuth connection does not open with GATEHOUSE_SECRETS_KEY; an admin reconnects with gatehouse servers connect ${row.id}`,
+        message: `its OAuth connection does not open with GATEHOUSE_SECRETS_KEY; an admin reconnects with gatehouse servers connect ${row.id}`,
       };
     return { ok: true, auth: new OAuthCallAuth(env, team, row, key.value, stored.sealed, conn, stored.expiresAt) };
   }
 
-  /** Every credential this connection holds, for cutting out of any error text. */
+  /** Every credential this connection has held, for cutting out of any error text. */
   secrets(): string[] {
-    const c = this.#conn;
-    return [c.tokens.access_token, c.tokens.refresh_token, (c.clientInformation as { client_secret?: string }).client_secret].filter(
-      (s): s is string => typeof s === 'string',
-    );
+    return [...this.#held];
   }
 
   async token(): Promise<string | undefined> {
     if (this.failure) throw new OAuthConnectionError(this.failure);
-    if (this.#expiresAt !== null && this.#expiresAt - OAUTH_REFRESH_MARGIN_MS <= Date.now()) await this.refresh();
+    if (this.#refreshing || this.dueForRefresh()) await this.refresh();
     return this.#conn.tokens.access_token;
   }
 
@@ -74,7 +89,29 @@ export class OAuthCallAuth implements AuthProvider {
     await this.refresh();
   }
 
-  private async refresh(): Promise<void> {
+  /**
+   * Whether the access token is close enough to its expiry to be refreshed before it is sent: within
+   * OAUTH_REFRESH_MARGIN_MS, or half its lifetime if that is shorter (a token good for 30 s is not stale the
+   * moment it arrives, which would refresh it before every request).
+   */
+  private dueForRefresh(): boolean {
+    if (this.#expiresAt === null) return false;
+    const lifetime = this.#conn.tokens.expires_in;
+    const margin = typeof lifetime === 'number' && lifetime > 0 ? Math.min(OAUTH_REFRESH_MARGIN_MS, (lifetime * 1000) / 2) : OAUTH_REFRESH_MARGIN_MS;
+    return this.#expiresAt - margin <= Date.now();
+  }
+
+  /** The refresh under way, or a new one: concurrent requests share it. */
+  private refresh(): Promise<void> {
+    this.#refreshing ??= this.refreshOnce().finally(() => {
+      this.#refreshing = undefined;
+    });
+    return this.#refreshing;
+  }
+
+  private async refreshOnce(): Promise<void> {
+    if (this.failure) throw new OAuthConnectionError(this.failure);
+    const from = this.#sealed;
     const refreshToken = this.#conn.tokens.refresh_token;
     const d = this.#conn.discoveryState;
     let tokens: Awaited<ReturnType<typeof refreshAuthorization>>;
@@ -88,19 +125,27 @@ export class OAuthCallAuth implements AuthProvider {
         fetchFn: oauthFetch,
       });
     } catch (e) {
-      // Another call may have refreshed (and rotated the refresh token) meanwhile: take its tokens if so.
+      // Another script may have refreshed (and rotated the refresh token) meanwhile: take its tokens if so.
       if (await this.adoptNewer()) return;
       const refused = e instanceof RefusedRefresh || isOAuthError(e);
-      if (refused) await expireOAuth(this.#env, this.#team, this.#row.id).catch(() => undefined);
+      if (refused) {
+        // Expired only if the row still holds the tokens this refresh started from. The refusal may be the rotation
+        // of another script's refresh whose tokens are still being saved (which makes the row connected again): a
+        // moment's wait, then its tokens are taken if they came.
+        if (await expireOAuth(this.#env, this.#team, this.#row.id, from).catch(() => true)) await new Promise((r) => setTimeout(r, RACE_GRACE_MS));
+        if (await this.adoptNewer()) return;
+      }
       this.failure = refused
         ? { code: 'oauth_expired', message: oauthReconnectMessage(this.#row.id, 'expired') }
-        : { code: 'upstream_error', message: `servers.${this.#row.id}: could not refresh its OAuth token: ${redact(e, this.secrets())}` };
+        : { code: 'upstream_error', message: `could not refresh its OAuth token: ${redact(e, this.secrets())}` };
       throw new OAuthConnectionError(this.failure);
     }
     const next: OAuthConnectionSecret = { ...this.#conn, tokens: { ...tokens, refresh_token: tokens.refresh_token ?? refreshToken } };
+    this.hold(next);
     const sealed = await sealSecret(this.#key, JSON.stringify(next), oauthConnectionAad(this.#team, this.#row.id, this.#row.url));
     const expiresAt = typeof tokens.expires_in === 'number' ? Date.now() + tokens.expires_in * 1000 : null;
-    await saveRefreshedOAuth(this.#env, this.#team, { serverId: this.#row.id, sealed, expiresAt, scope: tokens.scope ?? null });
+    // Not saved if an admin reconnected (or another script refreshed) meanwhile: these tokens still serve this script.
+    await saveRefreshedOAuth(this.#env, this.#team, { serverId: this.#row.id, previous: from, sealed, expiresAt, scope: tokens.scope ?? null });
     this.#conn = next;
     this.#sealed = sealed;
     this.#expiresAt = expiresAt;
@@ -111,10 +156,16 @@ export class OAuthCallAuth implements AuthProvider {
     if (stored?.state !== 'connected' || stored.sealed === this.#sealed) return false;
     const conn = await openConnection(this.#key, stored.sealed, this.#team, this.#row);
     if (!conn) return false;
+    this.hold(conn);
     this.#conn = conn;
     this.#sealed = stored.sealed;
     this.#expiresAt = stored.expiresAt;
     return true;
+  }
+
+  private hold(c: OAuthConnectionSecret): void {
+    for (const s of [c.tokens.access_token, c.tokens.refresh_token, (c.clientInformation as { client_secret?: unknown }).client_secret])
+      if (typeof s === 'string' && s) this.#held.add(s);
   }
 }
 
@@ -146,7 +197,5 @@ function isOAuthError(e: unknown): boolean {
 }
 
 function redact(e: unknown, secrets: string[]): string {
-  let m = e instanceof Error ? e.message : String(e);
-  for (const s of secrets) if (s.length >= 4) m = m.split(s).join('[redacted]');
-  return m.slice(0, 500);
+  return redactSecrets(e instanceof Error ? e.message : String(e), secrets).slice(0, 500);
 }

@@ -46,7 +46,12 @@ export async function beginConnect(
     const r = await auth(provider, { serverUrl: row.url, ...(row.scope ? { scope: row.scope } : {}), fetchFn: oauthFetch });
     if (r !== 'REDIRECT' || !provider.authorizationUrl) throw new Error('the authorization server issued tokens without a person signing in');
   } catch (e) {
-    return { ok: false, code: 'upstream_error', message: `servers.${row.id}: could not start OAuth with ${new URL(row.url).origin}: ${describe(e)}` };
+    const clientSecret = (provider.clientInformation() as { client_secret?: string } | undefined)?.client_secret;
+    return {
+      ok: false,
+      code: 'upstream_error',
+      message: `servers.${row.id}: could not start OAuth with ${new URL(row.url).origin}: ${describe(e, [clientSecret])}`,
+    };
   }
   const pending: OAuthPendingSecret = {
     codeVerifier: provider.codeVerifier(),
@@ -103,7 +108,9 @@ export async function finishConnect(
   try {
     await auth(provider, { serverUrl: row.url, authorizationCode: q.code, ...(q.iss ? { iss: q.iss } : {}), fetchFn: oauthFetch });
   } catch (e) {
-    return { ok: false, code: 'upstream_error', message: `servers.${server}: the token exchange failed: ${describe(e, { code: q.code })}` };
+    // The token endpoint may repeat the request in its error: the code, the verifier and the client secret are cut out.
+    const sent = [q.code, seed.data.codeVerifier, (seed.data.clientInformation as { client_secret?: string }).client_secret];
+    return { ok: false, code: 'upstream_error', message: `servers.${server}: the token exchange failed: ${describe(e, sent)}` };
   }
   const tokens = provider.tokens();
   if (!tokens) return { ok: false, code: 'upstream_error', message: `servers.${server}: the authorization server answered no tokens` };

@@ -8,6 +8,7 @@ import type { Env } from '../env.ts';
 import { remoteHeadersAad, type StoredRemoteServer } from '../contracts/mcp-servers.ts';
 import { openSecret, secretsKey } from '../platform/secret-box.ts';
 import { OAuthCallAuth, OAuthConnectionError, type OAuthCallFailure } from './remote-oauth-call.ts';
+import { redactSecrets } from './redact.ts';
 
 /** A connection: its client, and what must never appear in an error (header values, tokens). */
 export type RemoteOpen =
@@ -59,8 +60,8 @@ export function oauthFailureOf(e: unknown): OAuthCallFailure | undefined {
 }
 
 /** An error's message with every secret value cut out (a server may echo what it was sent). */
-export function describe(e: unknown, secrets: Record<string, string> | string[] = []): string {
-  let m = e instanceof Error ? e.message : String(e);
-  for (const v of Array.isArray(secrets) ? secrets : Object.values(secrets)) if (v.length >= 4) m = m.split(v).join('[redacted]');
-  return m.slice(0, 1000);
+export function describe(e: unknown, secrets: Record<string, string> | Array<string | undefined> = []): string {
+  const m = e instanceof Error ? e.message : String(e);
+  const values = (Array.isArray(secrets) ? secrets : Object.values(secrets)).filter((v): v is string => typeof v === 'string');
+  return redactSecrets(m, values).slice(0, 1000);
 }

@@ -103,8 +103,7 @@ export class ScriptServers {
     const started = Date.now();
     const conn = await this.connect(req.server, entry);
     if (!conn.ok) {
-      // The OAuth messages name the server themselves (`servers.<id>: OAuth connection expired; …`).
-      const message = conn.error.code.startsWith('oauth_') ? conn.error.message : `${what}: ${conn.error.message}`;
+      const message = named(what, conn.error);
       await this.audit(req.server, tool, req, 'failed', message, Date.now() - started);
       return fail(conn.error.code, message);
     }
@@ -133,7 +132,7 @@ export class ScriptServers {
       const stop = conn.conn.stopped?.();
       // A connection whose OAuth refresh was refused says so in the reconnect message, whatever the transport threw.
       const oauthFailure = oauthFailureOf(e) ?? conn.conn.oauthFailure();
-      const message = stop ? `${what}: ${stop.message}` : oauthFailure ? oauthFailure.message : `${what}: ${describe(e, conn.conn.secrets())}`;
+      const message = stop ? `${what}: ${stop.message}` : oauthFailure ? named(what, oauthFailure) : `${what}: ${describe(e, conn.conn.secrets())}`;
       await this.audit(req.server, tool, req, 'failed', message, Date.now() - started, 'failure');
       return fail(stop?.code ?? oauthFailure?.code ?? 'upstream_error', message);
     }
@@ -242,6 +241,11 @@ export class ScriptServers {
       ...(exitStatus ? { exitStatus } : {}),
     }).catch(() => null);
   }
+}
+
+/** A failure's message for the script: the OAuth ones name the server themselves (`servers.<id>: OAuth connection expired; …`). */
+function named(what: string, f: { code: string; message: string }): string {
+  return f.code.startsWith('oauth_') ? f.message : `${what}: ${f.message}`;
 }
 
 function fail(code: string, message: string): Failure {

@@ -42,6 +42,20 @@ describe('a remote server registration', () => {
     });
   });
 
+  it('takes auth "oauth" with scopes, without an Authorization header (the gateway sets it)', () => {
+    expect(RemoteServerInput.parse({ url: 'https://mcp.example.com/mcp', auth: 'oauth', scope: 'read write' })).toEqual({
+      url: 'https://mcp.example.com/mcp',
+      headers: {},
+      auth: 'oauth',
+      scope: 'read write',
+    });
+    expect(RemoteServerInput.safeParse({ url: 'https://x/', auth: 'oauth', headers: { authorization: 'Bearer x' } }).error?.issues[0]?.message).toMatch(
+      /sends the Authorization header itself/,
+    );
+    expect(RemoteServerInput.safeParse({ url: 'https://x/', scope: 'read' }).error?.issues[0]?.message).toMatch(/scope is for auth "oauth"/);
+    expect(RemoteServerInput.safeParse({ url: 'https://x/', auth: 'oauth', scope: 'a\u0022b' }).success).toBe(false);
+  });
+
   it('refuses credentials in the URL, other schemes and headers the transport owns', () => {
     expect(RemoteServerInput.safeParse({ url: 'https://u:p@mcp.example.com/' }).error?.issues[0]?.message).toMatch(/must not carry credentials/);
     expect(RemoteServerInput.safeParse({ url: 'file:///etc/passwd' }).error?.issues[0]?.message).toMatch(/http: or https:/);

@@ -93,9 +93,16 @@ describe('remote servers OAuth capability', () => {
       },
     });
     expect(JSON.stringify(views)).not.toContain('secret');
-    o.apply({ op: 'expire', serverId: 'docs', now: 5 });
+    // Only the tokens a refresh started from are expired or replaced: one that lost a race changes nothing.
+    expect(o.apply({ op: 'expire', serverId: 'docs', previous: 'v1.older.z', now: 5 })).toEqual({ op: 'expire', changed: false });
+    expect(o.apply({ op: 'get', serverId: 'docs' })).toMatchObject({ connection: { state: 'connected' } });
+    expect(o.apply({ op: 'expire', serverId: 'docs', previous: 'v1.secret.x', now: 5 })).toEqual({ op: 'expire', changed: true });
     expect(o.apply({ op: 'get', serverId: 'docs' })).toMatchObject({ connection: { state: 'expired' } });
-    o.apply({ op: 'refreshed', serverId: 'docs', sealed: 'v1.new.y', expiresAt: null, scope: null, now: 6 });
+    expect(o.apply({ op: 'refreshed', serverId: 'docs', previous: 'v1.older.z', sealed: 'v1.stale.w', expiresAt: null, scope: null, now: 6 })).toEqual({
+      op: 'refreshed',
+      changed: false,
+    });
+    o.apply({ op: 'refreshed', serverId: 'docs', previous: 'v1.secret.x', sealed: 'v1.new.y', expiresAt: null, scope: null, now: 6 });
     expect(o.apply({ op: 'get', serverId: 'docs' })).toMatchObject({ connection: { state: 'connected', sealed: 'v1.new.y', expiresAt: null } });
     expect(o.drop('docs')).toBe(true);
     expect(o.apply({ op: 'get', serverId: 'docs' })).toEqual({ op: 'get', connection: null });
