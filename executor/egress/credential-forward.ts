@@ -88,8 +88,12 @@ function forwardOne(
     const h: Record<string, string | string[]> = {};
     for (const [k, x] of Object.entries(r.headers)) if (x !== undefined && !RESPONSE_HOP_BY_HOP.has(k)) h[k] = x;
     res.writeHead(r.statusCode ?? 502, r.statusMessage, h);
+    // Held back while the job reads slowly: a download never piles up in the agent's memory.
     r.on('data', (d: Buffer) => {
-      if (gate.count(conn, 'down', d.length)) res.write(d);
+      if (gate.count(conn, 'down', d.length) && !res.write(d)) {
+        r.pause();
+        res.once('drain', () => r.resume());
+      }
     });
     r.on('end', () => res.end());
     r.on('error', () => res.destroy());

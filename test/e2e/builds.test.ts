@@ -14,8 +14,7 @@
  * (skipped outside CI when missing).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chmodSync, cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { createServer, type Server } from 'node:https';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -25,6 +24,9 @@ import { PRESETS } from '../../src/policy/presets.ts';
 import { presetHosts } from '../../src/policy/network-presets.ts';
 import { TRUST_ENV_NAMES } from '../../executor/sandbox/trusted-cas.ts';
 import { makePrivateCa, openSslAvailable, type PrivateCa } from '../support/private-ca.ts';
+import type { PrivateHttps } from '../support/private-https.ts';
+import { NPM_CI, startTarballRegistry } from '../support/tarball-registry.ts';
+import { prepareWorkspace } from '../support/e2e-jobs.ts';
 
 type S = Record<string, any>;
 
@@ -41,8 +43,6 @@ const REGISTRY_HOST = 'registry.npmjs.org';
 const JOB_MS = 300_000;
 /** This agent's own ceiling on timeouts (below the preset's maximum, so the agent's notice shows too). */
 const AGENT_MAX_TIMEOUT_MS = 300_000;
-/** No audit or funding calls; a failed fetch fails soon instead of retrying for minutes. */
-const NPM_CI = ['ci', '--no-audit', '--no-fund', '--fetch-retries=0', '--fetch-timeout=30000'];
 /** The one shell string the test's policy adds to `builds`: what the job sees of its trust variables and bundle. */
 const SHOW_TRUST = `printenv ${TRUST_ENV_NAMES.join(' ')}; tail -c 4000 "$SSL_CERT_FILE"`;
 
@@ -56,15 +56,7 @@ type Place = (typeof PLACES)[number];
 const placeArgs = (p: Place): S => ({ workspace: p });
 const placeDir = (p: Place) => join(stateDir, 'workspaces', p);
 const installed = (p: Place, pkg: string) => join(placeDir(p), 'node_modules', pkg, 'index.js');
-async function preparePlace(p: Place): Promise<void> {
-  const made = await call(client, 'execute', { command: 'true', workspace: p }, JOB_MS);
-  expect((made.s as S).exit_code, `workspace ${p}: ${made.t}`).toBe(0);
-  const dir = placeDir(p);
-  for (const name of readdirSync(dir)) rmSync(join(dir, name), { recursive: true, force: true });
-  cpSync(join(FIXTURE, 'app'), dir, { recursive: true });
-  // The job runs as an unprivileged user in the sandbox: it writes node_modules here.
-  chmodSync(dir, 0o777);
-}
+const preparePlace = (p: Place) => prepareWorkspace(client, stateDir, p, join(FIXTURE, 'app'), JOB_MS);
 
 /** The test team's policy: the `builds` preset as shipped, plus the one shell string SHOW_TRUST. */
 const teamPolicy = (patch: S = {}) => ({
@@ -74,25 +66,11 @@ const teamPolicy = (patch: S = {}) => ({
   ...patch,
 });
 
-/** An HTTPS npm registry on 127.0.0.1 serving the fixture's two tarballs, with a certificate from the private CA. */
-async function privateRegistry(ca: PrivateCa): Promise<{ port: number; requests: string[]; server: Server }> {
-  const requests: string[] = [];
-  const server = createServer({ cert: ca.cert, key: ca.key }, (req, res) => {
-    requests.push(`${req.method} ${req.url} sni=${(req.socket as { servername?: string }).servername}`);
-    const m = /^\/(tiny-[ab])\/-\/(tiny-[ab]-1\.0\.0\.tgz)$/.exec(req.url ?? '');
-    if (m && existsSync(join(FIXTURE, 'registry', m[2]))) {
-      res.writeHead(200, { 'content-type': 'application/octet-stream' }).end(readFileSync(join(FIXTURE, 'registry', m[2])));
-    } else res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"not found"}');
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return { port: (server.address() as { port: number }).port, requests, server };
-}
-
 let gw: Gateway;
 let client: Client;
 let agent: AgentProcess;
 let ca: PrivateCa;
-let registry: Awaited<ReturnType<typeof privateRegistry>>;
+let registry: PrivateHttps;
 let root: string;
 let stateDir: string;
 
@@ -100,7 +78,7 @@ maybe('builds: npm ci under the builds preset, from a registry a private CA cert
   beforeAll(async () => {
     expect(presetHosts('package-registries'), 'the preset lists the npm registry').toContain(REGISTRY_HOST);
     ca = makePrivateCa([REGISTRY_HOST]);
-    registry = await privateRegistry(ca);
+    registry = await startTarballRegistry(ca, join(FIXTURE, 'registry'));
     root = mkdtempSync(join(tmpdir(), 'gatehouse-builds-ws-'));
     stateDir = mkdtempSync(join(tmpdir(), 'gatehouse-builds-state-'));
     chmodSync(root, 0o777);
@@ -123,7 +101,7 @@ maybe('builds: npm ci under the builds preset, from a registry a private CA cert
     await client?.close();
     await agent?.stop();
     await gw?.stop();
-    await new Promise((r) => registry?.server.close(r));
+    await registry?.close();
     ca?.remove();
     if (root) rmSync(root, { recursive: true, force: true });
     if (stateDir) rmSync(stateDir, { recursive: true, force: true });
@@ -146,7 +124,8 @@ maybe('builds: npm ci under the builds preset, from a registry a private CA cert
       }
       // Each sandbox has its own npm cache: each build fetched both tarballs, over TLS for the registry's name.
       for (const t of ['tiny-a', 'tiny-b']) {
-        expect(registry.requests.filter((q) => q === `GET /${t}/-/${t}-1.0.0.tgz sni=${REGISTRY_HOST}`).length).toBeGreaterThanOrEqual(2);
+        const fetched = registry.seen.filter((q) => q.method === 'GET' && q.url === `/${t}/-/${t}-1.0.0.tgz` && q.sni === REGISTRY_HOST);
+        expect(fetched.length).toBeGreaterThanOrEqual(2);
       }
     },
     JOB_MS,
@@ -217,14 +196,14 @@ maybe('builds: npm ci under the builds preset, from a registry a private CA cert
       const rules = PRESETS.builds.policy.rules.map((rule) => ({ ...rule, network: { mode: 'off' } }));
       await gw.putPolicy(TEAM, teamPolicy({ rules }));
       await preparePlace(PLACES[0]);
-      const before = registry.requests.length;
+      const before = registry.seen.length;
       const r = await call(client, 'execute', { command: 'npm', args: NPM_CI, ...placeArgs(PLACES[0]), timeout_ms: 120_000 }, JOB_MS);
       const s = r.s as S;
       expect(s.exit_code, r.t).not.toBe(0);
       expect(s.notices).toContain(
         'the job had no network: rules[0].network.mode is "off" in the team policy; to let it reach hosts, set rules[0].network (docs/network.md)',
       );
-      expect(registry.requests.length).toBe(before);
+      expect(registry.seen.length).toBe(before);
     },
     JOB_MS,
   );

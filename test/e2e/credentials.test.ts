@@ -14,14 +14,16 @@
  */
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
 import { runCli } from '../support/cli.ts';
+import { runJob } from '../support/e2e-jobs.ts';
 import { makePrivateCa, openSslAvailable, type PrivateCa } from '../support/private-ca.ts';
+import { type PrivateHttps, startPrivateHttps } from '../support/private-https.ts';
+import { huntScript } from '../support/secret-hunt.ts';
 import { call } from './fleet.ts';
 import { type AgentProcess, type Gateway, hasCommand, startAgent, startGateway } from './harness.ts';
 
@@ -44,13 +46,7 @@ const JOB_MS = 240_000;
 const CURL_BOUND = `curl -sS --max-time 60 https://${BOUND}/repo.git/info/refs`;
 const CURL_UNBOUND = `curl -sS --max-time 60 https://${UNBOUND}/elsewhere`;
 /** Everything a job could read the value from: its env, every process's environ and command line, the files under /. */
-const HUNT = [
-  'env',
-  "for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do tr '\\0' '\\n' < $f; done 2>/dev/null",
-  // /usr is the host's read-only system (no secret there) and slow to read under gVisor; proc, sys and dev are not files.
-  `grep -rIsoh --exclude-dir=proc --exclude-dir=sys --exclude-dir=dev --exclude-dir=usr -e '${MARK}[0-9a-f]*' / | head -n 50`,
-  'echo hunt-done',
-].join('; ');
+const HUNT = huntScript([`${MARK}[0-9a-f]*`]);
 
 const policy = {
   ...DEFAULT_POLICY,
@@ -65,21 +61,16 @@ const policy = {
 };
 
 /** One HTTPS upstream for both names (the private CA's certificate lists both); it records what each request carried. */
-async function upstream(ca: PrivateCa): Promise<{ port: number; seen: { host: string; url: string; authorization?: string }[]; server: Server }> {
-  const seen: { host: string; url: string; authorization?: string }[] = [];
-  const server = createServer({ cert: ca.cert, key: ca.key }, (req, res) => {
-    seen.push({ host: req.headers.host ?? '', url: req.url ?? '', authorization: req.headers.authorization });
-    res.writeHead(200, { 'content-type': 'text/plain' }).end(`upstream-ok ${req.url}\n`);
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return { port: (server.address() as { port: number }).port, seen, server };
-}
+const upstream = (ca: PrivateCa) =>
+  startPrivateHttps(ca, {}, (req, res) => res.writeHead(200, { 'content-type': 'text/plain' }).end(`upstream-ok ${req.url}\n`));
+/** What the upstream saw of requests for `host`. */
+const seenFor = (host: string) => up.seen.filter((x) => x.host === host).map(({ host, url, authorization }) => ({ host, url, authorization }));
 
 let gw: Gateway;
 let client: Client;
 let agent: AgentProcess;
 let ca: PrivateCa;
-let up: Awaited<ReturnType<typeof upstream>>;
+let up: PrivateHttps;
 let root: string;
 let token: string;
 
@@ -92,12 +83,7 @@ const admin = async (method: string, path: string, body?: unknown) => {
   return { status: r.status, text: await r.text() };
 };
 
-/** All a user can see of a job: its result and its status (with the network view). */
-async function run(args: S) {
-  const r = await call(client, 'execute', { timeout_ms: 120_000, ...args }, JOB_MS);
-  const status = r.s.job_id ? await call(client, 'job_status', { job_id: r.s.job_id }) : null;
-  return { ...r, status, seen: JSON.stringify([r.r, status?.r]) };
-}
+const run = (args: S) => runJob(client, args, JOB_MS);
 
 maybe('credentials: added by the egress proxy, never readable by the job', () => {
   beforeAll(async () => {
@@ -126,8 +112,7 @@ maybe('credentials: added by the egress proxy, never readable by the job', () =>
     await client?.close();
     await agent?.stop();
     await gw?.stop();
-    up?.server.closeAllConnections();
-    await new Promise((r) => up?.server.close(r));
+    await up?.close();
     ca?.remove();
     if (root) rmSync(root, { recursive: true, force: true });
   });
@@ -141,9 +126,8 @@ maybe('credentials: added by the egress proxy, never readable by the job', () =>
       outputs.push(r.seen);
       expect(r.s.exit_code, `${r.t}\n--- agent log:\n${agent.logs()}`).toBe(0);
       expect(r.t).toContain('upstream-ok /repo.git/info/refs');
-      expect(up.seen.filter((x) => x.host === BOUND)).toEqual([{ host: BOUND, url: '/repo.git/info/refs', authorization: `Bearer ${VALUE}` }]);
-      const conns = ((r.status?.s as S | undefined)?.network?.connections ?? []) as S[];
-      expect(conns.find((c) => c.host === BOUND)).toMatchObject({ decision: 'allowed', credential: 'GIT_TOKEN' });
+      expect(seenFor(BOUND)).toEqual([{ host: BOUND, url: '/repo.git/info/refs', authorization: `Bearer ${VALUE}` }]);
+      expect(r.connections.find((c) => c.host === BOUND)).toMatchObject({ decision: 'allowed', credential: 'GIT_TOKEN' });
       expect(r.seen).not.toContain(VALUE);
     },
     JOB_MS,
@@ -155,9 +139,8 @@ maybe('credentials: added by the egress proxy, never readable by the job', () =>
       const r = await run({ command: 'curl', args: CURL_UNBOUND.split(' ').slice(1) });
       outputs.push(r.seen);
       expect(r.s.exit_code, r.t).toBe(0);
-      expect(up.seen.filter((x) => x.host === UNBOUND)).toEqual([{ host: UNBOUND, url: '/elsewhere', authorization: undefined }]);
-      const conns = ((r.status?.s as S | undefined)?.network?.connections ?? []) as S[];
-      expect(conns.find((c) => c.host === UNBOUND)?.credential ?? null).toBeNull();
+      expect(seenFor(UNBOUND)).toEqual([{ host: UNBOUND, url: '/elsewhere', authorization: undefined }]);
+      expect(r.connections.find((c) => c.host === UNBOUND)?.credential ?? null).toBeNull();
     },
     JOB_MS,
   );

@@ -4,6 +4,7 @@
  * address and a test dialer sending every connection to that upstream. The job's side is a real TLS client
  * through CONNECT, as curl or npm would be.
  */
+import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { request as httpRequest } from 'node:http';
 import { createServer as createHttpsServer, type Server } from 'node:https';
@@ -18,6 +19,13 @@ import { EgressProxy } from '../../../executor/egress/proxy.ts';
 import type { CredentialBinding, EgressLog, NetworkGrant } from '../../../src/contracts/network.ts';
 
 const PUBLIC = '93.184.216.34';
+/** A response larger than any socket buffer (a git pack, a tarball). */
+const BIG = randomBytes(6 << 20);
+const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+/** A download bigger than every buffer between the upstream and a job that does not read (kernel, TLS, streams). */
+const FLOOD_CHUNK = Buffer.alloc(1 << 20, 7);
+const FLOOD = 96 * FLOOD_CHUNK.length;
+const flood: { sent: number; ended?: Promise<'finished' | 'cut'> } = { sent: 0 };
 const SECRET = 'ghp_TOPSECRET_value_1234';
 const dir = mkdtempSync(join(tmpdir(), 'gh-cred-'));
 /** The upstreams' private CA (the agent host trusts it) and the agent's own CA (the job trusts it). */
@@ -45,7 +53,30 @@ beforeAll(async () => {
   upstream.on('request', (req, res) => {
     seen.push({ host: req.headers.host ?? '', url: req.url ?? '', authorization: req.headers.authorization, remotePort: req.socket.remotePort ?? 0 });
     if (req.url === '/redirect') res.writeHead(302, { location: 'https://other.example.com/landed' }).end();
-    else res.writeHead(200, { 'content-type': 'text/plain' }).end(`ok ${req.url}`);
+    else if (req.url === '/echo') {
+      // What arrived of the body, and how it was framed.
+      const hash = createHash('sha256');
+      let n = 0;
+      req.on('data', (d: Buffer) => {
+        hash.update(d);
+        n += d.length;
+      });
+      req.on('end', () => res.writeHead(200).end(`${n} ${hash.digest('hex')} te=${req.headers['transfer-encoding']} cl=${req.headers['content-length']}`));
+    } else if (req.url === '/big') res.writeHead(200, { 'content-type': 'application/octet-stream' }).end(BIG);
+    else if (req.url === '/flood') {
+      // FLOOD bytes, written as fast as the reader takes them (waiting for 'drain' like any well-behaved server).
+      flood.sent = 0;
+      flood.ended = new Promise((r) => res.once('close', () => r(res.writableFinished ? 'finished' : 'cut')));
+      res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(FLOOD) });
+      const more = () => {
+        while (flood.sent < FLOOD) {
+          flood.sent += FLOOD_CHUNK.length;
+          if (!res.write(FLOOD_CHUNK)) return void res.once('drain', more);
+        }
+        res.end();
+      };
+      more();
+    } else res.writeHead(200, { 'content-type': 'text/plain' }).end(`ok ${req.url}`);
   });
   upstream.listen(0, '127.0.0.1');
   await once(upstream, 'listening');
@@ -73,11 +104,11 @@ const grant: NetworkGrant = {
   credentials: [binding],
 };
 
-async function proxy(o: { trustUpstream?: boolean } = {}) {
+async function proxy(o: { trustUpstream?: boolean; grant?: Partial<NetworkGrant> } = {}) {
   const logs: EgressLog[] = [];
   const p = new EgressProxy({
     jobId: 'job-1',
-    grant,
+    grant: { ...grant, ...o.grant },
     edge: { ask: () => false, log: (m) => logs.push(m) },
     resolve: async () => [PUBLIC],
     dial: (_address, _port) => connect({ host: '127.0.0.1', port: upstreamPort }),
@@ -191,5 +222,107 @@ describe('credentials added by the egress proxy', () => {
     expect(seen.map((s) => s.authorization)).toEqual([`Bearer ${SECRET}`, `Bearer ${SECRET}`]);
     expect(new Set(seen.map((s) => s.remotePort)).size).toBe(1);
     tls.destroy();
+  });
+
+  it('streams a chunked request body (a large git POST) upstream byte for byte, with the credential', async () => {
+    const { port } = await proxy();
+    const tls = await tunnel(port, 'git.example.com', agentCa.certPem());
+    const parts = [randomBytes(100_000), randomBytes(1), randomBytes(300_000)];
+    const req = httpRequest({
+      host: 'git.example.com',
+      path: '/echo',
+      method: 'POST',
+      headers: { host: 'git.example.com', 'content-type': 'application/x-git-upload-pack-request', 'transfer-encoding': 'chunked' },
+      createConnection: () => tls,
+    });
+    for (const b of parts) {
+      req.write(b);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    req.end();
+    const [res] = (await once(req, 'response')) as [import('node:http').IncomingMessage];
+    let body = '';
+    for await (const c of res) body += c;
+    const all = Buffer.concat(parts);
+    expect(body).toBe(`${all.length} ${sha256(all)} te=chunked cl=undefined`);
+    expect(seen.map((x) => x.authorization)).toEqual([`Bearer ${SECRET}`]);
+    tls.destroy();
+  });
+
+  it('answers Expect: 100-continue, then forwards the body it was waiting for', async () => {
+    const { port } = await proxy();
+    const tls = await tunnel(port, 'git.example.com', agentCa.certPem());
+    const body = randomBytes(70_000);
+    const req = httpRequest({
+      host: 'git.example.com',
+      path: '/echo',
+      method: 'POST',
+      headers: { host: 'git.example.com', expect: '100-continue', 'content-length': String(body.length) },
+      createConnection: () => tls,
+    });
+    // As curl does: the body only after the 100 (a proxy that never sends one stalls the client).
+    const continued = once(req, 'continue');
+    req.flushHeaders();
+    await continued;
+    req.end(body);
+    const [res] = (await once(req, 'response')) as [import('node:http').IncomingMessage];
+    let text = '';
+    for await (const c of res) text += c;
+    expect([res.statusCode, text]).toEqual([200, `${body.length} ${sha256(body)} te=undefined cl=${body.length}`]);
+    expect(seen.map((x) => x.authorization)).toEqual([`Bearer ${SECRET}`]);
+    tls.destroy();
+  });
+
+  it('streams a large response back to the job intact', async () => {
+    const { port } = await proxy({ grant: { maxBytesDown: 64 << 20 } });
+    const tls = await tunnel(port, 'git.example.com', agentCa.certPem());
+    const req = httpRequest({ host: 'git.example.com', path: '/big', headers: { host: 'git.example.com' }, createConnection: () => tls });
+    req.end();
+    const [res] = (await once(req, 'response')) as [import('node:http').IncomingMessage];
+    const chunks: Buffer[] = [];
+    // A slow reader: the proxy must hold back, not drop or reorder.
+    for await (const c of res) {
+      chunks.push(c as Buffer);
+      if (chunks.length % 50 === 0) await new Promise((r) => setTimeout(r, 5));
+    }
+    const got = Buffer.concat(chunks);
+    expect([got.length, sha256(got)]).toEqual([BIG.length, sha256(BIG)]);
+    tls.destroy();
+  });
+
+  it("holds the upstream back while the job does not read: a download is never buffered whole in the agent's memory", async () => {
+    const { port } = await proxy({ grant: { maxBytesDown: 2 * FLOOD } });
+    const tls = await tunnel(port, 'git.example.com', agentCa.certPem());
+    const req = httpRequest({ host: 'git.example.com', path: '/flood', headers: { host: 'git.example.com' }, createConnection: () => tls });
+    req.end();
+    const [res] = (await once(req, 'response')) as [import('node:http').IncomingMessage];
+    res.pause();
+    // The job reads nothing: the upstream stops once the buffers on the way are full (or, held by nothing, sends it all).
+    let last = -1;
+    for (let i = 0; i < 200 && flood.sent !== last && flood.sent < FLOOD; i++) {
+      last = flood.sent;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    expect(flood.sent).toBeLessThan(FLOOD / 2);
+    // And the job, reading now, gets every byte.
+    let n = 0;
+    res.on('data', (d: Buffer) => (n += d.length));
+    res.resume();
+    await once(res, 'end');
+    expect(n).toBe(FLOOD);
+    tls.destroy();
+  });
+
+  it('stops the download from the upstream when the job goes away in the middle of it (held back or not, the tunnel closes it)', async () => {
+    const { port } = await proxy({ grant: { maxBytesDown: 2 * FLOOD } });
+    const tls = await tunnel(port, 'git.example.com', agentCa.certPem());
+    const req = httpRequest({ host: 'git.example.com', path: '/flood', headers: { host: 'git.example.com' }, createConnection: () => tls });
+    req.on('error', () => {});
+    req.end();
+    const [res] = (await once(req, 'response')) as [import('node:http').IncomingMessage];
+    await once(res, 'data');
+    tls.destroy();
+    expect(await flood.ended).toBe('cut');
+    expect(flood.sent).toBeLessThan(FLOOD);
   });
 });
