@@ -1,8 +1,9 @@
 /**
  * The search index of an artifact stream: the body cut into line-aligned blocks, and per block its
- * line count, the byte offsets of the few lines at its edges (for context lines across blocks), and
- * a filter of the trigrams it holds. `query_output` reads the index, then only the blocks whose
- * filter holds every trigram of a term (plus the context lines around them): a rare term in 1 GB
+ * line count, the byte offsets of the few lines at its edges (for context lines across blocks), a
+ * filter of the trigrams it holds, and the range of its digit runs of each length (for numbers,
+ * whose trigrams every block holds: block-index/digits.ts). `query_output` reads the index, then
+ * only the blocks that may hold a term (plus the context lines around them): a rare term in 1 GB
  * costs the index and one block, not the whole body. See docs/tools.md ("How search scales").
  *
  * What the filter holds, so that it never misses a match of the line search (line-search.ts, which
@@ -29,4 +30,4 @@ export {
   SEARCH_INDEX_MAX_BYTES,
   SEARCH_INDEX_MIN_BYTES,
 } from './block-index/format.ts';
-export { lineBoundary, mayMatch, termTrigrams } from './block-index/lookup.ts';
+export { lineBoundary, mayMatch, type TermProbe, termProbes } from './block-index/lookup.ts';

@@ -153,7 +153,8 @@ export class ByteLineScan {
       // A leading BOM is not content (as a decoder that honours it would drop it); later ones are.
       const h = this.head.length ? concat2(this.head, batch) : batch;
       if (h.length < UTF8_BOM.length) {
-        this.head = h;
+        // Kept past this push: a copy, as the caller may reuse the batch's memory (./batches.ts).
+        this.head = h.slice();
         return;
       }
       this.head = null;

@@ -6,10 +6,10 @@
  * the whole body; a query the index cannot narrow, or ranges that disagree with the index, give
  * `unusable` and the caller scans the whole body instead.
  */
-import { Buffer } from 'node:buffer';
-import { asciiNeedles, ByteLineScan } from './byte-line-scan.ts';
-import { type BlockIndex, lineBoundary, mayMatch, termTrigrams } from './block-index.ts';
-import { concat, LineSearch, type SearchOptions, type SearchResult } from './line-search.ts';
+import { asciiNeedles, ByteLineScan, countNewlines } from './byte-line-scan.ts';
+import { type BlockIndex, lineBoundary, mayMatch, termProbes } from './block-index.ts';
+import { Batches } from './batches.ts';
+import { LineSearch, type SearchOptions, type SearchResult } from './line-search.ts';
 
 /**
  * Ranged reads of one stream's body at most: candidate ranges further apart are joined (the bytes
@@ -45,13 +45,13 @@ export type IndexedOutcome =
 
 /** Which ranges of the body a query must read, or why the index cannot narrow it (`maxReadShare`: of the body, past which a whole scan is the better plan). */
 export function planRanges(ix: BlockIndex, terms: string[], contextLines: number, maxReadShare: number = MAX_READ_SHARE): SearchPlan {
-  const tris = termTrigrams(terms);
-  if (!tris) return { ok: false, why: 'a term is shorter than 3 characters or not ASCII' };
+  const probes = termProbes(terms);
+  if (!probes) return { ok: false, why: 'a term is shorter than 3 characters or not ASCII' };
   const C = Math.max(0, Math.floor(contextLines));
   if (C > ix.contextMax) return { ok: false, why: `the index keeps ${ix.contextMax} context lines, the query asks for ${C}` };
   const spans: { from: number; to: number }[] = [];
   for (const b of ix.blocks) {
-    if (!mayMatch(b, tris)) continue;
+    if (!mayMatch(b, probes)) continue;
     // Leading context before the block; after it, the 2C+2 lines through which an excerpt still open closes (line-search.ts).
     const from = Math.max(0, b.startLine - C);
     const to = Math.min(ix.totalLines, b.startLine + b.lines + 2 * C + 2);
@@ -139,18 +139,11 @@ async function scanRange(
   let newlines = 0;
   let last = -1;
   let leadOk = lead === 0;
-  const pending: Uint8Array[] = [];
-  let pendingBytes = 0;
-  const flush = () => {
-    if (pendingBytes === 0) return;
-    const batch = pending.length === 1 ? pending[0] : concat(pending, pendingBytes);
-    pending.length = 0;
-    pendingBytes = 0;
-    const b = Buffer.from(batch.buffer, batch.byteOffset, batch.byteLength);
-    for (let p = b.indexOf(NL); p !== -1; p = b.indexOf(NL, p + 1)) newlines++;
+  const batches = new Batches(BATCH_BYTES, (batch) => {
+    newlines += countNewlines(batch, 0, batch.length);
     last = batch[batch.length - 1];
     scan.push(batch);
-  };
+  });
   try {
     for (;;) {
       const { done, value } = await reader.read();
@@ -163,11 +156,9 @@ async function scanRange(
       }
       bytes += chunk.length;
       if (chunk.length === 0) continue;
-      pending.push(chunk);
-      pendingBytes += chunk.length;
-      if (pendingBytes >= BATCH_BYTES) flush();
+      batches.push(chunk);
     }
-    flush();
+    batches.flush();
     scan.finish();
   } catch (e) {
     await reader.cancel(e).catch(() => {});

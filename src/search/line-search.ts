@@ -6,6 +6,7 @@
 import { LINE_CAP, TRUNCATED_SUFFIX, type Excerpt } from '../contracts/tools.ts';
 import type { StreamName } from '../contracts/agent-protocol.ts';
 import { asciiNeedles, ByteLineScan, type LineSink } from './byte-line-scan.ts';
+import { Batches } from './batches.ts';
 
 export interface SearchOptions {
   terms: string[];
@@ -272,25 +273,15 @@ export class LineSearch implements LineSink {
   }
 }
 
+/** Bytes of the body the scan takes at once (./batches.ts gathers the stream's chunks into them). */
+const SEARCH_BATCH_BYTES = 1024 * 1024;
+
 /**
  * Streams the body once, line by line (1-based line numbers); case-insensitive substring match of
  * any term; windows of ±contextLines around matches, overlapping/adjacent windows merged; keeps at
  * most maxExcerpts windows but counts every matching line; every line capped at LINE_CAP.
  * Invalid UTF-8 is decoded with U+FFFD replacement.
  */
-const SEARCH_BATCH_BYTES = 1024 * 1024;
-
-/** `parts` as one array of `total` bytes. */
-export function concat(parts: Uint8Array[], total: number): Uint8Array {
-  const out = new Uint8Array(total);
-  let o = 0;
-  for (const p of parts) {
-    out.set(p, o);
-    o += p.byteLength;
-  }
-  return out;
-}
-
 export async function searchStream(body: ReadableStream<Uint8Array>, o: SearchOptions, batchBytes: number = SEARCH_BATCH_BYTES): Promise<SearchResult> {
   const s = new LineSearch(o);
   // All-ASCII terms (the usual query): hits are found in the bytes and only the lines around
@@ -298,30 +289,22 @@ export async function searchStream(body: ReadableStream<Uint8Array>, o: SearchOp
   const needles = asciiNeedles(o.terms);
   const scan = needles ? new ByteLineScan(s, needles, o.contextLines) : null;
   const decoder = new TextDecoder('utf-8', { fatal: false, ignoreBOM: false });
+  // Small chunks (R2 streams hand out a few KiB at a time) are batched: the per-push setup then
+  // happens once per ~1 MiB instead of once per chunk. Memory stays bounded by the batch.
+  const batches = new Batches(batchBytes, (batch) => {
+    if (scan) scan.push(batch);
+    else s.push(decoder.decode(batch, { stream: true }));
+  });
   const reader = body.getReader();
   let bytes = 0;
   try {
-    // Small chunks (R2 streams hand out a few KiB at a time) are batched: the per-push setup
-    // then happens once per ~1 MiB instead of once per chunk. Memory stays bounded by the batch.
-    const pending: Uint8Array[] = [];
-    let pendingBytes = 0;
-    const flush = () => {
-      if (pendingBytes === 0) return;
-      const batch = pending.length === 1 ? pending[0] : concat(pending, pendingBytes);
-      pending.length = 0;
-      pendingBytes = 0;
-      if (scan) scan.push(batch);
-      else s.push(decoder.decode(batch, { stream: true }));
-    };
     for (;;) {
       const { done, value } = await reader.read();
       if (done) break;
       bytes += value.byteLength;
-      pending.push(value);
-      pendingBytes += value.byteLength;
-      if (pendingBytes >= batchBytes) flush();
+      batches.push(value);
     }
-    flush();
+    batches.flush();
     if (scan) scan.finish();
     else s.push(decoder.decode());
   } catch (e) {

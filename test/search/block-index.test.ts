@@ -7,7 +7,7 @@ import {
   lineBoundary,
   mayMatch,
   SEARCH_INDEX_CONTEXT_MAX,
-  termTrigrams,
+  termProbes,
   type BlockIndex,
 } from '../../src/search/block-index.ts';
 import { searchText } from '../../src/search/line-search.ts';
@@ -99,26 +99,26 @@ describe('the trigram filter', () => {
   const block = ix.blocks[0];
 
   it('holds every term of a line whatever its case', () => {
-    for (const t of ['failed', 'FAILED', 'build fai', 'the', 'good here', 'step three']) expect(mayMatch(block, termTrigrams([t])!)).toBe(true);
+    for (const t of ['failed', 'FAILED', 'build fai', 'the', 'good here', 'step three']) expect(mayMatch(block, termProbes([t])!)).toBe(true);
   });
 
   it('rules out a term whose trigrams are not there, and a term across a line break', () => {
-    expect(mayMatch(block, termTrigrams(['qqxzj'])!)).toBe(false);
-    expect(mayMatch(block, termTrigrams(['threeall'])!)).toBe(false);
+    expect(mayMatch(block, termProbes(['qqxzj'])!)).toBe(false);
+    expect(mayMatch(block, termProbes(['threeall'])!)).toBe(false);
   });
 
   it("holds 'k' for the Kelvin sign and 'i' for 'İ', whose lowercase forms hold those letters", () => {
     const { ix: k } = indexOf('\u212Aelvin and İİİ\n', 1 << 20);
     expect('\u212Aelvin'.toLowerCase()).toBe('kelvin');
-    expect(mayMatch(k.blocks[0], termTrigrams(['KELVIN'])!)).toBe(true);
-    expect(mayMatch(k.blocks[0], termTrigrams(['d i'])!)).toBe(true);
+    expect(mayMatch(k.blocks[0], termProbes(['KELVIN'])!)).toBe(true);
+    expect(mayMatch(k.blocks[0], termProbes(['d i'])!)).toBe(true);
   });
 
   it('cannot narrow a term shorter than 3 characters or one that is not ASCII', () => {
-    expect(termTrigrams(['ab'])).toBeNull();
-    expect(termTrigrams(['fine', 'ab'])).toBeNull();
-    expect(termTrigrams(['éclair'])).toBeNull();
-    expect(termTrigrams(['Fine'])).toEqual([[0x66696e, 0x696e65]]);
+    expect(termProbes(['ab'])).toBeNull();
+    expect(termProbes(['fine', 'ab'])).toBeNull();
+    expect(termProbes(['éclair'])).toBeNull();
+    expect(termProbes(['Fine'])).toEqual([{ trigrams: [0x66696e, 0x696e65], digits: [] }]);
   });
 
   it('leaves out the filter of a block with too many trigrams to rule anything out', () => {
@@ -126,7 +126,7 @@ describe('the trigram filter', () => {
     const noise = Array.from({ length: 200_000 }, () => String.fromCharCode(33 + (((x = (Math.imul(x, 1103515245) + 12345) >>> 0) >>> 16) % 90))).join('');
     const { ix: n } = indexOf(noise + '\n', 1 << 20);
     expect(n.blocks[0].filter).toBeNull();
-    expect(mayMatch(n.blocks[0], termTrigrams(['anything'])!)).toBe(true);
+    expect(mayMatch(n.blocks[0], termProbes(['anything'])!)).toBe(true);
   });
 });
 
@@ -141,9 +141,9 @@ describe('decodeBlockIndex', () => {
 
   it('refuses what is not an index, an unknown version, and an index of another size of body', () => {
     expectBad(enc.encode('hello world'), body.length, /not a search index/);
-    const v2 = good.slice();
-    v2[4] = 2;
-    expectBad(v2, body.length, /version 2/);
+    const v3 = good.slice();
+    v3[4] = 3;
+    expectBad(v3, body.length, /version 3/);
     expectBad(good, body.length + 1, /describes \d+ bytes, the body has/);
   });
 
@@ -156,9 +156,17 @@ describe('decodeBlockIndex', () => {
 
   it('refuses an index whose line offsets leave their block or go backwards', () => {
     // Hand-made: one block of 6 bytes and 2 lines whose second line "ends" before the first.
-    // magic, version 1, 6 bytes, 2 lines, 1 block, context 10; block: 6 bytes, 2 lines, 2 line ends at 3 and 3+0.
+    // magic, version 1 (no digit ranges), 6 bytes, 2 lines, 1 block, context 10; block: 6 bytes, 2 lines, 2 line ends at 3 and 3+0.
     const bytes = [0x47, 0x48, 0x53, 0x49, 1, 6, 2, 1, 10, 6, 2, 2, 3, 0];
     expectBad(Uint8Array.from(bytes), 6, /out of order|outside/);
+  });
+
+  it('refuses digit ranges past their length or of unknown lengths', () => {
+    // Hand-made version 2: one block of 3 bytes "42\n", 1 line; line ends [3], line starts [0], no filter, then digit ranges.
+    const head = [0x47, 0x48, 0x53, 0x49, 2, 3, 1, 1, 10, 3, 1, 1, 3, 1, 0, 0];
+    expect(decodeBlockIndex(Uint8Array.from([...head, 0b10, 42, 0]), 3).blocks[0].digits).toMatchObject({ long: false });
+    expectBad(Uint8Array.from([...head, 0b10, 99, 1]), 3, /reaches past 2 digits/);
+    expectBad(Uint8Array.from([...head, 0x80, 0x80, 0x04]), 3, /unknown lengths/);
   });
 
   it('accepts what the builder writes', () => {

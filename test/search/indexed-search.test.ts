@@ -5,7 +5,7 @@
  * and indexes that do not describe the body.
  */
 import { describe, expect, it } from 'vitest';
-import { BlockIndexBuilder, decodeBlockIndex, SEARCH_INDEX_MIN_BYTES, termTrigrams } from '../../src/search/block-index.ts';
+import { BlockIndexBuilder, decodeBlockIndex, SEARCH_INDEX_MIN_BYTES, termProbes } from '../../src/search/block-index.ts';
 import { planRanges, SEARCH_READS_PER_STREAM, searchIndexed } from '../../src/search/indexed-search.ts';
 import { searchStream, type SearchOptions } from '../../src/search/line-search.ts';
 import { putArtifactBody, searchIndexKey } from '../../src/store/artifacts.ts';
@@ -107,7 +107,7 @@ describe('searchIndexed: the same result as the whole scan', () => {
         const full = await searchStream(streamOf(body, sizes), o);
         // Every share of the body may be read, so the narrowed path runs for every query it can serve.
         const got = await searchIndexed(async (offset, length) => streamOf(body.subarray(offset, offset + length), sizes), ix, o, 1);
-        const usable = termTrigrams(o.terms) !== null;
+        const usable = termProbes(o.terms) !== null;
         expect({ round, q, kind: got.kind }).toEqual({ round, q, kind: usable ? 'searched' : 'unusable' });
         if (got.kind !== 'searched') continue;
         expect(got.result, JSON.stringify({ round, q, o })).toEqual(full);

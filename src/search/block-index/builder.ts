@@ -2,6 +2,7 @@
  * Builds a search index (./format.ts) from a stream's bytes in chunks of any size: whoever holds the bytes as a stream
  * builds it (the agent, before uploading them). Pure: no I/O.
  */
+import { addDigitRun, DIGITS_MAX, type DigitRanges, emptyDigitRanges } from './digits.ts';
 import { type EncodedBlock, encode, SEARCH_BLOCK_BYTES, SEARCH_INDEX_CONTEXT_MAX, TRAILING_LINES } from './format.ts';
 
 /** Filter bits per distinct trigram, at least (rounded up to a power of two): about 1 bit in 5 set or fewer. */
@@ -25,6 +26,7 @@ interface OpenBlock {
   lastStarts: number[];
   /** Relative start of the line being read. */
   lineStart: number;
+  digits: DigitRanges;
 }
 
 /**
@@ -44,6 +46,9 @@ export class BlockIndexBuilder {
   private run = 0;
   /** A possible U+212A (1: after E2, 2: after E2 84) or U+0130 (3: after C4) is being read. */
   private pend = 0;
+  /** Digits of the digit run being read (0: none), and its value while it has at most DIGITS_MAX. */
+  private runDigits = 0;
+  private runValue = 0;
   private total = 0;
   /** Bytes of the blocks closed so far: where the open one starts. */
   private closedBytes = 0;
@@ -59,18 +64,29 @@ export class BlockIndexBuilder {
     let t = this.t;
     let run = this.run;
     let pend = this.pend;
+    let digits = this.runDigits;
+    let value = this.runValue;
     const full = this.full;
     const shift = 32 - FILTER_MAX_LOG2;
     const base = this.total;
     for (let i = 0; i < chunk.length; i++) {
       const b = chunk[i];
       let c: number;
+      if (digits > 0 && (b < 0x30 || b > 0x39)) {
+        // Any byte but a digit ends a digit run (a non-ASCII one too: no character it starts is an ASCII digit).
+        addDigitRun(this.block.digits, digits, value);
+        digits = 0;
+      }
       if (pend === 0 && b < 0x80) {
         // The common case: an ASCII byte, no character pending.
         if (b === NL) {
           run = 0;
           this.lineEnd(base + i + 1);
           continue;
+        }
+        if (b >= 0x30 && b <= 0x39) {
+          if (digits < DIGITS_MAX) value = digits === 0 ? b - 0x30 : value * 10 + (b - 0x30);
+          digits++;
         }
         c = FOLD[b];
       } else if (pend === 0) {
@@ -105,6 +121,8 @@ export class BlockIndexBuilder {
     this.t = t;
     this.run = run;
     this.pend = pend;
+    this.runDigits = digits;
+    this.runValue = value;
     this.total += chunk.length;
     this.block.bytes = this.total - this.closedBytes;
   }
@@ -112,6 +130,8 @@ export class BlockIndexBuilder {
   /** The encoded index of everything pushed. */
   finish(): Uint8Array {
     const bl = this.block;
+    if (this.runDigits > 0) addDigitRun(bl.digits, this.runDigits, this.runValue);
+    this.runDigits = 0;
     if (bl.bytes > 0) {
       if (bl.lineStart < bl.bytes) {
         // A last line without '\n' is a line too.
@@ -169,10 +189,18 @@ export class BlockIndexBuilder {
         }
     }
     full.fill(0);
-    this.out.push({ bytes: bl.bytes, lines: bl.lines, firstEnds: bl.firstEnds, lastStarts: bl.lastStarts, filter, filterLog2: filter ? log2 : 0 });
+    this.out.push({
+      bytes: bl.bytes,
+      lines: bl.lines,
+      firstEnds: bl.firstEnds,
+      lastStarts: bl.lastStarts,
+      filter,
+      filterLog2: filter ? log2 : 0,
+      digits: bl.digits,
+    });
     this.closedBytes += bl.bytes;
     this.block = newBlock();
   }
 }
 
-const newBlock = (): OpenBlock => ({ bytes: 0, lines: 0, firstEnds: [], lastStarts: [], lineStart: 0 });
+const newBlock = (): OpenBlock => ({ bytes: 0, lines: 0, firstEnds: [], lastStarts: [], lineStart: 0, digits: emptyDigitRanges() });

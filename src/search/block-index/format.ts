@@ -1,7 +1,10 @@
 /**
  * What a search index is (src/search/block-index.ts) and its encoding: magic, version, then LEB128 varints, filters as
  * raw bytes. Written by the builder (./builder.ts), read and checked by the edge before a search uses it (./lookup.ts).
+ * Version 2 adds each block's digit ranges (./digits.ts); version 1 indexes (uploaded before it) are still read, their
+ * blocks without digit ranges (a number is then narrowed by trigrams only, as before).
  */
+import { DIGITS_MAX, type DigitRanges, emptyDigitRanges } from './digits.ts';
 
 /** Blocks end at the first line end at or after this many bytes (a longer line makes a longer block). */
 export const SEARCH_BLOCK_BYTES = 1024 * 1024;
@@ -17,7 +20,9 @@ export const SEARCH_INDEX_CONTEXT_MAX = 10;
 /** Lines after a block that a search reads so an excerpt still open at its end closes: 2C+2 (line-search.ts). */
 export const TRAILING_LINES = 2 * SEARCH_INDEX_CONTEXT_MAX + 2;
 const MAGIC = [0x47, 0x48, 0x53, 0x49]; // 'GHSI'
-const VERSION = 1;
+const VERSION = 2;
+/** Versions this gateway reads: 1 has no digit ranges. */
+const READS_VERSIONS = [1, 2];
 
 export interface IndexBlock {
   /** Byte offset of the block's first byte in the body. */
@@ -34,6 +39,8 @@ export interface IndexBlock {
   /** Bit set of hashed trigrams, or null: too many to filter, the block is always read. */
   filter: Uint8Array | null;
   filterLog2: number;
+  /** The block's digit runs (./digits.ts), or null (a version 1 index): any number may be there. */
+  digits: DigitRanges | null;
 }
 
 export interface BlockIndex {
@@ -56,6 +63,7 @@ export interface EncodedBlock {
   lastStarts: number[];
   filter: Uint8Array | null;
   filterLog2: number;
+  digits: DigitRanges;
 }
 
 // ---- encoding: magic, version, then LEB128 varints; filters as raw bytes ----
@@ -116,8 +124,37 @@ export function encode(totalBytes: number, totalLines: number, blocks: EncodedBl
     deltas(w, b.lastStarts);
     w.byte(b.filterLog2);
     if (b.filter) w.bytes(b.filter);
+    writeDigits(w, b.digits);
   }
   return w.done();
+}
+
+/** Bit k−1 set: runs of k digits occur (k ≤ DIGITS_MAX), each such length then as least and greatest − least; bit DIGITS_MAX: longer runs occur. */
+function writeDigits(w: Writer, d: DigitRanges): void {
+  let mask = d.long ? 2 ** DIGITS_MAX : 0;
+  for (let k = 1; k <= DIGITS_MAX; k++) if (d.lo[k] <= d.hi[k]) mask += 2 ** (k - 1);
+  w.varint(mask);
+  for (let k = 1; k <= DIGITS_MAX; k++) {
+    if (d.lo[k] > d.hi[k]) continue;
+    w.varint(d.lo[k]);
+    w.varint(d.hi[k] - d.lo[k]);
+  }
+}
+
+function readDigits(r: Reader): DigitRanges {
+  const mask = r.varint();
+  if (mask >= 2 ** (DIGITS_MAX + 1)) throw new BadIndex('digit ranges of unknown lengths');
+  const d = emptyDigitRanges();
+  d.long = mask >= 2 ** DIGITS_MAX;
+  for (let k = 1; k <= DIGITS_MAX; k++) {
+    if (Math.floor(mask / 2 ** (k - 1)) % 2 === 0) continue;
+    const lo = r.varint();
+    const hi = lo + r.varint();
+    if (hi >= 10 ** k) throw new BadIndex(`a range of ${k}-digit numbers reaches past ${k} digits`);
+    d.lo[k] = lo;
+    d.hi[k] = hi;
+  }
+  return d;
 }
 
 /** Why an index cannot be used: it is not one, or does not describe a body of this size. */
@@ -136,6 +173,7 @@ class Reader {
   varint(): number {
     let v = 0;
     let scale = 1;
+    // 8 groups of 7 bits: up to 2^56, past every offset and every 15-digit number.
     for (let i = 0; i < 8; i++) {
       const x = this.byte();
       v += (x & 0x7f) * scale;
@@ -175,7 +213,8 @@ export function decodeBlockIndex(b: Uint8Array, bodyBytes: number): BlockIndex {
   const r = new Reader(b);
   for (const m of MAGIC) if (r.byte() !== m) throw new BadIndex('not a search index');
   const version = r.byte();
-  if (version !== VERSION) throw new BadIndex(`search index version ${version} is not known (this gateway reads version ${VERSION})`);
+  if (!READS_VERSIONS.includes(version))
+    throw new BadIndex(`search index version ${version} is not known (this gateway reads versions ${READS_VERSIONS.join(', ')})`);
   const totalBytes = r.varint();
   const totalLines = r.varint();
   const count = r.varint();
@@ -198,7 +237,8 @@ export function decodeBlockIndex(b: Uint8Array, bodyBytes: number): BlockIndex {
     const filterLog2 = r.byte();
     if (filterLog2 !== 0 && (filterLog2 < 3 || filterLog2 > 24)) throw new BadIndex(`filter size 2^${filterLog2} is out of range`);
     const filter = filterLog2 === 0 ? null : r.bytes((1 << filterLog2) >>> 3);
-    blocks.push({ start, bytes, startLine, lines, firstEnds, lastStarts, filter, filterLog2 });
+    const digits = version >= 2 ? readDigits(r) : null;
+    blocks.push({ start, bytes, startLine, lines, firstEnds, lastStarts, filter, filterLog2, digits });
     start = end;
     startLine += lines;
   }

@@ -2,36 +2,45 @@
  * What a search asks of a decoded index (./format.ts): which blocks may hold a match of its terms, and where a line
  * starts when the index records it.
  */
+import { type DigitProbe, digitProbes, digitsMayHold } from './digits.ts';
 import { type BlockIndex, type IndexBlock, trigramBit } from './format.ts';
 
+/** What a block must hold for a line of it to match one term: all its trigrams, and its digit runs where they sit. */
+export interface TermProbe {
+  trigrams: number[];
+  digits: DigitProbe[];
+}
+
 /**
- * The trigrams of each term as the filter holds them, or null when the index cannot narrow this
- * query: a term is not ASCII or shorter than 3 characters (after lowercasing, as the line search
- * does). Terms that can never match (empty, or holding '\n') are left out, as the line search does.
+ * Each term as the index can test it, or null when the index cannot narrow this query: a term is
+ * not ASCII or shorter than 3 characters (after lowercasing, as the line search does). Terms that
+ * can never match (empty, or holding '\n') are left out, as the line search does.
  */
-export function termTrigrams(terms: string[]): number[][] | null {
+export function termProbes(terms: string[]): TermProbe[] | null {
   const lowered = [...new Set(terms.map((t) => t.toLowerCase()).filter((t) => t.length > 0 && !t.includes('\n')))];
   if (lowered.length === 0) return null;
-  const out: number[][] = [];
+  const out: TermProbe[] = [];
   for (const term of lowered) {
     if (term.length < 3 || /[^\x00-\x7f]/.test(term)) return null;
     const tris = new Set<number>();
     for (let i = 0; i + 3 <= term.length; i++) tris.add((term.charCodeAt(i) << 16) | (term.charCodeAt(i + 1) << 8) | term.charCodeAt(i + 2));
-    out.push([...tris]);
+    out.push({ trigrams: [...tris], digits: digitProbes(term) });
   }
   return out;
 }
 
-/** May the block hold a line that matches one of the terms (trigrams from `termTrigrams`)? */
-export function mayMatch(block: IndexBlock, terms: number[][]): boolean {
+/** May the block hold a line that matches one of the terms (from `termProbes`)? */
+export function mayMatch(block: IndexBlock, terms: TermProbe[]): boolean {
+  return terms.some((p) => trigramsMayHold(block, p.trigrams) && (block.digits === null || p.digits.every((d) => digitsMayHold(block.digits!, d))));
+}
+
+function trigramsMayHold(block: IndexBlock, tris: number[]): boolean {
   const f = block.filter;
   if (!f) return true;
-  return terms.some((tris) =>
-    tris.every((t) => {
-      const h = trigramBit(t, block.filterLog2);
-      return (f[h >>> 3] & (1 << (h & 7))) !== 0;
-    }),
-  );
+  return tris.every((t) => {
+    const h = trigramBit(t, block.filterLog2);
+    return (f[h >>> 3] & (1 << (h & 7))) !== 0;
+  });
 }
 
 /** Index of the block holding 0-based line `line` (< totalLines). */
