@@ -14,6 +14,8 @@ import { loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { ROOT, freePort, stopGroup } from '../test/e2e/harness.ts';
 import { cpuMsOfGateway, p50 } from './hotpath.ts';
+import { WebSocket } from 'undici';
+import { agentSocketDispatcher } from '../executor/connection.ts';
 
 export const FLOOR_OPS = ['healthz', 'd1-query', 'd1-batch', 'ratelimit', 'do-rpc', 'do-sql', 'do-sql-50', 'ws-roundtrip', 'path'] as const;
 export type FloorOp = (typeof FLOOR_OPS)[number];
@@ -90,7 +92,8 @@ export async function startEmulatorFloor(): Promise<RunningFloor> {
       await new Promise((r) => setTimeout(r, 150));
     }
     // The simulated agent answers every job.start with a job.exit, as a real one does for `true`.
-    agent = new WebSocket(`ws://127.0.0.1:${port}/connect?agent=floor`);
+    // Connected as the agent connects (executor/connection.ts): undici, no permessage-deflate.
+    agent = new WebSocket(`ws://127.0.0.1:${port}/connect?agent=floor`, { dispatcher: agentSocketDispatcher() });
     await new Promise<void>((ok, bad) => {
       agent!.addEventListener('open', () => ok());
       agent!.addEventListener('error', () => bad(new Error(`agent socket failed:\n${logs}`)));

@@ -9,7 +9,7 @@
  * changed since the gateway last heard them (in `hello` or a `running`). A gateway that answered
  * pings and then stays silent for MISSED_HEARTBEATS intervals is a dead link: the agent reconnects.
  */
-import { WebSocket, request } from 'undici';
+import { WebSocket, getGlobalDispatcher, request, type Dispatcher } from 'undici';
 import { AGENT_CLAIM_REFUSED_CLOSE } from '../src/contracts/agent-grant.ts';
 import {
   AGENT_CONNECT_PATH,
@@ -36,6 +36,24 @@ const PERMANENT_REFUSALS: Record<number, { reason: string; fix: string }> = {
   },
 };
 import type { Logger } from './log.ts';
+
+/**
+ * The socket's upgrade request goes without `Sec-WebSocket-Extensions`, so no permessage-deflate is
+ * negotiated: every message would otherwise be deflated by one side and inflated by the other, CPU on
+ * the agent and the gateway for each job's few small JSON messages (and for live output, already
+ * binary, which compresses little). undici offers the extension on every upgrade; this drops it.
+ */
+const noCompression: Dispatcher.DispatcherComposeInterceptor = (dispatch) => (opts, handler) => {
+  const headers = opts.headers;
+  if (!headers || Array.isArray(headers) || typeof headers !== 'object' || !('sec-websocket-extensions' in headers)) return dispatch(opts, handler);
+  const { 'sec-websocket-extensions': _offered, ...rest } = headers as Record<string, string | string[] | undefined>;
+  return dispatch({ ...opts, headers: rest }, handler);
+};
+
+/** What the agent's socket connects through (and the bench's simulated agent, bench/emulator-floor.ts): no compression. */
+export function agentSocketDispatcher(): Dispatcher {
+  return getGlobalDispatcher().compose(noCompression);
+}
 
 type Welcome = Extract<EdgeMessage, { type: 'welcome' }>;
 type Pong = Extract<EdgeMessage, { type: 'pong' }>;
@@ -141,7 +159,10 @@ export class EdgeConnection {
     let opened = false;
     let ws: WebSocket;
     try {
-      ws = new WebSocket(connectUrl(this.o.url), { headers: { Authorization: `Bearer ${this.o.token}` } });
+      ws = new WebSocket(connectUrl(this.o.url), {
+        headers: { Authorization: `Bearer ${this.o.token}` },
+        dispatcher: agentSocketDispatcher(),
+      });
     } catch (e) {
       log.error(`cannot connect to ${this.o.url}: ${(e as Error).message}`);
       this.scheduleReconnect();

@@ -51,6 +51,10 @@ export class TeamAdmission {
   private readonly seedFrom: AdmissionSeed;
   /** Memory copies of the settings (read once per instance; every write here updates them). */
   private settings: Map<string, string> | null = null;
+  /** The settings' values as parsed, per key (dropped when the key is written). */
+  private readonly parsed = new Map<string, unknown>();
+  /** The revoked token ids, read once per instance (only this object writes them: `revoke` and the seed add to both). */
+  private revokedIds: Set<string> | null = null;
   private seeding: Promise<void> | null = null;
 
   constructor(host: SqlHost & { env: Env; team(): Promise<string> }, seedFrom: AdmissionSeed) {
@@ -70,12 +74,16 @@ export class TeamAdmission {
         .toArray()
         .map((r) => [r.key, r.value]),
     );
+    if (this.parsed.has(key)) return this.parsed.get(key) as T | null;
     const v = this.settings.get(key);
-    return v === undefined ? null : (JSON.parse(v) as T);
+    const value = v === undefined ? null : (JSON.parse(v) as T);
+    this.parsed.set(key, value);
+    return value;
   }
 
   private put(key: string, value: unknown | null): void {
     this.setting(key);
+    this.parsed.delete(key);
     if (value === null) {
       this.sql.exec(`DELETE FROM team_settings WHERE key = ?`, key);
       this.settings?.delete(key);
@@ -93,6 +101,7 @@ export class TeamAdmission {
       const seed = await this.seedFrom(this.host.env, await this.host.team());
       this.host.transactionSync(() => {
         for (const r of seed.revoked) this.sql.exec(`INSERT OR IGNORE INTO revoked_tokens (jti, revoked_at) VALUES (?, ?)`, r.jti, r.revokedAt);
+        this.revokedIds = null;
         // A stamp set here meanwhile (a policy saved during the seed) is newer than what D1 said a moment before.
         if (this.setting('policy') === null) {
           this.put('policy', seed.policy);
@@ -108,13 +117,20 @@ export class TeamAdmission {
 
   async admit(jti: string): Promise<Admission> {
     await this.seeded();
-    const revoked = this.sql.exec(`SELECT 1 FROM revoked_tokens WHERE jti = ?`, jti).toArray().length > 0;
+    this.revokedIds ??= new Set(
+      this.sql
+        .exec<{ jti: string }>(`SELECT jti FROM revoked_tokens`)
+        .toArray()
+        .map((r) => r.jti),
+    );
+    const revoked = this.revokedIds.has(jti);
     return { revoked, policy: this.setting<PolicyStamp>('policy') ?? { version: null, updatedAt: null }, suspended: this.setting<Suspension>('suspended') };
   }
 
   /** Records a revocation (idempotent: the first time stays); effective for the next `admit`. */
   revoke(jti: string, revokedAt: number): number {
     this.sql.exec(`INSERT OR IGNORE INTO revoked_tokens (jti, revoked_at) VALUES (?, ?)`, jti, revokedAt);
+    this.revokedIds?.add(jti);
     return this.sql.exec<{ revoked_at: number }>(`SELECT revoked_at FROM revoked_tokens WHERE jti = ?`, jti).one().revoked_at;
   }
 

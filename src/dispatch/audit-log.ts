@@ -28,51 +28,13 @@ import {
   type AuditRow,
   type StoredAuditRow,
 } from '../store/audit.ts';
-import { migrate, type Migration, type SqlHost } from './capability-host.ts';
-import { Segments, segmentsTable, type Segment } from './segments.ts';
+import { migrate, type SqlHost } from './capability-host.ts';
+import { Segments, type Segment } from './segments.ts';
+import { COLUMNS, DAY_TABLE, MIGRATIONS } from './audit-schema.ts';
 import { importLegacyRows } from './audit-import.ts';
 
 /** D1's audit ids are below this (2^40: 35 years of 1,000 calls a second); the team's own rows count on from it. */
 export const LEGACY_ID_CEILING = 2 ** 40;
-
-const COLUMNS = `at, subject, token_id, tool, command, cwd, decision, reason, job_id, exit_status, duration_ms, bytes, parent_job_id, approval_id`;
-
-const MIGRATIONS: readonly Migration[] = [
-  {
-    id: '1-audit',
-    sql: [
-      `CREATE TABLE IF NOT EXISTS audit (id INTEGER PRIMARY KEY, at INTEGER NOT NULL, subject TEXT NOT NULL, token_id TEXT, tool TEXT NOT NULL,
-        command TEXT, cwd TEXT, decision TEXT NOT NULL, reason TEXT, job_id TEXT, exit_status TEXT, duration_ms INTEGER, bytes INTEGER,
-        parent_job_id TEXT, approval_id TEXT)`,
-      // One row per governed job, found by its job id (its completion, the job list's `call`).
-      `CREATE UNIQUE INDEX IF NOT EXISTS audit_job_row ON audit (job_id) WHERE job_id IS NOT NULL AND tool IN ${AUDIT_JOB_TOOLS}`,
-      `CREATE INDEX IF NOT EXISTS audit_approval ON audit (approval_id) WHERE approval_id IS NOT NULL`,
-      `CREATE INDEX IF NOT EXISTS audit_at ON audit (at)`,
-    ],
-  },
-  {
-    // A row's id grows with its time: a time is found from the ids, and every call spares the index's row written.
-    id: '2-audit-no-at-index',
-    sql: [`DROP INDEX IF EXISTS audit_at`],
-  },
-  {
-    // A job's row is found through the job's own row (`jobs.audit_id`, the `JobAudit` port): every call spares this index's row written.
-    id: '3-audit-no-job-index',
-    sql: [`DROP INDEX IF EXISTS audit_job_row`],
-  },
-  {
-    // New rows go to a table per day (DAY_TABLE), which retention drops whole; this one keeps the rows written before.
-    id: '4-audit-by-day',
-    sql: [segmentsTable('audit')],
-  },
-];
-
-/** One day's rows: the id is the rowid, so a row writes one row and nothing else. */
-const DAY_TABLE = (t: string) => [
-  `CREATE TABLE ${t} (id INTEGER PRIMARY KEY, at INTEGER NOT NULL, subject TEXT NOT NULL, token_id TEXT, tool TEXT NOT NULL,
-    command TEXT, cwd TEXT, decision TEXT NOT NULL, reason TEXT, job_id TEXT, exit_status TEXT, duration_ms INTEGER, bytes INTEGER,
-    parent_job_id TEXT, approval_id TEXT)`,
-];
 
 /** Where a job's audit row is: the job's row holds its id (null for a job the object no longer keeps, or kept from before it did). */
 export interface JobAudit {
@@ -89,6 +51,8 @@ function exitStatusOf(v: Pick<JobView, 'state' | 'exit_code' | 'signal'>): strin
 }
 
 const FAILED_STATES = new Set(['lost', 'failed_to_start', 'refused']);
+/** Rows whose day `AuditLog` remembers (the newest written): more than the jobs one object has open at once. */
+const WRITTEN_KEPT = 4096;
 const DAY_MS = 24 * 3600_000;
 /**
  * How much older than its day a row's time may be: a row goes to the day it is written on, and its time
@@ -101,6 +65,10 @@ export class AuditLog {
   private readonly host: SqlHost;
   private readonly jobs: JobAudit;
   private readonly days: Segments;
+  /** The highest id written, once read (ids only grow, and only this object writes its rows): `nextId` reads nothing after. */
+  private hi: number | null = null;
+  /** The day of each row this instance wrote lately (until retention drops rows), by id: a job's row is completed there without a lookup. */
+  private readonly written = new Map<number, string>();
 
   constructor(host: SqlHost, jobs: JobAudit) {
     this.host = host;
@@ -123,11 +91,17 @@ export class AuditLog {
 
   /** The id the next row gets (ids only grow; the object runs one call at a time). */
   nextId(): number {
-    for (const d of this.days.newestFirst()) {
-      const hi = this.sql.exec<{ hi: number | null }>(`SELECT MAX(id) AS hi FROM ${d.name}`).one().hi;
-      if (hi !== null) return Math.max(hi, LEGACY_ID_CEILING) + 1;
+    if (this.hi === null) {
+      this.hi = LEGACY_ID_CEILING;
+      for (const d of this.days.newestFirst()) {
+        const hi = this.sql.exec<{ hi: number | null }>(`SELECT MAX(id) AS hi FROM ${d.name}`).one().hi;
+        if (hi !== null) {
+          this.hi = Math.max(hi, LEGACY_ID_CEILING);
+          break;
+        }
+      }
     }
-    return LEGACY_ID_CEILING + 1;
+    return this.hi + 1;
   }
 
   /**
@@ -138,18 +112,26 @@ export class AuditLog {
     if (id === undefined && e.jobId && this.jobs.auditIdOf(e.jobId) !== null && isJobTool(e.tool)) return null;
     const c = auditColumns(e, now);
     const rowId = id ?? this.nextId();
+    const table = this.days.writable(c[0] as number);
     const row = this.sql
       .exec<{ id: number }>(
-        `INSERT INTO ${this.days.writable(c[0] as number)} (id, ${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id`,
+        `INSERT INTO ${table} (id, ${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id`,
         rowId,
         ...c,
       )
       .toArray()[0];
-    return row?.id ?? null;
+    if (!row) return null;
+    // A rolled-back write leaves `hi` ahead of storage: an id skipped, and ids still only grow.
+    if (this.hi !== null && row.id > this.hi) this.hi = row.id;
+    if (this.written.size >= WRITTEN_KEPT) this.written.delete(this.written.keys().next().value!);
+    this.written.set(row.id, table);
+    return row.id;
   }
 
-  /** The day holding row `id`, newest first (a job's row is in a recent one). */
+  /** The day holding row `id`: where this instance wrote it, else looked up newest first (a job's row is in a recent one). */
   private dayOf(id: number): string | null {
+    const known = this.written.get(id);
+    if (known !== undefined) return known;
     for (const d of this.days.newestFirst()) {
       if (this.sql.exec(`SELECT 1 FROM ${d.name} WHERE id = ?`, id).toArray().length) return d.name;
     }
@@ -167,6 +149,7 @@ export class AuditLog {
     const id = this.jobs.auditIdOf(v.job_id);
     // A job from before jobs held their row's id has its row in the table from before days, found by its job id.
     const table = id !== null ? this.dayOf(id) : this.days.all()[0]?.name === 'audit' ? 'audit' : null;
+    if (ended && id !== null) this.written.delete(id);
     if (!table) return;
     const [where, key] = id !== null ? ['id = ?', id] : [`job_id = ? AND job_id IS NOT NULL AND tool IN ${AUDIT_JOB_TOOLS}`, v.job_id];
     this.sql.exec(
@@ -371,6 +354,7 @@ export class AuditLog {
    * before days always does.
    */
   dropThrough(id: number, partial = false): void {
+    this.written.clear();
     for (const d of this.days.all()) {
       const s = this.span(d);
       if (s.hi === null) continue;

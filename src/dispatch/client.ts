@@ -86,11 +86,14 @@ export async function awaitJob(
 ): Promise<Result<DispatchOutcome>> {
   try {
     const stream = opened ?? (await stub(env, team).follow(jobId));
-    const reader = stream.pipeThrough(new TextDecoderStream()).getReader();
+    // Decoded here rather than through a TextDecoderStream: one stream and its pipe fewer per call.
+    const reader = stream.getReader();
+    const decoder = new TextDecoder();
     let buffered = '';
     for (;;) {
       const { value, done } = await reader.read();
-      if (value) buffered += value;
+      if (value) buffered += decoder.decode(value, { stream: true });
+      if (done) buffered += decoder.decode();
       for (let nl = buffered.indexOf('\n'); nl >= 0; nl = buffered.indexOf('\n')) {
         const line = buffered.slice(0, nl);
         buffered = buffered.slice(nl + 1);

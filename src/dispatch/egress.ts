@@ -124,6 +124,8 @@ export class Egress implements Wakes {
   private readonly store: Pick<JobRows, 'get'> & Pick<JobRecords, 'spec'>;
   private readonly link: Pick<AgentLink, 'socketOf' | 'send'>;
   private readonly approvals: Pick<Approvals, 'open' | 'get' | 'update'>;
+  /** `nextWake`'s answer, read once and again after this capability writes its asks or connections (undefined: read it). */
+  private soonest: number | null | undefined;
 
   constructor(
     host: Host,
@@ -177,6 +179,7 @@ export class Egress implements Wakes {
       return 'ok';
     }
     // Recorded before the approval's hash is computed (an await, during which other messages are handled), so the same ask again finds it.
+    this.soonest = undefined;
     this.host.transactionSync(() => {
       this.sql.exec(
         `INSERT INTO egress_asks (job_id, ask_id, agent, approval_id, host, port, method, created_at, expires_at) VALUES (?, ?, ?, NULL, ?, ?, ?, ?, ?)`,
@@ -222,6 +225,7 @@ export class Egress implements Wakes {
     const take = m.connections.slice(0, room);
     // The agent reports what it did not list once, as a total; what is over the cap here is added.
     const dropped = Math.max(c.dropped, m.dropped ?? 0) + (m.connections.length - take.length);
+    this.soonest = undefined;
     this.host.transactionSync(() => {
       take.forEach((x, i) => {
         const started = Date.parse(x.startedAt);
@@ -311,6 +315,7 @@ export class Egress implements Wakes {
   onAlarm(now: number): void {
     this.settle(now);
     this.sql.exec(`DELETE FROM egress_connections WHERE logged_at <= ?`, now - EGRESS_LOG_RETENTION_MS);
+    this.soonest = undefined;
   }
 
   /** Answers each pending ask whose approval was decided, whose job ended, or whose time ran out. */
@@ -336,6 +341,7 @@ export class Egress implements Wakes {
   }
 
   private decide(jobId: string, askId: string, decision: 'allow' | 'deny', by: string): void {
+    this.soonest = undefined;
     this.sql.exec(`UPDATE egress_asks SET decision = ?, decided_by = ? WHERE job_id = ? AND ask_id = ?`, decision, by, jobId, askId);
   }
 
@@ -358,18 +364,22 @@ export class Egress implements Wakes {
 
   /** Pending asks need the alarm when the first runs out; connection rows, when the oldest is past its retention. */
   nextWake(_now: number): number | null {
-    // One statement: the object asks this after every placement.
-    const w = this.sql
-      .exec<{ ask: number | null; logged: number | null }>(
-        `SELECT (SELECT MIN(expires_at) FROM egress_asks WHERE decision IS NULL) AS ask, (SELECT MIN(logged_at) FROM egress_connections) AS logged`,
-      )
-      .one();
-    const at = Math.min(w.ask ?? Infinity, w.logged === null ? Infinity : w.logged + EGRESS_LOG_RETENTION_MS);
-    return at === Infinity ? null : at;
+    // One statement, and none again until this capability writes (the object asks this after every placement).
+    if (this.soonest === undefined) {
+      const w = this.sql
+        .exec<{ ask: number | null; logged: number | null }>(
+          `SELECT (SELECT MIN(expires_at) FROM egress_asks WHERE decision IS NULL) AS ask, (SELECT MIN(logged_at) FROM egress_connections) AS logged`,
+        )
+        .one();
+      const at = Math.min(w.ask ?? Infinity, w.logged === null ? Infinity : w.logged + EGRESS_LOG_RETENTION_MS);
+      this.soonest = at === Infinity ? null : at;
+    }
+    return this.soonest;
   }
 
   /** Jobs the store forgot: their asks, counts and connections go too. */
   forget(jobIds: readonly string[]): void {
+    this.soonest = undefined;
     for (const id of jobIds) {
       this.sql.exec(`DELETE FROM egress_asks WHERE job_id = ?`, id);
       this.sql.exec(`DELETE FROM egress_counts WHERE job_id = ?`, id);
@@ -379,6 +389,7 @@ export class Egress implements Wakes {
 
   /** Old rows (D1's `egress_connections` and `egress_jobs`) taken in (egress-import.ts). */
   import(x: { connections?: readonly unknown[]; jobs?: readonly unknown[] }): { inserted: number; refused: number } {
+    this.soonest = undefined;
     return importEgress(this.host, x);
   }
 }

@@ -22,6 +22,9 @@ export type { JobRow, NewJob } from './job-row-schema.ts';
 /** A spec's JSON up to this many characters (≤ 192 KiB of UTF-8) is kept in the job's row, far below the 2 MB row limit. */
 export const SPEC_ROW_MAX_CHARS = 64 * 1024;
 
+/** Day tables one lookup by id reads in one statement (a compound SELECT; a week of days is kept, JOB_RETENTION_MS). */
+const DAYS_PER_LOOKUP = 100;
+
 /** `seq` values a millisecond: room for more jobs a millisecond than one object takes, within 2^53 for centuries. */
 const SEQ_PER_MS = 1024;
 
@@ -41,6 +44,11 @@ export class JobRows {
   private open: Map<string, Readonly<JobRow>> | null = null;
   /** The last `seq` given out by this instance. */
   private lastSeq = 0;
+  /**
+   * The id `get` last found in no table, until a row is kept (or the copies are dropped): a submit
+   * looks its new job's id up and then creates it, and the create need not look again.
+   */
+  private absent: string | null = null;
 
   constructor(host: SqlHost) {
     this.host = host;
@@ -57,6 +65,7 @@ export class JobRows {
 
   /** Drops every copy (a transaction that wrote rows was rolled back). */
   reset(): void {
+    this.absent = null;
     this.rows.clear();
     this.tableOf.clear();
     this.open = null;
@@ -64,6 +73,7 @@ export class JobRows {
   }
 
   private keep(row: JobRow, table: string): Readonly<JobRow> {
+    if (this.absent === row.id) this.absent = null;
     const r = Object.freeze(row);
     this.rows.set(r.id, r);
     this.tableOf.set(r.id, table);
@@ -89,7 +99,7 @@ export class JobRows {
 
   /** Records a new job, queued (or running on `startOn`), with `spec` (its JSON, or null when it is kept elsewhere); null when its id exists already. */
   create(j: NewJob, spec: string | null): Readonly<JobRow> | null {
-    if (this.get(j.spec.jobId)) return null;
+    if (this.absent !== j.spec.jobId && this.get(j.spec.jobId)) return null;
     // Jobs list in `seq` order: from the clock, so no read finds the last one (rows from before count from 1, far below).
     // An instance started in the millisecond of its predecessor's last job still numbers after the jobs it holds open.
     const seq = Math.max(this.lastSeq, ...this.openJobs().map((r) => r.seq)) + 1;
@@ -136,10 +146,23 @@ export class JobRows {
   get(id: string): Readonly<JobRow> | null {
     const hit = this.rows.get(id);
     if (hit) return hit;
-    for (const d of this.days.newestFirst()) {
-      const row = this.sql.exec<Stored>(`SELECT ${COLUMNS} FROM ${d.name} WHERE id = ?`, id).toArray()[0];
-      if (row) return this.keep(row, d.name);
+    // The days in one statement (a new job's id is looked up in all of them; SQLite takes up to 500 terms), newest
+    // first; the row says its table.
+    const days = this.days.newestFirst();
+    for (let i = 0; i < days.length; i += DAYS_PER_LOOKUP) {
+      const some = days.slice(i, i + DAYS_PER_LOOKUP);
+      const row = this.sql
+        .exec<Stored & { day_table: string }>(
+          some.map((d) => `SELECT ${COLUMNS}, '${d.name}' AS day_table FROM ${d.name} WHERE id = ?`).join(' UNION ALL '),
+          ...some.map(() => id),
+        )
+        .toArray()[0];
+      if (row) {
+        const { day_table, ...stored } = row;
+        return this.keep(stored as Stored, day_table);
+      }
     }
+    this.absent = id;
     return null;
   }
 

@@ -6,16 +6,19 @@ import { z } from 'zod';
 import type { McpServer } from '@modelcontextprotocol/server';
 import { artifactUri } from './resources.ts';
 
+/** Built once per isolate: every request's server registers the prompt with it. */
+const InvestigateArgs = z.object({
+  artifactHandle: z.string().min(1).max(200).describe('The artifactHandle / artifact_handle a tool result gave'),
+  question: z.string().max(2000).optional().describe('What to find out; default: why it failed'),
+});
+
 export function registerPrompts(server: McpServer): void {
   server.registerPrompt(
     'investigate_output',
     {
       title: "Investigate a job's output",
       description: 'Find out why a job failed (or answer a question about its output) by searching its stored stdout/stderr with query_output.',
-      argsSchema: z.object({
-        artifactHandle: z.string().min(1).max(200).describe('The artifactHandle / artifact_handle a tool result gave'),
-        question: z.string().max(2000).optional().describe('What to find out; default: why it failed'),
-      }),
+      argsSchema: InvestigateArgs,
     },
     ({ artifactHandle, question }) => ({
       messages: [
