@@ -34,7 +34,8 @@ function fallbackRow(c: CorpusFigures, q: QueryFigures, what: string): string[] 
     `search: whole scan (the fallback), ${c.name} (${mb(c.bytes)}), ${what}`,
     w.mbPerS,
     (x) => `${x} MB/s`,
-    `≥ ${TARGETS.fallbackMbPerS} MB/s: ${verdict(w.mbPerS >= TARGETS.fallbackMbPerS)}; p50 ${ms(w.wallMs)} wall, ${ms(w.cpuMs)} CPU (${cpuRate} MB/s of CPU)`,
+    // On a shared host the process may get a fraction of a CPU: the rate of its CPU time says what the scan itself does.
+    `≥ ${TARGETS.fallbackMbPerS} MB/s: ${verdict(w.mbPerS >= TARGETS.fallbackMbPerS)} in wall time, ${verdict(cpuRate >= TARGETS.fallbackMbPerS)} in CPU time (${cpuRate} MB/s); p50 ${ms(w.wallMs)} wall, ${ms(w.cpuMs)} CPU`,
   );
 }
 
