@@ -7,9 +7,10 @@
  *    bytes read back are the job's last bytes);
  *  - `query_output` for a rare term in a large artifact (100 MB and 1 GB of a build-like log) while
  *    `clients` other MCP clients run `execute true` in a loop: the search's latency under load,
- *    beside the same search on an idle gateway.
+ *    beside the same search on an idle gateway;
+ *  - `query_output` for a rare number in the output of `seq 1 12000000` (96.9 MB), idle.
  *
- * `node bench/output.ts [megabytes=1000] [--no-query] [--no-big] [--2gb]` runs them alone against a fresh gateway and agent.
+ * `node bench/output.ts [megabytes=1000] [--no-query] [--no-seq] [--no-big] [--2gb]` runs them alone against a fresh gateway and agent.
  */
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,7 +19,8 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { startAgent, type Gateway } from '../test/e2e/harness.ts';
 import { DEFAULT_POLICY } from '../src/policy/default-policy.ts';
 import { startBenchGateway } from './gateway.ts';
-import { buildLogPieces, RARE_LINES, RARE_TERM } from './search.ts';
+import { buildLogPieces, RARE_LINES, RARE_NUMBER, RARE_TERM, SEQ_N } from './search.ts';
+import { compared } from './search-targets.ts';
 
 function statusKb(pid: number, field: 'VmRSS' | 'VmHWM'): number | null {
   try {
@@ -80,6 +82,16 @@ export async function benchBigOutput(gw: Gateway, team: string, c: Client, agent
   const hwm = statusKb(agentPid, 'VmHWM');
   out.hwmMb = hwm === null ? null : hwm / 1024;
   return out;
+}
+
+/** `npm run bench`'s row of one big output: the agent's RSS against the 150 MB target, and whether the artifact is complete. */
+export function bigOutputRow(b: BigOutputFigures): string[] {
+  return [
+    `one job writing ${(b.bytesWritten / 1e9).toFixed(0)} GB to stdout: agent RSS`,
+    `${b.rssBeforeMb.toFixed(0)} → peak ${b.rssPeakMb.toFixed(0)} MB`,
+    `${b.seconds.toFixed(1)} s`,
+    `target < 150 MB; +${(b.rssPeakMb - b.rssBeforeMb).toFixed(0)} MB over the agent's idle RSS (the installed agent, dist/agent.mjs); artifact ${b.artifactBytes ?? '?'} bytes, ${b.complete ? 'complete' : 'NOT complete'}${b.error ? `; error: ${b.error.slice(0, 100)}` : ''}`,
+  ];
 }
 
 /** `clients` MCP clients of `team` calling `execute true` back to back until stopped. */
@@ -196,6 +208,97 @@ export async function benchQueryUnderLoad(
 /** A 10 kB log (the baseline: a call that reads little), 100 MB and 1 GB. */
 export const QUERY_SIZES = [10_000, 100_000_000, 1_000_000_000];
 
+const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
+const ms = (x: number) => `${x.toFixed(1)} ms`;
+
+/**
+ * `query_output` for the one number `seq 1 SEQ_N` holds once (bench/search.ts), in the artifact of a real `seq` job,
+ * `n` times on an idle gateway. The team must allow `seq`.
+ */
+export async function benchSeqQuery(c: Client, n: number): Promise<{ mb: number; idle: number[] }> {
+  const r = await c.callTool({ name: 'execute', arguments: { command: 'seq', args: ['1', String(SEQ_N)], timeout_ms: 600_000 } }, undefined, {
+    timeout: 900_000,
+  });
+  const handle = (r.structuredContent as { artifact_handle?: string }).artifact_handle;
+  if (r.isError || !handle) throw new Error(`seq 1 ${SEQ_N} failed: ${JSON.stringify(r.content).slice(0, 200)}`);
+  const idle: number[] = [];
+  let mb = 0;
+  for (let i = 0; i < n; i++) {
+    const t = performance.now();
+    const q = await c.callTool({ name: 'query_output', arguments: { artifactHandle: handle, queryTerms: [RARE_NUMBER], contextLines: 2 } }, undefined, {
+      timeout: 300_000,
+    });
+    idle.push(performance.now() - t);
+    const found = q.structuredContent as { totalBytes: number; matchCount: number };
+    if (q.isError || found.matchCount !== 1) throw new Error(`query_output for ${RARE_NUMBER} in seq output: ${JSON.stringify(q.content).slice(0, 200)}`);
+    mb = found.totalBytes / 1e6;
+  }
+  return { mb, idle };
+}
+
+/**
+ * `npm run bench`'s rows of `query_output` end to end, each with the previous figure (bench/RESULTS.md) and the ratio: a
+ * rare term in artifacts made by real jobs (10 kB, 100 MB, 1 GB), idle and while 16 clients run jobs, the 10 kB
+ * artifact the baseline; a rare number in `seq` output, idle. A failure (e.g. a timeout on a loaded machine) is a row
+ * saying so.
+ */
+export async function queryOutputRows(gw: Gateway, team: string, c: Client, root: string, quick: boolean): Promise<string[][]> {
+  const rows: string[][] = [];
+  try {
+    const q = await benchQueryUnderLoad(gw, team, c, root, QUERY_SIZES, 16, quick ? 2 : 5);
+    const [small, ...big] = q.artifacts;
+    const target = (size: number) => (size > 500 ? 'target ≤ 300 ms' : 'target ≤ 100 ms');
+    const base = pct(small.idle, 50);
+    rows.push(compared(`query_output, a rare term, ${small.mb.toFixed(2)} MB artifact, idle (baseline)`, base, ms, `max ${ms(Math.max(...small.idle))}`));
+    for (const a of big) {
+      const p = pct(a.idle, 50);
+      const ok = p <= (a.mb > 500 ? 300 : 100);
+      rows.push(
+        compared(
+          `query_output, a rare term, ${a.mb.toFixed(0)} MB artifact, idle`,
+          p,
+          ms,
+          `${target(a.mb)}: ${ok ? 'met' : 'NOT met'}; +${ms(p - base)} over the baseline; max ${ms(Math.max(...a.idle))}`,
+        ),
+      );
+    }
+    const loadedBase = pct(small.loaded, 50);
+    rows.push(
+      compared(
+        `query_output, a rare term, ${small.mb.toFixed(2)} MB artifact, while 16 clients run jobs (baseline)`,
+        loadedBase,
+        ms,
+        `load ${q.load.perS.toFixed(1)} jobs/s, ${q.load.errors} errors; max ${ms(Math.max(...small.loaded))}`,
+      ),
+    );
+    for (const a of big) {
+      const p = pct(a.loaded, 50);
+      rows.push(
+        compared(
+          `query_output, a rare term, ${a.mb.toFixed(0)} MB artifact, while 16 clients run jobs`,
+          p,
+          ms,
+          `${target(a.mb)}: ${p <= (a.mb > 500 ? 300 : 100) ? 'met' : 'NOT met'}; ${(p / loadedBase).toFixed(1)}× the baseline under the same load`,
+        ),
+      );
+    }
+    const s = await benchSeqQuery(c, quick ? 3 : 5);
+    const p = pct(s.idle, 50);
+    rows.push(
+      compared(
+        `query_output, a rare number in seq 1 ${SEQ_N} (${s.mb.toFixed(1)} MB artifact), idle`,
+        p,
+        ms,
+        `target ≤ 150 ms: ${p <= 150 ? 'met' : 'NOT met'}; +${ms(p - base)} over the baseline`,
+      ),
+    );
+  } catch (e) {
+    const cause = (e as Error & { cause?: Error }).cause?.message;
+    rows.push(['query_output (end to end)', `failed: ${(e as Error).message.slice(0, 100)}${cause ? ` (${cause.slice(0, 100)})` : ''}`, '', '']);
+  }
+  return rows;
+}
+
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.floor(s.length / 2)];
@@ -239,6 +342,12 @@ if (import.meta.main) {
           `query_output ${JSON.stringify(q.terms)} over ${a.mb.toFixed(a.mb < 1 ? 3 : 0)} MB: idle p50 ${median(a.idle).toFixed(0)} ms, with 16 clients running jobs p50 ${median(a.loaded).toFixed(0)} ms`,
         );
       console.log(`load: ${q.load.perS.toFixed(1)} jobs/s, ${q.load.errors} errors`);
+    }
+    if (!process.argv.includes('--no-seq')) {
+      const s = await benchSeqQuery(c, 5);
+      console.log(
+        `query_output ["${RARE_NUMBER}"] over ${s.mb.toFixed(1)} MB of seq 1 ${SEQ_N}: idle p50 ${median(s.idle).toFixed(0)} ms (${s.idle.map((x) => x.toFixed(0)).join(', ')})`,
+      );
     }
     await c.close();
   } finally {

@@ -7,8 +7,8 @@
  *     sandbox none, gVisor cold (no warm pool), gVisor warm pool: p50/p99 and ratio to (1)
  *  3. jobs/s with 16 concurrent clients (warm-pool gVisor, and none)
  *  4. policy decision time in-process (median/p99)
- *  5. query_output for a rare term in 10 kB, 100 MB and 1 GB artifacts end to end, idle and while 16 clients run jobs
- *     (bench/output.ts), and the in-process search rate
+ *  5. the search's targets in-process (bench/search-targets.ts), then query_output for a rare term in 10 kB, 100 MB and
+ *     1 GB artifacts end to end, idle and while 16 clients run jobs (bench/output.ts)
  *  6. runtime_execute `minimal` response size in bytes
  *  7. script mode: one run_script with 20 subprocesses against 20 execute calls (bench/script.ts)
  *  8. the hot path taken apart (bench/hotpath.ts): tools/list, policy_check, execute, and the
@@ -44,10 +44,9 @@ import { benchHotPath, cpuPerCall, healthzFloor, p50 } from './hotpath.ts';
 import { benchScale, heapSummary } from './scale.ts';
 import { benchEmulatorFloor } from './emulator-floor.ts';
 import { benchPolicy } from './policy.ts';
-import { benchSearch } from './query.ts';
-import { benchIndexedSearch } from './search.ts';
+import { searchRows } from './search.ts';
 import { benchScriptVsExecute, median, SUBPROCESSES } from './script.ts';
-import { benchBigOutput, benchQueryUnderLoad, QUERY_SIZES } from './output.ts';
+import { benchBigOutput, bigOutputRow, queryOutputRows } from './output.ts';
 import { benchRelay, relayRows } from './relay.ts';
 import { benchAgentEntries, entryRows } from './agent-entry.ts';
 import { benchStartup, startupRow } from './startup.ts';
@@ -334,59 +333,12 @@ async function main() {
     const pol = await benchPolicy(quick ? 2_000 : 20_000);
     row('policy decision (in-process, default policy)', `${pol.medianUs.toFixed(1)} µs`, `${pol.p99Us.toFixed(1)} µs`, '');
 
-    const s100 = await benchSearch(100);
-    row('artifact search in-process, 100 MB', `${s100.ms.toFixed(0)} ms`, `${s100.mbPerS.toFixed(0)} MB/s`, '');
-    // The same search narrowed by the block index (bench/search.ts; 1 GB: `npm run bench:search`), whole scan as the baseline.
-    const ix100 = await benchIndexedSearch(100, quick ? 2 : 5);
-    const rare = ix100.queries[0];
-    row(
-      'artifact search in-process, 100 MB, a term on 3 lines, block index',
-      `${rare.indexedMs} ms`,
-      '',
-      `whole scan ${rare.fullScanMs} ms (${rare.ratio}×); target ≤ 100 ms; ${rare.readMb} MB read; index built in ${ix100.indexBuildMs} ms`,
-    );
-
-    // A rare term searched through query_output end to end in artifacts made by real jobs (10 kB,
-    // 100 MB, 1 GB), idle and while 16 other clients run jobs; the 10 kB artifact is the baseline.
-    // A failure (e.g. a timeout on a loaded machine) is reported, and the bench goes on.
-    try {
-      const q = await benchQueryUnderLoad(gw, 'b-none', none, roots[0], QUERY_SIZES, 16, quick ? 2 : 5);
-      const [small, ...big] = q.artifacts;
-      const target = (mb: number) => (mb > 500 ? 'target ≤ 300 ms' : 'target ≤ 100 ms');
-      row(`query_output, a rare term, ${small.mb.toFixed(2)} MB artifact, idle (baseline)`, f(pct(small.idle, 50)), f(Math.max(...small.idle)), '');
-      for (const a of big)
-        row(
-          `query_output, a rare term, ${a.mb.toFixed(0)} MB artifact, idle`,
-          f(pct(a.idle, 50)),
-          f(Math.max(...a.idle)),
-          `${target(a.mb)}; +${f(pct(a.idle, 50) - pct(small.idle, 50))} over the baseline`,
-        );
-      row(
-        `query_output, a rare term, ${small.mb.toFixed(2)} MB artifact, while 16 clients run jobs (baseline)`,
-        f(pct(small.loaded, 50)),
-        f(Math.max(...small.loaded)),
-        `load ${q.load.perS.toFixed(1)} jobs/s, ${q.load.errors} errors`,
-      );
-      for (const a of big)
-        row(
-          `query_output, a rare term, ${a.mb.toFixed(0)} MB artifact, while 16 clients run jobs`,
-          f(pct(a.loaded, 50)),
-          f(Math.max(...a.loaded)),
-          `${target(a.mb)}; ${(pct(a.loaded, 50) / pct(small.loaded, 50)).toFixed(1)}× the baseline under the same load`,
-        );
-    } catch (e) {
-      const cause = (e as Error & { cause?: Error }).cause?.message;
-      row('query_output (end to end)', `failed: ${(e as Error).message.slice(0, 100)}${cause ? ` (${cause.slice(0, 100)})` : ''}`, '', '');
-    }
+    // The search's targets at module level (bench/search.ts: seq output, a 110 MB and a 1 GB log), then query_output end to end.
+    for (const r of await searchRows(quick ? 3 : 5)) row(...r);
+    for (const r of await queryOutputRows(gw, 'b-none', none, roots[0], quick)) row(...r);
 
     // One job writing 1 GB to stdout: the agent streams it to a spool file and uploads it, so its memory stays flat.
-    const bigOut = await benchBigOutput(gw, 'b-none', none, noneAgent.proc.pid!, BIG_OUTPUT_BYTES);
-    row(
-      `one job writing ${(BIG_OUTPUT_BYTES / 1e9).toFixed(0)} GB to stdout: agent RSS`,
-      `${bigOut.rssBeforeMb.toFixed(0)} → peak ${bigOut.rssPeakMb.toFixed(0)} MB`,
-      `${bigOut.seconds.toFixed(1)} s`,
-      `target < 150 MB; +${(bigOut.rssPeakMb - bigOut.rssBeforeMb).toFixed(0)} MB over the agent's idle RSS (the installed agent, dist/agent.mjs); artifact ${bigOut.artifactBytes ?? '?'} bytes, ${bigOut.complete ? 'complete' : 'NOT complete'}${bigOut.error ? `; error: ${bigOut.error.slice(0, 100)}` : ''}`,
-    );
+    row(...bigOutputRow(await benchBigOutput(gw, 'b-none', none, noneAgent.proc.pid!, BIG_OUTPUT_BYTES)));
 
     // The live relay under 1 GB of random binary, for the agent from its sources and packed (as installed and as npm start runs it).
     for (const entry of ['sources', 'packed'] as const)

@@ -9,9 +9,11 @@ export class Batches {
   private readonly size: number;
   private readonly emit: (batch: Uint8Array) => void;
 
-  constructor(size: number, emit: (batch: Uint8Array) => void) {
+  /** `expect`: the bytes to come, when known (a ranged read): the buffer is allocated once at the size it needs. */
+  constructor(size: number, emit: (batch: Uint8Array) => void, expect?: number) {
     this.size = Math.max(1, Math.floor(size));
     this.emit = emit;
+    if (expect !== undefined) this.buf = new Uint8Array(Math.max(0, Math.min(this.size, Math.floor(expect))));
   }
 
   push(chunk: Uint8Array): void {

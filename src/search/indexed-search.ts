@@ -104,7 +104,7 @@ export async function searchIndexed(read: ReadRange, ix: BlockIndex, o: SearchOp
       }
       const body = await reads[taken++];
       if (!body) return { kind: 'gone' };
-      const got = await scanRange(body, new ByteLineScan(s, needles, o.contextLines, r.fromByte === 0), lead(r));
+      const got = await scanRange(body, new ByteLineScan(s, needles, o.contextLines, r.fromByte === 0), lead(r), r.toByte - r.fromByte);
       const lines = r.toLine - r.fromLine;
       const atEnd = r.toByte === ix.totalBytes;
       const linesOk = got.newlines === lines || (atEnd && got.last !== NL && got.newlines === lines - 1);
@@ -133,17 +133,22 @@ async function scanRange(
   body: ReadableStream<Uint8Array>,
   scan: ByteLineScan,
   lead: number,
+  expect: number,
 ): Promise<{ bytes: number; newlines: number; last: number; leadOk: boolean }> {
   const reader = body.getReader();
   let bytes = -lead;
   let newlines = 0;
   let last = -1;
   let leadOk = lead === 0;
-  const batches = new Batches(BATCH_BYTES, (batch) => {
-    newlines += countNewlines(batch, 0, batch.length);
-    last = batch[batch.length - 1];
-    scan.push(batch);
-  });
+  const batches = new Batches(
+    BATCH_BYTES,
+    (batch) => {
+      newlines += countNewlines(batch, 0, batch.length);
+      last = batch[batch.length - 1];
+      scan.push(batch);
+    },
+    expect,
+  );
   try {
     for (;;) {
       const { done, value } = await reader.read();

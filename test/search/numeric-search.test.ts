@@ -8,15 +8,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BlockIndexBuilder, decodeBlockIndex, type BlockIndex } from '../../src/search/block-index.ts';
-import {
-  DIGITS_MAX,
-  type DigitPlace,
-  type DigitRanges,
-  digitProbes,
-  digitsMayHold,
-  emptyDigitRanges,
-  addDigitRun,
-} from '../../src/search/block-index/digits.ts';
+import { DIGITS_MAX, type DigitPlace, DigitRangeBuilder, digitProbes, digitsMayHold } from '../../src/search/block-index/digits.ts';
 import { planRanges, searchIndexed } from '../../src/search/indexed-search.ts';
 import { searchStream, type SearchOptions } from '../../src/search/line-search.ts';
 import { streamOf } from '../support/search-input.ts';
@@ -117,8 +109,9 @@ describe('digit ranges', () => {
             : digitsOf(r, len),
         );
       }
-      const ranges: DigitRanges = emptyDigitRanges();
-      for (const run of runs) addDigitRun(ranges, run.length, run.length <= DIGITS_MAX ? Number(run) : 0);
+      const builder = new DigitRangeBuilder();
+      for (const run of runs) builder.add(run.length, run.length <= DIGITS_MAX ? Number(run) : 0);
+      const ranges = builder.take();
       for (let q = 0; q < 20; q++) {
         // A probe cut from a run (so often held), or random digits (rarely).
         const src = runs[Math.floor(r() * runs.length)];
@@ -253,7 +246,10 @@ describe('searchIndexed with digit ranges: the same result as a plain scan', () 
     const full = await searchStream(streamOf(body), o);
     expect(full.matchCount).toBe(1);
     // Tamper: every block claims its 4-digit runs lie above 9000.
-    for (const b of ix.blocks) if (b.digits && b.digits.lo[4] <= b.digits.hi[4]) b.digits.lo[4] = 9001;
+    for (const b of ix.blocks) {
+      const runs = b.digits?.runs ?? [];
+      for (let i = 0; i < runs.length; i += 3) if (runs[i] === 4) [runs[i + 1], runs[i + 2]] = [9001, 9999];
+    }
     const got = await searchIndexed(async (offset, length) => streamOf(body.subarray(offset, offset + length)), ix, o, 1);
     expect(got.kind).toBe('searched');
     if (got.kind === 'searched') expect(got.result.matchCount).not.toBe(full.matchCount);

@@ -2,7 +2,7 @@
  * Builds a search index (./format.ts) from a stream's bytes in chunks of any size: whoever holds the bytes as a stream
  * builds it (the agent, before uploading them). Pure: no I/O.
  */
-import { addDigitRun, DIGITS_MAX, type DigitRanges, emptyDigitRanges } from './digits.ts';
+import { DIGITS_MAX, DigitRangeBuilder } from './digits.ts';
 import { type EncodedBlock, encode, SEARCH_BLOCK_BYTES, SEARCH_INDEX_CONTEXT_MAX, TRAILING_LINES } from './format.ts';
 
 /** Filter bits per distinct trigram, at least (rounded up to a power of two): about 1 bit in 5 set or fewer. */
@@ -26,7 +26,6 @@ interface OpenBlock {
   lastStarts: number[];
   /** Relative start of the line being read. */
   lineStart: number;
-  digits: DigitRanges;
 }
 
 /**
@@ -49,6 +48,8 @@ export class BlockIndexBuilder {
   /** Digits of the digit run being read (0: none), and its value while it has at most DIGITS_MAX. */
   private runDigits = 0;
   private runValue = 0;
+  /** The open block's digit runs. */
+  private readonly digitRuns = new DigitRangeBuilder();
   private total = 0;
   /** Bytes of the blocks closed so far: where the open one starts. */
   private closedBytes = 0;
@@ -74,7 +75,7 @@ export class BlockIndexBuilder {
       let c: number;
       if (digits > 0 && (b < 0x30 || b > 0x39)) {
         // Any byte but a digit ends a digit run (a non-ASCII one too: no character it starts is an ASCII digit).
-        addDigitRun(this.block.digits, digits, value);
+        this.digitRuns.add(digits, value);
         digits = 0;
       }
       if (pend === 0 && b < 0x80) {
@@ -130,7 +131,7 @@ export class BlockIndexBuilder {
   /** The encoded index of everything pushed. */
   finish(): Uint8Array {
     const bl = this.block;
-    if (this.runDigits > 0) addDigitRun(bl.digits, this.runDigits, this.runValue);
+    if (this.runDigits > 0) this.digitRuns.add(this.runDigits, this.runValue);
     this.runDigits = 0;
     if (bl.bytes > 0) {
       if (bl.lineStart < bl.bytes) {
@@ -196,11 +197,11 @@ export class BlockIndexBuilder {
       lastStarts: bl.lastStarts,
       filter,
       filterLog2: filter ? log2 : 0,
-      digits: bl.digits,
+      digits: this.digitRuns.take(),
     });
     this.closedBytes += bl.bytes;
     this.block = newBlock();
   }
 }
 
-const newBlock = (): OpenBlock => ({ bytes: 0, lines: 0, firstEnds: [], lastStarts: [], lineStart: 0, digits: emptyDigitRanges() });
+const newBlock = (): OpenBlock => ({ bytes: 0, lines: 0, firstEnds: [], lastStarts: [], lineStart: 0 });

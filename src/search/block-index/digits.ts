@@ -1,7 +1,7 @@
 /**
  * What a block's numbers can hold, for the terms trigrams cannot narrow: 1 MB of consecutive numbers holds every digit
  * trigram, but its digit runs (maximal runs of ASCII digits '0'–'9' in a line) lie in narrow ranges. Per block and per
- * run length 1–15 the index keeps the least and greatest run of that length read as a number, and whether a longer run
+ * run length 1–15 present the index keeps the least and greatest run of that length read as a number, and whether a longer run
  * occurs. A term's own digit runs then say what a matching line must hold, by where they sit in the term:
  *
  * - a run with a non-digit on both sides in the term ("id 4711 ") is a whole run of the line: its length's range must
@@ -20,26 +20,38 @@
 export const DIGITS_MAX = 15;
 const POW10 = Array.from({ length: DIGITS_MAX + 2 }, (_, i) => 10 ** i);
 
-/** A block's digit runs: per length k in 1..DIGITS_MAX, the least (lo[k]) and greatest (hi[k]) run, or lo[k] > hi[k] when none. */
+/** A block's digit runs: for each run length present, ascending, its length, least and greatest run, flattened. */
 export interface DigitRanges {
-  lo: Float64Array;
-  hi: Float64Array;
+  runs: number[];
   /** A run longer than DIGITS_MAX digits occurs. */
   long: boolean;
 }
 
-export function emptyDigitRanges(): DigitRanges {
-  return { lo: new Float64Array(DIGITS_MAX + 1).fill(Infinity), hi: new Float64Array(DIGITS_MAX + 1).fill(-1), long: false };
-}
+/** Collects the runs of the block being read (the builder's side); `take` hands them on and starts afresh. */
+export class DigitRangeBuilder {
+  private readonly lo = new Float64Array(DIGITS_MAX + 1).fill(Infinity);
+  private readonly hi = new Float64Array(DIGITS_MAX + 1).fill(-1);
+  private long = false;
 
-/** Records one run of `len` digits whose value is `value` (exact when len ≤ DIGITS_MAX). */
-export function addDigitRun(r: DigitRanges, len: number, value: number): void {
-  if (len > DIGITS_MAX) {
-    r.long = true;
-    return;
+  /** One run of `len` digits whose value is `value` (exact when len ≤ DIGITS_MAX). */
+  add(len: number, value: number): void {
+    if (len > DIGITS_MAX) {
+      this.long = true;
+      return;
+    }
+    if (value < this.lo[len]) this.lo[len] = value;
+    if (value > this.hi[len]) this.hi[len] = value;
   }
-  if (value < r.lo[len]) r.lo[len] = value;
-  if (value > r.hi[len]) r.hi[len] = value;
+
+  take(): DigitRanges {
+    const runs: number[] = [];
+    for (let k = 1; k <= DIGITS_MAX; k++) if (this.lo[k] <= this.hi[k]) runs.push(k, this.lo[k], this.hi[k]);
+    const out = { runs, long: this.long };
+    this.lo.fill(Infinity);
+    this.hi.fill(-1);
+    this.long = false;
+    return out;
+  }
 }
 
 /** Where a term's digit run sits, which says what part of a line's run it must be. */
@@ -90,17 +102,20 @@ function cutHolds(lo: number, hi: number, shift: number, digits: number, v: numb
 export function digitsMayHold(r: DigitRanges, p: DigitProbe): boolean {
   const L = p.digits;
   if (L > DIGITS_MAX) return r.long;
-  if (p.place === 'whole') return r.lo[L] <= p.value && p.value <= r.hi[L];
+  const runs = r.runs;
+  if (p.place === 'whole') {
+    for (let i = 0; i < runs.length; i += 3) if (runs[i] === L) return runs[i + 1] <= p.value && p.value <= runs[i + 2];
+    return false;
+  }
   // A run longer than DIGITS_MAX may start with, end with or hold any shorter run.
   if (r.long) return true;
-  for (let k = L; k <= DIGITS_MAX; k++) {
-    const lo = r.lo[k];
-    const hi = r.hi[k];
-    if (lo > hi) continue;
+  for (let i = 0; i < runs.length; i += 3) {
+    const k = runs[i];
+    if (k < L) continue;
     // shift: digits of the line's run after the probe's; 0 when it ends the run, k − L when it starts it.
     const first = p.place === 'prefix' ? k - L : 0;
     const last = p.place === 'suffix' ? 0 : k - L;
-    for (let shift = first; shift <= last; shift++) if (cutHolds(lo, hi, shift, L, p.value)) return true;
+    for (let shift = first; shift <= last; shift++) if (cutHolds(runs[i + 1], runs[i + 2], shift, L, p.value)) return true;
   }
   return false;
 }

@@ -4,7 +4,9 @@
  * Version 2 adds each block's digit ranges (./digits.ts); version 1 indexes (uploaded before it) are still read, their
  * blocks without digit ranges (a number is then narrowed by trigrams only, as before).
  */
-import { DIGITS_MAX, type DigitRanges, emptyDigitRanges } from './digits.ts';
+import { DIGITS_MAX, type DigitRanges } from './digits.ts';
+
+const POW10 = Array.from({ length: DIGITS_MAX + 1 }, (_, k) => 10 ** k);
 
 /** Blocks end at the first line end at or after this many bytes (a longer line makes a longer block). */
 export const SEARCH_BLOCK_BYTES = 1024 * 1024;
@@ -131,30 +133,27 @@ export function encode(totalBytes: number, totalLines: number, blocks: EncodedBl
 
 /** Bit k−1 set: runs of k digits occur (k ≤ DIGITS_MAX), each such length then as least and greatest − least; bit DIGITS_MAX: longer runs occur. */
 function writeDigits(w: Writer, d: DigitRanges): void {
-  let mask = d.long ? 2 ** DIGITS_MAX : 0;
-  for (let k = 1; k <= DIGITS_MAX; k++) if (d.lo[k] <= d.hi[k]) mask += 2 ** (k - 1);
+  let mask = d.long ? 1 << DIGITS_MAX : 0;
+  for (let i = 0; i < d.runs.length; i += 3) mask |= 1 << (d.runs[i] - 1);
   w.varint(mask);
-  for (let k = 1; k <= DIGITS_MAX; k++) {
-    if (d.lo[k] > d.hi[k]) continue;
-    w.varint(d.lo[k]);
-    w.varint(d.hi[k] - d.lo[k]);
+  for (let i = 0; i < d.runs.length; i += 3) {
+    w.varint(d.runs[i + 1]);
+    w.varint(d.runs[i + 2] - d.runs[i + 1]);
   }
 }
 
 function readDigits(r: Reader): DigitRanges {
   const mask = r.varint();
   if (mask >= 2 ** (DIGITS_MAX + 1)) throw new BadIndex('digit ranges of unknown lengths');
-  const d = emptyDigitRanges();
-  d.long = mask >= 2 ** DIGITS_MAX;
+  const runs: number[] = [];
   for (let k = 1; k <= DIGITS_MAX; k++) {
-    if (Math.floor(mask / 2 ** (k - 1)) % 2 === 0) continue;
+    if ((mask & (1 << (k - 1))) === 0) continue;
     const lo = r.varint();
     const hi = lo + r.varint();
-    if (hi >= 10 ** k) throw new BadIndex(`a range of ${k}-digit numbers reaches past ${k} digits`);
-    d.lo[k] = lo;
-    d.hi[k] = hi;
+    if (hi >= POW10[k]) throw new BadIndex(`a range of ${k}-digit numbers reaches past ${k} digits`);
+    runs.push(k, lo, hi);
   }
-  return d;
+  return { runs, long: (mask & (1 << DIGITS_MAX)) !== 0 };
 }
 
 /** Why an index cannot be used: it is not one, or does not describe a body of this size. */
