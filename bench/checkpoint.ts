@@ -38,8 +38,8 @@ import { DEFAULT_RESOURCE_LIMITS } from '../src/contracts/resource-limits.ts';
 import { pct } from './agent-entry.ts';
 import { benchDriver, driverCpu, treeCpu } from './executor.ts';
 
-/** The driver's sandboxes run with this global flag (gvisor-sandbox.ts): a restore takes the same. */
-const RUNSC_FLAGS = ['--network=none'];
+/** The driver's sandboxes run with these global flags (gvisor-sandbox.ts, gvisor.ts): a restore takes the same. */
+const RUNSC_FLAGS = ['--network=none', '--platform=ptrace'];
 
 /**
  * How the checkpointed sandbox's stdio are made: `driver` is the driver's own sandbox (Node's

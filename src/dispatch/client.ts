@@ -30,6 +30,7 @@ import {
   type UploadWho,
 } from './events.ts';
 import { stamp } from '../contracts/trace.ts';
+import { SANDBOX_KINDS } from '../contracts/sandbox-kinds.ts';
 import { lostExit } from './outcomes.ts';
 import type { DispatchHealth } from './job-metrics.ts';
 
@@ -98,9 +99,11 @@ export async function awaitJob(
         const line = buffered.slice(0, nl);
         buffered = buffered.slice(nl + 1);
         if (!line) continue;
-        const parsed = DispatchEvent.safeParse(JSON.parse(line));
-        if (!parsed.success) continue;
-        const e = parsed.data;
+        const raw: unknown = JSON.parse(line);
+        const exit = exitEvent(raw);
+        const parsed = exit ? null : DispatchEvent.safeParse(raw);
+        if (parsed && !parsed.success) continue;
+        const e = exit ?? parsed!.data!;
         if (e.type === 'exit') stamp(env, 'edge.exit_event');
         if (e.type === 'exit') return ok({ exit: e.exit, agentId: e.agentId, sandbox: e.sandbox });
         if (e.type === 'error') return err(e.code, e.message);
@@ -112,6 +115,18 @@ export async function awaitJob(
     console.warn(`job ${jobId}: event stream broke (${(e as Error).message}); polling its status`);
   }
   return pollToEnd(env, team, jobId);
+}
+
+/**
+ * The exit event, its envelope checked here; its `exit` is the team object's record of a `job.exit` the
+ * object validated (JobExit, agent-protocol.ts) when the agent sent it, so it is not parsed a second time.
+ * null for any other event (parsed whole) or an envelope that does not fit (parsed whole, and dropped).
+ */
+function exitEvent(v: unknown): Extract<DispatchEvent, { type: 'exit' }> | null {
+  const e = v as { type?: unknown; exit?: { type?: unknown; jobId?: unknown }; agentId?: unknown; sandbox?: unknown } | null;
+  if (e?.type !== 'exit' || typeof e.agentId !== 'string' || !SANDBOX_KINDS.includes(e.sandbox as SandboxKind)) return null;
+  if (e.exit?.type !== 'job.exit' || typeof e.exit.jobId !== 'string') return null;
+  return e as Extract<DispatchEvent, { type: 'exit' }>;
 }
 
 /** The event stream ended early (the DO restarted): the durable job table still has the answer. */
