@@ -4,7 +4,7 @@
  * recipe of docs/credentials.md run as written (`gatehouse secrets set`, `gatehouse policy set`), and
  * the tools a team uses with a token:
  *
- * - `npm ci` of test/e2e/fixtures/builds/private-app (committed lockfile; its `.npmrc` names the
+ * - `npm ci` of test/e2e/fixtures/builds/private-app (committed lockfile; its `.npmrc`, written by the test, names the
  *   `@acme` registry and holds no token) installs `@acme/greeting` from a private HTTPS registry
  *   that answers 401 without `Authorization: Bearer <NPM_TOKEN>`, and tiny-a/tiny-b from the
  *   public registry's stand-in, which must never see the header;
@@ -148,6 +148,9 @@ const outputs: string[] = [];
 /** The npm project in its workspace, with the install script's hunt and the decoys it must find. */
 async function prepareNpmBuild(): Promise<string> {
   const dir = await prepareWorkspace(client, stateDir, 'npm-build', join(FIXTURE, 'private-app'), JOB_MS);
+  // The project's .npmrc names the private registry for its scope, with no token (written here, not committed:
+  // the repository names no registry host of its own).
+  writeFileSync(join(dir, '.npmrc'), `${['@acme:registry', `https://${NPM_HOST}/`].join('=')}\n`);
   writeFileSync(join(dir, 'hunt.sh'), `${NPM_HUNT}\n`);
   writeFileSync(join(dir, 'decoys.txt'), `${DECOYS.join('\n')}\n`);
   return dir;
