@@ -30,4 +30,4 @@ export {
   SEARCH_INDEX_MAX_BYTES,
   SEARCH_INDEX_MIN_BYTES,
 } from './block-index/format.ts';
-export { lineBoundary, mayMatch, type TermProbe, termProbes } from './block-index/lookup.ts';
+export { lineBoundary, mayMatch, termProbes } from './block-index/lookup.ts';
