@@ -48,7 +48,7 @@ function indexedRow(c: CorpusFigures, q: QueryFigures, what: string, targetMs: n
     `search: ${what} in ${c.name} (${mb(c.bytes)}), through the index`,
     i.wallMs,
     ms,
-    `${target}${ms(i.cpuMs)} CPU, ${read}, ${q.matches} matching lines${whole}`,
+    `${target}${ms(i.cpuMs)} CPU, ${read}, ${q.matches} matching line${q.matches === 1 ? '' : 's'}${whole}`,
   );
 }
 

@@ -31,7 +31,8 @@ export function termProbes(terms: string[]): TermProbe[] | null {
 
 /** May the block hold a line that matches one of the terms (from `termProbes`)? */
 export function mayMatch(block: IndexBlock, terms: TermProbe[]): boolean {
-  return terms.some((p) => trigramsMayHold(block, p.trigrams) && (block.digits === null || p.digits.every((d) => digitsMayHold(block.digits!, d))));
+  const ranges = block.digits;
+  return terms.some((p) => trigramsMayHold(block, p.trigrams) && (ranges === null || p.digits.every((d) => digitsMayHold(ranges, d))));
 }
 
 function trigramsMayHold(block: IndexBlock, tris: number[]): boolean {
