@@ -12,20 +12,10 @@ import { putArtifactBody, searchIndexKey } from '../../src/store/artifacts.ts';
 import { indexArtifact } from '../../src/dispatch/artifact-client.ts';
 import { queryOutput } from '../../src/governed/query-output.ts';
 import type { Env } from '../../src/env.ts';
-import { streamOf } from '../support/search-input.ts';
+import { rng, streamOf } from '../support/search-input.ts';
 import { FakeD1, FakeR2, FakeTeams } from '../store/fakes.ts';
 
 const enc = new TextEncoder();
-
-function rng(seed: number): () => number {
-  let s = seed | 0;
-  return () => {
-    s = (s + 0x6d2b79f5) | 0;
-    let t = Math.imul(s ^ (s >>> 15), 1 | s);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const WORDS = ['the', 'and', 'error', 'Error', 'ERROR', 'warn', 'ok', 'build', 'step', '42', 'zebra', 'needle', 'NeEdLe', 'kelvin', '\u212Aelvin', 'İstanbul'];
 const WIDE = ['élan', '€uro', '😀', 'straße', 'ünïcödé', 'İ', '\u212A'];

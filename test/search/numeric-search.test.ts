@@ -11,19 +11,9 @@ import { BlockIndexBuilder, decodeBlockIndex, type BlockIndex } from '../../src/
 import { DIGITS_MAX, type DigitPlace, DigitRangeBuilder, digitProbes, digitsMayHold } from '../../src/search/block-index/digits.ts';
 import { planRanges, searchIndexed } from '../../src/search/indexed-search.ts';
 import { searchStream, type SearchOptions } from '../../src/search/line-search.ts';
-import { streamOf } from '../support/search-input.ts';
+import { rng, streamOf } from '../support/search-input.ts';
 
 const enc = new TextEncoder();
-
-function rng(seed: number): () => number {
-  let s = seed | 0;
-  return () => {
-    s = (s + 0x6d2b79f5) | 0;
-    let t = Math.imul(s ^ (s >>> 15), 1 | s);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const digitsOf = (r: () => number, n: number) => Array.from({ length: n }, () => String(Math.floor(r() * 10))).join('');
 

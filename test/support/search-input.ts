@@ -16,3 +16,14 @@ export function streamOf(bytes: Uint8Array, sizes: number[] = [65536]): Readable
 }
 
 export const opts = (o: Partial<SearchOptions> & { terms: string[] }): SearchOptions => ({ maxExcerpts: 10, contextLines: 3, source: 'stdout', ...o });
+
+/** A seeded pseudo-random source (mulberry32): the differential tests' random bodies, the same on every run. */
+export function rng(seed: number): () => number {
+  let s = seed | 0;
+  return () => {
+    s = (s + 0x6d2b79f5) | 0;
+    let t = Math.imul(s ^ (s >>> 15), 1 | s);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
