@@ -188,7 +188,8 @@ describe('an agent frozen with SIGSTOP (socket open, no pings)', () => {
         'the job to be lost',
       );
       expect(lost).toMatchObject({ state: 'lost', agent_id: 'idle-agent' });
-      expect(Date.now() - frozenAt).toBeGreaterThanOrEqual(2 * SILENT_MS);
+      // Silence counts from the agent's last ping, which came up to one heartbeat before the freeze.
+      expect(Date.now() - frozenAt).toBeGreaterThanOrEqual(2 * SILENT_MS - HB);
       expect(await agentView('idle-agent')).toMatchObject({ connected: false });
     } finally {
       process.kill(agent.proc.pid!, 'SIGCONT');
