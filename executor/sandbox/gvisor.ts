@@ -18,7 +18,8 @@ import { chownSync, existsSync, mkdirSync, rmSync, statSync, symlinkSync, writeF
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { availableParallelism } from 'node:os';
-import { hiddenPaths, systemView } from './system-view.ts';
+import { hiddenPaths, systemView, type SystemEntry } from './system-view.ts';
+import { copyEtcInto, isEtcCopy } from './etc-snapshot.ts';
 import { delay, runQuiet } from './exec-util.ts';
 import { SANDBOX_GID, SANDBOX_UID, type AcquireOptions, type DriverOptions, type ResourceLimits, type Sandbox, type SandboxDriver } from './types.ts';
 import { GvisorSandbox, JOB_DIR_INSIDE, RUNSC_ENV, WORKSPACE_INSIDE, type GvisorHost, type SandboxLimits } from './gvisor-sandbox.ts';
@@ -78,6 +79,8 @@ export class GvisorDriver implements SandboxDriver, GvisorHost {
   private readonly opts: DriverOptions;
   private readonly log: Logger;
   private readonly rootfs: string;
+  /** The system paths every sandbox bind-mounts (buildRootfs): the allowlisted dirs, and any /etc entry that could not be copied. */
+  private binds: SystemEntry[] = [];
   private readonly pool: GvisorSandbox[] = [];
   private readonly live = new Set<GvisorSandbox>();
   private closed = false;
@@ -154,16 +157,21 @@ export class GvisorDriver implements SandboxDriver, GvisorHost {
     rmSync(join(this.opts.stateDir, 'jobdirs'), { recursive: true, force: true });
   }
 
-  /** An empty read-only root with mount points for the allowlisted system paths. */
+  /** A read-only root: the allowlisted /etc entries copied in (etc-snapshot.ts), mount points for the other system paths. */
   private buildRootfs(): void {
     rmSync(this.rootfs, { recursive: true, force: true });
     mkdirSync(this.rootfs, { recursive: true, mode: 0o755 });
     for (const d of ['proc', 'dev', 'sys', 'tmp', 'etc', WORKSPACE_INSIDE.slice(1), JOB_DIR_INSIDE.slice(1)]) {
       mkdirSync(join(this.rootfs, d), { recursive: true });
     }
-    for (const e of systemView()) {
+    const view = systemView();
+    const uncopied = copyEtcInto(this.rootfs, view);
+    this.binds = view.filter((e) => e.kind !== 'symlink' && (!isEtcCopy(e) || uncopied.includes(e)));
+    for (const e of view) {
       const at = join(this.rootfs, e.path);
       if (e.kind === 'symlink') symlinkSync(e.target!, at);
+      else if (!this.binds.includes(e))
+        continue; // copied into the root
       else if (e.kind === 'dir') mkdirSync(at, { recursive: true });
       else writeFileSync(at, '');
     }
@@ -287,8 +295,7 @@ export class GvisorDriver implements SandboxDriver, GvisorHost {
       { destination: '/dev', type: 'tmpfs', source: 'tmpfs', options: ['nosuid', 'strictatime', 'mode=755', 'size=65536k'] },
       { destination: '/tmp', type: 'tmpfs', source: 'tmpfs', options: ['nosuid', 'nodev', 'mode=1777', `size=${limits.tmpBytes}`] },
     ];
-    for (const e of systemView()) {
-      if (e.kind === 'symlink') continue; // recreated in the rootfs
+    for (const e of this.binds) {
       mounts.push({ destination: e.path, type: 'bind', source: e.path, options: ['rbind', 'ro', 'nosuid', 'nodev'] });
     }
     // Configuration and credentials under the visible dirs: an empty dir or /dev/null instead.
