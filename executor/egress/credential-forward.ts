@@ -13,6 +13,7 @@ import type { Duplex } from 'node:stream';
 import { connect as tlsConnect, rootCertificates, TLSSocket } from 'node:tls';
 import type { Conn } from './connection-log.ts';
 import type { CredentialRoute, EgressGate } from './gate.ts';
+import { refusalReason, refusalText } from './refusal.ts';
 
 /** Request headers that belong to one hop and are not forwarded (RFC 9110 §7.6.1). */
 const HOP_BY_HOP = new Set(['connection', 'proxy-connection', 'keep-alive', 'proxy-authorization', 'te', 'trailer', 'upgrade', 'transfer-encoding', 'host']);
@@ -72,6 +73,15 @@ function forwardOne(
       .end(`gatehouse egress: this connection is for ${authority} only; the request names ${(req.headers.host ?? path).slice(0, 100)}\n`);
     return;
   }
+  // The request is readable here, unlike in a blind tunnel: an entry's `methods` hold (a read-only token stays read-only).
+  const method = (req.method ?? 'GET').toUpperCase();
+  const no = gate.methodRefusal(to.host, to.port, method);
+  if (no) {
+    gate.refuse(gate.begin(to.host, to.port, method), no.reason, no.policyKey);
+    const body = refusalText(to.host, to.port, no.reason, no.policyKey);
+    res.writeHead(403, refusalReason(403, body), { 'content-type': 'text/plain', connection: 'close' }).end(body);
+    return;
+  }
   const bound = new Set(route.credentials.map((c) => c.binding.header.toLowerCase()));
   const headers: [string, string][] = [['Host', authority]];
   for (let i = 0; i < req.rawHeaders.length; i += 2) {
@@ -81,7 +91,6 @@ function forwardOne(
   }
   for (const c of route.credentials) headers.push([c.binding.header, c.binding.scheme ? `${c.binding.scheme} ${c.value}` : c.value]);
   if (req.headers['transfer-encoding']) headers.push(['Transfer-Encoding', 'chunked']);
-  const method = req.method ?? 'GET';
   gate.count(conn, 'up', method.length + path.length + req.rawHeaders.reduce((n, x) => n + x.length + 2, 16));
   const out = httpsRequest({ method, path, headers: groupHeaders(headers), agent, setHost: false });
   out.on('response', (r) => {

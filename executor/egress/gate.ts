@@ -38,6 +38,11 @@ export interface EgressGate {
   capPassed(): boolean;
   /** How long a tunnel waits for the client's ClientHello. */
   readonly helloWaitMs: number;
+  /**
+   * Inside a credential tunnel the proxy reads each request, so an entry's `methods` apply there too: the refusal
+   * when the grant allows this host and port only for other methods, else null.
+   */
+  methodRefusal(host: string, port: number, method: string): { reason: string; policyKey: string } | null;
   /** For a host the job's credentials are bound to: what the proxy needs to add them (credential-forward.ts); null otherwise. */
   credentialRoute(host: string, port: number): CredentialRoute | null;
 }

@@ -250,6 +250,12 @@ export class EgressProxy implements EgressGate {
     return { ok: true, address: d.address.address, port };
   }
 
+  methodRefusal(host: string, port: number, method: string): { reason: string; policyKey: string } | null {
+    // A tunnel the grant allowed for any method (an entry without `methods`, `mode: open`, an approval) is not narrowed here.
+    const d = decide(this.o.grant, host, port, method);
+    return !d.allowed && d.kind === 'method' ? { reason: d.reason, policyKey: d.policyKey } : null;
+  }
+
   /** Credentials are added over TLS on 443 only, to exactly the hosts they are bound to. */
   credentialRoute(host: string, port: number): CredentialRoute | null {
     const c = this.o.credentials;

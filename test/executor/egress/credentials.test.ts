@@ -193,6 +193,53 @@ describe('credentials added by the egress proxy', () => {
     b.destroy();
   });
 
+  it("holds the entry's methods inside the tunnel: a GET-only registry token cannot be used to POST or PUT (publish)", async () => {
+    const { port, p, logs } = await proxy({ grant: { allow: [{ host: 'git.example.com', methods: ['GET', 'HEAD'] }, { host: 'other.example.com' }] } });
+    const tls = await tunnel(port, 'git.example.com', agentCa.certPem());
+    expect(await get(tls, 'git.example.com', '/pkg', { connection: 'keep-alive' })).toMatchObject({ status: 200, body: 'ok /pkg' });
+    const req = httpRequest({
+      host: 'git.example.com',
+      path: '/pkg',
+      method: 'PUT',
+      headers: { host: 'git.example.com', 'content-type': 'application/json', connection: 'keep-alive' },
+      createConnection: () => tls,
+    });
+    req.end('{"name":"pkg","versions":{}}');
+    const [res] = (await once(req, 'response')) as [import('node:http').IncomingMessage];
+    let body = '';
+    for await (const c of res) body += c;
+    expect(res.statusCode).toBe(403);
+    expect(res.statusMessage).toContain('network.allow[0].methods');
+    expect(body).toContain('method PUT is not in network.allow[0].methods (GET, HEAD)');
+    // Only the GET reached the upstream (with the credential); the PUT never left the proxy.
+    expect(seen.map((x) => [x.url, x.authorization])).toEqual([['/pkg', `Bearer ${SECRET}`]]);
+    tls.destroy();
+    await p.close();
+    const rec = logs.flatMap((l) => l.connections);
+    expect(rec).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          host: 'git.example.com',
+          method: 'PUT',
+          decision: 'refused',
+          reason: 'method PUT is not in network.allow[0].methods (GET, HEAD)',
+        }),
+        expect.objectContaining({ host: 'git.example.com', decision: 'allowed', credential: 'GIT_TOKEN' }),
+      ]),
+    );
+  });
+
+  it('leaves every method to a credential host whose entry lists none (and to one allowed twice, once without methods)', async () => {
+    const { port } = await proxy({ grant: { allow: [{ host: 'git.example.com', methods: ['GET'] }, { host: 'git.example.com' }] } });
+    const tls = await tunnel(port, 'git.example.com', agentCa.certPem());
+    const req = httpRequest({ host: 'git.example.com', path: '/echo', method: 'POST', headers: { host: 'git.example.com' }, createConnection: () => tls });
+    req.end('abc');
+    const [res] = (await once(req, 'response')) as [import('node:http').IncomingMessage];
+    expect(res.statusCode).toBe(200);
+    expect(seen.map((x) => x.authorization)).toEqual([`Bearer ${SECRET}`]);
+    tls.destroy();
+  });
+
   it('refuses a request inside the tunnel that names another host, sending nothing upstream', async () => {
     const { port } = await proxy();
     const tls = await tunnel(port, 'git.example.com', agentCa.certPem());
