@@ -12,6 +12,10 @@ const ADD_FLAGS: FlagSpecs = {
   scope: { type: 'string', value: 'scopes', help: 'OAuth scopes to ask for (space-separated; default: what the server names)' },
 };
 
+const CONNECT_FLAGS: FlagSpecs = {
+  'new-client': { type: 'bool', help: 'register a new OAuth client instead of using the one the last connection registered' },
+};
+
 const SERVERS_HELP = `gatehouse servers — remote MCP servers the team's scripts call (servers.<id>.call(tool, args))
 
 usage:
@@ -19,8 +23,11 @@ usage:
                                             register (or replace) a server: its Streamable HTTP endpoint
                                             (http: or https:); header values are stored encrypted
   gatehouse servers list                    the registered servers (header names, OAuth state; never a value or token)
-  gatehouse servers connect <id>            connect the team to an OAuth server: prints the URL to open in a
-                                            browser; once signed in there, gatehouse servers list shows it connected
+  gatehouse servers connect <id> [--new-client]
+                                            connect the team to an OAuth server: prints the URL to open in a
+                                            browser; once signed in there, gatehouse servers list shows it connected.
+                                            A reconnect uses the OAuth client registered before; --new-client
+                                            registers another (when the authorization server no longer knows it)
   gatehouse servers rm <id>                 remove a server
 
 flags (add):
@@ -143,13 +150,20 @@ function authOf(x: Row): string {
 }
 
 async function connect(argv: string[]): Promise<number> {
-  const a = parseArgs(argv, {}, 'servers connect');
+  const a = parseArgs(argv, CONNECT_FLAGS, 'servers connect');
   if (a.flags.help) return (out(SERVERS_HELP), 0);
   const id = oneId(a, 'connect');
-  const r = await api<{ authorizationUrl: string; expiresAt: string }>(connection(a.flags), 'POST', `/servers/${encodeURIComponent(id)}/connect`, {});
+  const body = a.flags['new-client'] ? { newClient: true } : {};
+  const r = await api<{ authorizationUrl: string; expiresAt: string; client: 'reused' | 'registered' }>(
+    connection(a.flags),
+    'POST',
+    `/servers/${encodeURIComponent(id)}/connect`,
+    body,
+  );
   if (!r.ok) return (info(formatError(r.error)), 1);
   if (a.flags.json) return (printJson(r.value), 0);
   out(r.value.authorizationUrl);
-  info(`open the URL above in a browser and sign in before ${r.value.expiresAt}; then gatehouse servers list shows ${id} as oauth:connected`);
+  const client = r.value.client === 'reused' ? 'the OAuth client registered before' : 'a newly registered OAuth client';
+  info(`open the URL above in a browser and sign in before ${r.value.expiresAt} (${client}); then gatehouse servers list shows ${id} as oauth:connected`);
   return 0;
 }

@@ -14,6 +14,7 @@ import { recordAudit } from '../dispatch/audit-client.ts';
 import { listRemoteServers, putRemoteServer, remoteServerRow, removeRemoteServer } from '../dispatch/remote-servers-client.ts';
 import { publicOrigin } from '../auth/config.ts';
 import { beginConnect } from '../script/remote-oauth.ts';
+import { ServerConnectInput } from '../contracts/remote-oauth.ts';
 import { apiError, readJson } from './http.ts';
 
 export const serverRoutes = new Hono<AppEnv>();
@@ -76,18 +77,27 @@ serverRoutes.post('/:id/connect', async (c) => {
       'conflict',
       `servers.${id} is registered with headers, not OAuth; register it again with "auth": "oauth" (gatehouse servers add ${id} <URL> --oauth)`,
     );
-  const started = await beginConnect(c.env, publicOrigin(c.req.raw, c.env), p.team, row, { subject: p.subject, tokenId: p.tokenId });
+  // A body is optional here (`{}` and none mean the same).
+  let input: ServerConnectInput = {};
+  if ((await c.req.text()).trim() !== '') {
+    const body = await readJson(c);
+    if (!body.ok) return body.response;
+    const parsed = ServerConnectInput.safeParse(body.value);
+    if (!parsed.success) return apiError(c, 'invalid_argument', `${describeIssues(parsed.error.issues)}; expected {} or {"newClient": true}`);
+    input = parsed.data;
+  }
+  const started = await beginConnect(c.env, publicOrigin(c.req.raw, c.env), p.team, row, { subject: p.subject, tokenId: p.tokenId }, input);
   if (!started.ok) return apiError(c, started.code, started.message);
   await recordAudit(c.env, {
     team: p.team,
     subject: p.subject,
     tokenId: p.tokenId,
     tool: 'admin.server_connect',
-    command: { server: id, url: row.url },
+    command: { server: id, url: row.url, client: started.client },
     decision: 'allowed',
-    reason: `started an OAuth connection to remote MCP server ${id}`,
+    reason: `started an OAuth connection to remote MCP server ${id} (${started.client === 'reused' ? 'the client registered before' : 'a newly registered client'})`,
   });
-  return c.json({ server: id, authorizationUrl: started.authorizationUrl, expiresAt: new Date(started.expiresAt).toISOString() });
+  return c.json({ server: id, authorizationUrl: started.authorizationUrl, expiresAt: new Date(started.expiresAt).toISOString(), client: started.client });
 });
 
 serverRoutes.delete('/:id', async (c) => {

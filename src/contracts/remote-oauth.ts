@@ -63,6 +63,13 @@ export const OAuthPendingSecret = z.object({
 });
 export type OAuthPendingSecret = z.infer<typeof OAuthPendingSecret>;
 
+/**
+ * `POST /servers/:id/connect`'s body (optional): `newClient` registers a new OAuth client at the authorization server
+ * instead of using again the one the team's last connection registered (one it no longer accepts, say).
+ */
+export const ServerConnectInput = z.object({ newClient: z.boolean().optional() }).strict();
+export type ServerConnectInput = z.infer<typeof ServerConnectInput>;
+
 /** The OAuth `state` parameter, sealed by the gateway: which team and server started it, and the one-time nonce. */
 export const OAuthState = z.object({ team: z.string().min(1), server: z.string().min(1), nonce: z.string().min(16) });
 export type OAuthState = z.infer<typeof OAuthState>;

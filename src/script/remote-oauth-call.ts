@@ -180,7 +180,8 @@ export class OAuthConnectionError extends Error {
 
 class RefusedRefresh extends Error {}
 
-async function openConnection(key: CryptoKey, sealed: string, team: string, row: StoredRemoteServer): Promise<OAuthConnectionSecret | null> {
+/** The team's sealed connection to `row`, opened and checked; null when it does not open (another key, another URL) or is malformed. */
+export async function openConnection(key: CryptoKey, sealed: string, team: string, row: StoredRemoteServer): Promise<OAuthConnectionSecret | null> {
   const opened = await openSecret(key, sealed, oauthConnectionAad(team, row.id, row.url));
   if (!opened.ok) return null;
   try {

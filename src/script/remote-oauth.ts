@@ -6,7 +6,7 @@
  * the team's object under a one-time nonce; the `state` parameter is sealed too, naming the team and server
  * that started it, so a callback binds its tokens to exactly that team and server, once, before the TTL.
  */
-import { auth, type OAuthDiscoveryState, type StoredOAuthClientInformation } from '@modelcontextprotocol/client';
+import { auth, OAuthError, OAuthErrorCode, type OAuthDiscoveryState, type StoredOAuthClientInformation } from '@modelcontextprotocol/client';
 import type { Env } from '../env.ts';
 import type { StoredRemoteServer } from '../contracts/mcp-servers.ts';
 import {
@@ -15,15 +15,17 @@ import {
   OAUTH_STATE_AAD,
   OAuthPendingSecret,
   OAuthState,
+  type ServerConnectInput,
   oauthConnectionAad,
   oauthPendingAad,
   type OAuthConnectionSecret,
 } from '../contracts/remote-oauth.ts';
 import { openSecret, sealSecret, secretsKey } from '../platform/secret-box.ts';
-import { beginOAuth, saveOAuthConnection, takeOAuth } from '../dispatch/remote-oauth-client.ts';
+import { beginOAuth, oauthConnection, saveOAuthConnection, takeOAuth } from '../dispatch/remote-oauth-client.ts';
 import { remoteServerRow } from '../dispatch/remote-servers-client.ts';
 import { GatewayOAuthProvider, oauthFetch } from './oauth-client-provider.ts';
 import { describe } from './remote-server.ts';
+import { openConnection } from './remote-oauth-call.ts';
 
 type Failure = { ok: false; code: 'config_error' | 'upstream_error' | 'oauth_state_invalid' | 'not_found' | 'conflict'; message: string };
 
@@ -36,12 +38,15 @@ export async function beginConnect(
   team: string,
   row: StoredRemoteServer,
   who: { subject: string; tokenId: string | null },
-): Promise<{ ok: true; authorizationUrl: string; expiresAt: number } | Failure> {
+  o: ServerConnectInput = {},
+): Promise<{ ok: true; authorizationUrl: string; expiresAt: number; client: 'reused' | 'registered' } | Failure> {
   const key = await secretsKey(env);
   if (!key.ok) return { ok: false, code: 'config_error', message: key.error.message };
   const nonce = randomToken();
   const state = await sealSecret(key.value, JSON.stringify({ team, server: row.id, nonce } satisfies OAuthState), OAUTH_STATE_AAD);
-  const provider = new GatewayOAuthProvider(`${origin}${OAUTH_CALLBACK_PATH}`, state);
+  const redirectUrl = `${origin}${OAUTH_CALLBACK_PATH}`;
+  const previous = o.newClient ? undefined : await previousClient(env, key.value, team, row, redirectUrl);
+  const provider = new GatewayOAuthProvider(redirectUrl, state, previous ? { clientInformation: previous } : {});
   try {
     const r = await auth(provider, { serverUrl: row.url, ...(row.scope ? { scope: row.scope } : {}), fetchFn: oauthFetch });
     if (r !== 'REDIRECT' || !provider.authorizationUrl) throw new Error('the authorization server issued tokens without a person signing in');
@@ -67,7 +72,31 @@ export async function beginConnect(
     sealed: await sealSecret(key.value, JSON.stringify(pending), oauthPendingAad(team, row.id)),
     expiresAt,
   });
-  return { ok: true, authorizationUrl: provider.authorizationUrl.href, expiresAt };
+  // The SDK drops a stored client of another authorization server (its `issuer` stamp) and registers anew.
+  const client = previous && provider.clientInformation()?.client_id === previous.client_id ? 'reused' : 'registered';
+  return { ok: true, authorizationUrl: provider.authorizationUrl.href, expiresAt, client };
+}
+
+/**
+ * The client this gateway registered at the authorization server for the team's last connection to `row`, when a new
+ * authorization can use it again: registered for this callback URL, its secret (if it has one) not about to expire.
+ * Each reconnect registering another client would leave the authorization server one more client per reconnect, and
+ * some have an administrator approve each. `servers connect --new-client` registers anew all the same.
+ */
+async function previousClient(
+  env: Env,
+  key: CryptoKey,
+  team: string,
+  row: StoredRemoteServer,
+  redirectUrl: string,
+): Promise<StoredOAuthClientInformation | undefined> {
+  const stored = await oauthConnection(env, team, row.id).catch(() => null);
+  const connection = stored ? await openConnection(key, stored.sealed, team, row) : null;
+  const info = connection?.clientInformation as { redirect_uris?: unknown; client_secret_expires_at?: unknown } | undefined;
+  if (!info || !Array.isArray(info.redirect_uris) || !info.redirect_uris.includes(redirectUrl)) return undefined;
+  const secretExpires = info.client_secret_expires_at;
+  if (typeof secretExpires === 'number' && secretExpires > 0 && secretExpires * 1000 < Date.now() + OAUTH_PENDING_TTL_MS) return undefined;
+  return connection!.clientInformation as StoredOAuthClientInformation;
 }
 
 export interface CallbackParams {
@@ -110,7 +139,11 @@ export async function finishConnect(
   } catch (e) {
     // The token endpoint may repeat the request in its error: the code, the verifier and the client secret are cut out.
     const sent = [q.code, seed.data.codeVerifier, (seed.data.clientInformation as { client_secret?: string }).client_secret];
-    return { ok: false, code: 'upstream_error', message: `servers.${server}: the token exchange failed: ${describe(e, sent)}` };
+    const again =
+      e instanceof OAuthError && (e.code === OAuthErrorCode.InvalidClient || e.code === OAuthErrorCode.UnauthorizedClient)
+        ? `; if the authorization server no longer knows the client registered before, connect again with gatehouse servers connect ${server} --new-client`
+        : '';
+    return { ok: false, code: 'upstream_error', message: `servers.${server}: the token exchange failed: ${describe(e, sent)}${again}` };
   }
   const tokens = provider.tokens();
   if (!tokens) return { ok: false, code: 'upstream_error', message: `servers.${server}: the authorization server answered no tokens` };

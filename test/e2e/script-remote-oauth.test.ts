@@ -224,7 +224,7 @@ describe('a remote MCP server that requires OAuth', () => {
 
     const rows = await auditRows();
     const begun = rows.find((r) => r.tool === 'admin.server_connect');
-    expect(begun && commandOf(begun)).toEqual({ server: 'docs', url: remote.url });
+    expect(begun && commandOf(begun)).toEqual({ server: 'docs', url: remote.url, client: 'registered' });
     const connected = rows.find((r) => r.tool === 'oauth.server_connected');
     expect(connected && commandOf(connected)).toEqual({ server: 'docs', scopes: ['read', 'write'] });
     expect(connected!.subject).toBe(`test-${TEAM}`);
@@ -355,6 +355,48 @@ describe('a remote MCP server that requires OAuth', () => {
     expect((await view('docs'))!.state).toBe('connected');
     const ok = await run(`return (await servers.docs.call('echo', { text: 'back' })).content[0].text`);
     expect(ok.s.result).toBe('echo: back');
+  });
+
+  it('a reconnect uses the client registered before; --new-client registers another for an authorization server that forgot it', async () => {
+    expect((await view('docs'))!.state).toBe('connected');
+    const clients = remote.issued.clientIds.length;
+    const start = async (body: string) => adminFetch('/servers/docs/connect', { method: 'POST', body }, admin);
+
+    // Reconnecting: the same client, no registration; the connection works with the new tokens.
+    const again = await start('');
+    expect(again.status, again.text).toBe(200);
+    expect(again.json.client).toBe('reused');
+    const done = await callback(await authorize(again.json.authorizationUrl));
+    expect(done.status, done.text).toBe(200);
+    expect(remote.issued.clientIds).toHaveLength(clients);
+    expect((await run(`return (await servers.docs.call('echo', { text: 'same client' })).content[0].text`)).s.result).toBe('echo: same client');
+
+    // The authorization server forgets its clients: the reused one is refused at its page, and nothing changes here.
+    remote.forgetClients();
+    const stale = await start('{}');
+    expect(stale.json.client).toBe('reused');
+    const page = await fetch(stale.json.authorizationUrl, { redirect: 'manual' });
+    expect(page.status).toBe(400);
+    await page.text();
+    expect((await view('docs'))!.state).toBe('connected');
+
+    // --new-client registers a new one, and the connection is made with it.
+    const cliOut = await cli(['servers', 'connect', 'docs', '--new-client']);
+    expect(cliOut.code, cliOut.stderr).toBe(0);
+    expect(cliOut.stderr).toContain('(a newly registered OAuth client)');
+    expect(remote.issued.clientIds).toHaveLength(clients + 1);
+    const fresh = await callback(await authorize(cliOut.stdout.trim()));
+    expect(fresh.status, fresh.text).toBe(200);
+    expect((await run(`return (await servers.docs.call('echo', { text: 'new client' })).content[0].text`)).s.result).toBe('echo: new client');
+    const begun = (await auditRows()).filter((r) => r.tool === 'admin.server_connect').slice(0, 3);
+    expect(begun.map((r) => commandOf(r).client)).toEqual(['registered', 'reused', 'reused']);
+
+    // A body that is not {} or {"newClient": true} is refused with the shape expected.
+    for (const body of ['{"newClient": "yes"}', '{"client": "new"}', '[]']) {
+      const bad = await start(body);
+      expect(bad.status, body).toBe(400);
+      expect(bad.json.error).toMatchObject({ code: 'invalid_argument', message: expect.stringContaining('expected {} or {"newClient": true}') });
+    }
   });
 
   it('a server registered again at another URL loses its connection', async () => {

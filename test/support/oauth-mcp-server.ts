@@ -90,6 +90,8 @@ export interface OAuthMcpServer {
   secrets(): string[];
   /** Makes every access token issued so far expired at the resource server (the client still thinks it fresh). */
   expireAccessTokens(): void;
+  /** The authorization server forgets every client registered so far (an expired or deleted registration). */
+  forgetClients(): void;
   reset(): void;
   close(): Promise<void>;
 }
@@ -337,6 +339,9 @@ export async function startOAuthMcpServer(): Promise<OAuthMcpServer> {
     ],
     expireAccessTokens() {
       for (const t of access.values()) t.expiresAt = Math.floor(Date.now() / 1000) - 1;
+    },
+    forgetClients() {
+      clients.clear();
     },
     reset() {
       Object.assign(settings, DEFAULT_SETTINGS());
