@@ -14,18 +14,18 @@
  * This file is the driver (bundles, warm pool, version check); one sandbox is gvisor-sandbox.ts,
  * reuse between a team's jobs gvisor-reuse/. Imports go one way: driver → reuse → sandbox.
  */
-import { chownSync, existsSync, mkdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chownSync, existsSync, mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { availableParallelism } from 'node:os';
-import { hiddenPaths, systemView, type SystemEntry } from './system-view.ts';
-import { copyEtcInto, isEtcCopy } from './etc-snapshot.ts';
+import { hiddenPaths, type SystemEntry } from './system-view.ts';
+import { buildRootfs } from './gvisor-rootfs.ts';
 import { delay, runQuiet } from './exec-util.ts';
 import { SANDBOX_GID, SANDBOX_UID, type AcquireOptions, type DriverOptions, type ResourceLimits, type Sandbox, type SandboxDriver } from './types.ts';
 import { GvisorSandbox, JOB_DIR_INSIDE, RUNSC_ENV, WORKSPACE_INSIDE, type GvisorHost, type SandboxLimits } from './gvisor-sandbox.ts';
 import { LAUNCHER_FILE } from '../jobs/launcher.ts';
 import { CA_BUNDLE_INSIDE } from './trusted-cas.ts';
-import { INIT_PYTHON, REUSE_INIT_ARGV, placeReuseInit } from './gvisor-reuse/init.ts';
+import { INIT_PYTHON, REUSE_INIT_ARGV } from './gvisor-reuse/init.ts';
 import { ReusePool } from './gvisor-reuse/pool.ts';
 import type { SandboxReuse } from '../../src/contracts/sandbox-reuse.ts';
 import { DEFAULT_RESOURCE_LIMITS } from '../../src/contracts/resource-limits.ts';
@@ -157,29 +157,9 @@ export class GvisorDriver implements SandboxDriver, GvisorHost {
     rmSync(join(this.opts.stateDir, 'jobdirs'), { recursive: true, force: true });
   }
 
-  /** A read-only root: the allowlisted /etc entries copied in (etc-snapshot.ts), mount points for the other system paths. */
+  /** The root every sandbox starts from (gvisor-rootfs.ts), and the reuse pool when the init can run. */
   private buildRootfs(): void {
-    rmSync(this.rootfs, { recursive: true, force: true });
-    mkdirSync(this.rootfs, { recursive: true, mode: 0o755 });
-    for (const d of ['proc', 'dev', 'sys', 'tmp', 'etc', WORKSPACE_INSIDE.slice(1), JOB_DIR_INSIDE.slice(1)]) {
-      mkdirSync(join(this.rootfs, d), { recursive: true });
-    }
-    const view = systemView();
-    const uncopied = copyEtcInto(this.rootfs, view);
-    this.binds = view.filter((e) => e.kind !== 'symlink' && (!isEtcCopy(e) || uncopied.includes(e)));
-    for (const e of view) {
-      const at = join(this.rootfs, e.path);
-      if (e.kind === 'symlink') symlinkSync(e.target!, at);
-      else if (!this.binds.includes(e))
-        continue; // copied into the root
-      else if (e.kind === 'dir') mkdirSync(at, { recursive: true });
-      else writeFileSync(at, '');
-    }
-    if (this.opts.caBundle) {
-      mkdirSync(join(this.rootfs, CA_BUNDLE_INSIDE, '..'), { recursive: true });
-      writeFileSync(join(this.rootfs, CA_BUNDLE_INSIDE), '');
-    }
-    placeReuseInit(this.rootfs);
+    this.binds = buildRootfs(this.rootfs, { caBundle: this.opts.caBundle }).binds;
     if (existsSync(INIT_PYTHON)) {
       this.reuse = new ReusePool({ createReusable: (l, ws) => this.create(l, 'reuse', [], ws), closed: () => this.closed }, this.log);
     } else {
