@@ -18,8 +18,17 @@ const READ_PAGE_BYTES = 256 * 1024;
 
 /** Why the transport stopped the server itself, for the call that was waiting and any after it. */
 export interface StdioStop {
-  code: 'payload_too_large';
+  code: 'payload_too_large' | 'limit_reached';
   message: string;
+}
+
+/** Thrown by a JobStdio that may not go on (the script's request has no subrequest left): the transport stops the server with this reason. */
+export class StdioStopError extends Error {
+  readonly stop: StdioStop;
+  constructor(stop: StdioStop) {
+    super(stop.message);
+    this.stop = stop;
+  }
 }
 
 /** What the transport needs of the job: the edge's interactive-job calls, bound to one job. */
@@ -48,7 +57,7 @@ export class JobStdioTransport implements Transport {
     this.#job = job;
   }
 
-  /** Set when the transport stopped the server (a line over STDIO_LINE_MAX_BYTES); the SDK only says "Connection closed". */
+  /** Set when the transport stopped the server (a line over STDIO_LINE_MAX_BYTES, no subrequest left); the SDK only says "Connection closed". */
   get stopped(): StdioStop | undefined {
     return this.#stop;
   }
@@ -58,8 +67,14 @@ export class JobStdioTransport implements Transport {
   }
 
   async send(message: JSONRPCMessage): Promise<void> {
-    if (this.#closed) throw new Error('the server has stopped');
-    const w = await this.#job.write(new TextEncoder().encode(`${JSON.stringify(message)}\n`));
+    if (this.#closed) throw new Error(this.#stop?.message ?? 'the server has stopped');
+    let w: Awaited<ReturnType<JobStdio['write']>>;
+    try {
+      w = await this.#job.write(new TextEncoder().encode(`${JSON.stringify(message)}\n`));
+    } catch (e) {
+      if (e instanceof StdioStopError) await this.#stopWith(e.stop);
+      throw e;
+    }
     if (!w.ok) throw new Error(`could not write to the server's stdin: ${w.message}`);
   }
 
@@ -84,9 +99,17 @@ export class JobStdioTransport implements Transport {
         }
       }
     } catch (e) {
+      if (e instanceof StdioStopError) return await this.#stopWith(e.stop);
       this.onerror?.(e instanceof Error ? e : new Error(String(e)));
       await this.close();
     }
+  }
+
+  /** Stops the server for `stop` (the first reason stands), telling the client why. */
+  async #stopWith(stop: StdioStop): Promise<void> {
+    this.#stop ??= stop;
+    this.onerror?.(new Error(stop.message));
+    await this.close();
   }
 
   /** Splits stdout into lines; each non-empty line is one JSON-RPC message (anything else is the server's noise, reported). */

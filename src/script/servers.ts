@@ -37,11 +37,12 @@ const CATALOG_SUBREQUESTS = 1;
 const CONNECT_SUBREQUESTS = 3;
 const CALL_SUBREQUESTS = 2;
 /**
- * A stdio server goes through the team's object: its start (the policy, the submit: about 4), then per message a
- * stdin write and a stdout read (wait, job status, output: 3). Its connect is 2 messages, a call 1 (and its audit row).
+ * A stdio server goes through the team's object: its start (the policy, the submit: about 4) and its stop at the end
+ * (1) are the connect's, a call's audit row the call's; its messages (stdin writes, waits for and reads of stdout)
+ * are charged as they are made, however many a long call or a long line takes (stdio-server.ts).
  */
-const STDIO_CONNECT_SUBREQUESTS = 4 + 2 * 4;
-const STDIO_CALL_SUBREQUESTS = 4 + 1;
+const STDIO_CONNECT_SUBREQUESTS = 4 + 1;
+const STDIO_CALL_SUBREQUESTS = 1;
 /** Reading `.mcp.json`: two governed jobs (stat, cat), each a policy read, a submit and its wait. */
 const MCP_JSON_READ_SUBREQUESTS = 2 * 3;
 

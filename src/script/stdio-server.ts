@@ -15,7 +15,7 @@ import { waitJobOutput, writeJobStdin } from '../dispatch/interactive-client.ts'
 import { readJobOutput } from '../dispatch/job-output.ts';
 import { isTerminal } from '../contracts/job-view.ts';
 import { runGoverned } from '../governed/governed-run.ts';
-import { JobStdioTransport, type JobStdio, type StdioStop } from './job-stdio-transport.ts';
+import { JobStdioTransport, StdioStopError, type JobStdio, type StdioStop } from './job-stdio-transport.ts';
 import type { SubprocessContext } from './subprocess.ts';
 
 /** `stopped`: why the transport stopped the server, once it has (the SDK tells the waiting call only "Connection closed"). */
@@ -51,13 +51,15 @@ export async function connectStdio(sc: SubprocessContext, id: string, entry: Std
     };
   const jobId = out.jobId;
   const client = new Client({ name: 'gatehouse-script', version: '1' }, { capabilities: {} });
-  const transport = new JobStdioTransport(jobStdio(sc, jobId));
+  const transport = new JobStdioTransport(jobStdio(sc, id, jobId));
   try {
     await client.connect(transport, { timeout: timeoutMs });
     return { ok: true, client, jobId, stopped: () => transport.stopped };
   } catch (e) {
     // close() kills the job: a server that never answered initialize does not linger.
     await client.close().catch(() => undefined);
+    const stop = transport.stopped;
+    if (stop) return { ok: false, code: stop.code, message: stop.message };
     const why = e instanceof Error ? e.message : String(e);
     return {
       ok: false,
@@ -67,19 +69,38 @@ export async function connectStdio(sc: SubprocessContext, id: string, entry: Std
   }
 }
 
-function jobStdio(sc: SubprocessContext, jobId: string): JobStdio {
+/**
+ * Subrequests each of the transport's calls to the team's object makes: a stdin write, a wait for stdout, and a read
+ * (the job's status, then its live output — or, once the output is an artifact, its index row and an R2 read).
+ */
+const STDIO_IO_SUBREQUESTS = { write: 1, wait: 1, read: 3 } as const;
+
+/**
+ * The server's job as its transport uses it. Every call to the team's object is a subrequest of the script's
+ * request, however long the server runs or however long its lines are (a 4 MiB line is 16 reads): each is charged
+ * when it is made (request-budget.ts), and one that does not fit stops the server with the limit's message.
+ * Stopping it at the end is in the connect's own charge, so it is never refused.
+ */
+function jobStdio(sc: SubprocessContext, id: string, jobId: string): JobStdio {
   const { env, principal } = sc.ctx;
   const team = principal.team;
+  const charge = (n: number) => {
+    const over = sc.slot.beforeServerCall(n);
+    if (over) throw new StdioStopError({ code: 'limit_reached', message: `stdio server ${id}: ${over}; it was stopped` });
+  };
   return {
     async write(data) {
+      charge(STDIO_IO_SUBREQUESTS.write);
       const a = await writeJobStdin(env, team, jobId, principal.subject, data);
       return a.ok ? { ok: true } : { ok: false, message: `${a.code}: ${a.message}` };
     },
     async wait(offset, waitMs) {
+      charge(STDIO_IO_SUBREQUESTS.wait);
       const r = await waitJobOutput(env, team, { jobId, stream: 'stdout', offset, waitMs }, principal.subject);
       return { ended: r.waited === 'ended' };
     },
     async read(offset, max) {
+      charge(STDIO_IO_SUBREQUESTS.read);
       const view = await jobStatus(env, team, jobId);
       if (!view) return { data: new Uint8Array(0), nextOffset: offset, done: true };
       const page = await readJobOutput(env, team, view, 'stdout', offset, max);

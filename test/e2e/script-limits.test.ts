@@ -4,12 +4,13 @@
  * 50 subrequests per request), so a script's subprocess cap comes from the plan, not the policy.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { startAgent, startGateway, testSandbox, type AgentProcess, type Gateway } from './harness.ts';
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
+import { PRESETS } from '../../src/policy/presets.ts';
 import { effectiveSubprocessCap } from '../../src/script/request-budget.ts';
 import { EXECUTE_COST } from '../../src/mcp/tools/execute.ts';
 import { batchOfScripts, postBatch, toolCalls } from '../support/script-batch.ts';
@@ -139,6 +140,44 @@ describe('one request, several execute calls (a JSON-RPC batch)', () => {
     expect(refused[0].result?.structuredContent.error?.code).toBe('limit_reached');
     for (const a of r.answers.filter((x) => x.id < 3)) expect(a.result?.structuredContent).toMatchObject({ exit_code: 0 });
   }, 120_000);
+});
+
+describe("a script's stdio server: every message is a subrequest of the script's request", () => {
+  const attempt = (expr: string) => `try { return { ok: true, value: await ${expr} }; } catch (e) { return { ok: false, code: e.code, message: e.message }; }`;
+
+  it('a call whose answer takes more reads than the request has left fails limit_reached and stops the server; a small one runs', async () => {
+    copyFileSync(join(process.cwd(), 'test/e2e/fixtures/long-line-server.mjs'), join(root, 'long-line-server.mjs'));
+    writeFileSync(join(root, '.mcp.json'), JSON.stringify({ mcpServers: { big: { command: 'node', args: ['long-line-server.mjs'] } } }));
+    const open = PRESETS.open.policy;
+    await gw.putPolicy(TEAM, {
+      ...open,
+      interactive: { ...open.interactive, enabled: false },
+      script: { enabled: true, cpuMs: 5_000, servers: { default: 'allow' } },
+    });
+    const call = async (code: string) => {
+      const r = await client.callTool({ name: 'run_script', arguments: { code } }, undefined, { timeout: 120_000 });
+      return r.structuredContent as Record<string, any>;
+    };
+    // A ping: its messages fit in what the request has.
+    expect((await call(`return (await servers.big.call('ping', {})).content[0].text`)).result).toBe('pong');
+    // 3 MiB on one line is 12 reads of 256 KiB (3 subrequests each) besides the waits: more than 50 allow. The call
+    // fails with the limit, the server is stopped, and the script goes on to say so.
+    const out = await call(attempt(`servers.big.call('flood', { bytes: 3 * 1024 * 1024 })`));
+    expect(out.result).toMatchObject({ ok: false, code: 'limit_reached' });
+    expect(out.result.message).toMatch(
+      /^servers\.big\.call: stdio server big: limit reached — Cloudflare allows 50 subrequests per request on the Workers Free plan \(GATEHOUSE_WORKERS_PLAN = "free"\) and this request has \d+ left \(this server call needs \d\); it was stopped$/,
+    );
+    // Nothing of the team keeps running: the server's job was stopped with the script.
+    const token = await gw.token({ team: TEAM, scopes: ['admin'] });
+    let running: unknown[] = [];
+    for (let i = 0; i < 60; i++) {
+      const res = await fetch(`${gw.url}/admin/v1/jobs?limit=200`, { headers: { Authorization: `Bearer ${token}` } });
+      running = ((await res.json()) as { jobs: Array<{ state: string }> }).jobs.filter((j) => j.state === 'running' || j.state === 'queued');
+      if (running.length === 0) break;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    expect(running).toEqual([]);
+  }, 240_000);
 });
 
 async function jobCount(): Promise<number> {

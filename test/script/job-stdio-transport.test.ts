@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/client';
-import { JobStdioTransport, STDIO_LINE_MAX_BYTES, type JobStdio } from '../../src/script/job-stdio-transport.ts';
+import { JobStdioTransport, STDIO_LINE_MAX_BYTES, StdioStopError, type JobStdio } from '../../src/script/job-stdio-transport.ts';
 
 /** A job whose stdout is a byte buffer; `answer` decides what the "server" writes for each line of stdin. */
 function fakeJob(answer: (msg: any) => string | null) {
@@ -93,6 +93,36 @@ describe('JobStdioTransport', () => {
     expect(kills).toEqual([why]);
     expect(errors).toEqual([why]);
     expect(t.stopped).toEqual({ code: 'payload_too_large', message: why });
+  });
+
+  it('a job that may not go on (StdioStopError from a read or a write) stops the server with its reason, and later calls say it', async () => {
+    const stop = { code: 'limit_reached' as const, message: 'stdio server s: limit reached — no subrequest left; it was stopped' };
+    // Reads: the one that carries initialize's answer, then none.
+    const { job, kills } = fakeJob(server);
+    let reads = 0;
+    const read = job.read.bind(job);
+    job.read = async (offset, max) => {
+      if (++reads > 1) throw new StdioStopError(stop);
+      return read(offset, max);
+    };
+    const t = new JobStdioTransport(job);
+    const client = new Client({ name: 't', version: '1' }, { capabilities: {} });
+    await client.connect(t, { timeout: 5_000 });
+    await expect(client.listTools()).rejects.toThrow();
+    expect(t.stopped).toEqual(stop);
+    expect(kills).toEqual([stop.message]);
+    await expect(t.send({ jsonrpc: '2.0', id: 9, method: 'ping' })).rejects.toThrow(stop.message);
+
+    // A write refused the same way: the send fails with the reason and the server is stopped.
+    const w = fakeJob(server);
+    w.job.write = async () => {
+      throw new StdioStopError(stop);
+    };
+    const t2 = new JobStdioTransport(w.job);
+    await t2.start();
+    await expect(t2.send({ jsonrpc: '2.0', id: 1, method: 'ping' })).rejects.toThrow(stop.message);
+    expect(t2.stopped).toEqual(stop);
+    expect(w.kills).toEqual([stop.message]);
   });
 
   it('a whole line one byte over the bound, newline included in the same read, is not delivered', async () => {
