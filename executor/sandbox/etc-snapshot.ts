@@ -6,7 +6,7 @@
  * work was a measurable part of every job's CPU (bench/RESULTS.md). A copy in the root costs nothing
  * per sandbox.
  *
- * What a job sees is the host's entries as they were when the agent started (docs/agent.md says to
+ * What a job sees is the host's entries as they were when the agent started (docs/agents.md says to
  * restart the agent after changing them); a job still cannot write them (the root is read-only) and
  * never reaches the host's own inodes. Modes are kept, and ownership too when the agent runs as
  * root, so a file the sandbox user could not read on the host (`/etc/ssl/private`) stays unreadable.
