@@ -46,7 +46,7 @@ import { makePrivateCa, openSslAvailable, type PrivateCa } from '../support/priv
 import type { PrivateHttps } from '../support/private-https.ts';
 import { huntScript } from '../support/secret-hunt.ts';
 import { NPM_CI, startTarballRegistry } from '../support/tarball-registry.ts';
-import { type AgentProcess, type Gateway, hasCommand, ROOT, startAgent, startGateway } from './harness.ts';
+import { type AgentProcess, type Gateway, hasCommand, ROOT, startEgressTestAgent, startGateway } from './harness.ts';
 
 type S = Record<string, any>;
 
@@ -178,22 +178,12 @@ maybe('builds with private credentials: npm ci from a private registry and git c
     gw = await startGateway({ vars: { GATEHOUSE_SECRETS_KEY: randomBytes(32).toString('base64') } });
     admin = await gw.token({ team: TEAM, scopes: ['admin'] });
     client = await gw.mcp(TEAM, ['execute', 'artifacts:read']);
-    agent = startAgent(gw, {
-      token: await gw.token({ team: TEAM, scopes: ['agent'] }),
+    agent = await startEgressTestAgent(gw, TEAM, {
       root,
-      sandbox: 'gvisor',
       capacity: 2,
       agentId: 'builds-creds-gvisor',
       extraArgs: ['--state-dir', stateDir, '--extra-ca', ca.caFile, '--warm', '0'],
-      env: {
-        GATEHOUSE_EGRESS_TEST_MODE: '1',
-        GATEHOUSE_EGRESS_TEST_HOSTS: [
-          `${NPM_HOST}=127.0.0.1:${registry.port}`,
-          `${PUBLIC_NPM}=127.0.0.1:${registry.port}`,
-          `${GIT_HOST}=127.0.0.1:${git.port}`,
-          `${GIT_MIRROR}=127.0.0.1:${git.port}`,
-        ].join(','),
-      },
+      testHosts: { [NPM_HOST]: registry.port, [PUBLIC_NPM]: registry.port, [GIT_HOST]: git.port, [GIT_MIRROR]: git.port },
     });
     await agent.ready;
   }, 300_000);

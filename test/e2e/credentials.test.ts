@@ -25,7 +25,7 @@ import { makePrivateCa, openSslAvailable, type PrivateCa } from '../support/priv
 import { type PrivateHttps, startPrivateHttps } from '../support/private-https.ts';
 import { huntScript } from '../support/secret-hunt.ts';
 import { call } from './fleet.ts';
-import { type AgentProcess, type Gateway, hasCommand, startAgent, startGateway } from './harness.ts';
+import { type AgentProcess, type Gateway, hasCommand, startEgressTestAgent, startGateway } from './harness.ts';
 
 type S = Record<string, any>;
 
@@ -96,14 +96,12 @@ maybe('credentials: added by the egress proxy, never readable by the job', () =>
     expect((await admin('PUT', '/secrets/GIT_TOKEN', { value: VALUE })).status).toBe(201);
     await gw.putPolicy(TEAM, policy);
     client = await gw.mcp(TEAM, ['execute', 'artifacts:read']);
-    agent = startAgent(gw, {
-      token: await gw.token({ team: TEAM, scopes: ['agent'] }),
+    agent = await startEgressTestAgent(gw, TEAM, {
       root,
-      sandbox: 'gvisor',
       capacity: 1,
       agentId: 'creds-gvisor',
       extraArgs: ['--extra-ca', ca.caFile, '--warm', '0'],
-      env: { GATEHOUSE_EGRESS_TEST_MODE: '1', GATEHOUSE_EGRESS_TEST_HOSTS: `${BOUND}=127.0.0.1:${up.port},${UNBOUND}=127.0.0.1:${up.port}` },
+      testHosts: { [BOUND]: up.port, [UNBOUND]: up.port },
     });
     await agent.ready;
   }, 300_000);

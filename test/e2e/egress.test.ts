@@ -17,7 +17,7 @@ import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { hasCommand, startAgent, startGateway, type AgentProcess, type Gateway } from './harness.ts';
+import { hasCommand, startEgressTestAgent, startGateway, type AgentProcess, type Gateway } from './harness.ts';
 import { call } from './fleet.ts';
 import { until } from '../support/until.ts';
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
@@ -120,14 +120,7 @@ maybe('governed egress: npm ci through gVisor and the egress proxy', () => {
     gw = await startGateway();
     await gw.putPolicy(TEAM, policy({ mode: 'allowlist', presets: ['package-registries'] }));
     client = await gw.mcp(TEAM, ['execute', 'artifacts:read']);
-    agent = startAgent(gw, {
-      token: await gw.token({ team: TEAM, scopes: ['agent'] }),
-      root,
-      sandbox: 'gvisor',
-      capacity: 1,
-      agentId: 'egress-gvisor',
-      env: { GATEHOUSE_EGRESS_TEST_MODE: '1', GATEHOUSE_EGRESS_TEST_HOSTS: `${NPM_HOST}=127.0.0.1:${registry.port}` },
-    });
+    agent = await startEgressTestAgent(gw, TEAM, { root, capacity: 1, agentId: 'egress-gvisor', testHosts: { [NPM_HOST]: registry.port } });
     await agent.ready;
   }, 300_000);
 

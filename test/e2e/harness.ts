@@ -294,6 +294,27 @@ export interface AgentOptions {
   entry?: string;
 }
 
+/**
+ * A gVisor agent of `team` with the egress proxy in test mode: each name of `testHosts` is sent to that loopback port
+ * (GATEHOUSE_EGRESS_TEST_HOSTS), so jobs reach stand-in registries and Git servers under their public names.
+ */
+export async function startEgressTestAgent(
+  gw: Gateway,
+  team: string,
+  o: { root: string; agentId: string; capacity: number; extraArgs?: string[]; testHosts?: Record<string, number> },
+): Promise<AgentProcess> {
+  const hosts = Object.entries(o.testHosts ?? {}).map(([name, port]) => `${name}=127.0.0.1:${port}`);
+  return startAgent(gw, {
+    token: await gw.token({ team, scopes: ['agent'] }),
+    root: o.root,
+    sandbox: 'gvisor',
+    capacity: o.capacity,
+    agentId: o.agentId,
+    ...(o.extraArgs ? { extraArgs: o.extraArgs } : {}),
+    ...(hosts.length ? { env: { GATEHOUSE_EGRESS_TEST_MODE: '1', GATEHOUSE_EGRESS_TEST_HOSTS: hosts.join(',') } } : {}),
+  });
+}
+
 /** Starts a real agent process (`node executor/main.ts`) connected to `gw`. */
 export function startAgent(gw: Pick<Gateway, 'url'>, o: AgentOptions): AgentProcess {
   // The token goes in the environment: the agent refuses it on the command line (ps shows argv).

@@ -11,7 +11,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { hasCommand, ROOT, startAgent, startGateway, type AgentProcess, type Gateway } from './harness.ts';
+import { hasCommand, ROOT, startEgressTestAgent, startGateway, type AgentProcess, type Gateway } from './harness.ts';
 import { call } from './fleet.ts';
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
 
@@ -67,14 +67,7 @@ maybe('workspaces in the admin API and the CLI', () => {
     });
     admin = await gw.token({ team: TEAM, scopes: ['admin'], subject: 'ws-admin' });
     client = await gw.mcp(TEAM, ['execute', 'artifacts:read']);
-    agent = startAgent(gw, {
-      token: await gw.token({ team: TEAM, scopes: ['agent'] }),
-      root,
-      sandbox: 'gvisor',
-      capacity: 2,
-      agentId: 'wsadmin-gvisor',
-      extraArgs: ['--state-dir', stateDir],
-    });
+    agent = await startEgressTestAgent(gw, TEAM, { root, capacity: 2, agentId: 'wsadmin-gvisor', extraArgs: ['--state-dir', stateDir] });
     await agent.ready;
     await make('build-1', 'head -c 3000000 /dev/zero > big');
     await make('build-2', 'echo small > f');

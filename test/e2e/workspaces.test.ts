@@ -14,7 +14,7 @@ import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, normalize } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { hasCommand, startAgent, startGateway, type AgentProcess, type Gateway } from './harness.ts';
+import { hasCommand, startAgent, startEgressTestAgent, startGateway, type AgentProcess, type Gateway } from './harness.ts';
 import { call } from './fleet.ts';
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
 
@@ -85,14 +85,12 @@ maybe('per-task workspaces through the gateway', () => {
       script: { enabled: true, cpuMs: 2_000, subprocess: { maxCount: 5, maxTotalMs: 60_000 } },
     });
     client = await gw.mcp(TEAM, ['execute', 'artifacts:read']);
-    agent = startAgent(gw, {
-      token: await gw.token({ team: TEAM, scopes: ['agent'] }),
+    agent = await startEgressTestAgent(gw, TEAM, {
       root,
-      sandbox: 'gvisor',
       capacity: 2,
       agentId: 'ws-gvisor',
       extraArgs: ['--state-dir', stateDir],
-      env: { GATEHOUSE_EGRESS_TEST_MODE: '1', GATEHOUSE_EGRESS_TEST_HOSTS: `${GIT_HOST}=127.0.0.1:${git.port}` },
+      testHosts: { [GIT_HOST]: git.port },
     });
     await agent.ready;
   }, 300_000);

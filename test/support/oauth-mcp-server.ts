@@ -28,7 +28,6 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type RequestListener, type Server } from 'node:http';
 import { createMcpExpressApp } from '@modelcontextprotocol/sdk/server/express.js';
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { mcpAuthRouter } from '@modelcontextprotocol/sdk/server/auth/router.js';
 import { requireBearerAuth } from '@modelcontextprotocol/sdk/server/auth/middleware/bearerAuth.js';
@@ -37,7 +36,7 @@ import type { AuthorizationParams, OAuthServerProvider } from '@modelcontextprot
 import type { OAuthRegisteredClientsStore } from '@modelcontextprotocol/sdk/server/auth/clients.js';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { OAuthClientInformationFull, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
-import { z } from 'zod';
+import { mcpServer } from './remote-mcp-server.ts';
 
 /** Which of the three listeners saw a request. */
 type Listener = 'resource' | 'authorization' | 'trap';
@@ -102,17 +101,6 @@ interface Grant {
   clientId: string;
   scopes: string[];
   resource: string | undefined;
-}
-
-function mcpServer(): McpServer {
-  const s = new McpServer({ name: 'oauth-remote-test', version: '1.0.0' });
-  s.registerTool('echo', { description: 'Echoes text', inputSchema: { text: z.string() } }, async ({ text }) => ({
-    content: [{ type: 'text', text: `echo: ${text}` }],
-  }));
-  s.registerTool('add', { description: 'Adds two numbers', inputSchema: { a: z.number(), b: z.number() } }, async ({ a, b }) => ({
-    content: [{ type: 'text', text: String(a + b) }],
-  }));
-  return s;
 }
 
 const secret = (prefix: string) => `${prefix}-${randomBytes(18).toString('hex')}`;
@@ -311,7 +299,7 @@ export async function startOAuthMcpServer(): Promise<OAuthMcpServer> {
       if (req.method !== 'POST') return res.status(405).end();
       // Stateless: a server and transport per request, as the SDK's stateless example does.
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-      const s = mcpServer();
+      const s = mcpServer('oauth-remote-test');
       res.on('close', () => {
         void transport.close();
         void s.close();

@@ -17,8 +17,9 @@ export interface RemoteMcpServer {
   close(): Promise<void>;
 }
 
-function mcpServer(): McpServer {
-  const s = new McpServer({ name: 'remote-test', version: '1.0.0' });
+/** The test servers' MCP side: `echo` and `add` (test/support/oauth-mcp-server.ts serves the same behind OAuth). */
+export function mcpServer(name = 'remote-test'): McpServer {
+  const s = new McpServer({ name, version: '1.0.0' });
   s.registerTool('echo', { description: 'Echoes text', inputSchema: { text: z.string() } }, async ({ text }) => ({
     content: [{ type: 'text', text: `echo: ${text}` }],
   }));
