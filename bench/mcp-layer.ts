@@ -8,23 +8,34 @@
 import { register } from 'node:module';
 
 // The MCP modules import a few `cloudflare:` modules (Durable Object base classes) they never
-// call here; Node cannot load that scheme, so give it empty stand-ins.
+// call here; Node cannot load that scheme, so give it empty stand-ins. Built files the Worker
+// imports as text (wrangler's Text rule: the job view's HTML) load as their text, as in the Worker.
 register(
   `data:text/javascript,${encodeURIComponent(`
+import { readFileSync } from 'node:fs';
 export async function resolve(spec, ctx, next) {
   if (spec.startsWith('cloudflare:')) return { url: 'data:text/javascript,export class DurableObject{}; export class WorkerEntrypoint{}; export class RpcTarget{}; export const env={};', shortCircuit: true };
   return next(spec, ctx);
+}
+export async function load(url, ctx, next) {
+  if (url.startsWith('file:') && url.endsWith('.txt')) {
+    return { format: 'module', source: 'export default ' + JSON.stringify(readFileSync(new URL(url), 'utf8')), shortCircuit: true };
+  }
+  return next(url, ctx);
 }`)}`,
 );
 
 const { createMcpHandler } = await import('@modelcontextprotocol/server');
-const { buildServer } = await import('../src/mcp/server.ts');
+const { buildServer, onlyToolOf } = await import('../src/mcp/server.ts');
 type Ctx = Parameters<typeof buildServer>[0];
 
 const n = Number(process.argv[2] ?? 300);
 const ctx = { env: {}, principal: { team: 't', subject: 's', tokenId: 'x', scopes: ['artifacts:read'] }, waitUntil: () => {}, era: 'legacy' } as unknown as Ctx;
-const handler = createMcpHandler(({ era }) => buildServer({ ...ctx, era }), { legacy: 'stateless' });
-const streaming = createMcpHandler(({ era }) => buildServer({ ...ctx, era }), { legacy: 'stateless', responseMode: 'sse' });
+// As the gateway builds them (src/mcp/index.ts): a request that only calls one tool gets a server with only that tool
+// (`request` below notes which, for the factory).
+let onlyTool: ReturnType<typeof onlyToolOf>;
+const handler = createMcpHandler(({ era }) => buildServer({ ...ctx, era }, onlyTool), { legacy: 'stateless' });
+const streaming = createMcpHandler(({ era }) => buildServer({ ...ctx, era }, onlyTool), { legacy: 'stateless', responseMode: 'sse' });
 
 const MODERN_META = {
   'io.modelcontextprotocol/protocolVersion': '2026-07-28',
@@ -38,6 +49,7 @@ function request(method: string, params: Record<string, unknown>, modern: boolea
     Object.assign(headers, { 'mcp-protocol-version': '2026-07-28', 'mcp-method': method });
     if (typeof params.name === 'string') headers['mcp-name'] = params.name;
   } else headers['mcp-protocol-version'] = '2025-11-25';
+  onlyTool = onlyToolOf({ method, params });
   return new Request('http://bench/mcp', {
     method: 'POST',
     headers,
@@ -57,6 +69,7 @@ const call = { name: 'execute', arguments: { command: 'true', args: [] } };
 const answer = await (await handler.fetch(request('tools/call', call, false))).text();
 if (!answer.includes('insufficient_scope')) throw new Error(`unexpected answer: ${answer.slice(0, 200)}`);
 await cpuPerOp('build the per-request server', async () => buildServer(ctx));
+await cpuPerOp('build the server of one tools/call', async () => buildServer(ctx, 'execute'));
 await cpuPerOp('ping (2025 era)', async () => (await handler.fetch(request('ping', {}, false))).text());
 await cpuPerOp('tools/list (2025 era)', async () => (await handler.fetch(request('tools/list', {}, false))).text());
 await cpuPerOp('tools/list (2026 era)', async () => (await handler.fetch(request('tools/list', {}, true))).text());

@@ -66,17 +66,17 @@ mcpRoutes.on(['POST', 'DELETE'], '/', async (c) => {
   const p = c.get('principal');
   // The SDK hands `authInfo` back to the factory unchanged: it is the key to this request's team context.
   const authInfo: AuthInfo = { token: '', clientId: p.subject, scopes: p.scopes, extra: { team: p.team, tokenId: p.tokenId } };
-  requestContexts.set(authInfo, {
-    env: c.env,
-    principal: p,
-    waitUntil: (w) => c.executionCtx.waitUntil(w),
-  });
   const handlers = await mcpHandlers();
+  requestContexts.set(authInfo, {
+    ctx: { env: c.env, principal: p, waitUntil: (w) => c.executionCtx.waitUntil(w) },
+    onlyTool: handlers.onlyToolOf(parsedBody),
+  });
   return (isToolCall(parsedBody) ? handlers.streaming : handlers.auto).fetch(c.req.raw, { authInfo, ...(parsedBody !== undefined ? { parsedBody } : {}) });
 });
 
 /** Per-request team context, found by the request's `authInfo` object (dropped with it). */
-const requestContexts = new WeakMap<AuthInfo, Omit<ToolContext, 'era'>>();
+const requestContexts = new WeakMap<AuthInfo, { ctx: Omit<ToolContext, 'era'>; onlyTool: OnlyTool }>();
+type OnlyTool = ReturnType<typeof import('./server.ts').onlyToolOf>;
 
 /**
  * How often an open SSE stream gets a keep-alive comment. Writing is how the Worker learns that a
@@ -95,18 +95,24 @@ const SSE_KEEPALIVE_MS = 1000;
  * evaluated, which would count against the Worker's start-up CPU limit (bench/startup.ts) for every
  * isolate, including those that only serve the agent socket, the dashboard or the admin API.
  */
-let handlers: Promise<{ auto: McpHandler; streaming: McpHandler }> | null = null;
+let handlers: Promise<McpHandlers> | null = null;
 type McpHandler = ReturnType<typeof createMcpHandler>;
+interface McpHandlers {
+  auto: McpHandler;
+  streaming: McpHandler;
+  onlyToolOf: (body: unknown) => OnlyTool;
+}
 
-function mcpHandlers(): Promise<{ auto: McpHandler; streaming: McpHandler }> {
-  handlers ??= Promise.all([import('@modelcontextprotocol/server'), import('./server.ts')]).then(([sdk, { buildServer }]) => {
+function mcpHandlers(): Promise<McpHandlers> {
+  handlers ??= Promise.all([import('@modelcontextprotocol/server'), import('./server.ts')]).then(([sdk, { buildServer, onlyToolOf }]) => {
     /** The per-request factory: a fresh server for the caller's team, in the request's era. */
     const factory: McpServerFactory = ({ era, authInfo }) => {
       const base = authInfo ? requestContexts.get(authInfo) : undefined;
       if (!base) throw new Error('MCP request without a verified principal');
-      return buildServer({ ...base, era, ...(era === 'modern' ? { callNonce: crypto.randomUUID() } : {}) });
+      return buildServer({ ...base.ctx, era, ...(era === 'modern' ? { callNonce: crypto.randomUUID() } : {}) }, base.onlyTool);
     };
     return {
+      onlyToolOf,
       auto: sdk.createMcpHandler(factory, { legacy: 'stateless', keepAliveMs: SSE_KEEPALIVE_MS }),
       streaming: sdk.createMcpHandler(factory, { legacy: 'stateless', keepAliveMs: SSE_KEEPALIVE_MS, responseMode: 'sse' }),
     };

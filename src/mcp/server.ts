@@ -63,7 +63,37 @@ const CACHE_HINTS = {
   'resources/list': { ttlMs: 0, cacheScope: 'private' },
 } as const;
 
-export function buildServer(ctx: ToolContext): McpServer {
+/** Each tool's registration, by name: `buildServer` registers one of them for a request that calls only it. */
+const TOOL_REGISTRATIONS: Record<keyof typeof TOOL_COSTS, (server: McpServer, ctx: ToolContext) => void> = {
+  execute: registerExecute,
+  runtime_execute: registerRuntimeExecute,
+  query_output: registerQueryOutput,
+  policy_check: registerPolicyCheck,
+  list_runtimes: registerListRuntimes,
+  job_status: registerJobStatus,
+  job_output: registerJobOutput,
+  job_kill: registerJobKill,
+  job_list: registerJobList,
+  job_input: registerJobInput,
+  workspace_list: registerWorkspaceTools,
+  workspace_delete: registerWorkspaceTools,
+  run_script: registerRunScript,
+};
+
+/** The tool a request's only message calls, when it is one of ours: its server needs no other. */
+export function onlyToolOf(body: unknown): keyof typeof TOOL_COSTS | undefined {
+  if (!body || typeof body !== 'object' || Array.isArray(body)) return undefined;
+  const m = body as { method?: unknown; params?: { name?: unknown } };
+  const name = m.method === 'tools/call' ? m.params?.name : undefined;
+  return typeof name === 'string' && Object.hasOwn(TOOL_REGISTRATIONS, name) ? (name as keyof typeof TOOL_COSTS) : undefined;
+}
+
+/**
+ * The server for one request. `onlyTool`: the request is a single `tools/call` of that tool, so
+ * only it is registered (with the call log and tasks around it) — registering every tool, resource
+ * and prompt is most of the cost of building a server, and a call answers the same either way.
+ */
+export function buildServer(ctx: ToolContext, onlyTool?: keyof typeof TOOL_COSTS): McpServer {
   const server = new McpServer(SERVER_INFO, {
     // The tool list is fixed per deployment: there is never a list_changed notification to send.
     capabilities: { tools: { listChanged: false }, resources: { listChanged: false }, prompts: { listChanged: false } },
@@ -77,6 +107,12 @@ export function buildServer(ctx: ToolContext): McpServer {
   });
   withCodedSdkErrors(server);
   withCachedSchemas(server);
+  if (onlyTool) {
+    TOOL_REGISTRATIONS[onlyTool](server, ctx);
+    logToolCalls(server, ctx);
+    installTasks(server, ctx);
+    return server;
+  }
   registerExecute(server, ctx);
   registerRuntimeExecute(server, ctx);
   registerQueryOutput(server, ctx);
