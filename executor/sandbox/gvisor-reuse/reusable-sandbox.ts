@@ -9,6 +9,12 @@ import type { SandboxReuse } from '../../../src/contracts/sandbox-reuse.ts';
 import type { GvisorSandbox } from '../gvisor-sandbox.ts';
 import { ReuseLease, type LeaseHolder } from './lease.ts';
 
+/**
+ * How long a clean, idle sandbox's init has to end it once its channel closes (the init exits at
+ * EOF, and the sandbox with it, in a few ms) before the sandbox is killed the usual way.
+ */
+export const RETIRE_WAIT_MS = 2000;
+
 /** What a reusable sandbox needs of its pool (pool.ts). */
 export interface ReuseHome {
   /** `sb` runs a job from now on / no longer. */
@@ -39,6 +45,9 @@ export class ReusableSandbox implements LeaseHolder {
   private buf: Buffer = Buffer.alloc(0);
   private current: ReuseLease | null = null;
   private broken: string | null = null;
+  /** The init reported the sandbox clean (ready, or after its last job) and no job has started since. */
+  private clean = false;
+  private ending: Promise<void> | null = null;
   private onReady: () => void = () => {};
 
   constructor(pool: ReuseHome, box: GvisorSandbox, key: string, limits: ResourceLimits, reuse: SandboxReuse, workspaceDir?: string) {
@@ -67,6 +76,7 @@ export class ReusableSandbox implements LeaseHolder {
   }
 
   lease(jobId: string): ReuseLease {
+    this.clean = false;
     this.served++;
     this.pool.running(this, true);
     this.current = new ReuseLease(this, jobId);
@@ -104,6 +114,7 @@ export class ReusableSandbox implements LeaseHolder {
 
   private onFrame(type: string, data: Buffer): void {
     if (type === 'R') {
+      this.clean = true;
       this.onReady();
       return;
     }
@@ -121,6 +132,7 @@ export class ReusableSandbox implements LeaseHolder {
     if (this.current === lease) this.current = null;
     this.pool.running(this, false);
     if (why) this.broken = why;
+    this.clean = keep && !why;
     if (keep && this.usable()) {
       this.pool.park(this);
     } else {
@@ -138,7 +150,21 @@ export class ReusableSandbox implements LeaseHolder {
     this.pool.warn(`reused sandbox ${this.box.id}: ${msg}`);
   }
 
+  /**
+   * Ends the sandbox. A clean one with no job (retired after its jobs or seconds, or no longer
+   * wanted) is ended by its own init, which exits when its channel closes: no `runsc kill`, each a
+   * runsc process of its own, as a sandbox that may hold something of a job needs.
+   */
   discard(): Promise<void> {
-    return this.box.destroy();
+    this.ending ??= this.clean && !this.broken && !this.current && this.box.alive() ? this.retire() : this.box.destroy();
+    return this.ending;
+  }
+
+  private async retire(): Promise<void> {
+    this.channel.stdin!.end();
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.box.gone, new Promise((r) => (timer = setTimeout(r, RETIRE_WAIT_MS)))]);
+    clearTimeout(timer);
+    await this.box.destroy();
   }
 }

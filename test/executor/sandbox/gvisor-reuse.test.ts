@@ -161,6 +161,40 @@ d('gvisor sandbox reuse', () => {
     expect(await sandboxOf(reuse)).not.toBe(a);
   }, 60_000);
 
+  it('a retiring clean sandbox ends by its own init (no runsc kill); one whose job timed out is killed', async () => {
+    const own = await makeRig('gvisor', { warm: 0 });
+    // Records the runsc commands the driver runs besides `runsc run` (the driver's own `runsc`, wrapped).
+    const driver = own.driver as unknown as { runsc: (args: string[], timeoutMs?: number) => Promise<unknown> };
+    const runsc = driver.runsc.bind(driver);
+    const commands: string[][] = [];
+    driver.runsc = (args, timeoutMs) => {
+      commands.push(args);
+      return runsc(args, timeoutMs);
+    };
+    const live = async () => ((await runsc(['list', '-quiet'])) as { stdout: string }).stdout.split('\n').filter(Boolean);
+    const waitGone = async (before: string[]) => {
+      for (let i = 0; i < 100 && (await live()).some((id) => before.includes(id)); i++) await sleep(50);
+    };
+    try {
+      const reuse = { jobs: 2, seconds: 600 };
+      await sandboxOf(reuse, {}, own);
+      const first = await live();
+      expect(first.length).toBeGreaterThan(0);
+      await sandboxOf(reuse, {}, own); // its last job: it retires
+      await waitGone(first);
+      expect(await live()).not.toEqual(expect.arrayContaining(first));
+      expect(commands.filter((c) => c[0] === 'kill' || c[0] === 'delete')).toEqual([]);
+      // Not a sandbox that ran a job which did not end well: that one is killed.
+      const t = await own.run({ command: 'sleep', args: ['30'], timeoutMs: 500, reuse });
+      expect(t.exit.state).toBe('timed_out');
+      await sleep(500);
+      expect(commands.some((c) => c[0] === 'kill')).toBe(true);
+    } finally {
+      driver.runsc = runsc;
+      await own.close();
+    }
+  }, 60_000);
+
   it('shares a sandbox only between jobs whose limits match', async () => {
     const reuse = { jobs: 100, seconds: 600 };
     const limits = { inlineBytes: 40_000, artifactBytes: 1 << 20 };
