@@ -1,5 +1,6 @@
 /** Small process helpers shared by the drivers. */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync, readdirSync } from 'node:fs';
 import { endFromWrapperStatus, type ProcessEnd } from './types.ts';
 
 export interface RunResult {
@@ -83,6 +84,37 @@ export function killGroup(pid: number | undefined, sig: NodeJS.Signals): void {
  * above 9. Debian's bash is essential (always installed).
  */
 const CLOSING_SHELL = '/bin/bash';
+
+/** O_CLOEXEC as /proc/PID/fdinfo's `flags:` shows it (octal, asm-generic/fcntl.h). */
+const O_CLOEXEC = 0o2000000;
+let inherits: boolean | null = null;
+
+/**
+ * Whether this process holds a descriptor above 2 without close-on-exec: one it inherited (Node
+ * opens its own close-on-exec), which every program it starts would hold too. Read once, from
+ * /proc/self/fdinfo; anything that cannot be read counts as one. Where this is false, a program
+ * that only needs its descriptors closed (`runsc run`) starts without the closing shell.
+ */
+export function inheritsOpenDescriptors(): boolean {
+  if (inherits !== null) return inherits;
+  try {
+    inherits = readdirSync('/proc/self/fd').some((name) => {
+      const fd = Number(name);
+      if (!(fd > 2)) return false;
+      let info: string;
+      try {
+        info = readFileSync(`/proc/self/fdinfo/${fd}`, 'utf8');
+      } catch {
+        return false; // closed since the listing (the listing's own descriptor)
+      }
+      const flags = /^flags:\s+([0-7]+)$/m.exec(info);
+      return !flags || (Number.parseInt(flags[1], 8) & O_CLOEXEC) === 0;
+    });
+  } catch {
+    inherits = true;
+  }
+  return inherits;
+}
 
 /**
  * `[file, args]` for spawn: bash closes every open descriptor above `keep` (what /proc/$$/fd

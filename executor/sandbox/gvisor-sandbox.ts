@@ -8,7 +8,7 @@ import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import { join } from 'node:path';
-import { closingShell, delay, watchWrapper, type RunResult } from './exec-util.ts';
+import { closingShell, delay, inheritsOpenDescriptors, watchWrapper, type RunResult } from './exec-util.ts';
 import type { LaunchRequest, ProcessEnd, ResourceLimits, Sandbox, SandboxProcess } from './types.ts';
 import { LAUNCHER_FILE, STATUS_FD } from '../jobs/launcher.ts';
 
@@ -80,10 +80,11 @@ export class GvisorSandbox implements Sandbox {
       bundle,
       id,
     ];
-    // bash first: it closes every descriptor but these four (what the agent inherited: exec-util.ts),
-    // so neither runsc nor the sandbox's host processes hold one.
+    // An agent that inherited descriptors starts runsc through bash, which closes every one but these
+    // four (exec-util.ts), so neither runsc nor the sandbox's host processes hold one; one that
+    // inherited none starts it directly (a bash per sandbox is ~1.6 ms of CPU).
     const argv = SETPRIV ? [SETPRIV, '--pdeathsig', 'KILL', '--', ...runArgs] : runArgs;
-    const [file, args] = closingShell(STATUS_FD, 'exec "$@"', ['gatehouse-runsc', ...argv]);
+    const [file, args] = inheritsOpenDescriptors() ? closingShell(STATUS_FD, 'exec "$@"', ['gatehouse-runsc', ...argv]) : [argv[0], argv.slice(1)];
     this.child = spawn(file, args, { env: RUNSC_ENV, stdio: ['pipe', 'pipe', 'pipe', 'pipe'] });
     this.child.stdin!.on('error', () => {});
     // Until a job takes the pipes, keep what runsc says (start errors) and nothing more.
