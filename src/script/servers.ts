@@ -38,10 +38,11 @@ const CONNECT_SUBREQUESTS = 3;
 const CALL_SUBREQUESTS = 2;
 /**
  * A stdio server goes through the team's object: its start (the policy, the submit: about 4) and its stop at the end
- * (1) are the connect's, a call's audit row the call's; its messages (stdin writes, waits for and reads of stdout)
- * are charged as they are made, however many a long call or a long line takes (stdio-server.ts).
+ * (the kill, and the wait for its job's end: 2) are the connect's, a call's audit row the call's; its messages (stdin
+ * writes, waits for and reads of stdout) are charged as they are made, however many a long call or a long line takes
+ * (stdio-server.ts).
  */
-const STDIO_CONNECT_SUBREQUESTS = 4 + 1;
+const STDIO_CONNECT_SUBREQUESTS = 4 + 2;
 const STDIO_CALL_SUBREQUESTS = 1;
 /** Reading `.mcp.json`: two governed jobs (stat, cat), each a policy read, a submit and its wait. */
 const MCP_JSON_READ_SUBREQUESTS = 2 * 3;

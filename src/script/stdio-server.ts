@@ -75,6 +75,9 @@ export async function connectStdio(sc: SubprocessContext, id: string, entry: Std
  */
 const STDIO_IO_SUBREQUESTS = { write: 1, wait: 1, read: 3 } as const;
 
+/** How long stopping a server waits for its job to end: a kill ends it within the agent's grace (0.5 s), and then some. */
+const STDIO_END_WAIT_MS = 5_000;
+
 /**
  * The server's job as its transport uses it. Every call to the team's object is a subrequest of the script's
  * request, however long the server runs or however long its lines are (a 4 MiB line is 16 reads): each is charged
@@ -109,6 +112,10 @@ function jobStdio(sc: SubprocessContext, id: string, jobId: string): JobStdio {
     },
     async kill(reason) {
       await killJob(env, team, jobId, reason);
+      // Its session counts against the team's interactive.maxSessions until the agent reports the job's end: wait
+      // for that (one wait past any output there will be), so a script started right after this one is not refused
+      // `session_limit` for servers already stopped. A kill ends a job within its grace; past the wait it goes on.
+      await waitJobOutput(env, team, { jobId, stream: 'stdout', offset: Number.MAX_SAFE_INTEGER, waitMs: STDIO_END_WAIT_MS }, principal.subject);
     },
   };
 }
