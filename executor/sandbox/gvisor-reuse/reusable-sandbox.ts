@@ -13,7 +13,7 @@ import { ReuseLease, type LeaseHolder } from './lease.ts';
  * How long a clean, idle sandbox's init has to end it once its channel closes (the init exits at
  * EOF, and the sandbox with it, in a few ms) before the sandbox is killed the usual way.
  */
-export const RETIRE_WAIT_MS = 2000;
+const RETIRE_WAIT_MS = 2000;
 
 /** What a reusable sandbox needs of its pool (pool.ts). */
 export interface ReuseHome {
