@@ -3,6 +3,7 @@
  * Tests drive the runner directly (no edge); spool files stay on disk for inspection.
  */
 import { execFileSync } from 'node:child_process';
+import { afterAll, beforeAll } from 'vitest';
 import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -55,21 +56,41 @@ export interface Rig {
   close(): Promise<void>;
 }
 
-export async function makeRig(
-  kind: SandboxKind,
-  o: {
-    capacity?: number;
-    warm?: number;
-    maxTimeoutMs?: number;
-    maxArtifactBytes?: number;
-    withoutRuntimes?: string[];
-    reuse?: SandboxReuse;
-    /** Give jobs the trusted CA bundle as the agent does (executor/main.ts), with these extra CA files. */
-    extraCaFiles?: string[];
-    /** Hold per-task workspaces under the state dir as the agent does, on this clock. */
-    workspaces?: { now?: () => number };
-  } = {},
-): Promise<Rig> {
+export interface RigOptions {
+  capacity?: number;
+  warm?: number;
+  maxTimeoutMs?: number;
+  maxArtifactBytes?: number;
+  withoutRuntimes?: string[];
+  reuse?: SandboxReuse;
+  /** Give jobs the trusted CA bundle as the agent does (executor/main.ts), with these extra CA files. */
+  extraCaFiles?: string[];
+  /** Hold per-task workspaces under the state dir as the agent does, on this clock. */
+  workspaces?: { now?: () => number };
+}
+
+/**
+ * The rig of the enclosing `describe` (or file): made before its tests (`beforeAll`, 60 s), closed after them. The
+ * object returned stands for that rig from then on (`rig.run(…)`, `rig.root`).
+ */
+export function suiteRig(kind: SandboxKind, o: RigOptions = {}): Rig {
+  let rig: Rig | null = null;
+  beforeAll(async () => {
+    rig = await makeRig(kind, o);
+  }, 60_000);
+  afterAll(async () => {
+    await rig?.close();
+  });
+  return new Proxy({} as Rig, {
+    get(_, key) {
+      if (!rig) throw new Error(`the ${kind} rig is made before the suite's tests (beforeAll), not when the suite is defined`);
+      const v = rig[key as keyof Rig];
+      return typeof v === 'function' ? v.bind(rig) : v;
+    },
+  });
+}
+
+export async function makeRig(kind: SandboxKind, o: RigOptions = {}): Promise<Rig> {
   const root = realpathSync(mkdtempSync(join(tmpdir(), `gh-ws-${kind}-`)));
   const stateDir = mkdtempSync(join(tmpdir(), `gh-state-${kind}-`));
   const cas = o.extraCaFiles ? composeTrustedCas({ stateDir, extraCaFiles: o.extraCaFiles }) : null;

@@ -16,7 +16,7 @@ import { PolicyDocument } from '../../src/contracts/policy.ts';
 import { gitRepositoryOptions } from '../../src/contracts/git-hardening.ts';
 import { PRESETS } from '../../src/policy/presets.ts';
 import { hasCommand, testSandbox } from '../e2e/harness.ts';
-import { makeRig, requireTool, type Rig } from '../executor/helpers.ts';
+import { makeRig, requireTool, suiteRig, type Rig } from '../executor/helpers.ts';
 import type { SandboxKind } from '../../src/contracts/agent-protocol.ts';
 import { SANDBOX_UID } from '../../executor/sandbox/types.ts';
 import { check, run } from './helpers.ts';
@@ -168,13 +168,7 @@ async function attempt(rig: Rig, policy: PolicyDocument, c: Case): Promise<{ all
 const SANDBOXES: SandboxKind[] = [testSandbox(), ...(requireTool('gvisor') ? ['gvisor' as const] : [])];
 
 describe.skipIf(skip).each(SANDBOXES)('%s: strict switches off the programs a repository names; open runs them', (kind) => {
-  let rig: Rig;
-  beforeAll(async () => {
-    rig = await makeRig(kind);
-  }, 60_000);
-  afterAll(async () => {
-    await rig?.close();
-  });
+  const rig = suiteRig(kind);
 
   it.each(CASES)(
     '$name',

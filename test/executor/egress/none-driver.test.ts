@@ -1,13 +1,9 @@
 /** The `none` driver cannot hold a job to a network grant: such a job is refused, one without a grant runs. */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { jobSpec, makeRig, type Rig } from '../helpers.ts';
+import { describe, expect, it } from 'vitest';
+import { jobSpec, suiteRig } from '../helpers.ts';
 
 describe('egress on the none driver', () => {
-  let rig: Rig;
-  beforeAll(async () => {
-    rig = await makeRig('none');
-  });
-  afterAll(() => rig?.close());
+  const rig = suiteRig('none');
 
   it('refuses a job whose grant is not off with network_unavailable naming the policy key', async () => {
     const live = { sendFrame: () => true, buffered: () => 0 };

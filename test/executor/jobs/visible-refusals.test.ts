@@ -2,21 +2,15 @@
  * The agent's own refusals quote the job's cwd or executable: every control and bidi character in
  * them is shown as a visible escape (src/contracts/visible-text.ts), whatever the edge sent.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { jobSpec, makeRig, type Rig } from '../helpers.ts';
+import { describe, expect, it } from 'vitest';
+import { jobSpec, suiteRig } from '../helpers.ts';
 import type { JobSpec } from '../../../src/contracts/agent-protocol.ts';
 import { DISCARD_LIVE } from '../../../executor/jobs/relay.ts';
 
 /** Any C0/C1 control, DEL or bidi control left raw. */
 const RAW = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/u;
 
-let rig: Rig;
-beforeAll(async () => {
-  rig = await makeRig('none', { capacity: 2, maxTimeoutMs: 600 });
-});
-afterAll(async () => {
-  await rig.close();
-});
+const rig = suiteRig('none', { capacity: 2, maxTimeoutMs: 600 });
 
 let n = 0;
 function refusal(p: Partial<JobSpec>) {

@@ -5,19 +5,13 @@
  * mount, read-only, and what the sandbox user could not read on the host it cannot read inside either.
  */
 import { existsSync, readFileSync, statSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeRig, requireTool, type Rig } from '../helpers.ts';
+import { describe, expect, it } from 'vitest';
+import { requireTool, suiteRig } from '../helpers.ts';
 
 const d = requireTool('gvisor') ? describe : describe.skip;
 
 d('gvisor: the sandbox /etc is a copy of the allowlisted host entries', () => {
-  let rig: Rig;
-  beforeAll(async () => {
-    rig = await makeRig('gvisor', { warm: 0 });
-  }, 60_000);
-  afterAll(async () => {
-    await rig?.close();
-  });
+  const rig = suiteRig('gvisor', { warm: 0 });
 
   const sh = async (command: string) => (await rig.run({ mode: 'shell', command })).exit;
 

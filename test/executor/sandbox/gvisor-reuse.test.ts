@@ -3,11 +3,11 @@
  * reuse on, then what reuse itself promises — which jobs share a sandbox and when it is
  * recycled. What a hostile job cannot leave for the next one is in test/attack/gvisor-reuse.test.ts.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { JobSpec } from '../../../src/contracts/agent-protocol.ts';
 import type { SandboxReuse } from '../../../src/contracts/sandbox-reuse.ts';
 import { driverSuite } from './suite.ts';
-import { makeRig, requireTool, runtimes, type Rig } from '../helpers.ts';
+import { makeRig, requireTool, runtimes, suiteRig, type Rig } from '../helpers.ts';
 import { DISCARD_LIVE } from '../../../executor/jobs/relay.ts';
 import { MAX_SHORT_BUSY, MAX_STARTS, RETIRE_AHEAD_JOBS, SHORT_JOB_MS } from '../../../executor/sandbox/gvisor-reuse/pool.ts';
 
@@ -17,13 +17,7 @@ const d = requireTool('gvisor') ? describe : describe.skip;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 d('gvisor sandbox reuse', () => {
-  let rig: Rig;
-  beforeAll(async () => {
-    rig = await makeRig('gvisor', { warm: 0 });
-  }, 60_000);
-  afterAll(async () => {
-    await rig?.close();
-  });
+  const rig = suiteRig('gvisor', { warm: 0 });
 
   /** gVisor gives each sandbox a random boot id: the same id means the same sandbox ran both jobs. */
   async function sandboxOf(reuse: SandboxReuse | undefined, extra: Partial<JobSpec> = {}, on: Rig = rig): Promise<string> {

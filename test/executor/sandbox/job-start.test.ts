@@ -4,13 +4,13 @@
  * between jobs with the same limits. What must hold whatever the job's env says, and what a
  * pooled cgroup must never carry from one job to the next.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { shippedFile } from '../../../executor/shipped-files.ts';
 import { SANDBOX_PATH } from '../../../executor/sandbox/types.ts';
 import { cgroupSupport } from '../../../executor/sandbox/cgroup.ts';
-import { makeRig, requireTool, toolWorks, type Rig } from '../helpers.ts';
+import { requireTool, suiteRig, toolWorks } from '../helpers.ts';
 
 const limits = (memoryBytes: number) => ({ inlineBytes: 100_000, artifactBytes: 100_000, memoryBytes, maxProcesses: 64 });
 const MiB = 1 << 20;
@@ -43,13 +43,7 @@ if (!cgroups && process.env.CI === 'true') throw new Error('cgroups are required
 if (!cgroups) console.warn('skipping the cgroup checks: this process cannot create cgroups (not root?); allowed outside CI only');
 
 describe('none driver: the start shell', () => {
-  let rig: Rig;
-  beforeAll(async () => {
-    rig = await makeRig('none');
-  }, 60_000);
-  afterAll(async () => {
-    await rig?.close();
-  });
+  const rig = suiteRig('none');
 
   it("gives the job exactly its env: no PWD of the shell's, and the variables the shell manages as the job gave them", async () => {
     const plain = await rig.run({ command: 'env', env: { FOO: 'bar baz' } });
@@ -90,13 +84,7 @@ describe('none driver: the start shell', () => {
 });
 
 describe.runIf(cgroups !== null)('job cgroups pooled between jobs', () => {
-  let rig: Rig;
-  beforeAll(async () => {
-    rig = await makeRig('none');
-  }, 60_000);
-  afterAll(async () => {
-    await rig?.close();
-  });
+  const rig = suiteRig('none');
   const cgroupOfJob = async (l: ReturnType<typeof limits>, extra = '') => {
     const { exit } = await rig.run({ mode: 'shell', command: `cat /proc/self/cgroup${extra}`, limits: l, timeoutMs: 2000 });
     return {
@@ -171,13 +159,7 @@ describe.runIf(cgroups !== null)('job cgroups pooled between jobs', () => {
 // where the reuse init starts the job: the variables dash manages arrive as the job gave them.
 for (const reuse of [undefined, { jobs: 10, seconds: 60 }]) {
   describe.runIf(requireTool('gvisor'))(`gvisor driver${reuse ? ' with sandbox reuse' : ''}: the job's env`, () => {
-    let rig: Rig;
-    beforeAll(async () => {
-      rig = await makeRig('gvisor', { warm: 1, reuse });
-    }, 60_000);
-    afterAll(async () => {
-      await rig?.close();
-    });
+    const rig = suiteRig('gvisor', { warm: 1, reuse });
 
     it('passes IFS, OPTIND, PPID and PWD through exactly as given', async () => {
       const managed = { IFS: '0123456789/', OPTIND: 'not a number', PPID: 'given', PWD: "/given by the 'caller'" };

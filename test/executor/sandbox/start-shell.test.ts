@@ -4,11 +4,11 @@
  * the next job really starts in it, and that a job started that way gets exactly what a job
  * started cold gets: its env, cwd, rlimits, cgroup and stdio, nothing of the shell's.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { existsSync, readFileSync, readdirSync, readlinkSync } from 'node:fs';
 import { cgroupSupport } from '../../../executor/sandbox/cgroup.ts';
 import { DEFAULT_RESOURCE_LIMITS } from '../../../src/contracts/resource-limits.ts';
-import { makeRig, requireTool, type Rig } from '../helpers.ts';
+import { requireTool, suiteRig, type Rig } from '../helpers.ts';
 
 const limits = (memoryBytes: number) => ({ inlineBytes: 100_000, artifactBytes: 100_000, memoryBytes, maxProcesses: 64, maxOpenFiles: 99 });
 const MiB = 1 << 20;
@@ -78,13 +78,7 @@ const envOf = (stdout: string) => stdout.trim().split('\n').sort();
 for (const kind of ['none', 'bwrap'] as const) {
   const d = kind === 'bwrap' && !requireTool('bwrap') ? describe.skip : describe;
   d(`${kind} driver: start shells`, () => {
-    let rig: Rig;
-    beforeAll(async () => {
-      rig = await makeRig(kind);
-    }, 60_000);
-    afterAll(async () => {
-      await rig?.close();
-    });
+    const rig = suiteRig(kind);
 
     it('the next job with the same limits starts in the shell that waited, and sees exactly what a cold-started job sees', async () => {
       const l = limits(112 * MiB);

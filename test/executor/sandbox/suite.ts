@@ -3,7 +3,7 @@
  * `driver-*.test.ts` call `driverSuite(kind)`; isolation checks are skipped for `none`
  * (it has none, by design, and says so loudly).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import type { SandboxKind } from '../../../src/contracts/agent-protocol.ts';
 import { LIVE_FRAME_DATA_BYTES, LIVE_OUTPUT_MAX_BYTES } from '../../../src/contracts/limits.ts';
 import type { SandboxReuse } from '../../../src/contracts/sandbox-reuse.ts';
-import { makeRig, requireTool, runtimes, type Rig } from '../helpers.ts';
+import { makeRig, requireTool, runtimes, suiteRig } from '../helpers.ts';
 import { DISCARD_LIVE } from '../../../executor/jobs/relay.ts';
 import { runscKillArgv } from '../../../executor/sandbox/gvisor-sandbox.ts';
 
@@ -24,13 +24,7 @@ export function driverSuite(kind: SandboxKind, o: { reuse?: SandboxReuse } = {})
   const isolated = kind !== 'none';
 
   d(`${kind} driver${o.reuse ? ' with sandbox reuse' : ''}: running jobs`, () => {
-    let rig: Rig;
-    beforeAll(async () => {
-      rig = await makeRig(kind, { warm: 2, reuse: o.reuse });
-    }, 60_000);
-    afterAll(async () => {
-      await rig?.close();
-    });
+    const rig = suiteRig(kind, { warm: 2, reuse: o.reuse });
 
     it('runs argv mode directly, without a shell', async () => {
       const { exit } = await rig.run({ command: 'echo', args: ['a b', '$HOME', ';', 'c'] });
