@@ -9,12 +9,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { hasCommand, ROOT, startAgent, startGateway, testSandbox, type AgentProcess, type Gateway } from './harness.ts';
+import { hasCommand, requireParts, ROOT, startAgent, startGateway, testSandbox, type AgentProcess, type Gateway } from './harness.ts';
 import { readmeBlock } from '../cli/readme.ts';
 
 // curl is what the README shows; .ci/run installs it (scripts/install-system-deps.sh).
-const HAVE_CURL = hasCommand('curl');
-if (!HAVE_CURL && process.env.CI === 'true') throw new Error('curl is required under CI=true (scripts/install-system-deps.sh installs it)');
+const HAVE_CURL = requireParts({ curl: hasCommand('curl') }, 'scripts/install-system-deps.sh installs it');
 
 let gw: Gateway;
 let agent: AgentProcess;

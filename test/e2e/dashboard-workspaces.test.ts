@@ -12,7 +12,7 @@ import type { Browser, Page } from 'puppeteer-core';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { HAVE_CHROMIUM, launchChromium, requireChromium } from '../support/chromium.ts';
 import { aria } from '../support/dashboard-page.ts';
-import { hasCommand, ROOT, startAgent, startGateway, type AgentProcess, type Gateway } from './harness.ts';
+import { hasCommand, requireParts, ROOT, startAgent, startGateway, type AgentProcess, type Gateway } from './harness.ts';
 import { call } from './fleet.ts';
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
 
@@ -20,8 +20,7 @@ declare const document: any;
 type S = Record<string, any>;
 
 requireChromium('dashboard workspaces page tests');
-const RUNSC = hasCommand('runsc');
-if (!RUNSC && process.env.CI === 'true') throw new Error('runsc is required under CI=true (.ci/run installs it)');
+const RUNSC = requireParts({ runsc: hasCommand('runsc') });
 const SHOTS = join(ROOT, 'test/screenshots');
 const TEAM = 'ws-page';
 

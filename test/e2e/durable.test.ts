@@ -11,14 +11,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { rawAgent as rawAgentOf } from '../support/raw-agent.ts';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { hasCommand, startAgent, startGateway, type AgentProcess, type Gateway } from './harness.ts';
+import { hasCommand, requireParts, startAgent, startGateway, type AgentProcess, type Gateway } from './harness.ts';
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
 import { RUNTIME_NAMES } from '../../src/contracts/runtimes.ts';
 import { PROTOCOL_VERSION } from '../../src/contracts/agent-protocol.ts';
 import { until } from '../support/until.ts';
 
-const PARTS = hasCommand('runsc') && hasCommand('bwrap');
-if (!PARTS && process.env.CI === 'true') throw new Error('runsc and bwrap are required under CI=true (.ci/run installs them)');
+const PARTS = requireParts({ runsc: hasCommand('runsc'), bwrap: hasCommand('bwrap') });
 if (!PARTS) console.warn('durable.test.ts: skipped — runsc or bwrap is not installed (allowed outside CI only)');
 const maybe = PARTS ? describe : describe.skip;
 

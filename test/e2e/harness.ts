@@ -27,11 +27,24 @@ export function hasCommand(cmd: string, args = ['--version']): boolean {
   }
 }
 
+/**
+ * The real parts a test file needs (`{ runsc: hasCommand('runsc'), … }`): true when every one is here. Where one is
+ * missing the file's tests skip, outside CI only: under CI=true (`.ci/run` installs every part) the file fails,
+ * naming what is missing.
+ */
+export function requireParts(parts: Record<string, boolean>, installedBy = '.ci/run installs it'): boolean {
+  const missing = Object.entries(parts)
+    .filter(([, here]) => !here)
+    .map(([name]) => name);
+  if (missing.length > 0 && process.env.CI === 'true') {
+    throw new Error(`${missing.join(', ')} ${missing.length === 1 ? 'is' : 'are'} required under CI=true (${installedBy})`);
+  }
+  return missing.length === 0;
+}
+
 /** The sandbox for whole-system tests: bubblewrap (`.ci/run` installs it, so under CI it must be there), else none. */
 export function testSandbox(): 'bwrap' | 'none' {
-  if (hasCommand('bwrap')) return 'bwrap';
-  if (process.env.CI === 'true') throw new Error('bubblewrap is required under CI=true (.ci/run installs it)');
-  return 'none';
+  return requireParts({ bubblewrap: hasCommand('bwrap') }) ? 'bwrap' : 'none';
 }
 
 /** The official MCP SDK client, connected over Streamable HTTP with a bearer token. */

@@ -12,11 +12,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readmeBlock } from '../cli/readme.ts';
 import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from '@modelcontextprotocol/client';
-import { ROOT, hasCommand, startAgent, startGateway, type AgentProcess, type Gateway } from './harness.ts';
+import { hasCommand, requireParts, ROOT, startAgent, startGateway, type AgentProcess, type Gateway } from './harness.ts';
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
 
-const BWRAP = hasCommand('bwrap');
-if (!BWRAP && process.env.CI === 'true') throw new Error('bwrap is required under CI=true (.ci/run installs it)');
+const BWRAP = requireParts({ bwrap: hasCommand('bwrap') });
 if (!BWRAP) console.warn('mcp-eras.test.ts: skipped — bubblewrap is not installed (allowed outside CI only)');
 
 const TEAM = 'eras';

