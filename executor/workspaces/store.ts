@@ -39,6 +39,12 @@ export class WorkspaceStore {
   /** Jobs running per id: a workspace in use is never swept, and its deletion waits for them. */
   private readonly inUse = new Map<string, number>();
   private readonly doomed = new Set<string>();
+  /**
+   * Bytes per id as last measured: after its last job, or when it was made. A job's start takes this instead of
+   * walking the tree again (only jobs change a workspace, and each job's end measures it), so a workspace with a
+   * large checkout costs one walk per job, not two; a change made beside the jobs shows at the next job's end.
+   */
+  private readonly measured = new Map<string, number>();
   private readonly now: () => number;
 
   constructor(stateDir: string, now: () => number = Date.now) {
@@ -113,7 +119,7 @@ export class WorkspaceStore {
         value: {
           id: ws.id,
           hostDir: dir,
-          bytes: dirBytes(dir),
+          bytes: this.measured.get(ws.id) ?? this.bytes(ws.id),
           ...(clone ? { clone } : {}),
           release: (ok: boolean) => {
             if (released) return;
@@ -134,9 +140,11 @@ export class WorkspaceStore {
     }
   }
 
-  /** Bytes the workspace holds now (files and directories, symlinks as links). */
+  /** Bytes the workspace holds now (files and directories, symlinks as links), walked and kept for the next job's start. */
   bytes(id: WorkspaceId): number {
-    return existsSync(this.path(id)) ? dirBytes(this.path(id)) : 0;
+    const b = existsSync(this.path(id)) ? dirBytes(this.path(id)) : 0;
+    this.measured.set(id, b);
+    return b;
   }
 
   /** Deletes a workspace now, or once the jobs running in it end. */
@@ -169,12 +177,14 @@ export class WorkspaceStore {
   /** Deletes `id` if it is still idle (a job may have started in it meanwhile); whether it did. */
   async removeIfIdle(id: string): Promise<boolean> {
     if (!this.isIdle(id)) return false;
+    this.measured.delete(id);
     rmSync(this.metaPath(id), { force: true });
     await rm(this.path(id), { recursive: true, force: true });
     return true;
   }
 
   private removeNow(id: string): void {
+    this.measured.delete(id);
     rmSync(this.metaPath(id), { force: true });
     rmSync(this.path(id), { recursive: true, force: true });
   }
