@@ -330,7 +330,7 @@ export class JobRunner {
         }
         // A timeout the agent's timer missed (its event loop was blocked; the watchdog killed the job) is still a timeout.
         if (!job.stop && performance.now() - launched.startedAt >= plan.timeoutMs) job.stop = 'timeout';
-        const wsAfter = ws ? this.opts.workspaces!.bytes(ws.id) : 0;
+        const wsAfter = ws ? await this.opts.workspaces!.bytes(ws.id) : 0;
         const wsError =
           ws && spec.workspace
             ? workspaceLimitError(spec.workspace, wsAfter, { diskExceeded: launched.diskExceeded, end, clone: ws.clone, hostDir: ws.hostDir })

@@ -35,23 +35,40 @@ describe('workspace sizes', () => {
     const first = await startJob(s);
     expect(first.bytes).toBe(0);
     writeFileSync(join(first.hostDir, 'a'), 'x'.repeat(1000)); // the job writes
-    expect(s.bytes(ws.id)).toBe(1000); // its end
+    expect(await s.bytes(ws.id)).toBe(1000); // its end
     first.release(true);
 
     // Beside the jobs (the host's admin): not walked at the next start, seen at its end.
     writeFileSync(join(first.hostDir, 'b'), 'y'.repeat(500));
     const second = await startJob(s);
     expect(second.bytes).toBe(1000);
-    expect(s.bytes(ws.id)).toBe(1500);
+    expect(await s.bytes(ws.id)).toBe(1500);
     second.release(true);
     expect((await startJob(s)).bytes).toBe(1500);
+  });
+
+  it('a walk of many files gives the event loop its turns (a large checkout never stalls the agent)', async () => {
+    const s = store();
+    const job = await startJob(s);
+    for (let i = 0; i < 5000; i++) writeFileSync(join(job.hostDir, `f${i}`), 'x');
+    let turns = 0;
+    let walking = true;
+    const spin = () => {
+      turns++;
+      if (walking) setImmediate(spin);
+    };
+    setImmediate(spin);
+    const bytes = await s.bytes(ws.id);
+    walking = false;
+    expect(bytes).toBe(5000);
+    expect(turns).toBeGreaterThanOrEqual(4);
   });
 
   it('a workspace deleted and made again is measured anew', async () => {
     const s = store();
     const first = await startJob(s);
     writeFileSync(join(first.hostDir, 'a'), 'x'.repeat(1000));
-    expect(s.bytes(ws.id)).toBe(1000);
+    expect(await s.bytes(ws.id)).toBe(1000);
     first.release(true);
     expect(s.delete(ws.id)).toEqual({ ok: true });
     expect((await startJob(s)).bytes).toBe(0);
