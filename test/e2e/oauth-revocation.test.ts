@@ -261,7 +261,8 @@ describe('gatehouse oauth', () => {
     const json = JSON.parse((await cli(['oauth', 'grants', '--json'], adminToken)).stdout) as { grants: { grantId: string; clientName: string }[] };
     expect(json.grants.find((g) => g.grantId === s.grantId)?.clientName).toBe(provider.name);
 
-    const revoked = await cli(['oauth', 'revoke', s.grantId], adminToken);
+    // "--" as docs/operations.md shows: a grant id is random base64url and may start with "-".
+    const revoked = await cli(['oauth', 'revoke', '--', s.grantId], adminToken);
     expect(revoked.code, revoked.stderr).toBe(0);
     expect(revoked.stdout).toContain(`revoked grant ${s.grantId}`);
     await expectEnded(s, /OAuth access token is invalid|has ended/);
