@@ -4,7 +4,7 @@
  * to park another, and the agent's idle time-to-live sweep deletes a workspace and stops its warm
  * sandbox. Real runsc: the sandboxes still running are read from `runsc list` and their bundles.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -12,7 +12,7 @@ import type { GvisorDriver } from '../../../executor/sandbox/gvisor.ts';
 import { MAX_PARKED_WORKSPACE } from '../../../executor/sandbox/gvisor-reuse/pool.ts';
 import { WorkspaceSweeper } from '../../../executor/workspaces/sweep.ts';
 import { silentLogger } from '../../../executor/log.ts';
-import { makeRig, requireTool, type Rig } from '../helpers.ts';
+import { requireTool, suiteRig } from '../helpers.ts';
 
 const d = requireTool('gvisor') ? describe : describe.skip;
 const REUSE = { jobs: 100, seconds: 600 };
@@ -20,14 +20,8 @@ const IDLE_MS = 3_600_000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 d('warm sandboxes of workspaces', () => {
-  let rig: Rig;
   let now = 1_000_000;
-  beforeAll(async () => {
-    rig = await makeRig('gvisor', { warm: 0, capacity: 2, workspaces: { now: () => now } });
-  }, 60_000);
-  afterAll(async () => {
-    await rig?.close();
-  });
+  const rig = suiteRig('gvisor', { warm: 0, capacity: 2, workspaces: { now: () => now } });
 
   /** The workspace directory each running sandbox has mounted at /workspace (null: the shared root). */
   function mounted(): (string | null)[] {
