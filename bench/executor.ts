@@ -96,6 +96,8 @@ export interface DriverBenchOptions {
   reuse?: SandboxReuse;
   /** Clients submitting at once, each `n` jobs back to back (the runner's capacity matches). */
   clients?: number;
+  /** gVisor: false starts reused sandboxes' jobs with posix_spawn instead of the compiled start. */
+  compiledStart?: boolean;
 }
 
 /** What the benchmark's reuse rows use: a sandbox runs up to 100 jobs within 5 minutes. */
@@ -147,7 +149,7 @@ async function benchDriverRun(
 ): Promise<{ samples: number[]; wallMs: number; endCpu: { self: number; children: number }; endTree: number }> {
   const root = realpathSync(mkdtempSync(join(tmpdir(), 'gh-bench-ws-')));
   const stateDir = mkdtempSync(join(tmpdir(), 'gh-bench-state-'));
-  const d = await startDriver(kind, { root, stateDir, warm: o.warm ?? 0 }, silentLogger);
+  const d = await startDriver(kind, { root, stateDir, warm: o.warm ?? 0, ...(o.compiledStart === false ? { compiledStart: false } : {}) }, silentLogger);
   if (!d.ok) throw new Error(d.error.message);
   const driver = d.value;
   const clients = o.clients ?? 1;
@@ -327,9 +329,21 @@ if (invokedDirectly && process.argv.includes('--e2e')) {
   }
   if (process.argv.includes('--reuse')) {
     // gVisor with sandbox reuse: the sandbox (runsc's processes) outlives the jobs, so only the tree figure is whole.
-    const c = await driverCpu('gvisor', n, { warm: 0, reuse: BENCH_REUSE });
+    // The init's two ways to start a job, alternately (the host drifts between minutes): compiled, and posix_spawn
+    // as on a host without a C compiler.
+    const trees: Record<string, number[]> = { compiled: [], posix_spawn: [] };
+    for (let round = 0; round < 3; round++) {
+      for (const start of ['compiled', 'posix_spawn'] as const) {
+        const c = await driverCpu('gvisor', n, { warm: 0, reuse: BENCH_REUSE, compiledStart: start === 'compiled' });
+        trees[start].push(c.tree);
+        console.log(
+          `CPU per true job, gvisor sandbox.reuse, ${start} start: whole process tree ${c.tree.toFixed(2)} ms (agent itself ${c.self.toFixed(2)})  (n=${n}, load ${loadavg()[0].toFixed(1)})`,
+        );
+      }
+    }
+    const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
     console.log(
-      `CPU per true job, gvisor sandbox.reuse: whole process tree ${c.tree.toFixed(2)} ms (agent itself ${c.self.toFixed(2)})  (n=${n}, load ${loadavg()[0].toFixed(1)})`,
+      `gvisor sandbox.reuse, mean of 3 alternate runs: compiled start ${mean(trees.compiled).toFixed(2)} ms, posix_spawn start ${mean(trees.posix_spawn).toFixed(2)} ms (ratio ${(mean(trees.compiled) / mean(trees.posix_spawn)).toFixed(2)})`,
     );
   }
 } else if (invokedDirectly) {

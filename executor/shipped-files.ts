@@ -1,7 +1,7 @@
 /**
  * The programs the agent runs outside its own process, each a file of its own: the jobs'
  * watchdog (Node, on the host), the reuse init and the egress forwarder (Python, inside
- * sandboxes). Run from the sources, the agent finds each where it lies in executor/; the
+ * sandboxes), and the init's job start (C, compiled by the agent where it can). Run from the sources, the agent finds each where it lies in executor/; the
  * package build (scripts/build-dist.ts) bundles or copies each into the bundle's directory under
  * its `bundled` name, beside the agent's own files.
  */
@@ -15,6 +15,7 @@ declare const __GATEHOUSE_BUNDLE__: boolean | undefined;
 export const SHIPPED_FILES = {
   watchdog: { source: 'jobs/watchdog-process.ts', bundled: 'watchdog-process.mjs' },
   reuseInit: { source: 'sandbox/gvisor-reuse/init.py', bundled: 'reuse-init.py' },
+  reuseSpawn: { source: 'sandbox/gvisor-reuse/spawn.c', bundled: 'reuse-spawn.c' },
   egressForwarder: { source: 'egress/forwarder.py', bundled: 'egress-forwarder.py' },
 } as const;
 

@@ -12,8 +12,11 @@ import { placeReuseInit } from './gvisor-reuse/init.ts';
 import { systemView, type SystemEntry } from './system-view.ts';
 import { CA_BUNDLE_INSIDE } from './trusted-cas.ts';
 
-/** Builds the root at `rootfs` (anything there before is removed); `caBundle`: jobs get the trusted CA bundle mounted. */
-export function buildRootfs(rootfs: string, o: { caBundle?: string }): { binds: SystemEntry[] } {
+/**
+ * Builds the root at `rootfs` (anything there before is removed); `caBundle`: jobs get the trusted CA bundle
+ * mounted; `spawner`: the reuse init's compiled job start (gvisor-reuse/spawner.ts), when built.
+ */
+export function buildRootfs(rootfs: string, o: { caBundle?: string; spawner: string | null }): { binds: SystemEntry[] } {
   rmSync(rootfs, { recursive: true, force: true });
   mkdirSync(rootfs, { recursive: true, mode: 0o755 });
   for (const d of ['proc', 'dev', 'sys', 'tmp', 'etc', WORKSPACE_INSIDE.slice(1), JOB_DIR_INSIDE.slice(1)]) {
@@ -34,6 +37,6 @@ export function buildRootfs(rootfs: string, o: { caBundle?: string }): { binds: 
     mkdirSync(join(rootfs, CA_BUNDLE_INSIDE, '..'), { recursive: true });
     writeFileSync(join(rootfs, CA_BUNDLE_INSIDE), '');
   }
-  placeReuseInit(rootfs);
+  placeReuseInit(rootfs, o.spawner);
   return { binds };
 }

@@ -125,6 +125,11 @@ export interface DriverOptions {
   warm?: number;
   /** The composed CA bundle (trusted-cas.ts): shown read-only at CA_BUNDLE_INSIDE in gVisor and bubblewrap sandboxes. */
   caBundle?: string;
+  /**
+   * gVisor only: false starts reused sandboxes' jobs with os.posix_spawn, as on a host without a C compiler,
+   * instead of the compiled start (gvisor-reuse/spawner.ts). Default true.
+   */
+  compiledStart?: boolean;
 }
 
 /** Maps the exit status a wrapper (runsc, bwrap) reports to how the job's process ended. */

@@ -67,6 +67,8 @@ export interface RigOptions {
   extraCaFiles?: string[];
   /** Hold per-task workspaces under the state dir as the agent does, on this clock. */
   workspaces?: { now?: () => number };
+  /** gVisor: false starts reused sandboxes' jobs with os.posix_spawn (DriverOptions.compiledStart). */
+  compiledStart?: boolean;
 }
 
 /**
@@ -96,7 +98,11 @@ export async function makeRig(kind: SandboxKind, o: RigOptions = {}): Promise<Ri
   const cas = o.extraCaFiles ? composeTrustedCas({ stateDir, extraCaFiles: o.extraCaFiles }) : null;
   if (cas && !cas.ok) throw new Error(cas.error.message);
   const caBundle = cas?.ok ? cas.value.hostPath : undefined;
-  const d = await startDriver(kind, { root, stateDir, warm: o.warm ?? 1, ...(caBundle ? { caBundle } : {}) }, silentLogger);
+  const d = await startDriver(
+    kind,
+    { root, stateDir, warm: o.warm ?? 1, ...(caBundle ? { caBundle } : {}), ...(o.compiledStart === false ? { compiledStart: false } : {}) },
+    silentLogger,
+  );
   if (!d.ok) throw new Error(d.error.message);
   const driver = d.value;
   const outputs: OutputFrame[] = [];

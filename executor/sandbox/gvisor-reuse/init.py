@@ -7,8 +7,10 @@ a job runs as the job user with no capability at all (the init clears its boundi
 once; the sandbox has no_new_privs), so it can neither trace the init nor write to its channel (the
 init's own fds 0/1, host pipes), and a signal it sends the init finds it ignored.
 
-Per job: one posix_spawn (vfork + exec, no helper exec): a new session, the job's rlimits
-(soft = hard), cwd, exactly its env, the job user's ids. After the job's process ends: every other
+Per job: one vfork + exec (no helper exec): a new session, the job's rlimits (soft = hard), cwd,
+exactly its env, the job user's ids. The agent compiles that start (spawn.c, loaded with ctypes)
+when its host has a C compiler and names it as a fourth argument; without it the init uses
+os.posix_spawn. After the job's process ends: every other
 process dies (kill -1 until none is left to reap), the output pipes drain to EOF, /tmp and /job are
 emptied, and the init checks the sandbox is clean (no process but itself, no file in /tmp or /job,
 no System V IPC object; POSIX message queues are refused by the sandbox's seccomp filter). Any
@@ -30,8 +32,13 @@ CWD_ROOTS = ('/workspace', '/job')
 # The job user's ids and the PATH of a job whose env has none (the agent always sets one): given on
 # the command line by the agent, which defines them once (executor/sandbox/types.ts).
 JOB_UID = JOB_GID = DEFAULT_PATH = None
-# Every signal a job could send the init while it starts a job (see spawn) finds it ignored; SIGCHLD
-# only wakes the relay loop.
+# The compiled start (spawn.c) and the signals whose disposition the init changed, which its child
+# puts back to their default; None: os.posix_spawn.
+SPAWNER = RESETS = None
+# With os.posix_spawn, every signal a job could send the init while it starts a job (see spawn)
+# finds it ignored; with the compiled start no job can signal the init at all, and these stay
+# blocked instead (a job inherits no ignored signal, so its start resets none). SIGCHLD only wakes
+# the relay loop.
 # (Faults stay as they are: the kernel delivers those to whoever caused them.)
 QUIET = sorted(signal.valid_signals() - {signal.SIGKILL, signal.SIGSTOP, signal.SIGCHLD, signal.SIGSEGV, signal.SIGBUS,
                                          signal.SIGFPE, signal.SIGILL, signal.SIGTRAP, signal.SIGSYS})
@@ -72,20 +79,50 @@ def candidates(name, env):
         return [name]
     return [os.path.join(d or '.', name) for d in env.get('PATH', DEFAULT_PATH).split(':')]
 
+def load_spawner(path):
+    f = ctypes.CDLL(path).gatehouse_spawn
+    f.restype = ctypes.c_int
+    f.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_int),
+                  ctypes.c_uint, ctypes.c_uint, ctypes.POINTER(ctypes.c_int), ctypes.c_int]
+    return f
+
+def c_strings(items):
+    """A NULL-terminated char* array, refusing what os.posix_spawn refuses (C would cut at the NUL)."""
+    arr = (ctypes.c_char_p * (len(items) + 1))()
+    for i, item in enumerate(items):
+        b = os.fsencode(item)
+        if b'\0' in b:
+            raise ValueError('embedded null byte')
+        arr[i] = b
+    return arr
+
+def compiled_spawn(path, argv, env, fds):
+    """The compiled start (spawn.c): the job user's ids are set in the child, ours never change."""
+    for k in env:
+        if not k or '=' in k:
+            raise ValueError('illegal environment variable name')
+    r = SPAWNER(os.fsencode(path), c_strings(argv), c_strings(['%s=%s' % kv for kv in env.items()]), (ctypes.c_int * 3)(*fds),
+                JOB_UID, JOB_GID, (ctypes.c_int * len(RESETS))(*RESETS), len(RESETS))
+    if r < 0:
+        raise OSError(-r, os.strerror(-r))
+    return r
+
 def spawn(job, argv, fd0, fd1, fd2):
     """Starts argv as the job user: returns its pid, or a wait status when it could not start.
 
-    One vfork and one exec (posix_spawn), nothing else in the job's path: under gVisor's ptrace
-    platform a fork of this interpreter costs ~50 ms and every exec several ms of CPU. The job's
-    ids come from POSIX_SPAWN_RESETIDS: for the moment of the spawn our real ids are the job
-    user's (effective ids stay root), the child sets its effective ids to them, and the exec makes
-    the saved ids the same: the job holds no root id and, as a non-root exec with no_new_privs,
-    no capability (our bounding set is empty besides, see drop_privilege_for_jobs). The rlimits
-    are ours for the moment of the spawn too (CAP_SYS_RESOURCE puts ours back); the cwd is ours
-    as well, checked after the chdir, so a symlink swapped in cannot lead out of the workspace.
-    While our real ids are the job user's, a process the same job's build step left behind may
-    signal us: every signal it can send is ignored (QUIET), and SIGKILL/SIGSTOP would end or stall
-    this sandbox, which then serves no other job (the agent discards it).
+    One vfork and one exec, nothing else in the job's path: under gVisor's ptrace platform a fork
+    of this interpreter costs ~50 ms and every exec several ms of CPU. The compiled start
+    (spawn.c) sets all three of the job user's ids in the child; ours never change. With
+    os.posix_spawn they come from POSIX_SPAWN_RESETIDS: for the moment of the spawn our real ids
+    are the job user's (effective ids stay root), the child sets its effective ids to them, and
+    the exec makes the saved ids the same. Either way the job holds no root id and, as a non-root
+    exec with no_new_privs, no capability (our bounding set is empty besides, see
+    drop_privilege_for_jobs). The rlimits are ours for the moment of the spawn too
+    (CAP_SYS_RESOURCE puts ours back); the cwd is ours as well, checked after the chdir, so a
+    symlink swapped in cannot lead out of the workspace. With os.posix_spawn, while our real ids
+    are the job user's, a process the same job's build step left behind may signal us: every
+    signal it can send is ignored (QUIET), and SIGKILL/SIGSTOP would end or stall this sandbox,
+    which then serves no other job (the agent discards it).
     """
     saved = []
     try:
@@ -99,13 +136,17 @@ def spawn(job, argv, fd0, fd1, fd2):
         env = job['env']
         actions = [(os.POSIX_SPAWN_DUP2, fd0, 0), (os.POSIX_SPAWN_DUP2, fd1, 1), (os.POSIX_SPAWN_DUP2, fd2, 2)]
         err = None
-        os.setresgid(JOB_GID, -1, -1)
-        os.setresuid(JOB_UID, -1, -1)
+        if not SPAWNER:
+            os.setresgid(JOB_GID, -1, -1)
+            os.setresuid(JOB_UID, -1, -1)
         try:
             for path in candidates(argv[0], env):
                 try:
-                    pid = os.posix_spawn(path, argv, env, file_actions=actions, setsid=True, resetids=True,
-                                         setsigdef=QUIET, setsigmask=())
+                    if SPAWNER:
+                        pid = compiled_spawn(path, argv, env, (fd0, fd1, fd2))
+                    else:
+                        pid = os.posix_spawn(path, argv, env, file_actions=actions, setsid=True, resetids=True,
+                                             setsigdef=QUIET, setsigmask=())
                     break
                 except OSError as e:
                     # execvp goes on past a missing or unreadable candidate and reports EACCES if any was one.
@@ -116,8 +157,9 @@ def spawn(job, argv, fd0, fd1, fd2):
             else:
                 raise err
         finally:
-            os.setresuid(0, -1, -1)
-            os.setresgid(0, -1, -1)
+            if not SPAWNER:
+                os.setresuid(0, -1, -1)
+                os.setresgid(0, -1, -1)
         # gVisor arms the CPU-time limit only when it is set on a process (an inherited one never
         # fired: a spinning job ran to its timeout), so it is set again on the job's process, from
         # here: no exec of prlimit in the job's path. The child is ours and not yet reaped, so the
@@ -295,18 +337,23 @@ def finish(st, readers, in_w):
     return clean
 
 def main():
-    global wake_r, inbuf
+    global wake_r, inbuf, RESETS
     os.umask(0o022)
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
     os.set_blocking(wake_w, False)
     signal.signal(signal.SIGCHLD, lambda *_: None)
     signal.set_wakeup_fd(wake_w)
-    for sig in QUIET:
-        try:
-            signal.signal(sig, signal.SIG_IGN)
-        except (OSError, ValueError):
-            pass  # not settable in this sandbox
+    if SPAWNER:
+        signal.pthread_sigmask(signal.SIG_BLOCK, QUIET)
+        # Python's own (SIGINT, SIGPIPE, SIGXFSZ) and ours: a job starts with none of them.
+        RESETS = [s for s in signal.valid_signals() if s not in (signal.SIGKILL, signal.SIGSTOP) and signal.getsignal(s) != signal.SIG_DFL]
+    else:
+        for sig in QUIET:
+            try:
+                signal.signal(sig, signal.SIG_IGN)
+            except (OSError, ValueError):
+                pass  # not settable in this sandbox
     drop_privilege_for_jobs()
     send(b'R')
     while True:
@@ -351,4 +398,6 @@ def run_job(job, buf):
 
 if __name__ == '__main__':
     JOB_UID, JOB_GID, DEFAULT_PATH = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+    if len(sys.argv) > 4:
+        SPAWNER = load_spawner(sys.argv[4])  # named by the agent: never a silent fallback
     main()

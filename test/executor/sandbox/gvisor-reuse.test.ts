@@ -3,12 +3,14 @@
  * reuse on, then what reuse itself promises — which jobs share a sandbox and when it is
  * recycled. What a hostile job cannot leave for the next one is in test/attack/gvisor-reuse.test.ts.
  */
+import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import type { JobSpec } from '../../../src/contracts/agent-protocol.ts';
 import type { SandboxReuse } from '../../../src/contracts/sandbox-reuse.ts';
 import { driverSuite } from './suite.ts';
 import { makeRig, requireTool, runtimes, suiteRig, type Rig } from '../helpers.ts';
 import { DISCARD_LIVE } from '../../../executor/jobs/relay.ts';
+import type { GvisorDriver } from '../../../executor/sandbox/gvisor.ts';
 import { MAX_SHORT_BUSY, MAX_STARTS, RETIRE_AHEAD_JOBS, SHORT_JOB_MS } from '../../../executor/sandbox/gvisor-reuse/pool.ts';
 
 driverSuite('gvisor', { reuse: { jobs: 100, seconds: 600 } });
@@ -217,6 +219,28 @@ d('gvisor sandbox reuse', () => {
     expect(await sandboxOf(reuse)).not.toBe(b);
   }, 60_000);
 
+  it.runIf(process.env.CI === 'true' || existsSync('/usr/bin/cc'))('starts reused jobs with the compiled start where the host has a C compiler', () => {
+    expect((rig.driver as GvisorDriver).jobStart).toBe('compiled');
+  });
+
+  startsLikeAFreshProcess(rig);
+});
+
+d('gvisor sandbox reuse on a host without a C compiler', () => {
+  const rig = suiteRig('gvisor', { warm: 0, compiledStart: false });
+
+  it('starts reused jobs with posix_spawn', () => {
+    expect((rig.driver as GvisorDriver).jobStart).toBe('posix_spawn');
+  });
+
+  startsLikeAFreshProcess(rig);
+});
+
+/**
+ * What every reused job starts with, whichever way the init starts it: the sandbox user's ids, its own session,
+ * no capability, group, descriptor, blocked or ignored signal of the init's, its own limits; and the init out of reach.
+ */
+function startsLikeAFreshProcess(rig: Rig): void {
   it('starts each job as the sandbox user, in its own session, with no capability, no group, no fd or signal setting of the init, never as the init', async () => {
     const reuse = { jobs: 100, seconds: 600 };
     const { exit } = await rig.run({
@@ -225,8 +249,11 @@ d('gvisor sandbox reuse', () => {
       limits: { inlineBytes: 40_000, artifactBytes: 1 << 20, maxOpenFiles: 77 },
       command:
         'echo pid=$$ sid=$(cut -d" " -f6 /proc/$$/stat); grep -E "^(Uid|Gid|Groups|CapEff|CapPrm|CapBnd)" /proc/self/status; ulimit -Hn; ulimit -Sn; ' +
-        // ls's own fds: 0-2 and the directory it reads (3); a default SIGPIPE ends `yes` quietly; a default SIGTERM/SIGHUP ends sleep.
-        'echo fds; ls /proc/self/fd; yes | head -c1 >/dev/null; for s in TERM HUP USR1; do sleep 5 & kill -$s $!; wait $!; echo "$s=$?"; done',
+        // ls's own fds: 0-2 and the directory it reads (3); a default SIGPIPE ends `yes` quietly; each signal, neither
+        // blocked nor ignored, ends sleep (gVisor's /proc shows no signal masks): the init's own Python ignores PIPE
+        // and XFSZ, and blocks or ignores the rest. The init itself is out of the job's reach.
+        'echo fds; ls /proc/self/fd; yes | head -c1 >/dev/null; for s in TERM HUP USR1 USR2 ALRM PIPE XFSZ 40; do sleep 5 & kill -$s $!; wait $!; echo "$s=$?"; done; ' +
+        'kill -TERM 1 2>/dev/null; echo "init=$?"',
     });
     expect(exit.state).toBe('exited');
     const pid = /pid=(\d+) sid=(\d+)/.exec(exit.stdout);
@@ -236,8 +263,8 @@ d('gvisor sandbox reuse', () => {
     for (const c of ['CapEff', 'CapPrm', 'CapBnd']) expect(exit.stdout).toMatch(new RegExp(`^${c}:\\s+0000000000000000$`, 'm'));
     expect(exit.stdout).toMatch(/^Groups:\s*$/m);
     expect(exit.stdout).toMatch(/^77\n77\nfds\n/m);
-    // The init ignores nearly every signal and holds its channel on fds 0/1: none of that reaches the job.
-    expect(exit.stdout).toMatch(/^fds\n0\n1\n2\n3\nTERM=143\nHUP=129\nUSR1=138\n$/m);
+    // The init blocks or ignores nearly every signal and holds its channel on fds 0/1: none of that reaches the job.
+    expect(exit.stdout).toMatch(/^fds\n0\n1\n2\n3\nTERM=143\nHUP=129\nUSR1=138\nUSR2=140\nALRM=142\nPIPE=141\nXFSZ=153\n40=168\ninit=1\n$/m);
     expect(exit.stderr).not.toMatch(/Broken pipe/i);
   }, 60_000);
-});
+}
