@@ -23,7 +23,15 @@ export interface LaunchRequest {
   /** The launcher script (jobs/launcher.ts): the driver has a shell with an empty environment source it. */
   script: string;
   /** The job's steps as data, for a sandbox whose own init starts them (a reused gVisor sandbox). */
-  steps?: { cwd: string; env: Record<string, string>; build?: string[]; run: string[]; rlimits: JobRlimits };
+  steps?: {
+    cwd: string;
+    env: Record<string, string>;
+    build?: string[];
+    run: string[];
+    rlimits: JobRlimits;
+    /** The job is given no stdin: its pipe is closed at once, with no end to wait for. */
+    noStdin?: true;
+  };
 }
 
 /** How a process ended, as far as the driver can tell. */

@@ -17,8 +17,8 @@ no System V IPC object; POSIX message queues are refused by the sandbox's seccom
 doubt is reported and the agent discards the sandbox.
 
 Channel (frames of 1 type byte + 4-byte big-endian length + payload):
-  agent -> init (fd 0): J job JSON, I stdin bytes, i stdin end
-  init -> agent (fd 1): R ready, O/E stdout/stderr bytes, o/e stream end, B build status,
+  agent -> init (fd 0): J job JSON, I stdin bytes, i stdin end (none for a job whose J says stdin false)
+  init -> agent (fd 1): R ready, O/E stdout/stderr bytes, o/e stream end (written with X), B build status,
                         X exit JSON {code} | {signal}, C clean JSON {ok, why?}
 """
 import ctypes, errno, json, os, resource, select, signal, struct, sys
@@ -50,10 +50,16 @@ RL = {'nofile': resource.RLIMIT_NOFILE, 'fsize': resource.RLIMIT_FSIZE, 'cpu': r
 # through the sentry).
 OWN_LIMITS = {name: resource.getrlimit(r) for name, r in RL.items()}
 
-def send(t, data=b''):
-    msg = t + struct.pack('>I', len(data)) + data
+def frame(t, data=b''):
+    return t + struct.pack('>I', len(data)) + data
+
+def send(msg):
+    """Writes whole frames to the agent (one write for several: each system call is a round trip through the sentry)."""
     while msg:
         msg = msg[os.write(CH_OUT, msg):]
+
+# The end frames of the job's output streams: sent with its exit frame, in one write.
+ended_streams = bytearray()
 
 inbuf = bytearray()
 def read_frame(block=True):
@@ -83,7 +89,8 @@ def load_spawner(path):
     f = ctypes.CDLL(path).gatehouse_spawn
     f.restype = ctypes.c_int
     f.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_int),
-                  ctypes.c_uint, ctypes.c_uint, ctypes.POINTER(ctypes.c_int), ctypes.c_int]
+                  ctypes.c_uint, ctypes.c_uint, ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_ulonglong), ctypes.c_int,
+                  ctypes.POINTER(ctypes.c_int), ctypes.c_int]
     return f
 
 def c_strings(items):
@@ -96,13 +103,16 @@ def c_strings(items):
         arr[i] = b
     return arr
 
-def compiled_spawn(path, argv, env, fds):
-    """The compiled start (spawn.c): the job user's ids are set in the child, ours never change."""
+def compiled_spawn(path, argv, env, fds, rlimits):
+    """The compiled start (spawn.c): the job's rlimits and its user's ids are set in the child; ours never change."""
     for k in env:
         if not k or '=' in k:
             raise ValueError('illegal environment variable name')
+    names = list(rlimits)
     r = SPAWNER(os.fsencode(path), c_strings(argv), c_strings(['%s=%s' % kv for kv in env.items()]), (ctypes.c_int * 3)(*fds),
-                JOB_UID, JOB_GID, (ctypes.c_int * len(RESETS))(*RESETS), len(RESETS))
+                JOB_UID, JOB_GID, (ctypes.c_int * len(names))(*[RL[n] for n in names]),
+                (ctypes.c_ulonglong * len(names))(*[rlimits[n] & 0xffffffffffffffff for n in names]), len(names),
+                (ctypes.c_int * len(RESETS))(*RESETS), len(RESETS))
     if r < 0:
         raise OSError(-r, os.strerror(-r))
     return r
@@ -112,13 +122,14 @@ def spawn(job, argv, fd0, fd1, fd2):
 
     One vfork and one exec, nothing else in the job's path: under gVisor's ptrace platform a fork
     of this interpreter costs ~50 ms and every exec several ms of CPU. The compiled start
-    (spawn.c) sets all three of the job user's ids in the child; ours never change. With
+    (spawn.c) sets the job's rlimits and all three of its user's ids in the child; ours never
+    change. With
     os.posix_spawn they come from POSIX_SPAWN_RESETIDS: for the moment of the spawn our real ids
     are the job user's (effective ids stay root), the child sets its effective ids to them, and
     the exec makes the saved ids the same. Either way the job holds no root id and, as a non-root
     exec with no_new_privs, no capability (our bounding set is empty besides, see
-    drop_privilege_for_jobs). The rlimits are ours for the moment of the spawn too
-    (CAP_SYS_RESOURCE puts ours back); the cwd is ours as well, checked after the chdir, so a
+    drop_privilege_for_jobs). With os.posix_spawn the rlimits are ours for the moment of the
+    spawn too (CAP_SYS_RESOURCE puts ours back). The cwd is ours either way, checked after the chdir, so a
     symlink swapped in cannot lead out of the workspace. With os.posix_spawn, while our real ids
     are the job user's, a process the same job's build step left behind may signal us: every
     signal it can send is ignored (QUIET), and SIGKILL/SIGSTOP would end or stall this sandbox,
@@ -126,9 +137,10 @@ def spawn(job, argv, fd0, fd1, fd2):
     """
     saved = []
     try:
-        for name, v in job['rlimits'].items():
-            saved.append((RL[name], OWN_LIMITS[name]))
-            resource.setrlimit(RL[name], (v, v))
+        if not SPAWNER:
+            for name, v in job['rlimits'].items():
+                saved.append((RL[name], OWN_LIMITS[name]))
+                resource.setrlimit(RL[name], (v, v))
         os.chdir(job['cwd'])
         cwd = os.getcwd()
         if not any(cwd == d or cwd.startswith(d + '/') for d in CWD_ROOTS):
@@ -143,7 +155,7 @@ def spawn(job, argv, fd0, fd1, fd2):
             for path in candidates(argv[0], env):
                 try:
                     if SPAWNER:
-                        pid = compiled_spawn(path, argv, env, (fd0, fd1, fd2))
+                        pid = compiled_spawn(path, argv, env, (fd0, fd1, fd2), job['rlimits'])
                     else:
                         pid = os.posix_spawn(path, argv, env, file_actions=actions, setsid=True, resetids=True,
                                              setsigdef=QUIET, setsigmask=())
@@ -165,7 +177,7 @@ def spawn(job, argv, fd0, fd1, fd2):
         # here: no exec of prlimit in the job's path. The child is ours and not yet reaped, so the
         # pid is still the job's; CPU it used before this counts all the same.
         cpu = job['rlimits'].get('cpu')
-        if cpu is not None:
+        if cpu is not None and not SPAWNER:  # the compiled start set it on the job's process itself
             try:
                 resource.prlimit(pid, resource.RLIMIT_CPU, (cpu, cpu))
             except ProcessLookupError:
@@ -234,10 +246,11 @@ def wipe(path):
             os.unlink(p)
 
 def check_clean(job):
-    # The job's rlimits are ours for the moment of each start: never let our own CPU time near them.
-    ru = resource.getrusage(resource.RUSAGE_SELF)
-    if (ru.ru_utime + ru.ru_stime) * 2 > job['rlimits'].get('cpu', 1 << 30):
-        return 'the init used over half the job CPU limit'
+    # With posix_spawn the job's rlimits are ours for the moment of each start: never let our own CPU time near them.
+    if not SPAWNER:
+        ru = resource.getrusage(resource.RUSAGE_SELF)
+        if (ru.ru_utime + ru.ru_stime) * 2 > job['rlimits'].get('cpu', 1 << 30):
+            return 'the init used over half the job CPU limit'
     others = [p for p in os.listdir('/proc') if p.isdigit() and p != '1']
     if others:
         return 'processes left: ' + ' '.join(others[:10])
@@ -316,9 +329,9 @@ def relay(fd, readers):
     data = os.read(fd, 65536)
     t, end = readers[fd]
     if data:
-        send(t, data)
+        send(frame(t, data))
     else:
-        send(end)
+        ended_streams.extend(frame(end))
         del readers[fd]
         os.close(fd)
 
@@ -333,7 +346,8 @@ def finish(st, readers, in_w):
     if not stdin_state['closed']:
         os.close(in_w)
         stdin_state['closed'] = True
-    send(b'X', json.dumps(status_of(st)).encode())
+    send(bytes(ended_streams) + frame(b'X', json.dumps(status_of(st)).encode()))
+    ended_streams.clear()
     return clean
 
 def main():
@@ -355,7 +369,7 @@ def main():
             except (OSError, ValueError):
                 pass  # not settable in this sandbox
     drop_privilege_for_jobs()
-    send(b'R')
+    send(frame(b'R'))
     while True:
         t, data = read_frame()
         if t != b'J':
@@ -374,20 +388,26 @@ def main():
                 why = check_clean(job)
             except OSError as e:
                 why = 'cleaning failed: %s' % e
-        send(b'C', json.dumps({'ok': why is None, 'why': why}).encode())
+        send(frame(b'C', json.dumps({'ok': why is None, 'why': why}).encode()))
 
 def run_job(job, buf):
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     in_r, in_w = os.pipe()
-    os.set_blocking(in_w, False)
+    if job.get('stdin', True):
+        os.set_blocking(in_w, False)
+    else:
+        # A job given no stdin reads EOF at once (a pipe, as in every sandbox); no end frame will come.
+        os.close(in_w)
+        in_w = None
+        stdin_state.update(eof=True, closed=True)
     readers = {out_r: (b'O', b'o'), err_r: (b'E', b'e')}
     if job.get('build'):
         null = os.open('/dev/null', os.O_RDONLY)
         pid = spawn(job, job['build'], null, out_w, err_w)
         os.close(null)
         st = wait_relay(pid, readers, None, buf)
-        send(b'B', str(st_code(st)).encode())
+        send(frame(b'B', str(st_code(st)).encode()))
         if not (os.WIFEXITED(st) and os.WEXITSTATUS(st) == 0):
             os.close(in_r); os.close(out_w); os.close(err_w)
             return finish(st, readers, in_w)

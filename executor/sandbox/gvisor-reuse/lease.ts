@@ -69,11 +69,13 @@ export class ReuseLease implements Sandbox {
     let end: (e: ProcessEnd) => void = () => {};
     const ended = new Promise<ProcessEnd>((r) => (end = r));
     this.io = { stdout, stderr, status, end };
-    const { cwd, env, build, run, rlimits } = req.steps;
+    const { cwd, env, build, run, rlimits, noStdin } = req.steps;
     // Lone surrogates become U+FFFD, as a direct spawn encodes them (the init could not encode them).
     this.sb.send(
       'J',
-      Buffer.from(JSON.stringify({ cwd, env, build: build ?? null, run, rlimits }, (_k, v: unknown) => (typeof v === 'string' ? wellFormed(v) : v))),
+      Buffer.from(
+        JSON.stringify({ cwd, env, build: build ?? null, run, rlimits, stdin: !noStdin }, (_k, v: unknown) => (typeof v === 'string' ? wellFormed(v) : v)),
+      ),
     );
     const sb = this.sb;
     const stdin = new Writable({
@@ -82,7 +84,7 @@ export class ReuseLease implements Sandbox {
         cb();
       },
       final(cb) {
-        sb.send('i');
+        if (!noStdin) sb.send('i'); // the init closed a job's stdin at once when it was given none
         cb();
       },
     });

@@ -35,10 +35,10 @@ describe('building the compiled job start', () => {
 // Setting another user's ids needs root (as the init is inside its sandbox); CI runs as root.
 const asRoot = process.getuid?.() === 0;
 describe.runIf(CI || (asRoot && existsSync('/usr/bin/python3') && existsSync('/usr/bin/cc')))('the compiled job start, called as the init calls it', () => {
-  it("starts the program as the job user in a new session with exactly its env and stdio; refuses what C would cut; reports a failed exec's errno", async () => {
+  it("starts the program as the job user in a new session with exactly its env, stdio and rlimits; refuses what C would cut; reports a failed exec's errno", async () => {
     const built = await buildSpawner(join(dir(), 'spawner'));
     if (!built.ok) throw new Error(built.error.message);
-    const prog = String.raw`import importlib.util, os, signal, sys
+    const prog = String.raw`import importlib.util, os, resource, signal, sys
 spec = importlib.util.spec_from_file_location('reuse_init', sys.argv[1])
 init = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(init)
@@ -47,11 +47,13 @@ init.drop_privilege_for_jobs()
 init.SPAWNER = init.load_spawner(sys.argv[2])
 signal.signal(signal.SIGUSR1, signal.SIG_IGN)
 init.RESETS = [signal.SIGUSR1]
+LIMITS = {'nofile': 77, 'fsize': 1 << 20, 'cpu': 9, 'core': 0}
+own = [resource.getrlimit(init.RL[n]) for n in LIMITS]
 r, w = os.pipe()
 null = os.open('/dev/null', os.O_RDONLY)
 null_w = os.open('/dev/null', os.O_WRONLY)
 fds = (null, w, null_w)
-pid = init.compiled_spawn('/bin/sh', ['sh', '-c', 'echo "ids $(id -u) $(id -g) $(id -G)"; echo "session $(($$ == $(cut -d" " -f6 /proc/$$/stat)))"; echo "env $(env | grep -v ^PWD= | sort | tr "\n" " ")"; ls /proc/self/fd | tr "\n" " "; echo; sleep 5 & kill -USR1 $!; wait $!; echo "usr1 $?"'], {'FOO': 'bar baz', 'PATH': '/usr/bin:/bin'}, fds)
+pid = init.compiled_spawn('/bin/sh', ['sh', '-c', 'echo "ids $(id -u) $(id -g) $(id -G)"; echo "session $(($$ == $(cut -d" " -f6 /proc/$$/stat)))"; echo "env $(env | grep -v ^PWD= | sort | tr "\n" " ")"; ls /proc/self/fd | tr "\n" " "; echo; echo "limits $(ulimit -Hn) $(ulimit -Sn) $(ulimit -t) $(ulimit -c) $(ulimit -f)"; sleep 5 & kill -USR1 $!; wait $!; echo "usr1 $?"'], {'FOO': 'bar baz', 'PATH': '/usr/bin:/bin'}, fds, LIMITS)
 os.close(w)
 out = b''
 while True:
@@ -60,16 +62,16 @@ while True:
     out += b
 print(out.decode(), end='')
 print('status', os.waitpid(pid, 0)[1])
-print('own ids', os.getresuid(), os.getresgid())
+print('own ids', os.getresuid(), os.getresgid(), 'own limits unchanged', own == [resource.getrlimit(init.RL[n]) for n in LIMITS])
 for path in ('/nonexistent/x', '/etc/passwd'):
     try:
-        init.compiled_spawn(path, ['x'], {}, (null, null_w, null_w))
+        init.compiled_spawn(path, ['x'], {}, (null, null_w, null_w), LIMITS)
         print('started', path)
     except OSError as e:
         print('errno', e.errno)
 for argv, env in ((['a\0b'], {}), (['true'], {'A=B': 'c'}), (['true'], {'': 'c'})):
     try:
-        init.compiled_spawn('/bin/true', argv, env, (null, null_w, null_w))
+        init.compiled_spawn('/bin/true', argv, env, (null, null_w, null_w), LIMITS)
         print('started')
     except ValueError as e:
         print('refused:', e)
@@ -84,9 +86,10 @@ for argv, env in ((['a\0b'], {}), (['true'], {'A=B': 'c'}), (['true'], {'': 'c'}
         'session 1',
         'env FOO=bar baz PATH=/usr/bin:/bin ',
         '0 1 2 3 ',
+        'limits 77 77 9 0 2048',
         'usr1 138',
         'status 0',
-        'own ids (0, 0, 0) (0, 0, 0)',
+        'own ids (0, 0, 0) (0, 0, 0) own limits unchanged True',
         'errno 2',
         'errno 13',
         'refused: embedded null byte',

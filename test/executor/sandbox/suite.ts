@@ -55,6 +55,9 @@ export function driverSuite(kind: SandboxKind, o: { reuse?: SandboxReuse } = {})
       expect(exit.stdout).toBe('from stdin\nline 2');
       const empty = await rig.run({ command: 'cat' });
       expect(empty.exit).toMatchObject({ state: 'exited', exitCode: 0, stdout: '' });
+      // Given no stdin, a job reads EOF at once, in every sandbox (a reused one closes it without a frame).
+      const none = await rig.run({ mode: 'shell', command: '[ -t 0 ] || echo no-terminal; cat; echo "eof $?"', timeoutMs: 10_000 });
+      expect(none.exit).toMatchObject({ state: 'exited', exitCode: 0, stdout: 'no-terminal\neof 0\n' });
     });
 
     it('reports death by signal with the signal name and a null exit code', async () => {
