@@ -5,7 +5,8 @@ and starts it as `python3 -I -S -B /.gatehouse-init.py JOB_UID JOB_GID DEFAULT_P
 inside the sandbox with only the capabilities it needs (REUSE_INIT_CAPS in executor/sandbox/gvisor.ts);
 a job runs as the job user with no capability at all (the init clears its bounding set and groups
 once; the sandbox has no_new_privs), so it can neither trace the init nor write to its channel (the
-init's own fds 0/1, host pipes), and a signal it sends the init finds it ignored.
+init's own fds 0/1, host pipes), and a signal it sends the init finds it ignored (with the compiled
+start below, it cannot send one: the init's ids are never the job user's).
 
 Per job: one vfork + exec (no helper exec): a new session, the job's rlimits (soft = hard), cwd,
 exactly its env, the job user's ids. The agent compiles that start (spawn.c, loaded with ctypes)
@@ -123,17 +124,16 @@ def spawn(job, argv, fd0, fd1, fd2):
     One vfork and one exec, nothing else in the job's path: under gVisor's ptrace platform a fork
     of this interpreter costs ~50 ms and every exec several ms of CPU. The compiled start
     (spawn.c) sets the job's rlimits and all three of its user's ids in the child; ours never
-    change. With
-    os.posix_spawn they come from POSIX_SPAWN_RESETIDS: for the moment of the spawn our real ids
-    are the job user's (effective ids stay root), the child sets its effective ids to them, and
-    the exec makes the saved ids the same. Either way the job holds no root id and, as a non-root
+    change. With os.posix_spawn the ids come from POSIX_SPAWN_RESETIDS: for the moment of the
+    spawn our real ids are the job user's (effective ids stay root), the child sets its effective
+    ids to them, and the exec makes the saved ids the same; the rlimits are ours for that moment
+    too (CAP_SYS_RESOURCE puts ours back). Either way the job holds no root id and, as a non-root
     exec with no_new_privs, no capability (our bounding set is empty besides, see
-    drop_privilege_for_jobs). With os.posix_spawn the rlimits are ours for the moment of the
-    spawn too (CAP_SYS_RESOURCE puts ours back). The cwd is ours either way, checked after the chdir, so a
-    symlink swapped in cannot lead out of the workspace. With os.posix_spawn, while our real ids
-    are the job user's, a process the same job's build step left behind may signal us: every
-    signal it can send is ignored (QUIET), and SIGKILL/SIGSTOP would end or stall this sandbox,
-    which then serves no other job (the agent discards it).
+    drop_privilege_for_jobs). The cwd is ours either way, checked after the chdir, so a symlink
+    swapped in cannot lead out of the workspace. With os.posix_spawn, while our real ids are the
+    job user's, a process the same job's build step left behind may signal us: every signal it
+    can send is ignored (QUIET), and SIGKILL/SIGSTOP would end or stall this sandbox, which then
+    serves no other job (the agent discards it).
     """
     saved = []
     try:
