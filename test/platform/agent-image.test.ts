@@ -10,6 +10,7 @@ import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rm
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { buildSpawner, PREBUILT_SPAWNER } from '../../executor/sandbox/gvisor-reuse/spawner.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const DOCKERFILE = join(ROOT, 'deploy/agent/Dockerfile');
@@ -162,7 +163,7 @@ describe('the agent image (deploy/agent/Dockerfile)', () => {
     expect(readFileSync(join(ROOT, 'package.json'), 'utf8')).toContain('"prepack": "node scripts/build-dist.ts"');
   });
 
-  it("the build stage's files are enough to bundle the agent and the CLI (its build step run on a copy of just those)", () => {
+  it("the build stage's files are enough to bundle the agent and the CLI (its build step run on a copy of just those)", async () => {
     const work = mkdtempSync(join(tmpdir(), 'gh-image-build-'));
     try {
       for (const c of all[0].body.filter((i) => i.keyword === 'COPY').map(copyParts))
@@ -175,6 +176,20 @@ describe('the agent image (deploy/agent/Dockerfile)', () => {
       const r = spawnSync(process.execPath, ['scripts/build-dist.ts'], { cwd: work, encoding: 'utf8' });
       expect(r.status, r.stderr).toBe(0);
       for (const f of ['agent.mjs', 'cli.mjs', 'doctor.mjs']) expect(existsSync(join(work, 'dist', f)), f).toBe(true);
+      // The stage's commands that make the prebuilt job start, as written there; the agent (no compiler) takes it.
+      if (process.env.CI === 'true' || existsSync('/usr/bin/cc')) {
+        const steps = runs(all[0])
+          .flatMap((x) => x.split('&&'))
+          .map((x) => x.trim())
+          .filter((x) => x.includes('reuse-spawn'));
+        expect(steps).toHaveLength(2);
+        for (const step of steps) {
+          const c = spawnSync('sh', ['-c', step], { cwd: work, encoding: 'utf8' });
+          expect(c.status, `${step}: ${c.stderr}`).toBe(0);
+        }
+        const taken = await buildSpawner(join(work, 'spawner'), { path: '/nonexistent', source: join(work, 'dist', 'reuse-spawn.c') });
+        expect(taken).toEqual({ ok: true, value: join(work, 'dist', PREBUILT_SPAWNER) });
+      }
     } finally {
       rmSync(work, { recursive: true, force: true });
     }
@@ -193,6 +208,18 @@ describe('the agent image (deploy/agent/Dockerfile)', () => {
       expect(ignored(p, ignorePatterns), p).toBe(true);
     for (const p of ['src/contracts/agent-protocol.ts', 'executor/main.ts', 'bin/gatehouse.mjs', 'deploy/agent/entrypoint.sh'])
       expect(ignored(p, ignorePatterns), p).toBe(false);
+  });
+
+  it("compiles the reuse init's job start in the build stage, beside the bundle's copy of its source with its sha256; no compiler in the runtime image", () => {
+    const build = runs(all[0]).join('\n');
+    expect(build).toMatch(/apt-get install .*\bgcc\b.*\blibc6-dev\b/);
+    expect(build).toContain('cc -O2 -shared -fPIC -o dist/reuse-spawn.so dist/reuse-spawn.c');
+    expect(build).toContain("sha256sum dist/reuse-spawn.c | cut -d' ' -f1 > dist/reuse-spawn.so.sha256");
+    // Before `npm pack`, so the tarball carries both; the names are the ones the agent looks for.
+    expect(build.indexOf('reuse-spawn.so.sha256')).toBeLessThan(build.indexOf('npm pack'));
+    expect(readFileSync(join(ROOT, 'executor/shipped-files.ts'), 'utf8')).toContain("bundled: 'reuse-spawn.c'");
+    expect(readFileSync(join(ROOT, 'executor/sandbox/gvisor-reuse/spawner.ts'), 'utf8')).toContain("PREBUILT_SPAWNER = 'reuse-spawn.so'");
+    expect(runs(final).join('\n')).not.toMatch(/\bgcc\b|build-essential/);
   });
 
   it('installs runsc and bubblewrap with the repository script, and the agent from the packed tarball', () => {

@@ -5,11 +5,12 @@
  * and the attack suite.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, statSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { buildSpawner } from '../../../executor/sandbox/gvisor-reuse/spawner.ts';
+import { buildSpawner, PREBUILT_SPAWNER } from '../../../executor/sandbox/gvisor-reuse/spawner.ts';
 import { shippedFile } from '../../../executor/shipped-files.ts';
 
 const CI = process.env.CI === 'true';
@@ -25,11 +26,41 @@ describe('building the compiled job start', () => {
     expect(statSync(d).mode & 0o777).toBe(0o700);
   });
 
-  it('says why when no compiler builds it (the init then uses posix_spawn)', async () => {
-    const r = await buildSpawner(join(dir(), 'spawner'), '/nonexistent');
+  it('says why when no compiler builds it and none is prebuilt (the init then uses posix_spawn)', async () => {
+    const r = await buildSpawner(join(dir(), 'spawner'), { path: '/nonexistent' });
     expect(r).toMatchObject({ ok: false, error: { code: 'compile_error' } });
-    if (!r.ok) expect(r.error.message).toMatch(/^no C compiler built the reuse init's job start \(cc: .*; gcc: .*; clang: .*\)$/);
+    if (!r.ok)
+      expect(r.error.message).toMatch(
+        /^no C compiler built the reuse init's job start \(cc: .*; gcc: .*; clang: .*\), and none is prebuilt \(.*reuse-spawn\.so\)$/,
+      );
   });
+
+  // The agent image has no compiler: its build stage compiles the start beside the bundle's copy of the source.
+  it.runIf(CI || existsSync('/usr/bin/cc'))(
+    'without a compiler, takes the prebuilt start only if it was built from the same source for this machine',
+    async () => {
+      const bundle = dir();
+      const source = join(bundle, 'reuse-spawn.c');
+      copyFileSync(shippedFile('reuseSpawn'), source);
+      const so = join(bundle, PREBUILT_SPAWNER);
+      const compiled = await buildSpawner(join(dir(), 'spawner'), { source });
+      if (!compiled.ok) throw new Error(compiled.error.message);
+      copyFileSync(compiled.value, so);
+      writeFileSync(`${so}.sha256`, `${createHash('sha256').update(readFileSync(source)).digest('hex')}\n`);
+      const noCompiler = { path: '/nonexistent', source };
+      expect(await buildSpawner(join(dir(), 'spawner'), noCompiler)).toEqual({ ok: true, value: so });
+
+      const elf = readFileSync(so);
+      elf.writeUInt16LE(elf.readUInt16LE(18) === 62 ? 183 : 62, 18); // another architecture's
+      writeFileSync(so, elf);
+      const other = await buildSpawner(join(dir(), 'spawner'), noCompiler);
+      expect(other.ok || other.error.message).toMatch(/is not a shared object for this machine/);
+
+      writeFileSync(source, `${readFileSync(source, 'utf8')}\n/* changed */\n`);
+      const stale = await buildSpawner(join(dir(), 'spawner'), noCompiler);
+      expect(stale.ok || stale.error.message).toMatch(/was built from another source than/);
+    },
+  );
 });
 
 // Setting another user's ids needs root (as the init is inside its sandbox); CI runs as root.
