@@ -91,8 +91,7 @@ export class GvisorDriver implements SandboxDriver, GvisorHost {
   private startMs = 300;
   /** Reusable sandboxes (teams whose policy sets sandbox.reuse); null when python3 is missing. */
   private reuse: ReusePool | null = null;
-  /** How the reuse init starts each job: its compiled start (gvisor-reuse/spawner.ts), or os.posix_spawn. */
-  jobStart: 'compiled' | 'posix_spawn' = 'posix_spawn';
+  /** The reuse init's compiled job start (gvisor-reuse/spawner.ts); null: the init uses os.posix_spawn. */
   private spawner: string | null = null;
   private readonly tag = randomBytes(3).toString('hex');
 
@@ -101,6 +100,11 @@ export class GvisorDriver implements SandboxDriver, GvisorHost {
     this.log = log;
     this.runscRoot = join(opts.stateDir, 'runsc');
     this.rootfs = join(opts.stateDir, 'rootfs');
+  }
+
+  /** How the reuse init starts each job. */
+  get jobStart(): 'compiled' | 'posix_spawn' {
+    return this.spawner ? 'compiled' : 'posix_spawn';
   }
 
   describe(): string {
@@ -137,7 +141,6 @@ export class GvisorDriver implements SandboxDriver, GvisorHost {
       if (built.ok) this.spawner = built.value;
       else this.log.warn(`${built.error.message}: reused sandboxes start jobs with posix_spawn (~1.5 ms more CPU per job)`);
     }
-    this.jobStart = this.spawner ? 'compiled' : 'posix_spawn';
     this.buildRootfs();
     const first = this.create(this.poolLimits);
     if (!(await first.ready)) {
