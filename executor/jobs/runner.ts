@@ -302,10 +302,7 @@ export class JobRunner {
           ...(prelude ? { prelude } : {}),
           ...(ws?.clone ? { clone: { git: '/usr/bin/git', ...ws.clone, into: sandbox.workspaceInside } } : {}),
         });
-        const steps =
-          plan.hardenGit || network || ws?.clone
-            ? undefined
-            : { cwd: cwdInside, env, ...(build ? { build } : {}), run, rlimits, ...(spec.stdin || job.stdin ? {} : { noStdin: true as const }) };
+        const steps = plan.hardenGit || network || ws?.clone ? undefined : { cwd: cwdInside, env, ...(build ? { build } : {}), run, rlimits };
         const launched = await superviseLaunch(
           sandbox,
           { script, steps },

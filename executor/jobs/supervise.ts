@@ -48,7 +48,9 @@ export interface Supervised {
 /** Starts the launcher, feeds stdin, reads output; returns once the job's process is gone. */
 export async function superviseLaunch(sandbox: Sandbox, req: LaunchRequest, o: SuperviseOptions): Promise<Supervised> {
   const { caps, stdin } = o;
-  const { child, ended, status } = sandbox.launch(req);
+  // A job given no stdin: a sandbox whose init starts the steps closes the pipe itself (no end to send it).
+  const noStdin = !stdin && !o.keepStdin;
+  const { child, ended, status } = sandbox.launch(req.steps && noStdin ? { ...req, steps: { ...req.steps, noStdin } } : req);
   const startedAt = performance.now();
   const kill = sandbox.hostKillArgv();
   const deadline = o.timeoutMs + o.graceMs + WATCHDOG_MARGIN_MS;
@@ -72,8 +74,8 @@ export async function superviseLaunch(sandbox: Sandbox, req: LaunchRequest, o: S
     if (o.keepStdin && child.stdin) {
       if (stdin) child.stdin.write(stdin);
       o.keepStdin(child.stdin);
-    } else if (stdin) child.stdin?.end(stdin);
-    else child.stdin?.end();
+    } else if (noStdin) child.stdin?.end();
+    else child.stdin?.end(stdin);
     const statusText = readSome(status, 64);
     const reading = Promise.all([caps.stdout.consume(child.stdout as Readable), caps.stderr.consume(child.stderr as Readable)]);
     const end = await ended;

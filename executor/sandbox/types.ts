@@ -29,8 +29,8 @@ export interface LaunchRequest {
     build?: string[];
     run: string[];
     rlimits: JobRlimits;
-    /** The job is given no stdin: its pipe is closed at once, with no end to wait for. */
-    noStdin?: true;
+    /** The job is given no stdin (set by jobs/supervise.ts): its pipe is closed at once, with no end to wait for. */
+    noStdin?: boolean;
   };
 }
 
