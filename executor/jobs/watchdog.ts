@@ -45,7 +45,7 @@ const REPORT_WAIT_MS = 60_000;
 export const NO_WATCHDOG: Watchdog = { disarm() {} };
 
 interface Armed {
-  /** performance.now() at which the kill command runs. */
+  /** When the kill command runs, on the system's monotonic clock (monotonicMs). */
   at: number;
   kill: string[];
   env: Record<string, string>;
@@ -67,8 +67,17 @@ function write(p: ChildProcess, m: object): boolean {
   }
 }
 
+/**
+ * Now in ms on CLOCK_MONOTONIC, which every process of the host reads alike: the watchdog process
+ * may read an arm a while after it was written (it reads in bursts), so a deadline is sent as the
+ * time it is due, not as a delay.
+ */
+function monotonicMs(): number {
+  return Number(process.hrtime.bigint() / 1_000_000n);
+}
+
 function arm(p: ChildProcess, id: number, a: Armed): boolean {
-  return write(p, { arm: id, ms: Math.max(0, Math.round(a.at - performance.now())), kill: a.kill, env: a.env });
+  return write(p, { arm: id, due: a.at, kill: a.kill, env: a.env });
 }
 
 /** The running watchdog process, started (with every armed job re-armed) if there is none. */
@@ -123,7 +132,7 @@ export function startWatchdog(deadlineMs: number, killArgv: string[], env: Recor
   const p = watchdogProcess(env);
   if (!p) return NO_WATCHDOG;
   const id = ++nextId;
-  const a: Armed = { at: performance.now() + deadlineMs, kill: killArgv, env };
+  const a: Armed = { at: monotonicMs() + deadlineMs, kill: killArgv, env };
   armed.set(id, a);
   if (onFired) listeners.set(id, onFired);
   arm(p, id, a);
@@ -132,7 +141,7 @@ export function startWatchdog(deadlineMs: number, killArgv: string[], env: Recor
       if (!armed.delete(id)) return;
       if (proc) write(proc, { disarm: id });
       // The watchdog's timer starts after `a.at` was taken, so before it nothing has fired.
-      if (performance.now() < a.at) listeners.delete(id);
+      if (monotonicMs() < a.at) listeners.delete(id);
       else setTimeout(() => listeners.delete(id), REPORT_WAIT_MS).unref();
     },
   };
