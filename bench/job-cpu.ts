@@ -24,6 +24,8 @@ type SandboxPart = (typeof SANDBOX_PARTS)[number];
 interface CpuSample {
   at: Record<Component, number>;
   parts: Record<SandboxPart, number>;
+  /** The sandboxes' sentries (runsc-sandbox) alive at the sample: one per sandbox. */
+  sentries: Set<number>;
 }
 
 const partOfCmd = new Map<number, SandboxPart | null>();
@@ -61,11 +63,14 @@ export function sampleCpu(setup: UserSetup): CpuSample {
   // What ended was reaped by the agent (runsc run, bwrap, the job): its whole tree's CPU is in the agent's cutime.
   parts.ended = agent?.reaped ?? 0;
   const partOf = new Map<number, SandboxPart>();
+  const sentries = new Set<number>();
   for (const p of descendants(snap, pids.agent)) {
     if (p.pid === pids.agent) continue;
-    const part = ownPart(p) ?? partOf.get(p.ppid) ?? 'other';
+    const own = ownPart(p);
+    const part = own ?? partOf.get(p.ppid) ?? 'other';
     partOf.set(p.pid, part);
     parts[part] += p.own + p.reaped;
+    if (own === 'sentry') sentries.add(p.pid);
   }
   return {
     at: {
@@ -76,6 +81,7 @@ export function sampleCpu(setup: UserSetup): CpuSample {
       sandbox: SANDBOX_PARTS.reduce((a, k) => a + parts[k], 0),
     },
     parts,
+    sentries,
   };
 }
 
@@ -83,6 +89,8 @@ export interface CpuPerJob {
   jobs: number;
   perJob: Record<Component, number>;
   parts: Record<SandboxPart, number>;
+  /** Sandboxes started during the batches and still running at their end (a reused sandbox's replacement). */
+  sandboxStarts: number;
 }
 
 /** Adds the CPU between two samples, divided by `jobs`, into `acc`. */
@@ -91,11 +99,13 @@ export function addCpu(acc: CpuPerJob | null, before: CpuSample, after: CpuSampl
     jobs: 0,
     perJob: Object.fromEntries(COMPONENTS.map((k) => [k, 0])) as Record<Component, number>,
     parts: Object.fromEntries(SANDBOX_PARTS.map((k) => [k, 0])) as Record<SandboxPart, number>,
+    sandboxStarts: 0,
   };
   const total = out.jobs + jobs;
   // Running per-job means, weighted by each batch's jobs.
   for (const k of COMPONENTS) out.perJob[k] = (out.perJob[k] * out.jobs + (after.at[k] - before.at[k])) / total;
   for (const k of SANDBOX_PARTS) out.parts[k] = (out.parts[k] * out.jobs + (after.parts[k] - before.parts[k])) / total;
   out.jobs = total;
+  out.sandboxStarts += [...after.sentries].filter((pid) => !before.sentries.has(pid)).length;
   return out;
 }
