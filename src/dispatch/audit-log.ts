@@ -32,6 +32,7 @@ import { migrate, type SqlHost } from './capability-host.ts';
 import { Segments, type Segment } from './segments.ts';
 import { COLUMNS, DAY_TABLE, MIGRATIONS } from './audit-schema.ts';
 import { importLegacyRows } from './audit-import.ts';
+import { SQLITE_BOUND_PARAMETERS_MAX } from '../platform/limits.ts';
 
 /** D1's audit ids are below this (2^40: 35 years of 1,000 calls a second); the team's own rows count on from it. */
 export const LEGACY_ID_CEILING = 2 ** 40;
@@ -218,7 +219,10 @@ export class AuditLog {
     return { entries: page.map((r) => this.live(auditRowOf(r))), nextCursor: rows.length > limit ? encodeCursor(page[page.length - 1].id) : null };
   }
 
-  /** The governed jobs' rows by job id (what each job ran and why it was allowed). */
+  /**
+   * The governed jobs' rows by job id (what each job ran and why it was allowed). Ids go to SQLite
+   * in groups of SQLITE_BOUND_PARAMETERS_MAX: a statement with more bound parameters fails.
+   */
   jobRows(jobIds: readonly string[]): AuditRow[] {
     const ids = [...new Set(jobIds)].slice(0, 500);
     const byId = ids.map((j) => this.jobs.auditIdOf(j)).filter((id): id is number => id !== null);
@@ -226,18 +230,23 @@ export class AuditLog {
     const rows: StoredAuditRow[] = [];
     for (const d of this.days.newestFirst()) {
       if (rows.length >= byId.length) break;
-      if (byId.length)
-        rows.push(...this.sql.exec<StoredAuditRow>(`SELECT id, ${COLUMNS} FROM ${d.name} WHERE id IN (${byId.map(() => '?').join(', ')})`, ...byId).toArray());
+      for (const group of groupsOf(byId, SQLITE_BOUND_PARAMETERS_MAX)) {
+        rows.push(
+          ...this.sql.exec<StoredAuditRow>(`SELECT id, ${COLUMNS} FROM ${d.name} WHERE id IN (${group.map(() => '?').join(', ')})`, ...group).toArray(),
+        );
+      }
     }
     if (older.length && this.days.all()[0]?.name === 'audit') {
-      rows.push(
-        ...this.sql
-          .exec<StoredAuditRow>(
-            `SELECT id, ${COLUMNS} FROM audit WHERE job_id IN (${older.map(() => '?').join(', ')}) AND job_id IS NOT NULL AND tool IN ${AUDIT_JOB_TOOLS}`,
-            ...older,
-          )
-          .toArray(),
-      );
+      for (const group of groupsOf(older, SQLITE_BOUND_PARAMETERS_MAX)) {
+        rows.push(
+          ...this.sql
+            .exec<StoredAuditRow>(
+              `SELECT id, ${COLUMNS} FROM audit WHERE job_id IN (${group.map(() => '?').join(', ')}) AND job_id IS NOT NULL AND tool IN ${AUDIT_JOB_TOOLS}`,
+              ...group,
+            )
+            .toArray(),
+        );
+      }
     }
     return rows.map((r) => this.live(auditRowOf(r)));
   }
@@ -379,4 +388,11 @@ export class AuditLog {
     this.days.reset();
     return n;
   }
+}
+
+/** `items` in consecutive groups of at most `size`. */
+function groupsOf<T>(items: readonly T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
 }

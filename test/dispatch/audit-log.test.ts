@@ -93,6 +93,15 @@ describe("the team's audit log", () => {
     expect(rows[2]).toMatchObject({ decision: 'allowed', durationMs: 8, bytes: 3, reason: 'rule r1; agent a1 (gvisor)' });
   });
 
+  it("finds 250 jobs' rows in one call (an admin page of 200 queued jobs): each statement stays within the 100 parameters a DO allows", () => {
+    const { log, recordJob } = jobLog();
+    const ids = Array.from({ length: 250 }, (_, i) => `j${i}`);
+    for (const jobId of ids) recordJob(entry({ jobId }));
+    const rows = log.jobRows(ids);
+    expect(rows).toHaveLength(250);
+    expect(new Set(rows.map((r) => r.jobId))).toEqual(new Set(ids));
+  });
+
   it('marks a job that never ran as failed, with why', () => {
     const { log, recordJob } = jobLog();
     recordJob(entry());
