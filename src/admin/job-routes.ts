@@ -30,7 +30,9 @@ jobAdminRoutes.get('/', async (c) => {
   if (limit !== null && (!/^\d+$/.test(limit) || Number(limit) < 1 || Number(limit) > 200))
     return apiError(c, 'invalid_argument', `limit must be an integer from 1 to 200, got "${limit}"`);
   const cursor = q.get('cursor');
-  if (cursor !== null && !/^\d{1,15}$/.test(cursor)) return apiError(c, 'invalid_argument', 'cursor is not valid; pass the next_cursor of a previous page');
+  // A job's seq: its creation time in ms × 1024 (job-rows.ts), 16 digits today; an integer JavaScript holds exactly.
+  if (cursor !== null && !(/^\d{1,16}$/.test(cursor) && Number(cursor) <= Number.MAX_SAFE_INTEGER))
+    return apiError(c, 'invalid_argument', 'cursor is not valid; pass the next_cursor of a previous page');
   const team = c.get('principal').team;
   const page = await listJobs(c.env, team, {
     state: (state ?? undefined) as JobState | undefined,

@@ -66,6 +66,30 @@ describe('gatehouse agents', () => {
 });
 
 describe('gatehouse jobs', () => {
+  it('pages through the jobs with the cursor it prints (a job cursor is a 16-digit number)', async () => {
+    const c = await gw.mcp('acme', ['execute']);
+    const ids: string[] = [];
+    for (const word of ['one', 'two', 'three']) {
+      const r = await c.callTool({ name: 'execute', arguments: { command: 'echo', args: [word] } });
+      ids.push((r.structuredContent as { job_id: string }).job_id);
+    }
+    await c.close();
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    for (let page = 0; page < 3; page++) {
+      const r = await cli(['jobs', 'list', '--limit', '1', ...(cursor ? ['--cursor', cursor] : [])]);
+      expect(r.code, r.stderr).toBe(0);
+      seen.push(...ids.filter((id) => r.stdout.includes(id)));
+      cursor = /next page: gatehouse jobs list --cursor (\S+)/.exec(r.stderr)?.[1] ?? null;
+      if (page < 2) expect(cursor, r.stderr).toMatch(/^\d{16}$/);
+    }
+    // Newest first, one per page, none twice.
+    expect(seen).toEqual([...ids].reverse());
+    const bad = await cli(['jobs', 'list', '--cursor', '99999999999999999']);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain('cursor is not valid');
+  });
+
   it('lists and shows a finished job with its exit', async () => {
     const c = await gw.mcp('acme', ['execute']);
     const r = await c.callTool({ name: 'execute', arguments: { command: 'echo', args: ['listed'] } });
